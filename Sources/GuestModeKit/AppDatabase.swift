@@ -1,0 +1,146 @@
+import Foundation
+import GRDB
+
+/// The embedded SQLite store. GRDB stays inside the engine: callers see
+/// `GuestStore` and domain types only, so a PostgreSQL backend can follow.
+struct AppDatabase: Sendable {
+    let writer: any DatabaseWriter
+
+    /// Names of the migrations this build knows, oldest first. Shipped
+    /// migrations are never edited; new ones are appended.
+    static var knownMigrations: [String] { migrator.migrations }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-initial") { db in
+            try db.execute(sql: Schema.v1)
+        }
+        return migrator
+    }
+
+    init(_ writer: any DatabaseWriter, migrating: Bool = true) throws {
+        self.writer = writer
+        if migrating { try AppDatabase.migrator.migrate(writer) }
+    }
+
+    /// A fresh in-memory store, for tests and replays.
+    static func empty() throws -> AppDatabase {
+        try AppDatabase(DatabaseQueue(configuration: configuration()))
+    }
+
+    static func configuration(readOnly: Bool = false) -> Configuration {
+        var configuration = Configuration()
+        configuration.readonly = readOnly
+        // Concurrent guestmode processes wait for each other instead of failing.
+        configuration.busyMode = .timeout(30)
+        configuration.foreignKeysEnabled = true
+        return configuration
+    }
+
+    func pendingMigrations() throws -> [String] {
+        try writer.read { db in
+            let applied = try AppDatabase.migrator.appliedIdentifiers(db)
+            return AppDatabase.knownMigrations.filter { !applied.contains($0) }
+        }
+    }
+
+    func appliedMigrations() throws -> [String] {
+        try writer.read { db in try AppDatabase.migrator.appliedMigrations(db) }
+    }
+
+    func migrate() throws { try AppDatabase.migrator.migrate(writer) }
+
+    /// Applies pending migrations one at a time, each in its own
+    /// transaction, so a failure leaves the store at the previous version.
+    func migrateStepwise(progress: (String) -> Void) throws -> [String] {
+        var applied: [String] = []
+        for identifier in try pendingMigrations() {
+            try AppDatabase.migrator.migrate(writer, upTo: identifier)
+            applied.append(identifier)
+            progress(identifier)
+        }
+        return applied
+    }
+}
+
+/// Opening a store file: the checks that must happen before anything can be
+/// written to it.
+enum StoreFile {
+    static func open(path: String, creating: Bool, migrating: Bool = true) throws -> AppDatabase {
+        let fileManager = FileManager.default
+        if fileManager.fileExists(atPath: path) {
+            if creating {
+                throw GuestModeError(
+                    .cannotCreate, code: "store_exists",
+                    "a store already exists at '\(path)'; use --force to replace it or choose another --store")
+            }
+            try refuseUnknownSchema(path: path)
+        } else {
+            if !creating {
+                throw GuestModeError.notFound(
+                    "no store at '\(path)'; create one with 'guestmode init --profile NAME' or set --store/GUESTMODE_STORE",
+                    code: "store_not_found")
+            }
+            try createPrivateFile(path: path)
+        }
+        do {
+            let pool = try DatabasePool(path: path, configuration: AppDatabase.configuration())
+            return try AppDatabase(pool, migrating: migrating)
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path)
+        }
+    }
+
+    /// Reads the schema history without writing a byte, so a store from a
+    /// newer guestmode is refused untouched.
+    static func refuseUnknownSchema(path: String) throws {
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration(readOnly: true))
+            defer { try? queue.close() }
+            let applied: [String] = try queue.read { db in
+                guard try db.tableExists("grdb_migrations") else {
+                    if try db.tableExists("sqlite_master") == false { return [] }
+                    let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+                    if tables.isEmpty { return [] }
+                    throw GuestModeError.badData(
+                        "'\(path)' is an SQLite database but not a guestmode store (no schema history)",
+                        code: "not_a_store")
+                }
+                return try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+            }
+            let known = Set(AppDatabase.knownMigrations)
+            let unknown = applied.filter { !known.contains($0) }
+            if !unknown.isEmpty {
+                throw GuestModeError.badData(
+                    "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last!). Upgrade guestmode; the store was not changed",
+                    code: "store_too_new")
+            }
+        } catch let error as DatabaseError {
+            throw translate(error, path: path)
+        }
+    }
+
+    static func createPrivateFile(path: String) throws {
+        let descriptor = Foundation.open(path, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        if descriptor < 0 {
+            let reason = String(cString: strerror(errno))
+            throw GuestModeError(.cannotCreate, code: "cannot_create_store", "cannot create the store '\(path)': \(reason)")
+        }
+        close(descriptor)
+    }
+
+    static func translate(_ error: DatabaseError, path: String) -> GuestModeError {
+        switch error.resultCode {
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            GuestModeError.badData("'\(path)' is not a guestmode store or is damaged: \(error.message ?? "\(error)")", code: "corrupt_store")
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            GuestModeError(.tryAgainLater, code: "store_busy", "the store '\(path)' is busy; try again later")
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
+            GuestModeError(.cannotCreate, code: "cannot_open_store", "cannot open the store '\(path)': \(error.message ?? "\(error)")")
+        case .SQLITE_IOERR, .SQLITE_FULL:
+            GuestModeError(.ioError, code: "io_error", "I/O error on the store '\(path)': \(error.message ?? "\(error)")")
+        default:
+            GuestModeError(.internalFailure, code: "database_error", "database error on '\(path)': \(error)")
+        }
+    }
+}

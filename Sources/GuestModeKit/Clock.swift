@@ -1,0 +1,122 @@
+import Foundation
+
+/// Timestamps cross the store and the command line as ISO 8601 in UTC with
+/// milliseconds, a fixed-width form whose text order is its time order, so
+/// SQL can compare and sort them as strings and SQLite's date functions read
+/// them directly.
+public enum Timestamp {
+    public static func format(_ date: Date) -> String {
+        let millisecondsSinceEpoch = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        let wholeSeconds = Int64((millisecondsSinceEpoch / 1000).rounded(.down))
+        let milliseconds = Int(millisecondsSinceEpoch - Double(wholeSeconds) * 1000)
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents(
+            [.year, .month, .day, .hour, .minute, .second],
+            from: Date(timeIntervalSince1970: TimeInterval(wholeSeconds)))
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+            parts.year!, parts.month!, parts.day!, parts.hour!, parts.minute!, parts.second!,
+            milliseconds)
+    }
+
+    /// Accepts `2026-11-22`, `2026-11-22T10:00:00Z`, fractional seconds and
+    /// numeric offsets; anything else is nil so callers can say what they expected.
+    public static func parse(_ text: String) -> Date? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let withFraction = ISO8601DateFormatter()
+        withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = withFraction.date(from: trimmed) { return date }
+        let plain = ISO8601DateFormatter()
+        plain.formatOptions = [.withInternetDateTime]
+        if let date = plain.date(from: trimmed) { return date }
+        let dayOnly = ISO8601DateFormatter()
+        dayOnly.formatOptions = [.withFullDate]
+        if trimmed.count == 10, let date = dayOnly.date(from: trimmed) { return date }
+        return nil
+    }
+
+    public static func parseOrThrow(_ text: String, what: String) throws -> Date {
+        guard let date = parse(text) else {
+            throw GuestModeError.usage(
+                "\(what): '\(text)' is not an ISO 8601 time; write it like 2026-11-22T09:30:00Z")
+        }
+        return date
+    }
+}
+
+/// A span of time written as a number and a unit: `90s`, `15m`, `24h`,
+/// `3d`, `2w`, `1 month`, `1y`. Months and years are calendar units, so a
+/// one-month trial granted on 31 January ends on the last day of February.
+public struct TimeSpan: Codable, Sendable, Equatable, CustomStringConvertible {
+    public enum Unit: String, Codable, Sendable, CaseIterable {
+        case seconds, minutes, hours, days, weeks, months, years
+    }
+
+    public var amount: Int
+    public var unit: Unit
+
+    public init(amount: Int, unit: Unit) {
+        self.amount = amount
+        self.unit = unit
+    }
+
+    public init?(parsing text: String) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let digits = trimmed.prefix(while: \.isNumber)
+        guard let amount = Int(digits), amount >= 0 else { return nil }
+        let suffix = trimmed.dropFirst(digits.count).trimmingCharacters(in: .whitespaces)
+        let units: [String: Unit] = [
+            "s": .seconds, "sec": .seconds, "second": .seconds, "seconds": .seconds,
+            "m": .minutes, "min": .minutes, "minute": .minutes, "minutes": .minutes,
+            "h": .hours, "hour": .hours, "hours": .hours,
+            "d": .days, "day": .days, "days": .days,
+            "w": .weeks, "week": .weeks, "weeks": .weeks,
+            "mo": .months, "month": .months, "months": .months,
+            "y": .years, "year": .years, "years": .years,
+        ]
+        guard let unit = units[suffix] else { return nil }
+        self.init(amount: amount, unit: unit)
+    }
+
+    public var description: String {
+        let short: [Unit: String] = [.seconds: "s", .minutes: "m", .hours: "h", .days: "d", .weeks: "w"]
+        if let suffix = short[unit] { return "\(amount)\(suffix)" }
+        let word = unit == .months ? "month" : "year"
+        return "\(amount) \(word)\(amount == 1 ? "" : "s")"
+    }
+
+    public func added(to date: Date) -> Date {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let component: Calendar.Component
+        switch unit {
+        case .seconds: component = .second
+        case .minutes: component = .minute
+        case .hours: component = .hour
+        case .days: component = .day
+        case .weeks: component = .weekOfYear
+        case .months: component = .month
+        case .years: component = .year
+        }
+        return calendar.date(byAdding: component, value: amount, to: date) ?? date
+    }
+
+    public func subtracted(from date: Date) -> Date {
+        TimeSpan(amount: -amount, unit: unit).added(to: date)
+    }
+
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let span = TimeSpan(parsing: text) else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "not a time span: \(text)"))
+        }
+        self = span
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+
+/// A declarative description of one app's guest mode (see guestmode-profile(5)).
+/// Everything the engine decides for an app comes from here, never from
+/// profile-specific code.
+public struct Profile: Codable, Sendable, Equatable {
+    public var name: String
+    public var version: Int
+    public var summary: String
+    /// The owner written on records created before any user existed.
+    public var guestOwner: String
+    public var allowsFreeFormActions: Bool
+    public var identity: IdentityPolicy
+    public var collections: [Collection]
+    public var actions: [String]
+    public var meters: [Meter]
+    /// Always three, in order: guest, account, premium; caps and allowances
+    /// are already resolved through inheritance from the tier below.
+    public var tiers: [Tier]
+    public var plans: [Plan]
+    public var prompts: PromptPolicy
+    public var experiments: [Experiment]
+    public var backup: BackupPolicy
+    public var migration: MigrationPolicy
+
+    public func collection(named name: String) -> Collection? { collections.first { $0.name == name } }
+    public func meter(named name: String) -> Meter? { meters.first { $0.name == name } }
+    public func plan(named name: String) -> Plan? { plans.first { $0.name == name } }
+    public func tier(_ level: TierLevel) -> Tier { tiers.first { $0.level == level }! }
+    public func experiment(named name: String) -> Experiment? { experiments.first { $0.name == name } }
+}
+
+public struct IdentityPolicy: Codable, Sendable, Equatable {
+    public var providers: [String]
+    public var maximumProvidersPerUser: Int
+}
+
+public struct Collection: Codable, Sendable, Equatable {
+    public var name: String
+    /// Record fields that together must be unique per owner (e.g. a habit and
+    /// a day); adoption rewrites records keyed by them.
+    public var uniqueFields: [String]
+    /// What a union merge does with two records under one key.
+    public var onMergeConflict: MergeConflictRule
+}
+
+public enum MergeConflictRule: String, Codable, Sendable, CaseIterable {
+    /// Keep both records, the guest's under a suffixed key.
+    case keepBoth = "keep-both"
+    /// Keep the record updated last; the other is reported.
+    case newestWins = "newest-wins"
+}
+
+public enum TierLevel: String, Codable, Sendable, CaseIterable, Comparable {
+    case guest, account, premium
+
+    public static func < (lhs: TierLevel, rhs: TierLevel) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// A limit on a count or an amount; `nil` means unlimited.
+public typealias Limit = Double?
+
+public struct Tier: Codable, Sendable, Equatable {
+    public var level: TierLevel
+    /// Per-collection record caps; a collection missing here is unlimited.
+    public var caps: [String: Int]
+    /// Per-meter allowances; a meter missing here is unlimited.
+    public var allowances: [String: Double]
+    /// What a refused write tells the app to ask for.
+    public var whenCapped: CapOutcome
+
+    public func cap(for collection: String) -> Int? { caps[collection] }
+    public func allowance(for meter: String) -> Double? { allowances[meter] }
+}
+
+public enum CapOutcome: String, Codable, Sendable, CaseIterable {
+    case allowed
+    case needsAccount = "needs-account"
+    case needsPremium = "needs-premium"
+
+    public var failureKind: FailureKind? {
+        switch self {
+        case .allowed: nil
+        case .needsAccount: .needsAccount
+        case .needsPremium: .needsPremium
+        }
+    }
+}
+
+public struct Meter: Codable, Sendable, Equatable {
+    public var name: String
+    public var unit: String
+    public var reset: MeterReset
+    /// Ascending thresholds, each a percentage of the allowance used.
+    public var warnings: [MeterWarning]
+}
+
+public enum MeterReset: String, Codable, Sendable, CaseIterable {
+    case never, daily, monthly
+}
+
+public struct MeterWarning: Codable, Sendable, Equatable {
+    public var percent: Double
+    public var level: MeterLevel
+}
+
+public enum MeterLevel: String, Codable, Sendable, CaseIterable, Comparable {
+    case none, warning, critical, exhausted
+
+    public static func < (lhs: MeterLevel, rhs: MeterLevel) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+public struct Plan: Codable, Sendable, Equatable {
+    public var name: String
+    public var price: Decimal
+    public var currency: String
+    public var billingPeriod: TimeSpan
+    public var trial: TimeSpan?
+    /// The tier an active plan lifts its holder to.
+    public var tier: TierLevel
+}
+
+public enum PromptPriority: String, Codable, Sendable, CaseIterable, Comparable {
+    case low, medium, high, critical
+
+    public var rank: Int { PromptPriority.allCases.firstIndex(of: self)! }
+    public static func < (lhs: PromptPriority, rhs: PromptPriority) -> Bool { lhs.rank < rhs.rank }
+}
+
+public struct PromptPolicy: Codable, Sendable, Equatable {
+    /// Minimum time between any two prompts shown to one user.
+    public var cooldown: TimeSpan?
+    /// At most `maximumShown` prompts in any rolling `window`.
+    public var window: TimeSpan?
+    public var maximumShownPerWindow: Int?
+    public var rules: [PromptRule]
+}
+
+public struct PromptRule: Codable, Sendable, Equatable {
+    public var context: String
+    public var priority: PromptPriority
+    /// Shown at most once, ever.
+    public var isOnce: Bool
+    /// After being shown, eligible again only this long after.
+    public var reshowAfter: TimeSpan?
+    /// Offered only when `prompt next --trigger` names it.
+    public var trigger: String?
+    public var conditions: [Condition]
+    public var content: PromptContent
+}
+
+public struct PromptContent: Codable, Sendable, Equatable {
+    public var title: String
+    public var message: String
+    public var benefits: [String]
+    public var primaryAction: String
+    public var secondaryAction: String
+    public var style: String
+}
+
+/// One clause of a prompt rule; a rule holds when all of its clauses do.
+public enum Condition: Codable, Sendable, Equatable {
+    case counter(action: String, comparison: Comparison)
+    case daysSinceFirstSeen(Comparison)
+    case state(UserState)
+}
+
+public struct Comparison: Codable, Sendable, Equatable {
+    public enum Operator: String, Codable, Sendable, CaseIterable {
+        case equals
+        case atLeast = "at_least"
+        case atMost = "at_most"
+    }
+
+    public var comparator: Operator
+    public var value: Double
+
+    public func holds(for actual: Double) -> Bool {
+        switch comparator {
+        case .equals: actual == value
+        case .atLeast: actual >= value
+        case .atMost: actual <= value
+        }
+    }
+}
+
+public enum UserState: String, Codable, Sendable, CaseIterable {
+    case anonymous, linked
+}
+
+public struct Experiment: Codable, Sendable, Equatable {
+    public var name: String
+    public var seed: String
+    public var coverage: Double
+    public var variants: [Variant]
+}
+
+public struct Variant: Codable, Sendable, Equatable {
+    public var name: String
+    public var weight: Double
+    /// Overrides of the prompt policy for users in this variant.
+    public var promptCooldown: TimeSpan?
+    /// When set, only these prompt contexts are offered to this variant.
+    public var enabledContexts: [String]?
+}
+
+public struct BackupPolicy: Codable, Sendable, Equatable {
+    /// Queue a backup of a user in the outbox on every change to their data.
+    public var queuesOnChange: Bool
+    public var format: String
+}
+
+public struct MigrationPolicy: Codable, Sendable, Equatable {
+    public var steps: [MigrationStep]
+}
+
+public struct MigrationStep: Codable, Sendable, Equatable {
+    public var name: String
+    /// Collections moved by this step; empty for steps that move the user's
+    /// non-record data (`profile`) or finish up (`cleanup`).
+    public var collections: [String]
+}

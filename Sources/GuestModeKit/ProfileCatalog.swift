@@ -1,0 +1,88 @@
+import Foundation
+
+/// Where profile templates live: the installed share directory, the source
+/// tree next to a development build, or wherever GUESTMODE_TEMPLATES points.
+public struct ProfileCatalog: Sendable {
+    public var directories: [URL]
+
+    public init(directories: [URL]) {
+        self.directories = directories
+    }
+
+    /// The directories to search for a binary at `executable`: the
+    /// installed layout (`PREFIX/bin` → `PREFIX/share/guestmode/templates`)
+    /// first, then any `Templates/` above it (a build tree).
+    public static func make(executable: URL, environment: [String: String]) -> ProfileCatalog {
+        var directories: [URL] = []
+        if let override = environment["GUESTMODE_TEMPLATES"], !override.isEmpty {
+            directories.append(URL(fileURLWithPath: override))
+        }
+        let binDirectory = executable.resolvingSymlinksInPath().deletingLastPathComponent()
+        directories.append(binDirectory.deletingLastPathComponent().appendingPathComponent("share/guestmode/templates"))
+        var ancestor = binDirectory
+        for _ in 0..<6 {
+            directories.append(ancestor.appendingPathComponent("Templates"))
+            ancestor = ancestor.deletingLastPathComponent()
+        }
+        return ProfileCatalog(directories: directories)
+    }
+
+    public struct Template: Sendable, Codable, Equatable {
+        public var name: String
+        public var version: Int
+        public var summary: String
+        public var path: String
+    }
+
+    /// The templates of the first directory that has any, so an installed
+    /// copy is never mixed with a build tree's.
+    public func templates() throws -> [Template] {
+        guard let directory = templateDirectory() else { return [] }
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .filter { $0.hasSuffix(".yaml") }.sorted()
+        return try files.map { file in
+            let url = directory.appendingPathComponent(file)
+            let profile = try ProfileLoader.load(contentsOf: url)
+            return Template(name: profile.name, version: profile.version, summary: profile.summary, path: url.path)
+        }
+    }
+
+    func templateDirectory() -> URL? {
+        directories.first { directory in
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            return files.contains { $0.hasSuffix(".yaml") }
+        }
+    }
+
+    /// A loaded profile together with the exact text it came from, which is
+    /// what a store keeps so it never depends on the template staying put.
+    public struct Source: Sendable {
+        public var profile: Profile
+        public var text: String
+        public var origin: String
+    }
+
+    /// Resolves a template name or a file path.
+    public func load(_ nameOrPath: String) throws -> Source {
+        let looksLikePath =
+            nameOrPath.contains("/") || nameOrPath.hasSuffix(".yaml") || nameOrPath.hasSuffix(".yml")
+        let url: URL
+        if looksLikePath || FileManager.default.fileExists(atPath: nameOrPath) {
+            url = URL(fileURLWithPath: nameOrPath)
+        } else if let directory = templateDirectory(),
+            FileManager.default.fileExists(atPath: directory.appendingPathComponent("\(nameOrPath).yaml").path)
+        {
+            url = directory.appendingPathComponent("\(nameOrPath).yaml")
+        } else {
+            let known = (try? templates().map(\.name)) ?? []
+            let hint = known.isEmpty
+                ? "no templates were found (searched \(directories.map(\.path).joined(separator: ", ")); set GUESTMODE_TEMPLATES)"
+                : "known templates: \(known.joined(separator: ", "))"
+            throw GuestModeError.notFound(
+                "no profile named '\(nameOrPath)'; \(hint); or give the path of a YAML file", code: "profile_not_found")
+        }
+        let profile = try ProfileLoader.load(contentsOf: url)
+        let text = try String(contentsOf: url, encoding: .utf8)
+        return Source(profile: profile, text: text, origin: url.path)
+    }
+}

@@ -1,0 +1,148 @@
+/// The store's schema as shipped, one string per migration. Once a version
+/// has shipped its text is frozen: later changes are new migrations.
+/// Times are ISO 8601 UTC text (see `Timestamp`); SQL is kept portable to
+/// PostgreSQL apart from AUTOINCREMENT.
+enum Schema {
+    static let v1 = """
+        CREATE TABLE meta (
+            key TEXT PRIMARY KEY NOT NULL,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE users (
+            id TEXT PRIMARY KEY NOT NULL,
+            device TEXT,
+            state TEXT NOT NULL DEFAULT 'anonymous' CHECK (state IN ('anonymous', 'linked')),
+            prompt_state TEXT NOT NULL DEFAULT 'anonymous',
+            created_at TEXT NOT NULL,
+            last_seen_at TEXT NOT NULL,
+            linked_at TEXT
+        );
+        CREATE INDEX users_state_last_seen ON users(state, last_seen_at);
+        CREATE TABLE identities (
+            provider TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            email TEXT,
+            linked_at TEXT NOT NULL,
+            PRIMARY KEY (provider, subject)
+        );
+        CREATE INDEX identities_user ON identities(user_id);
+        CREATE TABLE credentials (
+            user_id TEXT PRIMARY KEY NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            username TEXT NOT NULL UNIQUE,
+            secret_hash TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE upgrade_locks (
+            user_id TEXT PRIMARY KEY NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            provider TEXT NOT NULL,
+            started_at TEXT NOT NULL
+        );
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            action TEXT NOT NULL,
+            at TEXT NOT NULL,
+            count INTEGER NOT NULL DEFAULT 1,
+            idempotency_key TEXT,
+            properties TEXT
+        );
+        CREATE UNIQUE INDEX events_idempotency ON events(user_id, idempotency_key)
+            WHERE idempotency_key IS NOT NULL;
+        CREATE INDEX events_user_at ON events(user_id, at);
+        CREATE INDEX events_action_at ON events(action, at);
+        CREATE TABLE counters (
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            action TEXT NOT NULL,
+            total INTEGER NOT NULL,
+            PRIMARY KEY (user_id, action)
+        );
+        CREATE TABLE records (
+            owner_id TEXT NOT NULL,
+            collection TEXT NOT NULL,
+            key TEXT NOT NULL,
+            data TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (owner_id, collection, key)
+        );
+        CREATE TABLE meter_usage (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            meter TEXT NOT NULL,
+            amount REAL NOT NULL,
+            at TEXT NOT NULL,
+            idempotency_key TEXT
+        );
+        CREATE UNIQUE INDEX meter_usage_idempotency ON meter_usage(user_id, meter, idempotency_key)
+            WHERE idempotency_key IS NOT NULL;
+        CREATE INDEX meter_usage_user_at ON meter_usage(user_id, meter, at);
+        CREATE TABLE meter_warnings (
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            meter TEXT NOT NULL,
+            period_start TEXT NOT NULL,
+            percent REAL NOT NULL,
+            level TEXT NOT NULL,
+            fired_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, meter, period_start, percent)
+        );
+        CREATE TABLE plans (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            plan TEXT NOT NULL,
+            granted_at TEXT NOT NULL,
+            trial_ends_at TEXT,
+            ends_at TEXT,
+            revoked_at TEXT
+        );
+        CREATE INDEX plans_user ON plans(user_id);
+        CREATE TABLE prompt_outcomes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            context TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            at TEXT NOT NULL
+        );
+        CREATE INDEX prompt_outcomes_user_at ON prompt_outcomes(user_id, at);
+        CREATE TABLE experiment_assignments (
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            experiment TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            assigned_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, experiment)
+        );
+        CREATE TABLE outbox (
+            user_id TEXT PRIMARY KEY NOT NULL,
+            queued_at TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            next_attempt_at TEXT
+        );
+        CREATE TABLE user_flags (
+            user_id TEXT NOT NULL,
+            flag TEXT NOT NULL,
+            set_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, flag)
+        );
+        CREATE TABLE migration_journals (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            source_id TEXT NOT NULL,
+            target_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            backup_path TEXT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            error TEXT
+        );
+        CREATE TABLE migration_steps (
+            journal_id INTEGER NOT NULL REFERENCES migration_journals(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            status TEXT NOT NULL,
+            rows INTEGER NOT NULL DEFAULT 0,
+            finished_at TEXT,
+            PRIMARY KEY (journal_id, position)
+        );
+        """
+}

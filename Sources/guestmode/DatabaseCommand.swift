@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+struct DatabaseCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "db",
+        abstract: "Inspect, migrate and check the store.",
+        subcommands: [Status.self, Migrate.self, Check.self]
+    )
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the store's profile, schema migrations (applied and pending) and row counts.")
+
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let store = try SQLiteStore.open(path: global.storePath, migrating: false)
+            let schema = try store.schemaStatus()
+            let bound = try store.boundProfile()
+            let profile = try bound.map { try ProfileLoader.parse($0.text, file: $0.origin) }
+            let counts = schema.pending.isEmpty ? try store.tableCounts() : [:]
+            struct Report: Encodable {
+                var store: String
+                var profile: String?
+                var profileVersion: Int?
+                var schema: SchemaStatus
+                var rows: [String: Int]
+            }
+            let report = Report(
+                store: global.storePath, profile: profile?.name, profileVersion: profile?.version, schema: schema,
+                rows: counts)
+            if global.json { return try global.output.json(report) }
+            let output = global.output
+            output.line("store:    \(report.store)")
+            output.line("profile:  \(profile.map { "\($0.name) v\($0.version)" } ?? "none")")
+            output.line("schema:   \(schema.current ?? "empty") (\(schema.applied.count) applied, \(schema.pending.count) pending)")
+            for identifier in schema.applied { output.line("  applied  \(identifier)") }
+            for identifier in schema.pending { output.line("  pending  \(identifier)  (run 'guestmode db migrate')") }
+            if !counts.isEmpty {
+                output.line("rows:")
+                for (table, count) in counts.sorted(by: { $0.key < $1.key }) {
+                    output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+                }
+            }
+        }
+    }
+
+    struct Migrate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Apply pending schema migrations, each in its own transaction.",
+            discussion: "A failed migration leaves the store at the previous version; nothing needs forcing by hand."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let store = try SQLiteStore.open(path: global.storePath, migrating: false)
+            let applied = try store.applyPendingMigrations { identifier in
+                global.output.detail("applied \(identifier)")
+            }
+            let schema = try store.schemaStatus()
+            if global.json {
+                struct Migrated: Encodable { var applied: [String]; var current: String? }
+                return try global.output.json(Migrated(applied: applied, current: schema.current))
+            }
+            if global.quiet { return }
+            if applied.isEmpty {
+                global.output.line("schema is up to date (\(schema.current ?? "empty"))")
+            } else {
+                for identifier in applied { global.output.line("applied \(identifier)") }
+            }
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run SQLite's integrity and foreign key checks.",
+            discussion: "Exits 0 when the store is healthy, 65 with the problems listed when it is not."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let store = try SQLiteStore.open(path: global.storePath, migrating: false)
+            let problems = try store.integrityProblems()
+            if global.json {
+                struct Checked: Encodable { var ok: Bool; var problems: [String] }
+                try global.output.json(Checked(ok: problems.isEmpty, problems: problems))
+            } else if problems.isEmpty {
+                if !global.quiet { global.output.line("ok") }
+            } else {
+                for problem in problems { global.output.line(problem) }
+            }
+            if !problems.isEmpty {
+                throw GuestModeError(.badData, code: "integrity_check_failed", "the store '\(global.storePath)' failed its integrity check (\(problems.count) problems)")
+            }
+        }
+    }
+}

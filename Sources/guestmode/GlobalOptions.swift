@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+/// Options every command takes (DESIGN §3). They may also be written before
+/// the command name: `guestmode --store s.sqlite profile show`.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "The store file (default: $GUESTMODE_STORE, else ./guestmode.sqlite).", valueName: "path"))
+    var store: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "The current time, ISO 8601 (default: $GUESTMODE_NOW, else the system clock). Every policy reads only this clock.",
+        valueName: "time"))
+    var now: String?
+
+    @Flag(name: .long, help: "Print one JSON document on stdout; errors as JSON on stderr.")
+    var json = false
+
+    @Flag(name: .long, help: "Print nothing but data and errors.")
+    var quiet = false
+
+    @Flag(name: .long, help: "Explain each step on stderr.")
+    var verbose = false
+
+    static let names: Set<String> = ["--store", "--now", "--json", "--quiet", "--verbose"]
+    static let namesTakingValues: Set<String> = ["--store", "--now"]
+
+    var storePath: String {
+        if let store { return store }
+        if let environment = ProcessInfo.processInfo.environment["GUESTMODE_STORE"], !environment.isEmpty {
+            return environment
+        }
+        return "guestmode.sqlite"
+    }
+
+    func currentTime() throws -> Date {
+        if let now { return try parseTime(now, option: "--now") }
+        if let environment = ProcessInfo.processInfo.environment["GUESTMODE_NOW"], !environment.isEmpty {
+            return try parseTime(environment, option: "GUESTMODE_NOW")
+        }
+        return Date()
+    }
+
+    private func parseTime(_ text: String, option: String) throws -> Date {
+        guard let date = Timestamp.parse(text) else {
+            throw GuestModeError(
+                .usage, code: "bad_time", "\(option): '\(text)' is not an ISO 8601 time; write it like 2026-11-22T09:30:00Z")
+        }
+        return date
+    }
+
+    var output: Output { Output(isJSON: json, isQuiet: quiet, isVerbose: verbose) }
+
+    func openEngine() throws -> GuestMode {
+        let engine = try GuestMode.open(storePath: storePath)
+        output.detail("store \(storePath), profile \(engine.profile.name) v\(engine.profile.version)")
+        return engine
+    }
+
+    func catalog() -> ProfileCatalog {
+        ProfileCatalog.make(executable: executableURL(), environment: ProcessInfo.processInfo.environment)
+    }
+}
+
+func executableURL() -> URL {
+    if let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+        return URL(fileURLWithPath: link)
+    }
+    return URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+}

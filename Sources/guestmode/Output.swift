@@ -1,0 +1,68 @@
+import Foundation
+import GuestModeKit
+
+/// Where text goes: data on stdout, diagnostics on stderr, colour only on a
+/// terminal and never with NO_COLOR or --json.
+struct Output {
+    var isJSON: Bool
+    var isQuiet: Bool
+    var isVerbose: Bool
+
+    var usesColour: Bool {
+        !isJSON && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+    }
+
+    var showsProgress: Bool { !isJSON && !isQuiet && isatty(STDERR_FILENO) == 1 }
+
+    func line(_ text: String = "") {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    /// A diagnostic for people; silenced by --quiet.
+    func note(_ text: String) {
+        guard !isQuiet else { return }
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// A step explained only with --verbose.
+    func detail(_ text: String) {
+        guard isVerbose else { return }
+        FileHandle.standardError.write(Data(("guestmode: \(text)\n").utf8))
+    }
+
+    func json<T: Encodable>(_ value: T) throws {
+        line(try Output.encode(value))
+    }
+
+    static func encode<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(Timestamp.format(date))
+        }
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    func bold(_ text: String) -> String { usesColour ? "\u{1B}[1m\(text)\u{1B}[0m" : text }
+    func dim(_ text: String) -> String { usesColour ? "\u{1B}[2m\(text)\u{1B}[0m" : text }
+    func green(_ text: String) -> String { usesColour ? "\u{1B}[32m\(text)\u{1B}[0m" : text }
+    func red(_ text: String) -> String { usesColour ? "\u{1B}[31m\(text)\u{1B}[0m" : text }
+    func yellow(_ text: String) -> String { usesColour ? "\u{1B}[33m\(text)\u{1B}[0m" : text }
+
+    /// Columns padded to the widest cell, for human tables.
+    func table(_ rows: [[String]], header: [String]? = nil) {
+        let all = (header.map { [$0] } ?? []) + rows
+        guard let columns = all.map(\.count).max(), columns > 0 else { return }
+        var widths = Array(repeating: 0, count: columns)
+        for row in all { for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) } }
+        func render(_ row: [String]) -> String {
+            row.enumerated().map { index, cell in
+                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }
+        if let header { line(bold(render(header))) }
+        for row in rows { line(render(row)) }
+    }
+}

@@ -1,0 +1,29 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+// The engine reports stores in use by other processes as "busy"; a broken
+// pipe (`guestmode … | head`) must end the process quietly, not crash it.
+signal(SIGPIPE, SIG_IGN)
+
+let arguments = reorderGlobalOptions(Array(CommandLine.arguments.dropFirst()))
+let wantsJSON = arguments.contains("--json")
+
+do {
+    var command = try Guestmode.parseAsRoot(arguments)
+    do {
+        try command.run()
+    } catch let clean as CleanExit {
+        Guestmode.exit(withError: clean)
+    } catch {
+        exit(report(error, isJSON: wantsJSON))
+    }
+} catch {
+    let status = Guestmode.exitCode(for: error)
+    if wantsJSON && status != .success {
+        _ = report(
+            GuestModeError(.usage, code: "usage", Guestmode.message(for: error)), isJSON: true)
+        exit(FailureKind.usage.exitStatus)
+    }
+    Guestmode.exit(withError: error)
+}
