@@ -13,8 +13,9 @@ do {
     var command = try Guestmode.parseAsRoot(arguments)
     do {
         try command.run()
-    } catch let clean as CleanExit {
-        Guestmode.exit(withError: clean)
+    } catch where String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") {
+        // Help and usage requests raised while running are ArgumentParser's to print.
+        Guestmode.exit(withError: error)
     } catch {
         exit(report(error, isJSON: wantsJSON))
     }
