@@ -1,0 +1,70 @@
+# guestmode — build, test, run and install.
+#   make run       build, then walk every profile with `guestmode tour`
+#   make test      build and run every test, lint the man pages
+#   make bench     measure guestmode against sqlite3, bsdtar and zstd
+#   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SWIFT ?= swift
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+SHAREDIR = $(DESTDIR)$(PREFIX)/share
+DEBUG_BIN = .build/debug/guestmode
+RELEASE_BIN = .build/release/guestmode
+APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc
+
+.PHONY: all deps build run test lint-man bench install uninstall clean
+
+all: build
+
+# Installs the C libraries and tools the build and tests need, only when missing.
+deps:
+	@missing=""; \
+	for package in $(APT_PACKAGES); do \
+		dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+run: build
+	$(DEBUG_BIN) tour
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	$(MAKE) lint-man
+
+lint-man:
+	mandoc -Tlint -Wwarning man/*.1 man/*.5
+
+bench: deps
+	$(SWIFT) build -c release
+	bash bench/run.sh $(RELEASE_BIN)
+
+install: deps
+	$(SWIFT) build -c release
+	install -d $(BINDIR) $(SHAREDIR)/guestmode/templates $(SHAREDIR)/man/man1 $(SHAREDIR)/man/man5
+	install -m 755 $(RELEASE_BIN) $(BINDIR)/guestmode
+	install -m 644 Templates/*.yaml $(SHAREDIR)/guestmode/templates/
+	install -m 644 man/*.1 $(SHAREDIR)/man/man1/
+	install -m 644 man/*.5 $(SHAREDIR)/man/man5/
+	install -d $(SHAREDIR)/bash-completion/completions $(SHAREDIR)/zsh/site-functions $(SHAREDIR)/fish/vendor_completions.d
+	$(RELEASE_BIN) --generate-completion-script bash > $(SHAREDIR)/bash-completion/completions/guestmode
+	$(RELEASE_BIN) --generate-completion-script zsh > $(SHAREDIR)/zsh/site-functions/_guestmode
+	$(RELEASE_BIN) --generate-completion-script fish > $(SHAREDIR)/fish/vendor_completions.d/guestmode.fish
+
+uninstall:
+	rm -f $(BINDIR)/guestmode
+	rm -rf $(SHAREDIR)/guestmode
+	rm -f $(SHAREDIR)/man/man1/guestmode.1 $(SHAREDIR)/man/man1/guestmode-*.1 $(SHAREDIR)/man/man5/guestmode-profile.5
+	rm -f $(SHAREDIR)/bash-completion/completions/guestmode $(SHAREDIR)/zsh/site-functions/_guestmode \
+		$(SHAREDIR)/fish/vendor_completions.d/guestmode.fish
+
+clean:
+	rm -rf .build

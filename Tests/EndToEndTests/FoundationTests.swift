@@ -1,0 +1,215 @@
+import Foundation
+import Testing
+
+@Suite("Foundation: init, profiles, store, conventions")
+struct FoundationTests {
+    @Test("init binds each template and profile show --json prints its numbers",
+          arguments: ["subscriptions", "voice", "recipes", "habits"])
+    func initAndShow(profile: String) throws {
+        let sandbox = try Sandbox()
+        let created = try sandbox.run("init", "--profile", profile, "--store", "s.sqlite")
+        #expect(created.status == 0)
+        #expect(created.stdout.contains("created s.sqlite"))
+        let shown = try sandbox.run("--store", "s.sqlite", "profile", "show", "--json")
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let document = shown.object
+        #expect(document["name"] as? String == profile)
+        let tiers = document["tiers"] as? [[String: Any]] ?? []
+        #expect(tiers.map { $0["level"] as? String } == ["guest", "account", "premium"])
+        switch profile {
+        case "subscriptions":
+            let guestCaps = tiers[0]["caps"] as? [String: Int]
+            #expect(guestCaps?["subscriptions"] == 5)
+            #expect(tiers[0]["when_capped"] as? String == "needs-account")
+            #expect((tiers[1]["caps"] as? [String: Int])?["subscriptions"] == 5)
+            #expect(tiers[1]["when_capped"] as? String == "needs-premium")
+            #expect((tiers[2]["caps"] as? [String: Int])?["subscriptions"] == nil)
+            let plan = (document["plans"] as? [[String: Any]])?.first
+            #expect((plan?["price"] as? NSNumber)?.doubleValue == 2.99)
+        case "voice":
+            #expect((tiers[0]["allowances"] as? [String: Double])?["api_minutes"] == 60)
+            #expect((tiers[1]["allowances"] as? [String: Double])?["api_minutes"] == 60)
+            #expect((tiers[2]["allowances"] as? [String: Double])?["api_minutes"] == nil)
+            let meter = (document["meters"] as? [[String: Any]])?.first
+            #expect(meter?["reset"] as? String == "never")
+            let warnings = (meter?["warnings"] as? [[String: Any]])?.compactMap { $0["percent"] as? Double }
+            #expect(warnings == [75, 90])
+            let plan = (document["plans"] as? [[String: Any]])?.first
+            #expect((plan?["price"] as? NSNumber)?.doubleValue == 4.99)
+            #expect(plan?["trial"] as? String == "1 month")
+        case "recipes":
+            let prompts = document["prompts"] as? [String: Any]
+            #expect(prompts?["cooldown"] as? String == "24h")
+            let contexts = (prompts?["rules"] as? [[String: Any]])?.compactMap { $0["context"] as? String } ?? []
+            #expect(Set(contexts) == [
+                "first_recipe_success", "viral_content_created", "reengagement", "daily_limit_reached",
+                "feature_discovery", "share_intent", "challenge_interest", "social_exploration",
+            ])
+            let experiment = (document["experiments"] as? [[String: Any]])?.first
+            let variants = (experiment?["variants"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+            #expect(variants == ["control", "aggressive", "delayed", "benefits", "social"])
+            let steps = ((document["migration"] as? [String: Any])?["steps"] as? [[String: Any]])?
+                .compactMap { $0["name"] as? String }
+            #expect(steps == ["profile", "recipes", "photos", "preferences", "cleanup"])
+        default:
+            let collections = (document["collections"] as? [[String: Any]]) ?? []
+            let completions = collections.first { $0["name"] as? String == "completions" }
+            #expect(completions?["unique_fields"] as? [String] == ["habit", "day"])
+            #expect(document["guest_owner"] as? String == "")
+            #expect((document["backup"] as? [String: Any])?["queues_on_change"] as? Bool == true)
+        }
+    }
+
+    @Test("init refuses to overwrite a store without --force, and replaces it with --force")
+    func initRefusesOverwrite() throws {
+        let sandbox = try Sandbox.withStore("voice")
+        let before = try sandbox.snapshot()
+        let again = try sandbox.run("init", "--profile", "subscriptions")
+        #expect(again.status == 73)
+        #expect(again.stderr.contains("--force"))
+        #expect(try sandbox.snapshot() == before)
+        let forced = try sandbox.run("init", "--profile", "subscriptions", "--force")
+        #expect(forced.status == 0)
+        #expect(try sandbox.run("profile", "show", "--json").object["name"] as? String == "subscriptions")
+    }
+
+    @Test("the store file is created with mode 0600")
+    func storeMode() throws {
+        let sandbox = try Sandbox.withStore("habits")
+        let attributes = try FileManager.default.attributesOfItem(atPath: sandbox.path("guestmode.sqlite"))
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+    }
+
+    @Test("a profile with three mistakes gets three file:line messages and exit 65")
+    func threeMistakes() throws {
+        let sandbox = try Sandbox()
+        try sandbox.write("bad.yaml", """
+            name: Bad Name
+            version: 1
+            tiers:
+              guest:
+                caps:
+                  nothing: 5
+              premium:
+                capz: 3
+            """)
+        let result = try sandbox.run("profile", "validate", "bad.yaml")
+        #expect(result.status == 65)
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[0].hasSuffix("bad.yaml:1: name 'Bad Name' must use only lowercase letters, digits, '_' and '-'"))
+        #expect(lines[1].contains("bad.yaml:6: "))
+        #expect(lines[1].contains("unknown collection 'nothing'"))
+        #expect(lines[2].contains("bad.yaml:8: unknown key 'capz'"))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test("malformed YAML is located too")
+    func malformedYAML() throws {
+        let sandbox = try Sandbox()
+        try sandbox.write("broken.yaml", "name: x\nversion: 1\ntiers: [\n  guest\n")
+        let result = try sandbox.run("profile", "validate", "broken.yaml")
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("broken.yaml:"))
+        #expect(result.stderr.contains("malformed YAML"))
+    }
+
+    @Test("every template validates")
+    func templatesValidate() throws {
+        let sandbox = try Sandbox()
+        let list = try sandbox.run("profile", "list", "--json")
+        let names = (list.json as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
+        #expect(names == ["habits", "recipes", "subscriptions", "voice"])
+        for name in names {
+            #expect(try sandbox.run("profile", "validate", name).status == 0)
+        }
+    }
+
+    @Test("a missing file exits 66, an unknown option 64, both as JSON with --json")
+    func exitCodes() throws {
+        let sandbox = try Sandbox()
+        let missing = try sandbox.run("profile", "validate", "nope.yaml")
+        #expect(missing.status == 66)
+        #expect(missing.stderr.hasPrefix("guestmode: profile file"))
+        let unknown = try sandbox.run("profile", "validate", "x.yaml", "--bogus")
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("--bogus"))
+        let missingJSON = try sandbox.run("--json", "profile", "validate", "nope.yaml")
+        #expect(missingJSON.status == 66)
+        #expect(missingJSON.errorJSON["code"] as? String == "profile_not_found")
+        let unknownJSON = try sandbox.run("profile", "validate", "--bogus", "--json")
+        #expect(unknownJSON.status == 64)
+        #expect(unknownJSON.errorJSON["code"] as? String == "usage")
+        let noStore = try sandbox.run("db", "status")
+        #expect(noStore.status == 66)
+        #expect(noStore.stderr.contains("guestmode init"))
+        let badNow = try sandbox.run("tour", "--now", "yesterday")
+        #expect(badNow.status == 64)
+    }
+
+    @Test("a store from a future schema version is refused with 65 and left byte-for-byte unchanged")
+    func futureSchema() throws {
+        let sandbox = try Sandbox.withStore("subscriptions")
+        let sqlite = Process()
+        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        sqlite.arguments = [sandbox.path("guestmode.sqlite"), "INSERT INTO grdb_migrations VALUES ('v99-from-the-future')"]
+        try sqlite.run()
+        sqlite.waitUntilExit()
+        #expect(sqlite.terminationStatus == 0)
+        let before = try sandbox.snapshot()
+        for command in [["db", "status"], ["db", "migrate"], ["profile", "show"], ["db", "check"]] {
+            let result = try sandbox.run(arguments: command)
+            #expect(result.status == 65, "\(command)")
+            #expect(result.stderr.contains("newer guestmode"))
+            #expect(result.stderr.contains("v99-from-the-future"))
+        }
+        #expect(try sandbox.snapshot() == before)
+    }
+
+    @Test("a file that is not a store is refused with 65")
+    func notAStore() throws {
+        let sandbox = try Sandbox()
+        try sandbox.write("junk.sqlite", String(repeating: "not a database ", count: 100))
+        let result = try sandbox.run("--store", "junk.sqlite", "db", "status")
+        #expect(result.status == 65)
+    }
+
+    @Test("db status, migrate and check on a healthy store")
+    func databaseCommands() throws {
+        let sandbox = try Sandbox.withStore("recipes")
+        let status = try sandbox.run("db", "status", "--json")
+        #expect(status.status == 0)
+        let schema = status.object["schema"] as? [String: Any]
+        #expect((schema?["pending"] as? [String])?.isEmpty == true)
+        #expect((schema?["applied"] as? [String])?.first == "v1-initial")
+        #expect(status.object["profile"] as? String == "recipes")
+        let migrate = try sandbox.run("db", "migrate")
+        #expect(migrate.status == 0)
+        #expect(migrate.stdout.contains("up to date"))
+        let check = try sandbox.run("db", "check", "--json")
+        #expect(check.status == 0)
+        #expect(check.object["ok"] as? Bool == true)
+    }
+
+    @Test("GUESTMODE_STORE and global options before the command name")
+    func environmentAndGlobalOrder() throws {
+        let sandbox = try Sandbox()
+        sandbox.environment["GUESTMODE_STORE"] = sandbox.path("env.sqlite")
+        #expect(try sandbox.run("init", "--profile", "voice").status == 0)
+        #expect(FileManager.default.fileExists(atPath: sandbox.path("env.sqlite")))
+        let shown = try sandbox.run("--json", "profile", "show")
+        #expect(shown.object["name"] as? String == "voice")
+    }
+
+    @Test("the tour walks every profile")
+    func tour() throws {
+        let sandbox = try Sandbox()
+        let result = try sandbox.run("tour")
+        #expect(result.status == 0, "\(result.stderr)")
+        for name in ["recipes", "subscriptions", "voice", "habits"] {
+            #expect(result.stdout.contains("== \(name)"))
+        }
+        #expect(!result.stdout.contains("\u{1B}["), "no colour with NO_COLOR")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("guestmode.sqlite")))
+    }
+}

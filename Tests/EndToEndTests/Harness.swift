@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+
+/// Runs the built `guestmode` binary the way a shell script would: in its own
+/// temporary directory, with a controlled environment, capturing stdout,
+/// stderr and the exit status.
+final class Sandbox {
+    let directory: URL
+    var environment: [String: String]
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("guestmode-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        environment = [
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "HOME": directory.path,
+            "NO_COLOR": "1",
+            "GUESTMODE_TEMPLATES": Sandbox.packageRoot.appendingPathComponent("Templates").path,
+        ]
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The binary next to the test bundle, where `swift build` put it.
+    static let binary: URL = {
+        if let override = ProcessInfo.processInfo.environment["GUESTMODE_BIN"] {
+            return URL(fileURLWithPath: override)
+        }
+        let testExecutable = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+        var directory = testExecutable.deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("guestmode")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return packageRoot.appendingPathComponent(".build/debug/guestmode")
+    }()
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+
+        var json: Any? { try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) }
+        var object: [String: Any] { json as? [String: Any] ?? [:] }
+        var errorJSON: [String: Any] {
+            let document = try? JSONSerialization.jsonObject(with: Data(stderr.utf8)) as? [String: Any]
+            return document?["error"] as? [String: Any] ?? [:]
+        }
+    }
+
+    @discardableResult
+    func run(_ arguments: String..., input: String? = nil) throws -> Result {
+        try run(arguments: arguments, input: input.map { Data($0.utf8) })
+    }
+
+    func run(arguments: [String], input: Data? = nil, environment extra: [String: String] = [:]) throws -> Result {
+        let process = Process()
+        process.executableURL = Sandbox.binary
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.environment = environment.merging(extra) { $1 }
+        let stdout = Pipe()
+        let stderr = Pipe()
+        let stdin = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = stdin
+        try process.run()
+        // Drain both pipes concurrently so a chatty child never blocks on a full pipe.
+        let outputBox = DataBox()
+        let errorBox = DataBox()
+        let group = DispatchGroup()
+        for (pipe, box) in [(stdout, outputBox), (stderr, errorBox)] {
+            group.enter()
+            DispatchQueue.global().async {
+                box.data = pipe.fileHandleForReading.readDataToEndOfFile()
+                group.leave()
+            }
+        }
+        if let input { stdin.fileHandleForWriting.write(input) }
+        try stdin.fileHandleForWriting.close()
+        process.waitUntilExit()
+        group.wait()
+        return Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: outputBox.data, as: UTF8.self),
+            stderr: String(decoding: errorBox.data, as: UTF8.self))
+    }
+
+    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    func write(_ name: String, _ contents: String) throws {
+        try contents.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+    }
+
+    func read(_ name: String) throws -> Data { try Data(contentsOf: directory.appendingPathComponent(name)) }
+
+    /// The store file's bytes, for "nothing changed" checks.
+    func snapshot(_ name: String = "guestmode.sqlite") throws -> Data { try read(name) }
+
+    /// A store bound to a template, at ./guestmode.sqlite.
+    static func withStore(_ profile: String) throws -> Sandbox {
+        let sandbox = try Sandbox()
+        let result = try sandbox.run("init", "--profile", profile)
+        #expect(result.status == 0, "init failed: \(result.stderr)")
+        return sandbox
+    }
+}
+
+final class DataBox: @unchecked Sendable {
+    var data = Data()
+}
