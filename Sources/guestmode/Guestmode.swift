@@ -16,7 +16,10 @@ struct Guestmode: ParsableCommand {
             """,
         version: GuestModeVersion.current,
         subcommands: [
-            Initialize.self, ProfileCommand.self, DatabaseCommand.self, Tour.self,
+            Initialize.self, ProfileCommand.self, DatabaseCommand.self,
+            GuestCommand.self, UserCommand.self, Link.self, Unlink.self,
+            Track.self, Counters.self, RecordCommand.self, LimitCommand.self, MeterCommand.self, PlanCommand.self,
+            Tour.self,
         ]
     )
 
