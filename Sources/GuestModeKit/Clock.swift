@@ -6,24 +6,21 @@ import Foundation
 /// them directly.
 public enum Timestamp {
     public static func format(_ date: Date) -> String {
-        let millisecondsSinceEpoch = (date.timeIntervalSince1970 * 1000).rounded(.down)
-        let wholeSeconds = Int64((millisecondsSinceEpoch / 1000).rounded(.down))
-        let milliseconds = Int(millisecondsSinceEpoch - Double(wholeSeconds) * 1000)
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents(
-            [.year, .month, .day, .hour, .minute, .second],
-            from: Date(timeIntervalSince1970: TimeInterval(wholeSeconds)))
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
+        let fraction = Int(milliseconds - Int64(seconds) * 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
         return String(
             format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-            parts.year!, parts.month!, parts.day!, parts.hour!, parts.minute!, parts.second!,
-            milliseconds)
+            parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, fraction)
     }
 
     /// Accepts `2026-11-22`, `2026-11-22T10:00:00Z`, fractional seconds and
     /// numeric offsets; anything else is nil so callers can say what they expected.
     public static func parse(_ text: String) -> Date? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let date = parseUTC(trimmed) { return date }
         let withFraction = ISO8601DateFormatter()
         withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = withFraction.date(from: trimmed) { return date }
@@ -34,6 +31,48 @@ public enum Timestamp {
         dayOnly.formatOptions = [.withFullDate]
         if trimmed.count == 10, let date = dayOnly.date(from: trimmed) { return date }
         return nil
+    }
+
+    /// The store's own form, `YYYY-MM-DDTHH:MM:SS[.fff]Z`, parsed without a
+    /// formatter: event logs carry one per line and formatters are costly.
+    private static func parseUTC(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
+            bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+            bytes[16] == UInt8(ascii: ":")
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                let digit = Int(bytes[index]) - 48
+                guard (0...9).contains(digit) else { return nil }
+                value = value * 10 + digit
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var fraction = 0.0
+        if bytes.count > 20 {
+            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21, let digits = number(20..<(bytes.count - 1)) else {
+                return nil
+            }
+            fraction = Double(digits) / pow(10, Double(bytes.count - 21))
+        } else if bytes.count != 20 {
+            return nil
+        }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        let seconds = timegm(&parts)
+        guard parts.tm_mday == Int32(day) else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(seconds) + fraction)
     }
 
     public static func parseOrThrow(_ text: String, what: String) throws -> Date {

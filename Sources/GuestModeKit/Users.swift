@@ -258,9 +258,8 @@ extension SQLiteStore {
     /// Activity moves last-seen forward only, so replaying old events never
     /// makes a user look less recent.
     func touch(_ userID: String, at time: Date, _ db: Database) throws {
-        try db.execute(
-            sql: "UPDATE users SET last_seen_at = max(last_seen_at, ?) WHERE id = ?",
-            arguments: [Timestamp.format(time), userID])
+        try db.cachedStatement(sql: "UPDATE users SET last_seen_at = max(last_seen_at, ?) WHERE id = ?")
+            .execute(arguments: [Timestamp.format(time), userID])
     }
 
     /// Rows that reference the user cascade; records and the outbox are keyed
@@ -275,12 +274,9 @@ extension SQLiteStore {
     /// Queues a backup of the user when the profile keeps continuous backups.
     func noteChange(of userID: String, profile: Profile, now: Date, _ db: Database) throws {
         guard profile.backup.queuesOnChange else { return }
-        try db.execute(
-            sql: """
-                INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
-                ON CONFLICT(user_id) DO NOTHING
-                """,
-            arguments: [userID, Timestamp.format(now)])
+        try db.cachedStatement(
+            sql: "INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0) ON CONFLICT(user_id) DO NOTHING"
+        ).execute(arguments: [userID, Timestamp.format(now)])
     }
 }
 
