@@ -15,6 +15,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v1-initial") { db in
             try db.execute(sql: Schema.v1)
         }
+        migrator.registerMigration("v2-conflict-archive") { db in
+            try db.execute(sql: Schema.v2)
+        }
         return migrator
     }
 
