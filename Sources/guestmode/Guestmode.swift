@@ -16,7 +16,7 @@ struct Guestmode: ParsableCommand {
             """,
         version: GuestModeVersion.current,
         subcommands: [
-            Initialize.self, ProfileCommand.self, DatabaseCommand.self, Tour.self,
+            Initialize.self, ProfileCommand.self, DatabaseCommand.self, BackupCommand.self, Tour.self,
         ]
     )
 
