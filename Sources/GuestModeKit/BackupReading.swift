@@ -264,6 +264,14 @@ public enum BackupArchive {
         return report
     }
 
+    /// Reads, hashes and parses the whole archive and throws the first
+    /// problem. Import calls it before opening the store so a damaged or
+    /// hostile archive never reaches the store at all (opening a store
+    /// already touches its file).
+    public static func requireIntact(path: String, limits: ArchiveLimits = .standard) throws {
+        try ArchiveWalk.read(path: path, depth: .full, limits: limits).requireMatchingManifest(path: path)
+    }
+
     public static func inspect(path: String, limits: ArchiveLimits = .standard) throws -> Inspection {
         let walk = try ArchiveWalk.read(path: path, depth: .structure, limits: limits)
         return Inspection(archive: path, header: walk.header, manifest: walk.manifest)

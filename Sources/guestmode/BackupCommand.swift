@@ -81,6 +81,7 @@ struct BackupCommand: ParsableCommand {
         var onConflict: ConflictPolicy = .fail
 
         func run() throws {
+            try BackupArchive.requireIntact(path: file, limits: limits.archiveLimits)
             let engine = try global.openEngine()
             let report = try engine.importBackup(
                 from: file, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits)
