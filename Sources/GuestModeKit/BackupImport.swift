@@ -14,6 +14,7 @@ public enum ConflictPolicy: String, CaseIterable, Codable, Sendable {
 public struct BackupImportReport: Codable, Sendable {
     public var archive: String
     public var dryRun: Bool
+    /// The format version the archive was written in; older ones are upgraded while read.
     public var formatVersion: Int
     public var profile: String
     public var added: [String]
@@ -50,7 +51,7 @@ extension GuestMode {
             try walk.requireMatchingManifest(path: path)
             try session.finish(db)
             let report = BackupImportReport(
-                archive: path, dryRun: dryRun, formatVersion: walk.header.formatVersion,
+                archive: path, dryRun: dryRun, formatVersion: walk.writtenVersion,
                 profile: "\(walk.header.profile.name) v\(walk.header.profile.version)",
                 added: session.added, replaced: session.replaced, skipped: session.skipped.sorted(),
                 rows: session.inserted, renumbered: session.renumbered)

@@ -24,6 +24,8 @@ struct ArchiveWalk {
     }
 
     var header: BackupHeader
+    /// The format version the archive was written in, before any upgrade.
+    var writtenVersion: Int
     var manifest: BackupManifest
     var observed: [String: Observed]
     var order: [String]
@@ -48,7 +50,7 @@ struct ArchiveWalk {
             let headerBytes = try reader.readAll()
             var observed = [first.name: Observed(size: Int64(headerBytes.count), sha256: SHA256.hex(of: headerBytes), rows: nil)]
             var order = [first.name]
-            let (header, migrations) = try decodeHeader(headerBytes, path: path, chain: chain)
+            let (header, writtenVersion, migrations) = try decodeHeader(headerBytes, path: path, chain: chain)
             try onHeader(header)
 
             var manifest: BackupManifest?
@@ -91,15 +93,15 @@ struct ArchiveWalk {
                     "the archive '\(path)' has no \(BackupFormat.manifestName); it is truncated or was altered",
                     code: "missing_manifest")
             }
-            return ArchiveWalk(header: header, manifest: manifest, observed: observed, order: order)
+            return ArchiveWalk(header: header, writtenVersion: writtenVersion, manifest: manifest, observed: observed, order: order)
         }
     }
 
     /// Every way the archive differs from its manifest; empty when it matches.
     var problems: [String] {
         var problems: [String] = []
-        if manifest.formatVersion != header.formatVersion {
-            problems.append("manifest.json says format version \(manifest.formatVersion) but header.json says \(header.formatVersion)")
+        if manifest.formatVersion != writtenVersion {
+            problems.append("manifest.json says format version \(manifest.formatVersion) but header.json says \(writtenVersion)")
         }
         let listed = Dictionary(manifest.entries.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         if listed.count != manifest.entries.count { problems.append("manifest.json lists an entry twice") }
@@ -141,7 +143,7 @@ struct ArchiveWalk {
 
     private static func decodeHeader(
         _ bytes: [UInt8], path: String, chain: ArchiveMigrationChain
-    ) throws -> (BackupHeader, [ArchiveMigration]) {
+    ) throws -> (BackupHeader, Int, [ArchiveMigration]) {
         guard var object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
               object["format"] as? String == BackupFormat.formatName,
               let version = object["format_version"] as? Int
@@ -156,7 +158,7 @@ struct ArchiveWalk {
         }
         do {
             let data = try JSONSerialization.data(withJSONObject: object)
-            return (try BackupFormat.decoder().decode(BackupHeader.self, from: data), migrations)
+            return (try BackupFormat.decoder().decode(BackupHeader.self, from: data), version, migrations)
         } catch {
             throw GuestModeError.badData(
                 "the archive '\(path)' has a malformed header.json (\(describe(error)))", code: "bad_header")
@@ -250,7 +252,7 @@ public enum BackupArchive {
             tables: [:], errors: [])
         do {
             let walk = try ArchiveWalk.read(path: path, depth: full ? .full : .structure, limits: limits)
-            report.formatVersion = walk.header.formatVersion
+            report.formatVersion = walk.writtenVersion
             report.profile = "\(walk.header.profile.name) v\(walk.header.profile.version)"
             report.users = walk.header.users.count
             report.entries = walk.order.count
