@@ -277,8 +277,7 @@ struct BackupTests {
             let options = Set(help.stdout.matches(of: /--[a-z][a-z-]+/).map { String($0.output) })
                 .subtracting(["--help", "--version", "--store", "--now", "--json", "--quiet", "--verbose"])
             for option in options {
-                let name = option.dropFirst(2)
-                #expect(page.contains("Fl \(name)"), "guestmode-backup(1) does not document \(option) of backup \(subcommand)")
+                #expect(page.contains("Fl \(option.dropFirst())"), "guestmode-backup(1) does not document \(option) of backup \(subcommand)")
             }
         }
         let lint = try sandbox.shell("mandoc -Tlint -Wwarning '\(Sandbox.packageRoot.path)/man/guestmode-backup.1'")
