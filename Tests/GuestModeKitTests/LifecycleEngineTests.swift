@@ -205,16 +205,3 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         #expect(try engine.users(matching: UserFilter(), now: day(25)).map(\.id).contains(recent.id))
     }
 }
-
-@Suite struct HashTests {
-    @Test func sha256MatchesPublishedVectors() {
-        #expect(SHA256.hexDigest(Data()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(SHA256.hexDigest(Data("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(
-            SHA256.hexDigest(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
-                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        #expect(
-            SHA256.hexDigest(Data(repeating: UInt8(ascii: "a"), count: 1_000_000))
-                == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-    }
-}
