@@ -17,7 +17,7 @@ struct ManPageTests {
     /// Commands that shipped before their page. Each is reported as a known
     /// issue; once its page exists the known issue stops occurring and the
     /// test fails until the command is removed from this list.
-    static let pagesPending: Set<String> = ["merge", "migrate"]
+    static let pagesPending: Set<String> = []
     /// The exit status table of DESIGN §3.
     static let exitStatuses = ["0", "1", "10", "11", "12", "13", "14", "64", "65", "66", "73", "74", "75"]
 
