@@ -100,7 +100,7 @@ public struct BackupManifest: Codable, Sendable, Equatable {
 }
 
 /// One SQLite value as an archive carries it.
-enum CellValue: Codable, Equatable {
+enum CellValue: Decodable, Equatable {
     case null
     case integer(Int64)
     case real(Double)
@@ -116,16 +116,6 @@ enum CellValue: Codable, Equatable {
             self = .real(value)
         } else {
             self = .text(try container.decode(String.self))
-        }
-    }
-
-    func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .integer(let value): try container.encode(value)
-        case .real(let value): try container.encode(value)
-        case .text(let value): try container.encode(value)
         }
     }
 
