@@ -10,6 +10,26 @@ extension SQLiteStore: ExperimentStore {
         try write { db in try SQLiteStore.storeAssignment(db, userID: userID, experiment: experiment, variant: variant, at: at) }
     }
 
+    public func replaceAssignment(userID: String, experiment: String, variant: String, at: Date) throws
+        -> StoredAssignment
+    {
+        try write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO experiment_assignments (user_id, experiment, variant, assigned_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (user_id, experiment)
+                    DO UPDATE SET variant = excluded.variant, assigned_at = excluded.assigned_at
+                    """,
+                arguments: [userID, experiment, variant, Timestamp.format(at)])
+            guard var stored = try SQLiteStore.storedAssignment(db, userID: userID, experiment: experiment) else {
+                throw GuestModeError(
+                    .internalFailure, code: "assignment_lost", "the assignment of \(userID) to \(experiment) was not stored")
+            }
+            stored.isNew = true
+            return stored
+        }
+    }
+
     public func userExists(_ userID: String) throws -> Bool {
         try read { db in
             try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [userID]) ?? false

@@ -97,6 +97,8 @@ public protocol ExperimentStore: Sendable {
     /// Stores the assignment unless one exists; returns the one that is
     /// stored afterwards, so two concurrent first assignments agree.
     func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment
+    /// Stores the assignment, replacing any other.
+    func replaceAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment
     func userExists(_ userID: String) throws -> Bool
 }
 
@@ -108,18 +110,40 @@ extension GuestMode {
     {
         let experiments: [Experiment]
         if let experimentName {
-            guard let experiment = profile.experiment(named: experimentName) else {
-                let known = profile.experiments.map(\.name)
-                throw GuestModeError.notFound(
-                    "profile '\(profile.name)' has no experiment '\(experimentName)'; experiments: \(known.isEmpty ? "none" : known.joined(separator: ", "))",
-                    code: "experiment_not_found")
-            }
-            experiments = [experiment]
+            experiments = [try requireExperiment(experimentName)]
         } else {
             experiments = profile.experiments
         }
         guard try store.userExists(userID) else { throw GuestMode.missingUser(userID) }
         return try experiments.map { try assign(userID, to: $0, now: now) }
+    }
+
+    /// Puts a user in a chosen variant, replacing their assignment: for QA
+    /// and for test users that must see one strategy. Sticky like any other.
+    public func forceVariant(_ variantName: String, of experimentName: String, for userID: String, now: Date) throws
+        -> ExperimentAssignment
+    {
+        let experiment = try requireExperiment(experimentName)
+        guard experiment.variants.contains(where: { $0.name == variantName }) else {
+            throw GuestModeError.usage(
+                "experiment '\(experimentName)' has no variant '\(variantName)'; variants: \(experiment.variants.map(\.name).joined(separator: ", "))",
+                code: "unknown_variant")
+        }
+        guard try store.userExists(userID) else { throw GuestMode.missingUser(userID) }
+        let stored = try store.replaceAssignment(userID: userID, experiment: experimentName, variant: variantName, at: now)
+        return ExperimentAssignment(
+            experiment: experimentName, variant: stored.variant, bucket: experiment.bucket(for: userID),
+            assignedAt: stored.assignedAt, isNew: stored.isNew)
+    }
+
+    func requireExperiment(_ name: String) throws -> Experiment {
+        guard let experiment = profile.experiment(named: name) else {
+            let known = profile.experiments.map(\.name)
+            throw GuestModeError.notFound(
+                "profile '\(profile.name)' has no experiment '\(name)'; experiments: \(known.isEmpty ? "none" : known.joined(separator: ", "))",
+                code: "experiment_not_found")
+        }
+        return experiment
     }
 
     /// The user's sticky assignment, made now if there is none yet. The

@@ -10,6 +10,18 @@ extension SQLiteStore: PromptStore {
         try write { db in try SQLiteStore.recordPromptOutcome(db, entry, userID: userID) }
     }
 
+    public func recordPromptOutcomes(_ records: [PromptRecord]) throws {
+        try write { db in
+            for record in records {
+                let entry = PromptHistoryEntry(context: record.context, outcome: record.outcome, at: record.at)
+                guard try SQLiteStore.recordPromptOutcome(db, entry, userID: record.user) != nil else {
+                    throw GuestModeError.notFound(
+                        "no user '\(record.user)' in this store; nothing was recorded", code: "user_not_found")
+                }
+            }
+        }
+    }
+
     static func promptFacts(_ db: Database, userID: String) throws -> PromptFacts? {
         guard let user = try Row.fetchOne(
             db, sql: "SELECT state, prompt_state, created_at FROM users WHERE id = ?", arguments: [userID])

@@ -189,6 +189,8 @@ public protocol PromptStore: Sendable {
     /// `PromptState.after`) in one transaction; returns the new state, or nil
     /// when the user does not exist.
     func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState?
+    /// Records many outcomes in one transaction; a missing user fails them all.
+    func recordPromptOutcomes(_ records: [PromptRecord]) throws
 }
 
 /// A prompt chosen for a user, with the experiment variants that shaped the choice.
@@ -289,5 +291,76 @@ extension GuestMode {
 
     static func missingUser(_ userID: String) -> GuestModeError {
         GuestModeError.notFound("no user '\(userID)' in this store; create one with 'guestmode guest new'", code: "user_not_found")
+    }
+}
+
+/// One line of a prompt outcome log: `{"user":…,"context":…,"outcome":…,"at":…}`,
+/// the form `prompt record --from` reads and `replay` writes.
+public struct PromptRecord: Codable, Sendable, Equatable {
+    public var user: String
+    public var context: String
+    public var outcome: PromptOutcome
+    public var at: Date
+
+    public init(user: String, context: String, outcome: PromptOutcome, at: Date) {
+        self.user = user
+        self.context = context
+        self.outcome = outcome
+        self.at = at
+    }
+
+    /// Reads NDJSON; blank lines are skipped, and every malformed line is
+    /// reported at once with its number.
+    public static func parseLog(_ data: Data, origin: String) throws -> [PromptRecord] {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let date = Timestamp.parse(text) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "'\(text)' is not an ISO 8601 time"))
+            }
+            return date
+        }
+        var records: [PromptRecord] = []
+        var problems: [String] = []
+        for (index, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\t") }) { continue }
+            do {
+                records.append(try decoder.decode(PromptRecord.self, from: Data(line)))
+            } catch {
+                problems.append("\(origin):\(index + 1): \(describe(error))")
+            }
+        }
+        if !problems.isEmpty {
+            let shown = problems.prefix(20).joined(separator: "\n")
+            let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
+            throw GuestModeError.badData("\(problems.count) malformed prompt outcome lines; nothing was recorded:\n\(shown)\(more)", code: "malformed_log")
+        }
+        return records
+    }
+
+    static func describe(_ error: Error) -> String {
+        switch error {
+        case let DecodingError.keyNotFound(key, _): "missing \"\(key.stringValue)\""
+        case let DecodingError.dataCorrupted(context):
+            context.codingPath.isEmpty ? "not a JSON object" : "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\": \(context.debugDescription)"
+        case let DecodingError.typeMismatch(_, context):
+            "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
+        default: "\(error)"
+        }
+    }
+}
+
+extension GuestMode {
+    /// Records a log of outcomes in one transaction: all of them or, on any
+    /// unknown user or context, none.
+    public func recordPrompts(_ records: [PromptRecord]) throws -> Int {
+        let contexts = Set(profile.prompts.rules.map(\.context))
+        if let unknown = records.first(where: { !contexts.contains($0.context) }) {
+            throw GuestModeError.usage(
+                "profile '\(profile.name)' has no prompt context '\(unknown.context)' (user \(unknown.user)); nothing was recorded",
+                code: "unknown_context")
+        }
+        try store.recordPromptOutcomes(records)
+        return records.count
     }
 }

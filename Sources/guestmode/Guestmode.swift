@@ -17,6 +17,7 @@ struct Guestmode: ParsableCommand {
         version: GuestModeVersion.current,
         subcommands: [
             Initialize.self, ProfileCommand.self, DatabaseCommand.self, Tour.self,
+            PromptCommand.self, ExperimentCommand.self,
         ]
     )
 
