@@ -17,13 +17,13 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .long, help: "Print one JSON document on stdout; errors as JSON on stderr.")
     var json = false
 
-    @Flag(name: .long, help: "Print nothing but data and errors.")
+    @Flag(name: [.customShort("q"), .long], help: "Print nothing but data and errors.")
     var quiet = false
 
-    @Flag(name: .long, help: "Explain each step on stderr.")
+    @Flag(name: [.customShort("v"), .long], help: "Explain each step on stderr.")
     var verbose = false
 
-    static let names: Set<String> = ["--store", "--now", "--json", "--quiet", "--verbose"]
+    static let names: Set<String> = ["--store", "--now", "--json", "--quiet", "-q", "--verbose", "-v"]
     static let namesTakingValues: Set<String> = ["--store", "--now"]
 
     var storePath: String {

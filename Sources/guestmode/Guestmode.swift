@@ -16,8 +16,11 @@ struct Guestmode: ParsableCommand {
             """,
         version: GuestModeVersion.current,
         subcommands: [
-            Initialize.self, ProfileCommand.self, DatabaseCommand.self, Tour.self,
+            Initialize.self, ProfileCommand.self, DatabaseCommand.self,
+            GuestCommand.self, UserCommand.self, Link.self, Unlink.self,
+            Track.self, Counters.self, RecordCommand.self, LimitCommand.self, MeterCommand.self, PlanCommand.self,
             PromptCommand.self, ExperimentCommand.self,
+            Tour.self,
         ]
     )
 

@@ -1,0 +1,119 @@
+import Foundation
+import GRDB
+
+public enum PlanState: String, Codable, Sendable {
+    case active, trial, expired, revoked
+}
+
+public struct PlanStatus: Codable, Sendable, Equatable {
+    public var plan: String
+    public var state: PlanState
+    public var tier: TierLevel
+    public var grantedAt: Date
+    /// When a trial or a fixed-term plan ends; nil for an open-ended plan.
+    public var endsAt: Date?
+    public var revokedAt: Date?
+
+    public var isInForce: Bool { state == .active || state == .trial }
+}
+
+extension GuestMode {
+    /// Grants a plan: open-ended, as a trial ending after `trial`, or until
+    /// `until`. A plan granted to a guest belongs to the user id, so it
+    /// survives linking an identity.
+    public func grantPlan(
+        user userID: String, plan planName: String, trial: TimeSpan?, until: Date?, now: Date
+    ) throws -> PlanStatus {
+        guard let plan = profile.plan(named: planName) else {
+            throw GuestModeError.notFound(
+                "no plan '\(planName)' in profile \(profile.name); plans: \(profile.plans.map(\.name).joined(separator: ", "))",
+                code: "plan_not_found")
+        }
+        if trial != nil && until != nil {
+            throw GuestModeError.usage("give either --trial or --until, not both")
+        }
+        if let until, until <= now {
+            throw GuestModeError.usage("--until \(Timestamp.format(until)) is not after now (\(Timestamp.format(now)))")
+        }
+        let trialEnd = trial.map { $0.added(to: now) }
+        try store.write { db in
+            _ = try store.requireUser(userID, db)
+            try db.execute(
+                sql: "INSERT INTO plans (user_id, plan, granted_at, trial_ends_at, ends_at) VALUES (?, ?, ?, ?, ?)",
+                arguments: [
+                    userID, plan.name, Timestamp.format(now), trialEnd.map(Timestamp.format), until.map(Timestamp.format),
+                ])
+            try store.noteChange(of: userID, profile: profile, now: now, db)
+        }
+        return try plans(of: userID, now: now).first { $0.plan == plan.name }!
+    }
+
+    /// Revokes every grant of the plan that is still in force.
+    public func revokePlan(user userID: String, plan planName: String, now: Date) throws -> PlanStatus {
+        let nowText = Timestamp.format(now)
+        try store.write { db in
+            _ = try store.requireUser(userID, db)
+            try db.execute(
+                sql: "UPDATE plans SET revoked_at = ? WHERE user_id = ? AND plan = ? AND revoked_at IS NULL",
+                arguments: [nowText, userID, planName])
+            if db.changesCount == 0 {
+                throw GuestModeError.notFound("user '\(userID)' holds no plan '\(planName)' to revoke", code: "plan_not_found")
+            }
+            try store.noteChange(of: userID, profile: profile, now: now, db)
+        }
+        return try plans(of: userID, now: now).first { $0.plan == planName }!
+    }
+
+    /// One status per plan the user ever held: the grant in force if any,
+    /// else the latest.
+    public func plans(of userID: String, now: Date) throws -> [PlanStatus] {
+        let rows = try store.read { db in
+            _ = try store.requireUser(userID, db)
+            return try Row.fetchAll(db, sql: "SELECT * FROM plans WHERE user_id = ? ORDER BY granted_at, id", arguments: [userID])
+        }
+        var byPlan: [String: PlanStatus] = [:]
+        var order: [String] = []
+        for row in rows {
+            let status = planStatus(row, now: now)
+            if byPlan[status.plan] == nil { order.append(status.plan) }
+            if let current = byPlan[status.plan], current.isInForce, !status.isInForce { continue }
+            byPlan[status.plan] = status
+        }
+        return order.compactMap { byPlan[$0] }
+    }
+
+    func planStatus(_ row: Row, now: Date) -> PlanStatus {
+        let name: String = row["plan"]
+        let trialEnd = (row["trial_ends_at"] as String?).flatMap(Timestamp.parse)
+        let end = (row["ends_at"] as String?).flatMap(Timestamp.parse)
+        let revoked = (row["revoked_at"] as String?).flatMap(Timestamp.parse)
+        let state: PlanState
+        if let revoked, revoked <= now {
+            state = .revoked
+        } else if let trialEnd {
+            state = now < trialEnd ? .trial : .expired
+        } else if let end, now >= end {
+            state = .expired
+        } else {
+            state = .active
+        }
+        return PlanStatus(
+            plan: name, state: state, tier: profile.plan(named: name)?.tier ?? .account,
+            grantedAt: Timestamp.parse(row["granted_at"]) ?? .distantPast, endsAt: trialEnd ?? end, revokedAt: revoked)
+    }
+
+    /// The tier whose caps and allowances apply now: the highest of the
+    /// user's state (guest or account) and any plan in force.
+    public func tier(of userID: String, now: Date) throws -> TierLevel {
+        try store.read { db in try tier(of: try store.requireUser(userID, db), now: now, db) }
+    }
+
+    func tier(of user: User, now: Date, _ db: Database) throws -> TierLevel {
+        var level: TierLevel = user.state == .linked ? .account : .guest
+        for row in try Row.fetchAll(db, sql: "SELECT * FROM plans WHERE user_id = ?", arguments: [user.id]) {
+            let status = planStatus(row, now: now)
+            if status.isInForce && status.tier > level { level = status.tier }
+        }
+        return level
+    }
+}

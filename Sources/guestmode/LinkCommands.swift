@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+struct Link: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Upgrade a user in place by binding a sign-in identity to it.",
+        discussion: """
+            The user keeps its id, so its records, counters, usage, plans and sessions stay. An identity \
+            already bound to another user exits 14 (identity_already_exists) and leaves the user untouched; \
+            merge the two with 'guestmode merge'. A second upgrade of the same user while one runs exits 14 \
+            (upgrade_in_progress). Stored anonymous credentials are removed only after the link succeeded.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The user id.")
+    var user: String
+
+    @Option(help: ArgumentHelp("The identity provider (apple, google, email, as the profile allows).", valueName: "provider"))
+    var provider: String
+
+    @Option(help: ArgumentHelp("The provider's stable subject id for the person.", valueName: "subject"))
+    var subject: String
+
+    @Option(help: ArgumentHelp("The email address the provider reported.", valueName: "address"))
+    var email: String?
+
+    func run() throws {
+        let engine = try global.openEngine()
+        let stopAfterLock = ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"] == "link-lock"
+        let result = try engine.link(
+            user: user, provider: provider, subject: subject, email: email, now: try global.currentTime()
+        ) { checkpoint in
+            // Lets tests leave an upgrade "in progress" the way a killed process would.
+            if stopAfterLock, checkpoint == .afterLock { kill(getpid(), SIGKILL) }
+        }
+        if global.json { return try global.output.json(result) }
+        if global.quiet { return }
+        if result.isNewlyLinked {
+            global.output.line("linked \(provider) to \(user)\(result.removedAnonymousCredentials ? "; anonymous credentials removed" : "")")
+        } else {
+            global.output.line("\(provider) was already linked to \(user)")
+        }
+    }
+}
+
+struct Unlink: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove a user's identity; a user left without one is anonymous again.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The user id.")
+    var user: String
+
+    @Option(help: ArgumentHelp("The provider to unlink.", valueName: "provider"))
+    var provider: String
+
+    func run() throws {
+        let updated = try global.openEngine().unlink(user: user, provider: provider, now: try global.currentTime())
+        if global.json { return try global.output.json(updated) }
+        if !global.quiet { global.output.line("unlinked \(provider) from \(user); now \(updated.state.rawValue)") }
+    }
+}

@@ -1,0 +1,201 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+struct MeterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "meter",
+        abstract: "Meter usage against the tier's allowance: record, gate and report.",
+        discussion: """
+            Call 'meter check' before a paid API call: it exits 0 when the amount fits and 12 when the meter \
+            is exhausted, and records nothing. 'meter use' records usage (once per --id) and reports each \
+            warning threshold the first time it is crossed; a use that does not fit is refused whole, exit 12.
+            """,
+        subcommands: [Use.self, Check.self, Status.self]
+    )
+
+    struct Use: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Record usage of a meter.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The user id.") var user: String
+        @Argument(help: "The meter.") var meter: String
+        @Argument(help: "How much was used, in the meter's unit.") var amount: Double
+
+        @Option(name: .customLong("id"), help: ArgumentHelp("An idempotency key: a repeated key records once.", valueName: "key"))
+        var idempotencyKey: String?
+
+        func run() throws {
+            let result = try global.openEngine().useMeter(
+                user: user, meter: meter, amount: amount, key: idempotencyKey, now: try global.currentTime())
+            if global.json {
+                try global.output.json(result)
+            } else {
+                for warning in result.warnings {
+                    global.output.line("\(warning.level.rawValue): \(warning.meter) passed \(formatAmount(warning.percent))% of its allowance")
+                }
+                if !global.quiet {
+                    let verb = result.isRecorded ? "recorded" : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
+                    global.output.line("\(verb) \(formatAmount(amount)) \(result.status.unit): \(MeterCommand.describe(result.status))")
+                }
+            }
+            if !result.isAllowed { throw MeterCommand.exhausted(result.status, json: global.json) }
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Gate a call: exit 0 if the amount fits, 12 if not. Records nothing.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The user id.") var user: String
+        @Argument(help: "The meter.") var meter: String
+        @Argument(help: "The amount about to be used (default: anything left).") var amount: Double?
+
+        func run() throws {
+            let decision = try global.openEngine().checkMeter(
+                user: user, meter: meter, amount: amount, now: try global.currentTime())
+            if global.json {
+                try global.output.json(decision)
+            } else if !global.quiet && decision.isAllowed {
+                global.output.line("allowed: \(MeterCommand.describe(decision.status))")
+            }
+            if !decision.isAllowed { throw MeterCommand.exhausted(decision.status, json: global.json) }
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show used, remaining, percent and level of a user's meters.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The user id.") var user: String
+        @Argument(help: "Only this meter.") var meter: String?
+
+        func run() throws {
+            let engine = try global.openEngine()
+            let now = try global.currentTime()
+            let names = meter.map { [$0] } ?? engine.profile.meters.map(\.name)
+            let statuses = try names.map { try engine.meterStatus(user: user, meter: $0, now: now) }
+            if global.json { return try global.output.json(statuses) }
+            global.output.table(
+                statuses.map { status in
+                    [status.meter, status.tier.rawValue, formatAmount(status.used),
+                     status.allowance.map(formatAmount) ?? "unlimited", status.remaining.map(formatAmount) ?? "unlimited",
+                     status.percentUsed.map { "\(formatAmount($0.rounded()))%" } ?? "-", status.level.rawValue]
+                },
+                header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL"])
+        }
+    }
+
+    static func describe(_ status: MeterStatus) -> String {
+        guard let allowance = status.allowance else {
+            return "\(status.meter) \(formatAmount(status.used)) \(status.unit) used, unlimited (tier \(status.tier.rawValue))"
+        }
+        let percent = status.percentUsed.map { " (\(formatAmount($0.rounded()))%)" } ?? ""
+        return "\(status.meter) \(formatAmount(status.used))/\(formatAmount(allowance)) \(status.unit) used\(percent), \(formatAmount(status.remaining ?? 0)) left, level \(status.level.rawValue)"
+    }
+
+    static func exhausted(_ status: MeterStatus, json: Bool) -> Error {
+        if !json {
+            FileHandle.standardError.write(Data("guestmode: meter exhausted: \(describe(status)); nothing was recorded\n".utf8))
+        }
+        return ExitCode(FailureKind.meterExhausted.exitStatus)
+    }
+}
+
+struct PlanCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plan",
+        abstract: "Grant, revoke and show plans (entitlements).",
+        discussion: """
+            A plan in force lifts its holder to the plan's tier (see the profile's plans). Trials and \
+            fixed terms end by the clock (--now). A plan granted to a guest stays when the guest links an \
+            identity.
+            """,
+        subcommands: [Grant.self, Revoke.self, Status.self]
+    )
+
+    struct Grant: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Grant a plan, open-ended, as a trial, or until a time.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The user id.") var user: String
+        @Argument(help: "The plan, as the profile names it.") var plan: String
+
+        @Option(help: ArgumentHelp("A trial of this length (e.g. 7d, 1 month).", valueName: "duration"))
+        var trial: String?
+
+        @Option(help: ArgumentHelp("The plan ends at this time (ISO 8601).", valueName: "time"))
+        var until: String?
+
+        func validate() throws {
+            if trial != nil && until != nil { throw ValidationError("give either --trial or --until, not both") }
+            if let trial, TimeSpan(parsing: trial) == nil {
+                throw ValidationError("--trial '\(trial)' is not a duration; write e.g. 7d or 1 month")
+            }
+            if let until, Timestamp.parse(until) == nil {
+                throw ValidationError("--until '\(until)' is not an ISO 8601 time")
+            }
+        }
+
+        func run() throws {
+            let status = try global.openEngine().grantPlan(
+                user: user, plan: plan, trial: trial.flatMap(TimeSpan.init(parsing:)),
+                until: until.flatMap(Timestamp.parse), now: try global.currentTime())
+            if global.json { return try global.output.json(status) }
+            if !global.quiet { global.output.line("granted \(PlanCommand.describe(status))") }
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a plan now.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The user id.") var user: String
+        @Argument(help: "The plan.") var plan: String
+
+        func run() throws {
+            let status = try global.openEngine().revokePlan(user: user, plan: plan, now: try global.currentTime())
+            if global.json { return try global.output.json(status) }
+            if !global.quiet { global.output.line("revoked \(PlanCommand.describe(status))") }
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show a user's plans: active, trial, expired or revoked, by --now.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The user id.") var user: String
+        @Argument(help: "Only this plan.") var plan: String?
+
+        func run() throws {
+            let engine = try global.openEngine()
+            let now = try global.currentTime()
+            var plans = try engine.plans(of: user, now: now)
+            if let plan {
+                plans = plans.filter { $0.plan == plan }
+                if plans.isEmpty { throw GuestModeError(.notFound, code: "plan_not_found", "user '\(user)' never held plan '\(plan)'") }
+            }
+            struct Report: Encodable { var user: String; var tier: TierLevel; var plans: [PlanStatus] }
+            let report = Report(user: user, tier: try engine.tier(of: user, now: now), plans: plans)
+            if global.json { return try global.output.json(report) }
+            global.output.line("tier \(report.tier.rawValue)")
+            for status in plans { global.output.line(PlanCommand.describe(status)) }
+        }
+    }
+
+    static func describe(_ status: PlanStatus) -> String {
+        var text = "\(status.plan) \(status.state.rawValue) (tier \(status.tier.rawValue), granted \(Timestamp.format(status.grantedAt))"
+        if let end = status.endsAt { text += ", \(status.state == .expired ? "ended" : "ends") \(Timestamp.format(end))" }
+        if let revoked = status.revokedAt { text += ", revoked \(Timestamp.format(revoked))" }
+        return text + ")"
+    }
+}

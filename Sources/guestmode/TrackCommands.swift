@@ -1,0 +1,139 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+struct Track: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record what a user did, one event or a whole NDJSON log.",
+        discussion: """
+            An event bumps the user's counter for the action by --count. A repeated --id (idempotency key) \
+            is counted once, across runs. With --from, each line is a JSON object \
+            {"user","action","at","count","id","props"}; every line is checked before anything is applied, \
+            and one bad line means nothing of the file is applied (exit 65) unless --skip-invalid. Valid \
+            lines are applied in batched transactions; a run that was killed can be repeated safely when \
+            lines carry ids.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The user id.")
+    var user: String?
+
+    @Argument(help: "The action, one the profile declares.")
+    var action: String?
+
+    @Option(help: ArgumentHelp("How many times the action happened.", valueName: "n"))
+    var count = 1
+
+    @Option(name: .customLong("id"), help: ArgumentHelp("An idempotency key: a repeated key counts once.", valueName: "key"))
+    var idempotencyKey: String?
+
+    @Option(name: .customLong("prop"), help: ArgumentHelp("A property of the event (repeatable).", valueName: "name=value"))
+    var properties: [String] = []
+
+    @Option(help: ArgumentHelp("Ingest an NDJSON event log; - reads standard input.", valueName: "file"))
+    var from: String?
+
+    @Flag(help: "With --from: apply the valid lines and report the invalid ones.")
+    var skipInvalid = false
+
+    @Flag(help: "With --from: create unknown users as guests first seen at their first event.")
+    var createUsers = false
+
+    func validate() throws {
+        if from != nil {
+            if user != nil || action != nil { throw ValidationError("give either USER ACTION or --from, not both") }
+        } else {
+            if user == nil || action == nil { throw ValidationError("missing USER and ACTION (or --from FILE)") }
+            if skipInvalid || createUsers { throw ValidationError("--skip-invalid and --create-users go with --from") }
+        }
+        if count < 1 { throw ValidationError("--count must be at least 1") }
+        for property in properties where !property.contains("=") {
+            throw ValidationError("--prop '\(property)' must be name=value")
+        }
+    }
+
+    func run() throws {
+        let engine = try global.openEngine()
+        let now = try global.currentTime()
+        if let from { return try ingest(from, engine: engine, now: now) }
+        var propertyMap: [String: String] = [:]
+        for property in properties {
+            let parts = property.split(separator: "=", maxSplits: 1)
+            propertyMap[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        let event = TrackedEvent(
+            user: user!, action: action!, at: now, count: count, idempotencyKey: idempotencyKey, properties: propertyMap)
+        let result = try engine.track(event, now: now)
+        if global.json { return try global.output.json(result) }
+        if global.quiet { return }
+        global.output.line(
+            result.isCounted
+                ? "\(result.action) \(result.total)"
+                : "\(result.action) \(result.total) (already counted: id \(idempotencyKey ?? ""))")
+    }
+
+    private func ingest(_ source: String, engine: GuestMode, now: Date) throws {
+        let spool = source == "-" ? try spoolStandardInput() : nil
+        defer { if let spool { try? FileManager.default.removeItem(at: spool) } }
+        let url = spool ?? URL(fileURLWithPath: source)
+        let label = source == "-" ? "<stdin>" : source
+        let output = global.output
+        let report = try engine.ingest(
+            log: url, creatingUsers: createUsers, skippingInvalid: skipInvalid, now: now
+        ) { done in
+            if output.showsProgress { FileHandle.standardError.write(Data("\rapplied \(done) events".utf8)) }
+        }
+        if output.showsProgress && report.isApplied { FileHandle.standardError.write(Data("\n".utf8)) }
+        for problem in report.problems.prefix(100) {
+            FileHandle.standardError.write(Data("\(label):\(problem.line): \(problem.message)\n".utf8))
+        }
+        if report.problems.count > 100 {
+            FileHandle.standardError.write(Data("\(label): … and \(report.problems.count - 100) more invalid lines\n".utf8))
+        }
+        if global.json {
+            try output.json(report)
+        } else if !global.quiet {
+            output.line(
+                "\(report.lines) lines: \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(report.usersCreated) users created")
+        }
+        if !report.isApplied {
+            throw GuestModeError(
+                .badData, code: "invalid_event_log",
+                "\(label): \(report.problems.count) invalid lines; nothing was applied (fix them, or use --skip-invalid)")
+        }
+    }
+
+    /// Standard input can be read once; validation needs two passes.
+    private func spoolStandardInput() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("guestmode-track-\(UUID().uuidString).ndjson")
+        guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+            let handle = FileHandle(forWritingAtPath: url.path)
+        else {
+            throw GuestModeError(.cannotCreate, code: "cannot_spool", "cannot create a temporary file in \(url.deletingLastPathComponent().path)")
+        }
+        defer { try? handle.close() }
+        while true {
+            let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
+            if chunk.isEmpty { break }
+            handle.write(chunk)
+        }
+        return url
+    }
+}
+
+struct Counters: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show a user's counters, one per action.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The user id.")
+    var user: String
+
+    func run() throws {
+        let counters = try global.openEngine().counters(of: user)
+        if global.json { return try global.output.json(counters) }
+        global.output.table(counters.sorted { $0.key < $1.key }.map { [$0.key, String($0.value)] }, header: ["ACTION", "TOTAL"])
+    }
+}
