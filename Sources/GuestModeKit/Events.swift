@@ -165,26 +165,28 @@ extension SQLiteStore {
     /// counter by its count in the same transaction.
     func apply(_ event: TrackedEvent, profile: Profile, now: Date, _ db: Database) throws -> TrackResult {
         let properties = event.properties.isEmpty ? nil : EventLog.encodeProperties(event.properties)
-        try db.execute(
+        // Cached statements: ingests and replays apply events by the hundred thousand.
+        try db.cachedStatement(
             sql: """
                 INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
                 VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT DO NOTHING
-                """,
-            arguments: [event.user, event.action, Timestamp.format(event.at), event.count, event.idempotencyKey, properties])
+                """
+        ).execute(arguments: [event.user, event.action, Timestamp.format(event.at), event.count, event.idempotencyKey, properties])
         let isCounted = db.changesCount > 0
         if isCounted {
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?)
                     ON CONFLICT(user_id, action) DO UPDATE SET total = total + excluded.total
-                    """,
-                arguments: [event.user, event.action, event.count])
+                    """
+            ).execute(arguments: [event.user, event.action, event.count])
             try touch(event.user, at: event.at, db)
             try noteChange(of: event.user, profile: profile, now: now, db)
         }
         let total = try Int.fetchOne(
-            db, sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?", arguments: [event.user, event.action]) ?? 0
+            db.cachedStatement(sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?"),
+            arguments: [event.user, event.action]) ?? 0
         return TrackResult(user: event.user, action: event.action, isCounted: isCounted, total: total)
     }
 

@@ -70,6 +70,27 @@ extension Experiment {
     }
 }
 
+extension Experiment {
+    /// The sticky rule in one place: a stored assignment wins, even over
+    /// changed weights; otherwise the hash decides and `keep` stores it. A
+    /// user outside coverage is neither enrolled nor stored.
+    func assignment(
+        for userID: String, stored: StoredAssignment?, keep: (String) throws -> StoredAssignment
+    ) rethrows -> ExperimentAssignment {
+        let bucket = bucket(for: userID)
+        if let stored {
+            return ExperimentAssignment(
+                experiment: name, variant: stored.variant, bucket: bucket, assignedAt: stored.assignedAt, isNew: false)
+        }
+        guard let variant = variant(for: userID) else {
+            return ExperimentAssignment(experiment: name, variant: nil, bucket: bucket, assignedAt: nil, isNew: false)
+        }
+        let kept = try keep(variant.name)
+        return ExperimentAssignment(
+            experiment: name, variant: kept.variant, bucket: bucket, assignedAt: kept.assignedAt, isNew: kept.isNew)
+    }
+}
+
 /// A user's place in one experiment. `variant` is nil for a user outside
 /// the experiment's coverage, who is not enrolled and not stored.
 public struct ExperimentAssignment: Codable, Sendable, Equatable {
@@ -149,18 +170,10 @@ extension GuestMode {
     /// The user's sticky assignment, made now if there is none yet. The
     /// user must exist.
     func assign(_ userID: String, to experiment: Experiment, now: Date) throws -> ExperimentAssignment {
-        let bucket = experiment.bucket(for: userID)
-        if let stored = try store.storedAssignment(userID: userID, experiment: experiment.name) {
-            return ExperimentAssignment(
-                experiment: experiment.name, variant: stored.variant, bucket: bucket, assignedAt: stored.assignedAt,
-                isNew: false)
+        try experiment.assignment(
+            for: userID, stored: try store.storedAssignment(userID: userID, experiment: experiment.name)
+        ) { variant in
+            try store.storeAssignment(userID: userID, experiment: experiment.name, variant: variant, at: now)
         }
-        guard let variant = experiment.variant(for: userID) else {
-            return ExperimentAssignment(experiment: experiment.name, variant: nil, bucket: bucket, assignedAt: nil, isNew: false)
-        }
-        let stored = try store.storeAssignment(userID: userID, experiment: experiment.name, variant: variant.name, at: now)
-        return ExperimentAssignment(
-            experiment: experiment.name, variant: stored.variant, bucket: bucket, assignedAt: stored.assignedAt,
-            isNew: stored.isNew)
     }
 }

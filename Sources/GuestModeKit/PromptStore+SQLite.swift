@@ -23,15 +23,16 @@ extension SQLiteStore: PromptStore {
     }
 
     static func promptFacts(_ db: Database, userID: String) throws -> PromptFacts? {
+        // Cached statements: replays ask this once per event.
         guard let user = try Row.fetchOne(
-            db, sql: "SELECT state, prompt_state, created_at FROM users WHERE id = ?", arguments: [userID])
+            db.cachedStatement(sql: "SELECT state, prompt_state, created_at FROM users WHERE id = ?"), arguments: [userID])
         else { return nil }
         var counters: [String: Int] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT action, total FROM counters WHERE user_id = ?", arguments: [userID]) {
-            counters[row["action"]] = row["total"]
-        }
+        let counterRows = try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
+        while let row = try counterRows.next() { counters[row["action"]] = row["total"] }
         let history = try Row.fetchAll(
-            db, sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id",
+            db.cachedStatement(sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
             arguments: [userID]
         ).map { row in
             PromptHistoryEntry(
@@ -45,13 +46,14 @@ extension SQLiteStore: PromptStore {
     }
 
     static func recordPromptOutcome(_ db: Database, _ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        guard let current = try String.fetchOne(db, sql: "SELECT prompt_state FROM users WHERE id = ?", arguments: [userID])
+        guard let current = try String.fetchOne(
+            db.cachedStatement(sql: "SELECT prompt_state FROM users WHERE id = ?"), arguments: [userID])
         else { return nil }
         let state = try decode(current, as: PromptState.self, what: "prompt state").after(entry.outcome)
-        try db.execute(
-            sql: "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES (?, ?, ?, ?)",
-            arguments: [userID, entry.context, entry.outcome.rawValue, Timestamp.format(entry.at)])
-        try db.execute(sql: "UPDATE users SET prompt_state = ? WHERE id = ?", arguments: [state.rawValue, userID])
+        try db.cachedStatement(sql: "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [userID, entry.context, entry.outcome.rawValue, Timestamp.format(entry.at)])
+        try db.cachedStatement(sql: "UPDATE users SET prompt_state = ? WHERE id = ?")
+            .execute(arguments: [state.rawValue, userID])
         return state
     }
 

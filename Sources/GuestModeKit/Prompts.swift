@@ -166,6 +166,30 @@ extension PromptPolicy {
     }
 }
 
+extension Profile {
+    /// The prompt policy as a user's variants bend it: the first experiment
+    /// in the profile that overrides the cooldown sets it, and the contexts
+    /// on are those every overriding variant turns on.
+    public func promptStrategy(assignments: [ExperimentAssignment]) -> PromptStrategy {
+        var strategy = PromptStrategy.plain(prompts)
+        var cooldownOverridden = false
+        for assignment in assignments {
+            guard let variantName = assignment.variant,
+                let variant = experiment(named: assignment.experiment)?.variants.first(where: { $0.name == variantName })
+            else { continue }
+            strategy.variants.append(assignment)
+            if let cooldown = variant.promptCooldown, !cooldownOverridden {
+                strategy.cooldown = cooldown
+                cooldownOverridden = true
+            }
+            if let contexts = variant.enabledContexts {
+                strategy.enabledContexts = (strategy.enabledContexts ?? Set(contexts)).intersection(contexts)
+            }
+        }
+        return strategy
+    }
+}
+
 extension Condition {
     public func holds(for facts: PromptFacts, now: Date) -> Bool {
         switch self {
@@ -241,26 +265,10 @@ extension GuestMode {
         }
     }
 
-    /// The cooldown and contexts a user's experiment variants give them; the
-    /// first experiment in the profile that overrides something wins it.
+    /// The cooldown and contexts a user's experiment variants give them,
+    /// assigning the user to each experiment on first use.
     public func promptStrategy(for userID: String, now: Date) throws -> PromptStrategy {
-        var strategy = PromptStrategy.plain(profile.prompts)
-        var cooldownOverridden = false
-        for experiment in profile.experiments {
-            let assignment = try assign(userID, to: experiment, now: now)
-            guard let variantName = assignment.variant,
-                let variant = experiment.variants.first(where: { $0.name == variantName })
-            else { continue }
-            strategy.variants.append(assignment)
-            if let cooldown = variant.promptCooldown, !cooldownOverridden {
-                strategy.cooldown = cooldown
-                cooldownOverridden = true
-            }
-            if let contexts = variant.enabledContexts {
-                strategy.enabledContexts = (strategy.enabledContexts ?? Set(contexts)).intersection(contexts)
-            }
-        }
-        return strategy
+        profile.promptStrategy(assignments: try profile.experiments.map { try assign(userID, to: $0, now: now) })
     }
 
     public func recordPrompt(_ outcome: PromptOutcome, context: String, for userID: String, now: Date) throws

@@ -258,9 +258,8 @@ extension SQLiteStore {
     /// Activity moves last-seen forward only, so replaying old events never
     /// makes a user look less recent.
     func touch(_ userID: String, at time: Date, _ db: Database) throws {
-        try db.execute(
-            sql: "UPDATE users SET last_seen_at = max(last_seen_at, ?) WHERE id = ?",
-            arguments: [Timestamp.format(time), userID])
+        try db.cachedStatement(sql: "UPDATE users SET last_seen_at = max(last_seen_at, ?) WHERE id = ?")
+            .execute(arguments: [Timestamp.format(time), userID])
     }
 
     /// Rows that reference the user cascade; records and the outbox are keyed

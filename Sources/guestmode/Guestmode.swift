@@ -19,7 +19,7 @@ struct Guestmode: ParsableCommand {
             Initialize.self, ProfileCommand.self, DatabaseCommand.self,
             GuestCommand.self, UserCommand.self, Link.self, Unlink.self,
             Track.self, Counters.self, RecordCommand.self, LimitCommand.self, MeterCommand.self, PlanCommand.self,
-            PromptCommand.self, ExperimentCommand.self, ReportCommand.self,
+            PromptCommand.self, ExperimentCommand.self, ReportCommand.self, Replay.self,
             Tour.self,
         ]
     )

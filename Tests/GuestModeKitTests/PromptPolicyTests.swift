@@ -192,3 +192,31 @@ private func facts(
                 throws: { ($0 as? GuestModeError)?.code == "unknown_trigger" })
     }
 }
+
+@Suite struct FastTimeTests {
+    @Test func canonicalTimesReadAndWriteLikeFoundation() throws {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for text in [
+            "1970-01-01T00:00:00.000Z", "2000-02-29T23:59:59.999Z", "2026-11-22T09:30:00.123Z", "2100-03-01T00:00:00.001Z",
+            "1969-12-31T23:59:59.500Z", "1600-01-01T12:00:00.000Z",
+        ] {
+            let date = try #require(Timestamp.parseCanonical(text), "\(text)")
+            let reference = try #require(formatter.date(from: text))
+            #expect(abs(date.timeIntervalSince(reference)) < 0.0005, "\(text)")
+            #expect(Timestamp.format(date) == text)
+        }
+        #expect(Timestamp.parseCanonical("2026-11-22T09:30:00Z") == Timestamp.parse("2026-11-22T09:30:00+00:00"))
+        for invalid in ["2026-02-30T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-22T24:00:00Z", "2026-11-22 09:30:00Z"] {
+            #expect(Timestamp.parseCanonical(invalid) == nil, "\(invalid)")
+        }
+    }
+
+    @Test func fixedSpansAreExactAndMonthsFollowTheCalendar() {
+        let start = Timestamp.parse("2026-01-31T10:00:00Z")!
+        #expect(TimeSpan(amount: 24, unit: .hours).added(to: start) == Timestamp.parse("2026-02-01T10:00:00Z"))
+        #expect(TimeSpan(amount: 2, unit: .weeks).added(to: start) == Timestamp.parse("2026-02-14T10:00:00Z"))
+        #expect(TimeSpan(amount: 1, unit: .months).added(to: start) == Timestamp.parse("2026-02-28T10:00:00Z"))
+        #expect(TimeSpan(amount: 3, unit: .days).subtracted(from: start) == Timestamp.parse("2026-01-28T10:00:00Z"))
+    }
+}
