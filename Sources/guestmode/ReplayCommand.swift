@@ -41,8 +41,7 @@ struct Replay: ParsableCommand {
             let source = try global.catalog().load(profile)
             (text, origin) = (source.text, source.origin)
         } else {
-            let store = try SQLiteStore.open(path: global.storePath, migrating: false)
-            guard let bound = try store.boundProfile() else {
+            guard let bound = try SQLiteStore.boundProfile(readingOnly: global.storePath) else {
                 throw GuestModeError(
                     .badData, code: "store_without_profile",
                     "the store '\(global.storePath)' has no profile; name one with --profile")
