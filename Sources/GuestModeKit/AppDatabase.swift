@@ -15,12 +15,17 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v1-initial") { db in
             try db.execute(sql: Schema.v1)
         }
+        migrator.registerMigration("v2-conflict-archive") { db in
+            try db.execute(sql: Schema.v2)
+        }
         return migrator
     }
 
     init(_ writer: any DatabaseWriter, migrating: Bool = true) throws {
         self.writer = writer
-        if migrating { try AppDatabase.migrator.migrate(writer) }
+        // Only a store with pending migrations is written to on open: a
+        // command that changes nothing must leave the file byte for byte.
+        if migrating, try !pendingMigrations().isEmpty { try AppDatabase.migrator.migrate(writer) }
     }
 
     /// A fresh in-memory store, for tests and replays.
@@ -34,6 +39,9 @@ struct AppDatabase: Sendable {
         // Concurrent guestmode processes wait for each other instead of failing.
         configuration.busyMode = .timeout(30)
         configuration.foreignKeysEnabled = true
+        configuration.prepareDatabase { db in
+            if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        }
         return configuration
     }
 
@@ -84,8 +92,14 @@ enum StoreFile {
             try createPrivateFile(path: path)
         }
         do {
-            let pool = try DatabasePool(path: path, configuration: AppDatabase.configuration())
-            return try AppDatabase(pool, migrating: migrating)
+            // One connection per process is all a command needs. GRDB's pool
+            // would write on every open to keep its WAL file non-empty, so
+            // WAL is set once, persistently, when the store is created.
+            let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration())
+            if creating {
+                _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+            }
+            return try AppDatabase(queue, migrating: migrating)
         } catch let error as DatabaseError {
             throw StoreFile.translate(error, path: path)
         }

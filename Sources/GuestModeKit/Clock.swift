@@ -5,25 +5,22 @@ import Foundation
 /// SQL can compare and sort them as strings and SQLite's date functions read
 /// them directly.
 public enum Timestamp {
-    /// Computed with integer civil-calendar arithmetic rather than a
-    /// `Calendar`: replays format and parse times hundreds of thousands of
-    /// times, and UTC needs no time-zone rules.
     public static func format(_ date: Date) -> String {
         let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        let (days, millisecondOfDay) = milliseconds.floorDivided(by: 86_400_000)
-        let (year, month, day) = CivilDate.fromDays(days)
-        let secondOfDay = millisecondOfDay / 1000
+        var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
+        let fraction = Int(milliseconds - Int64(seconds) * 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
         return String(
             format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-            Int(year), Int(month), Int(day), Int(secondOfDay / 3600), Int(secondOfDay / 60 % 60),
-            Int(secondOfDay % 60), Int(millisecondOfDay % 1000))
+            parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, fraction)
     }
 
     /// Accepts `2026-11-22`, `2026-11-22T10:00:00Z`, fractional seconds and
     /// numeric offsets; anything else is nil so callers can say what they expected.
     public static func parse(_ text: String) -> Date? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if let date = parseCanonical(trimmed) { return date }
+        if let date = parseUTC(trimmed) { return date }
         let withFraction = ISO8601DateFormatter()
         withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = withFraction.date(from: trimmed) { return date }
@@ -36,19 +33,18 @@ public enum Timestamp {
         return nil
     }
 
-    /// `YYYY-MM-DDTHH:MM:SSZ` and `YYYY-MM-DDTHH:MM:SS.mmmZ`, the forms the
-    /// store writes and logs mostly hold, read digit by digit; nil for
-    /// anything else, which the general parser then handles.
-    static func parseCanonical(_ text: String) -> Date? {
+    /// The store's own form, `YYYY-MM-DDTHH:MM:SS[.fff]Z`, parsed without a
+    /// formatter: event logs carry one per line and formatters are costly.
+    private static func parseUTC(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
-        guard bytes.count == 20 || bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-            bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-            bytes[bytes.count - 1] == UInt8(ascii: "Z"), bytes.count == 20 || bytes[19] == UInt8(ascii: ".")
+        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
+            bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+            bytes[16] == UInt8(ascii: ":")
         else { return nil }
-        func number(_ range: Range<Int>) -> Int64? {
-            var value: Int64 = 0
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
             for index in range {
-                let digit = Int64(bytes[index]) - 48
+                let digit = Int(bytes[index]) - 48
                 guard (0...9).contains(digit) else { return nil }
                 value = value * 10 + digit
             }
@@ -56,13 +52,27 @@ public enum Timestamp {
         }
         guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
             let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-            let millisecond = bytes.count == 24 ? number(20..<23) : 0,
-            (1...12).contains(month), (1...CivilDate.daysIn(month: month, year: year)).contains(day),
-            hour < 24, minute < 60, second < 60
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
-        let days = CivilDate.toDays(year: year, month: month, day: day)
-        let milliseconds = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millisecond
-        return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+        var fraction = 0.0
+        if bytes.count > 20 {
+            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21, let digits = number(20..<(bytes.count - 1)) else {
+                return nil
+            }
+            fraction = Double(digits) / pow(10, Double(bytes.count - 21))
+        } else if bytes.count != 20 {
+            return nil
+        }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        let seconds = timegm(&parts)
+        guard parts.tm_mday == Int32(day) else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(seconds) + fraction)
     }
 
     public static func parseOrThrow(_ text: String, what: String) throws -> Date {
@@ -116,7 +126,9 @@ public struct TimeSpan: Codable, Sendable, Equatable, CustomStringConvertible {
     }
 
     public func added(to date: Date) -> Date {
-        // Fixed-length units are plain arithmetic in UTC; only months and years need the calendar.
+        // Fixed-length units are plain arithmetic in UTC; only months and
+        // years need the calendar, which is costly when a replay asks for
+        // cooldowns hundreds of thousands of times.
         let fixedSeconds: Double? = switch unit {
         case .seconds: 1
         case .minutes: 60
@@ -157,48 +169,5 @@ public struct TimeSpan: Codable, Sendable, Equatable, CustomStringConvertible {
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
-    }
-}
-
-
-/// Days since 1970-01-01 in the proleptic Gregorian calendar and back
-/// (Howard Hinnant's `days_from_civil` and `civil_from_days`).
-enum CivilDate {
-    static func toDays(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let shiftedYear = month <= 2 ? year - 1 : year
-        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
-        let yearOfEra = shiftedYear - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    static func fromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    static func daysIn(month: Int64, year: Int64) -> Int64 {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-}
-
-extension Int64 {
-    /// Quotient and remainder rounded towards negative infinity, so times
-    /// before 1970 split into a day and a non-negative time of day.
-    func floorDivided(by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
-        let remainder = self % divisor
-        return remainder < 0 ? (self / divisor - 1, remainder + divisor) : (self / divisor, remainder)
     }
 }

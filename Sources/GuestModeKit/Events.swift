@@ -165,7 +165,7 @@ extension SQLiteStore {
     /// counter by its count in the same transaction.
     func apply(_ event: TrackedEvent, profile: Profile, now: Date, _ db: Database) throws -> TrackResult {
         let properties = event.properties.isEmpty ? nil : EventLog.encodeProperties(event.properties)
-        // Cached statements: ingests and replays apply events by the hundred thousand.
+        // Cached statements: bulk ingestion runs these once per event.
         try db.cachedStatement(
             sql: """
                 INSERT INTO events (user_id, action, at, count, idempotency_key, properties)

@@ -22,6 +22,8 @@ public struct Profile: Codable, Sendable, Equatable {
     public var experiments: [Experiment]
     public var backup: BackupPolicy
     public var migration: MigrationPolicy
+    /// How a store bound to an earlier version of this profile is moved to this one.
+    public var upgrade: ProfileUpgrade?
 
     public func collection(named name: String) -> Collection? { collections.first { $0.name == name } }
     public func meter(named name: String) -> Meter? { meters.first { $0.name == name } }
@@ -223,4 +225,16 @@ public struct MigrationStep: Codable, Sendable, Equatable {
     /// Collections moved by this step; empty for steps that move the user's
     /// non-record data (`profile`) or finish up (`cleanup`).
     public var collections: [String]
+}
+
+public struct ProfileUpgrade: Codable, Sendable, Equatable {
+    /// The version this upgrade starts from.
+    public var fromVersion: Int
+    public var steps: [DataMigration]
+}
+
+/// A change to stored data that a new profile version declares.
+public enum DataMigration: Codable, Sendable, Equatable {
+    case renameCollection(from: String, to: String)
+    case renameField(collection: String, from: String, to: String)
 }

@@ -207,7 +207,7 @@ private final class Reader {
     func readProfile(_ root: Node) -> Profile? {
         let topKeys = [
             "name", "version", "description", "guest_owner", "free_form_actions", "identity", "collections",
-            "actions", "meters", "tiers", "plans", "prompts", "experiments", "backup", "migration",
+            "actions", "meters", "tiers", "plans", "prompts", "experiments", "backup", "migration", "upgrade",
         ]
         guard let fields = mapping(root, "the profile", allowed: topKeys, required: ["name", "version", "tiers"])
         else { return nil }
@@ -232,12 +232,13 @@ private final class Reader {
         let experiments = readExperiments(field("experiments"), contexts: Set(prompts.rules.map(\.context)))
         let backup = readBackup(field("backup"))
         let migration = readMigration(field("migration"), collections: collections)
+        let upgrade = readUpgrade(field("upgrade"), version: version, collections: collectionNames)
 
         return Profile(
             name: name, version: version, summary: summary, guestOwner: guestOwner,
             allowsFreeFormActions: freeForm, identity: identity, collections: collections, actions: actions,
             meters: meters, tiers: tiers, plans: plans, prompts: prompts, experiments: experiments,
-            backup: backup, migration: migration)
+            backup: backup, migration: migration, upgrade: upgrade)
     }
 
     func readIdentity(_ node: Node?) -> IdentityPolicy {
@@ -603,6 +604,47 @@ private final class Reader {
             }
         }
         return policy
+    }
+
+    func readUpgrade(_ node: Node?, version: Int, collections: Set<String>) -> ProfileUpgrade? {
+        guard let fields = mapping(node, "upgrade", allowed: ["from", "steps"], required: ["from"]) else { return nil }
+        var upgrade = ProfileUpgrade(fromVersion: 0, steps: [])
+        for (key, _, value) in fields {
+            if key == "from" {
+                upgrade.fromVersion = integer(value, "upgrade.from", minimum: 1) ?? 0
+                if upgrade.fromVersion >= version {
+                    report(value, "upgrade.from (\(upgrade.fromVersion)) must be lower than the profile's version (\(version))")
+                }
+                continue
+            }
+            for item in sequence(value, "upgrade.steps") ?? [] {
+                let kinds = ["rename_collection", "rename_field"]
+                guard let step = mapping(item, "an upgrade step", allowed: kinds), step.count == 1, let (kind, _, body) = step.first
+                else {
+                    report(item, "an upgrade step must be exactly one of: rename_collection, rename_field")
+                    continue
+                }
+                let what = "upgrade step \(kind)"
+                let required = kind == "rename_field" ? ["collection", "from", "to"] : ["from", "to"]
+                var values: [String: String] = [:]
+                for (option, _, optionValue) in mapping(body, what, allowed: required, required: required) ?? [] {
+                    values[option] = name(optionValue, "\(what) \(option)")
+                }
+                guard required.allSatisfy({ values[$0] != nil }) else { continue }
+                if kind == "rename_collection" {
+                    if !collections.contains(values["to"]!) {
+                        report(body, "\(what) renames to '\(values["to"]!)', which is not among this profile's collections")
+                    }
+                    upgrade.steps.append(.renameCollection(from: values["from"]!, to: values["to"]!))
+                } else {
+                    if !collections.contains(values["collection"]!) {
+                        report(body, "\(what) names unknown collection '\(values["collection"]!)'")
+                    }
+                    upgrade.steps.append(.renameField(collection: values["collection"]!, from: values["from"]!, to: values["to"]!))
+                }
+            }
+        }
+        return upgrade
     }
 
     func readMigration(_ node: Node?, collections: [Collection]) -> MigrationPolicy {

@@ -1,79 +1,126 @@
-import Foundation
-
-/// FIPS 180-4 SHA-256, small enough to carry instead of a crypto package.
-public struct SHA256: Sendable {
-    private var state: [UInt32] = [
-        0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
-    ]
-    private var pending: [UInt8] = []
-    private var length: UInt64 = 0
-
+/// SHA-256 (FIPS 180-4), streamed: archive entries are hashed block by block
+/// as they are written or read, so no entry is ever held whole for hashing.
+/// Written here rather than pulled in as a dependency because the engine
+/// needs nothing else from a crypto library.
+struct SHA256 {
     private static let roundConstants: [UInt32] = [
-        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
-        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
-        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
-        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
-        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
-        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
-        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
-        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
-    public init() {}
+    private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
+    )
+    private var pending: [UInt8] = []
+    private var byteCount: UInt64 = 0
 
-    public mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
-        for byte in bytes {
-            pending.append(byte)
-            length &+= 1
-            if pending.count == 64 {
-                compress(pending)
-                pending.removeAll(keepingCapacity: true)
-            }
+    init() { pending.reserveCapacity(64) }
+
+    mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        let handled = bytes.withContiguousStorageIfAvailable { buffer in
+            update(UnsafeRawBufferPointer(buffer))
         }
+        if handled == nil { update(Array(bytes)) }
     }
 
-    public mutating func update(_ data: Data) {
-        data.withUnsafeBytes { update($0) }
+    mutating func update(_ buffer: UnsafeRawBufferPointer) {
+        guard buffer.count > 0 else { return }
+        byteCount &+= UInt64(buffer.count)
+        var offset = 0
+        if !pending.isEmpty {
+            let take = min(64 - pending.count, buffer.count)
+            pending.append(contentsOf: buffer[0..<take])
+            offset = take
+            guard pending.count == 64 else { return }
+            pending.withUnsafeBytes { compress($0.baseAddress!) }
+            pending.removeAll(keepingCapacity: true)
+        }
+        while buffer.count - offset >= 64 {
+            compress(buffer.baseAddress! + offset)
+            offset += 64
+        }
+        if offset < buffer.count { pending.append(contentsOf: buffer[offset...]) }
     }
 
-    public mutating func finalize() -> [UInt8] {
-        let bitLength = length &* 8
-        update([0x80])
-        while pending.count != 56 { update([0]) }
-        update((0..<8).reversed().map { UInt8(truncatingIfNeeded: bitLength >> (UInt64($0) * 8)) })
-        return state.flatMap { word in (0..<4).reversed().map { UInt8(truncatingIfNeeded: word >> (UInt32($0) * 8)) } }
+    /// The digest; the hasher is spent afterwards.
+    mutating func finalize() -> [UInt8] {
+        let bitLength = byteCount &* 8
+        var padding: [UInt8] = [0x80]
+        let used = (pending.count + 1) % 64
+        padding += Array(repeating: 0, count: used <= 56 ? 56 - used : 120 - used)
+        for shift in stride(from: 56, through: 0, by: -8) { padding.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        let length = byteCount
+        padding.withUnsafeBytes { update($0) }
+        byteCount = length
+        var digest: [UInt8] = []
+        digest.reserveCapacity(32)
+        for word in [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7] {
+            digest += [UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8), UInt8(truncatingIfNeeded: word)]
+        }
+        return digest
     }
 
-    public static func hexDigest(_ data: Data) -> String {
+    mutating func finalizeHex() -> String {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in finalize() { text += [digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]] }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    static func hex<Bytes: Sequence>(of bytes: Bytes) -> String where Bytes.Element == UInt8 {
         var hasher = SHA256()
-        hasher.update(data)
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        hasher.update(bytes)
+        return hasher.finalizeHex()
     }
 
-    private mutating func compress(_ block: [UInt8]) {
-        var words = [UInt32](repeating: 0, count: 64)
-        for index in 0..<16 {
-            words[index] = block[index * 4 ..< index * 4 + 4].reduce(0) { $0 << 8 | UInt32($1) }
+    private mutating func compress(_ block: UnsafeRawPointer) {
+        var schedule = (
+            UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0),
+            UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0)
+        )
+        withUnsafeMutableBytes(of: &schedule) { raw in
+            let words = raw.bindMemory(to: UInt32.self)
+            for index in 0..<16 {
+                words[index] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
+            }
+            var (a, b, c, d, e, f, g, h) = state
+            Self.roundConstants.withUnsafeBufferPointer { constants in
+                for round in 0..<64 {
+                    let word: UInt32
+                    if round < 16 {
+                        word = words[round]
+                    } else {
+                        let fifteen = words[(round - 15) & 15]
+                        let two = words[(round - 2) & 15]
+                        let s0 = fifteen.rotatedRight(7) ^ fifteen.rotatedRight(18) ^ (fifteen >> 3)
+                        let s1 = two.rotatedRight(17) ^ two.rotatedRight(19) ^ (two >> 10)
+                        word = words[round & 15] &+ s0 &+ words[(round - 7) & 15] &+ s1
+                        words[round & 15] = word
+                    }
+                    let sum1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+                    let choice = (e & f) ^ (~e & g)
+                    let temp1 = h &+ sum1 &+ choice &+ constants[round] &+ word
+                    let sum0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+                    let majority = (a & b) ^ (a & c) ^ (b & c)
+                    let temp2 = sum0 &+ majority
+                    h = g; g = f; f = e; e = d &+ temp1
+                    d = c; c = b; b = a; a = temp1 &+ temp2
+                }
+            }
+            state = (
+                state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d,
+                state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ h
+            )
         }
-        for index in 16..<64 {
-            let s0 = words[index - 15].rotatedRight(7) ^ words[index - 15].rotatedRight(18) ^ (words[index - 15] >> 3)
-            let s1 = words[index - 2].rotatedRight(17) ^ words[index - 2].rotatedRight(19) ^ (words[index - 2] >> 10)
-            words[index] = words[index - 16] &+ s0 &+ words[index - 7] &+ s1
-        }
-        var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
-        for index in 0..<64 {
-            let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
-            let choice = (e & f) ^ (~e & g)
-            let temporary1 = h &+ s1 &+ choice &+ SHA256.roundConstants[index] &+ words[index]
-            let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
-            let majority = (a & b) ^ (a & c) ^ (b & c)
-            let temporary2 = s0 &+ majority
-            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temporary1, c, b, a, temporary1 &+ temporary2)
-        }
-        for (index, value) in [a, b, c, d, e, f, g, h].enumerated() { state[index] &+= value }
     }
 }
 
-extension UInt32 {
-    fileprivate func rotatedRight(_ count: UInt32) -> UInt32 { (self >> count) | (self << (32 - count)) }
+private extension UInt32 {
+    @inline(__always) func rotatedRight(_ count: UInt32) -> UInt32 { (self >> count) | (self << (32 - count)) }
 }

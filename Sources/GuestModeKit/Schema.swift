@@ -145,4 +145,21 @@ enum Schema {
             PRIMARY KEY (journal_id, position)
         );
         """
+
+    /// Records that lost a merge conflict are archived here, never dropped:
+    /// a merge or migration must not lose data, even data it did not keep.
+    static let v2 = """
+        CREATE TABLE conflict_archive (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            journal_id INTEGER REFERENCES migration_journals(id) ON DELETE SET NULL,
+            owner_id TEXT NOT NULL,
+            collection TEXT NOT NULL,
+            key TEXT NOT NULL,
+            data TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            archived_at TEXT NOT NULL
+        );
+        CREATE INDEX conflict_archive_owner ON conflict_archive(owner_id);
+        """
 }

@@ -81,10 +81,9 @@ public final class SQLiteStore: Sendable {
 
     /// Checkpoints the WAL into the main file so the store is one file again.
     public func close() throws {
-        if let pool = database.writer as? DatabasePool {
-            try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-            try pool.close()
-        }
+        guard path != nil, let queue = database.writer as? DatabaseQueue else { return }
+        try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        try queue.close()
     }
 
     func write<T>(_ updates: (Database) throws -> T) throws -> T {

@@ -274,12 +274,9 @@ extension SQLiteStore {
     /// Queues a backup of the user when the profile keeps continuous backups.
     func noteChange(of userID: String, profile: Profile, now: Date, _ db: Database) throws {
         guard profile.backup.queuesOnChange else { return }
-        try db.execute(
-            sql: """
-                INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
-                ON CONFLICT(user_id) DO NOTHING
-                """,
-            arguments: [userID, Timestamp.format(now)])
+        try db.cachedStatement(
+            sql: "INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0) ON CONFLICT(user_id) DO NOTHING"
+        ).execute(arguments: [userID, Timestamp.format(now)])
     }
 }
 

@@ -7,7 +7,7 @@ struct ProfileCommand: ParsableCommand {
         commandName: "profile",
         abstract: "List, show and validate profiles.",
         discussion: "The profile format is described in guestmode-profile(5).",
-        subcommands: [List.self, Show.self, Validate.self]
+        subcommands: [List.self, Show.self, Validate.self, Apply.self]
     )
 
     struct List: ParsableCommand {
@@ -70,6 +70,53 @@ struct ProfileCommand: ParsableCommand {
             if !global.quiet {
                 global.output.line("\(source.origin): valid profile \(source.profile.name) v\(source.profile.version)")
             }
+        }
+    }
+}
+
+extension ProfileCommand {
+    struct Apply: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move the store to a new version of its profile, all-or-nothing, showing the plan first.",
+            discussion: """
+                The new file must name the same profile with a higher version. Its 'upgrade' section declares \
+                data migrations (rename_collection, rename_field) from the store's version; caps and \
+                allowances simply take their new values. A collection dropped while it still holds records \
+                refuses the upgrade (exit 65) and nothing changes.
+                """
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: ArgumentHelp("The new version of the profile.", valueName: "file"))
+        var file: String
+
+        @Flag(help: "Show the plan and change nothing.")
+        var dryRun = false
+
+        func run() throws {
+            let engine = try global.openEngine()
+            let source = try global.catalog().load(file)
+            let plan = dryRun || !global.json ? try engine.planProfileUpgrade(to: source) : nil
+            if let plan, !global.json { Apply.print(plan, output: global.output) }
+            if dryRun {
+                if global.json, let plan { try global.output.json(plan) }
+                if let plan, !plan.isApplicable {
+                    throw GuestModeError(.badData, code: "profile_upgrade_refused", "the upgrade cannot be applied: \(plan.refusals.joined(separator: "; "))")
+                }
+                return
+            }
+            let applied = try engine.applyProfileUpgrade(to: source, now: try global.currentTime())
+            if global.json { return try global.output.json(applied) }
+            if !global.quiet { global.output.line("applied: the store is now at \(applied.profile) v\(applied.toVersion)") }
+        }
+
+        static func print(_ plan: ProfileUpgradePlan, output: Output) {
+            output.line("plan: \(plan.profile) v\(plan.fromVersion) → v\(plan.toVersion)")
+            for step in plan.dataSteps { output.line("  \(step.description): \(step.records) records") }
+            for change in plan.limitChanges { output.line("  limit \(change)") }
+            for collection in plan.addedCollections { output.line("  new collection \(collection)") }
+            for refusal in plan.refusals { output.line("  refused: \(refusal)") }
         }
     }
 }

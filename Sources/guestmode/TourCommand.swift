@@ -72,22 +72,126 @@ struct Narrator {
     }
 }
 
-/// The walk through one profile, driven by what the profile declares.
+/// The walk through one profile. What it shows is decided by what the
+/// profile declares (caps, meters, plans), never by the profile's name.
 struct TourWalk {
     var engine: GuestMode
     var start: Date
 
+    private var profile: Profile { engine.profile }
+
     func run(narrating narrator: inout Narrator) throws {
-        let profile = engine.profile
-        let guestCaps = profile.tier(.guest).caps.sorted { $0.key < $1.key }
-            .map { "\($0.key) ≤ \($0.value)" }
+        let guestCaps = profile.tier(.guest).caps.sorted { $0.key < $1.key }.map { "\($0.key) ≤ \($0.value)" }
         narrator.say(
             "guestmode profile show",
             "guests: \(guestCaps.isEmpty ? "no record caps" : guestCaps.joined(separator: ", ")); "
                 + "\(profile.meters.count) meters, \(profile.plans.count) plans, \(profile.prompts.rules.count) prompt rules")
-        for meter in profile.meters {
-            let allowance = profile.tier(.guest).allowance(for: meter.name).map { formatAmount($0) } ?? "unlimited"
-            narrator.say("guestmode profile show  # meter \(meter.name)", "a guest gets \(allowance) \(meter.unit), reset \(meter.reset.rawValue)")
+
+        let guest = try engine.createGuest(device: "tour-phone", now: start)
+        narrator.say("guestmode guest new --device tour-phone", "a guest: \(guest.id) (anonymous, no account needed)")
+        try walkEvents(guest.id, &narrator)
+        for collection in profile.collections where profile.tier(.guest).cap(for: collection.name) != nil {
+            try walkCap(guest.id, collection: collection.name, &narrator)
+        }
+        for meter in profile.meters where profile.tier(.guest).allowance(for: meter.name) != nil {
+            try walkMeter(meter, &narrator)
+        }
+        try walkIdentityConflict(&narrator)
+    }
+
+    private func walkEvents(_ user: String, _ narrator: inout Narrator) throws {
+        for action in profile.actions.prefix(2) {
+            let result = try engine.track(TrackedEvent(user: user, action: action, at: start, count: 2, idempotencyKey: "tour-\(action)"), now: start)
+            narrator.say("guestmode track \(short(user)) \(action) --count 2 --id tour-\(action)", "counter \(action) = \(result.total)")
+            let again = try engine.track(TrackedEvent(user: user, action: action, at: start, count: 2, idempotencyKey: "tour-\(action)"), now: start)
+            narrator.say("guestmode track \(short(user)) \(action) --count 2 --id tour-\(action)", "a retried report with the same id counts once: still \(again.total)")
         }
     }
+
+    private func walkCap(_ user: String, collection: String, _ narrator: inout Narrator) throws {
+        let cap = profile.tier(.guest).cap(for: collection) ?? 0
+        for index in 1...cap {
+            _ = try engine.putRecord(user: user, collection: collection, key: "item-\(index)", json: #"{"n":\#(index)}"#, now: start)
+        }
+        narrator.say("guestmode record put \(short(user)) \(collection) item-1 … item-\(cap)", "\(cap) records stored, the guest cap")
+        let over = try engine.putRecord(user: user, collection: collection, key: "item-\(cap + 1)", json: "{}", now: start)
+        narrator.say(
+            "guestmode record put \(short(user)) \(collection) item-\(cap + 1)",
+            "refused: \(over.outcome.rawValue) (exit \(over.outcome.failureKind?.exitStatus ?? 0)); nothing stored")
+        _ = try engine.link(user: user, provider: profile.identity.providers[0], subject: "tour-\(user)", email: nil, now: start)
+        let records = try engine.records(user: user, collection: collection).count
+        narrator.say(
+            "guestmode link \(short(user)) --provider \(profile.identity.providers[0]) --subject …",
+            "the same user id is now an account and still has its \(records) \(collection)")
+        let asAccount = try engine.putRecord(user: user, collection: collection, key: "item-\(cap + 1)", json: "{}", now: start)
+        narrator.say(
+            "guestmode record put \(short(user)) \(collection) item-\(cap + 1)",
+            asAccount.outcome == .allowed
+                ? "stored: accounts may keep more"
+                : "refused: \(asAccount.outcome.rawValue) (exit \(asAccount.outcome.failureKind?.exitStatus ?? 0))")
+        if asAccount.outcome != .allowed, let plan = profile.plans.first(where: { profile.tier($0.tier).cap(for: collection) == nil }) {
+            _ = try engine.grantPlan(user: user, plan: plan.name, trial: nil, until: nil, now: start)
+            let lifted = try engine.putRecord(user: user, collection: collection, key: "item-\(cap + 1)", json: "{}", now: start)
+            narrator.say(
+                "guestmode plan grant \(short(user)) \(plan.name) && guestmode record put …",
+                "\(plan.name) (\(plan.price) \(plan.currency) per \(plan.billingPeriod)) lifts the cap: \(lifted.outcome.rawValue), \(lifted.limit.used) stored")
+        }
+    }
+
+    private func walkMeter(_ meter: Meter, _ narrator: inout Narrator) throws {
+        let guest = try engine.createGuest(device: nil, now: start)
+        let allowance = profile.tier(.guest).allowance(for: meter.name) ?? 0
+        narrator.say("guestmode guest new", "a second guest, \(short(guest.id)), with \(formatAmount(allowance)) \(meter.unit) of \(meter.name)")
+        var used = 0.0
+        for target in meter.warnings.map({ allowance * $0.percent / 100 }) + [allowance] {
+            let amount = (target - used).rounded(.up)
+            guard amount > 0 else { continue }
+            let result = try engine.useMeter(user: guest.id, meter: meter.name, amount: amount, key: nil, now: start)
+            used = result.status.used
+            let warnings = result.warnings.map { "\($0.level.rawValue) at \(formatAmount($0.percent))%" }
+            narrator.say(
+                "guestmode meter use \(short(guest.id)) \(meter.name) \(formatAmount(amount))",
+                "\(formatAmount(used))/\(formatAmount(allowance)) used, level \(result.status.level.rawValue)"
+                    + (warnings.isEmpty ? "" : "; fired once: \(warnings.joined(separator: ", "))"))
+        }
+        let gate = try engine.checkMeter(user: guest.id, meter: meter.name, amount: 1, now: start)
+        narrator.say(
+            "guestmode meter check \(short(guest.id)) \(meter.name) 1",
+            gate.isAllowed ? "allowed" : "exhausted (exit 12): the app must not make the paid call")
+        guard let plan = profile.plans.first(where: { $0.trial != nil }), let trial = plan.trial else { return }
+        _ = try engine.grantPlan(user: guest.id, plan: plan.name, trial: trial, until: nil, now: start)
+        let during = try engine.checkMeter(user: guest.id, meter: meter.name, amount: 10, now: start)
+        narrator.say(
+            "guestmode plan grant \(short(guest.id)) \(plan.name) --trial '\(trial)'",
+            "during the trial the gate says \(during.isAllowed ? "allowed" : "exhausted") (tier \(during.status.tier.rawValue))")
+        _ = try engine.link(user: guest.id, provider: profile.identity.providers[0], subject: "tour-meter-\(guest.id)", email: nil, now: start)
+        narrator.say(
+            "guestmode link \(short(guest.id)) --provider \(profile.identity.providers[0]) --subject …",
+            "the plan bought as a guest stays with the account: tier \(try engine.tier(of: guest.id, now: start).rawValue)")
+        let after = TimeSpan(amount: 1, unit: .days).added(to: trial.added(to: start))
+        let expired = try engine.checkMeter(user: guest.id, meter: meter.name, amount: 1, now: after)
+        narrator.say(
+            "guestmode --now \(Timestamp.format(after)) meter check \(short(guest.id)) \(meter.name) 1",
+            "after the trial: tier \(expired.status.tier.rawValue), \(expired.isAllowed ? "allowed" : "exhausted again (exit 12)")")
+    }
+
+    private func walkIdentityConflict(_ narrator: inout Narrator) throws {
+        let provider = profile.identity.providers[0]
+        let owner = try engine.createGuest(device: nil, now: start)
+        _ = try engine.link(user: owner.id, provider: provider, subject: "tour-shared", email: nil, now: start)
+        let other = try engine.createGuest(device: nil, now: start)
+        if let action = profile.actions.first {
+            _ = try engine.track(TrackedEvent(user: other.id, action: action, at: start), now: start)
+        }
+        do {
+            _ = try engine.link(user: other.id, provider: provider, subject: "tour-shared", email: nil, now: start)
+        } catch let error as GuestModeError where error.code == "identity_already_exists" {
+            let state = try engine.user(other.id).state
+            narrator.say(
+                "guestmode link \(short(other.id)) --provider \(provider) --subject tour-shared",
+                "exit 14 identity_already_exists: that identity belongs to another user; the guest stays \(state.rawValue) with its data")
+        }
+    }
+
+    private func short(_ id: String) -> String { String(id.prefix(8)) }
 }

@@ -1,0 +1,161 @@
+import Foundation
+import GRDB
+
+/// A user whose data changed since their last backup was pushed.
+public struct OutboxEntry: Codable, Sendable, Equatable {
+    public var userId: String
+    /// When the latest change was queued; it only ever moves forward, so a
+    /// push can tell whether the user changed while their archive was written.
+    public var queuedAt: String
+    public var attempts: Int
+    public var lastError: String?
+    public var nextAttemptAt: String?
+}
+
+public struct BackupPushReport: Codable, Sendable {
+    public struct Pushed: Codable, Sendable {
+        public var user: String
+        public var archive: String
+        /// True when the user changed again while the archive was written, so they stay queued.
+        public var requeued: Bool
+    }
+
+    public struct Failed: Codable, Sendable {
+        public var user: String
+        public var error: String
+        public var attempts: Int
+        public var nextAttemptAt: String
+    }
+
+    public var destination: String
+    public var pushed: [Pushed] = []
+    public var failed: [Failed] = []
+    /// Entries whose next attempt is still in the future.
+    public var waiting: [OutboxEntry] = []
+    /// Entries that failed --max-attempts times and are no longer tried automatically.
+    public var held: [OutboxEntry] = []
+    /// Users deleted since they were queued: nothing left to back up.
+    public var dropped: [String] = []
+
+    /// True when something queued was not delivered and needs another push.
+    public var needsRetry: Bool { !failed.isEmpty || !held.isEmpty }
+}
+
+extension SQLiteStore {
+    /// Queues a backup of `userID`, coalesced to one pending entry per user.
+    /// Callers run it in the same transaction as the change, and only when
+    /// the profile's backup policy queues on change. A repeat keeps the
+    /// attempt count and retry time (the destination is no more reachable
+    /// because the data changed) and moves `queued_at` strictly forward.
+    func enqueueBackup(_ db: Database, userID: String, now: Date) throws {
+        var queuedAt = now
+        if let previous = try String.fetchOne(db, sql: "SELECT queued_at FROM outbox WHERE user_id = ?", arguments: [userID]),
+           let previousDate = Timestamp.parse(previous), previousDate >= now {
+            queuedAt = previousDate.addingTimeInterval(0.001)
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
+                ON CONFLICT(user_id) DO UPDATE SET queued_at = excluded.queued_at
+                """,
+            arguments: [userID, Timestamp.format(queuedAt)])
+    }
+}
+
+extension GuestMode {
+    public func backupQueue() throws -> [OutboxEntry] {
+        try store.read { db in try Self.outboxEntries(db) }
+    }
+
+    /// Writes one archive per due outbox entry into `directory` (replacing
+    /// the user's previous one atomically) and removes the entry only after
+    /// its archive is on disk. A destination that cannot be written keeps the
+    /// entry with its attempt count and next retry time.
+    public func pushBackups(
+        to directory: String, maxAttempts: Int, retryNow: Bool, now: Date, toolVersion: String
+    ) throws -> BackupPushReport {
+        guard maxAttempts >= 1 else { throw GuestModeError.usage("--max-attempts must be at least 1") }
+        let format = ArchiveFormat(rawValue: profile.backup.format) ?? .tarZstd
+        var report = BackupPushReport(destination: directory)
+        for entry in try backupQueue() {
+            if entry.attempts >= maxAttempts {
+                report.held.append(entry)
+                continue
+            }
+            if !retryNow, let next = entry.nextAttemptAt.flatMap(Timestamp.parse), next > now {
+                report.waiting.append(entry)
+                continue
+            }
+            let archive = URL(fileURLWithPath: directory)
+                .appendingPathComponent("\(Self.fileName(for: entry.userId)).\(format.fileExtension)").path
+            do {
+                try Self.requireDirectory(directory)
+                _ = try exportBackup(.users([entry.userId]), to: archive, format: format, now: now, toolVersion: toolVersion)
+            } catch let error as GuestModeError where error.code == "user_not_found" {
+                try store.write { db in
+                    try db.execute(
+                        sql: "DELETE FROM outbox WHERE user_id = ? AND queued_at = ?", arguments: [entry.userId, entry.queuedAt])
+                }
+                report.dropped.append(entry.userId)
+                continue
+            } catch let error as GuestModeError where [.cannotCreate, .ioError, .tryAgainLater].contains(error.kind) {
+                let attempts = entry.attempts + 1
+                let next = Timestamp.format(now.addingTimeInterval(Self.retryDelay(afterAttempts: attempts)))
+                try store.write { db in
+                    try db.execute(
+                        sql: "UPDATE outbox SET attempts = ?, last_error = ?, next_attempt_at = ? WHERE user_id = ?",
+                        arguments: [attempts, error.message, next, entry.userId])
+                }
+                report.failed.append(.init(user: entry.userId, error: error.message, attempts: attempts, nextAttemptAt: next))
+                continue
+            }
+            let requeued = try store.write { db in
+                try db.execute(
+                    sql: "DELETE FROM outbox WHERE user_id = ? AND queued_at = ?", arguments: [entry.userId, entry.queuedAt])
+                if db.changesCount == 1 { return false }
+                // Changed while the archive was written: keep it queued, but the destination works.
+                try db.execute(
+                    sql: "UPDATE outbox SET attempts = 0, last_error = NULL, next_attempt_at = NULL WHERE user_id = ?",
+                    arguments: [entry.userId])
+                return true
+            }
+            report.pushed.append(.init(user: entry.userId, archive: archive, requeued: requeued))
+        }
+        return report
+    }
+
+    static func outboxEntries(_ db: Database) throws -> [OutboxEntry] {
+        try Row.fetchAll(
+            db, sql: "SELECT user_id, queued_at, attempts, last_error, next_attempt_at FROM outbox ORDER BY queued_at, user_id"
+        ).map { row in
+            OutboxEntry(
+                userId: row["user_id"], queuedAt: row["queued_at"], attempts: row["attempts"],
+                lastError: row["last_error"], nextAttemptAt: row["next_attempt_at"])
+        }
+    }
+
+    /// Doubles from one minute up to an hour, so a long outage costs a try an hour.
+    static func retryDelay(afterAttempts attempts: Int) -> TimeInterval {
+        min(60 * pow(2, Double(max(attempts - 1, 0))), 3600)
+    }
+
+    /// User ids become file names; anything outside a safe set is percent-encoded
+    /// so no id can name a path outside the destination.
+    static func fileName(for userID: String) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-".utf8)
+        var name = ""
+        for byte in userID.utf8 {
+            if safe.contains(byte) { name.unicodeScalars.append(UnicodeScalar(byte)) } else { name += String(format: "%%%02X", byte) }
+        }
+        return name.isEmpty ? "%" : name
+    }
+
+    private static func requireDirectory(_ directory: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw GuestModeError(
+                .tryAgainLater, code: "destination_unavailable",
+                "the backup destination '\(directory)' is not a reachable directory")
+        }
+    }
+}

@@ -1,0 +1,275 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+extension ArchiveFormat: ExpressibleByArgument {}
+extension ConflictPolicy: ExpressibleByArgument {}
+
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Export, import, verify and inspect backup archives; queue and push continuous backups.",
+        discussion: "See guestmode-backup(1) for the archive format and the limits applied to archives being read.",
+        subcommands: [Export.self, Import.self, Verify.self, Inspect.self, Queue.self, Push.self]
+    )
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write users' data to an archive (atomically, mode 0600).",
+            discussion: "The format follows --format, else the --out extension (.gmbackup or .tar.zst, .tar.gz, .zip), else tar.zst.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The users to export.")
+        var users: [String] = []
+
+        @Flag(name: .long, help: "Export every user, and records not yet adopted by one.")
+        var all = false
+
+        @Option(name: .long, help: ArgumentHelp("The archive to write.", valueName: "file"))
+        var out: String
+
+        @Option(name: .long, help: ArgumentHelp("tar.zst (default), tar.gz or zip.", valueName: "format"))
+        var format: ArchiveFormat?
+
+        @Option(name: .long, help: ArgumentHelp("Compression level: 1-19 for tar.zst, 1-9 for tar.gz, 0-9 for zip.", valueName: "n"))
+        var level: Int?
+
+        func validate() throws {
+            if all && !users.isEmpty { throw ValidationError("give either USER… or --all, not both") }
+            if !all && users.isEmpty { throw ValidationError("name the users to export, or pass --all") }
+            if let format, let named = ArchiveFormat.named(by: out), named != format {
+                throw ValidationError("--out '\(out)' is named like a \(named.rawValue) archive but --format is \(format.rawValue); make them agree")
+            }
+        }
+
+        func run() throws {
+            let engine = try global.openEngine()
+            let chosen = format ?? ArchiveFormat.named(by: out) ?? .tarZstd
+            let output = global.output
+            let summary = try engine.exportBackup(
+                all ? .all : .users(users), to: out, format: chosen, level: level, now: try global.currentTime(),
+                toolVersion: GuestModeVersion.current,
+                progress: { done, total in
+                    guard output.showsProgress else { return }
+                    FileHandle.standardError.write(Data("\rexporting: \(done)/\(total) rows".utf8))
+                })
+            if output.showsProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+            if global.json { return try output.json(summary) }
+            guard !global.quiet else { return }
+            let rows = summary.tables.values.reduce(0, +)
+            output.line("wrote \(summary.archive) (\(summary.format.rawValue), \(summary.users) users, \(rows) rows, \(summary.bytes) bytes)")
+        }
+    }
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import an archive into the store, all or nothing.",
+            discussion: "Every entry is checked against the manifest before anything is committed; any failure changes nothing.")
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
+
+        @Argument(help: ArgumentHelp("The archive to import.", valueName: "file"))
+        var file: String
+
+        @Flag(name: .long, help: "Report what would be added, replaced or skipped; change nothing.")
+        var dryRun = false
+
+        @Option(name: .long, help: ArgumentHelp(
+            "For users already in the store: fail (default), skip them, or replace their data.", valueName: "policy"))
+        var onConflict: ConflictPolicy = .fail
+
+        func run() throws {
+            try BackupArchive.requireIntact(path: file, limits: limits.archiveLimits)
+            let engine = try global.openEngine()
+            let report = try engine.importBackup(
+                from: file, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits)
+            let output = global.output
+            if global.json { return try output.json(report) }
+            guard !global.quiet else { return }
+            let verb = dryRun ? "would import" : "imported"
+            let rows = report.rows.values.reduce(0, +)
+            output.line("\(verb) \(rows) rows from \(report.archive) (\(report.profile), format \(report.formatVersion))")
+            for (label, users) in [("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped)] where !users.isEmpty {
+                output.line("  \(label): \(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }.joined(separator: ", "))")
+            }
+            for (table, count) in report.rows.sorted(by: { $0.key < $1.key }) {
+                output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+            }
+            if report.renumbered > 0 {
+                output.note("\(report.renumbered) rows got new ids because theirs were taken by other users' rows")
+            }
+        }
+    }
+
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check an archive against its manifest.",
+            discussion: "Without --full: names, order, entry types, sizes and limits. With --full: also the SHA-256 of every entry and every row. Exits 0 only when everything checked out, 65 otherwise.")
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
+
+        @Argument(help: ArgumentHelp("The archive to check.", valueName: "file"))
+        var file: String
+
+        @Flag(name: .long, help: "Hash every entry and parse every row.")
+        var full = false
+
+        func run() throws {
+            let report = try BackupArchive.verify(path: file, full: full, limits: limits.archiveLimits)
+            let output = global.output
+            if global.json {
+                try output.json(report)
+            } else if report.ok {
+                if !global.quiet {
+                    let rows = report.tables.values.reduce(0, +)
+                    output.line("ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(report.users ?? 0) users, \(report.entries) entries, \(rows) rows)")
+                }
+            } else {
+                for error in report.errors { output.line(error) }
+            }
+            if !report.ok {
+                throw GuestModeError(
+                    .badData, code: "verify_failed",
+                    "the archive '\(file)' failed verification (\(report.errors.count) \(report.errors.count == 1 ? "problem" : "problems"))")
+            }
+        }
+    }
+
+    struct Inspect: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show an archive's header and manifest.")
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
+
+        @Argument(help: ArgumentHelp("The archive to describe.", valueName: "file"))
+        var file: String
+
+        func run() throws {
+            let inspection = try BackupArchive.inspect(path: file, limits: limits.archiveLimits)
+            let output = global.output
+            if global.json { return try output.json(inspection) }
+            let header = inspection.header
+            output.line("archive:   \(inspection.archive)")
+            output.line("format:    \(header.format) version \(header.formatVersion) (written by guestmode \(header.toolVersion))")
+            output.line("profile:   \(header.profile.name) v\(header.profile.version)")
+            output.line("created:   \(header.created)")
+            output.line("users:     \(header.users.count)\(header.users.isEmpty ? "" : " (\(header.users.prefix(10).joined(separator: ", "))\(header.users.count > 10 ? ", …" : ""))")")
+            if let guestOwner = header.guestOwner { output.line("also:      records of the guest owner \"\(guestOwner)\"") }
+            output.line("tables:")
+            for (table, count) in inspection.manifest.tables.sorted(by: { $0.key < $1.key }) {
+                output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+            }
+            output.line("entries:")
+            output.table(
+                inspection.manifest.entries.map { [$0.name, "\($0.size)", $0.rows.map(String.init) ?? "-", $0.sha256] },
+                header: ["name", "bytes", "rows", "sha256"])
+        }
+    }
+
+    struct Queue: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List users waiting in the backup outbox.")
+
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let entries = try global.openEngine().backupQueue()
+            let output = global.output
+            if global.json { return try output.json(entries) }
+            if entries.isEmpty {
+                if !global.quiet { output.note("the backup queue is empty") }
+                return
+            }
+            output.table(
+                entries.map { [$0.userId, $0.queuedAt, "\($0.attempts)", $0.nextAttemptAt ?? "now", $0.lastError ?? ""] },
+                header: ["user", "queued", "attempts", "next attempt", "last error"])
+        }
+    }
+
+    struct Push: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write each queued user's archive into a directory and drain the queue.",
+            discussion: "An entry leaves the queue only once its archive is on disk. When the destination cannot be written the entry stays, with its attempt count and next retry time, and the command exits 75.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Option(name: .long, help: ArgumentHelp("The destination directory.", valueName: "dir"))
+        var to: String
+
+        @Option(name: .long, help: ArgumentHelp(
+            "Stop retrying an entry automatically once it has failed this many times (default 8).", valueName: "n"))
+        var maxAttempts = 8
+
+        @Flag(name: .long, help: "Try every entry now, even those whose next retry time has not come.")
+        var retryNow = false
+
+        func run() throws {
+            let engine = try global.openEngine()
+            let report = try engine.pushBackups(
+                to: to, maxAttempts: maxAttempts, retryNow: retryNow, now: try global.currentTime(),
+                toolVersion: GuestModeVersion.current)
+            let output = global.output
+            if global.json {
+                try output.json(report)
+            } else if !global.quiet {
+                for pushed in report.pushed {
+                    output.line("pushed \(pushed.user) -> \(pushed.archive)\(pushed.requeued ? " (changed meanwhile; still queued)" : "")")
+                }
+                for failed in report.failed {
+                    output.line("failed \(failed.user): \(failed.error) (attempt \(failed.attempts); next at \(failed.nextAttemptAt))")
+                }
+                for entry in report.waiting { output.line("waiting \(entry.userId) until \(entry.nextAttemptAt ?? "now")") }
+                for entry in report.held {
+                    output.line("held \(entry.userId) after \(entry.attempts) failed attempts; push with a higher --max-attempts to retry")
+                }
+                for user in report.dropped { output.line("dropped \(user): the user no longer exists") }
+                if report.pushed.isEmpty && report.failed.isEmpty && report.waiting.isEmpty && report.held.isEmpty && report.dropped.isEmpty {
+                    output.note("nothing to push")
+                }
+            }
+            if report.needsRetry {
+                throw GuestModeError(
+                    .tryAgainLater, code: "push_incomplete",
+                    "\(report.failed.count + report.held.count) queued \(report.failed.count + report.held.count == 1 ? "backup was" : "backups were") not delivered to '\(to)'; they stay queued, push again later")
+            }
+        }
+    }
+}
+
+/// Bounds on an archive being read, so a hostile one cannot exhaust memory or disk.
+struct ArchiveLimitOptions: ParsableArguments {
+    private static let defaults = ArchiveLimits.standard
+
+    @Option(name: .long, help: ArgumentHelp("Refuse archives with more entries (default \(defaults.maximumEntries)).", valueName: "n"))
+    var maxEntries = defaults.maximumEntries
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Refuse an entry that expands past this many bytes (default \(defaults.maximumEntrySize)).", valueName: "bytes"))
+    var maxEntrySize = defaults.maximumEntrySize
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Refuse archives that expand past this many bytes in all (default \(defaults.maximumTotalSize)).", valueName: "bytes"))
+    var maxTotalSize = defaults.maximumTotalSize
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Refuse archives that expand more than this many times their compressed size (default \(defaults.maximumRatio)).",
+        valueName: "n"))
+    var maxRatio = defaults.maximumRatio
+
+    func validate() throws {
+        if maxEntries < 1 || maxEntrySize < 1 || maxTotalSize < 1 || maxRatio < 1 {
+            throw ValidationError("archive limits must be positive numbers")
+        }
+    }
+
+    var archiveLimits: ArchiveLimits {
+        var limits = ArchiveLimits.standard
+        limits.maximumEntries = maxEntries
+        limits.maximumEntrySize = maxEntrySize
+        limits.maximumTotalSize = maxTotalSize
+        limits.maximumRatio = maxRatio
+        return limits
+    }
+}

@@ -1,0 +1,195 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+struct MigrateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Move a guest's data into an account, adopt ownerless data, list migration journals.",
+        discussion: """
+            'guestmode migrate GUEST --to ACCOUNT' takes a backup archive of both users first (kept; its path \
+            is printed), then runs the profile's migration steps, each in its own transaction, recording each \
+            in a journal. Interrupted, it continues from the first unfinished step with --resume and never \
+            applies a step twice. Records under the same key in both users are settled as 'merge --policy \
+            union' does; nothing is dropped (losers go to the store's conflict archive).
+            """,
+        subcommands: [Run.self, Adopt.self, Status.self],
+        defaultSubcommand: Run.self
+    )
+
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run", abstract: "Migrate a guest into an account (the default: 'guestmode migrate GUEST --to ACCOUNT').")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The guest's user id.") var guest: String
+
+        @Option(help: ArgumentHelp("The account that receives the guest's data.", valueName: "account"))
+        var to: String
+
+        @Flag(help: "Print the plan (steps, row counts, conflicts) and change nothing.")
+        var dryRun = false
+
+        @Flag(help: "Continue an interrupted migration from its first unfinished step.")
+        var resume = false
+
+        @Option(help: ArgumentHelp("Where the safety backup goes (default: guestmode-backups/ next to the store).", valueName: "dir"))
+        var backupDirectory: String?
+
+        func validate() throws {
+            if dryRun && resume { throw ValidationError("--dry-run and --resume exclude each other") }
+        }
+
+        func run() throws {
+            let engine = try global.openEngine()
+            let now = try global.currentTime()
+            let output = global.output
+            if dryRun {
+                let plan = try engine.planMigration(guest: guest, to: to, now: now)
+                if global.json { return try output.json(plan) }
+                output.line("plan: migrate \(guest) into \(to) (nothing changed)")
+                for step in plan.steps {
+                    let collections = step.collections.isEmpty ? "" : " [\(step.collections.joined(separator: ", "))]"
+                    output.line("  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(step.rows) rows")
+                }
+                for conflict in plan.conflicts { output.line("  conflict \(ConflictText.describe(conflict))") }
+                return
+            }
+            let stopAfter = ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"]
+            let report = try engine.migrate(
+                guest: guest, to: to, resuming: resume, now: now,
+                takeBackup: { users in
+                    let path = try SafetyBackup.take(engine: engine, users: users, directory: backupDirectory, label: "migrate", global: global, now: now)
+                    output.note("backup of \(users.joined(separator: " and ")) written to \(path)")
+                    return path
+                },
+                progress: { step, total in
+                    output.note("step \(step.position)/\(total) \(step.name): \(step.rows) rows moved")
+                },
+                checkpoint: { checkpoint in
+                    // Lets tests stop the process exactly where a crash would.
+                    if case .stepDone(let position) = checkpoint, stopAfter == "migrate-step-\(position)" {
+                        kill(getpid(), SIGKILL)
+                    }
+                    if checkpoint == .backupTaken, stopAfter == "migrate-backup" { kill(getpid(), SIGKILL) }
+                })
+            if global.json { return try output.json(report) }
+            if global.quiet { return }
+            output.line("migrated \(guest) into \(to) (journal #\(report.journal.id)\(report.isResumed ? ", resumed" : ""))")
+            if let backup = report.journal.backupPath { output.line("backup: \(backup)") }
+            for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
+            for limit in report.overCap {
+                output.line("over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue); new records will be refused until under it")
+            }
+        }
+    }
+
+    struct Adopt: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give a user the records written before any user existed, once.",
+            discussion: """
+                Records owned by the profile's guest owner (guest_owner, usually "") move to USER. Keys of \
+                collections with unique fields start with their owner ("/habit/day") and are rewritten \
+                ("USER/habit/day"); a key USER already has is reported and left untouched. A per-user flag \
+                makes a second run a no-op.
+                """
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The user who adopts the data.") var user: String
+
+        func run() throws {
+            let report = try global.openEngine().adopt(user: user, now: try global.currentTime())
+            if global.json { return try global.output.json(report) }
+            let output = global.output
+            if report.wasAlreadyAdopted {
+                output.line("\(user) already adopted the guest owner's data; nothing changed")
+                return
+            }
+            for (collection, count) in report.moved.sorted(by: { $0.key < $1.key }) {
+                output.line("adopted \(count) \(collection)")
+            }
+            if report.moved.isEmpty { output.line("no ownerless records to adopt") }
+            for collision in report.collisions {
+                output.line("collision: \(collision.collection)/\(collision.key) → \(collision.keyAfter) already exists; left unadopted")
+            }
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List migration and merge journals, done and unfinished.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "Only journals involving this user.") var user: String?
+
+        func run() throws {
+            let journals = try global.openEngine().journals(involving: user)
+            if global.json { return try global.output.json(journals) }
+            for journal in journals {
+                let done = journal.steps.filter { $0.status == "done" }.count
+                let steps = journal.steps.isEmpty ? "" : " \(done)/\(journal.steps.count) steps"
+                global.output.line("#\(journal.id) \(journal.kind) \(journal.source) → \(journal.target): \(journal.status)\(steps)\(journal.error.map { " (\($0))" } ?? "")")
+                for step in journal.steps {
+                    global.output.line("    \(step.position) \(step.name) \(step.status) \(step.rows) rows")
+                }
+            }
+            if journals.isEmpty && !global.quiet { global.output.note("no migrations") }
+        }
+    }
+}
+
+struct Merge: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fold a guest into an existing account in one atomic operation.",
+        discussion: """
+            For when 'link' failed with identity_already_exists: the person already has an account. \
+            Records under the same key are settled by --policy: keep-guest, keep-account, or union (both \
+            where the collection allows, else the newest; the loser is reported and kept in the store's \
+            conflict archive). Caps are re-checked and reported, never enforced by dropping data. The guest \
+            is removed only once everything is in the account.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The guest's user id.") var guest: String
+
+    @Option(help: ArgumentHelp("The account that receives the guest.", valueName: "user"))
+    var into: String
+
+    @Option(help: ArgumentHelp("How conflicts on one record key are settled: keep-guest, keep-account or union.", valueName: "policy"))
+    var policy: MergePolicy
+
+    @Flag(help: "List every conflict and its resolution; change nothing.")
+    var dryRun = false
+
+    func run() throws {
+        let report = try global.openEngine().merge(
+            guest: guest, into: into, policy: policy, dryRun: dryRun, now: try global.currentTime())
+        if global.json { return try global.output.json(report) }
+        let output = global.output
+        let verb = dryRun ? "would merge" : "merged"
+        output.line("\(verb) \(guest) into \(into) (\(policy.rawValue)): \(report.recordsMoved) records, \(report.activityMoved) activity rows")
+        for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
+        for limit in report.overCap {
+            output.line("over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)")
+        }
+    }
+}
+
+extension MergePolicy: ExpressibleByArgument {}
+
+enum ConflictText {
+    static func describe(_ conflict: RecordConflict) -> String {
+        let resolution: String
+        switch conflict.resolution {
+        case .keptGuest: resolution = "the guest's record kept (updated \(Timestamp.format(conflict.guestUpdatedAt))); the account's archived"
+        case .keptAccount: resolution = "the account's record kept (updated \(Timestamp.format(conflict.accountUpdatedAt))); the guest's archived"
+        case .keptBoth: resolution = "both kept; the guest's moves to \(conflict.guestKeyAfter ?? "?")"
+        }
+        return "\(conflict.collection)/\(conflict.key): \(resolution)"
+    }
+}

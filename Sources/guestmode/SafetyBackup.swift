@@ -1,0 +1,21 @@
+import Foundation
+import GuestModeKit
+
+/// The backup taken before anything is moved between users.
+enum SafetyBackup {
+    static func take(
+        engine: GuestMode, users: [String], directory: String?, label: String, global: GlobalOptions, now: Date
+    ) throws -> String {
+        let storeDirectory = URL(fileURLWithPath: global.storePath).deletingLastPathComponent()
+        let folder = directory.map { URL(fileURLWithPath: $0) } ?? storeDirectory.appendingPathComponent("guestmode-backups")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw GuestModeError(.cannotCreate, code: "cannot_create_backup", "cannot create the backup directory '\(folder.path)': \(error.localizedDescription)")
+        }
+        let stamp = Timestamp.format(now).replacingOccurrences(of: ":", with: "")
+        let path = folder.appendingPathComponent("\(label)-\(stamp)-\(users[0].prefix(8)).gmbackup").path
+        _ = try engine.exportBackup(.users(users), to: path, format: .tarZstd, now: now, toolVersion: GuestModeVersion.current)
+        return path
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Testing
+
+/// The man pages are checked against the binary itself: every command it
+/// has is named by a page, every option it takes is documented there, and
+/// mandoc finds nothing to warn about.
+@Suite("Man pages match the binary")
+struct ManPageTests {
+    static let manDirectory = Sandbox.packageRoot.appendingPathComponent("man")
+
+    /// Options every command takes; guestmode(1) documents them once.
+    static let globalOptions: Set<String> = ["store", "now", "json", "quiet", "verbose"]
+    /// Options ArgumentParser adds to every command.
+    static let builtInOptions: Set<String> = ["help", "version"]
+    /// Commands ArgumentParser adds.
+    static let builtInCommands: Set<String> = ["help"]
+    /// The exit status table of DESIGN §3.
+    static let exitStatuses = ["0", "1", "10", "11", "12", "13", "14", "64", "65", "66", "73", "74", "75"]
+
+    struct Command {
+        var name: String
+        /// Long option names of the command and all its nested subcommands.
+        var longOptions: Set<String>
+    }
+
+    struct Page {
+        var file: String
+        var text: String
+
+        /// The lines of one section, `.Sh NAME` up to the next `.Sh`.
+        func section(_ title: String) -> [Substring] {
+            var lines: [Substring] = []
+            var inside = false
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasPrefix(".Sh ") {
+                    inside = line.dropFirst(4).trimmingCharacters(in: .whitespaces) == title
+                    continue
+                }
+                if inside { lines.append(line) }
+            }
+            return lines
+        }
+
+        /// Names given by `.Nm` in the NAME section, e.g. `.Nm guestmode-link , guestmode-unlink`.
+        var names: Set<String> {
+            var names = Set<String>()
+            for line in section("NAME") where line.hasPrefix(".Nm") {
+                for word in line.split(separator: " ").dropFirst() where word != "," {
+                    names.insert(String(word.trimmingCharacters(in: CharacterSet(charactersIn: ","))))
+                }
+            }
+            return names
+        }
+
+        /// Whether the page marks up `--name` as `Fl -name` (rendered `--name`).
+        func documents(longOption name: String) -> Bool {
+            ["Fl -\(name)", "Fl \\-\(name)"].contains { occurs($0) }
+        }
+
+        /// Whether the page marks up `-c` as `Fl c`.
+        func documents(shortOption name: String) -> Bool { occurs("Fl \(name)") }
+
+        /// `needle` followed by something that cannot continue an option name.
+        private func occurs(_ needle: String) -> Bool {
+            var searchRange = text.startIndex..<text.endIndex
+            while let found = text.range(of: needle, range: searchRange) {
+                let next = found.upperBound < text.endIndex ? text[found.upperBound] : " "
+                if !(next.isLetter || next.isNumber || next == "-" || next == "_") { return true }
+                searchRange = found.upperBound..<text.endIndex
+            }
+            return false
+        }
+    }
+
+    static func pages(suffix: String) throws -> [Page] {
+        let files = try FileManager.default.contentsOfDirectory(atPath: manDirectory.path)
+            .filter { $0.hasSuffix(suffix) }.sorted()
+        return try files.map { file in
+            Page(file: file, text: try String(contentsOf: manDirectory.appendingPathComponent(file), encoding: .utf8))
+        }
+    }
+
+    /// The top-level commands of `guestmode --experimental-dump-help`.
+    static func commands() throws -> [Command] {
+        let result = try Sandbox().run("--experimental-dump-help")
+        #expect(result.status == 0, "dump-help failed: \(result.stderr)")
+        guard let document = result.object["command"] as? [String: Any] else {
+            Issue.record("--experimental-dump-help printed no command tree")
+            return []
+        }
+        func longOptions(of command: [String: Any]) -> Set<String> {
+            var names = Set<String>()
+            for argument in command["arguments"] as? [[String: Any]] ?? [] {
+                for name in argument["names"] as? [[String: Any]] ?? [] where name["kind"] as? String == "long" {
+                    if let text = name["name"] as? String { names.insert(text) }
+                }
+            }
+            for subcommand in command["subcommands"] as? [[String: Any]] ?? [] {
+                names.formUnion(longOptions(of: subcommand))
+            }
+            return names
+        }
+        return (document["subcommands"] as? [[String: Any]] ?? []).compactMap { command in
+            guard let name = command["commandName"] as? String, !builtInCommands.contains(name) else { return nil }
+            return Command(
+                name: name, longOptions: longOptions(of: command).subtracting(globalOptions).subtracting(builtInOptions))
+        }
+    }
+
+    @Test("every command has a page naming it, and the page documents every option of it and its subcommands")
+    func everyCommandAndOptionIsDocumented() throws {
+        let pages = try Self.pages(suffix: ".1")
+        let commands = try Self.commands()
+        #expect(commands.count >= 14, "expected the commands of the binary, got \(commands.map(\.name))")
+        for command in commands {
+            let pageName = "guestmode-\(command.name)"
+            let naming = pages.filter { $0.names.contains(pageName) }
+            guard let page = naming.first else {
+                Issue.record("no man/guestmode-*.1 names \(pageName) in its NAME section (.Nm \(pageName))")
+                continue
+            }
+            #expect(naming.count == 1, "\(pageName) is named by several pages: \(naming.map(\.file))")
+            for option in command.longOptions.sorted() {
+                #expect(
+                    page.documents(longOption: option),
+                    "man/\(page.file) does not document --\(option) of '\(command.name)' as 'Fl -\(option)'")
+            }
+        }
+    }
+
+    @Test("guestmode(1) documents the global options, the environment and the exit status table")
+    func mainPage() throws {
+        let url = Self.manDirectory.appendingPathComponent("guestmode.1")
+        let page = Page(file: "guestmode.1", text: try String(contentsOf: url, encoding: .utf8))
+        #expect(page.names == ["guestmode"])
+        for option in Self.globalOptions.sorted() {
+            #expect(page.documents(longOption: option), "guestmode.1 does not document --\(option)")
+        }
+        for option in ["q", "v"] {
+            #expect(page.documents(shortOption: option), "guestmode.1 does not document -\(option)")
+        }
+        let environment = page.section("ENVIRONMENT").joined(separator: "\n")
+        for variable in ["GUESTMODE_STORE", "GUESTMODE_NOW", "GUESTMODE_TEMPLATES", "NO_COLOR"] {
+            #expect(environment.contains("Ev \(variable)"), "guestmode.1 ENVIRONMENT does not describe \(variable)")
+        }
+        let statuses = page.section("EXIT STATUS")
+            .filter { $0.hasPrefix(".It ") }
+            .map { $0.dropFirst(4).split(separator: " ").first.map(String.init) ?? "" }
+        #expect(statuses == Self.exitStatuses, "guestmode.1 EXIT STATUS lists \(statuses), DESIGN §3 has \(Self.exitStatuses)")
+        // Every page of man/ is listed in SEE ALSO.
+        let seeAlso = page.section("SEE ALSO").joined(separator: "\n")
+        for other in try Self.pages(suffix: ".1") + Self.pages(suffix: ".5") where other.file != "guestmode.1" {
+            let parts = other.file.split(separator: ".")
+            #expect(
+                seeAlso.contains("Xr \(parts[0]) \(parts[1])"),
+                "guestmode.1 SEE ALSO does not list \(other.file)")
+        }
+    }
+
+    @Test("the profile format page exists and covers every top-level key")
+    func profileFormatPage() throws {
+        let url = Self.manDirectory.appendingPathComponent("guestmode-profile.5")
+        let page = Page(file: "guestmode-profile.5", text: try String(contentsOf: url, encoding: .utf8))
+        for key in [
+            "name", "version", "description", "guest_owner", "free_form_actions", "identity", "collections",
+            "actions", "meters", "tiers", "plans", "prompts", "experiments", "backup", "migration",
+        ] {
+            #expect(page.text.contains(".It Ic \(key)\n"), "guestmode-profile.5 does not describe the key '\(key)'")
+        }
+    }
+
+    @Test("mandoc -Tlint -Wwarning finds nothing", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/mandoc")))
+    func mandocLint() throws {
+        let files = try (Self.pages(suffix: ".1") + Self.pages(suffix: ".5")).map {
+            Self.manDirectory.appendingPathComponent($0.file).path
+        }
+        #expect(files.count >= 14)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/mandoc")
+        process.arguments = ["-Tlint", "-Wwarning"] + files
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.isEmpty, "mandoc -Tlint -Wwarning:\n\(text)")
+    }
+}
