@@ -298,7 +298,7 @@ extension GuestMode {
     }
 
     static func missingUser(_ userID: String) -> GuestModeError {
-        GuestModeError.notFound("no user '\(userID)' in this store; create one with 'guestmode guest new'", code: "user_not_found")
+        GuestModeError.notFound("no user '\(userID)' in this store; list users with 'guestmode user list'", code: "user_not_found")
     }
 }
 
