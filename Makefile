@@ -11,7 +11,7 @@ BINDIR = $(DESTDIR)$(PREFIX)/bin
 SHAREDIR = $(DESTDIR)$(PREFIX)/share
 DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
-APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc
+APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time
 
 .PHONY: all deps build run test lint-man bench install uninstall clean
 

@@ -150,13 +150,6 @@ final class ArchiveWriter {
     }
 }
 
-/// One entry's header as read from an archive that has passed the name and
-/// type checks.
-struct ArchiveEntry {
-    var name: String
-    var declaredSize: Int64?
-}
-
 /// Reads an archive entry by entry, refusing anything that is not a regular
 /// file with a relative, normalised, unique name, and enforcing `limits`.
 final class ArchiveReader {
@@ -233,8 +226,9 @@ final class ArchiveReader {
         return sniffed
     }
 
-    /// The next entry's header, or nil at the end of the archive.
-    func nextEntry() throws -> ArchiveEntry? {
+    /// The next entry's name, once its header passed the type, name and
+    /// limit checks, or nil at the end of the archive.
+    func nextEntry() throws -> String? {
         var entry: OpaquePointer?
         let status = archive_read_next_header(handle, &entry)
         if status == ARCHIVE_EOF { return nil }
@@ -250,11 +244,11 @@ final class ArchiveReader {
         guard names.count <= limits.maximumEntries else {
             throw refused("has more than \(limits.maximumEntries) entries")
         }
-        let declared: Int64? = archive_entry_size_is_set(entry) != 0 ? Int64(archive_entry_size(entry)) : nil
-        if let declared, declared > limits.maximumEntrySize {
-            throw refused("has an entry '\(name)' of \(declared) bytes, more than the limit of \(limits.maximumEntrySize)")
+        // A declared size past the limit is refused early; a smaller one is not believed (see readData).
+        if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > limits.maximumEntrySize {
+            throw refused("has an entry '\(name)' of \(archive_entry_size(entry)) bytes, more than the limit of \(limits.maximumEntrySize)")
         }
-        return ArchiveEntry(name: name, declaredSize: declared)
+        return name
     }
 
     /// Streams the current entry's bytes to `consume`, counting them against

@@ -73,9 +73,10 @@ extension GuestMode {
                         let statement = try db.makeStatement(
                             sql: "SELECT * FROM \(table.name) WHERE \(condition.sql) ORDER BY rowid")
                         let columns = statement.columnNames
+                        let keys = Self.encodedKeys(columns)
                         let rows = try Row.fetchCursor(statement, arguments: condition.arguments)
                         while let row = try rows.next() {
-                            try appendRow(row, columns: columns, table: table.name, to: &chunk)
+                            try appendRow(row, keys: keys, columns: columns, table: table.name, to: &chunk)
                             chunkRows += 1
                             tableRows += 1
                             written += 1
@@ -116,12 +117,20 @@ extension GuestMode {
         }
     }
 
-    private func appendRow(_ row: Row, columns: [String], table: String, to buffer: inout [UInt8]) throws {
+    /// Each column's `"name":` (after a comma for all but the first), encoded once per table.
+    private static func encodedKeys(_ columns: [String]) -> [[UInt8]] {
+        columns.enumerated().map { index, column in
+            var key: [UInt8] = index > 0 ? [UInt8(ascii: ",")] : []
+            RowEncoder.appendString(column, to: &key)
+            key.append(UInt8(ascii: ":"))
+            return key
+        }
+    }
+
+    private func appendRow(_ row: Row, keys: [[UInt8]], columns: [String], table: String, to buffer: inout [UInt8]) throws {
         buffer.append(UInt8(ascii: "{"))
         for (index, column) in columns.enumerated() {
-            if index > 0 { buffer.append(UInt8(ascii: ",")) }
-            RowEncoder.appendString(column, to: &buffer)
-            buffer.append(UInt8(ascii: ":"))
+            buffer.append(contentsOf: keys[index])
             switch (row[index] as DatabaseValue).storage {
             case .null: buffer += "null".utf8
             case .int64(let value): RowEncoder.appendNumber(value, to: &buffer)

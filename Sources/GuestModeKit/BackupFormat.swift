@@ -100,7 +100,7 @@ public struct BackupManifest: Codable, Sendable, Equatable {
 }
 
 /// One SQLite value as an archive carries it.
-enum CellValue: Codable, Equatable {
+enum CellValue: Decodable, Equatable {
     case null
     case integer(Int64)
     case real(Double)
@@ -119,16 +119,6 @@ enum CellValue: Codable, Equatable {
         }
     }
 
-    func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .integer(let value): try container.encode(value)
-        case .real(let value): try container.encode(value)
-        case .text(let value): try container.encode(value)
-        }
-    }
-
     var text: String? {
         if case .text(let value) = self { return value }
         return nil
@@ -140,22 +130,36 @@ enum CellValue: Codable, Equatable {
 enum RowEncoder {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
+    /// Copies runs of bytes that need no escaping in one go; most strings are one run.
     static func appendString(_ string: String, to buffer: inout [UInt8]) {
-        buffer.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): buffer += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): buffer += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case UInt8(ascii: "\n"): buffer += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case UInt8(ascii: "\r"): buffer += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case UInt8(ascii: "\t"): buffer += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0..<0x20:
-                buffer += Array("\\u00".utf8)
-                buffer += [hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0f)]]
-            default: buffer.append(byte)
+        var string = string
+        string.withUTF8 { bytes in
+            buffer.append(UInt8(ascii: "\""))
+            var start = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                appendEscaped(byte, to: &buffer)
+                start = index + 1
             }
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+            buffer.append(UInt8(ascii: "\""))
         }
-        buffer.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscaped(_ byte: UInt8, to buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.append(byte)
+        case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "n"))
+        case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "r"))
+        case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "t"))
+        default:
+            buffer.append(contentsOf: "u00".utf8)
+            buffer.append(hexDigits[Int(byte >> 4)])
+            buffer.append(hexDigits[Int(byte & 0x0f)])
+        }
     }
 
     static func appendNumber(_ value: Int64, to buffer: inout [UInt8]) {

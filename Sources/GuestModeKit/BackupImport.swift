@@ -155,11 +155,11 @@ private struct ImportSession {
             values["id"] = nil
             renumbered += 1
         }
-        let names = values.keys.sorted()
+        let ordered = values.sorted { $0.key < $1.key }
         let statement = try db.cachedStatement(
-            sql: "INSERT INTO \(table.name) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))")
+            sql: "INSERT INTO \(table.name) (\(ordered.map(\.key).joined(separator: ", "))) VALUES (\(ordered.map { _ in "?" }.joined(separator: ", ")))")
         do {
-            try statement.execute(arguments: StatementArguments(names.map { values[$0]!.databaseValue }))
+            try statement.execute(arguments: StatementArguments(ordered.map(\.value.databaseValue)))
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw try constraintFailure(error, table: table, row: values, location: location, db)
         }

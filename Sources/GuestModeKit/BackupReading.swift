@@ -42,40 +42,40 @@ struct ArchiveWalk {
             guard let first = try reader.nextEntry() else {
                 throw GuestModeError.badData("the archive '\(path)' has no entries; it is not a guestmode backup", code: "not_a_backup")
             }
-            guard first.name == BackupFormat.headerName else {
+            guard first == BackupFormat.headerName else {
                 throw GuestModeError.badData(
-                    "the archive '\(path)' starts with '\(first.name)' instead of \(BackupFormat.headerName); it is not a guestmode backup",
+                    "the archive '\(path)' starts with '\(first)' instead of \(BackupFormat.headerName); it is not a guestmode backup",
                     code: "not_a_backup")
             }
             let headerBytes = try reader.readAll()
-            var observed = [first.name: Observed(size: Int64(headerBytes.count), sha256: SHA256.hex(of: headerBytes), rows: nil)]
-            var order = [first.name]
+            var observed = [first: Observed(size: Int64(headerBytes.count), sha256: SHA256.hex(of: headerBytes), rows: nil)]
+            var order = [first]
             let (header, writtenVersion, migrations) = try decodeHeader(headerBytes, path: path, chain: chain)
             try onHeader(header)
 
             var manifest: BackupManifest?
-            while let entry = try reader.nextEntry() {
+            while let name = try reader.nextEntry() {
                 if manifest != nil {
                     throw GuestModeError.badData(
-                        "refusing the archive '\(path)': it has an entry '\(entry.name)' after \(BackupFormat.manifestName); nothing was changed",
+                        "refusing the archive '\(path)': it has an entry '\(name)' after \(BackupFormat.manifestName); nothing was changed",
                         code: "hostile_archive")
                 }
-                order.append(entry.name)
-                if entry.name == BackupFormat.manifestName {
+                order.append(name)
+                if name == BackupFormat.manifestName {
                     manifest = try decodeManifest(try reader.readAll(), path: path)
                     continue
                 }
-                guard let table = BackupFormat.table(forEntry: entry.name) else {
+                guard let table = BackupFormat.table(forEntry: name) else {
                     throw GuestModeError.badData(
-                        "refusing the archive '\(path)': it has an entry '\(entry.name)' that guestmode backups do not contain; nothing was changed",
+                        "refusing the archive '\(path)': it has an entry '\(name)' that guestmode backups do not contain; nothing was changed",
                         code: "hostile_archive")
                 }
                 switch depth {
                 case .structure:
-                    observed[entry.name] = Observed(size: try reader.readData { _ in }, sha256: nil, rows: nil)
+                    observed[name] = Observed(size: try reader.readData { _ in }, sha256: nil, rows: nil)
                 case .full:
                     var hasher = SHA256()
-                    var splitter = LineSplitter(entry: entry.name)
+                    var splitter = LineSplitter(entry: name)
                     let size = try reader.readData { chunk in
                         hasher.update(chunk)
                         try splitter.feed(chunk) { line, location in
@@ -85,7 +85,7 @@ struct ArchiveWalk {
                         }
                     }
                     try splitter.finish()
-                    observed[entry.name] = Observed(size: size, sha256: hasher.finalizeHex(), rows: splitter.lines)
+                    observed[name] = Observed(size: size, sha256: hasher.finalizeHex(), rows: splitter.lines)
                 }
             }
             guard let manifest else {

@@ -174,6 +174,16 @@ extension SQLiteStore {
                 """
         ).execute(arguments: [event.user, event.action, Timestamp.format(event.at), event.count, event.idempotencyKey, properties])
         let isCounted = db.changesCount > 0
+        if !isCounted, let key = event.idempotencyKey,
+            let counted = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT action FROM events WHERE user_id = ? AND idempotency_key = ?"),
+                arguments: [event.user, key]),
+            counted != event.action
+        {
+            throw GuestModeError.conflict(
+                "idempotency key '\(key)' of user '\(event.user)' was already used for '\(counted)', not '\(event.action)'; keys identify one report",
+                code: "idempotency_key_reused")
+        }
         if isCounted {
             try db.cachedStatement(
                 sql: """

@@ -36,8 +36,13 @@ extension GuestMode {
         guard !subject.isEmpty else { throw GuestModeError.usage("--subject must not be empty", code: "empty_subject") }
         let nowText = Timestamp.format(now)
 
-        try store.write { db in
+        let isAlreadyLinked = try store.write { db in
             _ = try store.requireUser(userID, db)
+            if try String.fetchOne(
+                db, sql: "SELECT user_id FROM identities WHERE provider = ? AND subject = ?", arguments: [provider, subject]
+            ) == userID {
+                return true
+            }
             if let started = try String.fetchOne(
                 db, sql: "SELECT started_at FROM upgrade_locks WHERE user_id = ?", arguments: [userID]),
                 let startedAt = Timestamp.parse(started),
@@ -55,6 +60,11 @@ extension GuestMode {
                 arguments: [userID, provider, nowText])
             try store.appendSystemEvent(
                 user: userID, action: "account_upgrade_started", properties: ["provider": provider], at: now, db)
+            return false
+        }
+        if isAlreadyLinked {
+            return LinkResult(
+                user: userID, provider: provider, subject: subject, isNewlyLinked: false, removedAnonymousCredentials: false)
         }
         try checkpoint(.afterLock)
 

@@ -25,9 +25,9 @@ extension GuestMode {
         user userID: String, plan planName: String, trial: TimeSpan?, until: Date?, now: Date
     ) throws -> PlanStatus {
         guard let plan = profile.plan(named: planName) else {
-            throw GuestModeError.notFound(
+            throw GuestModeError.usage(
                 "no plan '\(planName)' in profile \(profile.name); plans: \(profile.plans.map(\.name).joined(separator: ", "))",
-                code: "plan_not_found")
+                code: "unknown_plan")
         }
         if trial != nil && until != nil {
             throw GuestModeError.usage("give either --trial or --until, not both")
@@ -38,6 +38,14 @@ extension GuestMode {
         let trialEnd = trial.map { $0.added(to: now) }
         try store.write { db in
             _ = try store.requireUser(userID, db)
+            if trial != nil, let used = try String.fetchOne(
+                db, sql: "SELECT granted_at FROM plans WHERE user_id = ? AND plan = ? AND trial_ends_at IS NOT NULL",
+                arguments: [userID, plan.name])
+            {
+                throw GuestModeError.conflict(
+                    "user '\(userID)' already had a trial of \(plan.name) (granted \(used)); a trial is granted once",
+                    code: "trial_already_used")
+            }
             try db.execute(
                 sql: "INSERT INTO plans (user_id, plan, granted_at, trial_ends_at, ends_at) VALUES (?, ?, ?, ?, ?)",
                 arguments: [

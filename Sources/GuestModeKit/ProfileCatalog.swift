@@ -67,8 +67,10 @@ public struct ProfileCatalog: Sendable {
         let looksLikePath =
             nameOrPath.contains("/") || nameOrPath.hasSuffix(".yaml") || nameOrPath.hasSuffix(".yml")
         let url: URL
+        var label: String?
         if looksLikePath || FileManager.default.fileExists(atPath: nameOrPath) {
             url = URL(fileURLWithPath: nameOrPath)
+            label = nameOrPath
         } else if let directory = templateDirectory(),
             FileManager.default.fileExists(atPath: directory.appendingPathComponent("\(nameOrPath).yaml").path)
         {
@@ -81,7 +83,7 @@ public struct ProfileCatalog: Sendable {
             throw GuestModeError.notFound(
                 "no profile named '\(nameOrPath)'; \(hint); or give the path of a YAML file", code: "profile_not_found")
         }
-        let profile = try ProfileLoader.load(contentsOf: url)
+        let profile = try ProfileLoader.load(contentsOf: url, label: label)
         let text = try String(contentsOf: url, encoding: .utf8)
         return Source(profile: profile, text: text, origin: url.path)
     }

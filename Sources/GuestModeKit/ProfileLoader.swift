@@ -23,7 +23,9 @@ public struct InvalidProfileError: Error, Sendable, CustomStringConvertible {
 /// Reads the YAML profile format and validates it completely before
 /// returning, so a profile either loads whole or is reported whole.
 public enum ProfileLoader {
-    public static func load(contentsOf url: URL) throws -> Profile {
+    /// Reads a profile file; diagnostics name it `label` (the path as the
+    /// user wrote it) when given, else its full path.
+    public static func load(contentsOf url: URL, label: String? = nil) throws -> Profile {
         let text: String
         do {
             text = try String(contentsOf: url, encoding: .utf8)
@@ -35,7 +37,7 @@ public enum ProfileLoader {
             }
             throw GuestModeError.badData("cannot read profile '\(url.path)' as UTF-8 text: \(error.localizedDescription)")
         }
-        return try parse(text, file: url.path)
+        return try parse(text, file: label ?? url.path)
     }
 
     public static func parse(_ text: String, file: String) throws -> Profile {

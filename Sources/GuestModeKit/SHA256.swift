@@ -23,7 +23,7 @@ struct SHA256 {
     init() { pending.reserveCapacity(64) }
 
     mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
-        let handled = bytes.withContiguousStorageIfAvailable { buffer in
+        let handled: Void? = bytes.withContiguousStorageIfAvailable { buffer in
             update(UnsafeRawBufferPointer(buffer))
         }
         if handled == nil { update(Array(bytes)) }
@@ -122,5 +122,6 @@ struct SHA256 {
 }
 
 private extension UInt32 {
-    @inline(__always) func rotatedRight(_ count: UInt32) -> UInt32 { (self >> count) | (self << (32 - count)) }
+    /// Masking shifts: the smart shifts would add an overshift branch to every round.
+    @inline(__always) func rotatedRight(_ count: UInt32) -> UInt32 { (self &>> count) | (self &<< (32 &- count)) }
 }

@@ -274,9 +274,7 @@ extension SQLiteStore {
     /// Queues a backup of the user when the profile keeps continuous backups.
     func noteChange(of userID: String, profile: Profile, now: Date, _ db: Database) throws {
         guard profile.backup.queuesOnChange else { return }
-        try db.cachedStatement(
-            sql: "INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0) ON CONFLICT(user_id) DO NOTHING"
-        ).execute(arguments: [userID, Timestamp.format(now)])
+        try enqueueBackup(db, userID: userID, now: now)
     }
 }
 

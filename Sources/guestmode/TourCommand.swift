@@ -43,7 +43,7 @@ struct Tour: ParsableCommand {
             try GuestMode.initialize(storePath: path, source: source, replacing: false, now: start)
             narrator.say("guestmode init --profile \(name)", "a store bound to \(name) v\(source.profile.version)")
             let engine = try GuestMode.open(storePath: path)
-            try TourWalk(engine: engine, start: start).run(narrating: &narrator)
+            try TourWalk(engine: engine, start: start, directory: directory, catalog: catalog).run(narrating: &narrator)
         }
         if global.json { try global.output.json(narrator.steps) }
     }
@@ -77,6 +77,9 @@ struct Narrator {
 struct TourWalk {
     var engine: GuestMode
     var start: Date
+    /// The tour's scratch directory, for backups and fresh stores.
+    var directory: URL
+    var catalog: ProfileCatalog
 
     private var profile: Profile { engine.profile }
 
@@ -97,6 +100,8 @@ struct TourWalk {
             try walkMeter(meter, &narrator)
         }
         try walkIdentityConflict(&narrator)
+        try walkMigration(&narrator)
+        try walkBackup(guest.id, &narrator)
     }
 
     private func walkEvents(_ user: String, _ narrator: inout Narrator) throws {
@@ -191,6 +196,63 @@ struct TourWalk {
                 "guestmode link \(short(other.id)) --provider \(provider) --subject tour-shared",
                 "exit 14 identity_already_exists: that identity belongs to another user; the guest stays \(state.rawValue) with its data")
         }
+    }
+
+    /// A guest signs in to an account that already exists: the migration
+    /// moves everything, step by step, after a backup.
+    private func walkMigration(_ narrator: inout Narrator) throws {
+        guard let collection = profile.collections.first(where: { profile.tier(.guest).cap(for: $0.name) != 0 }) else { return }
+        let account = try engine.createGuest(device: nil, now: start)
+        _ = try engine.link(user: account.id, provider: profile.identity.providers[0], subject: "tour-account", email: nil, now: start)
+        _ = try engine.putRecord(user: account.id, collection: collection.name, key: "shared", json: #"{"from":"account"}"#, now: start)
+        let later = TimeSpan(amount: 1, unit: .hours).added(to: start)
+        let guest = try engine.createGuest(device: nil, now: later)
+        _ = try engine.putRecord(user: guest.id, collection: collection.name, key: "shared", json: #"{"from":"guest"}"#, now: later)
+        _ = try engine.putRecord(user: guest.id, collection: collection.name, key: "only-guest", json: "{}", now: later)
+        let plan = try engine.planMigration(guest: guest.id, to: account.id, now: later)
+        narrator.say(
+            "guestmode migrate \(short(guest.id)) --to \(short(account.id)) --dry-run",
+            "plan: " + plan.steps.map { "\($0.name) (\($0.rows))" }.joined(separator: " → ")
+                + "; \(plan.conflicts.count) conflict on '\(collection.name)/shared'")
+        let report = try engine.migrate(
+            guest: guest.id, to: account.id, resuming: false, now: later,
+            takeBackup: { users in
+                let path = directory.appendingPathComponent("migrate-\(profile.name).gmbackup").path
+                _ = try engine.exportBackup(.users(users), to: path, format: .tarZstd, now: later, toolVersion: GuestModeVersion.current)
+                return path
+            })
+        let conflict = report.conflicts.first.map { ConflictText.describe($0) } ?? "no conflicts"
+        narrator.say(
+            "guestmode migrate \(short(guest.id)) --to \(short(account.id))",
+            "backup first, then \(report.journal.steps.count) journaled steps; the guest is gone, the account has "
+                + "\(try engine.records(user: account.id, collection: collection.name).count) \(collection.name); \(conflict)")
+    }
+
+    /// A user's backup: exported, verified, damaged on purpose, and restored
+    /// into an empty store.
+    private func walkBackup(_ user: String, _ narrator: inout Narrator) throws {
+        let archive = directory.appendingPathComponent("\(profile.name)-user.gmbackup")
+        let summary = try engine.exportBackup(.users([user]), to: archive.path, format: .tarZstd, now: start, toolVersion: GuestModeVersion.current)
+        narrator.say(
+            "guestmode backup export \(short(user)) --out \(archive.lastPathComponent)",
+            "\(summary.bytes) bytes, \(summary.tables.values.reduce(0, +)) rows, mode 0600, written to a temporary file and renamed")
+        let verified = try BackupArchive.verify(path: archive.path, full: true)
+        narrator.say("guestmode backup verify --full \(archive.lastPathComponent)", verified.ok ? "ok: every entry matches the manifest" : "damaged")
+        var bytes = try Data(contentsOf: archive)
+        bytes[bytes.count / 2] ^= 0xFF
+        let damaged = directory.appendingPathComponent("\(profile.name)-damaged.gmbackup")
+        try bytes.write(to: damaged)
+        let broken = try BackupArchive.verify(path: damaged.path, full: true)
+        narrator.say(
+            "guestmode backup verify --full \(damaged.lastPathComponent)  # one byte flipped",
+            broken.ok ? "unexpectedly ok" : "refused (exit 65): \(broken.errors.first ?? "damaged")")
+        let freshPath = directory.appendingPathComponent("\(profile.name)-restored.sqlite").path
+        try GuestMode.initialize(storePath: freshPath, source: try catalog.load(profile.name), replacing: false, now: start)
+        let fresh = try GuestMode.open(storePath: freshPath)
+        let imported = try fresh.importBackup(from: archive.path, onConflict: .fail, dryRun: false)
+        narrator.say(
+            "guestmode --store restored.sqlite backup import \(archive.lastPathComponent)",
+            "restored \(imported.added.count) user with \(imported.rows.values.reduce(0, +)) rows in one transaction")
     }
 
     private func short(_ id: String) -> String { String(id.prefix(8)) }

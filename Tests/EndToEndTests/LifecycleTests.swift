@@ -105,6 +105,12 @@ struct LifecycleTests {
         #expect(((expired.object["plans"] as? [[String: Any]])?.first?["state"]) as? String == "expired")
         #expect(try sandbox.run("--now", "2026-12-02T10:00:00Z", "meter", "check", guest, "api_minutes").status == 12)
 
+        // A trial is granted once.
+        let secondTrial = try sandbox.run("plan", "grant", guest, "premium", "--trial", "1 month", "--json")
+        #expect(secondTrial.status == 14)
+        #expect(secondTrial.errorJSON["code"] as? String == "trial_already_used")
+        #expect(try sandbox.run("plan", "grant", guest, "gold").status == 64)
+
         // A plan granted as a guest survives link.
         #expect(try sandbox.run("plan", "grant", guest, "premium").status == 0)
         #expect(try sandbox.run("link", guest, "--provider", "google", "--subject", "g-1").status == 0)
@@ -156,6 +162,13 @@ struct LifecycleTests {
         let shown = try sandbox.run("user", "show", guestID, "--json")
         #expect((shown.object["user"] as? [String: Any])?["state"] as? String == "linked")
 
+        // Linking the same identity again changes nothing and records no attempt.
+        let events = try sqlite(sandbox, "SELECT COUNT(*) FROM events WHERE user_id = '\(guestID)'")
+        let again = try sandbox.run("link", guestID, "--provider", "google", "--subject", "mine", "--json")
+        #expect(again.status == 0)
+        #expect(again.object["is_newly_linked"] as? Bool == false)
+        #expect(try sqlite(sandbox, "SELECT COUNT(*) FROM events WHERE user_id = '\(guestID)'") == events)
+
         // One provider per user in this profile.
         let second = try sandbox.run("link", guestID, "--provider", "email", "--subject", "x@example.com")
         #expect(second.status == 14)
@@ -195,6 +208,9 @@ struct LifecycleTests {
         #expect(repeated.object["total"] as? Int == 3)
         #expect(try sandbox.run("track", guest, "app_opened", "--prop", "screen=home").status == 0)
         #expect((try sandbox.run("counters", guest, "--json").object["recipe_created"]) as? Int == 3)
+        let reused = try sandbox.run("track", guest, "app_opened", "--id", "k1", "--json")
+        #expect(reused.status == 14, "a key identifies one report, not one per action")
+        #expect(reused.errorJSON["code"] as? String == "idempotency_key_reused")
         #expect(try sandbox.run("track", guest, "rocket_launched").status == 64)
         #expect(try sandbox.run("track", "nobody", "app_opened").status == 66)
         #expect(try sandbox.run("track", guest, "app_opened", "--count", "0").status == 64)

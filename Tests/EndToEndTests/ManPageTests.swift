@@ -14,6 +14,10 @@ struct ManPageTests {
     static let builtInOptions: Set<String> = ["help", "version"]
     /// Commands ArgumentParser adds.
     static let builtInCommands: Set<String> = ["help"]
+    /// Commands that shipped before their page. Each is reported as a known
+    /// issue; once its page exists the known issue stops occurring and the
+    /// test fails until the command is removed from this list.
+    static let pagesPending: Set<String> = []
     /// The exit status table of DESIGN §3.
     static let exitStatuses = ["0", "1", "10", "11", "12", "13", "14", "64", "65", "66", "73", "74", "75"]
 
@@ -113,18 +117,29 @@ struct ManPageTests {
         let commands = try Self.commands()
         #expect(commands.count >= 14, "expected the commands of the binary, got \(commands.map(\.name))")
         for command in commands {
-            let pageName = "guestmode-\(command.name)"
-            let naming = pages.filter { $0.names.contains(pageName) }
-            guard let page = naming.first else {
-                Issue.record("no man/guestmode-*.1 names \(pageName) in its NAME section (.Nm \(pageName))")
-                continue
+            if Self.pagesPending.contains(command.name) {
+                withKnownIssue("guestmode-\(command.name)(1) is not written yet") {
+                    Self.check(command, against: pages)
+                }
+            } else {
+                Self.check(command, against: pages)
             }
-            #expect(naming.count == 1, "\(pageName) is named by several pages: \(naming.map(\.file))")
-            for option in command.longOptions.sorted() {
-                #expect(
-                    page.documents(longOption: option),
-                    "man/\(page.file) does not document --\(option) of '\(command.name)' as 'Fl -\(option)'")
-            }
+        }
+        for pending in Self.pagesPending where !commands.contains(where: { $0.name == pending }) {
+            Issue.record("'\(pending)' is listed as waiting for its page but the binary has no such command")
+        }
+    }
+
+    static func check(_ command: Command, against pages: [Page]) {
+        let pageName = "guestmode-\(command.name)"
+        let naming = pages.filter { $0.names.contains(pageName) }
+        guard let page = naming.first else {
+            Issue.record("no man/guestmode-*.1 names \(pageName) in its NAME section (.Nm \(pageName))")
+            return
+        }
+        if naming.count > 1 { Issue.record("\(pageName) is named by several pages: \(naming.map(\.file))") }
+        for option in command.longOptions.sorted() where !page.documents(longOption: option) {
+            Issue.record("man/\(page.file) does not document --\(option) of '\(command.name)' as 'Fl -\(option)'")
         }
     }
 
@@ -133,11 +148,11 @@ struct ManPageTests {
         let url = Self.manDirectory.appendingPathComponent("guestmode.1")
         let page = Page(file: "guestmode.1", text: try String(contentsOf: url, encoding: .utf8))
         #expect(page.names == ["guestmode"])
-        for option in Self.globalOptions.sorted() {
-            #expect(page.documents(longOption: option), "guestmode.1 does not document --\(option)")
+        for option in Self.globalOptions.sorted() where !page.documents(longOption: option) {
+            Issue.record("guestmode.1 does not document --\(option) as 'Fl -\(option)'")
         }
-        for option in ["q", "v"] {
-            #expect(page.documents(shortOption: option), "guestmode.1 does not document -\(option)")
+        for option in ["q", "v"] where !page.documents(shortOption: option) {
+            Issue.record("guestmode.1 does not document -\(option) as 'Fl \(option)'")
         }
         let environment = page.section("ENVIRONMENT").joined(separator: "\n")
         for variable in ["GUESTMODE_STORE", "GUESTMODE_NOW", "GUESTMODE_TEMPLATES", "NO_COLOR"] {
@@ -163,7 +178,7 @@ struct ManPageTests {
         let page = Page(file: "guestmode-profile.5", text: try String(contentsOf: url, encoding: .utf8))
         for key in [
             "name", "version", "description", "guest_owner", "free_form_actions", "identity", "collections",
-            "actions", "meters", "tiers", "plans", "prompts", "experiments", "backup", "migration",
+            "actions", "meters", "tiers", "plans", "prompts", "experiments", "backup", "migration", "upgrade",
         ] {
             #expect(page.text.contains(".It Ic \(key)\n"), "guestmode-profile.5 does not describe the key '\(key)'")
         }
