@@ -20,6 +20,7 @@ struct Guestmode: ParsableCommand {
             GuestCommand.self, UserCommand.self, Link.self, Unlink.self,
             Track.self, Counters.self, RecordCommand.self, LimitCommand.self, MeterCommand.self, PlanCommand.self,
             MigrateCommand.self, Merge.self, BackupCommand.self,
+            PromptCommand.self, ExperimentCommand.self, ReportCommand.self, Replay.self,
             Tour.self,
         ]
     )

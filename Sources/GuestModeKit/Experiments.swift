@@ -1,0 +1,179 @@
+import Foundation
+
+/// GrowthBook's published bucketing, so an app running a GrowthBook SDK on
+/// the device computes the same variant as guestmode for the same seed and
+/// user id. Checked against the SDK's own test vectors (`cases.json`).
+public enum GrowthBookHash {
+    /// FNV-1a, 32 bits, over UTF-16 code units: JavaScript's
+    /// `charCodeAt`, which is what the reference SDK hashes.
+    public static func fnv1a32(_ text: String) -> UInt32 {
+        var value: UInt32 = 0x811C_9DC5
+        for unit in text.utf16 {
+            value ^= UInt32(unit)
+            value = value &* 0x0100_0193
+        }
+        return value
+    }
+
+    /// A number in [0, 1): version 1 is `fnv(value + seed) % 1000 / 1000`
+    /// (kept by GrowthBook for old experiments), version 2 is
+    /// `fnv(decimal(fnv(seed + value))) % 10000 / 10000`; other versions
+    /// have no hash.
+    public static func hash(seed: String, value: String, version: Int) -> Double? {
+        switch version {
+        case 1: Double(fnv1a32(value + seed) % 1000) / 1000
+        case 2: Double(fnv1a32(String(fnv1a32(seed + value))) % 10000) / 10000
+        default: nil
+        }
+    }
+
+    /// One half-open range of [0, 1) per variant: each variant owns
+    /// `[start, start + coverage × weight)` where `start` is the sum of the
+    /// weights before it, so lowering coverage never moves a user from one
+    /// variant to another. Coverage is clamped to [0, 1]; weights of the
+    /// wrong count or not adding up to 1 ± 0.01 fall back to equal weights.
+    public static func bucketRanges(count: Int, coverage: Double, weights: [Double]?) -> [Range<Double>] {
+        let coverage = min(max(coverage, 0), 1)
+        let equal = count > 0 ? Array(repeating: 1 / Double(count), count: count) : []
+        var chosen = weights ?? equal
+        if chosen.count != count { chosen = equal }
+        let total = chosen.reduce(0, +)
+        if total < 0.99 || total > 1.01 { chosen = equal }
+        var cumulative = 0.0
+        return chosen.map { weight in
+            let start = cumulative
+            cumulative += weight
+            return start..<(start + coverage * weight)
+        }
+    }
+
+    /// The index of the range holding `bucket`, or nil when it falls in none
+    /// (the user is outside the experiment's coverage).
+    public static func chooseVariation(_ bucket: Double, ranges: [Range<Double>]) -> Int? {
+        ranges.firstIndex { $0.contains(bucket) }
+    }
+}
+
+extension Experiment {
+    /// The hash version guestmode uses for every experiment.
+    public static let hashVersion = 2
+
+    /// The user's bucket in [0, 1): GrowthBook hash version 2 of the seed and user id.
+    public func bucket(for userID: String) -> Double {
+        GrowthBookHash.hash(seed: seed, value: userID, version: Experiment.hashVersion) ?? 0
+    }
+
+    /// The variant a user falls into by hash alone, or nil outside coverage.
+    public func variant(for userID: String) -> Variant? {
+        let ranges = GrowthBookHash.bucketRanges(count: variants.count, coverage: coverage, weights: variants.map(\.weight))
+        return GrowthBookHash.chooseVariation(bucket(for: userID), ranges: ranges).map { variants[$0] }
+    }
+}
+
+extension Experiment {
+    /// The sticky rule in one place: a stored assignment wins, even over
+    /// changed weights; otherwise the hash decides and `keep` stores it. A
+    /// user outside coverage is neither enrolled nor stored.
+    func assignment(
+        for userID: String, stored: StoredAssignment?, keep: (String) throws -> StoredAssignment
+    ) rethrows -> ExperimentAssignment {
+        let bucket = bucket(for: userID)
+        if let stored {
+            return ExperimentAssignment(
+                experiment: name, variant: stored.variant, bucket: bucket, assignedAt: stored.assignedAt, isNew: false)
+        }
+        guard let variant = variant(for: userID) else {
+            return ExperimentAssignment(experiment: name, variant: nil, bucket: bucket, assignedAt: nil, isNew: false)
+        }
+        let kept = try keep(variant.name)
+        return ExperimentAssignment(
+            experiment: name, variant: kept.variant, bucket: bucket, assignedAt: kept.assignedAt, isNew: kept.isNew)
+    }
+}
+
+/// A user's place in one experiment. `variant` is nil for a user outside
+/// the experiment's coverage, who is not enrolled and not stored.
+public struct ExperimentAssignment: Codable, Sendable, Equatable {
+    public var experiment: String
+    public var variant: String?
+    public var bucket: Double
+    /// When the user was first enrolled; nil when not enrolled.
+    public var assignedAt: Date?
+    /// True when this call enrolled the user; false when the stored
+    /// assignment was used (it wins even if weights changed since).
+    public var isNew: Bool
+}
+
+/// An assignment as the store holds it.
+public struct StoredAssignment: Sendable, Equatable {
+    public var variant: String
+    public var assignedAt: Date
+    /// True when the store call that returned it wrote it.
+    public var isNew: Bool
+}
+
+/// Store operations for sticky experiment assignments.
+public protocol ExperimentStore: Sendable {
+    func storedAssignment(userID: String, experiment: String) throws -> StoredAssignment?
+    /// Stores the assignment unless one exists; returns the one that is
+    /// stored afterwards, so two concurrent first assignments agree.
+    func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment
+    /// Stores the assignment, replacing any other.
+    func replaceAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment
+    func userExists(_ userID: String) throws -> Bool
+}
+
+extension GuestMode {
+    /// Assigns a user to one named experiment, or to every experiment of the
+    /// profile when `experimentName` is nil.
+    public func assignExperiments(for userID: String, named experimentName: String?, now: Date) throws
+        -> [ExperimentAssignment]
+    {
+        let experiments: [Experiment]
+        if let experimentName {
+            experiments = [try requireExperiment(experimentName)]
+        } else {
+            experiments = profile.experiments
+        }
+        guard try store.userExists(userID) else { throw GuestMode.missingUser(userID) }
+        return try experiments.map { try assign(userID, to: $0, now: now) }
+    }
+
+    /// Puts a user in a chosen variant, replacing their assignment: for QA
+    /// and for test users that must see one strategy. Sticky like any other.
+    public func forceVariant(_ variantName: String, of experimentName: String, for userID: String, now: Date) throws
+        -> ExperimentAssignment
+    {
+        let experiment = try requireExperiment(experimentName)
+        guard experiment.variants.contains(where: { $0.name == variantName }) else {
+            throw GuestModeError.usage(
+                "experiment '\(experimentName)' has no variant '\(variantName)'; variants: \(experiment.variants.map(\.name).joined(separator: ", "))",
+                code: "unknown_variant")
+        }
+        guard try store.userExists(userID) else { throw GuestMode.missingUser(userID) }
+        let stored = try store.replaceAssignment(userID: userID, experiment: experimentName, variant: variantName, at: now)
+        return ExperimentAssignment(
+            experiment: experimentName, variant: stored.variant, bucket: experiment.bucket(for: userID),
+            assignedAt: stored.assignedAt, isNew: stored.isNew)
+    }
+
+    func requireExperiment(_ name: String) throws -> Experiment {
+        guard let experiment = profile.experiment(named: name) else {
+            let known = profile.experiments.map(\.name)
+            throw GuestModeError.notFound(
+                "profile '\(profile.name)' has no experiment '\(name)'; experiments: \(known.isEmpty ? "none" : known.joined(separator: ", "))",
+                code: "experiment_not_found")
+        }
+        return experiment
+    }
+
+    /// The user's sticky assignment, made now if there is none yet. The
+    /// user must exist.
+    func assign(_ userID: String, to experiment: Experiment, now: Date) throws -> ExperimentAssignment {
+        try experiment.assignment(
+            for: userID, stored: try store.storedAssignment(userID: userID, experiment: experiment.name)
+        ) { variant in
+            try store.storeAssignment(userID: userID, experiment: experiment.name, variant: variant, at: now)
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Funnel, prompt, experiment and meter reports, computed in SQL over the store.",
+        subcommands: [Funnel.self, Prompts.self, Experiments.self, Usage.self]
+    )
+
+    struct Funnel: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Guests first seen in the period, how many were prompted and linked, and the time to link.")
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: ReportOptions
+
+        func run() throws {
+            let report = try global.openEngine().funnelReport(try options.period())
+            try options.render(
+                report, global: global,
+                header: ["GUESTS", "PROMPTED", "LINKED", "PROMPTED_RATE", "LINKED_RATE", "AVG_HOURS_TO_LINK", "MEDIAN_HOURS_TO_LINK"],
+                rows: [[
+                    "\(report.guests)", "\(report.prompted)", "\(report.linked)", percent(report.promptedRate),
+                    percent(report.linkedRate), hours(report.averageHoursToLink), hours(report.medianHoursToLink),
+                ]])
+        }
+    }
+
+    struct Prompts: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Per prompt context: shown, dismissed, later, never, completed and conversion (completed per showing).")
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: ReportOptions
+
+        func run() throws {
+            let report = try global.openEngine().promptsReport(try options.period())
+            try options.render(
+                report, global: global, header: PromptsReportTable.header, rows: PromptsReportTable.rows(report))
+        }
+    }
+
+    struct Experiments: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Per experiment variant: users, conversions and conversion rate with a 95% Wilson interval.")
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: ReportOptions
+
+        func run() throws {
+            let report = try global.openEngine().experimentsReport(try options.period())
+            try options.render(
+                report, global: global,
+                header: ["EXPERIMENT", "VARIANT", "USERS", "CONVERSIONS", "RATE", "CI95_LOW", "CI95_HIGH"],
+                rows: report.variants.map { variant in
+                    [
+                        variant.experiment, variant.variant, "\(variant.users)", "\(variant.conversions)",
+                        percent(variant.rate.rate), percent(variant.rate.low), percent(variant.rate.high),
+                    ]
+                })
+        }
+    }
+
+    struct Usage: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Per meter: users, uses, amount used, average per user and users warned.")
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: ReportOptions
+
+        func run() throws {
+            let report = try global.openEngine().usageReport(try options.period())
+            try options.render(
+                report, global: global,
+                header: ["METER", "UNIT", "USERS", "USES", "AMOUNT", "AVG_PER_USER", "WARNED_USERS"],
+                rows: report.meters.map { meter in
+                    [
+                        meter.meter, meter.unit, "\(meter.users)", "\(meter.uses)", number(meter.amount),
+                        meter.averagePerUser.map(number) ?? "", "\(meter.warnedUsers)",
+                    ]
+                })
+        }
+    }
+}
+
+enum ReportFormat: String, ExpressibleByArgument, CaseIterable {
+    case table, json, csv
+}
+
+struct ReportOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Only what happened at or after this time (ISO 8601).", valueName: "time"))
+    var since: String?
+
+    @Option(name: .long, help: ArgumentHelp("Only what happened before this time (ISO 8601).", valueName: "time"))
+    var until: String?
+
+    @Option(name: .long, help: ArgumentHelp("table, json or csv (default: table; json with --json).", valueName: "format"))
+    var format: ReportFormat?
+
+    func period() throws -> ReportPeriod {
+        let period = ReportPeriod(
+            since: try since.map { try Timestamp.parseOrThrow($0, what: "--since") },
+            until: try until.map { try Timestamp.parseOrThrow($0, what: "--until") })
+        if let start = period.since, let end = period.until, end <= start {
+            throw GuestModeError(.usage, code: "empty_period", "--until (\(Timestamp.format(end))) must come after --since (\(Timestamp.format(start)))")
+        }
+        return period
+    }
+
+    func render<Report: Encodable>(_ report: Report, global: GlobalOptions, header: [String], rows: [[String]]) throws {
+        switch format ?? (global.json ? .json : .table) {
+        case .json: try global.output.json(report)
+        case .table: global.output.table(rows, header: header)
+        case .csv:
+            for row in [header.map { $0.lowercased() }] + rows {
+                global.output.line(row.map(csvField).joined(separator: ","))
+            }
+        }
+    }
+}
+
+enum PromptsReportTable {
+    static let header = ["CONTEXT", "SHOWN", "DISMISSED", "LATER", "NEVER", "COMPLETED", "CONVERSION"]
+
+    static func rows(_ report: PromptsReport) -> [[String]] {
+        (report.contexts + [report.total]).map { row in
+            [
+                row.context, "\(row.shown)", "\(row.dismissed)", "\(row.later)", "\(row.never)", "\(row.completed)",
+                percent(row.conversion),
+            ]
+        }
+    }
+}
+
+/// RFC 4180: quote fields holding a comma, quote or line break; double quotes inside.
+func csvField(_ text: String) -> String {
+    guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+    return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+func percent(_ value: Double?) -> String { value.map { String(format: "%.1f%%", $0 * 100) } ?? "" }
+func hours(_ value: Double?) -> String { value.map { String(format: "%.1f", $0) } ?? "" }
+func number(_ value: Double) -> String {
+    value.rounded() == value && abs(value) < 1e15 ? String(Int(value)) : String(format: "%.2f", value)
+}
