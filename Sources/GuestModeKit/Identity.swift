@@ -138,9 +138,14 @@ extension GuestMode {
             }
             let remaining = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM identities WHERE user_id = ?", arguments: [userID]) ?? 0
             if remaining == 0 {
+                // Back to what the prompt history says, so "never ask again" survives an unlink.
+                let outcomes = try String.fetchAll(
+                    db, sql: "SELECT outcome FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id", arguments: [userID])
+                var promptState = outcomes.compactMap(PromptOutcome.init(rawValue:)).reduce(PromptState.anonymous) { $0.after($1) }
+                if promptState == .authenticated { promptState = .anonymous }
                 try db.execute(
-                    sql: "UPDATE users SET state = 'anonymous', linked_at = NULL, prompt_state = 'anonymous' WHERE id = ?",
-                    arguments: [userID])
+                    sql: "UPDATE users SET state = 'anonymous', linked_at = NULL, prompt_state = ? WHERE id = ?",
+                    arguments: [promptState.rawValue, userID])
             }
             try store.appendSystemEvent(user: userID, action: "account_unlinked", properties: ["provider": provider], at: now, db)
             try store.noteChange(of: userID, profile: profile, now: now, db)

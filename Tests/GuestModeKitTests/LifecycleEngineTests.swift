@@ -141,6 +141,16 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         let user = try engine.createGuest(device: nil, now: day(1))
         _ = try engine.link(user: user.id, provider: "email", subject: "me@example.com", email: nil, now: day(1))
         #expect(try engine.unlink(user: user.id, provider: "email", now: day(2)).state == .anonymous)
+        #expect(try engine.user(user.id).promptState == "anonymous")
+    }
+
+    @Test func neverAskAgainSurvivesLinkAndUnlink() throws {
+        let engine = try engine("recipes")
+        let user = try engine.createGuest(device: nil, now: day(1))
+        _ = try engine.recordPrompt(.never, context: "first_recipe_success", for: user.id, now: day(1))
+        _ = try engine.link(user: user.id, provider: "email", subject: "me@example.com", email: nil, now: day(2))
+        _ = try engine.unlink(user: user.id, provider: "email", now: day(3))
+        #expect(try engine.user(user.id).promptState == "never_ask")
     }
 
     @Test func secretsAreStoredSaltedAndHashed() {
