@@ -100,6 +100,7 @@ struct TourWalk {
             try walkMeter(meter, &narrator)
         }
         try walkIdentityConflict(&narrator)
+        try walkPrompts(&narrator)
         try walkMigration(&narrator)
         try walkBackup(guest.id, &narrator)
     }
@@ -196,6 +197,50 @@ struct TourWalk {
                 "guestmode link \(short(other.id)) --provider \(provider) --subject tour-shared",
                 "exit 14 identity_already_exists: that identity belongs to another user; the guest stays \(state.rawValue) with its data")
         }
+    }
+
+    /// A guest earns a sign-in prompt by what it does; the policy's cooldown
+    /// and "never ask again" then keep it quiet. Variants come first, since
+    /// an experiment can change the strategy.
+    private func walkPrompts(_ narrator: inout Narrator) throws {
+        guard let rule = profile.prompts.rules.sorted(by: { $0.priority > $1.priority }).first(where: { rule in
+            rule.trigger == nil && rule.conditions.allSatisfy {
+                if case .daysSinceFirstSeen = $0 { return false }
+                return true
+            }
+        }) else { return }
+        let guest = try engine.createGuest(device: nil, now: start)
+        for assignment in try engine.assignExperiments(for: guest.id, named: nil, now: start) {
+            narrator.say(
+                "guestmode experiment assign \(short(guest.id)) \(assignment.experiment)",
+                "variant \(assignment.variant ?? "none (outside coverage)"), bucket \(String(format: "%.4f", assignment.bucket)) (GrowthBook hash v2: the same on every device)")
+        }
+        for case .counter(let action, let comparison) in rule.conditions {
+            let count = max(1, Int(comparison.value))
+            _ = try engine.track(TrackedEvent(user: guest.id, action: action, at: start, count: count), now: start)
+            narrator.say("guestmode track \(short(guest.id)) \(action) --count \(count)", "\(action) = \(count)")
+        }
+        func next(at time: Date) throws -> String {
+            do {
+                let offer = try engine.nextPrompt(for: guest.id, trigger: nil, now: time)
+                return "show \(offer.context) (\(offer.priority.rawValue)): \"\(offer.content.title)\""
+            } catch let error as GuestModeError where error.kind == .nothingDue {
+                return "exit 13, " + error.message.replacingOccurrences(of: "no prompt due for \(guest.id): ", with: "")
+            }
+        }
+        narrator.say("guestmode prompt next \(short(guest.id))", try next(at: start))
+        _ = try engine.recordPrompt(.shown, context: rule.context, for: guest.id, now: start)
+        narrator.say("guestmode prompt record \(short(guest.id)) \(rule.context) shown", "recorded; asking again at once would nag")
+        narrator.say("guestmode prompt next \(short(guest.id))", try next(at: TimeSpan(amount: 1, unit: .hours).added(to: start)))
+        _ = try engine.recordPrompt(.never, context: rule.context, for: guest.id, now: start)
+        let month = TimeSpan(amount: 30, unit: .days).added(to: start)
+        narrator.say(
+            "guestmode prompt record \(short(guest.id)) \(rule.context) never; guestmode --now +30d prompt next …",
+            try next(at: month))
+        let totals = try engine.promptsReport(ReportPeriod()).total
+        narrator.say(
+            "guestmode report prompts",
+            "shown \(totals.shown), never \(totals.never), completed \(totals.completed) (computed in SQL over the store)")
     }
 
     /// A guest signs in to an account that already exists: the migration
