@@ -124,20 +124,25 @@ extension GuestMode {
         var duplicates = 0
         var created = 0
         var batch: [TrackedEvent] = []
+        var existingUsers = Set<String>()
         func flush() throws {
             guard !batch.isEmpty else { return }
             try store.write { db in
-                for event in batch {
-                    if creatingUsers, try store.findUser(event.user, db) == nil {
-                        try store.insert(
-                            User(
-                                id: event.user, device: nil, state: .anonymous, promptState: "anonymous",
-                                createdAt: event.at, lastSeenAt: event.at, linkedAt: nil), db)
-                        created += 1
+                if creatingUsers {
+                    for event in batch where !existingUsers.contains(event.user) {
+                        if try store.findUser(event.user, db) == nil {
+                            try store.insert(
+                                User(
+                                    id: event.user, device: nil, state: .anonymous, promptState: "anonymous",
+                                    createdAt: event.at, lastSeenAt: event.at, linkedAt: nil), db)
+                            created += 1
+                        }
+                        existingUsers.insert(event.user)
                     }
-                    let result = try store.apply(event, profile: profile, now: now, db)
-                    if result.isCounted { applied += 1 } else { duplicates += 1 }
                 }
+                let result = try store.applyBatch(batch, profile: profile, now: now, db)
+                applied += result.counted
+                duplicates += result.duplicates
             }
             progress(applied + duplicates)
             batch.removeAll(keepingCapacity: true)
@@ -164,6 +169,47 @@ extension SQLiteStore {
     /// Appends the event unless its idempotency key was seen, and bumps the
     /// counter by its count in the same transaction.
     func apply(_ event: TrackedEvent, profile: Profile, now: Date, _ db: Database) throws -> TrackResult {
+        let isCounted = try append(event, db)
+        if isCounted {
+            try addToCounter(user: event.user, action: event.action, count: event.count, db)
+            try touch(event.user, at: event.at, db)
+            try noteChange(of: event.user, profile: profile, now: now, db)
+        }
+        let total = try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?"),
+            arguments: [event.user, event.action]) ?? 0
+        return TrackResult(user: event.user, action: event.action, isCounted: isCounted, total: total)
+    }
+
+    /// The bulk form of `apply`: each event is appended (its idempotency key
+    /// decides whether it counts), then counters, last-seen and the outbox
+    /// are updated once per user and action rather than once per event.
+    func applyBatch(_ events: [TrackedEvent], profile: Profile, now: Date, _ db: Database) throws
+        -> (counted: Int, duplicates: Int)
+    {
+        struct CounterKey: Hashable { var user: String; var action: String }
+        var increments: [CounterKey: Int] = [:]
+        var lastSeen: [String: Date] = [:]
+        var duplicates = 0
+        for event in events {
+            guard try append(event, db) else {
+                duplicates += 1
+                continue
+            }
+            increments[CounterKey(user: event.user, action: event.action), default: 0] += event.count
+            lastSeen[event.user] = max(lastSeen[event.user] ?? event.at, event.at)
+        }
+        for (key, count) in increments { try addToCounter(user: key.user, action: key.action, count: count, db) }
+        for (user, time) in lastSeen {
+            try touch(user, at: time, db)
+            try noteChange(of: user, profile: profile, now: now, db)
+        }
+        return (events.count - duplicates, duplicates)
+    }
+
+    /// Appends the event unless its idempotency key was seen; true when it
+    /// was appended. A key seen with another action is a client bug, refused.
+    private func append(_ event: TrackedEvent, _ db: Database) throws -> Bool {
         let properties = event.properties.isEmpty ? nil : EventLog.encodeProperties(event.properties)
         // Cached statements: bulk ingestion runs these once per event.
         try db.cachedStatement(
@@ -173,8 +219,8 @@ extension SQLiteStore {
                 ON CONFLICT DO NOTHING
                 """
         ).execute(arguments: [event.user, event.action, Timestamp.format(event.at), event.count, event.idempotencyKey, properties])
-        let isCounted = db.changesCount > 0
-        if !isCounted, let key = event.idempotencyKey,
+        if db.changesCount > 0 { return true }
+        if let key = event.idempotencyKey,
             let counted = try String.fetchOne(
                 db.cachedStatement(sql: "SELECT action FROM events WHERE user_id = ? AND idempotency_key = ?"),
                 arguments: [event.user, key]),
@@ -184,20 +230,16 @@ extension SQLiteStore {
                 "idempotency key '\(key)' of user '\(event.user)' was already used for '\(counted)', not '\(event.action)'; keys identify one report",
                 code: "idempotency_key_reused")
         }
-        if isCounted {
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?)
-                    ON CONFLICT(user_id, action) DO UPDATE SET total = total + excluded.total
-                    """
-            ).execute(arguments: [event.user, event.action, event.count])
-            try touch(event.user, at: event.at, db)
-            try noteChange(of: event.user, profile: profile, now: now, db)
-        }
-        let total = try Int.fetchOne(
-            db.cachedStatement(sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?"),
-            arguments: [event.user, event.action]) ?? 0
-        return TrackResult(user: event.user, action: event.action, isCounted: isCounted, total: total)
+        return false
+    }
+
+    private func addToCounter(user: String, action: String, count: Int, _ db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?)
+                ON CONFLICT(user_id, action) DO UPDATE SET total = total + excluded.total
+                """
+        ).execute(arguments: [user, action, count])
     }
 
     /// Records what guestmode itself did (upgrades, warnings); never tokens.
