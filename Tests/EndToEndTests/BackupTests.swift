@@ -38,36 +38,6 @@ let perUserTables = [
 ]
 
 extension Sandbox {
-    /// Runs a shell script in the sandbox directory (sqlite3, python3, zstd, bsdtar).
-    @discardableResult
-    func shell(_ script: String) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        process.currentDirectoryURL = directory
-        process.environment = environment
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let outputBox = DataBox()
-        let errorBox = DataBox()
-        let group = DispatchGroup()
-        for (pipe, box) in [(stdout, outputBox), (stderr, errorBox)] {
-            group.enter()
-            DispatchQueue.global().async {
-                box.data = pipe.fileHandleForReading.readDataToEndOfFile()
-                group.leave()
-            }
-        }
-        process.waitUntilExit()
-        group.wait()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: outputBox.data, as: UTF8.self),
-            stderr: String(decoding: errorBox.data, as: UTF8.self))
-    }
-
     /// A habits store at ./guestmode.sqlite with data in every per-user table.
     static func withBackupData() throws -> Sandbox {
         let sandbox = try Sandbox.withStore("habits")

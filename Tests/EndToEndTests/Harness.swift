@@ -59,8 +59,18 @@ final class Sandbox {
     }
 
     func run(arguments: [String], input: Data? = nil, environment extra: [String: String] = [:]) throws -> Result {
+        try launch(Sandbox.binary, arguments: arguments, input: input, environment: extra)
+    }
+
+    /// Runs a shell script in the sandbox directory (sqlite3, python3, zstd, bsdtar).
+    @discardableResult
+    func shell(_ script: String) throws -> Result {
+        try launch(URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", script], input: nil, environment: [:])
+    }
+
+    private func launch(_ executable: URL, arguments: [String], input: Data?, environment extra: [String: String]) throws -> Result {
         let process = Process()
-        process.executableURL = Sandbox.binary
+        process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = directory
         process.environment = environment.merging(extra) { $1 }
