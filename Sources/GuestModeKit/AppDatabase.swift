@@ -25,7 +25,7 @@ struct AppDatabase: Sendable {
         self.writer = writer
         // Only a store with pending migrations is written to on open: a
         // command that changes nothing must leave the file byte for byte.
-        if migrating, try !pendingMigrations().isEmpty { try AppDatabase.migrator.migrate(writer) }
+        if migrating, try !pendingMigrations().isEmpty { _ = try migrateStepwise { _ in } }
     }
 
     /// A fresh in-memory store, for tests and replays.
@@ -63,7 +63,14 @@ struct AppDatabase: Sendable {
     func migrateStepwise(progress: (String) -> Void) throws -> [String] {
         var applied: [String] = []
         for identifier in try pendingMigrations() {
-            try AppDatabase.migrator.migrate(writer, upTo: identifier)
+            do {
+                try AppDatabase.migrator.migrate(writer, upTo: identifier)
+            } catch let error as DatabaseError {
+                let current = try appliedMigrations().last ?? "empty"
+                throw GuestModeError.badData(
+                    "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause (see 'guestmode db status') and run 'guestmode db migrate' again",
+                    code: "schema_migration_failed")
+            }
             applied.append(identifier)
             progress(identifier)
         }

@@ -237,6 +237,29 @@ struct MigrationTests {
         #expect((users.json as? [[String: Any]])?.count == 2)
     }
 
+    @Test("a schema migration that fails leaves the store at the previous version, with a clear message")
+    func failedSchemaMigration() throws {
+        let sandbox = try Sandbox()
+        let fixture = Sandbox.packageRoot.appendingPathComponent("Tests/Fixtures/store-v1-habits.sqlite")
+        try FileManager.default.copyItem(at: fixture, to: sandbox.directory.appendingPathComponent("guestmode.sqlite"))
+        // Someone created a table the next migration needs, by hand.
+        _ = try sqlite(sandbox, "CREATE TABLE conflict_archive (note TEXT); INSERT INTO conflict_archive VALUES ('mine')")
+        let before = try sandbox.snapshot()
+        let migrated = try sandbox.run("db", "migrate", "--json")
+        #expect(migrated.status == 65)
+        #expect(migrated.errorJSON["code"] as? String == "schema_migration_failed")
+        #expect((migrated.errorJSON["message"] as? String)?.contains("unchanged at v1-initial") == true)
+        #expect(try sandbox.snapshot() == before)
+        let status = try sandbox.run("db", "status", "--json")
+        let schema = status.object["schema"] as? [String: Any]
+        #expect(schema?["applied"] as? [String] == ["v1-initial"])
+        #expect(schema?["pending"] as? [String] == ["v2-conflict-archive"])
+        #expect(try sandbox.run("user", "list").status == 65, "commands refuse the store rather than run on a half-migrated one")
+        _ = try sqlite(sandbox, "DROP TABLE conflict_archive")
+        #expect(try sandbox.run("db", "migrate").status == 0)
+        #expect(try sandbox.run("user", "list").status == 0)
+    }
+
     @Test("profile apply moves the store to a new profile version all-or-nothing, plan first")
     func profileApply() throws {
         let sandbox = try Sandbox.withStore("subscriptions")
