@@ -61,6 +61,7 @@ struct BackupTable: Sendable, Equatable {
         BackupTable(name: "experiment_assignments", ownerColumn: "user_id"),
         BackupTable(name: "outbox", ownerColumn: "user_id"),
         BackupTable(name: "user_flags", ownerColumn: "user_id"),
+        BackupTable(name: "conflict_archive", ownerColumn: "owner_id", hasSurrogateID: true),
     ]
 
     static func named(_ name: String) -> BackupTable? { all.first { $0.name == name } }

@@ -148,10 +148,13 @@ enum Schema {
 
     /// Records that lost a merge conflict are archived here, never dropped:
     /// a merge or migration must not lose data, even data it did not keep.
+    /// Rows belong to the user who received the merge and travel in that
+    /// user's backups, so `journal_id` is a plain number: the journal it
+    /// names stays in the store where the merge ran.
     static let v2 = """
         CREATE TABLE conflict_archive (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
-            journal_id INTEGER REFERENCES migration_journals(id) ON DELETE SET NULL,
+            journal_id INTEGER,
             owner_id TEXT NOT NULL,
             collection TEXT NOT NULL,
             key TEXT NOT NULL,

@@ -203,14 +203,16 @@ struct Transfer {
             }
     }
 
+    /// Keeps a losing record in the account's conflict archive, whichever
+    /// side it came from, so it stays with the person and their backups.
     private func archive(owner: String, collection: String, key: String, reason: String, _ db: Database) throws {
         try db.execute(
             sql: """
                 INSERT INTO conflict_archive (journal_id, owner_id, collection, key, data, updated_at, reason, archived_at)
-                SELECT ?, owner_id, collection, key, data, updated_at, ?, ? FROM records
+                SELECT ?, ?, collection, key, data, updated_at, ?, ? FROM records
                 WHERE owner_id = ? AND collection = ? AND key = ?
                 """,
-            arguments: [journalID, reason, Timestamp.format(now), owner, collection, key])
+            arguments: [journalID, target, "\(reason) (was owned by \(owner))", Timestamp.format(now), owner, collection, key])
     }
 
     private func freeKey(for key: String, collection: String, _ db: Database) throws -> String {

@@ -266,6 +266,7 @@ extension SQLiteStore {
     /// by owner without a foreign key (records may belong to the guest owner).
     func deleteEverything(of userID: String, _ db: Database) throws {
         try db.execute(sql: "DELETE FROM records WHERE owner_id = ?", arguments: [userID])
+        try db.execute(sql: "DELETE FROM conflict_archive WHERE owner_id = ?", arguments: [userID])
         try db.execute(sql: "DELETE FROM outbox WHERE user_id = ?", arguments: [userID])
         try db.execute(sql: "DELETE FROM user_flags WHERE user_id = ?", arguments: [userID])
         try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])

@@ -30,11 +30,13 @@ let backupFixtureSQL = """
     INSERT INTO experiment_assignments VALUES ('u2', 'auth_prompts', 'control', '2026-01-03T00:00:00.000Z');
     INSERT INTO outbox VALUES ('u1', '2026-01-01T00:00:00.000Z', 0, NULL, NULL), ('u2', '2026-01-03T00:00:00.000Z', 0, NULL, NULL);
     INSERT INTO user_flags VALUES ('u1', 'adopted', '2026-01-01T00:00:00.000Z');
+    INSERT INTO conflict_archive (journal_id, owner_id, collection, key, data, updated_at, reason, archived_at) VALUES
+      (7, 'u1', 'habits', 'h1', '{"name":"lost in a merge"}', '2026-01-01T00:00:00.000Z', 'lost to the account''s record', '2026-01-02T00:00:00.000Z');
     """
 
 let perUserTables = [
     "users", "identities", "credentials", "upgrade_locks", "events", "counters", "records", "meter_usage",
-    "meter_warnings", "plans", "prompt_outcomes", "experiment_assignments", "outbox", "user_flags",
+    "meter_warnings", "plans", "prompt_outcomes", "experiment_assignments", "outbox", "user_flags", "conflict_archive",
 ]
 
 extension Sandbox {

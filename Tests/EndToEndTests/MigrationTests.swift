@@ -155,6 +155,8 @@ struct MigrationTests {
             #expect(try sqlite(sandbox, "SELECT data FROM conflict_archive") == #"{"diet":"omnivore"}"#)
         }
         #expect(try sqlite(sandbox, "SELECT total FROM counters WHERE user_id = '\(account)' AND action = 'app_opened'") == "5")
+        #expect(try sqlite(sandbox, "SELECT COUNT(*) FROM conflict_archive WHERE owner_id != '\(account)'") == "0",
+                "archived losers stay with the account, and so travel in its backups")
         #expect(try sandbox.run("db", "check").status == 0)
     }
 
