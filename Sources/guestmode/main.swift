@@ -2,9 +2,10 @@ import ArgumentParser
 import Foundation
 import GuestModeKit
 
-// The engine reports stores in use by other processes as "busy"; a broken
-// pipe (`guestmode … | head`) must end the process quietly, not crash it.
-signal(SIGPIPE, SIG_IGN)
+// A reader that stops early (`guestmode user list | head`) ends the process
+// the Unix way, by SIGPIPE, quietly: the default action, set explicitly
+// because Foundation would otherwise turn the failed write into a crash.
+signal(SIGPIPE, SIG_DFL)
 
 let arguments = reorderGlobalOptions(Array(CommandLine.arguments.dropFirst()))
 let wantsJSON = arguments.contains("--json")

@@ -201,6 +201,16 @@ struct FoundationTests {
         #expect(shown.object["name"] as? String == "voice")
     }
 
+    @Test("a reader that stops early ends guestmode quietly")
+    func brokenPipe() throws {
+        let sandbox = try Sandbox.withStore("voice")
+        let lines = (0..<3000).map { #"{"user":"u\#($0)","action":"app_opened"}"# }.joined(separator: "\n")
+        #expect(try sandbox.run("track", "--from", "-", "--create-users", "--quiet", input: lines).status == 0)
+        let piped = try sandbox.shell("\"\(Sandbox.binary.path)\" user list | head -n 2")
+        #expect(piped.stdout.split(separator: "\n").count == 2)
+        #expect(piped.stderr.isEmpty, "\(piped.stderr.prefix(300))")
+    }
+
     @Test("the tour walks every profile")
     func tour() throws {
         let sandbox = try Sandbox()
