@@ -96,12 +96,12 @@ struct Track: ParsableCommand {
             try output.json(report)
         } else if !global.quiet {
             output.line(
-                "\(report.lines) lines: \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(report.usersCreated) users created")
+                "\(report.lines) line\(report.lines == 1 ? "" : "s"): \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(report.usersCreated) users created")
         }
         if !report.isApplied {
             throw GuestModeError(
                 .badData, code: "invalid_event_log",
-                "\(label): \(report.problems.count) invalid lines; nothing was applied (fix them, or use --skip-invalid)")
+                "\(label): \(report.problems.count) invalid line\(report.problems.count == 1 ? "" : "s"); nothing was applied (fix them, or use --skip-invalid)")
         }
     }
 
