@@ -19,9 +19,7 @@ struct RecordCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
-        @Argument(help: "The user id.") var user: String
-        @Argument(help: "The collection.") var collection: String
-        @Argument(help: "The record key.") var key: String
+        @OptionGroup var record: RecordLocation
 
         @Option(help: ArgumentHelp("The record as JSON.", valueName: "json"))
         var data: String?
@@ -36,9 +34,10 @@ struct RecordCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let json = try data ?? readInput(file!)
-            let result = try engine.putRecord(user: user, collection: collection, key: key, json: json, now: try global.currentTime())
+            let result = try engine.putRecord(
+                user: record.user, collection: record.collection, key: record.key, json: json, now: try global.currentTime())
             if global.json { try global.output.json(result) }
-            try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: key, global: global)
+            try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: record.key, global: global)
         }
 
         private func readInput(_ path: String) throws -> String {
@@ -55,14 +54,12 @@ struct RecordCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
-        @Argument(help: "The user id.") var user: String
-        @Argument(help: "The collection.") var collection: String
-        @Argument(help: "The record key.") var key: String
+        @OptionGroup var record: RecordLocation
 
         func run() throws {
-            let record = try global.openEngine().record(user: user, collection: collection, key: key)
-            if global.json { return try global.output.json(record) }
-            global.output.line(record.data)
+            let stored = try global.openEngine().record(user: record.user, collection: record.collection, key: record.key)
+            if global.json { return try global.output.json(stored) }
+            global.output.line(stored.data)
         }
     }
 
@@ -87,19 +84,25 @@ struct RecordCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
-        @Argument(help: "The user id.") var user: String
-        @Argument(help: "The collection.") var collection: String
-        @Argument(help: "The record key.") var key: String
+        @OptionGroup var record: RecordLocation
 
         func run() throws {
-            try global.openEngine().deleteRecord(user: user, collection: collection, key: key, now: try global.currentTime())
+            try global.openEngine().deleteRecord(
+                user: record.user, collection: record.collection, key: record.key, now: try global.currentTime())
             if global.json {
                 struct Deleted: Encodable { var collection: String; var key: String; var deleted = true }
-                return try global.output.json(Deleted(collection: collection, key: key))
+                return try global.output.json(Deleted(collection: record.collection, key: record.key))
             }
-            if !global.quiet { global.output.line("deleted \(collection)/\(key)") }
+            if !global.quiet { global.output.line("deleted \(record.collection)/\(record.key)") }
         }
     }
+}
+
+/// Which record a command is about: `USER COLLECTION KEY`.
+struct RecordLocation: ParsableArguments {
+    @Argument(help: "The user id.") var user: String
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The record key.") var key: String
 }
 
 struct LimitCommand: ParsableCommand {
