@@ -120,7 +120,6 @@ enum StoreFile {
             defer { try? queue.close() }
             let applied: [String] = try queue.read { db in
                 guard try db.tableExists("grdb_migrations") else {
-                    if try db.tableExists("sqlite_master") == false { return [] }
                     let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
                     if tables.isEmpty { return [] }
                     throw GuestModeError.badData(

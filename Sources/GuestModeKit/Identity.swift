@@ -152,11 +152,4 @@ extension GuestMode {
             return try store.requireUser(userID, db)
         }
     }
-
-    public func identities(of userID: String) throws -> [Identity] {
-        try store.read { db in
-            _ = try store.requireUser(userID, db)
-            return try store.identities(of: userID, db)
-        }
-    }
 }

@@ -35,19 +35,11 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func currentTime() throws -> Date {
-        if let now { return try parseTime(now, option: "--now") }
+        if let now { return try Timestamp.parseOrThrow(now, what: "--now") }
         if let environment = ProcessInfo.processInfo.environment["GUESTMODE_NOW"], !environment.isEmpty {
-            return try parseTime(environment, option: "GUESTMODE_NOW")
+            return try Timestamp.parseOrThrow(environment, what: "GUESTMODE_NOW")
         }
         return Date()
-    }
-
-    private func parseTime(_ text: String, option: String) throws -> Date {
-        guard let date = Timestamp.parse(text) else {
-            throw GuestModeError(
-                .usage, code: "bad_time", "\(option): '\(text)' is not an ISO 8601 time; write it like 2026-11-22T09:30:00Z")
-        }
-        return date
     }
 
     var output: Output { Output(isJSON: json, isQuiet: quiet, isVerbose: verbose) }

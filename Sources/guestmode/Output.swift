@@ -47,9 +47,6 @@ struct Output {
 
     func bold(_ text: String) -> String { usesColour ? "\u{1B}[1m\(text)\u{1B}[0m" : text }
     func dim(_ text: String) -> String { usesColour ? "\u{1B}[2m\(text)\u{1B}[0m" : text }
-    func green(_ text: String) -> String { usesColour ? "\u{1B}[32m\(text)\u{1B}[0m" : text }
-    func red(_ text: String) -> String { usesColour ? "\u{1B}[31m\(text)\u{1B}[0m" : text }
-    func yellow(_ text: String) -> String { usesColour ? "\u{1B}[33m\(text)\u{1B}[0m" : text }
 
     /// Columns padded to the widest cell, for human tables.
     func table(_ rows: [[String]], header: [String]? = nil) {

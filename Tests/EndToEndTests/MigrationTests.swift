@@ -209,6 +209,9 @@ struct MigrationTests {
         #expect(afterFirst.contains(#"\#(user)/h1/2026-10-02|{"day":"2026-10-02","habit":"h1","mine":true}"#))
         #expect(afterFirst.contains("|completions|/h1/2026-10-02|"), "the colliding record stays with the guest owner")
 
+        let stable = try sandbox.snapshot()
+        #expect(try sandbox.run("migrate", "adopt", "nobody").status == 66)
+        #expect(try sandbox.snapshot() == stable)
         let second = try sandbox.run("migrate", "adopt", user, "--json")
         #expect(second.object["was_already_adopted"] as? Bool == true)
         #expect(try tableDump(sandbox, "records", orderBy: "owner_id, collection, key") == afterFirst)
