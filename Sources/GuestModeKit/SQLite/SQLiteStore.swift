@@ -1,27 +1,6 @@
 import Foundation
 import GRDB
 
-/// What the engine needs from a store about itself and its profile. Each
-/// area of the engine has its own protocol (users, records, meters, …) and a
-/// backend implements them all; SQLite is the embedded one.
-public protocol StoreAdministration: Sendable {
-    /// Binds the store to a profile, keeping the profile's text.
-    func bindProfile(text: String, origin: String, now: Date) throws
-    /// The profile text the store was bound to, or nil for a store never initialised.
-    func boundProfile() throws -> (text: String, origin: String)?
-    func schemaStatus() throws -> SchemaStatus
-    func applyPendingMigrations(progress: (String) -> Void) throws -> [String]
-    /// Problems found by the backend's own consistency check; empty when healthy.
-    func integrityProblems() throws -> [String]
-    func tableCounts() throws -> [String: Int]
-}
-
-public struct SchemaStatus: Codable, Sendable, Equatable {
-    public var applied: [String]
-    public var pending: [String]
-    public var current: String? { applied.last }
-}
-
 /// The SQLite backend.
 public final class SQLiteStore: Sendable {
     let database: AppDatabase
@@ -159,3 +138,5 @@ extension SQLiteStore: StoreAdministration {
         }
     }
 }
+
+extension SQLiteStore: GuestStore {}

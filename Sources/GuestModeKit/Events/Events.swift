@@ -242,18 +242,6 @@ extension SQLiteStore {
         ).execute(arguments: [user, action, count])
     }
 
-    /// Records what guestmode itself did (upgrades, warnings); never tokens.
-    func appendSystemEvent(user: String, action: String, properties: [String: String], at: Date, _ db: Database) throws {
-        try db.execute(
-            sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, 1, ?)",
-            arguments: [user, action, Timestamp.format(at), EventLog.encodeProperties(properties)])
-        try db.execute(
-            sql: """
-                INSERT INTO counters (user_id, action, total) VALUES (?, ?, 1)
-                ON CONFLICT(user_id, action) DO UPDATE SET total = total + 1
-                """,
-            arguments: [user, action])
-    }
 }
 
 /// The NDJSON event log format shared by `track --from` and `replay`:

@@ -42,7 +42,7 @@ extension GuestMode {
                 let target = try store.requireUser(account, db)
                 var overCap: [CollectionLimit] = []
                 for collection in profile.collections {
-                    var limit = try limit(of: target, collection: collection.name, now: now, db)
+                    var limit = try store.collectionLimit(of: target, collection: collection.name, profile: profile, now: now, db)
                     let incoming = try transfer.recordCounts([collection.name], db)
                     let merged = conflicts.filter { $0.collection == collection.name && $0.resolution != .keptBoth }.count
                     limit.used += incoming - merged

@@ -75,53 +75,16 @@ extension GuestMode {
     /// One status per plan the user ever held: the grant in force if any,
     /// else the latest.
     public func plans(of userID: String, now: Date) throws -> [PlanStatus] {
-        let rows = try store.read { db in
+        let grants = try store.read { db in
             _ = try store.requireUser(userID, db)
-            return try Row.fetchAll(db, sql: "SELECT * FROM plans WHERE user_id = ? ORDER BY granted_at, id", arguments: [userID])
+            return try store.planGrants(of: userID, db)
         }
-        var byPlan: [String: PlanStatus] = [:]
-        var order: [String] = []
-        for row in rows {
-            let status = planStatus(row, now: now)
-            if byPlan[status.plan] == nil { order.append(status.plan) }
-            if let current = byPlan[status.plan], current.isInForce, !status.isInForce { continue }
-            byPlan[status.plan] = status
-        }
-        return order.compactMap { byPlan[$0] }
-    }
-
-    func planStatus(_ row: Row, now: Date) -> PlanStatus {
-        let name: String = row["plan"]
-        let trialEnd = (row["trial_ends_at"] as String?).flatMap(Timestamp.parse)
-        let end = (row["ends_at"] as String?).flatMap(Timestamp.parse)
-        let revoked = (row["revoked_at"] as String?).flatMap(Timestamp.parse)
-        let state: PlanState
-        if let revoked, revoked <= now {
-            state = .revoked
-        } else if let trialEnd {
-            state = now < trialEnd ? .trial : .expired
-        } else if let end, now >= end {
-            state = .expired
-        } else {
-            state = .active
-        }
-        return PlanStatus(
-            plan: name, state: state, tier: profile.plan(named: name)?.tier ?? .account,
-            grantedAt: Timestamp.parse(row["granted_at"]) ?? .distantPast, endsAt: trialEnd ?? end, revokedAt: revoked)
+        return profile.planStatuses(of: grants, now: now)
     }
 
     /// The tier whose caps and allowances apply now: the highest of the
     /// user's state (guest or account) and any plan in force.
     public func tier(of userID: String, now: Date) throws -> TierLevel {
-        try store.read { db in try tier(of: try store.requireUser(userID, db), now: now, db) }
-    }
-
-    func tier(of user: User, now: Date, _ db: Database) throws -> TierLevel {
-        var level: TierLevel = user.state == .linked ? .account : .guest
-        for row in try Row.fetchAll(db, sql: "SELECT * FROM plans WHERE user_id = ?", arguments: [user.id]) {
-            let status = planStatus(row, now: now)
-            if status.isInForce && status.tier > level { level = status.tier }
-        }
-        return level
+        try store.read { db in try store.tier(of: try store.requireUser(userID, db), profile: profile, now: now, db) }
     }
 }

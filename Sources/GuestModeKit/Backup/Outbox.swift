@@ -41,27 +41,6 @@ public struct BackupPushReport: Codable, Sendable {
     public var needsRetry: Bool { !failed.isEmpty || !held.isEmpty }
 }
 
-extension SQLiteStore {
-    /// Queues a backup of `userID`, coalesced to one pending entry per user.
-    /// Callers run it in the same transaction as the change, and only when
-    /// the profile's backup policy queues on change. A repeat keeps the
-    /// attempt count and retry time (the destination is no more reachable
-    /// because the data changed) and moves `queued_at` strictly forward.
-    func enqueueBackup(_ db: Database, userID: String, now: Date) throws {
-        var queuedAt = now
-        if let previous = try String.fetchOne(db, sql: "SELECT queued_at FROM outbox WHERE user_id = ?", arguments: [userID]),
-           let previousDate = Timestamp.parse(previous), previousDate >= now {
-            queuedAt = previousDate.addingTimeInterval(0.001)
-        }
-        try db.execute(
-            sql: """
-                INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
-                ON CONFLICT(user_id) DO UPDATE SET queued_at = excluded.queued_at
-                """,
-            arguments: [userID, Timestamp.format(queuedAt)])
-    }
-}
-
 extension GuestMode {
     public func backupQueue() throws -> [OutboxEntry] {
         try store.read { db in try Self.outboxEntries(db) }

@@ -41,7 +41,7 @@ extension GuestMode {
             let exists = try Bool.fetchOne(
                 db, sql: "SELECT 1 FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
                 arguments: [userID, collection, key]) ?? false
-            var limit = try self.limit(of: user, collection: collection, now: now, db)
+            var limit = try store.collectionLimit(of: user, collection: collection, profile: profile, now: now, db)
             if !exists && limit.outcome != .allowed {
                 return PutResult(outcome: limit.outcome, isReplacement: false, limit: limit)
             }
@@ -54,7 +54,7 @@ extension GuestMode {
                 arguments: [userID, collection, key, canonical, nowText, nowText])
             try store.touch(userID, at: now, db)
             try store.noteChange(of: userID, profile: profile, now: now, db)
-            if !exists { limit = try self.limit(of: user, collection: collection, now: now, db) }
+            if !exists { limit = try store.collectionLimit(of: user, collection: collection, profile: profile, now: now, db) }
             return PutResult(outcome: .allowed, isReplacement: exists, limit: limit)
         }
     }
@@ -106,18 +106,8 @@ extension GuestMode {
             let user = try store.requireUser(userID, db)
             let names = collection.map { [$0] }
                 ?? profile.collections.map(\.name).filter { name in profile.tiers.contains { $0.cap(for: name) != nil } }
-            return try names.map { try limit(of: user, collection: $0, now: now, db) }
+            return try names.map { try store.collectionLimit(of: user, collection: $0, profile: profile, now: now, db) }
         }
-    }
-
-    func limit(of user: User, collection: String, now: Date, _ db: Database) throws -> CollectionLimit {
-        let level = try tier(of: user, now: now, db)
-        let tier = profile.tier(level)
-        let used = try Int.fetchOne(
-            db, sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?", arguments: [user.id, collection]) ?? 0
-        let cap = tier.cap(for: collection)
-        let outcome: CapOutcome = cap.map { used >= $0 ? tier.whenCapped : .allowed } ?? .allowed
-        return CollectionLimit(collection: collection, tier: level, used: used, cap: cap, outcome: outcome)
     }
 
     func requireCollection(_ name: String) throws {

@@ -259,7 +259,7 @@ extension GuestMode {
     }
 
     func overCapLimits(of user: User, now: Date, _ db: Database) throws -> [CollectionLimit] {
-        try profile.collections.map { try limit(of: user, collection: $0.name, now: now, db) }
+        try profile.collections.map { try store.collectionLimit(of: user, collection: $0.name, profile: profile, now: now, db) }
             .filter { limit in limit.cap.map { limit.used > $0 } ?? false }
     }
 }

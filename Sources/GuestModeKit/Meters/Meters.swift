@@ -95,7 +95,7 @@ extension GuestMode {
     }
 
     func meterStatus(of user: User, meter: Meter, now: Date, _ db: Database) throws -> MeterStatus {
-        let level = try tier(of: user, now: now, db)
+        let level = try store.tier(of: user, profile: profile, now: now, db)
         let periodStart = MeterPeriod.start(of: meter.reset, containing: now)
         let used = try Double.fetchOne(
             db,

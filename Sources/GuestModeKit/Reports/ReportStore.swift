@@ -1,0 +1,6 @@
+import Foundation
+
+/// Reports computed by the store.
+/// Each method is one whole use case in one transaction.
+public protocol ReportStore: Sendable {
+}

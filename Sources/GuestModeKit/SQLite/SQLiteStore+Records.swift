@@ -1,0 +1,5 @@
+import Foundation
+import GRDB
+
+extension SQLiteStore: RecordStore {
+}

@@ -1,0 +1,9 @@
+import Foundation
+
+/// Everything the engine needs from a backend: one protocol per area, each
+/// method one use case in one transaction. Backends (SQLite, PostgreSQL)
+/// conform and pass the same conformance suite.
+public protocol GuestStore:
+    StoreAdministration, UserStore, IdentityStore, EventStore, RecordStore, MeterStore, PlanStore, PromptStore,
+    ExperimentStore, OutboxStore, MigrationJournalStore, TransferStore, ReportStore, BackupRowStore
+{}
