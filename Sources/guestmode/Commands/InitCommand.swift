@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GuestModeKit
 
-struct Initialize: ParsableCommand {
+struct InitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Create a store bound to a profile.",

@@ -167,7 +167,3 @@ struct ProfileSummary {
         output.line("migration:    \(profile.migration.steps.map(\.name).joined(separator: " → "))")
     }
 }
-
-func formatAmount(_ value: Double) -> String {
-    value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%.2f", value)
-}

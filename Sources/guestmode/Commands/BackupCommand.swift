@@ -1,10 +1,6 @@
 import ArgumentParser
 import Foundation
 import GuestModeKit
-
-extension ArchiveFormat: ExpressibleByArgument {}
-extension ConflictPolicy: ExpressibleByArgument {}
-
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",

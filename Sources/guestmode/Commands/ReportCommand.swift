@@ -77,8 +77,8 @@ struct ReportCommand: ParsableCommand {
                 header: ["METER", "UNIT", "USERS", "USES", "AMOUNT", "AVG_PER_USER", "WARNED_USERS"],
                 rows: report.meters.map { meter in
                     [
-                        meter.meter, meter.unit, "\(meter.users)", "\(meter.uses)", number(meter.amount),
-                        meter.averagePerUser.map(number) ?? "", "\(meter.warnedUsers)",
+                        meter.meter, meter.unit, "\(meter.users)", "\(meter.uses)", formatAmount(meter.amount),
+                        meter.averagePerUser.map(formatAmount) ?? "", "\(meter.warnedUsers)",
                     ]
                 })
         }
@@ -135,13 +135,3 @@ enum PromptsReportTable {
 }
 
 /// RFC 4180: quote fields holding a comma, quote or line break; double quotes inside.
-func csvField(_ text: String) -> String {
-    guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-    return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-}
-
-func percent(_ value: Double?) -> String { value.map { String(format: "%.1f%%", $0 * 100) } ?? "" }
-func hours(_ value: Double?) -> String { value.map { String(format: "%.1f", $0) } ?? "" }
-func number(_ value: Double) -> String {
-    value.rounded() == value && abs(value) < 1e15 ? String(Int(value)) : String(format: "%.2f", value)
-}

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GuestModeKit
 
-struct Replay: ParsableCommand {
+struct ReplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Run an event log through a fresh in-memory store and the prompt policy, and report what would have been shown.",

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GuestModeKit
 
-struct Tour: ParsableCommand {
+struct TourCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Walk each profile end to end on a temporary store and narrate what happens.",
         discussion: """

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GuestModeKit
 
-struct Track: ParsableCommand {
+struct TrackCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record what a user did, one event or a whole NDJSON log.",
         discussion: """
@@ -120,20 +120,5 @@ struct Track: ParsableCommand {
             handle.write(chunk)
         }
         return url
-    }
-}
-
-struct Counters: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show a user's counters, one per action.")
-
-    @OptionGroup var global: GlobalOptions
-
-    @Argument(help: "The user id.")
-    var user: String
-
-    func run() throws {
-        let counters = try global.openEngine().counters(of: user)
-        if global.json { return try global.output.json(counters) }
-        global.output.table(counters.sorted { $0.key < $1.key }.map { [$0.key, String($0.value)] }, header: ["ACTION", "TOTAL"])
     }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GuestModeKit
 
-struct Link: ParsableCommand {
+struct LinkCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Upgrade a user in place by binding a sign-in identity to it.",
         discussion: """
@@ -43,24 +43,5 @@ struct Link: ParsableCommand {
         } else {
             global.output.line("\(provider) was already linked to \(user)")
         }
-    }
-}
-
-struct Unlink: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Remove a user's identity; a user left without one is anonymous again.")
-
-    @OptionGroup var global: GlobalOptions
-
-    @Argument(help: "The user id.")
-    var user: String
-
-    @Option(help: ArgumentHelp("The provider to unlink.", valueName: "provider"))
-    var provider: String
-
-    func run() throws {
-        let updated = try global.openEngine().unlink(user: user, provider: provider, now: try global.currentTime())
-        if global.json { return try global.output.json(updated) }
-        if !global.quiet { global.output.line("unlinked \(provider) from \(user); now \(updated.state.rawValue)") }
     }
 }

@@ -33,19 +33,11 @@ struct RecordCommand: ParsableCommand {
 
         func run() throws {
             let engine = try global.openEngine()
-            let json = try data ?? readInput(file!)
+            let json = try data ?? String(decoding: readInput(file!), as: UTF8.self)
             let result = try engine.putRecord(
                 user: record.user, collection: record.collection, key: record.key, json: json, now: try global.currentTime())
             if global.json { try global.output.json(result) }
             try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: record.key, global: global)
-        }
-
-        private func readInput(_ path: String) throws -> String {
-            if path == "-" { return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) }
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                throw GuestModeError(.notFound, code: "file_not_found", "cannot read --file '\(path)'")
-            }
-            return String(decoding: contents, as: UTF8.self)
         }
     }
 
@@ -99,54 +91,3 @@ struct RecordCommand: ParsableCommand {
 }
 
 /// Which record a command is about: `USER COLLECTION KEY`.
-struct RecordLocation: ParsableArguments {
-    @Argument(help: "The user id.") var user: String
-    @Argument(help: "The collection.") var collection: String
-    @Argument(help: "The record key.") var key: String
-}
-
-struct LimitCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "limit",
-        abstract: "Show where a user stands against the tier caps.",
-        discussion: """
-            Lists used, cap and outcome for every capped collection, or for COLLECTION alone; then the exit \
-            status is the outcome: 0 allowed, 10 needs-account, 11 needs-premium, so scripts can gate on it.
-            """
-    )
-
-    @OptionGroup var global: GlobalOptions
-
-    @Argument(help: "The user id.") var user: String
-    @Argument(help: "Only this collection; the exit status then tells its outcome.") var collection: String?
-
-    func run() throws {
-        let limits = try global.openEngine().limits(user: user, collection: collection, now: try global.currentTime())
-        if global.json {
-            try global.output.json(limits)
-        } else {
-            global.output.table(
-                limits.map { [$0.collection, $0.tier.rawValue, String($0.used), $0.cap.map(String.init) ?? "unlimited", $0.outcome.rawValue] },
-                header: ["COLLECTION", "TIER", "USED", "CAP", "OUTCOME"])
-        }
-        if collection != nil, let outcome = limits.first?.outcome.failureKind {
-            throw ExitCode(outcome.exitStatus)
-        }
-    }
-
-    /// Reports a put: the stored line, or why it was refused with the exit
-    /// status of the outcome.
-    static func finish(_ limit: CollectionLimit, stored: Bool, key: String, global: GlobalOptions) throws {
-        let usage = "\(limit.used)/\(limit.cap.map(String.init) ?? "unlimited") \(limit.collection) (tier \(limit.tier.rawValue))"
-        if stored {
-            if !global.json && !global.quiet { global.output.line("stored \(limit.collection)/\(key): \(usage)") }
-            return
-        }
-        guard let kind = limit.outcome.failureKind else { return }
-        if !global.json {
-            let advice = limit.outcome == .needsAccount ? "sign in (link an identity) to add more" : "a premium plan lifts the cap"
-            FileHandle.standardError.write(Data("guestmode: \(limit.outcome.rawValue): \(usage) is at its cap; nothing was stored; \(advice)\n".utf8))
-        }
-        throw ExitCode(kind.exitStatus)
-    }
-}

@@ -1,0 +1,22 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+struct UnlinkCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove a user's identity; a user left without one is anonymous again.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The user id.")
+    var user: String
+
+    @Option(help: ArgumentHelp("The provider to unlink.", valueName: "provider"))
+    var provider: String
+
+    func run() throws {
+        let updated = try global.openEngine().unlink(user: user, provider: provider, now: try global.currentTime())
+        if global.json { return try global.output.json(updated) }
+        if !global.quiet { global.output.line("unlinked \(provider) from \(user); now \(updated.state.rawValue)") }
+    }
+}

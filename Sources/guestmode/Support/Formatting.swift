@@ -1,0 +1,28 @@
+import Foundation
+import GuestModeKit
+
+/// A number for people: whole numbers without decimals, others to two places.
+func formatAmount(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%.2f", value)
+}
+
+func csvField(_ text: String) -> String {
+    guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+    return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+func percent(_ value: Double?) -> String { value.map { String(format: "%.1f%%", $0 * 100) } ?? "" }
+func hours(_ value: Double?) -> String { value.map { String(format: "%.1f", $0) } ?? "" }
+
+/// How a merge or migration resolved one record conflict, in a sentence.
+enum ConflictText {
+    static func describe(_ conflict: RecordConflict) -> String {
+        let resolution: String
+        switch conflict.resolution {
+        case .keptGuest: resolution = "the guest's record kept (updated \(Timestamp.format(conflict.guestUpdatedAt))); the account's archived"
+        case .keptAccount: resolution = "the account's record kept (updated \(Timestamp.format(conflict.accountUpdatedAt))); the guest's archived"
+        case .keptBoth: resolution = "both kept; the guest's moves to \(conflict.guestKeyAfter ?? "?")"
+        }
+        return "\(conflict.collection)/\(conflict.key): \(resolution)"
+    }
+}
