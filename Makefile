@@ -2,6 +2,7 @@
 #   make run       build, then walk every profile with `guestmode tour`
 #   make test      build and run every test, lint the man pages
 #   make bench     measure guestmode against sqlite3, bsdtar and zstd
+#   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
 
 PREFIX ?= /usr/local
@@ -13,7 +14,7 @@ DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc
 
-.PHONY: all deps build run test lint-man bench install uninstall clean
+.PHONY: all deps build run test lint-man check-layout format lint bench install uninstall clean
 
 all: build
 
@@ -36,9 +37,21 @@ run: build
 	$(DEBUG_BIN) tour
 
 test: deps
+	bash scripts/check-layout.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) lint-man
+
+check-layout:
+	bash scripts/check-layout.sh
+
+FORMATTED = Sources Tests Package.swift
+
+format:
+	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
+
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
 
 lint-man:
 	mandoc -Tlint -Wwarning man/*.1 man/*.5

@@ -43,6 +43,13 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
+            name: "CommandLineTests",
+            dependencies: [
+                "guestmode",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
             name: "EndToEndTests",
             dependencies: ["guestmode"]
         ),

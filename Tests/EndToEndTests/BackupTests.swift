@@ -41,25 +41,25 @@ let perUserTables = [
 
 extension Sandbox {
     /// A habits store at ./guestmode.sqlite with data in every per-user table.
-    static func withBackupData() throws -> Sandbox {
-        let sandbox = try Sandbox.withStore("habits")
+    static func withBackupData() async throws -> Sandbox {
+        let sandbox = try await Sandbox.withStore("habits")
         try sandbox.write("fill.sql", backupFixtureSQL)
-        let filled = try sandbox.shell("sqlite3 guestmode.sqlite < fill.sql")
+        let filled = try await sandbox.shell("sqlite3 guestmode.sqlite < fill.sql")
         #expect(filled.status == 0, "\(filled.stderr)")
         return sandbox
     }
 
     /// Every table's rows in rowid order, as sqlite3 prints them.
-    func dump(_ store: String, _ table: String) throws -> String {
-        let result = try shell("sqlite3 -json \(store) 'SELECT * FROM \(table) ORDER BY rowid'")
+    func dump(_ store: String, _ table: String) async throws -> String {
+        let result = try await shell("sqlite3 -json \(store) 'SELECT * FROM \(table) ORDER BY rowid'")
         #expect(result.status == 0, "\(result.stderr)")
         return result.stdout
     }
 
     /// Runs a Python script with the sandbox as its working directory.
-    func python(_ script: String) throws {
+    func python(_ script: String) async throws {
         try write("make.py", script)
-        let result = try shell("python3 make.py")
+        let result = try await shell("python3 make.py")
         #expect(result.status == 0, "python failed: \(result.stderr)")
     }
 }
@@ -67,59 +67,59 @@ extension Sandbox {
 @Suite("Backup archives")
 struct BackupTests {
     @Test("export every user, import into a fresh store: every row identical", arguments: ["tar.zst", "tar.gz", "zip"])
-    func roundTrip(format: String) throws {
-        let sandbox = try Sandbox.withBackupData()
+    func roundTrip(format: String) async throws {
+        let sandbox = try await Sandbox.withBackupData()
         let archive = format == "tar.zst" ? "all.gmbackup" : "all.\(format)"
-        let exported = try sandbox.run("backup", "export", "--all", "--out", archive, "--format", format, "--json")
+        let exported = try await sandbox.run("backup", "export", "--all", "--out", archive, "--format", format, "--json")
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect((exported.object["users"] as? Int) == 2)
         let mode = try FileManager.default.attributesOfItem(atPath: sandbox.path(archive))[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600)
-        #expect(try sandbox.run("backup", "verify", "--full", archive).status == 0)
+        #expect(try await sandbox.run("backup", "verify", "--full", archive).status == 0)
 
-        #expect(try sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
-        let imported = try sandbox.run("--store", "fresh.sqlite", "backup", "import", archive)
+        #expect(try await sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
+        let imported = try await sandbox.run("--store", "fresh.sqlite", "backup", "import", archive)
         #expect(imported.status == 0, "\(imported.stderr)")
         for table in perUserTables {
-            let original = try sandbox.dump("guestmode.sqlite", table)
+            let original = try await sandbox.dump("guestmode.sqlite", table)
             #expect(!original.isEmpty, "fixture has no rows in \(table)")
-            #expect(try sandbox.dump("fresh.sqlite", table) == original, "table \(table) differs after the round trip")
+            #expect(try await sandbox.dump("fresh.sqlite", table) == original, "table \(table) differs after the round trip")
         }
-        let check = try sandbox.run("--store", "fresh.sqlite", "db", "check")
+        let check = try await sandbox.run("--store", "fresh.sqlite", "db", "check")
         #expect(check.status == 0, "\(check.stdout)")
     }
 
     @Test("a second import fails on existing users unless told to skip or replace, and a dry run changes nothing")
-    func conflicts() throws {
-        let sandbox = try Sandbox.withBackupData()
-        #expect(try sandbox.run("backup", "export", "u1", "--out", "u1.gmbackup").status == 0)
+    func conflicts() async throws {
+        let sandbox = try await Sandbox.withBackupData()
+        #expect(try await sandbox.run("backup", "export", "u1", "--out", "u1.gmbackup").status == 0)
         // Compared row by row: opening a store for writing rewrites its file header even when nothing changes.
-        let before = try perUserTables.map { try sandbox.dump("guestmode.sqlite", $0) }
-        let refused = try sandbox.run("backup", "import", "u1.gmbackup", "--json")
+        let before = try await perUserTables.asyncMap { try await sandbox.dump("guestmode.sqlite", $0) }
+        let refused = try await sandbox.run("backup", "import", "u1.gmbackup", "--json")
         #expect(refused.status == 14)
         #expect(refused.errorJSON["code"] as? String == "user_exists")
-        #expect(try perUserTables.map { try sandbox.dump("guestmode.sqlite", $0) } == before)
-        let dry = try sandbox.run("backup", "import", "u1.gmbackup", "--on-conflict", "replace", "--dry-run", "--json")
+        #expect(try await perUserTables.asyncMap { try await sandbox.dump("guestmode.sqlite", $0) } == before)
+        let dry = try await sandbox.run("backup", "import", "u1.gmbackup", "--on-conflict", "replace", "--dry-run", "--json")
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.object["replaced"] as? [String] == ["u1"])
-        #expect(try perUserTables.map { try sandbox.dump("guestmode.sqlite", $0) } == before)
-        let skipped = try sandbox.run("backup", "import", "u1.gmbackup", "--on-conflict", "skip", "--json")
+        #expect(try await perUserTables.asyncMap { try await sandbox.dump("guestmode.sqlite", $0) } == before)
+        let skipped = try await sandbox.run("backup", "import", "u1.gmbackup", "--on-conflict", "skip", "--json")
         #expect(skipped.status == 0)
         #expect(skipped.object["skipped"] as? [String] == ["u1"])
-        let replaced = try sandbox.run("backup", "import", "u1.gmbackup", "--on-conflict", "replace")
+        let replaced = try await sandbox.run("backup", "import", "u1.gmbackup", "--on-conflict", "replace")
         #expect(replaced.status == 0, "\(replaced.stderr)")
-        #expect(try sandbox.dump("guestmode.sqlite", "identities").contains("sub-1"))
+        #expect(try await sandbox.dump("guestmode.sqlite", "identities").contains("sub-1"))
     }
 
     @Test("hostile and broken archives exit 65 and leave the store unchanged", arguments: [
         "absolute", "dotdot", "symlink", "hardlink", "device", "directory", "duplicate", "unknown", "zip-dotdot",
         "zip-symlink", "bomb", "garbage", "empty", "truncated", "renamed", "no-manifest", "newer-version",
     ])
-    func hostile(kind: String) throws {
-        let sandbox = try Sandbox.withBackupData()
-        let name = try makeHostileArchive(kind, in: sandbox)
+    func hostile(kind: String) async throws {
+        let sandbox = try await Sandbox.withBackupData()
+        let name = try await makeHostileArchive(kind, in: sandbox)
         let before = try sandbox.snapshot()
-        let imported = try sandbox.run("backup", "import", name, "--json")
+        let imported = try await sandbox.run("backup", "import", name, "--json")
         #expect(imported.status == 65, "\(kind): \(imported.stderr)")
         let message = imported.errorJSON["message"] as? String ?? ""
         #expect(message.contains(name), "\(kind): \(message)")
@@ -127,29 +127,29 @@ struct BackupTests {
             #expect(message.contains("version 2") && message.contains("up to 1"), "\(message)")
         }
         #expect(try sandbox.snapshot() == before, "\(kind) changed the store")
-        #expect(try sandbox.run("backup", "verify", "--full", name).status == 65)
+        #expect(try await sandbox.run("backup", "verify", "--full", name).status == 65)
     }
 
     @Test("limits on entry count, entry size and total size are enforced while reading (the bomb case covers the ratio)",
           arguments: [["--max-entries", "5"], ["--max-entry-size", "100"], ["--max-total-size", "2000"]])
-    func limits(limit: [String]) throws {
-        let sandbox = try Sandbox.withBackupData()
-        #expect(try sandbox.run("backup", "export", "--all", "--out", "all.gmbackup").status == 0)
+    func limits(limit: [String]) async throws {
+        let sandbox = try await Sandbox.withBackupData()
+        #expect(try await sandbox.run("backup", "export", "--all", "--out", "all.gmbackup").status == 0)
         let before = try sandbox.snapshot()
-        let imported = try sandbox.run(arguments: ["backup", "import", "all.gmbackup", "--on-conflict", "replace"] + limit)
+        let imported = try await sandbox.run(arguments: ["backup", "import", "all.gmbackup", "--on-conflict", "replace"] + limit)
         #expect(imported.status == 65, "\(limit): \(imported.stderr)")
         #expect(imported.stderr.contains("refusing"))
         #expect(try sandbox.snapshot() == before)
     }
 
     @Test("one flipped byte in an archive's data makes verify --full and import fail", arguments: ["tar.zst", "tar.gz", "zip"])
-    func flippedByte(format: String) throws {
-        let sandbox = try Sandbox.withBackupData()
+    func flippedByte(format: String) async throws {
+        let sandbox = try await Sandbox.withBackupData()
         let archive = format == "tar.zst" ? "u2.gmbackup" : "u2.\(format)"
-        #expect(try sandbox.run("backup", "export", "u2", "--out", archive).status == 0)
-        #expect(try sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
+        #expect(try await sandbox.run("backup", "export", "u2", "--out", archive).status == 0)
+        #expect(try await sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
         // Offsets inside the compressed data of the records entry (zip) or of the whole stream (tar).
-        try sandbox.python("""
+        try await sandbox.python("""
             import zipfile, sys
             name = '\(archive)'
             data = open(name, 'rb').read()
@@ -169,24 +169,24 @@ struct BackupTests {
         let before = try sandbox.snapshot("fresh.sqlite")
         for index in 0..<3 {
             let flipped = "flipped\(index)-\(archive)"
-            let verified = try sandbox.run("backup", "verify", "--full", flipped)
+            let verified = try await sandbox.run("backup", "verify", "--full", flipped)
             #expect(verified.status == 65, "\(flipped) verified: \(verified.stdout)")
-            let imported = try sandbox.run("--store", "fresh.sqlite", "backup", "import", flipped)
+            let imported = try await sandbox.run("--store", "fresh.sqlite", "backup", "import", flipped)
             #expect(imported.status == 65, "\(flipped) imported: \(imported.stderr)")
             #expect(try sandbox.snapshot("fresh.sqlite") == before)
         }
     }
 
     @Test("push to an unwritable destination exits 75 and keeps the queue; the next push drains it")
-    func pushKeepsQueueUntilWritten() throws {
-        let sandbox = try Sandbox.withBackupData()
+    func pushKeepsQueueUntilWritten() async throws {
+        let sandbox = try await Sandbox.withBackupData()
         sandbox.environment["GUESTMODE_NOW"] = "2026-06-01T12:00:00Z"
         try sandbox.write("plain-file", "not a directory")
         for destination in ["missing-dir", "plain-file/sub"] {
-            let pushed = try sandbox.run("backup", "push", "--to", destination, "--retry-now", "--json")
+            let pushed = try await sandbox.run("backup", "push", "--to", destination, "--retry-now", "--json")
             #expect(pushed.status == 75, "\(destination): \(pushed.stderr)")
         }
-        let queue = try sandbox.run("backup", "queue", "--json")
+        let queue = try await sandbox.run("backup", "queue", "--json")
         let entries = queue.json as? [[String: Any]] ?? []
         #expect(entries.compactMap { $0["user_id"] as? String }.sorted() == ["u1", "u2"])
         for entry in entries {
@@ -196,67 +196,67 @@ struct BackupTests {
         }
         // Not yet due: nothing is tried and nothing fails.
         try FileManager.default.createDirectory(atPath: sandbox.path("backups"), withIntermediateDirectories: false)
-        let early = try sandbox.run("backup", "push", "--to", "backups", "--json")
+        let early = try await sandbox.run("backup", "push", "--to", "backups", "--json")
         #expect(early.status == 0)
         #expect((early.object["waiting"] as? [Any])?.count == 2)
 
-        let pushed = try sandbox.run("--now", "2026-06-01T12:05:00Z", "backup", "push", "--to", "backups", "--json")
+        let pushed = try await sandbox.run("--now", "2026-06-01T12:05:00Z", "backup", "push", "--to", "backups", "--json")
         #expect(pushed.status == 0, "\(pushed.stderr)")
         #expect((pushed.object["pushed"] as? [Any])?.count == 2)
-        #expect((try sandbox.run("backup", "queue", "--json").json as? [Any])?.isEmpty == true)
+        #expect((try await sandbox.run("backup", "queue", "--json").json as? [Any])?.isEmpty == true)
         for user in ["u1", "u2"] {
-            let verified = try sandbox.run("backup", "verify", "--full", "backups/\(user).gmbackup")
+            let verified = try await sandbox.run("backup", "verify", "--full", "backups/\(user).gmbackup")
             #expect(verified.status == 0, "\(verified.stdout)")
         }
     }
 
     @Test("entries that failed --max-attempts times are held, kept, and reported with exit 75")
-    func pushHoldsAfterMaxAttempts() throws {
-        let sandbox = try Sandbox.withBackupData()
-        #expect(try sandbox.run("backup", "push", "--to", "missing", "--retry-now").status == 75)
-        let held = try sandbox.run("backup", "push", "--to", "missing", "--max-attempts", "1", "--json")
+    func pushHoldsAfterMaxAttempts() async throws {
+        let sandbox = try await Sandbox.withBackupData()
+        #expect(try await sandbox.run("backup", "push", "--to", "missing", "--retry-now").status == 75)
+        let held = try await sandbox.run("backup", "push", "--to", "missing", "--max-attempts", "1", "--json")
         #expect(held.status == 75)
         #expect((held.object["held"] as? [Any])?.count == 2)
-        #expect((try sandbox.run("backup", "queue", "--json").json as? [Any])?.count == 2)
+        #expect((try await sandbox.run("backup", "queue", "--json").json as? [Any])?.count == 2)
     }
 
     @Test("inspect shows the header and manifest; export refuses unknown users and mismatched names")
-    func inspectAndUsage() throws {
-        let sandbox = try Sandbox.withBackupData()
-        #expect(try sandbox.run("backup", "export", "u1", "u2", "--out", "two.tar.gz").status == 0)
-        let inspected = try sandbox.run("backup", "inspect", "two.tar.gz", "--json")
+    func inspectAndUsage() async throws {
+        let sandbox = try await Sandbox.withBackupData()
+        #expect(try await sandbox.run("backup", "export", "u1", "u2", "--out", "two.tar.gz").status == 0)
+        let inspected = try await sandbox.run("backup", "inspect", "two.tar.gz", "--json")
         #expect(inspected.status == 0)
         let header = inspected.object["header"] as? [String: Any]
         #expect(header?["format_version"] as? Int == 1)
         #expect(header?["users"] as? [String] == ["u1", "u2"])
         #expect(((inspected.object["manifest"] as? [String: Any])?["tables"] as? [String: Int])?["records"] == 201)
-        #expect(try sandbox.run("backup", "export", "nobody", "--out", "x.gmbackup").status == 66)
-        #expect(try sandbox.run("backup", "export", "u1", "--out", "x.zip", "--format", "tar.gz").status == 64)
-        #expect(try sandbox.run("backup", "export", "u1", "--out", "x.gmbackup", "--level", "99").status == 64)
-        #expect(try sandbox.run("backup", "export", "u1", "--out", "no-such-dir/x.gmbackup").status == 73)
-        #expect(try sandbox.run("backup", "inspect", "absent.gmbackup").status == 66)
+        #expect(try await sandbox.run("backup", "export", "nobody", "--out", "x.gmbackup").status == 66)
+        #expect(try await sandbox.run("backup", "export", "u1", "--out", "x.zip", "--format", "tar.gz").status == 64)
+        #expect(try await sandbox.run("backup", "export", "u1", "--out", "x.gmbackup", "--level", "99").status == 64)
+        #expect(try await sandbox.run("backup", "export", "u1", "--out", "no-such-dir/x.gmbackup").status == 73)
+        #expect(try await sandbox.run("backup", "inspect", "absent.gmbackup").status == 66)
     }
 
     @Test("the man page documents every backup subcommand and option and lints clean")
-    func manPage() throws {
+    func manPage() async throws {
         let sandbox = try Sandbox()
         let page = try String(
             contentsOf: Sandbox.packageRoot.appendingPathComponent("man/guestmode-backup.1"), encoding: .utf8)
         for subcommand in ["export", "import", "verify", "inspect", "queue", "push"] {
             #expect(page.contains(".It Cm \(subcommand)") || page.contains("Nm guestmode backup \(subcommand)"), "\(subcommand)")
-            let help = try sandbox.run("backup", subcommand, "--help")
+            let help = try await sandbox.run("backup", subcommand, "--help")
             let options = Set(help.stdout.matches(of: /--[a-z][a-z-]+/).map { String($0.output) })
                 .subtracting(["--help", "--version", "--store", "--now", "--json", "--quiet", "--verbose"])
             for option in options {
                 #expect(page.contains("Fl \(option.dropFirst())"), "guestmode-backup(1) does not document \(option) of backup \(subcommand)")
             }
         }
-        let lint = try sandbox.shell("mandoc -Tlint -Wwarning '\(Sandbox.packageRoot.path)/man/guestmode-backup.1'")
+        let lint = try await sandbox.shell("mandoc -Tlint -Wwarning '\(Sandbox.packageRoot.path)/man/guestmode-backup.1'")
         #expect(lint.status == 0, "\(lint.stdout)\(lint.stderr)")
     }
 
     /// Writes a broken or hostile archive into the sandbox and returns its name.
-    private func makeHostileArchive(_ kind: String, in sandbox: Sandbox) throws -> String {
+    private func makeHostileArchive(_ kind: String, in sandbox: Sandbox) async throws -> String {
         let header = #"{"format":"guestmode-backup","format_version":1,"tool_version":"0.1.0","profile":{"name":"habits","version":1},"users":["u9"],"created":"2026-01-01T00:00:00.000Z"}"#
         let prelude = """
             import io, tarfile, zipfile, stat
@@ -272,22 +272,22 @@ struct BackupTests {
                 tar.addfile(info)
 
             """
-        func tarGz(_ body: String) throws -> String {
-            try sandbox.python(prelude + "with tarfile.open('hostile.tar.gz', 'w:gz') as tar:\n    regular(tar, 'header.json', header)\n" + body)
+        func tarGz(_ body: String) async throws -> String {
+            try await sandbox.python(prelude + "with tarfile.open('hostile.tar.gz', 'w:gz') as tar:\n    regular(tar, 'header.json', header)\n" + body)
             return "hostile.tar.gz"
         }
         switch kind {
-        case "absolute": return try tarGz("    regular(tar, '/etc/guestmode-owned', b'x')\n")
-        case "dotdot": return try tarGz("    regular(tar, 'data/../../escape.ndjson', b'x')\n")
-        case "symlink": return try tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.SYMTYPE, '/etc/passwd')\n")
-        case "hardlink": return try tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.LNKTYPE, 'header.json')\n")
-        case "device": return try tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.CHRTYPE)\n")
-        case "directory": return try tarGz("    special(tar, 'data/users', tarfile.DIRTYPE)\n")
-        case "duplicate": return try tarGz("    regular(tar, 'header.json', header)\n")
-        case "unknown": return try tarGz("    regular(tar, 'run-me.sh', b'#!/bin/sh\\n')\n")
-        case "no-manifest": return try tarGz("    regular(tar, 'data/users/000001.ndjson', b'{\"id\":\"u9\"}\\n')\n")
+        case "absolute": return try await tarGz("    regular(tar, '/etc/guestmode-owned', b'x')\n")
+        case "dotdot": return try await tarGz("    regular(tar, 'data/../../escape.ndjson', b'x')\n")
+        case "symlink": return try await tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.SYMTYPE, '/etc/passwd')\n")
+        case "hardlink": return try await tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.LNKTYPE, 'header.json')\n")
+        case "device": return try await tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.CHRTYPE)\n")
+        case "directory": return try await tarGz("    special(tar, 'data/users', tarfile.DIRTYPE)\n")
+        case "duplicate": return try await tarGz("    regular(tar, 'header.json', header)\n")
+        case "unknown": return try await tarGz("    regular(tar, 'run-me.sh', b'#!/bin/sh\\n')\n")
+        case "no-manifest": return try await tarGz("    regular(tar, 'data/users/000001.ndjson', b'{\"id\":\"u9\"}\\n')\n")
         case "zip-dotdot", "zip-symlink":
-            try sandbox.python(prelude + """
+            try await sandbox.python(prelude + """
                 with zipfile.ZipFile('hostile.zip', 'w') as archive:
                     archive.writestr('header.json', header)
                     if '\(kind)' == 'zip-dotdot':
@@ -300,31 +300,31 @@ struct BackupTests {
                 """)
             return "hostile.zip"
         case "bomb":
-            try sandbox.python(prelude + """
+            try await sandbox.python(prelude + """
                 with tarfile.open('bomb.tar', 'w') as tar:
                     regular(tar, 'header.json', header)
                     regular(tar, 'data/records/000001.ndjson', bytes(64 << 20))
                 """)
-            let compressed = try sandbox.shell("zstd -q -19 --rm bomb.tar -o bomb.gmbackup")
+            let compressed = try await sandbox.shell("zstd -q -19 --rm bomb.tar -o bomb.gmbackup")
             #expect(compressed.status == 0, "\(compressed.stderr)")
             return "bomb.gmbackup"
         case "garbage":
-            try sandbox.shell("head -c 4096 /dev/urandom > garbage.gmbackup")
+            try await sandbox.shell("head -c 4096 /dev/urandom > garbage.gmbackup")
             return "garbage.gmbackup"
         case "empty":
             try sandbox.write("empty.gmbackup", "")
             return "empty.gmbackup"
         case "truncated":
-            #expect(try sandbox.run("backup", "export", "--all", "--out", "full.gmbackup").status == 0)
-            try sandbox.shell("head -c $(( $(stat -c %s full.gmbackup) / 2 )) full.gmbackup > truncated.gmbackup")
+            #expect(try await sandbox.run("backup", "export", "--all", "--out", "full.gmbackup").status == 0)
+            try await sandbox.shell("head -c $(( $(stat -c %s full.gmbackup) / 2 )) full.gmbackup > truncated.gmbackup")
             return "truncated.gmbackup"
         case "renamed":
-            #expect(try sandbox.run("backup", "export", "u1", "--out", "real.tar.gz").status == 0)
-            try sandbox.shell("cp real.tar.gz renamed.zip")
+            #expect(try await sandbox.run("backup", "export", "u1", "--out", "real.tar.gz").status == 0)
+            try await sandbox.shell("cp real.tar.gz renamed.zip")
             return "renamed.zip"
         case "newer-version":
             let newer = header.replacingOccurrences(of: #""format_version":1"#, with: #""format_version":2"#)
-            try sandbox.python(prelude + """
+            try await sandbox.python(prelude + """
                 with tarfile.open('newer.tar.gz', 'w:gz') as tar:
                     regular(tar, 'header.json', b'\(newer)')
                 """)

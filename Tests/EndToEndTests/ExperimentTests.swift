@@ -24,18 +24,18 @@ private let vectorProfile = """
 
 @Suite("Experiments: GrowthBook-compatible assignment through the binary")
 struct ExperimentTests {
-    func vectorStore() throws -> Sandbox {
+    func vectorStore() async throws -> Sandbox {
         let sandbox = try Sandbox()
         try sandbox.write("vectors.yaml", vectorProfile)
-        #expect(try sandbox.run("init", "--profile", "./vectors.yaml").status == 0)
+        #expect(try await sandbox.run("init", "--profile", "./vectors.yaml").status == 0)
         let users = "{\"user\":\"a\",\"action\":\"app_opened\"}\n{\"user\":\"b\",\"action\":\"app_opened\"}\n"
-        let tracked = try sandbox.run("track", "--from", "-", "--create-users", "--now", "2026-11-01T00:00:00Z", input: users)
+        let tracked = try await sandbox.run("track", "--from", "-", "--create-users", "--now", "2026-11-01T00:00:00Z", input: users)
         #expect(tracked.status == 0, "\(tracked.stderr)")
         return sandbox
     }
 
-    func assignments(_ sandbox: Sandbox, _ user: String) throws -> [String: [String: Any]] {
-        let result = try sandbox.run("experiment", "assign", user, "--json", "--now", "2026-11-01T00:00:00Z")
+    func assignments(_ sandbox: Sandbox, _ user: String) async throws -> [String: [String: Any]] {
+        let result = try await sandbox.run("experiment", "assign", user, "--json", "--now", "2026-11-01T00:00:00Z")
         #expect(result.status == 0, "\(result.stderr)")
         var byName: [String: [String: Any]] = [:]
         for assignment in result.object["assignments"] as? [[String: Any]] ?? [] {
@@ -45,15 +45,15 @@ struct ExperimentTests {
     }
 
     @Test("buckets equal GrowthBook's hash v2 vectors and variants follow its bucket ranges")
-    func matchesGrowthBook() throws {
-        let sandbox = try vectorStore()
+    func matchesGrowthBook() async throws {
+        let sandbox = try await vectorStore()
         // cases.json: hash("seed", "a", 2) = 0.0505 and hash("seed", "b", 2) = 0.2696.
-        let a = try assignments(sandbox, "a")
+        let a = try await assignments(sandbox, "a")
         #expect(a["uneven"]?["bucket"] as? Double == 0.0505)
         #expect(a["uneven"]?["variant"] as? String == "small")
         // Half coverage: ranges [0, 0.25) and [0.5, 0.75).
         #expect(a["half_coverage"]?["variant"] as? String == "left")
-        let b = try assignments(sandbox, "b")
+        let b = try await assignments(sandbox, "b")
         #expect(b["uneven"]?["bucket"] as? Double == 0.2696)
         #expect(b["uneven"]?["variant"] as? String == "large")
         #expect(b["half_coverage"]?["variant"] == nil || b["half_coverage"]?["variant"] is NSNull)
@@ -61,29 +61,29 @@ struct ExperimentTests {
     }
 
     @Test("a user's variant is the same in every store and on every run, and sticky")
-    func stable() throws {
-        let first = try vectorStore()
-        let second = try vectorStore()
-        let once = try assignments(first, "a")["uneven"]?["variant"] as? String
-        #expect(once == (try assignments(second, "a")["uneven"]?["variant"] as? String))
-        let rerun = try assignments(first, "a")["uneven"]
+    func stable() async throws {
+        let first = try await vectorStore()
+        let second = try await vectorStore()
+        let once = try await assignments(first, "a")["uneven"]?["variant"] as? String
+        #expect(once == (try await assignments(second, "a")["uneven"]?["variant"] as? String))
+        let rerun = try await assignments(first, "a")["uneven"]
         #expect(rerun?["variant"] as? String == once)
         #expect(rerun?["is_new"] as? Bool == false)
-        let text = try first.run("experiment", "assign", "a", "uneven")
+        let text = try await first.run("experiment", "assign", "a", "uneven")
         #expect(text.stdout.contains("uneven"))
         #expect(text.stdout.contains("kept"))
     }
 
     @Test("100,000 users split within 1% of the recipes weights")
-    func split() throws {
-        let sandbox = try Sandbox.withStore("recipes")
+    func split() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
         var log = ""
         log.reserveCapacity(100_000 * 80)
         for index in 0..<100_000 {
             log += "{\"user\":\"guest-\(index)\",\"action\":\"app_opened\",\"at\":\"2026-11-01T09:00:00Z\"}\n"
         }
         try sandbox.write("users.ndjson", log)
-        let replayed = try sandbox.run("replay", "users.ndjson", "--json")
+        let replayed = try await sandbox.run("replay", "users.ndjson", "--json")
         #expect(replayed.status == 0, "\(replayed.stderr)")
         let variants = (replayed.object["experiments"] as? [String: Any])?["variants"] as? [[String: Any]] ?? []
         #expect(variants.count == 5)

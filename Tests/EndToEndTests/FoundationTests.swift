@@ -5,12 +5,12 @@ import Testing
 struct FoundationTests {
     @Test("init binds each template and profile show --json prints its numbers",
           arguments: ["subscriptions", "voice", "recipes", "habits"])
-    func initAndShow(profile: String) throws {
+    func initAndShow(profile: String) async throws {
         let sandbox = try Sandbox()
-        let created = try sandbox.run("init", "--profile", profile, "--store", "s.sqlite")
+        let created = try await sandbox.run("init", "--profile", profile, "--store", "s.sqlite")
         #expect(created.status == 0)
         #expect(created.stdout.contains("created s.sqlite"))
-        let shown = try sandbox.run("--store", "s.sqlite", "profile", "show", "--json")
+        let shown = try await sandbox.run("--store", "s.sqlite", "profile", "show", "--json")
         #expect(shown.status == 0, "\(shown.stderr)")
         let document = shown.object
         #expect(document["name"] as? String == profile)
@@ -61,27 +61,27 @@ struct FoundationTests {
     }
 
     @Test("init refuses to overwrite a store without --force, and replaces it with --force")
-    func initRefusesOverwrite() throws {
-        let sandbox = try Sandbox.withStore("voice")
+    func initRefusesOverwrite() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
         let before = try sandbox.snapshot()
-        let again = try sandbox.run("init", "--profile", "subscriptions")
+        let again = try await sandbox.run("init", "--profile", "subscriptions")
         #expect(again.status == 73)
         #expect(again.stderr.contains("--force"))
         #expect(try sandbox.snapshot() == before)
-        let forced = try sandbox.run("init", "--profile", "subscriptions", "--force")
+        let forced = try await sandbox.run("init", "--profile", "subscriptions", "--force")
         #expect(forced.status == 0)
-        #expect(try sandbox.run("profile", "show", "--json").object["name"] as? String == "subscriptions")
+        #expect(try await sandbox.run("profile", "show", "--json").object["name"] as? String == "subscriptions")
     }
 
     @Test("the store file is created with mode 0600")
-    func storeMode() throws {
-        let sandbox = try Sandbox.withStore("habits")
+    func storeMode() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
         let attributes = try FileManager.default.attributesOfItem(atPath: sandbox.path("guestmode.sqlite"))
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
     }
 
     @Test("a profile with three mistakes gets three file:line messages and exit 65")
-    func threeMistakes() throws {
+    func threeMistakes() async throws {
         let sandbox = try Sandbox()
         try sandbox.write("bad.yaml", """
             name: Bad Name
@@ -93,7 +93,7 @@ struct FoundationTests {
               premium:
                 capz: 3
             """)
-        let result = try sandbox.run("profile", "validate", "bad.yaml")
+        let result = try await sandbox.run("profile", "validate", "bad.yaml")
         #expect(result.status == 65)
         let lines = result.stderr.split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
@@ -105,51 +105,51 @@ struct FoundationTests {
     }
 
     @Test("malformed YAML is located too")
-    func malformedYAML() throws {
+    func malformedYAML() async throws {
         let sandbox = try Sandbox()
         try sandbox.write("broken.yaml", "name: x\nversion: 1\ntiers: [\n  guest\n")
-        let result = try sandbox.run("profile", "validate", "broken.yaml")
+        let result = try await sandbox.run("profile", "validate", "broken.yaml")
         #expect(result.status == 65)
         #expect(result.stderr.contains("broken.yaml:"))
         #expect(result.stderr.contains("malformed YAML"))
     }
 
     @Test("every template validates")
-    func templatesValidate() throws {
+    func templatesValidate() async throws {
         let sandbox = try Sandbox()
-        let list = try sandbox.run("profile", "list", "--json")
+        let list = try await sandbox.run("profile", "list", "--json")
         let names = (list.json as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
         #expect(names == ["habits", "recipes", "subscriptions", "voice"])
         for name in names {
-            #expect(try sandbox.run("profile", "validate", name).status == 0)
+            #expect(try await sandbox.run("profile", "validate", name).status == 0)
         }
     }
 
     @Test("a missing file exits 66, an unknown option 64, both as JSON with --json")
-    func exitCodes() throws {
+    func exitCodes() async throws {
         let sandbox = try Sandbox()
-        let missing = try sandbox.run("profile", "validate", "nope.yaml")
+        let missing = try await sandbox.run("profile", "validate", "nope.yaml")
         #expect(missing.status == 66)
         #expect(missing.stderr.hasPrefix("guestmode: profile file"))
-        let unknown = try sandbox.run("profile", "validate", "x.yaml", "--bogus")
+        let unknown = try await sandbox.run("profile", "validate", "x.yaml", "--bogus")
         #expect(unknown.status == 64)
         #expect(unknown.stderr.contains("--bogus"))
-        let missingJSON = try sandbox.run("--json", "profile", "validate", "nope.yaml")
+        let missingJSON = try await sandbox.run("--json", "profile", "validate", "nope.yaml")
         #expect(missingJSON.status == 66)
         #expect(missingJSON.errorJSON["code"] as? String == "profile_not_found")
-        let unknownJSON = try sandbox.run("profile", "validate", "--bogus", "--json")
+        let unknownJSON = try await sandbox.run("profile", "validate", "--bogus", "--json")
         #expect(unknownJSON.status == 64)
         #expect(unknownJSON.errorJSON["code"] as? String == "usage")
-        let noStore = try sandbox.run("db", "status")
+        let noStore = try await sandbox.run("db", "status")
         #expect(noStore.status == 66)
         #expect(noStore.stderr.contains("guestmode init"))
-        let badNow = try sandbox.run("tour", "--now", "yesterday")
+        let badNow = try await sandbox.run("tour", "--now", "yesterday")
         #expect(badNow.status == 64)
     }
 
     @Test("a store from a future schema version is refused with 65 and left byte-for-byte unchanged")
-    func futureSchema() throws {
-        let sandbox = try Sandbox.withStore("subscriptions")
+    func futureSchema() async throws {
+        let sandbox = try await Sandbox.withStore("subscriptions")
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         sqlite.arguments = [sandbox.path("guestmode.sqlite"), "INSERT INTO grdb_migrations VALUES ('v99-from-the-future')"]
@@ -158,7 +158,7 @@ struct FoundationTests {
         #expect(sqlite.terminationStatus == 0)
         let before = try sandbox.snapshot()
         for command in [["db", "status"], ["db", "migrate"], ["profile", "show"], ["db", "check"]] {
-            let result = try sandbox.run(arguments: command)
+            let result = try await sandbox.run(arguments: command)
             #expect(result.status == 65, "\(command)")
             #expect(result.stderr.contains("newer guestmode"))
             #expect(result.stderr.contains("v99-from-the-future"))
@@ -167,54 +167,54 @@ struct FoundationTests {
     }
 
     @Test("a file that is not a store is refused with 65")
-    func notAStore() throws {
+    func notAStore() async throws {
         let sandbox = try Sandbox()
         try sandbox.write("junk.sqlite", String(repeating: "not a database ", count: 100))
-        let result = try sandbox.run("--store", "junk.sqlite", "db", "status")
+        let result = try await sandbox.run("--store", "junk.sqlite", "db", "status")
         #expect(result.status == 65)
     }
 
     @Test("db status, migrate and check on a healthy store")
-    func databaseCommands() throws {
-        let sandbox = try Sandbox.withStore("recipes")
-        let status = try sandbox.run("db", "status", "--json")
+    func databaseCommands() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
+        let status = try await sandbox.run("db", "status", "--json")
         #expect(status.status == 0)
         let schema = status.object["schema"] as? [String: Any]
         #expect((schema?["pending"] as? [String])?.isEmpty == true)
         #expect((schema?["applied"] as? [String])?.first == "v1-initial")
         #expect(status.object["profile"] as? String == "recipes")
-        let migrate = try sandbox.run("db", "migrate")
+        let migrate = try await sandbox.run("db", "migrate")
         #expect(migrate.status == 0)
         #expect(migrate.stdout.contains("up to date"))
-        let check = try sandbox.run("db", "check", "--json")
+        let check = try await sandbox.run("db", "check", "--json")
         #expect(check.status == 0)
         #expect(check.object["ok"] as? Bool == true)
     }
 
     @Test("GUESTMODE_STORE and global options before the command name")
-    func environmentAndGlobalOrder() throws {
+    func environmentAndGlobalOrder() async throws {
         let sandbox = try Sandbox()
         sandbox.environment["GUESTMODE_STORE"] = sandbox.path("env.sqlite")
-        #expect(try sandbox.run("init", "--profile", "voice").status == 0)
+        #expect(try await sandbox.run("init", "--profile", "voice").status == 0)
         #expect(FileManager.default.fileExists(atPath: sandbox.path("env.sqlite")))
-        let shown = try sandbox.run("--json", "profile", "show")
+        let shown = try await sandbox.run("--json", "profile", "show")
         #expect(shown.object["name"] as? String == "voice")
     }
 
     @Test("a reader that stops early ends guestmode quietly")
-    func brokenPipe() throws {
-        let sandbox = try Sandbox.withStore("voice")
+    func brokenPipe() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
         let lines = (0..<3000).map { #"{"user":"u\#($0)","action":"app_opened"}"# }.joined(separator: "\n")
-        #expect(try sandbox.run("track", "--from", "-", "--create-users", "--quiet", input: lines).status == 0)
-        let piped = try sandbox.shell("\"\(Sandbox.binary.path)\" user list | head -n 2")
+        #expect(try await sandbox.run("track", "--from", "-", "--create-users", "--quiet", input: lines).status == 0)
+        let piped = try await sandbox.shell("\"\(Sandbox.binary.path)\" user list | head -n 2")
         #expect(piped.stdout.split(separator: "\n").count == 2)
         #expect(piped.stderr.isEmpty, "\(piped.stderr.prefix(300))")
     }
 
     @Test("the tour walks every profile")
-    func tour() throws {
+    func tour() async throws {
         let sandbox = try Sandbox()
-        let result = try sandbox.run("tour")
+        let result = try await sandbox.run("tour")
         #expect(result.status == 0, "\(result.stderr)")
         for name in ["recipes", "subscriptions", "voice", "habits"] {
             #expect(result.stdout.contains("== \(name)"))

@@ -9,6 +9,8 @@ final class Sandbox {
     var environment: [String: String]
 
     init() throws {
+        // A child that exits before reading its input must not end the test process by SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("guestmode-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -40,7 +42,7 @@ final class Sandbox {
         return packageRoot.appendingPathComponent(".build/debug/guestmode")
     }()
 
-    struct Result {
+    struct Result: Sendable {
         var status: Int32
         var stdout: String
         var stderr: String
@@ -54,26 +56,45 @@ final class Sandbox {
     }
 
     @discardableResult
-    func run(_ arguments: String..., input: String? = nil) throws -> Result {
-        try run(arguments: arguments, input: input.map { Data($0.utf8) })
+    func run(_ arguments: String..., input: String? = nil) async throws -> Result {
+        try await run(arguments: arguments, input: input.map { Data($0.utf8) })
     }
 
-    func run(arguments: [String], input: Data? = nil, environment extra: [String: String] = [:]) throws -> Result {
-        try launch(Sandbox.binary, arguments: arguments, input: input, environment: extra)
+    func run(arguments: [String], input: Data? = nil, environment extra: [String: String] = [:]) async throws -> Result {
+        try await launch(Sandbox.binary, arguments: arguments, input: input, environment: extra)
     }
 
     /// Runs a shell script in the sandbox directory (sqlite3, python3, zstd, bsdtar).
     @discardableResult
-    func shell(_ script: String) throws -> Result {
-        try launch(URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", script], input: nil, environment: [:])
+    func shell(_ script: String) async throws -> Result {
+        try await launch(URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", script], input: nil, environment: [:])
     }
 
-    private func launch(_ executable: URL, arguments: [String], input: Data?, environment extra: [String: String]) throws -> Result {
+    /// Waits for the child on a thread of its own: a blocking wait on one of
+    /// Swift Testing's few cooperative workers would stall every other test.
+    private func launch(
+        _ executable: URL, arguments: [String], input: Data?, environment extra: [String: String]
+    ) async throws -> Result {
+        let directory = directory
+        let environment = environment.merging(extra) { $1 }
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Swift.Result {
+                    try Sandbox.launchAndWait(
+                        executable, arguments: arguments, input: input, environment: environment, directory: directory)
+                })
+            }
+        }
+    }
+
+    private static func launchAndWait(
+        _ executable: URL, arguments: [String], input: Data?, environment: [String: String], directory: URL
+    ) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = directory
-        process.environment = environment.merging(extra) { $1 }
+        process.environment = environment
         let stdout = Pipe()
         let stderr = Pipe()
         let stdin = Pipe()
@@ -92,7 +113,8 @@ final class Sandbox {
                 group.leave()
             }
         }
-        if let input { stdin.fileHandleForWriting.write(input) }
+        // A child may exit without reading its input; that is its answer, not a test failure.
+        if let input { try? stdin.fileHandleForWriting.write(contentsOf: input) }
         try stdin.fileHandleForWriting.close()
         process.waitUntilExit()
         group.wait()
@@ -114,9 +136,9 @@ final class Sandbox {
     func snapshot(_ name: String = "guestmode.sqlite") throws -> Data { try read(name) }
 
     /// A store bound to a template, at ./guestmode.sqlite.
-    static func withStore(_ profile: String) throws -> Sandbox {
+    static func withStore(_ profile: String) async throws -> Sandbox {
         let sandbox = try Sandbox()
-        let result = try sandbox.run("init", "--profile", profile)
+        let result = try await sandbox.run("init", "--profile", profile)
         #expect(result.status == 0, "init failed: \(result.stderr)")
         return sandbox
     }
@@ -124,4 +146,13 @@ final class Sandbox {
 
 final class DataBox: @unchecked Sendable {
     var data = Data()
+}
+
+extension Sequence {
+    /// `map` for transforms that run the binary.
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
 }

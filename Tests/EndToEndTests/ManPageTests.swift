@@ -76,17 +76,17 @@ struct ManPageTests {
         }
     }
 
-    static func pages(suffix: String) throws -> [Page] {
+    static func pages(suffix: String) async throws -> [Page] {
         let files = try FileManager.default.contentsOfDirectory(atPath: manDirectory.path)
             .filter { $0.hasSuffix(suffix) }.sorted()
-        return try files.map { file in
+        return try await files.asyncMap { file in
             Page(file: file, text: try String(contentsOf: manDirectory.appendingPathComponent(file), encoding: .utf8))
         }
     }
 
     /// The top-level commands of `guestmode --experimental-dump-help`.
-    static func commands() throws -> [Command] {
-        let result = try Sandbox().run("--experimental-dump-help")
+    static func commands() async throws -> [Command] {
+        let result = try await Sandbox().run("--experimental-dump-help")
         #expect(result.status == 0, "dump-help failed: \(result.stderr)")
         guard let document = result.object["command"] as? [String: Any] else {
             Issue.record("--experimental-dump-help printed no command tree")
@@ -112,9 +112,9 @@ struct ManPageTests {
     }
 
     @Test("every command has a page naming it, and the page documents every option of it and its subcommands")
-    func everyCommandAndOptionIsDocumented() throws {
-        let pages = try Self.pages(suffix: ".1")
-        let commands = try Self.commands()
+    func everyCommandAndOptionIsDocumented() async throws {
+        let pages = try await Self.pages(suffix: ".1")
+        let commands = try await Self.commands()
         #expect(commands.count >= 14, "expected the commands of the binary, got \(commands.map(\.name))")
         for command in commands {
             if Self.pagesPending.contains(command.name) {
@@ -144,7 +144,7 @@ struct ManPageTests {
     }
 
     @Test("guestmode(1) documents the global options, the environment and the exit status table")
-    func mainPage() throws {
+    func mainPage() async throws {
         let url = Self.manDirectory.appendingPathComponent("guestmode.1")
         let page = Page(file: "guestmode.1", text: try String(contentsOf: url, encoding: .utf8))
         #expect(page.names == ["guestmode"])
@@ -164,7 +164,7 @@ struct ManPageTests {
         #expect(statuses == Self.exitStatuses, "guestmode.1 EXIT STATUS lists \(statuses), DESIGN §3 has \(Self.exitStatuses)")
         // Every page of man/ is listed in SEE ALSO.
         let seeAlso = page.section("SEE ALSO").joined(separator: "\n")
-        for other in try Self.pages(suffix: ".1") + Self.pages(suffix: ".5") where other.file != "guestmode.1" {
+        for other in try await Self.pages(suffix: ".1") + Self.pages(suffix: ".5") where other.file != "guestmode.1" {
             let parts = other.file.split(separator: ".")
             #expect(
                 seeAlso.contains("Xr \(parts[0]) \(parts[1])"),
@@ -173,7 +173,7 @@ struct ManPageTests {
     }
 
     @Test("the profile format page exists and covers every top-level key")
-    func profileFormatPage() throws {
+    func profileFormatPage() async throws {
         let url = Self.manDirectory.appendingPathComponent("guestmode-profile.5")
         let page = Page(file: "guestmode-profile.5", text: try String(contentsOf: url, encoding: .utf8))
         for key in [
@@ -185,8 +185,8 @@ struct ManPageTests {
     }
 
     @Test("mandoc -Tlint -Wwarning finds nothing", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/mandoc")))
-    func mandocLint() throws {
-        let files = try (Self.pages(suffix: ".1") + Self.pages(suffix: ".5")).map {
+    func mandocLint() async throws {
+        let files = try await (Self.pages(suffix: ".1") + Self.pages(suffix: ".5")).map {
             Self.manDirectory.appendingPathComponent($0.file).path
         }
         #expect(files.count >= 14)

@@ -28,11 +28,11 @@ private func eventLog(events: Int, users: Int) -> String {
 @Suite("Replay and reports through the binary")
 struct ReplayReportTests {
     @Test("replaying 100,000 events gives the totals 'report prompts' gives after ingesting the same log and prompts")
-    func replayMatchesReport() throws {
-        let sandbox = try Sandbox.withStore("recipes")
+    func replayMatchesReport() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
         try sandbox.write("events.ndjson", eventLog(events: 100_000, users: 1_000))
         let before = try sandbox.snapshot()
-        let replayed = try sandbox.run("replay", "events.ndjson", "--decisions", "shown.ndjson", "--json")
+        let replayed = try await sandbox.run("replay", "events.ndjson", "--decisions", "shown.ndjson", "--json")
         #expect(replayed.status == 0, "\(replayed.stderr)")
         #expect(try sandbox.snapshot() == before, "replay must not touch the store")
         #expect(replayed.object["events"] as? Int == 100_000)
@@ -42,11 +42,11 @@ struct ReplayReportTests {
         let decisions = String(decoding: try sandbox.read("shown.ndjson"), as: UTF8.self).split(separator: "\n")
         #expect(decisions.count == shown)
 
-        let ingested = try sandbox.run("track", "--from", "events.ndjson", "--create-users")
+        let ingested = try await sandbox.run("track", "--from", "events.ndjson", "--create-users")
         #expect(ingested.status == 0, "\(ingested.stderr)")
-        let recorded = try sandbox.run("prompt", "record", "--from", "shown.ndjson", "--json")
+        let recorded = try await sandbox.run("prompt", "record", "--from", "shown.ndjson", "--json")
         #expect(recorded.object["recorded"] as? Int == shown)
-        let report = try sandbox.run("report", "prompts", "--json")
+        let report = try await sandbox.run("report", "prompts", "--json")
         #expect(report.status == 0)
         let replayTotals = try #require(replayed.object["prompts"] as? NSDictionary)
         #expect(replayTotals == report.object as NSDictionary)
@@ -54,9 +54,9 @@ struct ReplayReportTests {
         #expect(total == shown)
     }
 
-    @Test("replay lists who would have seen what, and can try another profile")
-    func replayListing() throws {
-        let sandbox = try Sandbox.withStore("recipes")
+    @Test("replay lists who would have seen what, and can try await another profile")
+    func replayListing() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
         let log = """
             {"user":"ann","action":"recipe_created","at":"2026-11-01T09:00:00Z"}
             {"user":"ann","action":"video_generated","at":"2026-11-01T10:00:00Z"}
@@ -65,52 +65,52 @@ struct ReplayReportTests {
 
             """
         try sandbox.write("small.ndjson", log)
-        let listed = try sandbox.run("replay", "small.ndjson")
+        let listed = try await sandbox.run("replay", "small.ndjson")
         #expect(listed.status == 0, "\(listed.stderr)")
         #expect(listed.stdout.contains("replayed 4 events of 1 users under profile recipes"))
         #expect(listed.stdout.contains("CONTEXT"))
-        let quiet = try sandbox.run("replay", "small.ndjson", "--quiet", "--profile", "voice")
+        let quiet = try await sandbox.run("replay", "small.ndjson", "--quiet", "--profile", "voice")
         #expect(quiet.status == 65, "voice does not know recipe actions: \(quiet.stdout)")
         #expect(quiet.stderr.contains("small.ndjson:1:"))
-        let missing = try sandbox.run("replay", "nope.ndjson")
+        let missing = try await sandbox.run("replay", "nope.ndjson")
         #expect(missing.status == 66)
         let elsewhere = try Sandbox()
         try elsewhere.write("small.ndjson", log)
-        #expect(try elsewhere.run("replay", "small.ndjson").status == 66)
-        #expect(try elsewhere.run("replay", "small.ndjson", "--profile", "recipes", "--quiet").status == 0)
-        #expect(try sandbox.run("replay", "small.ndjson", "--decisions", "-", "--json").status == 64)
-        let stdout = try sandbox.run("replay", "small.ndjson", "--decisions", "-", "--quiet")
+        #expect(try await elsewhere.run("replay", "small.ndjson").status == 66)
+        #expect(try await elsewhere.run("replay", "small.ndjson", "--profile", "recipes", "--quiet").status == 0)
+        #expect(try await sandbox.run("replay", "small.ndjson", "--decisions", "-", "--json").status == 64)
+        let stdout = try await sandbox.run("replay", "small.ndjson", "--decisions", "-", "--quiet")
         #expect(stdout.stdout.contains("\"outcome\":\"shown\""))
     }
 
     @Test("reports: funnel, prompts, experiments and usage in table, JSON and CSV, with a period")
-    func reports() throws {
-        let sandbox = try Sandbox.withStore("recipes")
-        let converted = try sandbox.recipesGuest()
-        let other = try sandbox.recipesGuest(variant: "aggressive")
-        _ = try sandbox.recipesGuest(at: "2026-12-01T00:00:00Z")
-        _ = try sandbox.run("prompt", "record", converted, "first_recipe_success", "shown", "--now", "2026-11-01T10:00:00Z")
-        _ = try sandbox.run("prompt", "record", converted, "first_recipe_success", "completed", "--now", "2026-11-01T10:01:00Z")
-        _ = try sandbox.run("prompt", "record", other, "reengagement", "shown", "--now", "2026-11-05T10:00:00Z")
-        _ = try sandbox.run("prompt", "record", other, "reengagement", "dismissed", "--now", "2026-11-05T10:00:10Z")
-        _ = try sandbox.run("link", converted, "--provider", "google", "--subject", "g-1", "--now", "2026-11-01T15:00:00Z")
+    func reports() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
+        let converted = try await sandbox.recipesGuest()
+        let other = try await sandbox.recipesGuest(variant: "aggressive")
+        _ = try await sandbox.recipesGuest(at: "2026-12-01T00:00:00Z")
+        _ = try await sandbox.run("prompt", "record", converted, "first_recipe_success", "shown", "--now", "2026-11-01T10:00:00Z")
+        _ = try await sandbox.run("prompt", "record", converted, "first_recipe_success", "completed", "--now", "2026-11-01T10:01:00Z")
+        _ = try await sandbox.run("prompt", "record", other, "reengagement", "shown", "--now", "2026-11-05T10:00:00Z")
+        _ = try await sandbox.run("prompt", "record", other, "reengagement", "dismissed", "--now", "2026-11-05T10:00:10Z")
+        _ = try await sandbox.run("link", converted, "--provider", "google", "--subject", "g-1", "--now", "2026-11-01T15:00:00Z")
 
-        let funnel = try sandbox.run("report", "funnel", "--json", "--until", "2026-11-15")
+        let funnel = try await sandbox.run("report", "funnel", "--json", "--until", "2026-11-15")
         #expect(funnel.object["guests"] as? Int == 2)
         #expect(funnel.object["prompted"] as? Int == 2)
         #expect(funnel.object["linked"] as? Int == 1)
         #expect(abs((funnel.object["median_hours_to_link"] as? Double ?? 0) - 6) < 0.001)
-        #expect((try sandbox.run("report", "funnel", "--json")).object["guests"] as? Int == 3)
+        #expect((try await sandbox.run("report", "funnel", "--json")).object["guests"] as? Int == 3)
 
-        let prompts = try sandbox.run("report", "prompts", "--format", "csv")
+        let prompts = try await sandbox.run("report", "prompts", "--format", "csv")
         #expect(prompts.stdout.hasPrefix("context,shown,dismissed,later,never,completed,conversion\n"))
         #expect(prompts.stdout.contains("first_recipe_success,1,0,0,0,1,100.0%"))
         #expect(prompts.stdout.contains("reengagement,1,1,0,0,0,0.0%"))
         #expect(prompts.stdout.contains("total,2,1,0,0,1,50.0%"))
-        let early = try sandbox.run("report", "prompts", "--json", "--since", "2026-11-02")
+        let early = try await sandbox.run("report", "prompts", "--json", "--since", "2026-11-02")
         #expect((early.object["total"] as? [String: Any])?["shown"] as? Int == 1)
 
-        let experiments = try sandbox.run("report", "experiments", "--json")
+        let experiments = try await sandbox.run("report", "experiments", "--json")
         let variants = experiments.object["variants"] as? [[String: Any]] ?? []
         let control = variants.first { $0["variant"] as? String == "control" }
         #expect(control?["users"] as? Int == 2)
@@ -118,14 +118,14 @@ struct ReplayReportTests {
         let rate = control?["rate"] as? [String: Any]
         #expect(rate?["rate"] as? Double == 0.5)
         #expect((rate?["low"] as? Double ?? 1) < 0.5 && (rate?["high"] as? Double ?? 0) > 0.5)
-        let table = try sandbox.run("report", "experiments")
+        let table = try await sandbox.run("report", "experiments")
         #expect(table.stdout.contains("CI95_LOW"))
 
-        let usage = try sandbox.run("report", "usage", "--json")
+        let usage = try await sandbox.run("report", "usage", "--json")
         #expect(((usage.object["meters"] as? [[String: Any]])?.first)?["meter"] as? String == "video_generations")
 
-        #expect(try sandbox.run("report", "prompts", "--since", "2026-11-05", "--until", "2026-11-01").status == 64)
-        #expect(try sandbox.run("report", "prompts", "--since", "last tuesday").status == 64)
-        #expect(try sandbox.run("report", "prompts", "--format", "xml").status == 64)
+        #expect(try await sandbox.run("report", "prompts", "--since", "2026-11-05", "--until", "2026-11-01").status == 64)
+        #expect(try await sandbox.run("report", "prompts", "--since", "last tuesday").status == 64)
+        #expect(try await sandbox.run("report", "prompts", "--format", "xml").status == 64)
     }
 }

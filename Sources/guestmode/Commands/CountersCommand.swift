@@ -3,7 +3,8 @@ import Foundation
 import GuestModeKit
 
 struct CountersCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show a user's counters, one per action.")
+    static let configuration = CommandConfiguration(
+        commandName: "counters",abstract: "Show a user's counters, one per action.")
 
     @OptionGroup var global: GlobalOptions
 

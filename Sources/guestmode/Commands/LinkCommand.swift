@@ -4,6 +4,7 @@ import GuestModeKit
 
 struct LinkCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "link",
         abstract: "Upgrade a user in place by binding a sign-in identity to it.",
         discussion: """
             The user keeps its id, so its records, counters, usage, plans and sessions stay. An identity \

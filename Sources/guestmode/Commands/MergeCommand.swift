@@ -4,6 +4,7 @@ import GuestModeKit
 
 struct MergeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "merge",
         abstract: "Fold a guest into an existing account in one atomic operation.",
         discussion: """
             For when 'link' failed with identity_already_exists: the person already has an account. \

@@ -4,6 +4,7 @@ import GuestModeKit
 
 struct TourCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "tour",
         abstract: "Walk each profile end to end on a temporary store and narrate what happens.",
         discussion: """
             The tour is the first thing to run: it creates a throwaway store per profile, drives it the way an \

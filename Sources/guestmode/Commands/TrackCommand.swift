@@ -4,6 +4,7 @@ import GuestModeKit
 
 struct TrackCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "track",
         abstract: "Record what a user did, one event or a whole NDJSON log.",
         discussion: """
             An event bumps the user's counter for the action by --count. A repeated --id (idempotency key) \

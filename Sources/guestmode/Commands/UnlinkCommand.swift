@@ -4,6 +4,7 @@ import GuestModeKit
 
 struct UnlinkCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "unlink",
         abstract: "Remove a user's identity; a user left without one is anonymous again.")
 
     @OptionGroup var global: GlobalOptions
