@@ -292,7 +292,8 @@ struct SQLiteTransfer {
                 arguments: [source, target, collection, candidate]) == true
             if !isTaken { return candidate }
         }
-        return key  // Not reached: the candidates never run out.
+        // The candidates never run out; this only satisfies the compiler.
+        throw GuestModeError(.internalFailure, code: "no_free_key", "no free key for '\(key)' in \(collection)")
     }
 
     private func collectionFilter(_ collections: [String]?, alias: String?) -> String {
