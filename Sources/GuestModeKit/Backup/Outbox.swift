@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// A user whose data changed since their last backup was pushed.
 public struct OutboxEntry: Codable, Sendable, Equatable {
@@ -10,6 +9,14 @@ public struct OutboxEntry: Codable, Sendable, Equatable {
     public var attempts: Int
     public var lastError: String?
     public var nextAttemptAt: String?
+
+    public init(userId: String, queuedAt: String, attempts: Int, lastError: String?, nextAttemptAt: String?) {
+        self.userId = userId
+        self.queuedAt = queuedAt
+        self.attempts = attempts
+        self.lastError = lastError
+        self.nextAttemptAt = nextAttemptAt
+    }
 }
 
 public struct BackupPushReport: Codable, Sendable {
@@ -43,7 +50,7 @@ public struct BackupPushReport: Codable, Sendable {
 
 extension GuestMode {
     public func backupQueue() throws -> [OutboxEntry] {
-        try store.read { db in try Self.outboxEntries(db) }
+        try store.outboxEntries()
     }
 
     /// Writes one archive per due outbox entry into `directory` (replacing
@@ -54,16 +61,19 @@ extension GuestMode {
         to directory: String, maxAttempts: Int, retryNow: Bool, now: Date, toolVersion: String
     ) throws -> BackupPushReport {
         guard maxAttempts >= 1 else { throw GuestModeError.usage("--max-attempts must be at least 1") }
+        let retry = OutboxRetryPolicy(maxAttempts: maxAttempts)
         let format = ArchiveFormat(rawValue: profile.backup.format) ?? .tarZstd
         var report = BackupPushReport(destination: directory)
         for entry in try backupQueue() {
-            if entry.attempts >= maxAttempts {
+            switch retry.decision(for: entry, now: now, retryingNow: retryNow) {
+            case .held:
                 report.held.append(entry)
                 continue
-            }
-            if !retryNow, let next = entry.nextAttemptAt.flatMap(Timestamp.parse), next > now {
+            case .waiting:
                 report.waiting.append(entry)
                 continue
+            case .due:
+                break
             }
             let archive = URL(fileURLWithPath: directory)
                 .appendingPathComponent("\(Self.fileName(for: entry.userId)).\(format.fileExtension)").path
@@ -71,51 +81,27 @@ extension GuestMode {
                 try Self.requireDirectory(directory)
                 _ = try exportBackup(.users([entry.userId]), to: archive, format: format, now: now, toolVersion: toolVersion)
             } catch let error as GuestModeError where error.code == "user_not_found" {
-                try store.write { db in
-                    try db.execute(
-                        sql: "DELETE FROM outbox WHERE user_id = ? AND queued_at = ?", arguments: [entry.userId, entry.queuedAt])
+                if try store.dropOutboxEntry(userID: entry.userId, queuedAt: entry.queuedAt) {
+                    report.dropped.append(entry.userId)
                 }
-                report.dropped.append(entry.userId)
                 continue
             } catch let error as GuestModeError where [.cannotCreate, .ioError, .tryAgainLater].contains(error.kind) {
                 let attempts = entry.attempts + 1
-                let next = Timestamp.format(now.addingTimeInterval(Self.retryDelay(afterAttempts: attempts)))
-                try store.write { db in
-                    try db.execute(
-                        sql: "UPDATE outbox SET attempts = ?, last_error = ?, next_attempt_at = ? WHERE user_id = ?",
-                        arguments: [attempts, error.message, next, entry.userId])
-                }
-                report.failed.append(.init(user: entry.userId, error: error.message, attempts: attempts, nextAttemptAt: next))
+                let next = retry.nextAttempt(afterAttempts: attempts, failedAt: now)
+                try store.recordPushFailure(userID: entry.userId, attempts: attempts, error: error.message, nextAttemptAt: next)
+                report.failed.append(
+                    .init(user: entry.userId, error: error.message, attempts: attempts, nextAttemptAt: Timestamp.format(next)))
                 continue
             }
-            let requeued = try store.write { db in
-                try db.execute(
-                    sql: "DELETE FROM outbox WHERE user_id = ? AND queued_at = ?", arguments: [entry.userId, entry.queuedAt])
-                if db.changesCount == 1 { return false }
-                // Changed while the archive was written: keep it queued, but the destination works.
-                try db.execute(
-                    sql: "UPDATE outbox SET attempts = 0, last_error = NULL, next_attempt_at = NULL WHERE user_id = ?",
-                    arguments: [entry.userId])
-                return true
-            }
-            report.pushed.append(.init(user: entry.userId, archive: archive, requeued: requeued))
+            let outcome = try store.recordPushSuccess(userID: entry.userId, queuedAt: entry.queuedAt)
+            report.pushed.append(.init(user: entry.userId, archive: archive, requeued: outcome == .keptQueued))
         }
         return report
     }
 
-    static func outboxEntries(_ db: Database) throws -> [OutboxEntry] {
-        try Row.fetchAll(
-            db, sql: "SELECT user_id, queued_at, attempts, last_error, next_attempt_at FROM outbox ORDER BY queued_at, user_id"
-        ).map { row in
-            OutboxEntry(
-                userId: row["user_id"], queuedAt: row["queued_at"], attempts: row["attempts"],
-                lastError: row["last_error"], nextAttemptAt: row["next_attempt_at"])
-        }
-    }
-
-    /// Doubles from one minute up to an hour, so a long outage costs a try an hour.
+    /// The wait after the `attempts`-th failed push in a row (`OutboxRetryPolicy`).
     static func retryDelay(afterAttempts attempts: Int) -> TimeInterval {
-        min(60 * pow(2, Double(max(attempts - 1, 0))), 3600)
+        OutboxRetryPolicy.delay(afterAttempts: attempts)
     }
 
     /// User ids become file names; anything outside a safe set is percent-encoded

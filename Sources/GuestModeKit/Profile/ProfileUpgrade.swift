@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// What moving a store to a new version of its profile would do.
 public struct ProfileUpgradePlan: Codable, Sendable {
@@ -19,48 +18,56 @@ public struct ProfileUpgradePlan: Codable, Sendable {
     public var refusals: [String]
 
     public var isApplicable: Bool { refusals.isEmpty }
+
+    public init(
+        profile: String, fromVersion: Int, toVersion: Int, dataSteps: [DataStep], limitChanges: [String],
+        addedCollections: [String], refusals: [String]
+    ) {
+        self.profile = profile
+        self.fromVersion = fromVersion
+        self.toVersion = toVersion
+        self.dataSteps = dataSteps
+        self.limitChanges = limitChanges
+        self.addedCollections = addedCollections
+        self.refusals = refusals
+    }
+
+    /// The error a backend throws instead of applying a plan that is not applicable.
+    public var refusal: GuestModeError? {
+        guard !isApplicable else { return nil }
+        return GuestModeError.badData(
+            "cannot move the store to \(profile) v\(toVersion): \(refusals.joined(separator: "; "))",
+            code: "profile_upgrade_refused")
+    }
 }
 
 extension GuestMode {
     public func planProfileUpgrade(to new: ProfileCatalog.Source) throws -> ProfileUpgradePlan {
-        try store.read { db in try plan(upgradingTo: new.profile, db) }
+        try store.planProfileUpgrade(from: profile, to: new.profile)
     }
 
     /// Applies the upgrade all-or-nothing: data steps and the new profile in
     /// one transaction. Refused plans change nothing.
     public func applyProfileUpgrade(to new: ProfileCatalog.Source, now: Date) throws -> ProfileUpgradePlan {
-        try store.write { db in
-            let plan = try plan(upgradingTo: new.profile, db)
-            guard plan.isApplicable else {
-                throw GuestModeError.badData(
-                    "cannot move the store to \(new.profile.name) v\(new.profile.version): \(plan.refusals.joined(separator: "; "))",
-                    code: "profile_upgrade_refused")
-            }
-            for step in new.profile.upgrade?.steps ?? [] {
-                switch step {
-                case .renameCollection(let from, let to):
-                    try db.execute(sql: "UPDATE records SET collection = ? WHERE collection = ?", arguments: [to, from])
-                case .renameField(let collection, let from, let to):
-                    try db.execute(
-                        sql: """
-                            UPDATE records SET data = json_remove(json_set(data, ?, json(data -> ?)), ?)
-                            WHERE collection = ? AND json_type(data, ?) IS NOT NULL
-                            """,
-                        arguments: ["$.\(to)", "$.\(from)", "$.\(from)", collection, "$.\(from)"])
-                }
-            }
-            for (key, value) in [
-                ("profile_text", new.text), ("profile_origin", new.origin), ("bound_at", Timestamp.format(now)),
-            ] {
-                try db.execute(
-                    sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    arguments: [key, value])
-            }
-            return plan
-        }
+        try store.applyProfileUpgrade(from: profile, to: new, now: now)
     }
+}
 
-    private func plan(upgradingTo new: Profile, _ db: Database) throws -> ProfileUpgradePlan {
+/// Counts of stored records that planning a profile upgrade needs.
+public protocol ProfileUpgradeCensus {
+    /// Records of every owner in `collection`.
+    func recordCount(in collection: String) throws -> Int
+    /// Records of every owner in `collection` whose JSON object has all of
+    /// `fields` at its top level.
+    func recordCount(in collection: String, havingFields fields: [String]) throws -> Int
+}
+
+extension ProfileUpgradePlan {
+    /// Plans moving a store from `profile` to `new`: the data steps the new
+    /// version declares with the records each touches, the limits that
+    /// change, and every reason to refuse. Pure but for `census`, which a
+    /// backend answers inside the transaction that plans (or applies).
+    public init(upgrading profile: Profile, to new: Profile, census: some ProfileUpgradeCensus) throws {
         var refusals: [String] = []
         if new.name != profile.name {
             refusals.append("the store is bound to profile '\(profile.name)', not '\(new.name)'")
@@ -77,7 +84,7 @@ extension GuestMode {
         for step in steps {
             switch step {
             case .renameCollection(let from, let to):
-                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE collection = ?", arguments: [from]) ?? 0
+                let count = try census.recordCount(in: from)
                 if !collectionsAfter.contains(from) {
                     refusals.append("collection '\(from)' to rename is not in the store's profile")
                 }
@@ -88,13 +95,8 @@ extension GuestMode {
                 collectionsAfter.insert(to)
                 dataSteps.append(.init(description: "rename collection \(from) → \(to)", records: count))
             case .renameField(let collection, let from, let to):
-                let count = try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM records WHERE collection = ? AND json_type(data, ?) IS NOT NULL",
-                    arguments: [collection, "$.\(from)"]) ?? 0
-                let clashes = try Int.fetchOne(
-                    db,
-                    sql: "SELECT COUNT(*) FROM records WHERE collection = ? AND json_type(data, ?) IS NOT NULL AND json_type(data, ?) IS NOT NULL",
-                    arguments: [collection, "$.\(from)", "$.\(to)"]) ?? 0
+                let count = try census.recordCount(in: collection, havingFields: [from])
+                let clashes = try census.recordCount(in: collection, havingFields: [from, to])
                 if clashes > 0 {
                     refusals.append("\(clashes) records of \(collection) already have a field '\(to)'; renaming '\(from)' would overwrite it")
                 }
@@ -103,7 +105,7 @@ extension GuestMode {
         }
         let newCollections = Set(new.collections.map(\.name))
         for collection in collectionsAfter.subtracting(newCollections).sorted() {
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE collection = ?", arguments: [collection]) ?? 0
+            let count = try census.recordCount(in: collection)
             if count > 0 {
                 refusals.append("collection '\(collection)' is dropped by the new profile but holds \(count) records; rename it with an upgrade step")
             }
@@ -118,7 +120,7 @@ extension GuestMode {
                 limitChanges.append("\(level.rawValue) \(meter): \(old.allowances[meter].map { String($0) } ?? "unlimited") → \(updated.allowances[meter].map { String($0) } ?? "unlimited")")
             }
         }
-        return ProfileUpgradePlan(
+        self.init(
             profile: new.name, fromVersion: profile.version, toVersion: new.version, dataSteps: dataSteps,
             limitChanges: limitChanges, addedCollections: newCollections.subtracting(collectionsAfter).sorted(),
             refusals: refusals)

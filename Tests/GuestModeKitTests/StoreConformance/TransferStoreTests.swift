@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+@testable import GuestModeKit
+
+@Suite("TransferStore conformance")
+struct TransferStoreTests {
+    @Test(arguments: StoreBackend.allCases)
+    func checkTransferAllowsAGuestIntoAnotherUser(backend: StoreBackend) throws {
+        let (store, engine, guest, account) = try seededTransfer(backend)
+        let before = try observableState(engine)
+        try store.checkTransfer(of: guest, into: account)
+        #expect(errorCode { try store.checkTransfer(of: "nobody", into: account) } == "user_not_found")
+        #expect(errorCode { try store.checkTransfer(of: guest, into: "nobody") } == "user_not_found")
+        #expect(errorCode { try store.checkTransfer(of: guest, into: guest) } == "same_user")
+        #expect(errorCode { try store.checkTransfer(of: account, into: guest) } == "not_a_guest")
+        #expect(try observableState(engine) == before)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func previewCountsEachStepAndChangesNothing(backend: StoreBackend) throws {
+        let (store, engine, guest, account) = try seededTransfer(backend)
+        let before = try observableState(engine)
+        let steps = [
+            TransferStep(name: "profile", movesActivity: true, collections: [], removesGuest: false),
+            TransferStep(name: "recipes", movesActivity: false, collections: ["recipes", "photos"], removesGuest: false),
+            TransferStep(name: "none", movesActivity: false, collections: [], removesGuest: false),
+            TransferStep(name: "cleanup", movesActivity: false, collections: ["profile", "preferences"], removesGuest: true),
+        ]
+        let previews = try store.previewTransfer(of: guest, into: account, steps: steps, profile: engine.profile)
+        #expect(previews.count == 4)
+        #expect(previews[0].rows > 0 && previews[0].conflicts.isEmpty)
+        #expect(previews[1].rows == 3)
+        #expect(previews[1].conflicts.map(\.key) == ["pasta"])
+        #expect(previews[1].conflicts.first?.resolution == .keptBoth)
+        #expect(previews[1].conflicts.first?.guestKeyAfter == "pasta~guest")
+        #expect(previews[2] == TransferStepPreview(rows: 0, conflicts: []))
+        #expect(previews[3].rows == 3, "two records and the guest itself")
+        #expect(previews[3].conflicts.map(\.resolution) == [.keptGuest], "the guest's diet is newer")
+        #expect(try observableState(engine) == before)
+        #expect(errorCode { _ = try store.previewTransfer(of: account, into: guest, steps: steps, profile: engine.profile) } == "not_a_guest")
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func dryRunMergeReportsThePlanAndChangesNothing(backend: StoreBackend) throws {
+        for policy in MergePolicy.allCases {
+            let (store, engine, guest, account) = try seededTransfer(backend)
+            let before = try observableState(engine)
+            let plan = try store.mergeGuest(guest, into: account, policy: policy, dryRun: true, profile: engine.profile, now: day(3))
+            #expect(try observableState(engine) == before)
+            #expect(plan.isDryRun && plan.journalID == nil)
+            #expect(plan.recordsMoved == 5)
+            #expect(Set(plan.conflicts.map(\.key)) == ["pasta", "diet"])
+            let merged = try store.mergeGuest(guest, into: account, policy: policy, dryRun: false, profile: engine.profile, now: day(3))
+            #expect(merged.conflicts == plan.conflicts, "the dry run predicts the merge (\(policy))")
+            #expect(merged.activityMoved == plan.activityMoved)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases, MergePolicy.allCases)
+    func mergeSettlesConflictsByPolicyAndRemovesTheGuest(backend: StoreBackend, policy: MergePolicy) throws {
+        let (store, engine, guest, account) = try seededTransfer(backend)
+        let report = try store.mergeGuest(guest, into: account, policy: policy, dryRun: false, profile: engine.profile, now: day(3))
+        #expect(!report.isDryRun)
+        let journalID = try #require(report.journalID)
+        let journal = try #require(try store.migrationJournal(id: journalID))
+        #expect(journal.kind == "merge" && journal.status == "done" && journal.source == guest && journal.target == account)
+        #expect(errorCode { _ = try engine.user(guest) } == "user_not_found")
+        #expect(try engine.counters(of: account)["app_opened"] == 5)
+        #expect(try engine.counters(of: account)["recipe_created"] == 2)
+        let records = try recordLines(engine, account)
+        for line in [#"profile/me={"name":"Ana"}"#, #"recipes/soup={"by":"guest"}"#, #"photos/p1={"url":"p1"}"#] {
+            #expect(records.contains(line))
+        }
+        let archived = report.conflicts.compactMap(\.archivedData).sorted()
+        switch policy {
+        case .keepGuest:
+            #expect(records.contains(#"recipes/pasta={"by":"guest"}"#) && records.contains(#"preferences/diet={"diet":"vegan"}"#))
+            #expect(archived == [#"{"by":"account"}"#, #"{"diet":"omnivore"}"#])
+        case .keepAccount:
+            #expect(records.contains(#"recipes/pasta={"by":"account"}"#) && records.contains(#"preferences/diet={"diet":"omnivore"}"#))
+            #expect(archived == [#"{"by":"guest"}"#, #"{"diet":"vegan"}"#])
+        case .union:
+            #expect(records.contains(#"recipes/pasta={"by":"account"}"#) && records.contains(#"recipes/pasta~guest={"by":"guest"}"#))
+            #expect(records.contains(#"preferences/diet={"diet":"vegan"}"#))
+            #expect(archived == [#"{"diet":"omnivore"}"#])
+        }
+        #expect(try store.tableCounts()["conflict_archive"] == archived.count)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func refusedMergeChangesNothing(backend: StoreBackend) throws {
+        let (store, engine, guest, account) = try seededTransfer(backend)
+        let before = try observableState(engine)
+        for dryRun in [false, true] {
+            #expect(errorCode {
+                _ = try store.mergeGuest(account, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
+            } == "not_a_guest")
+            #expect(errorCode {
+                _ = try store.mergeGuest(guest, into: "nobody", policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
+            } == "user_not_found")
+            #expect(errorCode {
+                _ = try store.mergeGuest(guest, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
+            } == "same_user")
+        }
+        #expect(try observableState(engine) == before)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func mergeReportsAnAccountPushedOverItsCap(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = try backend.engine(store, profile)
+        let account = try engine.createGuest(device: nil, now: day(1)).id
+        _ = try engine.link(user: account, provider: "apple", subject: "a", email: nil, now: day(1))
+        let guest = try engine.createGuest(device: nil, now: day(1)).id
+        for index in 1...4 {
+            _ = try engine.putRecord(user: account, collection: "subscriptions", key: "a\(index)", json: "{}", now: day(1))
+            _ = try engine.putRecord(user: guest, collection: "subscriptions", key: "g\(index)", json: "{}", now: day(1))
+        }
+        let plan = try store.mergeGuest(guest, into: account, policy: .union, dryRun: true, profile: profile, now: day(2))
+        let merged = try store.mergeGuest(guest, into: account, policy: .union, dryRun: false, profile: profile, now: day(2))
+        for report in [plan, merged] {
+            #expect(report.overCap.map(\.collection) == ["subscriptions"])
+            #expect(report.overCap.first?.used == 8)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func adoptMovesOwnerlessRecordsOnceAndReportsCollisions(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        let engine = try backend.engine(store, profile)
+        let user = try engine.createGuest(device: nil, now: day(1)).id
+        try backend.seedOwnerlessRecords(
+            store, owner: profile.guestOwner,
+            [
+                ("habits", "h1", #"{"name":"Run"}"#), ("completions", "/h1/2026-10-01", #"{"day":"2026-10-01","habit":"h1"}"#),
+                ("completions", "/h1/2026-10-02", #"{"day":"2026-10-02","habit":"h1"}"#), ("awards", "/2026-10-01", #"{"day":"2026-10-01"}"#),
+            ], at: day(1))
+        _ = try engine.putRecord(
+            user: user, collection: "completions", key: "\(user)/h1/2026-10-02", json: #"{"mine":true}"#, now: day(1))
+        let queuedBefore = try store.outboxEntries().filter { $0.userId == user }.map(\.queuedAt)
+
+        let first = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(2))
+        #expect(!first.wasAlreadyAdopted)
+        #expect(first.moved == ["habits": 1, "completions": 1, "awards": 1])
+        #expect(first.collisions == [.init(collection: "completions", key: "/h1/2026-10-02", keyAfter: "\(user)/h1/2026-10-02")])
+        let records = try recordLines(engine, user)
+        #expect(records.contains(#"habits/h1={"name":"Run"}"#))
+        #expect(records.contains(#"completions/\#(user)/h1/2026-10-01={"day":"2026-10-01","habit":"h1"}"#))
+        #expect(records.contains(#"completions/\#(user)/h1/2026-10-02={"mine":true}"#), "a colliding key is not overwritten")
+        #expect(records.contains(#"awards/\#(user)/2026-10-01={"day":"2026-10-01"}"#))
+        #expect(try store.outboxEntries().filter { $0.userId == user }.map(\.queuedAt) != queuedBefore, "a backup is queued")
+
+        let stable = try observableState(engine)
+        let second = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(3))
+        #expect(second.wasAlreadyAdopted && second.moved.isEmpty && second.collisions.isEmpty)
+        #expect(try observableState(engine) == stable, "adopting twice is a no-op")
+        #expect(errorCode { _ = try store.adoptOwnerlessRecords(user: "nobody", profile: profile, now: day(3)) } == "user_not_found")
+        #expect(try observableState(engine) == stable)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func adoptWithNothingOwnerlessStillSetsTheFlag(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        let engine = try backend.engine(store, profile)
+        let user = try engine.createGuest(device: nil, now: day(1)).id
+        let first = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(2))
+        #expect(!first.wasAlreadyAdopted && first.moved.isEmpty)
+        try backend.seedOwnerlessRecords(store, owner: profile.guestOwner, [("habits", "late", "{}")], at: day(3))
+        #expect(try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(4)).wasAlreadyAdopted)
+        #expect(try recordLines(engine, user).isEmpty)
+    }
+}
