@@ -412,7 +412,10 @@ private final class Reader {
             for (option, _, optionValue) in mapping(value, what, allowed: allowed, required: ["price"]) ?? [] {
                 switch option {
                 case "price":
-                    if let text = optionValue.scalar?.string, let price = Decimal(string: text), price >= 0 {
+                    // Plain decimal notation only: Decimal(string:) alone reads ".inf" as 0.
+                    if let text = optionValue.scalar?.string, text.wholeMatch(of: /[0-9]{1,9}(\.[0-9]{1,4})?/) != nil,
+                        let price = Decimal(string: text)
+                    {
                         plan.price = price
                     } else {
                         report(optionValue, "\(what) price must be a non-negative number such as 2.99")

@@ -5,8 +5,15 @@ import Foundation
 /// SQL can compare and sort them as strings and SQLite's date functions read
 /// them directly.
 public enum Timestamp {
+    /// The instants a four-digit year can write: 0001-01-01 to 9999-12-31.
+    static let representable: ClosedRange<TimeInterval> = -62_135_596_800...253_402_300_799.999
+
+    /// Dates outside years 1–9999 are written as the nearest end of that
+    /// range, so no date, however it was computed, makes formatting trap.
     public static func format(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let interval = date.timeIntervalSince1970
+        let clamped = interval.isNaN ? 0 : min(max(interval, representable.lowerBound), representable.upperBound)
+        let milliseconds = Int64((clamped * 1000).rounded(.down))
         var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
         let fraction = Int(milliseconds - Int64(seconds) * 1000)
         var parts = tm()
@@ -41,32 +48,15 @@ public enum Timestamp {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Accepts `2026-11-22`, `2026-11-22T10:00:00Z`, fractional seconds and
-    /// numeric offsets; anything else is nil so callers can say what they expected.
+    /// Accepts exactly `YYYY-MM-DD` (midnight UTC) and
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`. Everything else is nil, so
+    /// callers can say what they expected: no lenient rollover of
+    /// `2026-02-30` into March, no `+99:00` offset, no surrounding spaces.
     public static func parse(_ text: String) -> Date? {
-        if let date = parseUTC(text) { return date }
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let withFraction = ISO8601DateFormatter()
-        withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = withFraction.date(from: trimmed) { return date }
-        let plain = ISO8601DateFormatter()
-        plain.formatOptions = [.withInternetDateTime]
-        if let date = plain.date(from: trimmed) { return date }
-        let dayOnly = ISO8601DateFormatter()
-        dayOnly.formatOptions = [.withFullDate]
-        if trimmed.count == 10, let date = dayOnly.date(from: trimmed) { return date }
-        return nil
-    }
-
-    /// The store's own form, `YYYY-MM-DDTHH:MM:SS[.fff]Z`, parsed without a
-    /// formatter: event logs carry one per line and formatters are costly.
-    private static func parseUTC(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
-        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
-            bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
-            bytes[16] == UInt8(ascii: ":")
-        else { return nil }
+        guard bytes.count >= 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return nil }
         func number(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= bytes.count, !range.isEmpty else { return nil }
             var value = 0
             for index in range {
                 let digit = Int(bytes[index]) - 48
@@ -75,19 +65,45 @@ public enum Timestamp {
             }
             return value
         }
-        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), year >= 1,
+            (1...12).contains(month), (1...31).contains(day)
         else { return nil }
+        if bytes.count == 10 { return civilTime(year, month, day, 0, 0, 0, offsetSeconds: 0) }
+        guard bytes.count >= 20, bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+            bytes[16] == UInt8(ascii: ":"), let hour = number(11..<13), let minute = number(14..<16),
+            let second = number(17..<19), hour < 24, minute < 60, second < 60
+        else { return nil }
+        var index = 19
         var fraction = 0.0
-        if bytes.count > 20 {
-            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21, let digits = number(20..<(bytes.count - 1)) else {
-                return nil
-            }
-            fraction = Double(digits) / pow(10, Double(bytes.count - 21))
-        } else if bytes.count != 20 {
-            return nil
+        if bytes[index] == UInt8(ascii: ".") {
+            let start = index + 1
+            var end = start
+            while end < bytes.count, (48...57).contains(bytes[end]) { end += 1 }
+            guard end > start, end - start <= 9, let digits = number(start..<end) else { return nil }
+            fraction = Double(digits) / pow(10, Double(end - start))
+            index = end
         }
+        guard index < bytes.count else { return nil }
+        var offsetSeconds = 0
+        if bytes[index] == UInt8(ascii: "Z") {
+            guard index + 1 == bytes.count else { return nil }
+        } else {
+            let sign = bytes[index]
+            guard sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-"), index + 6 == bytes.count,
+                bytes[index + 3] == UInt8(ascii: ":"), let hours = number((index + 1)..<(index + 3)),
+                let minutes = number((index + 4)..<(index + 6)), hours <= 14, minutes < 60
+            else { return nil }
+            offsetSeconds = (hours * 3600 + minutes * 60) * (sign == UInt8(ascii: "+") ? 1 : -1)
+        }
+        return civilTime(year, month, day, hour, minute, second, offsetSeconds: offsetSeconds)
+            .map { $0.addingTimeInterval(fraction) }
+    }
+
+    /// The instant of a civil date and time at a UTC offset; nil for a day
+    /// the month does not have.
+    private static func civilTime(
+        _ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int, offsetSeconds: Int
+    ) -> Date? {
         var parts = tm()
         parts.tm_year = Int32(year - 1900)
         parts.tm_mon = Int32(month - 1)
@@ -96,8 +112,9 @@ public enum Timestamp {
         parts.tm_min = Int32(minute)
         parts.tm_sec = Int32(second)
         let seconds = timegm(&parts)
-        guard parts.tm_mday == Int32(day) else { return nil }
-        return Date(timeIntervalSince1970: TimeInterval(seconds) + fraction)
+        // timegm normalises 30 February into March; a changed day means the date does not exist.
+        guard parts.tm_mday == Int32(day), parts.tm_mon == Int32(month - 1) else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(seconds - offsetSeconds))
     }
 
     public static func parseOrThrow(_ text: String, what: String) throws -> Date {
@@ -128,7 +145,7 @@ public struct TimeSpan: Codable, Sendable, Equatable, CustomStringConvertible {
     public init?(parsing text: String) {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         let digits = trimmed.prefix(while: \.isNumber)
-        guard let amount = Int(digits), amount >= 0 else { return nil }
+        guard digits.count <= 9, let amount = Int(digits), amount >= 0 else { return nil }
         let suffix = trimmed.dropFirst(digits.count).trimmingCharacters(in: .whitespaces)
         let units: [String: Unit] = [
             "s": .seconds, "sec": .seconds, "second": .seconds, "seconds": .seconds,
@@ -139,8 +156,22 @@ public struct TimeSpan: Codable, Sendable, Equatable, CustomStringConvertible {
             "mo": .months, "month": .months, "months": .months,
             "y": .years, "year": .years, "years": .years,
         ]
-        guard let unit = units[suffix] else { return nil }
+        guard let unit = units[suffix], amount <= TimeSpan.largest(unit) else { return nil }
         self.init(amount: amount, unit: unit)
+    }
+
+    /// The longest span accepted in each unit, about 10,000 years: far
+    /// beyond any trial or cooldown, and well inside what dates can hold.
+    public static func largest(_ unit: Unit) -> Int {
+        switch unit {
+        case .seconds: 315_576_000_000
+        case .minutes: 5_259_600_000
+        case .hours: 87_660_000
+        case .days: 3_652_500
+        case .weeks: 521_785
+        case .months: 120_000
+        case .years: 10_000
+        }
     }
 
     public var description: String {

@@ -34,6 +34,13 @@ struct BackupCommand: ParsableCommand {
         func validate() throws {
             if all && !users.isEmpty { throw ValidationError("give either USER… or --all, not both") }
             if !all && users.isEmpty { throw ValidationError("name the users to export, or pass --all") }
+            if let level {
+                switch format ?? ArchiveFormat.named(by: out) ?? .tarZstd {
+                case .tarZstd: try requireInRange(level, 1...19, "--level for tar.zst")
+                case .tarGzip: try requireInRange(level, 1...9, "--level for tar.gz")
+                case .zip: try requireInRange(level, 0...9, "--level for zip")
+                }
+            }
             if let format, let named = ArchiveFormat.named(by: out), named != format {
                 throw ValidationError("--out '\(out)' is named like a \(named.rawValue) archive but --format is \(format.rawValue); make them agree")
             }
@@ -200,6 +207,10 @@ struct BackupCommand: ParsableCommand {
 
         @Flag(name: .long, help: "Try every entry now, even those whose next retry time has not come.")
         var retryNow = false
+
+        func validate() throws {
+            try requireInRange(maxAttempts, 1...1_000, "--max-attempts")
+        }
 
         func run() throws {
             let engine = try global.openEngine()

@@ -49,7 +49,7 @@ struct TrackCommand: ParsableCommand {
             if user == nil || action == nil { throw ValidationError("missing USER and ACTION (or --from FILE)") }
             if skipInvalid || createUsers { throw ValidationError("--skip-invalid and --create-users go with --from") }
         }
-        if count < 1 { throw ValidationError("--count must be at least 1") }
+        try requireInRange(count, 1...1_000_000_000, "--count")
         for property in properties where !property.contains("=") {
             throw ValidationError("--prop '\(property)' must be name=value")
         }

@@ -25,7 +25,7 @@ struct UserCommand: ParsableCommand {
 
         func validate() throws {
             if anonymous && linked { throw ValidationError("--anonymous and --linked exclude each other") }
-            if let inactiveDays, inactiveDays < 0 { throw ValidationError("--inactive-days must not be negative") }
+            if let inactiveDays { try requireInRange(inactiveDays, 0...36_500, "--inactive-days") }
         }
 
         func run() throws {
@@ -127,7 +127,7 @@ struct UserCommand: ParsableCommand {
         var includeWithData = false
 
         func validate() throws {
-            if inactiveDays < 1 { throw ValidationError("--inactive-days must be at least 1") }
+            try requireInRange(inactiveDays, 1...36_500, "--inactive-days")
             if !dryRun && !yes { throw ValidationError("purging cannot be undone; add --yes, or look first with --dry-run") }
         }
 

@@ -12,3 +12,12 @@ struct RecordLocation: ParsableArguments {
     @Argument(help: "The collection.") var collection: String
     @Argument(help: "The record key.") var key: String
 }
+
+/// Numeric options are checked against a documented range before any
+/// arithmetic, so no value typed on the command line can overflow.
+func requireInRange(_ value: Int, _ range: ClosedRange<Int>, _ option: String) throws {
+    guard range.contains(value) else {
+        throw ValidationError(
+            "\(option) must be between \(range.lowerBound) and \(range.upperBound), not \(value)")
+    }
+}
