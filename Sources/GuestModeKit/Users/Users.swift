@@ -140,6 +140,9 @@ extension GuestMode {
             lastSeenBefore: filter.inactiveDays.map { TimeSpan(amount: $0, unit: .days).subtracted(from: now) })
     }
 
+    /// Everything `user show` reports. The user, its identities, counters,
+    /// records and plans (so its tier) come from one read; meter usage is
+    /// the meter area's and is read after it, one meter at a time.
     public func details(of id: String, now: Date) throws -> UserDetails {
         let overview = try store.userOverview(id: id)
         return UserDetails(
