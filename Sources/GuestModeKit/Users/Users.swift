@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 public struct User: Codable, Sendable, Equatable {
     public var id: String
@@ -10,6 +9,19 @@ public struct User: Codable, Sendable, Equatable {
     public var lastSeenAt: Date
     public var linkedAt: Date?
 
+    public init(
+        id: String, device: String?, state: UserState, promptState: String, createdAt: Date, lastSeenAt: Date,
+        linkedAt: Date?
+    ) {
+        self.id = id
+        self.device = device
+        self.state = state
+        self.promptState = promptState
+        self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
+        self.linkedAt = linkedAt
+    }
+
     /// The user's first activity: a guest exists from its first event.
     public var firstSeenAt: Date { createdAt }
 }
@@ -19,6 +31,13 @@ public struct Identity: Codable, Sendable, Equatable {
     public var subject: String
     public var email: String?
     public var linkedAt: Date
+
+    public init(provider: String, subject: String, email: String?, linkedAt: Date) {
+        self.provider = provider
+        self.subject = subject
+        self.email = email
+        self.linkedAt = linkedAt
+    }
 }
 
 /// A legacy anonymous username/secret pair an app kept for a guest; only a
@@ -51,6 +70,15 @@ public struct UserSummary: Codable, Sendable, Equatable {
     public var lastSeenAt: Date
     public var identities: Int
     public var records: Int
+
+    public init(id: String, state: UserState, createdAt: Date, lastSeenAt: Date, identities: Int, records: Int) {
+        self.id = id
+        self.state = state
+        self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
+        self.identities = identities
+        self.records = records
+    }
 }
 
 /// Everything `user show` reports.
@@ -69,6 +97,12 @@ public struct PurgeCandidate: Codable, Sendable, Equatable {
     public var id: String
     public var lastSeenAt: Date
     public var records: Int
+
+    public init(id: String, lastSeenAt: Date, records: Int) {
+        self.id = id
+        self.lastSeenAt = lastSeenAt
+        self.records = records
+    }
 }
 
 public struct PurgeReport: Codable, Sendable {
@@ -81,146 +115,75 @@ public struct PurgeReport: Codable, Sendable {
 }
 
 extension GuestMode {
+    /// Creates an anonymous user, optionally keeping a legacy anonymous
+    /// username with a slow salted hash of its secret.
     public func createGuest(device: String?, credentials: AnonymousCredentials? = nil, now: Date) throws -> User {
         let user = User(
             id: UUID().uuidString.lowercased(), device: device, state: .anonymous, promptState: "anonymous",
             createdAt: now, lastSeenAt: now, linkedAt: nil)
-        try store.write { db in
-            try store.insert(user, db)
-            if let credentials {
-                if try Bool.fetchOne(db, sql: "SELECT 1 FROM credentials WHERE username = ?", arguments: [credentials.username]) == true {
-                    throw GuestModeError.conflict(
-                        "the anonymous username '\(credentials.username)' is already taken", code: "username_taken")
-                }
-                try db.execute(
-                    sql: "INSERT INTO credentials (user_id, username, secret_hash, created_at) VALUES (?, ?, ?, ?)",
-                    arguments: [user.id, credentials.username, SecretHash.make(credentials.secret), Timestamp.format(now)])
-            }
+        let stored = try credentials.map { credentials in
+            StoredCredentials(
+                userID: user.id, username: credentials.username, secretHash: try SecretHash.make(credentials.secret),
+                createdAt: now)
         }
+        try store.createUser(user, credentials: stored)
         return user
     }
 
     public func user(_ id: String) throws -> User {
-        try store.read { db in try store.requireUser(id, db) }
+        try store.user(id: id)
     }
 
     public func users(matching filter: UserFilter, now: Date) throws -> [UserSummary] {
-        try store.read { db in
-            var clauses: [String] = []
-            var arguments: [any DatabaseValueConvertible] = []
-            if let state = filter.state {
-                clauses.append("u.state = ?")
-                arguments.append(state.rawValue)
-            }
-            if let days = filter.inactiveDays {
-                clauses.append("u.last_seen_at < ?")
-                arguments.append(Timestamp.format(TimeSpan(amount: days, unit: .days).subtracted(from: now)))
-            }
-            let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT u.id, u.state, u.created_at, u.last_seen_at,
-                        (SELECT COUNT(*) FROM identities i WHERE i.user_id = u.id) AS identities,
-                        (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
-                    FROM users u \(whereClause) ORDER BY u.created_at, u.id
-                    """,
-                arguments: StatementArguments(arguments))
-            return rows.map { row in
-                UserSummary(
-                    id: row["id"], state: UserState(rawValue: row["state"]) ?? .anonymous,
-                    createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
-                    lastSeenAt: Timestamp.parse(row["last_seen_at"]) ?? .distantPast,
-                    identities: row["identities"], records: row["records"])
-            }
-        }
+        try store.users(
+            state: filter.state,
+            lastSeenBefore: filter.inactiveDays.map { TimeSpan(amount: $0, unit: .days).subtracted(from: now) })
     }
 
+    /// Everything `user show` reports. The user, its identities, counters,
+    /// records and plans (so its tier) come from one read; meter usage is
+    /// the meter area's and is read after it, one meter at a time.
     public func details(of id: String, now: Date) throws -> UserDetails {
-        let (user, identities, hasCredentials, counters, records) = try store.read { db in
-            let user = try store.requireUser(id, db)
-            let identities = try store.identities(of: id, db)
-            let hasCredentials = try Bool.fetchOne(db, sql: "SELECT 1 FROM credentials WHERE user_id = ?", arguments: [id]) ?? false
-            let counters = try store.counters(of: id, db)
-            var records: [String: Int] = [:]
-            for row in try Row.fetchAll(
-                db, sql: "SELECT collection, COUNT(*) AS n FROM records WHERE owner_id = ? GROUP BY collection", arguments: [id])
-            {
-                records[row["collection"]] = row["n"]
-            }
-            return (user, identities, hasCredentials, counters, records)
-        }
+        let overview = try store.userOverview(id: id)
         return UserDetails(
-            user: user, tier: try tier(of: id, now: now), identities: identities,
-            hasAnonymousCredentials: hasCredentials, counters: counters, records: records,
+            user: overview.user, tier: profile.tier(for: overview.user.state, grants: overview.grants, now: now),
+            identities: overview.identities, hasAnonymousCredentials: overview.hasAnonymousCredentials,
+            counters: overview.counters, records: overview.records,
             meters: try profile.meters.map { try meterStatus(user: id, meter: $0.name, now: now) },
-            plans: try plans(of: id, now: now))
+            plans: profile.planStatuses(of: overview.grants, now: now))
     }
 
     /// Deletes a user and everything it owns, nothing else.
     public func deleteUser(_ id: String) throws {
-        try store.write { db in
-            _ = try store.requireUser(id, db)
-            try store.deleteEverything(of: id, db)
-        }
+        try store.deleteUser(id: id)
     }
 
     /// Removes anonymous users inactive for `inactiveDays`. Users that own
     /// records are kept unless `includingUsersWithData`; users holding an
-    /// active plan are always kept, since they paid.
+    /// active plan are always kept, since they paid (see `PurgePolicy`).
     public func purge(inactiveDays: Int, includingUsersWithData: Bool, dryRun: Bool, now: Date) throws -> PurgeReport {
         let cutoff = TimeSpan(amount: inactiveDays, unit: .days).subtracted(from: now)
-        let nowText = Timestamp.format(now)
-        return try store.write { db in
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT u.id, u.last_seen_at,
-                        (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records,
-                        EXISTS (SELECT 1 FROM plans p WHERE p.user_id = u.id AND p.revoked_at IS NULL
-                            AND (p.trial_ends_at IS NULL OR p.trial_ends_at > ?)
-                            AND (p.ends_at IS NULL OR p.ends_at > ?)) AS has_plan
-                    FROM users u
-                    WHERE u.state = 'anonymous' AND u.last_seen_at < ?
-                    ORDER BY u.last_seen_at, u.id
-                    """,
-                arguments: [nowText, nowText, Timestamp.format(cutoff)])
-            var purged: [PurgeCandidate] = []
-            var kept: [PurgeCandidate] = []
-            for row in rows {
-                let candidate = PurgeCandidate(
-                    id: row["id"], lastSeenAt: Timestamp.parse(row["last_seen_at"]) ?? .distantPast, records: row["records"])
-                let hasPlan: Bool = row["has_plan"]
-                if hasPlan || (candidate.records > 0 && !includingUsersWithData) {
-                    kept.append(candidate)
-                } else {
-                    purged.append(candidate)
-                }
-            }
-            if !dryRun {
-                for candidate in purged { try store.deleteEverything(of: candidate.id, db) }
-            }
-            return PurgeReport(
-                inactiveDays: inactiveDays, cutoff: cutoff, purged: purged, kept: kept, isDryRun: dryRun)
-        }
+        let policy = PurgePolicy(
+            profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
+        let selection = try store.purgeUsers(under: policy, isDryRun: dryRun)
+        return PurgeReport(
+            inactiveDays: inactiveDays, cutoff: cutoff, purged: selection.purged, kept: selection.kept, isDryRun: dryRun)
     }
-}
 
-/// Salted, iterated SHA-256 for legacy anonymous secrets: enough that the
-/// store never holds a secret that can be read back.
-enum SecretHash {
-    static let iterations = 2_000
-
-    static func make(_ secret: String, salt: [UInt8]? = nil) -> String {
-        let salt = salt ?? (0..<16).map { _ in UInt8.random(in: 0...255) }
-        var digest = Array(secret.utf8)
-        for _ in 0..<iterations {
-            var hasher = SHA256()
-            hasher.update(salt)
-            hasher.update(digest)
-            digest = hasher.finalize()
+    /// Checks a legacy anonymous username and secret. On success the user's
+    /// last-seen time moves to `now`, a hash of an older scheme or cost is
+    /// replaced by a current one, and the user is returned; an unknown
+    /// username or a wrong secret returns nil alike, after comparable work,
+    /// so callers cannot tell which usernames exist.
+    public func verifyAnonymousCredentials(username: String, secret: String, now: Date) throws -> User? {
+        guard let stored = try store.anonymousCredentials(username: username) else {
+            SecretHash.verifyNothing(secret)
+            return nil
         }
-        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
-        return "sha256i\(iterations)$\(hex(salt))$\(hex(digest))"
+        let verification = try SecretHash.verify(secret, against: stored.secretHash)
+        guard verification.isMatch else { return nil }
+        let upgraded = verification == .matchesButNeedsRehash ? try SecretHash.make(secret) : nil
+        return try store.recordAnonymousSignIn(
+            username: username, verifiedHash: stored.secretHash, upgradedHash: upgraded, now: now)
     }
 }

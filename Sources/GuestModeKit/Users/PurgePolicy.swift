@@ -1,0 +1,53 @@
+import Foundation
+
+/// Which inactive guests a purge removes. Only anonymous users last seen
+/// before `cutoff` are candidates. Of those, a guest holding a plan in force
+/// is always kept, since it paid (or is in a trial it was promised); a guest
+/// owning records is kept unless `includesUsersWithRecords`, since its data
+/// may still be adopted by an account. Everyone else is deleted.
+///
+/// A pure function of its inputs, so every backend decides the same way; the
+/// backend only gathers the facts and deletes.
+public struct PurgePolicy: Sendable {
+    public var profile: Profile
+    /// Candidates were last seen strictly before this time.
+    public var cutoff: Date
+    public var includesUsersWithRecords: Bool
+    /// The time plans are judged at.
+    public var now: Date
+
+    public init(profile: Profile, cutoff: Date, includesUsersWithRecords: Bool, now: Date) {
+        self.profile = profile
+        self.cutoff = cutoff
+        self.includesUsersWithRecords = includesUsersWithRecords
+        self.now = now
+    }
+
+    public enum Decision: Sendable, Equatable {
+        case delete
+        case keep(KeepReason)
+    }
+
+    public enum KeepReason: String, Sendable, Equatable {
+        case isNotAnonymous = "not_anonymous"
+        case isRecentlyActive = "recently_active"
+        case holdsPlanInForce = "holds_plan_in_force"
+        case ownsRecords = "owns_records"
+    }
+
+    /// Whether a user is a candidate at all: anonymous and inactive since
+    /// before the cutoff. Backends select candidates with this condition.
+    public func isCandidate(state: UserState, lastSeenAt: Date) -> Bool {
+        state == .anonymous && lastSeenAt < cutoff
+    }
+
+    /// What to do with one user, given how many records it owns and every
+    /// plan grant it ever held.
+    public func decision(state: UserState, lastSeenAt: Date, records: Int, grants: [PlanGrant]) -> Decision {
+        if state != .anonymous { return .keep(.isNotAnonymous) }
+        if lastSeenAt >= cutoff { return .keep(.isRecentlyActive) }
+        if grants.contains(where: { $0.status(in: profile, now: now).isInForce }) { return .keep(.holdsPlanInForce) }
+        if records > 0 && !includesUsersWithRecords { return .keep(.ownsRecords) }
+        return .delete
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import Testing
+@testable import GuestModeKit
+
+@Suite struct IdentityStoreTests {
+    /// Begins and completes a link, as the engine does.
+    func link(_ store: any GuestStore, _ profile: Profile, _ request: LinkRequest, now: Date) throws -> LinkResult {
+        #expect(try store.beginLink(request, staleLocksBefore: now.addingTimeInterval(-600), now: now) == .started)
+        return try store.completeLink(request, profile: profile, now: now)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func linkingUpgradesInPlaceAndDropsCredentialsAfterwards(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let guest = newUser("g")
+        try store.createUser(guest, credentials: credentials(of: guest, "anon"))
+        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "g", profile: profile, now: day(1))
+        let request = LinkRequest(user: "g", provider: "apple", subject: "a", email: "a@example.com")
+
+        #expect(try store.beginLink(request, staleLocksBefore: day(1), now: day(2)) == .started)
+        // While the lock is held nothing else has changed yet.
+        #expect(try store.anonymousCredentials(username: "anon") != nil)
+        #expect(try store.user(id: "g").state == .anonymous)
+
+        let result = try store.completeLink(request, profile: profile, now: day(2))
+        #expect(
+            result
+                == LinkResult(user: "g", provider: "apple", subject: "a", isNewlyLinked: true, removedAnonymousCredentials: true))
+        let user = try store.user(id: "g")
+        #expect(user.id == "g")
+        #expect(user.state == .linked)
+        #expect(user.linkedAt == day(2))
+        #expect(user.promptState == PromptState.authenticated.rawValue)
+        #expect(try store.anonymousCredentials(username: "anon") == nil)
+        let overview = try store.userOverview(id: "g")
+        #expect(overview.identities == [Identity(provider: "apple", subject: "a", email: "a@example.com", linkedAt: day(2))])
+        #expect(overview.grants.count == 1, "the plan stays with the user")
+        #expect(overview.counters["account_upgrade_started"] == 1)
+        #expect(overview.counters["account_upgrade_succeeded"] == 1)
+        // The lock is gone: a second provider is refused for its own reason, not as in progress.
+        let second = LinkRequest(user: "g", provider: "google", subject: "b", email: nil)
+        #expect(try store.beginLink(second, staleLocksBefore: day(1), now: day(2)) == .started)
+        expectFailure(.conflict, code: "too_many_providers") { _ = try store.completeLink(second, profile: profile, now: day(2)) }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aGuestWithoutCredentialsLinksToo(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try store.createUser(newUser("g"), credentials: nil)
+        let result = try link(store, profile, LinkRequest(user: "g", provider: "email", subject: "me", email: nil), now: day(1))
+        #expect(result.isNewlyLinked)
+        #expect(!result.removedAnonymousCredentials)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func anAlreadyBoundIdentityIsNoChange(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try store.createUser(newUser("g"), credentials: nil)
+        let request = LinkRequest(user: "g", provider: "apple", subject: "a", email: nil)
+        _ = try link(store, profile, request, now: day(1))
+        let before = try store.userOverview(id: "g")
+        #expect(try store.beginLink(request, staleLocksBefore: day(1), now: day(2)) == .alreadyLinked)
+        #expect(try store.userOverview(id: "g") == before, "no lock, no event")
+        // Bound between begin and complete (by another process): only the lock goes.
+        let result = try store.completeLink(request, profile: profile, now: day(2))
+        #expect(!result.isNewlyLinked)
+        #expect(try store.userOverview(id: "g") == before)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func anIdentityOfAnotherUserLeavesTheGuestUntouched(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try store.createUser(newUser("owner"), credentials: nil)
+        _ = try link(store, profile, LinkRequest(user: "owner", provider: "apple", subject: "taken", email: nil), now: day(1))
+        let guest = newUser("g")
+        try store.createUser(guest, credentials: credentials(of: guest, "anon"))
+        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "g", profile: profile, now: day(1))
+        let before = try store.userOverview(id: "g")
+        let owner = try store.userOverview(id: "owner")
+
+        let request = LinkRequest(user: "g", provider: "apple", subject: "taken", email: nil)
+        #expect(try store.beginLink(request, staleLocksBefore: day(1), now: day(2)) == .started)
+        expectFailure(.conflict, code: "identity_already_exists") {
+            _ = try store.completeLink(request, profile: profile, now: day(2))
+        }
+        try store.abandonLink(user: "g", provider: "apple", failureCode: "identity_already_exists", now: day(2))
+
+        let after = try store.userOverview(id: "g")
+        #expect(after.user == before.user)
+        #expect(after.identities.isEmpty)
+        #expect(after.grants == before.grants)
+        #expect(after.hasAnonymousCredentials)
+        #expect(try store.anonymousCredentials(username: "anon")?.userID == "g")
+        #expect(after.counters["account_upgrade_failed"] == 1)
+        #expect(after.counters["account_upgrade_succeeded"] == nil)
+        #expect(try store.userOverview(id: "owner") == owner)
+        // The lock was released: a good identity links at once.
+        #expect(try link(store, profile, LinkRequest(user: "g", provider: "google", subject: "mine", email: nil), now: day(2)).isNewlyLinked)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func oneIdentityPerProviderAndNoMoreProvidersThanTheProfileAllows(backend: StoreBackend) throws {
+        let (store, subscriptions) = try backend.makeStore(profile: "subscriptions")
+        var profile = subscriptions
+        profile.identity.maximumProvidersPerUser = 2
+        try store.createUser(newUser("g"), credentials: nil)
+        _ = try link(store, profile, LinkRequest(user: "g", provider: "apple", subject: "a", email: nil), now: day(1))
+
+        let sameProvider = LinkRequest(user: "g", provider: "apple", subject: "b", email: nil)
+        _ = try store.beginLink(sameProvider, staleLocksBefore: day(1), now: day(2))
+        expectFailure(.conflict, code: "provider_already_linked") {
+            _ = try store.completeLink(sameProvider, profile: profile, now: day(2))
+        }
+        try store.abandonLink(user: "g", provider: "apple", failureCode: "provider_already_linked", now: day(2))
+
+        _ = try link(store, profile, LinkRequest(user: "g", provider: "google", subject: "c", email: nil), now: day(3))
+        let third = LinkRequest(user: "g", provider: "email", subject: "d", email: nil)
+        _ = try store.beginLink(third, staleLocksBefore: day(3), now: day(4))
+        expectFailure(.conflict, code: "too_many_providers") { _ = try store.completeLink(third, profile: profile, now: day(4)) }
+        #expect(try store.userOverview(id: "g").identities.map(\.provider) == ["apple", "google"])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aHeldLockRefusesASecondUpgradeUntilItIsStale(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try store.createUser(newUser("g"), credentials: nil)
+        let request = LinkRequest(user: "g", provider: "apple", subject: "a", email: nil)
+        // A process took the lock at 10:00 and died.
+        #expect(try store.beginLink(request, staleLocksBefore: day(1, hour: 9), now: day(1, hour: 10)) == .started)
+        let before = try store.userOverview(id: "g")
+        expectFailure(.conflict, code: "upgrade_in_progress") {
+            _ = try store.beginLink(request, staleLocksBefore: day(1, hour: 9), now: day(1, hour: 11))
+        }
+        #expect(try store.userOverview(id: "g") == before, "a refused start changes nothing")
+        // Once locks taken before 10:00 count as stale... the one taken at 10:00 still holds.
+        expectFailure(.conflict, code: "upgrade_in_progress") {
+            _ = try store.beginLink(request, staleLocksBefore: day(1, hour: 10).addingTimeInterval(-1), now: day(1, hour: 11))
+        }
+        #expect(try store.beginLink(request, staleLocksBefore: day(1, hour: 10), now: day(1, hour: 11)) == .started)
+        #expect(try store.completeLink(request, profile: profile, now: day(1, hour: 11)).isNewlyLinked)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func linkingAMissingUserIsNotFound(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let request = LinkRequest(user: "nobody", provider: "apple", subject: "a", email: nil)
+        expectFailure(.notFound, code: "user_not_found") { _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(1)) }
+        expectFailure(.notFound, code: "user_not_found") { _ = try store.completeLink(request, profile: profile, now: day(1)) }
+        expectFailure(.notFound, code: "user_not_found") { _ = try store.unlink(user: "nobody", provider: "apple", profile: profile, now: day(1)) }
+        // Abandoning the link of a user deleted meanwhile is harmless.
+        try store.abandonLink(user: "nobody", provider: "apple", failureCode: "user_not_found", now: day(1))
+        #expect(try store.users(state: nil, lastSeenBefore: nil).isEmpty)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func unlinkingTheLastIdentityMakesTheUserAnonymousAgain(backend: StoreBackend) throws {
+        let (store, subscriptions) = try backend.makeStore(profile: "subscriptions")
+        var profile = subscriptions
+        profile.identity.maximumProvidersPerUser = 2
+        try store.createUser(newUser("g"), credentials: nil)
+        _ = try link(store, profile, LinkRequest(user: "g", provider: "apple", subject: "a", email: nil), now: day(1))
+        _ = try link(store, profile, LinkRequest(user: "g", provider: "google", subject: "b", email: nil), now: day(2))
+
+        let stillLinked = try store.unlink(user: "g", provider: "apple", profile: profile, now: day(3))
+        #expect(stillLinked.state == .linked)
+        #expect(stillLinked.linkedAt == day(1))
+        let anonymous = try store.unlink(user: "g", provider: "google", profile: profile, now: day(4))
+        #expect(anonymous.state == .anonymous)
+        #expect(anonymous.linkedAt == nil)
+        #expect(anonymous.promptState == "anonymous")
+        #expect(try store.user(id: "g") == anonymous)
+        #expect(try store.userOverview(id: "g").counters["account_unlinked"] == 2)
+
+        let before = try store.userOverview(id: "g")
+        expectFailure(.notFound, code: "identity_not_found") { _ = try store.unlink(user: "g", provider: "google", profile: profile, now: day(5)) }
+        #expect(try store.userOverview(id: "g") == before, "a refused unlink changes nothing")
+        // The identity is free for anyone again.
+        try store.createUser(newUser("other"), credentials: nil)
+        #expect(try link(store, profile, LinkRequest(user: "other", provider: "google", subject: "b", email: nil), now: day(5)).isNewlyLinked)
+    }
+}
+
+@Suite struct UnlinkPromptStateTests {
+    @Test func theHistoryDecidesExceptAuthenticated() {
+        #expect(PromptState.afterUnlinking(outcomes: []) == .anonymous)
+        #expect(PromptState.afterUnlinking(outcomes: [.shown, .completed]) == .anonymous)
+        #expect(PromptState.afterUnlinking(outcomes: [.shown, .never]) == .neverAsk)
+        #expect(PromptState.afterUnlinking(outcomes: [.shown, .later]) == .dismissed)
+        #expect(PromptState.afterUnlinking(outcomes: [.shown]) == .prompted)
+    }
+}
