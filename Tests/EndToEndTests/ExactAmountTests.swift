@@ -20,7 +20,7 @@ struct ExactAmountTests {
         #expect(meter["used"] as? Double == 60)
         #expect(meter["remaining"] as? Double == 0)
         #expect(meter["level"] as? String == "exhausted")
-        #expect(status.stdout.contains(#""used" : 60,"#))
+        #expect(status.stdout.contains(#""used" : 60\#n"#))
         #expect(status.stdout.contains(#""remaining" : 0,"#))
         #expect(!status.stdout.contains("99999"))
 
@@ -41,7 +41,7 @@ struct ExactAmountTests {
         #expect(try sandbox.run("meter", "use", guest, "api_minutes", "12.2").status == 0)
         #expect(try sandbox.run("meter", "use", guest, "api_minutes", "2.8").status == 0)
         let status = try sandbox.run("meter", "status", guest, "api_minutes", "--json")
-        #expect(status.stdout.contains(#""used" : 15,"#))
+        #expect(status.stdout.contains(#""used" : 15\#n"#))
         #expect(status.stdout.contains(#""remaining" : 45,"#), "not 44.99999999999999")
         let use = try sandbox.run("meter", "use", guest, "api_minutes", "0.1")
         #expect(use.stdout.contains("recorded 0.1 minutes: api_minutes 15.1/60 minutes used"))
@@ -58,15 +58,18 @@ struct ExactAmountTests {
     func badAmountsAreRefused(amount: String) throws {
         let sandbox = try Sandbox.withStore("voice")
         let guest = try sandbox.newGuest()
-        let use = try sandbox.run("meter", "use", guest, "api_minutes", amount)
+        // After '--' a leading '-' is an operand, not an option.
+        let operand = amount.hasPrefix("-") ? ["--", amount] : [amount]
+        let use = try sandbox.run(arguments: ["meter", "use", guest, "api_minutes"] + operand)
         #expect(use.status == 64, "meter use \(amount): \(use.stdout)")
-        #expect(use.stderr.contains(amount), "the message names the amount: \(use.stderr)")
-        let check = try sandbox.run("meter", "check", guest, "api_minutes", amount)
+        #expect(use.stderr.contains("'\(amount)'"), "the message names the amount: \(use.stderr)")
+        let check = try sandbox.run(arguments: ["meter", "check", guest, "api_minutes"] + operand)
         #expect(check.status == 64, "meter check \(amount): \(check.stdout)")
-        let json = try sandbox.run("meter", "use", guest, "api_minutes", amount, "--json")
+        #expect(check.stderr.contains("'\(amount)'"))
+        let json = try sandbox.run(arguments: ["meter", "use", "--json", guest, "api_minutes"] + operand)
         #expect(json.status == 64)
-        // A leading '-' reads as an option to the argument parser: still a usage error.
-        #expect(json.errorJSON["code"] as? String == (amount.hasPrefix("-") ? "usage" : "invalid_amount"))
+        #expect(json.errorJSON["code"] as? String == "invalid_amount")
+        #expect(try sandbox.run(arguments: ["meter", "use", guest, "api_minutes", amount]).status == 64)
         #expect(try sqlite(sandbox, "SELECT COUNT(*) FROM meter_usage") == "0")
         let status = try sandbox.run("meter", "status", guest, "api_minutes", "--json")
         #expect(status.status == 0)
