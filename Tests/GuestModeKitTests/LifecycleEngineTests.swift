@@ -51,7 +51,7 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         let engine = try engine("voice")
         let guest = try engine.createGuest(device: nil, now: day(1))
         let crossed = try [40, 5, 1, 8, 2].map {
-            try engine.useMeter(user: guest.id, meter: "api_minutes", amount: Double($0), key: nil, now: day(1)).warnings.map(\.percent)
+            try engine.useMeter(user: guest.id, meter: "api_minutes", amount: MeterAmount(units: $0), key: nil, now: day(1)).warnings.map(\.percent)
         }
         #expect(crossed == [[], [75], [], [90], []])
         let refused = try engine.useMeter(user: guest.id, meter: "api_minutes", amount: 5, key: nil, now: day(1))

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// One thing a user did. `count` lets an app report many at once; an
 /// `idempotencyKey` makes a retried report count once.
@@ -30,6 +29,13 @@ public struct TrackResult: Codable, Sendable, Equatable {
     /// False when the idempotency key had been seen: nothing was counted.
     public var isCounted: Bool
     public var total: Int
+
+    public init(user: String, action: String, isCounted: Bool, total: Int) {
+        self.user = user
+        self.action = action
+        self.isCounted = isCounted
+        self.total = total
+    }
 }
 
 /// A line of an event log that cannot be applied, and why.
@@ -49,26 +55,14 @@ public struct IngestReport: Codable, Sendable {
     public var isApplied: Bool
 }
 
-/// Actions guestmode itself records; they are never refused as unknown.
-let systemActions: Set<String> = [
-    "account_upgrade_started", "account_upgrade_succeeded", "account_upgrade_failed", "account_unlinked",
-    "meter_warning",
-]
-
 extension GuestMode {
     public func track(_ event: TrackedEvent, now: Date) throws -> TrackResult {
         if let problem = problem(with: event) { throw GuestModeError.usage(problem, code: "invalid_event") }
-        return try store.write { db in
-            _ = try store.requireUser(event.user, db)
-            return try store.apply(event, profile: profile, now: now, db)
-        }
+        return try store.trackEvent(event, profile: profile, now: now)
     }
 
     public func counters(of userID: String) throws -> [String: Int] {
-        try store.read { db in
-            _ = try store.requireUser(userID, db)
-            return try store.counters(of: userID, db)
-        }
+        try store.counters(of: userID)
     }
 
     func problem(with event: TrackedEvent) -> String? {
@@ -105,7 +99,7 @@ extension GuestMode {
                 if let message = problem(with: event) {
                     problems.append(EventLogProblem(line: number, message: message))
                 } else if !creatingUsers && !knownUsers.contains(event.user) {
-                    if try missingUsers.contains(event.user) || !userExists(event.user) {
+                    if try missingUsers.contains(event.user) || !store.containsUser(event.user) {
                         missingUsers.insert(event.user)
                         problems.append(
                             EventLogProblem(line: number, message: "no user '\(event.user)' (use --create-users to create guests)"))
@@ -124,26 +118,12 @@ extension GuestMode {
         var duplicates = 0
         var created = 0
         var batch: [TrackedEvent] = []
-        var existingUsers = Set<String>()
         func flush() throws {
             guard !batch.isEmpty else { return }
-            try store.write { db in
-                if creatingUsers {
-                    for event in batch where !existingUsers.contains(event.user) {
-                        if try store.findUser(event.user, db) == nil {
-                            try store.insert(
-                                User(
-                                    id: event.user, device: nil, state: .anonymous, promptState: "anonymous",
-                                    createdAt: event.at, lastSeenAt: event.at, linkedAt: nil), db)
-                            created += 1
-                        }
-                        existingUsers.insert(event.user)
-                    }
-                }
-                let result = try store.applyBatch(batch, profile: profile, now: now, db)
-                applied += result.counted
-                duplicates += result.duplicates
-            }
+            let result = try store.applyEvents(batch, creatingUsers: creatingUsers, profile: profile, now: now)
+            applied += result.counted
+            duplicates += result.duplicates
+            created += result.usersCreated
             progress(applied + duplicates)
             batch.removeAll(keepingCapacity: true)
         }
@@ -159,89 +139,6 @@ extension GuestMode {
             lines: lineCount, applied: applied, duplicates: duplicates, usersCreated: created, problems: problems,
             isApplied: true)
     }
-
-    private func userExists(_ id: String) throws -> Bool {
-        try store.read { db in try store.findUser(id, db) != nil }
-    }
-}
-
-extension SQLiteStore {
-    /// Appends the event unless its idempotency key was seen, and bumps the
-    /// counter by its count in the same transaction.
-    func apply(_ event: TrackedEvent, profile: Profile, now: Date, _ db: Database) throws -> TrackResult {
-        let isCounted = try append(event, db)
-        if isCounted {
-            try addToCounter(user: event.user, action: event.action, count: event.count, db)
-            try touch(event.user, at: event.at, db)
-            try noteChange(of: event.user, profile: profile, now: now, db)
-        }
-        let total = try Int.fetchOne(
-            db.cachedStatement(sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?"),
-            arguments: [event.user, event.action]) ?? 0
-        return TrackResult(user: event.user, action: event.action, isCounted: isCounted, total: total)
-    }
-
-    /// The bulk form of `apply`: each event is appended (its idempotency key
-    /// decides whether it counts), then counters, last-seen and the outbox
-    /// are updated once per user and action rather than once per event.
-    func applyBatch(_ events: [TrackedEvent], profile: Profile, now: Date, _ db: Database) throws
-        -> (counted: Int, duplicates: Int)
-    {
-        struct CounterKey: Hashable { var user: String; var action: String }
-        var increments: [CounterKey: Int] = [:]
-        var lastSeen: [String: Date] = [:]
-        var duplicates = 0
-        for event in events {
-            guard try append(event, db) else {
-                duplicates += 1
-                continue
-            }
-            increments[CounterKey(user: event.user, action: event.action), default: 0] += event.count
-            lastSeen[event.user] = max(lastSeen[event.user] ?? event.at, event.at)
-        }
-        for (key, count) in increments { try addToCounter(user: key.user, action: key.action, count: count, db) }
-        for (user, time) in lastSeen {
-            try touch(user, at: time, db)
-            try noteChange(of: user, profile: profile, now: now, db)
-        }
-        return (events.count - duplicates, duplicates)
-    }
-
-    /// Appends the event unless its idempotency key was seen; true when it
-    /// was appended. A key seen with another action is a client bug, refused.
-    private func append(_ event: TrackedEvent, _ db: Database) throws -> Bool {
-        let properties = event.properties.isEmpty ? nil : EventLog.encodeProperties(event.properties)
-        // Cached statements: bulk ingestion runs these once per event.
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
-                VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT DO NOTHING
-                """
-        ).execute(arguments: [event.user, event.action, Timestamp.format(event.at), event.count, event.idempotencyKey, properties])
-        if db.changesCount > 0 { return true }
-        if let key = event.idempotencyKey,
-            let counted = try String.fetchOne(
-                db.cachedStatement(sql: "SELECT action FROM events WHERE user_id = ? AND idempotency_key = ?"),
-                arguments: [event.user, key]),
-            counted != event.action
-        {
-            throw GuestModeError.conflict(
-                "idempotency key '\(key)' of user '\(event.user)' was already used for '\(counted)', not '\(event.action)'; keys identify one report",
-                code: "idempotency_key_reused")
-        }
-        return false
-    }
-
-    private func addToCounter(user: String, action: String, count: Int, _ db: Database) throws {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?)
-                ON CONFLICT(user_id, action) DO UPDATE SET total = total + excluded.total
-                """
-        ).execute(arguments: [user, action, count])
-    }
-
 }
 
 /// The NDJSON event log format shared by `track --from` and `replay`:
@@ -328,7 +225,8 @@ public enum EventLog {
         init(_ value: String) { description = value }
     }
 
-    static func encodeProperties(_ properties: [String: String]) -> String {
+    /// Properties as stored with an event: a JSON object with sorted keys.
+    public static func encodeProperties(_ properties: [String: String]) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: (try? encoder.encode(properties)) ?? Data("{}".utf8), as: UTF8.self)

@@ -1,24 +1,45 @@
 import Foundation
-import GRDB
 
 public struct MeterStatus: Codable, Sendable, Equatable {
     public var meter: String
     public var unit: String
     public var tier: TierLevel
-    public var used: Double
+    public var used: MeterAmount
     /// nil: unlimited for this tier.
-    public var allowance: Double?
-    public var remaining: Double?
+    public var allowance: MeterAmount?
+    public var remaining: MeterAmount?
+    /// For display; decisions compare amounts exactly.
     public var percentUsed: Double?
     public var level: MeterLevel
     /// Start of the current period; nil for lifetime meters.
     public var periodStart: Date?
+
+    public init(
+        meter: String, unit: String, tier: TierLevel, used: MeterAmount, allowance: MeterAmount?,
+        remaining: MeterAmount?, percentUsed: Double?, level: MeterLevel, periodStart: Date?
+    ) {
+        self.meter = meter
+        self.unit = unit
+        self.tier = tier
+        self.used = used
+        self.allowance = allowance
+        self.remaining = remaining
+        self.percentUsed = percentUsed
+        self.level = level
+        self.periodStart = periodStart
+    }
 }
 
 public struct FiredWarning: Codable, Sendable, Equatable {
     public var meter: String
     public var percent: Double
     public var level: MeterLevel
+
+    public init(meter: String, percent: Double, level: MeterLevel) {
+        self.meter = meter
+        self.percent = percent
+        self.level = level
+    }
 }
 
 public struct MeterUseResult: Codable, Sendable, Equatable {
@@ -29,111 +50,71 @@ public struct MeterUseResult: Codable, Sendable, Equatable {
     public var status: MeterStatus
     /// Thresholds crossed by this use, each reported exactly once ever per period.
     public var warnings: [FiredWarning]
+
+    public init(isRecorded: Bool, isDuplicate: Bool, isAllowed: Bool, status: MeterStatus, warnings: [FiredWarning]) {
+        self.isRecorded = isRecorded
+        self.isDuplicate = isDuplicate
+        self.isAllowed = isAllowed
+        self.status = status
+        self.warnings = warnings
+    }
 }
 
 public struct MeterDecision: Codable, Sendable, Equatable {
     public var isAllowed: Bool
-    public var requested: Double
+    /// Zero when the check named no amount.
+    public var requested: MeterAmount
     public var status: MeterStatus
+
+    public init(isAllowed: Bool, requested: MeterAmount, status: MeterStatus) {
+        self.isAllowed = isAllowed
+        self.requested = requested
+        self.status = status
+    }
+}
+
+extension MeterAmount {
+    /// `init(parsing:)` as a usage error, for amounts given on a command line.
+    public static func parse(_ text: String) throws -> MeterAmount {
+        do {
+            return try MeterAmount(parsing: text)
+        } catch {
+            throw GuestModeError.usage(error.description, code: "invalid_amount")
+        }
+    }
 }
 
 extension GuestMode {
     /// The gate to call before a paid call: allowed when `amount` fits in
     /// what remains (with no amount, when anything remains). Records nothing.
-    public func checkMeter(user userID: String, meter: String, amount: Double?, now: Date) throws -> MeterDecision {
+    public func checkMeter(user userID: String, meter: String, amount: MeterAmount?, now: Date) throws -> MeterDecision {
         let definition = try requireMeter(meter)
-        return try store.read { db in
-            let user = try store.requireUser(userID, db)
-            let status = try meterStatus(of: user, meter: definition, now: now, db)
-            return MeterDecision(
-                isAllowed: fits(amount, in: status), requested: amount ?? 0, status: status)
-        }
+        if let amount { try requireValid(amount) }
+        return try store.checkMeter(of: userID, meter: definition, amount: amount, profile: profile, now: now)
     }
 
     /// Records usage if it fits; a use that would go past the allowance is
     /// refused whole and records nothing. A repeated key records nothing.
-    public func useMeter(user userID: String, meter: String, amount: Double, key: String?, now: Date) throws -> MeterUseResult {
+    public func useMeter(user userID: String, meter: String, amount: MeterAmount, key: String?, now: Date) throws
+        -> MeterUseResult
+    {
         let definition = try requireMeter(meter)
-        guard amount > 0, amount.isFinite else {
-            throw GuestModeError.usage("the amount must be a positive number, not \(amount)")
-        }
-        return try store.write { db in
-            let user = try store.requireUser(userID, db)
-            if let key, try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM meter_usage WHERE user_id = ? AND meter = ? AND idempotency_key = ?",
-                arguments: [userID, meter, key]) == true
-            {
-                let status = try meterStatus(of: user, meter: definition, now: now, db)
-                return MeterUseResult(isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
-            }
-            let before = try meterStatus(of: user, meter: definition, now: now, db)
-            guard fits(amount, in: before) else {
-                return MeterUseResult(isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
-            }
-            try db.execute(
-                sql: "INSERT INTO meter_usage (user_id, meter, amount, at, idempotency_key) VALUES (?, ?, ?, ?, ?)",
-                arguments: [userID, meter, amount, Timestamp.format(now), key])
-            try store.touch(userID, at: now, db)
-            try store.noteChange(of: userID, profile: profile, now: now, db)
-            let after = try meterStatus(of: user, meter: definition, now: now, db)
-            let warnings = try fireWarnings(user: userID, meter: definition, status: after, now: now, db)
-            return MeterUseResult(isRecorded: true, isDuplicate: false, isAllowed: true, status: after, warnings: warnings)
-        }
+        try requireValid(amount)
+        return try store.useMeter(of: userID, meter: definition, amount: amount, key: key, profile: profile, now: now)
     }
 
     public func meterStatus(user userID: String, meter: String, now: Date) throws -> MeterStatus {
         let definition = try requireMeter(meter)
-        return try store.read { db in
-            try meterStatus(of: try store.requireUser(userID, db), meter: definition, now: now, db)
+        return try store.meterStatus(of: userID, meter: definition, profile: profile, now: now)
+    }
+
+    /// Amounts made in code (literals, sums) get the same bounds as parsed ones.
+    func requireValid(_ amount: MeterAmount) throws {
+        guard amount.isPositive, amount <= .largestRequest else {
+            throw GuestModeError.usage(
+                "the amount must be greater than zero and at most \(MeterAmount.largestRequest), not \(amount)",
+                code: "invalid_amount")
         }
-    }
-
-    func fits(_ amount: Double?, in status: MeterStatus) -> Bool {
-        guard let remaining = status.remaining else { return true }
-        guard let amount, amount > 0 else { return remaining > 0 }
-        return amount <= remaining + 1e-9
-    }
-
-    func meterStatus(of user: User, meter: Meter, now: Date, _ db: Database) throws -> MeterStatus {
-        let level = try store.tier(of: user, profile: profile, now: now, db)
-        let periodStart = MeterPeriod.start(of: meter.reset, containing: now)
-        let used = try Double.fetchOne(
-            db,
-            sql: "SELECT coalesce(sum(amount), 0) FROM meter_usage WHERE user_id = ? AND meter = ? AND at >= ?",
-            arguments: [user.id, meter.name, periodStart.map(Timestamp.format) ?? ""]) ?? 0
-        let allowance = profile.tier(level).allowance(for: meter.name)
-        let remaining = allowance.map { max(0, $0 - used) }
-        let percent = allowance.map { $0 > 0 ? used / $0 * 100 : 100 }
-        return MeterStatus(
-            meter: meter.name, unit: meter.unit, tier: level, used: used, allowance: allowance, remaining: remaining,
-            percentUsed: percent, level: MeterPeriod.level(of: meter, percentUsed: percent, remaining: remaining),
-            periodStart: periodStart)
-    }
-
-    private func fireWarnings(user userID: String, meter: Meter, status: MeterStatus, now: Date, _ db: Database) throws
-        -> [FiredWarning]
-    {
-        guard let percent = status.percentUsed else { return [] }
-        var fired: [FiredWarning] = []
-        for warning in meter.warnings where percent >= warning.percent - 1e-9 {
-            try db.execute(
-                sql: """
-                    INSERT INTO meter_warnings (user_id, meter, period_start, percent, level, fired_at)
-                    VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                    """,
-                arguments: [
-                    userID, meter.name, status.periodStart.map(Timestamp.format) ?? "", warning.percent,
-                    warning.level.rawValue, Timestamp.format(now),
-                ])
-            if db.changesCount > 0 {
-                fired.append(FiredWarning(meter: meter.name, percent: warning.percent, level: warning.level))
-                try store.appendSystemEvent(
-                    user: userID, action: "meter_warning",
-                    properties: ["meter": meter.name, "percent": formatPercent(warning.percent), "level": warning.level.rawValue],
-                    at: now, db)
-            }
-        }
-        return fired
     }
 
     func requireMeter(_ name: String) throws -> Meter {
@@ -144,28 +125,5 @@ extension GuestMode {
                 code: "unknown_meter")
         }
         return meter
-    }
-}
-
-func formatPercent(_ value: Double) -> String {
-    value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
-}
-
-enum MeterPeriod {
-    /// Periods are calendar days and months in UTC.
-    static func start(of reset: MeterReset, containing now: Date) -> Date? {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        switch reset {
-        case .never: return nil
-        case .daily: return calendar.startOfDay(for: now)
-        case .monthly: return calendar.date(from: calendar.dateComponents([.year, .month], from: now))
-        }
-    }
-
-    static func level(of meter: Meter, percentUsed: Double?, remaining: Double?) -> MeterLevel {
-        guard let percentUsed, let remaining else { return .none }
-        if remaining <= 1e-9 { return .exhausted }
-        return meter.warnings.last { percentUsed >= $0.percent - 1e-9 }?.level ?? .none
     }
 }

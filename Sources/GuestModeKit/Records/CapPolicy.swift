@@ -10,3 +10,11 @@ extension Profile {
         return CollectionLimit(collection: collection, tier: level, used: used, cap: cap, outcome: outcome)
     }
 }
+
+extension CollectionLimit {
+    /// Whether a write may go ahead: replacing an existing key never counts
+    /// against the cap; a new key needs the outcome to be `allowed`.
+    public func admits(isReplacement: Bool) -> Bool {
+        isReplacement || outcome == .allowed
+    }
+}

@@ -1,6 +1,33 @@
 import Foundation
 
 /// Per-user JSON records under the tier's caps.
-/// Each method is one whole use case in one transaction.
+/// Each method is one whole use case in one transaction. Every method throws
+/// when the user does not exist.
 public protocol RecordStore: Sendable {
+    /// Writes `data` (canonical JSON, already validated) under `key`, in one
+    /// transaction with the cap check: the tier in force
+    /// (`profile.tier(for:grants:now:)`) and the records held give the limit
+    /// (`profile.collectionLimit`); unless `limit.admits(isReplacement:)`,
+    /// nothing is written and the refusal is returned. A write moves the
+    /// user's last-seen and queues a backup when the profile asks for it; the
+    /// result carries the limit after the write.
+    func putRecord(
+        owner userID: String, collection: String, key: String, data: String, profile: Profile, now: Date
+    ) throws -> PutResult
+
+    /// The record under `key`, or nil when there is none.
+    func record(owner userID: String, collection: String, key: String) throws -> StoredRecord?
+
+    /// The user's records in `collection`, ordered by key.
+    func records(owner userID: String, collection: String) throws -> [StoredRecord]
+
+    /// Deletes the record under `key`; false (and nothing changed) when
+    /// there was none. A deletion moves last-seen and queues a backup when
+    /// the profile asks for it.
+    func deleteRecord(owner userID: String, collection: String, key: String, profile: Profile, now: Date) throws -> Bool
+
+    /// Where the user stands against each named collection's cap now, in
+    /// the order given.
+    func collectionLimits(of userID: String, collections: [String], profile: Profile, now: Date) throws
+        -> [CollectionLimit]
 }

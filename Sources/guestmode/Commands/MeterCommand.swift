@@ -21,12 +21,14 @@ struct MeterCommand: ParsableCommand {
 
         @Argument(help: "The user id.") var user: String
         @Argument(help: "The meter.") var meter: String
-        @Argument(help: "How much was used, in the meter's unit.") var amount: Double
+        @Argument(help: "How much was used, in the meter's unit: a plain decimal such as 12.2 (at most 6 decimals).")
+        var amount: String
 
         @Option(name: .customLong("id"), help: ArgumentHelp("An idempotency key: a repeated key records once.", valueName: "key"))
         var idempotencyKey: String?
 
         func run() throws {
+            let amount = try MeterAmount.parse(self.amount)
             let result = try global.openEngine().useMeter(
                 user: user, meter: meter, amount: amount, key: idempotencyKey, now: try global.currentTime())
             if global.json {
@@ -37,7 +39,7 @@ struct MeterCommand: ParsableCommand {
                 }
                 if !global.quiet {
                     let verb = result.isRecorded ? "recorded" : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
-                    global.output.line("\(verb) \(formatAmount(amount)) \(result.status.unit): \(MeterCommand.describe(result.status))")
+                    global.output.line("\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
                 }
             }
             if !result.isAllowed { throw MeterCommand.exhausted(result.status, json: global.json) }
@@ -52,9 +54,10 @@ struct MeterCommand: ParsableCommand {
 
         @Argument(help: "The user id.") var user: String
         @Argument(help: "The meter.") var meter: String
-        @Argument(help: "The amount about to be used (default: anything left).") var amount: Double?
+        @Argument(help: "The amount about to be used, a plain decimal (default: anything left).") var amount: String?
 
         func run() throws {
+            let amount = try self.amount.map(MeterAmount.parse)
             let decision = try global.openEngine().checkMeter(
                 user: user, meter: meter, amount: amount, now: try global.currentTime())
             if global.json {
@@ -83,8 +86,8 @@ struct MeterCommand: ParsableCommand {
             if global.json { return try global.output.json(statuses) }
             global.output.table(
                 statuses.map { status in
-                    [status.meter, status.tier.rawValue, formatAmount(status.used),
-                     status.allowance.map(formatAmount) ?? "unlimited", status.remaining.map(formatAmount) ?? "unlimited",
+                    [status.meter, status.tier.rawValue, status.used.description,
+                     status.allowance?.description ?? "unlimited", status.remaining?.description ?? "unlimited",
                      status.percentUsed.map { "\(formatAmount($0.rounded()))%" } ?? "-", status.level.rawValue]
                 },
                 header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL"])
@@ -93,10 +96,10 @@ struct MeterCommand: ParsableCommand {
 
     static func describe(_ status: MeterStatus) -> String {
         guard let allowance = status.allowance else {
-            return "\(status.meter) \(formatAmount(status.used)) \(status.unit) used, unlimited (tier \(status.tier.rawValue))"
+            return "\(status.meter) \(status.used) \(status.unit) used, unlimited (tier \(status.tier.rawValue))"
         }
         let percent = status.percentUsed.map { " (\(formatAmount($0.rounded()))%)" } ?? ""
-        return "\(status.meter) \(formatAmount(status.used))/\(formatAmount(allowance)) \(status.unit) used\(percent), \(formatAmount(status.remaining ?? 0)) left, level \(status.level.rawValue)"
+        return "\(status.meter) \(status.used)/\(allowance) \(status.unit) used\(percent), \(status.remaining ?? .zero) left, level \(status.level.rawValue)"
     }
 
     static func exhausted(_ status: MeterStatus, json: Bool) -> Error {

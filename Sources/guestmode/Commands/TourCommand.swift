@@ -153,8 +153,9 @@ struct TourWalk {
         for target in meter.warnings.map({ allowance * $0.percent / 100 }) + [allowance] {
             let amount = (target - used).rounded(.up)
             guard amount > 0 else { continue }
-            let result = try engine.useMeter(user: guest.id, meter: meter.name, amount: amount, key: nil, now: start)
-            used = result.status.used
+            let result = try engine.useMeter(
+                user: guest.id, meter: meter.name, amount: MeterAmount(approximating: amount), key: nil, now: start)
+            used = result.status.used.doubleValue
             let warnings = result.warnings.map { "\($0.level.rawValue) at \(formatAmount($0.percent))%" }
             narrator.say(
                 "guestmode meter use \(short(guest.id)) \(meter.name) \(formatAmount(amount))",

@@ -1,0 +1,183 @@
+import Foundation
+
+/// An exact amount of a meter's unit: a whole number of millionths.
+///
+/// Meters add up many small uses (12.2 + 19.9 + 12.9 + 15 × 1 minutes) and a
+/// gate compares the sum with an allowance, so binary floating point is the
+/// wrong tool: its sum reads 59.99999999999999, which is neither 60 used nor
+/// exhausted. Millionths in an `Int64` add exactly, compare exactly and print
+/// as the decimal that was written (`12.2`, `60`, `0`). Arithmetic never
+/// traps: sums report overflow instead.
+public struct MeterAmount: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Digits after the decimal point an amount may have.
+    public static let fractionDigits = 6
+    /// Millionths per unit.
+    public static let scale: Int64 = 1_000_000
+    /// The largest amount one use, check or allowance written by hand may
+    /// name: 999,999,999.999999 units. Fifteen significant digits, so the
+    /// amount also survives a trip through a binary double exactly.
+    public static let largestRequest = MeterAmount(millionths: 999_999_999_999_999)
+    /// The largest amount a sum can reach.
+    public static let largest = MeterAmount(millionths: .max)
+    public static let zero = MeterAmount(millionths: 0)
+
+    /// The amount in millionths of the unit.
+    public let millionths: Int64
+
+    public init(millionths: Int64) {
+        self.millionths = millionths
+    }
+
+    /// A whole number of units; saturates at `largest` (and at its negative).
+    public init(units: Int) {
+        let (product, overflow) = Int64(units).multipliedReportingOverflow(by: MeterAmount.scale)
+        millionths = overflow ? (units < 0 ? -Int64.max : .max) : product
+    }
+
+    /// The nearest amount to a double, for values that come from binary
+    /// floating point (profile allowances, thresholds): a double read from a
+    /// decimal with at most six fractional digits and fifteen significant
+    /// digits converts back to exactly that decimal. Clamped to
+    /// `0...largest`; NaN is zero.
+    public init(approximating value: Double) {
+        guard value > 0 else {
+            millionths = 0
+            return
+        }
+        let scaled = (value * Double(MeterAmount.scale)).rounded()
+        // 2^63 is the first double past Int64.max.
+        millionths = scaled >= 9_223_372_036_854_775_808.0 ? .max : Int64(scaled)
+    }
+
+    public var isZero: Bool { millionths == 0 }
+    public var isPositive: Bool { millionths > 0 }
+
+    /// A binary approximation, for display arithmetic only (percentages).
+    public var doubleValue: Double { Double(millionths) / Double(MeterAmount.scale) }
+
+    /// The exact sum, or nil when it would not fit.
+    public func adding(_ other: MeterAmount) -> MeterAmount? {
+        let (sum, overflow) = millionths.addingReportingOverflow(other.millionths)
+        return overflow ? nil : MeterAmount(millionths: sum)
+    }
+
+    /// What is left of `self` after `other`, never below zero.
+    public func remaining(after other: MeterAmount) -> MeterAmount {
+        let (difference, overflow) = millionths.subtractingReportingOverflow(other.millionths)
+        if overflow { return other.millionths < 0 ? .largest : .zero }
+        return MeterAmount(millionths: max(0, difference))
+    }
+
+    /// The exact sum of `amounts`, or nil when it would not fit.
+    public static func sum<Amounts: Sequence>(_ amounts: Amounts) -> MeterAmount? where Amounts.Element == MeterAmount {
+        var total = MeterAmount.zero
+        for amount in amounts {
+            guard let next = total.adding(amount) else { return nil }
+            total = next
+        }
+        return total
+    }
+
+    public static func < (lhs: MeterAmount, rhs: MeterAmount) -> Bool { lhs.millionths < rhs.millionths }
+
+    /// Plain decimal notation without trailing zeros: `60`, `0`, `12.2`, `0.000001`.
+    public var description: String {
+        let magnitude = millionths.magnitude
+        let scale = UInt64(MeterAmount.scale)
+        let whole = magnitude / scale
+        var fraction = magnitude % scale
+        var text = (millionths < 0 ? "-" : "") + String(whole)
+        guard fraction > 0 else { return text }
+        var digits = MeterAmount.fractionDigits
+        while fraction % 10 == 0 {
+            fraction /= 10
+            digits -= 1
+        }
+        let fractionText = String(fraction)
+        text += "." + String(repeating: "0", count: digits - fractionText.count) + fractionText
+        return text
+    }
+
+    /// The amount as a `Decimal`, exactly.
+    public var decimalValue: Decimal {
+        Decimal(sign: .plus, exponent: -MeterAmount.fractionDigits, significand: Decimal(millionths))
+    }
+}
+
+// MARK: - Parsing
+
+extension MeterAmount {
+    /// Why a text is not an amount.
+    public struct ParseFailure: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Reads an amount a person or program wrote: plain decimal notation
+    /// (`12.2`, `15`, `0.5`), finite, greater than zero, at most six digits
+    /// after the point and at most `largestRequest`. Exponents, hexadecimal,
+    /// signs, `nan` and `inf` are refused rather than guessed at. This is the
+    /// one place amounts are parsed.
+    public init(parsing text: String) throws(ParseFailure) {
+        let amount = try MeterAmount.parseNonNegative(text)
+        guard amount.isPositive else {
+            throw ParseFailure(description: "the amount must be greater than zero, not '\(text)'")
+        }
+        self = amount
+    }
+
+    /// Like `init(parsing:)`, but zero is allowed.
+    static func parseNonNegative(_ text: String) throws(ParseFailure) -> MeterAmount {
+        let plain = "write a plain decimal number such as 12.2, 15 or 0.5"
+        guard !text.isEmpty else { throw ParseFailure(description: "the amount is empty; \(plain)") }
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let wholeText = parts[0]
+        let fractionText = parts.count > 1 ? parts[1] : nil
+        let isDigit: (Character) -> Bool = { ("0"..."9").contains($0) }
+        guard !wholeText.isEmpty, wholeText.allSatisfy(isDigit),
+            fractionText.map({ !$0.isEmpty && $0.allSatisfy(isDigit) }) ?? true
+        else {
+            throw ParseFailure(description: "'\(text)' is not an amount; \(plain)")
+        }
+        if let fractionText, fractionText.count > fractionDigits {
+            throw ParseFailure(
+                description: "'\(text)' has more than \(fractionDigits) digits after the decimal point; amounts are exact to a millionth")
+        }
+        let significant = wholeText.drop { $0 == "0" }
+        let largestWhole = largestRequest.millionths / scale
+        guard significant.count <= String(largestWhole).count, let whole = Int64(significant.isEmpty ? "0" : significant),
+            whole <= largestWhole
+        else {
+            throw ParseFailure(description: "'\(text)' is too large; an amount is at most \(largestRequest)")
+        }
+        let padded = (fractionText.map(String.init) ?? "").padding(toLength: fractionDigits, withPad: "0", startingAt: 0)
+        let fraction = Int64(padded) ?? 0
+        return MeterAmount(millionths: whole * scale + fraction)
+    }
+}
+
+// MARK: - Literals and coding
+
+extension MeterAmount: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral {
+    public init(integerLiteral value: Int) { self.init(units: value) }
+    /// For constants in code and tests; rounds to the nearest millionth.
+    public init(floatLiteral value: Double) { self.init(approximating: value) }
+}
+
+/// Amounts are JSON numbers in plain notation (`60`, `12.2`), never a
+/// binary approximation such as `59.99999999999999`.
+extension MeterAmount: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let decimal = try container.decode(Decimal.self)
+        do {
+            self = try MeterAmount.parseNonNegative("\(decimal)")
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(decimalValue)
+    }
+}
