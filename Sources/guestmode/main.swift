@@ -24,7 +24,7 @@ do {
     let status = Guestmode.exitCode(for: error)
     if wantsJSON && status != .success {
         _ = report(
-            GuestModeError(.usage, code: "usage", Guestmode.message(for: error)), isJSON: true)
+            GuestModeError(.usage, code: .usage, Guestmode.message(for: error)), isJSON: true)
         exit(FailureKind.usage.exitStatus)
     }
     Guestmode.exit(withError: error)

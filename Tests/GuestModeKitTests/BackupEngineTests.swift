@@ -85,7 +85,7 @@ private func contents(_ engine: GuestMode) throws -> [String: [String]] {
         #expect {
             try engine.importBackup(from: path, onConflict: .fail, dryRun: false)
         } throws: { error in
-            (error as? GuestModeError)?.code == "identity_already_exists"
+            (error as? GuestModeError)?.code == .identityAlreadyExists
         }
         #expect(try contents(engine) == before)
     }
@@ -100,7 +100,7 @@ private func contents(_ engine: GuestMode) throws -> [String: [String]] {
             try engine.importBackup(
                 from: archivesDirectory.appendingPathComponent("v1-habits.zip").path, onConflict: .replace, dryRun: false)
         } throws: { error in
-            (error as? GuestModeError)?.code == "different_user"
+            (error as? GuestModeError)?.code == .differentUser
         }
     }
 
@@ -140,7 +140,7 @@ private func contents(_ engine: GuestMode) throws -> [String: [String]] {
         ])
         let engine = try habitsEngine()
         #expect { try engine.importBackup(from: path, onConflict: .fail, dryRun: false) } throws: { error in
-            (error as? GuestModeError)?.code == "archive_too_old"
+            (error as? GuestModeError)?.code == .archiveTooOld
         }
         let report = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, limits: .standard, chain: chain)
         #expect(report.formatVersion == 0)

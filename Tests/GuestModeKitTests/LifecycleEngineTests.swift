@@ -124,7 +124,7 @@ func day(_ number: Int, hour: Int = 12) -> Date {
             Issue.record("expected a conflict")
         } catch let error as GuestModeError {
             #expect(error.kind == .conflict)
-            #expect(error.code == "identity_already_exists")
+            #expect(error.code == .identityAlreadyExists)
         }
         let after = try engine.details(of: guest.id, now: day(2))
         #expect(after.user.state == .anonymous)

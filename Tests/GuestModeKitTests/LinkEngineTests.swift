@@ -32,7 +32,7 @@ import Testing
             _ = try engine.link(user: guest.id, provider: "apple", subject: "taken", email: nil, now: day(2))
             Issue.record("the link of a taken identity succeeded")
         } catch let error as GuestModeError {
-            #expect(error.code == "identity_already_exists")
+            #expect(error.code == .identityAlreadyExists)
         }
         #expect(try engine.details(of: guest.id, now: day(2)).counters["account_upgrade_failed"] == 1)
         // No lock is left behind: the next attempt is judged on its own.

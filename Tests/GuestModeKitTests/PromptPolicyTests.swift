@@ -174,7 +174,7 @@ private func facts(
             Issue.record("the delayed variant has first_recipe_success off")
         } catch let error as GuestModeError {
             #expect(error.kind == .nothingDue)
-            #expect(error.code == "no_eligible_prompt")
+            #expect(error.code == .noEligiblePrompt)
         }
         let strategy = try engine.promptStrategy(for: "d", now: hours(1))
         #expect(strategy.cooldown == TimeSpan(amount: 72, unit: .hours))
@@ -183,13 +183,13 @@ private func facts(
     @Test func unknownUsersContextsAndTriggersAreRefusedPrecisely() throws {
         let engine = try engine()
         try insertUser(engine, "u1")
-        #expect(throws: GuestModeError.notFound("no user 'ghost' in this store; list users with 'guestmode user list'", code: "user_not_found")) {
+        #expect(throws: GuestModeError.notFound("no user 'ghost' in this store; list users with 'guestmode user list'", code: .userNotFound)) {
             try engine.nextPrompt(for: "ghost", trigger: nil, now: hours(1))
         }
         #expect(performing: { try engine.recordPrompt(.shown, context: "nope", for: "u1", now: hours(1)) },
                 throws: { ($0 as? GuestModeError)?.kind == .usage })
         #expect(performing: { try engine.nextPrompt(for: "u1", trigger: "nope", now: hours(1)) },
-                throws: { ($0 as? GuestModeError)?.code == "unknown_trigger" })
+                throws: { ($0 as? GuestModeError)?.code == .unknownTrigger })
     }
 }
 

@@ -26,7 +26,8 @@ extension GuestMode {
     ) throws -> BackupExportSummary {
         if let level, !format.levels.contains(level) {
             throw GuestModeError.usage(
-                "--level \(level) is out of range for \(format.rawValue); use \(format.levels.lowerBound)...\(format.levels.upperBound)")
+                "compression level \(level) is out of range for \(format.rawValue); use \(format.levels.lowerBound)...\(format.levels.upperBound)",
+                code: .invalidLevel)
         }
         return try store.read { db in
             let users = try selectedUsers(selection, db)

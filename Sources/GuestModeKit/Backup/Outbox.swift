@@ -60,7 +60,7 @@ extension GuestMode {
     public func pushBackups(
         to directory: String, maxAttempts: Int, retryNow: Bool, now: Date, toolVersion: String
     ) throws -> BackupPushReport {
-        guard maxAttempts >= 1 else { throw GuestModeError.usage("--max-attempts must be at least 1") }
+        guard maxAttempts >= 1 else { throw GuestModeError.usage("the maximum number of attempts must be at least 1, not \(maxAttempts)", code: .invalidAttempts) }
         let retry = OutboxRetryPolicy(maxAttempts: maxAttempts)
         let format = ArchiveFormat(rawValue: profile.backup.format) ?? .tarZstd
         var report = BackupPushReport(destination: directory)
@@ -80,7 +80,7 @@ extension GuestMode {
             do {
                 try Self.requireDirectory(directory)
                 _ = try exportBackup(.users([entry.userId]), to: archive, format: format, now: now, toolVersion: toolVersion)
-            } catch let error as GuestModeError where error.code == "user_not_found" {
+            } catch let error as GuestModeError where error.code == .userNotFound {
                 if try store.dropOutboxEntry(userID: entry.userId, queuedAt: entry.queuedAt) {
                     report.dropped.append(entry.userId)
                 }
@@ -119,7 +119,7 @@ extension GuestMode {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw GuestModeError(
-                .tryAgainLater, code: "destination_unavailable",
+                .tryAgainLater, code: .destinationUnavailable,
                 "the backup destination '\(directory)' is not a reachable directory")
         }
     }

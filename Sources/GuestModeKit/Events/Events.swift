@@ -57,7 +57,7 @@ public struct IngestReport: Codable, Sendable {
 
 extension GuestMode {
     public func track(_ event: TrackedEvent, now: Date) throws -> TrackResult {
-        if let problem = problem(with: event) { throw GuestModeError.usage(problem, code: "invalid_event") }
+        if let problem = problem(with: event) { throw GuestModeError.usage(problem, code: .invalidEvent) }
         return try store.trackEvent(event, profile: profile, now: now)
     }
 
@@ -148,7 +148,7 @@ public enum EventLog {
     /// so a log of any size streams through in constant memory.
     public static func forEachLine(in url: URL, _ body: (Int, Substring) throws -> Void) throws {
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            throw GuestModeError.notFound("cannot open the event log '\(url.path)'", code: "file_not_found")
+            throw GuestModeError.notFound("cannot open the event log '\(url.path)'", code: .fileNotFound)
         }
         defer { try? handle.close() }
         var buffer = Data()

@@ -148,7 +148,7 @@ extension GuestMode {
         guard experiment.variants.contains(where: { $0.name == variantName }) else {
             throw GuestModeError.usage(
                 "experiment '\(experimentName)' has no variant '\(variantName)'; variants: \(experiment.variants.map(\.name).joined(separator: ", "))",
-                code: "unknown_variant")
+                code: .unknownVariant)
         }
         guard try store.userExists(userID) else { throw GuestMode.missingUser(userID) }
         let stored = try store.replaceAssignment(userID: userID, experiment: experimentName, variant: variantName, at: now)
@@ -162,7 +162,7 @@ extension GuestMode {
             let known = profile.experiments.map(\.name)
             throw GuestModeError.notFound(
                 "profile '\(profile.name)' has no experiment '\(name)'; experiments: \(known.isEmpty ? "none" : known.joined(separator: ", "))",
-                code: "experiment_not_found")
+                code: .experimentNotFound)
         }
         return experiment
     }

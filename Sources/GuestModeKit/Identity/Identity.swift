@@ -49,9 +49,9 @@ extension GuestMode {
         guard profile.identity.providers.contains(provider) else {
             throw GuestModeError.usage(
                 "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))",
-                code: "unknown_provider")
+                code: .unknownProvider)
         }
-        guard !subject.isEmpty else { throw GuestModeError.usage("--subject must not be empty", code: "empty_subject") }
+        guard !subject.isEmpty else { throw GuestModeError.usage("--subject must not be empty", code: .emptySubject) }
         let request = LinkRequest(user: userID, provider: provider, subject: subject, email: email)
 
         let beginning = try store.beginLink(
@@ -65,7 +65,7 @@ extension GuestMode {
         do {
             return try store.completeLink(request, profile: profile, now: now)
         } catch {
-            let code = (error as? GuestModeError)?.code ?? "internal"
+            let code = (error as? GuestModeError)?.code.rawValue ?? GuestModeError.Code.internalFailure.rawValue
             try? store.abandonLink(user: userID, provider: provider, failureCode: code, now: now)
             throw error
         }

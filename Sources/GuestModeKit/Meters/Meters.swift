@@ -79,7 +79,7 @@ extension MeterAmount {
         do {
             return try MeterAmount(parsing: text)
         } catch {
-            throw GuestModeError.usage(error.description, code: "invalid_amount")
+            throw GuestModeError.usage(error.description, code: .invalidAmount)
         }
     }
 }
@@ -113,7 +113,7 @@ extension GuestMode {
         guard amount.isPositive, amount <= .largestRequest else {
             throw GuestModeError.usage(
                 "the amount must be greater than zero and at most \(MeterAmount.largestRequest), not \(amount)",
-                code: "invalid_amount")
+                code: .invalidAmount)
         }
     }
 
@@ -122,7 +122,7 @@ extension GuestMode {
             let known = profile.meters.map(\.name)
             throw GuestModeError.usage(
                 "unknown meter '\(name)'; \(known.isEmpty ? "this profile has no meters" : "this profile's meters are: \(known.joined(separator: ", "))")",
-                code: "unknown_meter")
+                code: .unknownMeter)
         }
         return meter
     }

@@ -131,10 +131,10 @@ extension GuestMode {
         case (let id?, false):
             throw GuestModeError.conflict(
                 "migration #\(id) of '\(guest)' into '\(account)' is unfinished; continue it with --resume",
-                code: "migration_unfinished")
+                code: .migrationUnfinished)
         case (nil, true):
             throw GuestModeError.notFound(
-                "no unfinished migration of '\(guest)' into '\(account)' to resume", code: "nothing_to_resume")
+                "no unfinished migration of '\(guest)' into '\(account)' to resume", code: .nothingToResume)
         case (let id?, true):
             journalID = id
         case (nil, false):
@@ -150,7 +150,7 @@ extension GuestMode {
             guard journalStep.position <= steps.count, steps[journalStep.position - 1].name == journalStep.name else {
                 throw GuestModeError.badData(
                     "migration #\(journalID) was planned with other steps than the profile now declares; it cannot resume",
-                    code: "journal_mismatch")
+                    code: .journalMismatch)
             }
             let step = steps[journalStep.position - 1]
             do {
@@ -172,7 +172,7 @@ extension GuestMode {
 
     public func journal(_ id: Int64) throws -> MigrationJournal {
         guard let journal = try store.migrationJournal(id: id) else {
-            throw GuestModeError.notFound("no migration journal #\(id)", code: "journal_not_found")
+            throw GuestModeError.notFound("no migration journal #\(id)", code: .journalNotFound)
         }
         return journal
     }

@@ -70,11 +70,11 @@ extension User {
     /// moves or plans, with both users as they are then.
     public func checkCanMove(into account: User) throws {
         if id == account.id {
-            throw GuestModeError(.usage, code: "same_user", "cannot move a user into itself")
+            throw GuestModeError(.usage, code: .sameUser, "cannot move a user into itself")
         }
         if state != .anonymous {
             throw GuestModeError(
-                .conflict, code: "not_a_guest",
+                .conflict, code: .notAGuest,
                 "'\(id)' is not a guest (it has a linked identity); only guests are migrated or merged into accounts")
         }
     }

@@ -35,13 +35,15 @@ extension GuestMode {
         guard let plan = profile.plan(named: planName) else {
             throw GuestModeError.usage(
                 "no plan '\(planName)' in profile \(profile.name); plans: \(profile.plans.map(\.name).joined(separator: ", "))",
-                code: "unknown_plan")
+                code: .unknownPlan)
         }
         if trial != nil && until != nil {
-            throw GuestModeError.usage("give either --trial or --until, not both")
+            throw GuestModeError.usage("a plan is granted either as a trial or until a time, not both", code: .conflictingPlanTerms)
         }
         if let until, until <= now {
-            throw GuestModeError.usage("--until \(Timestamp.format(until)) is not after now (\(Timestamp.format(now)))")
+            throw GuestModeError.usage(
+                "the plan's end \(Timestamp.format(until)) is not after now (\(Timestamp.format(now))); give a later time",
+                code: .endNotAfterNow)
         }
         let grant = PlanGrant(plan: plan.name, grantedAt: now, trialEndsAt: trial.map { $0.added(to: now) }, endsAt: until)
         let held = try store.grantPlan(grant, to: userID, profile: profile, now: now)
@@ -70,7 +72,7 @@ extension GuestMode {
     private func status(of planName: String, in held: UserPlans, now: Date) throws -> PlanStatus {
         guard let status = profile.planStatuses(of: held.grants, now: now).first(where: { $0.plan == planName }) else {
             throw GuestModeError(
-                .internalFailure, code: "internal", "the store returned no grant of '\(planName)' for user '\(held.user.id)'")
+                .internalFailure, code: .internalFailure, "the store returned no grant of '\(planName)' for user '\(held.user.id)'")
         }
         return status
     }

@@ -81,7 +81,7 @@ public struct ProfileCatalog: Sendable {
                 ? "no templates were found (searched \(directories.map(\.path).joined(separator: ", ")); set GUESTMODE_TEMPLATES)"
                 : "known templates: \(known.joined(separator: ", "))"
             throw GuestModeError.notFound(
-                "no profile named '\(nameOrPath)'; \(hint); or give the path of a YAML file", code: "profile_not_found")
+                "no profile named '\(nameOrPath)'; \(hint); or give the path of a YAML file", code: .profileNotFound)
         }
         let profile = try ProfileLoader.load(contentsOf: url, label: label)
         let text = try String(contentsOf: url, encoding: .utf8)

@@ -16,7 +16,7 @@ public struct InvalidProfileError: Error, Sendable, CustomStringConvertible {
     public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
 
     public var asGuestModeError: GuestModeError {
-        GuestModeError(.badData, code: "invalid_profile", description)
+        GuestModeError(.badData, code: .invalidProfile, description)
     }
 }
 
@@ -33,9 +33,10 @@ public enum ProfileLoader {
             if !FileManager.default.fileExists(atPath: url.path) {
                 throw GuestModeError.notFound(
                     "profile file '\(url.path)' does not exist; name a template (guestmode profile list) or a YAML file",
-                    code: "profile_not_found")
+                    code: .profileNotFound)
             }
-            throw GuestModeError.badData("cannot read profile '\(url.path)' as UTF-8 text: \(error.localizedDescription)")
+            throw GuestModeError.badData(
+                "cannot read profile '\(url.path)' as UTF-8 text: \(error.localizedDescription)", code: .invalidProfile)
         }
         return try parse(text, file: label ?? url.path)
     }

@@ -37,7 +37,7 @@ public struct ProfileUpgradePlan: Codable, Sendable {
         guard !isApplicable else { return nil }
         return GuestModeError.badData(
             "cannot move the store to \(profile) v\(toVersion): \(refusals.joined(separator: "; "))",
-            code: "profile_upgrade_refused")
+            code: .profileUpgradeRefused)
     }
 }
 

@@ -84,14 +84,14 @@ public enum QuietReason: Sendable, Equatable {
     case windowFull(shown: Int, window: TimeSpan, until: Date)
     case noEligibleRule
 
-    public var code: String {
+    public var code: GuestModeError.Code {
         switch self {
-        case .linked: "user_linked"
-        case .authenticated: "user_authenticated"
-        case .neverAsk: "never_ask"
-        case .cooldown: "cooldown"
-        case .windowFull: "window_full"
-        case .noEligibleRule: "no_eligible_prompt"
+        case .linked: .userLinked
+        case .authenticated: .userAuthenticated
+        case .neverAsk: .neverAsk
+        case .cooldown: .cooldown
+        case .windowFull: .windowFull
+        case .noEligibleRule: .noEligiblePrompt
         }
     }
 
@@ -251,7 +251,7 @@ extension GuestMode {
             let known = Set(profile.prompts.rules.compactMap(\.trigger)).sorted()
             throw GuestModeError.usage(
                 "no prompt rule of profile '\(profile.name)' has the trigger '\(trigger)'; triggers: \(known.isEmpty ? "none" : known.joined(separator: ", "))",
-                code: "unknown_trigger")
+                code: .unknownTrigger)
         }
         let facts = try requirePromptFacts(userID)
         let strategy = try promptStrategy(for: userID, now: now)
@@ -278,7 +278,7 @@ extension GuestMode {
             let known = profile.prompts.rules.map(\.context)
             throw GuestModeError.usage(
                 "profile '\(profile.name)' has no prompt context '\(context)'; contexts: \(known.isEmpty ? "none" : known.joined(separator: ", "))",
-                code: "unknown_context")
+                code: .unknownContext)
         }
         let entry = PromptHistoryEntry(context: context, outcome: outcome, at: now)
         guard let state = try store.recordPromptOutcome(entry, userID: userID) else {
@@ -298,7 +298,7 @@ extension GuestMode {
     }
 
     static func missingUser(_ userID: String) -> GuestModeError {
-        GuestModeError.notFound("no user '\(userID)' in this store; list users with 'guestmode user list'", code: "user_not_found")
+        GuestModeError.notFound("no user '\(userID)' in this store; list users with 'guestmode user list'", code: .userNotFound)
     }
 }
 
@@ -341,7 +341,7 @@ public struct PromptRecord: Codable, Sendable, Equatable {
         if !problems.isEmpty {
             let shown = problems.prefix(20).joined(separator: "\n")
             let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
-            throw GuestModeError.badData("\(problems.count) malformed prompt outcome lines; nothing was recorded:\n\(shown)\(more)", code: "malformed_log")
+            throw GuestModeError.badData("\(problems.count) malformed prompt outcome lines; nothing was recorded:\n\(shown)\(more)", code: .malformedLog)
         }
         return records
     }
@@ -366,7 +366,7 @@ extension GuestMode {
         if let unknown = records.first(where: { !contexts.contains($0.context) }) {
             throw GuestModeError.usage(
                 "profile '\(profile.name)' has no prompt context '\(unknown.context)' (user \(unknown.user)); nothing was recorded",
-                code: "unknown_context")
+                code: .unknownContext)
         }
         try store.recordPromptOutcomes(records)
         return records.count

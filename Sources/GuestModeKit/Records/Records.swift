@@ -56,7 +56,7 @@ extension GuestMode {
     /// nothing and report what the app should ask for.
     public func putRecord(user userID: String, collection: String, key: String, json: String, now: Date) throws -> PutResult {
         try requireCollection(collection)
-        guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty") }
+        guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
         let canonical = try canonicalJSON(json)
         return try store.putRecord(
             owner: userID, collection: collection, key: key, data: canonical, profile: profile, now: now)
@@ -94,12 +94,12 @@ extension GuestMode {
         guard profile.collection(named: name) != nil else {
             throw GuestModeError.usage(
                 "unknown collection '\(name)'; this profile's collections are: \(profile.collections.map(\.name).joined(separator: ", "))",
-                code: "unknown_collection")
+                code: .unknownCollection)
         }
     }
 
     private func recordNotFound(user userID: String, collection: String, key: String) -> GuestModeError {
-        GuestModeError.notFound("user '\(userID)' has no record '\(key)' in \(collection)", code: "record_not_found")
+        GuestModeError.notFound("user '\(userID)' has no record '\(key)' in \(collection)", code: .recordNotFound)
     }
 
     /// Records are stored as compact JSON so equal documents compare equal.
@@ -107,7 +107,7 @@ extension GuestMode {
         guard let data = text.data(using: .utf8),
             let value = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
         else {
-            throw GuestModeError.badData("the record data is not valid JSON: \(text.prefix(80))", code: "invalid_json")
+            throw GuestModeError.badData("the record data is not valid JSON: \(text.prefix(80))", code: .invalidJson)
         }
         let encoded = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
         return String(decoding: encoded, as: UTF8.self)

@@ -69,7 +69,7 @@ struct AppDatabase: Sendable {
                 let current = try appliedMigrations().last ?? "empty"
                 throw GuestModeError.badData(
                     "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause (see 'guestmode db status') and run 'guestmode db migrate' again",
-                    code: "schema_migration_failed")
+                    code: .schemaMigrationFailed)
             }
             applied.append(identifier)
             progress(identifier)
@@ -86,7 +86,7 @@ enum StoreFile {
         if fileManager.fileExists(atPath: path) {
             if creating {
                 throw GuestModeError(
-                    .cannotCreate, code: "store_exists",
+                    .cannotCreate, code: .storeExists,
                     "a store already exists at '\(path)'; use --force to replace it or choose another --store")
             }
             try refuseUnknownSchema(path: path)
@@ -94,7 +94,7 @@ enum StoreFile {
             if !creating {
                 throw GuestModeError.notFound(
                     "no store at '\(path)'; create one with 'guestmode init --profile NAME' or set --store/GUESTMODE_STORE",
-                    code: "store_not_found")
+                    code: .storeNotFound)
             }
             try createPrivateFile(path: path)
         }
@@ -124,7 +124,7 @@ enum StoreFile {
                     if tables.isEmpty { return [] }
                     throw GuestModeError.badData(
                         "'\(path)' is an SQLite database but not a guestmode store (no schema history)",
-                        code: "not_a_store")
+                        code: .notAStore)
                 }
                 return try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
             }
@@ -133,7 +133,7 @@ enum StoreFile {
             if !unknown.isEmpty {
                 throw GuestModeError.badData(
                     "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last!). Upgrade guestmode; the store was not changed",
-                    code: "store_too_new")
+                    code: .storeTooNew)
             }
         } catch let error as DatabaseError {
             throw translate(error, path: path)
@@ -144,7 +144,7 @@ enum StoreFile {
         let descriptor = Foundation.open(path, O_CREAT | O_EXCL | O_WRONLY, 0o600)
         if descriptor < 0 {
             let reason = String(cString: strerror(errno))
-            throw GuestModeError(.cannotCreate, code: "cannot_create_store", "cannot create the store '\(path)': \(reason)")
+            throw GuestModeError(.cannotCreate, code: .cannotCreateStore, "cannot create the store '\(path)': \(reason)")
         }
         close(descriptor)
     }
@@ -152,15 +152,15 @@ enum StoreFile {
     static func translate(_ error: DatabaseError, path: String) -> GuestModeError {
         switch error.resultCode {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT:
-            GuestModeError.badData("'\(path)' is not a guestmode store or is damaged: \(error.message ?? "\(error)")", code: "corrupt_store")
+            GuestModeError.badData("'\(path)' is not a guestmode store or is damaged: \(error.message ?? "\(error)")", code: .corruptStore)
         case .SQLITE_BUSY, .SQLITE_LOCKED:
-            GuestModeError(.tryAgainLater, code: "store_busy", "the store '\(path)' is busy; try again later")
+            GuestModeError(.tryAgainLater, code: .storeBusy, "the store '\(path)' is busy; try again later")
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
-            GuestModeError(.cannotCreate, code: "cannot_open_store", "cannot open the store '\(path)': \(error.message ?? "\(error)")")
+            GuestModeError(.cannotCreate, code: .cannotOpenStore, "cannot open the store '\(path)': \(error.message ?? "\(error)")")
         case .SQLITE_IOERR, .SQLITE_FULL:
-            GuestModeError(.ioError, code: "io_error", "I/O error on the store '\(path)': \(error.message ?? "\(error)")")
+            GuestModeError(.ioError, code: .ioError, "I/O error on the store '\(path)': \(error.message ?? "\(error)")")
         default:
-            GuestModeError(.internalFailure, code: "database_error", "database error on '\(path)': \(error)")
+            GuestModeError(.internalFailure, code: .databaseError, "database error on '\(path)': \(error)")
         }
     }
 }

@@ -109,7 +109,7 @@ extension SQLiteStore: EventStore {
             counted != event.action
         {
             throw GuestModeError(
-                .conflict, code: "idempotency_key_reused",
+                .conflict, code: .idempotencyKeyReused,
                 "idempotency key '\(key)' of user '\(event.user)' was already used for '\(counted)', not '\(event.action)'; keys identify one report")
         }
         return false

@@ -23,7 +23,7 @@ extension SQLiteStore: ExperimentStore {
                 arguments: [userID, experiment, variant, Timestamp.format(at)])
             guard var stored = try SQLiteStore.storedAssignment(db, userID: userID, experiment: experiment) else {
                 throw GuestModeError(
-                    .internalFailure, code: "assignment_lost", "the assignment of \(userID) to \(experiment) was not stored")
+                    .internalFailure, code: .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
             }
             stored.isNew = true
             return stored
@@ -48,7 +48,7 @@ extension SQLiteStore: ExperimentStore {
         let inserted = db.changesCount > 0
         guard var stored = try storedAssignment(db, userID: userID, experiment: experiment) else {
             throw GuestModeError(
-                .internalFailure, code: "assignment_lost", "the assignment of \(userID) to \(experiment) was not stored")
+                .internalFailure, code: .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
         }
         stored.isNew = inserted
         return stored

@@ -11,7 +11,7 @@ extension SQLiteStore: IdentityStore {
                 let startedAt = Timestamp.parse(started), startedAt > staleLocksBefore
             {
                 throw GuestModeError(
-                    .conflict, code: "upgrade_in_progress",
+                    .conflict, code: .upgradeInProgress,
                     "an account upgrade of user '\(request.user)' is already in progress (started \(started)); wait for it to finish")
             }
             try db.execute(
@@ -35,7 +35,7 @@ extension SQLiteStore: IdentityStore {
             if let owner = try owner(of: request, db) {
                 if owner != userID {
                     throw GuestModeError(
-                        .conflict, code: "identity_already_exists",
+                        .conflict, code: .identityAlreadyExists,
                         "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched (merge it with 'guestmode merge')")
                 }
                 try releaseUpgradeLock(of: userID, db)
@@ -46,12 +46,12 @@ extension SQLiteStore: IdentityStore {
             let existing = try identities(of: userID, db)
             if existing.contains(where: { $0.provider == provider }) {
                 throw GuestModeError(
-                    .conflict, code: "provider_already_linked",
+                    .conflict, code: .providerAlreadyLinked,
                     "user '\(userID)' already has a \(provider) identity; unlink it first")
             }
             if existing.count >= profile.identity.maximumProvidersPerUser {
                 throw GuestModeError(
-                    .conflict, code: "too_many_providers",
+                    .conflict, code: .tooManyProviders,
                     "user '\(userID)' already has \(existing.count) linked provider(s), the most this profile allows (identity.max_providers_per_user)")
             }
             let nowText = Timestamp.format(now)
@@ -92,7 +92,7 @@ extension SQLiteStore: IdentityStore {
             try db.execute(
                 sql: "DELETE FROM identities WHERE user_id = ? AND provider = ?", arguments: [userID, provider])
             if db.changesCount == 0 {
-                throw GuestModeError(.notFound, code: "identity_not_found", "user '\(userID)' has no \(provider) identity")
+                throw GuestModeError(.notFound, code: .identityNotFound, "user '\(userID)' has no \(provider) identity")
             }
             let remaining =
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM identities WHERE user_id = ?", arguments: [userID]) ?? 0

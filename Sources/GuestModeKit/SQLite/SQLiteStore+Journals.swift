@@ -13,7 +13,7 @@ extension SQLiteStore: MigrationJournalStore {
             try checkTransfer(of: guest, into: account, db)
             if let id = try unfinishedMigration(of: guest, into: account, db) {
                 throw GuestModeError(
-                    .conflict, code: "migration_unfinished",
+                    .conflict, code: .migrationUnfinished,
                     "migration #\(id) of '\(guest)' into '\(account)' is unfinished; resume it instead of starting another")
             }
             try db.execute(
@@ -39,7 +39,7 @@ extension SQLiteStore: MigrationJournalStore {
             guard let journal = try Row.fetchOne(
                 db, sql: "SELECT source_id, target_id FROM migration_journals WHERE id = ?", arguments: [journalID])
             else {
-                throw GuestModeError(.notFound, code: "journal_not_found", "no migration journal #\(journalID)")
+                throw GuestModeError(.notFound, code: .journalNotFound, "no migration journal #\(journalID)")
             }
             // Read inside the transaction: another process may have done the step.
             guard let entry = try Row.fetchOne(
@@ -47,7 +47,7 @@ extension SQLiteStore: MigrationJournalStore {
                 arguments: [journalID, position]), (entry["name"] as String?) == step.name
             else {
                 throw GuestModeError(
-                    .badData, code: "journal_mismatch",
+                    .badData, code: .journalMismatch,
                     "migration #\(journalID) has no step \(position) named '\(step.name)'; it cannot run that step")
             }
             guard (entry["status"] as String?) != "done" else { return nil }

@@ -10,7 +10,7 @@ extension SQLiteStore: PlanStore {
                 arguments: [userID, grant.plan])
             {
                 throw GuestModeError(
-                    .conflict, code: "trial_already_used",
+                    .conflict, code: .trialAlreadyUsed,
                     "user '\(userID)' already had a trial of \(grant.plan) (granted \(used)); a trial is granted once")
             }
             try db.execute(
@@ -35,7 +35,7 @@ extension SQLiteStore: PlanStore {
                 arguments: [Timestamp.format(now), userID, plan])
             if db.changesCount == 0 {
                 throw GuestModeError(
-                    .notFound, code: "plan_not_found", "user '\(userID)' holds no plan '\(plan)' to revoke")
+                    .notFound, code: .planNotFound, "user '\(userID)' holds no plan '\(plan)' to revoke")
             }
             try noteChange(of: userID, profile: profile, now: now, db)
             return UserPlans(user: user, grants: try planGrants(of: userID, db))

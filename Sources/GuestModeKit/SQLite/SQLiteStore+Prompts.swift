@@ -16,7 +16,7 @@ extension SQLiteStore: PromptStore {
                 let entry = PromptHistoryEntry(context: record.context, outcome: record.outcome, at: record.at)
                 guard try SQLiteStore.recordPromptOutcome(db, entry, userID: record.user) != nil else {
                     throw GuestModeError.notFound(
-                        "no user '\(record.user)' in this store; nothing was recorded", code: "user_not_found")
+                        "no user '\(record.user)' in this store; nothing was recorded", code: .userNotFound)
                 }
             }
         }
@@ -62,14 +62,14 @@ extension SQLiteStore: PromptStore {
     static func decode<T: RawRepresentable>(_ text: String, as type: T.Type, what: String) throws -> T
     where T.RawValue == String {
         guard let value = T(rawValue: text) else {
-            throw GuestModeError.badData("the store holds an unknown \(what) '\(text)'", code: "corrupt_store")
+            throw GuestModeError.badData("the store holds an unknown \(what) '\(text)'", code: .corruptStore)
         }
         return value
     }
 
     static func date(_ text: String) throws -> Date {
         guard let date = Timestamp.parse(text) else {
-            throw GuestModeError.badData("the store holds a malformed time '\(text)'", code: "corrupt_store")
+            throw GuestModeError.badData("the store holds a malformed time '\(text)'", code: .corruptStore)
         }
         return date
     }

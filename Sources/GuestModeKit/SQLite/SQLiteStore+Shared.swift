@@ -29,7 +29,7 @@ extension SQLiteStore {
 
     func requireUser(_ id: String, _ db: Database) throws -> User {
         guard let user = try findUser(id, db) else {
-            throw GuestModeError.notFound("no user '\(id)' in this store; list users with 'guestmode user list'", code: "user_not_found")
+            throw GuestModeError.notFound("no user '\(id)' in this store; list users with 'guestmode user list'", code: .userNotFound)
         }
         return user
     }

@@ -250,7 +250,7 @@ struct SQLiteTransfer {
         let leftovers = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE owner_id = ?", arguments: [source]) ?? 0
         guard leftovers == 0 else {
             throw GuestModeError(
-                .internalFailure, code: "records_left_behind",
+                .internalFailure, code: .recordsLeftBehind,
                 "\(leftovers) records of '\(source)' were not moved; the guest was kept")
         }
         try store.deleteEverything(of: source, db)
@@ -293,7 +293,7 @@ struct SQLiteTransfer {
             if !isTaken { return candidate }
         }
         // The candidates never run out; this only satisfies the compiler.
-        throw GuestModeError(.internalFailure, code: "no_free_key", "no free key for '\(key)' in \(collection)")
+        throw GuestModeError(.internalFailure, code: .noFreeKey, "no free key for '\(key)' in \(collection)")
     }
 
     private func collectionFilter(_ collections: [String]?, alias: String?) -> String {

@@ -10,7 +10,7 @@ extension SQLiteStore: UserStore {
                 db, sql: "SELECT 1 FROM credentials WHERE username = ?", arguments: [credentials.username]) == true
             {
                 throw GuestModeError(
-                    .conflict, code: "username_taken", "the anonymous username '\(credentials.username)' is already taken")
+                    .conflict, code: .usernameTaken, "the anonymous username '\(credentials.username)' is already taken")
             }
             try db.execute(
                 sql: "INSERT INTO credentials (user_id, username, secret_hash, created_at) VALUES (?, ?, ?, ?)",

@@ -29,7 +29,7 @@ public final class SQLiteStore: Sendable {
                 try store.close()
             } catch {
                 if !fileManager.fileExists(atPath: path) { throw error }
-                if case let failure as GuestModeError = error, failure.code == "store_exists" { throw error }
+                if case let failure as GuestModeError = error, failure.code == .storeExists { throw error }
                 for suffix in ["", "-wal", "-shm"] { try? fileManager.removeItem(atPath: path + suffix) }
                 throw error
             }
@@ -49,7 +49,7 @@ public final class SQLiteStore: Sendable {
         if rename(temporary, path) != 0 {
             let reason = String(cString: strerror(errno))
             try? fileManager.removeItem(atPath: temporary)
-            throw GuestModeError(.cannotCreate, code: "cannot_create_store", "cannot replace '\(path)': \(reason)")
+            throw GuestModeError(.cannotCreate, code: .cannotCreateStore, "cannot replace '\(path)': \(reason)")
         }
     }
 

@@ -17,7 +17,7 @@ public struct GuestMode: Sendable {
         guard let bound = try store.boundProfile() else {
             throw GuestModeError.badData(
                 "the store '\(storePath)' has no profile; run 'guestmode init --profile NAME --store \(storePath) --force'",
-                code: "store_without_profile")
+                code: .storeWithoutProfile)
         }
         let profile = try ProfileLoader.parse(bound.text, file: bound.origin)
         return GuestMode(profile: profile, store: store)

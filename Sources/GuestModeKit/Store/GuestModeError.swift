@@ -39,31 +39,261 @@ public enum FailureKind: String, Sendable, Codable, CaseIterable {
 /// message for people that says what went wrong, where, and how to fix it.
 public struct GuestModeError: Error, CustomStringConvertible, Sendable, Equatable {
     public var kind: FailureKind
-    /// A stable snake_case identifier for scripts, e.g. `identity_already_exists`.
-    public var code: String
+    public var code: Code
     public var message: String
 
-    public init(_ kind: FailureKind, code: String? = nil, _ message: String) {
+    public init(_ kind: FailureKind, code: Code, _ message: String) {
         self.kind = kind
-        self.code = code ?? kind.rawValue
+        self.code = code
         self.message = message
     }
 
     public var description: String { message }
 
-    static func notFound(_ message: String, code: String = "not_found") -> GuestModeError {
+    static func notFound(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.notFound, code: code, message)
     }
 
-    static func badData(_ message: String, code: String = "bad_data") -> GuestModeError {
+    static func badData(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.badData, code: code, message)
     }
 
-    static func usage(_ message: String, code: String = "usage") -> GuestModeError {
+    static func usage(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.usage, code: code, message)
     }
 
-    static func conflict(_ message: String, code: String = "conflict") -> GuestModeError {
+    static func conflict(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.conflict, code: code, message)
+    }
+}
+
+extension GuestModeError {
+    /// A stable snake_case identifier scripts can switch on (`--json` prints
+    /// it as `error.code`); the catalogue is listed in guestmode(1). Codes
+    /// are compared as values, never as strings.
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+
+        public init(rawValue: String) { self.rawValue = rawValue }
+        init(_ rawValue: String) { self.rawValue = rawValue }
+
+        public var description: String { rawValue }
+
+        /// Every code the engine and the command line raise, in order.
+        public static let all: [Code] = [
+            .archiveError,
+            .archiveFormatMismatch,
+            .archiveNotFound,
+            .archiveTooNew,
+            .archiveTooOld,
+            .archiveUnreadable,
+            .archiveWriteFailed,
+            .assignmentLost,
+            .badData,
+            .badHeader,
+            .badManifest,
+            .badRow,
+            .badTime,
+            .cannotCreate,
+            .cannotCreateBackup,
+            .cannotCreateOutput,
+            .cannotCreateStore,
+            .cannotOpenStore,
+            .cannotSpool,
+            .conflict,
+            .cooldown,
+            .corruptStore,
+            .damagedArchive,
+            .databaseError,
+            .destinationUnavailable,
+            .differentUser,
+            .emptyPeriod,
+            .emptySubject,
+            .experimentNotFound,
+            .fileNotFound,
+            .foreignRow,
+            .hostileArchive,
+            .idempotencyKeyReused,
+            .identityAlreadyExists,
+            .identityNotFound,
+            .integrityCheckFailed,
+            .internalFailure,
+            .invalidAmount,
+            .invalidEvent,
+            .invalidEventLog,
+            .invalidJson,
+            .invalidProfile,
+            .ioError,
+            .journalMismatch,
+            .journalNotFound,
+            .malformedLog,
+            .manifestMismatch,
+            .meterExhausted,
+            .migrationUnfinished,
+            .missingManifest,
+            .missingSecret,
+            .missingUserRow,
+            .needsAccount,
+            .needsPremium,
+            .neverAsk,
+            .noEligiblePrompt,
+            .noFreeKey,
+            .noTemplates,
+            .notABackup,
+            .notAGuest,
+            .notAStore,
+            .notAnArchive,
+            .notFound,
+            .nothingDue,
+            .nothingToResume,
+            .planNotFound,
+            .profileMismatch,
+            .profileNotFound,
+            .profileUpgradeRefused,
+            .providerAlreadyLinked,
+            .pushIncomplete,
+            .recordNotFound,
+            .recordsLeftBehind,
+            .rowConflict,
+            .sameUser,
+            .schemaMigrationFailed,
+            .storeBusy,
+            .storeExists,
+            .storeNotFound,
+            .storeTooNew,
+            .storeWithoutProfile,
+            .tooManyProviders,
+            .trialAlreadyUsed,
+            .tryAgainLater,
+            .unexportableValue,
+            .unknownCollection,
+            .unknownContext,
+            .unknownMeter,
+            .unknownPlan,
+            .unknownProvider,
+            .unknownTrigger,
+            .unknownVariant,
+            .upgradeInProgress,
+            .usage,
+            .userAuthenticated,
+            .userExists,
+            .userLinked,
+            .userNotFound,
+            .usernameTaken,
+            .verifyFailed,
+            .windowFull,
+            .invalidAttempts,
+            .conflictingPlanTerms,
+            .endNotAfterNow,
+            .emptyKey,
+            .invalidLevel,
+        ]
+
+        public static let archiveError = Code("archive_error")
+        public static let archiveFormatMismatch = Code("archive_format_mismatch")
+        public static let archiveNotFound = Code("archive_not_found")
+        public static let archiveTooNew = Code("archive_too_new")
+        public static let archiveTooOld = Code("archive_too_old")
+        public static let archiveUnreadable = Code("archive_unreadable")
+        public static let archiveWriteFailed = Code("archive_write_failed")
+        public static let assignmentLost = Code("assignment_lost")
+        public static let badData = Code("bad_data")
+        public static let badHeader = Code("bad_header")
+        public static let badManifest = Code("bad_manifest")
+        public static let badRow = Code("bad_row")
+        public static let badTime = Code("bad_time")
+        public static let cannotCreate = Code("cannot_create")
+        public static let cannotCreateBackup = Code("cannot_create_backup")
+        public static let cannotCreateOutput = Code("cannot_create_output")
+        public static let cannotCreateStore = Code("cannot_create_store")
+        public static let cannotOpenStore = Code("cannot_open_store")
+        public static let cannotSpool = Code("cannot_spool")
+        public static let conflict = Code("conflict")
+        public static let cooldown = Code("cooldown")
+        public static let corruptStore = Code("corrupt_store")
+        public static let damagedArchive = Code("damaged_archive")
+        public static let databaseError = Code("database_error")
+        public static let destinationUnavailable = Code("destination_unavailable")
+        public static let differentUser = Code("different_user")
+        public static let emptyPeriod = Code("empty_period")
+        public static let emptySubject = Code("empty_subject")
+        public static let experimentNotFound = Code("experiment_not_found")
+        public static let fileNotFound = Code("file_not_found")
+        public static let foreignRow = Code("foreign_row")
+        public static let hostileArchive = Code("hostile_archive")
+        public static let idempotencyKeyReused = Code("idempotency_key_reused")
+        public static let identityAlreadyExists = Code("identity_already_exists")
+        public static let identityNotFound = Code("identity_not_found")
+        public static let integrityCheckFailed = Code("integrity_check_failed")
+        public static let internalFailure = Code("internal")
+        public static let invalidAmount = Code("invalid_amount")
+        public static let invalidEvent = Code("invalid_event")
+        public static let invalidEventLog = Code("invalid_event_log")
+        public static let invalidJson = Code("invalid_json")
+        public static let invalidProfile = Code("invalid_profile")
+        public static let ioError = Code("io_error")
+        public static let journalMismatch = Code("journal_mismatch")
+        public static let journalNotFound = Code("journal_not_found")
+        public static let malformedLog = Code("malformed_log")
+        public static let manifestMismatch = Code("manifest_mismatch")
+        public static let meterExhausted = Code("meter_exhausted")
+        public static let migrationUnfinished = Code("migration_unfinished")
+        public static let missingManifest = Code("missing_manifest")
+        public static let missingSecret = Code("missing_secret")
+        public static let missingUserRow = Code("missing_user_row")
+        public static let needsAccount = Code("needs_account")
+        public static let needsPremium = Code("needs_premium")
+        public static let neverAsk = Code("never_ask")
+        public static let noEligiblePrompt = Code("no_eligible_prompt")
+        public static let noFreeKey = Code("no_free_key")
+        public static let noTemplates = Code("no_templates")
+        public static let notABackup = Code("not_a_backup")
+        public static let notAGuest = Code("not_a_guest")
+        public static let notAStore = Code("not_a_store")
+        public static let notAnArchive = Code("not_an_archive")
+        public static let notFound = Code("not_found")
+        public static let nothingDue = Code("nothing_due")
+        public static let nothingToResume = Code("nothing_to_resume")
+        public static let planNotFound = Code("plan_not_found")
+        public static let profileMismatch = Code("profile_mismatch")
+        public static let profileNotFound = Code("profile_not_found")
+        public static let profileUpgradeRefused = Code("profile_upgrade_refused")
+        public static let providerAlreadyLinked = Code("provider_already_linked")
+        public static let pushIncomplete = Code("push_incomplete")
+        public static let recordNotFound = Code("record_not_found")
+        public static let recordsLeftBehind = Code("records_left_behind")
+        public static let rowConflict = Code("row_conflict")
+        public static let sameUser = Code("same_user")
+        public static let schemaMigrationFailed = Code("schema_migration_failed")
+        public static let storeBusy = Code("store_busy")
+        public static let storeExists = Code("store_exists")
+        public static let storeNotFound = Code("store_not_found")
+        public static let storeTooNew = Code("store_too_new")
+        public static let storeWithoutProfile = Code("store_without_profile")
+        public static let tooManyProviders = Code("too_many_providers")
+        public static let trialAlreadyUsed = Code("trial_already_used")
+        public static let tryAgainLater = Code("try_again_later")
+        public static let unexportableValue = Code("unexportable_value")
+        public static let unknownCollection = Code("unknown_collection")
+        public static let unknownContext = Code("unknown_context")
+        public static let unknownMeter = Code("unknown_meter")
+        public static let unknownPlan = Code("unknown_plan")
+        public static let unknownProvider = Code("unknown_provider")
+        public static let unknownTrigger = Code("unknown_trigger")
+        public static let unknownVariant = Code("unknown_variant")
+        public static let upgradeInProgress = Code("upgrade_in_progress")
+        public static let usage = Code("usage")
+        public static let userAuthenticated = Code("user_authenticated")
+        public static let userExists = Code("user_exists")
+        public static let userLinked = Code("user_linked")
+        public static let userNotFound = Code("user_not_found")
+        public static let usernameTaken = Code("username_taken")
+        public static let verifyFailed = Code("verify_failed")
+        public static let windowFull = Code("window_full")
+        public static let invalidAttempts = Code("invalid_attempts")
+        public static let conflictingPlanTerms = Code("conflicting_plan_terms")
+        public static let endNotAfterNow = Code("end_not_after_now")
+        public static let emptyKey = Code("empty_key")
+        public static let invalidLevel = Code("invalid_level")
     }
 }

@@ -120,7 +120,7 @@ public enum Timestamp {
     public static func parseOrThrow(_ text: String, what: String) throws -> Date {
         guard let date = parse(text) else {
             throw GuestModeError.usage(
-                "\(what): '\(text)' is not an ISO 8601 time; write it like 2026-11-22T09:30:00Z", code: "bad_time")
+                "\(what): '\(text)' is not an ISO 8601 time; write it like 2026-11-22T09:30:00Z", code: .badTime)
         }
         return date
     }

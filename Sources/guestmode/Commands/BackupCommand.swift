@@ -135,7 +135,7 @@ struct BackupCommand: ParsableCommand {
             }
             if !report.ok {
                 throw GuestModeError(
-                    .badData, code: "verify_failed",
+                    .badData, code: .verifyFailed,
                     "the archive '\(file)' failed verification (\(report.errors.count) \(report.errors.count == 1 ? "problem" : "problems"))")
             }
         }
@@ -238,7 +238,7 @@ struct BackupCommand: ParsableCommand {
             }
             if report.needsRetry {
                 throw GuestModeError(
-                    .tryAgainLater, code: "push_incomplete",
+                    .tryAgainLater, code: .pushIncomplete,
                     "\(report.failed.count + report.held.count) queued \(report.failed.count + report.held.count == 1 ? "backup was" : "backups were") not delivered to '\(to)'; they stay queued, push again later")
             }
         }

@@ -94,7 +94,7 @@ struct DatabaseCommand: ParsableCommand {
                 for problem in problems { global.output.line(problem) }
             }
             if !problems.isEmpty {
-                throw GuestModeError(.badData, code: "integrity_check_failed", "the store '\(global.storePath)' failed its integrity check (\(problems.count) problems)")
+                throw GuestModeError(.badData, code: .integrityCheckFailed, "the store '\(global.storePath)' failed its integrity check (\(problems.count) problems)")
             }
         }
     }

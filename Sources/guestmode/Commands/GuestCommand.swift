@@ -42,7 +42,7 @@ struct GuestCommand: ParsableCommand {
             var credentials: AnonymousCredentials?
             if let username {
                 guard let secret = readLine(strippingNewline: true), !secret.isEmpty else {
-                    throw GuestModeError(.usage, code: "missing_secret", "--secret-stdin: standard input held no secret")
+                    throw GuestModeError(.usage, code: .missingSecret, "--secret-stdin: standard input held no secret")
                 }
                 credentials = AnonymousCredentials(username: username, secret: secret)
             }

@@ -77,7 +77,7 @@ struct PlanCommand: ParsableCommand {
             var plans = try engine.plans(of: user, now: now)
             if let plan {
                 plans = plans.filter { $0.plan == plan }
-                if plans.isEmpty { throw GuestModeError(.notFound, code: "plan_not_found", "user '\(user)' never held plan '\(plan)'") }
+                if plans.isEmpty { throw GuestModeError(.notFound, code: .planNotFound, "user '\(user)' never held plan '\(plan)'") }
             }
             struct Report: Encodable { var user: String; var tier: TierLevel; var plans: [PlanStatus] }
             let report = Report(user: user, tier: try engine.tier(of: user, now: now), plans: plans)

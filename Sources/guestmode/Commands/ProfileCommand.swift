@@ -102,7 +102,7 @@ extension ProfileCommand {
             if dryRun {
                 if global.json, let plan { try global.output.json(plan) }
                 if let plan, !plan.isApplicable {
-                    throw GuestModeError(.badData, code: "profile_upgrade_refused", "the upgrade cannot be applied: \(plan.refusals.joined(separator: "; "))")
+                    throw GuestModeError(.badData, code: .profileUpgradeRefused, "the upgrade cannot be applied: \(plan.refusals.joined(separator: "; "))")
                 }
                 return
             }

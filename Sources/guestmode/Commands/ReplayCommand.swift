@@ -43,13 +43,13 @@ struct ReplayCommand: ParsableCommand {
         } else {
             guard let bound = try SQLiteStore.boundProfile(readingOnly: global.storePath) else {
                 throw GuestModeError(
-                    .badData, code: "store_without_profile",
+                    .badData, code: .storeWithoutProfile,
                     "the store '\(global.storePath)' has no profile; name one with --profile")
             }
             (text, origin) = (bound.text, bound.origin)
         }
         guard FileManager.default.fileExists(atPath: file) else {
-            throw GuestModeError(.notFound, code: "file_not_found", "no event log '\(file)'")
+            throw GuestModeError(.notFound, code: .fileNotFound, "no event log '\(file)'")
         }
         let sink = try DecisionSink(path: decisions, output: output, listing: !global.json && !global.quiet)
         let summary = try GuestMode.replay(
@@ -93,7 +93,7 @@ final class DecisionSink {
         case let path?:
             guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
                 let opened = FileHandle(forWritingAtPath: path) else {
-                throw GuestModeError(.cannotCreate, code: "cannot_create_output", "cannot create '\(path)'")
+                throw GuestModeError(.cannotCreate, code: .cannotCreateOutput, "cannot create '\(path)'")
             }
             handle = opened
         }
@@ -120,7 +120,7 @@ final class DecisionSink {
         do {
             try handle.write(contentsOf: buffer)
         } catch {
-            throw GuestModeError(.ioError, code: "io_error", "cannot write the decisions: \(error.localizedDescription)")
+            throw GuestModeError(.ioError, code: .ioError, "cannot write the decisions: \(error.localizedDescription)")
         }
         buffer.removeAll(keepingCapacity: true)
     }

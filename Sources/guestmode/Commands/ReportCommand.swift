@@ -104,7 +104,7 @@ struct ReportOptions: ParsableArguments {
             since: try since.map { try Timestamp.parseOrThrow($0, what: "--since") },
             until: try until.map { try Timestamp.parseOrThrow($0, what: "--until") })
         if let start = period.since, let end = period.until, end <= start {
-            throw GuestModeError(.usage, code: "empty_period", "--until (\(Timestamp.format(end))) must come after --since (\(Timestamp.format(start)))")
+            throw GuestModeError(.usage, code: .emptyPeriod, "--until (\(Timestamp.format(end))) must come after --since (\(Timestamp.format(start)))")
         }
         return period
     }

@@ -22,11 +22,11 @@ struct TourCommand: ParsableCommand {
         let catalog = global.catalog()
         let templates = try catalog.templates()
         if templates.isEmpty {
-            throw GuestModeError(.notFound, code: "no_templates", "no profile templates found; searched \(catalog.directories.map(\.path).joined(separator: ", "))")
+            throw GuestModeError(.notFound, code: .noTemplates, "no profile templates found; searched \(catalog.directories.map(\.path).joined(separator: ", "))")
         }
         let names = try profile.map { name in
             guard templates.contains(where: { $0.name == name }) else {
-                throw GuestModeError(.notFound, code: "profile_not_found", "no template named '\(name)'; known: \(templates.map(\.name).joined(separator: ", "))")
+                throw GuestModeError(.notFound, code: .profileNotFound, "no template named '\(name)'; known: \(templates.map(\.name).joined(separator: ", "))")
             }
             return [name]
         } ?? templates.map(\.name)
@@ -193,7 +193,7 @@ struct TourWalk {
         }
         do {
             _ = try engine.link(user: other.id, provider: provider, subject: "tour-shared", email: nil, now: start)
-        } catch let error as GuestModeError where error.code == "identity_already_exists" {
+        } catch let error as GuestModeError where error.code == .identityAlreadyExists {
             let state = try engine.user(other.id).state
             narrator.say(
                 "guestmode link \(short(other.id)) --provider \(provider) --subject tour-shared",

@@ -101,7 +101,7 @@ struct TrackCommand: ParsableCommand {
         }
         if !report.isApplied {
             throw GuestModeError(
-                .badData, code: "invalid_event_log",
+                .badData, code: .invalidEventLog,
                 "\(label): \(report.problems.count) invalid line\(report.problems.count == 1 ? "" : "s"); nothing was applied (fix them, or use --skip-invalid)")
         }
     }
@@ -112,7 +112,7 @@ struct TrackCommand: ParsableCommand {
         guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
             let handle = FileHandle(forWritingAtPath: url.path)
         else {
-            throw GuestModeError(.cannotCreate, code: "cannot_spool", "cannot create a temporary file in \(url.deletingLastPathComponent().path)")
+            throw GuestModeError(.cannotCreate, code: .cannotSpool, "cannot create a temporary file in \(url.deletingLastPathComponent().path)")
         }
         defer { try? handle.close() }
         while true {

@@ -5,21 +5,21 @@ import GuestModeKit
 /// Writes a failure the way DESIGN §3 says (text or JSON on stderr) and
 /// returns the exit status.
 func report(_ error: Error, isJSON: Bool) -> Int32 {
-    let (code, message, status): (String, String, Int32)
+    let (code, message, status): (GuestModeError.Code, String, Int32)
     switch error {
     case let failure as GuestModeError:
         (code, message, status) = (failure.code, failure.message, failure.kind.exitStatus)
     case let invalid as InvalidProfileError:
-        (code, message, status) = ("invalid_profile", invalid.description, FailureKind.badData.exitStatus)
+        (code, message, status) = (.invalidProfile, invalid.description, FailureKind.badData.exitStatus)
     case let exit as ExitCode:
         return exit.rawValue
     default:
-        (code, message, status) = ("internal", "internal failure: \(error)", FailureKind.internalFailure.exitStatus)
+        (code, message, status) = (.internalFailure, "internal failure: \(error)", FailureKind.internalFailure.exitStatus)
     }
     let text: String
     if isJSON {
         struct Envelope: Encodable { var error: Body }
-        struct Body: Encodable { var code: String; var message: String }
+        struct Body: Encodable { var code: GuestModeError.Code; var message: String }
         text = (try? Output.encode(Envelope(error: Body(code: code, message: message)))) ?? "{}"
     } else if error is InvalidProfileError {
         text = message

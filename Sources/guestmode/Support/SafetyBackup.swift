@@ -11,7 +11,7 @@ enum SafetyBackup {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw GuestModeError(.cannotCreate, code: "cannot_create_backup", "cannot create the backup directory '\(folder.path)': \(error.localizedDescription)")
+            throw GuestModeError(.cannotCreate, code: .cannotCreateBackup, "cannot create the backup directory '\(folder.path)': \(error.localizedDescription)")
         }
         let stamp = Timestamp.format(now).replacingOccurrences(of: ":", with: "")
         let path = folder.appendingPathComponent("\(label)-\(stamp)-\(users[0].prefix(8)).gmbackup").path

@@ -64,8 +64,8 @@ import Testing
         account.id = "a"
         account.state = .linked
         try guest.checkCanMove(into: account)
-        #expect { try guest.checkCanMove(into: guest) } throws: { ($0 as? GuestModeError)?.code == "same_user" }
-        #expect { try account.checkCanMove(into: guest) } throws: { ($0 as? GuestModeError)?.code == "not_a_guest" }
+        #expect { try guest.checkCanMove(into: guest) } throws: { ($0 as? GuestModeError)?.code == .sameUser }
+        #expect { try account.checkCanMove(into: guest) } throws: { ($0 as? GuestModeError)?.code == .notAGuest }
     }
 }
 

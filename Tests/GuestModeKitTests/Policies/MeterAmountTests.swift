@@ -49,7 +49,7 @@ struct MeterAmountTests {
             _ = try MeterAmount.parse("-5")
         } catch let error as GuestModeError {
             #expect(error.kind == .usage)
-            #expect(error.code == "invalid_amount")
+            #expect(error.code == .invalidAmount)
         } catch {
             Issue.record("unexpected \(error)")
         }

@@ -37,7 +37,7 @@ struct EventStoreTests {
         #expect {
             try store.trackEvent(
                 TrackedEvent(user: "u1", action: "reminder_set", at: day(1), idempotencyKey: "k"), profile: profile, now: day(1))
-        } throws: { ($0 as? GuestModeError)?.code == "idempotency_key_reused" }
+        } throws: { ($0 as? GuestModeError)?.code == .idempotencyKeyReused }
         #expect(try store.counters(of: "u1") == before)
     }
 
@@ -46,8 +46,8 @@ struct EventStoreTests {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         #expect {
             try store.trackEvent(TrackedEvent(user: "ghost", action: "app_opened", at: day(1)), profile: profile, now: day(1))
-        } throws: { ($0 as? GuestModeError)?.code == "user_not_found" }
-        #expect { try store.counters(of: "ghost") } throws: { ($0 as? GuestModeError)?.code == "user_not_found" }
+        } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
+        #expect { try store.counters(of: "ghost") } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
         #expect(try !store.containsUser("ghost"))
     }
 
@@ -86,7 +86,7 @@ struct EventStoreTests {
             TrackedEvent(user: "a", action: "reminder_set", at: day(1), idempotencyKey: "k"),
         ]
         #expect { try store.applyEvents(events, creatingUsers: true, profile: profile, now: day(1)) } throws: {
-            ($0 as? GuestModeError)?.code == "idempotency_key_reused"
+            ($0 as? GuestModeError)?.code == .idempotencyKeyReused
         }
         #expect(try store.counters(of: "a") == before)
         #expect(try !store.containsUser("new"), "users created by a failed batch are rolled back")

@@ -40,7 +40,7 @@ import Testing
         // The lock is gone: a second provider is refused for its own reason, not as in progress.
         let second = LinkRequest(user: "g", provider: "google", subject: "b", email: nil)
         #expect(try store.beginLink(second, staleLocksBefore: day(1), now: day(2)) == .started)
-        expectFailure(.conflict, code: "too_many_providers") { _ = try store.completeLink(second, profile: profile, now: day(2)) }
+        expectFailure(.conflict, code: .tooManyProviders) { _ = try store.completeLink(second, profile: profile, now: day(2)) }
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -80,7 +80,7 @@ import Testing
 
         let request = LinkRequest(user: "g", provider: "apple", subject: "taken", email: nil)
         #expect(try store.beginLink(request, staleLocksBefore: day(1), now: day(2)) == .started)
-        expectFailure(.conflict, code: "identity_already_exists") {
+        expectFailure(.conflict, code: .identityAlreadyExists) {
             _ = try store.completeLink(request, profile: profile, now: day(2))
         }
         try store.abandonLink(user: "g", provider: "apple", failureCode: "identity_already_exists", now: day(2))
@@ -108,7 +108,7 @@ import Testing
 
         let sameProvider = LinkRequest(user: "g", provider: "apple", subject: "b", email: nil)
         _ = try store.beginLink(sameProvider, staleLocksBefore: day(1), now: day(2))
-        expectFailure(.conflict, code: "provider_already_linked") {
+        expectFailure(.conflict, code: .providerAlreadyLinked) {
             _ = try store.completeLink(sameProvider, profile: profile, now: day(2))
         }
         try store.abandonLink(user: "g", provider: "apple", failureCode: "provider_already_linked", now: day(2))
@@ -116,7 +116,7 @@ import Testing
         _ = try link(store, profile, LinkRequest(user: "g", provider: "google", subject: "c", email: nil), now: day(3))
         let third = LinkRequest(user: "g", provider: "email", subject: "d", email: nil)
         _ = try store.beginLink(third, staleLocksBefore: day(3), now: day(4))
-        expectFailure(.conflict, code: "too_many_providers") { _ = try store.completeLink(third, profile: profile, now: day(4)) }
+        expectFailure(.conflict, code: .tooManyProviders) { _ = try store.completeLink(third, profile: profile, now: day(4)) }
         #expect(try store.userOverview(id: "g").identities.map(\.provider) == ["apple", "google"])
     }
 
@@ -128,12 +128,12 @@ import Testing
         // A process took the lock at 10:00 and died.
         #expect(try store.beginLink(request, staleLocksBefore: day(1, hour: 9), now: day(1, hour: 10)) == .started)
         let before = try store.userOverview(id: "g")
-        expectFailure(.conflict, code: "upgrade_in_progress") {
+        expectFailure(.conflict, code: .upgradeInProgress) {
             _ = try store.beginLink(request, staleLocksBefore: day(1, hour: 9), now: day(1, hour: 11))
         }
         #expect(try store.userOverview(id: "g") == before, "a refused start changes nothing")
         // Once locks taken before 10:00 count as stale... the one taken at 10:00 still holds.
-        expectFailure(.conflict, code: "upgrade_in_progress") {
+        expectFailure(.conflict, code: .upgradeInProgress) {
             _ = try store.beginLink(request, staleLocksBefore: day(1, hour: 10).addingTimeInterval(-1), now: day(1, hour: 11))
         }
         #expect(try store.beginLink(request, staleLocksBefore: day(1, hour: 10), now: day(1, hour: 11)) == .started)
@@ -144,9 +144,9 @@ import Testing
     func linkingAMissingUserIsNotFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let request = LinkRequest(user: "nobody", provider: "apple", subject: "a", email: nil)
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(1)) }
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.completeLink(request, profile: profile, now: day(1)) }
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.unlink(user: "nobody", provider: "apple", profile: profile, now: day(1)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(1)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.completeLink(request, profile: profile, now: day(1)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.unlink(user: "nobody", provider: "apple", profile: profile, now: day(1)) }
         // Abandoning the link of a user deleted meanwhile is harmless.
         try store.abandonLink(user: "nobody", provider: "apple", failureCode: "user_not_found", now: day(1))
         #expect(try store.users(state: nil, lastSeenBefore: nil).isEmpty)
@@ -172,7 +172,7 @@ import Testing
         #expect(try store.userOverview(id: "g").counters["account_unlinked"] == 2)
 
         let before = try store.userOverview(id: "g")
-        expectFailure(.notFound, code: "identity_not_found") { _ = try store.unlink(user: "g", provider: "google", profile: profile, now: day(5)) }
+        expectFailure(.notFound, code: .identityNotFound) { _ = try store.unlink(user: "g", provider: "google", profile: profile, now: day(5)) }
         #expect(try store.userOverview(id: "g") == before, "a refused unlink changes nothing")
         // The identity is free for anyone again.
         try store.createUser(newUser("other"), credentials: nil)

@@ -137,7 +137,7 @@ struct MeterStoreTests {
     func everyMethodThrowsForAMissingUser(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "voice")
         let meter = try #require(profile.meter(named: "api_minutes"))
-        let isUserNotFound: (any Error) -> Bool = { ($0 as? GuestModeError)?.code == "user_not_found" }
+        let isUserNotFound: (any Error) -> Bool = { ($0 as? GuestModeError)?.code == .userNotFound }
         #expect { try store.meterStatus(of: "ghost", meter: meter, profile: profile, now: day(1)) } throws: { isUserNotFound($0) }
         #expect { try store.checkMeter(of: "ghost", meter: meter, amount: 1, profile: profile, now: day(1)) } throws: {
             isUserNotFound($0)

@@ -110,13 +110,12 @@ func recordLines(_ engine: GuestMode, _ user: String) throws -> [String] {
     }
 }
 
-func errorCode(_ body: () throws -> Void) -> String? {
+/// The code `body` failed with; nil when it did not fail or failed with another error type.
+func errorCode(_ body: () throws -> Void) -> GuestModeError.Code? {
     do {
         try body()
         return nil
-    } catch let error as GuestModeError {
-        return error.code
     } catch {
-        return "\(error)"
+        return (error as? GuestModeError)?.code
     }
 }

@@ -29,7 +29,7 @@ import Testing
         try store.createUser(newUser("other"), credentials: nil)
         _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1), trialEndsAt: day(8)), to: "u", profile: profile, now: day(1))
         let before = try store.plans(of: "u")
-        expectFailure(.conflict, code: "trial_already_used") {
+        expectFailure(.conflict, code: .trialAlreadyUsed) {
             _ = try store.grantPlan(
                 PlanGrant(plan: "premium", grantedAt: day(9), trialEndsAt: day(16)), to: "u", profile: profile, now: day(9))
         }
@@ -54,7 +54,7 @@ import Testing
         #expect(profile.tier(for: .anonymous, grants: revoked.grants, now: day(5)) == .guest)
 
         // Nothing left to revoke: not found, and the earlier revocation stands.
-        expectFailure(.notFound, code: "plan_not_found") { _ = try store.revokePlan("premium", of: "u", profile: profile, now: day(6)) }
+        expectFailure(.notFound, code: .planNotFound) { _ = try store.revokePlan("premium", of: "u", profile: profile, now: day(6)) }
         #expect(try store.plans(of: "u") == revoked)
         // A grant after a revocation is a new one.
         let regranted = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(7)), to: "u", profile: profile, now: day(7))
@@ -68,19 +68,19 @@ import Testing
         try store.createUser(newUser("u"), credentials: nil)
         try store.createUser(newUser("other"), credentials: nil)
         _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "other", profile: profile, now: day(1))
-        expectFailure(.notFound, code: "plan_not_found") { _ = try store.revokePlan("premium", of: "u", profile: profile, now: day(2)) }
-        expectFailure(.notFound, code: "plan_not_found") { _ = try store.revokePlan("gold", of: "other", profile: profile, now: day(2)) }
+        expectFailure(.notFound, code: .planNotFound) { _ = try store.revokePlan("premium", of: "u", profile: profile, now: day(2)) }
+        expectFailure(.notFound, code: .planNotFound) { _ = try store.revokePlan("gold", of: "other", profile: profile, now: day(2)) }
         #expect(try store.plans(of: "other").grants == [PlanGrant(plan: "premium", grantedAt: day(1))], "another user's plan stands")
     }
 
     @Test(arguments: StoreBackend.allCases)
     func plansOfAMissingUserAreNotFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.plans(of: "nobody") }
-        expectFailure(.notFound, code: "user_not_found") {
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.plans(of: "nobody") }
+        expectFailure(.notFound, code: .userNotFound) {
             _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "nobody", profile: profile, now: day(1))
         }
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.revokePlan("premium", of: "nobody", profile: profile, now: day(1)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.revokePlan("premium", of: "nobody", profile: profile, now: day(1)) }
     }
 
     @Test(arguments: StoreBackend.allCases)

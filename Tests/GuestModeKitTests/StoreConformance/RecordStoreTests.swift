@@ -102,7 +102,7 @@ struct RecordStoreTests {
     @Test(arguments: StoreBackend.allCases)
     func everyMethodThrowsForAMissingUser(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
-        let isUserNotFound: (any Error) -> Bool = { ($0 as? GuestModeError)?.code == "user_not_found" }
+        let isUserNotFound: (any Error) -> Bool = { ($0 as? GuestModeError)?.code == .userNotFound }
         #expect {
             try store.putRecord(owner: "ghost", collection: "settings", key: "k", data: "1", profile: profile, now: day(1))
         } throws: { isUserNotFound($0) }

@@ -15,7 +15,7 @@ func credentials(of user: User, _ username: String, hash: String = "pbkdf2-sha25
 
 /// Expects `body` to throw a `GuestModeError` of this kind and code.
 func expectFailure(
-    _ kind: FailureKind, code: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+    _ kind: FailureKind, code: GuestModeError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
 ) {
     do {
         try body()
@@ -36,7 +36,7 @@ func expectFailure(
         try store.createUser(user, credentials: nil)
         #expect(try store.user(id: "u1") == user)
         #expect(try store.userOverview(id: "u1").hasAnonymousCredentials == false)
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.user(id: "nobody") }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.user(id: "nobody") }
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -55,10 +55,10 @@ func expectFailure(
         let first = newUser("u1")
         try store.createUser(first, credentials: credentials(of: first, "anon"))
         let second = newUser("u2")
-        expectFailure(.conflict, code: "username_taken") {
+        expectFailure(.conflict, code: .usernameTaken) {
             try store.createUser(second, credentials: credentials(of: second, "anon"))
         }
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.user(id: "u2") }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.user(id: "u2") }
         #expect(try store.users(state: nil, lastSeenBefore: nil).map(\.id) == ["u1"])
         #expect(try store.anonymousCredentials(username: "anon")?.userID == "u1")
     }
@@ -107,7 +107,7 @@ func expectFailure(
         #expect(overview.counters["account_upgrade_succeeded"] == 1)
         #expect(overview.records.isEmpty)
         #expect(!overview.hasAnonymousCredentials)
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.userOverview(id: "nobody") }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.userOverview(id: "nobody") }
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -123,8 +123,8 @@ func expectFailure(
         let before = try store.userOverview(id: "bystander")
         try store.deleteUser(id: "doomed")
 
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.user(id: "doomed") }
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.plans(of: "doomed") }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.user(id: "doomed") }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.plans(of: "doomed") }
         #expect(try store.anonymousCredentials(username: "anon-doomed") == nil)
         #expect(try store.users(state: nil, lastSeenBefore: nil).map(\.id) == ["bystander"])
         #expect(try store.userOverview(id: "bystander") == before)
@@ -144,7 +144,7 @@ func expectFailure(
         #expect(try store.beginLink(taken, staleLocksBefore: day(1), now: day(3)) == .started)
         #expect(try store.completeLink(taken, profile: profile, now: day(3)).isNewlyLinked)
 
-        expectFailure(.notFound, code: "user_not_found") { try store.deleteUser(id: "doomed") }
+        expectFailure(.notFound, code: .userNotFound) { try store.deleteUser(id: "doomed") }
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -173,7 +173,7 @@ func expectFailure(
         let done = try store.purgeUsers(under: policy, isDryRun: false)
         #expect(done == dryRun)
         #expect(Set(try store.users(state: nil, lastSeenBefore: nil).map(\.id)) == ["payer", "trialist", "recent", "linked"])
-        expectFailure(.notFound, code: "user_not_found") { _ = try store.plans(of: "lapsed") }
+        expectFailure(.notFound, code: .userNotFound) { _ = try store.plans(of: "lapsed") }
         #expect(try store.purgeUsers(under: policy, isDryRun: false).purged.isEmpty)
     }
 
