@@ -155,7 +155,7 @@ private func facts(
     @Test func recordingMovesStateAndHistory() throws {
         let engine = try engine()
         try insertUser(engine, "u1", counters: ["recipe_created": 1])
-        #expect(try engine.nextPrompt(for: "u1", trigger: nil, now: hours(1)).context == "first_recipe_success")
+        #expect(try engine.nextPrompt(for: "u1", trigger: nil, now: hours(1)).offer?.context == "first_recipe_success")
         let shown = try engine.recordPrompt(.shown, context: "first_recipe_success", for: "u1", now: hours(1))
         #expect(shown.promptState == .prompted)
         let completed = try engine.recordPrompt(.completed, context: "first_recipe_success", for: "u1", now: hours(1.1))
@@ -163,19 +163,14 @@ private func facts(
         let history = try engine.promptHistory(for: "u1")
         #expect(history.outcomes.map(\.outcome) == [.shown, .completed])
         #expect(history.promptState == .authenticated)
-        #expect(throws: GuestModeError.self) { try engine.nextPrompt(for: "u1", trigger: nil, now: hours(100)) }
+        #expect(try engine.nextPrompt(for: "u1", trigger: nil, now: hours(100)) == .nothingDue(.authenticated))
     }
 
     @Test func theStoredVariantShapesTheStrategy() throws {
         let engine = try engine()
         try insertUser(engine, "d", variant: "delayed", counters: ["recipe_created": 1])
-        do {
-            _ = try engine.nextPrompt(for: "d", trigger: nil, now: hours(1))
-            Issue.record("the delayed variant has first_recipe_success off")
-        } catch let error as GuestModeError {
-            #expect(error.kind == .nothingDue)
-            #expect(error.code == .noEligiblePrompt)
-        }
+        // The delayed variant has first_recipe_success off.
+        #expect(try engine.nextPrompt(for: "d", trigger: nil, now: hours(1)) == .nothingDue(.noEligibleRule))
         let strategy = try engine.promptStrategy(for: "d", now: hours(1))
         #expect(strategy.cooldown == TimeSpan(amount: 72, unit: .hours))
     }

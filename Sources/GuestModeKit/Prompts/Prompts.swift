@@ -227,6 +227,19 @@ public struct PromptOffer: Codable, Sendable, Equatable {
     public var variants: [ExperimentAssignment]
 }
 
+/// What `prompt next` answers: a prompt to show, or why none is due. Like a
+/// refused cap (`PutResult.outcome`) and an exhausted meter
+/// (`MeterUseResult.isAllowed`), "nothing due" is an answer, not a failure.
+public enum NextPrompt: Sendable, Equatable {
+    case show(PromptOffer)
+    case nothingDue(QuietReason)
+
+    public var offer: PromptOffer? {
+        if case let .show(offer) = self { return offer }
+        return nil
+    }
+}
+
 /// A recorded outcome and where it left the user.
 public struct RecordedOutcome: Codable, Sendable, Equatable {
     public var user: String
@@ -243,10 +256,10 @@ public struct PromptHistory: Codable, Sendable, Equatable {
 }
 
 extension GuestMode {
-    /// The prompt to show now, or a `nothingDue` error that says why none is.
-    /// Assigns the user to the profile's experiments first, since a variant
-    /// can change the cooldown and which contexts are on.
-    public func nextPrompt(for userID: String, trigger: String?, now: Date) throws -> PromptOffer {
+    /// The prompt to show now, or why none is. Assigns the user to the
+    /// profile's experiments first, since a variant can change the cooldown
+    /// and which contexts are on.
+    public func nextPrompt(for userID: String, trigger: String?, now: Date) throws -> NextPrompt {
         if let trigger, !profile.prompts.rules.contains(where: { $0.trigger == trigger }) {
             let known = Set(profile.prompts.rules.compactMap(\.trigger)).sorted()
             throw GuestModeError.usage(
@@ -257,11 +270,12 @@ extension GuestMode {
         let strategy = try promptStrategy(for: userID, now: now)
         switch profile.prompts.decide(facts: facts, trigger: trigger, strategy: strategy, now: now) {
         case let .show(rule):
-            return PromptOffer(
-                user: userID, context: rule.context, priority: rule.priority, trigger: rule.trigger,
-                content: rule.content, variants: strategy.variants)
+            return .show(
+                PromptOffer(
+                    user: userID, context: rule.context, priority: rule.priority, trigger: rule.trigger,
+                    content: rule.content, variants: strategy.variants))
         case let .quiet(reason):
-            throw GuestModeError(.nothingDue, code: reason.code, "no prompt due for \(userID): \(reason.explanation)")
+            return .nothingDue(reason)
         }
     }
 

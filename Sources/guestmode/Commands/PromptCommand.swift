@@ -32,7 +32,12 @@ struct PromptCommand: ParsableCommand {
 
         func run() throws {
             let engine = try global.openEngine()
-            let offer = try engine.nextPrompt(for: user, trigger: trigger, now: try global.currentTime())
+            let offer: PromptOffer
+            switch try engine.nextPrompt(for: user, trigger: trigger, now: try global.currentTime()) {
+            case let .show(shown): offer = shown
+            case let .nothingDue(reason):
+                throw GuestModeError(.nothingDue, code: reason.code, "no prompt due for \(user): \(reason.explanation)")
+            }
             if global.json { return try global.output.json(offer) }
             let output = global.output
             output.line("\(output.bold(offer.context))  \(offer.priority.rawValue)")

@@ -223,11 +223,9 @@ struct TourWalk {
             narrator.say("guestmode track \(short(guest.id)) \(action) --count \(count)", "\(action) = \(count)")
         }
         func next(at time: Date) throws -> String {
-            do {
-                let offer = try engine.nextPrompt(for: guest.id, trigger: nil, now: time)
-                return "show \(offer.context) (\(offer.priority.rawValue)): \"\(offer.content.title)\""
-            } catch let error as GuestModeError where error.kind == .nothingDue {
-                return "exit 13, " + error.message.replacingOccurrences(of: "no prompt due for \(guest.id): ", with: "")
+            switch try engine.nextPrompt(for: guest.id, trigger: nil, now: time) {
+            case let .show(offer): return "show \(offer.context) (\(offer.priority.rawValue)): \"\(offer.content.title)\""
+            case let .nothingDue(reason): return "exit 13, " + reason.explanation
             }
         }
         narrator.say("guestmode prompt next \(short(guest.id))", try next(at: start))
