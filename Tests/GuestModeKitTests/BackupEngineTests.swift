@@ -115,7 +115,7 @@ private func contents(_ engine: GuestMode) throws -> [String: [String]] {
         let entries = [("header.json", header, nil as String?, nil as Int?), ("data/users/000001.ndjson", users, "users", 1), ("data/records/000001.ndjson", records, "records", 1)]
         let manifest = BackupManifest(
             formatVersion: 0,
-            entries: entries.map { .init(name: $0.0, size: Int64($0.1.utf8.count), sha256: SHA256.hex(of: Array($0.1.utf8)), table: $0.2, rows: $0.3) },
+            entries: entries.map { .init(name: $0.0, size: Int64($0.1.utf8.count), sha256: StreamingSHA256.hex(of: Array($0.1.utf8)), table: $0.2, rows: $0.3) },
             tables: ["users": 1, "records": 1])
         let path = directory.appendingPathComponent("old.gmbackup").path
         try AtomicFile.write(path: path) { descriptor in

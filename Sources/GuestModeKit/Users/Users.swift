@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 
@@ -216,9 +217,9 @@ enum SecretHash {
         var digest = Array(secret.utf8)
         for _ in 0..<iterations {
             var hasher = SHA256()
-            hasher.update(salt)
-            hasher.update(digest)
-            digest = hasher.finalize()
+            hasher.update(data: salt)
+            hasher.update(data: digest)
+            digest = Array(hasher.finalize())
         }
         let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
         return "sha256i\(iterations)$\(hex(salt))$\(hex(digest))"
