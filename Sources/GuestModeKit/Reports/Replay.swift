@@ -38,10 +38,13 @@ extension GuestMode {
             }
             return run.totals
         }
+        let everything = ReportPeriod()
         return ReplaySummary(
             profile: profile.name, events: run.events, duplicates: run.duplicates, users: run.users,
-            promptsShown: run.shown, prompts: try promptsReport(ReportPeriod(), profile: profile, store: store),
-            experiments: try experimentsReport(ReportPeriod(), profile: profile, store: store))
+            promptsShown: run.shown,
+            prompts: PromptsReport(period: everything, profile: profile, counts: try store.promptOutcomeCounts(in: everything)),
+            experiments: ExperimentsReport(
+                period: everything, profile: profile, counts: try store.variantConversionCounts(in: everything)))
     }
 
     private static func refuseInvalidLines(in log: URL, profile: Profile) throws {

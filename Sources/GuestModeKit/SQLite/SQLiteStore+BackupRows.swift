@@ -90,9 +90,9 @@ private final class SQLiteBackupSnapshot: BackupRowSnapshot {
                 case .double(let value): values.append(.real(value))
                 case .string(let value): values.append(.text(value))
                 case .blob:
-                    throw GuestModeError.badData(
-                        "\(table.name).\(columns[index]) holds binary data, which backups do not carry; store it as text",
-                        code: "unexportable_value")
+                    throw GuestModeError(
+                        .badData, code: "unexportable_value",
+                        "\(table.name).\(columns[index]) holds binary data, which backups do not carry; store it as text")
                 }
             }
             try body(columns, values)

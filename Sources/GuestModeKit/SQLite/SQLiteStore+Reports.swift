@@ -114,9 +114,9 @@ extension SQLiteStore: ReportStore {
     /// store, for commands such as `replay` that only borrow its profile.
     public static func boundProfile(readingOnly path: String) throws -> (text: String, origin: String)? {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw GuestModeError.notFound(
-                "no store at '\(path)'; create one with 'guestmode init --profile NAME', set --store, or name a profile with --profile",
-                code: "store_not_found")
+            throw GuestModeError(
+                .notFound, code: "store_not_found",
+                "no store at '\(path)'; create one with 'guestmode init --profile NAME', set --store, or name a profile with --profile")
         }
         try StoreFile.refuseUnknownSchema(path: path)
         do {
