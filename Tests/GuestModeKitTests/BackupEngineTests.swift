@@ -18,15 +18,16 @@ private func temporaryDirectory() throws -> URL {
     return directory
 }
 
-/// Every row of every per-user table, in a comparable form.
-private func contents(_ engine: GuestMode) throws -> [String: [String]] {
-    try engine.store.read { db in
-        var tables: [String: [String]] = [:]
-        for table in BackupTable.all {
-            tables[table.name] = try Row.fetchAll(db, sql: "SELECT * FROM \(table.name) ORDER BY rowid").map(\.description)
-        }
-        return tables
-    }
+/// Every row of every per-user table, in a comparable form, read through `BackupRowStore`.
+private func contents(_ engine: GuestMode) throws -> [String: [[String: CellValue]]] {
+    try BackupRowFixture.export(engine.store, guestOwner: engine.profile.guestOwner)
+}
+
+/// The rows of `table` whose `column` is `value`.
+private func rows(_ engine: GuestMode, _ table: String, where column: String, is value: String) throws
+    -> [[String: CellValue]]
+{
+    try contents(engine)[table, default: []].filter { $0[column] == .text(value) }
 }
 
 @Suite struct BackupEngineTests {
@@ -38,13 +39,10 @@ private func contents(_ engine: GuestMode) throws -> [String: [String]] {
         #expect(report.formatVersion == 1)
         #expect(report.added == ["u1", "u2", ""])
         #expect(report.rows.values.reduce(0, +) == 19)
-        func value<T: DatabaseValueConvertible>(_ sql: String, as type: T.Type) throws -> T? {
-            try engine.store.read { db in try T.fetchOne(db, sql: sql) }
-        }
-        #expect(try value("SELECT user_id FROM identities WHERE provider = 'apple' AND subject = 'sub-1'", as: String.self) == "u1")
-        #expect(try value("SELECT properties FROM events WHERE idempotency_key = 'k1'", as: String.self) == #"{"a":"b\n\"c"}"#)
-        #expect(try value("SELECT data FROM records WHERE owner_id = '' AND key = 'h0'", as: String.self) == #"{"name":"pre"}"#)
-        #expect(try value("SELECT amount FROM meter_usage WHERE idempotency_key = 'm1'", as: Double.self) == 1.5)
+        #expect(try rows(engine, "identities", where: "subject", is: "sub-1").map { $0["user_id"] } == [.text("u1")])
+        #expect(try rows(engine, "events", where: "idempotency_key", is: "k1").map { $0["properties"] } == [.text(#"{"a":"b\n\"c"}"#)])
+        #expect(try rows(engine, "records", where: "key", is: "h0").map { $0["data"] } == [.text(#"{"name":"pre"}"#)])
+        #expect(try rows(engine, "meter_usage", where: "idempotency_key", is: "m1").map { $0["amount"] } == [.real(1.5)])
         let verification = try BackupArchive.verify(path: path, full: true)
         #expect(verification.ok, "\(verification.errors)")
     }
@@ -75,12 +73,17 @@ private func contents(_ engine: GuestMode) throws -> [String: [String]] {
         #expect(dry.rows["users"] == 2)
         #expect(try contents(engine) == empty)
         // An identity of another user makes the import collide midway, after the users rows went in.
-        try engine.store.write { db in
-            try db.execute(sql: """
-                INSERT INTO users (id, created_at, last_seen_at) VALUES ('other', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
-                INSERT INTO identities VALUES ('apple', 'sub-1', 'other', NULL, '2026-01-01T00:00:00.000Z');
-                """)
-        }
+        var other = BackupRowFixture.user("other")
+        other["created_at"] = .text("2026-01-01T00:00:00.000Z")
+        try BackupRowFixture.load(
+            [
+                (BackupTable.all[0], other),
+                (try #require(BackupTable.named("identities")), [
+                    "provider": .text("apple"), "subject": .text("sub-1"), "user_id": .text("other"), "email": .null,
+                    "linked_at": .text("2026-01-01T00:00:00.000Z"),
+                ]),
+            ],
+            into: engine.store)
         let before = try contents(engine)
         #expect {
             try engine.importBackup(from: path, onConflict: .fail, dryRun: false)
@@ -93,9 +96,9 @@ private func contents(_ engine: GuestMode) throws -> [String: [String]] {
     @Test("a user id in the store that belongs to a different user is never overwritten")
     func differentUserSameID() throws {
         let engine = try habitsEngine()
-        try engine.store.write { db in
-            try db.execute(sql: "INSERT INTO users (id, created_at, last_seen_at) VALUES ('u1', '2030-01-01T00:00:00.000Z', '2030-01-01T00:00:00.000Z')")
-        }
+        var u1 = BackupRowFixture.user("u1")
+        u1["created_at"] = .text("2030-01-01T00:00:00.000Z")
+        try BackupRowFixture.load([(BackupTable.all[0], u1)], into: engine.store)
         #expect {
             try engine.importBackup(
                 from: archivesDirectory.appendingPathComponent("v1-habits.zip").path, onConflict: .replace, dryRun: false)
@@ -115,7 +118,7 @@ private func contents(_ engine: GuestMode) throws -> [String: [String]] {
         let entries = [("header.json", header, nil as String?, nil as Int?), ("data/users/000001.ndjson", users, "users", 1), ("data/records/000001.ndjson", records, "records", 1)]
         let manifest = BackupManifest(
             formatVersion: 0,
-            entries: entries.map { .init(name: $0.0, size: Int64($0.1.utf8.count), sha256: SHA256.hex(of: Array($0.1.utf8)), table: $0.2, rows: $0.3) },
+            entries: entries.map { .init(name: $0.0, size: Int64($0.1.utf8.count), sha256: StreamingSHA256.hex(of: Array($0.1.utf8)), table: $0.2, rows: $0.3) },
             tables: ["users": 1, "records": 1])
         let path = directory.appendingPathComponent("old.gmbackup").path
         try AtomicFile.write(path: path) { descriptor in
@@ -144,7 +147,7 @@ private func contents(_ engine: GuestMode) throws -> [String: [String]] {
         }
         let report = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, limits: .standard, chain: chain)
         #expect(report.formatVersion == 0)
-        #expect(try engine.store.read { db in try String.fetchOne(db, sql: "SELECT data FROM records WHERE owner_id = 'old'") } == "{}")
+        #expect(try rows(engine, "records", where: "owner_id", is: "old").map { $0["data"] } == [.text("{}")])
 
         let newer = ArchiveMigrationChain(current: 1, steps: [])
         #expect { try newer.steps(from: 2, archive: "x.gmbackup") } throws: { error in

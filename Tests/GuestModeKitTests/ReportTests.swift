@@ -14,26 +14,33 @@ import Testing
         #expect(Proportion(successes: 0, trials: 5).low == 0)
     }
 
-    @Test func funnelCountsTheCohortAndTakesTheMedianInSQL() throws {
+    @Test func funnelCountsTheCohortAndTakesTheMedian() throws {
         let start = Timestamp.parse("2026-11-01T00:00:00Z")!
         let engine = try GuestMode.inMemory(profileText: try template("recipes"), origin: "recipes.yaml", now: start)
         // Four linked users after 1, 2, 3 and 10 hours, one prompted guest, one guest from before the period.
-        try engine.store.write { db in
-            for (index, hours) in [1.0, 2, 3, 10].enumerated() {
-                try db.execute(
-                    sql: "INSERT INTO users (id, state, created_at, last_seen_at, linked_at) VALUES (?, 'linked', ?, ?, ?)",
-                    arguments: [
-                        "linked-\(index)", Timestamp.format(start), Timestamp.format(start),
-                        Timestamp.format(start.addingTimeInterval(hours * 3600)),
-                    ])
+        func user(_ id: String, created: String, linkedAfter hours: Double? = nil) -> (BackupTable, [String: CellValue]) {
+            var row = BackupRowFixture.user(id)
+            row["created_at"] = .text(created)
+            row["last_seen_at"] = .text(created)
+            if let hours {
+                row["state"] = .text("linked")
+                row["linked_at"] = .text(Timestamp.format(start.addingTimeInterval(hours * 3600)))
             }
-            try db.execute(
-                sql: "INSERT INTO users (id, created_at, last_seen_at) VALUES ('guest', ?, ?), ('old', '2026-10-01T00:00:00.000Z', '2026-10-01T00:00:00.000Z')",
-                arguments: [Timestamp.format(start), Timestamp.format(start)])
-            try db.execute(
-                sql: "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES ('guest', 'reengagement', 'shown', ?), ('linked-0', 'reengagement', 'shown', ?)",
-                arguments: [Timestamp.format(start), Timestamp.format(start)])
+            return (BackupTable.all[0], row)
         }
+        func shown(_ id: Int64, to user: String) -> (BackupTable, [String: CellValue]) {
+            (BackupTable.named("prompt_outcomes") ?? BackupTable.all[0], [
+                "id": .integer(id), "user_id": .text(user), "context": .text("reengagement"), "outcome": .text("shown"),
+                "at": .text(Timestamp.format(start)),
+            ])
+        }
+        try BackupRowFixture.load(
+            [1.0, 2, 3, 10].enumerated().map { user("linked-\($0)", created: Timestamp.format(start), linkedAfter: $1) }
+                + [
+                    user("guest", created: Timestamp.format(start)), user("old", created: "2026-10-01T00:00:00.000Z"),
+                    shown(1, to: "guest"), shown(2, to: "linked-0"),
+                ],
+            into: engine.store)
         let funnel = try engine.funnelReport(ReportPeriod(since: start))
         #expect(funnel.guests == 5)
         #expect(funnel.prompted == 2)

@@ -1,12 +1,4 @@
 import Foundation
-import GRDB
-
-/// Whose data an export holds.
-public enum BackupSelection: Sendable, Equatable {
-    case users([String])
-    /// Every user, plus records still owned by the profile's guest owner.
-    case all
-}
 
 public struct BackupExportSummary: Codable, Sendable {
     public var archive: String
@@ -29,24 +21,24 @@ extension GuestMode {
                 "compression level \(level) is out of range for \(format.rawValue); use \(format.levels.lowerBound)...\(format.levels.upperBound)",
                 code: .invalidLevel)
         }
-        return try store.read { db in
-            let users = try selectedUsers(selection, db)
-            var guestOwner: String?
-            if selection == .all,
-               try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [profile.guestOwner]) == true {
-                guestOwner = profile.guestOwner
+        return try store.readBackupRows(selection, guestOwner: profile.guestOwner) { snapshot in
+            if case .users(let requested) = selection {
+                let present = Set(snapshot.users)
+                var seen: Set<String> = []
+                let missing = requested.filter { !present.contains($0) && seen.insert($0).inserted }
+                if !missing.isEmpty {
+                    throw GuestModeError.notFound(
+                        "no user \(missing.map { "'\($0)'" }.joined(separator: ", ")) in the store; 'guestmode user list' shows who exists",
+                        code: "user_not_found")
+                }
             }
-            let filter = OwnerFilter(selection: selection, users: users, guestOwner: guestOwner)
+            let users = snapshot.users
             var total = 0
-            for table in BackupTable.all {
-                let condition = filter.condition(table)
-                total += try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM \(table.name) WHERE \(condition.sql)", arguments: condition.arguments) ?? 0
-            }
+            for table in BackupTable.all { total += try snapshot.rowCount(in: table) }
             let header = BackupHeader(
                 format: BackupFormat.formatName, formatVersion: BackupFormat.currentVersion, toolVersion: toolVersion,
-                profile: .init(name: profile.name, version: profile.version), users: users, guestOwner: guestOwner,
-                created: Timestamp.format(now))
+                profile: .init(name: profile.name, version: profile.version), users: users,
+                guestOwner: snapshot.guestOwner, created: Timestamp.format(now))
             var manifest = BackupManifest(formatVersion: BackupFormat.currentVersion, entries: [], tables: [:])
             var written = 0
             try AtomicFile.write(path: path) { descriptor in
@@ -54,7 +46,8 @@ extension GuestMode {
                     func add(_ name: String, _ bytes: [UInt8], table: String? = nil, rows: Int? = nil) throws {
                         try bytes.withUnsafeBytes { try writer.addEntry(name: name, contents: $0, modified: now) }
                         manifest.entries.append(.init(
-                            name: name, size: Int64(bytes.count), sha256: SHA256.hex(of: bytes), table: table, rows: rows))
+                            name: name, size: Int64(bytes.count), sha256: StreamingSHA256.hex(of: bytes), table: table,
+                            rows: rows))
                     }
                     try add(BackupFormat.headerName, Array(try BackupFormat.encoder().encode(header)))
                     for table in BackupTable.all {
@@ -66,18 +59,16 @@ extension GuestMode {
                         func flush() throws {
                             guard chunkRows > 0 else { return }
                             index += 1
-                            try add(BackupFormat.dataEntryName(table: table.name, index: index), chunk, table: table.name, rows: chunkRows)
+                            try add(
+                                BackupFormat.dataEntryName(table: table.name, index: index), chunk, table: table.name,
+                                rows: chunkRows)
                             chunk.removeAll(keepingCapacity: true)
                             chunkRows = 0
                         }
-                        let condition = filter.condition(table)
-                        let statement = try db.makeStatement(
-                            sql: "SELECT * FROM \(table.name) WHERE \(condition.sql) ORDER BY rowid")
-                        let columns = statement.columnNames
-                        let keys = Self.encodedKeys(columns)
-                        let rows = try Row.fetchCursor(statement, arguments: condition.arguments)
-                        while let row = try rows.next() {
-                            try appendRow(row, keys: keys, columns: columns, table: table.name, to: &chunk)
+                        var keys: [[UInt8]] = []
+                        try snapshot.forEachRow(in: table) { columns, values in
+                            if keys.count != columns.count { keys = RowEncoder.encodedKeys(columns) }
+                            try RowEncoder.appendRow(values, keys: keys, columns: columns, table: table.name, to: &chunk)
                             chunkRows += 1
                             tableRows += 1
                             written += 1
@@ -95,78 +86,43 @@ extension GuestMode {
             }
             progress(written, total)
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
-            return BackupExportSummary(archive: path, format: format, users: users.count, tables: manifest.tables, bytes: size)
+            return BackupExportSummary(
+                archive: path, format: format, users: users.count, tables: manifest.tables, bytes: size)
         }
     }
+}
 
-    private func selectedUsers(_ selection: BackupSelection, _ db: Database) throws -> [String] {
-        switch selection {
-        case .all:
-            return try String.fetchAll(db, sql: "SELECT id FROM users ORDER BY id")
-        case .users(let requested):
-            var seen: Set<String> = []
-            let unique = requested.filter { seen.insert($0).inserted }
-            let missing = try unique.filter {
-                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [$0]) != true
-            }
-            if !missing.isEmpty {
-                throw GuestModeError.notFound(
-                    "no user \(missing.map { "'\($0)'" }.joined(separator: ", ")) in the store; 'guestmode user list' shows who exists",
-                    code: "user_not_found")
-            }
-            return unique
-        }
-    }
-
+extension RowEncoder {
     /// Each column's `"name":` (after a comma for all but the first), encoded once per table.
-    private static func encodedKeys(_ columns: [String]) -> [[UInt8]] {
+    static func encodedKeys(_ columns: [String]) -> [[UInt8]] {
         columns.enumerated().map { index, column in
             var key: [UInt8] = index > 0 ? [UInt8(ascii: ",")] : []
-            RowEncoder.appendString(column, to: &key)
+            appendString(column, to: &key)
             key.append(UInt8(ascii: ":"))
             return key
         }
     }
 
-    private func appendRow(_ row: Row, keys: [[UInt8]], columns: [String], table: String, to buffer: inout [UInt8]) throws {
+    /// Appends one row as a JSON object and a newline.
+    static func appendRow(
+        _ values: [CellValue], keys: [[UInt8]], columns: [String], table: String, to buffer: inout [UInt8]
+    ) throws {
         buffer.append(UInt8(ascii: "{"))
-        for (index, column) in columns.enumerated() {
+        for (index, value) in values.enumerated() {
             buffer.append(contentsOf: keys[index])
-            switch (row[index] as DatabaseValue).storage {
+            switch value {
             case .null: buffer += "null".utf8
-            case .int64(let value): RowEncoder.appendNumber(value, to: &buffer)
-            case .double(let value):
+            case .integer(let value): appendNumber(value, to: &buffer)
+            case .real(let value):
                 guard value.isFinite else {
                     throw GuestModeError.badData(
-                        "\(table).\(column) holds \(value), which a backup cannot carry; fix the row with sqlite3 and export again",
+                        "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again",
                         code: "unexportable_value")
                 }
-                RowEncoder.appendNumber(value, to: &buffer)
-            case .string(let value): RowEncoder.appendString(value, to: &buffer)
-            case .blob:
-                throw GuestModeError.badData(
-                    "\(table).\(column) holds binary data, which backup format \(BackupFormat.currentVersion) does not carry; store it as text",
-                    code: "unexportable_value")
+                appendNumber(value, to: &buffer)
+            case .text(let value): appendString(value, to: &buffer)
             }
         }
         buffer += "}\n".utf8
-    }
-}
-
-/// The SQL condition that picks the selected owners' rows of a table.
-private struct OwnerFilter {
-    let selection: BackupSelection
-    let users: [String]
-    let guestOwner: String?
-
-    func condition(_ table: BackupTable) -> (sql: String, arguments: StatementArguments) {
-        switch selection {
-        case .all where table.name == "records" && guestOwner != nil:
-            ("owner_id IN (SELECT id FROM users) OR owner_id = ?", [guestOwner])
-        case .all:
-            ("\(table.ownerColumn) IN (SELECT id FROM users)", [])
-        case .users:
-            ("\(table.ownerColumn) IN (\(users.map { _ in "?" }.joined(separator: ", ")))", StatementArguments(users))
-        }
     }
 }

@@ -37,36 +37,6 @@ enum BackupFormat {
     }
 }
 
-/// A per-user table and the column that says whose a row is.
-struct BackupTable: Sendable, Equatable {
-    var name: String
-    var ownerColumn: String
-    /// Tables keyed by an AUTOINCREMENT id: an id already used by another
-    /// user's row is given up and the row gets a fresh one.
-    var hasSurrogateID: Bool = false
-
-    /// Export and import order: `users` first so the rows that refer to it follow.
-    static let all: [BackupTable] = [
-        BackupTable(name: "users", ownerColumn: "id"),
-        BackupTable(name: "identities", ownerColumn: "user_id"),
-        BackupTable(name: "credentials", ownerColumn: "user_id"),
-        BackupTable(name: "upgrade_locks", ownerColumn: "user_id"),
-        BackupTable(name: "events", ownerColumn: "user_id", hasSurrogateID: true),
-        BackupTable(name: "counters", ownerColumn: "user_id"),
-        BackupTable(name: "records", ownerColumn: "owner_id"),
-        BackupTable(name: "meter_usage", ownerColumn: "user_id", hasSurrogateID: true),
-        BackupTable(name: "meter_warnings", ownerColumn: "user_id"),
-        BackupTable(name: "plans", ownerColumn: "user_id", hasSurrogateID: true),
-        BackupTable(name: "prompt_outcomes", ownerColumn: "user_id", hasSurrogateID: true),
-        BackupTable(name: "experiment_assignments", ownerColumn: "user_id"),
-        BackupTable(name: "outbox", ownerColumn: "user_id"),
-        BackupTable(name: "user_flags", ownerColumn: "user_id"),
-        BackupTable(name: "conflict_archive", ownerColumn: "owner_id", hasSurrogateID: true),
-    ]
-
-    static func named(_ name: String) -> BackupTable? { all.first { $0.name == name } }
-}
-
 /// `header.json`: what the archive holds, readable without the data.
 public struct BackupHeader: Codable, Sendable, Equatable {
     public struct ProfileReference: Codable, Sendable, Equatable {
@@ -98,32 +68,6 @@ public struct BackupManifest: Codable, Sendable, Equatable {
     public var formatVersion: Int
     public var entries: [Entry]
     public var tables: [String: Int]
-}
-
-/// One SQLite value as an archive carries it.
-enum CellValue: Decodable, Equatable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-
-    init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .real(value)
-        } else {
-            self = .text(try container.decode(String.self))
-        }
-    }
-
-    var text: String? {
-        if case .text(let value) = self { return value }
-        return nil
-    }
 }
 
 /// Appends rows to an NDJSON buffer. Hand-written because it runs once per

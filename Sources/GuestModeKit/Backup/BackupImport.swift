@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// What to do with a user in the archive who is already in the store.
 public enum ConflictPolicy: String, CaseIterable, Codable, Sendable {
@@ -40,31 +39,30 @@ extension GuestMode {
     func importBackup(
         from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits, chain: ArchiveMigrationChain
     ) throws -> BackupImportReport {
-        try store.writeDurably { db in
-            // Rows may arrive before the users row they refer to in a hand-made archive; check at the end instead.
-            try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
-            var session = ImportSession(path: path, profile: profile, policy: onConflict)
+        try store.importBackupRows(dryRun: dryRun) { rows in
+            var session = ImportSession(path: path, profile: profile, policy: onConflict, rows: rows)
             let walk = try ArchiveWalk.read(
                 path: path, depth: .full, limits: limits, chain: chain,
-                onHeader: { try session.begin($0, db) },
-                onRow: { try session.insert($1, into: $0, at: $2, db) })
+                onHeader: { try session.begin($0) },
+                onRow: { try session.insert($1, into: $0, at: $2) })
             try walk.requireMatchingManifest(path: path)
-            try session.finish(db)
-            let report = BackupImportReport(
+            try session.finish()
+            return BackupImportReport(
                 archive: path, dryRun: dryRun, formatVersion: walk.writtenVersion,
                 profile: "\(walk.header.profile.name) v\(walk.header.profile.version)",
                 added: session.added, replaced: session.replaced, skipped: session.skipped.sorted(),
                 rows: session.inserted, renumbered: session.renumbered)
-            return (report, !dryRun)
         }
     }
 }
 
-/// The state of one import while the archive streams through it.
+/// The state of one import while the archive streams through it: the
+/// conflict policy and the row-by-row checks, over the store's import writes.
 private struct ImportSession {
     let path: String
     let profile: Profile
     let policy: ConflictPolicy
+    let rows: any BackupRowImport
     var owners: Set<String> = []
     var guestOwner: String?
     var added: [String] = []
@@ -77,13 +75,14 @@ private struct ImportSession {
     var renumbered = 0
     var columns: [String: Set<String>] = [:]
 
-    init(path: String, profile: Profile, policy: ConflictPolicy) {
+    init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport) {
         self.path = path
         self.profile = profile
         self.policy = policy
+        self.rows = rows
     }
 
-    mutating func begin(_ header: BackupHeader, _ db: Database) throws {
+    mutating func begin(_ header: BackupHeader) throws {
         guard header.profile.name == profile.name else {
             throw GuestModeError.badData(
                 "the archive '\(path)' holds data of profile '\(header.profile.name)' but the store is bound to '\(profile.name)'; import it into a store initialised with that profile",
@@ -93,7 +92,7 @@ private struct ImportSession {
         guestOwner = header.guestOwner
         var present: [String] = []
         for user in header.users {
-            if let created = try String.fetchOne(db, sql: "SELECT created_at FROM users WHERE id = ?", arguments: [user]) {
+            if let created = try rows.creationTime(ofUser: user) {
                 existingCreation[user] = created
                 present.append(user)
             } else {
@@ -101,9 +100,7 @@ private struct ImportSession {
             }
         }
         if let guestOwner {
-            let hasRecords = try Bool.fetchOne(
-                db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [guestOwner]) ?? false
-            if hasRecords { present.append(guestOwner) } else { added.append(guestOwner) }
+            if try rows.hasRecords(ownedBy: guestOwner) { present.append(guestOwner) } else { added.append(guestOwner) }
         }
         guard !present.isEmpty else { return }
         switch policy {
@@ -115,17 +112,13 @@ private struct ImportSession {
             skipped = Set(present)
         case .replace:
             replaced = present
-            for table in BackupTable.all.reversed() {
-                try db.execute(
-                    sql: "DELETE FROM \(table.name) WHERE \(table.ownerColumn) IN (\(present.map { _ in "?" }.joined(separator: ", ")))",
-                    arguments: StatementArguments(present))
-            }
+            try rows.deleteRows(ownedBy: present)
         }
     }
 
-    mutating func insert(_ row: [String: CellValue], into table: BackupTable, at location: RowLocation, _ db: Database) throws {
+    mutating func insert(_ row: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
         guard let owner = row[table.ownerColumn]?.text,
-              owners.contains(owner) || (table.name == "records" && owner == guestOwner)
+              owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
         else {
             throw GuestModeError.badData(
                 "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed",
@@ -143,105 +136,57 @@ private struct ImportSession {
             }
         }
         if skipped.contains(owner) { return }
-        let known = try columnNames(of: table.name, db)
-        var values = row
-        if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
+        let known = try columnNames(of: table)
+        if let unknown = row.keys.sorted().first(where: { !known.contains($0) }) {
             throw GuestModeError.badData(
                 "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed",
                 code: "bad_row")
         }
-        if table.hasSurrogateID, case .integer(let id) = values["id"],
-           try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(table.name) WHERE id = ?)", arguments: [id]) == true {
-            values["id"] = nil
-            renumbered += 1
-        }
-        let ordered = values.sorted { $0.key < $1.key }
-        let statement = try db.cachedStatement(
-            sql: "INSERT INTO \(table.name) (\(ordered.map(\.key).joined(separator: ", "))) VALUES (\(ordered.map { _ in "?" }.joined(separator: ", ")))")
         do {
-            try statement.execute(arguments: StatementArguments(ordered.map(\.value.databaseValue)))
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            throw try constraintFailure(error, table: table, row: values, location: location, db)
+            if try rows.insert(row, into: table) == .renumbered { renumbered += 1 }
+        } catch let refusal as BackupRowRefusal {
+            throw failure(refusal, table: table, row: row, location: location)
         }
         inserted[table.name, default: 0] += 1
     }
 
-    func finish(_ db: Database) throws {
+    func finish() throws {
         let expected = Set(added).union(replaced).subtracting(guestOwner.map { [$0] } ?? [])
         if let missing = expected.subtracting(usersSeen).sorted().first {
             throw GuestModeError.badData(
                 "the archive '\(path)' lists user '\(missing)' in header.json but has no users row for them; nothing was changed",
                 code: "missing_user_row")
         }
-        if let violation = try Row.fetchOne(db, sql: "PRAGMA foreign_key_check") {
+        if let table = try rows.tableWithDanglingReferences() {
             throw GuestModeError.badData(
-                "the archive '\(path)' has rows in \(violation[0] as String? ?? "a table") that refer to users it does not contain; nothing was changed",
+                "the archive '\(path)' has rows in \(table) that refer to users it does not contain; nothing was changed",
                 code: "foreign_row")
         }
     }
 
-    private mutating func columnNames(of table: String, _ db: Database) throws -> Set<String> {
-        if let cached = columns[table] { return cached }
-        let names = Set(try db.columns(in: table).map(\.name))
-        columns[table] = names
+    private mutating func columnNames(of table: BackupTable) throws -> Set<String> {
+        if let cached = columns[table.name] { return cached }
+        let names = try rows.columns(of: table)
+        columns[table.name] = names
         return names
     }
 
-    private func constraintFailure(
-        _ error: DatabaseError, table: BackupTable, row: [String: CellValue], location: RowLocation, _ db: Database
-    ) throws -> GuestModeError {
-        if table.name == "identities", let provider = row["provider"]?.text, let subject = row["subject"]?.text,
-           let holder = try String.fetchOne(
-               db, sql: "SELECT user_id FROM identities WHERE provider = ? AND subject = ?", arguments: [provider, subject]) {
-            return GuestModeError.conflict(
-                "the identity \(provider)/\(subject) of user '\(row["user_id"]?.text ?? "?")' in the archive '\(path)' already belongs to user '\(holder)' in the store; nothing was changed",
+    private func failure(
+        _ refusal: BackupRowRefusal, table: BackupTable, row: [String: CellValue], location: RowLocation
+    ) -> GuestModeError {
+        switch refusal.reason {
+        case .identityTaken(let holder):
+            GuestModeError.conflict(
+                "the identity \(row["provider"]?.text ?? "?")/\(row["subject"]?.text ?? "?") of user '\(row["user_id"]?.text ?? "?")' in the archive '\(path)' already belongs to user '\(holder)' in the store; nothing was changed",
                 code: "identity_already_exists")
-        }
-        let detail = error.message ?? "\(error)"
-        if error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
-            return GuestModeError.conflict(
-                "the row at \(location.description) of '\(path)' collides with a row already in the store or earlier in the archive (\(detail)); nothing was changed",
+        case .duplicateKey:
+            GuestModeError.conflict(
+                "the row at \(location.description) of '\(path)' collides with a row already in the store or earlier in the archive (\(refusal.detail)); nothing was changed",
                 code: "row_conflict")
-        }
-        return GuestModeError.badData(
-            "the row at \(location.description) of '\(path)' is not valid for table \(table.name) (\(detail)); nothing was changed",
-            code: "bad_row")
-    }
-}
-
-private extension CellValue {
-    var databaseValue: DatabaseValue {
-        switch self {
-        case .null: .null
-        case .integer(let value): value.databaseValue
-        case .real(let value): value.databaseValue
-        case .text(let value): value.databaseValue
-        }
-    }
-}
-
-extension SQLiteStore {
-    /// Runs `body` in one immediate transaction with synchronous=FULL, so a
-    /// committed import survives a power cut; `body` says whether to commit.
-    func writeDurably<T>(_ body: (Database) throws -> (value: T, commit: Bool)) throws -> T {
-        do {
-            return try database.writer.writeWithoutTransaction { db in
-                let previous = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 1
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                defer { try? db.execute(sql: "PRAGMA synchronous = \(previous)") }
-                var value: T?
-                try db.inTransaction(.immediate) {
-                    let outcome = try body(db)
-                    value = outcome.value
-                    return outcome.commit ? .commit : .rollback
-                }
-                guard let value else {
-                    throw GuestModeError(.internalFailure, code: "internal", "the import transaction ended without a result")
-                }
-                return value
-            }
-        } catch let error as DatabaseError {
-            throw StoreFile.translate(error, path: path ?? ":memory:")
+        case .invalid:
+            GuestModeError.badData(
+                "the row at \(location.description) of '\(path)' is not valid for table \(table.name) (\(refusal.detail)); nothing was changed",
+                code: "bad_row")
         }
     }
 }

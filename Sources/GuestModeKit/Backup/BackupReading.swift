@@ -48,7 +48,7 @@ struct ArchiveWalk {
                     code: "not_a_backup")
             }
             let headerBytes = try reader.readAll()
-            var observed = [first: Observed(size: Int64(headerBytes.count), sha256: SHA256.hex(of: headerBytes), rows: nil)]
+            var observed = [first: Observed(size: Int64(headerBytes.count), sha256: StreamingSHA256.hex(of: headerBytes), rows: nil)]
             var order = [first]
             let (header, writtenVersion, migrations) = try decodeHeader(headerBytes, path: path, chain: chain)
             try onHeader(header)
@@ -74,7 +74,7 @@ struct ArchiveWalk {
                 case .structure:
                     observed[name] = Observed(size: try reader.readData { _ in }, sha256: nil, rows: nil)
                 case .full:
-                    var hasher = SHA256()
+                    var hasher = StreamingSHA256()
                     var splitter = LineSplitter(entry: name)
                     let size = try reader.readData { chunk in
                         hasher.update(chunk)

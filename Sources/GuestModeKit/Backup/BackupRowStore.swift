@@ -1,6 +1,153 @@
 import Foundation
 
-/// Rows streamed out for backup archives and written back on import.
-/// Each method is one whole use case in one transaction.
+/// Whose data an export holds.
+public enum BackupSelection: Sendable, Equatable {
+    case users([String])
+    /// Every user, plus records still owned by the profile's guest owner.
+    case all
+}
+
+/// A per-user table a backup carries, and the column that says whose a row
+/// is. The names are the archive format's (DESIGN §5) and every backend's:
+/// a backend keeps these tables and columns under these names.
+public struct BackupTable: Sendable, Equatable, Hashable {
+    public var name: String
+    public var ownerColumn: String
+    /// Tables keyed by a store-assigned integer id: an id already used by
+    /// another user's row is given up on import and the row gets a fresh one.
+    public var hasSurrogateID: Bool = false
+
+    /// Export and import order: `users` first so the rows that refer to it follow.
+    public static let all: [BackupTable] = [
+        BackupTable(name: "users", ownerColumn: "id"),
+        BackupTable(name: "identities", ownerColumn: "user_id"),
+        BackupTable(name: "credentials", ownerColumn: "user_id"),
+        BackupTable(name: "upgrade_locks", ownerColumn: "user_id"),
+        BackupTable(name: "events", ownerColumn: "user_id", hasSurrogateID: true),
+        BackupTable(name: "counters", ownerColumn: "user_id"),
+        BackupTable(name: "records", ownerColumn: "owner_id"),
+        BackupTable(name: "meter_usage", ownerColumn: "user_id", hasSurrogateID: true),
+        BackupTable(name: "meter_warnings", ownerColumn: "user_id"),
+        BackupTable(name: "plans", ownerColumn: "user_id", hasSurrogateID: true),
+        BackupTable(name: "prompt_outcomes", ownerColumn: "user_id", hasSurrogateID: true),
+        BackupTable(name: "experiment_assignments", ownerColumn: "user_id"),
+        BackupTable(name: "outbox", ownerColumn: "user_id"),
+        BackupTable(name: "user_flags", ownerColumn: "user_id"),
+        BackupTable(name: "conflict_archive", ownerColumn: "owner_id", hasSurrogateID: true),
+    ]
+
+    public static func named(_ name: String) -> BackupTable? { all.first { $0.name == name } }
+
+    /// Records may belong to the profile's guest owner, who is not a user.
+    public var mayBelongToGuestOwner: Bool { name == "records" }
+}
+
+/// One column value as a backup carries it: JSON's null, numbers and
+/// strings. Backends map their own types to these (times are ISO 8601 text).
+public enum CellValue: Decodable, Equatable, Hashable, Sendable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .real(value)
+        } else {
+            self = .text(try container.decode(String.self))
+        }
+    }
+
+    public var text: String? {
+        if case .text(let value) = self { return value }
+        return nil
+    }
+}
+
+/// Rows streamed out for backup archives and written back on import. The
+/// archive format, the hashing and the conflict policy live in the engine;
+/// a backend only reads and writes rows of the `BackupTable.all` tables.
 public protocol BackupRowStore: Sendable {
+    /// Runs `body` with the selected owners' rows, all read from one
+    /// snapshot so an archive never mixes two states of the store. Rows are
+    /// streamed, never loaded together: a million-row export stays small in
+    /// memory. The snapshot is valid only while `body` runs.
+    func readBackupRows<T>(
+        _ selection: BackupSelection, guestOwner: String, _ body: (any BackupRowSnapshot) throws -> T
+    ) throws -> T
+
+    /// Runs `body` as one import in one durable transaction (flushed to disk
+    /// before it reports success, so a committed import survives a power
+    /// cut). Everything `body` wrote is rolled back when it throws or when
+    /// `dryRun` is true, so an import is all or nothing. References between
+    /// rows are checked only by `BackupRowImport.tableWithDanglingReferences`
+    /// and at commit, since an archive may carry a row before its user.
+    func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T
+}
+
+/// The selected rows of one read snapshot (see `BackupRowStore.readBackupRows`).
+public protocol BackupRowSnapshot {
+    /// The selected users who exist: for `.all` every user ordered by id; for
+    /// `.users` the requested ones present in the store, first mention first.
+    var users: [String] { get }
+    /// The guest owner, when the selection is `.all` and it owns records.
+    var guestOwner: String? { get }
+    /// How many of the selection's rows `table` holds.
+    func rowCount(in table: BackupTable) throws -> Int
+    /// Calls `body` with each of the selection's rows of `table`, oldest
+    /// first, with the table's column names (the same array for every row).
+    func forEachRow(in table: BackupTable, _ body: (_ columns: [String], _ values: [CellValue]) throws -> Void) throws
+}
+
+/// The writes of one import (see `BackupRowStore.importBackupRows`).
+public protocol BackupRowImport {
+    /// The `created_at` of the store's user `id` as its backup rows carry
+    /// it, or nil when the store has no such user.
+    func creationTime(ofUser id: String) throws -> String?
+    /// Whether any record belongs to `owner` (the profile's guest owner).
+    func hasRecords(ownedBy owner: String) throws -> Bool
+    /// Deletes every row of `owners` from every backup table.
+    func deleteRows(ownedBy owners: [String]) throws
+    /// The columns the store keeps for `table`.
+    func columns(of table: BackupTable) throws -> Set<String>
+    /// Inserts one row whose columns all exist. For a table with a surrogate
+    /// id, an id the store already uses is dropped and the row gets a fresh
+    /// one. Throws `BackupRowRefusal` for a row the store's keys or rules
+    /// refuse.
+    func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion
+    /// The first table with a row that refers to a user the store does not
+    /// hold, or nil when every reference resolves.
+    func tableWithDanglingReferences() throws -> String?
+}
+
+public enum BackupRowInsertion: Sendable, Equatable {
+    case inserted
+    /// Inserted under a fresh surrogate id, the archive's being taken.
+    case renumbered
+}
+
+/// Why the store refused an imported row.
+public struct BackupRowRefusal: Error, Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// The identity (provider, subject) already belongs to `holder`.
+        case identityTaken(holder: String)
+        /// The row's key is already held by a row in the store or earlier in the import.
+        case duplicateKey
+        /// The row breaks a rule of the table (a missing value, a wrong type).
+        case invalid
+    }
+
+    public var reason: Reason
+    /// The backend's own words, for the message.
+    public var detail: String
+
+    public init(_ reason: Reason, detail: String) {
+        self.reason = reason
+        self.detail = detail
+    }
 }

@@ -54,7 +54,7 @@ struct ReplayCommand: ParsableCommand {
         let sink = try DecisionSink(path: decisions, output: output, listing: !global.json && !global.quiet)
         let summary = try GuestMode.replay(
             log: URL(fileURLWithPath: file), profileText: text, origin: origin, now: try global.currentTime(),
-            onDecision: sink.write)
+            scratchStore: SQLiteStore.inMemory, onDecision: sink.write)
         try sink.finish()
         if global.json { return try output.json(summary) }
         if !global.quiet && sink.isListing { output.line() }
