@@ -171,11 +171,11 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
     @Test("enqueueing coalesces to one entry per user, keeps retry state, and moves queued_at forward")
     func enqueueCoalesces() throws {
         let engine = try habitsEngine()
-        try engine.store.write { db in try engine.store.enqueueBackup(db, userID: "u1", now: now) }
-        try engine.store.write { db in
-            try db.execute(sql: "UPDATE outbox SET attempts = 3, next_attempt_at = '2026-11-22T10:00:00.000Z'")
-            try engine.store.enqueueBackup(db, userID: "u1", now: now)
-        }
+        let user = try engine.createGuest(device: nil, now: now).id
+        _ = try engine.putRecord(user: user, collection: "habits", key: "read", json: "{}", now: now)
+        try engine.store.recordPushFailure(
+            userID: user, attempts: 3, error: "offline", nextAttemptAt: now.addingTimeInterval(3600))
+        _ = try engine.putRecord(user: user, collection: "habits", key: "run", json: "{}", now: now)
         let entries = try engine.backupQueue()
         #expect(entries.count == 1)
         #expect(entries.first?.attempts == 3)

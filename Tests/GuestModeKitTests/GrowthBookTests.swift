@@ -87,10 +87,10 @@ private func ranges(_ value: Any) -> [Range<Double>] {
         let text = try template("recipes")
         let now = Timestamp.parse("2026-11-01T00:00:00Z")!
         let engine = try GuestMode.inMemory(profileText: text, origin: "recipes.yaml", now: now)
-        try engine.store.write { db in
-            try db.execute(sql: "INSERT INTO users (id, created_at, last_seen_at) VALUES ('u', ?, ?)",
-                           arguments: [Timestamp.format(now), Timestamp.format(now)])
-        }
+        try engine.store.createUser(
+            User(id: "u", device: nil, state: .anonymous, promptState: "anonymous", createdAt: now, lastSeenAt: now,
+                 linkedAt: nil),
+            credentials: nil)
         let first = try #require(try engine.assignExperiments(for: "u", named: "auth_prompts", now: now).first)
         #expect(first.isNew)
         var reweighted = engine.profile

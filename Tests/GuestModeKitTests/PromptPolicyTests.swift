@@ -138,17 +138,13 @@ private func facts(
     }
 
     func insertUser(_ engine: GuestMode, _ id: String, variant: String = "control", counters: [String: Int] = [:]) throws {
-        try engine.store.write { db in
-            try db.execute(
-                sql: "INSERT INTO users (id, created_at, last_seen_at) VALUES (?, ?, ?)",
-                arguments: [id, Timestamp.format(start), Timestamp.format(start)])
-            try db.execute(
-                sql: "INSERT INTO experiment_assignments (user_id, experiment, variant, assigned_at) VALUES (?, 'auth_prompts', ?, ?)",
-                arguments: [id, variant, Timestamp.format(start)])
-            for (action, total) in counters {
-                try db.execute(
-                    sql: "INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?)", arguments: [id, action, total])
-            }
+        try engine.store.createUser(
+            User(id: id, device: nil, state: .anonymous, promptState: "anonymous", createdAt: start, lastSeenAt: start,
+                 linkedAt: nil),
+            credentials: nil)
+        _ = try engine.store.replaceAssignment(userID: id, experiment: "auth_prompts", variant: variant, at: start)
+        for (action, total) in counters {
+            _ = try engine.track(TrackedEvent(user: id, action: action, at: start, count: total), now: start)
         }
     }
 

@@ -140,3 +140,10 @@ extension SQLiteStore: StoreAdministration {
 }
 
 extension SQLiteStore: GuestStore {}
+
+extension GuestMode {
+    /// A fresh engine over an empty in-memory SQLite store, for tests and replays.
+    public static func inMemory(profileText: String, origin: String = "profile.yaml", now: Date) throws -> GuestMode {
+        try binding(try SQLiteStore.inMemory(), toProfileText: profileText, origin: origin, now: now)
+    }
+}

@@ -4,39 +4,30 @@ import Foundation
 /// the profile; every write goes through the store; time is always passed in.
 public struct GuestMode: Sendable {
     public let profile: Profile
-    public let store: SQLiteStore
+    public let store: any GuestStore
 
-    public init(profile: Profile, store: SQLiteStore) {
+    public init(profile: Profile, store: any GuestStore) {
         self.profile = profile
         self.store = store
     }
 
-    /// Opens a store file and the profile it is bound to.
-    public static func open(storePath: String) throws -> GuestMode {
-        let store = try SQLiteStore.open(path: storePath)
+    /// The engine over an existing store, bound to the profile the store keeps.
+    /// `location` names the store in messages (a path or a URI without secrets).
+    public static func opening(_ store: any GuestStore, at location: String) throws -> GuestMode {
         guard let bound = try store.boundProfile() else {
             throw GuestModeError.badData(
-                "the store '\(storePath)' has no profile; run 'guestmode init --profile NAME --store \(storePath) --force'",
+                "the store '\(location)' has no profile; run 'guestmode init --profile NAME --store \(location) --force'",
                 code: .storeWithoutProfile)
         }
-        let profile = try ProfileLoader.parse(bound.text, file: bound.origin)
-        return GuestMode(profile: profile, store: store)
+        return GuestMode(profile: try ProfileLoader.parse(bound.text, file: bound.origin), store: store)
     }
 
-    /// A fresh in-memory engine for tests and replays.
-    public static func inMemory(profileText: String, origin: String = "profile.yaml", now: Date) throws -> GuestMode {
-        let profile = try ProfileLoader.parse(profileText, file: origin)
-        let store = try SQLiteStore.inMemory()
-        try store.bindProfile(text: profileText, origin: origin, now: now)
+    /// Binds an empty store to a profile's text and returns the engine over it.
+    public static func binding(
+        _ store: any GuestStore, toProfileText text: String, origin: String, now: Date
+    ) throws -> GuestMode {
+        let profile = try ProfileLoader.parse(text, file: origin)
+        try store.bindProfile(text: text, origin: origin, now: now)
         return GuestMode(profile: profile, store: store)
-    }
-
-    /// Creates a store bound to a profile.
-    public static func initialize(
-        storePath: String, source: ProfileCatalog.Source, replacing: Bool, now: Date
-    ) throws {
-        try SQLiteStore.create(path: storePath, replacing: replacing) { store in
-            try store.bindProfile(text: source.text, origin: source.origin, now: now)
-        }
     }
 }

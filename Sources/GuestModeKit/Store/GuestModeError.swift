@@ -50,19 +50,19 @@ public struct GuestModeError: Error, CustomStringConvertible, Sendable, Equatabl
 
     public var description: String { message }
 
-    static func notFound(_ message: String, code: Code) -> GuestModeError {
+    public static func notFound(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.notFound, code: code, message)
     }
 
-    static func badData(_ message: String, code: Code) -> GuestModeError {
+    public static func badData(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.badData, code: code, message)
     }
 
-    static func usage(_ message: String, code: Code) -> GuestModeError {
+    public static func usage(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.usage, code: code, message)
     }
 
-    static func conflict(_ message: String, code: Code) -> GuestModeError {
+    public static func conflict(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.conflict, code: code, message)
     }
 }
@@ -187,6 +187,7 @@ extension GuestModeError {
             .endNotAfterNow,
             .emptyKey,
             .invalidLevel,
+            .unsupportedStore,
         ]
 
         public static let archiveError = Code("archive_error")
@@ -295,5 +296,6 @@ extension GuestModeError {
         public static let endNotAfterNow = Code("end_not_after_now")
         public static let emptyKey = Code("empty_key")
         public static let invalidLevel = Code("invalid_level")
+        public static let unsupportedStore = Code("unsupported_store")
     }
 }

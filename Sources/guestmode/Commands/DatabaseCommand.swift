@@ -16,7 +16,7 @@ struct DatabaseCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
-            let store = try SQLiteStore.open(path: global.storePath, migrating: false)
+            let store = try global.storeLocation.open(migrating: false)
             let schema = try store.schemaStatus()
             let bound = try store.boundProfile()
             let profile = try bound.map { try ProfileLoader.parse($0.text, file: $0.origin) }
@@ -56,7 +56,7 @@ struct DatabaseCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
-            let store = try SQLiteStore.open(path: global.storePath, migrating: false)
+            let store = try global.storeLocation.open(migrating: false)
             let applied = try store.applyPendingMigrations { identifier in
                 global.output.detail("applied \(identifier)")
             }
@@ -83,7 +83,7 @@ struct DatabaseCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
-            let store = try SQLiteStore.open(path: global.storePath, migrating: false)
+            let store = try global.storeLocation.open(migrating: false)
             let problems = try store.integrityProblems()
             if global.json {
                 struct Checked: Encodable { var ok: Bool; var problems: [String] }

@@ -26,7 +26,7 @@ struct InitCommand: ParsableCommand {
         let output = global.output
         let source = try global.catalog().load(profile)
         let path = global.storePath
-        try GuestMode.initialize(storePath: path, source: source, replacing: force, now: try global.currentTime())
+        try global.storeLocation.create(profile: source, replacing: force, now: try global.currentTime())
         if global.json {
             struct Created: Encodable { var store: String; var profile: String; var version: Int; var origin: String }
             try output.json(

@@ -41,7 +41,7 @@ struct ReplayCommand: ParsableCommand {
             let source = try global.catalog().load(profile)
             (text, origin) = (source.text, source.origin)
         } else {
-            guard let bound = try SQLiteStore.boundProfile(readingOnly: global.storePath) else {
+            guard let bound = try global.storeLocation.boundProfile() else {
                 throw GuestModeError(
                     .badData, code: .storeWithoutProfile,
                     "the store '\(global.storePath)' has no profile; name one with --profile")

@@ -41,9 +41,9 @@ struct TourCommand: ParsableCommand {
             let source = try catalog.load(name)
             let path = directory.appendingPathComponent("\(name).sqlite").path
             narrator.heading("\(name): \(source.profile.summary)")
-            try GuestMode.initialize(storePath: path, source: source, replacing: false, now: start)
+            try StoreLocation.sqlite(path: path).create(profile: source, replacing: false, now: start)
             narrator.say("guestmode init --profile \(name)", "a store bound to \(name) v\(source.profile.version)")
-            let engine = try GuestMode.open(storePath: path)
+            let engine = try GuestMode.opening(try StoreLocation.sqlite(path: path).open(), at: path)
             try TourWalk(engine: engine, start: start, directory: directory, catalog: catalog).run(narrating: &narrator)
         }
         if global.json { try global.output.json(narrator.steps) }
@@ -292,8 +292,9 @@ struct TourWalk {
             "guestmode backup verify --full \(damaged.lastPathComponent)  # one byte flipped",
             broken.ok ? "unexpectedly ok" : "refused (exit 65): \(broken.errors.first ?? "damaged")")
         let freshPath = directory.appendingPathComponent("\(profile.name)-restored.sqlite").path
-        try GuestMode.initialize(storePath: freshPath, source: try catalog.load(profile.name), replacing: false, now: start)
-        let fresh = try GuestMode.open(storePath: freshPath)
+        let freshStore = StoreLocation.sqlite(path: freshPath)
+        try freshStore.create(profile: try catalog.load(profile.name), replacing: false, now: start)
+        let fresh = try GuestMode.opening(try freshStore.open(), at: freshPath)
         let imported = try fresh.importBackup(from: archive.path, onConflict: .fail, dryRun: false)
         narrator.say(
             "guestmode --store restored.sqlite backup import \(archive.lastPathComponent)",

@@ -44,9 +44,14 @@ struct GlobalOptions: ParsableArguments {
 
     var output: Output { Output(isJSON: json, isQuiet: quiet, isVerbose: verbose) }
 
+    var storeLocation: StoreLocation {
+        get throws { try StoreLocation(storePath) }
+    }
+
     func openEngine() throws -> GuestMode {
-        let engine = try GuestMode.open(storePath: storePath)
-        output.detail("store \(storePath), profile \(engine.profile.name) v\(engine.profile.version)")
+        let location = try storeLocation
+        let engine = try GuestMode.opening(try location.open(), at: location.description)
+        output.detail("store \(location.description), profile \(engine.profile.name) v\(engine.profile.version)")
         return engine
     }
 
