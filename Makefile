@@ -14,7 +14,7 @@ DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc
 
-.PHONY: all deps build run test lint-man check-layout format lint bench install uninstall clean
+.PHONY: all deps build run test lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -44,6 +44,10 @@ test: deps
 
 check-layout:
 	bash scripts/check-layout.sh
+
+# Rewrites the list of JSON error codes in guestmode(1) from the catalogue.
+man-codes:
+	python3 scripts/error-codes.py --write
 
 FORMATTED = Sources Tests Package.swift
 

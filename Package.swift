@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .executable(name: "guestmode", targets: ["guestmode"]),
         .library(name: "GuestModeKit", targets: ["GuestModeKit"]),
+        .library(name: "GuestModeSQLite", targets: ["GuestModeSQLite"]),
+        .library(name: "GuestModeArchive", targets: ["GuestModeArchive"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
@@ -20,26 +22,49 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"])]
         ),
+        // The engine: domain, pure policies, store protocols, use cases. No database, no C library.
         .target(
             name: "GuestModeKit",
             dependencies: [
-                "CArchive",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        // The embedded backend: the only place SQLite SQL lives.
+        .target(
+            name: "GuestModeSQLite",
+            dependencies: [
+                "GuestModeKit",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Backup archives: libarchive, hashing and signing, atomic files.
+        .target(
+            name: "GuestModeArchive",
+            dependencies: [
+                "GuestModeKit",
+                "CArchive",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
             name: "guestmode",
             dependencies: [
                 "GuestModeKit",
+                "GuestModeSQLite",
+                "GuestModeArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "GuestModeKitTests",
-            dependencies: ["GuestModeKit"],
+            dependencies: [
+                "GuestModeKit",
+                "GuestModeSQLite",
+                "GuestModeArchive",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
@@ -51,7 +76,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["guestmode"]
+            dependencies: ["guestmode", "GuestModeKit"]
         ),
     ]
 )

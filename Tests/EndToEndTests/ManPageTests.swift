@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeKit
 import Testing
 
 /// The man pages are checked against the binary itself: every command it
@@ -158,10 +159,17 @@ struct ManPageTests {
         for variable in ["GUESTMODE_STORE", "GUESTMODE_NOW", "GUESTMODE_TEMPLATES", "NO_COLOR"] {
             #expect(environment.contains("Ev \(variable)"), "guestmode.1 ENVIRONMENT does not describe \(variable)")
         }
-        let statuses = page.section("EXIT STATUS")
+        let exitSection = page.section("EXIT STATUS")
+        let statuses = exitSection.prefix { !$0.hasPrefix(".Ss ") }
             .filter { $0.hasPrefix(".It ") }
             .map { $0.dropFirst(4).split(separator: " ").first.map(String.init) ?? "" }
         #expect(statuses == Self.exitStatuses, "guestmode.1 EXIT STATUS lists \(statuses), DESIGN §3 has \(Self.exitStatuses)")
+        // The JSON error codes: exactly the engine's catalogue, in its order.
+        let listedCodes = exitSection.drop { $0 != ".Ss Error codes" }
+            .filter { $0.hasPrefix(".It Li ") }
+            .map { String($0.dropFirst(7)) }
+        #expect(listedCodes == GuestModeError.Code.all.map(\.rawValue).sorted(),
+                "guestmode.1 'Error codes' differs from GuestModeError.Code.all; run 'make man-codes'")
         // Every page of man/ is listed in SEE ALSO.
         let seeAlso = page.section("SEE ALSO").joined(separator: "\n")
         for other in try await Self.pages(suffix: ".1") + Self.pages(suffix: ".5") where other.file != "guestmode.1" {

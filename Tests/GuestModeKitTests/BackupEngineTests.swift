@@ -1,7 +1,9 @@
 import Foundation
 import GRDB
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 private let archivesDirectory = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().appendingPathComponent("Fixtures/archives")

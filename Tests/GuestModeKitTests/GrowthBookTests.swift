@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 /// GrowthBook's own SDK test vectors (see Fixtures/growthbook-cases.json).
 private struct Cases {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 func engine(_ name: String, now: Date = day(1)) throws -> GuestMode {
     try GuestMode.inMemory(profileText: try template(name), origin: "\(name).yaml", now: now)

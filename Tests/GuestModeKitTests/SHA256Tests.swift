@@ -1,5 +1,7 @@
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 /// The manifest hashes, through swift-crypto, against FIPS 180-4 vectors: whole and streamed in pieces.
 @Suite struct SHA256Tests {

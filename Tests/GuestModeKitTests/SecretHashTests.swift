@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 @Suite struct SecretHashTests {
     func hex(_ bytes: [UInt8]) -> String { SecretHash.hex(bytes) }

@@ -110,6 +110,12 @@ public struct StoredAssignment: Sendable, Equatable {
     public var assignedAt: Date
     /// True when the store call that returned it wrote it.
     public var isNew: Bool
+
+    public init(variant: String, assignedAt: Date, isNew: Bool) {
+        self.variant = variant
+        self.assignedAt = assignedAt
+        self.isNew = isNew
+    }
 }
 
 /// Store operations for sticky experiment assignments.

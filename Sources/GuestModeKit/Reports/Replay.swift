@@ -63,7 +63,7 @@ extension GuestMode {
             let listed = problems.prefix(20).map { "\(log.path):\($0.line): \($0.message)" }.joined(separator: "\n")
             let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
             throw GuestModeError.badData(
-                "\(problems.count) bad lines in the event log; nothing was replayed:\n\(listed)\(more)", code: "malformed_log")
+                "\(problems.count) bad lines in the event log; nothing was replayed:\n\(listed)\(more)", code: .malformedLog)
         }
     }
 }

@@ -89,26 +89,26 @@ extension GuestModeError {
             .archiveUnreadable,
             .archiveWriteFailed,
             .assignmentLost,
-            .badData,
             .badHeader,
             .badManifest,
             .badRow,
             .badTime,
-            .cannotCreate,
             .cannotCreateBackup,
             .cannotCreateOutput,
             .cannotCreateStore,
             .cannotOpenStore,
             .cannotSpool,
-            .conflict,
+            .conflictingPlanTerms,
             .cooldown,
             .corruptStore,
             .damagedArchive,
             .databaseError,
             .destinationUnavailable,
             .differentUser,
+            .emptyKey,
             .emptyPeriod,
             .emptySubject,
+            .endNotAfterNow,
             .experimentNotFound,
             .fileNotFound,
             .foreignRow,
@@ -119,22 +119,21 @@ extension GuestModeError {
             .integrityCheckFailed,
             .internalFailure,
             .invalidAmount,
+            .invalidAttempts,
             .invalidEvent,
             .invalidEventLog,
             .invalidJson,
+            .invalidLevel,
             .invalidProfile,
             .ioError,
             .journalMismatch,
             .journalNotFound,
             .malformedLog,
             .manifestMismatch,
-            .meterExhausted,
             .migrationUnfinished,
             .missingManifest,
             .missingSecret,
             .missingUserRow,
-            .needsAccount,
-            .needsPremium,
             .neverAsk,
             .noEligiblePrompt,
             .noFreeKey,
@@ -143,8 +142,6 @@ extension GuestModeError {
             .notAGuest,
             .notAStore,
             .notAnArchive,
-            .notFound,
-            .nothingDue,
             .nothingToResume,
             .planNotFound,
             .profileMismatch,
@@ -164,7 +161,6 @@ extension GuestModeError {
             .storeWithoutProfile,
             .tooManyProviders,
             .trialAlreadyUsed,
-            .tryAgainLater,
             .unexportableValue,
             .unknownCollection,
             .unknownContext,
@@ -173,6 +169,7 @@ extension GuestModeError {
             .unknownProvider,
             .unknownTrigger,
             .unknownVariant,
+            .unsupportedStore,
             .upgradeInProgress,
             .usage,
             .userAuthenticated,
@@ -182,12 +179,6 @@ extension GuestModeError {
             .usernameTaken,
             .verifyFailed,
             .windowFull,
-            .invalidAttempts,
-            .conflictingPlanTerms,
-            .endNotAfterNow,
-            .emptyKey,
-            .invalidLevel,
-            .unsupportedStore,
         ]
 
         public static let archiveError = Code("archive_error")
@@ -198,26 +189,26 @@ extension GuestModeError {
         public static let archiveUnreadable = Code("archive_unreadable")
         public static let archiveWriteFailed = Code("archive_write_failed")
         public static let assignmentLost = Code("assignment_lost")
-        public static let badData = Code("bad_data")
         public static let badHeader = Code("bad_header")
         public static let badManifest = Code("bad_manifest")
         public static let badRow = Code("bad_row")
         public static let badTime = Code("bad_time")
-        public static let cannotCreate = Code("cannot_create")
         public static let cannotCreateBackup = Code("cannot_create_backup")
         public static let cannotCreateOutput = Code("cannot_create_output")
         public static let cannotCreateStore = Code("cannot_create_store")
         public static let cannotOpenStore = Code("cannot_open_store")
         public static let cannotSpool = Code("cannot_spool")
-        public static let conflict = Code("conflict")
+        public static let conflictingPlanTerms = Code("conflicting_plan_terms")
         public static let cooldown = Code("cooldown")
         public static let corruptStore = Code("corrupt_store")
         public static let damagedArchive = Code("damaged_archive")
         public static let databaseError = Code("database_error")
         public static let destinationUnavailable = Code("destination_unavailable")
         public static let differentUser = Code("different_user")
+        public static let emptyKey = Code("empty_key")
         public static let emptyPeriod = Code("empty_period")
         public static let emptySubject = Code("empty_subject")
+        public static let endNotAfterNow = Code("end_not_after_now")
         public static let experimentNotFound = Code("experiment_not_found")
         public static let fileNotFound = Code("file_not_found")
         public static let foreignRow = Code("foreign_row")
@@ -228,22 +219,21 @@ extension GuestModeError {
         public static let integrityCheckFailed = Code("integrity_check_failed")
         public static let internalFailure = Code("internal")
         public static let invalidAmount = Code("invalid_amount")
+        public static let invalidAttempts = Code("invalid_attempts")
         public static let invalidEvent = Code("invalid_event")
         public static let invalidEventLog = Code("invalid_event_log")
         public static let invalidJson = Code("invalid_json")
+        public static let invalidLevel = Code("invalid_level")
         public static let invalidProfile = Code("invalid_profile")
         public static let ioError = Code("io_error")
         public static let journalMismatch = Code("journal_mismatch")
         public static let journalNotFound = Code("journal_not_found")
         public static let malformedLog = Code("malformed_log")
         public static let manifestMismatch = Code("manifest_mismatch")
-        public static let meterExhausted = Code("meter_exhausted")
         public static let migrationUnfinished = Code("migration_unfinished")
         public static let missingManifest = Code("missing_manifest")
         public static let missingSecret = Code("missing_secret")
         public static let missingUserRow = Code("missing_user_row")
-        public static let needsAccount = Code("needs_account")
-        public static let needsPremium = Code("needs_premium")
         public static let neverAsk = Code("never_ask")
         public static let noEligiblePrompt = Code("no_eligible_prompt")
         public static let noFreeKey = Code("no_free_key")
@@ -252,8 +242,6 @@ extension GuestModeError {
         public static let notAGuest = Code("not_a_guest")
         public static let notAStore = Code("not_a_store")
         public static let notAnArchive = Code("not_an_archive")
-        public static let notFound = Code("not_found")
-        public static let nothingDue = Code("nothing_due")
         public static let nothingToResume = Code("nothing_to_resume")
         public static let planNotFound = Code("plan_not_found")
         public static let profileMismatch = Code("profile_mismatch")
@@ -273,7 +261,6 @@ extension GuestModeError {
         public static let storeWithoutProfile = Code("store_without_profile")
         public static let tooManyProviders = Code("too_many_providers")
         public static let trialAlreadyUsed = Code("trial_already_used")
-        public static let tryAgainLater = Code("try_again_later")
         public static let unexportableValue = Code("unexportable_value")
         public static let unknownCollection = Code("unknown_collection")
         public static let unknownContext = Code("unknown_context")
@@ -282,6 +269,7 @@ extension GuestModeError {
         public static let unknownProvider = Code("unknown_provider")
         public static let unknownTrigger = Code("unknown_trigger")
         public static let unknownVariant = Code("unknown_variant")
+        public static let unsupportedStore = Code("unsupported_store")
         public static let upgradeInProgress = Code("upgrade_in_progress")
         public static let usage = Code("usage")
         public static let userAuthenticated = Code("user_authenticated")
@@ -291,11 +279,5 @@ extension GuestModeError {
         public static let usernameTaken = Code("username_taken")
         public static let verifyFailed = Code("verify_failed")
         public static let windowFull = Code("window_full")
-        public static let invalidAttempts = Code("invalid_attempts")
-        public static let conflictingPlanTerms = Code("conflicting_plan_terms")
-        public static let endNotAfterNow = Code("end_not_after_now")
-        public static let emptyKey = Code("empty_key")
-        public static let invalidLevel = Code("invalid_level")
-        public static let unsupportedStore = Code("unsupported_store")
     }
 }

@@ -18,5 +18,10 @@ public protocol StoreAdministration: Sendable {
 public struct SchemaStatus: Codable, Sendable, Equatable {
     public var applied: [String]
     public var pending: [String]
+
+    public init(applied: [String], pending: [String]) {
+        self.applied = applied
+        self.pending = pending
+    }
     public var current: String? { applied.last }
 }

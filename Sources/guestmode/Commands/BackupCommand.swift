@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

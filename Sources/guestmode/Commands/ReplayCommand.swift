@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GuestModeKit
+import GuestModeSQLite
 
 struct ReplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 
 struct TourCommand: ParsableCommand {

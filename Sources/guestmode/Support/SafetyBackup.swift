@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 
 /// The backup taken before anything is moved between users.

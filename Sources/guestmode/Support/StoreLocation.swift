@@ -1,5 +1,6 @@
 import Foundation
 import GuestModeKit
+import GuestModeSQLite
 
 /// Where `--store` points and which backend serves it. A path is an embedded
 /// SQLite file; other schemes are refused until their backend exists.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 @Suite struct MergeResolutionPolicyTests {
     let older = RecordVersion(data: #"{"v":"old"}"#, updatedAt: day(1))

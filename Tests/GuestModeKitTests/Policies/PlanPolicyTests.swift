@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 /// The subscriptions profile (plan `premium`, tier premium) plus a plan
 /// `supporter` that lifts only to the account tier.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 private func profile(_ name: String) throws -> Profile {
     try ProfileLoader.parse(try template(name), file: "\(name).yaml")

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 /// Rows for the backup conformance tests, written and read only through
 /// `BackupRowStore`, so they hold for every backend.

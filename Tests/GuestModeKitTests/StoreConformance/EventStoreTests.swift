@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 /// Creates guests through the event store (a batch with `creatingUsers`), so
 /// these suites need no other area's protocol.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 /// The voice profile gives guests 60 api_minutes for life, warnings at 75%
 /// and 90%; the recipes profile gives 3 video_generations a day, a warning at 66%.

@@ -1,7 +1,9 @@
 import Foundation
 import GRDB
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 /// Fixtures for the migration, transfer, outbox and profile-upgrade
 /// conformance tests. Data is seeded through the engine's public use cases

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 @Suite("MigrationJournalStore conformance")
 struct MigrationStoreTests {
@@ -33,11 +35,11 @@ struct MigrationStoreTests {
         _ = try store.startMigration(of: guest, into: account, steps: names, backupPath: "b", now: day(3))
         let before = try observableState(engine)
         #expect(errorCode { _ = try store.startMigration(of: guest, into: account, steps: names, backupPath: "b", now: day(3)) }
-            == "migration_unfinished")
+            == .migrationUnfinished)
         #expect(errorCode { _ = try store.startMigration(of: account, into: guest, steps: names, backupPath: "b", now: day(3)) }
-            == "not_a_guest")
+            == .notAGuest)
         #expect(errorCode { _ = try store.startMigration(of: guest, into: "nobody", steps: names, backupPath: "b", now: day(3)) }
-            == "user_not_found")
+            == .userNotFound)
         #expect(try observableState(engine) == before)
     }
 
@@ -64,7 +66,7 @@ struct MigrationStoreTests {
         #expect(journal.steps.first?.rows ?? 0 > 0)
         #expect(journal.steps.last?.rows == 1, "cleanup: no uncovered records, then the guest")
         #expect(try store.unfinishedMigration(of: guest, into: account) == nil)
-        #expect(errorCode { _ = try engine.user(guest) } == "user_not_found")
+        #expect(errorCode { _ = try engine.user(guest) } == .userNotFound)
         #expect(Set(conflicts.map(\.key)) == ["pasta", "diet"])
         let records = try recordLines(engine, account)
         #expect(records.contains(#"recipes/pasta~guest={"by":"guest"}"#))
@@ -82,7 +84,7 @@ struct MigrationStoreTests {
         // Moving the activity succeeds, then removing a guest that still has records is refused.
         let failing = TransferStep(name: "profile", movesActivity: true, collections: [], removesGuest: true)
         #expect(errorCode { _ = try store.runMigrationStep(failing, position: 1, journalID: id, profile: engine.profile, now: day(4)) }
-            == "records_left_behind")
+            == .recordsLeftBehind)
         #expect(try observableState(engine) == before)
         #expect(try engine.counters(of: guest)["recipe_created"] == 2, "the activity moved in the failed step is back")
         #expect(try store.migrationJournal(id: id)?.steps.first?.status == "pending")
@@ -106,11 +108,11 @@ struct MigrationStoreTests {
         let id = try store.startMigration(of: guest, into: account, steps: plan.map(\.name), backupPath: "b", now: day(3))
         let before = try observableState(engine)
         #expect(errorCode { _ = try store.runMigrationStep(plan[1], position: 1, journalID: id, profile: engine.profile, now: day(4)) }
-            == "journal_mismatch")
+            == .journalMismatch)
         #expect(errorCode { _ = try store.runMigrationStep(plan[0], position: 9, journalID: id, profile: engine.profile, now: day(4)) }
-            == "journal_mismatch")
+            == .journalMismatch)
         #expect(errorCode { _ = try store.runMigrationStep(plan[0], position: 1, journalID: id + 1000, profile: engine.profile, now: day(4)) }
-            == "journal_not_found")
+            == .journalNotFound)
         #expect(try observableState(engine) == before)
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 @Suite("ProfileUpgradeStore conformance")
 struct ProfileUpgradeStoreTests {
@@ -70,12 +72,12 @@ struct ProfileUpgradeStoreTests {
         #expect(!plan.isApplicable)
         #expect(plan.refusals.contains { $0.contains("already have a field 'price'") })
         #expect(errorCode { _ = try store.applyProfileUpgrade(from: engine.profile, to: try version2(), now: day(2)) }
-            == "profile_upgrade_refused")
+            == .profileUpgradeRefused)
         #expect(try observableState(engine) == before)
         #expect(try store.boundProfile()?.text == boundBefore)
         // Same version again is refused too.
         let same = ProfileCatalog.Source(profile: engine.profile, text: try template("subscriptions"), origin: "s.yaml")
-        #expect(errorCode { _ = try store.applyProfileUpgrade(from: engine.profile, to: same, now: day(2)) } == "profile_upgrade_refused")
+        #expect(errorCode { _ = try store.applyProfileUpgrade(from: engine.profile, to: same, now: day(2)) } == .profileUpgradeRefused)
         #expect(try observableState(engine) == before)
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 /// The backends the store conformance suite runs against. Every conformance
 /// test takes one as its argument, so adding a backend here runs the whole

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 @Suite("TransferStore conformance")
 struct TransferStoreTests {
@@ -9,10 +11,10 @@ struct TransferStoreTests {
         let (store, engine, guest, account) = try seededTransfer(backend)
         let before = try observableState(engine)
         try store.checkTransfer(of: guest, into: account)
-        #expect(errorCode { try store.checkTransfer(of: "nobody", into: account) } == "user_not_found")
-        #expect(errorCode { try store.checkTransfer(of: guest, into: "nobody") } == "user_not_found")
-        #expect(errorCode { try store.checkTransfer(of: guest, into: guest) } == "same_user")
-        #expect(errorCode { try store.checkTransfer(of: account, into: guest) } == "not_a_guest")
+        #expect(errorCode { try store.checkTransfer(of: "nobody", into: account) } == .userNotFound)
+        #expect(errorCode { try store.checkTransfer(of: guest, into: "nobody") } == .userNotFound)
+        #expect(errorCode { try store.checkTransfer(of: guest, into: guest) } == .sameUser)
+        #expect(errorCode { try store.checkTransfer(of: account, into: guest) } == .notAGuest)
         #expect(try observableState(engine) == before)
     }
 
@@ -37,7 +39,7 @@ struct TransferStoreTests {
         #expect(previews[3].rows == 3, "two records and the guest itself")
         #expect(previews[3].conflicts.map(\.resolution) == [.keptGuest], "the guest's diet is newer")
         #expect(try observableState(engine) == before)
-        #expect(errorCode { _ = try store.previewTransfer(of: account, into: guest, steps: steps, profile: engine.profile) } == "not_a_guest")
+        #expect(errorCode { _ = try store.previewTransfer(of: account, into: guest, steps: steps, profile: engine.profile) } == .notAGuest)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -64,7 +66,7 @@ struct TransferStoreTests {
         let journalID = try #require(report.journalID)
         let journal = try #require(try store.migrationJournal(id: journalID))
         #expect(journal.kind == "merge" && journal.status == "done" && journal.source == guest && journal.target == account)
-        #expect(errorCode { _ = try engine.user(guest) } == "user_not_found")
+        #expect(errorCode { _ = try engine.user(guest) } == .userNotFound)
         #expect(try engine.counters(of: account)["app_opened"] == 5)
         #expect(try engine.counters(of: account)["recipe_created"] == 2)
         let records = try recordLines(engine, account)
@@ -94,13 +96,13 @@ struct TransferStoreTests {
         for dryRun in [false, true] {
             #expect(errorCode {
                 _ = try store.mergeGuest(account, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
-            } == "not_a_guest")
+            } == .notAGuest)
             #expect(errorCode {
                 _ = try store.mergeGuest(guest, into: "nobody", policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
-            } == "user_not_found")
+            } == .userNotFound)
             #expect(errorCode {
                 _ = try store.mergeGuest(guest, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
-            } == "same_user")
+            } == .sameUser)
         }
         #expect(try observableState(engine) == before)
     }
@@ -154,7 +156,7 @@ struct TransferStoreTests {
         let second = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(3))
         #expect(second.wasAlreadyAdopted && second.moved.isEmpty && second.collisions.isEmpty)
         #expect(try observableState(engine) == stable, "adopting twice is a no-op")
-        #expect(errorCode { _ = try store.adoptOwnerlessRecords(user: "nobody", profile: profile, now: day(3)) } == "user_not_found")
+        #expect(errorCode { _ = try store.adoptOwnerlessRecords(user: "nobody", profile: profile, now: day(3)) } == .userNotFound)
         #expect(try observableState(engine) == stable)
     }
 

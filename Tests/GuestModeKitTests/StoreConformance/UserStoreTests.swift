@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+@testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 /// A new anonymous user, as the engine would create it.
 func newUser(_ id: String = UUID().uuidString.lowercased(), at time: Date = day(1), device: String? = nil) -> User {

@@ -1,0 +1,335 @@
+import CArchive
+import Foundation
+import GuestModeKit
+
+// Every libarchive call in the engine lives in this file. The rest of the
+// engine sees entries as names and bytes, and failures as `GuestModeError`.
+
+/// The container formats a backup can be written in.
+public enum ArchiveFormat: String, CaseIterable, Codable, Sendable {
+    case tarZstd = "tar.zst"
+    case tarGzip = "tar.gz"
+    case zip
+
+    /// The file name extension written for this format.
+    public var fileExtension: String {
+        switch self {
+        case .tarZstd: "gmbackup"
+        case .tarGzip: "tar.gz"
+        case .zip: "zip"
+        }
+    }
+
+    /// Compression levels the codec accepts.
+    public var levels: ClosedRange<Int> {
+        switch self {
+        case .tarZstd: 1...19
+        case .tarGzip: 1...9
+        case .zip: 0...9
+        }
+    }
+
+    /// The format a file name promises, or nil when its extension promises none.
+    public static func named(by path: String) -> ArchiveFormat? {
+        let name = (path as NSString).lastPathComponent.lowercased()
+        if name.hasSuffix(".gmbackup") || name.hasSuffix(".tar.zst") || name.hasSuffix(".tzst") { return .tarZstd }
+        if name.hasSuffix(".tar.gz") || name.hasSuffix(".tgz") { return .tarGzip }
+        if name.hasSuffix(".zip") { return .zip }
+        return nil
+    }
+
+    var description: String {
+        switch self {
+        case .tarZstd: "a zstd-compressed tar archive"
+        case .tarGzip: "a gzip-compressed tar archive"
+        case .zip: "a zip archive"
+        }
+    }
+
+    /// Recognises a format from the file's first bytes.
+    static func sniffed(from prefix: [UInt8]) -> ArchiveFormat? {
+        if prefix.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) { return .tarZstd }
+        if prefix.starts(with: [0x1F, 0x8B]) { return .tarGzip }
+        if prefix.starts(with: [0x50, 0x4B, 0x03, 0x04]) || prefix.starts(with: [0x50, 0x4B, 0x05, 0x06]) { return .zip }
+        return nil
+    }
+}
+
+/// Bounds on what reading an archive may expand to. They are counted while
+/// streaming; sizes declared in entry headers are never trusted to stay small.
+public struct ArchiveLimits: Sendable, Equatable {
+    public var maximumEntries: Int
+    public var maximumEntrySize: Int64
+    public var maximumTotalSize: Int64
+    /// Expanded bytes per compressed byte read, checked once the expanded
+    /// total passes `ratioFloor` so small archives with padding never trip it.
+    public var maximumRatio: Int64
+    public var ratioFloor: Int64
+
+    public init(
+        maximumEntries: Int = 100_000, maximumEntrySize: Int64 = 256 << 20,
+        maximumTotalSize: Int64 = 16 << 30, maximumRatio: Int64 = 500, ratioFloor: Int64 = 16 << 20
+    ) {
+        self.maximumEntries = maximumEntries
+        self.maximumEntrySize = maximumEntrySize
+        self.maximumTotalSize = maximumTotalSize
+        self.maximumRatio = maximumRatio
+        self.ratioFloor = ratioFloor
+    }
+
+    public static let standard = ArchiveLimits()
+}
+
+/// Writes regular-file entries into an archive on an open file descriptor.
+final class ArchiveWriter {
+    private let handle: OpaquePointer
+    private let path: String
+
+    private init(handle: OpaquePointer, path: String) {
+        self.handle = handle
+        self.path = path
+    }
+
+    /// Runs `body` with a writer on `descriptor`, then finishes the archive.
+    /// The descriptor stays open for the caller to fsync and close.
+    static func write(
+        to descriptor: Int32, path: String, format: ArchiveFormat, level: Int?, _ body: (ArchiveWriter) throws -> Void
+    ) throws {
+        guard let handle = archive_write_new() else {
+            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a writer")
+        }
+        defer { archive_write_free(handle) }
+        let writer = ArchiveWriter(handle: handle, path: path)
+        switch format {
+        case .tarZstd:
+            try writer.check(archive_write_set_format_pax_restricted(handle), "choosing the tar format")
+            try writer.check(archive_write_add_filter_zstd(handle), "enabling zstd")
+            if let level {
+                try writer.check(archive_write_set_filter_option(handle, "zstd", "compression-level", "\(level)"), "setting the zstd level")
+            }
+        case .tarGzip:
+            try writer.check(archive_write_set_format_pax_restricted(handle), "choosing the tar format")
+            try writer.check(archive_write_add_filter_gzip(handle), "enabling gzip")
+            if let level {
+                try writer.check(archive_write_set_filter_option(handle, "gzip", "compression-level", "\(level)"), "setting the gzip level")
+            }
+        case .zip:
+            try writer.check(archive_write_set_format_zip(handle), "choosing the zip format")
+            if let level {
+                try writer.check(archive_write_set_format_option(handle, "zip", "compression-level", "\(level)"), "setting the zip level")
+            }
+        }
+        // Without this the last block is padded to 10 KiB, which only wastes space in a compressed file.
+        archive_write_set_bytes_in_last_block(handle, 1)
+        try writer.check(archive_write_open_fd(handle, descriptor), "opening the output")
+        try body(writer)
+        try writer.check(archive_write_close(handle), "finishing the archive")
+    }
+
+    func addEntry(name: String, contents: UnsafeRawBufferPointer, modified: Date) throws {
+        guard let entry = archive_entry_new() else {
+            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate an entry")
+        }
+        defer { archive_entry_free(entry) }
+        archive_entry_set_pathname(entry, name)
+        archive_entry_set_filetype(entry, FileType.regular)
+        archive_entry_set_perm(entry, 0o600)
+        archive_entry_set_size(entry, la_int64_t(contents.count))
+        archive_entry_set_mtime(entry, time_t(modified.timeIntervalSince1970.rounded(.down)), 0)
+        try check(archive_write_header(handle, entry), "writing the header of \(name)")
+        var offset = 0
+        while offset < contents.count {
+            let written = archive_write_data(handle, contents.baseAddress! + offset, contents.count - offset)
+            if written <= 0 { try check(Int32(ARCHIVE_FATAL), "writing \(name)") }
+            offset += written
+        }
+    }
+
+    private func check(_ status: Int32, _ step: String) throws {
+        guard status < ARCHIVE_OK else { return }
+        throw GuestModeError(.ioError, code: .archiveWriteFailed, "cannot write '\(path)' (\(step)): \(lastError(handle))")
+    }
+}
+
+/// Reads an archive entry by entry, refusing anything that is not a regular
+/// file with a relative, normalised, unique name, and enforcing `limits`.
+final class ArchiveReader {
+    private let handle: OpaquePointer
+    private let path: String
+    private let limits: ArchiveLimits
+    private var names: Set<String> = []
+    private var expandedTotal: Int64 = 0
+    private var currentName = ""
+    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
+
+    private init(handle: OpaquePointer, path: String, limits: ArchiveLimits) {
+        self.handle = handle
+        self.path = path
+        self.limits = limits
+    }
+
+    /// Opens `path` as the format its name promises (or, for other names, the
+    /// format its first bytes show) and runs `body` with a reader.
+    static func read<T>(path: String, limits: ArchiveLimits, _ body: (ArchiveReader) throws -> T) throws -> T {
+        let format = try expectedFormat(of: path)
+        guard let handle = archive_read_new() else {
+            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a reader")
+        }
+        defer { archive_read_free(handle) }
+        switch format {
+        case .tarZstd:
+            archive_read_support_filter_zstd(handle)
+            archive_read_support_format_tar(handle)
+        case .tarGzip:
+            archive_read_support_filter_gzip(handle)
+            archive_read_support_format_tar(handle)
+        case .zip:
+            archive_read_support_format_zip(handle)
+        }
+        let reader = ArchiveReader(handle: handle, path: path, limits: limits)
+        if archive_read_open_filename(handle, path, 64 << 10) != ARCHIVE_OK {
+            throw reader.damaged("cannot be opened as \(format.description)")
+        }
+        return try body(reader)
+    }
+
+    /// Checks the file's first bytes against the format its name promises, so
+    /// a renamed file is reported as what it is rather than as garbage.
+    private static func expectedFormat(of path: String) throws -> ArchiveFormat {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            let reason = String(cString: strerror(errno))
+            throw GuestModeError.notFound("cannot read the archive '\(path)': \(reason)", code: .archiveNotFound)
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw GuestModeError.badData("'\(path)' is not a regular file, so it is not a guestmode backup", code: .notAnArchive)
+        }
+        guard status.st_size > 0 else {
+            throw GuestModeError.badData("'\(path)' is empty, so it is not a guestmode backup", code: .notAnArchive)
+        }
+        guard let file = FileHandle(forReadingAtPath: path) else {
+            throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
+        }
+        defer { try? file.close() }
+        let prefix = [UInt8]((try? file.read(upToCount: 4)) ?? Data())
+        let named = ArchiveFormat.named(by: path)
+        guard let sniffed = ArchiveFormat.sniffed(from: prefix) else {
+            let expected = named.map { "; a .\($0.rawValue) file should be \($0.description)" } ?? ""
+            throw GuestModeError.badData(
+                "'\(path)' is not a guestmode backup: its content is not zstd, gzip or zip data\(expected)",
+                code: .notAnArchive)
+        }
+        if let named, named != sniffed {
+            throw GuestModeError.badData(
+                "'\(path)' is named like \(named.description) but contains \(sniffed.description); rename it to end in .\(sniffed.fileExtension) if it is a guestmode backup",
+                code: .archiveFormatMismatch)
+        }
+        return sniffed
+    }
+
+    /// The next entry's name, once its header passed the type, name and
+    /// limit checks, or nil at the end of the archive.
+    func nextEntry() throws -> String? {
+        var entry: OpaquePointer?
+        let status = archive_read_next_header(handle, &entry)
+        if status == ARCHIVE_EOF { return nil }
+        guard status >= ARCHIVE_WARN, let entry else { throw damaged("has a damaged entry header") }
+        guard let rawName = archive_entry_pathname(entry) else { throw refused("has an entry without a name") }
+        let name = String(cString: rawName)
+        currentName = name
+        if archive_entry_hardlink(entry) != nil { throw refused("has a hard link '\(name)'") }
+        let type = archive_entry_filetype(entry)
+        guard type == FileType.regular else { throw refused("has \(FileType.describe(type)) '\(name)'; only regular files are allowed") }
+        if let problem = Self.nameProblem(name) { throw refused("has an entry named '\(name)', which \(problem)") }
+        guard names.insert(name).inserted else { throw refused("has two entries named '\(name)'") }
+        guard names.count <= limits.maximumEntries else {
+            throw refused("has more than \(limits.maximumEntries) entries")
+        }
+        // A declared size past the limit is refused early; a smaller one is not believed (see readData).
+        if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > limits.maximumEntrySize {
+            throw refused("has an entry '\(name)' of \(archive_entry_size(entry)) bytes, more than the limit of \(limits.maximumEntrySize)")
+        }
+        return name
+    }
+
+    /// Streams the current entry's bytes to `consume`, counting them against
+    /// the limits as they arrive. Returns the entry's size.
+    @discardableResult
+    func readData(_ consume: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
+        var size: Int64 = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { archive_read_data(handle, $0.baseAddress, $0.count) }
+            if count == 0 { return size }
+            guard count > 0 else { throw damaged("is damaged or truncated in '\(currentName)'") }
+            size += Int64(count)
+            expandedTotal += Int64(count)
+            if size > limits.maximumEntrySize {
+                throw refused("has an entry '\(currentName)' that expands past the limit of \(limits.maximumEntrySize) bytes")
+            }
+            if expandedTotal > limits.maximumTotalSize {
+                throw refused("expands past the total limit of \(limits.maximumTotalSize) bytes")
+            }
+            if expandedTotal > limits.ratioFloor {
+                let compressed = max(Int64(archive_filter_bytes(handle, -1)), 1)
+                if expandedTotal / compressed > limits.maximumRatio {
+                    throw refused(
+                        "expands \(expandedTotal / compressed) times its compressed size, more than the limit of \(limits.maximumRatio) (a decompression bomb?)")
+                }
+            }
+            try buffer.withUnsafeBytes { try consume(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        }
+    }
+
+    /// The current entry's bytes, for the small JSON entries.
+    func readAll() throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try readData { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+
+    /// Why a name is not a plain relative path, or nil when it is one.
+    static func nameProblem(_ name: String) -> String? {
+        if name.isEmpty { return "is empty" }
+        if name.hasPrefix("/") { return "is an absolute path" }
+        if name.utf8.count > 255 { return "is longer than 255 bytes" }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/".utf8)
+        if !name.utf8.allSatisfy(allowed.contains) { return "has characters outside A-Z, a-z, 0-9, '.', '_', '-' and '/'" }
+        for component in name.split(separator: "/", omittingEmptySubsequences: false) {
+            if component == ".." { return "climbs out of the archive with '..'" }
+            if component.isEmpty || component == "." { return "is not normalised" }
+        }
+        return nil
+    }
+
+    private func refused(_ problem: String) -> GuestModeError {
+        GuestModeError.badData("refusing the archive '\(path)': it \(problem); nothing was changed", code: .hostileArchive)
+    }
+
+    private func damaged(_ problem: String) -> GuestModeError {
+        GuestModeError.badData(
+            "the archive '\(path)' \(problem): \(lastError(handle)); it may be truncated or not a guestmode backup",
+            code: .damagedArchive)
+    }
+}
+
+/// POSIX file type bits as libarchive reports them (its AE_IF* macros do not
+/// import into Swift).
+private enum FileType {
+    static let regular: UInt32 = 0o100000
+
+    static func describe(_ type: UInt32) -> String {
+        switch type {
+        case 0o120000: "a symbolic link"
+        case 0o040000: "a directory"
+        case 0o020000: "a character device"
+        case 0o060000: "a block device"
+        case 0o010000: "a FIFO"
+        case 0o140000: "a socket"
+        default: "an entry of unknown type"
+        }
+    }
+}
+
+private func lastError(_ handle: OpaquePointer) -> String {
+    archive_error_string(handle).map { String(cString: $0) } ?? "unknown libarchive error"
+}

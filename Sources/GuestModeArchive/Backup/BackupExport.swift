@@ -1,0 +1,129 @@
+import Foundation
+import GuestModeKit
+
+public struct BackupExportSummary: Codable, Sendable {
+    public var archive: String
+    public var format: ArchiveFormat
+    public var users: Int
+    public var tables: [String: Int]
+    public var bytes: Int64
+}
+
+extension GuestMode {
+    /// Writes the selected users' rows to an archive at `path`, atomically and
+    /// with mode 0600, streaming rows from one read snapshot.
+    /// `progress` receives (rows written, rows in total).
+    public func exportBackup(
+        _ selection: BackupSelection, to path: String, format: ArchiveFormat, level: Int? = nil, now: Date,
+        toolVersion: String, progress: (Int, Int) -> Void = { _, _ in }
+    ) throws -> BackupExportSummary {
+        if let level, !format.levels.contains(level) {
+            throw GuestModeError.usage(
+                "compression level \(level) is out of range for \(format.rawValue); use \(format.levels.lowerBound)...\(format.levels.upperBound)",
+                code: .invalidLevel)
+        }
+        return try store.readBackupRows(selection, guestOwner: profile.guestOwner) { snapshot in
+            if case .users(let requested) = selection {
+                let present = Set(snapshot.users)
+                var seen: Set<String> = []
+                let missing = requested.filter { !present.contains($0) && seen.insert($0).inserted }
+                if !missing.isEmpty {
+                    throw GuestModeError.notFound(
+                        "no user \(missing.map { "'\($0)'" }.joined(separator: ", ")) in the store; 'guestmode user list' shows who exists",
+                        code: .userNotFound)
+                }
+            }
+            let users = snapshot.users
+            var total = 0
+            for table in BackupTable.all { total += try snapshot.rowCount(in: table) }
+            let header = BackupHeader(
+                format: BackupFormat.formatName, formatVersion: BackupFormat.currentVersion, toolVersion: toolVersion,
+                profile: .init(name: profile.name, version: profile.version), users: users,
+                guestOwner: snapshot.guestOwner, created: Timestamp.format(now))
+            var manifest = BackupManifest(formatVersion: BackupFormat.currentVersion, entries: [], tables: [:])
+            var written = 0
+            try AtomicFile.write(path: path) { descriptor in
+                try ArchiveWriter.write(to: descriptor, path: path, format: format, level: level) { writer in
+                    func add(_ name: String, _ bytes: [UInt8], table: String? = nil, rows: Int? = nil) throws {
+                        try bytes.withUnsafeBytes { try writer.addEntry(name: name, contents: $0, modified: now) }
+                        manifest.entries.append(.init(
+                            name: name, size: Int64(bytes.count), sha256: StreamingSHA256.hex(of: bytes), table: table,
+                            rows: rows))
+                    }
+                    try add(BackupFormat.headerName, Array(try BackupFormat.encoder().encode(header)))
+                    for table in BackupTable.all {
+                        var chunk: [UInt8] = []
+                        chunk.reserveCapacity(BackupFormat.chunkTarget + (64 << 10))
+                        var chunkRows = 0
+                        var index = 0
+                        var tableRows = 0
+                        func flush() throws {
+                            guard chunkRows > 0 else { return }
+                            index += 1
+                            try add(
+                                BackupFormat.dataEntryName(table: table.name, index: index), chunk, table: table.name,
+                                rows: chunkRows)
+                            chunk.removeAll(keepingCapacity: true)
+                            chunkRows = 0
+                        }
+                        var keys: [[UInt8]] = []
+                        try snapshot.forEachRow(in: table) { columns, values in
+                            if keys.count != columns.count { keys = RowEncoder.encodedKeys(columns) }
+                            try RowEncoder.appendRow(values, keys: keys, columns: columns, table: table.name, to: &chunk)
+                            chunkRows += 1
+                            tableRows += 1
+                            written += 1
+                            if written % 10_000 == 0 { progress(written, total) }
+                            if chunk.count >= BackupFormat.chunkTarget { try flush() }
+                        }
+                        try flush()
+                        manifest.tables[table.name] = tableRows
+                    }
+                    let manifestBytes = Array(try BackupFormat.encoder().encode(manifest))
+                    try manifestBytes.withUnsafeBytes {
+                        try writer.addEntry(name: BackupFormat.manifestName, contents: $0, modified: now)
+                    }
+                }
+            }
+            progress(written, total)
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+            return BackupExportSummary(
+                archive: path, format: format, users: users.count, tables: manifest.tables, bytes: size)
+        }
+    }
+}
+
+extension RowEncoder {
+    /// Each column's `"name":` (after a comma for all but the first), encoded once per table.
+    static func encodedKeys(_ columns: [String]) -> [[UInt8]] {
+        columns.enumerated().map { index, column in
+            var key: [UInt8] = index > 0 ? [UInt8(ascii: ",")] : []
+            appendString(column, to: &key)
+            key.append(UInt8(ascii: ":"))
+            return key
+        }
+    }
+
+    /// Appends one row as a JSON object and a newline.
+    static func appendRow(
+        _ values: [CellValue], keys: [[UInt8]], columns: [String], table: String, to buffer: inout [UInt8]
+    ) throws {
+        buffer.append(UInt8(ascii: "{"))
+        for (index, value) in values.enumerated() {
+            buffer.append(contentsOf: keys[index])
+            switch value {
+            case .null: buffer += "null".utf8
+            case .integer(let value): appendNumber(value, to: &buffer)
+            case .real(let value):
+                guard value.isFinite else {
+                    throw GuestModeError.badData(
+                        "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again",
+                        code: .unexportableValue)
+                }
+                appendNumber(value, to: &buffer)
+            case .text(let value): appendString(value, to: &buffer)
+            }
+        }
+        buffer += "}\n".utf8
+    }
+}

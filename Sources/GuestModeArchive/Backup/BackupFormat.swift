@@ -1,0 +1,159 @@
+import Foundation
+import GuestModeKit
+
+/// Backup archive format (DESIGN §5): `header.json` first, the users' rows as
+/// NDJSON chunks `data/<table>/<n>.ndjson`, `manifest.json` last.
+enum BackupFormat {
+    static let currentVersion = 1
+    static let formatName = "guestmode-backup"
+    static let headerName = "header.json"
+    static let manifestName = "manifest.json"
+    /// Data entries are cut at this size so neither side holds a table in memory.
+    static let chunkTarget = 4 << 20
+
+    static func dataEntryName(table: String, index: Int) -> String {
+        "data/\(table)/\(String(format: "%06d", index)).ndjson"
+    }
+
+    /// The table a data entry holds, or nil for a name this format does not use.
+    static func table(forEntry name: String) -> BackupTable? {
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "data", parts[2].hasSuffix(".ndjson") else { return nil }
+        let number = parts[2].dropLast(".ndjson".count)
+        guard number.count == 6, number.allSatisfy(\.isASCII), number.allSatisfy(\.isNumber) else { return nil }
+        return BackupTable.named(String(parts[1]))
+    }
+
+    static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return encoder
+    }
+
+    static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return decoder
+    }
+}
+
+/// `header.json`: what the archive holds, readable without the data.
+public struct BackupHeader: Codable, Sendable, Equatable {
+    public struct ProfileReference: Codable, Sendable, Equatable {
+        public var name: String
+        public var version: Int
+    }
+
+    public var format: String
+    public var formatVersion: Int
+    public var toolVersion: String
+    public var profile: ProfileReference
+    public var users: [String]
+    /// Set in whole-store archives that also carry the records written
+    /// before any user existed (owned by the profile's guest owner).
+    public var guestOwner: String?
+    public var created: String
+}
+
+/// `manifest.json`: the size and SHA-256 of every other entry and the rows per table.
+public struct BackupManifest: Codable, Sendable, Equatable {
+    public struct Entry: Codable, Sendable, Equatable {
+        public var name: String
+        public var size: Int64
+        public var sha256: String
+        public var table: String?
+        public var rows: Int?
+    }
+
+    public var formatVersion: Int
+    public var entries: [Entry]
+    public var tables: [String: Int]
+}
+
+/// Appends rows to an NDJSON buffer. Hand-written because it runs once per
+/// exported row and the generic encoders allocate far more per row.
+enum RowEncoder {
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Copies runs of bytes that need no escaping in one go; most strings are one run.
+    static func appendString(_ string: String, to buffer: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { bytes in
+            buffer.append(UInt8(ascii: "\""))
+            var start = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                appendEscaped(byte, to: &buffer)
+                start = index + 1
+            }
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+            buffer.append(UInt8(ascii: "\""))
+        }
+    }
+
+    private static func appendEscaped(_ byte: UInt8, to buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.append(byte)
+        case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "n"))
+        case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "r"))
+        case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "t"))
+        default:
+            buffer.append(contentsOf: "u00".utf8)
+            buffer.append(hexDigits[Int(byte >> 4)])
+            buffer.append(hexDigits[Int(byte & 0x0f)])
+        }
+    }
+
+    static func appendNumber(_ value: Int64, to buffer: inout [UInt8]) {
+        buffer += String(value).utf8
+    }
+
+    /// Swift's shortest round-trip spelling, which is valid JSON for finite values.
+    static func appendNumber(_ value: Double, to buffer: inout [UInt8]) {
+        buffer += value.description.utf8
+    }
+}
+
+/// Upgrades an archive written by an older format version to the current
+/// one, one version at a time, while it is read. Each step sees the header
+/// as JSON and every row, so a step can add, rename or drop fields.
+struct ArchiveMigration: Sendable {
+    /// The version this step reads; it produces `from + 1`.
+    var from: Int
+    var upgradeHeader: @Sendable (inout [String: Any]) throws -> Void
+    var upgradeRow: @Sendable (_ table: String, _ row: inout [String: CellValue]) throws -> Void
+}
+
+struct ArchiveMigrationChain: Sendable {
+    var current: Int
+    var steps: [ArchiveMigration]
+
+    /// Format 1 is the first shipped version, so there is nothing to upgrade yet.
+    static let standard = ArchiveMigrationChain(current: BackupFormat.currentVersion, steps: [])
+
+    /// The steps that take `version` to `current`, refusing versions this
+    /// build cannot read.
+    func steps(from version: Int, archive path: String) throws -> [ArchiveMigration] {
+        if version > current {
+            throw GuestModeError.badData(
+                "the archive '\(path)' uses backup format version \(version), but this guestmode reads versions up to \(current); upgrade guestmode to import it",
+                code: .archiveTooNew)
+        }
+        var plan: [ArchiveMigration] = []
+        var reached = version
+        while reached < current {
+            guard let step = steps.first(where: { $0.from == reached }) else {
+                throw GuestModeError.badData(
+                    "the archive '\(path)' uses backup format version \(version), which this guestmode (format \(current)) cannot upgrade",
+                    code: .archiveTooOld)
+            }
+            plan.append(step)
+            reached += 1
+        }
+        return plan
+    }
+}

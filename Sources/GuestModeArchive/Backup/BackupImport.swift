@@ -1,0 +1,193 @@
+import Foundation
+import GuestModeKit
+
+/// What to do with a user in the archive who is already in the store.
+public enum ConflictPolicy: String, CaseIterable, Codable, Sendable {
+    /// Refuse the whole import.
+    case fail
+    /// Keep the store's data for that user and ignore the archive's.
+    case skip
+    /// Delete the store's data for that user and take the archive's.
+    case replace
+}
+
+public struct BackupImportReport: Codable, Sendable {
+    public var archive: String
+    public var dryRun: Bool
+    /// The format version the archive was written in; older ones are upgraded while read.
+    public var formatVersion: Int
+    public var profile: String
+    public var added: [String]
+    public var replaced: [String]
+    public var skipped: [String]
+    /// Rows written (or, in a dry run, that would be written) per table.
+    public var rows: [String: Int]
+    /// Rows whose AUTOINCREMENT id was taken by another user's row and got a new one.
+    public var renumbered: Int
+}
+
+extension GuestMode {
+    /// Imports an archive in one durable transaction: every entry is hashed
+    /// and checked against the manifest before the transaction commits, so
+    /// any failure leaves the store untouched. A dry run does all of that and
+    /// rolls back.
+    public func importBackup(
+        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits = .standard
+    ) throws -> BackupImportReport {
+        try importBackup(from: path, onConflict: onConflict, dryRun: dryRun, limits: limits, chain: .standard)
+    }
+
+    func importBackup(
+        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits, chain: ArchiveMigrationChain
+    ) throws -> BackupImportReport {
+        try store.importBackupRows(dryRun: dryRun) { rows in
+            var session = ImportSession(path: path, profile: profile, policy: onConflict, rows: rows)
+            let walk = try ArchiveWalk.read(
+                path: path, depth: .full, limits: limits, chain: chain,
+                onHeader: { try session.begin($0) },
+                onRow: { try session.insert($1, into: $0, at: $2) })
+            try walk.requireMatchingManifest(path: path)
+            try session.finish()
+            return BackupImportReport(
+                archive: path, dryRun: dryRun, formatVersion: walk.writtenVersion,
+                profile: "\(walk.header.profile.name) v\(walk.header.profile.version)",
+                added: session.added, replaced: session.replaced, skipped: session.skipped.sorted(),
+                rows: session.inserted, renumbered: session.renumbered)
+        }
+    }
+}
+
+/// The state of one import while the archive streams through it: the
+/// conflict policy and the row-by-row checks, over the store's import writes.
+private struct ImportSession {
+    let path: String
+    let profile: Profile
+    let policy: ConflictPolicy
+    let rows: any BackupRowImport
+    var owners: Set<String> = []
+    var guestOwner: String?
+    var added: [String] = []
+    var replaced: [String] = []
+    var skipped: Set<String> = []
+    /// When each user already in the store was created, to tell the same user from a different one with the same id.
+    var existingCreation: [String: String] = [:]
+    var usersSeen: Set<String> = []
+    var inserted: [String: Int] = [:]
+    var renumbered = 0
+    var columns: [String: Set<String>] = [:]
+
+    init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport) {
+        self.path = path
+        self.profile = profile
+        self.policy = policy
+        self.rows = rows
+    }
+
+    mutating func begin(_ header: BackupHeader) throws {
+        guard header.profile.name == profile.name else {
+            throw GuestModeError.badData(
+                "the archive '\(path)' holds data of profile '\(header.profile.name)' but the store is bound to '\(profile.name)'; import it into a store initialised with that profile",
+                code: .profileMismatch)
+        }
+        owners = Set(header.users)
+        guestOwner = header.guestOwner
+        var present: [String] = []
+        for user in header.users {
+            if let created = try rows.creationTime(ofUser: user) {
+                existingCreation[user] = created
+                present.append(user)
+            } else {
+                added.append(user)
+            }
+        }
+        if let guestOwner {
+            if try rows.hasRecords(ownedBy: guestOwner) { present.append(guestOwner) } else { added.append(guestOwner) }
+        }
+        guard !present.isEmpty else { return }
+        switch policy {
+        case .fail:
+            throw GuestModeError.conflict(
+                "the store already has \(present.map { $0 == guestOwner ? "records of the guest owner '\($0)'" : "user '\($0)'" }.joined(separator: ", ")) from the archive '\(path)'; use --on-conflict skip to keep the store's data or --on-conflict replace to take the archive's. Nothing was changed",
+                code: .userExists)
+        case .skip:
+            skipped = Set(present)
+        case .replace:
+            replaced = present
+            try rows.deleteRows(ownedBy: present)
+        }
+    }
+
+    mutating func insert(_ row: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
+        guard let owner = row[table.ownerColumn]?.text,
+              owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
+        else {
+            throw GuestModeError.badData(
+                "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed",
+                code: .foreignRow)
+        }
+        if table.name == "users" {
+            guard usersSeen.insert(owner).inserted else {
+                throw GuestModeError.badData(
+                    "the archive '\(path)' has user '\(owner)' twice (\(location.description)); nothing was changed", code: .badRow)
+            }
+            if let created = existingCreation[owner], row["created_at"]?.text != created {
+                throw GuestModeError.conflict(
+                    "user '\(owner)' in the archive '\(path)' was created at \(row["created_at"]?.text ?? "an unknown time") but the store's user '\(owner)' was created at \(created): they are different users with the same id. Nothing was changed",
+                    code: .differentUser)
+            }
+        }
+        if skipped.contains(owner) { return }
+        let known = try columnNames(of: table)
+        if let unknown = row.keys.sorted().first(where: { !known.contains($0) }) {
+            throw GuestModeError.badData(
+                "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed",
+                code: .badRow)
+        }
+        do {
+            if try rows.insert(row, into: table) == .renumbered { renumbered += 1 }
+        } catch let refusal as BackupRowRefusal {
+            throw failure(refusal, table: table, row: row, location: location)
+        }
+        inserted[table.name, default: 0] += 1
+    }
+
+    func finish() throws {
+        let expected = Set(added).union(replaced).subtracting(guestOwner.map { [$0] } ?? [])
+        if let missing = expected.subtracting(usersSeen).sorted().first {
+            throw GuestModeError.badData(
+                "the archive '\(path)' lists user '\(missing)' in header.json but has no users row for them; nothing was changed",
+                code: .missingUserRow)
+        }
+        if let table = try rows.tableWithDanglingReferences() {
+            throw GuestModeError.badData(
+                "the archive '\(path)' has rows in \(table) that refer to users it does not contain; nothing was changed",
+                code: .foreignRow)
+        }
+    }
+
+    private mutating func columnNames(of table: BackupTable) throws -> Set<String> {
+        if let cached = columns[table.name] { return cached }
+        let names = try rows.columns(of: table)
+        columns[table.name] = names
+        return names
+    }
+
+    private func failure(
+        _ refusal: BackupRowRefusal, table: BackupTable, row: [String: CellValue], location: RowLocation
+    ) -> GuestModeError {
+        switch refusal.reason {
+        case .identityTaken(let holder):
+            GuestModeError.conflict(
+                "the identity \(row["provider"]?.text ?? "?")/\(row["subject"]?.text ?? "?") of user '\(row["user_id"]?.text ?? "?")' in the archive '\(path)' already belongs to user '\(holder)' in the store; nothing was changed",
+                code: .identityAlreadyExists)
+        case .duplicateKey:
+            GuestModeError.conflict(
+                "the row at \(location.description) of '\(path)' collides with a row already in the store or earlier in the archive (\(refusal.detail)); nothing was changed",
+                code: .rowConflict)
+        case .invalid:
+            GuestModeError.badData(
+                "the row at \(location.description) of '\(path)' is not valid for table \(table.name) (\(refusal.detail)); nothing was changed",
+                code: .badRow)
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import GuestModeKit
+
+public struct BackupPushReport: Codable, Sendable {
+    public struct Pushed: Codable, Sendable {
+        public var user: String
+        public var archive: String
+        /// True when the user changed again while the archive was written, so they stay queued.
+        public var requeued: Bool
+    }
+
+    public struct Failed: Codable, Sendable {
+        public var user: String
+        public var error: String
+        public var attempts: Int
+        public var nextAttemptAt: String
+    }
+
+    public var destination: String
+    public var pushed: [Pushed] = []
+    public var failed: [Failed] = []
+    /// Entries whose next attempt is still in the future.
+    public var waiting: [OutboxEntry] = []
+    /// Entries that failed --max-attempts times and are no longer tried automatically.
+    public var held: [OutboxEntry] = []
+    /// Users deleted since they were queued: nothing left to back up.
+    public var dropped: [String] = []
+
+    /// True when something queued was not delivered and needs another push.
+    public var needsRetry: Bool { !failed.isEmpty || !held.isEmpty }
+}
+
+extension GuestMode {
+    /// Writes one archive per due outbox entry into `directory` (replacing
+    /// the user's previous one atomically) and removes the entry only after
+    /// its archive is on disk. A destination that cannot be written keeps the
+    /// entry with its attempt count and next retry time.
+    public func pushBackups(
+        to directory: String, maxAttempts: Int, retryNow: Bool, now: Date, toolVersion: String
+    ) throws -> BackupPushReport {
+        guard maxAttempts >= 1 else { throw GuestModeError.usage("the maximum number of attempts must be at least 1, not \(maxAttempts)", code: .invalidAttempts) }
+        let retry = OutboxRetryPolicy(maxAttempts: maxAttempts)
+        let format = ArchiveFormat(rawValue: profile.backup.format) ?? .tarZstd
+        var report = BackupPushReport(destination: directory)
+        for entry in try backupQueue() {
+            switch retry.decision(for: entry, now: now, retryingNow: retryNow) {
+            case .held:
+                report.held.append(entry)
+                continue
+            case .waiting:
+                report.waiting.append(entry)
+                continue
+            case .due:
+                break
+            }
+            let archive = URL(fileURLWithPath: directory)
+                .appendingPathComponent("\(Self.fileName(for: entry.userId)).\(format.fileExtension)").path
+            do {
+                try Self.requireDirectory(directory)
+                _ = try exportBackup(.users([entry.userId]), to: archive, format: format, now: now, toolVersion: toolVersion)
+            } catch let error as GuestModeError where error.code == .userNotFound {
+                if try store.dropOutboxEntry(userID: entry.userId, queuedAt: entry.queuedAt) {
+                    report.dropped.append(entry.userId)
+                }
+                continue
+            } catch let error as GuestModeError where [.cannotCreate, .ioError, .tryAgainLater].contains(error.kind) {
+                let attempts = entry.attempts + 1
+                let next = retry.nextAttempt(afterAttempts: attempts, failedAt: now)
+                try store.recordPushFailure(userID: entry.userId, attempts: attempts, error: error.message, nextAttemptAt: next)
+                report.failed.append(
+                    .init(user: entry.userId, error: error.message, attempts: attempts, nextAttemptAt: Timestamp.format(next)))
+                continue
+            }
+            let outcome = try store.recordPushSuccess(userID: entry.userId, queuedAt: entry.queuedAt)
+            report.pushed.append(.init(user: entry.userId, archive: archive, requeued: outcome == .keptQueued))
+        }
+        return report
+    }
+
+    /// The wait after the `attempts`-th failed push in a row (`OutboxRetryPolicy`).
+    public static func retryDelay(afterAttempts attempts: Int) -> TimeInterval {
+        OutboxRetryPolicy.delay(afterAttempts: attempts)
+    }
+
+    /// User ids become file names; anything outside a safe set is percent-encoded
+    /// so no id can name a path outside the destination.
+    public static func fileName(for userID: String) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-".utf8)
+        var name = ""
+        for byte in userID.utf8 {
+            if safe.contains(byte) { name.unicodeScalars.append(UnicodeScalar(byte)) } else { name += String(format: "%%%02X", byte) }
+        }
+        return name.isEmpty ? "%" : name
+    }
+
+    private static func requireDirectory(_ directory: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw GuestModeError(
+                .tryAgainLater, code: .destinationUnavailable,
+                "the backup destination '\(directory)' is not a reachable directory")
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import GuestModeKit
+internal import GRDB
+
+extension SQLiteStore: BackupRowStore {
+    public func readBackupRows<T>(
+        _ selection: BackupSelection, guestOwner: String, _ body: (any BackupRowSnapshot) throws -> T
+    ) throws -> T {
+        try read { db in try body(try SQLiteBackupSnapshot(db, selection: selection, guestOwner: guestOwner)) }
+    }
+
+    public func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T {
+        try writeDurably { db in
+            // Rows may arrive before the users row they refer to in a hand-made archive; check at the end instead.
+            try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
+            return (try body(SQLiteBackupImport(db)), !dryRun)
+        }
+    }
+
+    /// Runs `body` in one immediate transaction with synchronous=FULL, so a
+    /// committed import survives a power cut; `body` says whether to commit.
+    func writeDurably<T>(_ body: (Database) throws -> (value: T, commit: Bool)) throws -> T {
+        do {
+            return try database.writer.writeWithoutTransaction { db in
+                let previous = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 1
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = \(previous)") }
+                var value: T?
+                try db.inTransaction(.immediate) {
+                    let outcome = try body(db)
+                    value = outcome.value
+                    return outcome.commit ? .commit : .rollback
+                }
+                guard let value else {
+                    throw GuestModeError(.internalFailure, code: .internalFailure, "the import transaction ended without a result")
+                }
+                return value
+            }
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path ?? ":memory:")
+        }
+    }
+}
+
+/// The selection's rows inside one read transaction.
+private final class SQLiteBackupSnapshot: BackupRowSnapshot {
+    let db: Database
+    let selection: BackupSelection
+    let users: [String]
+    let guestOwner: String?
+
+    init(_ db: Database, selection: BackupSelection, guestOwner: String) throws {
+        self.db = db
+        self.selection = selection
+        switch selection {
+        case .all:
+            users = try String.fetchAll(db, sql: "SELECT id FROM users ORDER BY id")
+            let owned = try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [guestOwner]) ?? false
+            self.guestOwner = owned ? guestOwner : nil
+        case .users(let requested):
+            var seen: Set<String> = []
+            users = try requested.filter { user in
+                guard seen.insert(user).inserted else { return false }
+                return try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [user]) ?? false
+            }
+            self.guestOwner = nil
+        }
+    }
+
+    func rowCount(in table: BackupTable) throws -> Int {
+        let condition = self.condition(table)
+        return try Int.fetchOne(
+            db, sql: "SELECT COUNT(*) FROM \(table.name) WHERE \(condition.sql)", arguments: condition.arguments) ?? 0
+    }
+
+    func forEachRow(in table: BackupTable, _ body: ([String], [CellValue]) throws -> Void) throws {
+        let condition = self.condition(table)
+        let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name) WHERE \(condition.sql) ORDER BY rowid")
+        let columns = statement.columnNames
+        let rows = try Row.fetchCursor(statement, arguments: condition.arguments)
+        var values: [CellValue] = []
+        values.reserveCapacity(columns.count)
+        while let row = try rows.next() {
+            values.removeAll(keepingCapacity: true)
+            for index in columns.indices {
+                switch (row[index] as DatabaseValue).storage {
+                case .null: values.append(.null)
+                case .int64(let value): values.append(.integer(value))
+                case .double(let value): values.append(.real(value))
+                case .string(let value): values.append(.text(value))
+                case .blob:
+                    throw GuestModeError(
+                        .badData, code: .unexportableValue,
+                        "\(table.name).\(columns[index]) holds binary data, which backups do not carry; store it as text")
+                }
+            }
+            try body(columns, values)
+        }
+    }
+
+    /// The condition that picks the selected owners' rows of a table.
+    private func condition(_ table: BackupTable) -> (sql: String, arguments: StatementArguments) {
+        switch selection {
+        case .all where table.mayBelongToGuestOwner && guestOwner != nil:
+            ("\(table.ownerColumn) IN (SELECT id FROM users) OR \(table.ownerColumn) = ?", [guestOwner])
+        case .all:
+            ("\(table.ownerColumn) IN (SELECT id FROM users)", [])
+        case .users:
+            ("\(table.ownerColumn) IN (\(users.map { _ in "?" }.joined(separator: ", ")))", StatementArguments(users))
+        }
+    }
+}
+
+/// The writes of one import inside its durable transaction.
+private final class SQLiteBackupImport: BackupRowImport {
+    let db: Database
+
+    init(_ db: Database) { self.db = db }
+
+    func creationTime(ofUser id: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT created_at FROM users WHERE id = ?", arguments: [id])
+    }
+
+    func hasRecords(ownedBy owner: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [owner]) ?? false
+    }
+
+    func deleteRows(ownedBy owners: [String]) throws {
+        guard !owners.isEmpty else { return }
+        for table in BackupTable.all.reversed() {
+            try db.execute(
+                sql: "DELETE FROM \(table.name) WHERE \(table.ownerColumn) IN (\(owners.map { _ in "?" }.joined(separator: ", ")))",
+                arguments: StatementArguments(owners))
+        }
+    }
+
+    func columns(of table: BackupTable) throws -> Set<String> {
+        Set(try db.columns(in: table.name).map(\.name))
+    }
+
+    func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion {
+        var values = row
+        var insertion = BackupRowInsertion.inserted
+        if table.hasSurrogateID, case .integer(let id) = values["id"],
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM \(table.name) WHERE id = ?)"), arguments: [id]) == true
+        {
+            values["id"] = nil
+            insertion = .renumbered
+        }
+        let ordered = values.sorted { $0.key < $1.key }
+        let statement = try db.cachedStatement(
+            sql: "INSERT INTO \(table.name) (\(ordered.map(\.key).joined(separator: ", "))) VALUES (\(ordered.map { _ in "?" }.joined(separator: ", ")))")
+        do {
+            try statement.execute(arguments: StatementArguments(ordered.map(\.value.databaseValue)))
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw try refusal(error, table: table, row: values)
+        }
+        return insertion
+    }
+
+    func tableWithDanglingReferences() throws -> String? {
+        guard let violation = try Row.fetchOne(db, sql: "PRAGMA foreign_key_check") else { return nil }
+        return violation[0] as String? ?? "a table"
+    }
+
+    private func refusal(_ error: DatabaseError, table: BackupTable, row: [String: CellValue]) throws -> BackupRowRefusal {
+        let detail = error.message ?? "\(error)"
+        if table.name == "identities", let provider = row["provider"]?.text, let subject = row["subject"]?.text,
+            let holder = try String.fetchOne(
+                db, sql: "SELECT user_id FROM identities WHERE provider = ? AND subject = ?", arguments: [provider, subject])
+        {
+            return BackupRowRefusal(.identityTaken(holder: holder), detail: detail)
+        }
+        if error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
+            return BackupRowRefusal(.duplicateKey, detail: detail)
+        }
+        return BackupRowRefusal(.invalid, detail: detail)
+    }
+}
+
+private extension CellValue {
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: .null
+        case .integer(let value): value.databaseValue
+        case .real(let value): value.databaseValue
+        case .text(let value): value.databaseValue
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import GuestModeKit
+internal import GRDB
+
+extension SQLiteStore: EventStore {
+    public func trackEvent(_ event: TrackedEvent, profile: Profile, now: Date) throws -> TrackResult {
+        try write { db in
+            _ = try requireUser(event.user, db)
+            return try apply(event, profile: profile, now: now, db)
+        }
+    }
+
+    /// The step `trackEvent` takes inside its transaction; a replay, which
+    /// runs a whole log in one transaction, takes it once per event.
+    func apply(_ event: TrackedEvent, profile: Profile, now: Date, _ db: Database) throws -> TrackResult {
+        let isCounted = try append(event, db)
+        if isCounted {
+            try addToCounter(user: event.user, action: event.action, count: event.count, db)
+            try touch(event.user, at: event.at, db)
+            try noteChange(of: event.user, profile: profile, now: now, db)
+        }
+        let total = try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?"),
+            arguments: [event.user, event.action]) ?? 0
+        return TrackResult(user: event.user, action: event.action, isCounted: isCounted, total: total)
+    }
+
+    /// Each event is appended (its idempotency key decides whether it
+    /// counts), then counters, last-seen and the outbox are updated once per
+    /// user and action rather than once per event. Statements run per event
+    /// are cached.
+    public func applyEvents(_ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date) throws
+        -> EventBatchResult
+    {
+        try write { db in
+            var created = 0
+            if creatingUsers {
+                var seen = Set<String>()
+                for event in events where seen.insert(event.user).inserted {
+                    if try createGuestIfMissing(event.user, firstSeenAt: event.at, db) { created += 1 }
+                }
+            }
+            struct CounterKey: Hashable {
+                var user: String
+                var action: String
+            }
+            var increments: [CounterKey: Int] = [:]
+            var lastSeen: [String: Date] = [:]
+            var duplicates = 0
+            for event in events {
+                guard try append(event, db) else {
+                    duplicates += 1
+                    continue
+                }
+                increments[CounterKey(user: event.user, action: event.action), default: 0] += event.count
+                lastSeen[event.user] = max(lastSeen[event.user] ?? event.at, event.at)
+            }
+            for (key, count) in increments { try addToCounter(user: key.user, action: key.action, count: count, db) }
+            for (user, time) in lastSeen {
+                try touch(user, at: time, db)
+                try noteChange(of: user, profile: profile, now: now, db)
+            }
+            return EventBatchResult(counted: events.count - duplicates, duplicates: duplicates, usersCreated: created)
+        }
+    }
+
+    public func counters(of userID: String) throws -> [String: Int] {
+        try read { db in
+            _ = try requireUser(userID, db)
+            return try counters(of: userID, db)
+        }
+    }
+
+    public func containsUser(_ userID: String) throws -> Bool {
+        try read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [userID]) ?? false
+        }
+    }
+
+    /// Creates an anonymous guest unless the user exists; true when created.
+    private func createGuestIfMissing(_ userID: String, firstSeenAt time: Date, _ db: Database) throws -> Bool {
+        let at = Timestamp.format(time)
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
+                VALUES (?, NULL, 'anonymous', 'anonymous', ?, ?, NULL)
+                ON CONFLICT(id) DO NOTHING
+                """
+        ).execute(arguments: [userID, at, at])
+        return db.changesCount > 0
+    }
+
+    /// Appends the event unless its idempotency key was seen; true when it
+    /// was appended. A key seen with another action is a client bug, refused.
+    private func append(_ event: TrackedEvent, _ db: Database) throws -> Bool {
+        let properties = event.properties.isEmpty ? nil : EventLog.encodeProperties(event.properties)
+        // Cached statements: bulk ingestion runs these once per event.
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING
+                """
+        ).execute(arguments: [event.user, event.action, Timestamp.format(event.at), event.count, event.idempotencyKey, properties])
+        if db.changesCount > 0 { return true }
+        if let key = event.idempotencyKey,
+            let counted = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT action FROM events WHERE user_id = ? AND idempotency_key = ?"),
+                arguments: [event.user, key]),
+            counted != event.action
+        {
+            throw GuestModeError(
+                .conflict, code: .idempotencyKeyReused,
+                "idempotency key '\(key)' of user '\(event.user)' was already used for '\(counted)', not '\(event.action)'; keys identify one report")
+        }
+        return false
+    }
+
+    private func addToCounter(user: String, action: String, count: Int, _ db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?)
+                ON CONFLICT(user_id, action) DO UPDATE SET total = total + excluded.total
+                """
+        ).execute(arguments: [user, action, count])
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import GuestModeKit
+internal import GRDB
+
+extension SQLiteStore: PromptStore {
+    public func promptFacts(userID: String) throws -> PromptFacts? {
+        try read { db in try SQLiteStore.promptFacts(db, userID: userID) }
+    }
+
+    public func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
+        try write { db in try SQLiteStore.recordPromptOutcome(db, entry, userID: userID) }
+    }
+
+    public func recordPromptOutcomes(_ records: [PromptRecord]) throws {
+        try write { db in
+            for record in records {
+                let entry = PromptHistoryEntry(context: record.context, outcome: record.outcome, at: record.at)
+                guard try SQLiteStore.recordPromptOutcome(db, entry, userID: record.user) != nil else {
+                    throw GuestModeError.notFound(
+                        "no user '\(record.user)' in this store; nothing was recorded", code: .userNotFound)
+                }
+            }
+        }
+    }
+
+    static func promptFacts(_ db: Database, userID: String) throws -> PromptFacts? {
+        // Cached statements: replays ask this once per event.
+        guard let user = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT state, prompt_state, created_at FROM users WHERE id = ?"), arguments: [userID])
+        else { return nil }
+        var counters: [String: Int] = [:]
+        let counterRows = try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
+        while let row = try counterRows.next() { counters[row["action"]] = row["total"] }
+        let history = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
+            arguments: [userID]
+        ).map { row in
+            PromptHistoryEntry(
+                context: row["context"], outcome: try decode(row["outcome"], as: PromptOutcome.self, what: "prompt outcome"),
+                at: try date(row["at"]))
+        }
+        return PromptFacts(
+            userID: userID, userState: try decode(user["state"], as: UserState.self, what: "user state"),
+            promptState: try decode(user["prompt_state"], as: PromptState.self, what: "prompt state"),
+            firstSeen: try date(user["created_at"]), counters: counters, history: history)
+    }
+
+    static func recordPromptOutcome(_ db: Database, _ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
+        guard let current = try String.fetchOne(
+            db.cachedStatement(sql: "SELECT prompt_state FROM users WHERE id = ?"), arguments: [userID])
+        else { return nil }
+        let state = try decode(current, as: PromptState.self, what: "prompt state").after(entry.outcome)
+        try db.cachedStatement(sql: "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [userID, entry.context, entry.outcome.rawValue, Timestamp.format(entry.at)])
+        try db.cachedStatement(sql: "UPDATE users SET prompt_state = ? WHERE id = ?")
+            .execute(arguments: [state.rawValue, userID])
+        return state
+    }
+
+    /// Stored enumerations are checked on the way out: a value this build
+    /// does not know means the store was edited by hand or by a newer tool.
+    static func decode<T: RawRepresentable>(_ text: String, as type: T.Type, what: String) throws -> T
+    where T.RawValue == String {
+        guard let value = T(rawValue: text) else {
+            throw GuestModeError.badData("the store holds an unknown \(what) '\(text)'", code: .corruptStore)
+        }
+        return value
+    }
+
+    static func date(_ text: String) throws -> Date {
+        guard let date = Timestamp.parse(text) else {
+            throw GuestModeError.badData("the store holds a malformed time '\(text)'", code: .corruptStore)
+        }
+        return date
+    }
+}

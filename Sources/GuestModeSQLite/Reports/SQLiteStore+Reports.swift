@@ -1,0 +1,185 @@
+import Foundation
+import GuestModeKit
+internal import GRDB
+
+extension SQLiteStore: ReportStore {
+    public func funnelCounts(in period: ReportPeriod) throws -> FunnelCounts {
+        try read { db in
+            let (filter, arguments) = period.clause("created_at")
+            let cohort = "SELECT id, state, created_at, linked_at FROM users WHERE \(filter)"
+            guard let row = try Row.fetchOne(
+                db,
+                sql: """
+                    WITH cohort AS (\(cohort))
+                    SELECT count(*) AS guests,
+                           coalesce(sum(EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = cohort.id)), 0) AS prompted,
+                           coalesce(sum(state = 'linked'), 0) AS linked,
+                           avg(CASE WHEN state = 'linked' THEN (julianday(linked_at) - julianday(created_at)) * 24 END) AS average_hours
+                    FROM cohort
+                    """,
+                arguments: arguments)
+            else { throw GuestModeError(.internalFailure, code: .internalFailure, "the funnel query returned no row") }
+            let linked: Int = row["linked"]
+            // The median is the middle of the sorted link times; SQLite has no median aggregate.
+            let median = linked == 0 ? nil : try Double.fetchOne(
+                db,
+                sql: """
+                    SELECT avg(hours) FROM (
+                        SELECT (julianday(linked_at) - julianday(created_at)) * 24 AS hours
+                        FROM (\(cohort)) WHERE state = 'linked'
+                        ORDER BY hours LIMIT 2 - (? % 2) OFFSET (? - 1) / 2)
+                    """,
+                arguments: arguments + [linked, linked])
+            return FunnelCounts(
+                guests: row["guests"], prompted: row["prompted"], linked: linked,
+                averageHoursToLink: row["average_hours"], medianHoursToLink: median)
+        }
+    }
+
+    public func promptOutcomeCounts(in period: ReportPeriod) throws -> [PromptContextReport] {
+        try read { db in try SQLiteStore.promptOutcomeCounts(db, period) }
+    }
+
+    public func variantConversionCounts(in period: ReportPeriod) throws -> [VariantCounts] {
+        try read { db in try SQLiteStore.variantConversionCounts(db, period) }
+    }
+
+    public func meterUsageCounts(of meters: [String], in period: ReportPeriod) throws -> [String: MeterUsageCounts] {
+        try read { db in
+            let (usageFilter, usageArguments) = period.clause("at")
+            let (warningFilter, warningArguments) = period.clause("fired_at")
+            var counts: [String: MeterUsageCounts] = [:]
+            for meter in meters {
+                guard let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(amount), 0) AS amount
+                        FROM meter_usage WHERE meter = ? AND \(usageFilter)
+                        """,
+                    arguments: [meter] + usageArguments)
+                else { throw GuestModeError(.internalFailure, code: .internalFailure, "the usage query returned no row") }
+                let warned = try Int.fetchOne(
+                    db,
+                    sql: "SELECT count(DISTINCT user_id) FROM meter_warnings WHERE meter = ? AND \(warningFilter)",
+                    arguments: [meter] + warningArguments) ?? 0
+                counts[meter] = MeterUsageCounts(
+                    users: row["users"], uses: row["uses"], amount: row["amount"], warnedUsers: warned)
+            }
+            return counts
+        }
+    }
+
+    public func withReplayTransaction<T>(_ body: (any ReplayTransaction) throws -> T) throws -> T {
+        try write { db in try body(SQLiteReplayTransaction(store: self, db: db)) }
+    }
+
+    static func promptOutcomeCounts(_ db: Database, _ period: ReportPeriod) throws -> [PromptContextReport] {
+        let (filter, arguments) = period.clause("at")
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT context,
+                       sum(outcome = 'shown') AS shown, sum(outcome = 'dismissed') AS dismissed,
+                       sum(outcome = 'later') AS later, sum(outcome = 'never') AS never,
+                       sum(outcome = 'completed') AS completed
+                FROM prompt_outcomes WHERE \(filter)
+                GROUP BY context
+                """,
+            arguments: arguments
+        ).map { row in
+            PromptContextReport(
+                context: row["context"], shown: row["shown"], dismissed: row["dismissed"], later: row["later"],
+                never: row["never"], completed: row["completed"])
+        }
+    }
+
+    static func variantConversionCounts(_ db: Database, _ period: ReportPeriod) throws -> [VariantCounts] {
+        let (filter, arguments) = period.clause("a.assigned_at")
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT a.experiment, a.variant, count(*) AS users,
+                       sum(u.state = 'linked' OR u.prompt_state = 'authenticated') AS conversions
+                FROM experiment_assignments a JOIN users u ON u.id = a.user_id
+                WHERE \(filter)
+                GROUP BY a.experiment, a.variant
+                """,
+            arguments: arguments
+        ).map { row in
+            VariantCounts(
+                experiment: row["experiment"], variant: row["variant"], users: row["users"], conversions: row["conversions"])
+        }
+    }
+
+    /// The profile a store is bound to, read without writing a byte to the
+    /// store, for commands such as `replay` that only borrow its profile.
+    public static func boundProfile(readingOnly path: String) throws -> (text: String, origin: String)? {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw GuestModeError(
+                .notFound, code: .storeNotFound,
+                "no store at '\(path)'; create one with 'guestmode init --profile NAME', set --store, or name a profile with --profile")
+        }
+        try StoreFile.refuseUnknownSchema(path: path)
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration(readOnly: true))
+            defer { try? queue.close() }
+            return try queue.read { db in
+                let rows = try Row.fetchAll(
+                    db, sql: "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin')")
+                var values: [String: String] = [:]
+                for row in rows { values[row["key"]] = row["value"] }
+                return values["profile_text"].map { ($0, values["profile_origin"] ?? "") }
+            }
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path)
+        }
+    }
+}
+
+extension ReportPeriod {
+    /// `column >= ? AND column < ?` for the bounds that are set; times are
+    /// fixed-width ISO text, so text comparison is time comparison.
+    fileprivate func clause(_ column: String) -> (sql: String, arguments: StatementArguments) {
+        var parts = ["1 = 1"]
+        var arguments = StatementArguments()
+        if let since {
+            parts.append("\(column) >= ?")
+            arguments += [Timestamp.format(since)]
+        }
+        if let until {
+            parts.append("\(column) < ?")
+            arguments += [Timestamp.format(until)]
+        }
+        return (parts.joined(separator: " AND "), arguments)
+    }
+}
+
+/// A replay's steps inside its one write transaction.
+private struct SQLiteReplayTransaction: ReplayTransaction {
+    let store: SQLiteStore
+    let db: Database
+
+    func insertUser(_ user: User) throws {
+        try store.insert(user, db)
+    }
+
+    func apply(_ event: TrackedEvent, profile: Profile, now: Date) throws -> TrackResult {
+        try store.apply(event, profile: profile, now: now, db)
+    }
+
+    func storedAssignment(userID: String, experiment: String) throws -> StoredAssignment? {
+        try SQLiteStore.storedAssignment(db, userID: userID, experiment: experiment)
+    }
+
+    func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment {
+        try SQLiteStore.storeAssignment(db, userID: userID, experiment: experiment, variant: variant, at: at)
+    }
+
+    func promptFacts(userID: String) throws -> PromptFacts? {
+        try SQLiteStore.promptFacts(db, userID: userID)
+    }
+
+    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
+        try SQLiteStore.recordPromptOutcome(db, entry, userID: userID)
+    }
+}

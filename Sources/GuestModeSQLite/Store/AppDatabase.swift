@@ -1,0 +1,167 @@
+import Foundation
+import GuestModeKit
+internal import GRDB
+
+/// The embedded SQLite store. GRDB stays inside the engine: callers see
+/// `GuestStore` and domain types only, so a PostgreSQL backend can follow.
+struct AppDatabase: Sendable {
+    let writer: any DatabaseWriter
+
+    /// Names of the migrations this build knows, oldest first. Shipped
+    /// migrations are never edited; new ones are appended.
+    static var knownMigrations: [String] { migrator.migrations }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-initial") { db in
+            try db.execute(sql: Schema.v1)
+        }
+        migrator.registerMigration("v2-conflict-archive") { db in
+            try db.execute(sql: Schema.v2)
+        }
+        return migrator
+    }
+
+    init(_ writer: any DatabaseWriter, migrating: Bool = true) throws {
+        self.writer = writer
+        // Only a store with pending migrations is written to on open: a
+        // command that changes nothing must leave the file byte for byte.
+        if migrating, try !pendingMigrations().isEmpty { _ = try migrateStepwise { _ in } }
+    }
+
+    /// A fresh in-memory store, for tests and replays.
+    static func empty() throws -> AppDatabase {
+        try AppDatabase(DatabaseQueue(configuration: configuration()))
+    }
+
+    static func configuration(readOnly: Bool = false) -> Configuration {
+        var configuration = Configuration()
+        configuration.readonly = readOnly
+        // Concurrent guestmode processes wait for each other instead of failing.
+        configuration.busyMode = .timeout(30)
+        configuration.foreignKeysEnabled = true
+        configuration.prepareDatabase { db in
+            if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        }
+        return configuration
+    }
+
+    func pendingMigrations() throws -> [String] {
+        try writer.read { db in
+            let applied = try AppDatabase.migrator.appliedIdentifiers(db)
+            return AppDatabase.knownMigrations.filter { !applied.contains($0) }
+        }
+    }
+
+    func appliedMigrations() throws -> [String] {
+        try writer.read { db in try AppDatabase.migrator.appliedMigrations(db) }
+    }
+
+    func migrate() throws { try AppDatabase.migrator.migrate(writer) }
+
+    /// Applies pending migrations one at a time, each in its own
+    /// transaction, so a failure leaves the store at the previous version.
+    func migrateStepwise(progress: (String) -> Void) throws -> [String] {
+        var applied: [String] = []
+        for identifier in try pendingMigrations() {
+            do {
+                try AppDatabase.migrator.migrate(writer, upTo: identifier)
+            } catch let error as DatabaseError {
+                let current = try appliedMigrations().last ?? "empty"
+                throw GuestModeError.badData(
+                    "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause (see 'guestmode db status') and run 'guestmode db migrate' again",
+                    code: .schemaMigrationFailed)
+            }
+            applied.append(identifier)
+            progress(identifier)
+        }
+        return applied
+    }
+}
+
+/// Opening a store file: the checks that must happen before anything can be
+/// written to it.
+enum StoreFile {
+    static func open(path: String, creating: Bool, migrating: Bool = true) throws -> AppDatabase {
+        let fileManager = FileManager.default
+        if fileManager.fileExists(atPath: path) {
+            if creating {
+                throw GuestModeError(
+                    .cannotCreate, code: .storeExists,
+                    "a store already exists at '\(path)'; use --force to replace it or choose another --store")
+            }
+            try refuseUnknownSchema(path: path)
+        } else {
+            if !creating {
+                throw GuestModeError.notFound(
+                    "no store at '\(path)'; create one with 'guestmode init --profile NAME' or set --store/GUESTMODE_STORE",
+                    code: .storeNotFound)
+            }
+            try createPrivateFile(path: path)
+        }
+        do {
+            // One connection per process is all a command needs. GRDB's pool
+            // would write on every open to keep its WAL file non-empty, so
+            // WAL is set once, persistently, when the store is created.
+            let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration())
+            if creating {
+                _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+            }
+            return try AppDatabase(queue, migrating: migrating)
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path)
+        }
+    }
+
+    /// Reads the schema history without writing a byte, so a store from a
+    /// newer guestmode is refused untouched.
+    static func refuseUnknownSchema(path: String) throws {
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration(readOnly: true))
+            defer { try? queue.close() }
+            let applied: [String] = try queue.read { db in
+                guard try db.tableExists("grdb_migrations") else {
+                    let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+                    if tables.isEmpty { return [] }
+                    throw GuestModeError.badData(
+                        "'\(path)' is an SQLite database but not a guestmode store (no schema history)",
+                        code: .notAStore)
+                }
+                return try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+            }
+            let known = Set(AppDatabase.knownMigrations)
+            let unknown = applied.filter { !known.contains($0) }
+            if !unknown.isEmpty {
+                throw GuestModeError.badData(
+                    "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last!). Upgrade guestmode; the store was not changed",
+                    code: .storeTooNew)
+            }
+        } catch let error as DatabaseError {
+            throw translate(error, path: path)
+        }
+    }
+
+    static func createPrivateFile(path: String) throws {
+        let descriptor = Foundation.open(path, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        if descriptor < 0 {
+            let reason = String(cString: strerror(errno))
+            throw GuestModeError(.cannotCreate, code: .cannotCreateStore, "cannot create the store '\(path)': \(reason)")
+        }
+        close(descriptor)
+    }
+
+    static func translate(_ error: DatabaseError, path: String) -> GuestModeError {
+        switch error.resultCode {
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            GuestModeError.badData("'\(path)' is not a guestmode store or is damaged: \(error.message ?? "\(error)")", code: .corruptStore)
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            GuestModeError(.tryAgainLater, code: .storeBusy, "the store '\(path)' is busy; try again later")
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
+            GuestModeError(.cannotCreate, code: .cannotOpenStore, "cannot open the store '\(path)': \(error.message ?? "\(error)")")
+        case .SQLITE_IOERR, .SQLITE_FULL:
+            GuestModeError(.ioError, code: .ioError, "I/O error on the store '\(path)': \(error.message ?? "\(error)")")
+        default:
+            GuestModeError(.internalFailure, code: .databaseError, "database error on '\(path)': \(error)")
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import GuestModeKit
+internal import GRDB
+
+/// Steps every area's transactions share: finding users, moving last-seen,
+/// queueing backups, the tier in force.
+extension SQLiteStore {
+    func insert(_ user: User, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                user.id, user.device, user.state.rawValue, user.promptState, Timestamp.format(user.createdAt),
+                Timestamp.format(user.lastSeenAt), user.linkedAt.map(Timestamp.format),
+            ])
+    }
+
+    func findUser(_ id: String, _ db: Database) throws -> User? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]) else {
+            return nil
+        }
+        return User(
+            id: row["id"], device: row["device"], state: UserState(rawValue: row["state"]) ?? .anonymous,
+            promptState: row["prompt_state"], createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
+            lastSeenAt: Timestamp.parse(row["last_seen_at"]) ?? .distantPast,
+            linkedAt: (row["linked_at"] as String?).flatMap(Timestamp.parse))
+    }
+
+    func requireUser(_ id: String, _ db: Database) throws -> User {
+        guard let user = try findUser(id, db) else {
+            throw GuestModeError.notFound("no user '\(id)' in this store; list users with 'guestmode user list'", code: .userNotFound)
+        }
+        return user
+    }
+
+    func identities(of userID: String, _ db: Database) throws -> [Identity] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM identities WHERE user_id = ? ORDER BY linked_at, provider", arguments: [userID]
+        ).map { row in
+            Identity(
+                provider: row["provider"], subject: row["subject"], email: row["email"],
+                linkedAt: Timestamp.parse(row["linked_at"]) ?? .distantPast)
+        }
+    }
+
+    func counters(of userID: String, _ db: Database) throws -> [String: Int] {
+        var counters: [String: Int] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT action, total FROM counters WHERE user_id = ?", arguments: [userID]) {
+            counters[row["action"]] = row["total"]
+        }
+        return counters
+    }
+
+    /// Activity moves last-seen forward only, so replaying old events never
+    /// makes a user look less recent.
+    func touch(_ userID: String, at time: Date, _ db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE users SET last_seen_at = max(last_seen_at, ?) WHERE id = ?")
+            .execute(arguments: [Timestamp.format(time), userID])
+    }
+
+    /// Rows that reference the user cascade; records and the outbox are keyed
+    /// by owner without a foreign key (records may belong to the guest owner).
+    func deleteEverything(of userID: String, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM records WHERE owner_id = ?", arguments: [userID])
+        try db.execute(sql: "DELETE FROM conflict_archive WHERE owner_id = ?", arguments: [userID])
+        try db.execute(sql: "DELETE FROM outbox WHERE user_id = ?", arguments: [userID])
+        try db.execute(sql: "DELETE FROM user_flags WHERE user_id = ?", arguments: [userID])
+        try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])
+    }
+
+    /// Queues a backup of the user when the profile keeps continuous backups.
+    func noteChange(of userID: String, profile: Profile, now: Date, _ db: Database) throws {
+        guard profile.backup.queuesOnChange else { return }
+        try enqueueBackup(db, userID: userID, now: now)
+    }
+
+    /// Records what guestmode itself did (upgrades, warnings); never tokens.
+    func appendSystemEvent(user: String, action: String, properties: [String: String], at: Date, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, 1, ?)",
+            arguments: [user, action, Timestamp.format(at), EventLog.encodeProperties(properties)])
+        try db.execute(
+            sql: """
+                INSERT INTO counters (user_id, action, total) VALUES (?, ?, 1)
+                ON CONFLICT(user_id, action) DO UPDATE SET total = total + 1
+                """,
+            arguments: [user, action])
+    }
+
+    /// Queues a backup of `userID`, coalesced to one pending entry per user.
+    /// Callers run it in the same transaction as the change, and only when
+    /// the profile's backup policy queues on change. A repeat keeps the
+    /// attempt count and retry time (the destination is no more reachable
+    /// because the data changed) and moves `queued_at` strictly forward.
+    func enqueueBackup(_ db: Database, userID: String, now: Date) throws {
+        var queuedAt = now
+        if let previous = try String.fetchOne(db, sql: "SELECT queued_at FROM outbox WHERE user_id = ?", arguments: [userID]),
+           let previousDate = Timestamp.parse(previous), previousDate >= now {
+            queuedAt = previousDate.addingTimeInterval(0.001)
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
+                ON CONFLICT(user_id) DO UPDATE SET queued_at = excluded.queued_at
+                """,
+            arguments: [userID, Timestamp.format(queuedAt)])
+    }
+
+    /// The tier whose caps and allowances apply to `user` now.
+    func tier(of user: User, profile: Profile, now: Date, _ db: Database) throws -> TierLevel {
+        profile.tier(for: user.state, grants: try planGrants(of: user.id, db), now: now)
+    }
+
+    /// Every grant the user ever held, oldest first.
+    func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM plans WHERE user_id = ? ORDER BY granted_at, id", arguments: [userID]
+        ).map { row in
+            PlanGrant(
+                plan: row["plan"], grantedAt: Timestamp.parse(row["granted_at"]) ?? .distantPast,
+                trialEndsAt: (row["trial_ends_at"] as String?).flatMap(Timestamp.parse),
+                endsAt: (row["ends_at"] as String?).flatMap(Timestamp.parse),
+                revokedAt: (row["revoked_at"] as String?).flatMap(Timestamp.parse))
+        }
+    }
+
+    /// Where `user` stands against one collection's cap now.
+    func collectionLimit(of user: User, collection: String, profile: Profile, now: Date, _ db: Database) throws
+        -> CollectionLimit
+    {
+        let level = try tier(of: user, profile: profile, now: now, db)
+        let used = try Int.fetchOne(
+            db, sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?",
+            arguments: [user.id, collection]) ?? 0
+        return profile.collectionLimit(collection, tier: level, used: used)
+    }
+}

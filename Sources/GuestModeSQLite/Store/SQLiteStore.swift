@@ -1,0 +1,150 @@
+import Foundation
+import GuestModeKit
+internal import GRDB
+
+/// The SQLite backend.
+public final class SQLiteStore: Sendable {
+    let database: AppDatabase
+    public let path: String?
+
+    init(database: AppDatabase, path: String?) {
+        self.database = database
+        self.path = path
+    }
+
+    /// Opens an existing store, refusing one written by a newer guestmode
+    /// before touching it. Pending schema migrations are applied unless
+    /// `migrating` is false (for `db status`).
+    public static func open(path: String, migrating: Bool = true) throws -> SQLiteStore {
+        SQLiteStore(database: try StoreFile.open(path: path, creating: false, migrating: migrating), path: path)
+    }
+
+    /// Creates a store with mode 0600. With `replacing`, an existing store is
+    /// replaced only once the new one is complete.
+    public static func create(path: String, replacing: Bool, configure: (SQLiteStore) throws -> Void) throws {
+        let fileManager = FileManager.default
+        guard replacing, fileManager.fileExists(atPath: path) else {
+            do {
+                let store = SQLiteStore(database: try StoreFile.open(path: path, creating: true), path: path)
+                try configure(store)
+                try store.close()
+            } catch {
+                if !fileManager.fileExists(atPath: path) { throw error }
+                if case let failure as GuestModeError = error, failure.code == .storeExists { throw error }
+                for suffix in ["", "-wal", "-shm"] { try? fileManager.removeItem(atPath: path + suffix) }
+                throw error
+            }
+            return
+        }
+        let temporary = path + ".new-\(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            let store = SQLiteStore(database: try StoreFile.open(path: temporary, creating: true), path: temporary)
+            try configure(store)
+            try store.close()
+        } catch {
+            for suffix in ["", "-wal", "-shm"] { try? fileManager.removeItem(atPath: temporary + suffix) }
+            throw error
+        }
+        // A leftover WAL of the old store must not be replayed into the new one.
+        for suffix in ["-wal", "-shm"] { try? fileManager.removeItem(atPath: path + suffix) }
+        if rename(temporary, path) != 0 {
+            let reason = String(cString: strerror(errno))
+            try? fileManager.removeItem(atPath: temporary)
+            throw GuestModeError(.cannotCreate, code: .cannotCreateStore, "cannot replace '\(path)': \(reason)")
+        }
+    }
+
+    /// An empty in-memory store, for tests and replays.
+    public static func inMemory() throws -> SQLiteStore {
+        SQLiteStore(database: try AppDatabase.empty(), path: nil)
+    }
+
+    /// Checkpoints the WAL into the main file so the store is one file again.
+    public func close() throws {
+        guard path != nil, let queue = database.writer as? DatabaseQueue else { return }
+        try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        try queue.close()
+    }
+
+    func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        do {
+            return try database.writer.write(updates)
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path ?? ":memory:")
+        }
+    }
+
+    func read<T>(_ value: (Database) throws -> T) throws -> T {
+        do {
+            return try database.writer.read(value)
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path ?? ":memory:")
+        }
+    }
+}
+
+extension SQLiteStore: StoreAdministration {
+    public func bindProfile(text: String, origin: String, now: Date) throws {
+        try write { db in
+            for (key, value) in [
+                ("profile_text", text), ("profile_origin", origin), ("bound_at", Timestamp.format(now)),
+            ] {
+                try db.execute(
+                    sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    arguments: [key, value])
+            }
+        }
+    }
+
+    public func boundProfile() throws -> (text: String, origin: String)? {
+        try read { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin')")
+            var values: [String: String] = [:]
+            for row in rows { values[row["key"]] = row["value"] }
+            guard let text = values["profile_text"] else { return nil }
+            return (text, values["profile_origin"] ?? "")
+        }
+    }
+
+    public func schemaStatus() throws -> SchemaStatus {
+        SchemaStatus(applied: try database.appliedMigrations(), pending: try database.pendingMigrations())
+    }
+
+    public func applyPendingMigrations(progress: (String) -> Void) throws -> [String] {
+        try database.migrateStepwise(progress: progress)
+    }
+
+    public func integrityProblems() throws -> [String] {
+        try read { db in
+            var problems = try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" }
+            let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+            problems += violations.map { row in
+                "foreign key violation in table \(row[0] as String? ?? "?") row \(row[1] as Int64? ?? 0) (refers to \(row[2] as String? ?? "?"))"
+            }
+            return problems
+        }
+    }
+
+    public func tableCounts() throws -> [String: Int] {
+        try read { db in
+            let tables = try String.fetchAll(
+                db,
+                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name")
+            var counts: [String: Int] = [:]
+            for table in tables {
+                counts[table] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier)") ?? 0
+            }
+            return counts
+        }
+    }
+}
+
+extension SQLiteStore: GuestStore {}
+
+extension GuestMode {
+    /// A fresh engine over an empty in-memory SQLite store, for tests and replays.
+    public static func inMemory(profileText: String, origin: String = "profile.yaml", now: Date) throws -> GuestMode {
+        try binding(try SQLiteStore.inMemory(), toProfileText: profileText, origin: origin, now: now)
+    }
+}

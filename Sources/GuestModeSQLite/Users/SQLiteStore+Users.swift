@@ -1,0 +1,171 @@
+import Foundation
+import GuestModeKit
+internal import GRDB
+
+extension SQLiteStore: UserStore {
+    public func createUser(_ user: User, credentials: StoredCredentials?) throws {
+        try write { db in
+            try insert(user, db)
+            guard let credentials else { return }
+            if try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM credentials WHERE username = ?", arguments: [credentials.username]) == true
+            {
+                throw GuestModeError(
+                    .conflict, code: .usernameTaken, "the anonymous username '\(credentials.username)' is already taken")
+            }
+            try db.execute(
+                sql: "INSERT INTO credentials (user_id, username, secret_hash, created_at) VALUES (?, ?, ?, ?)",
+                arguments: [
+                    user.id, credentials.username, credentials.secretHash, Timestamp.format(credentials.createdAt),
+                ])
+        }
+    }
+
+    public func user(id: String) throws -> User {
+        try read { db in try requireUser(id, db) }
+    }
+
+    public func users(state: UserState?, lastSeenBefore: Date?) throws -> [UserSummary] {
+        try read { db in
+            var clauses: [String] = []
+            var arguments: [any DatabaseValueConvertible] = []
+            if let state {
+                clauses.append("u.state = ?")
+                arguments.append(state.rawValue)
+            }
+            if let lastSeenBefore {
+                clauses.append("u.last_seen_at < ?")
+                arguments.append(Timestamp.format(lastSeenBefore))
+            }
+            let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT u.id, u.state, u.created_at, u.last_seen_at,
+                        (SELECT COUNT(*) FROM identities i WHERE i.user_id = u.id) AS identities,
+                        (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
+                    FROM users u \(whereClause) ORDER BY u.created_at, u.id
+                    """,
+                arguments: StatementArguments(arguments))
+            return rows.map { row in
+                UserSummary(
+                    id: row["id"], state: UserState(rawValue: row["state"]) ?? .anonymous,
+                    createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
+                    lastSeenAt: Timestamp.parse(row["last_seen_at"]) ?? .distantPast,
+                    identities: row["identities"], records: row["records"])
+            }
+        }
+    }
+
+    public func userOverview(id: String) throws -> UserOverview {
+        try read { db in
+            let user = try requireUser(id, db)
+            let hasCredentials =
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM credentials WHERE user_id = ?", arguments: [id]) ?? false
+            var records: [String: Int] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT collection, COUNT(*) AS n FROM records WHERE owner_id = ? GROUP BY collection",
+                arguments: [id])
+            {
+                records[row["collection"]] = row["n"]
+            }
+            return UserOverview(
+                user: user, identities: try identities(of: id, db), hasAnonymousCredentials: hasCredentials,
+                counters: try counters(of: id, db), records: records, grants: try planGrants(of: id, db))
+        }
+    }
+
+    public func deleteUser(id: String) throws {
+        try write { db in
+            _ = try requireUser(id, db)
+            try deleteEverything(of: id, db)
+        }
+    }
+
+    public func purgeUsers(under policy: PurgePolicy, isDryRun: Bool) throws -> PurgeSelection {
+        try write { db in
+            let cutoff = Timestamp.format(policy.cutoff)
+            // The candidates: the SQL form of `PurgePolicy.isCandidate`.
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT u.id, u.state, u.last_seen_at,
+                        (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
+                    FROM users u
+                    WHERE u.state = ? AND u.last_seen_at < ?
+                    ORDER BY u.last_seen_at, u.id
+                    """,
+                arguments: [UserState.anonymous.rawValue, cutoff])
+            // Their grants in one query; whether one is in force is the policy's call.
+            var grants: [String: [PlanGrant]] = [:]
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT p.* FROM plans p JOIN users u ON u.id = p.user_id
+                    WHERE u.state = ? AND u.last_seen_at < ?
+                    ORDER BY p.granted_at, p.id
+                    """,
+                arguments: [UserState.anonymous.rawValue, cutoff])
+            {
+                grants[row["user_id"], default: []].append(Self.planGrant(row))
+            }
+            var selection = PurgeSelection(purged: [], kept: [])
+            for row in rows {
+                let candidate = PurgeCandidate(
+                    id: row["id"], lastSeenAt: Timestamp.parse(row["last_seen_at"]) ?? .distantPast,
+                    records: row["records"])
+                let decision = policy.decision(
+                    state: UserState(rawValue: row["state"]) ?? .anonymous, lastSeenAt: candidate.lastSeenAt,
+                    records: candidate.records, grants: grants[candidate.id] ?? [])
+                if decision == .delete {
+                    selection.purged.append(candidate)
+                } else {
+                    selection.kept.append(candidate)
+                }
+            }
+            if !isDryRun {
+                for candidate in selection.purged { try deleteEverything(of: candidate.id, db) }
+            }
+            return selection
+        }
+    }
+
+    public func anonymousCredentials(username: String) throws -> StoredCredentials? {
+        try read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT user_id, username, secret_hash, created_at FROM credentials WHERE username = ?",
+                arguments: [username]
+            ).map { row in
+                StoredCredentials(
+                    userID: row["user_id"], username: row["username"], secretHash: row["secret_hash"],
+                    createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast)
+            }
+        }
+    }
+
+    public func recordAnonymousSignIn(username: String, verifiedHash: String, upgradedHash: String?, now: Date) throws
+        -> User?
+    {
+        try write { db in
+            guard let userID = try String.fetchOne(
+                db, sql: "SELECT user_id FROM credentials WHERE username = ?", arguments: [username])
+            else { return nil }
+            if let upgradedHash {
+                try db.execute(
+                    sql: "UPDATE credentials SET secret_hash = ? WHERE username = ? AND secret_hash = ?",
+                    arguments: [upgradedHash, username, verifiedHash])
+            }
+            try touch(userID, at: now, db)
+            return try findUser(userID, db)
+        }
+    }
+
+    /// One row of `plans` as the engine's grant.
+    static func planGrant(_ row: Row) -> PlanGrant {
+        PlanGrant(
+            plan: row["plan"], grantedAt: Timestamp.parse(row["granted_at"]) ?? .distantPast,
+            trialEndsAt: (row["trial_ends_at"] as String?).flatMap(Timestamp.parse),
+            endsAt: (row["ends_at"] as String?).flatMap(Timestamp.parse),
+            revokedAt: (row["revoked_at"] as String?).flatMap(Timestamp.parse))
+    }
+}
