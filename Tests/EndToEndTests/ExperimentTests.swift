@@ -74,12 +74,16 @@ struct ExperimentTests {
         #expect(text.stdout.contains("kept"))
     }
 
-    @Test("100,000 users split within 1% of the recipes weights")
+    /// The 100,000-user split is checked in the engine suite
+    /// (GrowthBookTests); through the binary a smaller population shows the
+    /// same assignment reaches replay's report.
+    @Test("5,000 replayed users split within 2.5% of the recipes weights")
     func split() async throws {
         let sandbox = try await Sandbox.withStore("recipes")
+        let population = 5_000
         var log = ""
-        log.reserveCapacity(100_000 * 80)
-        for index in 0..<100_000 {
+        log.reserveCapacity(population * 80)
+        for index in 0..<population {
             log += "{\"user\":\"guest-\(index)\",\"action\":\"app_opened\",\"at\":\"2026-11-01T09:00:00Z\"}\n"
         }
         try sandbox.write("users.ndjson", log)
@@ -89,8 +93,8 @@ struct ExperimentTests {
         #expect(variants.count == 5)
         for variant in variants {
             let users = variant["users"] as? Int ?? 0
-            #expect(abs(Double(users) / 100_000 - 0.2) < 0.01, "\(variant["variant"] ?? "?"): \(users)")
+            #expect(abs(Double(users) / Double(population) - 0.2) < 0.025, "\(variant["variant"] ?? "?"): \(users)")
         }
-        #expect(variants.reduce(0) { $0 + ($1["users"] as? Int ?? 0) } == 100_000)
+        #expect(variants.reduce(0) { $0 + ($1["users"] as? Int ?? 0) } == population)
     }
 }

@@ -14,10 +14,6 @@ public struct ProfileDiagnostic: Sendable, Equatable, Codable, CustomStringConve
 public struct InvalidProfileError: Error, Sendable, CustomStringConvertible {
     public var diagnostics: [ProfileDiagnostic]
     public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
-
-    public var asGuestModeError: GuestModeError {
-        GuestModeError(.badData, code: .invalidProfile, description)
-    }
 }
 
 /// Reads the YAML profile format and validates it completely before

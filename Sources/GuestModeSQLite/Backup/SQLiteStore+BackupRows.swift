@@ -16,30 +16,6 @@ extension SQLiteStore: BackupRowStore {
             return (try body(SQLiteBackupImport(db)), !dryRun)
         }
     }
-
-    /// Runs `body` in one immediate transaction with synchronous=FULL, so a
-    /// committed import survives a power cut; `body` says whether to commit.
-    func writeDurably<T>(_ body: (Database) throws -> (value: T, commit: Bool)) throws -> T {
-        do {
-            return try database.writer.writeWithoutTransaction { db in
-                let previous = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 1
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                defer { try? db.execute(sql: "PRAGMA synchronous = \(previous)") }
-                var value: T?
-                try db.inTransaction(.immediate) {
-                    let outcome = try body(db)
-                    value = outcome.value
-                    return outcome.commit ? .commit : .rollback
-                }
-                guard let value else {
-                    throw GuestModeError(.internalFailure, code: .internalFailure, "the import transaction ended without a result")
-                }
-                return value
-            }
-        } catch let error as DatabaseError {
-            throw StoreFile.translate(error, path: path ?? ":memory:")
-        }
-    }
 }
 
 /// The selection's rows inside one read transaction.

@@ -36,7 +36,7 @@ extension SQLiteStore: MigrationJournalStore {
     public func runMigrationStep(_ step: TransferStep, position: Int, journalID: Int64, profile: Profile, now: Date) throws
         -> MigrationStepResult?
     {
-        try write { db in
+        try writeDurably { db in
             guard let journal = try Row.fetchOne(
                 db, sql: "SELECT source_id, target_id FROM migration_journals WHERE id = ?", arguments: [journalID])
             else {

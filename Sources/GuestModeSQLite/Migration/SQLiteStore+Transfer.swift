@@ -59,12 +59,12 @@ extension SQLiteStore: TransferStore {
                 guest: guest, account: account, policy: policy, recordsMoved: records.moved, activityMoved: activity,
                 conflicts: records.conflicts, overCap: overCap, isDryRun: false, journalID: transfer.journalID)
         }
-        return try dryRun ? read(work) : write(work)
+        return try dryRun ? read(work) : writeDurably(work)
     }
 
     public func adoptOwnerlessRecords(user userID: String, profile: Profile, now: Date) throws -> AdoptReport {
         let owner = profile.guestOwner
-        return try write { db in
+        return try writeDurably { db in
             _ = try requireUser(userID, db)
             if try Bool.fetchOne(
                 db, sql: "SELECT 1 FROM user_flags WHERE user_id = ? AND flag = 'adopted'", arguments: [userID]) == true

@@ -10,7 +10,7 @@ extension SQLiteStore: ProfileUpgradeStore {
     public func applyProfileUpgrade(from current: Profile, to new: ProfileCatalog.Source, now: Date) throws
         -> ProfileUpgradePlan
     {
-        try write { db in
+        try writeDurably { db in
             let plan = try ProfileUpgradePlan(upgrading: current, to: new.profile, census: SQLiteUpgradeCensus(db: db))
             if let refusal = plan.refusal { throw refusal }
             for step in new.profile.upgrade?.steps ?? [] {

@@ -2,8 +2,9 @@ import Foundation
 import GuestModeKit
 internal import GRDB
 
-/// The embedded SQLite store. GRDB stays inside the engine: callers see
-/// `GuestStore` and domain types only, so a PostgreSQL backend can follow.
+/// The SQLite database behind `SQLiteStore`, in GRDB's AppDatabase shape: a
+/// writer and a private migrator. GRDB never leaves this target: callers
+/// see `GuestStore` and domain types only.
 struct AppDatabase: Sendable {
     let writer: any DatabaseWriter
 
@@ -57,11 +58,12 @@ struct AppDatabase: Sendable {
         try writer.read { db in try AppDatabase.migrator.appliedMigrations(db) }
     }
 
-    func migrate() throws { try AppDatabase.migrator.migrate(writer) }
-
     /// Applies pending migrations one at a time, each in its own
     /// transaction, so a failure leaves the store at the previous version.
     func migrateStepwise(progress: (String) -> Void) throws -> [String] {
+        // Each schema step must survive a power cut once committed, like an import.
+        try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        defer { try? writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") } }
         var applied: [String] = []
         for identifier in try pendingMigrations() {
             do {

@@ -74,6 +74,37 @@ public final class SQLiteStore: Sendable {
         }
     }
 
+    /// One transaction with `synchronous=FULL`: migrations, merges, adoptions
+    /// and imports move data people cannot re-create, so their commit must
+    /// survive a power cut, not only a crash (DESIGN §1).
+    func writeDurably<T>(_ updates: (Database) throws -> T) throws -> T {
+        try writeDurably { db in (try updates(db), true) }
+    }
+
+    /// Like `writeDurably(_:)`; `body` also says whether to commit (a dry run rolls back).
+    func writeDurably<T>(_ body: (Database) throws -> (value: T, commit: Bool)) throws -> T {
+        do {
+            return try database.writer.writeWithoutTransaction { db in
+                let previous = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 1
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = \(previous)") }
+                var value: T?
+                try db.inTransaction(.immediate) {
+                    let outcome = try body(db)
+                    value = outcome.value
+                    return outcome.commit ? .commit : .rollback
+                }
+                guard let value else {
+                    throw GuestModeError(
+                        .internalFailure, code: .internalFailure, "a durable transaction ended without a result")
+                }
+                return value
+            }
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path ?? ":memory:")
+        }
+    }
+
     func read<T>(_ value: (Database) throws -> T) throws -> T {
         do {
             return try database.writer.read(value)
