@@ -107,7 +107,7 @@ private struct ImportSession {
         switch policy {
         case .fail:
             throw GuestModeError.conflict(
-                "the store already has \(present.map { $0 == guestOwner ? "records of the guest owner '\($0)'" : "user '\($0)'" }.joined(separator: ", ")) from the archive '\(path)'; use --on-conflict skip to keep the store's data or --on-conflict replace to take the archive's. Nothing was changed",
+                "the store already has \(present.map { $0 == guestOwner ? "records of the guest owner '\($0)'" : "user '\($0)'" }.joined(separator: ", ")) from the archive '\(path)'; nothing was changed",
                 code: .userExists)
         case .skip:
             skipped = Set(present)

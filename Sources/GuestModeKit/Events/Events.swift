@@ -42,7 +42,15 @@ public struct TrackResult: Codable, Sendable, Equatable {
 public struct EventLogProblem: Codable, Sendable, Equatable, CustomStringConvertible {
     public var line: Int
     public var message: String
+    /// The line is valid but names a user the store does not have.
+    public var isMissingUser = false
     public var description: String { "line \(line): \(message)" }
+
+    public init(line: Int, message: String, isMissingUser: Bool = false) {
+        self.line = line
+        self.message = message
+        self.isMissingUser = isMissingUser
+    }
 }
 
 public struct IngestReport: Codable, Sendable {
@@ -102,7 +110,7 @@ extension GuestMode {
                     if try missingUsers.contains(event.user) || !store.containsUser(event.user) {
                         missingUsers.insert(event.user)
                         problems.append(
-                            EventLogProblem(line: number, message: "no user '\(event.user)' (use --create-users to create guests)"))
+                            EventLogProblem(line: number, message: "no user '\(event.user)'", isMissingUser: true))
                     } else {
                         knownUsers.insert(event.user)
                     }

@@ -51,7 +51,7 @@ extension GuestMode {
                 "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))",
                 code: .unknownProvider)
         }
-        guard !subject.isEmpty else { throw GuestModeError.usage("--subject must not be empty", code: .emptySubject) }
+        guard !subject.isEmpty else { throw GuestModeError.usage("the identity's subject must not be empty", code: .emptySubject) }
         let request = LinkRequest(user: userID, provider: provider, subject: subject, email: email)
 
         let beginning = try store.beginLink(

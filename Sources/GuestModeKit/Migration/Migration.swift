@@ -130,7 +130,7 @@ extension GuestMode {
         switch (unfinished, resuming) {
         case (let id?, false):
             throw GuestModeError.conflict(
-                "migration #\(id) of '\(guest)' into '\(account)' is unfinished; continue it with --resume",
+                "migration #\(id) of '\(guest)' into '\(account)' is unfinished; resume it to continue",
                 code: .migrationUnfinished)
         case (nil, true):
             throw GuestModeError.notFound(

@@ -16,7 +16,7 @@ public struct GuestMode: Sendable {
     public static func opening(_ store: any GuestStore, at location: String) throws -> GuestMode {
         guard let bound = try store.boundProfile() else {
             throw GuestModeError.badData(
-                "the store '\(location)' has no profile; run 'guestmode init --profile NAME --store \(location) --force'",
+                "the store '\(location)' is not bound to a profile",
                 code: .storeWithoutProfile)
         }
         return GuestMode(profile: try ProfileLoader.parse(bound.text, file: bound.origin), store: store)

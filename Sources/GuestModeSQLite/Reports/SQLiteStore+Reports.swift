@@ -117,7 +117,7 @@ extension SQLiteStore: ReportStore {
         guard FileManager.default.fileExists(atPath: path) else {
             throw GuestModeError(
                 .notFound, code: .storeNotFound,
-                "no store at '\(path)'; create one with 'guestmode init --profile NAME', set --store, or name a profile with --profile")
+                "no store at '\(path)'")
         }
         try StoreFile.refuseUnknownSchema(path: path)
         do {

@@ -90,13 +90,13 @@ enum StoreFile {
             if creating {
                 throw GuestModeError(
                     .cannotCreate, code: .storeExists,
-                    "a store already exists at '\(path)'; use --force to replace it or choose another --store")
+                    "a store already exists at '\(path)'")
             }
             try refuseUnknownSchema(path: path)
         } else {
             if !creating {
                 throw GuestModeError.notFound(
-                    "no store at '\(path)'; create one with 'guestmode init --profile NAME' or set --store/GUESTMODE_STORE",
+                    "no store at '\(path)'",
                     code: .storeNotFound)
             }
             try createPrivateFile(path: path)

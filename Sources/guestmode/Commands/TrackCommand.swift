@@ -88,7 +88,8 @@ struct TrackCommand: ParsableCommand {
         }
         if output.showsProgress && report.isApplied { FileHandle.standardError.write(Data("\n".utf8)) }
         for problem in report.problems.prefix(100) {
-            FileHandle.standardError.write(Data("\(label):\(problem.line): \(problem.message)\n".utf8))
+            let hint = problem.isMissingUser ? " (use --create-users to create guests)" : ""
+            FileHandle.standardError.write(Data("\(label):\(problem.line): \(problem.message)\(hint)\n".utf8))
         }
         if report.problems.count > 100 {
             FileHandle.standardError.write(Data("\(label): … and \(report.problems.count - 100) more invalid lines\n".utf8))

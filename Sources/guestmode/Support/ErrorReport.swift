@@ -8,7 +8,8 @@ func report(_ error: Error, isJSON: Bool) -> Int32 {
     let (code, message, status): (GuestModeError.Code, String, Int32)
     switch error {
     case let failure as GuestModeError:
-        (code, message, status) = (failure.code, failure.message, failure.kind.exitStatus)
+        let hint = failure.code.hint.map { "; \($0)" } ?? ""
+        (code, message, status) = (failure.code, failure.message + hint, failure.kind.exitStatus)
     case let invalid as InvalidProfileError:
         (code, message, status) = (.invalidProfile, invalid.description, FailureKind.badData.exitStatus)
     case let exit as ExitCode:
