@@ -12,7 +12,7 @@ BINDIR = $(DESTDIR)$(PREFIX)/bin
 SHAREDIR = $(DESTDIR)$(PREFIX)/share
 DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
-APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc
+APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc libpq-dev postgresql
 
 .PHONY: all deps build run test lint-man check-layout man-codes format lint bench install uninstall clean
 
@@ -39,7 +39,7 @@ run: build
 test: deps
 	bash scripts/check-layout.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	bash scripts/with-postgres.sh $(SWIFT) test --skip-build
 	$(MAKE) lint-man
 
 check-layout:

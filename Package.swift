@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "guestmode", targets: ["guestmode"]),
         .library(name: "GuestModeKit", targets: ["GuestModeKit"]),
         .library(name: "GuestModeSQLite", targets: ["GuestModeSQLite"]),
+        .library(name: "GuestModePostgres", targets: ["GuestModePostgres"]),
         .library(name: "GuestModeArchive", targets: ["GuestModeArchive"]),
     ],
     dependencies: [
@@ -21,6 +22,11 @@ let package = Package(
             name: "CArchive",
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
         ),
         // The engine: domain, pure policies, store protocols, use cases. No database, no C library.
         .target(
@@ -39,6 +45,11 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // The shared backend: PostgreSQL through libpq, the only place its SQL lives.
+        .target(
+            name: "GuestModePostgres",
+            dependencies: ["GuestModeKit", "CLibPQ"]
+        ),
         // Backup archives: libarchive, hashing and signing, atomic files.
         .target(
             name: "GuestModeArchive",
@@ -53,6 +64,7 @@ let package = Package(
             dependencies: [
                 "GuestModeKit",
                 "GuestModeSQLite",
+                "GuestModePostgres",
                 "GuestModeArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -62,6 +74,7 @@ let package = Package(
             dependencies: [
                 "GuestModeKit",
                 "GuestModeSQLite",
+                "GuestModePostgres",
                 "GuestModeArchive",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

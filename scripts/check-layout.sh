@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 status=0
 backends='^Sources/GuestModeSQLite/|^Sources/GuestModePostgres/'
 # `sql:` arguments and statements opening a string literal: "SELECT …", """ then INSERT …
-sql=$(grep -rnE --include='*.swift' 'sql:|"(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA) |^[[:space:]]*(SELECT|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM) ' Sources \
+sql=$(grep -rnE --include='*.swift' '(^|[^A-Za-z])sql:|"(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA) |^[[:space:]]*(SELECT|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM) ' Sources \
     | grep -vE "$backends" || true)
 if [ -n "$sql" ]; then
     echo "SQL outside the backend targets (move it into GuestModeSQLite or GuestModePostgres):" >&2

@@ -10,7 +10,7 @@ struct ManPageTests {
     static let manDirectory = Sandbox.packageRoot.appendingPathComponent("man")
 
     /// Options every command takes; guestmode(1) documents them once.
-    static let globalOptions: Set<String> = ["store", "now", "json", "quiet", "verbose"]
+    static let globalOptions: Set<String> = ["store", "schema", "now", "json", "quiet", "verbose"]
     /// Options ArgumentParser adds to every command.
     static let builtInOptions: Set<String> = ["help", "version"]
     /// Commands ArgumentParser adds.

@@ -125,6 +125,7 @@ extension GuestModeError {
             .invalidJson,
             .invalidLevel,
             .invalidProfile,
+            .invalidSchema,
             .ioError,
             .journalMismatch,
             .journalNotFound,
@@ -158,6 +159,7 @@ extension GuestModeError {
             .storeExists,
             .storeNotFound,
             .storeTooNew,
+            .storeUnreachable,
             .storeWithoutProfile,
             .tooManyProviders,
             .trialAlreadyUsed,
@@ -225,6 +227,7 @@ extension GuestModeError {
         public static let invalidJson = Code("invalid_json")
         public static let invalidLevel = Code("invalid_level")
         public static let invalidProfile = Code("invalid_profile")
+        public static let invalidSchema = Code("invalid_schema")
         public static let ioError = Code("io_error")
         public static let journalMismatch = Code("journal_mismatch")
         public static let journalNotFound = Code("journal_not_found")
@@ -258,6 +261,7 @@ extension GuestModeError {
         public static let storeExists = Code("store_exists")
         public static let storeNotFound = Code("store_not_found")
         public static let storeTooNew = Code("store_too_new")
+        public static let storeUnreachable = Code("store_unreachable")
         public static let storeWithoutProfile = Code("store_without_profile")
         public static let tooManyProviders = Code("too_many_providers")
         public static let trialAlreadyUsed = Code("trial_already_used")

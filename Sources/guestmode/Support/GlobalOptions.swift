@@ -6,8 +6,14 @@ import GuestModeKit
 /// the command name: `guestmode --store s.sqlite profile show`.
 struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(
-        "The store file (default: $GUESTMODE_STORE, else ./guestmode.sqlite).", valueName: "path"))
+        "The store: a SQLite file, or a postgres:// URI ('postgres:' alone reads the PG* environment) (default: $GUESTMODE_STORE, else ./guestmode.sqlite).",
+        valueName: "path|uri"))
     var store: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "With a PostgreSQL store, the schema holding guestmode's tables (default: $GUESTMODE_SCHEMA, else guestmode).",
+        valueName: "name"))
+    var schema: String?
 
     @Option(name: .long, help: ArgumentHelp(
         "The current time, ISO 8601 (default: $GUESTMODE_NOW, else the system clock). Every policy reads only this clock.",
@@ -23,8 +29,8 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: [.customShort("v"), .long], help: "Explain each step on stderr.")
     var verbose = false
 
-    static let names: Set<String> = ["--store", "--now", "--json", "--quiet", "-q", "--verbose", "-v"]
-    static let namesTakingValues: Set<String> = ["--store", "--now"]
+    static let names: Set<String> = ["--store", "--schema", "--now", "--json", "--quiet", "-q", "--verbose", "-v"]
+    static let namesTakingValues: Set<String> = ["--store", "--schema", "--now"]
 
     var storePath: String {
         if let store { return store }
@@ -45,7 +51,10 @@ struct GlobalOptions: ParsableArguments {
     var output: Output { Output(isJSON: json, isQuiet: quiet, isVerbose: verbose) }
 
     var storeLocation: StoreLocation {
-        get throws { try StoreLocation(storePath) }
+        get throws {
+            let environment = ProcessInfo.processInfo.environment["GUESTMODE_SCHEMA"].flatMap { $0.isEmpty ? nil : $0 }
+            return try StoreLocation(storePath, schema: schema ?? environment)
+        }
     }
 
     func openEngine() throws -> GuestMode {

@@ -1,27 +1,40 @@
 import Foundation
 import GuestModeKit
+import GuestModePostgres
 import GuestModeSQLite
 
-/// Where `--store` points and which backend serves it. A path is an embedded
-/// SQLite file; other schemes are refused until their backend exists.
+/// Where `--store` points and which backend serves it: a path is an embedded
+/// SQLite file; a `postgres://` or `postgresql://` URI is a PostgreSQL
+/// database, and `postgres:` alone means libpq's defaults from the PG*
+/// environment and ~/.pgpass, as psql reads them.
 enum StoreLocation {
     case sqlite(path: String)
+    case postgres(uri: String, schema: String)
 
-    init(_ text: String) throws {
-        if let scheme = text.firstRange(of: "://").map({ String(text[..<$0.lowerBound]) }),
+    init(_ text: String, schema: String? = nil) throws {
+        if text == "postgres:" || text == "postgresql:" {
+            self = .postgres(uri: "", schema: schema ?? "guestmode")
+        } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            self = .postgres(uri: text, schema: schema ?? "guestmode")
+        } else if let scheme = text.firstRange(of: "://").map({ String(text[..<$0.lowerBound]) }),
             scheme.allSatisfy({ $0.isLetter || $0 == "+" })
         {
             throw GuestModeError.usage(
-                "--store '\(scheme)://…' is not a store this guestmode can open; give the path of a store file",
+                "--store '\(scheme)://…' is not a store guestmode can open; give a file path or a postgres:// URI",
                 code: .unsupportedStore)
+        } else {
+            if schema != nil {
+                throw GuestModeError.usage("--schema goes with a postgres:// store", code: .invalidSchema)
+            }
+            self = .sqlite(path: text)
         }
-        self = .sqlite(path: text)
     }
 
-    /// How the store is named in messages.
+    /// How the store is named in messages: never with a password.
     var description: String {
         switch self {
         case let .sqlite(path): path
+        case let .postgres(uri, schema): "\(PostgresStore.describe(uri)) (schema \(schema))"
         }
     }
 
@@ -30,6 +43,7 @@ enum StoreLocation {
     func open(migrating: Bool = true) throws -> any GuestStore {
         switch self {
         case let .sqlite(path): try SQLiteStore.open(path: path, migrating: migrating)
+        case let .postgres(uri, schema): try PostgresStore.open(uri: uri, schema: schema, migrating: migrating)
         }
     }
 
@@ -41,6 +55,10 @@ enum StoreLocation {
             try SQLiteStore.create(path: path, replacing: replacing) { store in
                 try store.bindProfile(text: source.text, origin: source.origin, now: now)
             }
+        case let .postgres(uri, schema):
+            try PostgresStore.create(uri: uri, schema: schema, replacing: replacing) { store in
+                try store.bindProfile(text: source.text, origin: source.origin, now: now)
+            }
         }
     }
 
@@ -48,6 +66,7 @@ enum StoreLocation {
     func boundProfile() throws -> (text: String, origin: String)? {
         switch self {
         case let .sqlite(path): try SQLiteStore.boundProfile(readingOnly: path)
+        case let .postgres(uri, schema): try PostgresStore.open(uri: uri, schema: schema, migrating: false).boundProfile()
         }
     }
 }

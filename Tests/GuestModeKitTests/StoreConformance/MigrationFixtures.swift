@@ -3,6 +3,7 @@ import GRDB
 import Testing
 @testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModePostgres
 @testable import GuestModeSQLite
 
 /// Fixtures for the migration, transfer, outbox and profile-upgrade
@@ -14,10 +15,7 @@ extension StoreBackend {
     /// An engine over `store`, used only to seed fixtures and to read state
     /// back through public use cases.
     func engine(_ store: any GuestStore, _ profile: Profile) throws -> GuestMode {
-        // GuestMode still holds a SQLiteStore; once it holds `any GuestStore`
-        // this becomes `GuestMode(profile: profile, store: store)`.
-        guard let sqlite = store as? SQLiteStore else { throw FixtureError.unsupported(self) }
-        return GuestMode(profile: profile, store: sqlite)
+        GuestMode(profile: profile, store: store)
     }
 
     /// Records written before any user existed, owned by `owner`.
@@ -34,6 +32,16 @@ extension StoreBackend {
                         arguments: [owner, record.collection, record.key, record.data, Timestamp.format(time), Timestamp.format(time)])
                 }
             }
+        case .postgres:
+            guard let postgres = store as? PostgresStore else { throw FixtureError.unsupported(self) }
+            try postgres.write { connection in
+                for record in records {
+                    try connection.execute(
+                        "INSERT INTO records VALUES ($1, $2, $3, $4, $5, $6)",
+                        [PostgresValue(owner), PostgresValue(record.collection), PostgresValue(record.key),
+                         PostgresValue(record.data), PostgresValue(time), PostgresValue(time)])
+                }
+            }
         }
     }
 
@@ -47,6 +55,13 @@ extension StoreBackend {
                 try db.execute(
                     sql: "INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)",
                     arguments: [userID, Timestamp.format(queuedAt)])
+            }
+        case .postgres:
+            guard let postgres = store as? PostgresStore else { throw FixtureError.unsupported(self) }
+            try postgres.write { connection in
+                try connection.execute(
+                    "INSERT INTO outbox (user_id, queued_at, attempts) VALUES ($1, $2, 0)",
+                    [PostgresValue(userID), PostgresValue(queuedAt)])
             }
         }
     }

@@ -1,0 +1,304 @@
+import CLibPQ
+import Foundation
+import GuestModeKit
+
+/// One libpq connection. Every call into libpq is in this file: results and
+/// errors become Swift values here, and every handle is freed with `defer`.
+/// Queries use the text protocol with parameters ($1, $2, …), never string
+/// interpolation of values.
+final class PostgresConnection {
+    private let handle: OpaquePointer
+    /// How the store is named in messages: the URI without its password.
+    let location: String
+
+    /// Connects with a libpq connection string or URI; "" means libpq's
+    /// defaults (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, ~/.pgpass,
+    /// service files), as psql reads them.
+    init(connecting conninfo: String, location: String) throws {
+        self.location = location
+        guard let handle = PQconnectdb(conninfo) else {
+            throw GuestModeError(
+                .tryAgainLater, code: .storeUnreachable, "cannot reach the PostgreSQL store \(location): out of memory")
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = PostgresConnection.message(PQerrorMessage(handle))
+            PQfinish(handle)
+            throw PostgresConnection.connectionFailure(message, location: location)
+        }
+        self.handle = handle
+        // Times are compared as text in UTC; no server setting may change them.
+        try execute("SET TIME ZONE 'UTC'")
+        try execute("SET client_min_messages TO WARNING")
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// Runs one statement with text parameters and returns its rows.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [PostgresValue?] = []) throws -> PostgresRows {
+        let texts = parameters.map { $0?.text }
+        // Without parameters the simple protocol runs several statements at once (schema migrations).
+        let result: OpaquePointer? =
+            texts.isEmpty
+            ? PQexec(handle, sql)
+            : withCStrings(texts) { pointers in
+                PQexecParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+            }
+        guard let result else {
+            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return PostgresRows(result, location: location)
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = PostgresConnection.message(PQresultErrorMessage(result))
+            throw failure(sqlState: state, message: message, sql: sql)
+        }
+    }
+
+    /// Sends `rows` through `COPY … FROM STDIN` (text format) in one round trip.
+    func copy(_ sql: String, rows: [[PostgresValue?]]) throws {
+        guard let start = PQexec(handle, sql) else {
+            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+        }
+        let started = PQresultStatus(start) == PGRES_COPY_IN
+        let startMessage = PostgresConnection.message(PQresultErrorMessage(start))
+        let startState = PQresultErrorField(start, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        PQclear(start)
+        guard started else { throw failure(sqlState: startState, message: startMessage, sql: sql) }
+        var buffer = [UInt8]()
+        buffer.reserveCapacity(1 << 16)
+        func flush() throws {
+            guard !buffer.isEmpty else { return }
+            let sent = buffer.withUnsafeBufferPointer { bytes in
+                bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    PQputCopyData(handle, $0, Int32(bytes.count))
+                }
+            }
+            buffer.removeAll(keepingCapacity: true)
+            if sent != 1 {
+                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+            }
+        }
+        for row in rows {
+            for (index, value) in row.enumerated() {
+                if index > 0 { buffer.append(UInt8(ascii: "\t")) }
+                PostgresConnection.appendCopyText(value?.text, to: &buffer)
+            }
+            buffer.append(UInt8(ascii: "\n"))
+            if buffer.count >= 1 << 16 { try flush() }
+        }
+        try flush()
+        guard PQputCopyEnd(handle, nil) == 1 else {
+            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+        }
+        var problem: (String?, String)?
+        while let result = PQgetResult(handle) {
+            defer { PQclear(result) }
+            if PQresultStatus(result) != PGRES_COMMAND_OK, problem == nil {
+                problem = (
+                    PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) },
+                    PostgresConnection.message(PQresultErrorMessage(result))
+                )
+            }
+        }
+        if let problem { throw failure(sqlState: problem.0, message: problem.1, sql: sql) }
+    }
+
+    /// COPY text format: backslash, tab, newline and carriage return escaped; NULL as \N.
+    private static func appendCopyText(_ text: String?, to buffer: inout [UInt8]) {
+        guard let text else {
+            buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
+            return
+        }
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\\"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\t"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case UInt8(ascii: "\n"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            default: buffer.append(byte)
+            }
+        }
+    }
+
+    private func failure(sqlState: String?, message: String, sql: String) -> Error {
+        PostgresFailure(sqlState: sqlState, message: message, location: location)
+    }
+
+    private static func message(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "unknown error" }
+        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private static func connectionFailure(_ message: String, location: String) -> GuestModeError {
+        if message.contains("password authentication failed") || message.contains("no password supplied")
+            || message.contains("does not exist")
+        {
+            return GuestModeError(
+                .cannotCreate, code: .cannotOpenStore,
+                "cannot open the PostgreSQL store \(location): \(redacted(message))")
+        }
+        return GuestModeError(
+            .tryAgainLater, code: .storeUnreachable,
+            "cannot reach the PostgreSQL store \(location): \(redacted(message)); nothing was changed")
+    }
+
+    /// libpq's messages can quote the connection string; a password never leaves this file.
+    static func redacted(_ message: String) -> String {
+        message.replacing(/password=\S+/, with: "password=…")
+            .replacing(/(postgres(?:ql)?:\/\/[^:@\/\s]*):[^@\s]*@/) { "\($0.output.1):…@" }
+    }
+
+    private func withCStrings<T>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+        var buffers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0) } ?? nil }
+        defer { for buffer in buffers { free(buffer) } }
+        return body(buffers.map { $0.map { UnsafePointer($0) } })
+    }
+}
+
+/// A failure reported by the server, with its SQLSTATE so callers can tell a
+/// unique violation or a serialization failure from the rest.
+struct PostgresFailure: Error, CustomStringConvertible {
+    var sqlState: String?
+    var message: String
+    var location: String
+
+    var description: String { message }
+
+    /// Another transaction won a race; running the whole transaction again is safe.
+    var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+    var isUniqueViolation: Bool { sqlState == "23505" }
+    var isConnectionLost: Bool { sqlState == nil || sqlState?.hasPrefix("08") == true || sqlState == "57P01" }
+
+    var asGuestModeError: GuestModeError {
+        if isConnectionLost || isRetryable || sqlState == "55P03" || sqlState == "57014" {
+            return GuestModeError(
+                .tryAgainLater, code: .storeBusy,
+                "the PostgreSQL store \(location) is unavailable or busy (\(PostgresConnection.redacted(message))); nothing was changed, try again")
+        }
+        return GuestModeError(
+            .internalFailure, code: .databaseError,
+            "database error on \(location): \(PostgresConnection.redacted(message)) (SQLSTATE \(sqlState ?? "none"))")
+    }
+}
+
+/// A parameter sent as text, as libpq's text protocol expects.
+struct PostgresValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    var text: String
+
+    init(_ text: String) { self.text = text }
+    init(stringLiteral value: String) { text = value }
+    init(integerLiteral value: Int) { text = String(value) }
+    init(_ value: Int) { text = String(value) }
+    init(_ value: Int64) { text = String(value) }
+    init(_ value: Date) { text = Timestamp.format(value) }
+    init(_ value: Bool) { text = value ? "true" : "false" }
+}
+
+/// The rows of one result, copied out of libpq before its result is freed.
+/// Reading a value never traps: a value that is not what the schema promises
+/// is reported as a corrupt store.
+struct PostgresRows: Sequence {
+    let columns: [String]
+    let values: [[String?]]
+    /// Rows a command changed (INSERT, UPDATE, DELETE).
+    let changes: Int
+    let location: String
+
+    fileprivate init(_ result: OpaquePointer, location: String) {
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+        var values: [[String?]] = []
+        values.reserveCapacity(rowCount)
+        for row in 0..<rowCount {
+            values.append(
+                (0..<columnCount).map { column in
+                    PQgetisnull(result, Int32(row), Int32(column)) == 1
+                        ? nil : String(cString: PQgetvalue(result, Int32(row), Int32(column)))
+                })
+        }
+        self.values = values
+        changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+        self.location = location
+    }
+
+    var count: Int { values.count }
+    var first: PostgresRow? { values.first.map { PostgresRow(columns: columns, values: $0, location: location) } }
+
+    func makeIterator() -> some IteratorProtocol<PostgresRow> {
+        values.lazy.map { PostgresRow(columns: columns, values: $0, location: location) }.makeIterator()
+    }
+}
+
+struct PostgresRow {
+    let columns: [String]
+    let values: [String?]
+    let location: String
+
+    private func raw(_ column: String) throws -> String? {
+        guard let index = columns.firstIndex(of: column) else {
+            throw corrupt("the result has no column '\(column)'")
+        }
+        return values[index]
+    }
+
+    private func corrupt(_ what: String) -> GuestModeError {
+        GuestModeError(.badData, code: .corruptStore, "the PostgreSQL store \(location) holds \(what)")
+    }
+
+    func optionalString(_ column: String) throws -> String? { try raw(column) }
+
+    func string(_ column: String) throws -> String {
+        guard let value = try raw(column) else { throw corrupt("NULL in \(column)") }
+        return value
+    }
+
+    func optionalInt64(_ column: String) throws -> Int64? {
+        guard let text = try raw(column) else { return nil }
+        guard let value = Int64(text) else { throw corrupt("'\(text)' in \(column), not an integer") }
+        return value
+    }
+
+    func int64(_ column: String) throws -> Int64 {
+        guard let value = try optionalInt64(column) else { throw corrupt("NULL in \(column)") }
+        return value
+    }
+
+    func int(_ column: String) throws -> Int { Int(try int64(column)) }
+
+    func double(_ column: String) throws -> Double {
+        let text = try string(column)
+        guard let value = Double(text), value.isFinite else { throw corrupt("'\(text)' in \(column), not a number") }
+        return value
+    }
+
+    func bool(_ column: String) throws -> Bool {
+        switch try string(column) {
+        case "t", "true": return true
+        case "f", "false": return false
+        case let other: throw corrupt("'\(other)' in \(column), not a boolean")
+        }
+    }
+
+    func date(_ column: String) throws -> Date {
+        let text = try string(column)
+        guard let date = Timestamp.parse(text) else { throw corrupt("'\(text)' in \(column), not a time") }
+        return date
+    }
+
+    func optionalDate(_ column: String) throws -> Date? {
+        guard let text = try raw(column) else { return nil }
+        guard let date = Timestamp.parse(text) else { throw corrupt("'\(text)' in \(column), not a time") }
+        return date
+    }
+
+    func decode<T: RawRepresentable>(_ column: String, as type: T.Type) throws -> T where T.RawValue == String {
+        let text = try string(column)
+        guard let value = T(rawValue: text) else { throw corrupt("an unknown value '\(text)' in \(column)") }
+        return value
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import GuestModeKit
+
+/// Steps every area's transactions share: finding and locking users, moving
+/// last-seen, queueing backups, the tier in force. Each takes the connection
+/// of the transaction it runs in.
+extension PostgresStore {
+    func insert(_ user: User, _ connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            """,
+            [
+                PostgresValue(user.id), user.device.map { PostgresValue($0) }, PostgresValue(user.state.rawValue),
+                PostgresValue(user.promptState), PostgresValue(user.createdAt), PostgresValue(user.lastSeenAt),
+                user.linkedAt.map { PostgresValue($0) },
+            ])
+    }
+
+    func user(from row: PostgresRow) throws -> User {
+        User(
+            id: try row.string("id"), device: try row.optionalString("device"),
+            state: try row.decode("state", as: UserState.self), promptState: try row.string("prompt_state"),
+            createdAt: try row.date("created_at"), lastSeenAt: try row.date("last_seen_at"),
+            linkedAt: try row.optionalDate("linked_at"))
+    }
+
+    /// The user, or nil. With `locking`, the row stays locked until the
+    /// transaction ends: every decision about one user (a cap, a meter, a
+    /// key, a link) is taken by one writer at a time across machines.
+    func findUser(_ id: String, locking: Bool = false, _ connection: PostgresConnection) throws -> User? {
+        try connection.execute("SELECT * FROM users WHERE id = $1\(locking ? " FOR UPDATE" : "")", [PostgresValue(id)])
+            .first.map(user(from:))
+    }
+
+    func requireUser(_ id: String, locking: Bool = false, _ connection: PostgresConnection) throws -> User {
+        guard let user = try findUser(id, locking: locking, connection) else {
+            throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
+        }
+        return user
+    }
+
+    func identities(of userID: String, _ connection: PostgresConnection) throws -> [Identity] {
+        try connection.execute(
+            "SELECT * FROM identities WHERE user_id = $1 ORDER BY linked_at, provider", [PostgresValue(userID)]
+        ).map { row in
+            Identity(
+                provider: try row.string("provider"), subject: try row.string("subject"),
+                email: try row.optionalString("email"), linkedAt: try row.date("linked_at"))
+        }
+    }
+
+    func counters(of userID: String, _ connection: PostgresConnection) throws -> [String: Int] {
+        var counters: [String: Int] = [:]
+        for row in try connection.execute(
+            "SELECT action, total FROM counters WHERE user_id = $1", [PostgresValue(userID)])
+        {
+            counters[try row.string("action")] = try row.int("total")
+        }
+        return counters
+    }
+
+    /// Activity moves last-seen forward only, so replaying old events never
+    /// makes a user look less recent.
+    func touch(_ userID: String, at time: Date, _ connection: PostgresConnection) throws {
+        try connection.execute(
+            "UPDATE users SET last_seen_at = greatest(last_seen_at, $1) WHERE id = $2",
+            [PostgresValue(time), PostgresValue(userID)])
+    }
+
+    /// Rows that reference the user cascade; records and the outbox are keyed
+    /// by owner without a foreign key (records may belong to the guest owner).
+    func deleteEverything(of userID: String, _ connection: PostgresConnection) throws {
+        for table in ["records WHERE owner_id", "conflict_archive WHERE owner_id", "outbox WHERE user_id",
+            "user_flags WHERE user_id", "users WHERE id"]
+        {
+            try connection.execute("DELETE FROM \(table) = $1", [PostgresValue(userID)])
+        }
+    }
+
+    /// Queues a backup of the user when the profile keeps continuous backups.
+    func noteChange(of userID: String, profile: Profile, now: Date, _ connection: PostgresConnection) throws {
+        guard profile.backup.queuesOnChange else { return }
+        try enqueueBackup(userID: userID, now: now, connection)
+    }
+
+    /// Records what guestmode itself did (upgrades, warnings); never tokens.
+    func appendSystemEvent(
+        user: String, action: String, properties: [String: String], at time: Date, _ connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            "INSERT INTO events (user_id, action, at, count, properties) VALUES ($1, $2, $3, 1, $4)",
+            [
+                PostgresValue(user), PostgresValue(action), PostgresValue(time),
+                PostgresValue(EventLog.encodeProperties(properties)),
+            ])
+        try connection.execute(
+            """
+            INSERT INTO counters (user_id, action, total) VALUES ($1, $2, 1)
+            ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + 1
+            """,
+            [PostgresValue(user), PostgresValue(action)])
+    }
+
+    /// Queues a backup of `userID`, coalesced to one pending entry per user;
+    /// a repeat keeps the attempt count and retry time and moves `queued_at`
+    /// strictly forward (as in SQLiteStore).
+    func enqueueBackup(userID: String, now: Date, _ connection: PostgresConnection) throws {
+        var queuedAt = now
+        if let previous = try connection.execute(
+            "SELECT queued_at FROM outbox WHERE user_id = $1 FOR UPDATE", [PostgresValue(userID)]
+        ).first, let previousDate = try previous.optionalDate("queued_at"), previousDate >= now {
+            queuedAt = previousDate.addingTimeInterval(0.001)
+        }
+        try connection.execute(
+            """
+            INSERT INTO outbox (user_id, queued_at, attempts) VALUES ($1, $2, 0)
+            ON CONFLICT (user_id) DO UPDATE SET queued_at = excluded.queued_at
+            """,
+            [PostgresValue(userID), PostgresValue(queuedAt)])
+    }
+
+    /// The tier whose caps and allowances apply to `user` now.
+    func tier(of user: User, profile: Profile, now: Date, _ connection: PostgresConnection) throws -> TierLevel {
+        profile.tier(for: user.state, grants: try planGrants(of: user.id, connection), now: now)
+    }
+
+    /// Every grant the user ever held, oldest first.
+    func planGrants(of userID: String, _ connection: PostgresConnection) throws -> [PlanGrant] {
+        try connection.execute(
+            "SELECT * FROM plans WHERE user_id = $1 ORDER BY granted_at, id", [PostgresValue(userID)]
+        ).map { row in
+            PlanGrant(
+                plan: try row.string("plan"), grantedAt: try row.date("granted_at"),
+                trialEndsAt: try row.optionalDate("trial_ends_at"), endsAt: try row.optionalDate("ends_at"),
+                revokedAt: try row.optionalDate("revoked_at"))
+        }
+    }
+
+    /// Where `user` stands against one collection's cap now.
+    func collectionLimit(
+        of user: User, collection: String, profile: Profile, now: Date, _ connection: PostgresConnection
+    ) throws -> CollectionLimit {
+        let level = try tier(of: user, profile: profile, now: now, connection)
+        let used = try connection.execute(
+            "SELECT count(*) AS n FROM records WHERE owner_id = $1 AND collection = $2",
+            [PostgresValue(user.id), PostgresValue(collection)]
+        ).first?.int("n") ?? 0
+        return profile.collectionLimit(collection, tier: level, used: used)
+    }
+}
