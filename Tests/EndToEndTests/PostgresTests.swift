@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+extension Sandbox {
+    /// A sandbox whose store is a fresh schema on the server `make test`
+    /// starts (scripts/with-postgres.sh). A missing server fails the test.
+    static func withPostgresStore(_ profile: String) async throws -> Sandbox {
+        let uri = try #require(
+            ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 },
+            "GUESTMODE_TEST_POSTGRES is not set: run the tests through 'make test'")
+        let sandbox = try Sandbox()
+        sandbox.environment["GUESTMODE_STORE"] = uri
+        sandbox.environment["GUESTMODE_SCHEMA"] = "e2e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let created = try await sandbox.run("init", "--profile", profile)
+        #expect(created.status == 0, "init failed: \(created.stderr)")
+        return sandbox
+    }
+
+    var postgresURI: String { environment["GUESTMODE_STORE"] ?? "" }
+    var postgresSchema: String { environment["GUESTMODE_SCHEMA"] ?? "" }
+}
+
+@Suite("PostgreSQL: the same commands against a real server")
+struct PostgresTests {
+    @Test("subscriptions: the guest cap, the account cap and premium, as with SQLite")
+    func capsJourney() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("subscriptions")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let guest = try await sandbox.newGuest()
+        for index in 1...5 {
+            let put = try await sandbox.run("record", "put", guest, "subscriptions", "s\(index)", "--data", "{}")
+            #expect(put.status == 0, "\(put.stderr)")
+        }
+        #expect(try await sandbox.run("record", "put", guest, "subscriptions", "s6", "--data", "{}").status == 10)
+        #expect(try await sandbox.run("link", guest, "--provider", "apple", "--subject", "a-1").status == 0)
+        #expect(try await sandbox.run("record", "put", guest, "subscriptions", "s6", "--data", "{}").status == 11)
+        #expect(try await sandbox.run("plan", "grant", guest, "premium").status == 0)
+        #expect(try await sandbox.run("record", "put", guest, "subscriptions", "s6", "--data", "{}").status == 0)
+        let other = try await sandbox.newGuest()
+        let conflict = try await sandbox.run("link", other, "--provider", "apple", "--subject", "a-1", "--json")
+        #expect(conflict.status == 14)
+        #expect(conflict.errorJSON["code"] as? String == "identity_already_exists")
+        #expect(try await sandbox.run("db", "check").status == 0)
+    }
+
+    @Test("voice: exact amounts, the gate, and eight concurrent meter uses that lose nothing")
+    func meters() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("voice")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let guest = try await sandbox.newGuest()
+        for amount in ["12.2", "19.9", "12.9"] {
+            #expect(try await sandbox.run("meter", "use", guest, "api_minutes", amount).status == 0)
+        }
+        // Fifteen single minutes from eight processes at once: every one that fits is recorded, none past the allowance.
+        let script = (1...15).map { _ in "\"$GM\" meter use \(guest) api_minutes 1 >/dev/null 2>&1 &" }.joined(separator: "\n")
+        let raced = try await sandbox.shell("GM='\(Sandbox.binary.path)'\n\(script)\nwait")
+        #expect(raced.status == 0)
+        let status = try await sandbox.run("meter", "status", guest, "api_minutes", "--json")
+        #expect(status.stdout.contains("\"used\" : 60"), "\(status.stdout)")
+        #expect(status.stdout.contains("\"remaining\" : 0"), "\(status.stdout)")
+        #expect(try await sandbox.run("meter", "check", guest, "api_minutes").status == 12)
+    }
+
+    @Test("eight concurrent track processes lose no increment; a repeated key counts once")
+    func concurrentTrack() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("recipes")
+        let guest = try await sandbox.newGuest()
+        let lines = (1...8).map { _ in "\"$GM\" track \(guest) app_opened --count 5 &\n\"$GM\" track \(guest) recipe_viewed --id same &" }
+        let raced = try await sandbox.shell("GM='\(Sandbox.binary.path)'\n\(lines.joined(separator: "\n"))\nwait")
+        #expect(raced.status == 0)
+        let counters = try await sandbox.run("counters", guest, "--json")
+        #expect(counters.object["app_opened"] as? Int == 40, "\(counters.stdout)")
+        #expect(counters.object["recipe_viewed"] as? Int == 1, "\(counters.stdout)")
+    }
+
+    @Test("a SQLite backup imports into PostgreSQL and comes back out the same")
+    func backupAcrossBackends() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("habits")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let local = ["--store", "local.sqlite"]
+        #expect(try await sandbox.run(arguments: ["init", "--profile", "habits"] + local).status == 0)
+        let guest = try await sandbox.run(arguments: ["guest", "new"] + local).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await sandbox.run(arguments: ["record", "put", guest, "habits", "read", "--data", #"{"goal":"10 pages"}"#] + local).status == 0)
+        #expect(try await sandbox.run(arguments: ["track", guest, "habit_created"] + local).status == 0)
+        #expect(try await sandbox.run(arguments: ["backup", "export", guest, "--out", "g.gmbackup"] + local).status == 0)
+        let imported = try await sandbox.run("backup", "import", "g.gmbackup")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let record = try await sandbox.run("record", "get", guest, "habits", "read")
+        #expect(record.stdout.contains("10 pages"), "\(record.stdout)\(record.stderr)")
+        #expect(try await sandbox.run("counters", guest, "--json").object["habit_created"] as? Int == 1)
+    }
+
+    @Test("a password is never printed, and an unreachable server exits 75")
+    func secretsAndReachability() async throws {
+        let sandbox = try Sandbox()
+        let store = "postgresql://someone:hunter2-secret@127.0.0.1:1/nowhere"
+        for arguments in [["db", "status"], ["--json", "user", "list"], ["--verbose", "counters", "u"]] {
+            let result = try await sandbox.run(arguments: arguments + ["--store", store])
+            #expect(result.status == 75, "\(arguments): \(result.stderr)")
+            #expect(!result.stdout.contains("hunter2") && !result.stderr.contains("hunter2"), "\(result.stderr)")
+        }
+    }
+
+    @Test("a store written by a newer guestmode is refused and left untouched")
+    func newerSchemaRefused() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("voice")
+        let schema = sandbox.postgresSchema
+        let planted = try await sandbox.shell(
+            "psql -q -d '\(sandbox.postgresURI)' -c \"INSERT INTO \(schema).schema_migrations (identifier, applied_at) VALUES ('pg99-future', 'x')\"")
+        #expect(planted.status == 0, "\(planted.stderr)")
+        let count = "psql -tA -d '\(sandbox.postgresURI)' -c 'SELECT count(*) FROM \(schema).users'"
+        let before = try await sandbox.shell(count).stdout
+        let refused = try await sandbox.run("guest", "new", "--json")
+        #expect(refused.status == 65)
+        #expect(refused.errorJSON["code"] as? String == "store_too_new")
+        #expect(try await sandbox.shell(count).stdout == before)
+    }
+}
