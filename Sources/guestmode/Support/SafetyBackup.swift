@@ -13,6 +13,8 @@ enum SafetyBackup {
         } catch {
             throw GuestModeError(.cannotCreate, code: "cannot_create_backup", "cannot create the backup directory '\(folder.path)': \(error.localizedDescription)")
         }
+        // A run killed while writing its backup left `.<name>.gmbackup.tmp-<pid>-<n>` behind.
+        StaleFiles.removeAbandoned(in: folder) { StaleFiles.atomicTemporaryOwner(of: $0, fileSuffix: ".gmbackup") }
         let stamp = Timestamp.format(now).replacingOccurrences(of: ":", with: "")
         let path = folder.appendingPathComponent("\(label)-\(stamp)-\(users[0].prefix(8)).gmbackup").path
         _ = try engine.exportBackup(.users(users), to: path, format: .tarZstd, now: now, toolVersion: GuestModeVersion.current)
