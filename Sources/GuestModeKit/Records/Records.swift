@@ -107,6 +107,7 @@ extension GuestMode {
     public func putRecord(user userID: String, collection: String, key: String, jsonBytes: Data, now: Date) throws
         -> PutResult
     {
+        try requireCollection(collection)
         guard let text = String(validating: jsonBytes, as: UTF8.self) else {
             let offset = StrictJSON.firstInvalidUTF8(in: jsonBytes) ?? 0
             throw GuestModeError.badData(
