@@ -1,6 +1,7 @@
 # guestmode — build, test, run and install.
 #   make run       build, then walk every profile with `guestmode tour`
 #   make test      build and run every test, lint the man pages
+#   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make bench     measure guestmode against sqlite3, bsdtar and zstd
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
@@ -14,7 +15,7 @@ DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc libpq-dev postgresql
 
-.PHONY: all deps build run test lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test crash lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -56,6 +57,16 @@ format:
 
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
+
+CRASH_ROUNDS ?= 50
+CRASH_SEED ?= 14
+
+# The crash suite of `make test` with many more rounds: each round kills a
+# track --from, migrate, merge or profile apply at a seeded random point.
+crash: deps
+	$(SWIFT) build --build-tests
+	GUESTMODE_CRASH_ROUNDS=$(CRASH_ROUNDS) GUESTMODE_CRASH_SEED=$(CRASH_SEED) \
+		$(SWIFT) test --skip-build --filter 'CrashTests|RaceAndLeftoverTests'
 
 lint-man:
 	mandoc -Tlint -Wwarning man/*.1 man/*.5

@@ -46,6 +46,8 @@ final class Sandbox {
         var status: Int32
         var stdout: String
         var stderr: String
+        /// True when the process died by a signal (then `status` is the signal number).
+        var signalled = false
 
         var json: Any? { try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) }
         var object: [String: Any] { json as? [String: Any] ?? [:] }
@@ -121,7 +123,8 @@ final class Sandbox {
         return Result(
             status: process.terminationStatus,
             stdout: String(decoding: outputBox.data, as: UTF8.self),
-            stderr: String(decoding: errorBox.data, as: UTF8.self))
+            stderr: String(decoding: errorBox.data, as: UTF8.self),
+            signalled: process.terminationReason == .uncaughtSignal)
     }
 
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }

@@ -26,7 +26,7 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         #expect(sixth.outcome == .needsAccount)
         #expect(try engine.records(user: guest.id, collection: "subscriptions").count == 5)
         #expect(try engine.putRecord(user: guest.id, collection: "subscriptions", key: "5", json: #"{"a":1}"#, now: day(1)).isReplacement)
-        #expect(try engine.putRecord(user: guest.id, collection: "settings", key: "x", json: "1", now: day(1)).outcome == .allowed)
+        #expect(try engine.putRecord(user: guest.id, collection: "settings", key: "x", json: #"{"v":1}"#, now: day(1)).outcome == .allowed)
 
         _ = try engine.link(user: guest.id, provider: "apple", subject: "a", email: nil, now: day(1))
         #expect(try engine.putRecord(user: guest.id, collection: "subscriptions", key: "6", json: "{}", now: day(1)).outcome == .needsPremium)

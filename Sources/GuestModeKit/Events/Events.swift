@@ -8,11 +8,11 @@ public struct TrackedEvent: Codable, Sendable, Equatable {
     public var at: Date
     public var count: Int
     public var idempotencyKey: String?
-    public var properties: [String: String]
+    public var properties: [String: EventProperty]
 
     public init(
         user: String, action: String, at: Date, count: Int = 1, idempotencyKey: String? = nil,
-        properties: [String: String] = [:]
+        properties: [String: EventProperty] = [:]
     ) {
         self.user = user
         self.action = action
@@ -20,6 +20,33 @@ public struct TrackedEvent: Codable, Sendable, Equatable {
         self.count = count
         self.idempotencyKey = idempotencyKey
         self.properties = properties
+    }
+}
+
+/// A property of an event: a string, or a number kept exactly as written
+/// so it is stored and read back as a JSON number.
+public enum EventProperty: Codable, Sendable, Equatable, ExpressibleByStringLiteral {
+    case string(String)
+    /// A valid JSON number, as written.
+    case number(String)
+
+    public init(stringLiteral value: String) { self = .string(value) }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else {
+            self = .number(try container.decode(Decimal.self).description)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let text): try container.encode(text)
+        case .number(let text): try container.encode(Decimal(string: text) ?? 0)
+        }
     }
 }
 
@@ -152,73 +179,112 @@ extension GuestMode {
 /// The NDJSON event log format shared by `track --from` and `replay`:
 /// one object per line, `{"user","action","at","count","id","props"}`.
 public enum EventLog {
+    /// The longest line an event log may hold, newline excluded: 1 MiB.
+    /// Documented in guestmode-track(1) and guestmode-replay(1).
+    public static let maximumLineLength = 1 << 20
+
     /// Calls `body` with each line and its 1-based number, reading in chunks
-    /// so a log of any size streams through in constant memory.
-    public static func forEachLine(in url: URL, _ body: (Int, Substring) throws -> Void) throws {
+    /// so a log of any size streams through in constant memory and linear
+    /// time. A line longer than `maximumLineLength` (or an endless one, such
+    /// as /dev/zero) is refused with exit 65 naming its number.
+    public static func forEachLine(
+        in url: URL, maximumLineLength: Int = EventLog.maximumLineLength, _ body: (Int, Substring) throws -> Void
+    ) throws {
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
             throw GuestModeError.notFound("cannot open the event log '\(url.path)'", code: .fileNotFound)
         }
         defer { try? handle.close() }
-        var buffer = Data()
+        var pending: [UInt8] = []
         var number = 0
-        while true {
-            let chunk = handle.readData(ofLength: 1 << 20)
-            if chunk.isEmpty { break }
-            buffer.append(chunk)
-            var start = buffer.startIndex
-            while let newline = buffer[start...].firstIndex(of: 0x0A) {
-                number += 1
-                try body(number, Substring(decoding: buffer[start..<newline], as: UTF8.self))
-                start = buffer.index(after: newline)
-            }
-            buffer = Data(buffer[start...])
+        func tooLong() -> GuestModeError {
+            GuestModeError.badData(
+                "\(url.path):\(number + 1): the line is longer than \(maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line",
+                code: .lineTooLong)
         }
-        if !buffer.isEmpty {
+        while true {
+            let chunk: Data
+            do {
+                chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            } catch {
+                throw GuestModeError(.ioError, code: .ioError, "cannot read the event log '\(url.path)': \(error.localizedDescription)")
+            }
+            if chunk.isEmpty { break }
+            try chunk.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+                let bytes = raw.bindMemory(to: UInt8.self)
+                var start = 0
+                // Only the new bytes are searched: each byte is looked at once.
+                while let newline = bytes[start...].firstIndex(of: 0x0A) {
+                    number += 1
+                    if pending.isEmpty {
+                        guard newline - start <= maximumLineLength else { number -= 1; throw tooLong() }
+                        try body(number, Substring(decoding: UnsafeBufferPointer(rebasing: bytes[start..<newline]), as: UTF8.self))
+                    } else {
+                        guard pending.count + newline - start <= maximumLineLength else { number -= 1; throw tooLong() }
+                        pending.append(contentsOf: bytes[start..<newline])
+                        try body(number, Substring(decoding: pending, as: UTF8.self))
+                        pending.removeAll(keepingCapacity: true)
+                    }
+                    start = newline + 1
+                }
+                guard pending.count + bytes.count - start <= maximumLineLength else { throw tooLong() }
+                pending.append(contentsOf: bytes[start...])
+            }
+        }
+        if !pending.isEmpty {
             number += 1
-            try body(number, Substring(decoding: buffer, as: UTF8.self))
+            try body(number, Substring(decoding: pending, as: UTF8.self))
         }
     }
 
-    /// Decodes one line: nil for a blank line, a message for a bad one.
+    /// Decodes one line: nil for a blank line, a message for a bad one. The
+    /// line is read by the strict JSON parser, so a boolean is never taken
+    /// for a number and numbers keep the text they were written with.
     public static func decode(_ line: Substring, defaultTime: Date) -> Result<TrackedEvent?, DecodeFailure> {
         if line.allSatisfy(\.isWhitespace) { return .success(nil) }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-            return .failure("not a JSON object")
+        let object: [String: JSONValue]
+        do {
+            guard case .object(let members) = try StrictJSON.parse(line) else {
+                return .failure("not a JSON object")
+            }
+            object = members
+        } catch {
+            return .failure(DecodeFailure("not a JSON object: \(error)"))
         }
         let known: Set<String> = ["user", "action", "at", "count", "id", "props"]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
             return .failure(DecodeFailure("unknown field '\(unknown)'; expected user, action, at, count, id, props"))
         }
-        guard let user = object["user"] as? String else { return .failure("'user' must be a string") }
-        guard let action = object["action"] as? String else { return .failure("'action' must be a string") }
+        guard case .string(let user)? = object["user"] else { return .failure("'user' must be a string") }
+        guard case .string(let action)? = object["action"] else { return .failure("'action' must be a string") }
         var at = defaultTime
         if let value = object["at"] {
-            guard let text = value as? String, let date = Timestamp.parse(text) else {
+            guard case .string(let text) = value, let date = Timestamp.parse(text) else {
                 return .failure("'at' must be an ISO 8601 time such as 2026-11-22T09:30:00Z")
             }
             at = date
         }
         var count = 1
         if let value = object["count"] {
-            guard !(value is Bool), let number = value as? NSNumber, number.doubleValue.rounded() == number.doubleValue,
-                abs(number.doubleValue) < 1e15
-            else {
+            guard case .number(let text) = value, let number = Double(text), number.rounded() == number else {
                 return .failure("'count' must be a whole number")
             }
-            count = number.intValue
+            guard number >= 1 && number <= 1_000_000_000 else {
+                return .failure(DecodeFailure("'count' must be from 1 to 1000000000, not \(text)"))
+            }
+            count = Int(number)
         }
         var key: String?
         if let value = object["id"] {
-            guard let text = value as? String else { return .failure("'id' must be a string") }
+            guard case .string(let text) = value else { return .failure("'id' must be a string") }
             key = text
         }
-        var properties: [String: String] = [:]
+        var properties: [String: EventProperty] = [:]
         if let value = object["props"] {
-            guard let dictionary = value as? [String: Any] else { return .failure("'props' must be an object") }
+            guard case .object(let dictionary) = value else { return .failure("'props' must be an object") }
             for (name, property) in dictionary {
                 switch property {
-                case let text as String: properties[name] = text
-                case let number as NSNumber: properties[name] = number.stringValue
+                case .string(let text): properties[name] = .string(text)
+                case .number(let text): properties[name] = .number(text)
                 default: return .failure(DecodeFailure("property '\(name)' must be a string or a number"))
                 }
             }
@@ -233,10 +299,20 @@ public enum EventLog {
         init(_ value: String) { description = value }
     }
 
-    /// Properties as stored with an event: a JSON object with sorted keys.
+    /// Properties as stored with an event: a JSON object with sorted keys,
+    /// numbers as numbers.
+    public static func encodeProperties(_ properties: [String: EventProperty]) -> String {
+        JSONValue.object(
+            properties.mapValues { property in
+                switch property {
+                case .string(let text): .string(text)
+                case .number(let text): .number(text)
+                }
+            }
+        ).canonicalText
+    }
+
     public static func encodeProperties(_ properties: [String: String]) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: (try? encoder.encode(properties)) ?? Data("{}".utf8), as: UTF8.self)
+        encodeProperties(properties.mapValues { EventProperty.string($0) })
     }
 }

@@ -129,20 +129,30 @@ extension GuestMode {
         let journalID: Int64
         switch (unfinished, resuming) {
         case (let id?, false):
-            throw GuestModeError.conflict(
-                "migration #\(id) of '\(guest)' into '\(account)' is unfinished; resume it to continue",
-                code: .migrationUnfinished)
+            throw unfinishedMigrationConflict(id, guest: guest, account: account)
         case (nil, true):
             throw GuestModeError.notFound(
                 "no unfinished migration of '\(guest)' into '\(account)' to resume", code: .nothingToResume)
         case (let id?, true):
             journalID = id
         case (nil, false):
-            try store.checkTransfer(of: guest, into: account)
-            let backupPath = try takeBackup([guest, account])
-            checkpoint(.backupTaken)
-            journalID = try store.startMigration(
-                of: guest, into: account, steps: steps.map(\.name), backupPath: backupPath, now: now)
+            do {
+                try store.checkTransfer(of: guest, into: account)
+                let backupPath = try takeBackup([guest, account])
+                checkpoint(.backupTaken)
+                journalID = try store.startMigration(
+                    of: guest, into: account, steps: steps.map(\.name), backupPath: backupPath, now: now)
+            } catch let error as GuestModeError where error.code == .migrationUnfinished {
+                // Another process started the same migration after our first look.
+                if let id = try store.unfinishedMigration(of: guest, into: account) {
+                    throw unfinishedMigrationConflict(id, guest: guest, account: account)
+                }
+                throw error
+            } catch let error as GuestModeError where error.kind == .notFound {
+                // Another process may have finished the same migration meanwhile: the guest is gone because it moved.
+                try refuseFinishedMigration(of: guest, into: account)
+                throw error
+            }
         }
 
         var conflicts: [RecordConflict] = []
@@ -168,6 +178,25 @@ extension GuestMode {
         }
         let overCap = try limits(user: account, collection: nil, now: now).filter(\.isOverCap)
         return MigrationReport(journal: try journal(journalID), conflicts: conflicts, overCap: overCap, isResumed: resuming)
+    }
+
+    /// The answer to a second `migrate` of a guest whose migration another
+    /// run started: a conflict (14), like a second concurrent `link`.
+    private func unfinishedMigrationConflict(_ id: Int64, guest: String, account: String) -> GuestModeError {
+        GuestModeError.conflict(
+            "migration #\(id) of '\(guest)' into '\(account)' is unfinished: another guestmode process may be running it now; if none is, resume it",
+            code: .migrationUnfinished)
+    }
+
+    /// Throws a conflict (14) when `guest` was already migrated into `account`.
+    private func refuseFinishedMigration(of guest: String, into account: String) throws {
+        let finished = try store.migrationJournals(involving: guest).last {
+            $0.kind == "guest-to-account" && $0.source == guest && $0.target == account && $0.status == "done"
+        }
+        guard let finished else { return }
+        throw GuestModeError.conflict(
+            "'\(guest)' was already migrated into '\(account)' by migration #\(finished.id)\(finished.finishedAt.map { " at \(Timestamp.format($0))" } ?? ""); there is nothing left to move",
+            code: .alreadyMigrated)
     }
 
     public func journal(_ id: Int64) throws -> MigrationJournal {

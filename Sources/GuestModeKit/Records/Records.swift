@@ -102,14 +102,44 @@ extension GuestMode {
         GuestModeError.notFound("user '\(userID)' has no record '\(key)' in \(collection)", code: .recordNotFound)
     }
 
-    /// Records are stored as compact JSON so equal documents compare equal.
-    func canonicalJSON(_ text: String) throws -> String {
-        guard let data = text.data(using: .utf8),
-            let value = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        else {
-            throw GuestModeError.badData("the record data is not valid JSON: \(text.prefix(80))", code: .invalidJson)
+    /// Writes a record given as bytes (a file or standard input): they must be
+    /// valid UTF-8, never silently repaired.
+    public func putRecord(user userID: String, collection: String, key: String, jsonBytes: Data, now: Date) throws
+        -> PutResult
+    {
+        try requireCollection(collection)
+        guard let text = String(validating: jsonBytes, as: UTF8.self) else {
+            let offset = StrictJSON.firstInvalidUTF8(in: jsonBytes) ?? 0
+            throw GuestModeError.badData(
+                "the record data is not valid UTF-8 (first bad byte at offset \(offset)); save it as UTF-8 and try again",
+                code: .invalidUtf8)
         }
-        let encoded = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
+        return try putRecord(user: userID, collection: collection, key: key, json: text, now: now)
+    }
+
+    /// Records are stored as compact JSON so equal documents compare equal.
+    /// The text is checked by the strict parser first (Foundation's accepts
+    /// trailing commas) and must be a JSON object.
+    func canonicalJSON(_ text: String) throws -> String {
+        let parsed: JSONValue
+        do {
+            parsed = try StrictJSON.parse(text)
+        } catch {
+            throw GuestModeError.badData(
+                "the record data is not valid JSON: \(error) in \(text.prefix(80).debugDescription)", code: .invalidJson)
+        }
+        guard case .object = parsed else {
+            throw GuestModeError.badData(
+                "the record data is \(parsed.kindDescription), not a JSON object; wrap it, e.g. {\"value\": \(text.prefix(40))}",
+                code: .recordNotObject)
+        }
+        guard let data = text.data(using: .utf8),
+            let value = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
+            let encoded = try? JSONSerialization.data(
+                withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
+        else {
+            return parsed.canonicalText
+        }
         return String(decoding: encoded, as: UTF8.self)
     }
 }

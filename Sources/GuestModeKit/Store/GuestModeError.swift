@@ -81,6 +81,7 @@ extension GuestModeError {
 
         /// Every code the engine and the command line raise, in order.
         public static let all: [Code] = [
+            .alreadyMigrated,
             .archiveError,
             .archiveFormatMismatch,
             .archiveNotFound,
@@ -112,6 +113,7 @@ extension GuestModeError {
             .experimentNotFound,
             .fileNotFound,
             .foreignRow,
+            .guestAlreadyMoved,
             .hostileArchive,
             .idempotencyKeyReused,
             .identityAlreadyExists,
@@ -120,15 +122,19 @@ extension GuestModeError {
             .internalFailure,
             .invalidAmount,
             .invalidAttempts,
+            .invalidDevice,
             .invalidEvent,
             .invalidEventLog,
             .invalidJson,
             .invalidLevel,
             .invalidProfile,
             .invalidSchema,
+            .invalidUsername,
+            .invalidUtf8,
             .ioError,
             .journalMismatch,
             .journalNotFound,
+            .lineTooLong,
             .malformedLog,
             .manifestMismatch,
             .migrationUnfinished,
@@ -151,12 +157,14 @@ extension GuestModeError {
             .providerAlreadyLinked,
             .pushIncomplete,
             .recordNotFound,
+            .recordNotObject,
             .recordsLeftBehind,
             .rowConflict,
             .sameUser,
             .schemaMigrationFailed,
             .storeBusy,
             .storeExists,
+            .storeIsDirectory,
             .storeNotFound,
             .storeTooNew,
             .storeUnreachable,
@@ -183,6 +191,7 @@ extension GuestModeError {
             .windowFull,
         ]
 
+        public static let alreadyMigrated = Code("already_migrated")
         public static let archiveError = Code("archive_error")
         public static let archiveFormatMismatch = Code("archive_format_mismatch")
         public static let archiveNotFound = Code("archive_not_found")
@@ -214,6 +223,7 @@ extension GuestModeError {
         public static let experimentNotFound = Code("experiment_not_found")
         public static let fileNotFound = Code("file_not_found")
         public static let foreignRow = Code("foreign_row")
+        public static let guestAlreadyMoved = Code("guest_already_moved")
         public static let hostileArchive = Code("hostile_archive")
         public static let idempotencyKeyReused = Code("idempotency_key_reused")
         public static let identityAlreadyExists = Code("identity_already_exists")
@@ -222,15 +232,19 @@ extension GuestModeError {
         public static let internalFailure = Code("internal")
         public static let invalidAmount = Code("invalid_amount")
         public static let invalidAttempts = Code("invalid_attempts")
+        public static let invalidDevice = Code("invalid_device")
         public static let invalidEvent = Code("invalid_event")
         public static let invalidEventLog = Code("invalid_event_log")
         public static let invalidJson = Code("invalid_json")
         public static let invalidLevel = Code("invalid_level")
         public static let invalidProfile = Code("invalid_profile")
         public static let invalidSchema = Code("invalid_schema")
+        public static let invalidUsername = Code("invalid_username")
+        public static let invalidUtf8 = Code("invalid_utf8")
         public static let ioError = Code("io_error")
         public static let journalMismatch = Code("journal_mismatch")
         public static let journalNotFound = Code("journal_not_found")
+        public static let lineTooLong = Code("line_too_long")
         public static let malformedLog = Code("malformed_log")
         public static let manifestMismatch = Code("manifest_mismatch")
         public static let migrationUnfinished = Code("migration_unfinished")
@@ -253,12 +267,14 @@ extension GuestModeError {
         public static let providerAlreadyLinked = Code("provider_already_linked")
         public static let pushIncomplete = Code("push_incomplete")
         public static let recordNotFound = Code("record_not_found")
+        public static let recordNotObject = Code("record_not_object")
         public static let recordsLeftBehind = Code("records_left_behind")
         public static let rowConflict = Code("row_conflict")
         public static let sameUser = Code("same_user")
         public static let schemaMigrationFailed = Code("schema_migration_failed")
         public static let storeBusy = Code("store_busy")
         public static let storeExists = Code("store_exists")
+        public static let storeIsDirectory = Code("store_is_directory")
         public static let storeNotFound = Code("store_not_found")
         public static let storeTooNew = Code("store_too_new")
         public static let storeUnreachable = Code("store_unreachable")

@@ -118,6 +118,21 @@ extension GuestMode {
     /// Creates an anonymous user, optionally keeping a legacy anonymous
     /// username with a slow salted hash of its secret.
     public func createGuest(device: String?, credentials: AnonymousCredentials? = nil, now: Date) throws -> User {
+        if let device, device.isEmpty || device.count > 256 || device.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw GuestModeError.usage(
+                "the device id must be 1 to 256 characters without control characters, not \(device.debugDescription)",
+                code: .invalidDevice)
+        }
+        if let username = credentials?.username {
+            let trimmed = username.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty, trimmed == username, username.count <= 256,
+                !username.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
+                throw GuestModeError.usage(
+                    "the username must be 1 to 256 characters, without control characters or leading or trailing spaces, not \(username.debugDescription)",
+                    code: .invalidUsername)
+            }
+        }
         let user = User(
             id: UUID().uuidString.lowercased(), device: device, state: .anonymous, promptState: "anonymous",
             createdAt: now, lastSeenAt: now, linkedAt: nil)

@@ -128,6 +128,13 @@ struct SQLiteTransfer {
     /// Counters, events, usage, plans, prompt history, experiments: what a
     /// user did rather than what it stored. Returns the rows moved.
     func moveActivity(_ db: Database) throws -> Int {
+        // The guest must still be there: a concurrent run that already moved it is a conflict, and a
+        // missing row must never null the account's times.
+        guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [source]) == true else {
+            throw GuestModeError(
+                .conflict, code: .guestAlreadyMoved,
+                "the guest '\(source)' is no longer in the store: another run has already moved or removed it")
+        }
         var moved = 0
         let suffix = "@" + source
         // Idempotency keys stay unique per user: a key both users used is
@@ -183,8 +190,8 @@ struct SQLiteTransfer {
         try db.execute(
             sql: """
                 UPDATE users SET
-                    created_at = min(created_at, (SELECT created_at FROM users WHERE id = ?)),
-                    last_seen_at = max(last_seen_at, (SELECT last_seen_at FROM users WHERE id = ?))
+                    created_at = min(created_at, coalesce((SELECT created_at FROM users WHERE id = ?), created_at)),
+                    last_seen_at = max(last_seen_at, coalesce((SELECT last_seen_at FROM users WHERE id = ?), last_seen_at))
                 WHERE id = ?
                 """,
             arguments: [source, source, target])

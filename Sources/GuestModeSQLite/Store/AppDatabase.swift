@@ -86,6 +86,12 @@ struct AppDatabase: Sendable {
 enum StoreFile {
     static func open(path: String, creating: Bool, migrating: Bool = true) throws -> AppDatabase {
         let fileManager = FileManager.default
+        var isDirectory: ObjCBool = false
+        if fileManager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw GuestModeError(
+                .cannotCreate, code: .storeIsDirectory,
+                "the store '\(path)' is a directory; give a store file, e.g. --store \((path as NSString).appendingPathComponent("guestmode.sqlite"))")
+        }
         if fileManager.fileExists(atPath: path) {
             if creating {
                 throw GuestModeError(

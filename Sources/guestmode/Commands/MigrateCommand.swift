@@ -56,6 +56,7 @@ struct MigrateCommand: ParsableCommand {
                 for conflict in plan.conflicts { output.line("  conflict \(ConflictText.describe(conflict))") }
                 return
             }
+            SafetyBackup.removeAbandoned(directory: backupDirectory, global: global)
             let stopAfter = ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"]
             let report = try engine.migrate(
                 guest: guest, to: to, resuming: resume, now: now,

@@ -33,9 +33,15 @@ struct RecordCommand: ParsableCommand {
 
         func run() throws {
             let engine = try global.openEngine()
-            let json = try data ?? String(decoding: readInput(file!), as: UTF8.self)
-            let result = try engine.putRecord(
-                user: record.user, collection: record.collection, key: record.key, json: json, now: try global.currentTime())
+            let now = try global.currentTime()
+            let result =
+                if let data {
+                    try engine.putRecord(user: record.user, collection: record.collection, key: record.key, json: data, now: now)
+                } else {
+                    try engine.putRecord(
+                        user: record.user, collection: record.collection, key: record.key,
+                        jsonBytes: readInput(file ?? "-"), now: now)
+                }
             if global.json { try global.output.json(result) }
             try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: record.key, global: global)
         }

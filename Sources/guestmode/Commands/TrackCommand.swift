@@ -59,13 +59,14 @@ struct TrackCommand: ParsableCommand {
         let engine = try global.openEngine()
         let now = try global.currentTime()
         if let from { return try ingest(from, engine: engine, now: now) }
-        var propertyMap: [String: String] = [:]
+        guard let user, let action else { throw ValidationError("missing USER and ACTION (or --from FILE)") }
+        var propertyMap: [String: EventProperty] = [:]
         for property in properties {
-            let parts = property.split(separator: "=", maxSplits: 1)
-            propertyMap[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+            let parts = property.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            propertyMap[String(parts[0])] = .string(parts.count > 1 ? String(parts[1]) : "")
         }
         let event = TrackedEvent(
-            user: user!, action: action!, at: now, count: count, idempotencyKey: idempotencyKey, properties: propertyMap)
+            user: user, action: action, at: now, count: count, idempotencyKey: idempotencyKey, properties: propertyMap)
         let result = try engine.track(event, now: now)
         if global.json { return try global.output.json(result) }
         if global.quiet { return }
@@ -107,19 +108,48 @@ struct TrackCommand: ParsableCommand {
         }
     }
 
-    /// Standard input can be read once; validation needs two passes.
+    /// Standard input can be read once; validation needs two passes. The
+    /// spool is named after this process, so a later run can tell a spool
+    /// left by a killed run (its process is gone) and remove it. Lines past
+    /// the maximum length are refused while spooling, so an endless input
+    /// never fills the disk.
     private func spoolStandardInput() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("guestmode-track-\(UUID().uuidString).ndjson")
+        let directory = FileManager.default.temporaryDirectory
+        StaleFiles.removeAbandoned(in: directory) { name in
+            StaleFiles.ownerPID(of: name, prefix: "guestmode-track-", suffix: ".ndjson")
+        }
+        let url = directory.appendingPathComponent("guestmode-track-\(getpid())-\(UUID().uuidString).ndjson")
         guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
             let handle = FileHandle(forWritingAtPath: url.path)
         else {
-            throw GuestModeError(.cannotCreate, code: .cannotSpool, "cannot create a temporary file in \(url.deletingLastPathComponent().path)")
+            throw GuestModeError(.cannotCreate, code: .cannotSpool, "cannot create a temporary file in \(directory.path) (set TMPDIR to a writable directory)")
         }
         defer { try? handle.close() }
-        while true {
-            let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
-            if chunk.isEmpty { break }
-            handle.write(chunk)
+        var line = 1
+        var lineLength = 0
+        do {
+            while true {
+                let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
+                if chunk.isEmpty { break }
+                for byte in chunk {
+                    if byte == 0x0A {
+                        line += 1
+                        lineLength = 0
+                    } else {
+                        lineLength += 1
+                    }
+                }
+                if lineLength > EventLog.maximumLineLength {
+                    throw GuestModeError(
+                        .badData, code: .lineTooLong,
+                        "<stdin>:\(line): the line is longer than \(EventLog.maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line")
+                }
+                try handle.write(contentsOf: chunk)
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: url)
+            if error is GuestModeError { throw error }
+            throw GuestModeError(.ioError, code: .ioError, "cannot spool standard input to \(url.path): \(error.localizedDescription)")
         }
         return url
     }

@@ -7,16 +7,29 @@ enum SafetyBackup {
     static func take(
         engine: GuestMode, users: [String], directory: String?, label: String, global: GlobalOptions, now: Date
     ) throws -> String {
-        let storeDirectory = URL(fileURLWithPath: global.storePath).deletingLastPathComponent()
-        let folder = directory.map { URL(fileURLWithPath: $0) } ?? storeDirectory.appendingPathComponent("guestmode-backups")
+        let folder = folder(directory: directory, global: global)
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw GuestModeError(.cannotCreate, code: .cannotCreateBackup, "cannot create the backup directory '\(folder.path)': \(error.localizedDescription)")
         }
+        removeAbandoned(directory: directory, global: global)
         let stamp = Timestamp.format(now).replacingOccurrences(of: ":", with: "")
         let path = folder.appendingPathComponent("\(label)-\(stamp)-\(users[0].prefix(8)).gmbackup").path
         _ = try engine.exportBackup(.users(users), to: path, format: .tarZstd, now: now, toolVersion: GuestModeVersion.current)
         return path
+    }
+
+    static func folder(directory: String?, global: GlobalOptions) -> URL {
+        let storeDirectory = URL(fileURLWithPath: global.storePath).deletingLastPathComponent()
+        return directory.map { URL(fileURLWithPath: $0) } ?? storeDirectory.appendingPathComponent("guestmode-backups")
+    }
+
+    /// A run killed while writing its backup left `.<name>.gmbackup.tmp-<pid>-<n>`
+    /// behind; the files of processes that no longer exist are removed.
+    static func removeAbandoned(directory: String?, global: GlobalOptions) {
+        StaleFiles.removeAbandoned(in: folder(directory: directory, global: global)) {
+            StaleFiles.atomicTemporaryOwner(of: $0, fileSuffix: ".gmbackup")
+        }
     }
 }

@@ -1,0 +1,227 @@
+import Foundation
+import Testing
+
+/// One bad command line (issue 14, "Bad input on the command line"): what
+/// is run, the exit status it must end with and a fragment its message must
+/// hold. `{G}` in the arguments and the setup script is a guest of the store.
+struct BadInput: Sendable, CustomTestStringConvertible {
+    var arguments: [String]
+    var input: String?
+    var status: Int32
+    var fragment: String
+    var profile = "voice"
+    /// A shell script run in the sandbox first (to write the files the case reads).
+    var setup: String?
+
+    init(
+        _ arguments: [String], input: String? = nil, _ status: Int32, _ fragment: String, profile: String = "voice",
+        setup: String? = nil
+    ) {
+        self.arguments = arguments
+        self.input = input
+        self.status = status
+        self.fragment = fragment
+        self.profile = profile
+        self.setup = setup
+    }
+
+    var testDescription: String { "\(arguments.joined(separator: " ")) → \(status)" }
+
+    static let all: [BadInput] = [
+        // Numeric options are range-checked: no overflow trap.
+        BadInput(["user", "list", "--inactive-days", "9223372036854775807"], 64, "--inactive-days"),
+        BadInput(["user", "purge", "--inactive-days", "9223372036854775807", "--yes"], 64, "--inactive-days"),
+        BadInput(["user", "list", "--inactive-days", "-1"], 64, "--inactive-days"),
+        BadInput(["plan", "grant", "{G}", "premium", "--trial", "99999999999 years"], 64, "--trial"),
+        BadInput(["plan", "grant", "{G}", "premium", "--until", "99999-01-01T00:00:00Z"], 64, "--until"),
+        BadInput(["track", "{G}", "app_opened", "--count", "0"], 64, "--count"),
+        BadInput(["track", "{G}", "app_opened", "--count", "9223372036854775808"], 64, "--count"),
+        // Amounts are validated in one place, the gate as strictly as the ledger.
+        BadInput(["meter", "check", "{G}", "api_minutes", "nan"], 64, "'nan'"),
+        BadInput(["meter", "check", "{G}", "api_minutes", "0"], 64, "'0'"),
+        BadInput(["meter", "check", "{G}", "api_minutes", "-1e9"], 64, "-1e9"),
+        BadInput(["meter", "check", "{G}", "api_minutes", "--", "-5"], 64, "'-5'"),
+        BadInput(["--json", "meter", "check", "{G}", "api_minutes", "nan"], 64, "invalid_amount"),
+        BadInput(["meter", "use", "{G}", "api_minutes", "1e308"], 64, "'1e308'"),
+        BadInput(["meter", "use", "{G}", "api_minutes", "inf"], 64, "'inf'"),
+        // Strict ISO 8601 times.
+        BadInput(["--now", "2026-02-30", "user", "list"], 64, "'2026-02-30'"),
+        BadInput(["--now", "2026-11-01T00:00:00+99:00", "user", "list"], 64, "+99:00"),
+        BadInput(["--now", "yesterday", "user", "list"], 64, "'yesterday'"),
+        // Records: valid UTF-8, strict JSON, an object.
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--file", "latin1.json"], 65, "not valid UTF-8", profile: "recipes",
+            setup: #"printf '{"name":"cr\351pe"}' > latin1.json"#),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", "[1,2,]"], 65, "trailing comma", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1,}"#], 65, "trailing comma", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", "[1,2]"], 65, "not a JSON object", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #""x""#], 65, "not a JSON object", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", "42"], 65, "not a JSON object", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":NaN}"#], 65, "not valid JSON", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1e999}"#], 65, "out of range", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1,"a":2}"#], 65, "duplicate", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1} {"#], 65, "after the JSON value", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{'a':1}"#], 65, "not valid JSON", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", #"{"a":"# + String(repeating: "[", count: 100_000) + "}"], 65,
+            "nesting", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--data", ""], 65, "not valid JSON", profile: "recipes"),
+        BadInput(["record", "put", "{G}", "recipes", "k", "--file", "missing.json"], 66, "missing.json", profile: "recipes"),
+        // Unknown names from the profile, and missing users and records.
+        BadInput(["record", "put", "{G}", "nope", "k", "--data", "{}"], 64, "unknown collection 'nope'", profile: "recipes"),
+        BadInput(["meter", "use", "{G}", "nope", "1"], 64, "unknown meter 'nope'"),
+        BadInput(["plan", "grant", "{G}", "gold"], 64, "no plan 'gold'"),
+        BadInput(["link", "{G}", "--provider", "myspace", "--subject", "s"], 64, "unknown provider 'myspace'"),
+        BadInput(["track", "{G}", "danced"], 64, "unknown action 'danced'"),
+        BadInput(["prompt", "record", "{G}", "nope", "shown"], 64, "no prompt context 'nope'"),
+        BadInput(["counters", "nobody"], 66, "no user 'nobody'"),
+        BadInput(["user", "show", "nobody"], 66, "no user 'nobody'"),
+        BadInput(["meter", "use", "nobody", "api_minutes", "1"], 66, "no user 'nobody'"),
+        BadInput(["record", "get", "{G}", "recipes", "absent"], 66, "no record 'absent'", profile: "recipes"),
+        BadInput(["merge", "{G}", "--into", "nobody", "--policy", "union"], 66, "no user 'nobody'"),
+        BadInput(["migrate", "{G}", "--to", "{G}"], 64, "into itself"),
+        BadInput(["init", "--profile", "nope", "--store", "other.sqlite"], 66, "no profile named 'nope'"),
+        // Users: no empty or blank legacy usernames.
+        BadInput(["guest", "new", "--username", "", "--secret-stdin"], input: "secret\n", 64, "username"),
+        BadInput(["guest", "new", "--username", " padded ", "--secret-stdin"], input: "secret\n", 64, "username"),
+        BadInput(["guest", "new", "--device", ""], 64, "device"),
+        // Stores that are not store files.
+        BadInput(["--store", "folder", "user", "list"], 73, "is a directory", setup: "mkdir folder"),
+        BadInput(["--store", "missing.sqlite", "user", "list"], 66, "no store at 'missing.sqlite'"),
+        BadInput(["--store", "garbage.sqlite", "user", "list"], 65, "garbage.sqlite", setup: "head -c 8192 /dev/urandom > garbage.sqlite"),
+        // Event logs: each line checked, numbered in the message, nothing applied.
+        BadInput(["track", "--from", "missing.ndjson"], 66, "missing.ndjson"),
+        BadInput(
+            ["track", "--from", "log.ndjson"], 65, "log.ndjson:2: not a JSON object",
+            setup: #"printf '{"user":"{G}","action":"app_opened"}\n{"user":"{G}","action":"app_opened",}\n' > log.ndjson"#),
+        BadInput(
+            ["track", "--from", "log.ndjson"], 65, "log.ndjson:1: 'count' must be a whole number",
+            setup: #"printf '{"user":"{G}","action":"app_opened","count":true}\n' > log.ndjson"#),
+        BadInput(
+            ["track", "--from", "log.ndjson"], 65, "log.ndjson:1: 'count' must be from 1 to 1000000000",
+            setup: #"printf '{"user":"{G}","action":"app_opened","count":1e12}\n' > log.ndjson"#),
+        BadInput(
+            ["track", "--from", "log.ndjson"], 65, "log.ndjson:1: 'count' must be from 1 to 1000000000",
+            setup: #"printf '{"user":"{G}","action":"app_opened","count":0}\n' > log.ndjson"#),
+        BadInput(
+            ["track", "--from", "log.ndjson"], 65, "log.ndjson:1: 'user' must be a string",
+            setup: #"printf '{"user":7,"action":"app_opened"}\n' > log.ndjson"#),
+        BadInput(
+            ["track", "--from", "log.ndjson"], 65, "log.ndjson:1: no user 'ghost'",
+            setup: #"printf '{"user":"ghost","action":"app_opened"}\n' > log.ndjson"#),
+        BadInput(
+            ["track", "--from", "log.ndjson"], 65, "log.ndjson:1: property 'p' must be a string or a number",
+            setup: #"printf '{"user":"{G}","action":"app_opened","props":{"p":[1]}}\n' > log.ndjson"#),
+        BadInput(
+            ["track", "--from", "-"], input: "{\"user\":\"{G}\",\"action\":\"app_opened\"}\n\u{1}\n", 65, "<stdin>:2: not a JSON object"),
+        BadInput(["track", "--from", "/dev/zero"], 65, "/dev/zero:1: the line is longer than 1048576 bytes"),
+        BadInput(["replay", "/dev/zero"], 65, "/dev/zero:1: the line is longer than 1048576 bytes"),
+        BadInput(
+            ["replay", "log.ndjson"], 65, "log.ndjson:1:",
+            setup: #"printf '{"user":"u","action":"app_opened","at":"2026-02-30T00:00:00Z"}\n' > log.ndjson"#),
+    ]
+}
+
+@Suite("Bad input: refused with the documented exit status, never a signal, store unchanged")
+struct BadInputTests {
+    @Test("bad command line", arguments: BadInput.all)
+    func refused(_ bad: BadInput) async throws {
+        let sandbox = try await Sandbox.withStore(bad.profile)
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let guest = try await sandbox.newGuest()
+        if let setup = bad.setup {
+            let prepared = try await sandbox.shell(setup.replacingOccurrences(of: "{G}", with: guest))
+            #expect(prepared.status == 0, "setup: \(prepared.stderr)")
+        }
+        let before = try storeBytes(sandbox)
+        let arguments = bad.arguments.map { $0.replacingOccurrences(of: "{G}", with: guest) }
+        let input = bad.input.map { Data($0.replacingOccurrences(of: "{G}", with: guest).utf8) }
+        let result = try await sandbox.run(arguments: arguments, input: input)
+        #expect(!result.signalled, "died by signal \(result.status): \(result.stderr)")
+        #expect(result.status == bad.status, "exit \(result.status), stderr: \(result.stderr.prefix(400))")
+        #expect(result.stderr.contains(bad.fragment), "stderr: \(result.stderr.prefix(400))")
+        #expect(try storeBytes(sandbox) == before, "the store changed")
+    }
+
+    /// The store file and its WAL, if one is left.
+    private func storeBytes(_ sandbox: Sandbox) throws -> [Data] {
+        try ["guestmode.sqlite", "guestmode.sqlite-wal"].map { name in
+            FileManager.default.fileExists(atPath: sandbox.path(name)) ? try sandbox.read(name) : Data()
+        }
+    }
+
+    @Test("\"count\": 1, the documented default, is accepted in track --from; true is not a count")
+    func countOneIsAccepted() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let guest = try await sandbox.newGuest()
+        let log = #"{"user":"\#(guest)","action":"app_opened","count":1}"# + "\n"
+            + #"{"user":"\#(guest)","action":"app_opened","count":2.0,"id":"k"}"# + "\n"
+        let result = try await sandbox.run("track", "--from", "-", "--json", input: log)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.object["applied"] as? Int == 2)
+        #expect(try await sqlite(sandbox, "SELECT total FROM counters WHERE action = 'app_opened'") == "3")
+    }
+
+    @Test("event props numbers are stored and come back as JSON numbers")
+    func propsNumbersStayNumbers() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let guest = try await sandbox.newGuest()
+        let log = #"{"user":"\#(guest)","action":"app_opened","props":{"minutes":3,"ratio":1.5,"big":12345678901234567890,"name":"x/y"}}"#
+        let result = try await sandbox.run("track", "--from", "-", input: log)
+        #expect(result.status == 0, "\(result.stderr)")
+        let stored = try await sqlite(sandbox, "SELECT properties FROM events WHERE action = 'app_opened'")
+        #expect(stored == #"{"big":12345678901234567890,"minutes":3,"name":"x/y","ratio":1.5}"#)
+        #expect(try await sqlite(sandbox, "SELECT json_type(properties, '$.minutes') FROM events") == "integer")
+    }
+
+    @Test("a record is stored as canonical JSON when it is a valid object")
+    func validRecordsStillWork() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
+        let guest = try await sandbox.newGuest()
+        try sandbox.write("recipe.json", #"{ "title": "Crêpe \ud83e\udd5e", "steps": [1, 2], "b": {"z": null, "a": true} }"#)
+        let put = try await sandbox.run("record", "put", guest, "recipes", "r1", "--file", "recipe.json")
+        #expect(put.status == 0, "\(put.stderr)")
+        let get = try await sandbox.run("record", "get", guest, "recipes", "r1")
+        #expect(get.stdout.contains(#""title":"Crêpe 🥞""#), "\(get.stdout)")
+        #expect(get.stdout.contains(#""b":{"a":true,"z":null}"#))
+    }
+
+    @Test("a 40 MB line in track --from or replay is refused with 65 naming the line, not read for minutes")
+    func hugeLineIsRefused() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let guest = try await sandbox.newGuest()
+        let prepared = try await sandbox.shell(
+            #"printf '{"user":"\#(guest)","action":"app_opened"}\n{"user":"' > huge.ndjson && head -c 41943040 /dev/zero | tr '\0' x >> huge.ndjson && printf '","action":"app_opened"}\n' >> huge.ndjson"#
+        )
+        #expect(prepared.status == 0)
+        let before = try sandbox.snapshot()
+        let track = try await sandbox.run("track", "--from", "huge.ndjson")
+        #expect(track.status == 65, "\(track.stderr)")
+        #expect(track.stderr.contains("huge.ndjson:2: the line is longer than 1048576 bytes"))
+        let piped = try await sandbox.shell("\(Sandbox.binary.path) track --from - < huge.ndjson")
+        #expect(piped.status == 65)
+        #expect(piped.stderr.contains("<stdin>:2: the line is longer than 1048576 bytes"))
+        let replay = try await sandbox.run("replay", "huge.ndjson")
+        #expect(replay.status == 65)
+        #expect(replay.stderr.contains("huge.ndjson:2: the line is longer"))
+        #expect(try sandbox.snapshot() == before)
+        // A line just under the limit is still read (and refused only for what it says).
+        let long = try await sandbox.shell(
+            #"{ printf '{"user":"\#(guest)","action":"app_opened","id":"'; head -c 1048000 /dev/zero | tr '\0' k; printf '"}\n'; } > long.ndjson"#
+        )
+        #expect(long.status == 0)
+        #expect(try await sandbox.run("track", "--from", "long.ndjson").status == 0)
+    }
+
+    @Test("an endless input on standard input is refused (65), not spooled until the disk is full")
+    func endlessStandardInput() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        sandbox.environment["TMPDIR"] = sandbox.directory.path
+        let result = try await sandbox.shell("head -c 200000000 /dev/zero | \(Sandbox.binary.path) track --from -")
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stderr.contains("<stdin>:1: the line is longer than 1048576 bytes"))
+        let spools = try FileManager.default.contentsOfDirectory(atPath: sandbox.directory.path)
+            .filter { $0.hasPrefix("guestmode-track-") }
+        #expect(spools.isEmpty, "spool left behind: \(spools)")
+    }
+}
