@@ -270,8 +270,13 @@ final class ArchiveReader {
         guard fstat(file, &status) == 0, status.st_size >= 22 else { return false }
         var tail = [UInt8](repeating: 0, count: 22)
         let count = tail.withUnsafeMutableBytes { pread(file, $0.baseAddress, 22, off_t(status.st_size - 22)) }
-        guard count == 22 else { return false }
-        return tail.starts(with: [0x50, 0x4B, 0x05, 0x06]) && tail[20] == 0 && tail[21] == 0
+        guard count == 22, tail.starts(with: [0x50, 0x4B, 0x05, 0x06]), tail[20] == 0, tail[21] == 0 else { return false }
+        // The central directory must end where this record starts (zip64 archives say 0xFFFFFFFF and are not checked).
+        func word(_ offset: Int) -> Int64 { tail[offset..<offset + 4].reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) } }
+        let directorySize = word(12)
+        let directoryOffset = word(16)
+        if directoryOffset == 0xFFFF_FFFF || directorySize == 0xFFFF_FFFF { return true }
+        return directoryOffset + directorySize == Int64(status.st_size) - 22
     }
 
     /// Checks the file's first bytes against the format its name promises, so

@@ -195,7 +195,7 @@ enum EncryptedArchive {
         case 2:
             guard let passphrase = keys.passphrase else {
                 throw GuestModeError.usage(
-                    "'\(path)' is encrypted with a passphrase; give it in a file", code: .passphraseRequired)
+                    "'\(path)' is encrypted with a passphrase", code: .passphraseRequired)
             }
             guard header[32..<40].allSatisfy({ $0 == 0 }) else { throw undecryptable(path) }
             encryption = .passphrase(passphrase)

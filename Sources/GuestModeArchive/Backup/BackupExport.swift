@@ -46,7 +46,7 @@ extension GuestMode {
             let header = BackupHeader(
                 format: BackupFormat.formatName, formatVersion: BackupFormat.currentVersion, toolVersion: toolVersion,
                 profile: .init(name: profile.name, version: profile.version), users: users,
-                guestOwner: snapshot.guestOwner, created: Timestamp.format(now))
+                guestOwner: snapshot.guestOwner, created: Timestamp.format(now), signingKeyId: signingKey?.id)
             let headerBytes = Array(try BackupFormat.encoder().encode(header))
             var manifest = BackupManifest(formatVersion: BackupFormat.currentVersion, entries: [], tables: [:])
             var written = 0

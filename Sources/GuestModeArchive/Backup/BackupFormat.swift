@@ -57,6 +57,10 @@ public struct BackupHeader: Codable, Sendable, Equatable {
     /// before any user existed (owned by the profile's guest owner).
     public var guestOwner: String?
     public var created: String
+    /// Format 2: the id of the deployment key that signs the archive in
+    /// signature.json, or nil for an unsigned archive. In the header so the
+    /// manifest's hash covers it and a damaged signature.json is detected.
+    public var signingKeyId: String?
 }
 
 /// `manifest.json`: the size and SHA-256 of every other entry and the rows per table.

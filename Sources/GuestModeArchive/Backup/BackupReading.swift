@@ -118,10 +118,21 @@ struct ArchiveWalk {
     /// signature that names this deployment's key but does not hold is a
     /// damaged or altered archive and throws.
     func signatureStatus(key: BackupKey?, path: String) throws -> SignatureStatus {
-        guard let signature else { return .unsigned }
+        guard let signature else {
+            guard header.signingKeyId == nil else {
+                throw GuestModeError.badData(
+                    "the archive '\(path)' says in header.json that it is signed but has no signature.json; it is damaged or was altered, and nothing was changed",
+                    code: .badSignature)
+            }
+            return .unsigned
+        }
+        guard signature.keyId == header.signingKeyId, signature.algorithm == BackupSignature.algorithmName else {
+            throw GuestModeError.badData(
+                "the archive '\(path)' has a signature.json that does not agree with header.json; it is damaged or was altered, and nothing was changed",
+                code: .badSignature)
+        }
         guard let key, signature.keyId == key.id else { return .anotherDeployment }
-        guard signature.algorithm == BackupSignature.algorithmName,
-              let mac = Self.bytes(ofHex: signature.mac),
+        guard let mac = Self.bytes(ofHex: signature.mac),
               key.isValidSignature(mac, header: headerBytes, manifest: manifestBytes)
         else {
             throw GuestModeError.badData(

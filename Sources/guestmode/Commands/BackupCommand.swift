@@ -354,7 +354,7 @@ extension BackupCommand {
                 let existing = try global.backupKey()
                 if let existing, existing != key, !force {
                     throw GuestModeError.conflict(
-                        "a different backup key (\(existing.id)) is already at '\(path)'; pass --force to replace it",
+                        "a different backup key (\(existing.id)) is already at '\(path)'",
                         code: .keyExists)
                 }
                 if existing != key { try key.write(to: path, exclusive: false) }
