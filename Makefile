@@ -15,7 +15,7 @@ DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc libpq-dev postgresql
 
-.PHONY: all deps build run test crash lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test crash sweep lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -42,6 +42,11 @@ test: deps
 	$(SWIFT) build --build-tests
 	bash scripts/with-postgres.sh $(SWIFT) test --skip-build
 	$(MAKE) lint-man
+
+# Flips every byte of a small archive of each format (make test flips every 11th).
+sweep: deps
+	$(SWIFT) build --build-tests
+	GUESTMODE_SWEEP_STRIDE=1 $(SWIFT) test --skip-build --filter everyByteFlipped
 
 check-layout:
 	bash scripts/check-layout.sh

@@ -57,6 +57,7 @@ let package = Package(
                 "GuestModeKit",
                 "CArchive",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

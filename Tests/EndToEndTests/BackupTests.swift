@@ -78,8 +78,16 @@ struct BackupTests {
         #expect(try await sandbox.run("backup", "verify", "--full", archive).status == 0)
 
         #expect(try await sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
-        let imported = try await sandbox.run("--store", "fresh.sqlite", "backup", "import", archive)
+        // The same deployment: the second store takes the first one's key, so it trusts the archive.
+        let key = try await sandbox.run("backup", "key", "export", "--out", "-")
+        #expect(key.status == 0 && key.stdout.count == 65)
+        let installed = try await sandbox.run(
+            arguments: ["--store", "fresh.sqlite", "backup", "key", "import", "-", "--force"], input: Data(key.stdout.utf8))
+        #expect(installed.status == 0, "\(installed.stderr)")
+        let imported = try await sandbox.run("--store", "fresh.sqlite", "backup", "import", archive, "--json")
         #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.object["signature"] as? String == "this-deployment")
+        #expect(imported.object["skipped_tables"] as? [String] == [])
         for table in perUserTables {
             let original = try await sandbox.dump("guestmode.sqlite", table)
             #expect(!original.isEmpty, "fixture has no rows in \(table)")
@@ -124,7 +132,7 @@ struct BackupTests {
         let message = imported.errorJSON["message"] as? String ?? ""
         #expect(message.contains(name), "\(kind): \(message)")
         if kind == "newer-version" {
-            #expect(message.contains("version 2") && message.contains("up to 1"), "\(message)")
+            #expect(message.contains("version 3") && message.contains("up to 2"), "\(message)")
         }
         #expect(try sandbox.snapshot() == before, "\(kind) changed the store")
         #expect(try await sandbox.run("backup", "verify", "--full", name).status == 65)
@@ -227,7 +235,8 @@ struct BackupTests {
         let inspected = try await sandbox.run("backup", "inspect", "two.tar.gz", "--json")
         #expect(inspected.status == 0)
         let header = inspected.object["header"] as? [String: Any]
-        #expect(header?["format_version"] as? Int == 1)
+        #expect(header?["format_version"] as? Int == 2)
+        #expect(inspected.object["signature"] as? String == "this-deployment")
         #expect(header?["users"] as? [String] == ["u1", "u2"])
         #expect(((inspected.object["manifest"] as? [String: Any])?["tables"] as? [String: Int])?["records"] == 201)
         #expect(try await sandbox.run("backup", "export", "nobody", "--out", "x.gmbackup").status == 66)
@@ -323,7 +332,7 @@ struct BackupTests {
             try await sandbox.shell("cp real.tar.gz renamed.zip")
             return "renamed.zip"
         case "newer-version":
-            let newer = header.replacingOccurrences(of: #""format_version":1"#, with: #""format_version":2"#)
+            let newer = header.replacingOccurrences(of: #""format_version":1"#, with: #""format_version":3"#)
             try await sandbox.python(prelude + """
                 with tarfile.open('newer.tar.gz', 'w:gz') as tar:
                     regular(tar, 'header.json', b'\(newer)')

@@ -52,9 +52,8 @@ struct PostgresTests {
             #expect(try await sandbox.run("meter", "use", guest, "api_minutes", amount).status == 0)
         }
         // Fifteen single minutes from eight processes at once: every one that fits is recorded, none past the allowance.
-        let script = (1...15).map { _ in "\"$GM\" meter use \(guest) api_minutes 1 >/dev/null 2>&1 &" }.joined(separator: "\n")
-        let raced = try await sandbox.shell("GM='\(Sandbox.binary.path)'\n\(script)\nwait")
-        #expect(raced.status == 0)
+        let uses = try (1...15).map { _ in try sandbox.start(["meter", "use", guest, "api_minutes", "1"]) }
+        for use in uses { _ = await Sandbox.exitStatus(of: use) }
         let status = try await sandbox.run("meter", "status", guest, "api_minutes", "--json")
         #expect(status.stdout.contains("\"used\" : 60"), "\(status.stdout)")
         #expect(status.stdout.contains("\"remaining\" : 0"), "\(status.stdout)")
@@ -65,9 +64,16 @@ struct PostgresTests {
     func concurrentTrack() async throws {
         let sandbox = try await Sandbox.withPostgresStore("recipes")
         let guest = try await sandbox.newGuest()
-        let lines = (1...8).map { _ in "\"$GM\" track \(guest) app_opened --count 5 &\n\"$GM\" track \(guest) recipe_viewed --id same &" }
-        let raced = try await sandbox.shell("GM='\(Sandbox.binary.path)'\n\(lines.joined(separator: "\n"))\nwait")
-        #expect(raced.status == 0)
+        let tracks = try (1...8).flatMap { _ in
+            [
+                try sandbox.start(["track", guest, "app_opened", "--count", "5"]),
+                try sandbox.start(["track", guest, "recipe_viewed", "--id", "same"]),
+            ]
+        }
+        for track in tracks {
+            let (status, errors) = await Sandbox.exitStatus(of: track)
+            #expect(status == 0, "\(errors)")
+        }
         let counters = try await sandbox.run("counters", guest, "--json")
         #expect(counters.object["app_opened"] as? Int == 40, "\(counters.stdout)")
         #expect(counters.object["recipe_viewed"] as? Int == 1, "\(counters.stdout)")

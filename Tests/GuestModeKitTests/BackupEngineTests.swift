@@ -37,8 +37,9 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
     func fixtures(name: String) throws {
         let path = archivesDirectory.appendingPathComponent(name).path
         let engine = try habitsEngine()
-        let report = try engine.importBackup(from: path, onConflict: .fail, dryRun: false)
+        let report = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true)
         #expect(report.formatVersion == 1)
+        #expect(report.signature == .unsigned)
         #expect(report.added == ["u1", "u2", ""])
         #expect(report.rows.values.reduce(0, +) == 19)
         #expect(try rows(engine, "identities", where: "subject", is: "sub-1").map { $0["user_id"] } == [.text("u1")])
@@ -53,15 +54,19 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
     func roundTrip() throws {
         let source = try habitsEngine()
         _ = try source.importBackup(
-            from: archivesDirectory.appendingPathComponent("v1-habits.gmbackup").path, onConflict: .fail, dryRun: false)
+            from: archivesDirectory.appendingPathComponent("v1-habits.gmbackup").path, onConflict: .fail, dryRun: false,
+            trustUnsigned: true)
+        let key = BackupKey.generate()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         for format in ArchiveFormat.allCases {
             let path = directory.appendingPathComponent("all.\(format.fileExtension)").path
-            let summary = try source.exportBackup(.all, to: path, format: format, level: format.levels.lowerBound, now: now, toolVersion: "test")
+            let summary = try source.exportBackup(
+                .all, to: path, format: format, level: format.levels.lowerBound, now: now, toolVersion: "test", signingKey: key)
             #expect(summary.users == 2)
             let target = try habitsEngine()
-            _ = try target.importBackup(from: path, onConflict: .fail, dryRun: false)
+            let report = try target.importBackup(from: path, onConflict: .fail, dryRun: false, keys: BackupKeys(deployment: key))
+            #expect(report.signature == .thisDeployment && report.skippedTables.isEmpty)
             #expect(try contents(target) == contents(source), "\(format)")
         }
     }
@@ -88,7 +93,7 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
             into: engine.store)
         let before = try contents(engine)
         #expect {
-            try engine.importBackup(from: path, onConflict: .fail, dryRun: false)
+            try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true)
         } throws: { error in
             (error as? GuestModeError)?.code == .identityAlreadyExists
         }

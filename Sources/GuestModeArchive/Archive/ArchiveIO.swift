@@ -93,7 +93,8 @@ final class ArchiveWriter {
     /// Runs `body` with a writer on `descriptor`, then finishes the archive.
     /// The descriptor stays open for the caller to fsync and close.
     static func write(
-        to descriptor: Int32, path: String, format: ArchiveFormat, level: Int?, _ body: (ArchiveWriter) throws -> Void
+        to descriptor: Int32, path: String, format: ArchiveFormat, level: Int?, encryption: BackupEncryption? = nil,
+        _ body: (ArchiveWriter) throws -> Void
     ) throws {
         guard let handle = archive_write_new() else {
             throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a writer")
@@ -121,9 +122,57 @@ final class ArchiveWriter {
         }
         // Without this the last block is padded to 10 KiB, which only wastes space in a compressed file.
         archive_write_set_bytes_in_last_block(handle, 1)
-        try writer.check(archive_write_open_fd(handle, descriptor), "opening the output")
+        guard let encryption else {
+            try writer.check(archive_write_open_fd(handle, descriptor), "opening the output")
+            try body(writer)
+            try writer.check(archive_write_close(handle), "finishing the archive")
+            return
+        }
+        // Encrypted: libarchive hands its output to a callback that seals it chunk by chunk.
+        let sink = EncryptingSink(
+            try EncryptedArchive.Writer(encryption) { bytes in try writeAll(bytes, to: descriptor, path: path) })
+        let context = Unmanaged.passRetained(sink)
+        defer { context.release() }
+        let callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeRawPointer?, Int) -> Int = {
+            _, context, buffer, length in
+            guard let context else { return -1 }
+            let sink = Unmanaged<EncryptingSink>.fromOpaque(context).takeUnretainedValue()
+            do {
+                try sink.writer.write(UnsafeRawBufferPointer(start: buffer, count: length))
+                return length
+            } catch {
+                sink.failure = error
+                return -1
+            }
+        }
+        let opened = archive_write_open(handle, context.toOpaque(), nil, callback, nil)
+        if let failure = sink.failure { throw failure }
+        try writer.check(opened, "opening the output")
         try body(writer)
-        try writer.check(archive_write_close(handle), "finishing the archive")
+        let closed = archive_write_close(handle)
+        if let failure = sink.failure { throw failure }
+        try writer.check(closed, "finishing the archive")
+        try sink.writer.finish()
+    }
+
+    private final class EncryptingSink {
+        let writer: EncryptedArchive.Writer
+        var failure: Error?
+        init(_ writer: EncryptedArchive.Writer) { self.writer = writer }
+    }
+
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32, path: String) throws {
+        try bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Foundation.write(descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+                guard written > 0 else {
+                    throw GuestModeError(
+                        .ioError, code: .archiveWriteFailed, "cannot write '\(path)': \(String(cString: strerror(errno)))")
+                }
+                offset += written
+            }
+        }
     }
 
     func addEntry(name: String, contents: UnsafeRawBufferPointer, modified: Date) throws {
@@ -161,6 +210,8 @@ final class ArchiveReader {
     private var expandedTotal: Int64 = 0
     private var currentName = ""
     private var buffer = [UInt8](repeating: 0, count: 64 << 10)
+    /// True when the file was an encrypted archive, decrypted on the way in.
+    private(set) var encrypted = false
 
     private init(handle: OpaquePointer, path: String, limits: ArchiveLimits) {
         self.handle = handle
@@ -170,8 +221,11 @@ final class ArchiveReader {
 
     /// Opens `path` as the format its name promises (or, for other names, the
     /// format its first bytes show) and runs `body` with a reader.
-    static func read<T>(path: String, limits: ArchiveLimits, _ body: (ArchiveReader) throws -> T) throws -> T {
-        let format = try expectedFormat(of: path)
+    static func read<T>(
+        path: String, limits: ArchiveLimits, keys: BackupKeys = .none, _ body: (ArchiveReader) throws -> T
+    ) throws -> T {
+        let (format, decrypted) = try expectedFormat(of: path, keys: keys)
+        defer { if let decrypted { close(decrypted) } }
         guard let handle = archive_read_new() else {
             throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a reader")
         }
@@ -186,16 +240,48 @@ final class ArchiveReader {
         case .zip:
             archive_read_support_format_zip(handle)
         }
+        if format != .zip {
+            // Read on past the end-of-archive marker, so a second archive (or
+            // other data) after it shows up as entries and is refused.
+            archive_read_set_format_option(handle, "tar", "read_concatenated_archives", "1")
+        }
         let reader = ArchiveReader(handle: handle, path: path, limits: limits)
-        if archive_read_open_filename(handle, path, 64 << 10) != ARCHIVE_OK {
+        reader.encrypted = decrypted != nil
+        if format == .zip, try !zipEndsAtDirectory(path: path, descriptor: decrypted) {
+            throw reader.refused("has data after the end of the zip archive")
+        }
+        let opened = decrypted.map { archive_read_open_fd(handle, $0, 64 << 10) }
+            ?? archive_read_open_filename(handle, path, 64 << 10)
+        if opened != ARCHIVE_OK {
             throw reader.damaged("cannot be opened as \(format.description)")
         }
         return try body(reader)
     }
 
+    /// A zip archive written by guestmode ends with its end-of-central-directory
+    /// record and no comment; anything else after it is refused.
+    private static func zipEndsAtDirectory(path: String, descriptor: Int32?) throws -> Bool {
+        let file: Int32 = descriptor ?? open(path, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else {
+            throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
+        }
+        defer { if descriptor == nil { close(file) } }
+        var status = stat()
+        guard fstat(file, &status) == 0, status.st_size >= 22 else { return false }
+        var tail = [UInt8](repeating: 0, count: 22)
+        let count = tail.withUnsafeMutableBytes { pread(file, $0.baseAddress, 22, off_t(status.st_size - 22)) }
+        guard count == 22, tail.starts(with: [0x50, 0x4B, 0x05, 0x06]), tail[20] == 0, tail[21] == 0 else { return false }
+        // The central directory must end where this record starts (zip64 archives say 0xFFFFFFFF and are not checked).
+        func word(_ offset: Int) -> Int64 { tail[offset..<offset + 4].reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) } }
+        let directorySize = word(12)
+        let directoryOffset = word(16)
+        if directoryOffset == 0xFFFF_FFFF || directorySize == 0xFFFF_FFFF { return true }
+        return directoryOffset + directorySize == Int64(status.st_size) - 22
+    }
+
     /// Checks the file's first bytes against the format its name promises, so
     /// a renamed file is reported as what it is rather than as garbage.
-    private static func expectedFormat(of path: String) throws -> ArchiveFormat {
+    private static func expectedFormat(of path: String, keys: BackupKeys) throws -> (ArchiveFormat, Int32?) {
         var status = stat()
         guard stat(path, &status) == 0 else {
             let reason = String(cString: strerror(errno))
@@ -211,12 +297,29 @@ final class ArchiveReader {
             throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
         }
         defer { try? file.close() }
-        let prefix = [UInt8]((try? file.read(upToCount: 4)) ?? Data())
+        var prefix = [UInt8]((try? file.read(upToCount: 8)) ?? Data())
+        var decrypted: Int32?
+        if EncryptedArchive.isEncrypted(prefix) {
+            let descriptor = try EncryptedArchive.decryptToTemporary(path: path, keys: keys)
+            decrypted = descriptor
+            prefix = [UInt8](repeating: 0, count: 4)
+            let count = prefix.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, 4, 0) }
+            prefix = Array(prefix.prefix(max(count, 0)))
+        }
+        do {
+            return (try format(path: path, prefix: prefix, encrypted: decrypted != nil), decrypted)
+        } catch {
+            if let decrypted { close(decrypted) }
+            throw error
+        }
+    }
+
+    private static func format(path: String, prefix: [UInt8], encrypted: Bool) throws -> ArchiveFormat {
         let named = ArchiveFormat.named(by: path)
         guard let sniffed = ArchiveFormat.sniffed(from: prefix) else {
             let expected = named.map { "; a .\($0.rawValue) file should be \($0.description)" } ?? ""
             throw GuestModeError.badData(
-                "'\(path)' is not a guestmode backup: its content is not zstd, gzip or zip data\(expected)",
+                "'\(path)' is not a guestmode backup: its \(encrypted ? "decrypted " : "")content is not zstd, gzip or zip data\(expected)",
                 code: .notAnArchive)
         }
         if let named, named != sniffed {
@@ -301,7 +404,7 @@ final class ArchiveReader {
         return nil
     }
 
-    private func refused(_ problem: String) -> GuestModeError {
+    fileprivate func refused(_ problem: String) -> GuestModeError {
         GuestModeError.badData("refusing the archive '\(path)': it \(problem); nothing was changed", code: .hostileArchive)
     }
 

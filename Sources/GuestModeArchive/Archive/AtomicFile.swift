@@ -40,6 +40,29 @@ enum AtomicFile {
         }
     }
 
+    /// Removes the temporary files `write` left in `directory` when its
+    /// process was killed: `.<name>.tmp-<pid>-<n>` where `<name>` ends in
+    /// one of `suffixes`, the file is ours, and no process `<pid>` is alive.
+    /// Returns the paths removed; problems reading the directory are ignored
+    /// (the push reports those itself).
+    static func removeStaleTemporaries(in directory: String, suffixes: [String]) -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var removed: [String] = []
+        for name in names.sorted() where name.hasPrefix(".") {
+            guard let marker = name.range(of: ".tmp-", options: .backwards) else { continue }
+            let target = name[name.index(after: name.startIndex)..<marker.lowerBound]
+            guard suffixes.contains(where: { target.hasSuffix($0) }) else { continue }
+            let parts = name[marker.upperBound...].split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, let pid = pid_t(parts[0]), pid > 0, UInt32(parts[1]) != nil else { continue }
+            if pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH { continue }
+            let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
+            var status = stat()
+            guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_uid == getuid() else { continue }
+            if unlink(path) == 0 { removed.append(path) }
+        }
+        return removed
+    }
+
     private static func ioError(_ what: String) -> GuestModeError {
         GuestModeError(.ioError, code: .ioError, "\(what): \(String(cString: strerror(errno)))")
     }

@@ -7,15 +7,22 @@ public struct BackupExportSummary: Codable, Sendable {
     public var users: Int
     public var tables: [String: Int]
     public var bytes: Int64
+    /// The id of the deployment key that signed the archive, or nil when unsigned.
+    public var signedBy: String?
+    /// "deployment-key" or "passphrase" when encrypted, else nil.
+    public var encryption: String?
 }
 
 extension GuestMode {
     /// Writes the selected users' rows to an archive at `path`, atomically and
     /// with mode 0600, streaming rows from one read snapshot.
-    /// `progress` receives (rows written, rows in total).
+    /// `progress` receives (rows written, rows in total). With `signingKey`
+    /// the archive ends with `signature.json`; with `encryption` the whole
+    /// file is sealed in chunks (see `EncryptedArchive`).
     public func exportBackup(
         _ selection: BackupSelection, to path: String, format: ArchiveFormat, level: Int? = nil, now: Date,
-        toolVersion: String, progress: (Int, Int) -> Void = { _, _ in }
+        toolVersion: String, signingKey: BackupKey? = nil, encryption: BackupEncryption? = nil,
+        progress: (Int, Int) -> Void = { _, _ in }
     ) throws -> BackupExportSummary {
         if let level, !format.levels.contains(level) {
             throw GuestModeError.usage(
@@ -39,18 +46,19 @@ extension GuestMode {
             let header = BackupHeader(
                 format: BackupFormat.formatName, formatVersion: BackupFormat.currentVersion, toolVersion: toolVersion,
                 profile: .init(name: profile.name, version: profile.version), users: users,
-                guestOwner: snapshot.guestOwner, created: Timestamp.format(now))
+                guestOwner: snapshot.guestOwner, created: Timestamp.format(now), signingKeyId: signingKey?.id)
+            let headerBytes = Array(try BackupFormat.encoder().encode(header))
             var manifest = BackupManifest(formatVersion: BackupFormat.currentVersion, entries: [], tables: [:])
             var written = 0
             try AtomicFile.write(path: path) { descriptor in
-                try ArchiveWriter.write(to: descriptor, path: path, format: format, level: level) { writer in
+                try ArchiveWriter.write(to: descriptor, path: path, format: format, level: level, encryption: encryption) { writer in
                     func add(_ name: String, _ bytes: [UInt8], table: String? = nil, rows: Int? = nil) throws {
                         try bytes.withUnsafeBytes { try writer.addEntry(name: name, contents: $0, modified: now) }
                         manifest.entries.append(.init(
                             name: name, size: Int64(bytes.count), sha256: StreamingSHA256.hex(of: bytes), table: table,
                             rows: rows))
                     }
-                    try add(BackupFormat.headerName, Array(try BackupFormat.encoder().encode(header)))
+                    try add(BackupFormat.headerName, headerBytes)
                     for table in BackupTable.all {
                         var chunk: [UInt8] = []
                         chunk.reserveCapacity(BackupFormat.chunkTarget + (64 << 10))
@@ -83,12 +91,24 @@ extension GuestMode {
                     try manifestBytes.withUnsafeBytes {
                         try writer.addEntry(name: BackupFormat.manifestName, contents: $0, modified: now)
                     }
+                    if let signingKey {
+                        let mac = signingKey.signature(header: headerBytes, manifest: manifestBytes)
+                        let signature = BackupSignature(
+                            algorithm: BackupSignature.algorithmName, keyId: signingKey.id,
+                            mac: mac.map { String(format: "%02x", $0) }.joined())
+                        let signatureBytes = Array(try BackupFormat.encoder().encode(signature))
+                        try signatureBytes.withUnsafeBytes {
+                            try writer.addEntry(name: BackupFormat.signatureName, contents: $0, modified: now)
+                        }
+                    }
                 }
             }
             progress(written, total)
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
             return BackupExportSummary(
-                archive: path, format: format, users: users.count, tables: manifest.tables, bytes: size)
+                archive: path, format: format, users: users.count, tables: manifest.tables, bytes: size,
+                signedBy: signingKey?.id,
+                encryption: encryption.map { if case .passphrase = $0 { "passphrase" } else { "deployment-key" } })
         }
     }
 }

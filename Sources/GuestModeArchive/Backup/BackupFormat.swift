@@ -2,12 +2,15 @@ import Foundation
 import GuestModeKit
 
 /// Backup archive format (DESIGN §5): `header.json` first, the users' rows as
-/// NDJSON chunks `data/<table>/<n>.ndjson`, `manifest.json` last.
+/// NDJSON chunks `data/<table>/<n>.ndjson`, `manifest.json`, and (format 2)
+/// `signature.json` last: the deployment's HMAC over header and manifest.
 enum BackupFormat {
-    static let currentVersion = 1
+    /// 1: unsigned. 2: `signature.json` after the manifest.
+    static let currentVersion = 2
     static let formatName = "guestmode-backup"
     static let headerName = "header.json"
     static let manifestName = "manifest.json"
+    static let signatureName = BackupSignature.entryName
     /// Data entries are cut at this size so neither side holds a table in memory.
     static let chunkTarget = 4 << 20
 
@@ -54,6 +57,10 @@ public struct BackupHeader: Codable, Sendable, Equatable {
     /// before any user existed (owned by the profile's guest owner).
     public var guestOwner: String?
     public var created: String
+    /// Format 2: the id of the deployment key that signs the archive in
+    /// signature.json, or nil for an unsigned archive. In the header so the
+    /// manifest's hash covers it and a damaged signature.json is detected.
+    public var signingKeyId: String?
 }
 
 /// `manifest.json`: the size and SHA-256 of every other entry and the rows per table.
@@ -132,8 +139,11 @@ struct ArchiveMigrationChain: Sendable {
     var current: Int
     var steps: [ArchiveMigration]
 
-    /// Format 1 is the first shipped version, so there is nothing to upgrade yet.
-    static let standard = ArchiveMigrationChain(current: BackupFormat.currentVersion, steps: [])
+    /// 1 → 2 only added `signature.json`: headers and rows are unchanged, and
+    /// a format 1 archive is read as unsigned.
+    static let standard = ArchiveMigrationChain(
+        current: BackupFormat.currentVersion,
+        steps: [ArchiveMigration(from: 1, upgradeHeader: { _ in }, upgradeRow: { _, _ in })])
 
     /// The steps that take `version` to `current`, refusing versions this
     /// build cannot read.

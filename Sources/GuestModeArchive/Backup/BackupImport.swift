@@ -24,6 +24,13 @@ public struct BackupImportReport: Codable, Sendable {
     public var rows: [String: Int]
     /// Rows whose AUTOINCREMENT id was taken by another user's row and got a new one.
     public var renumbered: Int
+    /// Who signed the archive.
+    public var signature: SignatureStatus
+    /// Tables whose rows were left out because the archive is not signed by
+    /// this deployment (see `BackupTable.carriesTrust`).
+    public var skippedTables: [String]
+    /// Users imported as guests because their identities were left out.
+    public var unlinked: [String]
 }
 
 extension GuestMode {
@@ -31,28 +38,54 @@ extension GuestMode {
     /// and checked against the manifest before the transaction commits, so
     /// any failure leaves the store untouched. A dry run does all of that and
     /// rolls back.
+    ///
+    /// Only an archive signed with this deployment's key (`keys.deployment`)
+    /// brings in the tables that carry entitlements or identity; from any
+    /// other archive they are left out (and reported) unless `trustUnsigned`.
+    /// `signature` is what an earlier `BackupArchive.requireIntact` found;
+    /// without it the archive is checked here first. Either way the import
+    /// pass checks the signature again and rolls back if it changed.
     public func importBackup(
-        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits = .standard
+        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits = .standard,
+        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil
     ) throws -> BackupImportReport {
-        try importBackup(from: path, onConflict: onConflict, dryRun: dryRun, limits: limits, chain: .standard)
+        try importBackup(
+            from: path, onConflict: onConflict, dryRun: dryRun, limits: limits, chain: .standard, keys: keys,
+            trustUnsigned: trustUnsigned, signature: signature)
     }
 
     func importBackup(
-        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits, chain: ArchiveMigrationChain
+        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits, chain: ArchiveMigrationChain,
+        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil
     ) throws -> BackupImportReport {
-        try store.importBackupRows(dryRun: dryRun) { rows in
-            var session = ImportSession(path: path, profile: profile, policy: onConflict, rows: rows)
+        let expected: SignatureStatus
+        if let signature {
+            expected = signature
+        } else {
+            let walk = try ArchiveWalk.read(path: path, depth: .structure, limits: limits, chain: chain, keys: keys)
+            expected = try walk.signatureStatus(key: keys.deployment, path: path)
+        }
+        let trusted = trustUnsigned || expected == .thisDeployment
+        return try store.importBackupRows(dryRun: dryRun) { rows in
+            var session = ImportSession(path: path, profile: profile, policy: onConflict, rows: rows, trusted: trusted)
             let walk = try ArchiveWalk.read(
-                path: path, depth: .full, limits: limits, chain: chain,
+                path: path, depth: .full, limits: limits, chain: chain, keys: keys,
                 onHeader: { try session.begin($0) },
                 onRow: { try session.insert($1, into: $0, at: $2) })
             try walk.requireMatchingManifest(path: path)
+            let found = try walk.signatureStatus(key: keys.deployment, path: path)
+            guard found == expected else {
+                throw GuestModeError.badData(
+                    "the archive '\(path)' changed while it was imported (its signature was \(expected.rawValue), now \(found.rawValue)); nothing was changed",
+                    code: .damagedArchive)
+            }
             try session.finish()
             return BackupImportReport(
                 archive: path, dryRun: dryRun, formatVersion: walk.writtenVersion,
                 profile: "\(walk.header.profile.name) v\(walk.header.profile.version)",
                 added: session.added, replaced: session.replaced, skipped: session.skipped.sorted(),
-                rows: session.inserted, renumbered: session.renumbered)
+                rows: session.inserted, renumbered: session.renumbered, signature: found,
+                skippedTables: session.untrustedRows.keys.sorted(), unlinked: session.unlinked.sorted())
         }
     }
 }
@@ -75,12 +108,22 @@ private struct ImportSession {
     var inserted: [String: Int] = [:]
     var renumbered = 0
     var columns: [String: Set<String>] = [:]
+    /// False for an archive not signed by this deployment: tables that carry
+    /// trust are left out, and replaced users keep their own.
+    let trusted: Bool
+    /// Rows left out per table because the archive is not trusted.
+    var untrustedRows: [String: Int] = [:]
+    /// Users of an untrusted archive who come in as guests.
+    var unlinked: Set<String> = []
+    /// Users whose store users row (and trust tables) an untrusted replace keeps.
+    var keptUsers: Set<String> = []
 
-    init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport) {
+    init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport, trusted: Bool) {
         self.path = path
         self.profile = profile
         self.policy = policy
         self.rows = rows
+        self.trusted = trusted
     }
 
     mutating func begin(_ header: BackupHeader) throws {
@@ -113,7 +156,14 @@ private struct ImportSession {
             skipped = Set(present)
         case .replace:
             replaced = present
-            try rows.deleteRows(ownedBy: present)
+            if trusted {
+                try rows.deleteRows(ownedBy: present)
+            } else {
+                // Only user-owned content is replaced; the user row, identities and entitlements stay.
+                keptUsers = Set(present)
+                try rows.deleteRows(
+                    ownedBy: present, in: BackupTable.all.filter { !$0.carriesTrust && $0.name != "users" })
+            }
         }
     }
 
@@ -137,6 +187,24 @@ private struct ImportSession {
             }
         }
         if skipped.contains(owner) { return }
+        var row = row
+        if !trusted {
+            if table.carriesTrust {
+                untrustedRows[table.name, default: 0] += 1
+                return
+            }
+            if table.name == "users" {
+                if keptUsers.contains(owner) {
+                    // Counted as seen for finish(): the store's row stays.
+                    return
+                }
+                if row["state"] != nil, row["state"] != .text(UserState.anonymous.rawValue) {
+                    row["state"] = .text(UserState.anonymous.rawValue)
+                    if row["linked_at"] != nil { row["linked_at"] = .null }
+                    unlinked.insert(owner)
+                }
+            }
+        }
         let known = try columnNames(of: table)
         if let unknown = row.keys.sorted().first(where: { !known.contains($0) }) {
             throw GuestModeError.badData(

@@ -25,6 +25,8 @@ public struct BackupPushReport: Codable, Sendable {
     public var held: [OutboxEntry] = []
     /// Users deleted since they were queued: nothing left to back up.
     public var dropped: [String] = []
+    /// Temporary files an interrupted push (killed) left in the destination, now removed.
+    public var removedStale: [String] = []
 
     /// True when something queued was not delivered and needs another push.
     public var needsRetry: Bool { !failed.isEmpty || !held.isEmpty }
@@ -36,12 +38,15 @@ extension GuestMode {
     /// its archive is on disk. A destination that cannot be written keeps the
     /// entry with its attempt count and next retry time.
     public func pushBackups(
-        to directory: String, maxAttempts: Int, retryNow: Bool, now: Date, toolVersion: String
+        to directory: String, maxAttempts: Int, retryNow: Bool, now: Date, toolVersion: String,
+        signingKey: BackupKey? = nil, encryption: BackupEncryption? = nil
     ) throws -> BackupPushReport {
         guard maxAttempts >= 1 else { throw GuestModeError.usage("the maximum number of attempts must be at least 1, not \(maxAttempts)", code: .invalidAttempts) }
         let retry = OutboxRetryPolicy(maxAttempts: maxAttempts)
         let format = ArchiveFormat(rawValue: profile.backup.format) ?? .tarZstd
         var report = BackupPushReport(destination: directory)
+        report.removedStale = AtomicFile.removeStaleTemporaries(
+            in: directory, suffixes: ArchiveFormat.allCases.map { ".\($0.fileExtension)" })
         for entry in try backupQueue() {
             switch retry.decision(for: entry, now: now, retryingNow: retryNow) {
             case .held:
@@ -57,7 +62,9 @@ extension GuestMode {
                 .appendingPathComponent("\(Self.fileName(for: entry.userId)).\(format.fileExtension)").path
             do {
                 try Self.requireDirectory(directory)
-                _ = try exportBackup(.users([entry.userId]), to: archive, format: format, now: now, toolVersion: toolVersion)
+                _ = try exportBackup(
+                    .users([entry.userId]), to: archive, format: format, now: now, toolVersion: toolVersion,
+                    signingKey: signingKey, encryption: encryption)
             } catch let error as GuestModeError where error.code == .userNotFound {
                 if try store.dropOutboxEntry(userID: entry.userId, queuedAt: entry.queuedAt) {
                     report.dropped.append(entry.userId)

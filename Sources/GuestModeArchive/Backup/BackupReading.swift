@@ -30,16 +30,22 @@ struct ArchiveWalk {
     var manifest: BackupManifest
     var observed: [String: Observed]
     var order: [String]
+    /// The exact bytes the signature covers.
+    var headerBytes: [UInt8]
+    var manifestBytes: [UInt8]
+    var signature: BackupSignature?
+    var encrypted: Bool
 
     /// Reads the archive once, front to back. `onHeader` runs before any row;
     /// `onRow` (full depth only) gets every row already upgraded to the
     /// current format. Refuses entries this format does not define.
     static func read(
         path: String, depth: Depth, limits: ArchiveLimits, chain: ArchiveMigrationChain = .standard,
+        keys: BackupKeys = .none,
         onHeader: (BackupHeader) throws -> Void = { _ in },
         onRow: (BackupTable, [String: CellValue], RowLocation) throws -> Void = { _, _, _ in }
     ) throws -> ArchiveWalk {
-        try ArchiveReader.read(path: path, limits: limits) { reader in
+        try ArchiveReader.read(path: path, limits: limits, keys: keys) { reader in
             guard let first = try reader.nextEntry() else {
                 throw GuestModeError.badData("the archive '\(path)' has no entries; it is not a guestmode backup", code: .notABackup)
             }
@@ -55,15 +61,23 @@ struct ArchiveWalk {
             try onHeader(header)
 
             var manifest: BackupManifest?
+            var manifestBytes: [UInt8] = []
+            var signature: BackupSignature?
             while let name = try reader.nextEntry() {
-                if manifest != nil {
+                if signature != nil || (manifest != nil && (name != BackupFormat.signatureName || writtenVersion < 2)) {
+                    let concatenated = name == BackupFormat.headerName ? " (two archives concatenated?)" : ""
                     throw GuestModeError.badData(
-                        "refusing the archive '\(path)': it has an entry '\(name)' after \(BackupFormat.manifestName); nothing was changed",
+                        "refusing the archive '\(path)': it has data after its end, an entry '\(name)' after \(signature == nil ? BackupFormat.manifestName : BackupFormat.signatureName)\(concatenated); nothing was changed",
                         code: .hostileArchive)
                 }
                 order.append(name)
                 if name == BackupFormat.manifestName {
-                    manifest = try decodeManifest(try reader.readAll(), path: path)
+                    manifestBytes = try reader.readAll()
+                    manifest = try decodeManifest(manifestBytes, path: path)
+                    continue
+                }
+                if name == BackupFormat.signatureName, manifest != nil {
+                    signature = try decodeSignature(try reader.readAll(), path: path)
                     continue
                 }
                 guard let table = BackupFormat.table(forEntry: name) else {
@@ -94,7 +108,57 @@ struct ArchiveWalk {
                     "the archive '\(path)' has no \(BackupFormat.manifestName); it is truncated or was altered",
                     code: .missingManifest)
             }
-            return ArchiveWalk(header: header, writtenVersion: writtenVersion, manifest: manifest, observed: observed, order: order)
+            return ArchiveWalk(
+                header: header, writtenVersion: writtenVersion, manifest: manifest, observed: observed, order: order,
+                headerBytes: headerBytes, manifestBytes: manifestBytes, signature: signature, encrypted: reader.encrypted)
+        }
+    }
+
+    /// Who signed the archive, judged with this deployment's key. A
+    /// signature that names this deployment's key but does not hold is a
+    /// damaged or altered archive and throws.
+    func signatureStatus(key: BackupKey?, path: String) throws -> SignatureStatus {
+        guard let signature else {
+            guard header.signingKeyId == nil else {
+                throw GuestModeError.badData(
+                    "the archive '\(path)' says in header.json that it is signed but has no signature.json; it is damaged or was altered, and nothing was changed",
+                    code: .badSignature)
+            }
+            return .unsigned
+        }
+        guard signature.keyId == header.signingKeyId, signature.algorithm == BackupSignature.algorithmName else {
+            throw GuestModeError.badData(
+                "the archive '\(path)' has a signature.json that does not agree with header.json; it is damaged or was altered, and nothing was changed",
+                code: .badSignature)
+        }
+        guard let key, signature.keyId == key.id else { return .anotherDeployment }
+        guard let mac = Self.bytes(ofHex: signature.mac),
+              key.isValidSignature(mac, header: headerBytes, manifest: manifestBytes)
+        else {
+            throw GuestModeError.badData(
+                "the archive '\(path)' claims this deployment's signature but signature.json does not match its header and manifest; it is damaged or was altered, and nothing was changed",
+                code: .badSignature)
+        }
+        return .thisDeployment
+    }
+
+    private static func bytes(ofHex text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
+    private static func decodeSignature(_ bytes: [UInt8], path: String) throws -> BackupSignature {
+        do {
+            return try BackupFormat.decoder().decode(BackupSignature.self, from: Data(bytes))
+        } catch {
+            throw GuestModeError.badData(
+                "the archive '\(path)' has a malformed signature.json (\(describe(error)))", code: .badSignature)
         }
     }
 
@@ -106,7 +170,7 @@ struct ArchiveWalk {
         }
         let listed = Dictionary(manifest.entries.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         if listed.count != manifest.entries.count { problems.append("manifest.json lists an entry twice") }
-        for name in order where name != BackupFormat.manifestName && listed[name] == nil {
+        for name in order where name != BackupFormat.manifestName && name != BackupFormat.signatureName && listed[name] == nil {
             problems.append("\(name) is not listed in manifest.json")
         }
         var rowsPerTable: [String: Int] = [:]
@@ -235,6 +299,11 @@ public enum BackupArchive {
         public var entries: Int
         public var bytes: Int64
         public var tables: [String: Int]
+        /// Who signed it: this deployment, another, or nobody (nil when unreadable).
+        public var signature: SignatureStatus?
+        /// The id of the key that signed it, when signed.
+        public var signatureKeyId: String?
+        public var encrypted: Bool
         public var errors: [String]
     }
 
@@ -242,17 +311,24 @@ public enum BackupArchive {
         public var archive: String
         public var header: BackupHeader
         public var manifest: BackupManifest
+        public var signature: SignatureStatus
+        public var signatureKeyId: String?
+        public var encrypted: Bool
     }
 
     /// A structural check (names, order, sizes against the manifest) or, with
     /// `full`, a hash of every entry and a parse of every row. Content
     /// problems are reported, not thrown; a missing file is thrown.
-    public static func verify(path: String, full: Bool, limits: ArchiveLimits = .standard) throws -> Verification {
+    public static func verify(
+        path: String, full: Bool, limits: ArchiveLimits = .standard, keys: BackupKeys = .none
+    ) throws -> Verification {
         var report = Verification(
             archive: path, ok: false, full: full, formatVersion: nil, profile: nil, users: nil, entries: 0, bytes: 0,
-            tables: [:], errors: [])
+            tables: [:], signature: nil, signatureKeyId: nil, encrypted: false, errors: [])
         do {
-            let walk = try ArchiveWalk.read(path: path, depth: full ? .full : .structure, limits: limits)
+            let walk = try ArchiveWalk.read(path: path, depth: full ? .full : .structure, limits: limits, keys: keys)
+            report.encrypted = walk.encrypted
+            report.signatureKeyId = walk.signature?.keyId
             report.formatVersion = walk.writtenVersion
             report.profile = "\(walk.header.profile.name) v\(walk.header.profile.version)"
             report.users = walk.header.users.count
@@ -260,6 +336,11 @@ public enum BackupArchive {
             report.bytes = walk.observed.values.reduce(0) { $0 + $1.size }
             report.tables = walk.manifest.tables
             report.errors = walk.problems
+            do {
+                report.signature = try walk.signatureStatus(key: keys.deployment, path: path)
+            } catch let error as GuestModeError where error.kind == .badData {
+                report.errors.append(error.message)
+            }
         } catch let error as GuestModeError where error.kind == .badData {
             report.errors = [error.message]
         }
@@ -271,12 +352,21 @@ public enum BackupArchive {
     /// problem. Import calls it before opening the store so a damaged or
     /// hostile archive never reaches the store at all (opening a store
     /// already touches its file).
-    public static func requireIntact(path: String, limits: ArchiveLimits = .standard) throws {
-        try ArchiveWalk.read(path: path, depth: .full, limits: limits).requireMatchingManifest(path: path)
+    /// Returns who signed the archive.
+    @discardableResult
+    public static func requireIntact(
+        path: String, limits: ArchiveLimits = .standard, keys: BackupKeys = .none
+    ) throws -> SignatureStatus {
+        let walk = try ArchiveWalk.read(path: path, depth: .full, limits: limits, keys: keys)
+        try walk.requireMatchingManifest(path: path)
+        return try walk.signatureStatus(key: keys.deployment, path: path)
     }
 
-    public static func inspect(path: String, limits: ArchiveLimits = .standard) throws -> Inspection {
-        let walk = try ArchiveWalk.read(path: path, depth: .structure, limits: limits)
-        return Inspection(archive: path, header: walk.header, manifest: walk.manifest)
+    public static func inspect(path: String, limits: ArchiveLimits = .standard, keys: BackupKeys = .none) throws -> Inspection {
+        let walk = try ArchiveWalk.read(path: path, depth: .structure, limits: limits, keys: keys)
+        return Inspection(
+            archive: path, header: walk.header, manifest: walk.manifest,
+            signature: try walk.signatureStatus(key: keys.deployment, path: path), signatureKeyId: walk.signature?.keyId,
+            encrypted: walk.encrypted)
     }
 }

@@ -40,6 +40,16 @@ public struct BackupTable: Sendable, Equatable, Hashable {
 
     /// Records may belong to the profile's guest owner, who is not a user.
     public var mayBelongToGuestOwner: Bool { name == "records" }
+
+    /// Tables that carry entitlements or identity: taken from an archive only
+    /// when this deployment signed it (or the import is told to trust it).
+    /// Meter warnings follow meter usage; counters follow events, which are
+    /// user-owned content (import re-validates them against the events).
+    public static let trustedOnlyNames: Set<String> = [
+        "identities", "credentials", "upgrade_locks", "meter_usage", "meter_warnings", "plans",
+    ]
+
+    public var carriesTrust: Bool { Self.trustedOnlyNames.contains(name) }
 }
 
 /// One column value as a backup carries it: JSON's null, numbers and
@@ -111,8 +121,8 @@ public protocol BackupRowImport {
     func creationTime(ofUser id: String) throws -> String?
     /// Whether any record belongs to `owner` (the profile's guest owner).
     func hasRecords(ownedBy owner: String) throws -> Bool
-    /// Deletes every row of `owners` from every backup table.
-    func deleteRows(ownedBy owners: [String]) throws
+    /// Deletes every row of `owners` from the given backup tables.
+    func deleteRows(ownedBy owners: [String], in tables: [BackupTable]) throws
     /// The columns the store keeps for `table`.
     func columns(of table: BackupTable) throws -> Set<String>
     /// Inserts one row whose columns all exist. For a table with a surrogate
@@ -123,6 +133,13 @@ public protocol BackupRowImport {
     /// The first table with a row that refers to a user the store does not
     /// hold, or nil when every reference resolves.
     func tableWithDanglingReferences() throws -> String?
+}
+
+extension BackupRowImport {
+    /// Deletes every row of `owners` from every backup table.
+    public func deleteRows(ownedBy owners: [String]) throws {
+        try deleteRows(ownedBy: owners, in: BackupTable.all)
+    }
 }
 
 public enum BackupRowInsertion: Sendable, Equatable {

@@ -90,13 +90,17 @@ extension GuestModeError {
             .archiveUnreadable,
             .archiveWriteFailed,
             .assignmentLost,
+            .backupKeyNotFound,
+            .badBackupKey,
             .badHeader,
             .badManifest,
             .badRow,
+            .badSignature,
             .badTime,
             .cannotCreateBackup,
             .cannotCreateOutput,
             .cannotCreateStore,
+            .cannotDecrypt,
             .cannotOpenStore,
             .cannotSpool,
             .conflictingPlanTerms,
@@ -134,6 +138,7 @@ extension GuestModeError {
             .ioError,
             .journalMismatch,
             .journalNotFound,
+            .keyExists,
             .lineTooLong,
             .malformedLog,
             .manifestMismatch,
@@ -150,6 +155,7 @@ extension GuestModeError {
             .notAStore,
             .notAnArchive,
             .nothingToResume,
+            .passphraseRequired,
             .planNotFound,
             .profileMismatch,
             .profileNotFound,
@@ -200,13 +206,17 @@ extension GuestModeError {
         public static let archiveUnreadable = Code("archive_unreadable")
         public static let archiveWriteFailed = Code("archive_write_failed")
         public static let assignmentLost = Code("assignment_lost")
+        public static let backupKeyNotFound = Code("backup_key_not_found")
+        public static let badBackupKey = Code("bad_backup_key")
         public static let badHeader = Code("bad_header")
         public static let badManifest = Code("bad_manifest")
         public static let badRow = Code("bad_row")
+        public static let badSignature = Code("bad_signature")
         public static let badTime = Code("bad_time")
         public static let cannotCreateBackup = Code("cannot_create_backup")
         public static let cannotCreateOutput = Code("cannot_create_output")
         public static let cannotCreateStore = Code("cannot_create_store")
+        public static let cannotDecrypt = Code("cannot_decrypt")
         public static let cannotOpenStore = Code("cannot_open_store")
         public static let cannotSpool = Code("cannot_spool")
         public static let conflictingPlanTerms = Code("conflicting_plan_terms")
@@ -244,6 +254,7 @@ extension GuestModeError {
         public static let ioError = Code("io_error")
         public static let journalMismatch = Code("journal_mismatch")
         public static let journalNotFound = Code("journal_not_found")
+        public static let keyExists = Code("key_exists")
         public static let lineTooLong = Code("line_too_long")
         public static let malformedLog = Code("malformed_log")
         public static let manifestMismatch = Code("manifest_mismatch")
@@ -260,6 +271,7 @@ extension GuestModeError {
         public static let notAStore = Code("not_a_store")
         public static let notAnArchive = Code("not_an_archive")
         public static let nothingToResume = Code("nothing_to_resume")
+        public static let passphraseRequired = Code("passphrase_required")
         public static let planNotFound = Code("plan_not_found")
         public static let profileMismatch = Code("profile_mismatch")
         public static let profileNotFound = Code("profile_not_found")

@@ -103,9 +103,9 @@ private final class SQLiteBackupImport: BackupRowImport {
         try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [owner]) ?? false
     }
 
-    func deleteRows(ownedBy owners: [String]) throws {
+    func deleteRows(ownedBy owners: [String], in tables: [BackupTable]) throws {
         guard !owners.isEmpty else { return }
-        for table in BackupTable.all.reversed() {
+        for table in BackupTable.all.reversed() where tables.contains(table) {
             try db.execute(
                 sql: "DELETE FROM \(table.name) WHERE \(table.ownerColumn) IN (\(owners.map { _ in "?" }.joined(separator: ", ")))",
                 arguments: StatementArguments(owners))

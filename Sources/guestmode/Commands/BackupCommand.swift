@@ -7,7 +7,7 @@ struct BackupCommand: ParsableCommand {
         commandName: "backup",
         abstract: "Export, import, verify and inspect backup archives; queue and push continuous backups.",
         discussion: "See guestmode-backup(1) for the archive format and the limits applied to archives being read.",
-        subcommands: [Export.self, Import.self, Verify.self, Inspect.self, Queue.self, Push.self]
+        subcommands: [Export.self, Import.self, Verify.self, Inspect.self, Queue.self, Push.self, Key.self]
     )
 
     struct Export: ParsableCommand {
@@ -32,7 +32,16 @@ struct BackupCommand: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("Compression level: 1-19 for tar.zst, 1-9 for tar.gz, 0-9 for zip.", valueName: "n"))
         var level: Int?
 
+        @Flag(name: .long, help: "Encrypt the archive (ChaCha20-Poly1305) with a key derived from the deployment's backup key.")
+        var encrypt = false
+
+        @Option(name: .long, help: ArgumentHelp(
+            "Encrypt with the passphrase in this file (first line; - for standard input) instead of the deployment's key.",
+            valueName: "file"))
+        var passphraseFile: String?
+
         func validate() throws {
+            if passphraseFile != nil && !encrypt { throw ValidationError("--passphrase-file needs --encrypt") }
             if all && !users.isEmpty { throw ValidationError("give either USER… or --all, not both") }
             if !all && users.isEmpty { throw ValidationError("name the users to export, or pass --all") }
             if let level {
@@ -51,9 +60,16 @@ struct BackupCommand: ParsableCommand {
             let engine = try global.openEngine()
             let chosen = format ?? ArchiveFormat.named(by: out) ?? .tarZstd
             let output = global.output
+            let key = try global.backupKeyCreatingIfMissing()
+            var encryption: BackupEncryption?
+            if let passphraseFile {
+                encryption = .passphrase(try readPassphrase(passphraseFile))
+            } else if encrypt {
+                encryption = .deploymentKey(key)
+            }
             let summary = try engine.exportBackup(
                 all ? .all : .users(users), to: out, format: chosen, level: level, now: try global.currentTime(),
-                toolVersion: GuestModeVersion.current,
+                toolVersion: GuestModeVersion.current, signingKey: key, encryption: encryption,
                 progress: { done, total in
                     guard output.showsProgress else { return }
                     FileHandle.standardError.write(Data("\rexporting: \(done)/\(total) rows".utf8))
@@ -62,7 +78,8 @@ struct BackupCommand: ParsableCommand {
             if global.json { return try output.json(summary) }
             guard !global.quiet else { return }
             let rows = summary.tables.values.reduce(0, +)
-            output.line("wrote \(summary.archive) (\(summary.format.rawValue), \(summary.users) users, \(rows) rows, \(summary.bytes) bytes)")
+            let sealed = summary.encryption.map { ", encrypted with the \($0 == "passphrase" ? "passphrase" : "deployment key")" } ?? ""
+            output.line("wrote \(summary.archive) (\(summary.format.rawValue), \(summary.users) users, \(rows) rows, \(summary.bytes) bytes, signed\(sealed))")
         }
     }
 
@@ -84,12 +101,30 @@ struct BackupCommand: ParsableCommand {
             "For users already in the store: fail (default), skip them, or replace their data.", valueName: "policy"))
         var onConflict: ConflictPolicy = .fail
 
+        @Flag(name: .long, help: "Also take plans, meter usage, identities, credentials and upgrade locks from an archive this deployment did not sign.")
+        var trustUnsigned = false
+
+        @Option(name: .long, help: ArgumentHelp(
+            "The passphrase of an archive encrypted with one (first line of the file; - for standard input).",
+            valueName: "file"))
+        var passphraseFile: String?
+
         func run() throws {
-            try BackupArchive.requireIntact(path: file, limits: limits.archiveLimits)
+            let keys = BackupKeys(deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
+            let signature = try BackupArchive.requireIntact(path: file, limits: limits.archiveLimits, keys: keys)
             let engine = try global.openEngine()
             let report = try engine.importBackup(
-                from: file, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits)
+                from: file, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits, keys: keys,
+                trustUnsigned: trustUnsigned, signature: signature)
             let output = global.output
+            if !report.skippedTables.isEmpty {
+                let who = report.signature == .unsigned ? "is not signed" : "is signed by another deployment"
+                output.note(
+                    "the archive \(who): left out \(report.skippedTables.joined(separator: ", ")) (import with --trust-unsigned to take them, or share this deployment's key with 'guestmode backup key')")
+            }
+            if !report.unlinked.isEmpty {
+                output.note("imported as guests, without their identities: \(report.unlinked.joined(separator: ", "))")
+            }
             if global.json { return try output.json(report) }
             guard !global.quiet else { return }
             let verb = dryRun ? "would import" : "imported"
@@ -121,15 +156,21 @@ struct BackupCommand: ParsableCommand {
         @Flag(name: .long, help: "Hash every entry and parse every row.")
         var full = false
 
+        @Option(name: .long, help: ArgumentHelp(
+            "The passphrase of an archive encrypted with one (first line of the file; - for standard input).",
+            valueName: "file"))
+        var passphraseFile: String?
+
         func run() throws {
-            let report = try BackupArchive.verify(path: file, full: full, limits: limits.archiveLimits)
+            let keys = BackupKeys(deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
+            let report = try BackupArchive.verify(path: file, full: full, limits: limits.archiveLimits, keys: keys)
             let output = global.output
             if global.json {
                 try output.json(report)
             } else if report.ok {
                 if !global.quiet {
                     let rows = report.tables.values.reduce(0, +)
-                    output.line("ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(report.users ?? 0) users, \(report.entries) entries, \(rows) rows)")
+                    output.line("ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(report.users ?? 0) users, \(report.entries) entries, \(rows) rows, \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))")
                 }
             } else {
                 for error in report.errors { output.line(error) }
@@ -151,8 +192,14 @@ struct BackupCommand: ParsableCommand {
         @Argument(help: ArgumentHelp("The archive to describe.", valueName: "file"))
         var file: String
 
+        @Option(name: .long, help: ArgumentHelp(
+            "The passphrase of an archive encrypted with one (first line of the file; - for standard input).",
+            valueName: "file"))
+        var passphraseFile: String?
+
         func run() throws {
-            let inspection = try BackupArchive.inspect(path: file, limits: limits.archiveLimits)
+            let keys = BackupKeys(deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
+            let inspection = try BackupArchive.inspect(path: file, limits: limits.archiveLimits, keys: keys)
             let output = global.output
             if global.json { return try output.json(inspection) }
             let header = inspection.header
@@ -160,6 +207,8 @@ struct BackupCommand: ParsableCommand {
             output.line("format:    \(header.format) version \(header.formatVersion) (written by guestmode \(header.toolVersion))")
             output.line("profile:   \(header.profile.name) v\(header.profile.version)")
             output.line("created:   \(header.created)")
+            output.line("signature: \(describeSignature(inspection.signature, keyID: inspection.signatureKeyId))")
+            output.line("encrypted: \(inspection.encrypted ? "yes" : "no")")
             output.line("users:     \(header.users.count)\(header.users.isEmpty ? "" : " (\(header.users.prefix(10).joined(separator: ", "))\(header.users.count > 10 ? ", …" : ""))")")
             if let guestOwner = header.guestOwner { output.line("also:      records of the guest owner \"\(guestOwner)\"") }
             output.line("tables:")
@@ -209,15 +258,19 @@ struct BackupCommand: ParsableCommand {
         @Flag(name: .long, help: "Try every entry now, even those whose next retry time has not come.")
         var retryNow = false
 
+        @Flag(name: .long, help: "Encrypt each archive with a key derived from the deployment's backup key.")
+        var encrypt = false
+
         func validate() throws {
             try requireInRange(maxAttempts, 1...1_000, "--max-attempts")
         }
 
         func run() throws {
             let engine = try global.openEngine()
+            let key = try global.backupKeyCreatingIfMissing()
             let report = try engine.pushBackups(
                 to: to, maxAttempts: maxAttempts, retryNow: retryNow, now: try global.currentTime(),
-                toolVersion: GuestModeVersion.current)
+                toolVersion: GuestModeVersion.current, signingKey: key, encryption: encrypt ? .deploymentKey(key) : nil)
             let output = global.output
             if global.json {
                 try output.json(report)
@@ -233,6 +286,7 @@ struct BackupCommand: ParsableCommand {
                     output.line("held \(entry.userId) after \(entry.attempts) failed attempts; push with a higher --max-attempts to retry")
                 }
                 for user in report.dropped { output.line("dropped \(user): the user no longer exists") }
+                for stale in report.removedStale { output.note("removed \(stale), left by an interrupted push") }
                 if report.pushed.isEmpty && report.failed.isEmpty && report.waiting.isEmpty && report.held.isEmpty && report.dropped.isEmpty {
                     output.note("nothing to push")
                 }
@@ -243,6 +297,97 @@ struct BackupCommand: ParsableCommand {
                     "\(report.failed.count + report.held.count) queued \(report.failed.count + report.held.count == 1 ? "backup was" : "backups were") not delivered to '\(to)'; they stay queued, push again later")
             }
         }
+    }
+}
+
+extension BackupCommand {
+    struct Key: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move the deployment's backup key to another machine of the same deployment.",
+            discussion: "The key signs every archive this deployment writes and decrypts archives exported with --encrypt. It lives in <store>.key (mode 0600) or at $GUESTMODE_BACKUP_KEY_FILE.",
+            subcommands: [Export.self, Import.self])
+
+        struct Export: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Write the backup key to a file (mode 0600) or to standard output; the only command that prints it.")
+
+            @OptionGroup var global: GlobalOptions
+
+            @Option(name: .long, help: ArgumentHelp("Where to write the key; - for standard output.", valueName: "file"))
+            var out: String
+
+            func run() throws {
+                guard let key = try global.backupKey() else {
+                    throw GuestModeError.notFound(
+                        "no backup key at '\(global.backupKeyPath)'; 'guestmode init' or the first 'guestmode backup export' creates one",
+                        code: .backupKeyNotFound)
+                }
+                if out == "-" {
+                    FileHandle.standardOutput.write(Data(key.fileText.utf8))
+                    return
+                }
+                try key.write(to: out, exclusive: false)
+                if global.json {
+                    struct Exported: Encodable { var keyFile: String; var keyId: String }
+                    return try global.output.json(Exported(keyFile: out, keyId: key.id))
+                }
+                global.output.note("wrote the backup key \(key.id) to \(out) (mode 0600); keep it secret")
+            }
+        }
+
+        struct Import: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Install a backup key exported from another machine of this deployment.")
+
+            @OptionGroup var global: GlobalOptions
+
+            @Argument(help: ArgumentHelp("The key file to read; - for standard input.", valueName: "file"))
+            var file: String
+
+            @Flag(name: .long, help: "Replace a different key already in place (archives it signed stop being trusted).")
+            var force = false
+
+            func run() throws {
+                let key = try BackupKey.parse(
+                    try readInput(file), source: file == "-" ? "standard input" : "'\(file)'")
+                let path = global.backupKeyPath
+                let existing = try global.backupKey()
+                if let existing, existing != key, !force {
+                    throw GuestModeError.conflict(
+                        "a different backup key (\(existing.id)) is already at '\(path)'",
+                        code: .keyExists)
+                }
+                if existing != key { try key.write(to: path, exclusive: false) }
+                if global.json {
+                    struct Imported: Encodable { var keyFile: String; var keyId: String; var changed: Bool }
+                    return try global.output.json(Imported(keyFile: path, keyId: key.id, changed: existing != key))
+                }
+                if !global.quiet {
+                    global.output.line(
+                        existing == key ? "the backup key \(key.id) is already at \(path)" : "installed the backup key \(key.id) at \(path)")
+                }
+            }
+        }
+    }
+}
+
+/// Reads a passphrase: the first line of a file, or of standard input for `-`.
+func readPassphrase(_ path: String) throws -> [UInt8] {
+    var bytes = Array(try readInput(path))
+    if let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) { bytes = Array(bytes[..<newline]) }
+    if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+    guard !bytes.isEmpty else {
+        throw GuestModeError.usage("the passphrase file '\(path)' is empty", code: .passphraseRequired)
+    }
+    return bytes
+}
+
+func describeSignature(_ status: SignatureStatus?, keyID: String?) -> String {
+    switch status {
+    case .thisDeployment: "signed by this deployment"
+    case .anotherDeployment: "signed by another deployment (key \(keyID ?? "?"))"
+    case .unsigned: "unsigned"
+    case nil: "signature unknown"
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 
 struct InitCommand: ParsableCommand {
@@ -10,7 +11,8 @@ struct InitCommand: ParsableCommand {
             NAME is a template (see 'guestmode profile list'); anything with a slash or a .yaml suffix is read \
             as a file. The store is created with mode 0600 and keeps a copy of the profile, so it never depends \
             on the template staying where it was. An existing store is never overwritten without --force; with \
-            --force it is replaced only once the new store is complete.
+            --force it is replaced only once the new store is complete. The deployment's backup key is created \
+            beside the store (<store>.key, mode 0600) or at $GUESTMODE_BACKUP_KEY_FILE, unless it already exists.
             """
     )
 
@@ -27,10 +29,15 @@ struct InitCommand: ParsableCommand {
         let source = try global.catalog().load(profile)
         let path = global.storePath
         try global.storeLocation.create(profile: source, replacing: force, now: try global.currentTime())
+        let key = try global.backupKeyCreatingIfMissing()
         if global.json {
-            struct Created: Encodable { var store: String; var profile: String; var version: Int; var origin: String }
+            struct Created: Encodable {
+                var store: String; var profile: String; var version: Int; var origin: String; var keyFile: String; var keyId: String
+            }
             try output.json(
-                Created(store: path, profile: source.profile.name, version: source.profile.version, origin: source.origin))
+                Created(
+                    store: path, profile: source.profile.name, version: source.profile.version, origin: source.origin,
+                    keyFile: global.backupKeyPath, keyId: key.id))
         } else if !global.quiet {
             output.line("created \(path) with profile \(source.profile.name) v\(source.profile.version)")
         }

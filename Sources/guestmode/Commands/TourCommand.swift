@@ -278,11 +278,15 @@ struct TourWalk {
     /// into an empty store.
     private func walkBackup(_ user: String, _ narrator: inout Narrator) throws {
         let archive = directory.appendingPathComponent("\(profile.name)-user.gmbackup")
-        let summary = try engine.exportBackup(.users([user]), to: archive.path, format: .tarZstd, now: start, toolVersion: GuestModeVersion.current)
+        // The tour's own deployment key: the restore below trusts what this export signed.
+        let key = BackupKey.generate()
+        let summary = try engine.exportBackup(
+            .users([user]), to: archive.path, format: .tarZstd, now: start, toolVersion: GuestModeVersion.current,
+            signingKey: key)
         narrator.say(
             "guestmode backup export \(short(user)) --out \(archive.lastPathComponent)",
             "\(summary.bytes) bytes, \(summary.tables.values.reduce(0, +)) rows, mode 0600, written to a temporary file and renamed")
-        let verified = try BackupArchive.verify(path: archive.path, full: true)
+        let verified = try BackupArchive.verify(path: archive.path, full: true, keys: BackupKeys(deployment: key))
         narrator.say("guestmode backup verify --full \(archive.lastPathComponent)", verified.ok ? "ok: every entry matches the manifest" : "damaged")
         var bytes = try Data(contentsOf: archive)
         bytes[bytes.count / 2] ^= 0xFF
@@ -296,7 +300,8 @@ struct TourWalk {
         let freshStore = StoreLocation.sqlite(path: freshPath)
         try freshStore.create(profile: try catalog.load(profile.name), replacing: false, now: start)
         let fresh = try GuestMode.opening(try freshStore.open(), at: freshPath)
-        let imported = try fresh.importBackup(from: archive.path, onConflict: .fail, dryRun: false)
+        let imported = try fresh.importBackup(
+            from: archive.path, onConflict: .fail, dryRun: false, keys: BackupKeys(deployment: key))
         narrator.say(
             "guestmode --store restored.sqlite backup import \(archive.lastPathComponent)",
             "restored \(imported.added.count) user with \(imported.rows.values.reduce(0, +)) rows in one transaction")

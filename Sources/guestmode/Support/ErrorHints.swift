@@ -13,6 +13,8 @@ extension GuestModeError.Code {
         case .migrationUnfinished: "continue it with 'guestmode migrate GUEST --to ACCOUNT --resume'"
         case .userExists:
             "use --on-conflict skip to keep the store's data or --on-conflict replace to take the archive's"
+        case .passphraseRequired: "give the passphrase with --passphrase-file FILE (- for standard input)"
+        case .keyExists: "pass --force to replace it"
         default: nil
         }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 
 /// Options every command takes (DESIGN §3). They may also be written before
@@ -38,6 +39,26 @@ struct GlobalOptions: ParsableArguments {
             return environment
         }
         return "guestmode.sqlite"
+    }
+
+    /// The deployment's backup key file: $GUESTMODE_BACKUP_KEY_FILE, else `<store>.key`.
+    var backupKeyPath: String {
+        if let environment = ProcessInfo.processInfo.environment["GUESTMODE_BACKUP_KEY_FILE"], !environment.isEmpty {
+            return environment
+        }
+        return storePath + ".key"
+    }
+
+    /// The deployment's backup key, or nil when it has none yet.
+    func backupKey() throws -> BackupKey? {
+        try BackupKey.load(path: backupKeyPath)
+    }
+
+    /// The deployment's backup key, created (0600) when missing; said so with --verbose.
+    func backupKeyCreatingIfMissing() throws -> BackupKey {
+        let (key, created) = try BackupKey.loadOrCreate(path: backupKeyPath)
+        if created { output.detail("created the backup key \(key.id) in \(backupKeyPath) (mode 0600)") }
+        return key
     }
 
     func currentTime() throws -> Date {

@@ -16,7 +16,9 @@ enum SafetyBackup {
         removeAbandoned(directory: directory, global: global)
         let stamp = Timestamp.format(now).replacingOccurrences(of: ":", with: "")
         let path = folder.appendingPathComponent("\(label)-\(stamp)-\(users[0].prefix(8)).gmbackup").path
-        _ = try engine.exportBackup(.users(users), to: path, format: .tarZstd, now: now, toolVersion: GuestModeVersion.current)
+        _ = try engine.exportBackup(
+            .users(users), to: path, format: .tarZstd, now: now, toolVersion: GuestModeVersion.current,
+            signingKey: try global.backupKeyCreatingIfMissing())
         return path
     }
 

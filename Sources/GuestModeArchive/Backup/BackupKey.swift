@@ -1,0 +1,162 @@
+import Crypto
+import Foundation
+import GuestModeKit
+
+/// The deployment's backup key: 32 random bytes that sign every archive the
+/// deployment writes (HMAC-SHA-256 over header.json and manifest.json) and,
+/// through HKDF, encrypt archives exported with `--encrypt`. Kept as one
+/// line of 64 hex digits in a 0600 file beside the store (`<store>.key`) or
+/// where `GUESTMODE_BACKUP_KEY_FILE` says. Never printed except by
+/// `backup key export`.
+public struct BackupKey: Sendable, Equatable {
+    public static let byteCount = 32
+    let bytes: [UInt8]
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// A fresh random key.
+    public static func generate() -> BackupKey {
+        BackupKey(bytes: SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) })
+    }
+
+    /// Names the key without revealing it: the first 8 bytes of its SHA-256, as hex.
+    public var id: String {
+        String(StreamingSHA256.hex(of: bytes).prefix(16))
+    }
+
+    var symmetricKey: SymmetricKey { SymmetricKey(data: bytes) }
+
+    /// The key file's text: 64 lowercase hex digits and a newline.
+    public var fileText: String {
+        bytes.map { String(format: "%02x", $0) }.joined() + "\n"
+    }
+
+    /// Parses a key file's text, refusing anything but 64 hex digits (surrounding whitespace allowed).
+    public static func parse(_ data: Data, source: String) throws -> BackupKey {
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let digits = Array(text.utf8)
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        if digits.count == byteCount * 2 {
+            for index in stride(from: 0, to: digits.count, by: 2) {
+                guard let high = value(digits[index]), let low = value(digits[index + 1]) else { break }
+                bytes.append(high << 4 | low)
+            }
+        }
+        guard bytes.count == byteCount else {
+            throw GuestModeError.badData(
+                "\(source) is not a guestmode backup key: it must hold \(byteCount * 2) hex digits", code: .badBackupKey)
+        }
+        return BackupKey(bytes: bytes)
+    }
+
+    /// The key in `path`, or nil when there is no such file.
+    public static func load(path: String) throws -> BackupKey? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw GuestModeError(.ioError, code: .ioError, "cannot read the backup key file '\(path)': \(error.localizedDescription)")
+        }
+        return try parse(data, source: "the backup key file '\(path)'")
+    }
+
+    /// The key in `path`, created (mode 0600) when the file does not exist yet.
+    public static func loadOrCreate(path: String) throws -> (key: BackupKey, created: Bool) {
+        if let key = try load(path: path) { return (key, false) }
+        let key = generate()
+        do {
+            try key.write(to: path, exclusive: true)
+        } catch let error as GuestModeError where error.code == .keyExists {
+            // Another process created it first: use theirs.
+            if let key = try load(path: path) { return (key, false) }
+            throw error
+        }
+        return (key, true)
+    }
+
+    /// Writes the key to `path` with mode 0600, atomically. With `exclusive`,
+    /// an existing file is never replaced.
+    public func write(to path: String, exclusive: Bool) throws {
+        if exclusive {
+            let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else {
+                if errno == EEXIST {
+                    throw GuestModeError.conflict("the backup key file '\(path)' already exists", code: .keyExists)
+                }
+                throw GuestModeError(
+                    .cannotCreate, code: .cannotCreateOutput,
+                    "cannot create the backup key file '\(path)': \(String(cString: strerror(errno)))")
+            }
+            let text = Array(fileText.utf8)
+            let written = text.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
+            let synced = fsync(descriptor) == 0
+            close(descriptor)
+            guard written == text.count, synced else {
+                unlink(path)
+                throw GuestModeError(.ioError, code: .ioError, "cannot write the backup key file '\(path)'")
+            }
+            return
+        }
+        let text = Array(fileText.utf8)
+        try AtomicFile.write(path: path) { descriptor in
+            let written = text.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
+            guard written == text.count else {
+                throw GuestModeError(.ioError, code: .ioError, "cannot write the backup key file '\(path)'")
+            }
+        }
+    }
+
+    /// HMAC-SHA-256 over the exact bytes of header.json and manifest.json,
+    /// each preceded by its length so no two pairs of entries share a MAC.
+    func signature(header: [UInt8], manifest: [UInt8]) -> [UInt8] {
+        var mac = HMAC<SHA256>(key: symmetricKey)
+        mac.update(data: Array(BackupSignature.context.utf8))
+        for part in [header, manifest] {
+            mac.update(data: withUnsafeBytes(of: UInt64(part.count).bigEndian) { Array($0) })
+            mac.update(data: part)
+        }
+        return Array(mac.finalize())
+    }
+
+    func isValidSignature(_ signature: [UInt8], header: [UInt8], manifest: [UInt8]) -> Bool {
+        constantTimeEquals(self.signature(header: header, manifest: manifest), signature)
+    }
+
+    private func constantTimeEquals(_ left: [UInt8], _ right: [UInt8]) -> Bool {
+        guard left.count == right.count else { return false }
+        var difference: UInt8 = 0
+        for index in left.indices { difference |= left[index] ^ right[index] }
+        return difference == 0
+    }
+}
+
+/// `signature.json`, the entry after manifest.json in format 2.
+public struct BackupSignature: Codable, Sendable, Equatable {
+    static let entryName = "signature.json"
+    static let algorithmName = "hmac-sha256"
+    /// Prepended to the signed bytes so a MAC made for anything else never verifies.
+    static let context = "guestmode-backup-signature-v2\n"
+
+    public var algorithm: String
+    public var keyId: String
+    public var mac: String
+}
+
+/// Who signed an archive, as `verify`, `inspect` and `import` report it.
+public enum SignatureStatus: String, Codable, Sendable {
+    /// Signed with this deployment's key, and the MAC holds.
+    case thisDeployment = "this-deployment"
+    /// Signed with a key this deployment does not hold (or no key is at hand).
+    case anotherDeployment = "another-deployment"
+    /// No signature: format 1, or a format 2 archive without signature.json.
+    case unsigned
+}
