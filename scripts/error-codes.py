@@ -9,7 +9,7 @@ STATUS = {"internalFailure": 1, "needsAccount": 10, "needsPremium": 11, "meterEx
           "conflict": 14, "usage": 64, "badData": 65, "notFound": 66, "cannotCreate": 73, "ioError": 74,
           "tryAgainLater": 75}
 catalogue = open(os.path.join(ROOT, "Sources/GuestModeKit/Store/GuestModeError.swift")).read()
-codes = dict(re.findall(r'public static let (\w+) = Code\("([a-z_]+)"\)', catalogue))
+codes = dict(re.findall(r'public static let (\w+) = Code\("([a-z0-9_]+)"\)', catalogue))
 statuses = {name: set() for name in codes}
 for base, _, files in os.walk(os.path.join(ROOT, "Sources")):
     for file in files:

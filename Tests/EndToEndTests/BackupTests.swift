@@ -255,7 +255,7 @@ struct BackupTests {
             #expect(page.contains(".It Cm \(subcommand)") || page.contains("Nm guestmode backup \(subcommand)"), "\(subcommand)")
             let help = try await sandbox.run("backup", subcommand, "--help")
             let options = Set(help.stdout.matches(of: /--[a-z][a-z-]+/).map { String($0.output) })
-                .subtracting(["--help", "--version", "--store", "--now", "--json", "--quiet", "--verbose"])
+                .subtracting(["--help", "--version", "--store", "--schema", "--now", "--json", "--quiet", "--verbose"])
             for option in options {
                 #expect(page.contains("Fl \(option.dropFirst())"), "guestmode-backup(1) does not document \(option) of backup \(subcommand)")
             }
