@@ -32,16 +32,17 @@ extension GuestMode {
     /// any failure leaves the store untouched. A dry run does all of that and
     /// rolls back.
     public func importBackup(
-        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits = .standard
+        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits = .standard, now: Date = Date()
     ) throws -> BackupImportReport {
-        try importBackup(from: path, onConflict: onConflict, dryRun: dryRun, limits: limits, chain: .standard)
+        try importBackup(from: path, onConflict: onConflict, dryRun: dryRun, limits: limits, chain: .standard, now: now)
     }
 
     func importBackup(
-        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits, chain: ArchiveMigrationChain
+        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits, chain: ArchiveMigrationChain,
+        now: Date = Date()
     ) throws -> BackupImportReport {
         try store.importBackupRows(dryRun: dryRun) { rows in
-            var session = ImportSession(path: path, profile: profile, policy: onConflict, rows: rows)
+            var session = ImportSession(path: path, profile: profile, policy: onConflict, rows: rows, now: now)
             let walk = try ArchiveWalk.read(
                 path: path, depth: .full, limits: limits, chain: chain,
                 onHeader: { try session.begin($0) },
@@ -75,12 +76,15 @@ private struct ImportSession {
     var inserted: [String: Int] = [:]
     var renumbered = 0
     var columns: [String: Set<String>] = [:]
+    /// Every row checked as if written through the command line (BackupRowValidation.swift).
+    var validator: BackupRowValidator
 
-    init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport) {
+    init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport, now: Date) {
         self.path = path
         self.profile = profile
         self.policy = policy
         self.rows = rows
+        self.validator = BackupRowValidator(profile: profile, now: now, archive: path)
     }
 
     mutating func begin(_ header: BackupHeader) throws {
@@ -89,6 +93,7 @@ private struct ImportSession {
                 "the archive '\(path)' holds data of profile '\(header.profile.name)' but the store is bound to '\(profile.name)'; import it into a store initialised with that profile",
                 code: .profileMismatch)
         }
+        try ImportTrust.checkHeader(header, profile: profile, path: path, rows: rows)
         owners = Set(header.users)
         guestOwner = header.guestOwner
         var present: [String] = []
@@ -117,14 +122,15 @@ private struct ImportSession {
         }
     }
 
-    mutating func insert(_ row: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
-        guard let owner = row[table.ownerColumn]?.text,
+    mutating func insert(_ archived: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
+        guard let owner = archived[table.ownerColumn]?.text,
               owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
         else {
             throw GuestModeError.badData(
                 "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed",
                 code: .foreignRow)
         }
+        let row = try validator.check(archived, table: table, entry: location.entry, line: location.line)
         if table.name == "users" {
             guard usersSeen.insert(owner).inserted else {
                 throw GuestModeError.badData(
@@ -152,6 +158,7 @@ private struct ImportSession {
     }
 
     func finish() throws {
+        try validator.finish()
         let expected = Set(added).union(replaced).subtracting(guestOwner.map { [$0] } ?? [])
         if let missing = expected.subtracting(usersSeen).sorted().first {
             throw GuestModeError.badData(
@@ -180,6 +187,10 @@ private struct ImportSession {
             GuestModeError.conflict(
                 "the identity \(row["provider"]?.text ?? "?")/\(row["subject"]?.text ?? "?") of user '\(row["user_id"]?.text ?? "?")' in the archive '\(path)' already belongs to user '\(holder)' in the store; nothing was changed",
                 code: .identityAlreadyExists)
+        case .duplicateKey where ImportTrust.duplicateIsInArchive(table):
+            GuestModeError.badData(
+                "the archive '\(path)' has a duplicated row at \(location.description): it repeats the key of a row earlier in the archive (\(refusal.detail)); nothing was changed",
+                code: .duplicateRow)
         case .duplicateKey:
             GuestModeError.conflict(
                 "the row at \(location.description) of '\(path)' collides with a row already in the store or earlier in the archive (\(refusal.detail)); nothing was changed",
