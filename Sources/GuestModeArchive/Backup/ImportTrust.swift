@@ -9,7 +9,7 @@ enum ImportTrust {
     static func checkHeader(_ header: BackupHeader, profile: Profile, path: String, rows: any BackupRowImport) throws {
         if let owner = header.guestOwner, owner != profile.guestOwner {
             throw GuestModeError.badData(
-                "the archive '\(path)' says its guest owner is '\(owner)' but profile '\(profile.name)' writes guest records under '\(profile.guestOwner)'; refusing rows that would belong to someone else, nothing was changed",
+                "the header.json of the archive '\(path)' says its guest owner is '\(owner)' but profile '\(profile.name)' writes guest records under '\(profile.guestOwner)'; refusing rows that would belong to someone else, nothing was changed",
                 code: .guestOwnerMismatch)
         }
         var listed: Set<String> = []

@@ -361,7 +361,11 @@ public struct BackupRowValidator {
         @discardableResult
         func time(_ column: String) throws -> Date {
             let value = try text(column)
-            guard value.utf8.count == 24, let date = Timestamp.parse(value), Timestamp.format(date) == value else {
+            // Exactly the store's shape (parse alone also takes offsets, dates without a time and other fractions).
+            let bytes = Array(value.utf8)
+            guard bytes.count == 24, bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z"),
+                bytes[20..<23].allSatisfy({ (48...57).contains($0) }), let date = Timestamp.parse(value)
+            else {
                 throw invalid(
                     "\(table).\(column) must be a UTC time like 2026-01-31T09:30:00.000Z, not \(describe(row[column]))")
             }
