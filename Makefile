@@ -14,7 +14,7 @@ DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc
 
-.PHONY: all deps build run test lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -44,6 +44,20 @@ test: deps
 
 check-layout:
 	bash scripts/check-layout.sh
+
+# libFuzzer over the archive reader, header trust and row validation
+# (Sources/ArchiveFuzzer), seeded from the committed corpus; new inputs go to
+# .build/fuzz-corpus, crashes to .build/fuzz-crashes. FUZZ_SECONDS=60 by default.
+FUZZ_SECONDS ?= 60
+FUZZ_BIN = .build/fuzz/debug/ArchiveFuzzer
+
+fuzz-build: deps
+	$(SWIFT) build --build-path .build/fuzz --product ArchiveFuzzer -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
+
+fuzz: fuzz-build
+	mkdir -p .build/fuzz-corpus .build/fuzz-crashes
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=1024 \
+		-artifact_prefix=.build/fuzz-crashes/ .build/fuzz-corpus Tests/Fuzz/corpus
 
 # Rewrites the list of JSON error codes in guestmode(1) from the catalogue.
 man-codes:
