@@ -31,7 +31,27 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     return 0
 }
 
-#if !FUZZING
+#if FUZZING
+// SwiftPM links an executable's entry point as `ArchiveFuzzer_main` and
+// aliases `main` to it, which hides libFuzzer's own main; so enter
+// libFuzzer through its documented driver instead.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafeRawPointer?, Int) -> CInt
+) -> CInt
+
+@_cdecl("ArchiveFuzzer_main")
+public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var count = argc
+    var arguments = argv
+    return runDriver(&count, &arguments) { data, size in
+        guard let data else { return 0 }
+        return fuzz(data, size)
+    }
+}
+#else
 /// Without libFuzzer (a plain `swift build`), replays the files given as
 /// arguments through the same target, so a crashing input can be rerun
 /// under a debugger: `.build/debug/ArchiveFuzzer crash-…`.
