@@ -40,7 +40,7 @@ import Testing
             // Accepted: every imported user still reads back without trapping.
             for user in report.added + report.replaced where !user.isEmpty {
                 _ = try engine.counters(of: user)
-                _ = try engine.store.user(user)
+                _ = try engine.user(user)
             }
             #expect(try (engine.store as? SQLiteStore)?.integrityProblems() ?? [] == [], "\(label)")
         } catch let error as GuestModeError {
