@@ -1,6 +1,7 @@
 # guestmode — build, test, run and install.
 #   make run       build, then walk every profile with `guestmode tour`
 #   make test      build and run every test, lint the man pages
+#   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
 #   make bench     measure guestmode against sqlite3, bsdtar and zstd
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
