@@ -2,6 +2,7 @@
 #   make run       build, then walk every profile with `guestmode tour`
 #   make test      build and run every test, lint the man pages
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
+#   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
 #   make bench     measure guestmode against sqlite3, bsdtar and zstd
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
@@ -15,7 +16,7 @@ DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc libpq-dev postgresql
 
-.PHONY: all deps build run test crash sweep lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -50,6 +51,20 @@ sweep: deps
 
 check-layout:
 	bash scripts/check-layout.sh
+
+# libFuzzer over the archive reader, header trust and row validation
+# (Sources/ArchiveFuzzer), seeded from the committed corpus; new inputs go to
+# .build/fuzz-corpus, crashes to .build/fuzz-crashes. FUZZ_SECONDS=60 by default.
+FUZZ_SECONDS ?= 60
+FUZZ_BIN = .build/fuzz/debug/ArchiveFuzzer
+
+fuzz-build: deps
+	$(SWIFT) build --build-path .build/fuzz --product ArchiveFuzzer -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
+
+fuzz: fuzz-build
+	mkdir -p .build/fuzz-corpus .build/fuzz-crashes
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=1024 \
+		-artifact_prefix=.build/fuzz-crashes/ .build/fuzz-corpus Tests/Fuzz/corpus
 
 # Rewrites the list of JSON error codes in guestmode(1) from the catalogue.
 man-codes:

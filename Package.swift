@@ -70,6 +70,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // libFuzzer target (`make fuzz`): built only with -sanitize=fuzzer, which supplies its main.
+        .executableTarget(
+            name: "ArchiveFuzzer",
+            dependencies: ["GuestModeKit", "GuestModeSQLite", "GuestModeArchive"],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
         .testTarget(
             name: "GuestModeKitTests",
             dependencies: [

@@ -6,7 +6,7 @@ import Testing
 /// many compressed blocks.
 let backupFixtureSQL = """
     INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at) VALUES
-      ('u1', 'dev1', 'linked', 'anonymous', '2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z', '2026-01-01T10:00:00.000Z'),
+      ('u1', 'dev\t1', 'linked', 'anonymous', '2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z', '2026-01-01T10:00:00.000Z'),
       ('u2', NULL, 'anonymous', 'anonymous', '2026-01-03T00:00:00.000Z', '2026-01-03T00:00:00.000Z', NULL);
     INSERT INTO identities VALUES ('apple', 'sub-1', 'u1', 'a@example.com', '2026-01-01T10:00:00.000Z');
     INSERT INTO credentials VALUES ('u1', 'user-one', 'hash$abc', '2026-01-01T00:00:00.000Z');
@@ -16,7 +16,7 @@ let backupFixtureSQL = """
       ('u2', 'app_opened', '2026-01-03T00:00:00.000Z', 2, NULL, NULL);
     INSERT INTO counters VALUES ('u1', 'habit_completed', 1), ('u2', 'app_opened', 2);
     INSERT INTO records VALUES
-      ('u1', 'habits', 'h1', '{"name":"Run ☃","tabs":"a\tb"}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'),
+      ('u1', 'habits', 'h1', '{"name":"Run ☃","tabs":"a\\tb"}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'),
       ('', 'habits', 'h0', '{"name":"before any user"}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
       INSERT INTO records SELECT 'u2', 'completions', 'c' || i, json_object('habit', 'h' || (i % 7), 'day', i, 'note', hex(randomblob(16))),
@@ -42,7 +42,10 @@ let perUserTables = [
 extension Sandbox {
     /// A habits store at ./guestmode.sqlite with data in every per-user table.
     static func withBackupData() async throws -> Sandbox {
-        let sandbox = try await Sandbox.withStore("habits")
+        let sandbox = try Sandbox()
+        try sandbox.write("habits.yaml", backupFixtureProfile(habits: try String(contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/habits.yaml"), encoding: .utf8)))
+        let initialised = try await sandbox.run("init", "--profile", "habits.yaml")
+        #expect(initialised.status == 0, "init failed: \(initialised.stderr)")
         try sandbox.write("fill.sql", backupFixtureSQL)
         let filled = try await sandbox.shell("sqlite3 guestmode.sqlite < fill.sql")
         #expect(filled.status == 0, "\(filled.stderr)")
@@ -77,7 +80,7 @@ struct BackupTests {
         #expect(mode?.intValue == 0o600)
         #expect(try await sandbox.run("backup", "verify", "--full", archive).status == 0)
 
-        #expect(try await sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
+        #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "fresh.sqlite").status == 0)
         // The same deployment: the second store takes the first one's key, so it trusts the archive.
         let key = try await sandbox.run("backup", "key", "export", "--out", "-")
         #expect(key.status == 0 && key.stdout.count == 65)
@@ -155,7 +158,7 @@ struct BackupTests {
         let sandbox = try await Sandbox.withBackupData()
         let archive = format == "tar.zst" ? "u2.gmbackup" : "u2.\(format)"
         #expect(try await sandbox.run("backup", "export", "u2", "--out", archive).status == 0)
-        #expect(try await sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
+        #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "fresh.sqlite").status == 0)
         // Offsets inside the compressed data of the records entry (zip) or of the whole stream (tar).
         try await sandbox.python("""
             import zipfile, sys
@@ -343,4 +346,44 @@ struct BackupTests {
             return ""
         }
     }
+}
+
+/// The habits profile plus the meter, experiment and prompt contexts the
+/// backup fixtures hold rows of: import checks every row against the
+/// profile, so a fixture may only use names its profile declares.
+func backupFixtureProfile(habits: String) -> String {
+    let rules = "prompts:\n  cooldown: 72h\n  rules:\n"
+    let extraRules = ["backup_value", "first_recipe_success"].map { context in
+        """
+            - context: \(context)
+              priority: low
+              content:
+                title: Back up
+                message: Sign in to back up.
+                benefits: [Backup]
+                primary_action: Sign in
+                secondary_action: Later
+                style: card
+
+        """
+    }.joined()
+    let additions = """
+
+        meters:
+          api_minutes:
+            unit: minutes
+            reset: never
+            warnings:
+              - percent: 75
+                level: warning
+        experiments:
+          auth_prompts:
+            seed: auth_prompts
+            coverage: 1
+            variants:
+              - name: control
+                weight: 1
+
+        """
+    return habits.replacingOccurrences(of: rules, with: rules + extraRules) + additions
 }

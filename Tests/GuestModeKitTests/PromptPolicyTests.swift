@@ -176,7 +176,7 @@ private func facts(
     @Test func unknownUsersContextsAndTriggersAreRefusedPrecisely() throws {
         let engine = try engine()
         try insertUser(engine, "u1")
-        #expect(throws: GuestModeError.notFound("no user 'ghost' in this store; list users with 'guestmode user list'", code: .userNotFound)) {
+        #expect(throws: GuestModeError.notFound("no user 'ghost' in this store", code: .userNotFound)) {
             try engine.nextPrompt(for: "ghost", trigger: nil, now: hours(1))
         }
         #expect(performing: { try engine.recordPrompt(.shown, context: "nope", for: "u1", now: hours(1)) },

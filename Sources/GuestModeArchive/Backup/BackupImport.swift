@@ -47,16 +47,17 @@ extension GuestMode {
     /// pass checks the signature again and rolls back if it changed.
     public func importBackup(
         from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits = .standard,
-        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil
+        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil, now: Date = Date()
     ) throws -> BackupImportReport {
         try importBackup(
             from: path, onConflict: onConflict, dryRun: dryRun, limits: limits, chain: .standard, keys: keys,
-            trustUnsigned: trustUnsigned, signature: signature)
+            trustUnsigned: trustUnsigned, signature: signature, now: now)
     }
 
     func importBackup(
         from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits, chain: ArchiveMigrationChain,
-        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil
+        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil,
+        now: Date = Date()
     ) throws -> BackupImportReport {
         let expected: SignatureStatus
         if let signature {
@@ -67,7 +68,7 @@ extension GuestMode {
         }
         let trusted = trustUnsigned || expected == .thisDeployment
         return try store.importBackupRows(dryRun: dryRun) { rows in
-            var session = ImportSession(path: path, profile: profile, policy: onConflict, rows: rows, trusted: trusted)
+            var session = ImportSession(path: path, profile: profile, policy: onConflict, rows: rows, trusted: trusted, now: now)
             let walk = try ArchiveWalk.read(
                 path: path, depth: .full, limits: limits, chain: chain, keys: keys,
                 onHeader: { try session.begin($0) },
@@ -118,12 +119,16 @@ private struct ImportSession {
     /// Users whose store users row (and trust tables) an untrusted replace keeps.
     var keptUsers: Set<String> = []
 
-    init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport, trusted: Bool) {
+    /// Every row checked as if written through the command line (BackupRowValidation.swift).
+    var validator: BackupRowValidator
+
+    init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport, trusted: Bool, now: Date) {
         self.path = path
         self.profile = profile
         self.policy = policy
         self.rows = rows
         self.trusted = trusted
+        self.validator = BackupRowValidator(profile: profile, now: now, archive: path)
     }
 
     mutating func begin(_ header: BackupHeader) throws {
@@ -132,6 +137,7 @@ private struct ImportSession {
                 "the archive '\(path)' holds data of profile '\(header.profile.name)' but the store is bound to '\(profile.name)'; import it into a store initialised with that profile",
                 code: .profileMismatch)
         }
+        try ImportTrust.checkHeader(header, profile: profile, path: path, rows: rows)
         owners = Set(header.users)
         guestOwner = header.guestOwner
         var present: [String] = []
@@ -167,14 +173,15 @@ private struct ImportSession {
         }
     }
 
-    mutating func insert(_ row: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
-        guard let owner = row[table.ownerColumn]?.text,
+    mutating func insert(_ archived: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
+        guard let owner = archived[table.ownerColumn]?.text,
               owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
         else {
             throw GuestModeError.badData(
                 "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed",
                 code: .foreignRow)
         }
+        var row = try validator.check(archived, table: table, entry: location.entry, line: location.line)
         if table.name == "users" {
             guard usersSeen.insert(owner).inserted else {
                 throw GuestModeError.badData(
@@ -187,7 +194,6 @@ private struct ImportSession {
             }
         }
         if skipped.contains(owner) { return }
-        var row = row
         if !trusted {
             if table.carriesTrust {
                 untrustedRows[table.name, default: 0] += 1
@@ -220,6 +226,7 @@ private struct ImportSession {
     }
 
     func finish() throws {
+        try validator.finish()
         let expected = Set(added).union(replaced).subtracting(guestOwner.map { [$0] } ?? [])
         if let missing = expected.subtracting(usersSeen).sorted().first {
             throw GuestModeError.badData(
@@ -248,6 +255,10 @@ private struct ImportSession {
             GuestModeError.conflict(
                 "the identity \(row["provider"]?.text ?? "?")/\(row["subject"]?.text ?? "?") of user '\(row["user_id"]?.text ?? "?")' in the archive '\(path)' already belongs to user '\(holder)' in the store; nothing was changed",
                 code: .identityAlreadyExists)
+        case .duplicateKey where ImportTrust.duplicateIsInArchive(table):
+            GuestModeError.badData(
+                "the archive '\(path)' has a duplicated row at \(location.description): it repeats the key of a row earlier in the archive (\(refusal.detail)); nothing was changed",
+                code: .duplicateRow)
         case .duplicateKey:
             GuestModeError.conflict(
                 "the row at \(location.description) of '\(path)' collides with a row already in the store or earlier in the archive (\(refusal.detail)); nothing was changed",

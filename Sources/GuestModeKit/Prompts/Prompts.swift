@@ -312,7 +312,7 @@ extension GuestMode {
     }
 
     static func missingUser(_ userID: String) -> GuestModeError {
-        GuestModeError.notFound("no user '\(userID)' in this store; list users with 'guestmode user list'", code: .userNotFound)
+        GuestModeError.notFound("no user '\(userID)' in this store", code: .userNotFound)
     }
 }
 

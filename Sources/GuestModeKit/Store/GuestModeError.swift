@@ -110,6 +110,7 @@ extension GuestModeError {
             .databaseError,
             .destinationUnavailable,
             .differentUser,
+            .duplicateRow,
             .emptyKey,
             .emptyPeriod,
             .emptySubject,
@@ -118,10 +119,12 @@ extension GuestModeError {
             .fileNotFound,
             .foreignRow,
             .guestAlreadyMoved,
+            .guestOwnerMismatch,
             .hostileArchive,
             .idempotencyKeyReused,
             .identityAlreadyExists,
             .identityNotFound,
+            .inconsistentRows,
             .integrityCheckFailed,
             .internalFailure,
             .invalidAmount,
@@ -226,6 +229,7 @@ extension GuestModeError {
         public static let databaseError = Code("database_error")
         public static let destinationUnavailable = Code("destination_unavailable")
         public static let differentUser = Code("different_user")
+        public static let duplicateRow = Code("duplicate_row")
         public static let emptyKey = Code("empty_key")
         public static let emptyPeriod = Code("empty_period")
         public static let emptySubject = Code("empty_subject")
@@ -234,10 +238,12 @@ extension GuestModeError {
         public static let fileNotFound = Code("file_not_found")
         public static let foreignRow = Code("foreign_row")
         public static let guestAlreadyMoved = Code("guest_already_moved")
+        public static let guestOwnerMismatch = Code("guest_owner_mismatch")
         public static let hostileArchive = Code("hostile_archive")
         public static let idempotencyKeyReused = Code("idempotency_key_reused")
         public static let identityAlreadyExists = Code("identity_already_exists")
         public static let identityNotFound = Code("identity_not_found")
+        public static let inconsistentRows = Code("inconsistent_rows")
         public static let integrityCheckFailed = Code("integrity_check_failed")
         public static let internalFailure = Code("internal")
         public static let invalidAmount = Code("invalid_amount")

@@ -9,8 +9,8 @@ extension SQLiteStore: OutboxStore {
                 db, sql: "SELECT user_id, queued_at, attempts, last_error, next_attempt_at FROM outbox ORDER BY queued_at, user_id"
             ).map { row in
                 OutboxEntry(
-                    userId: row["user_id"], queuedAt: row["queued_at"], attempts: row["attempts"],
-                    lastError: row["last_error"], nextAttemptAt: row["next_attempt_at"])
+                    userId: try row.decode(forColumn: "user_id"), queuedAt: try row.decode(forColumn: "queued_at"), attempts: try row.decode(forColumn: "attempts"),
+                    lastError: try row.decode(forColumn: "last_error"), nextAttemptAt: try row.decode(forColumn: "next_attempt_at"))
             }
         }
     }

@@ -60,6 +60,6 @@ extension SQLiteStore: ExperimentStore {
             db, sql: "SELECT variant, assigned_at FROM experiment_assignments WHERE user_id = ? AND experiment = ?",
             arguments: [userID, experiment])
         else { return nil }
-        return StoredAssignment(variant: row["variant"], assignedAt: try date(row["assigned_at"]), isNew: false)
+        return StoredAssignment(variant: try row.decode(forColumn: "variant"), assignedAt: try date(try row.decode(forColumn: "assigned_at")), isNew: false)
     }
 }

@@ -45,16 +45,16 @@ extension SQLiteStore: MigrationJournalStore {
             // Read inside the transaction: another process may have done the step.
             guard let entry = try Row.fetchOne(
                 db, sql: "SELECT name, status FROM migration_steps WHERE journal_id = ? AND position = ?",
-                arguments: [journalID, position]), (entry["name"] as String?) == step.name
+                arguments: [journalID, position]), (try entry.decode(forColumn: "name") as String?) == step.name
             else {
                 throw GuestModeError(
                     .badData, code: .journalMismatch,
                     "migration #\(journalID) has no step \(position) named '\(step.name)'; it cannot run that step")
             }
-            guard (entry["status"] as String?) != "done" else { return nil }
+            guard (try entry.decode(forColumn: "status") as String?) != "done" else { return nil }
             try db.execute(sql: "UPDATE migration_journals SET status = 'running', error = NULL WHERE id = ?", arguments: [journalID])
             let transfer = SQLiteTransfer(
-                store: self, profile: profile, source: journal["source_id"], target: journal["target_id"], now: now,
+                store: self, profile: profile, source: try journal.decode(forColumn: "source_id"), target: try journal.decode(forColumn: "target_id"), now: now,
                 journalID: journalID)
             var rows = 0
             var conflicts: [RecordConflict] = []
@@ -111,18 +111,18 @@ extension SQLiteStore: MigrationJournalStore {
 
     private func journals(where clause: String, arguments: StatementArguments, _ db: Database) throws -> [MigrationJournal] {
         try Row.fetchAll(db, sql: "SELECT * FROM migration_journals WHERE \(clause) ORDER BY id", arguments: arguments).map { row in
-            let id: Int64 = row["id"]
+            let id: Int64 = try row.decode(forColumn: "id")
             let steps = try Row.fetchAll(
                 db, sql: "SELECT * FROM migration_steps WHERE journal_id = ? ORDER BY position", arguments: [id]
             ).map { step in
                 JournalStep(
-                    position: step["position"], name: step["name"], status: step["status"], rows: step["rows"],
-                    finishedAt: (step["finished_at"] as String?).flatMap(Timestamp.parse))
+                    position: try step.decode(forColumn: "position"), name: try step.decode(forColumn: "name"), status: try step.decode(forColumn: "status"), rows: try step.decode(forColumn: "rows"),
+                    finishedAt: (try step.decode(forColumn: "finished_at") as String?).flatMap(Timestamp.parse))
             }
             return MigrationJournal(
-                id: id, kind: row["kind"], source: row["source_id"], target: row["target_id"], status: row["status"],
-                backupPath: row["backup_path"], startedAt: Timestamp.parse(row["started_at"]) ?? .distantPast,
-                finishedAt: (row["finished_at"] as String?).flatMap(Timestamp.parse), error: row["error"], steps: steps)
+                id: id, kind: try row.decode(forColumn: "kind"), source: try row.decode(forColumn: "source_id"), target: try row.decode(forColumn: "target_id"), status: try row.decode(forColumn: "status"),
+                backupPath: try row.decode(forColumn: "backup_path"), startedAt: Timestamp.parse(try row.decode(forColumn: "started_at")) ?? .distantPast,
+                finishedAt: (try row.decode(forColumn: "finished_at") as String?).flatMap(Timestamp.parse), error: try row.decode(forColumn: "error"), steps: steps)
         }
     }
 }

@@ -76,8 +76,8 @@ extension SQLiteStore: TransferStore {
             let rows = try Row.fetchAll(
                 db, sql: "SELECT collection, key FROM records WHERE owner_id = ? ORDER BY collection, key", arguments: [owner])
             for row in rows {
-                let collection: String = row["collection"]
-                let key: String = row["key"]
+                let collection: String = try row.decode(forColumn: "collection")
+                let key: String = try row.decode(forColumn: "key")
                 let keyAfter = profile.adoptedKey(key, collection: collection, user: userID)
                 if try Bool.fetchOne(
                     db, sql: "SELECT 1 FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
@@ -212,13 +212,13 @@ struct SQLiteTransfer {
                 """,
             arguments: StatementArguments([target, source] + (collections ?? [])))
         return try rows.map { row in
-            let collection: String = row["collection"]
-            let key: String = row["key"]
+            let collection: String = try row.decode(forColumn: "collection")
+            let key: String = try row.decode(forColumn: "key")
             return try RecordConflict.settling(
                 collection: collection, key: key,
-                guest: RecordVersion(data: row["guest_data"], updatedAt: Timestamp.parse(row["guest_updated"]) ?? .distantPast),
+                guest: RecordVersion(data: try row.decode(forColumn: "guest_data"), updatedAt: Timestamp.parse(try row.decode(forColumn: "guest_updated")) ?? .distantPast),
                 account: RecordVersion(
-                    data: row["account_data"], updatedAt: Timestamp.parse(row["account_updated"]) ?? .distantPast),
+                    data: try row.decode(forColumn: "account_data"), updatedAt: Timestamp.parse(try row.decode(forColumn: "account_updated")) ?? .distantPast),
                 policy: policy, rule: profile.collection(named: collection)?.onMergeConflict ?? .newestWins,
                 freeKey: { try freeKey(for: key, collection: collection, db) })
         }

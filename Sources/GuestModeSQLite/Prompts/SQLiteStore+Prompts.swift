@@ -31,19 +31,19 @@ extension SQLiteStore: PromptStore {
         var counters: [String: Int] = [:]
         let counterRows = try Row.fetchCursor(
             db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
-        while let row = try counterRows.next() { counters[row["action"]] = row["total"] }
+        while let row = try counterRows.next() { counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total") }
         let history = try Row.fetchAll(
             db.cachedStatement(sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
             arguments: [userID]
         ).map { row in
             PromptHistoryEntry(
-                context: row["context"], outcome: try decode(row["outcome"], as: PromptOutcome.self, what: "prompt outcome"),
-                at: try date(row["at"]))
+                context: try row.decode(forColumn: "context"), outcome: try decode(try row.decode(forColumn: "outcome"), as: PromptOutcome.self, what: "prompt outcome"),
+                at: try date(try row.decode(forColumn: "at")))
         }
         return PromptFacts(
-            userID: userID, userState: try decode(user["state"], as: UserState.self, what: "user state"),
-            promptState: try decode(user["prompt_state"], as: PromptState.self, what: "prompt state"),
-            firstSeen: try date(user["created_at"]), counters: counters, history: history)
+            userID: userID, userState: try decode(try user.decode(forColumn: "state"), as: UserState.self, what: "user state"),
+            promptState: try decode(try user.decode(forColumn: "prompt_state"), as: PromptState.self, what: "prompt state"),
+            firstSeen: try date(try user.decode(forColumn: "created_at")), counters: counters, history: history)
     }
 
     static func recordPromptOutcome(_ db: Database, _ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {

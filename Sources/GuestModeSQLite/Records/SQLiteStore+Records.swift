@@ -73,10 +73,10 @@ extension SQLiteStore: RecordStore {
         }
     }
 
-    private func storedRecord(_ row: Row) -> StoredRecord {
+    private func storedRecord(_ row: Row) throws -> StoredRecord {
         StoredRecord(
-            owner: row["owner_id"], collection: row["collection"], key: row["key"], data: row["data"],
-            createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
-            updatedAt: Timestamp.parse(row["updated_at"]) ?? .distantPast)
+            owner: try row.decode(forColumn: "owner_id"), collection: try row.decode(forColumn: "collection"), key: try row.decode(forColumn: "key"), data: try row.decode(forColumn: "data"),
+            createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
+            updatedAt: Timestamp.parse(try row.decode(forColumn: "updated_at")) ?? .distantPast)
     }
 }

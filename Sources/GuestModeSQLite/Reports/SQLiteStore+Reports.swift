@@ -19,7 +19,7 @@ extension SQLiteStore: ReportStore {
                     """,
                 arguments: arguments)
             else { throw GuestModeError(.internalFailure, code: .internalFailure, "the funnel query returned no row") }
-            let linked: Int = row["linked"]
+            let linked: Int = try row.decode(forColumn: "linked")
             // The median is the middle of the sorted link times; SQLite has no median aggregate.
             let median = linked == 0 ? nil : try Double.fetchOne(
                 db,
@@ -31,8 +31,8 @@ extension SQLiteStore: ReportStore {
                     """,
                 arguments: arguments + [linked, linked])
             return FunnelCounts(
-                guests: row["guests"], prompted: row["prompted"], linked: linked,
-                averageHoursToLink: row["average_hours"], medianHoursToLink: median)
+                guests: try row.decode(forColumn: "guests"), prompted: try row.decode(forColumn: "prompted"), linked: linked,
+                averageHoursToLink: try row.decode(forColumn: "average_hours"), medianHoursToLink: median)
         }
     }
 
@@ -63,7 +63,7 @@ extension SQLiteStore: ReportStore {
                     sql: "SELECT count(DISTINCT user_id) FROM meter_warnings WHERE meter = ? AND \(warningFilter)",
                     arguments: [meter] + warningArguments) ?? 0
                 counts[meter] = MeterUsageCounts(
-                    users: row["users"], uses: row["uses"], amount: row["amount"], warnedUsers: warned)
+                    users: try row.decode(forColumn: "users"), uses: try row.decode(forColumn: "uses"), amount: try row.decode(forColumn: "amount"), warnedUsers: warned)
             }
             return counts
         }
@@ -88,8 +88,8 @@ extension SQLiteStore: ReportStore {
             arguments: arguments
         ).map { row in
             PromptContextReport(
-                context: row["context"], shown: row["shown"], dismissed: row["dismissed"], later: row["later"],
-                never: row["never"], completed: row["completed"])
+                context: try row.decode(forColumn: "context"), shown: try row.decode(forColumn: "shown"), dismissed: try row.decode(forColumn: "dismissed"), later: try row.decode(forColumn: "later"),
+                never: try row.decode(forColumn: "never"), completed: try row.decode(forColumn: "completed"))
         }
     }
 
@@ -107,7 +107,7 @@ extension SQLiteStore: ReportStore {
             arguments: arguments
         ).map { row in
             VariantCounts(
-                experiment: row["experiment"], variant: row["variant"], users: row["users"], conversions: row["conversions"])
+                experiment: try row.decode(forColumn: "experiment"), variant: try row.decode(forColumn: "variant"), users: try row.decode(forColumn: "users"), conversions: try row.decode(forColumn: "conversions"))
         }
     }
 
@@ -127,7 +127,7 @@ extension SQLiteStore: ReportStore {
                 let rows = try Row.fetchAll(
                     db, sql: "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin')")
                 var values: [String: String] = [:]
-                for row in rows { values[row["key"]] = row["value"] }
+                for row in rows { values[try row.decode(forColumn: "key")] = try row.decode(forColumn: "value") }
                 return values["profile_text"].map { ($0, values["profile_origin"] ?? "") }
             }
         } catch let error as DatabaseError {

@@ -22,15 +22,15 @@ extension SQLiteStore {
             return nil
         }
         return User(
-            id: row["id"], device: row["device"], state: UserState(rawValue: row["state"]) ?? .anonymous,
-            promptState: row["prompt_state"], createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
-            lastSeenAt: Timestamp.parse(row["last_seen_at"]) ?? .distantPast,
-            linkedAt: (row["linked_at"] as String?).flatMap(Timestamp.parse))
+            id: try row.decode(forColumn: "id"), device: try row.decode(forColumn: "device"), state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
+            promptState: try row.decode(forColumn: "prompt_state"), createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
+            lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
+            linkedAt: (try row.decode(forColumn: "linked_at") as String?).flatMap(Timestamp.parse))
     }
 
     func requireUser(_ id: String, _ db: Database) throws -> User {
         guard let user = try findUser(id, db) else {
-            throw GuestModeError.notFound("no user '\(id)' in this store; list users with 'guestmode user list'", code: .userNotFound)
+            throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
         }
         return user
     }
@@ -40,15 +40,15 @@ extension SQLiteStore {
             db, sql: "SELECT * FROM identities WHERE user_id = ? ORDER BY linked_at, provider", arguments: [userID]
         ).map { row in
             Identity(
-                provider: row["provider"], subject: row["subject"], email: row["email"],
-                linkedAt: Timestamp.parse(row["linked_at"]) ?? .distantPast)
+                provider: try row.decode(forColumn: "provider"), subject: try row.decode(forColumn: "subject"), email: try row.decode(forColumn: "email"),
+                linkedAt: Timestamp.parse(try row.decode(forColumn: "linked_at")) ?? .distantPast)
         }
     }
 
     func counters(of userID: String, _ db: Database) throws -> [String: Int] {
         var counters: [String: Int] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT action, total FROM counters WHERE user_id = ?", arguments: [userID]) {
-            counters[row["action"]] = row["total"]
+            counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total")
         }
         return counters
     }
@@ -119,10 +119,10 @@ extension SQLiteStore {
             db, sql: "SELECT * FROM plans WHERE user_id = ? ORDER BY granted_at, id", arguments: [userID]
         ).map { row in
             PlanGrant(
-                plan: row["plan"], grantedAt: Timestamp.parse(row["granted_at"]) ?? .distantPast,
-                trialEndsAt: (row["trial_ends_at"] as String?).flatMap(Timestamp.parse),
-                endsAt: (row["ends_at"] as String?).flatMap(Timestamp.parse),
-                revokedAt: (row["revoked_at"] as String?).flatMap(Timestamp.parse))
+                plan: try row.decode(forColumn: "plan"), grantedAt: Timestamp.parse(try row.decode(forColumn: "granted_at")) ?? .distantPast,
+                trialEndsAt: (try row.decode(forColumn: "trial_ends_at") as String?).flatMap(Timestamp.parse),
+                endsAt: (try row.decode(forColumn: "ends_at") as String?).flatMap(Timestamp.parse),
+                revokedAt: (try row.decode(forColumn: "revoked_at") as String?).flatMap(Timestamp.parse))
         }
     }
 

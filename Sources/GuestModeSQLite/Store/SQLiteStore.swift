@@ -71,6 +71,8 @@ public final class SQLiteStore: Sendable {
             return try database.writer.write(updates)
         } catch let error as DatabaseError {
             throw StoreFile.translate(error, path: path ?? ":memory:")
+        } catch let error as RowDecodingError {
+            throw StoreFile.corrupt(error, path: path ?? ":memory:")
         }
     }
 
@@ -102,6 +104,8 @@ public final class SQLiteStore: Sendable {
             }
         } catch let error as DatabaseError {
             throw StoreFile.translate(error, path: path ?? ":memory:")
+        } catch let error as RowDecodingError {
+            throw StoreFile.corrupt(error, path: path ?? ":memory:")
         }
     }
 
@@ -110,6 +114,8 @@ public final class SQLiteStore: Sendable {
             return try database.writer.read(value)
         } catch let error as DatabaseError {
             throw StoreFile.translate(error, path: path ?? ":memory:")
+        } catch let error as RowDecodingError {
+            throw StoreFile.corrupt(error, path: path ?? ":memory:")
         }
     }
 }
@@ -132,7 +138,7 @@ extension SQLiteStore: StoreAdministration {
             let rows = try Row.fetchAll(
                 db, sql: "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin')")
             var values: [String: String] = [:]
-            for row in rows { values[row["key"]] = row["value"] }
+            for row in rows { values[try row.decode(forColumn: "key")] = try row.decode(forColumn: "value") }
             guard let text = values["profile_text"] else { return nil }
             return (text, values["profile_origin"] ?? "")
         }
@@ -150,8 +156,8 @@ extension SQLiteStore: StoreAdministration {
         try read { db in
             var problems = try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" }
             let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
-            problems += violations.map { row in
-                "foreign key violation in table \(row[0] as String? ?? "?") row \(row[1] as Int64? ?? 0) (refers to \(row[2] as String? ?? "?"))"
+            problems += try violations.map { row in
+                "foreign key violation in table \(try row.decode(atIndex: 0) as String? ?? "?") row \(try row.decode(atIndex: 1) as Int64? ?? 0) (refers to \(try row.decode(atIndex: 2) as String? ?? "?"))"
             }
             return problems
         }

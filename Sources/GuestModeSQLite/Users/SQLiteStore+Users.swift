@@ -47,12 +47,12 @@ extension SQLiteStore: UserStore {
                     FROM users u \(whereClause) ORDER BY u.created_at, u.id
                     """,
                 arguments: StatementArguments(arguments))
-            return rows.map { row in
+            return try rows.map { row in
                 UserSummary(
-                    id: row["id"], state: UserState(rawValue: row["state"]) ?? .anonymous,
-                    createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast,
-                    lastSeenAt: Timestamp.parse(row["last_seen_at"]) ?? .distantPast,
-                    identities: row["identities"], records: row["records"])
+                    id: try row.decode(forColumn: "id"), state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
+                    createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
+                    lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
+                    identities: try row.decode(forColumn: "identities"), records: try row.decode(forColumn: "records"))
             }
         }
     }
@@ -67,7 +67,7 @@ extension SQLiteStore: UserStore {
                 db, sql: "SELECT collection, COUNT(*) AS n FROM records WHERE owner_id = ? GROUP BY collection",
                 arguments: [id])
             {
-                records[row["collection"]] = row["n"]
+                records[try row.decode(forColumn: "collection")] = try row.decode(forColumn: "n")
             }
             return UserOverview(
                 user: user, identities: try identities(of: id, db), hasAnonymousCredentials: hasCredentials,
@@ -107,15 +107,15 @@ extension SQLiteStore: UserStore {
                     """,
                 arguments: [UserState.anonymous.rawValue, cutoff])
             {
-                grants[row["user_id"], default: []].append(Self.planGrant(row))
+                grants[try row.decode(forColumn: "user_id"), default: []].append(try Self.planGrant(row))
             }
             var selection = PurgeSelection(purged: [], kept: [])
             for row in rows {
                 let candidate = PurgeCandidate(
-                    id: row["id"], lastSeenAt: Timestamp.parse(row["last_seen_at"]) ?? .distantPast,
-                    records: row["records"])
+                    id: try row.decode(forColumn: "id"), lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
+                    records: try row.decode(forColumn: "records"))
                 let decision = policy.decision(
-                    state: UserState(rawValue: row["state"]) ?? .anonymous, lastSeenAt: candidate.lastSeenAt,
+                    state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous, lastSeenAt: candidate.lastSeenAt,
                     records: candidate.records, grants: grants[candidate.id] ?? [])
                 if decision == .delete {
                     selection.purged.append(candidate)
@@ -137,8 +137,8 @@ extension SQLiteStore: UserStore {
                 arguments: [username]
             ).map { row in
                 StoredCredentials(
-                    userID: row["user_id"], username: row["username"], secretHash: row["secret_hash"],
-                    createdAt: Timestamp.parse(row["created_at"]) ?? .distantPast)
+                    userID: try row.decode(forColumn: "user_id"), username: try row.decode(forColumn: "username"), secretHash: try row.decode(forColumn: "secret_hash"),
+                    createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast)
             }
         }
     }
@@ -161,11 +161,11 @@ extension SQLiteStore: UserStore {
     }
 
     /// One row of `plans` as the engine's grant.
-    static func planGrant(_ row: Row) -> PlanGrant {
+    static func planGrant(_ row: Row) throws -> PlanGrant {
         PlanGrant(
-            plan: row["plan"], grantedAt: Timestamp.parse(row["granted_at"]) ?? .distantPast,
-            trialEndsAt: (row["trial_ends_at"] as String?).flatMap(Timestamp.parse),
-            endsAt: (row["ends_at"] as String?).flatMap(Timestamp.parse),
-            revokedAt: (row["revoked_at"] as String?).flatMap(Timestamp.parse))
+            plan: try row.decode(forColumn: "plan"), grantedAt: Timestamp.parse(try row.decode(forColumn: "granted_at")) ?? .distantPast,
+            trialEndsAt: (try row.decode(forColumn: "trial_ends_at") as String?).flatMap(Timestamp.parse),
+            endsAt: (try row.decode(forColumn: "ends_at") as String?).flatMap(Timestamp.parse),
+            revokedAt: (try row.decode(forColumn: "revoked_at") as String?).flatMap(Timestamp.parse))
     }
 }

@@ -8,6 +8,7 @@ extension GuestModeError.Code {
         switch self {
         case .storeNotFound:
             "create one with 'guestmode init --profile NAME', or point --store (or GUESTMODE_STORE) at an existing one"
+        case .userNotFound: "list users with 'guestmode user list'"
         case .storeExists: "add --force to replace it, or choose another --store"
         case .storeWithoutProfile: "bind it with 'guestmode init --profile NAME --force' on that store"
         case .migrationUnfinished: "continue it with 'guestmode migrate GUEST --to ACCOUNT --resume'"

@@ -1,0 +1,42 @@
+import Foundation
+import GuestModeKit
+
+/// What an import takes on trust from `header.json`, and no more (DESIGN §5):
+/// the header names the users whose rows may be written, and only the
+/// profile's own guest owner may own records beside them. Replacing deletes
+/// nothing but those users' rows and the guest owner's records.
+enum ImportTrust {
+    static func checkHeader(_ header: BackupHeader, profile: Profile, path: String, rows: any BackupRowImport) throws {
+        if let owner = header.guestOwner, owner != profile.guestOwner {
+            throw GuestModeError.badData(
+                "the header.json of the archive '\(path)' says its guest owner is '\(owner)' but profile '\(profile.name)' writes guest records under '\(profile.guestOwner)'; refusing rows that would belong to someone else, nothing was changed",
+                code: .guestOwnerMismatch)
+        }
+        var listed: Set<String> = []
+        for user in header.users {
+            guard !user.isEmpty, user != profile.guestOwner else {
+                throw GuestModeError.badData(
+                    "the archive '\(path)' lists '\(user)' as a user in header.json, which is the profile's guest owner, not a user id; nothing was changed",
+                    code: .badHeader)
+            }
+            guard listed.insert(user).inserted else {
+                throw GuestModeError.badData(
+                    "the archive '\(path)' lists user '\(user)' twice in header.json; nothing was changed", code: .badHeader)
+            }
+        }
+        // A guest owner that is also a user id in the store would let `replace` delete that user's rows.
+        if header.guestOwner != nil, try rows.creationTime(ofUser: profile.guestOwner) != nil {
+            throw GuestModeError.badData(
+                "the store has a user whose id '\(profile.guestOwner)' is the profile's guest owner; the archive '\(path)' cannot be imported over it, nothing was changed",
+                code: .guestOwnerMismatch)
+        }
+    }
+
+    /// Whether a key collision on `table` can only be with a row this import
+    /// wrote: the store's rows of the users being written were deleted
+    /// (`replace`) or never existed (`added`), except for keys that span
+    /// users (identities, usernames), which are real conflicts.
+    static func duplicateIsInArchive(_ table: BackupTable) -> Bool {
+        table.name != "identities" && table.name != "credentials"
+    }
+}

@@ -1,0 +1,410 @@
+import Foundation
+
+/// Checks every row an archive brings against the profile and the rules the
+/// command line enforces when it writes the same data (DESIGN §5): an
+/// archive is a trust boundary, so a row is accepted only if guestmode itself
+/// could have written it.
+///
+/// Per row: every column has the stored type (integers where integers are
+/// stored, finite numbers in range, text where text is stored), timestamps
+/// are in the store's own form (`Timestamp.format`, UTC with milliseconds)
+/// and not in the future unless they name a future end, names refer to what
+/// the profile declares (collections, actions, meters, plans, providers,
+/// prompt contexts, experiments and variants), record data is a JSON object,
+/// counts and amounts are not negative. Surrogate ids (`events.id`,
+/// `meter_usage.id`, …) must be positive integers, appear once per table,
+/// and are then dropped: the store numbers imported rows itself, so an
+/// archive cannot push its sequences to the end of their range.
+///
+/// Across rows (`finish`): a `linked` user has an identity in the archive
+/// and an `anonymous` one has none; each counter equals the sum of the
+/// counts of the user's events of that action, and every action with events
+/// has its counter. Counters are refused rather than recomputed when they
+/// disagree: the store keeps every event for as long as the user exists, so
+/// a disagreement means the archive was altered.
+///
+/// Pure: no store, the clock passed in. Memory grows with users, identities,
+/// credentials, counters and surrogate ids, not with records or their size.
+public struct BackupRowValidator {
+    public let profile: Profile
+    /// The import's clock: past-only timestamps may be at most a day after it.
+    public let now: Date
+    /// Names the archive in messages.
+    public let archive: String
+
+    /// Tolerated clock skew between the machine that exported and this one.
+    static let skew: TimeInterval = 86_400
+    /// The largest meter amount one row may carry (`meter use` refuses more).
+    static let largestAmount = 1e12
+
+    /// Actions guestmode writes itself, whatever the profile declares.
+    public static let systemActions: Set<String> = [
+        "account_upgrade_started", "account_upgrade_succeeded", "account_upgrade_failed", "account_unlinked",
+        FiredWarning.eventAction,
+    ]
+
+    private struct Key: Hashable {
+        var user: String
+        var name: String
+    }
+
+    private var userStates: [String: (state: UserState, location: String)] = [:]
+    private var usersWithIdentity: Set<String> = []
+    private var identities: Set<Key> = []
+    private var credentialUsers: Set<String> = []
+    private var usernames: Set<String> = []
+    private var counters: [Key: (total: Int64, location: String)] = [:]
+    private var eventTotals: [Key: (total: Int64, location: String)] = [:]
+    private var surrogateIDs: [String: Set<Int64>] = [:]
+
+    public init(profile: Profile, now: Date, archive: String) {
+        self.profile = profile
+        self.now = now
+        self.archive = archive
+    }
+
+    /// Checks one row of `table` read at `line` of `entry`, and returns the
+    /// row to write: the same columns, less a surrogate id.
+    public mutating func check(
+        _ row: [String: CellValue], table: BackupTable, entry: String, line: Int
+    ) throws -> [String: CellValue] {
+        let cells = Cells(
+            row: row, table: table.name, context: Context(profile: profile, now: now, archive: archive),
+            location: "line \(line) of \(entry)")
+        var result = row
+        if table.hasSurrogateID {
+            let id = try cells.integer("id", atLeast: 1)
+            guard surrogateIDs[table.name, default: []].insert(id).inserted else {
+                throw cells.duplicate("\(table.name).id \(id) appears twice in the archive")
+            }
+            result["id"] = nil
+        }
+        try checkColumns(cells, table: table.name)
+        return result
+    }
+
+    /// Checks what no single row shows: states against identities, counters against events.
+    public func finish() throws {
+        for (user, entry) in userStates.sorted(by: { $0.key < $1.key }) {
+            switch entry.state {
+            case .linked where !usersWithIdentity.contains(user):
+                throw inconsistent(at: entry.location, "user '\(user)' is linked but the archive has no identity for them")
+            case .anonymous where usersWithIdentity.contains(user):
+                throw inconsistent(
+                    at: entry.location, "user '\(user)' is anonymous but the archive has an identity for them")
+            default: break
+            }
+        }
+        for (key, counter) in counters.sorted(by: { $0.value.location < $1.value.location }) {
+            let counted = eventTotals[key]?.total ?? 0
+            guard counter.total == counted else {
+                throw inconsistent(
+                    at: counter.location,
+                    "the counter of '\(key.name)' for user '\(key.user)' is \(counter.total) but the archive's events of that action count \(counted)")
+            }
+        }
+        for (key, events) in eventTotals.sorted(by: { $0.value.location < $1.value.location })
+        where counters[key] == nil {
+            throw inconsistent(
+                at: events.location,
+                "user '\(key.user)' has events of '\(key.name)' (\(events.total) in all) but the archive has no counter for them")
+        }
+    }
+
+    private func inconsistent(at location: String, _ message: String) -> GuestModeError {
+        GuestModeError.badData(
+            "the archive '\(archive)' is inconsistent at \(location): \(message); nothing was changed",
+            code: .inconsistentRows)
+    }
+
+    // MARK: - Tables
+
+    private mutating func checkColumns(_ cells: Cells, table: String) throws {
+        switch table {
+        case "users":
+            let id = try cells.name("id")
+            try cells.optionalText("device")
+            // Columns the store defaults may be left out, as an older format did.
+            let state = cells.row["state"] == nil ? .anonymous : UserState(rawValue: try cells.text("state"))
+            guard let state else {
+                throw cells.invalid("users.state must be one of \(UserState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            let promptState = cells.row["prompt_state"] == nil ? "anonymous" : try cells.text("prompt_state")
+            guard PromptState(rawValue: promptState) != nil else {
+                throw cells.invalid(
+                    "users.prompt_state must be one of \(PromptState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            try cells.past("created_at")
+            try cells.past("last_seen_at")
+            let linkedAt = try cells.optionalPast("linked_at")
+            if state == .linked, linkedAt == nil { throw cells.invalid("a linked user needs users.linked_at") }
+            if state == .anonymous, linkedAt != nil { throw cells.invalid("an anonymous user has no users.linked_at") }
+            userStates[id] = (state, cells.location)
+        case "identities":
+            let provider = try cells.declared("provider", in: profile.identity.providers, what: "identity provider")
+            let subject = try cells.name("subject")
+            let user = try cells.name("user_id")
+            try cells.optionalText("email")
+            try cells.past("linked_at")
+            guard identities.insert(Key(user: provider, name: subject)).inserted else {
+                throw cells.duplicate("the identity \(provider)/\(subject) appears twice in the archive")
+            }
+            usersWithIdentity.insert(user)
+        case "credentials":
+            let user = try cells.name("user_id")
+            let username = try cells.name("username")
+            try cells.name("secret_hash")
+            try cells.past("created_at")
+            guard credentialUsers.insert(user).inserted else {
+                throw cells.duplicate("user '\(user)' has two credentials rows in the archive")
+            }
+            guard usernames.insert(username).inserted else {
+                throw cells.duplicate("the username '\(username)' appears twice in the archive")
+            }
+        case "upgrade_locks":
+            try cells.name("user_id")
+            try cells.declared("provider", in: profile.identity.providers, what: "identity provider")
+            try cells.past("started_at")
+        case "events":
+            let user = try cells.name("user_id")
+            let action = try action(cells)
+            try cells.past("at")
+            let count = cells.row["count"] == nil ? 1 : try cells.integer("count", atLeast: 1)
+            try cells.optionalName("idempotency_key")
+            try cells.optionalJSONObject("properties")
+            let key = Key(user: user, name: action)
+            let previous = eventTotals[key] ?? (0, cells.location)
+            let (sum, overflow) = previous.total.addingReportingOverflow(count)
+            if overflow { throw cells.invalid("the counts of '\(action)' events of user '\(user)' add up past the largest count") }
+            eventTotals[key] = (sum, previous.location)
+        case "counters":
+            let user = try cells.name("user_id")
+            let action = try action(cells)
+            let total = try cells.integer("total", atLeast: 0)
+            counters[Key(user: user, name: action)] = (total, cells.location)
+        case "records":
+            try cells.text("owner_id")
+            try cells.declared("collection", in: profile.collections.map(\.name), what: "collection")
+            try cells.name("key")
+            try cells.jsonObject("data")
+            try cells.past("created_at")
+            try cells.past("updated_at")
+        case "meter_usage":
+            try cells.name("user_id")
+            try cells.declared("meter", in: profile.meters.map(\.name), what: "meter")
+            try cells.number("amount", in: 0...Self.largestAmount)
+            try cells.past("at")
+            try cells.optionalName("idempotency_key")
+        case "meter_warnings":
+            try cells.name("user_id")
+            try cells.declared("meter", in: profile.meters.map(\.name), what: "meter")
+            // Meters that never reset keep their warnings under an empty period.
+            if try cells.text("period_start") != "" { try cells.past("period_start") }
+            try cells.number("percent", in: 0...100)
+            guard MeterLevel(rawValue: try cells.text("level")) != nil else {
+                throw cells.invalid(
+                    "meter_warnings.level must be one of \(MeterLevel.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            try cells.past("fired_at")
+        case "plans":
+            try cells.name("user_id")
+            try cells.declared("plan", in: profile.plans.map(\.name), what: "plan")
+            try cells.past("granted_at")
+            try cells.optionalTime("trial_ends_at")
+            try cells.optionalTime("ends_at")
+            try cells.optionalPast("revoked_at")
+        case "prompt_outcomes":
+            try cells.name("user_id")
+            try cells.declared("context", in: profile.prompts.rules.map(\.context), what: "prompt context")
+            guard PromptOutcome(rawValue: try cells.text("outcome")) != nil else {
+                throw cells.invalid(
+                    "prompt_outcomes.outcome must be one of \(PromptOutcome.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            try cells.past("at")
+        case "experiment_assignments":
+            try cells.name("user_id")
+            let name = try cells.declared("experiment", in: profile.experiments.map(\.name), what: "experiment")
+            let variants = profile.experiment(named: name)?.variants.map(\.name) ?? []
+            try cells.declared("variant", in: variants, what: "variant of \(name)")
+            try cells.past("assigned_at")
+        case "outbox":
+            try cells.name("user_id")
+            try cells.past("queued_at")
+            if cells.row["attempts"] != nil { try cells.integer("attempts", atLeast: 0) }
+            try cells.optionalText("last_error")
+            try cells.optionalTime("next_attempt_at")
+        case "user_flags":
+            try cells.name("user_id")
+            try cells.name("flag")
+            try cells.past("set_at")
+        case "conflict_archive":
+            if cells.row["journal_id"] != nil, cells.row["journal_id"] != .null { try cells.integer("journal_id", atLeast: 1) }
+            try cells.name("owner_id")
+            try cells.name("collection")
+            try cells.name("key")
+            try cells.jsonObject("data")
+            try cells.past("updated_at")
+            try cells.text("reason")
+            try cells.past("archived_at")
+        default:
+            throw cells.invalid("guestmode backups have no table \(table)")
+        }
+    }
+
+    private func action(_ cells: Cells) throws -> String {
+        let action = try cells.name("action")
+        guard profile.allowsFreeFormActions || profile.actions.contains(action) || Self.systemActions.contains(action)
+        else {
+            throw cells.invalid(
+                "\(cells.table).action '\(action)' is not an action of profile '\(profile.name)' (\(profile.actions.joined(separator: ", ")))")
+        }
+        return action
+    }
+
+    /// What the per-cell checks need, kept apart from the validator's growing state so rows never copy it.
+    private struct Context {
+        let profile: Profile
+        let now: Date
+        let archive: String
+    }
+
+    /// One row's cells, with the checks that name the column and the row.
+    private struct Cells {
+        let row: [String: CellValue]
+        let table: String
+        let context: Context
+        let location: String
+
+        func invalid(_ message: String) -> GuestModeError {
+            GuestModeError.badData(
+                "the archive '\(context.archive)' has an invalid row at \(location): \(message); nothing was changed",
+                code: .badRow)
+        }
+
+        func duplicate(_ message: String) -> GuestModeError {
+            GuestModeError.badData(
+                "the archive '\(context.archive)' has a duplicated row at \(location): \(message); nothing was changed",
+                code: .duplicateRow)
+        }
+
+        private func describe(_ value: CellValue?) -> String {
+            switch value {
+            case nil: "missing"
+            case .null?: "null"
+            case .integer(let number)?: "the number \(number)"
+            case .real(let number)?: "the number \(number)"
+            case .text(let text)?: "the text \"\(text.prefix(40))\(text.count > 40 ? "…" : "")\""
+            }
+        }
+
+        @discardableResult
+        func text(_ column: String) throws -> String {
+            guard case .text(let value)? = row[column] else {
+                throw invalid("\(table).\(column) must be text, not \(describe(row[column]))")
+            }
+            return value
+        }
+
+        /// Non-empty text: ids, keys and names.
+        @discardableResult
+        func name(_ column: String) throws -> String {
+            let value = try text(column)
+            guard !value.isEmpty else { throw invalid("\(table).\(column) must not be empty") }
+            return value
+        }
+
+        @discardableResult
+        func optionalText(_ column: String) throws -> String? {
+            if row[column] == nil || row[column] == .null { return nil }
+            return try text(column)
+        }
+
+        @discardableResult
+        func optionalName(_ column: String) throws -> String? {
+            if row[column] == nil || row[column] == .null { return nil }
+            return try name(column)
+        }
+
+        @discardableResult
+        func declared(_ column: String, in names: [String], what: String) throws -> String {
+            let value = try name(column)
+            guard names.contains(value) else {
+                let known = names.isEmpty ? "it declares none" : "it declares \(names.joined(separator: ", "))"
+                throw invalid(
+                    "\(table).\(column) '\(value)' is not a \(what) of profile '\(context.profile.name)' (\(known))")
+            }
+            return value
+        }
+
+        @discardableResult
+        func integer(_ column: String, atLeast minimum: Int64) throws -> Int64 {
+            guard case .integer(let value)? = row[column] else {
+                throw invalid("\(table).\(column) must be a whole number, not \(describe(row[column]))")
+            }
+            guard value >= minimum else { throw invalid("\(table).\(column) must be at least \(minimum), not \(value)") }
+            return value
+        }
+
+        func number(_ column: String, in range: ClosedRange<Double>) throws {
+            let value: Double
+            switch row[column] {
+            case .integer(let number)?: value = Double(number)
+            case .real(let number)?: value = number
+            default: throw invalid("\(table).\(column) must be a number, not \(describe(row[column]))")
+            }
+            guard value.isFinite, range.contains(value) else {
+                throw invalid("\(table).\(column) must be between \(range.lowerBound) and \(range.upperBound), not \(value)")
+            }
+        }
+
+        /// A time in the store's form: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+        @discardableResult
+        func time(_ column: String) throws -> Date {
+            let value = try text(column)
+            // Exactly the store's shape (parse alone also takes offsets, dates without a time and other fractions).
+            let bytes = Array(value.utf8)
+            guard bytes.count == 24, bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z"),
+                bytes[20..<23].allSatisfy({ (48...57).contains($0) }), let date = Timestamp.parse(value)
+            else {
+                throw invalid(
+                    "\(table).\(column) must be a UTC time like 2026-01-31T09:30:00.000Z, not \(describe(row[column]))")
+            }
+            return date
+        }
+
+        @discardableResult
+        func optionalTime(_ column: String) throws -> Date? {
+            if row[column] == nil || row[column] == .null { return nil }
+            return try time(column)
+        }
+
+        /// A time something happened: not after the import's clock (a day of skew allowed).
+        @discardableResult
+        func past(_ column: String) throws -> Date {
+            let date = try time(column)
+            guard date.timeIntervalSince(context.now) <= BackupRowValidator.skew else {
+                throw invalid(
+                    "\(table).\(column) is \(Timestamp.format(date)), after the current time \(Timestamp.format(context.now))")
+            }
+            return date
+        }
+
+        @discardableResult
+        func optionalPast(_ column: String) throws -> Date? {
+            if row[column] == nil || row[column] == .null { return nil }
+            return try past(column)
+        }
+
+        func jsonObject(_ column: String) throws {
+            let value = try text(column)
+            guard (try? JSONSerialization.jsonObject(with: Data(value.utf8))) is [String: Any] else {
+                throw invalid("\(table).\(column) must be a JSON object, not \(describe(row[column]))")
+            }
+        }
+
+        func optionalJSONObject(_ column: String) throws {
+            if row[column] == nil || row[column] == .null { return }
+            try jsonObject(column)
+        }
+    }
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Rewrites a guestmode backup (tar.gz) into one of the hostile archives of
+issue 14, with a manifest recomputed so only row validation can refuse it.
+
+    hostile_archive.py SOURCE.tar.gz CASE OUT.tar.gz [VICTIM]
+
+Each case edits rows as NDJSON; see CASES below. Used by
+Tests/EndToEndTests/HostileArchiveTests.swift and to regenerate the seed
+corpus in Tests/Fuzz/corpus/."""
+import hashlib, io, json, sys, tarfile
+
+def read(path):
+    entries = []
+    with tarfile.open(path, 'r:*') as tar:
+        for member in tar.getmembers():
+            entries.append([member.name, tar.extractfile(member).read()])
+    return entries
+
+def rows(entries, table):
+    for entry in entries:
+        if entry[0].startswith('data/%s/' % table):
+            return entry, [json.loads(line) for line in entry[1].decode().splitlines()]
+    entry = ['data/%s/000001.ndjson' % table, b'']
+    entries.insert(len(entries) - 1, entry)
+    return entry, []
+
+def put(entry, table_rows, raw=None):
+    entry[1] = raw if raw is not None else b''.join(json.dumps(r, separators=(',', ':')).encode() + b'\n' for r in table_rows)
+
+def edit(entries, table, column, value, raw=False):
+    entry, table_rows = rows(entries, table)
+    if raw:
+        first = json.dumps(table_rows[0], separators=(',', ':'))
+        table_rows[0][column] = '@@'
+        text = json.dumps(table_rows[0], separators=(',', ':')).replace('"@@"', value)
+        lines = entry[1].decode().splitlines()
+        lines[0] = text
+        put(entry, None, ('\n'.join(lines) + '\n').encode())
+    else:
+        table_rows[0][column] = value
+        put(entry, table_rows)
+
+def header(entries):
+    return json.loads(entries[0][1])
+
+def set_header(entries, value):
+    entries[0][1] = json.dumps(value, indent=2, sort_keys=True).encode()
+
+def user(entries):
+    return header(entries)['users'][0]
+
+def add(entries, table, row):
+    entry, table_rows = rows(entries, table)
+    table_rows.append(row)
+    put(entry, table_rows)
+
+T = '2026-01-02T00:00:00.000Z'
+
+def cross_user(entries, victim):
+    h = header(entries)
+    h['guest_owner'] = victim
+    set_header(entries, h)
+    add(entries, 'records', {'owner_id': victim, 'collection': 'commands', 'key': 'planted', 'data': '{"x":1}',
+                             'created_at': T, 'updated_at': T})
+
+def foreign_row(entries, victim):
+    add(entries, 'records', {'owner_id': victim, 'collection': 'commands', 'key': 'planted', 'data': '{"x":1}',
+                             'created_at': T, 'updated_at': T})
+
+def linked_without_identity(entries, victim):
+    entry, table_rows = rows(entries, 'users')
+    table_rows[0]['state'] = 'linked'
+    table_rows[0]['linked_at'] = T
+    put(entry, table_rows)
+
+def duplicate(entries, victim):
+    entry, table_rows = rows(entries, 'records')
+    table_rows.append(dict(table_rows[0]))
+    put(entry, table_rows)
+
+def duplicate_event(entries, victim):
+    entry, table_rows = rows(entries, 'events')
+    table_rows.append(dict(table_rows[0]))
+    put(entry, table_rows)
+
+CASES = {
+    'cross-user': cross_user,
+    'foreign-row': foreign_row,
+    'negative-usage': lambda e, v: edit(e, 'meter_usage', 'amount', -5),
+    'negative-count': lambda e, v: edit(e, 'events', 'count', -3),
+    'counters-disagree': lambda e, v: edit(e, 'counters', 'total', 999),
+    'undeclared-collection': lambda e, v: edit(e, 'records', 'collection', 'secrets'),
+    'undeclared-action': lambda e, v: edit(e, 'events', 'action', 'hack'),
+    'undeclared-meter': lambda e, v: edit(e, 'meter_usage', 'meter', 'free_money'),
+    'undeclared-plan': lambda e, v: edit(e, 'plans', 'plan', 'platinum'),
+    'undeclared-provider': lambda e, v: add(e, 'upgrade_locks', {'user_id': user(e), 'provider': 'myspace', 'started_at': T}),
+    'record-not-json': lambda e, v: edit(e, 'records', 'data', 'not json'),
+    'record-not-object': lambda e, v: edit(e, 'records', 'data', '[1,2]'),
+    'linked-without-identity': linked_without_identity,
+    'garbage-timestamp': lambda e, v: edit(e, 'users', 'created_at', 'yesterday'),
+    'lenient-timestamp': lambda e, v: edit(e, 'events', 'at', '2026-02-30T00:00:00.000Z'),
+    'lock-9999': lambda e, v: add(e, 'upgrade_locks', {'user_id': user(e), 'provider': 'apple', 'started_at': '9999-12-31T00:00:00.000Z'}),
+    'total-lots': lambda e, v: edit(e, 'counters', 'total', 'lots'),
+    'total-1e300': lambda e, v: edit(e, 'counters', 'total', '1e300', raw=True),
+    'events-id-max': lambda e, v: edit(e, 'events', 'id', 9223372036854775807),
+    'usage-id-max': lambda e, v: edit(e, 'meter_usage', 'id', 9223372036854775807),
+    'non-integer-id': lambda e, v: edit(e, 'events', 'id', 'abc'),
+    'fractional-id': lambda e, v: edit(e, 'events', 'id', '1.5', raw=True),
+    'duplicate-row': duplicate,
+    'duplicate-event': duplicate_event,
+}
+
+def write(entries, path):
+    body = [e for e in entries if e[0] != 'manifest.json']
+    manifest = {'format_version': header(entries)['format_version'], 'entries': [], 'tables': {}}
+    for name, data in body:
+        item = {'name': name, 'size': len(data), 'sha256': hashlib.sha256(data).hexdigest()}
+        if name.startswith('data/'):
+            table = name.split('/')[1]
+            count = data.count(b'\n')
+            item['table'], item['rows'] = table, count
+            manifest['tables'][table] = manifest['tables'].get(table, 0) + count
+        manifest['entries'].append(item)
+    with tarfile.open(path, 'w:gz') as tar:
+        for name, data in body + [('manifest.json', json.dumps(manifest, indent=2, sort_keys=True).encode())]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o600
+            tar.addfile(info, io.BytesIO(data))
+
+if __name__ == '__main__':
+    source, case, out = sys.argv[1:4]
+    victim = sys.argv[4] if len(sys.argv) > 4 else 'victim'
+    entries = read(source)
+    if case != 'none':
+        CASES[case](entries, victim)
+    write(entries, out)
