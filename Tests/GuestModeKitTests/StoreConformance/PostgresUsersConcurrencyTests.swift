@@ -53,7 +53,7 @@ import Testing
 
     @Test func oneIdentityRacedByEightGuestsGoesToExactlyOne() throws {
         let (store, profile, connections) = try stores(profile: "subscriptions")
-        let request = { (index: Int) in LinkRequest(user: "g\(index)", provider: "apple", subject: "s", email: nil) }
+        let request: @Sendable (Int) -> LinkRequest = { index in LinkRequest(user: "g\(index)", provider: "apple", subject: "s", email: nil) }
         var before: [String: UserOverview] = [:]
         for index in 0..<Self.racers {
             let guest = newUser("g\(index)")
