@@ -82,6 +82,109 @@ import Testing
         #expect(try store.integrityProblems().isEmpty)
     }
 
+    /// Runs `body` on `holder` inside one transaction on its own thread,
+    /// runs `contender` once `body` is done (its effects uncommitted), and
+    /// commits the holder's transaction half a second later: whatever
+    /// `contender` does must wait for the holder's locks or keys.
+    func whileHeld(
+        by holder: PostgresStore, _ body: @escaping @Sendable () throws -> Void, contender: () throws -> Void
+    ) throws {
+        let held = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        let failure = UsersRaceOutcomes<Bool>(count: 1)
+        Thread {
+            failure.set(0, Result {
+                try holder.write { _ in
+                    try body()
+                    held.signal()
+                    Thread.sleep(forTimeInterval: 0.5)
+                }
+                return true
+            })
+            held.signal()
+            finished.signal()
+        }.start()
+        held.wait()
+        try contender()
+        finished.wait()
+        _ = try failure.all[0].get()
+    }
+
+    @Test func aLinkWaitingOnAnUncommittedLinkOfTheSameIdentityIsRefused() throws {
+        let (store, profile, connections) = try stores(profile: "subscriptions")
+        for id in ["first", "second"] {
+            let guest = newUser(id)
+            try store.createUser(guest, credentials: credentials(of: guest, "anon-\(id)"))
+            _ = try store.beginLink(
+                LinkRequest(user: id, provider: "apple", subject: "s", email: nil), staleLocksBefore: day(1), now: day(2))
+        }
+        let before = try store.userOverview(id: "second")
+        let holder = connections[0]
+        // The second link reads no owner (the first is uncommitted), then its
+        // insert waits on the identity's key and finds it taken.
+        try whileHeld(by: holder, {
+            _ = try holder.completeLink(
+                LinkRequest(user: "first", provider: "apple", subject: "s", email: nil), profile: profile, now: day(2))
+        }) {
+            expectFailure(.conflict, code: .identityAlreadyExists) {
+                _ = try connections[1].completeLink(
+                    LinkRequest(user: "second", provider: "apple", subject: "s", email: nil), profile: profile, now: day(2))
+            }
+        }
+        #expect(try store.user(id: "first").state == .linked)
+        #expect(try store.userOverview(id: "second") == before)
+    }
+
+    @Test func aPurgeWaitsForAGuestBeingChangedAndDecidesOnWhatWasCommitted() throws {
+        let (store, profile, connections) = try stores(profile: "subscriptions")
+        for id in ["buyer", "idle"] { try store.createUser(newUser(id, at: day(1)), credentials: nil) }
+        let holder = connections[0]
+        // The buyer pays while the purge runs: the purge waits for the buyer's
+        // lock, then sees the plan and keeps it.
+        try whileHeld(by: holder, {
+            _ = try holder.grantPlan(PlanGrant(plan: "premium", grantedAt: day(20)), to: "buyer", profile: profile, now: day(20))
+        }) {
+            let policy = PurgePolicy(profile: profile, cutoff: day(15), includesUsersWithRecords: false, now: day(20))
+            let selection = try connections[1].purgeUsers(under: policy, isDryRun: false)
+            #expect(selection.purged.map(\.id) == ["idle"])
+            #expect(selection.kept.map(\.id) == ["buyer"])
+        }
+        #expect(try store.users(state: nil, lastSeenBefore: nil).map(\.id) == ["buyer"])
+        #expect(try store.plans(of: "buyer").grants.count == 1)
+    }
+
+    @Test func aPurgeOfManyGuestsDeletesInBatchesAndKeepsTheRest() throws {
+        let (store, profile, _) = try stores(profile: "subscriptions")
+        // More than two batches, every seventh guest paying.
+        let count = PostgresStore.purgeBatchSize * 2 + 500
+        try store.write { connection in
+            try connection.copy(
+                "COPY users (id, state, prompt_state, created_at, last_seen_at) FROM STDIN",
+                rows: (0..<count).map { index in
+                    [
+                        PostgresValue(String(format: "g%05d", index)), PostgresValue("anonymous"),
+                        PostgresValue("anonymous"), PostgresValue(day(1)), PostgresValue(day(1 + index % 5)),
+                    ]
+                })
+            try connection.copy(
+                "COPY plans (user_id, plan, granted_at) FROM STDIN",
+                rows: stride(from: 0, to: count, by: 7).map { index in
+                    [PostgresValue(String(format: "g%05d", index)), PostgresValue("premium"), PostgresValue(day(1))]
+                })
+        }
+        let policy = PurgePolicy(profile: profile, cutoff: day(15), includesUsersWithRecords: false, now: day(20))
+        let dryRun = try store.purgeUsers(under: policy, isDryRun: true)
+        let paying = (count + 6) / 7
+        #expect(dryRun.kept.count == paying)
+        #expect(dryRun.purged.count == count - paying)
+        let order = dryRun.purged.map { Timestamp.format($0.lastSeenAt) + " " + $0.id }
+        #expect(order == order.sorted(), "oldest activity first, then id")
+        let done = try store.purgeUsers(under: policy, isDryRun: false)
+        #expect(done == dryRun)
+        #expect(try store.tableCounts()["users"] == paying)
+        #expect(try store.tableCounts()["plans"] == paying)
+    }
+
     @Test func eightRacingTrialsGrantExactlyOne() throws {
         let (store, profile, connections) = try stores(profile: "subscriptions")
         try store.createUser(newUser("u"), credentials: nil)
