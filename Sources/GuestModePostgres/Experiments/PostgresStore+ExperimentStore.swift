@@ -11,7 +11,9 @@ extension PostgresStore: ExperimentStore {
         }
     }
 
-    public func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws
+    public func storeAssignment(
+        userID: String, experiment: String, variant: String, at: Date
+    ) throws
         -> StoredAssignment
     {
         try write { connection in
@@ -20,7 +22,9 @@ extension PostgresStore: ExperimentStore {
         }
     }
 
-    public func replaceAssignment(userID: String, experiment: String, variant: String, at: Date) throws
+    public func replaceAssignment(
+        userID: String, experiment: String, variant: String, at: Date
+    ) throws
         -> StoredAssignment
     {
         try write { connection in
@@ -53,13 +57,14 @@ extension PostgresStore: ExperimentStore {
     static func storeAssignment(
         _ connection: PostgresConnection, userID: String, experiment: String, variant: String, at: Date
     ) throws -> StoredAssignment {
-        let inserted = try connection.execute(
-            """
-            INSERT INTO experiment_assignments (user_id, experiment, variant, assigned_at) VALUES ($1, $2, $3, $4)
-            ON CONFLICT (user_id, experiment) DO NOTHING
-            """,
-            [PostgresValue(userID), PostgresValue(experiment), PostgresValue(variant), PostgresValue(at)]
-        ).changes > 0
+        let inserted =
+            try connection.execute(
+                """
+                INSERT INTO experiment_assignments (user_id, experiment, variant, assigned_at) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (user_id, experiment) DO NOTHING
+                """,
+                [PostgresValue(userID), PostgresValue(experiment), PostgresValue(variant), PostgresValue(at)]
+            ).changes > 0
         guard var stored = try storedAssignment(connection, userID: userID, experiment: experiment) else {
             throw assignmentLost(userID: userID, experiment: experiment)
         }
@@ -67,7 +72,9 @@ extension PostgresStore: ExperimentStore {
         return stored
     }
 
-    static func storedAssignment(_ connection: PostgresConnection, userID: String, experiment: String) throws
+    static func storedAssignment(
+        _ connection: PostgresConnection, userID: String, experiment: String
+    ) throws
         -> StoredAssignment?
     {
         try connection.execute(

@@ -14,7 +14,8 @@ extension PostgresStore: IdentityStore {
             ).first?.string("started_at"), let startedAt = Timestamp.parse(started), startedAt > staleLocksBefore {
                 throw GuestModeError(
                     .conflict, code: .upgradeInProgress,
-                    "an account upgrade of user '\(request.user)' is already in progress (started \(started)); wait for it to finish")
+                    "an account upgrade of user '\(request.user)' is already in progress (started \(started)); wait for it to finish"
+                )
             }
             try connection.execute(
                 """
@@ -50,7 +51,8 @@ extension PostgresStore: IdentityStore {
             if existing.count >= profile.identity.maximumProvidersPerUser {
                 throw GuestModeError(
                     .conflict, code: .tooManyProviders,
-                    "user '\(userID)' already has \(existing.count) linked provider(s), the most this profile allows (identity.max_providers_per_user)")
+                    "user '\(userID)' already has \(existing.count) linked provider(s), the most this profile allows (identity.max_providers_per_user)"
+                )
             }
             // Another guest may be binding the same identity right now: the
             // primary key makes this insert wait for that transaction, and if
@@ -76,7 +78,8 @@ extension PostgresStore: IdentityStore {
                 ])
             // Only now that the identity is bound may the guest's own credentials go.
             let removedCredentials =
-                try connection.execute("DELETE FROM credentials WHERE user_id = $1", [PostgresValue(userID)]).changes > 0
+                try connection.execute("DELETE FROM credentials WHERE user_id = $1", [PostgresValue(userID)]).changes
+                > 0
             try releaseUpgradeLock(of: userID, connection)
             try appendSystemEvent(
                 user: userID, action: "account_upgrade_succeeded", properties: ["provider": provider], at: now,
@@ -137,7 +140,8 @@ extension PostgresStore: IdentityStore {
     private func identityTaken(userID: String, provider: String) -> GuestModeError {
         GuestModeError(
             .conflict, code: .identityAlreadyExists,
-            "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched (merge it with 'guestmode merge')")
+            "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched (merge it with 'guestmode merge')"
+        )
     }
 
     /// The user an identity is bound to, if any.

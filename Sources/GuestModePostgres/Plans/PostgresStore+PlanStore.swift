@@ -8,13 +8,15 @@ extension PostgresStore: PlanStore {
     public func grantPlan(_ grant: PlanGrant, to userID: String, profile: Profile, now: Date) throws -> UserPlans {
         try write { connection in
             let user = try requireUser(userID, locking: true, connection)
-            if grant.trialEndsAt != nil, let used = try connection.execute(
-                """
-                SELECT granted_at FROM plans WHERE user_id = $1 AND plan = $2 AND trial_ends_at IS NOT NULL
-                ORDER BY granted_at, id LIMIT 1
-                """,
-                [PostgresValue(userID), PostgresValue(grant.plan)]
-            ).first?.string("granted_at") {
+            if grant.trialEndsAt != nil,
+                let used = try connection.execute(
+                    """
+                    SELECT granted_at FROM plans WHERE user_id = $1 AND plan = $2 AND trial_ends_at IS NOT NULL
+                    ORDER BY granted_at, id LIMIT 1
+                    """,
+                    [PostgresValue(userID), PostgresValue(grant.plan)]
+                ).first?.string("granted_at")
+            {
                 throw GuestModeError(
                     .conflict, code: .trialAlreadyUsed,
                     "user '\(userID)' already had a trial of \(grant.plan) (granted \(used)); a trial is granted once")

@@ -69,9 +69,10 @@ extension PostgresStore: PromptStore {
     /// What the prompt policy reads about one user, inside the caller's
     /// transaction (replays ask it once per event).
     static func promptFacts(_ connection: PostgresConnection, userID: String) throws -> PromptFacts? {
-        guard let user = try connection.execute(
-            "SELECT state, prompt_state, created_at FROM users WHERE id = $1", [PostgresValue(userID)]
-        ).first
+        guard
+            let user = try connection.execute(
+                "SELECT state, prompt_state, created_at FROM users WHERE id = $1", [PostgresValue(userID)]
+            ).first
         else { return nil }
         var counters: [String: Int] = [:]
         for row in try connection.execute(
@@ -96,18 +97,23 @@ extension PostgresStore: PromptStore {
     /// Appends one outcome and moves the user's prompt state, inside the
     /// caller's transaction; nil when the user does not exist. The user's
     /// row is locked first, so two outcomes recorded at once both count.
-    static func recordPromptOutcome(_ connection: PostgresConnection, _ entry: PromptHistoryEntry, userID: String)
+    static func recordPromptOutcome(
+        _ connection: PostgresConnection, _ entry: PromptHistoryEntry, userID: String
+    )
         throws -> PromptState?
     {
-        guard let current = try connection.execute(
-            "SELECT prompt_state FROM users WHERE id = $1 FOR UPDATE", [PostgresValue(userID)]
-        ).first
+        guard
+            let current = try connection.execute(
+                "SELECT prompt_state FROM users WHERE id = $1 FOR UPDATE", [PostgresValue(userID)]
+            ).first
         else { return nil }
         let state = try current.decode("prompt_state", as: PromptState.self).after(entry.outcome)
         try connection.execute(
             "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES ($1, $2, $3, $4)",
-            [PostgresValue(userID), PostgresValue(entry.context), PostgresValue(entry.outcome.rawValue),
-                PostgresValue(entry.at)])
+            [
+                PostgresValue(userID), PostgresValue(entry.context), PostgresValue(entry.outcome.rawValue),
+                PostgresValue(entry.at),
+            ])
         try connection.execute(
             "UPDATE users SET prompt_state = $1 WHERE id = $2", [PostgresValue(state.rawValue), PostgresValue(userID)])
         return state

@@ -28,7 +28,8 @@ extension PostgresStore: UserStore {
             if inserted == 0 {
                 // Thrown inside the transaction, so the user inserted above is rolled back.
                 throw GuestModeError(
-                    .conflict, code: .usernameTaken, "the anonymous username '\(credentials.username)' is already taken")
+                    .conflict, code: .usernameTaken, "the anonymous username '\(credentials.username)' is already taken"
+                )
             }
         }
     }
@@ -145,7 +146,8 @@ extension PostgresStore: UserStore {
                     guard let lastSeenAt = Timestamp.parse(row.lastSeen) else {
                         throw GuestModeError(
                             .badData, code: .corruptStore,
-                            "the PostgreSQL store \(connection.location) holds '\(row.lastSeen)' in last_seen_at, not a time")
+                            "the PostgreSQL store \(connection.location) holds '\(row.lastSeen)' in last_seen_at, not a time"
+                        )
                     }
                     let candidate = PurgeCandidate(id: row.id, lastSeenAt: lastSeenAt, records: records[row.id] ?? 0)
                     let decision = policy.decision(
@@ -187,13 +189,16 @@ extension PostgresStore: UserStore {
         }
     }
 
-    public func recordAnonymousSignIn(username: String, verifiedHash: String, upgradedHash: String?, now: Date) throws
+    public func recordAnonymousSignIn(
+        username: String, verifiedHash: String, upgradedHash: String?, now: Date
+    ) throws
         -> User?
     {
         try write { connection in
-            guard let userID = try connection.execute(
-                "SELECT user_id FROM credentials WHERE username = $1", [PostgresValue(username)]
-            ).first?.string("user_id")
+            guard
+                let userID = try connection.execute(
+                    "SELECT user_id FROM credentials WHERE username = $1", [PostgresValue(username)]
+                ).first?.string("user_id")
             else { return nil }
             // The user's lock orders this sign-in after a link (which removes the
             // credentials) or a deletion that got there first; read again once
@@ -219,9 +224,10 @@ extension PostgresStore: UserStore {
     /// table (see `deleteEverything(of:_:)`; the rest cascades).
     func deleteEverything(ofAll userIDs: [String], _ connection: PostgresConnection) throws {
         let ids = PostgresStore.userIDArray(userIDs)
-        for table in ["records WHERE owner_id", "conflict_archive WHERE owner_id", "outbox WHERE user_id",
-            "user_flags WHERE user_id", "users WHERE id"]
-        {
+        for table in [
+            "records WHERE owner_id", "conflict_archive WHERE owner_id", "outbox WHERE user_id",
+            "user_flags WHERE user_id", "users WHERE id",
+        ] {
             try connection.execute("DELETE FROM \(table) = ANY($1::text[])", [ids])
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -17,10 +18,13 @@ import Testing
         #expect(first == StoredAssignment(variant: "social", assignedAt: day(2), isNew: true))
         let second = try store.storeAssignment(userID: "u", experiment: "auth_prompts", variant: "control", at: day(3))
         #expect(second == StoredAssignment(variant: "social", assignedAt: day(2), isNew: false), "the stored one wins")
-        #expect(try store.storedAssignment(userID: "u", experiment: "auth_prompts") == StoredAssignment(
-            variant: "social", assignedAt: day(2), isNew: false))
+        #expect(
+            try store.storedAssignment(userID: "u", experiment: "auth_prompts")
+                == StoredAssignment(
+                    variant: "social", assignedAt: day(2), isNew: false))
 
-        let replaced = try store.replaceAssignment(userID: "u", experiment: "auth_prompts", variant: "delayed", at: day(4))
+        let replaced = try store.replaceAssignment(
+            userID: "u", experiment: "auth_prompts", variant: "delayed", at: day(4))
         #expect(replaced == StoredAssignment(variant: "delayed", assignedAt: day(4), isNew: true))
         #expect(try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant == "delayed")
         // Replacing where nothing was stored stores it.

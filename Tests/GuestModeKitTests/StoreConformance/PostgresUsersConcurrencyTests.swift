@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModePostgres
@@ -53,7 +54,9 @@ import Testing
 
     @Test func oneIdentityRacedByEightGuestsGoesToExactlyOne() throws {
         let (store, profile, connections) = try stores(profile: "subscriptions")
-        let request: @Sendable (Int) -> LinkRequest = { index in LinkRequest(user: "g\(index)", provider: "apple", subject: "s", email: nil) }
+        let request: @Sendable (Int) -> LinkRequest = { index in
+            LinkRequest(user: "g\(index)", provider: "apple", subject: "s", email: nil)
+        }
         var before: [String: UserOverview] = [:]
         for index in 0..<Self.racers {
             let guest = newUser("g\(index)")
@@ -93,14 +96,16 @@ import Testing
         let finished = DispatchSemaphore(value: 0)
         let failure = UsersRaceOutcomes<Bool>(count: 1)
         Thread {
-            failure.set(0, Result {
-                try holder.write { _ in
-                    try body()
-                    held.signal()
-                    Thread.sleep(forTimeInterval: 0.5)
-                }
-                return true
-            })
+            failure.set(
+                0,
+                Result {
+                    try holder.write { _ in
+                        try body()
+                        held.signal()
+                        Thread.sleep(forTimeInterval: 0.5)
+                    }
+                    return true
+                })
             held.signal()
             finished.signal()
         }.start()
@@ -116,19 +121,25 @@ import Testing
             let guest = newUser(id)
             try store.createUser(guest, credentials: credentials(of: guest, "anon-\(id)"))
             _ = try store.beginLink(
-                LinkRequest(user: id, provider: "apple", subject: "s", email: nil), staleLocksBefore: day(1), now: day(2))
+                LinkRequest(user: id, provider: "apple", subject: "s", email: nil), staleLocksBefore: day(1),
+                now: day(2))
         }
         let before = try store.userOverview(id: "second")
         let holder = connections[0]
         // The second link reads no owner (the first is uncommitted), then its
         // insert waits on the identity's key and finds it taken.
-        try whileHeld(by: holder, {
-            _ = try holder.completeLink(
-                LinkRequest(user: "first", provider: "apple", subject: "s", email: nil), profile: profile, now: day(2))
-        }) {
+        try whileHeld(
+            by: holder,
+            {
+                _ = try holder.completeLink(
+                    LinkRequest(user: "first", provider: "apple", subject: "s", email: nil), profile: profile,
+                    now: day(2))
+            }
+        ) {
             expectFailure(.conflict, code: .identityAlreadyExists) {
                 _ = try connections[1].completeLink(
-                    LinkRequest(user: "second", provider: "apple", subject: "s", email: nil), profile: profile, now: day(2))
+                    LinkRequest(user: "second", provider: "apple", subject: "s", email: nil), profile: profile,
+                    now: day(2))
             }
         }
         #expect(try store.user(id: "first").state == .linked)
@@ -141,9 +152,13 @@ import Testing
         let holder = connections[0]
         // The buyer pays while the purge runs: the purge waits for the buyer's
         // lock, then sees the plan and keeps it.
-        try whileHeld(by: holder, {
-            _ = try holder.grantPlan(PlanGrant(plan: "premium", grantedAt: day(20)), to: "buyer", profile: profile, now: day(20))
-        }) {
+        try whileHeld(
+            by: holder,
+            {
+                _ = try holder.grantPlan(
+                    PlanGrant(plan: "premium", grantedAt: day(20)), to: "buyer", profile: profile, now: day(20))
+            }
+        ) {
             let policy = PurgePolicy(profile: profile, cutoff: day(15), includesUsersWithRecords: false, now: day(20))
             let selection = try connections[1].purgeUsers(under: policy, isDryRun: false)
             #expect(selection.purged.map(\.id) == ["idle"])
@@ -188,7 +203,8 @@ import Testing
     @Test func eightRacingTrialsGrantExactlyOne() throws {
         let (store, profile, connections) = try stores(profile: "subscriptions")
         try store.createUser(newUser("u"), credentials: nil)
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1), endsAt: day(2)), to: "u", profile: profile, now: day(1))
+        _ = try store.grantPlan(
+            PlanGrant(plan: "premium", grantedAt: day(1), endsAt: day(2)), to: "u", profile: profile, now: day(1))
 
         let results = race { index in
             try connections[index].grantPlan(
@@ -265,6 +281,8 @@ private final class UsersRaceOutcomes<T: Sendable>: @unchecked Sendable {
     var all: [Result<T, any Error>] {
         lock.lock()
         defer { lock.unlock() }
-        return slots.map { $0 ?? .failure(GuestModeError(.internalFailure, code: .internalFailure, "a racer never finished")) }
+        return slots.map {
+            $0 ?? .failure(GuestModeError(.internalFailure, code: .internalFailure, "a racer never finished"))
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -95,9 +96,10 @@ import Testing
         try store.createUser(newUser("u"), credentials: nil)
         let shown = try engine.recordPrompt(.shown, context: "first_recipe_success", for: "u", now: day(2))
         #expect(shown.promptState == .prompted)
-        #expect(try engine.recordPrompts([
-            PromptRecord(user: "u", context: "reengagement", outcome: .dismissed, at: day(3)),
-        ]) == 1)
+        #expect(
+            try engine.recordPrompts([
+                PromptRecord(user: "u", context: "reengagement", outcome: .dismissed, at: day(3))
+            ]) == 1)
         let history = try engine.promptHistory(for: "u")
         #expect(history.promptState == .dismissed)
         #expect(history.outcomes.map(\.context) == ["first_recipe_success", "reengagement"])
@@ -108,7 +110,9 @@ import Testing
         // The strategy assigns the user to the profile's experiment through the same store.
         let strategy = try engine.promptStrategy(for: "u", now: day(4))
         #expect(strategy.variants.map(\.experiment) == ["auth_prompts"])
-        #expect(try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant == strategy.variants.first?.variant)
+        #expect(
+            try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant
+                == strategy.variants.first?.variant)
     }
 
     @Test(arguments: StoreBackend.allCases)
