@@ -1,0 +1,121 @@
+import Foundation
+import GuestModeKit
+
+extension PostgresStore: PromptStore {
+    public func promptFacts(userID: String) throws -> PromptFacts? {
+        try read { connection in try PostgresStore.promptFacts(connection, userID: userID) }
+    }
+
+    public func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
+        try write { connection in try PostgresStore.recordPromptOutcome(connection, entry, userID: userID) }
+    }
+
+    /// A log of outcomes in one transaction, in a constant number of round
+    /// trips per few thousand users rather than three per outcome: every user
+    /// named is locked (in id order, as any multi-user transaction locks, so
+    /// two logs never deadlock), the states are folded in Swift exactly as
+    /// one-by-one recording would move them, the outcomes are copied in log
+    /// order (so their ids keep that order) and each user's state is written
+    /// once.
+    public func recordPromptOutcomes(_ records: [PromptRecord]) throws {
+        guard !records.isEmpty else { return }
+        try write { connection in
+            let userIDs = Array(Set(records.map(\.user))).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            var states: [String: PromptState] = [:]
+            for start in stride(from: 0, to: userIDs.count, by: PostgresStore.promptBatchSize) {
+                let batch = Array(userIDs[start..<min(start + PostgresStore.promptBatchSize, userIDs.count)])
+                for row in try connection.execute(
+                    "SELECT id, prompt_state FROM users WHERE id = ANY($1::text[]) ORDER BY id COLLATE \"C\" FOR UPDATE",
+                    [PostgresStore.userIDArray(batch)])
+                {
+                    states[try row.string("id")] = try row.decode("prompt_state", as: PromptState.self)
+                }
+            }
+            // The first record (in log order) whose user is missing is the one reported.
+            if let missing = records.first(where: { states[$0.user] == nil }) {
+                throw GuestModeError.notFound(
+                    "no user '\(missing.user)' in this store; nothing was recorded", code: .userNotFound)
+            }
+            for record in records {
+                if let state = states[record.user] { states[record.user] = state.after(record.outcome) }
+            }
+            try connection.copy(
+                "COPY prompt_outcomes (user_id, context, outcome, at) FROM STDIN",
+                rows: records.map { record in
+                    [
+                        PostgresValue(record.user), PostgresValue(record.context),
+                        PostgresValue(record.outcome.rawValue), PostgresValue(record.at),
+                    ]
+                })
+            for start in stride(from: 0, to: userIDs.count, by: PostgresStore.promptBatchSize) {
+                let batch = Array(userIDs[start..<min(start + PostgresStore.promptBatchSize, userIDs.count)])
+                try connection.execute(
+                    """
+                    UPDATE users AS u SET prompt_state = v.state
+                    FROM unnest($1::text[], $2::text[]) AS v (id, state)
+                    WHERE u.id = v.id
+                    """,
+                    [
+                        PostgresStore.userIDArray(batch),
+                        PostgresStore.userIDArray(batch.map { states[$0]?.rawValue ?? PromptState.anonymous.rawValue }),
+                    ])
+            }
+        }
+    }
+
+    /// How many users one statement of `recordPromptOutcomes` locks or updates.
+    static let promptBatchSize = 2000
+
+    /// What the prompt policy reads about one user, inside the caller's
+    /// transaction (replays ask it once per event).
+    static func promptFacts(_ connection: PostgresConnection, userID: String) throws -> PromptFacts? {
+        guard
+            let user = try connection.execute(
+                "SELECT state, prompt_state, created_at FROM users WHERE id = $1", [PostgresValue(userID)]
+            ).first
+        else { return nil }
+        var counters: [String: Int] = [:]
+        for row in try connection.execute(
+            "SELECT action, total FROM counters WHERE user_id = $1", [PostgresValue(userID)])
+        {
+            counters[try row.string("action")] = try row.int("total")
+        }
+        let history = try connection.execute(
+            "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = $1 ORDER BY at COLLATE \"C\", id",
+            [PostgresValue(userID)]
+        ).map { row in
+            PromptHistoryEntry(
+                context: try row.string("context"), outcome: try row.decode("outcome", as: PromptOutcome.self),
+                at: try row.date("at"))
+        }
+        return PromptFacts(
+            userID: userID, userState: try user.decode("state", as: UserState.self),
+            promptState: try user.decode("prompt_state", as: PromptState.self),
+            firstSeen: try user.date("created_at"), counters: counters, history: history)
+    }
+
+    /// Appends one outcome and moves the user's prompt state, inside the
+    /// caller's transaction; nil when the user does not exist. The user's
+    /// row is locked first, so two outcomes recorded at once both count.
+    static func recordPromptOutcome(
+        _ connection: PostgresConnection, _ entry: PromptHistoryEntry, userID: String
+    )
+        throws -> PromptState?
+    {
+        guard
+            let current = try connection.execute(
+                "SELECT prompt_state FROM users WHERE id = $1 FOR UPDATE", [PostgresValue(userID)]
+            ).first
+        else { return nil }
+        let state = try current.decode("prompt_state", as: PromptState.self).after(entry.outcome)
+        try connection.execute(
+            "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES ($1, $2, $3, $4)",
+            [
+                PostgresValue(userID), PostgresValue(entry.context), PostgresValue(entry.outcome.rawValue),
+                PostgresValue(entry.at),
+            ])
+        try connection.execute(
+            "UPDATE users SET prompt_state = $1 WHERE id = $2", [PostgresValue(state.rawValue), PostgresValue(userID)])
+        return state
+    }
+}

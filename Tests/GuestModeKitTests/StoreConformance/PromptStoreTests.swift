@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+
+@testable import GuestModeArchive
+@testable import GuestModeKit
+@testable import GuestModeSQLite
+
+/// The prompt history a store keeps, directly and through the engine, on
+/// every backend (PromptPolicyTests covers the pure policy).
+@Suite struct PromptStoreTests {
+    @Test(arguments: StoreBackend.allCases)
+    func factsOfANewGuestAndOfNobody(backend: StoreBackend) throws {
+        let (store, _) = try backend.makeStore(profile: "recipes")
+        #expect(try store.promptFacts(userID: "nobody") == nil)
+        try store.createUser(newUser("u", at: day(2)), credentials: nil)
+        let facts = try #require(try store.promptFacts(userID: "u"))
+        #expect(
+            facts
+                == PromptFacts(
+                    userID: "u", userState: .anonymous, promptState: .anonymous, firstSeen: day(2), counters: [:],
+                    history: []))
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func outcomesMoveTheStateAndAreKeptOldestFirst(backend: StoreBackend) throws {
+        let (store, _) = try backend.makeStore(profile: "recipes")
+        try store.createUser(newUser("u"), credentials: nil)
+        try store.createUser(newUser("other"), credentials: nil)
+        let shown = PromptHistoryEntry(context: "first_recipe_success", outcome: .shown, at: day(3))
+        let later = PromptHistoryEntry(context: "first_recipe_success", outcome: .later, at: day(3))
+        let early = PromptHistoryEntry(context: "reengagement", outcome: .shown, at: day(2))
+        #expect(try store.recordPromptOutcome(shown, userID: "u") == .prompted)
+        #expect(try store.recordPromptOutcome(later, userID: "u") == .dismissed)
+        // Recorded last but earlier in time: the history is ordered by time, then by arrival.
+        #expect(try store.recordPromptOutcome(early, userID: "u") == .prompted)
+        let facts = try #require(try store.promptFacts(userID: "u"))
+        #expect(facts.history == [early, shown, later])
+        #expect(facts.promptState == .prompted)
+        #expect(try store.user(id: "u").promptState == PromptState.prompted.rawValue)
+        #expect(try store.promptFacts(userID: "other")?.history == [], "another user's history is its own")
+
+        #expect(try store.recordPromptOutcome(shown, userID: "nobody") == nil)
+        let never = PromptHistoryEntry(context: "reengagement", outcome: .never, at: day(4))
+        #expect(try store.recordPromptOutcome(never, userID: "u") == .neverAsk)
+        #expect(try store.recordPromptOutcome(shown, userID: "u") == .neverAsk, "never ask sticks")
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aLogIsRecordedWholeAndFoldedInOrder(backend: StoreBackend) throws {
+        let (store, _) = try backend.makeStore(profile: "recipes")
+        for id in ["a", "b", "c"] { try store.createUser(newUser(id), credentials: nil) }
+        let log = [
+            PromptRecord(user: "b", context: "reengagement", outcome: .shown, at: day(2)),
+            PromptRecord(user: "a", context: "reengagement", outcome: .shown, at: day(2)),
+            PromptRecord(user: "b", context: "reengagement", outcome: .dismissed, at: day(2)),
+            PromptRecord(user: "a", context: "reengagement", outcome: .completed, at: day(3)),
+            PromptRecord(user: "b", context: "share_intent", outcome: .shown, at: day(4)),
+            PromptRecord(user: "a", context: "share_intent", outcome: .never, at: day(4)),
+        ]
+        try store.recordPromptOutcomes(log)
+        let a = try #require(try store.promptFacts(userID: "a"))
+        let b = try #require(try store.promptFacts(userID: "b"))
+        #expect(a.promptState == .authenticated)
+        #expect(b.promptState == .prompted)
+        #expect(b.history.map(\.outcome) == [.shown, .dismissed, .shown], "same time: in log order")
+        #expect(a.history.map(\.outcome) == [.shown, .completed, .never])
+        #expect(try store.promptFacts(userID: "c")?.history == [])
+        try store.recordPromptOutcomes([])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aLogNamingAMissingUserRecordsNothing(backend: StoreBackend) throws {
+        let (store, _) = try backend.makeStore(profile: "recipes")
+        try store.createUser(newUser("a"), credentials: nil)
+        let log = [
+            PromptRecord(user: "a", context: "reengagement", outcome: .shown, at: day(2)),
+            PromptRecord(user: "ghost", context: "reengagement", outcome: .shown, at: day(2)),
+            PromptRecord(user: "phantom", context: "reengagement", outcome: .shown, at: day(2)),
+        ]
+        do {
+            try store.recordPromptOutcomes(log)
+            Issue.record("a missing user was accepted")
+        } catch let error as GuestModeError {
+            #expect(error.code == .userNotFound)
+            #expect(error.message.contains("'ghost'"), "the first missing user is named: \(error.message)")
+        }
+        let facts = try #require(try store.promptFacts(userID: "a"))
+        #expect(facts.history.isEmpty)
+        #expect(facts.promptState == .anonymous)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func theEngineRecordsAndReadsHistoryThroughTheStore(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "recipes")
+        let engine = GuestMode(profile: profile, store: store)
+        try store.createUser(newUser("u"), credentials: nil)
+        let shown = try engine.recordPrompt(.shown, context: "first_recipe_success", for: "u", now: day(2))
+        #expect(shown.promptState == .prompted)
+        #expect(
+            try engine.recordPrompts([
+                PromptRecord(user: "u", context: "reengagement", outcome: .dismissed, at: day(3))
+            ]) == 1)
+        let history = try engine.promptHistory(for: "u")
+        #expect(history.promptState == .dismissed)
+        #expect(history.outcomes.map(\.context) == ["first_recipe_success", "reengagement"])
+        expectFailure(.notFound, code: .userNotFound) {
+            _ = try engine.recordPrompt(.shown, context: "reengagement", for: "ghost", now: day(2))
+        }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.promptHistory(for: "ghost") }
+        // The strategy assigns the user to the profile's experiment through the same store.
+        let strategy = try engine.promptStrategy(for: "u", now: day(4))
+        #expect(strategy.variants.map(\.experiment) == ["auth_prompts"])
+        #expect(
+            try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant
+                == strategy.variants.first?.variant)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func unlinkingRebuildsTheStateFromTheHistory(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try store.createUser(newUser("u"), credentials: nil)
+        _ = try store.recordPromptOutcome(PromptHistoryEntry(context: "c", outcome: .shown, at: day(2)), userID: "u")
+        _ = try store.recordPromptOutcome(PromptHistoryEntry(context: "c", outcome: .never, at: day(2)), userID: "u")
+        let request = LinkRequest(user: "u", provider: "apple", subject: "s", email: nil)
+        _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(3))
+        _ = try store.completeLink(request, profile: profile, now: day(3))
+        #expect(try store.promptFacts(userID: "u")?.promptState == .authenticated)
+        let unlinked = try store.unlink(user: "u", provider: "apple", profile: profile, now: day(4))
+        #expect(unlinked.promptState == PromptState.afterUnlinking(outcomes: [.shown, .never]).rawValue)
+        #expect(try store.promptFacts(userID: "u")?.userState == .anonymous)
+    }
+}
