@@ -32,11 +32,11 @@ extension PostgresStore: ReportStore {
             ).first
             else { throw GuestModeError(.internalFailure, code: .internalFailure, "the funnel query returned no row") }
             let linked = try row.int("linked")
+            let average = try row.optionalString("average_hours") == nil ? nil : try row.double("average_hours")
+            let median = try row.optionalString("median_hours") == nil ? nil : try row.double("median_hours")
             return FunnelCounts(
                 guests: try row.int("guests"), prompted: try row.int("prompted"), linked: linked,
-                averageHoursToLink: try row.optionalString("average_hours") == nil ? nil : try row.double("average_hours"),
-                medianHoursToLink: linked == 0 || (try row.optionalString("median_hours")) == nil
-                    ? nil : try row.double("median_hours"))
+                averageHoursToLink: average, medianHoursToLink: linked == 0 ? nil : median)
         }
     }
 

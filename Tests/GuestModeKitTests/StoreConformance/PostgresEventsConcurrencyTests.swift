@@ -78,7 +78,7 @@ struct PostgresEventsConcurrencyTests {
                     TrackedEvent(user: "u1", action: "paywall_viewed", at: day(1)), profile: profile, now: day(1))
             }
         }.flatMap { $0 }
-        #expect(results.allSatisfy(\.isCounted))
+        #expect(results.allSatisfy { $0.isCounted })
         #expect(Set(results.map(\.total)).count == Self.writers * 25, "each increment saw a distinct total")
         #expect(try stores[0].counters(of: "u1")["paywall_viewed"] == Self.writers * 25)
         #expect(try stores[0].integrityProblems().isEmpty)
