@@ -115,9 +115,10 @@ extension PostgresStore: ReportStore {
 
     /// Replays normally run on an in-memory SQLite store; on PostgreSQL the
     /// whole replay is one write transaction all the same, rolled back when
-    /// `body` throws. A serialization failure reruns `body` from the start
-    /// (PostgresStore.write), which is safe: it only writes through the
-    /// transaction handed to it.
+    /// `body` throws. PostgresStore.write reruns `body` after a deadlock or
+    /// serialization failure, which would repeat the replay's callbacks; a
+    /// replay's scratch store has no other writer, so at READ COMMITTED
+    /// neither can happen there.
     public func withReplayTransaction<T>(_ body: (any ReplayTransaction) throws -> T) throws -> T {
         try write { connection in try body(PostgresReplayTransaction(store: self, connection: connection)) }
     }
