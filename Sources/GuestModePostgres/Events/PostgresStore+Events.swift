@@ -18,7 +18,9 @@ extension PostgresStore: EventStore {
 
     /// The step `trackEvent` takes inside its transaction; a replay, which
     /// runs a whole log in one transaction, takes it once per event.
-    func apply(_ event: TrackedEvent, profile: Profile, now: Date, _ connection: PostgresConnection) throws
+    func apply(
+        _ event: TrackedEvent, profile: Profile, now: Date, _ connection: PostgresConnection
+    ) throws
         -> TrackResult
     {
         let isCounted = try append(event, connection)
@@ -32,10 +34,11 @@ extension PostgresStore: EventStore {
             try touch(event.user, at: event.at, connection)
             try noteChange(of: event.user, profile: profile, now: now, connection)
         }
-        let total = try connection.execute(
-            "SELECT total FROM counters WHERE user_id = $1 AND action = $2",
-            [PostgresValue(event.user), PostgresValue(event.action)]
-        ).first?.int("total") ?? 0
+        let total =
+            try connection.execute(
+                "SELECT total FROM counters WHERE user_id = $1 AND action = $2",
+                [PostgresValue(event.user), PostgresValue(event.action)]
+            ).first?.int("total") ?? 0
         return TrackResult(user: event.user, action: event.action, isCounted: isCounted, total: total)
     }
 
@@ -45,7 +48,9 @@ extension PostgresStore: EventStore {
     /// the outbox updated once per user and action), with the same results as
     /// SQLiteStore's batch. A batch of 5,000 events costs a handful of round
     /// trips instead of several per event.
-    public func applyEvents(_ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date) throws
+    public func applyEvents(
+        _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date
+    ) throws
         -> EventBatchResult
     {
         guard !events.isEmpty else { return EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0) }
@@ -108,33 +113,34 @@ extension PostgresStore: EventStore {
             // count; the insert skips every key already stored.
             let queueing = profile.backup.queuesOnChange
             let outbox = queueing ? Self.batchOutboxStep : ""
-            let counted = try connection.execute(
-                """
-                WITH batch AS (
-                    SELECT seq, user_id, action, at, count, idempotency_key, properties FROM (
-                        SELECT *, row_number() OVER (PARTITION BY user_id, idempotency_key ORDER BY seq) AS rank
-                        FROM pg_temp.guestmode_event_batch
-                    ) ranked
-                    WHERE idempotency_key IS NULL OR rank = 1
-                ), inserted AS (
-                    INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
-                    SELECT user_id, action, at, count, idempotency_key, properties FROM batch ORDER BY seq
-                    ON CONFLICT DO NOTHING
-                    RETURNING user_id, action, at, count
-                ), counted AS (
-                    INSERT INTO counters (user_id, action, total)
-                    SELECT user_id, action, sum(count) FROM inserted GROUP BY user_id, action
-                    ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + excluded.total
-                ), seen AS (
-                    SELECT user_id, max(at) AS at FROM inserted GROUP BY user_id
-                ), touched AS (
-                    UPDATE users SET last_seen_at = greatest(users.last_seen_at, seen.at)
-                    FROM seen WHERE users.id = seen.user_id
-                )\(outbox)
-                SELECT count(*) AS n FROM inserted
-                """,
-                queueing ? [PostgresValue(now)] : []
-            ).first?.int("n") ?? 0
+            let counted =
+                try connection.execute(
+                    """
+                    WITH batch AS (
+                        SELECT seq, user_id, action, at, count, idempotency_key, properties FROM (
+                            SELECT *, row_number() OVER (PARTITION BY user_id, idempotency_key ORDER BY seq) AS rank
+                            FROM pg_temp.guestmode_event_batch
+                        ) ranked
+                        WHERE idempotency_key IS NULL OR rank = 1
+                    ), inserted AS (
+                        INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
+                        SELECT user_id, action, at, count, idempotency_key, properties FROM batch ORDER BY seq
+                        ON CONFLICT DO NOTHING
+                        RETURNING user_id, action, at, count
+                    ), counted AS (
+                        INSERT INTO counters (user_id, action, total)
+                        SELECT user_id, action, sum(count) FROM inserted GROUP BY user_id, action
+                        ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + excluded.total
+                    ), seen AS (
+                        SELECT user_id, max(at) AS at FROM inserted GROUP BY user_id
+                    ), touched AS (
+                        UPDATE users SET last_seen_at = greatest(users.last_seen_at, seen.at)
+                        FROM seen WHERE users.id = seen.user_id
+                    )\(outbox)
+                    SELECT count(*) AS n FROM inserted
+                    """,
+                    queueing ? [PostgresValue(now)] : []
+                ).first?.int("n") ?? 0
 
             // A key stored with another action is a client bug: the whole
             // batch is refused, reported at its first such event as SQLite does.
@@ -213,6 +219,7 @@ extension PostgresStore: EventStore {
     private static func keyReused(key: String, user: String, counted: String, action: String) -> GuestModeError {
         GuestModeError(
             .conflict, code: .idempotencyKeyReused,
-            "idempotency key '\(key)' of user '\(user)' was already used for '\(counted)', not '\(action)'; keys identify one report")
+            "idempotency key '\(key)' of user '\(user)' was already used for '\(counted)', not '\(action)'; keys identify one report"
+        )
     }
 }

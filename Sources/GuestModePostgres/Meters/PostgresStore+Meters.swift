@@ -17,11 +17,14 @@ import GuestModeKit
 extension PostgresStore: MeterStore {
     public func meterStatus(of userID: String, meter: Meter, profile: Profile, now: Date) throws -> MeterStatus {
         try read { connection in
-            try meterStatus(of: try requireUser(userID, connection), meter: meter, profile: profile, now: now, connection)
+            try meterStatus(
+                of: try requireUser(userID, connection), meter: meter, profile: profile, now: now, connection)
         }
     }
 
-    public func checkMeter(of userID: String, meter: Meter, amount: MeterAmount?, profile: Profile, now: Date) throws
+    public func checkMeter(
+        of userID: String, meter: Meter, amount: MeterAmount?, profile: Profile, now: Date
+    ) throws
         -> MeterDecision
     {
         try read { connection in
@@ -36,16 +39,20 @@ extension PostgresStore: MeterStore {
     ) throws -> MeterUseResult {
         try write { connection in
             let user = try requireUser(userID, locking: true, connection)
-            if let key, try connection.execute(
-                "SELECT 1 FROM meter_usage WHERE user_id = $1 AND meter = $2 AND idempotency_key = $3",
-                [PostgresValue(userID), PostgresValue(meter.name), PostgresValue(key)]
-            ).count > 0 {
+            if let key,
+                try connection.execute(
+                    "SELECT 1 FROM meter_usage WHERE user_id = $1 AND meter = $2 AND idempotency_key = $3",
+                    [PostgresValue(userID), PostgresValue(meter.name), PostgresValue(key)]
+                ).count > 0
+            {
                 let status = try meterStatus(of: user, meter: meter, profile: profile, now: now, connection)
-                return MeterUseResult(isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
+                return MeterUseResult(
+                    isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
             }
             let before = try meterStatus(of: user, meter: meter, profile: profile, now: now, connection)
             guard before.admits(amount) else {
-                return MeterUseResult(isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
+                return MeterUseResult(
+                    isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
             }
             // The shortest decimal that reads back as the same double, which
             // is the double nearest the amount's decimal (see above).
@@ -59,7 +66,8 @@ extension PostgresStore: MeterStore {
             try noteChange(of: userID, profile: profile, now: now, connection)
             let after = try meterStatus(of: user, meter: meter, profile: profile, now: now, connection)
             let warnings = try fireWarnings(of: userID, meter: meter, status: after, now: now, connection)
-            return MeterUseResult(isRecorded: true, isDuplicate: false, isAllowed: true, status: after, warnings: warnings)
+            return MeterUseResult(
+                isRecorded: true, isDuplicate: false, isAllowed: true, status: after, warnings: warnings)
         }
     }
 
@@ -110,7 +118,8 @@ extension PostgresStore: MeterStore {
             let warning = FiredWarning(meter: meter.name, percent: warning.percent, level: warning.level)
             fired.append(warning)
             try appendSystemEvent(
-                user: userID, action: FiredWarning.eventAction, properties: warning.eventProperties, at: now, connection)
+                user: userID, action: FiredWarning.eventAction, properties: warning.eventProperties, at: now, connection
+            )
         }
         return fired
     }

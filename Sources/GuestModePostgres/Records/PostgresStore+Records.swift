@@ -13,10 +13,11 @@ extension PostgresStore: RecordStore {
     ) throws -> PutResult {
         try write { connection in
             let user = try requireUser(userID, locking: true, connection)
-            let exists = try connection.execute(
-                "SELECT 1 FROM records WHERE owner_id = $1 AND collection = $2 AND key = $3",
-                [PostgresValue(userID), PostgresValue(collection), PostgresValue(key)]
-            ).count > 0
+            let exists =
+                try connection.execute(
+                    "SELECT 1 FROM records WHERE owner_id = $1 AND collection = $2 AND key = $3",
+                    [PostgresValue(userID), PostgresValue(collection), PostgresValue(key)]
+                ).count > 0
             let before = try collectionLimit(of: user, collection: collection, profile: profile, now: now, connection)
             guard before.admits(isReplacement: exists) else {
                 return PutResult(outcome: before.outcome, isReplacement: false, limit: before)
@@ -26,11 +27,15 @@ extension PostgresStore: RecordStore {
                 INSERT INTO records (owner_id, collection, key, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
                 ON CONFLICT (owner_id, collection, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
                 """,
-                [PostgresValue(userID), PostgresValue(collection), PostgresValue(key), PostgresValue(data), PostgresValue(now)])
+                [
+                    PostgresValue(userID), PostgresValue(collection), PostgresValue(key), PostgresValue(data),
+                    PostgresValue(now),
+                ])
             try touch(userID, at: now, connection)
             try noteChange(of: userID, profile: profile, now: now, connection)
             let after =
-                exists ? before : try collectionLimit(of: user, collection: collection, profile: profile, now: now, connection)
+                exists
+                ? before : try collectionLimit(of: user, collection: collection, profile: profile, now: now, connection)
             return PutResult(outcome: .allowed, isReplacement: exists, limit: after)
         }
     }
@@ -56,7 +61,9 @@ extension PostgresStore: RecordStore {
         }
     }
 
-    public func deleteRecord(owner userID: String, collection: String, key: String, profile: Profile, now: Date) throws
+    public func deleteRecord(
+        owner userID: String, collection: String, key: String, profile: Profile, now: Date
+    ) throws
         -> Bool
     {
         try write { connection in
@@ -72,7 +79,9 @@ extension PostgresStore: RecordStore {
         }
     }
 
-    public func collectionLimits(of userID: String, collections: [String], profile: Profile, now: Date) throws
+    public func collectionLimits(
+        of userID: String, collections: [String], profile: Profile, now: Date
+    ) throws
         -> [CollectionLimit]
     {
         try read { connection in

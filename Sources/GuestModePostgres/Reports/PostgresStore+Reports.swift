@@ -12,24 +12,25 @@ extension PostgresStore: ReportStore {
             // is UTC (PostgresConnection), and the times carry their own 'Z'.
             // percentile_cont(0.5) is the middle value, or the mean of the two
             // middle values, as SQLite's median query computes it.
-            guard let row = try connection.execute(
-                """
-                WITH cohort AS (
-                    SELECT id, state, created_at, linked_at FROM users WHERE \(filter)
-                ), linked AS (
-                    SELECT extract(epoch FROM linked_at::timestamptz - created_at::timestamptz)::double precision / 3600
-                        AS hours
-                    FROM cohort WHERE state = 'linked'
-                )
-                SELECT (SELECT count(*) FROM cohort) AS guests,
-                       (SELECT count(*) FROM cohort
-                        WHERE EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = cohort.id)) AS prompted,
-                       (SELECT count(*) FROM linked) AS linked,
-                       (SELECT avg(hours) FROM linked) AS average_hours,
-                       (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY hours) FROM linked) AS median_hours
-                """,
-                parameters
-            ).first
+            guard
+                let row = try connection.execute(
+                    """
+                    WITH cohort AS (
+                        SELECT id, state, created_at, linked_at FROM users WHERE \(filter)
+                    ), linked AS (
+                        SELECT extract(epoch FROM linked_at::timestamptz - created_at::timestamptz)::double precision / 3600
+                            AS hours
+                        FROM cohort WHERE state = 'linked'
+                    )
+                    SELECT (SELECT count(*) FROM cohort) AS guests,
+                           (SELECT count(*) FROM cohort
+                            WHERE EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = cohort.id)) AS prompted,
+                           (SELECT count(*) FROM linked) AS linked,
+                           (SELECT avg(hours) FROM linked) AS average_hours,
+                           (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY hours) FROM linked) AS median_hours
+                    """,
+                    parameters
+                ).first
             else { throw GuestModeError(.internalFailure, code: .internalFailure, "the funnel query returned no row") }
             let linked = try row.int("linked")
             let average = try row.optionalString("average_hours") == nil ? nil : try row.double("average_hours")
@@ -58,7 +59,8 @@ extension PostgresStore: ReportStore {
                 parameters
             ).map { row in
                 PromptContextReport(
-                    context: try row.string("context"), shown: try row.int("shown"), dismissed: try row.int("dismissed"),
+                    context: try row.string("context"), shown: try row.int("shown"),
+                    dismissed: try row.int("dismissed"),
                     later: try row.int("later"), never: try row.int("never"), completed: try row.int("completed"))
             }
         }
@@ -93,18 +95,22 @@ extension PostgresStore: ReportStore {
             let (warningFilter, warningParameters) = ReportFilter.clause("fired_at", period, after: 1)
             var counts: [String: MeterUsageCounts] = [:]
             for meter in meters {
-                guard let row = try connection.execute(
-                    """
-                    SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(amount), 0) AS amount
-                    FROM meter_usage WHERE meter = $1 AND \(usageFilter)
-                    """,
-                    [PostgresValue(meter)] + usageParameters
-                ).first
-                else { throw GuestModeError(.internalFailure, code: .internalFailure, "the usage query returned no row") }
-                let warned = try connection.execute(
-                    "SELECT count(DISTINCT user_id) AS n FROM meter_warnings WHERE meter = $1 AND \(warningFilter)",
-                    [PostgresValue(meter)] + warningParameters
-                ).first?.int("n") ?? 0
+                guard
+                    let row = try connection.execute(
+                        """
+                        SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(amount), 0) AS amount
+                        FROM meter_usage WHERE meter = $1 AND \(usageFilter)
+                        """,
+                        [PostgresValue(meter)] + usageParameters
+                    ).first
+                else {
+                    throw GuestModeError(.internalFailure, code: .internalFailure, "the usage query returned no row")
+                }
+                let warned =
+                    try connection.execute(
+                        "SELECT count(DISTINCT user_id) AS n FROM meter_warnings WHERE meter = $1 AND \(warningFilter)",
+                        [PostgresValue(meter)] + warningParameters
+                    ).first?.int("n") ?? 0
                 counts[meter] = MeterUsageCounts(
                     users: try row.int("users"), uses: try row.int("uses"), amount: try row.double("amount"),
                     warnedUsers: warned)
@@ -167,13 +173,14 @@ private struct PostgresReplayTransaction: ReplayTransaction {
     }
 
     func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment {
-        let inserted = try connection.execute(
-            """
-            INSERT INTO experiment_assignments (user_id, experiment, variant, assigned_at) VALUES ($1, $2, $3, $4)
-            ON CONFLICT (user_id, experiment) DO NOTHING
-            """,
-            [PostgresValue(userID), PostgresValue(experiment), PostgresValue(variant), PostgresValue(at)]
-        ).changes > 0
+        let inserted =
+            try connection.execute(
+                """
+                INSERT INTO experiment_assignments (user_id, experiment, variant, assigned_at) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (user_id, experiment) DO NOTHING
+                """,
+                [PostgresValue(userID), PostgresValue(experiment), PostgresValue(variant), PostgresValue(at)]
+            ).changes > 0
         guard var stored = try storedAssignment(userID: userID, experiment: experiment) else {
             throw GuestModeError(
                 .internalFailure, code: .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
@@ -183,12 +190,14 @@ private struct PostgresReplayTransaction: ReplayTransaction {
     }
 
     func promptFacts(userID: String) throws -> PromptFacts? {
-        guard let user = try connection.execute(
-            "SELECT state, prompt_state, created_at FROM users WHERE id = $1", [PostgresValue(userID)]
-        ).first
+        guard
+            let user = try connection.execute(
+                "SELECT state, prompt_state, created_at FROM users WHERE id = $1", [PostgresValue(userID)]
+            ).first
         else { return nil }
         let history = try connection.execute(
-            "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = $1 ORDER BY at, id", [PostgresValue(userID)]
+            "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = $1 ORDER BY at, id",
+            [PostgresValue(userID)]
         ).map { row in
             PromptHistoryEntry(
                 context: try row.string("context"), outcome: try row.decode("outcome", as: PromptOutcome.self),
@@ -201,14 +210,18 @@ private struct PostgresReplayTransaction: ReplayTransaction {
     }
 
     func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        guard let current = try connection.execute(
-            "SELECT prompt_state FROM users WHERE id = $1 FOR UPDATE", [PostgresValue(userID)]
-        ).first
+        guard
+            let current = try connection.execute(
+                "SELECT prompt_state FROM users WHERE id = $1 FOR UPDATE", [PostgresValue(userID)]
+            ).first
         else { return nil }
         let state = try current.decode("prompt_state", as: PromptState.self).after(entry.outcome)
         try connection.execute(
             "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES ($1, $2, $3, $4)",
-            [PostgresValue(userID), PostgresValue(entry.context), PostgresValue(entry.outcome.rawValue), PostgresValue(entry.at)])
+            [
+                PostgresValue(userID), PostgresValue(entry.context), PostgresValue(entry.outcome.rawValue),
+                PostgresValue(entry.at),
+            ])
         try connection.execute(
             "UPDATE users SET prompt_state = $1 WHERE id = $2", [PostgresValue(state.rawValue), PostgresValue(userID)])
         return state

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeKit
 @testable import GuestModePostgres
 
@@ -154,7 +155,11 @@ struct PostgresEventsConcurrencyTests {
         }
 
         func values() throws -> [Result<T, any Error>] {
-            try lock.withLock { try results.map { guard let result = $0 else { throw MissingOutcome() }; return result } }
+            try lock.withLock {
+                try results.map {
+                    guard let result = $0 else { throw MissingOutcome() }; return result
+                }
+            }
         }
     }
 }
