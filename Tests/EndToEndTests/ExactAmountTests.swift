@@ -31,6 +31,11 @@ struct ExactAmountTests {
         let text = try await sandbox.run("meter", "status", guest, "api_minutes")
         #expect(text.stdout.contains("60"))
         #expect(!text.stdout.contains("59.99"))
+        // The usage report adds up the same way.
+        let report = try await sandbox.run("report", "usage", "--json")
+        #expect(report.status == 0, "\(report.stderr)")
+        #expect(report.stdout.contains(#""amount" : 60,"#), "\(report.stdout)")
+        #expect(!report.stdout.contains("59.99"))
     }
 
     @Test("partial amounts print as written, in JSON and text")

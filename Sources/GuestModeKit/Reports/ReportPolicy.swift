@@ -82,7 +82,7 @@ extension UsageReport {
                 let count = counts[meter.name] ?? MeterUsageCounts(users: 0, uses: 0, amount: 0, warnedUsers: 0)
                 return MeterUsageReport(
                     meter: meter.name, unit: meter.unit, users: count.users, uses: count.uses, amount: count.amount,
-                    averagePerUser: count.users == 0 ? nil : count.amount / Double(count.users),
+                    averagePerUser: count.users == 0 ? nil : count.amount.doubleValue / Double(count.users),
                     warnedUsers: count.warnedUsers)
             })
     }

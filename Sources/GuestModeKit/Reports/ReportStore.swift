@@ -71,11 +71,12 @@ public struct VariantCounts: Sendable, Equatable {
 public struct MeterUsageCounts: Sendable, Equatable {
     public var users: Int
     public var uses: Int
-    public var amount: Double
+    /// Added up exactly, in the meter's smallest unit.
+    public var amount: MeterAmount
     /// Users who crossed one of the meter's warning thresholds.
     public var warnedUsers: Int
 
-    public init(users: Int, uses: Int, amount: Double, warnedUsers: Int) {
+    public init(users: Int, uses: Int, amount: MeterAmount, warnedUsers: Int) {
         self.users = users
         self.uses = uses
         self.amount = amount

@@ -86,7 +86,7 @@ public struct MeterUsageReport: Codable, Sendable, Equatable {
     public var unit: String
     public var users: Int
     public var uses: Int
-    public var amount: Double
+    public var amount: MeterAmount
     public var averagePerUser: Double?
     /// Users who crossed one of the meter's warning thresholds in the period.
     public var warnedUsers: Int

@@ -87,8 +87,8 @@ extension PostgresStore: ReportStore {
         }
     }
 
-    /// The amount is the sum of the stored doubles, as SQLite reports it
-    /// (reports only display it); the gate's exact sums are MeterStore's.
+    /// The amount is added up exactly in millionths, as the meters themselves
+    /// are, so a report never shows 59.99999999999999.
     public func meterUsageCounts(of meters: [String], in period: ReportPeriod) throws -> [String: MeterUsageCounts] {
         try read { connection in
             let (usageFilter, usageParameters) = ReportFilter.clause("at", period, after: 1)
@@ -98,7 +98,7 @@ extension PostgresStore: ReportStore {
                 guard
                     let row = try connection.execute(
                         """
-                        SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(amount), 0) AS amount
+                        SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(round(amount * 1000000)::bigint), 0) AS millionths
                         FROM meter_usage WHERE meter = $1 AND \(usageFilter)
                         """,
                         [PostgresValue(meter)] + usageParameters
@@ -112,7 +112,7 @@ extension PostgresStore: ReportStore {
                         [PostgresValue(meter)] + warningParameters
                     ).first?.int("n") ?? 0
                 counts[meter] = MeterUsageCounts(
-                    users: try row.int("users"), uses: try row.int("uses"), amount: try row.double("amount"),
+                    users: try row.int("users"), uses: try row.int("uses"), amount: MeterAmount(millionths: try row.int64("millionths")),
                     warnedUsers: warned)
             }
             return counts

@@ -53,7 +53,7 @@ extension SQLiteStore: ReportStore {
                 guard let row = try Row.fetchOne(
                     db,
                     sql: """
-                        SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(amount), 0) AS amount
+                        SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(CAST(round(amount * 1000000) AS INTEGER)), 0) AS millionths
                         FROM meter_usage WHERE meter = ? AND \(usageFilter)
                         """,
                     arguments: [meter] + usageArguments)
@@ -63,7 +63,8 @@ extension SQLiteStore: ReportStore {
                     sql: "SELECT count(DISTINCT user_id) FROM meter_warnings WHERE meter = ? AND \(warningFilter)",
                     arguments: [meter] + warningArguments) ?? 0
                 counts[meter] = MeterUsageCounts(
-                    users: try row.decode(forColumn: "users"), uses: try row.decode(forColumn: "uses"), amount: try row.decode(forColumn: "amount"), warnedUsers: warned)
+                    users: try row.decode(forColumn: "users"), uses: try row.decode(forColumn: "uses"), amount: MeterAmount(millionths: try row.decode(forColumn: "millionths")),
+                    warnedUsers: warned)
             }
             return counts
         }

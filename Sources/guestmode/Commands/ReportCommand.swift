@@ -77,7 +77,7 @@ struct ReportCommand: ParsableCommand {
                 header: ["METER", "UNIT", "USERS", "USES", "AMOUNT", "AVG_PER_USER", "WARNED_USERS"],
                 rows: report.meters.map { meter in
                     [
-                        meter.meter, meter.unit, "\(meter.users)", "\(meter.uses)", formatAmount(meter.amount),
+                        meter.meter, meter.unit, "\(meter.users)", "\(meter.uses)", meter.amount.description,
                         meter.averagePerUser.map(formatAmount) ?? "", "\(meter.warnedUsers)",
                     ]
                 })
