@@ -226,9 +226,10 @@ enum JSONFieldRename {
         return output.isEmpty || depth != 0 ? nil : output
     }
 
+    /// A member's name as SQLite's path lookup compares it: the text between
+    /// the quotes as written, escapes not decoded (so `"c\u006fst"` is not `cost`).
     private static func decodedName(_ raw: [UInt8]) -> String? {
-        guard raw.contains(UInt8(ascii: "\\")) else { return String(decoding: raw.dropFirst().dropLast(), as: UTF8.self) }
-        return try? JSONDecoder().decode(String.self, from: Data(raw))
+        String(decoding: raw.dropFirst().dropLast(), as: UTF8.self)
     }
 
     /// The new member's name as SQLite writes a path label: between quotes,
