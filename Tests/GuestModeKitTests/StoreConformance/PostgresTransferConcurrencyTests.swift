@@ -337,3 +337,40 @@ private final class Countdown: @unchecked Sendable {
         condition.unlock()
     }
 }
+
+/// Exports that span many cursor batches, and ids imported explicitly.
+@Suite struct PostgresBackupStreamingTests {
+    @Test("an export streams more rows than one cursor batch, oldest id first; imported ids never collide with new ones")
+    func exportsStreamInBatchesAndImportedIDsAreSkipped() throws {
+        let (store, profile) = try StoreBackend.postgres.makeStore(profile: "recipes")
+        let postgres = try #require(store as? PostgresStore)
+        let events = try #require(BackupTable.named("events"))
+        let count = 2_500
+        try store.importBackupRows(dryRun: false) { writes throws in
+            _ = try writes.insert(BackupRowFixture.user("u"), into: try #require(BackupTable.named("users")))
+            // Ids in descending order, so the export's order is the store's, not the import's.
+            for id in stride(from: Int64(count), through: 1, by: -1) {
+                #expect(try writes.insert([
+                    "id": .integer(id * 2), "user_id": .text("u"), "action": .text("app_opened"),
+                    "at": BackupRowFixture.time(1), "count": .integer(1), "idempotency_key": .null, "properties": .null,
+                ], into: events) == .inserted)
+            }
+        }
+        var ids: [Int64] = []
+        try store.readBackupRows(.users(["u"]), guestOwner: profile.guestOwner) { snapshot throws in
+            #expect(try snapshot.rowCount(in: events) == count)
+            try snapshot.forEachRow(in: events) { columns, values in
+                if let index = columns.firstIndex(of: "id"), case .integer(let id) = values[index] { ids.append(id) }
+            }
+        }
+        #expect(ids == (1...Int64(count)).map { $0 * 2 })
+        // A row the store numbers itself (as every use case writes them) comes after the imported ids.
+        try postgres.write { connection in
+            try postgres.appendSystemEvent(user: "u", action: "app_opened", properties: [:], at: day(2), connection)
+        }
+        let top = try postgres.read { connection in
+            try connection.execute("SELECT max(id) AS top FROM events").first?.int64("top")
+        }
+        #expect(top == Int64(count) * 2 + 1)
+    }
+}
