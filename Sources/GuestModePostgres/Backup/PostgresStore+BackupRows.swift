@@ -1,0 +1,457 @@
+import Foundation
+import GuestModeKit
+
+extension PostgresStore: BackupRowStore {
+    public func readBackupRows<T>(
+        _ selection: BackupSelection, guestOwner: String, _ body: (any BackupRowSnapshot) throws -> T
+    ) throws -> T {
+        try read { connection in
+            try body(try PostgresBackupSnapshot(connection, selection: selection, guestOwner: guestOwner))
+        }
+    }
+
+    /// One transaction for the whole import. The schema's foreign keys to
+    /// `users` are not DEFERRABLE, so an archive row that arrives before its
+    /// users row (a hand-made archive) is given a placeholder users row, which
+    /// the real one then fills in; a placeholder still there at the end is a
+    /// dangling reference, reported by `tableWithDanglingReferences` and
+    /// refused at commit, as SQLite's deferred foreign keys are. A dry run,
+    /// or `body` throwing, rolls everything back.
+    public func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T {
+        do {
+            return try writeMovingData { connection in
+                let writes = PostgresBackupImport(connection)
+                let value = try body(writes)
+                try writes.finish(committing: !dryRun)
+                if dryRun { throw RolledBackImport(value: value) }
+                return value
+            }
+        } catch let rolledBack as RolledBackImport {
+            guard let value = rolledBack.value as? T else {
+                throw GuestModeError(.internalFailure, code: .internalFailure, "a dry-run import lost its result")
+            }
+            return value
+        }
+    }
+}
+
+/// Carries a dry run's result out of the transaction it rolls back.
+private final class RolledBackImport: Error, @unchecked Sendable {
+    let value: Any
+    init(value: Any) { self.value = value }
+}
+
+/// What the backup code needs to know of one table, read from the catalog
+/// once per transaction: its columns in order with how their values
+/// travel, its primary key, and whether it refers to `users`.
+private struct BackupTableShape {
+    enum Kind { case integer, real, text }
+
+    var columns: [String]
+    var kinds: [String: Kind]
+    var primaryKey: [String]
+    var refersToUsers: Bool
+
+    init(_ table: BackupTable, _ connection: PostgresConnection) throws {
+        columns = []
+        kinds = [:]
+        for row in try connection.execute(
+            """
+            SELECT column_name, data_type FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position
+            """,
+            [PostgresValue(table.name)])
+        {
+            let name = try row.string("column_name")
+            columns.append(name)
+            switch try row.string("data_type") {
+            case "bigint", "integer", "smallint": kinds[name] = .integer
+            case "double precision", "real", "numeric": kinds[name] = .real
+            default: kinds[name] = .text
+            }
+        }
+        guard !columns.isEmpty else {
+            throw GuestModeError(
+                .badData, code: .corruptStore, "the PostgreSQL store has no table \(table.name) in its schema")
+        }
+        primaryKey = try connection.execute(
+            """
+            SELECT a.attname AS name FROM pg_index i
+            JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+            WHERE i.indrelid = $1::regclass AND i.indisprimary
+            ORDER BY array_position(i.indkey::int2[], a.attnum)
+            """,
+            [PostgresValue(PostgresStore.quote(table.name))]
+        ).map { try $0.string("name") }
+        refersToUsers =
+            try connection.execute(
+                """
+                SELECT 1 AS refers FROM pg_constraint
+                WHERE contype = 'f' AND conrelid = $1::regclass AND confrelid = 'users'::regclass
+                """,
+                [PostgresValue(PostgresStore.quote(table.name))]
+            ).first != nil
+    }
+
+    func kind(_ column: String) -> Kind { kinds[column] ?? .text }
+
+    /// Export order. PostgreSQL keeps no insertion order (SQLite exports by
+    /// rowid), so: store-assigned ids in order for tables that have them,
+    /// else the primary key, text compared byte by byte; in a whole-store
+    /// export the guest owner's records come after every user's.
+    var ordering: String {
+        let keys = columns.contains("id") ? ["id"] : primaryKey.isEmpty ? columns : primaryKey
+        return keys.map { kind($0) == .text ? "\(PostgresStore.quote($0)) COLLATE \"C\"" : PostgresStore.quote($0) }
+            .joined(separator: ", ")
+    }
+
+    /// A stored value as a backup carries it.
+    func cell(_ text: String?, column: String, table: String, location: String) throws -> CellValue {
+        guard let text else { return .null }
+        switch kind(column) {
+        case .text:
+            return .text(text)
+        case .integer:
+            guard let value = Int64(text) else { throw corrupt(text, column: column, table: table, location: location) }
+            return .integer(value)
+        case .real:
+            guard let value = Double(text) else { throw corrupt(text, column: column, table: table, location: location) }
+            return .real(value)
+        }
+    }
+
+    /// A backup value as a parameter for `column`. A whole number written as
+    /// a real goes into an integer column as that integer, as SQLite's
+    /// INTEGER affinity stores it.
+    func parameter(_ value: CellValue, column: String) -> PostgresValue? {
+        switch value {
+        case .null: return nil
+        case .integer(let number): return PostgresValue(number)
+        case .real(let number):
+            if kind(column) == .integer, number.rounded() == number, let whole = Int64(exactly: number) {
+                return PostgresValue(whole)
+            }
+            return PostgresValue("\(number)")
+        case .text(let text): return PostgresValue(text)
+        }
+    }
+
+    private func corrupt(_ text: String, column: String, table: String, location: String) -> GuestModeError {
+        GuestModeError(
+            .badData, code: .corruptStore, "the PostgreSQL store \(location) holds '\(text)' in \(table).\(column)")
+    }
+}
+
+/// The selection's rows inside one read transaction, streamed through
+/// server-side cursors a thousand rows at a time.
+private final class PostgresBackupSnapshot: BackupRowSnapshot {
+    let connection: PostgresConnection
+    let selection: BackupSelection
+    let users: [String]
+    let guestOwner: String?
+    private var shapes: [String: BackupTableShape] = [:]
+    private var cursors = 0
+
+    init(_ connection: PostgresConnection, selection: BackupSelection, guestOwner: String) throws {
+        self.connection = connection
+        self.selection = selection
+        switch selection {
+        case .all:
+            users = try connection.execute("SELECT id FROM users ORDER BY id COLLATE \"C\"").map { try $0.string("id") }
+            let owned =
+                try connection.execute(
+                    "SELECT 1 AS owned FROM records WHERE owner_id = $1 LIMIT 1", [PostgresValue(guestOwner)]
+                ).first != nil
+            self.guestOwner = owned ? guestOwner : nil
+        case .users(let requested):
+            var seen: Set<String> = []
+            users = try requested.filter { user in
+                guard seen.insert(user).inserted else { return false }
+                return try connection.execute("SELECT 1 AS present FROM users WHERE id = $1", [PostgresValue(user)])
+                    .first != nil
+            }
+            self.guestOwner = nil
+        }
+    }
+
+    func rowCount(in table: BackupTable) throws -> Int {
+        let condition = self.condition(table)
+        return try connection.execute(
+            "SELECT count(*) AS n FROM \(PostgresStore.quote(table.name)) WHERE \(condition.sql)", condition.parameters
+        ).first?.int("n") ?? 0
+    }
+
+    func forEachRow(in table: BackupTable, _ body: ([String], [CellValue]) throws -> Void) throws {
+        let shape = try self.shape(table)
+        let condition = self.condition(table)
+        cursors += 1
+        let cursor = "guestmode_export_\(cursors)"
+        try connection.execute(
+            """
+            DECLARE \(cursor) NO SCROLL CURSOR FOR
+            SELECT \(shape.columns.map(PostgresStore.quote).joined(separator: ", ")) FROM \(PostgresStore.quote(table.name))
+            WHERE \(condition.sql) ORDER BY \(condition.guestOwnerLast)\(shape.ordering)
+            """,
+            condition.parameters)
+        defer { _ = try? connection.execute("CLOSE \(cursor)") }
+        var values: [CellValue] = []
+        values.reserveCapacity(shape.columns.count)
+        while true {
+            let batch = try connection.execute("FETCH 1000 FROM \(cursor)")
+            if batch.count == 0 { break }
+            for row in batch.values {
+                values.removeAll(keepingCapacity: true)
+                for (index, column) in shape.columns.enumerated() {
+                    values.append(
+                        try shape.cell(
+                            index < row.count ? row[index] : nil, column: column, table: table.name,
+                            location: connection.location))
+                }
+                try body(shape.columns, values)
+            }
+        }
+    }
+
+    private func shape(_ table: BackupTable) throws -> BackupTableShape {
+        if let shape = shapes[table.name] { return shape }
+        let shape = try BackupTableShape(table, connection)
+        shapes[table.name] = shape
+        return shape
+    }
+
+    /// The condition that picks the selected owners' rows of a table, and
+    /// the ordering term that puts the guest owner's records after the users'.
+    private func condition(_ table: BackupTable) -> (sql: String, parameters: [PostgresValue?], guestOwnerLast: String) {
+        let owner = PostgresStore.quote(table.ownerColumn)
+        switch selection {
+        case .all where table.mayBelongToGuestOwner && guestOwner != nil:
+            return (
+                "\(owner) IN (SELECT id FROM users) OR \(owner) = $1", [guestOwner.map { PostgresValue($0) }],
+                "\(owner) = $1, "
+            )
+        case .all:
+            return ("\(owner) IN (SELECT id FROM users)", [], "")
+        case .users:
+            return ("\(owner) = ANY ($1::text[])", [PostgresValue.textArray(users)], "")
+        }
+    }
+}
+
+/// The writes of one import inside its transaction.
+private final class PostgresBackupImport: BackupRowImport {
+    let connection: PostgresConnection
+    private var shapes: [String: BackupTableShape] = [:]
+    /// Users known to have a users row in this transaction (real or placeholder).
+    private var knownUsers: Set<String> = []
+    /// Users that rows refer to but whose users row has not arrived yet.
+    private var placeholders: Set<String> = []
+    /// Tables given explicit surrogate ids since their sequence was last moved past them.
+    private var explicitIDs: Set<String> = []
+    /// Set once the server refused a statement: the transaction can only roll back now.
+    private var refusedRow: BackupRowRefusal?
+
+    init(_ connection: PostgresConnection) { self.connection = connection }
+
+    func creationTime(ofUser id: String) throws -> String? {
+        try usable()
+        if placeholders.contains(id) { return nil }
+        return try connection.execute("SELECT created_at FROM users WHERE id = $1", [PostgresValue(id)])
+            .first?.string("created_at")
+    }
+
+    func hasRecords(ownedBy owner: String) throws -> Bool {
+        try usable()
+        return try connection.execute(
+            "SELECT 1 AS owned FROM records WHERE owner_id = $1 LIMIT 1", [PostgresValue(owner)]
+        ).first != nil
+    }
+
+    func deleteRows(ownedBy owners: [String]) throws {
+        try usable()
+        guard !owners.isEmpty else { return }
+        for table in BackupTable.all.reversed() {
+            try connection.execute(
+                "DELETE FROM \(PostgresStore.quote(table.name)) WHERE \(PostgresStore.quote(table.ownerColumn)) = ANY ($1::text[])",
+                [PostgresValue.textArray(owners)])
+        }
+        knownUsers.subtract(owners)
+        placeholders.subtract(owners)
+    }
+
+    func columns(of table: BackupTable) throws -> Set<String> {
+        try usable()
+        return Set(try shape(table).columns)
+    }
+
+    func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion {
+        try usable()
+        let shape = try self.shape(table)
+        var values = row
+        var insertion = BackupRowInsertion.inserted
+        if table.hasSurrogateID {
+            if case .integer(let id) = values["id"] {
+                let taken =
+                    try connection.execute(
+                        "SELECT 1 AS taken FROM \(PostgresStore.quote(table.name)) WHERE id = $1", [PostgresValue(id)]
+                    ).first != nil
+                if taken {
+                    values["id"] = nil
+                    insertion = .renumbered
+                }
+            } else {
+                // No id, or NULL: the store assigns one, as SQLite does for a NULL rowid.
+                values["id"] = nil
+            }
+            if values["id"] == nil {
+                try moveSequencePastUsedIDs(table)
+            } else {
+                explicitIDs.insert(table.name)
+            }
+        }
+        let owner = values[table.ownerColumn].flatMap(\.text)
+        if table.name == "identities", let provider = values["provider"]?.text, let subject = values["subject"]?.text,
+            let holder = try connection.execute(
+                "SELECT user_id FROM identities WHERE provider = $1 AND subject = $2",
+                [PostgresValue(provider), PostgresValue(subject)]
+            ).first?.string("user_id")
+        {
+            // Asked before inserting: a refused statement would end the transaction.
+            throw BackupRowRefusal(
+                .identityTaken(holder: holder),
+                detail: "duplicate key value violates unique constraint \"identities_pkey\": (\(provider), \(subject)) already exists")
+        }
+        if shape.refersToUsers, let owner { try ensureUserRow(owner) }
+        if table.name == "users", let owner, placeholders.contains(owner) {
+            try fillPlaceholder(owner, with: values, shape: shape)
+            return insertion
+        }
+        let ordered = values.sorted { $0.key < $1.key }
+        let statement = """
+            INSERT INTO \(PostgresStore.quote(table.name)) (\(ordered.map { PostgresStore.quote($0.key) }.joined(separator: ", ")))
+            VALUES (\(ordered.indices.map { "$\($0 + 1)" }.joined(separator: ", "))) ON CONFLICT DO NOTHING
+            """
+        let inserted = try refusing {
+            try connection.execute(statement, ordered.map { shape.parameter($0.value, column: $0.key) })
+        }
+        guard inserted.changes == 1 else {
+            throw BackupRowRefusal(
+                .duplicateKey,
+                detail: "duplicate key value violates a unique constraint of \(table.name): a row with the same key is already there")
+        }
+        if table.name == "users", let owner { knownUsers.insert(owner) }
+        return insertion
+    }
+
+    func tableWithDanglingReferences() throws -> String? {
+        try usable()
+        guard !placeholders.isEmpty else { return nil }
+        for table in BackupTable.all where table.name != "users" {
+            guard try shape(table).refersToUsers else { continue }
+            if try connection.execute(
+                """
+                SELECT 1 AS dangling FROM \(PostgresStore.quote(table.name))
+                WHERE \(PostgresStore.quote(table.ownerColumn)) = ANY ($1::text[]) LIMIT 1
+                """,
+                [PostgresValue.textArray(placeholders.sorted())]
+            ).first != nil {
+                return table.name
+            }
+        }
+        return nil
+    }
+
+    /// Before the import commits (or rolls back as a dry run): nothing
+    /// refused may be swallowed, no reference may dangle, and every table's
+    /// id sequence moves past the ids the import brought.
+    func finish(committing: Bool) throws {
+        try usable()
+        guard committing else { return }
+        if !placeholders.isEmpty {
+            let table = try tableWithDanglingReferences() ?? "a table"
+            throw GuestModeError(
+                .internalFailure, code: .databaseError,
+                "database error on \(connection.location): rows in \(table) refer to users the store does not hold (foreign key); nothing was imported")
+        }
+        for name in explicitIDs.sorted() {
+            guard let table = BackupTable.named(name) else { continue }
+            try moveSequencePastUsedIDs(table)
+        }
+    }
+
+    /// Identity columns do not notice explicit ids, so before the store
+    /// assigns one (and at the end of the import) the sequence is moved past
+    /// the largest id in the table: never backwards, and only when behind.
+    private func moveSequencePastUsedIDs(_ table: BackupTable) throws {
+        try connection.execute(
+            """
+            SELECT setval(s.seq, m.top) FROM
+                (SELECT pg_get_serial_sequence($1, 'id')::regclass AS seq) s,
+                (SELECT max(id) AS top FROM \(PostgresStore.quote(table.name))) m
+            WHERE m.top > coalesce(pg_sequence_last_value(s.seq), 0)
+            """,
+            [PostgresValue(PostgresStore.quote(table.name))])
+        explicitIDs.remove(table.name)
+    }
+
+    /// Gives `owner` a placeholder users row when the store has none yet, so
+    /// a row may come before its user despite the immediate foreign keys.
+    private func ensureUserRow(_ owner: String) throws {
+        guard !knownUsers.contains(owner) else { return }
+        if try connection.execute("SELECT 1 AS present FROM users WHERE id = $1", [PostgresValue(owner)]).first == nil {
+            try connection.execute(
+                "INSERT INTO users (id, created_at, last_seen_at) VALUES ($1, '', '')", [PostgresValue(owner)])
+            placeholders.insert(owner)
+        }
+        knownUsers.insert(owner)
+    }
+
+    /// The real users row arrives for a placeholder: its columns replace the
+    /// placeholder's, columns it does not carry take their defaults.
+    private func fillPlaceholder(_ id: String, with values: [String: CellValue], shape: BackupTableShape) throws {
+        var assignments: [String] = []
+        var parameters: [PostgresValue?] = []
+        for column in shape.columns {
+            if let value = values[column] {
+                parameters.append(shape.parameter(value, column: column))
+                assignments.append("\(PostgresStore.quote(column)) = $\(parameters.count)")
+            } else {
+                assignments.append("\(PostgresStore.quote(column)) = DEFAULT")
+            }
+        }
+        parameters.append(PostgresValue(id))
+        _ = try refusing {
+            try connection.execute(
+                "UPDATE users SET \(assignments.joined(separator: ", ")) WHERE id = $\(parameters.count)", parameters)
+        }
+        placeholders.remove(id)
+    }
+
+    /// Runs one write; a value the table's rules refuse becomes a refusal.
+    /// The server has then ended the transaction, so the import is over.
+    private func refusing<T>(_ write: () throws -> T) throws -> T {
+        do {
+            return try write()
+        } catch let failure as PostgresFailure {
+            guard let state = failure.sqlState, state.hasPrefix("22") || state.hasPrefix("23") else { throw failure }
+            let refusal = BackupRowRefusal(
+                failure.isUniqueViolation ? .duplicateKey : .invalid, detail: PostgresConnection.redacted(failure.message))
+            refusedRow = refusal
+            throw refusal
+        }
+    }
+
+    /// After a refused row the server accepts nothing but a rollback.
+    private func usable() throws {
+        guard let refusedRow else { return }
+        throw GuestModeError(
+            .internalFailure, code: .databaseError,
+            "the import cannot go on after a refused row (\(refusedRow.detail)); nothing was imported")
+    }
+
+    private func shape(_ table: BackupTable) throws -> BackupTableShape {
+        if let shape = shapes[table.name] { return shape }
+        let shape = try BackupTableShape(table, connection)
+        shapes[table.name] = shape
+        return shape
+    }
+}
