@@ -266,16 +266,18 @@ private final class PostgresBackupImport: BackupRowImport {
         ).first != nil
     }
 
-    func deleteRows(ownedBy owners: [String]) throws {
+    func deleteRows(ownedBy owners: [String], in tables: [BackupTable]) throws {
         try usable()
         guard !owners.isEmpty else { return }
-        for table in BackupTable.all.reversed() {
+        for table in BackupTable.all.reversed() where tables.contains(table) {
             try connection.execute(
                 "DELETE FROM \(PostgresStore.quote(table.name)) WHERE \(PostgresStore.quote(table.ownerColumn)) = ANY ($1::text[])",
                 [PostgresValue.textArray(owners)])
         }
-        knownUsers.subtract(owners)
-        placeholders.subtract(owners)
+        if tables.contains(where: { $0.name == "users" }) {
+            knownUsers.subtract(owners)
+            placeholders.subtract(owners)
+        }
     }
 
     func columns(of table: BackupTable) throws -> Set<String> {
