@@ -59,7 +59,7 @@ struct BackupTrustTests {
         #expect(verified.status == 0, "\(verified.stdout)")
         #expect(verified.object["signature"] as? String == (resign ? "another-deployment" : "unsigned"))
         // The same deployment's second store: same key.
-        #expect(try await sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
+        #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "fresh.sqlite").status == 0)
         try await sandbox.shell("cp guestmode.sqlite.key fresh.sqlite.key")
         let imported = try await sandbox.run("--store", "fresh.sqlite", "backup", "import", archive, "--json")
         #expect(imported.status == 0, "\(imported.stderr)")
@@ -68,7 +68,7 @@ struct BackupTrustTests {
         #expect(try await sandbox.dump("fresh.sqlite", "plans") == "")
         #expect(try await sandbox.dump("fresh.sqlite", "records").contains("h1"))
 
-        #expect(try await sandbox.run("init", "--profile", "habits", "--store", "third.sqlite").status == 0)
+        #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "third.sqlite").status == 0)
         let trusted = try await sandbox.run("--store", "third.sqlite", "backup", "import", archive, "--trust-unsigned", "--json")
         #expect(trusted.status == 0, "\(trusted.stderr)")
         #expect(try await sandbox.dump("third.sqlite", "plans").contains("9999-12-31"))
@@ -118,7 +118,7 @@ struct BackupTrustTests {
         #expect((wrong.stdout + wrong.stderr).contains("wrong key or passphrase"))
         #expect(try await sandbox.run("backup", "verify", "pass.zip").status == 64)
 
-        #expect(try await sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
+        #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "fresh.sqlite").status == 0)
         let before = try sandbox.snapshot("fresh.sqlite")
         let otherKey = try await sandbox.run("--store", "fresh.sqlite", "backup", "import", "key.gmbackup", "--json")
         #expect(otherKey.status == 65)
@@ -136,7 +136,7 @@ struct BackupTrustTests {
         let mode = try FileManager.default.attributesOfItem(atPath: sandbox.path("guestmode.sqlite.key"))[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600)
         #expect(try await sandbox.run("backup", "export", "--all", "--out", "all.gmbackup").status == 0)
-        #expect(try await sandbox.run("init", "--profile", "habits", "--store", "fresh.sqlite").status == 0)
+        #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "fresh.sqlite").status == 0)
         let before = try await sandbox.run("--store", "fresh.sqlite", "backup", "verify", "all.gmbackup", "--json")
         #expect(before.object["signature"] as? String == "another-deployment")
         #expect(try await sandbox.run("backup", "key", "export", "--out", "moved.key").status == 0)

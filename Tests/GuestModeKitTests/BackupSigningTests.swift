@@ -9,7 +9,8 @@ private let fixtures = URL(fileURLWithPath: #filePath)
 private let clock = Timestamp.parse("2026-11-22T09:00:00Z") ?? .distantPast
 
 private func engine() throws -> GuestMode {
-    try GuestMode.inMemory(profileText: try template("habits"), origin: "habits.yaml", now: clock)
+    try GuestMode.inMemory(
+        profileText: backupFixtureProfile(habits: try template("habits")), origin: "habits.yaml", now: clock)
 }
 
 private func scratch() throws -> URL {

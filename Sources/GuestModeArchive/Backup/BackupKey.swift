@@ -86,6 +86,12 @@ public struct BackupKey: Sendable, Equatable {
     /// Writes the key to `path` with mode 0600, atomically. With `exclusive`,
     /// an existing file is never replaced.
     public func write(to path: String, exclusive: Bool) throws {
+        // A PostgreSQL deployment's key lives under ~/.config/guestmode, which may not exist yet; only its owner reads it.
+        let folder = (path as NSString).deletingLastPathComponent
+        if !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) {
+            try? FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
         if exclusive {
             let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else {

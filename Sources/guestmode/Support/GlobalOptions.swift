@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GuestModeArchive
 import GuestModeKit
+import GuestModePostgres
 
 /// Options every command takes (DESIGN §3). They may also be written before
 /// the command name: `guestmode --store s.sqlite profile show`.
@@ -41,12 +42,18 @@ struct GlobalOptions: ParsableArguments {
         return "guestmode.sqlite"
     }
 
-    /// The deployment's backup key file: $GUESTMODE_BACKUP_KEY_FILE, else `<store>.key`.
+    /// The deployment's backup key file: $GUESTMODE_BACKUP_KEY_FILE, else `<store>.key` beside a SQLite
+    /// store, else for a PostgreSQL store `$XDG_CONFIG_HOME/guestmode/postgres-<id>.key` (default
+    /// `~/.config`), `<id>` naming the database and schema (never the password), so every machine that
+    /// imports the key with `backup key import` finds it at the same place.
     var backupKeyPath: String {
-        if let environment = ProcessInfo.processInfo.environment["GUESTMODE_BACKUP_KEY_FILE"], !environment.isEmpty {
-            return environment
-        }
-        return storePath + ".key"
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["GUESTMODE_BACKUP_KEY_FILE"], !path.isEmpty { return path }
+        guard case let .postgres(uri, schema)? = try? storeLocation else { return storePath + ".key" }
+        let configuration = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
+        let identity = StreamingSHA256.hex(of: Array("\(PostgresStore.describe(uri))#\(schema)".utf8)).prefix(16)
+        return "\(configuration)/guestmode/postgres-\(identity).key"
     }
 
     /// The deployment's backup key, or nil when it has none yet.
@@ -73,8 +80,13 @@ struct GlobalOptions: ParsableArguments {
 
     var storeLocation: StoreLocation {
         get throws {
-            let environment = ProcessInfo.processInfo.environment["GUESTMODE_SCHEMA"].flatMap { $0.isEmpty ? nil : $0 }
-            return try StoreLocation(storePath, schema: schema ?? environment)
+            if let schema { return try StoreLocation(storePath, schema: schema) }
+            // GUESTMODE_SCHEMA is for PostgreSQL stores; a SQLite store named alongside it ignores it.
+            let location = try StoreLocation(storePath)
+            guard case .postgres(let uri, _) = location,
+                let environment = ProcessInfo.processInfo.environment["GUESTMODE_SCHEMA"], !environment.isEmpty
+            else { return location }
+            return .postgres(uri: uri, schema: environment)
         }
     }
 
