@@ -10,7 +10,8 @@ import GuestModeSQLite
 // (swift build -Xswiftc -sanitize=fuzzer), seeded from Tests/Fuzz/corpus.
 
 private let profileText: String = {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     return (try? String(contentsOf: root.appendingPathComponent("Templates/voice.yaml"), encoding: .utf8)) ?? ""
 }()
 /// Fixed, and after every seed was written, so runs repeat exactly.
@@ -22,7 +23,8 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     // The reader picks the format from the extension: name the file after its magic bytes.
     let magic = Array(UnsafeRawBufferPointer(start: start, count: min(count, 4)))
-    let ext = magic.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) ? "gmbackup" : magic.starts(with: [0x50, 0x4B]) ? "zip" : "tar.gz"
+    let ext =
+        magic.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) ? "gmbackup" : magic.starts(with: [0x50, 0x4B]) ? "zip" : "tar.gz"
     let path = directory.appendingPathComponent("input.\(ext)").path
     guard FileManager.default.createFile(atPath: path, contents: Data(bytes: start, count: count)) else { return 0 }
     guard let engine = try? GuestMode.inMemory(profileText: profileText, now: now) else { return 0 }

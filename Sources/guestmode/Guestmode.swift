@@ -18,7 +18,8 @@ struct Guestmode: ParsableCommand {
         subcommands: [
             InitCommand.self, ProfileCommand.self, DatabaseCommand.self,
             GuestCommand.self, UserCommand.self, LinkCommand.self, UnlinkCommand.self,
-            TrackCommand.self, CountersCommand.self, RecordCommand.self, LimitCommand.self, MeterCommand.self, PlanCommand.self,
+            TrackCommand.self, CountersCommand.self, RecordCommand.self, LimitCommand.self, MeterCommand.self,
+            PlanCommand.self,
             MigrateCommand.self, MergeCommand.self, BackupCommand.self,
             PromptCommand.self, ExperimentCommand.self, ReportCommand.self, ReplayCommand.self,
             TourCommand.self,

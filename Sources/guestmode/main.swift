@@ -14,7 +14,7 @@ do {
     var command = try Guestmode.parseAsRoot(arguments)
     do {
         try command.run()
-    } catch where String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") {
+    } catch  where String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") {
         // Help and usage requests raised while running are ArgumentParser's to print.
         Guestmode.exit(withError: error)
     } catch {

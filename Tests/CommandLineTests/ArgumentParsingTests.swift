@@ -1,5 +1,6 @@
 import ArgumentParser
 import Testing
+
 @testable import guestmode
 
 /// Parsing in process: the argument layer checked without spawning a binary.
@@ -12,8 +13,9 @@ import Testing
         #expect(
             reorderGlobalOptions(["--store", "s.sqlite", "--json", "user", "list"])
                 == ["user", "list", "--store", "s.sqlite", "--json"])
-        #expect(reorderGlobalOptions(["--now=2026-11-01T00:00:00Z", "-q", "counters", "u"])
-            == ["counters", "u", "--now=2026-11-01T00:00:00Z", "-q"])
+        #expect(
+            reorderGlobalOptions(["--now=2026-11-01T00:00:00Z", "-q", "counters", "u"])
+                == ["counters", "u", "--now=2026-11-01T00:00:00Z", "-q"])
     }
 
     @Test func globalOptionsStayBeforeADoubleDash() {

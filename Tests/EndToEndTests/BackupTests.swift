@@ -43,7 +43,11 @@ extension Sandbox {
     /// A habits store at ./guestmode.sqlite with data in every per-user table.
     static func withBackupData() async throws -> Sandbox {
         let sandbox = try Sandbox()
-        try sandbox.write("habits.yaml", backupFixtureProfile(habits: try String(contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/habits.yaml"), encoding: .utf8)))
+        try sandbox.write(
+            "habits.yaml",
+            backupFixtureProfile(
+                habits: try String(
+                    contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/habits.yaml"), encoding: .utf8)))
         let initialised = try await sandbox.run("init", "--profile", "habits.yaml")
         #expect(initialised.status == 0, "init failed: \(initialised.stderr)")
         try sandbox.write("fill.sql", backupFixtureSQL)
@@ -73,10 +77,12 @@ struct BackupTests {
     func roundTrip(format: String) async throws {
         let sandbox = try await Sandbox.withBackupData()
         let archive = format == "tar.zst" ? "all.gmbackup" : "all.\(format)"
-        let exported = try await sandbox.run("backup", "export", "--all", "--out", archive, "--format", format, "--json")
+        let exported = try await sandbox.run(
+            "backup", "export", "--all", "--out", archive, "--format", format, "--json")
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect((exported.object["users"] as? Int) == 2)
-        let mode = try FileManager.default.attributesOfItem(atPath: sandbox.path(archive))[.posixPermissions] as? NSNumber
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: sandbox.path(archive))[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600)
         #expect(try await sandbox.run("backup", "verify", "--full", archive).status == 0)
 
@@ -85,7 +91,8 @@ struct BackupTests {
         let key = try await sandbox.run("backup", "key", "export", "--out", "-")
         #expect(key.status == 0 && key.stdout.count == 65)
         let installed = try await sandbox.run(
-            arguments: ["--store", "fresh.sqlite", "backup", "key", "import", "-", "--force"], input: Data(key.stdout.utf8))
+            arguments: ["--store", "fresh.sqlite", "backup", "key", "import", "-", "--force"],
+            input: Data(key.stdout.utf8))
         #expect(installed.status == 0, "\(installed.stderr)")
         let imported = try await sandbox.run("--store", "fresh.sqlite", "backup", "import", archive, "--json")
         #expect(imported.status == 0, "\(imported.stderr)")
@@ -94,7 +101,9 @@ struct BackupTests {
         for table in perUserTables {
             let original = try await sandbox.dump("guestmode.sqlite", table)
             #expect(!original.isEmpty, "fixture has no rows in \(table)")
-            #expect(try await sandbox.dump("fresh.sqlite", table) == original, "table \(table) differs after the round trip")
+            #expect(
+                try await sandbox.dump("fresh.sqlite", table) == original, "table \(table) differs after the round trip"
+            )
         }
         let check = try await sandbox.run("--store", "fresh.sqlite", "db", "check")
         #expect(check.status == 0, "\(check.stdout)")
@@ -110,7 +119,8 @@ struct BackupTests {
         #expect(refused.status == 14)
         #expect(refused.errorJSON["code"] as? String == "user_exists")
         #expect(try await perUserTables.asyncMap { try await sandbox.dump("guestmode.sqlite", $0) } == before)
-        let dry = try await sandbox.run("backup", "import", "u1.gmbackup", "--on-conflict", "replace", "--dry-run", "--json")
+        let dry = try await sandbox.run(
+            "backup", "import", "u1.gmbackup", "--on-conflict", "replace", "--dry-run", "--json")
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.object["replaced"] as? [String] == ["u1"])
         #expect(try await perUserTables.asyncMap { try await sandbox.dump("guestmode.sqlite", $0) } == before)
@@ -122,10 +132,12 @@ struct BackupTests {
         #expect(try await sandbox.dump("guestmode.sqlite", "identities").contains("sub-1"))
     }
 
-    @Test("hostile and broken archives exit 65 and leave the store unchanged", arguments: [
-        "absolute", "dotdot", "symlink", "hardlink", "device", "directory", "duplicate", "unknown", "zip-dotdot",
-        "zip-symlink", "bomb", "garbage", "empty", "truncated", "renamed", "no-manifest", "newer-version",
-    ])
+    @Test(
+        "hostile and broken archives exit 65 and leave the store unchanged",
+        arguments: [
+            "absolute", "dotdot", "symlink", "hardlink", "device", "directory", "duplicate", "unknown", "zip-dotdot",
+            "zip-symlink", "bomb", "garbage", "empty", "truncated", "renamed", "no-manifest", "newer-version",
+        ])
     func hostile(kind: String) async throws {
         let sandbox = try await Sandbox.withBackupData()
         let name = try await makeHostileArchive(kind, in: sandbox)
@@ -141,26 +153,31 @@ struct BackupTests {
         #expect(try await sandbox.run("backup", "verify", "--full", name).status == 65)
     }
 
-    @Test("limits on entry count, entry size and total size are enforced while reading (the bomb case covers the ratio)",
-          arguments: [["--max-entries", "5"], ["--max-entry-size", "100"], ["--max-total-size", "2000"]])
+    @Test(
+        "limits on entry count, entry size and total size are enforced while reading (the bomb case covers the ratio)",
+        arguments: [["--max-entries", "5"], ["--max-entry-size", "100"], ["--max-total-size", "2000"]])
     func limits(limit: [String]) async throws {
         let sandbox = try await Sandbox.withBackupData()
         #expect(try await sandbox.run("backup", "export", "--all", "--out", "all.gmbackup").status == 0)
         let before = try sandbox.snapshot()
-        let imported = try await sandbox.run(arguments: ["backup", "import", "all.gmbackup", "--on-conflict", "replace"] + limit)
+        let imported = try await sandbox.run(
+            arguments: ["backup", "import", "all.gmbackup", "--on-conflict", "replace"] + limit)
         #expect(imported.status == 65, "\(limit): \(imported.stderr)")
         #expect(imported.stderr.contains("refusing"))
         #expect(try sandbox.snapshot() == before)
     }
 
-    @Test("one flipped byte in an archive's data makes verify --full and import fail", arguments: ["tar.zst", "tar.gz", "zip"])
+    @Test(
+        "one flipped byte in an archive's data makes verify --full and import fail",
+        arguments: ["tar.zst", "tar.gz", "zip"])
     func flippedByte(format: String) async throws {
         let sandbox = try await Sandbox.withBackupData()
         let archive = format == "tar.zst" ? "u2.gmbackup" : "u2.\(format)"
         #expect(try await sandbox.run("backup", "export", "u2", "--out", archive).status == 0)
         #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "fresh.sqlite").status == 0)
         // Offsets inside the compressed data of the records entry (zip) or of the whole stream (tar).
-        try await sandbox.python("""
+        try await sandbox.python(
+            """
             import zipfile, sys
             name = '\(archive)'
             data = open(name, 'rb').read()
@@ -211,7 +228,8 @@ struct BackupTests {
         #expect(early.status == 0)
         #expect((early.object["waiting"] as? [Any])?.count == 2)
 
-        let pushed = try await sandbox.run("--now", "2026-06-01T12:05:00Z", "backup", "push", "--to", "backups", "--json")
+        let pushed = try await sandbox.run(
+            "--now", "2026-06-01T12:05:00Z", "backup", "push", "--to", "backups", "--json")
         #expect(pushed.status == 0, "\(pushed.stderr)")
         #expect((pushed.object["pushed"] as? [Any])?.count == 2)
         #expect((try await sandbox.run("backup", "queue", "--json").json as? [Any])?.isEmpty == true)
@@ -255,21 +273,27 @@ struct BackupTests {
         let page = try String(
             contentsOf: Sandbox.packageRoot.appendingPathComponent("man/guestmode-backup.1"), encoding: .utf8)
         for subcommand in ["export", "import", "verify", "inspect", "queue", "push"] {
-            #expect(page.contains(".It Cm \(subcommand)") || page.contains("Nm guestmode backup \(subcommand)"), "\(subcommand)")
+            #expect(
+                page.contains(".It Cm \(subcommand)") || page.contains("Nm guestmode backup \(subcommand)"),
+                "\(subcommand)")
             let help = try await sandbox.run("backup", subcommand, "--help")
             let options = Set(help.stdout.matches(of: /--[a-z][a-z-]+/).map { String($0.output) })
                 .subtracting(["--help", "--version", "--store", "--schema", "--now", "--json", "--quiet", "--verbose"])
             for option in options {
-                #expect(page.contains("Fl \(option.dropFirst())"), "guestmode-backup(1) does not document \(option) of backup \(subcommand)")
+                #expect(
+                    page.contains("Fl \(option.dropFirst())"),
+                    "guestmode-backup(1) does not document \(option) of backup \(subcommand)")
             }
         }
-        let lint = try await sandbox.shell("mandoc -Tlint -Wwarning '\(Sandbox.packageRoot.path)/man/guestmode-backup.1'")
+        let lint = try await sandbox.shell(
+            "mandoc -Tlint -Wwarning '\(Sandbox.packageRoot.path)/man/guestmode-backup.1'")
         #expect(lint.status == 0, "\(lint.stdout)\(lint.stderr)")
     }
 
     /// Writes a broken or hostile archive into the sandbox and returns its name.
     private func makeHostileArchive(_ kind: String, in sandbox: Sandbox) async throws -> String {
-        let header = #"{"format":"guestmode-backup","format_version":1,"tool_version":"0.1.0","profile":{"name":"habits","version":1},"users":["u9"],"created":"2026-01-01T00:00:00.000Z"}"#
+        let header =
+            #"{"format":"guestmode-backup","format_version":1,"tool_version":"0.1.0","profile":{"name":"habits","version":1},"users":["u9"],"created":"2026-01-01T00:00:00.000Z"}"#
         let prelude = """
             import io, tarfile, zipfile, stat
             header = b'\(header)'
@@ -285,38 +309,46 @@ struct BackupTests {
 
             """
         func tarGz(_ body: String) async throws -> String {
-            try await sandbox.python(prelude + "with tarfile.open('hostile.tar.gz', 'w:gz') as tar:\n    regular(tar, 'header.json', header)\n" + body)
+            try await sandbox.python(
+                prelude
+                    + "with tarfile.open('hostile.tar.gz', 'w:gz') as tar:\n    regular(tar, 'header.json', header)\n"
+                    + body)
             return "hostile.tar.gz"
         }
         switch kind {
         case "absolute": return try await tarGz("    regular(tar, '/etc/guestmode-owned', b'x')\n")
         case "dotdot": return try await tarGz("    regular(tar, 'data/../../escape.ndjson', b'x')\n")
-        case "symlink": return try await tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.SYMTYPE, '/etc/passwd')\n")
-        case "hardlink": return try await tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.LNKTYPE, 'header.json')\n")
+        case "symlink":
+            return try await tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.SYMTYPE, '/etc/passwd')\n")
+        case "hardlink":
+            return try await tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.LNKTYPE, 'header.json')\n")
         case "device": return try await tarGz("    special(tar, 'data/users/000001.ndjson', tarfile.CHRTYPE)\n")
         case "directory": return try await tarGz("    special(tar, 'data/users', tarfile.DIRTYPE)\n")
         case "duplicate": return try await tarGz("    regular(tar, 'header.json', header)\n")
         case "unknown": return try await tarGz("    regular(tar, 'run-me.sh', b'#!/bin/sh\\n')\n")
-        case "no-manifest": return try await tarGz("    regular(tar, 'data/users/000001.ndjson', b'{\"id\":\"u9\"}\\n')\n")
+        case "no-manifest":
+            return try await tarGz("    regular(tar, 'data/users/000001.ndjson', b'{\"id\":\"u9\"}\\n')\n")
         case "zip-dotdot", "zip-symlink":
-            try await sandbox.python(prelude + """
-                with zipfile.ZipFile('hostile.zip', 'w') as archive:
-                    archive.writestr('header.json', header)
-                    if '\(kind)' == 'zip-dotdot':
-                        archive.writestr('../../escape.ndjson', b'x')
-                    else:
-                        info = zipfile.ZipInfo('data/users/000001.ndjson')
-                        info.create_system = 3
-                        info.external_attr = (stat.S_IFLNK | 0o777) << 16
-                        archive.writestr(info, '/etc/passwd')
-                """)
+            try await sandbox.python(
+                prelude + """
+                    with zipfile.ZipFile('hostile.zip', 'w') as archive:
+                        archive.writestr('header.json', header)
+                        if '\(kind)' == 'zip-dotdot':
+                            archive.writestr('../../escape.ndjson', b'x')
+                        else:
+                            info = zipfile.ZipInfo('data/users/000001.ndjson')
+                            info.create_system = 3
+                            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+                            archive.writestr(info, '/etc/passwd')
+                    """)
             return "hostile.zip"
         case "bomb":
-            try await sandbox.python(prelude + """
-                with tarfile.open('bomb.tar', 'w') as tar:
-                    regular(tar, 'header.json', header)
-                    regular(tar, 'data/records/000001.ndjson', bytes(64 << 20))
-                """)
+            try await sandbox.python(
+                prelude + """
+                    with tarfile.open('bomb.tar', 'w') as tar:
+                        regular(tar, 'header.json', header)
+                        regular(tar, 'data/records/000001.ndjson', bytes(64 << 20))
+                    """)
             let compressed = try await sandbox.shell("zstd -q -19 --rm bomb.tar -o bomb.gmbackup")
             #expect(compressed.status == 0, "\(compressed.stderr)")
             return "bomb.gmbackup"
@@ -336,10 +368,11 @@ struct BackupTests {
             return "renamed.zip"
         case "newer-version":
             let newer = header.replacingOccurrences(of: #""format_version":1"#, with: #""format_version":3"#)
-            try await sandbox.python(prelude + """
-                with tarfile.open('newer.tar.gz', 'w:gz') as tar:
-                    regular(tar, 'header.json', b'\(newer)')
-                """)
+            try await sandbox.python(
+                prelude + """
+                    with tarfile.open('newer.tar.gz', 'w:gz') as tar:
+                        regular(tar, 'header.json', b'\(newer)')
+                    """)
             return "newer.tar.gz"
         default:
             Issue.record("unknown hostile case \(kind)")

@@ -8,7 +8,8 @@ struct BackupTrustTests {
     private func forged(_ sandbox: Sandbox, resign: Bool) async throws -> String {
         #expect(try await sandbox.run("backup", "export", "u1", "--out", "u1.tar.gz").status == 0)
         let name = resign ? "resigned.tar.gz" : "unsigned.tar.gz"
-        try await sandbox.python("""
+        try await sandbox.python(
+            """
             import tarfile, io, json, hashlib, hmac, os, struct
             entries = {}
             order = []
@@ -50,8 +51,9 @@ struct BackupTrustTests {
         return name
     }
 
-    @Test("an archive edited to grant premium until 9999 imports its records but not the plan, unless --trust-unsigned",
-          arguments: [false, true])
+    @Test(
+        "an archive edited to grant premium until 9999 imports its records but not the plan, unless --trust-unsigned",
+        arguments: [false, true])
     func entitlementEdit(resign: Bool) async throws {
         let sandbox = try await Sandbox.withBackupData()
         let archive = try await forged(sandbox, resign: resign)
@@ -69,7 +71,8 @@ struct BackupTrustTests {
         #expect(try await sandbox.dump("fresh.sqlite", "records").contains("h1"))
 
         #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "third.sqlite").status == 0)
-        let trusted = try await sandbox.run("--store", "third.sqlite", "backup", "import", archive, "--trust-unsigned", "--json")
+        let trusted = try await sandbox.run(
+            "--store", "third.sqlite", "backup", "import", archive, "--trust-unsigned", "--json")
         #expect(trusted.status == 0, "\(trusted.stderr)")
         #expect(try await sandbox.dump("third.sqlite", "plans").contains("9999-12-31"))
     }
@@ -78,7 +81,8 @@ struct BackupTrustTests {
     func badMAC() async throws {
         let sandbox = try await Sandbox.withBackupData()
         #expect(try await sandbox.run("backup", "export", "u1", "--out", "u1.tar.gz").status == 0)
-        try await sandbox.python("""
+        try await sandbox.python(
+            """
             import tarfile, io, json
             with tarfile.open('u1.tar.gz') as tar:
                 entries = [(m.name, tar.extractfile(m).read()) for m in tar.getmembers()]
@@ -106,11 +110,15 @@ struct BackupTrustTests {
         try sandbox.write("pass", "correct horse battery staple\n")
         try sandbox.write("wrong", "incorrect\n")
         #expect(try await sandbox.run("backup", "export", "--all", "--out", "key.gmbackup", "--encrypt").status == 0)
-        #expect(try await sandbox.run("backup", "export", "--all", "--out", "pass.zip", "--encrypt", "--passphrase-file", "pass").status == 0)
+        #expect(
+            try await sandbox.run(
+                "backup", "export", "--all", "--out", "pass.zip", "--encrypt", "--passphrase-file", "pass"
+            ).status == 0)
         let raw = try sandbox.read("key.gmbackup")
         #expect(Array(raw.prefix(8)) == [0x89, 0x47, 0x4D, 0x45, 0x4E, 0x43, 0x0D, 0x0A])
         #expect(try await sandbox.run("backup", "verify", "--full", "key.gmbackup").status == 0)
-        #expect(try await sandbox.run("backup", "verify", "--full", "pass.zip", "--passphrase-file", "pass").status == 0)
+        #expect(
+            try await sandbox.run("backup", "verify", "--full", "pass.zip", "--passphrase-file", "pass").status == 0)
         let inspected = try await sandbox.run("backup", "inspect", "pass.zip", "--passphrase-file", "pass", "--json")
         #expect(inspected.object["encrypted"] as? Bool == true)
         let wrong = try await sandbox.run("backup", "verify", "pass.zip", "--passphrase-file", "wrong", "--json")
@@ -133,7 +141,9 @@ struct BackupTrustTests {
     @Test("the key moves trust to a second store; a different key is not replaced without --force")
     func keyMoves() async throws {
         let sandbox = try await Sandbox.withBackupData()
-        let mode = try FileManager.default.attributesOfItem(atPath: sandbox.path("guestmode.sqlite.key"))[.posixPermissions] as? NSNumber
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: sandbox.path("guestmode.sqlite.key"))[.posixPermissions]
+            as? NSNumber
         #expect(mode?.intValue == 0o600)
         #expect(try await sandbox.run("backup", "export", "--all", "--out", "all.gmbackup").status == 0)
         #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "fresh.sqlite").status == 0)
@@ -142,7 +152,9 @@ struct BackupTrustTests {
         #expect(try await sandbox.run("backup", "key", "export", "--out", "moved.key").status == 0)
         let refused = try await sandbox.run("--store", "fresh.sqlite", "backup", "key", "import", "moved.key")
         #expect(refused.status == 14)
-        #expect(try await sandbox.run("--store", "fresh.sqlite", "backup", "key", "import", "moved.key", "--force").status == 0)
+        #expect(
+            try await sandbox.run("--store", "fresh.sqlite", "backup", "key", "import", "moved.key", "--force").status
+                == 0)
         let after = try await sandbox.run("--store", "fresh.sqlite", "backup", "verify", "all.gmbackup", "--json")
         #expect(after.object["signature"] as? String == "this-deployment")
         let imported = try await sandbox.run("--store", "fresh.sqlite", "backup", "import", "all.gmbackup", "--json")

@@ -50,25 +50,42 @@ struct BadInput: Sendable, CustomTestStringConvertible {
         BadInput(["--now", "yesterday", "user", "list"], 64, "'yesterday'"),
         // Records: valid UTF-8, strict JSON, an object.
         BadInput(
-            ["record", "put", "{G}", "recipes", "k", "--file", "latin1.json"], 65, "not valid UTF-8", profile: "recipes",
+            ["record", "put", "{G}", "recipes", "k", "--file", "latin1.json"], 65, "not valid UTF-8",
+            profile: "recipes",
             setup: #"printf '{"name":"cr\351pe"}' > latin1.json"#),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", "[1,2,]"], 65, "trailing comma", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1,}"#], 65, "trailing comma", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", "[1,2]"], 65, "not a JSON object", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #""x""#], 65, "not a JSON object", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", "42"], 65, "not a JSON object", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":NaN}"#], 65, "not valid JSON", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1e999}"#], 65, "out of range", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1,"a":2}"#], 65, "duplicate", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1} {"#], 65, "after the JSON value", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--data", #"{'a':1}"#], 65, "not valid JSON", profile: "recipes"),
         BadInput(
-            ["record", "put", "{G}", "recipes", "k", "--data", #"{"a":"# + String(repeating: "[", count: 100_000) + "}"], 65,
+            ["record", "put", "{G}", "recipes", "k", "--data", "[1,2,]"], 65, "trailing comma", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1,}"#], 65, "trailing comma", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", "[1,2]"], 65, "not a JSON object", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", #""x""#], 65, "not a JSON object", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", "42"], 65, "not a JSON object", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", #"{"a":NaN}"#], 65, "not valid JSON", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1e999}"#], 65, "out of range", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1,"a":2}"#], 65, "duplicate", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", #"{"a":1} {"#], 65, "after the JSON value",
+            profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--data", #"{'a':1}"#], 65, "not valid JSON", profile: "recipes"),
+        BadInput(
+            [
+                "record", "put", "{G}", "recipes", "k", "--data",
+                #"{"a":"# + String(repeating: "[", count: 100_000) + "}",
+            ], 65,
             "nesting", profile: "recipes"),
         BadInput(["record", "put", "{G}", "recipes", "k", "--data", ""], 65, "not valid JSON", profile: "recipes"),
-        BadInput(["record", "put", "{G}", "recipes", "k", "--file", "missing.json"], 66, "missing.json", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "recipes", "k", "--file", "missing.json"], 66, "missing.json", profile: "recipes"),
         // Unknown names from the profile, and missing users and records.
-        BadInput(["record", "put", "{G}", "nope", "k", "--data", "{}"], 64, "unknown collection 'nope'", profile: "recipes"),
+        BadInput(
+            ["record", "put", "{G}", "nope", "k", "--data", "{}"], 64, "unknown collection 'nope'", profile: "recipes"),
         BadInput(["meter", "use", "{G}", "nope", "1"], 64, "unknown meter 'nope'"),
         BadInput(["plan", "grant", "{G}", "gold"], 64, "no plan 'gold'"),
         BadInput(["link", "{G}", "--provider", "myspace", "--subject", "s"], 64, "unknown provider 'myspace'"),
@@ -88,12 +105,15 @@ struct BadInput: Sendable, CustomTestStringConvertible {
         // Stores that are not store files.
         BadInput(["--store", "folder", "user", "list"], 73, "is a directory", setup: "mkdir folder"),
         BadInput(["--store", "missing.sqlite", "user", "list"], 66, "no store at 'missing.sqlite'"),
-        BadInput(["--store", "garbage.sqlite", "user", "list"], 65, "garbage.sqlite", setup: "head -c 8192 /dev/urandom > garbage.sqlite"),
+        BadInput(
+            ["--store", "garbage.sqlite", "user", "list"], 65, "garbage.sqlite",
+            setup: "head -c 8192 /dev/urandom > garbage.sqlite"),
         // Event logs: each line checked, numbered in the message, nothing applied.
         BadInput(["track", "--from", "missing.ndjson"], 66, "missing.ndjson"),
         BadInput(
             ["track", "--from", "log.ndjson"], 65, "log.ndjson:2: not a JSON object",
-            setup: #"printf '{"user":"{G}","action":"app_opened"}\n{"user":"{G}","action":"app_opened",}\n' > log.ndjson"#),
+            setup:
+                #"printf '{"user":"{G}","action":"app_opened"}\n{"user":"{G}","action":"app_opened",}\n' > log.ndjson"#),
         BadInput(
             ["track", "--from", "log.ndjson"], 65, "log.ndjson:1: 'count' must be a whole number",
             setup: #"printf '{"user":"{G}","action":"app_opened","count":true}\n' > log.ndjson"#),
@@ -113,7 +133,8 @@ struct BadInput: Sendable, CustomTestStringConvertible {
             ["track", "--from", "log.ndjson"], 65, "log.ndjson:1: property 'p' must be a string or a number",
             setup: #"printf '{"user":"{G}","action":"app_opened","props":{"p":[1]}}\n' > log.ndjson"#),
         BadInput(
-            ["track", "--from", "-"], input: "{\"user\":\"{G}\",\"action\":\"app_opened\"}\n\u{1}\n", 65, "<stdin>:2: not a JSON object"),
+            ["track", "--from", "-"], input: "{\"user\":\"{G}\",\"action\":\"app_opened\"}\n\u{1}\n", 65,
+            "<stdin>:2: not a JSON object"),
         BadInput(["track", "--from", "/dev/zero"], 65, "/dev/zero:1: the line is longer than 1048576 bytes"),
         BadInput(["replay", "/dev/zero"], 65, "/dev/zero:1: the line is longer than 1048576 bytes"),
         BadInput(
@@ -154,7 +175,8 @@ struct BadInputTests {
     func countOneIsAccepted() async throws {
         let sandbox = try await Sandbox.withStore("voice")
         let guest = try await sandbox.newGuest()
-        let log = #"{"user":"\#(guest)","action":"app_opened","count":1}"# + "\n"
+        let log =
+            #"{"user":"\#(guest)","action":"app_opened","count":1}"# + "\n"
             + #"{"user":"\#(guest)","action":"app_opened","count":2.0,"id":"k"}"# + "\n"
         let result = try await sandbox.run("track", "--from", "-", "--json", input: log)
         #expect(result.status == 0, "\(result.stderr)")
@@ -166,7 +188,8 @@ struct BadInputTests {
     func propsNumbersStayNumbers() async throws {
         let sandbox = try await Sandbox.withStore("voice")
         let guest = try await sandbox.newGuest()
-        let log = #"{"user":"\#(guest)","action":"app_opened","props":{"minutes":3,"ratio":1.5,"big":12345678901234567890,"name":"x/y"}}"#
+        let log =
+            #"{"user":"\#(guest)","action":"app_opened","props":{"minutes":3,"ratio":1.5,"big":12345678901234567890,"name":"x/y"}}"#
         let result = try await sandbox.run("track", "--from", "-", input: log)
         #expect(result.status == 0, "\(result.stderr)")
         let stored = try await sqlite(sandbox, "SELECT properties FROM events WHERE action = 'app_opened'")
@@ -178,7 +201,8 @@ struct BadInputTests {
     func validRecordsStillWork() async throws {
         let sandbox = try await Sandbox.withStore("recipes")
         let guest = try await sandbox.newGuest()
-        try sandbox.write("recipe.json", #"{ "title": "Crêpe \ud83e\udd5e", "steps": [1, 2], "b": {"z": null, "a": true} }"#)
+        try sandbox.write(
+            "recipe.json", #"{ "title": "Crêpe \ud83e\udd5e", "steps": [1, 2], "b": {"z": null, "a": true} }"#)
         let put = try await sandbox.run("record", "put", guest, "recipes", "r1", "--file", "recipe.json")
         #expect(put.status == 0, "\(put.stderr)")
         let get = try await sandbox.run("record", "get", guest, "recipes", "r1")

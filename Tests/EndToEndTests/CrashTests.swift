@@ -49,7 +49,9 @@ enum Crash {
 
     /// The account's data with user ids replaced, comparable across sandboxes.
     static func accountState(_ sandbox: Sandbox, account: String, guest: String) async throws -> String {
-        try await sqlite(sandbox, """
+        try await sqlite(
+            sandbox,
+            """
             SELECT group_concat(line, char(10)) FROM (
               SELECT 'r ' || collection || '/' || replace(key, '\(guest)', 'G') || '=' || data AS line FROM records WHERE owner_id = '\(account)'
               UNION ALL SELECT 'c ' || action || '=' || total FROM counters WHERE user_id = '\(account)'
@@ -118,8 +120,10 @@ struct CrashTests {
             let check = try await sandbox.run("db", "check")
             #expect(check.status == 0, "round \(round) (killed after \(delay)s, status \(status)): \(check.stderr)")
             // Every applied batch is whole: counters agree with the events.
-            let events = try await sqlite(sandbox, "SELECT coalesce(SUM(count), 0) FROM events WHERE action = 'app_opened'")
-            let counted = try await sqlite(sandbox, "SELECT coalesce(SUM(total), 0) FROM counters WHERE action = 'app_opened'")
+            let events = try await sqlite(
+                sandbox, "SELECT coalesce(SUM(count), 0) FROM events WHERE action = 'app_opened'")
+            let counted = try await sqlite(
+                sandbox, "SELECT coalesce(SUM(total), 0) FROM counters WHERE action = 'app_opened'")
             #expect(events == counted, "round \(round): events \(events), counters \(counted)")
             let again = try await sandbox.run("track", "--from", "events.ndjson")
             #expect(again.status == 0, "round \(round): \(again.stderr)")
@@ -164,7 +168,8 @@ struct CrashTests {
         var generator = SeededGenerator(seed: Crash.seed &+ 2)
         let (reference, referenceGuest, referenceAccount) = try await seededRecipes()
         let duration = try await Crash.timed { () async throws in
-            let merged = try await reference.run("merge", referenceGuest, "--into", referenceAccount, "--policy", "union")
+            let merged = try await reference.run(
+                "merge", referenceGuest, "--into", referenceAccount, "--policy", "union")
             #expect(merged.status == 0, "\(merged.stderr)")
         }
         let expected = try await Crash.accountState(reference, account: referenceAccount, guest: referenceGuest)
@@ -172,8 +177,10 @@ struct CrashTests {
             let (sandbox, guest, account) = try await seededRecipes()
             let before = try await Crash.accountState(sandbox, account: account, guest: guest)
             let delay = Double.random(in: 0...(duration * 1.1), using: &generator)
-            let status = try await Crash.killAfter(delay, sandbox, ["merge", guest, "--into", account, "--policy", "union"])
-            #expect(try await sandbox.run("db", "check").status == 0, "round \(round) (after \(delay)s, status \(status))")
+            let status = try await Crash.killAfter(
+                delay, sandbox, ["merge", guest, "--into", account, "--policy", "union"])
+            #expect(
+                try await sandbox.run("db", "check").status == 0, "round \(round) (after \(delay)s, status \(status))")
             let guestLeft = try await sqlite(sandbox, "SELECT COUNT(*) FROM users WHERE id = '\(guest)'") == "1"
             let state = try await Crash.accountState(sandbox, account: account, guest: guest)
             #expect(state == (guestLeft ? before : expected), "round \(round): a merge is all or nothing")
@@ -194,26 +201,34 @@ struct CrashTests {
             let guest = try await sandbox.newGuest()
             for index in 0..<5 {
                 let put = try await sandbox.run(
-                    "record", "put", guest, "subscriptions", "s\(index)", "--data", #"{"name":"s\#(index)","cost":\#(index)}"#)
+                    "record", "put", guest, "subscriptions", "s\(index)", "--data",
+                    #"{"name":"s\#(index)","cost":\#(index)}"#)
                 #expect(put.status == 0)
             }
-            #expect(try await sandbox.run("record", "put", guest, "settings", "theme", "--data", #"{"dark":true}"#).status == 0)
+            #expect(
+                try await sandbox.run("record", "put", guest, "settings", "theme", "--data", #"{"dark":true}"#).status
+                    == 0)
             var text = try String(
                 contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/subscriptions.yaml"), encoding: .utf8)
             text = text.replacingOccurrences(of: "version: 1", with: "version: 2")
                 .replacingOccurrences(of: "  settings:\n", with: "  preferences:\n")
                 .replacingOccurrences(of: "collections: [settings]", with: "collections: [preferences]")
-            try sandbox.write("v2.yaml", text + """
-                upgrade:
-                  from: 1
-                  steps:
-                    - rename_collection: { from: settings, to: preferences }
-                    - rename_field: { collection: subscriptions, from: cost, to: price }
-                """)
+            try sandbox.write(
+                "v2.yaml",
+                text + """
+                    upgrade:
+                      from: 1
+                      steps:
+                        - rename_collection: { from: settings, to: preferences }
+                        - rename_field: { collection: subscriptions, from: cost, to: price }
+                    """)
             return sandbox
         }
         func dump(_ sandbox: Sandbox) async throws -> String {
-            try await sqlite(sandbox, "SELECT group_concat(collection || '/' || key || '=' || data, ' ') FROM (SELECT * FROM records ORDER BY collection, key)")
+            try await sqlite(
+                sandbox,
+                "SELECT group_concat(collection || '/' || key || '=' || data, ' ') FROM (SELECT * FROM records ORDER BY collection, key)"
+            )
         }
         let reference = try await prepare()
         let original = try await dump(reference)
@@ -225,7 +240,8 @@ struct CrashTests {
             let sandbox = try await prepare()
             let delay = Double.random(in: 0...(duration * 1.1), using: &generator)
             let status = try await Crash.killAfter(delay, sandbox, ["profile", "apply", "v2.yaml"])
-            #expect(try await sandbox.run("db", "check").status == 0, "round \(round) (after \(delay)s, status \(status))")
+            #expect(
+                try await sandbox.run("db", "check").status == 0, "round \(round) (after \(delay)s, status \(status))")
             let version = try await sandbox.run("profile", "show", "--json").object["version"] as? Int
             let state = try await dump(sandbox)
             #expect(state == (version == 2 ? expected : original), "round \(round): version \(version ?? 0), \(state)")

@@ -29,7 +29,8 @@ struct ExperimentTests {
         try sandbox.write("vectors.yaml", vectorProfile)
         #expect(try await sandbox.run("init", "--profile", "./vectors.yaml").status == 0)
         let users = "{\"user\":\"a\",\"action\":\"app_opened\"}\n{\"user\":\"b\",\"action\":\"app_opened\"}\n"
-        let tracked = try await sandbox.run("track", "--from", "-", "--create-users", "--now", "2026-11-01T00:00:00Z", input: users)
+        let tracked = try await sandbox.run(
+            "track", "--from", "-", "--create-users", "--now", "2026-11-01T00:00:00Z", input: users)
         #expect(tracked.status == 0, "\(tracked.stderr)")
         return sandbox
     }

@@ -3,8 +3,9 @@ import Testing
 
 @Suite("Foundation: init, profiles, store, conventions")
 struct FoundationTests {
-    @Test("init binds each template and profile show --json prints its numbers",
-          arguments: ["subscriptions", "voice", "recipes", "habits"])
+    @Test(
+        "init binds each template and profile show --json prints its numbers",
+        arguments: ["subscriptions", "voice", "recipes", "habits"])
     func initAndShow(profile: String) async throws {
         let sandbox = try Sandbox()
         let created = try await sandbox.run("init", "--profile", profile, "--store", "s.sqlite")
@@ -41,10 +42,11 @@ struct FoundationTests {
             let prompts = document["prompts"] as? [String: Any]
             #expect(prompts?["cooldown"] as? String == "24h")
             let contexts = (prompts?["rules"] as? [[String: Any]])?.compactMap { $0["context"] as? String } ?? []
-            #expect(Set(contexts) == [
-                "first_recipe_success", "viral_content_created", "reengagement", "daily_limit_reached",
-                "feature_discovery", "share_intent", "challenge_interest", "social_exploration",
-            ])
+            #expect(
+                Set(contexts) == [
+                    "first_recipe_success", "viral_content_created", "reengagement", "daily_limit_reached",
+                    "feature_discovery", "share_intent", "challenge_interest", "social_exploration",
+                ])
             let experiment = (document["experiments"] as? [[String: Any]])?.first
             let variants = (experiment?["variants"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
             #expect(variants == ["control", "aggressive", "delayed", "benefits", "social"])
@@ -83,7 +85,9 @@ struct FoundationTests {
     @Test("a profile with three mistakes gets three file:line messages and exit 65")
     func threeMistakes() async throws {
         let sandbox = try Sandbox()
-        try sandbox.write("bad.yaml", """
+        try sandbox.write(
+            "bad.yaml",
+            """
             name: Bad Name
             version: 1
             tiers:
@@ -152,7 +156,9 @@ struct FoundationTests {
         let sandbox = try await Sandbox.withStore("subscriptions")
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [sandbox.path("guestmode.sqlite"), "INSERT INTO grdb_migrations VALUES ('v99-from-the-future')"]
+        sqlite.arguments = [
+            sandbox.path("guestmode.sqlite"), "INSERT INTO grdb_migrations VALUES ('v99-from-the-future')",
+        ]
         try sqlite.run()
         sqlite.waitUntilExit()
         #expect(sqlite.terminationStatus == 0)

@@ -32,7 +32,9 @@ final class Sandbox {
         if let override = ProcessInfo.processInfo.environment["GUESTMODE_BIN"] {
             return URL(fileURLWithPath: override)
         }
-        let testExecutable = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+        let testExecutable = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0])
         var directory = testExecutable.deletingLastPathComponent()
         for _ in 0..<4 {
             let candidate = directory.appendingPathComponent("guestmode")
@@ -62,7 +64,8 @@ final class Sandbox {
         try await run(arguments: arguments, input: input.map { Data($0.utf8) })
     }
 
-    func run(arguments: [String], input: Data? = nil, environment extra: [String: String] = [:]) async throws -> Result {
+    func run(arguments: [String], input: Data? = nil, environment extra: [String: String] = [:]) async throws -> Result
+    {
         try await launch(Sandbox.binary, arguments: arguments, input: input, environment: extra)
     }
 
@@ -81,10 +84,12 @@ final class Sandbox {
         let environment = environment.merging(extra) { $1 }
         return try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(with: Swift.Result {
-                    try Sandbox.launchAndWait(
-                        executable, arguments: arguments, input: input, environment: environment, directory: directory)
-                })
+                continuation.resume(
+                    with: Swift.Result {
+                        try Sandbox.launchAndWait(
+                            executable, arguments: arguments, input: input, environment: environment,
+                            directory: directory)
+                    })
             }
         }
     }

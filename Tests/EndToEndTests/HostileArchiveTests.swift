@@ -38,8 +38,10 @@ struct HostileArchiveTests {
     /// export (`attacker.tar.gz`); both have events, usage, a record and a plan.
     static func setUp() async throws -> (Sandbox, victim: String, attacker: String) {
         let sandbox = try await Sandbox.withStore("voice")
-        let victim = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let attacker = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let victim = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let attacker = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         for user in [victim, attacker] {
             #expect(try await sandbox.run("track", user, "command_spoken").status == 0)
             #expect(try await sandbox.run("meter", "use", user, "api_minutes", "2").status == 0)
@@ -47,7 +49,8 @@ struct HostileArchiveTests {
             #expect(try await sandbox.run("plan", "grant", user, "premium").status == 0)
         }
         #expect(try await sandbox.run("link", victim, "--provider", "apple", "--subject", "victim-sub").status == 0)
-        let exported = try await sandbox.run("backup", "export", attacker, "--out", "attacker.tar.gz", "--format", "tar.gz")
+        let exported = try await sandbox.run(
+            "backup", "export", attacker, "--out", "attacker.tar.gz", "--format", "tar.gz")
         #expect(exported.status == 0, "\(exported.stderr)")
         return (sandbox, victim, attacker)
     }
@@ -59,8 +62,9 @@ struct HostileArchiveTests {
         return name
     }
 
-    @Test("each hostile archive exits 65 naming the entry and line, under every conflict policy, and changes nothing",
-          arguments: cases.map(\.0))
+    @Test(
+        "each hostile archive exits 65 naming the entry and line, under every conflict policy, and changes nothing",
+        arguments: cases.map(\.0))
     func refused(kind: String) async throws {
         let (sandbox, victim, attacker) = try await Self.setUp()
         let (_, entry, line) = try #require(Self.cases.first { $0.0 == kind })
@@ -94,7 +98,8 @@ struct HostileArchiveTests {
             #expect(imported.status == 65, "\(kind): \(imported.stderr)")
             #expect((imported.errorJSON["message"] as? String ?? "").contains(entry), "\(kind): \(imported.stderr)")
         }
-        let users = try await sandbox.shell("sqlite3 fresh.sqlite 'SELECT COUNT(*) FROM users; SELECT COUNT(*) FROM records'")
+        let users = try await sandbox.shell(
+            "sqlite3 fresh.sqlite 'SELECT COUNT(*) FROM users; SELECT COUNT(*) FROM records'")
         #expect(users.stdout == "0\n0\n")
     }
 
@@ -102,7 +107,8 @@ struct HostileArchiveTests {
     func takeover() async throws {
         let (sandbox, victim, attacker) = try await Self.setUp()
         let name = try await Self.make("cross-user", victim: victim, in: sandbox)
-        let dump = "SELECT * FROM users WHERE id = '\(victim)'; SELECT * FROM identities; SELECT COUNT(*) FROM events WHERE user_id = '\(victim)'; SELECT COUNT(*) FROM meter_usage WHERE user_id = '\(victim)'; SELECT * FROM records WHERE owner_id = '\(victim)'"
+        let dump =
+            "SELECT * FROM users WHERE id = '\(victim)'; SELECT * FROM identities; SELECT COUNT(*) FROM events WHERE user_id = '\(victim)'; SELECT COUNT(*) FROM meter_usage WHERE user_id = '\(victim)'; SELECT * FROM records WHERE owner_id = '\(victim)'"
         let before = try await sandbox.shell("sqlite3 guestmode.sqlite \"\(dump)\"")
         for policy in ["fail", "replace", "skip"] {
             let imported = try await sandbox.run("backup", "import", name, "--on-conflict", policy, "--json")
@@ -114,14 +120,16 @@ struct HostileArchiveTests {
         try await Self.stillWorks(sandbox, victim: victim, attacker: attacker)
     }
 
-    @Test("surrogate ids are renumbered by the store: an events or meter_usage id of Int64.max cannot exhaust the sequence",
-          arguments: ["events-id-max", "usage-id-max"])
+    @Test(
+        "surrogate ids are renumbered by the store: an events or meter_usage id of Int64.max cannot exhaust the sequence",
+        arguments: ["events-id-max", "usage-id-max"])
     func surrogateIDs(kind: String) async throws {
         let (sandbox, victim, attacker) = try await Self.setUp()
         let name = try await Self.make(kind, victim: victim, in: sandbox)
         let imported = try await sandbox.run("backup", "import", name, "--on-conflict", "replace")
         #expect(imported.status == 0, "\(kind): \(imported.stderr)")
-        let largest = try await sandbox.shell("sqlite3 guestmode.sqlite 'SELECT MAX(id) FROM events; SELECT MAX(id) FROM meter_usage'")
+        let largest = try await sandbox.shell(
+            "sqlite3 guestmode.sqlite 'SELECT MAX(id) FROM events; SELECT MAX(id) FROM meter_usage'")
         #expect(!largest.stdout.contains("9223372036854775807"), "\(largest.stdout)")
         try await Self.stillWorks(sandbox, victim: victim, attacker: attacker)
         #expect(try await sandbox.run("meter", "use", victim, "api_minutes", "1").status == 0)
@@ -132,7 +140,8 @@ struct HostileArchiveTests {
         let (sandbox, victim, _) = try await Self.setUp()
         for value in ["'lots'", "1e300", "NULL", "x'00ff'"] {
             let poisoned = try await sandbox.shell(
-                "sqlite3 guestmode.sqlite \"PRAGMA ignore_check_constraints = ON; UPDATE counters SET total = \(value) WHERE user_id = '\(victim)'\"")
+                "sqlite3 guestmode.sqlite \"PRAGMA ignore_check_constraints = ON; UPDATE counters SET total = \(value) WHERE user_id = '\(victim)'\""
+            )
             #expect(poisoned.status == 0 || value == "NULL", "\(poisoned.stderr)")
             if poisoned.status != 0 { continue }
             for command in [["counters", victim], ["user", "show", victim], ["--json", "user", "show", victim]] {

@@ -30,7 +30,9 @@ struct LifecycleTests {
         sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
         let guest = try await sandbox.newGuest()
         for index in 1...5 {
-            let put = try await sandbox.run("record", "put", guest, "subscriptions", "s\(index)", "--data", #"{"name":"s\#(index)","price":\#(index)}"#)
+            let put = try await sandbox.run(
+                "record", "put", guest, "subscriptions", "s\(index)", "--data",
+                #"{"name":"s\#(index)","price":\#(index)}"#)
             #expect(put.status == 0, "\(put.stderr)")
         }
         let sixth = try await sandbox.run("record", "put", guest, "subscriptions", "s6", "--data", "{}")
@@ -41,7 +43,9 @@ struct LifecycleTests {
         #expect(sixthJSON.status == 10)
         #expect(sixthJSON.object["outcome"] as? String == "needs-account")
         // Replacing an existing key never counts against the cap.
-        #expect(try await sandbox.run("record", "put", guest, "subscriptions", "s5", "--data", #"{"name":"renamed"}"#).status == 0)
+        #expect(
+            try await sandbox.run("record", "put", guest, "subscriptions", "s5", "--data", #"{"name":"renamed"}"#)
+                .status == 0)
         #expect(try await sandbox.run("limit", guest, "subscriptions").status == 10)
 
         #expect(try await sandbox.run("link", guest, "--provider", "apple", "--subject", "apple-1").status == 0)
@@ -59,7 +63,8 @@ struct LifecycleTests {
         #expect(try await sandbox.run("limit", guest, "subscriptions").status == 0)
     }
 
-    @Test("voice: 60 free minutes, warnings once at 75 % and 90 %, the gate, a trial and its expiry, carry-over on link")
+    @Test(
+        "voice: 60 free minutes, warnings once at 75 % and 90 %, the gate, a trial and its expiry, carry-over on link")
     func voiceMeter() async throws {
         let sandbox = try await Sandbox.withStore("voice")
         let day1 = "2026-11-01T10:00:00Z"
@@ -103,7 +108,8 @@ struct LifecycleTests {
         let expired = try await sandbox.run("--now", "2026-12-02T10:00:00Z", "plan", "status", guest, "--json")
         #expect(expired.object["tier"] as? String == "guest")
         #expect(((expired.object["plans"] as? [[String: Any]])?.first?["state"]) as? String == "expired")
-        #expect(try await sandbox.run("--now", "2026-12-02T10:00:00Z", "meter", "check", guest, "api_minutes").status == 12)
+        #expect(
+            try await sandbox.run("--now", "2026-12-02T10:00:00Z", "meter", "check", guest, "api_minutes").status == 12)
 
         // A trial is granted once.
         let secondTrial = try await sandbox.run("plan", "grant", guest, "premium", "--trial", "1 month", "--json")
@@ -116,7 +122,9 @@ struct LifecycleTests {
         #expect(try await sandbox.run("link", guest, "--provider", "google", "--subject", "g-1").status == 0)
         let linked = try await sandbox.run("--now", "2026-12-05T10:00:00Z", "plan", "status", guest, "--json")
         #expect(linked.object["tier"] as? String == "premium")
-        #expect(try await sandbox.run("--now", "2026-12-05T10:00:00Z", "meter", "check", guest, "api_minutes", "100").status == 0)
+        #expect(
+            try await sandbox.run("--now", "2026-12-05T10:00:00Z", "meter", "check", guest, "api_minutes", "100").status
+                == 0)
         // An account without a plan keeps the free allowance.
         #expect(try await sandbox.run("plan", "revoke", guest, "premium").status == 0)
         let account = try await sandbox.run("meter", "status", guest, "--json")
@@ -124,19 +132,26 @@ struct LifecycleTests {
         #expect(((account.json as? [[String: Any]])?.first?["allowance"]) as? Double == 60)
     }
 
-    @Test("identity: a conflicting link exits 14 and leaves the guest exactly as before; a good one keeps the id and drops credentials")
+    @Test(
+        "identity: a conflicting link exits 14 and leaves the guest exactly as before; a good one keeps the id and drops credentials"
+    )
     func identityUpgrade() async throws {
         let sandbox = try await Sandbox.withStore("subscriptions")
         let owner = try await sandbox.newGuest()
         #expect(try await sandbox.run("link", owner, "--provider", "apple", "--subject", "taken").status == 0)
-        let guest = try await sandbox.run(arguments: ["guest", "new", "--username", "anon-42", "--secret-stdin"], input: Data("s3cret\n".utf8))
+        let guest = try await sandbox.run(
+            arguments: ["guest", "new", "--username", "anon-42", "--secret-stdin"], input: Data("s3cret\n".utf8))
         #expect(guest.status == 0)
         let guestID = guest.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(try await sandbox.run("record", "put", guestID, "subscriptions", "netflix", "--data", #"{"price":9.99}"#).status == 0)
+        #expect(
+            try await sandbox.run("record", "put", guestID, "subscriptions", "netflix", "--data", #"{"price":9.99}"#)
+                .status == 0)
         #expect(!(try await sqlite(sandbox, "SELECT secret_hash FROM credentials")).contains("s3cret"))
 
         func state() async throws -> String {
-            try await sqlite(sandbox, """
+            try await sqlite(
+                sandbox,
+                """
                 SELECT coalesce((SELECT group_concat(state || prompt_state || coalesce(linked_at, '-')) FROM users WHERE id = '\(guestID)'), '')
                 || '|' || coalesce((SELECT group_concat(provider || subject) FROM identities WHERE user_id = '\(guestID)'), '')
                 || '|' || coalesce((SELECT group_concat(collection || key || data) FROM records WHERE owner_id = '\(guestID)'), '')
@@ -149,8 +164,11 @@ struct LifecycleTests {
         #expect(conflict.errorJSON["code"] as? String == "identity_already_exists")
         #expect(try await state() == before)
         #expect(before.contains("anon-42"))
-        #expect(try await sqlite(sandbox, "SELECT properties FROM events WHERE user_id = '\(guestID)' AND action = 'account_upgrade_failed'")
-            == #"{"code":"identity_already_exists","provider":"apple"}"#)
+        #expect(
+            try await sqlite(
+                sandbox,
+                "SELECT properties FROM events WHERE user_id = '\(guestID)' AND action = 'account_upgrade_failed'")
+                == #"{"code":"identity_already_exists","provider":"apple"}"#)
         #expect(!(try await sqlite(sandbox, "SELECT group_concat(properties) FROM events")).contains("s3cret"))
 
         let linked = try await sandbox.run("link", guestID, "--provider", "google", "--subject", "mine", "--json")
@@ -193,7 +211,8 @@ struct LifecycleTests {
         #expect(second.status == 14)
         #expect(second.errorJSON["code"] as? String == "upgrade_in_progress")
         #expect(try await sqlite(sandbox, "SELECT state FROM users") == "anonymous")
-        let later = try await sandbox.run("--now", "2026-11-01T10:30:00Z", "link", guest, "--provider", "apple", "--subject", "a")
+        let later = try await sandbox.run(
+            "--now", "2026-11-01T10:30:00Z", "link", guest, "--provider", "apple", "--subject", "a")
         #expect(later.status == 0, "\(later.stderr)")
     }
 
@@ -243,7 +262,8 @@ struct LifecycleTests {
         #expect(applied.status == 0, "\(applied.stderr)")
         #expect(applied.object["applied"] as? Int == 100_000)
         #expect(try await sqlite(sandbox, "SELECT SUM(total) FROM counters") == "100000")
-        let again = try await sandbox.run("track", "--from", "-", "--json", input: lines.prefix(1000).joined(separator: "\n"))
+        let again = try await sandbox.run(
+            "track", "--from", "-", "--json", input: lines.prefix(1000).joined(separator: "\n"))
         #expect(again.object["duplicates"] as? Int == 1000)
         #expect(again.object["applied"] as? Int == 0)
         #expect(try await sqlite(sandbox, "SELECT SUM(total) FROM counters") == "100000")
@@ -255,7 +275,9 @@ struct LifecycleTests {
         #expect(skipping.object["applied"] as? Int == 1)
         #expect(skipping.object["users_created"] as? Int == 1)
         #expect(skipping.stderr.contains("<stdin>:2: not a JSON object"))
-        #expect(try await sqlite(sandbox, "SELECT created_at FROM users WHERE id = 'newcomer'") == "2026-10-01T00:00:00.000Z")
+        #expect(
+            try await sqlite(sandbox, "SELECT created_at FROM users WHERE id = 'newcomer'")
+                == "2026-10-01T00:00:00.000Z")
     }
 
     @Test("eight track processes at once lose no increment")
@@ -280,8 +302,12 @@ struct LifecycleTests {
             process.waitUntilExit()
             #expect(process.terminationStatus == 0)
         }
-        #expect(try await sqlite(sandbox, "SELECT total FROM counters WHERE action = 'app_opened'") == String(8 * perProcess))
-        #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM events WHERE action = 'app_opened'") == String(8 * perProcess))
+        #expect(
+            try await sqlite(sandbox, "SELECT total FROM counters WHERE action = 'app_opened'")
+                == String(8 * perProcess))
+        #expect(
+            try await sqlite(sandbox, "SELECT COUNT(*) FROM events WHERE action = 'app_opened'")
+                == String(8 * perProcess))
     }
 
     @Test("user list, show, delete and purge")
@@ -301,15 +327,22 @@ struct LifecycleTests {
         let anonymous = try await sandbox.run("user", "list", "--anonymous", "--json")
         #expect((anonymous.json as? [[String: Any]])?.count == 4)
         let inactive = try await sandbox.run("user", "list", "--inactive-days", "30", "--json")
-        #expect(Set((inactive.json as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? []) == [idle, idleWithData, idlePayer])
+        #expect(
+            Set((inactive.json as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? []) == [
+                idle, idleWithData, idlePayer,
+            ])
 
         #expect(try await sandbox.run("user", "purge", "--inactive-days", "30").status == 64)
         let before = try sandbox.snapshot()
         let dryRun = try await sandbox.run("user", "purge", "--inactive-days", "30", "--dry-run", "--json")
         #expect((dryRun.object["purged"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [idle])
         #expect(try sandbox.snapshot() == before)
-        let withData = try await sandbox.run("user", "purge", "--inactive-days", "30", "--dry-run", "--include-with-data", "--json")
-        #expect(Set((withData.object["purged"] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? []) == [idle, idleWithData])
+        let withData = try await sandbox.run(
+            "user", "purge", "--inactive-days", "30", "--dry-run", "--include-with-data", "--json")
+        #expect(
+            Set((withData.object["purged"] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? []) == [
+                idle, idleWithData,
+            ])
         #expect(try await sandbox.run("user", "purge", "--inactive-days", "30", "--yes").status == 0)
         #expect(try await sandbox.run("user", "show", idle).status == 66)
         #expect(try await sandbox.run("user", "show", idleWithData).status == 0)
@@ -332,14 +365,18 @@ struct LifecycleTests {
         #expect(try await sandbox.run("record", "put", guest, "subscriptions", "a").status == 64)
         #expect(try await sandbox.run("record", "delete", guest, "subscriptions", "a").status == 66)
         let before = try sandbox.snapshot()
-        let missingFile = try await sandbox.run("record", "put", guest, "settings", "theme", "--file", "nope.json", "--json")
+        let missingFile = try await sandbox.run(
+            "record", "put", guest, "settings", "theme", "--file", "nope.json", "--json")
         #expect(missingFile.status == 66)
         #expect(missingFile.errorJSON["code"] as? String == "file_not_found")
-        let noSecret = try await sandbox.run(arguments: ["guest", "new", "--username", "anon", "--secret-stdin"], input: Data())
+        let noSecret = try await sandbox.run(
+            arguments: ["guest", "new", "--username", "anon", "--secret-stdin"], input: Data())
         #expect(noSecret.status == 64)
         #expect(noSecret.stderr.contains("held no secret"))
         #expect(try sandbox.snapshot() == before, "refusals change nothing")
-        let piped = try await sandbox.run(arguments: ["record", "put", guest, "settings", "theme", "--file", "-"], input: Data(#"{"dark": true}"#.utf8))
+        let piped = try await sandbox.run(
+            arguments: ["record", "put", guest, "settings", "theme", "--file", "-"],
+            input: Data(#"{"dark": true}"#.utf8))
         #expect(piped.status == 0)
         #expect(try await sandbox.run("record", "get", guest, "settings", "theme").stdout == "{\"dark\":true}\n")
     }

@@ -108,7 +108,8 @@ struct ManPageTests {
         return (document["subcommands"] as? [[String: Any]] ?? []).compactMap { command in
             guard let name = command["commandName"] as? String, !builtInCommands.contains(name) else { return nil }
             return Command(
-                name: name, longOptions: longOptions(of: command).subtracting(globalOptions).subtracting(builtInOptions))
+                name: name, longOptions: longOptions(of: command).subtracting(globalOptions).subtracting(builtInOptions)
+            )
         }
     }
 
@@ -163,13 +164,16 @@ struct ManPageTests {
         let statuses = exitSection.prefix { !$0.hasPrefix(".Ss ") }
             .filter { $0.hasPrefix(".It ") }
             .map { $0.dropFirst(4).split(separator: " ").first.map(String.init) ?? "" }
-        #expect(statuses == Self.exitStatuses, "guestmode.1 EXIT STATUS lists \(statuses), DESIGN §3 has \(Self.exitStatuses)")
+        #expect(
+            statuses == Self.exitStatuses,
+            "guestmode.1 EXIT STATUS lists \(statuses), DESIGN §3 has \(Self.exitStatuses)")
         // The JSON error codes: exactly the engine's catalogue, in its order.
         let listedCodes = exitSection.drop { $0 != ".Ss Error codes" }
             .filter { $0.hasPrefix(".It Li ") }
             .map { String($0.dropFirst(7)) }
-        #expect(listedCodes == GuestModeError.Code.all.map(\.rawValue).sorted(),
-                "guestmode.1 'Error codes' differs from GuestModeError.Code.all; run 'make man-codes'")
+        #expect(
+            listedCodes == GuestModeError.Code.all.map(\.rawValue).sorted(),
+            "guestmode.1 'Error codes' differs from GuestModeError.Code.all; run 'make man-codes'")
         // Every page of man/ is listed in SEE ALSO.
         let seeAlso = page.section("SEE ALSO").joined(separator: "\n")
         for other in try await Self.pages(suffix: ".1") + Self.pages(suffix: ".5") where other.file != "guestmode.1" {
@@ -192,7 +196,9 @@ struct ManPageTests {
         }
     }
 
-    @Test("mandoc -Tlint -Wwarning finds nothing", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/mandoc")))
+    @Test(
+        "mandoc -Tlint -Wwarning finds nothing",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/mandoc")))
     func mandocLint() async throws {
         let files = try await (Self.pages(suffix: ".1") + Self.pages(suffix: ".5")).map {
             Self.manDirectory.appendingPathComponent($0.file).path

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 /// Every row of the user-data tables, as text, for before/after comparisons.
-func tableDump(_ sandbox: Sandbox, _ table: String, orderBy: String, columns: String = "*", store: String = "guestmode.sqlite") async throws -> String {
+func tableDump(
+    _ sandbox: Sandbox, _ table: String, orderBy: String, columns: String = "*", store: String = "guestmode.sqlite"
+) async throws -> String {
     try await sqlite(sandbox, "SELECT \(columns) FROM \(table) ORDER BY \(orderBy)", store: store)
 }
 
@@ -13,14 +15,18 @@ func seededRecipes() async throws -> (Sandbox, guest: String, account: String) {
     sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
     let account = try await sandbox.newGuest()
     #expect(try await sandbox.run("link", account, "--provider", "google", "--subject", "g-1").status == 0)
-    #expect(try await sandbox.run("record", "put", account, "recipes", "pasta", "--data", #"{"by":"account"}"#).status == 0)
-    #expect(try await sandbox.run("record", "put", account, "preferences", "diet", "--data", #"{"diet":"omnivore"}"#).status == 0)
+    #expect(
+        try await sandbox.run("record", "put", account, "recipes", "pasta", "--data", #"{"by":"account"}"#).status == 0)
+    #expect(
+        try await sandbox.run("record", "put", account, "preferences", "diet", "--data", #"{"diet":"omnivore"}"#).status
+            == 0)
     #expect(try await sandbox.run("track", account, "app_opened", "--count", "3").status == 0)
 
     sandbox.environment["GUESTMODE_NOW"] = "2026-11-02T10:00:00Z"
     let guest = try await sandbox.newGuest()
     for (collection, key, data) in [
-        ("profile", "me", #"{"name":"Ana"}"#), ("recipes", "pasta", #"{"by":"guest"}"#), ("recipes", "soup", #"{"by":"guest"}"#),
+        ("profile", "me", #"{"name":"Ana"}"#), ("recipes", "pasta", #"{"by":"guest"}"#),
+        ("recipes", "soup", #"{"by":"guest"}"#),
         ("photos", "p1", #"{"url":"file:///p1.jpg"}"#), ("preferences", "diet", #"{"diet":"vegan"}"#),
     ] {
         #expect(try await sandbox.run("record", "put", guest, collection, key, "--data", data).status == 0)
@@ -29,7 +35,9 @@ func seededRecipes() async throws -> (Sandbox, guest: String, account: String) {
     #expect(try await sandbox.run("track", guest, "recipe_created", "--count", "2").status == 0)
     #expect(try await sandbox.run("meter", "use", guest, "video_generations", "2", "--id", "v1").status == 0)
     #expect(try await sandbox.run("plan", "grant", guest, "premium", "--trial", "7d").status == 0)
-    _ = try await sqlite(sandbox, """
+    _ = try await sqlite(
+        sandbox,
+        """
         INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES ('\(guest)', 'first_recipe_success', 'shown', '2026-11-02T10:00:00.000Z');
         INSERT INTO experiment_assignments VALUES ('\(guest)', 'auth_prompts', 'social', '2026-11-02T10:00:00.000Z');
         """)
@@ -41,16 +49,26 @@ struct MigrationTests {
     @Test("a guest with data in every table is migrated field by field, with a backup taken first")
     func guestToAccount() async throws {
         let (sandbox, guest, account) = try await seededRecipes()
-        let counterTotals = try await sqlite(sandbox, "SELECT action || '=' || SUM(total) FROM counters WHERE user_id IN ('\(guest)', '\(account)') GROUP BY action ORDER BY action")
+        let counterTotals = try await sqlite(
+            sandbox,
+            "SELECT action || '=' || SUM(total) FROM counters WHERE user_id IN ('\(guest)', '\(account)') GROUP BY action ORDER BY action"
+        )
         let usage = try await tableDump(sandbox, "meter_usage", orderBy: "id", columns: "meter, amount, at")
-        let plans = try await tableDump(sandbox, "plans", orderBy: "id", columns: "plan, granted_at, trial_ends_at, ends_at, revoked_at")
+        let plans = try await tableDump(
+            sandbox, "plans", orderBy: "id", columns: "plan, granted_at, trial_ends_at, ends_at, revoked_at")
         let prompts = try await tableDump(sandbox, "prompt_outcomes", orderBy: "id", columns: "context, outcome, at")
-        let guestRecords = try await sqlite(sandbox, "SELECT collection || '/' || key || '=' || data FROM records WHERE owner_id = '\(guest)' AND NOT (collection = 'recipes' AND key = 'pasta') ORDER BY 1")
+        let guestRecords = try await sqlite(
+            sandbox,
+            "SELECT collection || '/' || key || '=' || data FROM records WHERE owner_id = '\(guest)' AND NOT (collection = 'recipes' AND key = 'pasta') ORDER BY 1"
+        )
 
         let dryBefore = try sandbox.snapshot()
         let plan = try await sandbox.run("migrate", guest, "--to", account, "--dry-run", "--json")
         #expect(plan.status == 0, "\(plan.stderr)")
-        #expect((plan.object["steps"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["profile", "recipes", "photos", "preferences", "cleanup"])
+        #expect(
+            (plan.object["steps"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == [
+                "profile", "recipes", "photos", "preferences", "cleanup",
+            ])
         #expect((plan.object["conflicts"] as? [[String: Any]])?.count == 2)
         #expect(try sandbox.snapshot() == dryBefore)
 
@@ -64,13 +82,25 @@ struct MigrationTests {
         #expect(result.stderr.contains("step 5/5 cleanup"))
 
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM users WHERE id = '\(guest)'") == "0")
-        #expect(try await sqlite(sandbox, "SELECT action || '=' || SUM(total) FROM counters WHERE user_id = '\(account)' GROUP BY action ORDER BY action") == counterTotals)
+        #expect(
+            try await sqlite(
+                sandbox,
+                "SELECT action || '=' || SUM(total) FROM counters WHERE user_id = '\(account)' GROUP BY action ORDER BY action"
+            ) == counterTotals)
         #expect(try await tableDump(sandbox, "meter_usage", orderBy: "id", columns: "meter, amount, at") == usage)
-        #expect(try await tableDump(sandbox, "plans", orderBy: "id", columns: "plan, granted_at, trial_ends_at, ends_at, revoked_at") == plans)
-        #expect(try await tableDump(sandbox, "prompt_outcomes", orderBy: "id", columns: "context, outcome, at") == prompts)
+        #expect(
+            try await tableDump(
+                sandbox, "plans", orderBy: "id", columns: "plan, granted_at, trial_ends_at, ends_at, revoked_at")
+                == plans)
+        #expect(
+            try await tableDump(sandbox, "prompt_outcomes", orderBy: "id", columns: "context, outcome, at") == prompts)
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM meter_usage WHERE user_id != '\(account)'") == "0")
-        #expect(try await sqlite(sandbox, "SELECT variant FROM experiment_assignments WHERE user_id = '\(account)'") == "social")
-        let accountRecords = try await sqlite(sandbox, "SELECT collection || '/' || key || '=' || data FROM records WHERE owner_id = '\(account)' ORDER BY 1")
+        #expect(
+            try await sqlite(sandbox, "SELECT variant FROM experiment_assignments WHERE user_id = '\(account)'")
+                == "social")
+        let accountRecords = try await sqlite(
+            sandbox,
+            "SELECT collection || '/' || key || '=' || data FROM records WHERE owner_id = '\(account)' ORDER BY 1")
         for line in guestRecords.split(separator: "\n") where !line.hasPrefix("preferences/diet") {
             #expect(accountRecords.contains(line), "\(line) missing after migration")
         }
@@ -79,7 +109,9 @@ struct MigrationTests {
         #expect(accountRecords.contains(#"recipes/pasta~guest={"by":"guest"}"#))
         #expect(accountRecords.contains(#"preferences/diet={"diet":"vegan"}"#))
         #expect(try await sqlite(sandbox, "SELECT data FROM conflict_archive") == #"{"diet":"omnivore"}"#)
-        #expect(try await sqlite(sandbox, "SELECT created_at FROM users WHERE id = '\(account)'") == "2026-11-01T10:00:00.000Z")
+        #expect(
+            try await sqlite(sandbox, "SELECT created_at FROM users WHERE id = '\(account)'")
+                == "2026-11-01T10:00:00.000Z")
         #expect(try await sandbox.run("db", "check").status == 0)
         let status = try await sandbox.run("migrate", "status", account, "--json")
         #expect((status.json as? [[String: Any]])?.first?["status"] as? String == "done")
@@ -109,7 +141,9 @@ struct MigrationTests {
         }
         #expect(try await sandbox.run("db", "check").status == 0)
         func normalized(_ box: Sandbox, _ account: String, _ guest: String) async throws -> String {
-            try await sqlite(box, """
+            try await sqlite(
+                box,
+                """
                 SELECT group_concat(line, char(10)) FROM (
                   SELECT 'r ' || collection || '/' || replace(key, '\(guest)', 'G') || '=' || data AS line FROM records WHERE owner_id = '\(account)'
                   UNION ALL SELECT 'c ' || action || '=' || total FROM counters WHERE user_id = '\(account)'
@@ -121,10 +155,13 @@ struct MigrationTests {
                   ORDER BY line)
                 """)
         }
-        #expect(try await normalized(sandbox, account, guest) == normalized(reference, referenceAccount, referenceGuest))
+        #expect(
+            try await normalized(sandbox, account, guest) == normalized(reference, referenceAccount, referenceGuest))
     }
 
-    @Test("merge with each policy gives the documented result; --dry-run changes nothing", arguments: ["keep-guest", "keep-account", "union"])
+    @Test(
+        "merge with each policy gives the documented result; --dry-run changes nothing",
+        arguments: ["keep-guest", "keep-account", "union"])
     func merge(policy: String) async throws {
         let (sandbox, guest, account) = try await seededRecipes()
         let before = try sandbox.snapshot()
@@ -138,13 +175,20 @@ struct MigrationTests {
         #expect(merged.status == 0, "\(merged.stderr)")
         #expect((merged.object["conflicts"] as? [[String: Any]])?.count == 2)
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM users WHERE id = '\(guest)'") == "0")
-        let pasta = try await sqlite(sandbox, "SELECT key || '=' || data FROM records WHERE owner_id = '\(account)' AND collection = 'recipes' AND key LIKE 'pasta%' ORDER BY key")
+        let pasta = try await sqlite(
+            sandbox,
+            "SELECT key || '=' || data FROM records WHERE owner_id = '\(account)' AND collection = 'recipes' AND key LIKE 'pasta%' ORDER BY key"
+        )
         let diet = try await sqlite(sandbox, "SELECT data FROM records WHERE owner_id = '\(account)' AND key = 'diet'")
         switch policy {
         case "keep-guest":
             #expect(pasta == #"pasta={"by":"guest"}"#)
             #expect(diet == #"{"diet":"vegan"}"#)
-            #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM conflict_archive WHERE data LIKE '%account%' OR data LIKE '%omnivore%'") == "2")
+            #expect(
+                try await sqlite(
+                    sandbox,
+                    "SELECT COUNT(*) FROM conflict_archive WHERE data LIKE '%account%' OR data LIKE '%omnivore%'")
+                    == "2")
         case "keep-account":
             #expect(pasta == #"pasta={"by":"account"}"#)
             #expect(diet == #"{"diet":"omnivore"}"#)
@@ -154,9 +198,12 @@ struct MigrationTests {
             #expect(diet == #"{"diet":"vegan"}"#, "newest wins where both cannot be kept")
             #expect(try await sqlite(sandbox, "SELECT data FROM conflict_archive") == #"{"diet":"omnivore"}"#)
         }
-        #expect(try await sqlite(sandbox, "SELECT total FROM counters WHERE user_id = '\(account)' AND action = 'app_opened'") == "5")
-        #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM conflict_archive WHERE owner_id != '\(account)'") == "0",
-                "archived losers stay with the account, and so travel in its backups")
+        #expect(
+            try await sqlite(
+                sandbox, "SELECT total FROM counters WHERE user_id = '\(account)' AND action = 'app_opened'") == "5")
+        #expect(
+            try await sqlite(sandbox, "SELECT COUNT(*) FROM conflict_archive WHERE owner_id != '\(account)'") == "0",
+            "archived losers stay with the account, and so travel in its backups")
         #expect(try await sandbox.run("db", "check").status == 0)
     }
 
@@ -177,8 +224,11 @@ struct MigrationTests {
         #expect(try await sandbox.run("link", account, "--provider", "apple", "--subject", "a").status == 0)
         let guest = try await sandbox.newGuest()
         for index in 1...4 {
-            #expect(try await sandbox.run("record", "put", account, "subscriptions", "a\(index)", "--data", "{}").status == 0)
-            #expect(try await sandbox.run("record", "put", guest, "subscriptions", "g\(index)", "--data", "{}").status == 0)
+            #expect(
+                try await sandbox.run("record", "put", account, "subscriptions", "a\(index)", "--data", "{}").status
+                    == 0)
+            #expect(
+                try await sandbox.run("record", "put", guest, "subscriptions", "g\(index)", "--data", "{}").status == 0)
         }
         let merged = try await sandbox.run("merge", guest, "--into", account, "--policy", "union", "--json")
         #expect(merged.status == 0)
@@ -192,13 +242,19 @@ struct MigrationTests {
     func adopt() async throws {
         let sandbox = try await Sandbox.withStore("habits")
         let user = try await sandbox.newGuest()
-        _ = try await sqlite(sandbox, """
+        _ = try await sqlite(
+            sandbox,
+            """
             INSERT INTO records VALUES ('', 'habits', 'h1', '{"name":"Run"}', '2026-10-01T00:00:00.000Z', '2026-10-01T00:00:00.000Z');
             INSERT INTO records VALUES ('', 'completions', '/h1/2026-10-01', '{"habit":"h1","day":"2026-10-01"}', '2026-10-01T00:00:00.000Z', '2026-10-01T00:00:00.000Z');
             INSERT INTO records VALUES ('', 'completions', '/h1/2026-10-02', '{"habit":"h1","day":"2026-10-02"}', '2026-10-01T00:00:00.000Z', '2026-10-01T00:00:00.000Z');
             INSERT INTO records VALUES ('', 'awards', '/2026-10-01', '{"day":"2026-10-01"}', '2026-10-01T00:00:00.000Z', '2026-10-01T00:00:00.000Z');
             """)
-        #expect(try await sandbox.run("record", "put", user, "completions", "\(user)/h1/2026-10-02", "--data", #"{"habit":"h1","day":"2026-10-02","mine":true}"#).status == 0)
+        #expect(
+            try await sandbox.run(
+                "record", "put", user, "completions", "\(user)/h1/2026-10-02", "--data",
+                #"{"habit":"h1","day":"2026-10-02","mine":true}"#
+            ).status == 0)
         let first = try await sandbox.run("migrate", "adopt", user, "--json")
         #expect(first.status == 0, "\(first.stderr)")
         #expect((first.object["moved"] as? [String: Int]) == ["habits": 1, "completions": 1, "awards": 1])
@@ -223,13 +279,18 @@ struct MigrationTests {
         let sandbox = try Sandbox()
         let fixture = Sandbox.packageRoot.appendingPathComponent("Tests/Fixtures/store-v1-habits.sqlite")
         try FileManager.default.copyItem(at: fixture, to: sandbox.directory.appendingPathComponent("guestmode.sqlite"))
-        let tables = try await sqlite(sandbox, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations' ORDER BY name")
-            .split(separator: "\n").map(String.init)
+        let tables = try await sqlite(
+            sandbox,
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations' ORDER BY name"
+        )
+        .split(separator: "\n").map(String.init)
         #expect(tables.count == 17)
         let before = try await tables.asyncMap { try await tableDump(sandbox, $0, orderBy: "1, 2") }
 
         let status = try await sandbox.run("db", "status", "--json")
-        #expect(((status.object["schema"] as? [String: Any])?["pending"] as? [String])?.contains("v2-conflict-archive") == true)
+        #expect(
+            ((status.object["schema"] as? [String: Any])?["pending"] as? [String])?.contains("v2-conflict-archive")
+                == true)
         let migrated = try await sandbox.run("db", "migrate")
         #expect(migrated.status == 0, "\(migrated.stderr)")
         #expect(migrated.stdout.contains("applied v2-conflict-archive"))
@@ -248,7 +309,8 @@ struct MigrationTests {
         let fixture = Sandbox.packageRoot.appendingPathComponent("Tests/Fixtures/store-v1-habits.sqlite")
         try FileManager.default.copyItem(at: fixture, to: sandbox.directory.appendingPathComponent("guestmode.sqlite"))
         // Someone created a table the next migration needs, by hand.
-        _ = try await sqlite(sandbox, "CREATE TABLE conflict_archive (note TEXT); INSERT INTO conflict_archive VALUES ('mine')")
+        _ = try await sqlite(
+            sandbox, "CREATE TABLE conflict_archive (note TEXT); INSERT INTO conflict_archive VALUES ('mine')")
         let before = try sandbox.snapshot()
         let migrated = try await sandbox.run("db", "migrate", "--json")
         #expect(migrated.status == 65)
@@ -259,7 +321,9 @@ struct MigrationTests {
         let schema = status.object["schema"] as? [String: Any]
         #expect(schema?["applied"] as? [String] == ["v1-initial"])
         #expect(schema?["pending"] as? [String] == ["v2-conflict-archive"])
-        #expect(try await sandbox.run("user", "list").status == 65, "commands refuse the store rather than run on a half-migrated one")
+        #expect(
+            try await sandbox.run("user", "list").status == 65,
+            "commands refuse the store rather than run on a half-migrated one")
         _ = try await sqlite(sandbox, "DROP TABLE conflict_archive")
         #expect(try await sandbox.run("db", "migrate").status == 0)
         #expect(try await sandbox.run("user", "list").status == 0)
@@ -269,20 +333,27 @@ struct MigrationTests {
     func profileApply() async throws {
         let sandbox = try await Sandbox.withStore("subscriptions")
         let guest = try await sandbox.newGuest()
-        #expect(try await sandbox.run("record", "put", guest, "subscriptions", "n", "--data", #"{"name":"Netflix","cost":15}"#).status == 0)
-        #expect(try await sandbox.run("record", "put", guest, "settings", "theme", "--data", #"{"dark":true}"#).status == 0)
-        var text = try String(contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/subscriptions.yaml"), encoding: .utf8)
+        #expect(
+            try await sandbox.run(
+                "record", "put", guest, "subscriptions", "n", "--data", #"{"name":"Netflix","cost":15}"#
+            ).status == 0)
+        #expect(
+            try await sandbox.run("record", "put", guest, "settings", "theme", "--data", #"{"dark":true}"#).status == 0)
+        var text = try String(
+            contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/subscriptions.yaml"), encoding: .utf8)
         text = text.replacingOccurrences(of: "version: 1", with: "version: 2")
             .replacingOccurrences(of: "  settings:\n", with: "  preferences:\n")
             .replacingOccurrences(of: "subscriptions: 5", with: "subscriptions: 10")
             .replacingOccurrences(of: "collections: [settings]", with: "collections: [preferences]")
-        try sandbox.write("v2.yaml", text + """
-            upgrade:
-              from: 1
-              steps:
-                - rename_collection: { from: settings, to: preferences }
-                - rename_field: { collection: subscriptions, from: cost, to: price }
-            """)
+        try sandbox.write(
+            "v2.yaml",
+            text + """
+                upgrade:
+                  from: 1
+                  steps:
+                    - rename_collection: { from: settings, to: preferences }
+                    - rename_field: { collection: subscriptions, from: cost, to: price }
+                """)
         let before = try sandbox.snapshot()
         let plan = try await sandbox.run("profile", "apply", "v2.yaml", "--dry-run")
         #expect(plan.status == 0, "\(plan.stderr)")
@@ -294,7 +365,9 @@ struct MigrationTests {
         let applied = try await sandbox.run("profile", "apply", "v2.yaml")
         #expect(applied.status == 0, "\(applied.stderr)")
         #expect(try await sandbox.run("profile", "show", "--json").object["version"] as? Int == 2)
-        #expect(try await sandbox.run("record", "get", guest, "subscriptions", "n").stdout == "{\"name\":\"Netflix\",\"price\":15}\n")
+        #expect(
+            try await sandbox.run("record", "get", guest, "subscriptions", "n").stdout
+                == "{\"name\":\"Netflix\",\"price\":15}\n")
         #expect(try await sandbox.run("record", "get", guest, "preferences", "theme").status == 0)
         #expect(try await sandbox.run("profile", "apply", "v2.yaml").status == 65, "already at version 2")
 

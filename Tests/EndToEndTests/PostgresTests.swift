@@ -10,7 +10,8 @@ extension Sandbox {
             "GUESTMODE_TEST_POSTGRES is not set: run the tests through 'make test'")
         let sandbox = try Sandbox()
         sandbox.environment["GUESTMODE_STORE"] = uri
-        sandbox.environment["GUESTMODE_SCHEMA"] = "e2e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        sandbox.environment["GUESTMODE_SCHEMA"] =
+            "e2e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let created = try await sandbox.run("init", "--profile", profile)
         #expect(created.status == 0, "init failed: \(created.stderr)")
         return sandbox
@@ -87,9 +88,13 @@ struct PostgresTests {
         #expect(try await sandbox.run(arguments: ["init", "--profile", "habits"] + local).status == 0)
         let guest = try await sandbox.run(arguments: ["guest", "new"] + local).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(try await sandbox.run(arguments: ["record", "put", guest, "habits", "read", "--data", #"{"goal":"10 pages"}"#] + local).status == 0)
+        #expect(
+            try await sandbox.run(
+                arguments: ["record", "put", guest, "habits", "read", "--data", #"{"goal":"10 pages"}"#] + local
+            ).status == 0)
         #expect(try await sandbox.run(arguments: ["track", guest, "habit_created"] + local).status == 0)
-        #expect(try await sandbox.run(arguments: ["backup", "export", guest, "--out", "g.gmbackup"] + local).status == 0)
+        #expect(
+            try await sandbox.run(arguments: ["backup", "export", guest, "--out", "g.gmbackup"] + local).status == 0)
         let imported = try await sandbox.run("backup", "import", "g.gmbackup")
         #expect(imported.status == 0, "\(imported.stderr)")
         let record = try await sandbox.run("record", "get", guest, "habits", "read")
@@ -113,7 +118,8 @@ struct PostgresTests {
         let sandbox = try await Sandbox.withPostgresStore("voice")
         let schema = sandbox.postgresSchema
         let planted = try await sandbox.shell(
-            "psql -q -d '\(sandbox.postgresURI)' -c \"INSERT INTO \(schema).schema_migrations (identifier, applied_at) VALUES ('pg99-future', 'x')\"")
+            "psql -q -d '\(sandbox.postgresURI)' -c \"INSERT INTO \(schema).schema_migrations (identifier, applied_at) VALUES ('pg99-future', 'x')\""
+        )
         #expect(planted.status == 0, "\(planted.stderr)")
         let count = "psql -tA -d '\(sandbox.postgresURI)' -c 'SELECT count(*) FROM \(schema).users'"
         let before = try await sandbox.shell(count).stdout

@@ -29,7 +29,8 @@ extension Sandbox {
     }
 
     func nextPrompt(_ user: String, at time: String, trigger: String? = nil) async throws -> Result {
-        try await run(arguments: ["prompt", "next", user, "--json", "--now", time] + (trigger.map { ["--trigger", $0] } ?? []))
+        try await run(
+            arguments: ["prompt", "next", user, "--json", "--now", time] + (trigger.map { ["--trigger", $0] } ?? []))
     }
 }
 
@@ -56,7 +57,8 @@ struct PromptTests {
         #expect(content["secondary_action"] as? String == "Maybe later")
         #expect(content["style"] as? String == "celebration")
 
-        let shown = try await sandbox.run("prompt", "record", user, "first_recipe_success", "shown", "--json", "--now", at(minutes: 3))
+        let shown = try await sandbox.run(
+            "prompt", "record", user, "first_recipe_success", "shown", "--json", "--now", at(minutes: 3))
         #expect(shown.status == 0)
         #expect(shown.object["prompt_state"] as? String == "prompted")
 
@@ -75,11 +77,14 @@ struct PromptTests {
         #expect(afterADay.status == 0, "\(afterADay.stderr)")
         #expect(afterADay.object["context"] as? String == "viral_content_created")
 
-        let never = try await sandbox.run("prompt", "record", user, "viral_content_created", "never", "--json", "--now", at(hours: 25))
+        let never = try await sandbox.run(
+            "prompt", "record", user, "viral_content_created", "never", "--json", "--now", at(hours: 25))
         #expect(never.object["prompt_state"] as? String == "never_ask")
         try await sandbox.track(user, "app_opened", at: at(hours: 26), count: 50)
         try await sandbox.track(user, "recipe_viewed", at: at(hours: 26), count: 50)
-        for (hours, trigger) in [(30.0, nil), (24.0 * 400, nil), (24.0 * 400, "share_intent"), (24.0 * 400, "daily_limit_reached")] {
+        for (hours, trigger) in [
+            (30.0, nil), (24.0 * 400, nil), (24.0 * 400, "share_intent"), (24.0 * 400, "daily_limit_reached"),
+        ] {
             let silenced = try await sandbox.nextPrompt(user, at: at(hours: hours), trigger: trigger)
             #expect(silenced.status == 13)
             #expect(silenced.errorJSON["code"] as? String == "never_ask")
@@ -112,7 +117,8 @@ struct PromptTests {
         let user = try await sandbox.recipesGuest()
         try await sandbox.track(user, "recipe_created", at: at(minutes: 1))
         #expect(try await sandbox.nextPrompt(user, at: at(minutes: 2)).status == 0)
-        let linked = try await sandbox.run("link", user, "--provider", "apple", "--subject", "001234.abc", "--now", at(minutes: 3))
+        let linked = try await sandbox.run(
+            "link", user, "--provider", "apple", "--subject", "001234.abc", "--now", at(minutes: 3))
         #expect(linked.status == 0, "\(linked.stderr)")
         for trigger in [nil, "share_intent"] {
             let result = try await sandbox.nextPrompt(user, at: at(hours: 48), trigger: trigger)
@@ -125,7 +131,9 @@ struct PromptTests {
     func priority() async throws {
         let sandbox = try await Sandbox.withStore("recipes")
         let user = try await sandbox.recipesGuest()
-        for action in ["recipe_created", "video_generated", "video_shared"] { try await sandbox.track(user, action, at: at(minutes: 1)) }
+        for action in ["recipe_created", "video_generated", "video_shared"] {
+            try await sandbox.track(user, action, at: at(minutes: 1))
+        }
         try await sandbox.track(user, "challenge_viewed", at: at(minutes: 1), count: 3)
         for minute in 2..<7 {
             let result = try await sandbox.nextPrompt(user, at: at(minutes: minute))
@@ -165,13 +173,16 @@ struct PromptTests {
         #expect(context.errorJSON["code"] as? String == "unknown_context")
         #expect(try await sandbox.run("prompt", "record", user, "reengagement", "maybe").status == 64)
         #expect(try await sandbox.run("prompt", "next", user, "--trigger", "no_such_trigger").status == 64)
-        #expect(try await sandbox.run("prompt", "record", user, "reengagement", "shown", "--from", "x.ndjson").status == 64)
+        #expect(
+            try await sandbox.run("prompt", "record", user, "reengagement", "shown", "--from", "x.ndjson").status == 64)
         #expect(try await sandbox.run("prompt", "record", "--from", "missing.ndjson").status == 66)
-        let malformed = try await sandbox.run("prompt", "record", "--from", "-", input: "{\"user\":\"\(user)\"}\nnot json\n")
+        let malformed = try await sandbox.run(
+            "prompt", "record", "--from", "-", input: "{\"user\":\"\(user)\"}\nnot json\n")
         #expect(malformed.status == 65)
         #expect(malformed.stderr.contains("stdin:1: missing \"context\""))
         #expect(malformed.stderr.contains("stdin:2:"))
-        #expect((try await sandbox.run("prompt", "history", user, "--json").object["outcomes"] as? [Any])?.isEmpty == true)
+        #expect(
+            (try await sandbox.run("prompt", "history", user, "--json").object["outcomes"] as? [Any])?.isEmpty == true)
         #expect(try await sandbox.run("experiment", "assign", user, "no_such_experiment").status == 66)
         #expect(try await sandbox.run("experiment", "assign", user, "auth_prompts", "--variant", "nope").status == 64)
         #expect(try await sandbox.run("experiment", "assign", user, "--variant", "control").status == 64)

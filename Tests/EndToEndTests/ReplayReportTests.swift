@@ -20,7 +20,8 @@ private func eventLog(events: Int, users: Int) -> String {
     for index in 0..<events {
         time.addTimeInterval(Double(next(53)))
         let key = index % 10 == 0 ? ",\"id\":\"k\(index)\"" : ""
-        log += "{\"user\":\"user-\(next(users))\",\"action\":\"\(actions[next(actions.count)])\",\"at\":\"\(formatter.string(from: time))\"\(key)}\n"
+        log +=
+            "{\"user\":\"user-\(next(users))\",\"action\":\"\(actions[next(actions.count)])\",\"at\":\"\(formatter.string(from: time))\"\(key)}\n"
     }
     return log
 }
@@ -89,11 +90,15 @@ struct ReplayReportTests {
         let converted = try await sandbox.recipesGuest()
         let other = try await sandbox.recipesGuest(variant: "aggressive")
         _ = try await sandbox.recipesGuest(at: "2026-12-01T00:00:00Z")
-        _ = try await sandbox.run("prompt", "record", converted, "first_recipe_success", "shown", "--now", "2026-11-01T10:00:00Z")
-        _ = try await sandbox.run("prompt", "record", converted, "first_recipe_success", "completed", "--now", "2026-11-01T10:01:00Z")
+        _ = try await sandbox.run(
+            "prompt", "record", converted, "first_recipe_success", "shown", "--now", "2026-11-01T10:00:00Z")
+        _ = try await sandbox.run(
+            "prompt", "record", converted, "first_recipe_success", "completed", "--now", "2026-11-01T10:01:00Z")
         _ = try await sandbox.run("prompt", "record", other, "reengagement", "shown", "--now", "2026-11-05T10:00:00Z")
-        _ = try await sandbox.run("prompt", "record", other, "reengagement", "dismissed", "--now", "2026-11-05T10:00:10Z")
-        _ = try await sandbox.run("link", converted, "--provider", "google", "--subject", "g-1", "--now", "2026-11-01T15:00:00Z")
+        _ = try await sandbox.run(
+            "prompt", "record", other, "reengagement", "dismissed", "--now", "2026-11-05T10:00:10Z")
+        _ = try await sandbox.run(
+            "link", converted, "--provider", "google", "--subject", "g-1", "--now", "2026-11-01T15:00:00Z")
 
         let funnel = try await sandbox.run("report", "funnel", "--json", "--until", "2026-11-15")
         #expect(funnel.object["guests"] as? Int == 2)
@@ -124,7 +129,8 @@ struct ReplayReportTests {
         let usage = try await sandbox.run("report", "usage", "--json")
         #expect(((usage.object["meters"] as? [[String: Any]])?.first)?["meter"] as? String == "video_generations")
 
-        #expect(try await sandbox.run("report", "prompts", "--since", "2026-11-05", "--until", "2026-11-01").status == 64)
+        #expect(
+            try await sandbox.run("report", "prompts", "--since", "2026-11-05", "--until", "2026-11-01").status == 64)
         #expect(try await sandbox.run("report", "prompts", "--since", "last tuesday").status == 64)
         #expect(try await sandbox.run("report", "prompts", "--format", "xml").status == 64)
     }

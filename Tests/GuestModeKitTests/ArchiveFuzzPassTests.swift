@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -49,7 +50,8 @@ import Testing
     }
 
     static func directory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("guestmode-fuzzpass-\(UUID().uuidString)")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "guestmode-fuzzpass-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
@@ -68,7 +70,9 @@ import Testing
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let seeds = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).sorted()
-            .compactMap { name in FileManager.default.contents(atPath: Self.corpus.appendingPathComponent(name).path).map { (name, $0) } }
+            .compactMap { name in
+                FileManager.default.contents(atPath: Self.corpus.appendingPathComponent(name).path).map { (name, $0) }
+            }
         var random = Generator(state: 14)
         for round in 0..<300 {
             guard let (name, seed) = seeds.randomElement(using: &random), !seed.isEmpty else { continue }
@@ -82,7 +86,8 @@ import Testing
             case 1: bytes = Array(bytes.prefix(Int(random.next() % UInt64(bytes.count))))
             case 2:
                 let from = Int(random.next() % UInt64(bytes.count))
-                bytes.insert(contentsOf: bytes[from..<min(bytes.count, from + 64)], at: Int(random.next() % UInt64(bytes.count)))
+                bytes.insert(
+                    contentsOf: bytes[from..<min(bytes.count, from + 64)], at: Int(random.next() % UInt64(bytes.count)))
             default: bytes += bytes.prefix(Int(random.next() % 512))
             }
             let path = directory.appendingPathComponent("\(round)-\(name)").path
@@ -93,28 +98,70 @@ import Testing
 
     /// Rows of one voice user, as an export writes them.
     static let rows: [(String, [String: CellValue])] = [
-        ("users", ["id": .text("u"), "device": .null, "state": .text("anonymous"), "prompt_state": .text("anonymous"), "created_at": .text("2026-01-01T00:00:00.000Z"), "last_seen_at": .text("2026-01-01T00:00:00.000Z"), "linked_at": .null]),
-        ("events", ["id": .integer(1), "user_id": .text("u"), "action": .text("command_spoken"), "at": .text("2026-01-01T00:00:00.000Z"), "count": .integer(2), "idempotency_key": .text("k"), "properties": .null]),
+        (
+            "users",
+            [
+                "id": .text("u"), "device": .null, "state": .text("anonymous"), "prompt_state": .text("anonymous"),
+                "created_at": .text("2026-01-01T00:00:00.000Z"), "last_seen_at": .text("2026-01-01T00:00:00.000Z"),
+                "linked_at": .null,
+            ]
+        ),
+        (
+            "events",
+            [
+                "id": .integer(1), "user_id": .text("u"), "action": .text("command_spoken"),
+                "at": .text("2026-01-01T00:00:00.000Z"), "count": .integer(2), "idempotency_key": .text("k"),
+                "properties": .null,
+            ]
+        ),
         ("counters", ["user_id": .text("u"), "action": .text("command_spoken"), "total": .integer(2)]),
-        ("records", ["owner_id": .text("u"), "collection": .text("commands"), "key": .text("k1"), "data": .text(#"{"a":1}"#), "created_at": .text("2026-01-01T00:00:00.000Z"), "updated_at": .text("2026-01-01T00:00:00.000Z")]),
-        ("meter_usage", ["id": .integer(1), "user_id": .text("u"), "meter": .text("api_minutes"), "amount": .real(1.5), "at": .text("2026-01-01T00:00:00.000Z"), "idempotency_key": .null]),
-        ("plans", ["id": .integer(1), "user_id": .text("u"), "plan": .text("premium"), "granted_at": .text("2026-01-01T00:00:00.000Z"), "trial_ends_at": .null, "ends_at": .null, "revoked_at": .null]),
-        ("upgrade_locks", ["user_id": .text("u"), "provider": .text("apple"), "started_at": .text("2026-01-01T00:00:00.000Z")]),
+        (
+            "records",
+            [
+                "owner_id": .text("u"), "collection": .text("commands"), "key": .text("k1"), "data": .text(#"{"a":1}"#),
+                "created_at": .text("2026-01-01T00:00:00.000Z"), "updated_at": .text("2026-01-01T00:00:00.000Z"),
+            ]
+        ),
+        (
+            "meter_usage",
+            [
+                "id": .integer(1), "user_id": .text("u"), "meter": .text("api_minutes"), "amount": .real(1.5),
+                "at": .text("2026-01-01T00:00:00.000Z"), "idempotency_key": .null,
+            ]
+        ),
+        (
+            "plans",
+            [
+                "id": .integer(1), "user_id": .text("u"), "plan": .text("premium"),
+                "granted_at": .text("2026-01-01T00:00:00.000Z"), "trial_ends_at": .null, "ends_at": .null,
+                "revoked_at": .null,
+            ]
+        ),
+        (
+            "upgrade_locks",
+            ["user_id": .text("u"), "provider": .text("apple"), "started_at": .text("2026-01-01T00:00:00.000Z")]
+        ),
     ]
 
     static let hostileValues: [CellValue] = [
-        .null, .text(""), .text("lots"), .real(1e300), .real(-0.5), .integer(-1), .integer(0), .integer(.max), .integer(.min),
+        .null, .text(""), .text("lots"), .real(1e300), .real(-0.5), .integer(-1), .integer(0), .integer(.max),
+        .integer(.min),
         .text("9999-12-31T00:00:00.000Z"), .text("2026-02-30T00:00:00.000Z"), .text("2026-01-01"), .text("[1,2]"),
         .text("{}"), .text("not json"), .text("victim"), .text("linked"), .text("u"), .text("\u{0}"), .real(0.1),
     ]
 
-    static func write(_ rows: [(String, [String: CellValue])], users: [String], guestOwner: String?, to path: String) throws {
+    static func write(
+        _ rows: [(String, [String: CellValue])], users: [String], guestOwner: String?, to path: String
+    ) throws {
         var header: [String: Any] = [
-            "format": "guestmode-backup", "format_version": 1, "tool_version": "fuzz", "profile": ["name": "voice", "version": 1],
+            "format": "guestmode-backup", "format_version": 1, "tool_version": "fuzz",
+            "profile": ["name": "voice", "version": 1],
             "users": users, "created": "2026-01-02T00:00:00.000Z",
         ]
         if let guestOwner { header["guest_owner"] = guestOwner }
-        var entries: [(String, [UInt8], String?, Int?)] = [("header.json", Array(try JSONSerialization.data(withJSONObject: header)), nil, nil)]
+        var entries: [(String, [UInt8], String?, Int?)] = [
+            ("header.json", Array(try JSONSerialization.data(withJSONObject: header)), nil, nil)
+        ]
         var order: [String] = []
         var grouped: [String: [UInt8]] = [:]
         var counts: [String: Int] = [:]
@@ -136,10 +183,15 @@ import Testing
             grouped[table, default: []] += line
             counts[table, default: 0] += 1
         }
-        for table in order { entries.append(("data/\(table)/000001.ndjson", grouped[table] ?? [], table, counts[table])) }
+        for table in order {
+            entries.append(("data/\(table)/000001.ndjson", grouped[table] ?? [], table, counts[table]))
+        }
         let manifest = BackupManifest(
             formatVersion: 1,
-            entries: entries.map { .init(name: $0.0, size: Int64($0.1.count), sha256: StreamingSHA256.hex(of: $0.1), table: $0.2, rows: $0.3) },
+            entries: entries.map {
+                .init(
+                    name: $0.0, size: Int64($0.1.count), sha256: StreamingSHA256.hex(of: $0.1), table: $0.2, rows: $0.3)
+            },
             tables: counts)
         try AtomicFile.write(path: path) { descriptor in
             try ArchiveWriter.write(to: descriptor, path: path, format: .tarGzip, level: nil) { writer in
@@ -165,7 +217,9 @@ import Testing
         #expect(try engine.counters(of: "u") == ["command_spoken": 2])
     }
 
-    @Test("300 row-level mutations with a recomputed manifest: one field set to a hostile value, a row repeated or moved to another owner")
+    @Test(
+        "300 row-level mutations with a recomputed manifest: one field set to a hostile value, a row repeated or moved to another owner"
+    )
     func rowMutations() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -11,7 +12,8 @@ private let archivesDirectory = URL(fileURLWithPath: #filePath)
 private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
 
 private func habitsEngine() throws -> GuestMode {
-    try GuestMode.inMemory(profileText: backupFixtureProfile(habits: try template("habits")), origin: "habits.yaml", now: now)
+    try GuestMode.inMemory(
+        profileText: backupFixtureProfile(habits: try template("habits")), origin: "habits.yaml", now: now)
 }
 
 private func temporaryDirectory() throws -> URL {
@@ -26,14 +28,18 @@ private func contents(_ engine: GuestMode) throws -> [String: [[String: CellValu
 }
 
 /// The rows of `table` whose `column` is `value`.
-private func rows(_ engine: GuestMode, _ table: String, where column: String, is value: String) throws
+private func rows(
+    _ engine: GuestMode, _ table: String, where column: String, is value: String
+) throws
     -> [[String: CellValue]]
 {
     try contents(engine)[table, default: []].filter { $0[column] == .text(value) }
 }
 
 @Suite struct BackupEngineTests {
-    @Test("v1 fixture archives still import, every format", arguments: ["v1-habits.gmbackup", "v1-habits.tar.gz", "v1-habits.zip"])
+    @Test(
+        "v1 fixture archives still import, every format",
+        arguments: ["v1-habits.gmbackup", "v1-habits.tar.gz", "v1-habits.zip"])
     func fixtures(name: String) throws {
         let path = archivesDirectory.appendingPathComponent(name).path
         let engine = try habitsEngine()
@@ -43,9 +49,13 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
         #expect(report.added == ["u1", "u2", ""])
         #expect(report.rows.values.reduce(0, +) == 19)
         #expect(try rows(engine, "identities", where: "subject", is: "sub-1").map { $0["user_id"] } == [.text("u1")])
-        #expect(try rows(engine, "events", where: "idempotency_key", is: "k1").map { $0["properties"] } == [.text(#"{"a":"b\n\"c"}"#)])
+        #expect(
+            try rows(engine, "events", where: "idempotency_key", is: "k1").map { $0["properties"] } == [
+                .text(#"{"a":"b\n\"c"}"#)
+            ])
         #expect(try rows(engine, "records", where: "key", is: "h0").map { $0["data"] } == [.text(#"{"name":"pre"}"#)])
-        #expect(try rows(engine, "meter_usage", where: "idempotency_key", is: "m1").map { $0["amount"] } == [.real(1.5)])
+        #expect(
+            try rows(engine, "meter_usage", where: "idempotency_key", is: "m1").map { $0["amount"] } == [.real(1.5)])
         let verification = try BackupArchive.verify(path: path, full: true)
         #expect(verification.ok, "\(verification.errors)")
     }
@@ -62,10 +72,12 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
         for format in ArchiveFormat.allCases {
             let path = directory.appendingPathComponent("all.\(format.fileExtension)").path
             let summary = try source.exportBackup(
-                .all, to: path, format: format, level: format.levels.lowerBound, now: now, toolVersion: "test", signingKey: key)
+                .all, to: path, format: format, level: format.levels.lowerBound, now: now, toolVersion: "test",
+                signingKey: key)
             #expect(summary.users == 2)
             let target = try habitsEngine()
-            let report = try target.importBackup(from: path, onConflict: .fail, dryRun: false, keys: BackupKeys(deployment: key))
+            let report = try target.importBackup(
+                from: path, onConflict: .fail, dryRun: false, keys: BackupKeys(deployment: key))
             #expect(report.signature == .thisDeployment && report.skippedTables.isEmpty)
             #expect(try contents(target) == contents(source), "\(format)")
         }
@@ -85,10 +97,14 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
         try BackupRowFixture.load(
             [
                 (BackupTable.all[0], other),
-                (try #require(BackupTable.named("identities")), [
-                    "provider": .text("apple"), "subject": .text("sub-1"), "user_id": .text("other"), "email": .null,
-                    "linked_at": .text("2026-01-01T00:00:00.000Z"),
-                ]),
+                (
+                    try #require(BackupTable.named("identities")),
+                    [
+                        "provider": .text("apple"), "subject": .text("sub-1"), "user_id": .text("other"),
+                        "email": .null,
+                        "linked_at": .text("2026-01-01T00:00:00.000Z"),
+                    ]
+                ),
             ],
             into: engine.store)
         let before = try contents(engine)
@@ -108,7 +124,8 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
         try BackupRowFixture.load([(BackupTable.all[0], u1)], into: engine.store)
         #expect {
             try engine.importBackup(
-                from: archivesDirectory.appendingPathComponent("v1-habits.zip").path, onConflict: .replace, dryRun: false)
+                from: archivesDirectory.appendingPathComponent("v1-habits.zip").path, onConflict: .replace,
+                dryRun: false)
         } throws: { error in
             (error as? GuestModeError)?.code == .differentUser
         }
@@ -119,40 +136,61 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         // A made-up format 0: the profile as two header fields and a record's document in "payload".
-        let header = #"{"format":"guestmode-backup","format_version":0,"tool_version":"0.0.1","profile_name":"habits","profile_version":1,"users":["old"],"created":"2025-01-01T00:00:00.000Z"}"#
-        let users = #"{"id":"old","created_at":"2025-01-01T00:00:00.000Z","last_seen_at":"2025-01-01T00:00:00.000Z"}"# + "\n"
-        let records = #"{"owner_id":"old","collection":"habits","key":"h1","payload":"{}","created_at":"2025-01-01T00:00:00.000Z","updated_at":"2025-01-01T00:00:00.000Z"}"# + "\n"
-        let entries = [("header.json", header, nil as String?, nil as Int?), ("data/users/000001.ndjson", users, "users", 1), ("data/records/000001.ndjson", records, "records", 1)]
+        let header =
+            #"{"format":"guestmode-backup","format_version":0,"tool_version":"0.0.1","profile_name":"habits","profile_version":1,"users":["old"],"created":"2025-01-01T00:00:00.000Z"}"#
+        let users =
+            #"{"id":"old","created_at":"2025-01-01T00:00:00.000Z","last_seen_at":"2025-01-01T00:00:00.000Z"}"# + "\n"
+        let records =
+            #"{"owner_id":"old","collection":"habits","key":"h1","payload":"{}","created_at":"2025-01-01T00:00:00.000Z","updated_at":"2025-01-01T00:00:00.000Z"}"#
+            + "\n"
+        let entries = [
+            ("header.json", header, nil as String?, nil as Int?), ("data/users/000001.ndjson", users, "users", 1),
+            ("data/records/000001.ndjson", records, "records", 1),
+        ]
         let manifest = BackupManifest(
             formatVersion: 0,
-            entries: entries.map { .init(name: $0.0, size: Int64($0.1.utf8.count), sha256: StreamingSHA256.hex(of: Array($0.1.utf8)), table: $0.2, rows: $0.3) },
+            entries: entries.map {
+                .init(
+                    name: $0.0, size: Int64($0.1.utf8.count), sha256: StreamingSHA256.hex(of: Array($0.1.utf8)),
+                    table: $0.2, rows: $0.3)
+            },
             tables: ["users": 1, "records": 1])
         let path = directory.appendingPathComponent("old.gmbackup").path
         try AtomicFile.write(path: path) { descriptor in
             try ArchiveWriter.write(to: descriptor, path: path, format: .tarZstd, level: nil) { writer in
                 for (name, text, _, _) in entries {
-                    try Array(text.utf8).withUnsafeBytes { try writer.addEntry(name: name, contents: $0, modified: now) }
+                    try Array(text.utf8).withUnsafeBytes {
+                        try writer.addEntry(name: name, contents: $0, modified: now)
+                    }
                 }
                 try Array(try BackupFormat.encoder().encode(manifest)).withUnsafeBytes {
                     try writer.addEntry(name: "manifest.json", contents: $0, modified: now)
                 }
             }
         }
-        let chain = ArchiveMigrationChain(current: 1, steps: [
-            ArchiveMigration(
-                from: 0,
-                upgradeHeader: { header in
-                    header["profile"] = ["name": header.removeValue(forKey: "profile_name") as Any, "version": header.removeValue(forKey: "profile_version") as Any]
-                },
-                upgradeRow: { table, row in
-                    if table == "records", let payload = row.removeValue(forKey: "payload") { row["data"] = payload }
-                }),
-        ])
+        let chain = ArchiveMigrationChain(
+            current: 1,
+            steps: [
+                ArchiveMigration(
+                    from: 0,
+                    upgradeHeader: { header in
+                        header["profile"] = [
+                            "name": header.removeValue(forKey: "profile_name") as Any,
+                            "version": header.removeValue(forKey: "profile_version") as Any,
+                        ]
+                    },
+                    upgradeRow: { table, row in
+                        if table == "records", let payload = row.removeValue(forKey: "payload") {
+                            row["data"] = payload
+                        }
+                    })
+            ])
         let engine = try habitsEngine()
         #expect { try engine.importBackup(from: path, onConflict: .fail, dryRun: false) } throws: { error in
             (error as? GuestModeError)?.code == .archiveTooOld
         }
-        let report = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, limits: .standard, chain: chain)
+        let report = try engine.importBackup(
+            from: path, onConflict: .fail, dryRun: false, limits: .standard, chain: chain)
         #expect(report.formatVersion == 0)
         #expect(try rows(engine, "records", where: "owner_id", is: "old").map { $0["data"] } == [.text("{}")])
 
@@ -163,9 +201,11 @@ private func rows(_ engine: GuestMode, _ table: String, where column: String, is
         }
     }
 
-    @Test("names that are not plain relative paths are refused", arguments: [
-        "/etc/passwd", "../x", "data/../x", "data//x", "./header.json", "data/x/", "", "data/\u{0}x", "dätä",
-    ])
+    @Test(
+        "names that are not plain relative paths are refused",
+        arguments: [
+            "/etc/passwd", "../x", "data/../x", "data//x", "./header.json", "data/x/", "", "data/\u{0}x", "dätä",
+        ])
     func refusedNames(name: String) {
         #expect(ArchiveReader.nameProblem(name) != nil)
     }

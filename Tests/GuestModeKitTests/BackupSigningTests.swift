@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -14,7 +15,8 @@ private func engine() throws -> GuestMode {
 }
 
 private func scratch() throws -> URL {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("guestmode-signing-\(UUID().uuidString)")
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "guestmode-signing-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     return directory
 }
@@ -30,9 +32,10 @@ private struct Reading: Equatable {
 
 private func reading(_ path: String, keys: BackupKeys) -> Reading? {
     var rows: [String] = []
-    guard let walk = try? ArchiveWalk.read(
-        path: path, depth: .full, limits: .standard, keys: keys,
-        onRow: { table, row, _ in rows.append("\(table.name) \(row.sorted { $0.key < $1.key })") })
+    guard
+        let walk = try? ArchiveWalk.read(
+            path: path, depth: .full, limits: .standard, keys: keys,
+            onRow: { table, row, _ in rows.append("\(table.name) \(row.sorted { $0.key < $1.key })") })
     else { return nil }
     return Reading(header: walk.header, manifest: walk.manifest, signature: walk.signature, rows: rows)
 }
@@ -50,7 +53,8 @@ private func reading(_ path: String, keys: BackupKeys) -> Reading? {
         let path = directory.appendingPathComponent("all.gmbackup").path
         _ = try source.exportBackup(.all, to: path, format: .tarZstd, now: clock, toolVersion: "test", signingKey: key)
 
-        let trusted = try engine().importBackup(from: path, onConflict: .fail, dryRun: true, keys: BackupKeys(deployment: key))
+        let trusted = try engine().importBackup(
+            from: path, onConflict: .fail, dryRun: true, keys: BackupKeys(deployment: key))
         #expect(trusted.signature == .thisDeployment && trusted.skippedTables.isEmpty)
         let other = try engine().importBackup(
             from: path, onConflict: .fail, dryRun: true, keys: BackupKeys(deployment: BackupKey.generate()))
@@ -66,7 +70,8 @@ private func reading(_ path: String, keys: BackupKeys) -> Reading? {
 
     /// Every position with `make sweep` (GUESTMODE_SWEEP_STRIDE=1, a few minutes); `make test` takes every
     /// 11th, a prime, so each run still reaches every region of the archive.
-    static let sweepStride = ProcessInfo.processInfo.environment["GUESTMODE_SWEEP_STRIDE"].flatMap(Int.init)
+    static let sweepStride =
+        ProcessInfo.processInfo.environment["GUESTMODE_SWEEP_STRIDE"].flatMap(Int.init)
         .map { max(1, $0) } ?? 11
 
     @Test("flipping any single byte of a small archive of each format, or of an encrypted one, is detected")
@@ -101,7 +106,8 @@ private func reading(_ path: String, keys: BackupKeys) -> Reading? {
                 let verified = try BackupArchive.verify(path: flippedPath, full: true, keys: keys)
                 if verified.ok {
                     // Only a byte no reader uses (a gzip header's mtime or OS byte) may flip unnoticed.
-                    #expect(reading(flippedPath, keys: keys) == intact, "\(name): flip at \(offset) changed what is read")
+                    #expect(
+                        reading(flippedPath, keys: keys) == intact, "\(name): flip at \(offset) changed what is read")
                     #expect(encryption == nil, "\(name): flip at \(offset) went unnoticed")
                     continue
                 }

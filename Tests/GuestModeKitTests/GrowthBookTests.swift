@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -9,7 +10,8 @@ private struct Cases {
     let document: [String: Any]
 
     init() throws {
-        let url = try #require(Bundle.module.url(forResource: "growthbook-cases", withExtension: "json", subdirectory: "Fixtures"))
+        let url = try #require(
+            Bundle.module.url(forResource: "growthbook-cases", withExtension: "json", subdirectory: "Fixtures"))
         document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
     }
 
@@ -43,7 +45,9 @@ private func ranges(_ value: Any) -> [Range<Double>] {
             #expect(computed.count == expected.count, "\(vector[0])")
             // The SDK's own tests compare ranges rounded to 6 places: sums like 0.2 + 0.3 are not exact.
             for (lhs, rhs) in zip(computed, expected) {
-                #expect(abs(lhs.lowerBound - rhs.lowerBound) < 1e-6 && abs(lhs.upperBound - rhs.upperBound) < 1e-6, "\(vector[0])")
+                #expect(
+                    abs(lhs.lowerBound - rhs.lowerBound) < 1e-6 && abs(lhs.upperBound - rhs.upperBound) < 1e-6,
+                    "\(vector[0])")
             }
         }
     }
@@ -54,7 +58,9 @@ private func ranges(_ value: Any) -> [Range<Double>] {
         for vector in cases {
             let bucket = (vector[1] as! NSNumber).doubleValue
             let expected = vector[3] as! Int
-            #expect(GrowthBookHash.chooseVariation(bucket, ranges: ranges(vector[2])) == (expected < 0 ? nil : expected), "\(vector[0])")
+            #expect(
+                GrowthBookHash.chooseVariation(bucket, ranges: ranges(vector[2])) == (expected < 0 ? nil : expected),
+                "\(vector[0])")
         }
     }
 
@@ -90,8 +96,9 @@ private func ranges(_ value: Any) -> [Range<Double>] {
         let now = Timestamp.parse("2026-11-01T00:00:00Z")!
         let engine = try GuestMode.inMemory(profileText: text, origin: "recipes.yaml", now: now)
         try engine.store.createUser(
-            User(id: "u", device: nil, state: .anonymous, promptState: "anonymous", createdAt: now, lastSeenAt: now,
-                 linkedAt: nil),
+            User(
+                id: "u", device: nil, state: .anonymous, promptState: "anonymous", createdAt: now, lastSeenAt: now,
+                linkedAt: nil),
             credentials: nil)
         let first = try #require(try engine.assignExperiments(for: "u", named: "auth_prompts", now: now).first)
         #expect(first.isNew)
@@ -102,7 +109,8 @@ private func ranges(_ value: Any) -> [Range<Double>] {
             return changed
         }
         let later = GuestMode(profile: reweighted, store: engine.store)
-        let again = try #require(try later.assignExperiments(for: "u", named: nil, now: now.addingTimeInterval(60)).first)
+        let again = try #require(
+            try later.assignExperiments(for: "u", named: nil, now: now.addingTimeInterval(60)).first)
         #expect(again.variant == first.variant)
         #expect(!again.isNew)
         #expect(again.assignedAt == first.assignedAt)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -18,29 +19,41 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         let engine = try engine("subscriptions")
         let guest = try engine.createGuest(device: nil, now: day(1))
         for index in 1...5 {
-            let result = try engine.putRecord(user: guest.id, collection: "subscriptions", key: "\(index)", json: "{}", now: day(1))
+            let result = try engine.putRecord(
+                user: guest.id, collection: "subscriptions", key: "\(index)", json: "{}", now: day(1))
             #expect(result.outcome == .allowed)
             #expect(result.limit.used == index)
         }
         let sixth = try engine.putRecord(user: guest.id, collection: "subscriptions", key: "6", json: "{}", now: day(1))
         #expect(sixth.outcome == .needsAccount)
         #expect(try engine.records(user: guest.id, collection: "subscriptions").count == 5)
-        #expect(try engine.putRecord(user: guest.id, collection: "subscriptions", key: "5", json: #"{"a":1}"#, now: day(1)).isReplacement)
-        #expect(try engine.putRecord(user: guest.id, collection: "settings", key: "x", json: #"{"v":1}"#, now: day(1)).outcome == .allowed)
+        #expect(
+            try engine.putRecord(user: guest.id, collection: "subscriptions", key: "5", json: #"{"a":1}"#, now: day(1))
+                .isReplacement)
+        #expect(
+            try engine.putRecord(user: guest.id, collection: "settings", key: "x", json: #"{"v":1}"#, now: day(1))
+                .outcome == .allowed)
 
         _ = try engine.link(user: guest.id, provider: "apple", subject: "a", email: nil, now: day(1))
-        #expect(try engine.putRecord(user: guest.id, collection: "subscriptions", key: "6", json: "{}", now: day(1)).outcome == .needsPremium)
+        #expect(
+            try engine.putRecord(user: guest.id, collection: "subscriptions", key: "6", json: "{}", now: day(1)).outcome
+                == .needsPremium)
         _ = try engine.grantPlan(user: guest.id, plan: "premium", trial: nil, until: day(10), now: day(2))
-        #expect(try engine.putRecord(user: guest.id, collection: "subscriptions", key: "6", json: "{}", now: day(2)).outcome == .allowed)
+        #expect(
+            try engine.putRecord(user: guest.id, collection: "subscriptions", key: "6", json: "{}", now: day(2)).outcome
+                == .allowed)
         // Once the plan ends the cap applies again to new keys, but nothing is taken away.
-        #expect(try engine.putRecord(user: guest.id, collection: "subscriptions", key: "7", json: "{}", now: day(11)).outcome == .needsPremium)
+        #expect(
+            try engine.putRecord(user: guest.id, collection: "subscriptions", key: "7", json: "{}", now: day(11))
+                .outcome == .needsPremium)
         #expect(try engine.records(user: guest.id, collection: "subscriptions").count == 6)
     }
 
     @Test func recordsAreStoredAsCanonicalJSON() throws {
         let engine = try engine("subscriptions")
         let guest = try engine.createGuest(device: nil, now: day(1))
-        _ = try engine.putRecord(user: guest.id, collection: "settings", key: "k", json: #"{ "b": 1, "a": [1, 2] }"#, now: day(1))
+        _ = try engine.putRecord(
+            user: guest.id, collection: "settings", key: "k", json: #"{ "b": 1, "a": [1, 2] }"#, now: day(1))
         #expect(try engine.record(user: guest.id, collection: "settings", key: "k").data == #"{"a":[1,2],"b":1}"#)
         #expect(throws: GuestModeError.self) {
             try engine.putRecord(user: guest.id, collection: "settings", key: "k", json: "{", now: day(1))
@@ -53,7 +66,9 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         let engine = try engine("voice")
         let guest = try engine.createGuest(device: nil, now: day(1))
         let crossed = try [40, 5, 1, 8, 2].map {
-            try engine.useMeter(user: guest.id, meter: "api_minutes", amount: MeterAmount(units: $0), key: nil, now: day(1)).warnings.map(\.percent)
+            try engine.useMeter(
+                user: guest.id, meter: "api_minutes", amount: MeterAmount(units: $0), key: nil, now: day(1)
+            ).warnings.map(\.percent)
         }
         #expect(crossed == [[], [75], [], [90], []])
         let refused = try engine.useMeter(user: guest.id, meter: "api_minutes", amount: 5, key: nil, now: day(1))
@@ -81,8 +96,11 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         let engine = try engine("recipes")
         let guest = try engine.createGuest(device: nil, now: day(1))
         _ = try engine.useMeter(user: guest.id, meter: "video_generations", amount: 3, key: nil, now: day(1, hour: 23))
-        #expect(try !engine.checkMeter(user: guest.id, meter: "video_generations", amount: 1, now: day(1, hour: 23)).isAllowed)
-        let nextDay = try engine.useMeter(user: guest.id, meter: "video_generations", amount: 2, key: nil, now: day(2, hour: 0))
+        #expect(
+            try !engine.checkMeter(user: guest.id, meter: "video_generations", amount: 1, now: day(1, hour: 23))
+                .isAllowed)
+        let nextDay = try engine.useMeter(
+            user: guest.id, meter: "video_generations", amount: 2, key: nil, now: day(2, hour: 0))
         #expect(nextDay.isRecorded)
         #expect(nextDay.warnings.map(\.percent) == [66], "warnings fire again in a new period")
     }
@@ -101,7 +119,8 @@ func day(_ number: Int, hour: Int = 12) -> Date {
     @Test func trialsExpireByTheClockAndRevocationEndsAPlan() throws {
         let engine = try engine("voice")
         let guest = try engine.createGuest(device: nil, now: day(1))
-        let granted = try engine.grantPlan(user: guest.id, plan: "premium", trial: TimeSpan(parsing: "7d"), until: nil, now: day(1))
+        let granted = try engine.grantPlan(
+            user: guest.id, plan: "premium", trial: TimeSpan(parsing: "7d"), until: nil, now: day(1))
         #expect(granted.state == .trial)
         #expect(try engine.tier(of: guest.id, now: day(7)) == .premium)
         #expect(try engine.plans(of: guest.id, now: day(9)).first?.state == .expired)
@@ -110,7 +129,9 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         #expect(try engine.plans(of: guest.id, now: day(9)).first?.state == .active)
         #expect(try engine.revokePlan(user: guest.id, plan: "premium", now: day(10)).state == .revoked)
         #expect(try engine.tier(of: guest.id, now: day(10)) == .guest)
-        #expect(throws: GuestModeError.self) { try engine.grantPlan(user: guest.id, plan: "gold", trial: nil, until: nil, now: day(10)) }
+        #expect(throws: GuestModeError.self) {
+            try engine.grantPlan(user: guest.id, plan: "gold", trial: nil, until: nil, now: day(10))
+        }
     }
 }
 
@@ -133,7 +154,8 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         #expect(after.identities.isEmpty)
         #expect(after.hasAnonymousCredentials)
         #expect(after.counters["account_upgrade_failed"] == 1)
-        let link = try engine.link(user: guest.id, provider: "apple", subject: "own", email: "a@example.com", now: day(3))
+        let link = try engine.link(
+            user: guest.id, provider: "apple", subject: "own", email: "a@example.com", now: day(3))
         #expect(link.removedAnonymousCredentials)
         #expect(try engine.user(guest.id).state == .linked)
     }
@@ -172,11 +194,11 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("events-\(UUID().uuidString).ndjson")
         defer { try? FileManager.default.removeItem(at: log) }
         try """
-            {"user":"\(guest.id)","action":"app_opened","id":"1"}
-            {"user":"\(guest.id)","action":"teleported"}
+        {"user":"\(guest.id)","action":"app_opened","id":"1"}
+        {"user":"\(guest.id)","action":"teleported"}
 
-            {"user":"\(guest.id)","action":"recipe_created","count":2,"props":{"source":"camera","n":3}}
-            """.write(to: log, atomically: true, encoding: .utf8)
+        {"user":"\(guest.id)","action":"recipe_created","count":2,"props":{"source":"camera","n":3}}
+        """.write(to: log, atomically: true, encoding: .utf8)
         let refused = try engine.ingest(log: log, creatingUsers: false, skippingInvalid: false, now: day(1))
         #expect(!refused.isApplied)
         #expect(refused.problems.map(\.line) == [2])

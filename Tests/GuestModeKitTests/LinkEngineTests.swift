@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -38,6 +39,7 @@ import Testing
         }
         #expect(try engine.details(of: guest.id, now: day(2)).counters["account_upgrade_failed"] == 1)
         // No lock is left behind: the next attempt is judged on its own.
-        #expect(try engine.link(user: guest.id, provider: "google", subject: "mine", email: nil, now: day(2)).isNewlyLinked)
+        #expect(
+            try engine.link(user: guest.id, provider: "google", subject: "mine", email: nil, now: day(2)).isNewlyLinked)
     }
 }

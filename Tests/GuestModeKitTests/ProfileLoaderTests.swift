@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -49,7 +50,9 @@ func template(_ name: String) throws -> String {
             let lines = error.diagnostics.map(\.line)
             #expect(lines == [2, 5, 8, 9, 13, 15])
             #expect(error.diagnostics.allSatisfy { $0.file == "demo.yaml" })
-            #expect(error.description.contains("demo.yaml:13: prompt 'hello' priority 'urgent' is not one of: low, medium, high, critical"))
+            #expect(
+                error.description.contains(
+                    "demo.yaml:13: prompt 'hello' priority 'urgent' is not one of: low, medium, high, critical"))
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -18,9 +19,15 @@ private func facts(
 }
 
 @Suite struct PromptPolicyTests {
-    let policy = try! ProfileLoader.parse(try! template("recipes"), file: "recipes.yaml").prompts
+    let policy: PromptPolicy
 
-    func decide(_ facts: PromptFacts, trigger: String? = nil, at now: Date, strategy: PromptStrategy? = nil)
+    init() throws {
+        policy = try ProfileLoader.parse(try template("recipes"), file: "recipes.yaml").prompts
+    }
+
+    func decide(
+        _ facts: PromptFacts, trigger: String? = nil, at now: Date, strategy: PromptStrategy? = nil
+    )
         -> PromptDecision
     {
         policy.decide(facts: facts, trigger: trigger, strategy: strategy ?? .plain(policy), now: now)
@@ -63,9 +70,11 @@ private func facts(
     @Test func neverAskSilencesEverythingForever() {
         let history = [PromptHistoryEntry(context: "first_recipe_success", outcome: .never, at: hours(1))]
         let everything = facts(
-            counters: ["recipe_created": 1, "video_generated": 1, "video_shared": 1, "app_opened": 50], history: history)
+            counters: ["recipe_created": 1, "video_generated": 1, "video_shared": 1, "app_opened": 50], history: history
+        )
         #expect(decide(everything, at: hours(24 * 365)) == .quiet(.neverAsk))
-        #expect(decide(facts(counters: ["recipe_created": 1], promptState: .neverAsk), at: hours(2)) == .quiet(.neverAsk))
+        #expect(
+            decide(facts(counters: ["recipe_created": 1], promptState: .neverAsk), at: hours(2)) == .quiet(.neverAsk))
         #expect(
             decide(everything, trigger: "daily_limit_reached", at: hours(24 * 365)) == .quiet(.neverAsk))
     }
@@ -139,10 +148,13 @@ private func facts(
         try GuestMode.inMemory(profileText: try template("recipes"), origin: "recipes.yaml", now: start)
     }
 
-    func insertUser(_ engine: GuestMode, _ id: String, variant: String = "control", counters: [String: Int] = [:]) throws {
+    func insertUser(
+        _ engine: GuestMode, _ id: String, variant: String = "control", counters: [String: Int] = [:]
+    ) throws {
         try engine.store.createUser(
-            User(id: id, device: nil, state: .anonymous, promptState: "anonymous", createdAt: start, lastSeenAt: start,
-                 linkedAt: nil),
+            User(
+                id: id, device: nil, state: .anonymous, promptState: "anonymous", createdAt: start, lastSeenAt: start,
+                linkedAt: nil),
             credentials: nil)
         _ = try engine.store.replaceAssignment(userID: id, experiment: "auth_prompts", variant: variant, at: start)
         for (action, total) in counters {
@@ -179,10 +191,12 @@ private func facts(
         #expect(throws: GuestModeError.notFound("no user 'ghost' in this store", code: .userNotFound)) {
             try engine.nextPrompt(for: "ghost", trigger: nil, now: hours(1))
         }
-        #expect(performing: { try engine.recordPrompt(.shown, context: "nope", for: "u1", now: hours(1)) },
-                throws: { ($0 as? GuestModeError)?.kind == .usage })
-        #expect(performing: { try engine.nextPrompt(for: "u1", trigger: "nope", now: hours(1)) },
-                throws: { ($0 as? GuestModeError)?.code == .unknownTrigger })
+        #expect(
+            performing: { try engine.recordPrompt(.shown, context: "nope", for: "u1", now: hours(1)) },
+            throws: { ($0 as? GuestModeError)?.kind == .usage })
+        #expect(
+            performing: { try engine.nextPrompt(for: "u1", trigger: "nope", now: hours(1)) },
+            throws: { ($0 as? GuestModeError)?.code == .unknownTrigger })
     }
 }
 
@@ -191,7 +205,8 @@ private func facts(
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         for text in [
-            "1970-01-01T00:00:00.000Z", "2000-02-29T23:59:59.999Z", "2026-11-22T09:30:00.123Z", "2100-03-01T00:00:00.001Z",
+            "1970-01-01T00:00:00.000Z", "2000-02-29T23:59:59.999Z", "2026-11-22T09:30:00.123Z",
+            "2100-03-01T00:00:00.001Z",
             "1969-12-31T23:59:59.500Z", "1600-01-01T12:00:00.000Z",
         ] {
             let date = try #require(Timestamp.parse(text), "\(text)")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -20,7 +21,8 @@ import Testing
         let start = Timestamp.parse("2026-11-01T00:00:00Z")!
         let engine = try GuestMode.inMemory(profileText: try template("recipes"), origin: "recipes.yaml", now: start)
         // Four linked users after 1, 2, 3 and 10 hours, one prompted guest, one guest from before the period.
-        func user(_ id: String, created: String, linkedAfter hours: Double? = nil) -> (BackupTable, [String: CellValue]) {
+        func user(_ id: String, created: String, linkedAfter hours: Double? = nil) -> (BackupTable, [String: CellValue])
+        {
             var row = BackupRowFixture.user(id)
             row["created_at"] = .text(created)
             row["last_seen_at"] = .text(created)
@@ -31,10 +33,14 @@ import Testing
             return (BackupTable.all[0], row)
         }
         func shown(_ id: Int64, to user: String) -> (BackupTable, [String: CellValue]) {
-            (BackupTable.named("prompt_outcomes") ?? BackupTable.all[0], [
-                "id": .integer(id), "user_id": .text(user), "context": .text("reengagement"), "outcome": .text("shown"),
-                "at": .text(Timestamp.format(start)),
-            ])
+            (
+                BackupTable.named("prompt_outcomes") ?? BackupTable.all[0],
+                [
+                    "id": .integer(id), "user_id": .text(user), "context": .text("reengagement"),
+                    "outcome": .text("shown"),
+                    "at": .text(Timestamp.format(start)),
+                ]
+            )
         }
         try BackupRowFixture.load(
             [1.0, 2, 3, 10].enumerated().map { user("linked-\($0)", created: Timestamp.format(start), linkedAfter: $1) }

@@ -50,7 +50,9 @@ public enum ArchiveFormat: String, CaseIterable, Codable, Sendable {
     static func sniffed(from prefix: [UInt8]) -> ArchiveFormat? {
         if prefix.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) { return .tarZstd }
         if prefix.starts(with: [0x1F, 0x8B]) { return .tarGzip }
-        if prefix.starts(with: [0x50, 0x4B, 0x03, 0x04]) || prefix.starts(with: [0x50, 0x4B, 0x05, 0x06]) { return .zip }
+        if prefix.starts(with: [0x50, 0x4B, 0x03, 0x04]) || prefix.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
+            return .zip
+        }
         return nil
     }
 }
@@ -106,18 +108,24 @@ final class ArchiveWriter {
             try writer.check(archive_write_set_format_pax_restricted(handle), "choosing the tar format")
             try writer.check(archive_write_add_filter_zstd(handle), "enabling zstd")
             if let level {
-                try writer.check(archive_write_set_filter_option(handle, "zstd", "compression-level", "\(level)"), "setting the zstd level")
+                try writer.check(
+                    archive_write_set_filter_option(handle, "zstd", "compression-level", "\(level)"),
+                    "setting the zstd level")
             }
         case .tarGzip:
             try writer.check(archive_write_set_format_pax_restricted(handle), "choosing the tar format")
             try writer.check(archive_write_add_filter_gzip(handle), "enabling gzip")
             if let level {
-                try writer.check(archive_write_set_filter_option(handle, "gzip", "compression-level", "\(level)"), "setting the gzip level")
+                try writer.check(
+                    archive_write_set_filter_option(handle, "gzip", "compression-level", "\(level)"),
+                    "setting the gzip level")
             }
         case .zip:
             try writer.check(archive_write_set_format_zip(handle), "choosing the zip format")
             if let level {
-                try writer.check(archive_write_set_format_option(handle, "zip", "compression-level", "\(level)"), "setting the zip level")
+                try writer.check(
+                    archive_write_set_format_option(handle, "zip", "compression-level", "\(level)"),
+                    "setting the zip level")
             }
         }
         // Without this the last block is padded to 10 KiB, which only wastes space in a compressed file.
@@ -165,10 +173,12 @@ final class ArchiveWriter {
         try bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let written = Foundation.write(descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+                let written = Foundation.write(
+                    descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
                 guard written > 0 else {
                     throw GuestModeError(
-                        .ioError, code: .archiveWriteFailed, "cannot write '\(path)': \(String(cString: strerror(errno)))")
+                        .ioError, code: .archiveWriteFailed,
+                        "cannot write '\(path)': \(String(cString: strerror(errno)))")
                 }
                 offset += written
             }
@@ -196,7 +206,8 @@ final class ArchiveWriter {
 
     private func check(_ status: Int32, _ step: String) throws {
         guard status < ARCHIVE_OK else { return }
-        throw GuestModeError(.ioError, code: .archiveWriteFailed, "cannot write '\(path)' (\(step)): \(lastError(handle))")
+        throw GuestModeError(
+            .ioError, code: .archiveWriteFailed, "cannot write '\(path)' (\(step)): \(lastError(handle))")
     }
 }
 
@@ -250,7 +261,8 @@ final class ArchiveReader {
         if format == .zip, try !zipEndsAtDirectory(path: path, descriptor: decrypted) {
             throw reader.refused("has data after the end of the zip archive")
         }
-        let opened = decrypted.map { archive_read_open_fd(handle, $0, 64 << 10) }
+        let opened =
+            decrypted.map { archive_read_open_fd(handle, $0, 64 << 10) }
             ?? archive_read_open_filename(handle, path, 64 << 10)
         if opened != ARCHIVE_OK {
             throw reader.damaged("cannot be opened as \(format.description)")
@@ -270,9 +282,13 @@ final class ArchiveReader {
         guard fstat(file, &status) == 0, status.st_size >= 22 else { return false }
         var tail = [UInt8](repeating: 0, count: 22)
         let count = tail.withUnsafeMutableBytes { pread(file, $0.baseAddress, 22, off_t(status.st_size - 22)) }
-        guard count == 22, tail.starts(with: [0x50, 0x4B, 0x05, 0x06]), tail[20] == 0, tail[21] == 0 else { return false }
+        guard count == 22, tail.starts(with: [0x50, 0x4B, 0x05, 0x06]), tail[20] == 0, tail[21] == 0 else {
+            return false
+        }
         // The central directory must end where this record starts (zip64 archives say 0xFFFFFFFF and are not checked).
-        func word(_ offset: Int) -> Int64 { tail[offset..<offset + 4].reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) } }
+        func word(_ offset: Int) -> Int64 {
+            tail[offset..<offset + 4].reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        }
         let directorySize = word(12)
         let directoryOffset = word(16)
         if directoryOffset == 0xFFFF_FFFF || directorySize == 0xFFFF_FFFF { return true }
@@ -288,7 +304,8 @@ final class ArchiveReader {
             throw GuestModeError.notFound("cannot read the archive '\(path)': \(reason)", code: .archiveNotFound)
         }
         guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw GuestModeError.badData("'\(path)' is not a regular file, so it is not a guestmode backup", code: .notAnArchive)
+            throw GuestModeError.badData(
+                "'\(path)' is not a regular file, so it is not a guestmode backup", code: .notAnArchive)
         }
         guard status.st_size > 0 else {
             throw GuestModeError.badData("'\(path)' is empty, so it is not a guestmode backup", code: .notAnArchive)
@@ -342,7 +359,9 @@ final class ArchiveReader {
         currentName = name
         if archive_entry_hardlink(entry) != nil { throw refused("has a hard link '\(name)'") }
         let type = archive_entry_filetype(entry)
-        guard type == FileType.regular else { throw refused("has \(FileType.describe(type)) '\(name)'; only regular files are allowed") }
+        guard type == FileType.regular else {
+            throw refused("has \(FileType.describe(type)) '\(name)'; only regular files are allowed")
+        }
         if let problem = Self.nameProblem(name) { throw refused("has an entry named '\(name)', which \(problem)") }
         guard names.insert(name).inserted else { throw refused("has two entries named '\(name)'") }
         guard names.count <= limits.maximumEntries else {
@@ -350,7 +369,9 @@ final class ArchiveReader {
         }
         // A declared size past the limit is refused early; a smaller one is not believed (see readData).
         if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > limits.maximumEntrySize {
-            throw refused("has an entry '\(name)' of \(archive_entry_size(entry)) bytes, more than the limit of \(limits.maximumEntrySize)")
+            throw refused(
+                "has an entry '\(name)' of \(archive_entry_size(entry)) bytes, more than the limit of \(limits.maximumEntrySize)"
+            )
         }
         return name
     }
@@ -367,7 +388,8 @@ final class ArchiveReader {
             size += Int64(count)
             expandedTotal += Int64(count)
             if size > limits.maximumEntrySize {
-                throw refused("has an entry '\(currentName)' that expands past the limit of \(limits.maximumEntrySize) bytes")
+                throw refused(
+                    "has an entry '\(currentName)' that expands past the limit of \(limits.maximumEntrySize) bytes")
             }
             if expandedTotal > limits.maximumTotalSize {
                 throw refused("expands past the total limit of \(limits.maximumTotalSize) bytes")
@@ -376,7 +398,8 @@ final class ArchiveReader {
                 let compressed = max(Int64(archive_filter_bytes(handle, -1)), 1)
                 if expandedTotal / compressed > limits.maximumRatio {
                     throw refused(
-                        "expands \(expandedTotal / compressed) times its compressed size, more than the limit of \(limits.maximumRatio) (a decompression bomb?)")
+                        "expands \(expandedTotal / compressed) times its compressed size, more than the limit of \(limits.maximumRatio) (a decompression bomb?)"
+                    )
                 }
             }
             try buffer.withUnsafeBytes { try consume(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
@@ -396,7 +419,9 @@ final class ArchiveReader {
         if name.hasPrefix("/") { return "is an absolute path" }
         if name.utf8.count > 255 { return "is longer than 255 bytes" }
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/".utf8)
-        if !name.utf8.allSatisfy(allowed.contains) { return "has characters outside A-Z, a-z, 0-9, '.', '_', '-' and '/'" }
+        if !name.utf8.allSatisfy(allowed.contains) {
+            return "has characters outside A-Z, a-z, 0-9, '.', '_', '-' and '/'"
+        }
         for component in name.split(separator: "/", omittingEmptySubsequences: false) {
             if component == ".." { return "climbs out of the archive with '..'" }
             if component.isEmpty || component == "." { return "is not normalised" }
@@ -405,7 +430,8 @@ final class ArchiveReader {
     }
 
     fileprivate func refused(_ problem: String) -> GuestModeError {
-        GuestModeError.badData("refusing the archive '\(path)': it \(problem); nothing was changed", code: .hostileArchive)
+        GuestModeError.badData(
+            "refusing the archive '\(path)': it \(problem); nothing was changed", code: .hostileArchive)
     }
 
     private func damaged(_ problem: String) -> GuestModeError {

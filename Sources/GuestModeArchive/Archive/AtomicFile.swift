@@ -9,7 +9,8 @@ enum AtomicFile {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+            .appendingPathComponent(".\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            .path
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw GuestModeError(
@@ -36,7 +37,9 @@ enum AtomicFile {
         let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directoryDescriptor >= 0 {
             defer { close(directoryDescriptor) }
-            guard fsync(directoryDescriptor) == 0 else { throw ioError("cannot flush the directory '\(directory)' to disk") }
+            guard fsync(directoryDescriptor) == 0 else {
+                throw ioError("cannot flush the directory '\(directory)' to disk")
+            }
         }
     }
 
@@ -57,7 +60,9 @@ enum AtomicFile {
             if pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH { continue }
             let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
             var status = stat()
-            guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_uid == getuid() else { continue }
+            guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_uid == getuid() else {
+                continue
+            }
             if unlink(path) == 0 { removed.append(path) }
         }
         return removed

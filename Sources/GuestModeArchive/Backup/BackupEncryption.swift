@@ -213,7 +213,8 @@ enum EncryptedArchive {
         guard descriptor >= 0 else {
             throw GuestModeError(
                 .ioError, code: .ioError,
-                "cannot create a temporary file in '\(directory)' to decrypt '\(path)': \(String(cString: strerror(errno)))")
+                "cannot create a temporary file in '\(directory)' to decrypt '\(path)': \(String(cString: strerror(errno)))"
+            )
         }
         template.withUnsafeBufferPointer { buffer in
             if let base = buffer.baseAddress { _ = unlink(base) }
@@ -240,11 +241,13 @@ enum EncryptedArchive {
                 try plaintext.withUnsafeBytes { buffer in
                     var offset = 0
                     while offset < buffer.count {
-                        let written = Foundation.write(descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+                        let written = Foundation.write(
+                            descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
                         guard written > 0 else {
                             throw GuestModeError(
                                 .ioError, code: .ioError,
-                                "cannot write the decrypted copy of '\(path)' in '\(directory)': \(String(cString: strerror(errno)))")
+                                "cannot write the decrypted copy of '\(path)' in '\(directory)': \(String(cString: strerror(errno)))"
+                            )
                         }
                         offset += written
                     }

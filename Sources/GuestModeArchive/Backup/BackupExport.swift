@@ -51,12 +51,16 @@ extension GuestMode {
             var manifest = BackupManifest(formatVersion: BackupFormat.currentVersion, entries: [], tables: [:])
             var written = 0
             try AtomicFile.write(path: path) { descriptor in
-                try ArchiveWriter.write(to: descriptor, path: path, format: format, level: level, encryption: encryption) { writer in
+                try ArchiveWriter.write(
+                    to: descriptor, path: path, format: format, level: level, encryption: encryption
+                ) { writer in
                     func add(_ name: String, _ bytes: [UInt8], table: String? = nil, rows: Int? = nil) throws {
                         try bytes.withUnsafeBytes { try writer.addEntry(name: name, contents: $0, modified: now) }
-                        manifest.entries.append(.init(
-                            name: name, size: Int64(bytes.count), sha256: StreamingSHA256.hex(of: bytes), table: table,
-                            rows: rows))
+                        manifest.entries.append(
+                            .init(
+                                name: name, size: Int64(bytes.count), sha256: StreamingSHA256.hex(of: bytes),
+                                table: table,
+                                rows: rows))
                     }
                     try add(BackupFormat.headerName, headerBytes)
                     for table in BackupTable.all {
@@ -77,7 +81,8 @@ extension GuestMode {
                         var keys: [[UInt8]] = []
                         try snapshot.forEachRow(in: table) { columns, values in
                             if keys.count != columns.count { keys = RowEncoder.encodedKeys(columns) }
-                            try RowEncoder.appendRow(values, keys: keys, columns: columns, table: table.name, to: &chunk)
+                            try RowEncoder.appendRow(
+                                values, keys: keys, columns: columns, table: table.name, to: &chunk)
                             chunkRows += 1
                             tableRows += 1
                             written += 1

@@ -55,7 +55,8 @@ extension GuestMode {
     }
 
     func importBackup(
-        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits, chain: ArchiveMigrationChain,
+        from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits,
+        chain: ArchiveMigrationChain,
         keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil,
         now: Date = Date()
     ) throws -> BackupImportReport {
@@ -68,7 +69,8 @@ extension GuestMode {
         }
         let trusted = trustUnsigned || expected == .thisDeployment
         return try store.importBackupRows(dryRun: dryRun) { rows in
-            var session = ImportSession(path: path, profile: profile, policy: onConflict, rows: rows, trusted: trusted, now: now)
+            var session = ImportSession(
+                path: path, profile: profile, policy: onConflict, rows: rows, trusted: trusted, now: now)
             let walk = try ArchiveWalk.read(
                 path: path, depth: .full, limits: limits, chain: chain, keys: keys,
                 onHeader: { try session.begin($0) },
@@ -175,7 +177,7 @@ private struct ImportSession {
 
     mutating func insert(_ archived: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
         guard let owner = archived[table.ownerColumn]?.text,
-              owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
+            owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
         else {
             throw GuestModeError.badData(
                 "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed",
@@ -185,7 +187,8 @@ private struct ImportSession {
         if table.name == "users" {
             guard usersSeen.insert(owner).inserted else {
                 throw GuestModeError.badData(
-                    "the archive '\(path)' has user '\(owner)' twice (\(location.description)); nothing was changed", code: .badRow)
+                    "the archive '\(path)' has user '\(owner)' twice (\(location.description)); nothing was changed",
+                    code: .badRow)
             }
             if let created = existingCreation[owner], row["created_at"]?.text != created {
                 throw GuestModeError.conflict(

@@ -52,7 +52,8 @@ public struct BackupKey: Sendable, Equatable {
         }
         guard bytes.count == byteCount else {
             throw GuestModeError.badData(
-                "\(source) is not a guestmode backup key: it must hold \(byteCount * 2) hex digits", code: .badBackupKey)
+                "\(source) is not a guestmode backup key: it must hold \(byteCount * 2) hex digits", code: .badBackupKey
+            )
         }
         return BackupKey(bytes: bytes)
     }
@@ -64,7 +65,8 @@ public struct BackupKey: Sendable, Equatable {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw GuestModeError(.ioError, code: .ioError, "cannot read the backup key file '\(path)': \(error.localizedDescription)")
+            throw GuestModeError(
+                .ioError, code: .ioError, "cannot read the backup key file '\(path)': \(error.localizedDescription)")
         }
         return try parse(data, source: "the backup key file '\(path)'")
     }

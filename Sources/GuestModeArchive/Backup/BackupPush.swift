@@ -41,7 +41,10 @@ extension GuestMode {
         to directory: String, maxAttempts: Int, retryNow: Bool, now: Date, toolVersion: String,
         signingKey: BackupKey? = nil, encryption: BackupEncryption? = nil
     ) throws -> BackupPushReport {
-        guard maxAttempts >= 1 else { throw GuestModeError.usage("the maximum number of attempts must be at least 1, not \(maxAttempts)", code: .invalidAttempts) }
+        guard maxAttempts >= 1 else {
+            throw GuestModeError.usage(
+                "the maximum number of attempts must be at least 1, not \(maxAttempts)", code: .invalidAttempts)
+        }
         let retry = OutboxRetryPolicy(maxAttempts: maxAttempts)
         let format = ArchiveFormat(rawValue: profile.backup.format) ?? .tarZstd
         var report = BackupPushReport(destination: directory)
@@ -73,9 +76,12 @@ extension GuestMode {
             } catch let error as GuestModeError where [.cannotCreate, .ioError, .tryAgainLater].contains(error.kind) {
                 let attempts = entry.attempts + 1
                 let next = retry.nextAttempt(afterAttempts: attempts, failedAt: now)
-                try store.recordPushFailure(userID: entry.userId, attempts: attempts, error: error.message, nextAttemptAt: next)
+                try store.recordPushFailure(
+                    userID: entry.userId, attempts: attempts, error: error.message, nextAttemptAt: next)
                 report.failed.append(
-                    .init(user: entry.userId, error: error.message, attempts: attempts, nextAttemptAt: Timestamp.format(next)))
+                    .init(
+                        user: entry.userId, error: error.message, attempts: attempts,
+                        nextAttemptAt: Timestamp.format(next)))
                 continue
             }
             let outcome = try store.recordPushSuccess(userID: entry.userId, queuedAt: entry.queuedAt)
@@ -95,7 +101,11 @@ extension GuestMode {
         let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-".utf8)
         var name = ""
         for byte in userID.utf8 {
-            if safe.contains(byte) { name.unicodeScalars.append(UnicodeScalar(byte)) } else { name += String(format: "%%%02X", byte) }
+            if safe.contains(byte) {
+                name.unicodeScalars.append(UnicodeScalar(byte))
+            } else {
+                name += String(format: "%%%02X", byte)
+            }
         }
         return name.isEmpty ? "%" : name
     }

@@ -47,7 +47,8 @@ struct ArchiveWalk {
     ) throws -> ArchiveWalk {
         try ArchiveReader.read(path: path, limits: limits, keys: keys) { reader in
             guard let first = try reader.nextEntry() else {
-                throw GuestModeError.badData("the archive '\(path)' has no entries; it is not a guestmode backup", code: .notABackup)
+                throw GuestModeError.badData(
+                    "the archive '\(path)' has no entries; it is not a guestmode backup", code: .notABackup)
             }
             guard first == BackupFormat.headerName else {
                 throw GuestModeError.badData(
@@ -55,7 +56,9 @@ struct ArchiveWalk {
                     code: .notABackup)
             }
             let headerBytes = try reader.readAll()
-            var observed = [first: Observed(size: Int64(headerBytes.count), sha256: StreamingSHA256.hex(of: headerBytes), rows: nil)]
+            var observed = [
+                first: Observed(size: Int64(headerBytes.count), sha256: StreamingSHA256.hex(of: headerBytes), rows: nil)
+            ]
             var order = [first]
             let (header, writtenVersion, migrations) = try decodeHeader(headerBytes, path: path, chain: chain)
             try onHeader(header)
@@ -110,7 +113,8 @@ struct ArchiveWalk {
             }
             return ArchiveWalk(
                 header: header, writtenVersion: writtenVersion, manifest: manifest, observed: observed, order: order,
-                headerBytes: headerBytes, manifestBytes: manifestBytes, signature: signature, encrypted: reader.encrypted)
+                headerBytes: headerBytes, manifestBytes: manifestBytes, signature: signature,
+                encrypted: reader.encrypted)
         }
     }
 
@@ -133,7 +137,7 @@ struct ArchiveWalk {
         }
         guard let key, signature.keyId == key.id else { return .anotherDeployment }
         guard let mac = Self.bytes(ofHex: signature.mac),
-              key.isValidSignature(mac, header: headerBytes, manifest: manifestBytes)
+            key.isValidSignature(mac, header: headerBytes, manifest: manifestBytes)
         else {
             throw GuestModeError.badData(
                 "the archive '\(path)' claims this deployment's signature but signature.json does not match its header and manifest; it is damaged or was altered, and nothing was changed",
@@ -147,7 +151,9 @@ struct ArchiveWalk {
         guard digits.count == 64 else { return nil }
         var bytes: [UInt8] = []
         for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
+            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else {
+                return nil
+            }
             bytes.append(byte)
         }
         return bytes
@@ -166,11 +172,13 @@ struct ArchiveWalk {
     var problems: [String] {
         var problems: [String] = []
         if manifest.formatVersion != writtenVersion {
-            problems.append("manifest.json says format version \(manifest.formatVersion) but header.json says \(writtenVersion)")
+            problems.append(
+                "manifest.json says format version \(manifest.formatVersion) but header.json says \(writtenVersion)")
         }
         let listed = Dictionary(manifest.entries.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         if listed.count != manifest.entries.count { problems.append("manifest.json lists an entry twice") }
-        for name in order where name != BackupFormat.manifestName && name != BackupFormat.signatureName && listed[name] == nil {
+        for name in order
+        where name != BackupFormat.manifestName && name != BackupFormat.signatureName && listed[name] == nil {
             problems.append("\(name) is not listed in manifest.json")
         }
         var rowsPerTable: [String: Int] = [:]
@@ -191,7 +199,8 @@ struct ArchiveWalk {
             if let table = entry.table { rowsPerTable[table, default: 0] += entry.rows ?? 0 }
         }
         for (table, count) in manifest.tables where (rowsPerTable[table] ?? 0) != count {
-            problems.append("manifest.json counts \(count) rows in \(table) but its entries hold \(rowsPerTable[table] ?? 0)")
+            problems.append(
+                "manifest.json counts \(count) rows in \(table) but its entries hold \(rowsPerTable[table] ?? 0)")
         }
         return problems
     }
@@ -210,8 +219,8 @@ struct ArchiveWalk {
         _ bytes: [UInt8], path: String, chain: ArchiveMigrationChain
     ) throws -> (BackupHeader, Int, [ArchiveMigration]) {
         guard var object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
-              object["format"] as? String == BackupFormat.formatName,
-              let version = object["format_version"] as? Int
+            object["format"] as? String == BackupFormat.formatName,
+            let version = object["format_version"] as? Int
         else {
             throw GuestModeError.badData(
                 "the archive '\(path)' has a header.json that is not a guestmode backup header", code: .notABackup)
@@ -362,11 +371,14 @@ public enum BackupArchive {
         return try walk.signatureStatus(key: keys.deployment, path: path)
     }
 
-    public static func inspect(path: String, limits: ArchiveLimits = .standard, keys: BackupKeys = .none) throws -> Inspection {
+    public static func inspect(
+        path: String, limits: ArchiveLimits = .standard, keys: BackupKeys = .none
+    ) throws -> Inspection {
         let walk = try ArchiveWalk.read(path: path, depth: .structure, limits: limits, keys: keys)
         return Inspection(
             archive: path, header: walk.header, manifest: walk.manifest,
-            signature: try walk.signatureStatus(key: keys.deployment, path: path), signatureKeyId: walk.signature?.keyId,
+            signature: try walk.signatureStatus(key: keys.deployment, path: path),
+            signatureKeyId: walk.signature?.keyId,
             encrypted: walk.encrypted)
     }
 }

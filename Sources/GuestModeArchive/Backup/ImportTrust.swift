@@ -21,7 +21,8 @@ enum ImportTrust {
             }
             guard listed.insert(user).inserted else {
                 throw GuestModeError.badData(
-                    "the archive '\(path)' lists user '\(user)' twice in header.json; nothing was changed", code: .badHeader)
+                    "the archive '\(path)' lists user '\(user)' twice in header.json; nothing was changed",
+                    code: .badHeader)
             }
         }
         // A guest owner that is also a user id in the store would let `replace` delete that user's rows.

@@ -88,7 +88,8 @@ public struct BackupRowValidator {
         for (user, entry) in userStates.sorted(by: { $0.key < $1.key }) {
             switch entry.state {
             case .linked where !usersWithIdentity.contains(user):
-                throw inconsistent(at: entry.location, "user '\(user)' is linked but the archive has no identity for them")
+                throw inconsistent(
+                    at: entry.location, "user '\(user)' is linked but the archive has no identity for them")
             case .anonymous where usersWithIdentity.contains(user):
                 throw inconsistent(
                     at: entry.location, "user '\(user)' is anonymous but the archive has an identity for them")
@@ -100,14 +101,16 @@ public struct BackupRowValidator {
             guard counter.total == counted else {
                 throw inconsistent(
                     at: counter.location,
-                    "the counter of '\(key.name)' for user '\(key.user)' is \(counter.total) but the archive's events of that action count \(counted)")
+                    "the counter of '\(key.name)' for user '\(key.user)' is \(counter.total) but the archive's events of that action count \(counted)"
+                )
             }
         }
         for (key, events) in eventTotals.sorted(by: { $0.value.location < $1.value.location })
         where counters[key] == nil {
             throw inconsistent(
                 at: events.location,
-                "user '\(key.user)' has events of '\(key.name)' (\(events.total) in all) but the archive has no counter for them")
+                "user '\(key.user)' has events of '\(key.name)' (\(events.total) in all) but the archive has no counter for them"
+            )
         }
     }
 
@@ -127,7 +130,8 @@ public struct BackupRowValidator {
             // Columns the store defaults may be left out, as an older format did.
             let state = cells.row["state"] == nil ? .anonymous : UserState(rawValue: try cells.text("state"))
             guard let state else {
-                throw cells.invalid("users.state must be one of \(UserState.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw cells.invalid(
+                    "users.state must be one of \(UserState.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             let promptState = cells.row["prompt_state"] == nil ? "anonymous" : try cells.text("prompt_state")
             guard PromptState(rawValue: promptState) != nil else {
@@ -175,7 +179,9 @@ public struct BackupRowValidator {
             let key = Key(user: user, name: action)
             let previous = eventTotals[key] ?? (0, cells.location)
             let (sum, overflow) = previous.total.addingReportingOverflow(count)
-            if overflow { throw cells.invalid("the counts of '\(action)' events of user '\(user)' add up past the largest count") }
+            if overflow {
+                throw cells.invalid("the counts of '\(action)' events of user '\(user)' add up past the largest count")
+            }
             eventTotals[key] = (sum, previous.location)
         case "counters":
             let user = try cells.name("user_id")
@@ -203,7 +209,8 @@ public struct BackupRowValidator {
             try cells.number("percent", in: 0...100)
             guard MeterLevel(rawValue: try cells.text("level")) != nil else {
                 throw cells.invalid(
-                    "meter_warnings.level must be one of \(MeterLevel.allCases.map(\.rawValue).joined(separator: ", "))")
+                    "meter_warnings.level must be one of \(MeterLevel.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             try cells.past("fired_at")
         case "plans":
@@ -218,7 +225,8 @@ public struct BackupRowValidator {
             try cells.declared("context", in: profile.prompts.rules.map(\.context), what: "prompt context")
             guard PromptOutcome(rawValue: try cells.text("outcome")) != nil else {
                 throw cells.invalid(
-                    "prompt_outcomes.outcome must be one of \(PromptOutcome.allCases.map(\.rawValue).joined(separator: ", "))")
+                    "prompt_outcomes.outcome must be one of \(PromptOutcome.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             try cells.past("at")
         case "experiment_assignments":
@@ -238,7 +246,9 @@ public struct BackupRowValidator {
             try cells.name("flag")
             try cells.past("set_at")
         case "conflict_archive":
-            if cells.row["journal_id"] != nil, cells.row["journal_id"] != .null { try cells.integer("journal_id", atLeast: 1) }
+            if cells.row["journal_id"] != nil, cells.row["journal_id"] != .null {
+                try cells.integer("journal_id", atLeast: 1)
+            }
             try cells.name("owner_id")
             try cells.name("collection")
             try cells.name("key")
@@ -256,7 +266,8 @@ public struct BackupRowValidator {
         guard profile.allowsFreeFormActions || profile.actions.contains(action) || Self.systemActions.contains(action)
         else {
             throw cells.invalid(
-                "\(cells.table).action '\(action)' is not an action of profile '\(profile.name)' (\(profile.actions.joined(separator: ", ")))")
+                "\(cells.table).action '\(action)' is not an action of profile '\(profile.name)' (\(profile.actions.joined(separator: ", ")))"
+            )
         }
         return action
     }
@@ -341,7 +352,9 @@ public struct BackupRowValidator {
             guard case .integer(let value)? = row[column] else {
                 throw invalid("\(table).\(column) must be a whole number, not \(describe(row[column]))")
             }
-            guard value >= minimum else { throw invalid("\(table).\(column) must be at least \(minimum), not \(value)") }
+            guard value >= minimum else {
+                throw invalid("\(table).\(column) must be at least \(minimum), not \(value)")
+            }
             return value
         }
 
@@ -353,7 +366,8 @@ public struct BackupRowValidator {
             default: throw invalid("\(table).\(column) must be a number, not \(describe(row[column]))")
             }
             guard value.isFinite, range.contains(value) else {
-                throw invalid("\(table).\(column) must be between \(range.lowerBound) and \(range.upperBound), not \(value)")
+                throw invalid(
+                    "\(table).\(column) must be between \(range.lowerBound) and \(range.upperBound), not \(value)")
             }
         }
 
@@ -384,7 +398,8 @@ public struct BackupRowValidator {
             let date = try time(column)
             guard date.timeIntervalSince(context.now) <= BackupRowValidator.skew else {
                 throw invalid(
-                    "\(table).\(column) is \(Timestamp.format(date)), after the current time \(Timestamp.format(context.now))")
+                    "\(table).\(column) is \(Timestamp.format(date)), after the current time \(Timestamp.format(context.now))"
+                )
             }
             return date
         }

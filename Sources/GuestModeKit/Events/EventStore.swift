@@ -20,7 +20,9 @@ public protocol EventStore: Sendable {
     /// updated once per user and action, not once per event, so batches of
     /// thousands stay fast. Any failure (a reused key, a missing user)
     /// rolls the whole batch back.
-    func applyEvents(_ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date) throws
+    func applyEvents(
+        _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date
+    ) throws
         -> EventBatchResult
 
     /// The user's counters by action. Throws when the user does not exist.

@@ -104,7 +104,8 @@ extension GuestMode {
         if event.user.isEmpty { return "the user is empty" }
         if event.action.isEmpty { return "the action is empty" }
         if !profile.allowsFreeFormActions && !profile.actions.contains(event.action) {
-            return "unknown action '\(event.action)'; this profile's actions are: \(profile.actions.joined(separator: ", "))"
+            return
+                "unknown action '\(event.action)'; this profile's actions are: \(profile.actions.joined(separator: ", "))"
         }
         if event.count < 1 { return "count must be at least 1, not \(event.count)" }
         if let key = event.idempotencyKey, key.isEmpty { return "the idempotency key is empty" }
@@ -163,7 +164,8 @@ extension GuestMode {
             batch.removeAll(keepingCapacity: true)
         }
         try EventLog.forEachLine(in: log) { number, line in
-            guard !invalidLines.contains(number), case .success(let event?) = EventLog.decode(line, defaultTime: now) else {
+            guard !invalidLines.contains(number), case .success(let event?) = EventLog.decode(line, defaultTime: now)
+            else {
                 return
             }
             batch.append(event)
@@ -206,7 +208,8 @@ public enum EventLog {
             do {
                 chunk = try handle.read(upToCount: 1 << 20) ?? Data()
             } catch {
-                throw GuestModeError(.ioError, code: .ioError, "cannot read the event log '\(url.path)': \(error.localizedDescription)")
+                throw GuestModeError(
+                    .ioError, code: .ioError, "cannot read the event log '\(url.path)': \(error.localizedDescription)")
             }
             if chunk.isEmpty { break }
             try chunk.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
@@ -217,7 +220,9 @@ public enum EventLog {
                     number += 1
                     if pending.isEmpty {
                         guard newline - start <= maximumLineLength else { number -= 1; throw tooLong() }
-                        try body(number, Substring(decoding: UnsafeBufferPointer(rebasing: bytes[start..<newline]), as: UTF8.self))
+                        try body(
+                            number,
+                            Substring(decoding: UnsafeBufferPointer(rebasing: bytes[start..<newline]), as: UTF8.self))
                     } else {
                         guard pending.count + newline - start <= maximumLineLength else { number -= 1; throw tooLong() }
                         pending.append(contentsOf: bytes[start..<newline])

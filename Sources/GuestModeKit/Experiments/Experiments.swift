@@ -65,7 +65,8 @@ extension Experiment {
 
     /// The variant a user falls into by hash alone, or nil outside coverage.
     public func variant(for userID: String) -> Variant? {
-        let ranges = GrowthBookHash.bucketRanges(count: variants.count, coverage: coverage, weights: variants.map(\.weight))
+        let ranges = GrowthBookHash.bucketRanges(
+            count: variants.count, coverage: coverage, weights: variants.map(\.weight))
         return GrowthBookHash.chooseVariation(bucket(for: userID), ranges: ranges).map { variants[$0] }
     }
 }
@@ -132,7 +133,9 @@ public protocol ExperimentStore: Sendable {
 extension GuestMode {
     /// Assigns a user to one named experiment, or to every experiment of the
     /// profile when `experimentName` is nil.
-    public func assignExperiments(for userID: String, named experimentName: String?, now: Date) throws
+    public func assignExperiments(
+        for userID: String, named experimentName: String?, now: Date
+    ) throws
         -> [ExperimentAssignment]
     {
         let experiments: [Experiment]
@@ -147,7 +150,9 @@ extension GuestMode {
 
     /// Puts a user in a chosen variant, replacing their assignment: for QA
     /// and for test users that must see one strategy. Sticky like any other.
-    public func forceVariant(_ variantName: String, of experimentName: String, for userID: String, now: Date) throws
+    public func forceVariant(
+        _ variantName: String, of experimentName: String, for userID: String, now: Date
+    ) throws
         -> ExperimentAssignment
     {
         let experiment = try requireExperiment(experimentName)
@@ -157,7 +162,8 @@ extension GuestMode {
                 code: .unknownVariant)
         }
         guard try store.userExists(userID) else { throw GuestMode.missingUser(userID) }
-        let stored = try store.replaceAssignment(userID: userID, experiment: experimentName, variant: variantName, at: now)
+        let stored = try store.replaceAssignment(
+            userID: userID, experiment: experimentName, variant: variantName, at: now)
         return ExperimentAssignment(
             experiment: experimentName, variant: stored.variant, bucket: experiment.bucket(for: userID),
             assignedAt: stored.assignedAt, isNew: stored.isNew)

@@ -8,7 +8,8 @@ public struct LinkResult: Codable, Sendable, Equatable {
     public var isNewlyLinked: Bool
     public var removedAnonymousCredentials: Bool
 
-    public init(user: String, provider: String, subject: String, isNewlyLinked: Bool, removedAnonymousCredentials: Bool) {
+    public init(user: String, provider: String, subject: String, isNewlyLinked: Bool, removedAnonymousCredentials: Bool)
+    {
         self.user = user
         self.provider = provider
         self.subject = subject
@@ -51,14 +52,17 @@ extension GuestMode {
                 "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))",
                 code: .unknownProvider)
         }
-        guard !subject.isEmpty else { throw GuestModeError.usage("the identity's subject must not be empty", code: .emptySubject) }
+        guard !subject.isEmpty else {
+            throw GuestModeError.usage("the identity's subject must not be empty", code: .emptySubject)
+        }
         let request = LinkRequest(user: userID, provider: provider, subject: subject, email: email)
 
         let beginning = try store.beginLink(
             request, staleLocksBefore: now.addingTimeInterval(-GuestMode.upgradeLockLifetime), now: now)
         if beginning == .alreadyLinked {
             return LinkResult(
-                user: userID, provider: provider, subject: subject, isNewlyLinked: false, removedAnonymousCredentials: false)
+                user: userID, provider: provider, subject: subject, isNewlyLinked: false,
+                removedAnonymousCredentials: false)
         }
         try checkpoint(.afterLock)
 

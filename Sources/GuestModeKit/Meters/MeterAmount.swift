@@ -140,16 +140,20 @@ extension MeterAmount {
         }
         if let fractionText, fractionText.count > fractionDigits {
             throw ParseFailure(
-                description: "'\(text)' has more than \(fractionDigits) digits after the decimal point; amounts are exact to a millionth")
+                description:
+                    "'\(text)' has more than \(fractionDigits) digits after the decimal point; amounts are exact to a millionth"
+            )
         }
         let significant = wholeText.drop { $0 == "0" }
         let largestWhole = largestRequest.millionths / scale
-        guard significant.count <= String(largestWhole).count, let whole = Int64(significant.isEmpty ? "0" : significant),
+        guard significant.count <= String(largestWhole).count,
+            let whole = Int64(significant.isEmpty ? "0" : significant),
             whole <= largestWhole
         else {
             throw ParseFailure(description: "'\(text)' is too large; an amount is at most \(largestRequest)")
         }
-        let padded = (fractionText.map(String.init) ?? "").padding(toLength: fractionDigits, withPad: "0", startingAt: 0)
+        let padded = (fractionText.map(String.init) ?? "").padding(
+            toLength: fractionDigits, withPad: "0", startingAt: 0)
         let fraction = Int64(padded) ?? 0
         return MeterAmount(millionths: whole * scale + fraction)
     }

@@ -12,7 +12,9 @@ public protocol MeterStore: Sendable {
     /// The gate before a paid call: the status now and whether `amount` fits
     /// (`MeterStatus.admits`); nil asks whether anything remains. Records
     /// nothing. Throws when the user does not exist.
-    func checkMeter(of userID: String, meter: Meter, amount: MeterAmount?, profile: Profile, now: Date) throws
+    func checkMeter(
+        of userID: String, meter: Meter, amount: MeterAmount?, profile: Profile, now: Date
+    ) throws
         -> MeterDecision
 
     /// Records a use of `meter` in one transaction, in this order:

@@ -87,7 +87,8 @@ extension MeterAmount {
 extension GuestMode {
     /// The gate to call before a paid call: allowed when `amount` fits in
     /// what remains (with no amount, when anything remains). Records nothing.
-    public func checkMeter(user userID: String, meter: String, amount: MeterAmount?, now: Date) throws -> MeterDecision {
+    public func checkMeter(user userID: String, meter: String, amount: MeterAmount?, now: Date) throws -> MeterDecision
+    {
         let definition = try requireMeter(meter)
         if let amount { try requireValid(amount) }
         return try store.checkMeter(of: userID, meter: definition, amount: amount, profile: profile, now: now)
@@ -95,7 +96,9 @@ extension GuestMode {
 
     /// Records usage if it fits; a use that would go past the allowance is
     /// refused whole and records nothing. A repeated key records nothing.
-    public func useMeter(user userID: String, meter: String, amount: MeterAmount, key: String?, now: Date) throws
+    public func useMeter(
+        user userID: String, meter: String, amount: MeterAmount, key: String?, now: Date
+    ) throws
         -> MeterUseResult
     {
         let definition = try requireMeter(meter)

@@ -60,7 +60,9 @@ extension GuestMode {
     /// Folds a guest into an account in one transaction, for when linking
     /// failed because the identity already has an account. The guest is
     /// removed only once everything is in the account.
-    public func merge(guest: String, into account: String, policy: MergePolicy, dryRun: Bool, now: Date) throws -> MergeReport {
+    public func merge(
+        guest: String, into account: String, policy: MergePolicy, dryRun: Bool, now: Date
+    ) throws -> MergeReport {
         try store.mergeGuest(guest, into: account, policy: policy, dryRun: dryRun, profile: profile, now: now)
     }
 

@@ -110,7 +110,8 @@ extension GuestMode {
         let steps = migrationSteps
         let previews = try store.previewTransfer(of: guest, into: account, steps: transferSteps, profile: profile)
         let planned = zip(steps, previews).enumerated().map { index, pair in
-            MigrationPlan.Step(position: index + 1, name: pair.0.name, collections: pair.0.collections, rows: pair.1.rows)
+            MigrationPlan.Step(
+                position: index + 1, name: pair.0.name, collections: pair.0.collections, rows: pair.1.rows)
         }
         return MigrationPlan(source: guest, target: account, steps: planned, conflicts: previews.flatMap(\.conflicts))
     }
@@ -172,12 +173,14 @@ extension GuestMode {
                     checkpoint(.stepDone(position: done.step.position))
                 }
             } catch {
-                try? store.failMigration(journalID: journalID, reason: "step \(journalStep.position) \(step.name): \(error)")
+                try? store.failMigration(
+                    journalID: journalID, reason: "step \(journalStep.position) \(step.name): \(error)")
                 throw error
             }
         }
         let overCap = try limits(user: account, collection: nil, now: now).filter(\.isOverCap)
-        return MigrationReport(journal: try journal(journalID), conflicts: conflicts, overCap: overCap, isResumed: resuming)
+        return MigrationReport(
+            journal: try journal(journalID), conflicts: conflicts, overCap: overCap, isResumed: resuming)
     }
 
     /// The answer to a second `migrate` of a guest whose migration another

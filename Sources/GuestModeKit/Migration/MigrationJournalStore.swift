@@ -12,7 +12,9 @@ public protocol MigrationJournalStore: Sendable {
     /// in order (positions from 1). Refuses what `checkTransfer` refuses,
     /// and a pair that already has an unfinished migration
     /// (`migration_unfinished`), so two runs never interleave.
-    func startMigration(of guest: String, into account: String, steps: [String], backupPath: String, now: Date) throws
+    func startMigration(
+        of guest: String, into account: String, steps: [String], backupPath: String, now: Date
+    ) throws
         -> Int64
 
     /// Runs the journal's step at `position` and marks it done in the same
@@ -22,7 +24,9 @@ public protocol MigrationJournalStore: Sendable {
     /// (`journal_not_found`) and a position whose journaled name is not
     /// `step.name` (`journal_mismatch`). A failing step rolls back whole,
     /// its journal entry included.
-    func runMigrationStep(_ step: TransferStep, position: Int, journalID: Int64, profile: Profile, now: Date) throws
+    func runMigrationStep(
+        _ step: TransferStep, position: Int, journalID: Int64, profile: Profile, now: Date
+    ) throws
         -> MigrationStepResult?
 
     /// Marks the journal failed with `reason`; the next run resumes it.

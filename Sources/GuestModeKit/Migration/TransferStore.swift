@@ -12,7 +12,9 @@ public protocol TransferStore: Sendable {
     /// What each of `steps` would move now, with the same checks as
     /// `checkTransfer`; changes nothing. Conflicts are settled as a union
     /// merge under `profile`'s collection rules.
-    func previewTransfer(of guest: String, into account: String, steps: [TransferStep], profile: Profile) throws
+    func previewTransfer(
+        of guest: String, into account: String, steps: [TransferStep], profile: Profile
+    ) throws
         -> [TransferStepPreview]
 
     /// Folds a guest into an account in one transaction: activity, every

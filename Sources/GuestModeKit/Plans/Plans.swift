@@ -38,14 +38,16 @@ extension GuestMode {
                 code: .unknownPlan)
         }
         if trial != nil && until != nil {
-            throw GuestModeError.usage("a plan is granted either as a trial or until a time, not both", code: .conflictingPlanTerms)
+            throw GuestModeError.usage(
+                "a plan is granted either as a trial or until a time, not both", code: .conflictingPlanTerms)
         }
         if let until, until <= now {
             throw GuestModeError.usage(
                 "the plan's end \(Timestamp.format(until)) is not after now (\(Timestamp.format(now))); give a later time",
                 code: .endNotAfterNow)
         }
-        let grant = PlanGrant(plan: plan.name, grantedAt: now, trialEndsAt: trial.map { $0.added(to: now) }, endsAt: until)
+        let grant = PlanGrant(
+            plan: plan.name, grantedAt: now, trialEndsAt: trial.map { $0.added(to: now) }, endsAt: until)
         let held = try store.grantPlan(grant, to: userID, profile: profile, now: now)
         return try status(of: plan.name, in: held, now: now)
     }
@@ -72,7 +74,8 @@ extension GuestMode {
     private func status(of planName: String, in held: UserPlans, now: Date) throws -> PlanStatus {
         guard let status = profile.planStatuses(of: held.grants, now: now).first(where: { $0.plan == planName }) else {
             throw GuestModeError(
-                .internalFailure, code: .internalFailure, "the store returned no grant of '\(planName)' for user '\(held.user.id)'")
+                .internalFailure, code: .internalFailure,
+                "the store returned no grant of '\(planName)' for user '\(held.user.id)'")
         }
         return status
     }

@@ -77,7 +77,8 @@ public struct ProfileCatalog: Sendable {
             url = directory.appendingPathComponent("\(nameOrPath).yaml")
         } else {
             let known = (try? templates().map(\.name)) ?? []
-            let hint = known.isEmpty
+            let hint =
+                known.isEmpty
                 ? "no templates were found (searched \(directories.map(\.path).joined(separator: ", ")); set GUESTMODE_TEMPLATES)"
                 : "known templates: \(known.joined(separator: ", "))"
             throw GuestModeError.notFound(

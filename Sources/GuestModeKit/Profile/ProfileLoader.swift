@@ -317,7 +317,8 @@ private final class Reader {
     func readWarnings(_ node: Node, _ what: String) -> [MeterWarning] {
         var warnings: [MeterWarning] = []
         for item in sequence(node, "\(what) warnings") ?? [] {
-            let fields = mapping(item, "a warning of \(what)", allowed: ["percent", "level"], required: ["percent"]) ?? []
+            let fields =
+                mapping(item, "a warning of \(what)", allowed: ["percent", "level"], required: ["percent"]) ?? []
             var percent: Double?
             var level = MeterLevel.warning
             for (key, _, value) in fields {
@@ -365,7 +366,9 @@ private final class Reader {
                 case "caps":
                     for (collection, collectionNode, limit) in entries(value, "\(what) caps") ?? [] {
                         if !collections.contains(collection) {
-                            report(collectionNode, "\(what) caps unknown collection '\(collection)'; declare it under collections")
+                            report(
+                                collectionNode,
+                                "\(what) caps unknown collection '\(collection)'; declare it under collections")
                         }
                         if limit.scalar?.string == "unlimited" {
                             caps[collection] = nil
@@ -376,7 +379,9 @@ private final class Reader {
                 case "meters":
                     for (meter, meterNode, allowance) in entries(value, "\(what) meters") ?? [] {
                         if !meters.contains(meter) {
-                            report(meterNode, "\(what) gives an allowance of unknown meter '\(meter)'; declare it under meters")
+                            report(
+                                meterNode,
+                                "\(what) gives an allowance of unknown meter '\(meter)'; declare it under meters")
                         }
                         if allowance.scalar?.string == "unlimited" {
                             allowances[meter] = nil
@@ -420,7 +425,9 @@ private final class Reader {
                 case "currency":
                     let currency = string(optionValue, "\(what) currency") ?? "USD"
                     if currency.count != 3 || currency != currency.uppercased() {
-                        report(optionValue, "\(what) currency '\(currency)' must be a three-letter ISO 4217 code such as USD")
+                        report(
+                            optionValue,
+                            "\(what) currency '\(currency)' must be a three-letter ISO 4217 code such as USD")
                     }
                     plan.currency = currency
                 case "period": plan.billingPeriod = span(optionValue, "\(what) period") ?? plan.billingPeriod
@@ -462,7 +469,8 @@ private final class Reader {
 
     func readRule(_ node: Node, actions: Set<String>, freeForm: Bool) -> PromptRule? {
         let allowed = ["context", "priority", "once", "reshow_after", "trigger", "when", "content"]
-        guard let fields = mapping(node, "a prompt rule", allowed: allowed, required: ["context", "priority", "content"])
+        guard
+            let fields = mapping(node, "a prompt rule", allowed: allowed, required: ["context", "priority", "content"])
         else { return nil }
         func field(_ key: String) -> Node? { fields.first { $0.key == key }?.value }
         let context = name(field("context"), "prompt context") ?? ""
@@ -505,7 +513,9 @@ private final class Reader {
             return choice(subject.value, "\(what) state", as: UserState.self).map(Condition.state)
         default:
             guard let comparison else {
-                report(node, "the \(subject.key) condition of \(what) needs one of: \(comparators.joined(separator: ", "))")
+                report(
+                    node, "the \(subject.key) condition of \(what) needs one of: \(comparators.joined(separator: ", "))"
+                )
                 return nil
             }
             if subject.key == "days_since_first_seen" { return .daysSinceFirstSeen(comparison) }
@@ -615,13 +625,16 @@ private final class Reader {
             if key == "from" {
                 upgrade.fromVersion = integer(value, "upgrade.from", minimum: 1) ?? 0
                 if upgrade.fromVersion >= version {
-                    report(value, "upgrade.from (\(upgrade.fromVersion)) must be lower than the profile's version (\(version))")
+                    report(
+                        value,
+                        "upgrade.from (\(upgrade.fromVersion)) must be lower than the profile's version (\(version))")
                 }
                 continue
             }
             for item in sequence(value, "upgrade.steps") ?? [] {
                 let kinds = ["rename_collection", "rename_field"]
-                guard let step = mapping(item, "an upgrade step", allowed: kinds), step.count == 1, let (kind, _, body) = step.first
+                guard let step = mapping(item, "an upgrade step", allowed: kinds), step.count == 1,
+                    let (kind, _, body) = step.first
                 else {
                     report(item, "an upgrade step must be exactly one of: rename_collection, rename_field")
                     continue
@@ -635,14 +648,17 @@ private final class Reader {
                 guard required.allSatisfy({ values[$0] != nil }) else { continue }
                 if kind == "rename_collection" {
                     if !collections.contains(values["to"]!) {
-                        report(body, "\(what) renames to '\(values["to"]!)', which is not among this profile's collections")
+                        report(
+                            body, "\(what) renames to '\(values["to"]!)', which is not among this profile's collections"
+                        )
                     }
                     upgrade.steps.append(.renameCollection(from: values["from"]!, to: values["to"]!))
                 } else {
                     if !collections.contains(values["collection"]!) {
                         report(body, "\(what) names unknown collection '\(values["collection"]!)'")
                     }
-                    upgrade.steps.append(.renameField(collection: values["collection"]!, from: values["from"]!, to: values["to"]!))
+                    upgrade.steps.append(
+                        .renameField(collection: values["collection"]!, from: values["from"]!, to: values["to"]!))
                 }
             }
         }
@@ -654,7 +670,8 @@ private final class Reader {
         var steps: [MigrationStep] = []
         for (key, _, value) in mapping(node, "migration", allowed: ["steps"]) ?? [] where key == "steps" {
             for item in sequence(value, "migration.steps") ?? [] {
-                let fields = mapping(item, "a migration step", allowed: ["name", "collections"], required: ["name"]) ?? []
+                let fields =
+                    mapping(item, "a migration step", allowed: ["name", "collections"], required: ["name"]) ?? []
                 var step = MigrationStep(name: "", collections: [])
                 for (field, _, fieldValue) in fields {
                     if field == "name" {
@@ -670,7 +687,8 @@ private final class Reader {
             }
         }
         if steps.isEmpty {
-            steps = [MigrationStep(name: "profile", collections: [])]
+            steps =
+                [MigrationStep(name: "profile", collections: [])]
                 + collections.map { MigrationStep(name: $0.name, collections: [$0.name]) }
                 + [MigrationStep(name: "cleanup", collections: [])]
         }

@@ -73,11 +73,14 @@ extension ProfileUpgradePlan {
             refusals.append("the store is bound to profile '\(profile.name)', not '\(new.name)'")
         }
         if new.version <= profile.version {
-            refusals.append("the store is already at version \(profile.version); the new profile must have a higher version than that")
+            refusals.append(
+                "the store is already at version \(profile.version); the new profile must have a higher version than that"
+            )
         }
         let steps = new.upgrade?.steps ?? []
         if let from = new.upgrade?.fromVersion, from != profile.version, !steps.isEmpty {
-            refusals.append("its upgrade steps start from version \(from), but the store is at version \(profile.version)")
+            refusals.append(
+                "its upgrade steps start from version \(from), but the store is at version \(profile.version)")
         }
         var collectionsAfter = Set(profile.collections.map(\.name))
         var dataSteps: [ProfileUpgradePlan.DataStep] = []
@@ -89,7 +92,8 @@ extension ProfileUpgradePlan {
                     refusals.append("collection '\(from)' to rename is not in the store's profile")
                 }
                 if collectionsAfter.contains(to) && to != from {
-                    refusals.append("collection '\(to)' already exists; renaming '\(from)' onto it would mix their records")
+                    refusals.append(
+                        "collection '\(to)' already exists; renaming '\(from)' onto it would mix their records")
                 }
                 collectionsAfter.remove(from)
                 collectionsAfter.insert(to)
@@ -98,7 +102,9 @@ extension ProfileUpgradePlan {
                 let count = try census.recordCount(in: collection, havingFields: [from])
                 let clashes = try census.recordCount(in: collection, havingFields: [from, to])
                 if clashes > 0 {
-                    refusals.append("\(clashes) records of \(collection) already have a field '\(to)'; renaming '\(from)' would overwrite it")
+                    refusals.append(
+                        "\(clashes) records of \(collection) already have a field '\(to)'; renaming '\(from)' would overwrite it"
+                    )
                 }
                 dataSteps.append(.init(description: "rename field \(collection).\(from) → \(to)", records: count))
             }
@@ -107,17 +113,25 @@ extension ProfileUpgradePlan {
         for collection in collectionsAfter.subtracting(newCollections).sorted() {
             let count = try census.recordCount(in: collection)
             if count > 0 {
-                refusals.append("collection '\(collection)' is dropped by the new profile but holds \(count) records; rename it with an upgrade step")
+                refusals.append(
+                    "collection '\(collection)' is dropped by the new profile but holds \(count) records; rename it with an upgrade step"
+                )
             }
         }
         var limitChanges: [String] = []
         for level in TierLevel.allCases {
             let (old, updated) = (profile.tier(level), new.tier(level))
-            for collection in Set(old.caps.keys).union(updated.caps.keys).sorted() where old.caps[collection] != updated.caps[collection] {
-                limitChanges.append("\(level.rawValue) \(collection): \(old.caps[collection].map(String.init) ?? "unlimited") → \(updated.caps[collection].map(String.init) ?? "unlimited")")
+            for collection in Set(old.caps.keys).union(updated.caps.keys).sorted()
+            where old.caps[collection] != updated.caps[collection] {
+                limitChanges.append(
+                    "\(level.rawValue) \(collection): \(old.caps[collection].map(String.init) ?? "unlimited") → \(updated.caps[collection].map(String.init) ?? "unlimited")"
+                )
             }
-            for meter in Set(old.allowances.keys).union(updated.allowances.keys).sorted() where old.allowances[meter] != updated.allowances[meter] {
-                limitChanges.append("\(level.rawValue) \(meter): \(old.allowances[meter].map { String($0) } ?? "unlimited") → \(updated.allowances[meter].map { String($0) } ?? "unlimited")")
+            for meter in Set(old.allowances.keys).union(updated.allowances.keys).sorted()
+            where old.allowances[meter] != updated.allowances[meter] {
+                limitChanges.append(
+                    "\(level.rawValue) \(meter): \(old.allowances[meter].map { String($0) } ?? "unlimited") → \(updated.allowances[meter].map { String($0) } ?? "unlimited")"
+                )
             }
         }
         self.init(

@@ -11,5 +11,7 @@ public protocol ProfileUpgradeStore: Sendable {
     /// Plans and applies in one transaction, all-or-nothing: the new
     /// version's data steps, then binding the store to `new`'s text. A plan
     /// that is not applicable throws its `refusal` and changes nothing.
-    func applyProfileUpgrade(from current: Profile, to new: ProfileCatalog.Source, now: Date) throws -> ProfileUpgradePlan
+    func applyProfileUpgrade(
+        from current: Profile, to new: ProfileCatalog.Source, now: Date
+    ) throws -> ProfileUpgradePlan
 }

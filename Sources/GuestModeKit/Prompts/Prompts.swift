@@ -175,7 +175,8 @@ extension Profile {
         var cooldownOverridden = false
         for assignment in assignments {
             guard let variantName = assignment.variant,
-                let variant = experiment(named: assignment.experiment)?.variants.first(where: { $0.name == variantName })
+                let variant = experiment(named: assignment.experiment)?.variants.first(where: { $0.name == variantName }
+                )
             else { continue }
             strategy.variants.append(assignment)
             if let cooldown = variant.promptCooldown, !cooldownOverridden {
@@ -285,7 +286,9 @@ extension GuestMode {
         profile.promptStrategy(assignments: try profile.experiments.map { try assign(userID, to: $0, now: now) })
     }
 
-    public func recordPrompt(_ outcome: PromptOutcome, context: String, for userID: String, now: Date) throws
+    public func recordPrompt(
+        _ outcome: PromptOutcome, context: String, for userID: String, now: Date
+    ) throws
         -> RecordedOutcome
     {
         guard profile.prompts.rules.contains(where: { $0.context == context }) else {
@@ -338,14 +341,17 @@ public struct PromptRecord: Codable, Sendable, Equatable {
         decoder.dateDecodingStrategy = .custom { decoder in
             let text = try decoder.singleValueContainer().decode(String.self)
             guard let date = Timestamp.parse(text) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "'\(text)' is not an ISO 8601 time"))
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: decoder.codingPath, debugDescription: "'\(text)' is not an ISO 8601 time"))
             }
             return date
         }
         var records: [PromptRecord] = []
         var problems: [String] = []
         for (index, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
-            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\t") }) { continue }
+            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\t") }) {
+                continue
+            }
             do {
                 records.append(try decoder.decode(PromptRecord.self, from: Data(line)))
             } catch {
@@ -355,7 +361,9 @@ public struct PromptRecord: Codable, Sendable, Equatable {
         if !problems.isEmpty {
             let shown = problems.prefix(20).joined(separator: "\n")
             let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
-            throw GuestModeError.badData("\(problems.count) malformed prompt outcome lines; nothing was recorded:\n\(shown)\(more)", code: .malformedLog)
+            throw GuestModeError.badData(
+                "\(problems.count) malformed prompt outcome lines; nothing was recorded:\n\(shown)\(more)",
+                code: .malformedLog)
         }
         return records
     }
@@ -364,7 +372,9 @@ public struct PromptRecord: Codable, Sendable, Equatable {
         switch error {
         case let DecodingError.keyNotFound(key, _): "missing \"\(key.stringValue)\""
         case let DecodingError.dataCorrupted(context):
-            context.codingPath.isEmpty ? "not a JSON object" : "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\": \(context.debugDescription)"
+            context.codingPath.isEmpty
+                ? "not a JSON object"
+                : "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\": \(context.debugDescription)"
         case let DecodingError.typeMismatch(_, context):
             "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
         default: "\(error)"

@@ -28,6 +28,8 @@ public protocol RecordStore: Sendable {
 
     /// Where the user stands against each named collection's cap now, in
     /// the order given.
-    func collectionLimits(of userID: String, collections: [String], profile: Profile, now: Date) throws
+    func collectionLimits(
+        of userID: String, collections: [String], profile: Profile, now: Date
+    ) throws
         -> [CollectionLimit]
 }

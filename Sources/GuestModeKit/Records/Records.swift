@@ -54,7 +54,9 @@ extension GuestMode {
     /// Writes a record unless it would exceed the user's tier cap; replacing
     /// an existing key never counts against the cap. Refused writes change
     /// nothing and report what the app should ask for.
-    public func putRecord(user userID: String, collection: String, key: String, json: String, now: Date) throws -> PutResult {
+    public func putRecord(
+        user userID: String, collection: String, key: String, json: String, now: Date
+    ) throws -> PutResult {
         try requireCollection(collection)
         guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
         let canonical = try canonicalJSON(json)
@@ -85,7 +87,8 @@ extension GuestMode {
     /// Limits of the named collection, or of every collection some tier caps.
     public func limits(user userID: String, collection: String?, now: Date) throws -> [CollectionLimit] {
         if let collection { try requireCollection(collection) }
-        let names = collection.map { [$0] }
+        let names =
+            collection.map { [$0] }
             ?? profile.collections.map(\.name).filter { name in profile.tiers.contains { $0.cap(for: name) != nil } }
         return try store.collectionLimits(of: userID, collections: names, profile: profile, now: now)
     }
@@ -104,7 +107,9 @@ extension GuestMode {
 
     /// Writes a record given as bytes (a file or standard input): they must be
     /// valid UTF-8, never silently repaired.
-    public func putRecord(user userID: String, collection: String, key: String, jsonBytes: Data, now: Date) throws
+    public func putRecord(
+        user userID: String, collection: String, key: String, jsonBytes: Data, now: Date
+    ) throws
         -> PutResult
     {
         try requireCollection(collection)
@@ -126,7 +131,8 @@ extension GuestMode {
             parsed = try StrictJSON.parse(text)
         } catch {
             throw GuestModeError.badData(
-                "the record data is not valid JSON: \(error) in \(text.prefix(80).debugDescription)", code: .invalidJson)
+                "the record data is not valid JSON: \(error) in \(text.prefix(80).debugDescription)", code: .invalidJson
+            )
         }
         guard case .object = parsed else {
             throw GuestModeError.badData(

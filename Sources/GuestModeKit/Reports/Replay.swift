@@ -42,7 +42,8 @@ extension GuestMode {
         return ReplaySummary(
             profile: profile.name, events: run.events, duplicates: run.duplicates, users: run.users,
             promptsShown: run.shown,
-            prompts: PromptsReport(period: everything, profile: profile, counts: try store.promptOutcomeCounts(in: everything)),
+            prompts: PromptsReport(
+                period: everything, profile: profile, counts: try store.promptOutcomeCounts(in: everything)),
             experiments: ExperimentsReport(
                 period: everything, profile: profile, counts: try store.variantConversionCounts(in: everything)))
     }
@@ -63,7 +64,8 @@ extension GuestMode {
             let listed = problems.prefix(20).map { "\(log.path):\($0.line): \($0.message)" }.joined(separator: "\n")
             let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
             throw GuestModeError.badData(
-                "\(problems.count) bad lines in the event log; nothing was replayed:\n\(listed)\(more)", code: .malformedLog)
+                "\(problems.count) bad lines in the event log; nothing was replayed:\n\(listed)\(more)",
+                code: .malformedLog)
         }
     }
 }
@@ -110,7 +112,9 @@ private struct ReplayRun {
     }
 
     /// The same decision `nextPrompt` makes, recorded as shown.
-    private func decision(for userID: String, assignments: [ExperimentAssignment], at time: Date) throws -> PromptRecord? {
+    private func decision(
+        for userID: String, assignments: [ExperimentAssignment], at time: Date
+    ) throws -> PromptRecord? {
         guard let facts = try transaction.promptFacts(userID: userID) else { return nil }
         let strategy = profile.promptStrategy(assignments: assignments)
         guard case let .show(rule) = profile.prompts.decide(facts: facts, trigger: nil, strategy: strategy, now: time)

@@ -15,7 +15,8 @@ extension FunnelReport {
 
 extension PromptContextReport {
     /// A context's outcome counts; the conversion follows from them.
-    public init(context: String, shown: Int = 0, dismissed: Int = 0, later: Int = 0, never: Int = 0, completed: Int = 0) {
+    public init(context: String, shown: Int = 0, dismissed: Int = 0, later: Int = 0, never: Int = 0, completed: Int = 0)
+    {
         self.init(
             context: context, shown: shown, dismissed: dismissed, later: later, never: never, completed: completed,
             conversion: shown == 0 ? nil : Double(completed) / Double(shown))
@@ -42,7 +43,8 @@ extension PromptsReport {
 extension VariantReport {
     init(counts: VariantCounts) {
         self.init(
-            experiment: counts.experiment, variant: counts.variant, users: counts.users, conversions: counts.conversions,
+            experiment: counts.experiment, variant: counts.variant, users: counts.users,
+            conversions: counts.conversions,
             rate: Proportion(successes: counts.conversions, trials: counts.users))
     }
 }
@@ -64,7 +66,8 @@ extension ExperimentsReport {
                 variants.append(
                     VariantReport(
                         counts: count
-                            ?? VariantCounts(experiment: experiment.name, variant: variant.name, users: 0, conversions: 0)))
+                            ?? VariantCounts(
+                                experiment: experiment.name, variant: variant.name, users: 0, conversions: 0)))
             }
         }
         let undeclared = remaining.values.sorted { ($0.experiment, $0.variant) < ($1.experiment, $1.variant) }

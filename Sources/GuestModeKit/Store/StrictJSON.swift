@@ -131,7 +131,9 @@ public enum StrictJSON {
                 let key = try string()
                 if members[key] != nil { throw fail("duplicate member name '\(key)'", at: keyStart) }
                 skipWhitespace()
-                guard current == UInt8(ascii: ":") else { throw fail("expected ':' after '\(key)', found \(describe(current))") }
+                guard current == UInt8(ascii: ":") else {
+                    throw fail("expected ':' after '\(key)', found \(describe(current))")
+                }
                 index += 1
                 skipWhitespace()
                 members[key] = try value()

@@ -185,14 +185,15 @@ public struct TimeSpan: Codable, Sendable, Equatable, CustomStringConvertible {
         // Fixed-length units are plain arithmetic in UTC; only months and
         // years need the calendar, which is costly when a replay asks for
         // cooldowns hundreds of thousands of times.
-        let fixedSeconds: Double? = switch unit {
-        case .seconds: 1
-        case .minutes: 60
-        case .hours: 3600
-        case .days: 86_400
-        case .weeks: 604_800
-        case .months, .years: nil
-        }
+        let fixedSeconds: Double? =
+            switch unit {
+            case .seconds: 1
+            case .minutes: 60
+            case .hours: 3600
+            case .days: 86_400
+            case .weeks: 604_800
+            case .months, .years: nil
+            }
         if let fixedSeconds { return date.addingTimeInterval(Double(amount) * fixedSeconds) }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!

@@ -64,7 +64,8 @@ public enum SecretHash {
             guard parts.count == 3, let salt = bytes(fromHex: parts[1]), let expected = bytes(fromHex: parts[2]) else {
                 return .doesNotMatch
             }
-            return constantTimeEquals(legacyDigest(secret, salt: salt), expected) ? .matchesButNeedsRehash : .doesNotMatch
+            return constantTimeEquals(legacyDigest(secret, salt: salt), expected)
+                ? .matchesButNeedsRehash : .doesNotMatch
         default:
             return .doesNotMatch
         }
@@ -73,7 +74,8 @@ public enum SecretHash {
     /// Work comparable to verifying a real hash, for an unknown username, so
     /// timing does not tell which usernames exist.
     static func verifyNothing(_ secret: String) {
-        _ = try? pbkdf2(Array(secret.utf8), salt: [UInt8](repeating: 0, count: saltByteCount), rounds: currentRounds,
+        _ = try? pbkdf2(
+            Array(secret.utf8), salt: [UInt8](repeating: 0, count: saltByteCount), rounds: currentRounds,
             outputByteCount: hashByteCount)
     }
 

@@ -118,7 +118,10 @@ extension GuestMode {
     /// Creates an anonymous user, optionally keeping a legacy anonymous
     /// username with a slow salted hash of its secret.
     public func createGuest(device: String?, credentials: AnonymousCredentials? = nil, now: Date) throws -> User {
-        if let device, device.isEmpty || device.count > 256 || device.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if let device,
+            device.isEmpty || device.count > 256
+                || device.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
             throw GuestModeError.usage(
                 "the device id must be 1 to 256 characters without control characters, not \(device.debugDescription)",
                 code: .invalidDevice)
@@ -182,7 +185,8 @@ extension GuestMode {
             profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
         let selection = try store.purgeUsers(under: policy, isDryRun: dryRun)
         return PurgeReport(
-            inactiveDays: inactiveDays, cutoff: cutoff, purged: selection.purged, kept: selection.kept, isDryRun: dryRun)
+            inactiveDays: inactiveDays, cutoff: cutoff, purged: selection.purged, kept: selection.kept, isDryRun: dryRun
+        )
     }
 
     /// Checks a legacy anonymous username and secret. On success the user's

@@ -115,7 +115,9 @@ private struct BackupTableShape {
             guard let value = Int64(text) else { throw corrupt(text, column: column, table: table, location: location) }
             return .integer(value)
         case .real:
-            guard let value = Double(text) else { throw corrupt(text, column: column, table: table, location: location) }
+            guard let value = Double(text) else {
+                throw corrupt(text, column: column, table: table, location: location)
+            }
             return .real(value)
         }
     }
@@ -221,7 +223,8 @@ private final class PostgresBackupSnapshot: BackupRowSnapshot {
 
     /// The condition that picks the selected owners' rows of a table, and
     /// the ordering term that puts the guest owner's records after the users'.
-    private func condition(_ table: BackupTable) -> (sql: String, parameters: [PostgresValue?], guestOwnerLast: String) {
+    private func condition(_ table: BackupTable) -> (sql: String, parameters: [PostgresValue?], guestOwnerLast: String)
+    {
         let owner = PostgresStore.quote(table.ownerColumn)
         switch selection {
         case .all where table.mayBelongToGuestOwner && guestOwner != nil:
@@ -320,7 +323,9 @@ private final class PostgresBackupImport: BackupRowImport {
             // Asked before inserting: a refused statement would end the transaction.
             throw BackupRowRefusal(
                 .identityTaken(holder: holder),
-                detail: "duplicate key value violates unique constraint \"identities_pkey\": (\(provider), \(subject)) already exists")
+                detail:
+                    "duplicate key value violates unique constraint \"identities_pkey\": (\(provider), \(subject)) already exists"
+            )
         }
         if shape.refersToUsers, let owner { try ensureUserRow(owner) }
         if table.name == "users", let owner, placeholders.contains(owner) {
@@ -338,7 +343,9 @@ private final class PostgresBackupImport: BackupRowImport {
         guard inserted.changes == 1 else {
             throw BackupRowRefusal(
                 .duplicateKey,
-                detail: "duplicate key value violates a unique constraint of \(table.name): a row with the same key is already there")
+                detail:
+                    "duplicate key value violates a unique constraint of \(table.name): a row with the same key is already there"
+            )
         }
         if table.name == "users", let owner { knownUsers.insert(owner) }
         return insertion
@@ -372,7 +379,8 @@ private final class PostgresBackupImport: BackupRowImport {
             let table = try tableWithDanglingReferences() ?? "a table"
             throw GuestModeError(
                 .internalFailure, code: .databaseError,
-                "database error on \(connection.location): rows in \(table) refer to users the store does not hold (foreign key); nothing was imported")
+                "database error on \(connection.location): rows in \(table) refer to users the store does not hold (foreign key); nothing was imported"
+            )
         }
         for name in explicitIDs.sorted() {
             guard let table = BackupTable.named(name) else { continue }
@@ -436,7 +444,8 @@ private final class PostgresBackupImport: BackupRowImport {
         } catch let failure as PostgresFailure {
             guard let state = failure.sqlState, state.hasPrefix("22") || state.hasPrefix("23") else { throw failure }
             let refusal = BackupRowRefusal(
-                failure.isUniqueViolation ? .duplicateKey : .invalid, detail: PostgresConnection.redacted(failure.message))
+                failure.isUniqueViolation ? .duplicateKey : .invalid,
+                detail: PostgresConnection.redacted(failure.message))
             refusedRow = refusal
             throw refusal
         }

@@ -26,7 +26,8 @@ extension PostgresStore: OutboxStore {
     public func recordPushSuccess(userID: String, queuedAt: String) throws -> OutboxPushOutcome {
         try write { connection in
             let deleted = try connection.execute(
-                "DELETE FROM outbox WHERE user_id = $1 AND queued_at = $2", [PostgresValue(userID), PostgresValue(queuedAt)])
+                "DELETE FROM outbox WHERE user_id = $1 AND queued_at = $2",
+                [PostgresValue(userID), PostgresValue(queuedAt)])
             if deleted.changes == 1 { return .removed }
             // Changed while the archive was written: keep it queued, but the destination works.
             let kept = try connection.execute(

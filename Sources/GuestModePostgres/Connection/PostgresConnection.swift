@@ -153,7 +153,7 @@ final class PostgresConnection {
     }
 
     private func withCStrings<T>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
-        var buffers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0) } ?? nil }
+        let buffers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0) } ?? nil }
         defer { for buffer in buffers { free(buffer) } }
         return body(buffers.map { $0.map { UnsafePointer($0) } })
     }
@@ -177,7 +177,8 @@ struct PostgresFailure: Error, CustomStringConvertible {
         if isConnectionLost || isRetryable || sqlState == "55P03" || sqlState == "57014" {
             return GuestModeError(
                 .tryAgainLater, code: .storeBusy,
-                "the PostgreSQL store \(location) is unavailable or busy (\(PostgresConnection.redacted(message))); nothing was changed, try again")
+                "the PostgreSQL store \(location) is unavailable or busy (\(PostgresConnection.redacted(message))); nothing was changed, try again"
+            )
         }
         return GuestModeError(
             .internalFailure, code: .databaseError,

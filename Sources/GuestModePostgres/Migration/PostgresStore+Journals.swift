@@ -6,7 +6,9 @@ extension PostgresStore: MigrationJournalStore {
         try read { connection in try unfinishedMigration(of: guest, into: account, connection) }
     }
 
-    public func startMigration(of guest: String, into account: String, steps: [String], backupPath: String, now: Date) throws
+    public func startMigration(
+        of guest: String, into account: String, steps: [String], backupPath: String, now: Date
+    ) throws
         -> Int64
     {
         try write { connection in
@@ -16,7 +18,8 @@ extension PostgresStore: MigrationJournalStore {
             if let id = try unfinishedMigration(of: guest, into: account, connection) {
                 throw GuestModeError(
                     .conflict, code: .migrationUnfinished,
-                    "migration #\(id) of '\(guest)' into '\(account)' is unfinished; resume it instead of starting another")
+                    "migration #\(id) of '\(guest)' into '\(account)' is unfinished; resume it instead of starting another"
+                )
             }
             guard
                 let id = try connection.execute(
@@ -38,7 +41,9 @@ extension PostgresStore: MigrationJournalStore {
         }
     }
 
-    public func runMigrationStep(_ step: TransferStep, position: Int, journalID: Int64, profile: Profile, now: Date) throws
+    public func runMigrationStep(
+        _ step: TransferStep, position: Int, journalID: Int64, profile: Profile, now: Date
+    ) throws
         -> MigrationStepResult?
     {
         try writeMovingData { connection in
@@ -55,7 +60,8 @@ extension PostgresStore: MigrationJournalStore {
             // another process running this journal waits here, and reads the step's status below only
             // once it has committed, so a step never runs twice.
             _ = try users([source, target], locking: true, connection)
-            try connection.execute("SELECT id FROM migration_journals WHERE id = $1 FOR UPDATE", [PostgresValue(journalID)])
+            try connection.execute(
+                "SELECT id FROM migration_journals WHERE id = $1 FOR UPDATE", [PostgresValue(journalID)])
             guard
                 let entry = try connection.execute(
                     "SELECT name, status FROM migration_steps WHERE journal_id = $1 AND position = $2",
@@ -68,7 +74,8 @@ extension PostgresStore: MigrationJournalStore {
             }
             guard try entry.string("status") != "done" else { return nil }
             try connection.execute(
-                "UPDATE migration_journals SET status = 'running', error = NULL WHERE id = $1", [PostgresValue(journalID)])
+                "UPDATE migration_journals SET status = 'running', error = NULL WHERE id = $1",
+                [PostgresValue(journalID)])
             let transfer = PostgresTransfer(
                 store: self, profile: profile, source: source, target: target, now: now, journalID: journalID)
             var rows = 0
@@ -86,10 +93,11 @@ extension PostgresStore: MigrationJournalStore {
                 WHERE journal_id = $3 AND position = $4
                 """,
                 [PostgresValue(rows), PostgresValue(now), PostgresValue(journalID), PostgresValue(position)])
-            let pending = try connection.execute(
-                "SELECT count(*) AS n FROM migration_steps WHERE journal_id = $1 AND status <> 'done'",
-                [PostgresValue(journalID)]
-            ).first?.int("n") ?? 0
+            let pending =
+                try connection.execute(
+                    "SELECT count(*) AS n FROM migration_steps WHERE journal_id = $1 AND status <> 'done'",
+                    [PostgresValue(journalID)]
+                ).first?.int("n") ?? 0
             if pending == 0 {
                 try connection.execute(
                     "UPDATE migration_journals SET status = 'done', finished_at = $1 WHERE id = $2",
@@ -120,7 +128,9 @@ extension PostgresStore: MigrationJournalStore {
         }
     }
 
-    private func unfinishedMigration(of guest: String, into account: String, _ connection: PostgresConnection) throws
+    private func unfinishedMigration(
+        of guest: String, into account: String, _ connection: PostgresConnection
+    ) throws
         -> Int64?
     {
         try connection.execute(
@@ -132,7 +142,9 @@ extension PostgresStore: MigrationJournalStore {
         ).first?.int64("id")
     }
 
-    private func journals(where clause: String, _ parameters: [PostgresValue?], _ connection: PostgresConnection) throws
+    private func journals(
+        where clause: String, _ parameters: [PostgresValue?], _ connection: PostgresConnection
+    ) throws
         -> [MigrationJournal]
     {
         let journals = try connection.execute(
@@ -150,7 +162,8 @@ extension PostgresStore: MigrationJournalStore {
         {
             steps[try step.int64("journal_id"), default: []].append(
                 JournalStep(
-                    position: try step.int("position"), name: try step.string("name"), status: try step.string("status"),
+                    position: try step.int("position"), name: try step.string("name"),
+                    status: try step.string("status"),
                     rows: try step.int("rows"), finishedAt: try step.optionalDate("finished_at")))
         }
         return try journals.map { row in

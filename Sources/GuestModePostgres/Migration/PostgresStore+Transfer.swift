@@ -6,12 +6,15 @@ extension PostgresStore: TransferStore {
         try read { connection in _ = try checkTransfer(of: guest, into: account, locking: false, connection) }
     }
 
-    public func previewTransfer(of guest: String, into account: String, steps: [TransferStep], profile: Profile) throws
+    public func previewTransfer(
+        of guest: String, into account: String, steps: [TransferStep], profile: Profile
+    ) throws
         -> [TransferStepPreview]
     {
         try read { connection in
             _ = try checkTransfer(of: guest, into: account, locking: false, connection)
-            let transfer = PostgresTransfer(store: self, profile: profile, source: guest, target: account, now: .distantPast)
+            let transfer = PostgresTransfer(
+                store: self, profile: profile, source: guest, target: account, now: .distantPast)
             return try steps.map { step in
                 var rows = 0
                 if step.movesActivity { rows += try transfer.activityCount(connection) }
@@ -37,12 +40,14 @@ extension PostgresStore: TransferStore {
                     var limit = try collectionLimit(
                         of: target, collection: collection.name, profile: profile, now: now, connection)
                     let incoming = try transfer.recordCount([collection.name], connection)
-                    let merged = conflicts.filter { $0.collection == collection.name && $0.resolution != .keptBoth }.count
+                    let merged = conflicts.filter { $0.collection == collection.name && $0.resolution != .keptBoth }
+                        .count
                     limit.used += incoming - merged
                     if limit.isOverCap { overCap.append(limit) }
                 }
                 return MergeReport(
-                    guest: guest, account: account, policy: policy, recordsMoved: try transfer.recordCount(nil, connection),
+                    guest: guest, account: account, policy: policy,
+                    recordsMoved: try transfer.recordCount(nil, connection),
                     activityMoved: try transfer.activityCount(connection), conflicts: conflicts, overCap: overCap,
                     isDryRun: true, journalID: nil)
             }
@@ -143,7 +148,9 @@ extension PostgresStore: TransferStore {
         return found
     }
 
-    func overCapLimits(of user: User, profile: Profile, now: Date, _ connection: PostgresConnection) throws
+    func overCapLimits(
+        of user: User, profile: Profile, now: Date, _ connection: PostgresConnection
+    ) throws
         -> [CollectionLimit]
     {
         try profile.collections.map {
@@ -169,7 +176,8 @@ extension PostgresValue {
     /// of any length is still a single parameter and never SQL text.
     static func textArray(_ values: [String]) -> PostgresValue {
         let elements = values.map { value in
-            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                + "\""
         }
         return PostgresValue("{" + elements.joined(separator: ",") + "}")
     }
@@ -258,7 +266,9 @@ struct PostgresTransfer {
 
     /// The guest's records of `collections` (all when nil) that share a key
     /// with the account's, and how `policy` settles each.
-    func conflicts(in collections: [String]?, policy: MergePolicy, _ connection: PostgresConnection) throws
+    func conflicts(
+        in collections: [String]?, policy: MergePolicy, _ connection: PostgresConnection
+    ) throws
         -> [RecordConflict]
     {
         let filter = collectionFilter(collections, alias: "g", parameter: 3)
@@ -277,7 +287,8 @@ struct PostgresTransfer {
             return try RecordConflict.settling(
                 collection: collection, key: key,
                 guest: RecordVersion(data: try row.string("guest_data"), updatedAt: try row.date("guest_updated")),
-                account: RecordVersion(data: try row.string("account_data"), updatedAt: try row.date("account_updated")),
+                account: RecordVersion(
+                    data: try row.string("account_data"), updatedAt: try row.date("account_updated")),
                 policy: policy, rule: profile.collection(named: collection)?.onMergeConflict ?? .newestWins,
                 freeKey: { try freeKey(for: key, collection: collection, connection) })
         }
@@ -285,7 +296,9 @@ struct PostgresTransfer {
 
     /// Moves the guest's records of `collections` (all when nil), settling
     /// conflicts by `policy`; losers go to the conflict archive.
-    func moveRecords(_ collections: [String]?, policy: MergePolicy, _ connection: PostgresConnection) throws
+    func moveRecords(
+        _ collections: [String]?, policy: MergePolicy, _ connection: PostgresConnection
+    ) throws
         -> (moved: Int, conflicts: [RecordConflict])
     {
         let conflicts = try self.conflicts(in: collections, policy: policy, connection)
@@ -325,9 +338,10 @@ struct PostgresTransfer {
     /// What is left of the guest once everything has moved: credentials,
     /// queued backups, and the user itself.
     func removeSource(_ connection: PostgresConnection) throws -> Int {
-        let leftovers = try connection.execute(
-            "SELECT count(*) AS n FROM records WHERE owner_id = $1", [PostgresValue(source)]
-        ).first?.int("n") ?? 0
+        let leftovers =
+            try connection.execute(
+                "SELECT count(*) AS n FROM records WHERE owner_id = $1", [PostgresValue(source)]
+            ).first?.int("n") ?? 0
         guard leftovers == 0 else {
             throw GuestModeError(
                 .internalFailure, code: .recordsLeftBehind,
@@ -377,7 +391,8 @@ struct PostgresTransfer {
             WHERE owner_id = $5 AND collection = $6 AND key = $7
             """,
             [
-                journalID.map { PostgresValue($0) }, PostgresValue(target), PostgresValue("\(reason) (was owned by \(owner))"),
+                journalID.map { PostgresValue($0) }, PostgresValue(target),
+                PostgresValue("\(reason) (was owned by \(owner))"),
                 PostgresValue(now), PostgresValue(owner), PostgresValue(collection), PostgresValue(key),
             ])
     }
@@ -398,7 +413,9 @@ struct PostgresTransfer {
 
     /// The condition on `collections` (none when nil, nothing when empty),
     /// as one array parameter numbered `parameter`.
-    private func collectionFilter(_ collections: [String]?, alias: String?, parameter: Int)
+    private func collectionFilter(
+        _ collections: [String]?, alias: String?, parameter: Int
+    )
         -> (sql: String, parameters: [PostgresValue?])
     {
         guard let collections else { return ("", []) }

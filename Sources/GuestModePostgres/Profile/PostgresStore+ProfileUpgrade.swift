@@ -8,7 +8,9 @@ extension PostgresStore: ProfileUpgradeStore {
         }
     }
 
-    public func applyProfileUpgrade(from current: Profile, to new: ProfileCatalog.Source, now: Date) throws
+    public func applyProfileUpgrade(
+        from current: Profile, to new: ProfileCatalog.Source, now: Date
+    ) throws
         -> ProfileUpgradePlan
     {
         try writeMovingData { connection in
@@ -23,7 +25,8 @@ extension PostgresStore: ProfileUpgradeStore {
                 switch step {
                 case .renameCollection(let from, let to):
                     try connection.execute(
-                        "UPDATE records SET collection = $1 WHERE collection = $2", [PostgresValue(to), PostgresValue(from)])
+                        "UPDATE records SET collection = $1 WHERE collection = $2",
+                        [PostgresValue(to), PostgresValue(from)])
                 case .renameField(let collection, let from, let to):
                     try renameField(in: collection, from: from, to: to, connection)
                 }

@@ -112,7 +112,8 @@ extension PostgresStore: ReportStore {
                         [PostgresValue(meter)] + warningParameters
                     ).first?.int("n") ?? 0
                 counts[meter] = MeterUsageCounts(
-                    users: try row.int("users"), uses: try row.int("uses"), amount: MeterAmount(millionths: try row.int64("millionths")),
+                    users: try row.int("users"), uses: try row.int("uses"),
+                    amount: MeterAmount(millionths: try row.int64("millionths")),
                     warnedUsers: warned)
             }
             return counts

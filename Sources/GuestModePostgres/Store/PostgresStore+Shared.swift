@@ -72,9 +72,10 @@ extension PostgresStore {
     /// Rows that reference the user cascade; records and the outbox are keyed
     /// by owner without a foreign key (records may belong to the guest owner).
     func deleteEverything(of userID: String, _ connection: PostgresConnection) throws {
-        for table in ["records WHERE owner_id", "conflict_archive WHERE owner_id", "outbox WHERE user_id",
-            "user_flags WHERE user_id", "users WHERE id"]
-        {
+        for table in [
+            "records WHERE owner_id", "conflict_archive WHERE owner_id", "outbox WHERE user_id",
+            "user_flags WHERE user_id", "users WHERE id",
+        ] {
             try connection.execute("DELETE FROM \(table) = $1", [PostgresValue(userID)])
         }
     }
@@ -143,10 +144,11 @@ extension PostgresStore {
         of user: User, collection: String, profile: Profile, now: Date, _ connection: PostgresConnection
     ) throws -> CollectionLimit {
         let level = try tier(of: user, profile: profile, now: now, connection)
-        let used = try connection.execute(
-            "SELECT count(*) AS n FROM records WHERE owner_id = $1 AND collection = $2",
-            [PostgresValue(user.id), PostgresValue(collection)]
-        ).first?.int("n") ?? 0
+        let used =
+            try connection.execute(
+                "SELECT count(*) AS n FROM records WHERE owner_id = $1 AND collection = $2",
+                [PostgresValue(user.id), PostgresValue(collection)]
+            ).first?.int("n") ?? 0
         return profile.collectionLimit(collection, tier: level, used: used)
     }
 }

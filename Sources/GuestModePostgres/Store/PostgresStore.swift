@@ -35,7 +35,8 @@ public final class PostgresStore: @unchecked Sendable {
         try store.refuseUnknownSchema()
         guard try store.schemaExists() else {
             throw GuestModeError(
-                .notFound, code: .storeNotFound, "no guestmode store in schema '\(schema)' of \(store.connection.location)")
+                .notFound, code: .storeNotFound,
+                "no guestmode store in schema '\(schema)' of \(store.connection.location)")
         }
         if migrating, try !store.schemaStatus().pending.isEmpty { _ = try store.applyPendingMigrations { _ in } }
         return store
@@ -173,7 +174,9 @@ public final class PostgresStore: @unchecked Sendable {
 
     private func migrate(_ connection: PostgresConnection, pending: [String], progress: (String) -> Void) throws {
         for identifier in pending {
-            guard let migration = PostgresSchema.migrations.first(where: { $0.identifier == identifier }) else { continue }
+            guard let migration = PostgresSchema.migrations.first(where: { $0.identifier == identifier }) else {
+                continue
+            }
             do {
                 try connection.execute(migration.sql)
                 try connection.execute(
@@ -197,7 +200,9 @@ extension PostgresStore: StoreAdministration {
             """
         let values = [("profile_text", text), ("profile_origin", origin), ("bound_at", Timestamp.format(now))]
         try write { connection in
-            for (key, value) in values { try connection.execute(statement, [PostgresValue(key), PostgresValue(value)]) }
+            for (key, value) in values {
+                try connection.execute(statement, [PostgresValue(key), PostgresValue(value)])
+            }
         }
     }
 
@@ -266,7 +271,8 @@ extension PostgresStore: StoreAdministration {
         try read { connection in
             var counts: [String: Int] = [:]
             for table in PostgresSchema.tables {
-                counts[table] = try connection.execute("SELECT count(*) AS n FROM \(PostgresStore.quote(table))")
+                counts[table] =
+                    try connection.execute("SELECT count(*) AS n FROM \(PostgresStore.quote(table))")
                     .first?.int("n") ?? 0
             }
             return counts

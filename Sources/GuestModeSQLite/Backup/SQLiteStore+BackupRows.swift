@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: BackupRowStore {
     public func readBackupRows<T>(
@@ -31,8 +31,10 @@ private final class SQLiteBackupSnapshot: BackupRowSnapshot {
         switch selection {
         case .all:
             users = try String.fetchAll(db, sql: "SELECT id FROM users ORDER BY id")
-            let owned = try Bool.fetchOne(
-                db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [guestOwner]) ?? false
+            let owned =
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [guestOwner])
+                ?? false
             self.guestOwner = owned ? guestOwner : nil
         case .users(let requested):
             var seen: Set<String> = []
@@ -69,7 +71,8 @@ private final class SQLiteBackupSnapshot: BackupRowSnapshot {
                 case .blob:
                     throw GuestModeError(
                         .badData, code: .unexportableValue,
-                        "\(table.name).\(columns[index]) holds binary data, which backups do not carry; store it as text")
+                        "\(table.name).\(columns[index]) holds binary data, which backups do not carry; store it as text"
+                    )
                 }
             }
             try body(columns, values)
@@ -100,14 +103,16 @@ private final class SQLiteBackupImport: BackupRowImport {
     }
 
     func hasRecords(ownedBy owner: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [owner]) ?? false
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [owner])
+            ?? false
     }
 
     func deleteRows(ownedBy owners: [String], in tables: [BackupTable]) throws {
         guard !owners.isEmpty else { return }
         for table in BackupTable.all.reversed() where tables.contains(table) {
             try db.execute(
-                sql: "DELETE FROM \(table.name) WHERE \(table.ownerColumn) IN (\(owners.map { _ in "?" }.joined(separator: ", ")))",
+                sql:
+                    "DELETE FROM \(table.name) WHERE \(table.ownerColumn) IN (\(owners.map { _ in "?" }.joined(separator: ", ")))",
                 arguments: StatementArguments(owners))
         }
     }
@@ -121,14 +126,17 @@ private final class SQLiteBackupImport: BackupRowImport {
         var insertion = BackupRowInsertion.inserted
         if table.hasSurrogateID, case .integer(let id) = values["id"],
             try Bool.fetchOne(
-                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM \(table.name) WHERE id = ?)"), arguments: [id]) == true
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM \(table.name) WHERE id = ?)"), arguments: [id])
+                == true
         {
             values["id"] = nil
             insertion = .renumbered
         }
         let ordered = values.sorted { $0.key < $1.key }
         let statement = try db.cachedStatement(
-            sql: "INSERT INTO \(table.name) (\(ordered.map(\.key).joined(separator: ", "))) VALUES (\(ordered.map { _ in "?" }.joined(separator: ", ")))")
+            sql:
+                "INSERT INTO \(table.name) (\(ordered.map(\.key).joined(separator: ", "))) VALUES (\(ordered.map { _ in "?" }.joined(separator: ", ")))"
+        )
         do {
             try statement.execute(arguments: StatementArguments(ordered.map(\.value.databaseValue)))
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
@@ -142,15 +150,20 @@ private final class SQLiteBackupImport: BackupRowImport {
         return violation[0] as String? ?? "a table"
     }
 
-    private func refusal(_ error: DatabaseError, table: BackupTable, row: [String: CellValue]) throws -> BackupRowRefusal {
+    private func refusal(
+        _ error: DatabaseError, table: BackupTable, row: [String: CellValue]
+    ) throws -> BackupRowRefusal {
         let detail = error.message ?? "\(error)"
         if table.name == "identities", let provider = row["provider"]?.text, let subject = row["subject"]?.text,
             let holder = try String.fetchOne(
-                db, sql: "SELECT user_id FROM identities WHERE provider = ? AND subject = ?", arguments: [provider, subject])
+                db, sql: "SELECT user_id FROM identities WHERE provider = ? AND subject = ?",
+                arguments: [provider, subject])
         {
             return BackupRowRefusal(.identityTaken(holder: holder), detail: detail)
         }
-        if error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE || error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
+        if error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE
+            || error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY
+        {
             return BackupRowRefusal(.duplicateKey, detail: detail)
         }
         return BackupRowRefusal(.invalid, detail: detail)

@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: EventStore {
     public func trackEvent(_ event: TrackedEvent, profile: Profile, now: Date) throws -> TrackResult {
@@ -19,9 +19,10 @@ extension SQLiteStore: EventStore {
             try touch(event.user, at: event.at, db)
             try noteChange(of: event.user, profile: profile, now: now, db)
         }
-        let total = try Int.fetchOne(
-            db.cachedStatement(sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?"),
-            arguments: [event.user, event.action]) ?? 0
+        let total =
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?"),
+                arguments: [event.user, event.action]) ?? 0
         return TrackResult(user: event.user, action: event.action, isCounted: isCounted, total: total)
     }
 
@@ -29,7 +30,9 @@ extension SQLiteStore: EventStore {
     /// counts), then counters, last-seen and the outbox are updated once per
     /// user and action rather than once per event. Statements run per event
     /// are cached.
-    public func applyEvents(_ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date) throws
+    public func applyEvents(
+        _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date
+    ) throws
         -> EventBatchResult
     {
         try write { db in
@@ -101,7 +104,9 @@ extension SQLiteStore: EventStore {
                 VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT DO NOTHING
                 """
-        ).execute(arguments: [event.user, event.action, Timestamp.format(event.at), event.count, event.idempotencyKey, properties])
+        ).execute(arguments: [
+            event.user, event.action, Timestamp.format(event.at), event.count, event.idempotencyKey, properties,
+        ])
         if db.changesCount > 0 { return true }
         if let key = event.idempotencyKey,
             let counted = try String.fetchOne(
@@ -111,7 +116,8 @@ extension SQLiteStore: EventStore {
         {
             throw GuestModeError(
                 .conflict, code: .idempotencyKeyReused,
-                "idempotency key '\(key)' of user '\(event.user)' was already used for '\(counted)', not '\(event.action)'; keys identify one report")
+                "idempotency key '\(key)' of user '\(event.user)' was already used for '\(counted)', not '\(event.action)'; keys identify one report"
+            )
         }
         return false
     }

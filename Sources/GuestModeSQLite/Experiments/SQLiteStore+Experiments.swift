@@ -1,17 +1,23 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: ExperimentStore {
     public func storedAssignment(userID: String, experiment: String) throws -> StoredAssignment? {
         try read { db in try SQLiteStore.storedAssignment(db, userID: userID, experiment: experiment) }
     }
 
-    public func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment {
-        try write { db in try SQLiteStore.storeAssignment(db, userID: userID, experiment: experiment, variant: variant, at: at) }
+    public func storeAssignment(
+        userID: String, experiment: String, variant: String, at: Date
+    ) throws -> StoredAssignment {
+        try write { db in
+            try SQLiteStore.storeAssignment(db, userID: userID, experiment: experiment, variant: variant, at: at)
+        }
     }
 
-    public func replaceAssignment(userID: String, experiment: String, variant: String, at: Date) throws
+    public func replaceAssignment(
+        userID: String, experiment: String, variant: String, at: Date
+    ) throws
         -> StoredAssignment
     {
         try write { db in
@@ -24,7 +30,8 @@ extension SQLiteStore: ExperimentStore {
                 arguments: [userID, experiment, variant, Timestamp.format(at)])
             guard var stored = try SQLiteStore.storedAssignment(db, userID: userID, experiment: experiment) else {
                 throw GuestModeError(
-                    .internalFailure, code: .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
+                    .internalFailure, code: .assignmentLost,
+                    "the assignment of \(userID) to \(experiment) was not stored")
             }
             stored.isNew = true
             return stored
@@ -37,7 +44,9 @@ extension SQLiteStore: ExperimentStore {
         }
     }
 
-    static func storeAssignment(_ db: Database, userID: String, experiment: String, variant: String, at: Date) throws
+    static func storeAssignment(
+        _ db: Database, userID: String, experiment: String, variant: String, at: Date
+    ) throws
         -> StoredAssignment
     {
         try db.execute(
@@ -56,10 +65,13 @@ extension SQLiteStore: ExperimentStore {
     }
 
     static func storedAssignment(_ db: Database, userID: String, experiment: String) throws -> StoredAssignment? {
-        guard let row = try Row.fetchOne(
-            db, sql: "SELECT variant, assigned_at FROM experiment_assignments WHERE user_id = ? AND experiment = ?",
-            arguments: [userID, experiment])
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT variant, assigned_at FROM experiment_assignments WHERE user_id = ? AND experiment = ?",
+                arguments: [userID, experiment])
         else { return nil }
-        return StoredAssignment(variant: try row.decode(forColumn: "variant"), assignedAt: try date(try row.decode(forColumn: "assigned_at")), isNew: false)
+        return StoredAssignment(
+            variant: try row.decode(forColumn: "variant"),
+            assignedAt: try date(try row.decode(forColumn: "assigned_at")), isNew: false)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: IdentityStore {
     public func beginLink(_ request: LinkRequest, staleLocksBefore: Date, now: Date) throws -> LinkBeginning {
@@ -13,7 +13,8 @@ extension SQLiteStore: IdentityStore {
             {
                 throw GuestModeError(
                     .conflict, code: .upgradeInProgress,
-                    "an account upgrade of user '\(request.user)' is already in progress (started \(started)); wait for it to finish")
+                    "an account upgrade of user '\(request.user)' is already in progress (started \(started)); wait for it to finish"
+                )
             }
             try db.execute(
                 sql: """
@@ -37,7 +38,8 @@ extension SQLiteStore: IdentityStore {
                 if owner != userID {
                     throw GuestModeError(
                         .conflict, code: .identityAlreadyExists,
-                        "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched (merge it with 'guestmode merge')")
+                        "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched (merge it with 'guestmode merge')"
+                    )
                 }
                 try releaseUpgradeLock(of: userID, db)
                 return LinkResult(
@@ -53,7 +55,8 @@ extension SQLiteStore: IdentityStore {
             if existing.count >= profile.identity.maximumProvidersPerUser {
                 throw GuestModeError(
                     .conflict, code: .tooManyProviders,
-                    "user '\(userID)' already has \(existing.count) linked provider(s), the most this profile allows (identity.max_providers_per_user)")
+                    "user '\(userID)' already has \(existing.count) linked provider(s), the most this profile allows (identity.max_providers_per_user)"
+                )
             }
             let nowText = Timestamp.format(now)
             try db.execute(
@@ -99,7 +102,8 @@ extension SQLiteStore: IdentityStore {
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM identities WHERE user_id = ?", arguments: [userID]) ?? 0
             if remaining == 0 {
                 let outcomes = try String.fetchAll(
-                    db, sql: "SELECT outcome FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id", arguments: [userID]
+                    db, sql: "SELECT outcome FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id",
+                    arguments: [userID]
                 ).compactMap(PromptOutcome.init(rawValue:))
                 try db.execute(
                     sql: "UPDATE users SET state = ?, linked_at = NULL, prompt_state = ? WHERE id = ?",

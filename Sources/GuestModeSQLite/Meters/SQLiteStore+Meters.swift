@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 /// Usage rows keep the schema's REAL `amount` column: every amount written
 /// has at most six fractional digits and fifteen significant digits
@@ -14,7 +14,9 @@ extension SQLiteStore: MeterStore {
         }
     }
 
-    public func checkMeter(of userID: String, meter: Meter, amount: MeterAmount?, profile: Profile, now: Date) throws
+    public func checkMeter(
+        of userID: String, meter: Meter, amount: MeterAmount?, profile: Profile, now: Date
+    ) throws
         -> MeterDecision
     {
         try read { db in
@@ -28,16 +30,19 @@ extension SQLiteStore: MeterStore {
     ) throws -> MeterUseResult {
         try write { db in
             let user = try requireUser(userID, db)
-            if let key, try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM meter_usage WHERE user_id = ? AND meter = ? AND idempotency_key = ?",
-                arguments: [userID, meter.name, key]) == true
+            if let key,
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM meter_usage WHERE user_id = ? AND meter = ? AND idempotency_key = ?",
+                    arguments: [userID, meter.name, key]) == true
             {
                 let status = try meterStatus(of: user, meter: meter, profile: profile, now: now, db)
-                return MeterUseResult(isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
+                return MeterUseResult(
+                    isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
             }
             let before = try meterStatus(of: user, meter: meter, profile: profile, now: now, db)
             guard before.admits(amount) else {
-                return MeterUseResult(isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
+                return MeterUseResult(
+                    isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
             }
             try db.execute(
                 sql: "INSERT INTO meter_usage (user_id, meter, amount, at, idempotency_key) VALUES (?, ?, ?, ?, ?)",
@@ -46,11 +51,14 @@ extension SQLiteStore: MeterStore {
             try noteChange(of: userID, profile: profile, now: now, db)
             let after = try meterStatus(of: user, meter: meter, profile: profile, now: now, db)
             let warnings = try fireWarnings(of: userID, meter: meter, status: after, now: now, db)
-            return MeterUseResult(isRecorded: true, isDuplicate: false, isAllowed: true, status: after, warnings: warnings)
+            return MeterUseResult(
+                isRecorded: true, isDuplicate: false, isAllowed: true, status: after, warnings: warnings)
         }
     }
 
-    private func meterStatus(of user: User, meter: Meter, profile: Profile, now: Date, _ db: Database) throws
+    private func meterStatus(
+        of user: User, meter: Meter, profile: Profile, now: Date, _ db: Database
+    ) throws
         -> MeterStatus
     {
         let level = try tier(of: user, profile: profile, now: now, db)
@@ -73,7 +81,9 @@ extension SQLiteStore: MeterStore {
 
     /// Fires each warning the usage total reached that was not fired yet in
     /// this period: the primary key of meter_warnings makes it once.
-    private func fireWarnings(of userID: String, meter: Meter, status: MeterStatus, now: Date, _ db: Database) throws
+    private func fireWarnings(
+        of userID: String, meter: Meter, status: MeterStatus, now: Date, _ db: Database
+    ) throws
         -> [FiredWarning]
     {
         var fired: [FiredWarning] = []

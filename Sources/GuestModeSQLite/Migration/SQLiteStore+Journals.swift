@@ -1,13 +1,15 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: MigrationJournalStore {
     public func unfinishedMigration(of guest: String, into account: String) throws -> Int64? {
         try read { db in try unfinishedMigration(of: guest, into: account, db) }
     }
 
-    public func startMigration(of guest: String, into account: String, steps: [String], backupPath: String, now: Date) throws
+    public func startMigration(
+        of guest: String, into account: String, steps: [String], backupPath: String, now: Date
+    ) throws
         -> Int64
     {
         try write { db in
@@ -15,7 +17,8 @@ extension SQLiteStore: MigrationJournalStore {
             if let id = try unfinishedMigration(of: guest, into: account, db) {
                 throw GuestModeError(
                     .conflict, code: .migrationUnfinished,
-                    "migration #\(id) of '\(guest)' into '\(account)' is unfinished; resume it instead of starting another")
+                    "migration #\(id) of '\(guest)' into '\(account)' is unfinished; resume it instead of starting another"
+                )
             }
             try db.execute(
                 sql: """
@@ -33,28 +36,35 @@ extension SQLiteStore: MigrationJournalStore {
         }
     }
 
-    public func runMigrationStep(_ step: TransferStep, position: Int, journalID: Int64, profile: Profile, now: Date) throws
+    public func runMigrationStep(
+        _ step: TransferStep, position: Int, journalID: Int64, profile: Profile, now: Date
+    ) throws
         -> MigrationStepResult?
     {
         try writeDurably { db in
-            guard let journal = try Row.fetchOne(
-                db, sql: "SELECT source_id, target_id FROM migration_journals WHERE id = ?", arguments: [journalID])
+            guard
+                let journal = try Row.fetchOne(
+                    db, sql: "SELECT source_id, target_id FROM migration_journals WHERE id = ?", arguments: [journalID])
             else {
                 throw GuestModeError(.notFound, code: .journalNotFound, "no migration journal #\(journalID)")
             }
             // Read inside the transaction: another process may have done the step.
-            guard let entry = try Row.fetchOne(
-                db, sql: "SELECT name, status FROM migration_steps WHERE journal_id = ? AND position = ?",
-                arguments: [journalID, position]), (try entry.decode(forColumn: "name") as String?) == step.name
+            guard
+                let entry = try Row.fetchOne(
+                    db, sql: "SELECT name, status FROM migration_steps WHERE journal_id = ? AND position = ?",
+                    arguments: [journalID, position]), (try entry.decode(forColumn: "name") as String?) == step.name
             else {
                 throw GuestModeError(
                     .badData, code: .journalMismatch,
                     "migration #\(journalID) has no step \(position) named '\(step.name)'; it cannot run that step")
             }
             guard (try entry.decode(forColumn: "status") as String?) != "done" else { return nil }
-            try db.execute(sql: "UPDATE migration_journals SET status = 'running', error = NULL WHERE id = ?", arguments: [journalID])
+            try db.execute(
+                sql: "UPDATE migration_journals SET status = 'running', error = NULL WHERE id = ?",
+                arguments: [journalID])
             let transfer = SQLiteTransfer(
-                store: self, profile: profile, source: try journal.decode(forColumn: "source_id"), target: try journal.decode(forColumn: "target_id"), now: now,
+                store: self, profile: profile, source: try journal.decode(forColumn: "source_id"),
+                target: try journal.decode(forColumn: "target_id"), now: now,
                 journalID: journalID)
             var rows = 0
             var conflicts: [RecordConflict] = []
@@ -66,10 +76,13 @@ extension SQLiteStore: MigrationJournalStore {
             }
             if step.removesGuest { rows += try transfer.removeSource(db) }
             try db.execute(
-                sql: "UPDATE migration_steps SET status = 'done', rows = ?, finished_at = ? WHERE journal_id = ? AND position = ?",
+                sql:
+                    "UPDATE migration_steps SET status = 'done', rows = ?, finished_at = ? WHERE journal_id = ? AND position = ?",
                 arguments: [rows, Timestamp.format(now), journalID, position])
-            let pending = try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM migration_steps WHERE journal_id = ? AND status != 'done'", arguments: [journalID]) ?? 0
+            let pending =
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM migration_steps WHERE journal_id = ? AND status != 'done'",
+                    arguments: [journalID]) ?? 0
             if pending == 0 {
                 try db.execute(
                     sql: "UPDATE migration_journals SET status = 'done', finished_at = ? WHERE id = ?",
@@ -84,7 +97,8 @@ extension SQLiteStore: MigrationJournalStore {
     public func failMigration(journalID: Int64, reason: String) throws {
         try write { db in
             try db.execute(
-                sql: "UPDATE migration_journals SET status = 'failed', error = ? WHERE id = ?", arguments: [reason, journalID])
+                sql: "UPDATE migration_journals SET status = 'failed', error = ? WHERE id = ?",
+                arguments: [reason, journalID])
         }
     }
 
@@ -109,20 +123,27 @@ extension SQLiteStore: MigrationJournalStore {
             arguments: [guest, account])
     }
 
-    private func journals(where clause: String, arguments: StatementArguments, _ db: Database) throws -> [MigrationJournal] {
-        try Row.fetchAll(db, sql: "SELECT * FROM migration_journals WHERE \(clause) ORDER BY id", arguments: arguments).map { row in
-            let id: Int64 = try row.decode(forColumn: "id")
-            let steps = try Row.fetchAll(
-                db, sql: "SELECT * FROM migration_steps WHERE journal_id = ? ORDER BY position", arguments: [id]
-            ).map { step in
-                JournalStep(
-                    position: try step.decode(forColumn: "position"), name: try step.decode(forColumn: "name"), status: try step.decode(forColumn: "status"), rows: try step.decode(forColumn: "rows"),
-                    finishedAt: (try step.decode(forColumn: "finished_at") as String?).flatMap(Timestamp.parse))
+    private func journals(
+        where clause: String, arguments: StatementArguments, _ db: Database
+    ) throws -> [MigrationJournal] {
+        try Row.fetchAll(db, sql: "SELECT * FROM migration_journals WHERE \(clause) ORDER BY id", arguments: arguments)
+            .map { row in
+                let id: Int64 = try row.decode(forColumn: "id")
+                let steps = try Row.fetchAll(
+                    db, sql: "SELECT * FROM migration_steps WHERE journal_id = ? ORDER BY position", arguments: [id]
+                ).map { step in
+                    JournalStep(
+                        position: try step.decode(forColumn: "position"), name: try step.decode(forColumn: "name"),
+                        status: try step.decode(forColumn: "status"), rows: try step.decode(forColumn: "rows"),
+                        finishedAt: (try step.decode(forColumn: "finished_at") as String?).flatMap(Timestamp.parse))
+                }
+                return MigrationJournal(
+                    id: id, kind: try row.decode(forColumn: "kind"), source: try row.decode(forColumn: "source_id"),
+                    target: try row.decode(forColumn: "target_id"), status: try row.decode(forColumn: "status"),
+                    backupPath: try row.decode(forColumn: "backup_path"),
+                    startedAt: Timestamp.parse(try row.decode(forColumn: "started_at")) ?? .distantPast,
+                    finishedAt: (try row.decode(forColumn: "finished_at") as String?).flatMap(Timestamp.parse),
+                    error: try row.decode(forColumn: "error"), steps: steps)
             }
-            return MigrationJournal(
-                id: id, kind: try row.decode(forColumn: "kind"), source: try row.decode(forColumn: "source_id"), target: try row.decode(forColumn: "target_id"), status: try row.decode(forColumn: "status"),
-                backupPath: try row.decode(forColumn: "backup_path"), startedAt: Timestamp.parse(try row.decode(forColumn: "started_at")) ?? .distantPast,
-                finishedAt: (try row.decode(forColumn: "finished_at") as String?).flatMap(Timestamp.parse), error: try row.decode(forColumn: "error"), steps: steps)
-        }
     }
 }

@@ -1,24 +1,28 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: TransferStore {
     public func checkTransfer(of guest: String, into account: String) throws {
         try read { db in _ = try checkTransfer(of: guest, into: account, db) }
     }
 
-    public func previewTransfer(of guest: String, into account: String, steps: [TransferStep], profile: Profile) throws
+    public func previewTransfer(
+        of guest: String, into account: String, steps: [TransferStep], profile: Profile
+    ) throws
         -> [TransferStepPreview]
     {
         try read { db in
             _ = try checkTransfer(of: guest, into: account, db)
-            let transfer = SQLiteTransfer(store: self, profile: profile, source: guest, target: account, now: .distantPast)
+            let transfer = SQLiteTransfer(
+                store: self, profile: profile, source: guest, target: account, now: .distantPast)
             return try steps.map { step in
                 var rows = 0
                 if step.movesActivity { rows += try transfer.activityCount(db) }
                 rows += try transfer.recordCount(step.collections, db)
                 if step.removesGuest { rows += 1 }
-                return TransferStepPreview(rows: rows, conflicts: try transfer.conflicts(in: step.collections, policy: .union, db))
+                return TransferStepPreview(
+                    rows: rows, conflicts: try transfer.conflicts(in: step.collections, policy: .union, db))
             }
         }
     }
@@ -33,15 +37,18 @@ extension SQLiteStore: TransferStore {
                 let conflicts = try transfer.conflicts(in: nil, policy: policy, db)
                 var overCap: [CollectionLimit] = []
                 for collection in profile.collections {
-                    var limit = try self.collectionLimit(of: target, collection: collection.name, profile: profile, now: now, db)
+                    var limit = try self.collectionLimit(
+                        of: target, collection: collection.name, profile: profile, now: now, db)
                     let incoming = try transfer.recordCount([collection.name], db)
-                    let merged = conflicts.filter { $0.collection == collection.name && $0.resolution != .keptBoth }.count
+                    let merged = conflicts.filter { $0.collection == collection.name && $0.resolution != .keptBoth }
+                        .count
                     limit.used += incoming - merged
                     if limit.isOverCap { overCap.append(limit) }
                 }
                 return MergeReport(
                     guest: guest, account: account, policy: policy, recordsMoved: try transfer.recordCount(nil, db),
-                    activityMoved: try transfer.activityCount(db), conflicts: conflicts, overCap: overCap, isDryRun: true,
+                    activityMoved: try transfer.activityCount(db), conflicts: conflicts, overCap: overCap,
+                    isDryRun: true,
                     journalID: nil)
             }
             try db.execute(
@@ -74,7 +81,8 @@ extension SQLiteStore: TransferStore {
             var moved: [String: Int] = [:]
             var collisions: [AdoptReport.Collision] = []
             let rows = try Row.fetchAll(
-                db, sql: "SELECT collection, key FROM records WHERE owner_id = ? ORDER BY collection, key", arguments: [owner])
+                db, sql: "SELECT collection, key FROM records WHERE owner_id = ? ORDER BY collection, key",
+                arguments: [owner])
             for row in rows {
                 let collection: String = try row.decode(forColumn: "collection")
                 let key: String = try row.decode(forColumn: "key")
@@ -110,8 +118,10 @@ extension SQLiteStore: TransferStore {
     }
 
     func overCapLimits(of user: User, profile: Profile, now: Date, _ db: Database) throws -> [CollectionLimit] {
-        try profile.collections.map { try collectionLimit(of: user, collection: $0.name, profile: profile, now: now, db) }
-            .filter(\.isOverCap)
+        try profile.collections.map {
+            try collectionLimit(of: user, collection: $0.name, profile: profile, now: now, db)
+        }
+        .filter(\.isOverCap)
     }
 }
 
@@ -130,7 +140,9 @@ struct SQLiteTransfer {
     func moveActivity(_ db: Database) throws -> Int {
         // The guest must still be there: a concurrent run that already moved it is a conflict, and a
         // missing row must never null the account's times.
-        guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [source]) == true else {
+        guard
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [source]) == true
+        else {
             throw GuestModeError(
                 .conflict, code: .guestAlreadyMoved,
                 "the guest '\(source)' is no longer in the store: another run has already moved or removed it")
@@ -179,9 +191,12 @@ struct SQLiteTransfer {
             moved += db.changesCount
         }
         // The account's own assignment and flags win: they are what it has seen.
-        for (table, columns) in [("experiment_assignments", "experiment, variant, assigned_at"), ("user_flags", "flag, set_at")] {
+        for (table, columns) in [
+            ("experiment_assignments", "experiment, variant, assigned_at"), ("user_flags", "flag, set_at"),
+        ] {
             try db.execute(
-                sql: "INSERT INTO \(table) (user_id, \(columns)) SELECT ?, \(columns) FROM \(table) WHERE user_id = ? ON CONFLICT DO NOTHING",
+                sql:
+                    "INSERT INTO \(table) (user_id, \(columns)) SELECT ?, \(columns) FROM \(table) WHERE user_id = ? ON CONFLICT DO NOTHING",
                 arguments: [target, source])
             moved += db.changesCount
             try db.execute(sql: "DELETE FROM \(table) WHERE user_id = ?", arguments: [source])
@@ -216,9 +231,12 @@ struct SQLiteTransfer {
             let key: String = try row.decode(forColumn: "key")
             return try RecordConflict.settling(
                 collection: collection, key: key,
-                guest: RecordVersion(data: try row.decode(forColumn: "guest_data"), updatedAt: Timestamp.parse(try row.decode(forColumn: "guest_updated")) ?? .distantPast),
+                guest: RecordVersion(
+                    data: try row.decode(forColumn: "guest_data"),
+                    updatedAt: Timestamp.parse(try row.decode(forColumn: "guest_updated")) ?? .distantPast),
                 account: RecordVersion(
-                    data: try row.decode(forColumn: "account_data"), updatedAt: Timestamp.parse(try row.decode(forColumn: "account_updated")) ?? .distantPast),
+                    data: try row.decode(forColumn: "account_data"),
+                    updatedAt: Timestamp.parse(try row.decode(forColumn: "account_updated")) ?? .distantPast),
                 policy: policy, rule: profile.collection(named: collection)?.onMergeConflict ?? .newestWins,
                 freeKey: { try freeKey(for: key, collection: collection, db) })
         }
@@ -226,17 +244,23 @@ struct SQLiteTransfer {
 
     /// Moves the guest's records of `collections` (all when nil), settling
     /// conflicts by `policy`; losers go to the conflict archive.
-    func moveRecords(_ collections: [String]?, policy: MergePolicy, _ db: Database) throws -> (moved: Int, conflicts: [RecordConflict]) {
+    func moveRecords(
+        _ collections: [String]?, policy: MergePolicy, _ db: Database
+    ) throws -> (moved: Int, conflicts: [RecordConflict]) {
         let conflicts = try self.conflicts(in: collections, policy: policy, db)
         for conflict in conflicts {
             switch conflict.resolution {
             case .keptGuest:
-                try archive(owner: target, collection: conflict.collection, key: conflict.key, reason: "lost to the guest's record", db)
+                try archive(
+                    owner: target, collection: conflict.collection, key: conflict.key,
+                    reason: "lost to the guest's record", db)
                 try db.execute(
                     sql: "DELETE FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
                     arguments: [target, conflict.collection, conflict.key])
             case .keptAccount:
-                try archive(owner: source, collection: conflict.collection, key: conflict.key, reason: "lost to the account's record", db)
+                try archive(
+                    owner: source, collection: conflict.collection, key: conflict.key,
+                    reason: "lost to the account's record", db)
                 try db.execute(
                     sql: "DELETE FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
                     arguments: [source, conflict.collection, conflict.key])
@@ -255,7 +279,8 @@ struct SQLiteTransfer {
     /// What is left of the guest once everything has moved: credentials,
     /// queued backups, and the user itself.
     func removeSource(_ db: Database) throws -> Int {
-        let leftovers = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE owner_id = ?", arguments: [source]) ?? 0
+        let leftovers =
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE owner_id = ?", arguments: [source]) ?? 0
         guard leftovers == 0 else {
             throw GuestModeError(
                 .internalFailure, code: .recordsLeftBehind,
@@ -274,10 +299,15 @@ struct SQLiteTransfer {
     }
 
     func activityCount(_ db: Database) throws -> Int {
-        try ["events", "counters", "meter_usage", "meter_warnings", "plans", "prompt_outcomes", "experiment_assignments", "user_flags"]
-            .reduce(0) { total, table in
-                total + (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE user_id = ?", arguments: [source]) ?? 0)
-            }
+        try [
+            "events", "counters", "meter_usage", "meter_warnings", "plans", "prompt_outcomes", "experiment_assignments",
+            "user_flags",
+        ]
+        .reduce(0) { total, table in
+            total
+                + (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table) WHERE user_id = ?", arguments: [source])
+                    ?? 0)
+        }
     }
 
     /// Keeps a losing record in the account's conflict archive, whichever
@@ -289,15 +319,18 @@ struct SQLiteTransfer {
                 SELECT ?, ?, collection, key, data, updated_at, ?, ? FROM records
                 WHERE owner_id = ? AND collection = ? AND key = ?
                 """,
-            arguments: [journalID, target, "\(reason) (was owned by \(owner))", Timestamp.format(now), owner, collection, key])
+            arguments: [
+                journalID, target, "\(reason) (was owned by \(owner))", Timestamp.format(now), owner, collection, key,
+            ])
     }
 
     /// The first of the engine's candidate keys that neither user holds.
     private func freeKey(for key: String, collection: String, _ db: Database) throws -> String {
         for candidate in RecordConflict.keptBothKeys(for: key) {
-            let isTaken = try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM records WHERE owner_id IN (?, ?) AND collection = ? AND key = ?",
-                arguments: [source, target, collection, candidate]) == true
+            let isTaken =
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM records WHERE owner_id IN (?, ?) AND collection = ? AND key = ?",
+                    arguments: [source, target, collection, candidate]) == true
             if !isTaken { return candidate }
         }
         // The candidates never run out; this only satisfies the compiler.

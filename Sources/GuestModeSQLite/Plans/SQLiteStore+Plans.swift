@@ -1,14 +1,16 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: PlanStore {
     public func grantPlan(_ grant: PlanGrant, to userID: String, profile: Profile, now: Date) throws -> UserPlans {
         try write { db in
             let user = try requireUser(userID, db)
-            if grant.trialEndsAt != nil, let used = try String.fetchOne(
-                db, sql: "SELECT granted_at FROM plans WHERE user_id = ? AND plan = ? AND trial_ends_at IS NOT NULL",
-                arguments: [userID, grant.plan])
+            if grant.trialEndsAt != nil,
+                let used = try String.fetchOne(
+                    db,
+                    sql: "SELECT granted_at FROM plans WHERE user_id = ? AND plan = ? AND trial_ends_at IS NOT NULL",
+                    arguments: [userID, grant.plan])
             {
                 throw GuestModeError(
                     .conflict, code: .trialAlreadyUsed,

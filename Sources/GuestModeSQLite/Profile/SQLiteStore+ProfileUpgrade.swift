@@ -1,13 +1,15 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: ProfileUpgradeStore {
     public func planProfileUpgrade(from current: Profile, to new: Profile) throws -> ProfileUpgradePlan {
         try read { db in try ProfileUpgradePlan(upgrading: current, to: new, census: SQLiteUpgradeCensus(db: db)) }
     }
 
-    public func applyProfileUpgrade(from current: Profile, to new: ProfileCatalog.Source, now: Date) throws
+    public func applyProfileUpgrade(
+        from current: Profile, to new: ProfileCatalog.Source, now: Date
+    ) throws
         -> ProfileUpgradePlan
     {
         try writeDurably { db in
@@ -16,7 +18,8 @@ extension SQLiteStore: ProfileUpgradeStore {
             for step in new.profile.upgrade?.steps ?? [] {
                 switch step {
                 case .renameCollection(let from, let to):
-                    try db.execute(sql: "UPDATE records SET collection = ? WHERE collection = ?", arguments: [to, from])
+                    try db.execute(
+                        sql: "UPDATE records SET collection = ? WHERE collection = ?", arguments: [to, from])
                 case .renameField(let collection, let from, let to):
                     try db.execute(
                         sql: """
@@ -30,7 +33,8 @@ extension SQLiteStore: ProfileUpgradeStore {
                 ("profile_text", new.text), ("profile_origin", new.origin), ("bound_at", Timestamp.format(now)),
             ] {
                 try db.execute(
-                    sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    sql:
+                        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     arguments: [key, value])
             }
             return plan

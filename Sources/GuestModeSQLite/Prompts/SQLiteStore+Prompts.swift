@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: PromptStore {
     public func promptFacts(userID: String) throws -> PromptFacts? {
@@ -25,30 +25,41 @@ extension SQLiteStore: PromptStore {
 
     static func promptFacts(_ db: Database, userID: String) throws -> PromptFacts? {
         // Cached statements: replays ask this once per event.
-        guard let user = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT state, prompt_state, created_at FROM users WHERE id = ?"), arguments: [userID])
+        guard
+            let user = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT state, prompt_state, created_at FROM users WHERE id = ?"),
+                arguments: [userID])
         else { return nil }
         var counters: [String: Int] = [:]
         let counterRows = try Row.fetchCursor(
             db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
-        while let row = try counterRows.next() { counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total") }
+        while let row = try counterRows.next() {
+            counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total")
+        }
         let history = try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
+            db.cachedStatement(
+                sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
             arguments: [userID]
         ).map { row in
             PromptHistoryEntry(
-                context: try row.decode(forColumn: "context"), outcome: try decode(try row.decode(forColumn: "outcome"), as: PromptOutcome.self, what: "prompt outcome"),
+                context: try row.decode(forColumn: "context"),
+                outcome: try decode(
+                    try row.decode(forColumn: "outcome"), as: PromptOutcome.self, what: "prompt outcome"),
                 at: try date(try row.decode(forColumn: "at")))
         }
         return PromptFacts(
-            userID: userID, userState: try decode(try user.decode(forColumn: "state"), as: UserState.self, what: "user state"),
-            promptState: try decode(try user.decode(forColumn: "prompt_state"), as: PromptState.self, what: "prompt state"),
+            userID: userID,
+            userState: try decode(try user.decode(forColumn: "state"), as: UserState.self, what: "user state"),
+            promptState: try decode(
+                try user.decode(forColumn: "prompt_state"), as: PromptState.self, what: "prompt state"),
             firstSeen: try date(try user.decode(forColumn: "created_at")), counters: counters, history: history)
     }
 
-    static func recordPromptOutcome(_ db: Database, _ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        guard let current = try String.fetchOne(
-            db.cachedStatement(sql: "SELECT prompt_state FROM users WHERE id = ?"), arguments: [userID])
+    static func recordPromptOutcome(_ db: Database, _ entry: PromptHistoryEntry, userID: String) throws -> PromptState?
+    {
+        guard
+            let current = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT prompt_state FROM users WHERE id = ?"), arguments: [userID])
         else { return nil }
         let state = try decode(current, as: PromptState.self, what: "prompt state").after(entry.outcome)
         try db.cachedStatement(sql: "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES (?, ?, ?, ?)")

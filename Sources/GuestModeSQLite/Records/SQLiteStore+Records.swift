@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: RecordStore {
     public func putRecord(
@@ -8,9 +8,10 @@ extension SQLiteStore: RecordStore {
     ) throws -> PutResult {
         try write { db in
             let user = try requireUser(userID, db)
-            let exists = try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
-                arguments: [userID, collection, key]) ?? false
+            let exists =
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
+                    arguments: [userID, collection, key]) ?? false
             let before = try collectionLimit(of: user, collection: collection, profile: profile, now: now, db)
             guard before.admits(isReplacement: exists) else {
                 return PutResult(outcome: before.outcome, isReplacement: false, limit: before)
@@ -24,7 +25,8 @@ extension SQLiteStore: RecordStore {
                 arguments: [userID, collection, key, data, nowText, nowText])
             try touch(userID, at: now, db)
             try noteChange(of: userID, profile: profile, now: now, db)
-            let after = exists ? before : try collectionLimit(of: user, collection: collection, profile: profile, now: now, db)
+            let after =
+                exists ? before : try collectionLimit(of: user, collection: collection, profile: profile, now: now, db)
             return PutResult(outcome: .allowed, isReplacement: exists, limit: after)
         }
     }
@@ -49,7 +51,9 @@ extension SQLiteStore: RecordStore {
         }
     }
 
-    public func deleteRecord(owner userID: String, collection: String, key: String, profile: Profile, now: Date) throws
+    public func deleteRecord(
+        owner userID: String, collection: String, key: String, profile: Profile, now: Date
+    ) throws
         -> Bool
     {
         try write { db in
@@ -64,7 +68,9 @@ extension SQLiteStore: RecordStore {
         }
     }
 
-    public func collectionLimits(of userID: String, collections: [String], profile: Profile, now: Date) throws
+    public func collectionLimits(
+        of userID: String, collections: [String], profile: Profile, now: Date
+    ) throws
         -> [CollectionLimit]
     {
         try read { db in
@@ -75,7 +81,8 @@ extension SQLiteStore: RecordStore {
 
     private func storedRecord(_ row: Row) throws -> StoredRecord {
         StoredRecord(
-            owner: try row.decode(forColumn: "owner_id"), collection: try row.decode(forColumn: "collection"), key: try row.decode(forColumn: "key"), data: try row.decode(forColumn: "data"),
+            owner: try row.decode(forColumn: "owner_id"), collection: try row.decode(forColumn: "collection"),
+            key: try row.decode(forColumn: "key"), data: try row.decode(forColumn: "data"),
             createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
             updatedAt: Timestamp.parse(try row.decode(forColumn: "updated_at")) ?? .distantPast)
     }

@@ -1,37 +1,42 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: ReportStore {
     public func funnelCounts(in period: ReportPeriod) throws -> FunnelCounts {
         try read { db in
             let (filter, arguments) = period.clause("created_at")
             let cohort = "SELECT id, state, created_at, linked_at FROM users WHERE \(filter)"
-            guard let row = try Row.fetchOne(
-                db,
-                sql: """
-                    WITH cohort AS (\(cohort))
-                    SELECT count(*) AS guests,
-                           coalesce(sum(EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = cohort.id)), 0) AS prompted,
-                           coalesce(sum(state = 'linked'), 0) AS linked,
-                           avg(CASE WHEN state = 'linked' THEN (julianday(linked_at) - julianday(created_at)) * 24 END) AS average_hours
-                    FROM cohort
-                    """,
-                arguments: arguments)
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        WITH cohort AS (\(cohort))
+                        SELECT count(*) AS guests,
+                               coalesce(sum(EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = cohort.id)), 0) AS prompted,
+                               coalesce(sum(state = 'linked'), 0) AS linked,
+                               avg(CASE WHEN state = 'linked' THEN (julianday(linked_at) - julianday(created_at)) * 24 END) AS average_hours
+                        FROM cohort
+                        """,
+                    arguments: arguments)
             else { throw GuestModeError(.internalFailure, code: .internalFailure, "the funnel query returned no row") }
             let linked: Int = try row.decode(forColumn: "linked")
             // The median is the middle of the sorted link times; SQLite has no median aggregate.
-            let median = linked == 0 ? nil : try Double.fetchOne(
-                db,
-                sql: """
-                    SELECT avg(hours) FROM (
-                        SELECT (julianday(linked_at) - julianday(created_at)) * 24 AS hours
-                        FROM (\(cohort)) WHERE state = 'linked'
-                        ORDER BY hours LIMIT 2 - (? % 2) OFFSET (? - 1) / 2)
-                    """,
-                arguments: arguments + [linked, linked])
+            let median =
+                linked == 0
+                ? nil
+                : try Double.fetchOne(
+                    db,
+                    sql: """
+                        SELECT avg(hours) FROM (
+                            SELECT (julianday(linked_at) - julianday(created_at)) * 24 AS hours
+                            FROM (\(cohort)) WHERE state = 'linked'
+                            ORDER BY hours LIMIT 2 - (? % 2) OFFSET (? - 1) / 2)
+                        """,
+                    arguments: arguments + [linked, linked])
             return FunnelCounts(
-                guests: try row.decode(forColumn: "guests"), prompted: try row.decode(forColumn: "prompted"), linked: linked,
+                guests: try row.decode(forColumn: "guests"), prompted: try row.decode(forColumn: "prompted"),
+                linked: linked,
                 averageHoursToLink: try row.decode(forColumn: "average_hours"), medianHoursToLink: median)
         }
     }
@@ -50,20 +55,25 @@ extension SQLiteStore: ReportStore {
             let (warningFilter, warningArguments) = period.clause("fired_at")
             var counts: [String: MeterUsageCounts] = [:]
             for meter in meters {
-                guard let row = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(CAST(round(amount * 1000000) AS INTEGER)), 0) AS millionths
-                        FROM meter_usage WHERE meter = ? AND \(usageFilter)
-                        """,
-                    arguments: [meter] + usageArguments)
-                else { throw GuestModeError(.internalFailure, code: .internalFailure, "the usage query returned no row") }
-                let warned = try Int.fetchOne(
-                    db,
-                    sql: "SELECT count(DISTINCT user_id) FROM meter_warnings WHERE meter = ? AND \(warningFilter)",
-                    arguments: [meter] + warningArguments) ?? 0
+                guard
+                    let row = try Row.fetchOne(
+                        db,
+                        sql: """
+                            SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(CAST(round(amount * 1000000) AS INTEGER)), 0) AS millionths
+                            FROM meter_usage WHERE meter = ? AND \(usageFilter)
+                            """,
+                        arguments: [meter] + usageArguments)
+                else {
+                    throw GuestModeError(.internalFailure, code: .internalFailure, "the usage query returned no row")
+                }
+                let warned =
+                    try Int.fetchOne(
+                        db,
+                        sql: "SELECT count(DISTINCT user_id) FROM meter_warnings WHERE meter = ? AND \(warningFilter)",
+                        arguments: [meter] + warningArguments) ?? 0
                 counts[meter] = MeterUsageCounts(
-                    users: try row.decode(forColumn: "users"), uses: try row.decode(forColumn: "uses"), amount: MeterAmount(millionths: try row.decode(forColumn: "millionths")),
+                    users: try row.decode(forColumn: "users"), uses: try row.decode(forColumn: "uses"),
+                    amount: MeterAmount(millionths: try row.decode(forColumn: "millionths")),
                     warnedUsers: warned)
             }
             return counts
@@ -89,7 +99,8 @@ extension SQLiteStore: ReportStore {
             arguments: arguments
         ).map { row in
             PromptContextReport(
-                context: try row.decode(forColumn: "context"), shown: try row.decode(forColumn: "shown"), dismissed: try row.decode(forColumn: "dismissed"), later: try row.decode(forColumn: "later"),
+                context: try row.decode(forColumn: "context"), shown: try row.decode(forColumn: "shown"),
+                dismissed: try row.decode(forColumn: "dismissed"), later: try row.decode(forColumn: "later"),
                 never: try row.decode(forColumn: "never"), completed: try row.decode(forColumn: "completed"))
         }
     }
@@ -108,7 +119,8 @@ extension SQLiteStore: ReportStore {
             arguments: arguments
         ).map { row in
             VariantCounts(
-                experiment: try row.decode(forColumn: "experiment"), variant: try row.decode(forColumn: "variant"), users: try row.decode(forColumn: "users"), conversions: try row.decode(forColumn: "conversions"))
+                experiment: try row.decode(forColumn: "experiment"), variant: try row.decode(forColumn: "variant"),
+                users: try row.decode(forColumn: "users"), conversions: try row.decode(forColumn: "conversions"))
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 /// The SQLite database behind `SQLiteStore`, in GRDB's AppDatabase shape: a
 /// writer and a private migrator. GRDB never leaves this target: callers
@@ -90,7 +90,8 @@ enum StoreFile {
         if fileManager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw GuestModeError(
                 .cannotCreate, code: .storeIsDirectory,
-                "the store '\(path)' is a directory; give a store file, e.g. --store \((path as NSString).appendingPathComponent("guestmode.sqlite"))")
+                "the store '\(path)' is a directory; give a store file, e.g. --store \((path as NSString).appendingPathComponent("guestmode.sqlite"))"
+            )
         }
         if fileManager.fileExists(atPath: path) {
             if creating {
@@ -113,7 +114,8 @@ enum StoreFile {
             // WAL is set once, persistently, when the store is created.
             let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration())
             if creating {
-                _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+                _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+                }
             }
             return try AppDatabase(queue, migrating: migrating)
         } catch let error as DatabaseError {
@@ -153,7 +155,8 @@ enum StoreFile {
         let descriptor = Foundation.open(path, O_CREAT | O_EXCL | O_WRONLY, 0o600)
         if descriptor < 0 {
             let reason = String(cString: strerror(errno))
-            throw GuestModeError(.cannotCreate, code: .cannotCreateStore, "cannot create the store '\(path)': \(reason)")
+            throw GuestModeError(
+                .cannotCreate, code: .cannotCreateStore, "cannot create the store '\(path)': \(reason)")
         }
         close(descriptor)
     }
@@ -161,11 +164,14 @@ enum StoreFile {
     static func translate(_ error: DatabaseError, path: String) -> GuestModeError {
         switch error.resultCode {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT:
-            GuestModeError.badData("'\(path)' is not a guestmode store or is damaged: \(error.message ?? "\(error)")", code: .corruptStore)
+            GuestModeError.badData(
+                "'\(path)' is not a guestmode store or is damaged: \(error.message ?? "\(error)")", code: .corruptStore)
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             GuestModeError(.tryAgainLater, code: .storeBusy, "the store '\(path)' is busy; try again later")
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
-            GuestModeError(.cannotCreate, code: .cannotOpenStore, "cannot open the store '\(path)': \(error.message ?? "\(error)")")
+            GuestModeError(
+                .cannotCreate, code: .cannotOpenStore, "cannot open the store '\(path)': \(error.message ?? "\(error)")"
+            )
         case .SQLITE_IOERR, .SQLITE_FULL:
             GuestModeError(.ioError, code: .ioError, "I/O error on the store '\(path)': \(error.message ?? "\(error)")")
         default:

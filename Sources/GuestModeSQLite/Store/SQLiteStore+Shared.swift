@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 /// Steps every area's transactions share: finding users, moving last-seen,
 /// queueing backups, the tier in force.
@@ -22,8 +22,10 @@ extension SQLiteStore {
             return nil
         }
         return User(
-            id: try row.decode(forColumn: "id"), device: try row.decode(forColumn: "device"), state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
-            promptState: try row.decode(forColumn: "prompt_state"), createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
+            id: try row.decode(forColumn: "id"), device: try row.decode(forColumn: "device"),
+            state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
+            promptState: try row.decode(forColumn: "prompt_state"),
+            createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
             lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
             linkedAt: (try row.decode(forColumn: "linked_at") as String?).flatMap(Timestamp.parse))
     }
@@ -40,14 +42,17 @@ extension SQLiteStore {
             db, sql: "SELECT * FROM identities WHERE user_id = ? ORDER BY linked_at, provider", arguments: [userID]
         ).map { row in
             Identity(
-                provider: try row.decode(forColumn: "provider"), subject: try row.decode(forColumn: "subject"), email: try row.decode(forColumn: "email"),
+                provider: try row.decode(forColumn: "provider"), subject: try row.decode(forColumn: "subject"),
+                email: try row.decode(forColumn: "email"),
                 linkedAt: Timestamp.parse(try row.decode(forColumn: "linked_at")) ?? .distantPast)
         }
     }
 
     func counters(of userID: String, _ db: Database) throws -> [String: Int] {
         var counters: [String: Int] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT action, total FROM counters WHERE user_id = ?", arguments: [userID]) {
+        for row in try Row.fetchAll(
+            db, sql: "SELECT action, total FROM counters WHERE user_id = ?", arguments: [userID])
+        {
             counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total")
         }
         return counters
@@ -77,7 +82,8 @@ extension SQLiteStore {
     }
 
     /// Records what guestmode itself did (upgrades, warnings); never tokens.
-    func appendSystemEvent(user: String, action: String, properties: [String: String], at: Date, _ db: Database) throws {
+    func appendSystemEvent(user: String, action: String, properties: [String: String], at: Date, _ db: Database) throws
+    {
         try db.execute(
             sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, 1, ?)",
             arguments: [user, action, Timestamp.format(at), EventLog.encodeProperties(properties)])
@@ -96,8 +102,10 @@ extension SQLiteStore {
     /// because the data changed) and moves `queued_at` strictly forward.
     func enqueueBackup(_ db: Database, userID: String, now: Date) throws {
         var queuedAt = now
-        if let previous = try String.fetchOne(db, sql: "SELECT queued_at FROM outbox WHERE user_id = ?", arguments: [userID]),
-           let previousDate = Timestamp.parse(previous), previousDate >= now {
+        if let previous = try String.fetchOne(
+            db, sql: "SELECT queued_at FROM outbox WHERE user_id = ?", arguments: [userID]),
+            let previousDate = Timestamp.parse(previous), previousDate >= now
+        {
             queuedAt = previousDate.addingTimeInterval(0.001)
         }
         try db.execute(
@@ -119,7 +127,8 @@ extension SQLiteStore {
             db, sql: "SELECT * FROM plans WHERE user_id = ? ORDER BY granted_at, id", arguments: [userID]
         ).map { row in
             PlanGrant(
-                plan: try row.decode(forColumn: "plan"), grantedAt: Timestamp.parse(try row.decode(forColumn: "granted_at")) ?? .distantPast,
+                plan: try row.decode(forColumn: "plan"),
+                grantedAt: Timestamp.parse(try row.decode(forColumn: "granted_at")) ?? .distantPast,
                 trialEndsAt: (try row.decode(forColumn: "trial_ends_at") as String?).flatMap(Timestamp.parse),
                 endsAt: (try row.decode(forColumn: "ends_at") as String?).flatMap(Timestamp.parse),
                 revokedAt: (try row.decode(forColumn: "revoked_at") as String?).flatMap(Timestamp.parse))
@@ -127,13 +136,16 @@ extension SQLiteStore {
     }
 
     /// Where `user` stands against one collection's cap now.
-    func collectionLimit(of user: User, collection: String, profile: Profile, now: Date, _ db: Database) throws
+    func collectionLimit(
+        of user: User, collection: String, profile: Profile, now: Date, _ db: Database
+    ) throws
         -> CollectionLimit
     {
         let level = try tier(of: user, profile: profile, now: now, db)
-        let used = try Int.fetchOne(
-            db, sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?",
-            arguments: [user.id, collection]) ?? 0
+        let used =
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?",
+                arguments: [user.id, collection]) ?? 0
         return profile.collectionLimit(collection, tier: level, used: used)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 /// The SQLite backend.
 public final class SQLiteStore: Sendable {
@@ -127,7 +127,8 @@ extension SQLiteStore: StoreAdministration {
                 ("profile_text", text), ("profile_origin", origin), ("bound_at", Timestamp.format(now)),
             ] {
                 try db.execute(
-                    sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    sql:
+                        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     arguments: [key, value])
             }
         }
@@ -167,7 +168,9 @@ extension SQLiteStore: StoreAdministration {
         try read { db in
             let tables = try String.fetchAll(
                 db,
-                sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name")
+                sql:
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name"
+            )
             var counts: [String: Int] = [:]
             for table in tables {
                 counts[table] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier)") ?? 0

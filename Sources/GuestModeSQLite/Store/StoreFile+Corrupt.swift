@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension StoreFile {
     /// A stored value that does not have the type its column is read as
@@ -11,7 +11,8 @@ extension StoreFile {
     static func corrupt(_ error: RowDecodingError, path: String) -> GuestModeError {
         GuestModeError(
             .badData, code: .corruptStore,
-            "the store '\(path)' holds a value guestmode cannot read (\(describe(error))); it was changed outside guestmode. Restore it from a backup or repair the value with sqlite3")
+            "the store '\(path)' holds a value guestmode cannot read (\(describe(error))); it was changed outside guestmode. Restore it from a backup or repair the value with sqlite3"
+        )
     }
 
     private static func describe(_ error: RowDecodingError) -> String {

@@ -1,6 +1,6 @@
 import Foundation
-import GuestModeKit
 internal import GRDB
+import GuestModeKit
 
 extension SQLiteStore: UserStore {
     public func createUser(_ user: User, credentials: StoredCredentials?) throws {
@@ -11,7 +11,8 @@ extension SQLiteStore: UserStore {
                 db, sql: "SELECT 1 FROM credentials WHERE username = ?", arguments: [credentials.username]) == true
             {
                 throw GuestModeError(
-                    .conflict, code: .usernameTaken, "the anonymous username '\(credentials.username)' is already taken")
+                    .conflict, code: .usernameTaken, "the anonymous username '\(credentials.username)' is already taken"
+                )
             }
             try db.execute(
                 sql: "INSERT INTO credentials (user_id, username, secret_hash, created_at) VALUES (?, ?, ?, ?)",
@@ -49,7 +50,8 @@ extension SQLiteStore: UserStore {
                 arguments: StatementArguments(arguments))
             return try rows.map { row in
                 UserSummary(
-                    id: try row.decode(forColumn: "id"), state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
+                    id: try row.decode(forColumn: "id"),
+                    state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
                     createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
                     lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
                     identities: try row.decode(forColumn: "identities"), records: try row.decode(forColumn: "records"))
@@ -112,10 +114,12 @@ extension SQLiteStore: UserStore {
             var selection = PurgeSelection(purged: [], kept: [])
             for row in rows {
                 let candidate = PurgeCandidate(
-                    id: try row.decode(forColumn: "id"), lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
+                    id: try row.decode(forColumn: "id"),
+                    lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
                     records: try row.decode(forColumn: "records"))
                 let decision = policy.decision(
-                    state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous, lastSeenAt: candidate.lastSeenAt,
+                    state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
+                    lastSeenAt: candidate.lastSeenAt,
                     records: candidate.records, grants: grants[candidate.id] ?? [])
                 if decision == .delete {
                     selection.purged.append(candidate)
@@ -137,18 +141,22 @@ extension SQLiteStore: UserStore {
                 arguments: [username]
             ).map { row in
                 StoredCredentials(
-                    userID: try row.decode(forColumn: "user_id"), username: try row.decode(forColumn: "username"), secretHash: try row.decode(forColumn: "secret_hash"),
+                    userID: try row.decode(forColumn: "user_id"), username: try row.decode(forColumn: "username"),
+                    secretHash: try row.decode(forColumn: "secret_hash"),
                     createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast)
             }
         }
     }
 
-    public func recordAnonymousSignIn(username: String, verifiedHash: String, upgradedHash: String?, now: Date) throws
+    public func recordAnonymousSignIn(
+        username: String, verifiedHash: String, upgradedHash: String?, now: Date
+    ) throws
         -> User?
     {
         try write { db in
-            guard let userID = try String.fetchOne(
-                db, sql: "SELECT user_id FROM credentials WHERE username = ?", arguments: [username])
+            guard
+                let userID = try String.fetchOne(
+                    db, sql: "SELECT user_id FROM credentials WHERE username = ?", arguments: [username])
             else { return nil }
             if let upgradedHash {
                 try db.execute(
@@ -163,7 +171,8 @@ extension SQLiteStore: UserStore {
     /// One row of `plans` as the engine's grant.
     static func planGrant(_ row: Row) throws -> PlanGrant {
         PlanGrant(
-            plan: try row.decode(forColumn: "plan"), grantedAt: Timestamp.parse(try row.decode(forColumn: "granted_at")) ?? .distantPast,
+            plan: try row.decode(forColumn: "plan"),
+            grantedAt: Timestamp.parse(try row.decode(forColumn: "granted_at")) ?? .distantPast,
             trialEndsAt: (try row.decode(forColumn: "trial_ends_at") as String?).flatMap(Timestamp.parse),
             endsAt: (try row.decode(forColumn: "ends_at") as String?).flatMap(Timestamp.parse),
             revokedAt: (try row.decode(forColumn: "revoked_at") as String?).flatMap(Timestamp.parse))

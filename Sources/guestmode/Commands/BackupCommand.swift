@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GuestModeArchive
 import GuestModeKit
+
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
@@ -13,7 +14,9 @@ struct BackupCommand: ParsableCommand {
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write users' data to an archive (atomically, mode 0600).",
-            discussion: "The format follows --format, else the --out extension (.gmbackup or .tar.zst, .tar.gz, .zip), else tar.zst.")
+            discussion:
+                "The format follows --format, else the --out extension (.gmbackup or .tar.zst, .tar.gz, .zip), else tar.zst."
+        )
 
         @OptionGroup var global: GlobalOptions
 
@@ -29,15 +32,21 @@ struct BackupCommand: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("tar.zst (default), tar.gz or zip.", valueName: "format"))
         var format: ArchiveFormat?
 
-        @Option(name: .long, help: ArgumentHelp("Compression level: 1-19 for tar.zst, 1-9 for tar.gz, 0-9 for zip.", valueName: "n"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Compression level: 1-19 for tar.zst, 1-9 for tar.gz, 0-9 for zip.", valueName: "n"))
         var level: Int?
 
-        @Flag(name: .long, help: "Encrypt the archive (ChaCha20-Poly1305) with a key derived from the deployment's backup key.")
+        @Flag(
+            name: .long,
+            help: "Encrypt the archive (ChaCha20-Poly1305) with a key derived from the deployment's backup key.")
         var encrypt = false
 
-        @Option(name: .long, help: ArgumentHelp(
-            "Encrypt with the passphrase in this file (first line; - for standard input) instead of the deployment's key.",
-            valueName: "file"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Encrypt with the passphrase in this file (first line; - for standard input) instead of the deployment's key.",
+                valueName: "file"))
         var passphraseFile: String?
 
         func validate() throws {
@@ -52,7 +61,9 @@ struct BackupCommand: ParsableCommand {
                 }
             }
             if let format, let named = ArchiveFormat.named(by: out), named != format {
-                throw ValidationError("--out '\(out)' is named like a \(named.rawValue) archive but --format is \(format.rawValue); make them agree")
+                throw ValidationError(
+                    "--out '\(out)' is named like a \(named.rawValue) archive but --format is \(format.rawValue); make them agree"
+                )
             }
         }
 
@@ -78,15 +89,22 @@ struct BackupCommand: ParsableCommand {
             if global.json { return try output.json(summary) }
             guard !global.quiet else { return }
             let rows = summary.tables.values.reduce(0, +)
-            let sealed = summary.encryption.map { ", encrypted with the \($0 == "passphrase" ? "passphrase" : "deployment key")" } ?? ""
-            output.line("wrote \(summary.archive) (\(summary.format.rawValue), \(summary.users) users, \(rows) rows, \(summary.bytes) bytes, signed\(sealed))")
+            let sealed =
+                summary.encryption.map {
+                    ", encrypted with the \($0 == "passphrase" ? "passphrase" : "deployment key")"
+                } ?? ""
+            output.line(
+                "wrote \(summary.archive) (\(summary.format.rawValue), \(summary.users) users, \(rows) rows, \(summary.bytes) bytes, signed\(sealed))"
+            )
         }
     }
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Import an archive into the store, all or nothing.",
-            discussion: "Every entry is checked against the manifest before anything is committed; any failure changes nothing.")
+            discussion:
+                "Every entry is checked against the manifest before anything is committed; any failure changes nothing."
+        )
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
@@ -97,20 +115,30 @@ struct BackupCommand: ParsableCommand {
         @Flag(name: .long, help: "Report what would be added, replaced or skipped; change nothing.")
         var dryRun = false
 
-        @Option(name: .long, help: ArgumentHelp(
-            "For users already in the store: fail (default), skip them, or replace their data.", valueName: "policy"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "For users already in the store: fail (default), skip them, or replace their data.", valueName: "policy"
+            ))
         var onConflict: ConflictPolicy = .fail
 
-        @Flag(name: .long, help: "Also take plans, meter usage, identities, credentials and upgrade locks from an archive this deployment did not sign.")
+        @Flag(
+            name: .long,
+            help:
+                "Also take plans, meter usage, identities, credentials and upgrade locks from an archive this deployment did not sign."
+        )
         var trustUnsigned = false
 
-        @Option(name: .long, help: ArgumentHelp(
-            "The passphrase of an archive encrypted with one (first line of the file; - for standard input).",
-            valueName: "file"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "The passphrase of an archive encrypted with one (first line of the file; - for standard input).",
+                valueName: "file"))
         var passphraseFile: String?
 
         func run() throws {
-            let keys = BackupKeys(deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
+            let keys = BackupKeys(
+                deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
             let signature = try BackupArchive.requireIntact(path: file, limits: limits.archiveLimits, keys: keys)
             let engine = try global.openEngine()
             let report = try engine.importBackup(
@@ -120,7 +148,8 @@ struct BackupCommand: ParsableCommand {
             if !report.skippedTables.isEmpty {
                 let who = report.signature == .unsigned ? "is not signed" : "is signed by another deployment"
                 output.note(
-                    "the archive \(who): left out \(report.skippedTables.joined(separator: ", ")) (import with --trust-unsigned to take them, or share this deployment's key with 'guestmode backup key')")
+                    "the archive \(who): left out \(report.skippedTables.joined(separator: ", ")) (import with --trust-unsigned to take them, or share this deployment's key with 'guestmode backup key')"
+                )
             }
             if !report.unlinked.isEmpty {
                 output.note("imported as guests, without their identities: \(report.unlinked.joined(separator: ", "))")
@@ -129,8 +158,10 @@ struct BackupCommand: ParsableCommand {
             guard !global.quiet else { return }
             let verb = dryRun ? "would import" : "imported"
             let rows = report.rows.values.reduce(0, +)
-            output.line("\(verb) \(rows) rows from \(report.archive) (\(report.profile), format \(report.formatVersion))")
-            for (label, users) in [("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped)] where !users.isEmpty {
+            output.line(
+                "\(verb) \(rows) rows from \(report.archive) (\(report.profile), format \(report.formatVersion))")
+            for (label, users) in [("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped)]
+            where !users.isEmpty {
                 output.line("  \(label): \(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }.joined(separator: ", "))")
             }
             for (table, count) in report.rows.sorted(by: { $0.key < $1.key }) {
@@ -145,7 +176,9 @@ struct BackupCommand: ParsableCommand {
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check an archive against its manifest.",
-            discussion: "Without --full: names, order, entry types, sizes and limits. With --full: also the SHA-256 of every entry and every row. Exits 0 only when everything checked out, 65 otherwise.")
+            discussion:
+                "Without --full: names, order, entry types, sizes and limits. With --full: also the SHA-256 of every entry and every row. Exits 0 only when everything checked out, 65 otherwise."
+        )
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
@@ -156,13 +189,16 @@ struct BackupCommand: ParsableCommand {
         @Flag(name: .long, help: "Hash every entry and parse every row.")
         var full = false
 
-        @Option(name: .long, help: ArgumentHelp(
-            "The passphrase of an archive encrypted with one (first line of the file; - for standard input).",
-            valueName: "file"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "The passphrase of an archive encrypted with one (first line of the file; - for standard input).",
+                valueName: "file"))
         var passphraseFile: String?
 
         func run() throws {
-            let keys = BackupKeys(deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
+            let keys = BackupKeys(
+                deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
             let report = try BackupArchive.verify(path: file, full: full, limits: limits.archiveLimits, keys: keys)
             let output = global.output
             if global.json {
@@ -170,7 +206,9 @@ struct BackupCommand: ParsableCommand {
             } else if report.ok {
                 if !global.quiet {
                     let rows = report.tables.values.reduce(0, +)
-                    output.line("ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(report.users ?? 0) users, \(report.entries) entries, \(rows) rows, \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))")
+                    output.line(
+                        "ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(report.users ?? 0) users, \(report.entries) entries, \(rows) rows, \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))"
+                    )
                 }
             } else {
                 for error in report.errors { output.line(error) }
@@ -178,7 +216,8 @@ struct BackupCommand: ParsableCommand {
             if !report.ok {
                 throw GuestModeError(
                     .badData, code: .verifyFailed,
-                    "the archive '\(file)' failed verification (\(report.errors.count) \(report.errors.count == 1 ? "problem" : "problems"))")
+                    "the archive '\(file)' failed verification (\(report.errors.count) \(report.errors.count == 1 ? "problem" : "problems"))"
+                )
             }
         }
     }
@@ -192,32 +231,43 @@ struct BackupCommand: ParsableCommand {
         @Argument(help: ArgumentHelp("The archive to describe.", valueName: "file"))
         var file: String
 
-        @Option(name: .long, help: ArgumentHelp(
-            "The passphrase of an archive encrypted with one (first line of the file; - for standard input).",
-            valueName: "file"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "The passphrase of an archive encrypted with one (first line of the file; - for standard input).",
+                valueName: "file"))
         var passphraseFile: String?
 
         func run() throws {
-            let keys = BackupKeys(deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
+            let keys = BackupKeys(
+                deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
             let inspection = try BackupArchive.inspect(path: file, limits: limits.archiveLimits, keys: keys)
             let output = global.output
             if global.json { return try output.json(inspection) }
             let header = inspection.header
             output.line("archive:   \(inspection.archive)")
-            output.line("format:    \(header.format) version \(header.formatVersion) (written by guestmode \(header.toolVersion))")
+            output.line(
+                "format:    \(header.format) version \(header.formatVersion) (written by guestmode \(header.toolVersion))"
+            )
             output.line("profile:   \(header.profile.name) v\(header.profile.version)")
             output.line("created:   \(header.created)")
             output.line("signature: \(describeSignature(inspection.signature, keyID: inspection.signatureKeyId))")
             output.line("encrypted: \(inspection.encrypted ? "yes" : "no")")
-            output.line("users:     \(header.users.count)\(header.users.isEmpty ? "" : " (\(header.users.prefix(10).joined(separator: ", "))\(header.users.count > 10 ? ", …" : ""))")")
-            if let guestOwner = header.guestOwner { output.line("also:      records of the guest owner \"\(guestOwner)\"") }
+            output.line(
+                "users:     \(header.users.count)\(header.users.isEmpty ? "" : " (\(header.users.prefix(10).joined(separator: ", "))\(header.users.count > 10 ? ", …" : ""))")"
+            )
+            if let guestOwner = header.guestOwner {
+                output.line("also:      records of the guest owner \"\(guestOwner)\"")
+            }
             output.line("tables:")
             for (table, count) in inspection.manifest.tables.sorted(by: { $0.key < $1.key }) {
                 output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
             }
             output.line("entries:")
             output.table(
-                inspection.manifest.entries.map { [$0.name, "\($0.size)", $0.rows.map(String.init) ?? "-", $0.sha256] },
+                inspection.manifest.entries.map {
+                    [$0.name, "\($0.size)", $0.rows.map(String.init) ?? "-", $0.sha256]
+                },
                 header: ["name", "bytes", "rows", "sha256"])
         }
     }
@@ -236,7 +286,9 @@ struct BackupCommand: ParsableCommand {
                 return
             }
             output.table(
-                entries.map { [$0.userId, $0.queuedAt, "\($0.attempts)", $0.nextAttemptAt ?? "now", $0.lastError ?? ""] },
+                entries.map {
+                    [$0.userId, $0.queuedAt, "\($0.attempts)", $0.nextAttemptAt ?? "now", $0.lastError ?? ""]
+                },
                 header: ["user", "queued", "attempts", "next attempt", "last error"])
         }
     }
@@ -244,15 +296,19 @@ struct BackupCommand: ParsableCommand {
     struct Push: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write each queued user's archive into a directory and drain the queue.",
-            discussion: "An entry leaves the queue only once its archive is on disk. When the destination cannot be written the entry stays, with its attempt count and next retry time, and the command exits 75.")
+            discussion:
+                "An entry leaves the queue only once its archive is on disk. When the destination cannot be written the entry stays, with its attempt count and next retry time, and the command exits 75."
+        )
 
         @OptionGroup var global: GlobalOptions
 
         @Option(name: .long, help: ArgumentHelp("The destination directory.", valueName: "dir"))
         var to: String
 
-        @Option(name: .long, help: ArgumentHelp(
-            "Stop retrying an entry automatically once it has failed this many times (default 8).", valueName: "n"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Stop retrying an entry automatically once it has failed this many times (default 8).", valueName: "n"))
         var maxAttempts = 8
 
         @Flag(name: .long, help: "Try every entry now, even those whose next retry time has not come.")
@@ -276,25 +332,36 @@ struct BackupCommand: ParsableCommand {
                 try output.json(report)
             } else if !global.quiet {
                 for pushed in report.pushed {
-                    output.line("pushed \(pushed.user) -> \(pushed.archive)\(pushed.requeued ? " (changed meanwhile; still queued)" : "")")
+                    output.line(
+                        "pushed \(pushed.user) -> \(pushed.archive)\(pushed.requeued ? " (changed meanwhile; still queued)" : "")"
+                    )
                 }
                 for failed in report.failed {
-                    output.line("failed \(failed.user): \(failed.error) (attempt \(failed.attempts); next at \(failed.nextAttemptAt))")
+                    output.line(
+                        "failed \(failed.user): \(failed.error) (attempt \(failed.attempts); next at \(failed.nextAttemptAt))"
+                    )
                 }
-                for entry in report.waiting { output.line("waiting \(entry.userId) until \(entry.nextAttemptAt ?? "now")") }
+                for entry in report.waiting {
+                    output.line("waiting \(entry.userId) until \(entry.nextAttemptAt ?? "now")")
+                }
                 for entry in report.held {
-                    output.line("held \(entry.userId) after \(entry.attempts) failed attempts; push with a higher --max-attempts to retry")
+                    output.line(
+                        "held \(entry.userId) after \(entry.attempts) failed attempts; push with a higher --max-attempts to retry"
+                    )
                 }
                 for user in report.dropped { output.line("dropped \(user): the user no longer exists") }
                 for stale in report.removedStale { output.note("removed \(stale), left by an interrupted push") }
-                if report.pushed.isEmpty && report.failed.isEmpty && report.waiting.isEmpty && report.held.isEmpty && report.dropped.isEmpty {
+                if report.pushed.isEmpty && report.failed.isEmpty && report.waiting.isEmpty && report.held.isEmpty
+                    && report.dropped.isEmpty
+                {
                     output.note("nothing to push")
                 }
             }
             if report.needsRetry {
                 throw GuestModeError(
                     .tryAgainLater, code: .pushIncomplete,
-                    "\(report.failed.count + report.held.count) queued \(report.failed.count + report.held.count == 1 ? "backup was" : "backups were") not delivered to '\(to)'; they stay queued, push again later")
+                    "\(report.failed.count + report.held.count) queued \(report.failed.count + report.held.count == 1 ? "backup was" : "backups were") not delivered to '\(to)'; they stay queued, push again later"
+                )
             }
         }
     }
@@ -304,16 +371,20 @@ extension BackupCommand {
     struct Key: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Move the deployment's backup key to another machine of the same deployment.",
-            discussion: "The key signs every archive this deployment writes and decrypts archives exported with --encrypt. It lives in <store>.key (mode 0600) or at $GUESTMODE_BACKUP_KEY_FILE.",
+            discussion:
+                "The key signs every archive this deployment writes and decrypts archives exported with --encrypt. It lives in <store>.key (mode 0600) or at $GUESTMODE_BACKUP_KEY_FILE.",
             subcommands: [Export.self, Import.self])
 
         struct Export: ParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Write the backup key to a file (mode 0600) or to standard output; the only command that prints it.")
+                abstract:
+                    "Write the backup key to a file (mode 0600) or to standard output; the only command that prints it."
+            )
 
             @OptionGroup var global: GlobalOptions
 
-            @Option(name: .long, help: ArgumentHelp("Where to write the key; - for standard output.", valueName: "file"))
+            @Option(
+                name: .long, help: ArgumentHelp("Where to write the key; - for standard output.", valueName: "file"))
             var out: String
 
             func run() throws {
@@ -344,7 +415,8 @@ extension BackupCommand {
             @Argument(help: ArgumentHelp("The key file to read; - for standard input.", valueName: "file"))
             var file: String
 
-            @Flag(name: .long, help: "Replace a different key already in place (archives it signed stop being trusted).")
+            @Flag(
+                name: .long, help: "Replace a different key already in place (archives it signed stop being trusted).")
             var force = false
 
             func run() throws {
@@ -364,7 +436,9 @@ extension BackupCommand {
                 }
                 if !global.quiet {
                     global.output.line(
-                        existing == key ? "the backup key \(key.id) is already at \(path)" : "installed the backup key \(key.id) at \(path)")
+                        existing == key
+                            ? "the backup key \(key.id) is already at \(path)"
+                            : "installed the backup key \(key.id) at \(path)")
                 }
             }
         }
@@ -395,20 +469,30 @@ func describeSignature(_ status: SignatureStatus?, keyID: String?) -> String {
 struct ArchiveLimitOptions: ParsableArguments {
     private static let defaults = ArchiveLimits.standard
 
-    @Option(name: .long, help: ArgumentHelp("Refuse archives with more entries (default \(defaults.maximumEntries)).", valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Refuse archives with more entries (default \(defaults.maximumEntries)).", valueName: "n"))
     var maxEntries = defaults.maximumEntries
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Refuse an entry that expands past this many bytes (default \(defaults.maximumEntrySize)).", valueName: "bytes"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Refuse an entry that expands past this many bytes (default \(defaults.maximumEntrySize)).",
+            valueName: "bytes"))
     var maxEntrySize = defaults.maximumEntrySize
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Refuse archives that expand past this many bytes in all (default \(defaults.maximumTotalSize)).", valueName: "bytes"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Refuse archives that expand past this many bytes in all (default \(defaults.maximumTotalSize)).",
+            valueName: "bytes"))
     var maxTotalSize = defaults.maximumTotalSize
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Refuse archives that expand more than this many times their compressed size (default \(defaults.maximumRatio)).",
-        valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Refuse archives that expand more than this many times their compressed size (default \(defaults.maximumRatio)).",
+            valueName: "n"))
     var maxRatio = defaults.maximumRatio
 
     func validate() throws {

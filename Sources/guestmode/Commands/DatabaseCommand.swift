@@ -35,7 +35,9 @@ struct DatabaseCommand: ParsableCommand {
             let output = global.output
             output.line("store:    \(report.store)")
             output.line("profile:  \(profile.map { "\($0.name) v\($0.version)" } ?? "none")")
-            output.line("schema:   \(schema.current ?? "empty") (\(schema.applied.count) applied, \(schema.pending.count) pending)")
+            output.line(
+                "schema:   \(schema.current ?? "empty") (\(schema.applied.count) applied, \(schema.pending.count) pending)"
+            )
             for identifier in schema.applied { output.line("  applied  \(identifier)") }
             for identifier in schema.pending { output.line("  pending  \(identifier)  (run 'guestmode db migrate')") }
             if !counts.isEmpty {
@@ -94,7 +96,9 @@ struct DatabaseCommand: ParsableCommand {
                 for problem in problems { global.output.line(problem) }
             }
             if !problems.isEmpty {
-                throw GuestModeError(.badData, code: .integrityCheckFailed, "the store '\(global.storePath)' failed its integrity check (\(problems.count) problems)")
+                throw GuestModeError(
+                    .badData, code: .integrityCheckFailed,
+                    "the store '\(global.storePath)' failed its integrity check (\(problems.count) problems)")
             }
         }
     }

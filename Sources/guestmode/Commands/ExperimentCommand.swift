@@ -28,13 +28,16 @@ struct ExperimentCommand: ParsableCommand {
         @Argument(help: ArgumentHelp("One experiment of the profile (default: all of them).", valueName: "experiment"))
         var experiment: String?
 
-        @Option(name: .long, help: ArgumentHelp(
-            "Put the user in this variant, replacing any assignment (needs an experiment).", valueName: "name"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Put the user in this variant, replacing any assignment (needs an experiment).", valueName: "name"))
         var variant: String?
 
         func validate() throws {
             if variant != nil && experiment == nil {
-                throw ValidationError("--variant needs the experiment it belongs to: experiment assign USER EXPERIMENT --variant NAME")
+                throw ValidationError(
+                    "--variant needs the experiment it belongs to: experiment assign USER EXPERIMENT --variant NAME")
             }
         }
 

@@ -32,7 +32,8 @@ struct InitCommand: ParsableCommand {
         let key = try global.backupKeyCreatingIfMissing()
         if global.json {
             struct Created: Encodable {
-                var store: String; var profile: String; var version: Int; var origin: String; var keyFile: String; var keyId: String
+                var store: String; var profile: String; var version: Int; var origin: String; var keyFile: String;
+                var keyId: String
             }
             try output.json(
                 Created(

@@ -23,7 +23,12 @@ struct LimitCommand: ParsableCommand {
             try global.output.json(limits)
         } else {
             global.output.table(
-                limits.map { [$0.collection, $0.tier.rawValue, String($0.used), $0.cap.map(String.init) ?? "unlimited", $0.outcome.rawValue] },
+                limits.map {
+                    [
+                        $0.collection, $0.tier.rawValue, String($0.used), $0.cap.map(String.init) ?? "unlimited",
+                        $0.outcome.rawValue,
+                    ]
+                },
                 header: ["COLLECTION", "TIER", "USED", "CAP", "OUTCOME"])
         }
         if collection != nil, let outcome = limits.first?.outcome.failureKind {
@@ -34,15 +39,21 @@ struct LimitCommand: ParsableCommand {
     /// Reports a put: the stored line, or why it was refused with the exit
     /// status of the outcome.
     static func finish(_ limit: CollectionLimit, stored: Bool, key: String, global: GlobalOptions) throws {
-        let usage = "\(limit.used)/\(limit.cap.map(String.init) ?? "unlimited") \(limit.collection) (tier \(limit.tier.rawValue))"
+        let usage =
+            "\(limit.used)/\(limit.cap.map(String.init) ?? "unlimited") \(limit.collection) (tier \(limit.tier.rawValue))"
         if stored {
             if !global.json && !global.quiet { global.output.line("stored \(limit.collection)/\(key): \(usage)") }
             return
         }
         guard let kind = limit.outcome.failureKind else { return }
         if !global.json {
-            let advice = limit.outcome == .needsAccount ? "sign in (link an identity) to add more" : "a premium plan lifts the cap"
-            FileHandle.standardError.write(Data("guestmode: \(limit.outcome.rawValue): \(usage) is at its cap; nothing was stored; \(advice)\n".utf8))
+            let advice =
+                limit.outcome == .needsAccount
+                ? "sign in (link an identity) to add more" : "a premium plan lifts the cap"
+            FileHandle.standardError.write(
+                Data(
+                    "guestmode: \(limit.outcome.rawValue): \(usage) is at its cap; nothing was stored; \(advice)\n".utf8
+                ))
         }
         throw ExitCode(kind.exitStatus)
     }

@@ -19,7 +19,9 @@ struct LinkCommand: ParsableCommand {
     @Argument(help: "The user id.")
     var user: String
 
-    @Option(help: ArgumentHelp("The identity provider (apple, google, email, as the profile allows).", valueName: "provider"))
+    @Option(
+        help: ArgumentHelp(
+            "The identity provider (apple, google, email, as the profile allows).", valueName: "provider"))
     var provider: String
 
     @Option(help: ArgumentHelp("The provider's stable subject id for the person.", valueName: "subject"))
@@ -40,7 +42,9 @@ struct LinkCommand: ParsableCommand {
         if global.json { return try global.output.json(result) }
         if global.quiet { return }
         if result.isNewlyLinked {
-            global.output.line("linked \(provider) to \(user)\(result.removedAnonymousCredentials ? "; anonymous credentials removed" : "")")
+            global.output.line(
+                "linked \(provider) to \(user)\(result.removedAnonymousCredentials ? "; anonymous credentials removed" : "")"
+            )
         } else {
             global.output.line("\(provider) was already linked to \(user)")
         }

@@ -22,7 +22,9 @@ struct MergeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The account that receives the guest.", valueName: "user"))
     var into: String
 
-    @Option(help: ArgumentHelp("How conflicts on one record key are settled: keep-guest, keep-account or union.", valueName: "policy"))
+    @Option(
+        help: ArgumentHelp(
+            "How conflicts on one record key are settled: keep-guest, keep-account or union.", valueName: "policy"))
     var policy: MergePolicy
 
     @Flag(help: "List every conflict and its resolution; change nothing.")
@@ -34,7 +36,9 @@ struct MergeCommand: ParsableCommand {
         if global.json { return try global.output.json(report) }
         let output = global.output
         let verb = dryRun ? "would merge" : "merged"
-        output.line("\(verb) \(guest) into \(into) (\(policy.rawValue)): \(report.recordsMoved) records, \(report.activityMoved) activity rows")
+        output.line(
+            "\(verb) \(guest) into \(into) (\(policy.rawValue)): \(report.recordsMoved) records, \(report.activityMoved) activity rows"
+        )
         for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
         for limit in report.overCap {
             output.line("over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)")

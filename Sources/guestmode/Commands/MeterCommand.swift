@@ -24,7 +24,9 @@ struct MeterCommand: ParsableCommand {
         @Argument(help: "How much was used, in the meter's unit: a plain decimal such as 12.2 (at most 6 decimals).")
         var amount: String
 
-        @Option(name: .customLong("id"), help: ArgumentHelp("An idempotency key: a repeated key records once.", valueName: "key"))
+        @Option(
+            name: .customLong("id"),
+            help: ArgumentHelp("An idempotency key: a repeated key records once.", valueName: "key"))
         var idempotencyKey: String?
 
         func run() throws {
@@ -35,11 +37,16 @@ struct MeterCommand: ParsableCommand {
                 try global.output.json(result)
             } else {
                 for warning in result.warnings {
-                    global.output.line("\(warning.level.rawValue): \(warning.meter) passed \(formatAmount(warning.percent))% of its allowance")
+                    global.output.line(
+                        "\(warning.level.rawValue): \(warning.meter) passed \(formatAmount(warning.percent))% of its allowance"
+                    )
                 }
                 if !global.quiet {
-                    let verb = result.isRecorded ? "recorded" : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
-                    global.output.line("\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
+                    let verb =
+                        result.isRecorded
+                        ? "recorded" : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
+                    global.output.line(
+                        "\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
                 }
             }
             if !result.isAllowed { throw MeterCommand.exhausted(result.status, json: global.json) }
@@ -86,9 +93,11 @@ struct MeterCommand: ParsableCommand {
             if global.json { return try global.output.json(statuses) }
             global.output.table(
                 statuses.map { status in
-                    [status.meter, status.tier.rawValue, status.used.description,
-                     status.allowance?.description ?? "unlimited", status.remaining?.description ?? "unlimited",
-                     status.percentUsed.map { "\(formatAmount($0.rounded()))%" } ?? "-", status.level.rawValue]
+                    [
+                        status.meter, status.tier.rawValue, status.used.description,
+                        status.allowance?.description ?? "unlimited", status.remaining?.description ?? "unlimited",
+                        status.percentUsed.map { "\(formatAmount($0.rounded()))%" } ?? "-", status.level.rawValue,
+                    ]
                 },
                 header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL"])
         }
@@ -99,12 +108,14 @@ struct MeterCommand: ParsableCommand {
             return "\(status.meter) \(status.used) \(status.unit) used, unlimited (tier \(status.tier.rawValue))"
         }
         let percent = status.percentUsed.map { " (\(formatAmount($0.rounded()))%)" } ?? ""
-        return "\(status.meter) \(status.used)/\(allowance) \(status.unit) used\(percent), \(status.remaining ?? .zero) left, level \(status.level.rawValue)"
+        return
+            "\(status.meter) \(status.used)/\(allowance) \(status.unit) used\(percent), \(status.remaining ?? .zero) left, level \(status.level.rawValue)"
     }
 
     static func exhausted(_ status: MeterStatus, json: Bool) -> Error {
         if !json {
-            FileHandle.standardError.write(Data("guestmode: meter exhausted: \(describe(status)); nothing was recorded\n".utf8))
+            FileHandle.standardError.write(
+                Data("guestmode: meter exhausted: \(describe(status)); nothing was recorded\n".utf8))
         }
         return ExitCode(FailureKind.meterExhausted.exitStatus)
     }

@@ -19,7 +19,8 @@ struct MigrateCommand: ParsableCommand {
 
     struct Run: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "run", abstract: "Migrate a guest into an account (the default: 'guestmode migrate GUEST --to ACCOUNT').")
+            commandName: "run",
+            abstract: "Migrate a guest into an account (the default: 'guestmode migrate GUEST --to ACCOUNT').")
 
         @OptionGroup var global: GlobalOptions
 
@@ -34,7 +35,9 @@ struct MigrateCommand: ParsableCommand {
         @Flag(help: "Continue an interrupted migration from its first unfinished step.")
         var resume = false
 
-        @Option(help: ArgumentHelp("Where the safety backup goes (default: guestmode-backups/ next to the store).", valueName: "dir"))
+        @Option(
+            help: ArgumentHelp(
+                "Where the safety backup goes (default: guestmode-backups/ next to the store).", valueName: "dir"))
         var backupDirectory: String?
 
         func validate() throws {
@@ -51,7 +54,8 @@ struct MigrateCommand: ParsableCommand {
                 output.line("plan: migrate \(guest) into \(to) (nothing changed)")
                 for step in plan.steps {
                     let collections = step.collections.isEmpty ? "" : " [\(step.collections.joined(separator: ", "))]"
-                    output.line("  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(step.rows) rows")
+                    output.line(
+                        "  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(step.rows) rows")
                 }
                 for conflict in plan.conflicts { output.line("  conflict \(ConflictText.describe(conflict))") }
                 return
@@ -61,7 +65,9 @@ struct MigrateCommand: ParsableCommand {
             let report = try engine.migrate(
                 guest: guest, to: to, resuming: resume, now: now,
                 takeBackup: { users in
-                    let path = try SafetyBackup.take(engine: engine, users: users, directory: backupDirectory, label: "migrate", global: global, now: now)
+                    let path = try SafetyBackup.take(
+                        engine: engine, users: users, directory: backupDirectory, label: "migrate", global: global,
+                        now: now)
                     output.note("backup of \(users.joined(separator: " and ")) written to \(path)")
                     return path
                 },
@@ -77,11 +83,14 @@ struct MigrateCommand: ParsableCommand {
                 })
             if global.json { return try output.json(report) }
             if global.quiet { return }
-            output.line("migrated \(guest) into \(to) (journal #\(report.journal.id)\(report.isResumed ? ", resumed" : ""))")
+            output.line(
+                "migrated \(guest) into \(to) (journal #\(report.journal.id)\(report.isResumed ? ", resumed" : ""))")
             if let backup = report.journal.backupPath { output.line("backup: \(backup)") }
             for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
             for limit in report.overCap {
-                output.line("over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue); new records will be refused until under it")
+                output.line(
+                    "over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue); new records will be refused until under it"
+                )
             }
         }
     }
@@ -114,13 +123,16 @@ struct MigrateCommand: ParsableCommand {
             }
             if report.moved.isEmpty { output.line("no ownerless records to adopt") }
             for collision in report.collisions {
-                output.line("collision: \(collision.collection)/\(collision.key) → \(collision.keyAfter) already exists; left unadopted")
+                output.line(
+                    "collision: \(collision.collection)/\(collision.key) → \(collision.keyAfter) already exists; left unadopted"
+                )
             }
         }
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List migration and merge journals, done and unfinished.")
+        static let configuration = CommandConfiguration(
+            abstract: "List migration and merge journals, done and unfinished.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -132,7 +144,9 @@ struct MigrateCommand: ParsableCommand {
             for journal in journals {
                 let done = journal.steps.filter { $0.status == "done" }.count
                 let steps = journal.steps.isEmpty ? "" : " \(done)/\(journal.steps.count) steps"
-                global.output.line("#\(journal.id) \(journal.kind) \(journal.source) → \(journal.target): \(journal.status)\(steps)\(journal.error.map { " (\($0))" } ?? "")")
+                global.output.line(
+                    "#\(journal.id) \(journal.kind) \(journal.source) → \(journal.target): \(journal.status)\(steps)\(journal.error.map { " (\($0))" } ?? "")"
+                )
                 for step in journal.steps {
                     global.output.line("    \(step.position) \(step.name) \(step.status) \(step.rows) rows")
                 }

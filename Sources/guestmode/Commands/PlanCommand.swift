@@ -15,7 +15,8 @@ struct PlanCommand: ParsableCommand {
     )
 
     struct Grant: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Grant a plan, open-ended, as a trial, or until a time.")
+        static let configuration = CommandConfiguration(
+            abstract: "Grant a plan, open-ended, as a trial, or until a time.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -77,7 +78,9 @@ struct PlanCommand: ParsableCommand {
             var plans = try engine.plans(of: user, now: now)
             if let plan {
                 plans = plans.filter { $0.plan == plan }
-                if plans.isEmpty { throw GuestModeError(.notFound, code: .planNotFound, "user '\(user)' never held plan '\(plan)'") }
+                if plans.isEmpty {
+                    throw GuestModeError(.notFound, code: .planNotFound, "user '\(user)' never held plan '\(plan)'")
+                }
             }
             struct Report: Encodable { var user: String; var tier: TierLevel; var plans: [PlanStatus] }
             let report = Report(user: user, tier: try engine.tier(of: user, now: now), plans: plans)
@@ -88,8 +91,11 @@ struct PlanCommand: ParsableCommand {
     }
 
     static func describe(_ status: PlanStatus) -> String {
-        var text = "\(status.plan) \(status.state.rawValue) (tier \(status.tier.rawValue), granted \(Timestamp.format(status.grantedAt))"
-        if let end = status.endsAt { text += ", \(status.state == .expired ? "ended" : "ends") \(Timestamp.format(end))" }
+        var text =
+            "\(status.plan) \(status.state.rawValue) (tier \(status.tier.rawValue), granted \(Timestamp.format(status.grantedAt))"
+        if let end = status.endsAt {
+            text += ", \(status.state == .expired ? "ended" : "ends") \(Timestamp.format(end))"
+        }
         if let revoked = status.revokedAt { text += ", revoked \(Timestamp.format(revoked))" }
         return text + ")"
     }

@@ -102,13 +102,17 @@ extension ProfileCommand {
             if dryRun {
                 if global.json, let plan { try global.output.json(plan) }
                 if let plan, !plan.isApplicable {
-                    throw GuestModeError(.badData, code: .profileUpgradeRefused, "the upgrade cannot be applied: \(plan.refusals.joined(separator: "; "))")
+                    throw GuestModeError(
+                        .badData, code: .profileUpgradeRefused,
+                        "the upgrade cannot be applied: \(plan.refusals.joined(separator: "; "))")
                 }
                 return
             }
             let applied = try engine.applyProfileUpgrade(to: source, now: try global.currentTime())
             if global.json { return try global.output.json(applied) }
-            if !global.quiet { global.output.line("applied: the store is now at \(applied.profile) v\(applied.toVersion)") }
+            if !global.quiet {
+                global.output.line("applied: the store is now at \(applied.profile) v\(applied.toVersion)")
+            }
         }
 
         static func print(_ plan: ProfileUpgradePlan, output: Output) {
@@ -127,10 +131,16 @@ struct ProfileSummary {
     var output: Output
 
     func print() {
-        output.line(output.bold("profile \(profile.name) v\(profile.version)") + (profile.summary.isEmpty ? "" : " — \(profile.summary)"))
+        output.line(
+            output.bold("profile \(profile.name) v\(profile.version)")
+                + (profile.summary.isEmpty ? "" : " — \(profile.summary)"))
         output.line("collections:  \(profile.collections.map(\.name).joined(separator: ", "))")
-        output.line("actions:      \(profile.actions.joined(separator: ", "))\(profile.allowsFreeFormActions ? " (and any other)" : "")")
-        output.line("identity:     \(profile.identity.providers.joined(separator: ", ")); at most \(profile.identity.maximumProvidersPerUser) per user")
+        output.line(
+            "actions:      \(profile.actions.joined(separator: ", "))\(profile.allowsFreeFormActions ? " (and any other)" : "")"
+        )
+        output.line(
+            "identity:     \(profile.identity.providers.joined(separator: ", ")); at most \(profile.identity.maximumProvidersPerUser) per user"
+        )
         output.line("tiers:")
         for tier in profile.tiers {
             var limits: [String] = profile.collections.compactMap { collection in
@@ -141,29 +151,43 @@ struct ProfileSummary {
                     ?? "\(meter.name) unlimited"
             }
             let description = limits.isEmpty ? "no caps" : limits.joined(separator: ", ")
-            output.line("  \(tier.level.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(description); when capped: \(tier.whenCapped.rawValue)")
+            output.line(
+                "  \(tier.level.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(description); when capped: \(tier.whenCapped.rawValue)"
+            )
         }
         for meter in profile.meters {
-            let warnings = meter.warnings.map { "\(formatAmount($0.percent))% \($0.level.rawValue)" }.joined(separator: ", ")
-            output.line("meter:        \(meter.name) (\(meter.unit), resets \(meter.reset.rawValue)\(warnings.isEmpty ? "" : "; warnings at \(warnings)"))")
+            let warnings = meter.warnings.map { "\(formatAmount($0.percent))% \($0.level.rawValue)" }.joined(
+                separator: ", ")
+            output.line(
+                "meter:        \(meter.name) (\(meter.unit), resets \(meter.reset.rawValue)\(warnings.isEmpty ? "" : "; warnings at \(warnings)"))"
+            )
         }
         for plan in profile.plans {
             let trial = plan.trial.map { ", trial \($0)" } ?? ""
-            output.line("plan:         \(plan.name) \(plan.price) \(plan.currency) per \(plan.billingPeriod)\(trial) → \(plan.tier.rawValue)")
+            output.line(
+                "plan:         \(plan.name) \(plan.price) \(plan.currency) per \(plan.billingPeriod)\(trial) → \(plan.tier.rawValue)"
+            )
         }
         let prompts = profile.prompts
         var caps: [String] = []
         if let cooldown = prompts.cooldown { caps.append("cooldown \(cooldown)") }
-        if let window = prompts.window, let maximum = prompts.maximumShownPerWindow { caps.append("at most \(maximum) per \(window)") }
-        output.line("prompts:      \(prompts.rules.count) rules\(caps.isEmpty ? "" : "; " + caps.joined(separator: ", "))")
+        if let window = prompts.window, let maximum = prompts.maximumShownPerWindow {
+            caps.append("at most \(maximum) per \(window)")
+        }
+        output.line(
+            "prompts:      \(prompts.rules.count) rules\(caps.isEmpty ? "" : "; " + caps.joined(separator: ", "))")
         for rule in prompts.rules.sorted(by: { $0.priority > $1.priority }) {
-            output.line("  \(rule.context) (\(rule.priority.rawValue)\(rule.isOnce ? ", once" : "")\(rule.trigger.map { ", on trigger \($0)" } ?? ""))")
+            output.line(
+                "  \(rule.context) (\(rule.priority.rawValue)\(rule.isOnce ? ", once" : "")\(rule.trigger.map { ", on trigger \($0)" } ?? ""))"
+            )
         }
         for experiment in profile.experiments {
-            let variants = experiment.variants.map { "\($0.name) \(formatAmount($0.weight * 100))%" }.joined(separator: ", ")
+            let variants = experiment.variants.map { "\($0.name) \(formatAmount($0.weight * 100))%" }.joined(
+                separator: ", ")
             output.line("experiment:   \(experiment.name): \(variants)")
         }
-        output.line("backup:       \(profile.backup.format)\(profile.backup.queuesOnChange ? ", queued on every change" : "")")
+        output.line(
+            "backup:       \(profile.backup.format)\(profile.backup.queuesOnChange ? ", queued on every change" : "")")
         output.line("migration:    \(profile.migration.steps.map(\.name).joined(separator: " → "))")
     }
 }

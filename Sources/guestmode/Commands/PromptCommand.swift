@@ -25,9 +25,11 @@ struct PromptCommand: ParsableCommand {
         @Argument(help: ArgumentHelp("The user id.", valueName: "user"))
         var user: String
 
-        @Option(name: .long, help: ArgumentHelp(
-            "The moment the app is at; rules with a trigger are offered only when it is named here.",
-            valueName: "context"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "The moment the app is at; rules with a trigger are offered only when it is named here.",
+                valueName: "context"))
         var trigger: String?
 
         func run() throws {
@@ -44,7 +46,8 @@ struct PromptCommand: ParsableCommand {
             output.line(offer.content.title)
             output.line(offer.content.message)
             for benefit in offer.content.benefits { output.line("  - \(benefit)") }
-            output.line("[\(offer.content.primaryAction)]  [\(offer.content.secondaryAction)]  style: \(offer.content.style)")
+            output.line(
+                "[\(offer.content.primaryAction)]  [\(offer.content.secondaryAction)]  style: \(offer.content.style)")
             for variant in offer.variants {
                 output.detail("experiment \(variant.experiment): variant \(variant.variant ?? "none")")
             }
@@ -72,7 +75,9 @@ struct PromptCommand: ParsableCommand {
         @Argument(help: ArgumentHelp("shown, dismissed, later, never or completed.", valueName: "outcome"))
         var outcome: PromptOutcome?
 
-        @Option(name: .long, help: ArgumentHelp("Record a log of outcomes from a file, or - for standard input.", valueName: "file"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("Record a log of outcomes from a file, or - for standard input.", valueName: "file"))
         var from: String?
 
         func validate() throws {
@@ -100,7 +105,8 @@ struct PromptCommand: ParsableCommand {
             if global.json { return try global.output.json(recorded) }
             if !global.quiet {
                 global.output.line(
-                    "recorded \(outcome.rawValue) of \(context) for \(user); prompt state \(recorded.promptState.rawValue)")
+                    "recorded \(outcome.rawValue) of \(context) for \(user); prompt state \(recorded.promptState.rawValue)"
+                )
             }
         }
     }

@@ -36,7 +36,8 @@ struct RecordCommand: ParsableCommand {
             let now = try global.currentTime()
             let result =
                 if let data {
-                    try engine.putRecord(user: record.user, collection: record.collection, key: record.key, json: data, now: now)
+                    try engine.putRecord(
+                        user: record.user, collection: record.collection, key: record.key, json: data, now: now)
                 } else {
                     try engine.putRecord(
                         user: record.user, collection: record.collection, key: record.key,
@@ -55,7 +56,8 @@ struct RecordCommand: ParsableCommand {
         @OptionGroup var record: RecordLocation
 
         func run() throws {
-            let stored = try global.openEngine().record(user: record.user, collection: record.collection, key: record.key)
+            let stored = try global.openEngine().record(
+                user: record.user, collection: record.collection, key: record.key)
             if global.json { return try global.output.json(stored) }
             global.output.line(stored.data)
         }

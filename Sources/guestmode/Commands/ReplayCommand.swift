@@ -6,7 +6,8 @@ import GuestModeSQLite
 struct ReplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
-        abstract: "Run an event log through a fresh in-memory store and the prompt policy, and report what would have been shown.",
+        abstract:
+            "Run an event log through a fresh in-memory store and the prompt policy, and report what would have been shown.",
         discussion: """
             FILE is NDJSON in the 'track --from' format. Each event is applied at its own time; after each one the \
             policy is asked which prompt to show that user then, and a prompt it offers is counted as shown. Users \
@@ -20,13 +21,17 @@ struct ReplayCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The NDJSON event log.", valueName: "file"))
     var file: String
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Replay under this template or profile file instead of the store's profile.", valueName: "name|file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Replay under this template or profile file instead of the store's profile.", valueName: "name|file"))
     var profile: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Write each prompt shown as an NDJSON line for 'prompt record --from' to this file (- for stdout).",
-        valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Write each prompt shown as an NDJSON line for 'prompt record --from' to this file (- for stdout).",
+            valueName: "file"))
     var decisions: String?
 
     func validate() throws {
@@ -93,7 +98,8 @@ final class DecisionSink {
             handle = FileHandle.standardOutput
         case let path?:
             guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-                let opened = FileHandle(forWritingAtPath: path) else {
+                let opened = FileHandle(forWritingAtPath: path)
+            else {
                 throw GuestModeError(.cannotCreate, code: .cannotCreateOutput, "cannot create '\(path)'")
             }
             handle = opened

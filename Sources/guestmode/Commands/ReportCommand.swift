@@ -20,17 +20,23 @@ struct ReportCommand: ParsableCommand {
             let report = try global.openEngine().funnelReport(try options.period())
             try options.render(
                 report, global: global,
-                header: ["GUESTS", "PROMPTED", "LINKED", "PROMPTED_RATE", "LINKED_RATE", "AVG_HOURS_TO_LINK", "MEDIAN_HOURS_TO_LINK"],
-                rows: [[
-                    "\(report.guests)", "\(report.prompted)", "\(report.linked)", percent(report.promptedRate),
-                    percent(report.linkedRate), hours(report.averageHoursToLink), hours(report.medianHoursToLink),
-                ]])
+                header: [
+                    "GUESTS", "PROMPTED", "LINKED", "PROMPTED_RATE", "LINKED_RATE", "AVG_HOURS_TO_LINK",
+                    "MEDIAN_HOURS_TO_LINK",
+                ],
+                rows: [
+                    [
+                        "\(report.guests)", "\(report.prompted)", "\(report.linked)", percent(report.promptedRate),
+                        percent(report.linkedRate), hours(report.averageHoursToLink), hours(report.medianHoursToLink),
+                    ]
+                ])
         }
     }
 
     struct Prompts: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Per prompt context: shown, dismissed, later, never, completed and conversion (completed per showing).")
+            abstract:
+                "Per prompt context: shown, dismissed, later, never, completed and conversion (completed per showing).")
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: ReportOptions
@@ -96,7 +102,8 @@ struct ReportOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Only what happened before this time (ISO 8601).", valueName: "time"))
     var until: String?
 
-    @Option(name: .long, help: ArgumentHelp("table, json or csv (default: table; json with --json).", valueName: "format"))
+    @Option(
+        name: .long, help: ArgumentHelp("table, json or csv (default: table; json with --json).", valueName: "format"))
     var format: ReportFormat?
 
     func period() throws -> ReportPeriod {
@@ -104,7 +111,9 @@ struct ReportOptions: ParsableArguments {
             since: try since.map { try Timestamp.parseOrThrow($0, what: "--since") },
             until: try until.map { try Timestamp.parseOrThrow($0, what: "--until") })
         if let start = period.since, let end = period.until, end <= start {
-            throw GuestModeError(.usage, code: .emptyPeriod, "--until (\(Timestamp.format(end))) must come after --since (\(Timestamp.format(start)))")
+            throw GuestModeError(
+                .usage, code: .emptyPeriod,
+                "--until (\(Timestamp.format(end))) must come after --since (\(Timestamp.format(start)))")
         }
         return period
     }

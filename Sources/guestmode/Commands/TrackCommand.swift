@@ -27,10 +27,13 @@ struct TrackCommand: ParsableCommand {
     @Option(help: ArgumentHelp("How many times the action happened.", valueName: "n"))
     var count = 1
 
-    @Option(name: .customLong("id"), help: ArgumentHelp("An idempotency key: a repeated key counts once.", valueName: "key"))
+    @Option(
+        name: .customLong("id"), help: ArgumentHelp("An idempotency key: a repeated key counts once.", valueName: "key")
+    )
     var idempotencyKey: String?
 
-    @Option(name: .customLong("prop"), help: ArgumentHelp("A property of the event (repeatable).", valueName: "name=value"))
+    @Option(
+        name: .customLong("prop"), help: ArgumentHelp("A property of the event (repeatable).", valueName: "name=value"))
     var properties: [String] = []
 
     @Option(help: ArgumentHelp("Ingest an NDJSON event log; - reads standard input.", valueName: "file"))
@@ -93,18 +96,21 @@ struct TrackCommand: ParsableCommand {
             FileHandle.standardError.write(Data("\(label):\(problem.line): \(problem.message)\(hint)\n".utf8))
         }
         if report.problems.count > 100 {
-            FileHandle.standardError.write(Data("\(label): … and \(report.problems.count - 100) more invalid lines\n".utf8))
+            FileHandle.standardError.write(
+                Data("\(label): … and \(report.problems.count - 100) more invalid lines\n".utf8))
         }
         if global.json {
             try output.json(report)
         } else if !global.quiet {
             output.line(
-                "\(report.lines) line\(report.lines == 1 ? "" : "s"): \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(report.usersCreated) users created")
+                "\(report.lines) line\(report.lines == 1 ? "" : "s"): \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(report.usersCreated) users created"
+            )
         }
         if !report.isApplied {
             throw GuestModeError(
                 .badData, code: .invalidEventLog,
-                "\(label): \(report.problems.count) invalid line\(report.problems.count == 1 ? "" : "s"); nothing was applied (fix them, or use --skip-invalid)")
+                "\(label): \(report.problems.count) invalid line\(report.problems.count == 1 ? "" : "s"); nothing was applied (fix them, or use --skip-invalid)"
+            )
         }
     }
 
@@ -122,7 +128,9 @@ struct TrackCommand: ParsableCommand {
         guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
             let handle = FileHandle(forWritingAtPath: url.path)
         else {
-            throw GuestModeError(.cannotCreate, code: .cannotSpool, "cannot create a temporary file in \(directory.path) (set TMPDIR to a writable directory)")
+            throw GuestModeError(
+                .cannotCreate, code: .cannotSpool,
+                "cannot create a temporary file in \(directory.path) (set TMPDIR to a writable directory)")
         }
         defer { try? handle.close() }
         var line = 1
@@ -142,14 +150,16 @@ struct TrackCommand: ParsableCommand {
                 if lineLength > EventLog.maximumLineLength {
                     throw GuestModeError(
                         .badData, code: .lineTooLong,
-                        "<stdin>:\(line): the line is longer than \(EventLog.maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line")
+                        "<stdin>:\(line): the line is longer than \(EventLog.maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line"
+                    )
                 }
                 try handle.write(contentsOf: chunk)
             }
         } catch {
             try? FileManager.default.removeItem(at: url)
             if error is GuestModeError { throw error }
-            throw GuestModeError(.ioError, code: .ioError, "cannot spool standard input to \(url.path): \(error.localizedDescription)")
+            throw GuestModeError(
+                .ioError, code: .ioError, "cannot spool standard input to \(url.path): \(error.localizedDescription)")
         }
         return url
     }

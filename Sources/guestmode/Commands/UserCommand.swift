@@ -36,8 +36,10 @@ struct UserCommand: ParsableCommand {
             if global.json { return try global.output.json(users) }
             global.output.table(
                 users.map {
-                    [$0.id, $0.state.rawValue, Timestamp.format($0.createdAt), Timestamp.format($0.lastSeenAt),
-                     String($0.identities), String($0.records)]
+                    [
+                        $0.id, $0.state.rawValue, Timestamp.format($0.createdAt), Timestamp.format($0.lastSeenAt),
+                        String($0.identities), String($0.records),
+                    ]
                 },
                 header: ["ID", "STATE", "FIRST SEEN", "LAST SEEN", "IDENTITIES", "RECORDS"])
         }
@@ -58,12 +60,15 @@ struct UserCommand: ParsableCommand {
             if global.json { return try global.output.json(details) }
             let output = global.output
             output.line(output.bold(details.user.id))
-            output.line("state:       \(details.user.state.rawValue) (tier \(details.tier.rawValue), prompts \(details.user.promptState))")
+            output.line(
+                "state:       \(details.user.state.rawValue) (tier \(details.tier.rawValue), prompts \(details.user.promptState))"
+            )
             output.line("first seen:  \(Timestamp.format(details.user.firstSeenAt))")
             output.line("last seen:   \(Timestamp.format(details.user.lastSeenAt))")
             if let device = details.user.device { output.line("device:      \(device)") }
             for identity in details.identities {
-                output.line("identity:    \(identity.provider) \(identity.subject)\(identity.email.map { " <\($0)>" } ?? "")")
+                output.line(
+                    "identity:    \(identity.provider) \(identity.subject)\(identity.email.map { " <\($0)>" } ?? "")")
             }
             if details.hasAnonymousCredentials { output.line("credentials: legacy anonymous username kept") }
             for (action, total) in details.counters.sorted(by: { $0.key < $1.key }) {
@@ -128,7 +133,9 @@ struct UserCommand: ParsableCommand {
 
         func validate() throws {
             try requireInRange(inactiveDays, 1...36_500, "--inactive-days")
-            if !dryRun && !yes { throw ValidationError("purging cannot be undone; add --yes, or look first with --dry-run") }
+            if !dryRun && !yes {
+                throw ValidationError("purging cannot be undone; add --yes, or look first with --dry-run")
+            }
         }
 
         func run() throws {
@@ -138,9 +145,13 @@ struct UserCommand: ParsableCommand {
             if global.json { return try global.output.json(report) }
             let verb = dryRun ? "would purge" : "purged"
             for candidate in report.purged {
-                global.output.line("\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(candidate.records) records)")
+                global.output.line(
+                    "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(candidate.records) records)"
+                )
             }
-            global.output.note("\(verb) \(report.purged.count) guests inactive since \(Timestamp.format(report.cutoff)); kept \(report.kept.count) with data or a plan")
+            global.output.note(
+                "\(verb) \(report.purged.count) guests inactive since \(Timestamp.format(report.cutoff)); kept \(report.kept.count) with data or a plan"
+            )
         }
     }
 }

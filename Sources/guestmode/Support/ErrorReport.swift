@@ -15,7 +15,9 @@ func report(_ error: Error, isJSON: Bool) -> Int32 {
     case let exit as ExitCode:
         return exit.rawValue
     default:
-        (code, message, status) = (.internalFailure, "internal failure: \(error)", FailureKind.internalFailure.exitStatus)
+        (code, message, status) = (
+            .internalFailure, "internal failure: \(error)", FailureKind.internalFailure.exitStatus
+        )
     }
     let text: String
     if isJSON {

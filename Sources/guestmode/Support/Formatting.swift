@@ -19,8 +19,12 @@ enum ConflictText {
     static func describe(_ conflict: RecordConflict) -> String {
         let resolution: String
         switch conflict.resolution {
-        case .keptGuest: resolution = "the guest's record kept (updated \(Timestamp.format(conflict.guestUpdatedAt))); the account's archived"
-        case .keptAccount: resolution = "the account's record kept (updated \(Timestamp.format(conflict.accountUpdatedAt))); the guest's archived"
+        case .keptGuest:
+            resolution =
+                "the guest's record kept (updated \(Timestamp.format(conflict.guestUpdatedAt))); the account's archived"
+        case .keptAccount:
+            resolution =
+                "the account's record kept (updated \(Timestamp.format(conflict.accountUpdatedAt))); the guest's archived"
         case .keptBoth: resolution = "both kept; the guest's moves to \(conflict.guestKeyAfter ?? "?")"
         }
         return "\(conflict.collection)/\(conflict.key): \(resolution)"

@@ -7,19 +7,25 @@ import GuestModePostgres
 /// Options every command takes (DESIGN §3). They may also be written before
 /// the command name: `guestmode --store s.sqlite profile show`.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "The store: a SQLite file, or a postgres:// URI ('postgres:' alone reads the PG* environment) (default: $GUESTMODE_STORE, else ./guestmode.sqlite).",
-        valueName: "path|uri"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The store: a SQLite file, or a postgres:// URI ('postgres:' alone reads the PG* environment) (default: $GUESTMODE_STORE, else ./guestmode.sqlite).",
+            valueName: "path|uri"))
     var store: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "With a PostgreSQL store, the schema holding guestmode's tables (default: $GUESTMODE_SCHEMA, else guestmode).",
-        valueName: "name"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With a PostgreSQL store, the schema holding guestmode's tables (default: $GUESTMODE_SCHEMA, else guestmode).",
+            valueName: "name"))
     var schema: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "The current time, ISO 8601 (default: $GUESTMODE_NOW, else the system clock). Every policy reads only this clock.",
-        valueName: "time"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The current time, ISO 8601 (default: $GUESTMODE_NOW, else the system clock). Every policy reads only this clock.",
+            valueName: "time"))
     var now: String?
 
     @Flag(name: .long, help: "Print one JSON document on stdout; errors as JSON on stderr.")
@@ -50,7 +56,8 @@ struct GlobalOptions: ParsableArguments {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["GUESTMODE_BACKUP_KEY_FILE"], !path.isEmpty { return path }
         guard case let .postgres(uri, schema)? = try? storeLocation else { return storePath + ".key" }
-        let configuration = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let configuration =
+            environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
         let identity = StreamingSHA256.hex(of: Array("\(PostgresStore.describe(uri))#\(schema)".utf8)).prefix(16)
         return "\(configuration)/guestmode/postgres-\(identity).key"

@@ -9,9 +9,12 @@ enum SafetyBackup {
     ) throws -> String {
         let folder = folder(directory: directory, global: global)
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw GuestModeError(.cannotCreate, code: .cannotCreateBackup, "cannot create the backup directory '\(folder.path)': \(error.localizedDescription)")
+            throw GuestModeError(
+                .cannotCreate, code: .cannotCreateBackup,
+                "cannot create the backup directory '\(folder.path)': \(error.localizedDescription)")
         }
         removeAbandoned(directory: directory, global: global)
         let stamp = Timestamp.format(now).replacingOccurrences(of: ":", with: "")

@@ -21,7 +21,9 @@ enum StaleFiles {
 
     /// The pid in `<prefix><pid>-<anything><suffix>`, if the name has that shape.
     static func ownerPID(of name: String, prefix: String, suffix: String) -> pid_t? {
-        guard name.hasPrefix(prefix), name.hasSuffix(suffix), name.count > prefix.count + suffix.count else { return nil }
+        guard name.hasPrefix(prefix), name.hasSuffix(suffix), name.count > prefix.count + suffix.count else {
+            return nil
+        }
         let middle = name.dropFirst(prefix.count).dropLast(suffix.count)
         guard let dash = middle.firstIndex(of: "-") else { return nil }
         return pid_t(middle[..<dash])
@@ -30,7 +32,9 @@ enum StaleFiles {
     /// The pid in an atomic file's temporary name, `.<name>.tmp-<pid>-<random>`,
     /// for names ending in `fileSuffix` before `.tmp-`.
     static func atomicTemporaryOwner(of name: String, fileSuffix: String) -> pid_t? {
-        guard name.hasPrefix("."), let range = name.range(of: fileSuffix + ".tmp-", options: .backwards) else { return nil }
+        guard name.hasPrefix("."), let range = name.range(of: fileSuffix + ".tmp-", options: .backwards) else {
+            return nil
+        }
         let rest = name[range.upperBound...]
         let parts = rest.split(separator: "-")
         guard parts.count == 2, UInt32(parts[1]) != nil else { return nil }

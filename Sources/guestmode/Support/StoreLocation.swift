@@ -66,7 +66,8 @@ enum StoreLocation {
     func boundProfile() throws -> (text: String, origin: String)? {
         switch self {
         case let .sqlite(path): try SQLiteStore.boundProfile(readingOnly: path)
-        case let .postgres(uri, schema): try PostgresStore.open(uri: uri, schema: schema, migrating: false).boundProfile()
+        case let .postgres(uri, schema):
+            try PostgresStore.open(uri: uri, schema: schema, migrating: false).boundProfile()
         }
     }
 }

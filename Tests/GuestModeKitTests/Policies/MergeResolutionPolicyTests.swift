@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -41,7 +42,9 @@ import Testing
         var askedForKey = false
         let keepGuest = RecordConflict.settling(
             collection: "c", key: "k", guest: guest, account: account, policy: .keepGuest, rule: .keepBoth,
-            freeKey: { askedForKey = true; return "unused" })
+            freeKey: {
+                askedForKey = true; return "unused"
+            })
         #expect(keepGuest.archivedData == "A" && keepGuest.guestKeyAfter == nil && !askedForKey)
         #expect(keepGuest.guestUpdatedAt == day(2) && keepGuest.accountUpdatedAt == day(1))
         let keepAccount = RecordConflict.settling(
@@ -55,13 +58,18 @@ import Testing
     }
 
     @Test func keptBothKeysAreTriedInOrder() {
-        #expect(Array(RecordConflict.keptBothKeys(for: "pasta").prefix(3)) == ["pasta~guest", "pasta~guest2", "pasta~guest3"])
+        #expect(
+            Array(RecordConflict.keptBothKeys(for: "pasta").prefix(3)) == [
+                "pasta~guest", "pasta~guest2", "pasta~guest3",
+            ])
     }
 
     @Test("only a guest moves, and never into itself")
     func whoCanMove() throws {
         let now = day(1)
-        let guest = User(id: "g", device: nil, state: .anonymous, promptState: "active", createdAt: now, lastSeenAt: now, linkedAt: nil)
+        let guest = User(
+            id: "g", device: nil, state: .anonymous, promptState: "active", createdAt: now, lastSeenAt: now,
+            linkedAt: nil)
         var account = guest
         account.id = "a"
         account.state = .linked
@@ -79,7 +87,8 @@ import Testing
         #expect(habits.adoptedKey("/h1/2026-10-01", collection: "completions", user: "u1") == "u1/h1/2026-10-01")
         #expect(habits.adoptedKey("/2026-10-01", collection: "awards", user: "u1") == "u1/2026-10-01")
         #expect(habits.adoptedKey("h1", collection: "habits", user: "u1") == "h1", "no unique fields: key kept")
-        #expect(habits.adoptedKey("h1/x", collection: "completions", user: "u1") == "h1/x", "not owned by the guest owner")
+        #expect(
+            habits.adoptedKey("h1/x", collection: "completions", user: "u1") == "h1/x", "not owned by the guest owner")
         #expect(habits.adoptedKey("/x", collection: "unknown", user: "u1") == "/x")
     }
 

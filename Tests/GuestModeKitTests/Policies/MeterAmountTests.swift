@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -16,10 +17,11 @@ struct MeterAmountTests {
         #expect(MeterAmount.largest.adding(.largest) == nil)
     }
 
-    @Test(arguments: [
-        ("12.2", 12_200_000), ("15", 15_000_000), ("0.5", 500_000), ("007", 7_000_000), ("0.000001", 1),
-        ("999999999.999999", 999_999_999_999_999), ("1.10", 1_100_000),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            ("12.2", 12_200_000), ("15", 15_000_000), ("0.5", 500_000), ("007", 7_000_000), ("0.000001", 1),
+            ("999999999.999999", 999_999_999_999_999), ("1.10", 1_100_000),
+        ] as [(String, Int64)])
     func plainDecimalsParse(text: String, millionths: Int64) throws {
         #expect(try MeterAmount(parsing: text) == MeterAmount(millionths: millionths))
     }
@@ -84,6 +86,8 @@ struct MeterAmountTests {
         let json = String(decoding: try encoder.encode(amounts), as: UTF8.self)
         #expect(json == "[60,0,12.2,44.999999]")
         #expect(try JSONDecoder().decode([MeterAmount].self, from: Data(json.utf8)) == amounts)
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode([MeterAmount].self, from: Data("[0.0000001]".utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode([MeterAmount].self, from: Data("[0.0000001]".utf8))
+        }
     }
 }

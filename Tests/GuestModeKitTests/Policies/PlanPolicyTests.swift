@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -120,7 +121,9 @@ private func plansProfile() throws -> Profile {
         #expect(profile.tier(for: .linked, grants: [supporter], now: day(2)) == .account, "a plan never lowers")
         #expect(profile.tier(for: .anonymous, grants: [premium], now: day(2)) == .premium)
         #expect(profile.tier(for: .linked, grants: [supporter, premium], now: day(2)) == .premium)
-        #expect(profile.tier(for: .anonymous, grants: [premium, supporter], now: day(2)) == .premium, "order does not matter")
+        #expect(
+            profile.tier(for: .anonymous, grants: [premium, supporter], now: day(2)) == .premium,
+            "order does not matter")
     }
 
     @Test func plansNotInForceDoNotCount() throws {

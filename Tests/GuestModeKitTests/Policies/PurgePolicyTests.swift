@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -20,11 +21,13 @@ import Testing
         #expect(!policy.isCandidate(state: .anonymous, lastSeenAt: day(15)), "the cutoff itself is recent enough")
         #expect(!policy.isCandidate(state: .linked, lastSeenAt: day(1)))
         #expect(policy.decision(state: .linked, lastSeenAt: day(1), records: 0, grants: []) == .keep(.isNotAnonymous))
-        #expect(policy.decision(state: .anonymous, lastSeenAt: day(15), records: 0, grants: []) == .keep(.isRecentlyActive))
+        #expect(
+            policy.decision(state: .anonymous, lastSeenAt: day(15), records: 0, grants: []) == .keep(.isRecentlyActive))
     }
 
     @Test func usersWithRecordsAreKeptUnlessToldOtherwise() throws {
-        #expect(try policy().decision(state: .anonymous, lastSeenAt: day(1), records: 3, grants: []) == .keep(.ownsRecords))
+        #expect(
+            try policy().decision(state: .anonymous, lastSeenAt: day(1), records: 3, grants: []) == .keep(.ownsRecords))
         #expect(
             try policy(includingRecords: true).decision(state: .anonymous, lastSeenAt: day(1), records: 3, grants: [])
                 == .delete)
@@ -35,7 +38,8 @@ import Testing
         let trial = PlanGrant(plan: "premium", grantedAt: day(1), trialEndsAt: day(30))
         for grants in [[open], [trial]] {
             #expect(
-                try policy(includingRecords: true).decision(state: .anonymous, lastSeenAt: day(1), records: 2, grants: grants)
+                try policy(includingRecords: true).decision(
+                    state: .anonymous, lastSeenAt: day(1), records: 2, grants: grants)
                     == .keep(.holdsPlanInForce))
             #expect(
                 try policy().decision(state: .anonymous, lastSeenAt: day(1), records: 0, grants: grants)

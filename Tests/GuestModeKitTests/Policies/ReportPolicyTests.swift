@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -31,7 +32,9 @@ private func profile(_ name: String) throws -> Profile {
             ])
         let declared = recipes.prompts.rules.map(\.context)
         #expect(report.contexts.map(\.context) == declared + ["aa_retired", "zz_retired"])
-        #expect(report.contexts.first { $0.context == "first_recipe_success" } == PromptContextReport(context: "first_recipe_success"))
+        #expect(
+            report.contexts.first { $0.context == "first_recipe_success" }
+                == PromptContextReport(context: "first_recipe_success"))
         #expect(report.contexts.first { $0.context == "reengagement" }?.conversion == 0.25)
         #expect(report.contexts.first { $0.context == "aa_retired" }?.conversion == nil, "never shown")
         #expect(report.total == PromptContextReport(context: "total", shown: 5, dismissed: 1, never: 2, completed: 1))
@@ -47,7 +50,9 @@ private func profile(_ name: String) throws -> Profile {
                 VariantCounts(experiment: "auth_prompts", variant: "aggressive", users: 10, conversions: 8),
                 VariantCounts(experiment: "old", variant: "a", users: 2, conversions: 1),
             ])
-        let declared = recipes.experiments.flatMap { experiment in experiment.variants.map { "\(experiment.name)/\($0.name)" } }
+        let declared = recipes.experiments.flatMap { experiment in
+            experiment.variants.map { "\(experiment.name)/\($0.name)" }
+        }
         #expect(report.variants.map { "\($0.experiment)/\($0.variant)" } == declared + ["old/a", "old/b"])
         let aggressive = try #require(report.variants.first { $0.variant == "aggressive" })
         #expect(aggressive.rate == Proportion(successes: 8, trials: 10))
@@ -58,7 +63,10 @@ private func profile(_ name: String) throws -> Profile {
         let voice = try profile("voice")
         let report = UsageReport(
             period: ReportPeriod(), profile: voice,
-            counts: ["api_minutes": MeterUsageCounts(users: 2, uses: 5, amount: 30, warnedUsers: 1), "gone": .init(users: 1, uses: 1, amount: 1, warnedUsers: 0)])
+            counts: [
+                "api_minutes": MeterUsageCounts(users: 2, uses: 5, amount: 30, warnedUsers: 1),
+                "gone": .init(users: 1, uses: 1, amount: 1, warnedUsers: 0),
+            ])
         #expect(report.meters.map(\.meter) == voice.meters.map(\.name))
         let minutes = try #require(report.meters.first)
         #expect(minutes.unit == "minutes" && minutes.averagePerUser == 15 && minutes.warnedUsers == 1)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -10,7 +11,9 @@ enum BackupRowFixture {
     typealias Row = [String: CellValue]
 
     static func text(_ value: String) -> CellValue { .text(value) }
-    static func time(_ day: Int, hour: Int = 12) -> CellValue { .text(Timestamp.format(GuestModeKitTests.day(day, hour: hour))) }
+    static func time(_ day: Int, hour: Int = 12) -> CellValue {
+        .text(Timestamp.format(GuestModeKitTests.day(day, hour: hour)))
+    }
 
     static func user(_ id: String, created: Int = 1, state: String = "anonymous", linkedAt: CellValue = .null) -> Row {
         [
@@ -27,62 +30,101 @@ enum BackupRowFixture {
         let owner = CellValue.text(id)
         return [
             (table("users"), user(id)),
-            (table("identities"), [
-                "provider": .text("apple"), "subject": .text("sub-\(id)"), "user_id": owner, "email": .null,
-                "linked_at": time(2),
-            ]),
-            (table("credentials"), [
-                "user_id": owner, "username": .text("name-\(id)"), "secret_hash": .text("sha256i2000$00$00"),
-                "created_at": time(1),
-            ]),
+            (
+                table("identities"),
+                [
+                    "provider": .text("apple"), "subject": .text("sub-\(id)"), "user_id": owner, "email": .null,
+                    "linked_at": time(2),
+                ]
+            ),
+            (
+                table("credentials"),
+                [
+                    "user_id": owner, "username": .text("name-\(id)"), "secret_hash": .text("sha256i2000$00$00"),
+                    "created_at": time(1),
+                ]
+            ),
             (table("upgrade_locks"), ["user_id": owner, "provider": .text("google"), "started_at": time(2)]),
-            (table("events"), [
-                "id": .integer(base), "user_id": owner, "action": .text("app_opened"), "at": time(1),
-                "count": .integer(2), "idempotency_key": .text("k-\(id)"), "properties": .text(#"{"a":"b\n\"c"}"#),
-            ]),
+            (
+                table("events"),
+                [
+                    "id": .integer(base), "user_id": owner, "action": .text("app_opened"), "at": time(1),
+                    "count": .integer(2), "idempotency_key": .text("k-\(id)"), "properties": .text(#"{"a":"b\n\"c"}"#),
+                ]
+            ),
             (table("counters"), ["user_id": owner, "action": .text("app_opened"), "total": .integer(2)]),
-            (table("records"), [
-                "owner_id": owner, "collection": .text("subscriptions"), "key": .text("netflix"),
-                "data": .text(#"{"price":9.99}"#), "created_at": time(1), "updated_at": time(2),
-            ]),
-            (table("meter_usage"), [
-                "id": .integer(base), "user_id": owner, "meter": .text("minutes"), "amount": .real(1.5), "at": time(1),
-                "idempotency_key": .null,
-            ]),
-            (table("meter_warnings"), [
-                "user_id": owner, "meter": .text("minutes"), "period_start": time(1), "percent": .real(80),
-                "level": .text("warning"), "fired_at": time(1),
-            ]),
-            (table("plans"), [
-                "id": .integer(base), "user_id": owner, "plan": .text("premium"), "granted_at": time(2),
-                "trial_ends_at": .null, "ends_at": time(30), "revoked_at": .null,
-            ]),
-            (table("prompt_outcomes"), [
-                "id": .integer(base), "user_id": owner, "context": .text("guest_cap_reached"), "outcome": .text("shown"),
-                "at": time(2),
-            ]),
-            (table("experiment_assignments"), [
-                "user_id": owner, "experiment": .text("paywall"), "variant": .text("b"), "assigned_at": time(1),
-            ]),
-            (table("outbox"), [
-                "user_id": owner, "queued_at": time(2), "attempts": .integer(1), "last_error": .text("offline"),
-                "next_attempt_at": time(3),
-            ]),
+            (
+                table("records"),
+                [
+                    "owner_id": owner, "collection": .text("subscriptions"), "key": .text("netflix"),
+                    "data": .text(#"{"price":9.99}"#), "created_at": time(1), "updated_at": time(2),
+                ]
+            ),
+            (
+                table("meter_usage"),
+                [
+                    "id": .integer(base), "user_id": owner, "meter": .text("minutes"), "amount": .real(1.5),
+                    "at": time(1),
+                    "idempotency_key": .null,
+                ]
+            ),
+            (
+                table("meter_warnings"),
+                [
+                    "user_id": owner, "meter": .text("minutes"), "period_start": time(1), "percent": .real(80),
+                    "level": .text("warning"), "fired_at": time(1),
+                ]
+            ),
+            (
+                table("plans"),
+                [
+                    "id": .integer(base), "user_id": owner, "plan": .text("premium"), "granted_at": time(2),
+                    "trial_ends_at": .null, "ends_at": time(30), "revoked_at": .null,
+                ]
+            ),
+            (
+                table("prompt_outcomes"),
+                [
+                    "id": .integer(base), "user_id": owner, "context": .text("guest_cap_reached"),
+                    "outcome": .text("shown"),
+                    "at": time(2),
+                ]
+            ),
+            (
+                table("experiment_assignments"),
+                [
+                    "user_id": owner, "experiment": .text("paywall"), "variant": .text("b"), "assigned_at": time(1),
+                ]
+            ),
+            (
+                table("outbox"),
+                [
+                    "user_id": owner, "queued_at": time(2), "attempts": .integer(1), "last_error": .text("offline"),
+                    "next_attempt_at": time(3),
+                ]
+            ),
             (table("user_flags"), ["user_id": owner, "flag": .text("beta"), "set_at": time(1)]),
-            (table("conflict_archive"), [
-                "id": .integer(base), "journal_id": .integer(7), "owner_id": owner, "collection": .text("subscriptions"),
-                "key": .text("netflix"), "data": .text("{}"), "updated_at": time(1), "reason": .text("merge"),
-                "archived_at": time(2),
-            ]),
+            (
+                table("conflict_archive"),
+                [
+                    "id": .integer(base), "journal_id": .integer(7), "owner_id": owner,
+                    "collection": .text("subscriptions"),
+                    "key": .text("netflix"), "data": .text("{}"), "updated_at": time(1), "reason": .text("merge"),
+                    "archived_at": time(2),
+                ]
+            ),
         ]
     }
 
     /// A record of the profile's guest owner, written before any user existed.
     static func guestOwnerRecord(_ owner: String) -> (BackupTable, Row) {
-        (BackupTable.named("records") ?? BackupTable(name: "records", ownerColumn: "owner_id"), [
-            "owner_id": .text(owner), "collection": .text("settings"), "key": .text("theme"), "data": .text("{}"),
-            "created_at": time(1), "updated_at": time(1),
-        ])
+        (
+            BackupTable.named("records") ?? BackupTable(name: "records", ownerColumn: "owner_id"),
+            [
+                "owner_id": .text(owner), "collection": .text("settings"), "key": .text("theme"), "data": .text("{}"),
+                "created_at": time(1), "updated_at": time(1),
+            ]
+        )
     }
 
     /// Two users with a row in every table, and a guest-owner record.
@@ -98,7 +140,9 @@ enum BackupRowFixture {
     }
 
     /// Every row the selection exports, per table, as column → value.
-    static func export(_ store: any GuestStore, _ selection: BackupSelection = .all, guestOwner: String = "")
+    static func export(
+        _ store: any GuestStore, _ selection: BackupSelection = .all, guestOwner: String = ""
+    )
         throws -> [String: [Row]]
     {
         try store.readBackupRows(selection, guestOwner: guestOwner) { snapshot throws in

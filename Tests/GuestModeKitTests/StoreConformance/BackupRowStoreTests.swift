@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -96,7 +97,9 @@ private func table(_ name: String) throws -> BackupTable {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let before = try Fixture.export(store, guestOwner: profile.guestOwner)
         let inserted = try store.importBackupRows(dryRun: true) { writes throws in
-            for (table, row) in Fixture.dataset(guestOwner: profile.guestOwner) { _ = try writes.insert(row, into: table) }
+            for (table, row) in Fixture.dataset(guestOwner: profile.guestOwner) {
+                _ = try writes.insert(row, into: table)
+            }
             #expect(try writes.creationTime(ofUser: "u1") != nil, "the dry run sees its own writes")
             return 31
         }
@@ -120,7 +123,9 @@ private func table(_ name: String) throws -> BackupTable {
             #expect(try writes.creationTime(ofUser: "u1") == nil)
             #expect(try !writes.hasRecords(ownedBy: profile.guestOwner))
         }
-        #expect(try Fixture.export(store, guestOwner: profile.guestOwner) == Fixture.grouped(Fixture.rows(of: "u2", base: 2)))
+        #expect(
+            try Fixture.export(store, guestOwner: profile.guestOwner)
+                == Fixture.grouped(Fixture.rows(of: "u2", base: 2)))
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -146,7 +151,9 @@ private func table(_ name: String) throws -> BackupTable {
         let before = try Fixture.export(store, guestOwner: profile.guestOwner)
         let identities = try table("identities")
         let users = try table("users")
-        func refusal(_ row: Fixture.Row, into table: BackupTable, after setup: [(BackupTable, Fixture.Row)] = [])
+        func refusal(
+            _ row: Fixture.Row, into table: BackupTable, after setup: [(BackupTable, Fixture.Row)] = []
+        )
             throws -> BackupRowRefusal.Reason?
         {
             var reason: BackupRowRefusal.Reason?
@@ -164,7 +171,8 @@ private func table(_ name: String) throws -> BackupTable {
         // u2 brings an identity u1 already holds.
         var taken = Fixture.rows(of: "u2", base: 2)[1].1
         taken["subject"] = .text("sub-u1")
-        #expect(try refusal(taken, into: identities, after: [(users, Fixture.user("u2"))]) == .identityTaken(holder: "u1"))
+        #expect(
+            try refusal(taken, into: identities, after: [(users, Fixture.user("u2"))]) == .identityTaken(holder: "u1"))
         #expect(try refusal(Fixture.user("u1"), into: users) == .duplicateKey)
         var incomplete = Fixture.user("u3")
         incomplete["created_at"] = .null

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -25,7 +26,9 @@ struct EventStoreTests {
         #expect(repeated.total == 3)
         let withoutKey = TrackedEvent(user: "u1", action: "subscription_added", at: day(1))
         #expect(try store.trackEvent(withoutKey, profile: profile, now: day(1)).total == 4)
-        #expect(try store.trackEvent(withoutKey, profile: profile, now: day(1)).total == 5, "events without a key always count")
+        #expect(
+            try store.trackEvent(withoutKey, profile: profile, now: day(1)).total == 5,
+            "events without a key always count")
         #expect(try store.counters(of: "u1") == ["app_opened": 1, "subscription_added": 5])
     }
 
@@ -34,11 +37,13 @@ struct EventStoreTests {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try makeGuests(["u1"], in: store, profile: profile)
         _ = try store.trackEvent(
-            TrackedEvent(user: "u1", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), profile: profile, now: day(1))
+            TrackedEvent(user: "u1", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), profile: profile,
+            now: day(1))
         let before = try store.counters(of: "u1")
         #expect {
             try store.trackEvent(
-                TrackedEvent(user: "u1", action: "reminder_set", at: day(1), idempotencyKey: "k"), profile: profile, now: day(1))
+                TrackedEvent(user: "u1", action: "reminder_set", at: day(1), idempotencyKey: "k"), profile: profile,
+                now: day(1))
         } throws: { ($0 as? GuestModeError)?.code == .idempotencyKeyReused }
         #expect(try store.counters(of: "u1") == before)
     }
@@ -47,7 +52,8 @@ struct EventStoreTests {
     func trackingAndCountersOfAMissingUserThrowNotFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         #expect {
-            try store.trackEvent(TrackedEvent(user: "ghost", action: "app_opened", at: day(1)), profile: profile, now: day(1))
+            try store.trackEvent(
+                TrackedEvent(user: "ghost", action: "app_opened", at: day(1)), profile: profile, now: day(1))
         } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
         #expect { try store.counters(of: "ghost") } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
         #expect(try !store.containsUser("ghost"))
@@ -71,7 +77,8 @@ struct EventStoreTests {
 
         let keyed = events.filter { $0.idempotencyKey != nil }
         let repeated = try store.applyEvents(keyed, creatingUsers: true, profile: profile, now: day(3))
-        #expect(repeated == EventBatchResult(counted: 0, duplicates: 3, usersCreated: 0), "a repeated batch counts nothing")
+        #expect(
+            repeated == EventBatchResult(counted: 0, duplicates: 3, usersCreated: 0), "a repeated batch counts nothing")
         #expect(try store.counters(of: "a") == ["app_opened": 3])
     }
 
@@ -80,7 +87,8 @@ struct EventStoreTests {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try makeGuests(["a"], in: store, profile: profile)
         _ = try store.trackEvent(
-            TrackedEvent(user: "a", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), profile: profile, now: day(1))
+            TrackedEvent(user: "a", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), profile: profile,
+            now: day(1))
         let before = try store.counters(of: "a")
         let events = [
             TrackedEvent(user: "new", action: "app_opened", at: day(1)),
@@ -102,7 +110,9 @@ struct EventStoreTests {
             TrackedEvent(user: "a", action: "reminder_set", at: day(1)),
             TrackedEvent(user: "ghost", action: "app_opened", at: day(1)),
         ]
-        #expect(throws: (any Error).self) { try store.applyEvents(events, creatingUsers: false, profile: profile, now: day(1)) }
+        #expect(throws: (any Error).self) {
+            try store.applyEvents(events, creatingUsers: false, profile: profile, now: day(1))
+        }
         #expect(try store.counters(of: "a") == ["app_opened": 1])
         #expect(try !store.containsUser("ghost"))
     }
@@ -110,6 +120,8 @@ struct EventStoreTests {
     @Test(arguments: StoreBackend.allCases)
     func anEmptyBatchDoesNothing(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
-        #expect(try store.applyEvents([], creatingUsers: true, profile: profile, now: day(1)) == EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0))
+        #expect(
+            try store.applyEvents([], creatingUsers: true, profile: profile, now: day(1))
+                == EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0))
     }
 }

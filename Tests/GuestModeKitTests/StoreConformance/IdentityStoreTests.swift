@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -27,7 +28,8 @@ import Testing
         let result = try store.completeLink(request, profile: profile, now: day(2))
         #expect(
             result
-                == LinkResult(user: "g", provider: "apple", subject: "a", isNewlyLinked: true, removedAnonymousCredentials: true))
+                == LinkResult(
+                    user: "g", provider: "apple", subject: "a", isNewlyLinked: true, removedAnonymousCredentials: true))
         let user = try store.user(id: "g")
         #expect(user.id == "g")
         #expect(user.state == .linked)
@@ -35,21 +37,26 @@ import Testing
         #expect(user.promptState == PromptState.authenticated.rawValue)
         #expect(try store.anonymousCredentials(username: "anon") == nil)
         let overview = try store.userOverview(id: "g")
-        #expect(overview.identities == [Identity(provider: "apple", subject: "a", email: "a@example.com", linkedAt: day(2))])
+        #expect(
+            overview.identities == [Identity(provider: "apple", subject: "a", email: "a@example.com", linkedAt: day(2))]
+        )
         #expect(overview.grants.count == 1, "the plan stays with the user")
         #expect(overview.counters["account_upgrade_started"] == 1)
         #expect(overview.counters["account_upgrade_succeeded"] == 1)
         // The lock is gone: a second provider is refused for its own reason, not as in progress.
         let second = LinkRequest(user: "g", provider: "google", subject: "b", email: nil)
         #expect(try store.beginLink(second, staleLocksBefore: day(1), now: day(2)) == .started)
-        expectFailure(.conflict, code: .tooManyProviders) { _ = try store.completeLink(second, profile: profile, now: day(2)) }
+        expectFailure(.conflict, code: .tooManyProviders) {
+            _ = try store.completeLink(second, profile: profile, now: day(2))
+        }
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aGuestWithoutCredentialsLinksToo(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try store.createUser(newUser("g"), credentials: nil)
-        let result = try link(store, profile, LinkRequest(user: "g", provider: "email", subject: "me", email: nil), now: day(1))
+        let result = try link(
+            store, profile, LinkRequest(user: "g", provider: "email", subject: "me", email: nil), now: day(1))
         #expect(result.isNewlyLinked)
         #expect(!result.removedAnonymousCredentials)
     }
@@ -73,7 +80,8 @@ import Testing
     func anIdentityOfAnotherUserLeavesTheGuestUntouched(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try store.createUser(newUser("owner"), credentials: nil)
-        _ = try link(store, profile, LinkRequest(user: "owner", provider: "apple", subject: "taken", email: nil), now: day(1))
+        _ = try link(
+            store, profile, LinkRequest(user: "owner", provider: "apple", subject: "taken", email: nil), now: day(1))
         let guest = newUser("g")
         try store.createUser(guest, credentials: credentials(of: guest, "anon"))
         _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "g", profile: profile, now: day(1))
@@ -97,7 +105,10 @@ import Testing
         #expect(after.counters["account_upgrade_succeeded"] == nil)
         #expect(try store.userOverview(id: "owner") == owner)
         // The lock was released: a good identity links at once.
-        #expect(try link(store, profile, LinkRequest(user: "g", provider: "google", subject: "mine", email: nil), now: day(2)).isNewlyLinked)
+        #expect(
+            try link(
+                store, profile, LinkRequest(user: "g", provider: "google", subject: "mine", email: nil), now: day(2)
+            ).isNewlyLinked)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -118,7 +129,9 @@ import Testing
         _ = try link(store, profile, LinkRequest(user: "g", provider: "google", subject: "c", email: nil), now: day(3))
         let third = LinkRequest(user: "g", provider: "email", subject: "d", email: nil)
         _ = try store.beginLink(third, staleLocksBefore: day(3), now: day(4))
-        expectFailure(.conflict, code: .tooManyProviders) { _ = try store.completeLink(third, profile: profile, now: day(4)) }
+        expectFailure(.conflict, code: .tooManyProviders) {
+            _ = try store.completeLink(third, profile: profile, now: day(4))
+        }
         #expect(try store.userOverview(id: "g").identities.map(\.provider) == ["apple", "google"])
     }
 
@@ -136,7 +149,8 @@ import Testing
         #expect(try store.userOverview(id: "g") == before, "a refused start changes nothing")
         // Once locks taken before 10:00 count as stale... the one taken at 10:00 still holds.
         expectFailure(.conflict, code: .upgradeInProgress) {
-            _ = try store.beginLink(request, staleLocksBefore: day(1, hour: 10).addingTimeInterval(-1), now: day(1, hour: 11))
+            _ = try store.beginLink(
+                request, staleLocksBefore: day(1, hour: 10).addingTimeInterval(-1), now: day(1, hour: 11))
         }
         #expect(try store.beginLink(request, staleLocksBefore: day(1, hour: 10), now: day(1, hour: 11)) == .started)
         #expect(try store.completeLink(request, profile: profile, now: day(1, hour: 11)).isNewlyLinked)
@@ -146,9 +160,15 @@ import Testing
     func linkingAMissingUserIsNotFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let request = LinkRequest(user: "nobody", provider: "apple", subject: "a", email: nil)
-        expectFailure(.notFound, code: .userNotFound) { _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(1)) }
-        expectFailure(.notFound, code: .userNotFound) { _ = try store.completeLink(request, profile: profile, now: day(1)) }
-        expectFailure(.notFound, code: .userNotFound) { _ = try store.unlink(user: "nobody", provider: "apple", profile: profile, now: day(1)) }
+        expectFailure(.notFound, code: .userNotFound) {
+            _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(1))
+        }
+        expectFailure(.notFound, code: .userNotFound) {
+            _ = try store.completeLink(request, profile: profile, now: day(1))
+        }
+        expectFailure(.notFound, code: .userNotFound) {
+            _ = try store.unlink(user: "nobody", provider: "apple", profile: profile, now: day(1))
+        }
         // Abandoning the link of a user deleted meanwhile is harmless.
         try store.abandonLink(user: "nobody", provider: "apple", failureCode: "user_not_found", now: day(1))
         #expect(try store.users(state: nil, lastSeenBefore: nil).isEmpty)
@@ -174,11 +194,16 @@ import Testing
         #expect(try store.userOverview(id: "g").counters["account_unlinked"] == 2)
 
         let before = try store.userOverview(id: "g")
-        expectFailure(.notFound, code: .identityNotFound) { _ = try store.unlink(user: "g", provider: "google", profile: profile, now: day(5)) }
+        expectFailure(.notFound, code: .identityNotFound) {
+            _ = try store.unlink(user: "g", provider: "google", profile: profile, now: day(5))
+        }
         #expect(try store.userOverview(id: "g") == before, "a refused unlink changes nothing")
         // The identity is free for anyone again.
         try store.createUser(newUser("other"), credentials: nil)
-        #expect(try link(store, profile, LinkRequest(user: "other", provider: "google", subject: "b", email: nil), now: day(5)).isNewlyLinked)
+        #expect(
+            try link(
+                store, profile, LinkRequest(user: "other", provider: "google", subject: "b", email: nil), now: day(5)
+            ).isNewlyLinked)
     }
 }
 

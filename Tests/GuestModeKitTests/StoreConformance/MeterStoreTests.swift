@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -30,7 +31,8 @@ struct MeterStoreTests {
     func usageAddsUpExactly(backend: StoreBackend) throws {
         let (store, profile, meter) = try voiceGuest(backend: backend)
         for amount: MeterAmount in [12.2, 19.9, 12.9] + Array(repeating: 1, count: 15) {
-            let result = try store.useMeter(of: "u1", meter: meter, amount: amount, key: nil, profile: profile, now: day(1))
+            let result = try store.useMeter(
+                of: "u1", meter: meter, amount: amount, key: nil, profile: profile, now: day(1))
             #expect(result.isRecorded)
         }
         let status = try store.meterStatus(of: "u1", meter: meter, profile: profile, now: day(1))
@@ -48,7 +50,8 @@ struct MeterStoreTests {
         let (store, profile, meter) = try voiceGuest(backend: backend)
         let first = try store.useMeter(of: "u1", meter: meter, amount: 10, key: "call-1", profile: profile, now: day(1))
         #expect(first.isRecorded && !first.isDuplicate && first.isAllowed)
-        let repeated = try store.useMeter(of: "u1", meter: meter, amount: 10, key: "call-1", profile: profile, now: day(1))
+        let repeated = try store.useMeter(
+            of: "u1", meter: meter, amount: 10, key: "call-1", profile: profile, now: day(1))
         #expect(!repeated.isRecorded)
         #expect(repeated.isDuplicate)
         #expect(repeated.isAllowed)
@@ -61,7 +64,8 @@ struct MeterStoreTests {
         let (store, profile, meter) = try voiceGuest(backend: backend)
         _ = try store.useMeter(of: "u1", meter: meter, amount: 56, key: nil, profile: profile, now: day(1))
         let countersBefore = try store.counters(of: "u1")
-        let refused = try store.useMeter(of: "u1", meter: meter, amount: 4.000001, key: "big", profile: profile, now: day(1))
+        let refused = try store.useMeter(
+            of: "u1", meter: meter, amount: 4.000001, key: "big", profile: profile, now: day(1))
         #expect(!refused.isAllowed)
         #expect(!refused.isRecorded)
         #expect(!refused.isDuplicate)
@@ -92,9 +96,11 @@ struct MeterStoreTests {
     @Test(arguments: StoreBackend.allCases)
     func oneUseCanCrossSeveralThresholdsAndAThresholdIsReachedExactly(backend: StoreBackend) throws {
         let (store, profile, meter) = try voiceGuest(backend: backend)
-        let justBelow = try store.useMeter(of: "u1", meter: meter, amount: 44.999999, key: nil, profile: profile, now: day(1))
+        let justBelow = try store.useMeter(
+            of: "u1", meter: meter, amount: 44.999999, key: nil, profile: profile, now: day(1))
         #expect(justBelow.warnings.isEmpty)
-        let atThreshold = try store.useMeter(of: "u1", meter: meter, amount: 0.000001, key: nil, profile: profile, now: day(1))
+        let atThreshold = try store.useMeter(
+            of: "u1", meter: meter, amount: 0.000001, key: nil, profile: profile, now: day(1))
         #expect(atThreshold.warnings.map(\.percent) == [75], "45 of 60 is exactly 75%")
         #expect(atThreshold.status.level == .warning)
 
@@ -112,7 +118,8 @@ struct MeterStoreTests {
         #expect(fits.isAllowed)
         #expect(fits.requested == 0.5)
         #expect(fits.status.remaining == 0.5)
-        #expect(try !store.checkMeter(of: "u1", meter: meter, amount: 0.500001, profile: profile, now: day(1)).isAllowed)
+        #expect(
+            try !store.checkMeter(of: "u1", meter: meter, amount: 0.500001, profile: profile, now: day(1)).isAllowed)
         #expect(try store.checkMeter(of: "u1", meter: meter, amount: nil, profile: profile, now: day(1)).isAllowed)
         #expect(try store.meterStatus(of: "u1", meter: meter, profile: profile, now: day(1)).used == 59.5)
     }
@@ -132,7 +139,9 @@ struct MeterStoreTests {
         let again = try store.useMeter(of: "u1", meter: meter, amount: 2, key: nil, profile: profile, now: nextDay)
         #expect(again.warnings.map(\.percent) == [66], "warnings fire again in a new period")
         // A key is remembered across periods.
-        #expect(try store.useMeter(of: "u1", meter: meter, amount: 1, key: "v1", profile: profile, now: nextDay).isDuplicate)
+        #expect(
+            try store.useMeter(of: "u1", meter: meter, amount: 1, key: "v1", profile: profile, now: nextDay).isDuplicate
+        )
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -140,11 +149,15 @@ struct MeterStoreTests {
         let (store, profile) = try backend.makeStore(profile: "voice")
         let meter = try #require(profile.meter(named: "api_minutes"))
         let isUserNotFound: (any Error) -> Bool = { ($0 as? GuestModeError)?.code == .userNotFound }
-        #expect { try store.meterStatus(of: "ghost", meter: meter, profile: profile, now: day(1)) } throws: { isUserNotFound($0) }
+        #expect { try store.meterStatus(of: "ghost", meter: meter, profile: profile, now: day(1)) } throws: {
+            isUserNotFound($0)
+        }
         #expect { try store.checkMeter(of: "ghost", meter: meter, amount: 1, profile: profile, now: day(1)) } throws: {
             isUserNotFound($0)
         }
-        #expect { try store.useMeter(of: "ghost", meter: meter, amount: 1, key: nil, profile: profile, now: day(1)) } throws: {
+        #expect {
+            try store.useMeter(of: "ghost", meter: meter, amount: 1, key: nil, profile: profile, now: day(1))
+        } throws: {
             isUserNotFound($0)
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModePostgres
@@ -20,7 +21,8 @@ extension StoreBackend {
 
     /// Records written before any user existed, owned by `owner`.
     func seedOwnerlessRecords(
-        _ store: any GuestStore, owner: String, _ records: [(collection: String, key: String, data: String)], at time: Date
+        _ store: any GuestStore, owner: String, _ records: [(collection: String, key: String, data: String)],
+        at time: Date
     ) throws {
         switch self {
         case .sqlite:
@@ -29,7 +31,10 @@ extension StoreBackend {
                 for record in records {
                     try db.execute(
                         sql: "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)",
-                        arguments: [owner, record.collection, record.key, record.data, Timestamp.format(time), Timestamp.format(time)])
+                        arguments: [
+                            owner, record.collection, record.key, record.data, Timestamp.format(time),
+                            Timestamp.format(time),
+                        ])
                 }
             }
         case .postgres:
@@ -38,8 +43,10 @@ extension StoreBackend {
                 for record in records {
                     try connection.execute(
                         "INSERT INTO records VALUES ($1, $2, $3, $4, $5, $6)",
-                        [PostgresValue(owner), PostgresValue(record.collection), PostgresValue(record.key),
-                         PostgresValue(record.data), PostgresValue(time), PostgresValue(time)])
+                        [
+                            PostgresValue(owner), PostgresValue(record.collection), PostgresValue(record.key),
+                            PostgresValue(record.data), PostgresValue(time), PostgresValue(time),
+                        ])
                 }
             }
         }
@@ -58,7 +65,7 @@ extension StoreBackend {
             }
         case .postgres:
             guard let postgres = store as? PostgresStore else { throw FixtureError.unsupported(self) }
-            try postgres.write { connection in
+            _ = try postgres.write { connection in
                 try connection.execute(
                     "INSERT INTO outbox (user_id, queued_at, attempts) VALUES ($1, $2, 0)",
                     [PostgresValue(userID), PostgresValue(queuedAt)])
@@ -78,7 +85,9 @@ func observableState(_ engine: GuestMode) throws -> String {
     lines += try engine.store.tableCounts().sorted { $0.key < $1.key }.map { "table \($0.key) \($0.value)" }
     for summary in try engine.users(matching: UserFilter(), now: day(30)) {
         let user = try engine.user(summary.id)
-        lines.append("user \(user.id) \(user.state.rawValue) \(Timestamp.format(user.createdAt)) \(Timestamp.format(user.lastSeenAt))")
+        lines.append(
+            "user \(user.id) \(user.state.rawValue) \(Timestamp.format(user.createdAt)) \(Timestamp.format(user.lastSeenAt))"
+        )
         for collection in engine.profile.collections {
             for record in try engine.records(user: user.id, collection: collection.name) {
                 lines.append("  record \(record.collection)/\(record.key)=\(record.data)")
@@ -89,10 +98,14 @@ func observableState(_ engine: GuestMode) throws -> String {
         }
     }
     for journal in try engine.store.migrationJournals(involving: nil) {
-        lines.append("journal \(journal.id) \(journal.status) \(journal.error ?? "-") \(journal.steps.map { "\($0.name):\($0.status):\($0.rows)" })")
+        lines.append(
+            "journal \(journal.id) \(journal.status) \(journal.error ?? "-") \(journal.steps.map { "\($0.name):\($0.status):\($0.rows)" })"
+        )
     }
     for entry in try engine.store.outboxEntries() {
-        lines.append("outbox \(entry.userId) \(entry.queuedAt) \(entry.attempts) \(entry.lastError ?? "-") \(entry.nextAttemptAt ?? "-")")
+        lines.append(
+            "outbox \(entry.userId) \(entry.queuedAt) \(entry.attempts) \(entry.lastError ?? "-") \(entry.nextAttemptAt ?? "-")"
+        )
     }
     return lines.joined(separator: "\n")
 }
@@ -100,22 +113,28 @@ func observableState(_ engine: GuestMode) throws -> String {
 /// A recipes store with an account and a guest sharing the keys
 /// `recipes/pasta` (keep-both) and `preferences/diet` (newest wins, the
 /// guest's is newer), and activity on both.
-func seededTransfer(_ backend: StoreBackend) throws -> (store: any GuestStore, engine: GuestMode, guest: String, account: String) {
+func seededTransfer(
+    _ backend: StoreBackend
+) throws -> (store: any GuestStore, engine: GuestMode, guest: String, account: String) {
     let (store, profile) = try backend.makeStore(profile: "recipes")
     let engine = try backend.engine(store, profile)
     let account = try engine.createGuest(device: nil, now: day(1)).id
     _ = try engine.link(user: account, provider: "google", subject: "g-1", email: nil, now: day(1))
-    _ = try engine.putRecord(user: account, collection: "recipes", key: "pasta", json: #"{"by":"account"}"#, now: day(1))
-    _ = try engine.putRecord(user: account, collection: "preferences", key: "diet", json: #"{"diet":"omnivore"}"#, now: day(1))
+    _ = try engine.putRecord(
+        user: account, collection: "recipes", key: "pasta", json: #"{"by":"account"}"#, now: day(1))
+    _ = try engine.putRecord(
+        user: account, collection: "preferences", key: "diet", json: #"{"diet":"omnivore"}"#, now: day(1))
     _ = try engine.track(TrackedEvent(user: account, action: "app_opened", at: day(1), count: 3), now: day(1))
     let guest = try engine.createGuest(device: nil, now: day(2)).id
     for (collection, key, data) in [
-        ("profile", "me", #"{"name":"Ana"}"#), ("recipes", "pasta", #"{"by":"guest"}"#), ("recipes", "soup", #"{"by":"guest"}"#),
+        ("profile", "me", #"{"name":"Ana"}"#), ("recipes", "pasta", #"{"by":"guest"}"#),
+        ("recipes", "soup", #"{"by":"guest"}"#),
         ("photos", "p1", #"{"url":"p1"}"#), ("preferences", "diet", #"{"diet":"vegan"}"#),
     ] {
         _ = try engine.putRecord(user: guest, collection: collection, key: key, json: data, now: day(2))
     }
-    _ = try engine.track(TrackedEvent(user: guest, action: "app_opened", at: day(2), count: 2, idempotencyKey: "launch-1"), now: day(2))
+    _ = try engine.track(
+        TrackedEvent(user: guest, action: "app_opened", at: day(2), count: 2, idempotencyKey: "launch-1"), now: day(2))
     _ = try engine.track(TrackedEvent(user: guest, action: "recipe_created", at: day(2), count: 2), now: day(2))
     return (store, engine, guest, account)
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -15,7 +16,8 @@ struct MigrationStoreTests {
         #expect(try store.unfinishedMigration(of: guest, into: account) == nil)
         let names = steps(engine).map(\.name)
         #expect(names == ["profile", "recipes", "photos", "preferences", "cleanup"])
-        let id = try store.startMigration(of: guest, into: account, steps: names, backupPath: "/backups/b.tar.zst", now: day(3))
+        let id = try store.startMigration(
+            of: guest, into: account, steps: names, backupPath: "/backups/b.tar.zst", now: day(3))
         #expect(try store.unfinishedMigration(of: guest, into: account) == id)
         #expect(try store.unfinishedMigration(of: account, into: guest) == nil)
         let journal = try #require(try store.migrationJournal(id: id))
@@ -34,12 +36,21 @@ struct MigrationStoreTests {
         let names = steps(engine).map(\.name)
         _ = try store.startMigration(of: guest, into: account, steps: names, backupPath: "b", now: day(3))
         let before = try observableState(engine)
-        #expect(errorCode { _ = try store.startMigration(of: guest, into: account, steps: names, backupPath: "b", now: day(3)) }
-            == .migrationUnfinished)
-        #expect(errorCode { _ = try store.startMigration(of: account, into: guest, steps: names, backupPath: "b", now: day(3)) }
-            == .notAGuest)
-        #expect(errorCode { _ = try store.startMigration(of: guest, into: "nobody", steps: names, backupPath: "b", now: day(3)) }
-            == .userNotFound)
+        #expect(
+            errorCode {
+                _ = try store.startMigration(of: guest, into: account, steps: names, backupPath: "b", now: day(3))
+            }
+                == .migrationUnfinished)
+        #expect(
+            errorCode {
+                _ = try store.startMigration(of: account, into: guest, steps: names, backupPath: "b", now: day(3))
+            }
+                == .notAGuest)
+        #expect(
+            errorCode {
+                _ = try store.startMigration(of: guest, into: "nobody", steps: names, backupPath: "b", now: day(3))
+            }
+                == .userNotFound)
         #expect(try observableState(engine) == before)
     }
 
@@ -47,18 +58,27 @@ struct MigrationStoreTests {
     func stepsRunOnceEachAndTheLastFinishesTheJournal(backend: StoreBackend) throws {
         let (store, engine, guest, account) = try seededTransfer(backend)
         let plan = steps(engine)
-        let id = try store.startMigration(of: guest, into: account, steps: plan.map(\.name), backupPath: "b", now: day(3))
+        let id = try store.startMigration(
+            of: guest, into: account, steps: plan.map(\.name), backupPath: "b", now: day(3))
         var conflicts: [RecordConflict] = []
         for (index, step) in plan.enumerated() {
-            let result = try #require(try store.runMigrationStep(step, position: index + 1, journalID: id, profile: engine.profile, now: day(4)))
-            #expect(result.step == JournalStep(position: index + 1, name: step.name, status: "done", rows: result.step.rows, finishedAt: day(4)))
+            let result = try #require(
+                try store.runMigrationStep(
+                    step, position: index + 1, journalID: id, profile: engine.profile, now: day(4)))
+            #expect(
+                result.step
+                    == JournalStep(
+                        position: index + 1, name: step.name, status: "done", rows: result.step.rows, finishedAt: day(4)
+                    ))
             conflicts += result.conflicts
             let journal = try #require(try store.migrationJournal(id: id))
             #expect(journal.steps[index] == result.step, "the journal entry commits with the step")
             #expect(journal.status == (index == plan.count - 1 ? "done" : "running"))
             // Running a done step again changes nothing.
             let before = try observableState(engine)
-            #expect(try store.runMigrationStep(step, position: index + 1, journalID: id, profile: engine.profile, now: day(5)) == nil)
+            #expect(
+                try store.runMigrationStep(
+                    step, position: index + 1, journalID: id, profile: engine.profile, now: day(5)) == nil)
             #expect(try observableState(engine) == before)
         }
         let journal = try #require(try store.migrationJournal(id: id))
@@ -83,8 +103,12 @@ struct MigrationStoreTests {
         let before = try observableState(engine)
         // Moving the activity succeeds, then removing a guest that still has records is refused.
         let failing = TransferStep(name: "profile", movesActivity: true, collections: [], removesGuest: true)
-        #expect(errorCode { _ = try store.runMigrationStep(failing, position: 1, journalID: id, profile: engine.profile, now: day(4)) }
-            == .recordsLeftBehind)
+        #expect(
+            errorCode {
+                _ = try store.runMigrationStep(
+                    failing, position: 1, journalID: id, profile: engine.profile, now: day(4))
+            }
+                == .recordsLeftBehind)
         #expect(try observableState(engine) == before)
         #expect(try engine.counters(of: guest)["recipe_created"] == 2, "the activity moved in the failed step is back")
         #expect(try store.migrationJournal(id: id)?.steps.first?.status == "pending")
@@ -92,11 +116,14 @@ struct MigrationStoreTests {
         try store.failMigration(journalID: id, reason: "step 1 profile: records left behind")
         let failed = try #require(try store.migrationJournal(id: id))
         #expect(failed.status == "failed" && failed.error == "step 1 profile: records left behind")
-        #expect(try store.unfinishedMigration(of: guest, into: account) == id, "a failed migration is resumed, not restarted")
+        #expect(
+            try store.unfinishedMigration(of: guest, into: account) == id,
+            "a failed migration is resumed, not restarted")
 
         // Resuming with the right step runs it and clears the failure.
         let step = try #require(steps(engine).first)
-        #expect(try store.runMigrationStep(step, position: 1, journalID: id, profile: engine.profile, now: day(5)) != nil)
+        #expect(
+            try store.runMigrationStep(step, position: 1, journalID: id, profile: engine.profile, now: day(5)) != nil)
         let resumed = try #require(try store.migrationJournal(id: id))
         #expect(resumed.status == "running" && resumed.error == nil)
     }
@@ -105,14 +132,27 @@ struct MigrationStoreTests {
     func stepRefusalsChangeNothing(backend: StoreBackend) throws {
         let (store, engine, guest, account) = try seededTransfer(backend)
         let plan = steps(engine)
-        let id = try store.startMigration(of: guest, into: account, steps: plan.map(\.name), backupPath: "b", now: day(3))
+        let id = try store.startMigration(
+            of: guest, into: account, steps: plan.map(\.name), backupPath: "b", now: day(3))
         let before = try observableState(engine)
-        #expect(errorCode { _ = try store.runMigrationStep(plan[1], position: 1, journalID: id, profile: engine.profile, now: day(4)) }
-            == .journalMismatch)
-        #expect(errorCode { _ = try store.runMigrationStep(plan[0], position: 9, journalID: id, profile: engine.profile, now: day(4)) }
-            == .journalMismatch)
-        #expect(errorCode { _ = try store.runMigrationStep(plan[0], position: 1, journalID: id + 1000, profile: engine.profile, now: day(4)) }
-            == .journalNotFound)
+        #expect(
+            errorCode {
+                _ = try store.runMigrationStep(
+                    plan[1], position: 1, journalID: id, profile: engine.profile, now: day(4))
+            }
+                == .journalMismatch)
+        #expect(
+            errorCode {
+                _ = try store.runMigrationStep(
+                    plan[0], position: 9, journalID: id, profile: engine.profile, now: day(4))
+            }
+                == .journalMismatch)
+        #expect(
+            errorCode {
+                _ = try store.runMigrationStep(
+                    plan[0], position: 1, journalID: id + 1000, profile: engine.profile, now: day(4))
+            }
+                == .journalNotFound)
         #expect(try observableState(engine) == before)
     }
 
@@ -122,7 +162,8 @@ struct MigrationStoreTests {
         #expect(try store.migrationJournals(involving: nil).isEmpty)
         let other = try engine.createGuest(device: nil, now: day(2)).id
         let first = try store.startMigration(of: guest, into: account, steps: ["profile"], backupPath: "b", now: day(3))
-        let merged = try store.mergeGuest(other, into: account, policy: .union, dryRun: false, profile: engine.profile, now: day(4))
+        let merged = try store.mergeGuest(
+            other, into: account, policy: .union, dryRun: false, profile: engine.profile, now: day(4))
         let second = try #require(merged.journalID)
         #expect(try store.migrationJournals(involving: nil).map(\.id) == [first, second])
         #expect(try store.migrationJournals(involving: account).map(\.id) == [first, second])

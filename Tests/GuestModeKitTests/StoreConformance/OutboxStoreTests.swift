@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -22,7 +23,10 @@ struct OutboxStoreTests {
         let (store, _, a, b) = try queued(backend)
         let entries = try store.outboxEntries()
         #expect(entries.map(\.userId) == [a, b])
-        #expect(entries.first == OutboxEntry(userId: a, queuedAt: Timestamp.format(day(1)), attempts: 0, lastError: nil, nextAttemptAt: nil))
+        #expect(
+            entries.first
+                == OutboxEntry(
+                    userId: a, queuedAt: Timestamp.format(day(1)), attempts: 0, lastError: nil, nextAttemptAt: nil))
         let (empty, _) = try backend.makeStore(profile: "habits")
         #expect(try empty.outboxEntries().isEmpty)
     }
@@ -33,11 +37,15 @@ struct OutboxStoreTests {
         let entry = try #require(try store.outboxEntries().first)
         #expect(try store.recordPushSuccess(userID: a, queuedAt: entry.queuedAt) == .removed)
         #expect(try store.outboxEntries().map(\.userId) == [b])
-        #expect(try store.recordPushSuccess(userID: a, queuedAt: entry.queuedAt) == .removed, "already gone: nothing to keep")
+        #expect(
+            try store.recordPushSuccess(userID: a, queuedAt: entry.queuedAt) == .removed,
+            "already gone: nothing to keep")
         #expect(try store.outboxEntries().map(\.userId) == [b])
     }
 
-    @Test("a user who changed while their archive was written stays queued, retry state cleared", arguments: StoreBackend.allCases)
+    @Test(
+        "a user who changed while their archive was written stays queued, retry state cleared",
+        arguments: StoreBackend.allCases)
     func aChangedUserStaysQueued(backend: StoreBackend) throws {
         let (store, engine, a, _) = try queued(backend)
         let read = try #require(try store.outboxEntries().first)
@@ -53,13 +61,17 @@ struct OutboxStoreTests {
     func aFailedPushKeepsTheEntry(backend: StoreBackend) throws {
         let (store, _, a, b) = try queued(backend)
         let before = try #require(try store.outboxEntries().first)
-        try store.recordPushFailure(userID: a, attempts: 1, error: "destination unreachable", nextAttemptAt: day(1).addingTimeInterval(60))
-        try store.recordPushFailure(userID: a, attempts: 2, error: "still unreachable", nextAttemptAt: day(1).addingTimeInterval(120))
+        try store.recordPushFailure(
+            userID: a, attempts: 1, error: "destination unreachable", nextAttemptAt: day(1).addingTimeInterval(60))
+        try store.recordPushFailure(
+            userID: a, attempts: 2, error: "still unreachable", nextAttemptAt: day(1).addingTimeInterval(120))
         let entries = try store.outboxEntries()
         #expect(entries.map(\.userId) == [a, b])
-        #expect(entries.first == OutboxEntry(
-            userId: a, queuedAt: before.queuedAt, attempts: 2, lastError: "still unreachable",
-            nextAttemptAt: Timestamp.format(day(1).addingTimeInterval(120))))
+        #expect(
+            entries.first
+                == OutboxEntry(
+                    userId: a, queuedAt: before.queuedAt, attempts: 2, lastError: "still unreachable",
+                    nextAttemptAt: Timestamp.format(day(1).addingTimeInterval(120))))
         try store.recordPushFailure(userID: "nobody", attempts: 1, error: "x", nextAttemptAt: day(2))
         #expect(try store.outboxEntries() == entries, "a failure for a user not queued changes nothing")
     }
@@ -72,7 +84,9 @@ struct OutboxStoreTests {
         #expect(entries.map(\.userId).sorted() == [a, b, "gone"].sorted())
         let aEntry = try #require(entries.first { $0.userId == a })
         #expect(try store.dropOutboxEntry(userID: a, queuedAt: aEntry.queuedAt) == false, "the user exists")
-        #expect(try store.dropOutboxEntry(userID: "gone", queuedAt: Timestamp.format(day(2))) == false, "queued again since")
+        #expect(
+            try store.dropOutboxEntry(userID: "gone", queuedAt: Timestamp.format(day(2))) == false, "queued again since"
+        )
         #expect(try store.outboxEntries() == entries)
         #expect(try store.dropOutboxEntry(userID: "gone", queuedAt: Timestamp.format(day(1))))
         #expect(try store.outboxEntries().map(\.userId) == [a, b])

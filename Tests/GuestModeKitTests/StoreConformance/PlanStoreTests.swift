@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -29,18 +30,21 @@ import Testing
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try store.createUser(newUser("u"), credentials: nil)
         try store.createUser(newUser("other"), credentials: nil)
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1), trialEndsAt: day(8)), to: "u", profile: profile, now: day(1))
+        _ = try store.grantPlan(
+            PlanGrant(plan: "premium", grantedAt: day(1), trialEndsAt: day(8)), to: "u", profile: profile, now: day(1))
         let before = try store.plans(of: "u")
         expectFailure(.conflict, code: .trialAlreadyUsed) {
             _ = try store.grantPlan(
-                PlanGrant(plan: "premium", grantedAt: day(9), trialEndsAt: day(16)), to: "u", profile: profile, now: day(9))
+                PlanGrant(plan: "premium", grantedAt: day(9), trialEndsAt: day(16)), to: "u", profile: profile,
+                now: day(9))
         }
         #expect(try store.plans(of: "u") == before)
         // A paid grant after the trial is fine, and another user's trial is its own.
         _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(9)), to: "u", profile: profile, now: day(9))
         #expect(
             try store.grantPlan(
-                PlanGrant(plan: "premium", grantedAt: day(9), trialEndsAt: day(16)), to: "other", profile: profile, now: day(9)
+                PlanGrant(plan: "premium", grantedAt: day(9), trialEndsAt: day(16)), to: "other", profile: profile,
+                now: day(9)
             ).grants.count == 1)
     }
 
@@ -48,7 +52,8 @@ import Testing
     func revokingMarksEveryGrantNotYetRevoked(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try store.createUser(newUser("u"), credentials: nil)
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1), endsAt: day(3)), to: "u", profile: profile, now: day(1))
+        _ = try store.grantPlan(
+            PlanGrant(plan: "premium", grantedAt: day(1), endsAt: day(3)), to: "u", profile: profile, now: day(1))
         _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(4)), to: "u", profile: profile, now: day(4))
         let revoked = try store.revokePlan("premium", of: "u", profile: profile, now: day(5))
         #expect(revoked.grants.map(\.revokedAt) == [day(5), day(5)])
@@ -56,10 +61,13 @@ import Testing
         #expect(profile.tier(for: .anonymous, grants: revoked.grants, now: day(5)) == .guest)
 
         // Nothing left to revoke: not found, and the earlier revocation stands.
-        expectFailure(.notFound, code: .planNotFound) { _ = try store.revokePlan("premium", of: "u", profile: profile, now: day(6)) }
+        expectFailure(.notFound, code: .planNotFound) {
+            _ = try store.revokePlan("premium", of: "u", profile: profile, now: day(6))
+        }
         #expect(try store.plans(of: "u") == revoked)
         // A grant after a revocation is a new one.
-        let regranted = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(7)), to: "u", profile: profile, now: day(7))
+        let regranted = try store.grantPlan(
+            PlanGrant(plan: "premium", grantedAt: day(7)), to: "u", profile: profile, now: day(7))
         #expect(regranted.grants.last == PlanGrant(plan: "premium", grantedAt: day(7)))
         #expect(profile.tier(for: .anonymous, grants: regranted.grants, now: day(7)) == .premium)
     }
@@ -69,10 +77,17 @@ import Testing
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try store.createUser(newUser("u"), credentials: nil)
         try store.createUser(newUser("other"), credentials: nil)
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "other", profile: profile, now: day(1))
-        expectFailure(.notFound, code: .planNotFound) { _ = try store.revokePlan("premium", of: "u", profile: profile, now: day(2)) }
-        expectFailure(.notFound, code: .planNotFound) { _ = try store.revokePlan("gold", of: "other", profile: profile, now: day(2)) }
-        #expect(try store.plans(of: "other").grants == [PlanGrant(plan: "premium", grantedAt: day(1))], "another user's plan stands")
+        _ = try store.grantPlan(
+            PlanGrant(plan: "premium", grantedAt: day(1)), to: "other", profile: profile, now: day(1))
+        expectFailure(.notFound, code: .planNotFound) {
+            _ = try store.revokePlan("premium", of: "u", profile: profile, now: day(2))
+        }
+        expectFailure(.notFound, code: .planNotFound) {
+            _ = try store.revokePlan("gold", of: "other", profile: profile, now: day(2))
+        }
+        #expect(
+            try store.plans(of: "other").grants == [PlanGrant(plan: "premium", grantedAt: day(1))],
+            "another user's plan stands")
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -80,9 +95,12 @@ import Testing
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         expectFailure(.notFound, code: .userNotFound) { _ = try store.plans(of: "nobody") }
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "nobody", profile: profile, now: day(1))
+            _ = try store.grantPlan(
+                PlanGrant(plan: "premium", grantedAt: day(1)), to: "nobody", profile: profile, now: day(1))
         }
-        expectFailure(.notFound, code: .userNotFound) { _ = try store.revokePlan("premium", of: "nobody", profile: profile, now: day(1)) }
+        expectFailure(.notFound, code: .userNotFound) {
+            _ = try store.revokePlan("premium", of: "nobody", profile: profile, now: day(1))
+        }
     }
 
     @Test(arguments: StoreBackend.allCases)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import GuestModePostgres
 
 /// The PostgreSQL store renames record fields in Swift; the result must be

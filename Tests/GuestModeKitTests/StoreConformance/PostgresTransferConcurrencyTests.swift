@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModePostgres
@@ -42,7 +43,8 @@ struct PostgresTransferConcurrencyTests {
                 settled.wait()
                 for entry in try journal(id, connection).steps where entry.status != "done" {
                     if try connection.runMigrationStep(
-                        steps[entry.position - 1], position: entry.position, journalID: id, profile: profile, now: day(4))
+                        steps[entry.position - 1], position: entry.position, journalID: id, profile: profile,
+                        now: day(4))
                         != nil
                     {
                         runs.append(entry.position)
@@ -66,7 +68,8 @@ struct PostgresTransferConcurrencyTests {
         let (reference, _) = try seededMigrationStore()
         try uninterruptedMigration(reference, profile)
         let steps = GuestMode(profile: profile, store: store).transferSteps
-        let id = try store.startMigration(of: "guest", into: "acct", steps: steps.map(\.name), backupPath: "b", now: day(3))
+        let id = try store.startMigration(
+            of: "guest", into: "acct", steps: steps.map(\.name), backupPath: "b", now: day(3))
         let connections = try (0..<Self.racers).map { _ in try reopen(store) }
 
         let failures = Collected<String>()
@@ -129,7 +132,8 @@ struct PostgresTransferConcurrencyTests {
                             let prior = try db.execute("SELECT queued_at FROM outbox WHERE user_id = 'u' FOR UPDATE")
                                 .first?.string("queued_at")
                             try connection.enqueueBackup(userID: "u", now: now, db)
-                            let queued = try db.execute("SELECT queued_at FROM outbox WHERE user_id = 'u'").first?
+                            let queued =
+                                try db.execute("SELECT queued_at FROM outbox WHERE user_id = 'u'").first?
                                 .string("queued_at") ?? ""
                             return (prior, queued, try tick(db))
                         }
@@ -152,7 +156,8 @@ struct PostgresTransferConcurrencyTests {
         #expect(failures.all.isEmpty)
         let history = log.all.sorted { $0.0 < $1.0 }
         #expect(history.map(\.0) == Array(1...Int64(history.count)), "every transaction committed once")
-        #expect(history.filter { if case .enqueue = $0.1 { true } else { false } }.count == Self.racers / 2 * operations)
+        #expect(
+            history.filter { if case .enqueue = $0.1 { true } else { false } }.count == Self.racers / 2 * operations)
 
         // Replayed one at a time in commit order: a push removes the entry only when it still holds
         // what the push read, and every enqueue finds exactly what the history left queued, so no
@@ -165,7 +170,8 @@ struct PostgresTransferConcurrencyTests {
         for (n, operation) in history {
             switch operation {
             case .enqueue(let prior, let value):
-                #expect(prior == queued, "enqueue #\(n) found \(prior ?? "nothing"), history says \(queued ?? "nothing")")
+                #expect(
+                    prior == queued, "enqueue #\(n) found \(prior ?? "nothing"), history says \(queued ?? "nothing")")
                 if let prior { #expect(value > prior, "queued_at moves forward (#\(n))") }
                 queued = value
             case .push(let read, let outcome):
@@ -180,7 +186,9 @@ struct PostgresTransferConcurrencyTests {
         #expect(final.map(\.queuedAt) == (queued.map { [$0] } ?? []), "the last change is still queued unless pushed")
         #expect(final.allSatisfy { $0.attempts == 0 && $0.lastError == nil })
         #expect(removed > 0)
-        print("outbox race: \(history.count) transactions, \(removed) pushes removed the entry, \(kept) kept it queued, \(skipped.all.count) reads found nothing queued")
+        print(
+            "outbox race: \(history.count) transactions, \(removed) pushes removed the entry, \(kept) kept it queued, \(skipped.all.count) reads found nothing queued"
+        )
     }
 
     // MARK: Fixtures
@@ -196,53 +204,68 @@ struct PostgresTransferConcurrencyTests {
             return table
         }
         typealias F = BackupRowFixture
-        func record(_ owner: String, _ collection: String, _ key: String, _ data: String, _ day: Int) throws
+        func record(
+            _ owner: String, _ collection: String, _ key: String, _ data: String, _ day: Int
+        ) throws
             -> (BackupTable, F.Row)
         {
-            (try table("records"), [
-                "owner_id": .text(owner), "collection": .text(collection), "key": .text(key), "data": .text(data),
-                "created_at": F.time(day), "updated_at": F.time(day),
-            ])
+            (
+                try table("records"),
+                [
+                    "owner_id": .text(owner), "collection": .text(collection), "key": .text(key), "data": .text(data),
+                    "created_at": F.time(day), "updated_at": F.time(day),
+                ]
+            )
         }
-        func event(_ id: Int64, _ user: String, _ action: String, count: Int64, key: String?, _ day: Int) throws
+        func event(
+            _ id: Int64, _ user: String, _ action: String, count: Int64, key: String?, _ day: Int
+        ) throws
             -> (BackupTable, F.Row)
         {
-            (try table("events"), [
-                "id": .integer(id), "user_id": .text(user), "action": .text(action), "at": F.time(day),
-                "count": .integer(count), "idempotency_key": key.map { .text($0) } ?? .null, "properties": .null,
-            ])
+            (
+                try table("events"),
+                [
+                    "id": .integer(id), "user_id": .text(user), "action": .text(action), "at": F.time(day),
+                    "count": .integer(count), "idempotency_key": key.map { .text($0) } ?? .null, "properties": .null,
+                ]
+            )
         }
         func counter(_ user: String, _ action: String, _ total: Int64) throws -> (BackupTable, F.Row) {
             (try table("counters"), ["user_id": .text(user), "action": .text(action), "total": .integer(total)])
         }
-        try F.load([
-            (try table("users"), F.user("acct", created: 1, state: "linked", linkedAt: F.time(1))),
-            (try table("users"), F.user("guest", created: 2)),
-            (try table("identities"), [
-                "provider": .text("google"), "subject": .text("g-1"), "user_id": .text("acct"), "email": .null,
-                "linked_at": F.time(1),
-            ]),
-            try record("acct", "recipes", "pasta", #"{"by":"account"}"#, 1),
-            try record("acct", "preferences", "diet", #"{"diet":"omnivore"}"#, 1),
-            try record("guest", "profile", "me", #"{"name":"Ana"}"#, 2),
-            try record("guest", "recipes", "pasta", #"{"by":"guest"}"#, 2),
-            try record("guest", "recipes", "soup", #"{"by":"guest"}"#, 2),
-            try record("guest", "photos", "p1", #"{"url":"p1"}"#, 2),
-            try record("guest", "preferences", "diet", #"{"diet":"vegan"}"#, 2),
-            try event(1, "acct", "app_opened", count: 3, key: "launch-1", 1),
-            try event(2, "guest", "app_opened", count: 2, key: "launch-1", 2),
-            try event(3, "guest", "recipe_created", count: 2, key: nil, 2),
-            try counter("acct", "app_opened", 3),
-            try counter("guest", "app_opened", 2),
-            try counter("guest", "recipe_created", 2),
-        ], into: store)
+        try F.load(
+            [
+                (try table("users"), F.user("acct", created: 1, state: "linked", linkedAt: F.time(1))),
+                (try table("users"), F.user("guest", created: 2)),
+                (
+                    try table("identities"),
+                    [
+                        "provider": .text("google"), "subject": .text("g-1"), "user_id": .text("acct"), "email": .null,
+                        "linked_at": F.time(1),
+                    ]
+                ),
+                try record("acct", "recipes", "pasta", #"{"by":"account"}"#, 1),
+                try record("acct", "preferences", "diet", #"{"diet":"omnivore"}"#, 1),
+                try record("guest", "profile", "me", #"{"name":"Ana"}"#, 2),
+                try record("guest", "recipes", "pasta", #"{"by":"guest"}"#, 2),
+                try record("guest", "recipes", "soup", #"{"by":"guest"}"#, 2),
+                try record("guest", "photos", "p1", #"{"url":"p1"}"#, 2),
+                try record("guest", "preferences", "diet", #"{"diet":"vegan"}"#, 2),
+                try event(1, "acct", "app_opened", count: 3, key: "launch-1", 1),
+                try event(2, "guest", "app_opened", count: 2, key: "launch-1", 2),
+                try event(3, "guest", "recipe_created", count: 2, key: nil, 2),
+                try counter("acct", "app_opened", 3),
+                try counter("guest", "app_opened", 2),
+                try counter("guest", "recipe_created", 2),
+            ], into: store)
         return (postgres, profile)
     }
 
     /// The migration as one process runs it when nobody interferes.
     func uninterruptedMigration(_ store: PostgresStore, _ profile: Profile) throws {
         let steps = GuestMode(profile: profile, store: store).transferSteps
-        let id = try store.startMigration(of: "guest", into: "acct", steps: steps.map(\.name), backupPath: "b", now: day(3))
+        let id = try store.startMigration(
+            of: "guest", into: "acct", steps: steps.map(\.name), backupPath: "b", now: day(3))
         for (index, step) in steps.enumerated() {
             _ = try store.runMigrationStep(step, position: index + 1, journalID: id, profile: profile, now: day(4))
         }
@@ -253,7 +276,9 @@ struct PostgresTransferConcurrencyTests {
         let exported = try BackupRowFixture.export(store, guestOwner: profile.guestOwner)
         #expect(exported == (try BackupRowFixture.export(reference, guestOwner: profile.guestOwner)))
         #expect(exported["users"]?.count == 1, "the guest is gone")
-        #expect(exported["counters"]?.contains { $0["action"] == .text("app_opened") && $0["total"] == .integer(5) } == true)
+        #expect(
+            exported["counters"]?.contains { $0["action"] == .text("app_opened") && $0["total"] == .integer(5) } == true
+        )
         func summary(_ store: PostgresStore) throws -> [String] {
             try store.migrationJournals(involving: nil).map { journal in
                 "\(journal.kind) \(journal.status) \(journal.error ?? "-") \(journal.steps.map { "\($0.name):\($0.status):\($0.rows)" })"
@@ -340,7 +365,8 @@ private final class Countdown: @unchecked Sendable {
 
 /// Exports that span many cursor batches, and ids imported explicitly.
 @Suite struct PostgresBackupStreamingTests {
-    @Test("an export streams more rows than one cursor batch, oldest id first; imported ids never collide with new ones")
+    @Test(
+        "an export streams more rows than one cursor batch, oldest id first; imported ids never collide with new ones")
     func exportsStreamInBatchesAndImportedIDsAreSkipped() throws {
         let (store, profile) = try StoreBackend.postgres.makeStore(profile: "recipes")
         let postgres = try #require(store as? PostgresStore)
@@ -350,10 +376,13 @@ private final class Countdown: @unchecked Sendable {
             _ = try writes.insert(BackupRowFixture.user("u"), into: try #require(BackupTable.named("users")))
             // Ids in descending order, so the export's order is the store's, not the import's.
             for id in stride(from: Int64(count), through: 1, by: -1) {
-                #expect(try writes.insert([
-                    "id": .integer(id * 2), "user_id": .text("u"), "action": .text("app_opened"),
-                    "at": BackupRowFixture.time(1), "count": .integer(1), "idempotency_key": .null, "properties": .null,
-                ], into: events) == .inserted)
+                #expect(
+                    try writes.insert(
+                        [
+                            "id": .integer(id * 2), "user_id": .text("u"), "action": .text("app_opened"),
+                            "at": BackupRowFixture.time(1), "count": .integer(1), "idempotency_key": .null,
+                            "properties": .null,
+                        ], into: events) == .inserted)
             }
         }
         var ids: [Int64] = []

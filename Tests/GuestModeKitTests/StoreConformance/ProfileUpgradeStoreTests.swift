@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -21,16 +22,20 @@ struct ProfileUpgradeStoreTests {
                 - rename_collection: { from: settings, to: preferences }
                 - rename_field: { collection: subscriptions, from: cost, to: price }
             """
-        return ProfileCatalog.Source(profile: try ProfileLoader.parse(text, file: "v2.yaml"), text: text, origin: "v2.yaml")
+        return ProfileCatalog.Source(
+            profile: try ProfileLoader.parse(text, file: "v2.yaml"), text: text, origin: "v2.yaml")
     }
 
     func seeded(_ backend: StoreBackend) throws -> (store: any GuestStore, engine: GuestMode, guest: String) {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let engine = try backend.engine(store, profile)
         let guest = try engine.createGuest(device: nil, now: day(1)).id
-        _ = try engine.putRecord(user: guest, collection: "subscriptions", key: "n", json: #"{"name":"Netflix","cost":15}"#, now: day(1))
-        _ = try engine.putRecord(user: guest, collection: "subscriptions", key: "s", json: #"{"name":"Spotify"}"#, now: day(1))
-        _ = try engine.putRecord(user: guest, collection: "settings", key: "theme", json: #"{"dark":true}"#, now: day(1))
+        _ = try engine.putRecord(
+            user: guest, collection: "subscriptions", key: "n", json: #"{"name":"Netflix","cost":15}"#, now: day(1))
+        _ = try engine.putRecord(
+            user: guest, collection: "subscriptions", key: "s", json: #"{"name":"Spotify"}"#, now: day(1))
+        _ = try engine.putRecord(
+            user: guest, collection: "settings", key: "theme", json: #"{"dark":true}"#, now: day(1))
         return (store, engine, guest)
     }
 
@@ -41,7 +46,10 @@ struct ProfileUpgradeStoreTests {
         let plan = try store.planProfileUpgrade(from: engine.profile, to: try version2().profile)
         #expect(plan.isApplicable && plan.refusal == nil)
         #expect(plan.fromVersion == 1 && plan.toVersion == 2)
-        #expect(plan.dataSteps.map(\.description) == ["rename collection settings → preferences", "rename field subscriptions.cost → price"])
+        #expect(
+            plan.dataSteps.map(\.description) == [
+                "rename collection settings → preferences", "rename field subscriptions.cost → price",
+            ])
         #expect(plan.dataSteps.map(\.records) == [1, 1])
         #expect(plan.limitChanges.contains("guest subscriptions: 5 → 10"))
         #expect(try observableState(engine) == before)
@@ -56,7 +64,9 @@ struct ProfileUpgradeStoreTests {
         #expect(try store.boundProfile()?.text == source.text)
         #expect(try store.boundProfile()?.origin == "v2.yaml")
         let upgraded = try backend.engine(store, source.profile)
-        #expect(try upgraded.record(user: guest, collection: "subscriptions", key: "n").data == #"{"name":"Netflix","price":15}"#)
+        #expect(
+            try upgraded.record(user: guest, collection: "subscriptions", key: "n").data
+                == #"{"name":"Netflix","price":15}"#)
         #expect(try upgraded.record(user: guest, collection: "subscriptions", key: "s").data == #"{"name":"Spotify"}"#)
         #expect(try upgraded.record(user: guest, collection: "preferences", key: "theme").data == #"{"dark":true}"#)
     }
@@ -65,19 +75,23 @@ struct ProfileUpgradeStoreTests {
     func refusedUpgradeChangesNothing(backend: StoreBackend) throws {
         let (store, engine, guest) = try seeded(backend)
         // A record that already has the field the rename would write.
-        _ = try engine.putRecord(user: guest, collection: "subscriptions", key: "x", json: #"{"cost":1,"price":2}"#, now: day(1))
+        _ = try engine.putRecord(
+            user: guest, collection: "subscriptions", key: "x", json: #"{"cost":1,"price":2}"#, now: day(1))
         let before = try observableState(engine)
         let boundBefore = try store.boundProfile()?.text
         let plan = try store.planProfileUpgrade(from: engine.profile, to: try version2().profile)
         #expect(!plan.isApplicable)
         #expect(plan.refusals.contains { $0.contains("already have a field 'price'") })
-        #expect(errorCode { _ = try store.applyProfileUpgrade(from: engine.profile, to: try version2(), now: day(2)) }
-            == .profileUpgradeRefused)
+        #expect(
+            errorCode { _ = try store.applyProfileUpgrade(from: engine.profile, to: try version2(), now: day(2)) }
+                == .profileUpgradeRefused)
         #expect(try observableState(engine) == before)
         #expect(try store.boundProfile()?.text == boundBefore)
         // Same version again is refused too.
         let same = ProfileCatalog.Source(profile: engine.profile, text: try template("subscriptions"), origin: "s.yaml")
-        #expect(errorCode { _ = try store.applyProfileUpgrade(from: engine.profile, to: same, now: day(2)) } == .profileUpgradeRefused)
+        #expect(
+            errorCode { _ = try store.applyProfileUpgrade(from: engine.profile, to: same, now: day(2)) }
+                == .profileUpgradeRefused)
         #expect(try observableState(engine) == before)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -29,7 +30,9 @@ struct RecordStoreTests {
             owner: "u1", collection: "subscriptions", key: "6", data: "{}", profile: profile, now: day(2))
         #expect(refused.outcome == .needsAccount)
         #expect(!refused.isReplacement)
-        #expect(refused.limit == CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
+        #expect(
+            refused.limit
+                == CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
         #expect(try store.records(owner: "u1", collection: "subscriptions") == before)
         #expect(try store.record(owner: "u1", collection: "subscriptions", key: "6") == nil)
     }
@@ -64,7 +67,8 @@ struct RecordStoreTests {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try makeGuests(["u1", "u2"], in: store, profile: profile)
         for key in ["b", "a", "c"] {
-            _ = try store.putRecord(owner: "u1", collection: "settings", key: key, data: #""\#(key)""#, profile: profile, now: day(1))
+            _ = try store.putRecord(
+                owner: "u1", collection: "settings", key: key, data: #""\#(key)""#, profile: profile, now: day(1))
         }
         _ = try store.putRecord(owner: "u2", collection: "settings", key: "a", data: "2", profile: profile, now: day(1))
         let listed = try store.records(owner: "u1", collection: "settings")
@@ -72,7 +76,8 @@ struct RecordStoreTests {
         #expect(listed.allSatisfy { $0.owner == "u1" && $0.collection == "settings" })
         #expect(
             try store.record(owner: "u1", collection: "settings", key: "a")
-                == StoredRecord(owner: "u1", collection: "settings", key: "a", data: #""a""#, createdAt: day(1), updatedAt: day(1)))
+                == StoredRecord(
+                    owner: "u1", collection: "settings", key: "a", data: #""a""#, createdAt: day(1), updatedAt: day(1)))
         #expect(try store.records(owner: "u1", collection: "subscriptions").isEmpty)
         #expect(try store.record(owner: "u1", collection: "settings", key: "missing") == nil)
     }
@@ -80,11 +85,14 @@ struct RecordStoreTests {
     @Test(arguments: StoreBackend.allCases)
     func deletingFreesTheCapAndAMissingKeyChangesNothing(backend: StoreBackend) throws {
         let (store, profile) = try filledGuest(backend: backend)
-        #expect(try store.deleteRecord(owner: "u1", collection: "subscriptions", key: "2", profile: profile, now: day(2)))
+        #expect(
+            try store.deleteRecord(owner: "u1", collection: "subscriptions", key: "2", profile: profile, now: day(2)))
         #expect(try store.record(owner: "u1", collection: "subscriptions", key: "2") == nil)
-        #expect(try !store.deleteRecord(owner: "u1", collection: "subscriptions", key: "2", profile: profile, now: day(2)))
+        #expect(
+            try !store.deleteRecord(owner: "u1", collection: "subscriptions", key: "2", profile: profile, now: day(2)))
         #expect(try store.records(owner: "u1", collection: "subscriptions").count == 4)
-        let again = try store.putRecord(owner: "u1", collection: "subscriptions", key: "6", data: "{}", profile: profile, now: day(2))
+        let again = try store.putRecord(
+            owner: "u1", collection: "subscriptions", key: "6", data: "{}", profile: profile, now: day(2))
         #expect(again.outcome == .allowed)
     }
 
@@ -106,7 +114,8 @@ struct RecordStoreTests {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let isUserNotFound: (any Error) -> Bool = { ($0 as? GuestModeError)?.code == .userNotFound }
         #expect {
-            try store.putRecord(owner: "ghost", collection: "settings", key: "k", data: "1", profile: profile, now: day(1))
+            try store.putRecord(
+                owner: "ghost", collection: "settings", key: "k", data: "1", profile: profile, now: day(1))
         } throws: { isUserNotFound($0) }
         #expect { try store.record(owner: "ghost", collection: "settings", key: "k") } throws: { isUserNotFound($0) }
         #expect { try store.records(owner: "ghost", collection: "settings") } throws: { isUserNotFound($0) }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -21,23 +22,34 @@ private func loadActivity(into store: any GuestStore) throws {
     old["last_seen_at"] = october
     var authenticated = Fixture.user("g2")
     authenticated["prompt_state"] = .text("authenticated")
-    func outcome(_ id: Int64, _ user: String, _ context: String, _ outcome: String, day: Int) -> (BackupTable, Fixture.Row) {
-        (table("prompt_outcomes"), [
-            "id": .integer(id), "user_id": .text(user), "context": .text(context), "outcome": .text(outcome),
-            "at": Fixture.time(day),
-        ])
+    func outcome(
+        _ id: Int64, _ user: String, _ context: String, _ outcome: String, day: Int
+    ) -> (BackupTable, Fixture.Row) {
+        (
+            table("prompt_outcomes"),
+            [
+                "id": .integer(id), "user_id": .text(user), "context": .text(context), "outcome": .text(outcome),
+                "at": Fixture.time(day),
+            ]
+        )
     }
     func assignment(_ user: String, _ variant: String, day: Int = 1) -> (BackupTable, Fixture.Row) {
-        (table("experiment_assignments"), [
-            "user_id": .text(user), "experiment": .text("paywall"), "variant": .text(variant),
-            "assigned_at": Fixture.time(day),
-        ])
+        (
+            table("experiment_assignments"),
+            [
+                "user_id": .text(user), "experiment": .text("paywall"), "variant": .text(variant),
+                "assigned_at": Fixture.time(day),
+            ]
+        )
     }
     func use(_ id: Int64, _ user: String, _ amount: Double, day: Int = 2) -> (BackupTable, Fixture.Row) {
-        (table("meter_usage"), [
-            "id": .integer(id), "user_id": .text(user), "meter": .text("minutes"), "amount": .real(amount),
-            "at": Fixture.time(day), "idempotency_key": .null,
-        ])
+        (
+            table("meter_usage"),
+            [
+                "id": .integer(id), "user_id": .text(user), "meter": .text("minutes"), "amount": .real(amount),
+                "at": Fixture.time(day), "idempotency_key": .null,
+            ]
+        )
     }
     try Fixture.load(
         [
@@ -54,10 +66,13 @@ private func loadActivity(into store: any GuestStore) throws {
             assignment("l1", "a"), assignment("g", "a"), assignment("l2", "b"), assignment("g2", "b"),
             assignment("old", "b", day: 20),
             use(1, "l1", 1.5), use(2, "l1", 2.5), use(3, "g", 1), use(4, "old", 7, day: 20),
-            (table("meter_warnings"), [
-                "user_id": .text("l1"), "meter": .text("minutes"), "period_start": Fixture.time(1),
-                "percent": .real(80), "level": .text("warning"), "fired_at": Fixture.time(2),
-            ]),
+            (
+                table("meter_warnings"),
+                [
+                    "user_id": .text("l1"), "meter": .text("minutes"), "period_start": Fixture.time(1),
+                    "percent": .real(80), "level": .text("warning"), "fired_at": Fixture.time(2),
+                ]
+            ),
         ],
         into: store)
 }
@@ -131,7 +146,8 @@ private let november = ReportPeriod(since: day(1, hour: 0), until: day(15))
             lastSeenAt: day(1), linkedAt: nil)
         let recorded = try store.withReplayTransaction { transaction throws in
             try transaction.insertUser(user)
-            let event = TrackedEvent(user: "r1", action: "subscription_added", at: day(2), count: 2, idempotencyKey: "k1")
+            let event = TrackedEvent(
+                user: "r1", action: "subscription_added", at: day(2), count: 2, idempotencyKey: "k1")
             #expect(try transaction.apply(event, profile: profile, now: day(2)).isCounted)
             let repeated = try transaction.apply(event, profile: profile, now: day(2))
             #expect(!repeated.isCounted && repeated.total == 2)
@@ -152,7 +168,10 @@ private let november = ReportPeriod(since: day(1, hour: 0), until: day(15))
             return try transaction.promptFacts(userID: "r1")?.history.count
         }
         #expect(recorded == 1)
-        #expect(try store.promptOutcomeCounts(in: ReportPeriod()) == [PromptContextReport(context: "guest_cap_reached", shown: 1)])
+        #expect(
+            try store.promptOutcomeCounts(in: ReportPeriod()) == [
+                PromptContextReport(context: "guest_cap_reached", shown: 1)
+            ])
         #expect(try store.variantConversionCounts(in: ReportPeriod()).map(\.users) == [1])
         let rows = try Fixture.export(store, guestOwner: profile.guestOwner)
         #expect(rows["users"]?.count == 1 && rows["events"]?.count == 1)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -24,9 +25,11 @@ struct TransferStoreTests {
         let before = try observableState(engine)
         let steps = [
             TransferStep(name: "profile", movesActivity: true, collections: [], removesGuest: false),
-            TransferStep(name: "recipes", movesActivity: false, collections: ["recipes", "photos"], removesGuest: false),
+            TransferStep(
+                name: "recipes", movesActivity: false, collections: ["recipes", "photos"], removesGuest: false),
             TransferStep(name: "none", movesActivity: false, collections: [], removesGuest: false),
-            TransferStep(name: "cleanup", movesActivity: false, collections: ["profile", "preferences"], removesGuest: true),
+            TransferStep(
+                name: "cleanup", movesActivity: false, collections: ["profile", "preferences"], removesGuest: true),
         ]
         let previews = try store.previewTransfer(of: guest, into: account, steps: steps, profile: engine.profile)
         #expect(previews.count == 4)
@@ -39,7 +42,9 @@ struct TransferStoreTests {
         #expect(previews[3].rows == 3, "two records and the guest itself")
         #expect(previews[3].conflicts.map(\.resolution) == [.keptGuest], "the guest's diet is newer")
         #expect(try observableState(engine) == before)
-        #expect(errorCode { _ = try store.previewTransfer(of: account, into: guest, steps: steps, profile: engine.profile) } == .notAGuest)
+        #expect(
+            errorCode { _ = try store.previewTransfer(of: account, into: guest, steps: steps, profile: engine.profile) }
+                == .notAGuest)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -47,12 +52,14 @@ struct TransferStoreTests {
         for policy in MergePolicy.allCases {
             let (store, engine, guest, account) = try seededTransfer(backend)
             let before = try observableState(engine)
-            let plan = try store.mergeGuest(guest, into: account, policy: policy, dryRun: true, profile: engine.profile, now: day(3))
+            let plan = try store.mergeGuest(
+                guest, into: account, policy: policy, dryRun: true, profile: engine.profile, now: day(3))
             #expect(try observableState(engine) == before)
             #expect(plan.isDryRun && plan.journalID == nil)
             #expect(plan.recordsMoved == 5)
             #expect(Set(plan.conflicts.map(\.key)) == ["pasta", "diet"])
-            let merged = try store.mergeGuest(guest, into: account, policy: policy, dryRun: false, profile: engine.profile, now: day(3))
+            let merged = try store.mergeGuest(
+                guest, into: account, policy: policy, dryRun: false, profile: engine.profile, now: day(3))
             #expect(merged.conflicts == plan.conflicts, "the dry run predicts the merge (\(policy))")
             #expect(merged.activityMoved == plan.activityMoved)
         }
@@ -61,11 +68,13 @@ struct TransferStoreTests {
     @Test(arguments: StoreBackend.allCases, MergePolicy.allCases)
     func mergeSettlesConflictsByPolicyAndRemovesTheGuest(backend: StoreBackend, policy: MergePolicy) throws {
         let (store, engine, guest, account) = try seededTransfer(backend)
-        let report = try store.mergeGuest(guest, into: account, policy: policy, dryRun: false, profile: engine.profile, now: day(3))
+        let report = try store.mergeGuest(
+            guest, into: account, policy: policy, dryRun: false, profile: engine.profile, now: day(3))
         #expect(!report.isDryRun)
         let journalID = try #require(report.journalID)
         let journal = try #require(try store.migrationJournal(id: journalID))
-        #expect(journal.kind == "merge" && journal.status == "done" && journal.source == guest && journal.target == account)
+        #expect(
+            journal.kind == "merge" && journal.status == "done" && journal.source == guest && journal.target == account)
         #expect(errorCode { _ = try engine.user(guest) } == .userNotFound)
         #expect(try engine.counters(of: account)["app_opened"] == 5)
         #expect(try engine.counters(of: account)["recipe_created"] == 2)
@@ -76,13 +85,19 @@ struct TransferStoreTests {
         let archived = report.conflicts.compactMap(\.archivedData).sorted()
         switch policy {
         case .keepGuest:
-            #expect(records.contains(#"recipes/pasta={"by":"guest"}"#) && records.contains(#"preferences/diet={"diet":"vegan"}"#))
+            #expect(
+                records.contains(#"recipes/pasta={"by":"guest"}"#)
+                    && records.contains(#"preferences/diet={"diet":"vegan"}"#))
             #expect(archived == [#"{"by":"account"}"#, #"{"diet":"omnivore"}"#])
         case .keepAccount:
-            #expect(records.contains(#"recipes/pasta={"by":"account"}"#) && records.contains(#"preferences/diet={"diet":"omnivore"}"#))
+            #expect(
+                records.contains(#"recipes/pasta={"by":"account"}"#)
+                    && records.contains(#"preferences/diet={"diet":"omnivore"}"#))
             #expect(archived == [#"{"by":"guest"}"#, #"{"diet":"vegan"}"#])
         case .union:
-            #expect(records.contains(#"recipes/pasta={"by":"account"}"#) && records.contains(#"recipes/pasta~guest={"by":"guest"}"#))
+            #expect(
+                records.contains(#"recipes/pasta={"by":"account"}"#)
+                    && records.contains(#"recipes/pasta~guest={"by":"guest"}"#))
             #expect(records.contains(#"preferences/diet={"diet":"vegan"}"#))
             #expect(archived == [#"{"diet":"omnivore"}"#])
         }
@@ -94,15 +109,21 @@ struct TransferStoreTests {
         let (store, engine, guest, account) = try seededTransfer(backend)
         let before = try observableState(engine)
         for dryRun in [false, true] {
-            #expect(errorCode {
-                _ = try store.mergeGuest(account, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
-            } == .notAGuest)
-            #expect(errorCode {
-                _ = try store.mergeGuest(guest, into: "nobody", policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
-            } == .userNotFound)
-            #expect(errorCode {
-                _ = try store.mergeGuest(guest, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
-            } == .sameUser)
+            #expect(
+                errorCode {
+                    _ = try store.mergeGuest(
+                        account, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
+                } == .notAGuest)
+            #expect(
+                errorCode {
+                    _ = try store.mergeGuest(
+                        guest, into: "nobody", policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
+                } == .userNotFound)
+            #expect(
+                errorCode {
+                    _ = try store.mergeGuest(
+                        guest, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
+                } == .sameUser)
         }
         #expect(try observableState(engine) == before)
     }
@@ -115,11 +136,15 @@ struct TransferStoreTests {
         _ = try engine.link(user: account, provider: "apple", subject: "a", email: nil, now: day(1))
         let guest = try engine.createGuest(device: nil, now: day(1)).id
         for index in 1...4 {
-            _ = try engine.putRecord(user: account, collection: "subscriptions", key: "a\(index)", json: "{}", now: day(1))
-            _ = try engine.putRecord(user: guest, collection: "subscriptions", key: "g\(index)", json: "{}", now: day(1))
+            _ = try engine.putRecord(
+                user: account, collection: "subscriptions", key: "a\(index)", json: "{}", now: day(1))
+            _ = try engine.putRecord(
+                user: guest, collection: "subscriptions", key: "g\(index)", json: "{}", now: day(1))
         }
-        let plan = try store.mergeGuest(guest, into: account, policy: .union, dryRun: true, profile: profile, now: day(2))
-        let merged = try store.mergeGuest(guest, into: account, policy: .union, dryRun: false, profile: profile, now: day(2))
+        let plan = try store.mergeGuest(
+            guest, into: account, policy: .union, dryRun: true, profile: profile, now: day(2))
+        let merged = try store.mergeGuest(
+            guest, into: account, policy: .union, dryRun: false, profile: profile, now: day(2))
         for report in [plan, merged] {
             #expect(report.overCap.map(\.collection) == ["subscriptions"])
             #expect(report.overCap.first?.used == 8)
@@ -134,8 +159,10 @@ struct TransferStoreTests {
         try backend.seedOwnerlessRecords(
             store, owner: profile.guestOwner,
             [
-                ("habits", "h1", #"{"name":"Run"}"#), ("completions", "/h1/2026-10-01", #"{"day":"2026-10-01","habit":"h1"}"#),
-                ("completions", "/h1/2026-10-02", #"{"day":"2026-10-02","habit":"h1"}"#), ("awards", "/2026-10-01", #"{"day":"2026-10-01"}"#),
+                ("habits", "h1", #"{"name":"Run"}"#),
+                ("completions", "/h1/2026-10-01", #"{"day":"2026-10-01","habit":"h1"}"#),
+                ("completions", "/h1/2026-10-02", #"{"day":"2026-10-02","habit":"h1"}"#),
+                ("awards", "/2026-10-01", #"{"day":"2026-10-01"}"#),
             ], at: day(1))
         _ = try engine.putRecord(
             user: user, collection: "completions", key: "\(user)/h1/2026-10-02", json: #"{"mine":true}"#, now: day(1))
@@ -144,19 +171,28 @@ struct TransferStoreTests {
         let first = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(2))
         #expect(!first.wasAlreadyAdopted)
         #expect(first.moved == ["habits": 1, "completions": 1, "awards": 1])
-        #expect(first.collisions == [.init(collection: "completions", key: "/h1/2026-10-02", keyAfter: "\(user)/h1/2026-10-02")])
+        #expect(
+            first.collisions == [
+                .init(collection: "completions", key: "/h1/2026-10-02", keyAfter: "\(user)/h1/2026-10-02")
+            ])
         let records = try recordLines(engine, user)
         #expect(records.contains(#"habits/h1={"name":"Run"}"#))
         #expect(records.contains(#"completions/\#(user)/h1/2026-10-01={"day":"2026-10-01","habit":"h1"}"#))
-        #expect(records.contains(#"completions/\#(user)/h1/2026-10-02={"mine":true}"#), "a colliding key is not overwritten")
+        #expect(
+            records.contains(#"completions/\#(user)/h1/2026-10-02={"mine":true}"#), "a colliding key is not overwritten"
+        )
         #expect(records.contains(#"awards/\#(user)/2026-10-01={"day":"2026-10-01"}"#))
-        #expect(try store.outboxEntries().filter { $0.userId == user }.map(\.queuedAt) != queuedBefore, "a backup is queued")
+        #expect(
+            try store.outboxEntries().filter { $0.userId == user }.map(\.queuedAt) != queuedBefore, "a backup is queued"
+        )
 
         let stable = try observableState(engine)
         let second = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(3))
         #expect(second.wasAlreadyAdopted && second.moved.isEmpty && second.collisions.isEmpty)
         #expect(try observableState(engine) == stable, "adopting twice is a no-op")
-        #expect(errorCode { _ = try store.adoptOwnerlessRecords(user: "nobody", profile: profile, now: day(3)) } == .userNotFound)
+        #expect(
+            errorCode { _ = try store.adoptOwnerlessRecords(user: "nobody", profile: profile, now: day(3)) }
+                == .userNotFound)
         #expect(try observableState(engine) == stable)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import GuestModeArchive
 @testable import GuestModeKit
 @testable import GuestModeSQLite
@@ -17,7 +18,8 @@ func credentials(of user: User, _ username: String, hash: String = "pbkdf2-sha25
 
 /// Expects `body` to throw a `GuestModeError` of this kind and code.
 func expectFailure(
-    _ kind: FailureKind, code: GuestModeError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+    _ kind: FailureKind, code: GuestModeError.Code, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
 ) {
     do {
         try body()
@@ -46,7 +48,9 @@ func expectFailure(
         let (store, _) = try backend.makeStore(profile: "subscriptions")
         let user = newUser("u1")
         try store.createUser(user, credentials: credentials(of: user, "anon", hash: "pbkdf2-sha256$7$ab$cd"))
-        #expect(try store.anonymousCredentials(username: "anon") == credentials(of: user, "anon", hash: "pbkdf2-sha256$7$ab$cd"))
+        #expect(
+            try store.anonymousCredentials(username: "anon")
+                == credentials(of: user, "anon", hash: "pbkdf2-sha256$7$ab$cd"))
         #expect(try store.anonymousCredentials(username: "other") == nil)
         #expect(try store.userOverview(id: "u1").hasAnonymousCredentials)
     }
@@ -72,7 +76,8 @@ func expectFailure(
         try store.createUser(newUser("linked", at: day(2)), credentials: nil)
         try store.createUser(newUser("new", at: day(10)), credentials: nil)
         _ = try store.beginLink(
-            LinkRequest(user: "linked", provider: "apple", subject: "s", email: nil), staleLocksBefore: day(1), now: day(2))
+            LinkRequest(user: "linked", provider: "apple", subject: "s", email: nil), staleLocksBefore: day(1),
+            now: day(2))
         let profile = try ProfileLoader.parse(try template("subscriptions"), file: "subscriptions.yaml")
         _ = try store.completeLink(
             LinkRequest(user: "linked", provider: "apple", subject: "s", email: nil), profile: profile, now: day(2))
@@ -93,18 +98,25 @@ func expectFailure(
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try store.createUser(newUser("u1"), credentials: nil)
         try store.createUser(newUser("other"), credentials: nil)
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(2), endsAt: day(9)), to: "u1", profile: profile, now: day(2))
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "other", profile: profile, now: day(1))
+        _ = try store.grantPlan(
+            PlanGrant(plan: "premium", grantedAt: day(2), endsAt: day(9)), to: "u1", profile: profile, now: day(2))
+        _ = try store.grantPlan(
+            PlanGrant(plan: "premium", grantedAt: day(1)), to: "other", profile: profile, now: day(1))
         _ = try store.beginLink(
-            LinkRequest(user: "u1", provider: "google", subject: "g", email: "me@example.com"), staleLocksBefore: day(1),
+            LinkRequest(user: "u1", provider: "google", subject: "g", email: "me@example.com"),
+            staleLocksBefore: day(1),
             now: day(3))
         _ = try store.completeLink(
-            LinkRequest(user: "u1", provider: "google", subject: "g", email: "me@example.com"), profile: profile, now: day(3))
+            LinkRequest(user: "u1", provider: "google", subject: "g", email: "me@example.com"), profile: profile,
+            now: day(3))
 
         let overview = try store.userOverview(id: "u1")
         #expect(overview.user.id == "u1")
         #expect(overview.user.state == .linked)
-        #expect(overview.identities == [Identity(provider: "google", subject: "g", email: "me@example.com", linkedAt: day(3))])
+        #expect(
+            overview.identities == [
+                Identity(provider: "google", subject: "g", email: "me@example.com", linkedAt: day(3))
+            ])
         #expect(overview.grants == [PlanGrant(plan: "premium", grantedAt: day(2), endsAt: day(9))])
         #expect(overview.counters["account_upgrade_succeeded"] == 1)
         #expect(overview.records.isEmpty)
@@ -118,9 +130,11 @@ func expectFailure(
         for id in ["doomed", "bystander"] {
             let user = newUser(id)
             try store.createUser(user, credentials: credentials(of: user, "anon-\(id)"))
-            _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: id, profile: profile, now: day(1))
+            _ = try store.grantPlan(
+                PlanGrant(plan: "premium", grantedAt: day(1)), to: id, profile: profile, now: day(1))
             _ = try store.beginLink(
-                LinkRequest(user: id, provider: "apple", subject: "s-\(id)", email: nil), staleLocksBefore: day(1), now: day(1))
+                LinkRequest(user: id, provider: "apple", subject: "s-\(id)", email: nil), staleLocksBefore: day(1),
+                now: day(1))
         }
         let before = try store.userOverview(id: "bystander")
         try store.deleteUser(id: "doomed")
@@ -155,11 +169,13 @@ func expectFailure(
         for (id, seen) in [("idle", 2), ("payer", 1), ("lapsed", 3), ("trialist", 4), ("recent", 20), ("linked", 1)] {
             try store.createUser(newUser(id, at: day(seen)), credentials: nil)
         }
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "payer", profile: profile, now: day(1))
+        _ = try store.grantPlan(
+            PlanGrant(plan: "premium", grantedAt: day(1)), to: "payer", profile: profile, now: day(1))
         _ = try store.grantPlan(
             PlanGrant(plan: "premium", grantedAt: day(1), endsAt: day(5)), to: "lapsed", profile: profile, now: day(1))
         _ = try store.grantPlan(
-            PlanGrant(plan: "premium", grantedAt: day(1), trialEndsAt: day(30)), to: "trialist", profile: profile, now: day(1))
+            PlanGrant(plan: "premium", grantedAt: day(1), trialEndsAt: day(30)), to: "trialist", profile: profile,
+            now: day(1))
         let request = LinkRequest(user: "linked", provider: "apple", subject: "s", email: nil)
         _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(1))
         _ = try store.completeLink(request, profile: profile, now: day(1))
@@ -174,7 +190,10 @@ func expectFailure(
 
         let done = try store.purgeUsers(under: policy, isDryRun: false)
         #expect(done == dryRun)
-        #expect(Set(try store.users(state: nil, lastSeenBefore: nil).map(\.id)) == ["payer", "trialist", "recent", "linked"])
+        #expect(
+            Set(try store.users(state: nil, lastSeenBefore: nil).map(\.id)) == [
+                "payer", "trialist", "recent", "linked",
+            ])
         expectFailure(.notFound, code: .userNotFound) { _ = try store.plans(of: "lapsed") }
         #expect(try store.purgeUsers(under: policy, isDryRun: false).purged.isEmpty)
     }
@@ -186,11 +205,13 @@ func expectFailure(
         try store.createUser(user, credentials: credentials(of: user, "anon", hash: "old"))
 
         // A stale verification (the hash changed since it was read) replaces nothing.
-        let stale = try store.recordAnonymousSignIn(username: "anon", verifiedHash: "other", upgradedHash: "new", now: day(2))
+        let stale = try store.recordAnonymousSignIn(
+            username: "anon", verifiedHash: "other", upgradedHash: "new", now: day(2))
         #expect(stale?.id == "u1")
         #expect(try store.anonymousCredentials(username: "anon")?.secretHash == "old")
 
-        let signedIn = try store.recordAnonymousSignIn(username: "anon", verifiedHash: "old", upgradedHash: "new", now: day(3))
+        let signedIn = try store.recordAnonymousSignIn(
+            username: "anon", verifiedHash: "old", upgradedHash: "new", now: day(3))
         #expect(signedIn?.lastSeenAt == day(3))
         #expect(try store.anonymousCredentials(username: "anon")?.secretHash == "new")
         #expect(try store.user(id: "u1").lastSeenAt == day(3))
@@ -199,7 +220,9 @@ func expectFailure(
         #expect(try store.user(id: "u1").lastSeenAt == day(3), "last seen never moves back")
         #expect(try store.anonymousCredentials(username: "anon")?.secretHash == "new")
 
-        #expect(try store.recordAnonymousSignIn(username: "nobody", verifiedHash: "x", upgradedHash: nil, now: day(4)) == nil)
+        #expect(
+            try store.recordAnonymousSignIn(username: "nobody", verifiedHash: "x", upgradedHash: nil, now: day(4))
+                == nil)
         #expect(try store.user(id: "u1").lastSeenAt == day(3))
     }
 }
