@@ -45,9 +45,7 @@ extension Sandbox {
         let sandbox = try Sandbox()
         try sandbox.write(
             "habits.yaml",
-            backupFixtureProfile(
-                habits: try String(
-                    contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/habits.yaml"), encoding: .utf8)))
+            try backupFixtureProfile())
         let initialised = try await sandbox.run("init", "--profile", "habits.yaml")
         #expect(initialised.status == 0, "init failed: \(initialised.stderr)")
         try sandbox.write("fill.sql", backupFixtureSQL)
@@ -381,42 +379,9 @@ struct BackupTests {
     }
 }
 
-/// The habits profile plus the meter, experiment and prompt contexts the
-/// backup fixtures hold rows of: import checks every row against the
-/// profile, so a fixture may only use names its profile declares.
-func backupFixtureProfile(habits: String) -> String {
-    let rules = "prompts:\n  cooldown: 72h\n  rules:\n"
-    let extraRules = ["backup_value", "first_recipe_success"].map { context in
-        """
-            - context: \(context)
-              priority: low
-              content:
-                title: Back up
-                message: Sign in to back up.
-                benefits: [Backup]
-                primary_action: Sign in
-                secondary_action: Later
-                style: card
-
-        """
-    }.joined()
-    let additions = """
-
-        meters:
-          api_minutes:
-            unit: minutes
-            reset: never
-            warnings:
-              - percent: 75
-                level: warning
-        experiments:
-          auth_prompts:
-            seed: auth_prompts
-            coverage: 1
-            variants:
-              - name: control
-                weight: 1
-
-        """
-    return habits.replacingOccurrences(of: rules, with: rules + extraRules) + additions
+/// The habits profile extended with what the backup fixtures hold rows of (Tests/Fixtures/profiles).
+func backupFixtureProfile() throws -> String {
+    try String(
+        contentsOf: Sandbox.packageRoot.appendingPathComponent("Tests/Fixtures/profiles/habits-backup.yaml"),
+        encoding: .utf8)
 }

@@ -13,7 +13,7 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
 
 private func habitsEngine() throws -> GuestMode {
     try GuestMode.inMemory(
-        profileText: backupFixtureProfile(habits: try template("habits")), origin: "habits.yaml", now: now)
+        profileText: try backupFixtureProfile(), origin: "habits.yaml", now: now)
 }
 
 private func temporaryDirectory() throws -> URL {
@@ -241,42 +241,9 @@ private func rows(
     }
 }
 
-/// The habits profile plus the meter, experiment and prompt contexts the
-/// backup fixtures hold rows of: import checks every row against the
-/// profile, so a fixture may only use names its profile declares.
-func backupFixtureProfile(habits: String) -> String {
-    let rules = "prompts:\n  cooldown: 72h\n  rules:\n"
-    let extraRules = ["backup_value", "first_recipe_success"].map { context in
-        """
-            - context: \(context)
-              priority: low
-              content:
-                title: Back up
-                message: Sign in to back up.
-                benefits: [Backup]
-                primary_action: Sign in
-                secondary_action: Later
-                style: card
-
-        """
-    }.joined()
-    let additions = """
-
-        meters:
-          api_minutes:
-            unit: minutes
-            reset: never
-            warnings:
-              - percent: 75
-                level: warning
-        experiments:
-          auth_prompts:
-            seed: auth_prompts
-            coverage: 1
-            variants:
-              - name: control
-                weight: 1
-
-        """
-    return habits.replacingOccurrences(of: rules, with: rules + extraRules) + additions
+/// The habits profile extended with what the backup fixtures hold rows of (Tests/Fixtures/profiles).
+func backupFixtureProfile() throws -> String {
+    let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    return try String(
+        contentsOf: tests.appendingPathComponent("Fixtures/profiles/habits-backup.yaml"), encoding: .utf8)
 }

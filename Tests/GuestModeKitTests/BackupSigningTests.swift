@@ -11,7 +11,7 @@ private let clock = Timestamp.parse("2026-11-22T09:00:00Z") ?? .distantPast
 
 private func engine() throws -> GuestMode {
     try GuestMode.inMemory(
-        profileText: backupFixtureProfile(habits: try template("habits")), origin: "habits.yaml", now: clock)
+        profileText: try backupFixtureProfile(), origin: "habits.yaml", now: clock)
 }
 
 private func scratch() throws -> URL {
