@@ -128,4 +128,24 @@ struct PostgresTests {
         #expect(refused.errorJSON["code"] as? String == "store_too_new")
         #expect(try await sandbox.shell(count).stdout == before)
     }
+
+    @Test("db check finds what constraints cannot: orphaned rows and counters that disagree with their events")
+    func check() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("habits")
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("track", guest, "habit_created").status == 0)
+        #expect(try await sandbox.run("db", "check").status == 0)
+        let schema = sandbox.postgresSchema
+        let planted = try await sandbox.shell(
+            """
+            psql -q -d '\(sandbox.postgresURI)' -c "INSERT INTO \(schema).outbox (user_id, queued_at) VALUES ('ghost', 'x')" \
+                -c "UPDATE \(schema).counters SET total = 7"
+            """)
+        #expect(planted.status == 0, "\(planted.stderr)")
+        let checked = try await sandbox.run("db", "check", "--json")
+        #expect(checked.status == 65)
+        let problems = (checked.object["problems"] as? [String]) ?? []
+        #expect(problems.contains { $0.contains("outbox has rows of user ghost") }, "\(problems)")
+        #expect(problems.contains { $0.contains("habit_created") && $0.contains("is 7") }, "\(problems)")
+    }
 }

@@ -235,11 +235,33 @@ extension PostgresStore: StoreAdministration {
         }
     }
 
-    /// The server keeps its own pages consistent; these are the rules of
-    /// guestmode's data that constraints cannot state.
+    /// The server keeps its own pages consistent and enforces the foreign
+    /// keys it has validated; this checks that the schema is current, that no
+    /// constraint was left unvalidated, that rows kept without a foreign key
+    /// (the outbox, flags, archived conflicts) still have their user, and the
+    /// rules of guestmode's data that constraints cannot state.
     public func integrityProblems() throws -> [String] {
-        try read { connection in
-            var problems: [String] = []
+        let pending = try schemaStatus().pending
+        return try read { connection in
+            var problems: [String] = pending.map { "schema migration \($0) is not applied; run 'guestmode db migrate'" }
+            for row in try connection.execute(
+                """
+                SELECT conrelid::regclass::text AS relation, conname FROM pg_constraint
+                WHERE connamespace = $1::regnamespace AND NOT convalidated ORDER BY 1, 2
+                """, [PostgresValue(schema)])
+            {
+                problems.append("constraint \(try row.string("conname")) of \(try row.string("relation")) is not validated")
+            }
+            for (table, column) in [("outbox", "user_id"), ("user_flags", "user_id"), ("conflict_archive", "owner_id")] {
+                for row in try connection.execute(
+                    """
+                    SELECT DISTINCT t.\(column) AS owner FROM \(table) t
+                    WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.\(column)) ORDER BY 1
+                    """)
+                {
+                    problems.append("\(table) has rows of user \(try row.string("owner")), who is not in the store")
+                }
+            }
             for row in try connection.execute(
                 """
                 SELECT u.id FROM users u
