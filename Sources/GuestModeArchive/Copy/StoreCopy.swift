@@ -118,6 +118,8 @@ public enum StoreCopy {
     }
 
     private static func mismatch(_ detail: String) -> GuestModeError {
-        GuestModeError(.badData, code: .copyMismatch, "the copy does not match its source: \(detail); the destination was not kept")
+        GuestModeError(
+            .badData, code: .copyMismatch, "the copy does not match its source: \(detail); the destination was not kept"
+        )
     }
 }

@@ -96,7 +96,9 @@ private final class PostgresStoreTableSnapshot: StoreTableSnapshot {
         }
     }
 
-    private func cell(_ text: String?, _ column: String, _ columns: PostgresTableColumns, _ table: StoreTable) throws
+    private func cell(
+        _ text: String?, _ column: String, _ columns: PostgresTableColumns, _ table: StoreTable
+    ) throws
         -> CellValue
     {
         guard let text else { return .null }

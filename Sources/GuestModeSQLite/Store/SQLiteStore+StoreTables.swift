@@ -42,7 +42,8 @@ private struct SQLiteStoreTableSnapshot: StoreTableSnapshot {
                 case .blob:
                     throw GuestModeError(
                         .badData, code: .unexportableValue,
-                        "\(table.name).\(columns[index]) holds binary data, which a copy does not carry; store it as text")
+                        "\(table.name).\(columns[index]) holds binary data, which a copy does not carry; store it as text"
+                    )
                 }
             }
             try body(columns, values)

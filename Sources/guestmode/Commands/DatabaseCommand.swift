@@ -120,7 +120,8 @@ struct DatabaseCommand: ParsableCommand {
 
         @Option(
             name: .customLong("to-schema"),
-            help: ArgumentHelp("With a PostgreSQL destination, the schema to create it in (default guestmode).", valueName: "schema"))
+            help: ArgumentHelp(
+                "With a PostgreSQL destination, the schema to create it in (default guestmode).", valueName: "schema"))
         var toSchema: String?
 
         @Flag(name: .long, help: "Replace an existing store at the destination (only once the copy is verified).")
@@ -153,7 +154,8 @@ struct DatabaseCommand: ParsableCommand {
             if global.quiet { return }
             for (table, digest) in digests.sorted(by: { $0.key < $1.key }) {
                 output.line(
-                    "\(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(digest.rows) rows  sha256 \(digest.sha256.prefix(16))")
+                    "\(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(digest.rows) rows  sha256 \(digest.sha256.prefix(16))"
+                )
             }
             output.line("copied \(source.description) to \(target.description); every table verified")
         }

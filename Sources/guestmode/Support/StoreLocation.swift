@@ -79,7 +79,9 @@ enum StoreLocation {
     func isSame(as other: StoreLocation) -> Bool {
         switch (self, other) {
         case let (.sqlite(left), .sqlite(right)):
-            let resolve = { (path: String) in URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path }
+            let resolve = { (path: String) in
+                URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+            }
             return resolve(left) == resolve(right)
         case let (.postgres(leftURI, leftSchema), .postgres(rightURI, rightSchema)):
             return leftURI == rightURI && leftSchema == rightSchema
