@@ -129,7 +129,14 @@ struct DatabaseCommand: ParsableCommand {
 
         func run() throws {
             let source = try global.storeLocation
-            let target = try StoreLocation(destination, schema: toSchema)
+            var target = try StoreLocation(destination)
+            if let toSchema {
+                guard case .postgres(let uri, _) = target else {
+                    throw GuestModeError.usage(
+                        "--to-schema goes with a postgres:// destination", code: .invalidSchema)
+                }
+                target = .postgres(uri: uri, schema: toSchema)
+            }
             if source.isSame(as: target) {
                 throw GuestModeError.usage(
                     "--to names the store being copied ('\(target.description)'); give another destination",
