@@ -105,6 +105,7 @@ extension GuestModeError {
             .cannotSpool,
             .conflictingPlanTerms,
             .cooldown,
+            .copyMismatch,
             .corruptStore,
             .damagedArchive,
             .databaseError,
@@ -169,6 +170,7 @@ extension GuestModeError {
             .recordNotObject,
             .recordsLeftBehind,
             .rowConflict,
+            .sameStore,
             .sameUser,
             .schemaMigrationFailed,
             .storeBusy,
@@ -224,6 +226,7 @@ extension GuestModeError {
         public static let cannotSpool = Code("cannot_spool")
         public static let conflictingPlanTerms = Code("conflicting_plan_terms")
         public static let cooldown = Code("cooldown")
+        public static let copyMismatch = Code("copy_mismatch")
         public static let corruptStore = Code("corrupt_store")
         public static let damagedArchive = Code("damaged_archive")
         public static let databaseError = Code("database_error")
@@ -288,6 +291,7 @@ extension GuestModeError {
         public static let recordNotObject = Code("record_not_object")
         public static let recordsLeftBehind = Code("records_left_behind")
         public static let rowConflict = Code("row_conflict")
+        public static let sameStore = Code("same_store")
         public static let sameUser = Code("same_user")
         public static let schemaMigrationFailed = Code("schema_migration_failed")
         public static let storeBusy = Code("store_busy")

@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 
 struct DatabaseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "db",
         abstract: "Inspect, migrate and check the store.",
-        subcommands: [Status.self, Migrate.self, Check.self]
+        subcommands: [Status.self, Migrate.self, Check.self, Copy.self]
     )
 
     struct Status: ParsableCommand {
@@ -100,6 +101,70 @@ struct DatabaseCommand: ParsableCommand {
                     .badData, code: .integrityCheckFailed,
                     "the store '\(global.storePath)' failed its integrity check (\(problems.count) problems)")
             }
+        }
+    }
+
+    struct Copy: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy the whole store to a new one, SQLite or PostgreSQL, and verify it table by table.",
+            discussion:
+                "Every row of every table is copied with its ids, then each table's row count and SHA-256 checksum are compared; on a mismatch the destination is discarded and the command exits 65."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Option(
+            name: .customLong("to"),
+            help: ArgumentHelp("The store to create: a file path or a postgres:// URI.", valueName: "destination"))
+        var destination: String
+
+        @Option(
+            name: .customLong("to-schema"),
+            help: ArgumentHelp(
+                "With a PostgreSQL destination, the schema to create it in (default guestmode).", valueName: "schema"))
+        var toSchema: String?
+
+        @Flag(name: .long, help: "Replace an existing store at the destination (only once the copy is verified).")
+        var force = false
+
+        func run() throws {
+            let source = try global.storeLocation
+            var target = try StoreLocation(destination)
+            if let toSchema {
+                guard case .postgres(let uri, _) = target else {
+                    throw GuestModeError.usage(
+                        "--to-schema goes with a postgres:// destination", code: .invalidSchema)
+                }
+                target = .postgres(uri: uri, schema: toSchema)
+            }
+            if source.isSame(as: target) {
+                throw GuestModeError.usage(
+                    "--to names the store being copied ('\(target.description)'); give another destination",
+                    code: .sameStore)
+            }
+            let engine = try global.openEngine()
+            let output = global.output
+            output.detail("copying \(source.description) to \(target.description)")
+            var digests: [String: TableDigest] = [:]
+            try target.create(replacing: force) { destination in
+                digests = try StoreCopy.copy(
+                    from: engine.store, to: destination, guestOwner: engine.profile.guestOwner,
+                    progress: { output.detail($0) })
+            }
+            struct Report: Encodable {
+                var source: String
+                var destination: String
+                var tables: [String: TableDigest]
+            }
+            let report = Report(source: source.description, destination: target.description, tables: digests)
+            if global.json { return try output.json(report) }
+            if global.quiet { return }
+            for (table, digest) in digests.sorted(by: { $0.key < $1.key }) {
+                output.line(
+                    "\(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(digest.rows) rows  sha256 \(digest.sha256.prefix(16))"
+                )
+            }
+            output.line("copied \(source.description) to \(target.description); every table verified")
         }
     }
 }

@@ -62,6 +62,34 @@ enum StoreLocation {
         }
     }
 
+    /// Creates a store and fills it with `configure`; a throw leaves no new
+    /// store behind (a SQLite file is removed, a PostgreSQL transaction rolled
+    /// back). With `replacing`, an existing store is replaced only once the
+    /// new one is complete, and kept when `configure` throws.
+    func create(replacing: Bool, configure: (any GuestStore) throws -> Void) throws {
+        switch self {
+        case let .sqlite(path):
+            try SQLiteStore.create(path: path, replacing: replacing) { store in try configure(store) }
+        case let .postgres(uri, schema):
+            try PostgresStore.create(uri: uri, schema: schema, replacing: replacing) { store in try configure(store) }
+        }
+    }
+
+    /// Whether two locations name the same store (a copy onto itself is refused).
+    func isSame(as other: StoreLocation) -> Bool {
+        switch (self, other) {
+        case let (.sqlite(left), .sqlite(right)):
+            let resolve = { (path: String) in
+                URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+            }
+            return resolve(left) == resolve(right)
+        case let (.postgres(leftURI, leftSchema), .postgres(rightURI, rightSchema)):
+            return leftURI == rightURI && leftSchema == rightSchema
+        default:
+            return false
+        }
+    }
+
     /// The profile a store is bound to, read without writing to it.
     func boundProfile() throws -> (text: String, origin: String)? {
         switch self {

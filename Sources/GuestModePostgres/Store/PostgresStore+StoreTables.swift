@@ -1,0 +1,155 @@
+import Foundation
+import GuestModeKit
+
+extension PostgresStore: StoreTableStore {
+    public func readStoreTables<T>(_ body: (any StoreTableSnapshot) throws -> T) throws -> T {
+        try read { connection in try body(PostgresStoreTableSnapshot(connection: connection)) }
+    }
+
+    public func replaceOwnTableRows(_ body: (any StoreTableWriter) throws -> Void) throws {
+        try writeMovingData { connection in
+            // Steps go before their journals: the foreign key cascades the other way.
+            for table in StoreTable.own.reversed() {
+                try connection.execute("DELETE FROM \(PostgresStore.quote(table.name))")
+            }
+            try body(PostgresStoreTableWriter(connection: connection))
+            // Identity columns do not notice explicit ids: later journals must not reuse one.
+            for table in StoreTable.own where table.primaryKey == ["id"] {
+                try connection.execute(
+                    """
+                    SELECT setval(s.seq, m.top) FROM
+                        (SELECT pg_get_serial_sequence($1, 'id')::regclass AS seq) s,
+                        (SELECT max(id) AS top FROM \(PostgresStore.quote(table.name))) m
+                    WHERE m.top > coalesce(pg_sequence_last_value(s.seq), 0)
+                    """,
+                    [PostgresValue(PostgresStore.quote(table.name))])
+            }
+        }
+    }
+}
+
+/// How one table's values travel, read from the catalog.
+private struct PostgresTableColumns {
+    enum Kind { case integer, real, text }
+    var names: [String] = []
+    var kinds: [String: Kind] = [:]
+
+    init(_ table: StoreTable, _ connection: PostgresConnection) throws {
+        for row in try connection.execute(
+            """
+            SELECT column_name, data_type FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position
+            """,
+            [PostgresValue(table.name)])
+        {
+            let name = try row.string("column_name")
+            names.append(name)
+            switch try row.string("data_type") {
+            case "bigint", "integer", "smallint": kinds[name] = .integer
+            case "double precision", "real", "numeric": kinds[name] = .real
+            default: kinds[name] = .text
+            }
+        }
+        guard !names.isEmpty else {
+            throw GuestModeError(
+                .badData, code: .corruptStore, "the PostgreSQL store has no table \(table.name) in its schema")
+        }
+    }
+
+    func kind(_ column: String) -> Kind { kinds[column] ?? .text }
+}
+
+/// Every table of one read transaction, streamed through a server-side cursor
+/// in primary key order, text compared byte by byte (COLLATE "C") as SQLite does.
+private final class PostgresStoreTableSnapshot: StoreTableSnapshot {
+    let connection: PostgresConnection
+    private var cursors = 0
+
+    init(connection: PostgresConnection) { self.connection = connection }
+
+    func forEachRow(in table: StoreTable, _ body: ([String], [CellValue]) throws -> Void) throws {
+        let columns = try PostgresTableColumns(table, connection)
+        let ordering = table.primaryKey.map { key in
+            columns.kind(key) == .text ? "\(PostgresStore.quote(key)) COLLATE \"C\"" : PostgresStore.quote(key)
+        }.joined(separator: ", ")
+        cursors += 1
+        let cursor = "guestmode_copy_\(cursors)"
+        try connection.execute(
+            """
+            DECLARE \(cursor) NO SCROLL CURSOR FOR
+            SELECT \(columns.names.map(PostgresStore.quote).joined(separator: ", ")) FROM \(PostgresStore.quote(table.name))
+            ORDER BY \(ordering)
+            """)
+        defer { _ = try? connection.execute("CLOSE \(cursor)") }
+        var values: [CellValue] = []
+        values.reserveCapacity(columns.names.count)
+        while true {
+            let batch = try connection.execute("FETCH 1000 FROM \(cursor)")
+            if batch.count == 0 { break }
+            for row in batch.values {
+                values.removeAll(keepingCapacity: true)
+                for (index, column) in columns.names.enumerated() {
+                    values.append(try cell(index < row.count ? row[index] : nil, column, columns, table))
+                }
+                try body(columns.names, values)
+            }
+        }
+    }
+
+    private func cell(
+        _ text: String?, _ column: String, _ columns: PostgresTableColumns, _ table: StoreTable
+    ) throws
+        -> CellValue
+    {
+        guard let text else { return .null }
+        switch columns.kind(column) {
+        case .text: return .text(text)
+        case .integer:
+            if let value = Int64(text) { return .integer(value) }
+        case .real:
+            if let value = Double(text) { return .real(value) }
+        }
+        throw GuestModeError(
+            .badData, code: .corruptStore,
+            "the PostgreSQL store \(connection.location) holds '\(text)' in \(table.name).\(column)")
+    }
+}
+
+/// Inserts into the store's own tables inside `replaceOwnTableRows`.
+private final class PostgresStoreTableWriter: StoreTableWriter {
+    let connection: PostgresConnection
+    private var shapes: [String: PostgresTableColumns] = [:]
+
+    init(connection: PostgresConnection) { self.connection = connection }
+
+    func insert(_ columns: [String], _ values: [CellValue], into table: StoreTable) throws {
+        guard StoreTable.own.contains(table), columns.count == values.count, !columns.isEmpty else {
+            throw GuestModeError(
+                .internalFailure, code: .internalFailure, "a copy wrote a row the store's own tables do not take")
+        }
+        let shape = try shapes[table.name] ?? PostgresTableColumns(table, connection)
+        shapes[table.name] = shape
+        if let unknown = columns.first(where: { shape.kinds[$0] == nil }) {
+            throw GuestModeError(
+                .badData, code: .copyMismatch, "the destination store has no column \(table.name).\(unknown)")
+        }
+        let parameters: [PostgresValue?] = zip(columns, values).map { column, value in
+            switch value {
+            case .null: return nil
+            case .integer(let number): return PostgresValue(number)
+            case .real(let number):
+                // A whole number in an integer column goes in as that integer, as SQLite's affinity stores it.
+                if shape.kind(column) == .integer, let whole = Int64(exactly: number) { return PostgresValue(whole) }
+                return PostgresValue("\(number)")
+            case .text(let text): return PostgresValue(text)
+            }
+        }
+        let placeholders = parameters.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+        try connection.execute(
+            """
+            INSERT INTO \(PostgresStore.quote(table.name)) (\(columns.map(PostgresStore.quote).joined(separator: ", ")))
+            VALUES (\(placeholders))
+            """,
+            parameters)
+    }
+}
