@@ -79,7 +79,8 @@ struct BackendParityTests {
 
     /// Runs the journey on a fresh SQLite store and a fresh PostgreSQL schema
     /// and compares them step by step; SQLite is the reference.
-    static func compare(profile: String, _ journey: [JourneyStep]) async throws {
+    @discardableResult
+    static func compare(profile: String, _ journey: [JourneyStep]) async throws -> [StepTranscript] {
         let sqlite = try await Sandbox.withStore(profile)
         sqlite.environment["GUESTMODE_NOW"] = start
         let postgres = try await Sandbox.withPostgresStore(profile)
@@ -93,6 +94,9 @@ struct BackendParityTests {
         for (expected, actual) in zip(reference, candidate) {
             #expect(expected == actual, "\nSQLite:\n\(expected)\nPostgreSQL:\n\(actual)")
         }
+        // The comparison means something only if the steps printed something.
+        #expect(reference.filter { !$0.stdout.isEmpty }.count > journey.count / 2)
+        return reference
     }
 
     @Test("subscriptions: cap 5 → exit 10, link, exit 11, premium")
@@ -129,7 +133,8 @@ struct BackendParityTests {
             .run(0, "--json", "user", "list", "--linked"),
             .run(0, "db", "check"),
         ]
-        try await Self.compare(profile: "subscriptions", journey)
+        let transcript = try await Self.compare(profile: "subscriptions", journey)
+        #expect(transcript.last?.status == 0)
     }
 
     @Test("voice: 60 minutes, warnings once, exit 12, a trial, exit 12 after it")
@@ -167,7 +172,12 @@ struct BackendParityTests {
             .run(0, "--json", "counters", "$1"),
             .run(0, "db", "check"),
         ]
-        try await Self.compare(profile: "voice", journey)
+        let transcript = try await Self.compare(profile: "voice", journey)
+        // Each warning fired once, on the use that crossed it.
+        let errors = transcript.map(\.stderr)
+        #expect(errors.filter { $0.contains("passed 75%") }.count == 1, "\(errors)")
+        #expect(errors.filter { $0.contains("passed 90%") }.count == 1, "\(errors)")
+        #expect(transcript[1].stderr.contains("passed 75%") && transcript[3].stderr.contains("passed 90%"))
     }
 }
 
@@ -208,6 +218,7 @@ private let stressProfile = """
 
 /// One worker's outcome: how often each operation succeeded, and anything unexpected.
 struct WorkerTally: Sendable {
+    var worker: Int
     var storedRecords = 0
     var usedMinutes = 0
     var links = 0
@@ -227,7 +238,7 @@ struct PostgresStressTests {
     ) async -> WorkerTally {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                var tally = WorkerTally()
+                var tally = WorkerTally(worker: worker)
                 for index in 0..<operations {
                     let arguments: [String]
                     let allowed: Set<Int32>
@@ -321,7 +332,9 @@ struct PostgresStressTests {
         let records = try await sandbox.run("--json", "record", "list", capped, "subscriptions")
         #expect((records.json as? [Any])?.count == min(5, attempts), "\(records.stdout)\(records.stderr)")
         let meter = try await sandbox.run("--json", "meter", "status", metered, "api_minutes")
-        #expect(meter.object["used"] as? Int == min(60, attempts), "\(meter.stdout)\(meter.stderr)")
+        let meterStatus = (meter.json as? [[String: Any]])?.first
+        #expect(meterStatus?["used"] as? Int == min(60, attempts), "\(meter.stdout)\(meter.stderr)")
+        #expect(meterStatus?["remaining"] as? Int == max(0, 60 - attempts), "\(meter.stdout)")
         let counters = try await sandbox.run("--json", "counters", tracked)
         #expect(counters.object["app_opened"] as? Int == 1, "\(counters.stdout)\(counters.stderr)")
 
@@ -330,7 +343,7 @@ struct PostgresStressTests {
         let linkedUsers = (linked.json as? [[String: Any]]) ?? []
         #expect(linkedUsers.count == 1, "\(linked.stdout)\(linked.stderr)")
         #expect(linkedUsers.first?["identities"] as? Int == 1, "\(linked.stdout)")
-        let winners = tallies.enumerated().filter { $0.element.links > 0 }.map(\.offset)
+        let winners = tallies.filter { $0.links > 0 }.map(\.worker)
         #expect(winners.count == 1, "workers that linked: \(winners)")
         if let winner = winners.first {
             #expect(linkedUsers.first?["id"] as? String == linkers[winner])
