@@ -174,10 +174,10 @@ struct BackendParityTests {
         ]
         let transcript = try await Self.compare(profile: "voice", journey)
         // Each warning fired once, on the use that crossed it.
-        let errors = transcript.map(\.stderr)
-        #expect(errors.filter { $0.contains("passed 75%") }.count == 1, "\(errors)")
-        #expect(errors.filter { $0.contains("passed 90%") }.count == 1, "\(errors)")
-        #expect(transcript[1].stderr.contains("passed 75%") && transcript[3].stderr.contains("passed 90%"))
+        let printed = transcript.map { $0.stdout + $0.stderr }
+        #expect(printed.filter { $0.contains("passed 75%") }.count == 1, "\(printed)")
+        #expect(printed.filter { $0.contains("passed 90%") }.count == 1, "\(printed)")
+        #expect(printed[1].contains("passed 75%") && printed[3].contains("passed 90%"), "\(printed)")
     }
 }
 
