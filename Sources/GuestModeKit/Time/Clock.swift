@@ -13,7 +13,9 @@ public enum Timestamp {
     public static func format(_ date: Date) -> String {
         let interval = date.timeIntervalSince1970
         let clamped = interval.isNaN ? 0 : min(max(interval, representable.lowerBound), representable.upperBound)
-        let milliseconds = Int64((clamped * 1000).rounded(.down))
+        // Nearest, not down: a time parsed from its own text then moved by 1 ms must print 1 ms later,
+        // whatever the binary fraction of the Double.
+        let milliseconds = Int64((clamped * 1000).rounded())
         var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
         let fraction = Int(milliseconds - Int64(seconds) * 1000)
         var parts = tm()

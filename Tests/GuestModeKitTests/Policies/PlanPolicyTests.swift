@@ -138,3 +138,14 @@ private func plansProfile() throws -> Profile {
         #expect(profile.tier(for: .linked, grants: grants, now: day(9)) == .account)
     }
 }
+
+@Suite struct TimestampTests {
+    @Test func aParsedTimeMovedOneMillisecondPrintsOneMillisecondLater() throws {
+        for text in ["2026-11-02T00:00:10.001Z", "2026-11-02T23:59:59.998Z", "2026-01-01T00:00:00.000Z"] {
+            let parsed = try #require(Timestamp.parse(text))
+            #expect(Timestamp.format(parsed) == text)
+            let next = Timestamp.format(parsed.addingTimeInterval(0.001))
+            #expect(next > text, "\(text) + 1 ms printed as \(next)")
+        }
+    }
+}
