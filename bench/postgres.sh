@@ -98,7 +98,7 @@ COMMIT;
 SQL
 
 read -r ours_s ours_kb < <(measure "$binary" --store "$uri" --schema "$ours" track --from events.ndjson --create-users --quiet)
-read -r plain_s plain_kb < <(measure sql "$plain" -f ingest.sql)
+read -r plain_s plain_kb < <(measure env PGOPTIONS="-c search_path=$plain" psql -X -q -v ON_ERROR_STOP=1 -At -f ingest.sql)
 for query in \
     "SELECT count(*), md5(string_agg(user_id || ' ' || action || ' ' || total, ',' ORDER BY user_id, action)) FROM counters" \
     "SELECT count(*), md5(string_agg(user_id || ' ' || action || ' ' || at || ' ' || idempotency_key, ',' ORDER BY idempotency_key)) FROM events" \
@@ -155,7 +155,7 @@ ours_funnel=$(python3 -c '
 import json, sys
 r = json.load(open("funnel.json"))
 r = r.get("report", r)
-print(r["guests"], r["prompted"], r["linked"], "%.2f" % r["averageHoursToLink"], "%.2f" % r["medianHoursToLink"])
+print(r["guests"], r["prompted"], r["linked"], "%.2f" % r["average_hours_to_link"], "%.2f" % r["median_hours_to_link"])
 ' 2>/dev/null) || fail "funnel: cannot read guestmode's JSON: $(head -c 300 funnel.json)"
 [ "$ours_funnel" = "$(cat funnel.txt)" ] || fail "funnel: guestmode says '$ours_funnel', the SQL says '$(cat funnel.txt)'"
 line "report funnel over $((guests + 1000)) users" \
@@ -185,7 +185,7 @@ SELECT count(*) FROM gone;
 SQL
 read -r ours_s ours_kb < <(measure "$binary" --store "$uri" --schema "$ours" --now "$now" \
     user purge --inactive-days 30 --yes --quiet)
-read -r plain_s plain_kb < <(measure sql "$plain" -f purge.sql)
+read -r plain_s plain_kb < <(measure env PGOPTIONS="-c search_path=$plain" psql -X -q -v ON_ERROR_STOP=1 -At -f purge.sql)
 stale=$((guests / 2))
 for query in \
     "SELECT count(*), md5(string_agg(id, ',' ORDER BY id)) FROM users" \
