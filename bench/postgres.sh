@@ -139,7 +139,7 @@ done
 # --- funnel ------------------------------------------------------------------
 cat > funnel.sql <<'SQL'
 SELECT count(*),
-       count(*) FILTER (WHERE id IN (SELECT user_id FROM prompt_outcomes)),
+       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = u.id)),
        count(*) FILTER (WHERE state = 'linked'),
        round(avg(hours)::numeric, 2),
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY hours)::numeric, 2)
