@@ -9,4 +9,6 @@ for bench in ingest backup; do
     bash "$here/$bench.sh" "$binary" || status=1
     echo
 done
+# The PostgreSQL side needs a server: a throwaway one, removed at exit.
+bash "$here/../scripts/with-postgres.sh" bash "$here/postgres.sh" "$(realpath "$binary")" || status=1
 exit $status

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# The PostgreSQL side of `make bench`: guestmode against psql doing the same
+# work on the same server, in two schemas created by `guestmode init` (so the
+# tables, indexes and foreign keys are identical), side by side in one run:
+#   - ingest: `track --from --create-users` against `psql \copy` of the same
+#     NDJSON into a staging table + `INSERT … SELECT` (users, events, counters);
+#   - funnel: `report funnel` against the equivalent SQL, over every guest;
+#   - purge:  `user purge` of the stale half of the guests against one raw
+#     `DELETE` (the foreign keys cascade on both sides).
+# Each line gives wall seconds and the client's peak memory (GNU time %M; the
+# server's memory is shared and not counted), and the ratio guestmode / plain
+# (time, lower is better). The results of both sides are compared; a mismatch
+# fails the bench.
+#
+# Needs a server: run it inside scripts/with-postgres.sh, which exports
+# GUESTMODE_TEST_POSTGRES and the PG* variables psql reads.
+# Usage: bench/postgres.sh [path/to/guestmode]
+# BENCH_EVENTS (default 1000000) and BENCH_GUESTS (default 2000000, half of
+# them stale) make it smaller.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+binary=$(realpath "${1:-$root/.build/release/guestmode}")
+events=${BENCH_EVENTS:-1000000}
+guests=${BENCH_GUESTS:-2000000}
+: "${GUESTMODE_TEST_POSTGRES:?postgres bench: no server; run it as scripts/with-postgres.sh bench/postgres.sh}"
+uri=$GUESTMODE_TEST_POSTGRES
+ours=bench_ours
+plain=bench_plain
+
+for tool in psql /usr/bin/time; do
+    command -v "$tool" >/dev/null || { echo "postgres bench: $tool is missing (make deps installs it)" >&2; exit 1; }
+done
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+export GUESTMODE_TEMPLATES="$root/Templates" NO_COLOR=1
+# A fixed clock: the purge cutoff (30 days before) and the data agree in any run.
+now=2026-11-15T00:00:00Z
+cutoff=2026-10-16T00:00:00.000Z
+
+# psql in one schema, stopping at the first error, printing bare values.
+sql() {
+    local schema=$1
+    shift
+    PGOPTIONS="-c search_path=$schema" psql -X -q -v ON_ERROR_STOP=1 -At "$@"
+}
+
+# Runs a command under GNU time; prints "seconds peak_kb".
+measure() {
+    /usr/bin/time -f '%e %M' -o time.log "$@" >/dev/null
+    cat time.log
+}
+
+# Prints one comparison: name, then seconds and kB of each side.
+line() {
+    awk -v name="$1" -v ours="$2" -v os="$3" -v ok="$4" -v plain="$5" -v ps="$6" -v pk="$7" -v n="$8" -v unit="$9" 'BEGIN {
+        printf "%s\n", name
+        printf "  %-36s %8.2f s %12.0f %s/s %8.1f MB peak\n", ours, os, n / (os > 0 ? os : 0.01), unit, ok / 1024
+        printf "  %-36s %8.2f s %12.0f %s/s %8.1f MB peak\n", plain, ps, n / (ps > 0 ? ps : 0.01), unit, pk / 1024
+        printf "  time ratio (guestmode / plain, lower is better): %.2f\n", (os > 0 ? os : 0.01) / (ps > 0 ? ps : 0.01)
+    }'
+}
+
+fail() {
+    echo "postgres bench: $*" >&2
+    exit 1
+}
+
+for schema in "$ours" "$plain"; do
+    psql -X -q -v ON_ERROR_STOP=1 -c "DROP SCHEMA IF EXISTS $schema CASCADE" 2>/dev/null
+    "$binary" init --profile recipes --store "$uri" --schema "$schema" --quiet >/dev/null
+done
+
+# --- ingest ------------------------------------------------------------------
+# The times carry milliseconds, as guestmode stores them, so both sides hold
+# the same text and the events tables can be compared row for row.
+awk -v n="$events" 'BEGIN {
+    split("app_opened recipe_created recipe_viewed video_generated", actions, " ")
+    for (i = 0; i < n; i++)
+        printf "{\"user\":\"u%d\",\"action\":\"%s\",\"at\":\"2026-11-01T10:%02d:%02d.000Z\",\"id\":\"e%d\"}\n",
+            i % 1000, actions[i % 4 + 1], int(i / 60) % 60, i % 60, i
+}' > events.ndjson
+
+cat > ingest.sql <<'SQL'
+CREATE TEMP TABLE raw (line jsonb);
+\copy raw (line) FROM 'events.ndjson'
+BEGIN;
+INSERT INTO users (id, created_at, last_seen_at)
+    SELECT line ->> 'user', min(line ->> 'at'), max(line ->> 'at') FROM raw GROUP BY 1
+    ON CONFLICT (id) DO NOTHING;
+INSERT INTO events (user_id, action, at, count, idempotency_key)
+    SELECT line ->> 'user', line ->> 'action', line ->> 'at', 1, line ->> 'id' FROM raw;
+INSERT INTO counters (user_id, action, total)
+    SELECT line ->> 'user', line ->> 'action', count(*) FROM raw GROUP BY 1, 2;
+COMMIT;
+SQL
+
+read -r ours_s ours_kb < <(measure "$binary" --store "$uri" --schema "$ours" track --from events.ndjson --create-users --quiet)
+read -r plain_s plain_kb < <(measure env PGOPTIONS="-c search_path=$plain" psql -X -q -v ON_ERROR_STOP=1 -At -f ingest.sql)
+for query in \
+    "SELECT count(*), md5(string_agg(user_id || ' ' || action || ' ' || total, ',' ORDER BY user_id, action)) FROM counters" \
+    "SELECT count(*), md5(string_agg(user_id || ' ' || action || ' ' || at || ' ' || idempotency_key, ',' ORDER BY idempotency_key)) FROM events" \
+    "SELECT count(*), md5(string_agg(id || ' ' || last_seen_at, ',' ORDER BY id)) FROM users"; do
+    [ "$(sql "$ours" -c "$query")" = "$(sql "$plain" -c "$query")" ] || fail "ingest: the two schemas disagree on: $query"
+done
+line "ingest, $events NDJSON events for 1000 new users" \
+    "guestmode track --from" "$ours_s" "$ours_kb" "psql \\copy + INSERT SELECT" "$plain_s" "$plain_kb" "$events" events
+echo
+
+# --- guests (test data, not measured) ----------------------------------------
+# Even numbers are stale (last seen in 2025, anonymous, no records or plans):
+# the purge takes exactly them. Odd ones were seen recently; one in five of
+# them is linked, after a number of hours that varies. One guest in five of
+# either half answered a prompt, so the purge also cascades into
+# prompt_outcomes.
+for schema in "$ours" "$plain"; do
+    sql "$schema" <<SQL
+INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
+SELECT 'g' || lpad(i::text, 8, '0'), NULL,
+       CASE WHEN i % 10 = 1 THEN 'linked' ELSE 'anonymous' END, 'anonymous',
+       to_char(timestamp '2025-01-01' + (i % 500) * interval '1 hour', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+       CASE WHEN i % 2 = 0 THEN '2025-06-01T00:00:00.000Z' ELSE '2026-11-10T00:00:00.000Z' END,
+       CASE WHEN i % 10 = 1
+            THEN to_char(timestamp '2025-01-01' + (i % 500) * interval '1 hour' + (i % 97) * interval '1 hour',
+                         'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') END
+FROM generate_series(1, $guests) AS i;
+INSERT INTO prompt_outcomes (user_id, context, outcome, at)
+SELECT 'g' || lpad(i::text, 8, '0'), 'first_recipe_success', 'shown', '2025-03-01T00:00:00.000Z'
+FROM generate_series(5, $guests, 5) AS i;
+ANALYZE users;
+ANALYZE prompt_outcomes;
+ANALYZE events;
+ANALYZE counters;
+SQL
+done
+
+# --- funnel ------------------------------------------------------------------
+cat > funnel.sql <<'SQL'
+SELECT count(*),
+       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = u.id)),
+       count(*) FILTER (WHERE state = 'linked'),
+       round(avg(hours)::numeric, 2),
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY hours)::numeric, 2)
+FROM (SELECT id, state,
+             CASE WHEN state = 'linked'
+                  THEN extract(epoch FROM linked_at::timestamptz - created_at::timestamptz) / 3600 END AS hours
+      FROM users) AS u;
+SQL
+read -r ours_s ours_kb < <(measure sh -c "\"\$0\" --store \"\$1\" --schema \"\$2\" --json report funnel > funnel.json" \
+    "$binary" "$uri" "$ours")
+read -r plain_s plain_kb < <(measure sh -c "PGOPTIONS='-c search_path=$plain' psql -X -q -At -F ' ' -f funnel.sql > funnel.txt")
+ours_funnel=$(python3 -c '
+import json, sys
+r = json.load(open("funnel.json"))
+r = r.get("report", r)
+print(r["guests"], r["prompted"], r["linked"], "%.2f" % r["average_hours_to_link"], "%.2f" % r["median_hours_to_link"])
+' 2>/dev/null) || fail "funnel: cannot read guestmode's JSON: $(head -c 300 funnel.json)"
+[ "$ours_funnel" = "$(cat funnel.txt)" ] || fail "funnel: guestmode says '$ours_funnel', the SQL says '$(cat funnel.txt)'"
+line "report funnel over $((guests + 1000)) users" \
+    "guestmode report funnel" "$ours_s" "$ours_kb" "psql: the same counts in SQL" "$plain_s" "$plain_kb" \
+    "$((guests + 1000))" users
+echo
+
+# --- purge -------------------------------------------------------------------
+# The raw DELETE does what the purge decides for this data: anonymous guests
+# last seen before the cutoff, without records or a plan, and their rows in
+# the tables without a foreign key.
+cat > purge.sql <<SQL
+WITH gone AS (
+    DELETE FROM users u
+    WHERE state = 'anonymous' AND last_seen_at < '$cutoff'
+      AND NOT EXISTS (SELECT 1 FROM records r WHERE r.owner_id = u.id)
+      AND NOT EXISTS (SELECT 1 FROM plans p WHERE p.user_id = u.id)
+    RETURNING id
+), outbox_gone AS (
+    DELETE FROM outbox WHERE user_id IN (SELECT id FROM gone)
+), flags_gone AS (
+    DELETE FROM user_flags WHERE user_id IN (SELECT id FROM gone)
+), archive_gone AS (
+    DELETE FROM conflict_archive WHERE owner_id IN (SELECT id FROM gone)
+)
+SELECT count(*) FROM gone;
+SQL
+read -r ours_s ours_kb < <(measure "$binary" --store "$uri" --schema "$ours" --now "$now" \
+    user purge --inactive-days 30 --yes --quiet)
+read -r plain_s plain_kb < <(measure env PGOPTIONS="-c search_path=$plain" psql -X -q -v ON_ERROR_STOP=1 -At -f purge.sql)
+stale=$((guests / 2))
+for query in \
+    "SELECT count(*), md5(string_agg(id, ',' ORDER BY id)) FROM users" \
+    "SELECT count(*) FROM prompt_outcomes" \
+    "SELECT count(*) FROM users WHERE last_seen_at < '$cutoff'"; do
+    [ "$(sql "$ours" -c "$query")" = "$(sql "$plain" -c "$query")" ] || fail "purge: the two schemas disagree on: $query"
+done
+[ "$(sql "$ours" -c "SELECT count(*) FROM users")" = "$((guests - stale + 1000))" ] || fail "purge: wrong number of users left"
+line "user purge of $stale stale guests among $guests" \
+    "guestmode user purge" "$ours_s" "$ours_kb" "psql: one DELETE" "$plain_s" "$plain_kb" "$stale" guests
+
+for schema in "$ours" "$plain"; do
+    psql -X -q -c "DROP SCHEMA $schema CASCADE" 2>/dev/null
+done
