@@ -33,7 +33,9 @@ struct StepTranscript: Equatable, CustomStringConvertible {
 extension Sandbox {
     /// Runs a journey and returns every step's normalised transcript; each
     /// step's exit status is checked against the expected one as it goes.
-    func transcript(of journey: [JourneyStep], backend: String, storeNames: [String]) async throws
+    func transcript(
+        of journey: [JourneyStep], backend: String, storeNames: [String]
+    ) async throws
         -> [StepTranscript]
     {
         var guests: [String] = []
@@ -274,7 +276,8 @@ struct PostgresStressTests {
                     let status = process.terminationStatus
                     if !allowed.contains(status) || process.terminationReason != .exit {
                         tally.unexpected.append(
-                            "\(arguments.joined(separator: " ")) → \(status): \(String(decoding: stderr, as: UTF8.self))")
+                            "\(arguments.joined(separator: " ")) → \(status): \(String(decoding: stderr, as: UTF8.self))"
+                        )
                     } else if status == 0 {
                         switch (worker + index) % 4 {
                         case 0: tally.storedRecords += 1

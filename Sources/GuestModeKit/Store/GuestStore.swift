@@ -5,6 +5,7 @@ import Foundation
 /// conform and pass the same conformance suite.
 public protocol GuestStore:
     StoreAdministration, UserStore, IdentityStore, EventStore, RecordStore, MeterStore, PlanStore, PromptStore,
-    ExperimentStore, OutboxStore, MigrationJournalStore, TransferStore, ProfileUpgradeStore, ReportStore, BackupRowStore,
+    ExperimentStore, OutboxStore, MigrationJournalStore, TransferStore, ProfileUpgradeStore, ReportStore,
+    BackupRowStore,
     StoreTableStore
 {}

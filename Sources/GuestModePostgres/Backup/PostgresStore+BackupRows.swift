@@ -45,35 +45,14 @@ private final class RolledBackImport: Error, @unchecked Sendable {
 /// once per transaction: its columns in order with how their values
 /// travel, its primary key, and whether it refers to `users`.
 private struct BackupTableShape {
-    enum Kind { case integer, real, text }
-
-    var columns: [String]
-    var kinds: [String: Kind]
+    let catalog: PostgresColumns
     var primaryKey: [String]
     var refersToUsers: Bool
 
+    var columns: [String] { catalog.names }
+
     init(_ table: BackupTable, _ connection: PostgresConnection) throws {
-        columns = []
-        kinds = [:]
-        for row in try connection.execute(
-            """
-            SELECT column_name, data_type FROM information_schema.columns
-            WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position
-            """,
-            [PostgresValue(table.name)])
-        {
-            let name = try row.string("column_name")
-            columns.append(name)
-            switch try row.string("data_type") {
-            case "bigint", "integer", "smallint": kinds[name] = .integer
-            case "double precision", "real", "numeric": kinds[name] = .real
-            default: kinds[name] = .text
-            }
-        }
-        guard !columns.isEmpty else {
-            throw GuestModeError(
-                .badData, code: .corruptStore, "the PostgreSQL store has no table \(table.name) in its schema")
-        }
+        catalog = try PostgresColumns(of: table.name, connection)
         primaryKey = try connection.execute(
             """
             SELECT a.attname AS name FROM pg_index i
@@ -93,7 +72,7 @@ private struct BackupTableShape {
             ).first != nil
     }
 
-    func kind(_ column: String) -> Kind { kinds[column] ?? .text }
+    func kind(_ column: String) -> PostgresColumns.Kind { catalog.kind(column) }
 
     /// Export order. PostgreSQL keeps no insertion order (SQLite exports by
     /// rowid), so: store-assigned ids in order for tables that have them,
@@ -107,19 +86,7 @@ private struct BackupTableShape {
 
     /// A stored value as a backup carries it.
     func cell(_ text: String?, column: String, table: String, location: String) throws -> CellValue {
-        guard let text else { return .null }
-        switch kind(column) {
-        case .text:
-            return .text(text)
-        case .integer:
-            guard let value = Int64(text) else { throw corrupt(text, column: column, table: table, location: location) }
-            return .integer(value)
-        case .real:
-            guard let value = Double(text) else {
-                throw corrupt(text, column: column, table: table, location: location)
-            }
-            return .real(value)
-        }
+        try catalog.cell(text, column: column, table: table, location: location)
     }
 
     /// A backup value as a parameter for `column`. A whole number written as
@@ -136,11 +103,6 @@ private struct BackupTableShape {
             return PostgresValue("\(number)")
         case .text(let text): return PostgresValue(text)
         }
-    }
-
-    private func corrupt(_ text: String, column: String, table: String, location: String) -> GuestModeError {
-        GuestModeError(
-            .badData, code: .corruptStore, "the PostgreSQL store \(location) holds '\(text)' in \(table).\(column)")
     }
 }
 

@@ -28,37 +28,6 @@ extension PostgresStore: StoreTableStore {
     }
 }
 
-/// How one table's values travel, read from the catalog.
-private struct PostgresTableColumns {
-    enum Kind { case integer, real, text }
-    var names: [String] = []
-    var kinds: [String: Kind] = [:]
-
-    init(_ table: StoreTable, _ connection: PostgresConnection) throws {
-        for row in try connection.execute(
-            """
-            SELECT column_name, data_type FROM information_schema.columns
-            WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position
-            """,
-            [PostgresValue(table.name)])
-        {
-            let name = try row.string("column_name")
-            names.append(name)
-            switch try row.string("data_type") {
-            case "bigint", "integer", "smallint": kinds[name] = .integer
-            case "double precision", "real", "numeric": kinds[name] = .real
-            default: kinds[name] = .text
-            }
-        }
-        guard !names.isEmpty else {
-            throw GuestModeError(
-                .badData, code: .corruptStore, "the PostgreSQL store has no table \(table.name) in its schema")
-        }
-    }
-
-    func kind(_ column: String) -> Kind { kinds[column] ?? .text }
-}
-
 /// Every table of one read transaction, streamed through a server-side cursor
 /// in primary key order, text compared byte by byte (COLLATE "C") as SQLite does.
 private final class PostgresStoreTableSnapshot: StoreTableSnapshot {
@@ -68,7 +37,7 @@ private final class PostgresStoreTableSnapshot: StoreTableSnapshot {
     init(connection: PostgresConnection) { self.connection = connection }
 
     func forEachRow(in table: StoreTable, _ body: ([String], [CellValue]) throws -> Void) throws {
-        let columns = try PostgresTableColumns(table, connection)
+        let columns = try PostgresColumns(of: table.name, connection)
         let ordering = table.primaryKey.map { key in
             columns.kind(key) == .text ? "\(PostgresStore.quote(key)) COLLATE \"C\"" : PostgresStore.quote(key)
         }.joined(separator: ", ")
@@ -89,36 +58,21 @@ private final class PostgresStoreTableSnapshot: StoreTableSnapshot {
             for row in batch.values {
                 values.removeAll(keepingCapacity: true)
                 for (index, column) in columns.names.enumerated() {
-                    values.append(try cell(index < row.count ? row[index] : nil, column, columns, table))
+                    values.append(
+                        try columns.cell(
+                            index < row.count ? row[index] : nil, column: column, table: table.name,
+                            location: connection.location))
                 }
                 try body(columns.names, values)
             }
         }
-    }
-
-    private func cell(
-        _ text: String?, _ column: String, _ columns: PostgresTableColumns, _ table: StoreTable
-    ) throws
-        -> CellValue
-    {
-        guard let text else { return .null }
-        switch columns.kind(column) {
-        case .text: return .text(text)
-        case .integer:
-            if let value = Int64(text) { return .integer(value) }
-        case .real:
-            if let value = Double(text) { return .real(value) }
-        }
-        throw GuestModeError(
-            .badData, code: .corruptStore,
-            "the PostgreSQL store \(connection.location) holds '\(text)' in \(table.name).\(column)")
     }
 }
 
 /// Inserts into the store's own tables inside `replaceOwnTableRows`.
 private final class PostgresStoreTableWriter: StoreTableWriter {
     let connection: PostgresConnection
-    private var shapes: [String: PostgresTableColumns] = [:]
+    private var shapes: [String: PostgresColumns] = [:]
 
     init(connection: PostgresConnection) { self.connection = connection }
 
@@ -127,9 +81,9 @@ private final class PostgresStoreTableWriter: StoreTableWriter {
             throw GuestModeError(
                 .internalFailure, code: .internalFailure, "a copy wrote a row the store's own tables do not take")
         }
-        let shape = try shapes[table.name] ?? PostgresTableColumns(table, connection)
+        let shape = try shapes[table.name] ?? PostgresColumns(of: table.name, connection)
         shapes[table.name] = shape
-        if let unknown = columns.first(where: { shape.kinds[$0] == nil }) {
+        if let unknown = columns.first(where: { !shape.names.contains($0) }) {
             throw GuestModeError(
                 .badData, code: .copyMismatch, "the destination store has no column \(table.name).\(unknown)")
         }

@@ -250,9 +250,11 @@ extension PostgresStore: StoreAdministration {
                 WHERE connamespace = $1::regnamespace AND NOT convalidated ORDER BY 1, 2
                 """, [PostgresValue(schema)])
             {
-                problems.append("constraint \(try row.string("conname")) of \(try row.string("relation")) is not validated")
+                problems.append(
+                    "constraint \(try row.string("conname")) of \(try row.string("relation")) is not validated")
             }
-            for (table, column) in [("outbox", "user_id"), ("user_flags", "user_id"), ("conflict_archive", "owner_id")] {
+            for (table, column) in [("outbox", "user_id"), ("user_flags", "user_id"), ("conflict_archive", "owner_id")]
+            {
                 for row in try connection.execute(
                     """
                     SELECT DISTINCT t.\(column) AS owner FROM \(table) t

@@ -56,27 +56,8 @@ private final class SQLiteBackupSnapshot: BackupRowSnapshot {
     func forEachRow(in table: BackupTable, _ body: ([String], [CellValue]) throws -> Void) throws {
         let condition = self.condition(table)
         let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name) WHERE \(condition.sql) ORDER BY rowid")
-        let columns = statement.columnNames
-        let rows = try Row.fetchCursor(statement, arguments: condition.arguments)
-        var values: [CellValue] = []
-        values.reserveCapacity(columns.count)
-        while let row = try rows.next() {
-            values.removeAll(keepingCapacity: true)
-            for index in columns.indices {
-                switch (row[index] as DatabaseValue).storage {
-                case .null: values.append(.null)
-                case .int64(let value): values.append(.integer(value))
-                case .double(let value): values.append(.real(value))
-                case .string(let value): values.append(.text(value))
-                case .blob:
-                    throw GuestModeError(
-                        .badData, code: .unexportableValue,
-                        "\(table.name).\(columns[index]) holds binary data, which backups do not carry; store it as text"
-                    )
-                }
-            }
-            try body(columns, values)
-        }
+        try forEachCellRow(
+            of: statement, arguments: condition.arguments, table: table.name, purpose: "backups", body)
     }
 
     /// The condition that picks the selected owners' rows of a table.

@@ -27,27 +27,7 @@ private struct SQLiteStoreTableSnapshot: StoreTableSnapshot {
         let ordering = table.primaryKey.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
         let statement = try db.makeStatement(
             sql: "SELECT * FROM \(table.name.quotedDatabaseIdentifier) ORDER BY \(ordering)")
-        let columns = statement.columnNames
-        let rows = try Row.fetchCursor(statement)
-        var values: [CellValue] = []
-        values.reserveCapacity(columns.count)
-        while let row = try rows.next() {
-            values.removeAll(keepingCapacity: true)
-            for index in columns.indices {
-                switch (row[index] as DatabaseValue).storage {
-                case .null: values.append(.null)
-                case .int64(let value): values.append(.integer(value))
-                case .double(let value): values.append(.real(value))
-                case .string(let value): values.append(.text(value))
-                case .blob:
-                    throw GuestModeError(
-                        .badData, code: .unexportableValue,
-                        "\(table.name).\(columns[index]) holds binary data, which a copy does not carry; store it as text"
-                    )
-                }
-            }
-            try body(columns, values)
-        }
+        try forEachCellRow(of: statement, table: table.name, purpose: "copies", body)
     }
 }
 

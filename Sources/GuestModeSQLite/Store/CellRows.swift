@@ -1,0 +1,32 @@
+import Foundation
+internal import GRDB
+import GuestModeKit
+
+/// Streams a statement's rows as backend-neutral cells, reusing one buffer.
+/// Binary values have no place in a backup or a copy; `purpose` names which
+/// refuses them.
+func forEachCellRow(
+    of statement: Statement, arguments: StatementArguments = StatementArguments(), table: String, purpose: String,
+    _ body: ([String], [CellValue]) throws -> Void
+) throws {
+    let columns = statement.columnNames
+    let rows = try Row.fetchCursor(statement, arguments: arguments)
+    var values: [CellValue] = []
+    values.reserveCapacity(columns.count)
+    while let row = try rows.next() {
+        values.removeAll(keepingCapacity: true)
+        for index in columns.indices {
+            switch (row[index] as DatabaseValue).storage {
+            case .null: values.append(.null)
+            case .int64(let value): values.append(.integer(value))
+            case .double(let value): values.append(.real(value))
+            case .string(let value): values.append(.text(value))
+            case .blob:
+                throw GuestModeError(
+                    .badData, code: .unexportableValue,
+                    "\(table).\(columns[index]) holds binary data, which \(purpose) do not carry; store it as text")
+            }
+        }
+        try body(columns, values)
+    }
+}
