@@ -105,6 +105,9 @@ struct BadInput: Sendable, CustomTestStringConvertible {
         // Stores that are not store files.
         BadInput(["--store", "folder", "user", "list"], 73, "is a directory", setup: "mkdir folder"),
         BadInput(["--store", "missing.sqlite", "user", "list"], 66, "no store at 'missing.sqlite'"),
+        BadInput(["--store", "ftp://host/store", "user", "list"], 64, "is not a store guestmode can open"),
+        BadInput(["--schema", "other", "user", "list"], 64, "--schema goes with a postgres:// store"),
+        BadInput(["--store", "postgres://u@127.0.0.1:1/x", "--schema", "Bad-Name", "user", "list"], 64, "not a schema name"),
         BadInput(
             ["--store", "garbage.sqlite", "user", "list"], 65, "garbage.sqlite",
             setup: "head -c 8192 /dev/urandom > garbage.sqlite"),
