@@ -107,7 +107,8 @@ struct BadInput: Sendable, CustomTestStringConvertible {
         BadInput(["--store", "missing.sqlite", "user", "list"], 66, "no store at 'missing.sqlite'"),
         BadInput(["--store", "ftp://host/store", "user", "list"], 64, "is not a store guestmode can open"),
         BadInput(["--schema", "other", "user", "list"], 64, "--schema goes with a postgres:// store"),
-        BadInput(["--store", "postgres://u@127.0.0.1:1/x", "--schema", "Bad-Name", "user", "list"], 64, "not a schema name"),
+        BadInput(
+            ["--store", "postgres://u@127.0.0.1:1/x", "--schema", "Bad-Name", "user", "list"], 64, "not a schema name"),
         BadInput(
             ["--store", "garbage.sqlite", "user", "list"], 65, "garbage.sqlite",
             setup: "head -c 8192 /dev/urandom > garbage.sqlite"),
