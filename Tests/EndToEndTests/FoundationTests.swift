@@ -227,5 +227,32 @@ struct FoundationTests {
         }
         #expect(!result.stdout.contains("\u{1B}["), "no colour with NO_COLOR")
         #expect(!FileManager.default.fileExists(atPath: sandbox.path("guestmode.sqlite")))
+        #expect(result.stdout.contains("$ guestmode backup verify --full damaged.gmbackup"))
+    }
+
+    @Test("the tour fails loudly when an outcome is not the one narrated")
+    func tourFailsLoudly() async throws {
+        let sandbox = try Sandbox()
+        let broken = try await sandbox.run(
+            arguments: ["tour", "subscriptions"],
+            environment: ["GUESTMODE_TOUR_BREAK": "backup verify --full damaged.gmbackup"])
+        #expect(broken.status == 1)
+        #expect(
+            broken.stderr.contains(
+                "tour: subscriptions: `guestmode backup verify --full damaged.gmbackup` exited 65, but the tour expects 0"),
+            "\(broken.stderr)")
+        #expect(!broken.stdout.contains("== voice"))
+    }
+
+    @Test("the tour's JSON lists every command it ran with its exit status")
+    func tourJSON() async throws {
+        let sandbox = try Sandbox()
+        let result = try await sandbox.run("tour", "voice", "--json")
+        #expect(result.status == 0, "\(result.stderr)")
+        let steps = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        let gate = try #require(steps.first { ($0["command"] as? String) == "guestmode meter check $guest api_minutes 1" })
+        #expect(gate["exit_status"] as? Int == 12)
+        #expect(steps.allSatisfy { $0["profile"] as? String == "voice" })
     }
 }

@@ -1,0 +1,222 @@
+import Foundation
+import GuestModeKit
+
+/// What the tour shows for each built-in profile: the journey its app lives
+/// through, with what is particular to it. A profile of another name gets the
+/// short common walk. Every line is a real command; its promised exit status
+/// and output are checked.
+enum TourWalks {
+    static func walk(_ profile: Profile, on tour: TourRunner) throws {
+        switch profile.name {
+        case "subscriptions": try subscriptions(tour)
+        case "voice": try voice(tour)
+        case "recipes": try recipes(tour)
+        case "habits": try habits(tour)
+        default: try common(profile, tour)
+        }
+    }
+
+    /// Caps: a guest keeps 5 subscriptions, a free account 5, premium any
+    /// number; the identity stays the same user id throughout.
+    private static func subscriptions(_ tour: TourRunner) throws {
+        try tour.run(
+            "guestmode init --profile subscriptions", showing: ["subscriptions v1"],
+            note: "a store bound to the profile (mode 0600) and its deployment backup key")
+        try tour.run(
+            "guestmode guest new --device phone-1", capture: "guest",
+            note: "an anonymous user, no account needed; the id is stable for life")
+        try tour.run(
+            "guestmode record put $guest subscriptions netflix --data '{\"price\": 15.49}'", showing: ["1/5"],
+            note: "records are JSON documents in the profile's collections")
+        try tour.runEach(
+            "guestmode record put $guest subscriptions sub-$n --data '{}'", variable: "n", over: ["2", "3", "4", "5"],
+            showing: ["5/5"], note: "the guest tier keeps 5 subscriptions")
+        try tour.run(
+            "guestmode record put $guest subscriptions sub-6 --data '{}'", exit: 10, showing: ["needs-account"],
+            note: "the 6th is refused with exit 10 and nothing is stored: time to ask for an account")
+        try tour.run(
+            "guestmode limit $guest subscriptions", exit: 10, showing: ["5", "needs-account"],
+            note: "the app can ask before it tries")
+        try tour.run(
+            "guestmode link $guest --provider apple --subject 001234.abcd", showing: ["linked apple to $guest"],
+            note: "the guest becomes an account in place: same id, same data")
+        try tour.run(
+            "guestmode record put $guest subscriptions sub-6 --data '{}'", exit: 11, showing: ["needs-premium"],
+            note: "a free account keeps 5 too: exit 11 asks for premium")
+        try tour.run(
+            "guestmode plan grant $guest premium", showing: ["premium active"],
+            note: "an entitlement, with its own clock")
+        try tour.run(
+            "guestmode record put $guest subscriptions sub-6 --data '{}'", showing: ["6/unlimited"],
+            note: "premium lifts the cap")
+        try tour.run(
+            "guestmode guest new --device tablet", capture: "tablet",
+            note: "the same person starts as a guest on a second device")
+        try tour.run(
+            "guestmode record put $tablet subscriptions netflix --data '{\"price\": 17.99}'",
+            note: "with a different price for the same key")
+        try tour.run(
+            "guestmode link $tablet --provider apple --subject 001234.abcd", exit: 14,
+            showing: ["already linked to another user"],
+            note: "that identity already belongs to an account: exit 14, and the guest keeps everything")
+        try tour.run(
+            "guestmode merge $tablet --into $guest --policy keep-account --dry-run", showing: ["netflix"],
+            note: "the plan: one conflicting key, settled for the account; nothing changes yet")
+        try tour.run(
+            "guestmode merge $tablet --into $guest --policy keep-account", showing: ["netflix"],
+            note: "one transaction: the guest's data moves in, the losing record is archived, the guest is gone")
+        try backup(tour, user: "$guest", profile: "subscriptions")
+    }
+
+    /// Meters: 60 free API minutes per guest for life, warnings at 75 % and
+    /// 90 %, the gate before a paid call, a trial of premium.
+    private static func voice(_ tour: TourRunner) throws {
+        try tour.run("guestmode init --profile voice", showing: ["voice v1"], note: "a metered profile")
+        try tour.run("guestmode guest new", capture: "guest", note: "a guest with 60 free API minutes")
+        try tour.run(
+            "guestmode meter use $guest api_minutes 45", showing: ["45/60", "75%"],
+            note: "a warning fires once when usage passes 75 %")
+        try tour.run(
+            "guestmode meter use $guest api_minutes 9", showing: ["54/60", "90%"],
+            note: "and a critical one at 90 %")
+        try tour.run(
+            "guestmode meter use $guest api_minutes 6", showing: ["60/60"], note: "the last free minutes")
+        try tour.run(
+            "guestmode meter check $guest api_minutes 1", exit: 12, showing: ["exhausted"],
+            note: "the gate before a paid call: exit 12 means do not make it")
+        try tour.run(
+            "guestmode plan grant $guest premium --trial '1 month'", showing: ["premium", "trial"],
+            note: "a one-month trial of premium, once per user")
+        try tour.run(
+            "guestmode meter check $guest api_minutes 10", showing: ["unlimited"],
+            note: "premium minutes are unlimited during the trial")
+        try tour.run(
+            "guestmode --now \(tour.time(32, .days)) meter check $guest api_minutes 1", exit: 12,
+            showing: ["exhausted"], note: "a month later the trial has ended and the free allowance is spent")
+        try tour.run(
+            "guestmode report usage", showing: ["api_minutes"], note: "metered usage per meter and tier")
+    }
+
+    /// Prompts and experiments: which sign-in prompt, when, and measured.
+    private static func recipes(_ tour: TourRunner) throws {
+        try tour.run(
+            "guestmode init --profile recipes", showing: ["recipes v1"],
+            note: "a profile with prompt rules and an experiment")
+        try tour.run("guestmode guest new", capture: "guest", note: "a guest")
+        try tour.run(
+            "guestmode experiment assign $guest auth_prompts --variant benefits", showing: ["benefits"],
+            note: "variants are GrowthBook's hash v2 of the id; here one is chosen so the walk is the same every time")
+        try tour.run(
+            "guestmode track $guest recipe_created --id first-recipe", showing: ["recipe_created"],
+            note: "an event; its id makes a retried report count once")
+        try tour.run(
+            "guestmode track $guest recipe_created --id first-recipe", showing: ["recipe_created"],
+            note: "the same id again: the counter does not move")
+        try tour.run(
+            "guestmode prompt next $guest", showing: ["first_recipe_success"],
+            note: "the rule \"first recipe created, still anonymous\" holds: show this prompt now")
+        try tour.run(
+            "guestmode prompt record $guest first_recipe_success shown", note: "the app showed it")
+        try tour.run(
+            "guestmode prompt next $guest", exit: 13, note: "exit 13: nothing is due, the cooldown keeps it quiet")
+        try tour.run(
+            "guestmode prompt record $guest first_recipe_success never", note: "the user said never ask again")
+        try tour.run(
+            "guestmode --now \(tour.time(30, .days)) prompt next $guest", exit: 13,
+            note: "a month later: still nothing, never means never")
+        try tour.write(
+            "events.ndjson",
+            [
+                #"{"user":"$guest","action":"recipe_viewed","at":"\#(tour.time(1, .days))"}"#,
+                #"{"user":"cook-2","action":"recipe_created","at":"\#(tour.time(1, .days))","id":"c2-1"}"#,
+                #"{"user":"cook-2","action":"recipe_created","at":"\#(tour.time(1, .days))","id":"c2-1"}"#,
+            ], note: "an event log from the app")
+        try tour.run(
+            "guestmode track --from events.ndjson --create-users", showing: ["3"],
+            note: "bulk ingestion, all or nothing; unknown users become guests; the repeated id counts once")
+        try tour.run(
+            "guestmode report funnel", showing: ["GUESTS"], note: "the sign-in funnel, computed in SQL")
+        try tour.run(
+            "guestmode report prompts", showing: ["first_recipe_success"], note: "each prompt: shown, never, completed")
+        try tour.run(
+            "guestmode report experiments", showing: ["benefits"],
+            note: "conversion per variant with a confidence interval")
+        try tour.run(
+            "guestmode replay events.ndjson", note: "the prompt policy run over a log before it ships; the store is not touched")
+    }
+
+    /// Continuous backup and stale guests: every change queues a backup, old
+    /// guests are purged safely, a guest moves into an account step by step.
+    private static func habits(_ tour: TourRunner) throws {
+        try tour.run(
+            "guestmode init --profile habits", showing: ["habits v1"], note: "a profile with the backup outbox on")
+        try tour.runEach(
+            "guestmode --now \(tour.time(-120, .days)) guest new", variable: "n", over: ["1", "2", "3"],
+            note: "three guests who tried the app four months ago and left")
+        try tour.run("guestmode guest new", capture: "guest", note: "a guest using the app today")
+        try tour.run(
+            "guestmode record put $guest habits walk --data '{\"name\": \"Walk 20 minutes\"}'",
+            showing: ["habits/walk"], note: "a change, so a backup of this user is queued")
+        try tour.run(
+            "guestmode backup queue", showing: ["$guest"], note: "the outbox: one entry per user with changes")
+        try tour.run(
+            "guestmode backup push --to backups", exit: 75, showing: ["stay queued"],
+            note: "the destination is not there yet: exit 75, nothing lost, the entry waits with backoff")
+        try tour.makeDirectory("backups", note: "the destination appears")
+        try tour.run(
+            "guestmode backup push --to backups --retry-now", showing: ["$guest"],
+            note: "each queued user exported, verified and written atomically, then taken off the queue")
+        try tour.run(
+            "guestmode user purge --inactive-days 90 --dry-run", showing: ["3"],
+            note: "stale guests with no data and no plan; dry run first")
+        try tour.run(
+            "guestmode user purge --inactive-days 90 --yes", showing: ["3"], note: "gone, in one transaction")
+        try tour.run("guestmode guest new", capture: "account", note: "an account made on another device")
+        try tour.run(
+            "guestmode link $account --provider email --subject ana@example.com", showing: ["linked email"],
+            note: "")
+        try tour.run(
+            "guestmode migrate $guest --to $account --dry-run", showing: ["habits"],
+            note: "the plan: the profile's migration steps and the rows each moves")
+        try tour.run(
+            "guestmode migrate $guest --to $account", showing: ["$account"],
+            note: "a backup first, then journaled steps; --resume finishes one cut short")
+        try tour.run(
+            "guestmode record list $account habits", showing: ["walk"], note: "the account has the guest's habits")
+        try tour.run("guestmode db check", showing: ["ok"], note: "the store's integrity and invariants")
+    }
+
+    private static func common(_ profile: Profile, _ tour: TourRunner) throws {
+        try tour.run(
+            "guestmode init --profile \(profile.name)", showing: [profile.name], note: "a store bound to the profile")
+        try tour.run("guestmode guest new", capture: "guest", note: "a guest")
+        if let action = profile.actions.first {
+            try tour.run("guestmode track $guest \(action)", note: "an event the profile declares")
+        }
+        try tour.run("guestmode user show $guest", showing: ["anonymous"], note: "the guest's state")
+        try backup(tour, user: "$guest", profile: profile.name)
+    }
+
+    /// A user's backup: exported, verified, damaged on purpose and refused,
+    /// restored into another store that shares the deployment key.
+    private static func backup(_ tour: TourRunner, user: String, profile: String) throws {
+        try tour.run(
+            "guestmode backup export \(user) --out user.gmbackup", showing: ["user.gmbackup"],
+            note: "tar + zstd with a signed manifest of SHA-256s, mode 0600, written to a temporary file and renamed")
+        try tour.run(
+            "guestmode backup verify --full user.gmbackup", showing: ["ok"], note: "every entry matches the manifest")
+        try tour.damage("user.gmbackup", into: "damaged.gmbackup", note: "one byte flipped in a copy")
+        try tour.run(
+            "guestmode backup verify --full damaged.gmbackup", exit: 65, note: "the damage is found: exit 65")
+        try tour.run(
+            "guestmode --store restored.sqlite init --profile \(profile)", note: "another store")
+        try tour.run(
+            "guestmode backup key export --out deployment.key", note: "the deployment key that signed the archive")
+        try tour.run(
+            "guestmode --store restored.sqlite backup key import deployment.key --force",
+            note: "so the other store trusts what this one signed")
+        try tour.run(
+            "guestmode --store restored.sqlite backup import user.gmbackup", showing: ["1"],
+            note: "restored in one transaction: all or nothing")
+    }
+}
