@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+/// The README's tour is the first thing a newcomer copies into a shell, so it
+/// must run exactly as shown.
+@Suite("README")
+struct ReadmeTests {
+    /// The first `sh` block after "## A tour", byte for byte.
+    static func tourBlock() throws -> String {
+        let readme = try String(
+            contentsOf: Sandbox.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        guard let heading = readme.range(of: "\n## A tour\n"),
+            let open = readme.range(of: "```sh\n", range: heading.upperBound..<readme.endIndex),
+            let close = readme.range(of: "\n```\n", range: open.upperBound..<readme.endIndex)
+        else {
+            Issue.record("README.md has no sh block under '## A tour'")
+            return ""
+        }
+        return String(readme[open.upperBound..<close.lowerBound]) + "\n"
+    }
+
+    @Test("the README's tour runs as written in an empty directory")
+    func tourRunsAsWritten() async throws {
+        let block = try Self.tourBlock()
+        #expect(block.contains("set -e"), "the block must stop at the first unexpected exit status")
+        let sandbox = try Sandbox()
+        try Data(block.utf8).write(to: URL(fileURLWithPath: sandbox.path("tour.sh")))
+        let path = Sandbox.binary.deletingLastPathComponent().path + ":" + (sandbox.environment["PATH"] ?? "")
+        let result = try await sandbox.shell("PATH='\(path)' sh tour.sh")
+        #expect(result.status == 0, "stdout:\n\(result.stdout.suffix(1500))\nstderr:\n\(result.stderr.suffix(1500))")
+        #expect(!result.stderr.contains("expected"), "\(result.stderr)")
+    }
+
+    @Test("the README's tour stops at an exit status it does not expect")
+    func tourStopsOnSurprise() async throws {
+        let block = try Self.tourBlock()
+        let broken = block.replacingOccurrences(
+            of: "expect 10 guestmode record put", with: "expect 0 guestmode record put")
+        #expect(broken != block)
+        let sandbox = try Sandbox()
+        try Data(broken.utf8).write(to: URL(fileURLWithPath: sandbox.path("tour.sh")))
+        let path = Sandbox.binary.deletingLastPathComponent().path + ":" + (sandbox.environment["PATH"] ?? "")
+        let result = try await sandbox.shell("PATH='\(path)' sh tour.sh")
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("exit 10, expected 0"), "\(result.stderr)")
+    }
+}
