@@ -14,36 +14,45 @@ struct MergeCommand: ParsableCommand {
             is removed only once everything is in the account. 'merge conflicts list' shows the archived \
             losing records and 'merge conflicts restore ID' brings one back under a new key.
             """,
-        subcommands: [Conflicts.self]
+        subcommands: [Guest.self, Conflicts.self],
+        defaultSubcommand: Guest.self
     )
 
-    @OptionGroup var global: GlobalOptions
+    /// `merge GUEST --into ACCOUNT --policy P`: the default subcommand, so
+    /// `merge conflicts …` can sit beside it.
+    struct Guest: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "guest",
+            abstract: "Fold GUEST into the account --into (the default: 'merge GUEST --into …').")
 
-    @Argument(help: "The guest's user id.") var guest: String
+        @OptionGroup var global: GlobalOptions
 
-    @Option(help: ArgumentHelp("The account that receives the guest.", valueName: "user"))
-    var into: String
+        @Argument(help: "The guest's user id.") var guest: String
 
-    @Option(
-        help: ArgumentHelp(
-            "How conflicts on one record key are settled: keep-guest, keep-account or union.", valueName: "policy"))
-    var policy: MergePolicy
+        @Option(help: ArgumentHelp("The account that receives the guest.", valueName: "user"))
+        var into: String
 
-    @Flag(help: "List every conflict and its resolution; change nothing.")
-    var dryRun = false
+        @Option(
+            help: ArgumentHelp(
+                "How conflicts on one record key are settled: keep-guest, keep-account or union.", valueName: "policy"))
+        var policy: MergePolicy
 
-    func run() throws {
-        let report = try global.openEngine().merge(
-            guest: guest, into: into, policy: policy, dryRun: dryRun, now: try global.currentTime())
-        if global.json { return try global.output.json(report) }
-        let output = global.output
-        let verb = dryRun ? "would merge" : "merged"
-        output.line(
-            "\(verb) \(guest) into \(into) (\(policy.rawValue)): \(report.recordsMoved) records, \(report.activityMoved) activity rows"
-        )
-        for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
-        for limit in report.overCap {
-            output.line("over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)")
+        @Flag(help: "List every conflict and its resolution; change nothing.")
+        var dryRun = false
+
+        func run() throws {
+            let report = try global.openEngine().merge(
+                guest: guest, into: into, policy: policy, dryRun: dryRun, now: try global.currentTime())
+            if global.json { return try global.output.json(report) }
+            let output = global.output
+            let verb = dryRun ? "would merge" : "merged"
+            output.line(
+                "\(verb) \(guest) into \(into) (\(policy.rawValue)): \(report.recordsMoved) records, \(report.activityMoved) activity rows"
+            )
+            for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
+            for limit in report.overCap {
+                output.line("over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)")
+            }
         }
     }
 
