@@ -135,7 +135,9 @@ struct DurationsOverageAdoptionTests {
         #expect((events.json as? [Any])?.count == 2)
     }
 
-    @Test("habits: ownerless records written through the CLI are adopted; later ones by a second run; a third changes nothing")
+    @Test(
+        "habits: ownerless records written through the CLI are adopted; later ones by a second run; a third changes nothing"
+    )
     func ownerlessAdoption() async throws {
         let sandbox = try await Sandbox.withStore("habits")
         sandbox.environment["GUESTMODE_NOW"] = Self.start
@@ -157,7 +159,8 @@ struct DurationsOverageAdoptionTests {
 
         // The app fell back to guest mode offline and wrote more.
         let later = try await sandbox.run(
-            "record", "put", "--unowned", "completions", "/h1/2026-01-31", "--data", #"{"habit":"h1","day":"2026-01-31"}"#)
+            "record", "put", "--unowned", "completions", "/h1/2026-01-31", "--data",
+            #"{"habit":"h1","day":"2026-01-31"}"#)
         #expect(later.status == 0, "\(later.stderr)")
         let second = try await sandbox.run("migrate", "adopt", user, "--json")
         #expect(second.status == 0)
@@ -211,7 +214,9 @@ struct DurationsOverageAdoptionTests {
         let idle = try await sandbox.newGuest("--now", "2026-01-01T00:00:00Z")
         let active = try await sandbox.newGuest("--now", "2026-03-30T00:00:00Z")
         let now = "2026-04-01T00:00:00Z"
-        for option in [["--inactive", "30d"], ["--inactive", "P1M"], ["--inactive-days", "30"], ["--inactive", "4 weeks"]] {
+        for option in [
+            ["--inactive", "30d"], ["--inactive", "P1M"], ["--inactive-days", "30"], ["--inactive", "4 weeks"],
+        ] {
             let listed = try await sandbox.run(arguments: ["user", "list", "--json", "--now", now] + option)
             #expect(listed.status == 0, "\(option): \(listed.stderr)")
             let ids = (listed.json as? [[String: Any]])?.compactMap { $0["id"] as? String }

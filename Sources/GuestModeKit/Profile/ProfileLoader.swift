@@ -303,7 +303,9 @@ private final class Reader {
             guard let meterName = name(keyNode, "meter name") else { continue }
             let what = "meter '\(key)'"
             var meter = Meter(name: meterName, unit: "units", reset: .never, warnings: [])
-            for (option, _, optionValue) in mapping(value, what, allowed: ["unit", "reset", "warnings", "overage"]) ?? [] {
+            for (option, _, optionValue) in mapping(value, what, allowed: ["unit", "reset", "warnings", "overage"])
+                ?? []
+            {
                 switch option {
                 case "unit": meter.unit = string(optionValue, "\(what) unit") ?? meter.unit
                 case "reset": meter.reset = choice(optionValue, "\(what) reset", as: MeterReset.self) ?? .never

@@ -74,7 +74,9 @@ extension GuestMode {
     ) throws -> PutResult {
         try requireCollection(collection)
         guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
-        if profile.collection(named: collection)?.uniqueFields.isEmpty == false, !key.hasPrefix(profile.guestOwner + "/") {
+        if profile.collection(named: collection)?.uniqueFields.isEmpty == false,
+            !key.hasPrefix(profile.guestOwner + "/")
+        {
             throw GuestModeError.usage(
                 "the collection \(collection) has unique fields, so an ownerless key starts with the guest owner '\(profile.guestOwner)' and a '/', e.g. '\(profile.guestOwner)/\(key)'",
                 code: .ownerlessKeyWithoutOwner)

@@ -127,4 +127,3 @@ public enum Timestamp {
         return date
     }
 }
-

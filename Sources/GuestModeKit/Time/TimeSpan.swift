@@ -111,7 +111,8 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
         private static func ambiguity(_ text: String) -> String {
             let number = String(text.prefix(while: { $0.isNumber }))
             let months = number == "1" ? "1 month" : "\(number) months"
-            return "'\(text)' is ambiguous (M may mean months or minutes); write P\(number)M or \(months) for months, PT\(number)M or \(number)m for minutes"
+            return
+                "'\(text)' is ambiguous (M may mean months or minutes); write P\(number)M or \(months) for months, PT\(number)M or \(number)m for minutes"
         }
 
         public var description: String {
@@ -236,7 +237,8 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
             let word = rest.prefix(while: { $0.isLetter })
             // `1M` means a month to some and a minute to others.
             if word == "M" {
-                return .failure(parts.isEmpty && rest.count == 1 ? .ambiguousMonthOrMinute("\(digits)M") : .notADuration(original))
+                return .failure(
+                    parts.isEmpty && rest.count == 1 ? .ambiguousMonthOrMinute("\(digits)M") : .notADuration(original))
             }
             guard let unit = shortUnits[word.lowercased()] else { return .failure(.notADuration(original)) }
             parts.append(Component(amount: amount, unit: unit))
@@ -330,7 +332,8 @@ public enum RelativeTime {
     public static func resolve(_ text: String, from reference: Date) -> Result<Date, TimeSpan.Refusal>? {
         guard let sign = text.first, sign == "+" || sign == "-" else { return nil }
         switch TimeSpan.parse(String(text.dropFirst())) {
-        case .success(let span): return .success(sign == "+" ? span.added(to: reference) : span.subtracted(from: reference))
+        case .success(let span):
+            return .success(sign == "+" ? span.added(to: reference) : span.subtracted(from: reference))
         case .failure(let refusal): return .failure(refusal)
         }
     }

@@ -20,7 +20,9 @@ public protocol UserStore: Sendable {
     /// `created` false and nothing is written; a device id survives a
     /// reinstall, so it names the same guest. Concurrent calls with one
     /// device create one user.
-    func createUserUnlessDeviceKnown(_ user: User, credentials: StoredCredentials?) throws -> (user: User, created: Bool)
+    func createUserUnlessDeviceKnown(
+        _ user: User, credentials: StoredCredentials?
+    ) throws -> (user: User, created: Bool)
 
     /// The user with this id; throws `user_not_found`.
     func user(id: String) throws -> User

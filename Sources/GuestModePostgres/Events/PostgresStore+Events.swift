@@ -191,7 +191,8 @@ extension PostgresStore: EventStore {
         try read { connection in
             _ = try requireUser(userID, connection)
             var parameters: [PostgresValue?] = [PostgresValue(userID)]
-            var sql = "SELECT id, user_id, action, at, count, idempotency_key, properties FROM events WHERE user_id = $1"
+            var sql =
+                "SELECT id, user_id, action, at, count, idempotency_key, properties FROM events WHERE user_id = $1"
             if let action {
                 parameters.append(PostgresValue(action))
                 sql += " AND action = $\(parameters.count)"

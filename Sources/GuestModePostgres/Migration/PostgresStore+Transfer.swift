@@ -84,7 +84,8 @@ extension PostgresStore: TransferStore {
             _ = try requireUser(userID, locking: true, connection)
             let adoptedBefore =
                 try connection.execute(
-                    "SELECT 1 AS present FROM user_flags WHERE user_id = $1 AND flag = 'adopted'", [PostgresValue(userID)]
+                    "SELECT 1 AS present FROM user_flags WHERE user_id = $1 AND flag = 'adopted'",
+                    [PostgresValue(userID)]
                 ).first != nil
             var moved: [String: Int] = [:]
             var collisions: [AdoptReport.Collision] = []

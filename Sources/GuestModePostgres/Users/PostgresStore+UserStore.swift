@@ -17,7 +17,9 @@ extension PostgresStore: UserStore {
         try write { connection in
             if let device = user.device {
                 // Concurrent creations for one device queue on this lock; the later ones find the first's user.
-                try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1)) IS NULL AS locked", [PostgresValue("guestmode-device:" + device)])
+                try connection.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext($1)) IS NULL AS locked",
+                    [PostgresValue("guestmode-device:" + device)])
                 if let row = try connection.execute(
                     "SELECT id FROM users WHERE device = $1 ORDER BY created_at, id COLLATE \"C\" LIMIT 1",
                     [PostgresValue(device)]

@@ -73,7 +73,8 @@ extension SQLiteStore {
             let text: String = try row.decode(forColumn: column)
             guard let date = Timestamp.parse(text) else {
                 throw GuestModeError.badData(
-                    "the conflict archive holds '\(text)' in \(column), not a time; run 'db check'", code: .corruptStore)
+                    "the conflict archive holds '\(text)' in \(column), not a time; run 'db check'", code: .corruptStore
+                )
             }
             return date
         }

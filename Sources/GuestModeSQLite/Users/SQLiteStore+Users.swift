@@ -33,7 +33,8 @@ extension SQLiteStore: UserStore {
         return try write { db in
             if let device = user.device,
                 let id = try String.fetchOne(
-                    db, sql: "SELECT id FROM users WHERE device = ? ORDER BY created_at, id LIMIT 1", arguments: [device])
+                    db, sql: "SELECT id FROM users WHERE device = ? ORDER BY created_at, id LIMIT 1",
+                    arguments: [device])
             {
                 return (try requireUser(id, db), false)
             }

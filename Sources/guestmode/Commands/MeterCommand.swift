@@ -56,7 +56,8 @@ struct MeterCommand: ParsableCommand {
                         result.overage
                         ? "recorded (overage)"
                         : result.isRecorded
-                            ? "recorded" : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
+                            ? "recorded"
+                            : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
                     global.output.line(
                         "\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
                 }

@@ -23,7 +23,8 @@ struct PlanCommand: ParsableCommand {
         @Argument(help: "The user id.") var user: String
         @Argument(help: "The plan, as the profile names it.") var plan: String
 
-        @Option(help: ArgumentHelp(
+        @Option(
+            help: ArgumentHelp(
                 "A trial of this length: ISO 8601 (P1M, P7D, PT24H) or short (7d, 24h, 1 month); calendar months and years end on the same day of the month, UTC.",
                 valueName: "duration"))
         var trial: String?

@@ -46,7 +46,9 @@ struct RecordCommand: ParsableCommand {
             if unowned && key != nil {
                 throw ValidationError("with --unowned give COLLECTION KEY only: the guest owner owns the record")
             }
-            if !unowned && key == nil { throw ValidationError("give USER COLLECTION KEY (or --unowned COLLECTION KEY)") }
+            if !unowned && key == nil {
+                throw ValidationError("give USER COLLECTION KEY (or --unowned COLLECTION KEY)")
+            }
         }
 
         func run() throws {

@@ -26,7 +26,9 @@ struct UserCommand: ParsableCommand {
                 valueName: "duration"))
         var inactive: String?
 
-        @Option(help: ArgumentHelp("Only users not seen for at least this many days (same as --inactive Nd).", valueName: "days"))
+        @Option(
+            help: ArgumentHelp(
+                "Only users not seen for at least this many days (same as --inactive Nd).", valueName: "days"))
         var inactiveDays: Int?
 
         func validate() throws {
@@ -179,7 +181,9 @@ struct UserCommand: ParsableCommand {
                 valueName: "duration"))
         var inactive: String?
 
-        @Option(help: ArgumentHelp("Purge guests not seen for at least this many days (same as --inactive Nd).", valueName: "days"))
+        @Option(
+            help: ArgumentHelp(
+                "Purge guests not seen for at least this many days (same as --inactive Nd).", valueName: "days"))
         var inactiveDays: Int?
 
         @Flag(help: "List what would be removed and change nothing.")

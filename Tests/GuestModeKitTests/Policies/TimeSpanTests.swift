@@ -41,9 +41,10 @@ struct TimeSpanTests {
         #expect(refusal.description.contains("P1M") && refusal.description.contains("1 month"))
         #expect(refusal.description.contains("PT1M") && refusal.description.contains("1m"))
         if case .failure(let twelve) = TimeSpan.parse("12M") { #expect(twelve.description.contains("12 months")) }
-        for text in ["", " ", "0d", "P0D", "PT0S", "0 months", "-1d", "-P1D", "7", "d", "1.5h", "P1.5M", "PT", "P",
-            "P1DT", "P1H", "PT1D", "P1M1Y", "1x", "soon", "7d7d", "1 monthly", "99999999999999y"]
-        {
+        for text in [
+            "", " ", "0d", "P0D", "PT0S", "0 months", "-1d", "-P1D", "7", "d", "1.5h", "P1.5M", "PT", "P",
+            "P1DT", "P1H", "PT1D", "P1M1Y", "1x", "soon", "7d7d", "1 monthly", "99999999999999y",
+        ] {
             #expect(TimeSpan(parsing: text) == nil, "'\(text)' accepted")
         }
         if case .failure(let zero) = TimeSpan.parse("0d") { #expect(zero == .zero("0d")) }

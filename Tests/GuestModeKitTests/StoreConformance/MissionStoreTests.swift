@@ -78,8 +78,13 @@ struct MissionStoreTests {
         #expect(all.allSatisfy { $0.userId == "u1" })
         #expect(all.last?.properties == ["n": .number("2")])
         #expect(try store.events(of: "u1", action: "app_opened", since: day(3), limit: nil).map(\.at) == [day(4)])
-        #expect(try store.events(of: "u1", action: nil, since: nil, limit: 2).map(\.action) == ["command_spoken", "app_opened"])
+        #expect(
+            try store.events(of: "u1", action: nil, since: nil, limit: 2).map(\.action) == [
+                "command_spoken", "app_opened",
+            ])
         #expect(try store.events(of: "u2", action: "command_spoken", since: nil, limit: nil).isEmpty)
-        expectFailure(.notFound, code: .userNotFound) { _ = try store.events(of: "nobody", action: nil, since: nil, limit: nil) }
+        expectFailure(.notFound, code: .userNotFound) {
+            _ = try store.events(of: "nobody", action: nil, since: nil, limit: nil)
+        }
     }
 }

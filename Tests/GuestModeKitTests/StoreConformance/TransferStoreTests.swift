@@ -241,7 +241,9 @@ struct TransferStoreTests {
         #expect(try engine.adopt(user: user, now: day(5)).moved.isEmpty)
         #expect(try observableState(engine) == stable)
         #expect(
-            errorCode { _ = try engine.putOwnerlessRecord(collection: "completions", key: "h1/x", json: "{}", now: day(5)) }
+            errorCode {
+                _ = try engine.putOwnerlessRecord(collection: "completions", key: "h1/x", json: "{}", now: day(5))
+            }
                 == .ownerlessKeyWithoutOwner)
     }
 
@@ -254,7 +256,8 @@ struct TransferStoreTests {
         let guest = try engine.createGuest(device: nil, now: day(1)).id
         let account = try engine.createGuest(device: nil, now: day(1)).id
         _ = try engine.putRecord(user: guest, collection: "habits", key: "h1", json: #"{"by":"guest"}"#, now: day(1))
-        _ = try engine.putRecord(user: account, collection: "habits", key: "h1", json: #"{"by":"account"}"#, now: day(2))
+        _ = try engine.putRecord(
+            user: account, collection: "habits", key: "h1", json: #"{"by":"account"}"#, now: day(2))
         _ = try engine.merge(guest: guest, into: account, policy: .keepAccount, dryRun: false, now: day(3))
 
         let archived = try engine.archivedConflicts(of: account)
@@ -267,7 +270,9 @@ struct TransferStoreTests {
 
         let stable = try observableState(engine)
         #expect(errorCode { _ = try engine.restoreConflict(id: entry.id, key: "h1", now: day(4)) } == .recordKeyTaken)
-        #expect(errorCode { _ = try engine.restoreConflict(id: entry.id + 1000, key: nil, now: day(4)) } == .conflictNotFound)
+        #expect(
+            errorCode { _ = try engine.restoreConflict(id: entry.id + 1000, key: nil, now: day(4)) }
+                == .conflictNotFound)
         #expect(try observableState(engine) == stable, "a refused restore changes nothing")
 
         let restored = try engine.restoreConflict(id: entry.id, key: nil, now: day(4))
