@@ -208,6 +208,16 @@ struct DurationsOverageAdoptionTests {
         #expect(other.object["created"] as? Bool == true)
     }
 
+    @Test("six processes creating a guest for one device at once create one user and all succeed")
+    func concurrentDevice() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let processes = try (0..<6).map { _ in try sandbox.start(["guest", "new", "--device", "shared-phone"]) }
+        var statuses: [Int32] = []
+        for process in processes { statuses.append(await Sandbox.exitStatus(of: process).status) }
+        #expect(statuses == Array(repeating: 0, count: 6))
+        #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM users WHERE device = 'shared-phone'") == "1")
+    }
+
     @Test("user purge and list take --inactive DURATION; --inactive-days stays an alias")
     func inactiveDurations() async throws {
         let sandbox = try await Sandbox.withStore("voice")

@@ -29,8 +29,8 @@ extension SQLiteStore: UserStore {
     public func createUserUnlessDeviceKnown(
         _ user: User, credentials: StoredCredentials?
     ) throws -> (user: User, created: Bool) {
-        // One write transaction: a second writer waits, then finds the first one's user.
-        return try write { db in
+        // One IMMEDIATE transaction: a second process waits for the first, then finds its user.
+        return try writeDurably { db in
             if let device = user.device,
                 let id = try String.fetchOne(
                     db, sql: "SELECT id FROM users WHERE device = ? ORDER BY created_at, id LIMIT 1",
