@@ -30,6 +30,11 @@ public protocol EventStore: Sendable {
 
     /// Whether a user exists; ingestion checks every line before writing.
     func containsUser(_ userID: String) throws -> Bool
+
+    /// The user's events, oldest first (by time, then id): only `action`
+    /// when given, only at or after `since` when given, and only the latest
+    /// `limit` when given. Throws when the user does not exist.
+    func events(of userID: String, action: String?, since: Date?, limit: Int?) throws -> [LoggedEvent]
 }
 
 /// What one batch of `EventStore.applyEvents` did.

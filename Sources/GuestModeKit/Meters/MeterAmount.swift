@@ -118,6 +118,10 @@ extension MeterAmount {
     /// signs, `nan` and `inf` are refused rather than guessed at. This is the
     /// one place amounts are parsed.
     public init(parsing text: String) throws(ParseFailure) {
+        if text.hasPrefix("-"), (try? MeterAmount.parseNonNegative(String(text.dropFirst()))) != nil {
+            throw ParseFailure(
+                description: "the amount must be positive, not '\(text)'; usage is only ever added, never taken back")
+        }
         let amount = try MeterAmount.parseNonNegative(text)
         guard amount.isPositive else {
             throw ParseFailure(description: "the amount must be greater than zero, not '\(text)'")

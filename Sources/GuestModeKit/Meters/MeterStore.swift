@@ -20,8 +20,10 @@ public protocol MeterStore: Sendable {
     /// Records a use of `meter` in one transaction, in this order:
     /// - a `key` already recorded for this user and meter records nothing
     ///   and reports a duplicate (allowed, with the status now);
-    /// - a use that does not fit (`MeterStatus.admits`) is refused whole and
-    ///   writes nothing at all;
+    /// - a use that does not fit (`MeterStatus.admits`) is, with `overage`
+    ///   `.refuse`, refused whole and writes nothing at all; with `.allow`
+    ///   it is recorded like any other (and reported as `overage`, not
+    ///   allowed), unless the new total is past what a sum can count;
     /// - otherwise the usage is recorded, the user's last-seen moves, a
     ///   backup is queued when the profile asks for it, and each warning the
     ///   new total reached (`Meter.warningsReached`) that was not yet fired
@@ -29,6 +31,16 @@ public protocol MeterStore: Sendable {
     ///   `meter_warning` system event.
     /// Throws when the user does not exist.
     func useMeter(
-        of userID: String, meter: Meter, amount: MeterAmount, key: String?, profile: Profile, now: Date
+        of userID: String, meter: Meter, amount: MeterAmount, key: String?, overage: MeterOverage, profile: Profile,
+        now: Date
     ) throws -> MeterUseResult
+}
+
+extension MeterStore {
+    /// A use whose overage is refused.
+    public func useMeter(
+        of userID: String, meter: Meter, amount: MeterAmount, key: String?, profile: Profile, now: Date
+    ) throws -> MeterUseResult {
+        try useMeter(of: userID, meter: meter, amount: amount, key: key, overage: .refuse, profile: profile, now: now)
+    }
 }

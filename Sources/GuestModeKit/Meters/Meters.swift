@@ -46,15 +46,24 @@ public struct MeterUseResult: Codable, Sendable, Equatable {
     /// False when refused (exhausted) or when the idempotency key was seen.
     public var isRecorded: Bool
     public var isDuplicate: Bool
+    /// False when the use did not fit the allowance: refused, or recorded
+    /// as overage.
     public var isAllowed: Bool
+    /// True when the use did not fit and was recorded anyway (overage
+    /// allowed): the meter is now exhausted.
+    public var overage: Bool
     public var status: MeterStatus
     /// Thresholds crossed by this use, each reported exactly once ever per period.
     public var warnings: [FiredWarning]
 
-    public init(isRecorded: Bool, isDuplicate: Bool, isAllowed: Bool, status: MeterStatus, warnings: [FiredWarning]) {
+    public init(
+        isRecorded: Bool, isDuplicate: Bool, isAllowed: Bool, overage: Bool = false, status: MeterStatus,
+        warnings: [FiredWarning]
+    ) {
         self.isRecorded = isRecorded
         self.isDuplicate = isDuplicate
         self.isAllowed = isAllowed
+        self.overage = overage
         self.status = status
         self.warnings = warnings
     }
@@ -94,16 +103,22 @@ extension GuestMode {
         return try store.checkMeter(of: userID, meter: definition, amount: amount, profile: profile, now: now)
     }
 
-    /// Records usage if it fits; a use that would go past the allowance is
-    /// refused whole and records nothing. A repeated key records nothing.
+    /// Records usage if it fits. A use that would go past the allowance is,
+    /// by `overage` (default: the meter's, from the profile), refused whole
+    /// and records nothing, or recorded in full, leaving the meter exhausted
+    /// (`overage` and not `isAllowed` in the result). A repeated key records
+    /// nothing.
     public func useMeter(
-        user userID: String, meter: String, amount: MeterAmount, key: String?, now: Date
+        user userID: String, meter: String, amount: MeterAmount, key: String?, overage: MeterOverage? = nil,
+        now: Date
     ) throws
         -> MeterUseResult
     {
         let definition = try requireMeter(meter)
         try requireValid(amount)
-        return try store.useMeter(of: userID, meter: definition, amount: amount, key: key, profile: profile, now: now)
+        return try store.useMeter(
+            of: userID, meter: definition, amount: amount, key: key, overage: overage ?? definition.overage,
+            profile: profile, now: now)
     }
 
     public func meterStatus(user userID: String, meter: String, now: Date) throws -> MeterStatus {

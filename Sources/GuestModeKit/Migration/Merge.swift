@@ -45,7 +45,10 @@ public struct AdoptReport: Codable, Sendable {
     public var moved: [String: Int]
     /// Records left with the guest owner because the user already has their key.
     public var collisions: [Collision]
-    /// True when the user had adopted before: the run changed nothing.
+    /// True when the user had adopted ownerless records in an earlier run.
+    /// Adoption is idempotent per record, so such a run still adopts the
+    /// ownerless records that appeared since; a run that moves nothing
+    /// changes nothing.
     public var wasAlreadyAdopted: Bool
 
     public init(user: String, moved: [String: Int], collisions: [Collision], wasAlreadyAdopted: Bool) {
@@ -67,7 +70,8 @@ extension GuestMode {
     }
 
     /// Gives a user the records written before any user existed (owned by the
-    /// profile's guest owner), once. Keys of collections with unique fields
+    /// profile's guest owner). Idempotent per record: a later run adopts the
+    /// ownerless records written since, nothing twice. Keys of collections with unique fields
     /// carry their owner as the first `/` segment and are rewritten; a key
     /// the user already has is reported and left where it was.
     public func adopt(user userID: String, now: Date) throws -> AdoptReport {

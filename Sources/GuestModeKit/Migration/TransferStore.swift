@@ -26,9 +26,25 @@ public protocol TransferStore: Sendable {
         _ guest: String, into account: String, policy: MergePolicy, dryRun: Bool, profile: Profile, now: Date
     ) throws -> MergeReport
 
-    /// Gives `user` the records owned by `profile.guestOwner`, once: a
-    /// per-user flag makes a second call change nothing. Keys are rewritten
+    /// Gives `user` the records owned by `profile.guestOwner` now; idempotent
+    /// per record, so a later call adopts only ownerless records written
+    /// since, and a call that moves nothing writes nothing at all. The
+    /// per-user `adopted` flag is set by the first call that moves records
+    /// and reported as `wasAlreadyAdopted`; it never blocks. Keys are rewritten
     /// by `Profile.adoptedKey`; a key the user already holds is reported and
     /// left with the guest owner. Queues a backup of the user when records moved.
     func adoptOwnerlessRecords(user: String, profile: Profile, now: Date) throws -> AdoptReport
+
+    /// The conflict archive, oldest first: the rows of `owner` (which must
+    /// exist), or all rows when nil.
+    func archivedConflicts(owner: String?) throws -> [ArchivedConflict]
+
+    /// In one transaction: reads archive row `id` (`conflict_not_found`
+    /// when there is none), writes its data as a record of its owner under
+    /// `key` (default: the first of `ArchivedConflict.restoredKeys(for:)`
+    /// the owner does not hold; a given key the owner holds is refused with
+    /// `record_key_taken` and nothing changes), deletes the archive row,
+    /// moves last-seen and queues a backup when the profile asks for it.
+    /// Caps do not apply: the record was the user's before the merge.
+    func restoreArchivedConflict(id: Int64, key: String?, profile: Profile, now: Date) throws -> RestoredConflict
 }

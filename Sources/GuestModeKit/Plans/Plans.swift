@@ -41,6 +41,10 @@ extension GuestMode {
             throw GuestModeError.usage(
                 "a plan is granted either as a trial or until a time, not both", code: .conflictingPlanTerms)
         }
+        if let trial, trial.isZero || trial.components.contains(where: { $0.amount < 0 }) {
+            throw GuestModeError.usage(
+                "a trial of '\(trial)' is not positive; give a positive duration (e.g. 7d, P1M)", code: .badDuration)
+        }
         if let until, until <= now {
             throw GuestModeError.usage(
                 "the plan's end \(Timestamp.format(until)) is not after now (\(Timestamp.format(now))); give a later time",

@@ -97,6 +97,36 @@ public struct Meter: Codable, Sendable, Equatable {
     public var reset: MeterReset
     /// Ascending thresholds, each a percentage of the allowance used.
     public var warnings: [MeterWarning]
+    /// What `meter use` does by default with usage past the allowance.
+    public var overage: MeterOverage = .refuse
+
+    public init(
+        name: String, unit: String, reset: MeterReset, warnings: [MeterWarning], overage: MeterOverage = .refuse
+    ) {
+        self.name = name
+        self.unit = unit
+        self.reset = reset
+        self.warnings = warnings
+        self.overage = overage
+    }
+
+    enum CodingKeys: String, CodingKey { case name, unit, reset, warnings, overage }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        unit = try container.decode(String.self, forKey: .unit)
+        reset = try container.decode(MeterReset.self, forKey: .reset)
+        warnings = try container.decode([MeterWarning].self, forKey: .warnings)
+        overage = try container.decodeIfPresent(MeterOverage.self, forKey: .overage) ?? .refuse
+    }
+}
+
+/// Usage that goes past the allowance: `refuse` records nothing (the use
+/// is refused whole); `allow` records it in full, since it already happened,
+/// and leaves the meter exhausted.
+public enum MeterOverage: String, Codable, Sendable, CaseIterable {
+    case refuse, allow
 }
 
 public enum MeterReset: String, Codable, Sendable, CaseIterable {

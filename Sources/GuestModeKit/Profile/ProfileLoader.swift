@@ -178,11 +178,12 @@ private final class Reader {
 
     func span(_ node: Node?, _ what: String) -> TimeSpan? {
         guard let text = string(node, what) else { return nil }
-        guard let span = TimeSpan(parsing: text) else {
-            report(node, "\(what) '\(text)' is not a time span; write e.g. 24h, 3d, 1 month")
+        switch TimeSpan.parse(text) {
+        case .success(let span): return span
+        case .failure(let refusal):
+            report(node, "\(what): \(refusal)")
             return nil
         }
-        return span
     }
 
     func choice<T: RawRepresentable & CaseIterable>(_ node: Node?, _ what: String, as type: T.Type) -> T?
@@ -302,10 +303,14 @@ private final class Reader {
             guard let meterName = name(keyNode, "meter name") else { continue }
             let what = "meter '\(key)'"
             var meter = Meter(name: meterName, unit: "units", reset: .never, warnings: [])
-            for (option, _, optionValue) in mapping(value, what, allowed: ["unit", "reset", "warnings"]) ?? [] {
+            for (option, _, optionValue) in mapping(value, what, allowed: ["unit", "reset", "warnings", "overage"])
+                ?? []
+            {
                 switch option {
                 case "unit": meter.unit = string(optionValue, "\(what) unit") ?? meter.unit
                 case "reset": meter.reset = choice(optionValue, "\(what) reset", as: MeterReset.self) ?? .never
+                case "overage":
+                    meter.overage = choice(optionValue, "\(what) overage", as: MeterOverage.self) ?? .refuse
                 default: meter.warnings = readWarnings(optionValue, what)
                 }
             }

@@ -15,6 +15,14 @@ public protocol RecordStore: Sendable {
         owner userID: String, collection: String, key: String, data: String, profile: Profile, now: Date
     ) throws -> PutResult
 
+    /// Writes `data` under `key` owned by `profile.guestOwner`: data an app
+    /// wrote before any user existed, waiting for `migrate adopt`. No user,
+    /// no cap, no last-seen, no backup. Returns true when it replaced a
+    /// record.
+    func putOwnerlessRecord(
+        collection: String, key: String, data: String, profile: Profile, now: Date
+    ) throws -> Bool
+
     /// The record under `key`, or nil when there is none.
     func record(owner userID: String, collection: String, key: String) throws -> StoredRecord?
 

@@ -64,6 +64,31 @@ extension GuestMode {
             owner: userID, collection: collection, key: key, data: canonical, profile: profile, now: now)
     }
 
+    /// Writes a record owned by the profile's guest owner, as an app does
+    /// before any user exists; `migrate adopt` later gives it to a user.
+    /// In a collection with unique fields the key starts with the guest
+    /// owner and a `/` (`/habit/day` for the owner `""`), so adoption can
+    /// rewrite it. Caps do not apply: they are per user.
+    public func putOwnerlessRecord(
+        collection: String, key: String, json: String, now: Date
+    ) throws -> PutResult {
+        try requireCollection(collection)
+        guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
+        if profile.collection(named: collection)?.uniqueFields.isEmpty == false,
+            !key.hasPrefix(profile.guestOwner + "/")
+        {
+            throw GuestModeError.usage(
+                "the collection \(collection) has unique fields, so an ownerless key starts with the guest owner '\(profile.guestOwner)' and a '/', e.g. '\(profile.guestOwner)/\(key)'",
+                code: .ownerlessKeyWithoutOwner)
+        }
+        let canonical = try canonicalJSON(json)
+        let replaced = try store.putOwnerlessRecord(
+            collection: collection, key: key, data: canonical, profile: profile, now: now)
+        return PutResult(
+            outcome: .allowed, isReplacement: replaced,
+            limit: CollectionLimit(collection: collection, tier: .guest, used: 0, cap: nil, outcome: .allowed))
+    }
+
     public func record(user userID: String, collection: String, key: String) throws -> StoredRecord {
         try requireCollection(collection)
         guard let record = try store.record(owner: userID, collection: collection, key: key) else {
@@ -120,6 +145,19 @@ extension GuestMode {
                 code: .invalidUtf8)
         }
         return try putRecord(user: userID, collection: collection, key: key, json: text, now: now)
+    }
+
+    /// `putOwnerlessRecord(collection:key:json:now:)` for bytes, which must
+    /// be valid UTF-8.
+    public func putOwnerlessRecord(collection: String, key: String, jsonBytes: Data, now: Date) throws -> PutResult {
+        try requireCollection(collection)
+        guard let text = String(validating: jsonBytes, as: UTF8.self) else {
+            let offset = StrictJSON.firstInvalidUTF8(in: jsonBytes) ?? 0
+            throw GuestModeError.badData(
+                "the record data is not valid UTF-8 (first bad byte at offset \(offset)); save it as UTF-8 and try again",
+                code: .invalidUtf8)
+        }
+        return try putOwnerlessRecord(collection: collection, key: key, json: text, now: now)
     }
 
     /// Records are stored as compact JSON so equal documents compare equal.

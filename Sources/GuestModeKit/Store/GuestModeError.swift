@@ -92,6 +92,7 @@ extension GuestModeError {
             .assignmentLost,
             .backupKeyNotFound,
             .badBackupKey,
+            .badDuration,
             .badHeader,
             .badManifest,
             .badRow,
@@ -103,6 +104,7 @@ extension GuestModeError {
             .cannotDecrypt,
             .cannotOpenStore,
             .cannotSpool,
+            .conflictNotFound,
             .conflictingPlanTerms,
             .cooldown,
             .copyMismatch,
@@ -135,6 +137,7 @@ extension GuestModeError {
             .invalidEventLog,
             .invalidJson,
             .invalidLevel,
+            .invalidLimit,
             .invalidProfile,
             .invalidSchema,
             .invalidUsername,
@@ -159,6 +162,7 @@ extension GuestModeError {
             .notAStore,
             .notAnArchive,
             .nothingToResume,
+            .ownerlessKeyWithoutOwner,
             .passphraseRequired,
             .planNotFound,
             .profileMismatch,
@@ -166,6 +170,7 @@ extension GuestModeError {
             .profileUpgradeRefused,
             .providerAlreadyLinked,
             .pushIncomplete,
+            .recordKeyTaken,
             .recordNotFound,
             .recordNotObject,
             .recordsLeftBehind,
@@ -213,6 +218,7 @@ extension GuestModeError {
         public static let assignmentLost = Code("assignment_lost")
         public static let backupKeyNotFound = Code("backup_key_not_found")
         public static let badBackupKey = Code("bad_backup_key")
+        public static let badDuration = Code("bad_duration")
         public static let badHeader = Code("bad_header")
         public static let badManifest = Code("bad_manifest")
         public static let badRow = Code("bad_row")
@@ -224,6 +230,7 @@ extension GuestModeError {
         public static let cannotDecrypt = Code("cannot_decrypt")
         public static let cannotOpenStore = Code("cannot_open_store")
         public static let cannotSpool = Code("cannot_spool")
+        public static let conflictNotFound = Code("conflict_not_found")
         public static let conflictingPlanTerms = Code("conflicting_plan_terms")
         public static let cooldown = Code("cooldown")
         public static let copyMismatch = Code("copy_mismatch")
@@ -256,6 +263,7 @@ extension GuestModeError {
         public static let invalidEventLog = Code("invalid_event_log")
         public static let invalidJson = Code("invalid_json")
         public static let invalidLevel = Code("invalid_level")
+        public static let invalidLimit = Code("invalid_limit")
         public static let invalidProfile = Code("invalid_profile")
         public static let invalidSchema = Code("invalid_schema")
         public static let invalidUsername = Code("invalid_username")
@@ -280,6 +288,7 @@ extension GuestModeError {
         public static let notAStore = Code("not_a_store")
         public static let notAnArchive = Code("not_an_archive")
         public static let nothingToResume = Code("nothing_to_resume")
+        public static let ownerlessKeyWithoutOwner = Code("ownerless_key_without_owner")
         public static let passphraseRequired = Code("passphrase_required")
         public static let planNotFound = Code("plan_not_found")
         public static let profileMismatch = Code("profile_mismatch")
@@ -287,6 +296,7 @@ extension GuestModeError {
         public static let profileUpgradeRefused = Code("profile_upgrade_refused")
         public static let providerAlreadyLinked = Code("provider_already_linked")
         public static let pushIncomplete = Code("push_incomplete")
+        public static let recordKeyTaken = Code("record_key_taken")
         public static let recordNotFound = Code("record_not_found")
         public static let recordNotObject = Code("record_not_object")
         public static let recordsLeftBehind = Code("records_left_behind")

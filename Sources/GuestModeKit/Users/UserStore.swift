@@ -15,6 +15,15 @@ public protocol UserStore: Sendable {
     /// `username_taken`, and then no user is created.
     func createUser(_ user: User, credentials: StoredCredentials?) throws
 
+    /// Like `createUser`, but when `user.device` is set and a user with that
+    /// device exists, that user (the oldest, if several) is returned with
+    /// `created` false and nothing is written; a device id survives a
+    /// reinstall, so it names the same guest. Concurrent calls with one
+    /// device create one user.
+    func createUserUnlessDeviceKnown(
+        _ user: User, credentials: StoredCredentials?
+    ) throws -> (user: User, created: Bool)
+
     /// The user with this id; throws `user_not_found`.
     func user(id: String) throws -> User
 

@@ -54,12 +54,16 @@ public struct AnonymousCredentials: Sendable {
 
 public struct UserFilter: Sendable {
     public var state: UserState?
-    /// Only users not seen for at least this many days before `now`.
-    public var inactiveDays: Int?
+    /// Only users not seen for at least this long before `now`.
+    public var inactive: TimeSpan?
 
-    public init(state: UserState? = nil, inactiveDays: Int? = nil) {
+    public init(state: UserState? = nil, inactive: TimeSpan? = nil) {
         self.state = state
-        self.inactiveDays = inactiveDays
+        self.inactive = inactive
+    }
+
+    public init(state: UserState? = nil, inactiveDays: Int?) {
+        self.init(state: state, inactive: inactiveDays.map { TimeSpan(amount: $0, unit: .days) })
     }
 }
 
@@ -105,8 +109,22 @@ public struct PurgeCandidate: Codable, Sendable, Equatable {
     }
 }
 
+/// What `guest new` did: created a user, or found the one of its device.
+public struct GuestCreation: Sendable {
+    public var user: User
+    public var created: Bool
+
+    public init(user: User, created: Bool) {
+        self.user = user
+        self.created = created
+    }
+}
+
 public struct PurgeReport: Codable, Sendable {
-    public var inactiveDays: Int
+    /// The inactivity asked for, in the short form (`90d`, `3 months`).
+    public var inactive: String
+    /// The same in whole days when it is whole days (`90d`, `2w`), else null.
+    public var inactiveDays: Int?
     public var cutoff: Date
     public var purged: [PurgeCandidate]
     /// Inactive guests kept because they own records or hold an active plan.
@@ -118,6 +136,30 @@ extension GuestMode {
     /// Creates an anonymous user, optionally keeping a legacy anonymous
     /// username with a slow salted hash of its secret.
     public func createGuest(device: String?, credentials: AnonymousCredentials? = nil, now: Date) throws -> User {
+        let (user, stored) = try newGuest(device: device, credentials: credentials, now: now)
+        try store.createUser(user, credentials: stored)
+        return user
+    }
+
+    /// Like `createGuest`, but idempotent per device: when a user with
+    /// `device` exists, that user is returned (`created` false) and nothing
+    /// is written, since a device id survives a reinstall. Credentials given
+    /// with a known device are not stored.
+    public func createOrFindGuest(
+        device: String?, credentials: AnonymousCredentials? = nil, now: Date
+    ) throws -> GuestCreation {
+        let (user, stored) = try newGuest(device: device, credentials: credentials, now: now)
+        guard device != nil else {
+            try store.createUser(user, credentials: stored)
+            return GuestCreation(user: user, created: true)
+        }
+        let result = try store.createUserUnlessDeviceKnown(user, credentials: stored)
+        return GuestCreation(user: result.user, created: result.created)
+    }
+
+    private func newGuest(
+        device: String?, credentials: AnonymousCredentials?, now: Date
+    ) throws -> (User, StoredCredentials?) {
         if let device,
             device.isEmpty || device.count > 256
                 || device.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
@@ -144,8 +186,7 @@ extension GuestMode {
                 userID: user.id, username: credentials.username, secretHash: try SecretHash.make(credentials.secret),
                 createdAt: now)
         }
-        try store.createUser(user, credentials: stored)
-        return user
+        return (user, stored)
     }
 
     public func user(_ id: String) throws -> User {
@@ -155,7 +196,7 @@ extension GuestMode {
     public func users(matching filter: UserFilter, now: Date) throws -> [UserSummary] {
         try store.users(
             state: filter.state,
-            lastSeenBefore: filter.inactiveDays.map { TimeSpan(amount: $0, unit: .days).subtracted(from: now) })
+            lastSeenBefore: filter.inactive.map { $0.subtracted(from: now) })
     }
 
     /// Everything `user show` reports. The user, its identities, counters,
@@ -176,16 +217,30 @@ extension GuestMode {
         try store.deleteUser(id: id)
     }
 
-    /// Removes anonymous users inactive for `inactiveDays`. Users that own
-    /// records are kept unless `includingUsersWithData`; users holding an
-    /// active plan are always kept, since they paid (see `PurgePolicy`).
+    /// Removes anonymous users inactive for `inactiveDays`.
     public func purge(inactiveDays: Int, includingUsersWithData: Bool, dryRun: Bool, now: Date) throws -> PurgeReport {
-        let cutoff = TimeSpan(amount: inactiveDays, unit: .days).subtracted(from: now)
+        try purge(
+            inactive: TimeSpan(amount: inactiveDays, unit: .days), includingUsersWithData: includingUsersWithData,
+            dryRun: dryRun, now: now)
+    }
+
+    /// Removes anonymous users inactive for at least `inactive`. Users that
+    /// own records are kept unless `includingUsersWithData`; users holding an
+    /// active plan are always kept, since they paid (see `PurgePolicy`).
+    public func purge(inactive: TimeSpan, includingUsersWithData: Bool, dryRun: Bool, now: Date) throws -> PurgeReport {
+        guard !inactive.isZero, inactive.components.allSatisfy({ $0.amount > 0 }) else {
+            throw GuestModeError.usage(
+                "the inactivity must be a positive duration, not '\(inactive)'", code: .badDuration)
+        }
+        let cutoff = inactive.subtracted(from: now)
         let policy = PurgePolicy(
             profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
         let selection = try store.purgeUsers(under: policy, isDryRun: dryRun)
         return PurgeReport(
-            inactiveDays: inactiveDays, cutoff: cutoff, purged: selection.purged, kept: selection.kept, isDryRun: dryRun
+            inactive: inactive.description,
+            inactiveDays: inactive.components.allSatisfy({ $0.unit == .days || $0.unit == .weeks })
+                ? inactive.components.reduce(0) { $0 + $1.amount * ($1.unit == .weeks ? 7 : 1) } : nil,
+            cutoff: cutoff, purged: selection.purged, kept: selection.kept, isDryRun: dryRun
         )
     }
 

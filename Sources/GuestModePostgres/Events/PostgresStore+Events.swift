@@ -187,6 +187,35 @@ extension PostgresStore: EventStore {
         try read { connection in try findUser(userID, connection) != nil }
     }
 
+    public func events(of userID: String, action: String?, since: Date?, limit: Int?) throws -> [LoggedEvent] {
+        try read { connection in
+            _ = try requireUser(userID, connection)
+            var parameters: [PostgresValue?] = [PostgresValue(userID)]
+            var sql =
+                "SELECT id, user_id, action, at, count, idempotency_key, properties FROM events WHERE user_id = $1"
+            if let action {
+                parameters.append(PostgresValue(action))
+                sql += " AND action = $\(parameters.count)"
+            }
+            if let since {
+                parameters.append(PostgresValue(since))
+                sql += " AND at COLLATE \"C\" >= $\(parameters.count)"
+            }
+            sql += " ORDER BY at COLLATE \"C\" DESC, id DESC"
+            if let limit {
+                parameters.append(PostgresValue(limit))
+                sql += " LIMIT $\(parameters.count)"
+            }
+            return try connection.execute(sql, parameters).reversed().map { row in
+                LoggedEvent(
+                    id: try row.int64("id"), userId: try row.string("user_id"), action: try row.string("action"),
+                    at: try row.date("at"), count: try row.int("count"),
+                    idempotencyKey: try row.optionalString("idempotency_key"),
+                    properties: LoggedEvent.decodeProperties(try row.optionalString("properties")))
+            }
+        }
+    }
+
     /// Appends the event unless its idempotency key was seen; true when it
     /// was appended. A key seen with another action is a client bug, refused.
     private func append(_ event: TrackedEvent, _ connection: PostgresConnection) throws -> Bool {

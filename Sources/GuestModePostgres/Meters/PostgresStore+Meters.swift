@@ -35,7 +35,8 @@ extension PostgresStore: MeterStore {
     }
 
     public func useMeter(
-        of userID: String, meter: Meter, amount: MeterAmount, key: String?, profile: Profile, now: Date
+        of userID: String, meter: Meter, amount: MeterAmount, key: String?, overage: MeterOverage, profile: Profile,
+        now: Date
     ) throws -> MeterUseResult {
         try write { connection in
             let user = try requireUser(userID, locking: true, connection)
@@ -50,7 +51,8 @@ extension PostgresStore: MeterStore {
                     isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
             }
             let before = try meterStatus(of: user, meter: meter, profile: profile, now: now, connection)
-            guard before.admits(amount) else {
+            let fits = before.admits(amount)
+            guard fits || (overage == .allow && before.used.adding(amount) != nil) else {
                 return MeterUseResult(
                     isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
             }
@@ -67,7 +69,8 @@ extension PostgresStore: MeterStore {
             let after = try meterStatus(of: user, meter: meter, profile: profile, now: now, connection)
             let warnings = try fireWarnings(of: userID, meter: meter, status: after, now: now, connection)
             return MeterUseResult(
-                isRecorded: true, isDuplicate: false, isAllowed: true, status: after, warnings: warnings)
+                isRecorded: true, isDuplicate: false, isAllowed: fits, overage: !fits, status: after,
+                warnings: warnings)
         }
     }
 

@@ -78,13 +78,15 @@ extension PostgresStore: TransferStore {
     public func adoptOwnerlessRecords(user userID: String, profile: Profile, now: Date) throws -> AdoptReport {
         let owner = profile.guestOwner
         return try writeMovingData { connection in
-            // The user's lock makes a second adoption by the same user wait and then see the flag.
+            // The user's lock makes a second adoption by the same user wait and then see what is left.
+            // Idempotent per record: an adopted record is no longer the guest owner's, so a later run
+            // adopts only what appeared since. The flag only says the user adopted before.
             _ = try requireUser(userID, locking: true, connection)
-            if try connection.execute(
-                "SELECT 1 AS present FROM user_flags WHERE user_id = $1 AND flag = 'adopted'", [PostgresValue(userID)]
-            ).first != nil {
-                return AdoptReport(user: userID, moved: [:], collisions: [], wasAlreadyAdopted: true)
-            }
+            let adoptedBefore =
+                try connection.execute(
+                    "SELECT 1 AS present FROM user_flags WHERE user_id = $1 AND flag = 'adopted'",
+                    [PostgresValue(userID)]
+                ).first != nil
             var moved: [String: Int] = [:]
             var collisions: [AdoptReport.Collision] = []
             // The guest owner is not a user row, so its records are locked instead: another user adopting
@@ -114,11 +116,15 @@ extension PostgresStore: TransferStore {
                     ])
                 if updated.changes == 1 { moved[collection, default: 0] += 1 }
             }
-            try connection.execute(
-                "INSERT INTO user_flags (user_id, flag, set_at) VALUES ($1, 'adopted', $2)",
-                [PostgresValue(userID), PostgresValue(now)])
-            if !moved.isEmpty { try noteChange(of: userID, profile: profile, now: now, connection) }
-            return AdoptReport(user: userID, moved: moved, collisions: collisions, wasAlreadyAdopted: false)
+            if !moved.isEmpty {
+                if !adoptedBefore {
+                    try connection.execute(
+                        "INSERT INTO user_flags (user_id, flag, set_at) VALUES ($1, 'adopted', $2) ON CONFLICT DO NOTHING",
+                        [PostgresValue(userID), PostgresValue(now)])
+                }
+                try noteChange(of: userID, profile: profile, now: now, connection)
+            }
+            return AdoptReport(user: userID, moved: moved, collisions: collisions, wasAlreadyAdopted: adoptedBefore)
         }
     }
 

@@ -40,6 +40,29 @@ extension PostgresStore: RecordStore {
         }
     }
 
+    public func putOwnerlessRecord(
+        collection: String, key: String, data: String, profile: Profile, now: Date
+    ) throws -> Bool {
+        try write { connection in
+            let owner = profile.guestOwner
+            let exists =
+                try connection.execute(
+                    "SELECT 1 FROM records WHERE owner_id = $1 AND collection = $2 AND key = $3",
+                    [PostgresValue(owner), PostgresValue(collection), PostgresValue(key)]
+                ).count > 0
+            try connection.execute(
+                """
+                INSERT INTO records (owner_id, collection, key, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
+                ON CONFLICT (owner_id, collection, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
+                """,
+                [
+                    PostgresValue(owner), PostgresValue(collection), PostgresValue(key), PostgresValue(data),
+                    PostgresValue(now),
+                ])
+            return exists
+        }
+    }
+
     public func record(owner userID: String, collection: String, key: String) throws -> StoredRecord? {
         try read { connection in
             _ = try requireUser(userID, connection)

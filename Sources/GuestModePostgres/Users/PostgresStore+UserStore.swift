@@ -8,7 +8,34 @@ extension PostgresStore: UserStore {
     static let purgeBatchSize = 2000
 
     public func createUser(_ user: User, credentials: StoredCredentials?) throws {
+        try write { connection in try insertWithCredentials(user, credentials, connection) }
+    }
+
+    public func createUserUnlessDeviceKnown(
+        _ user: User, credentials: StoredCredentials?
+    ) throws -> (user: User, created: Bool) {
         try write { connection in
+            if let device = user.device {
+                // Concurrent creations for one device queue on this lock; the later ones find the first's user.
+                try connection.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext($1)) IS NULL AS locked",
+                    [PostgresValue("guestmode-device:" + device)])
+                if let row = try connection.execute(
+                    "SELECT id FROM users WHERE device = $1 ORDER BY created_at, id COLLATE \"C\" LIMIT 1",
+                    [PostgresValue(device)]
+                ).first {
+                    return (try requireUser(try row.string("id"), connection), false)
+                }
+            }
+            try insertWithCredentials(user, credentials, connection)
+            return (user, true)
+        }
+    }
+
+    private func insertWithCredentials(
+        _ user: User, _ credentials: StoredCredentials?, _ connection: PostgresConnection
+    ) throws {
+        do {
             try insert(user, connection)
             guard let credentials else { return }
             // ON CONFLICT instead of a check first: a concurrent creation of the

@@ -80,6 +80,40 @@ extension SQLiteStore: EventStore {
         }
     }
 
+    public func events(of userID: String, action: String?, since: Date?, limit: Int?) throws -> [LoggedEvent] {
+        try read { db in
+            _ = try requireUser(userID, db)
+            var sql = "SELECT id, user_id, action, at, count, idempotency_key, properties FROM events WHERE user_id = ?"
+            var arguments: [any DatabaseValueConvertible] = [userID]
+            if let action {
+                sql += " AND action = ?"
+                arguments.append(action)
+            }
+            if let since {
+                sql += " AND at >= ?"
+                arguments.append(Timestamp.format(since))
+            }
+            sql += " ORDER BY at DESC, id DESC"
+            if let limit {
+                sql += " LIMIT ?"
+                arguments.append(limit)
+            }
+            let rows = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments))
+            return try rows.reversed().map { row in
+                let atText: String = try row.decode(forColumn: "at")
+                guard let at = Timestamp.parse(atText) else {
+                    throw GuestModeError.badData(
+                        "the store holds an event at '\(atText)', not a time; run 'db check'", code: .corruptStore)
+                }
+                return LoggedEvent(
+                    id: try row.decode(forColumn: "id"), userId: try row.decode(forColumn: "user_id"),
+                    action: try row.decode(forColumn: "action"), at: at, count: try row.decode(forColumn: "count"),
+                    idempotencyKey: try row.decode(forColumn: "idempotency_key"),
+                    properties: LoggedEvent.decodeProperties(try row.decode(forColumn: "properties")))
+            }
+        }
+    }
+
     /// Creates an anonymous guest unless the user exists; true when created.
     private func createGuestIfMissing(_ userID: String, firstSeenAt time: Date, _ db: Database) throws -> Bool {
         let at = Timestamp.format(time)

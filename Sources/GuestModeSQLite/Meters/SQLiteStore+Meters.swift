@@ -26,7 +26,8 @@ extension SQLiteStore: MeterStore {
     }
 
     public func useMeter(
-        of userID: String, meter: Meter, amount: MeterAmount, key: String?, profile: Profile, now: Date
+        of userID: String, meter: Meter, amount: MeterAmount, key: String?, overage: MeterOverage, profile: Profile,
+        now: Date
     ) throws -> MeterUseResult {
         try write { db in
             let user = try requireUser(userID, db)
@@ -40,7 +41,8 @@ extension SQLiteStore: MeterStore {
                     isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
             }
             let before = try meterStatus(of: user, meter: meter, profile: profile, now: now, db)
-            guard before.admits(amount) else {
+            let fits = before.admits(amount)
+            guard fits || (overage == .allow && before.used.adding(amount) != nil) else {
                 return MeterUseResult(
                     isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
             }
@@ -52,7 +54,8 @@ extension SQLiteStore: MeterStore {
             let after = try meterStatus(of: user, meter: meter, profile: profile, now: now, db)
             let warnings = try fireWarnings(of: userID, meter: meter, status: after, now: now, db)
             return MeterUseResult(
-                isRecorded: true, isDuplicate: false, isAllowed: true, status: after, warnings: warnings)
+                isRecorded: true, isDuplicate: false, isAllowed: fits, overage: !fits, status: after,
+                warnings: warnings)
         }
     }
 

@@ -73,11 +73,12 @@ extension SQLiteStore: TransferStore {
         let owner = profile.guestOwner
         return try writeDurably { db in
             _ = try requireUser(userID, db)
-            if try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM user_flags WHERE user_id = ? AND flag = 'adopted'", arguments: [userID]) == true
-            {
-                return AdoptReport(user: userID, moved: [:], collisions: [], wasAlreadyAdopted: true)
-            }
+            // Idempotent per record: an adopted record is no longer the guest owner's, so a later run
+            // adopts only what appeared since. The flag only says the user adopted before.
+            let adoptedBefore =
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM user_flags WHERE user_id = ? AND flag = 'adopted'", arguments: [userID])
+                == true
             var moved: [String: Int] = [:]
             var collisions: [AdoptReport.Collision] = []
             let rows = try Row.fetchAll(
@@ -99,11 +100,19 @@ extension SQLiteStore: TransferStore {
                     arguments: [userID, keyAfter, owner, collection, key])
                 moved[collection, default: 0] += 1
             }
-            try db.execute(
-                sql: "INSERT INTO user_flags (user_id, flag, set_at) VALUES (?, 'adopted', ?)",
-                arguments: [userID, Timestamp.format(now)])
-            if !moved.isEmpty { try noteChange(of: userID, profile: profile, now: now, db) }
-            return AdoptReport(user: userID, moved: moved, collisions: collisions, wasAlreadyAdopted: false)
+            if !moved.isEmpty {
+                if !adoptedBefore {
+                    try db.execute(
+                        sql: "INSERT INTO user_flags (user_id, flag, set_at) VALUES (?, 'adopted', ?)",
+                        arguments: [userID, Timestamp.format(now)])
+                }
+                try noteChange(of: userID, profile: profile, now: now, db)
+            }
+            // A run that adopts nothing writes nothing: the store is left byte for byte as it was.
+            return (
+                AdoptReport(user: userID, moved: moved, collisions: collisions, wasAlreadyAdopted: adoptedBefore),
+                !moved.isEmpty
+            )
         }
     }
 

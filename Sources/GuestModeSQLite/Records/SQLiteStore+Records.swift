@@ -31,6 +31,26 @@ extension SQLiteStore: RecordStore {
         }
     }
 
+    public func putOwnerlessRecord(
+        collection: String, key: String, data: String, profile: Profile, now: Date
+    ) throws -> Bool {
+        try write { db in
+            let owner = profile.guestOwner
+            let exists =
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
+                    arguments: [owner, collection, key]) ?? false
+            let nowText = Timestamp.format(now)
+            try db.execute(
+                sql: """
+                    INSERT INTO records (owner_id, collection, key, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(owner_id, collection, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
+                    """,
+                arguments: [owner, collection, key, data, nowText, nowText])
+            return exists
+        }
+    }
+
     public func record(owner userID: String, collection: String, key: String) throws -> StoredRecord? {
         try read { db in
             _ = try requireUser(userID, db)

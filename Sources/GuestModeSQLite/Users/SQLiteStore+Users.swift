@@ -4,7 +4,11 @@ import GuestModeKit
 
 extension SQLiteStore: UserStore {
     public func createUser(_ user: User, credentials: StoredCredentials?) throws {
-        try write { db in
+        try write { db in try insertWithCredentials(user, credentials, db) }
+    }
+
+    private func insertWithCredentials(_ user: User, _ credentials: StoredCredentials?, _ db: Database) throws {
+        do {
             try insert(user, db)
             guard let credentials else { return }
             if try Bool.fetchOne(
@@ -19,6 +23,23 @@ extension SQLiteStore: UserStore {
                 arguments: [
                     user.id, credentials.username, credentials.secretHash, Timestamp.format(credentials.createdAt),
                 ])
+        }
+    }
+
+    public func createUserUnlessDeviceKnown(
+        _ user: User, credentials: StoredCredentials?
+    ) throws -> (user: User, created: Bool) {
+        // One IMMEDIATE transaction: a second process waits for the first, then finds its user.
+        return try writeDurably { db in
+            if let device = user.device,
+                let id = try String.fetchOne(
+                    db, sql: "SELECT id FROM users WHERE device = ? ORDER BY created_at, id LIMIT 1",
+                    arguments: [device])
+            {
+                return (try requireUser(id, db), false)
+            }
+            try insertWithCredentials(user, credentials, db)
+            return (user, true)
         }
     }
 

@@ -16,13 +16,18 @@ struct GuestCommand: ParsableCommand {
                 The id is stable: linking an identity later upgrades this same user in place. An app that \
                 kept a legacy anonymous username and secret for the guest can store them with --username and \
                 --secret-stdin; only a salted hash of the secret is kept, and it is removed once an identity \
-                is linked.
+                is linked. With --device the call is idempotent: the device id survives a reinstall (the app \
+                keeps it in the keychain), so a device that already has a user gets that same user back, with \
+                a note on standard error and "created": false in the JSON.
                 """
         )
 
         @OptionGroup var global: GlobalOptions
 
-        @Option(help: ArgumentHelp("The device the guest was created on.", valueName: "id"))
+        @Option(
+            help: ArgumentHelp(
+                "The device the guest was created on. Idempotent: a device that already has a guest gets that guest back, nothing created.",
+                valueName: "id"))
         var device: String?
 
         @Option(help: ArgumentHelp("A legacy anonymous username to keep for this guest.", valueName: "name"))
@@ -46,9 +51,39 @@ struct GuestCommand: ParsableCommand {
                 }
                 credentials = AnonymousCredentials(username: username, secret: secret)
             }
-            let user = try engine.createGuest(device: device, credentials: credentials, now: try global.currentTime())
-            if global.json { return try global.output.json(user) }
+            let creation = try engine.createOrFindGuest(
+                device: device, credentials: credentials, now: try global.currentTime())
+            let user = creation.user
+            if !creation.created {
+                global.output.note(
+                    "device \(device ?? "") already has guest \(user.id); returning it (nothing created\(credentials == nil ? "" : ", the username was not stored"))"
+                )
+            }
+            if global.json { return try global.output.json(Created(user: user, created: creation.created)) }
             global.output.line(user.id)
+        }
+    }
+
+    /// `guest new --json`: the user and whether this call created it.
+    struct Created: Encodable {
+        var user: User
+        var created: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case userId, id, created, device, state, promptState, createdAt, lastSeenAt, linkedAt
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(user.id, forKey: .userId)
+            try container.encode(user.id, forKey: .id)
+            try container.encode(created, forKey: .created)
+            try container.encode(user.device, forKey: .device)
+            try container.encode(user.state, forKey: .state)
+            try container.encode(user.promptState, forKey: .promptState)
+            try container.encode(user.createdAt, forKey: .createdAt)
+            try container.encode(user.lastSeenAt, forKey: .lastSeenAt)
+            try container.encode(user.linkedAt, forKey: .linkedAt)
         }
     }
 }

@@ -9,7 +9,10 @@ struct MeterCommand: ParsableCommand {
         discussion: """
             Call 'meter check' before a paid API call: it exits 0 when the amount fits and 12 when the meter \
             is exhausted, and records nothing. 'meter use' records usage (once per --id) and reports each \
-            warning threshold the first time it is crossed; a use that does not fit is refused whole, exit 12.
+            warning threshold the first time it is crossed; a use that does not fit is refused whole, exit 12, \
+            unless overage is allowed (--overage allow, or the meter's 'overage: allow' in the profile): then \
+            usage that already happened is recorded in full, the meter reads exhausted, and the exit status is \
+            still 12, with the usage recorded.
             """,
         subcommands: [Use.self, Check.self, Status.self]
     )
@@ -29,10 +32,17 @@ struct MeterCommand: ParsableCommand {
             help: ArgumentHelp("An idempotency key: a repeated key records once.", valueName: "key"))
         var idempotencyKey: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "Usage past the allowance: refuse records nothing; allow records it in full and exits 12 with the usage recorded (default: the meter's overage in the profile, else refuse).",
+                valueName: "allow|refuse"))
+        var overage: MeterOverage?
+
         func run() throws {
             let amount = try MeterAmount.parse(self.amount)
             let result = try global.openEngine().useMeter(
-                user: user, meter: meter, amount: amount, key: idempotencyKey, now: try global.currentTime())
+                user: user, meter: meter, amount: amount, key: idempotencyKey, overage: overage,
+                now: try global.currentTime())
             if global.json {
                 try global.output.json(result)
             } else {
@@ -43,13 +53,18 @@ struct MeterCommand: ParsableCommand {
                 }
                 if !global.quiet {
                     let verb =
-                        result.isRecorded
-                        ? "recorded" : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
+                        result.overage
+                        ? "recorded (overage)"
+                        : result.isRecorded
+                            ? "recorded"
+                            : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
                     global.output.line(
                         "\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
                 }
             }
-            if !result.isAllowed { throw MeterCommand.exhausted(result.status, json: global.json) }
+            if !result.isAllowed {
+                throw MeterCommand.exhausted(result.status, json: global.json, recorded: result.isRecorded)
+            }
         }
     }
 
@@ -112,10 +127,12 @@ struct MeterCommand: ParsableCommand {
             "\(status.meter) \(status.used)/\(allowance) \(status.unit) used\(percent), \(status.remaining ?? .zero) left, level \(status.level.rawValue)"
     }
 
-    static func exhausted(_ status: MeterStatus, json: Bool) -> Error {
+    static func exhausted(_ status: MeterStatus, json: Bool, recorded: Bool = false) -> Error {
         if !json {
-            FileHandle.standardError.write(
-                Data("guestmode: meter exhausted: \(describe(status)); nothing was recorded\n".utf8))
+            let outcome =
+                recorded
+                ? "the usage was recorded in full (overage); the allowance is now used up" : "nothing was recorded"
+            FileHandle.standardError.write(Data("guestmode: meter exhausted: \(describe(status)); \(outcome)\n".utf8))
         }
         return ExitCode(FailureKind.meterExhausted.exitStatus)
     }

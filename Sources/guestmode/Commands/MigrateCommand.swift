@@ -97,12 +97,13 @@ struct MigrateCommand: ParsableCommand {
 
     struct Adopt: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Give a user the records written before any user existed, once.",
+            abstract: "Give a user the records written before any user existed; idempotent per record.",
             discussion: """
                 Records owned by the profile's guest owner (guest_owner, usually "") move to USER. Keys of \
                 collections with unique fields start with their owner ("/habit/day") and are rewritten \
-                ("USER/habit/day"); a key USER already has is reported and left untouched. A per-user flag \
-                makes a second run a no-op.
+                ("USER/habit/day"); a key USER already has is reported and left untouched. Adoption is \
+                idempotent per record: a later run adopts the ownerless records written since (the app fell \
+                back to guest mode offline), nothing twice, and a run with nothing to adopt changes nothing.
                 """
         )
 
@@ -114,14 +115,14 @@ struct MigrateCommand: ParsableCommand {
             let report = try global.openEngine().adopt(user: user, now: try global.currentTime())
             if global.json { return try global.output.json(report) }
             let output = global.output
-            if report.wasAlreadyAdopted {
-                output.line("\(user) already adopted the guest owner's data; nothing changed")
-                return
-            }
             for (collection, count) in report.moved.sorted(by: { $0.key < $1.key }) {
                 output.line("adopted \(count) \(collection)")
             }
-            if report.moved.isEmpty { output.line("no ownerless records to adopt") }
+            if report.moved.isEmpty {
+                output.line(
+                    report.wasAlreadyAdopted
+                        ? "no new ownerless records to adopt; nothing changed" : "no ownerless records to adopt")
+            }
             for collision in report.collisions {
                 output.line(
                     "collision: \(collision.collection)/\(collision.key) → \(collision.keyAfter) already exists; left unadopted"

@@ -23,7 +23,10 @@ struct PlanCommand: ParsableCommand {
         @Argument(help: "The user id.") var user: String
         @Argument(help: "The plan, as the profile names it.") var plan: String
 
-        @Option(help: ArgumentHelp("A trial of this length (e.g. 7d, 1 month).", valueName: "duration"))
+        @Option(
+            help: ArgumentHelp(
+                "A trial of this length: ISO 8601 (P1M, P7D, PT24H) or short (7d, 24h, 1 month); calendar months and years end on the same day of the month, UTC.",
+                valueName: "duration"))
         var trial: String?
 
         @Option(help: ArgumentHelp("The plan ends at this time (ISO 8601).", valueName: "time"))
@@ -31,8 +34,8 @@ struct PlanCommand: ParsableCommand {
 
         func validate() throws {
             if trial != nil && until != nil { throw ValidationError("give either --trial or --until, not both") }
-            if let trial, TimeSpan(parsing: trial) == nil {
-                throw ValidationError("--trial '\(trial)' is not a duration; write e.g. 7d or 1 month")
+            if let trial, case .failure(let refusal) = TimeSpan.parse(trial) {
+                throw ValidationError("--trial: \(refusal)")
             }
             if let until, Timestamp.parse(until) == nil {
                 throw ValidationError("--until '\(until)' is not an ISO 8601 time")

@@ -19,7 +19,9 @@ struct RecordCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
-        @OptionGroup var record: RecordLocation
+        @Argument(help: "The user id (left out with --unowned: COLLECTION KEY).") var user: String
+        @Argument(help: "The collection.") var collection: String
+        @Argument(help: "The record key.") var key: String?
 
         @Option(help: ArgumentHelp("The record as JSON.", valueName: "json"))
         var data: String?
@@ -27,24 +29,52 @@ struct RecordCommand: ParsableCommand {
         @Option(help: ArgumentHelp("Read the record's JSON from a file; - reads standard input.", valueName: "file"))
         var file: String?
 
+        @Flag(
+            help: ArgumentHelp(
+                "Write a record owned by the profile's guest owner, as an app does before any user exists (no cap); give COLLECTION KEY only. 'migrate adopt USER' later gives it to a user."
+            ))
+        var unowned = false
+
+        /// The record meant: (nil, collection, key) with --unowned.
+        var location: (user: String?, collection: String, key: String) {
+            if unowned { return (nil, user, collection) }
+            return (user, collection, key ?? "")
+        }
+
         func validate() throws {
             if (data == nil) == (file == nil) { throw ValidationError("give exactly one of --data and --file") }
+            if unowned && key != nil {
+                throw ValidationError("with --unowned give COLLECTION KEY only: the guest owner owns the record")
+            }
+            if !unowned && key == nil {
+                throw ValidationError("give USER COLLECTION KEY (or --unowned COLLECTION KEY)")
+            }
         }
 
         func run() throws {
             let engine = try global.openEngine()
             let now = try global.currentTime()
+            let (user, collection, key) = location
+            let bytes = try data.map { Data($0.utf8) } ?? readInput(file ?? "-")
             let result =
-                if let data {
-                    try engine.putRecord(
-                        user: record.user, collection: record.collection, key: record.key, json: data, now: now)
+                if let user {
+                    try engine.putRecord(user: user, collection: collection, key: key, jsonBytes: bytes, now: now)
                 } else {
-                    try engine.putRecord(
-                        user: record.user, collection: record.collection, key: record.key,
-                        jsonBytes: readInput(file ?? "-"), now: now)
+                    try engine.putOwnerlessRecord(collection: collection, key: key, jsonBytes: bytes, now: now)
                 }
+            try finish(result, key: key)
+        }
+
+        private func finish(_ result: PutResult, key: String) throws {
             if global.json { try global.output.json(result) }
-            try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: record.key, global: global)
+            if unowned {
+                if !global.quiet && !global.json {
+                    global.output.line(
+                        "\(result.isReplacement ? "replaced" : "stored") ownerless \(location.collection)/\(key)")
+                }
+                return
+            }
+            try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: key, global: global)
         }
     }
 

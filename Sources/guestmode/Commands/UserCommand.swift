@@ -6,7 +6,7 @@ struct UserCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user",
         abstract: "List, show, delete and purge users.",
-        subcommands: [List.self, Show.self, Delete.self, Purge.self]
+        subcommands: [List.self, Show.self, Events.self, Delete.self, Purge.self]
     )
 
     struct List: ParsableCommand {
@@ -20,18 +20,28 @@ struct UserCommand: ParsableCommand {
         @Flag(help: "Only users with a linked identity.")
         var linked = false
 
-        @Option(help: ArgumentHelp("Only users not seen for at least this many days.", valueName: "days"))
+        @Option(
+            help: ArgumentHelp(
+                "Only users not seen for at least this long: a duration such as 90d, 2w, 3 months or P90D.",
+                valueName: "duration"))
+        var inactive: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "Only users not seen for at least this many days (same as --inactive Nd).", valueName: "days"))
         var inactiveDays: Int?
 
         func validate() throws {
             if anonymous && linked { throw ValidationError("--anonymous and --linked exclude each other") }
             if let inactiveDays { try requireInRange(inactiveDays, 0...36_500, "--inactive-days") }
+            _ = try UserCommand.inactivity(inactive, days: inactiveDays)
         }
 
         func run() throws {
             let engine = try global.openEngine()
             let filter = UserFilter(
-                state: anonymous ? .anonymous : linked ? .linked : nil, inactiveDays: inactiveDays)
+                state: anonymous ? .anonymous : linked ? .linked : nil,
+                inactive: try UserCommand.inactivity(inactive, days: inactiveDays))
             let users = try engine.users(matching: filter, now: try global.currentTime())
             if global.json { return try global.output.json(users) }
             global.output.table(
@@ -108,9 +118,55 @@ struct UserCommand: ParsableCommand {
         }
     }
 
+    struct Events: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show a user's event log, oldest first: tracked actions and system events.",
+            discussion: """
+                System events include meter_warning, account_upgrade_started, account_upgrade_succeeded and \
+                account_upgrade_failed (with the provider and the failure code; never a token), \
+                account_unlinked and prompt outcomes.
+                """)
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The user id.") var user: String
+
+        @Option(help: ArgumentHelp("Only this action, e.g. account_upgrade_failed.", valueName: "action"))
+        var action: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "Only events at or after this time: ISO 8601, or relative to --now (-7d, -PT1H).", valueName: "time"))
+        var since: String?
+
+        @Option(help: ArgumentHelp("Only the latest N events (1 to 1000000).", valueName: "n"))
+        var limit: Int?
+
+        func validate() throws {
+            if let limit { try requireInRange(limit, 1...EventQuery.largestLimit, "--limit") }
+        }
+
+        func run() throws {
+            let engine = try global.openEngine()
+            let now = try global.currentTime()
+            let since = try self.since.map { try GlobalOptions.time($0, what: "--since", clock: now) }
+            let events = try engine.events(of: user, matching: EventQuery(action: action, since: since, limit: limit))
+            if global.json { return try global.output.json(events) }
+            global.output.table(
+                events.map { event in
+                    [
+                        String(event.id), Timestamp.format(event.at), event.action, String(event.count),
+                        event.properties.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.text)" }
+                            .joined(separator: " "),
+                    ]
+                },
+                header: ["ID", "AT", "ACTION", "COUNT", "PROPERTIES"])
+        }
+    }
+
     struct Purge: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove anonymous users inactive for a number of days.",
+            abstract: "Remove anonymous users inactive for a while (--inactive 90d).",
             discussion: """
                 Guests that own records are kept unless --include-with-data; guests holding a plan in force are \
                 always kept. --dry-run lists exactly what would go; otherwise --yes is required.
@@ -119,8 +175,16 @@ struct UserCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
-        @Option(help: ArgumentHelp("Purge guests not seen for at least this many days.", valueName: "days"))
-        var inactiveDays: Int
+        @Option(
+            help: ArgumentHelp(
+                "Purge guests not seen for at least this long: a duration such as 90d, 2w, 3 months or P90D.",
+                valueName: "duration"))
+        var inactive: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "Purge guests not seen for at least this many days (same as --inactive Nd).", valueName: "days"))
+        var inactiveDays: Int?
 
         @Flag(help: "List what would be removed and change nothing.")
         var dryRun = false
@@ -132,15 +196,19 @@ struct UserCommand: ParsableCommand {
         var includeWithData = false
 
         func validate() throws {
-            try requireInRange(inactiveDays, 1...36_500, "--inactive-days")
+            if let inactiveDays { try requireInRange(inactiveDays, 1...36_500, "--inactive-days") }
+            if try UserCommand.inactivity(inactive, days: inactiveDays) == nil {
+                throw ValidationError("say which guests are stale: --inactive DURATION (e.g. --inactive 90d)")
+            }
             if !dryRun && !yes {
                 throw ValidationError("purging cannot be undone; add --yes, or look first with --dry-run")
             }
         }
 
         func run() throws {
+            guard let span = try UserCommand.inactivity(inactive, days: inactiveDays) else { return }
             let report = try global.openEngine().purge(
-                inactiveDays: inactiveDays, includingUsersWithData: includeWithData, dryRun: dryRun,
+                inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
                 now: try global.currentTime())
             if global.json { return try global.output.json(report) }
             let verb = dryRun ? "would purge" : "purged"
@@ -152,6 +220,19 @@ struct UserCommand: ParsableCommand {
             global.output.note(
                 "\(verb) \(report.purged.count) guests inactive since \(Timestamp.format(report.cutoff)); kept \(report.kept.count) with data or a plan"
             )
+        }
+    }
+
+    /// `--inactive DURATION` or its alias `--inactive-days N`, at most one.
+    static func inactivity(_ text: String?, days: Int?) throws -> TimeSpan? {
+        if text != nil && days != nil {
+            throw ValidationError("give either --inactive or --inactive-days, not both")
+        }
+        if let days { return TimeSpan(amount: days, unit: .days) }
+        guard let text else { return nil }
+        switch TimeSpan.parse(text) {
+        case .success(let span): return span
+        case .failure(let refusal): throw ValidationError("--inactive: \(refusal)")
         }
     }
 }

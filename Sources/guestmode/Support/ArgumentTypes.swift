@@ -7,6 +7,7 @@ extension ArchiveFormat: ExpressibleByArgument {}
 extension ConflictPolicy: ExpressibleByArgument {}
 extension MergePolicy: ExpressibleByArgument {}
 extension PromptOutcome: ExpressibleByArgument {}
+extension MeterOverage: ExpressibleByArgument {}
 
 struct RecordLocation: ParsableArguments {
     @Argument(help: "The user id.") var user: String

@@ -24,7 +24,7 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The current time, ISO 8601 (default: $GUESTMODE_NOW, else the system clock). Every policy reads only this clock.",
+            "The current time: ISO 8601, or relative to the system clock (+30d, -1h, +P1M) (default: $GUESTMODE_NOW, else the system clock). Every policy reads only this clock.",
             valueName: "time"))
     var now: String?
 
@@ -76,11 +76,30 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func currentTime() throws -> Date {
-        if let now { return try Timestamp.parseOrThrow(now, what: "--now") }
+        if let now { return try GlobalOptions.time(now, what: "--now") }
         if let environment = ProcessInfo.processInfo.environment["GUESTMODE_NOW"], !environment.isEmpty {
-            return try Timestamp.parseOrThrow(environment, what: "GUESTMODE_NOW")
+            return try GlobalOptions.time(environment, what: "GUESTMODE_NOW")
         }
         return Date()
+    }
+
+    /// An ISO 8601 time, or a time relative to the system clock: a sign and
+    /// any duration (`+30d`, `-1h`, `+P1M`).
+    static func time(_ text: String, what: String, clock: Date = Date()) throws -> Date {
+        switch RelativeTime.resolve(text, from: clock) {
+        case .success(let date)?: return date
+        case .failure(let refusal)?:
+            throw GuestModeError.usage(
+                "\(what): '\(text)' is not a relative time (\(refusal)); write a sign and a duration such as +30d, -1h or +P1M, or an ISO 8601 time",
+                code: .badTime)
+        case nil:
+            guard let date = Timestamp.parse(text) else {
+                throw GuestModeError.usage(
+                    "\(what): '\(text)' is not a time; write ISO 8601 (2026-11-22T09:30:00Z) or a time relative to the clock (+30d, -1h, +P1M)",
+                    code: .badTime)
+            }
+            return date
+        }
     }
 
     var output: Output { Output(isJSON: json, isQuiet: quiet, isVerbose: verbose) }

@@ -188,7 +188,8 @@ struct TransferStoreTests {
 
         let stable = try observableState(engine)
         let second = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(3))
-        #expect(second.wasAlreadyAdopted && second.moved.isEmpty && second.collisions.isEmpty)
+        #expect(second.wasAlreadyAdopted && second.moved.isEmpty)
+        #expect(second.collisions == first.collisions, "the colliding record is still left with the guest owner")
         #expect(try observableState(engine) == stable, "adopting twice is a no-op")
         #expect(
             errorCode { _ = try store.adoptOwnerlessRecords(user: "nobody", profile: profile, now: day(3)) }
@@ -196,15 +197,88 @@ struct TransferStoreTests {
         #expect(try observableState(engine) == stable)
     }
 
+    /// Issue 11: an adoption that found nothing used to set the flag and
+    /// block every later adoption.
     @Test(arguments: StoreBackend.allCases)
-    func adoptWithNothingOwnerlessStillSetsTheFlag(backend: StoreBackend) throws {
+    func adoptWithNothingOwnerlessDoesNotBlockALaterAdoption(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "habits")
         let engine = try backend.engine(store, profile)
         let user = try engine.createGuest(device: nil, now: day(1)).id
+        let stable = try observableState(engine)
         let first = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(2))
         #expect(!first.wasAlreadyAdopted && first.moved.isEmpty)
+        #expect(try observableState(engine) == stable, "an adoption that finds nothing writes nothing")
         try backend.seedOwnerlessRecords(store, owner: profile.guestOwner, [("habits", "late", "{}")], at: day(3))
-        #expect(try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(4)).wasAlreadyAdopted)
-        #expect(try recordLines(engine, user).isEmpty)
+        let second = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(4))
+        #expect(!second.wasAlreadyAdopted)
+        #expect(second.moved == ["habits": 1])
+        #expect(try recordLines(engine, user) == ["habits/late={}"])
+    }
+
+    /// Ownerless data that appears after a first adoption (the app fell back
+    /// to guest mode offline) is adopted by the next run, nothing twice.
+    @Test(arguments: StoreBackend.allCases)
+    func adoptionIsIdempotentPerRecord(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        let engine = try backend.engine(store, profile)
+        let user = try engine.createGuest(device: nil, now: day(1)).id
+        _ = try engine.putOwnerlessRecord(collection: "habits", key: "h1", json: #"{"name":"Run"}"#, now: day(1))
+        _ = try engine.putOwnerlessRecord(
+            collection: "completions", key: "/h1/2026-10-01", json: #"{"day":"2026-10-01"}"#, now: day(1))
+        let first = try engine.adopt(user: user, now: day(2))
+        #expect(first.moved == ["habits": 1, "completions": 1])
+        _ = try engine.putOwnerlessRecord(
+            collection: "completions", key: "/h1/2026-10-02", json: #"{"day":"2026-10-02"}"#, now: day(3))
+        let second = try engine.adopt(user: user, now: day(4))
+        #expect(second.wasAlreadyAdopted)
+        #expect(second.moved == ["completions": 1])
+        #expect(
+            try recordLines(engine, user).sorted() == [
+                #"completions/\#(user)/h1/2026-10-01={"day":"2026-10-01"}"#,
+                #"completions/\#(user)/h1/2026-10-02={"day":"2026-10-02"}"#, #"habits/h1={"name":"Run"}"#,
+            ])
+        let stable = try observableState(engine)
+        #expect(try engine.adopt(user: user, now: day(5)).moved.isEmpty)
+        #expect(try observableState(engine) == stable)
+        #expect(
+            errorCode {
+                _ = try engine.putOwnerlessRecord(collection: "completions", key: "h1/x", json: "{}", now: day(5))
+            }
+                == .ownerlessKeyWithoutOwner)
+    }
+
+    /// The loser of a keep-account merge is listed and restored under a new
+    /// key, the winner untouched.
+    @Test(arguments: StoreBackend.allCases)
+    func conflictArchiveListAndRestore(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        let engine = try backend.engine(store, profile)
+        let guest = try engine.createGuest(device: nil, now: day(1)).id
+        let account = try engine.createGuest(device: nil, now: day(1)).id
+        _ = try engine.putRecord(user: guest, collection: "habits", key: "h1", json: #"{"by":"guest"}"#, now: day(1))
+        _ = try engine.putRecord(
+            user: account, collection: "habits", key: "h1", json: #"{"by":"account"}"#, now: day(2))
+        _ = try engine.merge(guest: guest, into: account, policy: .keepAccount, dryRun: false, now: day(3))
+
+        let archived = try engine.archivedConflicts(of: account)
+        #expect(archived.count == 1)
+        let entry = try #require(archived.first)
+        #expect(entry.userId == account && entry.collection == "habits" && entry.key == "h1")
+        #expect(entry.data == #"{"by":"guest"}"#)
+        #expect(try engine.archivedConflicts(of: nil) == archived)
+        #expect(errorCode { _ = try engine.archivedConflicts(of: "nobody") } == .userNotFound)
+
+        let stable = try observableState(engine)
+        #expect(errorCode { _ = try engine.restoreConflict(id: entry.id, key: "h1", now: day(4)) } == .recordKeyTaken)
+        #expect(
+            errorCode { _ = try engine.restoreConflict(id: entry.id + 1000, key: nil, now: day(4)) }
+                == .conflictNotFound)
+        #expect(try observableState(engine) == stable, "a refused restore changes nothing")
+
+        let restored = try engine.restoreConflict(id: entry.id, key: nil, now: day(4))
+        #expect(restored.restoredKey == "h1~restored")
+        #expect(try engine.record(user: account, collection: "habits", key: "h1").data == #"{"by":"account"}"#)
+        #expect(try engine.record(user: account, collection: "habits", key: "h1~restored").data == #"{"by":"guest"}"#)
+        #expect(try engine.archivedConflicts(of: account).isEmpty)
     }
 }

@@ -1,0 +1,75 @@
+import Foundation
+
+/// One row of a user's event log as `user events` shows it: tracked
+/// actions and the system events guestmode appends itself (meter warnings,
+/// `account_upgrade_started/succeeded/failed` with their provider and
+/// failure code, unlinks, prompt outcomes).
+public struct LoggedEvent: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var userId: String
+    public var action: String
+    public var at: Date
+    public var count: Int
+    public var idempotencyKey: String?
+    public var properties: [String: EventProperty]
+
+    public init(
+        id: Int64, userId: String, action: String, at: Date, count: Int, idempotencyKey: String?,
+        properties: [String: EventProperty]
+    ) {
+        self.id = id
+        self.userId = userId
+        self.action = action
+        self.at = at
+        self.count = count
+        self.idempotencyKey = idempotencyKey
+        self.properties = properties
+    }
+
+    /// Properties as the store keeps them (a JSON object, or nothing).
+    /// Text that is not such an object reads as no properties rather than
+    /// failing the whole listing.
+    public static func decodeProperties(_ text: String?) -> [String: EventProperty] {
+        guard let text, let data = text.data(using: .utf8) else { return [:] }
+        return (try? JSONDecoder().decode([String: EventProperty].self, from: data)) ?? [:]
+    }
+}
+
+/// Which events `GuestMode.events(of:matching:)` returns.
+public struct EventQuery: Sendable, Equatable {
+    /// Only this action.
+    public var action: String?
+    /// Only events at or after this time.
+    public var since: Date?
+    /// Only the latest this many (still listed oldest first).
+    public var limit: Int?
+
+    public init(action: String? = nil, since: Date? = nil, limit: Int? = nil) {
+        self.action = action
+        self.since = since
+        self.limit = limit
+    }
+
+    /// The largest `limit` accepted.
+    public static let largestLimit = 1_000_000
+}
+
+extension GuestMode {
+    /// The user's event log, oldest first, filtered by `query`.
+    public func events(of userID: String, matching query: EventQuery) throws -> [LoggedEvent] {
+        if let limit = query.limit, !(1...EventQuery.largestLimit).contains(limit) {
+            throw GuestModeError.usage(
+                "the limit must be between 1 and \(EventQuery.largestLimit), not \(limit)", code: .invalidLimit)
+        }
+        return try store.events(of: userID, action: query.action, since: query.since, limit: query.limit)
+    }
+}
+
+extension EventProperty {
+    /// The value as written: the text of a string, the digits of a number.
+    public var text: String {
+        switch self {
+        case .string(let text), .number(let text): text
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+
+/// A record that lost a merge, kept in the conflict archive of the user
+/// who received the merge (`user_id`), so no merge ever loses data.
+public struct ArchivedConflict: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var userId: String
+    /// The merge journal that archived it, in the store where the merge ran.
+    public var journalId: Int64?
+    public var collection: String
+    /// The key the record had when it lost.
+    public var key: String
+    public var data: String
+    /// When the losing record was last written.
+    public var updatedAt: Date
+    /// Why it lost, e.g. `keep-account (was owned by GUEST)`.
+    public var reason: String
+    public var archivedAt: Date
+
+    public init(
+        id: Int64, userId: String, journalId: Int64?, collection: String, key: String, data: String, updatedAt: Date,
+        reason: String, archivedAt: Date
+    ) {
+        self.id = id
+        self.userId = userId
+        self.journalId = journalId
+        self.collection = collection
+        self.key = key
+        self.data = data
+        self.updatedAt = updatedAt
+        self.reason = reason
+        self.archivedAt = archivedAt
+    }
+}
+
+/// What `merge conflicts restore` did.
+public struct RestoredConflict: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var userId: String
+    public var collection: String
+    /// The key the record had when it lost.
+    public var key: String
+    /// The key it is restored under, next to the winner.
+    public var restoredKey: String
+
+    public init(id: Int64, userId: String, collection: String, key: String, restoredKey: String) {
+        self.id = id
+        self.userId = userId
+        self.collection = collection
+        self.key = key
+        self.restoredKey = restoredKey
+    }
+}
+
+extension ArchivedConflict {
+    /// Keys a restored record may take when none is given, in the order
+    /// they are tried: `key~restored`, `key~restored2`, …
+    public static func restoredKeys(for key: String) -> some Sequence<String> {
+        (1...).lazy.map { attempt in attempt == 1 ? "\(key)~restored" : "\(key)~restored\(attempt)" }
+    }
+}
+
+extension GuestMode {
+    /// Records that lost a merge: the user's (it must exist), or every
+    /// user's when `userID` is nil; oldest first.
+    public func archivedConflicts(of userID: String?) throws -> [ArchivedConflict] {
+        try store.archivedConflicts(owner: userID)
+    }
+
+    /// Brings an archived losing record back as a record of the user who
+    /// received the merge, under `key` (default: the first free of
+    /// `key~restored`, `key~restored2`, …), never touching the record that
+    /// won. The archive entry is removed in the same transaction. A `key`
+    /// the user already holds is refused and nothing changes.
+    public func restoreConflict(id: Int64, key: String?, now: Date) throws -> RestoredConflict {
+        if let key, key.isEmpty {
+            throw GuestModeError.usage("the record key must not be empty", code: .emptyKey)
+        }
+        return try store.restoreArchivedConflict(id: id, key: key, profile: profile, now: now)
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+
+@testable import GuestModeArchive
+@testable import GuestModeKit
+@testable import GuestModeSQLite
+
+/// Issue 11's store methods: overage, devices that survive a reinstall,
+/// the event log, on every backend.
+@Suite("Overage, device idempotency and the event log: conformance")
+struct MissionStoreTests {
+    @Test(arguments: StoreBackend.allCases)
+    func overageRecordsInFullAndFiresEveryWarningOnce(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "voice")
+        try makeGuests(["u1"], in: store, profile: profile)
+        let meter = try #require(profile.meter(named: "api_minutes"))
+        _ = try store.useMeter(of: "u1", meter: meter, amount: 40, key: nil, profile: profile, now: day(1))
+
+        let refused = try store.useMeter(
+            of: "u1", meter: meter, amount: 30, key: nil, overage: .refuse, profile: profile, now: day(1))
+        #expect(!refused.isRecorded && !refused.isAllowed && !refused.overage)
+        #expect(refused.status.used == 40)
+
+        let over = try store.useMeter(
+            of: "u1", meter: meter, amount: 30, key: "late-session", overage: .allow, profile: profile, now: day(1))
+        #expect(over.isRecorded && !over.isAllowed && over.overage)
+        #expect(over.status.used == 70)
+        #expect(over.status.remaining == 0)
+        #expect(over.status.level == .exhausted)
+        #expect(over.warnings.map(\.level) == [.warning, .critical])
+
+        let repeated = try store.useMeter(
+            of: "u1", meter: meter, amount: 30, key: "late-session", overage: .allow, profile: profile, now: day(1))
+        #expect(repeated.isDuplicate && !repeated.isRecorded)
+        #expect(repeated.status.used == 70)
+
+        let more = try store.useMeter(
+            of: "u1", meter: meter, amount: 1, key: nil, overage: .allow, profile: profile, now: day(1))
+        #expect(more.isRecorded && more.overage && more.warnings.isEmpty, "each warning fires once")
+        #expect(more.status.used == 71)
+        #expect(!(try store.checkMeter(of: "u1", meter: meter, amount: 1, profile: profile, now: day(1)).isAllowed))
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func overageThatFitsIsAPlainUse(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "voice")
+        try makeGuests(["u1"], in: store, profile: profile)
+        let meter = try #require(profile.meter(named: "api_minutes"))
+        let fits = try store.useMeter(
+            of: "u1", meter: meter, amount: 60, key: nil, overage: .allow, profile: profile, now: day(1))
+        #expect(fits.isRecorded && fits.isAllowed && !fits.overage)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aKnownDeviceReturnsItsUser(backend: StoreBackend) throws {
+        let (store, _) = try backend.makeStore(profile: "voice")
+        let first = try store.createUserUnlessDeviceKnown(newUser(device: "phone"), credentials: nil)
+        #expect(first.created)
+        let again = try store.createUserUnlessDeviceKnown(newUser(at: day(2), device: "phone"), credentials: nil)
+        #expect(!again.created)
+        #expect(again.user == first.user)
+        let other = try store.createUserUnlessDeviceKnown(newUser(device: "tablet"), credentials: nil)
+        #expect(other.created && other.user.id != first.user.id)
+        #expect(try store.users(state: nil, lastSeenBefore: nil).count == 2)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func eventsAreListedOldestFirstAndFiltered(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "voice")
+        try makeGuests(["u1", "u2"], in: store, profile: profile)
+        for (index, action) in ["app_opened", "command_spoken", "app_opened"].enumerated() {
+            _ = try store.trackEvent(
+                TrackedEvent(user: "u1", action: action, at: day(index + 2), properties: ["n": .number("\(index)")]),
+                profile: profile, now: day(index + 2))
+        }
+        let all = try store.events(of: "u1", action: nil, since: nil, limit: nil)
+        #expect(all.map(\.action) == [profile.actions[0], "app_opened", "command_spoken", "app_opened"])
+        #expect(all.allSatisfy { $0.userId == "u1" })
+        #expect(all.last?.properties == ["n": .number("2")])
+        #expect(try store.events(of: "u1", action: "app_opened", since: day(3), limit: nil).map(\.at) == [day(4)])
+        #expect(
+            try store.events(of: "u1", action: nil, since: nil, limit: 2).map(\.action) == [
+                "command_spoken", "app_opened",
+            ])
+        #expect(try store.events(of: "u2", action: "command_spoken", since: nil, limit: nil).isEmpty)
+        expectFailure(.notFound, code: .userNotFound) {
+            _ = try store.events(of: "nobody", action: nil, since: nil, limit: nil)
+        }
+    }
+}
