@@ -41,6 +41,9 @@ enum TourWalks {
             "guestmode link $guest --provider apple --subject 001234.abcd", showing: ["linked apple to $guest"],
             note: "the guest becomes an account in place: same id, same data")
         try tour.run(
+            "guestmode user events $guest --action account_upgrade_succeeded", showing: ["provider=apple"],
+            note: "the event log keeps every upgrade, started, succeeded or failed, with its provider")
+        try tour.run(
             "guestmode record put $guest subscriptions sub-6 --data '{}'", exit: 11, showing: ["needs-premium"],
             note: "a free account keeps 5 too: exit 11 asks for premium")
         try tour.run(
@@ -65,6 +68,12 @@ enum TourWalks {
         try tour.run(
             "guestmode merge $tablet --into $guest --policy keep-account", showing: ["netflix"],
             note: "one transaction: the guest's data moves in, the losing record is archived, the guest is gone")
+        try tour.run(
+            "guestmode merge conflicts list $guest", showing: ["netflix", "17.99"],
+            note: "the archived loser, kept with its data")
+        try tour.run(
+            "guestmode merge conflicts restore 1 --key netflix-tablet", showing: ["netflix-tablet"],
+            note: "brought back under a new key; the winning record is not touched")
         try backup(tour, user: "$guest", profile: "subscriptions")
     }
 
@@ -85,14 +94,26 @@ enum TourWalks {
             "guestmode meter check $guest api_minutes 1", exit: 12, showing: ["exhausted"],
             note: "the gate before a paid call: exit 12 means do not make it")
         try tour.run(
-            "guestmode plan grant $guest premium --trial '1 month'", showing: ["premium", "trial"],
-            note: "a one-month trial of premium, once per user")
+            "guestmode plan grant $guest premium --trial 1M", exit: 64, showing: ["P1M", "1 month"],
+            note: "months or minutes? an ambiguous duration is refused, and the one trial is not used up")
+        try tour.run(
+            "guestmode plan grant $guest premium --trial P1M", showing: ["premium", "trial"],
+            note: "a trial of one calendar month (ISO 8601; '1 month' says the same)")
         try tour.run(
             "guestmode meter check $guest api_minutes 10", showing: ["unlimited"],
             note: "premium minutes are unlimited during the trial")
         try tour.run(
             "guestmode --now \(tour.time(32, .days)) meter check $guest api_minutes 1", exit: 12,
             showing: ["exhausted"], note: "a month later the trial has ended and the free allowance is spent")
+        try tour.run("guestmode guest new", capture: "caller", note: "another guest, on a long call")
+        try tour.run(
+            "guestmode meter use $caller api_minutes 54", showing: ["54/60"], note: "6 minutes left")
+        try tour.run(
+            "guestmode meter use $caller api_minutes 7", exit: 12, showing: ["refused 7"],
+            note: "by default a use that does not fit is refused whole")
+        try tour.run(
+            "guestmode meter use $caller api_minutes 7 --overage allow", exit: 12, showing: ["61/60", "exhausted"],
+            note: "but the call already happened: recorded in full, and exit 12 says the allowance is now used up")
         try tour.run(
             "guestmode report usage", showing: ["api_minutes"], note: "metered usage per meter and tier")
     }
@@ -150,6 +171,10 @@ enum TourWalks {
     private static func habits(_ tour: TourRunner) throws {
         try tour.run(
             "guestmode init --profile habits", showing: ["habits v1"], note: "a profile with the backup outbox on")
+        try tour.run(
+            "guestmode record put --unowned habits read --data '{\"name\": \"Read 10 pages\"}'",
+            showing: ["ownerless habits/read"],
+            note: "the app wrote data before any user existed: it belongs to no one yet")
         try tour.runEach(
             "guestmode --now \(tour.time(-120, .days)) guest new", variable: "n", over: ["1", "2", "3"],
             note: "three guests who tried the app four months ago and left")
@@ -157,6 +182,15 @@ enum TourWalks {
         try tour.run(
             "guestmode record put $guest habits walk --data '{\"name\": \"Walk 20 minutes\"}'",
             showing: ["habits/walk"], note: "a change, so a backup of this user is queued")
+        try tour.run(
+            "guestmode migrate adopt $guest", showing: ["adopted 1"], note: "the first user adopts the ownerless data")
+        try tour.run(
+            "guestmode record put --unowned habits stretch --data '{}'", showing: ["ownerless habits/stretch"],
+            note: "offline, the app fell back to writing ownerless data")
+        try tour.run(
+            "guestmode migrate adopt $guest", showing: ["adopted 1"], note: "adopting again takes only what is new")
+        try tour.run(
+            "guestmode migrate adopt $guest", showing: ["nothing changed"], note: "and a third run changes nothing")
         try tour.run(
             "guestmode backup queue", showing: ["$guest"], note: "the outbox: one entry per user with changes")
         try tour.run(
@@ -167,10 +201,10 @@ enum TourWalks {
             "guestmode backup push --to backups --retry-now", showing: ["$guest"],
             note: "each queued user exported, verified and written atomically, then taken off the queue")
         try tour.run(
-            "guestmode user purge --inactive-days 90 --dry-run", showing: ["3"],
+            "guestmode user purge --inactive 90d --dry-run", showing: ["3"],
             note: "stale guests with no data and no plan; dry run first")
         try tour.run(
-            "guestmode user purge --inactive-days 90 --yes", showing: ["3"], note: "gone, in one transaction")
+            "guestmode user purge --inactive 90d --yes", showing: ["3"], note: "gone, in one transaction")
         try tour.run("guestmode guest new", capture: "account", note: "an account made on another device")
         try tour.run(
             "guestmode link $account --provider email --subject ana@example.com", showing: ["linked email"],
@@ -182,7 +216,8 @@ enum TourWalks {
             "guestmode migrate $guest --to $account", showing: ["$account"],
             note: "a backup first, then journaled steps; --resume finishes one cut short")
         try tour.run(
-            "guestmode record list $account habits", showing: ["walk"], note: "the account has the guest's habits")
+            "guestmode record list $account habits", showing: ["walk", "read", "stretch"],
+            note: "the account has the guest's habits, adopted ones included")
         try tour.run("guestmode db check", showing: ["ok"], note: "the store's integrity and invariants")
     }
 
