@@ -10,7 +10,7 @@ private func on(day days: Int) -> String {
 }
 
 extension Sandbox {
-    func newGuest(at time: String = day0) async throws -> String {
+    func triggerGuest(at time: String = day0) async throws -> String {
         let created = try await run("guest", "new", "--json", "--now", time)
         #expect(created.status == 0, "\(created.stderr)")
         return try #require(created.object["id"] as? String)
@@ -32,7 +32,7 @@ struct PromptTriggerTests {
     @Test("subscriptions: the refused 6th offers the guest's copy, after link the premium copy")
     func subscriptionLimitPrompts() async throws {
         let sandbox = try await Sandbox.withStore("subscriptions")
-        let user = try await sandbox.newGuest()
+        let user = try await sandbox.triggerGuest()
         for index in 1...5 {
             #expect(try await sandbox.putSubscription(user, "s\(index)", at: on(day: 0)).status == 0)
         }
@@ -68,7 +68,7 @@ struct PromptTriggerTests {
     @Test("voice: 45 then 54 minutes offer the 75 % and the 90 % prompt once each; 60 the paywall")
     func voiceMeterPrompts() async throws {
         let sandbox = try await Sandbox.withStore("voice")
-        let user = try await sandbox.newGuest()
+        let user = try await sandbox.triggerGuest()
         func use(_ amount: String, day: Int) async throws -> Sandbox.Result {
             try await sandbox.run("meter", "use", user, "api_minutes", amount, "--now", on(day: day))
         }
@@ -104,7 +104,7 @@ struct PromptTriggerTests {
     @Test("recipes: a refused video raises daily_limit_reached with no --trigger")
     func recipesVideoMeterRaisesTheTrigger() async throws {
         let sandbox = try await Sandbox.withStore("recipes")
-        let user = try await sandbox.newGuest()
+        let user = try await sandbox.triggerGuest()
         #expect(
             try await sandbox.run("experiment", "assign", user, "auth_prompts", "--variant", "control", "--now", day0)
                 .status == 0)
@@ -121,7 +121,7 @@ struct PromptTriggerTests {
     @Test("--explain names the deciding rule; exit 13 with --json prints the decision on stdout")
     func explainAndJSONOnNothingDue() async throws {
         let sandbox = try await Sandbox.withStore("voice")
-        let user = try await sandbox.newGuest()
+        let user = try await sandbox.triggerGuest()
         #expect(try await sandbox.run("meter", "use", user, "api_minutes", "50", "--now", day0).status == 0)
 
         let explained = try await sandbox.run("prompt", "next", user, "--explain", "--json", "--now", day0)
@@ -165,7 +165,7 @@ struct PromptTriggerTests {
         let sandbox = try await Sandbox.withStore("recipes")
         var offers: [String: [String: Any]] = [:]
         for variant in ["control", "benefits"] {
-            let user = try await sandbox.newGuest()
+            let user = try await sandbox.triggerGuest()
             #expect(
                 try await sandbox.run("experiment", "assign", user, "auth_prompts", "--variant", variant, "--now", day0)
                     .status == 0)
@@ -200,7 +200,7 @@ struct PromptTriggerTests {
     @Test("prompt reset undoes never, records an event; outcomes queue the backup")
     func resetAndBackupQueue() async throws {
         let sandbox = try await Sandbox.withStore("habits")
-        let user = try await sandbox.newGuest()
+        let user = try await sandbox.triggerGuest()
         let contexts = try await sandbox.run("prompt", "next", user, "--json", "--explain", "--now", day0)
         let context = try #require(
             ((contexts.object["rules"] as? [[String: Any]])?.first?["context"]) as? String, "\(contexts.stdout)")
