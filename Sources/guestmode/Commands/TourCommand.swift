@@ -145,6 +145,7 @@ struct TourWalk {
         narrator.say(
             "guestmode record put \(short(user)) \(collection) item-\(cap + 1)",
             "refused: \(over.outcome.rawValue) (exit \(over.outcome.failureKind?.exitStatus ?? 0)); nothing stored")
+        try narrateRaisedPrompt(user, &narrator)
         _ = try engine.link(
             user: user, provider: profile.identity.providers[0], subject: "tour-\(user)", email: nil, now: start)
         let records = try engine.records(user: user, collection: collection).count
@@ -158,6 +159,7 @@ struct TourWalk {
             asAccount.outcome == .allowed
                 ? "stored: accounts may keep more"
                 : "refused: \(asAccount.outcome.rawValue) (exit \(asAccount.outcome.failureKind?.exitStatus ?? 0))")
+        if asAccount.outcome != .allowed { try narrateRaisedPrompt(user, &narrator) }
         if asAccount.outcome != .allowed,
             let plan = profile.plans.first(where: { profile.tier($0.tier).cap(for: collection) == nil })
         {
@@ -194,6 +196,7 @@ struct TourWalk {
         narrator.say(
             "guestmode meter check \(short(guest.id)) \(meter.name) 1",
             gate.isAllowed ? "allowed" : "exhausted (exit 12): the app must not make the paid call")
+        try narrateRaisedPrompt(guest.id, &narrator)
         guard let plan = profile.plans.first(where: { $0.trial != nil }), let trial = plan.trial else { return }
         _ = try engine.grantPlan(user: guest.id, plan: plan.name, trial: trial, until: nil, now: start)
         let during = try engine.checkMeter(user: guest.id, meter: meter.name, amount: 10, now: start)
@@ -243,8 +246,11 @@ struct TourWalk {
             let rule = profile.prompts.rules.sorted(by: { $0.priority > $1.priority }).first(where: { rule in
                 rule.trigger == nil
                     && rule.conditions.allSatisfy {
-                        if case .daysSinceFirstSeen = $0 { return false }
-                        return true
+                        // Counters the tour can track; limits and meters are walked with the refusals above.
+                        switch $0 {
+                        case .counter, .state: return true
+                        default: return false
+                        }
                     }
             })
         else { return }
@@ -280,11 +286,24 @@ struct TourWalk {
         narrator.say(
             "guestmode prompt record \(short(guest.id)) \(rule.context) never; guestmode --now +30d prompt next …",
             try next(at: month))
+        let reset = try engine.resetPrompts(for: guest.id, now: month)
+        narrator.say(
+            "guestmode --now +30d prompt reset \(short(guest.id))",
+            "\"never\" undone at the user's request (a prompt_reset event), prompt state \(reset.promptState.rawValue)")
         let totals = try engine.promptsReport(ReportPeriod()).total
         narrator.say(
             "guestmode report prompts",
             "shown \(totals.shown), never \(totals.never), completed \(totals.completed) (computed in SQL over the store)"
         )
+    }
+
+    /// After a refusal: the prompt a declared trigger or a limit or meter
+    /// condition now offers, with no `track` and no `--trigger` by the app.
+    private func narrateRaisedPrompt(_ user: String, _ narrator: inout Narrator) throws {
+        guard case let .show(offer) = try engine.nextPrompt(for: user, trigger: nil, now: start) else { return }
+        narrator.say(
+            "guestmode prompt next \(short(user))",
+            "show \(offer.context) (\(offer.priority.rawValue)): \"\(offer.content.title)\" [\(offer.content.primaryAction)]")
     }
 
     /// A guest signs in to an account that already exists: the migration
