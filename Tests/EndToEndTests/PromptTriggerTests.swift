@@ -211,7 +211,8 @@ struct PromptTriggerTests {
         let never = try await sandbox.run("prompt", "record", user, context, "never", "--json", "--now", day0)
         #expect(never.status == 0, "\(never.stderr)")
         let queue = try await sandbox.run("backup", "queue", "--json")
-        #expect(queue.stdout.contains(user), "a never outcome queues the user's backup: \(queue.stdout) \(queue.stderr)")
+        #expect(
+            queue.stdout.contains(user), "a never outcome queues the user's backup: \(queue.stdout) \(queue.stderr)")
 
         let silenced = try await sandbox.run("prompt", "next", user, "--json", "--now", on(day: 30))
         #expect(silenced.status == 13)

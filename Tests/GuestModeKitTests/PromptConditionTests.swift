@@ -58,8 +58,10 @@ private func parseProblems(_ text: String) -> [String] {
     }
 
     @Test func theGuestCapPromptWaitsForTheRefusal() {
-        let full = ["subscriptions": CollectionLimit(
-            collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount)]
+        let full = [
+            "subscriptions": CollectionLimit(
+                collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount)
+        ]
         #expect(chosen(subscriptions, guestFacts(limits: full)) == nil, "at the cap but nothing refused yet")
         #expect(
             chosen(subscriptions, guestFacts(limits: full, triggers: ["guest_cap_refused": hours(1)]))
@@ -67,23 +69,28 @@ private func parseProblems(_ text: String) -> [String] {
         // Shown after the refusal: the trigger is spent until the next refusal.
         let shown = [PromptHistoryEntry(context: "guest_cap_reached", outcome: .shown, at: hours(1))]
         #expect(
-            chosen(subscriptions, guestFacts(history: shown, limits: full, triggers: ["guest_cap_refused": hours(1)]),
+            chosen(
+                subscriptions, guestFacts(history: shown, limits: full, triggers: ["guest_cap_refused": hours(1)]),
                 at: hours(48)) == nil)
         #expect(
-            chosen(subscriptions, guestFacts(history: shown, limits: full, triggers: ["guest_cap_refused": hours(47)]),
+            chosen(
+                subscriptions, guestFacts(history: shown, limits: full, triggers: ["guest_cap_refused": hours(47)]),
                 at: hours(48)) == "guest_cap_reached")
     }
 
     @Test func anUpgradePromptReachesALinkedUserASignInPromptDoesNot() {
-        let full = ["subscriptions": CollectionLimit(
-            collection: "subscriptions", tier: .account, used: 5, cap: 5, outcome: .needsPremium)]
+        let full = [
+            "subscriptions": CollectionLimit(
+                collection: "subscriptions", tier: .account, used: 5, cap: 5, outcome: .needsPremium)
+        ]
         let triggers = ["guest_cap_refused": hours(1), "account_cap_refused": hours(1)]
         let linked = guestFacts(state: .linked, promptState: .authenticated, limits: full, triggers: triggers)
         #expect(chosen(subscriptions, linked) == "account_cap_reached")
         // Without any upgrade rule, a linked user keeps the old answer.
-        #expect(recipes.prompts.decide(
-            facts: guestFacts(state: .linked), trigger: nil, strategy: .plain(recipes.prompts), now: hours(1))
-            == .quiet(.linked))
+        #expect(
+            recipes.prompts.decide(
+                facts: guestFacts(state: .linked), trigger: nil, strategy: .plain(recipes.prompts), now: hours(1))
+                == .quiet(.linked))
     }
 
     @Test func meterThresholdsComparedExactly() {
@@ -95,21 +102,26 @@ private func parseProblems(_ text: String) -> [String] {
         #expect(chosen(voice, guestFacts(meters: minutes(60, of: nil, profile: voice))) == nil, "unlimited")
         // Past 90 %, the 75 % prompt is not offered even if it was never shown.
         let almostShown = [PromptHistoryEntry(context: "minutes_almost_gone", outcome: .shown, at: hours(1))]
-        #expect(chosen(voice, guestFacts(history: almostShown, meters: minutes(55, profile: voice)), at: hours(30)) == nil)
+        #expect(
+            chosen(voice, guestFacts(history: almostShown, meters: minutes(55, profile: voice)), at: hours(30)) == nil)
     }
 
     @Test func remainingAndLimitConditions() {
         let status = minutes(57, profile: voice)["api_minutes"]!
         let facts = guestFacts(
-            limits: ["subscriptions": CollectionLimit(
-                collection: "subscriptions", tier: .guest, used: 4, cap: 5, outcome: .allowed)],
+            limits: [
+                "subscriptions": CollectionLimit(
+                    collection: "subscriptions", tier: .guest, used: 4, cap: 5, outcome: .allowed)
+            ],
             meters: ["api_minutes": status])
         let three = Comparison(comparator: .atMost, value: 3)
         #expect(Condition.meterRemaining(meter: "api_minutes", comparison: three).holds(for: facts, now: hours(1)))
-        #expect(!Condition.meterRemaining(meter: "api_minutes", comparison: .init(comparator: .below, value: 3))
-            .holds(for: facts, now: hours(1)))
-        #expect(Condition.limitRemaining(collection: "subscriptions", comparison: .init(comparator: .atMost, value: 1))
-            .holds(for: facts, now: hours(1)))
+        #expect(
+            !Condition.meterRemaining(meter: "api_minutes", comparison: .init(comparator: .below, value: 3))
+                .holds(for: facts, now: hours(1)))
+        #expect(
+            Condition.limitRemaining(collection: "subscriptions", comparison: .init(comparator: .atMost, value: 1))
+                .holds(for: facts, now: hours(1)))
         #expect(!Condition.limitReached(collection: "subscriptions", outcome: nil).holds(for: facts, now: hours(1)))
         #expect(!Condition.limitReached(collection: "unknown", outcome: nil).holds(for: facts, now: hours(1)))
         #expect(!Condition.meterExhausted(meter: "api_minutes").holds(for: facts, now: hours(1)))
@@ -117,10 +129,13 @@ private func parseProblems(_ text: String) -> [String] {
 
     @Test func placeholdersAreFilledFromTheUsersState() {
         let facts = guestFacts(
-            limits: ["subscriptions": CollectionLimit(
-                collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount)],
+            limits: [
+                "subscriptions": CollectionLimit(
+                    collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount)
+            ],
             meters: minutes(45.5, profile: voice), counters: ["recipe_created": 3])
-        let text = "{counter.recipe_created} recipes, {limit.subscriptions.used}/{limit.subscriptions.max} "
+        let text =
+            "{counter.recipe_created} recipes, {limit.subscriptions.used}/{limit.subscriptions.max} "
             + "({limit.subscriptions.remaining} left), {meter.api_minutes.used} used, "
             + "{meter.api_minutes.remaining} of {meter.api_minutes.allowance} left, {meter.api_minutes.percent_used} %, "
             + "day {days_since_first_seen}, {{literal}}"
@@ -204,7 +219,8 @@ private func parseProblems(_ text: String) -> [String] {
     }
 
     @Test func aVariantRewritesThePromptsCopy() throws {
-        let benefits = ExperimentAssignment(experiment: "auth_prompts", variant: "benefits", bucket: 0.7, assignedAt: start, isNew: false)
+        let benefits = ExperimentAssignment(
+            experiment: "auth_prompts", variant: "benefits", bucket: 0.7, assignedAt: start, isNew: false)
         let strategy = recipes.promptStrategy(assignments: [benefits])
         let override = try #require(strategy.contentOverrides["first_recipe_success"])
         let rule = try #require(recipes.prompts.rules.first { $0.context == "first_recipe_success" })
@@ -214,7 +230,8 @@ private func parseProblems(_ text: String) -> [String] {
         #expect(content.message.hasPrefix("Sign in and your 1 recipe is saved"))
         #expect(content.primaryAction == "Keep my recipe")
         #expect(content.secondaryAction == rule.content.secondaryAction, "fields the variant leaves alone stay")
-        let control = ExperimentAssignment(experiment: "auth_prompts", variant: "control", bucket: 0.1, assignedAt: start, isNew: false)
+        let control = ExperimentAssignment(
+            experiment: "auth_prompts", variant: "control", bucket: 0.1, assignedAt: start, isNew: false)
         #expect(recipes.promptStrategy(assignments: [control]).contentOverrides.isEmpty)
     }
 
@@ -249,8 +266,9 @@ private func parseProblems(_ text: String) -> [String] {
     @Test func neverCountsOnlyUntilAReset() {
         let never = [PromptHistoryEntry(context: "minutes_running_low", outcome: .never, at: hours(1))]
         let before = guestFacts(promptState: .dismissed, history: never, meters: minutes(60, profile: voice))
-        #expect(voice.prompts.decide(facts: before, trigger: nil, strategy: .plain(voice.prompts), now: hours(30))
-            == .quiet(.neverAsk))
+        #expect(
+            voice.prompts.decide(facts: before, trigger: nil, strategy: .plain(voice.prompts), now: hours(30))
+                == .quiet(.neverAsk))
         var after = before
         after.resetAt = hours(2)
         #expect(chosen(voice, after, at: hours(30)) == "minutes_paywall")

@@ -497,7 +497,9 @@ private final class Reader {
             case let (collectionNode?, nil):
                 guard let collection = name(collectionNode, "\(what) collection") else { continue }
                 if !promptScope.collections.contains(collection) {
-                    report(collectionNode, "\(what) names unknown collection '\(collection)'; declare it under collections")
+                    report(
+                        collectionNode, "\(what) names unknown collection '\(collection)'; declare it under collections"
+                    )
                 }
                 var outcome: CapOutcome?
                 if let outcomeNode = field("outcome") {
@@ -517,7 +519,10 @@ private final class Reader {
                 }
                 triggers.append(PromptTrigger(name: triggerName, source: .meter(meter)))
             default:
-                report(value, "\(what) must name exactly one of: collection (a refused record put), meter (a refused meter use or check)")
+                report(
+                    value,
+                    "\(what) must name exactly one of: collection (a refused record put), meter (a refused meter use or check)"
+                )
             }
         }
         return triggers
@@ -565,7 +570,8 @@ private final class Reader {
         }
         let subjects = fields.filter { !comparators.contains($0.key) && $0.key != "outcome" }
         guard subjects.count == 1, let subject = subjects.first else {
-            report(node, "a condition of \(what) must have exactly one of: \((compared + plain).joined(separator: ", "))")
+            report(
+                node, "a condition of \(what) must have exactly one of: \((compared + plain).joined(separator: ", "))")
             return nil
         }
         let outcomeNode = fields.first { $0.key == "outcome" }?.value
@@ -581,7 +587,9 @@ private final class Reader {
                 var outcome: CapOutcome?
                 if let outcomeNode {
                     outcome = choice(outcomeNode, "\(what) outcome", as: CapOutcome.self)
-                    if outcome == .allowed { report(outcomeNode, "\(what) outcome must be needs-account or needs-premium") }
+                    if outcome == .allowed {
+                        report(outcomeNode, "\(what) outcome must be needs-account or needs-premium")
+                    }
                 }
                 return .limitReached(collection: collection, outcome: outcome)
             default:
@@ -634,7 +642,9 @@ private final class Reader {
         case let .success(pieces):
             for case let .placeholder(token) in pieces {
                 guard let placeholder = PromptPlaceholder(token: token) else {
-                    report(node, "\(what) has unknown placeholder '{\(token)}'; placeholders are \(PromptPlaceholder.forms)")
+                    report(
+                        node,
+                        "\(what) has unknown placeholder '{\(token)}'; placeholders are \(PromptPlaceholder.forms)")
                     continue
                 }
                 if let problem = placeholder.problem(

@@ -109,7 +109,8 @@ extension PromptPolicy {
             facts.userState == .linked ? .linked : facts.promptState == .authenticated ? .authenticated : nil
         let gate = heldBack(facts: facts, strategy: strategy, now: now)
         var verdicts: [(rule: PromptRule, verdict: RuleVerdict)] = rules.map { rule in
-            let own = verdict(of: rule, facts: facts, trigger: trigger, strategy: strategy, signedIn: signedIn, now: now)
+            let own = verdict(
+                of: rule, facts: facts, trigger: trigger, strategy: strategy, signedIn: signedIn, now: now)
             return (rule, own ?? gate.map(RuleVerdict.held) ?? .chosen)
         }
         // Highest priority first; among equals the rule declared first in the profile.
@@ -201,7 +202,8 @@ extension Condition {
         case let .meterRemaining(meter, comparison):
             guard let remaining = facts.meters[meter]?.remaining else { return false }
             let value = MeterAmount(approximating: comparison.value)
-            return comparison.holds(remaining < value ? .orderedAscending : remaining == value ? .orderedSame : .orderedDescending)
+            return comparison.holds(
+                remaining < value ? .orderedAscending : remaining == value ? .orderedSame : .orderedDescending)
         case let .meterExhausted(meter):
             return facts.meters[meter]?.level == .exhausted
         }
@@ -265,7 +267,9 @@ extension Condition {
 
 extension Comparison: CustomStringConvertible {
     public var description: String {
-        let value = self.value == self.value.rounded() && abs(self.value) < 1e15 ? String(Int64(self.value)) : String(self.value)
+        let value =
+            self.value == self.value.rounded() && abs(self.value) < 1e15
+            ? String(Int64(self.value)) : String(self.value)
         return "\(comparator.rawValue) \(value)"
     }
 

@@ -103,7 +103,9 @@ public enum PromptText {
                 continue
             }
             guard let close = text[next...].firstIndex(of: "}") else {
-                return .failure(PromptTextProblem(message: "a '{' opens a placeholder that is never closed; write '{{' for a brace"))
+                return .failure(
+                    PromptTextProblem(message: "a '{' opens a placeholder that is never closed; write '{{' for a brace")
+                )
             }
             if !literal.isEmpty { pieces.append(.text(literal)) }
             literal = ""

@@ -405,7 +405,8 @@ extension GuestMode {
 
     /// Undoes "never ask again" (`prompt reset`); false when the user had not said never.
     public func resetPrompts(for userID: String, now: Date) throws -> PromptResetResult {
-        guard let reset = try store.resetPromptState(userID: userID, at: now, queuesBackup: profile.backup.queuesOnChange)
+        guard
+            let reset = try store.resetPromptState(userID: userID, at: now, queuesBackup: profile.backup.queuesOnChange)
         else { throw GuestMode.missingUser(userID) }
         let facts = try requirePromptFacts(userID)
         return PromptResetResult(userID: userID, reset: reset, promptState: facts.promptState, at: now)

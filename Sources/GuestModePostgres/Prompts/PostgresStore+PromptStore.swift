@@ -37,7 +37,9 @@ extension PostgresStore: PromptStore {
         }
     }
 
-    public func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String, queuesBackup: Bool) throws
+    public func recordPromptOutcome(
+        _ entry: PromptHistoryEntry, userID: String, queuesBackup: Bool
+    ) throws
         -> PromptState?
     {
         try write { connection in

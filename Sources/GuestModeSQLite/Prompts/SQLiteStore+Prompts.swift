@@ -34,7 +34,9 @@ extension SQLiteStore: PromptStore {
         }
     }
 
-    public func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String, queuesBackup: Bool) throws
+    public func recordPromptOutcome(
+        _ entry: PromptHistoryEntry, userID: String, queuesBackup: Bool
+    ) throws
         -> PromptState?
     {
         try write { db in

@@ -303,7 +303,8 @@ struct TourWalk {
         guard case let .show(offer) = try engine.nextPrompt(for: user, trigger: nil, now: start) else { return }
         narrator.say(
             "guestmode prompt next \(short(user))",
-            "show \(offer.context) (\(offer.priority.rawValue)): \"\(offer.content.title)\" [\(offer.content.primaryAction)]")
+            "show \(offer.context) (\(offer.priority.rawValue)): \"\(offer.content.title)\" [\(offer.content.primaryAction)]"
+        )
     }
 
     /// A guest signs in to an account that already exists: the migration

@@ -23,14 +23,17 @@ import Testing
         #expect(try store.raisePromptTriggers(["guest_cap_refused"], userID: "u", at: day(2)))
         #expect(try !store.raisePromptTriggers(["guest_cap_refused"], userID: "nobody", at: day(3)))
         let facts = try #require(try store.promptSnapshot(userID: "u", profile: profile, now: day(4)))
-        #expect(facts.limits["subscriptions"] == CollectionLimit(
-            collection: "subscriptions", tier: .guest, used: 3, cap: 5, outcome: .allowed))
+        #expect(
+            facts.limits["subscriptions"]
+                == CollectionLimit(
+                    collection: "subscriptions", tier: .guest, used: 3, cap: 5, outcome: .allowed))
         #expect(facts.limits["settings"]?.cap == nil)
         #expect(facts.raisedTriggers == ["guest_cap_refused": day(3)])
         #expect(facts.resetAt == nil)
         #expect(try store.promptFacts(userID: "u")?.history == facts.history)
         _ = try store.raisePromptTriggers(["guest_cap_refused"], userID: "u", at: day(5))
-        #expect(try store.promptSnapshot(userID: "u", profile: profile, now: day(5))?.raisedTriggers.values.first == day(5))
+        #expect(
+            try store.promptSnapshot(userID: "u", profile: profile, now: day(5))?.raisedTriggers.values.first == day(5))
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -75,9 +78,15 @@ import Testing
         #expect(try engine.checkMeter(user: "u", meter: "api_minutes", amount: 1, now: day(2)).isAllowed)
         #expect(try store.promptSnapshot(userID: "u", profile: profile, now: day(2))?.raisedTriggers == [:])
         #expect(try !engine.checkMeter(user: "u", meter: "api_minutes", amount: 5, now: day(3)).isAllowed)
-        #expect(try store.promptSnapshot(userID: "u", profile: profile, now: day(3))?.raisedTriggers == ["minutes_refused": day(3)])
+        #expect(
+            try store.promptSnapshot(userID: "u", profile: profile, now: day(3))?.raisedTriggers == [
+                "minutes_refused": day(3)
+            ])
         #expect(try !engine.useMeter(user: "u", meter: "api_minutes", amount: 5, key: nil, now: day(4)).isAllowed)
-        #expect(try store.promptSnapshot(userID: "u", profile: profile, now: day(4))?.raisedTriggers == ["minutes_refused": day(4)])
+        #expect(
+            try store.promptSnapshot(userID: "u", profile: profile, now: day(4))?.raisedTriggers == [
+                "minutes_refused": day(4)
+            ])
         #expect(try engine.nextPrompt(for: "u", trigger: nil, now: day(4)).offer?.context == "session_refused")
     }
 
