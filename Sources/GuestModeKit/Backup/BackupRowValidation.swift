@@ -40,7 +40,7 @@ public struct BackupRowValidator {
     /// Actions guestmode writes itself, whatever the profile declares.
     public static let systemActions: Set<String> = [
         "account_upgrade_started", "account_upgrade_succeeded", "account_upgrade_failed", "account_unlinked",
-        FiredWarning.eventAction,
+        FiredWarning.eventAction, PromptTrigger.resetEventAction,
     ]
 
     private struct Key: Hashable {

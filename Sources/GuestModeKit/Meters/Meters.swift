@@ -100,7 +100,9 @@ extension GuestMode {
     {
         let definition = try requireMeter(meter)
         if let amount { try requireValid(amount) }
-        return try store.checkMeter(of: userID, meter: definition, amount: amount, profile: profile, now: now)
+        let decision = try store.checkMeter(of: userID, meter: definition, amount: amount, profile: profile, now: now)
+        if !decision.isAllowed { try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now) }
+        return decision
     }
 
     /// Records usage if it fits. A use that would go past the allowance is,
@@ -116,9 +118,11 @@ extension GuestMode {
     {
         let definition = try requireMeter(meter)
         try requireValid(amount)
-        return try store.useMeter(
+        let result = try store.useMeter(
             of: userID, meter: definition, amount: amount, key: key, overage: overage ?? definition.overage,
             profile: profile, now: now)
+        if !result.isAllowed { try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now) }
+        return result
     }
 
     public func meterStatus(user userID: String, meter: String, now: Date) throws -> MeterStatus {

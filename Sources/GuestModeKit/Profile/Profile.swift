@@ -170,6 +170,37 @@ public struct PromptPolicy: Codable, Sendable, Equatable {
     public var window: TimeSpan?
     public var maximumShownPerWindow: Int?
     public var rules: [PromptRule]
+    /// Named moments a refusal raises for the user (`prompts.triggers`).
+    public var triggers: [PromptTrigger] = []
+
+    public func trigger(named name: String) -> PromptTrigger? { triggers.first { $0.name == name } }
+}
+
+/// Who a prompt is for. Sign-in prompts stop once the user is linked or
+/// completed sign-in; upgrade prompts (premium, paywalls) do not.
+public enum PromptKind: String, Codable, Sendable, CaseIterable {
+    case signIn = "sign-in"
+    case upgrade
+}
+
+/// A trigger the profile declares: a refusal that raises it for the user,
+/// so the next `prompt next` sees it without the app tracking anything.
+public struct PromptTrigger: Codable, Sendable, Equatable {
+    public enum Source: Codable, Sendable, Equatable {
+        /// A `record put` into the collection refused by the cap; with an
+        /// outcome, only refusals with that outcome.
+        case collection(String, outcome: CapOutcome?)
+        /// A `meter use` refused, or a `meter check` answered "not allowed".
+        case meter(String)
+    }
+
+    public var name: String
+    public var source: Source
+
+    public init(name: String, source: Source) {
+        self.name = name
+        self.source = source
+    }
 }
 
 public struct PromptRule: Codable, Sendable, Equatable {
@@ -183,6 +214,7 @@ public struct PromptRule: Codable, Sendable, Equatable {
     public var trigger: String?
     public var conditions: [Condition]
     public var content: PromptContent
+    public var kind: PromptKind = .signIn
 }
 
 public struct PromptContent: Codable, Sendable, Equatable {
@@ -194,11 +226,51 @@ public struct PromptContent: Codable, Sendable, Equatable {
     public var style: String
 }
 
+/// Fields of a prompt's content an experiment variant replaces; nil keeps the rule's.
+public struct PromptContentOverride: Codable, Sendable, Equatable {
+    public var title: String?
+    public var message: String?
+    public var benefits: [String]?
+    public var primaryAction: String?
+    public var secondaryAction: String?
+    public var style: String?
+
+    public init(
+        title: String? = nil, message: String? = nil, benefits: [String]? = nil, primaryAction: String? = nil,
+        secondaryAction: String? = nil, style: String? = nil
+    ) {
+        self.title = title
+        self.message = message
+        self.benefits = benefits
+        self.primaryAction = primaryAction
+        self.secondaryAction = secondaryAction
+        self.style = style
+    }
+
+    public func applied(to content: PromptContent) -> PromptContent {
+        PromptContent(
+            title: title ?? content.title, message: message ?? content.message, benefits: benefits ?? content.benefits,
+            primaryAction: primaryAction ?? content.primaryAction,
+            secondaryAction: secondaryAction ?? content.secondaryAction, style: style ?? content.style)
+    }
+}
+
 /// One clause of a prompt rule; a rule holds when all of its clauses do.
 public enum Condition: Codable, Sendable, Equatable {
     case counter(action: String, comparison: Comparison)
     case daysSinceFirstSeen(Comparison)
     case state(UserState)
+    /// The collection's cap is reached (records held ≥ cap; never for an
+    /// unlimited tier); with an outcome, a new record would get exactly it.
+    case limitReached(collection: String, outcome: CapOutcome?)
+    /// Records that still fit under the cap (false for an unlimited tier).
+    case limitRemaining(collection: String, comparison: Comparison)
+    /// Percentage of the allowance used in the current period (false when unlimited).
+    case meterPercentUsed(meter: String, comparison: Comparison)
+    /// Amount left of the allowance (false when unlimited).
+    case meterRemaining(meter: String, comparison: Comparison)
+    /// Nothing of the allowance remains.
+    case meterExhausted(meter: String)
 }
 
 public struct Comparison: Codable, Sendable, Equatable {
@@ -206,6 +278,10 @@ public struct Comparison: Codable, Sendable, Equatable {
         case equals
         case atLeast = "at_least"
         case atMost = "at_most"
+        /// Strictly less than.
+        case below
+        /// Strictly greater than.
+        case above
     }
 
     public var comparator: Operator
@@ -216,6 +292,8 @@ public struct Comparison: Codable, Sendable, Equatable {
         case .equals: actual == value
         case .atLeast: actual >= value
         case .atMost: actual <= value
+        case .below: actual < value
+        case .above: actual > value
         }
     }
 }
@@ -238,6 +316,8 @@ public struct Variant: Codable, Sendable, Equatable {
     public var promptCooldown: TimeSpan?
     /// When set, only these prompt contexts are offered to this variant.
     public var enabledContexts: [String]?
+    /// Per prompt context, the copy this variant shows instead of the rule's.
+    public var contentOverrides: [String: PromptContentOverride] = [:]
 }
 
 public struct BackupPolicy: Codable, Sendable, Equatable {

@@ -48,10 +48,20 @@ public struct PromptFacts: Sendable, Equatable {
     public var counters: [String: Int]
     /// Oldest first.
     public var history: [PromptHistoryEntry]
+    /// Where the user stands against each collection's cap, by collection
+    /// (a snapshot: `PromptStore.promptSnapshot`; empty in replays).
+    public var limits: [String: CollectionLimit]
+    /// Each meter's status in its current period, by meter.
+    public var meters: [String: MeterStatus]
+    /// When each trigger was last raised for the user, by trigger name.
+    public var raisedTriggers: [String: Date]
+    /// The last `prompt reset`: "never" outcomes before it no longer count.
+    public var resetAt: Date?
 
     public init(
         userID: String, userState: UserState, promptState: PromptState, firstSeen: Date,
-        counters: [String: Int], history: [PromptHistoryEntry]
+        counters: [String: Int], history: [PromptHistoryEntry], limits: [String: CollectionLimit] = [:],
+        meters: [String: MeterStatus] = [:], raisedTriggers: [String: Date] = [:], resetAt: Date? = nil
     ) {
         self.userID = userID
         self.userState = userState
@@ -59,6 +69,16 @@ public struct PromptFacts: Sendable, Equatable {
         self.firstSeen = firstSeen
         self.counters = counters
         self.history = history
+        self.limits = limits
+        self.meters = meters
+        self.raisedTriggers = raisedTriggers
+        self.resetAt = resetAt
+    }
+
+    /// Whether the user said "never" after the last reset.
+    public var saidNever: Bool {
+        promptState == .neverAsk
+            || history.contains { $0.outcome == .never && $0.at > (resetAt ?? .distantPast) }
     }
 }
 
@@ -69,6 +89,8 @@ public struct PromptStrategy: Sendable, Equatable {
     public var enabledContexts: Set<String>?
     /// The experiment variants that shaped this strategy.
     public var variants: [ExperimentAssignment]
+    /// Per context, the copy a variant shows instead of the rule's.
+    public var contentOverrides: [String: PromptContentOverride] = [:]
 
     public static func plain(_ policy: PromptPolicy) -> PromptStrategy {
         PromptStrategy(cooldown: policy.cooldown, enabledContexts: nil, variants: [])
@@ -116,53 +138,10 @@ public enum PromptDecision: Sendable, Equatable {
 extension PromptPolicy {
     /// Decides which prompt, if any, to show now. Pure: the same facts,
     /// trigger, strategy and time always give the same answer.
-    ///
-    /// Every recorded outcome counts as contact with its context and restarts
-    /// the cooldown (a "later" at noon means not again before noon tomorrow);
-    /// only `shown` records count towards the per-window cap, so an app that
-    /// records both `shown` and the answer is not charged twice.
     public func decide(
         facts: PromptFacts, trigger: String?, strategy: PromptStrategy, now: Date
     ) -> PromptDecision {
-        if facts.userState == .linked { return .quiet(.linked) }
-        if facts.promptState == .authenticated { return .quiet(.authenticated) }
-        if facts.promptState == .neverAsk || facts.history.contains(where: { $0.outcome == .never }) {
-            return .quiet(.neverAsk)
-        }
-        if let cooldown = strategy.cooldown, let last = facts.history.map(\.at).max() {
-            let until = cooldown.added(to: last)
-            if now < until { return .quiet(.cooldown(until: until)) }
-        }
-        if let window, let maximumShownPerWindow {
-            let start = window.subtracted(from: now)
-            let shown = facts.history.filter { $0.outcome == .shown && $0.at > start && $0.at <= now }
-            if shown.count >= maximumShownPerWindow {
-                // The window frees a slot once the oldest counted showing falls out of it.
-                let oldest = shown.map(\.at).sorted()[shown.count - maximumShownPerWindow]
-                return .quiet(.windowFull(shown: shown.count, window: window, until: window.added(to: oldest)))
-            }
-        }
-        let eligible = rules.enumerated().filter { _, rule in
-            isEligible(rule, facts: facts, trigger: trigger, strategy: strategy, now: now)
-        }
-        // Highest priority first; among equals the rule declared first in the profile.
-        let chosen = eligible.min { lhs, rhs in
-            lhs.element.priority != rhs.element.priority
-                ? lhs.element.priority > rhs.element.priority : lhs.offset < rhs.offset
-        }
-        return chosen.map { .show($0.element) } ?? .quiet(.noEligibleRule)
-    }
-
-    func isEligible(
-        _ rule: PromptRule, facts: PromptFacts, trigger: String?, strategy: PromptStrategy, now: Date
-    ) -> Bool {
-        if let ruleTrigger = rule.trigger, ruleTrigger != trigger { return false }
-        if let enabled = strategy.enabledContexts, !enabled.contains(rule.context) { return false }
-        if let lastContact = facts.history.last(where: { $0.context == rule.context })?.at {
-            if rule.isOnce { return false }
-            if let reshowAfter = rule.reshowAfter, now < reshowAfter.added(to: lastContact) { return false }
-        }
-        return rule.conditions.allSatisfy { $0.holds(for: facts, now: now) }
+        evaluate(facts: facts, trigger: trigger, strategy: strategy, now: now).decision
     }
 }
 
@@ -186,23 +165,12 @@ extension Profile {
             if let contexts = variant.enabledContexts {
                 strategy.enabledContexts = (strategy.enabledContexts ?? Set(contexts)).intersection(contexts)
             }
+            // The first experiment (in profile order) that rewrites a prompt's copy sets it.
+            for (context, override) in variant.contentOverrides where strategy.contentOverrides[context] == nil {
+                strategy.contentOverrides[context] = override
+            }
         }
         return strategy
-    }
-}
-
-extension Condition {
-    public func holds(for facts: PromptFacts, now: Date) -> Bool {
-        switch self {
-        case let .counter(action, comparison):
-            return comparison.holds(for: Double(facts.counters[action] ?? 0))
-        case let .daysSinceFirstSeen(comparison):
-            // Whole days elapsed, so "at least 3" means 72 hours, not "the third calendar day".
-            let days = (now.timeIntervalSince(facts.firstSeen) / 86_400).rounded(.down)
-            return comparison.holds(for: days)
-        case let .state(state):
-            return facts.userState == state
-        }
     }
 }
 
@@ -210,12 +178,46 @@ extension Condition {
 public protocol PromptStore: Sendable {
     /// Nil when the user does not exist.
     func promptFacts(userID: String) throws -> PromptFacts?
+    /// The facts, plus, read in the same transaction: the user's limit of
+    /// every collection of the profile (`collectionLimits`), the status of
+    /// every meter (`meterStatus`), the triggers raised (when each was last
+    /// raised) and the time of the last `prompt_reset` event. Nil when the
+    /// user does not exist.
+    func promptSnapshot(userID: String, profile: Profile, now: Date) throws -> PromptFacts?
     /// Appends an outcome and moves the user's prompt state (see
-    /// `PromptState.after`) in one transaction; returns the new state, or nil
-    /// when the user does not exist.
-    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState?
-    /// Records many outcomes in one transaction; a missing user fails them all.
-    func recordPromptOutcomes(_ records: [PromptRecord]) throws
+    /// `PromptState.after`) in one transaction, queueing the user's backup
+    /// when `queuesBackup`; returns the new state, or nil when the user does
+    /// not exist.
+    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String, queuesBackup: Bool) throws -> PromptState?
+    /// Records many outcomes in one transaction (queueing each user's backup
+    /// when `queuesBackup`); a missing user fails them all.
+    func recordPromptOutcomes(_ records: [PromptRecord], queuesBackup: Bool) throws
+    /// Raises the named triggers for the user at `at`: each remembers the
+    /// latest time it was raised (a per-user flag `trigger-NAME`). Changes
+    /// nothing else. False when the user does not exist.
+    func raisePromptTriggers(_ names: [String], userID: String, at: Date) throws -> Bool
+    /// Undoes "never ask again" in one transaction: a user in `never_ask`
+    /// moves to `dismissed`, a `prompt_reset` system event is appended and
+    /// the backup is queued when `queuesBackup`. A user in any other state
+    /// is left as is (false). Nil when the user does not exist.
+    func resetPromptState(userID: String, at: Date, queuesBackup: Bool) throws -> Bool?
+}
+
+extension PromptStore {
+    public func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
+        try recordPromptOutcome(entry, userID: userID, queuesBackup: false)
+    }
+
+    public func recordPromptOutcomes(_ records: [PromptRecord]) throws {
+        try recordPromptOutcomes(records, queuesBackup: false)
+    }
+}
+
+extension PromptTrigger {
+    /// Raised triggers are kept as per-user flags named with this prefix.
+    public static let flagPrefix = "trigger-"
+    /// The system event `prompt reset` appends.
+    public static let resetEventAction = "prompt_reset"
 }
 
 /// A prompt chosen for a user, with the experiment variants that shaped the choice.
@@ -256,28 +258,158 @@ public struct PromptHistory: Codable, Sendable, Equatable {
     public var outcomes: [PromptHistoryEntry]
 }
 
+/// `prompt next --explain`: the decision, the rule that made it, and why
+/// every rule is or is not due.
+public struct PromptExplanation: Encodable, Sendable, Equatable {
+    public var userID: String
+    public var due: Bool
+    /// The context of the rule that decided; nil when nothing is due.
+    public var decidedBy: String?
+    public var offer: PromptOffer?
+    /// Why nothing is due; nil when a prompt is.
+    public var quiet: QuietReason?
+    public var rules: [RuleExplanation]
+    public var variants: [ExperimentAssignment]
+
+    enum CodingKeys: String, CodingKey {
+        case userID = "user_id", due, decidedBy = "decided_by", offer, reason, rules, variants
+    }
+
+    struct Reason: Encodable {
+        var code: String
+        var message: String
+        var eligibleAt: Date?
+
+        enum CodingKeys: String, CodingKey { case code, message, eligibleAt = "eligible_at" }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(code, forKey: .code)
+            try container.encode(message, forKey: .message)
+            try container.encode(eligibleAt, forKey: .eligibleAt)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userID, forKey: .userID)
+        try container.encode(due, forKey: .due)
+        try container.encode(decidedBy, forKey: .decidedBy)
+        try container.encode(offer, forKey: .offer)
+        try container.encode(
+            quiet.map { Reason(code: $0.code.rawValue, message: $0.explanation, eligibleAt: $0.eligibleAt) },
+            forKey: .reason)
+        try container.encode(rules, forKey: .rules)
+        try container.encode(variants, forKey: .variants)
+    }
+}
+
+public struct RuleExplanation: Encodable, Sendable, Equatable {
+    public var context: String
+    public var priority: PromptPriority
+    public var kind: PromptKind
+    public var eligible: Bool
+    /// `chosen`, `outranked`, `cooldown`, `window_full`, `never_ask`, `once`,
+    /// `reshow_after`, `trigger_not_raised`, `condition_false`, …
+    public var verdict: String
+    public var message: String
+    public var eligibleAt: Date?
+    /// For `condition_false`: the condition that failed, with the value seen.
+    public var condition: String?
+
+    enum CodingKeys: String, CodingKey {
+        case context, priority, kind, eligible, verdict, message, eligibleAt = "eligible_at", condition
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(context, forKey: .context)
+        try container.encode(priority, forKey: .priority)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(eligible, forKey: .eligible)
+        try container.encode(verdict, forKey: .verdict)
+        try container.encode(message, forKey: .message)
+        try container.encode(eligibleAt, forKey: .eligibleAt)
+        try container.encode(condition, forKey: .condition)
+    }
+}
+
+extension QuietReason {
+    /// When time alone lifts the reason.
+    public var eligibleAt: Date? {
+        switch self {
+        case let .cooldown(until): until
+        case let .windowFull(_, _, until): until
+        default: nil
+        }
+    }
+}
+
 extension GuestMode {
     /// The prompt to show now, or why none is. Assigns the user to the
-    /// profile's experiments first, since a variant can change the cooldown
-    /// and which contexts are on.
+    /// profile's experiments first, since a variant can change the cooldown,
+    /// which contexts are on and a prompt's copy.
     public func nextPrompt(for userID: String, trigger: String?, now: Date) throws -> NextPrompt {
-        if let trigger, !profile.prompts.rules.contains(where: { $0.trigger == trigger }) {
-            let known = Set(profile.prompts.rules.compactMap(\.trigger)).sorted()
+        let explanation = try explainPrompt(for: userID, trigger: trigger, now: now)
+        if let offer = explanation.offer { return .show(offer) }
+        return .nothingDue(explanation.quiet ?? .noEligibleRule)
+    }
+
+    /// The decision `nextPrompt` makes, with the reason for every rule. The
+    /// offered content is the variant's copy when the user's variant
+    /// rewrites it, with its placeholders filled from the user's state.
+    public func explainPrompt(for userID: String, trigger: String?, now: Date) throws -> PromptExplanation {
+        let known = Set(profile.prompts.rules.compactMap(\.trigger))
+        if let trigger, !known.contains(trigger) {
             throw GuestModeError.usage(
-                "no prompt rule of profile '\(profile.name)' has the trigger '\(trigger)'; triggers: \(known.isEmpty ? "none" : known.joined(separator: ", "))",
+                "no prompt rule of profile '\(profile.name)' has the trigger '\(trigger)'; triggers: \(known.isEmpty ? "none" : known.sorted().joined(separator: ", "))",
                 code: .unknownTrigger)
         }
-        let facts = try requirePromptFacts(userID)
-        let strategy = try promptStrategy(for: userID, now: now)
-        switch profile.prompts.decide(facts: facts, trigger: trigger, strategy: strategy, now: now) {
-        case let .show(rule):
-            return .show(
-                PromptOffer(
-                    user: userID, context: rule.context, priority: rule.priority, trigger: rule.trigger,
-                    content: rule.content, variants: strategy.variants))
-        case let .quiet(reason):
-            return .nothingDue(reason)
+        guard let facts = try store.promptSnapshot(userID: userID, profile: profile, now: now) else {
+            throw GuestMode.missingUser(userID)
         }
+        let strategy = try promptStrategy(for: userID, now: now)
+        let evaluation = profile.prompts.evaluate(facts: facts, trigger: trigger, strategy: strategy, now: now)
+        let rules = evaluation.verdicts.map { rule, verdict in
+            var condition: String?
+            if case let .conditionFalse(_, text) = verdict { condition = text }
+            return RuleExplanation(
+                context: rule.context, priority: rule.priority, kind: rule.kind, eligible: verdict.isEligible,
+                verdict: verdict.code, message: verdict.explanation, eligibleAt: verdict.eligibleAt,
+                condition: condition)
+        }
+        switch evaluation.decision {
+        case let .show(rule):
+            let content = (strategy.contentOverrides[rule.context]?.applied(to: rule.content) ?? rule.content)
+                .filled(facts: facts, now: now)
+            let offer = PromptOffer(
+                user: userID, context: rule.context, priority: rule.priority, trigger: rule.trigger,
+                content: content, variants: strategy.variants)
+            return PromptExplanation(
+                userID: userID, due: true, decidedBy: rule.context, offer: offer, quiet: nil, rules: rules,
+                variants: strategy.variants)
+        case let .quiet(reason):
+            return PromptExplanation(
+                userID: userID, due: false, decidedBy: nil, offer: nil, quiet: reason, rules: rules,
+                variants: strategy.variants)
+        }
+    }
+
+    /// Raises the triggers a refusal names: a refused `record put` into
+    /// `collection` with `outcome`, or a refused use or check of `meter`.
+    /// Its own small write after the refused transaction, which changed nothing.
+    func raisePromptTriggers(for event: RefusalEvent, userID: String, now: Date) throws {
+        let names = profile.prompts.triggers.filter { $0.source.matches(event) }.map(\.name)
+        guard !names.isEmpty else { return }
+        _ = try store.raisePromptTriggers(names, userID: userID, at: now)
+    }
+
+    /// Undoes "never ask again" (`prompt reset`); false when the user had not said never.
+    public func resetPrompts(for userID: String, now: Date) throws -> PromptResetResult {
+        guard
+            let reset = try store.resetPromptState(userID: userID, at: now, queuesBackup: profile.backup.queuesOnChange)
+        else { throw GuestMode.missingUser(userID) }
+        let facts = try requirePromptFacts(userID)
+        return PromptResetResult(userID: userID, reset: reset, promptState: facts.promptState, at: now)
     }
 
     /// The cooldown and contexts a user's experiment variants give them,
@@ -298,7 +430,10 @@ extension GuestMode {
                 code: .unknownContext)
         }
         let entry = PromptHistoryEntry(context: context, outcome: outcome, at: now)
-        guard let state = try store.recordPromptOutcome(entry, userID: userID) else {
+        guard
+            let state = try store.recordPromptOutcome(
+                entry, userID: userID, queuesBackup: profile.backup.queuesOnChange)
+        else {
             throw GuestMode.missingUser(userID)
         }
         return RecordedOutcome(user: userID, context: context, outcome: outcome, at: now, promptState: state)
@@ -392,7 +527,35 @@ extension GuestMode {
                 "profile '\(profile.name)' has no prompt context '\(unknown.context)' (user \(unknown.user)); nothing was recorded",
                 code: .unknownContext)
         }
-        try store.recordPromptOutcomes(records)
+        try store.recordPromptOutcomes(records, queuesBackup: profile.backup.queuesOnChange)
         return records.count
     }
+}
+
+/// What a refusal was, for matching the triggers it raises.
+enum RefusalEvent {
+    case recordRefused(collection: String, outcome: CapOutcome)
+    case meterRefused(meter: String)
+}
+
+extension PromptTrigger.Source {
+    func matches(_ event: RefusalEvent) -> Bool {
+        switch (self, event) {
+        case let (.collection(collection, wanted), .recordRefused(refused, outcome)):
+            collection == refused && (wanted.map { $0 == outcome } ?? true)
+        case let (.meter(meter), .meterRefused(refused)): meter == refused
+        default: false
+        }
+    }
+}
+
+/// What `prompt reset` did.
+public struct PromptResetResult: Encodable, Sendable, Equatable {
+    public var userID: String
+    /// False when the user had not said "never" (nothing changed).
+    public var reset: Bool
+    public var promptState: PromptState
+    public var at: Date
+
+    enum CodingKeys: String, CodingKey { case userID = "user_id", reset, promptState = "prompt_state", at }
 }

@@ -60,8 +60,13 @@ extension GuestMode {
         try requireCollection(collection)
         guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
         let canonical = try canonicalJSON(json)
-        return try store.putRecord(
+        let result = try store.putRecord(
             owner: userID, collection: collection, key: key, data: canonical, profile: profile, now: now)
+        if result.outcome != .allowed {
+            try raisePromptTriggers(
+                for: .recordRefused(collection: collection, outcome: result.outcome), userID: userID, now: now)
+        }
+        return result
     }
 
     /// Writes a record owned by the profile's guest owner, as an app does

@@ -74,7 +74,7 @@ extension PostgresStore: MeterStore {
         }
     }
 
-    private func meterStatus(
+    func meterStatus(
         of user: User, meter: Meter, profile: Profile, now: Date, _ connection: PostgresConnection
     ) throws -> MeterStatus {
         let level = try tier(of: user, profile: profile, now: now, connection)

@@ -6,8 +6,85 @@ extension PostgresStore: PromptStore {
         try read { connection in try PostgresStore.promptFacts(connection, userID: userID) }
     }
 
-    public func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        try write { connection in try PostgresStore.recordPromptOutcome(connection, entry, userID: userID) }
+    public func promptSnapshot(userID: String, profile: Profile, now: Date) throws -> PromptFacts? {
+        try read { connection in
+            guard var facts = try PostgresStore.promptFacts(connection, userID: userID),
+                let user = try findUser(userID, connection)
+            else { return nil }
+            for collection in profile.collections {
+                facts.limits[collection.name] = try collectionLimit(
+                    of: user, collection: collection.name, profile: profile, now: now, connection)
+            }
+            for meter in profile.meters {
+                facts.meters[meter.name] = try meterStatus(
+                    of: user, meter: meter, profile: profile, now: now, connection)
+            }
+            for row in try connection.execute(
+                "SELECT flag, set_at FROM user_flags WHERE user_id = $1 AND left(flag, $2::int) = $3",
+                [
+                    PostgresValue(userID), PostgresValue(PromptTrigger.flagPrefix.count),
+                    PostgresValue(PromptTrigger.flagPrefix),
+                ])
+            {
+                let flag = try row.string("flag")
+                facts.raisedTriggers[String(flag.dropFirst(PromptTrigger.flagPrefix.count))] = try row.date("set_at")
+            }
+            facts.resetAt = try connection.execute(
+                "SELECT max(at COLLATE \"C\") AS at FROM events WHERE user_id = $1 AND action = $2",
+                [PostgresValue(userID), PostgresValue(PromptTrigger.resetEventAction)]
+            ).first?.optionalDate("at")
+            return facts
+        }
+    }
+
+    public func recordPromptOutcome(
+        _ entry: PromptHistoryEntry, userID: String, queuesBackup: Bool
+    ) throws
+        -> PromptState?
+    {
+        try write { connection in
+            guard let state = try PostgresStore.recordPromptOutcome(connection, entry, userID: userID) else {
+                return nil
+            }
+            if queuesBackup { try enqueueBackup(userID: userID, now: entry.at, connection) }
+            return state
+        }
+    }
+
+    public func raisePromptTriggers(_ names: [String], userID: String, at time: Date) throws -> Bool {
+        try write { connection in
+            guard try findUser(userID, locking: true, connection) != nil else { return false }
+            for name in names {
+                try connection.execute(
+                    """
+                    INSERT INTO user_flags (user_id, flag, set_at) VALUES ($1, $2, $3)
+                    ON CONFLICT (user_id, flag) DO UPDATE
+                    SET set_at = greatest(user_flags.set_at COLLATE "C", excluded.set_at COLLATE "C")
+                    """,
+                    [PostgresValue(userID), PostgresValue(PromptTrigger.flagPrefix + name), PostgresValue(time)])
+            }
+            return true
+        }
+    }
+
+    public func resetPromptState(userID: String, at time: Date, queuesBackup: Bool) throws -> Bool? {
+        try write { connection in
+            guard
+                let row = try connection.execute(
+                    "SELECT prompt_state FROM users WHERE id = $1 FOR UPDATE", [PostgresValue(userID)]
+                ).first
+            else { return nil }
+            let current = try row.string("prompt_state")
+            guard current == PromptState.neverAsk.rawValue else { return false }
+            try connection.execute(
+                "UPDATE users SET prompt_state = $1 WHERE id = $2",
+                [PostgresValue(PromptState.dismissed.rawValue), PostgresValue(userID)])
+            try appendSystemEvent(
+                user: userID, action: PromptTrigger.resetEventAction, properties: ["previous_state": current],
+                at: time, connection)
+            if queuesBackup { try enqueueBackup(userID: userID, now: time, connection) }
+            return true
+        }
     }
 
     /// A log of outcomes in one transaction, in a constant number of round
@@ -17,7 +94,7 @@ extension PostgresStore: PromptStore {
     /// one-by-one recording would move them, the outcomes are copied in log
     /// order (so their ids keep that order) and each user's state is written
     /// once.
-    public func recordPromptOutcomes(_ records: [PromptRecord]) throws {
+    public func recordPromptOutcomes(_ records: [PromptRecord], queuesBackup: Bool) throws {
         guard !records.isEmpty else { return }
         try write { connection in
             let userIDs = Array(Set(records.map(\.user))).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
@@ -59,6 +136,14 @@ extension PostgresStore: PromptStore {
                         PostgresStore.userIDArray(batch),
                         PostgresStore.userIDArray(batch.map { states[$0]?.rawValue ?? PromptState.anonymous.rawValue }),
                     ])
+            }
+            if queuesBackup {
+                // Each user's backup once, queued at their latest outcome of the log.
+                var latest: [String: Date] = [:]
+                for record in records { latest[record.user] = max(latest[record.user] ?? record.at, record.at) }
+                for userID in userIDs {
+                    if let at = latest[userID] { try enqueueBackup(userID: userID, now: at, connection) }
+                }
             }
         }
     }

@@ -59,7 +59,7 @@ extension SQLiteStore: MeterStore {
         }
     }
 
-    private func meterStatus(
+    func meterStatus(
         of user: User, meter: Meter, profile: Profile, now: Date, _ db: Database
     ) throws
         -> MeterStatus

@@ -7,11 +7,46 @@ extension SQLiteStore: PromptStore {
         try read { db in try SQLiteStore.promptFacts(db, userID: userID) }
     }
 
-    public func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        try write { db in try SQLiteStore.recordPromptOutcome(db, entry, userID: userID) }
+    public func promptSnapshot(userID: String, profile: Profile, now: Date) throws -> PromptFacts? {
+        try read { db in
+            guard var facts = try SQLiteStore.promptFacts(db, userID: userID), let user = try findUser(userID, db)
+            else { return nil }
+            for collection in profile.collections {
+                facts.limits[collection.name] = try collectionLimit(
+                    of: user, collection: collection.name, profile: profile, now: now, db)
+            }
+            for meter in profile.meters {
+                facts.meters[meter.name] = try meterStatus(of: user, meter: meter, profile: profile, now: now, db)
+            }
+            for row in try Row.fetchAll(
+                db, sql: "SELECT flag, set_at FROM user_flags WHERE user_id = ? AND substr(flag, 1, ?) = ?",
+                arguments: [userID, PromptTrigger.flagPrefix.count, PromptTrigger.flagPrefix])
+            {
+                let flag: String = try row.decode(forColumn: "flag")
+                facts.raisedTriggers[String(flag.dropFirst(PromptTrigger.flagPrefix.count))] = try SQLiteStore.date(
+                    try row.decode(forColumn: "set_at"))
+            }
+            facts.resetAt = try String.fetchOne(
+                db, sql: "SELECT max(at) FROM events WHERE user_id = ? AND action = ?",
+                arguments: [userID, PromptTrigger.resetEventAction]
+            ).map(SQLiteStore.date)
+            return facts
+        }
     }
 
-    public func recordPromptOutcomes(_ records: [PromptRecord]) throws {
+    public func recordPromptOutcome(
+        _ entry: PromptHistoryEntry, userID: String, queuesBackup: Bool
+    ) throws
+        -> PromptState?
+    {
+        try write { db in
+            guard let state = try SQLiteStore.recordPromptOutcome(db, entry, userID: userID) else { return nil }
+            if queuesBackup { try enqueueBackup(db, userID: userID, now: entry.at) }
+            return state
+        }
+    }
+
+    public func recordPromptOutcomes(_ records: [PromptRecord], queuesBackup: Bool) throws {
         try write { db in
             for record in records {
                 let entry = PromptHistoryEntry(context: record.context, outcome: record.outcome, at: record.at)
@@ -19,7 +54,41 @@ extension SQLiteStore: PromptStore {
                     throw GuestModeError.notFound(
                         "no user '\(record.user)' in this store; nothing was recorded", code: .userNotFound)
                 }
+                if queuesBackup { try enqueueBackup(db, userID: record.user, now: record.at) }
             }
+        }
+    }
+
+    public func raisePromptTriggers(_ names: [String], userID: String, at time: Date) throws -> Bool {
+        try write { db in
+            guard try findUser(userID, db) != nil else { return false }
+            for name in names {
+                try db.execute(
+                    sql: """
+                        INSERT INTO user_flags (user_id, flag, set_at) VALUES (?, ?, ?)
+                        ON CONFLICT(user_id, flag) DO UPDATE SET set_at = max(set_at, excluded.set_at)
+                        """,
+                    arguments: [userID, PromptTrigger.flagPrefix + name, Timestamp.format(time)])
+            }
+            return true
+        }
+    }
+
+    public func resetPromptState(userID: String, at time: Date, queuesBackup: Bool) throws -> Bool? {
+        try write { db in
+            guard
+                let current = try String.fetchOne(
+                    db, sql: "SELECT prompt_state FROM users WHERE id = ?", arguments: [userID])
+            else { return nil }
+            guard current == PromptState.neverAsk.rawValue else { return false }
+            try db.execute(
+                sql: "UPDATE users SET prompt_state = ? WHERE id = ?",
+                arguments: [PromptState.dismissed.rawValue, userID])
+            try appendSystemEvent(
+                user: userID, action: PromptTrigger.resetEventAction, properties: ["previous_state": current], at: time,
+                db)
+            if queuesBackup { try enqueueBackup(db, userID: userID, now: time) }
+            return true
         }
     }
 

@@ -6,17 +6,19 @@ struct PromptCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prompt",
         abstract: "Decide which sign-in prompt to show, record what users did with it, and show their history.",
-        subcommands: [Next.self, Record.self, History.self]
+        subcommands: [Next.self, Record.self, History.self, Reset.self]
     )
 
     struct Next: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the one prompt to show a user now, or exit 13 when none is due.",
             discussion: """
-                Rules are checked against the user's counters, days since first seen, state and prompt history, \
-                with the cooldown and window cap of the profile (or of the user's experiment variant). Among \
-                eligible prompts the highest priority wins; among equal priorities the one declared first. \
-                Nothing is recorded: report what the user saw with 'prompt record'.
+                Rules are checked against the user's counters, days since first seen, state, collection limits, \
+                meters, raised triggers and prompt history, with the cooldown and window cap of the profile (or of \
+                the user's experiment variant). Among eligible prompts the highest priority wins; among equal \
+                priorities the one declared first. The content is the variant's copy when the user's variant \
+                rewrites it, with placeholders filled from the user's state. Nothing is recorded: report what the \
+                user saw with 'prompt record'. With --json, exit 13 still prints the decision document on stdout.
                 """
         )
 
@@ -32,16 +34,25 @@ struct PromptCommand: ParsableCommand {
                 valueName: "context"))
         var trigger: String?
 
+        @Flag(
+            name: .long,
+            help: "Also say which rule decided and, for every rule, why it is or is not due.")
+        var explain = false
+
         func run() throws {
             let engine = try global.openEngine()
-            let offer: PromptOffer
-            switch try engine.nextPrompt(for: user, trigger: trigger, now: try global.currentTime()) {
-            case let .show(shown): offer = shown
-            case let .nothingDue(reason):
+            let explanation = try engine.explainPrompt(for: user, trigger: trigger, now: try global.currentTime())
+            let output = global.output
+            guard let offer = explanation.offer else {
+                let reason = explanation.quiet ?? .noEligibleRule
+                if global.json {
+                    try output.json(explanation)
+                } else if explain {
+                    printRules(explanation)
+                }
                 throw GuestModeError(.nothingDue, code: reason.code, "no prompt due for \(user): \(reason.explanation)")
             }
-            if global.json { return try global.output.json(offer) }
-            let output = global.output
+            if global.json { return try output.json(explain ? AnyEncodable(explanation) : AnyEncodable(offer)) }
             output.line("\(output.bold(offer.context))  \(offer.priority.rawValue)")
             output.line(offer.content.title)
             output.line(offer.content.message)
@@ -51,6 +62,46 @@ struct PromptCommand: ParsableCommand {
             for variant in offer.variants {
                 output.detail("experiment \(variant.experiment): variant \(variant.variant ?? "none")")
             }
+            if explain {
+                output.line("")
+                output.line("decided by: \(offer.context)")
+                printRules(explanation)
+            }
+        }
+
+        /// One line per rule: context, verdict, reason.
+        func printRules(_ explanation: PromptExplanation) {
+            global.output.table(
+                explanation.rules.map { [$0.context, $0.priority.rawValue, $0.verdict, $0.message] },
+                header: global.quiet ? nil : ["CONTEXT", "PRIORITY", "VERDICT", "REASON"])
+        }
+    }
+
+    struct Reset: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Undo a user's \"never ask again\" so prompts may be offered again.",
+            discussion: """
+                Moves a user whose prompt state is never_ask to dismissed and records a prompt_reset event; \
+                "never" outcomes recorded before the reset no longer silence prompts. Cooldowns, once-only \
+                prompts and the rest of the history still apply. A user who had not said "never" is left as is \
+                (exit 0, reset: false).
+                """
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: ArgumentHelp("The user id.", valueName: "user"))
+        var user: String
+
+        func run() throws {
+            let engine = try global.openEngine()
+            let result = try engine.resetPrompts(for: user, now: try global.currentTime())
+            if global.json { return try global.output.json(result) }
+            if global.quiet { return }
+            global.output.line(
+                result.reset
+                    ? "reset prompts for \(user): \"never\" undone; prompt state \(result.promptState.rawValue)"
+                    : "\(user) had not said never; prompt state \(result.promptState.rawValue) unchanged")
         }
     }
 
@@ -129,4 +180,11 @@ struct PromptCommand: ParsableCommand {
                 header: ["AT", "CONTEXT", "OUTCOME"])
         }
     }
+}
+
+/// Lets one `output.json` call print either of two document types.
+private struct AnyEncodable: Encodable {
+    let encodeValue: (any Encoder) throws -> Void
+    init(_ value: some Encodable) { encodeValue = value.encode }
+    func encode(to encoder: any Encoder) throws { try encodeValue(encoder) }
 }
