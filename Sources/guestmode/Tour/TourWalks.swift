@@ -35,6 +35,9 @@ enum TourWalks {
             "guestmode record put $guest subscriptions sub-6 --data '{}'", exit: 10, showing: ["needs-account"],
             note: "the 6th is refused with exit 10 and nothing is stored: time to ask for an account")
         try tour.run(
+            "guestmode prompt next $guest", showing: ["guest_cap_reached", "Create a free account — save your 5 subscriptions"],
+            note: "the refusal raised the profile's trigger: the very next prompt asks for an account, no tracking needed")
+        try tour.run(
             "guestmode limit $guest subscriptions", exit: 10, showing: ["5", "needs-account"],
             note: "the app can ask before it tries")
         try tour.run(
@@ -46,6 +49,9 @@ enum TourWalks {
         try tour.run(
             "guestmode record put $guest subscriptions sub-6 --data '{}'", exit: 11, showing: ["needs-premium"],
             note: "a free account keeps 5 too: exit 11 asks for premium")
+        try tour.run(
+            "guestmode prompt next $guest", showing: ["account_cap_reached", "Upgrade to premium"],
+            note: "for an account the same wall offers premium instead")
         try tour.run(
             "guestmode plan grant $guest premium", showing: ["premium active"],
             note: "an entitlement, with its own clock")
@@ -86,13 +92,22 @@ enum TourWalks {
             "guestmode meter use $guest api_minutes 45", showing: ["45/60", "75%"],
             note: "a warning fires once when usage passes 75 %")
         try tour.run(
+            "guestmode prompt next $guest", showing: ["minutes_running_low", "You have used 45 of your 60 free minutes"],
+            note: "a rule over the meter itself; the copy is filled from the user's state")
+        try tour.run(
             "guestmode meter use $guest api_minutes 9", showing: ["54/60", "90%"],
             note: "and a critical one at 90 %")
+        try tour.run(
+            "guestmode prompt next $guest", showing: ["minutes_almost_gone", "You have 6 of your 60 free minutes left"],
+            note: "the 90 % prompt takes over")
         try tour.run(
             "guestmode meter use $guest api_minutes 6", showing: ["60/60"], note: "the last free minutes")
         try tour.run(
             "guestmode meter check $guest api_minutes 1", exit: 12, showing: ["exhausted"],
             note: "the gate before a paid call: exit 12 means do not make it")
+        try tour.run(
+            "guestmode prompt next $guest", showing: ["minutes_paywall", "4.99 USD a month"],
+            note: "the paywall, with its trial")
         try tour.run(
             "guestmode plan grant $guest premium --trial 1M", exit: 64, showing: ["P1M", "1 month"],
             note: "months or minutes? an ambiguous duration is refused, and the one trial is not used up")
@@ -145,6 +160,13 @@ enum TourWalks {
         try tour.run(
             "guestmode --now \(tour.time(30, .days)) prompt next $guest", exit: 13,
             note: "a month later: still nothing, never means never")
+        try tour.run(
+            "guestmode --now \(tour.time(30, .days)) prompt next $guest --explain", exit: 13,
+            showing: ["first_recipe_success", "never"],
+            note: "why: each rule's verdict, and the rule that decided")
+        try tour.run(
+            "guestmode --now \(tour.time(30, .days)) prompt reset $guest", showing: ["$guest"],
+            note: "the user asked to hear from the app again: never is undone, and the reset is an event")
         try tour.write(
             "events.ndjson",
             [
