@@ -1,6 +1,7 @@
 # guestmode — build, test, run and install.
 #   make run       build, then walk every profile with `guestmode tour`
 #   make test      build and run every test, lint the man pages
+#   make stress    8 processes x STRESS_OPERATIONS (default 400) racing on one PostgreSQL database
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
 #   make bench     measure guestmode against sqlite3, bsdtar and zstd
@@ -16,7 +17,7 @@ DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc libpq-dev postgresql
 
-.PHONY: all deps build run test crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -83,6 +84,13 @@ CRASH_SEED ?= 14
 
 # The crash suite of `make test` with many more rounds: each round kills a
 # track --from, migrate, merge or profile apply at a seeded random point.
+STRESS_OPERATIONS ?= 400
+
+stress: deps
+	$(SWIFT) build --build-tests
+	GUESTMODE_STRESS_OPERATIONS=$(STRESS_OPERATIONS) bash scripts/with-postgres.sh \
+		$(SWIFT) test --skip-build --filter PostgresStressTests
+
 crash: deps
 	$(SWIFT) build --build-tests
 	GUESTMODE_CRASH_ROUNDS=$(CRASH_ROUNDS) GUESTMODE_CRASH_SEED=$(CRASH_SEED) \
