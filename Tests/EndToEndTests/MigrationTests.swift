@@ -269,7 +269,7 @@ struct MigrationTests {
         #expect(try await sandbox.run("migrate", "adopt", "nobody").status == 66)
         #expect(try sandbox.snapshot() == stable)
         let second = try await sandbox.run("migrate", "adopt", user, "--json")
-        #expect(second.object["was_already_adopted"] as? Bool == true)
+        #expect(second.object["already_adopted"] as? Bool == true)
         #expect(try await tableDump(sandbox, "records", orderBy: "owner_id, collection, key") == afterFirst)
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM outbox WHERE user_id = '\(user)'") == "1")
     }

@@ -277,19 +277,24 @@ struct BackupCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         func run() throws {
             let entries = try global.openEngine().backupQueue()
             let output = global.output
-            if global.json { return try output.json(entries) }
-            if entries.isEmpty {
+            let format = listing.resolved(global)
+            if entries.isEmpty && format == .table {
                 if !global.quiet { output.note("the backup queue is empty") }
                 return
             }
-            output.table(
-                entries.map {
+            try listing.render(
+                entries, header: ["USER_ID", "QUEUED_AT", "ATTEMPTS", "NEXT_ATTEMPT_AT", "LAST_ERROR"],
+                rows: entries.map {
                     [$0.userId, $0.queuedAt, "\($0.attempts)", $0.nextAttemptAt ?? "now", $0.lastError ?? ""]
                 },
-                header: ["user", "queued", "attempts", "next attempt", "last error"])
+                dataRows: entries.map {
+                    [$0.userId, $0.queuedAt, "\($0.attempts)", $0.nextAttemptAt ?? "", $0.lastError ?? ""]
+                }, global: global)
         }
     }
 

@@ -82,6 +82,8 @@ struct MeterCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         @Argument(help: "The user id.") var user: String
         @Argument(help: "Only this meter.") var meter: String?
 
@@ -90,16 +92,22 @@ struct MeterCommand: ParsableCommand {
             let now = try global.currentTime()
             let names = meter.map { [$0] } ?? engine.profile.meters.map(\.name)
             let statuses = try names.map { try engine.meterStatus(user: user, meter: $0, now: now) }
-            if global.json { return try global.output.json(statuses) }
-            global.output.table(
-                statuses.map { status in
+            try listing.render(
+                statuses, header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL"],
+                rows: statuses.map { status in
                     [
                         status.meter, status.tier.rawValue, status.used.description,
                         status.allowance?.description ?? "unlimited", status.remaining?.description ?? "unlimited",
                         status.percentUsed.map { "\(formatAmount($0.rounded()))%" } ?? "-", status.level.rawValue,
                     ]
                 },
-                header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL"])
+                dataRows: statuses.map { status in
+                    [
+                        status.meter, status.tier.rawValue, status.used.description,
+                        status.allowance?.description ?? "", status.remaining?.description ?? "",
+                        Listing.number(status.percentUsed), status.level.rawValue,
+                    ]
+                }, global: global)
         }
     }
 

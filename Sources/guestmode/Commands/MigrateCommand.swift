@@ -136,11 +136,23 @@ struct MigrateCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         @Argument(help: "Only journals involving this user.") var user: String?
 
         func run() throws {
             let journals = try global.openEngine().journals(involving: user)
-            if global.json { return try global.output.json(journals) }
+            if listing.resolved(global) != .table {
+                return try listing.render(
+                    journals, header: ["JOURNAL", "KIND", "SOURCE", "TARGET", "STATUS", "STEPS_DONE", "STEPS", "ERROR"],
+                    rows: journals.map { journal in
+                        [
+                            String(journal.id), journal.kind, journal.source, journal.target, journal.status,
+                            String(journal.steps.filter { $0.status == "done" }.count), String(journal.steps.count),
+                            journal.error ?? "",
+                        ]
+                    }, global: global)
+            }
             for journal in journals {
                 let done = journal.steps.filter { $0.status == "done" }.count
                 let steps = journal.steps.isEmpty ? "" : " \(done)/\(journal.steps.count) steps"

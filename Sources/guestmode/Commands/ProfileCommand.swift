@@ -15,11 +15,14 @@ struct ProfileCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         func run() throws {
             let templates = try global.catalog().templates()
-            if global.json { return try global.output.json(templates) }
-            global.output.table(
-                templates.map { [$0.name, "v\($0.version)", $0.summary] }, header: ["NAME", "VERSION", "DESCRIPTION"])
+            try listing.render(
+                templates, header: ["NAME", "VERSION", "DESCRIPTION"],
+                rows: templates.map { [$0.name, "v\($0.version)", $0.summary] },
+                dataRows: templates.map { [$0.name, String($0.version), $0.summary] }, global: global)
         }
     }
 

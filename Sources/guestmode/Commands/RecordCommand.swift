@@ -68,14 +68,16 @@ struct RecordCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         @Argument(help: "The user id.") var user: String
         @Argument(help: "The collection.") var collection: String
 
         func run() throws {
             let records = try global.openEngine().records(user: user, collection: collection)
-            if global.json { return try global.output.json(records) }
-            global.output.table(
-                records.map { [$0.key, Timestamp.format($0.updatedAt), $0.data] }, header: ["KEY", "UPDATED", "DATA"])
+            try listing.render(
+                records, header: ["KEY", "UPDATED", "DATA"],
+                rows: records.map { [$0.key, Timestamp.format($0.updatedAt), $0.data] }, global: global)
         }
     }
 

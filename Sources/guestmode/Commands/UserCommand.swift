@@ -13,6 +13,7 @@ struct UserCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List users, oldest first.")
 
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var listing: ListingOptions
 
         @Flag(help: "Only anonymous users (guests).")
         var anonymous = false
@@ -33,15 +34,14 @@ struct UserCommand: ParsableCommand {
             let filter = UserFilter(
                 state: anonymous ? .anonymous : linked ? .linked : nil, inactiveDays: inactiveDays)
             let users = try engine.users(matching: filter, now: try global.currentTime())
-            if global.json { return try global.output.json(users) }
-            global.output.table(
-                users.map {
+            try listing.render(
+                users, header: ["ID", "STATE", "FIRST SEEN", "LAST SEEN", "IDENTITIES", "RECORDS"],
+                rows: users.map {
                     [
                         $0.id, $0.state.rawValue, Timestamp.format($0.createdAt), Timestamp.format($0.lastSeenAt),
                         String($0.identities), String($0.records),
                     ]
-                },
-                header: ["ID", "STATE", "FIRST SEEN", "LAST SEEN", "IDENTITIES", "RECORDS"])
+                }, global: global)
         }
     }
 
