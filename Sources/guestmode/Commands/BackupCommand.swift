@@ -26,7 +26,7 @@ struct BackupCommand: ParsableCommand {
         @Flag(name: .long, help: "Export every user, and records not yet adopted by one.")
         var all = false
 
-        @Option(name: .long, help: ArgumentHelp("The archive to write.", valueName: "file"))
+        @Option(name: .long, help: ArgumentHelp("The archive to write; - writes it to standard output.", valueName: "file"))
         var out: String
 
         @Option(name: .long, help: ArgumentHelp("tar.zst (default), tar.gz or zip.", valueName: "format"))
@@ -51,6 +51,9 @@ struct BackupCommand: ParsableCommand {
 
         func validate() throws {
             if passphraseFile != nil && !encrypt { throw ValidationError("--passphrase-file needs --encrypt") }
+            if out == "-" && isatty(STDOUT_FILENO) == 1 {
+                throw ValidationError("--out - writes the archive to standard output, which is a terminal; redirect it")
+            }
             if all && !users.isEmpty { throw ValidationError("give either USER… or --all, not both") }
             if !all && users.isEmpty { throw ValidationError("name the users to export, or pass --all") }
             if let level {
@@ -78,14 +81,32 @@ struct BackupCommand: ParsableCommand {
             } else if encrypt {
                 encryption = .deploymentKey(key)
             }
-            let summary = try engine.exportBackup(
-                all ? .all : .users(users), to: out, format: chosen, level: level, now: try global.currentTime(),
+            // `--out -`: written to a private temporary file first (atomic, verified layout), then sent to stdout.
+            let destination = out == "-" ? try StandardStream.temporaryFile(suffix: ".partial") : out
+            defer { if out == "-" { unlink(destination) } }
+            if out == "-" { unlink(destination) }
+            var summary = try engine.exportBackup(
+                all ? .all : .users(users), to: destination, format: chosen, level: level, now: try global.currentTime(),
                 toolVersion: GuestModeVersion.current, signingKey: key, encryption: encryption,
                 progress: { done, total in
                     guard output.showsProgress else { return }
                     FileHandle.standardError.write(Data("\rexporting: \(done)/\(total) rows".utf8))
                 })
             if output.showsProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+            if out == "-" {
+                // Nothing but the archive on stdout: the summary goes to stderr.
+                try StandardStream.send(destination)
+                summary.archive = "-"
+                if global.json {
+                    FileHandle.standardError.write(Data((try Output.encode(summary) + "\n").utf8))
+                    return
+                }
+                let rows = summary.tables.values.reduce(0, +)
+                output.note(
+                    "wrote the archive to standard output (\(summary.format.rawValue), \(summary.users) users, \(rows) rows, \(summary.bytes) bytes)"
+                )
+                return
+            }
             if global.json { return try output.json(summary) }
             guard !global.quiet else { return }
             let rows = summary.tables.values.reduce(0, +)
@@ -109,7 +130,7 @@ struct BackupCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
 
-        @Argument(help: ArgumentHelp("The archive to import.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The archive to import; - reads it from standard input.", valueName: "file"))
         var file: String
 
         @Flag(name: .long, help: "Report what would be added, replaced or skipped; change nothing.")
@@ -136,14 +157,20 @@ struct BackupCommand: ParsableCommand {
                 valueName: "file"))
         var passphraseFile: String?
 
+        func validate() throws { try requireOneStandardInput(file, passphraseFile) }
+
         func run() throws {
             let keys = BackupKeys(
                 deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
-            let signature = try BackupArchive.requireIntact(path: file, limits: limits.archiveLimits, keys: keys)
+            let source = try ArchiveSource(file)
+            defer { source.close() }
+            let signature = try BackupArchive.requireIntact(
+                path: source.path, limits: limits.archiveLimits, keys: keys)
             let engine = try global.openEngine()
-            let report = try engine.importBackup(
-                from: file, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits, keys: keys,
+            var report = try engine.importBackup(
+                from: source.path, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits, keys: keys,
                 trustUnsigned: trustUnsigned, signature: signature)
+            if source.isStandardInput { report.archive = "-" }
             let output = global.output
             if !report.skippedTables.isEmpty {
                 let who = report.signature == .unsigned ? "is not signed" : "is signed by another deployment"
@@ -183,7 +210,7 @@ struct BackupCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
 
-        @Argument(help: ArgumentHelp("The archive to check.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The archive to check; - reads it from standard input.", valueName: "file"))
         var file: String
 
         @Flag(name: .long, help: "Hash every entry and parse every row.")
@@ -196,10 +223,16 @@ struct BackupCommand: ParsableCommand {
                 valueName: "file"))
         var passphraseFile: String?
 
+        func validate() throws { try requireOneStandardInput(file, passphraseFile) }
+
         func run() throws {
             let keys = BackupKeys(
                 deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
-            let report = try BackupArchive.verify(path: file, full: full, limits: limits.archiveLimits, keys: keys)
+            let source = try ArchiveSource(file)
+            defer { source.close() }
+            var report = try BackupArchive.verify(
+                path: source.path, full: full, limits: limits.archiveLimits, keys: keys)
+            if source.isStandardInput { report.archive = "-" }
             let output = global.output
             if global.json {
                 try output.json(report)
@@ -228,7 +261,7 @@ struct BackupCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
 
-        @Argument(help: ArgumentHelp("The archive to describe.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The archive to describe; - reads it from standard input.", valueName: "file"))
         var file: String
 
         @Option(
@@ -238,10 +271,15 @@ struct BackupCommand: ParsableCommand {
                 valueName: "file"))
         var passphraseFile: String?
 
+        func validate() throws { try requireOneStandardInput(file, passphraseFile) }
+
         func run() throws {
             let keys = BackupKeys(
                 deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
-            let inspection = try BackupArchive.inspect(path: file, limits: limits.archiveLimits, keys: keys)
+            let source = try ArchiveSource(file)
+            defer { source.close() }
+            var inspection = try BackupArchive.inspect(path: source.path, limits: limits.archiveLimits, keys: keys)
+            if source.isStandardInput { inspection.archive = "-" }
             let output = global.output
             if global.json { return try output.json(inspection) }
             let header = inspection.header
@@ -451,6 +489,13 @@ extension BackupCommand {
 }
 
 /// Reads a passphrase: the first line of a file, or of standard input for `-`.
+/// Standard input can feed the archive or the passphrase, not both.
+func requireOneStandardInput(_ file: String, _ passphraseFile: String?) throws {
+    if file == "-" && passphraseFile == "-" {
+        throw ValidationError("the archive and --passphrase-file cannot both be read from standard input (-)")
+    }
+}
+
 func readPassphrase(_ path: String) throws -> [UInt8] {
     var bytes = Array(try readInput(path))
     if let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) { bytes = Array(bytes[..<newline]) }
