@@ -25,7 +25,8 @@ enum JSONDocument {
 
 /// Engine property names → documented JSON names.
 enum JSONKeys {
-    /// Renames of one property of one type (the type named as Swift names it, without its module).
+    /// Renames of one property of one type (the type named as Swift names it, without its module), by the
+    /// property's snake_case name before `is_` is dropped.
     static let byType: [String: [String: String]] = [
         "User": ["id": "user_id"],
         "UserSummary": ["id": "user_id"],
@@ -34,6 +35,9 @@ enum JSONKeys {
         "MigrationJournal": ["id": "journal_id", "source": "source_user_id", "target": "target_user_id"],
         // `user show`: the user itself, an object holding its `user_id`.
         "UserDetails": ["user": "user"],
+        // `track --from`: `applied` counts lines; whether they were committed is `committed`.
+        "IngestReport": ["is_applied": "committed"],
+        "StoredRecord": ["owner": "user_id"],
     ]
 
     /// Renames wherever the key appears.
@@ -48,10 +52,10 @@ enum JSONKeys {
         // Keys of a [String: …] dictionary are data: keep them.
         if typeName.contains("DictionaryCodingKey") || typeName.contains("DictionaryKey") { return key.stringValue }
         var name = snakeCase(key.stringValue)
-        if name.hasPrefix("is_"), name.count > 3 { name.removeFirst(3) }
         // "GuestModeKit.User.(unknown context at $…).CodingKeys": the type is the last named part before the keys.
         let parts = typeName.split(separator: ".").dropLast().filter { !$0.hasPrefix("(") }
         if let owner = parts.last, let renamed = byType[String(owner)]?[name] { return renamed }
+        if name.hasPrefix("is_"), name.count > 3 { name.removeFirst(3) }
         return everywhere[name] ?? name
     }
 
