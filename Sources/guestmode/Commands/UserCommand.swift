@@ -101,8 +101,8 @@ struct UserCommand: ParsableCommand {
         func run() throws {
             try global.openEngine().deleteUser(user)
             if global.json {
-                struct Deleted: Encodable { var deleted: String }
-                return try global.output.json(Deleted(deleted: user))
+                struct Deleted: Encodable { var userId: String; var deleted = true }
+                return try global.output.json(Deleted(userId: user))
             }
             if !global.quiet { global.output.line("deleted \(user)") }
         }
