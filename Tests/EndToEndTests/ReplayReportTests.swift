@@ -68,7 +68,7 @@ struct ReplayReportTests {
         try sandbox.write("small.ndjson", log)
         let listed = try await sandbox.run("replay", "small.ndjson")
         #expect(listed.status == 0, "\(listed.stderr)")
-        #expect(listed.stdout.contains("replayed 4 events of 1 users under profile recipes"))
+        #expect(listed.stdout.contains("replayed 4 events of 1 user under profile recipes"))
         #expect(listed.stdout.contains("CONTEXT"))
         let quiet = try await sandbox.run("replay", "small.ndjson", "--quiet", "--profile", "voice")
         #expect(quiet.status == 65, "voice does not know recipe actions: \(quiet.stdout)")

@@ -106,4 +106,28 @@ struct ShellConventionTests {
             .filter { $0.hasPrefix("guestmode-stream-") }
         #expect(leftovers.allSatisfy { !$0.contains("-\(getpid())-") })
     }
+
+    @Test("messages in plain English: not enough left versus exhausted, 1 record not 1 records")
+    func messages() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let guest = try await guests(sandbox, 1)[0]
+        #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "45").status == 0)
+        let short = try await sandbox.run("meter", "check", guest, "api_minutes", "20")
+        #expect(short.status == 12)
+        #expect(short.stderr.contains("not enough left: 20 minutes asked, 15 left"), "\(short.stderr)")
+        #expect(!short.stderr.contains("exhausted"), "\(short.stderr)")
+        #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "15").status == 0)
+        let empty = try await sandbox.run("meter", "check", guest, "api_minutes", "1")
+        #expect(empty.status == 12)
+        #expect(empty.stderr.contains("meter exhausted"), "\(empty.stderr)")
+
+        let subscriptions = try await Sandbox.withStore("subscriptions")
+        let owner = try await guests(subscriptions, 1)[0]
+        #expect(
+            try await subscriptions.run("record", "put", owner, "subscriptions", "a", "--data", "{}").status == 0)
+        let purge = try await subscriptions.run(
+            "user", "purge", "--inactive-days", "1", "--include-with-data", "--dry-run", "--now", "2030-01-01")
+        #expect(purge.stdout.contains("1 record)"), "\(purge.stdout)")
+        #expect(purge.stderr.contains("would purge 1 guest inactive"), "\(purge.stderr)")
+    }
 }

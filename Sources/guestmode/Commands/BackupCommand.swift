@@ -103,7 +103,7 @@ struct BackupCommand: ParsableCommand {
                 }
                 let rows = summary.tables.values.reduce(0, +)
                 output.note(
-                    "wrote the archive to standard output (\(summary.format.rawValue), \(summary.users) users, \(rows) rows, \(summary.bytes) bytes)"
+                    "wrote the archive to standard output (\(summary.format.rawValue), \(counted(summary.users, "user")), \(counted(rows, "row")), \(counted(Int(summary.bytes), "byte")))"
                 )
                 return
             }
@@ -115,7 +115,7 @@ struct BackupCommand: ParsableCommand {
                     ", encrypted with the \($0 == "passphrase" ? "passphrase" : "deployment key")"
                 } ?? ""
             output.line(
-                "wrote \(summary.archive) (\(summary.format.rawValue), \(summary.users) users, \(rows) rows, \(summary.bytes) bytes, signed\(sealed))"
+                "wrote \(summary.archive) (\(summary.format.rawValue), \(counted(summary.users, "user")), \(counted(rows, "row")), \(counted(Int(summary.bytes), "byte")), signed\(sealed))"
             )
         }
     }
@@ -186,7 +186,7 @@ struct BackupCommand: ParsableCommand {
             let verb = dryRun ? "would import" : "imported"
             let rows = report.rows.values.reduce(0, +)
             output.line(
-                "\(verb) \(rows) rows from \(report.archive) (\(report.profile), format \(report.formatVersion))")
+                "\(verb) \(counted(rows, "row")) from \(report.archive) (\(report.profile), format \(report.formatVersion))")
             for (label, users) in [("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped)]
             where !users.isEmpty {
                 output.line("  \(label): \(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }.joined(separator: ", "))")
@@ -195,7 +195,7 @@ struct BackupCommand: ParsableCommand {
                 output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
             }
             if report.renumbered > 0 {
-                output.note("\(report.renumbered) rows got new ids because theirs were taken by other users' rows")
+                output.note("\(counted(report.renumbered, "row")) got new ids because theirs were taken by other users' rows")
             }
         }
     }
@@ -240,7 +240,7 @@ struct BackupCommand: ParsableCommand {
                 if !global.quiet {
                     let rows = report.tables.values.reduce(0, +)
                     output.line(
-                        "ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(report.users ?? 0) users, \(report.entries) entries, \(rows) rows, \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))"
+                        "ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(counted(report.users ?? 0, "user")), \(counted(report.entries, "entry", "entries")), \(counted(rows, "row")), \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))"
                     )
                 }
             } else {

@@ -99,7 +99,7 @@ struct DatabaseCommand: ParsableCommand {
             if !problems.isEmpty {
                 throw GuestModeError(
                     .badData, code: .integrityCheckFailed,
-                    "the store '\(global.storePath)' failed its integrity check (\(problems.count) problems)")
+                    "the store '\(global.storePath)' failed its integrity check (\(counted(problems.count, "problem")))")
             }
         }
     }

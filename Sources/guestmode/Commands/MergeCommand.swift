@@ -37,7 +37,7 @@ struct MergeCommand: ParsableCommand {
         let output = global.output
         let verb = dryRun ? "would merge" : "merged"
         output.line(
-            "\(verb) \(guest) into \(into) (\(policy.rawValue)): \(report.recordsMoved) records, \(report.activityMoved) activity rows"
+            "\(verb) \(guest) into \(into) (\(policy.rawValue)): \(counted(report.recordsMoved, "record")), \(counted(report.activityMoved, "activity row"))"
         )
         for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
         for limit in report.overCap {

@@ -49,7 +49,9 @@ struct MeterCommand: ParsableCommand {
                         "\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
                 }
             }
-            if !result.isAllowed { throw MeterCommand.exhausted(result.status, json: global.json) }
+            if !result.isAllowed {
+                throw MeterCommand.exhausted(result.status, requested: amount, json: global.json)
+            }
         }
     }
 
@@ -72,7 +74,9 @@ struct MeterCommand: ParsableCommand {
             } else if !global.quiet && decision.isAllowed {
                 global.output.line("allowed: \(MeterCommand.describe(decision.status))")
             }
-            if !decision.isAllowed { throw MeterCommand.exhausted(decision.status, json: global.json) }
+            if !decision.isAllowed {
+                throw MeterCommand.exhausted(decision.status, requested: amount, json: global.json)
+            }
         }
     }
 
@@ -120,10 +124,18 @@ struct MeterCommand: ParsableCommand {
             "\(status.meter) \(status.used)/\(allowance) \(status.unit) used\(percent), \(status.remaining ?? .zero) left, level \(status.level.rawValue)"
     }
 
-    static func exhausted(_ status: MeterStatus, json: Bool) -> Error {
+    /// Exit 12, said as it is: "not enough left" while some remains, "meter exhausted" once nothing does.
+    static func exhausted(_ status: MeterStatus, requested: MeterAmount?, json: Bool) -> Error {
         if !json {
+            let remaining = status.remaining ?? .zero
+            let what =
+                if let requested, !remaining.isZero {
+                    "not enough left: \(requested) \(status.unit) asked, \(remaining) left"
+                } else {
+                    "meter exhausted"
+                }
             FileHandle.standardError.write(
-                Data("guestmode: meter exhausted: \(describe(status)); nothing was recorded\n".utf8))
+                Data("guestmode: \(what): \(describe(status)); nothing was recorded\n".utf8))
         }
         return ExitCode(FailureKind.meterExhausted.exitStatus)
     }

@@ -55,7 +55,7 @@ struct MigrateCommand: ParsableCommand {
                 for step in plan.steps {
                     let collections = step.collections.isEmpty ? "" : " [\(step.collections.joined(separator: ", "))]"
                     output.line(
-                        "  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(step.rows) rows")
+                        "  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(counted(step.rows, "row"))")
                 }
                 for conflict in plan.conflicts { output.line("  conflict \(ConflictText.describe(conflict))") }
                 return
@@ -72,7 +72,7 @@ struct MigrateCommand: ParsableCommand {
                     return path
                 },
                 progress: { step, total in
-                    output.note("step \(step.position)/\(total) \(step.name): \(step.rows) rows moved")
+                    output.note("step \(step.position)/\(total) \(step.name): \(counted(step.rows, "row")) moved")
                 },
                 checkpoint: { checkpoint in
                     // Lets tests stop the process exactly where a crash would.
@@ -160,7 +160,7 @@ struct MigrateCommand: ParsableCommand {
                     "#\(journal.id) \(journal.kind) \(journal.source) → \(journal.target): \(journal.status)\(steps)\(journal.error.map { " (\($0))" } ?? "")"
                 )
                 for step in journal.steps {
-                    global.output.line("    \(step.position) \(step.name) \(step.status) \(step.rows) rows")
+                    global.output.line("    \(step.position) \(step.name) \(step.status) \(counted(step.rows, "row"))")
                 }
             }
             if journals.isEmpty && !global.quiet { global.output.note("no migrations") }

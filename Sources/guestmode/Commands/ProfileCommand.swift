@@ -120,7 +120,7 @@ extension ProfileCommand {
 
         static func print(_ plan: ProfileUpgradePlan, output: Output) {
             output.line("plan: \(plan.profile) v\(plan.fromVersion) → v\(plan.toVersion)")
-            for step in plan.dataSteps { output.line("  \(step.description): \(step.records) records") }
+            for step in plan.dataSteps { output.line("  \(step.description): \(counted(step.records, "record"))") }
             for change in plan.limitChanges { output.line("  limit \(change)") }
             for collection in plan.addedCollections { output.line("  new collection \(collection)") }
             for refusal in plan.refusals { output.line("  refused: \(refusal)") }

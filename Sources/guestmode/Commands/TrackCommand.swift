@@ -103,7 +103,7 @@ struct TrackCommand: ParsableCommand {
             try output.json(report)
         } else if !global.quiet {
             output.line(
-                "\(report.lines) line\(report.lines == 1 ? "" : "s"): \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(report.usersCreated) users created"
+                "\(counted(report.lines, "line")): \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(counted(report.usersCreated, "user")) created"
             )
         }
         if !report.isApplied {

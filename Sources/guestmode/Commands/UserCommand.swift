@@ -146,11 +146,11 @@ struct UserCommand: ParsableCommand {
             let verb = dryRun ? "would purge" : "purged"
             for candidate in report.purged {
                 global.output.line(
-                    "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(candidate.records) records)"
+                    "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(counted(candidate.records, "record")))"
                 )
             }
             global.output.note(
-                "\(verb) \(report.purged.count) guests inactive since \(Timestamp.format(report.cutoff)); kept \(report.kept.count) with data or a plan"
+                "\(verb) \(counted(report.purged.count, "guest")) inactive since \(Timestamp.format(report.cutoff)); kept \(report.kept.count) with data or a plan"
             )
         }
     }
