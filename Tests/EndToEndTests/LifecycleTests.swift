@@ -184,7 +184,7 @@ struct LifecycleTests {
         let events = try await sqlite(sandbox, "SELECT COUNT(*) FROM events WHERE user_id = '\(guestID)'")
         let again = try await sandbox.run("link", guestID, "--provider", "google", "--subject", "mine", "--json")
         #expect(again.status == 0)
-        #expect(again.object["newly_linked"] as? Bool == false)
+        #expect(again.object["changed"] as? Bool == false)
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM events WHERE user_id = '\(guestID)'") == events)
 
         // One provider per user in this profile.

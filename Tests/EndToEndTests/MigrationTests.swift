@@ -357,8 +357,8 @@ struct MigrationTests {
         let before = try sandbox.snapshot()
         let plan = try await sandbox.run("profile", "apply", "v2.yaml", "--dry-run")
         #expect(plan.status == 0, "\(plan.stderr)")
-        #expect(plan.stdout.contains("rename collection settings → preferences: 1 records"))
-        #expect(plan.stdout.contains("rename field subscriptions.cost → price: 1 records"))
+        #expect(plan.stdout.contains("rename collection settings → preferences: 1 record"))
+        #expect(plan.stdout.contains("rename field subscriptions.cost → price: 1 record"))
         #expect(plan.stdout.contains("guest subscriptions: 5 → 10"))
         #expect(try sandbox.snapshot() == before)
 

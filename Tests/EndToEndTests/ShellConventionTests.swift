@@ -49,7 +49,7 @@ struct ShellConventionTests {
         let status = try await sandbox.run("meter", "status", ids[0], "--json")
         #expect(!status.stdout.contains("91.66666666"))
         for command in [
-            ["counters", ids[0]], ["record", "list", ids[0], "x"], ["plan", "status", ids[0]],
+            ["counters", ids[0]], ["record", "list", ids[0], "commands"], ["plan", "status", ids[0]],
             ["prompt", "history", ids[0]], ["backup", "queue"], ["migrate", "status"], ["limit", ids[0]],
             ["report", "funnel"], ["profile", "list"],
         ] {

@@ -47,7 +47,7 @@ struct ProfileCommand: ParsableCommand {
             } else {
                 resolved = try global.openEngine().profile
             }
-            if global.json { return try global.output.json(resolved) }
+            if global.json { return global.output.json(value: ProfileDocument.value(of: resolved)) }
             ProfileSummary(profile: resolved, output: global.output).print()
         }
     }

@@ -39,6 +39,13 @@ struct Output {
         try JSONDocument.encode(value)
     }
 
+    /// A document built as a JSON tree (`profile show`), pretty-printed.
+    func json(value: JSONValue) {
+        var text = ""
+        value.write(to: &text, pretty: true, indent: 0)
+        line(text)
+    }
+
     /// One JSON document on one line (NDJSON, progress lines).
     func jsonLine<T: Encodable>(_ value: T) throws {
         line(try JSONDocument.encode(value, pretty: false))
