@@ -132,7 +132,8 @@ def run_cases(binary, directory):
         head, rest = words[0], words[1:]
         stdin = None
         if len(rest) >= 2 and rest[-2] == "<":
-            with open(os.path.join(directory, rest[-1]), "rb") as handle:
+            local = os.path.join(directory, rest[-1])
+            with open(local if os.path.exists(local) else os.path.join(SCHEMAS, rest[-1]), "rb") as handle:
                 stdin = handle.read()
             rest = rest[:-2]
         if head.startswith("@") or head == "-":
@@ -160,7 +161,14 @@ def check(binary):
                 continue
             if head.startswith("@") or head == "-":
                 continue
-            documents = []
+            # JSON-lines progress (schemas/progress.json) comes first on stderr; the rest is the error document.
+            def is_progress(line):
+                return line.startswith("{") and '"message_type":' in line
+            progress = [line for line in stderr.splitlines() if is_progress(line)]
+            stderr = "\n".join(line for line in stderr.splitlines() if not is_progress(line))
+            documents = [("progress", line, "stderr") for line in progress]
+            if progress and json.loads(progress[-1]).get("message_type") != "summary" and status == 0:
+                failures.append(f"{where}: the progress lines do not end with a summary")
             if head == "error":
                 if stdout.strip():
                     failures.append(f"{where}: a failure printed on stdout: {stdout}")

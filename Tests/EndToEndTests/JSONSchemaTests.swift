@@ -25,7 +25,7 @@ struct JSONSchemaTests {
                 .map(String.init))
         let schemas = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             .filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }
-        for schema in schemas where !used.contains(schema) {
+        for schema in schemas where !used.contains(schema) && schema != "progress" {
             Issue.record("schemas/\(schema).json is checked by no line of schemas/cases.txt")
         }
         for schema in used where !isSpecial(schema) && !schemas.contains(schema) {
@@ -33,5 +33,6 @@ struct JSONSchemaTests {
         }
     }
 
+    /// Setup lines, and schemas checked without a line of their own (progress lines of stderr).
     private func isSpecial(_ name: String) -> Bool { name == "-" || name.hasPrefix("@") }
 }

@@ -130,4 +130,28 @@ struct ShellConventionTests {
         #expect(purge.stdout.contains("1 record)"), "\(purge.stdout)")
         #expect(purge.stderr.contains("would purge 1 guest inactive"), "\(purge.stderr)")
     }
+
+    @Test("progress: JSON lines on stderr with --json (status, then one summary), nothing off a terminal")
+    func progressLines() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        _ = try await guests(sandbox, 3)
+        let exported = try await sandbox.run("backup", "export", "--all", "--out", "p.gmbackup", "--json")
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(exported.object["archive"] as? String == "p.gmbackup", "stdout is one document: \(exported.stdout)")
+        let lines = exported.stderr.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(lines.count == exported.stderr.split(separator: "\n").count, "\(exported.stderr)")
+        #expect(lines.dropLast().allSatisfy { $0["message_type"] as? String == "status" }, "\(exported.stderr)")
+        #expect(lines.last?["message_type"] as? String == "summary")
+        #expect(lines.last?["action"] as? String == "backup export")
+        #expect((lines.last?["done"] as? Int ?? 0) > 0)
+        let ingested = try await sandbox.run(
+            "track", "--from", "-", "--create-users", "--json",
+            input: "{\"user\":\"x\",\"action\":\"app_opened\"}\n")
+        #expect(ingested.status == 0, "\(ingested.stderr)")
+        #expect(ingested.stderr.contains("\"message_type\":\"summary\""), "\(ingested.stderr)")
+        let plain = try await sandbox.run("backup", "export", "--all", "--out", "q.gmbackup")
+        #expect(plain.stderr.isEmpty, "no progress off a terminal: \(plain.stderr)")
+    }
 }

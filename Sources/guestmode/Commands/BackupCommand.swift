@@ -85,14 +85,12 @@ struct BackupCommand: ParsableCommand {
             let destination = out == "-" ? try StandardStream.temporaryFile(suffix: ".partial") : out
             defer { if out == "-" { unlink(destination) } }
             if out == "-" { unlink(destination) }
+            let progress = Progress("backup export", unit: "rows", global: global)
             var summary = try engine.exportBackup(
                 all ? .all : .users(users), to: destination, format: chosen, level: level, now: try global.currentTime(),
                 toolVersion: GuestModeVersion.current, signingKey: key, encryption: encryption,
-                progress: { done, total in
-                    guard output.showsProgress else { return }
-                    FileHandle.standardError.write(Data("\rexporting: \(done)/\(total) rows".utf8))
-                })
-            if output.showsProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+                progress: { done, total in progress.update(done: done, total: total) })
+            progress.finish()
             if out == "-" {
                 // Nothing but the archive on stdout: the summary goes to stderr.
                 try StandardStream.send(destination)
@@ -167,10 +165,14 @@ struct BackupCommand: ParsableCommand {
             let signature = try BackupArchive.requireIntact(
                 path: source.path, limits: limits.archiveLimits, keys: keys)
             let engine = try global.openEngine()
+            let progress = Progress("backup import", unit: "rows", global: global)
+            progress.update(done: 0, total: nil)
             var report = try engine.importBackup(
                 from: source.path, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits, keys: keys,
                 trustUnsigned: trustUnsigned, signature: signature)
             if source.isStandardInput { report.archive = "-" }
+            let imported = report.rows.values.reduce(0, +)
+            progress.finish(done: imported, total: imported)
             let output = global.output
             if !report.skippedTables.isEmpty {
                 let who = report.signature == .unsigned ? "is not signed" : "is signed by another deployment"
@@ -367,9 +369,12 @@ struct BackupCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let key = try global.backupKeyCreatingIfMissing()
+            let progress = Progress("backup push", unit: "users", global: global)
+            progress.update(done: 0, total: nil)
             let report = try engine.pushBackups(
                 to: to, maxAttempts: maxAttempts, retryNow: retryNow, now: try global.currentTime(),
                 toolVersion: GuestModeVersion.current, signingKey: key, encryption: encrypt ? .deploymentKey(key) : nil)
+            progress.finish(done: report.pushed.count, total: report.pushed.count + report.failed.count)
             let output = global.output
             if global.json {
                 try output.json(report)

@@ -62,6 +62,7 @@ struct MigrateCommand: ParsableCommand {
             }
             SafetyBackup.removeAbandoned(directory: backupDirectory, global: global)
             let stopAfter = ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"]
+            let progress = Progress("migrate", unit: "steps", global: global)
             let report = try engine.migrate(
                 guest: guest, to: to, resuming: resume, now: now,
                 takeBackup: { users in
@@ -72,6 +73,7 @@ struct MigrateCommand: ParsableCommand {
                     return path
                 },
                 progress: { step, total in
+                    progress.update(done: step.position, total: total)
                     output.note("step \(step.position)/\(total) \(step.name): \(counted(step.rows, "row")) moved")
                 },
                 checkpoint: { checkpoint in
@@ -81,6 +83,7 @@ struct MigrateCommand: ParsableCommand {
                     }
                     if checkpoint == .backupTaken, stopAfter == "migrate-backup" { kill(getpid(), SIGKILL) }
                 })
+            progress.finish(done: report.journal.steps.count, total: report.journal.steps.count)
             if global.json { return try output.json(report) }
             if global.quiet { return }
             output.line(
