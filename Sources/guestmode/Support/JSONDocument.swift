@@ -48,6 +48,14 @@ enum JSONKeys {
     ]
 
     static func name(for key: any CodingKey) -> String {
+        let cacheKey = NameCache.Key(type: ObjectIdentifier(type(of: key)), name: key.stringValue)
+        if let cached = NameCache.shared.lookup(cacheKey) { return cached }
+        let name = computeName(for: key)
+        NameCache.shared.store(name, for: cacheKey)
+        return name
+    }
+
+    private static func computeName(for key: any CodingKey) -> String {
         let typeName = String(reflecting: type(of: key))
         // Keys of a [String: …] dictionary are data: keep them.
         if typeName.contains("DictionaryCodingKey") || typeName.contains("DictionaryKey") { return key.stringValue }
@@ -76,6 +84,31 @@ enum JSONKeys {
             result.append(contentsOf: character.lowercased())
         }
         return result
+    }
+}
+
+/// JSON names by key type and Swift name: reflecting on a type's name for every key of every row of a
+/// long listing would cost more than encoding it.
+final class NameCache: @unchecked Sendable {
+    struct Key: Hashable {
+        var type: ObjectIdentifier
+        var name: String
+    }
+
+    static let shared = NameCache()
+    private let lock = NSLock()
+    private var names: [Key: String] = [:]
+
+    func lookup(_ key: Key) -> String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return names[key]
+    }
+
+    func store(_ name: String, for key: Key) {
+        lock.lock()
+        defer { lock.unlock() }
+        names[key] = name
     }
 }
 
