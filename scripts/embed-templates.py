@@ -19,8 +19,11 @@ def literal(text):
     hashes = "#"
     while ('"""' + hashes) in text or ('"' + hashes) in text or ("\\" + hashes) in text:
         hashes += "#"
-    # The line break before the closing delimiter is not part of the value, so add one.
-    return f'{hashes}"""\n{text}\n"""{hashes}'
+    # Every line indented like the closing delimiter (Swift strips that indentation); the line break
+    # before the delimiter is not part of the value, so add one.
+    pad = " " * 12
+    body = "\n".join(pad + line if line else line for line in text.split("\n"))
+    return f'{hashes}"""\n{body}\n{pad}"""{hashes}'
 
 
 def render():

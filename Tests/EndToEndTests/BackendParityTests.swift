@@ -339,7 +339,9 @@ struct PostgresStressTests {
         #expect(meterStatus?["used"] as? Int == min(60, attempts), "\(meter.stdout)\(meter.stderr)")
         #expect(meterStatus?["remaining"] as? Int == max(0, 60 - attempts), "\(meter.stdout)")
         let counters = try await sandbox.run("--json", "counters", tracked)
-        #expect((counters.object["counters"] as? [String: Any])?["app_opened"] as? Int == 1, "\(counters.stdout)\(counters.stderr)")
+        #expect(
+            (counters.object["counters"] as? [String: Any])?["app_opened"] as? Int == 1,
+            "\(counters.stdout)\(counters.stderr)")
 
         // The identity is bound to exactly one of the eight guests, and only that one ever won a link.
         let linked = try await sandbox.run("--json", "user", "list", "--linked")

@@ -49,7 +49,9 @@ struct FoundationTests {
                     "first_recipe_success", "viral_content_created", "reengagement", "daily_limit_reached",
                     "feature_discovery", "share_intent", "challenge_interest", "social_exploration",
                 ])
-            let first = (prompts?["rules"] as? [[String: Any]])?.first { $0["context"] as? String == "first_recipe_success" }
+            let first = (prompts?["rules"] as? [[String: Any]])?.first {
+                $0["context"] as? String == "first_recipe_success"
+            }
             #expect(first?["once"] as? Bool == true)
             #expect((first?["when"] as? [[String: Any]])?.last?["state"] as? String == "anonymous")
             let experiment = (document["experiments"] as? [String: [String: Any]])?["auth_prompts"]

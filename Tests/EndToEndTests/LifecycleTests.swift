@@ -226,7 +226,9 @@ struct LifecycleTests {
         #expect(repeated.object["counted"] as? Bool == false)
         #expect(repeated.object["total"] as? Int == 3)
         #expect(try await sandbox.run("track", guest, "app_opened", "--prop", "screen=home").status == 0)
-        #expect((try await (sandbox.run("counters", guest, "--json").object["counters"] as? [String: Any])?["recipe_created"]) as? Int == 3)
+        #expect(
+            (try await (sandbox.run("counters", guest, "--json").object["counters"] as? [String: Any])?[
+                "recipe_created"]) as? Int == 3)
         let reused = try await sandbox.run("track", guest, "app_opened", "--id", "k1", "--json")
         #expect(reused.status == 14, "a key identifies one report, not one per action")
         #expect(reused.errorJSON["code"] as? String == "idempotency_key_reused")

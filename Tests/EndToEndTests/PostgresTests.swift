@@ -99,7 +99,9 @@ struct PostgresTests {
         #expect(imported.status == 0, "\(imported.stderr)")
         let record = try await sandbox.run("record", "get", guest, "habits", "read")
         #expect(record.stdout.contains("10 pages"), "\(record.stdout)\(record.stderr)")
-        #expect(try await (sandbox.run("counters", guest, "--json").object["counters"] as? [String: Any])?["habit_created"] as? Int == 1)
+        #expect(
+            try await (sandbox.run("counters", guest, "--json").object["counters"] as? [String: Any])?["habit_created"]
+                as? Int == 1)
     }
 
     @Test("a password is never printed, and an unreachable server exits 75")

@@ -18,7 +18,8 @@ struct EmbeddedTemplatesTests {
         for file in EmbeddedTemplates.files {
             let text = try String(
                 contentsOf: Self.templates.appendingPathComponent(file.name + ".yaml"), encoding: .utf8)
-            #expect(file.text == text, "\(file.name): the embedded copy differs; run python3 scripts/embed-templates.py")
+            #expect(
+                file.text == text, "\(file.name): the embedded copy differs; run python3 scripts/embed-templates.py")
         }
     }
 

@@ -7,392 +7,392 @@ enum EmbeddedTemplates {
         (
             "habits",
             #"""
-# Continuous backup (the Habitto design): data written before any user
-# existed is owned by "" and adopted once; every change queues a backup.
-name: habits
-version: 1
-description: Habit tracker with continuous backup
-guest_owner: ""
-identity:
-  providers: [apple, google, email]
-  max_providers_per_user: 1
-collections:
-  habits:
-  completions:
-    unique: [habit, day]
-  awards:
-    unique: [day]
-  progress:
-actions: [app_opened, habit_created, habit_completed, award_earned]
-tiers:
-  guest:
-  account:
-  premium:
-plans:
-  premium:
-    price: 1.99
-    currency: USD
-    period: 1 month
-    tier: premium
-prompts:
-  cooldown: 72h
-  rules:
-    - context: protect_streak
-      priority: medium
-      when:
-        - counter: habit_completed
-          at_least: 7
-        - state: anonymous
-      reshow_after: 7d
-      content:
-        title: Protect your streak
-        message: Sign in and your habits are backed up automatically.
-        benefits: [Automatic backup, Restore on a new phone]
-        primary_action: Sign in
-        secondary_action: Not now
-        style: card
-backup:
-  outbox: true
-  format: tar.zst
-migration:
-  steps:
-    - name: profile
-    - name: habits
-      collections: [habits]
-    - name: completions
-      collections: [completions]
-    - name: awards
-      collections: [awards, progress]
-    - name: cleanup
+            # Continuous backup (the Habitto design): data written before any user
+            # existed is owned by "" and adopted once; every change queues a backup.
+            name: habits
+            version: 1
+            description: Habit tracker with continuous backup
+            guest_owner: ""
+            identity:
+              providers: [apple, google, email]
+              max_providers_per_user: 1
+            collections:
+              habits:
+              completions:
+                unique: [habit, day]
+              awards:
+                unique: [day]
+              progress:
+            actions: [app_opened, habit_created, habit_completed, award_earned]
+            tiers:
+              guest:
+              account:
+              premium:
+            plans:
+              premium:
+                price: 1.99
+                currency: USD
+                period: 1 month
+                tier: premium
+            prompts:
+              cooldown: 72h
+              rules:
+                - context: protect_streak
+                  priority: medium
+                  when:
+                    - counter: habit_completed
+                      at_least: 7
+                    - state: anonymous
+                  reshow_after: 7d
+                  content:
+                    title: Protect your streak
+                    message: Sign in and your habits are backed up automatically.
+                    benefits: [Automatic backup, Restore on a new phone]
+                    primary_action: Sign in
+                    secondary_action: Not now
+                    style: card
+            backup:
+              outbox: true
+              format: tar.zst
+            migration:
+              steps:
+                - name: profile
+                - name: habits
+                  collections: [habits]
+                - name: completions
+                  collections: [completions]
+                - name: awards
+                  collections: [awards, progress]
+                - name: cleanup
 
-"""#
+            """#
         ),
         (
             "recipes",
             #"""
-# Progressive sign-in prompts (the SnapChef design): the app asks at the
-# moments a guest has something worth keeping, never more than once a day,
-# and never again after "never ask again".
-name: recipes
-version: 1
-description: Recipe app with progressive sign-in prompts
-guest_owner: ""
-identity:
-  providers: [apple, google, email]
-  max_providers_per_user: 1
-collections:
-  profile:
-  recipes:
-    on_merge_conflict: keep-both
-  photos:
-    on_merge_conflict: keep-both
-  preferences:
-actions:
-  - app_opened
-  - recipe_created
-  - recipe_viewed
-  - video_generated
-  - video_shared
-  - challenge_viewed
-  - social_explored
-meters:
-  video_generations:
-    unit: videos
-    reset: daily
-    warnings:
-      - percent: 66
-        level: warning
-tiers:
-  guest:
-    meters:
-      video_generations: 3
-  account:
-    meters:
-      video_generations: 10
-  premium:
-    meters:
-      video_generations: unlimited
-plans:
-  premium:
-    price: 3.99
-    currency: USD
-    period: 1 month
-    trial: 7d
-    tier: premium
-prompts:
-  cooldown: 24h
-  window: 7d
-  max_per_window: 3
-  rules:
-    - context: first_recipe_success
-      priority: medium
-      once: true
-      when:
-        - counter: recipe_created
-          equals: 1
-        - state: anonymous
-      content:
-        title: Your first recipe!
-        message: Save it to your account so it is never lost.
-        benefits: [Recipes synced to every device, Photos backed up]
-        primary_action: Save my recipe
-        secondary_action: Maybe later
-        style: celebration
-    - context: viral_content_created
-      priority: high
-      once: true
-      when:
-        - counter: video_generated
-          at_least: 1
-        - counter: video_shared
-          at_least: 1
-      content:
-        title: Your video is out there
-        message: Sign in to see who watched it and keep every video you make.
-        benefits: [View counts, Your videos kept forever]
-        primary_action: Sign in
-        secondary_action: Not now
-        style: celebration
-    - context: reengagement
-      priority: low
-      reshow_after: 7d
-      when:
-        - days_since_first_seen:
-          at_least: 3
-        - counter: app_opened
-          at_least: 5
-        - state: anonymous
-      content:
-        title: Welcome back
-        message: You keep coming back. Sign in so your kitchen is always with you.
-        benefits: [Everything saved, Personal recommendations]
-        primary_action: Sign in
-        secondary_action: Not now
-        style: card
-    - context: daily_limit_reached
-      priority: critical
-      trigger: daily_limit_reached
-      reshow_after: 1d
-      content:
-        title: You reached today's limit
-        message: Sign in to make up to ten videos a day.
-        benefits: [Ten videos a day, Premium trial]
-        primary_action: Sign in
-        secondary_action: Tomorrow
-        style: sheet
-    - context: feature_discovery
-      priority: low
-      once: true
-      when:
-        - counter: recipe_viewed
-          at_least: 10
-      content:
-        title: Cook along with friends
-        message: Signed-in cooks can follow friends and save collections.
-        benefits: [Collections, Following]
-        primary_action: Sign in
-        secondary_action: Not now
-        style: tooltip
-    - context: share_intent
-      priority: high
-      trigger: share_intent
-      reshow_after: 3d
-      content:
-        title: Share under your name
-        message: Sign in so people know the recipe is yours.
-        benefits: [Credit for your recipes]
-        primary_action: Sign in and share
-        secondary_action: Share anonymously
-        style: sheet
-    - context: challenge_interest
-      priority: medium
-      once: true
-      when:
-        - counter: challenge_viewed
-          at_least: 3
-      content:
-        title: Join the challenge
-        message: Sign in to enter cooking challenges and win badges.
-        benefits: [Badges, Leaderboards]
-        primary_action: Join
-        secondary_action: Just looking
-        style: card
-    - context: social_exploration
-      priority: medium
-      once: true
-      when:
-        - counter: social_explored
-          at_least: 3
-      content:
-        title: Find your people
-        message: Sign in to follow cooks you like.
-        benefits: [A feed of cooks you follow]
-        primary_action: Sign in
-        secondary_action: Not now
-        style: card
-experiments:
-  auth_prompts:
-    seed: auth_prompts
-    coverage: 1
-    variants:
-      - name: control
-        weight: 0.2
-      - name: aggressive
-        weight: 0.2
-        prompt_cooldown: 6h
-      - name: delayed
-        weight: 0.2
-        prompt_cooldown: 72h
-        contexts: [viral_content_created, reengagement, daily_limit_reached]
-      - name: benefits
-        weight: 0.2
-        contexts: [first_recipe_success, viral_content_created, feature_discovery, daily_limit_reached]
-      - name: social
-        weight: 0.2
-        contexts: [viral_content_created, share_intent, challenge_interest, social_exploration, daily_limit_reached]
-backup:
-  outbox: false
-  format: tar.zst
-migration:
-  steps:
-    - name: profile
-      collections: [profile]
-    - name: recipes
-      collections: [recipes]
-    - name: photos
-      collections: [photos]
-    - name: preferences
-      collections: [preferences]
-    - name: cleanup
+            # Progressive sign-in prompts (the SnapChef design): the app asks at the
+            # moments a guest has something worth keeping, never more than once a day,
+            # and never again after "never ask again".
+            name: recipes
+            version: 1
+            description: Recipe app with progressive sign-in prompts
+            guest_owner: ""
+            identity:
+              providers: [apple, google, email]
+              max_providers_per_user: 1
+            collections:
+              profile:
+              recipes:
+                on_merge_conflict: keep-both
+              photos:
+                on_merge_conflict: keep-both
+              preferences:
+            actions:
+              - app_opened
+              - recipe_created
+              - recipe_viewed
+              - video_generated
+              - video_shared
+              - challenge_viewed
+              - social_explored
+            meters:
+              video_generations:
+                unit: videos
+                reset: daily
+                warnings:
+                  - percent: 66
+                    level: warning
+            tiers:
+              guest:
+                meters:
+                  video_generations: 3
+              account:
+                meters:
+                  video_generations: 10
+              premium:
+                meters:
+                  video_generations: unlimited
+            plans:
+              premium:
+                price: 3.99
+                currency: USD
+                period: 1 month
+                trial: 7d
+                tier: premium
+            prompts:
+              cooldown: 24h
+              window: 7d
+              max_per_window: 3
+              rules:
+                - context: first_recipe_success
+                  priority: medium
+                  once: true
+                  when:
+                    - counter: recipe_created
+                      equals: 1
+                    - state: anonymous
+                  content:
+                    title: Your first recipe!
+                    message: Save it to your account so it is never lost.
+                    benefits: [Recipes synced to every device, Photos backed up]
+                    primary_action: Save my recipe
+                    secondary_action: Maybe later
+                    style: celebration
+                - context: viral_content_created
+                  priority: high
+                  once: true
+                  when:
+                    - counter: video_generated
+                      at_least: 1
+                    - counter: video_shared
+                      at_least: 1
+                  content:
+                    title: Your video is out there
+                    message: Sign in to see who watched it and keep every video you make.
+                    benefits: [View counts, Your videos kept forever]
+                    primary_action: Sign in
+                    secondary_action: Not now
+                    style: celebration
+                - context: reengagement
+                  priority: low
+                  reshow_after: 7d
+                  when:
+                    - days_since_first_seen:
+                      at_least: 3
+                    - counter: app_opened
+                      at_least: 5
+                    - state: anonymous
+                  content:
+                    title: Welcome back
+                    message: You keep coming back. Sign in so your kitchen is always with you.
+                    benefits: [Everything saved, Personal recommendations]
+                    primary_action: Sign in
+                    secondary_action: Not now
+                    style: card
+                - context: daily_limit_reached
+                  priority: critical
+                  trigger: daily_limit_reached
+                  reshow_after: 1d
+                  content:
+                    title: You reached today's limit
+                    message: Sign in to make up to ten videos a day.
+                    benefits: [Ten videos a day, Premium trial]
+                    primary_action: Sign in
+                    secondary_action: Tomorrow
+                    style: sheet
+                - context: feature_discovery
+                  priority: low
+                  once: true
+                  when:
+                    - counter: recipe_viewed
+                      at_least: 10
+                  content:
+                    title: Cook along with friends
+                    message: Signed-in cooks can follow friends and save collections.
+                    benefits: [Collections, Following]
+                    primary_action: Sign in
+                    secondary_action: Not now
+                    style: tooltip
+                - context: share_intent
+                  priority: high
+                  trigger: share_intent
+                  reshow_after: 3d
+                  content:
+                    title: Share under your name
+                    message: Sign in so people know the recipe is yours.
+                    benefits: [Credit for your recipes]
+                    primary_action: Sign in and share
+                    secondary_action: Share anonymously
+                    style: sheet
+                - context: challenge_interest
+                  priority: medium
+                  once: true
+                  when:
+                    - counter: challenge_viewed
+                      at_least: 3
+                  content:
+                    title: Join the challenge
+                    message: Sign in to enter cooking challenges and win badges.
+                    benefits: [Badges, Leaderboards]
+                    primary_action: Join
+                    secondary_action: Just looking
+                    style: card
+                - context: social_exploration
+                  priority: medium
+                  once: true
+                  when:
+                    - counter: social_explored
+                      at_least: 3
+                  content:
+                    title: Find your people
+                    message: Sign in to follow cooks you like.
+                    benefits: [A feed of cooks you follow]
+                    primary_action: Sign in
+                    secondary_action: Not now
+                    style: card
+            experiments:
+              auth_prompts:
+                seed: auth_prompts
+                coverage: 1
+                variants:
+                  - name: control
+                    weight: 0.2
+                  - name: aggressive
+                    weight: 0.2
+                    prompt_cooldown: 6h
+                  - name: delayed
+                    weight: 0.2
+                    prompt_cooldown: 72h
+                    contexts: [viral_content_created, reengagement, daily_limit_reached]
+                  - name: benefits
+                    weight: 0.2
+                    contexts: [first_recipe_success, viral_content_created, feature_discovery, daily_limit_reached]
+                  - name: social
+                    weight: 0.2
+                    contexts: [viral_content_created, share_intent, challenge_interest, social_exploration, daily_limit_reached]
+            backup:
+              outbox: false
+              format: tar.zst
+            migration:
+              steps:
+                - name: profile
+                  collections: [profile]
+                - name: recipes
+                  collections: [recipes]
+                - name: photos
+                  collections: [photos]
+                - name: preferences
+                  collections: [preferences]
+                - name: cleanup
 
-"""#
+            """#
         ),
         (
             "subscriptions",
             #"""
-# Capped guest mode (the Kansyl design): a guest keeps up to five
-# subscriptions, signing in keeps them, premium lifts the cap.
-name: subscriptions
-version: 1
-description: Subscription tracker with a capped guest mode
-guest_owner: ""
-identity:
-  providers: [apple, google, email]
-  max_providers_per_user: 1
-collections:
-  subscriptions:
-    on_merge_conflict: newest-wins
-  settings:
-actions: [app_opened, subscription_added, subscription_removed, reminder_set, paywall_viewed]
-tiers:
-  guest:
-    caps:
-      subscriptions: 5
-    when_capped: needs-account
-  account:
-    when_capped: needs-premium
-  premium:
-    caps:
-      subscriptions: unlimited
-plans:
-  premium:
-    price: 2.99
-    currency: USD
-    period: 1 month
-    tier: premium
-prompts:
-  cooldown: 24h
-  rules:
-    - context: guest_cap_reached
-      priority: critical
-      when:
-        - counter: subscription_added
-          at_least: 5
-        - state: anonymous
-      content:
-        title: Keep tracking everything
-        message: Guests can track five subscriptions. Sign in to keep yours safe and add more.
-        benefits: [Your subscriptions on every device, Reminders before every renewal]
-        primary_action: Sign in
-        secondary_action: Not now
-        style: sheet
-backup:
-  outbox: false
-  format: tar.zst
-migration:
-  steps:
-    - name: profile
-    - name: subscriptions
-      collections: [subscriptions]
-    - name: settings
-      collections: [settings]
-    - name: cleanup
+            # Capped guest mode (the Kansyl design): a guest keeps up to five
+            # subscriptions, signing in keeps them, premium lifts the cap.
+            name: subscriptions
+            version: 1
+            description: Subscription tracker with a capped guest mode
+            guest_owner: ""
+            identity:
+              providers: [apple, google, email]
+              max_providers_per_user: 1
+            collections:
+              subscriptions:
+                on_merge_conflict: newest-wins
+              settings:
+            actions: [app_opened, subscription_added, subscription_removed, reminder_set, paywall_viewed]
+            tiers:
+              guest:
+                caps:
+                  subscriptions: 5
+                when_capped: needs-account
+              account:
+                when_capped: needs-premium
+              premium:
+                caps:
+                  subscriptions: unlimited
+            plans:
+              premium:
+                price: 2.99
+                currency: USD
+                period: 1 month
+                tier: premium
+            prompts:
+              cooldown: 24h
+              rules:
+                - context: guest_cap_reached
+                  priority: critical
+                  when:
+                    - counter: subscription_added
+                      at_least: 5
+                    - state: anonymous
+                  content:
+                    title: Keep tracking everything
+                    message: Guests can track five subscriptions. Sign in to keep yours safe and add more.
+                    benefits: [Your subscriptions on every device, Reminders before every renewal]
+                    primary_action: Sign in
+                    secondary_action: Not now
+                    style: sheet
+            backup:
+              outbox: false
+              format: tar.zst
+            migration:
+              steps:
+                - name: profile
+                - name: subscriptions
+                  collections: [subscriptions]
+                - name: settings
+                  collections: [settings]
+                - name: cleanup
 
-"""#
+            """#
         ),
         (
             "voice",
             #"""
-# Metered guest mode: 60 free API minutes per guest for life, warnings at
-# 75 % and 90 %, premium with a one-month free trial is unlimited.
-name: voice
-version: 1
-description: Voice control with metered API minutes
-guest_owner: ""
-identity:
-  providers: [apple, google, email]
-  max_providers_per_user: 1
-collections:
-  commands:
-  settings:
-actions: [app_opened, command_spoken, command_failed, paywall_viewed]
-meters:
-  api_minutes:
-    unit: minutes
-    reset: never
-    warnings:
-      - percent: 75
-        level: warning
-      - percent: 90
-        level: critical
-tiers:
-  guest:
-    meters:
-      api_minutes: 60
-  account:
-    when_capped: needs-premium
-  premium:
-    meters:
-      api_minutes: unlimited
-plans:
-  premium:
-    price: 4.99
-    currency: USD
-    period: 1 month
-    trial: 1 month
-    tier: premium
-prompts:
-  cooldown: 24h
-  rules:
-    - context: minutes_running_low
-      priority: high
-      once: true
-      when:
-        - counter: command_spoken
-          at_least: 20
-        - state: anonymous
-      content:
-        title: Keep your minutes safe
-        message: Sign in so your remaining minutes and settings follow you.
-        benefits: [Minutes kept across devices, A free month of premium]
-        primary_action: Sign in
-        secondary_action: Later
-        style: banner
-backup:
-  outbox: false
-  format: tar.zst
+            # Metered guest mode: 60 free API minutes per guest for life, warnings at
+            # 75 % and 90 %, premium with a one-month free trial is unlimited.
+            name: voice
+            version: 1
+            description: Voice control with metered API minutes
+            guest_owner: ""
+            identity:
+              providers: [apple, google, email]
+              max_providers_per_user: 1
+            collections:
+              commands:
+              settings:
+            actions: [app_opened, command_spoken, command_failed, paywall_viewed]
+            meters:
+              api_minutes:
+                unit: minutes
+                reset: never
+                warnings:
+                  - percent: 75
+                    level: warning
+                  - percent: 90
+                    level: critical
+            tiers:
+              guest:
+                meters:
+                  api_minutes: 60
+              account:
+                when_capped: needs-premium
+              premium:
+                meters:
+                  api_minutes: unlimited
+            plans:
+              premium:
+                price: 4.99
+                currency: USD
+                period: 1 month
+                trial: 1 month
+                tier: premium
+            prompts:
+              cooldown: 24h
+              rules:
+                - context: minutes_running_low
+                  priority: high
+                  once: true
+                  when:
+                    - counter: command_spoken
+                      at_least: 20
+                    - state: anonymous
+                  content:
+                    title: Keep your minutes safe
+                    message: Sign in so your remaining minutes and settings follow you.
+                    benefits: [Minutes kept across devices, A free month of premium]
+                    primary_action: Sign in
+                    secondary_action: Later
+                    style: banner
+            backup:
+              outbox: false
+              format: tar.zst
 
-"""#
+            """#
         ),
     ]
 }

@@ -26,7 +26,8 @@ struct BackupCommand: ParsableCommand {
         @Flag(name: .long, help: "Export every user, and records not yet adopted by one.")
         var all = false
 
-        @Option(name: .long, help: ArgumentHelp("The archive to write; - writes it to standard output.", valueName: "file"))
+        @Option(
+            name: .long, help: ArgumentHelp("The archive to write; - writes it to standard output.", valueName: "file"))
         var out: String
 
         @Option(name: .long, help: ArgumentHelp("tar.zst (default), tar.gz or zip.", valueName: "format"))
@@ -87,7 +88,8 @@ struct BackupCommand: ParsableCommand {
             if out == "-" { unlink(destination) }
             let progress = Progress("backup export", unit: "rows", global: global)
             var summary = try engine.exportBackup(
-                all ? .all : .users(users), to: destination, format: chosen, level: level, now: try global.currentTime(),
+                all ? .all : .users(users), to: destination, format: chosen, level: level,
+                now: try global.currentTime(),
                 toolVersion: GuestModeVersion.current, signingKey: key, encryption: encryption,
                 progress: { done, total in progress.update(done: done, total: total) })
             progress.finish()
@@ -188,7 +190,8 @@ struct BackupCommand: ParsableCommand {
             let verb = dryRun ? "would import" : "imported"
             let rows = report.rows.values.reduce(0, +)
             output.line(
-                "\(verb) \(counted(rows, "row")) from \(report.archive) (\(report.profile), format \(report.formatVersion))")
+                "\(verb) \(counted(rows, "row")) from \(report.archive) (\(report.profile), format \(report.formatVersion))"
+            )
             for (label, users) in [("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped)]
             where !users.isEmpty {
                 output.line("  \(label): \(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }.joined(separator: ", "))")
@@ -197,7 +200,8 @@ struct BackupCommand: ParsableCommand {
                 output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
             }
             if report.renumbered > 0 {
-                output.note("\(counted(report.renumbered, "row")) got new ids because theirs were taken by other users' rows")
+                output.note(
+                    "\(counted(report.renumbered, "row")) got new ids because theirs were taken by other users' rows")
             }
         }
     }

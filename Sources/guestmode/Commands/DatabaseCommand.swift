@@ -99,7 +99,8 @@ struct DatabaseCommand: ParsableCommand {
             if !problems.isEmpty {
                 throw GuestModeError(
                     .badData, code: .integrityCheckFailed,
-                    "the store '\(global.storePath)' failed its integrity check (\(counted(problems.count, "problem")))")
+                    "the store '\(global.storePath)' failed its integrity check (\(counted(problems.count, "problem")))"
+                )
             }
         }
     }

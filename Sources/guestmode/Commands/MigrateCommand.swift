@@ -55,7 +55,8 @@ struct MigrateCommand: ParsableCommand {
                 for step in plan.steps {
                     let collections = step.collections.isEmpty ? "" : " [\(step.collections.joined(separator: ", "))]"
                     output.line(
-                        "  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(counted(step.rows, "row"))")
+                        "  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(counted(step.rows, "row"))"
+                    )
                 }
                 for conflict in plan.conflicts { output.line("  conflict \(ConflictText.describe(conflict))") }
                 return
@@ -147,7 +148,8 @@ struct MigrateCommand: ParsableCommand {
             let journals = try global.openEngine().journals(involving: user)
             if listing.resolved(global) != .table {
                 return try listing.render(
-                    journals, header: ["JOURNAL", "KIND", "SOURCE", "TARGET", "STATUS", "STEPS_DONE", "STEPS", "ERROR"],
+                    journals,
+                    header: ["JOURNAL", "KIND", "SOURCE", "TARGET", "STATUS", "STEPS_DONE", "STEPS", "ERROR"],
                     rows: journals.map { journal in
                         [
                             String(journal.id), journal.kind, journal.source, journal.target, journal.status,

@@ -86,7 +86,9 @@ struct PlanCommand: ParsableCommand {
             }
             struct Report: Encodable { var user: String; var tier: TierLevel; var plans: [PlanStatus] }
             let report = Report(user: user, tier: try engine.tier(of: user, now: now), plans: plans)
-            if listing.resolved(global) == .table && !global.quiet { global.output.note("tier \(report.tier.rawValue)") }
+            if listing.resolved(global) == .table && !global.quiet {
+                global.output.note("tier \(report.tier.rawValue)")
+            }
             try listing.render(
                 document: report, items: plans, header: ["PLAN", "STATE", "TIER", "GRANTED", "ENDS", "REVOKED"],
                 rows: plans.map { status in

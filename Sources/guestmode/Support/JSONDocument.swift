@@ -285,7 +285,9 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let node: JSONNode
     var codingPath: [any CodingKey]
 
-    private func set(_ value: JSONValue, _ key: Key) { node.child(forKey: JSONKeys.name(for: key)).content = .value(value) }
+    private func set(_ value: JSONValue, _ key: Key) {
+        node.child(forKey: JSONKeys.name(for: key)).content = .value(value)
+    }
 
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
@@ -330,7 +332,9 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         if let value { try encode(value, forKey: key) } else { set(.null, key) }
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type, forKey key: Key
+    )
         -> KeyedEncodingContainer<NestedKey>
     {
         let child = node.child(forKey: JSONKeys.name(for: key))
@@ -366,7 +370,9 @@ struct UnkeyedJSONContainer: UnkeyedEncodingContainer {
         try JSONNodeEncoder.encode(value, into: node.appended(), path: codingPath)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    )
         -> KeyedEncodingContainer<NestedKey>
     {
         let child = node.appended()

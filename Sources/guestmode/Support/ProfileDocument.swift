@@ -27,7 +27,10 @@ enum ProfileDocument {
             ("plans", .object(profile.plans.map { ($0.name, plan($0)) })),
             ("prompts", prompts(profile.prompts)),
             ("experiments", .object(profile.experiments.map { ($0.name, experiment($0)) })),
-            ("backup", .object([("outbox", .bool(profile.backup.queuesOnChange)), ("format", .string(profile.backup.format))])),
+            (
+                "backup",
+                .object([("outbox", .bool(profile.backup.queuesOnChange)), ("format", .string(profile.backup.format))])
+            ),
             ("migration", .object([("steps", .array(profile.migration.steps.map(step)))])),
         ]
         if let upgrade = profile.upgrade {
@@ -83,7 +86,10 @@ enum ProfileDocument {
                     "meters",
                     .object(
                         profile.meters.map { meter in
-                            (meter.name, tier.allowances[meter.name].map { JSONValue.number($0) } ?? .string("unlimited"))
+                            (
+                                meter.name,
+                                tier.allowances[meter.name].map { JSONValue.number($0) } ?? .string("unlimited")
+                            )
                         })
                 ))
         }

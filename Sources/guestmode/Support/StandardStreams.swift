@@ -60,7 +60,8 @@ enum StandardStream {
             if count == 0 { return }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw GuestModeError(.ioError, code: .ioError, "cannot read \(what): \(String(cString: strerror(errno)))")
+                throw GuestModeError(
+                    .ioError, code: .ioError, "cannot read \(what): \(String(cString: strerror(errno)))")
             }
             var offset = 0
             while offset < count {
