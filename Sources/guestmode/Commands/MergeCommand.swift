@@ -33,6 +33,7 @@ struct MergeCommand: ParsableCommand {
     func run() throws {
         let report = try global.openEngine().merge(
             guest: guest, into: into, policy: policy, dryRun: dryRun, now: try global.currentTime())
+        Progress("merge", unit: "records", global: global).finish(done: report.recordsMoved, total: report.recordsMoved)
         if global.json { return try global.output.json(report) }
         let output = global.output
         let verb = dryRun ? "would merge" : "merged"

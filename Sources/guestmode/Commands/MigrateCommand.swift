@@ -70,12 +70,15 @@ struct MigrateCommand: ParsableCommand {
                     let path = try SafetyBackup.take(
                         engine: engine, users: users, directory: backupDirectory, label: "migrate", global: global,
                         now: now)
-                    output.note("backup of \(users.joined(separator: " and ")) written to \(path)")
+                    if !global.json { output.note("backup of \(users.joined(separator: " and ")) written to \(path)") }
                     return path
                 },
                 progress: { step, total in
                     progress.update(done: step.position, total: total)
-                    output.note("step \(step.position)/\(total) \(step.name): \(counted(step.rows, "row")) moved")
+                    // With --json the progress lines say it.
+                    if !global.json {
+                        output.note("step \(step.position)/\(total) \(step.name): \(counted(step.rows, "row")) moved")
+                    }
                 },
                 checkpoint: { checkpoint in
                     // Lets tests stop the process exactly where a crash would.

@@ -142,6 +142,8 @@ struct UserCommand: ParsableCommand {
             let report = try global.openEngine().purge(
                 inactiveDays: inactiveDays, includingUsersWithData: includeWithData, dryRun: dryRun,
                 now: try global.currentTime())
+            Progress("user purge", unit: "users", global: global)
+                .finish(done: report.purged.count, total: report.purged.count + report.kept.count)
             if global.json { return try global.output.json(report) }
             let verb = dryRun ? "would purge" : "purged"
             for candidate in report.purged {

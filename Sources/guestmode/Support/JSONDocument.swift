@@ -33,6 +33,7 @@ enum JSONKeys {
         "PurgeCandidate": ["id": "user_id"],
         "MergeReport": ["guest": "guest_user_id", "account": "account_user_id"],
         "MigrationJournal": ["id": "journal_id", "source": "source_user_id", "target": "target_user_id"],
+        "MigrationPlan": ["source": "source_user_id", "target": "target_user_id"],
         // `user show`: the user itself, an object holding its `user_id`.
         "UserDetails": ["user": "user"],
         // `track --from`: `applied` counts lines; whether they were committed is `committed`.
