@@ -79,7 +79,8 @@ struct MigrationTests {
         let backup = try #require(journal?["backup_path"] as? String)
         #expect(FileManager.default.fileExists(atPath: backup))
         #expect(try await sandbox.run("backup", "verify", backup, "--full").status == 0)
-        #expect(result.stderr.contains("step 5/5 cleanup"))
+        // With --json the steps are JSON progress lines on stderr, ending in the summary.
+        #expect(result.stderr.contains("\"done\":5,\"message_type\":\"summary\",\"total\":5"), "\(result.stderr)")
 
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM users WHERE id = '\(guest)'") == "0")
         #expect(
