@@ -15,7 +15,8 @@ BINDIR = $(DESTDIR)$(PREFIX)/bin
 SHAREDIR = $(DESTDIR)$(PREFIX)/share
 DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
-APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc time bc libpq-dev postgresql
+APT_PACKAGES = libarchive-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
+	python3-jsonschema
 
 .PHONY: all deps build run test stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
 
@@ -96,8 +97,13 @@ crash: deps
 	GUESTMODE_CRASH_ROUNDS=$(CRASH_ROUNDS) GUESTMODE_CRASH_SEED=$(CRASH_SEED) \
 		$(SWIFT) test --skip-build --filter 'CrashTests|RaceAndLeftoverTests'
 
+# Both formatters must accept every page without a warning.
 lint-man:
 	mandoc -Tlint -Wwarning man/*.1 man/*.5
+	@for page in man/*.1 man/*.5; do \
+		warnings=$$(groff -ww -z -man $$page 2>&1); \
+		if [ -n "$$warnings" ]; then echo "$$warnings"; failed=1; fi; \
+	done; [ -z "$$failed" ]
 
 bench: deps
 	$(SWIFT) build -c release

@@ -341,7 +341,9 @@ struct PostgresStressTests {
         #expect(meterStatus?["used"] as? Int == min(60, attempts), "\(meter.stdout)\(meter.stderr)")
         #expect(meterStatus?["remaining"] as? Int == max(0, 60 - attempts), "\(meter.stdout)")
         let counters = try await sandbox.run("--json", "counters", tracked)
-        #expect(counters.object["app_opened"] as? Int == 1, "\(counters.stdout)\(counters.stderr)")
+        #expect(
+            (counters.object["counters"] as? [String: Any])?["app_opened"] as? Int == 1,
+            "\(counters.stdout)\(counters.stderr)")
 
         // The identity is bound to exactly one of the eight guests, and only that one ever won a link.
         let linked = try await sandbox.run("--json", "user", "list", "--linked")
@@ -351,7 +353,7 @@ struct PostgresStressTests {
         let winners = tallies.filter { $0.links > 0 }.map(\.worker)
         #expect(winners.count == 1, "workers that linked: \(winners)")
         if let winner = winners.first {
-            #expect(linkedUsers.first?["id"] as? String == linkers[winner])
+            #expect(linkedUsers.first?["user_id"] as? String == linkers[winner])
         }
         let check = try await sandbox.run("db", "check")
         #expect(check.status == 0, "\(check.stdout)\(check.stderr)")

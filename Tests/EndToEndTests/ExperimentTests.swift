@@ -69,7 +69,7 @@ struct ExperimentTests {
         #expect(once == (try await assignments(second, "a")["uneven"]?["variant"] as? String))
         let rerun = try await assignments(first, "a")["uneven"]
         #expect(rerun?["variant"] as? String == once)
-        #expect(rerun?["is_new"] as? Bool == false)
+        #expect(rerun?["new"] as? Bool == false)
         let text = try await first.run("experiment", "assign", "a", "uneven")
         #expect(text.stdout.contains("uneven"))
         #expect(text.stdout.contains("kept"))

@@ -15,29 +15,31 @@ struct FoundationTests {
         #expect(shown.status == 0, "\(shown.stderr)")
         let document = shown.object
         #expect(document["name"] as? String == profile)
-        let tiers = document["tiers"] as? [[String: Any]] ?? []
-        #expect(tiers.map { $0["level"] as? String } == ["guest", "account", "premium"])
+        // The profile's own vocabulary (guestmode-profile(5)): tiers keyed by level, maps keyed by name.
+        let tiers = document["tiers"] as? [String: [String: Any]] ?? [:]
+        #expect(Set(tiers.keys) == ["guest", "account", "premium"])
+        func tier(_ level: String) -> [String: Any] { tiers[level] ?? [:] }
         switch profile {
         case "subscriptions":
-            let guestCaps = tiers[0]["caps"] as? [String: Int]
-            #expect(guestCaps?["subscriptions"] == 5)
-            #expect(tiers[0]["when_capped"] as? String == "needs-account")
-            #expect((tiers[1]["caps"] as? [String: Int])?["subscriptions"] == 5)
-            #expect(tiers[1]["when_capped"] as? String == "needs-premium")
-            #expect((tiers[2]["caps"] as? [String: Int])?["subscriptions"] == nil)
-            let plan = (document["plans"] as? [[String: Any]])?.first
+            #expect((tier("guest")["caps"] as? [String: Any])?["subscriptions"] as? Int == 5)
+            #expect(tier("guest")["when_capped"] as? String == "needs-account")
+            #expect((tier("account")["caps"] as? [String: Any])?["subscriptions"] as? Int == 5)
+            #expect(tier("account")["when_capped"] as? String == "needs-premium")
+            #expect((tier("premium")["caps"] as? [String: Any])?["subscriptions"] as? String == "unlimited")
+            let plan = (document["plans"] as? [String: [String: Any]])?["premium"]
             #expect((plan?["price"] as? NSNumber)?.doubleValue == 2.99)
         case "voice":
-            #expect((tiers[0]["allowances"] as? [String: Double])?["api_minutes"] == 60)
-            #expect((tiers[1]["allowances"] as? [String: Double])?["api_minutes"] == 60)
-            #expect((tiers[2]["allowances"] as? [String: Double])?["api_minutes"] == nil)
-            let meter = (document["meters"] as? [[String: Any]])?.first
+            #expect((tier("guest")["meters"] as? [String: Any])?["api_minutes"] as? Double == 60)
+            #expect((tier("account")["meters"] as? [String: Any])?["api_minutes"] as? Double == 60)
+            #expect((tier("premium")["meters"] as? [String: Any])?["api_minutes"] as? String == "unlimited")
+            let meter = (document["meters"] as? [String: [String: Any]])?["api_minutes"]
             #expect(meter?["reset"] as? String == "never")
             let warnings = (meter?["warnings"] as? [[String: Any]])?.compactMap { $0["percent"] as? Double }
             #expect(warnings == [75, 90])
-            let plan = (document["plans"] as? [[String: Any]])?.first
+            let plan = (document["plans"] as? [String: [String: Any]])?["premium"]
             #expect((plan?["price"] as? NSNumber)?.doubleValue == 4.99)
             #expect(plan?["trial"] as? String == "1 month")
+            #expect((document["identity"] as? [String: Any])?["max_providers_per_user"] as? Int == 1)
         case "recipes":
             let prompts = document["prompts"] as? [String: Any]
             #expect(prompts?["cooldown"] as? String == "24h")
@@ -47,18 +49,22 @@ struct FoundationTests {
                     "first_recipe_success", "viral_content_created", "reengagement", "daily_limit_reached",
                     "feature_discovery", "share_intent", "challenge_interest", "social_exploration",
                 ])
-            let experiment = (document["experiments"] as? [[String: Any]])?.first
+            let first = (prompts?["rules"] as? [[String: Any]])?.first {
+                $0["context"] as? String == "first_recipe_success"
+            }
+            #expect(first?["once"] as? Bool == true)
+            #expect((first?["when"] as? [[String: Any]])?.last?["state"] as? String == "anonymous")
+            let experiment = (document["experiments"] as? [String: [String: Any]])?["auth_prompts"]
             let variants = (experiment?["variants"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
             #expect(variants == ["control", "aggressive", "delayed", "benefits", "social"])
             let steps = ((document["migration"] as? [String: Any])?["steps"] as? [[String: Any]])?
                 .compactMap { $0["name"] as? String }
             #expect(steps == ["profile", "recipes", "photos", "preferences", "cleanup"])
         default:
-            let collections = (document["collections"] as? [[String: Any]]) ?? []
-            let completions = collections.first { $0["name"] as? String == "completions" }
-            #expect(completions?["unique_fields"] as? [String] == ["habit", "day"])
+            let completions = (document["collections"] as? [String: [String: Any]])?["completions"]
+            #expect(completions?["unique"] as? [String] == ["habit", "day"])
             #expect(document["guest_owner"] as? String == "")
-            #expect((document["backup"] as? [String: Any])?["queues_on_change"] as? Bool == true)
+            #expect((document["backup"] as? [String: Any])?["outbox"] as? Bool == true)
         }
     }
 

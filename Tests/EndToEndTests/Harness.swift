@@ -53,8 +53,15 @@ final class Sandbox {
 
         var json: Any? { try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) }
         var object: [String: Any] { json as? [String: Any] ?? [:] }
+        /// Standard error without the JSON-lines progress of --json.
+        var errorDocument: String {
+            stderr.split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { !($0.hasPrefix("{") && $0.contains("\"message_type\":")) }.joined(separator: "\n")
+        }
+
         var errorJSON: [String: Any] {
-            let document = try? JSONSerialization.jsonObject(with: Data(stderr.utf8)) as? [String: Any]
+            // With --json, progress lines ({…"message_type":…}) may come before the error document.
+            let document = try? JSONSerialization.jsonObject(with: Data(errorDocument.utf8)) as? [String: Any]
             return document?["error"] as? [String: Any] ?? [:]
         }
     }

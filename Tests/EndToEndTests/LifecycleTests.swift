@@ -90,7 +90,7 @@ struct LifecycleTests {
         #expect(try await sandbox.run("meter", "check", guest, "api_minutes").status == 12)
         let refused = try await use("1")
         #expect(refused.status == 12)
-        #expect(refused.object["is_recorded"] as? Bool == false)
+        #expect(refused.object["recorded"] as? Bool == false)
         let status = try await sandbox.run("meter", "status", guest, "api_minutes", "--json")
         let meter = (status.json as? [[String: Any]])?.first
         #expect(meter?["used"] as? Double == 60)
@@ -102,7 +102,7 @@ struct LifecycleTests {
         #expect(try await sandbox.run("plan", "grant", guest, "premium", "--trial", "1 month").status == 0)
         #expect(try await sandbox.run("meter", "check", guest, "api_minutes", "30").status == 0)
         #expect(try await use("30", "--id", "call-1").status == 0)
-        #expect(try await use("30", "--id", "call-1").object["is_duplicate"] as? Bool == true)
+        #expect(try await use("30", "--id", "call-1").object["duplicate"] as? Bool == true)
         let inTrial = try await sandbox.run("--now", "2026-11-30T10:00:00Z", "plan", "status", guest, "--json")
         #expect(inTrial.object["tier"] as? String == "premium")
         let expired = try await sandbox.run("--now", "2026-12-02T10:00:00Z", "plan", "status", guest, "--json")
@@ -173,7 +173,7 @@ struct LifecycleTests {
 
         let linked = try await sandbox.run("link", guestID, "--provider", "google", "--subject", "mine", "--json")
         #expect(linked.status == 0)
-        #expect(linked.object["user"] as? String == guestID)
+        #expect(linked.object["user_id"] as? String == guestID)
         #expect(linked.object["removed_anonymous_credentials"] as? Bool == true)
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM credentials") == "0")
         #expect(try await sandbox.run("record", "get", guestID, "subscriptions", "netflix").status == 0)
@@ -184,7 +184,7 @@ struct LifecycleTests {
         let events = try await sqlite(sandbox, "SELECT COUNT(*) FROM events WHERE user_id = '\(guestID)'")
         let again = try await sandbox.run("link", guestID, "--provider", "google", "--subject", "mine", "--json")
         #expect(again.status == 0)
-        #expect(again.object["is_newly_linked"] as? Bool == false)
+        #expect(again.object["changed"] as? Bool == false)
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM events WHERE user_id = '\(guestID)'") == events)
 
         // One provider per user in this profile.
@@ -223,10 +223,12 @@ struct LifecycleTests {
         #expect(try await sandbox.run("track", guest, "recipe_created").stdout == "recipe_created 1\n")
         #expect(try await sandbox.run("track", guest, "recipe_created", "--count", "2", "--id", "k1").status == 0)
         let repeated = try await sandbox.run("track", guest, "recipe_created", "--count", "2", "--id", "k1", "--json")
-        #expect(repeated.object["is_counted"] as? Bool == false)
+        #expect(repeated.object["counted"] as? Bool == false)
         #expect(repeated.object["total"] as? Int == 3)
         #expect(try await sandbox.run("track", guest, "app_opened", "--prop", "screen=home").status == 0)
-        #expect((try await sandbox.run("counters", guest, "--json").object["recipe_created"]) as? Int == 3)
+        #expect(
+            (try await (sandbox.run("counters", guest, "--json").object["counters"] as? [String: Any])?[
+                "recipe_created"]) as? Int == 3)
         let reused = try await sandbox.run("track", guest, "app_opened", "--id", "k1", "--json")
         #expect(reused.status == 14, "a key identifies one report, not one per action")
         #expect(reused.errorJSON["code"] as? String == "idempotency_key_reused")
@@ -328,19 +330,19 @@ struct LifecycleTests {
         #expect((anonymous.json as? [[String: Any]])?.count == 4)
         let inactive = try await sandbox.run("user", "list", "--inactive-days", "30", "--json")
         #expect(
-            Set((inactive.json as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? []) == [
+            Set((inactive.json as? [[String: Any]])?.compactMap { $0["user_id"] as? String } ?? []) == [
                 idle, idleWithData, idlePayer,
             ])
 
         #expect(try await sandbox.run("user", "purge", "--inactive-days", "30").status == 64)
         let before = try sandbox.snapshot()
         let dryRun = try await sandbox.run("user", "purge", "--inactive-days", "30", "--dry-run", "--json")
-        #expect((dryRun.object["purged"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [idle])
+        #expect((dryRun.object["purged"] as? [[String: Any]])?.compactMap { $0["user_id"] as? String } == [idle])
         #expect(try sandbox.snapshot() == before)
         let withData = try await sandbox.run(
             "user", "purge", "--inactive-days", "30", "--dry-run", "--include-with-data", "--json")
         #expect(
-            Set((withData.object["purged"] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? []) == [
+            Set((withData.object["purged"] as? [[String: Any]])?.compactMap { $0["user_id"] as? String } ?? []) == [
                 idle, idleWithData,
             ])
         #expect(try await sandbox.run("user", "purge", "--inactive-days", "30", "--yes").status == 0)

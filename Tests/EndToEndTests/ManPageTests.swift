@@ -216,4 +216,38 @@ struct ManPageTests {
         let text = String(decoding: data, as: UTF8.self)
         #expect(text.isEmpty, "mandoc -Tlint -Wwarning:\n\(text)")
     }
+
+    @Test("groff -ww -z -man warns about nothing (no misused macros, no unbreakable lines, ASCII only)")
+    func groffLint() async throws {
+        let groff = ["/usr/bin/groff", "/bin/groff"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let groff else {
+            Issue.record("groff is missing; install groff-base (make deps)")
+            return
+        }
+        for page in try await Self.pages(suffix: ".1") + Self.pages(suffix: ".5") {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: groff)
+            process.arguments = ["-ww", "-z", "-man", Self.manDirectory.appendingPathComponent(page.file).path]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            let text = String(decoding: data, as: UTF8.self)
+            #expect(text.isEmpty && process.terminationStatus == 0, "groff -ww -z -man \(page.file):\n\(text)")
+        }
+    }
+
+    @Test("every page has an EXAMPLES section, and Fl is never given words (it renders them as flags)")
+    func examplesAndFlags() async throws {
+        for page in try await Self.pages(suffix: ".1") {
+            #expect(!page.section("EXAMPLES").isEmpty, "man/\(page.file) has no EXAMPLES section")
+            // `.Pq or, with Fl -dry-run , could be .` renders "-could -be": words after Fl need No.
+            let proseAfterFlag = try Regex(#"Fl -[A-Za-z0-9-]+ , [a-z]"#)
+            for line in page.text.split(separator: "\n") where line.contains(proseAfterFlag) {
+                Issue.record("man/\(page.file): '\(line)' puts prose after Fl; use No, Pc or a new line")
+            }
+        }
+    }
 }

@@ -79,7 +79,8 @@ struct MigrationTests {
         let backup = try #require(journal?["backup_path"] as? String)
         #expect(FileManager.default.fileExists(atPath: backup))
         #expect(try await sandbox.run("backup", "verify", backup, "--full").status == 0)
-        #expect(result.stderr.contains("step 5/5 cleanup"))
+        // With --json the steps are JSON progress lines on stderr, ending in the summary.
+        #expect(result.stderr.contains("\"done\":5,\"message_type\":\"summary\",\"total\":5"), "\(result.stderr)")
 
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM users WHERE id = '\(guest)'") == "0")
         #expect(
@@ -269,7 +270,7 @@ struct MigrationTests {
         #expect(try await sandbox.run("migrate", "adopt", "nobody").status == 66)
         #expect(try sandbox.snapshot() == stable)
         let second = try await sandbox.run("migrate", "adopt", user, "--json")
-        #expect(second.object["was_already_adopted"] as? Bool == true)
+        #expect(second.object["already_adopted"] as? Bool == true)
         #expect(try await tableDump(sandbox, "records", orderBy: "owner_id, collection, key") == afterFirst)
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM outbox WHERE user_id = '\(user)'") == "1")
     }
@@ -357,8 +358,8 @@ struct MigrationTests {
         let before = try sandbox.snapshot()
         let plan = try await sandbox.run("profile", "apply", "v2.yaml", "--dry-run")
         #expect(plan.status == 0, "\(plan.stderr)")
-        #expect(plan.stdout.contains("rename collection settings → preferences: 1 records"))
-        #expect(plan.stdout.contains("rename field subscriptions.cost → price: 1 records"))
+        #expect(plan.stdout.contains("rename collection settings → preferences: 1 record"))
+        #expect(plan.stdout.contains("rename field subscriptions.cost → price: 1 record"))
         #expect(plan.stdout.contains("guest subscriptions: 5 → 10"))
         #expect(try sandbox.snapshot() == before)
 

@@ -17,7 +17,7 @@ extension Sandbox {
     func recipesGuest(at time: String = day0, variant: String = "control") async throws -> String {
         let created = try await run("guest", "new", "--json", "--now", time)
         #expect(created.status == 0, "\(created.stderr)")
-        let id = try #require(created.object["id"] as? String)
+        let id = try #require(created.object["user_id"] as? String)
         let assigned = try await run("experiment", "assign", id, "auth_prompts", "--variant", variant, "--now", time)
         #expect(assigned.status == 0, "\(assigned.stderr)")
         return id

@@ -1,13 +1,22 @@
 import Foundation
 
-/// Where profile templates live: the installed share directory, the source
-/// tree next to a development build, or wherever GUESTMODE_TEMPLATES points.
+/// Where profile templates live: wherever GUESTMODE_TEMPLATES points, the installed share directory,
+/// the source tree next to a development build, and last the copies built into the binary
+/// (`EmbeddedTemplates`), so a binary copied anywhere still knows them.
 public struct ProfileCatalog: Sendable {
     public var directories: [URL]
+    /// Whether the built-in copies are used when no directory has templates.
+    public var usesEmbedded: Bool
 
-    public init(directories: [URL]) {
-        self.directories = directories
+    /// `directories` in order, each once.
+    public init(directories: [URL], usesEmbedded: Bool = true) {
+        var seen = Set<String>()
+        self.directories = directories.map(\.standardizedFileURL).filter { seen.insert($0.path).inserted }
+        self.usesEmbedded = usesEmbedded
     }
+
+    /// Where a built-in template comes from, as `origin` and `path` say it.
+    public static let embeddedPrefix = "built-in:"
 
     /// The directories to search for a binary at `executable`: the
     /// installed layout (`PREFIX/bin` → `PREFIX/share/guestmode/templates`)
@@ -35,9 +44,22 @@ public struct ProfileCatalog: Sendable {
     }
 
     /// The templates of the first directory that has any, so an installed
-    /// copy is never mixed with a build tree's.
+    /// copy is never mixed with a build tree's; else the built-in ones.
+    /// None at all is an error naming every folder searched.
     public func templates() throws -> [Template] {
-        guard let directory = templateDirectory() else { return [] }
+        guard let directory = templateDirectory() else {
+            guard usesEmbedded, !EmbeddedTemplates.files.isEmpty else {
+                throw GuestModeError.notFound(
+                    "no profile templates found (searched \(searchedPaths)); set GUESTMODE_TEMPLATES to a folder of *.yaml profiles",
+                    code: .profileNotFound)
+            }
+            return try EmbeddedTemplates.files.map { file in
+                let profile = try ProfileLoader.parse(file.text, file: "\(Self.embeddedPrefix)\(file.name).yaml")
+                return Template(
+                    name: profile.name, version: profile.version, summary: profile.summary,
+                    path: "\(Self.embeddedPrefix)\(file.name)")
+            }
+        }
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             .filter { $0.hasSuffix(".yaml") }.sorted()
         return try files.map { file in
@@ -46,6 +68,9 @@ public struct ProfileCatalog: Sendable {
             return Template(name: profile.name, version: profile.version, summary: profile.summary, path: url.path)
         }
     }
+
+    /// The folders searched, each once, for messages.
+    public var searchedPaths: String { directories.map(\.path).joined(separator: ", ") }
 
     func templateDirectory() -> URL? {
         directories.first { directory in
@@ -75,11 +100,17 @@ public struct ProfileCatalog: Sendable {
             FileManager.default.fileExists(atPath: directory.appendingPathComponent("\(nameOrPath).yaml").path)
         {
             url = directory.appendingPathComponent("\(nameOrPath).yaml")
+        } else if templateDirectory() == nil, usesEmbedded,
+            let file = EmbeddedTemplates.files.first(where: { $0.name == nameOrPath })
+        {
+            let origin = "\(Self.embeddedPrefix)\(file.name)"
+            let profile = try ProfileLoader.parse(file.text, file: "\(origin).yaml")
+            return Source(profile: profile, text: file.text, origin: origin)
         } else {
             let known = (try? templates().map(\.name)) ?? []
             let hint =
                 known.isEmpty
-                ? "no templates were found (searched \(directories.map(\.path).joined(separator: ", ")); set GUESTMODE_TEMPLATES)"
+                ? "no templates were found (searched \(searchedPaths); set GUESTMODE_TEMPLATES)"
                 : "known templates: \(known.joined(separator: ", "))"
             throw GuestModeError.notFound(
                 "no profile named '\(nameOrPath)'; \(hint); or give the path of a YAML file", code: .profileNotFound)

@@ -47,7 +47,9 @@ extension PostgresStore: TransferStore {
                 }
                 return MergeReport(
                     guest: guest, account: account, policy: policy,
-                    recordsMoved: try transfer.recordCount(nil, connection),
+                    // As the merge counts them: a guest record that loses to the account's is archived, not moved.
+                    recordsMoved: try transfer.recordCount(nil, connection)
+                        - conflicts.filter { $0.resolution == .keptAccount }.count,
                     activityMoved: try transfer.activityCount(connection), conflicts: conflicts, overCap: overCap,
                     isDryRun: true, journalID: nil)
             }

@@ -46,7 +46,10 @@ extension SQLiteStore: TransferStore {
                     if limit.isOverCap { overCap.append(limit) }
                 }
                 return MergeReport(
-                    guest: guest, account: account, policy: policy, recordsMoved: try transfer.recordCount(nil, db),
+                    guest: guest, account: account, policy: policy,
+                    // As the merge counts them: a guest record that loses to the account's is archived, not moved.
+                    recordsMoved: try transfer.recordCount(nil, db)
+                        - conflicts.filter { $0.resolution == .keptAccount }.count,
                     activityMoved: try transfer.activityCount(db), conflicts: conflicts, overCap: overCap,
                     isDryRun: true,
                     journalID: nil)

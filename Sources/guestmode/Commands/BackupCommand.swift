@@ -26,7 +26,8 @@ struct BackupCommand: ParsableCommand {
         @Flag(name: .long, help: "Export every user, and records not yet adopted by one.")
         var all = false
 
-        @Option(name: .long, help: ArgumentHelp("The archive to write.", valueName: "file"))
+        @Option(
+            name: .long, help: ArgumentHelp("The archive to write; - writes it to standard output.", valueName: "file"))
         var out: String
 
         @Option(name: .long, help: ArgumentHelp("tar.zst (default), tar.gz or zip.", valueName: "format"))
@@ -51,6 +52,9 @@ struct BackupCommand: ParsableCommand {
 
         func validate() throws {
             if passphraseFile != nil && !encrypt { throw ValidationError("--passphrase-file needs --encrypt") }
+            if out == "-" && isatty(STDOUT_FILENO) == 1 {
+                throw ValidationError("--out - writes the archive to standard output, which is a terminal; redirect it")
+            }
             if all && !users.isEmpty { throw ValidationError("give either USER… or --all, not both") }
             if !all && users.isEmpty { throw ValidationError("name the users to export, or pass --all") }
             if let level {
@@ -78,14 +82,31 @@ struct BackupCommand: ParsableCommand {
             } else if encrypt {
                 encryption = .deploymentKey(key)
             }
-            let summary = try engine.exportBackup(
-                all ? .all : .users(users), to: out, format: chosen, level: level, now: try global.currentTime(),
+            // `--out -`: written to a private temporary file first (atomic, verified layout), then sent to stdout.
+            let destination = out == "-" ? try StandardStream.temporaryFile(suffix: ".partial") : out
+            defer { if out == "-" { unlink(destination) } }
+            if out == "-" { unlink(destination) }
+            let progress = Progress("backup export", unit: "rows", global: global)
+            var summary = try engine.exportBackup(
+                all ? .all : .users(users), to: destination, format: chosen, level: level,
+                now: try global.currentTime(),
                 toolVersion: GuestModeVersion.current, signingKey: key, encryption: encryption,
-                progress: { done, total in
-                    guard output.showsProgress else { return }
-                    FileHandle.standardError.write(Data("\rexporting: \(done)/\(total) rows".utf8))
-                })
-            if output.showsProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+                progress: { done, total in progress.update(done: done, total: total) })
+            progress.finish()
+            if out == "-" {
+                // Nothing but the archive on stdout: the summary goes to stderr.
+                try StandardStream.send(destination)
+                summary.archive = "-"
+                if global.json {
+                    FileHandle.standardError.write(Data((try Output.encode(summary) + "\n").utf8))
+                    return
+                }
+                let rows = summary.tables.values.reduce(0, +)
+                output.note(
+                    "wrote the archive to standard output (\(summary.format.rawValue), \(counted(summary.users, "user")), \(counted(rows, "row")), \(counted(Int(summary.bytes), "byte")))"
+                )
+                return
+            }
             if global.json { return try output.json(summary) }
             guard !global.quiet else { return }
             let rows = summary.tables.values.reduce(0, +)
@@ -94,7 +115,7 @@ struct BackupCommand: ParsableCommand {
                     ", encrypted with the \($0 == "passphrase" ? "passphrase" : "deployment key")"
                 } ?? ""
             output.line(
-                "wrote \(summary.archive) (\(summary.format.rawValue), \(summary.users) users, \(rows) rows, \(summary.bytes) bytes, signed\(sealed))"
+                "wrote \(summary.archive) (\(summary.format.rawValue), \(counted(summary.users, "user")), \(counted(rows, "row")), \(counted(Int(summary.bytes), "byte")), signed\(sealed))"
             )
         }
     }
@@ -109,7 +130,7 @@ struct BackupCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
 
-        @Argument(help: ArgumentHelp("The archive to import.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The archive to import; - reads it from standard input.", valueName: "file"))
         var file: String
 
         @Flag(name: .long, help: "Report what would be added, replaced or skipped; change nothing.")
@@ -136,14 +157,24 @@ struct BackupCommand: ParsableCommand {
                 valueName: "file"))
         var passphraseFile: String?
 
+        func validate() throws { try requireOneStandardInput(file, passphraseFile) }
+
         func run() throws {
             let keys = BackupKeys(
                 deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
-            let signature = try BackupArchive.requireIntact(path: file, limits: limits.archiveLimits, keys: keys)
+            let source = try ArchiveSource(file)
+            defer { source.close() }
+            let signature = try BackupArchive.requireIntact(
+                path: source.path, limits: limits.archiveLimits, keys: keys)
             let engine = try global.openEngine()
-            let report = try engine.importBackup(
-                from: file, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits, keys: keys,
+            let progress = Progress("backup import", unit: "rows", global: global)
+            progress.update(done: 0, total: nil)
+            var report = try engine.importBackup(
+                from: source.path, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits, keys: keys,
                 trustUnsigned: trustUnsigned, signature: signature)
+            if source.isStandardInput { report.archive = "-" }
+            let imported = report.rows.values.reduce(0, +)
+            progress.finish(done: imported, total: imported)
             let output = global.output
             if !report.skippedTables.isEmpty {
                 let who = report.signature == .unsigned ? "is not signed" : "is signed by another deployment"
@@ -159,7 +190,8 @@ struct BackupCommand: ParsableCommand {
             let verb = dryRun ? "would import" : "imported"
             let rows = report.rows.values.reduce(0, +)
             output.line(
-                "\(verb) \(rows) rows from \(report.archive) (\(report.profile), format \(report.formatVersion))")
+                "\(verb) \(counted(rows, "row")) from \(report.archive) (\(report.profile), format \(report.formatVersion))"
+            )
             for (label, users) in [("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped)]
             where !users.isEmpty {
                 output.line("  \(label): \(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }.joined(separator: ", "))")
@@ -168,7 +200,8 @@ struct BackupCommand: ParsableCommand {
                 output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
             }
             if report.renumbered > 0 {
-                output.note("\(report.renumbered) rows got new ids because theirs were taken by other users' rows")
+                output.note(
+                    "\(counted(report.renumbered, "row")) got new ids because theirs were taken by other users' rows")
             }
         }
     }
@@ -183,7 +216,7 @@ struct BackupCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
 
-        @Argument(help: ArgumentHelp("The archive to check.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The archive to check; - reads it from standard input.", valueName: "file"))
         var file: String
 
         @Flag(name: .long, help: "Hash every entry and parse every row.")
@@ -196,10 +229,16 @@ struct BackupCommand: ParsableCommand {
                 valueName: "file"))
         var passphraseFile: String?
 
+        func validate() throws { try requireOneStandardInput(file, passphraseFile) }
+
         func run() throws {
             let keys = BackupKeys(
                 deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
-            let report = try BackupArchive.verify(path: file, full: full, limits: limits.archiveLimits, keys: keys)
+            let source = try ArchiveSource(file)
+            defer { source.close() }
+            var report = try BackupArchive.verify(
+                path: source.path, full: full, limits: limits.archiveLimits, keys: keys)
+            if source.isStandardInput { report.archive = "-" }
             let output = global.output
             if global.json {
                 try output.json(report)
@@ -207,7 +246,7 @@ struct BackupCommand: ParsableCommand {
                 if !global.quiet {
                     let rows = report.tables.values.reduce(0, +)
                     output.line(
-                        "ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(report.users ?? 0) users, \(report.entries) entries, \(rows) rows, \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))"
+                        "ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(counted(report.users ?? 0, "user")), \(counted(report.entries, "entry", "entries")), \(counted(rows, "row")), \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))"
                     )
                 }
             } else {
@@ -228,7 +267,7 @@ struct BackupCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
 
-        @Argument(help: ArgumentHelp("The archive to describe.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The archive to describe; - reads it from standard input.", valueName: "file"))
         var file: String
 
         @Option(
@@ -238,10 +277,15 @@ struct BackupCommand: ParsableCommand {
                 valueName: "file"))
         var passphraseFile: String?
 
+        func validate() throws { try requireOneStandardInput(file, passphraseFile) }
+
         func run() throws {
             let keys = BackupKeys(
                 deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
-            let inspection = try BackupArchive.inspect(path: file, limits: limits.archiveLimits, keys: keys)
+            let source = try ArchiveSource(file)
+            defer { source.close() }
+            var inspection = try BackupArchive.inspect(path: source.path, limits: limits.archiveLimits, keys: keys)
+            if source.isStandardInput { inspection.archive = "-" }
             let output = global.output
             if global.json { return try output.json(inspection) }
             let header = inspection.header
@@ -277,19 +321,24 @@ struct BackupCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         func run() throws {
             let entries = try global.openEngine().backupQueue()
             let output = global.output
-            if global.json { return try output.json(entries) }
-            if entries.isEmpty {
+            let format = listing.resolved(global)
+            if entries.isEmpty && format == .table {
                 if !global.quiet { output.note("the backup queue is empty") }
                 return
             }
-            output.table(
-                entries.map {
+            try listing.render(
+                entries, header: ["USER_ID", "QUEUED_AT", "ATTEMPTS", "NEXT_ATTEMPT_AT", "LAST_ERROR"],
+                rows: entries.map {
                     [$0.userId, $0.queuedAt, "\($0.attempts)", $0.nextAttemptAt ?? "now", $0.lastError ?? ""]
                 },
-                header: ["user", "queued", "attempts", "next attempt", "last error"])
+                dataRows: entries.map {
+                    [$0.userId, $0.queuedAt, "\($0.attempts)", $0.nextAttemptAt ?? "", $0.lastError ?? ""]
+                }, global: global)
         }
     }
 
@@ -324,9 +373,12 @@ struct BackupCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let key = try global.backupKeyCreatingIfMissing()
+            let progress = Progress("backup push", unit: "users", global: global)
+            progress.update(done: 0, total: nil)
             let report = try engine.pushBackups(
                 to: to, maxAttempts: maxAttempts, retryNow: retryNow, now: try global.currentTime(),
                 toolVersion: GuestModeVersion.current, signingKey: key, encryption: encrypt ? .deploymentKey(key) : nil)
+            progress.finish(done: report.pushed.count, total: report.pushed.count + report.failed.count)
             let output = global.output
             if global.json {
                 try output.json(report)
@@ -446,6 +498,13 @@ extension BackupCommand {
 }
 
 /// Reads a passphrase: the first line of a file, or of standard input for `-`.
+/// Standard input can feed the archive or the passphrase, not both.
+func requireOneStandardInput(_ file: String, _ passphraseFile: String?) throws {
+    if file == "-" && passphraseFile == "-" {
+        throw ValidationError("the archive and --passphrase-file cannot both be read from standard input (-)")
+    }
+}
+
 func readPassphrase(_ path: String) throws -> [UInt8] {
     var bytes = Array(try readInput(path))
     if let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) { bytes = Array(bytes[..<newline]) }

@@ -8,13 +8,18 @@ struct CountersCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    @OptionGroup var listing: ListingOptions
+
     @Argument(help: "The user id.")
     var user: String
 
     func run() throws {
         let counters = try global.openEngine().counters(of: user)
-        if global.json { return try global.output.json(counters) }
-        global.output.table(
-            counters.sorted { $0.key < $1.key }.map { [$0.key, String($0.value)] }, header: ["ACTION", "TOTAL"])
+        struct Counter: Encodable { var action: String; var total: Int }
+        let items = counters.sorted { $0.key < $1.key }.map { Counter(action: $0.key, total: $0.value) }
+        struct Document: Encodable { var userId: String; var counters: [String: Int] }
+        try listing.render(
+            document: Document(userId: user, counters: counters), items: items, header: ["ACTION", "TOTAL"],
+            rows: items.map { [$0.action, String($0.total)] }, global: global)
     }
 }

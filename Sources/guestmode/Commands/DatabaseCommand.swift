@@ -99,7 +99,8 @@ struct DatabaseCommand: ParsableCommand {
             if !problems.isEmpty {
                 throw GuestModeError(
                     .badData, code: .integrityCheckFailed,
-                    "the store '\(global.storePath)' failed its integrity check (\(problems.count) problems)")
+                    "the store '\(global.storePath)' failed its integrity check (\(counted(problems.count, "problem")))"
+                )
             }
         }
     }
@@ -146,11 +147,18 @@ struct DatabaseCommand: ParsableCommand {
             let output = global.output
             output.detail("copying \(source.description) to \(target.description)")
             var digests: [String: TableDigest] = [:]
+            let progress = Progress("db copy", unit: "tables", global: global)
+            var tablesDone = 0
             try target.create(replacing: force) { destination in
                 digests = try StoreCopy.copy(
                     from: engine.store, to: destination, guestOwner: engine.profile.guestOwner,
-                    progress: { output.detail($0) })
+                    progress: {
+                        output.detail($0)
+                        tablesDone += 1
+                        progress.update(done: tablesDone, total: nil)
+                    })
             }
+            progress.finish(done: digests.count, total: digests.count)
             struct Report: Encodable {
                 var source: String
                 var destination: String

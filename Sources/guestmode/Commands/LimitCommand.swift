@@ -14,23 +14,24 @@ struct LimitCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    @OptionGroup var listing: ListingOptions
+
     @Argument(help: "The user id.") var user: String
     @Argument(help: "Only this collection; the exit status then tells its outcome.") var collection: String?
 
     func run() throws {
         let limits = try global.openEngine().limits(user: user, collection: collection, now: try global.currentTime())
-        if global.json {
-            try global.output.json(limits)
-        } else {
-            global.output.table(
-                limits.map {
-                    [
-                        $0.collection, $0.tier.rawValue, String($0.used), $0.cap.map(String.init) ?? "unlimited",
-                        $0.outcome.rawValue,
-                    ]
-                },
-                header: ["COLLECTION", "TIER", "USED", "CAP", "OUTCOME"])
-        }
+        try listing.render(
+            limits, header: ["COLLECTION", "TIER", "USED", "CAP", "OUTCOME"],
+            rows: limits.map {
+                [
+                    $0.collection, $0.tier.rawValue, String($0.used), $0.cap.map(String.init) ?? "unlimited",
+                    $0.outcome.rawValue,
+                ]
+            },
+            dataRows: limits.map {
+                [$0.collection, $0.tier.rawValue, String($0.used), $0.cap.map(String.init) ?? "", $0.outcome.rawValue]
+            }, global: global)
         if collection != nil, let outcome = limits.first?.outcome.failureKind {
             throw ExitCode(outcome.exitStatus)
         }

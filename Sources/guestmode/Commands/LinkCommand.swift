@@ -39,7 +39,12 @@ struct LinkCommand: ParsableCommand {
             // Lets tests leave an upgrade "in progress" the way a killed process would.
             if stopAfterLock, checkpoint == .afterLock { kill(getpid(), SIGKILL) }
         }
-        if global.json { return try global.output.json(result) }
+        if global.json {
+            return try global.output.json(
+                IdentityChange(
+                    userId: user, action: "link", provider: provider, subject: subject, changed: result.isNewlyLinked,
+                    state: .linked, removedAnonymousCredentials: result.removedAnonymousCredentials))
+        }
         if global.quiet { return }
         if result.isNewlyLinked {
             global.output.line(
@@ -49,4 +54,19 @@ struct LinkCommand: ParsableCommand {
             global.output.line("\(provider) was already linked to \(user)")
         }
     }
+}
+
+/// What `link --json` and `unlink --json` print: one kind of document (guestmode-link(1), JSON OUTPUT).
+struct IdentityChange: Encodable {
+    var userId: String
+    /// `link` or `unlink`.
+    var action: String
+    var provider: String
+    /// The subject linked; null for unlink.
+    var subject: String?
+    /// False when nothing changed (the identity was already linked to this user).
+    var changed: Bool
+    /// The user's state afterwards: `anonymous` or `linked`.
+    var state: UserState
+    var removedAnonymousCredentials: Bool
 }

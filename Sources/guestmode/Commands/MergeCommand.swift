@@ -43,11 +43,13 @@ struct MergeCommand: ParsableCommand {
         func run() throws {
             let report = try global.openEngine().merge(
                 guest: guest, into: into, policy: policy, dryRun: dryRun, now: try global.currentTime())
+            Progress("merge", unit: "records", global: global).finish(
+                done: report.recordsMoved, total: report.recordsMoved)
             if global.json { return try global.output.json(report) }
             let output = global.output
             let verb = dryRun ? "would merge" : "merged"
             output.line(
-                "\(verb) \(guest) into \(into) (\(policy.rawValue)): \(report.recordsMoved) records, \(report.activityMoved) activity rows"
+                "\(verb) \(guest) into \(into) (\(policy.rawValue)): \(counted(report.recordsMoved, "record")), \(counted(report.activityMoved, "activity row"))"
             )
             for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
             for limit in report.overCap {

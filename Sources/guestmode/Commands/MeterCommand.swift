@@ -63,7 +63,8 @@ struct MeterCommand: ParsableCommand {
                 }
             }
             if !result.isAllowed {
-                throw MeterCommand.exhausted(result.status, json: global.json, recorded: result.isRecorded)
+                throw MeterCommand.exhausted(
+                    result.status, requested: amount, json: global.json, recorded: result.isRecorded)
             }
         }
     }
@@ -87,7 +88,9 @@ struct MeterCommand: ParsableCommand {
             } else if !global.quiet && decision.isAllowed {
                 global.output.line("allowed: \(MeterCommand.describe(decision.status))")
             }
-            if !decision.isAllowed { throw MeterCommand.exhausted(decision.status, json: global.json) }
+            if !decision.isAllowed {
+                throw MeterCommand.exhausted(decision.status, requested: amount, json: global.json)
+            }
         }
     }
 
@@ -97,6 +100,8 @@ struct MeterCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         @Argument(help: "The user id.") var user: String
         @Argument(help: "Only this meter.") var meter: String?
 
@@ -105,16 +110,22 @@ struct MeterCommand: ParsableCommand {
             let now = try global.currentTime()
             let names = meter.map { [$0] } ?? engine.profile.meters.map(\.name)
             let statuses = try names.map { try engine.meterStatus(user: user, meter: $0, now: now) }
-            if global.json { return try global.output.json(statuses) }
-            global.output.table(
-                statuses.map { status in
+            try listing.render(
+                statuses, header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL"],
+                rows: statuses.map { status in
                     [
                         status.meter, status.tier.rawValue, status.used.description,
                         status.allowance?.description ?? "unlimited", status.remaining?.description ?? "unlimited",
                         status.percentUsed.map { "\(formatAmount($0.rounded()))%" } ?? "-", status.level.rawValue,
                     ]
                 },
-                header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL"])
+                dataRows: statuses.map { status in
+                    [
+                        status.meter, status.tier.rawValue, status.used.description,
+                        status.allowance?.description ?? "", status.remaining?.description ?? "",
+                        Listing.number(status.percentUsed), status.level.rawValue,
+                    ]
+                }, global: global)
         }
     }
 
@@ -127,12 +138,21 @@ struct MeterCommand: ParsableCommand {
             "\(status.meter) \(status.used)/\(allowance) \(status.unit) used\(percent), \(status.remaining ?? .zero) left, level \(status.level.rawValue)"
     }
 
-    static func exhausted(_ status: MeterStatus, json: Bool, recorded: Bool = false) -> Error {
+    /// Exit 12, said as it is: "not enough left" while some remains, "meter exhausted" once nothing does;
+    /// with overage the usage was recorded in full.
+    static func exhausted(_ status: MeterStatus, requested: MeterAmount?, json: Bool, recorded: Bool = false) -> Error {
         if !json {
+            let remaining = status.remaining ?? .zero
+            let what =
+                if let requested, !remaining.isZero, !recorded {
+                    "not enough left: \(requested) \(status.unit) asked, \(remaining) left"
+                } else {
+                    "meter exhausted"
+                }
             let outcome =
                 recorded
                 ? "the usage was recorded in full (overage); the allowance is now used up" : "nothing was recorded"
-            FileHandle.standardError.write(Data("guestmode: meter exhausted: \(describe(status)); \(outcome)\n".utf8))
+            FileHandle.standardError.write(Data("guestmode: \(what): \(describe(status)); \(outcome)\n".utf8))
         }
         return ExitCode(FailureKind.meterExhausted.exitStatus)
     }

@@ -55,24 +55,30 @@ struct MigrateCommand: ParsableCommand {
                 for step in plan.steps {
                     let collections = step.collections.isEmpty ? "" : " [\(step.collections.joined(separator: ", "))]"
                     output.line(
-                        "  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(step.rows) rows")
+                        "  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(counted(step.rows, "row"))"
+                    )
                 }
                 for conflict in plan.conflicts { output.line("  conflict \(ConflictText.describe(conflict))") }
                 return
             }
             SafetyBackup.removeAbandoned(directory: backupDirectory, global: global)
             let stopAfter = ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"]
+            let progress = Progress("migrate", unit: "steps", global: global)
             let report = try engine.migrate(
                 guest: guest, to: to, resuming: resume, now: now,
                 takeBackup: { users in
                     let path = try SafetyBackup.take(
                         engine: engine, users: users, directory: backupDirectory, label: "migrate", global: global,
                         now: now)
-                    output.note("backup of \(users.joined(separator: " and ")) written to \(path)")
+                    if !global.json { output.note("backup of \(users.joined(separator: " and ")) written to \(path)") }
                     return path
                 },
                 progress: { step, total in
-                    output.note("step \(step.position)/\(total) \(step.name): \(step.rows) rows moved")
+                    progress.update(done: step.position, total: total)
+                    // With --json the progress lines say it.
+                    if !global.json {
+                        output.note("step \(step.position)/\(total) \(step.name): \(counted(step.rows, "row")) moved")
+                    }
                 },
                 checkpoint: { checkpoint in
                     // Lets tests stop the process exactly where a crash would.
@@ -81,6 +87,7 @@ struct MigrateCommand: ParsableCommand {
                     }
                     if checkpoint == .backupTaken, stopAfter == "migrate-backup" { kill(getpid(), SIGKILL) }
                 })
+            progress.finish(done: report.journal.steps.count, total: report.journal.steps.count)
             if global.json { return try output.json(report) }
             if global.quiet { return }
             output.line(
@@ -137,11 +144,24 @@ struct MigrateCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         @Argument(help: "Only journals involving this user.") var user: String?
 
         func run() throws {
             let journals = try global.openEngine().journals(involving: user)
-            if global.json { return try global.output.json(journals) }
+            if listing.resolved(global) != .table {
+                return try listing.render(
+                    journals,
+                    header: ["JOURNAL", "KIND", "SOURCE", "TARGET", "STATUS", "STEPS_DONE", "STEPS", "ERROR"],
+                    rows: journals.map { journal in
+                        [
+                            String(journal.id), journal.kind, journal.source, journal.target, journal.status,
+                            String(journal.steps.filter { $0.status == "done" }.count), String(journal.steps.count),
+                            journal.error ?? "",
+                        ]
+                    }, global: global)
+            }
             for journal in journals {
                 let done = journal.steps.filter { $0.status == "done" }.count
                 let steps = journal.steps.isEmpty ? "" : " \(done)/\(journal.steps.count) steps"
@@ -149,7 +169,7 @@ struct MigrateCommand: ParsableCommand {
                     "#\(journal.id) \(journal.kind) \(journal.source) → \(journal.target): \(journal.status)\(steps)\(journal.error.map { " (\($0))" } ?? "")"
                 )
                 for step in journal.steps {
-                    global.output.line("    \(step.position) \(step.name) \(step.status) \(step.rows) rows")
+                    global.output.line("    \(step.position) \(step.name) \(step.status) \(counted(step.rows, "row"))")
                 }
             }
             if journals.isEmpty && !global.quiet { global.output.note("no migrations") }

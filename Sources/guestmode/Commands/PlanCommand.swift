@@ -72,6 +72,8 @@ struct PlanCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         @Argument(help: "The user id.") var user: String
         @Argument(help: "Only this plan.") var plan: String?
 
@@ -87,9 +89,17 @@ struct PlanCommand: ParsableCommand {
             }
             struct Report: Encodable { var user: String; var tier: TierLevel; var plans: [PlanStatus] }
             let report = Report(user: user, tier: try engine.tier(of: user, now: now), plans: plans)
-            if global.json { return try global.output.json(report) }
-            global.output.line("tier \(report.tier.rawValue)")
-            for status in plans { global.output.line(PlanCommand.describe(status)) }
+            if listing.resolved(global) == .table && !global.quiet {
+                global.output.note("tier \(report.tier.rawValue)")
+            }
+            try listing.render(
+                document: report, items: plans, header: ["PLAN", "STATE", "TIER", "GRANTED", "ENDS", "REVOKED"],
+                rows: plans.map { status in
+                    [
+                        status.plan, status.state.rawValue, status.tier.rawValue, Timestamp.format(status.grantedAt),
+                        status.endsAt.map(Timestamp.format) ?? "", status.revokedAt.map(Timestamp.format) ?? "",
+                    ]
+                }, global: global)
         }
     }
 

@@ -15,11 +15,14 @@ struct ProfileCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         func run() throws {
             let templates = try global.catalog().templates()
-            if global.json { return try global.output.json(templates) }
-            global.output.table(
-                templates.map { [$0.name, "v\($0.version)", $0.summary] }, header: ["NAME", "VERSION", "DESCRIPTION"])
+            try listing.render(
+                templates, header: ["NAME", "VERSION", "DESCRIPTION"],
+                rows: templates.map { [$0.name, "v\($0.version)", $0.summary] },
+                dataRows: templates.map { [$0.name, String($0.version), $0.summary] }, global: global)
         }
     }
 
@@ -44,7 +47,7 @@ struct ProfileCommand: ParsableCommand {
             } else {
                 resolved = try global.openEngine().profile
             }
-            if global.json { return try global.output.json(resolved) }
+            if global.json { return global.output.json(value: ProfileDocument.value(of: resolved)) }
             ProfileSummary(profile: resolved, output: global.output).print()
         }
     }
@@ -117,7 +120,7 @@ extension ProfileCommand {
 
         static func print(_ plan: ProfileUpgradePlan, output: Output) {
             output.line("plan: \(plan.profile) v\(plan.fromVersion) → v\(plan.toVersion)")
-            for step in plan.dataSteps { output.line("  \(step.description): \(step.records) records") }
+            for step in plan.dataSteps { output.line("  \(step.description): \(counted(step.records, "record"))") }
             for change in plan.limitChanges { output.line("  limit \(change)") }
             for collection in plan.addedCollections { output.line("  new collection \(collection)") }
             for refusal in plan.refusals { output.line("  refused: \(refusal)") }

@@ -167,17 +167,21 @@ struct PromptCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         @Argument(help: ArgumentHelp("The user id.", valueName: "user"))
         var user: String
 
         func run() throws {
             let engine = try global.openEngine()
             let history = try engine.promptHistory(for: user)
-            if global.json { return try global.output.json(history) }
-            if !global.quiet { global.output.note("prompt state: \(history.promptState.rawValue)") }
-            global.output.table(
-                history.outcomes.map { [Timestamp.format($0.at), $0.context, $0.outcome.rawValue] },
-                header: ["AT", "CONTEXT", "OUTCOME"])
+            if listing.resolved(global) == .table && !global.quiet {
+                global.output.note("prompt state: \(history.promptState.rawValue)")
+            }
+            try listing.render(
+                document: history, items: history.outcomes, header: ["AT", "CONTEXT", "OUTCOME"],
+                rows: history.outcomes.map { [Timestamp.format($0.at), $0.context, $0.outcome.rawValue] },
+                global: global)
         }
     }
 }

@@ -98,14 +98,16 @@ struct RecordCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
+        @OptionGroup var listing: ListingOptions
+
         @Argument(help: "The user id.") var user: String
         @Argument(help: "The collection.") var collection: String
 
         func run() throws {
             let records = try global.openEngine().records(user: user, collection: collection)
-            if global.json { return try global.output.json(records) }
-            global.output.table(
-                records.map { [$0.key, Timestamp.format($0.updatedAt), $0.data] }, header: ["KEY", "UPDATED", "DATA"])
+            try listing.render(
+                records, header: ["KEY", "UPDATED", "DATA"],
+                rows: records.map { [$0.key, Timestamp.format($0.updatedAt), $0.data] }, global: global)
         }
     }
 
@@ -120,8 +122,14 @@ struct RecordCommand: ParsableCommand {
             try global.openEngine().deleteRecord(
                 user: record.user, collection: record.collection, key: record.key, now: try global.currentTime())
             if global.json {
-                struct Deleted: Encodable { var collection: String; var key: String; var deleted = true }
-                return try global.output.json(Deleted(collection: record.collection, key: record.key))
+                struct Deleted: Encodable {
+                    var userId: String
+                    var collection: String
+                    var key: String
+                    var deleted = true
+                }
+                return try global.output.json(
+                    Deleted(userId: record.user, collection: record.collection, key: record.key))
             }
             if !global.quiet { global.output.line("deleted \(record.collection)/\(record.key)") }
         }

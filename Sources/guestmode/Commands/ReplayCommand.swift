@@ -65,7 +65,7 @@ struct ReplayCommand: ParsableCommand {
         if global.json { return try output.json(summary) }
         if !global.quiet && sink.isListing { output.line() }
         output.line(
-            "replayed \(summary.events) events of \(summary.users) users under profile \(summary.profile): "
+            "replayed \(counted(summary.events, "event")) of \(counted(summary.users, "user")) under profile \(summary.profile): "
                 + "\(summary.promptsShown) prompts shown"
                 + (summary.duplicates > 0 ? ", \(summary.duplicates) duplicate events skipped" : ""))
         if global.quiet { return }

@@ -29,7 +29,14 @@ struct ReportCommand: ParsableCommand {
                         "\(report.guests)", "\(report.prompted)", "\(report.linked)", percent(report.promptedRate),
                         percent(report.linkedRate), hours(report.averageHoursToLink), hours(report.medianHoursToLink),
                     ]
-                ])
+                ],
+                dataRows: [
+                    [
+                        "\(report.guests)", "\(report.prompted)", "\(report.linked)",
+                        Listing.number(report.promptedRate), Listing.number(report.linkedRate),
+                        Listing.number(report.averageHoursToLink), Listing.number(report.medianHoursToLink),
+                    ]
+                ], items: [report])
         }
     }
 
@@ -44,7 +51,8 @@ struct ReportCommand: ParsableCommand {
         func run() throws {
             let report = try global.openEngine().promptsReport(try options.period())
             try options.render(
-                report, global: global, header: PromptsReportTable.header, rows: PromptsReportTable.rows(report))
+                report, global: global, header: PromptsReportTable.header, rows: PromptsReportTable.rows(report),
+                dataRows: PromptsReportTable.dataRows(report), items: report.contexts + [report.total])
         }
     }
 
@@ -65,7 +73,14 @@ struct ReportCommand: ParsableCommand {
                         variant.experiment, variant.variant, "\(variant.users)", "\(variant.conversions)",
                         percent(variant.rate.rate), percent(variant.rate.low), percent(variant.rate.high),
                     ]
-                })
+                },
+                dataRows: report.variants.map { variant in
+                    [
+                        variant.experiment, variant.variant, "\(variant.users)", "\(variant.conversions)",
+                        Listing.number(variant.rate.rate), Listing.number(variant.rate.low),
+                        Listing.number(variant.rate.high),
+                    ]
+                }, items: report.variants)
         }
     }
 
@@ -86,13 +101,15 @@ struct ReportCommand: ParsableCommand {
                         meter.meter, meter.unit, "\(meter.users)", "\(meter.uses)", meter.amount.description,
                         meter.averagePerUser.map(formatAmount) ?? "", "\(meter.warnedUsers)",
                     ]
-                })
+                },
+                dataRows: report.meters.map { meter in
+                    [
+                        meter.meter, meter.unit, "\(meter.users)", "\(meter.uses)", meter.amount.description,
+                        Listing.number(meter.averagePerUser), "\(meter.warnedUsers)",
+                    ]
+                }, items: report.meters)
         }
     }
-}
-
-enum ReportFormat: String, ExpressibleByArgument, CaseIterable {
-    case table, json, csv
 }
 
 struct ReportOptions: ParsableArguments {
@@ -102,9 +119,7 @@ struct ReportOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Only what happened before this time (ISO 8601).", valueName: "time"))
     var until: String?
 
-    @Option(
-        name: .long, help: ArgumentHelp("table, json or csv (default: table; json with --json).", valueName: "format"))
-    var format: ReportFormat?
+    @OptionGroup var listing: ListingOptions
 
     func period() throws -> ReportPeriod {
         let period = ReportPeriod(
@@ -118,15 +133,13 @@ struct ReportOptions: ParsableArguments {
         return period
     }
 
-    func render<Report: Encodable>(_ report: Report, global: GlobalOptions, header: [String], rows: [[String]]) throws {
-        switch format ?? (global.json ? .json : .table) {
-        case .json: try global.output.json(report)
-        case .table: global.output.table(rows, header: header)
-        case .csv:
-            for row in [header.map { $0.lowercased() }] + rows {
-                global.output.line(row.map(csvField).joined(separator: ","))
-            }
-        }
+    /// Table cells are for people (`54.5%`); tsv and csv cells (`dataRows`) are plain numbers (`0.545`).
+    func render<Report: Encodable, Item: Encodable>(
+        _ report: Report, global: GlobalOptions, header: [String], rows: [[String]], dataRows: [[String]],
+        items: [Item]
+    ) throws {
+        try listing.render(
+            document: report, items: items, header: header, rows: rows, dataRows: dataRows, global: global)
     }
 }
 
@@ -138,6 +151,15 @@ enum PromptsReportTable {
             [
                 row.context, "\(row.shown)", "\(row.dismissed)", "\(row.later)", "\(row.never)", "\(row.completed)",
                 percent(row.conversion),
+            ]
+        }
+    }
+
+    static func dataRows(_ report: PromptsReport) -> [[String]] {
+        (report.contexts + [report.total]).map { row in
+            [
+                row.context, "\(row.shown)", "\(row.dismissed)", "\(row.later)", "\(row.never)", "\(row.completed)",
+                Listing.number(row.conversion),
             ]
         }
     }

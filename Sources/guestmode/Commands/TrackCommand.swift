@@ -85,12 +85,11 @@ struct TrackCommand: ParsableCommand {
         let url = spool ?? URL(fileURLWithPath: source)
         let label = source == "-" ? "<stdin>" : source
         let output = global.output
+        let progress = Progress("track", unit: "events", global: global)
         let report = try engine.ingest(
             log: url, creatingUsers: createUsers, skippingInvalid: skipInvalid, now: now
-        ) { done in
-            if output.showsProgress { FileHandle.standardError.write(Data("\rapplied \(done) events".utf8)) }
-        }
-        if output.showsProgress && report.isApplied { FileHandle.standardError.write(Data("\n".utf8)) }
+        ) { done in progress.update(done: done, total: nil) }
+        progress.finish(total: report.applied + report.duplicates)
         for problem in report.problems.prefix(100) {
             let hint = problem.isMissingUser ? " (use --create-users to create guests)" : ""
             FileHandle.standardError.write(Data("\(label):\(problem.line): \(problem.message)\(hint)\n".utf8))
@@ -103,7 +102,7 @@ struct TrackCommand: ParsableCommand {
             try output.json(report)
         } else if !global.quiet {
             output.line(
-                "\(report.lines) line\(report.lines == 1 ? "" : "s"): \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(report.usersCreated) users created"
+                "\(counted(report.lines, "line")): \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(counted(report.usersCreated, "user")) created"
             )
         }
         if !report.isApplied {

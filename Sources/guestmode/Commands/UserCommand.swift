@@ -13,6 +13,7 @@ struct UserCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List users, oldest first.")
 
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var listing: ListingOptions
 
         @Flag(help: "Only anonymous users (guests).")
         var anonymous = false
@@ -43,15 +44,14 @@ struct UserCommand: ParsableCommand {
                 state: anonymous ? .anonymous : linked ? .linked : nil,
                 inactive: try UserCommand.inactivity(inactive, days: inactiveDays))
             let users = try engine.users(matching: filter, now: try global.currentTime())
-            if global.json { return try global.output.json(users) }
-            global.output.table(
-                users.map {
+            try listing.render(
+                users, header: ["ID", "STATE", "FIRST SEEN", "LAST SEEN", "IDENTITIES", "RECORDS"],
+                rows: users.map {
                     [
                         $0.id, $0.state.rawValue, Timestamp.format($0.createdAt), Timestamp.format($0.lastSeenAt),
                         String($0.identities), String($0.records),
                     ]
-                },
-                header: ["ID", "STATE", "FIRST SEEN", "LAST SEEN", "IDENTITIES", "RECORDS"])
+                }, global: global)
         }
     }
 
@@ -111,8 +111,8 @@ struct UserCommand: ParsableCommand {
         func run() throws {
             try global.openEngine().deleteUser(user)
             if global.json {
-                struct Deleted: Encodable { var deleted: String }
-                return try global.output.json(Deleted(deleted: user))
+                struct Deleted: Encodable { var userId: String; var deleted = true }
+                return try global.output.json(Deleted(userId: user))
             }
             if !global.quiet { global.output.line("deleted \(user)") }
         }
@@ -210,15 +210,17 @@ struct UserCommand: ParsableCommand {
             let report = try global.openEngine().purge(
                 inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
                 now: try global.currentTime())
+            Progress("user purge", unit: "users", global: global)
+                .finish(done: report.purged.count, total: report.purged.count + report.kept.count)
             if global.json { return try global.output.json(report) }
             let verb = dryRun ? "would purge" : "purged"
             for candidate in report.purged {
                 global.output.line(
-                    "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(candidate.records) records)"
+                    "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(counted(candidate.records, "record")))"
                 )
             }
             global.output.note(
-                "\(verb) \(report.purged.count) guests inactive since \(Timestamp.format(report.cutoff)); kept \(report.kept.count) with data or a plan"
+                "\(verb) \(counted(report.purged.count, "guest")) inactive since \(Timestamp.format(report.cutoff)); kept \(report.kept.count) with data or a plan"
             )
         }
     }

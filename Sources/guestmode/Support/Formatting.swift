@@ -30,3 +30,8 @@ enum ConflictText {
         return "\(conflict.collection)/\(conflict.key): \(resolution)"
     }
 }
+
+/// "1 record", "2 records", "0 records"; `plural` for irregular words ("1 entry", "2 entries").
+func counted(_ count: Int, _ singular: String, _ plural: String? = nil) -> String {
+    "\(count) \(count == 1 ? singular : plural ?? singular + "s")"
+}

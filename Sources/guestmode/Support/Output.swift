@@ -34,22 +34,29 @@ struct Output {
         line(try Output.encode(value))
     }
 
+    /// One JSON document, pretty-printed, in the conventions of `JSONDocument`.
     static func encode<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(Timestamp.format(date))
-        }
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        try JSONDocument.encode(value)
+    }
+
+    /// A document built as a JSON tree (`profile show`), pretty-printed.
+    func json(value: JSONValue) {
+        var text = ""
+        value.write(to: &text, pretty: true, indent: 0)
+        line(text)
+    }
+
+    /// One JSON document on one line (NDJSON, progress lines).
+    func jsonLine<T: Encodable>(_ value: T) throws {
+        line(try JSONDocument.encode(value, pretty: false))
     }
 
     func bold(_ text: String) -> String { usesColour ? "\u{1B}[1m\(text)\u{1B}[0m" : text }
     func dim(_ text: String) -> String { usesColour ? "\u{1B}[2m\(text)\u{1B}[0m" : text }
 
-    /// Columns padded to the widest cell, for human tables.
+    /// Columns padded to the widest cell, for human tables; --quiet leaves the header out.
     func table(_ rows: [[String]], header: [String]? = nil) {
+        let header = isQuiet ? nil : header
         let all = (header.map { [$0] } ?? []) + rows
         guard let columns = all.map(\.count).max(), columns > 0 else { return }
         var widths = Array(repeating: 0, count: columns)

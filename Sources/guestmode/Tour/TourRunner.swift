@@ -197,8 +197,11 @@ final class TourRunner {
         // Files rather than pipes: a child that fills a pipe nobody reads yet would block forever.
         let outputURL = directory.appendingPathComponent(".tour-stdout")
         let errorURL = directory.appendingPathComponent(".tour-stderr")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+        for url in [outputURL, errorURL] where !FileManager.default.createFile(atPath: url.path, contents: nil) {
+            throw Failure(
+                profile: profile, command: arguments.joined(separator: " "),
+                problem: "could not be run: cannot create \(url.path)", stdout: "", stderr: "")
+        }
         let outputHandle = try FileHandle(forWritingTo: outputURL)
         let errorHandle = try FileHandle(forWritingTo: errorURL)
         defer {

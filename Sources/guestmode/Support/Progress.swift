@@ -1,0 +1,67 @@
+import Foundation
+import GuestModeKit
+
+/// Progress of long work (guestmode(1), OUTPUT), always on standard error so standard output keeps the
+/// data (with --json, its one document):
+///
+/// - on a terminal, without --json or --quiet: one line redrawn in place, `exporting: 1200/5000 rows`;
+/// - with --json: JSON lines, as restic writes them, `{"message_type":"status","action":"backup export",
+///   "done":1200,"total":5000}` as the work advances (at most once per percent; `total` null when unknown),
+///   then one `{"message_type":"summary","action":…,"done":…,"total":…}` when it is done;
+/// - otherwise nothing.
+final class Progress {
+    let action: String
+    let unit: String
+    private let isJSON: Bool
+    private let isTerminal: Bool
+    private var lastReported: Int?
+    private(set) var done = 0
+    private(set) var total: Int?
+    private var drewLine = false
+
+    init(_ action: String, unit: String, global: GlobalOptions) {
+        self.action = action
+        self.unit = unit
+        isJSON = global.json
+        isTerminal = global.output.showsProgress
+    }
+
+    /// `done` of `total` (nil when not known yet).
+    func update(done: Int, total: Int?) {
+        self.done = done
+        self.total = total
+        if isJSON {
+            // At most once per percent, or per 1000 units when the total is unknown.
+            let step = total.map { max(1, $0 / 100) } ?? 1_000
+            let bucket = done / step
+            guard bucket != lastReported else { return }
+            lastReported = bucket
+            emit("status")
+        } else if isTerminal {
+            let of = total.map { "/\($0)" } ?? ""
+            FileHandle.standardError.write(Data("\r\(action): \(done)\(of) \(unit)".utf8))
+            drewLine = true
+        }
+    }
+
+    /// Ends the progress: the summary line with --json, a line break after a redrawn line.
+    func finish(done: Int? = nil, total: Int? = nil) {
+        if let done { self.done = done }
+        if let total { self.total = total }
+        if isJSON {
+            emit("summary")
+        } else if drewLine {
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+    }
+
+    private func emit(_ type: String) {
+        let line = JSONValue.object([
+            ("message_type", .string(type)), ("action", .string(action)), ("unit", .string(unit)),
+            ("done", .number(String(done))), ("total", total.map { .number(String($0)) } ?? .null),
+        ])
+        var text = ""
+        line.write(to: &text, pretty: false, indent: 0)
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import GuestModeKit
+
+/// `-` as a file name: standard input where a file is read, standard output where one is written.
+///
+/// Archives are read twice (verified, then imported) and written atomically, so `-` goes through a
+/// temporary file: created 0600 in $TMPDIR as `guestmode-stream-<pid>-<random><suffix>`, removed when the
+/// command ends; one left behind by a killed run is removed by the next (StaleFiles).
+enum StandardStream {
+    static let prefix = "guestmode-stream-"
+
+    static var directory: URL { FileManager.default.temporaryDirectory }
+
+    /// A new, empty, private temporary file ending in `suffix`.
+    static func temporaryFile(suffix: String) throws -> String {
+        StaleFiles.removeAbandoned(in: directory) { StaleFiles.ownerPID(of: $0, prefix: prefix, suffix: "") }
+        let path = directory.appendingPathComponent("\(prefix)\(getpid())-\(UUID().uuidString)\(suffix)").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw GuestModeError(
+                .cannotCreate, code: .cannotCreateOutput,
+                "cannot create a temporary file in \(directory.path): \(String(cString: strerror(errno)))")
+        }
+        close(descriptor)
+        return path
+    }
+
+    /// Standard input copied to a private temporary file; returns its path.
+    static func spoolStandardInput(suffix: String = "") throws -> String {
+        let path = try temporaryFile(suffix: suffix)
+        let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            unlink(path)
+            throw GuestModeError(.ioError, code: .ioError, "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        do {
+            try copy(from: STDIN_FILENO, to: descriptor, what: "standard input")
+        } catch {
+            unlink(path)
+            throw error
+        }
+        return path
+    }
+
+    /// Copies a finished file to standard output.
+    static func send(_ path: String) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw GuestModeError(.ioError, code: .ioError, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        try copy(from: descriptor, to: STDOUT_FILENO, what: "standard output")
+    }
+
+    private static func copy(from source: Int32, to destination: Int32, what: String) throws {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+            if count == 0 { return }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw GuestModeError(
+                    .ioError, code: .ioError, "cannot read \(what): \(String(cString: strerror(errno)))")
+            }
+            var offset = 0
+            while offset < count {
+                let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + offset, count - offset) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw GuestModeError(
+                        .ioError, code: .ioError, "cannot write \(what): \(String(cString: strerror(errno)))")
+                }
+                offset += written
+            }
+        }
+    }
+}
+
+/// An archive named on the command line: a path, or `-` for standard input spooled to a temporary file
+/// that `close()` removes.
+struct ArchiveSource {
+    let path: String
+    let isStandardInput: Bool
+
+    init(_ name: String) throws {
+        if name == "-" {
+            path = try StandardStream.spoolStandardInput()
+            isStandardInput = true
+        } else {
+            path = name
+            isStandardInput = false
+        }
+    }
+
+    func close() { if isStandardInput { unlink(path) } }
+}
