@@ -18,7 +18,7 @@ struct GuestCommand: ParsableCommand {
                 --secret-stdin; only a salted hash of the secret is kept, and it is removed once an identity \
                 is linked. With --device the call is idempotent: the device id survives a reinstall (the app \
                 keeps it in the keychain), so a device that already has a user gets that same user back, with \
-                a note on standard error and "created": false in the JSON.
+                a note on standard error and "new": false in the JSON.
                 """
         )
 
@@ -54,7 +54,8 @@ struct GuestCommand: ParsableCommand {
             let creation = try engine.createOrFindGuest(
                 device: device, credentials: credentials, now: try global.currentTime())
             let user = creation.user
-            if !creation.created {
+            // With --json the document says it ("new": false); stderr stays for errors.
+            if !creation.created && !global.json {
                 global.output.note(
                     "device \(device ?? "") already has guest \(user.id); returning it (nothing created\(credentials == nil ? "" : ", the username was not stored"))"
                 )
@@ -70,14 +71,13 @@ struct GuestCommand: ParsableCommand {
         var created: Bool
 
         enum CodingKeys: String, CodingKey {
-            case userId, id, created, device, state, promptState, createdAt, lastSeenAt, linkedAt
+            case userId, new, device, state, promptState, createdAt, lastSeenAt, linkedAt
         }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(user.id, forKey: .userId)
-            try container.encode(user.id, forKey: .id)
-            try container.encode(created, forKey: .created)
+            try container.encode(created, forKey: .new)
             try container.encode(user.device, forKey: .device)
             try container.encode(user.state, forKey: .state)
             try container.encode(user.promptState, forKey: .promptState)

@@ -39,6 +39,9 @@ enum JSONKeys {
         // `track --from`: `applied` counts lines; whether they were committed is `committed`.
         "IngestReport": ["is_applied": "committed"],
         "StoredRecord": ["owner": "user_id"],
+        "LoggedEvent": ["id": "event_id"],
+        "ArchivedConflict": ["id": "conflict_id"],
+        "RestoredConflict": ["id": "conflict_id"],
     ]
 
     /// Renames wherever the key appears.
