@@ -106,7 +106,7 @@ struct DurationsOverageAdoptionTests {
 
         let allowed = try await sandbox.run("meter", "use", guest, "api_minutes", "7", "--overage", "allow", "--json")
         #expect(allowed.status == 12, "the allowance is now used up")
-        #expect(allowed.object["is_recorded"] as? Bool == true)
+        #expect(allowed.object["recorded"] as? Bool == true)
         #expect(allowed.object["overage"] as? Bool == true)
         let status = allowed.object["status"] as? [String: Any]
         #expect(status?["used"] as? Double == 61)
@@ -199,10 +199,11 @@ struct DurationsOverageAdoptionTests {
         #expect(again.status == 0)
         #expect(again.object["user_id"] as? String == id)
         #expect(again.object["new"] as? Bool == false)
-        #expect(again.stderr.contains("already has guest"))
+        #expect(again.stderr.isEmpty, "with --json the document says it; stderr is for errors")
         #expect(try sandbox.snapshot() == before, "nothing created")
         let text = try await sandbox.run("guest", "new", "--device", "phone-1")
         #expect(text.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id)
+        #expect(text.stderr.contains("already has guest"))
         let other = try await sandbox.run("guest", "new", "--device", "phone-2", "--json")
         #expect(other.object["user_id"] as? String != id)
         #expect(other.object["new"] as? Bool == true)
@@ -229,7 +230,7 @@ struct DurationsOverageAdoptionTests {
         ] {
             let listed = try await sandbox.run(arguments: ["user", "list", "--json", "--now", now] + option)
             #expect(listed.status == 0, "\(option): \(listed.stderr)")
-            let ids = (listed.json as? [[String: Any]])?.compactMap { $0["id"] as? String }
+            let ids = (listed.json as? [[String: Any]])?.compactMap { $0["user_id"] as? String }
             #expect(ids == [idle], "\(option)")
         }
         let dryRun = try await sandbox.run("user", "purge", "--inactive", "90d", "--dry-run", "--json", "--now", now)
@@ -242,7 +243,7 @@ struct DurationsOverageAdoptionTests {
         #expect(
             try await sandbox.run("user", "purge", "--inactive", "9d", "--inactive-days", "9", "--yes").status == 64)
         let purged = try await sandbox.run("user", "purge", "--inactive", "2 months", "--yes", "--json", "--now", now)
-        #expect((purged.object["purged"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [idle])
+        #expect((purged.object["purged"] as? [[String: Any]])?.compactMap { $0["user_id"] as? String } == [idle])
         #expect(try await sandbox.run("user", "show", active).status == 0)
     }
 
@@ -309,7 +310,7 @@ struct DurationsOverageAdoptionTests {
         #expect(entry["collection"] as? String == "habits")
         #expect(entry["key"] as? String == "h1")
         #expect(entry["data"] as? String == #"{"name":"guest"}"#)
-        let id = try #require(entry["id"] as? Int)
+        let id = try #require(entry["conflict_id"] as? Int)
         let everyone = try await sandbox.run("merge", "conflicts", "list")
         #expect(everyone.stdout.contains(#"{"name":"guest"}"#))
 

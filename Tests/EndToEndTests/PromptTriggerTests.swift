@@ -13,7 +13,7 @@ extension Sandbox {
     func triggerGuest(at time: String = day0) async throws -> String {
         let created = try await run("guest", "new", "--json", "--now", time)
         #expect(created.status == 0, "\(created.stderr)")
-        return try #require(created.object["id"] as? String)
+        return try #require(created.object["user_id"] as? String)
     }
 
     func putSubscription(_ user: String, _ key: String, at time: String) async throws -> Result {
