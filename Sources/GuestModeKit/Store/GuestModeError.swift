@@ -166,6 +166,8 @@ extension GuestModeError {
             .profileUpgradeRefused,
             .providerAlreadyLinked,
             .pushIncomplete,
+            .recordCapReached,
+            .recordExists,
             .recordNotFound,
             .recordNotObject,
             .recordsLeftBehind,
@@ -287,6 +289,8 @@ extension GuestModeError {
         public static let profileUpgradeRefused = Code("profile_upgrade_refused")
         public static let providerAlreadyLinked = Code("provider_already_linked")
         public static let pushIncomplete = Code("push_incomplete")
+        public static let recordCapReached = Code("record_cap_reached")
+        public static let recordExists = Code("record_exists")
         public static let recordNotFound = Code("record_not_found")
         public static let recordNotObject = Code("record_not_object")
         public static let recordsLeftBehind = Code("records_left_behind")

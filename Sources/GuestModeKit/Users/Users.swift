@@ -189,6 +189,19 @@ extension GuestMode {
         )
     }
 
+    /// The purge of `purge(inactiveDays:…)`, streamed: each candidate goes to
+    /// `report` as the store hands it over (kept ones first, then purged
+    /// ones) and only the counts are returned, so memory stays flat.
+    public func purge(
+        inactiveDays: Int, includingUsersWithData: Bool, dryRun: Bool, now: Date,
+        report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
+    ) throws -> (cutoff: Date, tally: PurgeTally) {
+        let cutoff = TimeSpan(amount: inactiveDays, unit: .days).subtracted(from: now)
+        let policy = PurgePolicy(
+            profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
+        return (cutoff, try store.purgeUsers(under: policy, isDryRun: dryRun, report: report))
+    }
+
     /// Checks a legacy anonymous username and secret. On success the user's
     /// last-seen time moves to `now`, a hash of an older scheme or cost is
     /// replaced by a current one, and the user is returned; an unknown

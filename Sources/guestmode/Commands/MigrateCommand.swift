@@ -89,14 +89,14 @@ struct MigrateCommand: ParsableCommand {
             for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
             for limit in report.overCap {
                 output.line(
-                    "over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue); new records will be refused until under it"
+                    "over cap: \(limit.collection) \(limit.used ?? 0)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue); new records will be refused until under it"
                 )
             }
         }
     }
 
     struct Adopt: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "adopt", 
             abstract: "Give a user the records written before any user existed, once.",
             discussion: """
                 Records owned by the profile's guest owner (guest_owner, usually "") move to USER. Keys of \
@@ -131,7 +131,7 @@ struct MigrateCommand: ParsableCommand {
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "status", 
             abstract: "List migration and merge journals, done and unfinished.")
 
         @OptionGroup var global: GlobalOptions

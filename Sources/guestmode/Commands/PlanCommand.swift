@@ -15,7 +15,7 @@ struct PlanCommand: ParsableCommand {
     )
 
     struct Grant: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "grant", 
             abstract: "Grant a plan, open-ended, as a trial, or until a time.")
 
         @OptionGroup var global: GlobalOptions
@@ -49,7 +49,7 @@ struct PlanCommand: ParsableCommand {
     }
 
     struct Revoke: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke a plan now.")
+        static let configuration = CommandConfiguration(commandName: "revoke", abstract: "Revoke a plan now.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -64,7 +64,7 @@ struct PlanCommand: ParsableCommand {
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "status", 
             abstract: "Show a user's plans: active, trial, expired or revoked, by --now.")
 
         @OptionGroup var global: GlobalOptions

@@ -15,11 +15,14 @@ struct RecordCommand: ParsableCommand {
     )
 
     struct Put: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Store a record, enforcing the tier cap.")
+        static let configuration = CommandConfiguration(commandName: "put", abstract: "Store a record, enforcing the tier cap.")
 
         @OptionGroup var global: GlobalOptions
 
-        @OptionGroup var record: RecordLocation
+        // USER COLLECTION KEY (as in get and delete), optional only because --from replaces them.
+        @Argument(help: "The user id.") var user: String?
+        @Argument(help: "The collection.") var collection: String?
+        @Argument(help: "The record key.") var key: String?
 
         @Option(help: ArgumentHelp("The record as JSON.", valueName: "json"))
         var data: String?
@@ -27,29 +30,86 @@ struct RecordCommand: ParsableCommand {
         @Option(help: ArgumentHelp("Read the record's JSON from a file; - reads standard input.", valueName: "file"))
         var file: String?
 
+        @Option(
+            help: ArgumentHelp(
+                "Load many records from NDJSON, one {\"user_id\",\"collection\",\"key\",\"data\"} a line; - reads standard input. All or nothing.",
+                valueName: "file"))
+        var from: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "With --from: what an existing key gets: replace (the default), skip, or fail (nothing is stored).",
+                valueName: "policy"))
+        var onConflict: RecordConflictPolicy?
+
         func validate() throws {
+            if from != nil {
+                if user != nil || collection != nil || key != nil || data != nil || file != nil {
+                    throw ValidationError("give either USER COLLECTION KEY with --data or --file, or --from, not both")
+                }
+                return
+            }
+            if onConflict != nil { throw ValidationError("--on-conflict goes with --from") }
+            if user == nil || collection == nil || key == nil {
+                throw ValidationError("missing USER COLLECTION KEY (or --from FILE)")
+            }
             if (data == nil) == (file == nil) { throw ValidationError("give exactly one of --data and --file") }
         }
 
         func run() throws {
             let engine = try global.openEngine()
             let now = try global.currentTime()
+            if let from { return try load(from, engine: engine, now: now) }
+            guard let user, let collection, let key else {
+                throw ValidationError("missing USER COLLECTION KEY (or --from FILE)")
+            }
             let result =
                 if let data {
-                    try engine.putRecord(
-                        user: record.user, collection: record.collection, key: record.key, json: data, now: now)
+                    try engine.putRecord(user: user, collection: collection, key: key, json: data, now: now)
                 } else {
                     try engine.putRecord(
-                        user: record.user, collection: record.collection, key: record.key,
-                        jsonBytes: readInput(file ?? "-"), now: now)
+                        user: user, collection: collection, key: key, jsonBytes: readInput(file ?? "-"), now: now)
                 }
             if global.json { try global.output.json(result) }
-            try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: record.key, global: global)
+            try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: key, global: global)
+        }
+
+        /// `--from`: standard input is spooled to a file first, so a store
+        /// that runs the transaction again reads the same lines.
+        private func load(_ source: String, engine: GuestMode, now: Date) throws {
+            var spool: URL?
+            defer { if let spool { try? FileManager.default.removeItem(at: spool) } }
+            if source == "-" {
+                let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "guestmode-records-\(ProcessInfo.processInfo.processIdentifier).ndjson")
+                guard FileManager.default.createFile(atPath: url.path, contents: nil),
+                    let handle = FileHandle(forWritingAtPath: url.path)
+                else {
+                    throw GuestModeError(.cannotCreate, code: .ioError, "cannot spool standard input to \(url.path)")
+                }
+                spool = url
+                defer { try? handle.close() }
+                while true {
+                    let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
+                    if chunk.isEmpty { break }
+                    handle.write(chunk)
+                }
+            } else if !FileManager.default.fileExists(atPath: source) {
+                throw GuestModeError(.notFound, code: .fileNotFound, "no file '\(source)'")
+            }
+            let report = try engine.putRecords(
+                from: spool ?? URL(fileURLWithPath: source), onConflict: onConflict ?? .replace, now: now)
+            if global.json { return try global.output.json(report) }
+            if !global.quiet {
+                global.output.line(
+                    "\(report.lines) line\(report.lines == 1 ? "" : "s"): \(report.added) added, \(report.replaced) replaced, \(report.skipped) skipped"
+                )
+            }
         }
     }
 
     struct Get: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a record's JSON.")
+        static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a record's JSON.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -64,7 +124,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List a user's records in a collection.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List a user's records in a collection.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -80,7 +140,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a record.")
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a record.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -99,3 +159,5 @@ struct RecordCommand: ParsableCommand {
 }
 
 /// Which record a command is about: `USER COLLECTION KEY`.
+
+extension RecordConflictPolicy: ExpressibleByArgument {}

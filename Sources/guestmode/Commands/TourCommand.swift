@@ -166,7 +166,7 @@ struct TourWalk {
                 user: user, collection: collection, key: "item-\(cap + 1)", json: "{}", now: start)
             narrator.say(
                 "guestmode plan grant \(short(user)) \(plan.name) && guestmode record put …",
-                "\(plan.name) (\(plan.price) \(plan.currency) per \(plan.billingPeriod)) lifts the cap: \(lifted.outcome.rawValue), \(lifted.limit.used) stored"
+                "\(plan.name) (\(plan.price) \(plan.currency) per \(plan.billingPeriod)) lifts the cap: \(lifted.outcome.rawValue), stored without a cap"
             )
         }
     }

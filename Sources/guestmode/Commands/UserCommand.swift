@@ -10,7 +10,7 @@ struct UserCommand: ParsableCommand {
     )
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List users, oldest first.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List users, oldest first.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -46,7 +46,7 @@ struct UserCommand: ParsableCommand {
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "show", 
             abstract: "Show a user: state, tier, identities, counters, records, meters and plans.")
 
         @OptionGroup var global: GlobalOptions
@@ -83,7 +83,7 @@ struct UserCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "delete", 
             abstract: "Delete a user and everything it owns, nothing else.")
 
         @OptionGroup var global: GlobalOptions
@@ -109,7 +109,7 @@ struct UserCommand: ParsableCommand {
     }
 
     struct Purge: ParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "purge", 
             abstract: "Remove anonymous users inactive for a number of days.",
             discussion: """
                 Guests that own records are kept unless --include-with-data; guests holding a plan in force are \
@@ -139,18 +139,29 @@ struct UserCommand: ParsableCommand {
         }
 
         func run() throws {
-            let report = try global.openEngine().purge(
-                inactiveDays: inactiveDays, includingUsersWithData: includeWithData, dryRun: dryRun,
-                now: try global.currentTime())
-            if global.json { return try global.output.json(report) }
-            let verb = dryRun ? "would purge" : "purged"
-            for candidate in report.purged {
-                global.output.line(
-                    "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(candidate.records) records)"
-                )
+            if global.json {
+                let report = try global.openEngine().purge(
+                    inactiveDays: inactiveDays, includingUsersWithData: includeWithData, dryRun: dryRun,
+                    now: try global.currentTime())
+                return try global.output.json(report)
             }
+            // Streamed: one line per purged guest as the store hands it over, written in blocks.
+            let verb = dryRun ? "would purge" : "purged"
+            var pending = ""
+            let (cutoff, tally) = try global.openEngine().purge(
+                inactiveDays: inactiveDays, includingUsersWithData: includeWithData, dryRun: dryRun,
+                now: try global.currentTime()
+            ) { candidate, purged in
+                guard purged else { return }
+                pending += "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(candidate.records) records)\n"
+                if pending.utf8.count >= 1 << 16 {
+                    FileHandle.standardOutput.write(Data(pending.utf8))
+                    pending = ""
+                }
+            }
+            if !pending.isEmpty { FileHandle.standardOutput.write(Data(pending.utf8)) }
             global.output.note(
-                "\(verb) \(report.purged.count) guests inactive since \(Timestamp.format(report.cutoff)); kept \(report.kept.count) with data or a plan"
+                "\(verb) \(tally.purged) guests inactive since \(Timestamp.format(cutoff)); kept \(tally.kept) with data or a plan"
             )
         }
     }

@@ -62,6 +62,33 @@ struct RecordStoreTests {
         }
     }
 
+    /// A put counts the user's records only when the tier caps the
+    /// collection (so its cost does not grow with what the user holds); the
+    /// count it reports then is exact, and `limits` still counts everything.
+    @Test(arguments: StoreBackend.allCases)
+    func aPutCountsOnlyWhenACapApplies(backend: StoreBackend) throws {
+        let (store, profile) = try filledGuest(backend: backend)
+        for index in 1...3 {
+            let result = try store.putRecord(
+                owner: "u1", collection: "settings", key: "s\(index)", data: "{}", profile: profile, now: day(1))
+            #expect(result.outcome == .allowed)
+            #expect(result.limit.used == nil, "an uncapped collection is not counted by a put")
+        }
+        let limits = try store.collectionLimits(
+            of: "u1", collections: ["settings", "subscriptions"], profile: profile, now: day(1))
+        #expect(limits.map(\.used) == [3, 5])
+        // Deleting below the cap lets a new key in, counted exactly.
+        #expect(
+            try store.deleteRecord(owner: "u1", collection: "subscriptions", key: "1", profile: profile, now: day(2)))
+        let again = try store.putRecord(
+            owner: "u1", collection: "subscriptions", key: "7", data: "{}", profile: profile, now: day(2))
+        #expect(again.outcome == .allowed)
+        #expect(again.limit == CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
+        let refused = try store.putRecord(
+            owner: "u1", collection: "subscriptions", key: "8", data: "{}", profile: profile, now: day(2))
+        #expect(refused.outcome == .needsAccount)
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func getAndListReturnWhatWasStoredOrderedByKey(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
