@@ -53,7 +53,7 @@ extension GuestMode {
     /// line, capped user or (with `.fail`) existing key means nothing is
     /// stored. The error names the first bad lines.
     public func putRecords(
-        from url: URL, onConflict: RecordConflictPolicy, dryRun: Bool = false, now: Date
+        from url: URL, label: String? = nil, onConflict: RecordConflictPolicy, dryRun: Bool = false, now: Date
     ) throws -> BulkPutReport {
         var report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, dryRun: dryRun)
         struct Rollback: Error {}
@@ -109,7 +109,7 @@ extension GuestMode {
             let more = problemCount > 1 ? " (and \(problemCount - 1) more problem lines)" : ""
             throw GuestModeError(
                 first.error.kind, code: first.error.code,
-                "\(url.path):\(first.line): \(first.error.message)\(more); nothing was stored")
+                "\(label ?? url.path):\(first.line): \(first.error.message)\(more); nothing was stored")
         }
         return report
     }

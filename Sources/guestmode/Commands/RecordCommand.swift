@@ -98,7 +98,8 @@ struct RecordCommand: ParsableCommand {
                 throw GuestModeError(.notFound, code: .fileNotFound, "no file '\(source)'")
             }
             let report = try engine.putRecords(
-                from: spool ?? URL(fileURLWithPath: source), onConflict: onConflict ?? .replace, now: now)
+                from: spool ?? URL(fileURLWithPath: source), label: source == "-" ? "<stdin>" : source,
+                onConflict: onConflict ?? .replace, now: now)
             if global.json { return try global.output.json(report) }
             if !global.quiet {
                 global.output.line(
