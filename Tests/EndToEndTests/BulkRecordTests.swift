@@ -58,6 +58,8 @@ struct BulkRecordTests {
 
         // --from replaces USER COLLECTION KEY; both together are a usage error.
         #expect(try await sandbox.run("record", "put", first, "settings", "k", "--from", "ok.ndjson").status == 64)
-        #expect(try await sandbox.run("record", "put", first, "settings", "k", "--data", "{}", "--on-conflict", "skip").status == 64)
+        #expect(
+            try await sandbox.run("record", "put", first, "settings", "k", "--data", "{}", "--on-conflict", "skip")
+                .status == 64)
     }
 }

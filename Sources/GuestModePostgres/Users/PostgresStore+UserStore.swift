@@ -129,7 +129,11 @@ extension PostgresStore: UserStore {
                 if batch.count == 0 { break }
                 var rows: [(id: String, state: UserState, lastSeen: String)] = []
                 for row in batch {
-                    rows.append((try row.string("id"), try row.decode("state", as: UserState.self), try row.string("last_seen_at")))
+                    rows.append(
+                        (
+                            try row.string("id"), try row.decode("state", as: UserState.self),
+                            try row.string("last_seen_at")
+                        ))
                 }
                 let ids = PostgresStore.userIDArray(rows.map(\.id))
                 var records: [String: Int] = [:]
@@ -176,7 +180,8 @@ extension PostgresStore: UserStore {
             }
             try connection.execute("CLOSE guestmode_purge")
             var tally = PurgeTally(purged: 0, kept: 0)
-            for row in try connection.execute("SELECT purged, count(*) AS n FROM pg_temp.guestmode_purge GROUP BY purged")
+            for row in try connection.execute(
+                "SELECT purged, count(*) AS n FROM pg_temp.guestmode_purge GROUP BY purged")
             {
                 if try row.bool("purged") { tally.purged = try row.int("n") } else { tally.kept = try row.int("n") }
             }
@@ -194,7 +199,9 @@ extension PostgresStore: UserStore {
         }
         // The report, streamed from this connection's temporary table once
         // the purge is committed: kept ones first.
-        defer { _ = try? write { connection in try connection.execute("DROP TABLE IF EXISTS pg_temp.guestmode_purge") } }
+        defer {
+            _ = try? write { connection in try connection.execute("DROP TABLE IF EXISTS pg_temp.guestmode_purge") }
+        }
         try read { connection in
             try connection.execute(
                 """

@@ -108,7 +108,8 @@ extension SQLiteStore: RecordStore {
                     INSERT INTO records (owner_id, collection, key, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT(owner_id, collection, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
                     """)
-            let count = try db.cachedStatement(sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?")
+            let count = try db.cachedStatement(
+                sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?")
             try feed { record in
                 let level: TierLevel
                 if let known = tiers[record.user] {
@@ -137,7 +138,9 @@ extension SQLiteStore: RecordStore {
                     guard limit.admits(isReplacement: false) else { return .refused(limit) }
                     used[pair] = held + 1
                 }
-                try insert.execute(arguments: [record.user, record.collection, record.key, record.data, nowText, nowText])
+                try insert.execute(arguments: [
+                    record.user, record.collection, record.key, record.data, nowText, nowText,
+                ])
                 return isReplacement ? .replaced : .added
             }
             for user in tiers.keys.sorted() {

@@ -155,7 +155,8 @@ extension SQLiteStore: UserStore {
             for purged in [false, true] {
                 let rows = try Row.fetchCursor(
                     db,
-                    sql: "SELECT id, last_seen_at, records FROM temp.guestmode_purge WHERE purged = ? ORDER BY last_seen_at, id",
+                    sql:
+                        "SELECT id, last_seen_at, records FROM temp.guestmode_purge WHERE purged = ? ORDER BY last_seen_at, id",
                     arguments: [purged])
                 while let row = try rows.next() {
                     try report(

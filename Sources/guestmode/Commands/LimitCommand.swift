@@ -25,7 +25,8 @@ struct LimitCommand: ParsableCommand {
             global.output.table(
                 limits.map {
                     [
-                        $0.collection, $0.tier.rawValue, $0.used.map(String.init) ?? "-", $0.cap.map(String.init) ?? "unlimited",
+                        $0.collection, $0.tier.rawValue, $0.used.map(String.init) ?? "-",
+                        $0.cap.map(String.init) ?? "unlimited",
                         $0.outcome.rawValue,
                     ]
                 },
@@ -40,7 +41,8 @@ struct LimitCommand: ParsableCommand {
     /// status of the outcome.
     static func finish(_ limit: CollectionLimit, stored: Bool, key: String, global: GlobalOptions) throws {
         let usage =
-            (limit.used.map { "\($0)/" } ?? "") + "\(limit.cap.map(String.init) ?? "unlimited") \(limit.collection) (tier \(limit.tier.rawValue))"
+            (limit.used.map { "\($0)/" } ?? "")
+            + "\(limit.cap.map(String.init) ?? "unlimited") \(limit.collection) (tier \(limit.tier.rawValue))"
         if stored {
             if !global.json && !global.quiet { global.output.line("stored \(limit.collection)/\(key): \(usage)") }
             return

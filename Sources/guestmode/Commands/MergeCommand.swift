@@ -41,7 +41,8 @@ struct MergeCommand: ParsableCommand {
         )
         for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
         for limit in report.overCap {
-            output.line("over cap: \(limit.collection) \(limit.used ?? 0)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)")
+            output.line(
+                "over cap: \(limit.collection) \(limit.used ?? 0)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)")
         }
     }
 }

@@ -54,7 +54,8 @@ struct MeterCommand: ParsableCommand {
     }
 
     struct Check: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "check", 
+        static let configuration = CommandConfiguration(
+            commandName: "check",
             abstract: "Gate a call: exit 0 if the amount fits, 12 if not. Records nothing.")
 
         @OptionGroup var global: GlobalOptions
@@ -77,7 +78,8 @@ struct MeterCommand: ParsableCommand {
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status", 
+        static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show used, remaining, percent and level of a user's meters.")
 
         @OptionGroup var global: GlobalOptions

@@ -96,7 +96,8 @@ struct MigrateCommand: ParsableCommand {
     }
 
     struct Adopt: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "adopt", 
+        static let configuration = CommandConfiguration(
+            commandName: "adopt",
             abstract: "Give a user the records written before any user existed, once.",
             discussion: """
                 Records owned by the profile's guest owner (guest_owner, usually "") move to USER. Keys of \
@@ -131,7 +132,8 @@ struct MigrateCommand: ParsableCommand {
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status", 
+        static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "List migration and merge journals, done and unfinished.")
 
         @OptionGroup var global: GlobalOptions

@@ -15,7 +15,8 @@ struct PlanCommand: ParsableCommand {
     )
 
     struct Grant: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "grant", 
+        static let configuration = CommandConfiguration(
+            commandName: "grant",
             abstract: "Grant a plan, open-ended, as a trial, or until a time.")
 
         @OptionGroup var global: GlobalOptions
@@ -64,7 +65,8 @@ struct PlanCommand: ParsableCommand {
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status", 
+        static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show a user's plans: active, trial, expired or revoked, by --now.")
 
         @OptionGroup var global: GlobalOptions

@@ -15,7 +15,8 @@ struct RecordCommand: ParsableCommand {
     )
 
     struct Put: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "put", abstract: "Store a record, enforcing the tier cap.")
+        static let configuration = CommandConfiguration(
+            commandName: "put", abstract: "Store a record, enforcing the tier cap.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -125,7 +126,8 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List a user's records in a collection.")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List a user's records in a collection.")
 
         @OptionGroup var global: GlobalOptions
 

@@ -10,7 +10,8 @@ struct ReportCommand: ParsableCommand {
     )
 
     struct Funnel: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "funnel", 
+        static let configuration = CommandConfiguration(
+            commandName: "funnel",
             abstract: "Guests first seen in the period, how many were prompted and linked, and the time to link.")
 
         @OptionGroup var global: GlobalOptions
@@ -34,7 +35,8 @@ struct ReportCommand: ParsableCommand {
     }
 
     struct Prompts: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "prompts", 
+        static let configuration = CommandConfiguration(
+            commandName: "prompts",
             abstract:
                 "Per prompt context: shown, dismissed, later, never, completed and conversion (completed per showing).")
 
@@ -49,7 +51,8 @@ struct ReportCommand: ParsableCommand {
     }
 
     struct Experiments: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "experiments", 
+        static let configuration = CommandConfiguration(
+            commandName: "experiments",
             abstract: "Per experiment variant: users, conversions and conversion rate with a 95% Wilson interval.")
 
         @OptionGroup var global: GlobalOptions
@@ -70,7 +73,8 @@ struct ReportCommand: ParsableCommand {
     }
 
     struct Usage: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "usage", 
+        static let configuration = CommandConfiguration(
+            commandName: "usage",
             abstract: "Per meter: users, uses, amount used, average per user and users warned.")
 
         @OptionGroup var global: GlobalOptions

@@ -46,7 +46,8 @@ struct UserCommand: ParsableCommand {
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "show", 
+        static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Show a user: state, tier, identities, counters, records, meters and plans.")
 
         @OptionGroup var global: GlobalOptions
@@ -83,7 +84,8 @@ struct UserCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "delete", 
+        static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Delete a user and everything it owns, nothing else.")
 
         @OptionGroup var global: GlobalOptions
@@ -109,7 +111,8 @@ struct UserCommand: ParsableCommand {
     }
 
     struct Purge: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "purge", 
+        static let configuration = CommandConfiguration(
+            commandName: "purge",
             abstract: "Remove anonymous users inactive for a number of days.",
             discussion: """
                 Guests that own records are kept unless --include-with-data; guests holding a plan in force are \
@@ -153,7 +156,8 @@ struct UserCommand: ParsableCommand {
                 now: try global.currentTime()
             ) { candidate, purged in
                 guard purged else { return }
-                pending += "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(candidate.records) records)\n"
+                pending +=
+                    "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(candidate.records) records)\n"
                 if pending.utf8.count >= 1 << 16 {
                     FileHandle.standardOutput.write(Data(pending.utf8))
                     pending = ""

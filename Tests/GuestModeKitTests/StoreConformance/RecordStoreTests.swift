@@ -83,7 +83,9 @@ struct RecordStoreTests {
         let again = try store.putRecord(
             owner: "u1", collection: "subscriptions", key: "7", data: "{}", profile: profile, now: day(2))
         #expect(again.outcome == .allowed)
-        #expect(again.limit == CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
+        #expect(
+            again.limit
+                == CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
         let refused = try store.putRecord(
             owner: "u1", collection: "subscriptions", key: "8", data: "{}", profile: profile, now: day(2))
         #expect(refused.outcome == .needsAccount)
@@ -111,7 +113,8 @@ struct RecordStoreTests {
         #expect(
             outcomes[1]
                 == .refused(
-                    CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount)))
+                    CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
+        )
         #expect(outcomes[2] == .added)
         #expect(outcomes[3] == .added)
         #expect(try store.record(owner: "u1", collection: "subscriptions", key: "1")?.data == #"{"n":1}"#)
