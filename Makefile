@@ -4,7 +4,7 @@
 #   make stress    8 processes x STRESS_OPERATIONS (default 400) racing on one PostgreSQL database
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
-#   make bench     measure guestmode against sqlite3, bsdtar and zstd
+#   make bench     measure guestmode against sqlite3, zstd and psql (BENCH_SCALE=0.1 for a quick run; bench/results.md)
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
 

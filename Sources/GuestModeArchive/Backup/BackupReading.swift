@@ -248,14 +248,13 @@ struct ArchiveWalk {
         }
     }
 
-    private static func decodeRow(_ line: [UInt8], location: RowLocation, path: String) throws -> [String: CellValue] {
-        do {
-            return try JSONDecoder().decode([String: CellValue].self, from: Data(line))
-        } catch {
-            throw GuestModeError.badData(
-                "the archive '\(path)' has a malformed row at \(location.description): expected a JSON object of column values",
-                code: .badRow)
-        }
+    private static func decodeRow(
+        _ line: UnsafeBufferPointer<UInt8>, location: RowLocation, path: String
+    ) throws -> [String: CellValue] {
+        if let row = RowDecoder.decode(line) { return row }
+        throw GuestModeError.badData(
+            "the archive '\(path)' has a malformed row at \(location.description): expected a JSON object of column values",
+            code: .badRow)
     }
 
     private static func describe(_ error: Error) -> String {
@@ -275,16 +274,31 @@ struct LineSplitter {
 
     init(entry: String) { self.entry = entry }
 
-    mutating func feed(_ chunk: UnsafeRawBufferPointer, _ line: ([UInt8], RowLocation) throws -> Void) throws {
+    /// Hands over every complete line in `chunk` (without its newline);
+    /// lines found with `memchr` and passed in place unless they span chunks.
+    mutating func feed(
+        _ chunk: UnsafeRawBufferPointer, _ line: (UnsafeBufferPointer<UInt8>, RowLocation) throws -> Void
+    ) throws {
+        guard let base = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self), chunk.count > 0 else { return }
         var start = 0
-        for index in 0..<chunk.count where chunk[index] == UInt8(ascii: "\n") {
-            partial.append(contentsOf: chunk[start..<index])
+        while start < chunk.count,
+            let found = memchr(base + start, Int32(UInt8(ascii: "\n")), chunk.count - start)
+        {
+            let end = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
             lines += 1
-            try line(partial, RowLocation(entry: entry, line: lines))
-            partial.removeAll(keepingCapacity: true)
-            start = index + 1
+            let location = RowLocation(entry: entry, line: lines)
+            if partial.isEmpty {
+                try line(UnsafeBufferPointer(start: base + start, count: end - start), location)
+            } else {
+                partial.append(contentsOf: UnsafeBufferPointer(start: base + start, count: end - start))
+                try partial.withUnsafeBufferPointer { try line($0, location) }
+                partial.removeAll(keepingCapacity: true)
+            }
+            start = end + 1
         }
-        partial.append(contentsOf: chunk[start...])
+        if start < chunk.count {
+            partial.append(contentsOf: UnsafeBufferPointer(start: base + start, count: chunk.count - start))
+        }
     }
 
     /// Every row ends with a newline, so leftover bytes mean a cut-off entry.
@@ -357,16 +371,18 @@ public enum BackupArchive {
         return report
     }
 
-    /// Reads, hashes and parses the whole archive and throws the first
-    /// problem. Import calls it before opening the store so a damaged or
-    /// hostile archive never reaches the store at all (opening a store
-    /// already touches its file).
+    /// The cheap structural check (header, entry names, order, sizes against
+    /// the manifest, limits, signature) that throws the first problem. Import
+    /// calls it before opening the store, so an archive that is not a backup
+    /// or is cut short never reaches the store; the one full pass (hashes,
+    /// rows) runs inside the import transaction, which rolls back on any
+    /// mismatch.
     /// Returns who signed the archive.
     @discardableResult
     public static func requireIntact(
         path: String, limits: ArchiveLimits = .standard, keys: BackupKeys = .none
     ) throws -> SignatureStatus {
-        let walk = try ArchiveWalk.read(path: path, depth: .full, limits: limits, keys: keys)
+        let walk = try ArchiveWalk.read(path: path, depth: .structure, limits: limits, keys: keys)
         try walk.requireMatchingManifest(path: path)
         return try walk.signatureStatus(key: keys.deployment, path: path)
     }

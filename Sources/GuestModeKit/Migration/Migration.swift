@@ -218,5 +218,5 @@ extension GuestMode {
 extension CollectionLimit {
     /// True when the user holds more records than the cap allows (after a
     /// merge or migration: nothing is dropped to fit, new records are refused).
-    public var isOverCap: Bool { cap.map { used > $0 } ?? false }
+    public var isOverCap: Bool { cap.map { (used ?? 0) > $0 } ?? false }
 }

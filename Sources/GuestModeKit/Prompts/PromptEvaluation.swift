@@ -191,11 +191,13 @@ extension Condition {
         case let .state(state):
             return facts.userState == state
         case let .limitReached(collection, outcome):
-            guard let limit = facts.limits[collection], let cap = limit.cap, limit.used >= cap else { return false }
+            guard let limit = facts.limits[collection], let cap = limit.cap, let used = limit.used, used >= cap else {
+                return false
+            }
             return outcome.map { $0 == limit.outcome } ?? true
         case let .limitRemaining(collection, comparison):
-            guard let limit = facts.limits[collection], let cap = limit.cap else { return false }
-            return comparison.holds(for: Double(max(0, cap - limit.used)))
+            guard let limit = facts.limits[collection], let cap = limit.cap, let used = limit.used else { return false }
+            return comparison.holds(for: Double(max(0, cap - used)))
         case let .meterPercentUsed(meter, comparison):
             guard let status = facts.meters[meter], let allowance = status.allowance else { return false }
             return comparison.holds(Condition.comparePercent(used: status.used, of: allowance, to: comparison.value))

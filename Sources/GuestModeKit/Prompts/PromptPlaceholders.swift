@@ -58,9 +58,11 @@ public enum PromptPlaceholder: Sendable, Equatable {
         case let .limit(collection, field):
             guard let limit = facts.limits[collection] else { return "?" }
             switch field {
-            case .used: return String(limit.used)
+            case .used: return limit.used.map(String.init) ?? "?"
             case .max: return limit.cap.map(String.init) ?? "unlimited"
-            case .remaining: return limit.cap.map { String(max(0, $0 - limit.used)) } ?? "unlimited"
+            case .remaining:
+                guard let cap = limit.cap else { return "unlimited" }
+                return limit.used.map { String(max(0, cap - $0)) } ?? "?"
             }
         case let .meter(meter, field):
             guard let status = facts.meters[meter] else { return "?" }

@@ -3,10 +3,10 @@ import Foundation
 extension Profile {
     /// Where a user of tier `level` holding `used` records stands against a
     /// collection's cap; a new record is refused once `used` reaches the cap.
-    public func collectionLimit(_ collection: String, tier level: TierLevel, used: Int) -> CollectionLimit {
+    public func collectionLimit(_ collection: String, tier level: TierLevel, used: Int?) -> CollectionLimit {
         let tier = tier(level)
         let cap = tier.cap(for: collection)
-        let outcome: CapOutcome = cap.map { used >= $0 ? tier.whenCapped : .allowed } ?? .allowed
+        let outcome: CapOutcome = cap.map { (used ?? 0) >= $0 ? tier.whenCapped : .allowed } ?? .allowed
         return CollectionLimit(collection: collection, tier: level, used: used, cap: cap, outcome: outcome)
     }
 }

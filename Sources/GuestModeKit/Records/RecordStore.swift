@@ -40,4 +40,16 @@ public protocol RecordStore: Sendable {
         of userID: String, collections: [String], profile: Profile, now: Date
     ) throws
         -> [CollectionLimit]
+
+    /// Many puts in one transaction (`record put --from`): `feed` calls the
+    /// given `put` once per record; each is decided as `putRecord` decides
+    /// (the tier's cap counted per user and collection, only where a cap
+    /// applies) and `onConflict` says what an existing key gets. Last-seen
+    /// and the backup queue are updated once per user. Everything is rolled
+    /// back when `feed` throws, so the load is all or nothing. `put` throws
+    /// `user_not_found` for a missing user.
+    func putRecords(
+        profile: Profile, now: Date, onConflict: RecordConflictPolicy,
+        _ feed: (_ put: (BulkRecord) throws -> BulkPutOutcome) throws -> Void
+    ) throws
 }

@@ -35,13 +35,16 @@ public struct PutResult: Codable, Sendable, Equatable {
 public struct CollectionLimit: Codable, Sendable, Equatable {
     public var collection: String
     public var tier: TierLevel
-    public var used: Int
+    /// How many records the user holds in the collection; nil when not
+    /// counted: a put to a collection the tier does not cap skips the count,
+    /// so its cost does not grow with the user's records.
+    public var used: Int?
     /// nil: unlimited for this tier.
     public var cap: Int?
     /// What a new record would get now.
     public var outcome: CapOutcome
 
-    public init(collection: String, tier: TierLevel, used: Int, cap: Int?, outcome: CapOutcome) {
+    public init(collection: String, tier: TierLevel, used: Int?, cap: Int?, outcome: CapOutcome) {
         self.collection = collection
         self.tier = tier
         self.used = used

@@ -170,6 +170,8 @@ extension GuestModeError {
             .profileUpgradeRefused,
             .providerAlreadyLinked,
             .pushIncomplete,
+            .recordCapReached,
+            .recordExists,
             .recordKeyTaken,
             .recordNotFound,
             .recordNotObject,
@@ -296,6 +298,8 @@ extension GuestModeError {
         public static let profileUpgradeRefused = Code("profile_upgrade_refused")
         public static let providerAlreadyLinked = Code("provider_already_linked")
         public static let pushIncomplete = Code("push_incomplete")
+        public static let recordCapReached = Code("record_cap_reached")
+        public static let recordExists = Code("record_exists")
         public static let recordKeyTaken = Code("record_key_taken")
         public static let recordNotFound = Code("record_not_found")
         public static let recordNotObject = Code("record_not_object")

@@ -46,7 +46,14 @@ public protocol UserStore: Sendable {
     /// `deleteUser` would, all in one transaction so nobody becomes active
     /// (or buys a plan) between the decision and the deletion. Both lists are
     /// ordered by last activity, oldest first.
-    func purgeUsers(under policy: PurgePolicy, isDryRun: Bool) throws -> PurgeSelection
+    ///
+    /// Set-based and streamed: the decisions go to a temporary table, each
+    /// table is cleared with one statement, and every candidate is handed to
+    /// `report` (kept ones first, then purged ones, each list in that order)
+    /// instead of being held in memory, so memory stays flat at any size.
+    func purgeUsers(
+        under policy: PurgePolicy, isDryRun: Bool, report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
+    ) throws -> PurgeTally
 
     /// The stored credentials for an anonymous username, or nil when no user
     /// keeps that username.
@@ -110,5 +117,27 @@ public struct PurgeSelection: Sendable, Equatable {
     public init(purged: [PurgeCandidate], kept: [PurgeCandidate]) {
         self.purged = purged
         self.kept = kept
+    }
+}
+
+/// How many candidates a purge removed (or would remove) and kept.
+public struct PurgeTally: Sendable, Equatable {
+    public var purged: Int
+    public var kept: Int
+
+    public init(purged: Int, kept: Int) {
+        self.purged = purged
+        self.kept = kept
+    }
+}
+
+extension UserStore {
+    /// The streamed purge, collected into lists (for tests and small stores).
+    public func purgeUsers(under policy: PurgePolicy, isDryRun: Bool) throws -> PurgeSelection {
+        var selection = PurgeSelection(purged: [], kept: [])
+        _ = try purgeUsers(under: policy, isDryRun: isDryRun) { candidate, purged in
+            if purged { selection.purged.append(candidate) } else { selection.kept.append(candidate) }
+        }
+        return selection
     }
 }

@@ -228,10 +228,7 @@ extension GuestMode {
     /// own records are kept unless `includingUsersWithData`; users holding an
     /// active plan are always kept, since they paid (see `PurgePolicy`).
     public func purge(inactive: TimeSpan, includingUsersWithData: Bool, dryRun: Bool, now: Date) throws -> PurgeReport {
-        guard !inactive.isZero, inactive.components.allSatisfy({ $0.amount > 0 }) else {
-            throw GuestModeError.usage(
-                "the inactivity must be a positive duration, not '\(inactive)'", code: .badDuration)
-        }
+        try requirePositive(inactive)
         let cutoff = inactive.subtracted(from: now)
         let policy = PurgePolicy(
             profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
@@ -242,6 +239,27 @@ extension GuestMode {
                 ? inactive.components.reduce(0) { $0 + $1.amount * ($1.unit == .weeks ? 7 : 1) } : nil,
             cutoff: cutoff, purged: selection.purged, kept: selection.kept, isDryRun: dryRun
         )
+    }
+
+    /// The purge of `purge(inactiveDays:…)`, streamed: each candidate goes to
+    /// `report` as the store hands it over (kept ones first, then purged
+    /// ones) and only the counts are returned, so memory stays flat.
+    public func purge(
+        inactive: TimeSpan, includingUsersWithData: Bool, dryRun: Bool, now: Date,
+        report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
+    ) throws -> (cutoff: Date, tally: PurgeTally) {
+        try requirePositive(inactive)
+        let cutoff = inactive.subtracted(from: now)
+        let policy = PurgePolicy(
+            profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
+        return (cutoff, try store.purgeUsers(under: policy, isDryRun: dryRun, report: report))
+    }
+
+    private func requirePositive(_ inactive: TimeSpan) throws {
+        guard !inactive.isZero, inactive.components.allSatisfy({ $0.amount > 0 }) else {
+            throw GuestModeError.usage(
+                "the inactivity must be a positive duration, not '\(inactive)'", code: .badDuration)
+        }
     }
 
     /// Checks a legacy anonymous username and secret. On success the user's

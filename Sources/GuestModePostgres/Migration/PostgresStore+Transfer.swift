@@ -42,7 +42,7 @@ extension PostgresStore: TransferStore {
                     let incoming = try transfer.recordCount([collection.name], connection)
                     let merged = conflicts.filter { $0.collection == collection.name && $0.resolution != .keptBoth }
                         .count
-                    limit.used += incoming - merged
+                    limit.used = (limit.used ?? 0) + incoming - merged
                     if limit.isOverCap { overCap.append(limit) }
                 }
                 return MergeReport(

@@ -129,29 +129,38 @@ extension PostgresStore: UserStore {
     /// grants are read for that batch only, and its victims are deleted with
     /// one statement per table. No result and no parameter grows with the
     /// number of users; only the returned selection does.
-    public func purgeUsers(under policy: PurgePolicy, isDryRun: Bool) throws -> PurgeSelection {
-        try write { connection in
+    public func purgeUsers(
+        under policy: PurgePolicy, isDryRun: Bool, report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
+    ) throws -> PurgeTally {
+        let tally = try write { connection in
+            // Every decision goes to a temporary table (memory stays flat);
+            // then each table is cleared with one statement. Ordered as SQLite
+            // orders: by last activity (fixed-width text), then id byte by byte.
+            try connection.execute(
+                """
+                DROP TABLE IF EXISTS pg_temp.guestmode_purge;
+                CREATE TEMP TABLE guestmode_purge (
+                    purged boolean NOT NULL, last_seen_at text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL,
+                    records integer NOT NULL, PRIMARY KEY (purged, last_seen_at, id), UNIQUE (id))
+                """)
             // A dry run changes nothing, so it need not hold anyone's lock.
             try connection.execute(
                 """
                 DECLARE guestmode_purge NO SCROLL CURSOR FOR
                 SELECT id, state, last_seen_at FROM users
-                WHERE state = $1 AND last_seen_at < $2
-                ORDER BY last_seen_at, id\(isDryRun ? "" : " FOR UPDATE")
+                WHERE state = $1 AND last_seen_at < $2\(isDryRun ? "" : " FOR UPDATE")
                 """,
                 [PostgresValue(UserState.anonymous.rawValue), PostgresValue(policy.cutoff)])
-            var purged: [(key: String, candidate: PurgeCandidate)] = []
-            var kept: [(key: String, candidate: PurgeCandidate)] = []
-            var seen = Set<String>()
             while true {
                 let batch = try connection.execute("FETCH \(PostgresStore.purgeBatchSize) FROM guestmode_purge")
                 if batch.count == 0 { break }
                 var rows: [(id: String, state: UserState, lastSeen: String)] = []
                 for row in batch {
-                    let id = try row.string("id")
-                    // A row updated while we waited for its lock is re-read; never count one twice.
-                    guard seen.insert(id).inserted else { continue }
-                    rows.append((id, try row.decode("state", as: UserState.self), try row.string("last_seen_at")))
+                    rows.append(
+                        (
+                            try row.string("id"), try row.decode("state", as: UserState.self),
+                            try row.string("last_seen_at")
+                        ))
                 }
                 let ids = PostgresStore.userIDArray(rows.map(\.id))
                 var records: [String: Int] = [:]
@@ -168,7 +177,8 @@ extension PostgresStore: UserStore {
                 {
                     grants[try row.string("user_id"), default: []].append(try PostgresStore.planGrant(row))
                 }
-                var victims: [String] = []
+                var counts: [String] = []
+                var decisions: [String] = []
                 for row in rows {
                     guard let lastSeenAt = Timestamp.parse(row.lastSeen) else {
                         throw GuestModeError(
@@ -176,31 +186,70 @@ extension PostgresStore: UserStore {
                             "the PostgreSQL store \(connection.location) holds '\(row.lastSeen)' in last_seen_at, not a time"
                         )
                     }
-                    let candidate = PurgeCandidate(id: row.id, lastSeenAt: lastSeenAt, records: records[row.id] ?? 0)
+                    let count = records[row.id] ?? 0
                     let decision = policy.decision(
-                        state: row.state, lastSeenAt: lastSeenAt, records: candidate.records,
-                        grants: grants[row.id] ?? [])
-                    if decision == .delete {
-                        purged.append((row.lastSeen, candidate))
-                        victims.append(row.id)
-                    } else {
-                        kept.append((row.lastSeen, candidate))
-                    }
+                        state: row.state, lastSeenAt: lastSeenAt, records: count, grants: grants[row.id] ?? [])
+                    counts.append(String(count))
+                    decisions.append(decision == .delete ? "t" : "f")
                 }
-                if !isDryRun && !victims.isEmpty { try deleteEverything(ofAll: victims, connection) }
+                // A row updated while we waited for its lock is re-read; never count one twice.
+                try connection.execute(
+                    """
+                    INSERT INTO pg_temp.guestmode_purge (purged, last_seen_at, id, records)
+                    SELECT * FROM unnest($1::boolean[], $2::text[], $3::text[], $4::integer[])
+                    ON CONFLICT DO NOTHING
+                    """,
+                    [
+                        PostgresValue("{" + decisions.joined(separator: ",") + "}"),
+                        PostgresStore.userIDArray(rows.map(\.lastSeen)), ids,
+                        PostgresValue("{" + counts.joined(separator: ",") + "}"),
+                    ])
             }
             try connection.execute("CLOSE guestmode_purge")
-            // The cursor's order can drift when a row changed while we waited
-            // for its lock; the answer is ordered as SQLite orders it: by
-            // last activity (fixed-width text), then id byte by byte.
-            func ordered(_ list: [(key: String, candidate: PurgeCandidate)]) -> [PurgeCandidate] {
-                list.sorted { left, right in
-                    if left.key != right.key { return left.key.utf8.lexicographicallyPrecedes(right.key.utf8) }
-                    return left.candidate.id.utf8.lexicographicallyPrecedes(right.candidate.id.utf8)
-                }.map(\.candidate)
+            var tally = PurgeTally(purged: 0, kept: 0)
+            for row in try connection.execute(
+                "SELECT purged, count(*) AS n FROM pg_temp.guestmode_purge GROUP BY purged")
+            {
+                if try row.bool("purged") { tally.purged = try row.int("n") } else { tally.kept = try row.int("n") }
             }
-            return PurgeSelection(purged: ordered(purged), kept: ordered(kept))
+            if !isDryRun && tally.purged > 0 {
+                try connection.execute("ANALYZE pg_temp.guestmode_purge")
+                for table in [
+                    "records WHERE owner_id", "conflict_archive WHERE owner_id", "outbox WHERE user_id",
+                    "user_flags WHERE user_id", "users WHERE id",
+                ] {
+                    try connection.execute(
+                        "DELETE FROM \(table) IN (SELECT id FROM pg_temp.guestmode_purge WHERE purged)")
+                }
+            }
+            return tally
         }
+        // The report, streamed from this connection's temporary table once
+        // the purge is committed: kept ones first.
+        defer {
+            _ = try? write { connection in try connection.execute("DROP TABLE IF EXISTS pg_temp.guestmode_purge") }
+        }
+        try read { connection in
+            try connection.execute(
+                """
+                DECLARE guestmode_purge_report NO SCROLL CURSOR FOR
+                SELECT purged, id, last_seen_at, records FROM pg_temp.guestmode_purge ORDER BY purged, last_seen_at, id
+                """)
+            while true {
+                let batch = try connection.execute(
+                    "FETCH \(PostgresStore.purgeBatchSize) FROM guestmode_purge_report")
+                if batch.count == 0 { break }
+                for row in batch {
+                    try report(
+                        PurgeCandidate(
+                            id: try row.string("id"), lastSeenAt: try row.date("last_seen_at"),
+                            records: try row.int("records")),
+                        try row.bool("purged"))
+                }
+            }
+            try connection.execute("CLOSE guestmode_purge_report")
+        }
+        return tally
     }
 
     public func anonymousCredentials(username: String) throws -> StoredCredentials? {
@@ -244,18 +293,6 @@ extension PostgresStore: UserStore {
             }
             try touch(userID, at: now, connection)
             return try findUser(userID, connection)
-        }
-    }
-
-    /// Deletes many users and everything they own with one statement per
-    /// table (see `deleteEverything(of:_:)`; the rest cascades).
-    func deleteEverything(ofAll userIDs: [String], _ connection: PostgresConnection) throws {
-        let ids = PostgresStore.userIDArray(userIDs)
-        for table in [
-            "records WHERE owner_id", "conflict_archive WHERE owner_id", "outbox WHERE user_id",
-            "user_flags WHERE user_id", "users WHERE id",
-        ] {
-            try connection.execute("DELETE FROM \(table) = ANY($1::text[])", [ids])
         }
     }
 

@@ -13,6 +13,7 @@ extension SQLiteStore: BackupRowStore {
         try writeDurably { db in
             // Rows may arrive before the users row they refer to in a hand-made archive; check at the end instead.
             try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
+            try useBulkCache(db)
             return (try body(SQLiteBackupImport(db)), !dryRun)
         }
     }
@@ -76,6 +77,9 @@ private final class SQLiteBackupSnapshot: BackupRowSnapshot {
 /// The writes of one import inside its durable transaction.
 private final class SQLiteBackupImport: BackupRowImport {
     let db: Database
+    /// One prepared INSERT per table, for the columns its rows carry (an
+    /// archive's rows of a table all carry the same ones).
+    private var inserts: [String: (columns: [String], statement: Statement)] = [:]
 
     init(_ db: Database) { self.db = db }
 
@@ -113,13 +117,28 @@ private final class SQLiteBackupImport: BackupRowImport {
             values["id"] = nil
             insertion = .renumbered
         }
-        let ordered = values.sorted { $0.key < $1.key }
-        let statement = try db.cachedStatement(
-            sql:
-                "INSERT INTO \(table.name) (\(ordered.map(\.key).joined(separator: ", "))) VALUES (\(ordered.map { _ in "?" }.joined(separator: ", ")))"
-        )
+        var arguments: [DatabaseValue] = []
+        arguments.reserveCapacity(values.count)
+        let statement: Statement
+        if let cached = inserts[table.name], cached.columns.count == values.count,
+            cached.columns.allSatisfy({ column in
+                guard let value = values[column] else { return false }
+                arguments.append(value.databaseValue)
+                return true
+            })
+        {
+            statement = cached.statement
+        } else {
+            let columns = values.keys.sorted()
+            arguments = columns.map { values[$0]?.databaseValue ?? .null }
+            statement = try db.makeStatement(
+                sql:
+                    "INSERT INTO \(table.name) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+            )
+            inserts[table.name] = (columns, statement)
+        }
         do {
-            try statement.execute(arguments: StatementArguments(ordered.map(\.value.databaseValue)))
+            try statement.execute(arguments: StatementArguments(arguments))
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw try refusal(error, table: table, row: values)
         }

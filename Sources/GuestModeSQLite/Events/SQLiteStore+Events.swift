@@ -36,6 +36,7 @@ extension SQLiteStore: EventStore {
         -> EventBatchResult
     {
         try write { db in
+            try useBulkCache(db)
             var created = 0
             if creatingUsers {
                 var seen = Set<String>()

@@ -93,13 +93,13 @@ enum StoreFile {
                 "the store '\(path)' is a directory; give a store file, e.g. --store \((path as NSString).appendingPathComponent("guestmode.sqlite"))"
             )
         }
-        if fileManager.fileExists(atPath: path) {
+        let exists = fileManager.fileExists(atPath: path)
+        if exists {
             if creating {
                 throw GuestModeError(
                     .cannotCreate, code: .storeExists,
                     "a store already exists at '\(path)'")
             }
-            try refuseUnknownSchema(path: path)
         } else {
             if !creating {
                 throw GuestModeError.notFound(
@@ -113,6 +113,10 @@ enum StoreFile {
             // would write on every open to keep its WAL file non-empty, so
             // WAL is set once, persistently, when the store is created.
             let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration())
+            // The schema history is read on this same connection, before
+            // anything is written: no second connection (and no second round
+            // of -wal/-shm files) just to look.
+            if exists { try queue.read { db in try refuseUnknownSchema(db, path: path) } }
             if creating {
                 _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
                 }
@@ -129,25 +133,28 @@ enum StoreFile {
         do {
             let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration(readOnly: true))
             defer { try? queue.close() }
-            let applied: [String] = try queue.read { db in
-                guard try db.tableExists("grdb_migrations") else {
-                    let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
-                    if tables.isEmpty { return [] }
-                    throw GuestModeError.badData(
-                        "'\(path)' is an SQLite database but not a guestmode store (no schema history)",
-                        code: .notAStore)
-                }
-                return try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
-            }
-            let known = Set(AppDatabase.knownMigrations)
-            let unknown = applied.filter { !known.contains($0) }
-            if !unknown.isEmpty {
-                throw GuestModeError.badData(
-                    "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last!). Upgrade guestmode; the store was not changed",
-                    code: .storeTooNew)
-            }
+            try queue.read { db in try refuseUnknownSchema(db, path: path) }
         } catch let error as DatabaseError {
             throw translate(error, path: path)
+        }
+    }
+
+    /// The check of `refuseUnknownSchema(path:)` on an open connection; reads only.
+    static func refuseUnknownSchema(_ db: Database, path: String) throws {
+        guard try db.tableExists("grdb_migrations") else {
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+            if tables.isEmpty { return }
+            throw GuestModeError.badData(
+                "'\(path)' is an SQLite database but not a guestmode store (no schema history)",
+                code: .notAStore)
+        }
+        let applied = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+        let known = Set(AppDatabase.knownMigrations)
+        let unknown = applied.filter { !known.contains($0) }
+        if !unknown.isEmpty {
+            throw GuestModeError.badData(
+                "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last ?? "none"). Upgrade guestmode; the store was not changed",
+                code: .storeTooNew)
         }
     }
 

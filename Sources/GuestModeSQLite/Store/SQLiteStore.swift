@@ -188,3 +188,14 @@ extension GuestMode {
         try binding(try SQLiteStore.inMemory(), toProfileText: profileText, origin: origin, now: now)
     }
 }
+
+extension SQLiteStore {
+    /// Page cache of this connection for bulk work (ingest, import, purge):
+    /// 16 MiB instead of SQLite's 2 MiB, so index pages of a big events or
+    /// records table stop thrashing, within the 64 MB a command may use (the
+    /// process itself takes about 40 MB; 32 MiB measured 66 MB peak).
+    /// SQLite only allocates the pages it uses.
+    func useBulkCache(_ db: Database) throws {
+        try db.execute(sql: "PRAGMA cache_size = -16384")
+    }
+}

@@ -105,21 +105,22 @@ extension SQLiteStore: UserStore {
         }
     }
 
-    public func purgeUsers(under policy: PurgePolicy, isDryRun: Bool) throws -> PurgeSelection {
-        try write { db in
+    public func purgeUsers(
+        under policy: PurgePolicy, isDryRun: Bool, report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
+    ) throws -> PurgeTally {
+        let tally = try write { db in
+            try useBulkCache(db)
             let cutoff = Timestamp.format(policy.cutoff)
-            // The candidates: the SQL form of `PurgePolicy.isCandidate`.
-            let rows = try Row.fetchAll(
-                db,
+            // Every candidate's decision goes to a temporary table (memory
+            // stays flat), then each table is cleared with one statement.
+            try db.execute(
                 sql: """
-                    SELECT u.id, u.state, u.last_seen_at,
-                        (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
-                    FROM users u
-                    WHERE u.state = ? AND u.last_seen_at < ?
-                    ORDER BY u.last_seen_at, u.id
-                    """,
-                arguments: [UserState.anonymous.rawValue, cutoff])
-            // Their grants in one query; whether one is in force is the policy's call.
+                    DROP TABLE IF EXISTS temp.guestmode_purge;
+                    CREATE TEMP TABLE guestmode_purge (
+                        purged INTEGER NOT NULL, last_seen_at TEXT NOT NULL, id TEXT NOT NULL,
+                        records INTEGER NOT NULL, PRIMARY KEY (purged, last_seen_at, id)) WITHOUT ROWID;
+                    """)
+            // The grants of candidates (few hold one); whether one is in force is the policy's call.
             var grants: [String: [PlanGrant]] = [:]
             for row in try Row.fetchAll(
                 db,
@@ -132,27 +133,63 @@ extension SQLiteStore: UserStore {
             {
                 grants[try row.decode(forColumn: "user_id"), default: []].append(try Self.planGrant(row))
             }
-            var selection = PurgeSelection(purged: [], kept: [])
-            for row in rows {
-                let candidate = PurgeCandidate(
-                    id: try row.decode(forColumn: "id"),
-                    lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
-                    records: try row.decode(forColumn: "records"))
+            // The candidates: the SQL form of `PurgePolicy.isCandidate`.
+            let candidates = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT u.id, u.state, u.last_seen_at,
+                        (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
+                    FROM users u
+                    WHERE u.state = ? AND u.last_seen_at < ?
+                    """,
+                arguments: [UserState.anonymous.rawValue, cutoff])
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO temp.guestmode_purge (id, last_seen_at, records, purged) VALUES (?, ?, ?, ?)")
+            var tally = PurgeTally(purged: 0, kept: 0)
+            while let row = try candidates.next() {
+                let id: String = try row.decode(forColumn: "id")
+                let lastSeen: String = try row.decode(forColumn: "last_seen_at")
+                let records: Int = try row.decode(forColumn: "records")
                 let decision = policy.decision(
                     state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
-                    lastSeenAt: candidate.lastSeenAt,
-                    records: candidate.records, grants: grants[candidate.id] ?? [])
-                if decision == .delete {
-                    selection.purged.append(candidate)
-                } else {
-                    selection.kept.append(candidate)
+                    lastSeenAt: Timestamp.parse(lastSeen) ?? .distantPast, records: records,
+                    grants: grants[id] ?? [])
+                let purged = decision == .delete
+                if purged { tally.purged += 1 } else { tally.kept += 1 }
+                try insert.execute(arguments: [id, lastSeen, records, purged])
+            }
+            if !isDryRun && tally.purged > 0 {
+                for table in [
+                    "records WHERE owner_id", "conflict_archive WHERE owner_id", "outbox WHERE user_id",
+                    "user_flags WHERE user_id", "users WHERE id",
+                ] {
+                    try db.execute(sql: "DELETE FROM \(table) IN (SELECT id FROM temp.guestmode_purge WHERE purged)")
                 }
             }
-            if !isDryRun {
-                for candidate in selection.purged { try deleteEverything(of: candidate.id, db) }
-            }
-            return selection
+            return tally
         }
+        // The report, streamed from the temporary table once the purge is
+        // committed (this connection's own table): kept ones first, each list
+        // by last activity, then id.
+        defer { _ = try? write { db in try db.execute(sql: "DROP TABLE IF EXISTS temp.guestmode_purge") } }
+        try read { db in
+            for purged in [false, true] {
+                let rows = try Row.fetchCursor(
+                    db,
+                    sql:
+                        "SELECT id, last_seen_at, records FROM temp.guestmode_purge WHERE purged = ? ORDER BY last_seen_at, id",
+                    arguments: [purged])
+                while let row = try rows.next() {
+                    try report(
+                        PurgeCandidate(
+                            id: try row.decode(forColumn: "id"),
+                            lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
+                            records: try row.decode(forColumn: "records")),
+                        purged)
+                }
+            }
+        }
+        return tally
     }
 
     public func anonymousCredentials(username: String) throws -> StoredCredentials? {

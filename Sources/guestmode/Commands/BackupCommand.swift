@@ -13,6 +13,7 @@ struct BackupCommand: ParsableCommand {
 
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Write users' data to an archive (atomically, mode 0600).",
             discussion:
                 "The format follows --format, else the --out extension (.gmbackup or .tar.zst, .tar.gz, .zip), else tar.zst."
@@ -122,6 +123,7 @@ struct BackupCommand: ParsableCommand {
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "import",
             abstract: "Import an archive into the store, all or nothing.",
             discussion:
                 "Every entry is checked against the manifest before anything is committed; any failure changes nothing."
@@ -208,6 +210,7 @@ struct BackupCommand: ParsableCommand {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Check an archive against its manifest.",
             discussion:
                 "Without --full: names, order, entry types, sizes and limits. With --full: also the SHA-256 of every entry and every row. Exits 0 only when everything checked out, 65 otherwise."
@@ -262,7 +265,8 @@ struct BackupCommand: ParsableCommand {
     }
 
     struct Inspect: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show an archive's header and manifest.")
+        static let configuration = CommandConfiguration(
+            commandName: "inspect", abstract: "Show an archive's header and manifest.")
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
@@ -317,7 +321,8 @@ struct BackupCommand: ParsableCommand {
     }
 
     struct Queue: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List users waiting in the backup outbox.")
+        static let configuration = CommandConfiguration(
+            commandName: "queue", abstract: "List users waiting in the backup outbox.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -344,6 +349,7 @@ struct BackupCommand: ParsableCommand {
 
     struct Push: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "push",
             abstract: "Write each queued user's archive into a directory and drain the queue.",
             discussion:
                 "An entry leaves the queue only once its archive is on disk. When the destination cannot be written the entry stays, with its attempt count and next retry time, and the command exits 75."
@@ -422,6 +428,7 @@ struct BackupCommand: ParsableCommand {
 extension BackupCommand {
     struct Key: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "key",
             abstract: "Move the deployment's backup key to another machine of the same deployment.",
             discussion:
                 "The key signs every archive this deployment writes and decrypts archives exported with --encrypt. It lives in <store>.key (mode 0600) or at $GUESTMODE_BACKUP_KEY_FILE.",
@@ -429,6 +436,7 @@ extension BackupCommand {
 
         struct Export: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "export",
                 abstract:
                     "Write the backup key to a file (mode 0600) or to standard output; the only command that prints it."
             )
@@ -460,6 +468,7 @@ extension BackupCommand {
 
         struct Import: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "import",
                 abstract: "Install a backup key exported from another machine of this deployment.")
 
             @OptionGroup var global: GlobalOptions

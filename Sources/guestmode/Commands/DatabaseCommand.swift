@@ -12,6 +12,7 @@ struct DatabaseCommand: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show the store's profile, schema migrations (applied and pending) and row counts.")
 
         @OptionGroup var global: GlobalOptions
@@ -52,6 +53,7 @@ struct DatabaseCommand: ParsableCommand {
 
     struct Migrate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "migrate",
             abstract: "Apply pending schema migrations, each in its own transaction.",
             discussion: "A failed migration leaves the store at the previous version; nothing needs forcing by hand."
         )
@@ -79,6 +81,7 @@ struct DatabaseCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "check",
             abstract: "Run SQLite's integrity and foreign key checks.",
             discussion: "Exits 0 when the store is healthy, 65 with the problems listed when it is not."
         )
@@ -107,6 +110,7 @@ struct DatabaseCommand: ParsableCommand {
 
     struct Copy: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "copy",
             abstract: "Copy the whole store to a new one, SQLite or PostgreSQL, and verify it table by table.",
             discussion:
                 "Every row of every table is copied with its ids, then each table's row count and SHA-256 checksum are compared; on a mismatch the destination is discarded and the command exits 65."

@@ -11,6 +11,7 @@ struct ExperimentCommand: ParsableCommand {
 
     struct Assign: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "assign",
             abstract: "Print a user's variant in one experiment or in all of them, assigning it on first use.",
             discussion: """
                 The variant comes from GrowthBook's hash version 2 of the experiment's seed and the user id, so a \

@@ -11,6 +11,7 @@ struct GuestCommand: ParsableCommand {
 
     struct New: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "new",
             abstract: "Create an anonymous user and print its id.",
             discussion: """
                 The id is stable: linking an identity later upgrades this same user in place. An app that \

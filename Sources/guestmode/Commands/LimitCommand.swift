@@ -25,12 +25,15 @@ struct LimitCommand: ParsableCommand {
             limits, header: ["COLLECTION", "TIER", "USED", "CAP", "OUTCOME"],
             rows: limits.map {
                 [
-                    $0.collection, $0.tier.rawValue, String($0.used), $0.cap.map(String.init) ?? "unlimited",
+                    $0.collection, $0.tier.rawValue, $0.used.map(String.init) ?? "-", $0.cap.map(String.init) ?? "unlimited",
                     $0.outcome.rawValue,
                 ]
             },
             dataRows: limits.map {
-                [$0.collection, $0.tier.rawValue, String($0.used), $0.cap.map(String.init) ?? "", $0.outcome.rawValue]
+                [
+                    $0.collection, $0.tier.rawValue, $0.used.map(String.init) ?? "", $0.cap.map(String.init) ?? "",
+                    $0.outcome.rawValue,
+                ]
             }, global: global)
         if collection != nil, let outcome = limits.first?.outcome.failureKind {
             throw ExitCode(outcome.exitStatus)
@@ -41,7 +44,8 @@ struct LimitCommand: ParsableCommand {
     /// status of the outcome.
     static func finish(_ limit: CollectionLimit, stored: Bool, key: String, global: GlobalOptions) throws {
         let usage =
-            "\(limit.used)/\(limit.cap.map(String.init) ?? "unlimited") \(limit.collection) (tier \(limit.tier.rawValue))"
+            (limit.used.map { "\($0)/" } ?? "")
+            + "\(limit.cap.map(String.init) ?? "unlimited") \(limit.collection) (tier \(limit.tier.rawValue))"
         if stored {
             if !global.json && !global.quiet { global.output.line("stored \(limit.collection)/\(key): \(usage)") }
             return

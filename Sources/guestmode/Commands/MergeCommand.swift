@@ -54,19 +54,21 @@ struct MergeCommand: ParsableCommand {
             for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
             for limit in report.overCap {
                 output.line(
-                    "over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)")
+                    "over cap: \(limit.collection) \(limit.used ?? 0)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)")
             }
         }
     }
 
     struct Conflicts: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "conflicts",
             abstract: "List and restore records that lost a merge (the conflict archive).",
             subcommands: [List.self, Restore.self]
         )
 
         struct List: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "list",
                 abstract: "List archived losing records, oldest first: of USER (who received the merge), or all.")
 
             @OptionGroup var global: GlobalOptions
@@ -89,6 +91,7 @@ struct MergeCommand: ParsableCommand {
 
         struct Restore: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "restore",
                 abstract: "Bring an archived losing record back under a new key, leaving the winner untouched.",
                 discussion: """
                     The record goes back to the user whose archive holds it, in its collection, under --key \

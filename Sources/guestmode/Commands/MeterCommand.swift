@@ -18,7 +18,7 @@ struct MeterCommand: ParsableCommand {
     )
 
     struct Use: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Record usage of a meter.")
+        static let configuration = CommandConfiguration(commandName: "use", abstract: "Record usage of a meter.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -71,6 +71,7 @@ struct MeterCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "check",
             abstract: "Gate a call: exit 0 if the amount fits, 12 if not. Records nothing.")
 
         @OptionGroup var global: GlobalOptions
@@ -96,6 +97,7 @@ struct MeterCommand: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show used, remaining, percent and level of a user's meters.")
 
         @OptionGroup var global: GlobalOptions

@@ -96,7 +96,7 @@ struct MigrateCommand: ParsableCommand {
             for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
             for limit in report.overCap {
                 output.line(
-                    "over cap: \(limit.collection) \(limit.used)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue); new records will be refused until under it"
+                    "over cap: \(limit.collection) \(limit.used ?? 0)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue); new records will be refused until under it"
                 )
             }
         }
@@ -104,6 +104,7 @@ struct MigrateCommand: ParsableCommand {
 
     struct Adopt: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "adopt",
             abstract: "Give a user the records written before any user existed; idempotent per record.",
             discussion: """
                 Records owned by the profile's guest owner (guest_owner, usually "") move to USER. Keys of \
@@ -140,6 +141,7 @@ struct MigrateCommand: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "List migration and merge journals, done and unfinished.")
 
         @OptionGroup var global: GlobalOptions

@@ -16,6 +16,7 @@ struct PlanCommand: ParsableCommand {
 
     struct Grant: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "grant",
             abstract: "Grant a plan, open-ended, as a trial, or until a time.")
 
         @OptionGroup var global: GlobalOptions
@@ -52,7 +53,7 @@ struct PlanCommand: ParsableCommand {
     }
 
     struct Revoke: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke a plan now.")
+        static let configuration = CommandConfiguration(commandName: "revoke", abstract: "Revoke a plan now.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -68,6 +69,7 @@ struct PlanCommand: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show a user's plans: active, trial, expired or revoked, by --now.")
 
         @OptionGroup var global: GlobalOptions

@@ -11,7 +11,7 @@ struct ProfileCommand: ParsableCommand {
     )
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the profile templates.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the profile templates.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -28,6 +28,7 @@ struct ProfileCommand: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Show a resolved profile: the store's, or a template's or file's.",
             discussion: """
                 Without an argument, shows the profile of the store (--store). Tier caps and allowances are \
@@ -54,6 +55,7 @@ struct ProfileCommand: ParsableCommand {
 
     struct Validate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "validate",
             abstract: "Check a profile file and report every problem as file:line: message.",
             discussion: "Exits 0 when the profile is valid, 65 when it is not, 66 when the file does not exist."
         )
@@ -80,6 +82,7 @@ struct ProfileCommand: ParsableCommand {
 extension ProfileCommand {
     struct Apply: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "apply",
             abstract: "Move the store to a new version of its profile, all-or-nothing, showing the plan first.",
             discussion: """
                 The new file must name the same profile with a higher version. Its 'upgrade' section declares \

@@ -11,6 +11,7 @@ struct PromptCommand: ParsableCommand {
 
     struct Next: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "next",
             abstract: "Print the one prompt to show a user now, or exit 13 when none is due.",
             discussion: """
                 Rules are checked against the user's counters, days since first seen, state, collection limits, \
@@ -107,6 +108,7 @@ struct PromptCommand: ParsableCommand {
 
     struct Record: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "record",
             abstract: "Record what a user did with a prompt: shown, dismissed, later, never or completed.",
             discussion: """
                 'never' silences every prompt for the user forever; 'completed' moves the user's prompt state to \
@@ -163,7 +165,8 @@ struct PromptCommand: ParsableCommand {
     }
 
     struct History: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List a user's prompt outcomes, oldest first.")
+        static let configuration = CommandConfiguration(
+            commandName: "history", abstract: "List a user's prompt outcomes, oldest first.")
 
         @OptionGroup var global: GlobalOptions
 

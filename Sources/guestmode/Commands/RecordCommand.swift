@@ -15,12 +15,14 @@ struct RecordCommand: ParsableCommand {
     )
 
     struct Put: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Store a record, enforcing the tier cap.")
+        static let configuration = CommandConfiguration(
+            commandName: "put", abstract: "Store a record, enforcing the tier cap.")
 
         @OptionGroup var global: GlobalOptions
 
-        @Argument(help: "The user id (left out with --unowned: COLLECTION KEY).") var user: String
-        @Argument(help: "The collection.") var collection: String
+        // USER COLLECTION KEY (as in get and delete): COLLECTION KEY alone with --unowned, none with --from.
+        @Argument(help: "The user id (left out with --unowned: COLLECTION KEY).") var user: String?
+        @Argument(help: "The collection.") var collection: String?
         @Argument(help: "The record key.") var key: String?
 
         @Option(help: ArgumentHelp("The record as JSON.", valueName: "json"))
@@ -35,25 +37,49 @@ struct RecordCommand: ParsableCommand {
             ))
         var unowned = false
 
+        @Option(
+            help: ArgumentHelp(
+                "Load many records from NDJSON, one {\"user_id\",\"collection\",\"key\",\"data\"} a line; - reads standard input. All or nothing.",
+                valueName: "file"))
+        var from: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "With --from: what an existing key gets: replace (the default), skip, or fail (nothing is stored).",
+                valueName: "policy"))
+        var onConflict: RecordConflictPolicy?
+
         /// The record meant: (nil, collection, key) with --unowned.
         var location: (user: String?, collection: String, key: String) {
-            if unowned { return (nil, user, collection) }
-            return (user, collection, key ?? "")
+            if unowned { return (nil, user ?? "", collection ?? "") }
+            return (user, collection ?? "", key ?? "")
         }
 
         func validate() throws {
-            if (data == nil) == (file == nil) { throw ValidationError("give exactly one of --data and --file") }
-            if unowned && key != nil {
-                throw ValidationError("with --unowned give COLLECTION KEY only: the guest owner owns the record")
+            if from != nil {
+                if user != nil || collection != nil || key != nil || data != nil || file != nil || unowned {
+                    throw ValidationError("give either USER COLLECTION KEY with --data or --file, or --from, not both")
+                }
+                return
             }
-            if !unowned && key == nil {
-                throw ValidationError("give USER COLLECTION KEY (or --unowned COLLECTION KEY)")
+            if onConflict != nil { throw ValidationError("--on-conflict goes with --from") }
+            if (data == nil) == (file == nil) { throw ValidationError("give exactly one of --data and --file") }
+            if unowned {
+                if key != nil {
+                    throw ValidationError("with --unowned give COLLECTION KEY only: the guest owner owns the record")
+                }
+                if collection == nil { throw ValidationError("give --unowned COLLECTION KEY") }
+                return
+            }
+            if user == nil || collection == nil || key == nil {
+                throw ValidationError("give USER COLLECTION KEY (or --unowned COLLECTION KEY, or --from FILE)")
             }
         }
 
         func run() throws {
             let engine = try global.openEngine()
             let now = try global.currentTime()
+            if let from { return try load(from, engine: engine, now: now) }
             let (user, collection, key) = location
             let bytes = try data.map { Data($0.utf8) } ?? readInput(file ?? "-")
             let result =
@@ -62,24 +88,53 @@ struct RecordCommand: ParsableCommand {
                 } else {
                     try engine.putOwnerlessRecord(collection: collection, key: key, jsonBytes: bytes, now: now)
                 }
-            try finish(result, key: key)
-        }
-
-        private func finish(_ result: PutResult, key: String) throws {
             if global.json { try global.output.json(result) }
             if unowned {
                 if !global.quiet && !global.json {
-                    global.output.line(
-                        "\(result.isReplacement ? "replaced" : "stored") ownerless \(location.collection)/\(key)")
+                    global.output.line("\(result.isReplacement ? "replaced" : "stored") ownerless \(collection)/\(key)")
                 }
                 return
             }
             try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: key, global: global)
         }
+
+        /// `--from`: standard input is spooled to a file first, so a store
+        /// that runs the transaction again reads the same lines.
+        private func load(_ source: String, engine: GuestMode, now: Date) throws {
+            var spool: URL?
+            defer { if let spool { try? FileManager.default.removeItem(at: spool) } }
+            if source == "-" {
+                let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "guestmode-records-\(ProcessInfo.processInfo.processIdentifier).ndjson")
+                guard FileManager.default.createFile(atPath: url.path, contents: nil),
+                    let handle = FileHandle(forWritingAtPath: url.path)
+                else {
+                    throw GuestModeError(.cannotCreate, code: .ioError, "cannot spool standard input to \(url.path)")
+                }
+                spool = url
+                defer { try? handle.close() }
+                while true {
+                    let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
+                    if chunk.isEmpty { break }
+                    handle.write(chunk)
+                }
+            } else if !FileManager.default.fileExists(atPath: source) {
+                throw GuestModeError(.notFound, code: .fileNotFound, "no file '\(source)'")
+            }
+            let report = try engine.putRecords(
+                from: spool ?? URL(fileURLWithPath: source), label: source == "-" ? "<stdin>" : source,
+                onConflict: onConflict ?? .replace, now: now)
+            if global.json { return try global.output.json(report) }
+            if !global.quiet {
+                global.output.line(
+                    "\(counted(report.lines, "line")): \(report.added) added, \(report.replaced) replaced, \(report.skipped) skipped"
+                )
+            }
+        }
     }
 
     struct Get: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a record's JSON.")
+        static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a record's JSON.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -94,7 +149,8 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List a user's records in a collection.")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List a user's records in a collection.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -112,7 +168,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a record.")
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a record.")
 
         @OptionGroup var global: GlobalOptions
 
@@ -137,3 +193,5 @@ struct RecordCommand: ParsableCommand {
 }
 
 /// Which record a command is about: `USER COLLECTION KEY`.
+
+extension RecordConflictPolicy: ExpressibleByArgument {}

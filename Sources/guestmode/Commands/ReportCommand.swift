@@ -11,6 +11,7 @@ struct ReportCommand: ParsableCommand {
 
     struct Funnel: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "funnel",
             abstract: "Guests first seen in the period, how many were prompted and linked, and the time to link.")
 
         @OptionGroup var global: GlobalOptions
@@ -42,6 +43,7 @@ struct ReportCommand: ParsableCommand {
 
     struct Prompts: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "prompts",
             abstract:
                 "Per prompt context: shown, dismissed, later, never, completed and conversion (completed per showing).")
 
@@ -58,6 +60,7 @@ struct ReportCommand: ParsableCommand {
 
     struct Experiments: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "experiments",
             abstract: "Per experiment variant: users, conversions and conversion rate with a 95% Wilson interval.")
 
         @OptionGroup var global: GlobalOptions
@@ -86,6 +89,7 @@ struct ReportCommand: ParsableCommand {
 
     struct Usage: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "usage",
             abstract: "Per meter: users, uses, amount used, average per user and users warned.")
 
         @OptionGroup var global: GlobalOptions

@@ -10,7 +10,7 @@ struct UserCommand: ParsableCommand {
     )
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List users, oldest first.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List users, oldest first.")
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup var listing: ListingOptions
@@ -57,6 +57,7 @@ struct UserCommand: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Show a user: state, tier, identities, counters, records, meters and plans.")
 
         @OptionGroup var global: GlobalOptions
@@ -94,6 +95,7 @@ struct UserCommand: ParsableCommand {
 
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Delete a user and everything it owns, nothing else.")
 
         @OptionGroup var global: GlobalOptions
@@ -166,6 +168,7 @@ struct UserCommand: ParsableCommand {
 
     struct Purge: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "purge",
             abstract: "Remove anonymous users inactive for a while (--inactive 90d).",
             discussion: """
                 Guests that own records are kept unless --include-with-data; guests holding a plan in force are \
@@ -207,20 +210,33 @@ struct UserCommand: ParsableCommand {
 
         func run() throws {
             guard let span = try UserCommand.inactivity(inactive, days: inactiveDays) else { return }
-            let report = try global.openEngine().purge(
-                inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
-                now: try global.currentTime())
-            Progress("user purge", unit: "users", global: global)
-                .finish(done: report.purged.count, total: report.purged.count + report.kept.count)
-            if global.json { return try global.output.json(report) }
-            let verb = dryRun ? "would purge" : "purged"
-            for candidate in report.purged {
-                global.output.line(
-                    "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(counted(candidate.records, "record")))"
-                )
+            let progress = Progress("user purge", unit: "users", global: global)
+            if global.json {
+                let report = try global.openEngine().purge(
+                    inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
+                    now: try global.currentTime())
+                progress.finish(done: report.purged.count, total: report.purged.count + report.kept.count)
+                return try global.output.json(report)
             }
+            // Streamed: one line per purged guest as the store hands it over, written in blocks.
+            let verb = dryRun ? "would purge" : "purged"
+            var pending = ""
+            let (cutoff, tally) = try global.openEngine().purge(
+                inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
+                now: try global.currentTime()
+            ) { candidate, purged in
+                guard purged else { return }
+                pending +=
+                    "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(counted(candidate.records, "record")))\n"
+                if pending.utf8.count >= 1 << 16 {
+                    FileHandle.standardOutput.write(Data(pending.utf8))
+                    pending = ""
+                }
+            }
+            if !pending.isEmpty { FileHandle.standardOutput.write(Data(pending.utf8)) }
+            progress.finish(done: tally.purged, total: tally.purged + tally.kept)
             global.output.note(
-                "\(verb) \(counted(report.purged.count, "guest")) inactive since \(Timestamp.format(report.cutoff)); kept \(report.kept.count) with data or a plan"
+                "\(verb) \(counted(tally.purged, "guest")) inactive since \(Timestamp.format(cutoff)); kept \(tally.kept) with data or a plan"
             )
         }
     }

@@ -62,6 +62,96 @@ struct RecordStoreTests {
         }
     }
 
+    /// A put counts the user's records only when the tier caps the
+    /// collection (so its cost does not grow with what the user holds); the
+    /// count it reports then is exact, and `limits` still counts everything.
+    @Test(arguments: StoreBackend.allCases)
+    func aPutCountsOnlyWhenACapApplies(backend: StoreBackend) throws {
+        let (store, profile) = try filledGuest(backend: backend)
+        for index in 1...3 {
+            let result = try store.putRecord(
+                owner: "u1", collection: "settings", key: "s\(index)", data: "{}", profile: profile, now: day(1))
+            #expect(result.outcome == .allowed)
+            #expect(result.limit.used == nil, "an uncapped collection is not counted by a put")
+        }
+        let limits = try store.collectionLimits(
+            of: "u1", collections: ["settings", "subscriptions"], profile: profile, now: day(1))
+        #expect(limits.map(\.used) == [3, 5])
+        // Deleting below the cap lets a new key in, counted exactly.
+        #expect(
+            try store.deleteRecord(owner: "u1", collection: "subscriptions", key: "1", profile: profile, now: day(2)))
+        let again = try store.putRecord(
+            owner: "u1", collection: "subscriptions", key: "7", data: "{}", profile: profile, now: day(2))
+        #expect(again.outcome == .allowed)
+        #expect(
+            again.limit
+                == CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
+        let refused = try store.putRecord(
+            owner: "u1", collection: "subscriptions", key: "8", data: "{}", profile: profile, now: day(2))
+        #expect(refused.outcome == .needsAccount)
+    }
+
+    /// A bulk load decides each record as a put would: caps per user and
+    /// collection, counted as the load goes; an existing key as the policy says.
+    @Test(arguments: StoreBackend.allCases)
+    func aBulkLoadEnforcesCapsPerUserAndThePolicyOnExistingKeys(backend: StoreBackend) throws {
+        let (store, profile) = try filledGuest(backend: backend)
+        try makeGuests(["u2"], in: store, profile: profile)
+        var outcomes: [BulkPutOutcome] = []
+        try store.putRecords(profile: profile, now: day(3), onConflict: .skip) { put in
+            for record in [
+                BulkRecord(user: "u1", collection: "subscriptions", key: "1", data: #"{"n":"new"}"#),
+                BulkRecord(user: "u1", collection: "subscriptions", key: "6", data: "{}"),
+                BulkRecord(user: "u2", collection: "subscriptions", key: "a", data: "{}"),
+                BulkRecord(user: "u2", collection: "settings", key: "s", data: "{}"),
+            ] {
+                outcomes.append(try put(record))
+            }
+        }
+        #expect(outcomes.count == 4)
+        #expect(outcomes[0] == .skipped)
+        #expect(
+            outcomes[1]
+                == .refused(
+                    CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
+        )
+        #expect(outcomes[2] == .added)
+        #expect(outcomes[3] == .added)
+        #expect(try store.record(owner: "u1", collection: "subscriptions", key: "1")?.data == #"{"n":1}"#)
+        #expect(try store.records(owner: "u2", collection: "subscriptions").map(\.key) == ["a"])
+        #expect(try store.user(id: "u2").lastSeenAt == day(3))
+
+        // Four more fit under u2's cap of five; the sixth in the same load is refused.
+        var counted: [BulkPutOutcome] = []
+        try store.putRecords(profile: profile, now: day(3), onConflict: .replace) { put in
+            for key in ["b", "c", "d", "e", "f", "a"] {
+                counted.append(
+                    try put(BulkRecord(user: "u2", collection: "subscriptions", key: key, data: #"{"k":"\#(key)"}"#)))
+            }
+        }
+        #expect(counted.prefix(4).allSatisfy { $0 == .added })
+        #expect(counted[4] != .added)
+        #expect(counted[5] == .replaced, "replacing a key is free at the cap")
+
+        // A missing user, or a feed that throws, rolls everything back.
+        struct Stop: Error {}
+        #expect(throws: (any Error).self) {
+            try store.putRecords(profile: profile, now: day(4), onConflict: .replace) { put in
+                _ = try put(BulkRecord(user: "u2", collection: "settings", key: "t", data: "{}"))
+                _ = try put(BulkRecord(user: "nobody", collection: "settings", key: "t", data: "{}"))
+            }
+        }
+        #expect(try store.record(owner: "u2", collection: "settings", key: "t") == nil)
+        #expect(throws: Stop.self) {
+            try store.putRecords(profile: profile, now: day(4), onConflict: .fail) { put in
+                #expect(try put(BulkRecord(user: "u2", collection: "settings", key: "s", data: "{}")) == .exists)
+                _ = try put(BulkRecord(user: "u2", collection: "settings", key: "t", data: "{}"))
+                throw Stop()
+            }
+        }
+        #expect(try store.record(owner: "u2", collection: "settings", key: "t") == nil)
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func getAndListReturnWhatWasStoredOrderedByKey(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")

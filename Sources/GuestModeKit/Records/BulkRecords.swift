@@ -1,0 +1,151 @@
+import Foundation
+
+/// What a bulk load does with a key the user already holds.
+public enum RecordConflictPolicy: String, CaseIterable, Codable, Sendable {
+    /// Refuse the whole load.
+    case fail
+    /// Keep the stored record.
+    case skip
+    /// Overwrite it, as `record put` does.
+    case replace
+}
+
+/// One record of a bulk load, its data already canonical JSON.
+public struct BulkRecord: Sendable, Equatable {
+    public var user: String
+    public var collection: String
+    public var key: String
+    public var data: String
+
+    public init(user: String, collection: String, key: String, data: String) {
+        self.user = user
+        self.collection = collection
+        self.key = key
+        self.data = data
+    }
+}
+
+/// What became of one record of a bulk load.
+public enum BulkPutOutcome: Sendable, Equatable {
+    case added
+    case replaced
+    /// The key existed and the policy is `skip`.
+    case skipped
+    /// The key existed and the policy is `fail`.
+    case exists
+    /// The user is at the collection's cap: nothing written.
+    case refused(CollectionLimit)
+}
+
+public struct BulkPutReport: Codable, Sendable, Equatable {
+    public var lines: Int
+    public var added: Int
+    public var replaced: Int
+    public var skipped: Int
+    public var dryRun: Bool
+}
+
+extension GuestMode {
+    /// Loads NDJSON records, one `{"user_id","collection","key","data"}`
+    /// object a line (`user` is accepted for `user_id`; blank lines are
+    /// ignored), in one transaction: every line is checked as `record put`
+    /// checks it, caps are enforced per user and collection, and one bad
+    /// line, capped user or (with `.fail`) existing key means nothing is
+    /// stored. The error names the first bad lines.
+    public func putRecords(
+        from url: URL, label: String? = nil, onConflict: RecordConflictPolicy, dryRun: Bool = false, now: Date
+    ) throws -> BulkPutReport {
+        var report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, dryRun: dryRun)
+        struct Rollback: Error {}
+        var problems: [(line: Int, error: GuestModeError)] = []
+        var problemCount = 0
+        func note(_ line: Int, _ error: GuestModeError) {
+            problemCount += 1
+            if problems.count < 5 { problems.append((line, error)) }
+        }
+        do {
+            try store.putRecords(profile: profile, now: now, onConflict: onConflict) { put in
+                // A store may run the transaction again (a serialization retry): start afresh.
+                report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, dryRun: dryRun)
+                problems = []
+                problemCount = 0
+                try EventLog.forEachLine(in: url, maximumLineLength: EventLog.maximumLineLength) { number, line in
+                    report.lines = number
+                    let record: BulkRecord?
+                    do {
+                        record = try bulkRecord(line)
+                    } catch let error as GuestModeError {
+                        note(number, error)
+                        return
+                    }
+                    guard let record, problems.isEmpty else { return }
+                    do {
+                        switch try put(record) {
+                        case .added: report.added += 1
+                        case .replaced: report.replaced += 1
+                        case .skipped: report.skipped += 1
+                        case .exists:
+                            note(
+                                number,
+                                GuestModeError.conflict(
+                                    "user '\(record.user)' already has '\(record.key)' in \(record.collection)",
+                                    code: .recordExists))
+                        case .refused(let limit):
+                            note(
+                                number,
+                                GuestModeError(
+                                    limit.outcome.failureKind ?? .needsAccount, code: .recordCapReached,
+                                    "user '\(record.user)' is at the cap of \(limit.cap ?? 0) \(limit.collection) for tier \(limit.tier.rawValue) (\(limit.outcome.rawValue))"
+                                ))
+                        }
+                    } catch let error as GuestModeError {
+                        note(number, error)
+                    }
+                }
+                if !problems.isEmpty || dryRun { throw Rollback() }
+            }
+        } catch is Rollback {
+            guard let first = problems.first else { return report }
+            let more = problemCount > 1 ? " (and \(problemCount - 1) more problem lines)" : ""
+            throw GuestModeError(
+                first.error.kind, code: first.error.code,
+                "\(label ?? url.path):\(first.line): \(first.error.message)\(more); nothing was stored")
+        }
+        return report
+    }
+
+    /// One NDJSON line as a record, nil for a blank line.
+    func bulkRecord(_ line: Substring) throws -> BulkRecord? {
+        if line.allSatisfy(\.isWhitespace) { return nil }
+        guard case .object(let object) = try? StrictJSON.parse(line) else {
+            throw GuestModeError.badData(
+                "not a JSON object; expected {\"user_id\",\"collection\",\"key\",\"data\"}", code: .invalidJson)
+        }
+        let known: Set<String> = ["user_id", "user", "collection", "key", "data"]
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw GuestModeError.badData(
+                "unknown field '\(unknown)'; expected user_id, collection, key, data", code: .invalidJson)
+        }
+        guard object["user_id"] == nil || object["user"] == nil else {
+            throw GuestModeError.badData("give 'user_id' or 'user', not both", code: .invalidJson)
+        }
+        guard case .string(let user)? = object["user_id"] ?? object["user"], !user.isEmpty else {
+            throw GuestModeError.badData("'user_id' must be a non-empty string", code: .invalidJson)
+        }
+        guard case .string(let collection)? = object["collection"] else {
+            throw GuestModeError.badData("'collection' must be a string", code: .invalidJson)
+        }
+        try requireCollection(collection)
+        guard case .string(let key)? = object["key"], !key.isEmpty else {
+            throw GuestModeError.usage("'key' must be a non-empty string", code: .emptyKey)
+        }
+        guard let data = object["data"] else {
+            throw GuestModeError.badData("'data' is missing: the record as a JSON object", code: .invalidJson)
+        }
+        guard case .object = data else {
+            throw GuestModeError.badData(
+                "'data' is \(data.kindDescription), not a JSON object", code: .recordNotObject)
+        }
+        return BulkRecord(user: user, collection: collection, key: key, data: try canonicalJSON(data.canonicalText))
+    }
+}
