@@ -43,9 +43,13 @@ struct LimitCommand: ParsableCommand {
     /// Reports a put: the stored line, or why it was refused with the exit
     /// status of the outcome.
     static func finish(_ limit: CollectionLimit, stored: Bool, key: String, global: GlobalOptions) throws {
+        // An uncapped put does not count the user's records (its cost must not grow with them).
         let usage =
-            (limit.used.map { "\($0)/" } ?? "")
-            + "\(limit.cap.map(String.init) ?? "unlimited") \(limit.collection) (tier \(limit.tier.rawValue))"
+            switch (limit.used, limit.cap) {
+            case let (used?, cap?): "\(used)/\(cap) \(limit.collection) (tier \(limit.tier.rawValue))"
+            case let (used?, nil): "\(used) \(limit.collection), no cap (tier \(limit.tier.rawValue))"
+            case (nil, _): "no cap on \(limit.collection) (tier \(limit.tier.rawValue))"
+            }
         if stored {
             if !global.json && !global.quiet { global.output.line("stored \(limit.collection)/\(key): \(usage)") }
             return

@@ -56,7 +56,7 @@ enum TourWalks {
             "guestmode plan grant $guest premium", showing: ["premium active"],
             note: "an entitlement, with its own clock")
         try tour.run(
-            "guestmode record put $guest subscriptions sub-6 --data '{}'", showing: ["6/unlimited"],
+            "guestmode record put $guest subscriptions sub-6 --data '{}'", showing: ["no cap on subscriptions"],
             note: "premium lifts the cap")
         try tour.run(
             "guestmode guest new --device tablet", capture: "tablet",
