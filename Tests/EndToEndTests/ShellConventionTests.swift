@@ -17,16 +17,17 @@ struct ShellConventionTests {
         let ids = try await guests(sandbox, 2)
         let table = try await sandbox.run("user", "list", "-q")
         #expect(table.status == 0, "\(table.stderr)")
-        let first = table.stdout.split(separator: "\n").first.map(String.init) ?? ""
-        #expect(ids.contains(String(first.split(separator: " ").first ?? "")), "\(table.stdout)")
-        #expect(!table.stdout.contains("STATE"))
+        let listed = table.stdout.split(separator: "\n").map(String.init)
+        #expect(listed.count == 2 && Set(listed) == Set(ids), "the ids alone: \(table.stdout)")
+        let piped = try await sandbox.shell("'\(Sandbox.binary.path)' user list -q | head -1")
+        #expect(piped.stdout == listed.first.map { $0 + "\n" }, "\(piped.stdout)")
         for format in ["tsv", "csv"] {
             let quiet = try await sandbox.run("user", "list", "-q", "--format", format)
             let lines = quiet.stdout.split(separator: "\n")
             #expect(lines.count == 2, "\(format): \(quiet.stdout)")
             #expect(ids.contains(String(lines.first?.split(whereSeparator: { $0 == "\t" || $0 == "," }).first ?? "")))
             let loud = try await sandbox.run("user", "list", "--format", format)
-            #expect(loud.stdout.hasPrefix(format == "csv" ? "id,state," : "id\tstate\t"), "\(loud.stdout)")
+            #expect(loud.stdout.hasPrefix(format == "csv" ? "user_id,state," : "user_id\tstate\t"), "\(loud.stdout)")
         }
         let counters = try await sandbox.run("counters", ids[0], "-q")
         #expect(!counters.stdout.contains("ACTION"))

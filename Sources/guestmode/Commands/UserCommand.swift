@@ -44,8 +44,13 @@ struct UserCommand: ParsableCommand {
                 state: anonymous ? .anonymous : linked ? .linked : nil,
                 inactive: try UserCommand.inactivity(inactive, days: inactiveDays))
             let users = try engine.users(matching: filter, now: try global.currentTime())
+            // As `docker ps -q`: a quiet table is the ids alone, one a line, for `xargs` and `head -1`.
+            if global.quiet && listing.resolved(global) == .table {
+                for user in users { global.output.line(user.id) }
+                return
+            }
             try listing.render(
-                users, header: ["ID", "STATE", "FIRST SEEN", "LAST SEEN", "IDENTITIES", "RECORDS"],
+                users, header: ["USER ID", "STATE", "FIRST SEEN", "LAST SEEN", "IDENTITIES", "RECORDS"],
                 rows: users.map {
                     [
                         $0.id, $0.state.rawValue, Timestamp.format($0.createdAt), Timestamp.format($0.lastSeenAt),

@@ -58,6 +58,15 @@ enum TourWalks {
         try tour.run(
             "guestmode record put $guest subscriptions sub-6 --data '{}'", showing: ["no cap on subscriptions"],
             note: "premium lifts the cap")
+        try tour.write(
+            "subscriptions.ndjson",
+            [
+                #"{"user_id": "$guest", "collection": "subscriptions", "key": "disney", "data": {"price": 8.99}}"#,
+                #"{"user_id": "$guest", "collection": "subscriptions", "key": "spotify", "data": {"price": 11.99}}"#,
+            ], note: "records exported from the app's old backend")
+        try tour.run(
+            "guestmode record put --from subscriptions.ndjson", showing: ["2 added"],
+            note: "bulk NDJSON: every line checked as a single put, caps per user, all or nothing")
         try tour.run(
             "guestmode guest new --device tablet", capture: "tablet",
             note: "the same person starts as a guest on a second device")
