@@ -21,13 +21,14 @@ extension GuestMode {
     /// and a prompt it offers is recorded as shown and passed to
     /// `onDecision`. Users are created at their first event. The log is read
     /// twice, to refuse it whole if any line is bad, so it streams in
-    /// constant memory whatever its size.
+    /// constant memory whatever its size. Problems name the log by `label`
+    /// (default: its path), as `<stdin>` for a spooled standard input.
     public static func replay(
-        log: URL, profileText: String, origin: String, now: Date, scratchStore: () throws -> any GuestStore,
-        onDecision: (PromptRecord) throws -> Void
+        log: URL, label: String? = nil, profileText: String, origin: String, now: Date,
+        scratchStore: () throws -> any GuestStore, onDecision: (PromptRecord) throws -> Void
     ) throws -> ReplaySummary {
         let profile = try ProfileLoader.parse(profileText, file: origin)
-        try refuseInvalidLines(in: log, profile: profile)
+        try refuseInvalidLines(in: log, label: label ?? log.path, profile: profile)
         let store = try scratchStore()
         try store.bindProfile(text: profileText, origin: origin, now: now)
         let run = try store.withReplayTransaction { transaction in
@@ -48,7 +49,7 @@ extension GuestMode {
                 period: everything, profile: profile, counts: try store.variantConversionCounts(in: everything)))
     }
 
-    private static func refuseInvalidLines(in log: URL, profile: Profile) throws {
+    private static func refuseInvalidLines(in log: URL, label: String, profile: Profile) throws {
         var problems: [EventLogProblem] = []
         try EventLog.forEachLine(in: log) { number, line in
             switch EventLog.decode(line, defaultTime: .distantPast) {
@@ -61,10 +62,10 @@ extension GuestMode {
             }
         }
         guard problems.isEmpty else {
-            let listed = problems.prefix(20).map { "\(log.path):\($0.line): \($0.message)" }.joined(separator: "\n")
+            let listed = problems.prefix(20).map { "\(label):\($0.line): \($0.message)" }.joined(separator: "\n")
             let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
             throw GuestModeError.badData(
-                "\(problems.count) bad lines in the event log; nothing was replayed:\n\(listed)\(more)",
+                "\(problems.count) bad line\(problems.count == 1 ? "" : "s") in the event log; nothing was replayed:\n\(listed)\(more)",
                 code: .malformedLog)
         }
     }

@@ -18,7 +18,7 @@ struct ReplayCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: ArgumentHelp("The NDJSON event log.", valueName: "file"))
+    @Argument(help: ArgumentHelp("The NDJSON event log; - reads standard input.", valueName: "file"))
     var file: String
 
     @Option(
@@ -54,12 +54,15 @@ struct ReplayCommand: ParsableCommand {
             }
             (text, origin) = (bound.text, bound.origin)
         }
-        guard FileManager.default.fileExists(atPath: file) else {
+        // The log is read more than once (users first, then events), so standard input is spooled to a file.
+        let log = file == "-" ? try StandardStream.spoolStandardInput(suffix: ".ndjson") : file
+        defer { if file == "-" { unlink(log) } }
+        guard FileManager.default.fileExists(atPath: log) else {
             throw GuestModeError(.notFound, code: .fileNotFound, "no event log '\(file)'")
         }
         let sink = try DecisionSink(path: decisions, output: output, listing: !global.json && !global.quiet)
         let summary = try GuestMode.replay(
-            log: URL(fileURLWithPath: file), profileText: text, origin: origin, now: try global.currentTime(),
+            log: URL(fileURLWithPath: log), label: file == "-" ? "<stdin>" : file, profileText: text, origin: origin, now: try global.currentTime(),
             scratchStore: SQLiteStore.inMemory, onDecision: sink.write)
         try sink.finish()
         if global.json { return try output.json(summary) }
