@@ -33,6 +33,50 @@ struct JSONSchemaTests {
         }
     }
 
+    @Test("every leaf command of the binary has a line in schemas/cases.txt")
+    func everyCommandHasACase() async throws {
+        let dump = try await Sandbox().run("--experimental-dump-help")
+        let root = try #require(dump.object["command"] as? [String: Any])
+        // Default subcommands (`merge GUEST …`, `migrate GUEST …`) are written without their name.
+        var leaves: [(path: [String], isDefault: Bool)] = []
+        func walk(_ command: [String: Any], path: [String], isDefault: Bool) {
+            let subcommands = (command["subcommands"] as? [[String: Any]] ?? []).filter {
+                ($0["commandName"] as? String) != "help"
+            }
+            guard !subcommands.isEmpty else { return leaves.append((path, isDefault)) }
+            let defaultName = command["defaultSubcommand"] as? String
+            for subcommand in subcommands {
+                guard let name = subcommand["commandName"] as? String else { continue }
+                walk(subcommand, path: path + [name], isDefault: name == defaultName)
+            }
+        }
+        walk(root, path: [], isDefault: false)
+        let cases = try String(
+            contentsOf: Sandbox.packageRoot.appendingPathComponent("schemas/cases.txt"), encoding: .utf8)
+        let checked = cases.split(separator: "\n").compactMap { line -> [String]? in
+            let words = line.split(separator: " ").map(String.init)
+            guard let head = words.first, !line.hasPrefix("#"), !isSpecial(head), words.count > 2 else { return nil }
+            var arguments: [String] = []
+            var skipsValue = false
+            for word in words.dropFirst(2) {
+                if skipsValue {
+                    skipsValue = false
+                } else if ["--store", "--now", "--schema"].contains(word) {
+                    skipsValue = true
+                } else {
+                    arguments.append(word)
+                }
+            }
+            return arguments
+        }
+        #expect(leaves.count > 40, "\(leaves.map { $0.path })")
+        for leaf in leaves {
+            let written = leaf.isDefault ? Array(leaf.path.dropLast()) : leaf.path
+            let isCovered = checked.contains { Array($0.prefix(written.count)) == written }
+            #expect(isCovered, "no line of schemas/cases.txt runs 'guestmode \(leaf.path.joined(separator: " "))'")
+        }
+    }
+
     /// Setup lines, and schemas checked without a line of their own (progress lines of stderr).
     private func isSpecial(_ name: String) -> Bool { name == "-" || name.hasPrefix("@") }
 }
