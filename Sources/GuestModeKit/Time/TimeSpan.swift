@@ -88,6 +88,13 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
 
     public var isZero: Bool { components.allSatisfy { $0.amount == 0 } }
 
+    /// The span in whole days when it is made of days and weeks only (`90d`, `2w`); nil for hours or
+    /// calendar months and years, whose length in days depends on when they start.
+    public var wholeDays: Int? {
+        guard components.allSatisfy({ $0.unit == .days || $0.unit == .weeks }) else { return nil }
+        return components.reduce(0) { $0 + $1.amount * ($1.unit == .weeks ? 7 : 1) }
+    }
+
     /// The accepted forms, as every refusal names them.
     public static let acceptedForms =
         "write an ISO 8601 duration (P1M, P1Y, P7D, PT24H, PT30M, P1DT12H) or a number and a unit (30m, 24h, 7d, 2w, 1 month, 2 months, 1 year)"

@@ -235,8 +235,7 @@ extension GuestMode {
         let selection = try store.purgeUsers(under: policy, isDryRun: dryRun)
         return PurgeReport(
             inactive: inactive.description,
-            inactiveDays: inactive.components.allSatisfy({ $0.unit == .days || $0.unit == .weeks })
-                ? inactive.components.reduce(0) { $0 + $1.amount * ($1.unit == .weeks ? 7 : 1) } : nil,
+            inactiveDays: inactive.wholeDays,
             cutoff: cutoff, purged: selection.purged, kept: selection.kept, isDryRun: dryRun
         )
     }

@@ -216,20 +216,17 @@ struct UserCommand: ParsableCommand {
         func run() throws {
             guard let span = try UserCommand.inactivity(inactive, days: inactiveDays) else { return }
             let progress = Progress("user purge", unit: "users", global: global)
-            if global.json {
-                let report = try global.openEngine().purge(
-                    inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
-                    now: try global.currentTime())
-                progress.finish(done: report.purged.count, total: report.purged.count + report.kept.count)
-                return try global.output.json(report)
-            }
+            if global.json { return try purgeAsJSON(span, progress: progress) }
             // Streamed: one line per purged guest as the store hands it over, written in blocks.
             let verb = dryRun ? "would purge" : "purged"
             var pending = ""
+            var seen = 0
             let (cutoff, tally) = try global.openEngine().purge(
                 inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
                 now: try global.currentTime()
             ) { candidate, purged in
+                seen += 1
+                progress.update(done: seen, total: nil)
                 guard purged else { return }
                 pending +=
                     "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(counted(candidate.records, "record")))\n"
@@ -239,11 +236,70 @@ struct UserCommand: ParsableCommand {
                 }
             }
             if !pending.isEmpty { FileHandle.standardOutput.write(Data(pending.utf8)) }
-            progress.finish(done: tally.purged, total: tally.purged + tally.kept)
+            progress.finish(done: tally.purged + tally.kept, total: tally.purged + tally.kept)
             global.output.note(
                 "\(verb) \(counted(tally.purged, "guest")) inactive since \(Timestamp.format(cutoff)); kept \(tally.kept) with data or a plan"
             )
         }
+
+        /// The JSON document of purge(inactive:), written as the store hands the candidates over (kept
+        /// ones, then purged ones) instead of held whole, so memory stays flat at any number of guests.
+        private func purgeAsJSON(_ span: TimeSpan, progress: Progress) throws {
+            var pending = "{\n  \"kept\" : ["
+            var section = "kept"
+            var isFirstInSection = true
+            var seen = 0
+            func flush(force: Bool = false) {
+                guard force || pending.utf8.count >= 1 << 16 else { return }
+                FileHandle.standardOutput.write(Data(pending.utf8))
+                pending = ""
+            }
+            func append(_ candidate: PurgeCandidate) throws {
+                pending += (isFirstInSection ? "\n    " : ",\n    ") + (try JSONDocument.encode(candidate, pretty: false))
+                isFirstInSection = false
+                flush()
+            }
+            let (cutoff, tally) = try global.openEngine().purge(
+                inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
+                now: try global.currentTime()
+            ) { candidate, purged in
+                seen += 1
+                progress.update(done: seen, total: nil)
+                if purged && section == "kept" {
+                    pending += isFirstInSection ? "],\n  \"purged\" : [" : "\n  ],\n  \"purged\" : ["
+                    section = "purged"
+                    isFirstInSection = true
+                }
+                // UserStore.purgeUsers reports kept guests first; a store that does not is a bug, not data.
+                if !purged && section == "purged" {
+                    throw GuestModeError(
+                        .internalFailure, code: .internalFailure, "the store reported a kept guest after purged ones")
+                }
+                try append(candidate)
+            }
+            if section == "kept" {
+                pending += isFirstInSection ? "],\n  \"purged\" : [" : "\n  ],\n  \"purged\" : ["
+                isFirstInSection = true
+            }
+            pending += isFirstInSection ? "]" : "\n  ]"
+            let tail = try JSONDocument.encode(
+                PurgeSummary(
+                    cutoff: cutoff, dryRun: dryRun, inactive: span.description, inactiveDays: span.wholeDays),
+                pretty: true)
+            // The summary's members, spliced after the two lists: `{ … }` without its braces.
+            let members = tail.dropFirst().dropLast().trimmingCharacters(in: .whitespacesAndNewlines)
+            pending += ",\n  " + members + "\n}\n"
+            flush(force: true)
+            progress.finish(done: tally.purged + tally.kept, total: tally.purged + tally.kept)
+        }
+    }
+
+    /// The fields of `user purge --json` besides its two lists.
+    private struct PurgeSummary: Encodable {
+        var cutoff: Date
+        var dryRun: Bool
+        var inactive: String
+        var inactiveDays: Int?
     }
 
     /// `--inactive DURATION` or its alias `--inactive-days N`, at most one.

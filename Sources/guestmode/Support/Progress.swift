@@ -30,14 +30,16 @@ final class Progress {
     func update(done: Int, total: Int?) {
         self.done = done
         self.total = total
+        guard isJSON || isTerminal else { return }
+        // At most once per percent, or per 1000 units when the total is unknown: a million guests
+        // purged must not mean a million writes to stderr.
+        let step = total.map { max(1, $0 / 100) } ?? 1_000
+        let bucket = done / step
+        guard bucket != lastReported else { return }
+        lastReported = bucket
         if isJSON {
-            // At most once per percent, or per 1000 units when the total is unknown.
-            let step = total.map { max(1, $0 / 100) } ?? 1_000
-            let bucket = done / step
-            guard bucket != lastReported else { return }
-            lastReported = bucket
             emit("status")
-        } else if isTerminal {
+        } else {
             let of = total.map { "/\($0)" } ?? ""
             FileHandle.standardError.write(Data("\r\(action): \(done)\(of) \(unit)".utf8))
             drewLine = true
