@@ -232,4 +232,20 @@ struct PromptTriggerTests {
         #expect(again.object["reset"] as? Bool == false)
         #expect(try await sandbox.run("prompt", "reset", "ghost").status == 66)
     }
+
+    @Test("a reset survives a later link and unlink: only outcomes after the reset rebuild the state")
+    func resetSurvivesUnlink() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
+        let user = try await sandbox.triggerGuest()
+        #expect(try await sandbox.run("prompt", "record", user, "protect_streak", "never", "--now", day0).status == 0)
+        #expect(try await sandbox.run("prompt", "reset", user, "--now", on(day: 1)).status == 0)
+        let linked = try await sandbox.run(
+            "link", user, "--provider", "email", "--subject", "reset@example.com", "--now", on(day: 2))
+        #expect(linked.status == 0, "\(linked.stderr)")
+        let unlinked = try await sandbox.run("unlink", user, "--provider", "email", "--now", on(day: 3))
+        #expect(unlinked.status == 0, "\(unlinked.stderr)")
+        let shown = try await sandbox.run("user", "show", user, "--json")
+        let state = (shown.object["user"] as? [String: Any])?["prompt_state"] as? String
+        #expect(state != "never_ask", "the never answered before the reset came back: \(shown.stdout)")
+    }
 }

@@ -119,8 +119,14 @@ extension PostgresStore: IdentityStore {
                     "SELECT count(*) AS n FROM identities WHERE user_id = $1", [PostgresValue(userID)]
                 ).first?.int("n") ?? 0
             if remaining == 0 {
+                // Outcomes before the user's last `prompt reset` no longer count (a reset undid them).
                 let outcomes = try connection.execute(
-                    "SELECT outcome FROM prompt_outcomes WHERE user_id = $1 ORDER BY at COLLATE \"C\", id",
+                    """
+                    SELECT outcome FROM prompt_outcomes
+                    WHERE user_id = $1 AND at COLLATE "C" > COALESCE(
+                        (SELECT max(at COLLATE "C") FROM events WHERE user_id = $1 AND action = 'prompt_reset'), '')
+                    ORDER BY at COLLATE "C", id
+                    """,
                     [PostgresValue(userID)]
                 ).compactMap { PromptOutcome(rawValue: try $0.string("outcome")) }
                 try connection.execute(

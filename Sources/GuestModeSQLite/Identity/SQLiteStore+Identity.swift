@@ -101,8 +101,15 @@ extension SQLiteStore: IdentityStore {
             let remaining =
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM identities WHERE user_id = ?", arguments: [userID]) ?? 0
             if remaining == 0 {
+                // Outcomes before the user's last `prompt reset` no longer count (a reset undid them).
                 let outcomes = try String.fetchAll(
-                    db, sql: "SELECT outcome FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id",
+                    db,
+                    sql: """
+                        SELECT outcome FROM prompt_outcomes
+                        WHERE user_id = ?1 AND at > COALESCE(
+                            (SELECT MAX(at) FROM events WHERE user_id = ?1 AND action = 'prompt_reset'), '')
+                        ORDER BY at, id
+                        """,
                     arguments: [userID]
                 ).compactMap(PromptOutcome.init(rawValue:))
                 try db.execute(

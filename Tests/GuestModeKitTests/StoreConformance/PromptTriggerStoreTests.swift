@@ -111,6 +111,26 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func anUnlinkAfterAResetRebuildsTheStateFromLaterOutcomesOnly(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        try store.createUser(newUser("u"), credentials: nil)
+        let never = PromptHistoryEntry(context: "c", outcome: .never, at: day(1))
+        #expect(try store.recordPromptOutcome(never, userID: "u", queuesBackup: false) == .neverAsk)
+        #expect(try store.resetPromptState(userID: "u", at: day(2), queuesBackup: false) == true)
+        _ = try IdentityStoreTests().link(
+            store, profile, LinkRequest(user: "u", provider: "apple", subject: "s", email: nil), now: day(3))
+        #expect(try store.unlink(user: "u", provider: "apple", profile: profile, now: day(4)).promptState == "anonymous")
+
+        let again = PromptHistoryEntry(context: "c", outcome: .never, at: day(5))
+        #expect(try store.recordPromptOutcome(again, userID: "u", queuesBackup: false) == .neverAsk)
+        _ = try IdentityStoreTests().link(
+            store, profile, LinkRequest(user: "u", provider: "apple", subject: "s", email: nil), now: day(6))
+        #expect(
+            try store.unlink(user: "u", provider: "apple", profile: profile, now: day(7)).promptState == "never_ask",
+            "a never after the reset still counts")
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func outcomesQueueBackupsOnlyWhenAsked(backend: StoreBackend) throws {
         let (store, _) = try backend.makeStore(profile: "recipes")
         try store.createUser(newUser("a"), credentials: nil)
