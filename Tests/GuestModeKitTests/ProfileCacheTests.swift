@@ -49,33 +49,4 @@ import Testing
             ProfileCache.seal(text: "a", json: "b")
                 == "59b271ae1bbcb1d31d41929817f4b16fb439eb4f31520b5ad1d5ce98920a7138")
     }
-
-    @Test(arguments: templates) func theCacheDecoderAgreesWithJSONDecoder(name: String) throws {
-        let text = try template(name)
-        let profile = try ProfileLoader.parse(text, file: "\(name).yaml")
-        let json = try ProfileCache.entry(for: profile, text: text).json
-        let foundation = try JSONDecoder().decode(Profile.self, from: Data(json.utf8))
-        #expect(try CacheJSONDecoder().decode(Profile.self, from: json) == foundation)
-    }
-
-    @Test func theCacheDecoderReadsWhatJSONEncoderWrites() throws {
-        struct Sample: Codable, Equatable {
-            var text: String
-            var number: Int
-            var ratio: Double
-            var price: Decimal
-            var flag: Bool
-            var missing: String?
-            var list: [Int]
-            var map: [String: Double]
-        }
-        let sample = Sample(
-            text: "quote \" back \\ slash / tab \t line \n é 😀 \u{01}", number: -42, ratio: 0.1, price: try #require(Decimal(string: "9.99")),
-            flag: true, missing: nil, list: [], map: ["a": 1.5, "b": -2e-7])
-        let json = String(decoding: try JSONEncoder().encode(sample), as: UTF8.self)
-        #expect(try CacheJSONDecoder().decode(Sample.self, from: json) == sample)
-        #expect(throws: (any Error).self) { try CacheJSONDecoder().decode(Sample.self, from: String(json.dropLast())) }
-        #expect(throws: (any Error).self) { try CacheJSONDecoder().decode(Sample.self, from: json + "x") }
-        #expect(throws: (any Error).self) { try CacheJSONDecoder().decode(Sample.self, from: "{}") }
-    }
 }

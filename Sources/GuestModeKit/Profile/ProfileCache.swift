@@ -54,7 +54,7 @@ public enum ProfileCache {
     /// is intact; nil for any mismatch or damage.
     public static func profile(from entry: ProfileCacheEntry?, text: String) -> Profile? {
         guard let entry, entry.seal == seal(text: text, json: entry.json) else { return nil }
-        guard let profile = try? CacheJSONDecoder().decode(Profile.self, from: entry.json) else { return nil }
+        guard let profile = try? JSONDecoder().decode(Profile.self, from: Data(entry.json.utf8)) else { return nil }
         // The engine relies on all three tiers being there (see `Profile.tier(_:)`).
         guard TierLevel.allCases.allSatisfy({ level in profile.tiers.contains { $0.level == level } }) else {
             return nil
