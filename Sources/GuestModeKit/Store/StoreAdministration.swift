@@ -8,6 +8,11 @@ public protocol StoreAdministration: Sendable {
     func bindProfile(text: String, origin: String, now: Date) throws
     /// The profile text the store was bound to, or nil for a store never initialised.
     func boundProfile() throws -> (text: String, origin: String)?
+    /// The bound profile and, in the same read, the cached validated form kept
+    /// by `saveProfileCache` (nil when none); see `ProfileCache`.
+    func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)?
+    /// Keeps the validated form of the bound profile, replacing any earlier one.
+    func saveProfileCache(_ entry: ProfileCacheEntry) throws
     func schemaStatus() throws -> SchemaStatus
     func applyPendingMigrations(progress: (String) -> Void) throws -> [String]
     /// Problems found by the backend's own consistency check; empty when healthy.

@@ -219,6 +219,35 @@ extension PostgresStore: StoreAdministration {
         }
     }
 
+    public func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
+        try read { connection in
+            var values: [String: String] = [:]
+            for row in try connection.execute(
+                "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin', $1, $2)",
+                [PostgresValue(ProfileCache.sealMetaKey), PostgresValue(ProfileCache.jsonMetaKey)])
+            {
+                values[try row.string("key")] = try row.string("value")
+            }
+            guard let text = values["profile_text"] else { return nil }
+            let cache = values[ProfileCache.sealMetaKey].flatMap { key in
+                values[ProfileCache.jsonMetaKey].map { ProfileCacheEntry(seal: key, json: $0) }
+            }
+            return (text, values["profile_origin"] ?? "", cache)
+        }
+    }
+
+    public func saveProfileCache(_ entry: ProfileCacheEntry) throws {
+        let statement = """
+            INSERT INTO meta (key, value) VALUES ($1, $2)
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value
+            """
+        try write { connection in
+            for (key, value) in [(ProfileCache.sealMetaKey, entry.seal), (ProfileCache.jsonMetaKey, entry.json)] {
+                try connection.execute(statement, [PostgresValue(key), PostgresValue(value)])
+            }
+        }
+    }
+
     public func schemaStatus() throws -> SchemaStatus {
         let applied = try appliedMigrations()
         let pending = PostgresSchema.migrations.map(\.identifier).filter { !applied.contains($0) }

@@ -145,6 +145,33 @@ extension SQLiteStore: StoreAdministration {
         }
     }
 
+    public func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
+        try read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin', ?, ?)",
+                arguments: [ProfileCache.sealMetaKey, ProfileCache.jsonMetaKey])
+            var values: [String: String] = [:]
+            for row in rows { values[try row.decode(forColumn: "key")] = try row.decode(forColumn: "value") }
+            guard let text = values["profile_text"] else { return nil }
+            let cache = values[ProfileCache.sealMetaKey].flatMap { key in
+                values[ProfileCache.jsonMetaKey].map { ProfileCacheEntry(seal: key, json: $0) }
+            }
+            return (text, values["profile_origin"] ?? "", cache)
+        }
+    }
+
+    public func saveProfileCache(_ entry: ProfileCacheEntry) throws {
+        try write { db in
+            for (key, value) in [(ProfileCache.sealMetaKey, entry.seal), (ProfileCache.jsonMetaKey, entry.json)] {
+                try db.execute(
+                    sql:
+                        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    arguments: [key, value])
+            }
+        }
+    }
+
     public func schemaStatus() throws -> SchemaStatus {
         SchemaStatus(applied: try database.appliedMigrations(), pending: try database.pendingMigrations())
     }

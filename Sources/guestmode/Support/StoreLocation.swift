@@ -54,12 +54,23 @@ enum StoreLocation {
         case let .sqlite(path):
             try SQLiteStore.create(path: path, replacing: replacing) { store in
                 try store.bindProfile(text: source.text, origin: source.origin, now: now)
+                keepProfileCache(source, in: store)
             }
         case let .postgres(uri, schema):
             try PostgresStore.create(uri: uri, schema: schema, replacing: replacing) { store in
                 try store.bindProfile(text: source.text, origin: source.origin, now: now)
+                keepProfileCache(source, in: store)
             }
         }
+    }
+
+    /// The validated profile kept next to its text (see `ProfileCache`), made
+    /// from the exact text bound; best effort, the first opening keeps it otherwise.
+    private func keepProfileCache(_ source: ProfileCatalog.Source, in store: any GuestStore) {
+        guard let profile = try? ProfileLoader.parse(source.text, file: source.origin),
+            let entry = try? ProfileCache.entry(for: profile, text: source.text)
+        else { return }
+        try? store.saveProfileCache(entry)
     }
 
     /// Creates a store and fills it with `configure`; a throw leaves no new

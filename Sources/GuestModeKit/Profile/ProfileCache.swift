@@ -1,0 +1,64 @@
+import Crypto
+import Foundation
+
+/// The validated form of a store's profile, kept in the store next to the
+/// profile's text so that opening a store does not parse and validate the
+/// YAML again on every command. The entry is sealed with the SHA-256 of the
+/// exact text it was made from followed by its own JSON: an entry whose seal
+/// does not match the bound text and the JSON, or whose JSON does not decode,
+/// is a miss (the text is parsed as before), so a stale entry (the profile was
+/// re-bound or applied since) or a damaged one never changes what the engine does.
+public struct ProfileCacheEntry: Sendable, Equatable {
+    /// Lowercase hex SHA-256 of the profile text, a NUL byte and `json`.
+    public var seal: String
+    /// The validated profile, encoded as JSON.
+    public var json: String
+
+    public init(seal: String, json: String) {
+        self.seal = seal
+        self.json = json
+    }
+}
+
+public enum ProfileCache {
+    /// The keys of the `meta` table that hold the entry (`meta` is a key/value
+    /// table in both backends, so the cache needs no schema change).
+    public static let sealMetaKey = "profile_cache_sha256"
+    public static let jsonMetaKey = "profile_cache_json"
+
+    /// Lowercase hex SHA-256 of the text, a NUL byte and the JSON.
+    public static func seal(text: String, json: String) -> String {
+        var hasher = SHA256()
+        hasher.update(data: Data(text.utf8))
+        hasher.update(data: Data([0]))
+        hasher.update(data: Data(json.utf8))
+        let digits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(64)
+        for byte in hasher.finalize() {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: hex, as: UTF8.self)
+    }
+
+    /// The entry for a profile parsed and validated from `text`.
+    public static func entry(for profile: Profile, text: String) throws -> ProfileCacheEntry {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let json = String(decoding: try encoder.encode(profile), as: UTF8.self)
+        return ProfileCacheEntry(seal: seal(text: text, json: json), json: json)
+    }
+
+    /// The profile kept in `entry` when it was made from exactly `text` and
+    /// is intact; nil for any mismatch or damage.
+    public static func profile(from entry: ProfileCacheEntry?, text: String) -> Profile? {
+        guard let entry, entry.seal == seal(text: text, json: entry.json) else { return nil }
+        guard let profile = try? JSONDecoder().decode(Profile.self, from: Data(entry.json.utf8)) else { return nil }
+        // The engine relies on all three tiers being there (see `Profile.tier(_:)`).
+        guard TierLevel.allCases.allSatisfy({ level in profile.tiers.contains { $0.level == level } }) else {
+            return nil
+        }
+        return profile
+    }
+}
