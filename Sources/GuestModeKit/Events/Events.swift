@@ -259,8 +259,7 @@ public enum EventLog {
         } catch {
             return .failure(DecodeFailure("not a JSON object: \(error)"))
         }
-        let known: Set<String> = ["user", "action", "at", "count", "id", "props"]
-        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+        if let unknown = object.keys.filter({ !knownFields.contains($0) }).min() {
             return .failure(DecodeFailure("unknown field '\(unknown)'; expected user, action, at, count, id, props"))
         }
         guard case .string(let user)? = object["user"] else { return .failure("'user' must be a string") }
@@ -301,6 +300,8 @@ public enum EventLog {
         return .success(
             TrackedEvent(user: user, action: action, at: at, count: count, idempotencyKey: key, properties: properties))
     }
+
+    private static let knownFields: Set<String> = ["user", "action", "at", "count", "id", "props"]
 
     public struct DecodeFailure: Error, ExpressibleByStringLiteral, CustomStringConvertible {
         public var description: String
