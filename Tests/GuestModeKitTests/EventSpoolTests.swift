@@ -7,15 +7,23 @@ import Testing
     /// Events with every kind of field: no key, a key, properties of both
     /// kinds, non-ASCII text, fractional-second times.
     static func sample(_ count: Int) -> [TrackedEvent] {
-        (0..<count).map { index in
-            TrackedEvent(
-                user: index % 3 == 0 ? "u\(index)" : "ユーザー-\(index)-with-a-long-enough-name",
-                action: index % 2 == 0 ? "app_opened" : "recipe_created",
-                at: Date(timeIntervalSinceReferenceDate: 815_000_000.123 + Double(index) * 0.001),
-                count: index % 5 + 1,
-                idempotencyKey: index % 4 == 0 ? nil : "key-\(index)",
-                properties: index % 3 == 1 ? ["source": .string("caméra \"quoted\""), "n": .number("3.50")] : [:])
+        var events: [TrackedEvent] = []
+        for index in 0..<count {
+            let user: String = index % 3 == 0 ? "u\(index)" : "ユーザー-\(index)-with-a-long-enough-name"
+            let action: String = index % 2 == 0 ? "app_opened" : "recipe_created"
+            let seconds: Double = 815_000_000.123 + Double(index) * 0.001
+            let key: String? = index % 4 == 0 ? nil : "key-\(index)"
+            var properties: [String: EventProperty] = [:]
+            if index % 3 == 1 {
+                properties["source"] = .string("caméra \"quoted\"")
+                properties["n"] = .number("3.50")
+            }
+            events.append(
+                TrackedEvent(
+                    user: user, action: action, at: Date(timeIntervalSinceReferenceDate: seconds),
+                    count: index % 5 + 1, idempotencyKey: key, properties: properties))
         }
+        return events
     }
 
     @Test(arguments: [1 << 20, 64, 1])
@@ -42,7 +50,7 @@ import Testing
         let engine = try engine("habits")
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString).ndjson")
         defer { try? FileManager.default.removeItem(at: log) }
-        // About 90 bytes a spooled event: 50,000 of them pass the 4 MiB kept in memory.
+        // About 90 bytes a spooled event: 50,000 of them pass the 1 MiB kept in memory.
         let lines = (0..<50_000).map {
             #"{"user":"u\#($0 % 7)","action":"app_opened","id":"e\#($0)","props":{"source":"camera-roll-import"}}"#
         }

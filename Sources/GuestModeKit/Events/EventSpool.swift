@@ -11,15 +11,20 @@ final class EventSpool {
     private let memoryLimit: Int
     private(set) var count = 0
 
-    init(memoryLimit: Int = 4 << 20) {
+    /// 1 MiB in memory: the applying pass runs beside SQLite's bulk page
+    /// cache, and the whole process stays under 64 MB.
+    init(memoryLimit: Int = 1 << 20) {
         self.memoryLimit = memoryLimit
-        buffer.reserveCapacity(min(memoryLimit, 1 << 16))
     }
 
     deinit { try? file?.close() }
 
     /// Appends one event: a 4-byte length, then its fields.
     func append(_ event: TrackedEvent) throws {
+        if buffer.capacity < memoryLimit {
+            // Reserved once, with room for the last event, so it never doubles past the limit.
+            buffer.reserveCapacity(memoryLimit + (64 << 10))
+        }
         let start = buffer.count
         buffer.append(contentsOf: [0, 0, 0, 0])
         put(event.user)
@@ -60,6 +65,7 @@ final class EventSpool {
             return
         }
         try spill()
+        buffer = []
         do {
             try file.seek(toOffset: 0)
         } catch {
@@ -69,7 +75,7 @@ final class EventSpool {
         while true {
             let chunk: Data
             do {
-                chunk = try file.read(upToCount: 1 << 20) ?? Data()
+                chunk = try file.read(upToCount: 256 << 10) ?? Data()
             } catch {
                 throw Self.ioError(error)
             }
