@@ -7,7 +7,9 @@ import Testing
 /// Both must read the same text and refuse the same bad input.
 @Suite struct StrictJSONStringTests {
     @Test func plainEscapedAndNonASCIIStringsReadTheSame() throws {
-        let text = #"{"plain":"app_opened","escaped":"a\"b\\c\nd\u00e9","utf8":"café ユーザー","empty":"","mixed":"ok then é"}"#
+        let text =
+            #"{"plain":"app_opened","escaped":"a\"b\\c\nd\u00e9","utf8":"café ユーザー","#
+            + #""empty":"","mixed":"ok then é"}"#
         let value = try StrictJSON.parse(text)
         #expect(
             value
