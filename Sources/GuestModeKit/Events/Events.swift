@@ -113,9 +113,11 @@ extension GuestMode {
     }
 
     /// Ingests an NDJSON event log. Lines are validated first, all of them;
-    /// unless `skippingInvalid`, one bad line means nothing is applied. Valid
-    /// lines are then applied in batched transactions, so a run killed midway
-    /// can simply be repeated: idempotency keys make the repeat exact.
+    /// unless `skippingInvalid`, one bad line means nothing is applied. Each
+    /// line is parsed once: the valid events are spooled (`EventSpool`, in
+    /// constant memory) while validating, then applied from the spool in
+    /// batched transactions, so a run killed midway can simply be repeated:
+    /// idempotency keys make the repeat exact.
     public func ingest(
         log: URL, creatingUsers: Bool, skippingInvalid: Bool, now: Date, batchSize: Int = 5_000,
         progress: (Int) -> Void = { _ in }
@@ -124,6 +126,7 @@ extension GuestMode {
         var lineCount = 0
         var knownUsers = Set<String>()
         var missingUsers = Set<String>()
+        let spool = EventSpool()
         try EventLog.forEachLine(in: log) { number, line in
             lineCount = number
             switch EventLog.decode(line, defaultTime: now) {
@@ -134,26 +137,31 @@ extension GuestMode {
             case .success(let event?):
                 if let message = problem(with: event) {
                     problems.append(EventLogProblem(line: number, message: message))
-                } else if !creatingUsers && !knownUsers.contains(event.user) {
+                    return
+                }
+                if !creatingUsers && !knownUsers.contains(event.user) {
                     if try missingUsers.contains(event.user) || !store.containsUser(event.user) {
                         missingUsers.insert(event.user)
                         problems.append(
                             EventLogProblem(line: number, message: "no user '\(event.user)'", isMissingUser: true))
-                    } else {
-                        knownUsers.insert(event.user)
+                        return
                     }
+                    knownUsers.insert(event.user)
                 }
+                // Once a line is bad and bad lines are not skipped, nothing
+                // will be applied: validation goes on, spooling stops.
+                if skippingInvalid || problems.isEmpty { try spool.append(event) }
             }
         }
         if !problems.isEmpty && !skippingInvalid {
             return IngestReport(
                 lines: lineCount, applied: 0, duplicates: 0, usersCreated: 0, problems: problems, isApplied: false)
         }
-        let invalidLines = Set(problems.map(\.line))
         var applied = 0
         var duplicates = 0
         var created = 0
         var batch: [TrackedEvent] = []
+        batch.reserveCapacity(min(batchSize, spool.count))
         func flush() throws {
             guard !batch.isEmpty else { return }
             let result = try store.applyEvents(batch, creatingUsers: creatingUsers, profile: profile, now: now)
@@ -163,11 +171,7 @@ extension GuestMode {
             progress(applied + duplicates)
             batch.removeAll(keepingCapacity: true)
         }
-        try EventLog.forEachLine(in: log) { number, line in
-            guard !invalidLines.contains(number), case .success(let event?) = EventLog.decode(line, defaultTime: now)
-            else {
-                return
-            }
+        try spool.forEach { event in
             batch.append(event)
             if batch.count >= batchSize { try flush() }
         }
@@ -255,8 +259,7 @@ public enum EventLog {
         } catch {
             return .failure(DecodeFailure("not a JSON object: \(error)"))
         }
-        let known: Set<String> = ["user", "action", "at", "count", "id", "props"]
-        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+        if let unknown = object.keys.filter({ !knownFields.contains($0) }).min() {
             return .failure(DecodeFailure("unknown field '\(unknown)'; expected user, action, at, count, id, props"))
         }
         guard case .string(let user)? = object["user"] else { return .failure("'user' must be a string") }
@@ -297,6 +300,8 @@ public enum EventLog {
         return .success(
             TrackedEvent(user: user, action: action, at: at, count: count, idempotencyKey: key, properties: properties))
     }
+
+    private static let knownFields: Set<String> = ["user", "action", "at", "count", "id", "props"]
 
     public struct DecodeFailure: Error, ExpressibleByStringLiteral, CustomStringConvertible {
         public var description: String

@@ -221,6 +221,18 @@ public enum StrictJSON {
 
         mutating func string() throws(Failure) -> String {
             let start = index
+            // The common case, plain ASCII without escapes, is copied in one
+            // go; anything else is read scalar by scalar below, from the start.
+            var end = start + 1
+            while end < bytes.count {
+                let byte = bytes[end]
+                if byte == UInt8(ascii: "\"") {
+                    index = end + 1
+                    return String(decoding: bytes[(start + 1)..<end], as: UTF8.self)
+                }
+                if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\\") { break }
+                end += 1
+            }
             index += 1
             var scalars = String.UnicodeScalarView()
             var pendingHigh: UInt32?

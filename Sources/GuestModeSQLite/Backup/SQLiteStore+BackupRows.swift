@@ -117,7 +117,9 @@ private final class SQLiteBackupImport: BackupRowImport {
             values["id"] = nil
             insertion = .renumbered
         }
-        var arguments: [DatabaseValue] = []
+        // Existentials, not `[DatabaseValue]`: GRDB's generic initializer for
+        // the latter instantiates a key path and generic metadata on every row.
+        var arguments: [(any DatabaseValueConvertible)?] = []
         arguments.reserveCapacity(values.count)
         let statement: Statement
         if let cached = inserts[table.name], cached.columns.count == values.count,
@@ -130,7 +132,9 @@ private final class SQLiteBackupImport: BackupRowImport {
             statement = cached.statement
         } else {
             let columns = values.keys.sorted()
-            arguments = columns.map { values[$0]?.databaseValue ?? .null }
+            arguments = columns.map { column -> (any DatabaseValueConvertible)? in
+                values[column]?.databaseValue ?? DatabaseValue.null
+            }
             statement = try db.makeStatement(
                 sql:
                     "INSERT INTO \(table.name) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"

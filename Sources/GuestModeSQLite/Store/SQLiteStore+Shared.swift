@@ -102,18 +102,19 @@ extension SQLiteStore {
     /// because the data changed) and moves `queued_at` strictly forward.
     func enqueueBackup(_ db: Database, userID: String, now: Date) throws {
         var queuedAt = now
+        // Cached statements: bulk ingestion queues a backup per user and batch.
         if let previous = try String.fetchOne(
-            db, sql: "SELECT queued_at FROM outbox WHERE user_id = ?", arguments: [userID]),
+            db.cachedStatement(sql: "SELECT queued_at FROM outbox WHERE user_id = ?"), arguments: [userID]),
             let previousDate = Timestamp.parse(previous), previousDate >= now
         {
             queuedAt = previousDate.addingTimeInterval(0.001)
         }
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
                 ON CONFLICT(user_id) DO UPDATE SET queued_at = excluded.queued_at
-                """,
-            arguments: [userID, Timestamp.format(queuedAt)])
+                """
+        ).execute(arguments: [userID, Timestamp.format(queuedAt)])
     }
 
     /// The tier whose caps and allowances apply to `user` now.
