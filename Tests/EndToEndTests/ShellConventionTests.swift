@@ -155,4 +155,25 @@ struct ShellConventionTests {
         let plain = try await sandbox.run("backup", "export", "--all", "--out", "q.gmbackup")
         #expect(plain.stderr.isEmpty, "no progress off a terminal: \(plain.stderr)")
     }
+
+    @Test("backup push reports progress per queued user, then a summary")
+    func pushProgress() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
+        for user in try await guests(sandbox, 3) {
+            let put = try await sandbox.run("record", "put", user, "habits", "walk", "--data", #"{"name":"walk"}"#)
+            #expect(put.status == 0, "\(put.stderr)")
+        }
+        try FileManager.default.createDirectory(
+            atPath: sandbox.path("pushed"), withIntermediateDirectories: true)
+        let pushed = try await sandbox.run("backup", "push", "--to", "pushed", "--json")
+        #expect(pushed.status == 0, "\(pushed.stderr)")
+        let lines = pushed.stderr.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let statuses = lines.filter { $0["message_type"] as? String == "status" }
+        #expect(statuses.map { $0["done"] as? Int } == [1, 2, 3], "\(pushed.stderr)")
+        #expect(statuses.allSatisfy { $0["total"] as? Int == 3 }, "\(pushed.stderr)")
+        #expect(lines.last?["message_type"] as? String == "summary")
+        #expect(lines.last?["done"] as? Int == 3)
+    }
 }

@@ -39,7 +39,8 @@ extension GuestMode {
     /// entry with its attempt count and next retry time.
     public func pushBackups(
         to directory: String, maxAttempts: Int, retryNow: Bool, now: Date, toolVersion: String,
-        signingKey: BackupKey? = nil, encryption: BackupEncryption? = nil
+        signingKey: BackupKey? = nil, encryption: BackupEncryption? = nil,
+        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
     ) throws -> BackupPushReport {
         guard maxAttempts >= 1 else {
             throw GuestModeError.usage(
@@ -50,7 +51,9 @@ extension GuestMode {
         var report = BackupPushReport(destination: directory)
         report.removedStale = AtomicFile.removeStaleTemporaries(
             in: directory, suffixes: ArchiveFormat.allCases.map { ".\($0.fileExtension)" })
-        for entry in try backupQueue() {
+        let queue = try backupQueue()
+        for (index, entry) in queue.enumerated() {
+            defer { progress(index + 1, queue.count) }
             switch retry.decision(for: entry, now: now, retryingNow: retryNow) {
             case .held:
                 report.held.append(entry)

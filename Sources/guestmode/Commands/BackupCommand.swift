@@ -380,11 +380,11 @@ struct BackupCommand: ParsableCommand {
             let engine = try global.openEngine()
             let key = try global.backupKeyCreatingIfMissing()
             let progress = Progress("backup push", unit: "users", global: global)
-            progress.update(done: 0, total: nil)
             let report = try engine.pushBackups(
                 to: to, maxAttempts: maxAttempts, retryNow: retryNow, now: try global.currentTime(),
-                toolVersion: GuestModeVersion.current, signingKey: key, encryption: encrypt ? .deploymentKey(key) : nil)
-            progress.finish(done: report.pushed.count, total: report.pushed.count + report.failed.count)
+                toolVersion: GuestModeVersion.current, signingKey: key, encryption: encrypt ? .deploymentKey(key) : nil,
+                progress: { progress.update(done: $0, total: $1) })
+            progress.finish()
             let output = global.output
             if global.json {
                 try output.json(report)
