@@ -156,6 +156,25 @@ struct ShellConventionTests {
         #expect(plain.stderr.isEmpty, "no progress off a terminal: \(plain.stderr)")
     }
 
+    @Test("backup import reports progress every 1000 rows read, then a summary")
+    func importProgress() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let log = (0..<1_200).map { #"{"user":"busy","action":"app_opened","id":"e\#($0)"}"# }.joined(separator: "\n")
+        let tracked = try await sandbox.run("track", "--from", "-", "--create-users", input: log)
+        #expect(tracked.status == 0, "\(tracked.stderr)")
+        #expect(try await sandbox.run("backup", "export", "--all", "--out", "all.gmbackup").status == 0)
+        #expect(try await sandbox.run("--store", "other.sqlite", "init", "--profile", "voice").status == 0)
+        let imported = try await sandbox.run("--store", "other.sqlite", "backup", "import", "all.gmbackup", "--json")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let lines = imported.stderr.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let statuses = lines.filter { $0["message_type"] as? String == "status" }
+        #expect(statuses.contains { $0["done"] as? Int == 1_000 }, "\(imported.stderr)")
+        #expect(lines.last?["message_type"] as? String == "summary")
+        #expect((lines.last?["done"] as? Int ?? 0) > 1_200, "\(imported.stderr)")
+    }
+
     @Test("backup push reports progress per queued user, then a summary")
     func pushProgress() async throws {
         let sandbox = try await Sandbox.withStore("habits")

@@ -45,20 +45,22 @@ extension GuestMode {
     /// `signature` is what an earlier `BackupArchive.requireIntact` found;
     /// without it the archive is checked here first. Either way the import
     /// pass checks the signature again and rolls back if it changed.
+    /// `progress` hears the number of rows read so far as the archive streams through.
     public func importBackup(
         from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits = .standard,
-        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil, now: Date = Date()
+        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil, now: Date = Date(),
+        progress: (_ rowsRead: Int) -> Void = { _ in }
     ) throws -> BackupImportReport {
         try importBackup(
             from: path, onConflict: onConflict, dryRun: dryRun, limits: limits, chain: .standard, keys: keys,
-            trustUnsigned: trustUnsigned, signature: signature, now: now)
+            trustUnsigned: trustUnsigned, signature: signature, now: now, progress: progress)
     }
 
     func importBackup(
         from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits,
         chain: ArchiveMigrationChain,
         keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil,
-        now: Date = Date()
+        now: Date = Date(), progress: (_ rowsRead: Int) -> Void = { _ in }
     ) throws -> BackupImportReport {
         let expected: SignatureStatus
         if let signature {
@@ -71,10 +73,15 @@ extension GuestMode {
         return try store.importBackupRows(dryRun: dryRun) { rows in
             var session = ImportSession(
                 path: path, profile: profile, policy: onConflict, rows: rows, trusted: trusted, now: now)
+            var rowsRead = 0
             let walk = try ArchiveWalk.read(
                 path: path, depth: .full, limits: limits, chain: chain, keys: keys,
                 onHeader: { try session.begin($0) },
-                onRow: { try session.insert($1, into: $0, at: $2) })
+                onRow: {
+                    try session.insert($1, into: $0, at: $2)
+                    rowsRead += 1
+                    progress(rowsRead)
+                })
             try walk.requireMatchingManifest(path: path)
             let found = try walk.signatureStatus(key: keys.deployment, path: path)
             guard found == expected else {

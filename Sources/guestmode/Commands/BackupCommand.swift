@@ -170,10 +170,10 @@ struct BackupCommand: ParsableCommand {
                 path: source.path, limits: limits.archiveLimits, keys: keys)
             let engine = try global.openEngine()
             let progress = Progress("backup import", unit: "rows", global: global)
-            progress.update(done: 0, total: nil)
             var report = try engine.importBackup(
                 from: source.path, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits, keys: keys,
-                trustUnsigned: trustUnsigned, signature: signature)
+                trustUnsigned: trustUnsigned, signature: signature,
+                progress: { progress.update(done: $0, total: nil) })
             if source.isStandardInput { report.archive = "-" }
             let imported = report.rows.values.reduce(0, +)
             progress.finish(done: imported, total: imported)
