@@ -63,6 +63,9 @@ import Testing
         ["user", "list", "--bogus"],
         ["link", "u", "--provider", "apple"],
         ["no-such-command"],
+        ["record", "put", "--from", "records.ndjson", "--unowned"],
+        ["record", "put", "--unowned", "habits", "walk", "extra", "--data", "{}"],
+        ["record", "put", "u", "habits", "walk", "--data", "{}", "--on-conflict", "skip"],
     ])
     func usageErrorsAreRefusedWhileParsing(arguments: [String]) {
         #expect(throws: (any Error).self) { try parse(arguments) }

@@ -146,25 +146,25 @@ extension GuestMode {
         -> PutResult
     {
         try requireCollection(collection)
+        let text = try Self.recordText(jsonBytes)
+        return try putRecord(user: userID, collection: collection, key: key, json: text, now: now)
+    }
+
+    private static func recordText(_ jsonBytes: Data) throws -> String {
         guard let text = String(validating: jsonBytes, as: UTF8.self) else {
             let offset = StrictJSON.firstInvalidUTF8(in: jsonBytes) ?? 0
             throw GuestModeError.badData(
                 "the record data is not valid UTF-8 (first bad byte at offset \(offset)); save it as UTF-8 and try again",
                 code: .invalidUtf8)
         }
-        return try putRecord(user: userID, collection: collection, key: key, json: text, now: now)
+        return text
     }
 
     /// `putOwnerlessRecord(collection:key:json:now:)` for bytes, which must
     /// be valid UTF-8.
     public func putOwnerlessRecord(collection: String, key: String, jsonBytes: Data, now: Date) throws -> PutResult {
         try requireCollection(collection)
-        guard let text = String(validating: jsonBytes, as: UTF8.self) else {
-            let offset = StrictJSON.firstInvalidUTF8(in: jsonBytes) ?? 0
-            throw GuestModeError.badData(
-                "the record data is not valid UTF-8 (first bad byte at offset \(offset)); save it as UTF-8 and try again",
-                code: .invalidUtf8)
-        }
+        let text = try Self.recordText(jsonBytes)
         return try putOwnerlessRecord(collection: collection, key: key, json: text, now: now)
     }
 

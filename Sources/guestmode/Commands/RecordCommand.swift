@@ -102,22 +102,9 @@ struct RecordCommand: ParsableCommand {
         /// that runs the transaction again reads the same lines.
         private func load(_ source: String, engine: GuestMode, now: Date) throws {
             var spool: URL?
-            defer { if let spool { try? FileManager.default.removeItem(at: spool) } }
+            defer { if let spool { unlink(spool.path) } }
             if source == "-" {
-                let url = FileManager.default.temporaryDirectory.appendingPathComponent(
-                    "guestmode-records-\(ProcessInfo.processInfo.processIdentifier).ndjson")
-                guard FileManager.default.createFile(atPath: url.path, contents: nil),
-                    let handle = FileHandle(forWritingAtPath: url.path)
-                else {
-                    throw GuestModeError(.cannotCreate, code: .ioError, "cannot spool standard input to \(url.path)")
-                }
-                spool = url
-                defer { try? handle.close() }
-                while true {
-                    let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
-                    if chunk.isEmpty { break }
-                    handle.write(chunk)
-                }
+                spool = URL(fileURLWithPath: try StandardStream.spoolStandardInput(suffix: ".ndjson"))
             } else if !FileManager.default.fileExists(atPath: source) {
                 throw GuestModeError(.notFound, code: .fileNotFound, "no file '\(source)'")
             }
