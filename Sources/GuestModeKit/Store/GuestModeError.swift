@@ -162,6 +162,7 @@ extension GuestModeError {
             .notAStore,
             .notAnArchive,
             .nothingToResume,
+            .nulInText,
             .ownerlessKeyWithoutOwner,
             .passphraseRequired,
             .planNotFound,
@@ -290,6 +291,7 @@ extension GuestModeError {
         public static let notAStore = Code("not_a_store")
         public static let notAnArchive = Code("not_an_archive")
         public static let nothingToResume = Code("nothing_to_resume")
+        public static let nulInText = Code("nul_in_text")
         public static let ownerlessKeyWithoutOwner = Code("ownerless_key_without_owner")
         public static let passphraseRequired = Code("passphrase_required")
         public static let planNotFound = Code("plan_not_found")
