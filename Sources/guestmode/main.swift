@@ -7,6 +7,12 @@ import GuestModeKit
 // because Foundation would otherwise turn the failed write into a crash.
 signal(SIGPIPE, SIG_DFL)
 
+do {
+    try RawArguments.requireUTF8()
+} catch {
+    exit(report(error, isJSON: CommandLine.arguments.contains("--json")))
+}
+
 let arguments = reorderGlobalOptions(Array(CommandLine.arguments.dropFirst()))
 let wantsJSON = arguments.contains("--json")
 

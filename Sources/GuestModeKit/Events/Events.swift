@@ -92,6 +92,7 @@ public struct IngestReport: Codable, Sendable {
 
 extension GuestMode {
     public func track(_ event: TrackedEvent, now: Date) throws -> TrackResult {
+        try event.checkText()
         if let problem = problem(with: event) { throw GuestModeError.usage(problem, code: .invalidEvent) }
         return try store.trackEvent(event, profile: profile, now: now)
     }
@@ -101,15 +102,7 @@ extension GuestMode {
     }
 
     func problem(with event: TrackedEvent) -> String? {
-        if event.user.isEmpty { return "the user is empty" }
-        if event.action.isEmpty { return "the action is empty" }
-        if !profile.allowsFreeFormActions && !profile.actions.contains(event.action) {
-            return
-                "unknown action '\(event.action)'; this profile's actions are: \(profile.actions.joined(separator: ", "))"
-        }
-        if event.count < 1 { return "count must be at least 1, not \(event.count)" }
-        if let key = event.idempotencyKey, key.isEmpty { return "the idempotency key is empty" }
-        return nil
+        profile.problem(with: event)
     }
 
     /// Ingests an NDJSON event log. Lines are validated first, all of them;
@@ -127,7 +120,13 @@ extension GuestMode {
         var knownUsers = Set<String>()
         var missingUsers = Set<String>()
         let spool = EventSpool()
-        try EventLog.forEachLine(in: log) { number, line in
+        try EventLog.forEachLine(
+            in: log,
+            invalidText: { number, error in
+                lineCount = number
+                problems.append(EventLogProblem(line: number, message: error.message))
+            }
+        ) { number, line in
             lineCount = number
             switch EventLog.decode(line, defaultTime: now) {
             case .failure(let message):
@@ -192,9 +191,12 @@ public enum EventLog {
     /// Calls `body` with each line and its 1-based number, reading in chunks
     /// so a log of any size streams through in constant memory and linear
     /// time. A line longer than `maximumLineLength` (or an endless one, such
-    /// as /dev/zero) is refused with exit 65 naming its number.
+    /// as /dev/zero) is refused with exit 65 naming its number. A line that
+    /// is not valid UTF-8 or holds a raw NUL byte is never repaired: it goes
+    /// to `invalidText` (by default refused, naming the path and line).
     public static func forEachLine(
-        in url: URL, maximumLineLength: Int = EventLog.maximumLineLength, _ body: (Int, Substring) throws -> Void
+        in url: URL, maximumLineLength: Int = EventLog.maximumLineLength,
+        invalidText: ((Int, GuestModeError) throws -> Void)? = nil, _ body: (Int, Substring) throws -> Void
     ) throws {
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
             throw GuestModeError.notFound("cannot open the event log '\(url.path)'", code: .fileNotFound)
@@ -202,6 +204,18 @@ public enum EventLog {
         defer { try? handle.close() }
         var pending: [UInt8] = []
         var number = 0
+        func deliver(_ bytes: some Swift.Collection<UInt8>) throws {
+            let line: String
+            do {
+                line = try TextRule.decode(bytes, what: "the line")
+            } catch let error as GuestModeError {
+                guard let invalidText else {
+                    throw GuestModeError(error.kind, code: error.code, "\(url.path):\(number): \(error.message)")
+                }
+                return try invalidText(number, error)
+            }
+            try body(number, Substring(line))
+        }
         func tooLong() -> GuestModeError {
             GuestModeError.badData(
                 "\(url.path):\(number + 1): the line is longer than \(maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line",
@@ -224,13 +238,11 @@ public enum EventLog {
                     number += 1
                     if pending.isEmpty {
                         guard newline - start <= maximumLineLength else { number -= 1; throw tooLong() }
-                        try body(
-                            number,
-                            Substring(decoding: UnsafeBufferPointer(rebasing: bytes[start..<newline]), as: UTF8.self))
+                        try deliver(UnsafeBufferPointer(rebasing: bytes[start..<newline]))
                     } else {
                         guard pending.count + newline - start <= maximumLineLength else { number -= 1; throw tooLong() }
                         pending.append(contentsOf: bytes[start..<newline])
-                        try body(number, Substring(decoding: pending, as: UTF8.self))
+                        try deliver(pending)
                         pending.removeAll(keepingCapacity: true)
                     }
                     start = newline + 1
@@ -241,7 +253,7 @@ public enum EventLog {
         }
         if !pending.isEmpty {
             number += 1
-            try body(number, Substring(decoding: pending, as: UTF8.self))
+            try deliver(pending)
         }
     }
 

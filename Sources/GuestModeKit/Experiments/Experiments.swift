@@ -155,6 +155,7 @@ extension GuestMode {
     ) throws
         -> ExperimentAssignment
     {
+        try TextRule.check(["the user id": userID, "the experiment": experimentName, "the variant": variantName])
         let experiment = try requireExperiment(experimentName)
         guard experiment.variants.contains(where: { $0.name == variantName }) else {
             throw GuestModeError.usage(

@@ -47,6 +47,9 @@ extension GuestMode {
         user userID: String, provider: String, subject: String, email: String?, now: Date,
         checkpoint: (LinkCheckpoint) throws -> Void = { _ in }
     ) throws -> LinkResult {
+        try TextRule.check([
+            "the user id": userID, "the provider": provider, "the identity's subject": subject, "the email": email,
+        ])
         guard profile.identity.providers.contains(provider) else {
             throw GuestModeError.usage(
                 "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))",
@@ -77,6 +80,7 @@ extension GuestMode {
 
     /// Removes one identity; a user left without any becomes anonymous again.
     public func unlink(user userID: String, provider: String, now: Date) throws -> User {
-        try store.unlink(user: userID, provider: provider, profile: profile, now: now)
+        try TextRule.check(["the user id": userID, "the provider": provider])
+        return try store.unlink(user: userID, provider: provider, profile: profile, now: now)
     }
 }

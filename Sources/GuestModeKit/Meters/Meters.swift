@@ -116,6 +116,7 @@ extension GuestMode {
     ) throws
         -> MeterUseResult
     {
+        try TextRule.check(["the user id": userID, "the meter": meter, "the idempotency key": key])
         let definition = try requireMeter(meter)
         try requireValid(amount)
         let result = try store.useMeter(

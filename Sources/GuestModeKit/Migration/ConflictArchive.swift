@@ -76,6 +76,7 @@ extension GuestMode {
         if let key, key.isEmpty {
             throw GuestModeError.usage("the record key must not be empty", code: .emptyKey)
         }
+        try TextRule.check(["the record key": key])
         return try store.restoreArchivedConflict(id: id, key: key, profile: profile, now: now)
     }
 }

@@ -66,7 +66,8 @@ extension GuestMode {
     public func merge(
         guest: String, into account: String, policy: MergePolicy, dryRun: Bool, now: Date
     ) throws -> MergeReport {
-        try store.mergeGuest(guest, into: account, policy: policy, dryRun: dryRun, profile: profile, now: now)
+        try TextRule.check(["the guest's id": guest, "the account's id": account])
+        return try store.mergeGuest(guest, into: account, policy: policy, dryRun: dryRun, profile: profile, now: now)
     }
 
     /// Gives a user the records written before any user existed (owned by the
@@ -75,6 +76,7 @@ extension GuestMode {
     /// carry their owner as the first `/` segment and are rewritten; a key
     /// the user already has is reported and left where it was.
     public func adopt(user userID: String, now: Date) throws -> AdoptReport {
-        try store.adoptOwnerlessRecords(user: userID, profile: profile, now: now)
+        try TextRule.check(userID, what: "the user id")
+        return try store.adoptOwnerlessRecords(user: userID, profile: profile, now: now)
     }
 }

@@ -125,6 +125,7 @@ extension GuestMode {
         progress: (JournalStep, Int) -> Void = { _, _ in },
         checkpoint: (MigrationCheckpoint) -> Void = { _ in }
     ) throws -> MigrationReport {
+        try TextRule.check(["the guest's id": guest, "the account's id": account])
         let unfinished = try store.unfinishedMigration(of: guest, into: account)
         let steps = transferSteps
         let journalID: Int64

@@ -32,6 +32,7 @@ extension GuestMode {
     public func grantPlan(
         user userID: String, plan planName: String, trial: TimeSpan?, until: Date?, now: Date
     ) throws -> PlanStatus {
+        try TextRule.check(["the user id": userID, "the plan": planName])
         guard let plan = profile.plan(named: planName) else {
             throw GuestModeError.usage(
                 "no plan '\(planName)' in profile \(profile.name); plans: \(profile.plans.map(\.name).joined(separator: ", "))",
@@ -58,6 +59,7 @@ extension GuestMode {
 
     /// Revokes every grant of the plan that is not revoked yet.
     public func revokePlan(user userID: String, plan planName: String, now: Date) throws -> PlanStatus {
+        try TextRule.check(["the user id": userID, "the plan": planName])
         let held = try store.revokePlan(planName, of: userID, profile: profile, now: now)
         return try status(of: planName, in: held, now: now)
     }

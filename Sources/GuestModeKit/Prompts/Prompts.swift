@@ -423,6 +423,7 @@ extension GuestMode {
     ) throws
         -> RecordedOutcome
     {
+        try TextRule.check(["the user id": userID, "the prompt context": context])
         guard profile.prompts.rules.contains(where: { $0.context == context }) else {
             let known = profile.prompts.rules.map(\.context)
             throw GuestModeError.usage(
@@ -488,7 +489,13 @@ public struct PromptRecord: Codable, Sendable, Equatable {
                 continue
             }
             do {
-                records.append(try decoder.decode(PromptRecord.self, from: Data(line)))
+                // JSONDecoder would repair invalid UTF-8; the text rule refuses it, and U+0000.
+                _ = try TextRule.decode(line, what: "the line")
+                let record = try decoder.decode(PromptRecord.self, from: Data(line))
+                try TextRule.check(["the user id": record.user, "the prompt context": record.context])
+                records.append(record)
+            } catch let error as GuestModeError {
+                problems.append("\(origin):\(index + 1): \(error.message)")
             } catch {
                 problems.append("\(origin):\(index + 1): \(describe(error))")
             }
@@ -521,6 +528,9 @@ extension GuestMode {
     /// Records a log of outcomes in one transaction: all of them or, on any
     /// unknown user or context, none.
     public func recordPrompts(_ records: [PromptRecord]) throws -> Int {
+        for (index, record) in records.enumerated() {
+            try TextRule.check(["the user id of outcome \(index + 1)": record.user, "the prompt context of outcome \(index + 1)": record.context])
+        }
         let contexts = Set(profile.prompts.rules.map(\.context))
         if let unknown = records.first(where: { !contexts.contains($0.context) }) {
             throw GuestModeError.usage(

@@ -69,7 +69,13 @@ extension GuestMode {
                 report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, dryRun: dryRun)
                 problems = []
                 problemCount = 0
-                try EventLog.forEachLine(in: url, maximumLineLength: EventLog.maximumLineLength) { number, line in
+                try EventLog.forEachLine(
+                    in: url, maximumLineLength: EventLog.maximumLineLength,
+                    invalidText: { number, error in
+                        report.lines = number
+                        note(number, error)
+                    }
+                ) { number, line in
                     report.lines = number
                     let record: BulkRecord?
                     do {
@@ -135,6 +141,7 @@ extension GuestMode {
         guard case .string(let collection)? = object["collection"] else {
             throw GuestModeError.badData("'collection' must be a string", code: .invalidJson)
         }
+        try TextRule.check(collection, what: "the collection")
         try requireCollection(collection)
         guard case .string(let key)? = object["key"], !key.isEmpty else {
             throw GuestModeError.usage("'key' must be a non-empty string", code: .emptyKey)
@@ -146,6 +153,7 @@ extension GuestMode {
             throw GuestModeError.badData(
                 "'data' is \(data.kindDescription), not a JSON object", code: .recordNotObject)
         }
+        try TextRule.check(["the user id": user, "the record key": key])
         return BulkRecord(user: user, collection: collection, key: key, data: try canonicalJSON(data.canonicalText))
     }
 }

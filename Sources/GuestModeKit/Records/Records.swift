@@ -60,6 +60,7 @@ extension GuestMode {
     public func putRecord(
         user userID: String, collection: String, key: String, json: String, now: Date
     ) throws -> PutResult {
+        try TextRule.check(["the user id": userID, "the collection": collection, "the record key": key])
         try requireCollection(collection)
         guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
         let canonical = try canonicalJSON(json)
@@ -80,6 +81,7 @@ extension GuestMode {
     public func putOwnerlessRecord(
         collection: String, key: String, json: String, now: Date
     ) throws -> PutResult {
+        try TextRule.check(["the collection": collection, "the record key": key])
         try requireCollection(collection)
         guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
         if profile.collection(named: collection)?.uniqueFields.isEmpty == false,
@@ -111,6 +113,7 @@ extension GuestMode {
     }
 
     public func deleteRecord(user userID: String, collection: String, key: String, now: Date) throws {
+        try TextRule.check(["the user id": userID, "the collection": collection, "the record key": key])
         try requireCollection(collection)
         guard try store.deleteRecord(owner: userID, collection: collection, key: key, profile: profile, now: now) else {
             throw recordNotFound(user: userID, collection: collection, key: key)
@@ -151,13 +154,7 @@ extension GuestMode {
     }
 
     private static func recordText(_ jsonBytes: Data) throws -> String {
-        guard let text = String(validating: jsonBytes, as: UTF8.self) else {
-            let offset = StrictJSON.firstInvalidUTF8(in: jsonBytes) ?? 0
-            throw GuestModeError.badData(
-                "the record data is not valid UTF-8 (first bad byte at offset \(offset)); save it as UTF-8 and try again",
-                code: .invalidUtf8)
-        }
-        return text
+        try TextRule.decode(jsonBytes, what: "the record data")
     }
 
     /// `putOwnerlessRecord(collection:key:json:now:)` for bytes, which must
@@ -180,6 +177,8 @@ extension GuestMode {
                 "the record data is not valid JSON: \(error) in \(text.prefix(80).debugDescription)", code: .invalidJson
             )
         }
+        // A "\u0000" escape is valid JSON, but the rule holds for the text it stands for.
+        try TextRule.check(parsed, what: "the record data")
         guard case .object = parsed else {
             throw GuestModeError.badData(
                 "the record data is \(parsed.kindDescription), not a JSON object; wrap it, e.g. {\"value\": \(text.prefix(40))}",

@@ -51,7 +51,10 @@ extension GuestMode {
 
     private static func refuseInvalidLines(in log: URL, label: String, profile: Profile) throws {
         var problems: [EventLogProblem] = []
-        try EventLog.forEachLine(in: log) { number, line in
+        try EventLog.forEachLine(
+            in: log,
+            invalidText: { number, error in problems.append(EventLogProblem(line: number, message: error.message)) }
+        ) { number, line in
             switch EventLog.decode(line, defaultTime: .distantPast) {
             case let .failure(failure): problems.append(EventLogProblem(line: number, message: failure.description))
             case .success(nil): break
@@ -145,8 +148,29 @@ extension Profile {
         if !allowsFreeFormActions && !actions.contains(event.action) {
             return "unknown action '\(event.action)'; this profile's actions are: \(actions.joined(separator: ", "))"
         }
-        if event.count < 1 { return "count must be at least 1, not \(event.count)" }
+        if event.count < 1 || event.count > Bounds.maximumEventCount {
+            return "count must be from 1 to \(Bounds.maximumEventCount), not \(event.count)"
+        }
         if let key = event.idempotencyKey, key.isEmpty { return "the idempotency key is empty" }
+        do {
+            try event.checkText()
+        } catch {
+            return (error as? GuestModeError)?.message ?? "\(error)"
+        }
         return nil
+    }
+}
+
+extension TrackedEvent {
+    /// Applies `TextRule` to every text of the event: ids, action, key,
+    /// property names and string values.
+    func checkText() throws {
+        try TextRule.check(["the user id": user, "the action": action, "the idempotency key": idempotencyKey])
+        for name in properties.keys.sorted() {
+            try TextRule.check(name, what: "the property name \(name.debugDescription)")
+            if case .string(let text)? = properties[name] {
+                try TextRule.check(text, what: "the property \(name.debugDescription)")
+            }
+        }
     }
 }

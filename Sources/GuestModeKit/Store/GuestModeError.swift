@@ -108,6 +108,7 @@ extension GuestModeError {
             .conflictingPlanTerms,
             .cooldown,
             .copyMismatch,
+            .countOverflow,
             .corruptStore,
             .damagedArchive,
             .databaseError,
@@ -237,6 +238,7 @@ extension GuestModeError {
         public static let conflictingPlanTerms = Code("conflicting_plan_terms")
         public static let cooldown = Code("cooldown")
         public static let copyMismatch = Code("copy_mismatch")
+        public static let countOverflow = Code("count_overflow")
         public static let corruptStore = Code("corrupt_store")
         public static let damagedArchive = Code("damaged_archive")
         public static let databaseError = Code("database_error")

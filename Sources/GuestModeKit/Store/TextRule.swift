@@ -35,3 +35,32 @@ public enum TextRule {
     /// Whether `text` obeys the rule (valid UTF-8 is given by `String`).
     public static func isAcceptable(_ text: String) -> Bool { !text.utf8.contains(0) }
 }
+
+extension TextRule {
+    /// Applies ``check(_:what:)`` to every member name and string inside a
+    /// JSON value. A `\u0000` escape is valid JSON but decodes to U+0000, so
+    /// record data and properties are refused for it as raw text would be.
+    public static func check(_ value: JSONValue, what: String) throws {
+        switch value {
+        case .string(let text):
+            try check(text, what: what)
+        case .array(let elements):
+            for element in elements { try check(element, what: what) }
+        case .object(let members):
+            for (name, member) in members {
+                try check(name, what: "\(what) (member name \(name.debugDescription))")
+                try check(member, what: "\(what) (member \(name.debugDescription))")
+            }
+        case .null, .bool, .number:
+            break
+        }
+    }
+
+    /// Checks each named text; the first that breaks the rule is reported
+    /// under its name ("the user id", "the record key").
+    public static func check(_ fields: KeyValuePairs<String, String?>) throws {
+        for (what, text) in fields {
+            if let text { try check(text, what: what) }
+        }
+    }
+}

@@ -214,6 +214,7 @@ extension GuestMode {
 
     /// Deletes a user and everything it owns, nothing else.
     public func deleteUser(_ id: String) throws {
+        try TextRule.check(id, what: "the user id")
         try store.deleteUser(id: id)
     }
 

@@ -180,6 +180,14 @@ struct PostgresFailure: Error, CustomStringConvertible {
                 "the PostgreSQL store \(location) is unavailable or busy (\(PostgresConnection.redacted(message))); nothing was changed, try again"
             )
         }
+        if sqlState == "22003" {
+            // An integer column's bound (counters.total + a count past 2^63-1): the statement is refused
+            // and its transaction rolled back, as SQLiteStore refuses the same addition.
+            return GuestModeError(
+                .badData, code: .countOverflow,
+                "a count would pass \(Bounds.maximumCounterTotal), the largest count a store holds (\(PostgresConnection.redacted(message)) on \(location)); nothing was written"
+            )
+        }
         return GuestModeError(
             .internalFailure, code: .databaseError,
             "database error on \(location): \(PostgresConnection.redacted(message)) (SQLSTATE \(sqlState ?? "none"))")

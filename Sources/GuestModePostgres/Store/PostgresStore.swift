@@ -313,7 +313,25 @@ extension PostgresStore: StoreAdministration {
                 """)
             {
                 problems.append(
-                    "counter \(try row.string("action")) of user \(try row.string("user_id")) is \(try row.int64("total")) but its events add up to \(try row.int64("counted"))"
+                    "counter \(try row.string("action")) of user \(try row.string("user_id")) is \(try row.int64("total")) but its events add up to \(try row.string("counted"))"
+                )
+            }
+            for row in try connection.execute(
+                """
+                SELECT user_id, action, total FROM counters WHERE total < 0 ORDER BY user_id, action
+                """)
+            {
+                problems.append(
+                    "counter \(try row.string("action")) of user \(try row.string("user_id")) holds \(try row.int64("total")), not a whole number from 0 to \(Bounds.maximumCounterTotal)"
+                )
+            }
+            for row in try connection.execute(
+                """
+                SELECT id, user_id, count FROM events WHERE count NOT BETWEEN 1 AND $1 ORDER BY id LIMIT 100
+                """, [PostgresValue(Bounds.maximumEventCount)])
+            {
+                problems.append(
+                    "event \(try row.int64("id")) of user \(try row.string("user_id")) has count \(try row.int64("count")), not a whole number from 1 to \(Bounds.maximumEventCount)"
                 )
             }
             return problems

@@ -157,12 +157,22 @@ extension SQLiteStore: EventStore {
         return false
     }
 
-    private func addToCounter(user: String, action: String, count: Int, _ db: Database) throws {
+    /// SQLite turns an integer sum that overflows into a REAL, silently: the
+    /// update only runs while the sum stays within `Bounds`, and a counter
+    /// left as it was means the addition is refused.
+    func addToCounter(user: String, action: String, count: Int, _ db: Database) throws {
         try db.cachedStatement(
             sql: """
                 INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?)
                 ON CONFLICT(user_id, action) DO UPDATE SET total = total + excluded.total
+                WHERE typeof(total) = 'integer' AND total >= 0 AND total <= \(Bounds.maximumCounterTotal) - excluded.total
                 """
         ).execute(arguments: [user, action, count])
+        guard db.changesCount == 0 else { return }
+        let total =
+            try String.fetchOne(
+                db, sql: "SELECT CAST(total AS TEXT) FROM counters WHERE user_id = ? AND action = ?",
+                arguments: [user, action]) ?? "?"
+        throw Bounds.counterOverflow(action: action, user: user, total: total, adding: Int64(count))
     }
 }

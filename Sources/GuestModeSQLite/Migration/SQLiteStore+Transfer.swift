@@ -171,6 +171,23 @@ struct SQLiteTransfer {
             arguments: [suffix, source, target])
         try db.execute(sql: "UPDATE events SET user_id = ? WHERE user_id = ?", arguments: [target, source])
         moved += db.changesCount
+        // The sums are checked first: SQLite would turn an overflowing one into a REAL.
+        if let overflowing = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT t.action, CAST(t.total AS TEXT) AS total, s.total AS adding FROM counters t
+                JOIN counters s ON s.user_id = ? AND s.action = t.action
+                WHERE t.user_id = ? AND NOT (typeof(t.total) = 'integer' AND typeof(s.total) = 'integer'
+                    AND t.total >= 0 AND s.total >= 0 AND t.total <= \(Bounds.maximumCounterTotal) - s.total)
+                ORDER BY t.action LIMIT 1
+                """,
+            arguments: [source, target])
+        {
+            throw Bounds.counterOverflow(
+                action: try overflowing.decode(forColumn: "action"), user: target,
+                total: try overflowing.decode(forColumn: "total") as String? ?? "?",
+                adding: (try? overflowing.decode(forColumn: "adding") as Int64?) ?? 0)
+        }
         try db.execute(
             sql: """
                 INSERT INTO counters (user_id, action, total)

@@ -87,12 +87,7 @@ extension SQLiteStore {
         try db.execute(
             sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, 1, ?)",
             arguments: [user, action, Timestamp.format(at), EventLog.encodeProperties(properties)])
-        try db.execute(
-            sql: """
-                INSERT INTO counters (user_id, action, total) VALUES (?, ?, 1)
-                ON CONFLICT(user_id, action) DO UPDATE SET total = total + 1
-                """,
-            arguments: [user, action])
+        try addToCounter(user: user, action: action, count: 1, db)
     }
 
     /// Queues a backup of `userID`, coalesced to one pending entry per user.

@@ -187,8 +187,60 @@ extension SQLiteStore: StoreAdministration {
             problems += try violations.map { row in
                 "foreign key violation in table \(try row.decode(atIndex: 0) as String? ?? "?") row \(try row.decode(atIndex: 1) as Int64? ?? 0) (refers to \(try row.decode(atIndex: 2) as String? ?? "?"))"
             }
-            return problems
+            return problems + (try countProblems(db))
         }
+    }
+
+    /// The rules of counts that SQLite's typeless columns cannot state: each
+    /// event's count and each counter's total is an integer within `Bounds`
+    /// (an overflowing sum would have turned into a REAL), and each counter
+    /// equals the sum of its events, as PostgreSQL's check requires.
+    private func countProblems(_ db: Database) throws -> [String] {
+        var problems: [String] = []
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT user_id, action, CAST(total AS TEXT) AS total FROM counters
+                WHERE NOT (typeof(total) = 'integer' AND total BETWEEN 0 AND \(Bounds.maximumCounterTotal))
+                ORDER BY user_id, action
+                """)
+        {
+            problems.append(
+                "counter \(try row.decode(forColumn: "action") as String) of user \(try row.decode(forColumn: "user_id") as String) holds \(try row.decode(forColumn: "total") as String? ?? "NULL"), not a whole number from 0 to \(Bounds.maximumCounterTotal)"
+            )
+        }
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, user_id, CAST(count AS TEXT) AS count FROM events
+                WHERE NOT (typeof(count) = 'integer' AND count BETWEEN 1 AND \(Bounds.maximumEventCount))
+                ORDER BY id LIMIT 100
+                """)
+        {
+            problems.append(
+                "event \(try row.decode(forColumn: "id") as Int64) of user \(try row.decode(forColumn: "user_id") as String) has count \(try row.decode(forColumn: "count") as String? ?? "NULL"), not a whole number from 1 to \(Bounds.maximumEventCount)"
+            )
+        }
+        // Only counts within bounds are summed: fewer than 9 billion of them cannot overflow.
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT c.user_id, c.action, c.total, coalesce(e.total, 0) AS counted
+                FROM counters c
+                LEFT JOIN (
+                    SELECT user_id, action, sum(count) AS total FROM events
+                    WHERE typeof(count) = 'integer' AND count BETWEEN 1 AND \(Bounds.maximumEventCount)
+                    GROUP BY user_id, action
+                ) e ON e.user_id = c.user_id AND e.action = c.action
+                WHERE typeof(c.total) = 'integer' AND c.total <> coalesce(e.total, 0)
+                ORDER BY c.user_id, c.action
+                """)
+        {
+            problems.append(
+                "counter \(try row.decode(forColumn: "action") as String) of user \(try row.decode(forColumn: "user_id") as String) is \(try row.decode(forColumn: "total") as Int64) but its events add up to \(try row.decode(forColumn: "counted") as Int64)"
+            )
+        }
+        return problems
     }
 
     public func tableCounts() throws -> [String: Int] {
