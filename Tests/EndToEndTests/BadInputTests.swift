@@ -253,3 +253,209 @@ struct BadInputTests {
         #expect(spools.isEmpty, "spool left behind: \(spools)")
     }
 }
+
+/// Text that is not valid UTF-8 or holds U+0000 (issue 18, items 5 and 6),
+/// given the ways a shell can give it: raw bytes in an argument or the
+/// environment (which Swift would hand over repaired, as U+FFFD), bytes and
+/// `\u0000` escapes in the files guestmode reads rows from. `{GM}` is the
+/// binary, `{G}` a guest of the store.
+struct UntrustedText: Sendable, CustomTestStringConvertible {
+    var script: String
+    var fragment: String
+    var code: String
+    var profile = "recipes"
+    var setup: String?
+    /// Bulk commands print each bad line, then their verdict.
+    var isOneLine = true
+
+    var testDescription: String { script }
+
+    static let all: [UntrustedText] = [
+        // Arguments: the raw bytes are checked before anything parses them, named by position and option.
+        UntrustedText(
+            script: #"{GM} record put {G} recipes "$(printf 'k\377x')" --data '{}'"#,
+            fragment: #"argument 5 is not valid UTF-8 ('k\xFFx', first bad byte at offset 1)"#, code: "invalid_utf8"),
+        UntrustedText(
+            script: #"{GM} record put {G} recipes k --data "$(printf '{"a":"\351"}')""#,
+            fragment: "argument 7 (the value of --data) is not valid UTF-8", code: "invalid_utf8"),
+        UntrustedText(
+            script: #"{GM} record put {G} recipes k "--data=$(printf '{"a":"\351"}')""#,
+            fragment: "(the value of --data) is not valid UTF-8", code: "invalid_utf8"),
+        UntrustedText(
+            script: #"{GM} track "$(printf '{G}\300\257')" app_opened"#,
+            fragment: "argument 2 is not valid UTF-8", code: "invalid_utf8"),
+        UntrustedText(
+            script: #"{GM} track {G} app_opened --prop "$(printf 'source=\377')""#,
+            fragment: "(the value of --prop) is not valid UTF-8", code: "invalid_utf8"),
+        UntrustedText(
+            script: #"{GM} link {G} --provider google --subject "$(printf 's\355\240\200')""#,
+            fragment: "(the value of --subject) is not valid UTF-8", code: "invalid_utf8"),
+        UntrustedText(
+            script: #"GUESTMODE_NOW="$(printf '2026\377')" {GM} track {G} app_opened"#,
+            fragment: "the environment variable GUESTMODE_NOW is not valid UTF-8", code: "invalid_utf8"),
+        // Record data: a "\u0000" escape is valid JSON but stands for U+0000.
+        UntrustedText(
+            script: #"{GM} record put {G} recipes k --data '{"a":"x\u0000y"}'"#,
+            fragment: #"the record data (member "a") contains U+0000"#, code: "nul_in_text"),
+        UntrustedText(
+            script: #"{GM} record put {G} recipes k --data '{"a\u0000":1}'"#,
+            fragment: "contains U+0000", code: "nul_in_text"),
+        UntrustedText(
+            script: #"{GM} record put {G} recipes k --file nul.json"#,
+            fragment: "the record data contains U+0000", code: "nul_in_text",
+            setup: #"printf '{"a":"x\000"}' > nul.json"#),
+        // record put --from: keys and data, from a file or standard input.
+        UntrustedText(
+            script: #"{GM} record put --from r.ndjson"#,
+            fragment: "r.ndjson:2: the record key contains U+0000", code: "nul_in_text",
+            setup:
+                #"printf '{"user_id":"{G}","collection":"recipes","key":"ok","data":{}}\n{"user_id":"{G}","collection":"recipes","key":"k\\u0000evil","data":{}}\n' > r.ndjson"#
+        ),
+        UntrustedText(
+            script: #"{GM} record put --from r.ndjson"#,
+            fragment: "r.ndjson:1: the line is not valid UTF-8", code: "invalid_utf8",
+            setup: #"printf '{"user_id":"{G}","collection":"recipes","key":"k\377","data":{}}\n' > r.ndjson"#),
+        UntrustedText(
+            script: #"{GM} record put --from - < r.ndjson"#,
+            fragment: "<stdin>:1: the line is not valid UTF-8", code: "invalid_utf8",
+            setup: #"printf '{"user_id":"{G}","collection":"recipes","key":"k","data":{"t":"\351"}}\n' > r.ndjson"#),
+        UntrustedText(
+            script: #"{GM} record put --from r.ndjson"#,
+            fragment: #"r.ndjson:1: the record data (member "t") contains U+0000"#, code: "nul_in_text",
+            setup: #"printf '{"user_id":"{G}","collection":"recipes","key":"k","data":{"t":"\\u0000"}}\n' > r.ndjson"#),
+        UntrustedText(
+            script: #"{GM} record put --from r.ndjson"#,
+            fragment: "r.ndjson:1: the user id contains U+0000", code: "nul_in_text",
+            setup: #"printf '{"user_id":"{G}\\u0000x","collection":"recipes","key":"k","data":{}}\n' > r.ndjson"#),
+        // track --from: users, actions, keys, properties; the line is named, nothing applied.
+        UntrustedText(
+            script: #"{GM} track --from e.ndjson --create-users"#,
+            fragment: "e.ndjson:1: the user id contains U+0000", code: "invalid_event_log",
+            setup: #"printf '{"user":"u\\u0000v","action":"app_opened"}\n' > e.ndjson"#, isOneLine: false),
+        UntrustedText(
+            script: #"{GM} track --from e.ndjson"#,
+            fragment: "e.ndjson:2: the line is not valid UTF-8", code: "invalid_event_log",
+            setup:
+                #"printf '{"user":"{G}","action":"app_opened"}\n{"user":"{G}","action":"app_opened","props":{"p":"\377"}}\n' > e.ndjson"#,
+            isOneLine: false),
+        UntrustedText(
+            script: #"{GM} track --from - --skip-invalid < e.ndjson; {GM} track --from - < e.ndjson"#,
+            fragment: #"<stdin>:1: the property "p" contains U+0000"#, code: "invalid_event_log",
+            setup: #"printf '{"user":"{G}","action":"app_opened","props":{"p":"a\\u0000"}}\n' > e.ndjson"#,
+            isOneLine: false),
+        UntrustedText(
+            script: #"{GM} track --from e.ndjson"#,
+            fragment: "e.ndjson:1: the idempotency key contains U+0000", code: "invalid_event_log",
+            setup: #"printf '{"user":"{G}","action":"app_opened","id":"k\\u0000"}\n' > e.ndjson"#, isOneLine: false),
+        // The other files rows are read from.
+        UntrustedText(
+            script: #"{GM} replay e.ndjson"#, fragment: "e.ndjson:1: the line is not valid UTF-8", code: "malformed_log",
+            setup: #"printf '{"user":"u\377","action":"app_opened"}\n' > e.ndjson"#, isOneLine: false),
+        UntrustedText(
+            script: #"{GM} prompt record --from p.ndjson"#, fragment: "p.ndjson:1: the user id contains U+0000",
+            code: "malformed_log",
+            setup:
+                #"printf '{"user":"{G}\\u0000x","context":"first_recipe_success","outcome":"shown","at":"2026-11-01T00:00:00Z"}\n' > p.ndjson"#,
+            isOneLine: false),
+    ]
+}
+
+@Suite("Untrusted text: refused with 65, never repaired or cut, store unchanged")
+struct UntrustedTextTests {
+    @Test("text that breaks the rule", arguments: UntrustedText.all)
+    func refused(_ bad: UntrustedText) async throws {
+        let sandbox = try await Sandbox.withStore(bad.profile)
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let guest = try await sandbox.newGuest()
+        func expand(_ text: String) -> String {
+            text.replacingOccurrences(of: "{G}", with: guest).replacingOccurrences(of: "{GM}", with: Sandbox.binary.path)
+        }
+        if let setup = bad.setup {
+            let prepared = try await sandbox.shell(expand(setup))
+            #expect(prepared.status == 0, "setup: \(prepared.stderr)")
+        }
+        let before = try sandbox.snapshot()
+        let result = try await sandbox.shell(expand(bad.script))
+        #expect(!result.signalled)
+        #expect(result.status == 65, "exit \(result.status), stderr: \(result.stderr.prefix(400))")
+        #expect(result.stderr.contains(bad.fragment), "stderr: \(result.stderr.prefix(600))")
+        if bad.isOneLine {
+            #expect(result.stderr.split(separator: "\n").count == 1, "stderr: \(result.stderr)")
+        }
+        #expect(result.stdout.isEmpty || !bad.isOneLine, "stdout: \(result.stdout)")
+        let json = try await sandbox.shell(expand(bad.script.replacingOccurrences(of: "{GM} ", with: "{GM} --json ")))
+        #expect(json.status == 65)
+        // track --from lists its progress and bad lines before the error document.
+        let lines = json.stderr.split(separator: "\n", omittingEmptySubsequences: false)
+        let document = lines.lastIndex(of: "{").map { lines[$0...].joined(separator: "\n") } ?? json.stderr
+        let error = (try? JSONSerialization.jsonObject(with: Data(document.utf8))) as? [String: Any]
+        #expect((error?["error"] as? [String: Any])?["code"] as? String == bad.code, "stderr: \(json.stderr.prefix(600))")
+        #expect(try sandbox.snapshot() == before, "the store changed")
+        #expect(try await sqlite(sandbox, "SELECT count(*) FROM users") == "1")
+    }
+}
+
+@Suite("Counts that would overflow: refused with 65, the store never poisoned")
+struct CounterOverflowTests {
+    @Test("a counter at the edge refuses the next track, on its own or from a log, and changes nothing")
+    func trackPastTheEdge() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("track", guest, "app_opened", "--count", "5").status == 0)
+        #expect(try await sandbox.run("db", "check").status == 0)
+        let planted = try await sandbox.shell(
+            "sqlite3 guestmode.sqlite \"UPDATE counters SET total = 9223372036854775800 WHERE action = 'app_opened'\"")
+        #expect(planted.status == 0)
+        let before = try sandbox.snapshot()
+        let track = try await sandbox.run("track", guest, "app_opened", "--count", "10")
+        #expect(!track.signalled)
+        #expect(track.status == 65, "\(track.stderr)")
+        #expect(track.stderr.split(separator: "\n").count == 1, "\(track.stderr)")
+        #expect(
+            track.stderr.contains(
+                "the counter 'app_opened' of user '\(guest)' holds 9223372036854775800; adding 10 would pass 9223372036854775807"
+            ), "\(track.stderr)")
+        let json = try await sandbox.run("--json", "track", guest, "app_opened", "--count", "10")
+        #expect(json.errorJSON["code"] as? String == "count_overflow", "\(json.stderr)")
+        try sandbox.write("log.ndjson", #"{"user":"\#(guest)","action":"app_opened","count":1000000000}"# + "\n")
+        let log = try await sandbox.run("track", "--from", "log.ndjson")
+        #expect(log.status == 65, "\(log.stderr)")
+        #expect(log.stderr.contains("adding 1000000000 would pass"), "\(log.stderr)")
+        #expect(try sandbox.snapshot() == before, "the store changed")
+        #expect(try await sqlite(sandbox, "SELECT typeof(total) FROM counters WHERE action = 'app_opened'") == "integer")
+        // Up to the edge still counts; what reads counters still works.
+        #expect(try await sandbox.run("track", guest, "app_opened", "--count", "7").status == 0)
+        let counters = try await sandbox.run("counters", guest)
+        #expect(counters.status == 0, "\(counters.stderr)")
+        #expect(counters.stdout.contains("9223372036854775807"), "\(counters.stdout)")
+        #expect(try await sandbox.run("user", "show", guest).status == 0)
+    }
+
+    @Test("db check on SQLite compares counters with their events and finds REAL or out-of-range counts")
+    func checkFindsPoisonedCounts() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("track", guest, "app_opened", "--count", "5").status == 0)
+        #expect(try await sandbox.run("track", guest, "recipe_viewed").status == 0)
+        #expect(try await sandbox.run("db", "check").status == 0)
+        let planted = try await sandbox.shell(
+            """
+            sqlite3 guestmode.sqlite "UPDATE counters SET total = 7 WHERE action = 'app_opened'; \
+            UPDATE counters SET total = 1e19 WHERE action = 'recipe_viewed'; \
+            UPDATE events SET count = 9223372036854775807 WHERE action = 'recipe_viewed'"
+            """)
+        #expect(planted.status == 0)
+        let before = try sandbox.snapshot()
+        let checked = try await sandbox.run("db", "check", "--json")
+        #expect(checked.status == 65, "\(checked.stderr)")
+        let problems = (checked.object["problems"] as? [String]) ?? []
+        #expect(problems.contains { $0.contains("counter app_opened") && $0.contains("is 7 but its events add up to 5") }, "\(problems)")
+        #expect(problems.contains { $0.contains("counter recipe_viewed") && $0.contains("not a whole number") }, "\(problems)")
+        #expect(problems.contains { $0.contains("has count 9223372036854775807") }, "\(problems)")
+        // A counter already poisoned is refused, not added to.
+        let track = try await sandbox.run("--json", "track", guest, "recipe_viewed")
+        #expect(track.status == 65)
+        #expect(track.errorJSON["code"] as? String == "corrupt_store", "\(track.stderr)")
+        #expect(try sandbox.snapshot() == before, "the store changed")
+    }
+}

@@ -56,7 +56,10 @@ extension SQLiteStore: EventStore {
                     duplicates += 1
                     continue
                 }
-                increments[CounterKey(user: event.user, action: event.action), default: 0] += event.count
+                let key = CounterKey(user: event.user, action: event.action)
+                increments[key] = Int(
+                    try Bounds.addingToCounter(
+                        Int64(increments[key, default: 0]), Int64(event.count), action: event.action, user: event.user))
                 lastSeen[event.user] = max(lastSeen[event.user] ?? event.at, event.at)
             }
             for (key, count) in increments { try addToCounter(user: key.user, action: key.action, count: count, db) }

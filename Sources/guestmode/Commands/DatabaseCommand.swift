@@ -82,7 +82,7 @@ struct DatabaseCommand: ParsableCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "check",
-            abstract: "Run SQLite's integrity and foreign key checks.",
+            abstract: "Run SQLite's integrity and foreign key checks, and check counters against events.",
             discussion: "Exits 0 when the store is healthy, 65 with the problems listed when it is not."
         )
 
