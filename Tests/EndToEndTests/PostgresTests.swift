@@ -150,4 +150,64 @@ struct PostgresTests {
         #expect(problems.contains { $0.contains("outbox has rows of user ghost") }, "\(problems)")
         #expect(problems.contains { $0.contains("habit_created") && $0.contains("is 7") }, "\(problems)")
     }
+
+    /// What guestmode's tables hold, read with psql: the "nothing written" check.
+    private func tables(_ sandbox: Sandbox) async throws -> String {
+        let schema = sandbox.postgresSchema
+        return try await sandbox.shell(
+            """
+            psql -tA -d '\(sandbox.postgresURI)' -c "SELECT (SELECT count(*) FROM \(schema).users), \
+                (SELECT count(*) FROM \(schema).events), (SELECT count(*) FROM \(schema).records), \
+                (SELECT string_agg(user_id || ':' || action || '=' || total, ',' ORDER BY user_id, action) FROM \(schema).counters)"
+            """
+        ).stdout
+    }
+
+    @Test("a counter at the edge refuses the next track with 65 count_overflow, not exit 1, and db check names it")
+    func counterOverflow() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("recipes")
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("track", guest, "app_opened", "--count", "5").status == 0)
+        let schema = sandbox.postgresSchema
+        let planted = try await sandbox.shell(
+            "psql -q -d '\(sandbox.postgresURI)' -c \"UPDATE \(schema).counters SET total = 9223372036854775800\"")
+        #expect(planted.status == 0, "\(planted.stderr)")
+        let before = try await tables(sandbox)
+        let track = try await sandbox.run("track", guest, "app_opened", "--count", "10")
+        #expect(!track.signalled)
+        #expect(track.status == 65, "\(track.stderr)")
+        #expect(track.stderr.split(separator: "\n").count == 1, "\(track.stderr)")
+        #expect(track.stderr.contains("would pass 9223372036854775807"), "\(track.stderr)")
+        let json = try await sandbox.run("--json", "track", guest, "app_opened", "--count", "8")
+        #expect(json.status == 65)
+        #expect(json.errorJSON["code"] as? String == "count_overflow", "\(json.stderr)")
+        try sandbox.write("log.ndjson", #"{"user":"\#(guest)","action":"app_opened","count":1000000000}"# + "\n")
+        let log = try await sandbox.run("track", "--from", "log.ndjson")
+        #expect(log.status == 65, "\(log.stderr)")
+        #expect(try await tables(sandbox) == before)
+        let checked = try await sandbox.run("db", "check", "--json")
+        #expect(checked.status == 65)
+        let problems = (checked.object["problems"] as? [String]) ?? []
+        #expect(problems.contains { $0.contains("is 9223372036854775800 but its events add up to 5") }, "\(problems)")
+    }
+
+    @Test("U+0000 in a log's user or a bulk record's key is refused, not cut short, and nothing is written")
+    func nulIsRefused() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("recipes")
+        let guest = try await sandbox.newGuest()
+        let before = try await tables(sandbox)
+        try sandbox.write("e.ndjson", #"{"user":"u\u0000v","action":"app_opened"}"# + "\n")
+        let track = try await sandbox.run("track", "--from", "e.ndjson", "--create-users")
+        #expect(track.status == 65, "\(track.stderr)")
+        #expect(track.stderr.contains("e.ndjson:1: the user id contains U+0000"), "\(track.stderr)")
+        try sandbox.write(
+            "r.ndjson", #"{"user_id":"\#(guest)","collection":"recipes","key":"k\u0000evil","data":{}}"# + "\n")
+        let records = try await sandbox.run("--json", "record", "put", "--from", "r.ndjson")
+        #expect(records.status == 65, "\(records.stderr)")
+        #expect(records.errorJSON["code"] as? String == "nul_in_text", "\(records.stderr)")
+        let data = try await sandbox.run("record", "put", guest, "recipes", "k", "--data", #"{"a":"\u0000"}"#)
+        #expect(data.status == 65, "\(data.stderr)")
+        #expect(data.stderr.split(separator: "\n").count == 1, "\(data.stderr)")
+        #expect(try await tables(sandbox) == before)
+    }
 }
