@@ -349,7 +349,8 @@ struct UntrustedText: Sendable, CustomTestStringConvertible {
             setup: #"printf '{"user":"{G}","action":"app_opened","id":"k\\u0000"}\n' > e.ndjson"#, isOneLine: false),
         // The other files rows are read from.
         UntrustedText(
-            script: #"{GM} replay e.ndjson"#, fragment: "e.ndjson:1: the line is not valid UTF-8", code: "malformed_log",
+            script: #"{GM} replay e.ndjson"#, fragment: "e.ndjson:1: the line is not valid UTF-8",
+            code: "malformed_log",
             setup: #"printf '{"user":"u\377","action":"app_opened"}\n' > e.ndjson"#, isOneLine: false),
         UntrustedText(
             script: #"{GM} prompt record --from p.ndjson"#, fragment: "p.ndjson:1: the user id contains U+0000",
@@ -368,7 +369,8 @@ struct UntrustedTextTests {
         sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
         let guest = try await sandbox.newGuest()
         func expand(_ text: String) -> String {
-            text.replacingOccurrences(of: "{G}", with: guest).replacingOccurrences(of: "{GM}", with: Sandbox.binary.path)
+            text.replacingOccurrences(of: "{G}", with: guest).replacingOccurrences(
+                of: "{GM}", with: Sandbox.binary.path)
         }
         if let setup = bad.setup {
             let prepared = try await sandbox.shell(expand(setup))
@@ -389,7 +391,8 @@ struct UntrustedTextTests {
         let lines = json.stderr.split(separator: "\n", omittingEmptySubsequences: false)
         let document = lines.lastIndex(of: "{").map { lines[$0...].joined(separator: "\n") } ?? json.stderr
         let error = (try? JSONSerialization.jsonObject(with: Data(document.utf8))) as? [String: Any]
-        #expect((error?["error"] as? [String: Any])?["code"] as? String == bad.code, "stderr: \(json.stderr.prefix(600))")
+        #expect(
+            (error?["error"] as? [String: Any])?["code"] as? String == bad.code, "stderr: \(json.stderr.prefix(600))")
         #expect(try sandbox.snapshot() == before, "the store changed")
         #expect(try await sqlite(sandbox, "SELECT count(*) FROM users") == "1")
     }
@@ -422,7 +425,8 @@ struct CounterOverflowTests {
         #expect(log.status == 65, "\(log.stderr)")
         #expect(log.stderr.contains("adding 1000000000 would pass"), "\(log.stderr)")
         #expect(try sandbox.snapshot() == before, "the store changed")
-        #expect(try await sqlite(sandbox, "SELECT typeof(total) FROM counters WHERE action = 'app_opened'") == "integer")
+        #expect(
+            try await sqlite(sandbox, "SELECT typeof(total) FROM counters WHERE action = 'app_opened'") == "integer")
         // Up to the edge still counts; what reads counters still works.
         #expect(try await sandbox.run("track", guest, "app_opened", "--count", "7").status == 0)
         let counters = try await sandbox.run("counters", guest)
@@ -449,13 +453,40 @@ struct CounterOverflowTests {
         let checked = try await sandbox.run("db", "check", "--json")
         #expect(checked.status == 65, "\(checked.stderr)")
         let problems = (checked.object["problems"] as? [String]) ?? []
-        #expect(problems.contains { $0.contains("counter app_opened") && $0.contains("is 7 but its events add up to 5") }, "\(problems)")
-        #expect(problems.contains { $0.contains("counter recipe_viewed") && $0.contains("not a whole number") }, "\(problems)")
+        #expect(
+            problems.contains { $0.contains("counter app_opened") && $0.contains("is 7 but its events add up to 5") },
+            "\(problems)")
+        #expect(
+            problems.contains { $0.contains("counter recipe_viewed") && $0.contains("not a whole number") },
+            "\(problems)")
         #expect(problems.contains { $0.contains("has count 9223372036854775807") }, "\(problems)")
         // A counter already poisoned is refused, not added to.
         let track = try await sandbox.run("--json", "track", guest, "recipe_viewed")
         #expect(track.status == 65)
         #expect(track.errorJSON["code"] as? String == "corrupt_store", "\(track.stderr)")
         #expect(try sandbox.snapshot() == before, "the store changed")
+    }
+
+    @Test("report usage adds up past the 64-bit range without failing: the sum saturates, as a meter's usage does")
+    func usageReportSumDoesNotOverflow() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "1").status == 0)
+        // 16,384 uses of the largest amount a use may name: 1.6e19 millionths, past Int64.max.
+        let planted = try await sandbox.shell(
+            """
+            sqlite3 guestmode.sqlite "UPDATE meter_usage SET amount = 999999999.999999" \
+                && for i in $(seq 14); do sqlite3 guestmode.sqlite \
+                "INSERT INTO meter_usage (user_id, meter, amount, at) SELECT user_id, meter, amount, at FROM meter_usage"; done
+            """)
+        #expect(planted.status == 0, "\(planted.stderr)")
+        let before = try sandbox.snapshot()
+        let report = try await sandbox.run("report", "usage", "--json")
+        #expect(!report.signalled)
+        #expect(report.status == 0, "\(report.stderr)")
+        #expect(report.stdout.contains("9223372036854.775807"), "\(report.stdout)")
+        let status = try await sandbox.run("meter", "status", guest, "api_minutes")
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(try sandbox.snapshot() == before)
     }
 }

@@ -22,7 +22,8 @@ import Testing
     }
 
     @Test func jsonValuesAreCheckedInsideStringsAndMemberNames() throws {
-        #expect(textCode { try TextRule.check(try StrictJSON.parse(#"{"a":["x","y\u0000"]}"#), what: "d") } == .nulInText)
+        #expect(
+            textCode { try TextRule.check(try StrictJSON.parse(#"{"a":["x","y\u0000"]}"#), what: "d") } == .nulInText)
         #expect(textCode { try TextRule.check(try StrictJSON.parse(#"{"a\u0000b":1}"#), what: "d") } == .nulInText)
         try TextRule.check(try StrictJSON.parse(#"{"a":["x\u0001",{"b":null}],"c":1}"#), what: "d")
     }
@@ -61,16 +62,22 @@ import Testing
                     user: guest, collection: "recipes", key: "k", jsonBytes: Data([0x7B, 0xFF, 0x7D]), now: day(1))
             } == .invalidUtf8)
         #expect(
-            textCode { _ = try engine.putOwnerlessRecord(collection: "recipes", key: "a\u{0}", json: "{}", now: day(1)) }
+            textCode {
+                _ = try engine.putOwnerlessRecord(collection: "recipes", key: "a\u{0}", json: "{}", now: day(1))
+            }
                 == .nulInText)
         #expect(try engine.records(user: guest, collection: "recipes").isEmpty)
         #expect(
-            textCode { _ = try engine.track(TrackedEvent(user: guest + "\u{0}x", action: "app_opened", at: day(1)), now: day(1)) }
+            textCode {
+                _ = try engine.track(
+                    TrackedEvent(user: guest + "\u{0}x", action: "app_opened", at: day(1)), now: day(1))
+            }
                 == .nulInText)
         #expect(
             textCode {
                 _ = try engine.track(
-                    TrackedEvent(user: guest, action: "app_opened", at: day(1), properties: ["p": "a\u{0}"]), now: day(1))
+                    TrackedEvent(user: guest, action: "app_opened", at: day(1), properties: ["p": "a\u{0}"]),
+                    now: day(1))
             } == .nulInText)
         #expect(try engine.counters(of: guest).isEmpty)
         #expect(

@@ -68,6 +68,15 @@ public struct MeterAmount: Sendable, Hashable, Comparable, CustomStringConvertib
         return MeterAmount(millionths: max(0, difference))
     }
 
+    /// A sum a store added up in two parts that cannot overflow in SQL (the
+    /// whole units and the leftover millionths of each use, each use at most
+    /// `largestRequest`); saturates at `largest`, as a meter's usage does.
+    public static func summed(units: Int64, millionths: Int64) -> MeterAmount {
+        let (whole, overflow) = units.multipliedReportingOverflow(by: scale)
+        guard !overflow, units >= 0, millionths >= 0 else { return .largest }
+        return MeterAmount(millionths: whole).adding(MeterAmount(millionths: millionths)) ?? .largest
+    }
+
     /// The exact sum of `amounts`, or nil when it would not fit.
     public static func sum<Amounts: Sequence>(_ amounts: Amounts) -> MeterAmount? where Amounts.Element == MeterAmount {
         var total = MeterAmount.zero

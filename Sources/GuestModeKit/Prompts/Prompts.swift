@@ -529,7 +529,10 @@ extension GuestMode {
     /// unknown user or context, none.
     public func recordPrompts(_ records: [PromptRecord]) throws -> Int {
         for (index, record) in records.enumerated() {
-            try TextRule.check(["the user id of outcome \(index + 1)": record.user, "the prompt context of outcome \(index + 1)": record.context])
+            try TextRule.check([
+                "the user id of outcome \(index + 1)": record.user,
+                "the prompt context of outcome \(index + 1)": record.context,
+            ])
         }
         let contexts = Set(profile.prompts.rules.map(\.context))
         if let unknown = records.first(where: { !contexts.contains($0.context) }) {

@@ -28,7 +28,9 @@ public enum Bounds {
     }
 
     /// The refusal of an addition that would carry a counter past its bound.
-    public static func counterOverflow(action: String, user: String, total: String, adding count: Int64)
+    public static func counterOverflow(
+        action: String, user: String, total: String, adding count: Int64
+    )
         -> GuestModeError
     {
         guard let stored = Int64(total), stored >= 0 else {

@@ -108,8 +108,8 @@ extension GuestModeError {
             .conflictingPlanTerms,
             .cooldown,
             .copyMismatch,
-            .countOverflow,
             .corruptStore,
+            .countOverflow,
             .damagedArchive,
             .databaseError,
             .destinationUnavailable,
@@ -238,8 +238,8 @@ extension GuestModeError {
         public static let conflictingPlanTerms = Code("conflicting_plan_terms")
         public static let cooldown = Code("cooldown")
         public static let copyMismatch = Code("copy_mismatch")
-        public static let countOverflow = Code("count_overflow")
         public static let corruptStore = Code("corrupt_store")
+        public static let countOverflow = Code("count_overflow")
         public static let damagedArchive = Code("damaged_archive")
         public static let databaseError = Code("database_error")
         public static let destinationUnavailable = Code("destination_unavailable")

@@ -97,9 +97,15 @@ extension PostgresStore: ReportStore {
             for meter in meters {
                 guard
                     let row = try connection.execute(
+                        // Added up as SQLiteStore does, units and millionths apart, so the
+                        // sum never leaves bigint.
                         """
-                        SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(round(amount * 1000000)::bigint), 0) AS millionths
-                        FROM meter_usage WHERE meter = $1 AND \(usageFilter)
+                        SELECT count(DISTINCT user_id) AS users, count(*) AS uses,
+                            coalesce(sum(m / 1000000), 0) AS units, coalesce(sum(m % 1000000), 0) AS millionths
+                        FROM (
+                            SELECT user_id, least(greatest(round(amount * 1000000), 0), \(MeterAmount.largestRequest.millionths))::bigint AS m
+                            FROM meter_usage WHERE meter = $1 AND \(usageFilter)
+                        ) uses
                         """,
                         [PostgresValue(meter)] + usageParameters
                     ).first
@@ -113,7 +119,7 @@ extension PostgresStore: ReportStore {
                     ).first?.int("n") ?? 0
                 counts[meter] = MeterUsageCounts(
                     users: try row.int("users"), uses: try row.int("uses"),
-                    amount: MeterAmount(millionths: try row.int64("millionths")),
+                    amount: MeterAmount.summed(units: try row.int64("units"), millionths: try row.int64("millionths")),
                     warnedUsers: warned)
             }
             return counts

@@ -58,9 +58,15 @@ extension SQLiteStore: ReportStore {
                 guard
                     let row = try Row.fetchOne(
                         db,
+                        // SQLite's sum() fails on integer overflow: units and millionths are added apart,
+                        // each use clamped to the largest request, so neither sum can overflow.
                         sql: """
-                            SELECT count(DISTINCT user_id) AS users, count(*) AS uses, coalesce(sum(CAST(round(amount * 1000000) AS INTEGER)), 0) AS millionths
-                            FROM meter_usage WHERE meter = ? AND \(usageFilter)
+                            SELECT count(DISTINCT user_id) AS users, count(*) AS uses,
+                                coalesce(sum(m / 1000000), 0) AS units, coalesce(sum(m % 1000000), 0) AS millionths
+                            FROM (
+                                SELECT user_id, min(max(CAST(round(amount * 1000000) AS INTEGER), 0), \(MeterAmount.largestRequest.millionths)) AS m
+                                FROM meter_usage WHERE meter = ? AND \(usageFilter)
+                            )
                             """,
                         arguments: [meter] + usageArguments)
                 else {
@@ -73,7 +79,8 @@ extension SQLiteStore: ReportStore {
                         arguments: [meter] + warningArguments) ?? 0
                 counts[meter] = MeterUsageCounts(
                     users: try row.decode(forColumn: "users"), uses: try row.decode(forColumn: "uses"),
-                    amount: MeterAmount(millionths: try row.decode(forColumn: "millionths")),
+                    amount: MeterAmount.summed(
+                        units: try row.decode(forColumn: "units"), millionths: try row.decode(forColumn: "millionths")),
                     warnedUsers: warned)
             }
             return counts

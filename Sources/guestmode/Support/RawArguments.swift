@@ -15,7 +15,8 @@ enum RawArguments {
         var previous: String?
         for index in 1..<Int(CommandLine.argc) {
             guard let pointer = argv[index] else { continue }
-            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
+            let bytes = UnsafeBufferPointer(
+                start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
             if String(validating: bytes, as: UTF8.self) == nil {
                 throw refusal(of: bytes, what: describe(argumentAt: index, bytes: bytes, after: previous))
             }
@@ -35,7 +36,9 @@ enum RawArguments {
     }
 
     /// "argument 4 (the value of --data)", "argument 2 (--store=…)", "argument 5".
-    private static func describe(argumentAt index: Int, bytes: UnsafeBufferPointer<UInt8>, after previous: String?)
+    private static func describe(
+        argumentAt index: Int, bytes: UnsafeBufferPointer<UInt8>, after previous: String?
+    )
         -> String
     {
         if bytes.starts(with: Array("--".utf8)), let equals = bytes.firstIndex(of: UInt8(ascii: "=")) {
@@ -65,7 +68,8 @@ enum RawArguments {
             var length = min(rest.count, 4)
             var decoded: String?
             while length > 0 {
-                if let scalar = String(validating: rest.prefix(length), as: UTF8.self), scalar.unicodeScalars.count == 1 {
+                if let scalar = String(validating: rest.prefix(length), as: UTF8.self), scalar.unicodeScalars.count == 1
+                {
                     decoded = scalar
                     break
                 }
