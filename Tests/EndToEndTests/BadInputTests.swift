@@ -293,6 +293,9 @@ struct UntrustedText: Sendable, CustomTestStringConvertible {
         UntrustedText(
             script: #"GUESTMODE_NOW="$(printf '2026\377')" {GM} track {G} app_opened"#,
             fragment: "the environment variable GUESTMODE_NOW is not valid UTF-8", code: "invalid_utf8"),
+        UntrustedText(
+            script: #"printf 's\377\n' | {GM} guest new --username bob --secret-stdin"#,
+            fragment: "the secret on standard input (--secret-stdin) is not valid UTF-8", code: "invalid_utf8"),
         // Record data: a "\u0000" escape is valid JSON but stands for U+0000.
         UntrustedText(
             script: #"{GM} record put {G} recipes k --data '{"a":"x\u0000y"}'"#,

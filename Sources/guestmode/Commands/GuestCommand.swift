@@ -47,7 +47,21 @@ struct GuestCommand: ParsableCommand {
             let engine = try global.openEngine()
             var credentials: AnonymousCredentials?
             if let username {
-                guard let secret = readLine(strippingNewline: true), !secret.isEmpty else {
+                // Read as bytes: readLine would repair invalid UTF-8, and two different secrets would
+                // then hash alike.
+                // Byte by byte, so a terminal answers with Enter and nothing past the line is consumed.
+                var line: [UInt8] = []
+                var byte: UInt8 = 0
+                while line.count <= 1 << 16, read(STDIN_FILENO, &byte, 1) == 1, byte != UInt8(ascii: "\n") {
+                    line.append(byte)
+                }
+                if line.count > 1 << 16 {
+                    throw GuestModeError.badData(
+                        "--secret-stdin: the secret is longer than 65536 bytes; give a shorter one", code: .missingSecret)
+                }
+                if line.last == UInt8(ascii: "\r") { line.removeLast() }
+                let secret = try TextRule.decode(line, what: "the secret on standard input (--secret-stdin)")
+                guard !secret.isEmpty else {
                     throw GuestModeError(.usage, code: .missingSecret, "--secret-stdin: standard input held no secret")
                 }
                 credentials = AnonymousCredentials(username: username, secret: secret)
