@@ -85,6 +85,10 @@ import Testing
                 _ = try engine.link(user: guest, provider: "google", subject: "s\u{0}other", email: nil, now: day(1))
             } == .nulInText)
         #expect(try engine.user(guest).state == .anonymous)
+        // A lookup never reaches the user whose id the C string would be cut to.
+        #expect(textCode { _ = try engine.user(guest + "\u{0}x") } == .nulInText)
+        #expect(textCode { _ = try engine.counters(of: guest + "\u{0}x") } == .nulInText)
+        #expect(textCode { _ = try engine.records(user: guest + "\u{0}", collection: "recipes") } == .nulInText)
     }
 
     @Test func aCountPastTheEventBoundIsRefusedByTheEngine() throws {

@@ -57,6 +57,7 @@ public struct EventQuery: Sendable, Equatable {
 extension GuestMode {
     /// The user's event log, oldest first, filtered by `query`.
     public func events(of userID: String, matching query: EventQuery) throws -> [LoggedEvent] {
+        try TextRule.check(userID, what: "the user id")
         if let limit = query.limit, !(1...EventQuery.largestLimit).contains(limit) {
             throw GuestModeError.usage(
                 "the limit must be between 1 and \(EventQuery.largestLimit), not \(limit)", code: .invalidLimit)

@@ -98,7 +98,8 @@ extension GuestMode {
     }
 
     public func counters(of userID: String) throws -> [String: Int] {
-        try store.counters(of: userID)
+        try TextRule.check(userID, what: "the user id")
+        return try store.counters(of: userID)
     }
 
     func problem(with event: TrackedEvent) -> String? {

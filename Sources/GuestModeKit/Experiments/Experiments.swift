@@ -138,6 +138,7 @@ extension GuestMode {
     ) throws
         -> [ExperimentAssignment]
     {
+        try TextRule.check(userID, what: "the user id")
         let experiments: [Experiment]
         if let experimentName {
             experiments = [try requireExperiment(experimentName)]

@@ -98,6 +98,7 @@ extension GuestMode {
     /// what remains (with no amount, when anything remains). Records nothing.
     public func checkMeter(user userID: String, meter: String, amount: MeterAmount?, now: Date) throws -> MeterDecision
     {
+        try TextRule.check(userID, what: "the user id")
         let definition = try requireMeter(meter)
         if let amount { try requireValid(amount) }
         let decision = try store.checkMeter(of: userID, meter: definition, amount: amount, profile: profile, now: now)
@@ -127,6 +128,7 @@ extension GuestMode {
     }
 
     public func meterStatus(user userID: String, meter: String, now: Date) throws -> MeterStatus {
+        try TextRule.check(userID, what: "the user id")
         let definition = try requireMeter(meter)
         return try store.meterStatus(of: userID, meter: definition, profile: profile, now: now)
     }

@@ -107,6 +107,7 @@ extension GuestMode {
     }
 
     public func planMigration(guest: String, to account: String, now: Date) throws -> MigrationPlan {
+        try TextRule.check(["the guest's id": guest, "the account's id": account])
         let steps = migrationSteps
         let previews = try store.previewTransfer(of: guest, into: account, steps: transferSteps, profile: profile)
         let planned = zip(steps, previews).enumerated().map { index, pair in

@@ -67,12 +67,14 @@ extension GuestMode {
     /// One status per plan the user ever held: the grant in force if any,
     /// else the latest.
     public func plans(of userID: String, now: Date) throws -> [PlanStatus] {
-        profile.planStatuses(of: try store.plans(of: userID).grants, now: now)
+        try TextRule.check(userID, what: "the user id")
+        return profile.planStatuses(of: try store.plans(of: userID).grants, now: now)
     }
 
     /// The tier whose caps and allowances apply now: the highest of the
     /// user's state (guest or account) and any plan in force.
     public func tier(of userID: String, now: Date) throws -> TierLevel {
+        try TextRule.check(userID, what: "the user id")
         let held = try store.plans(of: userID)
         return profile.tier(for: held.user.state, grants: held.grants, now: now)
     }

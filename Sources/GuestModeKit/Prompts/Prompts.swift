@@ -349,6 +349,7 @@ extension GuestMode {
     /// profile's experiments first, since a variant can change the cooldown,
     /// which contexts are on and a prompt's copy.
     public func nextPrompt(for userID: String, trigger: String?, now: Date) throws -> NextPrompt {
+        try TextRule.check(userID, what: "the user id")
         let explanation = try explainPrompt(for: userID, trigger: trigger, now: now)
         if let offer = explanation.offer { return .show(offer) }
         return .nothingDue(explanation.quiet ?? .noEligibleRule)
@@ -358,6 +359,7 @@ extension GuestMode {
     /// offered content is the variant's copy when the user's variant
     /// rewrites it, with its placeholders filled from the user's state.
     public func explainPrompt(for userID: String, trigger: String?, now: Date) throws -> PromptExplanation {
+        try TextRule.check(userID, what: "the user id")
         let known = Set(profile.prompts.rules.compactMap(\.trigger))
         if let trigger, !known.contains(trigger) {
             throw GuestModeError.usage(
@@ -405,6 +407,7 @@ extension GuestMode {
 
     /// Undoes "never ask again" (`prompt reset`); false when the user had not said never.
     public func resetPrompts(for userID: String, now: Date) throws -> PromptResetResult {
+        try TextRule.check(userID, what: "the user id")
         guard
             let reset = try store.resetPromptState(userID: userID, at: now, queuesBackup: profile.backup.queuesOnChange)
         else { throw GuestMode.missingUser(userID) }
@@ -415,7 +418,8 @@ extension GuestMode {
     /// The cooldown and contexts a user's experiment variants give them,
     /// assigning the user to each experiment on first use.
     public func promptStrategy(for userID: String, now: Date) throws -> PromptStrategy {
-        profile.promptStrategy(assignments: try profile.experiments.map { try assign(userID, to: $0, now: now) })
+        try TextRule.check(userID, what: "the user id")
+        return profile.promptStrategy(assignments: try profile.experiments.map { try assign(userID, to: $0, now: now) })
     }
 
     public func recordPrompt(
@@ -441,6 +445,7 @@ extension GuestMode {
     }
 
     public func promptHistory(for userID: String) throws -> PromptHistory {
+        try TextRule.check(userID, what: "the user id")
         let facts = try requirePromptFacts(userID)
         return PromptHistory(user: userID, promptState: facts.promptState, outcomes: facts.history)
     }

@@ -100,6 +100,7 @@ extension GuestMode {
     }
 
     public func record(user userID: String, collection: String, key: String) throws -> StoredRecord {
+        try TextRule.check(["the user id": userID, "the collection": collection])
         try requireCollection(collection)
         guard let record = try store.record(owner: userID, collection: collection, key: key) else {
             throw recordNotFound(user: userID, collection: collection, key: key)
@@ -108,6 +109,7 @@ extension GuestMode {
     }
 
     public func records(user userID: String, collection: String) throws -> [StoredRecord] {
+        try TextRule.check(["the user id": userID, "the collection": collection])
         try requireCollection(collection)
         return try store.records(owner: userID, collection: collection)
     }
@@ -122,6 +124,7 @@ extension GuestMode {
 
     /// Limits of the named collection, or of every collection some tier caps.
     public func limits(user userID: String, collection: String?, now: Date) throws -> [CollectionLimit] {
+        try TextRule.check(userID, what: "the user id")
         if let collection { try requireCollection(collection) }
         let names =
             collection.map { [$0] }

@@ -190,7 +190,8 @@ extension GuestMode {
     }
 
     public func user(_ id: String) throws -> User {
-        try store.user(id: id)
+        try TextRule.check(id, what: "the user id")
+        return try store.user(id: id)
     }
 
     public func users(matching filter: UserFilter, now: Date) throws -> [UserSummary] {
@@ -203,6 +204,7 @@ extension GuestMode {
     /// records and plans (so its tier) come from one read; meter usage is
     /// the meter area's and is read after it, one meter at a time.
     public func details(of id: String, now: Date) throws -> UserDetails {
+        try TextRule.check(id, what: "the user id")
         let overview = try store.userOverview(id: id)
         return UserDetails(
             user: overview.user, tier: profile.tier(for: overview.user.state, grants: overview.grants, now: now),
