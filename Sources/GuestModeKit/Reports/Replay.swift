@@ -166,6 +166,13 @@ extension TrackedEvent {
     /// property names and string values.
     func checkText() throws {
         try TextRule.check(["the user id": user, "the action": action, "the idempotency key": idempotencyKey])
+        let acceptable = properties.allSatisfy { name, property in
+            guard TextRule.isAcceptable(name) else { return false }
+            if case .string(let text) = property { return TextRule.isAcceptable(text) }
+            return true
+        }
+        if acceptable { return }
+        // Sorted only to name the same property whatever the dictionary's order.
         for name in properties.keys.sorted() {
             try TextRule.check(name, what: "the property name \(name.debugDescription)")
             if case .string(let text)? = properties[name] {

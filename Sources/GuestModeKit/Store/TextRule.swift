@@ -25,7 +25,7 @@ public enum TextRule {
 
     /// Refuses text that holds U+0000.
     public static func check(_ text: String, what: String) throws {
-        if text.utf8.contains(0) {
+        if !isAcceptable(text) {
             throw GuestModeError.badData(
                 "\(what) contains U+0000 (a NUL character), which guestmode never stores; remove it and try again",
                 code: .nulInText)
@@ -33,7 +33,14 @@ public enum TextRule {
     }
 
     /// Whether `text` obeys the rule (valid UTF-8 is given by `String`).
-    public static func isAcceptable(_ text: String) -> Bool { !text.utf8.contains(0) }
+    /// Every event and record passes here: a native string is searched with
+    /// memchr, not byte by byte.
+    public static func isAcceptable(_ text: String) -> Bool {
+        let found = text.utf8.withContiguousStorageIfAvailable { bytes in
+            !bytes.isEmpty && memchr(bytes.baseAddress!, 0, bytes.count) != nil
+        }
+        return !(found ?? text.utf8.contains(0))
+    }
 }
 
 extension TextRule {
