@@ -449,7 +449,8 @@ struct CounterOverflowTests {
             """
             sqlite3 guestmode.sqlite "UPDATE counters SET total = 7 WHERE action = 'app_opened'; \
             UPDATE counters SET total = 1e19 WHERE action = 'recipe_viewed'; \
-            UPDATE events SET count = 9223372036854775807 WHERE action = 'recipe_viewed'"
+            UPDATE events SET count = 9223372036854775807 WHERE action = 'recipe_viewed'; \
+            INSERT INTO outbox (user_id, queued_at, attempts) VALUES ('\(guest)', '2026-11-01T00:00:00Z', 2.5)"
             """)
         #expect(planted.status == 0)
         let before = try sandbox.snapshot()
@@ -463,6 +464,7 @@ struct CounterOverflowTests {
             problems.contains { $0.contains("counter recipe_viewed") && $0.contains("not a whole number") },
             "\(problems)")
         #expect(problems.contains { $0.contains("has count 9223372036854775807") }, "\(problems)")
+        #expect(problems.contains { $0.contains("has 2.5 attempts") }, "\(problems)")
         // A counter already poisoned is refused, not added to.
         let track = try await sandbox.run("--json", "track", guest, "recipe_viewed")
         #expect(track.status == 65)

@@ -221,6 +221,17 @@ extension SQLiteStore: StoreAdministration {
                 "event \(try row.decode(forColumn: "id") as Int64) of user \(try row.decode(forColumn: "user_id") as String) has count \(try row.decode(forColumn: "count") as String? ?? "NULL"), not a whole number from 1 to \(Bounds.maximumEventCount)"
             )
         }
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT user_id, CAST(attempts AS TEXT) AS attempts FROM outbox
+                WHERE NOT (typeof(attempts) = 'integer' AND attempts >= 0) ORDER BY user_id
+                """)
+        {
+            problems.append(
+                "the queued backup of user \(try row.decode(forColumn: "user_id") as String) has \(try row.decode(forColumn: "attempts") as String? ?? "NULL") attempts, not a whole number of at least 0"
+            )
+        }
         // Only counts within bounds are summed: fewer than 9 billion of them cannot overflow.
         for row in try Row.fetchAll(
             db,
