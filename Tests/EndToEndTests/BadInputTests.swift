@@ -277,19 +277,19 @@ struct UntrustedText: Sendable, CustomTestStringConvertible {
             fragment: #"argument 5 is not valid UTF-8 ('k\xFFx', first bad byte at offset 1)"#, code: "invalid_utf8"),
         UntrustedText(
             script: #"{GM} record put {G} recipes k --data "$(printf '{"a":"\351"}')""#,
-            fragment: "argument 7 (the value of --data) is not valid UTF-8", code: "invalid_utf8"),
+            fragment: "argument 7 (after --data) is not valid UTF-8", code: "invalid_utf8"),
         UntrustedText(
             script: #"{GM} record put {G} recipes k "--data=$(printf '{"a":"\351"}')""#,
-            fragment: "(the value of --data) is not valid UTF-8", code: "invalid_utf8"),
+            fragment: "argument 6 (the value of --data) is not valid UTF-8", code: "invalid_utf8"),
         UntrustedText(
             script: #"{GM} track "$(printf '{G}\300\257')" app_opened"#,
             fragment: "argument 2 is not valid UTF-8", code: "invalid_utf8"),
         UntrustedText(
             script: #"{GM} track {G} app_opened --prop "$(printf 'source=\377')""#,
-            fragment: "(the value of --prop) is not valid UTF-8", code: "invalid_utf8"),
+            fragment: "argument 5 (after --prop) is not valid UTF-8", code: "invalid_utf8"),
         UntrustedText(
             script: #"{GM} link {G} --provider google --subject "$(printf 's\355\240\200')""#,
-            fragment: "(the value of --subject) is not valid UTF-8", code: "invalid_utf8"),
+            fragment: "argument 6 (after --subject) is not valid UTF-8", code: "invalid_utf8"),
         UntrustedText(
             script: #"GUESTMODE_NOW="$(printf '2026\377')" {GM} track {G} app_opened"#,
             fragment: "the environment variable GUESTMODE_NOW is not valid UTF-8", code: "invalid_utf8"),

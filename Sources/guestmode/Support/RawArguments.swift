@@ -35,7 +35,8 @@ enum RawArguments {
         }
     }
 
-    /// "argument 4 (the value of --data)", "argument 2 (--store=…)", "argument 5".
+    /// "argument 4 (the value of --data=…)", "argument 5 (after --data)", "argument 5": whether
+    /// the option before takes a value is ArgumentParser's to know, so it is only named.
     private static func describe(
         argumentAt index: Int, bytes: UnsafeBufferPointer<UInt8>, after previous: String?
     )
@@ -46,7 +47,7 @@ enum RawArguments {
             return "argument \(index) (the value of \(option))"
         }
         if let previous, previous.hasPrefix("-"), previous != "--", !previous.contains("=") {
-            return "argument \(index) (the value of \(previous))"
+            return "argument \(index) (after \(previous))"
         }
         return "argument \(index)"
     }
