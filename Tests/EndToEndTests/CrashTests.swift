@@ -125,10 +125,43 @@ struct CrashTests {
             let counted = try await sqlite(
                 sandbox, "SELECT coalesce(SUM(total), 0) FROM counters WHERE action = 'app_opened'")
             #expect(events == counted, "round \(round): events \(events), counters \(counted)")
+            // The log is one transaction: all of it or none.
+            #expect(events == "0" || events == "\(lines)", "round \(round): \(events) of \(lines) events applied")
             let again = try await sandbox.run("track", "--from", "events.ndjson")
             #expect(again.status == 0, "round \(round): \(again.stderr)")
             #expect(try await sqlite(sandbox, "SELECT SUM(total) FROM counters") == "\(lines)")
             #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM events WHERE action = 'app_opened'") == "\(lines)")
+        }
+    }
+
+    @Test("track --from of a log without ids, killed at random points: nothing or everything, and a rerun is exact")
+    func trackFromWithoutIDs() async throws {
+        var generator = SeededGenerator(seed: Crash.seed &+ 7)
+        let lines = 20_000
+        func prepare() async throws -> Sandbox {
+            let sandbox = try await Sandbox.withStore("recipes")
+            sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+            let guests = [try await sandbox.newGuest(), try await sandbox.newGuest()]
+            let log = (0..<lines).map { #"{"user":"\#(guests[$0 % 2])","action":"app_opened"}"# }
+            try sandbox.write("events.ndjson", log.joined(separator: "\n") + "\n")
+            return sandbox
+        }
+        let reference = try await prepare()
+        let duration = try await Crash.timed { () async throws in
+            #expect(try await reference.run("track", "--from", "events.ndjson").status == 0)
+        }
+        for round in 0..<Crash.rounds {
+            let sandbox = try await prepare()
+            let delay = Double.random(in: (duration * 0.2)...(duration * 0.9), using: &generator)
+            let status = try await Crash.killAfter(delay, sandbox, ["track", "--from", "events.ndjson"])
+            #expect(try await sandbox.run("db", "check").status == 0, "round \(round)")
+            let events = try await sqlite(sandbox, "SELECT COUNT(*) FROM events")
+            #expect(events == "0" || events == "\(lines)", "round \(round): \(events) of \(lines) events applied")
+            if events == "0" {
+                let again = try await sandbox.run("track", "--from", "events.ndjson")
+                #expect(again.status == 0, "round \(round) (status \(status)): \(again.stderr)")
+            }
+            #expect(try await sqlite(sandbox, "SELECT SUM(total) FROM counters") == "\(lines)", "round \(round)")
         }
     }
 

@@ -12,18 +12,21 @@ public protocol EventStore: Sendable {
     /// Throws when the user does not exist.
     func trackEvent(_ event: TrackedEvent, profile: Profile, now: Date) throws -> TrackResult
 
-    /// The bulk form of `trackEvent` for ingesting a log, in one transaction:
-    /// with `creatingUsers`, users not in the store are first created as
+    /// The bulk form of `trackEvent` for ingesting a log, all of it in one
+    /// transaction: `feed` calls the given `apply` once per batch, in order.
+    /// With `creatingUsers`, users not in the store are first created as
     /// anonymous guests first seen at their first event of the batch; each
     /// event then counts unless its idempotency key was counted (a repeated
-    /// batch counts nothing). Counters, last-seen and the backup outbox are
-    /// updated once per user and action, not once per event, so batches of
-    /// thousands stay fast. Any failure (a reused key, a missing user)
-    /// rolls the whole batch back.
+    /// log counts nothing). Counters, last-seen and the backup outbox are
+    /// updated once per user and action in a batch, not once per event, so
+    /// batches of thousands stay fast. Any failure (a reused key, a missing
+    /// user, `feed` throwing) rolls the whole log back, so nothing of it is
+    /// ever half-applied. A store may run the transaction again (a
+    /// serialization retry): `feed` must then start afresh.
     func applyEvents(
-        _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date
+        creatingUsers: Bool, profile: Profile, now: Date,
+        _ feed: (_ apply: ([TrackedEvent]) throws -> EventBatchResult) throws -> Void
     ) throws
-        -> EventBatchResult
 
     /// The user's counters by action. Throws when the user does not exist.
     func counters(of userID: String) throws -> [String: Int]
@@ -35,6 +38,19 @@ public protocol EventStore: Sendable {
     /// when given, only at or after `since` when given, and only the latest
     /// `limit` when given. Throws when the user does not exist.
     func events(of userID: String, action: String?, since: Date?, limit: Int?) throws -> [LoggedEvent]
+}
+
+extension EventStore {
+    /// `applyEvents(creatingUsers:profile:now:_:)` for one batch.
+    public func applyEvents(
+        _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date
+    ) throws -> EventBatchResult {
+        var result = EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0)
+        try applyEvents(creatingUsers: creatingUsers, profile: profile, now: now) { apply in
+            result = try apply(events)
+        }
+        return result
+    }
 }
 
 /// What one batch of `EventStore.applyEvents` did.

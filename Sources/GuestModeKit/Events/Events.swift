@@ -110,8 +110,8 @@ extension GuestMode {
     /// unless `skippingInvalid`, one bad line means nothing is applied. Each
     /// line is parsed once: the valid events are spooled (`EventSpool`, in
     /// constant memory) while validating, then applied from the spool in
-    /// batched transactions, so a run killed midway can simply be repeated:
-    /// idempotency keys make the repeat exact.
+    /// batches of one transaction: a run killed or cut off midway leaves
+    /// nothing of the log, so repeating it is exact with or without ids.
     public func ingest(
         log: URL, creatingUsers: Bool, skippingInvalid: Bool, now: Date, batchSize: Int = 5_000,
         progress: (Int) -> Void = { _ in }
@@ -160,22 +160,27 @@ extension GuestMode {
         var applied = 0
         var duplicates = 0
         var created = 0
-        var batch: [TrackedEvent] = []
-        batch.reserveCapacity(min(batchSize, spool.count))
-        func flush() throws {
-            guard !batch.isEmpty else { return }
-            let result = try store.applyEvents(batch, creatingUsers: creatingUsers, profile: profile, now: now)
-            applied += result.counted
-            duplicates += result.duplicates
-            created += result.usersCreated
-            progress(applied + duplicates)
-            batch.removeAll(keepingCapacity: true)
+        try store.applyEvents(creatingUsers: creatingUsers, profile: profile, now: now) { apply in
+            applied = 0
+            duplicates = 0
+            created = 0
+            var batch: [TrackedEvent] = []
+            batch.reserveCapacity(min(batchSize, spool.count))
+            func flush() throws {
+                guard !batch.isEmpty else { return }
+                let result = try apply(batch)
+                applied += result.counted
+                duplicates += result.duplicates
+                created += result.usersCreated
+                progress(applied + duplicates)
+                batch.removeAll(keepingCapacity: true)
+            }
+            try spool.forEach { event in
+                batch.append(event)
+                if batch.count >= batchSize { try flush() }
+            }
+            try flush()
         }
-        try spool.forEach { event in
-            batch.append(event)
-            if batch.count >= batchSize { try flush() }
-        }
-        try flush()
         return IngestReport(
             lines: lineCount, applied: applied, duplicates: duplicates, usersCreated: created, problems: problems,
             isApplied: true)

@@ -177,6 +177,16 @@ extension GuestMode {
             } catch {
                 try? store.failMigration(
                     journalID: journalID, reason: "step \(journalStep.position) \(step.name): \(error)")
+                // The journal and the steps before this one are committed:
+                // "try again" would be refused as unfinished, so say what
+                // is kept and that the journal resumes.
+                if let failure = error as? GuestModeError, failure.kind == .tryAgainLater {
+                    let done = journalStep.position - 1
+                    throw GuestModeError(
+                        .tryAgainLater, code: .migrationInterrupted,
+                        "migration #\(journalID) of '\(guest)' into '\(account)' stopped at step \(journalStep.position)/\(steps.count) (\(step.name)): \(failure.message); \(done == 0 ? "no step is" : done == 1 ? "step 1 is" : "steps 1–\(done) are") done and kept, and the journal resumes from step \(journalStep.position)"
+                    )
+                }
                 throw error
             }
         }

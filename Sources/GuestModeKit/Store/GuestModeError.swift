@@ -104,6 +104,7 @@ extension GuestModeError {
             .cannotDecrypt,
             .cannotOpenStore,
             .cannotSpool,
+            .commitUnknown,
             .conflictNotFound,
             .conflictingPlanTerms,
             .cooldown,
@@ -150,6 +151,7 @@ extension GuestModeError {
             .lineTooLong,
             .malformedLog,
             .manifestMismatch,
+            .migrationInterrupted,
             .migrationUnfinished,
             .missingManifest,
             .missingSecret,
@@ -234,6 +236,7 @@ extension GuestModeError {
         public static let cannotDecrypt = Code("cannot_decrypt")
         public static let cannotOpenStore = Code("cannot_open_store")
         public static let cannotSpool = Code("cannot_spool")
+        public static let commitUnknown = Code("commit_unknown")
         public static let conflictNotFound = Code("conflict_not_found")
         public static let conflictingPlanTerms = Code("conflicting_plan_terms")
         public static let cooldown = Code("cooldown")
@@ -280,6 +283,7 @@ extension GuestModeError {
         public static let lineTooLong = Code("line_too_long")
         public static let malformedLog = Code("malformed_log")
         public static let manifestMismatch = Code("manifest_mismatch")
+        public static let migrationInterrupted = Code("migration_interrupted")
         public static let migrationUnfinished = Code("migration_unfinished")
         public static let missingManifest = Code("missing_manifest")
         public static let missingSecret = Code("missing_secret")

@@ -26,6 +26,10 @@ final class PostgresConnection {
             throw PostgresConnection.connectionFailure(message, location: location)
         }
         self.handle = handle
+        // libpq prints the server's notices to standard error by default
+        // ("WARNING: terminating connection due to immediate shutdown…"):
+        // guestmode's standard error carries its own one-line messages only.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
         // Times are compared as text in UTC; no server setting may change them.
         try execute("SET TIME ZONE 'UTC'")
         try execute("SET client_min_messages TO WARNING")
@@ -128,9 +132,18 @@ final class PostgresConnection {
         PostgresFailure(sqlState: sqlState, message: message, location: location)
     }
 
-    private static func message(_ text: UnsafePointer<CChar>?) -> String {
+    /// libpq's messages span lines ("server closed the connection
+    /// unexpectedly\n\tThis probably means…"); guestmode's are one line.
+    static func message(_ text: UnsafePointer<CChar>?) -> String {
         guard let text else { return "unknown error" }
-        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        return oneLine(String(cString: text))
+    }
+
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+            .joined(separator: " ")
     }
 
     private static func connectionFailure(_ message: String, location: String) -> GuestModeError {
@@ -172,12 +185,21 @@ struct PostgresFailure: Error, CustomStringConvertible {
     var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
     var isUniqueViolation: Bool { sqlState == "23505" }
     var isConnectionLost: Bool { sqlState == nil || sqlState?.hasPrefix("08") == true || sqlState == "57P01" }
+    /// Set when the failure came from COMMIT itself: with the connection
+    /// gone then, the server may have committed or not, and nobody can say.
+    var isDuringCommit = false
 
     var asGuestModeError: GuestModeError {
+        if isConnectionLost && isDuringCommit {
+            return GuestModeError(
+                .tryAgainLater, code: .commitUnknown,
+                "the connection to the PostgreSQL store \(location) was lost while committing (\(PostgresConnection.redacted(message))); the change may or may not have been made: look before repeating it"
+            )
+        }
         if isConnectionLost || isRetryable || sqlState == "55P03" || sqlState == "57014" {
             return GuestModeError(
                 .tryAgainLater, code: .storeBusy,
-                "the PostgreSQL store \(location) is unavailable or busy (\(PostgresConnection.redacted(message))); nothing was changed, try again"
+                "the PostgreSQL store \(location) is unavailable or busy (\(PostgresConnection.redacted(message))); the transaction was rolled back, try again later"
             )
         }
         if sqlState == "22003" {

@@ -49,10 +49,18 @@ extension PostgresStore: EventStore {
     /// SQLiteStore's batch. A batch of 5,000 events costs a handful of round
     /// trips instead of several per event.
     public func applyEvents(
+        creatingUsers: Bool, profile: Profile, now: Date,
+        _ feed: (_ apply: ([TrackedEvent]) throws -> EventBatchResult) throws -> Void
+    ) throws {
+        // `write` nests: each batch below runs inside this one transaction.
+        try write { _ in
+            try feed { events in try applyBatch(events, creatingUsers: creatingUsers, profile: profile, now: now) }
+        }
+    }
+
+    private func applyBatch(
         _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date
-    ) throws
-        -> EventBatchResult
-    {
+    ) throws -> EventBatchResult {
         guard !events.isEmpty else { return EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0) }
         let rows: [[PostgresValue?]] = events.enumerated().map { index, event in
             [

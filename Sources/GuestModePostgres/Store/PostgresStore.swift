@@ -107,7 +107,12 @@ public final class PostgresStore: @unchecked Sendable {
             do {
                 try connection.execute("BEGIN")
                 let value = try body(connection)
-                try connection.execute("COMMIT")
+                do {
+                    try connection.execute("COMMIT")
+                } catch var failure as PostgresFailure {
+                    failure.isDuringCommit = true
+                    throw failure
+                }
                 return value
             } catch let failure as PostgresFailure {
                 _ = try? connection.execute("ROLLBACK")

@@ -31,44 +31,49 @@ extension SQLiteStore: EventStore {
     /// user and action rather than once per event. Statements run per event
     /// are cached.
     public func applyEvents(
-        _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date
-    ) throws
-        -> EventBatchResult
-    {
+        creatingUsers: Bool, profile: Profile, now: Date,
+        _ feed: (_ apply: ([TrackedEvent]) throws -> EventBatchResult) throws -> Void
+    ) throws {
         try write { db in
             try useBulkCache(db)
-            var created = 0
-            if creatingUsers {
-                var seen = Set<String>()
-                for event in events where seen.insert(event.user).inserted {
-                    if try createGuestIfMissing(event.user, firstSeenAt: event.at, db) { created += 1 }
-                }
-            }
-            struct CounterKey: Hashable {
-                var user: String
-                var action: String
-            }
-            var increments: [CounterKey: Int] = [:]
-            var lastSeen: [String: Date] = [:]
-            var duplicates = 0
-            for event in events {
-                guard try append(event, db) else {
-                    duplicates += 1
-                    continue
-                }
-                let key = CounterKey(user: event.user, action: event.action)
-                increments[key] = Int(
-                    try Bounds.addingToCounter(
-                        Int64(increments[key, default: 0]), Int64(event.count), action: event.action, user: event.user))
-                lastSeen[event.user] = max(lastSeen[event.user] ?? event.at, event.at)
-            }
-            for (key, count) in increments { try addToCounter(user: key.user, action: key.action, count: count, db) }
-            for (user, time) in lastSeen {
-                try touch(user, at: time, db)
-                try noteChange(of: user, profile: profile, now: now, db)
-            }
-            return EventBatchResult(counted: events.count - duplicates, duplicates: duplicates, usersCreated: created)
+            try feed { events in try applyBatch(events, creatingUsers: creatingUsers, profile: profile, now: now, db) }
         }
+    }
+
+    private func applyBatch(
+        _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date, _ db: Database
+    ) throws -> EventBatchResult {
+        var created = 0
+        if creatingUsers {
+            var seen = Set<String>()
+            for event in events where seen.insert(event.user).inserted {
+                if try createGuestIfMissing(event.user, firstSeenAt: event.at, db) { created += 1 }
+            }
+        }
+        struct CounterKey: Hashable {
+            var user: String
+            var action: String
+        }
+        var increments: [CounterKey: Int] = [:]
+        var lastSeen: [String: Date] = [:]
+        var duplicates = 0
+        for event in events {
+            guard try append(event, db) else {
+                duplicates += 1
+                continue
+            }
+            let key = CounterKey(user: event.user, action: event.action)
+            increments[key] = Int(
+                try Bounds.addingToCounter(
+                    Int64(increments[key, default: 0]), Int64(event.count), action: event.action, user: event.user))
+            lastSeen[event.user] = max(lastSeen[event.user] ?? event.at, event.at)
+        }
+        for (key, count) in increments { try addToCounter(user: key.user, action: key.action, count: count, db) }
+        for (user, time) in lastSeen {
+            try touch(user, at: time, db)
+            try noteChange(of: user, profile: profile, now: now, db)
+        }
+        return EventBatchResult(counted: events.count - duplicates, duplicates: duplicates, usersCreated: created)
     }
 
     public func counters(of userID: String) throws -> [String: Int] {

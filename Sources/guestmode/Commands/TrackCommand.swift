@@ -11,8 +11,8 @@ struct TrackCommand: ParsableCommand {
             is counted once, across runs. With --from, each line is a JSON object \
             {"user","action","at","count","id","props"}; every line is checked before anything is applied, \
             and one bad line means nothing of the file is applied (exit 65) unless --skip-invalid. Valid \
-            lines are applied in batched transactions; a run that was killed can be repeated safely when \
-            lines carry ids.
+            lines are applied in batches inside one transaction: the log is applied whole or not at all, so a \
+            run that was killed or cut off (exit 75) can simply be repeated.
             """
     )
 

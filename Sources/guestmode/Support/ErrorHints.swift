@@ -12,6 +12,8 @@ extension GuestModeError.Code {
         case .storeExists: "add --force to replace it, or choose another --store"
         case .storeWithoutProfile: "bind it with 'guestmode init --profile NAME --force' on that store"
         case .migrationUnfinished: "continue it with 'guestmode migrate GUEST --to ACCOUNT --resume'"
+        case .migrationInterrupted:
+            "once the store answers again, continue it with 'guestmode migrate GUEST --to ACCOUNT --resume'"
         case .userExists:
             "use --on-conflict skip to keep the store's data or --on-conflict replace to take the archive's"
         case .passphraseRequired: "give the passphrase with --passphrase-file FILE (- for standard input)"
