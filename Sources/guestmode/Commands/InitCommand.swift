@@ -27,7 +27,7 @@ struct InitCommand: ParsableCommand {
     func run() throws {
         let output = global.output
         let source = try global.catalog().load(profile)
-        let path = global.storePath
+        let path = global.storeDescription
         try global.storeLocation.create(profile: source, replacing: force, now: try global.currentTime())
         let key = try global.backupKeyCreatingIfMissing()
         if global.json {

@@ -40,12 +40,19 @@ struct GlobalOptions: ParsableArguments {
     static let names: Set<String> = ["--store", "--schema", "--now", "--json", "--quiet", "-q", "--verbose", "-v"]
     static let namesTakingValues: Set<String> = ["--store", "--schema", "--now"]
 
-    var storePath: String {
+    /// The `--store` text as given: for opening only. It may hold a password;
+    /// printers use `storeDescription`.
+    private var storeText: String {
         if let store { return store }
         if let environment = ProcessInfo.processInfo.environment["GUESTMODE_STORE"], !environment.isEmpty {
             return environment
         }
         return "guestmode.sqlite"
+    }
+
+    /// The store as every printer names it (`StoreLocation.description`): never with a password.
+    var storeDescription: String {
+        (try? storeLocation)?.description ?? StoreLocation.describe(storeText)
     }
 
     /// The deployment's backup key file: $GUESTMODE_BACKUP_KEY_FILE, else `<store>.key` beside a SQLite
@@ -55,11 +62,11 @@ struct GlobalOptions: ParsableArguments {
     var backupKeyPath: String {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["GUESTMODE_BACKUP_KEY_FILE"], !path.isEmpty { return path }
-        guard case let .postgres(uri, schema)? = try? storeLocation else { return storePath + ".key" }
+        guard case let .postgres(uri, schema)? = try? storeLocation else { return storeText + ".key" }
         let configuration =
             environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
-        let identity = StreamingSHA256.hex(of: Array("\(PostgresStore.describe(uri))#\(schema)".utf8)).prefix(16)
+        let identity = StreamingSHA256.hex(of: Array(PostgresStore.identity(uri, schema: schema).utf8)).prefix(16)
         return "\(configuration)/guestmode/postgres-\(identity).key"
     }
 
@@ -106,9 +113,9 @@ struct GlobalOptions: ParsableArguments {
 
     var storeLocation: StoreLocation {
         get throws {
-            if let schema { return try StoreLocation(storePath, schema: schema) }
+            if let schema { return try StoreLocation(storeText, schema: schema) }
             // GUESTMODE_SCHEMA is for PostgreSQL stores; a SQLite store named alongside it ignores it.
-            let location = try StoreLocation(storePath)
+            let location = try StoreLocation(storeText)
             guard case .postgres(let uri, _) = location,
                 let environment = ProcessInfo.processInfo.environment["GUESTMODE_SCHEMA"], !environment.isEmpty
             else { return location }

@@ -25,9 +25,20 @@ enum SafetyBackup {
         return path
     }
 
+    /// `--backup-directory`, else `guestmode-backups/` beside a SQLite store,
+    /// else (a PostgreSQL store has no folder of its own, and its URI is no
+    /// path) `$XDG_STATE_HOME/guestmode/backups`, by default
+    /// `~/.local/state/guestmode/backups`.
     static func folder(directory: String?, global: GlobalOptions) -> URL {
-        let storeDirectory = URL(fileURLWithPath: global.storePath).deletingLastPathComponent()
-        return directory.map { URL(fileURLWithPath: $0) } ?? storeDirectory.appendingPathComponent("guestmode-backups")
+        if let directory { return URL(fileURLWithPath: directory) }
+        if case let .sqlite(path)? = try? global.storeLocation {
+            return URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("guestmode-backups")
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let state =
+            environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? ((environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/state")
+        return URL(fileURLWithPath: state).appendingPathComponent("guestmode/backups")
     }
 
     /// A run killed while writing its backup left `.<name>.gmbackup.tmp-<pid>-<n>`
