@@ -60,14 +60,7 @@ public struct BackupKey: Sendable, Equatable {
 
     /// The key in `path`, or nil when there is no such file.
     public static func load(path: String) throws -> BackupKey? {
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw GuestModeError(
-                .ioError, code: .ioError, "cannot read the backup key file '\(path)': \(error.localizedDescription)")
-        }
+        guard let data = try RegularFile.read(path, what: "the backup key file") else { return nil }
         return try parse(data, source: "the backup key file '\(path)'")
     }
 

@@ -70,13 +70,38 @@ struct GlobalOptions: ParsableArguments {
         return "\(configuration)/guestmode/postgres-\(identity).key"
     }
 
-    /// The deployment's backup key, or nil when it has none yet.
-    func backupKey() throws -> BackupKey? {
-        try BackupKey.load(path: backupKeyPath)
+    /// $GUESTMODE_BACKUP_KEY_FILE, when set: a file named on purpose must exist,
+    /// or a typo would make a new key and every later archive "another deployment's".
+    private var namedBackupKeyFile: String? {
+        ProcessInfo.processInfo.environment["GUESTMODE_BACKUP_KEY_FILE"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// The deployment's backup key, created (0600) when missing; said so with --verbose.
+    private func missingNamedKey(_ path: String) -> GuestModeError {
+        GuestModeError.notFound(
+            "GUESTMODE_BACKUP_KEY_FILE names '\(path)', which does not exist; correct the variable, or put the deployment's key there with 'guestmode backup key import FILE'",
+            code: .backupKeyNotFound)
+    }
+
+    /// The deployment's backup key, or nil when it has none yet; a key file
+    /// named by GUESTMODE_BACKUP_KEY_FILE that does not exist is an error.
+    func backupKey() throws -> BackupKey? {
+        let key = try BackupKey.load(path: backupKeyPath)
+        if key == nil, let named = namedBackupKeyFile { throw missingNamedKey(named) }
+        return key
+    }
+
+    /// The deployment's backup key for signing. A store whose key was never
+    /// made (one copied with `db copy`, or older than keys) gets one beside it
+    /// (0600, said so with --verbose); a key file named by
+    /// GUESTMODE_BACKUP_KEY_FILE is never created here (`init` and `backup key
+    /// import` do that).
     func backupKeyCreatingIfMissing() throws -> BackupKey {
+        if namedBackupKeyFile != nil, let key = try backupKey() { return key }
+        return try createBackupKeyIfMissing()
+    }
+
+    /// `init`: the deployment's key, created wherever it belongs when missing.
+    func createBackupKeyIfMissing() throws -> BackupKey {
         let (key, created) = try BackupKey.loadOrCreate(path: backupKeyPath)
         if created { output.detail("created the backup key \(key.id) in \(backupKeyPath) (mode 0600)") }
         return key
