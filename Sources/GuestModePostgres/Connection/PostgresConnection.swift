@@ -236,6 +236,13 @@ struct PostgresFailure: Error, CustomStringConvertible {
                 "the PostgreSQL store \(location) is unavailable or busy (\(PostgresConnection.redacted(message))); nothing was changed, try again"
             )
         }
+        if sqlState == "53100" {
+            // The server's disk, not this machine's: said so, with the server's own words.
+            return GuestModeError(
+                .ioError, code: .diskFull,
+                "no space left on the PostgreSQL server's disk for the store \(location) (\(PostgresConnection.redacted(message))); free space on the server and run the command again"
+            )
+        }
         return GuestModeError(
             .internalFailure, code: .databaseError,
             "database error on \(location): \(PostgresConnection.redacted(message)) (SQLSTATE \(sqlState ?? "none"))")
