@@ -401,6 +401,17 @@ struct CommandLineRefusalTests {
         #expect(try await sandbox.run("backup", "key", "import", "moved.key").status == 0)
         let verified = try await sandbox.run("backup", "verify", "a.tar.zst")
         #expect(verified.status == 0 && verified.stdout.contains("signed by this deployment"), "\(verified.stdout)")
+        // A migration's safety backup cannot be signed with a key that is not there: refused before anything moves.
+        let account = try await sandbox.newGuest()
+        #expect(try await sandbox.run("link", account, "--provider", "apple", "--subject", "a-1").status == 0)
+        sandbox.environment["GUESTMODE_BACKUP_KEY_FILE"] = sandbox.path("typo.key")
+        let store = try sandbox.snapshot()
+        let migrate = try await sandbox.run("migrate", guest, "--to", account)
+        #expect(migrate.status == 66, "\(migrate.stderr)")
+        #expect(migrate.stderr.contains("GUESTMODE_BACKUP_KEY_FILE names"), "\(migrate.stderr)")
+        #expect(try sandbox.snapshot() == store)
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("typo.key")))
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("guestmode-backups")))
         // Without the variable, a store that never had a key still gets one for its first export, beside it.
         sandbox.environment["GUESTMODE_BACKUP_KEY_FILE"] = nil
         #expect(try await sandbox.run("backup", "export", guest, "--out", "b.tar.zst").status == 0)

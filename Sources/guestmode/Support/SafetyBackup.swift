@@ -7,6 +7,8 @@ enum SafetyBackup {
     static func take(
         engine: GuestMode, users: [String], directory: String?, label: String, global: GlobalOptions, now: Date
     ) throws -> String {
+        // The key first: a command that cannot sign leaves no folder behind either.
+        let signingKey = try global.backupKeyCreatingIfMissing()
         let folder = folder(directory: directory, global: global)
         do {
             try FileManager.default.createDirectory(
@@ -21,7 +23,7 @@ enum SafetyBackup {
         let path = folder.appendingPathComponent("\(label)-\(stamp)-\(users[0].prefix(8)).gmbackup").path
         _ = try engine.exportBackup(
             .users(users), to: path, format: .tarZstd, now: now, toolVersion: GuestModeVersion.current,
-            signingKey: try global.backupKeyCreatingIfMissing())
+            signingKey: signingKey)
         return path
     }
 
