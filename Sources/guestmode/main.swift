@@ -17,21 +17,17 @@ let arguments = reorderGlobalOptions(Array(CommandLine.arguments.dropFirst()))
 let wantsJSON = arguments.contains("--json")
 
 do {
+    try UsageErrors.refuseUnknownHelpTopic(arguments)
     var command = try Guestmode.parseAsRoot(arguments)
+    try UsageErrors.refuseRepeatedOptions(arguments, command: command)
     do {
         try command.run()
-    } catch  where String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") {
-        // Help and usage requests raised while running are ArgumentParser's to print.
-        Guestmode.exit(withError: error)
+    } catch where UsageErrors.isArgumentParserError(error) {
+        // A ValidationError raised while running is a usage error like any other; help requests print help.
+        exit(UsageErrors.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
     } catch {
         exit(report(error, isJSON: wantsJSON))
     }
 } catch {
-    let status = Guestmode.exitCode(for: error)
-    if wantsJSON && status != .success {
-        _ = report(
-            GuestModeError(.usage, code: .usage, Guestmode.message(for: error)), isJSON: true)
-        exit(FailureKind.usage.exitStatus)
-    }
-    Guestmode.exit(withError: error)
+    exit(UsageErrors.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
 }

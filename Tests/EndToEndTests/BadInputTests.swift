@@ -165,6 +165,10 @@ struct BadInputTests {
         #expect(!result.signalled, "died by signal \(result.status): \(result.stderr)")
         #expect(result.status == bad.status, "exit \(result.status), stderr: \(result.stderr.prefix(400))")
         #expect(result.stderr.contains(bad.fragment), "stderr: \(result.stderr.prefix(400))")
+        // A usage error is one line; a bad log lists each bad line (file:line), one per line.
+        if bad.status == 64 && !arguments.contains("--json") {
+            #expect(result.stderr.split(separator: "\n").count == 1, "not one line: \(result.stderr.prefix(400))")
+        }
         #expect(try storeBytes(sandbox) == before, "the store changed")
     }
 
@@ -493,5 +497,164 @@ struct CounterOverflowTests {
         let status = try await sandbox.run("meter", "status", guest, "api_minutes")
         #expect(status.status == 0, "\(status.stderr)")
         #expect(try sandbox.snapshot() == before)
+
+/// A command line refused before anything happens (issue 18, item 10): the
+/// exit status, exactly one line on standard error (or the error document
+/// with --json), and not a byte written anywhere in the working directory.
+struct RefusedCommandLine: Sendable, CustomTestStringConvertible {
+    var arguments: [String]
+    var status: Int32
+    var fragment: String
+    var environment: [String: String] = [:]
+
+    init(_ arguments: [String], _ status: Int32, _ fragment: String, environment: [String: String] = [:]) {
+        self.arguments = arguments
+        self.status = status
+        self.fragment = fragment
+        self.environment = environment
+    }
+
+    var testDescription: String {
+        (environment.map { "\($0.key)=\($0.value) " }.joined() + arguments.joined(separator: " ")) + " → \(status)"
+    }
+
+    static let at = "2026-11-01T10:00:00Z"
+
+    static let all: [RefusedCommandLine] = [
+        // (a) ArgumentParser's own errors: one line naming the command's help.
+        RefusedCommandLine(["track"], 64, "guestmode: missing USER and ACTION (or --from FILE); see 'guestmode track --help'"),
+        RefusedCommandLine(["track", "{G}", "app_opened", "--bogus"], 64, "guestmode: unknown option '--bogus'; see 'guestmode track --help'"),
+        RefusedCommandLine(["nosuchcommand"], 64, "guestmode: unexpected argument 'nosuchcommand'; see 'guestmode --help'"),
+        RefusedCommandLine(["init"], 64, "missing expected argument '--profile <name|file>'; see 'guestmode init --help'"),
+        RefusedCommandLine(["backup", "key", "import"], 64, "see 'guestmode backup key import --help'"),
+        RefusedCommandLine(["track", "{G}", "app_opened", "--count", "x"], 64, "'x' is invalid for '--count <n>'"),
+        RefusedCommandLine(["--json", "user", "show"], 64, #""code" : "usage""#),
+        RefusedCommandLine(["plan", "grant", "{G}", "premium", "--trial", "1M"], 64, "; see 'guestmode plan grant --help'"),
+        // (b) A single-value option given twice.
+        RefusedCommandLine(["track", "{G}", "app_opened", "--now", at, "--now", "2027-01-01T00:00:00Z"], 64, "--now takes one value but is given 2 times"),
+        RefusedCommandLine(["--now", at, "track", "{G}", "app_opened", "--now", at], 64, "--now takes one value"),
+        RefusedCommandLine(["track", "{G}", "app_opened", "--count", "1", "--count", "2"], 64, "--count takes one value"),
+        RefusedCommandLine(["track", "{G}", "app_opened", "--count=1", "--count", "2"], 64, "--count takes one value"),
+        RefusedCommandLine(["track", "{G}", "app_opened", "--id", "a", "--id", "b"], 64, "--id takes one value"),
+        RefusedCommandLine(["record", "put", "{G}", "favorites", "k", "--data", "{}", "--data", "{}"], 64, "--data takes one value"),
+        RefusedCommandLine(["--store", "guestmode.sqlite", "user", "list", "--store", "other.sqlite"], 64, "--store takes one value"),
+        RefusedCommandLine(["--json", "meter", "use", "{G}", "api_minutes", "1", "--id", "a", "--id", "a"], 64, "takes one value"),
+        // (c) An empty property name.
+        RefusedCommandLine(["track", "{G}", "app_opened", "--prop", "=v"], 64, "--prop '=v' has an empty name"),
+        // (d) help of a command that does not exist.
+        RefusedCommandLine(["help", "nosuchcommand"], 64, "'guestmode nosuchcommand' is not a command"),
+        RefusedCommandLine(["help", "backup", "nosuch"], 64, "'guestmode backup nosuch' is not a command"),
+        // (e) A key file named by GUESTMODE_BACKUP_KEY_FILE is never created by a command that only uses the key.
+        RefusedCommandLine(
+            ["backup", "export", "{G}", "--out", "x.tar.zst"], 66, "GUESTMODE_BACKUP_KEY_FILE names 'typo.key', which does not exist",
+            environment: ["GUESTMODE_BACKUP_KEY_FILE": "typo.key"]),
+        RefusedCommandLine(
+            ["backup", "key", "export", "--out", "k"], 66, "GUESTMODE_BACKUP_KEY_FILE names 'typo.key'",
+            environment: ["GUESTMODE_BACKUP_KEY_FILE": "typo.key"]),
+        RefusedCommandLine(
+            ["--json", "backup", "export", "--all", "--out", "-"], 66, "backup_key_not_found",
+            environment: ["GUESTMODE_BACKUP_KEY_FILE": "typo.key"]),
+        // (f) Devices, FIFOs and directories as key or passphrase files: a true message, never a hang.
+        RefusedCommandLine(
+            ["backup", "export", "{G}", "--out", "x.tar.zst"], 66, "the backup key file '/dev/null' is a character device, not a regular file",
+            environment: ["GUESTMODE_BACKUP_KEY_FILE": "/dev/null"]),
+        RefusedCommandLine(
+            ["backup", "export", "{G}", "--out", "x.tar.zst"], 66, "'/dev/zero' is a character device",
+            environment: ["GUESTMODE_BACKUP_KEY_FILE": "/dev/zero"]),
+        RefusedCommandLine(
+            ["backup", "export", "{G}", "--out", "x.tar.zst"], 66, "the backup key file 'fifo' is a FIFO (named pipe)",
+            environment: ["GUESTMODE_BACKUP_KEY_FILE": "fifo"]),
+        RefusedCommandLine(
+            ["backup", "export", "{G}", "--out", "x.tar.zst"], 66, "the backup key file 'folder' is a directory",
+            environment: ["GUESTMODE_BACKUP_KEY_FILE": "folder"]),
+        RefusedCommandLine(
+            ["backup", "export", "{G}", "--out", "x.tar.zst", "--encrypt", "--passphrase-file", "/dev/null"], 66,
+            "the passphrase file '/dev/null' is a character device"),
+        RefusedCommandLine(
+            ["backup", "export", "{G}", "--out", "x.tar.zst", "--encrypt", "--passphrase-file", "/dev/zero"], 66,
+            "the passphrase file '/dev/zero' is a character device"),
+        RefusedCommandLine(
+            ["backup", "export", "{G}", "--out", "x.tar.zst", "--encrypt", "--passphrase-file", "fifo"], 66,
+            "the passphrase file 'fifo' is a FIFO"),
+        RefusedCommandLine(
+            ["backup", "export", "{G}", "--out", "x.tar.zst", "--encrypt", "--passphrase-file", "folder"], 66,
+            "the passphrase file 'folder' is a directory"),
+        RefusedCommandLine(["backup", "verify", "signed.tar.zst", "--passphrase-file", "fifo"], 66, "is a FIFO"),
+        RefusedCommandLine(["backup", "key", "import", "/dev/null"], 66, "the key file '/dev/null' is a character device"),
+        RefusedCommandLine(["backup", "key", "import", "fifo"], 66, "the key file 'fifo' is a FIFO"),
+        RefusedCommandLine(["backup", "key", "import", "folder"], 66, "the key file 'folder' is a directory"),
+    ]
+}
+
+@Suite("Command-line refusals: one line, the documented status, nothing written")
+struct CommandLineRefusalTests {
+    /// Every file in the sandbox with its bytes (the store, its key, the archive).
+    static func contents(of sandbox: Sandbox) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: sandbox.directory.path) {
+            let kind = try FileManager.default.attributesOfItem(atPath: sandbox.path(name))[.type] as? FileAttributeType
+            files[name] = kind == .typeRegular ? try sandbox.read(name) : Data()
+        }
+        return files
+    }
+
+    @Test("refused", arguments: RefusedCommandLine.all)
+    func refused(_ refused: RefusedCommandLine) async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        sandbox.environment["GUESTMODE_NOW"] = RefusedCommandLine.at
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("backup", "export", guest, "--out", "signed.tar.zst").status == 0)
+        let prepared = try await sandbox.shell("mkfifo fifo && mkdir folder")
+        #expect(prepared.status == 0, "\(prepared.stderr)")
+        let before = try Self.contents(of: sandbox)
+        // Through timeout(1): a command that blocked on the FIFO would fail here instead of hanging the suite.
+        let quoted = refused.arguments.map { "'" + $0.replacingOccurrences(of: "{G}", with: guest) + "'" }
+        let environment = refused.environment.map { "\($0.key)='\($0.value)' " }.joined()
+        let result = try await sandbox.shell(
+            "\(environment)timeout 30 '\(Sandbox.binary.path)' \(quoted.joined(separator: " ")) < /dev/null")
+        #expect(result.status != 124, "timed out: \(result.stderr)")
+        #expect(result.status == refused.status, "exit \(result.status), stderr: \(result.stderr)")
+        #expect(result.stderr.contains(refused.fragment), "stderr: \(result.stderr)")
+        if refused.arguments.contains("--json") {
+            #expect(result.errorJSON["message"] as? String != nil, "\(result.stderr)")
+        } else {
+            #expect(result.stderr.split(separator: "\n").count == 1, "not one line: \(result.stderr)")
+            #expect(result.stderr.hasPrefix("guestmode: "), "\(result.stderr)")
+        }
+        #expect(result.stdout.isEmpty, "\(result.stdout)")
+        #expect(try Self.contents(of: sandbox) == before, "something was written")
+    }
+
+    @Test("init and backup key import are what create a key named by GUESTMODE_BACKUP_KEY_FILE")
+    func namedKeyCreatedOnlyByInitAndImport() async throws {
+        let sandbox = try Sandbox()
+        sandbox.environment["GUESTMODE_BACKUP_KEY_FILE"] = sandbox.path("keys/deployment.key")
+        let created = try await sandbox.run("init", "--profile", "voice", "--json")
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(FileManager.default.fileExists(atPath: sandbox.path("keys/deployment.key")))
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("backup", "export", guest, "--out", "a.tar.zst").status == 0)
+        // Another machine of the deployment installs the key where its variable points, then uses it.
+        #expect(try await sandbox.run("backup", "key", "export", "--out", "moved.key").status == 0)
+        sandbox.environment["GUESTMODE_BACKUP_KEY_FILE"] = sandbox.path("elsewhere.key")
+        #expect(try await sandbox.run("backup", "verify", "a.tar.zst").status == 66)
+        #expect(try await sandbox.run("backup", "key", "import", "moved.key").status == 0)
+        let verified = try await sandbox.run("backup", "verify", "a.tar.zst")
+        #expect(verified.status == 0 && verified.stdout.contains("signed by this deployment"), "\(verified.stdout)")
+        // A migration's safety backup cannot be signed with a key that is not there: refused before anything moves.
+        let account = try await sandbox.newGuest()
+        #expect(try await sandbox.run("link", account, "--provider", "apple", "--subject", "a-1").status == 0)
+        sandbox.environment["GUESTMODE_BACKUP_KEY_FILE"] = sandbox.path("typo.key")
+        let store = try sandbox.snapshot()
+        let migrate = try await sandbox.run("migrate", guest, "--to", account)
+        #expect(migrate.status == 66, "\(migrate.stderr)")
+        #expect(migrate.stderr.contains("GUESTMODE_BACKUP_KEY_FILE names"), "\(migrate.stderr)")
+        #expect(try sandbox.snapshot() == store)
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("typo.key")))
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("guestmode-backups")))
+        // Without the variable, a store that never had a key still gets one for its first export, beside it.
+        sandbox.environment["GUESTMODE_BACKUP_KEY_FILE"] = nil
+        #expect(try await sandbox.run("backup", "export", guest, "--out", "b.tar.zst").status == 0)
+        #expect(FileManager.default.fileExists(atPath: sandbox.path("guestmode.sqlite.key")))
     }
 }

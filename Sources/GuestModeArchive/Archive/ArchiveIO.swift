@@ -176,6 +176,7 @@ final class ArchiveWriter {
                 let written = Foundation.write(
                     descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
                 guard written > 0 else {
+                    if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "the archive") }
                     throw GuestModeError(
                         .ioError, code: .archiveWriteFailed,
                         "cannot write '\(path)': \(String(cString: strerror(errno)))")
@@ -206,6 +207,7 @@ final class ArchiveWriter {
 
     private func check(_ status: Int32, _ step: String) throws {
         guard status < ARCHIVE_OK else { return }
+        if DiskSpace.isFull(archive_errno(handle)) { throw DiskSpace.full(writing: path, what: "the archive") }
         throw GuestModeError(
             .ioError, code: .archiveWriteFailed, "cannot write '\(path)' (\(step)): \(lastError(handle))")
     }

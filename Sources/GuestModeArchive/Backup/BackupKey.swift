@@ -60,14 +60,7 @@ public struct BackupKey: Sendable, Equatable {
 
     /// The key in `path`, or nil when there is no such file.
     public static func load(path: String) throws -> BackupKey? {
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw GuestModeError(
-                .ioError, code: .ioError, "cannot read the backup key file '\(path)': \(error.localizedDescription)")
-        }
+        guard let data = try RegularFile.read(path, what: "the backup key file") else { return nil }
         return try parse(data, source: "the backup key file '\(path)'")
     }
 
@@ -107,9 +100,11 @@ public struct BackupKey: Sendable, Equatable {
             let text = Array(fileText.utf8)
             let written = text.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
             let synced = fsync(descriptor) == 0
+            let failure = errno
             close(descriptor)
             guard written == text.count, synced else {
                 unlink(path)
+                if DiskSpace.isFull(failure) { throw DiskSpace.full(writing: path, what: "the backup key file") }
                 throw GuestModeError(.ioError, code: .ioError, "cannot write the backup key file '\(path)'")
             }
             return
@@ -118,6 +113,7 @@ public struct BackupKey: Sendable, Equatable {
         try AtomicFile.write(path: path) { descriptor in
             let written = text.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
             guard written == text.count else {
+                if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "the backup key file") }
                 throw GuestModeError(.ioError, code: .ioError, "cannot write the backup key file '\(path)'")
             }
         }

@@ -115,6 +115,7 @@ extension GuestModeError {
             .databaseError,
             .destinationUnavailable,
             .differentUser,
+            .diskFull,
             .duplicateRow,
             .emptyKey,
             .emptyPeriod,
@@ -161,6 +162,7 @@ extension GuestModeError {
             .noFreeKey,
             .noTemplates,
             .notABackup,
+            .notAFile,
             .notAGuest,
             .notAStore,
             .notAnArchive,
@@ -223,6 +225,8 @@ extension GuestModeError {
         public static let archiveWriteFailed = Code("archive_write_failed")
         public static let assignmentLost = Code("assignment_lost")
         public static let backupKeyNotFound = Code("backup_key_not_found")
+        public static let diskFull = Code("disk_full")
+        public static let notAFile = Code("not_a_file")
         public static let badBackupKey = Code("bad_backup_key")
         public static let badDuration = Code("bad_duration")
         public static let badHeader = Code("bad_header")

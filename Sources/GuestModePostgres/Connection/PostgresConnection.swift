@@ -21,7 +21,8 @@ final class PostgresConnection {
                 .tryAgainLater, code: .storeUnreachable, "cannot reach the PostgreSQL store \(location): out of memory")
         }
         guard PQstatus(handle) == CONNECTION_OK else {
-            let message = PostgresConnection.message(PQerrorMessage(handle))
+            let message = PostgresConnection.redacted(
+                PostgresConnection.message(PQerrorMessage(handle)), secret: PostgresConnection.password(in: conninfo))
             PQfinish(handle)
             throw PostgresConnection.connectionFailure(message, location: location)
         }
@@ -160,9 +161,64 @@ final class PostgresConnection {
     }
 
     /// libpq's messages can quote the connection string; a password never leaves this file.
+    /// Covers the three ways libpq takes one: a URI's user information
+    /// (`postgres://user:secret@host`, up to the last `@` before the path),
+    /// a URI parameter (`?password=secret`) and a keyword/value pair
+    /// (`password=secret`, `password = 'a b'`). Other spellings (a
+    /// percent-encoded parameter name) are caught by `PostgresStore.describe`.
     static func redacted(_ message: String) -> String {
-        message.replacing(/password=\S+/, with: "password=…")
-            .replacing(/(postgres(?:ql)?:\/\/[^:@\/\s]*):[^@\s]*@/) { "\($0.output.1):…@" }
+        message
+            .replacing(/((?i)[a-z][a-z0-9+.\-]*:\/\/[^:@\/?#\s]*):[^\s\/?#]*@/) { "\($0.output.1):…@" }
+            .replacing(/(?i)password\s*=\s*(?:'(?:[^'\\]|\\.)*'?|[^&\s]*)/, with: "password=…")
+    }
+
+    /// `redacted`, and the exact password wherever it still appears (a short
+    /// one is left to the patterns: cutting every "ab" out of a message would hide the message).
+    static func redacted(_ message: String, secret: String?) -> String {
+        let patterned = redacted(message)
+        guard let secret, secret.count >= 4 else { return patterned }
+        return patterned.replacingOccurrences(of: secret, with: "…")
+    }
+
+    /// The password libpq would send for `conninfo`, read by libpq's own parser,
+    /// so that no spelling of it can slip past `redacted`.
+    static func password(in conninfo: String) -> String? {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(conninfo, &error) else {
+            if let error { PQfreemem(error) }
+            return nil
+        }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if String(cString: keyword) == "password", let value = option.pointee.val {
+                let password = String(cString: value)
+                return password.isEmpty ? nil : password
+            }
+            option += 1
+        }
+        return nil
+    }
+
+    /// The host, port, user and database of `conninfo` as libpq reads them, as
+    /// a URI without password or parameters: what is shown when a password
+    /// could not be cut out of the text as written.
+    static func passwordlessURI(of conninfo: String) -> String {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(conninfo, &error) else {
+            if let error { PQfreemem(error) }
+            return "postgres://…"
+        }
+        defer { PQconninfoFree(options) }
+        var values: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { values[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        let user = values["user"].map { "\($0)@" } ?? ""
+        let port = values["port"].map { ":\($0)" } ?? ""
+        return "postgres://\(user)\(values["host"] ?? "")\(port)/\(values["dbname"] ?? "")"
     }
 
     private func withCStrings<T>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
@@ -208,6 +264,13 @@ struct PostgresFailure: Error, CustomStringConvertible {
             return GuestModeError(
                 .badData, code: .countOverflow,
                 "a count would pass \(Bounds.maximumCounterTotal), the largest count a store holds (\(PostgresConnection.redacted(message)) on \(location)); nothing was written"
+            )
+        }
+        if sqlState == "53100" {
+            // The server's disk, not this machine's: said so, with the server's own words.
+            return GuestModeError(
+                .ioError, code: .diskFull,
+                "no space left on the PostgreSQL server's disk for the store \(location) (\(PostgresConnection.redacted(message))); free space on the server and run the command again"
             )
         }
         return GuestModeError(

@@ -76,9 +76,29 @@ public final class PostgresStore: @unchecked Sendable {
         return PostgresStore(connection: connection, schema: schema)
     }
 
-    /// The URI as it may be printed: never with its password.
+    /// The URI as it may be printed: never with its password. This is the one
+    /// function every message, document and journal names a PostgreSQL store by.
     public static func describe(_ uri: String) -> String {
-        uri.isEmpty ? "postgres: (from the PG* environment)" : PostgresConnection.redacted(uri)
+        if uri.isEmpty { return "postgres: (from the PG* environment)" }
+        let shown = PostgresConnection.redacted(uri)
+        // libpq's own parser says what the password is; if any spelling of it survived
+        // the patterns (a percent-encoded parameter name, say), only the parts that are surely not it are shown.
+        if let secret = PostgresConnection.password(in: uri) {
+            let decoded = shown.removingPercentEncoding ?? shown
+            if shown.contains(secret) || decoded.contains(secret) { return PostgresConnection.passwordlessURI(of: uri) }
+        }
+        return shown
+    }
+
+    /// Names the database and schema for the key file's path: the text the
+    /// first releases hashed, kept so an existing deployment finds its key.
+    public static func identity(_ uri: String, schema: String) -> String {
+        let legacy =
+            uri.isEmpty
+            ? "postgres: (from the PG* environment)"
+            : uri.replacing(/password=\S+/, with: "password=…")
+                .replacing(/(postgres(?:ql)?:\/\/[^:@\/\s]*):[^@\s]*@/) { "\($0.output.1):…@" }
+        return "\(legacy)#\(schema)"
     }
 
     var quotedSchema: String { PostgresStore.quote(schema) }

@@ -49,13 +49,24 @@ struct AppDatabase: Sendable {
 
     func pendingMigrations() throws -> [String] {
         try writer.read { db in
+            guard try AppDatabase.hasHistory(db) else { return AppDatabase.knownMigrations }
             let applied = try AppDatabase.migrator.appliedIdentifiers(db)
             return AppDatabase.knownMigrations.filter { !applied.contains($0) }
         }
     }
 
     func appliedMigrations() throws -> [String] {
-        try writer.read { db in try AppDatabase.migrator.appliedMigrations(db) }
+        try writer.read { db in
+            guard try AppDatabase.hasHistory(db) else { return [] }
+            return try AppDatabase.migrator.appliedMigrations(db)
+        }
+    }
+
+    /// Whether the schema history table exists, asked first: GRDB's own check
+    /// swallows the reason it could not look, so a full disk would read as
+    /// "no such table: grdb_migrations".
+    private static func hasHistory(_ db: Database) throws -> Bool {
+        try db.tableExists("grdb_migrations")
     }
 
     /// Applies pending migrations one at a time, each in its own
@@ -69,7 +80,10 @@ struct AppDatabase: Sendable {
             do {
                 try AppDatabase.migrator.migrate(writer, upTo: identifier)
             } catch let error as DatabaseError {
-                let current = try appliedMigrations().last ?? "empty"
+                // A full disk or a failing one is no fault of the migration: the caller names the file (exit 74).
+                if error.resultCode == .SQLITE_FULL || error.resultCode == .SQLITE_IOERR { throw error }
+                // The schema history may itself be what could not be written.
+                let current = (try? appliedMigrations().last) ?? "empty"
                 throw GuestModeError.badData(
                     "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause (see 'guestmode db status') and run 'guestmode db migrate' again",
                     code: .schemaMigrationFailed)
@@ -161,6 +175,7 @@ enum StoreFile {
     static func createPrivateFile(path: String) throws {
         let descriptor = Foundation.open(path, O_CREAT | O_EXCL | O_WRONLY, 0o600)
         if descriptor < 0 {
+            if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "the store") }
             let reason = String(cString: strerror(errno))
             throw GuestModeError(
                 .cannotCreate, code: .cannotCreateStore, "cannot create the store '\(path)': \(reason)")
@@ -179,7 +194,11 @@ enum StoreFile {
             GuestModeError(
                 .cannotCreate, code: .cannotOpenStore, "cannot open the store '\(path)': \(error.message ?? "\(error)")"
             )
-        case .SQLITE_IOERR, .SQLITE_FULL:
+        case .SQLITE_FULL:
+            DiskSpace.fullUsingStore(path)
+        case .SQLITE_IOERR where DiskSpace.looksFull(usingStore: path):
+            DiskSpace.fullUsingStore(path)
+        case .SQLITE_IOERR:
             GuestModeError(.ioError, code: .ioError, "I/O error on the store '\(path)': \(error.message ?? "\(error)")")
         default:
             GuestModeError(.internalFailure, code: .databaseError, "database error on '\(path)': \(error)")

@@ -61,9 +61,13 @@ public final class SQLiteStore: Sendable {
 
     /// Checkpoints the WAL into the main file so the store is one file again.
     public func close() throws {
-        guard path != nil, let queue = database.writer as? DatabaseQueue else { return }
-        try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-        try queue.close()
+        guard let path, let queue = database.writer as? DatabaseQueue else { return }
+        do {
+            try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            try queue.close()
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path)
+        }
     }
 
     func write<T>(_ updates: (Database) throws -> T) throws -> T {
@@ -177,7 +181,11 @@ extension SQLiteStore: StoreAdministration {
     }
 
     public func applyPendingMigrations(progress: (String) -> Void) throws -> [String] {
-        try database.migrateStepwise(progress: progress)
+        do {
+            return try database.migrateStepwise(progress: progress)
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path ?? ":memory:")
+        }
     }
 
     public func integrityProblems() throws -> [String] {

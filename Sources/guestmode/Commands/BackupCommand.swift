@@ -482,9 +482,10 @@ extension BackupCommand {
 
             func run() throws {
                 let key = try BackupKey.parse(
-                    try readInput(file), source: file == "-" ? "standard input" : "'\(file)'")
+                    try readSecretFile(file, what: "the key file"), source: file == "-" ? "standard input" : "'\(file)'")
                 let path = global.backupKeyPath
-                let existing = try global.backupKey()
+                // Installing is how a key named by GUESTMODE_BACKUP_KEY_FILE comes to exist: its absence is expected here.
+                let existing = try BackupKey.load(path: path)
                 if let existing, existing != key, !force {
                     throw GuestModeError.conflict(
                         "a different backup key (\(existing.id)) is already at '\(path)'",
@@ -515,13 +516,23 @@ func requireOneStandardInput(_ file: String, _ passphraseFile: String?) throws {
 }
 
 func readPassphrase(_ path: String) throws -> [UInt8] {
-    var bytes = Array(try readInput(path))
+    var bytes = Array(try readSecretFile(path, what: "the passphrase file"))
     if let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) { bytes = Array(bytes[..<newline]) }
     if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
     guard !bytes.isEmpty else {
         throw GuestModeError.usage("the passphrase file '\(path)' is empty", code: .passphraseRequired)
     }
     return bytes
+}
+
+/// A key or passphrase: standard input for `-`, else a regular file (never a
+/// FIFO, a device or a directory; see `RegularFile`).
+func readSecretFile(_ path: String, what: String) throws -> Data {
+    if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+    guard let data = try RegularFile.read(path, what: what) else {
+        throw GuestModeError(.notFound, code: .fileNotFound, "no file '\(path)' (\(what))")
+    }
+    return data
 }
 
 func describeSignature(_ status: SignatureStatus?, keyID: String?) -> String {

@@ -31,7 +31,7 @@ struct DatabaseCommand: ParsableCommand {
                 var rows: [String: Int]
             }
             let report = Report(
-                store: global.storePath, profile: profile?.name, profileVersion: profile?.version, schema: schema,
+                store: global.storeDescription, profile: profile?.name, profileVersion: profile?.version, schema: schema,
                 rows: counts)
             if global.json { return try global.output.json(report) }
             let output = global.output
@@ -102,7 +102,7 @@ struct DatabaseCommand: ParsableCommand {
             if !problems.isEmpty {
                 throw GuestModeError(
                     .badData, code: .integrityCheckFailed,
-                    "the store '\(global.storePath)' failed its integrity check (\(counted(problems.count, "problem")))"
+                    "the store '\(global.storeDescription)' failed its integrity check (\(counted(problems.count, "problem")))"
                 )
             }
         }

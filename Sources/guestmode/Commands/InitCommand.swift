@@ -27,9 +27,9 @@ struct InitCommand: ParsableCommand {
     func run() throws {
         let output = global.output
         let source = try global.catalog().load(profile)
-        let path = global.storePath
+        let path = global.storeDescription
         try global.storeLocation.create(profile: source, replacing: force, now: try global.currentTime())
-        let key = try global.backupKeyCreatingIfMissing()
+        let key = try global.createBackupKeyIfMissing()
         if global.json {
             struct Created: Encodable {
                 var store: String; var profile: String; var version: Int; var origin: String; var keyFile: String;

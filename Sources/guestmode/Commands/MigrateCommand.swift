@@ -37,7 +37,8 @@ struct MigrateCommand: ParsableCommand {
 
         @Option(
             help: ArgumentHelp(
-                "Where the safety backup goes (default: guestmode-backups/ next to the store).", valueName: "dir"))
+                "Where the safety backup goes (default: guestmode-backups/ next to a SQLite store; for a PostgreSQL store, $XDG_STATE_HOME/guestmode/backups, else ~/.local/state/guestmode/backups).",
+                valueName: "dir"))
         var backupDirectory: String?
 
         func validate() throws {

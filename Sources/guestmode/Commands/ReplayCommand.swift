@@ -50,7 +50,7 @@ struct ReplayCommand: ParsableCommand {
             guard let bound = try global.storeLocation.boundProfile() else {
                 throw GuestModeError(
                     .badData, code: .storeWithoutProfile,
-                    "the store '\(global.storePath)' has no profile; name one with --profile")
+                    "the store '\(global.storeDescription)' has no profile; name one with --profile")
             }
             (text, origin) = (bound.text, bound.origin)
         }

@@ -53,8 +53,13 @@ struct TrackCommand: ParsableCommand {
             if skipInvalid || createUsers { throw ValidationError("--skip-invalid and --create-users go with --from") }
         }
         try requireInRange(count, 1...1_000_000_000, "--count")
-        for property in properties where !property.contains("=") {
-            throw ValidationError("--prop '\(property)' must be name=value")
+        for property in properties {
+            guard let equals = property.firstIndex(of: "=") else {
+                throw ValidationError("--prop '\(property)' must be name=value")
+            }
+            if equals == property.startIndex {
+                throw ValidationError("--prop '\(property)' has an empty name; write name=value")
+            }
         }
     }
 

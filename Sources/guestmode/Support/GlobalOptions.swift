@@ -40,12 +40,19 @@ struct GlobalOptions: ParsableArguments {
     static let names: Set<String> = ["--store", "--schema", "--now", "--json", "--quiet", "-q", "--verbose", "-v"]
     static let namesTakingValues: Set<String> = ["--store", "--schema", "--now"]
 
-    var storePath: String {
+    /// The `--store` text as given: for opening only. It may hold a password;
+    /// printers use `storeDescription`.
+    private var storeText: String {
         if let store { return store }
         if let environment = ProcessInfo.processInfo.environment["GUESTMODE_STORE"], !environment.isEmpty {
             return environment
         }
         return "guestmode.sqlite"
+    }
+
+    /// The store as every printer names it (`StoreLocation.description`): never with a password.
+    var storeDescription: String {
+        (try? storeLocation)?.description ?? StoreLocation.describe(storeText)
     }
 
     /// The deployment's backup key file: $GUESTMODE_BACKUP_KEY_FILE, else `<store>.key` beside a SQLite
@@ -55,21 +62,46 @@ struct GlobalOptions: ParsableArguments {
     var backupKeyPath: String {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["GUESTMODE_BACKUP_KEY_FILE"], !path.isEmpty { return path }
-        guard case let .postgres(uri, schema)? = try? storeLocation else { return storePath + ".key" }
+        guard case let .postgres(uri, schema)? = try? storeLocation else { return storeText + ".key" }
         let configuration =
             environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
-        let identity = StreamingSHA256.hex(of: Array("\(PostgresStore.describe(uri))#\(schema)".utf8)).prefix(16)
+        let identity = StreamingSHA256.hex(of: Array(PostgresStore.identity(uri, schema: schema).utf8)).prefix(16)
         return "\(configuration)/guestmode/postgres-\(identity).key"
     }
 
-    /// The deployment's backup key, or nil when it has none yet.
-    func backupKey() throws -> BackupKey? {
-        try BackupKey.load(path: backupKeyPath)
+    /// $GUESTMODE_BACKUP_KEY_FILE, when set: a file named on purpose must exist,
+    /// or a typo would make a new key and every later archive "another deployment's".
+    private var namedBackupKeyFile: String? {
+        ProcessInfo.processInfo.environment["GUESTMODE_BACKUP_KEY_FILE"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// The deployment's backup key, created (0600) when missing; said so with --verbose.
+    private func missingNamedKey(_ path: String) -> GuestModeError {
+        GuestModeError.notFound(
+            "GUESTMODE_BACKUP_KEY_FILE names '\(path)', which does not exist; correct the variable, or put the deployment's key there with 'guestmode backup key import FILE'",
+            code: .backupKeyNotFound)
+    }
+
+    /// The deployment's backup key, or nil when it has none yet; a key file
+    /// named by GUESTMODE_BACKUP_KEY_FILE that does not exist is an error.
+    func backupKey() throws -> BackupKey? {
+        let key = try BackupKey.load(path: backupKeyPath)
+        if key == nil, let named = namedBackupKeyFile { throw missingNamedKey(named) }
+        return key
+    }
+
+    /// The deployment's backup key for signing. A store whose key was never
+    /// made (one copied with `db copy`, or older than keys) gets one beside it
+    /// (0600, said so with --verbose); a key file named by
+    /// GUESTMODE_BACKUP_KEY_FILE is never created here (`init` and `backup key
+    /// import` do that).
     func backupKeyCreatingIfMissing() throws -> BackupKey {
+        if namedBackupKeyFile != nil, let key = try backupKey() { return key }
+        return try createBackupKeyIfMissing()
+    }
+
+    /// `init`: the deployment's key, created wherever it belongs when missing.
+    func createBackupKeyIfMissing() throws -> BackupKey {
         let (key, created) = try BackupKey.loadOrCreate(path: backupKeyPath)
         if created { output.detail("created the backup key \(key.id) in \(backupKeyPath) (mode 0600)") }
         return key
@@ -106,9 +138,9 @@ struct GlobalOptions: ParsableArguments {
 
     var storeLocation: StoreLocation {
         get throws {
-            if let schema { return try StoreLocation(storePath, schema: schema) }
+            if let schema { return try StoreLocation(storeText, schema: schema) }
             // GUESTMODE_SCHEMA is for PostgreSQL stores; a SQLite store named alongside it ignores it.
-            let location = try StoreLocation(storePath)
+            let location = try StoreLocation(storeText)
             guard case .postgres(let uri, _) = location,
                 let environment = ProcessInfo.processInfo.environment["GUESTMODE_SCHEMA"], !environment.isEmpty
             else { return location }

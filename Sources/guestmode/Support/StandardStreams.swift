@@ -17,6 +17,7 @@ enum StandardStream {
         let path = directory.appendingPathComponent("\(prefix)\(getpid())-\(UUID().uuidString)\(suffix)").path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
+            if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "a temporary file") }
             throw GuestModeError(
                 .cannotCreate, code: .cannotCreateOutput,
                 "cannot create a temporary file in \(directory.path): \(String(cString: strerror(errno)))")
@@ -35,7 +36,7 @@ enum StandardStream {
         }
         defer { close(descriptor) }
         do {
-            try copy(from: STDIN_FILENO, to: descriptor, what: "standard input")
+            try copy(from: STDIN_FILENO, to: descriptor, what: "standard input", spool: path)
         } catch {
             unlink(path)
             throw error
@@ -53,7 +54,8 @@ enum StandardStream {
         try copy(from: descriptor, to: STDOUT_FILENO, what: "standard output")
     }
 
-    private static func copy(from source: Int32, to destination: Int32, what: String) throws {
+    /// `spool` names the temporary file being written, if that is the destination.
+    private static func copy(from source: Int32, to destination: Int32, what: String, spool: String? = nil) throws {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
@@ -68,6 +70,13 @@ enum StandardStream {
                 let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + offset, count - offset) }
                 if written < 0 {
                     if errno == EINTR { continue }
+                    if DiskSpace.isFull(errno) {
+                        if let spool { throw DiskSpace.full(writing: spool, what: "the copy of \(what)") }
+                        throw GuestModeError(
+                            .ioError, code: .diskFull,
+                            "no space left on the disk standard output is written to; free space there and run the command again"
+                        )
+                    }
                     throw GuestModeError(
                         .ioError, code: .ioError, "cannot write \(what): \(String(cString: strerror(errno)))")
                 }

@@ -22,6 +22,11 @@ enum StoreLocation {
             throw GuestModeError.usage(
                 "--store '\(scheme)://…' is not a store guestmode can open; give a file path or a postgres:// URI",
                 code: .unsupportedStore)
+        } else if text.contains(/(?i)(?:^|\s)(?:host|hostaddr|port|dbname|user|password|service|sslmode)\s*=/) {
+            // A keyword/value connection string would otherwise become a SQLite file named after it, password and all.
+            throw GuestModeError.usage(
+                "--store takes a file path or a postgres:// URI, not a keyword/value connection string; write it as postgres://user@host:port/database (the password in ~/.pgpass or PGPASSWORD)",
+                code: .unsupportedStore)
         } else {
             if schema != nil {
                 throw GuestModeError.usage("--schema goes with a postgres:// store", code: .invalidSchema)
@@ -30,12 +35,19 @@ enum StoreLocation {
         }
     }
 
-    /// How the store is named in messages: never with a password.
+    /// How the store is named in messages, documents and journals: never with a password.
     var description: String {
         switch self {
         case let .sqlite(path): path
         case let .postgres(uri, schema): "\(PostgresStore.describe(uri)) (schema \(schema))"
         }
+    }
+
+    /// `description` for a `--store` text that may not even be a valid location
+    /// (an error about it must not print its password either).
+    static func describe(_ text: String, schema: String? = nil) -> String {
+        if let location = try? StoreLocation(text, schema: schema) { return location.description }
+        return PostgresStore.describe(text)
     }
 
     /// Opens an existing store. Pending schema migrations are applied unless
