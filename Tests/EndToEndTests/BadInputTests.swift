@@ -497,6 +497,8 @@ struct CounterOverflowTests {
         let status = try await sandbox.run("meter", "status", guest, "api_minutes")
         #expect(status.status == 0, "\(status.stderr)")
         #expect(try sandbox.snapshot() == before)
+    }
+}
 
 /// A command line refused before anything happens (issue 18, item 10): the
 /// exit status, exactly one line on standard error (or the error document
