@@ -268,6 +268,9 @@ final class ArchiveReader {
             if try !zipEndsAtDirectory(path: path, descriptor: decrypted) {
                 throw reader.refused("has data after the end of the zip archive")
             }
+            if let problem = try ZipLayout.problem(path: path, descriptor: decrypted, limits: limits) {
+                throw reader.refused(problem)
+            }
             opened =
                 decrypted.map { archive_read_open_fd(handle, $0, 64 << 10) }
                 ?? archive_read_open_filename(handle, path, 64 << 10)

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeKit
 
 /// What a layout walker found wrong, before it is worded for an archive path.
 enum LayoutProblem: Error, Equatable {
@@ -340,5 +341,139 @@ struct ZstdFrames {
         guard case .magic = state, pending.isEmpty, frames > 0 else {
             throw .damaged("ends in the middle of its zstd stream (it is truncated)")
         }
+    }
+}
+
+/// Checks that a zip archive's entries tile the file: the first local header
+/// at byte 0, each entry's header, name, extra fields, data and data
+/// descriptor followed at once by the next, the last followed by the central
+/// directory, which lists each exactly once and ends at the end-of-central-
+/// directory record (checked by the reader: no comment, nothing after it).
+/// libarchive reads entries through the central directory, so bytes between
+/// entries, before the first one or in entry comments would otherwise pass.
+/// Extra fields are limited to the ones zip writers use for times, owners and
+/// 64-bit sizes. Zip64 archives (which guestmode never writes) are not walked.
+enum ZipLayout {
+    static let knownExtras: Set<UInt16> = [0x0001, 0x000A, 0x5455, 0x5855, 0x7875]
+    static let maximumExtra = 256
+
+    private struct Member {
+        var offset: Int64
+        var compressedSize: Int64
+        var name: String
+    }
+
+    /// Why the archive holds bytes outside its entries, or nil when it does not.
+    static func problem(path: String, descriptor: Int32?, limits: ArchiveLimits) throws -> String? {
+        let file: Int32 = descriptor ?? open(path, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else {
+            throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
+        }
+        defer { if descriptor == nil { close(file) } }
+        var status = stat()
+        guard fstat(file, &status) == 0, status.st_size >= 22 else { return nil }
+        let size = Int64(status.st_size)
+        func bytes(_ count: Int, at offset: Int64) -> [UInt8]? {
+            guard count >= 0, offset >= 0, offset + Int64(count) <= size else { return nil }
+            var buffer = [UInt8](repeating: 0, count: count)
+            let read = buffer.withUnsafeMutableBytes { pread(file, $0.baseAddress, count, off_t(offset)) }
+            return read == count ? buffer : nil
+        }
+        func word(_ buffer: [UInt8], _ at: Int, _ width: Int) -> Int64 {
+            buffer[at..<at + width].reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        }
+        guard let end = bytes(22, at: size - 22) else { return nil }
+        let count = Int(word(end, 10, 2))
+        let directorySize = word(end, 12, 4)
+        let directoryOffset = word(end, 16, 4)
+        if directoryOffset == 0xFFFF_FFFF || directorySize == 0xFFFF_FFFF || word(end, 8, 2) == 0xFFFF { return nil }
+        guard count <= limits.maximumEntries, directorySize <= Int64(count) * Int64(46 + 0xFFFF * 3),
+            let directory = bytes(Int(directorySize), at: directoryOffset)
+        else { return "has a central directory that does not fit the file" }
+
+        var members: [Member] = []
+        var cursor = 0
+        while cursor < directory.count {
+            guard cursor + 46 <= directory.count, word(directory, cursor, 4) == 0x0201_4B50 else {
+                return "has a damaged central directory at byte \(directoryOffset + Int64(cursor))"
+            }
+            let nameLength = Int(word(directory, cursor + 28, 2))
+            let extraLength = Int(word(directory, cursor + 30, 2))
+            let commentLength = Int(word(directory, cursor + 32, 2))
+            guard cursor + 46 + nameLength + extraLength + commentLength <= directory.count else {
+                return "has a damaged central directory at byte \(directoryOffset + Int64(cursor))"
+            }
+            let name = String(decoding: directory[cursor + 46..<cursor + 46 + nameLength], as: UTF8.self)
+            if commentLength > 0 { return "has a comment on its entry '\(name)'" }
+            if let problem = extraProblem(Array(directory[cursor + 46 + nameLength..<cursor + 46 + nameLength + extraLength]))
+            {
+                return "has \(problem) in the central directory entry of '\(name)'"
+            }
+            let compressed = word(directory, cursor + 20, 4)
+            let offset = word(directory, cursor + 42, 4)
+            if compressed == 0xFFFF_FFFF || offset == 0xFFFF_FFFF { return nil }
+            members.append(Member(offset: offset, compressedSize: compressed, name: name))
+            cursor += 46 + nameLength + extraLength + commentLength
+        }
+        guard members.count == count else {
+            return "has \(members.count) entries in its central directory but says \(count)"
+        }
+        var expected: Int64 = 0
+        for member in members.sorted(by: { $0.offset < $1.offset }) {
+            guard member.offset == expected else {
+                return member.offset > expected
+                    ? "has \(member.offset - expected) bytes that belong to no entry at byte \(expected)"
+                    : "has entries that overlap at byte \(member.offset)"
+            }
+            guard let local = bytes(30, at: member.offset), word(local, 0, 4) == 0x0403_4B50 else {
+                return "has no local header for '\(member.name)' at byte \(member.offset)"
+            }
+            let flags = word(local, 6, 2)
+            let nameLength = Int(word(local, 26, 2))
+            let extraLength = Int(word(local, 28, 2))
+            guard let extra = bytes(extraLength, at: member.offset + 30 + Int64(nameLength)) else {
+                return "has a damaged local header for '\(member.name)'"
+            }
+            if let problem = extraProblem(extra) { return "has \(problem) in the local header of '\(member.name)'" }
+            var next = member.offset + 30 + Int64(nameLength + extraLength) + member.compressedSize
+            if flags & 0x08 != 0 {
+                // A data descriptor: an optional signature, the CRC, and both sizes (8 bytes each with zip64).
+                let wide = extraIDs(extra).contains(0x0001)
+                let signed = bytes(4, at: next).map { word($0, 0, 4) == 0x0807_4B50 } ?? false
+                next += (signed ? 4 : 0) + 4 + (wide ? 16 : 8)
+            }
+            expected = next
+        }
+        guard expected == directoryOffset else {
+            return expected < directoryOffset
+                ? "has \(directoryOffset - expected) bytes that belong to no entry at byte \(expected)"
+                : "has entries that overlap its central directory"
+        }
+        return nil
+    }
+
+    private static func extraIDs(_ extra: [UInt8]) -> [UInt16] {
+        var ids: [UInt16] = []
+        var index = 0
+        while index + 4 <= extra.count {
+            ids.append(UInt16(extra[index]) | UInt16(extra[index + 1]) << 8)
+            index += 4 + (Int(extra[index + 2]) | Int(extra[index + 3]) << 8)
+        }
+        return ids
+    }
+
+    /// Extra fields must be known kinds, well formed and small.
+    private static func extraProblem(_ extra: [UInt8]) -> String? {
+        guard extra.count <= maximumExtra else { return "\(extra.count) bytes of extra fields" }
+        var index = 0
+        while index < extra.count {
+            guard index + 4 <= extra.count else { return "a damaged extra field" }
+            let id = UInt16(extra[index]) | UInt16(extra[index + 1]) << 8
+            let length = Int(extra[index + 2]) | Int(extra[index + 3]) << 8
+            guard index + 4 + length <= extra.count else { return "a damaged extra field" }
+            guard knownExtras.contains(id) else { return String(format: "an extra field of unknown kind 0x%04x", id) }
+            index += 4 + length
+        }
+        return nil
     }
 }
