@@ -19,7 +19,7 @@ let backupFixtureSQL = """
       ('u1', 'habits', 'h1', '{"name":"Run ☃","tabs":"a\\tb"}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'),
       ('', 'habits', 'h0', '{"name":"before any user"}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
-      INSERT INTO records SELECT 'u2', 'completions', 'c' || i, json_object('habit', 'h' || (i % 7), 'day', i, 'note', hex(randomblob(16))),
+      INSERT INTO records SELECT 'u2', 'completions', 'c' || i, json_object('day', i, 'habit', 'h' || (i % 7), 'note', hex(randomblob(16))),
         '2026-01-05T00:00:00.000Z', '2026-01-05T00:00:00.000Z' FROM n;
     INSERT INTO meter_usage (user_id, meter, amount, at, idempotency_key) VALUES
       ('u1', 'api_minutes', 1.5, '2026-01-01T00:00:00.000Z', 'm1'), ('u1', 'api_minutes', 0.1, '2026-01-01T00:00:00.000Z', NULL);

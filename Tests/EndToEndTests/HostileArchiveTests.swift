@@ -40,10 +40,8 @@ struct HostileArchiveTests {
         ("total-max", "data/counters/000001.ndjson", 1),
         ("outbox-attempts-max", "data/outbox/000001.ndjson", 1),
         ("record-duplicate-member", "data/records/000001.ndjson", 1),
-        ("record-not-canonical", "data/records/000001.ndjson", 1),
         ("record-deep", "data/records/000001.ndjson", 1),
         ("conflict-undeclared-collection", "data/conflict_archive/000001.ndjson", 1),
-        ("conflict-not-canonical", "data/conflict_archive/000001.ndjson", 1),
         ("nul-user", "header.json", nil),
         ("nul-key", "data/records/000001.ndjson", 1),
         ("invalid-utf8-key", "data/records/000001.ndjson", 1),
@@ -160,6 +158,21 @@ struct HostileArchiveTests {
         #expect(!largest.stdout.contains("9007199254740991"), "\(largest.stdout)")
         try await Self.stillWorks(sandbox, victim: victim, attacker: attacker)
         #expect(try await sandbox.run("meter", "use", victim, "api_minutes", "1").status == 0)
+    }
+
+    @Test("record data is stored in the canonical text record put stores, never verbatim")
+    func canonicalRecordData() async throws {
+        let (sandbox, victim, attacker) = try await Self.setUp()
+        // Each archive replaces the attacker's content, so each is checked right after its import.
+        for (kind, table) in [("record-not-canonical", "records"), ("conflict-not-canonical", "conflict_archive")] {
+            let name = try await Self.make(kind, victim: victim, in: sandbox)
+            let imported = try await sandbox.run("backup", "import", name, "--on-conflict", "replace")
+            #expect(imported.status == 0, "\(kind): \(imported.stderr)")
+            let stored = try await sandbox.shell(
+                "sqlite3 guestmode.sqlite \"SELECT data FROM \(table) WHERE owner_id = '\(attacker)' AND data LIKE '%b%'\"")
+            #expect(stored.stdout == "{\"a\":2,\"b\":1}\n", "\(kind): \(stored.stdout)")
+        }
+        try await Self.stillWorks(sandbox, victim: victim, attacker: attacker)
     }
 
     @Test("an archived conflict whose merge journal is not in this store is imported without one")

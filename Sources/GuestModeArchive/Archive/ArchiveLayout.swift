@@ -33,6 +33,8 @@ struct TarLayout {
         "path", "linkpath", "size", "mtime", "atime", "ctime", "uid", "gid", "uname", "gname",
     ]
     static let maximumPaxSize: Int64 = 64 << 10
+    static let notTar =
+        "does not hold a tar archive inside its compression (compressed twice, or not a guestmode backup)"
 
     private var state = State.header
     private var block: [UInt8] = []
@@ -86,15 +88,14 @@ struct TarLayout {
     func finish() throws(LayoutProblem) {
         guard case .end = state else {
             throw headers == 0
-                ? .refused("holds no tar archive inside its compression")
-                : .damaged("ends before its tar end-of-archive marker (it is truncated)")
+                ? .refused(Self.notTar) : .damaged("ends before its tar end-of-archive marker (it is truncated)")
         }
     }
 
     private mutating func header(_ header: [UInt8]) throws(LayoutProblem) {
         if header.allSatisfy({ $0 == 0 }) {
             if afterPax { throw .damaged("has a pax header at byte \(headerOffset) that describes no entry") }
-            if headers == 0 { throw .refused("holds no tar archive inside its compression") }
+            if headers == 0 { throw .refused(Self.notTar) }
             state = .end
             return
         }
@@ -102,10 +103,7 @@ struct TarLayout {
             // The first block decides whether this is tar at all: a compressed
             // stream inside the compressed stream (as in libarchive's
             // test_read_filter_gzip_recursive) ends here.
-            if headers == 0 {
-                throw .refused(
-                    "does not hold a tar archive inside its compression (compressed twice, or not a guestmode backup)")
-            }
+            if headers == 0 { throw .refused(Self.notTar) }
             throw .damaged("has a damaged tar header at byte \(headerOffset) of the tar stream")
         }
         headers += 1
@@ -269,8 +267,13 @@ struct ZstdFrames {
                 guard gather(4, from: bytes, at: &index) else { continue }
                 let word = pending.reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
                 pending.removeAll(keepingCapacity: true)
-                if word == Self.magic {
+                if word == Self.magic, frames == 0 {
                     state = .descriptor
+                } else if word == Self.magic {
+                    // guestmode writes one frame; a second one is a second stream appended.
+                    throw .refused(
+                        "has a second zstd frame at byte \(frameOffset), after the end of its zstd stream; a guestmode backup holds nothing but its listed entries"
+                    )
                 } else if word & 0xFFFF_FFF0 == 0x184D_2A50 {
                     throw .refused(
                         "has a zstd skippable frame at byte \(frameOffset); a guestmode backup holds nothing but its listed entries"
