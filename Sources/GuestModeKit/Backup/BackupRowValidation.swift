@@ -290,12 +290,12 @@ public struct BackupRowValidator {
 
     /// The text `record put` stores for a strict JSON object (Records.swift's
     /// canonical form): compact, keys sorted, slashes unescaped.
-    static func canonicalRecordText(_ text: String) -> String {
+    static func canonicalRecordText(_ text: String, parsed: JSONValue) -> String {
         guard let value = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]),
             let encoded = try? JSONSerialization.data(
                 withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
         else {
-            return (try? StrictJSON.parse(text).canonicalText) ?? text
+            return parsed.canonicalText
         }
         return String(decoding: encoded, as: UTF8.self)
     }
@@ -443,7 +443,7 @@ public struct BackupRowValidator {
         /// A JSON object by the strict parser the command line uses: no
         /// duplicate member names, no nesting past `StrictJSON.maximumDepth`.
         @discardableResult
-        func jsonObject(_ column: String) throws -> String {
+        func jsonObject(_ column: String) throws -> (text: String, value: JSONValue) {
             let value = try text(column)
             let parsed: JSONValue
             do {
@@ -454,7 +454,7 @@ public struct BackupRowValidator {
             guard case .object = parsed else {
                 throw invalid("\(table).\(column) must be a JSON object, not \(parsed.kindDescription)")
             }
-            return value
+            return (value, parsed)
         }
 
         func optionalJSONObject(_ column: String) throws {
@@ -465,7 +465,9 @@ public struct BackupRowValidator {
         /// Record data as `record put` stores it: a strict JSON object, in
         /// its canonical text so equal documents compare equal.
         func recordData(_ column: String) throws -> String {
-            BackupRowValidator.canonicalRecordText(try jsonObject(column))
+            if case .text(let text)? = row[column], CanonicalScan.isCanonicalObject(text) { return text }
+            let (text, value) = try jsonObject(column)
+            return BackupRowValidator.canonicalRecordText(text, parsed: value)
         }
     }
 }
