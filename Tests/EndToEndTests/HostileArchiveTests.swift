@@ -169,7 +169,8 @@ struct HostileArchiveTests {
             let imported = try await sandbox.run("backup", "import", name, "--on-conflict", "replace")
             #expect(imported.status == 0, "\(kind): \(imported.stderr)")
             let stored = try await sandbox.shell(
-                "sqlite3 guestmode.sqlite \"SELECT data FROM \(table) WHERE owner_id = '\(attacker)' AND data LIKE '%b%'\"")
+                "sqlite3 guestmode.sqlite \"SELECT data FROM \(table) WHERE owner_id = '\(attacker)' AND data LIKE '%b%'\""
+            )
             #expect(stored.stdout == "{\"a\":2,\"b\":1}\n", "\(kind): \(stored.stdout)")
         }
         try await Self.stillWorks(sandbox, victim: victim, attacker: attacker)
@@ -182,7 +183,8 @@ struct HostileArchiveTests {
         let imported = try await sandbox.run("backup", "import", name, "--on-conflict", "replace")
         #expect(imported.status == 0, "\(imported.stderr)")
         let stored = try await sandbox.shell(
-            "sqlite3 guestmode.sqlite \"SELECT key, quote(journal_id) FROM conflict_archive WHERE owner_id = '\(attacker)'\"")
+            "sqlite3 guestmode.sqlite \"SELECT key, quote(journal_id) FROM conflict_archive WHERE owner_id = '\(attacker)'\""
+        )
         #expect(stored.stdout == "lost|NULL\n", "\(stored.stdout)")
         try await Self.stillWorks(sandbox, victim: victim, attacker: attacker)
     }
@@ -266,7 +268,8 @@ struct HostileLayoutTests {
         arguments: tarCases.flatMap { [($0, "tar.gz"), ($0, "gmbackup")] } + [("zstd-skippable-frame", "gmbackup")])
     func outsideTheEntries(kind: String, format: String) async throws {
         let sandbox = try await Sandbox.withStore("voice")
-        let user = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let user = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         #expect(try await sandbox.run("track", user, "command_spoken").status == 0)
         #expect(try await sandbox.run("backup", "export", user, "--out", "signed.\(format)").status == 0)
         try sandbox.write("layout.py", Self.script)
@@ -285,7 +288,8 @@ struct HostileLayoutTests {
             #expect(!message.isEmpty && !message.contains("\n") || command[1] == "verify", "\(message)")
             #expect(
                 (result.stdout + result.stderr).contains("hostile.\(format)")
-                    && !(result.stdout + result.stderr).contains("signed by this deployment"), "\(kind): \(result.stdout)")
+                    && !(result.stdout + result.stderr).contains("signed by this deployment"),
+                "\(kind): \(result.stdout)")
             #expect(try sandbox.snapshot() == before, "\(kind) \(command) changed the store")
         }
     }
@@ -304,7 +308,8 @@ struct HostileLayoutTests {
     @Test("compression inside compression is refused at once from a file and from '-', in bounded time and memory")
     func nestedCompression() async throws {
         let sandbox = try await Sandbox.withStore("voice")
-        let user = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let user = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         #expect(try await sandbox.run("backup", "export", user, "--out", "signed.gmbackup").status == 0)
         try sandbox.write("nested.py", Self.nested)
         let made = try await sandbox.shell("python3 nested.py")
@@ -324,7 +329,8 @@ struct HostileLayoutTests {
                     let result = try await sandbox.shell(script)
                     #expect(result.status == 65, "\(command) (\(label)): \(result.status) \(result.stderr)")
                     let lines = result.stderr.split(separator: "\n")
-                    #expect(command.hasPrefix("backup verify") ? lines.count <= 2 : lines.count == 1, "\(result.stderr)")
+                    #expect(
+                        command.hasPrefix("backup verify") ? lines.count <= 2 : lines.count == 1, "\(result.stderr)")
                     let said = result.stdout + result.stderr
                     #expect(
                         said.contains("compressed twice") || said.contains("compressed 2 times"), "\(command): \(said)")

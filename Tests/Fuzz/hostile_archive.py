@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Rewrites a guestmode backup (tar.gz) into one of the hostile archives of
-issue 14, with a manifest recomputed so only row validation can refuse it.
+issues 14 and 18, with a manifest recomputed so only row validation can
+refuse it.
 
     hostile_archive.py SOURCE.tar.gz CASE OUT.tar.gz [VICTIM]
 

@@ -258,9 +258,14 @@ final class ArchiveReader {
                     -> la_ssize_t = { _, context, buffer in
                         guard let context else { return la_ssize_t(ARCHIVE_FATAL) }
                         let source = Unmanaged<TarSource>.fromOpaque(context).takeUnretainedValue()
-                        guard let chunk = try? source.next() else { return la_ssize_t(ARCHIVE_FATAL) }
-                        buffer?.pointee = chunk.baseAddress
-                        return la_ssize_t(chunk.count)
+                        do {
+                            guard let chunk = try source.next() else { return 0 }
+                            buffer?.pointee = chunk.baseAddress
+                            return la_ssize_t(chunk.count)
+                        } catch {
+                            // The source keeps the failure; the reader reports it instead of libarchive's words.
+                            return la_ssize_t(ARCHIVE_FATAL)
+                        }
                     }
             opened = archive_read_open(handle, Unmanaged.passUnretained(source).toOpaque(), nil, callback, nil)
         case .zip:
@@ -678,24 +683,25 @@ final class TarSource {
         decoder = handle
         archive_read_support_filter_zstd(handle)
         archive_read_support_format_raw(handle)
-        let callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?)
-            -> la_ssize_t = { _, context, buffer in
-                guard let context else { return -1 }
-                let source = Unmanaged<TarSource>.fromOpaque(context).takeUnretainedValue()
-                do {
-                    let count = try source.readCompressed()
-                    if count == 0 {
-                        try source.frames.finish()
-                    } else {
-                        try source.frames.feed(UnsafeRawBufferPointer(rebasing: source.input[0..<count]))
+        let callback:
+            @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?)
+                -> la_ssize_t = { _, context, buffer in
+                    guard let context else { return -1 }
+                    let source = Unmanaged<TarSource>.fromOpaque(context).takeUnretainedValue()
+                    do {
+                        let count = try source.readCompressed()
+                        if count == 0 {
+                            try source.frames.finish()
+                        } else {
+                            try source.frames.feed(UnsafeRawBufferPointer(rebasing: source.input[0..<count]))
+                        }
+                        buffer?.pointee = UnsafeRawPointer(source.input.baseAddress)
+                        return la_ssize_t(count)
+                    } catch {
+                        source.failure = source.describe(error)
+                        return la_ssize_t(ARCHIVE_FATAL)
                     }
-                    buffer?.pointee = UnsafeRawPointer(source.input.baseAddress)
-                    return la_ssize_t(count)
-                } catch {
-                    source.failure = source.describe(error)
-                    return la_ssize_t(ARCHIVE_FATAL)
                 }
-            }
         let opened = archive_read_open(handle, Unmanaged.passUnretained(self).toOpaque(), nil, callback, nil)
         if let failure { throw failure }
         var entry: OpaquePointer?

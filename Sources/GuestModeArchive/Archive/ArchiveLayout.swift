@@ -408,7 +408,8 @@ enum ZipLayout {
             }
             let name = String(decoding: directory[cursor + 46..<cursor + 46 + nameLength], as: UTF8.self)
             if commentLength > 0 { return "has a comment on its entry '\(name)'" }
-            if let problem = extraProblem(Array(directory[cursor + 46 + nameLength..<cursor + 46 + nameLength + extraLength]))
+            if let problem = extraProblem(
+                Array(directory[cursor + 46 + nameLength..<cursor + 46 + nameLength + extraLength]))
             {
                 return "has \(problem) in the central directory entry of '\(name)'"
             }

@@ -76,10 +76,15 @@ public struct BackupRowValidator {
         let cells = Cells(
             row: row, table: table.name, context: Context(profile: profile, now: now, archive: archive),
             location: "line \(line) of \(entry)")
-        for (column, value) in row.sorted(by: { $0.key < $1.key }) {
-            try TextRule.check(column, what: "a column name at \(cells.location) of the archive '\(archive)'")
-            if case .text(let text) = value {
-                try TextRule.check(text, what: "\(table.name).\(column) at \(cells.location) of the archive '\(archive)'")
+        // Sorted only to name the first offending column the same way every time.
+        if row.contains(where: { !TextRule.isAcceptable($0.key) || !($0.value.text.map(TextRule.isAcceptable) ?? true) }
+        ) {
+            for (column, value) in row.sorted(by: { $0.key < $1.key }) {
+                try TextRule.check(column, what: "a column name at \(cells.location) of the archive '\(archive)'")
+                if case .text(let text) = value {
+                    try TextRule.check(
+                        text, what: "\(table.name).\(column) at \(cells.location) of the archive '\(archive)'")
+                }
             }
         }
         var result = row
