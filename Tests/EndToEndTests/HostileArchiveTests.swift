@@ -294,6 +294,60 @@ struct HostileLayoutTests {
         }
     }
 
+    /// Rewrites a signed zip export: bytes hidden between entries (an entry
+    /// left out of the central directory), a comment on an entry, an unknown
+    /// extra field. libarchive reads zip entries through the central
+    /// directory, so none of these reached it.
+    static let zipScript = """
+        import struct, sys, zipfile
+        source, case, out = sys.argv[1:4]
+        with zipfile.ZipFile(source) as archive:
+            entries = [(info.filename, archive.read(info.filename)) for info in archive.infolist()]
+        with zipfile.ZipFile(out, 'w') as archive:
+            for index, (name, data) in enumerate(entries):
+                info = zipfile.ZipInfo(name)
+                if case == 'zip-entry-comment' and name == 'manifest.json':
+                    info.comment = b'planted'
+                if case == 'zip-unknown-extra' and index == 1:
+                    info.extra = struct.pack('<HH', 0x6666, 7) + b'planted'
+                archive.writestr(info, data)
+                if case == 'zip-hidden-entry' and index == 0:
+                    archive.writestr('data/records/000009.ndjson', b'planted\\n')
+            if case == 'zip-hidden-entry':
+                archive.filelist = [i for i in archive.filelist if i.filename != 'data/records/000009.ndjson']
+        """
+
+    @Test(
+        "bytes outside the entries of a zip archive are refused",
+        arguments: ["zip-hidden-entry", "zip-entry-comment", "zip-unknown-extra"])
+    func outsideTheZipEntries(kind: String) async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let user = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        #expect(try await sandbox.run("track", user, "command_spoken").status == 0)
+        #expect(try await sandbox.run("backup", "export", user, "--out", "signed.zip").status == 0)
+        try sandbox.write("zip.py", Self.zipScript)
+        let rewritten = try await sandbox.shell("python3 zip.py signed.zip none same.zip")
+        #expect(rewritten.status == 0, "\(rewritten.stderr)")
+        // Rewritten without a change, the archive is still this deployment's: only the planted bytes are refused.
+        #expect(
+            try await sandbox.run("backup", "verify", "--full", "same.zip").stdout.contains("signed by this deployment")
+        )
+        let made = try await sandbox.shell("python3 zip.py signed.zip \(kind) hostile.zip")
+        #expect(made.status == 0, "\(made.stderr)")
+        let before = try sandbox.snapshot()
+        for command in [
+            ["backup", "verify", "hostile.zip"], ["backup", "inspect", "hostile.zip"],
+            ["backup", "import", "hostile.zip", "--on-conflict", "replace"],
+        ] {
+            let result = try await sandbox.run(arguments: command)
+            #expect(result.status == 65, "\(kind) \(command): \(result.stdout) \(result.stderr)")
+            #expect(!result.signalled)
+            #expect((result.stdout + result.stderr).contains("refusing the archive 'hostile.zip'"), "\(result.stdout)")
+            #expect(try sandbox.snapshot() == before, "\(kind) \(command) changed the store")
+        }
+    }
+
     /// A gzip whose content is another gzip with an oversized FEXTRA and an
     /// unterminated FNAME (the shape of libarchive's
     /// test_read_filter_gzip_recursive, built here), and a zstd inside a zstd.
