@@ -394,3 +394,43 @@ struct HostileLayoutTests {
         #expect(try sandbox.snapshot() == before)
     }
 }
+
+@Suite("Hostile archives on PostgreSQL")
+struct HostileArchivePostgresTests {
+    @Test("rows the command line could not have written are refused on PostgreSQL too, tables unchanged")
+    func refused() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("voice")
+        let user = try await sandbox.run("guest", "new", "--quiet").stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        #expect(try await sandbox.run("track", user, "command_spoken").status == 0)
+        #expect(try await sandbox.run("record", "put", user, "commands", "k1", "--data", #"{"a":1}"#).status == 0)
+        #expect(
+            try await sandbox.run("backup", "export", user, "--out", "attacker.tar.gz", "--format", "tar.gz").status
+                == 0)
+        let schema = sandbox.postgresSchema
+        let dump =
+            "psql -tA -d '\(sandbox.postgresURI)' -c 'SELECT * FROM \(schema).users ORDER BY id' -c 'SELECT user_id, action, count FROM \(schema).events ORDER BY id' -c 'SELECT * FROM \(schema).counters' -c 'SELECT * FROM \(schema).records' -c 'SELECT owner_id, key, journal_id FROM \(schema).conflict_archive'"
+        let before = try await sandbox.shell(dump)
+        #expect(before.status == 0, "\(before.stderr)")
+        for (kind, code) in [("count-max", "bad_row"), ("nul-user", "nul_in_text"), ("record-deep", "bad_row")] {
+            let made = try await sandbox.shell(
+                "python3 '\(HostileArchiveTests.script)' attacker.tar.gz \(kind) \(kind).tar.gz victim")
+            #expect(made.status == 0, "\(made.stderr)")
+            let imported = try await sandbox.run(
+                "backup", "import", "\(kind).tar.gz", "--on-conflict", "replace", "--json")
+            #expect(imported.status == 65, "\(kind): \(imported.stderr)")
+            #expect(imported.errorJSON["code"] as? String == code, "\(kind): \(imported.stderr)")
+            #expect(try await sandbox.shell(dump).stdout == before.stdout, "\(kind) changed the tables")
+        }
+        // A merge journal that is not in this store is not carried over as a number that means nothing here.
+        let made = try await sandbox.shell(
+            "python3 '\(HostileArchiveTests.script)' attacker.tar.gz conflict-dangling-journal dangling.tar.gz victim")
+        #expect(made.status == 0, "\(made.stderr)")
+        let imported = try await sandbox.run("backup", "import", "dangling.tar.gz", "--on-conflict", "replace")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let stored = try await sandbox.shell(
+            "psql -tA -d '\(sandbox.postgresURI)' -c \"SELECT key, coalesce(journal_id::text, 'none') FROM \(schema).conflict_archive\""
+        )
+        #expect(stored.stdout == "lost|none\n", "\(stored.stdout)\(stored.stderr)")
+    }
+}
