@@ -21,7 +21,7 @@ let package = Package(
         .systemLibrary(
             name: "CArchive",
             pkgConfig: "libarchive",
-            providers: [.apt(["libarchive-dev"])]
+            providers: [.apt(["libarchive-dev", "zlib1g-dev"])]
         ),
         .systemLibrary(
             name: "CLibPQ",

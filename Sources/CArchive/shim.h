@@ -2,4 +2,6 @@
 #define GUESTMODE_CARCHIVE_SHIM_H
 #include <archive.h>
 #include <archive_entry.h>
+/* gzip archives are inflated by guestmode itself (ArchiveIO.swift), never by libarchive's filter bidding. */
+#include <zlib.h>
 #endif

@@ -19,7 +19,7 @@ let backupFixtureSQL = """
       ('u1', 'habits', 'h1', '{"name":"Run ☃","tabs":"a\\tb"}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'),
       ('', 'habits', 'h0', '{"name":"before any user"}', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
-      INSERT INTO records SELECT 'u2', 'completions', 'c' || i, json_object('habit', 'h' || (i % 7), 'day', i, 'note', hex(randomblob(16))),
+      INSERT INTO records SELECT 'u2', 'completions', 'c' || i, json_object('day', i, 'habit', 'h' || (i % 7), 'note', hex(randomblob(16))),
         '2026-01-05T00:00:00.000Z', '2026-01-05T00:00:00.000Z' FROM n;
     INSERT INTO meter_usage (user_id, meter, amount, at, idempotency_key) VALUES
       ('u1', 'api_minutes', 1.5, '2026-01-01T00:00:00.000Z', 'm1'), ('u1', 'api_minutes', 0.1, '2026-01-01T00:00:00.000Z', NULL);
@@ -30,6 +30,8 @@ let backupFixtureSQL = """
     INSERT INTO experiment_assignments VALUES ('u2', 'auth_prompts', 'control', '2026-01-03T00:00:00.000Z');
     INSERT INTO outbox VALUES ('u1', '2026-01-01T00:00:00.000Z', 0, NULL, NULL), ('u2', '2026-01-03T00:00:00.000Z', 0, NULL, NULL);
     INSERT INTO user_flags VALUES ('u1', 'adopted', '2026-01-01T00:00:00.000Z');
+    INSERT INTO migration_journals (id, kind, source_id, target_id, status, started_at, finished_at) VALUES
+      (7, 'merge', 'g1', 'u1', 'done', '2026-01-02T00:00:00.000Z', '2026-01-02T00:00:00.000Z');
     INSERT INTO conflict_archive (journal_id, owner_id, collection, key, data, updated_at, reason, archived_at) VALUES
       (7, 'u1', 'habits', 'h1', '{"name":"lost in a merge"}', '2026-01-01T00:00:00.000Z', 'lost to the account''s record', '2026-01-02T00:00:00.000Z');
     """
@@ -97,8 +99,13 @@ struct BackupTests {
         #expect(imported.object["signature"] as? String == "this-deployment")
         #expect(imported.object["skipped_tables"] as? [String] == [])
         for table in perUserTables {
-            let original = try await sandbox.dump("guestmode.sqlite", table)
+            var original = try await sandbox.dump("guestmode.sqlite", table)
             #expect(!original.isEmpty, "fixture has no rows in \(table)")
+            if table == "conflict_archive" {
+                // Merge journal 7 stayed in the first store: in this one the row names no journal.
+                #expect(original.contains(#""journal_id":7"#))
+                original = original.replacingOccurrences(of: #""journal_id":7"#, with: #""journal_id":null"#)
+            }
             #expect(
                 try await sandbox.dump("fresh.sqlite", table) == original, "table \(table) differs after the round trip"
             )

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Rewrites a guestmode backup (tar.gz) into one of the hostile archives of
-issue 14, with a manifest recomputed so only row validation can refuse it.
+issues 14 and 18, with a manifest recomputed so only row validation can
+refuse it.
 
     hostile_archive.py SOURCE.tar.gz CASE OUT.tar.gz [VICTIM]
 
@@ -83,6 +84,32 @@ def duplicate_event(entries, victim):
     table_rows.append(dict(table_rows[0]))
     put(entry, table_rows)
 
+def counts(entries, count, total):
+    edit(entries, 'events', 'count', count)
+    edit(entries, 'counters', 'total', total)
+
+def nul_user(entries, victim):
+    # "new\u0000<victim>": a C string would cut it to "new"; every mention of the attacker's id becomes it.
+    attacker = user(entries).encode()
+    for entry in entries:
+        entry[1] = entry[1].replace(b'"' + attacker + b'"', b'"new\\u0000' + victim.encode() + b'"')
+
+def invalid_utf8_key(entries, victim):
+    entry, table_rows = rows(entries, 'records')
+    table_rows[0]['key'] = '@@'
+    lines = entry[1].split(b'\n')
+    lines[0] = json.dumps(table_rows[0], separators=(',', ':')).encode().replace(b'@@', b'k\xff\xfe')
+    entry[1] = b'\n'.join(lines)
+
+def conflict_row(collection, data='{"x":1}', journal=1):
+    return lambda e, v: add(e, 'conflict_archive', {
+        'id': 1, 'journal_id': journal, 'owner_id': user(e), 'collection': collection, 'key': 'lost', 'data': data,
+        'updated_at': T, 'reason': 'merge', 'archived_at': T})
+
+def outbox_attempts(entries, victim):
+    add(entries, 'outbox', {'user_id': user(entries), 'queued_at': T, 'attempts': 9223372036854775807,
+                            'last_error': 'offline', 'next_attempt_at': T})
+
 CASES = {
     'cross-user': cross_user,
     'foreign-row': foreign_row,
@@ -104,10 +131,26 @@ CASES = {
     'total-1e300': lambda e, v: edit(e, 'counters', 'total', '1e300', raw=True),
     'events-id-max': lambda e, v: edit(e, 'events', 'id', 9223372036854775807),
     'usage-id-max': lambda e, v: edit(e, 'meter_usage', 'id', 9223372036854775807),
+    'events-id-bound': lambda e, v: edit(e, 'events', 'id', 9007199254740991),
+    'usage-id-bound': lambda e, v: edit(e, 'meter_usage', 'id', 9007199254740991),
     'non-integer-id': lambda e, v: edit(e, 'events', 'id', 'abc'),
     'fractional-id': lambda e, v: edit(e, 'events', 'id', '1.5', raw=True),
     'duplicate-row': duplicate,
     'duplicate-event': duplicate_event,
+    # issue 18: rows the command line could not have written
+    'count-max': lambda e, v: counts(e, 9223372036854775807, 9223372036854775807),
+    'count-over-cli': lambda e, v: counts(e, 1000000001, 1000000001),
+    'total-max': lambda e, v: edit(e, 'counters', 'total', 9223372036854775807),
+    'outbox-attempts-max': outbox_attempts,
+    'record-duplicate-member': lambda e, v: edit(e, 'records', 'data', '{"a":1,"a":2}'),
+    'record-not-canonical': lambda e, v: edit(e, 'records', 'data', '{ "b": 1, "a": 2 }'),
+    'record-deep': lambda e, v: edit(e, 'records', 'data', '{"a":' + '[' * 300 + ']' * 300 + '}'),
+    'conflict-undeclared-collection': conflict_row('secrets'),
+    'conflict-not-canonical': conflict_row('commands', '{"b":1,"a":2}'),
+    'conflict-dangling-journal': conflict_row('commands', journal=424242),
+    'nul-user': nul_user,
+    'nul-key': lambda e, v: edit(e, 'records', 'key', 'k\u0000evil'),
+    'invalid-utf8-key': invalid_utf8_key,
 }
 
 def write(entries, path):

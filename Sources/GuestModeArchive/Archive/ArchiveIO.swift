@@ -225,6 +225,9 @@ final class ArchiveReader {
     private var buffer = [UInt8](repeating: 0, count: 64 << 10)
     /// True when the file was an encrypted archive, decrypted on the way in.
     private(set) var encrypted = false
+    /// The decompressed tar stream, for .tar.gz and .tar.zst (kept alive here
+    /// while libarchive reads from it).
+    private var source: TarSource?
 
     private init(handle: OpaquePointer, path: String, limits: ArchiveLimits) {
         self.handle = handle
@@ -243,30 +246,44 @@ final class ArchiveReader {
             throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a reader")
         }
         defer { archive_read_free(handle) }
-        switch format {
-        case .tarZstd:
-            archive_read_support_filter_zstd(handle)
-            archive_read_support_format_tar(handle)
-        case .tarGzip:
-            archive_read_support_filter_gzip(handle)
-            archive_read_support_format_tar(handle)
-        case .zip:
-            archive_read_support_format_zip(handle)
-        }
-        if format != .zip {
-            // Read on past the end-of-archive marker, so a second archive (or
-            // other data) after it shows up as entries and is refused.
-            archive_read_set_format_option(handle, "tar", "read_concatenated_archives", "1")
-        }
         let reader = ArchiveReader(handle: handle, path: path, limits: limits)
         reader.encrypted = decrypted != nil
-        if format == .zip, try !zipEndsAtDirectory(path: path, descriptor: decrypted) {
-            throw reader.refused("has data after the end of the zip archive")
+        let opened: Int32
+        switch format {
+        case .tarZstd, .tarGzip:
+            // No filter is registered: libarchive sees plain tar, decompressed by TarSource.
+            archive_read_support_format_tar(handle)
+            let source = try TarSource(path: path, descriptor: decrypted, format: format, limits: limits)
+            reader.source = source
+            let callback:
+                @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?)
+                    -> la_ssize_t = { _, context, buffer in
+                        guard let context else { return la_ssize_t(ARCHIVE_FATAL) }
+                        let source = Unmanaged<TarSource>.fromOpaque(context).takeUnretainedValue()
+                        do {
+                            guard let chunk = try source.next() else { return 0 }
+                            buffer?.pointee = chunk.baseAddress
+                            return la_ssize_t(chunk.count)
+                        } catch {
+                            // The source keeps the failure; the reader reports it instead of libarchive's words.
+                            return la_ssize_t(ARCHIVE_FATAL)
+                        }
+                    }
+            opened = archive_read_open(handle, Unmanaged.passUnretained(source).toOpaque(), nil, callback, nil)
+        case .zip:
+            archive_read_support_format_zip(handle)
+            if try !zipEndsAtDirectory(path: path, descriptor: decrypted) {
+                throw reader.refused("has data after the end of the zip archive")
+            }
+            if let problem = try ZipLayout.problem(path: path, descriptor: decrypted, limits: limits) {
+                throw reader.refused(problem)
+            }
+            opened =
+                decrypted.map { archive_read_open_fd(handle, $0, 64 << 10) }
+                ?? archive_read_open_filename(handle, path, 64 << 10)
         }
-        let opened =
-            decrypted.map { archive_read_open_fd(handle, $0, 64 << 10) }
-            ?? archive_read_open_filename(handle, path, 64 << 10)
         if opened != ARCHIVE_OK {
+            if let failure = reader.source?.failure { throw failure }
             throw reader.damaged("cannot be opened as \(format.description)")
         }
         return try body(reader)
@@ -354,7 +371,12 @@ final class ArchiveReader {
     func nextEntry() throws -> String? {
         var entry: OpaquePointer?
         let status = archive_read_next_header(handle, &entry)
-        if status == ARCHIVE_EOF { return nil }
+        if let failure = source?.failure { throw failure }
+        if status == ARCHIVE_EOF {
+            // Past the end-of-archive marker only zeros, and past the compressed stream nothing, may follow.
+            try source?.drain()
+            return nil
+        }
         guard status >= ARCHIVE_WARN, let entry else { throw damaged("has a damaged entry header") }
         guard let rawName = archive_entry_pathname(entry) else { throw refused("has an entry without a name") }
         let name = String(cString: rawName)
@@ -385,6 +407,7 @@ final class ArchiveReader {
         var size: Int64 = 0
         while true {
             let count = buffer.withUnsafeMutableBytes { archive_read_data(handle, $0.baseAddress, $0.count) }
+            if let failure = source?.failure { throw failure }
             if count == 0 { return size }
             guard count > 0 else { throw damaged("is damaged or truncated in '\(currentName)'") }
             size += Int64(count)
@@ -397,7 +420,7 @@ final class ArchiveReader {
                 throw refused("expands past the total limit of \(limits.maximumTotalSize) bytes")
             }
             if expandedTotal > limits.ratioFloor {
-                let compressed = max(Int64(archive_filter_bytes(handle, -1)), 1)
+                let compressed = max(source?.compressedBytes ?? Int64(archive_filter_bytes(handle, -1)), 1)
                 if expandedTotal / compressed > limits.maximumRatio {
                     throw refused(
                         "expands \(expandedTotal / compressed) times its compressed size, more than the limit of \(limits.maximumRatio) (a decompression bomb?)"
@@ -432,6 +455,10 @@ final class ArchiveReader {
     }
 
     fileprivate func refused(_ problem: String) -> GuestModeError {
+        Self.refusal(path: path, problem)
+    }
+
+    static func refusal(path: String, _ problem: String) -> GuestModeError {
         GuestModeError.badData(
             "refusing the archive '\(path)': it \(problem); nothing was changed", code: .hostileArchive)
     }
@@ -463,4 +490,248 @@ private enum FileType {
 
 private func lastError(_ handle: OpaquePointer) -> String {
     archive_error_string(handle).map { String(cString: $0) } ?? "unknown libarchive error"
+}
+
+/// The tar stream inside a .tar.gz or .tar.zst archive, decompressed under
+/// guestmode's control rather than by libarchive's filter bidding, which
+/// stacks a filter for every compressed layer it recognises and, in
+/// libarchive 3.6.2, can spend unbounded memory and time on a gzip nested in
+/// a gzip before the first entry. Here there is exactly one compression
+/// layer, chosen by the magic bytes: gzip is inflated with zlib (which skips
+/// over header fields of any length in constant memory), zstd by a
+/// libarchive reader that knows only zstd and raw data. Every compressed
+/// byte must belong to that one stream (`ZstdFrames`, or nothing after the
+/// gzip trailer), and every decompressed byte to a tar entry (`TarLayout`);
+/// the tar reader then sees plain tar and no filters at all.
+final class TarSource {
+    private let descriptor: Int32
+    private let ownsDescriptor: Bool
+    private let path: String
+    private let format: ArchiveFormat
+    private let limits: ArchiveLimits
+    private let input = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+    private let output = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+    private var readOffset: Int64 = 0
+    private var inputEnded = false
+    private var ended = false
+    private var layout = TarLayout()
+    private var frames = ZstdFrames()
+    private var inflater: UnsafeMutablePointer<z_stream>?
+    private var decoder: OpaquePointer?
+    /// Compressed bytes read from the file.
+    private(set) var compressedBytes: Int64 = 0
+    /// Decompressed bytes handed on.
+    private(set) var expandedBytes: Int64 = 0
+    /// The first problem found, for the reader to report instead of libarchive's words.
+    private(set) var failure: Error?
+
+    init(path: String, descriptor: Int32?, format: ArchiveFormat, limits: ArchiveLimits) throws {
+        self.path = path
+        self.format = format
+        self.limits = limits
+        if let descriptor {
+            self.descriptor = descriptor
+            ownsDescriptor = false
+        } else {
+            let opened = open(path, O_RDONLY | O_CLOEXEC)
+            guard opened >= 0 else {
+                input.deallocate()
+                output.deallocate()
+                throw GuestModeError(
+                    .ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
+            }
+            self.descriptor = opened
+            ownsDescriptor = true
+        }
+        switch format {
+        case .tarGzip:
+            let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+            stream.initialize(to: z_stream())
+            inflater = stream
+            // 15 + 16: a gzip wrapper only (no raw deflate, no zlib wrapper), the largest window.
+            guard inflateInit2_(stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+                throw GuestModeError(.internalFailure, code: .archiveError, "zlib could not allocate an inflater")
+            }
+        case .tarZstd:
+            try openDecoder()
+        case .zip:
+            throw GuestModeError(.internalFailure, code: .archiveError, "a zip archive has no tar stream")
+        }
+    }
+
+    deinit {
+        if let inflater {
+            inflateEnd(inflater)
+            inflater.deinitialize(count: 1)
+            inflater.deallocate()
+        }
+        if let decoder { archive_read_free(decoder) }
+        if ownsDescriptor { close(descriptor) }
+        input.deallocate()
+        output.deallocate()
+    }
+
+    /// The next decompressed bytes, already checked by `TarLayout`, or nil at
+    /// the end of a stream that ended cleanly. Valid until the next call.
+    func next() throws -> UnsafeRawBufferPointer? {
+        if let failure { throw failure }
+        do {
+            guard !ended else { return nil }
+            let count = format == .tarGzip ? try inflateNext() : try decodeNext()
+            guard count > 0 else {
+                ended = true
+                try layout.finish()
+                return nil
+            }
+            let chunk = UnsafeRawBufferPointer(rebasing: output[0..<count])
+            expandedBytes += Int64(count)
+            if expandedBytes > limits.ratioFloor, expandedBytes / max(compressedBytes, 1) > limits.maximumRatio {
+                throw LayoutProblem.refused(
+                    "expands \(expandedBytes / max(compressedBytes, 1)) times its compressed size, more than the limit of \(limits.maximumRatio) (a decompression bomb?)"
+                )
+            }
+            try layout.feed(chunk)
+            return chunk
+        } catch {
+            let reported = describe(error)
+            failure = reported
+            throw reported
+        }
+    }
+
+    /// Reads the rest of the stream once the tar reader has seen its end, so
+    /// the bytes after the end-of-archive marker and after the compressed
+    /// stream are checked too.
+    func drain() throws {
+        while try next() != nil {}
+    }
+
+    private func describe(_ error: Error) -> Error {
+        switch error {
+        case LayoutProblem.refused(let problem):
+            ArchiveReader.refusal(path: path, problem)
+        case LayoutProblem.damaged(let problem):
+            GuestModeError.badData(
+                "the archive '\(path)' \(problem); it is damaged or not a guestmode backup", code: .damagedArchive)
+        default: error
+        }
+    }
+
+    /// Reads the next compressed bytes into `input`; 0 at the end of the file.
+    private func readCompressed() throws -> Int {
+        let count = pread(descriptor, input.baseAddress, input.count, off_t(readOffset))
+        guard count >= 0 else {
+            throw GuestModeError(
+                .ioError, code: .archiveUnreadable,
+                "cannot read the archive '\(path)': \(String(cString: strerror(errno)))")
+        }
+        readOffset += Int64(count)
+        compressedBytes += Int64(count)
+        return count
+    }
+
+    private func bytesAfterReadOffset() -> Int64 {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return 0 }
+        return max(Int64(status.st_size) - readOffset, 0)
+    }
+
+    private func inflateNext() throws -> Int {
+        guard let stream = inflater else { return 0 }
+        while true {
+            if stream.pointee.avail_in == 0, !inputEnded {
+                let count = try readCompressed()
+                if count == 0 {
+                    inputEnded = true
+                } else {
+                    stream.pointee.next_in = input.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                    stream.pointee.avail_in = uInt(count)
+                }
+            }
+            stream.pointee.next_out = output.baseAddress?.assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_out = uInt(output.count)
+            let status = inflate(stream, Z_NO_FLUSH)
+            let produced = output.count - Int(stream.pointee.avail_out)
+            switch status {
+            case Z_STREAM_END:
+                let trailing = Int64(stream.pointee.avail_in) + bytesAfterReadOffset()
+                if trailing > 0 {
+                    throw LayoutProblem.refused(
+                        "has \(trailing) bytes after the end of its gzip stream; a guestmode backup holds nothing but its listed entries"
+                    )
+                }
+                inputEnded = true
+                if produced > 0 { return produced }
+                return 0
+            case Z_OK:
+                if produced > 0 { return produced }
+            case Z_BUF_ERROR where !inputEnded:
+                continue
+            case Z_BUF_ERROR:
+                throw LayoutProblem.damaged("ends in the middle of its gzip stream (it is truncated)")
+            default:
+                let reason = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(status)"
+                throw LayoutProblem.damaged("is not valid gzip data (\(reason))")
+            }
+        }
+    }
+
+    /// A libarchive reader that knows only zstd and raw data, fed through
+    /// `ZstdFrames`: it yields the decompressed bytes of exactly one layer.
+    private func openDecoder() throws {
+        guard let handle = archive_read_new() else {
+            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a reader")
+        }
+        decoder = handle
+        archive_read_support_filter_zstd(handle)
+        archive_read_support_format_raw(handle)
+        let callback:
+            @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?)
+                -> la_ssize_t = { _, context, buffer in
+                    guard let context else { return -1 }
+                    let source = Unmanaged<TarSource>.fromOpaque(context).takeUnretainedValue()
+                    do {
+                        let count = try source.readCompressed()
+                        if count == 0 {
+                            try source.frames.finish()
+                        } else {
+                            try source.frames.feed(UnsafeRawBufferPointer(rebasing: source.input[0..<count]))
+                        }
+                        buffer?.pointee = UnsafeRawPointer(source.input.baseAddress)
+                        return la_ssize_t(count)
+                    } catch {
+                        source.failure = source.describe(error)
+                        return la_ssize_t(ARCHIVE_FATAL)
+                    }
+                }
+        let opened = archive_read_open(handle, Unmanaged.passUnretained(self).toOpaque(), nil, callback, nil)
+        if let failure { throw failure }
+        var entry: OpaquePointer?
+        guard opened == ARCHIVE_OK, archive_read_next_header(handle, &entry) == ARCHIVE_OK else {
+            if let failure { throw failure }
+            throw describe(LayoutProblem.damaged("is not valid zstd data (\(lastError(handle)))"))
+        }
+        // The raw reader plus one zstd filter: any more is zstd inside zstd.
+        guard archive_filter_count(handle) == 2 else {
+            throw describe(
+                LayoutProblem.refused(
+                    "is compressed \(archive_filter_count(handle) - 1) times over; a guestmode backup is one tar archive compressed once"
+                ))
+        }
+    }
+
+    private func decodeNext() throws -> Int {
+        guard let decoder else { return 0 }
+        let count = archive_read_data(decoder, output.baseAddress, output.count)
+        if let failure { throw failure }
+        guard count >= 0 else { throw LayoutProblem.damaged("is not valid zstd data (\(lastError(decoder)))") }
+        if count == 0 {
+            // Whatever the decoder left unread is checked as frames too.
+            while case let read = try readCompressed(), read > 0 {
+                try frames.feed(UnsafeRawBufferPointer(rebasing: input[0..<read]))
+            }
+            try frames.finish()
+        }
+        return count
+    }
 }

@@ -204,6 +204,13 @@ private struct ImportSession {
             }
         }
         if skipped.contains(owner) { return }
+        if table.name == "conflict_archive", case .integer(let journal)? = row["journal_id"],
+            try rows.journalTarget(journal) != owner
+        {
+            // The journal stayed in the store where the merge ran: a number that names no merge into this
+            // user here would point at nothing, or at another merge.
+            row["journal_id"] = .null
+        }
         if !trusted {
             if table.carriesTrust {
                 untrustedRows[table.name, default: 0] += 1

@@ -218,6 +218,7 @@ struct ArchiveWalk {
     private static func decodeHeader(
         _ bytes: [UInt8], path: String, chain: ArchiveMigrationChain
     ) throws -> (BackupHeader, Int, [ArchiveMigration]) {
+        _ = try TextRule.decode(bytes, what: "\(BackupFormat.headerName) of the archive '\(path)'")
         guard var object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
             object["format"] as? String == BackupFormat.formatName,
             let version = object["format_version"] as? Int
@@ -230,13 +231,25 @@ struct ArchiveWalk {
             try step.upgradeHeader(&object)
             object["format_version"] = step.from + 1
         }
+        let header: BackupHeader
         do {
             let data = try JSONSerialization.data(withJSONObject: object)
-            return (try BackupFormat.decoder().decode(BackupHeader.self, from: data), version, migrations)
+            header = try BackupFormat.decoder().decode(BackupHeader.self, from: data)
         } catch {
             throw GuestModeError.badData(
                 "the archive '\(path)' has a malformed header.json (\(describe(error)))", code: .badHeader)
         }
+        // A NUL would be cut by the store's C strings: "new\u{0}victim" reported as one user, stored as another.
+        let fields: [(String, String?)] =
+            header.users.enumerated().map { ("users[\($0.offset)]", $0.element) } + [
+                ("guest_owner", header.guestOwner), ("profile.name", header.profile.name),
+                ("tool_version", header.toolVersion), ("created", header.created),
+                ("signing_key_id", header.signingKeyId),
+            ]
+        for case (let field, let value?) in fields {
+            try TextRule.check(value, what: "\(field) in \(BackupFormat.headerName) of the archive '\(path)'")
+        }
+        return (header, version, migrations)
     }
 
     private static func decodeManifest(_ bytes: [UInt8], path: String) throws -> BackupManifest {
@@ -252,6 +265,7 @@ struct ArchiveWalk {
         _ line: UnsafeBufferPointer<UInt8>, location: RowLocation, path: String
     ) throws -> [String: CellValue] {
         if let row = RowDecoder.decode(line) { return row }
+        _ = try TextRule.decode(line, what: "the row at \(location.description) of the archive '\(path)'")
         throw GuestModeError.badData(
             "the archive '\(path)' has a malformed row at \(location.description): expected a JSON object of column values",
             code: .badRow)

@@ -121,6 +121,9 @@ public protocol BackupRowImport {
     func creationTime(ofUser id: String) throws -> String?
     /// Whether any record belongs to `owner` (the profile's guest owner).
     func hasRecords(ownedBy owner: String) throws -> Bool
+    /// The user who received the merge of migration journal `id` in this
+    /// store, or nil when the store has no such journal.
+    func journalTarget(_ id: Int64) throws -> String?
     /// Deletes every row of `owners` from the given backup tables.
     func deleteRows(ownedBy owners: [String], in tables: [BackupTable]) throws
     /// The columns the store keeps for `table`.

@@ -10,8 +10,14 @@ import Foundation
 /// are in the store's own form (`Timestamp.format`, UTC with milliseconds)
 /// and not in the future unless they name a future end, names refer to what
 /// the profile declares (collections, actions, meters, plans, providers,
-/// prompt contexts, experiments and variants), record data is a JSON object,
-/// counts and amounts are not negative. Surrogate ids (`events.id`,
+/// prompt contexts, experiments and variants, in records and in the
+/// conflict archive alike), record data is a JSON object by the strict
+/// parser `record put` uses (no duplicate member names, at most
+/// `StrictJSON.maximumDepth` levels) and is stored in the canonical text
+/// `record put` stores (compact, keys sorted), never verbatim; every text
+/// cell obeys `TextRule` (no U+0000), and every count, total, amount,
+/// attempt count and id lies within `Bounds`: not negative and never past
+/// what the command line could have written. Surrogate ids (`events.id`,
 /// `meter_usage.id`, …) must be positive integers, appear once per table,
 /// and are then dropped: the store numbers imported rows itself, so an
 /// archive cannot push its sequences to the end of their range.
@@ -34,8 +40,6 @@ public struct BackupRowValidator {
 
     /// Tolerated clock skew between the machine that exported and this one.
     static let skew: TimeInterval = 86_400
-    /// The largest meter amount one row may carry (`meter use` refuses more).
-    static let largestAmount = 1e12
 
     /// Actions guestmode writes itself, whatever the profile declares.
     public static let systemActions: Set<String> = [
@@ -64,22 +68,34 @@ public struct BackupRowValidator {
     }
 
     /// Checks one row of `table` read at `line` of `entry`, and returns the
-    /// row to write: the same columns, less a surrogate id.
+    /// row to write: the same columns, less a surrogate id, with record data
+    /// in its canonical text.
     public mutating func check(
         _ row: [String: CellValue], table: BackupTable, entry: String, line: Int
     ) throws -> [String: CellValue] {
         let cells = Cells(
             row: row, table: table.name, context: Context(profile: profile, now: now, archive: archive),
             location: "line \(line) of \(entry)")
+        // Sorted only to name the first offending column the same way every time.
+        if row.contains(where: { !TextRule.isAcceptable($0.key) || !($0.value.text.map(TextRule.isAcceptable) ?? true) }
+        ) {
+            for (column, value) in row.sorted(by: { $0.key < $1.key }) {
+                try TextRule.check(column, what: "a column name at \(cells.location) of the archive '\(archive)'")
+                if case .text(let text) = value {
+                    try TextRule.check(
+                        text, what: "\(table.name).\(column) at \(cells.location) of the archive '\(archive)'")
+                }
+            }
+        }
         var result = row
         if table.hasSurrogateID {
-            let id = try cells.integer("id", atLeast: 1)
+            let id = try cells.integer("id", in: 1...Bounds.maximumRowID)
             guard surrogateIDs[table.name, default: []].insert(id).inserted else {
                 throw cells.duplicate("\(table.name).id \(id) appears twice in the archive")
             }
             result["id"] = nil
         }
-        try checkColumns(cells, table: table.name)
+        try checkColumns(cells, table: table.name, result: &result)
         return result
     }
 
@@ -122,7 +138,7 @@ public struct BackupRowValidator {
 
     // MARK: - Tables
 
-    private mutating func checkColumns(_ cells: Cells, table: String) throws {
+    private mutating func checkColumns(_ cells: Cells, table: String, result: inout [String: CellValue]) throws {
         switch table {
         case "users":
             let id = try cells.name("id")
@@ -173,32 +189,35 @@ public struct BackupRowValidator {
             let user = try cells.name("user_id")
             let action = try action(cells)
             try cells.past("at")
-            let count = cells.row["count"] == nil ? 1 : try cells.integer("count", atLeast: 1)
+            let count =
+                cells.row["count"] == nil ? 1 : try cells.integer("count", in: 1...Bounds.maximumEventCount)
             try cells.optionalName("idempotency_key")
             try cells.optionalJSONObject("properties")
             let key = Key(user: user, name: action)
             let previous = eventTotals[key] ?? (0, cells.location)
             let (sum, overflow) = previous.total.addingReportingOverflow(count)
-            if overflow {
-                throw cells.invalid("the counts of '\(action)' events of user '\(user)' add up past the largest count")
+            if overflow || sum > Bounds.maximumCounterTotal {
+                throw cells.invalid(
+                    "the counts of '\(action)' events of user '\(user)' add up past the largest total, \(Bounds.maximumCounterTotal)"
+                )
             }
             eventTotals[key] = (sum, previous.location)
         case "counters":
             let user = try cells.name("user_id")
             let action = try action(cells)
-            let total = try cells.integer("total", atLeast: 0)
+            let total = try cells.integer("total", in: 0...Bounds.maximumCounterTotal)
             counters[Key(user: user, name: action)] = (total, cells.location)
         case "records":
             try cells.text("owner_id")
             try cells.declared("collection", in: profile.collections.map(\.name), what: "collection")
             try cells.name("key")
-            try cells.jsonObject("data")
+            result["data"] = .text(try cells.recordData("data"))
             try cells.past("created_at")
             try cells.past("updated_at")
         case "meter_usage":
             try cells.name("user_id")
             try cells.declared("meter", in: profile.meters.map(\.name), what: "meter")
-            try cells.number("amount", in: 0...Self.largestAmount)
+            try cells.number("amount", in: 0...Bounds.maximumMeterAmount)
             try cells.past("at")
             try cells.optionalName("idempotency_key")
         case "meter_warnings":
@@ -238,7 +257,7 @@ public struct BackupRowValidator {
         case "outbox":
             try cells.name("user_id")
             try cells.past("queued_at")
-            if cells.row["attempts"] != nil { try cells.integer("attempts", atLeast: 0) }
+            if cells.row["attempts"] != nil { try cells.integer("attempts", in: 0...Bounds.maximumOutboxAttempts) }
             try cells.optionalText("last_error")
             try cells.optionalTime("next_attempt_at")
         case "user_flags":
@@ -247,12 +266,13 @@ public struct BackupRowValidator {
             try cells.past("set_at")
         case "conflict_archive":
             if cells.row["journal_id"] != nil, cells.row["journal_id"] != .null {
-                try cells.integer("journal_id", atLeast: 1)
+                try cells.integer("journal_id", in: 1...Bounds.maximumRowID)
             }
             try cells.name("owner_id")
-            try cells.name("collection")
+            // Restored by `migrate conflicts restore` into a record of this collection.
+            try cells.declared("collection", in: profile.collections.map(\.name), what: "collection")
             try cells.name("key")
-            try cells.jsonObject("data")
+            result["data"] = .text(try cells.recordData("data"))
             try cells.past("updated_at")
             try cells.text("reason")
             try cells.past("archived_at")
@@ -270,6 +290,18 @@ public struct BackupRowValidator {
             )
         }
         return action
+    }
+
+    /// The text `record put` stores for a strict JSON object (Records.swift's
+    /// canonical form): compact, keys sorted, slashes unescaped.
+    static func canonicalRecordText(_ text: String, parsed: JSONValue) -> String {
+        guard let value = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]),
+            let encoded = try? JSONSerialization.data(
+                withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
+        else {
+            return parsed.canonicalText
+        }
+        return String(decoding: encoded, as: UTF8.self)
     }
 
     /// What the per-cell checks need, kept apart from the validator's growing state so rows never copy it.
@@ -347,13 +379,15 @@ public struct BackupRowValidator {
             return value
         }
 
+        /// A whole number in `range`: the bounds are what the command line could have written.
         @discardableResult
-        func integer(_ column: String, atLeast minimum: Int64) throws -> Int64 {
+        func integer(_ column: String, in range: ClosedRange<Int64>) throws -> Int64 {
             guard case .integer(let value)? = row[column] else {
                 throw invalid("\(table).\(column) must be a whole number, not \(describe(row[column]))")
             }
-            guard value >= minimum else {
-                throw invalid("\(table).\(column) must be at least \(minimum), not \(value)")
+            guard range.contains(value) else {
+                throw invalid(
+                    "\(table).\(column) must be from \(range.lowerBound) to \(range.upperBound), not \(value)")
             }
             return value
         }
@@ -410,16 +444,34 @@ public struct BackupRowValidator {
             return try past(column)
         }
 
-        func jsonObject(_ column: String) throws {
+        /// A JSON object by the strict parser the command line uses: no
+        /// duplicate member names, no nesting past `StrictJSON.maximumDepth`.
+        @discardableResult
+        func jsonObject(_ column: String) throws -> (text: String, value: JSONValue) {
             let value = try text(column)
-            guard (try? JSONSerialization.jsonObject(with: Data(value.utf8))) is [String: Any] else {
-                throw invalid("\(table).\(column) must be a JSON object, not \(describe(row[column]))")
+            let parsed: JSONValue
+            do {
+                parsed = try StrictJSON.parse(value)
+            } catch {
+                throw invalid("\(table).\(column) is not valid JSON (\(error))")
             }
+            guard case .object = parsed else {
+                throw invalid("\(table).\(column) must be a JSON object, not \(parsed.kindDescription)")
+            }
+            return (value, parsed)
         }
 
         func optionalJSONObject(_ column: String) throws {
             if row[column] == nil || row[column] == .null { return }
             try jsonObject(column)
+        }
+
+        /// Record data as `record put` stores it: a strict JSON object, in
+        /// its canonical text so equal documents compare equal.
+        func recordData(_ column: String) throws -> String {
+            if case .text(let text)? = row[column], CanonicalScan.isCanonicalObject(text) { return text }
+            let (text, value) = try jsonObject(column)
+            return BackupRowValidator.canonicalRecordText(text, parsed: value)
         }
     }
 }

@@ -1,18 +1,34 @@
-/// The bounds of every count guestmode stores. A value is refused where it
-/// enters (arguments, bulk files, archives, requests) when the command line
-/// could not have written it, and arithmetic on stored values is checked
-/// against these bounds, so a store never holds a count that overflowed or
-/// turned into a floating-point value (SQLite turns an overflowing integer
-/// sum into a REAL; PostgreSQL refuses it with "bigint out of range").
+/// The largest numbers guestmode writes, in one place, so every way in (the
+/// command line, bulk files, archives) refuses the same values and the
+/// engine's checked arithmetic on stored values uses the same limits.
+///
+/// A stored value past one of these is one guestmode could not have written:
+/// an archive carrying it is refused (exit 65) rather than imported.
 public enum Bounds {
-    /// The largest `count` one event may carry (`track --count`, a log
-    /// line's `count`): 10^9. Documented in guestmode-track(1).
-    public static let maximumEventCount = 1_000_000_000
+    /// One event's count: `track --count` and `track --from` take 1...10^9.
+    public static let maximumEventCount: Int64 = 1_000_000_000
 
-    /// The largest total a counter may reach: the largest 64-bit integer,
-    /// what both backends' integer columns hold. An event that would carry
-    /// a counter past it is refused (`count_overflow`, exit 65).
+    /// A counter's total, and the sum of one user's counts of one action:
+    /// the largest 64-bit integer, what both backends' integer columns
+    /// hold. An addition that would pass it is refused (`count_overflow`,
+    /// exit 65), never wrapped or turned into a floating-point value, so
+    /// every total a store holds is one an archive may carry back.
     public static let maximumCounterTotal = Int64.max
+
+    /// One meter use: `MeterAmount.largestRequest`, what `meter use` takes.
+    public static var maximumMeterAmount: Double {
+        Double(MeterAmount.largestRequest.millionths) / Double(MeterAmount.scale)
+    }
+
+    /// How many failed pushes an outbox entry may count: `backup push
+    /// --max-attempts` takes at most 1000, and an entry is held (no longer
+    /// tried) once it reaches its maximum, so no push counts past it.
+    public static let maximumOutboxAttempts: Int64 = 1_000
+
+    /// A store-assigned id (events, meter usage, plans, prompt outcomes,
+    /// the conflict archive, journals): the stores number rows from 1 and
+    /// never come near 2^53 - 1; an archive's ids past it are refused.
+    public static let maximumRowID: Int64 = 9_007_199_254_740_991
 
     /// `total + count` for a counter, refused when the sum would pass
     /// ``maximumCounterTotal`` or either side is negative (a store changed

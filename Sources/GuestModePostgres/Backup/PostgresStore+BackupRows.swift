@@ -231,6 +231,12 @@ private final class PostgresBackupImport: BackupRowImport {
         ).first != nil
     }
 
+    func journalTarget(_ id: Int64) throws -> String? {
+        try usable()
+        return try connection.execute("SELECT target_id FROM migration_journals WHERE id = $1", [PostgresValue(id)])
+            .first?.string("target_id")
+    }
+
     func deleteRows(ownedBy owners: [String], in tables: [BackupTable]) throws {
         try usable()
         guard !owners.isEmpty else { return }

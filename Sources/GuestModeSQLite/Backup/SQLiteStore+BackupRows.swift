@@ -92,6 +92,10 @@ private final class SQLiteBackupImport: BackupRowImport {
             ?? false
     }
 
+    func journalTarget(_ id: Int64) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT target_id FROM migration_journals WHERE id = ?", arguments: [id])
+    }
+
     func deleteRows(ownedBy owners: [String], in tables: [BackupTable]) throws {
         guard !owners.isEmpty else { return }
         for table in BackupTable.all.reversed() where tables.contains(table) {
