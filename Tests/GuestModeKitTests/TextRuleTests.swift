@@ -94,7 +94,7 @@ import Testing
     @Test func aCountPastTheEventBoundIsRefusedByTheEngine() throws {
         let engine = try engine("recipes")
         let guest = try engine.createGuest(device: nil, now: day(1)).id
-        let tooMany = TrackedEvent(user: guest, action: "app_opened", at: day(1), count: Bounds.maximumEventCount + 1)
+        let tooMany = TrackedEvent(user: guest, action: "app_opened", at: day(1), count: Int(Bounds.maximumEventCount) + 1)
         #expect(textCode { _ = try engine.track(tooMany, now: day(1)) } == .invalidEvent)
         #expect(try engine.counters(of: guest).isEmpty)
     }
