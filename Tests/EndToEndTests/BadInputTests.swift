@@ -660,3 +660,21 @@ struct CommandLineRefusalTests {
         #expect(FileManager.default.fileExists(atPath: sandbox.path("guestmode.sqlite.key")))
     }
 }
+
+@Suite("Event logs: an empty property name is refused as on the command line")
+struct EmptyPropertyNameTests {
+    @Test("track --from with a property named \"\" applies nothing")
+    func emptyName() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
+        let guest = try await sandbox.newGuest()
+        try sandbox.write(
+            "e.ndjson",
+            #"{"user":"\#(guest)","action":"app_opened"}"# + "\n"
+                + #"{"user":"\#(guest)","action":"app_opened","props":{"":"v"}}"# + "\n")
+        let before = try sandbox.snapshot()
+        let result = try await sandbox.run("track", "--from", "e.ndjson")
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stderr.contains("e.ndjson:2: a property name is empty"), "\(result.stderr)")
+        #expect(try sandbox.snapshot() == before)
+    }
+}

@@ -152,6 +152,7 @@ extension Profile {
             return "count must be from 1 to \(Bounds.maximumEventCount), not \(event.count)"
         }
         if let key = event.idempotencyKey, key.isEmpty { return "the idempotency key is empty" }
+        if event.properties.keys.contains("") { return "a property name is empty" }
         do {
             try event.checkText()
         } catch {
