@@ -94,6 +94,9 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("plans", "ends_at", "'later'", read: meter),
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'", read: facts),
     PlantedValue("prompt_outcomes", "at", "'yesterday'", read: facts),
+    PlantedValue("prompt_outcomes", "outcome", "'shrugged'") { store, profile in
+        _ = try store.unlink(user: "u", provider: "apple", profile: profile, now: day(3))
+    },
     PlantedValue("experiment_assignments", "assigned_at", "'yesterday'") { store, _ in
         _ = try store.storedAssignment(userID: "u", experiment: "auth_prompts")
     },
