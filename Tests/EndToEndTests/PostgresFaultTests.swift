@@ -35,6 +35,19 @@ final class PrivatePostgres {
         try #require(result.status == 0, "cannot restart the server: \(result.stderr)")
     }
 
+    /// A sandbox whose store is a new schema on this server, bound to the
+    /// recipes profile, its clock set.
+    func recipesStore() async throws -> (Sandbox, schema: String) {
+        let sandbox = try Sandbox()
+        let schema = "fault_" + UUID().uuidString.prefix(8).lowercased()
+        sandbox.environment["GUESTMODE_STORE"] = uri
+        sandbox.environment["GUESTMODE_SCHEMA"] = schema
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let created = try await sandbox.run("init", "--profile", "recipes")
+        try #require(created.status == 0, "init: \(created.stderr)")
+        return (sandbox, schema)
+    }
+
     /// One value from the server, as psql prints it.
     func value(_ sql: String, schema: String) async throws -> String {
         let sandbox = try Sandbox()
@@ -60,16 +73,8 @@ extension Sandbox {
         -> RunningCommand
     {
         let command = RunningCommand()
-        let process = Process()
-        process.executableURL = Sandbox.binary
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        let pipe = Pipe()
-        process.standardError = pipe
-        try process.run()
+        let process = try start(arguments)
+        guard let pipe = process.standardError as? Pipe else { throw CocoaError(.fileReadUnknown) }
         command.process = process
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {
@@ -136,12 +141,7 @@ struct PostgresFaultTests {
     @Test("track --from of a log without ids, server stopped midway: exit 75, nothing applied, the rerun is exact")
     func trackFromStopped() async throws {
         let server = try await PrivatePostgres()
-        let sandbox = try Sandbox()
-        let schema = "fault_" + UUID().uuidString.prefix(8).lowercased()
-        sandbox.environment["GUESTMODE_STORE"] = server.uri
-        sandbox.environment["GUESTMODE_SCHEMA"] = schema
-        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
-        #expect(try await sandbox.run("init", "--profile", "recipes").status == 0)
+        let (sandbox, schema) = try await server.recipesStore()
         let guests = [try await sandbox.newGuest(), try await sandbox.newGuest(), try await sandbox.newGuest()]
         let lines = 100_000
         let log = (0..<lines).map { #"{"user":"\#(guests[$0 % 3])","action":"app_opened"}"# }
@@ -174,12 +174,7 @@ struct PostgresFaultTests {
     @Test("migrate with the server stopped inside a step: exit 75 that says what is kept, then --resume finishes it")
     func migrateStopped() async throws {
         let server = try await PrivatePostgres()
-        let sandbox = try Sandbox()
-        let schema = "fault_" + UUID().uuidString.prefix(8).lowercased()
-        sandbox.environment["GUESTMODE_STORE"] = server.uri
-        sandbox.environment["GUESTMODE_SCHEMA"] = schema
-        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
-        #expect(try await sandbox.run("init", "--profile", "recipes").status == 0)
+        let (sandbox, schema) = try await server.recipesStore()
         let guest = try await sandbox.newGuest()
         let account = try await sandbox.newGuest()
         #expect(try await sandbox.run("link", account, "--provider", "apple", "--subject", "fault-1").status == 0)

@@ -15,18 +15,6 @@ import Testing
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/corpus")
     static let now = Timestamp.parse("2030-01-01T00:00:00Z") ?? Date()
 
-    /// A small deterministic generator (SplitMix64), so every run mutates the same way.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static func engine() throws -> GuestMode {
         let root = corpus.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let text = try String(contentsOf: root.appendingPathComponent("Templates/voice.yaml"), encoding: .utf8)
@@ -73,7 +61,7 @@ import Testing
             .compactMap { name in
                 FileManager.default.contents(atPath: Self.corpus.appendingPathComponent(name).path).map { (name, $0) }
             }
-        var random = Generator(state: 14)
+        var random = SplitMix64(state: 14)
         for round in 0..<300 {
             guard let (name, seed) = seeds.randomElement(using: &random), !seed.isEmpty else { continue }
             var bytes = [UInt8](seed)
@@ -223,7 +211,7 @@ import Testing
     func rowMutations() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        var random = Generator(state: 65)
+        var random = SplitMix64(state: 65)
         for round in 0..<300 {
             var rows = Self.rows
             var users = ["u"]

@@ -7,17 +7,6 @@ import Testing
 /// The layout walkers see a stream in whatever pieces the decompressor hands
 /// over; headers and fields split across pieces must read the same as whole.
 @Suite struct ArchiveLayoutTests {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// An archive written by guestmode's own writer, entries of awkward sizes.
     static func archive(_ format: ArchiveFormat) throws -> (path: String, bytes: [UInt8]) {
         let path = FileManager.default.temporaryDirectory
@@ -43,7 +32,7 @@ import Testing
         return bytes
     }
 
-    static func feedTar(_ bytes: [UInt8], pieces random: inout Generator) throws {
+    static func feedTar(_ bytes: [UInt8], pieces random: inout SplitMix64) throws {
         var layout = TarLayout()
         var offset = 0
         while offset < bytes.count {
@@ -54,7 +43,7 @@ import Testing
         try layout.finish()
     }
 
-    static func feedZstd(_ bytes: [UInt8], pieces random: inout Generator) throws {
+    static func feedZstd(_ bytes: [UInt8], pieces random: inout SplitMix64) throws {
         var frames = ZstdFrames()
         var offset = 0
         while offset < bytes.count {
@@ -71,7 +60,7 @@ import Testing
             let (path, _) = try Self.archive(format)
             defer { try? FileManager.default.removeItem(atPath: path) }
             let tar = try Self.tarStream(path, format)
-            var random = Generator(state: 18)
+            var random = SplitMix64(state: 18)
             for _ in 0..<40 { try Self.feedTar(tar, pieces: &random) }
             // A pax global header after the first entry (a header block with type 'g' and a valid checksum).
             var global = [UInt8](tar[0..<512])
@@ -98,7 +87,7 @@ import Testing
     func zstdInPieces() throws {
         let (path, bytes) = try Self.archive(.tarZstd)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        var random = Generator(state: 18)
+        var random = SplitMix64(state: 18)
         for _ in 0..<40 { try Self.feedZstd(bytes, pieces: &random) }
         let skippable: [UInt8] = [0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4]
         for hostile in [bytes + skippable, skippable + bytes, bytes + bytes, Array(bytes.dropLast(3)), bytes + [0]] {

@@ -7,33 +7,22 @@ import Testing
 /// accept only text that the full strict parse accepts and that re-encoding
 /// leaves byte for byte as it is; anything else goes the slow way.
 @Suite struct CanonicalScanTests {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let pieces: [String] = [
         "a", "b", "c", "x", "ab", "a", "b", "Z", "/", "_", "1", "10", "9", "\"", "\\", " ", "é", "☃", "\t", "\n",
         "\u{1}", "0", "-", "{", "[", "é",
     ]
 
-    static func randomString(_ random: inout Generator) -> String {
+    static func randomString(_ random: inout SplitMix64) -> String {
         (0..<Int(random.next() % 4)).map { _ in pieces.randomElement(using: &random)! }.joined()
     }
 
-    static func randomNumber(_ random: inout Generator) -> String {
+    static func randomNumber(_ random: inout SplitMix64) -> String {
         ["0", "-0", "7", "-12", "123456789012345", "1234567890123456", "1.5", "1.0", "1e3", "-0.25", "00"]
             .randomElement(using: &random)!
     }
 
     /// Random JSON text: sometimes canonical, sometimes with spaces, unsorted or repeated keys.
-    static func randomText(_ random: inout Generator, depth: Int = 0) -> String {
+    static func randomText(_ random: inout SplitMix64, depth: Int = 0) -> String {
         let choice = depth > 3 ? random.next() % 4 : random.next() % 6
         switch choice {
         case 0: return ["true", "false", "null"].randomElement(using: &random)!
@@ -59,7 +48,7 @@ import Testing
 
     @Test("whatever the fast path accepts is strict JSON that re-encodes to itself")
     func fastPathIsSound() throws {
-        var random = Generator(state: 18)
+        var random = SplitMix64(state: 18)
         var accepted = 0
         for _ in 0..<20_000 {
             var text = Self.randomText(&random, depth: 1)
