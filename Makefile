@@ -40,11 +40,14 @@ build: deps
 run: build
 	$(DEBUG_BIN) tour
 
+# The debug build the tests run has the fault hooks (Sources/guestmode/Support/FaultHooks.swift);
+# the last step checks that the release build `make install` makes has none.
 test: deps
 	bash scripts/check-layout.sh
 	$(SWIFT) build --build-tests
 	bash scripts/with-postgres.sh $(SWIFT) test --skip-build
 	$(MAKE) lint-man
+	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh $(RELEASE_FLAGS)
 
 # Flips every byte of a small archive of each format (make test flips every 11th).
 sweep: deps

@@ -172,7 +172,7 @@ struct BackupCommand: ParsableCommand {
             let progress = Progress("backup import", unit: "rows", global: global)
             var report = try engine.importBackup(
                 from: source.path, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits, keys: keys,
-                trustUnsigned: trustUnsigned, signature: signature,
+                trustUnsigned: trustUnsigned, signature: signature, now: try global.currentTime(),
                 progress: { progress.update(done: $0, total: nil) })
             if source.isStandardInput { report.archive = "-" }
             let imported = report.rows.values.reduce(0, +)
