@@ -25,7 +25,9 @@ struct BackupClockTests {
     func nowAfterTheBackup() async throws {
         let sandbox = try await Self.backupSeen(at: Self.lastSeen)
         let imported = try await sandbox.run(
-            arguments: ["--now", "2027-06-01T00:00:00Z", "--store", "fresh.sqlite", "backup", "import", "seen.gmbackup"])
+            arguments: [
+                "--now", "2027-06-01T00:00:00Z", "--store", "fresh.sqlite", "backup", "import", "seen.gmbackup",
+            ])
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stdout.contains("imported"), "\(imported.stdout)")
         #expect(try await sandbox.run("--store", "fresh.sqlite", "user", "list").stdout.contains("2027-05-01"))
@@ -41,7 +43,9 @@ struct BackupClockTests {
     func nowBeforeTheBackup() async throws {
         let sandbox = try await Self.backupSeen(at: Self.lastSeen)
         let refused = try await sandbox.run(
-            arguments: ["--now", "2027-04-01T00:00:00Z", "--store", "fresh.sqlite", "backup", "import", "seen.gmbackup"])
+            arguments: [
+                "--now", "2027-04-01T00:00:00Z", "--store", "fresh.sqlite", "backup", "import", "seen.gmbackup",
+            ])
         #expect(refused.status == 65, "\(refused.stderr)")
         #expect(refused.stderr.contains("after the current time 2027-04-01"), "\(refused.stderr)")
         let users = try await sandbox.run("--store", "fresh.sqlite", "user", "list", "--json")
@@ -59,7 +63,9 @@ struct BackupClockTests {
 
         let literal = try await Self.backupSeen(at: Self.lastSeen)
         let imported = try await literal.run("--store", "fresh.sqlite", "backup", "import", "seen.gmbackup")
-        if let lastSeen = ISO8601DateFormatter().date(from: Self.lastSeen), Date() < lastSeen.addingTimeInterval(-86_400) {
+        if let lastSeen = ISO8601DateFormatter().date(from: Self.lastSeen),
+            Date() < lastSeen.addingTimeInterval(-86_400)
+        {
             #expect(imported.status == 65, "\(imported.stderr)")
             #expect(imported.stderr.contains("after the current time"), "\(imported.stderr)")
         } else {

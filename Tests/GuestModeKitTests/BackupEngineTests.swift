@@ -43,7 +43,8 @@ private func rows(
     func fixtures(name: String) throws {
         let path = archivesDirectory.appendingPathComponent(name).path
         let engine = try habitsEngine()
-        let report = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true, now: now)
+        let report = try engine.importBackup(
+            from: path, onConflict: .fail, dryRun: false, trustUnsigned: true, now: now)
         #expect(report.formatVersion == 1)
         #expect(report.signature == .unsigned)
         #expect(report.added == ["u1", "u2", ""])

@@ -1,8 +1,7 @@
 import Foundation
-import Testing
-
 import GuestModeKit
 import GuestModeSQLite
+import Testing
 
 /// How an app that embeds the engine tells failures apart: by code, with a
 /// plain `catch` pattern, without reading messages. Imported without

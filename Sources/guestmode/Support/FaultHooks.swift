@@ -11,9 +11,9 @@ enum FaultHooks {
     /// hooked process starts so a hook meant for one command does not fire in another.
     static var variables: [String] {
         #if GUESTMODE_FAULT_HOOKS
-            ["GUESTMODE_TEST_STOP_AFTER", "GUESTMODE_TOUR_BREAK"]
+        ["GUESTMODE_TEST_STOP_AFTER", "GUESTMODE_TOUR_BREAK"]
         #else
-            []
+        []
         #endif
     }
 
@@ -21,9 +21,9 @@ enum FaultHooks {
     /// (`link-lock`, `migrate-backup`, `migrate-step-N`).
     static func stops(after name: String) -> Bool {
         #if GUESTMODE_FAULT_HOOKS
-            ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"] == name
+        ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"] == name
         #else
-            false
+        false
         #endif
     }
 
@@ -35,9 +35,9 @@ enum FaultHooks {
     /// The tour step the test wants to see fail: the first step whose command contains this text.
     static var brokenTourStep: String? {
         #if GUESTMODE_FAULT_HOOKS
-            ProcessInfo.processInfo.environment["GUESTMODE_TOUR_BREAK"]
+        ProcessInfo.processInfo.environment["GUESTMODE_TOUR_BREAK"]
         #else
-            nil
+        nil
         #endif
     }
 }
