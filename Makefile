@@ -7,6 +7,7 @@
 #   make bench     measure guestmode against sqlite3, zstd and psql (BENCH_SCALE=0.1 for a quick run; bench/results.md)
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
+#   make release-hooks  build release as make install does and search the binary for fault hooks
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -18,7 +19,7 @@ RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
 	python3-jsonschema
 
-.PHONY: all deps build run test stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -40,11 +41,14 @@ build: deps
 run: build
 	$(DEBUG_BIN) tour
 
+# The debug build the tests run has the fault hooks (Sources/guestmode/Support/FaultHooks.swift);
+# the last step checks, in seconds, that the release build `make install` makes cannot have them.
 test: deps
 	bash scripts/check-layout.sh
 	$(SWIFT) build --build-tests
 	bash scripts/with-postgres.sh $(SWIFT) test --skip-build
 	$(MAKE) lint-man
+	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh $(RELEASE_FLAGS)
 
 # Flips every byte of a small archive of each format (make test flips every 11th).
 sweep: deps
@@ -108,6 +112,10 @@ lint-man:
 # The Swift runtime and Foundation linked statically: dynamic linking was 38 % of a short command's
 # instructions (bench/results.md, "Start-up").
 RELEASE_FLAGS = -c release --product guestmode --static-swift-stdlib
+
+# The slow, direct form of the last step of `make test`: a release build, searched for the hook names.
+release-hooks: deps
+	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh --binary $(RELEASE_FLAGS)
 
 bench: deps
 	$(SWIFT) build $(RELEASE_FLAGS)

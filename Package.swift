@@ -1,5 +1,10 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
+
+/// Settings for every target of this package. The debug configuration (what
+/// `make test` builds) refuses a compiler warning in these sources; a release
+/// build from a newer toolchain that warns about something new still installs.
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error, .when(configuration: .debug))]
 
 let package = Package(
     name: "guestmode",
@@ -12,10 +17,12 @@ let package = Package(
         .library(name: "GuestModeArchive", targets: ["GuestModeArchive"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
-        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
-        .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
-        .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // Minor versions only: the archive target and secret hashing use _CryptoExtras, which
+        // swift-crypto's README leaves outside semantic versioning (an underscored product).
+        .package(url: "https://github.com/apple/swift-crypto", .upToNextMinor(from: "3.12.3")),
     ],
     targets: [
         .systemLibrary(
@@ -35,7 +42,8 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         // The embedded backend: the only place SQLite SQL lives.
         .target(
@@ -43,12 +51,14 @@ let package = Package(
             dependencies: [
                 "GuestModeKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         // The shared backend: PostgreSQL through libpq, the only place its SQL lives.
         .target(
             name: "GuestModePostgres",
-            dependencies: ["GuestModeKit", "CLibPQ"]
+            dependencies: ["GuestModeKit", "CLibPQ"],
+            swiftSettings: strict
         ),
         // Backup archives: libarchive, hashing and signing, atomic files.
         .target(
@@ -58,8 +68,11 @@ let package = Package(
                 "CArchive",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]
+            ],
+            swiftSettings: strict
         ),
+        // Fault hooks (Sources/guestmode/Support/FaultHooks.swift) exist only in debug builds,
+        // the ones `make test`, `make crash` and `make fuzz` run; `make install` builds release.
         .executableTarget(
             name: "guestmode",
             dependencies: [
@@ -68,13 +81,14 @@ let package = Package(
                 "GuestModePostgres",
                 "GuestModeArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: strict + [.define("GUESTMODE_FAULT_HOOKS", .when(configuration: .debug))]
         ),
         // libFuzzer target (`make fuzz`): built only with -sanitize=fuzzer, which supplies its main.
         .executableTarget(
             name: "ArchiveFuzzer",
             dependencies: ["GuestModeKit", "GuestModeSQLite", "GuestModeArchive"],
-            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+            swiftSettings: strict + [.unsafeFlags(["-parse-as-library"])]
         ),
         .testTarget(
             name: "GuestModeKitTests",
@@ -85,18 +99,21 @@ let package = Package(
                 "GuestModeArchive",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            resources: [.copy("Fixtures")]
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "CommandLineTests",
             dependencies: [
                 "guestmode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["guestmode", "GuestModeKit"]
+            dependencies: ["guestmode", "GuestModeKit"],
+            swiftSettings: strict
         ),
     ]
 )

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Fails when SQL, GRDB or libpq shows up outside the backend targets, or a C
-# library outside its one binding file (DESIGN §1: the engine holds no SQL and
-# knows no database or C library). Run by `make test`.
+# library outside its one binding file (the engine holds no SQL and knows no
+# database or C library); when the engine or the archive target reads the
+# wall clock; when a library string names a command or a flag; when a target
+# does not turn compiler warnings into errors (scripts/check-sources.py).
+# Run by `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -20,5 +23,10 @@ if [ -n "$imports" ]; then
     echo "$imports" >&2
     status=1
 fi
-[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no database, C library or CLI import in the engine"
+if ! python3 scripts/check-sources.py; then
+    echo "(the rules are in scripts/check-sources.py)" >&2
+    status=1
+fi
+[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no database, C library or CLI import in the engine;" \
+    "no wall clock in the engine or archives, no CLI command or flag in a library string, warnings are errors"
 exit "$status"

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Prints the mdoc list of JSON error codes for guestmode(1): every code of
 GuestModeError.Code with the exit status it is raised with, found by reading
-the sources. `make man-codes` rewrites the section between its markers."""
+the sources (the kind each code is raised with, and the CLI's kind-to-status map). `make man-codes` rewrites the section between its markers."""
 import os, re, sys
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-STATUS = {"internalFailure": 1, "needsAccount": 10, "needsPremium": 11, "meterExhausted": 12, "nothingDue": 13,
-          "conflict": 14, "usage": 64, "badData": 65, "notFound": 66, "cannotCreate": 73, "ioError": 74,
-          "tryAgainLater": 75}
+# The command line maps each failure kind to its exit status in one place.
+exit_statuses = open(os.path.join(ROOT, "Sources/guestmode/Support/ExitStatus.swift")).read()
+STATUS = {kind: int(status) for kind, status in re.findall(r"case \.(\w+): (\d+)", exit_statuses)}
+assert len(STATUS) == 12, "Sources/guestmode/Support/ExitStatus.swift: expected a status for each of the 12 kinds"
 catalogue = open(os.path.join(ROOT, "Sources/GuestModeKit/Store/GuestModeError.swift")).read()
 codes = dict(re.findall(r'public static let (\w+) = Code\("([a-z0-9_]+)"\)', catalogue))
 statuses = {name: set() for name in codes}

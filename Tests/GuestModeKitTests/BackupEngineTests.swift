@@ -43,7 +43,8 @@ private func rows(
     func fixtures(name: String) throws {
         let path = archivesDirectory.appendingPathComponent(name).path
         let engine = try habitsEngine()
-        let report = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true)
+        let report = try engine.importBackup(
+            from: path, onConflict: .fail, dryRun: false, trustUnsigned: true, now: now)
         #expect(report.formatVersion == 1)
         #expect(report.signature == .unsigned)
         #expect(report.added == ["u1", "u2", ""])
@@ -65,7 +66,7 @@ private func rows(
         let source = try habitsEngine()
         _ = try source.importBackup(
             from: archivesDirectory.appendingPathComponent("v1-habits.gmbackup").path, onConflict: .fail, dryRun: false,
-            trustUnsigned: true)
+            trustUnsigned: true, now: now)
         let key = BackupKey.generate()
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -77,7 +78,7 @@ private func rows(
             #expect(summary.users == 2)
             let target = try habitsEngine()
             let report = try target.importBackup(
-                from: path, onConflict: .fail, dryRun: false, keys: BackupKeys(deployment: key))
+                from: path, onConflict: .fail, dryRun: false, keys: BackupKeys(deployment: key), now: now)
             #expect(report.signature == .thisDeployment && report.skippedTables.isEmpty)
             #expect(try contents(target) == contents(source), "\(format)")
         }
@@ -88,7 +89,7 @@ private func rows(
         let engine = try habitsEngine()
         let path = archivesDirectory.appendingPathComponent("v1-habits.tar.gz").path
         let empty = try contents(engine)
-        let dry = try engine.importBackup(from: path, onConflict: .fail, dryRun: true)
+        let dry = try engine.importBackup(from: path, onConflict: .fail, dryRun: true, now: now)
         #expect(dry.rows["users"] == 2)
         #expect(try contents(engine) == empty)
         // An identity of another user makes the import collide midway, after the users rows went in.
@@ -109,7 +110,7 @@ private func rows(
             into: engine.store)
         let before = try contents(engine)
         #expect {
-            try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true)
+            try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true, now: now)
         } throws: { error in
             (error as? GuestModeError)?.code == .identityAlreadyExists
         }
@@ -125,7 +126,7 @@ private func rows(
         #expect {
             try engine.importBackup(
                 from: archivesDirectory.appendingPathComponent("v1-habits.zip").path, onConflict: .replace,
-                dryRun: false)
+                dryRun: false, now: now)
         } throws: { error in
             (error as? GuestModeError)?.code == .differentUser
         }
@@ -186,11 +187,11 @@ private func rows(
                     })
             ])
         let engine = try habitsEngine()
-        #expect { try engine.importBackup(from: path, onConflict: .fail, dryRun: false) } throws: { error in
+        #expect { try engine.importBackup(from: path, onConflict: .fail, dryRun: false, now: now) } throws: { error in
             (error as? GuestModeError)?.code == .archiveTooOld
         }
         let report = try engine.importBackup(
-            from: path, onConflict: .fail, dryRun: false, limits: .standard, chain: chain)
+            from: path, onConflict: .fail, dryRun: false, limits: .standard, chain: chain, now: now)
         #expect(report.formatVersion == 0)
         #expect(try rows(engine, "records", where: "owner_id", is: "old").map { $0["data"] } == [.text("{}")])
 

@@ -46,7 +46,7 @@ private func reading(_ path: String, keys: BackupKeys) -> Reading? {
         let source = try engine()
         _ = try source.importBackup(
             from: fixtures.appendingPathComponent("v1-habits.gmbackup").path, onConflict: .fail, dryRun: false,
-            trustUnsigned: true)
+            trustUnsigned: true, now: clock)
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = BackupKey.generate()
@@ -54,17 +54,17 @@ private func reading(_ path: String, keys: BackupKeys) -> Reading? {
         _ = try source.exportBackup(.all, to: path, format: .tarZstd, now: clock, toolVersion: "test", signingKey: key)
 
         let trusted = try engine().importBackup(
-            from: path, onConflict: .fail, dryRun: true, keys: BackupKeys(deployment: key))
+            from: path, onConflict: .fail, dryRun: true, keys: BackupKeys(deployment: key), now: clock)
         #expect(trusted.signature == .thisDeployment && trusted.skippedTables.isEmpty)
         let other = try engine().importBackup(
-            from: path, onConflict: .fail, dryRun: true, keys: BackupKeys(deployment: BackupKey.generate()))
+            from: path, onConflict: .fail, dryRun: true, keys: BackupKeys(deployment: BackupKey.generate()), now: clock)
         #expect(other.signature == .anotherDeployment)
         #expect(Set(["identities", "meter_usage", "plans"]).isSubset(of: Set(other.skippedTables)))
         #expect(other.rows["identities"] == nil && other.rows["records"] == trusted.rows["records"])
         #expect(other.unlinked == ["u1"])
         let v1 = try engine().importBackup(
             from: fixtures.appendingPathComponent("v1-habits.zip").path, onConflict: .fail, dryRun: true,
-            keys: BackupKeys(deployment: key))
+            keys: BackupKeys(deployment: key), now: clock)
         #expect(v1.signature == .unsigned && v1.skippedTables.contains("identities"))
     }
 
@@ -79,7 +79,7 @@ private func reading(_ path: String, keys: BackupKeys) -> Reading? {
         let source = try engine()
         _ = try source.importBackup(
             from: fixtures.appendingPathComponent("v1-habits.gmbackup").path, onConflict: .fail, dryRun: false,
-            trustUnsigned: true)
+            trustUnsigned: true, now: clock)
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = BackupKey.generate()
@@ -114,7 +114,7 @@ private func reading(_ path: String, keys: BackupKeys) -> Reading? {
                 // Import reads the same way verify does; checked at every 8th damaged position to keep the sweep short.
                 guard offset % (8 * Self.sweepStride) == 0 else { continue }
                 #expect(throws: GuestModeError.self, "\(name): flip at \(offset) imported") {
-                    try target.importBackup(from: flippedPath, onConflict: .fail, dryRun: false, keys: keys)
+                    try target.importBackup(from: flippedPath, onConflict: .fail, dryRun: false, keys: keys, now: clock)
                 }
             }
             // zip keeps fields no reader uses (local header times, "version made by"), gzip and zstd a few

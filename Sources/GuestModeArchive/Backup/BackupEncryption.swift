@@ -181,7 +181,7 @@ enum EncryptedArchive {
         case 1:
             guard let key = keys.deployment else {
                 throw GuestModeError.badData(
-                    "cannot decrypt '\(path)': it is encrypted with a deployment's backup key and no backup key file is at hand; import that deployment's key with 'guestmode backup key import'",
+                    "cannot decrypt '\(path)': it is encrypted with a deployment's backup key and no backup key is at hand",
                     code: .cannotDecrypt)
             }
             guard header[12..<16].allSatisfy({ $0 == 0 }) else { throw undecryptable(path) }

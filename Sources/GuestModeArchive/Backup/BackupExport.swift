@@ -36,7 +36,7 @@ extension GuestMode {
                 let missing = requested.filter { !present.contains($0) && seen.insert($0).inserted }
                 if !missing.isEmpty {
                     throw GuestModeError.notFound(
-                        "no user \(missing.map { "'\($0)'" }.joined(separator: ", ")) in the store; 'guestmode user list' shows who exists",
+                        "no user \(missing.map { "'\($0)'" }.joined(separator: ", ")) in the store",
                         code: .userNotFound)
                 }
             }

@@ -45,10 +45,12 @@ extension GuestMode {
     /// `signature` is what an earlier `BackupArchive.requireIntact` found;
     /// without it the archive is checked here first. Either way the import
     /// pass checks the signature again and rolls back if it changed.
+    /// `now` is the current time: a row dated after it is refused, so an
+    /// archive from a clock ahead of this one fails whole.
     /// `progress` hears the number of rows read so far as the archive streams through.
     public func importBackup(
         from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits = .standard,
-        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil, now: Date = Date(),
+        keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil, now: Date,
         progress: (_ rowsRead: Int) -> Void = { _ in }
     ) throws -> BackupImportReport {
         try importBackup(
@@ -60,7 +62,7 @@ extension GuestMode {
         from path: String, onConflict: ConflictPolicy, dryRun: Bool, limits: ArchiveLimits,
         chain: ArchiveMigrationChain,
         keys: BackupKeys = .none, trustUnsigned: Bool = false, signature: SignatureStatus? = nil,
-        now: Date = Date(), progress: (_ rowsRead: Int) -> Void = { _ in }
+        now: Date, progress: (_ rowsRead: Int) -> Void = { _ in }
     ) throws -> BackupImportReport {
         let expected: SignatureStatus
         if let signature {

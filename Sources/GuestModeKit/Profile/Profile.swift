@@ -28,7 +28,17 @@ public struct Profile: Codable, Sendable, Equatable {
     public func collection(named name: String) -> Collection? { collections.first { $0.name == name } }
     public func meter(named name: String) -> Meter? { meters.first { $0.name == name } }
     public func plan(named name: String) -> Plan? { plans.first { $0.name == name } }
-    public func tier(_ level: TierLevel) -> Tier { tiers.first { $0.level == level }! }
+    /// The tier at `level`. A profile from `ProfileLoader` has all three; one
+    /// decoded from elsewhere may not, and a missing tier is resolved as the
+    /// loader resolves an undeclared one: the caps and allowances of the tier
+    /// below, or none at all (unlimited) below the lowest.
+    public func tier(_ level: TierLevel) -> Tier {
+        if let tier = tiers.first(where: { $0.level == level }) { return tier }
+        let below = tiers.filter { $0.level < level }.max { $0.level < $1.level }
+        return Tier(
+            level: level, caps: below?.caps ?? [:], allowances: below?.allowances ?? [:],
+            whenCapped: level == .guest ? .needsAccount : .needsPremium)
+    }
     public func experiment(named name: String) -> Experiment? { experiments.first { $0.name == name } }
 }
 

@@ -55,7 +55,7 @@ public enum ProfileCache {
     public static func profile(from entry: ProfileCacheEntry?, text: String) -> Profile? {
         guard let entry, entry.seal == seal(text: text, json: entry.json) else { return nil }
         guard let profile = try? JSONDecoder().decode(Profile.self, from: Data(entry.json.utf8)) else { return nil }
-        // The engine relies on all three tiers being there (see `Profile.tier(_:)`).
+        // A profile the loader made has all three tiers; one without is not what was cached.
         guard TierLevel.allCases.allSatisfy({ level in profile.tiers.contains { $0.level == level } }) else {
             return nil
         }

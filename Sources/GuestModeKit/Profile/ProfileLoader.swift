@@ -28,7 +28,7 @@ public enum ProfileLoader {
         } catch {
             if !FileManager.default.fileExists(atPath: url.path) {
                 throw GuestModeError.notFound(
-                    "profile file '\(url.path)' does not exist; name a template (guestmode profile list) or a YAML file",
+                    "profile file '\(url.path)' does not exist; name a template or a YAML file",
                     code: .profileNotFound)
             }
             throw GuestModeError.badData(

@@ -254,8 +254,13 @@ extension Condition {
 
     static func describe(_ limit: CollectionLimit?) -> String {
         guard let limit else { return "no limit known" }
-        guard let cap = limit.cap else { return "\(limit.used) held, unlimited" }
-        return "\(limit.used) of \(cap) held, a new record gets \(limit.outcome.rawValue)"
+        // A limit read without counting (an uncapped collection) knows no count.
+        switch (limit.used, limit.cap) {
+        case (let used?, nil): return "\(used) held, unlimited"
+        case (nil, nil): return "unlimited"
+        case (let used?, let cap?): return "\(used) of \(cap) held, a new record gets \(limit.outcome.rawValue)"
+        case (nil, let cap?): return "a cap of \(cap), a new record gets \(limit.outcome.rawValue)"
+        }
     }
 
     static func describe(_ status: MeterStatus?) -> String {

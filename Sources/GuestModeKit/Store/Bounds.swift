@@ -52,7 +52,7 @@ public enum Bounds {
         guard let stored = Int64(total), stored >= 0 else {
             // A total no addition of guestmode's could have left: a REAL or a negative number.
             return GuestModeError.badData(
-                "the counter '\(action)' of user '\(user)' holds \(total), not a whole number from 0 to \(maximumCounterTotal): the store was changed outside guestmode; nothing was written (run 'guestmode db check')",
+                "the counter '\(action)' of user '\(user)' holds \(total), not a whole number from 0 to \(maximumCounterTotal): the store was changed outside guestmode; nothing was written",
                 code: .corruptStore)
         }
         return GuestModeError.badData(

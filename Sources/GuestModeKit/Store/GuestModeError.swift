@@ -1,8 +1,9 @@
 import Foundation
 
-/// The outcome classes of the command-line contract (DESIGN §3). The engine
-/// reports every failure as one of these so the CLI can map it to an exit
-/// status without knowing where it came from.
+/// What kind of failure an error is. The engine reports every failure as one
+/// of these so each front end answers it its own way without knowing where
+/// it came from: the command line maps a kind to an exit status
+/// (Sources/guestmode/Support/ExitStatus.swift).
 public enum FailureKind: String, Sendable, Codable, CaseIterable {
     case internalFailure = "internal"
     case needsAccount = "needs_account"
@@ -16,23 +17,6 @@ public enum FailureKind: String, Sendable, Codable, CaseIterable {
     case cannotCreate = "cannot_create"
     case ioError = "io_error"
     case tryAgainLater = "try_again_later"
-
-    public var exitStatus: Int32 {
-        switch self {
-        case .internalFailure: 1
-        case .needsAccount: 10
-        case .needsPremium: 11
-        case .meterExhausted: 12
-        case .nothingDue: 13
-        case .conflict: 14
-        case .usage: 64
-        case .badData: 65
-        case .notFound: 66
-        case .cannotCreate: 73
-        case .ioError: 74
-        case .tryAgainLater: 75
-        }
-    }
 }
 
 /// An engine failure: what class it is, a stable machine-readable code and a
@@ -78,6 +62,20 @@ extension GuestModeError {
         init(_ rawValue: String) { self.rawValue = rawValue }
 
         public var description: String { rawValue }
+
+        /// True when `error` is a `GuestModeError` with this code, so a
+        /// caller catches one failure by its code, as GRDB's `ResultCode` is caught:
+        ///
+        /// ```swift
+        /// do {
+        ///     try engine.deleteUser(id)
+        /// } catch GuestModeError.Code.userNotFound {
+        ///     // already gone
+        /// }
+        /// ```
+        public static func ~= (pattern: Code, error: any Error) -> Bool {
+            (error as? GuestModeError)?.code == pattern
+        }
 
         /// Every code the engine and the command line raise, in order.
         public static let all: [Code] = [

@@ -146,7 +146,7 @@ extension PostgresStore: IdentityStore {
     private func identityTaken(userID: String, provider: String) -> GuestModeError {
         GuestModeError(
             .conflict, code: .identityAlreadyExists,
-            "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched (merge it with 'guestmode merge')"
+            "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched"
         )
     }
 

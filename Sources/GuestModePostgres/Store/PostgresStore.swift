@@ -297,7 +297,7 @@ extension PostgresStore: StoreAdministration {
     public func integrityProblems() throws -> [String] {
         let pending = try schemaStatus().pending
         return try read { connection in
-            var problems: [String] = pending.map { "schema migration \($0) is not applied; run 'guestmode db migrate'" }
+            var problems: [String] = pending.map { "schema migration \($0) is not applied" }
             for row in try connection.execute(
                 """
                 SELECT conrelid::regclass::text AS relation, conname FROM pg_constraint

@@ -38,7 +38,7 @@ extension SQLiteStore: IdentityStore {
                 if owner != userID {
                     throw GuestModeError(
                         .conflict, code: .identityAlreadyExists,
-                        "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched (merge it with 'guestmode merge')"
+                        "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched"
                     )
                 }
                 try releaseUpgradeLock(of: userID, db)

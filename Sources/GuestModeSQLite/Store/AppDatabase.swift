@@ -85,7 +85,7 @@ struct AppDatabase: Sendable {
                 // The schema history may itself be what could not be written.
                 let current = (try? appliedMigrations().last) ?? "empty"
                 throw GuestModeError.badData(
-                    "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause (see 'guestmode db status') and run 'guestmode db migrate' again",
+                    "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause and migrate again",
                     code: .schemaMigrationFailed)
             }
             applied.append(identifier)
@@ -104,7 +104,7 @@ enum StoreFile {
         if fileManager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw GuestModeError(
                 .cannotCreate, code: .storeIsDirectory,
-                "the store '\(path)' is a directory; give a store file, e.g. --store \((path as NSString).appendingPathComponent("guestmode.sqlite"))"
+                "the store '\(path)' is a directory, not a store file"
             )
         }
         let exists = fileManager.fileExists(atPath: path)

@@ -171,10 +171,11 @@ struct BackupCommand: ParsableCommand {
             }
             let engine = try global.openEngine()
             let progress = Progress("backup import", unit: "rows", global: global)
+            let now = try global.currentTime()
             var report = try source.naming {
                 try engine.importBackup(
                     from: source.path, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits,
-                    keys: keys, trustUnsigned: trustUnsigned, signature: signature,
+                    keys: keys, trustUnsigned: trustUnsigned, signature: signature, now: now,
                     progress: { progress.update(done: $0, total: nil) })
             }
             if source.isStandardInput { report.archive = "-" }

@@ -100,9 +100,11 @@ struct DatabaseCommand: ParsableCommand {
                 for problem in problems { global.output.line(problem) }
             }
             if !problems.isEmpty {
+                let pending = (try? store.schemaStatus().pending) ?? []
                 throw GuestModeError(
                     .badData, code: .integrityCheckFailed,
                     "the store '\(global.storeDescription)' failed its integrity check (\(counted(problems.count, "problem")))"
+                        + (pending.isEmpty ? "" : "; 'guestmode db migrate' applies the pending schema migrations")
                 )
             }
         }

@@ -32,12 +32,11 @@ struct LinkCommand: ParsableCommand {
 
     func run() throws {
         let engine = try global.openEngine()
-        let stopAfterLock = ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"] == "link-lock"
         let result = try engine.link(
             user: user, provider: provider, subject: subject, email: email, now: try global.currentTime()
         ) { checkpoint in
             // Lets tests leave an upgrade "in progress" the way a killed process would.
-            if stopAfterLock, checkpoint == .afterLock { kill(getpid(), SIGKILL) }
+            if checkpoint == .afterLock { FaultHooks.stopIfAsked(after: "link-lock") }
         }
         if global.json {
             return try global.output.json(

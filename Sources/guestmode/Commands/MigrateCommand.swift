@@ -63,7 +63,6 @@ struct MigrateCommand: ParsableCommand {
                 return
             }
             SafetyBackup.removeAbandoned(directory: backupDirectory, global: global)
-            let stopAfter = ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"]
             let progress = Progress("migrate", unit: "steps", global: global)
             let report = try engine.migrate(
                 guest: guest, to: to, resuming: resume, now: now,
@@ -83,10 +82,10 @@ struct MigrateCommand: ParsableCommand {
                 },
                 checkpoint: { checkpoint in
                     // Lets tests stop the process exactly where a crash would.
-                    if case .stepDone(let position) = checkpoint, stopAfter == "migrate-step-\(position)" {
-                        kill(getpid(), SIGKILL)
+                    if case .stepDone(let position) = checkpoint {
+                        FaultHooks.stopIfAsked(after: "migrate-step-\(position)")
                     }
-                    if checkpoint == .backupTaken, stopAfter == "migrate-backup" { kill(getpid(), SIGKILL) }
+                    if checkpoint == .backupTaken { FaultHooks.stopIfAsked(after: "migrate-backup") }
                 })
             progress.finish(done: report.journal.steps.count, total: report.journal.steps.count)
             if global.json { return try output.json(report) }

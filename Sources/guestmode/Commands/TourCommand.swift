@@ -44,7 +44,7 @@ struct TourCommand: ParsableCommand {
 
         let tour = TourRunner(
             executable: executableURL(), directory: directory, start: try global.currentTime(),
-            output: global.output, brokenStep: ProcessInfo.processInfo.environment["GUESTMODE_TOUR_BREAK"])
+            output: global.output, brokenStep: FaultHooks.brokenTourStep)
         for name in names {
             let source = try catalog.load(name)
             tour.begin(profile: name, summary: source.profile.summary)

@@ -18,6 +18,15 @@ extension GuestModeError.Code {
             "use --on-conflict skip to keep the store's data or --on-conflict replace to take the archive's"
         case .passphraseRequired: "give the passphrase with --passphrase-file FILE (- for standard input)"
         case .keyExists: "pass --force to replace it"
+        case .corruptStore: "'guestmode db check' checks the rest of the store"
+        case .profileNotFound: "'guestmode profile list' shows the templates"
+        case .schemaMigrationFailed:
+            "'guestmode db status' shows the schema history; run 'guestmode db migrate' again once the cause is fixed"
+        case .storeIsDirectory: "name a file in it with --store, such as --store DIRECTORY/guestmode.sqlite"
+        case .identityAlreadyExists:
+            "'guestmode merge GUEST --into USER' moves a guest's data into the user who holds the identity"
+        case .cannotDecrypt:
+            "import the deployment's key with 'guestmode backup key import', or give the passphrase with --passphrase-file"
         default: nil
         }
     }

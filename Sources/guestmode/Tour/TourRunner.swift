@@ -35,7 +35,7 @@ final class TourRunner {
     let directory: URL
     let start: Date
     let output: Output
-    /// Set only by the test suite (`GUESTMODE_TOUR_BREAK`): the first step
+    /// Set only by the test suite (`FaultHooks.brokenTourStep`): the first step
     /// whose command contains this text is made to expect the wrong exit
     /// status, to prove that a broken promise fails the tour.
     private var brokenStep: String?
@@ -190,7 +190,7 @@ final class TourRunner {
         environment["GUESTMODE_STORE"] = store
         environment["GUESTMODE_NOW"] = Timestamp.format(start)
         environment["NO_COLOR"] = "1"
-        for name in ["GUESTMODE_TOUR_BREAK", "GUESTMODE_BACKUP_KEY_FILE", "GUESTMODE_SCHEMA"] {
+        for name in ["GUESTMODE_BACKUP_KEY_FILE", "GUESTMODE_SCHEMA"] + FaultHooks.variables {
             environment[name] = nil
         }
         process.environment = environment
