@@ -1,6 +1,6 @@
 import Foundation
 
-/// The outcome classes of the command-line contract (DESIGN §3). The engine
+/// The outcome classes of the command-line contract (guestmode(1), EXIT STATUS). The engine
 /// reports every failure as one of these so the CLI can map it to an exit
 /// status without knowing where it came from.
 public enum FailureKind: String, Sendable, Codable, CaseIterable {
