@@ -1,6 +1,6 @@
 # guestmode — build, test, run and install.
 #   make run       build, then walk every profile with `guestmode tour`
-#   make test      build and run every test, lint the man pages
+#   make test      build and run every test, lint the man pages, build and run Examples/
 #   make stress    8 processes x STRESS_OPERATIONS (default 400) racing on one PostgreSQL database
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
@@ -18,7 +18,7 @@ RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
 	python3-jsonschema
 
-.PHONY: all deps build run test stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test example stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -45,6 +45,7 @@ test: deps
 	$(SWIFT) build --build-tests
 	bash scripts/with-postgres.sh $(SWIFT) test --skip-build
 	$(MAKE) lint-man
+	$(MAKE) example
 
 # Flips every byte of a small archive of each format (make test flips every 11th).
 sweep: deps
@@ -53,6 +54,13 @@ sweep: deps
 
 check-layout:
 	bash scripts/check-layout.sh
+
+# Examples/EmbeddingApp depends on this package by path and embeds the engine as an app would; it
+# exits non-zero when an answer is not the expected one. It is a package of its own, so it builds in
+# its own Examples/EmbeddingApp/.build (sharing this package's would mix two packages' build states).
+example:
+	$(SWIFT) build --package-path Examples/EmbeddingApp
+	Examples/EmbeddingApp/.build/debug/EmbeddingApp
 
 # libFuzzer over the archive reader, header trust and row validation
 # (Sources/ArchiveFuzzer), seeded from the committed corpus; new inputs go to
@@ -72,7 +80,7 @@ fuzz: fuzz-build
 man-codes:
 	python3 scripts/error-codes.py --write
 
-FORMATTED = Sources Tests Package.swift
+FORMATTED = Sources Tests Package.swift Examples/EmbeddingApp/Sources Examples/EmbeddingApp/Package.swift
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
@@ -133,4 +141,4 @@ uninstall:
 		$(SHAREDIR)/fish/vendor_completions.d/guestmode.fish
 
 clean:
-	rm -rf .build
+	rm -rf .build Examples/EmbeddingApp/.build
