@@ -5,6 +5,7 @@
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
 #   make bench     measure guestmode against sqlite3, zstd and psql (BENCH_SCALE=0.1 for a quick run; bench/results.md)
+#   make docs      the DocC catalogue of GuestModeKit into .build/docs
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
 
@@ -18,7 +19,7 @@ RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
 	python3-jsonschema
 
-.PHONY: all deps build run test example stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test example docs stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -61,6 +62,19 @@ check-layout:
 example:
 	$(SWIFT) build --package-path Examples/EmbeddingApp
 	Examples/EmbeddingApp/.build/debug/EmbeddingApp
+
+# The DocC catalogue of GuestModeKit (Sources/GuestModeKit/GuestModeKit.docc) with the engine's public
+# symbols, into .build/docs, with the toolchain's docc (no plugin); a warning (a broken or ambiguous
+# symbol link in the catalogue or a doc comment) fails.
+DOCC ?= docc
+
+docs:
+	$(SWIFT) package dump-symbol-graph --minimum-access-level public
+	rm -rf .build/docs .build/docs-symbols && mkdir -p .build/docs-symbols
+	cp "$$($(SWIFT) build --show-bin-path)/../symbolgraph/GuestModeKit.symbols.json" .build/docs-symbols/
+	$(DOCC) convert Sources/GuestModeKit/GuestModeKit.docc --additional-symbol-graph-dir .build/docs-symbols \
+		--fallback-display-name GuestModeKit --fallback-bundle-identifier guestmode.GuestModeKit \
+		--output-path .build/docs --warnings-as-errors
 
 # libFuzzer over the archive reader, header trust and row validation
 # (Sources/ArchiveFuzzer), seeded from the committed corpus; new inputs go to
