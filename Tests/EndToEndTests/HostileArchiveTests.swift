@@ -434,3 +434,19 @@ struct HostileArchivePostgresTests {
         #expect(stored.stdout == "lost|none\n", "\(stored.stdout)\(stored.stderr)")
     }
 }
+
+@Suite("Archives from standard input are named '-' in every message")
+struct StandardInputArchiveNameTests {
+    @Test("verify, inspect and import of a damaged archive on standard input name '-', not the spool file")
+    func namedDash() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
+        // A gzip header followed by bytes that are not deflate data.
+        let damaged = Data([0x1F, 0x8B, 0x08, 0x00, 0, 0, 0, 0, 0, 0x03]) + Data(repeating: 0xFF, count: 64)
+        for command in [["backup", "verify", "-"], ["backup", "inspect", "-"], ["backup", "import", "-"]] {
+            let result = try await sandbox.run(arguments: command, input: damaged)
+            #expect(result.status == 65, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("'-'"), "\(command): \(result.stderr)")
+            #expect(!result.stderr.contains("guestmode-stream-"), "\(command): \(result.stderr)")
+        }
+    }
+}

@@ -11,10 +11,10 @@ extension PostgresStore: IdentityStore {
             if try owner(of: request, connection) == request.user { return .alreadyLinked }
             if let started = try connection.execute(
                 "SELECT started_at FROM upgrade_locks WHERE user_id = $1", [PostgresValue(request.user)]
-            ).first?.string("started_at"), let startedAt = Timestamp.parse(started), startedAt > staleLocksBefore {
+            ).first?.date("started_at"), started > staleLocksBefore {
                 throw GuestModeError(
                     .conflict, code: .upgradeInProgress,
-                    "an account upgrade of user '\(request.user)' is already in progress (started \(started)); wait for it to finish"
+                    "an account upgrade of user '\(request.user)' is already in progress (started \(Timestamp.format(started))); wait for it to finish"
                 )
             }
             try connection.execute(
@@ -128,7 +128,7 @@ extension PostgresStore: IdentityStore {
                     ORDER BY at COLLATE "C", id
                     """,
                     [PostgresValue(userID)]
-                ).compactMap { PromptOutcome(rawValue: try $0.string("outcome")) }
+                ).map { try $0.decode("outcome", as: PromptOutcome.self) }
                 try connection.execute(
                     "UPDATE users SET state = $1, linked_at = NULL, prompt_state = $2 WHERE id = $3",
                     [

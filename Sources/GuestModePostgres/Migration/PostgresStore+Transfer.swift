@@ -204,6 +204,13 @@ struct PostgresTransfer {
     /// Counters, events, usage, plans, prompt history, experiments: what a
     /// user did rather than what it stored. Returns the rows moved.
     func moveActivity(_ connection: PostgresConnection) throws -> Int {
+        // The guest must still be there: a concurrent run that already moved it is a conflict, and a
+        // missing row must never null the account's times.
+        guard try store.findUser(source, locking: false, connection) != nil else {
+            throw GuestModeError(
+                .conflict, code: .guestAlreadyMoved,
+                "the guest '\(source)' is no longer in the store: another run has already moved or removed it")
+        }
         var moved = 0
         let suffix = "@" + source
         let pair = [PostgresValue(target), PostgresValue(source)]
@@ -259,8 +266,7 @@ struct PostgresTransfer {
             try connection.execute("DELETE FROM \(table) WHERE user_id = $1", [PostgresValue(source)])
         }
         // The person was first seen as the guest. Times compare as text in
-        // byte order, as in SQLite; a missing guest gives NULL and is refused
-        // by NOT NULL there as here.
+        // byte order, as in SQLite.
         try connection.execute(
             """
             UPDATE users SET
@@ -310,6 +316,23 @@ struct PostgresTransfer {
         -> (moved: Int, conflicts: [RecordConflict])
     {
         let conflicts = try self.conflicts(in: collections, policy: policy, connection)
+        try settle(conflicts, connection)
+        let filter = collectionFilter(collections, alias: nil, parameter: 3)
+        let moved = try connection.execute(
+            "UPDATE records SET owner_id = $1 WHERE owner_id = $2 \(filter.sql)",
+            [PostgresValue(target), PostgresValue(source)] + filter.parameters)
+        return (moved.changes, conflicts)
+    }
+
+    /// Archives each conflict's loser, or moves the guest's record aside
+    /// when both are kept; a conflict that keeps both without a key for the
+    /// guest's record is refused before anything is written.
+    func settle(_ conflicts: [RecordConflict], _ connection: PostgresConnection) throws {
+        for conflict in conflicts where conflict.resolution == .keptBoth && conflict.guestKeyAfter == nil {
+            throw GuestModeError(
+                .internalFailure, code: .noFreeKey,
+                "no key was chosen for the guest's '\(conflict.key)' in \(conflict.collection)")
+        }
         for conflict in conflicts {
             switch conflict.resolution {
             case .keptGuest:
@@ -323,24 +346,14 @@ struct PostgresTransfer {
                     reason: "lost to the account's record", connection)
                 try delete(owner: source, collection: conflict.collection, key: conflict.key, connection)
             case .keptBoth:
-                guard let keyAfter = conflict.guestKeyAfter else {
-                    throw GuestModeError(
-                        .internalFailure, code: .noFreeKey,
-                        "no key was chosen for the guest's '\(conflict.key)' in \(conflict.collection)")
-                }
                 try connection.execute(
                     "UPDATE records SET key = $1 WHERE owner_id = $2 AND collection = $3 AND key = $4",
                     [
-                        PostgresValue(keyAfter), PostgresValue(source), PostgresValue(conflict.collection),
-                        PostgresValue(conflict.key),
+                        conflict.guestKeyAfter.map { PostgresValue($0) }, PostgresValue(source),
+                        PostgresValue(conflict.collection), PostgresValue(conflict.key),
                     ])
             }
         }
-        let filter = collectionFilter(collections, alias: nil, parameter: 3)
-        let moved = try connection.execute(
-            "UPDATE records SET owner_id = $1 WHERE owner_id = $2 \(filter.sql)",
-            [PostgresValue(target), PostgresValue(source)] + filter.parameters)
-        return (moved.changes, conflicts)
     }
 
     /// What is left of the guest once everything has moved: credentials,

@@ -74,13 +74,13 @@ extension PostgresStore: PromptStore {
                     "SELECT prompt_state FROM users WHERE id = $1 FOR UPDATE", [PostgresValue(userID)]
                 ).first
             else { return nil }
-            let current = try row.string("prompt_state")
-            guard current == PromptState.neverAsk.rawValue else { return false }
+            let current = try row.decode("prompt_state", as: PromptState.self)
+            guard current == .neverAsk else { return false }
             try connection.execute(
                 "UPDATE users SET prompt_state = $1 WHERE id = $2",
                 [PostgresValue(PromptState.dismissed.rawValue), PostgresValue(userID)])
             try appendSystemEvent(
-                user: userID, action: PromptTrigger.resetEventAction, properties: ["previous_state": current],
+                user: userID, action: PromptTrigger.resetEventAction, properties: ["previous_state": current.rawValue],
                 at: time, connection)
             if queuesBackup { try enqueueBackup(userID: userID, now: time, connection) }
             return true

@@ -155,9 +155,8 @@ private enum ReportFilter {
     }
 }
 
-/// A replay's steps inside its one write transaction. The experiment and
-/// prompt steps are written here rather than shared with those areas'
-/// stores, so this area stands on its own; they do what SQLiteStore's do.
+/// A replay's steps inside its one write transaction: the same steps the
+/// experiment and prompt stores run, so a replay decides as live calls do.
 private struct PostgresReplayTransaction: ReplayTransaction {
     let store: PostgresStore
     let connection: PostgresConnection
@@ -171,66 +170,19 @@ private struct PostgresReplayTransaction: ReplayTransaction {
     }
 
     func storedAssignment(userID: String, experiment: String) throws -> StoredAssignment? {
-        try connection.execute(
-            "SELECT variant, assigned_at FROM experiment_assignments WHERE user_id = $1 AND experiment = $2",
-            [PostgresValue(userID), PostgresValue(experiment)]
-        ).first.map { row in
-            StoredAssignment(variant: try row.string("variant"), assignedAt: try row.date("assigned_at"), isNew: false)
-        }
+        try PostgresStore.storedAssignment(connection, userID: userID, experiment: experiment)
     }
 
     func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment {
-        let inserted =
-            try connection.execute(
-                """
-                INSERT INTO experiment_assignments (user_id, experiment, variant, assigned_at) VALUES ($1, $2, $3, $4)
-                ON CONFLICT (user_id, experiment) DO NOTHING
-                """,
-                [PostgresValue(userID), PostgresValue(experiment), PostgresValue(variant), PostgresValue(at)]
-            ).changes > 0
-        guard var stored = try storedAssignment(userID: userID, experiment: experiment) else {
-            throw GuestModeError(
-                .internalFailure, code: .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
-        }
-        stored.isNew = inserted
-        return stored
+        try PostgresStore.storeAssignment(
+            connection, userID: userID, experiment: experiment, variant: variant, at: at)
     }
 
     func promptFacts(userID: String) throws -> PromptFacts? {
-        guard
-            let user = try connection.execute(
-                "SELECT state, prompt_state, created_at FROM users WHERE id = $1", [PostgresValue(userID)]
-            ).first
-        else { return nil }
-        let history = try connection.execute(
-            "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = $1 ORDER BY at, id",
-            [PostgresValue(userID)]
-        ).map { row in
-            PromptHistoryEntry(
-                context: try row.string("context"), outcome: try row.decode("outcome", as: PromptOutcome.self),
-                at: try row.date("at"))
-        }
-        return PromptFacts(
-            userID: userID, userState: try user.decode("state", as: UserState.self),
-            promptState: try user.decode("prompt_state", as: PromptState.self), firstSeen: try user.date("created_at"),
-            counters: try store.counters(of: userID, connection), history: history)
+        try PostgresStore.promptFacts(connection, userID: userID)
     }
 
     func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        guard
-            let current = try connection.execute(
-                "SELECT prompt_state FROM users WHERE id = $1 FOR UPDATE", [PostgresValue(userID)]
-            ).first
-        else { return nil }
-        let state = try current.decode("prompt_state", as: PromptState.self).after(entry.outcome)
-        try connection.execute(
-            "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES ($1, $2, $3, $4)",
-            [
-                PostgresValue(userID), PostgresValue(entry.context), PostgresValue(entry.outcome.rawValue),
-                PostgresValue(entry.at),
-            ])
-        try connection.execute(
-            "UPDATE users SET prompt_state = $1 WHERE id = $2", [PostgresValue(state.rawValue), PostgresValue(userID)])
-        return state
+        try PostgresStore.recordPromptOutcome(connection, entry, userID: userID)
     }
 }

@@ -111,8 +111,8 @@ extension PostgresStore {
         var queuedAt = now
         if let previous = try connection.execute(
             "SELECT queued_at FROM outbox WHERE user_id = $1 FOR UPDATE", [PostgresValue(userID)]
-        ).first, let previousDate = try previous.optionalDate("queued_at"), previousDate >= now {
-            queuedAt = previousDate.addingTimeInterval(0.001)
+        ).first?.date("queued_at"), previous >= now {
+            queuedAt = previous.addingTimeInterval(0.001)
         }
         try connection.execute(
             """

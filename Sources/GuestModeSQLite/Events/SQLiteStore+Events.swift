@@ -109,14 +109,9 @@ extension SQLiteStore: EventStore {
             }
             let rows = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments))
             return try rows.reversed().map { row in
-                let atText: String = try row.decode(forColumn: "at")
-                guard let at = Timestamp.parse(atText) else {
-                    throw GuestModeError.badData(
-                        "the store holds an event at '\(atText)', not a time; run 'db check'", code: .corruptStore)
-                }
-                return LoggedEvent(
+                LoggedEvent(
                     id: try row.decode(forColumn: "id"), userId: try row.decode(forColumn: "user_id"),
-                    action: try row.decode(forColumn: "action"), at: at, count: try row.decode(forColumn: "count"),
+                    action: try row.decode(forColumn: "action"), at: try row.time("at"), count: try row.decode(forColumn: "count"),
                     idempotencyKey: try row.decode(forColumn: "idempotency_key"),
                     properties: LoggedEvent.decodeProperties(try row.decode(forColumn: "properties")))
             }

@@ -72,6 +72,6 @@ extension SQLiteStore: ExperimentStore {
         else { return nil }
         return StoredAssignment(
             variant: try row.decode(forColumn: "variant"),
-            assignedAt: try date(try row.decode(forColumn: "assigned_at")), isNew: false)
+            assignedAt: try row.time("assigned_at"), isNew: false)
     }
 }

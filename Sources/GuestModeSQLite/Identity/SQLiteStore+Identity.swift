@@ -7,13 +7,13 @@ extension SQLiteStore: IdentityStore {
         try write { db in
             _ = try requireUser(request.user, db)
             if try owner(of: request, db) == request.user { return .alreadyLinked }
-            if let started = try String.fetchOne(
+            if let started = try StoredTime.fetchOne(
                 db, sql: "SELECT started_at FROM upgrade_locks WHERE user_id = ?", arguments: [request.user]),
-                let startedAt = Timestamp.parse(started), startedAt > staleLocksBefore
+                started.date > staleLocksBefore
             {
                 throw GuestModeError(
                     .conflict, code: .upgradeInProgress,
-                    "an account upgrade of user '\(request.user)' is already in progress (started \(started)); wait for it to finish"
+                    "an account upgrade of user '\(request.user)' is already in progress (started \(Timestamp.format(started.date))); wait for it to finish"
                 )
             }
             try db.execute(
@@ -102,7 +102,7 @@ extension SQLiteStore: IdentityStore {
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM identities WHERE user_id = ?", arguments: [userID]) ?? 0
             if remaining == 0 {
                 // Outcomes before the user's last `prompt reset` no longer count (a reset undid them).
-                let outcomes = try String.fetchAll(
+                let outcomes = try StoredCase<PromptOutcome>.fetchAll(
                     db,
                     sql: """
                         SELECT outcome FROM prompt_outcomes
@@ -111,7 +111,7 @@ extension SQLiteStore: IdentityStore {
                         ORDER BY at, id
                         """,
                     arguments: [userID]
-                ).compactMap(PromptOutcome.init(rawValue:))
+                ).map(\.value)
                 try db.execute(
                     sql: "UPDATE users SET state = ?, linked_at = NULL, prompt_state = ? WHERE id = ?",
                     arguments: [

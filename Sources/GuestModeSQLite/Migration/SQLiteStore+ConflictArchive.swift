@@ -69,20 +69,11 @@ extension SQLiteStore {
     }
 
     private func archivedConflict(_ row: Row) throws -> ArchivedConflict {
-        func time(_ column: String) throws -> Date {
-            let text: String = try row.decode(forColumn: column)
-            guard let date = Timestamp.parse(text) else {
-                throw GuestModeError.badData(
-                    "the conflict archive holds '\(text)' in \(column), not a time; run 'db check'", code: .corruptStore
-                )
-            }
-            return date
-        }
-        return ArchivedConflict(
+        ArchivedConflict(
             id: try row.decode(forColumn: "id"), userId: try row.decode(forColumn: "owner_id"),
             journalId: try row.decode(forColumn: "journal_id"), collection: try row.decode(forColumn: "collection"),
             key: try row.decode(forColumn: "key"), data: try row.decode(forColumn: "data"),
-            updatedAt: try time("updated_at"), reason: try row.decode(forColumn: "reason"),
-            archivedAt: try time("archived_at"))
+            updatedAt: try row.time("updated_at"), reason: try row.decode(forColumn: "reason"),
+            archivedAt: try row.time("archived_at"))
     }
 }

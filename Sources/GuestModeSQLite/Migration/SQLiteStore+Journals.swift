@@ -135,14 +135,14 @@ extension SQLiteStore: MigrationJournalStore {
                     JournalStep(
                         position: try step.decode(forColumn: "position"), name: try step.decode(forColumn: "name"),
                         status: try step.decode(forColumn: "status"), rows: try step.decode(forColumn: "rows"),
-                        finishedAt: (try step.decode(forColumn: "finished_at") as String?).flatMap(Timestamp.parse))
+                        finishedAt: try step.optionalTime("finished_at"))
                 }
                 return MigrationJournal(
                     id: id, kind: try row.decode(forColumn: "kind"), source: try row.decode(forColumn: "source_id"),
                     target: try row.decode(forColumn: "target_id"), status: try row.decode(forColumn: "status"),
                     backupPath: try row.decode(forColumn: "backup_path"),
-                    startedAt: Timestamp.parse(try row.decode(forColumn: "started_at")) ?? .distantPast,
-                    finishedAt: (try row.decode(forColumn: "finished_at") as String?).flatMap(Timestamp.parse),
+                    startedAt: try row.time("started_at"),
+                    finishedAt: try row.optionalTime("finished_at"),
                     error: try row.decode(forColumn: "error"), steps: steps)
             }
     }

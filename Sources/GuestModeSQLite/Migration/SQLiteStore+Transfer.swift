@@ -101,7 +101,7 @@ extension SQLiteStore: TransferStore {
                 try db.execute(
                     sql: "UPDATE records SET owner_id = ?, key = ? WHERE owner_id = ? AND collection = ? AND key = ?",
                     arguments: [userID, keyAfter, owner, collection, key])
-                moved[collection, default: 0] += 1
+                if db.changesCount == 1 { moved[collection, default: 0] += 1 }
             }
             if !moved.isEmpty {
                 if !adoptedBefore {
@@ -262,10 +262,10 @@ struct SQLiteTransfer {
                 collection: collection, key: key,
                 guest: RecordVersion(
                     data: try row.decode(forColumn: "guest_data"),
-                    updatedAt: Timestamp.parse(try row.decode(forColumn: "guest_updated")) ?? .distantPast),
+                    updatedAt: try row.time("guest_updated")),
                 account: RecordVersion(
                     data: try row.decode(forColumn: "account_data"),
-                    updatedAt: Timestamp.parse(try row.decode(forColumn: "account_updated")) ?? .distantPast),
+                    updatedAt: try row.time("account_updated")),
                 policy: policy, rule: profile.collection(named: collection)?.onMergeConflict ?? .newestWins,
                 freeKey: { try freeKey(for: key, collection: collection, db) })
         }
@@ -277,6 +277,22 @@ struct SQLiteTransfer {
         _ collections: [String]?, policy: MergePolicy, _ db: Database
     ) throws -> (moved: Int, conflicts: [RecordConflict]) {
         let conflicts = try self.conflicts(in: collections, policy: policy, db)
+        try settle(conflicts, db)
+        try db.execute(
+            sql: "UPDATE records SET owner_id = ? WHERE owner_id = ? \(collectionFilter(collections, alias: nil))",
+            arguments: StatementArguments([target, source] + (collections ?? [])))
+        return (db.changesCount, conflicts)
+    }
+
+    /// Archives each conflict's loser, or moves the guest's record aside
+    /// when both are kept; a conflict that keeps both without a key for the
+    /// guest's record is refused before anything is written.
+    func settle(_ conflicts: [RecordConflict], _ db: Database) throws {
+        for conflict in conflicts where conflict.resolution == .keptBoth && conflict.guestKeyAfter == nil {
+            throw GuestModeError(
+                .internalFailure, code: .noFreeKey,
+                "no key was chosen for the guest's '\(conflict.key)' in \(conflict.collection)")
+        }
         for conflict in conflicts {
             switch conflict.resolution {
             case .keptGuest:
@@ -299,10 +315,6 @@ struct SQLiteTransfer {
                     arguments: [conflict.guestKeyAfter, source, conflict.collection, conflict.key])
             }
         }
-        try db.execute(
-            sql: "UPDATE records SET owner_id = ? WHERE owner_id = ? \(collectionFilter(collections, alias: nil))",
-            arguments: StatementArguments([target, source] + (collections ?? [])))
-        return (db.changesCount, conflicts)
     }
 
     /// What is left of the guest once everything has moved: credentials,

@@ -23,13 +23,12 @@ extension SQLiteStore: PromptStore {
                 arguments: [userID, PromptTrigger.flagPrefix.count, PromptTrigger.flagPrefix])
             {
                 let flag: String = try row.decode(forColumn: "flag")
-                facts.raisedTriggers[String(flag.dropFirst(PromptTrigger.flagPrefix.count))] = try SQLiteStore.date(
-                    try row.decode(forColumn: "set_at"))
+                facts.raisedTriggers[String(flag.dropFirst(PromptTrigger.flagPrefix.count))] = try row.time("set_at")
             }
-            facts.resetAt = try String.fetchOne(
+            facts.resetAt = try StoredTime.fetchOne(
                 db, sql: "SELECT max(at) FROM events WHERE user_id = ? AND action = ?",
                 arguments: [userID, PromptTrigger.resetEventAction]
-            ).map(SQLiteStore.date)
+            )?.date
             return facts
         }
     }
@@ -77,15 +76,15 @@ extension SQLiteStore: PromptStore {
     public func resetPromptState(userID: String, at time: Date, queuesBackup: Bool) throws -> Bool? {
         try write { db in
             guard
-                let current = try String.fetchOne(
-                    db, sql: "SELECT prompt_state FROM users WHERE id = ?", arguments: [userID])
+                let current = try StoredCase<PromptState>.fetchOne(
+                    db, sql: "SELECT prompt_state FROM users WHERE id = ?", arguments: [userID])?.value
             else { return nil }
-            guard current == PromptState.neverAsk.rawValue else { return false }
+            guard current == .neverAsk else { return false }
             try db.execute(
                 sql: "UPDATE users SET prompt_state = ? WHERE id = ?",
                 arguments: [PromptState.dismissed.rawValue, userID])
             try appendSystemEvent(
-                user: userID, action: PromptTrigger.resetEventAction, properties: ["previous_state": current], at: time,
+                user: userID, action: PromptTrigger.resetEventAction, properties: ["previous_state": current.rawValue], at: time,
                 db)
             if queuesBackup { try enqueueBackup(db, userID: userID, now: time) }
             return true
@@ -100,9 +99,10 @@ extension SQLiteStore: PromptStore {
                 arguments: [userID])
         else { return nil }
         var counters: [String: Int] = [:]
-        let counterRows = try Row.fetchCursor(
+        // Copied rows, not a cursor: a cursor's live row reads text in an INTEGER column as 0.
+        for row in try Row.fetchAll(
             db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
-        while let row = try counterRows.next() {
+        {
             counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total")
         }
         let history = try Row.fetchAll(
@@ -112,46 +112,26 @@ extension SQLiteStore: PromptStore {
         ).map { row in
             PromptHistoryEntry(
                 context: try row.decode(forColumn: "context"),
-                outcome: try decode(
-                    try row.decode(forColumn: "outcome"), as: PromptOutcome.self, what: "prompt outcome"),
-                at: try date(try row.decode(forColumn: "at")))
+                outcome: try row.decode("outcome", as: PromptOutcome.self), at: try row.time("at"))
         }
         return PromptFacts(
             userID: userID,
-            userState: try decode(try user.decode(forColumn: "state"), as: UserState.self, what: "user state"),
-            promptState: try decode(
-                try user.decode(forColumn: "prompt_state"), as: PromptState.self, what: "prompt state"),
-            firstSeen: try date(try user.decode(forColumn: "created_at")), counters: counters, history: history)
+            userState: try user.decode("state", as: UserState.self),
+            promptState: try user.decode("prompt_state", as: PromptState.self),
+            firstSeen: try user.time("created_at"), counters: counters, history: history)
     }
 
     static func recordPromptOutcome(_ db: Database, _ entry: PromptHistoryEntry, userID: String) throws -> PromptState?
     {
         guard
-            let current = try String.fetchOne(
+            let current = try StoredCase<PromptState>.fetchOne(
                 db.cachedStatement(sql: "SELECT prompt_state FROM users WHERE id = ?"), arguments: [userID])
         else { return nil }
-        let state = try decode(current, as: PromptState.self, what: "prompt state").after(entry.outcome)
+        let state = current.value.after(entry.outcome)
         try db.cachedStatement(sql: "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES (?, ?, ?, ?)")
             .execute(arguments: [userID, entry.context, entry.outcome.rawValue, Timestamp.format(entry.at)])
         try db.cachedStatement(sql: "UPDATE users SET prompt_state = ? WHERE id = ?")
             .execute(arguments: [state.rawValue, userID])
         return state
-    }
-
-    /// Stored enumerations are checked on the way out: a value this build
-    /// does not know means the store was edited by hand or by a newer tool.
-    static func decode<T: RawRepresentable>(_ text: String, as type: T.Type, what: String) throws -> T
-    where T.RawValue == String {
-        guard let value = T(rawValue: text) else {
-            throw GuestModeError.badData("the store holds an unknown \(what) '\(text)'", code: .corruptStore)
-        }
-        return value
-    }
-
-    static func date(_ text: String) throws -> Date {
-        guard let date = Timestamp.parse(text) else {
-            throw GuestModeError.badData("the store holds a malformed time '\(text)'", code: .corruptStore)
-        }
-        return date
     }
 }

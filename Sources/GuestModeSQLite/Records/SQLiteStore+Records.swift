@@ -174,7 +174,7 @@ extension SQLiteStore: RecordStore {
         StoredRecord(
             owner: try row.decode(forColumn: "owner_id"), collection: try row.decode(forColumn: "collection"),
             key: try row.decode(forColumn: "key"), data: try row.decode(forColumn: "data"),
-            createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
-            updatedAt: Timestamp.parse(try row.decode(forColumn: "updated_at")) ?? .distantPast)
+            createdAt: try row.time("created_at"),
+            updatedAt: try row.time("updated_at"))
     }
 }

@@ -23,11 +23,11 @@ extension SQLiteStore {
         }
         return User(
             id: try row.decode(forColumn: "id"), device: try row.decode(forColumn: "device"),
-            state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
+            state: try row.decode("state", as: UserState.self),
             promptState: try row.decode(forColumn: "prompt_state"),
-            createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
-            lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
-            linkedAt: (try row.decode(forColumn: "linked_at") as String?).flatMap(Timestamp.parse))
+            createdAt: try row.time("created_at"),
+            lastSeenAt: try row.time("last_seen_at"),
+            linkedAt: try row.optionalTime("linked_at"))
     }
 
     func requireUser(_ id: String, _ db: Database) throws -> User {
@@ -44,7 +44,7 @@ extension SQLiteStore {
             Identity(
                 provider: try row.decode(forColumn: "provider"), subject: try row.decode(forColumn: "subject"),
                 email: try row.decode(forColumn: "email"),
-                linkedAt: Timestamp.parse(try row.decode(forColumn: "linked_at")) ?? .distantPast)
+                linkedAt: try row.time("linked_at"))
         }
     }
 
@@ -98,11 +98,11 @@ extension SQLiteStore {
     func enqueueBackup(_ db: Database, userID: String, now: Date) throws {
         var queuedAt = now
         // Cached statements: bulk ingestion queues a backup per user and batch.
-        if let previous = try String.fetchOne(
+        if let previous = try StoredTime.fetchOne(
             db.cachedStatement(sql: "SELECT queued_at FROM outbox WHERE user_id = ?"), arguments: [userID]),
-            let previousDate = Timestamp.parse(previous), previousDate >= now
+            previous.date >= now
         {
-            queuedAt = previousDate.addingTimeInterval(0.001)
+            queuedAt = previous.date.addingTimeInterval(0.001)
         }
         try db.cachedStatement(
             sql: """
@@ -124,10 +124,10 @@ extension SQLiteStore {
         ).map { row in
             PlanGrant(
                 plan: try row.decode(forColumn: "plan"),
-                grantedAt: Timestamp.parse(try row.decode(forColumn: "granted_at")) ?? .distantPast,
-                trialEndsAt: (try row.decode(forColumn: "trial_ends_at") as String?).flatMap(Timestamp.parse),
-                endsAt: (try row.decode(forColumn: "ends_at") as String?).flatMap(Timestamp.parse),
-                revokedAt: (try row.decode(forColumn: "revoked_at") as String?).flatMap(Timestamp.parse))
+                grantedAt: try row.time("granted_at"),
+                trialEndsAt: try row.optionalTime("trial_ends_at"),
+                endsAt: try row.optionalTime("ends_at"),
+                revokedAt: try row.optionalTime("revoked_at"))
         }
     }
 

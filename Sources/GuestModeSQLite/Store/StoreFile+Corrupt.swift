@@ -15,8 +15,12 @@ extension StoreFile {
         )
     }
 
+    /// GRDB's description goes on to print the whole row and the statement's
+    /// arguments, which may hold a secret hash or a user's record: only the
+    /// value and its column are kept.
     private static func describe(_ error: RowDecodingError) -> String {
         var text = "\(error)"
+        if let row = text.range(of: ", row: ") { text = String(text[..<row.lowerBound]) }
         if text.count > 300 { text = String(text.prefix(300)) + "…" }
         return text
     }

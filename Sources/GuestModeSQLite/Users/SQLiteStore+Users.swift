@@ -72,9 +72,9 @@ extension SQLiteStore: UserStore {
             return try rows.map { row in
                 UserSummary(
                     id: try row.decode(forColumn: "id"),
-                    state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
-                    createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast,
-                    lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
+                    state: try row.decode("state", as: UserState.self),
+                    createdAt: try row.time("created_at"),
+                    lastSeenAt: try row.time("last_seen_at"),
                     identities: try row.decode(forColumn: "identities"), records: try row.decode(forColumn: "records"))
             }
         }
@@ -149,10 +149,10 @@ extension SQLiteStore: UserStore {
             while let row = try candidates.next() {
                 let id: String = try row.decode(forColumn: "id")
                 let lastSeen: String = try row.decode(forColumn: "last_seen_at")
+                let lastSeenAt = try row.time("last_seen_at")
                 let records: Int = try row.decode(forColumn: "records")
                 let decision = policy.decision(
-                    state: UserState(rawValue: try row.decode(forColumn: "state")) ?? .anonymous,
-                    lastSeenAt: Timestamp.parse(lastSeen) ?? .distantPast, records: records,
+                    state: try row.decode("state", as: UserState.self), lastSeenAt: lastSeenAt, records: records,
                     grants: grants[id] ?? [])
                 let purged = decision == .delete
                 if purged { tally.purged += 1 } else { tally.kept += 1 }
@@ -183,7 +183,7 @@ extension SQLiteStore: UserStore {
                     try report(
                         PurgeCandidate(
                             id: try row.decode(forColumn: "id"),
-                            lastSeenAt: Timestamp.parse(try row.decode(forColumn: "last_seen_at")) ?? .distantPast,
+                            lastSeenAt: try row.time("last_seen_at"),
                             records: try row.decode(forColumn: "records")),
                         purged)
                 }
@@ -201,7 +201,7 @@ extension SQLiteStore: UserStore {
                 StoredCredentials(
                     userID: try row.decode(forColumn: "user_id"), username: try row.decode(forColumn: "username"),
                     secretHash: try row.decode(forColumn: "secret_hash"),
-                    createdAt: Timestamp.parse(try row.decode(forColumn: "created_at")) ?? .distantPast)
+                    createdAt: try row.time("created_at"))
             }
         }
     }
@@ -230,9 +230,9 @@ extension SQLiteStore: UserStore {
     static func planGrant(_ row: Row) throws -> PlanGrant {
         PlanGrant(
             plan: try row.decode(forColumn: "plan"),
-            grantedAt: Timestamp.parse(try row.decode(forColumn: "granted_at")) ?? .distantPast,
-            trialEndsAt: (try row.decode(forColumn: "trial_ends_at") as String?).flatMap(Timestamp.parse),
-            endsAt: (try row.decode(forColumn: "ends_at") as String?).flatMap(Timestamp.parse),
-            revokedAt: (try row.decode(forColumn: "revoked_at") as String?).flatMap(Timestamp.parse))
+            grantedAt: try row.time("granted_at"),
+            trialEndsAt: try row.optionalTime("trial_ends_at"),
+            endsAt: try row.optionalTime("ends_at"),
+            revokedAt: try row.optionalTime("revoked_at"))
     }
 }

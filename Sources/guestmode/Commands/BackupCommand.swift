@@ -166,14 +166,17 @@ struct BackupCommand: ParsableCommand {
                 deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
             let source = try ArchiveSource(file)
             defer { source.close() }
-            let signature = try BackupArchive.requireIntact(
-                path: source.path, limits: limits.archiveLimits, keys: keys)
+            let signature = try source.naming {
+                try BackupArchive.requireIntact(path: source.path, limits: limits.archiveLimits, keys: keys)
+            }
             let engine = try global.openEngine()
             let progress = Progress("backup import", unit: "rows", global: global)
-            var report = try engine.importBackup(
-                from: source.path, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits, keys: keys,
-                trustUnsigned: trustUnsigned, signature: signature,
-                progress: { progress.update(done: $0, total: nil) })
+            var report = try source.naming {
+                try engine.importBackup(
+                    from: source.path, onConflict: onConflict, dryRun: dryRun, limits: limits.archiveLimits,
+                    keys: keys, trustUnsigned: trustUnsigned, signature: signature,
+                    progress: { progress.update(done: $0, total: nil) })
+            }
             if source.isStandardInput { report.archive = "-" }
             let imported = report.rows.values.reduce(0, +)
             progress.finish(done: imported, total: imported)
@@ -239,9 +242,11 @@ struct BackupCommand: ParsableCommand {
                 deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
             let source = try ArchiveSource(file)
             defer { source.close() }
-            var report = try BackupArchive.verify(
-                path: source.path, full: full, limits: limits.archiveLimits, keys: keys)
+            var report = try source.naming {
+                try BackupArchive.verify(path: source.path, full: full, limits: limits.archiveLimits, keys: keys)
+            }
             if source.isStandardInput { report.archive = "-" }
+            report.errors = report.errors.map(source.relabel)
             let output = global.output
             if global.json {
                 try output.json(report)
@@ -288,7 +293,9 @@ struct BackupCommand: ParsableCommand {
                 deployment: try global.backupKey(), passphrase: try passphraseFile.map(readPassphrase))
             let source = try ArchiveSource(file)
             defer { source.close() }
-            var inspection = try BackupArchive.inspect(path: source.path, limits: limits.archiveLimits, keys: keys)
+            var inspection = try source.naming {
+                try BackupArchive.inspect(path: source.path, limits: limits.archiveLimits, keys: keys)
+            }
             if source.isStandardInput { inspection.archive = "-" }
             let output = global.output
             if global.json { return try output.json(inspection) }

@@ -103,4 +103,20 @@ struct ArchiveSource {
     }
 
     func close() { if isStandardInput { unlink(path) } }
+
+    /// `body`, with its failures naming `-` instead of the spool file: the
+    /// user gave `-`, and a temporary path that is already gone helps nobody.
+    func naming<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch var failure as GuestModeError where isStandardInput {
+            failure.message = relabel(failure.message)
+            throw failure
+        }
+    }
+
+    /// `text` with the spool file named as `-`.
+    func relabel(_ text: String) -> String {
+        isStandardInput ? text.replacingOccurrences(of: "'\(path)'", with: "'-'") : text
+    }
 }
