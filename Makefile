@@ -1,10 +1,11 @@
 # guestmode — build, test, run and install.
 #   make run       build, then walk every profile with `guestmode tour`
-#   make test      build and run every test, lint the man pages
+#   make test      build and run every test, lint the man pages, build and run Examples/
 #   make stress    8 processes x STRESS_OPERATIONS (default 400) racing on one PostgreSQL database
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
 #   make bench     measure guestmode against sqlite3, zstd and psql (BENCH_SCALE=0.1 for a quick run; bench/results.md)
+#   make docs      the DocC catalogue of GuestModeKit into .build/docs
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
 #   make release-hooks  build release as make install does and search the binary for fault hooks
@@ -19,7 +20,7 @@ RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
 	python3-jsonschema
 
-.PHONY: all deps build run test release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test example docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -49,6 +50,7 @@ test: deps
 	bash scripts/with-postgres.sh $(SWIFT) test --skip-build
 	$(MAKE) lint-man
 	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh $(RELEASE_FLAGS)
+	$(MAKE) example
 
 # Flips every byte of a small archive of each format (make test flips every 11th).
 sweep: deps
@@ -57,6 +59,26 @@ sweep: deps
 
 check-layout:
 	bash scripts/check-layout.sh
+
+# Examples/EmbeddingApp depends on this package by path and embeds the engine as an app would; it
+# exits non-zero when an answer is not the expected one. It is a package of its own, so it builds in
+# its own Examples/EmbeddingApp/.build (sharing this package's would mix two packages' build states).
+example:
+	$(SWIFT) build --package-path Examples/EmbeddingApp
+	Examples/EmbeddingApp/.build/debug/EmbeddingApp
+
+# The DocC catalogue of GuestModeKit (Sources/GuestModeKit/GuestModeKit.docc) with the engine's public
+# symbols, into .build/docs, with the toolchain's docc (no plugin); a warning (a broken or ambiguous
+# symbol link in the catalogue or a doc comment) fails.
+DOCC ?= docc
+
+docs:
+	$(SWIFT) package dump-symbol-graph --minimum-access-level public
+	rm -rf .build/docs .build/docs-symbols && mkdir -p .build/docs-symbols
+	cp "$$($(SWIFT) build --show-bin-path)/../symbolgraph/GuestModeKit.symbols.json" .build/docs-symbols/
+	$(DOCC) convert Sources/GuestModeKit/GuestModeKit.docc --additional-symbol-graph-dir .build/docs-symbols \
+		--fallback-display-name GuestModeKit --fallback-bundle-identifier guestmode.GuestModeKit \
+		--output-path .build/docs --warnings-as-errors
 
 # libFuzzer over the archive reader, header trust and row validation
 # (Sources/ArchiveFuzzer), seeded from the committed corpus; new inputs go to
@@ -76,7 +98,7 @@ fuzz: fuzz-build
 man-codes:
 	python3 scripts/error-codes.py --write
 
-FORMATTED = Sources Tests Package.swift
+FORMATTED = Sources Tests Package.swift Examples/EmbeddingApp/Sources Examples/EmbeddingApp/Package.swift
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
@@ -141,4 +163,4 @@ uninstall:
 		$(SHAREDIR)/fish/vendor_completions.d/guestmode.fish
 
 clean:
-	rm -rf .build
+	rm -rf .build Examples/EmbeddingApp/.build

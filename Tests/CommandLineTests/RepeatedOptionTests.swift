@@ -3,7 +3,7 @@ import Testing
 
 @testable import guestmode
 
-/// The checks main.swift runs over a parsed command line (issue 18, item 10).
+/// The checks main.swift runs over a parsed command line.
 @Suite struct RepeatedOptionTests {
     func check(_ arguments: [String]) throws {
         let arguments = reorderGlobalOptions(arguments)

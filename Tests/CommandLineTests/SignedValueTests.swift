@@ -3,7 +3,7 @@ import Testing
 
 @testable import guestmode
 
-/// Values that begin with a minus sign stay values (issue 11): a negative
+/// Values that begin with a minus sign stay values: a negative
 /// amount reaches the command, which says what it expects, and `--now -1h`
 /// is a relative time.
 @Suite struct SignedValueTests {

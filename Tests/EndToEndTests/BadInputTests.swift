@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// One bad command line (issue 14, "Bad input on the command line"): what
+/// One bad command line: what
 /// is run, the exit status it must end with and a fragment its message must
 /// hold. `{G}` in the arguments and the setup script is a guest of the store.
 struct BadInput: Sendable, CustomTestStringConvertible {
@@ -258,7 +258,7 @@ struct BadInputTests {
     }
 }
 
-/// Text that is not valid UTF-8 or holds U+0000 (issue 18, items 5 and 6),
+/// Text that is not valid UTF-8 or holds U+0000 (`TextRule`),
 /// given the ways a shell can give it: raw bytes in an argument or the
 /// environment (which Swift would hand over repaired, as U+FFFD), bytes and
 /// `\u0000` escapes in the files guestmode reads rows from. `{GM}` is the
@@ -500,7 +500,7 @@ struct CounterOverflowTests {
     }
 }
 
-/// A command line refused before anything happens (issue 18, item 10): the
+/// A command line refused before anything happens: the
 /// exit status, exactly one line on standard error (or the error document
 /// with --json), and not a byte written anywhere in the working directory.
 struct RefusedCommandLine: Sendable, CustomTestStringConvertible {

@@ -15,7 +15,7 @@ struct SeededGenerator: RandomNumberGenerator {
     }
 }
 
-/// kill -9 at random points (issue 14, "crash suite"). `make test` runs a few
+/// kill -9 at random points (the crash suite). `make test` runs a few
 /// rounds of each; `make crash` sets GUESTMODE_CRASH_ROUNDS for many more.
 enum Crash {
     static let environment = ProcessInfo.processInfo.environment

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Meters add up exactly (issue 9, "Exact amounts"): what the JSON, the text
+/// Meters add up exactly: what the JSON, the text
 /// and the gate say always agree, and amounts are plain decimals or refused.
 @Suite("Exact meter amounts")
 struct ExactAmountTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The hostile archives of issue 14, each made from a real export by
+/// Hostile archives, each made from a real export by
 /// Tests/Fuzz/hostile_archive.py with a recomputed manifest, so only row
 /// validation and header trust stand between them and the store.
 @Suite("Hostile archives")

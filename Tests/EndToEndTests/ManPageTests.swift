@@ -19,7 +19,7 @@ struct ManPageTests {
     /// issue; once its page exists the known issue stops occurring and the
     /// test fails until the command is removed from this list.
     static let pagesPending: Set<String> = []
-    /// The exit status table of DESIGN §3.
+    /// The README's exit status table.
     static let exitStatuses = ["0", "1", "10", "11", "12", "13", "14", "64", "65", "66", "73", "74", "75"]
 
     struct Command {
@@ -166,7 +166,7 @@ struct ManPageTests {
             .map { $0.dropFirst(4).split(separator: " ").first.map(String.init) ?? "" }
         #expect(
             statuses == Self.exitStatuses,
-            "guestmode.1 EXIT STATUS lists \(statuses), DESIGN §3 has \(Self.exitStatuses)")
+            "guestmode.1 EXIT STATUS lists \(statuses), the README has \(Self.exitStatuses)")
         // The JSON error codes: exactly the engine's catalogue, in its order.
         let listedCodes = exitSection.drop { $0 != ".Ss Error codes" }
             .filter { $0.hasPrefix(".It Li ") }

@@ -137,7 +137,7 @@ CASES = {
     'fractional-id': lambda e, v: edit(e, 'events', 'id', '1.5', raw=True),
     'duplicate-row': duplicate,
     'duplicate-event': duplicate_event,
-    # issue 18: rows the command line could not have written
+    # rows the command line could not have written
     'count-max': lambda e, v: counts(e, 9223372036854775807, 9223372036854775807),
     'count-over-cli': lambda e, v: counts(e, 1000000001, 1000000001),
     'total-max': lambda e, v: edit(e, 'counters', 'total', 9223372036854775807),

@@ -1,7 +1,7 @@
 import Foundation
 import GuestModeKit
 
-/// Backup archive format (DESIGN §5): `header.json` first, the users' rows as
+/// Backup archive format (guestmode-backup(1)): `header.json` first, the users' rows as
 /// NDJSON chunks `data/<table>/<n>.ndjson`, `manifest.json`, and (format 2)
 /// `signature.json` last: the deployment's HMAC over header and manifest.
 enum BackupFormat {

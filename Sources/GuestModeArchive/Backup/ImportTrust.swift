@@ -1,7 +1,7 @@
 import Foundation
 import GuestModeKit
 
-/// What an import takes on trust from `header.json`, and no more (DESIGN §5):
+/// What an import takes on trust from `header.json`, and no more:
 /// the header names the users whose rows may be written, and only the
 /// profile's own guest owner may own records beside them. Replacing deletes
 /// nothing but those users' rows and the guest owner's records.

@@ -8,7 +8,7 @@ public enum BackupSelection: Sendable, Equatable {
 }
 
 /// A per-user table a backup carries, and the column that says whose a row
-/// is. The names are the archive format's (DESIGN §5) and every backend's:
+/// is. The names are the archive format's (`BackupFormat`) and every backend's:
 /// a backend keeps these tables and columns under these names.
 public struct BackupTable: Sendable, Equatable, Hashable {
     public var name: String

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Checks every row an archive brings against the profile and the rules the
-/// command line enforces when it writes the same data (DESIGN §5): an
+/// command line enforces when it writes the same data: an
 /// archive is a trust boundary, so a row is accepted only if guestmode itself
 /// could have written it.
 ///

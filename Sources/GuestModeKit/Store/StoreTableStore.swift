@@ -2,7 +2,7 @@ import Foundation
 
 /// A table of the store as a whole-store copy sees it (`guestmode db copy`):
 /// every table of guestmode's schema, not only the per-user ones backups carry.
-/// The names and keys are every backend's (DESIGN §1: same tables, same columns).
+/// The names and keys are every backend's (docs/ARCHITECTURE.md: same tables, same columns).
 public struct StoreTable: Sendable, Equatable, Hashable {
     public var name: String
     /// The primary key, in order: rows are read in this order (text compared

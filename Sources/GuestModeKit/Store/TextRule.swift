@@ -10,7 +10,7 @@ import Foundation
 /// try TextRule.check(userID, what: "the user id")
 /// ```
 public enum TextRule {
-    /// Decodes `bytes` as UTF-8 and applies ``check(_:what:)``; `what` names
+    /// Decodes `bytes` as UTF-8 and applies `check(_:what:)`; `what` names
     /// the text in the message ("the key on line 3").
     public static func decode(_ bytes: some Swift.Collection<UInt8>, what: String) throws -> String {
         guard let text = String(validating: bytes, as: UTF8.self) else {

@@ -82,7 +82,7 @@ public final class SQLiteStore: Sendable {
 
     /// One transaction with `synchronous=FULL`: migrations, merges, adoptions
     /// and imports move data people cannot re-create, so their commit must
-    /// survive a power cut, not only a crash (DESIGN §1).
+    /// survive a power cut, not only a crash.
     func writeDurably<T>(_ updates: (Database) throws -> T) throws -> T {
         try writeDurably { db in (try updates(db), true) }
     }

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GuestModeKit
 
-/// Writes a failure the way DESIGN §3 says (text or JSON on stderr) and
+/// Writes a failure the way guestmode(1) says (text or JSON on stderr) and
 /// returns the exit status.
 func report(_ error: Error, isJSON: Bool) -> Int32 {
     let (code, message, status): (GuestModeError.Code, String, Int32)

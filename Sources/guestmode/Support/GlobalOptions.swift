@@ -4,7 +4,7 @@ import GuestModeArchive
 import GuestModeKit
 import GuestModePostgres
 
-/// Options every command takes (DESIGN §3). They may also be written before
+/// Options every command takes (guestmode(1)). They may also be written before
 /// the command name: `guestmode --store s.sqlite profile show`.
 struct GlobalOptions: ParsableArguments {
     @Option(

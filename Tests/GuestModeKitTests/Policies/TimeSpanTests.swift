@@ -3,7 +3,7 @@ import Testing
 
 @testable import GuestModeKit
 
-/// The one duration parser (issue 11).
+/// The one duration parser.
 @Suite("TimeSpan: one parser for every duration")
 struct TimeSpanTests {
     let november22 = Timestamp.parse("2026-11-22T09:30:00Z")!
