@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: one row per line of the performance table (issue 12), each
+# `make bench`: one row per line of the performance table (bench/results.md), each
 # guestmode against the plain tool doing the same work on the same data (the
 # plain side is written out in bench/plain/), with wall time, the ratio
 # (guestmode / plain, lower is better) and peak memory (GNU time, max RSS).

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 11: real durations, relative --now, negative amounts, overage,
+/// Real durations, relative --now, negative amounts, overage,
 /// ownerless data and its adoption, idempotent guests, the event log and
 /// the conflict archive, all through the binary.
 @Suite("Durations, overage, ownerless data, events and the conflict archive")

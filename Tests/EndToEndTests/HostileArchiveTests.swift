@@ -32,7 +32,7 @@ struct HostileArchiveTests {
         ("fractional-id", "data/events/000001.ndjson", 1),
         ("duplicate-row", "data/records/000001.ndjson", 2),
         ("duplicate-event", "data/events/000001.ndjson", 2),
-        // Issue 18: what the command line could not have written.
+        // What the command line could not have written.
         ("events-id-max", "data/events/000001.ndjson", 1),
         ("usage-id-max", "data/meter_usage/000001.ndjson", 1),
         ("count-max", "data/events/000001.ndjson", 1),
@@ -216,7 +216,7 @@ struct HostileArchiveTests {
     }
 }
 
-/// Issue 18: bytes outside the listed entries, and compression inside
+/// Bytes outside the listed entries, and compression inside
 /// compression, in archives this deployment signed. Each is refused by
 /// `verify`, `inspect` and `import` with 65 and one line, and the store is
 /// unchanged.

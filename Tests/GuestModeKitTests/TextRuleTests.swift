@@ -4,7 +4,7 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
-/// Issue 18, items 5 and 6: text is valid UTF-8, never repaired, and holds no
+/// Text is valid UTF-8, never repaired, and holds no
 /// U+0000, at every use case that stores it.
 @Suite struct TextRuleTests {
     @Test func decodeRefusesInvalidUTF8AndNulAndKeepsTheRest() throws {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import GuestModeKit
 
-/// Issue 18, item 2: a counter addition that would pass `Bounds` is refused
+/// A counter addition that would pass `Bounds` is refused
 /// with `count_overflow` and writes nothing, on both backends, where SQLite
 /// used to store a REAL and PostgreSQL to fail with exit 1.
 @Suite("Counter bounds conformance")

@@ -5,7 +5,7 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
-/// Issue 11's store methods: overage, devices that survive a reinstall,
+/// The mission store methods: overage, devices that survive a reinstall,
 /// the event log, on every backend.
 @Suite("Overage, device idempotency and the event log: conformance")
 struct MissionStoreTests {

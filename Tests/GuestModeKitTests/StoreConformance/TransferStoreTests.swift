@@ -199,7 +199,7 @@ struct TransferStoreTests {
         #expect(try observableState(engine) == stable)
     }
 
-    /// Issue 11: an adoption that found nothing used to set the flag and
+    /// An adoption that found nothing used to set the flag and
     /// block every later adoption.
     @Test(arguments: StoreBackend.allCases)
     func adoptWithNothingOwnerlessDoesNotBlockALaterAdoption(backend: StoreBackend) throws {
