@@ -11,7 +11,7 @@ public struct Profile: Codable, Sendable, Equatable {
     public var guestOwner: String
     public var allowsFreeFormActions: Bool
     public var identity: IdentityPolicy
-    public var collections: [Collection]
+    public var collections: [RecordCollection]
     public var actions: [String]
     public var meters: [Meter]
     /// Always three, in order: guest, account, premium; caps and allowances
@@ -25,7 +25,7 @@ public struct Profile: Codable, Sendable, Equatable {
     /// How a store bound to an earlier version of this profile is moved to this one.
     public var upgrade: ProfileUpgrade?
 
-    public func collection(named name: String) -> Collection? { collections.first { $0.name == name } }
+    public func collection(named name: String) -> RecordCollection? { collections.first { $0.name == name } }
     public func meter(named name: String) -> Meter? { meters.first { $0.name == name } }
     public func plan(named name: String) -> Plan? { plans.first { $0.name == name } }
     /// The tier at `level`. A profile from `ProfileLoader` has all three; one
@@ -47,7 +47,8 @@ public struct IdentityPolicy: Codable, Sendable, Equatable {
     public var maximumProvidersPerUser: Int
 }
 
-public struct Collection: Codable, Sendable, Equatable {
+/// A kind of record the profile declares (`collections:`), with its merge rules.
+public struct RecordCollection: Codable, Sendable, Equatable {
     public var name: String
     /// Record fields that together must be unique per owner (e.g. a habit and
     /// a day); adoption rewrites records keyed by them.

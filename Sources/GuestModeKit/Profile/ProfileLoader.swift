@@ -272,12 +272,12 @@ private final class Reader {
         return policy
     }
 
-    func readCollections(_ node: Node?) -> [Collection] {
+    func readCollections(_ node: Node?) -> [RecordCollection] {
         guard let fields = entries(node, "collections") else { return [] }
-        var collections: [Collection] = []
+        var collections: [RecordCollection] = []
         for (key, keyNode, value) in fields {
             guard let collectionName = name(keyNode, "collection name") else { continue }
-            var collection = Collection(name: collectionName, uniqueFields: [], onMergeConflict: .newestWins)
+            var collection = RecordCollection(name: collectionName, uniqueFields: [], onMergeConflict: .newestWins)
             if case .mapping = value {
                 let what = "collection '\(key)'"
                 for (option, _, optionValue) in mapping(value, what, allowed: ["unique", "on_merge_conflict"]) ?? [] {
@@ -832,7 +832,7 @@ private final class Reader {
         return upgrade
     }
 
-    func readMigration(_ node: Node?, collections: [Collection]) -> MigrationPolicy {
+    func readMigration(_ node: Node?, collections: [RecordCollection]) -> MigrationPolicy {
         let known = Set(collections.map(\.name))
         var steps: [MigrationStep] = []
         for (key, _, value) in mapping(node, "migration", allowed: ["steps"]) ?? [] where key == "steps" {

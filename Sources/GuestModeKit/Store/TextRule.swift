@@ -12,7 +12,7 @@ import Foundation
 public enum TextRule {
     /// Decodes `bytes` as UTF-8 and applies `check(_:what:)`; `what` names
     /// the text in the message ("the key on line 3").
-    public static func decode(_ bytes: some Swift.Collection<UInt8>, what: String) throws -> String {
+    public static func decode(_ bytes: some Collection<UInt8>, what: String) throws -> String {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             let offset = StrictJSON.firstInvalidUTF8(in: Data(bytes)) ?? 0
             throw GuestModeError.badData(

@@ -46,7 +46,7 @@ enum ProfileDocument {
         return .object(members)
     }
 
-    private static func collection(_ collection: GuestModeKit.Collection) -> JSONValue {
+    private static func collection(_ collection: RecordCollection) -> JSONValue {
         var members: [(String, JSONValue)] = [("on_merge_conflict", .string(collection.onMergeConflict.rawValue))]
         if !collection.uniqueFields.isEmpty {
             members.append(("unique", .array(collection.uniqueFields.map(JSONValue.string))))

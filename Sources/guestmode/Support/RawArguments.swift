@@ -52,7 +52,7 @@ enum RawArguments {
         return "argument \(index)"
     }
 
-    private static func refusal(of bytes: some Swift.Collection<UInt8>, what: String) -> GuestModeError {
+    private static func refusal(of bytes: some Collection<UInt8>, what: String) -> GuestModeError {
         let offset = StrictJSON.firstInvalidUTF8(in: Data(bytes)) ?? 0
         return GuestModeError.badData(
             "\(what) is not valid UTF-8 (\(escaped(bytes)), first bad byte at offset \(offset)); guestmode takes text as UTF-8 and never repairs it: give it in UTF-8",
@@ -61,7 +61,7 @@ enum RawArguments {
 
     /// The bytes as printable text, each byte of an invalid sequence as \xHH,
     /// cut after 60 bytes.
-    private static func escaped(_ bytes: some Swift.Collection<UInt8>) -> String {
+    private static func escaped(_ bytes: some Collection<UInt8>) -> String {
         var text = ""
         var rest = Array(bytes.prefix(60))[...]
         while !rest.isEmpty {
