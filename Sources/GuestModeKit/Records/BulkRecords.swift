@@ -64,7 +64,7 @@ extension GuestMode {
             if problems.count < 5 { problems.append((line, error)) }
         }
         do {
-            try store.putRecords(profile: profile, now: now, onConflict: onConflict) { put in
+            try putRecords(onConflict: onConflict, now: now) { put in
                 // A store may run the transaction again (a serialization retry): start afresh.
                 report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, dryRun: dryRun)
                 problems = []
@@ -120,6 +120,21 @@ extension GuestMode {
         return report
     }
 
+    /// Many puts in one transaction: `feed` calls `put` once per record, and
+    /// each is decided as `putRecord` decides it (see `BulkRecordWriter`).
+    /// Everything is rolled back when `feed` throws, so a load is all or
+    /// nothing; `put` throws `user_not_found` for a missing user.
+    func putRecords(
+        onConflict: RecordConflictPolicy, now: Date,
+        _ feed: (_ put: (BulkRecord) throws -> BulkPutOutcome) throws -> Void
+    ) throws {
+        try store.write { transaction in
+            let writer = BulkRecordWriter(profile: profile, now: now, onConflict: onConflict, transaction: transaction)
+            try feed(writer.put)
+            try writer.finish()
+        }
+    }
+
     /// One NDJSON line as a record, nil for a blank line.
     func bulkRecord(_ line: Substring) throws -> BulkRecord? {
         if line.allSatisfy(\.isWhitespace) { return nil }
@@ -155,5 +170,69 @@ extension GuestMode {
         }
         try TextRule.check(["the user id": user, "the record key": key])
         return BulkRecord(user: user, collection: collection, key: key, data: try canonicalJSON(data.canonicalText))
+    }
+}
+
+/// The decisions of one bulk load inside its transaction: each record is
+/// decided as `putRecord` decides it (the tier's cap counted once per user
+/// and collection, only where a cap applies), `onConflict` says what an
+/// existing key gets, and last-seen and the backup queue move once per user
+/// at the end.
+private final class BulkRecordWriter {
+    private struct Pair: Hashable {
+        var user: String
+        var collection: String
+    }
+
+    let profile: Profile
+    let now: Date
+    let onConflict: RecordConflictPolicy
+    let transaction: any StoreTransaction
+    private var tiers: [String: TierLevel] = [:]
+    /// Records held per capped user and collection, counted once each.
+    private var used: [Pair: Int] = [:]
+
+    init(profile: Profile, now: Date, onConflict: RecordConflictPolicy, transaction: any StoreTransaction) {
+        self.profile = profile
+        self.now = now
+        self.onConflict = onConflict
+        self.transaction = transaction
+    }
+
+    /// Throws `user_not_found` for a missing user.
+    func put(_ record: BulkRecord) throws -> BulkPutOutcome {
+        let level: TierLevel
+        if let known = tiers[record.user] {
+            level = known
+        } else {
+            let user = try transaction.requireUser(record.user, locking: true)
+            level = try transaction.tier(of: user, profile: profile, now: now)
+            tiers[record.user] = level
+        }
+        let isReplacement = try transaction.recordExists(
+            owner: record.user, collection: record.collection, key: record.key)
+        if isReplacement {
+            switch onConflict {
+            case .fail: return .exists
+            case .skip: return .skipped
+            case .replace: break
+            }
+        } else if profile.tier(level).cap(for: record.collection) != nil {
+            let pair = Pair(user: record.user, collection: record.collection)
+            let held = try used[pair] ?? transaction.countRecords(owner: record.user, collection: record.collection)
+            let limit = profile.collectionLimit(record.collection, tier: level, used: held)
+            guard limit.admits(isReplacement: false) else { return .refused(limit) }
+            used[pair] = held + 1
+        }
+        try transaction.upsertRecord(
+            owner: record.user, collection: record.collection, key: record.key, data: record.data, at: now)
+        return isReplacement ? .replaced : .added
+    }
+
+    /// Users in a fixed order, so concurrent loads take their locks alike.
+    func finish() throws {
+        for user in tiers.keys.sorted() {
+            try transaction.noteActivity(of: user, profile: profile, now: now)
+        }
     }
 }

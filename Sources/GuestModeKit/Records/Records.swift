@@ -64,8 +64,9 @@ extension GuestMode {
         try requireCollection(collection)
         guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
         let canonical = try canonicalJSON(json)
-        let result = try store.putRecord(
-            owner: userID, collection: collection, key: key, data: canonical, profile: profile, now: now)
+        let result = try store.write { transaction in
+            try put(canonical, owner: userID, collection: collection, key: key, now: now, in: transaction)
+        }
         if result.outcome != .allowed {
             try raisePromptTriggers(
                 for: .recordRefused(collection: collection, outcome: result.outcome), userID: userID, now: now)
@@ -92,8 +93,13 @@ extension GuestMode {
                 code: .ownerlessKeyWithoutOwner)
         }
         let canonical = try canonicalJSON(json)
-        let replaced = try store.putOwnerlessRecord(
-            collection: collection, key: key, data: canonical, profile: profile, now: now)
+        // No user, no cap, no last-seen, no backup: the data waits for `migrate adopt`.
+        let replaced = try store.write { transaction in
+            let exists = try transaction.recordExists(owner: profile.guestOwner, collection: collection, key: key)
+            try transaction.upsertRecord(
+                owner: profile.guestOwner, collection: collection, key: key, data: canonical, at: now)
+            return exists
+        }
         return PutResult(
             outcome: .allowed, isReplacement: replaced,
             limit: CollectionLimit(collection: collection, tier: .guest, used: 0, cap: nil, outcome: .allowed))
@@ -102,7 +108,11 @@ extension GuestMode {
     public func record(user userID: String, collection: String, key: String) throws -> StoredRecord {
         try TextRule.check(["the user id": userID, "the collection": collection])
         try requireCollection(collection)
-        guard let record = try store.record(owner: userID, collection: collection, key: key) else {
+        let found = try store.read { transaction in
+            _ = try transaction.requireUser(userID)
+            return try transaction.record(owner: userID, collection: collection, key: key)
+        }
+        guard let record = found else {
             throw recordNotFound(user: userID, collection: collection, key: key)
         }
         return record
@@ -111,13 +121,22 @@ extension GuestMode {
     public func records(user userID: String, collection: String) throws -> [StoredRecord] {
         try TextRule.check(["the user id": userID, "the collection": collection])
         try requireCollection(collection)
-        return try store.records(owner: userID, collection: collection)
+        return try store.read { transaction in
+            _ = try transaction.requireUser(userID)
+            return try transaction.records(owner: userID, collection: collection)
+        }
     }
 
     public func deleteRecord(user userID: String, collection: String, key: String, now: Date) throws {
         try TextRule.check(["the user id": userID, "the collection": collection, "the record key": key])
         try requireCollection(collection)
-        guard try store.deleteRecord(owner: userID, collection: collection, key: key, profile: profile, now: now) else {
+        let deleted = try store.write { transaction in
+            _ = try transaction.requireUser(userID, locking: true)
+            guard try transaction.deleteRecord(owner: userID, collection: collection, key: key) else { return false }
+            try transaction.noteActivity(of: userID, profile: profile, now: now)
+            return true
+        }
+        guard deleted else {
             throw recordNotFound(user: userID, collection: collection, key: key)
         }
     }
@@ -129,7 +148,38 @@ extension GuestMode {
         let names =
             collection.map { [$0] }
             ?? profile.collections.map(\.name).filter { name in profile.tiers.contains { $0.cap(for: name) != nil } }
-        return try store.collectionLimits(of: userID, collections: names, profile: profile, now: now)
+        return try store.read { transaction in
+            let user = try transaction.requireUser(userID)
+            return try names.map {
+                try transaction.collectionLimit(of: user, collection: $0, profile: profile, now: now)
+            }
+        }
+    }
+
+    /// One put under the cap, inside the caller's transaction: the tier in
+    /// force and the records held give the limit; unless it admits the write,
+    /// nothing is written and the refusal is returned. The result carries the
+    /// limit after the write.
+    private func put(
+        _ data: String, owner userID: String, collection: String, key: String, now: Date,
+        in transaction: any StoreTransaction
+    ) throws -> PutResult {
+        let user = try transaction.requireUser(userID, locking: true)
+        let exists = try transaction.recordExists(owner: userID, collection: collection, key: key)
+        // Counted only when a cap applies: a put costs the same whatever the user holds.
+        let level = try transaction.tier(of: user, profile: profile, now: now)
+        let used: Int? =
+            profile.tier(level).cap(for: collection) == nil
+            ? nil : try transaction.countRecords(owner: userID, collection: collection)
+        let before = profile.collectionLimit(collection, tier: level, used: used)
+        guard before.admits(isReplacement: exists) else {
+            return PutResult(outcome: before.outcome, isReplacement: false, limit: before)
+        }
+        try transaction.upsertRecord(owner: userID, collection: collection, key: key, data: data, at: now)
+        try transaction.noteActivity(of: userID, profile: profile, now: now)
+        let after =
+            exists ? before : used.map { profile.collectionLimit(collection, tier: level, used: $0 + 1) } ?? before
+        return PutResult(outcome: .allowed, isReplacement: exists, limit: after)
     }
 
     func requireCollection(_ name: String) throws {

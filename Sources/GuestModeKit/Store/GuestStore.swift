@@ -4,7 +4,7 @@ import Foundation
 /// method one use case in one transaction. Backends (SQLite, PostgreSQL)
 /// conform and pass the same conformance suite.
 public protocol GuestStore:
-    StoreAdministration, UserStore, IdentityStore, EventStore, RecordStore, MeterStore, PlanStore, PromptStore,
+    StoreAdministration, TransactionalStore, UserStore, IdentityStore, EventStore, MeterStore, PlanStore, PromptStore,
     ExperimentStore, OutboxStore, MigrationJournalStore, TransferStore, ProfileUpgradeStore, ReportStore,
     BackupRowStore,
     StoreTableStore

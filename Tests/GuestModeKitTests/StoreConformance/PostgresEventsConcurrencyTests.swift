@@ -18,15 +18,15 @@ struct PostgresEventsConcurrencyTests {
         // 8 writers × 4 new keys each against a cap of 5.
         let results = try race(stores) { writer, store in
             try (0..<4).map { index in
-                try store.putRecord(
-                    owner: "u1", collection: "subscriptions", key: "w\(writer)-\(index)", data: "{}", profile: profile,
-                    now: day(1)
+                try GuestMode(profile: profile, store: store).putRecord(
+                    user: "u1", collection: "subscriptions", key: "w\(writer)-\(index)", json: "{}", now: day(1)
                 ).outcome
             }
         }.flatMap { $0 }
         #expect(results.filter { $0 == .allowed }.count == 5)
         #expect(results.filter { $0 == .needsAccount }.count == Self.writers * 4 - 5)
-        #expect(try stores[0].records(owner: "u1", collection: "subscriptions").count == 5)
+        #expect(
+            try GuestMode(profile: profile, store: stores[0]).records(user: "u1", collection: "subscriptions").count == 5)
     }
 
     @Test func aMeterNearExhaustionNeverPassesItsAllowanceAndLosesNoUse() throws {

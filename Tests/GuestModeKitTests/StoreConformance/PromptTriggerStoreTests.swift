@@ -15,8 +15,8 @@ import Testing
         #expect(try store.promptSnapshot(userID: "nobody", profile: profile, now: day(2)) == nil)
         try store.createUser(newUser("u"), credentials: nil)
         for index in 1...3 {
-            _ = try store.putRecord(
-                owner: "u", collection: "subscriptions", key: "s\(index)", data: "{}", profile: profile, now: day(2))
+            _ = try GuestMode(profile: profile, store: store).putRecord(
+                user: "u", collection: "subscriptions", key: "s\(index)", json: "{}", now: day(2))
         }
         #expect(try store.raisePromptTriggers(["guest_cap_refused"], userID: "u", at: day(3)))
         // An earlier raise never moves the time back; a later one moves it forward.

@@ -5,47 +5,59 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
-@Suite("RecordStore conformance")
+/// Records under the tier's caps, decided by the engine over each backend's
+/// transaction primitives.
+@Suite("Records conformance")
 struct RecordStoreTests {
     /// The subscriptions profile caps guests at 5 subscriptions.
-    private func filledGuest(backend: StoreBackend) throws -> (store: any GuestStore, profile: Profile) {
+    private func filledGuest(backend: StoreBackend) throws -> (engine: GuestMode, store: any GuestStore) {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try makeGuests(["u1"], in: store, profile: profile)
+        let engine = GuestMode(profile: profile, store: store)
         for index in 1...5 {
-            let result = try store.putRecord(
-                owner: "u1", collection: "subscriptions", key: "\(index)", data: #"{"n":\#(index)}"#, profile: profile,
-                now: day(1))
+            let result = try engine.putRecord(
+                user: "u1", collection: "subscriptions", key: "\(index)", json: #"{"n":\#(index)}"#, now: day(1))
             #expect(result.outcome == .allowed)
             #expect(!result.isReplacement)
             #expect(result.limit.used == index, "the limit is the one after the write")
         }
-        return (store, profile)
+        return (engine, store)
+    }
+
+    /// The record, or nil when the engine reports it missing.
+    private func stored(_ engine: GuestMode, _ user: String, _ collection: String, _ key: String) throws
+        -> StoredRecord?
+    {
+        do {
+            return try engine.record(user: user, collection: collection, key: key)
+        } catch GuestModeError.Code.recordNotFound {
+            return nil
+        }
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aRefusedPutWritesNothing(backend: StoreBackend) throws {
-        let (store, profile) = try filledGuest(backend: backend)
-        let before = try store.records(owner: "u1", collection: "subscriptions")
-        let refused = try store.putRecord(
-            owner: "u1", collection: "subscriptions", key: "6", data: "{}", profile: profile, now: day(2))
+        let (engine, _) = try filledGuest(backend: backend)
+        let before = try engine.records(user: "u1", collection: "subscriptions")
+        let refused = try engine.putRecord(user: "u1", collection: "subscriptions", key: "6", json: "{}", now: day(2))
         #expect(refused.outcome == .needsAccount)
         #expect(!refused.isReplacement)
         #expect(
             refused.limit
                 == CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
-        #expect(try store.records(owner: "u1", collection: "subscriptions") == before)
-        #expect(try store.record(owner: "u1", collection: "subscriptions", key: "6") == nil)
+        #expect(try engine.records(user: "u1", collection: "subscriptions") == before)
+        #expect(try stored(engine, "u1", "subscriptions", "6") == nil)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func replacingAKeyIsFreeAtTheCap(backend: StoreBackend) throws {
-        let (store, profile) = try filledGuest(backend: backend)
-        let replaced = try store.putRecord(
-            owner: "u1", collection: "subscriptions", key: "3", data: #"{"n":33}"#, profile: profile, now: day(2))
+        let (engine, _) = try filledGuest(backend: backend)
+        let replaced = try engine.putRecord(
+            user: "u1", collection: "subscriptions", key: "3", json: #"{"n":33}"#, now: day(2))
         #expect(replaced.outcome == .allowed)
         #expect(replaced.isReplacement)
         #expect(replaced.limit.used == 5)
-        let record = try #require(try store.record(owner: "u1", collection: "subscriptions", key: "3"))
+        let record = try #require(try stored(engine, "u1", "subscriptions", "3"))
         #expect(record.data == #"{"n":33}"#)
         #expect(record.createdAt == day(1), "a replacement keeps the creation time")
         #expect(record.updatedAt == day(2))
@@ -53,10 +65,10 @@ struct RecordStoreTests {
 
     @Test(arguments: StoreBackend.allCases)
     func uncappedCollectionsTakeAnyNumber(backend: StoreBackend) throws {
-        let (store, profile) = try filledGuest(backend: backend)
+        let (engine, _) = try filledGuest(backend: backend)
         for index in 1...7 {
-            let result = try store.putRecord(
-                owner: "u1", collection: "settings", key: "s\(index)", data: "1", profile: profile, now: day(1))
+            let result = try engine.putRecord(
+                user: "u1", collection: "settings", key: "s\(index)", json: "{}", now: day(1))
             #expect(result.outcome == .allowed)
             #expect(result.limit.cap == nil)
         }
@@ -67,27 +79,25 @@ struct RecordStoreTests {
     /// count it reports then is exact, and `limits` still counts everything.
     @Test(arguments: StoreBackend.allCases)
     func aPutCountsOnlyWhenACapApplies(backend: StoreBackend) throws {
-        let (store, profile) = try filledGuest(backend: backend)
+        let (engine, _) = try filledGuest(backend: backend)
         for index in 1...3 {
-            let result = try store.putRecord(
-                owner: "u1", collection: "settings", key: "s\(index)", data: "{}", profile: profile, now: day(1))
+            let result = try engine.putRecord(
+                user: "u1", collection: "settings", key: "s\(index)", json: "{}", now: day(1))
             #expect(result.outcome == .allowed)
             #expect(result.limit.used == nil, "an uncapped collection is not counted by a put")
         }
-        let limits = try store.collectionLimits(
-            of: "u1", collections: ["settings", "subscriptions"], profile: profile, now: day(1))
+        let limits = try ["settings", "subscriptions"].flatMap {
+            try engine.limits(user: "u1", collection: $0, now: day(1))
+        }
         #expect(limits.map(\.used) == [3, 5])
         // Deleting below the cap lets a new key in, counted exactly.
-        #expect(
-            try store.deleteRecord(owner: "u1", collection: "subscriptions", key: "1", profile: profile, now: day(2)))
-        let again = try store.putRecord(
-            owner: "u1", collection: "subscriptions", key: "7", data: "{}", profile: profile, now: day(2))
+        try engine.deleteRecord(user: "u1", collection: "subscriptions", key: "1", now: day(2))
+        let again = try engine.putRecord(user: "u1", collection: "subscriptions", key: "7", json: "{}", now: day(2))
         #expect(again.outcome == .allowed)
         #expect(
             again.limit
                 == CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount))
-        let refused = try store.putRecord(
-            owner: "u1", collection: "subscriptions", key: "8", data: "{}", profile: profile, now: day(2))
+        let refused = try engine.putRecord(user: "u1", collection: "subscriptions", key: "8", json: "{}", now: day(2))
         #expect(refused.outcome == .needsAccount)
     }
 
@@ -95,10 +105,10 @@ struct RecordStoreTests {
     /// collection, counted as the load goes; an existing key as the policy says.
     @Test(arguments: StoreBackend.allCases)
     func aBulkLoadEnforcesCapsPerUserAndThePolicyOnExistingKeys(backend: StoreBackend) throws {
-        let (store, profile) = try filledGuest(backend: backend)
-        try makeGuests(["u2"], in: store, profile: profile)
+        let (engine, store) = try filledGuest(backend: backend)
+        try makeGuests(["u2"], in: store, profile: engine.profile)
         var outcomes: [BulkPutOutcome] = []
-        try store.putRecords(profile: profile, now: day(3), onConflict: .skip) { put in
+        try engine.putRecords(onConflict: .skip, now: day(3)) { put in
             for record in [
                 BulkRecord(user: "u1", collection: "subscriptions", key: "1", data: #"{"n":"new"}"#),
                 BulkRecord(user: "u1", collection: "subscriptions", key: "6", data: "{}"),
@@ -117,13 +127,13 @@ struct RecordStoreTests {
         )
         #expect(outcomes[2] == .added)
         #expect(outcomes[3] == .added)
-        #expect(try store.record(owner: "u1", collection: "subscriptions", key: "1")?.data == #"{"n":1}"#)
-        #expect(try store.records(owner: "u2", collection: "subscriptions").map(\.key) == ["a"])
+        #expect(try stored(engine, "u1", "subscriptions", "1")?.data == #"{"n":1}"#)
+        #expect(try engine.records(user: "u2", collection: "subscriptions").map(\.key) == ["a"])
         #expect(try store.user(id: "u2").lastSeenAt == day(3))
 
         // Four more fit under u2's cap of five; the sixth in the same load is refused.
         var counted: [BulkPutOutcome] = []
-        try store.putRecords(profile: profile, now: day(3), onConflict: .replace) { put in
+        try engine.putRecords(onConflict: .replace, now: day(3)) { put in
             for key in ["b", "c", "d", "e", "f", "a"] {
                 counted.append(
                     try put(BulkRecord(user: "u2", collection: "subscriptions", key: key, data: #"{"k":"\#(key)"}"#)))
@@ -136,84 +146,84 @@ struct RecordStoreTests {
         // A missing user, or a feed that throws, rolls everything back.
         struct Stop: Error {}
         #expect(throws: (any Error).self) {
-            try store.putRecords(profile: profile, now: day(4), onConflict: .replace) { put in
+            try engine.putRecords(onConflict: .replace, now: day(4)) { put in
                 _ = try put(BulkRecord(user: "u2", collection: "settings", key: "t", data: "{}"))
                 _ = try put(BulkRecord(user: "nobody", collection: "settings", key: "t", data: "{}"))
             }
         }
-        #expect(try store.record(owner: "u2", collection: "settings", key: "t") == nil)
+        #expect(try stored(engine, "u2", "settings", "t") == nil)
         #expect(throws: Stop.self) {
-            try store.putRecords(profile: profile, now: day(4), onConflict: .fail) { put in
+            try engine.putRecords(onConflict: .fail, now: day(4)) { put in
                 #expect(try put(BulkRecord(user: "u2", collection: "settings", key: "s", data: "{}")) == .exists)
                 _ = try put(BulkRecord(user: "u2", collection: "settings", key: "t", data: "{}"))
                 throw Stop()
             }
         }
-        #expect(try store.record(owner: "u2", collection: "settings", key: "t") == nil)
+        #expect(try stored(engine, "u2", "settings", "t") == nil)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func getAndListReturnWhatWasStoredOrderedByKey(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try makeGuests(["u1", "u2"], in: store, profile: profile)
+        let engine = GuestMode(profile: profile, store: store)
         for key in ["b", "a", "c"] {
-            _ = try store.putRecord(
-                owner: "u1", collection: "settings", key: key, data: #""\#(key)""#, profile: profile, now: day(1))
+            _ = try engine.putRecord(user: "u1", collection: "settings", key: key, json: #"{"k":"\#(key)"}"#, now: day(1))
         }
-        _ = try store.putRecord(owner: "u2", collection: "settings", key: "a", data: "2", profile: profile, now: day(1))
-        let listed = try store.records(owner: "u1", collection: "settings")
+        _ = try engine.putRecord(user: "u2", collection: "settings", key: "a", json: #"{"k":2}"#, now: day(1))
+        let listed = try engine.records(user: "u1", collection: "settings")
         #expect(listed.map(\.key) == ["a", "b", "c"])
         #expect(listed.allSatisfy { $0.owner == "u1" && $0.collection == "settings" })
         #expect(
-            try store.record(owner: "u1", collection: "settings", key: "a")
+            try stored(engine, "u1", "settings", "a")
                 == StoredRecord(
-                    owner: "u1", collection: "settings", key: "a", data: #""a""#, createdAt: day(1), updatedAt: day(1)))
-        #expect(try store.records(owner: "u1", collection: "subscriptions").isEmpty)
-        #expect(try store.record(owner: "u1", collection: "settings", key: "missing") == nil)
+                    owner: "u1", collection: "settings", key: "a", data: #"{"k":"a"}"#, createdAt: day(1),
+                    updatedAt: day(1)))
+        #expect(try engine.records(user: "u1", collection: "subscriptions").isEmpty)
+        #expect(try stored(engine, "u1", "settings", "missing") == nil)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func deletingFreesTheCapAndAMissingKeyChangesNothing(backend: StoreBackend) throws {
-        let (store, profile) = try filledGuest(backend: backend)
-        #expect(
-            try store.deleteRecord(owner: "u1", collection: "subscriptions", key: "2", profile: profile, now: day(2)))
-        #expect(try store.record(owner: "u1", collection: "subscriptions", key: "2") == nil)
-        #expect(
-            try !store.deleteRecord(owner: "u1", collection: "subscriptions", key: "2", profile: profile, now: day(2)))
-        #expect(try store.records(owner: "u1", collection: "subscriptions").count == 4)
-        let again = try store.putRecord(
-            owner: "u1", collection: "subscriptions", key: "6", data: "{}", profile: profile, now: day(2))
+        let (engine, _) = try filledGuest(backend: backend)
+        try engine.deleteRecord(user: "u1", collection: "subscriptions", key: "2", now: day(2))
+        #expect(try stored(engine, "u1", "subscriptions", "2") == nil)
+        #expect {
+            try engine.deleteRecord(user: "u1", collection: "subscriptions", key: "2", now: day(2))
+        } throws: { ($0 as? GuestModeError)?.code == .recordNotFound }
+        #expect(try engine.records(user: "u1", collection: "subscriptions").count == 4)
+        let again = try engine.putRecord(user: "u1", collection: "subscriptions", key: "6", json: "{}", now: day(2))
         #expect(again.outcome == .allowed)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func limitsFollowTheTierInForce(backend: StoreBackend) throws {
-        let (store, profile) = try filledGuest(backend: backend)
-        let limits = try store.collectionLimits(
-            of: "u1", collections: ["subscriptions", "settings"], profile: profile, now: day(1))
+        let (engine, _) = try filledGuest(backend: backend)
+        let limits = try ["subscriptions", "settings"].flatMap {
+            try engine.limits(user: "u1", collection: $0, now: day(1))
+        }
         #expect(
             limits == [
                 CollectionLimit(collection: "subscriptions", tier: .guest, used: 5, cap: 5, outcome: .needsAccount),
                 CollectionLimit(collection: "settings", tier: .guest, used: 0, cap: nil, outcome: .allowed),
             ])
-        #expect(try store.collectionLimits(of: "u1", collections: [], profile: profile, now: day(1)).isEmpty)
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func everyMethodThrowsForAMissingUser(backend: StoreBackend) throws {
+    func everyUseCaseThrowsForAMissingUser(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         let isUserNotFound: (any Error) -> Bool = { ($0 as? GuestModeError)?.code == .userNotFound }
         #expect {
-            try store.putRecord(
-                owner: "ghost", collection: "settings", key: "k", data: "1", profile: profile, now: day(1))
+            try engine.putRecord(user: "ghost", collection: "settings", key: "k", json: "{}", now: day(1))
         } throws: { isUserNotFound($0) }
-        #expect { try store.record(owner: "ghost", collection: "settings", key: "k") } throws: { isUserNotFound($0) }
-        #expect { try store.records(owner: "ghost", collection: "settings") } throws: { isUserNotFound($0) }
+        #expect { try engine.record(user: "ghost", collection: "settings", key: "k") } throws: { isUserNotFound($0) }
+        #expect { try engine.records(user: "ghost", collection: "settings") } throws: { isUserNotFound($0) }
         #expect {
-            try store.deleteRecord(owner: "ghost", collection: "settings", key: "k", profile: profile, now: day(1))
+            try engine.deleteRecord(user: "ghost", collection: "settings", key: "k", now: day(1))
         } throws: { isUserNotFound($0) }
         #expect {
-            try store.collectionLimits(of: "ghost", collections: ["settings"], profile: profile, now: day(1))
+            try engine.limits(user: "ghost", collection: "settings", now: day(1))
         } throws: { isUserNotFound($0) }
         #expect(try !store.containsUser("ghost"), "a refused put creates no user")
     }

@@ -82,11 +82,11 @@ let plantedValues: [PlantedValue] = [
     },
     PlantedValue("counters", "total", "'lots'", postgres: "NULL") { store, _ in _ = try store.counters(of: "u") },
     PlantedValue("counters", "total", "'lots'", postgres: "NULL", read: facts),
-    PlantedValue("records", "created_at", "'yesterday'") { store, _ in
-        _ = try store.record(owner: "u", collection: "recipes", key: "r1")
+    PlantedValue("records", "created_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).record(user: "u", collection: "recipes", key: "r1")
     },
-    PlantedValue("records", "updated_at", "'yesterday'") { store, _ in
-        _ = try store.records(owner: "u", collection: "recipes")
+    PlantedValue("records", "updated_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).records(user: "u", collection: "recipes")
     },
     PlantedValue("meter_usage", "amount", "'lots'", postgres: "NULL", read: meter),
     PlantedValue("plans", "granted_at", "'yesterday'") { store, _ in _ = try store.plans(of: "u") },

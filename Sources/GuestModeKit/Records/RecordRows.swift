@@ -1,0 +1,23 @@
+import Foundation
+
+/// The record rows of one transaction (see `StoreTransaction`).
+public protocol RecordRows {
+    /// Whether `owner` holds a record under `key` in `collection`.
+    func recordExists(owner: String, collection: String, key: String) throws -> Bool
+
+    /// How many records `owner` holds in `collection`.
+    func countRecords(owner: String, collection: String) throws -> Int
+
+    /// Writes the record, or replaces the data of the one under `key`
+    /// (keeping its creation time); `time` is its creation or update time.
+    func upsertRecord(owner: String, collection: String, key: String, data: String, at time: Date) throws
+
+    /// The record under `key`, or nil.
+    func record(owner: String, collection: String, key: String) throws -> StoredRecord?
+
+    /// The owner's records in `collection`, ordered by key.
+    func records(owner: String, collection: String) throws -> [StoredRecord]
+
+    /// Deletes the record under `key`; false when there was none.
+    func deleteRecord(owner: String, collection: String, key: String) throws -> Bool
+}

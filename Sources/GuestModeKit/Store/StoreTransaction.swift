@@ -1,0 +1,47 @@
+import Foundation
+
+/// How the engine reaches a backend: it opens a transaction and, inside it,
+/// drives primitive row operations that decide nothing. Every rule (a cap,
+/// a meter gate, an identity conflict, a merge) is written once, in the
+/// engine, over these operations; a backend holds only SQL, row decoding,
+/// pooling and retries.
+///
+/// ```swift
+/// let limit = try store.write(durable: false) { transaction in
+///     let user = try transaction.requireUser(id, locking: true)
+///     return try transaction.countRecords(owner: user.id, collection: "notes")
+/// }
+/// ```
+public protocol TransactionalStore: Sendable {
+    /// Runs `body` in one write transaction and commits it when `body`
+    /// returns. A throw rolls everything back. A backend may run `body` again
+    /// from the start after a serialization failure, so `body` must have no
+    /// effect outside the transaction. `durable` asks for a commit that
+    /// survives a power cut (migrations, merges, imports), not only a crash.
+    func write<T>(durable: Bool, _ body: (any StoreTransaction) throws -> T) throws -> T
+
+    /// Runs `body` as `write(durable:_:)` does and then rolls everything
+    /// back: a dry run sees exactly what the real run would.
+    func rehearse<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+
+    /// Runs `body` in one read-only transaction, so every value it reads
+    /// comes from the same snapshot.
+    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+}
+
+extension TransactionalStore {
+    /// A write whose commit survives a crash of the process.
+    public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try write(durable: false, body)
+    }
+}
+
+/// The primitive operations of one transaction, one protocol per area. Each
+/// operation reads or writes rows and reports what it found; none applies a
+/// profile or a policy. `locking:` asks to hold the row until the end of the
+/// transaction (PostgreSQL's `FOR UPDATE`; SQLite's single writer already
+/// holds everything), and backends take row locks in a fixed order.
+public protocol StoreTransaction:
+    UserRows, IdentityRows, EventRows, RecordRows, MeterRows, PlanRows, PromptRows, ExperimentRows, OutboxRows,
+    MigrationRows, ReportRows, ProfileRows
+{}

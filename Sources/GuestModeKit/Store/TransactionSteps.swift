@@ -1,0 +1,37 @@
+import Foundation
+
+/// Decisions every area's use cases share, taken inside their transaction.
+extension StoreTransaction {
+    /// The tier whose caps and allowances apply to `user` now: its state and
+    /// the plans it holds.
+    func tier(of user: User, profile: Profile, now: Date) throws -> TierLevel {
+        profile.tier(for: user.state, grants: try planGrants(of: user.id), now: now)
+    }
+
+    /// Where `user` stands against one collection's cap now.
+    func collectionLimit(of user: User, collection: String, profile: Profile, now: Date) throws -> CollectionLimit {
+        let level = try tier(of: user, profile: profile, now: now)
+        let used = try countRecords(owner: user.id, collection: collection)
+        return profile.collectionLimit(collection, tier: level, used: used)
+    }
+
+    /// Moves last-seen and, when the profile keeps continuous backups, queues
+    /// a backup of the user: what every change of a user's data does.
+    func noteActivity(of userID: String, profile: Profile, now: Date) throws {
+        try advanceLastSeen(of: userID, to: now)
+        try noteChange(of: userID, profile: profile, now: now)
+    }
+
+    /// Queues a backup of the user when the profile keeps continuous backups,
+    /// coalesced to one pending entry per user. A repeat moves the queue time
+    /// strictly forward, so the exporter can tell a change made after it read
+    /// the user from the one it exported.
+    func noteChange(of userID: String, profile: Profile, now: Date) throws {
+        guard profile.backup.queuesOnChange else { return }
+        var queuedAt = now
+        if let previous = try backupQueuedAt(of: userID, locking: true), previous >= now {
+            queuedAt = previous.addingTimeInterval(0.001)
+        }
+        try queueBackup(of: userID, at: queuedAt)
+    }
+}

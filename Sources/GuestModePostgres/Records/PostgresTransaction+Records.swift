@@ -1,0 +1,57 @@
+import Foundation
+import GuestModeKit
+
+extension PostgresTransaction {
+    func recordExists(owner: String, collection: String, key: String) throws -> Bool {
+        try connection.execute(
+            "SELECT 1 FROM records WHERE owner_id = $1 AND collection = $2 AND key = $3",
+            [PostgresValue(owner), PostgresValue(collection), PostgresValue(key)]
+        ).count > 0
+    }
+
+    func countRecords(owner: String, collection: String) throws -> Int {
+        try connection.execute(
+            "SELECT count(*) AS n FROM records WHERE owner_id = $1 AND collection = $2",
+            [PostgresValue(owner), PostgresValue(collection)]
+        ).first?.int("n") ?? 0
+    }
+
+    func upsertRecord(owner: String, collection: String, key: String, data: String, at time: Date) throws {
+        try connection.execute(
+            """
+            INSERT INTO records (owner_id, collection, key, data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
+            ON CONFLICT (owner_id, collection, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
+            """,
+            [
+                PostgresValue(owner), PostgresValue(collection), PostgresValue(key), PostgresValue(data),
+                PostgresValue(time),
+            ])
+    }
+
+    func record(owner: String, collection: String, key: String) throws -> StoredRecord? {
+        try connection.execute(
+            "SELECT * FROM records WHERE owner_id = $1 AND collection = $2 AND key = $3",
+            [PostgresValue(owner), PostgresValue(collection), PostgresValue(key)]
+        ).first.map(storedRecord)
+    }
+
+    func records(owner: String, collection: String) throws -> [StoredRecord] {
+        try connection.execute(
+            "SELECT * FROM records WHERE owner_id = $1 AND collection = $2 ORDER BY key",
+            [PostgresValue(owner), PostgresValue(collection)]
+        ).map(storedRecord)
+    }
+
+    func deleteRecord(owner: String, collection: String, key: String) throws -> Bool {
+        try connection.execute(
+            "DELETE FROM records WHERE owner_id = $1 AND collection = $2 AND key = $3",
+            [PostgresValue(owner), PostgresValue(collection), PostgresValue(key)]
+        ).changes > 0
+    }
+
+    private func storedRecord(_ row: PostgresRow) throws -> StoredRecord {
+        StoredRecord(
+            owner: try row.string("owner_id"), collection: try row.string("collection"), key: try row.string("key"),
+            data: try row.string("data"), createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"))
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import GuestModeKit
+
+/// One PostgreSQL transaction as the engine sees it: at READ COMMITTED, so
+/// what a use case decides on it first locks (`locking:` is `FOR UPDATE`);
+/// each statement after the lock sees every change committed before it.
+struct PostgresTransaction: StoreTransaction {
+    let store: PostgresStore
+    let connection: PostgresConnection
+}
+
+/// Ends a rehearsal's transaction with a rollback.
+private struct Rehearsal: Error {}
+
+extension PostgresStore: TransactionalStore {
+    public func write<T>(durable: Bool, _ body: (any StoreTransaction) throws -> T) throws -> T {
+        if durable {
+            return try writeMovingData { connection in
+                try body(PostgresTransaction(store: self, connection: connection))
+            }
+        }
+        return try write { connection in try body(PostgresTransaction(store: self, connection: connection)) }
+    }
+
+    public func rehearse<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        var result: T?
+        do {
+            try write { connection in
+                // A serialization retry runs `body` again: only its last result counts.
+                result = nil
+                result = try body(PostgresTransaction(store: self, connection: connection))
+                throw Rehearsal()
+            }
+        } catch is Rehearsal {}
+        guard let result else {
+            throw GuestModeError(.internalFailure, code: .internalFailure, "a rehearsed transaction lost its result")
+        }
+        return result
+    }
+
+    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try read { connection in try body(PostgresTransaction(store: self, connection: connection)) }
+    }
+}
+
+extension PostgresTransaction {
+    func user(_ id: String, locking: Bool) throws -> User? {
+        try store.findUser(id, locking: locking, connection)
+    }
+
+    func advanceLastSeen(of userID: String, to time: Date) throws {
+        try store.touch(userID, at: time, connection)
+    }
+
+    func planGrants(of userID: String) throws -> [PlanGrant] {
+        try store.planGrants(of: userID, connection)
+    }
+
+    func backupQueuedAt(of userID: String, locking: Bool) throws -> Date? {
+        try connection.execute(
+            "SELECT queued_at FROM outbox WHERE user_id = $1\(locking ? " FOR UPDATE" : "")", [PostgresValue(userID)]
+        ).first?.date("queued_at")
+    }
+
+    func queueBackup(of userID: String, at time: Date) throws {
+        try connection.execute(
+            """
+            INSERT INTO outbox (user_id, queued_at, attempts) VALUES ($1, $2, 0)
+            ON CONFLICT (user_id) DO UPDATE SET queued_at = excluded.queued_at
+            """,
+            [PostgresValue(userID), PostgresValue(time)])
+    }
+}

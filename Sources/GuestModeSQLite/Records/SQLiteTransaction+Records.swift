@@ -1,0 +1,57 @@
+import Foundation
+internal import GRDB
+import GuestModeKit
+
+// Cached statements: a bulk load runs these once per record.
+extension SQLiteTransaction {
+    func recordExists(owner: String, collection: String, key: String) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT 1 FROM records WHERE owner_id = ? AND collection = ? AND key = ?"),
+            arguments: [owner, collection, key]) ?? false
+    }
+
+    func countRecords(owner: String, collection: String) throws -> Int {
+        try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?"),
+            arguments: [owner, collection]) ?? 0
+    }
+
+    func upsertRecord(owner: String, collection: String, key: String, data: String, at time: Date) throws {
+        let timeText = Timestamp.format(time)
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO records (owner_id, collection, key, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(owner_id, collection, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
+                """
+        ).execute(arguments: [owner, collection, key, data, timeText, timeText])
+    }
+
+    func record(owner: String, collection: String, key: String) throws -> StoredRecord? {
+        try Row.fetchOne(
+            db, sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
+            arguments: [owner, collection, key]
+        ).map(storedRecord)
+    }
+
+    func records(owner: String, collection: String) throws -> [StoredRecord] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? ORDER BY key",
+            arguments: [owner, collection]
+        ).map(storedRecord)
+    }
+
+    func deleteRecord(owner: String, collection: String, key: String) throws -> Bool {
+        try db.execute(
+            sql: "DELETE FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
+            arguments: [owner, collection, key])
+        return db.changesCount > 0
+    }
+
+    private func storedRecord(_ row: Row) throws -> StoredRecord {
+        StoredRecord(
+            owner: try row.decode(forColumn: "owner_id"), collection: try row.decode(forColumn: "collection"),
+            key: try row.decode(forColumn: "key"), data: try row.decode(forColumn: "data"),
+            createdAt: try row.time("created_at"),
+            updatedAt: try row.time("updated_at"))
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+internal import GRDB
+import GuestModeKit
+
+/// One SQLite transaction as the engine sees it. SQLite has one writer, so
+/// `locking:` needs nothing more: the write transaction already holds the
+/// whole database.
+struct SQLiteTransaction: StoreTransaction {
+    let store: SQLiteStore
+    let db: Database
+}
+
+extension SQLiteStore: TransactionalStore {
+    public func write<T>(durable: Bool, _ body: (any StoreTransaction) throws -> T) throws -> T {
+        if durable { return try writeDurably { db in try body(SQLiteTransaction(store: self, db: db)) } }
+        return try write { db in try body(SQLiteTransaction(store: self, db: db)) }
+    }
+
+    public func rehearse<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try writeDurably { db in (try body(SQLiteTransaction(store: self, db: db)), false) }
+    }
+
+    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try read { db in try body(SQLiteTransaction(store: self, db: db)) }
+    }
+}
+
+extension SQLiteTransaction {
+    func user(_ id: String, locking: Bool) throws -> User? {
+        try store.findUser(id, db)
+    }
+
+    func advanceLastSeen(of userID: String, to time: Date) throws {
+        try store.touch(userID, at: time, db)
+    }
+
+    func planGrants(of userID: String) throws -> [PlanGrant] {
+        try store.planGrants(of: userID, db)
+    }
+
+    func backupQueuedAt(of userID: String, locking: Bool) throws -> Date? {
+        try StoredTime.fetchOne(
+            db.cachedStatement(sql: "SELECT queued_at FROM outbox WHERE user_id = ?"), arguments: [userID]
+        )?.date
+    }
+
+    func queueBackup(of userID: String, at time: Date) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
+                ON CONFLICT(user_id) DO UPDATE SET queued_at = excluded.queued_at
+                """
+        ).execute(arguments: [userID, Timestamp.format(time)])
+    }
+}
