@@ -71,3 +71,23 @@ extension PostgresTransaction {
             [PostgresValue(userID), PostgresValue(time)])
     }
 }
+
+extension PostgresTransaction {
+    func appendEvent(user userID: String, action: String, at time: Date, count: Int, properties: String) throws {
+        try connection.execute(
+            "INSERT INTO events (user_id, action, at, count, properties) VALUES ($1, $2, $3, $4, $5)",
+            [
+                PostgresValue(userID), PostgresValue(action), PostgresValue(time), PostgresValue(count),
+                PostgresValue(properties),
+            ])
+    }
+
+    func addToCounter(user userID: String, action: String, count: Int) throws {
+        try connection.execute(
+            """
+            INSERT INTO counters (user_id, action, total) VALUES ($1, $2, $3)
+            ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + excluded.total
+            """,
+            [PostgresValue(userID), PostgresValue(action), PostgresValue(count)])
+    }
+}

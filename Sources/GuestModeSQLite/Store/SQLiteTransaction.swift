@@ -53,3 +53,14 @@ extension SQLiteTransaction {
         ).execute(arguments: [userID, Timestamp.format(time)])
     }
 }
+
+extension SQLiteTransaction {
+    func appendEvent(user userID: String, action: String, at time: Date, count: Int, properties: String) throws {
+        try db.cachedStatement(sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [userID, action, Timestamp.format(time), count, properties])
+    }
+
+    func addToCounter(user userID: String, action: String, count: Int) throws {
+        try store.addToCounter(user: userID, action: action, count: count, db)
+    }
+}
