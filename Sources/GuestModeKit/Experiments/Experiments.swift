@@ -175,7 +175,8 @@ extension GuestMode {
     /// there is none yet; the user must exist. Only a user with an
     /// assignment to make takes a write (and the lock on its row): asking
     /// again, as every prompt decision does, only reads. With no experiments
-    /// nothing is read, unless `requiringUser`.
+    /// there is nothing to read, and the user is looked up only when
+    /// `requiringUser` (a prompt decision has looked it up already).
     func assignments(
         of userID: String, to experiments: [Experiment], now: Date, requiringUser: Bool = false
     ) throws -> [ExperimentAssignment] {
