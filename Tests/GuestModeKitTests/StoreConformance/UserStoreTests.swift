@@ -98,10 +98,9 @@ func expectFailure(
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try store.createUser(newUser("u1"), credentials: nil)
         try store.createUser(newUser("other"), credentials: nil)
-        _ = try store.grantPlan(
-            PlanGrant(plan: "premium", grantedAt: day(2), endsAt: day(9)), to: "u1", profile: profile, now: day(2))
-        _ = try store.grantPlan(
-            PlanGrant(plan: "premium", grantedAt: day(1)), to: "other", profile: profile, now: day(1))
+        let engine = GuestMode(profile: profile, store: store)
+        _ = try engine.grantPlan(user: "u1", plan: "premium", trial: nil, until: day(9), now: day(2))
+        _ = try engine.grantPlan(user: "other", plan: "premium", trial: nil, until: nil, now: day(1))
         _ = try store.beginLink(
             LinkRequest(user: "u1", provider: "google", subject: "g", email: "me@example.com"),
             staleLocksBefore: day(1),
@@ -127,11 +126,11 @@ func expectFailure(
     @Test(arguments: StoreBackend.allCases)
     func deletingRemovesEverythingOwnedAndNothingElse(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         for id in ["doomed", "bystander"] {
             let user = newUser(id)
             try store.createUser(user, credentials: credentials(of: user, "anon-\(id)"))
-            _ = try store.grantPlan(
-                PlanGrant(plan: "premium", grantedAt: day(1)), to: id, profile: profile, now: day(1))
+            _ = try engine.grantPlan(user: id, plan: "premium", trial: nil, until: nil, now: day(1))
             _ = try store.beginLink(
                 LinkRequest(user: id, provider: "apple", subject: "s-\(id)", email: nil), staleLocksBefore: day(1),
                 now: day(1))
@@ -140,7 +139,7 @@ func expectFailure(
         try store.deleteUser(id: "doomed")
 
         expectFailure(.notFound, code: .userNotFound) { _ = try store.user(id: "doomed") }
-        expectFailure(.notFound, code: .userNotFound) { _ = try store.plans(of: "doomed") }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.plans(of: "doomed", now: day(1)) }
         #expect(try store.anonymousCredentials(username: "anon-doomed") == nil)
         #expect(try store.users(state: nil, lastSeenBefore: nil).map(\.id) == ["bystander"])
         #expect(try store.userOverview(id: "bystander") == before)
@@ -169,13 +168,11 @@ func expectFailure(
         for (id, seen) in [("idle", 2), ("payer", 1), ("lapsed", 3), ("trialist", 4), ("recent", 20), ("linked", 1)] {
             try store.createUser(newUser(id, at: day(seen)), credentials: nil)
         }
-        _ = try store.grantPlan(
-            PlanGrant(plan: "premium", grantedAt: day(1)), to: "payer", profile: profile, now: day(1))
-        _ = try store.grantPlan(
-            PlanGrant(plan: "premium", grantedAt: day(1), endsAt: day(5)), to: "lapsed", profile: profile, now: day(1))
-        _ = try store.grantPlan(
-            PlanGrant(plan: "premium", grantedAt: day(1), trialEndsAt: day(30)), to: "trialist", profile: profile,
-            now: day(1))
+        let engine = GuestMode(profile: profile, store: store)
+        _ = try engine.grantPlan(user: "payer", plan: "premium", trial: nil, until: nil, now: day(1))
+        _ = try engine.grantPlan(user: "lapsed", plan: "premium", trial: nil, until: day(5), now: day(1))
+        _ = try engine.grantPlan(
+            user: "trialist", plan: "premium", trial: TimeSpan(amount: 29, unit: .days), until: nil, now: day(1))
         let request = LinkRequest(user: "linked", provider: "apple", subject: "s", email: nil)
         _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(1))
         _ = try store.completeLink(request, profile: profile, now: day(1))
@@ -194,7 +191,7 @@ func expectFailure(
             Set(try store.users(state: nil, lastSeenBefore: nil).map(\.id)) == [
                 "payer", "trialist", "recent", "linked",
             ])
-        expectFailure(.notFound, code: .userNotFound) { _ = try store.plans(of: "lapsed") }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.plans(of: "lapsed", now: day(1)) }
         #expect(try store.purgeUsers(under: policy, isDryRun: false).purged.isEmpty)
     }
 
