@@ -178,11 +178,5 @@ private struct PostgresReplayTransaction: ReplayTransaction {
             connection, userID: userID, experiment: experiment, variant: variant, at: at)
     }
 
-    func promptFacts(userID: String) throws -> PromptFacts? {
-        try PostgresStore.promptFacts(connection, userID: userID)
-    }
-
-    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        try PostgresStore.recordPromptOutcome(connection, entry, userID: userID)
-    }
+    var rows: any StoreTransaction { PostgresTransaction(store: store, connection: connection) }
 }

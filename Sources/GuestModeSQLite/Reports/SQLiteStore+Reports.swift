@@ -195,11 +195,5 @@ private struct SQLiteReplayTransaction: ReplayTransaction {
         try SQLiteStore.storeAssignment(db, userID: userID, experiment: experiment, variant: variant, at: at)
     }
 
-    func promptFacts(userID: String) throws -> PromptFacts? {
-        try SQLiteStore.promptFacts(db, userID: userID)
-    }
-
-    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        try SQLiteStore.recordPromptOutcome(db, entry, userID: userID)
-    }
+    var rows: any StoreTransaction { SQLiteTransaction(store: store, db: db) }
 }

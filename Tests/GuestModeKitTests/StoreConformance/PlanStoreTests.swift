@@ -108,9 +108,8 @@ import Testing
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try store.createUser(newUser("u"), credentials: nil)
         _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "u", profile: profile, now: day(1))
-        let request = LinkRequest(user: "u", provider: "apple", subject: "a", email: nil)
-        _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(2))
-        _ = try store.completeLink(request, profile: profile, now: day(2))
+        _ = try IdentityStoreTests().link(
+            store, profile, LinkRequest(user: "u", provider: "apple", subject: "a", email: nil), now: day(2))
         let held = try store.plans(of: "u")
         #expect(held.user.state == .linked)
         #expect(held.grants == [PlanGrant(plan: "premium", grantedAt: day(1))])
