@@ -184,11 +184,5 @@ private struct PostgresReplayTransaction: ReplayTransaction {
         return stored
     }
 
-    func promptFacts(userID: String) throws -> PromptFacts? {
-        try PostgresStore.promptFacts(connection, userID: userID)
-    }
-
-    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        try PostgresStore.recordPromptOutcome(connection, entry, userID: userID)
-    }
+    var rows: any StoreTransaction { PostgresTransaction(store: store, connection: connection) }
 }

@@ -202,11 +202,5 @@ private struct SQLiteReplayTransaction: ReplayTransaction {
         return stored
     }
 
-    func promptFacts(userID: String) throws -> PromptFacts? {
-        try SQLiteStore.promptFacts(db, userID: userID)
-    }
-
-    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        try SQLiteStore.recordPromptOutcome(db, entry, userID: userID)
-    }
+    var rows: any StoreTransaction { SQLiteTransaction(store: store, db: db) }
 }

@@ -68,9 +68,10 @@ struct BackendAgreementTests {
         #expect(try observableState(engine) == before)
     }
 
-    @Test("a replay reads and moves prompt state exactly as the prompt store does", arguments: StoreBackend.allCases)
+    @Test("a replay reads and moves prompt state exactly as recording an outcome does", arguments: StoreBackend.allCases)
     func replayPromptStepsAreTheStoresOwn(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "recipes")
+        let (store, profile) = try backend.makeStore(profile: "recipes")
+        let engine = GuestMode(profile: profile, store: store)
         let (replayed, _) = try backend.makeStore(profile: "recipes")
         let user = newUser("u")
         try store.createUser(user, credentials: nil)
@@ -83,17 +84,18 @@ struct BackendAgreementTests {
         ]
         var states: [PromptState?] = []
         for entry in entries {
-            states.append(try store.recordPromptOutcome(entry, userID: "u", queuesBackup: false))
+            states.append(
+                try engine.recordPrompt(entry.outcome, context: entry.context, for: "u", now: entry.at).promptState)
         }
         let replayedStates = try replayed.withReplayTransaction { transaction in
             try transaction.insertUser(user)
-            return try entries.map { try transaction.recordPromptOutcome($0, userID: "u") }
+            return try entries.map { try transaction.rows.recordPromptOutcome($0, of: "u") }
         }
         #expect(replayedStates == states)
-        let facts = try #require(try store.promptFacts(userID: "u"))
+        let facts = try #require(try storedPromptFacts(store, of: "u"))
         #expect(facts.history.map(\.context) == entries.map(\.context))
-        #expect(try replayed.promptFacts(userID: "u") == facts)
-        #expect(try store.withReplayTransaction { try $0.promptFacts(userID: "u") } == facts)
+        #expect(try storedPromptFacts(replayed, of: "u") == facts)
+        #expect(try store.withReplayTransaction { try $0.rows.promptFacts(of: "u") } == facts)
     }
 }
 

@@ -128,9 +128,8 @@ import Testing
         let engine = try subscriptions(backend, users: ["u"])
         let store = engine.store
         _ = try engine.grantPlan(user: "u", plan: "premium", trial: nil, until: nil, now: day(1))
-        let request = LinkRequest(user: "u", provider: "apple", subject: "a", email: nil)
-        _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(2))
-        _ = try store.completeLink(request, profile: engine.profile, now: day(2))
+        _ = try IdentityStoreTests().link(
+            store, engine.profile, LinkRequest(user: "u", provider: "apple", subject: "a", email: nil), now: day(2))
         #expect(try engine.user("u").state == .linked)
         #expect(try grants(of: "u", in: engine) == [PlanGrant(plan: "premium", grantedAt: day(1))])
         #expect(try engine.tier(of: "u", now: day(2)) == .premium)

@@ -61,12 +61,12 @@ import Testing
         for index in 0..<Self.racers {
             let guest = newUser("g\(index)")
             try store.createUser(guest, credentials: credentials(of: guest, "anon-\(index)"))
-            #expect(try store.beginLink(request(index), staleLocksBefore: day(1), now: day(2)) == .started)
+            #expect(try GuestMode(profile: profile, store: store).beginLink(request(index), now: day(2)) == .started)
             before["g\(index)"] = try store.userOverview(id: "g\(index)")
         }
 
         let results = race { index in
-            try connections[index].completeLink(request(index), profile: profile, now: day(2))
+            try GuestMode(profile: profile, store: connections[index]).completeLink(request(index), now: day(2))
         }
 
         let outcomes = codes(results)
@@ -120,9 +120,8 @@ import Testing
         for id in ["first", "second"] {
             let guest = newUser(id)
             try store.createUser(guest, credentials: credentials(of: guest, "anon-\(id)"))
-            _ = try store.beginLink(
-                LinkRequest(user: id, provider: "apple", subject: "s", email: nil), staleLocksBefore: day(1),
-                now: day(2))
+            _ = try GuestMode(profile: profile, store: store).beginLink(
+                LinkRequest(user: id, provider: "apple", subject: "s", email: nil), now: day(2))
         }
         let before = try store.userOverview(id: "second")
         let holder = connections[0]
@@ -131,15 +130,13 @@ import Testing
         try whileHeld(
             by: holder,
             {
-                _ = try holder.completeLink(
-                    LinkRequest(user: "first", provider: "apple", subject: "s", email: nil), profile: profile,
-                    now: day(2))
+                _ = try GuestMode(profile: profile, store: holder).completeLink(
+                    LinkRequest(user: "first", provider: "apple", subject: "s", email: nil), now: day(2))
             }
         ) {
             expectFailure(.conflict, code: .identityAlreadyExists) {
-                _ = try connections[1].completeLink(
-                    LinkRequest(user: "second", provider: "apple", subject: "s", email: nil), profile: profile,
-                    now: day(2))
+                _ = try GuestMode(profile: profile, store: connections[1]).completeLink(
+                    LinkRequest(user: "second", provider: "apple", subject: "s", email: nil), now: day(2))
             }
         }
         #expect(try store.user(id: "first").state == .linked)
@@ -271,13 +268,13 @@ import Testing
         let recorded = race { index in
             for step in 0..<perRacer {
                 let outcome: PromptOutcome = index == 0 && step == perRacer - 1 ? .never : .shown
-                _ = try connections[index].recordPromptOutcome(
-                    PromptHistoryEntry(context: "reengagement", outcome: outcome, at: day(3)), userID: "u")
+                _ = try GuestMode(profile: profile, store: connections[index]).recordPrompt(
+                    outcome, context: "reengagement", for: "u", now: day(3))
             }
             return true
         }
         #expect(codes(recorded).allSatisfy { $0 == nil }, "\(codes(recorded))")
-        let facts = try #require(try store.promptFacts(userID: "u"))
+        let facts = try #require(try storedPromptFacts(store, of: "u"))
         #expect(facts.history.count == Self.racers * perRacer, "no outcome lost")
         // Every state move is applied on the locked row: the never-ask outcome sticks whatever came after it.
         #expect(facts.promptState == .neverAsk)

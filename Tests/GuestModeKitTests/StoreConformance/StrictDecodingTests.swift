@@ -36,8 +36,8 @@ struct PlantedValue: CustomStringConvertible, Sendable {
 }
 
 private let user: @Sendable (any GuestStore, Profile) throws -> Void = { store, _ in _ = try store.user(id: "u") }
-private let facts: @Sendable (any GuestStore, Profile) throws -> Void = { store, _ in
-    _ = try store.promptFacts(userID: "u")
+private let facts: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).promptHistory(for: "u")
 }
 private let meter: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).meterStatus(
@@ -63,19 +63,19 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("users", "last_seen_at", "'2026-13-45T99:00:00.000Z'", read: user),
     PlantedValue("users", "linked_at", "'soon'", read: user),
     PlantedValue("users", "prompt_state", "'confused'", read: facts),
-    PlantedValue("users", "prompt_state", "'confused'") { store, _ in
-        _ = try store.resetPromptState(userID: "u", at: day(3), queuesBackup: false)
+    PlantedValue("users", "prompt_state", "'confused'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).resetPrompts(for: "u", now: day(3))
     },
     PlantedValue("users", "created_at", "'yesterday'", read: facts),
     PlantedValue("identities", "linked_at", "'yesterday'") { store, _ in _ = try store.userOverview(id: "u") },
     PlantedValue("credentials", "created_at", "'yesterday'") { store, _ in
         _ = try store.anonymousCredentials(username: "anon")
     },
-    PlantedValue("upgrade_locks", "started_at", "'yesterday'") { store, _ in
+    PlantedValue("upgrade_locks", "started_at", "'yesterday'") { store, profile in
         do {
-            _ = try store.beginLink(
-                LinkRequest(user: "u", provider: "google", subject: "s2", email: nil), staleLocksBefore: day(1),
-                now: day(3))
+            // A minute after the seeded lock was taken, so it still holds.
+            _ = try GuestMode(profile: profile, store: store).beginLink(
+                LinkRequest(user: "u", provider: "google", subject: "s2", email: nil), now: day(2).addingTimeInterval(60))
         } catch let error as GuestModeError where error.code == .upgradeInProgress {}
     },
     PlantedValue("events", "at", "'yesterday'") { store, _ in
@@ -99,19 +99,20 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'", read: facts),
     PlantedValue("prompt_outcomes", "at", "'yesterday'", read: facts),
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'") { store, profile in
-        _ = try store.unlink(user: "u", provider: "apple", profile: profile, now: day(3))
+        _ = try GuestMode(profile: profile, store: store).unlink(user: "u", provider: "apple", now: day(3))
     },
     PlantedValue("experiment_assignments", "assigned_at", "'yesterday'") { store, profile in
         _ = try GuestMode(profile: profile, store: store).assignExperiments(for: "u", named: "auth_prompts", now: day(3))
     },
     PlantedValue("outbox", "attempts", "'many'", postgres: "NULL") { store, _ in _ = try store.outboxEntries() },
     PlantedValue("outbox", "queued_at", "'yesterday'") { store, profile in
-        _ = try store.recordPromptOutcome(
-            PromptHistoryEntry(context: "first_recipe_success", outcome: .shown, at: day(3)), userID: "u",
-            queuesBackup: true)
+        var queuing = profile
+        queuing.backup.queuesOnChange = true
+        _ = try GuestMode(profile: queuing, store: store).recordPrompt(
+            .shown, context: "first_recipe_success", for: "u", now: day(3))
     },
     PlantedValue("user_flags", "set_at", "'yesterday'") { store, profile in
-        _ = try store.promptSnapshot(userID: "u", profile: profile, now: day(3))
+        _ = try GuestMode(profile: profile, store: store).explainPrompt(for: "u", trigger: nil, now: day(3))
     },
     PlantedValue("migration_journals", "started_at", "'yesterday'", read: journal),
     PlantedValue("migration_journals", "finished_at", "'yesterday'", read: journal),

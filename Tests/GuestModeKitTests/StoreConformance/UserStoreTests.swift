@@ -75,12 +75,9 @@ func expectFailure(
         try store.createUser(newUser("old", at: day(1)), credentials: nil)
         try store.createUser(newUser("linked", at: day(2)), credentials: nil)
         try store.createUser(newUser("new", at: day(10)), credentials: nil)
-        _ = try store.beginLink(
-            LinkRequest(user: "linked", provider: "apple", subject: "s", email: nil), staleLocksBefore: day(1),
-            now: day(2))
         let profile = try ProfileLoader.parse(try template("subscriptions"), file: "subscriptions.yaml")
-        _ = try store.completeLink(
-            LinkRequest(user: "linked", provider: "apple", subject: "s", email: nil), profile: profile, now: day(2))
+        _ = try IdentityStoreTests().link(
+            store, profile, LinkRequest(user: "linked", provider: "apple", subject: "s", email: nil), now: day(2))
 
         let all = try store.users(state: nil, lastSeenBefore: nil)
         #expect(all.map(\.id) == ["old", "linked", "new"], "in creation order")
@@ -101,12 +98,8 @@ func expectFailure(
         let engine = GuestMode(profile: profile, store: store)
         _ = try engine.grantPlan(user: "u1", plan: "premium", trial: nil, until: day(9), now: day(2))
         _ = try engine.grantPlan(user: "other", plan: "premium", trial: nil, until: nil, now: day(1))
-        _ = try store.beginLink(
-            LinkRequest(user: "u1", provider: "google", subject: "g", email: "me@example.com"),
-            staleLocksBefore: day(1),
-            now: day(3))
-        _ = try store.completeLink(
-            LinkRequest(user: "u1", provider: "google", subject: "g", email: "me@example.com"), profile: profile,
+        _ = try IdentityStoreTests().link(
+            store, profile, LinkRequest(user: "u1", provider: "google", subject: "g", email: "me@example.com"),
             now: day(3))
 
         let overview = try store.userOverview(id: "u1")
@@ -131,9 +124,8 @@ func expectFailure(
             let user = newUser(id)
             try store.createUser(user, credentials: credentials(of: user, "anon-\(id)"))
             _ = try engine.grantPlan(user: id, plan: "premium", trial: nil, until: nil, now: day(1))
-            _ = try store.beginLink(
-                LinkRequest(user: id, provider: "apple", subject: "s-\(id)", email: nil), staleLocksBefore: day(1),
-                now: day(1))
+            _ = try GuestMode(profile: profile, store: store).beginLink(
+                LinkRequest(user: id, provider: "apple", subject: "s-\(id)", email: nil), now: day(1))
         }
         let before = try store.userOverview(id: "bystander")
         try store.deleteUser(id: "doomed")
@@ -150,14 +142,12 @@ func expectFailure(
 
         // A linked user's identity is freed with it.
         let request = LinkRequest(user: "heir", provider: "apple", subject: "s-heir", email: nil)
-        _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(2))
-        _ = try store.completeLink(request, profile: profile, now: day(2))
+        _ = try IdentityStoreTests().link(store, profile, request, now: day(2))
         try store.deleteUser(id: "heir")
         let successor = newUser("successor")
         try store.createUser(successor, credentials: nil)
         let taken = LinkRequest(user: "successor", provider: "apple", subject: "s-heir", email: nil)
-        #expect(try store.beginLink(taken, staleLocksBefore: day(1), now: day(3)) == .started)
-        #expect(try store.completeLink(taken, profile: profile, now: day(3)).isNewlyLinked)
+        #expect(try IdentityStoreTests().link(store, profile, taken, now: day(3)).isNewlyLinked)
 
         expectFailure(.notFound, code: .userNotFound) { try store.deleteUser(id: "doomed") }
     }
@@ -174,8 +164,7 @@ func expectFailure(
         _ = try engine.grantPlan(
             user: "trialist", plan: "premium", trial: TimeSpan(amount: 29, unit: .days), until: nil, now: day(1))
         let request = LinkRequest(user: "linked", provider: "apple", subject: "s", email: nil)
-        _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(1))
-        _ = try store.completeLink(request, profile: profile, now: day(1))
+        _ = try IdentityStoreTests().link(store, profile, request, now: day(1))
 
         let policy = PurgePolicy(profile: profile, cutoff: day(15), includesUsersWithRecords: false, now: day(25))
         let dryRun = try store.purgeUsers(under: policy, isDryRun: true)
