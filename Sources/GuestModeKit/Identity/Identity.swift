@@ -186,7 +186,8 @@ extension GuestMode {
             // An event of a deleted user would have no owner.
             guard user != nil else { return }
             try transaction.appendSystemEvent(
-                user: userID, action: "account_upgrade_failed", properties: ["provider": provider, "code": failureCode],
+                user: userID, action: "account_upgrade_failed",
+                properties: ["provider": provider, "code": failureCode],
                 at: now)
         }
     }

@@ -31,7 +31,8 @@ extension PostgresTransaction {
 
     func deleteIdentity(of userID: String, provider: String) throws -> Bool {
         try connection.execute(
-            "DELETE FROM identities WHERE user_id = $1 AND provider = $2", [PostgresValue(userID), PostgresValue(provider)]
+            "DELETE FROM identities WHERE user_id = $1 AND provider = $2",
+            [PostgresValue(userID), PostgresValue(provider)]
         ).changes > 0
     }
 

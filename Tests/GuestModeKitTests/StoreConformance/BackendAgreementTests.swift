@@ -68,7 +68,8 @@ struct BackendAgreementTests {
         #expect(try observableState(engine) == before)
     }
 
-    @Test("a replay reads and moves prompt state exactly as recording an outcome does", arguments: StoreBackend.allCases)
+    @Test(
+        "a replay reads and moves prompt state exactly as recording an outcome does", arguments: StoreBackend.allCases)
     func replayPromptStepsAreTheStoresOwn(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "recipes")
         let engine = GuestMode(profile: profile, store: store)

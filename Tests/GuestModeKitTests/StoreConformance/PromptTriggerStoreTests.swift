@@ -100,7 +100,8 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         try store.createUser(newUser("u"), credentials: nil)
         #expect(try !engine.resetPrompts(for: "u", now: day(2)).reset)
         #expect(try store.outboxEntries().isEmpty, "nothing reset, nothing queued")
-        #expect(try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(3)).promptState == .neverAsk)
+        #expect(
+            try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(3)).promptState == .neverAsk)
         #expect(try store.outboxEntries().map(\.userId) == ["u"], "an outcome, never included, queues the backup")
         let reset = try engine.resetPrompts(for: "u", now: day(4))
         #expect(reset.reset && reset.promptState == .dismissed)
@@ -117,13 +118,15 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         let (store, profile) = try backend.makeStore(profile: "habits")
         let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
-        #expect(try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(1)).promptState == .neverAsk)
+        #expect(
+            try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(1)).promptState == .neverAsk)
         #expect(try engine.resetPrompts(for: "u", now: day(2)).reset)
         _ = try IdentityStoreTests().link(
             store, profile, LinkRequest(user: "u", provider: "apple", subject: "s", email: nil), now: day(3))
         #expect(try engine.unlink(user: "u", provider: "apple", now: day(4)).promptState == "anonymous")
 
-        #expect(try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(5)).promptState == .neverAsk)
+        #expect(
+            try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(5)).promptState == .neverAsk)
         _ = try IdentityStoreTests().link(
             store, profile, LinkRequest(user: "u", provider: "apple", subject: "s", email: nil), now: day(6))
         #expect(

@@ -75,7 +75,8 @@ let plantedValues: [PlantedValue] = [
         do {
             // A minute after the seeded lock was taken, so it still holds.
             _ = try GuestMode(profile: profile, store: store).beginLink(
-                LinkRequest(user: "u", provider: "google", subject: "s2", email: nil), now: day(2).addingTimeInterval(60))
+                LinkRequest(user: "u", provider: "google", subject: "s2", email: nil),
+                now: day(2).addingTimeInterval(60))
         } catch let error as GuestModeError where error.code == .upgradeInProgress {}
     },
     PlantedValue("events", "at", "'yesterday'") { store, _ in
