@@ -5,7 +5,7 @@ import Foundation
 /// conform and pass the same conformance suite.
 public protocol GuestStore:
     StoreAdministration, TransactionalStore, UserStore, IdentityStore, EventStore, MeterStore, PlanStore, PromptStore,
-    ExperimentStore, OutboxStore, MigrationJournalStore, TransferStore, ProfileUpgradeStore, ReportStore,
+    ExperimentStore, OutboxStore, ReportStore,
     BackupRowStore,
     StoreTableStore
 {}
