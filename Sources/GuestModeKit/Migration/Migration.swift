@@ -352,6 +352,7 @@ extension GuestMode {
 public struct MigrationStepResult: Codable, Sendable, Equatable {
     /// The journal entry as it was committed.
     public var step: JournalStep
+    /// Keys both users held in the step's collections, each as it was settled.
     public var conflicts: [RecordConflict]
 
     public init(step: JournalStep, conflicts: [RecordConflict]) {

@@ -136,12 +136,29 @@ public protocol MigrationRows {
 /// Tables of what a user did rather than what it stored: the rows a
 /// transfer moves as the user's activity.
 public enum ActivityTable: CaseIterable, Sendable {
-    case events, counters, meterUsage, meterWarnings, plans, promptOutcomes, experimentAssignments, flags
+    /// Tracked events, each with an optional idempotency key.
+    case events
+    /// One total per action.
+    case counters
+    /// Metered usage, each with an optional idempotency key per meter.
+    case meterUsage
+    /// Meter warnings already given, one per meter, period and threshold.
+    case meterWarnings
+    /// Plan grants.
+    case plans
+    /// Prompt outcomes (shown, dismissed, …).
+    case promptOutcomes
+    /// The variant of each experiment the user was given.
+    case experimentAssignments
+    /// Named flags with the time each was set.
+    case flags
 }
 
 /// A record's place: its collection and key.
 public struct RecordKey: Sendable, Hashable {
+    /// The record's collection.
     public var collection: String
+    /// The record's key in its collection.
     public var key: String
 
     public init(collection: String, key: String) {
@@ -152,9 +169,13 @@ public struct RecordKey: Sendable, Hashable {
 
 /// A key two users both hold, with each one's record.
 public struct SharedRecordKey: Sendable, Equatable {
+    /// The collection both records are in.
     public var collection: String
+    /// The key both users hold.
     public var key: String
+    /// The guest's record under the key.
     public var guest: RecordVersion
+    /// The account's record under the key.
     public var account: RecordVersion
 
     public init(collection: String, key: String, guest: RecordVersion, account: RecordVersion) {
