@@ -4,8 +4,7 @@ import Foundation
 /// method one use case in one transaction. Backends (SQLite, PostgreSQL)
 /// conform and pass the same conformance suite.
 public protocol GuestStore:
-    StoreAdministration, TransactionalStore, UserStore, EventStore, OutboxStore,
-    MigrationJournalStore, TransferStore, ProfileUpgradeStore, ReportStore,
+    StoreAdministration, TransactionalStore, UserStore, EventStore, OutboxStore, ReportStore,
     BackupRowStore,
     StoreTableStore
 {}

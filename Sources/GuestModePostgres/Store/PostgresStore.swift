@@ -145,6 +145,17 @@ public final class PostgresStore: @unchecked Sendable {
         }
     }
 
+    /// One write transaction for data people cannot re-create (migrations,
+    /// merges, adoption, imports, profile upgrades): its commit waits for the
+    /// server's WAL flush whatever the server's default, as SQLite's
+    /// `synchronous=FULL` does for the same operations.
+    func writeMovingData<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try write { connection in
+            try connection.execute("SET LOCAL synchronous_commit TO on")
+            return try body(connection)
+        }
+    }
+
     /// Reads in one transaction, so every value comes from the same snapshot.
     func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         lock.lock()
@@ -377,3 +388,15 @@ extension PostgresStore: StoreAdministration {
 }
 
 extension PostgresStore: GuestStore {}
+
+extension PostgresValue {
+    /// `values` as one `text[]` parameter (`= ANY($n::text[])`), so a list
+    /// of any length is still a single parameter and never SQL text.
+    static func textArray(_ values: [String]) -> PostgresValue {
+        let elements = values.map { value in
+            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                + "\""
+        }
+        return PostgresValue("{" + elements.joined(separator: ",") + "}")
+    }
+}

@@ -97,7 +97,7 @@ func observableState(_ engine: GuestMode) throws -> String {
             lines.append("  counter \(action)=\(total)")
         }
     }
-    for journal in try engine.store.migrationJournals(involving: nil) {
+    for journal in try engine.journals(involving: nil) {
         lines.append(
             "journal \(journal.id) \(journal.status) \(journal.error ?? "-") \(journal.steps.map { "\($0.name):\($0.status):\($0.rows)" })"
         )

@@ -46,8 +46,8 @@ private let meter: @Sendable (any GuestStore, Profile) throws -> Void = { store,
 private let plans: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).plans(of: "u", now: day(2))
 }
-private let journal: @Sendable (any GuestStore, Profile) throws -> Void = { store, _ in
-    _ = try store.migrationJournal(id: 1)
+private let journal: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).journal(1)
 }
 
 /// Every column a store call decodes into a time, an enumeration or a
@@ -119,11 +119,11 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("migration_journals", "finished_at", "'yesterday'", read: journal),
     PlantedValue("migration_steps", "finished_at", "'yesterday'", read: journal),
     PlantedValue("migration_steps", "rows", "'some'", postgres: "NULL", read: journal),
-    PlantedValue("conflict_archive", "updated_at", "'yesterday'") { store, _ in
-        _ = try store.archivedConflicts(owner: "u")
+    PlantedValue("conflict_archive", "updated_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).archivedConflicts(of: "u")
     },
-    PlantedValue("conflict_archive", "archived_at", "'yesterday'") { store, _ in
-        _ = try store.archivedConflicts(owner: nil)
+    PlantedValue("conflict_archive", "archived_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).archivedConflicts(of: nil)
     },
 ]
 

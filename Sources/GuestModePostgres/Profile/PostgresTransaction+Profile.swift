@@ -1,60 +1,48 @@
 import Foundation
 import GuestModeKit
 
-extension PostgresStore: ProfileUpgradeStore {
-    public func planProfileUpgrade(from current: Profile, to new: Profile) throws -> ProfileUpgradePlan {
-        try read { connection in
-            try ProfileUpgradePlan(upgrading: current, to: new, census: PostgresUpgradeCensus(connection: connection))
-        }
+extension PostgresTransaction {
+    /// A transaction-scoped advisory lock on this schema's profile binding.
+    func lockProfileBinding() throws {
+        try connection.execute(
+            "SELECT pg_advisory_xact_lock(hashtext($1))", [PostgresValue("guestmode-profile-upgrade:\(store.schema)")])
     }
 
-    public func applyProfileUpgrade(
-        from current: Profile, to new: ProfileCatalog.Source, now: Date
-    ) throws
-        -> ProfileUpgradePlan
-    {
-        try writeMovingData { connection in
-            // One upgrade of this store at a time: a second one waits until the first has committed,
-            // then plans against the data as the first left it.
-            try connection.execute(
-                "SELECT pg_advisory_xact_lock(hashtext($1))", [PostgresValue("guestmode-profile-upgrade:\(schema)")])
-            let plan = try ProfileUpgradePlan(
-                upgrading: current, to: new.profile, census: PostgresUpgradeCensus(connection: connection))
-            if let refusal = plan.refusal { throw refusal }
-            for step in new.profile.upgrade?.steps ?? [] {
-                switch step {
-                case .renameCollection(let from, let to):
-                    try connection.execute(
-                        "UPDATE records SET collection = $1 WHERE collection = $2",
-                        [PostgresValue(to), PostgresValue(from)])
-                case .renameField(let collection, let from, let to):
-                    try renameField(in: collection, from: from, to: to, connection)
-                }
-            }
-            for (key, value) in [
-                ("profile_text", new.text), ("profile_origin", new.origin), ("bound_at", Timestamp.format(now)),
-            ] {
-                try connection.execute(
-                    "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [PostgresValue(key), PostgresValue(value)])
-            }
-            return plan
-        }
+    func countRecords(in collection: String) throws -> Int {
+        try connection.execute(
+            "SELECT count(*) AS n FROM records WHERE collection = $1", [PostgresValue(collection)]
+        ).first?.int("n") ?? 0
     }
 
-    /// Renames a top-level field of every record of `collection` that has
-    /// it. The JSON is rewritten in Swift, not as jsonb (which would reorder
-    /// keys and add spaces), to give exactly SQLite's
-    /// `json_remove(json_set(data, '$.to', data -> '$.from'), '$.from')`.
-    /// Rows are read through a cursor and written back a batch at a time.
-    private func renameField(in collection: String, from: String, to: String, _ connection: PostgresConnection) throws {
+    /// "Has the field" is SQLite's `json_type(data, '$.field') IS NOT NULL`:
+    /// a top-level member of a JSON object (arrays and scalars have none).
+    func countRecords(in collection: String, havingFields fields: [String]) throws -> Int {
+        try connection.execute(
+            """
+            SELECT count(*) AS n FROM records
+            WHERE collection = $1 AND jsonb_typeof(data::jsonb) = 'object' AND data::jsonb ?& $2::text[]
+            """,
+            [PostgresValue(collection), PostgresValue.textArray(fields)]
+        ).first?.int("n") ?? 0
+    }
+
+    func renameCollection(_ collection: String, to newName: String) throws {
+        try connection.execute(
+            "UPDATE records SET collection = $1 WHERE collection = $2",
+            [PostgresValue(newName), PostgresValue(collection)])
+    }
+
+    /// The JSON is rewritten in Swift, not as jsonb (which would reorder keys
+    /// and add spaces), to give exactly SQLite's text. Rows are read through
+    /// a cursor and written back a batch at a time.
+    func renameField(_ field: String, to newName: String, in collection: String) throws {
         try connection.execute(
             """
             DECLARE guestmode_rename NO SCROLL CURSOR FOR
             SELECT owner_id, key, data FROM records
             WHERE collection = $1 AND jsonb_typeof(data::jsonb) = 'object' AND data::jsonb ? $2
             """,
-            [PostgresValue(collection), PostgresValue(from)])
+            [PostgresValue(collection), PostgresValue(field)])
         while true {
             let batch = try connection.execute("FETCH 1000 FROM guestmode_rename")
             if batch.count == 0 { break }
@@ -63,7 +51,7 @@ extension PostgresStore: ProfileUpgradeStore {
             var documents: [String] = []
             for row in batch {
                 let data = try row.string("data")
-                guard let renamed = JSONFieldRename.renaming(from, to: to, in: data) else { continue }
+                guard let renamed = JSONFieldRename.renaming(field, to: newName, in: data) else { continue }
                 owners.append(try row.string("owner_id"))
                 keys.append(try row.string("key"))
                 documents.append(renamed)
@@ -82,28 +70,13 @@ extension PostgresStore: ProfileUpgradeStore {
         }
         try connection.execute("CLOSE guestmode_rename")
     }
-}
 
-/// Record counts for an upgrade plan, read in the caller's transaction.
-/// "Has the field" is SQLite's `json_type(data, '$.field') IS NOT NULL`: a
-/// top-level member of a JSON object (arrays and scalars have none).
-private struct PostgresUpgradeCensus: ProfileUpgradeCensus {
-    let connection: PostgresConnection
-
-    func recordCount(in collection: String) throws -> Int {
-        try connection.execute(
-            "SELECT count(*) AS n FROM records WHERE collection = $1", [PostgresValue(collection)]
-        ).first?.int("n") ?? 0
-    }
-
-    func recordCount(in collection: String, havingFields fields: [String]) throws -> Int {
-        try connection.execute(
-            """
-            SELECT count(*) AS n FROM records
-            WHERE collection = $1 AND jsonb_typeof(data::jsonb) = 'object' AND data::jsonb ?& $2::text[]
-            """,
-            [PostgresValue(collection), PostgresValue.textArray(fields)]
-        ).first?.int("n") ?? 0
+    func setBoundProfile(text: String, origin: String, at time: Date) throws {
+        for (key, value) in [("profile_text", text), ("profile_origin", origin), ("bound_at", Timestamp.format(time))] {
+            try connection.execute(
+                "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [PostgresValue(key), PostgresValue(value)])
+        }
     }
 }
 
