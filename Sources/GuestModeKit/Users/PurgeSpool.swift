@@ -109,7 +109,9 @@ final class PurgeSpool {
 
     /// Decodes the complete candidates at the start of `bytes`; returns how
     /// many bytes they took (a partial one at the end is left).
-    private static func decode(_ bytes: UnsafeRawBufferPointer, _ body: (PurgeCandidate) throws -> Void) throws
+    private static func decode(
+        _ bytes: UnsafeRawBufferPointer, _ body: (PurgeCandidate) throws -> Void
+    ) throws
         -> Int
     {
         var offset = 0
@@ -119,7 +121,8 @@ final class PurgeSpool {
             let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self)))
             guard bytes.count - offset - 20 >= length else { break }
             let id = String(
-                decoding: UnsafeRawBufferPointer(rebasing: bytes[(offset + 20)..<(offset + 20 + length)]), as: UTF8.self)
+                decoding: UnsafeRawBufferPointer(rebasing: bytes[(offset + 20)..<(offset + 20 + length)]), as: UTF8.self
+            )
             try body(
                 PurgeCandidate(
                     id: id, lastSeenAt: Date(timeIntervalSinceReferenceDate: Double(bitPattern: lastSeen)),

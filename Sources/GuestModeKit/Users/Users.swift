@@ -132,7 +132,6 @@ public struct PurgeReport: Codable, Sendable {
     public var isDryRun: Bool
 }
 
-
 /// How many candidates a purge removed (or would remove) and kept.
 public struct PurgeTally: Sendable, Equatable {
     public var purged: Int
@@ -389,7 +388,9 @@ extension GuestMode {
     /// still `verifiedHash` (a concurrent change wins). Returns the user, or
     /// nil when the credentials are gone (the user linked or was deleted
     /// meanwhile) and nothing was changed.
-    func recordAnonymousSignIn(username: String, verifiedHash: String, upgradedHash: String?, now: Date) throws
+    func recordAnonymousSignIn(
+        username: String, verifiedHash: String, upgradedHash: String?, now: Date
+    ) throws
         -> User?
     {
         try store.write { transaction in

@@ -51,7 +51,8 @@ struct OutboxStoreTests {
         let (_, engine, a, _) = try queued(backend)
         let read = try #require(try engine.backupQueue().first)
         #expect(read.userId == a)
-        _ = try engine.recordFailedPush(of: read, error: "offline", retry: OutboxRetryPolicy(maxAttempts: 5), now: day(2))
+        _ = try engine.recordFailedPush(
+            of: read, error: "offline", retry: OutboxRetryPolicy(maxAttempts: 5), now: day(2))
         _ = try engine.putRecord(user: a, collection: "habits", key: "h2", json: "{}", now: day(3))
         #expect(try engine.settlePush(of: read) == .keptQueued)
         let entry = try #require(try engine.backupQueue().first { $0.userId == a })
@@ -78,7 +79,8 @@ struct OutboxStoreTests {
                     userId: a, queuedAt: before.queuedAt, attempts: 2, lastError: "still unreachable",
                     nextAttemptAt: Timestamp.format(day(1).addingTimeInterval(120))))
         _ = try engine.recordFailedPush(
-            of: OutboxEntry(userId: "nobody", queuedAt: before.queuedAt, attempts: 0, lastError: nil, nextAttemptAt: nil),
+            of: OutboxEntry(
+                userId: "nobody", queuedAt: before.queuedAt, attempts: 0, lastError: nil, nextAttemptAt: nil),
             error: "x", retry: retry, now: day(2))
         #expect(try engine.backupQueue() == entries, "a failure for a user not queued changes nothing")
     }

@@ -47,9 +47,11 @@ private struct StopAfterLock: Error {}
     func createdUsersReadBackAsCreated(backend: StoreBackend) throws {
         let (engine, _) = try engine(backend)
         let user = try engine.createGuest(device: "phone", now: day(1))
-        #expect(user == User(
-            id: user.id, device: "phone", state: .anonymous, promptState: "anonymous", createdAt: day(1),
-            lastSeenAt: day(1), linkedAt: nil))
+        #expect(
+            user
+                == User(
+                    id: user.id, device: "phone", state: .anonymous, promptState: "anonymous", createdAt: day(1),
+                    lastSeenAt: day(1), linkedAt: nil))
         #expect(try engine.user(user.id) == user)
         #expect(try engine.details(of: user.id, now: day(1)).hasAnonymousCredentials == false)
         expectFailure(.notFound, code: .userNotFound) { _ = try engine.user("nobody") }
