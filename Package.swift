@@ -22,7 +22,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // Minor versions only: the archive target and secret hashing use _CryptoExtras, which
         // swift-crypto's README leaves outside semantic versioning (an underscored product).
-        .package(url: "https://github.com/apple/swift-crypto", .upToNextMinor(from: "3.12.3")),
+        .package(url: "https://github.com/apple/swift-crypto", .upToNextMinor(from: "4.5.2")),
     ],
     targets: [
         .systemLibrary(

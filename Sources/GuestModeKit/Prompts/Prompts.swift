@@ -419,7 +419,7 @@ extension GuestMode {
     /// assigning the user to each experiment on first use.
     public func promptStrategy(for userID: String, now: Date) throws -> PromptStrategy {
         try TextRule.check(userID, what: "the user id")
-        return profile.promptStrategy(assignments: try profile.experiments.map { try assign(userID, to: $0, now: now) })
+        return profile.promptStrategy(assignments: try assignments(of: userID, to: profile.experiments, now: now))
     }
 
     public func recordPrompt(

@@ -4,8 +4,8 @@ import Foundation
 /// method one use case in one transaction. Backends (SQLite, PostgreSQL)
 /// conform and pass the same conformance suite.
 public protocol GuestStore:
-    StoreAdministration, TransactionalStore, IdentityStore, EventStore, MeterStore, PlanStore, PromptStore,
-    ExperimentStore, MigrationJournalStore, TransferStore, ProfileUpgradeStore, ReportStore,
+    StoreAdministration, TransactionalStore, IdentityStore, EventStore, PromptStore, MigrationJournalStore,
+    TransferStore, ProfileUpgradeStore, ReportStore,
     BackupRowStore,
     StoreTableStore
 {}

@@ -16,8 +16,10 @@ extension PostgresStore: PromptStore {
                     of: user, collection: collection.name, profile: profile, now: now, connection)
             }
             for meter in profile.meters {
-                facts.meters[meter.name] = try meterStatus(
-                    of: user, meter: meter, profile: profile, now: now, connection)
+                let used = try PostgresTransaction(store: self, connection: connection).meterUsage(
+                    of: userID, meter: meter.name, since: meter.reset.periodStart(containing: now))
+                facts.meters[meter.name] = profile.meterStatus(
+                    meter, tier: try tier(of: user, profile: profile, now: now, connection), used: used, now: now)
             }
             for row in try connection.execute(
                 "SELECT flag, set_at FROM user_flags WHERE user_id = $1 AND left(flag, $2::int) = $3",

@@ -16,7 +16,10 @@ extension SQLiteStore: PromptStore {
                     of: user, collection: collection.name, profile: profile, now: now, db)
             }
             for meter in profile.meters {
-                facts.meters[meter.name] = try meterStatus(of: user, meter: meter, profile: profile, now: now, db)
+                let used = try SQLiteTransaction(store: self, db: db).meterUsage(
+                    of: userID, meter: meter.name, since: meter.reset.periodStart(containing: now))
+                facts.meters[meter.name] = profile.meterStatus(
+                    meter, tier: try tier(of: user, profile: profile, now: now, db), used: used, now: now)
             }
             for row in try Row.fetchAll(
                 db, sql: "SELECT flag, set_at FROM user_flags WHERE user_id = ? AND substr(flag, 1, ?) = ?",

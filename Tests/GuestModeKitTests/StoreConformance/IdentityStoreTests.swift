@@ -17,7 +17,8 @@ import Testing
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let guest = newUser("g")
         try store.createUser(guest, credentials: credentials(of: guest, "anon"))
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "g", profile: profile, now: day(1))
+        _ = try GuestMode(profile: profile, store: store).grantPlan(
+            user: "g", plan: "premium", trial: nil, until: nil, now: day(1))
         let request = LinkRequest(user: "g", provider: "apple", subject: "a", email: "a@example.com")
 
         #expect(try store.beginLink(request, staleLocksBefore: day(1), now: day(2)) == .started)
@@ -84,7 +85,8 @@ import Testing
             store, profile, LinkRequest(user: "owner", provider: "apple", subject: "taken", email: nil), now: day(1))
         let guest = newUser("g")
         try store.createUser(guest, credentials: credentials(of: guest, "anon"))
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "g", profile: profile, now: day(1))
+        _ = try GuestMode(profile: profile, store: store).grantPlan(
+            user: "g", plan: "premium", trial: nil, until: nil, now: day(1))
         let before = try store.userOverview(id: "g")
         let owner = try store.userOverview(id: "owner")
 

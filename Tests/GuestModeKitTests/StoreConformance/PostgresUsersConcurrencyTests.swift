@@ -155,8 +155,8 @@ import Testing
         try whileHeld(
             by: holder,
             {
-                _ = try holder.grantPlan(
-                    PlanGrant(plan: "premium", grantedAt: day(20)), to: "buyer", profile: profile, now: day(20))
+                _ = try GuestMode(profile: profile, store: holder).grantPlan(
+                    user: "buyer", plan: "premium", trial: nil, until: nil, now: day(20))
             }
         ) {
             let report = try GuestMode(profile: profile, store: connections[1]).purge(
@@ -165,7 +165,8 @@ import Testing
             #expect(report.kept.map(\.id) == ["buyer"])
         }
         #expect(try store.users(state: nil, lastSeenBefore: nil).map(\.id) == ["buyer"])
-        #expect(try store.plans(of: "buyer").grants.count == 1)
+        let grants = try store.read { (transaction: any StoreTransaction) in try transaction.planGrants(of: "buyer") }
+        #expect(grants.count == 1)
     }
 
     @Test func aDryRunPurgeLocksNobodyAndDecidesOnWhatIsCommitted() throws {
@@ -225,19 +226,18 @@ import Testing
     @Test func eightRacingTrialsGrantExactlyOne() throws {
         let (store, profile, connections) = try stores(profile: "subscriptions")
         try store.createUser(newUser("u"), credentials: nil)
-        _ = try store.grantPlan(
-            PlanGrant(plan: "premium", grantedAt: day(1), endsAt: day(2)), to: "u", profile: profile, now: day(1))
+        _ = try GuestMode(profile: profile, store: store).grantPlan(
+            user: "u", plan: "premium", trial: nil, until: day(2), now: day(1))
 
         let results = race { index in
-            try connections[index].grantPlan(
-                PlanGrant(plan: "premium", grantedAt: day(3), trialEndsAt: day(10)), to: "u", profile: profile,
-                now: day(3))
+            try GuestMode(profile: profile, store: connections[index]).grantPlan(
+                user: "u", plan: "premium", trial: TimeSpan(amount: 7, unit: .days), until: nil, now: day(3))
         }
 
         let outcomes = codes(results)
         #expect(outcomes.filter { $0 == nil }.count == 1, "exactly one trial: \(outcomes)")
         #expect(outcomes.filter { $0 == .trialAlreadyUsed }.count == Self.racers - 1, "\(outcomes)")
-        let grants = try store.plans(of: "u").grants
+        let grants = try store.read { (transaction: any StoreTransaction) in try transaction.planGrants(of: "u") }
         #expect(grants.count == 2, "the paid grant and one trial")
         #expect(grants.filter { $0.trialEndsAt != nil }.count == 1)
     }
@@ -257,18 +257,37 @@ import Testing
     }
 
     @Test func racingOutcomesAndAssignmentsLoseNothingAndAgree() throws {
-        let (store, _, connections) = try stores(profile: "recipes")
+        let (store, profile, connections) = try stores(profile: "recipes")
         try store.createUser(newUser("u"), credentials: nil)
+        try store.createUser(newUser("v"), credentials: nil)
         let variants = ["control", "aggressive", "delayed", "benefits", "social"]
 
+        // The rows alone: a first assignment that loses the race reads the winner's.
         let assignments = race { index in
-            try connections[index].storeAssignment(
-                userID: "u", experiment: "auth_prompts", variant: variants[index % variants.count], at: day(2))
+            try connections[index].write { (transaction: any StoreTransaction) in
+                let added = try transaction.addAssignment(
+                    of: "u", experiment: "auth_prompts", variant: variants[index % variants.count], at: day(2))
+                var stored = try transaction.requireAssignment(of: "u", experiment: "auth_prompts")
+                stored.isNew = added
+                return stored
+            }
         }
         let stored = try assignments.map { try $0.get() }
         #expect(Set(stored.map(\.variant)).count == 1, "every racer reads the one assignment that won")
         #expect(stored.filter(\.isNew).count == 1)
-        #expect(try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant == stored.first?.variant)
+        #expect(
+            try store.read { (transaction: any StoreTransaction) in
+                try transaction.assignment(of: "u", experiment: "auth_prompts")
+            }?.variant
+                == stored.first?.variant)
+        // The engine: every racer finds nothing stored, one enrols the user.
+        let enrolled = race { index in
+            try GuestMode(profile: profile, store: connections[index]).assignExperiments(
+                for: "v", named: "auth_prompts", now: day(2))
+        }
+        let firsts = try enrolled.map { try #require(try $0.get().first) }
+        #expect(Set(firsts.map(\.variant)).count == 1)
+        #expect(firsts.filter(\.isNew).count == 1, "one racer enrolled the user")
 
         let perRacer = 10
         let recorded = race { index in

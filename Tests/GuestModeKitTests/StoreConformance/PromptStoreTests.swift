@@ -111,7 +111,7 @@ import Testing
         let strategy = try engine.promptStrategy(for: "u", now: day(4))
         #expect(strategy.variants.map(\.experiment) == ["auth_prompts"])
         #expect(
-            try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant
+            try store.read { try $0.assignment(of: "u", experiment: "auth_prompts") }?.variant
                 == strategy.variants.first?.variant)
     }
 

@@ -40,8 +40,8 @@ import Testing
     func theSnapshotHoldsEveryMeter(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "voice")
         try store.createUser(newUser("u"), credentials: nil)
-        let meter = try #require(profile.meter(named: "api_minutes"))
-        _ = try store.useMeter(of: "u", meter: meter, amount: 45, key: nil, profile: profile, now: day(2))
+        _ = try GuestMode(profile: profile, store: store).useMeter(
+            user: "u", meter: "api_minutes", amount: 45, key: nil, now: day(2))
         let facts = try #require(try store.promptSnapshot(userID: "u", profile: profile, now: day(2)))
         #expect(facts.meters["api_minutes"]?.used == 45)
         #expect(facts.meters["api_minutes"]?.remaining == 15)

@@ -45,7 +45,11 @@ private let facts: @Sendable (any GuestStore, Profile) throws -> Void = { store,
     _ = try store.promptFacts(userID: "u")
 }
 private let meter: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
-    _ = try store.meterStatus(of: "u", meter: profile.meters[0], profile: profile, now: day(2, hour: 18))
+    _ = try GuestMode(profile: profile, store: store).meterStatus(
+        user: "u", meter: profile.meters[0].name, now: day(2, hour: 18))
+}
+private let plans: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).plans(of: "u", now: day(2))
 }
 private let journal: @Sendable (any GuestStore, Profile) throws -> Void = { store, _ in
     _ = try store.migrationJournal(id: 1)
@@ -99,16 +103,16 @@ let plantedValues: [PlantedValue] = [
         _ = try GuestMode(profile: profile, store: store).records(user: "u", collection: "recipes")
     },
     PlantedValue("meter_usage", "amount", "'lots'", postgres: "NULL", read: meter),
-    PlantedValue("plans", "granted_at", "'yesterday'") { store, _ in _ = try store.plans(of: "u") },
-    PlantedValue("plans", "ends_at", "'later'") { store, _ in _ = try store.plans(of: "u") },
+    PlantedValue("plans", "granted_at", "'yesterday'", read: plans),
+    PlantedValue("plans", "ends_at", "'later'", read: plans),
     PlantedValue("plans", "ends_at", "'later'", read: meter),
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'", read: facts),
     PlantedValue("prompt_outcomes", "at", "'yesterday'", read: facts),
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'") { store, profile in
         _ = try store.unlink(user: "u", provider: "apple", profile: profile, now: day(3))
     },
-    PlantedValue("experiment_assignments", "assigned_at", "'yesterday'") { store, _ in
-        _ = try store.storedAssignment(userID: "u", experiment: "auth_prompts")
+    PlantedValue("experiment_assignments", "assigned_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).assignExperiments(for: "u", named: "auth_prompts", now: day(3))
     },
     PlantedValue("outbox", "attempts", "'many'", postgres: "NULL") { store, profile in
         _ = try GuestMode(profile: profile, store: store).backupQueue()
