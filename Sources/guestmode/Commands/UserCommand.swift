@@ -270,7 +270,7 @@ struct UserCommand: ParsableCommand {
                     section = "purged"
                     isFirstInSection = true
                 }
-                // UserStore.purgeUsers reports kept guests first; a store that does not is a bug, not data.
+                // The engine's purge reports kept guests first; anything else is a bug, not data.
                 if !purged && section == "purged" {
                     throw GuestModeError(
                         .internalFailure, code: .internalFailure, "the store reported a kept guest after purged ones")

@@ -52,19 +52,6 @@ struct MissionStoreTests {
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func aKnownDeviceReturnsItsUser(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "voice")
-        let first = try store.createUserUnlessDeviceKnown(newUser(device: "phone"), credentials: nil)
-        #expect(first.created)
-        let again = try store.createUserUnlessDeviceKnown(newUser(at: day(2), device: "phone"), credentials: nil)
-        #expect(!again.created)
-        #expect(again.user == first.user)
-        let other = try store.createUserUnlessDeviceKnown(newUser(device: "tablet"), credentials: nil)
-        #expect(other.created && other.user.id != first.user.id)
-        #expect(try store.users(state: nil, lastSeenBefore: nil).count == 2)
-    }
-
-    @Test(arguments: StoreBackend.allCases)
     func eventsAreListedOldestFirstAndFiltered(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "voice")
         try makeGuests(["u1", "u2"], in: store, profile: profile)

@@ -156,14 +156,35 @@ import Testing
                     user: "buyer", plan: "premium", trial: nil, until: nil, now: day(20))
             }
         ) {
-            let policy = PurgePolicy(profile: profile, cutoff: day(15), includesUsersWithRecords: false, now: day(20))
-            let selection = try connections[1].purgeUsers(under: policy, isDryRun: false)
-            #expect(selection.purged.map(\.id) == ["idle"])
-            #expect(selection.kept.map(\.id) == ["buyer"])
+            let report = try GuestMode(profile: profile, store: connections[1]).purge(
+                inactive: TimeSpan(amount: 5, unit: .days), includingUsersWithData: false, dryRun: false, now: day(20))
+            #expect(report.purged.map(\.id) == ["idle"])
+            #expect(report.kept.map(\.id) == ["buyer"])
         }
         #expect(try store.users(state: nil, lastSeenBefore: nil).map(\.id) == ["buyer"])
         let grants = try store.read { (transaction: any StoreTransaction) in try transaction.planGrants(of: "buyer") }
         #expect(grants.count == 1)
+    }
+
+    @Test func aDryRunPurgeLocksNobodyAndDecidesOnWhatIsCommitted() throws {
+        let (store, profile, connections) = try stores(profile: "subscriptions")
+        for id in ["buyer", "idle"] { try store.createUser(newUser(id, at: day(1)), credentials: nil) }
+        let holder = connections[0]
+        // The buyer pays while the dry run reads: the dry run does not wait
+        // for the buyer's lock, so it sees no plan yet (a real run would wait).
+        try whileHeld(
+            by: holder,
+            {
+                _ = try GuestMode(profile: profile, store: holder).grantPlan(
+                    user: "buyer", plan: "premium", trial: nil, until: nil, now: day(20))
+            }
+        ) {
+            let report = try GuestMode(profile: profile, store: connections[1]).purge(
+                inactive: TimeSpan(amount: 5, unit: .days), includingUsersWithData: false, dryRun: true, now: day(20))
+            #expect(report.purged.map(\.id) == ["buyer", "idle"])
+            #expect(report.kept.isEmpty)
+        }
+        #expect(try store.users(state: nil, lastSeenBefore: nil).count == 2, "a dry run deletes nobody")
     }
 
     @Test func aPurgeOfManyGuestsDeletesInBatchesAndKeepsTheRest() throws {
@@ -185,15 +206,16 @@ import Testing
                     [PostgresValue(String(format: "g%05d", index)), PostgresValue("premium"), PostgresValue(day(1))]
                 })
         }
-        let policy = PurgePolicy(profile: profile, cutoff: day(15), includesUsersWithRecords: false, now: day(20))
-        let dryRun = try store.purgeUsers(under: policy, isDryRun: true)
+        let engine = GuestMode(profile: profile, store: store)
+        let inactive = TimeSpan(amount: 5, unit: .days)
+        let dryRun = try engine.purge(inactive: inactive, includingUsersWithData: false, dryRun: true, now: day(20))
         let paying = (count + 6) / 7
         #expect(dryRun.kept.count == paying)
         #expect(dryRun.purged.count == count - paying)
         let order = dryRun.purged.map { Timestamp.format($0.lastSeenAt) + " " + $0.id }
         #expect(order == order.sorted(), "oldest activity first, then id")
-        let done = try store.purgeUsers(under: policy, isDryRun: false)
-        #expect(done == dryRun)
+        let done = try engine.purge(inactive: inactive, includingUsersWithData: false, dryRun: false, now: day(20))
+        #expect(done.purged == dryRun.purged && done.kept == dryRun.kept)
         #expect(try store.tableCounts()["users"] == paying)
         #expect(try store.tableCounts()["plans"] == paying)
     }

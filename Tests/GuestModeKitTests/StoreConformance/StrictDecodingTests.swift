@@ -35,7 +35,12 @@ struct PlantedValue: CustomStringConvertible, Sendable {
     }
 }
 
-private let user: @Sendable (any GuestStore, Profile) throws -> Void = { store, _ in _ = try store.user(id: "u") }
+private let user: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).user("u")
+}
+private let users: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).users(matching: UserFilter(), now: day(3))
+}
 private let facts: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).promptHistory(for: "u")
 }
@@ -54,11 +59,10 @@ private let journal: @Sendable (any GuestStore, Profile) throws -> Void = { stor
 /// number, with the call that decodes it.
 let plantedValues: [PlantedValue] = [
     PlantedValue("users", "state", "'banned'", read: user),
-    PlantedValue("users", "state", "'banned'") { store, _ in _ = try store.users(state: nil, lastSeenBefore: nil) },
+    PlantedValue("users", "state", "'banned'", read: users),
     PlantedValue("users", "created_at", "'yesterday'", read: user),
-    PlantedValue("users", "created_at", "'yesterday'") { store, _ in
-        _ = try store.users(state: nil, lastSeenBefore: nil)
-    },
+    PlantedValue("users", "created_at", "'yesterday'", read: users),
+    PlantedValue("users", "last_seen_at", "'yesterday'", read: users),
     PlantedValue("users", "last_seen_at", "'yesterday'", read: user),
     PlantedValue("users", "last_seen_at", "'2026-13-45T99:00:00.000Z'", read: user),
     PlantedValue("users", "linked_at", "'soon'", read: user),
@@ -67,9 +71,15 @@ let plantedValues: [PlantedValue] = [
         _ = try GuestMode(profile: profile, store: store).resetPrompts(for: "u", now: day(3))
     },
     PlantedValue("users", "created_at", "'yesterday'", read: facts),
-    PlantedValue("identities", "linked_at", "'yesterday'") { store, _ in _ = try store.userOverview(id: "u") },
-    PlantedValue("credentials", "created_at", "'yesterday'") { store, _ in
-        _ = try store.anonymousCredentials(username: "anon")
+    PlantedValue("identities", "linked_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).details(of: "u", now: day(3))
+    },
+    PlantedValue("credentials", "created_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).verifyAnonymousCredentials(
+            username: "anon", secret: "hunter2", now: day(3))
+    },
+    PlantedValue("credentials", "created_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).details(of: "u", now: day(3))
     },
     PlantedValue("upgrade_locks", "started_at", "'yesterday'") { store, profile in
         do {
@@ -105,7 +115,9 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("experiment_assignments", "assigned_at", "'yesterday'") { store, profile in
         _ = try GuestMode(profile: profile, store: store).assignExperiments(for: "u", named: "auth_prompts", now: day(3))
     },
-    PlantedValue("outbox", "attempts", "'many'", postgres: "NULL") { store, _ in _ = try store.outboxEntries() },
+    PlantedValue("outbox", "attempts", "'many'", postgres: "NULL") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).backupQueue()
+    },
     PlantedValue("outbox", "queued_at", "'yesterday'") { store, profile in
         var queuing = profile
         queuing.backup.queuesOnChange = true
