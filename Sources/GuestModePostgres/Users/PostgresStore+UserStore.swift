@@ -132,6 +132,13 @@ extension PostgresStore: UserStore {
     public func purgeUsers(
         under policy: PurgePolicy, isDryRun: Bool, report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
     ) throws -> PurgeTally {
+        // The report is read back from the temporary table the purge wrote, which only its connection sees.
+        try withSession { try purgeUsersInOneSession(under: policy, isDryRun: isDryRun, report: report) }
+    }
+
+    private func purgeUsersInOneSession(
+        under policy: PurgePolicy, isDryRun: Bool, report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
+    ) throws -> PurgeTally {
         let tally = try write { connection in
             // Every decision goes to a temporary table (memory stays flat);
             // then each table is cleared with one statement. Ordered as SQLite
