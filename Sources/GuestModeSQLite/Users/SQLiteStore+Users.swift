@@ -169,10 +169,11 @@ extension SQLiteStore: UserStore {
             return tally
         }
         // The report, streamed from the temporary table once the purge is
-        // committed (this connection's own table): kept ones first, each list
-        // by last activity, then id.
+        // committed: kept ones first, each list by last activity, then id.
+        // The table is the writer connection's own, so the report is read
+        // there too: a pool's readers do not see it.
         defer { _ = try? write { db in try db.execute(sql: "DROP TABLE IF EXISTS temp.guestmode_purge") } }
-        try read { db in
+        try write { db in
             for purged in [false, true] {
                 let rows = try Row.fetchCursor(
                     db,

@@ -49,7 +49,7 @@ struct BackendAgreementTests {
         #expect(
             errorCode {
                 switch backend {
-                case .sqlite:
+                case .sqlite, .sqlitePool:
                     let sqlite = try #require(store as? SQLiteStore)
                     try sqlite.write { db in
                         try SQLiteTransfer(
