@@ -90,6 +90,9 @@ public final class SQLiteStore: Sendable {
         guard let path else { return }
         do {
             try database.writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            // The last connection to close removes the WAL, but only a writer can: a
+            // pool's readers go first (GRDB's own close ends with them).
+            (database.writer as? DatabasePool)?.invalidateReadOnlyConnections()
             try database.writer.close()
         } catch let error as DatabaseError {
             throw StoreFile.translate(error, path: path)
