@@ -60,7 +60,9 @@ import Testing
         }
         let kinds = Dictionary(uniqueKeysWithValues: FailureKind.allCases.map { (String(describing: $0), $0) })
         let start = try NSRegularExpression(
-            pattern: #"GuestModeError(?:\.(usage|notFound|badData|conflict))?\(|(?<![\w.])\.(usage|notFound|badData|conflict)\("#)
+            pattern:
+                #"GuestModeError(?:\.(usage|notFound|badData|conflict))?\(|(?<![\w.])\.(usage|notFound|badData|conflict)\("#
+        )
         var raised: [String: Set<String>] = [:]
         var checked = 0
         let files = FileManager.default.enumerator(at: Self.sources, includingPropertiesForKeys: nil)!
@@ -77,7 +79,8 @@ import Testing
                         let range = match.range(at: group)
                         return range.location == NSNotFound ? nil : (text as NSString).substring(with: range)
                     }.first ?? arguments.firstMatch(of: /^\s*\.(\w+)\s*,/).map { String($0.output.1) }
-                let place = "\(file.lastPathComponent):\(text.utf16.prefix(match.range.location).filter { $0 == 10 }.count + 1)"
+                let place =
+                    "\(file.lastPathComponent):\(text.utf16.prefix(match.range.location).filter { $0 == 10 }.count + 1)"
                 let known = try #require(codes[code], "\(place): .\(code) is not in the catalogue")
                 guard let stated else { continue }
                 let kind = try #require(kinds[stated], "\(place): .\(stated) is not a FailureKind")

@@ -52,7 +52,8 @@ package enum RegularFile {
             if count == 0 { break }
             data.append(contentsOf: buffer[..<count])
             if data.count > limit {
-                throw GuestModeError.badData("\(what) '\(path)' grew past \(limit) bytes while being read", code: .fileTooLarge)
+                throw GuestModeError.badData(
+                    "\(what) '\(path)' grew past \(limit) bytes while being read", code: .fileTooLarge)
             }
         }
         return data

@@ -61,7 +61,9 @@ final class PostgresConnection: Sendable {
         try withHandle { handle in try execute(sql, parameters, on: handle) }
     }
 
-    private func execute(_ sql: String, _ parameters: [PostgresValue?], on handle: OpaquePointer) throws -> PostgresRows {
+    private func execute(
+        _ sql: String, _ parameters: [PostgresValue?], on handle: OpaquePointer
+    ) throws -> PostgresRows {
         let texts = parameters.map { $0?.text }
         // Without parameters the simple protocol runs several statements at once (schema migrations).
         let result: OpaquePointer? =

@@ -217,7 +217,8 @@ struct SQLitePoolTests {
         readersDone.signal()
         #expect(try writer.wait(for: 1)[0].get(), "the readers finished while the write was in progress")
         #expect(try seen.map { try $0.get() } == Array(repeating: 0, count: 8), "nothing uncommitted is seen")
-        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM meta WHERE key = 'pending'") } == 1)
+        #expect(
+            try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM meta WHERE key = 'pending'") } == 1)
     }
 
     @Test("a store of the first released schema opens on a pool, migrated, with its data")
