@@ -7,7 +7,7 @@ import Synchronization
 /// store: at most `capacity` open at once, each opened when a transaction
 /// first needs it, kept for the next one, and lent to one caller at a time.
 ///
-/// A caller holds its connection for a whole transaction (`withConnection`);
+/// A caller holds its connection for a whole transaction (`withTransaction`);
 /// a transaction started inside another one on the same thread (a profile
 /// bound inside `create`, a batch inside `applyEvents`) joins it on the same
 /// connection, as a nested transaction always has. The connection is found
@@ -138,10 +138,9 @@ final class PostgresConnectionPool: Sendable {
             seconds >= Int64.max / 1_000_000_000 - 1
             ? Int64.max / 2 : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         guard permits.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else {
-            let shown = Double(nanoseconds / 1_000_000) / 1000
             throw GuestModeError(
                 .tryAgainLater, code: .poolExhausted,
-                "all \(capacity) connection\(capacity == 1 ? "" : "s") to the PostgreSQL store \(location) stayed in use for \(shown.formatted()) s; nothing was changed, try again later"
+                "all \(capacity) connection\(capacity == 1 ? "" : "s") to the PostgreSQL store \(location) stayed in use for \(wait); nothing was changed, try again later"
             )
         }
     }
