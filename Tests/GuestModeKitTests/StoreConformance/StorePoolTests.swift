@@ -93,7 +93,7 @@ struct PostgresPoolTests {
         #expect(refusal?.kind == .tryAgainLater)
         #expect(waited >= .milliseconds(300), "it waited \(waited) for the connection")
         release.signal()
-        #expect(throws: Never.self) { try holder.wait(for: 1)[0].get() }
+        #expect(throws: Never.self) { try holder.first() }
         #expect(throws: Never.self) { try store.read { _ in } }
     }
 
@@ -143,15 +143,12 @@ struct PostgresPoolTests {
         let store = try makeStore(poolSize: 2)
         let (outer, inner) = try store.write { connection in
             let outer = try connection.execute("SELECT pg_backend_pid() AS pid").first!.int64("pid")
-            // The task inherits the transaction's task-local lease, but runs on another thread.
-            let done = DispatchSemaphore(value: 0)
+            // The task inherits the transaction's task-local lease, but runs on another
+            // thread: one of its own, so that it never waits for the cooperative pool
+            // this blocked test and all the others share.
             let seen = Outcomes<Int64>()
-            Task {
-                seen.add(Result { try backend(of: store) })
-                done.signal()
-            }
-            _ = done.wait(timeout: .now() + 30)
-            return (outer, try seen.wait(for: 1)[0].get())
+            Task(executorPreference: ThreadPerJobExecutor()) { seen.add(Result { try backend(of: store) }) }
+            return (outer, try seen.first())
         }
         #expect(outer != inner)
     }
@@ -215,7 +212,7 @@ struct SQLitePoolTests {
         }
         let seen = readers.wait(for: 8)
         readersDone.signal()
-        #expect(try writer.wait(for: 1)[0].get(), "the readers finished while the write was in progress")
+        #expect(try writer.first(), "the readers finished while the write was in progress")
         #expect(try seen.map { try $0.get() } == Array(repeating: 0, count: 8), "nothing uncommitted is seen")
         #expect(
             try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM meta WHERE key = 'pending'") } == 1)
@@ -270,5 +267,19 @@ private final class Outcomes<Value: Sendable>: Sendable {
             break
         }
         return results.withLock { $0 }
+    }
+
+    /// The first result's value, or its error.
+    func first() throws -> Value {
+        try #require(wait(for: 1).first).get()
+    }
+}
+
+/// Runs each job of a task on a new thread of its own.
+private final class ThreadPerJobExecutor: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        Thread { job.runSynchronously(on: executor) }.start()
     }
 }
