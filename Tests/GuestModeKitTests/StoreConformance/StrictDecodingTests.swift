@@ -144,7 +144,7 @@ extension StoreBackend {
     /// person with sqlite3 or psql would.
     func executeRaw(_ sql: String, on store: any GuestStore) throws {
         switch self {
-        case .sqlite:
+        case .sqlite, .sqlitePool:
             guard let sqlite = store as? SQLiteStore else { throw FixtureError.unsupported(self) }
             try sqlite.database.writer.writeWithoutTransaction { db in try db.execute(sql: sql) }
         case .postgres:
@@ -157,7 +157,7 @@ extension StoreBackend {
     /// constraints are ignored and PostgreSQL's column is made to take it.
     func plant(_ value: PlantedValue, on store: any GuestStore) throws {
         switch self {
-        case .sqlite:
+        case .sqlite, .sqlitePool:
             try executeRaw(
                 """
                 PRAGMA ignore_check_constraints = ON;
