@@ -122,7 +122,7 @@ extension StoreBackend {
     /// in-memory SQLite store has no other connection, and is shared.
     func reopen(_ store: any GuestStore) throws -> any GuestStore {
         switch self {
-        case .sqlite: return store
+        case .sqlite, .sqlitePool: return store
         case .postgres:
             guard let postgres = store as? PostgresStore else { throw FixtureError.unsupported(self) }
             return try PostgresStore.open(

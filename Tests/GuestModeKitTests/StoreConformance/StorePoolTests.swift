@@ -87,14 +87,14 @@ struct PostgresPoolTests {
         }.start()
         #expect(held.wait(timeout: .now() + 30) == .success)
         let started = ContinuousClock.now
-        let refusal = #expect(throws: GuestModeError.self) { try store.read { _ in } }
+        let refusal = #expect(throws: GuestModeError.self) { try store.read { (_: PostgresConnection) in } }
         let waited = ContinuousClock.now - started
         #expect(refusal?.code == .poolExhausted)
         #expect(refusal?.kind == .tryAgainLater)
         #expect(waited >= .milliseconds(300), "it waited \(waited) for the connection")
         release.signal()
         #expect(throws: Never.self) { try holder.first() }
-        #expect(throws: Never.self) { try store.read { _ in } }
+        #expect(throws: Never.self) { try store.read { (_: PostgresConnection) in } }
     }
 
     @Test("a connection the server closed while idle is replaced, and nothing fails")
