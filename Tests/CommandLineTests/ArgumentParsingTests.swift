@@ -63,8 +63,10 @@ import Testing
         ["user", "list", "--bogus"],
         ["link", "u", "--provider", "apple"],
         ["no-such-command"],
-        ["record", "put", "--from", "records.ndjson", "--unowned"],
-        ["record", "put", "--unowned", "habits", "walk", "extra", "--data", "{}"],
+        ["record", "put", "--from", "records.ndjson", "--data", "{}"],
+        ["record", "put", "habits", "walk", "--data", "{}"],
+        ["record", "put-ownerless", "habits", "walk", "extra", "--data", "{}"],
+        ["record", "put-ownerless", "habits", "walk"],
         ["record", "put", "u", "habits", "walk", "--data", "{}", "--on-conflict", "skip"],
     ])
     func usageErrorsAreRefusedWhileParsing(arguments: [String]) {

@@ -67,7 +67,7 @@ import Testing
 
     @Test func plainArgumentsAreLeftAlone() throws {
         let put = try #require(try parse(["record", "put", "u", "c", "k", "--data", "{}"]) as? RecordCommand.Put)
-        #expect(put.data == "{}" && put.key == "k")
+        #expect(put.document.data == "{}" && put.key == "k")
         let export = try #require(try parse(["backup", "export", "u", "--out", "-"]) as? BackupCommand.Export)
         #expect(export.out == "-" && export.users == ["u"])
     }
