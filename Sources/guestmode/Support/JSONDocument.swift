@@ -17,9 +17,7 @@ enum JSONDocument {
     static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
         let node = JSONNode()
         try JSONNodeEncoder.encode(value, into: node, path: [])
-        var text = ""
-        node.resolved.write(to: &text, pretty: pretty, indent: 0)
-        return text
+        return node.resolved.text(pretty: pretty)
     }
 }
 
@@ -116,14 +114,12 @@ final class NameCache: @unchecked Sendable {
     }
 }
 
-indirect enum JSONValue {
-    case null
-    case bool(Bool)
-    /// A number already in its JSON spelling.
-    case number(String)
-    case string(String)
-    case array([JSONValue])
-    case object([(String, JSONValue)])
+extension JSONValue {
+    /// An object from name-value pairs in the order they were built; a later
+    /// value for a name replaces an earlier one, as with JSONEncoder.
+    static func object(_ members: [(String, JSONValue)]) -> JSONValue {
+        .object(Dictionary(members, uniquingKeysWith: { _, later in later }))
+    }
 
     /// Six decimals at most, no exponent, no trailing zeros; NaN and infinities as null.
     static func number(_ value: Double) -> JSONValue {
@@ -134,59 +130,6 @@ indirect enum JSONValue {
         while text.hasSuffix("0") { text.removeLast() }
         if text.hasSuffix(".") { text.removeLast() }
         return .number(text)
-    }
-
-    func write(to text: inout String, pretty: Bool, indent: Int) {
-        switch self {
-        case .null: text += "null"
-        case .bool(let value): text += value ? "true" : "false"
-        case .number(let value): text += value
-        case .string(let value): JSONValue.quote(value, into: &text)
-        case .array(let items):
-            guard !items.isEmpty else { return text += "[]" }
-            text += "["
-            for (index, item) in items.enumerated() {
-                if index > 0 { text += "," }
-                if pretty { text += "\n" + String(repeating: "  ", count: indent + 1) }
-                item.write(to: &text, pretty: pretty, indent: indent + 1)
-            }
-            if pretty { text += "\n" + String(repeating: "  ", count: indent) }
-            text += "]"
-        case .object(let members):
-            guard !members.isEmpty else { return text += "{}" }
-            text += "{"
-            for (index, member) in members.sorted(by: { $0.0 < $1.0 }).enumerated() {
-                if index > 0 { text += "," }
-                if pretty { text += "\n" + String(repeating: "  ", count: indent + 1) }
-                JSONValue.quote(member.0, into: &text)
-                text += pretty ? " : " : ":"
-                member.1.write(to: &text, pretty: pretty, indent: indent + 1)
-            }
-            if pretty { text += "\n" + String(repeating: "  ", count: indent) }
-            text += "}"
-        }
-    }
-
-    static func quote(_ value: String, into text: inout String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{08}": text += "\\b"
-            case "\u{0C}": text += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    text += String(format: "\\u%04x", scalar.value)
-                } else {
-                    text.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        text += "\""
     }
 }
 
@@ -205,19 +148,7 @@ final class JSONNode {
         case .unset: return .object([])
         case .value(let value): return value
         case .array(let nodes): return .array(nodes.map(\.resolved))
-        case .object(let members):
-            // A later value for the same key wins, as with JSONEncoder.
-            var seen: [String: Int] = [:]
-            var result: [(String, JSONValue)] = []
-            for (key, node) in members {
-                if let index = seen[key] {
-                    result[index].1 = node.resolved
-                } else {
-                    seen[key] = result.count
-                    result.append((key, node.resolved))
-                }
-            }
-            return .object(result)
+        case .object(let members): return .object(members.map { ($0, $1.resolved) })
         }
     }
 
@@ -256,6 +187,8 @@ struct JSONNodeEncoder: Encoder {
         switch value {
         case let date as Date: node.content = .value(.string(Timestamp.format(date)))
         case let decimal as Decimal: node.content = .value(.number(decimal.description))
+        // Its own Encodable goes through Decimal, which would rewrite 1.50 as 1.5.
+        case let property as EventProperty: node.content = .value(property.jsonValue)
         case let double as Double: node.content = .value(.number(double))
         case let float as Float: node.content = .value(.number(Double(float)))
         case let url as URL: node.content = .value(.string(url.isFileURL ? url.path : url.absoluteString))
@@ -414,5 +347,15 @@ struct SingleJSONContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt64) throws { node.content = .value(.number(String(value))) }
     mutating func encode<T: Encodable>(_ value: T) throws {
         try JSONNodeEncoder.encode(value, into: node, path: codingPath)
+    }
+}
+
+extension EventProperty {
+    /// The property as JSON, a number with the digits it was written with.
+    var jsonValue: JSONValue {
+        switch self {
+        case .string(let text): .string(text)
+        case .number(let text): .number(text)
+        }
     }
 }
