@@ -21,7 +21,8 @@ import Testing
             #expect(command.global.json)
             #expect(command.anonymous && !command.global.quiet)
         }
-        let counters = try #require(try parse(["--now=2026-11-01T00:00:00Z", "-q", "counters", "u"]) as? CountersCommand)
+        let counters = try #require(
+            try parse(["--now=2026-11-01T00:00:00Z", "-q", "counters", "u"]) as? CountersCommand)
         #expect(counters.global.now == "2026-11-01T00:00:00Z" && counters.global.quiet && counters.user == "u")
     }
 
@@ -37,7 +38,10 @@ import Testing
 
     @Test func theCommandPathSkipsGlobalOptions() {
         #expect(UsageErrors.commandPath(["--store", "user", "--json", "user", "list", "u"]) == ["user", "list"])
-        #expect(UsageErrors.commandPath(["--now", "-1h", "-q", "backup", "key", "import", "k"]) == ["backup", "key", "import"])
+        #expect(
+            UsageErrors.commandPath(["--now", "-1h", "-q", "backup", "key", "import", "k"]) == [
+                "backup", "key", "import",
+            ])
         #expect(UsageErrors.commandPath(["--store=s.sqlite", "track", "u", "a"]) == ["track"])
         #expect(UsageErrors.commandPath(["record", "put", "--", "get"]) == ["record", "put"])
     }

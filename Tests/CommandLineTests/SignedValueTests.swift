@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Testing
 
 @testable import guestmode
@@ -26,6 +27,29 @@ import Testing
         #expect(try MeterCommand.amount(check.amount) == "-1")
         let open = try #require(try parse(["meter", "check", "u", "api_minutes"]) as? MeterCommand.Check)
         #expect(try MeterCommand.amount(open.amount) == nil)
+    }
+
+    /// `meter use` and `meter check` write their usage out; it must still name every argument they take.
+    @Test(arguments: [["meter", "use"], ["meter", "check"]])
+    func theWrittenUsageNamesEveryArgument(_ path: [String]) throws {
+        let usage = try #require(
+            (path.last == "use" ? MeterCommand.Use.configuration : MeterCommand.Check.configuration).usage)
+        #expect(usage.hasPrefix("guestmode " + path.joined(separator: " ") + " "))
+        var dump = ""
+        do {
+            _ = try Guestmode.parseAsRoot(path + ["--experimental-dump-help"])
+        } catch {
+            dump = Guestmode.fullMessage(for: error)
+        }
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(dump.utf8)) as? [String: Any])
+        let arguments = try #require((document["command"] as? [String: Any])?["arguments"] as? [[String: Any]])
+        for argument in arguments where argument["shouldDisplay"] as? Bool == true {
+            let name = (argument["preferredName"] as? [String: Any])?["name"] as? String
+            let shown =
+                argument["kind"] as? String == "positional" ? "<\(argument["valueName"] ?? "")>" : "--\(name ?? "")"
+            if ["--help", "--version"].contains(shown) { continue }
+            #expect(usage.contains(shown), "\(shown) is missing from: \(usage)")
+        }
     }
 
     @Test(arguments: [

@@ -40,7 +40,8 @@ struct JSONNumberTests {
         #expect(try await sandbox.run("migrate", "adopt", guest).status == 0)
         #expect(try await sandbox.run("record", "get", guest, "habits", "h1").stdout == Self.document + "\n")
         try sandbox.write(
-            "records.ndjson", #"{"user_id":"\#(guest)","collection":"habits","key":"h2","data":\#(Self.document)}"# + "\n")
+            "records.ndjson",
+            #"{"user_id":"\#(guest)","collection":"habits","key":"h2","data":\#(Self.document)}"# + "\n")
         let load = try await sandbox.run("record", "put", "--from", "records.ndjson")
         #expect(load.status == 0, "\(load.stderr)")
         #expect(try await sandbox.run("record", "get", guest, "habits", "h2").stdout == Self.document + "\n")

@@ -42,7 +42,7 @@ extension ProfileReader {
             guard let triggerName = name(keyNode, "trigger name") else { continue }
             let what = "trigger '\(key)'"
             let fields = mapping(value, what, allowed: ["collection", "outcome", "meter"]) ?? []
-                switch (fields["collection"], fields["meter"]) {
+            switch (fields["collection"], fields["meter"]) {
             case let (collectionNode?, nil):
                 guard let collection = name(collectionNode, "\(what) collection") else { continue }
                 if !promptScope.collections.contains(collection) {

@@ -18,6 +18,8 @@ struct MeterCommand: ParsableCommand {
     )
 
     struct Use: ParsableCommand {
+        // The usage is written out: generated, the amount read `.allUnrecognized` (see `MeterCommand.amount`)
+        // would show as `[<amount> ...]`. SignedValueTests checks it names every argument.
         static let configuration = CommandConfiguration(
             commandName: "use", abstract: "Record usage of a meter.",
             usage: """
@@ -83,6 +85,7 @@ struct MeterCommand: ParsableCommand {
     }
 
     struct Check: ParsableCommand {
+        // Written out as `use`'s is.
         static let configuration = CommandConfiguration(
             commandName: "check",
             abstract: "Gate a call: exit 0 if the amount fits, 12 if not. Records nothing.",
@@ -97,7 +100,8 @@ struct MeterCommand: ParsableCommand {
         @Argument(help: "The meter.") var meter: String
         @Argument(
             parsing: .allUnrecognized,
-            help: ArgumentHelp("The amount about to be used, a plain decimal (default: anything left).", valueName: "amount"))
+            help: ArgumentHelp(
+                "The amount about to be used, a plain decimal (default: anything left).", valueName: "amount"))
         var amount: [String] = []
 
         func validate() throws { _ = try MeterCommand.amount(amount) }

@@ -31,7 +31,8 @@ struct PlanCommand: ParsableCommand {
                 valueName: "duration"))
         var trial: String?
 
-        @Option(parsing: .unconditional, help: ArgumentHelp("The plan ends at this time (ISO 8601).", valueName: "time"))
+        @Option(
+            parsing: .unconditional, help: ArgumentHelp("The plan ends at this time (ISO 8601).", valueName: "time"))
         var until: String?
 
         func validate() throws {

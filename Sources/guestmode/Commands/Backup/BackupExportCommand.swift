@@ -40,7 +40,9 @@ extension BackupCommand {
         @OptionGroup var passphrase: PassphraseFileOption<EncryptingPassphrase>
 
         func validate() throws {
-            if passphrase.passphraseFile != nil && !encrypt { throw ValidationError("--passphrase-file needs --encrypt") }
+            if passphrase.passphraseFile != nil && !encrypt {
+                throw ValidationError("--passphrase-file needs --encrypt")
+            }
             if out == "-" && isatty(STDOUT_FILENO) == 1 {
                 throw ValidationError("--out - writes the archive to standard output, which is a terminal; redirect it")
             }

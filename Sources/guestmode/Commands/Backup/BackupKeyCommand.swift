@@ -60,7 +60,8 @@ extension BackupCommand {
 
             func run() throws {
                 let key = try BackupKey.parse(
-                    try readSecretFile(file, what: "the key file"), source: file == "-" ? "standard input" : "'\(file)'")
+                    try readSecretFile(file, what: "the key file"), source: file == "-" ? "standard input" : "'\(file)'"
+                )
                 let path = global.backupKeyPath
                 // Installing is how a key named by GUESTMODE_BACKUP_KEY_FILE comes to exist: its absence is expected here.
                 let existing = try BackupKey.load(path: path)
