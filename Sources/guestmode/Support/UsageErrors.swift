@@ -36,8 +36,8 @@ enum UsageErrors {
     }
 
     /// The arguments up to `--` without the global options and their values (`--store s.sqlite
-    /// user list` → `user list`). Which options take a value is read from the root command's
-    /// definition, the one place that declares them.
+    /// user list` → `user list`). Whether an option takes a value is asked of the `GlobalOptions`
+    /// group, the one place that declares them: it accepts such an option only with a value after it.
     static func words(_ arguments: [String]) -> [String] {
         var words: [String] = []
         var skipsValue = false
@@ -45,15 +45,14 @@ enum UsageErrors {
             if skipsValue {
                 skipsValue = false
             } else if argument.hasPrefix("-") && argument != "-" {
-                skipsValue = globalOptionsTakingValues.contains(argument)
+                skipsValue =
+                    (try? GlobalOptions.parse([argument])) == nil && (try? GlobalOptions.parse([argument, "-"])) != nil
             } else {
                 words.append(argument)
             }
         }
         return words
     }
-
-    private static let globalOptionsTakingValues = Set(((try? singleValueOptions([])) ?? []).joined())
 
     /// `guestmode help TOPIC` names a command; ArgumentParser would print the
     /// top-level help and exit 0 for any word.
