@@ -41,9 +41,7 @@ struct Output {
 
     /// A document built as a JSON tree (`profile show`), pretty-printed.
     func json(value: JSONValue) {
-        var text = ""
-        value.write(to: &text, pretty: true, indent: 0)
-        line(text)
+        line(value.text(pretty: true))
     }
 
     /// One JSON document on one line (NDJSON, progress lines).
