@@ -86,24 +86,6 @@ extension PostgresStore {
         try enqueueBackup(userID: userID, now: now, connection)
     }
 
-    /// Records what guestmode itself did (upgrades, warnings); never tokens.
-    func appendSystemEvent(
-        user: String, action: String, properties: [String: String], at time: Date, _ connection: PostgresConnection
-    ) throws {
-        try connection.execute(
-            "INSERT INTO events (user_id, action, at, count, properties) VALUES ($1, $2, $3, 1, $4)",
-            [
-                PostgresValue(user), PostgresValue(action), PostgresValue(time),
-                PostgresValue(EventLog.encodeProperties(properties)),
-            ])
-        try connection.execute(
-            """
-            INSERT INTO counters (user_id, action, total) VALUES ($1, $2, 1)
-            ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + 1
-            """,
-            [PostgresValue(user), PostgresValue(action)])
-    }
-
     /// Queues a backup of `userID`, coalesced to one pending entry per user;
     /// a repeat keeps the attempt count and retry time and moves `queued_at`
     /// strictly forward (as in SQLiteStore).
@@ -122,11 +104,6 @@ extension PostgresStore {
             [PostgresValue(userID), PostgresValue(queuedAt)])
     }
 
-    /// The tier whose caps and allowances apply to `user` now.
-    func tier(of user: User, profile: Profile, now: Date, _ connection: PostgresConnection) throws -> TierLevel {
-        profile.tier(for: user.state, grants: try planGrants(of: user.id, connection), now: now)
-    }
-
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ connection: PostgresConnection) throws -> [PlanGrant] {
         try connection.execute(
@@ -137,18 +114,5 @@ extension PostgresStore {
                 trialEndsAt: try row.optionalDate("trial_ends_at"), endsAt: try row.optionalDate("ends_at"),
                 revokedAt: try row.optionalDate("revoked_at"))
         }
-    }
-
-    /// Where `user` stands against one collection's cap now.
-    func collectionLimit(
-        of user: User, collection: String, profile: Profile, now: Date, _ connection: PostgresConnection
-    ) throws -> CollectionLimit {
-        let level = try tier(of: user, profile: profile, now: now, connection)
-        let used =
-            try connection.execute(
-                "SELECT count(*) AS n FROM records WHERE owner_id = $1 AND collection = $2",
-                [PostgresValue(user.id), PostgresValue(collection)]
-            ).first?.int("n") ?? 0
-        return profile.collectionLimit(collection, tier: level, used: used)
     }
 }

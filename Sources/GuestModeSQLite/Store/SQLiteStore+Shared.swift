@@ -81,15 +81,6 @@ extension SQLiteStore {
         try enqueueBackup(db, userID: userID, now: now)
     }
 
-    /// Records what guestmode itself did (upgrades, warnings); never tokens.
-    func appendSystemEvent(user: String, action: String, properties: [String: String], at: Date, _ db: Database) throws
-    {
-        try db.execute(
-            sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, 1, ?)",
-            arguments: [user, action, Timestamp.format(at), EventLog.encodeProperties(properties)])
-        try addToCounter(user: user, action: action, count: 1, db)
-    }
-
     /// Queues a backup of `userID`, coalesced to one pending entry per user.
     /// Callers run it in the same transaction as the change, and only when
     /// the profile's backup policy queues on change. A repeat keeps the
@@ -112,11 +103,6 @@ extension SQLiteStore {
         ).execute(arguments: [userID, Timestamp.format(queuedAt)])
     }
 
-    /// The tier whose caps and allowances apply to `user` now.
-    func tier(of user: User, profile: Profile, now: Date, _ db: Database) throws -> TierLevel {
-        profile.tier(for: user.state, grants: try planGrants(of: user.id, db), now: now)
-    }
-
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {
         try Row.fetchAll(
@@ -129,19 +115,5 @@ extension SQLiteStore {
                 endsAt: try row.optionalTime("ends_at"),
                 revokedAt: try row.optionalTime("revoked_at"))
         }
-    }
-
-    /// Where `user` stands against one collection's cap now.
-    func collectionLimit(
-        of user: User, collection: String, profile: Profile, now: Date, _ db: Database
-    ) throws
-        -> CollectionLimit
-    {
-        let level = try tier(of: user, profile: profile, now: now, db)
-        let used =
-            try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?",
-                arguments: [user.id, collection]) ?? 0
-        return profile.collectionLimit(collection, tier: level, used: used)
     }
 }

@@ -385,8 +385,8 @@ private final class Countdown: @unchecked Sendable {
         }
         #expect(ids == (1...Int64(count)).map { $0 * 2 })
         // A row the store numbers itself (as every use case writes them) comes after the imported ids.
-        try postgres.write { connection in
-            try postgres.appendSystemEvent(user: "u", action: "app_opened", properties: [:], at: day(2), connection)
+        try postgres.write { transaction in
+            try transaction.appendSystemEvent(user: "u", action: "app_opened", properties: [:], at: day(2))
         }
         let top = try postgres.read { connection in
             try connection.execute("SELECT max(id) AS top FROM events").first?.int64("top")
