@@ -85,15 +85,15 @@ struct BackendAgreementTests {
         for entry in entries {
             states.append(try store.recordPromptOutcome(entry, userID: "u", queuesBackup: false))
         }
-        let replayedStates = try replayed.withReplayTransaction { transaction in
-            try transaction.insertUser(user)
-            return try entries.map { try transaction.recordPromptOutcome($0, userID: "u") }
+        let replayedStates = try replayed.write { transaction in
+            _ = try transaction.createMissingGuests([(user.id, user.createdAt)])
+            return try entries.map { try transaction.recordPromptOutcome($0, of: "u") }
         }
         #expect(replayedStates == states)
         let facts = try #require(try store.promptFacts(userID: "u"))
         #expect(facts.history.map(\.context) == entries.map(\.context))
         #expect(try replayed.promptFacts(userID: "u") == facts)
-        #expect(try store.withReplayTransaction { try $0.promptFacts(userID: "u") } == facts)
+        #expect(try store.read { try $0.promptFacts(of: "u") } == facts)
     }
 }
 
