@@ -20,7 +20,7 @@ RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
 	python3-jsonschema
 
-.PHONY: all deps build run test example docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-decisions check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test example docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
 
 all: build
 
@@ -56,9 +56,6 @@ test: deps
 sweep: deps
 	$(SWIFT) build --build-tests
 	GUESTMODE_SWEEP_STRIDE=1 $(SWIFT) test --skip-build --filter everyByteFlipped
-
-check-decisions:
-	bash scripts/check-decisions.sh
 
 check-layout:
 	bash scripts/check-layout.sh

@@ -34,12 +34,6 @@ extension PostgresStore {
             .first.map(user(from:))
     }
 
-    func requireUser(_ id: String, locking: Bool = false, _ connection: PostgresConnection) throws -> User {
-        guard let user = try findUser(id, locking: locking, connection) else {
-            throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
-        }
-        return user
-    }
 
     func identities(of userID: String, _ connection: PostgresConnection) throws -> [Identity] {
         try connection.execute(
@@ -80,29 +74,7 @@ extension PostgresStore {
         }
     }
 
-    /// Queues a backup of the user when the profile keeps continuous backups.
-    func noteChange(of userID: String, profile: Profile, now: Date, _ connection: PostgresConnection) throws {
-        guard profile.backup.queuesOnChange else { return }
-        try enqueueBackup(userID: userID, now: now, connection)
-    }
 
-    /// Queues a backup of `userID`, coalesced to one pending entry per user;
-    /// a repeat keeps the attempt count and retry time and moves `queued_at`
-    /// strictly forward (as in SQLiteStore).
-    func enqueueBackup(userID: String, now: Date, _ connection: PostgresConnection) throws {
-        var queuedAt = now
-        if let previous = try connection.execute(
-            "SELECT queued_at FROM outbox WHERE user_id = $1 FOR UPDATE", [PostgresValue(userID)]
-        ).first?.date("queued_at"), previous >= now {
-            queuedAt = previous.addingTimeInterval(0.001)
-        }
-        try connection.execute(
-            """
-            INSERT INTO outbox (user_id, queued_at, attempts) VALUES ($1, $2, 0)
-            ON CONFLICT (user_id) DO UPDATE SET queued_at = excluded.queued_at
-            """,
-            [PostgresValue(userID), PostgresValue(queuedAt)])
-    }
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ connection: PostgresConnection) throws -> [PlanGrant] {

@@ -30,12 +30,6 @@ extension SQLiteStore {
             linkedAt: try row.optionalTime("linked_at"))
     }
 
-    func requireUser(_ id: String, _ db: Database) throws -> User {
-        guard let user = try findUser(id, db) else {
-            throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
-        }
-        return user
-    }
 
     func identities(of userID: String, _ db: Database) throws -> [Identity] {
         try Row.fetchAll(
@@ -75,33 +69,7 @@ extension SQLiteStore {
         try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])
     }
 
-    /// Queues a backup of the user when the profile keeps continuous backups.
-    func noteChange(of userID: String, profile: Profile, now: Date, _ db: Database) throws {
-        guard profile.backup.queuesOnChange else { return }
-        try enqueueBackup(db, userID: userID, now: now)
-    }
 
-    /// Queues a backup of `userID`, coalesced to one pending entry per user.
-    /// Callers run it in the same transaction as the change, and only when
-    /// the profile's backup policy queues on change. A repeat keeps the
-    /// attempt count and retry time (the destination is no more reachable
-    /// because the data changed) and moves `queued_at` strictly forward.
-    func enqueueBackup(_ db: Database, userID: String, now: Date) throws {
-        var queuedAt = now
-        // Cached statements: bulk ingestion queues a backup per user and batch.
-        if let previous = try StoredTime.fetchOne(
-            db.cachedStatement(sql: "SELECT queued_at FROM outbox WHERE user_id = ?"), arguments: [userID]),
-            previous.date >= now
-        {
-            queuedAt = previous.date.addingTimeInterval(0.001)
-        }
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
-                ON CONFLICT(user_id) DO UPDATE SET queued_at = excluded.queued_at
-                """
-        ).execute(arguments: [userID, Timestamp.format(queuedAt)])
-    }
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {
