@@ -38,12 +38,6 @@ public struct PurgePolicy: Sendable {
     /// The state of every candidate: only guests are ever purged.
     public static let candidateState = UserState.anonymous
 
-    /// Whether a user is a candidate at all: anonymous and inactive since
-    /// before the cutoff. The engine asks the store for exactly these users.
-    public func isCandidate(state: UserState, lastSeenAt: Date) -> Bool {
-        state == Self.candidateState && lastSeenAt < cutoff
-    }
-
     /// What to do with one user, given how many records it owns and every
     /// plan grant it ever held.
     public func decision(state: UserState, lastSeenAt: Date, records: Int, grants: [PlanGrant]) -> Decision {

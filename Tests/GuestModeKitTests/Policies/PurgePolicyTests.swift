@@ -17,12 +17,11 @@ import Testing
 
     @Test func onlyAnonymousUsersInactiveSinceBeforeTheCutoffAreCandidates() throws {
         let policy = try policy()
-        #expect(policy.isCandidate(state: .anonymous, lastSeenAt: day(14)))
-        #expect(!policy.isCandidate(state: .anonymous, lastSeenAt: day(15)), "the cutoff itself is recent enough")
-        #expect(!policy.isCandidate(state: .linked, lastSeenAt: day(1)))
+        #expect(policy.decision(state: .anonymous, lastSeenAt: day(14), records: 0, grants: []) == .delete)
         #expect(policy.decision(state: .linked, lastSeenAt: day(1), records: 0, grants: []) == .keep(.isNotAnonymous))
         #expect(
-            policy.decision(state: .anonymous, lastSeenAt: day(15), records: 0, grants: []) == .keep(.isRecentlyActive))
+            policy.decision(state: .anonymous, lastSeenAt: day(15), records: 0, grants: []) == .keep(.isRecentlyActive),
+            "the cutoff itself is recent enough")
     }
 
     @Test func usersWithRecordsAreKeptUnlessToldOtherwise() throws {
