@@ -211,6 +211,12 @@ struct LifecycleTests {
         #expect(second.status == 14)
         #expect(second.errorJSON["code"] as? String == "upgrade_in_progress")
         #expect(try await sqlite(sandbox, "SELECT state FROM users") == "anonymous")
+        let failures = try await sandbox.run("user", "events", guest, "--action", "account_upgrade_failed", "--json")
+        let failure = (failures.json as? [[String: Any]])?.first?["properties"] as? [String: Any]
+        #expect(failure?["code"] as? String == "upgrade_in_progress", "\(failures.stdout)")
+        #expect(
+            try await sqlite(sandbox, "SELECT count(*) FROM upgrade_locks") == "1",
+            "the killed attempt keeps its lock")
         let later = try await sandbox.run(
             "--now", "2026-11-01T10:30:00Z", "link", guest, "--provider", "apple", "--subject", "a")
         #expect(later.status == 0, "\(later.stderr)")

@@ -81,7 +81,16 @@ extension GuestMode {
         }
         let request = LinkRequest(user: userID, provider: provider, subject: subject, email: email)
 
-        if try beginLink(request, now: now) == .alreadyLinked {
+        let beginning: LinkBeginning
+        do {
+            beginning = try beginLink(request, now: now)
+        } catch let error as GuestModeError where error.code == .upgradeInProgress {
+            // The refusal is counted for upgrade analytics; the attempt in
+            // progress keeps its lock.
+            try? recordRefusedLink(user: userID, provider: provider, failureCode: error.code.rawValue, now: now)
+            throw error
+        }
+        if beginning == .alreadyLinked {
             return LinkResult(
                 user: userID, provider: provider, subject: subject, isNewlyLinked: false,
                 removedAnonymousCredentials: false)
@@ -173,6 +182,18 @@ extension GuestMode {
             return LinkResult(
                 user: userID, provider: provider, subject: request.subject, isNewlyLinked: true,
                 removedAnonymousCredentials: removedCredentials)
+        }
+    }
+
+    /// After a start refused while another upgrade holds the lock: appends
+    /// `account_upgrade_failed` with the provider and the refusal's code,
+    /// leaving that upgrade's lock alone.
+    func recordRefusedLink(user userID: String, provider: String, failureCode: String, now: Date) throws {
+        try store.write { transaction in
+            guard try transaction.user(userID, locking: true) != nil else { return }
+            try transaction.appendSystemEvent(
+                user: userID, action: "account_upgrade_failed", properties: ["provider": provider, "code": failureCode],
+                at: now)
         }
     }
 

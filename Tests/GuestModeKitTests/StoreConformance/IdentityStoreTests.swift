@@ -169,6 +169,30 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func aRefusedConcurrentUpgradeIsCountedAndLeavesTheOtherAttemptsLock(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
+        try store.createUser(newUser("g"), credentials: nil)
+        let first = LinkRequest(user: "g", provider: "apple", subject: "a", email: nil)
+        #expect(try engine.beginLink(first, now: day(1)) == .started)
+        expectFailure(.conflict, code: .upgradeInProgress) {
+            _ = try engine.link(user: "g", provider: "google", subject: "b", email: nil, now: day(1, hour: 1))
+        }
+        let refused = try engine.details(of: "g", now: day(1, hour: 1))
+        #expect(refused.counters["account_upgrade_failed"] == 1)
+        #expect(refused.identities.isEmpty)
+        let failures = try engine.events(of: "g", matching: EventQuery(action: "account_upgrade_failed"))
+        #expect(failures.map { $0.properties["code"] } == [.string("upgrade_in_progress")])
+        #expect(failures.map { $0.properties["provider"] } == [.string("google")])
+        // The first attempt still holds its lock, and finishes.
+        expectFailure(.conflict, code: .upgradeInProgress) {
+            _ = try engine.beginLink(first, now: day(1, hour: 1))
+        }
+        #expect(try engine.completeLink(first, now: day(1, hour: 1)).isNewlyLinked)
+        #expect(try engine.details(of: "g", now: day(1, hour: 1)).counters["account_upgrade_succeeded"] == 1)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func linkingAMissingUserIsNotFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let engine = GuestMode(profile: profile, store: store)
