@@ -192,7 +192,8 @@ extension GuestMode {
         try store.write { transaction in
             guard try transaction.user(userID, locking: true) != nil else { return }
             try transaction.appendSystemEvent(
-                user: userID, action: "account_upgrade_failed", properties: ["provider": provider, "code": failureCode],
+                user: userID, action: "account_upgrade_failed",
+                properties: ["provider": provider, "code": failureCode],
                 at: now)
         }
     }

@@ -8,9 +8,9 @@ public protocol MeterRows {
     /// or a stored amount past it, reads as `MeterAmount.largest`.
     func meterUsage(of userID: String, meter: String, since start: Date?) throws -> MeterAmount
 
-    /// Whether a use of `meter` under the idempotency key `key` is recorded
-    /// for the user, in any period.
-    func meterUseExists(of userID: String, meter: String, key: String) throws -> Bool
+    /// The amount of the user's use of `meter` recorded under the
+    /// idempotency key `key`, in any period; nil when there is none.
+    func meterUseAmount(of userID: String, meter: String, key: String) throws -> MeterAmount?
 
     /// Records one use of `meter` at `time`, under `key` when one is given.
     func appendMeterUse(of userID: String, meter: String, amount: MeterAmount, at time: Date, key: String?) throws

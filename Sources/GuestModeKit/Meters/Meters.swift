@@ -144,7 +144,8 @@ extension GuestMode {
 
     /// One use of a meter inside the caller's transaction, in this order:
     /// - a `key` already recorded for this user and meter records nothing
-    ///   and reports a duplicate (allowed, with the status now);
+    ///   and reports a duplicate (allowed, with the status now), or throws
+    ///   `idempotency_key_reused` when it was recorded with another amount;
     /// - a use that does not fit (`MeterStatus.admits`) is, with `overage`
     ///   `.refuse`, refused whole and writes nothing at all, so its key is
     ///   not taken; with `.allow` it is recorded like any other (and
@@ -162,7 +163,15 @@ extension GuestMode {
         in transaction: any StoreTransaction
     ) throws -> MeterUseResult {
         let user = try transaction.requireUser(userID, locking: true)
-        if let key, try transaction.meterUseExists(of: userID, meter: meter.name, key: key) {
+        if let key, let recorded = try transaction.meterUseAmount(of: userID, meter: meter.name, key: key) {
+            // Stripe's rule: a retry repeats the request; another amount under
+            // the same key is a client bug, refused before anything is written.
+            guard recorded == amount else {
+                throw GuestModeError(
+                    .conflict, code: .idempotencyKeyReused,
+                    "idempotency key '\(key)' of user '\(userID)' was already used for \(recorded) of meter '\(meter.name)', not \(amount); keys identify one use"
+                )
+            }
             let status = try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
             return MeterUseResult(isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
         }

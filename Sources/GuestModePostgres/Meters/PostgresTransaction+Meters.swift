@@ -32,11 +32,17 @@ extension PostgresTransaction {
         return used
     }
 
-    func meterUseExists(of userID: String, meter: String, key: String) throws -> Bool {
+    func meterUseAmount(of userID: String, meter: String, key: String) throws -> MeterAmount? {
         try connection.execute(
-            "SELECT 1 FROM meter_usage WHERE user_id = $1 AND meter = $2 AND idempotency_key = $3",
+            """
+            SELECT CASE WHEN amount IS NULL THEN NULL
+                        WHEN amount <= 0 THEN 0
+                        WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint
+                        ELSE 9223372036854775807 END AS millionths
+            FROM meter_usage WHERE user_id = $1 AND meter = $2 AND idempotency_key = $3
+            """,
             [PostgresValue(userID), PostgresValue(meter), PostgresValue(key)]
-        ).count > 0
+        ).first.map { MeterAmount(millionths: max(0, try $0.int64("millionths"))) }
     }
 
     func appendMeterUse(of userID: String, meter: String, amount: MeterAmount, at time: Date, key: String?) throws {

@@ -28,11 +28,19 @@ extension SQLiteTransaction {
         return used
     }
 
-    func meterUseExists(of userID: String, meter: String, key: String) throws -> Bool {
-        try Bool.fetchOne(
-            db.cachedStatement(
-                sql: "SELECT 1 FROM meter_usage WHERE user_id = ? AND meter = ? AND idempotency_key = ?"),
-            arguments: [userID, meter, key]) ?? false
+    func meterUseAmount(of userID: String, meter: String, key: String) throws -> MeterAmount? {
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT CASE WHEN typeof(amount) IN ('integer', 'real')
+                                    THEN CAST(round(amount * 1000000) AS INTEGER) END AS millionths
+                        FROM meter_usage WHERE user_id = ? AND meter = ? AND idempotency_key = ?
+                        """),
+                arguments: [userID, meter, key])
+        else { return nil }
+        let millionths: Int64 = try row.decode(forColumn: "millionths")
+        return MeterAmount(millionths: max(0, millionths))
     }
 
     func appendMeterUse(of userID: String, meter: String, amount: MeterAmount, at time: Date, key: String?) throws {

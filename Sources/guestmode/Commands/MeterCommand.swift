@@ -40,7 +40,9 @@ struct MeterCommand: ParsableCommand {
 
         @Option(
             name: .customLong("id"),
-            help: ArgumentHelp("An idempotency key: a repeated key records once.", valueName: "key"))
+            help: ArgumentHelp(
+                "An idempotency key: a repeated key records once; the key with another amount is refused (exit 14).",
+                valueName: "key"))
         var idempotencyKey: String?
 
         @Option(

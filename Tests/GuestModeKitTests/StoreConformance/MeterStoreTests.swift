@@ -56,6 +56,17 @@ struct MeterStoreTests {
         #expect(repeated.isAllowed)
         #expect(repeated.status.used == 10)
         #expect(try engine.meterStatus(user: "u1", meter: "api_minutes", now: day(1)).used == 10)
+        // Another amount under the same key is refused and records nothing;
+        // the key stays bound to its first amount, in a later period too.
+        expectFailure(.conflict, code: .idempotencyKeyReused) {
+            _ = try engine.useMeter(user: "u1", meter: "api_minutes", amount: 10.000001, key: "call-1", now: day(1))
+        }
+        #expect(try engine.meterStatus(user: "u1", meter: "api_minutes", now: day(1)).used == 10)
+        #expect(
+            try engine.useMeter(
+                user: "u1", meter: "api_minutes", amount: 10, key: "call-1",
+                now: day(30).addingTimeInterval(31 * 86_400)
+            ).isDuplicate)
     }
 
     @Test(arguments: StoreBackend.allCases)
