@@ -105,6 +105,13 @@ struct ReplayReportTests {
         #expect(funnel.object["prompted"] as? Int == 2)
         #expect(funnel.object["linked"] as? Int == 1)
         #expect(abs((funnel.object["median_hours_to_link"] as? Double ?? 0) - 6) < 0.001)
+        let percentiles = funnel.object["hours_to_link_percentiles"] as? [String: Any]
+        #expect(abs((percentiles?["p90"] as? Double ?? 0) - 6) < 0.001, "\(funnel.stdout)")
+        #expect(funnel.object["linked_within_seven_days"] as? Int == 1)
+        #expect(funnel.object["linked_within_seven_days_rate"] as? Double == 0.5)
+        let funnelCSV = try await sandbox.run("report", "funnel", "--format", "csv", "--until", "2026-11-15")
+        #expect(funnelCSV.stdout.hasPrefix("guests,prompted,linked,prompted_rate,linked_rate,"), "\(funnelCSV.stdout)")
+        #expect(funnelCSV.stdout.contains(",p90_hours,linked_in_7d,linked_in_7d_rate\n"), "\(funnelCSV.stdout)")
         #expect((try await sandbox.run("report", "funnel", "--json")).object["guests"] as? Int == 3)
 
         let prompts = try await sandbox.run("report", "prompts", "--format", "csv")

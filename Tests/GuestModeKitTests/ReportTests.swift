@@ -55,8 +55,16 @@ import Testing
         #expect(funnel.linked == 4)
         #expect(abs((funnel.medianHoursToLink ?? 0) - 2.5) < 1e-6)
         #expect(abs((funnel.averageHoursToLink ?? 0) - 4) < 1e-6)
+        let percentiles = try #require(funnel.hoursToLinkPercentiles)
+        for (value, expected) in [
+            (percentiles.p25, 1.75), (percentiles.p50, 2.5), (percentiles.p75, 4.75), (percentiles.p90, 7.9),
+        ] {
+            #expect(abs(value - expected) < 1e-6)
+        }
+        #expect(funnel.linkedWithinSevenDays == 4 && funnel.linkedWithinSevenDaysRate == 0.8)
         #expect(try engine.funnelReport(ReportPeriod()).guests == 6)
         let empty = try engine.funnelReport(ReportPeriod(since: start.addingTimeInterval(86_400)))
         #expect(empty.guests == 0 && empty.medianHoursToLink == nil && empty.linkedRate == nil)
+        #expect(empty.hoursToLinkPercentiles == nil && empty.linkedWithinSevenDaysRate == nil)
     }
 }

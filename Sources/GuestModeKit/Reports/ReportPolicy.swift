@@ -9,25 +9,47 @@ extension FunnelReport {
             period: period, guests: counts.guests, prompted: counts.prompted, linked: counts.linked,
             promptedRate: counts.guests == 0 ? nil : Double(counts.prompted) / Double(counts.guests),
             linkedRate: counts.guests == 0 ? nil : Double(counts.linked) / Double(counts.guests),
-            averageHoursToLink: counts.averageHoursToLink, medianHoursToLink: counts.medianHoursToLink)
+            averageHoursToLink: counts.averageHoursToLink, medianHoursToLink: counts.medianHoursToLink,
+            hoursToLinkPercentiles: counts.hoursToLinkPercentiles, linkedWithinSevenDays: counts.linkedWithinSevenDays,
+            linkedWithinSevenDaysRate: counts.guests == 0
+                ? nil : Double(counts.linkedWithinSevenDays) / Double(counts.guests))
     }
 }
 
 extension FunnelCounts {
-    /// The cohort's counts, with the average and the median of its hours to
-    /// link: the middle value, or the mean of the two middle ones for an even
-    /// count; nil when nobody linked.
+    /// How long "authenticated soon" is: seven days from first seen.
+    static let soonAfterFirstSeen: Double = 7 * 24
+
+    /// The cohort's counts, with the average, the median and the
+    /// percentiles of its hours to link, and how many linked within seven
+    /// days; the statistics are nil when nobody linked.
     init(cohort: CohortCounts, hoursToLink: [Double]) {
         var average: Double?
         var median: Double?
-        if !hoursToLink.isEmpty {
-            let sorted = hoursToLink.sorted()
+        var percentiles: LinkTimePercentiles?
+        let sorted = hoursToLink.sorted()
+        if !sorted.isEmpty {
             average = sorted.reduce(0, +) / Double(sorted.count)
             median = (sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2
+            percentiles = LinkTimePercentiles(
+                p25: Self.percentile(0.25, of: sorted), p50: Self.percentile(0.5, of: sorted),
+                p75: Self.percentile(0.75, of: sorted), p90: Self.percentile(0.9, of: sorted))
         }
         self.init(
             guests: cohort.users, prompted: cohort.prompted, linked: cohort.linked, averageHoursToLink: average,
-            medianHoursToLink: median)
+            medianHoursToLink: median, hoursToLinkPercentiles: percentiles,
+            linkedWithinSevenDays: sorted.prefix { $0 <= Self.soonAfterFirstSeen }.count)
+    }
+
+    /// The `fraction` percentile of sorted, non-empty values, interpolated
+    /// linearly between the two nearest ranks (Hyndman and Fan's type 7, the
+    /// default of R and NumPy): the median of an even count is the mean of
+    /// the two middle values, as `medianHoursToLink` is.
+    static func percentile(_ fraction: Double, of sorted: [Double]) -> Double {
+        let position = fraction * Double(sorted.count - 1)
+        let lower = Int(position.rounded(.down))
+        let upper = min(lower + 1, sorted.count - 1)
+        return sorted[lower] + (position - Double(lower)) * (sorted[upper] - sorted[lower])
     }
 }
 

@@ -84,13 +84,39 @@ public struct FunnelCounts: Sendable, Equatable {
     public var linked: Int
     public var averageHoursToLink: Double?
     public var medianHoursToLink: Double?
+    /// The quartiles and the 90th percentile of hours to link; nil when
+    /// nobody linked.
+    public var hoursToLinkPercentiles: LinkTimePercentiles?
+    /// Users who linked within seven days of being first seen.
+    public var linkedWithinSevenDays: Int
 
-    public init(guests: Int, prompted: Int, linked: Int, averageHoursToLink: Double?, medianHoursToLink: Double?) {
+    public init(
+        guests: Int, prompted: Int, linked: Int, averageHoursToLink: Double?, medianHoursToLink: Double?,
+        hoursToLinkPercentiles: LinkTimePercentiles? = nil, linkedWithinSevenDays: Int = 0
+    ) {
         self.guests = guests
         self.prompted = prompted
         self.linked = linked
         self.averageHoursToLink = averageHoursToLink
         self.medianHoursToLink = medianHoursToLink
+        self.hoursToLinkPercentiles = hoursToLinkPercentiles
+        self.linkedWithinSevenDays = linkedWithinSevenDays
+    }
+}
+
+/// Percentiles of the hours from first seen to linked, each interpolated
+/// between the two nearest ranks (so `p50` is the median).
+public struct LinkTimePercentiles: Codable, Sendable, Equatable {
+    public var p25: Double
+    public var p50: Double
+    public var p75: Double
+    public var p90: Double
+
+    public init(p25: Double, p50: Double, p75: Double, p90: Double) {
+        self.p25 = p25
+        self.p50 = p50
+        self.p75 = p75
+        self.p90 = p90
     }
 }
 

@@ -22,6 +22,13 @@ public struct FunnelReport: Codable, Sendable, Equatable {
     public var linkedRate: Double?
     public var averageHoursToLink: Double?
     public var medianHoursToLink: Double?
+    /// The quartiles and the 90th percentile of hours to link; nil when
+    /// nobody linked.
+    public var hoursToLinkPercentiles: LinkTimePercentiles?
+    /// Guests of the period who linked within seven days of being first seen.
+    public var linkedWithinSevenDays: Int
+    /// `linkedWithinSevenDays` per guest; nil for an empty period.
+    public var linkedWithinSevenDaysRate: Double?
 }
 
 public struct PromptContextReport: Codable, Sendable, Equatable {

@@ -12,23 +12,28 @@ struct ReportCommand: ParsableCommand {
     struct Funnel: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "funnel",
-            abstract: "Guests first seen in the period, how many were prompted and linked, and the time to link.")
+            abstract:
+                "Guests first seen in the period, how many were prompted and linked, the time to link and its percentiles."
+        )
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: ReportOptions
 
         func run() throws {
             let report = try global.openEngine().funnelReport(try options.period())
+            let percentiles = report.hoursToLinkPercentiles
             try options.render(
                 report, global: global,
                 header: [
                     "GUESTS", "PROMPTED", "LINKED", "PROMPTED_RATE", "LINKED_RATE", "AVG_HOURS_TO_LINK",
-                    "MEDIAN_HOURS_TO_LINK",
+                    "MEDIAN_HOURS_TO_LINK", "P25_HOURS", "P75_HOURS", "P90_HOURS", "LINKED_IN_7D", "LINKED_IN_7D_RATE",
                 ],
                 rows: [
                     [
                         "\(report.guests)", "\(report.prompted)", "\(report.linked)", percent(report.promptedRate),
                         percent(report.linkedRate), hours(report.averageHoursToLink), hours(report.medianHoursToLink),
+                        hours(percentiles?.p25), hours(percentiles?.p75), hours(percentiles?.p90),
+                        "\(report.linkedWithinSevenDays)", percent(report.linkedWithinSevenDaysRate),
                     ]
                 ],
                 dataRows: [
@@ -36,6 +41,9 @@ struct ReportCommand: ParsableCommand {
                         "\(report.guests)", "\(report.prompted)", "\(report.linked)",
                         Listing.number(report.promptedRate), Listing.number(report.linkedRate),
                         Listing.number(report.averageHoursToLink), Listing.number(report.medianHoursToLink),
+                        Listing.number(percentiles?.p25), Listing.number(percentiles?.p75),
+                        Listing.number(percentiles?.p90), "\(report.linkedWithinSevenDays)",
+                        Listing.number(report.linkedWithinSevenDaysRate),
                     ]
                 ], items: [report])
         }

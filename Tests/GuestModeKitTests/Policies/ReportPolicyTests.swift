@@ -21,6 +21,21 @@ private func profile(_ name: String) throws -> Profile {
         #expect(empty.promptedRate == nil && empty.linkedRate == nil)
     }
 
+    @Test func percentilesInterpolateBetweenTheNearestRanksAndSevenDaysIsInclusive() {
+        let cohort = CohortCounts(users: 10, prompted: 5, linked: 5)
+        let counts = FunnelCounts(cohort: cohort, hoursToLink: [500, 1, 168, 168.01, 24])
+        let percentiles = counts.hoursToLinkPercentiles
+        #expect(percentiles?.p25 == 24 && percentiles?.p50 == 168 && percentiles?.p75 == 168.01)
+        #expect(abs((percentiles?.p90 ?? 0) - 367.204) < 1e-9, "60 % of the way from 168.01 to 500")
+        #expect(counts.medianHoursToLink == percentiles?.p50)
+        #expect(counts.linkedWithinSevenDays == 3, "168 hours is within seven days, 168.01 is not")
+        let report = FunnelReport(period: ReportPeriod(), counts: counts)
+        #expect(report.linkedWithinSevenDaysRate == 0.3)
+        let one = FunnelCounts(cohort: cohort, hoursToLink: [5])
+        #expect(one.hoursToLinkPercentiles == LinkTimePercentiles(p25: 5, p50: 5, p75: 5, p90: 5))
+        #expect(FunnelCounts(cohort: cohort, hoursToLink: []).hoursToLinkPercentiles == nil)
+    }
+
     @Test func hoursToLinkGiveTheAverageAndTheMiddleValueOrTheMeanOfTheTwoMiddleOnes() {
         let cohort = CohortCounts(users: 9, prompted: 3, linked: 4)
         let even = FunnelCounts(cohort: cohort, hoursToLink: [10, 1, 3, 2])
