@@ -154,6 +154,7 @@ extension GuestModeError {
             .idempotencyKeyReused,
             .identityAlreadyExists,
             .identityNotFound,
+            .importConflict,
             .inconsistentRows,
             .integrityCheckFailed,
             .internalFailure,
@@ -162,6 +163,7 @@ extension GuestModeError {
             .invalidDevice,
             .invalidEvent,
             .invalidEventLog,
+            .invalidImportFile,
             .invalidJson,
             .invalidLevel,
             .invalidLimit,
@@ -314,6 +316,8 @@ extension GuestModeError {
         public static let journalNotFound = Code("journal_not_found", .notFound)
         public static let keyExists = Code("key_exists", .conflict)
         public static let lineTooLong = Code("line_too_long", .badData)
+        public static let importConflict = Code("import_conflict", .conflict)
+        public static let invalidImportFile = Code("invalid_import_file", .badData)
         public static let malformedLog = Code("malformed_log", .badData)
         public static let manifestMismatch = Code("manifest_mismatch", .badData)
         public static let migrationInterrupted = Code("migration_interrupted", .tryAgainLater)

@@ -5,8 +5,8 @@ import GuestModeKit
 struct UserCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user",
-        abstract: "List, show, delete and purge users.",
-        subcommands: [List.self, Show.self, Events.self, Delete.self, Purge.self]
+        abstract: "List, show, delete, purge and import users.",
+        subcommands: [List.self, Show.self, Events.self, Delete.self, Purge.self, Import.self]
     )
 
     struct List: ParsableCommand {

@@ -6,6 +6,7 @@ import GuestModeKit
 extension ArchiveFormat: ExpressibleByArgument {}
 extension ConflictPolicy: ExpressibleByArgument {}
 extension MergePolicy: ExpressibleByArgument {}
+extension UserImportFormat: ExpressibleByArgument {}
 extension PromptOutcome: ExpressibleByArgument {}
 extension MeterOverage: ExpressibleByArgument {}
 

@@ -1,0 +1,182 @@
+import Foundation
+
+/// Where the users of `GuestMode.importUsers` come from.
+public enum UserImportFormat: String, CaseIterable, Codable, Sendable {
+    /// The JSON file `firebase auth:export` writes.
+    case firebase
+}
+
+/// What an import of users did (or, in a dry run, would do).
+public struct UserImportReport: Codable, Sendable, Equatable {
+    public var format: UserImportFormat
+    /// Accounts read from the export.
+    public var accounts: Int
+    /// Users created, anonymous or linked.
+    public var usersCreated: Int
+    /// Accounts already in the store with the same state and identities.
+    public var unchanged: Int
+    /// Of the users created, those without an identity.
+    public var anonymous: Int
+    /// Of the users created, those with at least one identity.
+    public var linked: Int
+    /// Identities linked to the users created.
+    public var identities: Int
+    /// Accounts whose password hash was left out: guestmode never imports
+    /// password hashes or tokens.
+    public var passwordHashesSkipped: Int
+    public var dryRun: Bool
+
+    init(format: UserImportFormat, dryRun: Bool) {
+        self.format = format
+        accounts = 0
+        usersCreated = 0
+        unchanged = 0
+        anonymous = 0
+        linked = 0
+        identities = 0
+        passwordHashesSkipped = 0
+        self.dryRun = dryRun
+    }
+}
+
+extension GuestMode {
+    /// The most problems an import names before it stops looking.
+    static let importProblemsNamed = 20
+
+    /// Imports the users of another auth system, keeping their ids, so
+    /// experiment buckets, counters and meters carry on. Each account
+    /// becomes an anonymous guest (no identity) or a linked user with its
+    /// identities; password hashes and tokens are never imported. An
+    /// account already in the store with the same state and identities is
+    /// left as it is, so a rerun of the same file changes nothing; one that
+    /// differs, or an identity another user holds, is a conflict. All or
+    /// nothing: every problem after the first is passed to `problem` as
+    /// `file:line: reason` as it is found, and then the whole import is
+    /// refused with the first problem (its code, its message and how many
+    /// more there were) and nothing is stored. `progress` gets the accounts
+    /// read so far.
+    public func importUsers(
+        from url: URL, label: String? = nil, format: UserImportFormat, dryRun: Bool = false, now: Date,
+        problem: (String) -> Void = { _ in }, progress: (Int) -> Void = { _ in }
+    ) throws -> UserImportReport {
+        let label = label ?? url.path
+        var report = UserImportReport(format: format, dryRun: dryRun)
+        var problems: [GuestModeError] = []
+        var problemCount = 0
+        struct Rollback: Error {}
+        do {
+            try store.write { transaction in
+                // A store may run the transaction again (a serialization retry): start afresh.
+                report = UserImportReport(format: format, dryRun: dryRun)
+                problems = []
+                problemCount = 0
+                func note(_ line: Int, _ error: GuestModeError) {
+                    problemCount += 1
+                    guard problems.count < Self.importProblemsNamed else { return }
+                    let located = GuestModeError(error.code, "\(label):\(line): \(error.message)")
+                    problems.append(located)
+                    if problems.count > 1 { problem(located.message) }
+                }
+                let reader = FirebaseExportReader(url: url, label: label)
+                try reader.forEachAccount { line, object in
+                    report.accounts += 1
+                    if report.accounts % 10_000 == 0 { progress(report.accounts) }
+                    do {
+                        let account = try ImportedAccount(firebase: object, line: line)
+                        try importAccount(account, into: transaction, now: now, report: &report)
+                    } catch let error as GuestModeError {
+                        note(line, error)
+                    }
+                }
+                progress(report.accounts)
+                if !problems.isEmpty || dryRun { throw Rollback() }
+            }
+        } catch is Rollback {
+            guard let first = problems.first else { return report }
+            let more = problemCount > 1 ? " (and \(problemCount - 1) more)" : ""
+            throw GuestModeError(first.code, "\(first.message)\(more); nothing was imported")
+        }
+        return report
+    }
+
+    /// One account, in the import's transaction: created, found unchanged,
+    /// or refused without writing anything.
+    private func importAccount(
+        _ account: ImportedAccount, into transaction: any StoreTransaction, now: Date,
+        report: inout UserImportReport
+    ) throws {
+        try TextRule.check(account.id, what: "the user id")
+        guard account.id.count <= 128,
+            !account.id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw GuestModeError(
+                .badData, code: .invalidImportFile,
+                "the user id must be 1 to 128 characters without control characters, not \(account.id.debugDescription)"
+            )
+        }
+        guard account.createdAt <= now else {
+            throw GuestModeError(
+                .badData, code: .invalidImportFile,
+                "account '\(account.id)' was created at \(Timestamp.format(account.createdAt)), after the current time \(Timestamp.format(now))"
+            )
+        }
+        let providers = profile.identity.providers
+        if let unknown = account.identities.first(where: { !providers.contains($0.provider) }) {
+            throw GuestModeError(
+                .badData, code: .invalidImportFile,
+                "account '\(account.id)' has a \(unknown.provider) identity; this profile accepts: \(providers.joined(separator: ", ")) (identity.providers)"
+            )
+        }
+        let allowed = profile.identity.maximumProvidersPerUser
+        if account.identities.count > allowed {
+            throw GuestModeError(
+                .badData, code: .invalidImportFile,
+                "account '\(account.id)' has \(account.identities.count) identities (\(account.identities.map(\.provider).joined(separator: ", "))); this profile allows \(allowed) per user (identity.max_providers_per_user)"
+            )
+        }
+        if Set(account.identities.map(\.provider)).count < account.identities.count {
+            throw GuestModeError(
+                .badData, code: .invalidImportFile, "account '\(account.id)' has two identities of one provider")
+        }
+        let state: UserState = account.identities.isEmpty ? .anonymous : .linked
+        if let existing = try transaction.user(account.id, locking: true) {
+            let stored = try transaction.identities(of: account.id)
+            func described(_ state: UserState, _ identities: [Identity]) -> String {
+                let names = identities.map { "\($0.provider) \($0.subject)" }.sorted()
+                return "\(state.rawValue), \(names.isEmpty ? "no identity" : names.joined(separator: ", "))"
+            }
+            guard described(existing.state, stored) == described(state, account.identities) else {
+                throw GuestModeError(
+                    .conflict, code: .importConflict,
+                    "user '\(account.id)' is already in the store with other data (\(described(existing.state, stored))); the export has (\(described(state, account.identities)))"
+                )
+            }
+            report.unchanged += 1
+            return
+        }
+        for identity in account.identities {
+            if let owner = try transaction.identityOwner(provider: identity.provider, subject: identity.subject) {
+                throw GuestModeError(
+                    .conflict, code: .importConflict,
+                    "the \(identity.provider) identity of account '\(account.id)' already belongs to user '\(owner)'")
+            }
+        }
+        try transaction.insertUser(
+            User(
+                id: account.id, device: nil, state: state,
+                promptState: state == .linked ? PromptState.authenticated.rawValue : PromptState.anonymous.rawValue,
+                createdAt: account.createdAt, lastSeenAt: account.lastSeenAt,
+                linkedAt: state == .linked ? account.createdAt : nil))
+        for identity in account.identities {
+            guard try transaction.insertIdentity(identity, of: account.id) else {
+                throw GuestModeError(
+                    .conflict, code: .importConflict,
+                    "the \(identity.provider) identity of account '\(account.id)' was linked to another user meanwhile")
+            }
+        }
+        report.usersCreated += 1
+        report.identities += account.identities.count
+        if state == .linked { report.linked += 1 } else { report.anonymous += 1 }
+        if account.hasPasswordHash { report.passwordHashesSkipped += 1 }
+    }
+}
