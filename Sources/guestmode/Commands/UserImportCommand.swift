@@ -42,7 +42,8 @@ extension UserCommand {
             let report = try global.openEngine().importUsers(
                 from: spool ?? URL(fileURLWithPath: from), label: from == "-" ? "<stdin>" : from, format: format,
                 dryRun: dryRun, now: try global.currentTime(),
-                problem: { FileHandle.standardError.write(Data("guestmode: \($0)\n".utf8)) },
+                // With --json, standard error holds only the error document, which names the first problem.
+                problem: { if !global.json { FileHandle.standardError.write(Data("guestmode: \($0)\n".utf8)) } },
                 progress: { progress.update(done: $0, total: nil) })
             progress.finish(done: report.accounts)
             if global.json { return try global.output.json(report) }
