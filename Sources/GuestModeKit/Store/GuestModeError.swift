@@ -96,6 +96,7 @@ extension GuestModeError {
             .badRow,
             .badSignature,
             .badTime,
+            .bodyTooLarge,
             .cannotCreateBackup,
             .cannotCreateOutput,
             .cannotCreateStore,
@@ -129,6 +130,7 @@ extension GuestModeError {
             .identityAlreadyExists,
             .identityNotFound,
             .inconsistentRows,
+            .insufficientScope,
             .integrityCheckFailed,
             .internalFailure,
             .invalidAmount,
@@ -137,6 +139,7 @@ extension GuestModeError {
             .invalidEvent,
             .invalidEventLog,
             .invalidJson,
+            .invalidKeyName,
             .invalidLevel,
             .invalidLimit,
             .invalidProfile,
@@ -150,11 +153,14 @@ extension GuestModeError {
             .lineTooLong,
             .malformedLog,
             .manifestMismatch,
+            .meterExhausted,
             .migrationInterrupted,
             .migrationUnfinished,
             .missingManifest,
             .missingSecret,
             .missingUserRow,
+            .needsAccount,
+            .needsPremium,
             .neverAsk,
             .noEligiblePrompt,
             .noFreeKey,
@@ -180,10 +186,15 @@ extension GuestModeError {
             .recordNotFound,
             .recordNotObject,
             .recordsLeftBehind,
+            .refreshTokenInvalid,
+            .refreshTokenReused,
+            .routeNotFound,
             .rowConflict,
             .sameStore,
             .sameUser,
             .schemaMigrationFailed,
+            .serverKeyExists,
+            .serverKeyNotFound,
             .storeBusy,
             .storeExists,
             .storeIsDirectory,
@@ -193,6 +204,7 @@ extension GuestModeError {
             .storeWithoutProfile,
             .tooManyProviders,
             .trialAlreadyUsed,
+            .unauthorized,
             .unexportableValue,
             .unknownCollection,
             .unknownContext,
@@ -345,5 +357,17 @@ extension GuestModeError {
         public static let usernameTaken = Code("username_taken")
         public static let verifyFailed = Code("verify_failed")
         public static let windowFull = Code("window_full")
+        public static let serverKeyExists = Code("server_key_exists")
+        public static let serverKeyNotFound = Code("server_key_not_found")
+        public static let invalidKeyName = Code("invalid_key_name")
+        public static let refreshTokenInvalid = Code("refresh_token_invalid")
+        public static let refreshTokenReused = Code("refresh_token_reused")
+        public static let unauthorized = Code("unauthorized")
+        public static let insufficientScope = Code("insufficient_scope")
+        public static let bodyTooLarge = Code("body_too_large")
+        public static let routeNotFound = Code("route_not_found")
+        public static let needsAccount = Code("needs_account")
+        public static let needsPremium = Code("needs_premium")
+        public static let meterExhausted = Code("meter_exhausted")
     }
 }
