@@ -1,8 +1,7 @@
 import Foundation
-import GuestModeKit
 
-/// The JSON every command prints, built by one encoder so that every command
-/// follows the same conventions (man page guestmode(1), JSON OUTPUT):
+/// The JSON every command and every `guestmode serve` answer prints, built by one encoder so that
+/// all follow the same conventions (man page guestmode(1), JSON OUTPUT):
 ///
 /// - keys are `snake_case`; booleans are plain (`dry_run`, `allowed`), never `is_…`;
 /// - a user id is `user_id` (`guest_user_id`/`account_user_id`, `source_user_id`/`target_user_id`
@@ -13,8 +12,8 @@ import GuestModeKit
 /// - keys of dictionaries (action names, table names) are data and kept as they are.
 ///
 /// Engine types keep their Swift names; the renames live in `JSONKeys` below.
-enum JSONDocument {
-    static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
+package enum JSONDocument {
+    package static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
         let node = JSONNode()
         try JSONNodeEncoder.encode(value, into: node, path: [])
         var text = ""
@@ -116,17 +115,17 @@ final class NameCache: @unchecked Sendable {
     }
 }
 
-indirect enum JSONValue {
+package indirect enum JSONDocumentValue {
     case null
     case bool(Bool)
     /// A number already in its JSON spelling.
     case number(String)
     case string(String)
-    case array([JSONValue])
-    case object([(String, JSONValue)])
+    case array([JSONDocumentValue])
+    case object([(String, JSONDocumentValue)])
 
     /// Six decimals at most, no exponent, no trailing zeros; NaN and infinities as null.
-    static func number(_ value: Double) -> JSONValue {
+    package static func number(_ value: Double) -> JSONDocumentValue {
         guard value.isFinite else { return .null }
         let rounded = (value * 1_000_000).rounded() / 1_000_000
         if rounded == rounded.rounded(), abs(rounded) < 1e15 { return .number(String(Int64(rounded))) }
@@ -136,12 +135,12 @@ indirect enum JSONValue {
         return .number(text)
     }
 
-    func write(to text: inout String, pretty: Bool, indent: Int) {
+    package func write(to text: inout String, pretty: Bool, indent: Int) {
         switch self {
         case .null: text += "null"
         case .bool(let value): text += value ? "true" : "false"
         case .number(let value): text += value
-        case .string(let value): JSONValue.quote(value, into: &text)
+        case .string(let value): JSONDocumentValue.quote(value, into: &text)
         case .array(let items):
             guard !items.isEmpty else { return text += "[]" }
             text += "["
@@ -158,7 +157,7 @@ indirect enum JSONValue {
             for (index, member) in members.sorted(by: { $0.0 < $1.0 }).enumerated() {
                 if index > 0 { text += "," }
                 if pretty { text += "\n" + String(repeating: "  ", count: indent + 1) }
-                JSONValue.quote(member.0, into: &text)
+                JSONDocumentValue.quote(member.0, into: &text)
                 text += pretty ? " : " : ":"
                 member.1.write(to: &text, pretty: pretty, indent: indent + 1)
             }
@@ -167,7 +166,7 @@ indirect enum JSONValue {
         }
     }
 
-    static func quote(_ value: String, into text: inout String) {
+    package static func quote(_ value: String, into text: inout String) {
         text += "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -194,13 +193,13 @@ indirect enum JSONValue {
 final class JSONNode {
     enum Content {
         case unset
-        case value(JSONValue)
+        case value(JSONDocumentValue)
         case array([JSONNode])
         case object([(String, JSONNode)])
     }
     var content = Content.unset
 
-    var resolved: JSONValue {
+    var resolved: JSONDocumentValue {
         switch content {
         case .unset: return .object([])
         case .value(let value): return value
@@ -208,7 +207,7 @@ final class JSONNode {
         case .object(let members):
             // A later value for the same key wins, as with JSONEncoder.
             var seen: [String: Int] = [:]
-            var result: [(String, JSONValue)] = []
+            var result: [(String, JSONDocumentValue)] = []
             for (key, node) in members {
                 if let index = seen[key] {
                     result[index].1 = node.resolved
@@ -289,7 +288,7 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let node: JSONNode
     var codingPath: [any CodingKey]
 
-    private func set(_ value: JSONValue, _ key: Key) {
+    private func set(_ value: JSONDocumentValue, _ key: Key) {
         node.child(forKey: JSONKeys.name(for: key)).content = .value(value)
     }
 

@@ -1,6 +1,9 @@
 import Foundation
 import GuestModeKit
 
+/// The JSON documents' value type, shared with the server (`JSONDocument` in GuestModeKit).
+typealias JSONValue = JSONDocumentValue
+
 /// Where text goes: data on stdout, diagnostics on stderr, colour only on a
 /// terminal and never with NO_COLOR or --json.
 struct Output {
