@@ -19,12 +19,13 @@ enum RecordRoutes {
                     try engine.promptRaised(byRefusalIn: collection, outcome: result.outcome, user: userID, now: now)
                 )
             }
-            guard let kind = result.outcome.failureKind else {
-                return try Reply.document(result, status: result.isReplacement ? .ok : .created).response
+            let message = "\(describe(result.limit)) is at its cap; nothing was stored"
+            let refusal: GuestModeError
+            switch result.outcome {
+            case .allowed: return try Reply.document(result, status: result.isReplacement ? .ok : .created).response
+            case .needsAccount: refusal = GuestModeError(.needsAccount, code: .needsAccount, message)
+            case .needsPremium: refusal = GuestModeError(.needsPremium, code: .needsPremium, message)
             }
-            let refusal = GuestModeError(
-                kind, code: kind == .needsPremium ? .needsPremium : .needsAccount,
-                "\(describe(result.limit)) is at its cap; nothing was stored")
             return try Reply.refusal(refusal, prompt: prompt, result: result).response
         }
 
