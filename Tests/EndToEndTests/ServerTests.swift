@@ -334,7 +334,7 @@ final class Server: @unchecked Sendable {
         process.currentDirectoryURL = sandbox.directory
         process.environment = sandbox.environment
         let output = Pipe()
-        FileManager.default.createFile(atPath: sandbox.path("serve.log"), contents: nil)
+        _ = FileManager.default.createFile(atPath: sandbox.path("serve.log"), contents: nil)
         let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: sandbox.path("serve.log")))
         process.standardOutput = output
         process.standardError = errors
@@ -402,9 +402,10 @@ final class Server: @unchecked Sendable {
         for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
         if body != nil { arguments += ["-H", "Content-Type: application/json", "--data-binary", "@-"] }
         let input = body.map { Data($0.utf8) }
+        let command = arguments
         let output: Data = try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(with: Result { try Self.curl(arguments, input: input) })
+                continuation.resume(with: Result { try Self.curl(command, input: input) })
             }
         }
         let text = String(decoding: output, as: UTF8.self)

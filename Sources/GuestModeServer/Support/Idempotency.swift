@@ -1,5 +1,6 @@
 import Foundation
 import GuestModeKit
+import HTTPTypes
 import Hummingbird
 
 extension Services {

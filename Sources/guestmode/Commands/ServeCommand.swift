@@ -49,6 +49,9 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
+        // A client that hangs up mid-answer is that connection's end, never the server's (main.swift
+        // restores SIGPIPE's default for the one-shot commands).
+        signal(SIGPIPE, SIG_IGN)
         let engine = try global.openEngine()
         let key = try global.backupKeyCreatingIfMissing()
         let (host, port) = try address
