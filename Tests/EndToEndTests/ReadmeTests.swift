@@ -61,7 +61,7 @@ struct ReadmeTests {
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
             result.stdout
-                == "s1 201\ns2 201\ns3 201\ns4 201\ns5 201\ns6 403\nKeep tracking everything\nlinked\n",
+                == "created guestmode.sqlite with profile subscriptions v1\ns1 201\ns2 201\ns3 201\ns4 201\ns5 201\ns6 403\nKeep tracking everything\nlinked\n",
             "\(result.stdout)")
     }
 }

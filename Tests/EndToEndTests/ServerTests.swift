@@ -55,6 +55,11 @@ struct ServerTests {
         #expect(prompt["context"] as? String == "guest_cap_reached")
         #expect((refused.object["result"] as? [String: Any])?["outcome"] as? String == "needs-account")
 
+        let next = try await server.request(
+            "GET", "/v1/users/\(guest)/prompts/next?trigger=guest_cap_refused", token: token)
+        #expect(next.status == 200)
+        #expect(next.object["context"] as? String == "guest_cap_reached")
+
         let record = try await server.request("GET", "/v1/users/\(guest)/records/subscriptions/s1", token: token)
         #expect(record.status == 200)
         #expect(record.object["data"] as? String == #"{"cost":9}"#)
@@ -77,10 +82,6 @@ struct ServerTests {
         #expect(limits.array.first?["used"] as? Int == 4)
         let shown = try await server.request("GET", "/v1/users/\(guest)", token: token)
         #expect((shown.object["user"] as? [String: Any])?["user_id"] as? String == guest)
-        let next = try await server.request(
-            "GET", "/v1/users/\(guest)/prompts/next?trigger=guest_cap_refused", token: token)
-        #expect(next.status == 200)
-        #expect(next.object["context"] as? String == "guest_cap_reached")
         let quiet = try await server.request("GET", "/v1/users/\(guest)/prompts/next", token: token)
         #expect(quiet.object["due"] as? Bool == false)
         let tracked = try await server.request(
@@ -181,15 +182,16 @@ struct ServerTests {
                 as? String)
         #expect(try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin").status == 14)
 
+        let (carol, carolToken) = try await later.signIn()
         let listed = try await later.request("GET", "/v1/users", token: secret)
         #expect(listed.status == 403)
         #expect((listed.object["error"] as? [String: Any])?["code"] as? String == "insufficient_scope")
-        #expect(try await later.request("GET", "/v1/users", token: admin).array.count == 2)
-        #expect(try await later.request("GET", "/v1/users", token: aliceToken).status == 403)
+        #expect(try await later.request("GET", "/v1/users", token: admin).array.count == 3)
+        #expect(try await later.request("GET", "/v1/users", token: carolToken).status == 403)
         #expect(try await later.request("GET", "/v1/users/\(bob)", token: secret).status == 200)
 
         let link = #"{"provider":"apple","subject":"s-1"}"#
-        let linkedBySession = try await later.request("POST", "/v1/users/\(alice)/identities", token: aliceToken, body: link)
+        let linkedBySession = try await later.request("POST", "/v1/users/\(carol)/identities", token: carolToken, body: link)
         #expect(linkedBySession.status == 403, "a guest cannot vouch for its own identity")
         let linked = try await later.request("POST", "/v1/users/\(alice)/identities", token: secret, body: link)
         #expect(linked.status == 201, "\(linked.body)")
