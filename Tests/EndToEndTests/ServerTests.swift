@@ -309,6 +309,36 @@ struct ServerTests {
         #expect(after.status == 0)
     }
 
+    @Test("SIGTERM with writes in flight: the server exits 0 and every write it acknowledged is stored", arguments: Backend.allCases)
+    func shutdownDuringWrites(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("subscriptions")
+        let server = try await Server.start(in: sandbox)
+        let (guest, token) = try await server.signIn()
+        let statuses = try await withThrowingTaskGroup(of: (String, Int).self) { group in
+            for index in 0..<32 {
+                group.addTask {
+                    let key = "k\(index)"
+                    let reply = try await server.request(
+                        "PUT", "/v1/users/\(guest)/records/settings/\(key)", token: token, body: #"{"n":\#(index)}"#)
+                    return (key, reply.status)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            server.process.terminate()
+            var statuses: [String: Int] = [:]
+            for try await (key, status) in group { statuses[key] = status }
+            return statuses
+        }
+        #expect(try await server.stop() == 0)
+        let listed = try await sandbox.run("record", "list", guest, "settings", "--json")
+        let stored = Set(((listed.json as? [[String: Any]]) ?? []).compactMap { $0["key"] as? String })
+        for (key, status) in statuses {
+            // An answer is 201 and its write is there, or the request was refused whole before it began.
+            #expect(status == 201 || status == 0 || status == 503, "\(key): \(status)")
+            if status == 201 { #expect(stored.contains(key), "\(key) was acknowledged but is not stored") }
+        }
+    }
+
     static func base64URL(_ text: String) -> String {
         Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
