@@ -8,7 +8,8 @@ let strict: [SwiftSetting] = [.treatAllWarnings(as: .error, .when(configuration:
 
 let package = Package(
     name: "guestmode",
-    platforms: [.macOS(.v13)],
+    // macOS 15 for Synchronization.Mutex (the PostgreSQL connection pool).
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "guestmode", targets: ["guestmode"]),
         .library(name: "GuestModeKit", targets: ["GuestModeKit"]),

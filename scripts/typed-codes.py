@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Turns `code: "snake_case"` literals into catalogue constants and adds any
-new code to GuestModeError.Code (kept sorted). For merging work written
-against string codes; run from the package root."""
+new code to GuestModeError.Code (kept sorted) with a placeholder for its
+kind, which does not compile until someone chooses it. For merging work
+written against string codes; run from the package root."""
 import os, re
 def camel(s):
     parts = s.split("_")
@@ -21,16 +22,16 @@ for base in ["Sources", "Tests"]:
                 open(path, "w").write(new)
                 print("converted", path)
 catalogue = open(catalogue_path).read()
-lets = set(re.findall(r'public static let (\w+) = Code\("([a-z0-9_]+)"\)', catalogue))
-known = {raw for _, raw in lets}
+lets = set(re.findall(r'public static let (\w+) = Code\("([a-z0-9_]+)", (\.\w+)\)', catalogue))
+known = {raw for _, raw, _ in lets}
 for code in sorted(found - known):
-    lets.add((camel(code), code))
-    print("new code", code)
+    lets.add((camel(code), code, "<#kind#>"))
+    print("new code", code, "- choose its kind in", catalogue_path)
 lets = sorted(lets, key=lambda item: item[1])
 start = catalogue.index("        /// Every code the engine")
 end = catalogue.rindex("    }\n}")
 catalogue = (catalogue[:start]
     + "        /// Every code the engine and the command line raise, in order.\n        public static let all: [Code] = [\n"
-    + "".join(f"            .{name},\n" for name, _ in lets) + "        ]\n\n"
-    + "".join(f'        public static let {name} = Code("{raw}")\n' for name, raw in lets) + catalogue[end:])
+    + "".join(f"            .{name},\n" for name, _, _ in lets) + "        ]\n\n"
+    + "".join(f'        public static let {name} = Code("{raw}", {kind})\n' for name, raw, kind in lets) + catalogue[end:])
 open(catalogue_path, "w").write(catalogue)

@@ -5,7 +5,7 @@ import PackageDescription
 // the way an app would depend on a release by URL. `make test` builds and runs it.
 let package = Package(
     name: "EmbeddingApp",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         // Named, so the products below resolve whatever the clone's folder is called.
         .package(name: "guestmode", path: "../..")

@@ -13,7 +13,7 @@ do {
     exit(report(error, isJSON: CommandLine.arguments.contains("--json")))
 }
 
-let arguments = reorderGlobalOptions(Array(CommandLine.arguments.dropFirst()))
+let arguments = Array(CommandLine.arguments.dropFirst())
 let wantsJSON = arguments.contains("--json")
 
 do {

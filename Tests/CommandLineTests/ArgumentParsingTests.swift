@@ -6,40 +6,44 @@ import Testing
 /// Parsing in process: the argument layer checked without spawning a binary.
 @Suite struct ArgumentParsingTests {
     func parse(_ arguments: [String]) throws -> any ParsableCommand {
-        try Guestmode.parseAsRoot(reorderGlobalOptions(arguments))
-    }
-
-    @Test func globalOptionsBeforeTheCommandNameMoveAfterIt() {
-        #expect(
-            reorderGlobalOptions(["--store", "s.sqlite", "--json", "user", "list"])
-                == ["user", "list", "--store", "s.sqlite", "--json"])
-        #expect(
-            reorderGlobalOptions(["--now=2026-11-01T00:00:00Z", "-q", "counters", "u"])
-                == ["counters", "u", "--now=2026-11-01T00:00:00Z", "-q"])
-    }
-
-    @Test func globalOptionsStayBeforeADoubleDash() {
-        #expect(
-            reorderGlobalOptions(["--json", "record", "put", "u", "c", "--", "--json"])
-                == ["record", "put", "u", "c", "--json", "--", "--json"])
-    }
-
-    @Test func argumentsWithoutLeadingGlobalsAreLeftAsTheyAre() {
-        let arguments = ["user", "list", "--json", "--store", "x"]
-        #expect(reorderGlobalOptions(arguments) == arguments)
-        #expect(reorderGlobalOptions(["--json"]) == ["--json"])
+        try Guestmode.parseAsRoot(arguments)
     }
 
     @Test func globalOptionsReachTheSubcommandInEitherPosition() throws {
         for arguments in [
             ["--store", "a.sqlite", "--json", "user", "list", "--anonymous"],
             ["user", "list", "--anonymous", "--store", "a.sqlite", "--json"],
+            ["--store", "a.sqlite", "user", "--json", "list", "--anonymous"],
+            ["--store=a.sqlite", "user", "list", "--anonymous", "--json"],
         ] {
             let command = try #require(try parse(arguments) as? UserCommand.List)
             #expect(command.global.store == "a.sqlite")
             #expect(command.global.json)
             #expect(command.anonymous && !command.global.quiet)
         }
+        let counters = try #require(
+            try parse(["--now=2026-11-01T00:00:00Z", "-q", "counters", "u"]) as? CountersCommand)
+        #expect(counters.global.now == "2026-11-01T00:00:00Z" && counters.global.quiet && counters.user == "u")
+    }
+
+    @Test func globalOptionsStayBeforeADoubleDash() throws {
+        let put = try #require(
+            try parse(["--json", "record", "put", "u", "c", "--data", "{}", "--", "--json"]) as? RecordCommand.Put)
+        #expect(put.global.json)
+        #expect(put.user == "u" && put.collection == "c" && put.key == "--json")
+        let operand = try #require(
+            try parse(["record", "put", "u", "c", "--data", "{}", "--", "-k"]) as? RecordCommand.Put)
+        #expect(operand.key == "-k" && !operand.global.json)
+    }
+
+    @Test func theCommandPathSkipsGlobalOptions() {
+        #expect(UsageErrors.commandPath(["--store", "user", "--json", "user", "list", "u"]) == ["user", "list"])
+        #expect(
+            UsageErrors.commandPath(["--now", "-1h", "-q", "backup", "key", "import", "k"]) == [
+                "backup", "key", "import",
+            ])
+        #expect(UsageErrors.commandPath(["--store=s.sqlite", "track", "u", "a"]) == ["track"])
+        #expect(UsageErrors.commandPath(["record", "put", "--", "get"]) == ["record", "put"])
     }
 
     @Test func eachCommandGroupParsesToItsType() throws {
@@ -63,8 +67,10 @@ import Testing
         ["user", "list", "--bogus"],
         ["link", "u", "--provider", "apple"],
         ["no-such-command"],
-        ["record", "put", "--from", "records.ndjson", "--unowned"],
-        ["record", "put", "--unowned", "habits", "walk", "extra", "--data", "{}"],
+        ["record", "put", "--from", "records.ndjson", "--data", "{}"],
+        ["record", "put", "habits", "walk", "--data", "{}"],
+        ["record", "put-ownerless", "habits", "walk", "extra", "--data", "{}"],
+        ["record", "put-ownerless", "habits", "walk"],
         ["record", "put", "u", "habits", "walk", "--data", "{}", "--on-conflict", "skip"],
     ])
     func usageErrorsAreRefusedWhileParsing(arguments: [String]) {

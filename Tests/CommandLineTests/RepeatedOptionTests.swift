@@ -6,7 +6,6 @@ import Testing
 /// The checks main.swift runs over a parsed command line.
 @Suite struct RepeatedOptionTests {
     func check(_ arguments: [String]) throws {
-        let arguments = reorderGlobalOptions(arguments)
         try UsageErrors.refuseUnknownHelpTopic(arguments)
         let command = try Guestmode.parseAsRoot(arguments)
         try UsageErrors.refuseRepeatedOptions(arguments, command: command)
@@ -71,6 +70,10 @@ import Testing
         #expect(throws: ValidationError.self) { try UsageErrors.refuseUnknownHelpTopic(["help", "backup", "nosuch"]) }
         #expect(throws: Never.self) { try UsageErrors.refuseUnknownHelpTopic(["help", "backup", "key", "import"]) }
         #expect(throws: Never.self) { try UsageErrors.refuseUnknownHelpTopic(["help"]) }
+        #expect(throws: ValidationError.self) {
+            try UsageErrors.refuseUnknownHelpTopic(["--store", "help", "help", "nosuchcommand"])
+        }
+        #expect(throws: Never.self) { try UsageErrors.refuseUnknownHelpTopic(["--store", "help", "user", "list"]) }
     }
 
     @Test func anEmptyPropertyNameIsRefused() {

@@ -145,10 +145,10 @@ struct DurationsOverageAdoptionTests {
             ("habits", "h1", #"{"name":"Run"}"#),
             ("completions", "/h1/2026-01-30", #"{"habit":"h1","day":"2026-01-30"}"#),
         ] {
-            let put = try await sandbox.run("record", "put", "--unowned", collection, key, "--data", data)
+            let put = try await sandbox.run("record", "put-ownerless", collection, key, "--data", data)
             #expect(put.status == 0, "\(put.stderr)")
         }
-        let badKey = try await sandbox.run("record", "put", "--unowned", "completions", "h1/x", "--data", "{}")
+        let badKey = try await sandbox.run("record", "put-ownerless", "completions", "h1/x", "--data", "{}")
         #expect(badKey.status == 64, "a unique collection's ownerless key starts with the guest owner")
         let user = try await sandbox.newGuest()
 
@@ -159,7 +159,7 @@ struct DurationsOverageAdoptionTests {
 
         // The app fell back to guest mode offline and wrote more.
         let later = try await sandbox.run(
-            "record", "put", "--unowned", "completions", "/h1/2026-01-31", "--data",
+            "record", "put-ownerless", "completions", "/h1/2026-01-31", "--data",
             #"{"habit":"h1","day":"2026-01-31"}"#)
         #expect(later.status == 0, "\(later.stderr)")
         let second = try await sandbox.run("migrate", "adopt", user, "--json")
@@ -182,7 +182,7 @@ struct DurationsOverageAdoptionTests {
         let empty = try await sandbox.run("migrate", "adopt", user)
         #expect(empty.status == 0)
         #expect(empty.stdout.contains("no ownerless records"))
-        #expect(try await sandbox.run("record", "put", "--unowned", "habits", "late", "--data", "{}").status == 0)
+        #expect(try await sandbox.run("record", "put-ownerless", "habits", "late", "--data", "{}").status == 0)
         let adopted = try await sandbox.run("migrate", "adopt", user, "--json")
         #expect((adopted.object["moved"] as? [String: Int]) == ["habits": 1])
     }

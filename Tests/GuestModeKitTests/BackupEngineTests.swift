@@ -221,8 +221,10 @@ private func rows(
         let engine = try habitsEngine()
         let user = try engine.createGuest(device: nil, now: now).id
         _ = try engine.putRecord(user: user, collection: "habits", key: "read", json: "{}", now: now)
-        try engine.store.recordPushFailure(
-            userID: user, attempts: 3, error: "offline", nextAttemptAt: now.addingTimeInterval(3600))
+        try engine.store.write { transaction in
+            try transaction.setRetryState(
+                of: user, attempts: 3, lastError: "offline", nextAttemptAt: now.addingTimeInterval(3600))
+        }
         _ = try engine.putRecord(user: user, collection: "habits", key: "run", json: "{}", now: now)
         let entries = try engine.backupQueue()
         #expect(entries.count == 1)

@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func aSwitchMatchesTheCodeAndNothingElse() {
-        let failure: any Error = GuestModeError.notFound("no user 'x'", code: .userNotFound)
+        let failure: any Error = GuestModeError(.userNotFound, "no user 'x'")
         switch failure {
         case GuestModeError.Code.userExists: Issue.record("matched another code")
         case GuestModeError.Code.userNotFound: break

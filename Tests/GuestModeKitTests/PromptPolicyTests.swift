@@ -156,7 +156,7 @@ private func facts(
                 id: id, device: nil, state: .anonymous, promptState: "anonymous", createdAt: start, lastSeenAt: start,
                 linkedAt: nil),
             credentials: nil)
-        _ = try engine.store.replaceAssignment(userID: id, experiment: "auth_prompts", variant: variant, at: start)
+        _ = try engine.forceVariant(variant, of: "auth_prompts", for: id, now: start)
         for (action, total) in counters {
             _ = try engine.track(TrackedEvent(user: id, action: action, at: start, count: total), now: start)
         }

@@ -72,22 +72,17 @@ extension GuestMode {
                     .users([entry.userId]), to: archive, format: format, now: now, toolVersion: toolVersion,
                     signingKey: signingKey, encryption: encryption)
             } catch let error as GuestModeError where error.code == .userNotFound {
-                if try store.dropOutboxEntry(userID: entry.userId, queuedAt: entry.queuedAt) {
-                    report.dropped.append(entry.userId)
-                }
+                if try dropQueuedBackup(of: entry) { report.dropped.append(entry.userId) }
                 continue
             } catch let error as GuestModeError where [.cannotCreate, .ioError, .tryAgainLater].contains(error.kind) {
-                let attempts = entry.attempts + 1
-                let next = retry.nextAttempt(afterAttempts: attempts, failedAt: now)
-                try store.recordPushFailure(
-                    userID: entry.userId, attempts: attempts, error: error.message, nextAttemptAt: next)
+                let failed = try recordFailedPush(of: entry, error: error.message, retry: retry, now: now)
                 report.failed.append(
                     .init(
-                        user: entry.userId, error: error.message, attempts: attempts,
-                        nextAttemptAt: Timestamp.format(next)))
+                        user: entry.userId, error: error.message, attempts: failed.attempts,
+                        nextAttemptAt: Timestamp.format(failed.nextAttemptAt)))
                 continue
             }
-            let outcome = try store.recordPushSuccess(userID: entry.userId, queuedAt: entry.queuedAt)
+            let outcome = try settlePush(of: entry)
             report.pushed.append(.init(user: entry.userId, archive: archive, requeued: outcome == .keptQueued))
         }
         return report

@@ -292,18 +292,6 @@ public struct BackupRowValidator {
         return action
     }
 
-    /// The text `record put` stores for a strict JSON object (Records.swift's
-    /// canonical form): compact, keys sorted, slashes unescaped.
-    static func canonicalRecordText(_ text: String, parsed: JSONValue) -> String {
-        guard let value = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]),
-            let encoded = try? JSONSerialization.data(
-                withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
-        else {
-            return parsed.canonicalText
-        }
-        return String(decoding: encoded, as: UTF8.self)
-    }
-
     /// What the per-cell checks need, kept apart from the validator's growing state so rows never copy it.
     private struct Context {
         let profile: Profile
@@ -470,8 +458,7 @@ public struct BackupRowValidator {
         /// its canonical text so equal documents compare equal.
         func recordData(_ column: String) throws -> String {
             if case .text(let text)? = row[column], CanonicalScan.isCanonicalObject(text) { return text }
-            let (text, value) = try jsonObject(column)
-            return BackupRowValidator.canonicalRecordText(text, parsed: value)
+            return try jsonObject(column).value.canonicalText
         }
     }
 }

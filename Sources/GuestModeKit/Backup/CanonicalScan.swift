@@ -1,13 +1,14 @@
 /// Recognises, in one pass and without allocating, record data that is
-/// already in the canonical text `record put` stores, as nearly every record
-/// guestmode exported is: an object, compact, member names of lowercase
-/// letters a-z in strictly increasing order (so none twice: Foundation sorts
-/// names by a case-insensitive, numeric, locale-aware comparison, which agrees
-/// with byte order only on such names), printable ASCII only (so no character
-/// can be spelled two ways), strings escaping only `"` and `\`, numbers plain
-/// integers of at most 15 digits (which Foundation prints as written), at
-/// most 64 levels deep. Anything else is not rejected here, only left to the
-/// full strict parse and re-encoding (`BackupRowValidator.canonicalRecordText`).
+/// already in the canonical text `record put` stores (`JSONValue.canonicalText`),
+/// as nearly every record guestmode exported is: an object, compact, member
+/// names of lowercase letters a-z in strictly increasing order (so none twice;
+/// archives written before the canonical text sorted names as Foundation does,
+/// case-insensitively and numerically, which agrees with byte order only on
+/// such names), printable ASCII only (so no character can be spelled two
+/// ways), strings escaping only `"` and `\`, numbers plain integers of at most
+/// 15 digits (which Foundation, too, printed as written), at most 64 levels
+/// deep. Anything else is not rejected here, only left to the full strict
+/// parse and re-encoding.
 enum CanonicalScan {
     static func isCanonicalObject(_ text: String) -> Bool {
         var text = text

@@ -19,8 +19,68 @@ public struct OutboxEntry: Codable, Sendable, Equatable {
     }
 }
 
+/// What a successful push did to its outbox entry.
+public enum OutboxPushOutcome: String, Codable, Sendable {
+    /// The entry is gone: the archive holds the user's latest data.
+    case removed
+    /// The user changed while the archive was written, so they stay queued.
+    case keptQueued
+}
+
+extension StoreTransaction {
+    /// Settles a push of the user's data queued at `queuedAt` whose archive
+    /// is already on disk. The entry goes only if it still holds that time; a
+    /// user who changed while the archive was written stays queued, with its
+    /// attempts and retry time cleared (the destination works).
+    func settlePush(of userID: String, queuedAt: String) throws -> OutboxPushOutcome {
+        // Locked: a change queued at the same time is waited for, so it is
+        // either seen here (and kept) or queued after the removal.
+        guard let entry = try outboxEntry(of: userID, locking: true) else { return .removed }
+        if entry.queuedAt == queuedAt {
+            try deleteOutboxEntry(of: userID)
+            return .removed
+        }
+        try setRetryState(of: userID, attempts: 0, lastError: nil, nextAttemptAt: nil)
+        return .keptQueued
+    }
+}
+
 extension GuestMode {
+    /// Every queued backup, oldest first.
     public func backupQueue() throws -> [OutboxEntry] {
-        try store.outboxEntries()
+        try store.read { transaction in try transaction.outboxEntries() }
+    }
+
+    /// Settles a push of `entry` whose archive is already on disk (see
+    /// `OutboxPushOutcome`).
+    package func settlePush(of entry: OutboxEntry) throws -> OutboxPushOutcome {
+        try store.write { transaction in try transaction.settlePush(of: entry.userId, queuedAt: entry.queuedAt) }
+    }
+
+    /// Keeps `entry` after a failed push at `now`: one attempt more than the
+    /// push read, the error, and when `retry` tries it again (an entry no
+    /// longer queued stays gone). Returns the attempts and that time.
+    package func recordFailedPush(
+        of entry: OutboxEntry, error: String, retry: OutboxRetryPolicy, now: Date
+    ) throws -> (attempts: Int, nextAttemptAt: Date) {
+        let attempts = entry.attempts + 1
+        let next = retry.nextAttempt(afterAttempts: attempts, failedAt: now)
+        try store.write { transaction in
+            try transaction.setRetryState(of: entry.userId, attempts: attempts, lastError: error, nextAttemptAt: next)
+        }
+        return (attempts, next)
+    }
+
+    /// Removes `entry` when its user was deleted since it was queued and it
+    /// was not queued again since. Returns false, changing nothing, when the
+    /// user exists or the entry changed.
+    package func dropQueuedBackup(of entry: OutboxEntry) throws -> Bool {
+        try store.write { transaction in
+            guard let current = try transaction.outboxEntry(of: entry.userId, locking: true),
+                current.queuedAt == entry.queuedAt, try transaction.user(entry.userId, locking: false) == nil
+            else { return false }
+            try transaction.deleteOutboxEntry(of: entry.userId)
+            return true
+        }
     }
 }

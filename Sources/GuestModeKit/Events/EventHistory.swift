@@ -26,12 +26,20 @@ public struct LoggedEvent: Codable, Sendable, Equatable {
         self.properties = properties
     }
 
-    /// Properties as the store keeps them (a JSON object, or nothing).
-    /// Text that is not such an object reads as no properties rather than
-    /// failing the whole listing.
+    /// Properties as the store keeps them (a JSON object, or nothing), numbers
+    /// as they were written. Text that is not such an object, of strings and
+    /// numbers, reads as no properties rather than failing the whole listing.
     public static func decodeProperties(_ text: String?) -> [String: EventProperty] {
-        guard let text, let data = text.data(using: .utf8) else { return [:] }
-        return (try? JSONDecoder().decode([String: EventProperty].self, from: data)) ?? [:]
+        guard let text, case .object(let members)? = try? StrictJSON.parse(text) else { return [:] }
+        var properties: [String: EventProperty] = [:]
+        for (name, value) in members {
+            switch value {
+            case .string(let text): properties[name] = .string(text)
+            case .number(let text): properties[name] = .number(text)
+            default: return [:]
+            }
+        }
+        return properties
     }
 }
 

@@ -10,6 +10,9 @@ public protocol EventRows {
     /// stored total that is not a count, throws `counter_overflow` and
     /// changes nothing.
     func addToCounter(user userID: String, action: String, count: Int) throws
+
+    /// The user's counters, by action.
+    func counters(of userID: String) throws -> [String: Int]
 }
 
 extension StoreTransaction {

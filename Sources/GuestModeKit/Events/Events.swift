@@ -224,7 +224,7 @@ public enum EventLog {
                 refusal = error
             }
             guard let invalidText else {
-                throw GuestModeError(refusal.kind, code: refusal.code, "\(url.path):\(number): \(refusal.message)")
+                throw GuestModeError(refusal.code, "\(url.path):\(number): \(refusal.message)")
             }
             try invalidText(number, refusal)
         }

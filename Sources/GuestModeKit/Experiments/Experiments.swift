@@ -119,17 +119,6 @@ public struct StoredAssignment: Sendable, Equatable {
     }
 }
 
-/// Store operations for sticky experiment assignments.
-public protocol ExperimentStore: Sendable {
-    func storedAssignment(userID: String, experiment: String) throws -> StoredAssignment?
-    /// Stores the assignment unless one exists; returns the one that is
-    /// stored afterwards, so two concurrent first assignments agree.
-    func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment
-    /// Stores the assignment, replacing any other.
-    func replaceAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment
-    func userExists(_ userID: String) throws -> Bool
-}
-
 extension GuestMode {
     /// Assigns a user to one named experiment, or to every experiment of the
     /// profile when `experimentName` is nil.
@@ -145,8 +134,7 @@ extension GuestMode {
         } else {
             experiments = profile.experiments
         }
-        guard try store.userExists(userID) else { throw GuestMode.missingUser(userID) }
-        return try experiments.map { try assign(userID, to: $0, now: now) }
+        return try assignments(of: userID, to: experiments, now: now, requiringUser: true)
     }
 
     /// Puts a user in a chosen variant, replacing their assignment: for QA
@@ -163,12 +151,14 @@ extension GuestMode {
                 "experiment '\(experimentName)' has no variant '\(variantName)'; variants: \(experiment.variants.map(\.name).joined(separator: ", "))",
                 code: .unknownVariant)
         }
-        guard try store.userExists(userID) else { throw GuestMode.missingUser(userID) }
-        let stored = try store.replaceAssignment(
-            userID: userID, experiment: experimentName, variant: variantName, at: now)
+        let stored = try store.write { transaction in
+            _ = try transaction.requireUser(userID, locking: true)
+            try transaction.upsertAssignment(of: userID, experiment: experimentName, variant: variantName, at: now)
+            return try transaction.requireAssignment(of: userID, experiment: experimentName)
+        }
         return ExperimentAssignment(
             experiment: experimentName, variant: stored.variant, bucket: experiment.bucket(for: userID),
-            assignedAt: stored.assignedAt, isNew: stored.isNew)
+            assignedAt: stored.assignedAt, isNew: true)
     }
 
     func requireExperiment(_ name: String) throws -> Experiment {
@@ -181,13 +171,61 @@ extension GuestMode {
         return experiment
     }
 
-    /// The user's sticky assignment, made now if there is none yet. The
-    /// user must exist.
-    func assign(_ userID: String, to experiment: Experiment, now: Date) throws -> ExperimentAssignment {
-        try experiment.assignment(
-            for: userID, stored: try store.storedAssignment(userID: userID, experiment: experiment.name)
-        ) { variant in
-            try store.storeAssignment(userID: userID, experiment: experiment.name, variant: variant, at: now)
+    /// The user's sticky assignment to each of `experiments`, made now where
+    /// there is none yet; the user must exist. Only a user with an
+    /// assignment to make takes a write (and the lock on its row): asking
+    /// again, as every prompt decision does, only reads. With no experiments
+    /// there is nothing to read, and the user is looked up only when
+    /// `requiringUser` (a prompt decision has looked it up already).
+    func assignments(
+        of userID: String, to experiments: [Experiment], now: Date, requiringUser: Bool = false
+    ) throws -> [ExperimentAssignment] {
+        guard !experiments.isEmpty || requiringUser else { return [] }
+        let settled = try store.read { transaction -> [ExperimentAssignment]? in
+            _ = try transaction.requireUser(userID)
+            do {
+                return try experiments.map { experiment in
+                    try experiment.assignment(
+                        for: userID, stored: try transaction.assignment(of: userID, experiment: experiment.name)
+                    ) { _ in throw AssignmentToStore() }
+                }
+            } catch is AssignmentToStore {
+                return nil
+            }
         }
+        if let settled { return settled }
+        return try store.write { transaction in
+            _ = try transaction.requireUser(userID, locking: true)
+            return try experiments.map { try transaction.assignment(of: userID, to: $0, now: now) }
+        }
+    }
+}
+
+/// Ends a read that found an assignment still to be stored.
+private struct AssignmentToStore: Error {}
+
+extension StoreTransaction {
+    /// The user's sticky assignment to `experiment`, stored now (as of
+    /// `time`) when the hash enrols the user and nothing is stored yet.
+    func assignment(of userID: String, to experiment: Experiment, now time: Date) throws -> ExperimentAssignment {
+        try experiment.assignment(
+            for: userID, stored: try assignment(of: userID, experiment: experiment.name)
+        ) { variant in
+            // A concurrent first assignment that won keeps its variant: the
+            // stored row, not this call's choice, is the answer.
+            let added = try addAssignment(of: userID, experiment: experiment.name, variant: variant, at: time)
+            var stored = try requireAssignment(of: userID, experiment: experiment.name)
+            stored.isNew = added
+            return stored
+        }
+    }
+
+    /// The stored assignment, which a write in this transaction just made.
+    func requireAssignment(of userID: String, experiment: String) throws -> StoredAssignment {
+        guard let stored = try assignment(of: userID, experiment: experiment) else {
+            throw GuestModeError(
+                .internalFailure, code: .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
+        }
+        return stored
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 
 // Pure meter rules: allowances, where a usage total stands, which warnings
-// it has reached, whether a request fits, and when a period starts. Every
-// backend calls these inside its transaction, so they agree by construction.
+// it has reached, whether a request fits, and when a period starts. The use
+// cases (Meters.swift) apply them inside the store's transaction.
 
 extension Tier {
     /// The tier's allowance of `meter` as an exact amount; nil: unlimited.
@@ -41,9 +41,9 @@ extension MeterWarning {
 }
 
 extension Meter {
-    /// The warnings a usage total has reached, lowest first. A backend
-    /// records each once per period; the ones it had not recorded yet are
-    /// the ones this total crossed. An allowance of zero has reached them all.
+    /// The warnings a usage total has reached, lowest first. Each is
+    /// recorded once per period; the ones not recorded yet are the ones this
+    /// total crossed. An allowance of zero has reached them all.
     public func warningsReached(used: MeterAmount, allowance: MeterAmount?) -> [MeterWarning] {
         guard let allowance else { return [] }
         return warnings.filter { $0.isReached(used: used, allowance: allowance) }

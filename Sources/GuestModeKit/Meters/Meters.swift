@@ -101,7 +101,11 @@ extension GuestMode {
         try TextRule.check(userID, what: "the user id")
         let definition = try requireMeter(meter)
         if let amount { try requireValid(amount) }
-        let decision = try store.checkMeter(of: userID, meter: definition, amount: amount, profile: profile, now: now)
+        let status = try store.read { transaction in
+            let user = try transaction.requireUser(userID)
+            return try transaction.meterStatus(of: user, meter: definition, profile: profile, now: now)
+        }
+        let decision = MeterDecision(isAllowed: status.admits(amount), requested: amount ?? .zero, status: status)
         if !decision.isAllowed { try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now) }
         return decision
     }
@@ -120,9 +124,11 @@ extension GuestMode {
         try TextRule.check(["the user id": userID, "the meter": meter, "the idempotency key": key])
         let definition = try requireMeter(meter)
         try requireValid(amount)
-        let result = try store.useMeter(
-            of: userID, meter: definition, amount: amount, key: key, overage: overage ?? definition.overage,
-            profile: profile, now: now)
+        let result = try store.write { transaction in
+            try use(
+                amount, of: definition, user: userID, key: key, overage: overage ?? definition.overage, now: now,
+                in: transaction)
+        }
         if !result.isAllowed { try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now) }
         return result
     }
@@ -130,7 +136,60 @@ extension GuestMode {
     public func meterStatus(user userID: String, meter: String, now: Date) throws -> MeterStatus {
         try TextRule.check(userID, what: "the user id")
         let definition = try requireMeter(meter)
-        return try store.meterStatus(of: userID, meter: definition, profile: profile, now: now)
+        return try store.read { transaction in
+            let user = try transaction.requireUser(userID)
+            return try transaction.meterStatus(of: user, meter: definition, profile: profile, now: now)
+        }
+    }
+
+    /// One use of a meter inside the caller's transaction, in this order:
+    /// - a `key` already recorded for this user and meter records nothing
+    ///   and reports a duplicate (allowed, with the status now);
+    /// - a use that does not fit (`MeterStatus.admits`) is, with `overage`
+    ///   `.refuse`, refused whole and writes nothing at all, so its key is
+    ///   not taken; with `.allow` it is recorded like any other (and
+    ///   reported as `overage`, not allowed), unless the new total is past
+    ///   what an amount can hold;
+    /// - otherwise the usage is recorded, the user's activity noted, and
+    ///   each warning the new total reached that was not yet fired in this
+    ///   period fires once: it is returned and appended as a `meter_warning`
+    ///   system event.
+    /// The user's row is locked before the usage is read, so concurrent
+    /// uses are decided one at a time and none passes the allowance through
+    /// the gate.
+    private func use(
+        _ amount: MeterAmount, of meter: Meter, user userID: String, key: String?, overage: MeterOverage, now: Date,
+        in transaction: any StoreTransaction
+    ) throws -> MeterUseResult {
+        let user = try transaction.requireUser(userID, locking: true)
+        if let key, try transaction.meterUseExists(of: userID, meter: meter.name, key: key) {
+            let status = try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
+            return MeterUseResult(isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
+        }
+        let before = try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
+        let fits = before.admits(amount)
+        guard let total = before.used.adding(amount), fits || overage == .allow else {
+            return MeterUseResult(isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
+        }
+        try transaction.appendMeterUse(of: userID, meter: meter.name, amount: amount, at: now, key: key)
+        try transaction.noteActivity(of: userID, profile: profile, now: now)
+        // The new use is in this period and the tier has not changed: the
+        // total after it needs no second read of the ledger.
+        let after = profile.meterStatus(meter, tier: before.tier, used: total, now: now)
+        var fired: [FiredWarning] = []
+        for warning in meter.warningsReached(used: after.used, allowance: after.allowance) {
+            guard
+                try transaction.addFiredWarning(
+                    of: userID, meter: meter.name, periodStart: after.periodStart, percent: warning.percent,
+                    level: warning.level, at: now)
+            else { continue }
+            let firedWarning = FiredWarning(meter: meter.name, percent: warning.percent, level: warning.level)
+            fired.append(firedWarning)
+            try transaction.appendSystemEvent(
+                user: userID, action: FiredWarning.eventAction, properties: firedWarning.eventProperties, at: now)
+        }
+        return MeterUseResult(
+            isRecorded: true, isDuplicate: false, isAllowed: fits, overage: !fits, status: after, warnings: fired)
     }
 
     /// Amounts made in code (literals, sums) get the same bounds as parsed ones.
@@ -150,5 +209,15 @@ extension GuestMode {
                 code: .unknownMeter)
         }
         return meter
+    }
+}
+
+extension StoreTransaction {
+    /// The status of `meter` for `user` now: its usage in the current period
+    /// against the allowance of the tier in force.
+    func meterStatus(of user: User, meter: Meter, profile: Profile, now: Date) throws -> MeterStatus {
+        let level = try tier(of: user, profile: profile, now: now)
+        let used = try meterUsage(of: user.id, meter: meter.name, since: meter.reset.periodStart(containing: now))
+        return profile.meterStatus(meter, tier: level, used: used, now: now)
     }
 }

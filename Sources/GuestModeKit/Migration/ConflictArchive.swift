@@ -64,19 +64,58 @@ extension GuestMode {
     /// Records that lost a merge: the user's (it must exist), or every
     /// user's when `userID` is nil; oldest first.
     public func archivedConflicts(of userID: String?) throws -> [ArchivedConflict] {
-        try store.archivedConflicts(owner: userID)
+        try store.read { transaction in
+            if let userID { _ = try transaction.requireUser(userID) }
+            return try transaction.archivedConflicts(owner: userID)
+        }
     }
 
     /// Brings an archived losing record back as a record of the user who
     /// received the merge, under `key` (default: the first free of
     /// `key~restored`, `key~restored2`, …), never touching the record that
-    /// won. The archive entry is removed in the same transaction. A `key`
-    /// the user already holds is refused and nothing changes.
+    /// won. The archive entry is removed in the same transaction, last-seen
+    /// moves and a backup is queued when the profile asks for it. A `key`
+    /// the user already holds is refused and nothing changes. Caps do not
+    /// apply: the record was the user's before the merge.
     public func restoreConflict(id: Int64, key: String?, now: Date) throws -> RestoredConflict {
         if let key, key.isEmpty {
             throw GuestModeError.usage("the record key must not be empty", code: .emptyKey)
         }
         try TextRule.check(["the record key": key])
-        return try store.restoreArchivedConflict(id: id, key: key, profile: profile, now: now)
+        return try store.write { transaction in
+            guard let conflict = try transaction.archivedConflict(id: id, locking: true) else {
+                throw GuestModeError.notFound("no archived conflict with id \(id)", code: .conflictNotFound)
+            }
+            _ = try transaction.requireUser(conflict.userId, locking: true)
+            func isTaken(_ candidate: String) throws -> Bool {
+                try transaction.recordExists(owner: conflict.userId, collection: conflict.collection, key: candidate)
+            }
+            let restoredKey: String
+            if let key {
+                if try isTaken(key) {
+                    throw GuestModeError.conflict(
+                        "user '\(conflict.userId)' already has a record '\(key)' in \(conflict.collection); choose another key",
+                        code: .recordKeyTaken)
+                }
+                restoredKey = key
+            } else {
+                var found: String?
+                for candidate in ArchivedConflict.restoredKeys(for: conflict.key) where try !isTaken(candidate) {
+                    found = candidate
+                    break
+                }
+                guard let found else {
+                    throw GuestModeError(.internalFailure, code: .internalFailure, "no free key to restore under")
+                }
+                restoredKey = found
+            }
+            try transaction.upsertRecord(
+                owner: conflict.userId, collection: conflict.collection, key: restoredKey, data: conflict.data, at: now)
+            try transaction.deleteArchivedConflict(id: id)
+            try transaction.noteActivity(of: conflict.userId, profile: profile, now: now)
+            return RestoredConflict(
+                id: id, userId: conflict.userId, collection: conflict.collection, key: conflict.key,
+                restoredKey: restoredKey)
+        }
     }
 }

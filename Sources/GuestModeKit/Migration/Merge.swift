@@ -60,23 +60,111 @@ public struct AdoptReport: Codable, Sendable {
 }
 
 extension GuestMode {
-    /// Folds a guest into an account in one transaction, for when linking
-    /// failed because the identity already has an account. The guest is
-    /// removed only once everything is in the account.
+    /// Folds a guest into an account in one durable transaction, for when
+    /// linking failed because the identity already has an account: activity,
+    /// every record (conflicts settled by `policy`, losers to the account's
+    /// conflict archive), then the guest itself, under a `merge` journal. The
+    /// guest is removed only once everything is in the account. With `dryRun`
+    /// the same report is computed and nothing changes. The report lists the
+    /// capped collections the account is over afterwards.
     public func merge(
         guest: String, into account: String, policy: MergePolicy, dryRun: Bool, now: Date
     ) throws -> MergeReport {
         try TextRule.check(["the guest's id": guest, "the account's id": account])
-        return try store.mergeGuest(guest, into: account, policy: policy, dryRun: dryRun, profile: profile, now: now)
+        if dryRun {
+            // A read-only snapshot: the report is what a merge would do now, and nothing is locked or written.
+            return try store.read { transaction in
+                try plannedMerge(of: guest, into: account, policy: policy, now: now, in: transaction)
+            }
+        }
+        return try store.write(durable: true) { transaction in
+            // Both users stay locked until the merge commits: a concurrent merge, migration step or
+            // write to either waits, and then sees the guest gone.
+            let pair = try transaction.transferPair(guest: guest, account: account, locking: true)
+            let journalID = try transaction.createJournal(
+                kind: "merge", source: guest, target: account, status: "done", backupPath: nil, startedAt: now,
+                finishedAt: now, steps: [])
+            let transfer = Transfer(
+                transaction: transaction, profile: profile, guest: guest, account: account, now: now,
+                journalID: journalID)
+            let activity = try transfer.moveActivity()
+            let records = try transfer.moveRecords(nil, policy: policy)
+            _ = try transfer.removeGuest()
+            let overCap = try profile.collections.map {
+                try transaction.collectionLimit(of: pair.account, collection: $0.name, profile: profile, now: now)
+            }
+            .filter(\.isOverCap)
+            return MergeReport(
+                guest: guest, account: account, policy: policy, recordsMoved: records.moved, activityMoved: activity,
+                conflicts: records.conflicts, overCap: overCap, isDryRun: false, journalID: journalID)
+        }
+    }
+
+    /// What `merge` would report now, counted without writing: the account's
+    /// use of each collection grows by the guest's records, less those that
+    /// a conflict settles into one.
+    private func plannedMerge(
+        of guest: String, into account: String, policy: MergePolicy, now: Date, in transaction: any StoreTransaction
+    ) throws -> MergeReport {
+        let pair = try transaction.transferPair(guest: guest, account: account, locking: false)
+        let transfer = Transfer(transaction: transaction, profile: profile, guest: guest, account: account, now: now)
+        let conflicts = try transfer.conflicts(in: nil, policy: policy)
+        var overCap: [CollectionLimit] = []
+        for collection in profile.collections {
+            var limit = try transaction.collectionLimit(
+                of: pair.account, collection: collection.name, profile: profile, now: now)
+            let incoming = try transfer.recordCount([collection.name])
+            let merged = conflicts.filter { $0.collection == collection.name && $0.resolution != .keptBoth }.count
+            limit.used = (limit.used ?? 0) + incoming - merged
+            if limit.isOverCap { overCap.append(limit) }
+        }
+        return MergeReport(
+            guest: guest, account: account, policy: policy,
+            // As the merge counts them: a guest record that loses to the account's is archived, not moved.
+            recordsMoved: try transfer.recordCount(nil) - conflicts.filter { $0.resolution == .keptAccount }.count,
+            activityMoved: try transfer.activityCount(), conflicts: conflicts, overCap: overCap, isDryRun: true,
+            journalID: nil)
     }
 
     /// Gives a user the records written before any user existed (owned by the
-    /// profile's guest owner). Idempotent per record: a later run adopts the
-    /// ownerless records written since, nothing twice. Keys of collections with unique fields
-    /// carry their owner as the first `/` segment and are rewritten; a key
-    /// the user already has is reported and left where it was.
+    /// profile's guest owner), in one durable transaction. Idempotent per
+    /// record: a later run adopts the ownerless records written since, nothing
+    /// twice, and a run that moves nothing writes nothing at all. Keys of
+    /// collections with unique fields carry their owner as the first `/`
+    /// segment and are rewritten (`Profile.adoptedKey`); a key the user
+    /// already has is reported and left where it was. The user's `adopted`
+    /// flag is set by the first run that moves records and reported as
+    /// `wasAlreadyAdopted`; it never blocks. Queues a backup of the user when
+    /// records moved.
     public func adopt(user userID: String, now: Date) throws -> AdoptReport {
         try TextRule.check(userID, what: "the user id")
-        return try store.adoptOwnerlessRecords(user: userID, profile: profile, now: now)
+        let owner = profile.guestOwner
+        return try store.write(durable: true) { transaction in
+            // The user's lock makes a second adoption by the same user wait and then see what is left.
+            _ = try transaction.requireUser(userID, locking: true)
+            let adoptedBefore = try transaction.hasAdopted(userID)
+            var moved: [String: Int] = [:]
+            var collisions: [AdoptReport.Collision] = []
+            // The ownerless records are locked too: another user adopting at the same time waits, then
+            // finds the records that are no longer the guest owner's gone, and counts only what it moved.
+            for record in try transaction.recordKeys(owner: owner, locking: true) {
+                let keyAfter = profile.adoptedKey(record.key, collection: record.collection, user: userID)
+                if try transaction.recordExists(owner: userID, collection: record.collection, key: keyAfter) {
+                    collisions.append(
+                        AdoptReport.Collision(collection: record.collection, key: record.key, keyAfter: keyAfter))
+                    continue
+                }
+                if try transaction.moveRecord(
+                    owner: owner, collection: record.collection, key: record.key, to: userID, key: keyAfter)
+                {
+                    moved[record.collection, default: 0] += 1
+                }
+            }
+            if !moved.isEmpty {
+                if !adoptedBefore { try transaction.markAdopted(userID, at: now) }
+                try transaction.noteChange(of: userID, profile: profile, now: now)
+            }
+            return AdoptReport(user: userID, moved: moved, collisions: collisions, wasAlreadyAdopted: adoptedBefore)
+        }
     }
 }

@@ -61,8 +61,8 @@ extension RecordConflict.Resolution {
 
 extension RecordConflict {
     /// The conflict between a guest's and an account's record under one key,
-    /// settled by `policy`. A backend calls this inside its transaction;
-    /// `freeKey` is asked only when both records are kept, for the key the
+    /// settled by `policy` inside the transfer's transaction; `freeKey` is
+    /// asked only when both records are kept, for the key the
     /// guest's record moves to (the first of `keptBothKeys(for:)` neither
     /// user holds).
     public static func settling(

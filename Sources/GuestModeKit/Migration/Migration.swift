@@ -109,7 +109,7 @@ extension GuestMode {
     public func planMigration(guest: String, to account: String, now: Date) throws -> MigrationPlan {
         try TextRule.check(["the guest's id": guest, "the account's id": account])
         let steps = migrationSteps
-        let previews = try store.previewTransfer(of: guest, into: account, steps: transferSteps, profile: profile)
+        let previews = try previewTransfer(of: guest, into: account, steps: transferSteps)
         let planned = zip(steps, previews).enumerated().map { index, pair in
             MigrationPlan.Step(
                 position: index + 1, name: pair.0.name, collections: pair.0.collections, rows: pair.1.rows)
@@ -127,7 +127,7 @@ extension GuestMode {
         checkpoint: (MigrationCheckpoint) -> Void = { _ in }
     ) throws -> MigrationReport {
         try TextRule.check(["the guest's id": guest, "the account's id": account])
-        let unfinished = try store.unfinishedMigration(of: guest, into: account)
+        let unfinished = try unfinishedMigration(of: guest, into: account)
         let steps = transferSteps
         let journalID: Int64
         switch (unfinished, resuming) {
@@ -140,14 +140,14 @@ extension GuestMode {
             journalID = id
         case (nil, false):
             do {
-                try store.checkTransfer(of: guest, into: account)
+                try checkTransfer(of: guest, into: account)
                 let backupPath = try takeBackup([guest, account])
                 checkpoint(.backupTaken)
-                journalID = try store.startMigration(
+                journalID = try startMigration(
                     of: guest, into: account, steps: steps.map(\.name), backupPath: backupPath, now: now)
             } catch let error as GuestModeError where error.code == .migrationUnfinished {
                 // Another process started the same migration after our first look.
-                if let id = try store.unfinishedMigration(of: guest, into: account) {
+                if let id = try unfinishedMigration(of: guest, into: account) {
                     throw unfinishedMigrationConflict(id, guest: guest, account: account)
                 }
                 throw error
@@ -167,15 +167,15 @@ extension GuestMode {
             }
             let step = steps[journalStep.position - 1]
             do {
-                if let done = try store.runMigrationStep(
-                    step, position: journalStep.position, journalID: journalID, profile: profile, now: now)
+                if let done = try runMigrationStep(
+                    step, position: journalStep.position, journalID: journalID, now: now)
                 {
                     conflicts += done.conflicts
                     progress(done.step, steps.count)
                     checkpoint(.stepDone(position: done.step.position))
                 }
             } catch {
-                try? store.failMigration(
+                try? failMigration(
                     journalID: journalID, reason: "step \(journalStep.position) \(step.name): \(error)")
                 // The journal and the steps before this one are committed:
                 // "try again" would be refused as unfinished, so say what
@@ -205,7 +205,7 @@ extension GuestMode {
 
     /// Throws a conflict (14) when `guest` was already migrated into `account`.
     private func refuseFinishedMigration(of guest: String, into account: String) throws {
-        let finished = try store.migrationJournals(involving: guest).last {
+        let finished = try journals(involving: guest).last {
             $0.kind == "guest-to-account" && $0.source == guest && $0.target == account && $0.status == "done"
         }
         guard let finished else { return }
@@ -215,15 +215,149 @@ extension GuestMode {
     }
 
     public func journal(_ id: Int64) throws -> MigrationJournal {
-        guard let journal = try store.migrationJournal(id: id) else {
-            throw GuestModeError.notFound("no migration journal #\(id)", code: .journalNotFound)
+        guard let journal = try store.read({ try $0.migrationJournal(id: id, locking: false) }) else {
+            throw journalNotFound(id)
         }
         return journal
     }
 
-    /// Journals of every migration and merge, or of those involving `user`.
+    /// Journals of every migration and merge, oldest first, or of those
+    /// involving `user`.
     public func journals(involving user: String?) throws -> [MigrationJournal] {
-        try store.migrationJournals(involving: user)
+        try store.read { try $0.migrationJournals(involving: user) }
+    }
+
+    private func journalNotFound(_ id: Int64) -> GuestModeError {
+        GuestModeError.notFound("no migration journal #\(id)", code: .journalNotFound)
+    }
+
+    // MARK: The journaled steps
+
+    /// The newest guest → account journal of this pair that is not done.
+    func unfinishedMigration(of guest: String, into account: String) throws -> Int64? {
+        try store.read { try $0.unfinishedMigration(of: guest, into: account) }
+    }
+
+    /// Refuses a pair that cannot be moved: an unknown guest or account
+    /// (`user_not_found`), the same user twice, or a guest that has a linked
+    /// identity (`User.checkCanMove(into:)`). Changes nothing.
+    func checkTransfer(of guest: String, into account: String) throws {
+        try store.read { _ = try $0.transferPair(guest: guest, account: account, locking: false) }
+    }
+
+    /// What each of `steps` would move now, with the checks of
+    /// `checkTransfer`; changes nothing. Conflicts are settled as a union
+    /// merge under the profile's collection rules.
+    func previewTransfer(
+        of guest: String, into account: String, steps: [TransferStep]
+    ) throws
+        -> [TransferStepPreview]
+    {
+        try store.read { transaction in
+            _ = try transaction.transferPair(guest: guest, account: account, locking: false)
+            let transfer = Transfer(
+                transaction: transaction, profile: profile, guest: guest, account: account, now: .distantPast)
+            return try steps.map { step in
+                var rows = 0
+                if step.movesActivity { rows += try transfer.activityCount() }
+                rows += try transfer.recordCount(step.collections)
+                if step.removesGuest { rows += 1 }
+                return TransferStepPreview(
+                    rows: rows, conflicts: try transfer.conflicts(in: step.collections, policy: .union))
+            }
+        }
+    }
+
+    /// Starts a `running` journal with one `pending` entry per step name, in
+    /// order (positions from 1). Refuses what `checkTransfer` refuses, and a
+    /// pair that already has an unfinished migration
+    /// (`migration_unfinished`), so two runs never interleave.
+    func startMigration(
+        of guest: String, into account: String, steps: [String], backupPath: String, now: Date
+    ) throws -> Int64 {
+        try store.write { transaction in
+            // Both users locked first: two processes starting the same pair take turns, and the
+            // second sees the first's journal below.
+            _ = try transaction.transferPair(guest: guest, account: account, locking: true)
+            if let id = try transaction.unfinishedMigration(of: guest, into: account) {
+                throw GuestModeError(
+                    .conflict, code: .migrationUnfinished,
+                    "migration #\(id) of '\(guest)' into '\(account)' is unfinished; resume it instead of starting another"
+                )
+            }
+            return try transaction.createJournal(
+                kind: "guest-to-account", source: guest, target: account, status: "running", backupPath: backupPath,
+                startedAt: now, finishedAt: nil, steps: steps)
+        }
+    }
+
+    /// Runs the journal's step at `position` and marks it done in the same
+    /// durable transaction; the journal is done once no step is pending.
+    /// Returns nil when the step was already done (by an earlier run or
+    /// another process) and changes nothing then. Refuses an unknown journal
+    /// (`journal_not_found`) and a position whose journaled name is not
+    /// `step.name` (`journal_mismatch`). A failing step rolls back whole,
+    /// its journal entry included.
+    func runMigrationStep(
+        _ step: TransferStep, position: Int, journalID: Int64, now: Date
+    ) throws -> MigrationStepResult? {
+        try store.write(durable: true) { transaction in
+            guard let planned = try transaction.migrationJournal(id: journalID, locking: false) else {
+                throw journalNotFound(journalID)
+            }
+            // Both users (those still there: cleanup removes the guest) in id order, then the journal:
+            // another process running this journal waits here, and reads the step's status below only
+            // once it has committed, so a step never runs twice.
+            _ = try transaction.existingUsers([planned.source, planned.target], locking: true)
+            guard let journal = try transaction.migrationJournal(id: journalID, locking: true) else {
+                throw journalNotFound(journalID)
+            }
+            guard let entry = journal.steps.first(where: { $0.position == position }), entry.name == step.name else {
+                throw GuestModeError(
+                    .badData, code: .journalMismatch,
+                    "migration #\(journalID) has no step \(position) named '\(step.name)'; it cannot run that step")
+            }
+            guard entry.status != "done" else { return nil }
+            try transaction.setJournalStatus(journalID, to: "running", error: nil)
+            let transfer = Transfer(
+                transaction: transaction, profile: profile, guest: journal.source, account: journal.target, now: now,
+                journalID: journalID)
+            var rows = 0
+            var conflicts: [RecordConflict] = []
+            if step.movesActivity { rows += try transfer.moveActivity() }
+            if !step.collections.isEmpty {
+                let moved = try transfer.moveRecords(step.collections, policy: .union)
+                rows += moved.moved + moved.conflicts.count
+                conflicts = moved.conflicts
+            }
+            if step.removesGuest { rows += try transfer.removeGuest() }
+            try transaction.finishJournalStep(journalID: journalID, position: position, rows: rows, at: now)
+            if journal.steps.allSatisfy({ $0.position == position || $0.status == "done" }) {
+                try transaction.setJournalStatus(journalID, to: "done", error: nil)
+                try transaction.setJournalFinishTime(journalID, to: now)
+            }
+            return MigrationStepResult(
+                step: JournalStep(position: position, name: step.name, status: "done", rows: rows, finishedAt: now),
+                conflicts: conflicts)
+        }
+    }
+
+    /// Marks the journal failed with `reason`; the next run resumes it.
+    func failMigration(journalID: Int64, reason: String) throws {
+        try store.write { try $0.setJournalStatus(journalID, to: "failed", error: reason) }
+    }
+}
+
+/// What one journaled step did.
+public struct MigrationStepResult: Codable, Sendable, Equatable {
+    /// The journal entry as it was committed.
+    public var step: JournalStep
+    /// Keys both users held in the step's collections, each as it was settled.
+    public var conflicts: [RecordConflict]
+
+    public init(step: JournalStep, conflicts: [RecordConflict]) {
+        self.step = step
+        self.conflicts = conflicts
     }
 }
 

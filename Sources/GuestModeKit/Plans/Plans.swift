@@ -53,37 +53,69 @@ extension GuestMode {
         }
         let grant = PlanGrant(
             plan: plan.name, grantedAt: now, trialEndsAt: trial.map { $0.added(to: now) }, endsAt: until)
-        let held = try store.grantPlan(grant, to: userID, profile: profile, now: now)
-        return try status(of: plan.name, in: held, now: now)
+        let grants = try store.write { transaction in
+            _ = try transaction.requireUser(userID, locking: true)
+            // A trial is granted once per user and plan, whatever became of it.
+            if grant.trialEndsAt != nil,
+                let used = try transaction.planGrants(of: userID).first(where: {
+                    $0.plan == grant.plan && $0.trialEndsAt != nil
+                })
+            {
+                throw GuestModeError(
+                    .conflict, code: .trialAlreadyUsed,
+                    "user '\(userID)' already had a trial of \(grant.plan) (granted \(Timestamp.format(used.grantedAt))); a trial is granted once"
+                )
+            }
+            try transaction.addPlanGrant(grant, to: userID)
+            try transaction.noteChange(of: userID, profile: profile, now: now)
+            return try transaction.planGrants(of: userID)
+        }
+        return try status(of: plan.name, of: userID, in: grants, now: now)
     }
 
-    /// Revokes every grant of the plan that is not revoked yet.
+    /// Revokes every grant of the plan that is not revoked yet; refused as
+    /// `plan_not_found` when there is none.
     public func revokePlan(user userID: String, plan planName: String, now: Date) throws -> PlanStatus {
         try TextRule.check(["the user id": userID, "the plan": planName])
-        let held = try store.revokePlan(planName, of: userID, profile: profile, now: now)
-        return try status(of: planName, in: held, now: now)
+        let grants = try store.write { transaction in
+            _ = try transaction.requireUser(userID, locking: true)
+            guard try transaction.revokePlanGrants(of: userID, plan: planName, at: now) > 0 else {
+                throw GuestModeError(
+                    .notFound, code: .planNotFound, "user '\(userID)' holds no plan '\(planName)' to revoke")
+            }
+            try transaction.noteChange(of: userID, profile: profile, now: now)
+            return try transaction.planGrants(of: userID)
+        }
+        return try status(of: planName, of: userID, in: grants, now: now)
     }
 
     /// One status per plan the user ever held: the grant in force if any,
     /// else the latest.
     public func plans(of userID: String, now: Date) throws -> [PlanStatus] {
         try TextRule.check(userID, what: "the user id")
-        return profile.planStatuses(of: try store.plans(of: userID).grants, now: now)
+        let grants = try store.read { transaction in
+            _ = try transaction.requireUser(userID)
+            return try transaction.planGrants(of: userID)
+        }
+        return profile.planStatuses(of: grants, now: now)
     }
 
     /// The tier whose caps and allowances apply now: the highest of the
     /// user's state (guest or account) and any plan in force.
     public func tier(of userID: String, now: Date) throws -> TierLevel {
         try TextRule.check(userID, what: "the user id")
-        let held = try store.plans(of: userID)
-        return profile.tier(for: held.user.state, grants: held.grants, now: now)
+        return try store.read { transaction in
+            try transaction.tier(of: try transaction.requireUser(userID), profile: profile, now: now)
+        }
     }
 
-    private func status(of planName: String, in held: UserPlans, now: Date) throws -> PlanStatus {
-        guard let status = profile.planStatuses(of: held.grants, now: now).first(where: { $0.plan == planName }) else {
+    private func status(of planName: String, of userID: String, in grants: [PlanGrant], now: Date) throws
+        -> PlanStatus
+    {
+        guard let status = profile.planStatuses(of: grants, now: now).first(where: { $0.plan == planName }) else {
             throw GuestModeError(
                 .internalFailure, code: .internalFailure,
-                "the store returned no grant of '\(planName)' for user '\(held.user.id)'")
+                "the store returned no grant of '\(planName)' for user '\(userID)'")
         }
         return status
     }

@@ -32,7 +32,7 @@ public struct ProfileUpgradePlan: Codable, Sendable {
         self.refusals = refusals
     }
 
-    /// The error a backend throws instead of applying a plan that is not applicable.
+    /// The error thrown instead of applying a plan that is not applicable.
     public var refusal: GuestModeError? {
         guard !isApplicable else { return nil }
         return GuestModeError.badData(
@@ -42,32 +42,43 @@ public struct ProfileUpgradePlan: Codable, Sendable {
 }
 
 extension GuestMode {
+    /// What moving the store from its profile to `new` would do, over the
+    /// stored records; changes nothing.
     public func planProfileUpgrade(to new: ProfileCatalog.Source) throws -> ProfileUpgradePlan {
-        try store.planProfileUpgrade(from: profile, to: new.profile)
+        try store.read { transaction in
+            try ProfileUpgradePlan(upgrading: profile, to: new.profile, census: transaction)
+        }
     }
 
-    /// Applies the upgrade all-or-nothing: data steps and the new profile in
-    /// one transaction. Refused plans change nothing.
+    /// Plans and applies the upgrade in one durable transaction,
+    /// all-or-nothing: the new version's data steps, then binding the store
+    /// to `new`'s text. A plan that is not applicable throws its `refusal`
+    /// and changes nothing.
     public func applyProfileUpgrade(to new: ProfileCatalog.Source, now: Date) throws -> ProfileUpgradePlan {
-        try store.applyProfileUpgrade(from: profile, to: new, now: now)
+        try store.write(durable: true) { transaction in
+            try transaction.lockProfileBinding()
+            let plan = try ProfileUpgradePlan(upgrading: profile, to: new.profile, census: transaction)
+            if let refusal = plan.refusal { throw refusal }
+            for step in new.profile.upgrade?.steps ?? [] {
+                switch step {
+                case .renameCollection(let from, let to):
+                    try transaction.renameCollection(from, to: to)
+                case .renameField(let collection, let from, let to):
+                    try transaction.renameField(from, to: to, in: collection)
+                }
+            }
+            try transaction.setBoundProfile(text: new.text, origin: new.origin, at: now)
+            return plan
+        }
     }
-}
-
-/// Counts of stored records that planning a profile upgrade needs.
-public protocol ProfileUpgradeCensus {
-    /// Records of every owner in `collection`.
-    func recordCount(in collection: String) throws -> Int
-    /// Records of every owner in `collection` whose JSON object has all of
-    /// `fields` at its top level.
-    func recordCount(in collection: String, havingFields fields: [String]) throws -> Int
 }
 
 extension ProfileUpgradePlan {
     /// Plans moving a store from `profile` to `new`: the data steps the new
     /// version declares with the records each touches, the limits that
-    /// change, and every reason to refuse. Pure but for `census`, which a
-    /// backend answers inside the transaction that plans (or applies).
-    public init(upgrading profile: Profile, to new: Profile, census: some ProfileUpgradeCensus) throws {
+    /// change, and every reason to refuse. Pure but for `census`, the
+    /// transaction that plans (or applies).
+    public init(upgrading profile: Profile, to new: Profile, census: some ProfileRows) throws {
         var refusals: [String] = []
         if new.name != profile.name {
             refusals.append("the store is bound to profile '\(profile.name)', not '\(new.name)'")
@@ -87,7 +98,7 @@ extension ProfileUpgradePlan {
         for step in steps {
             switch step {
             case .renameCollection(let from, let to):
-                let count = try census.recordCount(in: from)
+                let count = try census.countRecords(in: from)
                 if !collectionsAfter.contains(from) {
                     refusals.append("collection '\(from)' to rename is not in the store's profile")
                 }
@@ -99,8 +110,8 @@ extension ProfileUpgradePlan {
                 collectionsAfter.insert(to)
                 dataSteps.append(.init(description: "rename collection \(from) → \(to)", records: count))
             case .renameField(let collection, let from, let to):
-                let count = try census.recordCount(in: collection, havingFields: [from])
-                let clashes = try census.recordCount(in: collection, havingFields: [from, to])
+                let count = try census.countRecords(in: collection, havingFields: [from])
+                let clashes = try census.countRecords(in: collection, havingFields: [from, to])
                 if clashes > 0 {
                     refusals.append(
                         "\(clashes) records of \(collection) already have a field '\(to)'; renaming '\(from)' would overwrite it"
@@ -111,7 +122,7 @@ extension ProfileUpgradePlan {
         }
         let newCollections = Set(new.collections.map(\.name))
         for collection in collectionsAfter.subtracting(newCollections).sorted() {
-            let count = try census.recordCount(in: collection)
+            let count = try census.countRecords(in: collection)
             if count > 0 {
                 refusals.append(
                     "collection '\(collection)' is dropped by the new profile but holds \(count) records; rename it with an upgrade step"

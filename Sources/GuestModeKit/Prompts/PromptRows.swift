@@ -1,5 +1,77 @@
 import Foundation
 
-/// The primitive row operations of this area inside one transaction (see
-/// `StoreTransaction`): they read and write rows and decide nothing.
-public protocol PromptRows {}
+/// The prompt rows of one transaction (see `StoreTransaction`): prompt
+/// states, the outcome history and the flags that remember raised triggers.
+public protocol PromptRows {
+    /// What the prompt policy reads about the user itself: its state and
+    /// prompt state, first-seen time, counters and outcome history (oldest
+    /// first), with no limits, meters, raised triggers or reset time. Nil
+    /// when there is no such user.
+    func promptFacts(of userID: String) throws -> PromptFacts?
+
+    /// The user's prompt state, or nil when there is no such user.
+    func promptState(of userID: String, locking: Bool) throws -> PromptState?
+
+    /// The prompt state of each of `userIDs` that exists, by id. With
+    /// `locking`, every row found stays locked (taken in id order).
+    func promptStates(of userIDs: [String], locking: Bool) throws -> [String: PromptState]
+
+    /// Sets the user's prompt state.
+    func setPromptState(of userID: String, to state: PromptState) throws
+
+    /// Sets the prompt state of each user named.
+    func setPromptStates(_ states: [String: PromptState]) throws
+
+    /// The user's recorded outcomes, ordered by time, then by recording order.
+    func promptOutcomes(of userID: String) throws -> [PromptHistoryEntry]
+
+    /// Appends one outcome to the user's history.
+    func appendPromptOutcome(_ entry: PromptHistoryEntry, of userID: String) throws
+
+    /// Appends a log of outcomes, keeping its order among outcomes of one time.
+    func appendPromptOutcomes(_ records: [PromptRecord]) throws
+
+    /// The user's flags whose names start with `prefix`, with when each was
+    /// set, by full flag name.
+    func userFlags(of userID: String, prefix: String) throws -> [String: Date]
+
+    /// Sets the user's flag at `time`, unless it was set later: a flag
+    /// remembers the latest time it was raised.
+    func raiseUserFlag(_ flag: String, of userID: String, at time: Date) throws
+
+    /// The time of the user's latest event of `action`, or nil when it has none.
+    func lastEventTime(of userID: String, action: String) throws -> Date?
+}
+
+extension StoreTransaction {
+    /// Appends an outcome and moves the user's prompt state
+    /// (`PromptState.after`); nil, changing nothing, when there is no such
+    /// user. The user's row is locked first, so two outcomes recorded at
+    /// once both count.
+    func recordPromptOutcome(_ entry: PromptHistoryEntry, of userID: String) throws -> PromptState? {
+        guard let current = try promptState(of: userID, locking: true) else { return nil }
+        let state = current.after(entry.outcome)
+        try appendPromptOutcome(entry, of: userID)
+        try setPromptState(of: userID, to: state)
+        return state
+    }
+
+    /// The facts, with where the user stands now against every collection's
+    /// cap and every meter, the triggers raised for it (when each was last
+    /// raised) and its last `prompt reset`. Nil when there is no such user.
+    func promptSnapshot(of userID: String, profile: Profile, now: Date) throws -> PromptFacts? {
+        guard var facts = try promptFacts(of: userID), let user = try user(userID, locking: false) else { return nil }
+        for collection in profile.collections {
+            facts.limits[collection.name] = try collectionLimit(
+                of: user, collection: collection.name, profile: profile, now: now)
+        }
+        for meter in profile.meters {
+            facts.meters[meter.name] = try meterStatus(of: user, meter: meter, profile: profile, now: now)
+        }
+        for (flag, raisedAt) in try userFlags(of: userID, prefix: PromptTrigger.flagPrefix) {
+            facts.raisedTriggers[String(flag.dropFirst(PromptTrigger.flagPrefix.count))] = raisedAt
+        }
+        facts.resetAt = try lastEventTime(of: userID, action: PromptTrigger.resetEventAction)
+        return facts
+    }
+}

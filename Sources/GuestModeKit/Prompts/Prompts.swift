@@ -49,7 +49,7 @@ public struct PromptFacts: Sendable, Equatable {
     /// Oldest first.
     public var history: [PromptHistoryEntry]
     /// Where the user stands against each collection's cap, by collection
-    /// (a snapshot: `PromptStore.promptSnapshot`; empty in replays).
+    /// (a snapshot: `promptSnapshot(of:profile:now:)`; empty in replays).
     public var limits: [String: CollectionLimit]
     /// Each meter's status in its current period, by meter.
     public var meters: [String: MeterStatus]
@@ -171,45 +171,6 @@ extension Profile {
             }
         }
         return strategy
-    }
-}
-
-/// Store operations the prompt policy needs.
-public protocol PromptStore: Sendable {
-    /// Nil when the user does not exist.
-    func promptFacts(userID: String) throws -> PromptFacts?
-    /// The facts, plus, read in the same transaction: the user's limit of
-    /// every collection of the profile (`collectionLimits`), the status of
-    /// every meter (`meterStatus`), the triggers raised (when each was last
-    /// raised) and the time of the last `prompt_reset` event. Nil when the
-    /// user does not exist.
-    func promptSnapshot(userID: String, profile: Profile, now: Date) throws -> PromptFacts?
-    /// Appends an outcome and moves the user's prompt state (see
-    /// `PromptState.after`) in one transaction, queueing the user's backup
-    /// when `queuesBackup`; returns the new state, or nil when the user does
-    /// not exist.
-    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String, queuesBackup: Bool) throws -> PromptState?
-    /// Records many outcomes in one transaction (queueing each user's backup
-    /// when `queuesBackup`); a missing user fails them all.
-    func recordPromptOutcomes(_ records: [PromptRecord], queuesBackup: Bool) throws
-    /// Raises the named triggers for the user at `at`: each remembers the
-    /// latest time it was raised (a per-user flag `trigger-NAME`). Changes
-    /// nothing else. False when the user does not exist.
-    func raisePromptTriggers(_ names: [String], userID: String, at: Date) throws -> Bool
-    /// Undoes "never ask again" in one transaction: a user in `never_ask`
-    /// moves to `dismissed`, a `prompt_reset` system event is appended and
-    /// the backup is queued when `queuesBackup`. A user in any other state
-    /// is left as is (false). Nil when the user does not exist.
-    func resetPromptState(userID: String, at: Date, queuesBackup: Bool) throws -> Bool?
-}
-
-extension PromptStore {
-    public func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        try recordPromptOutcome(entry, userID: userID, queuesBackup: false)
-    }
-
-    public func recordPromptOutcomes(_ records: [PromptRecord]) throws {
-        try recordPromptOutcomes(records, queuesBackup: false)
     }
 }
 
@@ -366,7 +327,7 @@ extension GuestMode {
                 "no prompt rule of profile '\(profile.name)' has the trigger '\(trigger)'; triggers: \(known.isEmpty ? "none" : known.sorted().joined(separator: ", "))",
                 code: .unknownTrigger)
         }
-        guard let facts = try store.promptSnapshot(userID: userID, profile: profile, now: now) else {
+        guard let facts = try store.read({ try $0.promptSnapshot(of: userID, profile: profile, now: now) }) else {
             throw GuestMode.missingUser(userID)
         }
         let strategy = try promptStrategy(for: userID, now: now)
@@ -402,24 +363,38 @@ extension GuestMode {
     func raisePromptTriggers(for event: RefusalEvent, userID: String, now: Date) throws {
         let names = profile.prompts.triggers.filter { $0.source.matches(event) }.map(\.name)
         guard !names.isEmpty else { return }
-        _ = try store.raisePromptTriggers(names, userID: userID, at: now)
+        try store.write { transaction in
+            guard try transaction.user(userID, locking: true) != nil else { return }
+            for name in names {
+                try transaction.raiseUserFlag(PromptTrigger.flagPrefix + name, of: userID, at: now)
+            }
+        }
     }
 
     /// Undoes "never ask again" (`prompt reset`); false when the user had not said never.
     public func resetPrompts(for userID: String, now: Date) throws -> PromptResetResult {
         try TextRule.check(userID, what: "the user id")
-        guard
-            let reset = try store.resetPromptState(userID: userID, at: now, queuesBackup: profile.backup.queuesOnChange)
-        else { throw GuestMode.missingUser(userID) }
-        let facts = try requirePromptFacts(userID)
-        return PromptResetResult(userID: userID, reset: reset, promptState: facts.promptState, at: now)
+        return try store.write { transaction in
+            guard let current = try transaction.promptState(of: userID, locking: true) else {
+                throw GuestMode.missingUser(userID)
+            }
+            guard current == .neverAsk else {
+                return PromptResetResult(userID: userID, reset: false, promptState: current, at: now)
+            }
+            try transaction.setPromptState(of: userID, to: .dismissed)
+            try transaction.appendSystemEvent(
+                user: userID, action: PromptTrigger.resetEventAction, properties: ["previous_state": current.rawValue],
+                at: now)
+            try transaction.noteChange(of: userID, profile: profile, now: now)
+            return PromptResetResult(userID: userID, reset: true, promptState: .dismissed, at: now)
+        }
     }
 
     /// The cooldown and contexts a user's experiment variants give them,
     /// assigning the user to each experiment on first use.
     public func promptStrategy(for userID: String, now: Date) throws -> PromptStrategy {
         try TextRule.check(userID, what: "the user id")
-        return profile.promptStrategy(assignments: try profile.experiments.map { try assign(userID, to: $0, now: now) })
+        return profile.promptStrategy(assignments: try assignments(of: userID, to: profile.experiments, now: now))
     }
 
     public func recordPrompt(
@@ -435,24 +410,22 @@ extension GuestMode {
                 code: .unknownContext)
         }
         let entry = PromptHistoryEntry(context: context, outcome: outcome, at: now)
-        guard
-            let state = try store.recordPromptOutcome(
-                entry, userID: userID, queuesBackup: profile.backup.queuesOnChange)
-        else {
-            throw GuestMode.missingUser(userID)
+        let state = try store.write { transaction in
+            guard let state = try transaction.recordPromptOutcome(entry, of: userID) else {
+                throw GuestMode.missingUser(userID)
+            }
+            try transaction.noteChange(of: userID, profile: profile, now: now)
+            return state
         }
         return RecordedOutcome(user: userID, context: context, outcome: outcome, at: now, promptState: state)
     }
 
     public func promptHistory(for userID: String) throws -> PromptHistory {
         try TextRule.check(userID, what: "the user id")
-        let facts = try requirePromptFacts(userID)
+        guard let facts = try store.read({ try $0.promptFacts(of: userID) }) else {
+            throw GuestMode.missingUser(userID)
+        }
         return PromptHistory(user: userID, promptState: facts.promptState, outcomes: facts.history)
-    }
-
-    func requirePromptFacts(_ userID: String) throws -> PromptFacts {
-        guard let facts = try store.promptFacts(userID: userID) else { throw GuestMode.missingUser(userID) }
-        return facts
     }
 
     static func missingUser(_ userID: String) -> GuestModeError {
@@ -545,7 +518,30 @@ extension GuestMode {
                 "profile '\(profile.name)' has no prompt context '\(unknown.context)' (user \(unknown.user)); nothing was recorded",
                 code: .unknownContext)
         }
-        try store.recordPromptOutcomes(records, queuesBackup: profile.backup.queuesOnChange)
+        guard !records.isEmpty else { return 0 }
+        // Sorted, so every run queues the backups in the same order.
+        let userIDs = Set(records.map(\.user)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        try store.write { transaction in
+            // Every user is locked before any decision; the store takes the locks in id order.
+            var states = try transaction.promptStates(of: userIDs, locking: true)
+            // The first record (in log order) whose user is missing is the one reported.
+            if let missing = records.first(where: { states[$0.user] == nil }) {
+                throw GuestModeError.notFound(
+                    "no user '\(missing.user)' in this store; nothing was recorded", code: .userNotFound)
+            }
+            // The states move exactly as recording the outcomes one by one moves them.
+            var latest: [String: Date] = [:]
+            for record in records {
+                states[record.user] = states[record.user]?.after(record.outcome)
+                latest[record.user] = max(latest[record.user] ?? record.at, record.at)
+            }
+            try transaction.appendPromptOutcomes(records)
+            try transaction.setPromptStates(states)
+            // Each user's backup once, queued at their latest outcome of the log.
+            for userID in userIDs {
+                if let at = latest[userID] { try transaction.noteChange(of: userID, profile: profile, now: at) }
+            }
+        }
         return records.count
     }
 }

@@ -100,7 +100,7 @@ extension GuestMode {
                             note(
                                 number,
                                 GuestModeError(
-                                    limit.outcome.failureKind ?? .needsAccount, code: .recordCapReached,
+                                    limit.outcome == .needsPremium ? .recordCapNeedsPremium : .recordCapReached,
                                     "user '\(record.user)' is at the cap of \(limit.cap ?? 0) \(limit.collection) for tier \(limit.tier.rawValue) (\(limit.outcome.rawValue))"
                                 ))
                         }
@@ -114,7 +114,7 @@ extension GuestMode {
             guard let first = problems.first else { return report }
             let more = problemCount > 1 ? " (and \(problemCount - 1) more problem lines)" : ""
             throw GuestModeError(
-                first.error.kind, code: first.error.code,
+                first.error.code,
                 "\(label ?? url.path):\(first.line): \(first.error.message)\(more); nothing was stored")
         }
         return report

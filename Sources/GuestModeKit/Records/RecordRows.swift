@@ -8,6 +8,10 @@ public protocol RecordRows {
     /// How many records `owner` holds in `collection`.
     func countRecords(owner: String, collection: String) throws -> Int
 
+    /// How many records `owner` holds in each collection; collections
+    /// without records are absent.
+    func recordCounts(owner: String) throws -> [String: Int]
+
     /// Writes the record, or replaces the data of the one under `key`
     /// (keeping its creation time); `time` is its creation or update time.
     func upsertRecord(owner: String, collection: String, key: String, data: String, at time: Date) throws

@@ -237,13 +237,6 @@ extension GuestMode {
                 "the record data is \(parsed.kindDescription), not a JSON object; wrap it, e.g. {\"value\": \(text.prefix(40))}",
                 code: .recordNotObject)
         }
-        guard let data = text.data(using: .utf8),
-            let value = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
-            let encoded = try? JSONSerialization.data(
-                withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
-        else {
-            return parsed.canonicalText
-        }
-        return String(decoding: encoded, as: UTF8.self)
+        return parsed.canonicalText
     }
 }

@@ -119,12 +119,12 @@ private struct ReplayRun {
     private func decision(
         for userID: String, assignments: [ExperimentAssignment], at time: Date
     ) throws -> PromptRecord? {
-        guard let facts = try transaction.promptFacts(userID: userID) else { return nil }
+        guard let facts = try transaction.rows.promptFacts(of: userID) else { return nil }
         let strategy = profile.promptStrategy(assignments: assignments)
         guard case let .show(rule) = profile.prompts.decide(facts: facts, trigger: nil, strategy: strategy, now: time)
         else { return nil }
-        _ = try transaction.recordPromptOutcome(
-            PromptHistoryEntry(context: rule.context, outcome: .shown, at: time), userID: userID)
+        _ = try transaction.rows.recordPromptOutcome(
+            PromptHistoryEntry(context: rule.context, outcome: .shown, at: time), of: userID)
         return PromptRecord(user: userID, context: rule.context, outcome: .shown, at: time)
     }
 

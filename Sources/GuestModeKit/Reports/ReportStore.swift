@@ -33,9 +33,8 @@ public protocol ReplayTransaction {
     func apply(_ event: TrackedEvent, profile: Profile, now: Date) throws -> TrackResult
     func storedAssignment(userID: String, experiment: String) throws -> StoredAssignment?
     func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment
-    func promptFacts(userID: String) throws -> PromptFacts?
-    /// Records the outcome and moves the user's prompt state; nil when there is no such user.
-    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState?
+    /// The primitive row operations of the same transaction.
+    var rows: any StoreTransaction { get }
 }
 
 public struct FunnelCounts: Sendable, Equatable {

@@ -21,45 +21,70 @@ public enum FailureKind: String, Sendable, Codable, CaseIterable {
 
 /// An engine failure: what class it is, a stable machine-readable code and a
 /// message for people that says what went wrong, where, and how to fix it.
+///
+/// The code decides the kind, as SQLite's result code decides GRDB's
+/// `ResultCode`: every failure with one code is answered the same way (one
+/// exit status, one HTTP status), whoever raised it.
 public struct GuestModeError: Error, CustomStringConvertible, Sendable, Equatable {
-    public var kind: FailureKind
     public var code: Code
     public var message: String
 
-    public init(_ kind: FailureKind, code: Code, _ message: String) {
-        self.kind = kind
+    /// What kind of failure this is: always its code's kind.
+    public var kind: FailureKind { code.kind }
+
+    /// A failure of `code`'s kind.
+    public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
+    /// The form the package's sources raise errors with: the kind written
+    /// where the error is raised, so the reader sees the answer it gets.
+    /// `kind` must be `code.kind` (the error's kind is the code's either
+    /// way); `ErrorKindTests` reads every construction in the sources and
+    /// fails on one that names another.
+    package init(_ kind: FailureKind, code: Code, _ message: String) {
+        self.init(code, message)
+    }
+
     public var description: String { message }
 
-    public static func notFound(_ message: String, code: Code) -> GuestModeError {
+    package static func notFound(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.notFound, code: code, message)
     }
 
-    public static func badData(_ message: String, code: Code) -> GuestModeError {
+    package static func badData(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.badData, code: code, message)
     }
 
-    public static func usage(_ message: String, code: Code) -> GuestModeError {
+    package static func usage(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.usage, code: code, message)
     }
 
-    public static func conflict(_ message: String, code: Code) -> GuestModeError {
+    package static func conflict(_ message: String, code: Code) -> GuestModeError {
         GuestModeError(.conflict, code: code, message)
     }
 }
 
 extension GuestModeError {
     /// A stable snake_case identifier scripts can switch on (`--json` prints
-    /// it as `error.code`); the catalogue is listed in guestmode(1). Codes
-    /// are compared as values, never as strings.
+    /// it as `error.code`); the catalogue is listed in guestmode(1) with the
+    /// exit status of each. Codes are compared as values, never as strings.
     public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
         public let rawValue: String
+        /// The kind of every failure with this code.
+        public let kind: FailureKind
 
-        public init(rawValue: String) { self.rawValue = rawValue }
-        init(_ rawValue: String) { self.rawValue = rawValue }
+        /// The catalogue's code named `rawValue`; nil for a name it does not hold.
+        public init?(rawValue: String) {
+            guard let code = Code.all.first(where: { $0.rawValue == rawValue }) else { return nil }
+            self = code
+        }
+
+        private init(_ rawValue: String, _ kind: FailureKind) {
+            self.rawValue = rawValue
+            self.kind = kind
+        }
 
         public var description: String { rawValue }
 
@@ -122,6 +147,7 @@ extension GuestModeError {
             .endNotAfterNow,
             .experimentNotFound,
             .fileNotFound,
+            .fileTooLarge,
             .foreignRow,
             .guestAlreadyMoved,
             .guestOwnerMismatch,
@@ -142,6 +168,7 @@ extension GuestModeError {
             .invalidKeyName,
             .invalidLevel,
             .invalidLimit,
+            .invalidPoolSize,
             .invalidProfile,
             .invalidSchema,
             .invalidUsername,
@@ -175,11 +202,13 @@ extension GuestModeError {
             .ownerlessKeyWithoutOwner,
             .passphraseRequired,
             .planNotFound,
+            .poolExhausted,
             .profileMismatch,
             .profileNotFound,
             .profileUpgradeRefused,
             .providerAlreadyLinked,
             .pushIncomplete,
+            .recordCapNeedsPremium,
             .recordCapReached,
             .recordExists,
             .recordKeyTaken,
@@ -193,6 +222,7 @@ extension GuestModeError {
             .sameStore,
             .sameUser,
             .schemaMigrationFailed,
+            .secretTooLong,
             .serverKeyExists,
             .serverKeyNotFound,
             .storeBusy,
@@ -225,149 +255,154 @@ extension GuestModeError {
             .windowFull,
         ]
 
-        public static let alreadyMigrated = Code("already_migrated")
-        public static let archiveError = Code("archive_error")
-        public static let archiveFormatMismatch = Code("archive_format_mismatch")
-        public static let archiveNotFound = Code("archive_not_found")
-        public static let archiveTooNew = Code("archive_too_new")
-        public static let archiveTooOld = Code("archive_too_old")
-        public static let archiveUnreadable = Code("archive_unreadable")
-        public static let archiveWriteFailed = Code("archive_write_failed")
-        public static let assignmentLost = Code("assignment_lost")
-        public static let backupKeyNotFound = Code("backup_key_not_found")
-        public static let diskFull = Code("disk_full")
-        public static let notAFile = Code("not_a_file")
-        public static let badBackupKey = Code("bad_backup_key")
-        public static let badDuration = Code("bad_duration")
-        public static let badHeader = Code("bad_header")
-        public static let badManifest = Code("bad_manifest")
-        public static let badRow = Code("bad_row")
-        public static let badSignature = Code("bad_signature")
-        public static let badTime = Code("bad_time")
-        public static let cannotCreateBackup = Code("cannot_create_backup")
-        public static let cannotCreateOutput = Code("cannot_create_output")
-        public static let cannotCreateStore = Code("cannot_create_store")
-        public static let cannotDecrypt = Code("cannot_decrypt")
-        public static let cannotOpenStore = Code("cannot_open_store")
-        public static let cannotSpool = Code("cannot_spool")
-        public static let commitUnknown = Code("commit_unknown")
-        public static let conflictNotFound = Code("conflict_not_found")
-        public static let conflictingPlanTerms = Code("conflicting_plan_terms")
-        public static let cooldown = Code("cooldown")
-        public static let copyMismatch = Code("copy_mismatch")
-        public static let corruptStore = Code("corrupt_store")
-        public static let countOverflow = Code("count_overflow")
-        public static let damagedArchive = Code("damaged_archive")
-        public static let databaseError = Code("database_error")
-        public static let destinationUnavailable = Code("destination_unavailable")
-        public static let differentUser = Code("different_user")
-        public static let duplicateRow = Code("duplicate_row")
-        public static let emptyKey = Code("empty_key")
-        public static let emptyPeriod = Code("empty_period")
-        public static let emptySubject = Code("empty_subject")
-        public static let endNotAfterNow = Code("end_not_after_now")
-        public static let experimentNotFound = Code("experiment_not_found")
-        public static let fileNotFound = Code("file_not_found")
-        public static let foreignRow = Code("foreign_row")
-        public static let guestAlreadyMoved = Code("guest_already_moved")
-        public static let guestOwnerMismatch = Code("guest_owner_mismatch")
-        public static let hostileArchive = Code("hostile_archive")
-        public static let idempotencyKeyReused = Code("idempotency_key_reused")
-        public static let identityAlreadyExists = Code("identity_already_exists")
-        public static let identityNotFound = Code("identity_not_found")
-        public static let inconsistentRows = Code("inconsistent_rows")
-        public static let integrityCheckFailed = Code("integrity_check_failed")
-        public static let internalFailure = Code("internal")
-        public static let invalidAmount = Code("invalid_amount")
-        public static let invalidAttempts = Code("invalid_attempts")
-        public static let invalidDevice = Code("invalid_device")
-        public static let invalidEvent = Code("invalid_event")
-        public static let invalidEventLog = Code("invalid_event_log")
-        public static let invalidJson = Code("invalid_json")
-        public static let invalidLevel = Code("invalid_level")
-        public static let invalidLimit = Code("invalid_limit")
-        public static let invalidProfile = Code("invalid_profile")
-        public static let invalidSchema = Code("invalid_schema")
-        public static let invalidUsername = Code("invalid_username")
-        public static let invalidUtf8 = Code("invalid_utf8")
-        public static let ioError = Code("io_error")
-        public static let journalMismatch = Code("journal_mismatch")
-        public static let journalNotFound = Code("journal_not_found")
-        public static let keyExists = Code("key_exists")
-        public static let lineTooLong = Code("line_too_long")
-        public static let malformedLog = Code("malformed_log")
-        public static let manifestMismatch = Code("manifest_mismatch")
-        public static let migrationInterrupted = Code("migration_interrupted")
-        public static let migrationUnfinished = Code("migration_unfinished")
-        public static let missingManifest = Code("missing_manifest")
-        public static let missingSecret = Code("missing_secret")
-        public static let missingUserRow = Code("missing_user_row")
-        public static let neverAsk = Code("never_ask")
-        public static let noEligiblePrompt = Code("no_eligible_prompt")
-        public static let noFreeKey = Code("no_free_key")
-        public static let noTemplates = Code("no_templates")
-        public static let notABackup = Code("not_a_backup")
-        public static let notAGuest = Code("not_a_guest")
-        public static let notAStore = Code("not_a_store")
-        public static let notAnArchive = Code("not_an_archive")
-        public static let nothingToResume = Code("nothing_to_resume")
-        public static let nulInText = Code("nul_in_text")
-        public static let ownerlessKeyWithoutOwner = Code("ownerless_key_without_owner")
-        public static let passphraseRequired = Code("passphrase_required")
-        public static let planNotFound = Code("plan_not_found")
-        public static let profileMismatch = Code("profile_mismatch")
-        public static let profileNotFound = Code("profile_not_found")
-        public static let profileUpgradeRefused = Code("profile_upgrade_refused")
-        public static let providerAlreadyLinked = Code("provider_already_linked")
-        public static let pushIncomplete = Code("push_incomplete")
-        public static let recordCapReached = Code("record_cap_reached")
-        public static let recordExists = Code("record_exists")
-        public static let recordKeyTaken = Code("record_key_taken")
-        public static let recordNotFound = Code("record_not_found")
-        public static let recordNotObject = Code("record_not_object")
-        public static let recordsLeftBehind = Code("records_left_behind")
-        public static let rowConflict = Code("row_conflict")
-        public static let sameStore = Code("same_store")
-        public static let sameUser = Code("same_user")
-        public static let schemaMigrationFailed = Code("schema_migration_failed")
-        public static let storeBusy = Code("store_busy")
-        public static let storeExists = Code("store_exists")
-        public static let storeIsDirectory = Code("store_is_directory")
-        public static let storeNotFound = Code("store_not_found")
-        public static let storeTooNew = Code("store_too_new")
-        public static let storeUnreachable = Code("store_unreachable")
-        public static let storeWithoutProfile = Code("store_without_profile")
-        public static let tooManyProviders = Code("too_many_providers")
-        public static let trialAlreadyUsed = Code("trial_already_used")
-        public static let unexportableValue = Code("unexportable_value")
-        public static let unknownCollection = Code("unknown_collection")
-        public static let unknownContext = Code("unknown_context")
-        public static let unknownMeter = Code("unknown_meter")
-        public static let unknownPlan = Code("unknown_plan")
-        public static let unknownProvider = Code("unknown_provider")
-        public static let unknownTrigger = Code("unknown_trigger")
-        public static let unknownVariant = Code("unknown_variant")
-        public static let unsupportedStore = Code("unsupported_store")
-        public static let upgradeInProgress = Code("upgrade_in_progress")
-        public static let usage = Code("usage")
-        public static let userAuthenticated = Code("user_authenticated")
-        public static let userExists = Code("user_exists")
-        public static let userLinked = Code("user_linked")
-        public static let userNotFound = Code("user_not_found")
-        public static let usernameTaken = Code("username_taken")
-        public static let verifyFailed = Code("verify_failed")
-        public static let windowFull = Code("window_full")
-        public static let serverKeyExists = Code("server_key_exists")
-        public static let serverKeyNotFound = Code("server_key_not_found")
-        public static let invalidKeyName = Code("invalid_key_name")
-        public static let refreshTokenInvalid = Code("refresh_token_invalid")
-        public static let refreshTokenReused = Code("refresh_token_reused")
-        public static let unauthorized = Code("unauthorized")
-        public static let insufficientScope = Code("insufficient_scope")
-        public static let bodyTooLarge = Code("body_too_large")
-        public static let routeNotFound = Code("route_not_found")
-        public static let needsAccount = Code("needs_account")
-        public static let needsPremium = Code("needs_premium")
-        public static let meterExhausted = Code("meter_exhausted")
+        public static let alreadyMigrated = Code("already_migrated", .conflict)
+        public static let archiveError = Code("archive_error", .internalFailure)
+        public static let archiveFormatMismatch = Code("archive_format_mismatch", .badData)
+        public static let archiveNotFound = Code("archive_not_found", .notFound)
+        public static let archiveTooNew = Code("archive_too_new", .badData)
+        public static let archiveTooOld = Code("archive_too_old", .badData)
+        public static let archiveUnreadable = Code("archive_unreadable", .ioError)
+        public static let archiveWriteFailed = Code("archive_write_failed", .ioError)
+        public static let assignmentLost = Code("assignment_lost", .internalFailure)
+        public static let backupKeyNotFound = Code("backup_key_not_found", .notFound)
+        public static let badBackupKey = Code("bad_backup_key", .badData)
+        public static let badDuration = Code("bad_duration", .usage)
+        public static let badHeader = Code("bad_header", .badData)
+        public static let badManifest = Code("bad_manifest", .badData)
+        public static let badRow = Code("bad_row", .badData)
+        public static let badSignature = Code("bad_signature", .badData)
+        public static let badTime = Code("bad_time", .usage)
+        public static let cannotCreateBackup = Code("cannot_create_backup", .cannotCreate)
+        public static let cannotCreateOutput = Code("cannot_create_output", .cannotCreate)
+        public static let cannotCreateStore = Code("cannot_create_store", .cannotCreate)
+        public static let cannotDecrypt = Code("cannot_decrypt", .badData)
+        public static let cannotOpenStore = Code("cannot_open_store", .cannotCreate)
+        public static let cannotSpool = Code("cannot_spool", .cannotCreate)
+        public static let commitUnknown = Code("commit_unknown", .tryAgainLater)
+        public static let conflictNotFound = Code("conflict_not_found", .notFound)
+        public static let conflictingPlanTerms = Code("conflicting_plan_terms", .usage)
+        public static let cooldown = Code("cooldown", .nothingDue)
+        public static let copyMismatch = Code("copy_mismatch", .badData)
+        public static let corruptStore = Code("corrupt_store", .badData)
+        public static let countOverflow = Code("count_overflow", .badData)
+        public static let damagedArchive = Code("damaged_archive", .badData)
+        public static let databaseError = Code("database_error", .internalFailure)
+        public static let destinationUnavailable = Code("destination_unavailable", .tryAgainLater)
+        public static let differentUser = Code("different_user", .conflict)
+        public static let diskFull = Code("disk_full", .ioError)
+        public static let duplicateRow = Code("duplicate_row", .badData)
+        public static let emptyKey = Code("empty_key", .usage)
+        public static let emptyPeriod = Code("empty_period", .usage)
+        public static let emptySubject = Code("empty_subject", .usage)
+        public static let endNotAfterNow = Code("end_not_after_now", .usage)
+        public static let experimentNotFound = Code("experiment_not_found", .notFound)
+        public static let fileNotFound = Code("file_not_found", .notFound)
+        public static let fileTooLarge = Code("file_too_large", .badData)
+        public static let foreignRow = Code("foreign_row", .badData)
+        public static let guestAlreadyMoved = Code("guest_already_moved", .conflict)
+        public static let guestOwnerMismatch = Code("guest_owner_mismatch", .badData)
+        public static let hostileArchive = Code("hostile_archive", .badData)
+        public static let idempotencyKeyReused = Code("idempotency_key_reused", .conflict)
+        public static let identityAlreadyExists = Code("identity_already_exists", .conflict)
+        public static let identityNotFound = Code("identity_not_found", .notFound)
+        public static let inconsistentRows = Code("inconsistent_rows", .badData)
+        public static let integrityCheckFailed = Code("integrity_check_failed", .badData)
+        public static let internalFailure = Code("internal", .internalFailure)
+        public static let invalidAmount = Code("invalid_amount", .usage)
+        public static let invalidAttempts = Code("invalid_attempts", .usage)
+        public static let invalidDevice = Code("invalid_device", .usage)
+        public static let invalidEvent = Code("invalid_event", .usage)
+        public static let invalidEventLog = Code("invalid_event_log", .badData)
+        public static let invalidJson = Code("invalid_json", .badData)
+        public static let invalidLevel = Code("invalid_level", .usage)
+        public static let invalidLimit = Code("invalid_limit", .usage)
+        public static let invalidPoolSize = Code("invalid_pool_size", .usage)
+        public static let invalidProfile = Code("invalid_profile", .badData)
+        public static let invalidSchema = Code("invalid_schema", .usage)
+        public static let invalidUsername = Code("invalid_username", .usage)
+        public static let invalidUtf8 = Code("invalid_utf8", .badData)
+        public static let ioError = Code("io_error", .ioError)
+        public static let journalMismatch = Code("journal_mismatch", .badData)
+        public static let journalNotFound = Code("journal_not_found", .notFound)
+        public static let keyExists = Code("key_exists", .conflict)
+        public static let lineTooLong = Code("line_too_long", .badData)
+        public static let malformedLog = Code("malformed_log", .badData)
+        public static let manifestMismatch = Code("manifest_mismatch", .badData)
+        public static let migrationInterrupted = Code("migration_interrupted", .tryAgainLater)
+        public static let migrationUnfinished = Code("migration_unfinished", .conflict)
+        public static let missingManifest = Code("missing_manifest", .badData)
+        public static let missingSecret = Code("missing_secret", .usage)
+        public static let missingUserRow = Code("missing_user_row", .badData)
+        public static let neverAsk = Code("never_ask", .nothingDue)
+        public static let noEligiblePrompt = Code("no_eligible_prompt", .nothingDue)
+        public static let noFreeKey = Code("no_free_key", .internalFailure)
+        public static let noTemplates = Code("no_templates", .notFound)
+        public static let notABackup = Code("not_a_backup", .badData)
+        public static let notAFile = Code("not_a_file", .notFound)
+        public static let notAGuest = Code("not_a_guest", .conflict)
+        public static let notAStore = Code("not_a_store", .badData)
+        public static let notAnArchive = Code("not_an_archive", .badData)
+        public static let nothingToResume = Code("nothing_to_resume", .notFound)
+        public static let nulInText = Code("nul_in_text", .badData)
+        public static let ownerlessKeyWithoutOwner = Code("ownerless_key_without_owner", .usage)
+        public static let passphraseRequired = Code("passphrase_required", .usage)
+        public static let planNotFound = Code("plan_not_found", .notFound)
+        public static let poolExhausted = Code("pool_exhausted", .tryAgainLater)
+        public static let profileMismatch = Code("profile_mismatch", .badData)
+        public static let profileNotFound = Code("profile_not_found", .notFound)
+        public static let profileUpgradeRefused = Code("profile_upgrade_refused", .badData)
+        public static let providerAlreadyLinked = Code("provider_already_linked", .conflict)
+        public static let pushIncomplete = Code("push_incomplete", .tryAgainLater)
+        public static let recordCapNeedsPremium = Code("record_cap_needs_premium", .needsPremium)
+        public static let recordCapReached = Code("record_cap_reached", .needsAccount)
+        public static let recordExists = Code("record_exists", .conflict)
+        public static let recordKeyTaken = Code("record_key_taken", .conflict)
+        public static let recordNotFound = Code("record_not_found", .notFound)
+        public static let recordNotObject = Code("record_not_object", .badData)
+        public static let recordsLeftBehind = Code("records_left_behind", .internalFailure)
+        public static let rowConflict = Code("row_conflict", .conflict)
+        public static let sameStore = Code("same_store", .usage)
+        public static let sameUser = Code("same_user", .usage)
+        public static let schemaMigrationFailed = Code("schema_migration_failed", .badData)
+        public static let secretTooLong = Code("secret_too_long", .badData)
+        public static let storeBusy = Code("store_busy", .tryAgainLater)
+        public static let storeExists = Code("store_exists", .cannotCreate)
+        public static let storeIsDirectory = Code("store_is_directory", .cannotCreate)
+        public static let storeNotFound = Code("store_not_found", .notFound)
+        public static let storeTooNew = Code("store_too_new", .badData)
+        public static let storeUnreachable = Code("store_unreachable", .tryAgainLater)
+        public static let storeWithoutProfile = Code("store_without_profile", .badData)
+        public static let tooManyProviders = Code("too_many_providers", .conflict)
+        public static let trialAlreadyUsed = Code("trial_already_used", .conflict)
+        public static let unexportableValue = Code("unexportable_value", .badData)
+        public static let unknownCollection = Code("unknown_collection", .usage)
+        public static let unknownContext = Code("unknown_context", .usage)
+        public static let unknownMeter = Code("unknown_meter", .usage)
+        public static let unknownPlan = Code("unknown_plan", .usage)
+        public static let unknownProvider = Code("unknown_provider", .usage)
+        public static let unknownTrigger = Code("unknown_trigger", .usage)
+        public static let unknownVariant = Code("unknown_variant", .usage)
+        public static let unsupportedStore = Code("unsupported_store", .usage)
+        public static let upgradeInProgress = Code("upgrade_in_progress", .conflict)
+        public static let usage = Code("usage", .usage)
+        public static let userAuthenticated = Code("user_authenticated", .nothingDue)
+        public static let userExists = Code("user_exists", .conflict)
+        public static let userLinked = Code("user_linked", .nothingDue)
+        public static let userNotFound = Code("user_not_found", .notFound)
+        public static let usernameTaken = Code("username_taken", .conflict)
+        public static let verifyFailed = Code("verify_failed", .badData)
+        public static let windowFull = Code("window_full", .nothingDue)
+        public static let bodyTooLarge = Code("body_too_large", .usage)
+        public static let insufficientScope = Code("insufficient_scope", .usage)
+        public static let invalidKeyName = Code("invalid_key_name", .usage)
+        public static let meterExhausted = Code("meter_exhausted", .meterExhausted)
+        public static let needsAccount = Code("needs_account", .needsAccount)
+        public static let needsPremium = Code("needs_premium", .needsPremium)
+        public static let refreshTokenInvalid = Code("refresh_token_invalid", .notFound)
+        public static let refreshTokenReused = Code("refresh_token_reused", .conflict)
+        public static let routeNotFound = Code("route_not_found", .notFound)
+        public static let serverKeyExists = Code("server_key_exists", .conflict)
+        public static let serverKeyNotFound = Code("server_key_not_found", .notFound)
+        public static let unauthorized = Code("unauthorized", .usage)
     }
 }

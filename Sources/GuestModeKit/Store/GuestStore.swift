@@ -4,8 +4,7 @@ import Foundation
 /// method one use case in one transaction. Backends (SQLite, PostgreSQL)
 /// conform and pass the same conformance suite.
 public protocol GuestStore:
-    StoreAdministration, TransactionalStore, UserStore, IdentityStore, EventStore, MeterStore, PlanStore, PromptStore,
-    ExperimentStore, OutboxStore, MigrationJournalStore, TransferStore, ProfileUpgradeStore, ReportStore,
+    StoreAdministration, TransactionalStore, EventStore, ReportStore,
     BackupRowStore,
     StoreTableStore
 {}

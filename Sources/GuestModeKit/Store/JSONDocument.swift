@@ -1,6 +1,6 @@
 import Foundation
 
-/// The JSON every command and every `guestmode serve` answer prints, built by one encoder so that
+/// The JSON every command prints and every `guestmode serve` answer holds, built by one encoder so that
 /// all follow the same conventions (man page guestmode(1), JSON OUTPUT):
 ///
 /// - keys are `snake_case`; booleans are plain (`dry_run`, `allowed`), never `is_…`;
@@ -11,38 +11,26 @@ import Foundation
 ///   rounded to six decimals (no `91.66666666666666`, no `5.551115123125783e-17`);
 /// - keys of dictionaries (action names, table names) are data and kept as they are.
 ///
-/// Engine types keep their Swift names; the renames live in `JSONKeys` below.
+/// Engine types keep their Swift names; a type whose JSON names differ from what these conventions give
+/// declares them (`JSONNamed`).
 package enum JSONDocument {
     package static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
         let node = JSONNode()
         try JSONNodeEncoder.encode(value, into: node, path: [])
-        var text = ""
-        node.resolved.write(to: &text, pretty: pretty, indent: 0)
-        return text
+        return node.resolved.text(pretty: pretty)
     }
 }
 
-/// Engine property names → documented JSON names.
-enum JSONKeys {
-    /// Renames of one property of one type (the type named as Swift names it, without its module), by the
-    /// property's snake_case name before `is_` is dropped.
-    static let byType: [String: [String: String]] = [
-        "User": ["id": "user_id"],
-        "UserSummary": ["id": "user_id"],
-        "PurgeCandidate": ["id": "user_id"],
-        "MergeReport": ["guest": "guest_user_id", "account": "account_user_id"],
-        "MigrationJournal": ["id": "journal_id", "source": "source_user_id", "target": "target_user_id"],
-        "MigrationPlan": ["source": "source_user_id", "target": "target_user_id"],
-        // `user show`: the user itself, an object holding its `user_id`.
-        "UserDetails": ["user": "user"],
-        // `track --from`: `applied` counts lines; whether they were committed is `committed`.
-        "IngestReport": ["is_applied": "committed"],
-        "StoredRecord": ["owner": "user_id"],
-        "LoggedEvent": ["id": "event_id"],
-        "ArchivedConflict": ["id": "conflict_id"],
-        "RestoredConflict": ["id": "conflict_id"],
-    ]
+/// A type whose JSON names differ from those the conventions above derive
+/// from its property names: a user's `id` is `user_id`, an event's `event_id`.
+/// The engine's types declare theirs in `JSONNames.swift`.
+package protocol JSONNamed {
+    /// JSON names by Swift property name; other properties follow the conventions.
+    static var jsonNames: [String: String] { get }
+}
 
+/// Property names → documented JSON names.
+enum JSONKeys {
     /// Renames wherever the key appears.
     static let everywhere: [String: String] = [
         "user": "user_id",
@@ -50,22 +38,21 @@ enum JSONKeys {
         "was_already_adopted": "already_adopted",
     ]
 
-    static func name(for key: any CodingKey) -> String {
+    /// The JSON name of `key` of a value whose type names some of its keys itself (`names`).
+    static func name(for key: any CodingKey, names: [String: String]) -> String {
+        if let named = names[key.stringValue] { return named }
         let cacheKey = NameCache.Key(type: ObjectIdentifier(type(of: key)), name: key.stringValue)
         if let cached = NameCache.shared.lookup(cacheKey) { return cached }
-        let name = computeName(for: key)
+        let name = conventionalName(for: key)
         NameCache.shared.store(name, for: cacheKey)
         return name
     }
 
-    private static func computeName(for key: any CodingKey) -> String {
+    private static func conventionalName(for key: any CodingKey) -> String {
+        // Keys of a dictionary (action names, table names) are data: keep them.
         let typeName = String(reflecting: type(of: key))
-        // Keys of a [String: …] dictionary are data: keep them.
         if typeName.contains("DictionaryCodingKey") || typeName.contains("DictionaryKey") { return key.stringValue }
         var name = snakeCase(key.stringValue)
-        // "GuestModeKit.User.(unknown context at $…).CodingKeys": the type is the last named part before the keys.
-        let parts = typeName.split(separator: ".").dropLast().filter { !$0.hasPrefix("(") }
-        if let owner = parts.last, let renamed = byType[String(owner)]?[name] { return renamed }
         if name.hasPrefix("is_"), name.count > 3 { name.removeFirst(3) }
         return everywhere[name] ?? name
     }
@@ -90,8 +77,8 @@ enum JSONKeys {
     }
 }
 
-/// JSON names by key type and Swift name: reflecting on a type's name for every key of every row of a
-/// long listing would cost more than encoding it.
+/// Conventional JSON names by key type and Swift name: reflecting on a key type's name for every key of
+/// every row of a long listing would cost more than encoding it.
 final class NameCache: @unchecked Sendable {
     struct Key: Hashable {
         var type: ObjectIdentifier
@@ -115,17 +102,15 @@ final class NameCache: @unchecked Sendable {
     }
 }
 
-package indirect enum JSONDocumentValue {
-    case null
-    case bool(Bool)
-    /// A number already in its JSON spelling.
-    case number(String)
-    case string(String)
-    case array([JSONDocumentValue])
-    case object([(String, JSONDocumentValue)])
+extension JSONValue {
+    /// An object from name-value pairs in the order they were built; a later
+    /// value for a name replaces an earlier one, as with JSONEncoder.
+    package static func object(_ members: [(String, JSONValue)]) -> JSONValue {
+        .object(Dictionary(members, uniquingKeysWith: { _, later in later }))
+    }
 
     /// Six decimals at most, no exponent, no trailing zeros; NaN and infinities as null.
-    package static func number(_ value: Double) -> JSONDocumentValue {
+    package static func number(_ value: Double) -> JSONValue {
         guard value.isFinite else { return .null }
         let rounded = (value * 1_000_000).rounded() / 1_000_000
         if rounded == rounded.rounded(), abs(rounded) < 1e15 { return .number(String(Int64(rounded))) }
@@ -134,89 +119,24 @@ package indirect enum JSONDocumentValue {
         if text.hasSuffix(".") { text.removeLast() }
         return .number(text)
     }
-
-    package func write(to text: inout String, pretty: Bool, indent: Int) {
-        switch self {
-        case .null: text += "null"
-        case .bool(let value): text += value ? "true" : "false"
-        case .number(let value): text += value
-        case .string(let value): JSONDocumentValue.quote(value, into: &text)
-        case .array(let items):
-            guard !items.isEmpty else { return text += "[]" }
-            text += "["
-            for (index, item) in items.enumerated() {
-                if index > 0 { text += "," }
-                if pretty { text += "\n" + String(repeating: "  ", count: indent + 1) }
-                item.write(to: &text, pretty: pretty, indent: indent + 1)
-            }
-            if pretty { text += "\n" + String(repeating: "  ", count: indent) }
-            text += "]"
-        case .object(let members):
-            guard !members.isEmpty else { return text += "{}" }
-            text += "{"
-            for (index, member) in members.sorted(by: { $0.0 < $1.0 }).enumerated() {
-                if index > 0 { text += "," }
-                if pretty { text += "\n" + String(repeating: "  ", count: indent + 1) }
-                JSONDocumentValue.quote(member.0, into: &text)
-                text += pretty ? " : " : ":"
-                member.1.write(to: &text, pretty: pretty, indent: indent + 1)
-            }
-            if pretty { text += "\n" + String(repeating: "  ", count: indent) }
-            text += "}"
-        }
-    }
-
-    package static func quote(_ value: String, into text: inout String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{08}": text += "\\b"
-            case "\u{0C}": text += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    text += String(format: "\\u%04x", scalar.value)
-                } else {
-                    text.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        text += "\""
-    }
 }
 
 /// A value being built: set once, or filled as an array or object by containers.
 final class JSONNode {
     enum Content {
         case unset
-        case value(JSONDocumentValue)
+        case value(JSONValue)
         case array([JSONNode])
         case object([(String, JSONNode)])
     }
     var content = Content.unset
 
-    var resolved: JSONDocumentValue {
+    var resolved: JSONValue {
         switch content {
         case .unset: return .object([])
         case .value(let value): return value
         case .array(let nodes): return .array(nodes.map(\.resolved))
-        case .object(let members):
-            // A later value for the same key wins, as with JSONEncoder.
-            var seen: [String: Int] = [:]
-            var result: [(String, JSONDocumentValue)] = []
-            for (key, node) in members {
-                if let index = seen[key] {
-                    result[index].1 = node.resolved
-                } else {
-                    seen[key] = result.count
-                    result.append((key, node.resolved))
-                }
-            }
-            return .object(result)
+        case .object(let members): return .object(members.map { ($0, $1.resolved) })
         }
     }
 
@@ -249,12 +169,16 @@ final class JSONNode {
 struct JSONNodeEncoder: Encoder {
     let node: JSONNode
     var codingPath: [any CodingKey]
+    /// The JSON names the value being encoded declares (`JSONNamed`).
+    var names: [String: String] = [:]
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     static func encode<T: Encodable>(_ value: T, into node: JSONNode, path: [any CodingKey]) throws {
         switch value {
         case let date as Date: node.content = .value(.string(Timestamp.format(date)))
         case let decimal as Decimal: node.content = .value(.number(decimal.description))
+        // Its own Encodable goes through Decimal, which would rewrite 1.50 as 1.5.
+        case let property as EventProperty: node.content = .value(property.jsonValue)
         case let double as Double: node.content = .value(.number(double))
         case let float as Float: node.content = .value(.number(Double(float)))
         case let url as URL: node.content = .value(.string(url.isFileURL ? url.path : url.absoluteString))
@@ -265,18 +189,20 @@ struct JSONNodeEncoder: Encoder {
                 guard let item = dictionary[key] else { continue }
                 try encode(item, into: node.child(forKey: key), path: path)
             }
-        default: try value.encode(to: JSONNodeEncoder(node: node, codingPath: path))
+        default:
+            let names = (value as? any JSONNamed).map { type(of: $0).jsonNames } ?? [:]
+            try value.encode(to: JSONNodeEncoder(node: node, codingPath: path, names: names))
         }
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         node.makeObject()
-        return KeyedEncodingContainer(KeyedJSONContainer<Key>(node: node, codingPath: codingPath))
+        return KeyedEncodingContainer(KeyedJSONContainer<Key>(node: node, codingPath: codingPath, names: names))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
         node.makeArray()
-        return UnkeyedJSONContainer(node: node, codingPath: codingPath)
+        return UnkeyedJSONContainer(node: node, codingPath: codingPath, names: names)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
@@ -287,9 +213,12 @@ struct JSONNodeEncoder: Encoder {
 struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let node: JSONNode
     var codingPath: [any CodingKey]
+    let names: [String: String]
 
-    private func set(_ value: JSONDocumentValue, _ key: Key) {
-        node.child(forKey: JSONKeys.name(for: key)).content = .value(value)
+    private func name(_ key: Key) -> String { JSONKeys.name(for: key, names: names) }
+
+    private func set(_ value: JSONValue, _ key: Key) {
+        node.child(forKey: name(key)).content = .value(value)
     }
 
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
@@ -309,7 +238,7 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt64, forKey key: Key) throws { set(.number(String(value)), key) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try JSONNodeEncoder.encode(
-            value, into: node.child(forKey: JSONKeys.name(for: key)), path: codingPath + [key])
+            value, into: node.child(forKey: name(key)), path: codingPath + [key])
     }
 
     // nil optionals are written as null, not left out.
@@ -340,15 +269,16 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     )
         -> KeyedEncodingContainer<NestedKey>
     {
-        let child = node.child(forKey: JSONKeys.name(for: key))
+        let child = node.child(forKey: name(key))
         child.makeObject()
-        return KeyedEncodingContainer(KeyedJSONContainer<NestedKey>(node: child, codingPath: codingPath + [key]))
+        return KeyedEncodingContainer(
+            KeyedJSONContainer<NestedKey>(node: child, codingPath: codingPath + [key], names: names))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let child = node.child(forKey: JSONKeys.name(for: key))
+        let child = node.child(forKey: name(key))
         child.makeArray()
-        return UnkeyedJSONContainer(node: child, codingPath: codingPath + [key])
+        return UnkeyedJSONContainer(node: child, codingPath: codingPath + [key], names: names)
     }
 
     mutating func superEncoder() -> any Encoder {
@@ -356,13 +286,15 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
-        JSONNodeEncoder(node: node.child(forKey: JSONKeys.name(for: key)), codingPath: codingPath + [key])
+        JSONNodeEncoder(node: node.child(forKey: name(key)), codingPath: codingPath + [key])
     }
 }
 
 struct UnkeyedJSONContainer: UnkeyedEncodingContainer {
     let node: JSONNode
     var codingPath: [any CodingKey]
+    /// The names of the value whose container this is, for keyed containers nested in it.
+    let names: [String: String]
     var count: Int {
         if case .array(let items) = node.content { return items.count }
         return 0
@@ -380,13 +312,13 @@ struct UnkeyedJSONContainer: UnkeyedEncodingContainer {
     {
         let child = node.appended()
         child.makeObject()
-        return KeyedEncodingContainer(KeyedJSONContainer<NestedKey>(node: child, codingPath: codingPath))
+        return KeyedEncodingContainer(KeyedJSONContainer<NestedKey>(node: child, codingPath: codingPath, names: names))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let child = node.appended()
         child.makeArray()
-        return UnkeyedJSONContainer(node: child, codingPath: codingPath)
+        return UnkeyedJSONContainer(node: child, codingPath: codingPath, names: names)
     }
 
     mutating func superEncoder() -> any Encoder { JSONNodeEncoder(node: node.appended(), codingPath: codingPath) }
@@ -413,5 +345,15 @@ struct SingleJSONContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt64) throws { node.content = .value(.number(String(value))) }
     mutating func encode<T: Encodable>(_ value: T) throws {
         try JSONNodeEncoder.encode(value, into: node, path: codingPath)
+    }
+}
+
+extension EventProperty {
+    /// The property as JSON, a number with the digits it was written with.
+    var jsonValue: JSONValue {
+        switch self {
+        case .string(let text): .string(text)
+        case .number(let text): .number(text)
+        }
     }
 }

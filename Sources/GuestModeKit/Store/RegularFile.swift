@@ -38,7 +38,7 @@ package enum RegularFile {
         guard Int(status.st_size) <= limit else {
             throw GuestModeError.badData(
                 "\(what) '\(path)' is \(status.st_size) bytes; a \(what.replacingOccurrences(of: "the ", with: "")) is at most \(limit)",
-                code: .notAFile)
+                code: .fileTooLarge)
         }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -52,7 +52,8 @@ package enum RegularFile {
             if count == 0 { break }
             data.append(contentsOf: buffer[..<count])
             if data.count > limit {
-                throw GuestModeError.badData("\(what) '\(path)' grew past \(limit) bytes while being read", code: .notAFile)
+                throw GuestModeError.badData(
+                    "\(what) '\(path)' grew past \(limit) bytes while being read", code: .fileTooLarge)
             }
         }
         return data

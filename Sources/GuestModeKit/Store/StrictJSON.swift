@@ -332,34 +332,50 @@ public enum StrictJSON {
 
 extension JSONValue {
     /// The value as compact JSON with members sorted by name and numbers as
-    /// they were written.
-    public var canonicalText: String {
+    /// they were written: the one form stored JSON (records, event
+    /// properties) takes, so equal documents compare equal.
+    public var canonicalText: String { text(pretty: false) }
+
+    /// The value as JSON, members sorted by name, numbers as written; `pretty`
+    /// puts each member and element on a line of its own, indented two spaces
+    /// a level, with `"name" : value` (the layout of the documents the
+    /// command line prints).
+    package func text(pretty: Bool) -> String {
         var output = ""
-        write(to: &output)
+        write(to: &output, pretty: pretty, indent: 0)
         return output
     }
 
-    private func write(to output: inout String) {
+    private func write(to output: inout String, pretty: Bool, indent: Int) {
+        func newline(_ level: Int) {
+            if pretty { output += "\n" + String(repeating: "  ", count: level) }
+        }
         switch self {
         case .null: output += "null"
         case .bool(let value): output += value ? "true" : "false"
         case .number(let text): output += text
         case .string(let text): JSONValue.writeString(text, to: &output)
         case .array(let elements):
+            guard !elements.isEmpty else { return output += "[]" }
             output += "["
             for (index, element) in elements.enumerated() {
                 if index > 0 { output += "," }
-                element.write(to: &output)
+                newline(indent + 1)
+                element.write(to: &output, pretty: pretty, indent: indent + 1)
             }
+            newline(indent)
             output += "]"
         case .object(let members):
+            guard !members.isEmpty else { return output += "{}" }
             output += "{"
             for (index, name) in members.keys.sorted().enumerated() {
                 if index > 0 { output += "," }
+                newline(indent + 1)
                 JSONValue.writeString(name, to: &output)
-                output += ":"
-                members[name]?.write(to: &output)
+                output += pretty ? " : " : ":"
+                members[name]?.write(to: &output, pretty: pretty, indent: indent + 1)
             }
+            newline(indent)
             output += "}"
         }
     }

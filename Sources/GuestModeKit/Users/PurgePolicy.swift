@@ -6,8 +6,8 @@ import Foundation
 /// owning records is kept unless `includesUsersWithRecords`, since its data
 /// may still be adopted by an account. Everyone else is deleted.
 ///
-/// A pure function of its inputs, so every backend decides the same way; the
-/// backend only gathers the facts and deletes.
+/// A pure function of its inputs, applied by the engine to what the store
+/// reads; the store only gathers the facts and deletes.
 public struct PurgePolicy: Sendable {
     public var profile: Profile
     /// Candidates were last seen strictly before this time.
@@ -35,16 +35,19 @@ public struct PurgePolicy: Sendable {
         case ownsRecords = "owns_records"
     }
 
+    /// The state of every candidate: only guests are ever purged.
+    public static let candidateState = UserState.anonymous
+
     /// Whether a user is a candidate at all: anonymous and inactive since
-    /// before the cutoff. Backends select candidates with this condition.
+    /// before the cutoff. The engine asks the store for exactly these users.
     public func isCandidate(state: UserState, lastSeenAt: Date) -> Bool {
-        state == .anonymous && lastSeenAt < cutoff
+        state == Self.candidateState && lastSeenAt < cutoff
     }
 
     /// What to do with one user, given how many records it owns and every
     /// plan grant it ever held.
     public func decision(state: UserState, lastSeenAt: Date, records: Int, grants: [PlanGrant]) -> Decision {
-        if state != .anonymous { return .keep(.isNotAnonymous) }
+        if state != Self.candidateState { return .keep(.isNotAnonymous) }
         if lastSeenAt >= cutoff { return .keep(.isRecentlyActive) }
         if grants.contains(where: { $0.status(in: profile, now: now).isInForce }) { return .keep(.holdsPlanInForce) }
         if records > 0 && !includesUsersWithRecords { return .keep(.ownsRecords) }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The user rows of one transaction (see `StoreTransaction`).
+/// The user and credential rows of one transaction (see `StoreTransaction`).
 public protocol UserRows {
     /// The user, or nil when there is none. With `locking`, the row stays
     /// locked until the transaction ends, so every decision about one user
@@ -10,6 +10,56 @@ public protocol UserRows {
     /// Sets the user's last-seen time to `time` unless the stored one is
     /// later: replaying old activity never makes a user look less recent.
     func advanceLastSeen(of userID: String, to time: Date) throws
+
+    /// Inserts a new user row, as given.
+    func insertUser(_ user: User) throws
+
+    /// The oldest user (by creation time, then id byte by byte) whose device
+    /// is `device`, or nil when there is none. With `locking`, transactions
+    /// asking for the same device wait for each other until the end of the
+    /// transaction, so a device found unknown stays unknown until this
+    /// transaction has created its user.
+    func oldestUser(device: String, locking: Bool) throws -> User?
+
+    /// Users in creation order (then id, byte by byte), each with how many
+    /// identities and records it holds. A nil condition matches everyone;
+    /// `lastSeenBefore` keeps users whose last activity is strictly earlier.
+    func userSummaries(state: UserState?, lastSeenBefore: Date?) throws -> [UserSummary]
+
+    /// Stores anonymous credentials unless their username is taken by any
+    /// user: then it writes nothing and returns false. PostgreSQL waits for
+    /// a transaction storing the same username and returns false if that
+    /// one commits, so one username is stored once however many race for it.
+    func insertCredentials(_ credentials: StoredCredentials) throws -> Bool
+
+    /// The credentials stored under `username`, or nil.
+    func credentials(username: String) throws -> StoredCredentials?
+
+    /// The user's anonymous credentials, or nil when it keeps none.
+    func credentials(of userID: String) throws -> StoredCredentials?
+
+    /// Replaces the hash of the user's anonymous credentials.
+    func setSecretHash(of userID: String, to secretHash: String) throws
+
+    /// Deletes the user and everything it owns (identities, credentials,
+    /// events, counters, records, usage, plans, prompts, queued backups),
+    /// nothing of any other user.
+    func deleteUser(_ id: String) throws
+
+    /// Hands over, in batches, the users in `state` last seen strictly
+    /// before `cutoff`, oldest activity first (then by id, byte by byte),
+    /// each with its record count and every plan grant it ever held. With
+    /// `locking`, each batch's rows are locked as they are read and stay
+    /// locked until the transaction ends. Streamed: no batch and no query
+    /// grows with the number of users.
+    func inactiveUsers(
+        state: UserState, lastSeenBefore cutoff: Date, locking: Bool, _ body: ([InactiveUser]) throws -> Void
+    ) throws
+
+    /// Deletes users and everything they own, as `deleteUser` does, set-based:
+    /// `listing` hands the ids over in batches through the function it is
+    /// given, then each table is cleared with one statement.
+    func deleteUsers(listing: (_ add: ([String]) throws -> Void) throws -> Void) throws
 }
 
 extension UserRows {
@@ -19,5 +69,40 @@ extension UserRows {
             throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
         }
         return user
+    }
+}
+
+/// What a purge decides a candidate on: one user's last activity, records
+/// and plan grants, as `UserRows.inactiveUsers` reads them.
+public struct InactiveUser: Sendable, Equatable {
+    public var id: String
+    public var state: UserState
+    public var lastSeenAt: Date
+    public var records: Int
+    /// Every grant the user ever held, oldest first.
+    public var grants: [PlanGrant]
+
+    public init(id: String, state: UserState, lastSeenAt: Date, records: Int, grants: [PlanGrant]) {
+        self.id = id
+        self.state = state
+        self.lastSeenAt = lastSeenAt
+        self.records = records
+        self.grants = grants
+    }
+}
+
+/// Anonymous credentials as a store keeps them: never the secret itself.
+public struct StoredCredentials: Sendable, Equatable {
+    public var userID: String
+    public var username: String
+    /// A `SecretHash` string, which names its scheme.
+    public var secretHash: String
+    public var createdAt: Date
+
+    public init(userID: String, username: String, secretHash: String, createdAt: Date) {
+        self.userID = userID
+        self.username = username
+        self.secretHash = secretHash
+        self.createdAt = createdAt
     }
 }

@@ -132,31 +132,82 @@ public struct PurgeReport: Codable, Sendable {
     public var isDryRun: Bool
 }
 
+/// How many candidates a purge removed (or would remove) and kept.
+public struct PurgeTally: Sendable, Equatable {
+    public var purged: Int
+    public var kept: Int
+
+    public init(purged: Int, kept: Int) {
+        self.purged = purged
+        self.kept = kept
+    }
+}
+
+/// One user's state, identities, counters, record counts and plan grants,
+/// read together.
+struct UserOverview: Sendable, Equatable {
+    var user: User
+    var identities: [Identity]
+    var hasAnonymousCredentials: Bool
+    var counters: [String: Int]
+    /// Records per collection; collections without records are absent.
+    var records: [String: Int]
+    /// Every grant the user ever held, oldest first.
+    var grants: [PlanGrant]
+}
+
+extension StoreTransaction {
+    /// Inserts a new user and, when given, its anonymous credentials. A
+    /// username already kept by any user throws `username_taken`, so the
+    /// transaction rolls back and no user is created.
+    func createUser(_ user: User, credentials: StoredCredentials?) throws {
+        try insertUser(user)
+        guard let credentials else { return }
+        guard try insertCredentials(credentials) else {
+            throw GuestModeError(
+                .conflict, code: .usernameTaken, "the anonymous username '\(credentials.username)' is already taken")
+        }
+    }
+
+    /// What `user show` reports about one user besides its meters; throws
+    /// `user_not_found`.
+    func overview(of id: String) throws -> UserOverview {
+        UserOverview(
+            user: try requireUser(id), identities: try identities(of: id),
+            hasAnonymousCredentials: try credentials(of: id) != nil, counters: try counters(of: id),
+            records: try recordCounts(owner: id), grants: try planGrants(of: id))
+    }
+}
+
 extension GuestMode {
     /// Creates an anonymous user, optionally keeping a legacy anonymous
     /// username with a slow salted hash of its secret.
     public func createGuest(device: String?, credentials: AnonymousCredentials? = nil, now: Date) throws -> User {
         let (user, stored) = try newGuest(device: device, credentials: credentials, now: now)
-        try store.createUser(user, credentials: stored)
+        try store.write { transaction in try transaction.createUser(user, credentials: stored) }
         return user
     }
 
     /// Like `createGuest`, but idempotent per device: when a user with
-    /// `device` exists, that user is returned (`created` false) and nothing
-    /// is written, since a device id survives a reinstall. Credentials given
-    /// with a known device are not stored.
+    /// `device` exists, that user (the oldest, if several) is returned
+    /// (`created` false) and nothing is written, since a device id survives
+    /// a reinstall. Credentials given with a known device are not stored.
+    /// Concurrent calls with one device create one user.
     public func createOrFindGuest(
         device: String?, credentials: AnonymousCredentials? = nil, now: Date
     ) throws -> GuestCreation {
         let (user, stored) = try newGuest(device: device, credentials: credentials, now: now)
-        guard device != nil else {
-            try store.createUser(user, credentials: stored)
+        return try store.write { transaction in
+            if let device, let known = try transaction.oldestUser(device: device, locking: true) {
+                return GuestCreation(user: known, created: false)
+            }
+            try transaction.createUser(user, credentials: stored)
             return GuestCreation(user: user, created: true)
         }
-        let result = try store.createUserUnlessDeviceKnown(user, credentials: stored)
-        return GuestCreation(user: result.user, created: result.created)
     }
 
+    /// The new user and its stored credentials, validated; the secret is
+    /// hashed here, before any transaction, since hashing is slow on purpose.
     private func newGuest(
         device: String?, credentials: AnonymousCredentials?, now: Date
     ) throws -> (User, StoredCredentials?) {
@@ -191,13 +242,14 @@ extension GuestMode {
 
     public func user(_ id: String) throws -> User {
         try TextRule.check(id, what: "the user id")
-        return try store.user(id: id)
+        return try store.read { transaction in try transaction.requireUser(id) }
     }
 
     public func users(matching filter: UserFilter, now: Date) throws -> [UserSummary] {
-        try store.users(
-            state: filter.state,
-            lastSeenBefore: filter.inactive.map { $0.subtracted(from: now) })
+        try store.read { transaction in
+            try transaction.userSummaries(
+                state: filter.state, lastSeenBefore: filter.inactive.map { $0.subtracted(from: now) })
+        }
     }
 
     /// Everything `user show` reports. The user, its identities, counters,
@@ -205,7 +257,7 @@ extension GuestMode {
     /// the meter area's and is read after it, one meter at a time.
     public func details(of id: String, now: Date) throws -> UserDetails {
         try TextRule.check(id, what: "the user id")
-        let overview = try store.userOverview(id: id)
+        let overview = try store.read { transaction in try transaction.overview(of: id) }
         return UserDetails(
             user: overview.user, tier: profile.tier(for: overview.user.state, grants: overview.grants, now: now),
             identities: overview.identities, hasAnonymousCredentials: overview.hasAnonymousCredentials,
@@ -217,7 +269,11 @@ extension GuestMode {
     /// Deletes a user and everything it owns, nothing else.
     public func deleteUser(_ id: String) throws {
         try TextRule.check(id, what: "the user id")
-        try store.deleteUser(id: id)
+        try store.write { transaction in
+            // Locked first, so a concurrent write to the user finishes (or waits) rather than racing the deletion.
+            _ = try transaction.requireUser(id, locking: true)
+            try transaction.deleteUser(id)
+        }
     }
 
     /// Removes anonymous users inactive for `inactiveDays`.
@@ -230,22 +286,33 @@ extension GuestMode {
     /// Removes anonymous users inactive for at least `inactive`. Users that
     /// own records are kept unless `includingUsersWithData`; users holding an
     /// active plan are always kept, since they paid (see `PurgePolicy`).
+    /// Both lists are ordered by last activity, oldest first.
     public func purge(inactive: TimeSpan, includingUsersWithData: Bool, dryRun: Bool, now: Date) throws -> PurgeReport {
-        try requirePositive(inactive)
-        let cutoff = inactive.subtracted(from: now)
-        let policy = PurgePolicy(
-            profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
-        let selection = try store.purgeUsers(under: policy, isDryRun: dryRun)
+        var purged: [PurgeCandidate] = []
+        var kept: [PurgeCandidate] = []
+        let (cutoff, _) = try purge(
+            inactive: inactive, includingUsersWithData: includingUsersWithData, dryRun: dryRun, now: now
+        ) { candidate, isPurged in
+            if isPurged { purged.append(candidate) } else { kept.append(candidate) }
+        }
         return PurgeReport(
-            inactive: inactive.description,
-            inactiveDays: inactive.wholeDays,
-            cutoff: cutoff, purged: selection.purged, kept: selection.kept, isDryRun: dryRun
-        )
+            inactive: inactive.description, inactiveDays: inactive.wholeDays, cutoff: cutoff, purged: purged,
+            kept: kept, isDryRun: dryRun)
     }
 
-    /// The purge of `purge(inactiveDays:…)`, streamed: each candidate goes to
-    /// `report` as the store hands it over (kept ones first, then purged
-    /// ones) and only the counts are returned, so memory stays flat.
+    /// How many ids one `UserRows.deleteUsers` batch carries.
+    static let purgeDeletionBatch = 1000
+
+    /// The purge of `purge(inactive:…)`, streamed: each candidate goes to
+    /// `report` (kept ones first, then purged ones, each list by last
+    /// activity, then id) and only the counts are returned, so memory stays
+    /// flat at any number of users.
+    ///
+    /// One transaction finds the candidates, locking each (so nobody becomes
+    /// active, buys a plan or adds a record between the decision and the
+    /// deletion), decides each with `PurgePolicy`, and deletes the purged
+    /// ones set-based. The decisions wait in spools until it commits, so the
+    /// report lists what is done and never holds the transaction open.
     public func purge(
         inactive: TimeSpan, includingUsersWithData: Bool, dryRun: Bool, now: Date,
         report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
@@ -254,7 +321,40 @@ extension GuestMode {
         let cutoff = inactive.subtracted(from: now)
         let policy = PurgePolicy(
             profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
-        return (cutoff, try store.purgeUsers(under: policy, isDryRun: dryRun, report: report))
+        let kept = PurgeSpool()
+        let purged = PurgeSpool()
+        let decide = { (transaction: any StoreTransaction) throws in
+            // A rerun after a serialization failure decides again from the start.
+            try kept.removeAll()
+            try purged.removeAll()
+            try transaction.inactiveUsers(
+                state: PurgePolicy.candidateState, lastSeenBefore: cutoff, locking: !dryRun
+            ) { batch in
+                for user in batch {
+                    let decision = policy.decision(
+                        state: user.state, lastSeenAt: user.lastSeenAt, records: user.records, grants: user.grants)
+                    let candidate = PurgeCandidate(id: user.id, lastSeenAt: user.lastSeenAt, records: user.records)
+                    try (decision == .delete ? purged : kept).append(candidate)
+                }
+            }
+            guard !dryRun, purged.count > 0 else { return }
+            try transaction.deleteUsers { add in
+                var ids: [String] = []
+                try purged.forEach { candidate in
+                    ids.append(candidate.id)
+                    if ids.count == Self.purgeDeletionBatch {
+                        try add(ids)
+                        ids.removeAll(keepingCapacity: true)
+                    }
+                }
+                if !ids.isEmpty { try add(ids) }
+            }
+        }
+        // A dry run changes nothing, so it only reads, and locks nobody.
+        if dryRun { try store.read(decide) } else { try store.write(decide) }
+        try kept.forEach { try report($0, false) }
+        try purged.forEach { try report($0, true) }
+        return (cutoff, PurgeTally(purged: purged.count, kept: kept.count))
     }
 
     private func requirePositive(_ inactive: TimeSpan) throws {
@@ -270,14 +370,42 @@ extension GuestMode {
     /// username or a wrong secret returns nil alike, after comparable work,
     /// so callers cannot tell which usernames exist.
     public func verifyAnonymousCredentials(username: String, secret: String, now: Date) throws -> User? {
-        guard let stored = try store.anonymousCredentials(username: username) else {
+        guard let stored = try store.read({ transaction in try transaction.credentials(username: username) }) else {
             SecretHash.verifyNothing(secret)
             return nil
         }
+        // Verified outside any transaction: hashing is slow on purpose.
         let verification = try SecretHash.verify(secret, against: stored.secretHash)
         guard verification.isMatch else { return nil }
         let upgraded = verification == .matchesButNeedsRehash ? try SecretHash.make(secret) : nil
-        return try store.recordAnonymousSignIn(
+        return try recordAnonymousSignIn(
             username: username, verifiedHash: stored.secretHash, upgradedHash: upgraded, now: now)
+    }
+
+    /// Records a successful verification of a legacy secret: moves the
+    /// user's last-seen time forward to `now`, and when `upgradedHash` is
+    /// given replaces the stored hash with it, but only if the stored hash is
+    /// still `verifiedHash` (a concurrent change wins). Returns the user, or
+    /// nil when the credentials are gone (the user linked or was deleted
+    /// meanwhile) and nothing was changed.
+    func recordAnonymousSignIn(
+        username: String, verifiedHash: String, upgradedHash: String?, now: Date
+    ) throws
+        -> User?
+    {
+        try store.write { transaction in
+            guard let found = try transaction.credentials(username: username) else { return nil }
+            // The user's lock orders this sign-in after a link (which removes
+            // the credentials) or a deletion that got there first; they are
+            // read again once it is held, so credentials gone meanwhile change nothing.
+            guard try transaction.user(found.userID, locking: true) != nil,
+                let current = try transaction.credentials(username: username), current.userID == found.userID
+            else { return nil }
+            if let upgradedHash, current.secretHash == verifiedHash {
+                try transaction.setSecretHash(of: current.userID, to: upgradedHash)
+            }
+            try transaction.advanceLastSeen(of: current.userID, to: now)
+            return try transaction.user(current.userID, locking: false)
+        }
     }
 }

@@ -1,13 +1,20 @@
 import CLibPQ
 import Foundation
 import GuestModeKit
+import Synchronization
 
 /// One libpq connection. Every call into libpq is in this file: results and
 /// errors become Swift values here, and every handle is freed with `defer`.
 /// Queries use the text protocol with parameters ($1, $2, …), never string
 /// interpolation of values.
-final class PostgresConnection {
-    private let handle: OpaquePointer
+///
+/// A libpq connection must not be used by two threads at once. The pool
+/// (`PostgresConnectionPool`) lends each connection to one transaction at a
+/// time; the mutex around the handle makes that a property of the type
+/// rather than a promise, so the connection is `Sendable` without `@unchecked`.
+/// It is never contended, and costs nothing next to a round trip to the server.
+final class PostgresConnection: Sendable {
+    private let handle: Mutex<OpaquePointer>
     /// How the store is named in messages: the URI without its password.
     let location: String
 
@@ -26,21 +33,37 @@ final class PostgresConnection {
             PQfinish(handle)
             throw PostgresConnection.connectionFailure(message, location: location)
         }
-        self.handle = handle
         // libpq prints the server's notices to standard error by default
         // ("WARNING: terminating connection due to immediate shutdown…"):
         // guestmode's standard error carries its own one-line messages only.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        self.handle = Mutex(handle)
         // Times are compared as text in UTC; no server setting may change them.
         try execute("SET TIME ZONE 'UTC'")
         try execute("SET client_min_messages TO WARNING")
     }
 
-    deinit { PQfinish(handle) }
+    deinit { handle.withLock { PQfinish($0) } }
+
+    /// Whether the connection can serve another transaction: still connected,
+    /// and not left inside a transaction by one that could not roll back.
+    var isReusable: Bool {
+        handle.withLock { PQstatus($0) == CONNECTION_OK && PQtransactionStatus($0) == PQTRANS_IDLE }
+    }
+
+    private func withHandle<T: Sendable>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        try handle.withLock { handle in try body(handle) }
+    }
 
     /// Runs one statement with text parameters and returns its rows.
     @discardableResult
     func execute(_ sql: String, _ parameters: [PostgresValue?] = []) throws -> PostgresRows {
+        try withHandle { handle in try execute(sql, parameters, on: handle) }
+    }
+
+    private func execute(
+        _ sql: String, _ parameters: [PostgresValue?], on handle: OpaquePointer
+    ) throws -> PostgresRows {
         let texts = parameters.map { $0?.text }
         // Without parameters the simple protocol runs several statements at once (schema migrations).
         let result: OpaquePointer? =
@@ -65,6 +88,10 @@ final class PostgresConnection {
 
     /// Sends `rows` through `COPY … FROM STDIN` (text format) in one round trip.
     func copy(_ sql: String, rows: [[PostgresValue?]]) throws {
+        try withHandle { handle in try copy(sql, rows: rows, on: handle) }
+    }
+
+    private func copy(_ sql: String, rows: [[PostgresValue?]], on handle: OpaquePointer) throws {
         guard let start = PQexec(handle, sql) else {
             throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
         }

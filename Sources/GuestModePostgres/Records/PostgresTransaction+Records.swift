@@ -16,6 +16,17 @@ extension PostgresTransaction {
         ).first?.int("n") ?? 0
     }
 
+    func recordCounts(owner: String) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try connection.execute(
+            "SELECT collection, count(*) AS n FROM records WHERE owner_id = $1 GROUP BY collection",
+            [PostgresValue(owner)])
+        {
+            counts[try row.string("collection")] = try row.int("n")
+        }
+        return counts
+    }
+
     func upsertRecord(owner: String, collection: String, key: String, data: String, at time: Date) throws {
         try connection.execute(
             """

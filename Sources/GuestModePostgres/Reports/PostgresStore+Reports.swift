@@ -170,19 +170,19 @@ private struct PostgresReplayTransaction: ReplayTransaction {
     }
 
     func storedAssignment(userID: String, experiment: String) throws -> StoredAssignment? {
-        try PostgresStore.storedAssignment(connection, userID: userID, experiment: experiment)
+        try PostgresTransaction(store: store, connection: connection).assignment(of: userID, experiment: experiment)
     }
 
     func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment {
-        try PostgresStore.storeAssignment(
-            connection, userID: userID, experiment: experiment, variant: variant, at: at)
+        let transaction = PostgresTransaction(store: store, connection: connection)
+        let added = try transaction.addAssignment(of: userID, experiment: experiment, variant: variant, at: at)
+        guard var stored = try transaction.assignment(of: userID, experiment: experiment) else {
+            throw GuestModeError(
+                .internalFailure, code: .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
+        }
+        stored.isNew = added
+        return stored
     }
 
-    func promptFacts(userID: String) throws -> PromptFacts? {
-        try PostgresStore.promptFacts(connection, userID: userID)
-    }
-
-    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        try PostgresStore.recordPromptOutcome(connection, entry, userID: userID)
-    }
+    var rows: any StoreTransaction { PostgresTransaction(store: store, connection: connection) }
 }

@@ -2,7 +2,8 @@ import Foundation
 import GuestModeKit
 
 /// The PostgreSQL backend, for guest populations that live server-side: many
-/// processes on many machines share one database.
+/// processes on many machines share one database, and many callers in one
+/// process share one store.
 ///
 /// Concurrency: every write is one transaction at READ COMMITTED that first
 /// locks the rows it decides on (`SELECT … FOR UPDATE` on the user, so caps,
@@ -12,33 +13,55 @@ import GuestModeKit
 /// times; one that outlives its retries, or a lost connection, exits 75 with
 /// nothing half-written.
 ///
-/// A CLI process uses its one connection serially; the lock only makes that
-/// explicit, so the store can be `Sendable` like the engine requires.
-public final class PostgresStore: @unchecked Sendable {
-    let connection: PostgresConnection
+/// Each transaction runs on a connection of its own from a pool
+/// (`Connection/PostgresConnectionPool.swift`): connections are opened as
+/// callers need them, up to `poolSize`, and kept for the next transaction, so a
+/// command-line run, which runs one transaction at a time, opens one. A
+/// transaction that finds every connection in use waits up to
+/// `connectionWait` for one, then fails with `pool_exhausted` (try again later).
+public final class PostgresStore: Sendable {
     /// Every table of guestmode lives in this schema, beside the app's own.
     public let schema: String
-    private let lock = NSRecursiveLock()
-    /// Transactions nest by joining the outermost one (e.g. binding a profile inside `create`).
-    private var transactionDepth = 0
+    /// How the store is named in messages: the URI without its password.
+    let location: String
+    private let pool: PostgresConnectionPool
 
-    private init(connection: PostgresConnection, schema: String) {
-        self.connection = connection
+    /// Connections a store keeps unless told otherwise: enough for a few
+    /// requests at once, few enough that many processes fit in a server's
+    /// default `max_connections` (100).
+    public static let defaultPoolSize = 4
+    /// How long a transaction waits for a free connection unless told
+    /// otherwise: as long as SQLite waits for a busy store.
+    public static let defaultConnectionWait = Duration.seconds(30)
+
+    private init(pool: PostgresConnectionPool, schema: String) {
+        self.pool = pool
         self.schema = schema
+        location = pool.location
     }
 
     /// Opens an existing store. `uri` is a `postgres://` or `postgresql://`
     /// URI, or "" for libpq's defaults from the environment. A store written
     /// by a newer guestmode is refused before anything is written.
-    public static func open(uri: String, schema: String = "guestmode", migrating: Bool = true) throws -> PostgresStore {
-        let store = try connect(uri: uri, schema: schema)
-        try store.refuseUnknownSchema()
-        guard try store.schemaExists() else {
+    ///
+    /// At most `poolSize` connections are open at once, each opened when a
+    /// transaction first needs it; a transaction waits up to `connectionWait`
+    /// for one when all are in use.
+    public static func open(
+        uri: String, schema: String = "guestmode", migrating: Bool = true, poolSize: Int = defaultPoolSize,
+        connectionWait: Duration = defaultConnectionWait
+    ) throws -> PostgresStore {
+        let store = try connect(uri: uri, schema: schema, poolSize: poolSize, connectionWait: connectionWait)
+        let applied = try store.read { connection in try store.appliedMigrations(connection) }
+        try store.refuseUnknownSchema(applied: applied)
+        guard let applied else {
             throw GuestModeError(
                 .notFound, code: .storeNotFound,
-                "no guestmode store in schema '\(schema)' of \(store.connection.location)")
+                "no guestmode store in schema '\(schema)' of \(store.location)")
         }
-        if migrating, try !store.schemaStatus().pending.isEmpty { _ = try store.applyPendingMigrations { _ in } }
+        if migrating, !PostgresStore.pending(after: applied).isEmpty {
+            _ = try store.applyPendingMigrations { _ in }
+        }
         return store
     }
 
@@ -46,12 +69,13 @@ public final class PostgresStore: @unchecked Sendable {
     /// transaction. With `replacing`, an existing store in the schema is
     /// dropped in that same transaction, so a failure keeps the old one.
     public static func create(
-        uri: String, schema: String = "guestmode", replacing: Bool, configure: (PostgresStore) throws -> Void
+        uri: String, schema: String = "guestmode", replacing: Bool, poolSize: Int = defaultPoolSize,
+        connectionWait: Duration = defaultConnectionWait, configure: (PostgresStore) throws -> Void
     ) throws {
-        let store = try connect(uri: uri, schema: schema)
+        let store = try connect(uri: uri, schema: schema, poolSize: poolSize, connectionWait: connectionWait)
         try store.write { connection in
             try store.lockMigrations(connection)
-            if try store.schemaExists() {
+            if try store.appliedMigrations(connection) != nil {
                 guard replacing else {
                     throw GuestModeError(
                         .cannotCreate, code: .storeExists,
@@ -65,15 +89,22 @@ public final class PostgresStore: @unchecked Sendable {
         }
     }
 
-    private static func connect(uri: String, schema: String) throws -> PostgresStore {
+    private static func connect(
+        uri: String, schema: String, poolSize: Int, connectionWait: Duration
+    ) throws -> PostgresStore {
         guard schema.wholeMatch(of: /[a-z_][a-z0-9_]{0,62}/) != nil else {
             throw GuestModeError.usage(
                 "'\(schema)' is not a schema name guestmode uses; use lower-case letters, digits and _",
                 code: .invalidSchema)
         }
-        let connection = try PostgresConnection(connecting: uri, location: PostgresStore.describe(uri))
-        try connection.execute("SET search_path TO \(quote(schema))")
-        return PostgresStore(connection: connection, schema: schema)
+        guard poolSize >= 1 else {
+            throw GuestModeError.usage(
+                "a pool of \(poolSize) connections cannot run a transaction; give at least 1", code: .invalidPoolSize)
+        }
+        let pool = PostgresConnectionPool(
+            conninfo: uri, location: PostgresStore.describe(uri), schema: quote(schema), capacity: poolSize,
+            wait: connectionWait)
+        return PostgresStore(pool: pool, schema: schema)
     }
 
     /// The URI as it may be printed: never with its password. This is the one
@@ -114,29 +145,48 @@ public final class PostgresStore: @unchecked Sendable {
     // MARK: Transactions
 
     /// Runs `body` in one transaction, rerun from the start when the server
-    /// reports a serialization failure or deadlock.
+    /// reports a serialization failure or deadlock. Inside another
+    /// transaction of this store on the same thread, `body` joins it.
     func write<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        if transactionDepth > 0 { return try body(connection) }
-        transactionDepth += 1
-        defer { transactionDepth -= 1 }
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                try connection.execute("BEGIN")
-                let value = try body(connection)
+        if let connection = pool.connectionInTransaction { return try body(connection) }
+        return try pool.withTransaction { connection in
+            var attempt = 0
+            while true {
+                attempt += 1
+                try begin("BEGIN", on: connection)
                 do {
-                    try connection.execute("COMMIT")
-                } catch var failure as PostgresFailure {
-                    failure.isDuringCommit = true
-                    throw failure
+                    let value = try body(connection)
+                    do {
+                        try connection.execute("COMMIT")
+                    } catch var failure as PostgresFailure {
+                        failure.isDuringCommit = true
+                        throw failure
+                    }
+                    return value
+                } catch let failure as PostgresFailure {
+                    _ = try? connection.execute("ROLLBACK")
+                    if failure.isRetryable && attempt < 5 { continue }
+                    throw failure.asGuestModeError
+                } catch {
+                    _ = try? connection.execute("ROLLBACK")
+                    throw error
                 }
+            }
+        }
+    }
+
+    /// Reads in one transaction, so every value comes from the same snapshot.
+    /// Inside another transaction of this store on the same thread, `body` joins it.
+    func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        if let connection = pool.connectionInTransaction { return try body(connection) }
+        return try pool.withTransaction { connection in
+            try begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", on: connection)
+            do {
+                let value = try body(connection)
+                try connection.execute("COMMIT")
                 return value
             } catch let failure as PostgresFailure {
                 _ = try? connection.execute("ROLLBACK")
-                if failure.isRetryable && attempt < 5 { continue }
                 throw failure.asGuestModeError
             } catch {
                 _ = try? connection.execute("ROLLBACK")
@@ -145,24 +195,32 @@ public final class PostgresStore: @unchecked Sendable {
         }
     }
 
-    /// Reads in one transaction, so every value comes from the same snapshot.
-    func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        if transactionDepth > 0 { return try body(connection) }
-        transactionDepth += 1
-        defer { transactionDepth -= 1 }
+    /// One write transaction for data people cannot re-create (migrations,
+    /// merges, adoption, imports, profile upgrades): its commit waits for the
+    /// server's WAL flush whatever the server's default, as SQLite's
+    /// `synchronous=FULL` does for the same operations.
+    func writeMovingData<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try write { connection in
+            try connection.execute("SET LOCAL synchronous_commit TO on")
+            return try body(connection)
+        }
+    }
+
+    /// Runs `body`, which runs several transactions, on one connection held
+    /// throughout, for work that keeps session state from one transaction to
+    /// the next (a temporary table).
+    func withSession<T>(_ body: () throws -> T) throws -> T {
+        try pool.withSession(body)
+    }
+
+    /// A connection the server closed while it sat idle fails here, before
+    /// anything was done on it: the pool then runs the transaction again on another.
+    private func begin(_ statement: String, on connection: PostgresConnection) throws {
         do {
-            try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            let value = try body(connection)
-            try connection.execute("COMMIT")
-            return value
+            try connection.execute(statement)
         } catch let failure as PostgresFailure {
-            _ = try? connection.execute("ROLLBACK")
+            if failure.isConnectionLost { throw PostgresConnectionPool.LostBeforeStart(failure: failure) }
             throw failure.asGuestModeError
-        } catch {
-            _ = try? connection.execute("ROLLBACK")
-            throw error
         }
     }
 
@@ -173,26 +231,30 @@ public final class PostgresStore: @unchecked Sendable {
 
     // MARK: Schema history
 
-    private func schemaExists() throws -> Bool {
-        try connection.execute(
-            "SELECT to_regclass($1) IS NOT NULL AS present", [PostgresValue("\(quotedSchema).schema_migrations")]
-        ).first?.bool("present") ?? false
-    }
-
-    private func appliedMigrations() throws -> [String] {
-        guard try schemaExists() else { return [] }
+    /// The schema migrations applied to the store, oldest first; nil when the
+    /// schema holds no store.
+    private func appliedMigrations(_ connection: PostgresConnection) throws -> [String]? {
+        let present =
+            try connection.execute(
+                "SELECT to_regclass($1) IS NOT NULL AS present", [PostgresValue("\(quotedSchema).schema_migrations")]
+            ).first?.bool("present") ?? false
+        guard present else { return nil }
         return try connection.execute("SELECT identifier FROM schema_migrations ORDER BY applied_order")
             .map { try $0.string("identifier") }
     }
 
-    /// Reads the schema history without writing, so a store from a newer
-    /// guestmode is refused untouched.
-    private func refuseUnknownSchema() throws {
+    private static func pending(after applied: [String]?) -> [String] {
+        PostgresSchema.migrations.map(\.identifier).filter { !(applied ?? []).contains($0) }
+    }
+
+    /// Refuses a store from a newer guestmode, read without writing, so such
+    /// a store is left untouched.
+    private func refuseUnknownSchema(applied: [String]?) throws {
         let known = Set(PostgresSchema.migrations.map(\.identifier))
-        let unknown = try appliedMigrations().filter { !known.contains($0) }
+        let unknown = (applied ?? []).filter { !known.contains($0) }
         if !unknown.isEmpty {
             throw GuestModeError.badData(
-                "the store in schema '\(schema)' of \(connection.location) was written by a newer guestmode (schema \(unknown.joined(separator: ", "))); this guestmode knows schema up to \(PostgresSchema.migrations.last?.identifier ?? "none"). Upgrade guestmode; the store was not changed",
+                "the store in schema '\(schema)' of \(location) was written by a newer guestmode (schema \(unknown.joined(separator: ", "))); this guestmode knows schema up to \(PostgresSchema.migrations.last?.identifier ?? "none"). Upgrade guestmode; the store was not changed",
                 code: .storeTooNew)
         }
     }
@@ -204,9 +266,17 @@ public final class PostgresStore: @unchecked Sendable {
             }
             do {
                 try connection.execute(migration.sql)
+                // The schema history is the database's own bookkeeping, as GRDB's is
+                // in SQLiteStore, which records no caller's time for it either: the
+                // caller's `now` dates the data, and may be a simulated time (`now` is
+                // an input so replays and tests can move it), while a migration happens
+                // when it happens. So the server's clock, in the store's time format.
                 try connection.execute(
-                    "INSERT INTO schema_migrations (identifier, applied_at) VALUES ($1, $2)",
-                    [PostgresValue(identifier), PostgresValue(Timestamp.format(Date()))])
+                    """
+                    INSERT INTO schema_migrations (identifier, applied_at)
+                    VALUES ($1, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                    """,
+                    [PostgresValue(identifier)])
             } catch let failure as PostgresFailure {
                 throw GuestModeError.badData(
                     "schema migration \(identifier) failed: \(PostgresConnection.redacted(failure.message)); the store is unchanged. Fix the cause and migrate again",
@@ -274,16 +344,14 @@ extension PostgresStore: StoreAdministration {
     }
 
     public func schemaStatus() throws -> SchemaStatus {
-        let applied = try appliedMigrations()
-        let pending = PostgresSchema.migrations.map(\.identifier).filter { !applied.contains($0) }
-        return SchemaStatus(applied: applied, pending: pending)
+        let applied = try read { connection in try appliedMigrations(connection) }
+        return SchemaStatus(applied: applied ?? [], pending: PostgresStore.pending(after: applied))
     }
 
     public func applyPendingMigrations(progress: (String) -> Void) throws -> [String] {
         try write { connection in
             try lockMigrations(connection)
-            let applied = try appliedMigrations()
-            let pending = PostgresSchema.migrations.map(\.identifier).filter { !applied.contains($0) }
+            let pending = PostgresStore.pending(after: try appliedMigrations(connection))
             try migrate(connection, pending: pending, progress: progress)
             return pending
         }
@@ -377,3 +445,15 @@ extension PostgresStore: StoreAdministration {
 }
 
 extension PostgresStore: GuestStore {}
+
+extension PostgresValue {
+    /// `values` as one `text[]` parameter (`= ANY($n::text[])`), so a list
+    /// of any length is still a single parameter and never SQL text.
+    static func textArray(_ values: [String]) -> PostgresValue {
+        let elements = values.map { value in
+            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                + "\""
+        }
+        return PostgresValue("{" + elements.joined(separator: ",") + "}")
+    }
+}

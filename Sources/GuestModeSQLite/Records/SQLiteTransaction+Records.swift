@@ -16,6 +16,17 @@ extension SQLiteTransaction {
             arguments: [owner, collection]) ?? 0
     }
 
+    func recordCounts(owner: String) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT collection, COUNT(*) AS n FROM records WHERE owner_id = ? GROUP BY collection",
+            arguments: [owner])
+        {
+            counts[try row.decode(forColumn: "collection")] = try row.decode(forColumn: "n")
+        }
+        return counts
+    }
+
     func upsertRecord(owner: String, collection: String, key: String, data: String, at time: Date) throws {
         let timeText = Timestamp.format(time)
         try db.cachedStatement(

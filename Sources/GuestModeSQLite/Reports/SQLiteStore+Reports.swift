@@ -188,18 +188,19 @@ private struct SQLiteReplayTransaction: ReplayTransaction {
     }
 
     func storedAssignment(userID: String, experiment: String) throws -> StoredAssignment? {
-        try SQLiteStore.storedAssignment(db, userID: userID, experiment: experiment)
+        try SQLiteTransaction(store: store, db: db).assignment(of: userID, experiment: experiment)
     }
 
     func storeAssignment(userID: String, experiment: String, variant: String, at: Date) throws -> StoredAssignment {
-        try SQLiteStore.storeAssignment(db, userID: userID, experiment: experiment, variant: variant, at: at)
+        let transaction = SQLiteTransaction(store: store, db: db)
+        let added = try transaction.addAssignment(of: userID, experiment: experiment, variant: variant, at: at)
+        guard var stored = try transaction.assignment(of: userID, experiment: experiment) else {
+            throw GuestModeError(
+                .internalFailure, code: .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
+        }
+        stored.isNew = added
+        return stored
     }
 
-    func promptFacts(userID: String) throws -> PromptFacts? {
-        try SQLiteStore.promptFacts(db, userID: userID)
-    }
-
-    func recordPromptOutcome(_ entry: PromptHistoryEntry, userID: String) throws -> PromptState? {
-        try SQLiteStore.recordPromptOutcome(db, entry, userID: userID)
-    }
+    var rows: any StoreTransaction { SQLiteTransaction(store: store, db: db) }
 }

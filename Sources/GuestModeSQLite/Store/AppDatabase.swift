@@ -101,7 +101,13 @@ struct AppDatabase: Sendable {
 /// Opening a store file: the checks that must happen before anything can be
 /// written to it.
 enum StoreFile {
-    static func open(path: String, creating: Bool, migrating: Bool = true) throws -> AppDatabase {
+    static func open(
+        path: String, creating: Bool, migrating: Bool = true, connections: SQLiteStore.Connections = .single
+    ) throws -> AppDatabase {
+        if case .pool(let maximumReaders) = connections, maximumReaders < 1 {
+            throw GuestModeError.usage(
+                "a pool of \(maximumReaders) readers cannot read; give at least 1", code: .invalidPoolSize)
+        }
         let fileManager = FileManager.default
         var isDirectory: ObjCBool = false
         if fileManager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
@@ -126,9 +132,19 @@ enum StoreFile {
             try createPrivateFile(path: path)
         }
         do {
-            // One connection per process is all a command needs. GRDB's pool
-            // would write on every open to keep its WAL file non-empty, so
-            // WAL is set once, persistently, when the store is created.
+            if case .pool(let maximumReaders) = connections, !creating {
+                // GRDB's pool writes a transaction on opening a store whose WAL is
+                // empty (it creates and drops a table, so its readers always find a
+                // WAL): the schema history is read first, from a read-only
+                // connection, so a store from a newer guestmode is refused untouched.
+                try refuseUnknownSchema(path: path)
+                var configuration = AppDatabase.configuration()
+                configuration.maximumReaderCount = maximumReaders
+                return try AppDatabase(
+                    DatabasePool(path: path, configuration: configuration), migrating: migrating)
+            }
+            // A single connection never writes on opening: WAL is set once,
+            // persistently, when the store is created.
             let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration())
             // The schema history is read on this same connection, before
             // anything is written: no second connection (and no second round

@@ -2,7 +2,16 @@ import Foundation
 internal import GRDB
 import GuestModeKit
 
-/// The SQLite backend.
+/// The SQLite backend: one file (WAL journal), written by one transaction
+/// at a time, read by many.
+///
+/// Open with `.pool` (a GRDB `DatabasePool`) when many callers in one
+/// process share the store: reads run in parallel with each other and with
+/// the one write in progress, each on its own snapshot. `.single` (a GRDB
+/// `DatabaseQueue`) serves one caller at a time on one connection, and is what
+/// the command line uses: opening it writes nothing to the file (see
+/// docs/ARCHITECTURE.md). Processes wait up to 30 s for each other's writes
+/// either way, then fail with `store_busy` (try again later).
 public final class SQLiteStore: Sendable {
     let database: AppDatabase
     public let path: String?
@@ -12,11 +21,28 @@ public final class SQLiteStore: Sendable {
         self.path = path
     }
 
+    /// How the callers in one process reach an on-disk store.
+    public enum Connections: Sendable, Equatable {
+        /// One connection, used by one caller at a time for reads and writes.
+        /// Opening writes nothing to the file, so a command that changes
+        /// nothing leaves it byte for byte as it was.
+        case single
+        /// One writer connection and up to `maximumReaders` read-only ones
+        /// (a GRDB `DatabasePool`): reads run in parallel with each other and
+        /// with the write in progress. Opening a store whose WAL is empty
+        /// writes one small transaction to it (GRDB keeps a WAL for its readers).
+        case pool(maximumReaders: Int)
+    }
+
     /// Opens an existing store, refusing one written by a newer guestmode
     /// before touching it. Pending schema migrations are applied unless
     /// `migrating` is false (for `db status`).
-    public static func open(path: String, migrating: Bool = true) throws -> SQLiteStore {
-        SQLiteStore(database: try StoreFile.open(path: path, creating: false, migrating: migrating), path: path)
+    public static func open(
+        path: String, migrating: Bool = true, connections: Connections = .pool(maximumReaders: 4)
+    ) throws -> SQLiteStore {
+        SQLiteStore(
+            database: try StoreFile.open(path: path, creating: false, migrating: migrating, connections: connections),
+            path: path)
     }
 
     /// Creates a store with mode 0600. With `replacing`, an existing store is
@@ -61,10 +87,13 @@ public final class SQLiteStore: Sendable {
 
     /// Checkpoints the WAL into the main file so the store is one file again.
     public func close() throws {
-        guard let path, let queue = database.writer as? DatabaseQueue else { return }
+        guard let path else { return }
         do {
-            try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-            try queue.close()
+            try database.writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            // The last connection to close removes the WAL, but only a writer can: a
+            // pool's readers go first (GRDB's own close ends with them).
+            (database.writer as? DatabasePool)?.invalidateReadOnlyConnections()
+            try database.writer.close()
         } catch let error as DatabaseError {
             throw StoreFile.translate(error, path: path)
         }

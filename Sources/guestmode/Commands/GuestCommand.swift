@@ -58,7 +58,7 @@ struct GuestCommand: ParsableCommand {
                 if line.count > 1 << 16 {
                     throw GuestModeError.badData(
                         "--secret-stdin: the secret is longer than 65536 bytes; give a shorter one",
-                        code: .missingSecret)
+                        code: .secretTooLong)
                 }
                 if line.last == UInt8(ascii: "\r") { line.removeLast() }
                 let secret = try TextRule.decode(line, what: "the secret on standard input (--secret-stdin)")

@@ -18,14 +18,25 @@ struct MeterCommand: ParsableCommand {
     )
 
     struct Use: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "use", abstract: "Record usage of a meter.")
+        // The usage is written out: generated, the amount read `.allUnrecognized` (see `MeterCommand.amount`)
+        // would show as `[<amount> ...]`. SignedValueTests checks it names every argument.
+        static let configuration = CommandConfiguration(
+            commandName: "use", abstract: "Record usage of a meter.",
+            usage: """
+                guestmode meter use [--store <path|uri>] [--schema <name>] [--now <time>] [--json] [--quiet] \
+                [--verbose] <user> <meter> <amount> [--id <key>] [--overage <allow|refuse>]
+                """)
 
         @OptionGroup var global: GlobalOptions
 
         @Argument(help: "The user id.") var user: String
         @Argument(help: "The meter.") var meter: String
-        @Argument(help: "How much was used, in the meter's unit: a plain decimal such as 12.2 (at most 6 decimals).")
-        var amount: String
+        @Argument(
+            parsing: .allUnrecognized,
+            help: ArgumentHelp(
+                "How much was used, in the meter's unit: a plain decimal such as 12.2 (at most 6 decimals).",
+                valueName: "amount"))
+        var amount: [String] = []
 
         @Option(
             name: .customLong("id"),
@@ -38,8 +49,12 @@ struct MeterCommand: ParsableCommand {
                 valueName: "allow|refuse"))
         var overage: MeterOverage?
 
+        func validate() throws {
+            if try MeterCommand.amount(amount) == nil { throw ValidationError("missing expected argument '<amount>'") }
+        }
+
         func run() throws {
-            let amount = try MeterAmount.parse(self.amount)
+            let amount = try MeterAmount.parse(try MeterCommand.amount(self.amount) ?? "")
             let result = try global.openEngine().useMeter(
                 user: user, meter: meter, amount: amount, key: idempotencyKey, overage: overage,
                 now: try global.currentTime())
@@ -70,18 +85,29 @@ struct MeterCommand: ParsableCommand {
     }
 
     struct Check: ParsableCommand {
+        // Written out as `use`'s is.
         static let configuration = CommandConfiguration(
             commandName: "check",
-            abstract: "Gate a call: exit 0 if the amount fits, 12 if not. Records nothing.")
+            abstract: "Gate a call: exit 0 if the amount fits, 12 if not. Records nothing.",
+            usage: """
+                guestmode meter check [--store <path|uri>] [--schema <name>] [--now <time>] [--json] [--quiet] \
+                [--verbose] <user> <meter> [<amount>]
+                """)
 
         @OptionGroup var global: GlobalOptions
 
         @Argument(help: "The user id.") var user: String
         @Argument(help: "The meter.") var meter: String
-        @Argument(help: "The amount about to be used, a plain decimal (default: anything left).") var amount: String?
+        @Argument(
+            parsing: .allUnrecognized,
+            help: ArgumentHelp(
+                "The amount about to be used, a plain decimal (default: anything left).", valueName: "amount"))
+        var amount: [String] = []
+
+        func validate() throws { _ = try MeterCommand.amount(amount) }
 
         func run() throws {
-            let amount = try self.amount.map(MeterAmount.parse)
+            let amount = try MeterCommand.amount(self.amount).map(MeterAmount.parse)
             let decision = try global.openEngine().checkMeter(
                 user: user, meter: meter, amount: amount, now: try global.currentTime())
             if global.json {
@@ -129,6 +155,26 @@ struct MeterCommand: ParsableCommand {
                     ]
                 }, global: global)
         }
+    }
+
+    /// The amount operand. It is read `.allUnrecognized`, the strategy that
+    /// keeps a negative amount (`-5`, which ArgumentParser would take for an
+    /// option) so that `MeterAmount` refuses it as an amount ("must be
+    /// positive"); whatever else comes with it is refused as ArgumentParser
+    /// refuses it.
+    static func amount(_ words: [String]) throws -> String? {
+        var amount: String?
+        for word in words where word != "--" {
+            if word.hasPrefix("-") && !isNegativeNumber(word) { throw ValidationError("unknown option '\(word)'") }
+            guard amount == nil else { throw ValidationError("unexpected argument '\(word)'") }
+            amount = word
+        }
+        return amount
+    }
+
+    private static func isNegativeNumber(_ word: String) -> Bool {
+        guard word.hasPrefix("-"), let next = word.dropFirst().first else { return false }
+        return next.isASCII && (next.isNumber || next == ".")
     }
 
     static func describe(_ status: MeterStatus) -> String {

@@ -25,12 +25,14 @@ struct PlanCommand: ParsableCommand {
         @Argument(help: "The plan, as the profile names it.") var plan: String
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp(
                 "A trial of this length: ISO 8601 (P1M, P7D, PT24H) or short (7d, 24h, 1 month); calendar months and years end on the same day of the month, UTC.",
                 valueName: "duration"))
         var trial: String?
 
-        @Option(help: ArgumentHelp("The plan ends at this time (ISO 8601).", valueName: "time"))
+        @Option(
+            parsing: .unconditional, help: ArgumentHelp("The plan ends at this time (ISO 8601).", valueName: "time"))
         var until: String?
 
         func validate() throws {

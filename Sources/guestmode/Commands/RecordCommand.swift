@@ -11,7 +11,7 @@ struct RecordCommand: ParsableCommand {
             guest or 11 (needs-premium) for a free account, as the profile's tier declares. Replacing an \
             existing key never counts against the cap.
             """,
-        subcommands: [Put.self, Get.self, List.self, Delete.self]
+        subcommands: [Put.self, PutOwnerless.self, Get.self, List.self, Delete.self]
     )
 
     struct Put: ParsableCommand {
@@ -20,22 +20,12 @@ struct RecordCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
-        // USER COLLECTION KEY (as in get and delete): COLLECTION KEY alone with --unowned, none with --from.
-        @Argument(help: "The user id (left out with --unowned: COLLECTION KEY).") var user: String?
+        // USER COLLECTION KEY as in get and delete; none with --from.
+        @Argument(help: "The user id.") var user: String?
         @Argument(help: "The collection.") var collection: String?
         @Argument(help: "The record key.") var key: String?
 
-        @Option(help: ArgumentHelp("The record as JSON.", valueName: "json"))
-        var data: String?
-
-        @Option(help: ArgumentHelp("Read the record's JSON from a file; - reads standard input.", valueName: "file"))
-        var file: String?
-
-        @Flag(
-            help: ArgumentHelp(
-                "Write a record owned by the profile's guest owner, as an app does before any user exists (no cap); give COLLECTION KEY only. 'migrate adopt USER' later gives it to a user."
-            ))
-        var unowned = false
+        @OptionGroup var document: RecordDocument
 
         @Option(
             help: ArgumentHelp(
@@ -49,30 +39,19 @@ struct RecordCommand: ParsableCommand {
                 valueName: "policy"))
         var onConflict: RecordConflictPolicy?
 
-        /// The record meant: (nil, collection, key) with --unowned.
-        var location: (user: String?, collection: String, key: String) {
-            if unowned { return (nil, user ?? "", collection ?? "") }
-            return (user, collection ?? "", key ?? "")
-        }
-
         func validate() throws {
             if from != nil {
-                if user != nil || collection != nil || key != nil || data != nil || file != nil || unowned {
+                if user != nil || collection != nil || key != nil || document.isGiven {
                     throw ValidationError("give either USER COLLECTION KEY with --data or --file, or --from, not both")
                 }
                 return
             }
             if onConflict != nil { throw ValidationError("--on-conflict goes with --from") }
-            if (data == nil) == (file == nil) { throw ValidationError("give exactly one of --data and --file") }
-            if unowned {
-                if key != nil {
-                    throw ValidationError("with --unowned give COLLECTION KEY only: the guest owner owns the record")
-                }
-                if collection == nil { throw ValidationError("give --unowned COLLECTION KEY") }
-                return
-            }
+            try document.requireOne()
             if user == nil || collection == nil || key == nil {
-                throw ValidationError("give USER COLLECTION KEY (or --unowned COLLECTION KEY, or --from FILE)")
+                throw ValidationError(
+                    "give USER COLLECTION KEY (or --from FILE; 'record put-ownerless COLLECTION KEY' writes a record no user owns yet)"
+                )
             }
         }
 
@@ -80,21 +59,10 @@ struct RecordCommand: ParsableCommand {
             let engine = try global.openEngine()
             let now = try global.currentTime()
             if let from { return try load(from, engine: engine, now: now) }
-            let (user, collection, key) = location
-            let bytes = try data.map { Data($0.utf8) } ?? readInput(file ?? "-")
-            let result =
-                if let user {
-                    try engine.putRecord(user: user, collection: collection, key: key, jsonBytes: bytes, now: now)
-                } else {
-                    try engine.putOwnerlessRecord(collection: collection, key: key, jsonBytes: bytes, now: now)
-                }
+            guard let user, let collection, let key else { return }
+            let result = try engine.putRecord(
+                user: user, collection: collection, key: key, jsonBytes: try document.bytes(), now: now)
             if global.json { try global.output.json(result) }
-            if unowned {
-                if !global.quiet && !global.json {
-                    global.output.line("\(result.isReplacement ? "replaced" : "stored") ownerless \(collection)/\(key)")
-                }
-                return
-            }
             try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: key, global: global)
         }
 
@@ -116,6 +84,34 @@ struct RecordCommand: ParsableCommand {
                 global.output.line(
                     "\(counted(report.lines, "line")): \(report.added) added, \(report.replaced) replaced, \(report.skipped) skipped"
                 )
+            }
+        }
+    }
+
+    struct PutOwnerless: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "put-ownerless",
+            abstract: "Store a record owned by the profile's guest owner, as an app does before any user exists.",
+            discussion: """
+                No cap applies and no user is touched; 'migrate adopt USER' later gives the record to a user. In \
+                a collection with unique fields the key starts with the guest owner and a slash (/habit/day).
+                """)
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The collection.") var collection: String
+        @Argument(help: "The record key.") var key: String
+
+        @OptionGroup var document: RecordDocument
+
+        func validate() throws { try document.requireOne() }
+
+        func run() throws {
+            let result = try global.openEngine().putOwnerlessRecord(
+                collection: collection, key: key, jsonBytes: try document.bytes(), now: try global.currentTime())
+            if global.json { return try global.output.json(result) }
+            if !global.quiet {
+                global.output.line("\(result.isReplacement ? "replaced" : "stored") ownerless \(collection)/\(key)")
             }
         }
     }
@@ -173,6 +169,24 @@ struct RecordCommand: ParsableCommand {
     }
 }
 
-/// Which record a command is about: `USER COLLECTION KEY`.
+/// The JSON of the record a put writes: `--data` or `--file`, exactly one.
+struct RecordDocument: ParsableArguments {
+    @Option(help: ArgumentHelp("The record as JSON.", valueName: "json"))
+    var data: String?
+
+    @Option(help: ArgumentHelp("Read the record's JSON from a file; - reads standard input.", valueName: "file"))
+    var file: String?
+
+    var isGiven: Bool { data != nil || file != nil }
+
+    /// Not `validate()`, which ArgumentParser would run for every put: `record put --from` takes neither.
+    func requireOne() throws {
+        if (data == nil) == (file == nil) { throw ValidationError("give exactly one of --data and --file") }
+    }
+
+    func bytes() throws -> Data {
+        try data.map { Data($0.utf8) } ?? readInput(file ?? "-")
+    }
+}
 
 extension RecordConflictPolicy: ExpressibleByArgument {}

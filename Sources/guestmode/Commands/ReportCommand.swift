@@ -117,10 +117,14 @@ struct ReportCommand: ParsableCommand {
 }
 
 struct ReportOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Only what happened at or after this time (ISO 8601).", valueName: "time"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("Only what happened at or after this time (ISO 8601).", valueName: "time"))
     var since: String?
 
-    @Option(name: .long, help: ArgumentHelp("Only what happened before this time (ISO 8601).", valueName: "time"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("Only what happened before this time (ISO 8601).", valueName: "time"))
     var until: String?
 
     @OptionGroup var listing: ListingOptions

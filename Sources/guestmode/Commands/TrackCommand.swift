@@ -24,7 +24,7 @@ struct TrackCommand: ParsableCommand {
     @Argument(help: "The action, one the profile declares.")
     var action: String?
 
-    @Option(help: ArgumentHelp("How many times the action happened.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("How many times the action happened.", valueName: "n"))
     var count = 1
 
     @Option(

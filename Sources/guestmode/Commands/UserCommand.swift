@@ -22,12 +22,14 @@ struct UserCommand: ParsableCommand {
         var linked = false
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp(
                 "Only users not seen for at least this long: a duration such as 90d, 2w, 3 months or P90D.",
                 valueName: "duration"))
         var inactive: String?
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp(
                 "Only users not seen for at least this many days (same as --inactive Nd).", valueName: "days"))
         var inactiveDays: Int?
@@ -142,11 +144,12 @@ struct UserCommand: ParsableCommand {
         var action: String?
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp(
                 "Only events at or after this time: ISO 8601, or relative to --now (-7d, -PT1H).", valueName: "time"))
         var since: String?
 
-        @Option(help: ArgumentHelp("Only the latest N events (1 to 1000000).", valueName: "n"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Only the latest N events (1 to 1000000).", valueName: "n"))
         var limit: Int?
 
         func validate() throws {
@@ -184,12 +187,14 @@ struct UserCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp(
                 "Purge guests not seen for at least this long: a duration such as 90d, 2w, 3 months or P90D.",
                 valueName: "duration"))
         var inactive: String?
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp(
                 "Purge guests not seen for at least this many days (same as --inactive Nd).", valueName: "days"))
         var inactiveDays: Int?
@@ -270,7 +275,7 @@ struct UserCommand: ParsableCommand {
                     section = "purged"
                     isFirstInSection = true
                 }
-                // UserStore.purgeUsers reports kept guests first; a store that does not is a bug, not data.
+                // The engine's purge reports kept guests first; anything else is a bug, not data.
                 if !purged && section == "purged" {
                     throw GuestModeError(
                         .internalFailure, code: .internalFailure, "the store reported a kept guest after purged ones")

@@ -21,8 +21,9 @@ struct GlobalOptions: ParsableArguments {
             valueName: "name"))
     var schema: String?
 
+    // `.unconditional`: a time relative to the clock may begin with a minus sign (`--now -1h`).
     @Option(
-        name: .long,
+        name: .long, parsing: .unconditional,
         help: ArgumentHelp(
             "The current time: ISO 8601, or relative to the system clock (+30d, -1h, +P1M) (default: $GUESTMODE_NOW, else the system clock). Every policy reads only this clock.",
             valueName: "time"))
@@ -36,9 +37,6 @@ struct GlobalOptions: ParsableArguments {
 
     @Flag(name: [.customShort("v"), .long], help: "Explain each step on stderr.")
     var verbose = false
-
-    static let names: Set<String> = ["--store", "--schema", "--now", "--json", "--quiet", "-q", "--verbose", "-v"]
-    static let namesTakingValues: Set<String> = ["--store", "--schema", "--now"]
 
     /// The `--store` text as given: for opening only. It may hold a password;
     /// printers use `storeDescription`.

@@ -1,9 +1,6 @@
 import Foundation
 import GuestModeKit
 
-/// The JSON documents' value type, shared with the server (`JSONDocument` in GuestModeKit).
-typealias JSONValue = JSONDocumentValue
-
 /// Where text goes: data on stdout, diagnostics on stderr, colour only on a
 /// terminal and never with NO_COLOR or --json.
 struct Output {
@@ -44,9 +41,7 @@ struct Output {
 
     /// A document built as a JSON tree (`profile show`), pretty-printed.
     func json(value: JSONValue) {
-        var text = ""
-        value.write(to: &text, pretty: true, indent: 0)
-        line(text)
+        line(value.text(pretty: true))
     }
 
     /// One JSON document on one line (NDJSON, progress lines).

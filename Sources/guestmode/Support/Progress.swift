@@ -62,8 +62,6 @@ final class Progress {
             ("message_type", .string(type)), ("action", .string(action)), ("unit", .string(unit)),
             ("done", .number(String(done))), ("total", total.map { .number(String($0)) } ?? .null),
         ])
-        var text = ""
-        line.write(to: &text, pretty: false, indent: 0)
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        FileHandle.standardError.write(Data((line.text(pretty: false) + "\n").utf8))
     }
 }

@@ -54,7 +54,9 @@ enum StoreLocation {
     /// `migrating` is false (`db status` looks without writing).
     func open(migrating: Bool = true) throws -> any GuestStore {
         switch self {
-        case let .sqlite(path): try SQLiteStore.open(path: path, migrating: migrating)
+        // One command at a time needs one connection, and a pool's opening would write to the
+        // file (docs/ARCHITECTURE.md): a command that changes nothing must leave it byte for byte.
+        case let .sqlite(path): try SQLiteStore.open(path: path, migrating: migrating, connections: .single)
         case let .postgres(uri, schema): try PostgresStore.open(uri: uri, schema: schema, migrating: migrating)
         }
     }

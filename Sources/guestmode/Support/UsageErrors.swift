@@ -6,11 +6,12 @@ import GuestModeKit
 /// 'guestmode <command> --help'`, exit 64 (JSON with --json), instead of
 /// ArgumentParser's three (Error, Usage, See).
 enum UsageErrors {
-    /// The names of the commands `arguments` starts with (`["backup", "key", "import"]`).
+    /// The names of the commands `arguments` starts with (`["backup", "key", "import"]`), the global
+    /// options that may come before or between them skipped.
     static func commandPath(_ arguments: [String]) -> [String] {
         var command: any ParsableCommand.Type = Guestmode.self
         var path: [String] = []
-        for argument in arguments {
+        for argument in words(arguments) {
             guard
                 let next = command.configuration.subcommands.first(where: {
                     $0._commandName == argument || $0.configuration.aliases.contains(argument)
@@ -34,11 +35,32 @@ enum UsageErrors {
         return search(Guestmode.self, [])
     }
 
+    /// The arguments up to `--` without the global options and their values (`--store s.sqlite
+    /// user list` → `user list`). Whether an option takes a value is asked of the `GlobalOptions`
+    /// group, the one place that declares them: it accepts such an option only with a value after it.
+    static func words(_ arguments: [String]) -> [String] {
+        var words: [String] = []
+        var skipsValue = false
+        for argument in arguments.prefix(while: { $0 != "--" }) {
+            if skipsValue {
+                skipsValue = false
+            } else if argument.hasPrefix("-") && argument != "-" {
+                skipsValue =
+                    (try? GlobalOptions.parse([argument])) == nil && (try? GlobalOptions.parse([argument, "-"])) != nil
+            } else {
+                words.append(argument)
+            }
+        }
+        return words
+    }
+
     /// `guestmode help TOPIC` names a command; ArgumentParser would print the
     /// top-level help and exit 0 for any word.
     static func refuseUnknownHelpTopic(_ arguments: [String]) throws {
-        guard arguments.first == "help" else { return }
-        let topic = arguments.dropFirst().prefix { !$0.hasPrefix("-") }
+        guard arguments.contains("help") else { return }
+        let words = words(arguments)
+        guard words.first == "help" else { return }
+        let topic = words.dropFirst()
         let known = commandPath(Array(topic))
         guard known.count < topic.count else { return }
         let unknown = topic.dropFirst(known.count).first ?? ""

@@ -203,7 +203,7 @@ enum TourWalks {
         try tour.run(
             "guestmode init --profile habits", showing: ["habits v1"], note: "a profile with the backup outbox on")
         try tour.run(
-            "guestmode record put --unowned habits read --data '{\"name\": \"Read 10 pages\"}'",
+            "guestmode record put-ownerless habits read --data '{\"name\": \"Read 10 pages\"}'",
             showing: ["ownerless habits/read"],
             note: "the app wrote data before any user existed: it belongs to no one yet")
         try tour.runEach(
@@ -216,7 +216,7 @@ enum TourWalks {
         try tour.run(
             "guestmode migrate adopt $guest", showing: ["adopted 1"], note: "the first user adopts the ownerless data")
         try tour.run(
-            "guestmode record put --unowned habits stretch --data '{}'", showing: ["ownerless habits/stretch"],
+            "guestmode record put-ownerless habits stretch --data '{}'", showing: ["ownerless habits/stretch"],
             note: "offline, the app fell back to writing ownerless data")
         try tour.run(
             "guestmode migrate adopt $guest", showing: ["adopted 1"], note: "adopting again takes only what is new")

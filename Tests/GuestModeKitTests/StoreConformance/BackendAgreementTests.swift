@@ -8,7 +8,8 @@ import Testing
 
 /// Places where the two backends once decided differently, each pinned on
 /// both: the guest-existence check before activity moves, a kept-both
-/// conflict without a key, and the prompt steps of a replay.
+/// conflict without a key, what racing adoptions count, and the prompt
+/// steps of a replay.
 @Suite("Backends agree where their copies drifted")
 struct BackendAgreementTests {
     @Test(
@@ -17,15 +18,14 @@ struct BackendAgreementTests {
     func aStepRefusesAGuestAlreadyGone(backend: StoreBackend) throws {
         let (store, engine, guest, account) = try seededTransfer(backend)
         let steps = engine.transferSteps
-        let id = try store.startMigration(
+        let id = try engine.startMigration(
             of: guest, into: account, steps: steps.map(\.name), backupPath: "b", now: day(3))
         try store.deleteUser(id: guest)
         let before = try observableState(engine)
         let activity = try #require(steps.firstIndex { $0.movesActivity })
         #expect(
             errorCode {
-                _ = try store.runMigrationStep(
-                    steps[activity], position: activity + 1, journalID: id, profile: engine.profile, now: day(4))
+                _ = try engine.runMigrationStep(steps[activity], position: activity + 1, journalID: id, now: day(4))
             } == .guestAlreadyMoved)
         #expect(try observableState(engine) == before)
         let kept = try store.user(id: account)
@@ -48,29 +48,48 @@ struct BackendAgreementTests {
         ]
         #expect(
             errorCode {
-                switch backend {
-                case .sqlite:
-                    let sqlite = try #require(store as? SQLiteStore)
-                    try sqlite.write { db in
-                        try SQLiteTransfer(
-                            store: sqlite, profile: engine.profile, source: guest, target: account, now: day(3)
-                        ).settle(conflicts, db)
-                    }
-                case .postgres:
-                    let postgres = try #require(store as? PostgresStore)
-                    try postgres.write { connection in
-                        try PostgresTransfer(
-                            store: postgres, profile: engine.profile, source: guest, target: account, now: day(3)
-                        ).settle(conflicts, connection)
-                    }
+                try store.write(durable: true) { transaction in
+                    try Transfer(
+                        transaction: transaction, profile: engine.profile, guest: guest, account: account, now: day(3)
+                    ).settle(conflicts)
                 }
             } == .noFreeKey)
         #expect(try observableState(engine) == before)
     }
 
-    @Test("a replay reads and moves prompt state exactly as the prompt store does", arguments: StoreBackend.allCases)
+    @Test(
+        "adoptions racing for the same ownerless records count each record once, for the user who moved it",
+        arguments: StoreBackend.allCases)
+    func racingAdoptionsCountEachRecordOnce(backend: StoreBackend) async throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        let engine = GuestMode(profile: profile, store: store)
+        let users = try (0..<4).map { _ in try engine.createGuest(device: nil, now: day(1)).id }
+        let ownerless = 40
+        for index in 0..<ownerless {
+            _ = try engine.putOwnerlessRecord(collection: "habits", key: "h\(index)", json: "{}", now: day(1))
+        }
+        // Each adoption on a connection of its own, as separate processes run them.
+        let engines = try users.map { _ in GuestMode(profile: profile, store: try backend.reopen(store)) }
+        let reports = try await withThrowingTaskGroup(of: AdoptReport.self) { group in
+            for (index, user) in users.enumerated() {
+                group.addTask { try engines[index].adopt(user: user, now: day(2)) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(reports.map { $0.moved["habits", default: 0] }.reduce(0, +) == ownerless)
+        for report in reports {
+            #expect(report.collisions.isEmpty)
+            #expect(
+                report.moved["habits", default: 0] == (try engine.records(user: report.user, collection: "habits").count),
+                "\(report.user) reports what it holds")
+        }
+    }
+
+    @Test(
+        "a replay reads and moves prompt state exactly as recording an outcome does", arguments: StoreBackend.allCases)
     func replayPromptStepsAreTheStoresOwn(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "recipes")
+        let (store, profile) = try backend.makeStore(profile: "recipes")
+        let engine = GuestMode(profile: profile, store: store)
         let (replayed, _) = try backend.makeStore(profile: "recipes")
         let user = newUser("u")
         try store.createUser(user, credentials: nil)
@@ -83,17 +102,32 @@ struct BackendAgreementTests {
         ]
         var states: [PromptState?] = []
         for entry in entries {
-            states.append(try store.recordPromptOutcome(entry, userID: "u", queuesBackup: false))
+            states.append(
+                try engine.recordPrompt(entry.outcome, context: entry.context, for: "u", now: entry.at).promptState)
         }
         let replayedStates = try replayed.withReplayTransaction { transaction in
             try transaction.insertUser(user)
-            return try entries.map { try transaction.recordPromptOutcome($0, userID: "u") }
+            return try entries.map { try transaction.rows.recordPromptOutcome($0, of: "u") }
         }
         #expect(replayedStates == states)
-        let facts = try #require(try store.promptFacts(userID: "u"))
+        let facts = try #require(try storedPromptFacts(store, of: "u"))
         #expect(facts.history.map(\.context) == entries.map(\.context))
-        #expect(try replayed.promptFacts(userID: "u") == facts)
-        #expect(try store.withReplayTransaction { try $0.promptFacts(userID: "u") } == facts)
+        #expect(try storedPromptFacts(replayed, of: "u") == facts)
+        #expect(try store.withReplayTransaction { try $0.rows.promptFacts(of: "u") } == facts)
+    }
+}
+
+extension StoreBackend {
+    /// Another connection to `store`, as another process would open it; an
+    /// in-memory SQLite store has no other connection, and is shared.
+    func reopen(_ store: any GuestStore) throws -> any GuestStore {
+        switch self {
+        case .sqlite, .sqlitePool: return store
+        case .postgres:
+            guard let postgres = store as? PostgresStore else { throw FixtureError.unsupported(self) }
+            return try PostgresStore.open(
+                uri: ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"] ?? "", schema: postgres.schema)
+        }
     }
 }
 

@@ -45,8 +45,7 @@ struct CounterBoundsTests {
         let accountCounters = try store.counters(of: account)
         #expect(
             errorCode {
-                _ = try store.mergeGuest(
-                    guest, into: account, policy: .union, dryRun: false, profile: engine.profile, now: day(4))
+                _ = try engine.merge(guest: guest, into: account, policy: .union, dryRun: false, now: day(4))
             } == .countOverflow)
         #expect(try store.counters(of: guest) == guestCounters)
         #expect(try store.counters(of: account) == accountCounters)

@@ -5,47 +5,58 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
-/// Sticky experiment assignments, directly and through the engine, on every
-/// backend (GrowthBookTests covers the bucketing itself).
+/// Sticky experiment assignments: each backend's assignment rows, and the
+/// engine's rule over them (GrowthBookTests covers the bucketing itself).
 @Suite struct ExperimentStoreTests {
+    /// The stored assignment, read in its own transaction.
+    private func stored(_ store: any GuestStore, _ userID: String, _ experiment: String) throws -> StoredAssignment? {
+        try store.read { transaction in try transaction.assignment(of: userID, experiment: experiment) }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func theFirstAssignmentSticksUntilReplaced(backend: StoreBackend) throws {
         let (store, _) = try backend.makeStore(profile: "recipes")
         try store.createUser(newUser("u"), credentials: nil)
-        #expect(try store.storedAssignment(userID: "u", experiment: "auth_prompts") == nil)
+        #expect(try stored(store, "u", "auth_prompts") == nil)
 
-        let first = try store.storeAssignment(userID: "u", experiment: "auth_prompts", variant: "social", at: day(2))
-        #expect(first == StoredAssignment(variant: "social", assignedAt: day(2), isNew: true))
-        let second = try store.storeAssignment(userID: "u", experiment: "auth_prompts", variant: "control", at: day(3))
-        #expect(second == StoredAssignment(variant: "social", assignedAt: day(2), isNew: false), "the stored one wins")
+        let added = try store.write { transaction in
+            try transaction.addAssignment(of: "u", experiment: "auth_prompts", variant: "social", at: day(2))
+        }
+        #expect(added)
+        let addedAgain = try store.write { transaction in
+            try transaction.addAssignment(of: "u", experiment: "auth_prompts", variant: "control", at: day(3))
+        }
+        #expect(!addedAgain, "the stored one wins")
         #expect(
-            try store.storedAssignment(userID: "u", experiment: "auth_prompts")
-                == StoredAssignment(
-                    variant: "social", assignedAt: day(2), isNew: false))
+            try stored(store, "u", "auth_prompts") == StoredAssignment(variant: "social", assignedAt: day(2), isNew: false))
 
-        let replaced = try store.replaceAssignment(
-            userID: "u", experiment: "auth_prompts", variant: "delayed", at: day(4))
-        #expect(replaced == StoredAssignment(variant: "delayed", assignedAt: day(4), isNew: true))
-        #expect(try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant == "delayed")
+        try store.write { transaction in
+            try transaction.upsertAssignment(of: "u", experiment: "auth_prompts", variant: "delayed", at: day(4))
+        }
+        #expect(
+            try stored(store, "u", "auth_prompts") == StoredAssignment(variant: "delayed", assignedAt: day(4), isNew: false))
         // Replacing where nothing was stored stores it.
-        let fresh = try store.replaceAssignment(userID: "u", experiment: "other", variant: "b", at: day(5))
-        #expect(fresh == StoredAssignment(variant: "b", assignedAt: day(5), isNew: true))
-        #expect(try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant == "delayed")
+        try store.write { transaction in
+            try transaction.upsertAssignment(of: "u", experiment: "other", variant: "b", at: day(5))
+        }
+        #expect(try stored(store, "u", "other") == StoredAssignment(variant: "b", assignedAt: day(5), isNew: false))
+        #expect(try stored(store, "u", "auth_prompts")?.variant == "delayed")
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func usersExistUntilDeletedAndTakeTheirAssignmentsWithThem(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "recipes")
-        #expect(try store.userExists("u") == false)
+    func usersTakeTheirAssignmentsWithThem(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "recipes")
+        let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
         try store.createUser(newUser("other"), credentials: nil)
-        #expect(try store.userExists("u"))
-        _ = try store.storeAssignment(userID: "u", experiment: "auth_prompts", variant: "social", at: day(2))
-        _ = try store.storeAssignment(userID: "other", experiment: "auth_prompts", variant: "control", at: day(2))
+        _ = try engine.forceVariant("social", of: "auth_prompts", for: "u", now: day(2))
+        _ = try engine.forceVariant("control", of: "auth_prompts", for: "other", now: day(2))
         try store.deleteUser(id: "u")
-        #expect(try store.userExists("u") == false)
-        #expect(try store.storedAssignment(userID: "u", experiment: "auth_prompts") == nil)
-        #expect(try store.storedAssignment(userID: "other", experiment: "auth_prompts")?.variant == "control")
+        expectFailure(.notFound, code: .userNotFound) {
+            _ = try engine.assignExperiments(for: "u", named: nil, now: day(3))
+        }
+        #expect(try stored(store, "u", "auth_prompts") == nil)
+        #expect(try stored(store, "other", "auth_prompts")?.variant == "control")
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -68,6 +79,7 @@ import Testing
         let forced = try engine.forceVariant(other, of: "auth_prompts", for: "u", now: day(4))
         #expect(forced.variant == other)
         #expect(forced.isNew)
+        #expect(forced.assignedAt == day(4))
         #expect(try engine.assignExperiments(for: "u", named: "auth_prompts", now: day(5)).first?.variant == other)
 
         expectFailure(.notFound, code: .userNotFound) {
@@ -76,6 +88,16 @@ import Testing
         expectFailure(.notFound, code: .userNotFound) {
             _ = try engine.forceVariant(other, of: "auth_prompts", for: "ghost", now: day(2))
         }
-        #expect(try store.storedAssignment(userID: "ghost", experiment: "auth_prompts") == nil)
+        #expect(try stored(store, "ghost", "auth_prompts") == nil)
+    }
+
+    /// A prompt decision assigns the user first; a user who does not exist
+    /// is not found, never an assignment the store cannot keep.
+    @Test(arguments: StoreBackend.allCases)
+    func aPromptStrategyOfAMissingUserIsNotFound(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "recipes")
+        let engine = GuestMode(profile: profile, store: store)
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.promptStrategy(for: "ghost", now: day(2)) }
+        #expect(try stored(store, "ghost", "auth_prompts") == nil)
     }
 }

@@ -5,27 +5,32 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
+/// The engine's identity steps (`beginLink`, `completeLink`, `abandonLink`,
+/// `unlink`) over the rows of every backend.
 @Suite struct IdentityStoreTests {
-    /// Begins and completes a link, as the engine does.
+    /// Begins and completes a link, as `GuestMode.link` does.
     func link(_ store: any GuestStore, _ profile: Profile, _ request: LinkRequest, now: Date) throws -> LinkResult {
-        #expect(try store.beginLink(request, staleLocksBefore: now.addingTimeInterval(-600), now: now) == .started)
-        return try store.completeLink(request, profile: profile, now: now)
+        let engine = GuestMode(profile: profile, store: store)
+        #expect(try engine.beginLink(request, now: now) == .started)
+        return try engine.completeLink(request, now: now)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func linkingUpgradesInPlaceAndDropsCredentialsAfterwards(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         let guest = newUser("g")
         try store.createUser(guest, credentials: credentials(of: guest, "anon"))
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "g", profile: profile, now: day(1))
+        _ = try GuestMode(profile: profile, store: store).grantPlan(
+            user: "g", plan: "premium", trial: nil, until: nil, now: day(1))
         let request = LinkRequest(user: "g", provider: "apple", subject: "a", email: "a@example.com")
 
-        #expect(try store.beginLink(request, staleLocksBefore: day(1), now: day(2)) == .started)
+        #expect(try engine.beginLink(request, now: day(2)) == .started)
         // While the lock is held nothing else has changed yet.
         #expect(try store.anonymousCredentials(username: "anon") != nil)
         #expect(try store.user(id: "g").state == .anonymous)
 
-        let result = try store.completeLink(request, profile: profile, now: day(2))
+        let result = try engine.completeLink(request, now: day(2))
         #expect(
             result
                 == LinkResult(
@@ -45,9 +50,9 @@ import Testing
         #expect(overview.counters["account_upgrade_succeeded"] == 1)
         // The lock is gone: a second provider is refused for its own reason, not as in progress.
         let second = LinkRequest(user: "g", provider: "google", subject: "b", email: nil)
-        #expect(try store.beginLink(second, staleLocksBefore: day(1), now: day(2)) == .started)
+        #expect(try engine.beginLink(second, now: day(2)) == .started)
         expectFailure(.conflict, code: .tooManyProviders) {
-            _ = try store.completeLink(second, profile: profile, now: day(2))
+            _ = try engine.completeLink(second, now: day(2))
         }
     }
 
@@ -64,14 +69,15 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func anAlreadyBoundIdentityIsNoChange(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("g"), credentials: nil)
         let request = LinkRequest(user: "g", provider: "apple", subject: "a", email: nil)
         _ = try link(store, profile, request, now: day(1))
         let before = try store.userOverview(id: "g")
-        #expect(try store.beginLink(request, staleLocksBefore: day(1), now: day(2)) == .alreadyLinked)
+        #expect(try engine.beginLink(request, now: day(2)) == .alreadyLinked)
         #expect(try store.userOverview(id: "g") == before, "no lock, no event")
         // Bound between begin and complete (by another process): only the lock goes.
-        let result = try store.completeLink(request, profile: profile, now: day(2))
+        let result = try engine.completeLink(request, now: day(2))
         #expect(!result.isNewlyLinked)
         #expect(try store.userOverview(id: "g") == before)
     }
@@ -79,21 +85,23 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func anIdentityOfAnotherUserLeavesTheGuestUntouched(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("owner"), credentials: nil)
         _ = try link(
             store, profile, LinkRequest(user: "owner", provider: "apple", subject: "taken", email: nil), now: day(1))
         let guest = newUser("g")
         try store.createUser(guest, credentials: credentials(of: guest, "anon"))
-        _ = try store.grantPlan(PlanGrant(plan: "premium", grantedAt: day(1)), to: "g", profile: profile, now: day(1))
+        _ = try GuestMode(profile: profile, store: store).grantPlan(
+            user: "g", plan: "premium", trial: nil, until: nil, now: day(1))
         let before = try store.userOverview(id: "g")
         let owner = try store.userOverview(id: "owner")
 
         let request = LinkRequest(user: "g", provider: "apple", subject: "taken", email: nil)
-        #expect(try store.beginLink(request, staleLocksBefore: day(1), now: day(2)) == .started)
+        #expect(try engine.beginLink(request, now: day(2)) == .started)
         expectFailure(.conflict, code: .identityAlreadyExists) {
-            _ = try store.completeLink(request, profile: profile, now: day(2))
+            _ = try engine.completeLink(request, now: day(2))
         }
-        try store.abandonLink(user: "g", provider: "apple", failureCode: "identity_already_exists", now: day(2))
+        try engine.abandonLink(user: "g", provider: "apple", failureCode: "identity_already_exists", now: day(2))
 
         let after = try store.userOverview(id: "g")
         #expect(after.user == before.user)
@@ -116,21 +124,22 @@ import Testing
         let (store, subscriptions) = try backend.makeStore(profile: "subscriptions")
         var profile = subscriptions
         profile.identity.maximumProvidersPerUser = 2
+        let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("g"), credentials: nil)
         _ = try link(store, profile, LinkRequest(user: "g", provider: "apple", subject: "a", email: nil), now: day(1))
 
         let sameProvider = LinkRequest(user: "g", provider: "apple", subject: "b", email: nil)
-        _ = try store.beginLink(sameProvider, staleLocksBefore: day(1), now: day(2))
+        _ = try engine.beginLink(sameProvider, now: day(2))
         expectFailure(.conflict, code: .providerAlreadyLinked) {
-            _ = try store.completeLink(sameProvider, profile: profile, now: day(2))
+            _ = try engine.completeLink(sameProvider, now: day(2))
         }
-        try store.abandonLink(user: "g", provider: "apple", failureCode: "provider_already_linked", now: day(2))
+        try engine.abandonLink(user: "g", provider: "apple", failureCode: "provider_already_linked", now: day(2))
 
         _ = try link(store, profile, LinkRequest(user: "g", provider: "google", subject: "c", email: nil), now: day(3))
         let third = LinkRequest(user: "g", provider: "email", subject: "d", email: nil)
-        _ = try store.beginLink(third, staleLocksBefore: day(3), now: day(4))
+        _ = try engine.beginLink(third, now: day(4))
         expectFailure(.conflict, code: .tooManyProviders) {
-            _ = try store.completeLink(third, profile: profile, now: day(4))
+            _ = try engine.completeLink(third, now: day(4))
         }
         #expect(try store.userOverview(id: "g").identities.map(\.provider) == ["apple", "google"])
     }
@@ -138,39 +147,43 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func aHeldLockRefusesASecondUpgradeUntilItIsStale(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("g"), credentials: nil)
         let request = LinkRequest(user: "g", provider: "apple", subject: "a", email: nil)
         // A process took the lock at 10:00 and died.
-        #expect(try store.beginLink(request, staleLocksBefore: day(1, hour: 9), now: day(1, hour: 10)) == .started)
+        let taken = day(1, hour: 10)
+        #expect(try engine.beginLink(request, now: taken) == .started)
         let before = try store.userOverview(id: "g")
         expectFailure(.conflict, code: .upgradeInProgress) {
-            _ = try store.beginLink(request, staleLocksBefore: day(1, hour: 9), now: day(1, hour: 11))
+            _ = try engine.beginLink(request, now: taken.addingTimeInterval(60))
         }
         #expect(try store.userOverview(id: "g") == before, "a refused start changes nothing")
-        // Once locks taken before 10:00 count as stale... the one taken at 10:00 still holds.
+        // A second before the lock's lifetime is over, it still holds...
         expectFailure(.conflict, code: .upgradeInProgress) {
-            _ = try store.beginLink(
-                request, staleLocksBefore: day(1, hour: 10).addingTimeInterval(-1), now: day(1, hour: 11))
+            _ = try engine.beginLink(request, now: taken.addingTimeInterval(GuestMode.upgradeLockLifetime - 1))
         }
-        #expect(try store.beginLink(request, staleLocksBefore: day(1, hour: 10), now: day(1, hour: 11)) == .started)
-        #expect(try store.completeLink(request, profile: profile, now: day(1, hour: 11)).isNewlyLinked)
+        // ...and once it is over, the lock is stale and taken over.
+        let later = taken.addingTimeInterval(GuestMode.upgradeLockLifetime)
+        #expect(try engine.beginLink(request, now: later) == .started)
+        #expect(try engine.completeLink(request, now: later).isNewlyLinked)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func linkingAMissingUserIsNotFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         let request = LinkRequest(user: "nobody", provider: "apple", subject: "a", email: nil)
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(1))
+            _ = try engine.beginLink(request, now: day(1))
         }
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try store.completeLink(request, profile: profile, now: day(1))
+            _ = try engine.completeLink(request, now: day(1))
         }
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try store.unlink(user: "nobody", provider: "apple", profile: profile, now: day(1))
+            _ = try engine.unlink(user: "nobody", provider: "apple", now: day(1))
         }
         // Abandoning the link of a user deleted meanwhile is harmless.
-        try store.abandonLink(user: "nobody", provider: "apple", failureCode: "user_not_found", now: day(1))
+        try engine.abandonLink(user: "nobody", provider: "apple", failureCode: "user_not_found", now: day(1))
         #expect(try store.users(state: nil, lastSeenBefore: nil).isEmpty)
     }
 
@@ -179,14 +192,15 @@ import Testing
         let (store, subscriptions) = try backend.makeStore(profile: "subscriptions")
         var profile = subscriptions
         profile.identity.maximumProvidersPerUser = 2
+        let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("g"), credentials: nil)
         _ = try link(store, profile, LinkRequest(user: "g", provider: "apple", subject: "a", email: nil), now: day(1))
         _ = try link(store, profile, LinkRequest(user: "g", provider: "google", subject: "b", email: nil), now: day(2))
 
-        let stillLinked = try store.unlink(user: "g", provider: "apple", profile: profile, now: day(3))
+        let stillLinked = try engine.unlink(user: "g", provider: "apple", now: day(3))
         #expect(stillLinked.state == .linked)
         #expect(stillLinked.linkedAt == day(1))
-        let anonymous = try store.unlink(user: "g", provider: "google", profile: profile, now: day(4))
+        let anonymous = try engine.unlink(user: "g", provider: "google", now: day(4))
         #expect(anonymous.state == .anonymous)
         #expect(anonymous.linkedAt == nil)
         #expect(anonymous.promptState == "anonymous")
@@ -195,7 +209,7 @@ import Testing
 
         let before = try store.userOverview(id: "g")
         expectFailure(.notFound, code: .identityNotFound) {
-            _ = try store.unlink(user: "g", provider: "google", profile: profile, now: day(5))
+            _ = try engine.unlink(user: "g", provider: "google", now: day(5))
         }
         #expect(try store.userOverview(id: "g") == before, "a refused unlink changes nothing")
         // The identity is free for anyone again.

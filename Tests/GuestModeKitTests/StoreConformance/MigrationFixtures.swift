@@ -25,7 +25,7 @@ extension StoreBackend {
         at time: Date
     ) throws {
         switch self {
-        case .sqlite:
+        case .sqlite, .sqlitePool:
             guard let sqlite = store as? SQLiteStore else { throw FixtureError.unsupported(self) }
             try sqlite.write { db in
                 for record in records {
@@ -56,7 +56,7 @@ extension StoreBackend {
     /// behind the outbox's back, e.g. by an import that replaced users).
     func seedOrphanOutboxEntry(_ store: any GuestStore, userID: String, queuedAt: Date) throws {
         switch self {
-        case .sqlite:
+        case .sqlite, .sqlitePool:
             guard let sqlite = store as? SQLiteStore else { throw FixtureError.unsupported(self) }
             try sqlite.write { db in
                 try db.execute(
@@ -97,7 +97,7 @@ func observableState(_ engine: GuestMode) throws -> String {
             lines.append("  counter \(action)=\(total)")
         }
     }
-    for journal in try engine.store.migrationJournals(involving: nil) {
+    for journal in try engine.journals(involving: nil) {
         lines.append(
             "journal \(journal.id) \(journal.status) \(journal.error ?? "-") \(journal.steps.map { "\($0.name):\($0.status):\($0.rows)" })"
         )

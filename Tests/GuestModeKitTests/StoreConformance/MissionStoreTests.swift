@@ -13,55 +13,42 @@ struct MissionStoreTests {
     func overageRecordsInFullAndFiresEveryWarningOnce(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "voice")
         try makeGuests(["u1"], in: store, profile: profile)
-        let meter = try #require(profile.meter(named: "api_minutes"))
-        _ = try store.useMeter(of: "u1", meter: meter, amount: 40, key: nil, profile: profile, now: day(1))
+        let engine = GuestMode(profile: profile, store: store)
+        _ = try engine.useMeter(user: "u1", meter: "api_minutes", amount: 40, key: nil, now: day(1))
 
-        let refused = try store.useMeter(
-            of: "u1", meter: meter, amount: 30, key: nil, overage: .refuse, profile: profile, now: day(1))
+        let refused = try engine.useMeter(
+            user: "u1", meter: "api_minutes", amount: 30, key: nil, overage: .refuse, now: day(1))
         #expect(!refused.isRecorded && !refused.isAllowed && !refused.overage)
         #expect(refused.status.used == 40)
 
-        let over = try store.useMeter(
-            of: "u1", meter: meter, amount: 30, key: "late-session", overage: .allow, profile: profile, now: day(1))
+        let over = try engine.useMeter(
+            user: "u1", meter: "api_minutes", amount: 30, key: "late-session", overage: .allow, now: day(1))
         #expect(over.isRecorded && !over.isAllowed && over.overage)
         #expect(over.status.used == 70)
         #expect(over.status.remaining == 0)
         #expect(over.status.level == .exhausted)
         #expect(over.warnings.map(\.level) == [.warning, .critical])
 
-        let repeated = try store.useMeter(
-            of: "u1", meter: meter, amount: 30, key: "late-session", overage: .allow, profile: profile, now: day(1))
+        let repeated = try engine.useMeter(
+            user: "u1", meter: "api_minutes", amount: 30, key: "late-session", overage: .allow, now: day(1))
         #expect(repeated.isDuplicate && !repeated.isRecorded)
         #expect(repeated.status.used == 70)
 
-        let more = try store.useMeter(
-            of: "u1", meter: meter, amount: 1, key: nil, overage: .allow, profile: profile, now: day(1))
+        let more = try engine.useMeter(
+            user: "u1", meter: "api_minutes", amount: 1, key: nil, overage: .allow, now: day(1))
         #expect(more.isRecorded && more.overage && more.warnings.isEmpty, "each warning fires once")
         #expect(more.status.used == 71)
-        #expect(!(try store.checkMeter(of: "u1", meter: meter, amount: 1, profile: profile, now: day(1)).isAllowed))
+        #expect(!(try engine.checkMeter(user: "u1", meter: "api_minutes", amount: 1, now: day(1)).isAllowed))
     }
 
     @Test(arguments: StoreBackend.allCases)
     func overageThatFitsIsAPlainUse(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "voice")
         try makeGuests(["u1"], in: store, profile: profile)
-        let meter = try #require(profile.meter(named: "api_minutes"))
-        let fits = try store.useMeter(
-            of: "u1", meter: meter, amount: 60, key: nil, overage: .allow, profile: profile, now: day(1))
+        let engine = GuestMode(profile: profile, store: store)
+        let fits = try engine.useMeter(
+            user: "u1", meter: "api_minutes", amount: 60, key: nil, overage: .allow, now: day(1))
         #expect(fits.isRecorded && fits.isAllowed && !fits.overage)
-    }
-
-    @Test(arguments: StoreBackend.allCases)
-    func aKnownDeviceReturnsItsUser(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "voice")
-        let first = try store.createUserUnlessDeviceKnown(newUser(device: "phone"), credentials: nil)
-        #expect(first.created)
-        let again = try store.createUserUnlessDeviceKnown(newUser(at: day(2), device: "phone"), credentials: nil)
-        #expect(!again.created)
-        #expect(again.user == first.user)
-        let other = try store.createUserUnlessDeviceKnown(newUser(device: "tablet"), credentials: nil)
-        #expect(other.created && other.user.id != first.user.id)
-        #expect(try store.users(state: nil, lastSeenBefore: nil).count == 2)
     }
 
     @Test(arguments: StoreBackend.allCases)

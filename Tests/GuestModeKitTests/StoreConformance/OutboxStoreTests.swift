@@ -5,7 +5,9 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
-@Suite("OutboxStore conformance")
+/// The backup queue as a push settles it, decided by the engine over each
+/// backend's transaction primitives.
+@Suite("Outbox conformance")
 struct OutboxStoreTests {
     /// A habits store (backups queue on change) with two users queued, `a` first.
     func queued(_ backend: StoreBackend) throws -> (store: any GuestStore, engine: GuestMode, a: String, b: String) {
@@ -20,76 +22,84 @@ struct OutboxStoreTests {
 
     @Test(arguments: StoreBackend.allCases)
     func entriesAreListedOldestFirst(backend: StoreBackend) throws {
-        let (store, _, a, b) = try queued(backend)
-        let entries = try store.outboxEntries()
+        let (_, engine, a, b) = try queued(backend)
+        let entries = try engine.backupQueue()
         #expect(entries.map(\.userId) == [a, b])
         #expect(
             entries.first
                 == OutboxEntry(
                     userId: a, queuedAt: Timestamp.format(day(1)), attempts: 0, lastError: nil, nextAttemptAt: nil))
-        let (empty, _) = try backend.makeStore(profile: "habits")
-        #expect(try empty.outboxEntries().isEmpty)
+        let (empty, profile) = try backend.makeStore(profile: "habits")
+        #expect(try GuestMode(profile: profile, store: empty).backupQueue().isEmpty)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aPushedEntryIsRemoved(backend: StoreBackend) throws {
-        let (store, _, a, b) = try queued(backend)
-        let entry = try #require(try store.outboxEntries().first)
-        #expect(try store.recordPushSuccess(userID: a, queuedAt: entry.queuedAt) == .removed)
-        #expect(try store.outboxEntries().map(\.userId) == [b])
-        #expect(
-            try store.recordPushSuccess(userID: a, queuedAt: entry.queuedAt) == .removed,
-            "already gone: nothing to keep")
-        #expect(try store.outboxEntries().map(\.userId) == [b])
+        let (_, engine, a, b) = try queued(backend)
+        let entry = try #require(try engine.backupQueue().first)
+        #expect(entry.userId == a)
+        #expect(try engine.settlePush(of: entry) == .removed)
+        #expect(try engine.backupQueue().map(\.userId) == [b])
+        #expect(try engine.settlePush(of: entry) == .removed, "already gone: nothing to keep")
+        #expect(try engine.backupQueue().map(\.userId) == [b])
     }
 
     @Test(
         "a user who changed while their archive was written stays queued, retry state cleared",
         arguments: StoreBackend.allCases)
     func aChangedUserStaysQueued(backend: StoreBackend) throws {
-        let (store, engine, a, _) = try queued(backend)
-        let read = try #require(try store.outboxEntries().first)
-        try store.recordPushFailure(userID: a, attempts: 2, error: "offline", nextAttemptAt: day(3))
+        let (_, engine, a, _) = try queued(backend)
+        let read = try #require(try engine.backupQueue().first)
+        #expect(read.userId == a)
+        _ = try engine.recordFailedPush(
+            of: read, error: "offline", retry: OutboxRetryPolicy(maxAttempts: 5), now: day(2))
         _ = try engine.putRecord(user: a, collection: "habits", key: "h2", json: "{}", now: day(3))
-        #expect(try store.recordPushSuccess(userID: a, queuedAt: read.queuedAt) == .keptQueued)
-        let entry = try #require(try store.outboxEntries().first { $0.userId == a })
+        #expect(try engine.settlePush(of: read) == .keptQueued)
+        let entry = try #require(try engine.backupQueue().first { $0.userId == a })
         #expect(entry.queuedAt == Timestamp.format(day(3)))
         #expect(entry.attempts == 0 && entry.lastError == nil && entry.nextAttemptAt == nil)
     }
 
     @Test("a failed push keeps the entry with attempts, error and next retry", arguments: StoreBackend.allCases)
     func aFailedPushKeepsTheEntry(backend: StoreBackend) throws {
-        let (store, _, a, b) = try queued(backend)
-        let before = try #require(try store.outboxEntries().first)
-        try store.recordPushFailure(
-            userID: a, attempts: 1, error: "destination unreachable", nextAttemptAt: day(1).addingTimeInterval(60))
-        try store.recordPushFailure(
-            userID: a, attempts: 2, error: "still unreachable", nextAttemptAt: day(1).addingTimeInterval(120))
-        let entries = try store.outboxEntries()
+        let (_, engine, a, b) = try queued(backend)
+        let retry = OutboxRetryPolicy(maxAttempts: 5)
+        let before = try #require(try engine.backupQueue().first)
+        #expect(before.userId == a)
+        let first = try engine.recordFailedPush(of: before, error: "destination unreachable", retry: retry, now: day(1))
+        #expect(first.attempts == 1 && first.nextAttemptAt == day(1).addingTimeInterval(60))
+        let again = try #require(try engine.backupQueue().first)
+        let second = try engine.recordFailedPush(of: again, error: "still unreachable", retry: retry, now: day(1))
+        #expect(second.attempts == 2 && second.nextAttemptAt == day(1).addingTimeInterval(120), "the wait doubles")
+        let entries = try engine.backupQueue()
         #expect(entries.map(\.userId) == [a, b])
         #expect(
             entries.first
                 == OutboxEntry(
                     userId: a, queuedAt: before.queuedAt, attempts: 2, lastError: "still unreachable",
                     nextAttemptAt: Timestamp.format(day(1).addingTimeInterval(120))))
-        try store.recordPushFailure(userID: "nobody", attempts: 1, error: "x", nextAttemptAt: day(2))
-        #expect(try store.outboxEntries() == entries, "a failure for a user not queued changes nothing")
+        _ = try engine.recordFailedPush(
+            of: OutboxEntry(
+                userId: "nobody", queuedAt: before.queuedAt, attempts: 0, lastError: nil, nextAttemptAt: nil),
+            error: "x", retry: retry, now: day(2))
+        #expect(try engine.backupQueue() == entries, "a failure for a user not queued changes nothing")
     }
 
     @Test(arguments: StoreBackend.allCases)
     func onlyEntriesOfDeletedUsersAreDropped(backend: StoreBackend) throws {
-        let (store, _, a, b) = try queued(backend)
+        let (store, engine, a, b) = try queued(backend)
         try backend.seedOrphanOutboxEntry(store, userID: "gone", queuedAt: day(1))
-        let entries = try store.outboxEntries()
+        let entries = try engine.backupQueue()
         #expect(entries.map(\.userId).sorted() == [a, b, "gone"].sorted())
         let aEntry = try #require(entries.first { $0.userId == a })
-        #expect(try store.dropOutboxEntry(userID: a, queuedAt: aEntry.queuedAt) == false, "the user exists")
-        #expect(
-            try store.dropOutboxEntry(userID: "gone", queuedAt: Timestamp.format(day(2))) == false, "queued again since"
-        )
-        #expect(try store.outboxEntries() == entries)
-        #expect(try store.dropOutboxEntry(userID: "gone", queuedAt: Timestamp.format(day(1))))
-        #expect(try store.outboxEntries().map(\.userId) == [a, b])
-        #expect(try store.dropOutboxEntry(userID: "gone", queuedAt: Timestamp.format(day(1))) == false)
+        let gone = try #require(entries.first { $0.userId == "gone" })
+        #expect(try engine.dropQueuedBackup(of: aEntry) == false, "the user exists")
+        var requeued = gone
+        requeued.queuedAt = Timestamp.format(day(2))
+        #expect(try engine.dropQueuedBackup(of: requeued) == false, "queued again since")
+        #expect(try engine.backupQueue() == entries)
+        #expect(try engine.dropQueuedBackup(of: gone))
+        #expect(try engine.backupQueue().map(\.userId) == [a, b])
+        #expect(try engine.dropQueuedBackup(of: gone) == false)
     }
 }

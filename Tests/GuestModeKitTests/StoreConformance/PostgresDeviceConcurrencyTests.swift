@@ -10,13 +10,13 @@ import Testing
 @Suite struct PostgresDeviceConcurrencyTests {
     @Test func eightCreationsForOneDeviceCreateOneUser() throws {
         let racing = PostgresUsersConcurrencyTests()
-        let (store, _, connections) = try racing.stores(profile: "voice")
+        let (store, profile, connections) = try racing.stores(profile: "voice")
         let results = racing.race { index in
-            try connections[index].createUserUnlessDeviceKnown(newUser(device: "phone"), credentials: nil)
+            try GuestMode(profile: profile, store: connections[index]).createOrFindGuest(device: "phone", now: day(1))
         }
         let outcomes = try results.map { try $0.get() }
         #expect(outcomes.filter(\.created).count == 1)
         #expect(Set(outcomes.map(\.user.id)).count == 1)
-        #expect(try store.users(state: nil, lastSeenBefore: nil).count == 1)
+        #expect(try GuestMode(profile: profile, store: store).users(matching: UserFilter(), now: day(1)).count == 1)
     }
 }

@@ -31,33 +31,36 @@ struct PostgresEventsConcurrencyTests {
 
     @Test func aMeterNearExhaustionNeverPassesItsAllowanceAndLosesNoUse() throws {
         let (stores, profile) = try connections(profile: "voice")
-        let meter = try #require(profile.meter(named: "api_minutes"))
         try makeGuests(["u1"], in: stores[0], profile: profile)
-        _ = try stores[0].useMeter(of: "u1", meter: meter, amount: 55, key: nil, profile: profile, now: day(1))
+        let engine = GuestMode(profile: profile, store: stores[0])
+        _ = try engine.useMeter(user: "u1", meter: "api_minutes", amount: 55, key: nil, now: day(1))
         // 60 minutes for guests: 5 left, so exactly 7 uses of 0.7 fit (59.9).
         let results = try race(stores) { _, store in
             try (0..<5).map { _ in
-                try store.useMeter(of: "u1", meter: meter, amount: 0.7, key: nil, profile: profile, now: day(1))
+                try GuestMode(profile: profile, store: store).useMeter(
+                    user: "u1", meter: "api_minutes", amount: 0.7, key: nil, now: day(1))
             }
         }.flatMap { $0 }
         let recorded = results.filter(\.isRecorded)
         #expect(recorded.count == 7)
         #expect(results.filter { !$0.isAllowed }.count == Self.writers * 5 - 7)
         #expect(results.allSatisfy { $0.status.used <= 60 })
-        let status = try stores[0].meterStatus(of: "u1", meter: meter, profile: profile, now: day(1))
+        let status = try engine.meterStatus(user: "u1", meter: "api_minutes", now: day(1))
         #expect(status.used == MeterAmount(millionths: 59_900_000), "every recorded use is counted, exactly")
     }
 
     @Test func aMeterKeyRacedByEveryWriterIsRecordedOnce() throws {
         let (stores, profile) = try connections(profile: "voice")
-        let meter = try #require(profile.meter(named: "api_minutes"))
         try makeGuests(["u1"], in: stores[0], profile: profile)
         let results = try race(stores) { _, store in
-            try store.useMeter(of: "u1", meter: meter, amount: 2, key: "call-1", profile: profile, now: day(1))
+            try GuestMode(profile: profile, store: store).useMeter(
+                user: "u1", meter: "api_minutes", amount: 2, key: "call-1", now: day(1))
         }
         #expect(results.filter(\.isRecorded).count == 1)
         #expect(results.filter(\.isDuplicate).count == Self.writers - 1)
-        #expect(try stores[0].meterStatus(of: "u1", meter: meter, profile: profile, now: day(1)).used == 2)
+        #expect(
+            try GuestMode(profile: profile, store: stores[0]).meterStatus(user: "u1", meter: "api_minutes", now: day(1))
+                .used == 2)
     }
 
     @Test func anIdempotencyKeyRacedByEveryWriterCountsOnce() throws {

@@ -21,31 +21,29 @@ struct PostgresTransferConcurrencyTests {
         let (reference, _) = try seededMigrationStore()
         try uninterruptedMigration(reference, profile)
         let steps = GuestMode(profile: profile, store: store).transferSteps
-        let connections = try (0..<Self.racers).map { _ in try reopen(store) }
+        let engines = try (0..<Self.racers).map { _ in GuestMode(profile: profile, store: try reopen(store)) }
 
         let refusals = Collected<GuestModeError.Code?>()
         let runs = Collected<Int>()
         let started = Collected<Int64>()
         let settled = Countdown(Self.racers - 1)
         race(Self.racers) { index in
-            let connection = connections[index]
+            let engine = engines[index]
             do {
-                // What `GuestMode.migrate(resuming: false)` asks of the store.
-                if let id = try connection.unfinishedMigration(of: "guest", into: "acct") {
+                // What `GuestMode.migrate(resuming: false)` does before its backup.
+                if let id = try engine.unfinishedMigration(of: "guest", into: "acct") {
                     throw GuestModeError.conflict("migration #\(id) is unfinished", code: .migrationUnfinished)
                 }
-                try connection.checkTransfer(of: "guest", into: "acct")
-                let id = try connection.startMigration(
+                try engine.checkTransfer(of: "guest", into: "acct")
+                let id = try engine.startMigration(
                     of: "guest", into: "acct", steps: steps.map(\.name), backupPath: "b", now: day(3))
                 started.append(id)
                 // Every other racer has tried to start before the winner moves anything, so all of
                 // them meet the running journal (and none a guest already gone).
                 settled.wait()
-                for entry in try journal(id, connection).steps where entry.status != "done" {
-                    if try connection.runMigrationStep(
-                        steps[entry.position - 1], position: entry.position, journalID: id, profile: profile,
-                        now: day(4))
-                        != nil
+                for entry in try engine.journal(id).steps where entry.status != "done" {
+                    if try engine.runMigrationStep(
+                        steps[entry.position - 1], position: entry.position, journalID: id, now: day(4)) != nil
                     {
                         runs.append(entry.position)
                     }
@@ -68,27 +66,26 @@ struct PostgresTransferConcurrencyTests {
         let (reference, _) = try seededMigrationStore()
         try uninterruptedMigration(reference, profile)
         let steps = GuestMode(profile: profile, store: store).transferSteps
-        let id = try store.startMigration(
+        let id = try GuestMode(profile: profile, store: store).startMigration(
             of: "guest", into: "acct", steps: steps.map(\.name), backupPath: "b", now: day(3))
-        let connections = try (0..<Self.racers).map { _ in try reopen(store) }
+        let engines = try (0..<Self.racers).map { _ in GuestMode(profile: profile, store: try reopen(store)) }
 
         let failures = Collected<String>()
         let runs = Collected<Int>()
         race(Self.racers) { index in
-            let connection = connections[index]
+            let engine = engines[index]
             do {
-                // What `GuestMode.migrate(resuming: true)` asks of the store.
-                guard let resumed = try connection.unfinishedMigration(of: "guest", into: "acct") else { return }
-                for entry in try journal(resumed, connection).steps where entry.status != "done" {
-                    if try connection.runMigrationStep(
-                        steps[entry.position - 1], position: entry.position, journalID: resumed, profile: profile,
-                        now: day(4)) != nil
+                // What `GuestMode.migrate(resuming: true)` does.
+                guard let resumed = try engine.unfinishedMigration(of: "guest", into: "acct") else { return }
+                for entry in try engine.journal(resumed).steps where entry.status != "done" {
+                    if try engine.runMigrationStep(
+                        steps[entry.position - 1], position: entry.position, journalID: resumed, now: day(4)) != nil
                     {
                         runs.append(entry.position)
                     }
                 }
             } catch {
-                try? connection.failMigration(journalID: id, reason: "\(error)")
+                try? engine.failMigration(journalID: id, reason: "\(error)")
                 failures.append("\(error)")
             }
         }
@@ -263,11 +260,12 @@ struct PostgresTransferConcurrencyTests {
 
     /// The migration as one process runs it when nobody interferes.
     func uninterruptedMigration(_ store: PostgresStore, _ profile: Profile) throws {
-        let steps = GuestMode(profile: profile, store: store).transferSteps
-        let id = try store.startMigration(
+        let engine = GuestMode(profile: profile, store: store)
+        let steps = engine.transferSteps
+        let id = try engine.startMigration(
             of: "guest", into: "acct", steps: steps.map(\.name), backupPath: "b", now: day(3))
         for (index, step) in steps.enumerated() {
-            _ = try store.runMigrationStep(step, position: index + 1, journalID: id, profile: profile, now: day(4))
+            _ = try engine.runMigrationStep(step, position: index + 1, journalID: id, now: day(4))
         }
     }
 
@@ -280,20 +278,13 @@ struct PostgresTransferConcurrencyTests {
             exported["counters"]?.contains { $0["action"] == .text("app_opened") && $0["total"] == .integer(5) } == true
         )
         func summary(_ store: PostgresStore) throws -> [String] {
-            try store.migrationJournals(involving: nil).map { journal in
+            try GuestMode(profile: profile, store: store).journals(involving: nil).map { journal in
                 "\(journal.kind) \(journal.status) \(journal.error ?? "-") \(journal.steps.map { "\($0.name):\($0.status):\($0.rows)" })"
             }
         }
         let journals = try summary(store)
         #expect(journals == (try summary(reference)))
         #expect(journals.count == 1 && journals.allSatisfy { $0.hasPrefix("guest-to-account done - ") })
-    }
-
-    func journal(_ id: Int64, _ store: PostgresStore) throws -> MigrationJournal {
-        guard let journal = try store.migrationJournal(id: id) else {
-            throw GuestModeError(.notFound, code: .journalNotFound, "no migration journal #\(id)")
-        }
-        return journal
     }
 
     /// Another connection to the same store, as another process would open it.

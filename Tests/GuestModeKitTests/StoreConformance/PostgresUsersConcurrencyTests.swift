@@ -61,12 +61,12 @@ import Testing
         for index in 0..<Self.racers {
             let guest = newUser("g\(index)")
             try store.createUser(guest, credentials: credentials(of: guest, "anon-\(index)"))
-            #expect(try store.beginLink(request(index), staleLocksBefore: day(1), now: day(2)) == .started)
+            #expect(try GuestMode(profile: profile, store: store).beginLink(request(index), now: day(2)) == .started)
             before["g\(index)"] = try store.userOverview(id: "g\(index)")
         }
 
         let results = race { index in
-            try connections[index].completeLink(request(index), profile: profile, now: day(2))
+            try GuestMode(profile: profile, store: connections[index]).completeLink(request(index), now: day(2))
         }
 
         let outcomes = codes(results)
@@ -120,9 +120,8 @@ import Testing
         for id in ["first", "second"] {
             let guest = newUser(id)
             try store.createUser(guest, credentials: credentials(of: guest, "anon-\(id)"))
-            _ = try store.beginLink(
-                LinkRequest(user: id, provider: "apple", subject: "s", email: nil), staleLocksBefore: day(1),
-                now: day(2))
+            _ = try GuestMode(profile: profile, store: store).beginLink(
+                LinkRequest(user: id, provider: "apple", subject: "s", email: nil), now: day(2))
         }
         let before = try store.userOverview(id: "second")
         let holder = connections[0]
@@ -131,15 +130,13 @@ import Testing
         try whileHeld(
             by: holder,
             {
-                _ = try holder.completeLink(
-                    LinkRequest(user: "first", provider: "apple", subject: "s", email: nil), profile: profile,
-                    now: day(2))
+                _ = try GuestMode(profile: profile, store: holder).completeLink(
+                    LinkRequest(user: "first", provider: "apple", subject: "s", email: nil), now: day(2))
             }
         ) {
             expectFailure(.conflict, code: .identityAlreadyExists) {
-                _ = try connections[1].completeLink(
-                    LinkRequest(user: "second", provider: "apple", subject: "s", email: nil), profile: profile,
-                    now: day(2))
+                _ = try GuestMode(profile: profile, store: connections[1]).completeLink(
+                    LinkRequest(user: "second", provider: "apple", subject: "s", email: nil), now: day(2))
             }
         }
         #expect(try store.user(id: "first").state == .linked)
@@ -155,17 +152,39 @@ import Testing
         try whileHeld(
             by: holder,
             {
-                _ = try holder.grantPlan(
-                    PlanGrant(plan: "premium", grantedAt: day(20)), to: "buyer", profile: profile, now: day(20))
+                _ = try GuestMode(profile: profile, store: holder).grantPlan(
+                    user: "buyer", plan: "premium", trial: nil, until: nil, now: day(20))
             }
         ) {
-            let policy = PurgePolicy(profile: profile, cutoff: day(15), includesUsersWithRecords: false, now: day(20))
-            let selection = try connections[1].purgeUsers(under: policy, isDryRun: false)
-            #expect(selection.purged.map(\.id) == ["idle"])
-            #expect(selection.kept.map(\.id) == ["buyer"])
+            let report = try GuestMode(profile: profile, store: connections[1]).purge(
+                inactive: TimeSpan(amount: 5, unit: .days), includingUsersWithData: false, dryRun: false, now: day(20))
+            #expect(report.purged.map(\.id) == ["idle"])
+            #expect(report.kept.map(\.id) == ["buyer"])
         }
         #expect(try store.users(state: nil, lastSeenBefore: nil).map(\.id) == ["buyer"])
-        #expect(try store.plans(of: "buyer").grants.count == 1)
+        let grants = try store.read { (transaction: any StoreTransaction) in try transaction.planGrants(of: "buyer") }
+        #expect(grants.count == 1)
+    }
+
+    @Test func aDryRunPurgeLocksNobodyAndDecidesOnWhatIsCommitted() throws {
+        let (store, profile, connections) = try stores(profile: "subscriptions")
+        for id in ["buyer", "idle"] { try store.createUser(newUser(id, at: day(1)), credentials: nil) }
+        let holder = connections[0]
+        // The buyer pays while the dry run reads: the dry run does not wait
+        // for the buyer's lock, so it sees no plan yet (a real run would wait).
+        try whileHeld(
+            by: holder,
+            {
+                _ = try GuestMode(profile: profile, store: holder).grantPlan(
+                    user: "buyer", plan: "premium", trial: nil, until: nil, now: day(20))
+            }
+        ) {
+            let report = try GuestMode(profile: profile, store: connections[1]).purge(
+                inactive: TimeSpan(amount: 5, unit: .days), includingUsersWithData: false, dryRun: true, now: day(20))
+            #expect(report.purged.map(\.id) == ["buyer", "idle"])
+            #expect(report.kept.isEmpty)
+        }
+        #expect(try store.users(state: nil, lastSeenBefore: nil).count == 2, "a dry run deletes nobody")
     }
 
     @Test func aPurgeOfManyGuestsDeletesInBatchesAndKeepsTheRest() throws {
@@ -187,15 +206,16 @@ import Testing
                     [PostgresValue(String(format: "g%05d", index)), PostgresValue("premium"), PostgresValue(day(1))]
                 })
         }
-        let policy = PurgePolicy(profile: profile, cutoff: day(15), includesUsersWithRecords: false, now: day(20))
-        let dryRun = try store.purgeUsers(under: policy, isDryRun: true)
+        let engine = GuestMode(profile: profile, store: store)
+        let inactive = TimeSpan(amount: 5, unit: .days)
+        let dryRun = try engine.purge(inactive: inactive, includingUsersWithData: false, dryRun: true, now: day(20))
         let paying = (count + 6) / 7
         #expect(dryRun.kept.count == paying)
         #expect(dryRun.purged.count == count - paying)
         let order = dryRun.purged.map { Timestamp.format($0.lastSeenAt) + " " + $0.id }
         #expect(order == order.sorted(), "oldest activity first, then id")
-        let done = try store.purgeUsers(under: policy, isDryRun: false)
-        #expect(done == dryRun)
+        let done = try engine.purge(inactive: inactive, includingUsersWithData: false, dryRun: false, now: day(20))
+        #expect(done.purged == dryRun.purged && done.kept == dryRun.kept)
         #expect(try store.tableCounts()["users"] == paying)
         #expect(try store.tableCounts()["plans"] == paying)
     }
@@ -203,19 +223,18 @@ import Testing
     @Test func eightRacingTrialsGrantExactlyOne() throws {
         let (store, profile, connections) = try stores(profile: "subscriptions")
         try store.createUser(newUser("u"), credentials: nil)
-        _ = try store.grantPlan(
-            PlanGrant(plan: "premium", grantedAt: day(1), endsAt: day(2)), to: "u", profile: profile, now: day(1))
+        _ = try GuestMode(profile: profile, store: store).grantPlan(
+            user: "u", plan: "premium", trial: nil, until: day(2), now: day(1))
 
         let results = race { index in
-            try connections[index].grantPlan(
-                PlanGrant(plan: "premium", grantedAt: day(3), trialEndsAt: day(10)), to: "u", profile: profile,
-                now: day(3))
+            try GuestMode(profile: profile, store: connections[index]).grantPlan(
+                user: "u", plan: "premium", trial: TimeSpan(amount: 7, unit: .days), until: nil, now: day(3))
         }
 
         let outcomes = codes(results)
         #expect(outcomes.filter { $0 == nil }.count == 1, "exactly one trial: \(outcomes)")
         #expect(outcomes.filter { $0 == .trialAlreadyUsed }.count == Self.racers - 1, "\(outcomes)")
-        let grants = try store.plans(of: "u").grants
+        let grants = try store.read { (transaction: any StoreTransaction) in try transaction.planGrants(of: "u") }
         #expect(grants.count == 2, "the paid grant and one trial")
         #expect(grants.filter { $0.trialEndsAt != nil }.count == 1)
     }
@@ -235,30 +254,49 @@ import Testing
     }
 
     @Test func racingOutcomesAndAssignmentsLoseNothingAndAgree() throws {
-        let (store, _, connections) = try stores(profile: "recipes")
+        let (store, profile, connections) = try stores(profile: "recipes")
         try store.createUser(newUser("u"), credentials: nil)
+        try store.createUser(newUser("v"), credentials: nil)
         let variants = ["control", "aggressive", "delayed", "benefits", "social"]
 
+        // The rows alone: a first assignment that loses the race reads the winner's.
         let assignments = race { index in
-            try connections[index].storeAssignment(
-                userID: "u", experiment: "auth_prompts", variant: variants[index % variants.count], at: day(2))
+            try connections[index].write { (transaction: any StoreTransaction) in
+                let added = try transaction.addAssignment(
+                    of: "u", experiment: "auth_prompts", variant: variants[index % variants.count], at: day(2))
+                var stored = try transaction.requireAssignment(of: "u", experiment: "auth_prompts")
+                stored.isNew = added
+                return stored
+            }
         }
         let stored = try assignments.map { try $0.get() }
         #expect(Set(stored.map(\.variant)).count == 1, "every racer reads the one assignment that won")
         #expect(stored.filter(\.isNew).count == 1)
-        #expect(try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant == stored.first?.variant)
+        #expect(
+            try store.read { (transaction: any StoreTransaction) in
+                try transaction.assignment(of: "u", experiment: "auth_prompts")
+            }?.variant
+                == stored.first?.variant)
+        // The engine: every racer finds nothing stored, one enrols the user.
+        let enrolled = race { index in
+            try GuestMode(profile: profile, store: connections[index]).assignExperiments(
+                for: "v", named: "auth_prompts", now: day(2))
+        }
+        let firsts = try enrolled.map { try #require(try $0.get().first) }
+        #expect(Set(firsts.map(\.variant)).count == 1)
+        #expect(firsts.filter(\.isNew).count == 1, "one racer enrolled the user")
 
         let perRacer = 10
         let recorded = race { index in
             for step in 0..<perRacer {
                 let outcome: PromptOutcome = index == 0 && step == perRacer - 1 ? .never : .shown
-                _ = try connections[index].recordPromptOutcome(
-                    PromptHistoryEntry(context: "reengagement", outcome: outcome, at: day(3)), userID: "u")
+                _ = try GuestMode(profile: profile, store: connections[index]).recordPrompt(
+                    outcome, context: "reengagement", for: "u", now: day(3))
             }
             return true
         }
         #expect(codes(recorded).allSatisfy { $0 == nil }, "\(codes(recorded))")
-        let facts = try #require(try store.promptFacts(userID: "u"))
+        let facts = try #require(try storedPromptFacts(store, of: "u"))
         #expect(facts.history.count == Self.racers * perRacer, "no outcome lost")
         // Every state move is applied on the locked row: the never-ask outcome sticks whatever came after it.
         #expect(facts.promptState == .neverAsk)

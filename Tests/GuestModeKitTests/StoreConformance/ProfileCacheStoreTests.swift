@@ -54,6 +54,7 @@ import Testing
         let store: any GuestStore
         switch backend {
         case .sqlite: store = try SQLiteStore.inMemory()
+        case .sqlitePool: store = try StoreBackend.makePooledSQLiteStore()
         case .postgres: store = try StoreBackend.makePostgresStore()
         }
         #expect(try store.boundProfileWithCache() == nil)

@@ -5,7 +5,7 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
-@Suite("ProfileUpgradeStore conformance")
+@Suite("Profile upgrade conformance")
 struct ProfileUpgradeStoreTests {
     /// The subscriptions profile at version 2: settings renamed to
     /// preferences, cost renamed to price, a higher guest cap.
@@ -41,9 +41,9 @@ struct ProfileUpgradeStoreTests {
 
     @Test(arguments: StoreBackend.allCases)
     func planCountsTheRecordsEachStepTouchesAndChangesNothing(backend: StoreBackend) throws {
-        let (store, engine, _) = try seeded(backend)
+        let (_, engine, _) = try seeded(backend)
         let before = try observableState(engine)
-        let plan = try store.planProfileUpgrade(from: engine.profile, to: try version2().profile)
+        let plan = try engine.planProfileUpgrade(to: try version2())
         #expect(plan.isApplicable && plan.refusal == nil)
         #expect(plan.fromVersion == 1 && plan.toVersion == 2)
         #expect(
@@ -59,7 +59,7 @@ struct ProfileUpgradeStoreTests {
     func applyMovesDataAndBindsTheNewProfileTogether(backend: StoreBackend) throws {
         let (store, engine, guest) = try seeded(backend)
         let source = try version2()
-        let applied = try store.applyProfileUpgrade(from: engine.profile, to: source, now: day(2))
+        let applied = try engine.applyProfileUpgrade(to: source, now: day(2))
         #expect(applied.isApplicable)
         #expect(try store.boundProfile()?.text == source.text)
         #expect(try store.boundProfile()?.origin == "v2.yaml")
@@ -79,18 +79,18 @@ struct ProfileUpgradeStoreTests {
             user: guest, collection: "subscriptions", key: "x", json: #"{"cost":1,"price":2}"#, now: day(1))
         let before = try observableState(engine)
         let boundBefore = try store.boundProfile()?.text
-        let plan = try store.planProfileUpgrade(from: engine.profile, to: try version2().profile)
+        let plan = try engine.planProfileUpgrade(to: try version2())
         #expect(!plan.isApplicable)
         #expect(plan.refusals.contains { $0.contains("already have a field 'price'") })
         #expect(
-            errorCode { _ = try store.applyProfileUpgrade(from: engine.profile, to: try version2(), now: day(2)) }
+            errorCode { _ = try engine.applyProfileUpgrade(to: try version2(), now: day(2)) }
                 == .profileUpgradeRefused)
         #expect(try observableState(engine) == before)
         #expect(try store.boundProfile()?.text == boundBefore)
         // Same version again is refused too.
         let same = ProfileCatalog.Source(profile: engine.profile, text: try template("subscriptions"), origin: "s.yaml")
         #expect(
-            errorCode { _ = try store.applyProfileUpgrade(from: engine.profile, to: same, now: day(2)) }
+            errorCode { _ = try engine.applyProfileUpgrade(to: same, now: day(2)) }
                 == .profileUpgradeRefused)
         #expect(try observableState(engine) == before)
     }

@@ -5,15 +5,20 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
-/// The prompt history a store keeps, directly and through the engine, on
-/// every backend (PromptPolicyTests covers the pure policy).
+/// The prompt facts the engine reads about a user, in one read transaction.
+func storedPromptFacts(_ store: any GuestStore, of userID: String) throws -> PromptFacts? {
+    try store.read { try $0.promptFacts(of: userID) }
+}
+
+/// The prompt history a store keeps, recorded and read through the engine,
+/// on every backend (PromptPolicyTests covers the pure policy).
 @Suite struct PromptStoreTests {
     @Test(arguments: StoreBackend.allCases)
     func factsOfANewGuestAndOfNobody(backend: StoreBackend) throws {
         let (store, _) = try backend.makeStore(profile: "recipes")
-        #expect(try store.promptFacts(userID: "nobody") == nil)
+        #expect(try storedPromptFacts(store, of: "nobody") == nil)
         try store.createUser(newUser("u", at: day(2)), credentials: nil)
-        let facts = try #require(try store.promptFacts(userID: "u"))
+        let facts = try #require(try storedPromptFacts(store, of: "u"))
         #expect(
             facts
                 == PromptFacts(
@@ -23,31 +28,36 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func outcomesMoveTheStateAndAreKeptOldestFirst(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "recipes")
+        let (store, profile) = try backend.makeStore(profile: "recipes")
+        let engine = GuestMode(profile: profile, store: store)
+        let record = { (entry: PromptHistoryEntry, userID: String) in
+            try engine.recordPrompt(entry.outcome, context: entry.context, for: userID, now: entry.at).promptState
+        }
         try store.createUser(newUser("u"), credentials: nil)
         try store.createUser(newUser("other"), credentials: nil)
         let shown = PromptHistoryEntry(context: "first_recipe_success", outcome: .shown, at: day(3))
         let later = PromptHistoryEntry(context: "first_recipe_success", outcome: .later, at: day(3))
         let early = PromptHistoryEntry(context: "reengagement", outcome: .shown, at: day(2))
-        #expect(try store.recordPromptOutcome(shown, userID: "u") == .prompted)
-        #expect(try store.recordPromptOutcome(later, userID: "u") == .dismissed)
+        #expect(try record(shown, "u") == .prompted)
+        #expect(try record(later, "u") == .dismissed)
         // Recorded last but earlier in time: the history is ordered by time, then by arrival.
-        #expect(try store.recordPromptOutcome(early, userID: "u") == .prompted)
-        let facts = try #require(try store.promptFacts(userID: "u"))
+        #expect(try record(early, "u") == .prompted)
+        let facts = try #require(try storedPromptFacts(store, of: "u"))
         #expect(facts.history == [early, shown, later])
         #expect(facts.promptState == .prompted)
         #expect(try store.user(id: "u").promptState == PromptState.prompted.rawValue)
-        #expect(try store.promptFacts(userID: "other")?.history == [], "another user's history is its own")
+        #expect(try storedPromptFacts(store, of: "other")?.history == [], "another user's history is its own")
 
-        #expect(try store.recordPromptOutcome(shown, userID: "nobody") == nil)
+        expectFailure(.notFound, code: .userNotFound) { _ = try record(shown, "nobody") }
         let never = PromptHistoryEntry(context: "reengagement", outcome: .never, at: day(4))
-        #expect(try store.recordPromptOutcome(never, userID: "u") == .neverAsk)
-        #expect(try store.recordPromptOutcome(shown, userID: "u") == .neverAsk, "never ask sticks")
+        #expect(try record(never, "u") == .neverAsk)
+        #expect(try record(shown, "u") == .neverAsk, "never ask sticks")
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aLogIsRecordedWholeAndFoldedInOrder(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "recipes")
+        let (store, profile) = try backend.makeStore(profile: "recipes")
+        let engine = GuestMode(profile: profile, store: store)
         for id in ["a", "b", "c"] { try store.createUser(newUser(id), credentials: nil) }
         let log = [
             PromptRecord(user: "b", context: "reengagement", outcome: .shown, at: day(2)),
@@ -57,20 +67,20 @@ import Testing
             PromptRecord(user: "b", context: "share_intent", outcome: .shown, at: day(4)),
             PromptRecord(user: "a", context: "share_intent", outcome: .never, at: day(4)),
         ]
-        try store.recordPromptOutcomes(log)
-        let a = try #require(try store.promptFacts(userID: "a"))
-        let b = try #require(try store.promptFacts(userID: "b"))
+        #expect(try engine.recordPrompts(log) == log.count)
+        let a = try #require(try storedPromptFacts(store, of: "a"))
+        let b = try #require(try storedPromptFacts(store, of: "b"))
         #expect(a.promptState == .authenticated)
         #expect(b.promptState == .prompted)
         #expect(b.history.map(\.outcome) == [.shown, .dismissed, .shown], "same time: in log order")
         #expect(a.history.map(\.outcome) == [.shown, .completed, .never])
-        #expect(try store.promptFacts(userID: "c")?.history == [])
-        try store.recordPromptOutcomes([])
+        #expect(try storedPromptFacts(store, of: "c")?.history == [])
+        #expect(try engine.recordPrompts([]) == 0)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aLogNamingAMissingUserRecordsNothing(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "recipes")
+        let (store, profile) = try backend.makeStore(profile: "recipes")
         try store.createUser(newUser("a"), credentials: nil)
         let log = [
             PromptRecord(user: "a", context: "reengagement", outcome: .shown, at: day(2)),
@@ -78,13 +88,13 @@ import Testing
             PromptRecord(user: "phantom", context: "reengagement", outcome: .shown, at: day(2)),
         ]
         do {
-            try store.recordPromptOutcomes(log)
+            _ = try GuestMode(profile: profile, store: store).recordPrompts(log)
             Issue.record("a missing user was accepted")
         } catch let error as GuestModeError {
             #expect(error.code == .userNotFound)
             #expect(error.message.contains("'ghost'"), "the first missing user is named: \(error.message)")
         }
-        let facts = try #require(try store.promptFacts(userID: "a"))
+        let facts = try #require(try storedPromptFacts(store, of: "a"))
         #expect(facts.history.isEmpty)
         #expect(facts.promptState == .anonymous)
     }
@@ -111,22 +121,22 @@ import Testing
         let strategy = try engine.promptStrategy(for: "u", now: day(4))
         #expect(strategy.variants.map(\.experiment) == ["auth_prompts"])
         #expect(
-            try store.storedAssignment(userID: "u", experiment: "auth_prompts")?.variant
+            try store.read { try $0.assignment(of: "u", experiment: "auth_prompts") }?.variant
                 == strategy.variants.first?.variant)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func unlinkingRebuildsTheStateFromTheHistory(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
-        _ = try store.recordPromptOutcome(PromptHistoryEntry(context: "c", outcome: .shown, at: day(2)), userID: "u")
-        _ = try store.recordPromptOutcome(PromptHistoryEntry(context: "c", outcome: .never, at: day(2)), userID: "u")
+        _ = try engine.recordPrompt(.shown, context: "guest_cap_reached", for: "u", now: day(2))
+        _ = try engine.recordPrompt(.never, context: "guest_cap_reached", for: "u", now: day(2))
         let request = LinkRequest(user: "u", provider: "apple", subject: "s", email: nil)
-        _ = try store.beginLink(request, staleLocksBefore: day(1), now: day(3))
-        _ = try store.completeLink(request, profile: profile, now: day(3))
-        #expect(try store.promptFacts(userID: "u")?.promptState == .authenticated)
-        let unlinked = try store.unlink(user: "u", provider: "apple", profile: profile, now: day(4))
+        _ = try IdentityStoreTests().link(store, profile, request, now: day(3))
+        #expect(try storedPromptFacts(store, of: "u")?.promptState == .authenticated)
+        let unlinked = try engine.unlink(user: "u", provider: "apple", now: day(4))
         #expect(unlinked.promptState == PromptState.afterUnlinking(outcomes: [.shown, .never]).rawValue)
-        #expect(try store.promptFacts(userID: "u")?.userState == .anonymous)
+        #expect(try storedPromptFacts(store, of: "u")?.userState == .anonymous)
     }
 }

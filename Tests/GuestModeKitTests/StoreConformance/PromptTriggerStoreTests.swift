@@ -5,6 +5,11 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
+/// The prompt snapshot the engine reads in one transaction.
+func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: String, now: Date) throws -> PromptFacts? {
+    try store.read { try $0.promptSnapshot(of: userID, profile: profile, now: now) }
+}
+
 /// The prompt snapshot (limits, meters, raised triggers, reset), triggers
 /// raised by refusals, `prompt reset` and backups queued by outcomes, on
 /// every backend.
@@ -12,17 +17,20 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func theSnapshotHoldsLimitsMetersAndTriggers(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
-        #expect(try store.promptSnapshot(userID: "nobody", profile: profile, now: day(2)) == nil)
+        let engine = GuestMode(profile: profile, store: store)
+        #expect(try promptSnapshot(store, profile, of: "nobody", now: day(2)) == nil)
         try store.createUser(newUser("u"), credentials: nil)
         for index in 1...3 {
-            _ = try GuestMode(profile: profile, store: store).putRecord(
-                user: "u", collection: "subscriptions", key: "s\(index)", json: "{}", now: day(2))
+            _ = try engine.putRecord(user: "u", collection: "subscriptions", key: "s\(index)", json: "{}", now: day(2))
         }
-        #expect(try store.raisePromptTriggers(["guest_cap_refused"], userID: "u", at: day(3)))
+        let refusal = RefusalEvent.recordRefused(collection: "subscriptions", outcome: .needsAccount)
+        try engine.raisePromptTriggers(for: refusal, userID: "u", now: day(3))
         // An earlier raise never moves the time back; a later one moves it forward.
-        #expect(try store.raisePromptTriggers(["guest_cap_refused"], userID: "u", at: day(2)))
-        #expect(try !store.raisePromptTriggers(["guest_cap_refused"], userID: "nobody", at: day(3)))
-        let facts = try #require(try store.promptSnapshot(userID: "u", profile: profile, now: day(4)))
+        try engine.raisePromptTriggers(for: refusal, userID: "u", now: day(2))
+        // A user deleted meanwhile raises nothing and is no failure.
+        try engine.raisePromptTriggers(for: refusal, userID: "nobody", now: day(3))
+        #expect(try store.read { try $0.userFlags(of: "nobody", prefix: "") }.isEmpty)
+        let facts = try #require(try promptSnapshot(store, profile, of: "u", now: day(4)))
         #expect(
             facts.limits["subscriptions"]
                 == CollectionLimit(
@@ -30,19 +38,18 @@ import Testing
         #expect(facts.limits["settings"]?.cap == nil)
         #expect(facts.raisedTriggers == ["guest_cap_refused": day(3)])
         #expect(facts.resetAt == nil)
-        #expect(try store.promptFacts(userID: "u")?.history == facts.history)
-        _ = try store.raisePromptTriggers(["guest_cap_refused"], userID: "u", at: day(5))
-        #expect(
-            try store.promptSnapshot(userID: "u", profile: profile, now: day(5))?.raisedTriggers.values.first == day(5))
+        #expect(try storedPromptFacts(store, of: "u")?.history == facts.history)
+        try engine.raisePromptTriggers(for: refusal, userID: "u", now: day(5))
+        #expect(try promptSnapshot(store, profile, of: "u", now: day(5))?.raisedTriggers.values.first == day(5))
     }
 
     @Test(arguments: StoreBackend.allCases)
     func theSnapshotHoldsEveryMeter(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "voice")
         try store.createUser(newUser("u"), credentials: nil)
-        let meter = try #require(profile.meter(named: "api_minutes"))
-        _ = try store.useMeter(of: "u", meter: meter, amount: 45, key: nil, profile: profile, now: day(2))
-        let facts = try #require(try store.promptSnapshot(userID: "u", profile: profile, now: day(2)))
+        _ = try GuestMode(profile: profile, store: store).useMeter(
+            user: "u", meter: "api_minutes", amount: 45, key: nil, now: day(2))
+        let facts = try #require(try promptSnapshot(store, profile, of: "u", now: day(2)))
         #expect(facts.meters["api_minutes"]?.used == 45)
         #expect(facts.meters["api_minutes"]?.remaining == 15)
         #expect(facts.meters["api_minutes"]?.level == .warning)
@@ -58,10 +65,10 @@ import Testing
                 try engine.putRecord(user: "u", collection: "subscriptions", key: "s\(index)", json: "{}", now: day(2))
                     .outcome == .allowed)
         }
-        #expect(try store.promptSnapshot(userID: "u", profile: profile, now: day(2))?.raisedTriggers == [:])
+        #expect(try promptSnapshot(store, profile, of: "u", now: day(2))?.raisedTriggers == [:])
         let refused = try engine.putRecord(user: "u", collection: "subscriptions", key: "s6", json: "{}", now: day(3))
         #expect(refused.outcome == .needsAccount)
-        let facts = try #require(try store.promptSnapshot(userID: "u", profile: profile, now: day(3)))
+        let facts = try #require(try promptSnapshot(store, profile, of: "u", now: day(3)))
         #expect(facts.raisedTriggers == ["guest_cap_refused": day(3)])
         #expect(facts.limits["subscriptions"]?.used == 5, "the refusal itself stored nothing")
         let offer = try #require(try engine.nextPrompt(for: "u", trigger: nil, now: day(3)).offer)
@@ -76,75 +83,87 @@ import Testing
         try store.createUser(newUser("u"), credentials: nil)
         _ = try engine.useMeter(user: "u", meter: "api_minutes", amount: 58, key: nil, now: day(2))
         #expect(try engine.checkMeter(user: "u", meter: "api_minutes", amount: 1, now: day(2)).isAllowed)
-        #expect(try store.promptSnapshot(userID: "u", profile: profile, now: day(2))?.raisedTriggers == [:])
+        #expect(try promptSnapshot(store, profile, of: "u", now: day(2))?.raisedTriggers == [:])
         #expect(try !engine.checkMeter(user: "u", meter: "api_minutes", amount: 5, now: day(3)).isAllowed)
-        #expect(
-            try store.promptSnapshot(userID: "u", profile: profile, now: day(3))?.raisedTriggers == [
-                "minutes_refused": day(3)
-            ])
+        #expect(try promptSnapshot(store, profile, of: "u", now: day(3))?.raisedTriggers == ["minutes_refused": day(3)])
         #expect(try !engine.useMeter(user: "u", meter: "api_minutes", amount: 5, key: nil, now: day(4)).isAllowed)
-        #expect(
-            try store.promptSnapshot(userID: "u", profile: profile, now: day(4))?.raisedTriggers == [
-                "minutes_refused": day(4)
-            ])
+        #expect(try promptSnapshot(store, profile, of: "u", now: day(4))?.raisedTriggers == ["minutes_refused": day(4)])
         #expect(try engine.nextPrompt(for: "u", trigger: nil, now: day(4)).offer?.context == "session_refused")
     }
 
     @Test(arguments: StoreBackend.allCases)
     func resetUndoesNeverAndRecordsAnEvent(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "habits")
+        let engine = GuestMode(profile: profile, store: store)
         #expect(profile.backup.queuesOnChange)
-        #expect(try store.resetPromptState(userID: "nobody", at: day(2), queuesBackup: true) == nil)
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.resetPrompts(for: "nobody", now: day(2)) }
         try store.createUser(newUser("u"), credentials: nil)
-        #expect(try store.resetPromptState(userID: "u", at: day(2), queuesBackup: true) == false)
+        #expect(try !engine.resetPrompts(for: "u", now: day(2)).reset)
         #expect(try store.outboxEntries().isEmpty, "nothing reset, nothing queued")
-        let never = PromptHistoryEntry(context: "c", outcome: .never, at: day(3))
-        #expect(try store.recordPromptOutcome(never, userID: "u", queuesBackup: true) == .neverAsk)
+        #expect(
+            try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(3)).promptState == .neverAsk)
         #expect(try store.outboxEntries().map(\.userId) == ["u"], "an outcome, never included, queues the backup")
-        #expect(try store.resetPromptState(userID: "u", at: day(4), queuesBackup: true) == true)
-        let facts = try #require(try store.promptSnapshot(userID: "u", profile: profile, now: day(4)))
+        let reset = try engine.resetPrompts(for: "u", now: day(4))
+        #expect(reset.reset && reset.promptState == .dismissed)
+        let facts = try #require(try promptSnapshot(store, profile, of: "u", now: day(4)))
         #expect(facts.promptState == .dismissed)
         #expect(facts.resetAt == day(4))
         #expect(!facts.saidNever)
         #expect(try store.counters(of: "u")[PromptTrigger.resetEventAction] == 1)
-        #expect(try store.resetPromptState(userID: "u", at: day(5), queuesBackup: true) == false)
+        #expect(try !engine.resetPrompts(for: "u", now: day(5)).reset)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func anUnlinkAfterAResetRebuildsTheStateFromLaterOutcomesOnly(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "habits")
+        let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
-        let never = PromptHistoryEntry(context: "c", outcome: .never, at: day(1))
-        #expect(try store.recordPromptOutcome(never, userID: "u", queuesBackup: false) == .neverAsk)
-        #expect(try store.resetPromptState(userID: "u", at: day(2), queuesBackup: false) == true)
+        #expect(
+            try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(1)).promptState == .neverAsk)
+        #expect(try engine.resetPrompts(for: "u", now: day(2)).reset)
         _ = try IdentityStoreTests().link(
             store, profile, LinkRequest(user: "u", provider: "apple", subject: "s", email: nil), now: day(3))
-        #expect(try store.unlink(user: "u", provider: "apple", profile: profile, now: day(4)).promptState == "anonymous")
+        #expect(try engine.unlink(user: "u", provider: "apple", now: day(4)).promptState == "anonymous")
 
-        let again = PromptHistoryEntry(context: "c", outcome: .never, at: day(5))
-        #expect(try store.recordPromptOutcome(again, userID: "u", queuesBackup: false) == .neverAsk)
+        #expect(
+            try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(5)).promptState == .neverAsk)
         _ = try IdentityStoreTests().link(
             store, profile, LinkRequest(user: "u", provider: "apple", subject: "s", email: nil), now: day(6))
         #expect(
-            try store.unlink(user: "u", provider: "apple", profile: profile, now: day(7)).promptState == "never_ask",
+            try engine.unlink(user: "u", provider: "apple", now: day(7)).promptState == "never_ask",
             "a never after the reset still counts")
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func outcomesQueueBackupsOnlyWhenAsked(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "recipes")
+    func outcomesQueueBackupsOnlyWhenTheProfileAsks(backend: StoreBackend) throws {
+        let (store, recipes) = try backend.makeStore(profile: "recipes")
+        #expect(!recipes.backup.queuesOnChange)
+        let quiet = GuestMode(profile: recipes, store: store)
         try store.createUser(newUser("a"), credentials: nil)
         try store.createUser(newUser("b"), credentials: nil)
-        _ = try store.recordPromptOutcome(
-            PromptHistoryEntry(context: "c", outcome: .shown, at: day(2)), userID: "a", queuesBackup: false)
-        try store.recordPromptOutcomes(
-            [PromptRecord(user: "a", context: "c", outcome: .later, at: day(2))], queuesBackup: false)
+        _ = try quiet.recordPrompt(.shown, context: "reengagement", for: "a", now: day(2))
+        _ = try quiet.recordPrompts([PromptRecord(user: "a", context: "reengagement", outcome: .later, at: day(2))])
         #expect(try store.outboxEntries().isEmpty)
-        try store.recordPromptOutcomes(
-            [
-                PromptRecord(user: "b", context: "c", outcome: .shown, at: day(2)),
-                PromptRecord(user: "a", context: "c", outcome: .never, at: day(3)),
-            ], queuesBackup: true)
+        var queuing = recipes
+        queuing.backup.queuesOnChange = true
+        _ = try GuestMode(profile: queuing, store: store).recordPrompts([
+            PromptRecord(user: "b", context: "reengagement", outcome: .shown, at: day(2)),
+            PromptRecord(user: "a", context: "reengagement", outcome: .never, at: day(3)),
+        ])
         #expect(try Set(store.outboxEntries().map(\.userId)) == ["a", "b"])
+    }
+
+    /// The two backends used to differ here: SQLite queued a backup per
+    /// outcome, so a log out of time order left it queued after its latest
+    /// outcome; PostgreSQL queued each user once, at its latest outcome.
+    @Test(arguments: StoreBackend.allCases)
+    func aLogQueuesEachUsersBackupOnceAtItsLatestOutcome(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        try store.createUser(newUser("u"), credentials: nil)
+        _ = try GuestMode(profile: profile, store: store).recordPrompts([
+            PromptRecord(user: "u", context: "protect_streak", outcome: .shown, at: day(3)),
+            PromptRecord(user: "u", context: "protect_streak", outcome: .later, at: day(2)),
+        ])
+        #expect(try store.outboxEntries().map(\.queuedAt) == [Timestamp.format(day(3))])
     }
 }

@@ -159,13 +159,13 @@ private let november = ReportPeriod(since: day(1, hour: 0), until: day(15))
             #expect(second.variant == "a" && !second.isNew, "assignments are sticky")
             #expect(try transaction.storedAssignment(userID: "r1", experiment: "paywall")?.variant == "a")
 
-            let facts = try #require(try transaction.promptFacts(userID: "r1"))
+            let facts = try #require(try transaction.rows.promptFacts(of: "r1"))
             #expect(facts.counters["subscription_added"] == 2 && facts.history.isEmpty)
-            #expect(try transaction.promptFacts(userID: "nobody") == nil)
+            #expect(try transaction.rows.promptFacts(of: "nobody") == nil)
             let entry = PromptHistoryEntry(context: "guest_cap_reached", outcome: .shown, at: day(2))
-            #expect(try transaction.recordPromptOutcome(entry, userID: "r1") != nil)
-            #expect(try transaction.recordPromptOutcome(entry, userID: "nobody") == nil)
-            return try transaction.promptFacts(userID: "r1")?.history.count
+            #expect(try transaction.rows.recordPromptOutcome(entry, of: "r1") != nil)
+            #expect(try transaction.rows.recordPromptOutcome(entry, of: "nobody") == nil)
+            return try transaction.rows.promptFacts(of: "r1")?.history.count
         }
         #expect(recorded == 1)
         #expect(

@@ -35,43 +35,58 @@ struct PlantedValue: CustomStringConvertible, Sendable {
     }
 }
 
-private let user: @Sendable (any GuestStore, Profile) throws -> Void = { store, _ in _ = try store.user(id: "u") }
-private let facts: @Sendable (any GuestStore, Profile) throws -> Void = { store, _ in
-    _ = try store.promptFacts(userID: "u")
+private let user: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).user("u")
+}
+private let users: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).users(matching: UserFilter(), now: day(3))
+}
+private let facts: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).promptHistory(for: "u")
 }
 private let meter: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
-    _ = try store.meterStatus(of: "u", meter: profile.meters[0], profile: profile, now: day(2, hour: 18))
+    _ = try GuestMode(profile: profile, store: store).meterStatus(
+        user: "u", meter: profile.meters[0].name, now: day(2, hour: 18))
 }
-private let journal: @Sendable (any GuestStore, Profile) throws -> Void = { store, _ in
-    _ = try store.migrationJournal(id: 1)
+private let plans: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).plans(of: "u", now: day(2))
+}
+private let journal: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).journal(1)
 }
 
 /// Every column a store call decodes into a time, an enumeration or a
 /// number, with the call that decodes it.
 let plantedValues: [PlantedValue] = [
     PlantedValue("users", "state", "'banned'", read: user),
-    PlantedValue("users", "state", "'banned'") { store, _ in _ = try store.users(state: nil, lastSeenBefore: nil) },
+    PlantedValue("users", "state", "'banned'", read: users),
     PlantedValue("users", "created_at", "'yesterday'", read: user),
-    PlantedValue("users", "created_at", "'yesterday'") { store, _ in
-        _ = try store.users(state: nil, lastSeenBefore: nil)
-    },
+    PlantedValue("users", "created_at", "'yesterday'", read: users),
+    PlantedValue("users", "last_seen_at", "'yesterday'", read: users),
     PlantedValue("users", "last_seen_at", "'yesterday'", read: user),
     PlantedValue("users", "last_seen_at", "'2026-13-45T99:00:00.000Z'", read: user),
     PlantedValue("users", "linked_at", "'soon'", read: user),
     PlantedValue("users", "prompt_state", "'confused'", read: facts),
-    PlantedValue("users", "prompt_state", "'confused'") { store, _ in
-        _ = try store.resetPromptState(userID: "u", at: day(3), queuesBackup: false)
+    PlantedValue("users", "prompt_state", "'confused'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).resetPrompts(for: "u", now: day(3))
     },
     PlantedValue("users", "created_at", "'yesterday'", read: facts),
-    PlantedValue("identities", "linked_at", "'yesterday'") { store, _ in _ = try store.userOverview(id: "u") },
-    PlantedValue("credentials", "created_at", "'yesterday'") { store, _ in
-        _ = try store.anonymousCredentials(username: "anon")
+    PlantedValue("identities", "linked_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).details(of: "u", now: day(3))
     },
-    PlantedValue("upgrade_locks", "started_at", "'yesterday'") { store, _ in
+    PlantedValue("credentials", "created_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).verifyAnonymousCredentials(
+            username: "anon", secret: "hunter2", now: day(3))
+    },
+    PlantedValue("credentials", "created_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).details(of: "u", now: day(3))
+    },
+    PlantedValue("upgrade_locks", "started_at", "'yesterday'") { store, profile in
         do {
-            _ = try store.beginLink(
-                LinkRequest(user: "u", provider: "google", subject: "s2", email: nil), staleLocksBefore: day(1),
-                now: day(3))
+            // A minute after the seeded lock was taken, so it still holds.
+            _ = try GuestMode(profile: profile, store: store).beginLink(
+                LinkRequest(user: "u", provider: "google", subject: "s2", email: nil),
+                now: day(2).addingTimeInterval(60))
         } catch let error as GuestModeError where error.code == .upgradeInProgress {}
     },
     PlantedValue("events", "at", "'yesterday'") { store, _ in
@@ -89,35 +104,38 @@ let plantedValues: [PlantedValue] = [
         _ = try GuestMode(profile: profile, store: store).records(user: "u", collection: "recipes")
     },
     PlantedValue("meter_usage", "amount", "'lots'", postgres: "NULL", read: meter),
-    PlantedValue("plans", "granted_at", "'yesterday'") { store, _ in _ = try store.plans(of: "u") },
-    PlantedValue("plans", "ends_at", "'later'") { store, _ in _ = try store.plans(of: "u") },
+    PlantedValue("plans", "granted_at", "'yesterday'", read: plans),
+    PlantedValue("plans", "ends_at", "'later'", read: plans),
     PlantedValue("plans", "ends_at", "'later'", read: meter),
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'", read: facts),
     PlantedValue("prompt_outcomes", "at", "'yesterday'", read: facts),
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'") { store, profile in
-        _ = try store.unlink(user: "u", provider: "apple", profile: profile, now: day(3))
+        _ = try GuestMode(profile: profile, store: store).unlink(user: "u", provider: "apple", now: day(3))
     },
-    PlantedValue("experiment_assignments", "assigned_at", "'yesterday'") { store, _ in
-        _ = try store.storedAssignment(userID: "u", experiment: "auth_prompts")
+    PlantedValue("experiment_assignments", "assigned_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).assignExperiments(for: "u", named: "auth_prompts", now: day(3))
     },
-    PlantedValue("outbox", "attempts", "'many'", postgres: "NULL") { store, _ in _ = try store.outboxEntries() },
+    PlantedValue("outbox", "attempts", "'many'", postgres: "NULL") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).backupQueue()
+    },
     PlantedValue("outbox", "queued_at", "'yesterday'") { store, profile in
-        _ = try store.recordPromptOutcome(
-            PromptHistoryEntry(context: "first_recipe_success", outcome: .shown, at: day(3)), userID: "u",
-            queuesBackup: true)
+        var queuing = profile
+        queuing.backup.queuesOnChange = true
+        _ = try GuestMode(profile: queuing, store: store).recordPrompt(
+            .shown, context: "first_recipe_success", for: "u", now: day(3))
     },
     PlantedValue("user_flags", "set_at", "'yesterday'") { store, profile in
-        _ = try store.promptSnapshot(userID: "u", profile: profile, now: day(3))
+        _ = try GuestMode(profile: profile, store: store).explainPrompt(for: "u", trigger: nil, now: day(3))
     },
     PlantedValue("migration_journals", "started_at", "'yesterday'", read: journal),
     PlantedValue("migration_journals", "finished_at", "'yesterday'", read: journal),
     PlantedValue("migration_steps", "finished_at", "'yesterday'", read: journal),
     PlantedValue("migration_steps", "rows", "'some'", postgres: "NULL", read: journal),
-    PlantedValue("conflict_archive", "updated_at", "'yesterday'") { store, _ in
-        _ = try store.archivedConflicts(owner: "u")
+    PlantedValue("conflict_archive", "updated_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).archivedConflicts(of: "u")
     },
-    PlantedValue("conflict_archive", "archived_at", "'yesterday'") { store, _ in
-        _ = try store.archivedConflicts(owner: nil)
+    PlantedValue("conflict_archive", "archived_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).archivedConflicts(of: nil)
     },
 ]
 
@@ -126,7 +144,7 @@ extension StoreBackend {
     /// person with sqlite3 or psql would.
     func executeRaw(_ sql: String, on store: any GuestStore) throws {
         switch self {
-        case .sqlite:
+        case .sqlite, .sqlitePool:
             guard let sqlite = store as? SQLiteStore else { throw FixtureError.unsupported(self) }
             try sqlite.database.writer.writeWithoutTransaction { db in try db.execute(sql: sql) }
         case .postgres:
@@ -139,7 +157,7 @@ extension StoreBackend {
     /// constraints are ignored and PostgreSQL's column is made to take it.
     func plant(_ value: PlantedValue, on store: any GuestStore) throws {
         switch self {
-        case .sqlite:
+        case .sqlite, .sqlitePool:
             try executeRaw(
                 """
                 PRAGMA ignore_check_constraints = ON;

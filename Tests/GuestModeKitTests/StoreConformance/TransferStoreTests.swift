@@ -5,23 +5,23 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
-@Suite("TransferStore conformance")
+@Suite("Transfer conformance")
 struct TransferStoreTests {
     @Test(arguments: StoreBackend.allCases)
     func checkTransferAllowsAGuestIntoAnotherUser(backend: StoreBackend) throws {
-        let (store, engine, guest, account) = try seededTransfer(backend)
+        let (_, engine, guest, account) = try seededTransfer(backend)
         let before = try observableState(engine)
-        try store.checkTransfer(of: guest, into: account)
-        #expect(errorCode { try store.checkTransfer(of: "nobody", into: account) } == .userNotFound)
-        #expect(errorCode { try store.checkTransfer(of: guest, into: "nobody") } == .userNotFound)
-        #expect(errorCode { try store.checkTransfer(of: guest, into: guest) } == .sameUser)
-        #expect(errorCode { try store.checkTransfer(of: account, into: guest) } == .notAGuest)
+        try engine.checkTransfer(of: guest, into: account)
+        #expect(errorCode { try engine.checkTransfer(of: "nobody", into: account) } == .userNotFound)
+        #expect(errorCode { try engine.checkTransfer(of: guest, into: "nobody") } == .userNotFound)
+        #expect(errorCode { try engine.checkTransfer(of: guest, into: guest) } == .sameUser)
+        #expect(errorCode { try engine.checkTransfer(of: account, into: guest) } == .notAGuest)
         #expect(try observableState(engine) == before)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func previewCountsEachStepAndChangesNothing(backend: StoreBackend) throws {
-        let (store, engine, guest, account) = try seededTransfer(backend)
+        let (_, engine, guest, account) = try seededTransfer(backend)
         let before = try observableState(engine)
         let steps = [
             TransferStep(name: "profile", movesActivity: true, collections: [], removesGuest: false),
@@ -31,7 +31,7 @@ struct TransferStoreTests {
             TransferStep(
                 name: "cleanup", movesActivity: false, collections: ["profile", "preferences"], removesGuest: true),
         ]
-        let previews = try store.previewTransfer(of: guest, into: account, steps: steps, profile: engine.profile)
+        let previews = try engine.previewTransfer(of: guest, into: account, steps: steps)
         #expect(previews.count == 4)
         #expect(previews[0].rows > 0 && previews[0].conflicts.isEmpty)
         #expect(previews[1].rows == 3)
@@ -43,24 +43,24 @@ struct TransferStoreTests {
         #expect(previews[3].conflicts.map(\.resolution) == [.keptGuest], "the guest's diet is newer")
         #expect(try observableState(engine) == before)
         #expect(
-            errorCode { _ = try store.previewTransfer(of: account, into: guest, steps: steps, profile: engine.profile) }
+            errorCode { _ = try engine.previewTransfer(of: account, into: guest, steps: steps) }
                 == .notAGuest)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func dryRunMergeReportsThePlanAndChangesNothing(backend: StoreBackend) throws {
         for policy in MergePolicy.allCases {
-            let (store, engine, guest, account) = try seededTransfer(backend)
+            let (_, engine, guest, account) = try seededTransfer(backend)
             let before = try observableState(engine)
-            let plan = try store.mergeGuest(
-                guest, into: account, policy: policy, dryRun: true, profile: engine.profile, now: day(3))
+            let plan = try engine.merge(
+                guest: guest, into: account, policy: policy, dryRun: true, now: day(3))
             #expect(try observableState(engine) == before)
             #expect(plan.isDryRun && plan.journalID == nil)
             // Five guest records; one that loses to the account's record is archived, not moved.
             #expect(plan.recordsMoved == 5 - plan.conflicts.filter { $0.resolution == .keptAccount }.count)
             #expect(Set(plan.conflicts.map(\.key)) == ["pasta", "diet"])
-            let merged = try store.mergeGuest(
-                guest, into: account, policy: policy, dryRun: false, profile: engine.profile, now: day(3))
+            let merged = try engine.merge(
+                guest: guest, into: account, policy: policy, dryRun: false, now: day(3))
             #expect(merged.conflicts == plan.conflicts, "the dry run predicts the merge (\(policy))")
             #expect(merged.recordsMoved == plan.recordsMoved, "the dry run reports the merge's counts (\(policy))")
             #expect(merged.activityMoved == plan.activityMoved)
@@ -70,11 +70,11 @@ struct TransferStoreTests {
     @Test(arguments: StoreBackend.allCases, MergePolicy.allCases)
     func mergeSettlesConflictsByPolicyAndRemovesTheGuest(backend: StoreBackend, policy: MergePolicy) throws {
         let (store, engine, guest, account) = try seededTransfer(backend)
-        let report = try store.mergeGuest(
-            guest, into: account, policy: policy, dryRun: false, profile: engine.profile, now: day(3))
+        let report = try engine.merge(
+                guest: guest, into: account, policy: policy, dryRun: false, now: day(3))
         #expect(!report.isDryRun)
         let journalID = try #require(report.journalID)
-        let journal = try #require(try store.migrationJournal(id: journalID))
+        let journal = try engine.journal(journalID)
         #expect(
             journal.kind == "merge" && journal.status == "done" && journal.source == guest && journal.target == account)
         #expect(errorCode { _ = try engine.user(guest) } == .userNotFound)
@@ -108,23 +108,23 @@ struct TransferStoreTests {
 
     @Test(arguments: StoreBackend.allCases)
     func refusedMergeChangesNothing(backend: StoreBackend) throws {
-        let (store, engine, guest, account) = try seededTransfer(backend)
+        let (_, engine, guest, account) = try seededTransfer(backend)
         let before = try observableState(engine)
         for dryRun in [false, true] {
             #expect(
                 errorCode {
-                    _ = try store.mergeGuest(
-                        account, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
+                    _ = try engine.merge(
+                guest: account, into: guest, policy: .union, dryRun: dryRun, now: day(3))
                 } == .notAGuest)
             #expect(
                 errorCode {
-                    _ = try store.mergeGuest(
-                        guest, into: "nobody", policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
+                    _ = try engine.merge(
+                guest: guest, into: "nobody", policy: .union, dryRun: dryRun, now: day(3))
                 } == .userNotFound)
             #expect(
                 errorCode {
-                    _ = try store.mergeGuest(
-                        guest, into: guest, policy: .union, dryRun: dryRun, profile: engine.profile, now: day(3))
+                    _ = try engine.merge(
+                guest: guest, into: guest, policy: .union, dryRun: dryRun, now: day(3))
                 } == .sameUser)
         }
         #expect(try observableState(engine) == before)
@@ -143,10 +143,10 @@ struct TransferStoreTests {
             _ = try engine.putRecord(
                 user: guest, collection: "subscriptions", key: "g\(index)", json: "{}", now: day(1))
         }
-        let plan = try store.mergeGuest(
-            guest, into: account, policy: .union, dryRun: true, profile: profile, now: day(2))
-        let merged = try store.mergeGuest(
-            guest, into: account, policy: .union, dryRun: false, profile: profile, now: day(2))
+        let plan = try engine.merge(
+                guest: guest, into: account, policy: .union, dryRun: true, now: day(2))
+        let merged = try engine.merge(
+                guest: guest, into: account, policy: .union, dryRun: false, now: day(2))
         for report in [plan, merged] {
             #expect(report.overCap.map(\.collection) == ["subscriptions"])
             #expect(report.overCap.first?.used == 8)
@@ -170,7 +170,7 @@ struct TransferStoreTests {
             user: user, collection: "completions", key: "\(user)/h1/2026-10-02", json: #"{"mine":true}"#, now: day(1))
         let queuedBefore = try store.outboxEntries().filter { $0.userId == user }.map(\.queuedAt)
 
-        let first = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(2))
+        let first = try engine.adopt(user: user, now: day(2))
         #expect(!first.wasAlreadyAdopted)
         #expect(first.moved == ["habits": 1, "completions": 1, "awards": 1])
         #expect(
@@ -189,12 +189,12 @@ struct TransferStoreTests {
         )
 
         let stable = try observableState(engine)
-        let second = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(3))
+        let second = try engine.adopt(user: user, now: day(3))
         #expect(second.wasAlreadyAdopted && second.moved.isEmpty)
         #expect(second.collisions == first.collisions, "the colliding record is still left with the guest owner")
         #expect(try observableState(engine) == stable, "adopting twice is a no-op")
         #expect(
-            errorCode { _ = try store.adoptOwnerlessRecords(user: "nobody", profile: profile, now: day(3)) }
+            errorCode { _ = try engine.adopt(user: "nobody", now: day(3)) }
                 == .userNotFound)
         #expect(try observableState(engine) == stable)
     }
@@ -207,11 +207,11 @@ struct TransferStoreTests {
         let engine = try backend.engine(store, profile)
         let user = try engine.createGuest(device: nil, now: day(1)).id
         let stable = try observableState(engine)
-        let first = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(2))
+        let first = try engine.adopt(user: user, now: day(2))
         #expect(!first.wasAlreadyAdopted && first.moved.isEmpty)
         #expect(try observableState(engine) == stable, "an adoption that finds nothing writes nothing")
         try backend.seedOwnerlessRecords(store, owner: profile.guestOwner, [("habits", "late", "{}")], at: day(3))
-        let second = try store.adoptOwnerlessRecords(user: user, profile: profile, now: day(4))
+        let second = try engine.adopt(user: user, now: day(4))
         #expect(!second.wasAlreadyAdopted)
         #expect(second.moved == ["habits": 1])
         #expect(try recordLines(engine, user) == ["habits/late={}"])

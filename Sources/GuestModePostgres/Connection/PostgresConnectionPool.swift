@@ -1,0 +1,163 @@
+import Dispatch
+import Foundation
+import GuestModeKit
+import Synchronization
+
+/// The connections of one `PostgresStore`, shared by every caller of the
+/// store: at most `capacity` open at once, each opened when a transaction
+/// first needs it, kept for the next one, and lent to one caller at a time.
+///
+/// A caller holds its connection for a whole transaction (`withTransaction`);
+/// a transaction started inside another one on the same thread (a profile
+/// bound inside `create`, a batch inside `applyEvents`) joins it on the same
+/// connection, as a nested transaction always has. The connection is found
+/// through a task-local lease that also names the thread it was lent to: a
+/// task started inside a transaction inherits the task-local value but runs
+/// on another thread, and takes a connection of its own instead of sharing one.
+///
+/// A connection that broke (the server restarted, an idle timeout, an
+/// administrator's `pg_terminate_backend`) is dropped when it is given back,
+/// and one found broken by the first statement of a transaction is replaced
+/// there and then, since nothing was done on it yet.
+final class PostgresConnectionPool: Sendable {
+    /// How the store is named in messages: the URI without its password.
+    let location: String
+    let capacity: Int
+    let wait: Duration
+    private let conninfo: String
+    private let schema: String
+    /// One permit per connection that may be open; a caller holds one for as
+    /// long as it holds a connection, so waiting for a permit is waiting for a
+    /// connection, with a deadline.
+    private let permits: DispatchSemaphore
+    private let idle = Mutex<[PostgresConnection]>([])
+
+    init(conninfo: String, location: String, schema: String, capacity: Int, wait: Duration) {
+        self.conninfo = conninfo
+        self.location = location
+        self.schema = schema
+        self.capacity = capacity
+        self.wait = wait
+        permits = DispatchSemaphore(value: capacity)
+    }
+
+    /// A connection lent to the current thread.
+    struct Lease: Sendable {
+        let pool: ObjectIdentifier
+        let thread: ObjectIdentifier
+        let connection: PostgresConnection
+        /// Whether a transaction is open on it (else it is held across
+        /// transactions by `withSession`).
+        let isInTransaction: Bool
+    }
+
+    @TaskLocal private static var leases: [Lease] = []
+
+    private var currentLease: Lease? {
+        let thread = ObjectIdentifier(Thread.current)
+        return Self.leases.last { $0.pool == ObjectIdentifier(self) && $0.thread == thread }
+    }
+
+    /// The connection of the transaction open on this thread, if any: a
+    /// nested transaction runs its body on it.
+    var connectionInTransaction: PostgresConnection? {
+        guard let lease = currentLease, lease.isInTransaction else { return nil }
+        return lease.connection
+    }
+
+    /// Thrown by a transaction whose first statement found the connection
+    /// closed: nothing was done, so the pool may run it again on another.
+    struct LostBeforeStart: Error {
+        let failure: PostgresFailure
+    }
+
+    /// Runs `body`, a whole transaction, with a connection no other thread
+    /// uses meanwhile: the one held by `withSession` on this thread, else an
+    /// idle one, else a new one if fewer than `capacity` are open, else the
+    /// first one given back within `wait`.
+    func withTransaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        if let lease = currentLease {
+            do {
+                return try run(body, on: lease.connection)
+            } catch let lost as LostBeforeStart {
+                // A session's connection carries state a replacement would not have.
+                throw lost.failure.asGuestModeError
+            }
+        }
+        try takePermit()
+        defer { permits.signal() }
+        while true {
+            let reused = idle.withLock { $0.popLast() }
+            let connection = try reused ?? open()
+            do {
+                let value = try run(body, on: connection)
+                giveBack(connection)
+                return value
+            } catch let lost as LostBeforeStart {
+                // Dropped, not given back. An idle connection closed by the server is
+                // replaced by the next; a new one that is already closed means the
+                // server itself is going away.
+                if reused == nil { throw lost.failure.asGuestModeError }
+            } catch {
+                giveBack(connection)
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` with one connection held across the transactions it runs,
+    /// for work that keeps session state between them (a temporary table
+    /// written by one transaction and read by the next).
+    func withSession<T>(_ body: () throws -> T) throws -> T {
+        if currentLease != nil { return try body() }
+        try takePermit()
+        defer { permits.signal() }
+        let connection = try idle.withLock { $0.popLast() } ?? open()
+        defer { giveBack(connection) }
+        return try Self.$leases.withValue(Self.leases + [lease(of: connection, isInTransaction: false)]) {
+            try body()
+        }
+    }
+
+    private func run<T>(_ body: (PostgresConnection) throws -> T, on connection: PostgresConnection) throws -> T {
+        try Self.$leases.withValue(Self.leases + [lease(of: connection, isInTransaction: true)]) {
+            try body(connection)
+        }
+    }
+
+    private func lease(of connection: PostgresConnection, isInTransaction: Bool) -> Lease {
+        Lease(
+            pool: ObjectIdentifier(self), thread: ObjectIdentifier(Thread.current), connection: connection,
+            isInTransaction: isInTransaction)
+    }
+
+    private func takePermit() throws {
+        let (seconds, attoseconds) = max(wait, .zero).components
+        // DispatchTime counts nanoseconds in 64 bits: a wait of centuries is forever.
+        let nanoseconds =
+            seconds >= Int64.max / 1_000_000_000 - 1
+            ? Int64.max / 2 : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        guard permits.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else {
+            throw GuestModeError(
+                .tryAgainLater, code: .poolExhausted,
+                "all \(capacity) connection\(capacity == 1 ? "" : "s") to the PostgreSQL store \(location) stayed in use for \(wait); nothing was changed, try again later"
+            )
+        }
+    }
+
+    /// Connects with the session settings every transaction relies on.
+    private func open() throws -> PostgresConnection {
+        let connection = try PostgresConnection(connecting: conninfo, location: location)
+        do {
+            try connection.execute("SET search_path TO \(schema)")
+        } catch let failure as PostgresFailure {
+            throw failure.asGuestModeError
+        }
+        return connection
+    }
+
+    private func giveBack(_ connection: PostgresConnection) {
+        guard connection.isReusable else { return }
+        idle.withLock { $0.append(connection) }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import GuestModeKit
+
+/// Amounts: `amount` is DOUBLE PRECISION as in SQLite. Every amount written
+/// has at most six fractional digits and fifteen significant digits
+/// (`MeterAmount.largestRequest`), so the double stored is the one nearest
+/// that decimal and `round(amount * 1000000)` reads back exactly its
+/// millionths; usage is added up over those integers with `MeterAmount`,
+/// never over doubles. The unique index on (user_id, meter,
+/// idempotency_key) makes a key count once.
+extension PostgresTransaction {
+    func meterUsage(of userID: String, meter: String, since start: Date?) throws -> MeterAmount {
+        // Rows written by hand or by earlier versions may hold amounts past
+        // what millionths in a bigint can count (or NaN, which PostgreSQL
+        // sorts above every number): such usage reads as the largest amount,
+        // where a bare ::bigint cast would fail the whole command. A NULL,
+        // which the schema forbids, stays NULL and is refused as corrupt.
+        let rows = try connection.execute(
+            """
+            SELECT CASE WHEN amount IS NULL THEN NULL
+                        WHEN amount <= 0 THEN 0
+                        WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint
+                        ELSE 9223372036854775807 END AS millionths
+            FROM meter_usage
+            WHERE user_id = $1 AND meter = $2 AND at >= $3
+            """,
+            [PostgresValue(userID), PostgresValue(meter), PostgresValue(start.map(Timestamp.format) ?? "")])
+        var used = MeterAmount.zero
+        for row in rows {
+            used = used.adding(MeterAmount(millionths: max(0, try row.int64("millionths")))) ?? .largest
+        }
+        return used
+    }
+
+    func meterUseExists(of userID: String, meter: String, key: String) throws -> Bool {
+        try connection.execute(
+            "SELECT 1 FROM meter_usage WHERE user_id = $1 AND meter = $2 AND idempotency_key = $3",
+            [PostgresValue(userID), PostgresValue(meter), PostgresValue(key)]
+        ).count > 0
+    }
+
+    func appendMeterUse(of userID: String, meter: String, amount: MeterAmount, at time: Date, key: String?) throws {
+        // The shortest decimal that reads back as the same double, which is
+        // the double nearest the amount's decimal (see above).
+        try connection.execute(
+            "INSERT INTO meter_usage (user_id, meter, amount, at, idempotency_key) VALUES ($1, $2, $3, $4, $5)",
+            [
+                PostgresValue(userID), PostgresValue(meter), PostgresValue("\(amount.doubleValue)"),
+                PostgresValue(time), key.map { PostgresValue($0) },
+            ])
+    }
+
+    /// The primary key of meter_warnings holds one row per user, meter,
+    /// period and percent.
+    func addFiredWarning(
+        of userID: String, meter: String, periodStart: Date?, percent: Double, level: MeterLevel, at time: Date
+    ) throws -> Bool {
+        try connection.execute(
+            """
+            INSERT INTO meter_warnings (user_id, meter, period_start, percent, level, fired_at)
+            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
+            """,
+            [
+                PostgresValue(userID), PostgresValue(meter), PostgresValue(periodStart.map(Timestamp.format) ?? ""),
+                PostgresValue("\(percent)"), PostgresValue(level.rawValue), PostgresValue(time),
+            ]
+        ).changes > 0
+    }
+}

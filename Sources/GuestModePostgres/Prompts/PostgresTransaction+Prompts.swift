@@ -1,0 +1,139 @@
+import Foundation
+import GuestModeKit
+
+extension PostgresTransaction {
+    func promptFacts(of userID: String) throws -> PromptFacts? {
+        guard
+            let user = try connection.execute(
+                "SELECT state, prompt_state, created_at FROM users WHERE id = $1", [PostgresValue(userID)]
+            ).first
+        else { return nil }
+        var counters: [String: Int] = [:]
+        for row in try connection.execute(
+            "SELECT action, total FROM counters WHERE user_id = $1", [PostgresValue(userID)])
+        {
+            counters[try row.string("action")] = try row.int("total")
+        }
+        return PromptFacts(
+            userID: userID, userState: try user.decode("state", as: UserState.self),
+            promptState: try user.decode("prompt_state", as: PromptState.self),
+            firstSeen: try user.date("created_at"), counters: counters, history: try promptOutcomes(of: userID))
+    }
+
+    func promptState(of userID: String, locking: Bool) throws -> PromptState? {
+        try connection.execute(
+            "SELECT prompt_state FROM users WHERE id = $1\(locking ? " FOR UPDATE" : "")", [PostgresValue(userID)]
+        ).first?.decode("prompt_state", as: PromptState.self)
+    }
+
+    /// A few thousand users a statement, locked in id order as every
+    /// multi-user transaction locks them, so two such transactions never
+    /// deadlock.
+    func promptStates(of userIDs: [String], locking: Bool) throws -> [String: PromptState] {
+        let sorted = userIDs.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        var states: [String: PromptState] = [:]
+        for batch in PostgresTransaction.batches(of: sorted) {
+            for row in try connection.execute(
+                """
+                SELECT id, prompt_state FROM users WHERE id = ANY($1::text[])
+                ORDER BY id COLLATE "C"\(locking ? " FOR UPDATE" : "")
+                """,
+                [PostgresStore.userIDArray(batch)])
+            {
+                states[try row.string("id")] = try row.decode("prompt_state", as: PromptState.self)
+            }
+        }
+        return states
+    }
+
+    func setPromptState(of userID: String, to state: PromptState) throws {
+        try connection.execute(
+            "UPDATE users SET prompt_state = $1 WHERE id = $2", [PostgresValue(state.rawValue), PostgresValue(userID)])
+    }
+
+    func setPromptStates(_ states: [String: PromptState]) throws {
+        let userIDs = states.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        for batch in PostgresTransaction.batches(of: userIDs) {
+            try connection.execute(
+                """
+                UPDATE users AS u SET prompt_state = v.state
+                FROM unnest($1::text[], $2::text[]) AS v (id, state)
+                WHERE u.id = v.id
+                """,
+                [
+                    PostgresStore.userIDArray(batch),
+                    PostgresStore.userIDArray(batch.compactMap { states[$0]?.rawValue }),
+                ])
+        }
+    }
+
+    func promptOutcomes(of userID: String) throws -> [PromptHistoryEntry] {
+        try connection.execute(
+            "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = $1 ORDER BY at COLLATE \"C\", id",
+            [PostgresValue(userID)]
+        ).map { row in
+            PromptHistoryEntry(
+                context: try row.string("context"), outcome: try row.decode("outcome", as: PromptOutcome.self),
+                at: try row.date("at"))
+        }
+    }
+
+    func appendPromptOutcome(_ entry: PromptHistoryEntry, of userID: String) throws {
+        try connection.execute(
+            "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES ($1, $2, $3, $4)",
+            [
+                PostgresValue(userID), PostgresValue(entry.context), PostgresValue(entry.outcome.rawValue),
+                PostgresValue(entry.at),
+            ])
+    }
+
+    /// One COPY: the rows get their ids in the log's order.
+    func appendPromptOutcomes(_ records: [PromptRecord]) throws {
+        guard !records.isEmpty else { return }
+        try connection.copy(
+            "COPY prompt_outcomes (user_id, context, outcome, at) FROM STDIN",
+            rows: records.map { record in
+                [
+                    PostgresValue(record.user), PostgresValue(record.context), PostgresValue(record.outcome.rawValue),
+                    PostgresValue(record.at),
+                ]
+            })
+    }
+
+    func userFlags(of userID: String, prefix: String) throws -> [String: Date] {
+        var flags: [String: Date] = [:]
+        for row in try connection.execute(
+            "SELECT flag, set_at FROM user_flags WHERE user_id = $1 AND left(flag, $2::int) = $3",
+            [PostgresValue(userID), PostgresValue(prefix.unicodeScalars.count), PostgresValue(prefix)])
+        {
+            flags[try row.string("flag")] = try row.date("set_at")
+        }
+        return flags
+    }
+
+    func raiseUserFlag(_ flag: String, of userID: String, at time: Date) throws {
+        try connection.execute(
+            """
+            INSERT INTO user_flags (user_id, flag, set_at) VALUES ($1, $2, $3)
+            ON CONFLICT (user_id, flag) DO UPDATE
+            SET set_at = greatest(user_flags.set_at COLLATE "C", excluded.set_at COLLATE "C")
+            """,
+            [PostgresValue(userID), PostgresValue(flag), PostgresValue(time)])
+    }
+
+    func lastEventTime(of userID: String, action: String) throws -> Date? {
+        try connection.execute(
+            "SELECT max(at COLLATE \"C\") AS at FROM events WHERE user_id = $1 AND action = $2",
+            [PostgresValue(userID), PostgresValue(action)]
+        ).first?.optionalDate("at")
+    }
+
+    /// How many users one statement locks or updates.
+    private static let batchSize = 2000
+
+    private static func batches(of userIDs: [String]) -> [[String]] {
+        stride(from: 0, to: userIDs.count, by: batchSize).map {
+            Array(userIDs[$0..<min($0 + batchSize, userIDs.count)])
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+internal import GRDB
+import GuestModeKit
+
+// Cached statements: a replay reads the facts and records an outcome once
+// per event, and a log of outcomes runs these once per outcome or user.
+extension SQLiteTransaction {
+    func promptFacts(of userID: String) throws -> PromptFacts? {
+        guard
+            let user = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT state, prompt_state, created_at FROM users WHERE id = ?"),
+                arguments: [userID])
+        else { return nil }
+        var counters: [String: Int] = [:]
+        // Copied rows, not a cursor: a cursor's live row reads text in an INTEGER column as 0.
+        for row in try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
+        {
+            counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total")
+        }
+        return PromptFacts(
+            userID: userID,
+            userState: try user.decode("state", as: UserState.self),
+            promptState: try user.decode("prompt_state", as: PromptState.self),
+            firstSeen: try user.time("created_at"), counters: counters, history: try promptOutcomes(of: userID))
+    }
+
+    func promptState(of userID: String, locking: Bool) throws -> PromptState? {
+        try StoredCase<PromptState>.fetchOne(
+            db.cachedStatement(sql: "SELECT prompt_state FROM users WHERE id = ?"), arguments: [userID]
+        )?.value
+    }
+
+    func promptStates(of userIDs: [String], locking: Bool) throws -> [String: PromptState] {
+        var states: [String: PromptState] = [:]
+        for userID in userIDs {
+            states[userID] = try promptState(of: userID, locking: locking)
+        }
+        return states
+    }
+
+    func setPromptState(of userID: String, to state: PromptState) throws {
+        try db.cachedStatement(sql: "UPDATE users SET prompt_state = ? WHERE id = ?")
+            .execute(arguments: [state.rawValue, userID])
+    }
+
+    func setPromptStates(_ states: [String: PromptState]) throws {
+        for (userID, state) in states { try setPromptState(of: userID, to: state) }
+    }
+
+    func promptOutcomes(of userID: String) throws -> [PromptHistoryEntry] {
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
+            arguments: [userID]
+        ).map { row in
+            PromptHistoryEntry(
+                context: try row.decode(forColumn: "context"),
+                outcome: try row.decode("outcome", as: PromptOutcome.self), at: try row.time("at"))
+        }
+    }
+
+    func appendPromptOutcome(_ entry: PromptHistoryEntry, of userID: String) throws {
+        try db.cachedStatement(sql: "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [userID, entry.context, entry.outcome.rawValue, Timestamp.format(entry.at)])
+    }
+
+    func appendPromptOutcomes(_ records: [PromptRecord]) throws {
+        for record in records {
+            try appendPromptOutcome(
+                PromptHistoryEntry(context: record.context, outcome: record.outcome, at: record.at), of: record.user)
+        }
+    }
+
+    func userFlags(of userID: String, prefix: String) throws -> [String: Date] {
+        var flags: [String: Date] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT flag, set_at FROM user_flags WHERE user_id = ? AND substr(flag, 1, ?) = ?",
+            arguments: [userID, prefix.unicodeScalars.count, prefix])
+        {
+            flags[try row.decode(forColumn: "flag")] = try row.time("set_at")
+        }
+        return flags
+    }
+
+    func raiseUserFlag(_ flag: String, of userID: String, at time: Date) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO user_flags (user_id, flag, set_at) VALUES (?, ?, ?)
+                ON CONFLICT(user_id, flag) DO UPDATE SET set_at = max(set_at, excluded.set_at)
+                """,
+            arguments: [userID, flag, Timestamp.format(time)])
+    }
+
+    func lastEventTime(of userID: String, action: String) throws -> Date? {
+        try StoredTime.fetchOne(
+            db, sql: "SELECT max(at) FROM events WHERE user_id = ? AND action = ?", arguments: [userID, action]
+        )?.date
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+internal import GRDB
+import GuestModeKit
+
+extension SQLiteTransaction {
+    /// How many users one `inactiveUsers` batch hands over.
+    static let inactiveBatchSize = 1000
+
+    func insertUser(_ user: User) throws {
+        try store.insert(user, db)
+    }
+
+    func oldestUser(device: String, locking: Bool) throws -> User? {
+        // The write transaction is IMMEDIATE: a second process waits for the first, then finds its user.
+        guard
+            let id = try String.fetchOne(
+                db, sql: "SELECT id FROM users WHERE device = ? ORDER BY created_at, id LIMIT 1", arguments: [device])
+        else { return nil }
+        return try store.findUser(id, db)
+    }
+
+    func userSummaries(state: UserState?, lastSeenBefore: Date?) throws -> [UserSummary] {
+        var clauses: [String] = []
+        var arguments: [any DatabaseValueConvertible] = []
+        if let state {
+            clauses.append("u.state = ?")
+            arguments.append(state.rawValue)
+        }
+        if let lastSeenBefore {
+            clauses.append("u.last_seen_at < ?")
+            arguments.append(Timestamp.format(lastSeenBefore))
+        }
+        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT u.id, u.state, u.created_at, u.last_seen_at,
+                    (SELECT COUNT(*) FROM identities i WHERE i.user_id = u.id) AS identities,
+                    (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
+                FROM users u \(whereClause) ORDER BY u.created_at, u.id
+                """,
+            arguments: StatementArguments(arguments)
+        ).map { row in
+            UserSummary(
+                id: try row.decode(forColumn: "id"), state: try row.decode("state", as: UserState.self),
+                createdAt: try row.time("created_at"), lastSeenAt: try row.time("last_seen_at"),
+                identities: try row.decode(forColumn: "identities"), records: try row.decode(forColumn: "records"))
+        }
+    }
+
+    func insertCredentials(_ credentials: StoredCredentials) throws -> Bool {
+        try db.execute(
+            sql: """
+                INSERT INTO credentials (user_id, username, secret_hash, created_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT(username) DO NOTHING
+                """,
+            arguments: [
+                credentials.userID, credentials.username, credentials.secretHash,
+                Timestamp.format(credentials.createdAt),
+            ])
+        return db.changesCount == 1
+    }
+
+    func credentials(username: String) throws -> StoredCredentials? {
+        try Row.fetchOne(
+            db, sql: "SELECT user_id, username, secret_hash, created_at FROM credentials WHERE username = ?",
+            arguments: [username]
+        ).map(storedCredentials)
+    }
+
+    func credentials(of userID: String) throws -> StoredCredentials? {
+        try Row.fetchOne(
+            db, sql: "SELECT user_id, username, secret_hash, created_at FROM credentials WHERE user_id = ?",
+            arguments: [userID]
+        ).map(storedCredentials)
+    }
+
+    func setSecretHash(of userID: String, to secretHash: String) throws {
+        try db.execute(
+            sql: "UPDATE credentials SET secret_hash = ? WHERE user_id = ?", arguments: [secretHash, userID])
+    }
+
+    func deleteUser(_ id: String) throws {
+        try store.deleteEverything(of: id, db)
+    }
+
+    func inactiveUsers(
+        state: UserState, lastSeenBefore cutoff: Date, locking: Bool, _ body: ([InactiveUser]) throws -> Void
+    ) throws {
+        try store.useBulkCache(db)
+        let arguments: StatementArguments = [state.rawValue, Timestamp.format(cutoff)]
+        // The grants of every candidate, read at once: few guests hold one.
+        var grants: [String: [PlanGrant]] = [:]
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT p.* FROM plans p JOIN users u ON u.id = p.user_id
+                WHERE u.state = ? AND u.last_seen_at < ?
+                ORDER BY p.granted_at, p.id
+                """,
+            arguments: arguments)
+        {
+            grants[try row.decode(forColumn: "user_id"), default: []].append(try store.planGrant(row))
+        }
+        let candidates = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT u.id, u.state, u.last_seen_at,
+                    (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
+                FROM users u
+                WHERE u.state = ? AND u.last_seen_at < ?
+                ORDER BY u.last_seen_at, u.id
+                """,
+            arguments: arguments)
+        var batch: [InactiveUser] = []
+        batch.reserveCapacity(Self.inactiveBatchSize)
+        while let row = try candidates.next() {
+            let id: String = try row.decode(forColumn: "id")
+            batch.append(
+                InactiveUser(
+                    id: id, state: try row.decode("state", as: UserState.self),
+                    lastSeenAt: try row.time("last_seen_at"), records: try row.decode(forColumn: "records"),
+                    grants: grants.removeValue(forKey: id) ?? []))
+            if batch.count == Self.inactiveBatchSize {
+                try body(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        if !batch.isEmpty { try body(batch) }
+    }
+
+    func deleteUsers(listing: (_ add: ([String]) throws -> Void) throws -> Void) throws {
+        try store.useBulkCache(db)
+        // The ids go to a temporary table (memory stays flat), then each
+        // table is cleared with one statement; the others cascade from users.
+        try db.execute(
+            sql: """
+                DROP TABLE IF EXISTS temp.guestmode_doomed;
+                CREATE TEMP TABLE guestmode_doomed (id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
+                """)
+        let insert = try db.makeStatement(sql: "INSERT OR IGNORE INTO temp.guestmode_doomed (id) VALUES (?)")
+        try listing { ids in
+            for id in ids { try insert.execute(arguments: [id]) }
+        }
+        for table in [
+            "records WHERE owner_id", "conflict_archive WHERE owner_id", "outbox WHERE user_id",
+            "user_flags WHERE user_id", "users WHERE id",
+        ] {
+            try db.execute(sql: "DELETE FROM \(table) IN (SELECT id FROM temp.guestmode_doomed)")
+        }
+        try db.execute(sql: "DROP TABLE temp.guestmode_doomed")
+    }
+
+    private func storedCredentials(_ row: Row) throws -> StoredCredentials {
+        StoredCredentials(
+            userID: try row.decode(forColumn: "user_id"), username: try row.decode(forColumn: "username"),
+            secretHash: try row.decode(forColumn: "secret_hash"), createdAt: try row.time("created_at"))
+    }
+}
+
+// The rows of other areas that `user show` gathers.
+extension SQLiteTransaction {
+    func counters(of userID: String) throws -> [String: Int] {
+        try store.counters(of: userID, db)
+    }
+}
+
+extension SQLiteStore {
+    /// One row of `plans` as the engine's grant.
+    func planGrant(_ row: Row) throws -> PlanGrant {
+        PlanGrant(
+            plan: try row.decode(forColumn: "plan"), grantedAt: try row.time("granted_at"),
+            trialEndsAt: try row.optionalTime("trial_ends_at"), endsAt: try row.optionalTime("ends_at"),
+            revokedAt: try row.optionalTime("revoked_at"))
+    }
+}

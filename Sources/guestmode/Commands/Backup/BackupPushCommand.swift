@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+extension BackupCommand {
+    struct Push: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "push",
+            abstract: "Write each queued user's archive into a directory and drain the queue.",
+            discussion:
+                "An entry leaves the queue only once its archive is on disk. When the destination cannot be written the entry stays, with its attempt count and next retry time, and the command exits 75."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Option(name: .long, help: ArgumentHelp("The destination directory.", valueName: "dir"))
+        var to: String
+
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "Stop retrying an entry automatically once it has failed this many times (default 8).", valueName: "n"))
+        var maxAttempts = 8
+
+        @Flag(name: .long, help: "Try every entry now, even those whose next retry time has not come.")
+        var retryNow = false
+
+        @Flag(name: .long, help: "Encrypt each archive with a key derived from the deployment's backup key.")
+        var encrypt = false
+
+        func validate() throws {
+            try requireInRange(maxAttempts, 1...1_000, "--max-attempts")
+        }
+
+        func run() throws {
+            let engine = try global.openEngine()
+            let key = try global.backupKeyCreatingIfMissing()
+            let progress = Progress("backup push", unit: "users", global: global)
+            let report = try engine.pushBackups(
+                to: to, maxAttempts: maxAttempts, retryNow: retryNow, now: try global.currentTime(),
+                toolVersion: GuestModeVersion.current, signingKey: key, encryption: encrypt ? .deploymentKey(key) : nil,
+                progress: { progress.update(done: $0, total: $1) })
+            progress.finish()
+            let output = global.output
+            if global.json {
+                try output.json(report)
+            } else if !global.quiet {
+                for pushed in report.pushed {
+                    output.line(
+                        "pushed \(pushed.user) -> \(pushed.archive)\(pushed.requeued ? " (changed meanwhile; still queued)" : "")"
+                    )
+                }
+                for failed in report.failed {
+                    output.line(
+                        "failed \(failed.user): \(failed.error) (attempt \(failed.attempts); next at \(failed.nextAttemptAt))"
+                    )
+                }
+                for entry in report.waiting {
+                    output.line("waiting \(entry.userId) until \(entry.nextAttemptAt ?? "now")")
+                }
+                for entry in report.held {
+                    output.line(
+                        "held \(entry.userId) after \(entry.attempts) failed attempts; push with a higher --max-attempts to retry"
+                    )
+                }
+                for user in report.dropped { output.line("dropped \(user): the user no longer exists") }
+                for stale in report.removedStale { output.note("removed \(stale), left by an interrupted push") }
+                if report.pushed.isEmpty && report.failed.isEmpty && report.waiting.isEmpty && report.held.isEmpty
+                    && report.dropped.isEmpty
+                {
+                    output.note("nothing to push")
+                }
+            }
+            if report.needsRetry {
+                throw GuestModeError(
+                    .tryAgainLater, code: .pushIncomplete,
+                    "\(report.failed.count + report.held.count) queued \(report.failed.count + report.held.count == 1 ? "backup was" : "backups were") not delivered to '\(to)'; they stay queued, push again later"
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import GuestModeArchive
+import GuestModeKit
+
+extension BackupCommand {
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "verify",
+            abstract: "Check an archive against its manifest.",
+            discussion:
+                "Without --full: names, order, entry types, sizes and limits. With --full: also the SHA-256 of every entry and every row. Exits 0 only when everything checked out, 65 otherwise."
+        )
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
+
+        @Argument(help: ArgumentHelp("The archive to check; - reads it from standard input.", valueName: "file"))
+        var file: String
+
+        @Flag(name: .long, help: "Hash every entry and parse every row.")
+        var full = false
+
+        @OptionGroup var passphrase: PassphraseFileOption<DecryptingPassphrase>
+
+        func validate() throws { try passphrase.requireOneStandardInput(archive: file) }
+
+        func run() throws {
+            let keys = try passphrase.keys(global)
+            let source = try ArchiveSource(file)
+            defer { source.close() }
+            var report = try source.naming {
+                try BackupArchive.verify(path: source.path, full: full, limits: limits.archiveLimits, keys: keys)
+            }
+            if source.isStandardInput { report.archive = "-" }
+            report.errors = report.errors.map(source.relabel)
+            let output = global.output
+            if global.json {
+                try output.json(report)
+            } else if report.ok {
+                if !global.quiet {
+                    let rows = report.tables.values.reduce(0, +)
+                    output.line(
+                        "ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(counted(report.users ?? 0, "user")), \(counted(report.entries, "entry", "entries")), \(counted(rows, "row")), \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))"
+                    )
+                }
+            } else {
+                for error in report.errors { output.line(error) }
+            }
+            if !report.ok {
+                throw GuestModeError(
+                    .badData, code: .verifyFailed,
+                    "the archive '\(file)' failed verification (\(report.errors.count) \(report.errors.count == 1 ? "problem" : "problems"))"
+                )
+            }
+        }
+    }
+}

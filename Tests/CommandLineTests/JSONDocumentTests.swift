@@ -1,0 +1,58 @@
+import Foundation
+import GuestModeKit
+import Testing
+
+@testable import guestmode
+
+/// The documents `--json` prints: names from the conventions or declared by
+/// the type (`JSONNamed`), numbers as written, one writer for every layout.
+@Suite struct JSONDocumentTests {
+    static let time = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func aTypeDeclaresTheNamesTheConventionsWouldGetWrong() throws {
+        let event = LoggedEvent(
+            id: 7, userId: "u", action: "app_opened", at: Self.time, count: 1, idempotencyKey: nil,
+            properties: ["r": .number("1.50"), "big": .number("12345678901234567890"), "Mixed_Case": "x"])
+        let text = try JSONDocument.encode(event, pretty: false)
+        #expect(
+            text
+                == #"{"action":"app_opened","at":"2027-01-15T08:00:00.000Z","count":1,"event_id":7,"idempotency_key":null,"properties":{"Mixed_Case":"x","big":12345678901234567890,"r":1.50},"user_id":"u"}"#
+        )
+        let record = StoredRecord(
+            owner: "u", collection: "c", key: "k", data: "{}", createdAt: Self.time, updatedAt: Self.time)
+        let recordText = try JSONDocument.encode([record], pretty: false)
+        #expect(recordText.contains(#""user_id":"u""#) && !recordText.contains("owner"))
+    }
+
+    @Test func theNamesOfOneTypeStayWithIt() throws {
+        struct Wrapper: Encodable {
+            var id = 1
+            var isDone = true
+            var event: LoggedEvent
+        }
+        let event = LoggedEvent(
+            id: 2, userId: "u", action: "a", at: Self.time, count: 1, idempotencyKey: nil, properties: [:])
+        let text = try JSONDocument.encode(Wrapper(event: event), pretty: false)
+        #expect(text.hasPrefix(#"{"done":true,"event":{"#))
+        #expect(text.contains(#""event_id":2"#) && text.hasSuffix(#","id":1}"#))
+    }
+
+    @Test func prettyAndCompactAreOneWriter() {
+        let value = JSONValue.object([
+            ("b", .array([.number("1.50"), .null, .object([])])), ("a", .string("x\n\u{1}")), ("c", .array([])),
+        ])
+        #expect(value.canonicalText == #"{"a":"x\n\u0001","b":[1.50,null,{}],"c":[]}"#)
+        #expect(
+            value.text(pretty: true) == """
+                {
+                  "a" : "x\\n\\u0001",
+                  "b" : [
+                    1.50,
+                    null,
+                    {}
+                  ],
+                  "c" : []
+                }
+                """)
+    }
+}

@@ -1,0 +1,285 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import GuestModeKit
+@testable import GuestModePostgres
+@testable import GuestModeSQLite
+
+/// PostgresStore's pool of connections: one connection per transaction,
+/// never two threads on one, waiting for a free one within a deadline, and
+/// a connection the server closed replaced.
+@Suite("PostgreSQL: a pool of connections shared by many callers")
+struct PostgresPoolTests {
+    /// A store on a fresh schema of the test server, with its own pool.
+    func makeStore(poolSize: Int, connectionWait: Duration = .seconds(30)) throws -> PostgresStore {
+        let first = try StoreBackend.makePostgresStore()
+        let uri = try #require(ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"])
+        return try PostgresStore.open(
+            uri: uri, schema: first.schema, poolSize: poolSize, connectionWait: connectionWait)
+    }
+
+    func backend(of store: PostgresStore) throws -> Int64 {
+        try store.read { connection in try connection.execute("SELECT pg_backend_pid() AS pid").first!.int64("pid") }
+    }
+
+    @Test("64 threads at once share 4 connections, each transaction on one of its own")
+    func sixtyFourThreadsShareFourConnections() throws {
+        let store = try makeStore(poolSize: 4)
+        let outcomes = Outcomes<Int64>()
+        let threads = (0..<64).map { index in
+            Thread {
+                outcomes.add(
+                    Result {
+                        try store.write { connection in
+                            try connection.execute(
+                                "INSERT INTO meta (key, value) VALUES ($1, 'x')", [PostgresValue("k\(index)")])
+                            // Long enough that the threads really overlap.
+                            try connection.execute("SELECT pg_sleep(0.02)")
+                            return try connection.execute("SELECT pg_backend_pid() AS pid").first!.int64("pid")
+                        }
+                    })
+            }
+        }
+        let started = ContinuousClock.now
+        threads.forEach { $0.start() }
+        let results = outcomes.wait(for: 64)
+        let elapsed = ContinuousClock.now - started
+        let backends = try results.map { try $0.get() }
+        #expect(Set(backends).count == 4, "connections used: \(Set(backends).count)")
+        #expect(try store.read { try $0.execute("SELECT 1 FROM meta WHERE key LIKE 'k%'").count } == 64)
+        #expect(elapsed >= .milliseconds(16 * 20), "four at a time: 16 rounds of 20 ms")
+    }
+
+    @Test("64 tasks at once on one store end exactly at the cap, with the default pool")
+    func sixtyFourTasksKeepTheCap() async throws {
+        let (store, profile) = try StoreBackend.postgres.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
+        let guest = try engine.createGuest(device: nil, now: day(1)).id
+        let allowed = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    try engine.putRecord(
+                        user: guest, collection: "subscriptions", key: "s\(index)", json: "{}", now: day(2)
+                    ).outcome == .allowed
+                }
+            }
+            return try await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+        }
+        #expect(allowed == 5)
+    }
+
+    @Test("with the one connection held, a transaction fails with try-again-later after the wait")
+    func aFullPoolFailsAfterTheWait() throws {
+        let store = try makeStore(poolSize: 1, connectionWait: .milliseconds(300))
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Outcomes<Void>()
+        Thread {
+            holder.add(
+                Result {
+                    try store.write { _ in
+                        held.signal()
+                        _ = release.wait(timeout: .now() + 30)
+                    }
+                })
+        }.start()
+        #expect(held.wait(timeout: .now() + 30) == .success)
+        let started = ContinuousClock.now
+        let refusal = #expect(throws: GuestModeError.self) { try store.read { (_: PostgresConnection) in } }
+        let waited = ContinuousClock.now - started
+        #expect(refusal?.code == .poolExhausted)
+        #expect(refusal?.kind == .tryAgainLater)
+        #expect(waited >= .milliseconds(300), "it waited \(waited) for the connection")
+        release.signal()
+        #expect(throws: Never.self) { try holder.first() }
+        #expect(throws: Never.self) { try store.read { (_: PostgresConnection) in } }
+    }
+
+    @Test("a connection the server closed while idle is replaced, and nothing fails")
+    func aTerminatedIdleConnectionIsReplaced() throws {
+        let store = try makeStore(poolSize: 1, connectionWait: .seconds(5))
+        let administrator = try makeStore(poolSize: 1)
+        let first = try backend(of: store)
+        try terminate(first, using: administrator)
+        let second = try backend(of: store)
+        #expect(second != first)
+    }
+
+    @Test("a connection lost inside a transaction fails that one with try-again-later; the next gets a new connection")
+    func aConnectionLostMidTransactionIsDropped() throws {
+        let store = try makeStore(poolSize: 1, connectionWait: .seconds(5))
+        let administrator = try makeStore(poolSize: 1)
+        let failure = #expect(throws: GuestModeError.self) {
+            try store.write { connection in
+                try connection.execute("INSERT INTO meta (key, value) VALUES ('lost', 'x')")
+                let backend = try connection.execute("SELECT pg_backend_pid() AS pid").first!.int64("pid")
+                try terminate(backend, using: administrator)
+                try connection.execute("SELECT 1")
+            }
+        }
+        #expect(failure?.kind == .tryAgainLater)
+        #expect(try store.read { try $0.execute("SELECT 1 FROM meta WHERE key = 'lost'").count } == 0)
+    }
+
+    @Test("a transaction inside another on the same thread joins it, even with a pool of one")
+    func aNestedTransactionJoinsTheOuterOne() throws {
+        let store = try makeStore(poolSize: 1, connectionWait: .milliseconds(500))
+        let (outer, inner) = try store.write { connection in
+            try connection.execute("INSERT INTO meta (key, value) VALUES ('nested', 'x')")
+            let outer = try connection.execute("SELECT pg_backend_pid() AS pid").first!.int64("pid")
+            let inner = try store.read { connection in
+                #expect(try connection.execute("SELECT 1 FROM meta WHERE key = 'nested'").count == 1)
+                return try connection.execute("SELECT pg_backend_pid() AS pid").first!.int64("pid")
+            }
+            return (outer, inner)
+        }
+        #expect(outer == inner)
+    }
+
+    @Test("a task started inside a transaction takes a connection of its own")
+    func aTaskStartedInsideATransactionDoesNotShareIt() throws {
+        let store = try makeStore(poolSize: 2)
+        let (outer, inner) = try store.write { connection in
+            let outer = try connection.execute("SELECT pg_backend_pid() AS pid").first!.int64("pid")
+            // The task inherits the transaction's task-local lease, but runs on another
+            // thread: one of its own, so that it never waits for the cooperative pool
+            // this blocked test and all the others share.
+            let seen = Outcomes<Int64>()
+            Task(executorPreference: ThreadPerJobExecutor()) { seen.add(Result { try backend(of: store) }) }
+            return (outer, try seen.first())
+        }
+        #expect(outer != inner)
+    }
+
+    @Test("a pool of no connections is refused as a usage error")
+    func aPoolOfNothingIsRefused() throws {
+        let uri = try #require(ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"])
+        let refusal = #expect(throws: GuestModeError.self) { try PostgresStore.open(uri: uri, poolSize: 0) }
+        #expect(refusal?.code == .invalidPoolSize)
+    }
+
+    /// Ends `backend` from another session, as an administrator would, and
+    /// waits until the server has let it go.
+    func terminate(_ backend: Int64, using administrator: PostgresStore) throws {
+        _ = try administrator.write { connection in
+            try connection.execute("SELECT pg_terminate_backend($1)", [PostgresValue(backend)])
+        }
+        for _ in 0..<500 {
+            let alive = try administrator.read { connection in
+                try connection.execute("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [PostgresValue(backend)]).count
+            }
+            if alive == 0 { return }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        Issue.record("backend \(backend) outlived pg_terminate_backend")
+    }
+}
+
+/// SQLiteStore on a GRDB DatabasePool: reads in parallel with the write in
+/// progress, and stores from earlier releases open and migrate on it.
+@Suite("SQLite: a pool of readers beside one writer")
+struct SQLitePoolTests {
+    @Test("reads run and finish while a write is in progress, each on the last committed state")
+    func readsRunDuringAWrite() throws {
+        let store = try StoreBackend.makePooledSQLiteStore()
+        let writing = DispatchSemaphore(value: 0)
+        let readersDone = DispatchSemaphore(value: 0)
+        let writer = Outcomes<Bool>()
+        Thread {
+            writer.add(
+                Result {
+                    try store.write { db in
+                        try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('pending', 'x')")
+                        writing.signal()
+                        // Only readers that do not wait for this write can end this wait.
+                        return readersDone.wait(timeout: .now() + 10) == .success
+                    }
+                })
+        }.start()
+        #expect(writing.wait(timeout: .now() + 30) == .success)
+        let readers = Outcomes<Int>()
+        for _ in 0..<8 {
+            Thread {
+                readers.add(
+                    Result {
+                        try store.read { db in
+                            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM meta WHERE key = 'pending'") ?? -1
+                        }
+                    })
+            }.start()
+        }
+        let seen = readers.wait(for: 8)
+        readersDone.signal()
+        #expect(try writer.first(), "the readers finished while the write was in progress")
+        #expect(try seen.map { try $0.get() } == Array(repeating: 0, count: 8), "nothing uncommitted is seen")
+        #expect(
+            try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM meta WHERE key = 'pending'") } == 1)
+    }
+
+    @Test("a store of the first released schema opens on a pool, migrated, with its data")
+    func aFirstReleaseStoreOpensOnAPool() throws {
+        let fixture = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/store-v1-habits.sqlite")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("guestmode.sqlite").path
+        try FileManager.default.copyItem(atPath: fixture.path, toPath: path)
+
+        let store = try SQLiteStore.open(path: path, connections: .pool(maximumReaders: 2))
+        #expect(try store.schemaStatus().pending == [])
+        #expect(try store.integrityProblems() == [])
+        let engine = try GuestMode.opening(store, at: path)
+        #expect(try engine.users(matching: UserFilter(), now: day(1)).count == 2)
+        try store.close()
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "closed, the store is one file again")
+    }
+
+    @Test("a pool of no readers is refused as a usage error")
+    func aPoolOfNoReadersIsRefused() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).sqlite").path
+        try SQLiteStore.create(path: path, replacing: false) { _ in }
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let refusal = #expect(throws: GuestModeError.self) {
+            try SQLiteStore.open(path: path, connections: .pool(maximumReaders: 0))
+        }
+        #expect(refusal?.code == .invalidPoolSize)
+    }
+}
+
+/// Results handed from threads to the test, waited for with a deadline.
+private final class Outcomes<Value: Sendable>: Sendable {
+    private let results = Mutex<[Result<Value, any Error>]>([])
+    private let arrived = DispatchSemaphore(value: 0)
+
+    func add(_ result: Result<Value, any Error>) {
+        results.withLock { $0.append(result) }
+        arrived.signal()
+    }
+
+    /// The first `count` results; a deadline passed is recorded, never a hang.
+    func wait(for count: Int) -> [Result<Value, any Error>] {
+        for _ in 0..<count where arrived.wait(timeout: .now() + 60) == .timedOut {
+            Issue.record("a thread did not finish within 60 s")
+            break
+        }
+        return results.withLock { $0 }
+    }
+
+    /// The first result's value, or its error.
+    func first() throws -> Value {
+        try #require(wait(for: 1).first).get()
+    }
+}
+
+/// Runs each job of a task on a new thread of its own.
+private final class ThreadPerJobExecutor: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        Thread { job.runSynchronously(on: executor) }.start()
+    }
+}
