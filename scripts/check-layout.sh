@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Fails when SQL, GRDB or libpq shows up outside the backend targets, or a C
 # library outside its one binding file (the engine holds no SQL and knows no
-# database or C library); when the engine or the archive target reads the
+# database or C library); when a backend takes a decision (reads the profile
+# or calls an engine policy: a backend holds SQL, row decoding, pooling and
+# retries only); when the engine or the archive target reads the
 # wall clock; when a library string names a command or a flag; when a target
-# does not turn compiler warnings into errors (scripts/check-sources.py);
-# when a backend takes a decision: reads the profile or calls an engine policy
-# (a backend holds SQL, row decoding, pooling and retries only).
+# does not turn compiler warnings into errors (scripts/check-sources.py).
 # Run by `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +26,9 @@ if [ -n "$imports" ]; then
     status=1
 fi
 # The profile and the engine's policies: caps, plans, meters, merges, adoption, purges, the outbox's retries.
-policies='profile\.|: Profile\b|\b(MergePolicy|MergeResolution|PurgePolicy|OutboxRetryPolicy|RecordConflictPolicy|PromptPolicy|IdentityPolicy|MigrationPolicy|BackupPolicy)\b|\.(collectionLimit|admits|exactAllowance|periodStart|warningsReached|adoptedKey|isCandidate|nextAttempt|isHeld|keptBothKeys|settling|resolution|planStatuses)\(|\.tier\(for:'
-decisions=$(grep -rnE --include='*.swift' "$policies" Sources/GuestModeSQLite Sources/GuestModePostgres | grep -vE '^[^:]+:[0-9]+:[[:space:]]*///?' || true)
+policies='profile\.[a-z]|: Profile\b|\b(MergePolicy|MergeResolution|PurgePolicy|OutboxRetryPolicy|RecordConflictPolicy|PromptPolicy|IdentityPolicy|MigrationPolicy|BackupPolicy|ReportPolicy)\b|\.(collectionLimit|admits|exactAllowance|periodStart|warningsReached|adoptedKey|isCandidate|nextAttempt|isHeld|keptBothKeys|settling|resolution|planStatuses|median|average)\(|\.tier\(for:'
+decisions=$(grep -rnE --include='*.swift' "$policies" Sources/GuestModeSQLite Sources/GuestModePostgres \
+    | grep -vE '^[^:]+:[0-9]+:[[:space:]]*///?|"[^"]*profile\.yaml' || true)
 if [ -n "$decisions" ]; then
     echo "A backend takes a decision (the profile or an engine policy in GuestModeSQLite or GuestModePostgres); move it into GuestModeKit:" >&2
     echo "$decisions" >&2
@@ -37,7 +38,6 @@ if ! python3 scripts/check-sources.py; then
     echo "(the rules are in scripts/check-sources.py)" >&2
     status=1
 fi
-[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no database, C library or CLI import in the engine;" \
-    "no decision in a backend;" \
+[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library or CLI import in the engine;" \
     "no wall clock in the engine or archives, no CLI command or flag in a library string, warnings are errors"
 exit "$status"

@@ -70,7 +70,10 @@ extension GuestMode {
             throw GuestModeError.usage(
                 "the limit must be between 1 and \(EventQuery.largestLimit), not \(limit)", code: .invalidLimit)
         }
-        return try store.events(of: userID, action: query.action, since: query.since, limit: query.limit)
+        return try store.read { transaction in
+            _ = try transaction.requireUser(userID)
+            return try transaction.events(of: userID, action: query.action, since: query.since, limit: query.limit)
+        }
     }
 }
 

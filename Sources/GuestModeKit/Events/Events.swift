@@ -94,12 +94,18 @@ extension GuestMode {
     public func track(_ event: TrackedEvent, now: Date) throws -> TrackResult {
         try event.checkText()
         if let problem = problem(with: event) { throw GuestModeError.usage(problem, code: .invalidEvent) }
-        return try store.trackEvent(event, profile: profile, now: now)
+        return try store.write { transaction in
+            _ = try transaction.requireUser(event.user, locking: true)
+            return try transaction.track(event, profile: profile, now: now)
+        }
     }
 
     public func counters(of userID: String) throws -> [String: Int] {
         try TextRule.check(userID, what: "the user id")
-        return try store.counters(of: userID)
+        return try store.read { transaction in
+            _ = try transaction.requireUser(userID)
+            return try transaction.counters(of: userID)
+        }
     }
 
     func problem(with event: TrackedEvent) -> String? {
@@ -140,7 +146,7 @@ extension GuestMode {
                     return
                 }
                 if !creatingUsers && !knownUsers.contains(event.user) {
-                    if try missingUsers.contains(event.user) || !store.containsUser(event.user) {
+                    if try missingUsers.contains(event.user) || !containsUser(event.user) {
                         missingUsers.insert(event.user)
                         problems.append(
                             EventLogProblem(line: number, message: "no user '\(event.user)'", isMissingUser: true))
@@ -160,7 +166,8 @@ extension GuestMode {
         var applied = 0
         var duplicates = 0
         var created = 0
-        try store.applyEvents(creatingUsers: creatingUsers, profile: profile, now: now) { apply in
+        try store.write { transaction in
+            // A serialization retry runs this again from the start of the spool.
             applied = 0
             duplicates = 0
             created = 0
@@ -168,7 +175,7 @@ extension GuestMode {
             batch.reserveCapacity(min(batchSize, spool.count))
             func flush() throws {
                 guard !batch.isEmpty else { return }
-                let result = try apply(batch)
+                let result = try transaction.applyBatch(batch, creatingUsers: creatingUsers, profile: profile, now: now)
                 applied += result.counted
                 duplicates += result.duplicates
                 created += result.usersCreated

@@ -31,7 +31,9 @@ extension GuestMode {
         try refuseInvalidLines(in: log, label: label ?? log.path, profile: profile)
         let store = try scratchStore()
         try store.bindProfile(text: profileText, origin: origin, now: now)
-        let run = try store.withReplayTransaction { transaction in
+        // The scratch store has no other writer, so no serialization failure
+        // reruns this body (and its callbacks).
+        let run = try store.write { transaction in
             var run = ReplayRun(profile: profile, transaction: transaction)
             try EventLog.forEachLine(in: log) { _, line in
                 guard case let .success(event?) = EventLog.decode(line, defaultTime: now) else { return }
@@ -40,13 +42,14 @@ extension GuestMode {
             return run.totals
         }
         let everything = ReportPeriod()
+        let (prompts, variants) = try store.read { transaction in
+            (try transaction.promptContexts(in: everything), try transaction.variantCounts(in: everything))
+        }
         return ReplaySummary(
             profile: profile.name, events: run.events, duplicates: run.duplicates, users: run.users,
             promptsShown: run.shown,
-            prompts: PromptsReport(
-                period: everything, profile: profile, counts: try store.promptOutcomeCounts(in: everything)),
-            experiments: ExperimentsReport(
-                period: everything, profile: profile, counts: try store.variantConversionCounts(in: everything)))
+            prompts: PromptsReport(period: everything, profile: profile, counts: prompts),
+            experiments: ExperimentsReport(period: everything, profile: profile, counts: variants))
     }
 
     private static func refuseInvalidLines(in log: URL, label: String, profile: Profile) throws {
@@ -78,7 +81,7 @@ extension GuestMode {
 /// `prompt next` take, inside the replay's transaction.
 private struct ReplayRun {
     let profile: Profile
-    let transaction: any ReplayTransaction
+    let transaction: any StoreTransaction
     var totals = Totals()
     /// Assignments are sticky, so each user's are looked up once and kept for the whole replay.
     var assignments: [String: [ExperimentAssignment]] = [:]
@@ -90,21 +93,17 @@ private struct ReplayRun {
         var shown = 0
     }
 
-    init(profile: Profile, transaction: any ReplayTransaction) {
+    init(profile: Profile, transaction: any StoreTransaction) {
         self.profile = profile
         self.transaction = transaction
     }
 
     mutating func apply(_ event: TrackedEvent, onDecision: (PromptRecord) throws -> Void) throws {
         if assignments[event.user] == nil {
-            try transaction.insertUser(
-                User(
-                    id: event.user, device: nil, state: .anonymous, promptState: PromptState.anonymous.rawValue,
-                    createdAt: event.at, lastSeenAt: event.at, linkedAt: nil))
-            totals.users += 1
+            totals.users += try transaction.createMissingGuests([(event.user, event.at)])
             assignments[event.user] = try assignments(of: event.user, at: event.at)
         }
-        guard try transaction.apply(event, profile: profile, now: event.at).isCounted else {
+        guard try transaction.count(event, profile: profile, now: event.at) else {
             totals.duplicates += 1
             return
         }
@@ -119,24 +118,18 @@ private struct ReplayRun {
     private func decision(
         for userID: String, assignments: [ExperimentAssignment], at time: Date
     ) throws -> PromptRecord? {
-        guard let facts = try transaction.rows.promptFacts(of: userID) else { return nil }
+        guard let facts = try transaction.promptFacts(of: userID) else { return nil }
         let strategy = profile.promptStrategy(assignments: assignments)
         guard case let .show(rule) = profile.prompts.decide(facts: facts, trigger: nil, strategy: strategy, now: time)
         else { return nil }
-        _ = try transaction.rows.recordPromptOutcome(
+        _ = try transaction.recordPromptOutcome(
             PromptHistoryEntry(context: rule.context, outcome: .shown, at: time), of: userID)
         return PromptRecord(user: userID, context: rule.context, outcome: .shown, at: time)
     }
 
     /// The user's assignment to every experiment, made at their first event as `prompt next` would.
     private func assignments(of userID: String, at time: Date) throws -> [ExperimentAssignment] {
-        try profile.experiments.map { experiment in
-            try experiment.assignment(
-                for: userID, stored: try transaction.storedAssignment(userID: userID, experiment: experiment.name)
-            ) { variant in
-                try transaction.storeAssignment(userID: userID, experiment: experiment.name, variant: variant, at: time)
-            }
-        }
+        try profile.experiments.map { try transaction.assignment(of: userID, to: $0, now: time) }
     }
 }
 

@@ -13,7 +13,41 @@ extension FunnelReport {
     }
 }
 
+extension FunnelCounts {
+    /// The cohort's counts, with the average and the median of its hours to
+    /// link: the middle value, or the mean of the two middle ones for an even
+    /// count; nil when nobody linked.
+    init(cohort: CohortCounts, hoursToLink: [Double]) {
+        var average: Double?
+        var median: Double?
+        if !hoursToLink.isEmpty {
+            let sorted = hoursToLink.sorted()
+            average = sorted.reduce(0, +) / Double(sorted.count)
+            median = (sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2
+        }
+        self.init(
+            guests: cohort.users, prompted: cohort.prompted, linked: cohort.linked, averageHoursToLink: average,
+            medianHoursToLink: median)
+    }
+}
+
 extension PromptContextReport {
+    /// One report per context from its outcome counts, in no particular
+    /// order. An outcome this build does not know shows in no column.
+    static func counting(_ counts: [PromptOutcomeCount]) -> [PromptContextReport] {
+        var byContext: [String: [PromptOutcome: Int]] = [:]
+        for count in counts {
+            var outcomes = byContext[count.context, default: [:]]
+            if let outcome = PromptOutcome(rawValue: count.outcome) { outcomes[outcome, default: 0] += count.count }
+            byContext[count.context] = outcomes
+        }
+        return byContext.map { context, outcomes in
+            PromptContextReport(
+                context: context, shown: outcomes[.shown] ?? 0, dismissed: outcomes[.dismissed] ?? 0,
+                later: outcomes[.later] ?? 0, never: outcomes[.never] ?? 0, completed: outcomes[.completed] ?? 0)
+        }
+    }
+
     /// A context's outcome counts; the conversion follows from them.
     public init(context: String, shown: Int = 0, dismissed: Int = 0, later: Int = 0, never: Int = 0, completed: Int = 0)
     {
@@ -37,6 +71,30 @@ extension PromptsReport {
             dismissed: contexts.reduce(0) { $0 + $1.dismissed }, later: contexts.reduce(0) { $0 + $1.later },
             never: contexts.reduce(0) { $0 + $1.never }, completed: contexts.reduce(0) { $0 + $1.completed })
         self.init(period: period, contexts: contexts, total: total)
+    }
+}
+
+extension VariantCounts {
+    /// One count per experiment and variant, in no particular order: a user
+    /// converted who linked an identity or completed a sign-in prompt.
+    static func counting(_ counts: [AssignmentCount]) -> [VariantCounts] {
+        struct Key: Hashable {
+            var experiment: String
+            var variant: String
+        }
+        var byVariant: [Key: VariantCounts] = [:]
+        for count in counts {
+            let key = Key(experiment: count.experiment, variant: count.variant)
+            var total =
+                byVariant[key]
+                ?? VariantCounts(experiment: count.experiment, variant: count.variant, users: 0, conversions: 0)
+            total.users += count.users
+            if count.userState == .linked || count.promptState == PromptState.authenticated.rawValue {
+                total.conversions += count.users
+            }
+            byVariant[key] = total
+        }
+        return Array(byVariant.values)
     }
 }
 

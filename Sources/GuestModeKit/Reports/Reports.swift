@@ -99,20 +99,47 @@ public struct UsageReport: Codable, Sendable, Equatable {
 
 extension GuestMode {
     public func funnelReport(_ period: ReportPeriod) throws -> FunnelReport {
-        FunnelReport(period: period, counts: try store.funnelCounts(in: period))
+        FunnelReport(period: period, counts: try store.read { try $0.funnelCounts(createdIn: period) })
     }
 
     public func promptsReport(_ period: ReportPeriod) throws -> PromptsReport {
-        PromptsReport(period: period, profile: profile, counts: try store.promptOutcomeCounts(in: period))
+        PromptsReport(period: period, profile: profile, counts: try store.read { try $0.promptContexts(in: period) })
     }
 
     public func experimentsReport(_ period: ReportPeriod) throws -> ExperimentsReport {
-        ExperimentsReport(period: period, profile: profile, counts: try store.variantConversionCounts(in: period))
+        ExperimentsReport(period: period, profile: profile, counts: try store.read { try $0.variantCounts(in: period) })
     }
 
     public func usageReport(_ period: ReportPeriod) throws -> UsageReport {
-        UsageReport(
-            period: period, profile: profile,
-            counts: try store.meterUsageCounts(of: profile.meters.map(\.name), in: period))
+        let counts = try store.read { transaction in
+            var counts: [String: MeterUsageCounts] = [:]
+            for meter in profile.meters {
+                counts[meter.name] = try transaction.meterUsageCounts(of: meter.name, in: period)
+            }
+            return counts
+        }
+        return UsageReport(period: period, profile: profile, counts: counts)
+    }
+}
+
+/// The counts each report is built from, read in one transaction.
+extension StoreTransaction {
+    /// The users created in `period` and the statistics of their hours to link.
+    func funnelCounts(createdIn period: ReportPeriod) throws -> FunnelCounts {
+        let cohort = try cohortCounts(createdIn: period)
+        var hours: [Double] = []
+        hours.reserveCapacity(cohort.linked)
+        try forEachLink(ofUsersCreatedIn: period) { createdAt, linkedAt in
+            hours.append(linkedAt.timeIntervalSince(createdAt) / 3600)
+        }
+        return FunnelCounts(cohort: cohort, hoursToLink: hours)
+    }
+
+    func promptContexts(in period: ReportPeriod) throws -> [PromptContextReport] {
+        PromptContextReport.counting(try promptOutcomeCounts(in: period))
+    }
+
+    func variantCounts(in period: ReportPeriod) throws -> [VariantCounts] {
+        VariantCounts.counting(try assignmentCounts(in: period))
     }
 }

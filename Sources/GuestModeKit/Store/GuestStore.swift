@@ -4,7 +4,7 @@ import Foundation
 /// method one use case in one transaction. Backends (SQLite, PostgreSQL)
 /// conform and pass the same conformance suite.
 public protocol GuestStore:
-    StoreAdministration, TransactionalStore, EventStore, ReportStore,
+    StoreAdministration, TransactionalStore,
     BackupRowStore,
     StoreTableStore
 {}

@@ -28,10 +28,13 @@ extension StoreTransaction {
     /// the user from the one it exported.
     func noteChange(of userID: String, profile: Profile, now: Date) throws {
         guard profile.backup.queuesOnChange else { return }
-        var queuedAt = now
-        if let previous = try backupQueuedAt(of: userID, locking: true), previous >= now {
-            queuedAt = previous.addingTimeInterval(0.001)
-        }
-        try queueBackup(of: userID, at: queuedAt)
+        try queueBackup(of: userID, at: backupQueueTime(after: try backupQueuedAt(of: userID, locking: true), now: now))
     }
+}
+
+/// The queue time of a backup queued at `now` when the user's pending one
+/// was queued at `previous`: a repeat moves it strictly forward.
+func backupQueueTime(after previous: Date?, now: Date) -> Date {
+    guard let previous, previous >= now else { return now }
+    return previous.addingTimeInterval(0.001)
 }

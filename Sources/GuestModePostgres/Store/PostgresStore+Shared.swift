@@ -34,12 +34,6 @@ extension PostgresStore {
             .first.map(user(from:))
     }
 
-    func requireUser(_ id: String, locking: Bool = false, _ connection: PostgresConnection) throws -> User {
-        guard let user = try findUser(id, locking: locking, connection) else {
-            throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
-        }
-        return user
-    }
 
     func identities(of userID: String, _ connection: PostgresConnection) throws -> [Identity] {
         try connection.execute(
@@ -80,52 +74,7 @@ extension PostgresStore {
         }
     }
 
-    /// Queues a backup of the user when the profile keeps continuous backups.
-    func noteChange(of userID: String, profile: Profile, now: Date, _ connection: PostgresConnection) throws {
-        guard profile.backup.queuesOnChange else { return }
-        try enqueueBackup(userID: userID, now: now, connection)
-    }
 
-    /// Records what guestmode itself did (upgrades, warnings); never tokens.
-    func appendSystemEvent(
-        user: String, action: String, properties: [String: String], at time: Date, _ connection: PostgresConnection
-    ) throws {
-        try connection.execute(
-            "INSERT INTO events (user_id, action, at, count, properties) VALUES ($1, $2, $3, 1, $4)",
-            [
-                PostgresValue(user), PostgresValue(action), PostgresValue(time),
-                PostgresValue(EventLog.encodeProperties(properties)),
-            ])
-        try connection.execute(
-            """
-            INSERT INTO counters (user_id, action, total) VALUES ($1, $2, 1)
-            ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + 1
-            """,
-            [PostgresValue(user), PostgresValue(action)])
-    }
-
-    /// Queues a backup of `userID`, coalesced to one pending entry per user;
-    /// a repeat keeps the attempt count and retry time and moves `queued_at`
-    /// strictly forward (as in SQLiteStore).
-    func enqueueBackup(userID: String, now: Date, _ connection: PostgresConnection) throws {
-        var queuedAt = now
-        if let previous = try connection.execute(
-            "SELECT queued_at FROM outbox WHERE user_id = $1 FOR UPDATE", [PostgresValue(userID)]
-        ).first?.date("queued_at"), previous >= now {
-            queuedAt = previous.addingTimeInterval(0.001)
-        }
-        try connection.execute(
-            """
-            INSERT INTO outbox (user_id, queued_at, attempts) VALUES ($1, $2, 0)
-            ON CONFLICT (user_id) DO UPDATE SET queued_at = excluded.queued_at
-            """,
-            [PostgresValue(userID), PostgresValue(queuedAt)])
-    }
-
-    /// The tier whose caps and allowances apply to `user` now.
-    func tier(of user: User, profile: Profile, now: Date, _ connection: PostgresConnection) throws -> TierLevel {
-        profile.tier(for: user.state, grants: try planGrants(of: user.id, connection), now: now)
-    }
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ connection: PostgresConnection) throws -> [PlanGrant] {
@@ -137,18 +86,5 @@ extension PostgresStore {
                 trialEndsAt: try row.optionalDate("trial_ends_at"), endsAt: try row.optionalDate("ends_at"),
                 revokedAt: try row.optionalDate("revoked_at"))
         }
-    }
-
-    /// Where `user` stands against one collection's cap now.
-    func collectionLimit(
-        of user: User, collection: String, profile: Profile, now: Date, _ connection: PostgresConnection
-    ) throws -> CollectionLimit {
-        let level = try tier(of: user, profile: profile, now: now, connection)
-        let used =
-            try connection.execute(
-                "SELECT count(*) AS n FROM records WHERE owner_id = $1 AND collection = $2",
-                [PostgresValue(user.id), PostgresValue(collection)]
-            ).first?.int("n") ?? 0
-        return profile.collectionLimit(collection, tier: level, used: used)
     }
 }

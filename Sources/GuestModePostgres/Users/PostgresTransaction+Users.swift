@@ -168,13 +168,6 @@ extension PostgresTransaction {
     }
 }
 
-// The rows of other areas that `user show` gathers.
-extension PostgresTransaction {
-    func counters(of userID: String) throws -> [String: Int] {
-        try store.counters(of: userID, connection)
-    }
-}
-
 extension PostgresStore {
     /// How many users one `inactiveUsers` batch fetches and locks: large
     /// enough that a purge of a million guests takes a few hundred round

@@ -30,12 +30,6 @@ extension SQLiteStore {
             linkedAt: try row.optionalTime("linked_at"))
     }
 
-    func requireUser(_ id: String, _ db: Database) throws -> User {
-        guard let user = try findUser(id, db) else {
-            throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
-        }
-        return user
-    }
 
     func identities(of userID: String, _ db: Database) throws -> [Identity] {
         try Row.fetchAll(
@@ -75,47 +69,7 @@ extension SQLiteStore {
         try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])
     }
 
-    /// Queues a backup of the user when the profile keeps continuous backups.
-    func noteChange(of userID: String, profile: Profile, now: Date, _ db: Database) throws {
-        guard profile.backup.queuesOnChange else { return }
-        try enqueueBackup(db, userID: userID, now: now)
-    }
 
-    /// Records what guestmode itself did (upgrades, warnings); never tokens.
-    func appendSystemEvent(user: String, action: String, properties: [String: String], at: Date, _ db: Database) throws
-    {
-        try db.execute(
-            sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, 1, ?)",
-            arguments: [user, action, Timestamp.format(at), EventLog.encodeProperties(properties)])
-        try addToCounter(user: user, action: action, count: 1, db)
-    }
-
-    /// Queues a backup of `userID`, coalesced to one pending entry per user.
-    /// Callers run it in the same transaction as the change, and only when
-    /// the profile's backup policy queues on change. A repeat keeps the
-    /// attempt count and retry time (the destination is no more reachable
-    /// because the data changed) and moves `queued_at` strictly forward.
-    func enqueueBackup(_ db: Database, userID: String, now: Date) throws {
-        var queuedAt = now
-        // Cached statements: bulk ingestion queues a backup per user and batch.
-        if let previous = try StoredTime.fetchOne(
-            db.cachedStatement(sql: "SELECT queued_at FROM outbox WHERE user_id = ?"), arguments: [userID]),
-            previous.date >= now
-        {
-            queuedAt = previous.date.addingTimeInterval(0.001)
-        }
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
-                ON CONFLICT(user_id) DO UPDATE SET queued_at = excluded.queued_at
-                """
-        ).execute(arguments: [userID, Timestamp.format(queuedAt)])
-    }
-
-    /// The tier whose caps and allowances apply to `user` now.
-    func tier(of user: User, profile: Profile, now: Date, _ db: Database) throws -> TierLevel {
-        profile.tier(for: user.state, grants: try planGrants(of: user.id, db), now: now)
-    }
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {
@@ -129,19 +83,5 @@ extension SQLiteStore {
                 endsAt: try row.optionalTime("ends_at"),
                 revokedAt: try row.optionalTime("revoked_at"))
         }
-    }
-
-    /// Where `user` stands against one collection's cap now.
-    func collectionLimit(
-        of user: User, collection: String, profile: Profile, now: Date, _ db: Database
-    ) throws
-        -> CollectionLimit
-    {
-        let level = try tier(of: user, profile: profile, now: now, db)
-        let used =
-            try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?",
-                arguments: [user.id, collection]) ?? 0
-        return profile.collectionLimit(collection, tier: level, used: used)
     }
 }

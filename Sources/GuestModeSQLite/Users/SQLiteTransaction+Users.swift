@@ -158,13 +158,6 @@ extension SQLiteTransaction {
     }
 }
 
-// The rows of other areas that `user show` gathers.
-extension SQLiteTransaction {
-    func counters(of userID: String) throws -> [String: Int] {
-        try store.counters(of: userID, db)
-    }
-}
-
 extension SQLiteStore {
     /// One row of `plans` as the engine's grant.
     func planGrant(_ row: Row) throws -> PlanGrant {

@@ -21,6 +21,41 @@ private func profile(_ name: String) throws -> Profile {
         #expect(empty.promptedRate == nil && empty.linkedRate == nil)
     }
 
+    @Test func hoursToLinkGiveTheAverageAndTheMiddleValueOrTheMeanOfTheTwoMiddleOnes() {
+        let cohort = CohortCounts(users: 9, prompted: 3, linked: 4)
+        let even = FunnelCounts(cohort: cohort, hoursToLink: [10, 1, 3, 2])
+        #expect(even.guests == 9 && even.prompted == 3 && even.linked == 4)
+        #expect(even.averageHoursToLink == 4 && even.medianHoursToLink == 2.5)
+        let odd = FunnelCounts(cohort: cohort, hoursToLink: [7, 0.5, 2])
+        #expect(odd.medianHoursToLink == 2 && odd.averageHoursToLink == 9.5 / 3)
+        let nobody = FunnelCounts(cohort: CohortCounts(users: 2, prompted: 0, linked: 0), hoursToLink: [])
+        #expect(nobody.averageHoursToLink == nil && nobody.medianHoursToLink == nil)
+    }
+
+    @Test func outcomeAndAssignmentCountsAddUpPerContextAndVariant() {
+        let contexts = PromptContextReport.counting([
+            PromptOutcomeCount(context: "a", outcome: "shown", count: 4),
+            PromptOutcomeCount(context: "a", outcome: "completed", count: 1),
+            PromptOutcomeCount(context: "b", outcome: "shrugged", count: 2),
+        ]).sorted { $0.context < $1.context }
+        #expect(
+            contexts == [
+                PromptContextReport(context: "a", shown: 4, completed: 1), PromptContextReport(context: "b"),
+            ])
+        let variants = VariantCounts.counting([
+            AssignmentCount(experiment: "e", variant: "v", userState: .anonymous, promptState: "prompted", users: 5),
+            AssignmentCount(experiment: "e", variant: "v", userState: .linked, promptState: "prompted", users: 2),
+            AssignmentCount(
+                experiment: "e", variant: "v", userState: .anonymous, promptState: "authenticated", users: 1),
+            AssignmentCount(experiment: "e", variant: "w", userState: .anonymous, promptState: "never_ask", users: 3),
+        ]).sorted { $0.variant < $1.variant }
+        #expect(
+            variants == [
+                VariantCounts(experiment: "e", variant: "v", users: 8, conversions: 3),
+                VariantCounts(experiment: "e", variant: "w", users: 3, conversions: 0),
+            ])
+    }
+
     @Test func promptContextsFollowTheProfileThenTheRestByNameWithATotal() throws {
         let recipes = try profile("recipes")
         let report = PromptsReport(

@@ -105,15 +105,15 @@ struct BackendAgreementTests {
             states.append(
                 try engine.recordPrompt(entry.outcome, context: entry.context, for: "u", now: entry.at).promptState)
         }
-        let replayedStates = try replayed.withReplayTransaction { transaction in
-            try transaction.insertUser(user)
-            return try entries.map { try transaction.rows.recordPromptOutcome($0, of: "u") }
+        let replayedStates = try replayed.write { transaction in
+            _ = try transaction.createMissingGuests([(user.id, user.createdAt)])
+            return try entries.map { try transaction.recordPromptOutcome($0, of: "u") }
         }
         #expect(replayedStates == states)
         let facts = try #require(try storedPromptFacts(store, of: "u"))
         #expect(facts.history.map(\.context) == entries.map(\.context))
         #expect(try storedPromptFacts(replayed, of: "u") == facts)
-        #expect(try store.withReplayTransaction { try $0.rows.promptFacts(of: "u") } == facts)
+        #expect(try store.read { try $0.promptFacts(of: "u") } == facts)
     }
 }
 

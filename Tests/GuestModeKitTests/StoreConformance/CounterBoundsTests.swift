@@ -15,32 +15,41 @@ struct CounterBoundsTests {
     @Test(arguments: StoreBackend.allCases)
     func anEventPastTheBoundIsRefusedAndWritesNothing(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "recipes")
+        let engine = GuestMode(profile: profile, store: store)
         try makeGuests(["u1"], in: store, profile: profile)
-        let edge = TrackedEvent(user: "u1", action: "recipe_viewed", at: day(1), count: Self.nearlyFull)
-        #expect(try store.trackEvent(edge, profile: profile, now: day(1)).total == Self.nearlyFull)
+        try store.write { try $0.addToCounter(user: "u1", action: "recipe_viewed", count: Self.nearlyFull) }
         let one = TrackedEvent(user: "u1", action: "recipe_viewed", at: day(1))
-        #expect(try store.trackEvent(one, profile: profile, now: day(1)).total == Int(Bounds.maximumCounterTotal))
-        let before = try store.events(of: "u1", action: nil, since: nil, limit: nil).count
+        #expect(try engine.track(one, now: day(1)).total == Int(Bounds.maximumCounterTotal))
+        let before = try engine.events(of: "u1", matching: EventQuery()).count
         let past = TrackedEvent(user: "u1", action: "recipe_viewed", at: day(2), count: 5)
-        #expect(errorCode { _ = try store.trackEvent(past, profile: profile, now: day(2)) } == .countOverflow)
+        #expect(errorCode { _ = try engine.track(past, now: day(2)) } == .countOverflow)
         #expect(
-            errorCode { _ = try store.applyEvents([past], creatingUsers: false, profile: profile, now: day(2)) }
+            errorCode { _ = try applyEvents([past], creatingUsers: false, in: store, profile: profile, now: day(2)) }
                 == .countOverflow)
-        #expect(try store.counters(of: "u1")["recipe_viewed"] == Int(Bounds.maximumCounterTotal))
-        #expect(try store.events(of: "u1", action: nil, since: nil, limit: nil).count == before)
+        #expect(try engine.counters(of: "u1")["recipe_viewed"] == Int(Bounds.maximumCounterTotal))
+        #expect(try engine.events(of: "u1", matching: EventQuery()).count == before)
         // Other counters still count.
+        #expect(try engine.track(TrackedEvent(user: "u1", action: "app_opened", at: day(2)), now: day(2)).total == 2)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func partialSumsOfABatchPastTheBoundAreRefused(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "recipes")
+        try makeGuests(["u1"], in: store, profile: profile)
+        // Each event fits; their sum within the batch does not.
+        let half = TrackedEvent(user: "u1", action: "recipe_viewed", at: day(1), count: Self.nearlyFull / 2 + 1)
         #expect(
-            try store.trackEvent(
-                TrackedEvent(user: "u1", action: "app_opened", at: day(2)), profile: profile, now: day(2)
-            ).total == 2)
+            errorCode {
+                _ = try applyEvents([half, half], creatingUsers: false, in: store, profile: profile, now: day(1))
+            }
+                == .countOverflow)
+        #expect(try store.counters(of: "u1")["recipe_viewed"] == nil)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aMergeThatWouldOverflowACounterIsRefusedAndMovesNothing(backend: StoreBackend) throws {
         let (store, engine, guest, account) = try seededTransfer(backend)
-        _ = try store.trackEvent(
-            TrackedEvent(user: account, action: "recipe_created", at: day(3), count: Self.nearlyFull),
-            profile: engine.profile, now: day(3))
+        try store.write { try $0.addToCounter(user: account, action: "recipe_created", count: Self.nearlyFull) }
         let guestCounters = try store.counters(of: guest)
         let accountCounters = try store.counters(of: account)
         #expect(

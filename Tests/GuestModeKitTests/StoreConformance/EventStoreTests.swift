@@ -5,123 +5,182 @@ import Testing
 @testable import GuestModeKit
 @testable import GuestModeSQLite
 
-/// Creates guests through the event store (a batch with `creatingUsers`), so
-/// these suites need no other area's protocol.
+/// Creates guests as an ingested log does (a batch with `creatingUsers`),
+/// so these suites need no other area's use case.
 func makeGuests(_ ids: [String], in store: any GuestStore, profile: Profile, at time: Date = day(1)) throws {
     let events = ids.map { TrackedEvent(user: $0, action: profile.actions[0], at: time) }
-    _ = try store.applyEvents(events, creatingUsers: true, profile: profile, now: time)
+    _ = try applyEvents(events, creatingUsers: true, in: store, profile: profile, now: time)
 }
 
-@Suite("EventStore conformance")
+/// One batch of an ingested log (`GuestMode.ingest`), in a transaction of its own.
+func applyEvents(
+    _ events: [TrackedEvent], creatingUsers: Bool, in store: any GuestStore, profile: Profile, now: Date
+) throws -> EventBatchResult {
+    try store.write { try $0.applyBatch(events, creatingUsers: creatingUsers, profile: profile, now: now) }
+}
+
+extension GuestStore {
+    /// The user's counters, read as `GuestMode.counters(of:)` reads them,
+    /// for suites that hold a store rather than an engine.
+    func counters(of userID: String) throws -> [String: Int] {
+        try read { transaction in
+            _ = try transaction.requireUser(userID)
+            return try transaction.counters(of: userID)
+        }
+    }
+}
+
+@Suite("Events conformance, through the engine")
 struct EventStoreTests {
     @Test(arguments: StoreBackend.allCases)
     func trackingCountsAndRepeatedKeysCountOnce(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         try makeGuests(["u1"], in: store, profile: profile)
         let event = TrackedEvent(user: "u1", action: "subscription_added", at: day(1), count: 3, idempotencyKey: "k1")
-        let first = try store.trackEvent(event, profile: profile, now: day(1))
+        let first = try engine.track(event, now: day(1))
         #expect(first == TrackResult(user: "u1", action: "subscription_added", isCounted: true, total: 3))
-        let repeated = try store.trackEvent(event, profile: profile, now: day(2))
+        let repeated = try engine.track(event, now: day(2))
         #expect(!repeated.isCounted)
         #expect(repeated.total == 3)
         let withoutKey = TrackedEvent(user: "u1", action: "subscription_added", at: day(1))
-        #expect(try store.trackEvent(withoutKey, profile: profile, now: day(1)).total == 4)
+        #expect(try engine.track(withoutKey, now: day(1)).total == 4)
         #expect(
-            try store.trackEvent(withoutKey, profile: profile, now: day(1)).total == 5,
+            try engine.track(withoutKey, now: day(1)).total == 5,
             "events without a key always count")
-        #expect(try store.counters(of: "u1") == ["app_opened": 1, "subscription_added": 5])
+        #expect(try engine.counters(of: "u1") == ["app_opened": 1, "subscription_added": 5])
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aKeyReusedForAnotherActionIsRefusedAndChangesNothing(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         try makeGuests(["u1"], in: store, profile: profile)
-        _ = try store.trackEvent(
-            TrackedEvent(user: "u1", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), profile: profile,
-            now: day(1))
-        let before = try store.counters(of: "u1")
+        _ = try engine.track(
+            TrackedEvent(user: "u1", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), now: day(1))
+        let before = try engine.counters(of: "u1")
         #expect {
-            try store.trackEvent(
-                TrackedEvent(user: "u1", action: "reminder_set", at: day(1), idempotencyKey: "k"), profile: profile,
-                now: day(1))
+            try engine.track(
+                TrackedEvent(user: "u1", action: "reminder_set", at: day(1), idempotencyKey: "k"), now: day(1))
         } throws: { ($0 as? GuestModeError)?.code == .idempotencyKeyReused }
-        #expect(try store.counters(of: "u1") == before)
+        #expect(try engine.counters(of: "u1") == before)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func trackingAndCountersOfAMissingUserThrowNotFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         #expect {
-            try store.trackEvent(
-                TrackedEvent(user: "ghost", action: "app_opened", at: day(1)), profile: profile, now: day(1))
+            try engine.track(
+                TrackedEvent(user: "ghost", action: "app_opened", at: day(1)), now: day(1))
         } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
-        #expect { try store.counters(of: "ghost") } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
-        #expect(try !store.containsUser("ghost"))
+        #expect { try engine.counters(of: "ghost") } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
+        #expect(try !engine.containsUser("ghost"))
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aBatchCreatesUsersCountsOnceAndSumsCounters(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         let events = [
             TrackedEvent(user: "a", action: "app_opened", at: day(1), idempotencyKey: "1"),
             TrackedEvent(user: "a", action: "app_opened", at: day(2), count: 2, idempotencyKey: "2"),
             TrackedEvent(user: "b", action: "reminder_set", at: day(1)),
             TrackedEvent(user: "a", action: "app_opened", at: day(1), idempotencyKey: "1"),
         ]
-        let first = try store.applyEvents(events, creatingUsers: true, profile: profile, now: day(3))
+        let first = try applyEvents(events, creatingUsers: true, in: store, profile: profile, now: day(3))
         #expect(first == EventBatchResult(counted: 3, duplicates: 1, usersCreated: 2))
-        #expect(try store.containsUser("a"))
-        #expect(try store.containsUser("b"))
-        #expect(try store.counters(of: "a") == ["app_opened": 3])
-        #expect(try store.counters(of: "b") == ["reminder_set": 1])
+        #expect(try engine.containsUser("a"))
+        #expect(try engine.containsUser("b"))
+        #expect(try engine.counters(of: "a") == ["app_opened": 3])
+        #expect(try engine.counters(of: "b") == ["reminder_set": 1])
 
         let keyed = events.filter { $0.idempotencyKey != nil }
-        let repeated = try store.applyEvents(keyed, creatingUsers: true, profile: profile, now: day(3))
+        let repeated = try applyEvents(keyed, creatingUsers: true, in: store, profile: profile, now: day(3))
         #expect(
             repeated == EventBatchResult(counted: 0, duplicates: 3, usersCreated: 0), "a repeated batch counts nothing")
-        #expect(try store.counters(of: "a") == ["app_opened": 3])
+        #expect(try engine.counters(of: "a") == ["app_opened": 3])
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aFailingBatchWritesNothing(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         try makeGuests(["a"], in: store, profile: profile)
-        _ = try store.trackEvent(
-            TrackedEvent(user: "a", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), profile: profile,
-            now: day(1))
-        let before = try store.counters(of: "a")
+        _ = try engine.track(
+            TrackedEvent(user: "a", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), now: day(1))
+        let before = try engine.counters(of: "a")
         let events = [
             TrackedEvent(user: "new", action: "app_opened", at: day(1)),
             TrackedEvent(user: "a", action: "app_opened", at: day(1)),
             TrackedEvent(user: "a", action: "reminder_set", at: day(1), idempotencyKey: "k"),
         ]
-        #expect { try store.applyEvents(events, creatingUsers: true, profile: profile, now: day(1)) } throws: {
+        #expect { try applyEvents(events, creatingUsers: true, in: store, profile: profile, now: day(1)) } throws: {
             ($0 as? GuestModeError)?.code == .idempotencyKeyReused
         }
-        #expect(try store.counters(of: "a") == before)
-        #expect(try !store.containsUser("new"), "users created by a failed batch are rolled back")
+        #expect(try engine.counters(of: "a") == before)
+        #expect(try !engine.containsUser("new"), "users created by a failed batch are rolled back")
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aBatchWithoutCreatingUsersRefusesUnknownUsers(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
         try makeGuests(["a"], in: store, profile: profile)
         let events = [
             TrackedEvent(user: "a", action: "reminder_set", at: day(1)),
             TrackedEvent(user: "ghost", action: "app_opened", at: day(1)),
         ]
-        #expect(throws: (any Error).self) {
-            try store.applyEvents(events, creatingUsers: false, profile: profile, now: day(1))
-        }
-        #expect(try store.counters(of: "a") == ["app_opened": 1])
-        #expect(try !store.containsUser("ghost"))
+        #expect {
+            try applyEvents(events, creatingUsers: false, in: store, profile: profile, now: day(1))
+        } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
+        #expect(try engine.counters(of: "a") == ["app_opened": 1])
+        #expect(try !engine.containsUser("ghost"))
     }
 
     @Test(arguments: StoreBackend.allCases)
     func anEmptyBatchDoesNothing(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         #expect(
-            try store.applyEvents([], creatingUsers: true, profile: profile, now: day(1))
+            try applyEvents([], creatingUsers: true, in: store, profile: profile, now: day(1))
                 == EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0))
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aKeyRepeatedWithinABatchForAnotherActionIsRefusedAtThatEvent(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
+        try makeGuests(["a", "b"], in: store, profile: profile)
+        _ = try engine.track(
+            TrackedEvent(user: "b", action: "reminder_set", at: day(1), idempotencyKey: "s"), now: day(1))
+        let events = [
+            TrackedEvent(user: "a", action: "app_opened", at: day(2), idempotencyKey: "k"),
+            TrackedEvent(user: "b", action: "app_opened", at: day(2), idempotencyKey: "k"),
+            TrackedEvent(user: "a", action: "reminder_set", at: day(2), idempotencyKey: "k"),
+            TrackedEvent(user: "b", action: "paywall_viewed", at: day(2), idempotencyKey: "s"),
+        ]
+        #expect {
+            try applyEvents(events, creatingUsers: false, in: store, profile: profile, now: day(2))
+        } throws: { error in
+            let error = error as? GuestModeError
+            return error?.code == .idempotencyKeyReused
+                && error?.message.contains("'app_opened', not 'reminder_set'") == true
+        }
+        #expect(try engine.counters(of: "a") == ["app_opened": 1], "nothing of the batch was written")
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aBatchQueuesOneBackupPerUserMovingForwardOnARepeat(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        #expect(profile.backup.queuesOnChange)
+        let events = ["a", "b", "a"].map { TrackedEvent(user: $0, action: "app_opened", at: day(1)) }
+        _ = try applyEvents(events, creatingUsers: true, in: store, profile: profile, now: day(2))
+        _ = try applyEvents(events, creatingUsers: false, in: store, profile: profile, now: day(2))
+        let entries = try store.outboxEntries()
+        #expect(entries.map(\.userId).sorted() == ["a", "b"])
+        #expect(
+            entries.allSatisfy { $0.queuedAt == Timestamp.format(day(2).addingTimeInterval(0.001)) },
+            "the second batch queued strictly after the first")
+        #expect(try store.read { try $0.user("a", locking: false)?.lastSeenAt } == day(1))
     }
 }

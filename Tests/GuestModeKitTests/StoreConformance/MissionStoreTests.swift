@@ -54,24 +54,27 @@ struct MissionStoreTests {
     @Test(arguments: StoreBackend.allCases)
     func eventsAreListedOldestFirstAndFiltered(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "voice")
+        let engine = GuestMode(profile: profile, store: store)
         try makeGuests(["u1", "u2"], in: store, profile: profile)
         for (index, action) in ["app_opened", "command_spoken", "app_opened"].enumerated() {
-            _ = try store.trackEvent(
+            _ = try engine.track(
                 TrackedEvent(user: "u1", action: action, at: day(index + 2), properties: ["n": .number("\(index)")]),
-                profile: profile, now: day(index + 2))
+                now: day(index + 2))
         }
-        let all = try store.events(of: "u1", action: nil, since: nil, limit: nil)
+        let all = try engine.events(of: "u1", matching: EventQuery())
         #expect(all.map(\.action) == [profile.actions[0], "app_opened", "command_spoken", "app_opened"])
         #expect(all.allSatisfy { $0.userId == "u1" })
         #expect(all.last?.properties == ["n": .number("2")])
-        #expect(try store.events(of: "u1", action: "app_opened", since: day(3), limit: nil).map(\.at) == [day(4)])
         #expect(
-            try store.events(of: "u1", action: nil, since: nil, limit: 2).map(\.action) == [
+            try engine.events(of: "u1", matching: EventQuery(action: "app_opened", since: day(3))).map(\.at) == [day(4)]
+        )
+        #expect(
+            try engine.events(of: "u1", matching: EventQuery(limit: 2)).map(\.action) == [
                 "command_spoken", "app_opened",
             ])
-        #expect(try store.events(of: "u2", action: "command_spoken", since: nil, limit: nil).isEmpty)
+        #expect(try engine.events(of: "u2", matching: EventQuery(action: "command_spoken")).isEmpty)
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try store.events(of: "nobody", action: nil, since: nil, limit: nil)
+            _ = try engine.events(of: "nobody", matching: EventQuery())
         }
     }
 }

@@ -67,7 +67,9 @@ struct PostgresEventsConcurrencyTests {
         let (stores, profile) = try connections(profile: "subscriptions")
         try makeGuests(["u1"], in: stores[0], profile: profile)
         let event = TrackedEvent(user: "u1", action: "subscription_added", at: day(1), count: 3, idempotencyKey: "k1")
-        let results = try race(stores) { _, store in try store.trackEvent(event, profile: profile, now: day(1)) }
+        let results = try race(stores) { _, store in
+            try GuestMode(profile: profile, store: store).track(event, now: day(1))
+        }
         #expect(results.filter(\.isCounted).count == 1)
         #expect(results.allSatisfy { $0.total == 3 }, "a repeat reports the total the first one counted")
         #expect(try stores[0].counters(of: "u1")["subscription_added"] == 3)
@@ -78,8 +80,8 @@ struct PostgresEventsConcurrencyTests {
         try makeGuests(["u1"], in: stores[0], profile: profile)
         let results = try race(stores) { _, store in
             try (0..<25).map { _ in
-                try store.trackEvent(
-                    TrackedEvent(user: "u1", action: "paywall_viewed", at: day(1)), profile: profile, now: day(1))
+                try GuestMode(profile: profile, store: store).track(
+                    TrackedEvent(user: "u1", action: "paywall_viewed", at: day(1)), now: day(1))
             }
         }.flatMap { $0 }
         #expect(results.allSatisfy { $0.isCounted })
@@ -99,7 +101,7 @@ struct PostgresEventsConcurrencyTests {
                 at: day(1).addingTimeInterval(Double(index)), idempotencyKey: "e\(index)")
         }
         let results = try race(stores) { _, store in
-            try store.applyEvents(events, creatingUsers: true, profile: profile, now: day(2))
+            try applyEvents(events, creatingUsers: true, in: store, profile: profile, now: day(2))
         }
         #expect(results.map(\.counted).reduce(0, +) == 60)
         #expect(results.map(\.duplicates).reduce(0, +) == Self.writers * 60 - 60)

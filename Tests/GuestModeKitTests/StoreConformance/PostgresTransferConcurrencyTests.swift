@@ -98,7 +98,8 @@ struct PostgresTransferConcurrencyTests {
 
     @Test("8 processes enqueue and push one user's backups: every outcome matches the commit order, no change is lost")
     func racingEnqueuesAndPushesLoseNothing() throws {
-        let (store, _) = try StoreBackend.postgres.makeStore(profile: "habits")
+        let (store, profile) = try StoreBackend.postgres.makeStore(profile: "habits")
+        #expect(profile.backup.queuesOnChange)
         let postgres = try #require(store as? PostgresStore)
         try BackupRowFixture.load([(try #require(BackupTable.named("users")), BackupRowFixture.user("u"))], into: store)
         // A test-only witness of commit order: every racing transaction bumps it last, holding its
@@ -124,11 +125,12 @@ struct PostgresTransferConcurrencyTests {
                         // A data change as every use case makes it: the user's row locked, then queued.
                         let now = day(2).addingTimeInterval(Double(index * operations + step))
                         let (prior, queued, n) = try connection.write { db in
-                            _ = try connection.requireUser("u", locking: true, db)
+                            let transaction = PostgresTransaction(store: connection, connection: db)
+                            _ = try transaction.requireUser("u", locking: true)
                             // What was queued before, read under the same row lock the enqueue takes.
                             let prior = try db.execute("SELECT queued_at FROM outbox WHERE user_id = 'u' FOR UPDATE")
                                 .first?.string("queued_at")
-                            try connection.enqueueBackup(userID: "u", now: now, db)
+                            try transaction.noteChange(of: "u", profile: profile, now: now)
                             let queued =
                                 try db.execute("SELECT queued_at FROM outbox WHERE user_id = 'u'").first?
                                 .string("queued_at") ?? ""
@@ -385,8 +387,8 @@ private final class Countdown: @unchecked Sendable {
         }
         #expect(ids == (1...Int64(count)).map { $0 * 2 })
         // A row the store numbers itself (as every use case writes them) comes after the imported ids.
-        try postgres.write { connection in
-            try postgres.appendSystemEvent(user: "u", action: "app_opened", properties: [:], at: day(2), connection)
+        try postgres.write { transaction in
+            try transaction.appendSystemEvent(user: "u", action: "app_opened", properties: [:], at: day(2))
         }
         let top = try postgres.read { connection in
             try connection.execute("SELECT max(id) AS top FROM events").first?.int64("top")

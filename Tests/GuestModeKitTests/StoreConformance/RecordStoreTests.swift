@@ -225,6 +225,6 @@ struct RecordStoreTests {
         #expect {
             try engine.limits(user: "ghost", collection: "settings", now: day(1))
         } throws: { isUserNotFound($0) }
-        #expect(try !store.containsUser("ghost"), "a refused put creates no user")
+        #expect(try !engine.containsUser("ghost"), "a refused put creates no user")
     }
 }

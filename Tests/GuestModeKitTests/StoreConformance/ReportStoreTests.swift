@@ -82,116 +82,171 @@ private let november = ReportPeriod(since: day(1, hour: 0), until: day(15))
 @Suite struct ReportStoreTests {
     @Test(arguments: StoreBackend.allCases)
     func funnelCountsTheCohortTheLinkedAndTheirHoursToLink(backend: StoreBackend) throws {
-        let (store, _) = try backend.makeStore(profile: "subscriptions")
-        #expect(
-            try store.funnelCounts(in: ReportPeriod())
-                == FunnelCounts(guests: 0, prompted: 0, linked: 0, averageHoursToLink: nil, medianHoursToLink: nil))
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
+        let empty = try engine.funnelReport(ReportPeriod())
+        #expect(empty.guests == 0 && empty.prompted == 0 && empty.linked == 0)
+        #expect(empty.averageHoursToLink == nil && empty.medianHoursToLink == nil)
         try loadActivity(into: store)
-        let cohort = try store.funnelCounts(in: november)
+        let cohort = try engine.funnelReport(november)
         #expect(cohort.guests == 4 && cohort.prompted == 2 && cohort.linked == 2)
         #expect(abs((cohort.averageHoursToLink ?? 0) - 2) < 1e-6)
         #expect(abs((cohort.medianHoursToLink ?? 0) - 2) < 1e-6)
-        let everyone = try store.funnelCounts(in: ReportPeriod())
+        let everyone = try engine.funnelReport(ReportPeriod())
         #expect(everyone.guests == 5 && everyone.prompted == 3)
-        #expect(try store.funnelCounts(in: ReportPeriod(since: day(2))).guests == 0)
+        #expect(try engine.funnelReport(ReportPeriod(since: day(2))).guests == 0)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func everyLinkOfTheCohortIsListedWithItsTimes(backend: StoreBackend) throws {
+        let (store, _) = try backend.makeStore(profile: "subscriptions")
+        try loadActivity(into: store)
+        let links = try store.read { transaction in
+            var links: [[Date]] = []
+            try transaction.forEachLink(ofUsersCreatedIn: november) { links.append([$0, $1]) }
+            return links
+        }
+        #expect(
+            links.sorted { $0[1] < $1[1] } == [
+                [day(1, hour: 12), day(1, hour: 13)], [day(1, hour: 12), day(1, hour: 15)],
+            ])
+        #expect(
+            try store.read { try $0.cohortCounts(createdIn: november) }
+                == CohortCounts(users: 4, prompted: 2, linked: 2))
     }
 
     @Test(arguments: StoreBackend.allCases)
     func promptOutcomesAreCountedPerContextInThePeriod(backend: StoreBackend) throws {
         let (store, _) = try backend.makeStore(profile: "subscriptions")
-        #expect(try store.promptOutcomeCounts(in: ReportPeriod()).isEmpty)
+        #expect(try store.read { try $0.promptContexts(in: ReportPeriod()) }.isEmpty)
         try loadActivity(into: store)
-        let counts = try store.promptOutcomeCounts(in: november).sorted { $0.context < $1.context }
+        let counts = try store.read { try $0.promptContexts(in: november) }.sorted { $0.context < $1.context }
         #expect(
             counts == [
                 PromptContextReport(context: "guest_cap_reached", shown: 2, completed: 1),
                 PromptContextReport(context: "retired_context", dismissed: 1),
             ])
-        let all = try store.promptOutcomeCounts(in: ReportPeriod())
+        let all = try store.read { try $0.promptContexts(in: ReportPeriod()) }
         #expect(all.first { $0.context == "guest_cap_reached" }?.never == 1)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func variantsCountTheirUsersAndConversions(backend: StoreBackend) throws {
         let (store, _) = try backend.makeStore(profile: "subscriptions")
-        #expect(try store.variantConversionCounts(in: ReportPeriod()).isEmpty)
+        #expect(try store.read { try $0.variantCounts(in: ReportPeriod()) }.isEmpty)
         try loadActivity(into: store)
-        let counts = try store.variantConversionCounts(in: november).sorted { $0.variant < $1.variant }
+        let counts = try store.read { try $0.variantCounts(in: november) }.sorted { $0.variant < $1.variant }
         // Linked users and users who completed sign-in (prompt state authenticated) convert.
         #expect(
             counts == [
                 VariantCounts(experiment: "paywall", variant: "a", users: 2, conversions: 1),
                 VariantCounts(experiment: "paywall", variant: "b", users: 2, conversions: 2),
             ])
-        let all = try store.variantConversionCounts(in: ReportPeriod())
+        let all = try store.read { try $0.variantCounts(in: ReportPeriod()) }
         #expect(all.first { $0.variant == "b" }?.users == 3)
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func meterUsageIsCountedPerMeterNamed(backend: StoreBackend) throws {
+    func meterUsageIsCountedPerMeter(backend: StoreBackend) throws {
         let (store, _) = try backend.makeStore(profile: "subscriptions")
         try loadActivity(into: store)
-        let counts = try store.meterUsageCounts(of: ["minutes", "tokens"], in: november)
-        #expect(counts["minutes"] == MeterUsageCounts(users: 2, uses: 3, amount: 5, warnedUsers: 1))
-        #expect(counts["tokens"] == MeterUsageCounts(users: 0, uses: 0, amount: 0, warnedUsers: 0))
-        #expect(try store.meterUsageCounts(of: ["minutes"], in: ReportPeriod())["minutes"]?.amount == 12)
-        #expect(try store.meterUsageCounts(of: [], in: november).isEmpty)
+        func usage(_ meter: String, _ period: ReportPeriod) throws -> MeterUsageCounts {
+            try store.read { try $0.meterUsageCounts(of: meter, in: period) }
+        }
+        #expect(try usage("minutes", november) == MeterUsageCounts(users: 2, uses: 3, amount: 5, warnedUsers: 1))
+        #expect(try usage("tokens", november) == MeterUsageCounts(users: 0, uses: 0, amount: 0, warnedUsers: 0))
+        #expect(try usage("minutes", ReportPeriod()).amount == 12)
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func aReplayTransactionAppliesEventsAssignsAndRecordsPrompts(backend: StoreBackend) throws {
+    func aReplaysStepsApplyEventsAssignAndRecordPrompts(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
-        let user = User(
-            id: "r1", device: nil, state: .anonymous, promptState: PromptState.anonymous.rawValue, createdAt: day(1),
-            lastSeenAt: day(1), linkedAt: nil)
-        let recorded = try store.withReplayTransaction { transaction throws in
-            try transaction.insertUser(user)
+        let recorded = try store.write { transaction throws in
+            #expect(try transaction.createMissingGuests([("r1", day(1))]) == 1)
             let event = TrackedEvent(
                 user: "r1", action: "subscription_added", at: day(2), count: 2, idempotencyKey: "k1")
-            #expect(try transaction.apply(event, profile: profile, now: day(2)).isCounted)
-            let repeated = try transaction.apply(event, profile: profile, now: day(2))
-            #expect(!repeated.isCounted && repeated.total == 2)
+            #expect(try transaction.count(event, profile: profile, now: day(2)))
+            #expect(try !transaction.count(event, profile: profile, now: day(2)))
+            #expect(try transaction.counterTotal(of: "r1", action: "subscription_added") == 2)
 
-            #expect(try transaction.storedAssignment(userID: "r1", experiment: "paywall") == nil)
-            let first = try transaction.storeAssignment(userID: "r1", experiment: "paywall", variant: "a", at: day(2))
-            #expect(first.variant == "a" && first.isNew)
-            let second = try transaction.storeAssignment(userID: "r1", experiment: "paywall", variant: "b", at: day(3))
-            #expect(second.variant == "a" && !second.isNew, "assignments are sticky")
-            #expect(try transaction.storedAssignment(userID: "r1", experiment: "paywall")?.variant == "a")
+            #expect(try transaction.assignment(of: "r1", experiment: "paywall") == nil)
+            #expect(try transaction.addAssignment(of: "r1", experiment: "paywall", variant: "a", at: day(2)))
+            #expect(
+                try !transaction.addAssignment(of: "r1", experiment: "paywall", variant: "b", at: day(3)),
+                "assignments are sticky")
+            #expect(try transaction.assignment(of: "r1", experiment: "paywall")?.variant == "a")
 
-            let facts = try #require(try transaction.rows.promptFacts(of: "r1"))
+            let facts = try #require(try transaction.promptFacts(of: "r1"))
             #expect(facts.counters["subscription_added"] == 2 && facts.history.isEmpty)
-            #expect(try transaction.rows.promptFacts(of: "nobody") == nil)
+            #expect(try transaction.promptFacts(of: "nobody") == nil)
             let entry = PromptHistoryEntry(context: "guest_cap_reached", outcome: .shown, at: day(2))
-            #expect(try transaction.rows.recordPromptOutcome(entry, of: "r1") != nil)
-            #expect(try transaction.rows.recordPromptOutcome(entry, of: "nobody") == nil)
-            return try transaction.rows.promptFacts(of: "r1")?.history.count
+            #expect(try transaction.recordPromptOutcome(entry, of: "r1") == .prompted)
+            #expect(try transaction.recordPromptOutcome(entry, of: "nobody") == nil)
+            return try transaction.promptFacts(of: "r1")?.history.count
         }
         #expect(recorded == 1)
+        let engine = GuestMode(profile: profile, store: store)
         #expect(
-            try store.promptOutcomeCounts(in: ReportPeriod()) == [
-                PromptContextReport(context: "guest_cap_reached", shown: 1)
-            ])
-        #expect(try store.variantConversionCounts(in: ReportPeriod()).map(\.users) == [1])
+            try engine.promptsReport(ReportPeriod()).contexts.first { $0.context == "guest_cap_reached" }
+                == PromptContextReport(context: "guest_cap_reached", shown: 1))
+        #expect(try store.read { try $0.variantCounts(in: ReportPeriod()) }.map(\.users) == [1])
         let rows = try Fixture.export(store, guestOwner: profile.guestOwner)
         #expect(rows["users"]?.count == 1 && rows["events"]?.count == 1)
         #expect(rows["counters"]?.first?["total"] == .integer(2))
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func aReplayTransactionThatThrowsKeepsNothing(backend: StoreBackend) throws {
+    func aReplayThatThrowsKeepsNothing(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         #expect(throws: Abort.self) {
-            try store.withReplayTransaction { transaction throws in
-                try transaction.insertUser(
-                    User(
-                        id: "r1", device: nil, state: .anonymous, promptState: PromptState.anonymous.rawValue,
-                        createdAt: day(1), lastSeenAt: day(1), linkedAt: nil))
-                _ = try transaction.apply(
+            try store.write { transaction throws in
+                _ = try transaction.createMissingGuests([("r1", day(1))])
+                _ = try transaction.count(
                     TrackedEvent(user: "r1", action: "app_opened", at: day(1)), profile: profile, now: day(1))
                 throw Abort()
             }
         }
         #expect(try Fixture.export(store, guestOwner: profile.guestOwner) == Fixture.grouped([]))
+    }
+
+    /// A replay's steps are the engine's on either backend: the same log
+    /// gives the same prompts, in the same order, and the same summary.
+    @Test func aReplayDecidesTheSameOnBothBackends() throws {
+        let text = try template("recipes")
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString).ndjson")
+        defer { try? FileManager.default.removeItem(at: log) }
+        var lines: [String] = []
+        for user in 0..<6 {
+            for (index, action) in ["app_opened", "recipe_created", "recipe_viewed", "app_opened"].enumerated() {
+                for repeat_ in 0..<3 {
+                    let at = Timestamp.format(day(1 + repeat_ * 2, hour: index))
+                    lines.append(
+                        #"{"user":"u\#(user)","action":"\#(action)","at":"\#(at)","id":"\#(user)-\#(index)-\#(repeat_)"}"#
+                    )
+                }
+            }
+        }
+        try (lines + lines.prefix(3)).joined(separator: "\n").write(to: log, atomically: true, encoding: .utf8)
+        func replay(_ backend: StoreBackend) throws -> (decisions: [PromptRecord], summary: String) {
+            var decisions: [PromptRecord] = []
+            let summary = try GuestMode.replay(
+                log: log, profileText: text, origin: "recipes.yaml", now: day(10),
+                scratchStore: {
+                    switch backend {
+                    case .sqlite: try SQLiteStore.inMemory()
+                    case .sqlitePool: try StoreBackend.makePooledSQLiteStore()
+                    case .postgres: try StoreBackend.makePostgresStore()
+                    }
+                }, onDecision: { decisions.append($0) })
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            return (decisions, String(decoding: try encoder.encode(summary), as: UTF8.self))
+        }
+        let sqlite = try replay(.sqlite)
+        let postgres = try replay(.postgres)
+        #expect(!sqlite.decisions.isEmpty)
+        #expect(sqlite.decisions == postgres.decisions)
+        #expect(sqlite.summary == postgres.summary)
+        #expect(sqlite.summary.contains(#""duplicates":3"#))
     }
 }

@@ -89,13 +89,34 @@ let plantedValues: [PlantedValue] = [
                 now: day(2).addingTimeInterval(60))
         } catch let error as GuestModeError where error.code == .upgradeInProgress {}
     },
-    PlantedValue("events", "at", "'yesterday'") { store, _ in
-        _ = try store.events(of: "u", action: nil, since: nil, limit: nil)
+    PlantedValue("events", "at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).events(of: "u", matching: EventQuery())
     },
-    PlantedValue("events", "count", "'many'", postgres: "NULL") { store, _ in
-        _ = try store.events(of: "u", action: nil, since: nil, limit: nil)
+    PlantedValue("events", "count", "'many'", postgres: "NULL") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).events(of: "u", matching: EventQuery())
     },
-    PlantedValue("counters", "total", "'lots'", postgres: "NULL") { store, _ in _ = try store.counters(of: "u") },
+    PlantedValue("counters", "total", "'lots'", postgres: "NULL") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).counters(of: "u")
+    },
+    PlantedValue("counters", "total", "'lots'", postgres: "NULL") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).track(
+            TrackedEvent(user: "u", action: profile.actions[0], at: day(3)), now: day(3))
+    },
+    PlantedValue("users", "created_at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).funnelReport(ReportPeriod())
+    },
+    PlantedValue("users", "linked_at", "'soon'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).funnelReport(ReportPeriod())
+    },
+    PlantedValue("users", "state", "'banned'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).experimentsReport(ReportPeriod())
+    },
+    PlantedValue("prompt_outcomes", "outcome", "'shrugged'") { store, _ in
+        _ = try store.read { try $0.promptFacts(of: "u") }
+    },
+    PlantedValue("users", "prompt_state", "'confused'") { store, _ in
+        _ = try store.read { try $0.promptFacts(of: "u") }
+    },
     PlantedValue("counters", "total", "'lots'", postgres: "NULL", read: facts),
     PlantedValue("records", "created_at", "'yesterday'") { store, profile in
         _ = try GuestMode(profile: profile, store: store).record(user: "u", collection: "recipes", key: "r1")

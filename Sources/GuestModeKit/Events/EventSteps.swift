@@ -1,0 +1,174 @@
+import Foundation
+
+/// What one batch of an ingested log did.
+struct EventBatchResult: Sendable, Equatable {
+    /// Events that counted.
+    var counted: Int
+    /// Events whose idempotency key had already counted.
+    var duplicates: Int
+    var usersCreated: Int
+}
+
+extension GuestMode {
+    /// Whether the user exists; ingestion checks every line before writing.
+    func containsUser(_ userID: String) throws -> Bool {
+        try store.read { transaction in try transaction.user(userID, locking: false) != nil }
+    }
+}
+
+/// The steps of `track` and of ingestion, inside their transaction.
+extension StoreTransaction {
+    /// Counts one validated event of a user already locked (`count(_:profile:now:)`);
+    /// the result carries the counter's total either way.
+    func track(_ event: TrackedEvent, profile: Profile, now: Date) throws -> TrackResult {
+        let isCounted = try count(event, profile: profile, now: now)
+        let total = try counterTotal(of: event.user, action: event.action)
+        return TrackResult(user: event.user, action: event.action, isCounted: isCounted, total: total)
+    }
+
+    /// Appends one validated event of a user already locked unless its
+    /// idempotency key was counted; when it counts (true), the counter grows
+    /// by its count, last-seen moves forward to the event and a backup is
+    /// queued when the profile asks for it. A key counted for another action
+    /// throws `idempotency_key_reused`. A replay, which runs a whole log in
+    /// one transaction, takes this step once per event.
+    func count(_ event: TrackedEvent, profile: Profile, now: Date) throws -> Bool {
+        if let counted = try appendEvents([EventRow(event)])[0] {
+            guard counted == event.action else {
+                throw GuestModeError.keyReused(
+                    event.idempotencyKey ?? "", user: event.user, counted: counted, action: event.action)
+            }
+            return false
+        }
+        try addToCounter(user: event.user, action: event.action, count: event.count)
+        try advanceLastSeen(of: event.user, to: event.at)
+        try noteChange(of: event.user, profile: profile, now: now)
+        return true
+    }
+
+    /// One batch of a log, in the log's transaction. With `creatingUsers`,
+    /// users not in the store are first created as anonymous guests first
+    /// seen at their first event of the batch; otherwise a user not in the
+    /// store fails the batch. Each event then counts unless its idempotency
+    /// key was counted, by an earlier batch or an earlier event of this one
+    /// (a repeated log counts nothing); a key counted for another action
+    /// fails the batch, named at its first such event. Counters, last-seen
+    /// and the backup outbox are updated once per user and action, not once
+    /// per event, so batches of thousands stay fast.
+    func applyBatch(
+        _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date
+    ) throws -> EventBatchResult {
+        guard !events.isEmpty else { return EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0) }
+        var firstSeen: [(user: String, at: Date)] = []
+        var users = Set<String>()
+        for event in events where users.insert(event.user).inserted { firstSeen.append((event.user, event.at)) }
+        let created = creatingUsers ? try createMissingGuests(firstSeen) : 0
+        // The batch decides the keys of all its users: they are locked first.
+        let present = try lockUsers(users.sorted())
+        if let missing = events.first(where: { !present.contains($0.user) }) {
+            throw GuestModeError.notFound(
+                "no user '\(missing.user)' in this store; nothing of the batch was written", code: .userNotFound)
+        }
+
+        // A key repeated within the batch: its first event is the one that
+        // may count, and the repeats are checked against what it finds.
+        var firstOfKey: [UserKey: Int] = [:]
+        var repeats: [(index: Int, first: Int)] = []
+        var rows: [EventRow] = []
+        var rowEvents: [Int] = []
+        rows.reserveCapacity(events.count)
+        rowEvents.reserveCapacity(events.count)
+        for (index, event) in events.enumerated() {
+            if let key = event.idempotencyKey {
+                let userKey = UserKey(user: event.user, key: key)
+                if let first = firstOfKey[userKey] {
+                    repeats.append((index, first))
+                    continue
+                }
+                firstOfKey[userKey] = index
+            }
+            rows.append(EventRow(event))
+            rowEvents.append(index)
+        }
+        let skipped = try appendEvents(rows)
+
+        var storedActions: [Int: String] = [:]
+        for (row, action) in skipped { storedActions[rowEvents[row]] = action }
+        var reused: (index: Int, counted: String)?
+        func check(_ index: Int, against counted: String) {
+            guard counted != events[index].action, index < reused?.index ?? .max else { return }
+            reused = (index, counted)
+        }
+        for (index, counted) in storedActions { check(index, against: counted) }
+        for (index, first) in repeats { check(index, against: storedActions[first] ?? events[first].action) }
+        if let reused {
+            let event = events[reused.index]
+            throw GuestModeError.keyReused(
+                event.idempotencyKey ?? "", user: event.user, counted: reused.counted, action: event.action)
+        }
+
+        var increments: [CounterKey: Int] = [:]
+        var lastSeen: [String: Date] = [:]
+        for (row, index) in rowEvents.enumerated() where skipped[row] == nil {
+            let event = events[index]
+            let key = CounterKey(user: event.user, action: event.action)
+            increments[key] = Int(
+                try Bounds.addingToCounter(
+                    Int64(increments[key, default: 0]), Int64(event.count), action: event.action, user: event.user))
+            lastSeen[event.user] = max(lastSeen[event.user] ?? event.at, event.at)
+        }
+        try addToCounters(
+            increments.sorted { $0.key < $1.key }.map {
+                CounterIncrement(user: $0.key.user, action: $0.key.action, count: $0.value)
+            })
+        try advanceLastSeen(lastSeen)
+        try noteChanges(of: lastSeen.keys.sorted(), profile: profile, now: now)
+        let counted = rows.count - skipped.count
+        return EventBatchResult(counted: counted, duplicates: events.count - counted, usersCreated: created)
+    }
+
+    /// `noteChange(of:profile:now:)` for many users, reading and writing the
+    /// outbox once for all of them.
+    private func noteChanges(of userIDs: [String], profile: Profile, now: Date) throws {
+        guard profile.backup.queuesOnChange, !userIDs.isEmpty else { return }
+        let previous = try backupQueueTimes(of: userIDs)
+        var times: [String: Date] = [:]
+        for userID in userIDs { times[userID] = backupQueueTime(after: previous[userID], now: now) }
+        try queueBackups(times)
+    }
+}
+
+/// An idempotency key of one user.
+private struct UserKey: Hashable {
+    var user: String
+    var key: String
+}
+
+/// One counter of one user.
+private struct CounterKey: Hashable, Comparable {
+    var user: String
+    var action: String
+
+    static func < (left: CounterKey, right: CounterKey) -> Bool {
+        (left.user, left.action) < (right.user, right.action)
+    }
+}
+
+extension EventRow {
+    init(_ event: TrackedEvent) {
+        self.init(
+            user: event.user, action: event.action, at: event.at, count: event.count,
+            idempotencyKey: event.idempotencyKey,
+            properties: event.properties.isEmpty ? nil : EventLog.encodeProperties(event.properties))
+    }
+}
+
+extension GuestModeError {
+    /// A key seen before with another action is a client bug.
+    static func keyReused(_ key: String, user: String, counted: String, action: String) -> GuestModeError {
+        GuestModeError(
+            .conflict, code: .idempotencyKeyReused,
+            "idempotency key '\(key)' of user '\(user)' was already used for '\(counted)', not '\(action)'; keys identify one report"
+        )
+    }
+}

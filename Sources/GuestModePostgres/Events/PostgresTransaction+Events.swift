@@ -1,0 +1,224 @@
+import Foundation
+import GuestModeKit
+
+// Sets of rows (a batch of events, its users, counters and outbox entries)
+// go in a few statements, not one round trip per row: a batch of 5,000
+// events costs a handful of round trips. Rows that lock are taken in a
+// stable order (users and outbox entries by id), so two batches never wait
+// on each other in a cycle.
+extension PostgresTransaction {
+    func appendEvents(_ rows: [EventRow]) throws -> [Int: String] {
+        guard rows.count > 1 else { return try rows.first.map { try appendOne($0) } ?? [:] }
+        // ON COMMIT DROP ends it with the transaction; the explicit DROP at the
+        // end lets the next batch of the same transaction create it again.
+        try connection.execute(
+            """
+            CREATE TEMP TABLE guestmode_event_batch (
+                seq BIGINT NOT NULL, user_id TEXT NOT NULL, action TEXT NOT NULL, at TEXT NOT NULL,
+                count BIGINT NOT NULL, idempotency_key TEXT, properties TEXT
+            ) ON COMMIT DROP
+            """)
+        try connection.copy(
+            """
+            COPY pg_temp.guestmode_event_batch (seq, user_id, action, at, count, idempotency_key, properties)
+            FROM STDIN
+            """,
+            rows: rows.enumerated().map { index, row in
+                [
+                    PostgresValue(index), PostgresValue(row.user), PostgresValue(row.action), PostgresValue(row.at),
+                    PostgresValue(row.count), row.idempotencyKey.map { PostgresValue($0) },
+                    row.properties.map { PostgresValue($0) },
+                ]
+            })
+        try connection.execute("ANALYZE pg_temp.guestmode_event_batch")
+        // The outer query sees the events as they were before the insert: a
+        // keyed row not inserted finds the event that holds its key there,
+        // unless that one was committed after the statement began (no action).
+        let skipped = try connection.execute(
+            """
+            WITH inserted AS (
+                INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
+                SELECT user_id, action, at, count, idempotency_key, properties
+                FROM pg_temp.guestmode_event_batch ORDER BY seq
+                ON CONFLICT DO NOTHING
+                RETURNING user_id, idempotency_key
+            )
+            SELECT b.seq, (
+                SELECT e.action FROM events e WHERE e.user_id = b.user_id AND e.idempotency_key = b.idempotency_key
+            ) AS action
+            FROM pg_temp.guestmode_event_batch b
+            WHERE b.idempotency_key IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM inserted i WHERE i.user_id = b.user_id AND i.idempotency_key = b.idempotency_key)
+            """)
+        try connection.execute("DROP TABLE pg_temp.guestmode_event_batch")
+        var actions: [Int: String] = [:]
+        for row in skipped {
+            let index = try row.int("seq")
+            guard rows.indices.contains(index) else { throw rows[0].notAppended }
+            actions[index] = try row.optionalString("action") ?? storedAction(of: rows[index])
+        }
+        return actions
+    }
+
+    /// One row: an insert, and a look-up only when it was not inserted.
+    private func appendOne(_ row: EventRow) throws -> [Int: String] {
+        let inserted = try connection.execute(
+            """
+            INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
+            VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT DO NOTHING
+            """,
+            [
+                PostgresValue(row.user), PostgresValue(row.action), PostgresValue(row.at), PostgresValue(row.count),
+                row.idempotencyKey.map { PostgresValue($0) }, row.properties.map { PostgresValue($0) },
+            ]
+        ).changes
+        return inserted > 0 ? [:] : [0: try storedAction(of: row)]
+    }
+
+    /// The action of the stored event holding the row's key.
+    private func storedAction(of row: EventRow) throws -> String {
+        guard let key = row.idempotencyKey,
+            let action = try connection.execute(
+                "SELECT action FROM events WHERE user_id = $1 AND idempotency_key = $2",
+                [PostgresValue(row.user), PostgresValue(key)]
+            ).first?.string("action")
+        else { throw row.notAppended }
+        return action
+    }
+
+    func addToCounters(_ increments: [CounterIncrement]) throws {
+        try executeForEachChunk(
+            of: increments.map { [PostgresValue($0.user), PostgresValue($0.action), PostgresValue($0.count)] },
+            types: ["text", "text", "bigint"]
+        ) { values in
+            """
+            INSERT INTO counters (user_id, action, total) VALUES \(values)
+            ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + excluded.total
+            """
+        }
+    }
+
+    func counterTotal(of userID: String, action: String) throws -> Int {
+        try connection.execute(
+            "SELECT total FROM counters WHERE user_id = $1 AND action = $2",
+            [PostgresValue(userID), PostgresValue(action)]
+        ).first?.int("total") ?? 0
+    }
+
+    func counters(of userID: String) throws -> [String: Int] {
+        try store.counters(of: userID, connection)
+    }
+
+    func events(of userID: String, action: String?, since: Date?, limit: Int?) throws -> [LoggedEvent] {
+        var parameters: [PostgresValue?] = [PostgresValue(userID)]
+        var sql = "SELECT id, user_id, action, at, count, idempotency_key, properties FROM events WHERE user_id = $1"
+        if let action {
+            parameters.append(PostgresValue(action))
+            sql += " AND action = $\(parameters.count)"
+        }
+        if let since {
+            parameters.append(PostgresValue(since))
+            sql += " AND at COLLATE \"C\" >= $\(parameters.count)"
+        }
+        sql += " ORDER BY at COLLATE \"C\" DESC, id DESC"
+        if let limit {
+            parameters.append(PostgresValue(limit))
+            sql += " LIMIT $\(parameters.count)"
+        }
+        return try connection.execute(sql, parameters).reversed().map { row in
+            LoggedEvent(
+                id: try row.int64("id"), userId: try row.string("user_id"), action: try row.string("action"),
+                at: try row.date("at"), count: try row.int("count"),
+                idempotencyKey: try row.optionalString("idempotency_key"),
+                properties: LoggedEvent.decodeProperties(try row.optionalString("properties")))
+        }
+    }
+
+    func createMissingGuests(_ firstSeen: [(user: String, at: Date)]) throws -> Int {
+        try executeForEachChunk(
+            of: firstSeen.sorted { $0.user < $1.user }.map { [PostgresValue($0.user), PostgresValue($0.at)] },
+            types: ["text", "text"]
+        ) { values in
+            """
+            INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
+            SELECT id, NULL, 'anonymous', 'anonymous', at, at, NULL FROM (VALUES \(values)) AS seen (id, at)
+            ON CONFLICT (id) DO NOTHING
+            """
+        }.reduce(0) { $0 + $1.changes }
+    }
+
+    func lockUsers(_ userIDs: [String]) throws -> Set<String> {
+        var present = Set<String>()
+        let rows = try executeForEachChunk(of: userIDs.sorted().map { [PostgresValue($0)] }, types: ["text"]) {
+            "SELECT id FROM users WHERE id IN (SELECT id FROM (VALUES \($0)) AS wanted (id)) ORDER BY id FOR UPDATE"
+        }
+        for chunk in rows { for row in chunk { present.insert(try row.string("id")) } }
+        return present
+    }
+
+    func advanceLastSeen(_ times: [String: Date]) throws {
+        try executeForEachChunk(
+            of: times.sorted { $0.key < $1.key }.map { [PostgresValue($0.key), PostgresValue($0.value)] },
+            types: ["text", "text"]
+        ) { values in
+            """
+            UPDATE users SET last_seen_at = greatest(users.last_seen_at, seen.at)
+            FROM (VALUES \(values)) AS seen (id, at) WHERE users.id = seen.id
+            """
+        }
+    }
+
+    func backupQueueTimes(of userIDs: [String]) throws -> [String: Date] {
+        var times: [String: Date] = [:]
+        let rows = try executeForEachChunk(of: userIDs.sorted().map { [PostgresValue($0)] }, types: ["text"]) {
+            """
+            SELECT user_id, queued_at FROM outbox
+            WHERE user_id IN (SELECT id FROM (VALUES \($0)) AS wanted (id)) ORDER BY user_id FOR UPDATE
+            """
+        }
+        for chunk in rows { for row in chunk { times[try row.string("user_id")] = try row.date("queued_at") } }
+        return times
+    }
+
+    func queueBackups(_ times: [String: Date]) throws {
+        try executeForEachChunk(
+            of: times.sorted { $0.key < $1.key }.map { [PostgresValue($0.key), PostgresValue($0.value)] },
+            types: ["text", "text"]
+        ) { values in
+            """
+            INSERT INTO outbox (user_id, queued_at, attempts)
+            SELECT user_id, queued_at, 0 FROM (VALUES \(values)) AS queued (user_id, queued_at)
+            ON CONFLICT (user_id) DO UPDATE SET queued_at = excluded.queued_at
+            """
+        }
+    }
+
+    /// Runs the statement `sql` builds around a `VALUES` list once per chunk
+    /// of `rows` (one parameter per value, cast to its column's type), in
+    /// order, and returns each chunk's result. Chunks keep well under the
+    /// protocol's 65,535 parameters.
+    @discardableResult
+    private func executeForEachChunk(
+        of rows: [[PostgresValue?]], types: [String], _ sql: (String) -> String
+    ) throws -> [PostgresRows] {
+        let chunkSize = max(1, 30_000 / types.count)
+        var results: [PostgresRows] = []
+        var start = 0
+        while start < rows.count {
+            let chunk = rows[start..<min(start + chunkSize, rows.count)]
+            var parameters: [PostgresValue?] = []
+            parameters.reserveCapacity(chunk.count * types.count)
+            let values = chunk.map { row in
+                "("
+                    + zip(row, types).map { value, type in
+                        parameters.append(value)
+                        return "$\(parameters.count)::\(type)"
+                    }.joined(separator: ", ") + ")"
+            }.joined(separator: ", ")
+            results.append(try connection.execute(sql(values), parameters))
+            start += chunkSize
+        }
+        return results
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import GuestModeKit
+
+extension PostgresTransaction {
+    func cohortCounts(createdIn period: ReportPeriod) throws -> CohortCounts {
+        let (filter, parameters) = ReportFilter.clause("created_at", period)
+        guard
+            let row = try connection.execute(
+                """
+                SELECT count(*) AS users,
+                       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = u.id)) AS prompted,
+                       count(*) FILTER (WHERE state = 'linked') AS linked
+                FROM users u WHERE \(filter)
+                """,
+                parameters
+            ).first
+        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the cohort query returned no row") }
+        return CohortCounts(
+            users: try row.int("users"), prompted: try row.int("prompted"), linked: try row.int("linked"))
+    }
+
+    /// Read through a cursor, a thousand rows at a time, so a cohort of
+    /// millions never sits in memory whole.
+    func forEachLink(
+        ofUsersCreatedIn period: ReportPeriod, _ body: (_ createdAt: Date, _ linkedAt: Date) throws -> Void
+    ) throws {
+        let (filter, parameters) = ReportFilter.clause("created_at", period)
+        try connection.execute(
+            """
+            DECLARE guestmode_links NO SCROLL CURSOR FOR
+            SELECT created_at, linked_at FROM users WHERE state = 'linked' AND linked_at IS NOT NULL AND \(filter)
+            """,
+            parameters)
+        defer { _ = try? connection.execute("CLOSE guestmode_links") }
+        while true {
+            let batch = try connection.execute("FETCH 1000 FROM guestmode_links")
+            if batch.count == 0 { break }
+            for row in batch { try body(try row.date("created_at"), try row.date("linked_at")) }
+        }
+    }
+
+    func promptOutcomeCounts(in period: ReportPeriod) throws -> [PromptOutcomeCount] {
+        let (filter, parameters) = ReportFilter.clause("at", period)
+        return try connection.execute(
+            "SELECT context, outcome, count(*) AS n FROM prompt_outcomes WHERE \(filter) GROUP BY context, outcome",
+            parameters
+        ).map { row in
+            PromptOutcomeCount(
+                context: try row.string("context"), outcome: try row.string("outcome"), count: try row.int("n"))
+        }
+    }
+
+    func assignmentCounts(in period: ReportPeriod) throws -> [AssignmentCount] {
+        let (filter, parameters) = ReportFilter.clause("a.assigned_at", period)
+        return try connection.execute(
+            """
+            SELECT a.experiment, a.variant, u.state, u.prompt_state, count(*) AS users
+            FROM experiment_assignments a JOIN users u ON u.id = a.user_id
+            WHERE \(filter)
+            GROUP BY a.experiment, a.variant, u.state, u.prompt_state
+            """,
+            parameters
+        ).map { row in
+            AssignmentCount(
+                experiment: try row.string("experiment"), variant: try row.string("variant"),
+                userState: try row.decode("state", as: UserState.self), promptState: try row.string("prompt_state"),
+                users: try row.int("users"))
+        }
+    }
+
+    /// The amount is added up exactly in millionths, as the meters themselves
+    /// are, so a report never shows 59.99999999999999.
+    func meterUsageCounts(of meter: String, in period: ReportPeriod) throws -> MeterUsageCounts {
+        let (usageFilter, usageParameters) = ReportFilter.clause("at", period, after: 1)
+        let (warningFilter, warningParameters) = ReportFilter.clause("fired_at", period, after: 1)
+        guard
+            let row = try connection.execute(
+                // Added up as SQLite does, units and millionths apart, so the
+                // sum never leaves bigint.
+                """
+                SELECT count(DISTINCT user_id) AS users, count(*) AS uses,
+                    coalesce(sum(m / 1000000), 0) AS units, coalesce(sum(m % 1000000), 0) AS millionths
+                FROM (
+                    SELECT user_id, least(greatest(round(amount * 1000000), 0), \(MeterAmount.largestRequest.millionths))::bigint AS m
+                    FROM meter_usage WHERE meter = $1 AND \(usageFilter)
+                ) uses
+                """,
+                [PostgresValue(meter)] + usageParameters
+            ).first
+        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the usage query returned no row") }
+        let warned =
+            try connection.execute(
+                "SELECT count(DISTINCT user_id) AS n FROM meter_warnings WHERE meter = $1 AND \(warningFilter)",
+                [PostgresValue(meter)] + warningParameters
+            ).first?.int("n") ?? 0
+        return MeterUsageCounts(
+            users: try row.int("users"), uses: try row.int("uses"),
+            amount: MeterAmount.summed(units: try row.int64("units"), millionths: try row.int64("millionths")),
+            warnedUsers: warned)
+    }
+}
+
+/// `column >= $n AND column < $n+1` for the bounds that are set; times are
+/// fixed-width ISO text, so text comparison is time comparison.
+private enum ReportFilter {
+    static func clause(_ column: String, _ period: ReportPeriod, after used: Int = 0) -> (String, [PostgresValue?]) {
+        var parts = ["true"]
+        var parameters: [PostgresValue?] = []
+        if let since = period.since {
+            parameters.append(PostgresValue(since))
+            parts.append("\(column) >= $\(used + parameters.count)")
+        }
+        if let until = period.until {
+            parameters.append(PostgresValue(until))
+            parts.append("\(column) < $\(used + parameters.count)")
+        }
+        return (parts.joined(separator: " AND "), parameters)
+    }
+}

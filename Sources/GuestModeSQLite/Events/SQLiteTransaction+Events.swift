@@ -1,0 +1,132 @@
+import Foundation
+internal import GRDB
+import GuestModeKit
+
+// Cached statements: ingestion runs these once per event, or once per user
+// (and action) of each batch.
+extension SQLiteTransaction {
+    func appendEvents(_ rows: [EventRow]) throws -> [Int: String] {
+        // A larger page cache for the indexes a batch of thousands of events walks.
+        if rows.count > 1 { try store.useBulkCache(db) }
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING
+                """)
+        var skipped: [Int: String] = [:]
+        for (index, row) in rows.enumerated() {
+            try insert.execute(arguments: [
+                row.user, row.action, Timestamp.format(row.at), row.count, row.idempotencyKey, row.properties,
+            ])
+            guard db.changesCount == 0 else { continue }
+            guard let key = row.idempotencyKey,
+                let stored = try String.fetchOne(
+                    db.cachedStatement(sql: "SELECT action FROM events WHERE user_id = ? AND idempotency_key = ?"),
+                    arguments: [row.user, key])
+            else { throw row.notAppended }
+            skipped[index] = stored
+        }
+        return skipped
+    }
+
+    func addToCounters(_ increments: [CounterIncrement]) throws {
+        for increment in increments {
+            try store.addToCounter(user: increment.user, action: increment.action, count: increment.count, db)
+        }
+    }
+
+    func counterTotal(of userID: String, action: String) throws -> Int {
+        try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?"),
+            arguments: [userID, action]) ?? 0
+    }
+
+    func counters(of userID: String) throws -> [String: Int] {
+        try store.counters(of: userID, db)
+    }
+
+    func events(of userID: String, action: String?, since: Date?, limit: Int?) throws -> [LoggedEvent] {
+        var sql = "SELECT id, user_id, action, at, count, idempotency_key, properties FROM events WHERE user_id = ?"
+        var arguments: [any DatabaseValueConvertible] = [userID]
+        if let action {
+            sql += " AND action = ?"
+            arguments.append(action)
+        }
+        if let since {
+            sql += " AND at >= ?"
+            arguments.append(Timestamp.format(since))
+        }
+        sql += " ORDER BY at DESC, id DESC"
+        if let limit {
+            sql += " LIMIT ?"
+            arguments.append(limit)
+        }
+        let rows = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments))
+        return try rows.reversed().map { row in
+            LoggedEvent(
+                id: try row.decode(forColumn: "id"), userId: try row.decode(forColumn: "user_id"),
+                action: try row.decode(forColumn: "action"), at: try row.time("at"),
+                count: try row.decode(forColumn: "count"), idempotencyKey: try row.decode(forColumn: "idempotency_key"),
+                properties: LoggedEvent.decodeProperties(try row.decode(forColumn: "properties")))
+        }
+    }
+
+    func createMissingGuests(_ firstSeen: [(user: String, at: Date)]) throws -> Int {
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
+                VALUES (?, NULL, 'anonymous', 'anonymous', ?, ?, NULL)
+                ON CONFLICT(id) DO NOTHING
+                """)
+        var created = 0
+        for (user, time) in firstSeen {
+            let at = Timestamp.format(time)
+            try insert.execute(arguments: [user, at, at])
+            created += db.changesCount
+        }
+        return created
+    }
+
+    func lockUsers(_ userIDs: [String]) throws -> Set<String> {
+        let exists = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE id = ?")
+        return Set(try userIDs.filter { try Bool.fetchOne(exists, arguments: [$0]) ?? false })
+    }
+
+    func advanceLastSeen(_ times: [String: Date]) throws {
+        for (userID, time) in times { try store.touch(userID, at: time, db) }
+    }
+
+    func backupQueueTimes(of userIDs: [String]) throws -> [String: Date] {
+        var times: [String: Date] = [:]
+        for userID in userIDs {
+            times[userID] = try backupQueuedAt(of: userID, locking: true)
+        }
+        return times
+    }
+
+    func queueBackups(_ times: [String: Date]) throws {
+        for (userID, time) in times { try queueBackup(of: userID, at: time) }
+    }
+}
+
+extension SQLiteStore {
+    /// SQLite turns an integer sum that overflows into a REAL, silently: the
+    /// update only runs while the sum stays within `Bounds`, and a counter
+    /// left as it was means the addition is refused.
+    func addToCounter(user: String, action: String, count: Int, _ db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?)
+                ON CONFLICT(user_id, action) DO UPDATE SET total = total + excluded.total
+                WHERE typeof(total) = 'integer' AND total >= 0 AND total <= \(Bounds.maximumCounterTotal) - excluded.total
+                """
+        ).execute(arguments: [user, action, count])
+        guard db.changesCount == 0 else { return }
+        let total =
+            try String.fetchOne(
+                db, sql: "SELECT CAST(total AS TEXT) FROM counters WHERE user_id = ? AND action = ?",
+                arguments: [user, action]) ?? "?"
+        throw Bounds.counterOverflow(action: action, user: user, total: total, adding: Int64(count))
+    }
+}
