@@ -24,6 +24,13 @@ let package = Package(
         // Minor versions only: the archive target and secret hashing use _CryptoExtras, which
         // swift-crypto's README leaves outside semantic versioning (an underscored product).
         .package(url: "https://github.com/apple/swift-crypto", .upToNextMinor(from: "4.5.2")),
+        // The HTTP server: without Hummingbird's swift-configuration support, which guestmode does not use.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -72,6 +79,22 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // `guestmode serve`: the engine over HTTP, calling it only through the `GuestMode` façade.
+        .target(
+            name: "GuestModeServer",
+            dependencies: [
+                "GuestModeKit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         // Fault hooks (Sources/guestmode/Support/FaultHooks.swift) exist only in debug builds,
         // the ones `make test`, `make crash` and `make fuzz` run; `make install` builds release.
         .executableTarget(
@@ -81,6 +104,7 @@ let package = Package(
                 "GuestModeSQLite",
                 "GuestModePostgres",
                 "GuestModeArchive",
+                "GuestModeServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict + [.define("GUESTMODE_FAULT_HOOKS", .when(configuration: .debug))]

@@ -22,7 +22,7 @@ struct Guestmode: ParsableCommand {
             PlanCommand.self,
             MigrateCommand.self, MergeCommand.self, BackupCommand.self,
             PromptCommand.self, ExperimentCommand.self, ReportCommand.self, ReplayCommand.self,
-            TourCommand.self,
+            ServeCommand.self, TourCommand.self,
         ]
     )
 

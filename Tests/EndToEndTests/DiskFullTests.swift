@@ -79,7 +79,8 @@ struct DiskFullTests {
     @Test("a write that finds the store's disk full exits 74 and changes nothing")
     func writeOnAFullDisk() async throws {
         let sandbox = try Sandbox()
-        let disk = try SmallDisk(in: sandbox, kilobytes: 512)
+        // Room for a new store and its write-ahead log while it is created (about 500 KB); the test then fills the rest.
+        let disk = try SmallDisk(in: sandbox, kilobytes: 1024)
         sandbox.environment["GUESTMODE_STORE"] = disk.path + "/guestmode.sqlite"
         #expect(try await sandbox.run("init", "--profile", "recipes").status == 0)
         let guest = try await sandbox.newGuest()

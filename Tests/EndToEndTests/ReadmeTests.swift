@@ -7,13 +7,18 @@ import Testing
 struct ReadmeTests {
     /// The first `sh` block after "## A tour", byte for byte.
     static func tourBlock() throws -> String {
+        try block(under: "A tour")
+    }
+
+    /// The first `sh` block after the heading `## title`, byte for byte.
+    static func block(under title: String) throws -> String {
         let readme = try String(
             contentsOf: Sandbox.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        guard let heading = readme.range(of: "\n## A tour\n"),
+        guard let heading = readme.range(of: "\n## \(title)\n"),
             let open = readme.range(of: "```sh\n", range: heading.upperBound..<readme.endIndex),
             let close = readme.range(of: "\n```\n", range: open.upperBound..<readme.endIndex)
         else {
-            Issue.record("README.md has no sh block under '## A tour'")
+            Issue.record("README.md has no sh block under '## \(title)'")
             return ""
         }
         return String(readme[open.upperBound..<close.lowerBound]) + "\n"
@@ -43,5 +48,20 @@ struct ReadmeTests {
         let result = try await sandbox.shell("PATH='\(path)' sh tour.sh")
         #expect(result.status != 0)
         #expect(result.stderr.contains("exit 10, expected 0"), "\(result.stderr)")
+    }
+
+    @Test("the README's serving block runs as written: sign in, the cap over HTTP, link, stop")
+    func servingRunsAsWritten() async throws {
+        let block = try Self.block(under: "Serving apps")
+        #expect(block.contains("set -e"))
+        let sandbox = try Sandbox()
+        try Data(block.utf8).write(to: URL(fileURLWithPath: sandbox.path("serve.sh")))
+        let path = Sandbox.binary.deletingLastPathComponent().path + ":" + (sandbox.environment["PATH"] ?? "")
+        let result = try await sandbox.shell("PATH='\(path)' sh serve.sh")
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(
+            result.stdout
+                == "created guestmode.sqlite with profile subscriptions v1\ns1 201\ns2 201\ns3 201\ns4 201\ns5 201\ns6 403\nKeep tracking everything\nlinked\n",
+            "\(result.stdout)")
     }
 }

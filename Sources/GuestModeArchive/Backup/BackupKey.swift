@@ -26,6 +26,15 @@ public struct BackupKey: Sendable, Equatable {
 
     var symmetricKey: SymmetricKey { SymmetricKey(data: bytes) }
 
+    /// A key for another use, derived from this one by HKDF-SHA-256 with
+    /// `purpose` as its info: one deployment secret keys several things, and
+    /// none of the derived keys tells anything of the others or of this one.
+    public func derivedKey(for purpose: String, byteCount: Int = 32) -> [UInt8] {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: symmetricKey, info: Array(purpose.utf8), outputByteCount: byteCount
+        ).withUnsafeBytes { Array($0) }
+    }
+
     /// The key file's text: 64 lowercase hex digits and a newline.
     public var fileText: String {
         bytes.map { String(format: "%02x", $0) }.joined() + "\n"

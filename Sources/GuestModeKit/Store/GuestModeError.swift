@@ -121,6 +121,7 @@ extension GuestModeError {
             .badRow,
             .badSignature,
             .badTime,
+            .bodyTooLarge,
             .cannotCreateBackup,
             .cannotCreateOutput,
             .cannotCreateStore,
@@ -156,6 +157,7 @@ extension GuestModeError {
             .identityNotFound,
             .importConflict,
             .inconsistentRows,
+            .insufficientScope,
             .integrityCheckFailed,
             .internalFailure,
             .invalidAmount,
@@ -165,6 +167,7 @@ extension GuestModeError {
             .invalidEventLog,
             .invalidImportFile,
             .invalidJson,
+            .invalidKeyName,
             .invalidLevel,
             .invalidLimit,
             .invalidPoolSize,
@@ -179,11 +182,14 @@ extension GuestModeError {
             .lineTooLong,
             .malformedLog,
             .manifestMismatch,
+            .meterExhausted,
             .migrationInterrupted,
             .migrationUnfinished,
             .missingManifest,
             .missingSecret,
             .missingUserRow,
+            .needsAccount,
+            .needsPremium,
             .neverAsk,
             .noEligiblePrompt,
             .noFreeKey,
@@ -211,11 +217,16 @@ extension GuestModeError {
             .recordNotFound,
             .recordNotObject,
             .recordsLeftBehind,
+            .refreshTokenInvalid,
+            .refreshTokenReused,
+            .routeNotFound,
             .rowConflict,
             .sameStore,
             .sameUser,
             .schemaMigrationFailed,
             .secretTooLong,
+            .serverKeyExists,
+            .serverKeyNotFound,
             .storeBusy,
             .storeExists,
             .storeIsDirectory,
@@ -225,6 +236,7 @@ extension GuestModeError {
             .storeWithoutProfile,
             .tooManyProviders,
             .trialAlreadyUsed,
+            .unauthorized,
             .unexportableValue,
             .unknownCollection,
             .unknownContext,
@@ -384,5 +396,17 @@ extension GuestModeError {
         public static let usernameTaken = Code("username_taken", .conflict)
         public static let verifyFailed = Code("verify_failed", .badData)
         public static let windowFull = Code("window_full", .nothingDue)
+        public static let bodyTooLarge = Code("body_too_large", .usage)
+        public static let insufficientScope = Code("insufficient_scope", .usage)
+        public static let invalidKeyName = Code("invalid_key_name", .usage)
+        public static let meterExhausted = Code("meter_exhausted", .meterExhausted)
+        public static let needsAccount = Code("needs_account", .needsAccount)
+        public static let needsPremium = Code("needs_premium", .needsPremium)
+        public static let refreshTokenInvalid = Code("refresh_token_invalid", .notFound)
+        public static let refreshTokenReused = Code("refresh_token_reused", .conflict)
+        public static let routeNotFound = Code("route_not_found", .notFound)
+        public static let serverKeyExists = Code("server_key_exists", .conflict)
+        public static let serverKeyNotFound = Code("server_key_not_found", .notFound)
+        public static let unauthorized = Code("unauthorized", .usage)
     }
 }

@@ -43,5 +43,5 @@ extension TransactionalStore {
 /// holds everything), and backends take row locks in a fixed order.
 public protocol StoreTransaction:
     UserRows, IdentityRows, EventRows, RecordRows, MeterRows, PlanRows, PromptRows, ExperimentRows, OutboxRows,
-    MigrationRows, ReportRows, ProfileRows
+    MigrationRows, ReportRows, ProfileRows, ServerRows
 {}

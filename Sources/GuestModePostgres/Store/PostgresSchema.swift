@@ -13,13 +13,16 @@ enum PostgresSchema {
         var sql: String
     }
 
-    static let migrations = [Migration(identifier: "pg1-initial", sql: initial)]
+    static let migrations = [
+        Migration(identifier: "pg1-initial", sql: initial), Migration(identifier: "pg2-server", sql: server),
+    ]
 
     /// Every table, for `db status` counts.
     static let tables = [
         "meta", "users", "identities", "credentials", "upgrade_locks", "events", "counters", "records", "meter_usage",
         "meter_warnings", "plans", "prompt_outcomes", "experiment_assignments", "outbox", "user_flags",
-        "migration_journals", "migration_steps", "conflict_archive",
+        "migration_journals", "migration_steps", "conflict_archive", "server_keys", "session_families",
+        "refresh_tokens", "kept_responses",
     ]
 
     static let initial = """
@@ -180,5 +183,41 @@ enum PostgresSchema {
             archived_at TEXT NOT NULL
         );
         CREATE INDEX conflict_archive_owner ON conflict_archive (owner_id);
+        """
+
+    /// What `guestmode serve` keeps (the same tables as SQLite's v3): keys
+    /// and refresh tokens by the SHA-256 of their secrets, session families,
+    /// and the first answer to each idempotency key.
+    static let server = """
+        CREATE TABLE server_keys (
+            name TEXT PRIMARY KEY,
+            scope TEXT NOT NULL CHECK (scope IN ('admin', 'user-data')),
+            secret_hash TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL,
+            revoked_at TEXT
+        );
+        CREATE TABLE session_families (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL,
+            revoked_at TEXT
+        );
+        CREATE INDEX session_families_user ON session_families (user_id);
+        CREATE TABLE refresh_tokens (
+            token_hash TEXT PRIMARY KEY,
+            family_id TEXT NOT NULL REFERENCES session_families (id) ON DELETE CASCADE,
+            issued_at TEXT NOT NULL,
+            used_at TEXT
+        );
+        CREATE INDEX refresh_tokens_family ON refresh_tokens (family_id);
+        CREATE TABLE kept_responses (
+            principal TEXT NOT NULL,
+            key TEXT NOT NULL,
+            request_hash TEXT NOT NULL,
+            status BIGINT NOT NULL,
+            body TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (principal, key)
+        );
         """
 }

@@ -20,6 +20,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v2-conflict-archive") { db in
             try db.execute(sql: Schema.v2)
         }
+        migrator.registerMigration("v3-server") { db in
+            try db.execute(sql: Schema.v3)
+        }
         return migrator
     }
 

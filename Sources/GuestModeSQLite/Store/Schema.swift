@@ -165,4 +165,41 @@ enum Schema {
         );
         CREATE INDEX conflict_archive_owner ON conflict_archive(owner_id);
         """
+
+    /// What `guestmode serve` keeps: server keys and refresh tokens by the
+    /// SHA-256 of their secrets (never the secrets), session families (a
+    /// reused refresh token revokes its family), and the first answer given
+    /// to each idempotency key. Sessions go with their user.
+    static let v3 = """
+        CREATE TABLE server_keys (
+            name TEXT PRIMARY KEY NOT NULL,
+            scope TEXT NOT NULL CHECK (scope IN ('admin', 'user-data')),
+            secret_hash TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL,
+            revoked_at TEXT
+        );
+        CREATE TABLE session_families (
+            id TEXT PRIMARY KEY NOT NULL,
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL,
+            revoked_at TEXT
+        );
+        CREATE INDEX session_families_user ON session_families(user_id);
+        CREATE TABLE refresh_tokens (
+            token_hash TEXT PRIMARY KEY NOT NULL,
+            family_id TEXT NOT NULL REFERENCES session_families(id) ON DELETE CASCADE,
+            issued_at TEXT NOT NULL,
+            used_at TEXT
+        );
+        CREATE INDEX refresh_tokens_family ON refresh_tokens(family_id);
+        CREATE TABLE kept_responses (
+            principal TEXT NOT NULL,
+            key TEXT NOT NULL,
+            request_hash TEXT NOT NULL,
+            status INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (principal, key)
+        );
+        """
 }

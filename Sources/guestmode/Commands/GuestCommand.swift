@@ -76,30 +76,8 @@ struct GuestCommand: ParsableCommand {
                     "device \(device ?? "") already has guest \(user.id); returning it (nothing created\(credentials == nil ? "" : ", the username was not stored"))"
                 )
             }
-            if global.json { return try global.output.json(Created(user: user, created: creation.created)) }
+            if global.json { return try global.output.json(GuestDocument(user: user, created: creation.created)) }
             global.output.line(user.id)
-        }
-    }
-
-    /// `guest new --json`: the user and whether this call created it.
-    struct Created: Encodable {
-        var user: User
-        var created: Bool
-
-        enum CodingKeys: String, CodingKey {
-            case userId, new, device, state, promptState, createdAt, lastSeenAt, linkedAt
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(user.id, forKey: .userId)
-            try container.encode(created, forKey: .new)
-            try container.encode(user.device, forKey: .device)
-            try container.encode(user.state, forKey: .state)
-            try container.encode(user.promptState, forKey: .promptState)
-            try container.encode(user.createdAt, forKey: .createdAt)
-            try container.encode(user.lastSeenAt, forKey: .lastSeenAt)
-            try container.encode(user.linkedAt, forKey: .linkedAt)
         }
     }
 }

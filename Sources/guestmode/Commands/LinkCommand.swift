@@ -54,18 +54,3 @@ struct LinkCommand: ParsableCommand {
         }
     }
 }
-
-/// What `link --json` and `unlink --json` print: one kind of document (guestmode-link(1), JSON OUTPUT).
-struct IdentityChange: Encodable {
-    var userId: String
-    /// `link` or `unlink`.
-    var action: String
-    var provider: String
-    /// The subject linked; null for unlink.
-    var subject: String?
-    /// False when nothing changed (the identity was already linked to this user).
-    var changed: Bool
-    /// The user's state afterwards: `anonymous` or `linked`.
-    var state: UserState
-    var removedAnonymousCredentials: Bool
-}

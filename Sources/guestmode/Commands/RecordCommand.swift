@@ -161,14 +161,8 @@ struct RecordCommand: ParsableCommand {
             try global.openEngine().deleteRecord(
                 user: record.user, collection: record.collection, key: record.key, now: try global.currentTime())
             if global.json {
-                struct Deleted: Encodable {
-                    var userId: String
-                    var collection: String
-                    var key: String
-                    var deleted = true
-                }
                 return try global.output.json(
-                    Deleted(userId: record.user, collection: record.collection, key: record.key))
+                    RecordDeletion(userId: record.user, collection: record.collection, key: record.key))
             }
             if !global.quiet { global.output.line("deleted \(record.collection)/\(record.key)") }
         }

@@ -106,6 +106,16 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func currentTime() throws -> Date {
+        try GlobalOptions.currentTime(now: now)
+    }
+
+    /// `currentTime()` as a clock a long-running command reads again for each thing it does.
+    var clock: @Sendable () throws -> Date {
+        let now = self.now
+        return { try GlobalOptions.currentTime(now: now) }
+    }
+
+    private static func currentTime(now: String?) throws -> Date {
         if let now { return try GlobalOptions.time(now, what: "--now") }
         if let environment = ProcessInfo.processInfo.environment["GUESTMODE_NOW"], !environment.isEmpty {
             return try GlobalOptions.time(environment, what: "GUESTMODE_NOW")

@@ -145,10 +145,13 @@ struct MeterStoreTests {
         #expect(try engine.meterStatus(user: "u1", meter: "video_generations", now: nextDay).used == 0)
         let again = try engine.useMeter(user: "u1", meter: "video_generations", amount: 2, key: nil, now: nextDay)
         #expect(again.warnings.map(\.percent) == [66], "warnings fire again in a new period")
-        // A key is remembered across periods.
+        // A key is remembered across periods, with its amount.
         #expect(
-            try engine.useMeter(user: "u1", meter: "video_generations", amount: 1, key: "v1", now: nextDay).isDuplicate
+            try engine.useMeter(user: "u1", meter: "video_generations", amount: 3, key: "v1", now: nextDay).isDuplicate
         )
+        expectFailure(.conflict, code: .idempotencyKeyReused) {
+            _ = try engine.useMeter(user: "u1", meter: "video_generations", amount: 1, key: "v1", now: nextDay)
+        }
     }
 
     @Test(arguments: StoreBackend.allCases)

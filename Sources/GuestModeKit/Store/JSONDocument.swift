@@ -1,8 +1,7 @@
 import Foundation
-import GuestModeKit
 
-/// The JSON every command prints, built by one encoder so that every command
-/// follows the same conventions (man page guestmode(1), JSON OUTPUT):
+/// The JSON every command prints and every `guestmode serve` answer holds, built by one encoder so that
+/// all follow the same conventions (man page guestmode(1), JSON OUTPUT):
 ///
 /// - keys are `snake_case`; booleans are plain (`dry_run`, `allowed`), never `is_…`;
 /// - a user id is `user_id` (`guest_user_id`/`account_user_id`, `source_user_id`/`target_user_id`
@@ -14,8 +13,8 @@ import GuestModeKit
 ///
 /// Engine types keep their Swift names; a type whose JSON names differ from what these conventions give
 /// declares them (`JSONNamed`).
-enum JSONDocument {
-    static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
+package enum JSONDocument {
+    package static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
         let node = JSONNode()
         try JSONNodeEncoder.encode(value, into: node, path: [])
         return node.resolved.text(pretty: pretty)
@@ -25,7 +24,7 @@ enum JSONDocument {
 /// A type whose JSON names differ from those the conventions above derive
 /// from its property names: a user's `id` is `user_id`, an event's `event_id`.
 /// The engine's types declare theirs in `JSONNames.swift`.
-protocol JSONNamed {
+package protocol JSONNamed {
     /// JSON names by Swift property name; other properties follow the conventions.
     static var jsonNames: [String: String] { get }
 }
@@ -106,12 +105,12 @@ final class NameCache: @unchecked Sendable {
 extension JSONValue {
     /// An object from name-value pairs in the order they were built; a later
     /// value for a name replaces an earlier one, as with JSONEncoder.
-    static func object(_ members: [(String, JSONValue)]) -> JSONValue {
+    package static func object(_ members: [(String, JSONValue)]) -> JSONValue {
         .object(Dictionary(members, uniquingKeysWith: { _, later in later }))
     }
 
     /// Six decimals at most, no exponent, no trailing zeros; NaN and infinities as null.
-    static func number(_ value: Double) -> JSONValue {
+    package static func number(_ value: Double) -> JSONValue {
         guard value.isFinite else { return .null }
         let rounded = (value * 1_000_000).rounded() / 1_000_000
         if rounded == rounded.rounded(), abs(rounded) < 1e15 { return .number(String(Int64(rounded))) }

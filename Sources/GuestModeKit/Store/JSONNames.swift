@@ -1,4 +1,4 @@
-import GuestModeKit
+import Foundation
 
 // The JSON names of the engine's types that the conventions of `JSONDocument` would get wrong: an id
 // says whose it is (`user_id`, `event_id`), a user taking part in a move says which side
@@ -6,51 +6,51 @@ import GuestModeKit
 // a property here cannot silently change a document.
 
 extension User: JSONNamed {
-    static let jsonNames = ["id": "user_id"]
+    package static let jsonNames = ["id": "user_id"]
 }
 
 extension UserSummary: JSONNamed {
-    static let jsonNames = ["id": "user_id"]
+    package static let jsonNames = ["id": "user_id"]
 }
 
 extension PurgeCandidate: JSONNamed {
-    static let jsonNames = ["id": "user_id"]
+    package static let jsonNames = ["id": "user_id"]
 }
 
 /// `user show`: the user itself, an object holding its `user_id`.
 extension UserDetails: JSONNamed {
-    static let jsonNames = ["user": "user"]
+    package static let jsonNames = ["user": "user"]
 }
 
 extension MergeReport: JSONNamed {
-    static let jsonNames = ["guest": "guest_user_id", "account": "account_user_id"]
+    package static let jsonNames = ["guest": "guest_user_id", "account": "account_user_id"]
 }
 
 extension MigrationJournal: JSONNamed {
-    static let jsonNames = ["id": "journal_id", "source": "source_user_id", "target": "target_user_id"]
+    package static let jsonNames = ["id": "journal_id", "source": "source_user_id", "target": "target_user_id"]
 }
 
 extension MigrationPlan: JSONNamed {
-    static let jsonNames = ["source": "source_user_id", "target": "target_user_id"]
+    package static let jsonNames = ["source": "source_user_id", "target": "target_user_id"]
 }
 
 /// `track --from`: `applied` counts lines; whether they were committed is `committed`.
 extension IngestReport: JSONNamed {
-    static let jsonNames = ["isApplied": "committed"]
+    package static let jsonNames = ["isApplied": "committed"]
 }
 
 extension StoredRecord: JSONNamed {
-    static let jsonNames = ["owner": "user_id"]
+    package static let jsonNames = ["owner": "user_id"]
 }
 
 extension LoggedEvent: JSONNamed {
-    static let jsonNames = ["id": "event_id"]
+    package static let jsonNames = ["id": "event_id"]
 }
 
 extension ArchivedConflict: JSONNamed {
-    static let jsonNames = ["id": "conflict_id"]
+    package static let jsonNames = ["id": "conflict_id"]
 }
 
 extension RestoredConflict: JSONNamed {
-    static let jsonNames = ["id": "conflict_id"]
+    package static let jsonNames = ["id": "conflict_id"]
 }

@@ -1,0 +1,114 @@
+import Crypto
+import Foundation
+
+/// What a server key may do. `admin` covers everything `userData` does.
+public enum ServerScope: String, Codable, Sendable, CaseIterable {
+    /// The deployment's own work: every user's data, and what only operators do.
+    case admin
+    /// An app backend's work on its users' data.
+    case userData = "user-data"
+
+    /// Whether a key of this scope may do what needs `needed`.
+    public func covers(_ needed: ServerScope) -> Bool {
+        self == .admin || self == needed
+    }
+}
+
+/// A server key as listed: its secret is never kept, only its SHA-256.
+public struct ServerKey: Codable, Sendable, Equatable {
+    public var name: String
+    public var scope: ServerScope
+    public var createdAt: Date
+    /// Nil while the key is in force.
+    public var revokedAt: Date?
+
+    public init(name: String, scope: ServerScope, createdAt: Date, revokedAt: Date?) {
+        self.name = name
+        self.scope = scope
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// A key just created, with the one copy of its secret there will ever be.
+public struct IssuedServerKey: Sendable {
+    public var key: ServerKey
+    public var secret: String
+}
+
+/// Secrets handed to callers (server keys, refresh tokens): 32 random bytes
+/// behind a prefix that says what they are, stored only as their SHA-256.
+/// A hash this fast is enough: the secrets are random, not chosen by people.
+enum ServerSecret {
+    static func make(prefix: String) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return prefix + SecretHash.hex(bytes)
+    }
+
+    static func hash(_ secret: String) -> String {
+        hash(bytes: Array(secret.utf8))
+    }
+
+    static func hash(bytes: [UInt8]) -> String {
+        SecretHash.hex(Array(SHA256.hash(data: bytes)))
+    }
+}
+
+extension GuestMode {
+    static let serverKeyPrefix = "gmk_"
+
+    /// Creates a server key; the secret in the result is shown once and
+    /// kept nowhere.
+    public func createServerKey(named name: String, scope: ServerScope, now: Date) throws -> IssuedServerKey {
+        try Self.requireValidKeyName(name)
+        let secret = ServerSecret.make(prefix: Self.serverKeyPrefix)
+        let key = ServerKey(name: name, scope: scope, createdAt: now, revokedAt: nil)
+        try store.write { transaction in
+            guard try transaction.serverKey(named: name) == nil else {
+                throw GuestModeError.conflict("a server key named '\(name)' exists already", code: .serverKeyExists)
+            }
+            try transaction.insertServerKey(key, secretHash: ServerSecret.hash(secret))
+        }
+        return IssuedServerKey(key: key, secret: secret)
+    }
+
+    /// Every server key, revoked ones included, ordered by name.
+    public func serverKeys() throws -> [ServerKey] {
+        try store.read { transaction in try transaction.serverKeys() }
+    }
+
+    /// Revokes a key: it authenticates nothing from `now` on. Revoking a
+    /// revoked key changes nothing.
+    public func revokeServerKey(named name: String, now: Date) throws -> ServerKey {
+        try TextRule.check(name, what: "the key name")
+        return try store.write { transaction in
+            guard var key = try transaction.serverKey(named: name) else {
+                throw GuestModeError.notFound("no server key named '\(name)'", code: .serverKeyNotFound)
+            }
+            guard key.revokedAt == nil else { return key }
+            try transaction.markServerKeyRevoked(named: name, at: now)
+            key.revokedAt = now
+            return key
+        }
+    }
+
+    /// The key in force whose secret this is, or nil (unknown or revoked).
+    public func serverKey(authenticating secret: String) throws -> ServerKey? {
+        guard secret.hasPrefix(Self.serverKeyPrefix) else { return nil }
+        let key = try store.read { transaction in try transaction.serverKey(secretHash: ServerSecret.hash(secret)) }
+        return key?.revokedAt == nil ? key : nil
+    }
+
+    static func requireValidKeyName(_ name: String) throws {
+        let allowed = name.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        guard allowed, (1...64).contains(name.utf8.count) else {
+            throw GuestModeError.usage(
+                "the key name '\(name)' must be 1 to 64 letters, digits, '-', '_' or '.'", code: .invalidKeyName)
+        }
+    }
+}

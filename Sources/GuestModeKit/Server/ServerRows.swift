@@ -1,0 +1,59 @@
+import Foundation
+
+/// The server's rows of one transaction (see `StoreTransaction`): server
+/// keys, session families with their refresh tokens, and the answers kept
+/// for idempotency keys. Secrets never reach a row: keys and refresh tokens
+/// are stored as their SHA-256.
+public protocol ServerRows {
+    /// Adds a server key; `secretHash` is the SHA-256 (hex) of its secret.
+    func insertServerKey(_ key: ServerKey, secretHash: String) throws
+
+    /// The key named `name`, revoked or not, or nil.
+    func serverKey(named name: String) throws -> ServerKey?
+
+    /// The key whose secret hashes to `secretHash`, revoked or not, or nil.
+    func serverKey(secretHash: String) throws -> ServerKey?
+
+    /// Every server key, ordered by name.
+    func serverKeys() throws -> [ServerKey]
+
+    /// Sets the key's revocation time.
+    func markServerKeyRevoked(named name: String, at time: Date) throws
+
+    /// Starts a session family: the chain of refresh tokens one sign-in hands out.
+    func insertSessionFamily(_ family: String, user userID: String, at time: Date) throws
+
+    /// Adds an unused refresh token to `family`.
+    func insertRefreshToken(hash: String, family: String, at time: Date) throws
+
+    /// The refresh token whose secret hashes to `hash`, with its family, or nil.
+    func refreshToken(hash: String) throws -> StoredRefreshToken?
+
+    /// Marks the token used unless it already was; false when it was (or is gone).
+    func markRefreshTokenUsed(hash: String, at time: Date) throws -> Bool
+
+    /// Revokes the family: none of its tokens refreshes again.
+    func revokeSessionFamily(_ family: String, at time: Date) throws
+
+    /// The answer kept for `key` from `principal`, or nil.
+    func keptResponse(principal: String, key: String) throws -> KeptResponse?
+
+    /// Keeps an answer unless one is kept for the same principal and key
+    /// already; false when one was (the first answer stays).
+    func insertKeptResponse(_ response: KeptResponse) throws -> Bool
+}
+
+/// A refresh token as stored: which family it belongs to and where that stands.
+public struct StoredRefreshToken: Sendable, Equatable {
+    public var family: String
+    public var userID: String
+    public var usedAt: Date?
+    public var familyRevokedAt: Date?
+
+    public init(family: String, userID: String, usedAt: Date?, familyRevokedAt: Date?) {
+        self.family = family
+        self.userID = userID
+        self.usedAt = usedAt
+        self.familyRevokedAt = familyRevokedAt
+    }
+}

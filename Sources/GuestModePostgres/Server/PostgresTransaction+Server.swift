@@ -1,0 +1,101 @@
+import Foundation
+import GuestModeKit
+
+extension PostgresTransaction {
+    func insertServerKey(_ key: ServerKey, secretHash: String) throws {
+        try connection.execute(
+            "INSERT INTO server_keys (name, scope, secret_hash, created_at) VALUES ($1, $2, $3, $4)",
+            [PostgresValue(key.name), PostgresValue(key.scope.rawValue), PostgresValue(secretHash), PostgresValue(key.createdAt)])
+        if let revokedAt = key.revokedAt { try markServerKeyRevoked(named: key.name, at: revokedAt) }
+    }
+
+    func serverKey(named name: String) throws -> ServerKey? {
+        try connection.execute("SELECT * FROM server_keys WHERE name = $1", [PostgresValue(name)]).first.map(serverKey)
+    }
+
+    func serverKey(secretHash: String) throws -> ServerKey? {
+        try connection.execute("SELECT * FROM server_keys WHERE secret_hash = $1", [PostgresValue(secretHash)]).first
+            .map(serverKey)
+    }
+
+    func serverKeys() throws -> [ServerKey] {
+        try connection.execute("SELECT * FROM server_keys ORDER BY name COLLATE \"C\"").map(serverKey)
+    }
+
+    func markServerKeyRevoked(named name: String, at time: Date) throws {
+        try connection.execute(
+            "UPDATE server_keys SET revoked_at = $1 WHERE name = $2", [PostgresValue(time), PostgresValue(name)])
+    }
+
+    func insertSessionFamily(_ family: String, user userID: String, at time: Date) throws {
+        try connection.execute(
+            "INSERT INTO session_families (id, user_id, created_at) VALUES ($1, $2, $3)",
+            [PostgresValue(family), PostgresValue(userID), PostgresValue(time)])
+    }
+
+    func insertRefreshToken(hash: String, family: String, at time: Date) throws {
+        try connection.execute(
+            "INSERT INTO refresh_tokens (token_hash, family_id, issued_at) VALUES ($1, $2, $3)",
+            [PostgresValue(hash), PostgresValue(family), PostgresValue(time)])
+    }
+
+    func refreshToken(hash: String) throws -> StoredRefreshToken? {
+        try connection.execute(
+            """
+            SELECT t.family_id, t.used_at, f.user_id, f.revoked_at
+            FROM refresh_tokens t JOIN session_families f ON f.id = t.family_id
+            WHERE t.token_hash = $1
+            """,
+            [PostgresValue(hash)]
+        ).first.map { row in
+            StoredRefreshToken(
+                family: try row.string("family_id"), userID: try row.string("user_id"),
+                usedAt: try row.optionalDate("used_at"), familyRevokedAt: try row.optionalDate("revoked_at"))
+        }
+    }
+
+    /// Two refreshes racing with one token: the second UPDATE waits for the
+    /// first's row lock, then finds `used_at` set and changes nothing.
+    func markRefreshTokenUsed(hash: String, at time: Date) throws -> Bool {
+        try connection.execute(
+            "UPDATE refresh_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL",
+            [PostgresValue(time), PostgresValue(hash)]
+        ).changes > 0
+    }
+
+    func revokeSessionFamily(_ family: String, at time: Date) throws {
+        try connection.execute(
+            "UPDATE session_families SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+            [PostgresValue(time), PostgresValue(family)])
+    }
+
+    func keptResponse(principal: String, key: String) throws -> KeptResponse? {
+        try connection.execute(
+            "SELECT * FROM kept_responses WHERE principal = $1 AND key = $2", [PostgresValue(principal), PostgresValue(key)]
+        ).first.map { row in
+            KeptResponse(
+                principal: try row.string("principal"), key: try row.string("key"),
+                requestHash: try row.string("request_hash"), status: try row.int("status"), body: try row.string("body"),
+                createdAt: try row.date("created_at"))
+        }
+    }
+
+    func insertKeptResponse(_ response: KeptResponse) throws -> Bool {
+        try connection.execute(
+            """
+            INSERT INTO kept_responses (principal, key, request_hash, status, body, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (principal, key) DO NOTHING
+            """,
+            [
+                PostgresValue(response.principal), PostgresValue(response.key), PostgresValue(response.requestHash),
+                PostgresValue(response.status), PostgresValue(response.body), PostgresValue(response.createdAt),
+            ]
+        ).changes > 0
+    }
+
+    private func serverKey(_ row: PostgresRow) throws -> ServerKey {
+        ServerKey(
+            name: try row.string("name"), scope: try row.decode("scope", as: ServerScope.self),
+            createdAt: try row.date("created_at"), revokedAt: try row.optionalDate("revoked_at"))
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+internal import GRDB
+import GuestModeKit
+
+extension SQLiteTransaction {
+    func insertServerKey(_ key: ServerKey, secretHash: String) throws {
+        try db.execute(
+            sql: "INSERT INTO server_keys (name, scope, secret_hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?)",
+            arguments: [
+                key.name, key.scope.rawValue, secretHash, Timestamp.format(key.createdAt),
+                key.revokedAt.map(Timestamp.format),
+            ])
+    }
+
+    func serverKey(named name: String) throws -> ServerKey? {
+        try Row.fetchOne(db, sql: "SELECT * FROM server_keys WHERE name = ?", arguments: [name]).map(serverKey)
+    }
+
+    func serverKey(secretHash: String) throws -> ServerKey? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM server_keys WHERE secret_hash = ?"), arguments: [secretHash]
+        ).map(serverKey)
+    }
+
+    func serverKeys() throws -> [ServerKey] {
+        try Row.fetchAll(db, sql: "SELECT * FROM server_keys ORDER BY name").map(serverKey)
+    }
+
+    func markServerKeyRevoked(named name: String, at time: Date) throws {
+        try db.execute(
+            sql: "UPDATE server_keys SET revoked_at = ? WHERE name = ?", arguments: [Timestamp.format(time), name])
+    }
+
+    func insertSessionFamily(_ family: String, user userID: String, at time: Date) throws {
+        try db.execute(
+            sql: "INSERT INTO session_families (id, user_id, created_at) VALUES (?, ?, ?)",
+            arguments: [family, userID, Timestamp.format(time)])
+    }
+
+    func insertRefreshToken(hash: String, family: String, at time: Date) throws {
+        try db.execute(
+            sql: "INSERT INTO refresh_tokens (token_hash, family_id, issued_at) VALUES (?, ?, ?)",
+            arguments: [hash, family, Timestamp.format(time)])
+    }
+
+    func refreshToken(hash: String) throws -> StoredRefreshToken? {
+        try Row.fetchOne(
+            db,
+            sql: """
+                SELECT t.family_id, t.used_at, f.user_id, f.revoked_at
+                FROM refresh_tokens t JOIN session_families f ON f.id = t.family_id
+                WHERE t.token_hash = ?
+                """,
+            arguments: [hash]
+        ).map { row in
+            StoredRefreshToken(
+                family: try row.decode(forColumn: "family_id"), userID: try row.decode(forColumn: "user_id"),
+                usedAt: try row.optionalTime("used_at"), familyRevokedAt: try row.optionalTime("revoked_at"))
+        }
+    }
+
+    func markRefreshTokenUsed(hash: String, at time: Date) throws -> Bool {
+        try db.execute(
+            sql: "UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL",
+            arguments: [Timestamp.format(time), hash])
+        return db.changesCount > 0
+    }
+
+    func revokeSessionFamily(_ family: String, at time: Date) throws {
+        try db.execute(
+            sql: "UPDATE session_families SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            arguments: [Timestamp.format(time), family])
+    }
+
+    func keptResponse(principal: String, key: String) throws -> KeptResponse? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM kept_responses WHERE principal = ? AND key = ?"),
+            arguments: [principal, key]
+        ).map { row in
+            KeptResponse(
+                principal: try row.decode(forColumn: "principal"), key: try row.decode(forColumn: "key"),
+                requestHash: try row.decode(forColumn: "request_hash"), status: try row.decode(forColumn: "status"),
+                body: try row.decode(forColumn: "body"), createdAt: try row.time("created_at"))
+        }
+    }
+
+    func insertKeptResponse(_ response: KeptResponse) throws -> Bool {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO kept_responses (principal, key, request_hash, status, body, created_at)
+                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (principal, key) DO NOTHING
+                """
+        ).execute(arguments: [
+            response.principal, response.key, response.requestHash, response.status, response.body,
+            Timestamp.format(response.createdAt),
+        ])
+        return db.changesCount > 0
+    }
+
+    private func serverKey(_ row: Row) throws -> ServerKey {
+        ServerKey(
+            name: try row.decode(forColumn: "name"), scope: try row.decode("scope", as: ServerScope.self),
+            createdAt: try row.time("created_at"), revokedAt: try row.optionalTime("revoked_at"))
+    }
+}

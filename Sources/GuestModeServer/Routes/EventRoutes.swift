@@ -1,0 +1,50 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+
+enum EventRoutes {
+    static func add(to router: ServerRouter, _ services: Services) {
+        // `track`: {"action": "app_opened", "count": 1, "id": "open-7", "props": {"screen": "home"}};
+        // without "id" the Idempotency-Key names the event, so a retried report counts once.
+        router.post("/v1/users/:user/events") { request, context -> Response in
+            let (caller, userID) = try await services.user(of: request, context: context)
+            let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
+            return try await services.idempotent(request, principal: caller.principal, body: bytes) {
+                let body = try RequestInput.object(bytes)
+                let action = try body.requiredText("action")
+                let count = try body.numberText("count").map { text in
+                    guard let count = Int(text), (1...1_000_000_000).contains(count) else {
+                        throw GuestModeError.usage(
+                            "'count' must be a whole number from 1 to 1000000000, not \(text)", code: .invalidEvent)
+                    }
+                    return count
+                }
+                let key = try body.text("id") ?? request.headers[.idempotencyKey]
+                let properties = try Self.properties(body["props"])
+                let result = try await services.perform { engine, now in
+                    try engine.track(
+                        TrackedEvent(
+                            user: userID, action: action, at: now, count: count ?? 1, idempotencyKey: key,
+                            properties: properties),
+                        now: now)
+                }
+                return try Reply.document(result)
+            }.response
+        }
+    }
+
+    /// An event's properties: strings and numbers, as the event log's `props`.
+    private static func properties(_ value: JSONValue?) throws -> [String: EventProperty] {
+        guard let value, value != .null else { return [:] }
+        guard case let .object(members) = value else {
+            throw GuestModeError.usage("'props' must be a JSON object", code: .invalidEvent)
+        }
+        return try members.mapValues { property in
+            switch property {
+            case let .string(text): return .string(text)
+            case let .number(text): return .number(text)
+            default: throw GuestModeError.usage("a property must be a string or a number", code: .invalidEvent)
+            }
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+
+/// Anonymous sign-in and session refresh. Their answers hold secrets, so no
+/// answer of theirs is kept for an idempotency key: a device makes guest
+/// creation idempotent, and a refresh token is spent by its first use.
+enum GuestRoutes {
+    static func add(to router: ServerRouter, _ services: Services) {
+        router.post("/v1/guests") { request, _ -> Response in
+            let body = try RequestInput.object(try await RequestInput.body(of: request, limit: services.bodyLimit))
+            let device = try body.text("device")
+            let (creation, grant, now) = try await services.perform { engine, now in
+                let creation = try engine.createOrFindGuest(device: device, credentials: nil, now: now)
+                return (creation, try engine.startSession(for: creation.user.id, now: now), now)
+            }
+            let document = try await SessionDocument(
+                guest: GuestDocument(user: creation.user, created: creation.created), grant: grant, now: now,
+                tokens: services.tokens)
+            return try Reply.document(document, status: creation.created ? .created : .ok).response
+        }
+
+        router.post("/v1/sessions/refresh") { request, _ -> Response in
+            let body = try RequestInput.object(try await RequestInput.body(of: request, limit: services.bodyLimit))
+            let token = try body.requiredText("refresh_token")
+            let (grant, now) = try await services.perform { engine, now in
+                (try engine.refreshSession(token, now: now), now)
+            }
+            let document = try await SessionDocument(
+                guest: GuestDocument(user: grant.user, created: false), grant: grant, now: now,
+                tokens: services.tokens)
+            return try Reply.document(document).response
+        }
+    }
+}
+
+/// A guest document (as `guest new` prints it) with the session: an access
+/// token, when it expires, and the refresh token that gets the next one.
+struct SessionDocument: Encodable {
+    var guest: GuestDocument
+    var accessToken: String
+    var expiresAt: Date
+    var expiresIn: Int
+    var refreshToken: String
+
+    init(guest: GuestDocument, grant: SessionGrant, now: Date, tokens: AccessTokens) async throws {
+        let issued = try await tokens.issue(for: grant.user, now: now)
+        self.guest = guest
+        accessToken = issued.token
+        expiresAt = issued.expiresAt
+        expiresIn = Int(tokens.lifetime)
+        refreshToken = grant.refreshToken
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken, tokenType, expiresIn, expiresAt, refreshToken
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try guest.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(accessToken, forKey: .accessToken)
+        try container.encode("bearer", forKey: .tokenType)
+        try container.encode(expiresIn, forKey: .expiresIn)
+        try container.encode(expiresAt, forKey: .expiresAt)
+        try container.encode(refreshToken, forKey: .refreshToken)
+    }
+}

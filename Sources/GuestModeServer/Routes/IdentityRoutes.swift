@@ -1,0 +1,33 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+
+enum IdentityRoutes {
+    static func add(to router: ServerRouter, _ services: Services) {
+        // `link`: {"provider": "apple", "subject": "001234.abcd", "email": null}. Only an app backend,
+        // which verified the provider's sign-in, may link: a server key. An identity that belongs to
+        // another user is 409 identity_already_exists and the guest stays exactly as it was.
+        router.post("/v1/users/:user/identities") { request, context -> Response in
+            let caller = try await services.caller(of: request)
+            try caller.requireKey(.userData)
+            let userID = try RequestInput.segment("user", of: context)
+            let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
+            return try await services.idempotent(request, principal: caller.principal, body: bytes) {
+                let body = try RequestInput.object(bytes)
+                let provider = try body.requiredText("provider")
+                let subject = try body.requiredText("subject")
+                let email = try body.text("email")
+                let (result, user) = try await services.perform { engine, now in
+                    let result = try engine.link(
+                        user: userID, provider: provider, subject: subject, email: email, now: now)
+                    return (result, try engine.user(userID))
+                }
+                let change = IdentityChange(
+                    userId: userID, action: "link", provider: provider, subject: subject,
+                    changed: result.isNewlyLinked, state: user.state,
+                    removedAnonymousCredentials: result.removedAnonymousCredentials)
+                return try Reply.document(change, status: result.isNewlyLinked ? .created : .ok)
+            }.response
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+
+enum MeterRoutes {
+    static func add(to router: ServerRouter, _ services: Services) {
+        // `meter status`: every meter of the profile.
+        router.get("/v1/users/:user/meters") { request, context -> Response in
+            let (_, userID) = try await services.user(of: request, context: context)
+            let statuses = try await services.perform { engine, now in
+                try engine.profile.meters.map { try engine.meterStatus(user: userID, meter: $0.name, now: now) }
+            }
+            return try Reply.document(statuses).response
+        }
+
+        // `meter status USER METER`.
+        router.get("/v1/users/:user/meters/:meter") { request, context -> Response in
+            let (_, userID) = try await services.user(of: request, context: context)
+            let meter = try RequestInput.segment("meter", of: context)
+            let status = try await services.perform { engine, now in
+                try engine.meterStatus(user: userID, meter: meter, now: now)
+            }
+            return try Reply.document(status).response
+        }
+
+        // `meter check`: the gate before a paid call; `?amount=` (default: anything left). Records nothing.
+        router.get("/v1/users/:user/meters/:meter/check") { request, context -> Response in
+            let (_, userID) = try await services.user(of: request, context: context)
+            let meter = try RequestInput.segment("meter", of: context)
+            let amount = try RequestInput.query("amount", of: request).map(MeterAmount.parse)
+            let (decision, prompt) = try await services.perform { engine, now -> (MeterDecision, PromptOffer?) in
+                let decision = try engine.checkMeter(user: userID, meter: meter, amount: amount, now: now)
+                guard !decision.isAllowed else { return (decision, nil) }
+                return (decision, try engine.promptRaised(byMeter: meter, user: userID, now: now))
+            }
+            guard decision.isAllowed else {
+                return try Reply.refusal(
+                    exhausted(decision.status, outcome: "nothing was recorded"), prompt: prompt, result: decision
+                ).response
+            }
+            return try Reply.document(decision).response
+        }
+
+        // `meter use`: {"amount": 12.5, "id": "call-7", "overage": "allow"}; without "id" the
+        // Idempotency-Key names the use, so a retried call is recorded once.
+        router.post("/v1/users/:user/meters/:meter/use") { request, context -> Response in
+            let (caller, userID) = try await services.user(of: request, context: context)
+            let meter = try RequestInput.segment("meter", of: context)
+            let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
+            return try await services.idempotent(request, principal: caller.principal, body: bytes) {
+                let body = try RequestInput.object(bytes)
+                guard let amountText = try body.numberText("amount") else {
+                    throw GuestModeError.usage("the request body needs 'amount'", code: .usage)
+                }
+                let amount = try MeterAmount.parse(amountText)
+                let key = try body.text("id") ?? request.headers[.idempotencyKey]
+                let overage = try body.text("overage").map { text in
+                    guard let overage = MeterOverage(rawValue: text) else {
+                        throw GuestModeError.usage("'overage' is allow or refuse, not '\(text)'", code: .usage)
+                    }
+                    return overage
+                }
+                let (result, prompt) = try await services.perform { engine, now -> (MeterUseResult, PromptOffer?) in
+                    let result = try engine.useMeter(
+                        user: userID, meter: meter, amount: amount, key: key, overage: overage, now: now)
+                    guard !result.isAllowed else { return (result, nil) }
+                    return (result, try engine.promptRaised(byMeter: meter, user: userID, now: now))
+                }
+                guard result.isAllowed else {
+                    let outcome =
+                        result.isRecorded
+                        ? "the usage was recorded in full (overage); the allowance is now used up"
+                        : "nothing was recorded"
+                    return try Reply.refusal(exhausted(result.status, outcome: outcome), prompt: prompt, result: result)
+                }
+                return try Reply.document(result)
+            }.response
+        }
+    }
+
+    private static func exhausted(_ status: MeterStatus, outcome: String) -> GuestModeError {
+        let left = status.remaining.map { "\($0) \(status.unit) left" } ?? "unlimited"
+        return GuestModeError(
+            .meterExhausted, code: .meterExhausted,
+            "\(status.meter) has \(left) of its allowance (tier \(status.tier.rawValue)); \(outcome)")
+    }
+}

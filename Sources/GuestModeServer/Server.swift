@@ -1,0 +1,91 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+/// How a server listens and what it allows.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    /// 0 picks a free port; `GuestModeServer.run` reports the one bound.
+    public var port: Int
+    /// The size of the pool blocking engine calls run on.
+    public var threads: Int
+    /// The largest request body, in bytes (1 MiB: the command line's longest input line).
+    public var bodyLimit = 1 << 20
+    /// How long an access token lives.
+    public var accessTokenLifetime: TimeInterval = 3600
+    /// The HS256 key access tokens are signed with.
+    public var accessTokenKey: [UInt8]
+    /// How long in-flight requests get to finish once shutdown starts.
+    public var shutdownDeadline: Duration = .seconds(30)
+
+    public init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
+        self.host = host
+        self.port = port
+        self.threads = threads
+        self.accessTokenKey = accessTokenKey
+    }
+}
+
+/// The engine over HTTP (`/v1`, guestmode-serve(1)): the same documents as
+/// the command line's --json, errors as `{"error":{"code","message"}}` with
+/// one HTTP status per code, sessions for guests and keys for app backends.
+/// It calls the engine exactly as an embedding app does, through `GuestMode`.
+public struct GuestModeServer: Sendable {
+    let engine: GuestMode
+    let configuration: ServerConfiguration
+    let clock: @Sendable () throws -> Date
+
+    /// `clock` is read once per request: every decision the request leads to uses that time.
+    public init(engine: GuestMode, configuration: ServerConfiguration, clock: @escaping @Sendable () throws -> Date) {
+        self.engine = engine
+        self.configuration = configuration
+        self.clock = clock
+    }
+
+    /// Serves until SIGTERM or SIGINT: then it stops accepting connections,
+    /// lets requests in flight finish (up to `shutdownDeadline`), and
+    /// returns; the caller closes the store. `onListening` gets the address
+    /// bound, `host:port`.
+    public func run(onListening: @escaping @Sendable (String) -> Void) async throws {
+        let pool = NIOThreadPool(numberOfThreads: max(1, configuration.threads))
+        pool.start()
+        let services = Services(
+            engine: engine, pool: pool, clock: clock,
+            tokens: await AccessTokens(key: configuration.accessTokenKey, lifetime: configuration.accessTokenLifetime),
+            bodyLimit: configuration.bodyLimit)
+        let router = ServerRouter()
+        router.add(middleware: FailureMiddleware())
+        for add in [
+            GuestRoutes.add, UserRoutes.add, RecordRoutes.add, LimitRoutes.add, MeterRoutes.add, PromptRoutes.add,
+            EventRoutes.add, IdentityRoutes.add, OperationRoutes.add,
+        ] {
+            add(router, services)
+        }
+        // Standard output carries only the startup line; the framework's own warnings go to standard error.
+        var logger = Logger(label: "guestmode") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .warning
+        let host = configuration.host
+        let application = Application(
+            router: router,
+            configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port)),
+            onServerRunning: { channel in
+                onListening("\(host):\(channel.localAddress?.port ?? 0)")
+            },
+            logger: logger)
+        var group = ServiceGroupConfiguration(
+            services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
+        do {
+            try await ServiceGroup(configuration: group).run()
+        } catch {
+            try? await pool.shutdownGracefully()
+            throw error
+        }
+        // Calls still queued finish before the store is closed.
+        try await pool.shutdownGracefully()
+    }
+}

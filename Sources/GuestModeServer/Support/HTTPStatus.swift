@@ -1,0 +1,41 @@
+import GuestModeKit
+import Hummingbird
+
+/// The one place a failure becomes an HTTP status (guestmode-serve(1),
+/// STATUSES), as `Sources/guestmode/Support/ExitStatus.swift` is for exit
+/// statuses: a few codes whose meaning is HTTP's own, then the failure's kind.
+extension GuestModeError {
+    var httpStatus: HTTPResponse.Status {
+        switch code {
+        case .unauthorized, .refreshTokenInvalid, .refreshTokenReused: return .unauthorized
+        case .insufficientScope: return .forbidden
+        case .bodyTooLarge: return .contentTooLarge
+        default: return kind.httpStatus
+        }
+    }
+}
+
+extension FailureKind {
+    var httpStatus: HTTPResponse.Status {
+        switch self {
+        case .internalFailure: .internalServerError
+        case .needsAccount: .forbidden
+        case .needsPremium: .paymentRequired
+        case .meterExhausted: .paymentRequired
+        // The engine answers "nothing due" with a document, never a failure.
+        case .nothingDue: .ok
+        case .conflict: .conflict
+        case .usage: .badRequest
+        case .badData: .unprocessableContent
+        case .notFound: .notFound
+        case .cannotCreate: .internalServerError
+        case .ioError: .internalServerError
+        case .tryAgainLater: .serviceUnavailable
+        }
+    }
+}
+
+extension HTTPResponse.Status {
+    /// 402: swift-http-types names no constant for it.
+    static let paymentRequired = HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")
+}

@@ -1,0 +1,106 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+
+/// An answer before it becomes a response: a status and one JSON document,
+/// as the command line prints it with --json. Idempotency keeps exactly this.
+struct Reply: Sendable {
+    var status: HTTPResponse.Status
+    var body: String
+    var headers: HTTPFields = [:]
+
+    static func document<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Reply {
+        Reply(status: status, body: try JSONDocument.encode(value) + "\n")
+    }
+
+    /// A refusal the app acts on (a cap, an exhausted meter): the error, the
+    /// prompt the refusal raised (null when none), and the command line's
+    /// document of the refused call as `result`.
+    static func refusal<T: Encodable>(_ error: GuestModeError, prompt: PromptOffer?, result: T) throws -> Reply {
+        Reply(
+            status: error.httpStatus,
+            body: try JSONDocument.encode(RefusalDocument(error: error, prompt: prompt, result: result)) + "\n")
+    }
+
+    /// Any failure as `{"error":{"code","message"}}` with its status. A
+    /// failure that is not the engine's says nothing of its inside.
+    static func failure(_ error: any Error) -> Reply {
+        let failure = Self.guestModeError(error)
+        var reply = Reply(
+            status: failure.httpStatus,
+            body: (try? JSONDocument.encode(ErrorDocument(error: failure))).map { $0 + "\n" } ?? "{}\n")
+        switch reply.status {
+        case .unauthorized: reply.headers[.wwwAuthenticate] = "Bearer"
+        // Busy is the HTTP twin of exit 75: nothing was lost, try again shortly.
+        case .serviceUnavailable: reply.headers[.retryAfter] = "1"
+        default: break
+        }
+        return reply
+    }
+
+    private static func guestModeError(_ error: any Error) -> GuestModeError {
+        switch error {
+        case let failure as GuestModeError: return failure
+        case let refused as any HTTPResponseError:
+            switch refused.status {
+            case .notFound: return GuestModeError.notFound("no such route", code: .routeNotFound)
+            case .contentTooLarge: return RequestInput.tooLarge
+            default: return GuestModeError.usage("the request is malformed (\(refused.status.code))", code: .usage)
+            }
+        default:
+            return GuestModeError(.internalFailure, code: .internalFailure, "internal failure")
+        }
+    }
+
+    var response: Response {
+        var headers = self.headers
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+}
+
+private struct ErrorDocument: Encodable {
+    var error: GuestModeError
+
+    enum CodingKeys: String, CodingKey { case error }
+    enum BodyKeys: String, CodingKey { case code, message }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        var body = container.nestedContainer(keyedBy: BodyKeys.self, forKey: .error)
+        try body.encode(error.code, forKey: .code)
+        try body.encode(error.message, forKey: .message)
+    }
+}
+
+private struct RefusalDocument<Result: Encodable>: Encodable {
+    var error: GuestModeError
+    var prompt: PromptOffer?
+    var result: Result
+
+    enum CodingKeys: String, CodingKey { case error, result }
+    enum BodyKeys: String, CodingKey { case code, message, prompt }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        var body = container.nestedContainer(keyedBy: BodyKeys.self, forKey: .error)
+        try body.encode(error.code, forKey: .code)
+        try body.encode(error.message, forKey: .message)
+        try body.encode(prompt, forKey: .prompt)
+        try container.encode(result, forKey: .result)
+    }
+}
+
+/// Turns whatever a route throws into the error document, so no failure
+/// reaches the client as Hummingbird's own empty 500 or plain-text 404.
+struct FailureMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            return Reply.failure(error).response
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+import NIOCore
+
+/// What a route reads from a request: path segments, query items and a
+/// body, each checked before the engine sees it.
+enum RequestInput {
+    static var tooLarge: GuestModeError {
+        GuestModeError.usage("the request body is larger than the server accepts", code: .bodyTooLarge)
+    }
+
+    /// The body's bytes, refused past `limit` bytes: by its declared length
+    /// before anything is read, else while reading.
+    static func body(of request: Request, limit: Int) async throws -> [UInt8] {
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit { throw tooLarge }
+        do {
+            let buffer = try await request.body.collect(upTo: limit)
+            return Array(buffer.readableBytesView)
+        } catch is NIOTooManyBytesError {
+            throw tooLarge
+        }
+    }
+
+    /// A JSON object body, parsed by the engine's strict parser; an empty
+    /// body is an empty object.
+    static func object(_ bytes: [UInt8]) throws -> [String: JSONValue] {
+        guard !bytes.isEmpty else { return [:] }
+        let parsed: JSONValue
+        do {
+            parsed = try StrictJSON.parse(Data(bytes))
+        } catch {
+            throw GuestModeError.badData("the request body is not valid JSON: \(error)", code: .invalidJson)
+        }
+        guard case let .object(members) = parsed else {
+            throw GuestModeError.badData("the request body must be a JSON object", code: .invalidJson)
+        }
+        return members
+    }
+
+    /// A path segment, percent-decoded (a record key may hold a `/` as `%2F`).
+    static func segment(_ name: String, of context: some RequestContext) throws -> String {
+        guard let raw = context.parameters.get(name), let decoded = raw.removingPercentEncoding else {
+            throw GuestModeError.usage("the path's \(name) is not valid percent-encoded UTF-8", code: .usage)
+        }
+        return decoded
+    }
+
+    static func query(_ name: String, of request: Request) -> String? {
+        request.uri.queryParameters.get(name)
+    }
+}
+
+extension [String: JSONValue] {
+    /// A text member, or nil when absent or null.
+    func text(_ name: String) throws -> String? {
+        switch self[name] {
+        case nil, .null?: return nil
+        case let .string(value)?: return value
+        default: throw GuestModeError.badData("'\(name)' must be a string", code: .invalidJson)
+        }
+    }
+
+    func requiredText(_ name: String) throws -> String {
+        guard let value = try text(name) else {
+            throw GuestModeError.usage("the request body needs '\(name)'", code: .usage)
+        }
+        return value
+    }
+
+    /// A number member as the text it was written with, so a decimal amount
+    /// reaches the engine exactly; a string holding a number is accepted too.
+    func numberText(_ name: String) throws -> String? {
+        switch self[name] {
+        case nil, .null?: return nil
+        case let .number(text)?, let .string(text)?: return text
+        default: throw GuestModeError.badData("'\(name)' must be a number", code: .invalidJson)
+        }
+    }
+}

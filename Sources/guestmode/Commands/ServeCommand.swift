@@ -1,0 +1,189 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import GuestModeKit
+import GuestModeServer
+import GuestModeSQLite
+
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the engine over HTTP to apps and their backends.",
+        discussion: """
+            The routes under /v1 answer the documents the commands print with --json; errors are \
+            {"error":{"code","message"}} with one HTTP status per code. POST /v1/guests signs a guest in and \
+            returns an access token (a JWT signed with a key derived from the deployment's backup key) and \
+            a refresh token; app backends use server keys ('guestmode serve key create'). The line on standard \
+            output says where the server listens. SIGTERM or SIGINT stops accepting connections, lets requests \
+            in flight finish and closes the store. See guestmode-serve(1).
+            """,
+        subcommands: [Key.self]
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "Where to listen, HOST:PORT; port 0 picks a free port (default: 127.0.0.1:8080).", valueName: "host:port"))
+    var listen = "127.0.0.1:8080"
+
+    @Option(
+        help: ArgumentHelp(
+            "How many engine calls may run at once; the others wait (default: 4).", valueName: "n"))
+    var threads = 4
+
+    func validate() throws {
+        _ = try address
+        try requireInRange(threads, 1...256, "--threads")
+    }
+
+    private var address: (host: String, port: Int) {
+        get throws {
+            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+                (0...65535).contains(port), colon != listen.startIndex
+            else { throw ValidationError("--listen '\(listen)' must be HOST:PORT, e.g. 127.0.0.1:8080") }
+            var host = String(listen[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            return (host, port)
+        }
+    }
+
+    func run() throws {
+        // A client that hangs up mid-answer is that connection's end, never the server's (main.swift
+        // restores SIGPIPE's default for the one-shot commands).
+        signal(SIGPIPE, SIG_IGN)
+        let engine = try global.openEngine()
+        let key = try global.backupKeyCreatingIfMissing()
+        let (host, port) = try address
+        let configuration = ServerConfiguration(
+            host: host, port: port, threads: threads,
+            accessTokenKey: key.derivedKey(for: "guestmode access tokens v1"))
+        let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
+        let output = global.output
+        let listen = self.listen
+        let outcome = ServerOutcome()
+        let finished = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                try await server.run { address in
+                    if output.isJSON {
+                        output.line(#"{"listening":"\#(address)"}"#)
+                    } else {
+                        output.line("listening on http://\(address)")
+                    }
+                }
+            } catch let error as GuestModeError {
+                outcome.fail(error)
+            } catch {
+                // What NIO reports when it cannot bind: the port is taken, or the address is not this machine's.
+                outcome.fail(
+                    GuestModeError(.ioError, code: .ioError, "cannot serve on \(listen): \(error)"))
+            }
+            finished.signal()
+        }
+        finished.wait()
+        try (engine.store as? SQLiteStore)?.close()
+        if let error = outcome.error { throw error }
+    }
+
+    struct Key: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "key",
+            abstract: "Create, list and revoke the server keys app backends authenticate with.",
+            subcommands: [Create.self, List.self, Revoke.self])
+    }
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "create",
+            abstract: "Create a server key and print its secret, the only time it is shown.",
+            discussion: """
+                Only the SHA-256 of the secret is stored: keep the secret where the app backend reads it. \
+                A user-data key reaches every user's data; an admin key also does what only operators do.
+                """)
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The key's name: letters, digits, '-', '_' or '.'.") var name: String
+
+        @Option(help: ArgumentHelp("What the key may do: admin or user-data.", valueName: "scope"))
+        var scope: ServerScope
+
+        func run() throws {
+            let issued = try global.openEngine().createServerKey(
+                named: name, scope: scope, now: try global.currentTime())
+            if global.json {
+                return try global.output.json(CreatedKey(key: issued.key, secret: issued.secret))
+            }
+            global.output.line(issued.secret)
+            global.output.note("created the \(scope.rawValue) key \(name); its secret is shown only now")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the server keys, revoked ones too (never their secrets).")
+
+        @OptionGroup var global: GlobalOptions
+
+        @OptionGroup var listing: ListingOptions
+
+        func run() throws {
+            let keys = try global.openEngine().serverKeys()
+            try listing.render(
+                keys, header: ["NAME", "SCOPE", "CREATED", "REVOKED"],
+                rows: keys.map {
+                    [$0.name, $0.scope.rawValue, Timestamp.format($0.createdAt), $0.revokedAt.map(Timestamp.format) ?? "-"]
+                },
+                dataRows: keys.map {
+                    [$0.name, $0.scope.rawValue, Timestamp.format($0.createdAt), $0.revokedAt.map(Timestamp.format) ?? ""]
+                }, global: global)
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke", abstract: "Revoke a server key: it authenticates nothing from now on.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The key's name.") var name: String
+
+        func run() throws {
+            let key = try global.openEngine().revokeServerKey(named: name, now: try global.currentTime())
+            if global.json { return try global.output.json(key) }
+            if !global.quiet { global.output.line("revoked \(name)") }
+        }
+    }
+
+    /// `serve key create --json`: the key and its secret, shown once.
+    struct CreatedKey: Encodable {
+        var key: ServerKey
+        var secret: String
+
+        enum CodingKeys: String, CodingKey { case name, scope, createdAt, revokedAt, secret }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(key.name, forKey: .name)
+            try container.encode(key.scope, forKey: .scope)
+            try container.encode(key.createdAt, forKey: .createdAt)
+            try container.encode(key.revokedAt, forKey: .revokedAt)
+            try container.encode(secret, forKey: .secret)
+        }
+    }
+}
+
+extension ServerScope: ExpressibleByArgument {}
+
+/// How the server's task ended, read once the main thread stops waiting for it.
+private final class ServerOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var failure: (any Error)?
+
+    func fail(_ error: any Error) {
+        lock.withLock { failure = error }
+    }
+
+    var error: (any Error)? { lock.withLock { failure } }
+}

@@ -1,0 +1,476 @@
+import Foundation
+import Testing
+
+/// `guestmode serve` as an app meets it: the built binary listening on
+/// 127.0.0.1 and a free port, spoken to with curl, on both backends.
+@Suite("guestmode serve over HTTP")
+struct ServerTests {
+    enum Backend: String, CaseIterable, CustomTestStringConvertible {
+        case sqlite, postgres
+        var testDescription: String { rawValue }
+
+        func sandbox(_ profile: String) async throws -> Sandbox {
+            switch self {
+            case .sqlite: try await Sandbox.withStore(profile)
+            case .postgres: try await Sandbox.withPostgresStore(profile)
+            }
+        }
+    }
+
+    @Test("a guest's journey: sign in, records to the cap, the refusal and its prompt, the rest of the routes", arguments: Backend.allCases)
+    func guestJourney(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("subscriptions")
+        let server = try await Server.start(in: sandbox)
+        let created = try await server.request("POST", "/v1/guests", body: #"{"device":"phone-1"}"#)
+        #expect(created.status == 201, "\(created.body)")
+        let guest = try #require(created.object["user_id"] as? String)
+        let token = try #require(created.object["access_token"] as? String)
+        #expect(created.object["new"] as? Bool == true)
+        #expect(created.object["token_type"] as? String == "bearer")
+        #expect(created.object["expires_in"] as? Int == 3600)
+        #expect((created.object["refresh_token"] as? String)?.isEmpty == false)
+
+        let again = try await server.request("POST", "/v1/guests", body: #"{"device":"phone-1"}"#)
+        #expect(again.status == 200)
+        #expect(again.object["user_id"] as? String == guest)
+        #expect(again.object["new"] as? Bool == false)
+
+        for index in 1...5 {
+            let put = try await server.request(
+                "PUT", "/v1/users/\(guest)/records/subscriptions/s\(index)", token: token, body: #"{"cost":\#(index)}"#)
+            #expect(put.status == 201, "\(put.body)")
+        }
+        let replaced = try await server.request(
+            "PUT", "/v1/users/\(guest)/records/subscriptions/s1", token: token, body: #"{"cost":9}"#)
+        #expect(replaced.status == 200)
+        #expect(replaced.object["replacement"] as? Bool == true)
+
+        let refused = try await server.request(
+            "PUT", "/v1/users/\(guest)/records/subscriptions/s6", token: token, body: "{}")
+        #expect(refused.status == 403, "\(refused.body)")
+        let error = try #require(refused.object["error"] as? [String: Any])
+        #expect(error["code"] as? String == "needs_account")
+        #expect((error["message"] as? String)?.contains("5/5 subscriptions") == true)
+        let prompt = try #require(error["prompt"] as? [String: Any], "the refusal names the prompt it raised")
+        #expect(prompt["context"] as? String == "guest_cap_reached")
+        #expect((refused.object["result"] as? [String: Any])?["outcome"] as? String == "needs-account")
+
+        let next = try await server.request(
+            "GET", "/v1/users/\(guest)/prompts/next?trigger=guest_cap_refused", token: token)
+        #expect(next.status == 200)
+        #expect(next.object["context"] as? String == "guest_cap_reached")
+
+        let record = try await server.request("GET", "/v1/users/\(guest)/records/subscriptions/s1", token: token)
+        #expect(record.status == 200)
+        #expect(record.object["data"] as? String == #"{"cost":9}"#)
+        let list = try await server.request("GET", "/v1/users/\(guest)/records/subscriptions", token: token)
+        #expect(list.array.count == 5)
+        let deleted = try await server.request("DELETE", "/v1/users/\(guest)/records/subscriptions/s5", token: token)
+        #expect(deleted.status == 200)
+        #expect(deleted.object["deleted"] as? Bool == true)
+        let missing = try await server.request("GET", "/v1/users/\(guest)/records/subscriptions/s5", token: token)
+        #expect(missing.status == 404)
+        #expect((missing.object["error"] as? [String: Any])?["code"] as? String == "record_not_found")
+        let bad = try await server.request(
+            "PUT", "/v1/users/\(guest)/records/subscriptions/s5", token: token, body: "[1]")
+        #expect(bad.status == 422)
+        let unknown = try await server.request("PUT", "/v1/users/\(guest)/records/nope/k", token: token, body: "{}")
+        #expect(unknown.status == 400)
+        #expect((unknown.object["error"] as? [String: Any])?["code"] as? String == "unknown_collection")
+
+        let limits = try await server.request("GET", "/v1/users/\(guest)/limits", token: token)
+        #expect(limits.array.first?["used"] as? Int == 4)
+        let shown = try await server.request("GET", "/v1/users/\(guest)", token: token)
+        #expect((shown.object["user"] as? [String: Any])?["user_id"] as? String == guest)
+        let quiet = try await server.request("GET", "/v1/users/\(guest)/prompts/next", token: token)
+        #expect(quiet.object["due"] as? Bool == false)
+        let tracked = try await server.request(
+            "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened","props":{"screen":"home"}}"#)
+        #expect(tracked.status == 200, "\(tracked.body)")
+        #expect(tracked.object["total"] as? Int == 1)
+
+        let route = try await server.request("GET", "/v1/nothing-here")
+        #expect(route.status == 404)
+        #expect((route.object["error"] as? [String: Any])?["code"] as? String == "route_not_found")
+        #expect(try await server.request("GET", "/healthz").status == 200)
+        #expect(try await server.request("GET", "/readyz").object["status"] as? String == "ready")
+        #expect(try await server.stop() == 0)
+    }
+
+    @Test("a metered guest: use to the allowance, the gate, and the refusal with 402", arguments: Backend.allCases)
+    func meters(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        let server = try await Server.start(in: sandbox)
+        let (guest, token) = try await server.signIn()
+        let used = try await server.request(
+            "POST", "/v1/users/\(guest)/meters/api_minutes/use", token: token, body: #"{"amount":46}"#)
+        #expect(used.status == 200, "\(used.body)")
+        #expect(used.object["recorded"] as? Bool == true)
+        let gate = try await server.request("GET", "/v1/users/\(guest)/meters/api_minutes/check?amount=20", token: token)
+        #expect(gate.status == 402)
+        #expect((gate.object["error"] as? [String: Any])?["code"] as? String == "meter_exhausted")
+        let rest = try await server.request(
+            "POST", "/v1/users/\(guest)/meters/api_minutes/use", token: token, body: #"{"amount":"14"}"#)
+        #expect(rest.status == 200, "\(rest.body)")
+        let over = try await server.request(
+            "POST", "/v1/users/\(guest)/meters/api_minutes/use", token: token, body: #"{"amount":0.5}"#)
+        #expect(over.status == 402, "\(over.body)")
+        #expect((over.object["result"] as? [String: Any])?["recorded"] as? Bool == false)
+        let status = try await server.request("GET", "/v1/users/\(guest)/meters/api_minutes", token: token)
+        #expect((status.object["used"] as? NSNumber)?.doubleValue == 60)
+        #expect((status.object["remaining"] as? NSNumber)?.doubleValue == 0)
+        let all = try await server.request("GET", "/v1/users/\(guest)/meters", token: token)
+        #expect(all.array.count >= 1)
+        let negative = try await server.request(
+            "POST", "/v1/users/\(guest)/meters/api_minutes/use", token: token, body: #"{"amount":-3}"#)
+        #expect(negative.status == 400)
+        #expect(try await server.stop() == 0)
+    }
+
+    @Test("a session reaches only its own user; bad tokens are 401, a key without the scope 403", arguments: Backend.allCases)
+    func whoMayDoWhat(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        let server = try await Server.start(in: sandbox)
+        let (alice, aliceToken) = try await server.signIn()
+        let (bob, _) = try await server.signIn()
+        for path in [
+            "/v1/users/\(bob)", "/v1/users/\(bob)/records/notes/a", "/v1/users/\(bob)/meters/api_minutes",
+            "/v1/users/\(bob)/prompts/next", "/v1/users/nobody-at-all",
+        ] {
+            let reply = try await server.request("GET", path, token: aliceToken)
+            #expect(reply.status == 404, "\(path): \(reply.status)")
+            #expect((reply.object["error"] as? [String: Any])?["code"] as? String == "user_not_found")
+        }
+        // Another user's id and an id nobody has read the same: nothing tells which exist.
+        let other = try await server.request("GET", "/v1/users/\(bob)", token: aliceToken)
+        let nobody = try await server.request("GET", "/v1/users/x\(bob)", token: aliceToken)
+        #expect(other.body.replacingOccurrences(of: bob, with: "") == nobody.body.replacingOccurrences(of: "x\(bob)", with: ""))
+
+        let parts = aliceToken.split(separator: ".").map(String.init)
+        #expect(parts.count == 3)
+        let forgedPayload = Self.base64URL(#"{"sub":"\#(bob)","is_anonymous":true,"iat":1,"exp":4102444800}"#)
+        let unsigned = Self.base64URL(#"{"alg":"none","typ":"JWT"}"#)
+        let otherSandbox = try await backend.sandbox("voice")
+        let otherServer = try await Server.start(in: otherSandbox)
+        let (_, foreignToken) = try await otherServer.signIn()
+        #expect(try await otherServer.stop() == 0)
+        for (what, token) in [
+            ("forged", "\(parts[0]).\(forgedPayload).\(parts[2])"), ("alg none", "\(unsigned).\(parts[1])."),
+            ("another deployment's key", foreignToken), ("garbage", "not-a-token"), ("empty", ""),
+        ] {
+            let reply = try await server.request("GET", "/v1/users/\(alice)", token: token)
+            #expect(reply.status == 401, "\(what): \(reply.status) \(reply.body)")
+            #expect((reply.object["error"] as? [String: Any])?["code"] as? String == "unauthorized")
+            #expect(reply.headers["www-authenticate"] == "Bearer")
+        }
+        #expect(try await server.request("GET", "/v1/users/\(alice)").status == 401)
+        #expect(try await server.request("GET", "/v1/users/\(alice)", token: aliceToken).status == 200)
+        #expect(try await server.stop() == 0)
+
+        // Two hours later the same token has expired.
+        sandbox.environment["GUESTMODE_NOW"] = "+2h"
+        let later = try await Server.start(in: sandbox)
+        let expired = try await later.request("GET", "/v1/users/\(alice)", token: aliceToken)
+        #expect(expired.status == 401)
+
+        let backendKey = try await sandbox.run("serve", "key", "create", "app-backend", "--scope", "user-data", "--json")
+        #expect(backendKey.status == 0, "\(backendKey.stderr)")
+        let secret = try #require(backendKey.object["secret"] as? String)
+        #expect(backendKey.object["scope"] as? String == "user-data")
+        let admin = try #require(
+            try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin", "--json").object["secret"]
+                as? String)
+        #expect(try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin").status == 14)
+
+        let (carol, carolToken) = try await later.signIn()
+        let listed = try await later.request("GET", "/v1/users", token: secret)
+        #expect(listed.status == 403)
+        #expect((listed.object["error"] as? [String: Any])?["code"] as? String == "insufficient_scope")
+        #expect(try await later.request("GET", "/v1/users", token: admin).array.count == 3)
+        #expect(try await later.request("GET", "/v1/users", token: carolToken).status == 403)
+        #expect(try await later.request("GET", "/v1/users/\(bob)", token: secret).status == 200)
+
+        let link = #"{"provider":"apple","subject":"s-1"}"#
+        let linkedBySession = try await later.request("POST", "/v1/users/\(carol)/identities", token: carolToken, body: link)
+        #expect(linkedBySession.status == 403, "a guest cannot vouch for its own identity")
+        let linked = try await later.request("POST", "/v1/users/\(alice)/identities", token: secret, body: link)
+        #expect(linked.status == 201, "\(linked.body)")
+        #expect(linked.object["state"] as? String == "linked")
+        let taken = try await later.request("POST", "/v1/users/\(bob)/identities", token: secret, body: link)
+        #expect(taken.status == 409)
+        #expect((taken.object["error"] as? [String: Any])?["code"] as? String == "identity_already_exists")
+
+        let keys = try await sandbox.run("serve", "key", "list", "--json")
+        #expect((keys.json as? [[String: Any]])?.map { $0["name"] as? String } == ["app-backend", "ops"])
+        #expect(!keys.stdout.contains(secret), "a listing never shows a secret")
+        #expect(try await sandbox.run("serve", "key", "revoke", "app-backend").status == 0)
+        #expect(try await sandbox.run("serve", "key", "revoke", "nope").status == 66)
+        #expect(try await later.request("GET", "/v1/users/\(bob)", token: secret).status == 401)
+        #expect(try await later.stop() == 0)
+    }
+
+    @Test("a refresh token works once; a reused one revokes its whole family", arguments: Backend.allCases)
+    func refreshRotation(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        let server = try await Server.start(in: sandbox)
+        let created = try await server.request("POST", "/v1/guests", body: "")
+        let first = try #require(created.object["refresh_token"] as? String)
+        let rotated = try await server.request("POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(first)"}"#)
+        #expect(rotated.status == 200, "\(rotated.body)")
+        let second = try #require(rotated.object["refresh_token"] as? String)
+        #expect(second != first)
+        #expect(rotated.object["user_id"] as? String == created.object["user_id"] as? String)
+        let token = try #require(rotated.object["access_token"] as? String)
+        #expect(try await server.request("GET", "/v1/users/\(rotated.object["user_id"] as? String ?? "")", token: token).status == 200)
+
+        let reused = try await server.request("POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(first)"}"#)
+        #expect(reused.status == 401)
+        #expect((reused.object["error"] as? [String: Any])?["code"] as? String == "refresh_token_reused")
+        let revoked = try await server.request("POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(second)"}"#)
+        #expect(revoked.status == 401, "the family was revoked, the latest token with it")
+        let unknown = try await server.request("POST", "/v1/sessions/refresh", body: #"{"refresh_token":"gmr_00"}"#)
+        #expect(unknown.status == 401)
+        #expect((unknown.object["error"] as? [String: Any])?["code"] as? String == "refresh_token_invalid")
+        #expect(try await server.stop() == 0)
+    }
+
+    @Test("Idempotency-Key: the same request gets the first answer, another request with the key 409", arguments: Backend.allCases)
+    func idempotency(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        let server = try await Server.start(in: sandbox)
+        let (guest, token) = try await server.signIn()
+        let event = #"{"action":"app_opened"}"#
+        let first = try await server.request(
+            "POST", "/v1/users/\(guest)/events", token: token, body: event, headers: ["Idempotency-Key": "k-1"])
+        #expect(first.status == 200)
+        #expect(first.object["total"] as? Int == 1)
+        let retry = try await server.request(
+            "POST", "/v1/users/\(guest)/events", token: token, body: event, headers: ["Idempotency-Key": "k-1"])
+        #expect(retry.status == 200)
+        #expect(retry.body == first.body)
+        #expect(retry.headers["idempotent-replayed"] == "true")
+        let reused = try await server.request(
+            "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened","count":2}"#,
+            headers: ["Idempotency-Key": "k-1"])
+        #expect(reused.status == 409)
+        #expect((reused.object["error"] as? [String: Any])?["code"] as? String == "idempotency_key_reused")
+        let next = try await server.request(
+            "POST", "/v1/users/\(guest)/events", token: token, body: event, headers: ["Idempotency-Key": "k-2"])
+        #expect(next.object["total"] as? Int == 2, "one count per key")
+
+        // A refusal is an answer too: the retry of a refused meter use is refused alike, never recorded.
+        let use = #"{"amount":61}"#
+        let refused = try await server.request(
+            "POST", "/v1/users/\(guest)/meters/api_minutes/use", token: token, body: use,
+            headers: ["Idempotency-Key": "m-1"])
+        #expect(refused.status == 402)
+        let again = try await server.request(
+            "POST", "/v1/users/\(guest)/meters/api_minutes/use", token: token, body: use,
+            headers: ["Idempotency-Key": "m-1"])
+        #expect(again.status == 402)
+        #expect(again.body == refused.body)
+        #expect(try await server.stop() == 0)
+    }
+
+    @Test("a body over 1 MiB is 413 and stores nothing", arguments: Backend.allCases)
+    func bodyCap(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("subscriptions")
+        let server = try await Server.start(in: sandbox)
+        let (guest, token) = try await server.signIn()
+        let large = #"{"note":""# + String(repeating: "x", count: 1 << 20) + #""}"#
+        let refused = try await server.request(
+            "PUT", "/v1/users/\(guest)/records/subscriptions/big", token: token, body: large)
+        #expect(refused.status == 413)
+        #expect((refused.object["error"] as? [String: Any])?["code"] as? String == "body_too_large")
+        let fits = #"{"note":""# + String(repeating: "x", count: (1 << 20) - 20) + #""}"#
+        #expect(
+            try await server.request("PUT", "/v1/users/\(guest)/records/subscriptions/big", token: token, body: fits)
+                .status == 201)
+        #expect(try await server.stop() == 0)
+    }
+
+    @Test("SIGTERM: the server finishes, closes the store and exits 0; what it acknowledged is stored", arguments: Backend.allCases)
+    func gracefulShutdown(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("subscriptions")
+        let server = try await Server.start(in: sandbox, json: true)
+        #expect(server.address.hasPrefix("127.0.0.1:"))
+        let (guest, token) = try await server.signIn()
+        for index in 1...3 {
+            #expect(
+                try await server.request(
+                    "PUT", "/v1/users/\(guest)/records/subscriptions/s\(index)", token: token, body: "{}"
+                ).status == 201)
+        }
+        #expect(try await server.stop() == 0)
+        let listed = try await sandbox.run("record", "list", guest, "subscriptions", "--json")
+        #expect((listed.json as? [Any])?.count == 3)
+        // The port is closed: nothing listens there any more.
+        let after = try await server.request("GET", "/healthz")
+        #expect(after.status == 0)
+    }
+
+    @Test("SIGTERM with writes in flight: the server exits 0 and every write it acknowledged is stored", arguments: Backend.allCases)
+    func shutdownDuringWrites(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("subscriptions")
+        let server = try await Server.start(in: sandbox)
+        let (guest, token) = try await server.signIn()
+        let statuses = try await withThrowingTaskGroup(of: (String, Int).self) { group in
+            for index in 0..<32 {
+                group.addTask {
+                    let key = "k\(index)"
+                    let reply = try await server.request(
+                        "PUT", "/v1/users/\(guest)/records/settings/\(key)", token: token, body: #"{"n":\#(index)}"#)
+                    return (key, reply.status)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            server.process.terminate()
+            var statuses: [String: Int] = [:]
+            for try await (key, status) in group { statuses[key] = status }
+            return statuses
+        }
+        #expect(try await server.stop() == 0)
+        let listed = try await sandbox.run("record", "list", guest, "settings", "--json")
+        let stored = Set(((listed.json as? [[String: Any]]) ?? []).compactMap { $0["key"] as? String })
+        for (key, status) in statuses {
+            // An answer is 201 and its write is there, or the request was refused whole before it began.
+            #expect(status == 201 || status == 0 || status == 503, "\(key): \(status)")
+            if status == 201 { #expect(stored.contains(key), "\(key) was acknowledged but is not stored") }
+        }
+    }
+
+    static func base64URL(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+}
+
+/// A running `guestmode serve --listen 127.0.0.1:0` and a curl client for it.
+final class Server: @unchecked Sendable {
+    let process: Process
+    let address: String
+    private let errors: FileHandle
+
+    private init(process: Process, address: String, errors: FileHandle) {
+        self.process = process
+        self.address = address
+        self.errors = errors
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+
+    static func start(in sandbox: Sandbox, json: Bool = false) async throws -> Server {
+        let process = Process()
+        process.executableURL = Sandbox.binary
+        process.arguments = ["serve", "--listen", "127.0.0.1:0"] + (json ? ["--json"] : [])
+        process.currentDirectoryURL = sandbox.directory
+        process.environment = sandbox.environment
+        let output = Pipe()
+        _ = FileManager.default.createFile(atPath: sandbox.path("serve.log"), contents: nil)
+        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: sandbox.path("serve.log")))
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let line = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var bytes: [UInt8] = []
+                while let byte = try? output.fileHandleForReading.read(upToCount: 1), let first = byte.first,
+                    first != UInt8(ascii: "\n")
+                {
+                    bytes.append(first)
+                }
+                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        let address =
+            json
+            ? (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])?["listening"] ?? ""
+            : String(line.replacingOccurrences(of: "listening on http://", with: ""))
+        #expect(address.hasPrefix("127.0.0.1:"), "the startup line was '\(line)'")
+        return Server(process: process, address: address, errors: errors)
+    }
+
+    /// SIGTERM, then the exit status.
+    func stop() async throws -> Int32 {
+        process.terminate()
+        let process = self.process
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+        }
+    }
+
+    /// A guest signed in: its id and access token.
+    func signIn() async throws -> (String, String) {
+        let created = try await request("POST", "/v1/guests")
+        return (
+            try #require(created.object["user_id"] as? String), try #require(created.object["access_token"] as? String)
+        )
+    }
+
+    struct Reply {
+        /// 0 when nothing answered.
+        var status: Int
+        var headers: [String: String]
+        var body: String
+
+        var object: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+        }
+        var array: [[String: Any]] {
+            (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [[String: Any]] ?? []
+        }
+    }
+
+    func request(
+        _ method: String, _ path: String, token: String? = nil, body: String? = nil, headers: [String: String] = [:]
+    ) async throws -> Reply {
+        // No `Expect: 100-continue`: the answer is the one response that follows the request.
+        var arguments = ["-s", "-i", "-H", "Expect:", "-X", method, "--max-time", "30", "http://\(address)\(path)"]
+        if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
+        for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+        if body != nil { arguments += ["-H", "Content-Type: application/json", "--data-binary", "@-"] }
+        let input = body.map { Data($0.utf8) }
+        let command = arguments
+        let output: Data = try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try Self.curl(command, input: input) })
+            }
+        }
+        let text = String(decoding: output, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { return Reply(status: 0, headers: [:], body: text) }
+        let head = text[..<split.lowerBound].split(separator: "\r\n")
+        var fields: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let status = head.first.flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Int($0) } ?? 0
+        return Reply(status: status, headers: fields, body: String(text[split.upperBound...]))
+    }
+
+    private static func curl(_ arguments: [String], input: Data?) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = arguments
+        let output = Pipe()
+        let input = input.map { data -> Pipe in
+            let pipe = Pipe()
+            DispatchQueue.global().async {
+                try? pipe.fileHandleForWriting.write(contentsOf: data)
+                try? pipe.fileHandleForWriting.close()
+            }
+            return pipe
+        }
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = input ?? Pipe()
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return data
+    }
+}
