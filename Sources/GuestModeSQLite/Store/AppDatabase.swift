@@ -23,6 +23,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v3-server") { db in
             try db.execute(sql: Schema.v3)
         }
+        migrator.registerMigration("v4-device-index") { db in
+            try db.execute(sql: Schema.v4)
+        }
         return migrator
     }
 
