@@ -4,6 +4,9 @@ import Foundation
 public enum UserImportFormat: String, CaseIterable, Codable, Sendable {
     /// The JSON file `firebase auth:export` writes.
     case firebase
+    /// Supabase's `auth.users` and `auth.identities`, each exported by
+    /// psql as CSV with a header, ordered by user id.
+    case supabase
 }
 
 /// What an import of users did (or, in a dry run, would do).
@@ -55,11 +58,34 @@ extension GuestMode {
     /// refused with the first problem (its code, its message and how many
     /// more there were) and nothing is stored. `progress` gets the accounts
     /// read so far.
+    ///
+    /// A Supabase export is two files: `url` holds `auth.users` and
+    /// `identities` holds `auth.identities`.
     public func importUsers(
-        from url: URL, label: String? = nil, format: UserImportFormat, dryRun: Bool = false, now: Date,
-        problem: (String) -> Void = { _ in }, progress: (Int) -> Void = { _ in }
+        from url: URL, label: String? = nil, identities: URL? = nil, identitiesLabel: String? = nil,
+        format: UserImportFormat, dryRun: Bool = false, now: Date, problem: (String) -> Void = { _ in },
+        progress: (Int) -> Void = { _ in }
     ) throws -> UserImportReport {
         let label = label ?? url.path
+        let forEachAccount: ((_ line: Int, _ account: () throws -> ImportedAccount) throws -> Void) throws -> Void
+        switch (format, identities) {
+        case (.firebase, nil):
+            forEachAccount = { body in
+                try FirebaseExportReader(url: url, label: label).forEachAccount { line, object in
+                    try body(line) { try ImportedAccount(firebase: object, line: line) }
+                }
+            }
+        case (.supabase, let identities?):
+            let reader = SupabaseExportReader(
+                users: url, usersLabel: label, identities: identities,
+                identitiesLabel: identitiesLabel ?? identities.path)
+            forEachAccount = reader.forEachAccount
+        case (.firebase, _?):
+            throw GuestModeError(.usage, code: .usage, "a Firebase export is one file; identities come with Supabase's")
+        case (.supabase, nil):
+            throw GuestModeError(
+                .usage, code: .usage, "a Supabase export is two files: auth.users, and auth.identities beside it")
+        }
         var report = UserImportReport(format: format, dryRun: dryRun)
         var problems: [GuestModeError] = []
         var problemCount = 0
@@ -77,13 +103,11 @@ extension GuestMode {
                     problems.append(located)
                     if problems.count > 1 { problem(located.message) }
                 }
-                let reader = FirebaseExportReader(url: url, label: label)
-                try reader.forEachAccount { line, object in
+                try forEachAccount { line, read in
                     report.accounts += 1
                     if report.accounts % 10_000 == 0 { progress(report.accounts) }
                     do {
-                        let account = try ImportedAccount(firebase: object, line: line)
-                        try importAccount(account, into: transaction, now: now, report: &report)
+                        try importAccount(try read(), into: transaction, now: now, report: &report)
                     } catch let error as GuestModeError {
                         note(line, error)
                     }
