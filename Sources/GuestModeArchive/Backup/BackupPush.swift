@@ -89,13 +89,13 @@ extension GuestMode {
     }
 
     /// The wait after the `attempts`-th failed push in a row (`OutboxRetryPolicy`).
-    public static func retryDelay(afterAttempts attempts: Int) -> TimeInterval {
+    package static func retryDelay(afterAttempts attempts: Int) -> TimeInterval {
         OutboxRetryPolicy.delay(afterAttempts: attempts)
     }
 
     /// User ids become file names; anything outside a safe set is percent-encoded
     /// so no id can name a path outside the destination.
-    public static func fileName(for userID: String) -> String {
+    package static func fileName(for userID: String) -> String {
         let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-".utf8)
         var name = ""
         for byte in userID.utf8 {

@@ -10,7 +10,7 @@ public struct OutboxEntry: Codable, Sendable, Equatable {
     public var lastError: String?
     public var nextAttemptAt: String?
 
-    public init(userId: String, queuedAt: String, attempts: Int, lastError: String?, nextAttemptAt: String?) {
+    package init(userId: String, queuedAt: String, attempts: Int, lastError: String?, nextAttemptAt: String?) {
         self.userId = userId
         self.queuedAt = queuedAt
         self.attempts = attempts
@@ -20,7 +20,7 @@ public struct OutboxEntry: Codable, Sendable, Equatable {
 }
 
 /// What a successful push did to its outbox entry.
-public enum OutboxPushOutcome: String, Codable, Sendable {
+package enum OutboxPushOutcome: String, Codable, Sendable {
     /// The entry is gone: the archive holds the user's latest data.
     case removed
     /// The user changed while the archive was written, so they stay queued.

@@ -13,7 +13,7 @@ public struct LoggedEvent: Codable, Sendable, Equatable {
     public var idempotencyKey: String?
     public var properties: [String: EventProperty]
 
-    public init(
+    package init(
         id: Int64, userId: String, action: String, at: Date, count: Int, idempotencyKey: String?,
         properties: [String: EventProperty]
     ) {
@@ -29,7 +29,7 @@ public struct LoggedEvent: Codable, Sendable, Equatable {
     /// Properties as the store keeps them (a JSON object, or nothing), numbers
     /// as they were written. Text that is not such an object, of strings and
     /// numbers, reads as no properties rather than failing the whole listing.
-    public static func decodeProperties(_ text: String?) -> [String: EventProperty] {
+    package static func decodeProperties(_ text: String?) -> [String: EventProperty] {
         guard let text, case .object(let members)? = try? StrictJSON.parse(text) else { return [:] }
         var properties: [String: EventProperty] = [:]
         for (name, value) in members {

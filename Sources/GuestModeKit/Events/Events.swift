@@ -57,7 +57,7 @@ public struct TrackResult: Codable, Sendable, Equatable {
     public var isCounted: Bool
     public var total: Int
 
-    public init(user: String, action: String, isCounted: Bool, total: Int) {
+    package init(user: String, action: String, isCounted: Bool, total: Int) {
         self.user = user
         self.action = action
         self.isCounted = isCounted
@@ -73,7 +73,7 @@ public struct EventLogProblem: Codable, Sendable, Equatable, CustomStringConvert
     public var isMissingUser = false
     public var description: String { "line \(line): \(message)" }
 
-    public init(line: Int, message: String, isMissingUser: Bool = false) {
+    package init(line: Int, message: String, isMissingUser: Bool = false) {
         self.line = line
         self.message = message
         self.isMissingUser = isMissingUser
@@ -196,10 +196,10 @@ extension GuestMode {
 
 /// The NDJSON event log format shared by `track --from` and `replay`:
 /// one object per line, `{"user","action","at","count","id","props"}`.
-public enum EventLog {
+package enum EventLog {
     /// The longest line an event log may hold, newline excluded: 1 MiB.
     /// Documented in guestmode-track(1) and guestmode-replay(1).
-    public static let maximumLineLength = 1 << 20
+    package static let maximumLineLength = 1 << 20
 
     /// Calls `body` with each line and its 1-based number, reading in chunks
     /// so a log of any size streams through in constant memory and linear
@@ -207,7 +207,7 @@ public enum EventLog {
     /// as /dev/zero) is refused with exit 65 naming its number. A line that
     /// is not valid UTF-8 or holds a raw NUL byte is never repaired: it goes
     /// to `invalidText` (by default refused, naming the path and line).
-    public static func forEachLine(
+    package static func forEachLine(
         in url: URL, maximumLineLength: Int = EventLog.maximumLineLength,
         invalidText: ((Int, GuestModeError) throws -> Void)? = nil, _ body: (Int, Substring) throws -> Void
     ) throws {
@@ -279,7 +279,7 @@ public enum EventLog {
     /// Decodes one line: nil for a blank line, a message for a bad one. The
     /// line is read by the strict JSON parser, so a boolean is never taken
     /// for a number and numbers keep the text they were written with.
-    public static func decode(_ line: Substring, defaultTime: Date) -> Result<TrackedEvent?, DecodeFailure> {
+    package static func decode(_ line: Substring, defaultTime: Date) -> Result<TrackedEvent?, DecodeFailure> {
         if line.allSatisfy(\.isWhitespace) { return .success(nil) }
         let object: [String: JSONValue]
         do {
@@ -334,15 +334,15 @@ public enum EventLog {
 
     private static let knownFields: Set<String> = ["user", "action", "at", "count", "id", "props"]
 
-    public struct DecodeFailure: Error, ExpressibleByStringLiteral, CustomStringConvertible {
-        public var description: String
-        public init(stringLiteral value: String) { description = value }
+    package struct DecodeFailure: Error, ExpressibleByStringLiteral, CustomStringConvertible {
+        package var description: String
+        package init(stringLiteral value: String) { description = value }
         init(_ value: String) { description = value }
     }
 
     /// Properties as stored with an event: a JSON object with sorted keys,
     /// numbers as numbers.
-    public static func encodeProperties(_ properties: [String: EventProperty]) -> String {
+    package static func encodeProperties(_ properties: [String: EventProperty]) -> String {
         JSONValue.object(
             properties.mapValues { property in
                 switch property {
@@ -353,7 +353,7 @@ public enum EventLog {
         ).canonicalText
     }
 
-    public static func encodeProperties(_ properties: [String: String]) -> String {
+    package static func encodeProperties(_ properties: [String: String]) -> String {
         encodeProperties(properties.mapValues { EventProperty.string($0) })
     }
 }

@@ -3,10 +3,10 @@ import Foundation
 /// GrowthBook's published bucketing, so an app running a GrowthBook SDK on
 /// the device computes the same variant as guestmode for the same seed and
 /// user id. Checked against the SDK's own test vectors (`cases.json`).
-public enum GrowthBookHash {
+package enum GrowthBookHash {
     /// FNV-1a, 32 bits, over UTF-16 code units: JavaScript's
     /// `charCodeAt`, which is what the reference SDK hashes.
-    public static func fnv1a32(_ text: String) -> UInt32 {
+    package static func fnv1a32(_ text: String) -> UInt32 {
         var value: UInt32 = 0x811C_9DC5
         for unit in text.utf16 {
             value ^= UInt32(unit)
@@ -19,7 +19,7 @@ public enum GrowthBookHash {
     /// (kept by GrowthBook for old experiments), version 2 is
     /// `fnv(decimal(fnv(seed + value))) % 10000 / 10000`; other versions
     /// have no hash.
-    public static func hash(seed: String, value: String, version: Int) -> Double? {
+    package static func hash(seed: String, value: String, version: Int) -> Double? {
         switch version {
         case 1: Double(fnv1a32(value + seed) % 1000) / 1000
         case 2: Double(fnv1a32(String(fnv1a32(seed + value))) % 10000) / 10000
@@ -32,7 +32,7 @@ public enum GrowthBookHash {
     /// weights before it, so lowering coverage never moves a user from one
     /// variant to another. Coverage is clamped to [0, 1]; weights of the
     /// wrong count or not adding up to 1 ± 0.01 fall back to equal weights.
-    public static func bucketRanges(count: Int, coverage: Double, weights: [Double]?) -> [Range<Double>] {
+    package static func bucketRanges(count: Int, coverage: Double, weights: [Double]?) -> [Range<Double>] {
         let coverage = min(max(coverage, 0), 1)
         let equal = count > 0 ? Array(repeating: 1 / Double(count), count: count) : []
         var chosen = weights ?? equal
@@ -49,7 +49,7 @@ public enum GrowthBookHash {
 
     /// The index of the range holding `bucket`, or nil when it falls in none
     /// (the user is outside the experiment's coverage).
-    public static func chooseVariation(_ bucket: Double, ranges: [Range<Double>]) -> Int? {
+    package static func chooseVariation(_ bucket: Double, ranges: [Range<Double>]) -> Int? {
         ranges.firstIndex { $0.contains(bucket) }
     }
 }
@@ -106,13 +106,13 @@ public struct ExperimentAssignment: Codable, Sendable, Equatable {
 }
 
 /// An assignment as the store holds it.
-public struct StoredAssignment: Sendable, Equatable {
-    public var variant: String
-    public var assignedAt: Date
+package struct StoredAssignment: Sendable, Equatable {
+    package var variant: String
+    package var assignedAt: Date
     /// True when the store call that returned it wrote it.
-    public var isNew: Bool
+    package var isNew: Bool
 
-    public init(variant: String, assignedAt: Date, isNew: Bool) {
+    package init(variant: String, assignedAt: Date, isNew: Bool) {
         self.variant = variant
         self.assignedAt = assignedAt
         self.isNew = isNew

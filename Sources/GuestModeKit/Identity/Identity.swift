@@ -8,7 +8,7 @@ public struct LinkResult: Codable, Sendable, Equatable {
     public var isNewlyLinked: Bool
     public var removedAnonymousCredentials: Bool
 
-    public init(user: String, provider: String, subject: String, isNewlyLinked: Bool, removedAnonymousCredentials: Bool)
+    package init(user: String, provider: String, subject: String, isNewlyLinked: Bool, removedAnonymousCredentials: Bool)
     {
         self.user = user
         self.provider = provider

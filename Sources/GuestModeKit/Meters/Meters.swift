@@ -14,7 +14,7 @@ public struct MeterStatus: Codable, Sendable, Equatable {
     /// Start of the current period; nil for lifetime meters.
     public var periodStart: Date?
 
-    public init(
+    package init(
         meter: String, unit: String, tier: TierLevel, used: MeterAmount, allowance: MeterAmount?,
         remaining: MeterAmount?, percentUsed: Double?, level: MeterLevel, periodStart: Date?
     ) {
@@ -35,7 +35,7 @@ public struct FiredWarning: Codable, Sendable, Equatable {
     public var percent: Double
     public var level: MeterLevel
 
-    public init(meter: String, percent: Double, level: MeterLevel) {
+    package init(meter: String, percent: Double, level: MeterLevel) {
         self.meter = meter
         self.percent = percent
         self.level = level
@@ -56,7 +56,7 @@ public struct MeterUseResult: Codable, Sendable, Equatable {
     /// Thresholds crossed by this use, each reported exactly once ever per period.
     public var warnings: [FiredWarning]
 
-    public init(
+    package init(
         isRecorded: Bool, isDuplicate: Bool, isAllowed: Bool, overage: Bool = false, status: MeterStatus,
         warnings: [FiredWarning]
     ) {
@@ -75,7 +75,7 @@ public struct MeterDecision: Codable, Sendable, Equatable {
     public var requested: MeterAmount
     public var status: MeterStatus
 
-    public init(isAllowed: Bool, requested: MeterAmount, status: MeterStatus) {
+    package init(isAllowed: Bool, requested: MeterAmount, status: MeterStatus) {
         self.isAllowed = isAllowed
         self.requested = requested
         self.status = status

@@ -17,7 +17,7 @@ public struct ArchivedConflict: Codable, Sendable, Equatable {
     public var reason: String
     public var archivedAt: Date
 
-    public init(
+    package init(
         id: Int64, userId: String, journalId: Int64?, collection: String, key: String, data: String, updatedAt: Date,
         reason: String, archivedAt: Date
     ) {
@@ -43,7 +43,7 @@ public struct RestoredConflict: Codable, Sendable, Equatable {
     /// The key it is restored under, next to the winner.
     public var restoredKey: String
 
-    public init(id: Int64, userId: String, collection: String, key: String, restoredKey: String) {
+    package init(id: Int64, userId: String, collection: String, key: String, restoredKey: String) {
         self.id = id
         self.userId = userId
         self.collection = collection

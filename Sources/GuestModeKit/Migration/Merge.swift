@@ -12,7 +12,7 @@ public struct MergeReport: Codable, Sendable {
     public var isDryRun: Bool
     public var journalID: Int64?
 
-    public init(
+    package init(
         guest: String, account: String, policy: MergePolicy, recordsMoved: Int, activityMoved: Int,
         conflicts: [RecordConflict], overCap: [CollectionLimit], isDryRun: Bool, journalID: Int64?
     ) {
@@ -34,7 +34,7 @@ public struct AdoptReport: Codable, Sendable {
         public var key: String
         public var keyAfter: String
 
-        public init(collection: String, key: String, keyAfter: String) {
+        package init(collection: String, key: String, keyAfter: String) {
             self.collection = collection
             self.key = key
             self.keyAfter = keyAfter
@@ -51,7 +51,7 @@ public struct AdoptReport: Codable, Sendable {
     /// changes nothing.
     public var wasAlreadyAdopted: Bool
 
-    public init(user: String, moved: [String: Int], collisions: [Collision], wasAlreadyAdopted: Bool) {
+    package init(user: String, moved: [String: Int], collisions: [Collision], wasAlreadyAdopted: Bool) {
         self.user = user
         self.moved = moved
         self.collisions = collisions

@@ -8,7 +8,7 @@ public struct JournalStep: Codable, Sendable, Equatable {
     public var rows: Int
     public var finishedAt: Date?
 
-    public init(position: Int, name: String, status: String, rows: Int, finishedAt: Date?) {
+    package init(position: Int, name: String, status: String, rows: Int, finishedAt: Date?) {
         self.position = position
         self.name = name
         self.status = status
@@ -31,7 +31,7 @@ public struct MigrationJournal: Codable, Sendable, Equatable {
     public var error: String?
     public var steps: [JournalStep]
 
-    public init(
+    package init(
         id: Int64, kind: String, source: String, target: String, status: String, backupPath: String?, startedAt: Date,
         finishedAt: Date?, error: String?, steps: [JournalStep]
     ) {
@@ -349,13 +349,13 @@ extension GuestMode {
 }
 
 /// What one journaled step did.
-public struct MigrationStepResult: Codable, Sendable, Equatable {
+package struct MigrationStepResult: Codable, Sendable, Equatable {
     /// The journal entry as it was committed.
-    public var step: JournalStep
+    package var step: JournalStep
     /// Keys both users held in the step's collections, each as it was settled.
-    public var conflicts: [RecordConflict]
+    package var conflicts: [RecordConflict]
 
-    public init(step: JournalStep, conflicts: [RecordConflict]) {
+    package init(step: JournalStep, conflicts: [RecordConflict]) {
         self.step = step
         self.conflicts = conflicts
     }

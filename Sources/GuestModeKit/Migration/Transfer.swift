@@ -31,19 +31,19 @@ public struct RecordConflict: Codable, Sendable, Equatable {
 
 /// What one part of moving a guest into an account moves. `migrate` runs
 /// one per journaled step, each in one transaction.
-public struct TransferStep: Codable, Sendable, Equatable {
+package struct TransferStep: Codable, Sendable, Equatable {
     /// The step's name in the journal.
-    public var name: String
+    package var name: String
     /// Counters, events, usage, plans, prompt history, experiments and
     /// flags: what the guest did rather than what it stored.
-    public var movesActivity: Bool
+    package var movesActivity: Bool
     /// Collections whose records move, conflicts settled by a union merge.
-    public var collections: [String]
+    package var collections: [String]
     /// Removes the guest once nothing of it is left (refused while any of
     /// its records remain, so nothing is ever lost).
-    public var removesGuest: Bool
+    package var removesGuest: Bool
 
-    public init(name: String, movesActivity: Bool, collections: [String], removesGuest: Bool) {
+    package init(name: String, movesActivity: Bool, collections: [String], removesGuest: Bool) {
         self.name = name
         self.movesActivity = movesActivity
         self.collections = collections
@@ -52,13 +52,13 @@ public struct TransferStep: Codable, Sendable, Equatable {
 }
 
 /// What a step would move now, counted without changing anything.
-public struct TransferStepPreview: Codable, Sendable, Equatable {
+package struct TransferStepPreview: Codable, Sendable, Equatable {
     /// Rows the step would move, plus one for removing the guest.
-    public var rows: Int
+    package var rows: Int
     /// Keys both users hold, settled as a union merge would.
-    public var conflicts: [RecordConflict]
+    package var conflicts: [RecordConflict]
 
-    public init(rows: Int, conflicts: [RecordConflict]) {
+    package init(rows: Int, conflicts: [RecordConflict]) {
         self.rows = rows
         self.conflicts = conflicts
     }

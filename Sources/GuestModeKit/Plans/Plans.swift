@@ -13,7 +13,7 @@ public struct PlanStatus: Codable, Sendable, Equatable {
     public var endsAt: Date?
     public var revokedAt: Date?
 
-    public init(plan: String, state: PlanState, tier: TierLevel, grantedAt: Date, endsAt: Date?, revokedAt: Date?) {
+    package init(plan: String, state: PlanState, tier: TierLevel, grantedAt: Date, endsAt: Date?, revokedAt: Date?) {
         self.plan = plan
         self.state = state
         self.tier = tier

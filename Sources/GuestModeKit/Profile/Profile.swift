@@ -111,7 +111,7 @@ public struct Meter: Codable, Sendable, Equatable {
     /// What `meter use` does by default with usage past the allowance.
     public var overage: MeterOverage = .refuse
 
-    public init(
+    package init(
         name: String, unit: String, reset: MeterReset, warnings: [MeterWarning], overage: MeterOverage = .refuse
     ) {
         self.name = name
@@ -208,7 +208,7 @@ public struct PromptTrigger: Codable, Sendable, Equatable {
     public var name: String
     public var source: Source
 
-    public init(name: String, source: Source) {
+    package init(name: String, source: Source) {
         self.name = name
         self.source = source
     }
@@ -246,7 +246,7 @@ public struct PromptContentOverride: Codable, Sendable, Equatable {
     public var secondaryAction: String?
     public var style: String?
 
-    public init(
+    package init(
         title: String? = nil, message: String? = nil, benefits: [String]? = nil, primaryAction: String? = nil,
         secondaryAction: String? = nil, style: String? = nil
     ) {

@@ -19,7 +19,7 @@ public struct ProfileUpgradePlan: Codable, Sendable {
 
     public var isApplicable: Bool { refusals.isEmpty }
 
-    public init(
+    package init(
         profile: String, fromVersion: Int, toVersion: Int, dataSteps: [DataStep], limitChanges: [String],
         addedCollections: [String], refusals: [String]
     ) {
@@ -78,7 +78,7 @@ extension ProfileUpgradePlan {
     /// version declares with the records each touches, the limits that
     /// change, and every reason to refuse. Pure but for `census`, the
     /// transaction that plans (or applies).
-    public init(upgrading profile: Profile, to new: Profile, census: some ProfileRows) throws {
+    package init(upgrading profile: Profile, to new: Profile, census: some ProfileRows) throws {
         var refusals: [String] = []
         if new.name != profile.name {
             refusals.append("the store is bound to profile '\(profile.name)', not '\(new.name)'")

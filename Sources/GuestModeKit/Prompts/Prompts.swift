@@ -31,7 +31,7 @@ public struct PromptHistoryEntry: Codable, Sendable, Equatable {
     public var outcome: PromptOutcome
     public var at: Date
 
-    public init(context: String, outcome: PromptOutcome, at: Date) {
+    package init(context: String, outcome: PromptOutcome, at: Date) {
         self.context = context
         self.outcome = outcome
         self.at = at
@@ -40,25 +40,25 @@ public struct PromptHistoryEntry: Codable, Sendable, Equatable {
 
 /// Everything the prompt policy reads about one user; gathered from the
 /// store so the decision itself stays a pure function.
-public struct PromptFacts: Sendable, Equatable {
-    public var userID: String
-    public var userState: UserState
-    public var promptState: PromptState
-    public var firstSeen: Date
-    public var counters: [String: Int]
+package struct PromptFacts: Sendable, Equatable {
+    package var userID: String
+    package var userState: UserState
+    package var promptState: PromptState
+    package var firstSeen: Date
+    package var counters: [String: Int]
     /// Oldest first.
-    public var history: [PromptHistoryEntry]
+    package var history: [PromptHistoryEntry]
     /// Where the user stands against each collection's cap, by collection
     /// (a snapshot: `promptSnapshot(of:profile:now:)`; empty in replays).
-    public var limits: [String: CollectionLimit]
+    package var limits: [String: CollectionLimit]
     /// Each meter's status in its current period, by meter.
-    public var meters: [String: MeterStatus]
+    package var meters: [String: MeterStatus]
     /// When each trigger was last raised for the user, by trigger name.
-    public var raisedTriggers: [String: Date]
+    package var raisedTriggers: [String: Date]
     /// The last `prompt reset`: "never" outcomes before it no longer count.
-    public var resetAt: Date?
+    package var resetAt: Date?
 
-    public init(
+    package init(
         userID: String, userState: UserState, promptState: PromptState, firstSeen: Date,
         counters: [String: Int], history: [PromptHistoryEntry], limits: [String: CollectionLimit] = [:],
         meters: [String: MeterStatus] = [:], raisedTriggers: [String: Date] = [:], resetAt: Date? = nil
@@ -76,7 +76,7 @@ public struct PromptFacts: Sendable, Equatable {
     }
 
     /// Whether the user said "never" after the last reset.
-    public var saidNever: Bool {
+    package var saidNever: Bool {
         promptState == .neverAsk
             || history.contains { $0.outcome == .never && $0.at > (resetAt ?? .distantPast) }
     }
@@ -130,7 +130,7 @@ public enum QuietReason: Sendable, Equatable {
     }
 }
 
-public enum PromptDecision: Sendable, Equatable {
+package enum PromptDecision: Sendable, Equatable {
     case show(PromptRule)
     case quiet(QuietReason)
 }
@@ -138,7 +138,7 @@ public enum PromptDecision: Sendable, Equatable {
 extension PromptPolicy {
     /// Decides which prompt, if any, to show now. Pure: the same facts,
     /// trigger, strategy and time always give the same answer.
-    public func decide(
+    package func decide(
         facts: PromptFacts, trigger: String?, strategy: PromptStrategy, now: Date
     ) -> PromptDecision {
         evaluate(facts: facts, trigger: trigger, strategy: strategy, now: now).decision
@@ -149,7 +149,7 @@ extension Profile {
     /// The prompt policy as a user's variants bend it: the first experiment
     /// in the profile that overrides the cooldown sets it, and the contexts
     /// on are those every overriding variant turns on.
-    public func promptStrategy(assignments: [ExperimentAssignment]) -> PromptStrategy {
+    package func promptStrategy(assignments: [ExperimentAssignment]) -> PromptStrategy {
         var strategy = PromptStrategy.plain(prompts)
         var cooldownOverridden = false
         for assignment in assignments {
@@ -435,13 +435,13 @@ extension GuestMode {
 
 /// One line of a prompt outcome log: `{"user":…,"context":…,"outcome":…,"at":…}`,
 /// the form `prompt record --from` reads and `replay` writes.
-public struct PromptRecord: Codable, Sendable, Equatable {
-    public var user: String
-    public var context: String
-    public var outcome: PromptOutcome
-    public var at: Date
+package struct PromptRecord: Codable, Sendable, Equatable {
+    package var user: String
+    package var context: String
+    package var outcome: PromptOutcome
+    package var at: Date
 
-    public init(user: String, context: String, outcome: PromptOutcome, at: Date) {
+    package init(user: String, context: String, outcome: PromptOutcome, at: Date) {
         self.user = user
         self.context = context
         self.outcome = outcome
@@ -450,7 +450,7 @@ public struct PromptRecord: Codable, Sendable, Equatable {
 
     /// Reads NDJSON; blank lines are skipped, and every malformed line is
     /// reported at once with its number.
-    public static func parseLog(_ data: Data, origin: String) throws -> [PromptRecord] {
+    package static func parseLog(_ data: Data, origin: String) throws -> [PromptRecord] {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let text = try decoder.singleValueContainer().decode(String.self)
@@ -505,7 +505,7 @@ public struct PromptRecord: Codable, Sendable, Equatable {
 extension GuestMode {
     /// Records a log of outcomes in one transaction: all of them or, on any
     /// unknown user or context, none.
-    public func recordPrompts(_ records: [PromptRecord]) throws -> Int {
+    package func recordPrompts(_ records: [PromptRecord]) throws -> Int {
         for (index, record) in records.enumerated() {
             try TextRule.check([
                 "the user id of outcome \(index + 1)": record.user,

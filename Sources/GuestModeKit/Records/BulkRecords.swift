@@ -11,13 +11,13 @@ public enum RecordConflictPolicy: String, CaseIterable, Codable, Sendable {
 }
 
 /// One record of a bulk load, its data already canonical JSON.
-public struct BulkRecord: Sendable, Equatable {
-    public var user: String
-    public var collection: String
-    public var key: String
-    public var data: String
+package struct BulkRecord: Sendable, Equatable {
+    package var user: String
+    package var collection: String
+    package var key: String
+    package var data: String
 
-    public init(user: String, collection: String, key: String, data: String) {
+    package init(user: String, collection: String, key: String, data: String) {
         self.user = user
         self.collection = collection
         self.key = key
@@ -26,7 +26,7 @@ public struct BulkRecord: Sendable, Equatable {
 }
 
 /// What became of one record of a bulk load.
-public enum BulkPutOutcome: Sendable, Equatable {
+package enum BulkPutOutcome: Sendable, Equatable {
     case added
     case replaced
     /// The key existed and the policy is `skip`.

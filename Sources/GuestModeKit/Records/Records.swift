@@ -9,7 +9,7 @@ public struct StoredRecord: Codable, Sendable, Equatable {
     public var createdAt: Date
     public var updatedAt: Date
 
-    public init(owner: String, collection: String, key: String, data: String, createdAt: Date, updatedAt: Date) {
+    package init(owner: String, collection: String, key: String, data: String, createdAt: Date, updatedAt: Date) {
         self.owner = owner
         self.collection = collection
         self.key = key
@@ -24,7 +24,7 @@ public struct PutResult: Codable, Sendable, Equatable {
     public var isReplacement: Bool
     public var limit: CollectionLimit
 
-    public init(outcome: CapOutcome, isReplacement: Bool, limit: CollectionLimit) {
+    package init(outcome: CapOutcome, isReplacement: Bool, limit: CollectionLimit) {
         self.outcome = outcome
         self.isReplacement = isReplacement
         self.limit = limit
@@ -44,7 +44,7 @@ public struct CollectionLimit: Codable, Sendable, Equatable {
     /// What a new record would get now.
     public var outcome: CapOutcome
 
-    public init(collection: String, tier: TierLevel, used: Int?, cap: Int?, outcome: CapOutcome) {
+    package init(collection: String, tier: TierLevel, used: Int?, cap: Int?, outcome: CapOutcome) {
         self.collection = collection
         self.tier = tier
         self.used = used

@@ -49,7 +49,7 @@ extension PromptContextReport {
     }
 
     /// A context's outcome counts; the conversion follows from them.
-    public init(context: String, shown: Int = 0, dismissed: Int = 0, later: Int = 0, never: Int = 0, completed: Int = 0)
+    package init(context: String, shown: Int = 0, dismissed: Int = 0, later: Int = 0, never: Int = 0, completed: Int = 0)
     {
         self.init(
             context: context, shown: shown, dismissed: dismissed, later: later, never: never, completed: completed,

@@ -50,7 +50,7 @@ public struct Proportion: Codable, Sendable, Equatable {
     public var low: Double?
     public var high: Double?
 
-    public init(successes: Int, trials: Int) {
+    package init(successes: Int, trials: Int) {
         guard trials > 0 else {
             rate = nil; low = nil; high = nil
             return

@@ -332,11 +332,11 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
 
 /// A time written relative to another: a sign and a duration (`+30d`,
 /// `-1h`, `+P1M`).
-public enum RelativeTime {
+package enum RelativeTime {
     /// The time `text` names relative to `reference`, nil when `text` has no
     /// leading sign; a sign followed by something that is not a positive
     /// duration is refused.
-    public static func resolve(_ text: String, from reference: Date) -> Result<Date, TimeSpan.Refusal>? {
+    package static func resolve(_ text: String, from reference: Date) -> Result<Date, TimeSpan.Refusal>? {
         guard let sign = text.first, sign == "+" || sign == "-" else { return nil }
         switch TimeSpan.parse(String(text.dropFirst())) {
         case .success(let span):

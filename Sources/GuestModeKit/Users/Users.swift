@@ -9,7 +9,7 @@ public struct User: Codable, Sendable, Equatable {
     public var lastSeenAt: Date
     public var linkedAt: Date?
 
-    public init(
+    package init(
         id: String, device: String?, state: UserState, promptState: String, createdAt: Date, lastSeenAt: Date,
         linkedAt: Date?
     ) {
@@ -32,7 +32,7 @@ public struct Identity: Codable, Sendable, Equatable {
     public var email: String?
     public var linkedAt: Date
 
-    public init(provider: String, subject: String, email: String?, linkedAt: Date) {
+    package init(provider: String, subject: String, email: String?, linkedAt: Date) {
         self.provider = provider
         self.subject = subject
         self.email = email
@@ -75,7 +75,7 @@ public struct UserSummary: Codable, Sendable, Equatable {
     public var identities: Int
     public var records: Int
 
-    public init(id: String, state: UserState, createdAt: Date, lastSeenAt: Date, identities: Int, records: Int) {
+    package init(id: String, state: UserState, createdAt: Date, lastSeenAt: Date, identities: Int, records: Int) {
         self.id = id
         self.state = state
         self.createdAt = createdAt
@@ -102,7 +102,7 @@ public struct PurgeCandidate: Codable, Sendable, Equatable {
     public var lastSeenAt: Date
     public var records: Int
 
-    public init(id: String, lastSeenAt: Date, records: Int) {
+    package init(id: String, lastSeenAt: Date, records: Int) {
         self.id = id
         self.lastSeenAt = lastSeenAt
         self.records = records
@@ -114,7 +114,7 @@ public struct GuestCreation: Sendable {
     public var user: User
     public var created: Bool
 
-    public init(user: User, created: Bool) {
+    package init(user: User, created: Bool) {
         self.user = user
         self.created = created
     }
@@ -137,7 +137,7 @@ public struct PurgeTally: Sendable, Equatable {
     public var purged: Int
     public var kept: Int
 
-    public init(purged: Int, kept: Int) {
+    package init(purged: Int, kept: Int) {
         self.purged = purged
         self.kept = kept
     }
