@@ -9,6 +9,7 @@ import GuestModeKit
 /// where `GUESTMODE_BACKUP_KEY_FILE` says. Never printed except by
 /// `backup key export`.
 public struct BackupKey: Sendable, Equatable {
+    /// The length of a key in bytes.
     public static let byteCount = 32
     let bytes: [UInt8]
 

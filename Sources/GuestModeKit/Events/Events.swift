@@ -3,13 +3,20 @@ import Foundation
 /// One thing a user did. `count` lets an app report many at once; an
 /// `idempotencyKey` makes a retried report count once.
 public struct TrackedEvent: Codable, Sendable, Equatable {
+    /// The id of the user who acted.
     public var user: String
+    /// The action, one of the profile's `actions` (any name when the profile allows free-form actions).
     public var action: String
+    /// When it happened.
     public var at: Date
+    /// How many times it happened (1 unless batched).
     public var count: Int
+    /// A key that makes a retried event count once.
     public var idempotencyKey: String?
+    /// Properties kept with the event.
     public var properties: [String: EventProperty]
 
+    /// An event to track.
     public init(
         user: String, action: String, at: Date, count: Int = 1, idempotencyKey: String? = nil,
         properties: [String: EventProperty] = [:]
@@ -30,8 +37,10 @@ public enum EventProperty: Codable, Sendable, Equatable, ExpressibleByStringLite
     /// A valid JSON number, as written.
     case number(String)
 
+    /// A string property written as a literal.
     public init(stringLiteral value: String) { self = .string(value) }
 
+    /// Reads a JSON string, number or Boolean.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let text = try? container.decode(String.self) {
@@ -41,6 +50,7 @@ public enum EventProperty: Codable, Sendable, Equatable, ExpressibleByStringLite
         }
     }
 
+    /// Writes the value as JSON, a number exactly as written.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
@@ -50,11 +60,15 @@ public enum EventProperty: Codable, Sendable, Equatable, ExpressibleByStringLite
     }
 }
 
+/// What tracking one event did.
 public struct TrackResult: Codable, Sendable, Equatable {
+    /// The user's id.
     public var user: String
+    /// The action tracked.
     public var action: String
     /// False when the idempotency key had been seen: nothing was counted.
     public var isCounted: Bool
+    /// The action's counter for the user after this event.
     public var total: Int
 
     package init(user: String, action: String, isCounted: Bool, total: Int) {
@@ -67,10 +81,13 @@ public struct TrackResult: Codable, Sendable, Equatable {
 
 /// A line of an event log that cannot be applied, and why.
 public struct EventLogProblem: Codable, Sendable, Equatable, CustomStringConvertible {
+    /// The line's number, from 1.
     public var line: Int
+    /// What is wrong with it.
     public var message: String
     /// The line is valid but names a user the store does not have.
     public var isMissingUser = false
+    /// The problem as `line N: message`.
     public var description: String { "line \(line): \(message)" }
 
     package init(line: Int, message: String, isMissingUser: Bool = false) {
@@ -80,17 +97,30 @@ public struct EventLogProblem: Codable, Sendable, Equatable, CustomStringConvert
     }
 }
 
+/// What ingesting an event log did.
 public struct IngestReport: Codable, Sendable {
+    /// Lines read.
     public var lines: Int
+    /// Events applied.
     public var applied: Int
     /// Valid lines whose idempotency key had already been counted.
     public var duplicates: Int
+    /// Users the ingest created because an event named them.
     public var usersCreated: Int
+    /// Lines that were not valid events.
     public var problems: [EventLogProblem]
+    /// False when a problem stopped the whole log from being applied.
     public var isApplied: Bool
 }
 
 extension GuestMode {
+    /// Tracks one event: counts it against the user's counter and keeps it in their history; an event repeated with its idempotency key counts once.
+    ///
+    /// ```swift
+    /// let result = try engine.track(
+    ///     TrackedEvent(user: guest.id, action: "recipe_viewed", at: now), now: now)
+    /// // result.total is the user's recipe_viewed count
+    /// ```
     public func track(_ event: TrackedEvent, now: Date) throws -> TrackResult {
         try event.checkText()
         if let problem = problem(with: event) { throw GuestModeError.usage(problem, code: .invalidEvent) }
@@ -100,7 +130,12 @@ extension GuestMode {
         }
     }
 
-    public func counters(of userID: String) throws -> [String: Int] {
+    /// The user's counters: how many times they did each action.
+    ///
+    /// ```swift
+    /// let viewed = try engine.counters(user: guest.id)["recipe_viewed"] ?? 0
+    /// ```
+    public func counters(user userID: String) throws -> [String: Int] {
         try TextRule.check(userID, what: "the user id")
         return try store.read { transaction in
             _ = try transaction.requireUser(userID)

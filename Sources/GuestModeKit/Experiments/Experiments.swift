@@ -95,8 +95,11 @@ extension Experiment {
 /// A user's place in one experiment. `variant` is nil for a user outside
 /// the experiment's coverage, who is not enrolled and not stored.
 public struct ExperimentAssignment: Codable, Sendable, Equatable {
+    /// The experiment's name.
     public var experiment: String
+    /// The variant the user sees; nil outside the experiment's coverage.
     public var variant: String?
+    /// The user's stable position in [0, 1) for this experiment, from its seed.
     public var bucket: Double
     /// When the user was first enrolled; nil when not enrolled.
     public var assignedAt: Date?
@@ -123,7 +126,7 @@ extension GuestMode {
     /// Assigns a user to one named experiment, or to every experiment of the
     /// profile when `experimentName` is nil.
     public func assignExperiments(
-        for userID: String, named experimentName: String?, now: Date
+        user userID: String, named experimentName: String?, now: Date
     ) throws
         -> [ExperimentAssignment]
     {
@@ -140,7 +143,7 @@ extension GuestMode {
     /// Puts a user in a chosen variant, replacing their assignment: for QA
     /// and for test users that must see one strategy. Sticky like any other.
     public func forceVariant(
-        _ variantName: String, of experimentName: String, for userID: String, now: Date
+        _ variantName: String, of experimentName: String, user userID: String, now: Date
     ) throws
         -> ExperimentAssignment
     {

@@ -1,12 +1,17 @@
 import Foundation
 
+/// What linking an identity did.
 public struct LinkResult: Codable, Sendable, Equatable {
+    /// The user's id, unchanged by linking.
     public var user: String
+    /// The identity's provider, such as `apple`.
     public var provider: String
+    /// The identity's subject at the provider.
     public var subject: String
     /// False when the identity was already bound to this user.
     public var isNewlyLinked: Bool
-    public var removedAnonymousCredentials: Bool
+    /// True when linking removed the guest's anonymous username and secret.
+    public var didRemoveAnonymousCredentials: Bool
 
     package init(user: String, provider: String, subject: String, isNewlyLinked: Bool, removedAnonymousCredentials: Bool)
     {
@@ -14,7 +19,7 @@ public struct LinkResult: Codable, Sendable, Equatable {
         self.provider = provider
         self.subject = subject
         self.isNewlyLinked = isNewlyLinked
-        self.removedAnonymousCredentials = removedAnonymousCredentials
+        self.didRemoveAnonymousCredentials = removedAnonymousCredentials
     }
 }
 

@@ -1,15 +1,22 @@
 import Foundation
 
+/// Where a user stands against one meter's allowance in the current period.
 public struct MeterStatus: Codable, Sendable, Equatable {
+    /// The meter's name.
     public var meter: String
+    /// The meter's unit, such as `minutes`.
     public var unit: String
+    /// The user's tier, which sets the allowance.
     public var tier: TierLevel
+    /// How much the user used in the current period.
     public var used: MeterAmount
     /// nil: unlimited for this tier.
     public var allowance: MeterAmount?
+    /// How much is left; nil when unlimited.
     public var remaining: MeterAmount?
     /// For display; decisions compare amounts exactly.
     public var percentUsed: Double?
+    /// The warning level the usage has reached.
     public var level: MeterLevel
     /// Start of the current period; nil for lifetime meters.
     public var periodStart: Date?
@@ -30,9 +37,13 @@ public struct MeterStatus: Codable, Sendable, Equatable {
     }
 }
 
+/// A warning threshold a use crossed.
 public struct FiredWarning: Codable, Sendable, Equatable {
+    /// The meter's name.
     public var meter: String
+    /// The threshold, as a percentage of the allowance.
     public var percent: Double
+    /// The threshold's level.
     public var level: MeterLevel
 
     package init(meter: String, percent: Double, level: MeterLevel) {
@@ -42,9 +53,11 @@ public struct FiredWarning: Codable, Sendable, Equatable {
     }
 }
 
+/// What recording a use of a meter did.
 public struct MeterUseResult: Codable, Sendable, Equatable {
     /// False when refused (exhausted) or when the idempotency key was seen.
     public var isRecorded: Bool
+    /// True when the idempotency key was seen before: nothing was recorded again.
     public var isDuplicate: Bool
     /// False when the use did not fit the allowance: refused, or recorded
     /// as overage.
@@ -52,6 +65,7 @@ public struct MeterUseResult: Codable, Sendable, Equatable {
     /// True when the use did not fit and was recorded anyway (overage
     /// allowed): the meter is now exhausted.
     public var overage: Bool
+    /// The meter after this use.
     public var status: MeterStatus
     /// Thresholds crossed by this use, each reported exactly once ever per period.
     public var warnings: [FiredWarning]
@@ -69,10 +83,13 @@ public struct MeterUseResult: Codable, Sendable, Equatable {
     }
 }
 
+/// Whether an amount may be used now; checking records nothing.
 public struct MeterDecision: Codable, Sendable, Equatable {
+    /// True when the amount fits what is left of the allowance.
     public var isAllowed: Bool
     /// Zero when the check named no amount.
     public var requested: MeterAmount
+    /// The meter as it stands.
     public var status: MeterStatus
 
     package init(isAllowed: Bool, requested: MeterAmount, status: MeterStatus) {
@@ -133,6 +150,12 @@ extension GuestMode {
         return result
     }
 
+    /// Where the user stands against a meter now.
+    ///
+    /// ```swift
+    /// let status = try engine.meterStatus(user: guest.id, meter: "api_minutes", now: now)
+    /// // status.used, status.allowance, status.remaining
+    /// ```
     public func meterStatus(user userID: String, meter: String, now: Date) throws -> MeterStatus {
         try TextRule.check(userID, what: "the user id")
         let definition = try requireMeter(meter)

@@ -1,15 +1,24 @@
 import Foundation
 
+/// What a merge of a guest into an account did, or with `isDryRun` would do.
 public struct MergeReport: Codable, Sendable {
+    /// The guest's id.
     public var guest: String
+    /// The account's id.
     public var account: String
+    /// How records under the same key were settled.
     public var policy: MergePolicy
+    /// Records moved into the account.
     public var recordsMoved: Int
+    /// Events, counters and other activity rows moved.
     public var activityMoved: Int
+    /// Records both users had under one key, and how each was settled.
     public var conflicts: [RecordConflict]
     /// Caps re-checked after the merge: collections the account is now over.
     public var overCap: [CollectionLimit]
+    /// True when nothing was written: the report says what a merge would do.
     public var isDryRun: Bool
+    /// The journal of the merge; nil for a dry run.
     public var journalID: Int64?
 
     package init(
@@ -28,10 +37,15 @@ public struct MergeReport: Codable, Sendable {
     }
 }
 
+/// What adopting ownerless records did.
 public struct AdoptReport: Codable, Sendable {
+    /// An ownerless record the user could not adopt because they already hold its key.
     public struct Collision: Codable, Sendable, Equatable {
+        /// The record's collection.
         public var collection: String
+        /// The record's key while ownerless.
         public var key: String
+        /// The key it would have had as the user's.
         public var keyAfter: String
 
         package init(collection: String, key: String, keyAfter: String) {
@@ -41,7 +55,9 @@ public struct AdoptReport: Codable, Sendable {
         }
     }
 
+    /// The adopting user's id.
     public var user: String
+    /// Records adopted, by collection.
     public var moved: [String: Int]
     /// Records left with the guest owner because the user already has their key.
     public var collisions: [Collision]

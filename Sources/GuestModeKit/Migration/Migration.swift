@@ -1,11 +1,16 @@
 import Foundation
 
+/// One step of a migration journal.
 public struct JournalStep: Codable, Sendable, Equatable {
+    /// The step's place in the migration, from 1.
     public var position: Int
+    /// The step's name, from the profile's migration steps.
     public var name: String
     /// `pending` or `done`.
     public var status: String
+    /// Rows the step moved.
     public var rows: Int
+    /// When the step finished; nil while pending.
     public var finishedAt: Date?
 
     package init(position: Int, name: String, status: String, rows: Int, finishedAt: Date?) {
@@ -17,18 +22,27 @@ public struct JournalStep: Codable, Sendable, Equatable {
     }
 }
 
+/// The journal of a migration or merge, which makes it resumable.
 public struct MigrationJournal: Codable, Sendable, Equatable {
+    /// The journal's id.
     public var id: Int64
     /// `guest-to-account` or `merge`.
     public var kind: String
+    /// The guest moved.
     public var source: String
+    /// The account moved into.
     public var target: String
     /// `running`, `failed` or `done`.
     public var status: String
+    /// The backup taken before the first step, if any.
     public var backupPath: String?
+    /// When the migration started.
     public var startedAt: Date
+    /// When it finished; nil while running or after a failure.
     public var finishedAt: Date?
+    /// Why it failed; nil unless it did.
     public var error: String?
+    /// The steps, in order.
     public var steps: [JournalStep]
 
     package init(
@@ -50,24 +64,37 @@ public struct MigrationJournal: Codable, Sendable, Equatable {
 
 /// What a migration would do, step by step, before it does anything.
 public struct MigrationPlan: Codable, Sendable {
+    /// One step as planned.
     public struct Step: Codable, Sendable {
+        /// The step's place, from 1.
         public var position: Int
+        /// The step's name.
         public var name: String
+        /// The collections the step moves.
         public var collections: [String]
+        /// Rows the step would move.
         public var rows: Int
     }
 
+    /// The guest to move.
     public var source: String
+    /// The account to move into.
     public var target: String
+    /// The steps, in order.
     public var steps: [Step]
+    /// Records both users hold under one key, and how each would be settled.
     public var conflicts: [RecordConflict]
 }
 
+/// What a migration of a guest into an account did.
 public struct MigrationReport: Codable, Sendable {
+    /// The migration's journal, finished.
     public var journal: MigrationJournal
+    /// Records both users held under one key, and how each was settled.
     public var conflicts: [RecordConflict]
     /// Capped collections the account is now over; nothing was dropped to fit.
     public var overCap: [CollectionLimit]
+    /// True when this call finished a migration an earlier one started.
     public var isResumed: Bool
 }
 
@@ -106,6 +133,12 @@ extension GuestMode {
         }
     }
 
+    /// What migrating the guest into the account would do, step by step; writes nothing.
+    ///
+    /// ```swift
+    /// let plan = try engine.planMigration(guest: guest.id, to: account.id, now: now)
+    /// // plan.steps, plan.conflicts
+    /// ```
     public func planMigration(guest: String, to account: String, now: Date) throws -> MigrationPlan {
         try TextRule.check(["the guest's id": guest, "the account's id": account])
         let steps = migrationSteps
@@ -214,6 +247,7 @@ extension GuestMode {
             code: .alreadyMigrated)
     }
 
+    /// The migration journal with this id.
     public func journal(_ id: Int64) throws -> MigrationJournal {
         guard let journal = try store.read({ try $0.migrationJournal(id: id, locking: false) }) else {
             throw journalNotFound(id)

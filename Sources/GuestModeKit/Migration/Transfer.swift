@@ -11,17 +11,24 @@ public enum MergePolicy: String, Codable, Sendable, CaseIterable {
     case union
 }
 
+/// A record both users held under one key, and how a migration or merge settled it.
 public struct RecordConflict: Codable, Sendable, Equatable {
+    /// How the conflict was settled.
     public enum Resolution: String, Codable, Sendable {
         case keptGuest = "kept-guest"
         case keptAccount = "kept-account"
         case keptBoth = "kept-both"
     }
 
+    /// The record's collection.
     public var collection: String
+    /// The key both users held.
     public var key: String
+    /// When the guest's record was last written.
     public var guestUpdatedAt: Date
+    /// When the account's record was last written.
     public var accountUpdatedAt: Date
+    /// How it was settled.
     public var resolution: Resolution
     /// With keptBoth, the key the guest's record moved to.
     public var guestKeyAfter: String?

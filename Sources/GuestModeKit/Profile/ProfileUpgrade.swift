@@ -2,21 +2,30 @@ import Foundation
 
 /// What moving a store to a new version of its profile would do.
 public struct ProfileUpgradePlan: Codable, Sendable {
+    /// One change to stored data the upgrade makes.
     public struct DataStep: Codable, Sendable {
+        /// The change, in words.
         public var description: String
+        /// Records it changes.
         public var records: Int
     }
 
+    /// The profile's name.
     public var profile: String
+    /// The version the store is bound to now.
     public var fromVersion: Int
+    /// The version it would move to.
     public var toVersion: Int
+    /// The changes to stored data, in order.
     public var dataSteps: [DataStep]
     /// Caps and allowances whose value changes, e.g. "guest subscriptions: 5 → 10".
     public var limitChanges: [String]
+    /// Collections the new version adds.
     public var addedCollections: [String]
     /// Why the upgrade cannot be applied; empty when it can.
     public var refusals: [String]
 
+    /// True when nothing refuses the upgrade.
     public var isApplicable: Bool { refusals.isEmpty }
 
     package init(

@@ -273,6 +273,7 @@ extension Condition {
 }
 
 extension Comparison: CustomStringConvertible {
+    /// The comparison as written in a profile, such as `at_least 3`.
     public var description: String {
         let value =
             self.value == self.value.rounded() && abs(self.value) < 1e15

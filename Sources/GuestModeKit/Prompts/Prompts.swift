@@ -27,8 +27,11 @@ public enum PromptState: String, Codable, Sendable, CaseIterable {
 
 /// One recorded prompt outcome.
 public struct PromptHistoryEntry: Codable, Sendable, Equatable {
+    /// The prompt's context.
     public var context: String
+    /// What the user did with it.
     public var outcome: PromptOutcome
+    /// When.
     public var at: Date
 
     package init(context: String, outcome: PromptOutcome, at: Date) {
@@ -84,6 +87,7 @@ package struct PromptFacts: Sendable, Equatable {
 
 /// The prompt policy as an experiment variant bends it for one user.
 public struct PromptStrategy: Sendable, Equatable {
+    /// The least time between two prompts; nil for none.
     public var cooldown: TimeSpan?
     /// Nil means every context of the profile is on.
     public var enabledContexts: Set<String>?
@@ -92,6 +96,7 @@ public struct PromptStrategy: Sendable, Equatable {
     /// Per context, the copy a variant shows instead of the rule's.
     public var contentOverrides: [String: PromptContentOverride] = [:]
 
+    /// The profile's policy as it is, without a variant.
     public static func plain(_ policy: PromptPolicy) -> PromptStrategy {
         PromptStrategy(cooldown: policy.cooldown, enabledContexts: nil, variants: [])
     }
@@ -106,6 +111,7 @@ public enum QuietReason: Sendable, Equatable {
     case windowFull(shown: Int, window: TimeSpan, until: Date)
     case noEligibleRule
 
+    /// The error code a caller reports for this reason.
     public var code: GuestModeError.Code {
         switch self {
         case .linked: .userLinked
@@ -117,6 +123,7 @@ public enum QuietReason: Sendable, Equatable {
         }
     }
 
+    /// The reason in words, for people.
     public var explanation: String {
         switch self {
         case .linked: "the user is linked to an identity and gets no sign-in prompts"
@@ -183,11 +190,17 @@ extension PromptTrigger {
 
 /// A prompt chosen for a user, with the experiment variants that shaped the choice.
 public struct PromptOffer: Codable, Sendable, Equatable {
+    /// The user's id.
     public var user: String
+    /// The context of the rule chosen, which recording an outcome names.
     public var context: String
+    /// The rule's priority.
     public var priority: PromptPriority
+    /// The trigger that made the rule due, if one did.
     public var trigger: String?
+    /// What to show, with any variant's copy applied.
     public var content: PromptContent
+    /// The experiment variants that shaped the choice.
     public var variants: [ExperimentAssignment]
 }
 
@@ -198,6 +211,7 @@ public enum NextPrompt: Sendable, Equatable {
     case show(PromptOffer)
     case nothingDue(QuietReason)
 
+    /// The prompt to show; nil when nothing is due.
     public var offer: PromptOffer? {
         if case let .show(offer) = self { return offer }
         return nil
@@ -206,30 +220,44 @@ public enum NextPrompt: Sendable, Equatable {
 
 /// A recorded outcome and where it left the user.
 public struct RecordedOutcome: Codable, Sendable, Equatable {
+    /// The user's id.
     public var user: String
+    /// The prompt's context.
     public var context: String
+    /// The outcome recorded.
     public var outcome: PromptOutcome
+    /// When.
     public var at: Date
+    /// The user's prompt state after it.
     public var promptState: PromptState
 }
 
+/// The prompt outcomes recorded for a user.
 public struct PromptHistory: Codable, Sendable, Equatable {
+    /// The user's id.
     public var user: String
+    /// The user's prompt state now.
     public var promptState: PromptState
+    /// Every outcome, oldest first.
     public var outcomes: [PromptHistoryEntry]
 }
 
 /// `prompt next --explain`: the decision, the rule that made it, and why
 /// every rule is or is not due.
 public struct PromptExplanation: Encodable, Sendable, Equatable {
+    /// The user's id.
     public var userID: String
+    /// True when a prompt is due.
     public var due: Bool
     /// The context of the rule that decided; nil when nothing is due.
     public var decidedBy: String?
+    /// The prompt to show; nil when nothing is due.
     public var offer: PromptOffer?
     /// Why nothing is due; nil when a prompt is.
     public var quiet: QuietReason?
+    /// Every rule of the profile, with its verdict.
     public var rules: [RuleExplanation]
+    /// The experiment variants that shaped the decision.
     public var variants: [ExperimentAssignment]
 
     enum CodingKeys: String, CodingKey {
@@ -250,6 +278,7 @@ public struct PromptExplanation: Encodable, Sendable, Equatable {
         }
     }
 
+    /// Writes the explanation as `prompt next --explain` prints it.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(userID, forKey: .userID)
@@ -264,15 +293,22 @@ public struct PromptExplanation: Encodable, Sendable, Equatable {
     }
 }
 
+/// Why one rule is or is not due.
 public struct RuleExplanation: Encodable, Sendable, Equatable {
+    /// The rule's context.
     public var context: String
+    /// The rule's priority.
     public var priority: PromptPriority
+    /// Whether the rule asks for a sign-in or an upgrade.
     public var kind: PromptKind
+    /// True when the rule could be shown now.
     public var eligible: Bool
     /// `chosen`, `outranked`, `cooldown`, `window_full`, `never_ask`, `once`,
     /// `reshow_after`, `trigger_not_raised`, `condition_false`, …
     public var verdict: String
+    /// The verdict in words.
     public var message: String
+    /// When the rule could be shown next; nil when never or unknown.
     public var eligibleAt: Date?
     /// For `condition_false`: the condition that failed, with the value seen.
     public var condition: String?
@@ -281,6 +317,7 @@ public struct RuleExplanation: Encodable, Sendable, Equatable {
         case context, priority, kind, eligible, verdict, message, eligibleAt = "eligible_at", condition
     }
 
+    /// Writes the explanation of the rule, with every field present.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(context, forKey: .context)
@@ -309,9 +346,9 @@ extension GuestMode {
     /// The prompt to show now, or why none is. Assigns the user to the
     /// profile's experiments first, since a variant can change the cooldown,
     /// which contexts are on and a prompt's copy.
-    public func nextPrompt(for userID: String, trigger: String?, now: Date) throws -> NextPrompt {
+    public func nextPrompt(user userID: String, trigger: String?, now: Date) throws -> NextPrompt {
         try TextRule.check(userID, what: "the user id")
-        let explanation = try explainPrompt(for: userID, trigger: trigger, now: now)
+        let explanation = try explainPrompt(user: userID, trigger: trigger, now: now)
         if let offer = explanation.offer { return .show(offer) }
         return .nothingDue(explanation.quiet ?? .noEligibleRule)
     }
@@ -319,7 +356,7 @@ extension GuestMode {
     /// The decision `nextPrompt` makes, with the reason for every rule. The
     /// offered content is the variant's copy when the user's variant
     /// rewrites it, with its placeholders filled from the user's state.
-    public func explainPrompt(for userID: String, trigger: String?, now: Date) throws -> PromptExplanation {
+    public func explainPrompt(user userID: String, trigger: String?, now: Date) throws -> PromptExplanation {
         try TextRule.check(userID, what: "the user id")
         let known = Set(profile.prompts.rules.compactMap(\.trigger))
         if let trigger, !known.contains(trigger) {
@@ -330,7 +367,7 @@ extension GuestMode {
         guard let facts = try store.read({ try $0.promptSnapshot(of: userID, profile: profile, now: now) }) else {
             throw GuestMode.missingUser(userID)
         }
-        let strategy = try promptStrategy(for: userID, now: now)
+        let strategy = try promptStrategy(user: userID, now: now)
         let evaluation = profile.prompts.evaluate(facts: facts, trigger: trigger, strategy: strategy, now: now)
         let rules = evaluation.verdicts.map { rule, verdict in
             var condition: String?
@@ -372,7 +409,7 @@ extension GuestMode {
     }
 
     /// Undoes "never ask again" (`prompt reset`); false when the user had not said never.
-    public func resetPrompts(for userID: String, now: Date) throws -> PromptResetResult {
+    public func resetPrompts(user userID: String, now: Date) throws -> PromptResetResult {
         try TextRule.check(userID, what: "the user id")
         return try store.write { transaction in
             guard let current = try transaction.promptState(of: userID, locking: true) else {
@@ -392,13 +429,19 @@ extension GuestMode {
 
     /// The cooldown and contexts a user's experiment variants give them,
     /// assigning the user to each experiment on first use.
-    public func promptStrategy(for userID: String, now: Date) throws -> PromptStrategy {
+    public func promptStrategy(user userID: String, now: Date) throws -> PromptStrategy {
         try TextRule.check(userID, what: "the user id")
         return profile.promptStrategy(assignments: try assignments(of: userID, to: profile.experiments, now: now))
     }
 
+    /// Records what the user did with a prompt (shown, dismissed, later, never, completed); the next decisions count it.
+    ///
+    /// ```swift
+    /// let recorded = try engine.recordPrompt(.shown, context: offer.context, user: guest.id, now: now)
+    /// // recorded.promptState
+    /// ```
     public func recordPrompt(
-        _ outcome: PromptOutcome, context: String, for userID: String, now: Date
+        _ outcome: PromptOutcome, context: String, user userID: String, now: Date
     ) throws
         -> RecordedOutcome
     {
@@ -420,7 +463,8 @@ extension GuestMode {
         return RecordedOutcome(user: userID, context: context, outcome: outcome, at: now, promptState: state)
     }
 
-    public func promptHistory(for userID: String) throws -> PromptHistory {
+    /// Every prompt outcome recorded for the user.
+    public func promptHistory(user userID: String) throws -> PromptHistory {
         try TextRule.check(userID, what: "the user id")
         guard let facts = try store.read({ try $0.promptFacts(of: userID) }) else {
             throw GuestMode.missingUser(userID)
@@ -565,10 +609,13 @@ extension PromptTrigger.Source {
 
 /// What `prompt reset` did.
 public struct PromptResetResult: Encodable, Sendable, Equatable {
+    /// The user's id.
     public var userID: String
     /// False when the user had not said "never" (nothing changed).
     public var reset: Bool
+    /// The user's prompt state after the reset.
     public var promptState: PromptState
+    /// When.
     public var at: Date
 
     enum CodingKeys: String, CodingKey { case userID = "user_id", reset, promptState = "prompt_state", at }

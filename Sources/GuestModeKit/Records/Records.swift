@@ -1,12 +1,18 @@
 import Foundation
 
+/// A record as the store holds it.
 public struct StoredRecord: Codable, Sendable, Equatable {
+    /// The id of the user who owns it (the profile's guest owner for an ownerless record).
     public var owner: String
+    /// The record's collection.
     public var collection: String
+    /// The record's key, unique per owner and collection.
     public var key: String
     /// The JSON document, exactly as stored.
     public var data: String
+    /// When the record was first written.
     public var createdAt: Date
+    /// When it was last written.
     public var updatedAt: Date
 
     package init(owner: String, collection: String, key: String, data: String, createdAt: Date, updatedAt: Date) {
@@ -19,9 +25,13 @@ public struct StoredRecord: Codable, Sendable, Equatable {
     }
 }
 
+/// What a write of a record did: stored, or refused by the cap.
 public struct PutResult: Codable, Sendable, Equatable {
+    /// `allowed` when stored; otherwise what to ask the user for, and nothing was written.
     public var outcome: CapOutcome
+    /// True when the write replaced a record under the same key, which never counts against the cap.
     public var isReplacement: Bool
+    /// Where the user stands against the collection's cap after the write.
     public var limit: CollectionLimit
 
     package init(outcome: CapOutcome, isReplacement: Bool, limit: CollectionLimit) {
@@ -33,7 +43,9 @@ public struct PutResult: Codable, Sendable, Equatable {
 
 /// Where a user stands against one collection's cap.
 public struct CollectionLimit: Codable, Sendable, Equatable {
+    /// The collection.
     public var collection: String
+    /// The user's tier, which sets the cap.
     public var tier: TierLevel
     /// How many records the user holds in the collection; nil when not
     /// counted: a put to a collection the tier does not cap skips the count,
@@ -105,6 +117,14 @@ extension GuestMode {
             limit: CollectionLimit(collection: collection, tier: .guest, used: 0, cap: nil, outcome: .allowed))
     }
 
+    /// The user's record under `key`.
+    ///
+    /// ```swift
+    /// let record = try engine.record(user: guest.id, collection: "subscriptions", key: "sub-1")
+    /// // record.data is the JSON as stored
+    /// ```
+    ///
+    /// - Throws: ``GuestModeError`` `record_not_found` when there is none.
     public func record(user userID: String, collection: String, key: String) throws -> StoredRecord {
         try TextRule.check(["the user id": userID, "the collection": collection])
         try requireCollection(collection)
@@ -118,6 +138,11 @@ extension GuestMode {
         return record
     }
 
+    /// The user's records in a collection, by key.
+    ///
+    /// ```swift
+    /// let kept = try engine.records(user: guest.id, collection: "subscriptions")
+    /// ```
     public func records(user userID: String, collection: String) throws -> [StoredRecord] {
         try TextRule.check(["the user id": userID, "the collection": collection])
         try requireCollection(collection)
@@ -127,6 +152,13 @@ extension GuestMode {
         }
     }
 
+    /// Deletes the user's record under `key`, freeing its place under the cap.
+    ///
+    /// ```swift
+    /// try engine.deleteRecord(user: guest.id, collection: "subscriptions", key: "sub-1", now: now)
+    /// ```
+    ///
+    /// - Throws: ``GuestModeError`` `record_not_found` when there is none.
     public func deleteRecord(user userID: String, collection: String, key: String, now: Date) throws {
         try TextRule.check(["the user id": userID, "the collection": collection, "the record key": key])
         try requireCollection(collection)

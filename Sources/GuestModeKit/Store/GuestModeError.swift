@@ -26,7 +26,9 @@ public enum FailureKind: String, Sendable, Codable, CaseIterable {
 /// `ResultCode`: every failure with one code is answered the same way (one
 /// exit status, one HTTP status), whoever raised it.
 public struct GuestModeError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The failure's code, which decides its kind.
     public var code: Code
+    /// What went wrong, where, and how to fix it, for people.
     public var message: String
 
     /// What kind of failure this is: always its code's kind.
@@ -47,6 +49,7 @@ public struct GuestModeError: Error, CustomStringConvertible, Sendable, Equatabl
         self.init(code, message)
     }
 
+    /// The message.
     public var description: String { message }
 
     package static func notFound(_ message: String, code: Code) -> GuestModeError {
@@ -71,6 +74,7 @@ extension GuestModeError {
     /// it as `error.code`); the catalogue is listed in guestmode(1) with the
     /// exit status of each. Codes are compared as values, never as strings.
     public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The code's snake_case name, such as `user_not_found`.
         public let rawValue: String
         /// The kind of every failure with this code.
         public let kind: FailureKind
@@ -86,6 +90,7 @@ extension GuestModeError {
             self.kind = kind
         }
 
+        /// The code's name.
         public var description: String { rawValue }
 
         /// True when `error` is a `GuestModeError` with this code, so a

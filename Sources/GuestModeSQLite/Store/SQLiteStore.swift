@@ -14,6 +14,7 @@ import GuestModeKit
 /// either way, then fail with `store_busy` (try again later).
 public final class SQLiteStore: Sendable {
     let database: AppDatabase
+    /// The store file's path; nil for an in-memory store.
     public let path: String?
 
     init(database: AppDatabase, path: String?) {

@@ -63,7 +63,7 @@ import Testing
         let result = try link(
             store, profile, LinkRequest(user: "g", provider: "email", subject: "me", email: nil), now: day(1))
         #expect(result.isNewlyLinked)
-        #expect(!result.removedAnonymousCredentials)
+        #expect(!result.didRemoveAnonymousCredentials)
     }
 
     @Test(arguments: StoreBackend.allCases)

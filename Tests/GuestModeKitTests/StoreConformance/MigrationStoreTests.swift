@@ -89,7 +89,7 @@ struct MigrationStoreTests {
         let records = try recordLines(engine, account)
         #expect(records.contains(#"recipes/pasta~guest={"by":"guest"}"#))
         #expect(records.contains(#"preferences/diet={"diet":"vegan"}"#))
-        #expect(try engine.counters(of: account)["app_opened"] == 5)
+        #expect(try engine.counters(user: account)["app_opened"] == 5)
         #expect(try engine.journals(involving: guest).map(\.id) == [id])
     }
 
@@ -107,7 +107,7 @@ struct MigrationStoreTests {
             }
                 == .recordsLeftBehind)
         #expect(try observableState(engine) == before)
-        #expect(try engine.counters(of: guest)["recipe_created"] == 2, "the activity moved in the failed step is back")
+        #expect(try engine.counters(user: guest)["recipe_created"] == 2, "the activity moved in the failed step is back")
         #expect(try engine.journal(id).steps.first?.status == "pending")
 
         try engine.failMigration(journalID: id, reason: "step 1 profile: records left behind")

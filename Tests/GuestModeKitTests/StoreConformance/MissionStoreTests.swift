@@ -61,20 +61,20 @@ struct MissionStoreTests {
                 TrackedEvent(user: "u1", action: action, at: day(index + 2), properties: ["n": .number("\(index)")]),
                 now: day(index + 2))
         }
-        let all = try engine.events(of: "u1", matching: EventQuery())
+        let all = try engine.events(user: "u1", matching: EventQuery())
         #expect(all.map(\.action) == [profile.actions[0], "app_opened", "command_spoken", "app_opened"])
         #expect(all.allSatisfy { $0.userId == "u1" })
         #expect(all.last?.properties == ["n": .number("2")])
         #expect(
-            try engine.events(of: "u1", matching: EventQuery(action: "app_opened", since: day(3))).map(\.at) == [day(4)]
+            try engine.events(user: "u1", matching: EventQuery(action: "app_opened", since: day(3))).map(\.at) == [day(4)]
         )
         #expect(
-            try engine.events(of: "u1", matching: EventQuery(limit: 2)).map(\.action) == [
+            try engine.events(user: "u1", matching: EventQuery(limit: 2)).map(\.action) == [
                 "command_spoken", "app_opened",
             ])
-        #expect(try engine.events(of: "u2", matching: EventQuery(action: "command_spoken")).isEmpty)
+        #expect(try engine.events(user: "u2", matching: EventQuery(action: "command_spoken")).isEmpty)
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try engine.events(of: "nobody", matching: EventQuery())
+            _ = try engine.events(user: "nobody", matching: EventQuery())
         }
     }
 }
