@@ -72,6 +72,10 @@ public struct EventQuery: Sendable, Equatable {
 
 extension GuestMode {
     /// The user's event log, oldest first, filtered by `query`.
+    ///
+    /// ```swift
+    /// let recent = try engine.events(user: guest.id, matching: EventQuery(action: "recipe_viewed", limit: 10))
+    /// ```
     public func events(user userID: String, matching query: EventQuery) throws -> [LoggedEvent] {
         try TextRule.check(userID, what: "the user id")
         if let limit = query.limit, !(1...EventQuery.largestLimit).contains(limit) {

@@ -125,6 +125,11 @@ package struct StoredAssignment: Sendable, Equatable {
 extension GuestMode {
     /// Assigns a user to one named experiment, or to every experiment of the
     /// profile when `experimentName` is nil.
+    ///
+    /// ```swift
+    /// let assignments = try engine.assignExperiments(user: guest.id, named: nil, now: now)
+    /// // each assignment.variant, or nil outside an experiment's coverage
+    /// ```
     public func assignExperiments(
         user userID: String, named experimentName: String?, now: Date
     ) throws

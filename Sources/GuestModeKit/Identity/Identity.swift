@@ -69,6 +69,12 @@ extension GuestMode {
     /// so sessions, records, usage and plans stay where they are. On any
     /// failure the user is left exactly as it was. `checkpoint` lets tests
     /// stop (or kill) the process between taking the lock and binding.
+    ///
+    /// ```swift
+    /// let result = try engine.link(
+    ///     user: guest.id, provider: "apple", subject: "001234.abcd", email: nil, now: now)
+    /// // result.user == guest.id: the guest is now an account
+    /// ```
     public func link(
         user userID: String, provider: String, subject: String, email: String?, now: Date,
         checkpoint: (LinkCheckpoint) throws -> Void = { _ in }
@@ -200,6 +206,10 @@ extension GuestMode {
     /// Removes one identity; a user left without any becomes anonymous again,
     /// its prompt state rebuilt from its prompt history
     /// (`PromptState.afterUnlinking`). Returns the user as it is afterwards.
+    ///
+    /// ```swift
+    /// let user = try engine.unlink(user: guest.id, provider: "apple", now: now)
+    /// ```
     public func unlink(user userID: String, provider: String, now: Date) throws -> User {
         try TextRule.check(["the user id": userID, "the provider": provider])
         return try store.write { transaction in

@@ -64,7 +64,7 @@ public struct MeterUseResult: Codable, Sendable, Equatable {
     public var isAllowed: Bool
     /// True when the use did not fit and was recorded anyway (overage
     /// allowed): the meter is now exhausted.
-    public var overage: Bool
+    public var isOverage: Bool
     /// The meter after this use.
     public var status: MeterStatus
     /// Thresholds crossed by this use, each reported exactly once ever per period.
@@ -77,7 +77,7 @@ public struct MeterUseResult: Codable, Sendable, Equatable {
         self.isRecorded = isRecorded
         self.isDuplicate = isDuplicate
         self.isAllowed = isAllowed
-        self.overage = overage
+        self.isOverage = overage
         self.status = status
         self.warnings = warnings
     }
@@ -113,6 +113,12 @@ extension MeterAmount {
 extension GuestMode {
     /// The gate to call before a paid call: allowed when `amount` fits in
     /// what remains (with no amount, when anything remains). Records nothing.
+    ///
+    /// ```swift
+    /// let gate = try engine.checkMeter(
+    ///     user: guest.id, meter: "api_minutes", amount: MeterAmount(units: 20), now: now)
+    /// if gate.isAllowed { /* make the paid call */ }
+    /// ```
     public func checkMeter(user userID: String, meter: String, amount: MeterAmount?, now: Date) throws -> MeterDecision
     {
         try TextRule.check(userID, what: "the user id")
@@ -130,8 +136,14 @@ extension GuestMode {
     /// Records usage if it fits. A use that would go past the allowance is,
     /// by `overage` (default: the meter's, from the profile), refused whole
     /// and records nothing, or recorded in full, leaving the meter exhausted
-    /// (`overage` and not `isAllowed` in the result). A repeated key records
+    /// (`isOverage` and not `isAllowed` in the result). A repeated key records
     /// nothing.
+    ///
+    /// ```swift
+    /// let used = try engine.useMeter(
+    ///     user: guest.id, meter: "api_minutes", amount: MeterAmount(units: 20), key: "session-1", now: now)
+    /// // used.isRecorded; a retry with key "session-1" records nothing (used.isDuplicate)
+    /// ```
     public func useMeter(
         user userID: String, meter: String, amount: MeterAmount, key: String?, overage: MeterOverage? = nil,
         now: Date

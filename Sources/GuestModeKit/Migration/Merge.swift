@@ -83,6 +83,12 @@ extension GuestMode {
     /// guest is removed only once everything is in the account. With `dryRun`
     /// the same report is computed and nothing changes. The report lists the
     /// capped collections the account is over afterwards.
+    ///
+    /// ```swift
+    /// let preview = try engine.merge(
+    ///     guest: guest.id, into: account.id, policy: .union, dryRun: true, now: now)
+    /// // preview.recordsMoved, preview.conflicts; run again with dryRun: false
+    /// ```
     public func merge(
         guest: String, into account: String, policy: MergePolicy, dryRun: Bool, now: Date
     ) throws -> MergeReport {
@@ -152,6 +158,11 @@ extension GuestMode {
     /// flag is set by the first run that moves records and reported as
     /// `wasAlreadyAdopted`; it never blocks. Queues a backup of the user when
     /// records moved.
+    ///
+    /// ```swift
+    /// let report = try engine.adopt(user: account.id, now: now)
+    /// // report.moved["recipes"]: ownerless records now the account's
+    /// ```
     public func adopt(user userID: String, now: Date) throws -> AdoptReport {
         try TextRule.check(userID, what: "the user id")
         let owner = profile.guestOwner

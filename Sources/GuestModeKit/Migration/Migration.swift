@@ -153,6 +153,13 @@ extension GuestMode {
     /// Moves everything of a guest into an account, one journaled step per
     /// transaction after a backup of both. Interrupted, it resumes from the
     /// first unfinished step and never applies a step twice.
+    ///
+    /// ```swift
+    /// let report = try engine.migrate(
+    ///     guest: guest.id, to: account.id, resuming: false, now: now,
+    ///     takeBackup: { users in try backUp(users) })  // returns the backup's path
+    /// // report.conflicts, report.overCap
+    /// ```
     public func migrate(
         guest: String, to account: String, resuming: Bool, now: Date,
         takeBackup: ([String]) throws -> String,

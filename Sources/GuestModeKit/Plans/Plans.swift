@@ -37,6 +37,12 @@ extension GuestMode {
     /// Grants a plan: open-ended, as a trial ending after `trial`, or until
     /// `until`. A plan granted to a guest belongs to the user id, so it
     /// survives linking an identity.
+    ///
+    /// ```swift
+    /// let status = try engine.grantPlan(
+    ///     user: guest.id, plan: "premium", trial: TimeSpan(amount: 7, unit: .days), until: nil, now: now)
+    /// // status.state == .trial
+    /// ```
     public func grantPlan(
         user userID: String, plan planName: String, trial: TimeSpan?, until: Date?, now: Date
     ) throws -> PlanStatus {
@@ -110,6 +116,10 @@ extension GuestMode {
 
     /// The tier whose caps and allowances apply now: the highest of the
     /// user's state (guest or account) and any plan in force.
+    ///
+    /// ```swift
+    /// let tier = try engine.tier(user: guest.id, now: now)  // .guest, .account or .premium
+    /// ```
     public func tier(user userID: String, now: Date) throws -> TierLevel {
         try TextRule.check(userID, what: "the user id")
         return try store.read { transaction in

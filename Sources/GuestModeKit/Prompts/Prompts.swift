@@ -248,7 +248,7 @@ public struct PromptExplanation: Encodable, Sendable, Equatable {
     /// The user's id.
     public var userID: String
     /// True when a prompt is due.
-    public var due: Bool
+    public var isDue: Bool
     /// The context of the rule that decided; nil when nothing is due.
     public var decidedBy: String?
     /// The prompt to show; nil when nothing is due.
@@ -261,7 +261,7 @@ public struct PromptExplanation: Encodable, Sendable, Equatable {
     public var variants: [ExperimentAssignment]
 
     enum CodingKeys: String, CodingKey {
-        case userID = "user_id", due, decidedBy = "decided_by", offer, reason, rules, variants
+        case userID = "user_id", isDue = "due", decidedBy = "decided_by", offer, reason, rules, variants
     }
 
     struct Reason: Encodable {
@@ -282,7 +282,7 @@ public struct PromptExplanation: Encodable, Sendable, Equatable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(userID, forKey: .userID)
-        try container.encode(due, forKey: .due)
+        try container.encode(isDue, forKey: .isDue)
         try container.encode(decidedBy, forKey: .decidedBy)
         try container.encode(offer, forKey: .offer)
         try container.encode(
@@ -302,7 +302,7 @@ public struct RuleExplanation: Encodable, Sendable, Equatable {
     /// Whether the rule asks for a sign-in or an upgrade.
     public var kind: PromptKind
     /// True when the rule could be shown now.
-    public var eligible: Bool
+    public var isEligible: Bool
     /// `chosen`, `outranked`, `cooldown`, `window_full`, `never_ask`, `once`,
     /// `reshow_after`, `trigger_not_raised`, `condition_false`, …
     public var verdict: String
@@ -314,7 +314,7 @@ public struct RuleExplanation: Encodable, Sendable, Equatable {
     public var condition: String?
 
     enum CodingKeys: String, CodingKey {
-        case context, priority, kind, eligible, verdict, message, eligibleAt = "eligible_at", condition
+        case context, priority, kind, isEligible = "eligible", verdict, message, eligibleAt = "eligible_at", condition
     }
 
     /// Writes the explanation of the rule, with every field present.
@@ -323,7 +323,7 @@ public struct RuleExplanation: Encodable, Sendable, Equatable {
         try container.encode(context, forKey: .context)
         try container.encode(priority, forKey: .priority)
         try container.encode(kind, forKey: .kind)
-        try container.encode(eligible, forKey: .eligible)
+        try container.encode(isEligible, forKey: .isEligible)
         try container.encode(verdict, forKey: .verdict)
         try container.encode(message, forKey: .message)
         try container.encode(eligibleAt, forKey: .eligibleAt)
@@ -346,6 +346,13 @@ extension GuestMode {
     /// The prompt to show now, or why none is. Assigns the user to the
     /// profile's experiments first, since a variant can change the cooldown,
     /// which contexts are on and a prompt's copy.
+    ///
+    /// ```swift
+    /// switch try engine.nextPrompt(user: guest.id, trigger: nil, now: now) {
+    /// case .show(let offer): print(offer.content.title)  // then recordPrompt(.shown, …)
+    /// case .nothingDue(let reason): print(reason.explanation)
+    /// }
+    /// ```
     public func nextPrompt(user userID: String, trigger: String?, now: Date) throws -> NextPrompt {
         try TextRule.check(userID, what: "the user id")
         let explanation = try explainPrompt(user: userID, trigger: trigger, now: now)
@@ -373,7 +380,7 @@ extension GuestMode {
             var condition: String?
             if case let .conditionFalse(_, text) = verdict { condition = text }
             return RuleExplanation(
-                context: rule.context, priority: rule.priority, kind: rule.kind, eligible: verdict.isEligible,
+                context: rule.context, priority: rule.priority, kind: rule.kind, isEligible: verdict.isEligible,
                 verdict: verdict.code, message: verdict.explanation, eligibleAt: verdict.eligibleAt,
                 condition: condition)
         }
@@ -385,11 +392,11 @@ extension GuestMode {
                 user: userID, context: rule.context, priority: rule.priority, trigger: rule.trigger,
                 content: content, variants: strategy.variants)
             return PromptExplanation(
-                userID: userID, due: true, decidedBy: rule.context, offer: offer, quiet: nil, rules: rules,
+                userID: userID, isDue: true, decidedBy: rule.context, offer: offer, quiet: nil, rules: rules,
                 variants: strategy.variants)
         case let .quiet(reason):
             return PromptExplanation(
-                userID: userID, due: false, decidedBy: nil, offer: nil, quiet: reason, rules: rules,
+                userID: userID, isDue: false, decidedBy: nil, offer: nil, quiet: reason, rules: rules,
                 variants: strategy.variants)
         }
     }
@@ -416,14 +423,14 @@ extension GuestMode {
                 throw GuestMode.missingUser(userID)
             }
             guard current == .neverAsk else {
-                return PromptResetResult(userID: userID, reset: false, promptState: current, at: now)
+                return PromptResetResult(userID: userID, wasReset: false, promptState: current, at: now)
             }
             try transaction.setPromptState(of: userID, to: .dismissed)
             try transaction.appendSystemEvent(
                 user: userID, action: PromptTrigger.resetEventAction, properties: ["previous_state": current.rawValue],
                 at: now)
             try transaction.noteChange(of: userID, profile: profile, now: now)
-            return PromptResetResult(userID: userID, reset: true, promptState: .dismissed, at: now)
+            return PromptResetResult(userID: userID, wasReset: true, promptState: .dismissed, at: now)
         }
     }
 
@@ -612,11 +619,11 @@ public struct PromptResetResult: Encodable, Sendable, Equatable {
     /// The user's id.
     public var userID: String
     /// False when the user had not said "never" (nothing changed).
-    public var reset: Bool
+    public var wasReset: Bool
     /// The user's prompt state after the reset.
     public var promptState: PromptState
     /// When.
     public var at: Date
 
-    enum CodingKeys: String, CodingKey { case userID = "user_id", reset, promptState = "prompt_state", at }
+    enum CodingKeys: String, CodingKey { case userID = "user_id", wasReset = "reset", promptState = "prompt_state", at }
 }

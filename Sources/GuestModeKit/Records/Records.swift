@@ -69,6 +69,15 @@ extension GuestMode {
     /// Writes a record unless it would exceed the user's tier cap; replacing
     /// an existing key never counts against the cap. Refused writes change
     /// nothing and report what the app should ask for.
+    ///
+    /// ```swift
+    /// let result = try engine.putRecord(
+    ///     user: guest.id, collection: "subscriptions", key: "sub-1", json: #"{"price": 4.99}"#, now: now)
+    /// switch result.outcome {
+    /// case .allowed: break  // stored; result.limit says how many remain
+    /// case .needsAccount, .needsPremium: break  // refused, nothing written: ask for what the outcome names
+    /// }
+    /// ```
     public func putRecord(
         user userID: String, collection: String, key: String, json: String, now: Date
     ) throws -> PutResult {
@@ -174,6 +183,11 @@ extension GuestMode {
     }
 
     /// Limits of the named collection, or of every collection some tier caps.
+    ///
+    /// ```swift
+    /// let limits = try engine.limits(user: guest.id, collection: "subscriptions", now: now)
+    /// // limits[0].used, limits[0].cap
+    /// ```
     public func limits(user userID: String, collection: String?, now: Date) throws -> [CollectionLimit] {
         try TextRule.check(userID, what: "the user id")
         if let collection { try requireCollection(collection) }

@@ -229,6 +229,11 @@ extension StoreTransaction {
 extension GuestMode {
     /// Creates an anonymous user, optionally keeping a legacy anonymous
     /// username with a slow salted hash of its secret.
+    ///
+    /// ```swift
+    /// let guest = try engine.createGuest(device: "phone-1", now: now)
+    /// // guest.state == .anonymous
+    /// ```
     public func createGuest(device: String?, credentials: AnonymousCredentials? = nil, now: Date) throws -> User {
         let (user, stored) = try newGuest(device: device, credentials: credentials, now: now)
         try store.write { transaction in try transaction.createUser(user, credentials: stored) }
@@ -237,9 +242,14 @@ extension GuestMode {
 
     /// Like `createGuest`, but idempotent per device: when a user with
     /// `device` exists, that user (the oldest, if several) is returned
-    /// (`created` false) and nothing is written, since a device id survives
+    /// (`isNew` false) and nothing is written, since a device id survives
     /// a reinstall. Credentials given with a known device are not stored.
     /// Concurrent calls with one device create one user.
+    ///
+    /// ```swift
+    /// let creation = try engine.createOrFindGuest(device: "phone-1", now: now)
+    /// if creation.isNew { /* first launch on this device */ }
+    /// ```
     public func createOrFindGuest(
         device: String?, credentials: AnonymousCredentials? = nil, now: Date
     ) throws -> GuestCreation {

@@ -100,7 +100,7 @@ struct PromptCommand: ParsableCommand {
             if global.json { return try global.output.json(result) }
             if global.quiet { return }
             global.output.line(
-                result.reset
+                result.wasReset
                     ? "reset prompts for \(user): \"never\" undone; prompt state \(result.promptState.rawValue)"
                     : "\(user) had not said never; prompt state \(result.promptState.rawValue) unchanged")
         }

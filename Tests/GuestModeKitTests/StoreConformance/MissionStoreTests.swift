@@ -18,12 +18,12 @@ struct MissionStoreTests {
 
         let refused = try engine.useMeter(
             user: "u1", meter: "api_minutes", amount: 30, key: nil, overage: .refuse, now: day(1))
-        #expect(!refused.isRecorded && !refused.isAllowed && !refused.overage)
+        #expect(!refused.isRecorded && !refused.isAllowed && !refused.isOverage)
         #expect(refused.status.used == 40)
 
         let over = try engine.useMeter(
             user: "u1", meter: "api_minutes", amount: 30, key: "late-session", overage: .allow, now: day(1))
-        #expect(over.isRecorded && !over.isAllowed && over.overage)
+        #expect(over.isRecorded && !over.isAllowed && over.isOverage)
         #expect(over.status.used == 70)
         #expect(over.status.remaining == 0)
         #expect(over.status.level == .exhausted)
@@ -36,7 +36,7 @@ struct MissionStoreTests {
 
         let more = try engine.useMeter(
             user: "u1", meter: "api_minutes", amount: 1, key: nil, overage: .allow, now: day(1))
-        #expect(more.isRecorded && more.overage && more.warnings.isEmpty, "each warning fires once")
+        #expect(more.isRecorded && more.isOverage && more.warnings.isEmpty, "each warning fires once")
         #expect(more.status.used == 71)
         #expect(!(try engine.checkMeter(user: "u1", meter: "api_minutes", amount: 1, now: day(1)).isAllowed))
     }
@@ -48,7 +48,7 @@ struct MissionStoreTests {
         let engine = GuestMode(profile: profile, store: store)
         let fits = try engine.useMeter(
             user: "u1", meter: "api_minutes", amount: 60, key: nil, overage: .allow, now: day(1))
-        #expect(fits.isRecorded && fits.isAllowed && !fits.overage)
+        #expect(fits.isRecorded && fits.isAllowed && !fits.isOverage)
     }
 
     @Test(arguments: StoreBackend.allCases)

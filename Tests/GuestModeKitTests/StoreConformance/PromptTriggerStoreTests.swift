@@ -98,19 +98,19 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         #expect(profile.backup.queuesOnChange)
         expectFailure(.notFound, code: .userNotFound) { _ = try engine.resetPrompts(user: "nobody", now: day(2)) }
         try store.createUser(newUser("u"), credentials: nil)
-        #expect(try !engine.resetPrompts(user: "u", now: day(2)).reset)
+        #expect(try !engine.resetPrompts(user: "u", now: day(2)).wasReset)
         #expect(try store.outboxEntries().isEmpty, "nothing reset, nothing queued")
         #expect(
             try engine.recordPrompt(.never, context: "protect_streak", user: "u", now: day(3)).promptState == .neverAsk)
         #expect(try store.outboxEntries().map(\.userId) == ["u"], "an outcome, never included, queues the backup")
         let reset = try engine.resetPrompts(user: "u", now: day(4))
-        #expect(reset.reset && reset.promptState == .dismissed)
+        #expect(reset.wasReset && reset.promptState == .dismissed)
         let facts = try #require(try promptSnapshot(store, profile, of: "u", now: day(4)))
         #expect(facts.promptState == .dismissed)
         #expect(facts.resetAt == day(4))
         #expect(!facts.saidNever)
         #expect(try store.counters(user: "u")[PromptTrigger.resetEventAction] == 1)
-        #expect(try !engine.resetPrompts(user: "u", now: day(5)).reset)
+        #expect(try !engine.resetPrompts(user: "u", now: day(5)).wasReset)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -120,7 +120,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         try store.createUser(newUser("u"), credentials: nil)
         #expect(
             try engine.recordPrompt(.never, context: "protect_streak", user: "u", now: day(1)).promptState == .neverAsk)
-        #expect(try engine.resetPrompts(user: "u", now: day(2)).reset)
+        #expect(try engine.resetPrompts(user: "u", now: day(2)).wasReset)
         _ = try IdentityStoreTests().link(
             store, profile, LinkRequest(user: "u", provider: "apple", subject: "s", email: nil), now: day(3))
         #expect(try engine.unlink(user: "u", provider: "apple", now: day(4)).promptState == "anonymous")
