@@ -168,7 +168,8 @@ private func facts(
         #expect(try engine.nextPrompt(user: "u1", trigger: nil, now: hours(1)).offer?.context == "first_recipe_success")
         let shown = try engine.recordPrompt(.shown, context: "first_recipe_success", user: "u1", now: hours(1))
         #expect(shown.promptState == .prompted)
-        let completed = try engine.recordPrompt(.completed, context: "first_recipe_success", user: "u1", now: hours(1.1))
+        let completed = try engine.recordPrompt(
+            .completed, context: "first_recipe_success", user: "u1", now: hours(1.1))
         #expect(completed.promptState == .authenticated)
         let history = try engine.promptHistory(user: "u1")
         #expect(history.outcomes.map(\.outcome) == [.shown, .completed])

@@ -13,8 +13,9 @@ public struct LinkResult: Codable, Sendable, Equatable {
     /// True when linking removed the guest's anonymous username and secret.
     public var didRemoveAnonymousCredentials: Bool
 
-    package init(user: String, provider: String, subject: String, isNewlyLinked: Bool, removedAnonymousCredentials: Bool)
-    {
+    package init(
+        user: String, provider: String, subject: String, isNewlyLinked: Bool, removedAnonymousCredentials: Bool
+    ) {
         self.user = user
         self.provider = provider
         self.subject = subject

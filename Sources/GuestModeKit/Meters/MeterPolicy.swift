@@ -58,7 +58,8 @@ extension Meter {
     }
 
     /// Where a usage total stands against an allowance (nil: unlimited).
-    package func status(tier: TierLevel, used: MeterAmount, allowance: MeterAmount?, periodStart: Date?) -> MeterStatus {
+    package func status(tier: TierLevel, used: MeterAmount, allowance: MeterAmount?, periodStart: Date?) -> MeterStatus
+    {
         MeterStatus(
             meter: name, unit: unit, tier: tier, used: used, allowance: allowance,
             remaining: allowance.map { $0.remaining(after: used) },

@@ -66,7 +66,9 @@ struct MissionStoreTests {
         #expect(all.allSatisfy { $0.userId == "u1" })
         #expect(all.last?.properties == ["n": .number("2")])
         #expect(
-            try engine.events(user: "u1", matching: EventQuery(action: "app_opened", since: day(3))).map(\.at) == [day(4)]
+            try engine.events(user: "u1", matching: EventQuery(action: "app_opened", since: day(3))).map(\.at) == [
+                day(4)
+            ]
         )
         #expect(
             try engine.events(user: "u1", matching: EventQuery(limit: 2)).map(\.action) == [
