@@ -455,7 +455,7 @@ extension GuestMode {
     /// ```
     ///
     /// - Throws: ``GuestModeError`` `store_without_profile` for a store never bound.
-    package init(store: PostgresStore) throws {
+    public init(store: PostgresStore) throws {
         try self.init(store: store as any GuestStore, location: store.location)
     }
 
@@ -473,7 +473,7 @@ extension GuestMode {
     ///   - origin: Where the text came from, for messages (a file name).
     ///   - now: The time the store is bound at.
     /// - Throws: ``GuestModeError`` `invalid_profile` for a profile that does not validate.
-    package init(store: PostgresStore, profileText: String, origin: String, now: Date) throws {
+    public init(store: PostgresStore, profileText: String, origin: String, now: Date) throws {
         try self.init(store: store as any GuestStore, profileText: profileText, origin: origin, now: now)
     }
 }
