@@ -117,9 +117,27 @@ func engine(_ template: String) throws -> GuestMode {
         "the meter stands at \(status.used) of \(status.allowance?.description ?? "unlimited")")
 }
 
+@MainActor func aStoreFileOpensAgain() throws {
+    print("a store file: bound once, opened again with the profile it keeps")
+    let path = NSTemporaryDirectory() + "embedding-app-\(UUID().uuidString).sqlite"
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let source = try templates.load("habits")
+    var guestID = ""
+    try SQLiteStore.create(path: path, replacing: false) { store in
+        let app = try GuestMode(store: store, profileText: source.text, origin: source.origin, now: now)
+        guestID = try app.createGuest(device: "tablet-1", now: now).id
+    }
+    let store = try SQLiteStore.open(path: path)
+    defer { try? store.close() }
+    let app = try GuestMode(store: store)
+    expect(app.profile.name == "habits", "the store opens with its profile: \(app.profile.name)")
+    expect(try app.user(guestID).state == .anonymous, "the guest created before is still there")
+}
+
 do {
     try capsAndTheRefusal()
     try meteredCall()
+    try aStoreFileOpensAgain()
 } catch {
     print("  FAIL  unexpected error: \(error)")
     failures += 1
