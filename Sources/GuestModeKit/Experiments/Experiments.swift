@@ -59,12 +59,12 @@ extension Experiment {
     public static let hashVersion = 2
 
     /// The user's bucket in [0, 1): GrowthBook hash version 2 of the seed and user id.
-    public func bucket(for userID: String) -> Double {
+    package func bucket(for userID: String) -> Double {
         GrowthBookHash.hash(seed: seed, value: userID, version: Experiment.hashVersion) ?? 0
     }
 
     /// The variant a user falls into by hash alone, or nil outside coverage.
-    public func variant(for userID: String) -> Variant? {
+    package func variant(for userID: String) -> Variant? {
         let ranges = GrowthBookHash.bucketRanges(
             count: variants.count, coverage: coverage, weights: variants.map(\.weight))
         return GrowthBookHash.chooseVariation(bucket(for: userID), ranges: ranges).map { variants[$0] }

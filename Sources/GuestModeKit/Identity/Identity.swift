@@ -34,7 +34,7 @@ extension PromptState {
     /// The prompt state of a user whose last identity was removed: what its
     /// prompt history says, except that it is no longer authenticated, so
     /// "never ask again" survives an unlink. `outcomes` oldest first.
-    public static func afterUnlinking(outcomes: [PromptOutcome]) -> PromptState {
+    package static func afterUnlinking(outcomes: [PromptOutcome]) -> PromptState {
         let state = outcomes.reduce(PromptState.anonymous) { $0.after($1) }
         return state == .authenticated ? .anonymous : state
     }

@@ -63,7 +63,7 @@ public struct RestoredConflict: Codable, Sendable, Equatable {
 extension ArchivedConflict {
     /// Keys a restored record may take when none is given, in the order
     /// they are tried: `key~restored`, `key~restored2`, …
-    public static func restoredKeys(for key: String) -> some Sequence<String> {
+    package static func restoredKeys(for key: String) -> some Sequence<String> {
         (1...).lazy.map { attempt in attempt == 1 ? "\(key)~restored" : "\(key)~restored\(attempt)" }
     }
 }

@@ -75,7 +75,7 @@ extension User {
     /// Refuses moving this user into `account` unless this user is a guest
     /// and a different user. Checked inside the transaction that moves or
     /// plans, with both users as they are then.
-    public func checkCanMove(into account: User) throws {
+    package func checkCanMove(into account: User) throws {
         if id == account.id {
             throw GuestModeError(.usage, code: .sameUser, "cannot move a user into itself")
         }

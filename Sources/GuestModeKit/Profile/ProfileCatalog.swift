@@ -22,7 +22,7 @@ public struct ProfileCatalog: Sendable {
     /// The directories to search for a binary at `executable`: the
     /// installed layout (`PREFIX/bin` → `PREFIX/share/guestmode/templates`)
     /// first, then any `Templates/` above it (a build tree).
-    public static func make(executable: URL, environment: [String: String]) -> ProfileCatalog {
+    package static func make(executable: URL, environment: [String: String]) -> ProfileCatalog {
         var directories: [URL] = []
         if let override = environment["GUESTMODE_TEMPLATES"], !override.isEmpty {
             directories.append(URL(fileURLWithPath: override))

@@ -14,7 +14,7 @@ public enum PromptState: String, Codable, Sendable, CaseIterable {
     case authenticated
 
     /// The state after an outcome is recorded.
-    public func after(_ outcome: PromptOutcome) -> PromptState {
+    package func after(_ outcome: PromptOutcome) -> PromptState {
         switch (self, outcome) {
         case (.authenticated, _): .authenticated
         case (_, .completed): .authenticated
@@ -183,7 +183,7 @@ extension Profile {
 
 extension PromptTrigger {
     /// Raised triggers are kept as per-user flags named with this prefix.
-    public static let flagPrefix = "trigger-"
+    package static let flagPrefix = "trigger-"
     /// The system event `prompt reset` appends.
     public static let resetEventAction = "prompt_reset"
 }
