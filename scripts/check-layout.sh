@@ -39,5 +39,5 @@ if ! python3 scripts/check-sources.py; then
     status=1
 fi
 [ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library or CLI import in the engine;" \
-    "no wall clock in the engine or archives, no CLI command or flag in a library string, warnings are errors"
+    "no wall clock in the engine or archives, no CLI command or flag in a library string, every public declaration documented, warnings are errors"
 exit "$status"

@@ -9,6 +9,9 @@
   (Sources/guestmode/Support/ErrorHints.swift).
 - Every Swift target in Package.swift takes the `strict` settings, which
   make a compiler warning in our own sources an error in the debug build.
+- Every public declaration of a library target has a `///` comment: the
+  public surface is what an app embedding the engine reads (and what
+  `make docs` renders); what only this package's targets share is `package`.
 
 Prints each violation as file:line and exits 1 if there is any."""
 import os
@@ -30,6 +33,8 @@ COMMANDS = sorted(
     if name.startswith("guestmode-") and name.endswith(".1"))
 COMMAND = re.compile(r"(^|['\"(`])guestmode (%s)\b" % "|".join(map(re.escape, COMMANDS)))
 FLAG = re.compile(r"(^|[\s'\"(`=\[])--[a-z][a-z0-9-]*")
+# A public declaration (attributes first allowed), not `public import`.
+PUBLIC = re.compile(r"\s*(@\w+(\([^)]*\))?\s+)*(public|open)\s(?!import\b)")
 
 
 def scan(text):
@@ -113,12 +118,29 @@ def swift_files(target):
                 yield os.path.relpath(path, ROOT), open(path, encoding="utf-8").read()
 
 
+def undocumented(path, text):
+    """A problem for each public declaration whose line above (attributes
+    skipped) is not a `///` comment."""
+    lines = text.split("\n")
+    found = []
+    for number, line in enumerate(lines):
+        if not PUBLIC.match(line):
+            continue
+        above = number - 1
+        while above >= 0 and re.match(r"\s*@\w+", lines[above]):
+            above -= 1
+        if above < 0 or not lines[above].strip().startswith("///"):
+            found.append(f"{path}:{number + 1}: a public declaration without a `///` comment")
+    return found
+
+
 def main():
     problems = []
     for target in LIBRARIES:
         for path, text in swift_files(target):
             if path in GENERATED:
                 continue
+            problems += undocumented(path, text)
             for kind, line, content in scan(text):
                 if kind == "code" and target in CLOCK_FREE and CLOCK.search(content):
                     problems.append(f"{path}:{line}: reads the wall clock; take `now` from the caller")

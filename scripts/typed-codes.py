@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Turns `code: "snake_case"` literals into catalogue constants and adds any
 new code to GuestModeError.Code (kept sorted) with a placeholder for its
-kind, which does not compile until someone chooses it. For merging work
-written against string codes; run from the package root."""
+kind, which does not compile until someone chooses it, and without the
+one-line meaning each code carries, which scripts/check-sources.py asks
+for. For merging work written against string codes; run from the package
+root."""
 import os, re
 def camel(s):
     parts = s.split("_")
@@ -23,6 +25,8 @@ for base in ["Sources", "Tests"]:
                 print("converted", path)
 catalogue = open(catalogue_path).read()
 lets = set(re.findall(r'public static let (\w+) = Code\("([a-z0-9_]+)", (\.\w+)\)', catalogue))
+# The one-line meaning above each code, kept through the rewrite.
+meanings = {name: doc for doc, name in re.findall(r'(        ///[^\n]*\n)        public static let (\w+) = Code\(', catalogue)}
 known = {raw for _, raw, _ in lets}
 for code in sorted(found - known):
     lets.add((camel(code), code, "<#kind#>"))
@@ -33,5 +37,6 @@ end = catalogue.rindex("    }\n}")
 catalogue = (catalogue[:start]
     + "        /// Every code the engine and the command line raise, in order.\n        public static let all: [Code] = [\n"
     + "".join(f"            .{name},\n" for name, _, _ in lets) + "        ]\n\n"
-    + "".join(f'        public static let {name} = Code("{raw}", {kind})\n' for name, raw, kind in lets) + catalogue[end:])
+    + "".join(meanings.get(name, "") + f'        public static let {name} = Code("{raw}", {kind})\n'
+              for name, raw, kind in lets) + catalogue[end:])
 open(catalogue_path, "w").write(catalogue)

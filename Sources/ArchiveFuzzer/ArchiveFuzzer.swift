@@ -18,6 +18,7 @@ private let profileText: String = {
 private let now = Date(timeIntervalSince1970: 1_900_000_000)
 private let directory = FileManager.default.temporaryDirectory.appendingPathComponent("guestmode-fuzz-\(getpid())")
 
+/// libFuzzer's entry point: one input, read as an archive and imported into a fresh store.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -44,6 +45,7 @@ func runDriver(
     _ callback: @convention(c) (UnsafeRawPointer?, Int) -> CInt
 ) -> CInt
 
+/// The process's `main`, which hands control to libFuzzer's driver.
 @_cdecl("ArchiveFuzzer_main")
 public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
     var count = argc

@@ -28,7 +28,7 @@ import Testing
             let report = try engine.importBackup(from: path, onConflict: .replace, dryRun: false, now: now)
             // Accepted: every imported user still reads back without trapping.
             for user in report.added + report.replaced where !user.isEmpty {
-                _ = try engine.counters(of: user)
+                _ = try engine.counters(user: user)
                 _ = try engine.user(user)
             }
             #expect(try (engine.store as? SQLiteStore)?.integrityProblems() ?? [] == [], "\(label)")
@@ -202,7 +202,7 @@ import Testing
         let engine = try Self.engine()
         let report = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, now: Self.now)
         #expect(report.added == ["u"])
-        #expect(try engine.counters(of: "u") == ["command_spoken": 2])
+        #expect(try engine.counters(user: "u") == ["command_spoken": 2])
     }
 
     @Test(

@@ -59,7 +59,7 @@ import Testing
         #expect(report.isApplied)
         #expect(report.applied == 50_000)
         #expect(report.usersCreated == 7)
-        #expect(try engine.counters(of: "u0") == ["app_opened": 7_143])
+        #expect(try engine.counters(user: "u0") == ["app_opened": 7_143])
         let again = try engine.ingest(log: log, creatingUsers: true, skippingInvalid: false, now: day(1))
         #expect(again.applied == 0 && again.duplicates == 50_000)
     }

@@ -100,7 +100,7 @@ private func ranges(_ value: Any) -> [Range<Double>] {
                 id: "u", device: nil, state: .anonymous, promptState: "anonymous", createdAt: now, lastSeenAt: now,
                 linkedAt: nil),
             credentials: nil)
-        let first = try #require(try engine.assignExperiments(for: "u", named: "auth_prompts", now: now).first)
+        let first = try #require(try engine.assignExperiments(user: "u", named: "auth_prompts", now: now).first)
         #expect(first.isNew)
         var reweighted = engine.profile
         reweighted.experiments[0].variants = reweighted.experiments[0].variants.map { variant in
@@ -110,7 +110,7 @@ private func ranges(_ value: Any) -> [Range<Double>] {
         }
         let later = GuestMode(profile: reweighted, store: engine.store)
         let again = try #require(
-            try later.assignExperiments(for: "u", named: nil, now: now.addingTimeInterval(60)).first)
+            try later.assignExperiments(user: "u", named: nil, now: now.addingTimeInterval(60)).first)
         #expect(again.variant == first.variant)
         #expect(!again.isNew)
         #expect(again.assignedAt == first.assignedAt)

@@ -12,7 +12,7 @@ import Testing
             profileText: try template("habits"), origin: "habits.yaml", now: day(1))
         var caught: String?
         do {
-            _ = try engine.details(of: "nobody", now: day(1))
+            _ = try engine.details(user: "nobody", now: day(1))
         } catch GuestModeError.Code.storeNotFound {
             caught = "store_not_found"
         } catch GuestModeError.Code.userNotFound {

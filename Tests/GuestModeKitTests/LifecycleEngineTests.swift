@@ -122,13 +122,13 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         let granted = try engine.grantPlan(
             user: guest.id, plan: "premium", trial: TimeSpan(parsing: "7d"), until: nil, now: day(1))
         #expect(granted.state == .trial)
-        #expect(try engine.tier(of: guest.id, now: day(7)) == .premium)
-        #expect(try engine.plans(of: guest.id, now: day(9)).first?.state == .expired)
-        #expect(try engine.tier(of: guest.id, now: day(9)) == .guest)
+        #expect(try engine.tier(user: guest.id, now: day(7)) == .premium)
+        #expect(try engine.plans(user: guest.id, now: day(9)).first?.state == .expired)
+        #expect(try engine.tier(user: guest.id, now: day(9)) == .guest)
         _ = try engine.grantPlan(user: guest.id, plan: "premium", trial: nil, until: nil, now: day(9))
-        #expect(try engine.plans(of: guest.id, now: day(9)).first?.state == .active)
+        #expect(try engine.plans(user: guest.id, now: day(9)).first?.state == .active)
         #expect(try engine.revokePlan(user: guest.id, plan: "premium", now: day(10)).state == .revoked)
-        #expect(try engine.tier(of: guest.id, now: day(10)) == .guest)
+        #expect(try engine.tier(user: guest.id, now: day(10)) == .guest)
         #expect(throws: GuestModeError.self) {
             try engine.grantPlan(user: guest.id, plan: "gold", trial: nil, until: nil, now: day(10))
         }
@@ -149,14 +149,14 @@ func day(_ number: Int, hour: Int = 12) -> Date {
             #expect(error.kind == .conflict)
             #expect(error.code == .identityAlreadyExists)
         }
-        let after = try engine.details(of: guest.id, now: day(2))
+        let after = try engine.details(user: guest.id, now: day(2))
         #expect(after.user.state == .anonymous)
         #expect(after.identities.isEmpty)
         #expect(after.hasAnonymousCredentials)
         #expect(after.counters["account_upgrade_failed"] == 1)
         let link = try engine.link(
             user: guest.id, provider: "apple", subject: "own", email: "a@example.com", now: day(3))
-        #expect(link.removedAnonymousCredentials)
+        #expect(link.didRemoveAnonymousCredentials)
         #expect(try engine.user(guest.id).state == .linked)
     }
 
@@ -171,7 +171,7 @@ func day(_ number: Int, hour: Int = 12) -> Date {
     @Test func neverAskAgainSurvivesLinkAndUnlink() throws {
         let engine = try engine("recipes")
         let user = try engine.createGuest(device: nil, now: day(1))
-        _ = try engine.recordPrompt(.never, context: "first_recipe_success", for: user.id, now: day(1))
+        _ = try engine.recordPrompt(.never, context: "first_recipe_success", user: user.id, now: day(1))
         _ = try engine.link(user: user.id, provider: "email", subject: "me@example.com", email: nil, now: day(2))
         _ = try engine.unlink(user: user.id, provider: "email", now: day(3))
         #expect(try engine.user(user.id).promptState == "never_ask")
@@ -202,10 +202,10 @@ func day(_ number: Int, hour: Int = 12) -> Date {
         let refused = try engine.ingest(log: log, creatingUsers: false, skippingInvalid: false, now: day(1))
         #expect(!refused.isApplied)
         #expect(refused.problems.map(\.line) == [2])
-        #expect(try engine.counters(of: guest.id).isEmpty)
+        #expect(try engine.counters(user: guest.id).isEmpty)
         let skipped = try engine.ingest(log: log, creatingUsers: false, skippingInvalid: true, now: day(1))
         #expect(skipped.applied == 2)
-        #expect(try engine.counters(of: guest.id) == ["app_opened": 1, "recipe_created": 2])
+        #expect(try engine.counters(user: guest.id) == ["app_opened": 1, "recipe_created": 2])
         let repeated = try engine.ingest(log: log, creatingUsers: false, skippingInvalid: true, now: day(1))
         #expect(repeated.duplicates == 1, "the keyed line counts once across runs")
     }

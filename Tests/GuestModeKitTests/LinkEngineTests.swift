@@ -37,7 +37,7 @@ import Testing
         } catch let error as GuestModeError {
             #expect(error.code == .identityAlreadyExists)
         }
-        #expect(try engine.details(of: guest.id, now: day(2)).counters["account_upgrade_failed"] == 1)
+        #expect(try engine.details(user: guest.id, now: day(2)).counters["account_upgrade_failed"] == 1)
         // No lock is left behind: the next attempt is judged on its own.
         #expect(
             try engine.link(user: guest.id, provider: "google", subject: "mine", email: nil, now: day(2)).isNewlyLinked)

@@ -156,7 +156,7 @@ private func facts(
                 id: id, device: nil, state: .anonymous, promptState: "anonymous", createdAt: start, lastSeenAt: start,
                 linkedAt: nil),
             credentials: nil)
-        _ = try engine.forceVariant(variant, of: "auth_prompts", for: id, now: start)
+        _ = try engine.forceVariant(variant, of: "auth_prompts", user: id, now: start)
         for (action, total) in counters {
             _ = try engine.track(TrackedEvent(user: id, action: action, at: start, count: total), now: start)
         }
@@ -165,23 +165,24 @@ private func facts(
     @Test func recordingMovesStateAndHistory() throws {
         let engine = try engine()
         try insertUser(engine, "u1", counters: ["recipe_created": 1])
-        #expect(try engine.nextPrompt(for: "u1", trigger: nil, now: hours(1)).offer?.context == "first_recipe_success")
-        let shown = try engine.recordPrompt(.shown, context: "first_recipe_success", for: "u1", now: hours(1))
+        #expect(try engine.nextPrompt(user: "u1", trigger: nil, now: hours(1)).offer?.context == "first_recipe_success")
+        let shown = try engine.recordPrompt(.shown, context: "first_recipe_success", user: "u1", now: hours(1))
         #expect(shown.promptState == .prompted)
-        let completed = try engine.recordPrompt(.completed, context: "first_recipe_success", for: "u1", now: hours(1.1))
+        let completed = try engine.recordPrompt(
+            .completed, context: "first_recipe_success", user: "u1", now: hours(1.1))
         #expect(completed.promptState == .authenticated)
-        let history = try engine.promptHistory(for: "u1")
+        let history = try engine.promptHistory(user: "u1")
         #expect(history.outcomes.map(\.outcome) == [.shown, .completed])
         #expect(history.promptState == .authenticated)
-        #expect(try engine.nextPrompt(for: "u1", trigger: nil, now: hours(100)) == .nothingDue(.authenticated))
+        #expect(try engine.nextPrompt(user: "u1", trigger: nil, now: hours(100)) == .nothingDue(.authenticated))
     }
 
     @Test func theStoredVariantShapesTheStrategy() throws {
         let engine = try engine()
         try insertUser(engine, "d", variant: "delayed", counters: ["recipe_created": 1])
         // The delayed variant has first_recipe_success off.
-        #expect(try engine.nextPrompt(for: "d", trigger: nil, now: hours(1)) == .nothingDue(.noEligibleRule))
-        let strategy = try engine.promptStrategy(for: "d", now: hours(1))
+        #expect(try engine.nextPrompt(user: "d", trigger: nil, now: hours(1)) == .nothingDue(.noEligibleRule))
+        let strategy = try engine.promptStrategy(user: "d", now: hours(1))
         #expect(strategy.cooldown == TimeSpan(amount: 72, unit: .hours))
     }
 
@@ -189,13 +190,13 @@ private func facts(
         let engine = try engine()
         try insertUser(engine, "u1")
         #expect(throws: GuestModeError.notFound("no user 'ghost' in this store", code: .userNotFound)) {
-            try engine.nextPrompt(for: "ghost", trigger: nil, now: hours(1))
+            try engine.nextPrompt(user: "ghost", trigger: nil, now: hours(1))
         }
         #expect(
-            performing: { try engine.recordPrompt(.shown, context: "nope", for: "u1", now: hours(1)) },
+            performing: { try engine.recordPrompt(.shown, context: "nope", user: "u1", now: hours(1)) },
             throws: { ($0 as? GuestModeError)?.kind == .usage })
         #expect(
-            performing: { try engine.nextPrompt(for: "u1", trigger: "nope", now: hours(1)) },
+            performing: { try engine.nextPrompt(user: "u1", trigger: "nope", now: hours(1)) },
             throws: { ($0 as? GuestModeError)?.code == .unknownTrigger })
     }
 }

@@ -79,7 +79,7 @@ import Testing
                     TrackedEvent(user: guest, action: "app_opened", at: day(1), properties: ["p": "a\u{0}"]),
                     now: day(1))
             } == .nulInText)
-        #expect(try engine.counters(of: guest).isEmpty)
+        #expect(try engine.counters(user: guest).isEmpty)
         #expect(
             textCode {
                 _ = try engine.link(user: guest, provider: "google", subject: "s\u{0}other", email: nil, now: day(1))
@@ -87,7 +87,7 @@ import Testing
         #expect(try engine.user(guest).state == .anonymous)
         // A lookup never reaches the user whose id the C string would be cut to.
         #expect(textCode { _ = try engine.user(guest + "\u{0}x") } == .nulInText)
-        #expect(textCode { _ = try engine.counters(of: guest + "\u{0}x") } == .nulInText)
+        #expect(textCode { _ = try engine.counters(user: guest + "\u{0}x") } == .nulInText)
         #expect(textCode { _ = try engine.records(user: guest + "\u{0}", collection: "recipes") } == .nulInText)
     }
 
@@ -96,7 +96,7 @@ import Testing
         let guest = try engine.createGuest(device: nil, now: day(1)).id
         let tooMany = TrackedEvent(user: guest, action: "app_opened", at: day(1), count: Int(Bounds.maximumEventCount) + 1)
         #expect(textCode { _ = try engine.track(tooMany, now: day(1)) } == .invalidEvent)
-        #expect(try engine.counters(of: guest).isEmpty)
+        #expect(try engine.counters(user: guest).isEmpty)
     }
 
     @Test func counterAdditionIsChecked() throws {

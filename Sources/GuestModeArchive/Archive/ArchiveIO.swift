@@ -60,14 +60,19 @@ public enum ArchiveFormat: String, CaseIterable, Codable, Sendable {
 /// Bounds on what reading an archive may expand to. They are counted while
 /// streaming; sizes declared in entry headers are never trusted to stay small.
 public struct ArchiveLimits: Sendable, Equatable {
+    /// The most entries an archive may hold.
     public var maximumEntries: Int
+    /// The largest size of one entry, uncompressed, in bytes.
     public var maximumEntrySize: Int64
+    /// The largest size of all entries together, uncompressed, in bytes.
     public var maximumTotalSize: Int64
     /// Expanded bytes per compressed byte read, checked once the expanded
     /// total passes `ratioFloor` so small archives with padding never trip it.
     public var maximumRatio: Int64
+    /// Expanded bytes up to which `maximumRatio` is not checked.
     public var ratioFloor: Int64
 
+    /// Limits of your own; each defaults to the standard one.
     public init(
         maximumEntries: Int = 100_000, maximumEntrySize: Int64 = 256 << 20,
         maximumTotalSize: Int64 = 16 << 30, maximumRatio: Int64 = 500, ratioFloor: Int64 = 16 << 20
@@ -79,6 +84,7 @@ public struct ArchiveLimits: Sendable, Equatable {
         self.ratioFloor = ratioFloor
     }
 
+    /// The limits every import uses unless told otherwise.
     public static let standard = ArchiveLimits()
 }
 

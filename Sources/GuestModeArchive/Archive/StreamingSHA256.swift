@@ -3,7 +3,7 @@ import Crypto
 /// SHA-256 of archive entries as lowercase hex, through swift-crypto.
 /// Entries are hashed chunk by chunk as they are written or read, so no
 /// entry is ever held whole for hashing.
-public struct StreamingSHA256 {
+package struct StreamingSHA256 {
     private var hasher = SHA256()
 
     mutating func update(_ bytes: UnsafeRawBufferPointer) {
@@ -15,7 +15,7 @@ public struct StreamingSHA256 {
         Self.hex(hasher.finalize())
     }
 
-    public static func hex(of bytes: [UInt8]) -> String {
+    package static func hex(of bytes: [UInt8]) -> String {
         bytes.withUnsafeBytes { buffer in
             var hasher = StreamingSHA256()
             hasher.update(buffer)

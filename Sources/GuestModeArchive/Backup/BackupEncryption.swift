@@ -13,14 +13,18 @@ public enum BackupEncryption: Sendable {
 
 /// What a reader may use to open an encrypted archive and to check a signature.
 public struct BackupKeys: Sendable {
+    /// The deployment's key, which opens archives encrypted with it.
     public var deployment: BackupKey?
+    /// A passphrase, as bytes, which opens archives encrypted with it.
     public var passphrase: [UInt8]?
 
+    /// Keys for reading encrypted archives; give either or both.
     public init(deployment: BackupKey? = nil, passphrase: [UInt8]? = nil) {
         self.deployment = deployment
         self.passphrase = passphrase
     }
 
+    /// No key: only unencrypted archives can be read.
     public static let none = BackupKeys()
 }
 

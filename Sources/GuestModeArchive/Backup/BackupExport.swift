@@ -1,11 +1,17 @@
 import Foundation
 import GuestModeKit
 
+/// What ``GuestMode/exportBackup(_:to:format:level:now:toolVersion:signingKey:encryption:)`` wrote.
 public struct BackupExportSummary: Codable, Sendable {
+    /// The path of the archive written.
     public var archive: String
+    /// The archive's format.
     public var format: ArchiveFormat
+    /// How many users the archive holds.
     public var users: Int
+    /// Rows written, by table.
     public var tables: [String: Int]
+    /// The archive's size in bytes.
     public var bytes: Int64
     /// The id of the deployment key that signed the archive, or nil when unsigned.
     public var signedBy: String?

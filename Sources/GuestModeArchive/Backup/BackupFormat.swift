@@ -42,40 +42,40 @@ enum BackupFormat {
 }
 
 /// `header.json`: what the archive holds, readable without the data.
-public struct BackupHeader: Codable, Sendable, Equatable {
-    public struct ProfileReference: Codable, Sendable, Equatable {
-        public var name: String
-        public var version: Int
+package struct BackupHeader: Codable, Sendable, Equatable {
+    package struct ProfileReference: Codable, Sendable, Equatable {
+        package var name: String
+        package var version: Int
     }
 
-    public var format: String
-    public var formatVersion: Int
-    public var toolVersion: String
-    public var profile: ProfileReference
-    public var users: [String]
+    package var format: String
+    package var formatVersion: Int
+    package var toolVersion: String
+    package var profile: ProfileReference
+    package var users: [String]
     /// Set in whole-store archives that also carry the records written
     /// before any user existed (owned by the profile's guest owner).
-    public var guestOwner: String?
-    public var created: String
+    package var guestOwner: String?
+    package var created: String
     /// Format 2: the id of the deployment key that signs the archive in
     /// signature.json, or nil for an unsigned archive. In the header so the
     /// manifest's hash covers it and a damaged signature.json is detected.
-    public var signingKeyId: String?
+    package var signingKeyId: String?
 }
 
 /// `manifest.json`: the size and SHA-256 of every other entry and the rows per table.
-public struct BackupManifest: Codable, Sendable, Equatable {
-    public struct Entry: Codable, Sendable, Equatable {
-        public var name: String
-        public var size: Int64
-        public var sha256: String
-        public var table: String?
-        public var rows: Int?
+package struct BackupManifest: Codable, Sendable, Equatable {
+    package struct Entry: Codable, Sendable, Equatable {
+        package var name: String
+        package var size: Int64
+        package var sha256: String
+        package var table: String?
+        package var rows: Int?
     }
 
-    public var formatVersion: Int
-    public var entries: [Entry]
-    public var tables: [String: Int]
+    package var formatVersion: Int
+    package var entries: [Entry]
+    package var tables: [String: Int]
 }
 
 /// Appends rows to an NDJSON buffer. Hand-written because it runs once per

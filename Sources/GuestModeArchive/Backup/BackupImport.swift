@@ -11,14 +11,21 @@ public enum ConflictPolicy: String, CaseIterable, Codable, Sendable {
     case replace
 }
 
+/// What an import did, or with `isDryRun` would do.
 public struct BackupImportReport: Codable, Sendable {
+    /// The path of the archive read.
     public var archive: String
-    public var dryRun: Bool
+    /// True when nothing was written: the report says what an import would do.
+    public var isDryRun: Bool
     /// The format version the archive was written in; older ones are upgraded while read.
     public var formatVersion: Int
+    /// The archive's profile and version, as `name vN`.
     public var profile: String
+    /// Users the import added.
     public var added: [String]
+    /// Users whose data the import replaced.
     public var replaced: [String]
+    /// Users the import left as the store had them.
     public var skipped: [String]
     /// Rows written (or, in a dry run, that would be written) per table.
     public var rows: [String: Int]
@@ -93,7 +100,7 @@ extension GuestMode {
             }
             try session.finish()
             return BackupImportReport(
-                archive: path, dryRun: dryRun, formatVersion: walk.writtenVersion,
+                archive: path, isDryRun: dryRun, formatVersion: walk.writtenVersion,
                 profile: "\(walk.header.profile.name) v\(walk.header.profile.version)",
                 added: session.added, replaced: session.replaced, skipped: session.skipped.sorted(),
                 rows: session.inserted, renumbered: session.renumbered, signature: found,

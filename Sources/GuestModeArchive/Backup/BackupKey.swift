@@ -9,6 +9,7 @@ import GuestModeKit
 /// where `GUESTMODE_BACKUP_KEY_FILE` says. Never printed except by
 /// `backup key export`.
 public struct BackupKey: Sendable, Equatable {
+    /// The length of a key in bytes.
     public static let byteCount = 32
     let bytes: [UInt8]
 
@@ -153,15 +154,15 @@ public struct BackupKey: Sendable, Equatable {
 }
 
 /// `signature.json`, the entry after manifest.json in format 2.
-public struct BackupSignature: Codable, Sendable, Equatable {
+package struct BackupSignature: Codable, Sendable, Equatable {
     static let entryName = "signature.json"
     static let algorithmName = "hmac-sha256"
     /// Prepended to the signed bytes so a MAC made for anything else never verifies.
     static let context = "guestmode-backup-signature-v2\n"
 
-    public var algorithm: String
-    public var keyId: String
-    public var mac: String
+    package var algorithm: String
+    package var keyId: String
+    package var mac: String
 }
 
 /// Who signed an archive, as `verify`, `inspect` and `import` report it.

@@ -1,23 +1,35 @@
 import Foundation
 import GuestModeKit
 
+/// What a push of the backup queue did.
 public struct BackupPushReport: Codable, Sendable {
+    /// A user whose archive was written to the destination.
     public struct Pushed: Codable, Sendable {
+        /// The user's id.
         public var user: String
+        /// The path of the archive written.
         public var archive: String
         /// True when the user changed again while the archive was written, so they stay queued.
-        public var requeued: Bool
+        public var isRequeued: Bool
     }
 
+    /// A user whose push failed; they stay queued.
     public struct Failed: Codable, Sendable {
+        /// The user's id.
         public var user: String
+        /// Why the push failed.
         public var error: String
+        /// Failed attempts so far, this one included.
         public var attempts: Int
+        /// When the next attempt is due (ISO 8601).
         public var nextAttemptAt: String
     }
 
+    /// The directory archives are written to.
     public var destination: String
+    /// Users pushed.
     public var pushed: [Pushed] = []
+    /// Users whose push failed.
     public var failed: [Failed] = []
     /// Entries whose next attempt is still in the future.
     public var waiting: [OutboxEntry] = []
@@ -83,19 +95,19 @@ extension GuestMode {
                 continue
             }
             let outcome = try settlePush(of: entry)
-            report.pushed.append(.init(user: entry.userId, archive: archive, requeued: outcome == .keptQueued))
+            report.pushed.append(.init(user: entry.userId, archive: archive, isRequeued: outcome == .keptQueued))
         }
         return report
     }
 
     /// The wait after the `attempts`-th failed push in a row (`OutboxRetryPolicy`).
-    public static func retryDelay(afterAttempts attempts: Int) -> TimeInterval {
+    package static func retryDelay(afterAttempts attempts: Int) -> TimeInterval {
         OutboxRetryPolicy.delay(afterAttempts: attempts)
     }
 
     /// User ids become file names; anything outside a safe set is percent-encoded
     /// so no id can name a path outside the destination.
-    public static func fileName(for userID: String) -> String {
+    package static func fileName(for userID: String) -> String {
         let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-".utf8)
         var name = ""
         for byte in userID.utf8 {

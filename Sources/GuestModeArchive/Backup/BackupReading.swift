@@ -325,38 +325,38 @@ struct LineSplitter {
 }
 
 /// Checking and describing archives without a store.
-public enum BackupArchive {
-    public struct Verification: Codable, Sendable {
-        public var archive: String
-        public var ok: Bool
-        public var full: Bool
-        public var formatVersion: Int?
-        public var profile: String?
-        public var users: Int?
-        public var entries: Int
-        public var bytes: Int64
-        public var tables: [String: Int]
+package enum BackupArchive {
+    package struct Verification: Codable, Sendable {
+        package var archive: String
+        package var ok: Bool
+        package var full: Bool
+        package var formatVersion: Int?
+        package var profile: String?
+        package var users: Int?
+        package var entries: Int
+        package var bytes: Int64
+        package var tables: [String: Int]
         /// Who signed it: this deployment, another, or nobody (nil when unreadable).
-        public var signature: SignatureStatus?
+        package var signature: SignatureStatus?
         /// The id of the key that signed it, when signed.
-        public var signatureKeyId: String?
-        public var encrypted: Bool
-        public var errors: [String]
+        package var signatureKeyId: String?
+        package var encrypted: Bool
+        package var errors: [String]
     }
 
-    public struct Inspection: Codable, Sendable {
-        public var archive: String
-        public var header: BackupHeader
-        public var manifest: BackupManifest
-        public var signature: SignatureStatus
-        public var signatureKeyId: String?
-        public var encrypted: Bool
+    package struct Inspection: Codable, Sendable {
+        package var archive: String
+        package var header: BackupHeader
+        package var manifest: BackupManifest
+        package var signature: SignatureStatus
+        package var signatureKeyId: String?
+        package var encrypted: Bool
     }
 
     /// A structural check (names, order, sizes against the manifest) or, with
     /// `full`, a hash of every entry and a parse of every row. Content
     /// problems are reported, not thrown; a missing file is thrown.
-    public static func verify(
+    package static func verify(
         path: String, full: Bool, limits: ArchiveLimits = .standard, keys: BackupKeys = .none
     ) throws -> Verification {
         var report = Verification(
@@ -393,7 +393,7 @@ public enum BackupArchive {
     /// mismatch.
     /// Returns who signed the archive.
     @discardableResult
-    public static func requireIntact(
+    package static func requireIntact(
         path: String, limits: ArchiveLimits = .standard, keys: BackupKeys = .none
     ) throws -> SignatureStatus {
         let walk = try ArchiveWalk.read(path: path, depth: .structure, limits: limits, keys: keys)
@@ -401,7 +401,7 @@ public enum BackupArchive {
         return try walk.signatureStatus(key: keys.deployment, path: path)
     }
 
-    public static func inspect(
+    package static func inspect(
         path: String, limits: ArchiveLimits = .standard, keys: BackupKeys = .none
     ) throws -> Inspection {
         let walk = try ArchiveWalk.read(path: path, depth: .structure, limits: limits, keys: keys)

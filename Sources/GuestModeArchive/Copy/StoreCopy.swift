@@ -2,16 +2,16 @@ import Foundation
 import GuestModeKit
 
 /// One table of a copy: how many rows it holds and their checksum.
-public struct TableDigest: Codable, Sendable, Equatable {
-    public var rows: Int
+package struct TableDigest: Codable, Sendable, Equatable {
+    package var rows: Int
     /// SHA-256 over the table's rows in primary key order, each row's columns
     /// sorted by name (see `StoreCopy.digests(of:)`), as lowercase hex.
-    public var sha256: String
+    package var sha256: String
 }
 
 /// `guestmode db copy`: a whole store copied from one backend to another (or
 /// the same), checked table by table before it is called done.
-public enum StoreCopy {
+package enum StoreCopy {
     /// Each table's row count and checksum, read from one snapshot. Both
     /// backends stream rows in the same order with the same values, and the
     /// hashing is done here, so equal stores give equal digests whatever
@@ -20,7 +20,7 @@ public enum StoreCopy {
     /// Encoding of a row: for each column in name order, the name, a NUL, a
     /// type tag and the value (`N`; `I` decimal; `R` the IEEE bit pattern in
     /// hex; `T` the UTF-8 byte count, `:`, the bytes), then a newline.
-    public static func digests(of store: any StoreTableStore) throws -> [String: TableDigest] {
+    package static func digests(of store: any StoreTableStore) throws -> [String: TableDigest] {
         try store.readStoreTables { snapshot in
             var digests: [String: TableDigest] = [:]
             for table in StoreTable.all {
@@ -59,7 +59,7 @@ public enum StoreCopy {
     /// checksum. Throws `copy_mismatch` (exit 65) when anything differs, so
     /// the caller discards the destination. `progress` gets one line per step.
     /// Returns the digests, equal on both sides.
-    public static func copy(
+    package static func copy(
         from source: any GuestStore, to destination: any GuestStore, guestOwner: String,
         progress: (String) -> Void = { _ in }
     ) throws -> [String: TableDigest] {

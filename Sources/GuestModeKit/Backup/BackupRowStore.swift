@@ -10,15 +10,15 @@ public enum BackupSelection: Sendable, Equatable {
 /// A per-user table a backup carries, and the column that says whose a row
 /// is. The names are the archive format's (`BackupFormat`) and every backend's:
 /// a backend keeps these tables and columns under these names.
-public struct BackupTable: Sendable, Equatable, Hashable {
-    public var name: String
-    public var ownerColumn: String
+package struct BackupTable: Sendable, Equatable, Hashable {
+    package var name: String
+    package var ownerColumn: String
     /// Tables keyed by a store-assigned integer id: an id already used by
     /// another user's row is given up on import and the row gets a fresh one.
-    public var hasSurrogateID: Bool = false
+    package var hasSurrogateID: Bool = false
 
     /// Export and import order: `users` first so the rows that refer to it follow.
-    public static let all: [BackupTable] = [
+    package static let all: [BackupTable] = [
         BackupTable(name: "users", ownerColumn: "id"),
         BackupTable(name: "identities", ownerColumn: "user_id"),
         BackupTable(name: "credentials", ownerColumn: "user_id"),
@@ -36,31 +36,31 @@ public struct BackupTable: Sendable, Equatable, Hashable {
         BackupTable(name: "conflict_archive", ownerColumn: "owner_id", hasSurrogateID: true),
     ]
 
-    public static func named(_ name: String) -> BackupTable? { all.first { $0.name == name } }
+    package static func named(_ name: String) -> BackupTable? { all.first { $0.name == name } }
 
     /// Records may belong to the profile's guest owner, who is not a user.
-    public var mayBelongToGuestOwner: Bool { name == "records" }
+    package var mayBelongToGuestOwner: Bool { name == "records" }
 
     /// Tables that carry entitlements or identity: taken from an archive only
     /// when this deployment signed it (or the import is told to trust it).
     /// Meter warnings follow meter usage; counters follow events, which are
     /// user-owned content (import re-validates them against the events).
-    public static let trustedOnlyNames: Set<String> = [
+    package static let trustedOnlyNames: Set<String> = [
         "identities", "credentials", "upgrade_locks", "meter_usage", "meter_warnings", "plans",
     ]
 
-    public var carriesTrust: Bool { Self.trustedOnlyNames.contains(name) }
+    package var carriesTrust: Bool { Self.trustedOnlyNames.contains(name) }
 }
 
 /// One column value as a backup carries it: JSON's null, numbers and
 /// strings. Backends map their own types to these (times are ISO 8601 text).
-public enum CellValue: Decodable, Equatable, Hashable, Sendable {
+package enum CellValue: Decodable, Equatable, Hashable, Sendable {
     case null
     case integer(Int64)
     case real(Double)
     case text(String)
 
-    public init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -73,7 +73,7 @@ public enum CellValue: Decodable, Equatable, Hashable, Sendable {
         }
     }
 
-    public var text: String? {
+    package var text: String? {
         if case .text(let value) = self { return value }
         return nil
     }
@@ -82,7 +82,7 @@ public enum CellValue: Decodable, Equatable, Hashable, Sendable {
 /// Rows streamed out for backup archives and written back on import. The
 /// archive format, the hashing and the conflict policy live in the engine;
 /// a backend only reads and writes rows of the `BackupTable.all` tables.
-public protocol BackupRowStore: Sendable {
+package protocol BackupRowStore: Sendable {
     /// Runs `body` with the selected owners' rows, all read from one
     /// snapshot so an archive never mixes two states of the store. Rows are
     /// streamed, never loaded together: a million-row export stays small in
@@ -101,7 +101,7 @@ public protocol BackupRowStore: Sendable {
 }
 
 /// The selected rows of one read snapshot (see `BackupRowStore.readBackupRows`).
-public protocol BackupRowSnapshot {
+package protocol BackupRowSnapshot {
     /// The selected users who exist: for `.all` every user ordered by id; for
     /// `.users` the requested ones present in the store, first mention first.
     var users: [String] { get }
@@ -115,7 +115,7 @@ public protocol BackupRowSnapshot {
 }
 
 /// The writes of one import (see `BackupRowStore.importBackupRows`).
-public protocol BackupRowImport {
+package protocol BackupRowImport {
     /// The `created_at` of the store's user `id` as its backup rows carry
     /// it, or nil when the store has no such user.
     func creationTime(ofUser id: String) throws -> String?
@@ -140,20 +140,20 @@ public protocol BackupRowImport {
 
 extension BackupRowImport {
     /// Deletes every row of `owners` from every backup table.
-    public func deleteRows(ownedBy owners: [String]) throws {
+    package func deleteRows(ownedBy owners: [String]) throws {
         try deleteRows(ownedBy: owners, in: BackupTable.all)
     }
 }
 
-public enum BackupRowInsertion: Sendable, Equatable {
+package enum BackupRowInsertion: Sendable, Equatable {
     case inserted
     /// Inserted under a fresh surrogate id, the archive's being taken.
     case renumbered
 }
 
 /// Why the store refused an imported row.
-public struct BackupRowRefusal: Error, Sendable, Equatable {
-    public enum Reason: Sendable, Equatable {
+package struct BackupRowRefusal: Error, Sendable, Equatable {
+    package enum Reason: Sendable, Equatable {
         /// The identity (provider, subject) already belongs to `holder`.
         case identityTaken(holder: String)
         /// The row's key is already held by a row in the store or earlier in the import.
@@ -162,11 +162,11 @@ public struct BackupRowRefusal: Error, Sendable, Equatable {
         case invalid
     }
 
-    public var reason: Reason
+    package var reason: Reason
     /// The backend's own words, for the message.
-    public var detail: String
+    package var detail: String
 
-    public init(_ reason: Reason, detail: String) {
+    package init(_ reason: Reason, detail: String) {
         self.reason = reason
         self.detail = detail
     }

@@ -31,18 +31,18 @@ import Foundation
 ///
 /// Pure: no store, the clock passed in. Memory grows with users, identities,
 /// credentials, counters and surrogate ids, not with records or their size.
-public struct BackupRowValidator {
-    public let profile: Profile
+package struct BackupRowValidator {
+    package let profile: Profile
     /// The import's clock: past-only timestamps may be at most a day after it.
-    public let now: Date
+    package let now: Date
     /// Names the archive in messages.
-    public let archive: String
+    package let archive: String
 
     /// Tolerated clock skew between the machine that exported and this one.
     static let skew: TimeInterval = 86_400
 
     /// Actions guestmode writes itself, whatever the profile declares.
-    public static let systemActions: Set<String> = [
+    package static let systemActions: Set<String> = [
         "account_upgrade_started", "account_upgrade_succeeded", "account_upgrade_failed", "account_unlinked",
         FiredWarning.eventAction, PromptTrigger.resetEventAction,
     ]
@@ -61,7 +61,7 @@ public struct BackupRowValidator {
     private var eventTotals: [Key: (total: Int64, location: String)] = [:]
     private var surrogateIDs: [String: Set<Int64>] = [:]
 
-    public init(profile: Profile, now: Date, archive: String) {
+    package init(profile: Profile, now: Date, archive: String) {
         self.profile = profile
         self.now = now
         self.archive = archive
@@ -70,7 +70,7 @@ public struct BackupRowValidator {
     /// Checks one row of `table` read at `line` of `entry`, and returns the
     /// row to write: the same columns, less a surrogate id, with record data
     /// in its canonical text.
-    public mutating func check(
+    package mutating func check(
         _ row: [String: CellValue], table: BackupTable, entry: String, line: Int
     ) throws -> [String: CellValue] {
         let cells = Cells(
@@ -100,7 +100,7 @@ public struct BackupRowValidator {
     }
 
     /// Checks what no single row shows: states against identities, counters against events.
-    public func finish() throws {
+    package func finish() throws {
         for (user, entry) in userStates.sorted(by: { $0.key < $1.key }) {
             switch entry.state {
             case .linked where !usersWithIdentity.contains(user):

@@ -2,15 +2,19 @@ import Foundation
 
 /// A user whose data changed since their last backup was pushed.
 public struct OutboxEntry: Codable, Sendable, Equatable {
+    /// The user to back up.
     public var userId: String
     /// When the latest change was queued; it only ever moves forward, so a
     /// push can tell whether the user changed while their archive was written.
     public var queuedAt: String
+    /// Failed pushes of this entry so far.
     public var attempts: Int
+    /// Why the last push failed; nil before any failure.
     public var lastError: String?
+    /// When the next push may be tried (ISO 8601); nil when it may be tried now.
     public var nextAttemptAt: String?
 
-    public init(userId: String, queuedAt: String, attempts: Int, lastError: String?, nextAttemptAt: String?) {
+    package init(userId: String, queuedAt: String, attempts: Int, lastError: String?, nextAttemptAt: String?) {
         self.userId = userId
         self.queuedAt = queuedAt
         self.attempts = attempts
@@ -20,7 +24,7 @@ public struct OutboxEntry: Codable, Sendable, Equatable {
 }
 
 /// What a successful push did to its outbox entry.
-public enum OutboxPushOutcome: String, Codable, Sendable {
+package enum OutboxPushOutcome: String, Codable, Sendable {
     /// The entry is gone: the archive holds the user's latest data.
     case removed
     /// The user changed while the archive was written, so they stay queued.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The backup queue's rows in one transaction (see `StoreTransaction`).
-public protocol OutboxRows {
+package protocol OutboxRows {
     /// When the user's pending backup was queued, or nil when none is.
     func backupQueuedAt(of userID: String, locking: Bool) throws -> Date?
 

@@ -5,15 +5,22 @@ import Foundation
 /// `account_upgrade_started/succeeded/failed` with their provider and
 /// failure code, unlinks, prompt outcomes).
 public struct LoggedEvent: Codable, Sendable, Equatable {
+    /// The event's id, increasing in the order events were stored.
     public var id: Int64
+    /// The user the event belongs to.
     public var userId: String
+    /// The action, such as `recipe_viewed`.
     public var action: String
+    /// When it happened.
     public var at: Date
+    /// How many times it happened at once.
     public var count: Int
+    /// The key the event was tracked with, if any.
     public var idempotencyKey: String?
+    /// The event's properties.
     public var properties: [String: EventProperty]
 
-    public init(
+    package init(
         id: Int64, userId: String, action: String, at: Date, count: Int, idempotencyKey: String?,
         properties: [String: EventProperty]
     ) {
@@ -29,7 +36,7 @@ public struct LoggedEvent: Codable, Sendable, Equatable {
     /// Properties as the store keeps them (a JSON object, or nothing), numbers
     /// as they were written. Text that is not such an object, of strings and
     /// numbers, reads as no properties rather than failing the whole listing.
-    public static func decodeProperties(_ text: String?) -> [String: EventProperty] {
+    package static func decodeProperties(_ text: String?) -> [String: EventProperty] {
         guard let text, case .object(let members)? = try? StrictJSON.parse(text) else { return [:] }
         var properties: [String: EventProperty] = [:]
         for (name, value) in members {
@@ -43,7 +50,7 @@ public struct LoggedEvent: Codable, Sendable, Equatable {
     }
 }
 
-/// Which events `GuestMode.events(of:matching:)` returns.
+/// Which events `GuestMode.events(user:matching:)` returns.
 public struct EventQuery: Sendable, Equatable {
     /// Only this action.
     public var action: String?
@@ -52,6 +59,7 @@ public struct EventQuery: Sendable, Equatable {
     /// Only the latest this many (still listed oldest first).
     public var limit: Int?
 
+    /// Every event, or only one action's, from a time on, up to a number of events.
     public init(action: String? = nil, since: Date? = nil, limit: Int? = nil) {
         self.action = action
         self.since = since
@@ -64,7 +72,11 @@ public struct EventQuery: Sendable, Equatable {
 
 extension GuestMode {
     /// The user's event log, oldest first, filtered by `query`.
-    public func events(of userID: String, matching query: EventQuery) throws -> [LoggedEvent] {
+    ///
+    /// ```swift
+    /// let recent = try engine.events(user: guest.id, matching: EventQuery(action: "recipe_viewed", limit: 10))
+    /// ```
+    public func events(user userID: String, matching query: EventQuery) throws -> [LoggedEvent] {
         try TextRule.check(userID, what: "the user id")
         if let limit = query.limit, !(1...EventQuery.largestLimit).contains(limit) {
             throw GuestModeError.usage(

@@ -5,7 +5,7 @@ import Foundation
 /// log of 100,000 events is applied in batches of thousands, and each batch
 /// reads and writes these rows once per user (or per user and action), not
 /// once per event.
-public protocol EventRows {
+package protocol EventRows {
     /// Appends one event row; `properties` is the stored JSON text.
     func appendEvent(user userID: String, action: String, at time: Date, count: Int, properties: String) throws
 
@@ -59,16 +59,16 @@ public protocol EventRows {
 }
 
 /// An event row to append (`EventRows.appendEvents`).
-public struct EventRow: Sendable, Equatable {
-    public var user: String
-    public var action: String
-    public var at: Date
-    public var count: Int
-    public var idempotencyKey: String?
+package struct EventRow: Sendable, Equatable {
+    package var user: String
+    package var action: String
+    package var at: Date
+    package var count: Int
+    package var idempotencyKey: String?
     /// The stored JSON text of the properties, or nil when there are none.
-    public var properties: String?
+    package var properties: String?
 
-    public init(user: String, action: String, at: Date, count: Int, idempotencyKey: String?, properties: String?) {
+    package init(user: String, action: String, at: Date, count: Int, idempotencyKey: String?, properties: String?) {
         self.user = user
         self.action = action
         self.at = at
@@ -79,12 +79,12 @@ public struct EventRow: Sendable, Equatable {
 }
 
 /// An amount to add to one counter (`EventRows.addToCounters`).
-public struct CounterIncrement: Sendable, Equatable {
-    public var user: String
-    public var action: String
-    public var count: Int
+package struct CounterIncrement: Sendable, Equatable {
+    package var user: String
+    package var action: String
+    package var count: Int
 
-    public init(user: String, action: String, count: Int) {
+    package init(user: String, action: String, count: Int) {
         self.user = user
         self.action = action
         self.count = count

@@ -3,13 +3,20 @@ import Foundation
 /// One thing a user did. `count` lets an app report many at once; an
 /// `idempotencyKey` makes a retried report count once.
 public struct TrackedEvent: Codable, Sendable, Equatable {
+    /// The id of the user who acted.
     public var user: String
+    /// The action, one of the profile's `actions` (any name when the profile allows free-form actions).
     public var action: String
+    /// When it happened.
     public var at: Date
+    /// How many times it happened (1 unless batched).
     public var count: Int
+    /// A key that makes a retried event count once.
     public var idempotencyKey: String?
+    /// Properties kept with the event.
     public var properties: [String: EventProperty]
 
+    /// An event to track.
     public init(
         user: String, action: String, at: Date, count: Int = 1, idempotencyKey: String? = nil,
         properties: [String: EventProperty] = [:]
@@ -30,8 +37,10 @@ public enum EventProperty: Codable, Sendable, Equatable, ExpressibleByStringLite
     /// A valid JSON number, as written.
     case number(String)
 
+    /// A string property written as a literal.
     public init(stringLiteral value: String) { self = .string(value) }
 
+    /// Reads a JSON string, number or Boolean.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let text = try? container.decode(String.self) {
@@ -41,6 +50,7 @@ public enum EventProperty: Codable, Sendable, Equatable, ExpressibleByStringLite
         }
     }
 
+    /// Writes the value as JSON, a number exactly as written.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
@@ -50,14 +60,18 @@ public enum EventProperty: Codable, Sendable, Equatable, ExpressibleByStringLite
     }
 }
 
+/// What tracking one event did.
 public struct TrackResult: Codable, Sendable, Equatable {
+    /// The user's id.
     public var user: String
+    /// The action tracked.
     public var action: String
     /// False when the idempotency key had been seen: nothing was counted.
     public var isCounted: Bool
+    /// The action's counter for the user after this event.
     public var total: Int
 
-    public init(user: String, action: String, isCounted: Bool, total: Int) {
+    package init(user: String, action: String, isCounted: Bool, total: Int) {
         self.user = user
         self.action = action
         self.isCounted = isCounted
@@ -67,30 +81,46 @@ public struct TrackResult: Codable, Sendable, Equatable {
 
 /// A line of an event log that cannot be applied, and why.
 public struct EventLogProblem: Codable, Sendable, Equatable, CustomStringConvertible {
+    /// The line's number, from 1.
     public var line: Int
+    /// What is wrong with it.
     public var message: String
     /// The line is valid but names a user the store does not have.
     public var isMissingUser = false
+    /// The problem as `line N: message`.
     public var description: String { "line \(line): \(message)" }
 
-    public init(line: Int, message: String, isMissingUser: Bool = false) {
+    package init(line: Int, message: String, isMissingUser: Bool = false) {
         self.line = line
         self.message = message
         self.isMissingUser = isMissingUser
     }
 }
 
+/// What ingesting an event log did.
 public struct IngestReport: Codable, Sendable {
+    /// Lines read.
     public var lines: Int
+    /// Events applied.
     public var applied: Int
     /// Valid lines whose idempotency key had already been counted.
     public var duplicates: Int
+    /// Users the ingest created because an event named them.
     public var usersCreated: Int
+    /// Lines that were not valid events.
     public var problems: [EventLogProblem]
+    /// False when a problem stopped the whole log from being applied.
     public var isApplied: Bool
 }
 
 extension GuestMode {
+    /// Tracks one event: counts it against the user's counter and keeps it in their history; an event repeated with its idempotency key counts once.
+    ///
+    /// ```swift
+    /// let result = try engine.track(
+    ///     TrackedEvent(user: guest.id, action: "recipe_viewed", at: now), now: now)
+    /// // result.total is the user's recipe_viewed count
+    /// ```
     public func track(_ event: TrackedEvent, now: Date) throws -> TrackResult {
         try event.checkText()
         if let problem = problem(with: event) { throw GuestModeError.usage(problem, code: .invalidEvent) }
@@ -100,7 +130,12 @@ extension GuestMode {
         }
     }
 
-    public func counters(of userID: String) throws -> [String: Int] {
+    /// The user's counters: how many times they did each action.
+    ///
+    /// ```swift
+    /// let viewed = try engine.counters(user: guest.id)["recipe_viewed"] ?? 0
+    /// ```
+    public func counters(user userID: String) throws -> [String: Int] {
         try TextRule.check(userID, what: "the user id")
         return try store.read { transaction in
             _ = try transaction.requireUser(userID)
@@ -196,10 +231,10 @@ extension GuestMode {
 
 /// The NDJSON event log format shared by `track --from` and `replay`:
 /// one object per line, `{"user","action","at","count","id","props"}`.
-public enum EventLog {
+package enum EventLog {
     /// The longest line an event log may hold, newline excluded: 1 MiB.
     /// Documented in guestmode-track(1) and guestmode-replay(1).
-    public static let maximumLineLength = 1 << 20
+    package static let maximumLineLength = 1 << 20
 
     /// Calls `body` with each line and its 1-based number, reading in chunks
     /// so a log of any size streams through in constant memory and linear
@@ -207,7 +242,7 @@ public enum EventLog {
     /// as /dev/zero) is refused with exit 65 naming its number. A line that
     /// is not valid UTF-8 or holds a raw NUL byte is never repaired: it goes
     /// to `invalidText` (by default refused, naming the path and line).
-    public static func forEachLine(
+    package static func forEachLine(
         in url: URL, maximumLineLength: Int = EventLog.maximumLineLength,
         invalidText: ((Int, GuestModeError) throws -> Void)? = nil, _ body: (Int, Substring) throws -> Void
     ) throws {
@@ -279,7 +314,7 @@ public enum EventLog {
     /// Decodes one line: nil for a blank line, a message for a bad one. The
     /// line is read by the strict JSON parser, so a boolean is never taken
     /// for a number and numbers keep the text they were written with.
-    public static func decode(_ line: Substring, defaultTime: Date) -> Result<TrackedEvent?, DecodeFailure> {
+    package static func decode(_ line: Substring, defaultTime: Date) -> Result<TrackedEvent?, DecodeFailure> {
         if line.allSatisfy(\.isWhitespace) { return .success(nil) }
         let object: [String: JSONValue]
         do {
@@ -334,15 +369,15 @@ public enum EventLog {
 
     private static let knownFields: Set<String> = ["user", "action", "at", "count", "id", "props"]
 
-    public struct DecodeFailure: Error, ExpressibleByStringLiteral, CustomStringConvertible {
-        public var description: String
-        public init(stringLiteral value: String) { description = value }
+    package struct DecodeFailure: Error, ExpressibleByStringLiteral, CustomStringConvertible {
+        package var description: String
+        package init(stringLiteral value: String) { description = value }
         init(_ value: String) { description = value }
     }
 
     /// Properties as stored with an event: a JSON object with sorted keys,
     /// numbers as numbers.
-    public static func encodeProperties(_ properties: [String: EventProperty]) -> String {
+    package static func encodeProperties(_ properties: [String: EventProperty]) -> String {
         JSONValue.object(
             properties.mapValues { property in
                 switch property {
@@ -353,7 +388,7 @@ public enum EventLog {
         ).canonicalText
     }
 
-    public static func encodeProperties(_ properties: [String: String]) -> String {
+    package static func encodeProperties(_ properties: [String: String]) -> String {
         encodeProperties(properties.mapValues { EventProperty.string($0) })
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// The experiment assignment rows of one transaction (see
 /// `StoreTransaction`).
-public protocol ExperimentRows {
+package protocol ExperimentRows {
     /// The user's stored assignment to `experiment`, or nil; `isNew` is false.
     func assignment(of userID: String, experiment: String) throws -> StoredAssignment?
 

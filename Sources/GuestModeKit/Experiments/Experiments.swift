@@ -3,10 +3,10 @@ import Foundation
 /// GrowthBook's published bucketing, so an app running a GrowthBook SDK on
 /// the device computes the same variant as guestmode for the same seed and
 /// user id. Checked against the SDK's own test vectors (`cases.json`).
-public enum GrowthBookHash {
+package enum GrowthBookHash {
     /// FNV-1a, 32 bits, over UTF-16 code units: JavaScript's
     /// `charCodeAt`, which is what the reference SDK hashes.
-    public static func fnv1a32(_ text: String) -> UInt32 {
+    package static func fnv1a32(_ text: String) -> UInt32 {
         var value: UInt32 = 0x811C_9DC5
         for unit in text.utf16 {
             value ^= UInt32(unit)
@@ -19,7 +19,7 @@ public enum GrowthBookHash {
     /// (kept by GrowthBook for old experiments), version 2 is
     /// `fnv(decimal(fnv(seed + value))) % 10000 / 10000`; other versions
     /// have no hash.
-    public static func hash(seed: String, value: String, version: Int) -> Double? {
+    package static func hash(seed: String, value: String, version: Int) -> Double? {
         switch version {
         case 1: Double(fnv1a32(value + seed) % 1000) / 1000
         case 2: Double(fnv1a32(String(fnv1a32(seed + value))) % 10000) / 10000
@@ -32,7 +32,7 @@ public enum GrowthBookHash {
     /// weights before it, so lowering coverage never moves a user from one
     /// variant to another. Coverage is clamped to [0, 1]; weights of the
     /// wrong count or not adding up to 1 ± 0.01 fall back to equal weights.
-    public static func bucketRanges(count: Int, coverage: Double, weights: [Double]?) -> [Range<Double>] {
+    package static func bucketRanges(count: Int, coverage: Double, weights: [Double]?) -> [Range<Double>] {
         let coverage = min(max(coverage, 0), 1)
         let equal = count > 0 ? Array(repeating: 1 / Double(count), count: count) : []
         var chosen = weights ?? equal
@@ -49,7 +49,7 @@ public enum GrowthBookHash {
 
     /// The index of the range holding `bucket`, or nil when it falls in none
     /// (the user is outside the experiment's coverage).
-    public static func chooseVariation(_ bucket: Double, ranges: [Range<Double>]) -> Int? {
+    package static func chooseVariation(_ bucket: Double, ranges: [Range<Double>]) -> Int? {
         ranges.firstIndex { $0.contains(bucket) }
     }
 }
@@ -59,12 +59,12 @@ extension Experiment {
     public static let hashVersion = 2
 
     /// The user's bucket in [0, 1): GrowthBook hash version 2 of the seed and user id.
-    public func bucket(for userID: String) -> Double {
+    package func bucket(for userID: String) -> Double {
         GrowthBookHash.hash(seed: seed, value: userID, version: Experiment.hashVersion) ?? 0
     }
 
     /// The variant a user falls into by hash alone, or nil outside coverage.
-    public func variant(for userID: String) -> Variant? {
+    package func variant(for userID: String) -> Variant? {
         let ranges = GrowthBookHash.bucketRanges(
             count: variants.count, coverage: coverage, weights: variants.map(\.weight))
         return GrowthBookHash.chooseVariation(bucket(for: userID), ranges: ranges).map { variants[$0] }
@@ -95,8 +95,11 @@ extension Experiment {
 /// A user's place in one experiment. `variant` is nil for a user outside
 /// the experiment's coverage, who is not enrolled and not stored.
 public struct ExperimentAssignment: Codable, Sendable, Equatable {
+    /// The experiment's name.
     public var experiment: String
+    /// The variant the user sees; nil outside the experiment's coverage.
     public var variant: String?
+    /// The user's stable position in [0, 1) for this experiment, from its seed.
     public var bucket: Double
     /// When the user was first enrolled; nil when not enrolled.
     public var assignedAt: Date?
@@ -106,13 +109,13 @@ public struct ExperimentAssignment: Codable, Sendable, Equatable {
 }
 
 /// An assignment as the store holds it.
-public struct StoredAssignment: Sendable, Equatable {
-    public var variant: String
-    public var assignedAt: Date
+package struct StoredAssignment: Sendable, Equatable {
+    package var variant: String
+    package var assignedAt: Date
     /// True when the store call that returned it wrote it.
-    public var isNew: Bool
+    package var isNew: Bool
 
-    public init(variant: String, assignedAt: Date, isNew: Bool) {
+    package init(variant: String, assignedAt: Date, isNew: Bool) {
         self.variant = variant
         self.assignedAt = assignedAt
         self.isNew = isNew
@@ -122,8 +125,13 @@ public struct StoredAssignment: Sendable, Equatable {
 extension GuestMode {
     /// Assigns a user to one named experiment, or to every experiment of the
     /// profile when `experimentName` is nil.
+    ///
+    /// ```swift
+    /// let assignments = try engine.assignExperiments(user: guest.id, named: nil, now: now)
+    /// // each assignment.variant, or nil outside an experiment's coverage
+    /// ```
     public func assignExperiments(
-        for userID: String, named experimentName: String?, now: Date
+        user userID: String, named experimentName: String?, now: Date
     ) throws
         -> [ExperimentAssignment]
     {
@@ -140,7 +148,7 @@ extension GuestMode {
     /// Puts a user in a chosen variant, replacing their assignment: for QA
     /// and for test users that must see one strategy. Sticky like any other.
     public func forceVariant(
-        _ variantName: String, of experimentName: String, for userID: String, now: Date
+        _ variantName: String, of experimentName: String, user userID: String, now: Date
     ) throws
         -> ExperimentAssignment
     {

@@ -1,20 +1,26 @@
 import Foundation
 
+/// What linking an identity did.
 public struct LinkResult: Codable, Sendable, Equatable {
+    /// The user's id, unchanged by linking.
     public var user: String
+    /// The identity's provider, such as `apple`.
     public var provider: String
+    /// The identity's subject at the provider.
     public var subject: String
     /// False when the identity was already bound to this user.
     public var isNewlyLinked: Bool
-    public var removedAnonymousCredentials: Bool
+    /// True when linking removed the guest's anonymous username and secret.
+    public var didRemoveAnonymousCredentials: Bool
 
-    public init(user: String, provider: String, subject: String, isNewlyLinked: Bool, removedAnonymousCredentials: Bool)
-    {
+    package init(
+        user: String, provider: String, subject: String, isNewlyLinked: Bool, removedAnonymousCredentials: Bool
+    ) {
         self.user = user
         self.provider = provider
         self.subject = subject
         self.isNewlyLinked = isNewlyLinked
-        self.removedAnonymousCredentials = removedAnonymousCredentials
+        self.didRemoveAnonymousCredentials = removedAnonymousCredentials
     }
 }
 
@@ -28,7 +34,7 @@ extension PromptState {
     /// The prompt state of a user whose last identity was removed: what its
     /// prompt history says, except that it is no longer authenticated, so
     /// "never ask again" survives an unlink. `outcomes` oldest first.
-    public static func afterUnlinking(outcomes: [PromptOutcome]) -> PromptState {
+    package static func afterUnlinking(outcomes: [PromptOutcome]) -> PromptState {
         let state = outcomes.reduce(PromptState.anonymous) { $0.after($1) }
         return state == .authenticated ? .anonymous : state
     }
@@ -64,6 +70,12 @@ extension GuestMode {
     /// so sessions, records, usage and plans stay where they are. On any
     /// failure the user is left exactly as it was. `checkpoint` lets tests
     /// stop (or kill) the process between taking the lock and binding.
+    ///
+    /// ```swift
+    /// let result = try engine.link(
+    ///     user: guest.id, provider: "apple", subject: "001234.abcd", email: nil, now: now)
+    /// // result.user == guest.id: the guest is now an account
+    /// ```
     public func link(
         user userID: String, provider: String, subject: String, email: String?, now: Date,
         checkpoint: (LinkCheckpoint) throws -> Void = { _ in }
@@ -217,6 +229,10 @@ extension GuestMode {
     /// Removes one identity; a user left without any becomes anonymous again,
     /// its prompt state rebuilt from its prompt history
     /// (`PromptState.afterUnlinking`). Returns the user as it is afterwards.
+    ///
+    /// ```swift
+    /// let user = try engine.unlink(user: guest.id, provider: "apple", now: now)
+    /// ```
     public func unlink(user userID: String, provider: String, now: Date) throws -> User {
         try TextRule.check(["the user id": userID, "the provider": provider])
         return try store.write { transaction in

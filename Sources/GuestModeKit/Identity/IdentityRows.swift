@@ -2,7 +2,7 @@ import Foundation
 
 /// The identity, credential and upgrade-lock rows of one transaction (see
 /// `StoreTransaction`).
-public protocol IdentityRows {
+package protocol IdentityRows {
     /// The id of the user the identity (`provider`, `subject`) is bound to,
     /// or nil when it is bound to nobody.
     func identityOwner(provider: String, subject: String) throws -> String?

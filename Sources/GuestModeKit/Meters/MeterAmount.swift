@@ -19,11 +19,13 @@ public struct MeterAmount: Sendable, Hashable, Comparable, CustomStringConvertib
     public static let largestRequest = MeterAmount(millionths: 999_999_999_999_999)
     /// The largest amount a sum can reach.
     public static let largest = MeterAmount(millionths: .max)
+    /// Nothing.
     public static let zero = MeterAmount(millionths: 0)
 
     /// The amount in millionths of the unit.
     public let millionths: Int64
 
+    /// An amount of `millionths` millionths of a unit.
     public init(millionths: Int64) {
         self.millionths = millionths
     }
@@ -49,7 +51,9 @@ public struct MeterAmount: Sendable, Hashable, Comparable, CustomStringConvertib
         millionths = scaled >= 9_223_372_036_854_775_808.0 ? .max : Int64(scaled)
     }
 
+    /// True for exactly zero.
     public var isZero: Bool { millionths == 0 }
+    /// True for more than zero.
     public var isPositive: Bool { millionths > 0 }
 
     /// A binary approximation, for display arithmetic only (percentages).
@@ -87,6 +91,7 @@ public struct MeterAmount: Sendable, Hashable, Comparable, CustomStringConvertib
         return total
     }
 
+    /// Compares amounts exactly.
     public static func < (lhs: MeterAmount, rhs: MeterAmount) -> Bool { lhs.millionths < rhs.millionths }
 
     /// Plain decimal notation without trailing zeros: `60`, `0`, `12.2`, `0.000001`.
@@ -118,6 +123,7 @@ public struct MeterAmount: Sendable, Hashable, Comparable, CustomStringConvertib
 extension MeterAmount {
     /// Why a text is not an amount.
     public struct ParseFailure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The amount in decimal, without trailing zeros (`1.5`, `20`).
         public var description: String
     }
 
@@ -175,6 +181,7 @@ extension MeterAmount {
 // MARK: - Literals and coding
 
 extension MeterAmount: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral {
+    /// A whole number of units written as a literal.
     public init(integerLiteral value: Int) { self.init(units: value) }
     /// For constants in code and tests; rounds to the nearest millionth.
     public init(floatLiteral value: Double) { self.init(approximating: value) }
@@ -183,6 +190,7 @@ extension MeterAmount: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral {
 /// Amounts are JSON numbers in plain notation (`60`, `12.2`), never a
 /// binary approximation such as `59.99999999999999`.
 extension MeterAmount: Codable {
+    /// Reads a JSON number exactly, without going through binary floating point.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let decimal = try container.decode(Decimal.self)
@@ -193,6 +201,7 @@ extension MeterAmount: Codable {
         }
     }
 
+    /// Writes the amount as a JSON number, exactly.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(decimalValue)

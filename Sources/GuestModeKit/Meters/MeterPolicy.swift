@@ -8,7 +8,7 @@ extension Tier {
     /// The tier's allowance of `meter` as an exact amount; nil: unlimited.
     /// Profiles hold allowances as doubles read from decimals, which convert
     /// back to exactly the decimal written.
-    public func exactAllowance(for meter: String) -> MeterAmount? {
+    package func exactAllowance(for meter: String) -> MeterAmount? {
         allowance(for: meter).map(MeterAmount.init(approximating:))
     }
 }
@@ -16,7 +16,7 @@ extension Tier {
 extension MeterReset {
     /// Start of the period containing `now`: calendar days and months in
     /// UTC; nil for meters that never reset.
-    public func periodStart(containing now: Date) -> Date? {
+    package func periodStart(containing now: Date) -> Date? {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? calendar.timeZone
         switch self {
@@ -29,11 +29,11 @@ extension MeterReset {
 
 extension MeterWarning {
     /// The threshold as an exact percentage.
-    public var exactPercent: MeterAmount { MeterAmount(approximating: percent) }
+    package var exactPercent: MeterAmount { MeterAmount(approximating: percent) }
 
     /// Whether `used` of `allowance` is at or past this threshold, compared
     /// exactly: used × 100 ≥ percent × allowance, in 128-bit arithmetic.
-    public func isReached(used: MeterAmount, allowance: MeterAmount) -> Bool {
+    package func isReached(used: MeterAmount, allowance: MeterAmount) -> Bool {
         let left = used.millionths.multipliedFullWidth(by: 100 * MeterAmount.scale)
         let right = exactPercent.millionths.multipliedFullWidth(by: allowance.millionths)
         return (left.high, left.low) >= (right.high, right.low)
@@ -44,21 +44,22 @@ extension Meter {
     /// The warnings a usage total has reached, lowest first. Each is
     /// recorded once per period; the ones not recorded yet are the ones this
     /// total crossed. An allowance of zero has reached them all.
-    public func warningsReached(used: MeterAmount, allowance: MeterAmount?) -> [MeterWarning] {
+    package func warningsReached(used: MeterAmount, allowance: MeterAmount?) -> [MeterWarning] {
         guard let allowance else { return [] }
         return warnings.filter { $0.isReached(used: used, allowance: allowance) }
     }
 
     /// Exhausted once nothing remains, else the level of the highest warning
     /// reached; unlimited meters are always `none`.
-    public func level(used: MeterAmount, allowance: MeterAmount?) -> MeterLevel {
+    package func level(used: MeterAmount, allowance: MeterAmount?) -> MeterLevel {
         guard let allowance else { return .none }
         if used >= allowance { return .exhausted }
         return warningsReached(used: used, allowance: allowance).last?.level ?? .none
     }
 
     /// Where a usage total stands against an allowance (nil: unlimited).
-    public func status(tier: TierLevel, used: MeterAmount, allowance: MeterAmount?, periodStart: Date?) -> MeterStatus {
+    package func status(tier: TierLevel, used: MeterAmount, allowance: MeterAmount?, periodStart: Date?) -> MeterStatus
+    {
         MeterStatus(
             meter: name, unit: unit, tier: tier, used: used, allowance: allowance,
             remaining: allowance.map { $0.remaining(after: used) },
@@ -79,7 +80,7 @@ extension Meter {
 extension Profile {
     /// The status of `meter` for a user of tier `level` who used `used` in
     /// the period containing `now`.
-    public func meterStatus(_ meter: Meter, tier level: TierLevel, used: MeterAmount, now: Date) -> MeterStatus {
+    package func meterStatus(_ meter: Meter, tier level: TierLevel, used: MeterAmount, now: Date) -> MeterStatus {
         meter.status(
             tier: level, used: used, allowance: tier(level).exactAllowance(for: meter.name),
             periodStart: meter.reset.periodStart(containing: now))
@@ -90,7 +91,7 @@ extension MeterStatus {
     /// Whether a request fits what remains: with an amount, when the new
     /// total stays within the allowance; with none, when anything remains.
     /// Unlimited meters admit anything a sum can still count.
-    public func admits(_ amount: MeterAmount?) -> Bool {
+    package func admits(_ amount: MeterAmount?) -> Bool {
         guard let amount, amount.isPositive else { return remaining.map(\.isPositive) ?? true }
         guard let total = used.adding(amount) else { return false }
         return allowance.map { total <= $0 } ?? true
@@ -99,10 +100,10 @@ extension MeterStatus {
 
 extension FiredWarning {
     /// The action of the system event a fired warning appends.
-    public static let eventAction = "meter_warning"
+    package static let eventAction = "meter_warning"
 
     /// The properties of that system event.
-    public var eventProperties: [String: String] {
+    package var eventProperties: [String: String] {
         ["meter": meter, "percent": FiredWarning.format(percent: percent), "level": level.rawValue]
     }
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// The usage ledger and the fired warnings of one transaction (see
 /// `StoreTransaction`).
-public protocol MeterRows {
+package protocol MeterRows {
     /// The user's usage of `meter` recorded at or after `start` (all of it
     /// when nil), added up exactly. A total past what an amount can hold,
     /// or a stored amount past it, reads as `MeterAmount.largest`.

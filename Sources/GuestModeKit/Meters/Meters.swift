@@ -1,20 +1,27 @@
 import Foundation
 
+/// Where a user stands against one meter's allowance in the current period.
 public struct MeterStatus: Codable, Sendable, Equatable {
+    /// The meter's name.
     public var meter: String
+    /// The meter's unit, such as `minutes`.
     public var unit: String
+    /// The user's tier, which sets the allowance.
     public var tier: TierLevel
+    /// How much the user used in the current period.
     public var used: MeterAmount
     /// nil: unlimited for this tier.
     public var allowance: MeterAmount?
+    /// How much is left; nil when unlimited.
     public var remaining: MeterAmount?
     /// For display; decisions compare amounts exactly.
     public var percentUsed: Double?
+    /// The warning level the usage has reached.
     public var level: MeterLevel
     /// Start of the current period; nil for lifetime meters.
     public var periodStart: Date?
 
-    public init(
+    package init(
         meter: String, unit: String, tier: TierLevel, used: MeterAmount, allowance: MeterAmount?,
         remaining: MeterAmount?, percentUsed: Double?, level: MeterLevel, periodStart: Date?
     ) {
@@ -30,52 +37,62 @@ public struct MeterStatus: Codable, Sendable, Equatable {
     }
 }
 
+/// A warning threshold a use crossed.
 public struct FiredWarning: Codable, Sendable, Equatable {
+    /// The meter's name.
     public var meter: String
+    /// The threshold, as a percentage of the allowance.
     public var percent: Double
+    /// The threshold's level.
     public var level: MeterLevel
 
-    public init(meter: String, percent: Double, level: MeterLevel) {
+    package init(meter: String, percent: Double, level: MeterLevel) {
         self.meter = meter
         self.percent = percent
         self.level = level
     }
 }
 
+/// What recording a use of a meter did.
 public struct MeterUseResult: Codable, Sendable, Equatable {
     /// False when refused (exhausted) or when the idempotency key was seen.
     public var isRecorded: Bool
+    /// True when the idempotency key was seen before: nothing was recorded again.
     public var isDuplicate: Bool
     /// False when the use did not fit the allowance: refused, or recorded
     /// as overage.
     public var isAllowed: Bool
     /// True when the use did not fit and was recorded anyway (overage
     /// allowed): the meter is now exhausted.
-    public var overage: Bool
+    public var isOverage: Bool
+    /// The meter after this use.
     public var status: MeterStatus
     /// Thresholds crossed by this use, each reported exactly once ever per period.
     public var warnings: [FiredWarning]
 
-    public init(
+    package init(
         isRecorded: Bool, isDuplicate: Bool, isAllowed: Bool, overage: Bool = false, status: MeterStatus,
         warnings: [FiredWarning]
     ) {
         self.isRecorded = isRecorded
         self.isDuplicate = isDuplicate
         self.isAllowed = isAllowed
-        self.overage = overage
+        self.isOverage = overage
         self.status = status
         self.warnings = warnings
     }
 }
 
+/// Whether an amount may be used now; checking records nothing.
 public struct MeterDecision: Codable, Sendable, Equatable {
+    /// True when the amount fits what is left of the allowance.
     public var isAllowed: Bool
     /// Zero when the check named no amount.
     public var requested: MeterAmount
+    /// The meter as it stands.
     public var status: MeterStatus
 
-    public init(isAllowed: Bool, requested: MeterAmount, status: MeterStatus) {
+    package init(isAllowed: Bool, requested: MeterAmount, status: MeterStatus) {
         self.isAllowed = isAllowed
         self.requested = requested
         self.status = status
@@ -96,6 +113,12 @@ extension MeterAmount {
 extension GuestMode {
     /// The gate to call before a paid call: allowed when `amount` fits in
     /// what remains (with no amount, when anything remains). Records nothing.
+    ///
+    /// ```swift
+    /// let gate = try engine.checkMeter(
+    ///     user: guest.id, meter: "api_minutes", amount: MeterAmount(units: 20), now: now)
+    /// if gate.isAllowed { /* make the paid call */ }
+    /// ```
     public func checkMeter(user userID: String, meter: String, amount: MeterAmount?, now: Date) throws -> MeterDecision
     {
         try TextRule.check(userID, what: "the user id")
@@ -113,8 +136,14 @@ extension GuestMode {
     /// Records usage if it fits. A use that would go past the allowance is,
     /// by `overage` (default: the meter's, from the profile), refused whole
     /// and records nothing, or recorded in full, leaving the meter exhausted
-    /// (`overage` and not `isAllowed` in the result). A repeated key records
+    /// (`isOverage` and not `isAllowed` in the result). A repeated key records
     /// nothing.
+    ///
+    /// ```swift
+    /// let used = try engine.useMeter(
+    ///     user: guest.id, meter: "api_minutes", amount: MeterAmount(units: 20), key: "session-1", now: now)
+    /// // used.isRecorded; a retry with key "session-1" records nothing (used.isDuplicate)
+    /// ```
     public func useMeter(
         user userID: String, meter: String, amount: MeterAmount, key: String?, overage: MeterOverage? = nil,
         now: Date
@@ -133,6 +162,12 @@ extension GuestMode {
         return result
     }
 
+    /// Where the user stands against a meter now.
+    ///
+    /// ```swift
+    /// let status = try engine.meterStatus(user: guest.id, meter: "api_minutes", now: now)
+    /// // status.used, status.allowance, status.remaining
+    /// ```
     public func meterStatus(user userID: String, meter: String, now: Date) throws -> MeterStatus {
         try TextRule.check(userID, what: "the user id")
         let definition = try requireMeter(meter)

@@ -5,7 +5,7 @@ extension Profile {
     /// adopts it. Keys of collections with unique fields start with their
     /// owner (`/habit/day` for the guest owner `""`), so the owner segment
     /// is rewritten (`USER/habit/day`); every other key stays as it is.
-    public func adoptedKey(_ key: String, collection: String, user: String) -> String {
+    package func adoptedKey(_ key: String, collection: String, user: String) -> String {
         let prefix = guestOwner + "/"
         guard self.collection(named: collection)?.uniqueFields.isEmpty == false, key.hasPrefix(prefix) else {
             return key

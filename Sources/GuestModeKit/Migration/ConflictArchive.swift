@@ -3,21 +3,26 @@ import Foundation
 /// A record that lost a merge, kept in the conflict archive of the user
 /// who received the merge (`user_id`), so no merge ever loses data.
 public struct ArchivedConflict: Codable, Sendable, Equatable {
+    /// The archived record's id, which restoring names.
     public var id: Int64
+    /// The user who received the merge.
     public var userId: String
     /// The merge journal that archived it, in the store where the merge ran.
     public var journalId: Int64?
+    /// The record's collection.
     public var collection: String
     /// The key the record had when it lost.
     public var key: String
+    /// The record's JSON, as it was.
     public var data: String
     /// When the losing record was last written.
     public var updatedAt: Date
     /// Why it lost, e.g. `keep-account (was owned by GUEST)`.
     public var reason: String
+    /// When the record was archived.
     public var archivedAt: Date
 
-    public init(
+    package init(
         id: Int64, userId: String, journalId: Int64?, collection: String, key: String, data: String, updatedAt: Date,
         reason: String, archivedAt: Date
     ) {
@@ -35,15 +40,18 @@ public struct ArchivedConflict: Codable, Sendable, Equatable {
 
 /// What `merge conflicts restore` did.
 public struct RestoredConflict: Codable, Sendable, Equatable {
+    /// The archived record's id.
     public var id: Int64
+    /// The user the record was restored to.
     public var userId: String
+    /// The record's collection.
     public var collection: String
     /// The key the record had when it lost.
     public var key: String
     /// The key it is restored under, next to the winner.
     public var restoredKey: String
 
-    public init(id: Int64, userId: String, collection: String, key: String, restoredKey: String) {
+    package init(id: Int64, userId: String, collection: String, key: String, restoredKey: String) {
         self.id = id
         self.userId = userId
         self.collection = collection
@@ -55,7 +63,7 @@ public struct RestoredConflict: Codable, Sendable, Equatable {
 extension ArchivedConflict {
     /// Keys a restored record may take when none is given, in the order
     /// they are tried: `key~restored`, `key~restored2`, …
-    public static func restoredKeys(for key: String) -> some Sequence<String> {
+    package static func restoredKeys(for key: String) -> some Sequence<String> {
         (1...).lazy.map { attempt in attempt == 1 ? "\(key)~restored" : "\(key)~restored\(attempt)" }
     }
 }
@@ -63,7 +71,7 @@ extension ArchivedConflict {
 extension GuestMode {
     /// Records that lost a merge: the user's (it must exist), or every
     /// user's when `userID` is nil; oldest first.
-    public func archivedConflicts(of userID: String?) throws -> [ArchivedConflict] {
+    public func archivedConflicts(user userID: String?) throws -> [ArchivedConflict] {
         try store.read { transaction in
             if let userID { _ = try transaction.requireUser(userID) }
             return try transaction.archivedConflicts(owner: userID)

@@ -1,18 +1,27 @@
 import Foundation
 
+/// What a merge of a guest into an account did, or with `isDryRun` would do.
 public struct MergeReport: Codable, Sendable {
+    /// The guest's id.
     public var guest: String
+    /// The account's id.
     public var account: String
+    /// How records under the same key were settled.
     public var policy: MergePolicy
+    /// Records moved into the account.
     public var recordsMoved: Int
+    /// Events, counters and other activity rows moved.
     public var activityMoved: Int
+    /// Records both users had under one key, and how each was settled.
     public var conflicts: [RecordConflict]
     /// Caps re-checked after the merge: collections the account is now over.
     public var overCap: [CollectionLimit]
+    /// True when nothing was written: the report says what a merge would do.
     public var isDryRun: Bool
+    /// The journal of the merge; nil for a dry run.
     public var journalID: Int64?
 
-    public init(
+    package init(
         guest: String, account: String, policy: MergePolicy, recordsMoved: Int, activityMoved: Int,
         conflicts: [RecordConflict], overCap: [CollectionLimit], isDryRun: Bool, journalID: Int64?
     ) {
@@ -28,20 +37,27 @@ public struct MergeReport: Codable, Sendable {
     }
 }
 
+/// What adopting ownerless records did.
 public struct AdoptReport: Codable, Sendable {
+    /// An ownerless record the user could not adopt because they already hold its key.
     public struct Collision: Codable, Sendable, Equatable {
+        /// The record's collection.
         public var collection: String
+        /// The record's key while ownerless.
         public var key: String
+        /// The key it would have had as the user's.
         public var keyAfter: String
 
-        public init(collection: String, key: String, keyAfter: String) {
+        package init(collection: String, key: String, keyAfter: String) {
             self.collection = collection
             self.key = key
             self.keyAfter = keyAfter
         }
     }
 
+    /// The adopting user's id.
     public var user: String
+    /// Records adopted, by collection.
     public var moved: [String: Int]
     /// Records left with the guest owner because the user already has their key.
     public var collisions: [Collision]
@@ -51,7 +67,7 @@ public struct AdoptReport: Codable, Sendable {
     /// changes nothing.
     public var wasAlreadyAdopted: Bool
 
-    public init(user: String, moved: [String: Int], collisions: [Collision], wasAlreadyAdopted: Bool) {
+    package init(user: String, moved: [String: Int], collisions: [Collision], wasAlreadyAdopted: Bool) {
         self.user = user
         self.moved = moved
         self.collisions = collisions
@@ -67,6 +83,12 @@ extension GuestMode {
     /// guest is removed only once everything is in the account. With `dryRun`
     /// the same report is computed and nothing changes. The report lists the
     /// capped collections the account is over afterwards.
+    ///
+    /// ```swift
+    /// let preview = try engine.merge(
+    ///     guest: guest.id, into: account.id, policy: .union, dryRun: true, now: now)
+    /// // preview.recordsMoved, preview.conflicts; run again with dryRun: false
+    /// ```
     public func merge(
         guest: String, into account: String, policy: MergePolicy, dryRun: Bool, now: Date
     ) throws -> MergeReport {
@@ -136,6 +158,11 @@ extension GuestMode {
     /// flag is set by the first run that moves records and reported as
     /// `wasAlreadyAdopted`; it never blocks. Queues a backup of the user when
     /// records moved.
+    ///
+    /// ```swift
+    /// let report = try engine.adopt(user: account.id, now: now)
+    /// // report.moved["recipes"]: ownerless records now the account's
+    /// ```
     public func adopt(user userID: String, now: Date) throws -> AdoptReport {
         try TextRule.check(userID, what: "the user id")
         let owner = profile.guestOwner

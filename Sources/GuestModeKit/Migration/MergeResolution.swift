@@ -1,18 +1,18 @@
 import Foundation
 
 /// One side's version of a record stored under a key both users hold.
-public struct RecordVersion: Sendable, Equatable {
-    public var data: String
-    public var updatedAt: Date
+package struct RecordVersion: Sendable, Equatable {
+    package var data: String
+    package var updatedAt: Date
 
-    public init(data: String, updatedAt: Date) {
+    package init(data: String, updatedAt: Date) {
         self.data = data
         self.updatedAt = updatedAt
     }
 }
 
 /// The two sides of a transfer: the guest whose data moves, the account that receives it.
-public enum TransferSide: String, Codable, Sendable, CaseIterable {
+package enum TransferSide: String, Codable, Sendable, CaseIterable {
     case guest, account
 }
 
@@ -21,7 +21,7 @@ extension MergePolicy {
     /// collection's `on_merge_conflict`; only `union` reads it (both are kept
     /// where the collection allows, else the record updated last wins, the
     /// account's on a tie).
-    public func resolution(
+    package func resolution(
         guest: RecordVersion, account: RecordVersion, rule: MergeConflictRule
     ) -> RecordConflict.Resolution {
         switch self {
@@ -41,7 +41,7 @@ extension MergePolicy {
 
 extension RecordConflict.Resolution {
     /// Whose record goes to the conflict archive; nil when both are kept.
-    public var archivedSide: TransferSide? {
+    package var archivedSide: TransferSide? {
         switch self {
         case .keptGuest: .account
         case .keptAccount: .guest
@@ -50,7 +50,7 @@ extension RecordConflict.Resolution {
     }
 
     /// Whose records stay in the account after the merge.
-    public var survivingSides: [TransferSide] {
+    package var survivingSides: [TransferSide] {
         switch self {
         case .keptGuest: [.guest]
         case .keptAccount: [.account]
@@ -65,7 +65,7 @@ extension RecordConflict {
     /// asked only when both records are kept, for the key the
     /// guest's record moves to (the first of `keptBothKeys(for:)` neither
     /// user holds).
-    public static func settling(
+    package static func settling(
         collection: String, key: String, guest: RecordVersion, account: RecordVersion, policy: MergePolicy,
         rule: MergeConflictRule, freeKey: () throws -> String
     ) rethrows -> RecordConflict {
@@ -83,7 +83,7 @@ extension RecordConflict {
 
     /// Keys a guest's record may move to when both records are kept, in the
     /// order they are tried: `key~guest`, `key~guest2`, `key~guest3`, …
-    public static func keptBothKeys(for key: String) -> some Sequence<String> {
+    package static func keptBothKeys(for key: String) -> some Sequence<String> {
         (1...).lazy.map { attempt in attempt == 1 ? "\(key)~guest" : "\(key)~guest\(attempt)" }
     }
 }

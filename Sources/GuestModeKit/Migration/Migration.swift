@@ -1,14 +1,19 @@
 import Foundation
 
+/// One step of a migration journal.
 public struct JournalStep: Codable, Sendable, Equatable {
+    /// The step's place in the migration, from 1.
     public var position: Int
+    /// The step's name, from the profile's migration steps.
     public var name: String
     /// `pending` or `done`.
     public var status: String
+    /// Rows the step moved.
     public var rows: Int
+    /// When the step finished; nil while pending.
     public var finishedAt: Date?
 
-    public init(position: Int, name: String, status: String, rows: Int, finishedAt: Date?) {
+    package init(position: Int, name: String, status: String, rows: Int, finishedAt: Date?) {
         self.position = position
         self.name = name
         self.status = status
@@ -17,21 +22,30 @@ public struct JournalStep: Codable, Sendable, Equatable {
     }
 }
 
+/// The journal of a migration or merge, which makes it resumable.
 public struct MigrationJournal: Codable, Sendable, Equatable {
+    /// The journal's id.
     public var id: Int64
     /// `guest-to-account` or `merge`.
     public var kind: String
+    /// The guest moved.
     public var source: String
+    /// The account moved into.
     public var target: String
     /// `running`, `failed` or `done`.
     public var status: String
+    /// The backup taken before the first step, if any.
     public var backupPath: String?
+    /// When the migration started.
     public var startedAt: Date
+    /// When it finished; nil while running or after a failure.
     public var finishedAt: Date?
+    /// Why it failed; nil unless it did.
     public var error: String?
+    /// The steps, in order.
     public var steps: [JournalStep]
 
-    public init(
+    package init(
         id: Int64, kind: String, source: String, target: String, status: String, backupPath: String?, startedAt: Date,
         finishedAt: Date?, error: String?, steps: [JournalStep]
     ) {
@@ -50,24 +64,37 @@ public struct MigrationJournal: Codable, Sendable, Equatable {
 
 /// What a migration would do, step by step, before it does anything.
 public struct MigrationPlan: Codable, Sendable {
+    /// One step as planned.
     public struct Step: Codable, Sendable {
+        /// The step's place, from 1.
         public var position: Int
+        /// The step's name.
         public var name: String
+        /// The collections the step moves.
         public var collections: [String]
+        /// Rows the step would move.
         public var rows: Int
     }
 
+    /// The guest to move.
     public var source: String
+    /// The account to move into.
     public var target: String
+    /// The steps, in order.
     public var steps: [Step]
+    /// Records both users hold under one key, and how each would be settled.
     public var conflicts: [RecordConflict]
 }
 
+/// What a migration of a guest into an account did.
 public struct MigrationReport: Codable, Sendable {
+    /// The migration's journal, finished.
     public var journal: MigrationJournal
+    /// Records both users held under one key, and how each was settled.
     public var conflicts: [RecordConflict]
     /// Capped collections the account is now over; nothing was dropped to fit.
     public var overCap: [CollectionLimit]
+    /// True when this call finished a migration an earlier one started.
     public var isResumed: Bool
 }
 
@@ -106,6 +133,12 @@ extension GuestMode {
         }
     }
 
+    /// What migrating the guest into the account would do, step by step; writes nothing.
+    ///
+    /// ```swift
+    /// let plan = try engine.planMigration(guest: guest.id, to: account.id, now: now)
+    /// // plan.steps, plan.conflicts
+    /// ```
     public func planMigration(guest: String, to account: String, now: Date) throws -> MigrationPlan {
         try TextRule.check(["the guest's id": guest, "the account's id": account])
         let steps = migrationSteps
@@ -120,6 +153,13 @@ extension GuestMode {
     /// Moves everything of a guest into an account, one journaled step per
     /// transaction after a backup of both. Interrupted, it resumes from the
     /// first unfinished step and never applies a step twice.
+    ///
+    /// ```swift
+    /// let report = try engine.migrate(
+    ///     guest: guest.id, to: account.id, resuming: false, now: now,
+    ///     takeBackup: { users in try backUp(users) })  // returns the backup's path
+    /// // report.conflicts, report.overCap
+    /// ```
     public func migrate(
         guest: String, to account: String, resuming: Bool, now: Date,
         takeBackup: ([String]) throws -> String,
@@ -214,6 +254,7 @@ extension GuestMode {
             code: .alreadyMigrated)
     }
 
+    /// The migration journal with this id.
     public func journal(_ id: Int64) throws -> MigrationJournal {
         guard let journal = try store.read({ try $0.migrationJournal(id: id, locking: false) }) else {
             throw journalNotFound(id)
@@ -349,13 +390,13 @@ extension GuestMode {
 }
 
 /// What one journaled step did.
-public struct MigrationStepResult: Codable, Sendable, Equatable {
+package struct MigrationStepResult: Codable, Sendable, Equatable {
     /// The journal entry as it was committed.
-    public var step: JournalStep
+    package var step: JournalStep
     /// Keys both users held in the step's collections, each as it was settled.
-    public var conflicts: [RecordConflict]
+    package var conflicts: [RecordConflict]
 
-    public init(step: JournalStep, conflicts: [RecordConflict]) {
+    package init(step: JournalStep, conflicts: [RecordConflict]) {
         self.step = step
         self.conflicts = conflicts
     }

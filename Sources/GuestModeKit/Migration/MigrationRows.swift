@@ -6,7 +6,7 @@ import Foundation
 /// collections) so that moving a guest with a million records costs a few
 /// statements; which rows move, and how a clash is settled, is the engine's
 /// choice (`Transfer`).
-public protocol MigrationRows {
+package protocol MigrationRows {
     // MARK: Activity
 
     /// How many rows of `table` belong to the user.
@@ -135,7 +135,7 @@ public protocol MigrationRows {
 
 /// Tables of what a user did rather than what it stored: the rows a
 /// transfer moves as the user's activity.
-public enum ActivityTable: CaseIterable, Sendable {
+package enum ActivityTable: CaseIterable, Sendable {
     /// Tracked events, each with an optional idempotency key.
     case events
     /// One total per action.
@@ -155,30 +155,30 @@ public enum ActivityTable: CaseIterable, Sendable {
 }
 
 /// A record's place: its collection and key.
-public struct RecordKey: Sendable, Hashable {
+package struct RecordKey: Sendable, Hashable {
     /// The record's collection.
-    public var collection: String
+    package var collection: String
     /// The record's key in its collection.
-    public var key: String
+    package var key: String
 
-    public init(collection: String, key: String) {
+    package init(collection: String, key: String) {
         self.collection = collection
         self.key = key
     }
 }
 
 /// A key two users both hold, with each one's record.
-public struct SharedRecordKey: Sendable, Equatable {
+package struct SharedRecordKey: Sendable, Equatable {
     /// The collection both records are in.
-    public var collection: String
+    package var collection: String
     /// The key both users hold.
-    public var key: String
+    package var key: String
     /// The guest's record under the key.
-    public var guest: RecordVersion
+    package var guest: RecordVersion
     /// The account's record under the key.
-    public var account: RecordVersion
+    package var account: RecordVersion
 
-    public init(collection: String, key: String, guest: RecordVersion, account: RecordVersion) {
+    package init(collection: String, key: String, guest: RecordVersion, account: RecordVersion) {
         self.collection = collection
         self.key = key
         self.guest = guest

@@ -11,17 +11,24 @@ public enum MergePolicy: String, Codable, Sendable, CaseIterable {
     case union
 }
 
+/// A record both users held under one key, and how a migration or merge settled it.
 public struct RecordConflict: Codable, Sendable, Equatable {
+    /// How the conflict was settled.
     public enum Resolution: String, Codable, Sendable {
         case keptGuest = "kept-guest"
         case keptAccount = "kept-account"
         case keptBoth = "kept-both"
     }
 
+    /// The record's collection.
     public var collection: String
+    /// The key both users held.
     public var key: String
+    /// When the guest's record was last written.
     public var guestUpdatedAt: Date
+    /// When the account's record was last written.
     public var accountUpdatedAt: Date
+    /// How it was settled.
     public var resolution: Resolution
     /// With keptBoth, the key the guest's record moved to.
     public var guestKeyAfter: String?
@@ -31,19 +38,19 @@ public struct RecordConflict: Codable, Sendable, Equatable {
 
 /// What one part of moving a guest into an account moves. `migrate` runs
 /// one per journaled step, each in one transaction.
-public struct TransferStep: Codable, Sendable, Equatable {
+package struct TransferStep: Codable, Sendable, Equatable {
     /// The step's name in the journal.
-    public var name: String
+    package var name: String
     /// Counters, events, usage, plans, prompt history, experiments and
     /// flags: what the guest did rather than what it stored.
-    public var movesActivity: Bool
+    package var movesActivity: Bool
     /// Collections whose records move, conflicts settled by a union merge.
-    public var collections: [String]
+    package var collections: [String]
     /// Removes the guest once nothing of it is left (refused while any of
     /// its records remain, so nothing is ever lost).
-    public var removesGuest: Bool
+    package var removesGuest: Bool
 
-    public init(name: String, movesActivity: Bool, collections: [String], removesGuest: Bool) {
+    package init(name: String, movesActivity: Bool, collections: [String], removesGuest: Bool) {
         self.name = name
         self.movesActivity = movesActivity
         self.collections = collections
@@ -52,13 +59,13 @@ public struct TransferStep: Codable, Sendable, Equatable {
 }
 
 /// What a step would move now, counted without changing anything.
-public struct TransferStepPreview: Codable, Sendable, Equatable {
+package struct TransferStepPreview: Codable, Sendable, Equatable {
     /// Rows the step would move, plus one for removing the guest.
-    public var rows: Int
+    package var rows: Int
     /// Keys both users hold, settled as a union merge would.
-    public var conflicts: [RecordConflict]
+    package var conflicts: [RecordConflict]
 
-    public init(rows: Int, conflicts: [RecordConflict]) {
+    package init(rows: Int, conflicts: [RecordConflict]) {
         self.rows = rows
         self.conflicts = conflicts
     }
@@ -68,7 +75,7 @@ extension User {
     /// Refuses moving this user into `account` unless this user is a guest
     /// and a different user. Checked inside the transaction that moves or
     /// plans, with both users as they are then.
-    public func checkCanMove(into account: User) throws {
+    package func checkCanMove(into account: User) throws {
         if id == account.id {
             throw GuestModeError(.usage, code: .sameUser, "cannot move a user into itself")
         }

@@ -2,14 +2,14 @@ import Foundation
 
 /// One grant of a plan, as a store keeps it. Whether it is in force is a
 /// pure function of the grant and the clock, so every backend agrees.
-public struct PlanGrant: Sendable, Equatable {
-    public var plan: String
-    public var grantedAt: Date
-    public var trialEndsAt: Date?
-    public var endsAt: Date?
-    public var revokedAt: Date?
+package struct PlanGrant: Sendable, Equatable {
+    package var plan: String
+    package var grantedAt: Date
+    package var trialEndsAt: Date?
+    package var endsAt: Date?
+    package var revokedAt: Date?
 
-    public init(plan: String, grantedAt: Date, trialEndsAt: Date? = nil, endsAt: Date? = nil, revokedAt: Date? = nil) {
+    package init(plan: String, grantedAt: Date, trialEndsAt: Date? = nil, endsAt: Date? = nil, revokedAt: Date? = nil) {
         self.plan = plan
         self.grantedAt = grantedAt
         self.trialEndsAt = trialEndsAt
@@ -19,7 +19,7 @@ public struct PlanGrant: Sendable, Equatable {
 
     /// Where the grant stands at `now`: a revocation wins, then a trial's end,
     /// then a fixed term's end.
-    public func status(in profile: Profile, now: Date) -> PlanStatus {
+    package func status(in profile: Profile, now: Date) -> PlanStatus {
         let state: PlanState
         if let revokedAt, revokedAt <= now {
             state = .revoked
@@ -39,7 +39,7 @@ public struct PlanGrant: Sendable, Equatable {
 extension Profile {
     /// The tier whose caps and allowances apply now: the highest of the
     /// user's state (guest or account) and any plan in force.
-    public func tier(for state: UserState, grants: [PlanGrant], now: Date) -> TierLevel {
+    package func tier(for state: UserState, grants: [PlanGrant], now: Date) -> TierLevel {
         var level: TierLevel = state == .linked ? .account : .guest
         for grant in grants {
             let status = grant.status(in: self, now: now)
@@ -50,7 +50,7 @@ extension Profile {
 
     /// One status per plan the user ever held: the grant in force if any,
     /// else the latest. `grants` are in the order they were granted.
-    public func planStatuses(of grants: [PlanGrant], now: Date) -> [PlanStatus] {
+    package func planStatuses(of grants: [PlanGrant], now: Date) -> [PlanStatus] {
         var byPlan: [String: PlanStatus] = [:]
         var order: [String] = []
         for grant in grants {

@@ -1,19 +1,26 @@
 import Foundation
 
+/// Where a plan grant stands.
 public enum PlanState: String, Codable, Sendable {
     case active, trial, expired, revoked
 }
 
+/// One plan a user holds or held.
 public struct PlanStatus: Codable, Sendable, Equatable {
+    /// The plan's name.
     public var plan: String
+    /// Where the grant stands now.
     public var state: PlanState
+    /// The tier the plan lifts its holder to.
     public var tier: TierLevel
+    /// When the plan was granted.
     public var grantedAt: Date
     /// When a trial or a fixed-term plan ends; nil for an open-ended plan.
     public var endsAt: Date?
+    /// When the plan was revoked; nil unless it was.
     public var revokedAt: Date?
 
-    public init(plan: String, state: PlanState, tier: TierLevel, grantedAt: Date, endsAt: Date?, revokedAt: Date?) {
+    package init(plan: String, state: PlanState, tier: TierLevel, grantedAt: Date, endsAt: Date?, revokedAt: Date?) {
         self.plan = plan
         self.state = state
         self.tier = tier
@@ -22,6 +29,7 @@ public struct PlanStatus: Codable, Sendable, Equatable {
         self.revokedAt = revokedAt
     }
 
+    /// True while the plan lifts the user's tier (active or in trial).
     public var isInForce: Bool { state == .active || state == .trial }
 }
 
@@ -29,6 +37,12 @@ extension GuestMode {
     /// Grants a plan: open-ended, as a trial ending after `trial`, or until
     /// `until`. A plan granted to a guest belongs to the user id, so it
     /// survives linking an identity.
+    ///
+    /// ```swift
+    /// let status = try engine.grantPlan(
+    ///     user: guest.id, plan: "premium", trial: TimeSpan(amount: 7, unit: .days), until: nil, now: now)
+    /// // status.state == .trial
+    /// ```
     public func grantPlan(
         user userID: String, plan planName: String, trial: TimeSpan?, until: Date?, now: Date
     ) throws -> PlanStatus {
@@ -91,7 +105,7 @@ extension GuestMode {
 
     /// One status per plan the user ever held: the grant in force if any,
     /// else the latest.
-    public func plans(of userID: String, now: Date) throws -> [PlanStatus] {
+    public func plans(user userID: String, now: Date) throws -> [PlanStatus] {
         try TextRule.check(userID, what: "the user id")
         let grants = try store.read { transaction in
             _ = try transaction.requireUser(userID)
@@ -102,7 +116,11 @@ extension GuestMode {
 
     /// The tier whose caps and allowances apply now: the highest of the
     /// user's state (guest or account) and any plan in force.
-    public func tier(of userID: String, now: Date) throws -> TierLevel {
+    ///
+    /// ```swift
+    /// let tier = try engine.tier(user: guest.id, now: now)  // .guest, .account or .premium
+    /// ```
+    public func tier(user userID: String, now: Date) throws -> TierLevel {
         try TextRule.check(userID, what: "the user id")
         return try store.read { transaction in
             try transaction.tier(of: try transaction.requireUser(userID), profile: profile, now: now)

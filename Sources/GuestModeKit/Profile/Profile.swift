@@ -4,29 +4,45 @@ import Foundation
 /// Everything the engine decides for an app comes from here, never from
 /// profile-specific code.
 public struct Profile: Codable, Sendable, Equatable {
+    /// The profile's name, such as `subscriptions`.
     public var name: String
+    /// The profile's version; a store bound to an earlier one moves up through `upgrade`.
     public var version: Int
+    /// One line saying what the profile is for.
     public var summary: String
     /// The owner written on records created before any user existed.
     public var guestOwner: String
+    /// True when events may name actions the profile does not list.
     public var allowsFreeFormActions: Bool
+    /// Which identity providers a user may link, and how many.
     public var identity: IdentityPolicy
+    /// The kinds of record users keep.
     public var collections: [RecordCollection]
+    /// The actions events may name.
     public var actions: [String]
+    /// The metered resources.
     public var meters: [Meter]
     /// Always three, in order: guest, account, premium; caps and allowances
     /// are already resolved through inheritance from the tier below.
     public var tiers: [Tier]
+    /// The plans a user may be granted.
     public var plans: [Plan]
+    /// When to ask a user to sign in or upgrade.
     public var prompts: PromptPolicy
+    /// The experiments users are assigned to.
     public var experiments: [Experiment]
+    /// How users are backed up.
     public var backup: BackupPolicy
+    /// How a guest's data moves into an account.
     public var migration: MigrationPolicy
     /// How a store bound to an earlier version of this profile is moved to this one.
     public var upgrade: ProfileUpgrade?
 
+    /// The collection named `name`, if the profile declares one.
     public func collection(named name: String) -> RecordCollection? { collections.first { $0.name == name } }
+    /// The meter named `name`, if the profile declares one.
     public func meter(named name: String) -> Meter? { meters.first { $0.name == name } }
+    /// The plan named `name`, if the profile declares one.
     public func plan(named name: String) -> Plan? { plans.first { $0.name == name } }
     /// The tier at `level`. A profile from `ProfileLoader` has all three; one
     /// decoded from elsewhere may not, and a missing tier is resolved as the
@@ -39,16 +55,21 @@ public struct Profile: Codable, Sendable, Equatable {
             level: level, caps: below?.caps ?? [:], allowances: below?.allowances ?? [:],
             whenCapped: level == .guest ? .needsAccount : .needsPremium)
     }
+    /// The experiment named `name`, if the profile declares one.
     public func experiment(named name: String) -> Experiment? { experiments.first { $0.name == name } }
 }
 
+/// Which identity providers a user may link.
 public struct IdentityPolicy: Codable, Sendable, Equatable {
+    /// Providers accepted, such as `apple` and `google`.
     public var providers: [String]
+    /// How many identities one user may link.
     public var maximumProvidersPerUser: Int
 }
 
 /// A kind of record the profile declares (`collections:`), with its merge rules.
 public struct RecordCollection: Codable, Sendable, Equatable {
+    /// The collection's name.
     public var name: String
     /// Record fields that together must be unique per owner (e.g. a habit and
     /// a day); adoption rewrites records keyed by them.
@@ -57,6 +78,7 @@ public struct RecordCollection: Codable, Sendable, Equatable {
     public var onMergeConflict: MergeConflictRule
 }
 
+/// What a merge does with two records under one key.
 public enum MergeConflictRule: String, Codable, Sendable, CaseIterable {
     /// Keep both records, the guest's under a suffixed key.
     case keepBoth = "keep-both"
@@ -64,9 +86,11 @@ public enum MergeConflictRule: String, Codable, Sendable, CaseIterable {
     case newestWins = "newest-wins"
 }
 
+/// The three tiers a user can be in, lowest first.
 public enum TierLevel: String, Codable, Sendable, CaseIterable, Comparable {
     case guest, account, premium
 
+    /// Orders tiers from the lowest.
     public static func < (lhs: TierLevel, rhs: TierLevel) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
@@ -75,7 +99,9 @@ public enum TierLevel: String, Codable, Sendable, CaseIterable, Comparable {
 /// A limit on a count or an amount; `nil` means unlimited.
 public typealias Limit = Double?
 
+/// The caps and allowances of one tier.
 public struct Tier: Codable, Sendable, Equatable {
+    /// Which tier.
     public var level: TierLevel
     /// Per-collection record caps; a collection missing here is unlimited.
     public var caps: [String: Int]
@@ -84,15 +110,19 @@ public struct Tier: Codable, Sendable, Equatable {
     /// What a refused write tells the app to ask for.
     public var whenCapped: CapOutcome
 
+    /// The tier's cap for `collection`; nil when unlimited.
     public func cap(for collection: String) -> Int? { caps[collection] }
+    /// The tier's allowance for `meter`; nil when unlimited.
     public func allowance(for meter: String) -> Double? { allowances[meter] }
 }
 
+/// What a write under a cap gets: allowed, or what to ask the user for.
 public enum CapOutcome: String, Codable, Sendable, CaseIterable {
     case allowed
     case needsAccount = "needs-account"
     case needsPremium = "needs-premium"
 
+    /// The failure kind a caller reports a refusal as; nil for `allowed`.
     public var failureKind: FailureKind? {
         switch self {
         case .allowed: nil
@@ -102,16 +132,20 @@ public enum CapOutcome: String, Codable, Sendable, CaseIterable {
     }
 }
 
+/// A metered resource, such as minutes of an API.
 public struct Meter: Codable, Sendable, Equatable {
+    /// The meter's name.
     public var name: String
+    /// The unit it counts, such as `minutes`.
     public var unit: String
+    /// When usage starts again from zero.
     public var reset: MeterReset
     /// Ascending thresholds, each a percentage of the allowance used.
     public var warnings: [MeterWarning]
     /// What `meter use` does by default with usage past the allowance.
     public var overage: MeterOverage = .refuse
 
-    public init(
+    package init(
         name: String, unit: String, reset: MeterReset, warnings: [MeterWarning], overage: MeterOverage = .refuse
     ) {
         self.name = name
@@ -123,6 +157,7 @@ public struct Meter: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case name, unit, reset, warnings, overage }
 
+    /// Reads a meter; `overage` defaults to `refuse`.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         name = try container.decode(String.self, forKey: .name)
@@ -140,50 +175,69 @@ public enum MeterOverage: String, Codable, Sendable, CaseIterable {
     case refuse, allow
 }
 
+/// When a meter's usage starts again from zero (monthly and daily in UTC).
 public enum MeterReset: String, Codable, Sendable, CaseIterable {
     case never, daily, monthly
 }
 
+/// A threshold that warns once per period when usage crosses it.
 public struct MeterWarning: Codable, Sendable, Equatable {
+    /// The threshold, as a percentage of the allowance.
     public var percent: Double
+    /// The level reached when it is crossed.
     public var level: MeterLevel
 }
 
+/// How close usage is to the allowance, lowest first.
 public enum MeterLevel: String, Codable, Sendable, CaseIterable, Comparable {
     case none, warning, critical, exhausted
 
+    /// Orders levels from the lowest.
     public static func < (lhs: MeterLevel, rhs: MeterLevel) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 }
 
+/// A plan a user may be granted, which lifts them to a tier.
 public struct Plan: Codable, Sendable, Equatable {
+    /// The plan's name.
     public var name: String
+    /// The price per billing period.
     public var price: Decimal
+    /// The price's currency (ISO 4217).
     public var currency: String
+    /// How long one paid period lasts.
     public var billingPeriod: TimeSpan
+    /// How long a trial lasts; nil when the plan has none.
     public var trial: TimeSpan?
     /// The tier an active plan lifts its holder to.
     public var tier: TierLevel
 }
 
+/// How urgent a prompt rule is; a higher one wins.
 public enum PromptPriority: String, Codable, Sendable, CaseIterable, Comparable {
     case low, medium, high, critical
 
+    /// The priority's place, from 0 for the lowest.
     public var rank: Int { PromptPriority.allCases.firstIndex(of: self)! }
+    /// Orders priorities from the lowest.
     public static func < (lhs: PromptPriority, rhs: PromptPriority) -> Bool { lhs.rank < rhs.rank }
 }
 
+/// When to ask a user to sign in or upgrade.
 public struct PromptPolicy: Codable, Sendable, Equatable {
     /// Minimum time between any two prompts shown to one user.
     public var cooldown: TimeSpan?
     /// At most `maximumShown` prompts in any rolling `window`.
     public var window: TimeSpan?
+    /// The most prompts shown in one `window`; nil for no limit.
     public var maximumShownPerWindow: Int?
+    /// The rules, each a prompt and when it is due.
     public var rules: [PromptRule]
     /// Named moments a refusal raises for the user (`prompts.triggers`).
     public var triggers: [PromptTrigger] = []
 
+    /// The trigger named `name`, if the profile declares one.
     public func trigger(named name: String) -> PromptTrigger? { triggers.first { $0.name == name } }
 }
 
@@ -197,6 +251,7 @@ public enum PromptKind: String, Codable, Sendable, CaseIterable {
 /// A trigger the profile declares: a refusal that raises it for the user,
 /// so the next `prompt next` sees it without the app tracking anything.
 public struct PromptTrigger: Codable, Sendable, Equatable {
+    /// What raises a trigger.
     public enum Source: Codable, Sendable, Equatable {
         /// A `record put` into the collection refused by the cap; with an
         /// outcome, only refusals with that outcome.
@@ -205,17 +260,22 @@ public struct PromptTrigger: Codable, Sendable, Equatable {
         case meter(String)
     }
 
+    /// The trigger's name, which rules name.
     public var name: String
+    /// What raises it.
     public var source: Source
 
-    public init(name: String, source: Source) {
+    package init(name: String, source: Source) {
         self.name = name
         self.source = source
     }
 }
 
+/// A prompt and the conditions under which it is due.
 public struct PromptRule: Codable, Sendable, Equatable {
+    /// The rule's context, which names the prompt wherever it is recorded.
     public var context: String
+    /// Which rule wins when several are due.
     public var priority: PromptPriority
     /// Shown at most once, ever.
     public var isOnce: Bool
@@ -223,30 +283,46 @@ public struct PromptRule: Codable, Sendable, Equatable {
     public var reshowAfter: TimeSpan?
     /// Offered only when `prompt next --trigger` names it.
     public var trigger: String?
+    /// Clauses that must all hold.
     public var conditions: [Condition]
+    /// What to show.
     public var content: PromptContent
+    /// Whether the prompt asks for a sign-in or an upgrade.
     public var kind: PromptKind = .signIn
 }
 
+/// The copy of a prompt.
 public struct PromptContent: Codable, Sendable, Equatable {
+    /// The title.
     public var title: String
+    /// The message.
     public var message: String
+    /// Benefits to list.
     public var benefits: [String]
+    /// The label of the button that accepts.
     public var primaryAction: String
+    /// The label of the button that declines.
     public var secondaryAction: String
+    /// A presentation hint for the app, such as `sheet`.
     public var style: String
 }
 
 /// Fields of a prompt's content an experiment variant replaces; nil keeps the rule's.
 public struct PromptContentOverride: Codable, Sendable, Equatable {
+    /// A title instead of the rule's.
     public var title: String?
+    /// A message instead of the rule's.
     public var message: String?
+    /// Benefits instead of the rule's.
     public var benefits: [String]?
+    /// An accepting label instead of the rule's.
     public var primaryAction: String?
+    /// A declining label instead of the rule's.
     public var secondaryAction: String?
+    /// A presentation hint instead of the rule's.
     public var style: String?
 
-    public init(
+    package init(
         title: String? = nil, message: String? = nil, benefits: [String]? = nil, primaryAction: String? = nil,
         secondaryAction: String? = nil, style: String? = nil
     ) {
@@ -258,6 +334,7 @@ public struct PromptContentOverride: Codable, Sendable, Equatable {
         self.style = style
     }
 
+    /// `content` with the fields this override sets replaced.
     public func applied(to content: PromptContent) -> PromptContent {
         PromptContent(
             title: title ?? content.title, message: message ?? content.message, benefits: benefits ?? content.benefits,
@@ -284,7 +361,9 @@ public enum Condition: Codable, Sendable, Equatable {
     case meterExhausted(meter: String)
 }
 
+/// A test of a number, such as "at least 3".
 public struct Comparison: Codable, Sendable, Equatable {
+    /// How the number is compared with `value`.
     public enum Operator: String, Codable, Sendable, CaseIterable {
         case equals
         case atLeast = "at_least"
@@ -295,9 +374,12 @@ public struct Comparison: Codable, Sendable, Equatable {
         case above
     }
 
+    /// How to compare.
     public var comparator: Operator
+    /// What to compare with.
     public var value: Double
 
+    /// True when `actual` passes the test.
     public func holds(for actual: Double) -> Bool {
         switch comparator {
         case .equals: actual == value
@@ -309,19 +391,28 @@ public struct Comparison: Codable, Sendable, Equatable {
     }
 }
 
+/// Whether a user is a guest (`anonymous`) or has linked an identity (`linked`).
 public enum UserState: String, Codable, Sendable, CaseIterable {
     case anonymous, linked
 }
 
+/// An experiment that splits users between variants.
 public struct Experiment: Codable, Sendable, Equatable {
+    /// The experiment's name.
     public var name: String
+    /// The seed a user's bucket is hashed with; changing it reshuffles users.
     public var seed: String
+    /// The share of users enrolled, from 0 to 1.
     public var coverage: Double
+    /// The variants; enrolled users are split by their weights.
     public var variants: [Variant]
 }
 
+/// One arm of an experiment.
 public struct Variant: Codable, Sendable, Equatable {
+    /// The variant's name.
     public var name: String
+    /// Its share of enrolled users, relative to the other variants' weights.
     public var weight: Double
     /// Overrides of the prompt policy for users in this variant.
     public var promptCooldown: TimeSpan?
@@ -331,26 +422,34 @@ public struct Variant: Codable, Sendable, Equatable {
     public var contentOverrides: [String: PromptContentOverride] = [:]
 }
 
+/// How users are backed up.
 public struct BackupPolicy: Codable, Sendable, Equatable {
     /// Queue a backup of a user in the outbox on every change to their data.
     public var queuesOnChange: Bool
+    /// The archive format of backups, such as `tar.zst`.
     public var format: String
 }
 
+/// How a guest's data moves into an account.
 public struct MigrationPolicy: Codable, Sendable, Equatable {
+    /// The steps, in the order they run.
     public var steps: [MigrationStep]
 }
 
+/// One step of moving a guest into an account.
 public struct MigrationStep: Codable, Sendable, Equatable {
+    /// The step's name, which the migration journal records.
     public var name: String
     /// Collections moved by this step; empty for steps that move the user's
     /// non-record data (`profile`) or finish up (`cleanup`).
     public var collections: [String]
 }
 
+/// How a store bound to the previous version of a profile moves to this one.
 public struct ProfileUpgrade: Codable, Sendable, Equatable {
     /// The version this upgrade starts from.
     public var fromVersion: Int
+    /// The changes to stored data, in order.
     public var steps: [DataMigration]
 }
 

@@ -8,26 +8,26 @@ import Foundation
 /// does not match the bound text and the JSON, or whose JSON does not decode,
 /// is a miss (the text is parsed as before), so a stale entry (the profile was
 /// re-bound or applied since) or a damaged one never changes what the engine does.
-public struct ProfileCacheEntry: Sendable, Equatable {
+package struct ProfileCacheEntry: Sendable, Equatable {
     /// Lowercase hex SHA-256 of the profile text, a NUL byte and `json`.
-    public var seal: String
+    package var seal: String
     /// The validated profile, encoded as JSON.
-    public var json: String
+    package var json: String
 
-    public init(seal: String, json: String) {
+    package init(seal: String, json: String) {
         self.seal = seal
         self.json = json
     }
 }
 
-public enum ProfileCache {
+package enum ProfileCache {
     /// The keys of the `meta` table that hold the entry (`meta` is a key/value
     /// table in both backends, so the cache needs no schema change).
-    public static let sealMetaKey = "profile_cache_sha256"
-    public static let jsonMetaKey = "profile_cache_json"
+    package static let sealMetaKey = "profile_cache_sha256"
+    package static let jsonMetaKey = "profile_cache_json"
 
     /// Lowercase hex SHA-256 of the text, a NUL byte and the JSON.
-    public static func seal(text: String, json: String) -> String {
+    package static func seal(text: String, json: String) -> String {
         var hasher = SHA256()
         hasher.update(data: Data(text.utf8))
         hasher.update(data: Data([0]))
@@ -43,7 +43,7 @@ public enum ProfileCache {
     }
 
     /// The entry for a profile parsed and validated from `text`.
-    public static func entry(for profile: Profile, text: String) throws -> ProfileCacheEntry {
+    package static func entry(for profile: Profile, text: String) throws -> ProfileCacheEntry {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let json = String(decoding: try encoder.encode(profile), as: UTF8.self)
@@ -52,7 +52,7 @@ public enum ProfileCache {
 
     /// The profile kept in `entry` when it was made from exactly `text` and
     /// is intact; nil for any mismatch or damage.
-    public static func profile(from entry: ProfileCacheEntry?, text: String) -> Profile? {
+    package static func profile(from entry: ProfileCacheEntry?, text: String) -> Profile? {
         guard let entry, entry.seal == seal(text: text, json: entry.json) else { return nil }
         guard let profile = try? JSONDecoder().decode(Profile.self, from: Data(entry.json.utf8)) else { return nil }
         // A profile the loader made has all three tiers; one without is not what was cached.

@@ -4,6 +4,7 @@ import Foundation
 /// the source tree next to a development build, and last the copies built into the binary
 /// (`EmbeddedTemplates`), so a binary copied anywhere still knows them.
 public struct ProfileCatalog: Sendable {
+    /// Directories searched for `NAME.yaml`, in order.
     public var directories: [URL]
     /// Whether the built-in copies are used when no directory has templates.
     public var usesEmbedded: Bool
@@ -21,7 +22,7 @@ public struct ProfileCatalog: Sendable {
     /// The directories to search for a binary at `executable`: the
     /// installed layout (`PREFIX/bin` → `PREFIX/share/guestmode/templates`)
     /// first, then any `Templates/` above it (a build tree).
-    public static func make(executable: URL, environment: [String: String]) -> ProfileCatalog {
+    package static func make(executable: URL, environment: [String: String]) -> ProfileCatalog {
         var directories: [URL] = []
         if let override = environment["GUESTMODE_TEMPLATES"], !override.isEmpty {
             directories.append(URL(fileURLWithPath: override))
@@ -36,10 +37,15 @@ public struct ProfileCatalog: Sendable {
         return ProfileCatalog(directories: directories)
     }
 
+    /// A template the catalogue offers.
     public struct Template: Sendable, Codable, Equatable {
+        /// The template's name.
         public var name: String
+        /// The profile version it declares.
         public var version: Int
+        /// Its one-line summary.
         public var summary: String
+        /// Where it was found (a path, or the built-in copy's name).
         public var path: String
     }
 
@@ -82,8 +88,11 @@ public struct ProfileCatalog: Sendable {
     /// A loaded profile together with the exact text it came from, which is
     /// what a store keeps so it never depends on the template staying put.
     public struct Source: Sendable {
+        /// The validated profile.
         public var profile: Profile
+        /// The profile's YAML, as read.
         public var text: String
+        /// Where the text came from, for messages.
         public var origin: String
     }
 

@@ -2,26 +2,26 @@ import Foundation
 import Yams
 
 /// One problem found in a profile, located so an editor can jump to it.
-public struct ProfileDiagnostic: Sendable, Equatable, Codable, CustomStringConvertible {
-    public var file: String
-    public var line: Int
-    public var message: String
+package struct ProfileDiagnostic: Sendable, Equatable, Codable, CustomStringConvertible {
+    package var file: String
+    package var line: Int
+    package var message: String
 
-    public var description: String { "\(file):\(line): \(message)" }
+    package var description: String { "\(file):\(line): \(message)" }
 }
 
 /// A profile that failed validation, carrying every problem at once.
-public struct InvalidProfileError: Error, Sendable, CustomStringConvertible {
-    public var diagnostics: [ProfileDiagnostic]
-    public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
+package struct InvalidProfileError: Error, Sendable, CustomStringConvertible {
+    package var diagnostics: [ProfileDiagnostic]
+    package var description: String { diagnostics.map(\.description).joined(separator: "\n") }
 }
 
 /// Reads the YAML profile format and validates it completely before
 /// returning, so a profile either loads whole or is reported whole.
-public enum ProfileLoader {
+package enum ProfileLoader {
     /// Reads a profile file; diagnostics name it `label` (the path as the
     /// user wrote it) when given, else its full path.
-    public static func load(contentsOf url: URL, label: String? = nil) throws -> Profile {
+    package static func load(contentsOf url: URL, label: String? = nil) throws -> Profile {
         let text: String
         do {
             text = try String(contentsOf: url, encoding: .utf8)
@@ -37,7 +37,7 @@ public enum ProfileLoader {
         return try parse(text, file: label ?? url.path)
     }
 
-    public static func parse(_ text: String, file: String) throws -> Profile {
+    package static func parse(_ text: String, file: String) throws -> Profile {
         let reader = ProfileReader(file: file)
         let root: Node?
         do {

@@ -3,7 +3,7 @@ import Foundation
 /// The rows a profile upgrade reads and rewrites inside one transaction (see
 /// `StoreTransaction`): every owner's records at once, and the binding of
 /// the store to its profile.
-public protocol ProfileRows {
+package protocol ProfileRows {
     /// Holds the store's profile binding until the transaction ends, so one
     /// profile upgrade runs at a time: a second one waits until the first
     /// has committed, then sees the data as the first left it.

@@ -2,24 +2,33 @@ import Foundation
 
 /// What moving a store to a new version of its profile would do.
 public struct ProfileUpgradePlan: Codable, Sendable {
+    /// One change to stored data the upgrade makes.
     public struct DataStep: Codable, Sendable {
+        /// The change, in words.
         public var description: String
+        /// Records it changes.
         public var records: Int
     }
 
+    /// The profile's name.
     public var profile: String
+    /// The version the store is bound to now.
     public var fromVersion: Int
+    /// The version it would move to.
     public var toVersion: Int
+    /// The changes to stored data, in order.
     public var dataSteps: [DataStep]
     /// Caps and allowances whose value changes, e.g. "guest subscriptions: 5 → 10".
     public var limitChanges: [String]
+    /// Collections the new version adds.
     public var addedCollections: [String]
     /// Why the upgrade cannot be applied; empty when it can.
     public var refusals: [String]
 
+    /// True when nothing refuses the upgrade.
     public var isApplicable: Bool { refusals.isEmpty }
 
-    public init(
+    package init(
         profile: String, fromVersion: Int, toVersion: Int, dataSteps: [DataStep], limitChanges: [String],
         addedCollections: [String], refusals: [String]
     ) {
@@ -78,7 +87,7 @@ extension ProfileUpgradePlan {
     /// version declares with the records each touches, the limits that
     /// change, and every reason to refuse. Pure but for `census`, the
     /// transaction that plans (or applies).
-    public init(upgrading profile: Profile, to new: Profile, census: some ProfileRows) throws {
+    package init(upgrading profile: Profile, to new: Profile, census: some ProfileRows) throws {
         var refusals: [String] = []
         if new.name != profile.name {
             refusals.append("the store is bound to profile '\(profile.name)', not '\(new.name)'")

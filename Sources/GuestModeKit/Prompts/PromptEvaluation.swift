@@ -1,7 +1,7 @@
 import Foundation
 
 /// Why one rule is, or is not, the prompt to show now.
-public enum RuleVerdict: Sendable, Equatable {
+package enum RuleVerdict: Sendable, Equatable {
     /// The rule decided: it is the prompt to show.
     case chosen
     /// Eligible, but a rule of higher priority (or declared earlier) won.
@@ -21,7 +21,7 @@ public enum RuleVerdict: Sendable, Equatable {
     /// Eligible on its own, held back by something that holds every prompt back.
     case held(QuietReason)
 
-    public var code: String {
+    package var code: String {
         switch self {
         case .chosen: "chosen"
         case .outranked: "outranked"
@@ -35,7 +35,7 @@ public enum RuleVerdict: Sendable, Equatable {
         }
     }
 
-    public var isEligible: Bool {
+    package var isEligible: Bool {
         switch self {
         case .chosen, .outranked: true
         default: false
@@ -43,7 +43,7 @@ public enum RuleVerdict: Sendable, Equatable {
     }
 
     /// The moment the rule could be eligible again, when time alone decides.
-    public var eligibleAt: Date? {
+    package var eligibleAt: Date? {
         switch self {
         case let .reshowAfter(until): until
         case let .held(.cooldown(until)): until
@@ -52,7 +52,7 @@ public enum RuleVerdict: Sendable, Equatable {
         }
     }
 
-    public var explanation: String {
+    package var explanation: String {
         switch self {
         case .chosen: "this rule decided: it holds and has the highest priority of the rules that hold"
         case let .outranked(by): "holds, but '\(by)' comes first (higher priority, or declared earlier)"
@@ -82,11 +82,11 @@ extension QuietReason {
 }
 
 /// The decision with the reason for every rule, in profile order.
-public struct PromptEvaluation: Sendable, Equatable {
-    public var decision: PromptDecision
-    public var verdicts: [(rule: PromptRule, verdict: RuleVerdict)]
+package struct PromptEvaluation: Sendable, Equatable {
+    package var decision: PromptDecision
+    package var verdicts: [(rule: PromptRule, verdict: RuleVerdict)]
 
-    public static func == (lhs: PromptEvaluation, rhs: PromptEvaluation) -> Bool {
+    package static func == (lhs: PromptEvaluation, rhs: PromptEvaluation) -> Bool {
         lhs.decision == rhs.decision && lhs.verdicts.map(\.rule) == rhs.verdicts.map(\.rule)
             && lhs.verdicts.map(\.verdict) == rhs.verdicts.map(\.verdict)
     }
@@ -102,7 +102,7 @@ extension PromptPolicy {
     /// records both `shown` and the answer is not charged twice. Sign-in
     /// prompts stop once the user is linked or completed sign-in; upgrade
     /// prompts go on. "Never" silences every prompt until `prompt reset`.
-    public func evaluate(
+    package func evaluate(
         facts: PromptFacts, trigger: String?, strategy: PromptStrategy, now: Date
     ) -> PromptEvaluation {
         let signedIn: QuietReason? =
@@ -182,7 +182,7 @@ extension PromptPolicy {
 }
 
 extension Condition {
-    public func holds(for facts: PromptFacts, now: Date) -> Bool {
+    package func holds(for facts: PromptFacts, now: Date) -> Bool {
         switch self {
         case let .counter(action, comparison):
             return comparison.holds(for: Double(facts.counters[action] ?? 0))
@@ -230,7 +230,7 @@ extension Condition {
     }
 
     /// The condition as the profile writes it, with the value it saw.
-    public func describe(for facts: PromptFacts, now: Date) -> String {
+    package func describe(for facts: PromptFacts, now: Date) -> String {
         switch self {
         case let .counter(action, comparison):
             return "counter \(action) \(comparison) (is \(facts.counters[action] ?? 0))"
@@ -273,6 +273,7 @@ extension Condition {
 }
 
 extension Comparison: CustomStringConvertible {
+    /// The comparison as written in a profile, such as `at_least 3`.
     public var description: String {
         let value =
             self.value == self.value.rounded() && abs(self.value) < 1e15

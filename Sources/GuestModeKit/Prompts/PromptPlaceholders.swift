@@ -3,12 +3,12 @@ import Foundation
 /// A value from the user's state written into a prompt's text, e.g.
 /// `{limit.subscriptions.max}` (see guestmode-profile(5), PLACEHOLDERS).
 /// `{{` and `}}` write literal braces.
-public enum PromptPlaceholder: Sendable, Equatable {
-    public enum LimitField: String, Sendable, CaseIterable {
+package enum PromptPlaceholder: Sendable, Equatable {
+    package enum LimitField: String, Sendable, CaseIterable {
         case used, max, remaining
     }
 
-    public enum MeterField: String, Sendable, CaseIterable {
+    package enum MeterField: String, Sendable, CaseIterable {
         case used, remaining, allowance
         case percentUsed = "percent_used"
     }
@@ -19,11 +19,11 @@ public enum PromptPlaceholder: Sendable, Equatable {
     case daysSinceFirstSeen
 
     /// The forms a placeholder can take, for messages.
-    public static let forms =
+    package static let forms =
         "{counter.ACTION}, {limit.COLLECTION.used|max|remaining}, {meter.METER.used|remaining|allowance|percent_used}, {days_since_first_seen}"
 
     /// Reads the text between the braces; nil when it is none of the forms.
-    public init?(token: String) {
+    package init?(token: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         switch (parts.first, parts.count) {
         case ("days_since_first_seen", 1): self = .daysSinceFirstSeen
@@ -77,14 +77,14 @@ public enum PromptPlaceholder: Sendable, Equatable {
 }
 
 /// Prompt text split into literal pieces and placeholders.
-public enum PromptText {
-    public enum Piece: Sendable, Equatable {
+package enum PromptText {
+    package enum Piece: Sendable, Equatable {
         case text(String)
         case placeholder(String)
     }
 
     /// The pieces of `text`, or a message saying what is malformed.
-    public static func pieces(of text: String) -> Result<[Piece], PromptTextProblem> {
+    package static func pieces(of text: String) -> Result<[Piece], PromptTextProblem> {
         var pieces: [Piece] = []
         var literal = ""
         var index = text.startIndex
@@ -120,7 +120,7 @@ public enum PromptText {
 
     /// `text` with every placeholder filled from the user's state. Text
     /// that was validated at load always splits; anything else is returned as it is.
-    public static func fill(_ text: String, facts: PromptFacts, now: Date) -> String {
+    package static func fill(_ text: String, facts: PromptFacts, now: Date) -> String {
         guard case let .success(pieces) = pieces(of: text) else { return text }
         return pieces.map { piece in
             switch piece {
@@ -131,13 +131,13 @@ public enum PromptText {
     }
 }
 
-public struct PromptTextProblem: Error, Sendable, Equatable {
-    public var message: String
+package struct PromptTextProblem: Error, Sendable, Equatable {
+    package var message: String
 }
 
 extension PromptContent {
     /// The content with every placeholder filled.
-    public func filled(facts: PromptFacts, now: Date) -> PromptContent {
+    package func filled(facts: PromptFacts, now: Date) -> PromptContent {
         func fill(_ text: String) -> String { PromptText.fill(text, facts: facts, now: now) }
         return PromptContent(
             title: fill(title), message: fill(message), benefits: benefits.map(fill),

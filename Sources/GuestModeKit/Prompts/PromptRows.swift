@@ -2,7 +2,7 @@ import Foundation
 
 /// The prompt rows of one transaction (see `StoreTransaction`): prompt
 /// states, the outcome history and the flags that remember raised triggers.
-public protocol PromptRows {
+package protocol PromptRows {
     /// What the prompt policy reads about the user itself: its state and
     /// prompt state, first-seen time, counters and outcome history (oldest
     /// first), with no limits, meters, raised triggers or reset time. Nil

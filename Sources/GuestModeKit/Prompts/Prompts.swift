@@ -14,7 +14,7 @@ public enum PromptState: String, Codable, Sendable, CaseIterable {
     case authenticated
 
     /// The state after an outcome is recorded.
-    public func after(_ outcome: PromptOutcome) -> PromptState {
+    package func after(_ outcome: PromptOutcome) -> PromptState {
         switch (self, outcome) {
         case (.authenticated, _): .authenticated
         case (_, .completed): .authenticated
@@ -27,11 +27,14 @@ public enum PromptState: String, Codable, Sendable, CaseIterable {
 
 /// One recorded prompt outcome.
 public struct PromptHistoryEntry: Codable, Sendable, Equatable {
+    /// The prompt's context.
     public var context: String
+    /// What the user did with it.
     public var outcome: PromptOutcome
+    /// When.
     public var at: Date
 
-    public init(context: String, outcome: PromptOutcome, at: Date) {
+    package init(context: String, outcome: PromptOutcome, at: Date) {
         self.context = context
         self.outcome = outcome
         self.at = at
@@ -40,25 +43,25 @@ public struct PromptHistoryEntry: Codable, Sendable, Equatable {
 
 /// Everything the prompt policy reads about one user; gathered from the
 /// store so the decision itself stays a pure function.
-public struct PromptFacts: Sendable, Equatable {
-    public var userID: String
-    public var userState: UserState
-    public var promptState: PromptState
-    public var firstSeen: Date
-    public var counters: [String: Int]
+package struct PromptFacts: Sendable, Equatable {
+    package var userID: String
+    package var userState: UserState
+    package var promptState: PromptState
+    package var firstSeen: Date
+    package var counters: [String: Int]
     /// Oldest first.
-    public var history: [PromptHistoryEntry]
+    package var history: [PromptHistoryEntry]
     /// Where the user stands against each collection's cap, by collection
     /// (a snapshot: `promptSnapshot(of:profile:now:)`; empty in replays).
-    public var limits: [String: CollectionLimit]
+    package var limits: [String: CollectionLimit]
     /// Each meter's status in its current period, by meter.
-    public var meters: [String: MeterStatus]
+    package var meters: [String: MeterStatus]
     /// When each trigger was last raised for the user, by trigger name.
-    public var raisedTriggers: [String: Date]
+    package var raisedTriggers: [String: Date]
     /// The last `prompt reset`: "never" outcomes before it no longer count.
-    public var resetAt: Date?
+    package var resetAt: Date?
 
-    public init(
+    package init(
         userID: String, userState: UserState, promptState: PromptState, firstSeen: Date,
         counters: [String: Int], history: [PromptHistoryEntry], limits: [String: CollectionLimit] = [:],
         meters: [String: MeterStatus] = [:], raisedTriggers: [String: Date] = [:], resetAt: Date? = nil
@@ -76,7 +79,7 @@ public struct PromptFacts: Sendable, Equatable {
     }
 
     /// Whether the user said "never" after the last reset.
-    public var saidNever: Bool {
+    package var saidNever: Bool {
         promptState == .neverAsk
             || history.contains { $0.outcome == .never && $0.at > (resetAt ?? .distantPast) }
     }
@@ -84,6 +87,7 @@ public struct PromptFacts: Sendable, Equatable {
 
 /// The prompt policy as an experiment variant bends it for one user.
 public struct PromptStrategy: Sendable, Equatable {
+    /// The least time between two prompts; nil for none.
     public var cooldown: TimeSpan?
     /// Nil means every context of the profile is on.
     public var enabledContexts: Set<String>?
@@ -92,6 +96,7 @@ public struct PromptStrategy: Sendable, Equatable {
     /// Per context, the copy a variant shows instead of the rule's.
     public var contentOverrides: [String: PromptContentOverride] = [:]
 
+    /// The profile's policy as it is, without a variant.
     public static func plain(_ policy: PromptPolicy) -> PromptStrategy {
         PromptStrategy(cooldown: policy.cooldown, enabledContexts: nil, variants: [])
     }
@@ -106,6 +111,7 @@ public enum QuietReason: Sendable, Equatable {
     case windowFull(shown: Int, window: TimeSpan, until: Date)
     case noEligibleRule
 
+    /// The error code a caller reports for this reason.
     public var code: GuestModeError.Code {
         switch self {
         case .linked: .userLinked
@@ -117,6 +123,7 @@ public enum QuietReason: Sendable, Equatable {
         }
     }
 
+    /// The reason in words, for people.
     public var explanation: String {
         switch self {
         case .linked: "the user is linked to an identity and gets no sign-in prompts"
@@ -130,7 +137,7 @@ public enum QuietReason: Sendable, Equatable {
     }
 }
 
-public enum PromptDecision: Sendable, Equatable {
+package enum PromptDecision: Sendable, Equatable {
     case show(PromptRule)
     case quiet(QuietReason)
 }
@@ -138,7 +145,7 @@ public enum PromptDecision: Sendable, Equatable {
 extension PromptPolicy {
     /// Decides which prompt, if any, to show now. Pure: the same facts,
     /// trigger, strategy and time always give the same answer.
-    public func decide(
+    package func decide(
         facts: PromptFacts, trigger: String?, strategy: PromptStrategy, now: Date
     ) -> PromptDecision {
         evaluate(facts: facts, trigger: trigger, strategy: strategy, now: now).decision
@@ -149,7 +156,7 @@ extension Profile {
     /// The prompt policy as a user's variants bend it: the first experiment
     /// in the profile that overrides the cooldown sets it, and the contexts
     /// on are those every overriding variant turns on.
-    public func promptStrategy(assignments: [ExperimentAssignment]) -> PromptStrategy {
+    package func promptStrategy(assignments: [ExperimentAssignment]) -> PromptStrategy {
         var strategy = PromptStrategy.plain(prompts)
         var cooldownOverridden = false
         for assignment in assignments {
@@ -176,18 +183,24 @@ extension Profile {
 
 extension PromptTrigger {
     /// Raised triggers are kept as per-user flags named with this prefix.
-    public static let flagPrefix = "trigger-"
+    package static let flagPrefix = "trigger-"
     /// The system event `prompt reset` appends.
     public static let resetEventAction = "prompt_reset"
 }
 
 /// A prompt chosen for a user, with the experiment variants that shaped the choice.
 public struct PromptOffer: Codable, Sendable, Equatable {
+    /// The user's id.
     public var user: String
+    /// The context of the rule chosen, which recording an outcome names.
     public var context: String
+    /// The rule's priority.
     public var priority: PromptPriority
+    /// The trigger that made the rule due, if one did.
     public var trigger: String?
+    /// What to show, with any variant's copy applied.
     public var content: PromptContent
+    /// The experiment variants that shaped the choice.
     public var variants: [ExperimentAssignment]
 }
 
@@ -198,6 +211,7 @@ public enum NextPrompt: Sendable, Equatable {
     case show(PromptOffer)
     case nothingDue(QuietReason)
 
+    /// The prompt to show; nil when nothing is due.
     public var offer: PromptOffer? {
         if case let .show(offer) = self { return offer }
         return nil
@@ -206,34 +220,48 @@ public enum NextPrompt: Sendable, Equatable {
 
 /// A recorded outcome and where it left the user.
 public struct RecordedOutcome: Codable, Sendable, Equatable {
+    /// The user's id.
     public var user: String
+    /// The prompt's context.
     public var context: String
+    /// The outcome recorded.
     public var outcome: PromptOutcome
+    /// When.
     public var at: Date
+    /// The user's prompt state after it.
     public var promptState: PromptState
 }
 
+/// The prompt outcomes recorded for a user.
 public struct PromptHistory: Codable, Sendable, Equatable {
+    /// The user's id.
     public var user: String
+    /// The user's prompt state now.
     public var promptState: PromptState
+    /// Every outcome, oldest first.
     public var outcomes: [PromptHistoryEntry]
 }
 
 /// `prompt next --explain`: the decision, the rule that made it, and why
 /// every rule is or is not due.
 public struct PromptExplanation: Encodable, Sendable, Equatable {
+    /// The user's id.
     public var userID: String
-    public var due: Bool
+    /// True when a prompt is due.
+    public var isDue: Bool
     /// The context of the rule that decided; nil when nothing is due.
     public var decidedBy: String?
+    /// The prompt to show; nil when nothing is due.
     public var offer: PromptOffer?
     /// Why nothing is due; nil when a prompt is.
     public var quiet: QuietReason?
+    /// Every rule of the profile, with its verdict.
     public var rules: [RuleExplanation]
+    /// The experiment variants that shaped the decision.
     public var variants: [ExperimentAssignment]
 
     enum CodingKeys: String, CodingKey {
-        case userID = "user_id", due, decidedBy = "decided_by", offer, reason, rules, variants
+        case userID = "user_id", isDue = "due", decidedBy = "decided_by", offer, reason, rules, variants
     }
 
     struct Reason: Encodable {
@@ -250,10 +278,11 @@ public struct PromptExplanation: Encodable, Sendable, Equatable {
         }
     }
 
+    /// Writes the explanation as `prompt next --explain` prints it.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(userID, forKey: .userID)
-        try container.encode(due, forKey: .due)
+        try container.encode(isDue, forKey: .isDue)
         try container.encode(decidedBy, forKey: .decidedBy)
         try container.encode(offer, forKey: .offer)
         try container.encode(
@@ -264,29 +293,37 @@ public struct PromptExplanation: Encodable, Sendable, Equatable {
     }
 }
 
+/// Why one rule is or is not due.
 public struct RuleExplanation: Encodable, Sendable, Equatable {
+    /// The rule's context.
     public var context: String
+    /// The rule's priority.
     public var priority: PromptPriority
+    /// Whether the rule asks for a sign-in or an upgrade.
     public var kind: PromptKind
-    public var eligible: Bool
+    /// True when the rule could be shown now.
+    public var isEligible: Bool
     /// `chosen`, `outranked`, `cooldown`, `window_full`, `never_ask`, `once`,
     /// `reshow_after`, `trigger_not_raised`, `condition_false`, …
     public var verdict: String
+    /// The verdict in words.
     public var message: String
+    /// When the rule could be shown next; nil when never or unknown.
     public var eligibleAt: Date?
     /// For `condition_false`: the condition that failed, with the value seen.
     public var condition: String?
 
     enum CodingKeys: String, CodingKey {
-        case context, priority, kind, eligible, verdict, message, eligibleAt = "eligible_at", condition
+        case context, priority, kind, isEligible = "eligible", verdict, message, eligibleAt = "eligible_at", condition
     }
 
+    /// Writes the explanation of the rule, with every field present.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(context, forKey: .context)
         try container.encode(priority, forKey: .priority)
         try container.encode(kind, forKey: .kind)
-        try container.encode(eligible, forKey: .eligible)
+        try container.encode(isEligible, forKey: .isEligible)
         try container.encode(verdict, forKey: .verdict)
         try container.encode(message, forKey: .message)
         try container.encode(eligibleAt, forKey: .eligibleAt)
@@ -309,9 +346,16 @@ extension GuestMode {
     /// The prompt to show now, or why none is. Assigns the user to the
     /// profile's experiments first, since a variant can change the cooldown,
     /// which contexts are on and a prompt's copy.
-    public func nextPrompt(for userID: String, trigger: String?, now: Date) throws -> NextPrompt {
+    ///
+    /// ```swift
+    /// switch try engine.nextPrompt(user: guest.id, trigger: nil, now: now) {
+    /// case .show(let offer): print(offer.content.title)  // then recordPrompt(.shown, …)
+    /// case .nothingDue(let reason): print(reason.explanation)
+    /// }
+    /// ```
+    public func nextPrompt(user userID: String, trigger: String?, now: Date) throws -> NextPrompt {
         try TextRule.check(userID, what: "the user id")
-        let explanation = try explainPrompt(for: userID, trigger: trigger, now: now)
+        let explanation = try explainPrompt(user: userID, trigger: trigger, now: now)
         if let offer = explanation.offer { return .show(offer) }
         return .nothingDue(explanation.quiet ?? .noEligibleRule)
     }
@@ -319,7 +363,7 @@ extension GuestMode {
     /// The decision `nextPrompt` makes, with the reason for every rule. The
     /// offered content is the variant's copy when the user's variant
     /// rewrites it, with its placeholders filled from the user's state.
-    public func explainPrompt(for userID: String, trigger: String?, now: Date) throws -> PromptExplanation {
+    public func explainPrompt(user userID: String, trigger: String?, now: Date) throws -> PromptExplanation {
         try TextRule.check(userID, what: "the user id")
         let known = Set(profile.prompts.rules.compactMap(\.trigger))
         if let trigger, !known.contains(trigger) {
@@ -330,13 +374,13 @@ extension GuestMode {
         guard let facts = try store.read({ try $0.promptSnapshot(of: userID, profile: profile, now: now) }) else {
             throw GuestMode.missingUser(userID)
         }
-        let strategy = try promptStrategy(for: userID, now: now)
+        let strategy = try promptStrategy(user: userID, now: now)
         let evaluation = profile.prompts.evaluate(facts: facts, trigger: trigger, strategy: strategy, now: now)
         let rules = evaluation.verdicts.map { rule, verdict in
             var condition: String?
             if case let .conditionFalse(_, text) = verdict { condition = text }
             return RuleExplanation(
-                context: rule.context, priority: rule.priority, kind: rule.kind, eligible: verdict.isEligible,
+                context: rule.context, priority: rule.priority, kind: rule.kind, isEligible: verdict.isEligible,
                 verdict: verdict.code, message: verdict.explanation, eligibleAt: verdict.eligibleAt,
                 condition: condition)
         }
@@ -348,11 +392,11 @@ extension GuestMode {
                 user: userID, context: rule.context, priority: rule.priority, trigger: rule.trigger,
                 content: content, variants: strategy.variants)
             return PromptExplanation(
-                userID: userID, due: true, decidedBy: rule.context, offer: offer, quiet: nil, rules: rules,
+                userID: userID, isDue: true, decidedBy: rule.context, offer: offer, quiet: nil, rules: rules,
                 variants: strategy.variants)
         case let .quiet(reason):
             return PromptExplanation(
-                userID: userID, due: false, decidedBy: nil, offer: nil, quiet: reason, rules: rules,
+                userID: userID, isDue: false, decidedBy: nil, offer: nil, quiet: reason, rules: rules,
                 variants: strategy.variants)
         }
     }
@@ -372,33 +416,39 @@ extension GuestMode {
     }
 
     /// Undoes "never ask again" (`prompt reset`); false when the user had not said never.
-    public func resetPrompts(for userID: String, now: Date) throws -> PromptResetResult {
+    public func resetPrompts(user userID: String, now: Date) throws -> PromptResetResult {
         try TextRule.check(userID, what: "the user id")
         return try store.write { transaction in
             guard let current = try transaction.promptState(of: userID, locking: true) else {
                 throw GuestMode.missingUser(userID)
             }
             guard current == .neverAsk else {
-                return PromptResetResult(userID: userID, reset: false, promptState: current, at: now)
+                return PromptResetResult(userID: userID, wasReset: false, promptState: current, at: now)
             }
             try transaction.setPromptState(of: userID, to: .dismissed)
             try transaction.appendSystemEvent(
                 user: userID, action: PromptTrigger.resetEventAction, properties: ["previous_state": current.rawValue],
                 at: now)
             try transaction.noteChange(of: userID, profile: profile, now: now)
-            return PromptResetResult(userID: userID, reset: true, promptState: .dismissed, at: now)
+            return PromptResetResult(userID: userID, wasReset: true, promptState: .dismissed, at: now)
         }
     }
 
     /// The cooldown and contexts a user's experiment variants give them,
     /// assigning the user to each experiment on first use.
-    public func promptStrategy(for userID: String, now: Date) throws -> PromptStrategy {
+    public func promptStrategy(user userID: String, now: Date) throws -> PromptStrategy {
         try TextRule.check(userID, what: "the user id")
         return profile.promptStrategy(assignments: try assignments(of: userID, to: profile.experiments, now: now))
     }
 
+    /// Records what the user did with a prompt (shown, dismissed, later, never, completed); the next decisions count it.
+    ///
+    /// ```swift
+    /// let recorded = try engine.recordPrompt(.shown, context: offer.context, user: guest.id, now: now)
+    /// // recorded.promptState
+    /// ```
     public func recordPrompt(
-        _ outcome: PromptOutcome, context: String, for userID: String, now: Date
+        _ outcome: PromptOutcome, context: String, user userID: String, now: Date
     ) throws
         -> RecordedOutcome
     {
@@ -420,7 +470,8 @@ extension GuestMode {
         return RecordedOutcome(user: userID, context: context, outcome: outcome, at: now, promptState: state)
     }
 
-    public func promptHistory(for userID: String) throws -> PromptHistory {
+    /// Every prompt outcome recorded for the user.
+    public func promptHistory(user userID: String) throws -> PromptHistory {
         try TextRule.check(userID, what: "the user id")
         guard let facts = try store.read({ try $0.promptFacts(of: userID) }) else {
             throw GuestMode.missingUser(userID)
@@ -435,13 +486,13 @@ extension GuestMode {
 
 /// One line of a prompt outcome log: `{"user":…,"context":…,"outcome":…,"at":…}`,
 /// the form `prompt record --from` reads and `replay` writes.
-public struct PromptRecord: Codable, Sendable, Equatable {
-    public var user: String
-    public var context: String
-    public var outcome: PromptOutcome
-    public var at: Date
+package struct PromptRecord: Codable, Sendable, Equatable {
+    package var user: String
+    package var context: String
+    package var outcome: PromptOutcome
+    package var at: Date
 
-    public init(user: String, context: String, outcome: PromptOutcome, at: Date) {
+    package init(user: String, context: String, outcome: PromptOutcome, at: Date) {
         self.user = user
         self.context = context
         self.outcome = outcome
@@ -450,7 +501,7 @@ public struct PromptRecord: Codable, Sendable, Equatable {
 
     /// Reads NDJSON; blank lines are skipped, and every malformed line is
     /// reported at once with its number.
-    public static func parseLog(_ data: Data, origin: String) throws -> [PromptRecord] {
+    package static func parseLog(_ data: Data, origin: String) throws -> [PromptRecord] {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let text = try decoder.singleValueContainer().decode(String.self)
@@ -505,7 +556,7 @@ public struct PromptRecord: Codable, Sendable, Equatable {
 extension GuestMode {
     /// Records a log of outcomes in one transaction: all of them or, on any
     /// unknown user or context, none.
-    public func recordPrompts(_ records: [PromptRecord]) throws -> Int {
+    package func recordPrompts(_ records: [PromptRecord]) throws -> Int {
         for (index, record) in records.enumerated() {
             try TextRule.check([
                 "the user id of outcome \(index + 1)": record.user,
@@ -565,11 +616,14 @@ extension PromptTrigger.Source {
 
 /// What `prompt reset` did.
 public struct PromptResetResult: Encodable, Sendable, Equatable {
+    /// The user's id.
     public var userID: String
     /// False when the user had not said "never" (nothing changed).
-    public var reset: Bool
+    public var wasReset: Bool
+    /// The user's prompt state after the reset.
     public var promptState: PromptState
+    /// When.
     public var at: Date
 
-    enum CodingKeys: String, CodingKey { case userID = "user_id", reset, promptState = "prompt_state", at }
+    enum CodingKeys: String, CodingKey { case userID = "user_id", wasReset = "reset", promptState = "prompt_state", at }
 }

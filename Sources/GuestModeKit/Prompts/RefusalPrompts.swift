@@ -21,7 +21,7 @@ extension GuestMode {
     private func promptRaised(by event: RefusalEvent, user userID: String, now: Date) throws -> PromptOffer? {
         let awaited = Set(profile.prompts.rules.compactMap(\.trigger))
         for trigger in profile.prompts.triggers where trigger.source.matches(event) && awaited.contains(trigger.name) {
-            if let offer = try nextPrompt(for: userID, trigger: trigger.name, now: now).offer { return offer }
+            if let offer = try nextPrompt(user: userID, trigger: trigger.name, now: now).offer { return offer }
         }
         return nil
     }

@@ -11,13 +11,13 @@ public enum RecordConflictPolicy: String, CaseIterable, Codable, Sendable {
 }
 
 /// One record of a bulk load, its data already canonical JSON.
-public struct BulkRecord: Sendable, Equatable {
-    public var user: String
-    public var collection: String
-    public var key: String
-    public var data: String
+package struct BulkRecord: Sendable, Equatable {
+    package var user: String
+    package var collection: String
+    package var key: String
+    package var data: String
 
-    public init(user: String, collection: String, key: String, data: String) {
+    package init(user: String, collection: String, key: String, data: String) {
         self.user = user
         self.collection = collection
         self.key = key
@@ -26,7 +26,7 @@ public struct BulkRecord: Sendable, Equatable {
 }
 
 /// What became of one record of a bulk load.
-public enum BulkPutOutcome: Sendable, Equatable {
+package enum BulkPutOutcome: Sendable, Equatable {
     case added
     case replaced
     /// The key existed and the policy is `skip`.
@@ -37,12 +37,18 @@ public enum BulkPutOutcome: Sendable, Equatable {
     case refused(CollectionLimit)
 }
 
+/// What loading records from a file did, or with `isDryRun` would do.
 public struct BulkPutReport: Codable, Sendable, Equatable {
+    /// Lines read.
     public var lines: Int
+    /// Records added.
     public var added: Int
+    /// Records that replaced one under the same key.
     public var replaced: Int
+    /// Records skipped because their key was taken.
     public var skipped: Int
-    public var dryRun: Bool
+    /// True when nothing was written: the report says what a load would do.
+    public var isDryRun: Bool
 }
 
 extension GuestMode {
@@ -55,7 +61,7 @@ extension GuestMode {
     public func putRecords(
         from url: URL, label: String? = nil, onConflict: RecordConflictPolicy, dryRun: Bool = false, now: Date
     ) throws -> BulkPutReport {
-        var report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, dryRun: dryRun)
+        var report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, isDryRun: dryRun)
         struct Rollback: Error {}
         var problems: [(line: Int, error: GuestModeError)] = []
         var problemCount = 0
@@ -66,7 +72,7 @@ extension GuestMode {
         do {
             try putRecords(onConflict: onConflict, now: now) { put in
                 // A store may run the transaction again (a serialization retry): start afresh.
-                report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, dryRun: dryRun)
+                report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, isDryRun: dryRun)
                 problems = []
                 problemCount = 0
                 try EventLog.forEachLine(

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The record rows of one transaction (see `StoreTransaction`).
-public protocol RecordRows {
+package protocol RecordRows {
     /// Whether `owner` holds a record under `key` in `collection`.
     func recordExists(owner: String, collection: String, key: String) throws -> Bool
 

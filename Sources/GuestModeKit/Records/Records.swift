@@ -1,15 +1,21 @@
 import Foundation
 
+/// A record as the store holds it.
 public struct StoredRecord: Codable, Sendable, Equatable {
+    /// The id of the user who owns it (the profile's guest owner for an ownerless record).
     public var owner: String
+    /// The record's collection.
     public var collection: String
+    /// The record's key, unique per owner and collection.
     public var key: String
     /// The JSON document, exactly as stored.
     public var data: String
+    /// When the record was first written.
     public var createdAt: Date
+    /// When it was last written.
     public var updatedAt: Date
 
-    public init(owner: String, collection: String, key: String, data: String, createdAt: Date, updatedAt: Date) {
+    package init(owner: String, collection: String, key: String, data: String, createdAt: Date, updatedAt: Date) {
         self.owner = owner
         self.collection = collection
         self.key = key
@@ -19,12 +25,16 @@ public struct StoredRecord: Codable, Sendable, Equatable {
     }
 }
 
+/// What a write of a record did: stored, or refused by the cap.
 public struct PutResult: Codable, Sendable, Equatable {
+    /// `allowed` when stored; otherwise what to ask the user for, and nothing was written.
     public var outcome: CapOutcome
+    /// True when the write replaced a record under the same key, which never counts against the cap.
     public var isReplacement: Bool
+    /// Where the user stands against the collection's cap after the write.
     public var limit: CollectionLimit
 
-    public init(outcome: CapOutcome, isReplacement: Bool, limit: CollectionLimit) {
+    package init(outcome: CapOutcome, isReplacement: Bool, limit: CollectionLimit) {
         self.outcome = outcome
         self.isReplacement = isReplacement
         self.limit = limit
@@ -33,7 +43,9 @@ public struct PutResult: Codable, Sendable, Equatable {
 
 /// Where a user stands against one collection's cap.
 public struct CollectionLimit: Codable, Sendable, Equatable {
+    /// The collection.
     public var collection: String
+    /// The user's tier, which sets the cap.
     public var tier: TierLevel
     /// How many records the user holds in the collection; nil when not
     /// counted: a put to a collection the tier does not cap skips the count,
@@ -44,7 +56,7 @@ public struct CollectionLimit: Codable, Sendable, Equatable {
     /// What a new record would get now.
     public var outcome: CapOutcome
 
-    public init(collection: String, tier: TierLevel, used: Int?, cap: Int?, outcome: CapOutcome) {
+    package init(collection: String, tier: TierLevel, used: Int?, cap: Int?, outcome: CapOutcome) {
         self.collection = collection
         self.tier = tier
         self.used = used
@@ -57,6 +69,15 @@ extension GuestMode {
     /// Writes a record unless it would exceed the user's tier cap; replacing
     /// an existing key never counts against the cap. Refused writes change
     /// nothing and report what the app should ask for.
+    ///
+    /// ```swift
+    /// let result = try engine.putRecord(
+    ///     user: guest.id, collection: "subscriptions", key: "sub-1", json: #"{"price": 4.99}"#, now: now)
+    /// switch result.outcome {
+    /// case .allowed: break  // stored; result.limit says how many remain
+    /// case .needsAccount, .needsPremium: break  // refused, nothing written: ask for what the outcome names
+    /// }
+    /// ```
     public func putRecord(
         user userID: String, collection: String, key: String, json: String, now: Date
     ) throws -> PutResult {
@@ -105,6 +126,14 @@ extension GuestMode {
             limit: CollectionLimit(collection: collection, tier: .guest, used: 0, cap: nil, outcome: .allowed))
     }
 
+    /// The user's record under `key`.
+    ///
+    /// ```swift
+    /// let record = try engine.record(user: guest.id, collection: "subscriptions", key: "sub-1")
+    /// // record.data is the JSON as stored
+    /// ```
+    ///
+    /// - Throws: ``GuestModeError`` `record_not_found` when there is none.
     public func record(user userID: String, collection: String, key: String) throws -> StoredRecord {
         try TextRule.check(["the user id": userID, "the collection": collection])
         try requireCollection(collection)
@@ -118,6 +147,11 @@ extension GuestMode {
         return record
     }
 
+    /// The user's records in a collection, by key.
+    ///
+    /// ```swift
+    /// let kept = try engine.records(user: guest.id, collection: "subscriptions")
+    /// ```
     public func records(user userID: String, collection: String) throws -> [StoredRecord] {
         try TextRule.check(["the user id": userID, "the collection": collection])
         try requireCollection(collection)
@@ -127,6 +161,13 @@ extension GuestMode {
         }
     }
 
+    /// Deletes the user's record under `key`, freeing its place under the cap.
+    ///
+    /// ```swift
+    /// try engine.deleteRecord(user: guest.id, collection: "subscriptions", key: "sub-1", now: now)
+    /// ```
+    ///
+    /// - Throws: ``GuestModeError`` `record_not_found` when there is none.
     public func deleteRecord(user userID: String, collection: String, key: String, now: Date) throws {
         try TextRule.check(["the user id": userID, "the collection": collection, "the record key": key])
         try requireCollection(collection)
@@ -142,6 +183,11 @@ extension GuestMode {
     }
 
     /// Limits of the named collection, or of every collection some tier caps.
+    ///
+    /// ```swift
+    /// let limits = try engine.limits(user: guest.id, collection: "subscriptions", now: now)
+    /// // limits[0].used, limits[0].cap
+    /// ```
     public func limits(user userID: String, collection: String?, now: Date) throws -> [CollectionLimit] {
         try TextRule.check(userID, what: "the user id")
         if let collection { try requireCollection(collection) }

@@ -2,15 +2,15 @@ import Foundation
 
 /// What a replay did: the log it read, and the report totals of the store
 /// it built.
-public struct ReplaySummary: Codable, Sendable {
-    public var profile: String
-    public var events: Int
+package struct ReplaySummary: Codable, Sendable {
+    package var profile: String
+    package var events: Int
     /// Events whose idempotency key had already been counted.
-    public var duplicates: Int
-    public var users: Int
-    public var promptsShown: Int
-    public var prompts: PromptsReport
-    public var experiments: ExperimentsReport
+    package var duplicates: Int
+    package var users: Int
+    package var promptsShown: Int
+    package var prompts: PromptsReport
+    package var experiments: ExperimentsReport
 }
 
 extension GuestMode {
@@ -23,7 +23,7 @@ extension GuestMode {
     /// twice, to refuse it whole if any line is bad, so it streams in
     /// constant memory whatever its size. Problems name the log by `label`
     /// (default: its path), as `<stdin>` for a spooled standard input.
-    public static func replay(
+    package static func replay(
         log: URL, label: String? = nil, profileText: String, origin: String, now: Date,
         scratchStore: () throws -> any GuestStore, onDecision: (PromptRecord) throws -> Void
     ) throws -> ReplaySummary {

@@ -71,8 +71,9 @@ extension PromptContextReport {
     }
 
     /// A context's outcome counts; the conversion follows from them.
-    public init(context: String, shown: Int = 0, dismissed: Int = 0, later: Int = 0, never: Int = 0, completed: Int = 0)
-    {
+    package init(
+        context: String, shown: Int = 0, dismissed: Int = 0, later: Int = 0, never: Int = 0, completed: Int = 0
+    ) {
         self.init(
             context: context, shown: shown, dismissed: dismissed, later: later, never: never, completed: completed,
             conversion: shown == 0 ? nil : Double(completed) / Double(shown))

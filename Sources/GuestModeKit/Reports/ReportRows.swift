@@ -4,7 +4,7 @@ import Foundation
 /// `StoreTransaction`). The store only counts and lists; the profile's
 /// order, rates, conversions and the statistics of hours to link are the
 /// engine's (`GuestMode.funnelReport` and the others).
-public protocol ReportRows {
+package protocol ReportRows {
     /// Users created in `period`: how many, how many have a prompt outcome
     /// and how many are linked.
     func cohortCounts(createdIn period: ReportPeriod) throws -> CohortCounts
@@ -31,13 +31,13 @@ public protocol ReportRows {
 }
 
 /// Users created in a period (`ReportRows.cohortCounts`).
-public struct CohortCounts: Sendable, Equatable {
-    public var users: Int
+package struct CohortCounts: Sendable, Equatable {
+    package var users: Int
     /// Users with at least one prompt outcome.
-    public var prompted: Int
-    public var linked: Int
+    package var prompted: Int
+    package var linked: Int
 
-    public init(users: Int, prompted: Int, linked: Int) {
+    package init(users: Int, prompted: Int, linked: Int) {
         self.users = users
         self.prompted = prompted
         self.linked = linked
@@ -45,14 +45,14 @@ public struct CohortCounts: Sendable, Equatable {
 }
 
 /// How many outcomes of one kind a context has (`ReportRows.promptOutcomeCounts`).
-public struct PromptOutcomeCount: Sendable, Equatable {
-    public var context: String
+package struct PromptOutcomeCount: Sendable, Equatable {
+    package var context: String
     /// The stored outcome, as text: one this build does not know is counted
     /// under its context and shown in no column.
-    public var outcome: String
-    public var count: Int
+    package var outcome: String
+    package var count: Int
 
-    public init(context: String, outcome: String, count: Int) {
+    package init(context: String, outcome: String, count: Int) {
         self.context = context
         self.outcome = outcome
         self.count = count
@@ -60,15 +60,15 @@ public struct PromptOutcomeCount: Sendable, Equatable {
 }
 
 /// How many users of one variant are in one state (`ReportRows.assignmentCounts`).
-public struct AssignmentCount: Sendable, Equatable {
-    public var experiment: String
-    public var variant: String
-    public var userState: UserState
+package struct AssignmentCount: Sendable, Equatable {
+    package var experiment: String
+    package var variant: String
+    package var userState: UserState
     /// The stored prompt state, as text.
-    public var promptState: String
-    public var users: Int
+    package var promptState: String
+    package var users: Int
 
-    public init(experiment: String, variant: String, userState: UserState, promptState: String, users: Int) {
+    package init(experiment: String, variant: String, userState: UserState, promptState: String, users: Int) {
         self.experiment = experiment
         self.variant = variant
         self.userState = userState
@@ -78,19 +78,19 @@ public struct AssignmentCount: Sendable, Equatable {
 }
 
 /// The funnel's counts and its statistics of hours to link.
-public struct FunnelCounts: Sendable, Equatable {
-    public var guests: Int
-    public var prompted: Int
-    public var linked: Int
-    public var averageHoursToLink: Double?
-    public var medianHoursToLink: Double?
+package struct FunnelCounts: Sendable, Equatable {
+    package var guests: Int
+    package var prompted: Int
+    package var linked: Int
+    package var averageHoursToLink: Double?
+    package var medianHoursToLink: Double?
     /// The quartiles and the 90th percentile of hours to link; nil when
     /// nobody linked.
-    public var hoursToLinkPercentiles: LinkTimePercentiles?
+    package var hoursToLinkPercentiles: LinkTimePercentiles?
     /// Users who linked within seven days of being first seen.
-    public var linkedWithinSevenDays: Int
+    package var linkedWithinSevenDays: Int
 
-    public init(
+    package init(
         guests: Int, prompted: Int, linked: Int, averageHoursToLink: Double?, medianHoursToLink: Double?,
         hoursToLinkPercentiles: LinkTimePercentiles? = nil, linkedWithinSevenDays: Int = 0
     ) {
@@ -106,12 +106,22 @@ public struct FunnelCounts: Sendable, Equatable {
 
 /// Percentiles of the hours from first seen to linked, each interpolated
 /// between the two nearest ranks (so `p50` is the median).
+///
+/// ```swift
+/// let funnel = try engine.funnelReport(ReportPeriod())
+/// if let hours = funnel.hoursToLinkPercentiles { print("90 % linked within \(hours.p90) hours") }
+/// ```
 public struct LinkTimePercentiles: Codable, Sendable, Equatable {
+    /// A quarter of the users linked within this many hours.
     public var p25: Double
+    /// Half of the users linked within this many hours: the median.
     public var p50: Double
+    /// Three quarters of the users linked within this many hours.
     public var p75: Double
+    /// Nine users in ten linked within this many hours.
     public var p90: Double
 
+    /// Percentiles as given, in hours.
     public init(p25: Double, p50: Double, p75: Double, p90: Double) {
         self.p25 = p25
         self.p50 = p50
@@ -120,13 +130,13 @@ public struct LinkTimePercentiles: Codable, Sendable, Equatable {
     }
 }
 
-public struct VariantCounts: Sendable, Equatable {
-    public var experiment: String
-    public var variant: String
-    public var users: Int
-    public var conversions: Int
+package struct VariantCounts: Sendable, Equatable {
+    package var experiment: String
+    package var variant: String
+    package var users: Int
+    package var conversions: Int
 
-    public init(experiment: String, variant: String, users: Int, conversions: Int) {
+    package init(experiment: String, variant: String, users: Int, conversions: Int) {
         self.experiment = experiment
         self.variant = variant
         self.users = users
@@ -134,15 +144,15 @@ public struct VariantCounts: Sendable, Equatable {
     }
 }
 
-public struct MeterUsageCounts: Sendable, Equatable {
-    public var users: Int
-    public var uses: Int
+package struct MeterUsageCounts: Sendable, Equatable {
+    package var users: Int
+    package var uses: Int
     /// Added up exactly, in the meter's smallest unit.
-    public var amount: MeterAmount
+    package var amount: MeterAmount
     /// Users who crossed one of the meter's warning thresholds.
-    public var warnedUsers: Int
+    package var warnedUsers: Int
 
-    public init(users: Int, uses: Int, amount: MeterAmount, warnedUsers: Int) {
+    package init(users: Int, uses: Int, amount: MeterAmount, warnedUsers: Int) {
         self.users = users
         self.uses = uses
         self.amount = amount

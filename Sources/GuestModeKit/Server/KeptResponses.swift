@@ -2,19 +2,19 @@ import Foundation
 
 /// The answer given to one idempotency key, kept so that a retry of the same
 /// request gets it again instead of doing the work twice.
-public struct KeptResponse: Sendable, Equatable {
+package struct KeptResponse: Sendable, Equatable {
     /// Who sent the request (a server key or a user's session): keys of
     /// different callers never meet.
-    public var principal: String
-    public var key: String
+    package var principal: String
+    package var key: String
     /// The SHA-256 of what the request asked (method, path and body): the same
     /// key with another request is a mistake, not a retry.
-    public var requestHash: String
-    public var status: Int
-    public var body: String
-    public var createdAt: Date
+    package var requestHash: String
+    package var status: Int
+    package var body: String
+    package var createdAt: Date
 
-    public init(principal: String, key: String, requestHash: String, status: Int, body: String, createdAt: Date) {
+    package init(principal: String, key: String, requestHash: String, status: Int, body: String, createdAt: Date) {
         self.principal = principal
         self.key = key
         self.requestHash = requestHash
@@ -27,7 +27,7 @@ public struct KeptResponse: Sendable, Equatable {
 extension GuestMode {
     /// The answer kept for this key, or nil when the key is new; the key
     /// used with a different request is `idempotency_key_reused`.
-    public func keptResponse(principal: String, key: String, request: [UInt8]) throws -> KeptResponse? {
+    package func keptResponse(principal: String, key: String, request: [UInt8]) throws -> KeptResponse? {
         try TextRule.check(key, what: "the idempotency key")
         let requestHash = ServerSecret.hash(bytes: request)
         let kept = try store.read { transaction in try transaction.keptResponse(principal: principal, key: key) }
@@ -39,7 +39,7 @@ extension GuestMode {
     /// Keeps the answer for this key and returns the one that stands: a
     /// concurrent request with the same key may have kept its answer first,
     /// and then that one is every retry's answer.
-    public func keepResponse(
+    package func keepResponse(
         principal: String, key: String, request: [UInt8], status: Int, body: String, now: Date
     ) throws -> KeptResponse {
         try TextRule.check(["the idempotency key": key, "the response": body])

@@ -3,7 +3,7 @@ import Foundation
 extension GuestMode {
     /// The store's schema as this build sees it: answering at all shows the
     /// store is reachable, and no pending migration that it is current.
-    public func schemaStatus() throws -> SchemaStatus {
+    package func schemaStatus() throws -> SchemaStatus {
         try store.schemaStatus()
     }
 }

@@ -2,27 +2,27 @@ import Crypto
 import Foundation
 
 /// What a server key may do. `admin` covers everything `userData` does.
-public enum ServerScope: String, Codable, Sendable, CaseIterable {
+package enum ServerScope: String, Codable, Sendable, CaseIterable {
     /// The deployment's own work: every user's data, and what only operators do.
     case admin
     /// An app backend's work on its users' data.
     case userData = "user-data"
 
     /// Whether a key of this scope may do what needs `needed`.
-    public func covers(_ needed: ServerScope) -> Bool {
+    package func covers(_ needed: ServerScope) -> Bool {
         self == .admin || self == needed
     }
 }
 
 /// A server key as listed: its secret is never kept, only its SHA-256.
-public struct ServerKey: Codable, Sendable, Equatable {
-    public var name: String
-    public var scope: ServerScope
-    public var createdAt: Date
+package struct ServerKey: Codable, Sendable, Equatable {
+    package var name: String
+    package var scope: ServerScope
+    package var createdAt: Date
     /// Nil while the key is in force.
-    public var revokedAt: Date?
+    package var revokedAt: Date?
 
-    public init(name: String, scope: ServerScope, createdAt: Date, revokedAt: Date?) {
+    package init(name: String, scope: ServerScope, createdAt: Date, revokedAt: Date?) {
         self.name = name
         self.scope = scope
         self.createdAt = createdAt
@@ -31,9 +31,9 @@ public struct ServerKey: Codable, Sendable, Equatable {
 }
 
 /// A key just created, with the one copy of its secret there will ever be.
-public struct IssuedServerKey: Sendable {
-    public var key: ServerKey
-    public var secret: String
+package struct IssuedServerKey: Sendable {
+    package var key: ServerKey
+    package var secret: String
 }
 
 /// Secrets handed to callers (server keys, refresh tokens): 32 random bytes
@@ -60,7 +60,7 @@ extension GuestMode {
 
     /// Creates a server key; the secret in the result is shown once and
     /// kept nowhere.
-    public func createServerKey(named name: String, scope: ServerScope, now: Date) throws -> IssuedServerKey {
+    package func createServerKey(named name: String, scope: ServerScope, now: Date) throws -> IssuedServerKey {
         try Self.requireValidKeyName(name)
         let secret = ServerSecret.make(prefix: Self.serverKeyPrefix)
         let key = ServerKey(name: name, scope: scope, createdAt: now, revokedAt: nil)
@@ -74,13 +74,13 @@ extension GuestMode {
     }
 
     /// Every server key, revoked ones included, ordered by name.
-    public func serverKeys() throws -> [ServerKey] {
+    package func serverKeys() throws -> [ServerKey] {
         try store.read { transaction in try transaction.serverKeys() }
     }
 
     /// Revokes a key: it authenticates nothing from `now` on. Revoking a
     /// revoked key changes nothing.
-    public func revokeServerKey(named name: String, now: Date) throws -> ServerKey {
+    package func revokeServerKey(named name: String, now: Date) throws -> ServerKey {
         try TextRule.check(name, what: "the key name")
         return try store.write { transaction in
             guard var key = try transaction.serverKey(named: name) else {
@@ -94,7 +94,7 @@ extension GuestMode {
     }
 
     /// The key in force whose secret this is, or nil (unknown or revoked).
-    public func serverKey(authenticating secret: String) throws -> ServerKey? {
+    package func serverKey(authenticating secret: String) throws -> ServerKey? {
         guard secret.hasPrefix(Self.serverKeyPrefix) else { return nil }
         let key = try store.read { transaction in try transaction.serverKey(secretHash: ServerSecret.hash(secret)) }
         return key?.revokedAt == nil ? key : nil

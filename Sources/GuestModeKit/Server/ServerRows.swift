@@ -4,7 +4,7 @@ import Foundation
 /// keys, session families with their refresh tokens, and the answers kept
 /// for idempotency keys. Secrets never reach a row: keys and refresh tokens
 /// are stored as their SHA-256.
-public protocol ServerRows {
+package protocol ServerRows {
     /// Adds a server key; `secretHash` is the SHA-256 (hex) of its secret.
     func insertServerKey(_ key: ServerKey, secretHash: String) throws
 
@@ -44,13 +44,13 @@ public protocol ServerRows {
 }
 
 /// A refresh token as stored: which family it belongs to and where that stands.
-public struct StoredRefreshToken: Sendable, Equatable {
-    public var family: String
-    public var userID: String
-    public var usedAt: Date?
-    public var familyRevokedAt: Date?
+package struct StoredRefreshToken: Sendable, Equatable {
+    package var family: String
+    package var userID: String
+    package var usedAt: Date?
+    package var familyRevokedAt: Date?
 
-    public init(family: String, userID: String, usedAt: Date?, familyRevokedAt: Date?) {
+    package init(family: String, userID: String, usedAt: Date?, familyRevokedAt: Date?) {
         self.family = family
         self.userID = userID
         self.usedAt = usedAt

@@ -3,16 +3,16 @@ import Foundation
 /// A guest's session as the engine hands it out: the user it reaches and a
 /// fresh refresh token (shown once, kept only as its SHA-256). The access
 /// token is the server's to sign.
-public struct SessionGrant: Sendable {
-    public var user: User
-    public var refreshToken: String
+package struct SessionGrant: Sendable {
+    package var user: User
+    package var refreshToken: String
 }
 
 extension GuestMode {
     static let refreshTokenPrefix = "gmr_"
 
     /// Starts a session family for `userID` and returns its first refresh token.
-    public func startSession(for userID: String, now: Date) throws -> SessionGrant {
+    package func startSession(for userID: String, now: Date) throws -> SessionGrant {
         try TextRule.check(userID, what: "the user id")
         let token = ServerSecret.make(prefix: Self.refreshTokenPrefix)
         let user = try store.write { transaction in
@@ -29,7 +29,7 @@ extension GuestMode {
     /// family is returned. A token used a second time means it was copied,
     /// so the whole family is revoked, the legitimate holder's latest token
     /// included, and the refusal is `refresh_token_reused`.
-    public func refreshSession(_ refreshToken: String, now: Date) throws -> SessionGrant {
+    package func refreshSession(_ refreshToken: String, now: Date) throws -> SessionGrant {
         enum Rotation {
             case rotated(User, String)
             case unknown

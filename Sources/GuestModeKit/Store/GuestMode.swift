@@ -2,18 +2,34 @@ import Foundation
 
 /// The engine: a store bound to a profile. Every decision it makes comes from
 /// the profile; every write goes through the store; time is always passed in.
+///
+/// An app makes one engine over its store and shares it between all its tasks:
+///
+/// ```swift
+/// import GuestModeKit
+/// import GuestModeSQLite
+///
+/// let engine = try GuestMode(store: SQLiteStore.open(path: "app.guestmode"))
+/// let guest = try engine.createGuest(device: "phone-1", now: Date())
+/// ```
+///
+/// A new store is bound to a profile once, with
+/// `GuestMode(store:profileText:origin:now:)`, which each store library declares.
 public struct GuestMode: Sendable {
+    /// The profile every decision of this engine comes from.
     public let profile: Profile
-    public let store: any GuestStore
+    package let store: any GuestStore
 
-    public init(profile: Profile, store: any GuestStore) {
+    package init(profile: Profile, store: any GuestStore) {
         self.profile = profile
         self.store = store
     }
 
     /// The engine over an existing store, bound to the profile the store keeps.
     /// `location` names the store in messages (a path or a URI without secrets).
-    public static func opening(_ store: any GuestStore, at location: String) throws -> GuestMode {
+    /// An app reaches this through its store's initialiser
+    /// (`GuestMode(store: SQLiteStore)`, `GuestMode(store: PostgresStore)`).
+    package init(store: any GuestStore, location: String) throws {
         guard let bound = try store.boundProfileWithCache() else {
             throw GuestModeError.badData(
                 "the store '\(location)' is not bound to a profile",
@@ -22,21 +38,20 @@ public struct GuestMode: Sendable {
         // The validated form kept for exactly this text spares the YAML parse;
         // any mismatch or damage is a miss and the text is parsed as always.
         if let profile = ProfileCache.profile(from: bound.cache, text: bound.text) {
-            return GuestMode(profile: profile, store: store)
+            self.init(profile: profile, store: store)
+            return
         }
         let profile = try ProfileLoader.parse(bound.text, file: bound.origin)
-        keepCache(of: profile, text: bound.text, in: store)
-        return GuestMode(profile: profile, store: store)
+        GuestMode.keepCache(of: profile, text: bound.text, in: store)
+        self.init(profile: profile, store: store)
     }
 
-    /// Binds an empty store to a profile's text and returns the engine over it.
-    public static func binding(
-        _ store: any GuestStore, toProfileText text: String, origin: String, now: Date
-    ) throws -> GuestMode {
+    /// Binds an empty store to a profile's text and makes the engine over it.
+    package init(store: any GuestStore, profileText text: String, origin: String, now: Date) throws {
         let profile = try ProfileLoader.parse(text, file: origin)
         try store.bindProfile(text: text, origin: origin, now: now)
-        keepCache(of: profile, text: text, in: store)
-        return GuestMode(profile: profile, store: store)
+        GuestMode.keepCache(of: profile, text: text, in: store)
+        self.init(profile: profile, store: store)
     }
 
     /// Best effort: a store that cannot be written to (read-only file, busy)

@@ -3,7 +3,7 @@ import Foundation
 /// What the engine needs from a store about itself and its profile. Each
 /// area of the engine has its own protocol (users, records, meters, …) and a
 /// backend implements them all; SQLite is the embedded one.
-public protocol StoreAdministration: Sendable {
+package protocol StoreAdministration: Sendable {
     /// Binds the store to a profile, keeping the profile's text.
     func bindProfile(text: String, origin: String, now: Date) throws
     /// The profile text the store was bound to, or nil for a store never initialised.
@@ -20,13 +20,13 @@ public protocol StoreAdministration: Sendable {
     func tableCounts() throws -> [String: Int]
 }
 
-public struct SchemaStatus: Codable, Sendable, Equatable {
-    public var applied: [String]
-    public var pending: [String]
+package struct SchemaStatus: Codable, Sendable, Equatable {
+    package var applied: [String]
+    package var pending: [String]
 
-    public init(applied: [String], pending: [String]) {
+    package init(applied: [String], pending: [String]) {
         self.applied = applied
         self.pending = pending
     }
-    public var current: String? { applied.last }
+    package var current: String? { applied.last }
 }

@@ -3,20 +3,20 @@ import Foundation
 /// A table of the store as a whole-store copy sees it (`guestmode db copy`):
 /// every table of guestmode's schema, not only the per-user ones backups carry.
 /// The names and keys are every backend's (docs/ARCHITECTURE.md: same tables, same columns).
-public struct StoreTable: Sendable, Equatable, Hashable {
-    public var name: String
+package struct StoreTable: Sendable, Equatable, Hashable {
+    package var name: String
     /// The primary key, in order: rows are read in this order (text compared
     /// byte by byte) so both backends hash a table's rows the same way.
-    public var primaryKey: [String]
+    package var primaryKey: [String]
 
-    public init(name: String, primaryKey: [String]) {
+    package init(name: String, primaryKey: [String]) {
         self.name = name
         self.primaryKey = primaryKey
     }
 
     /// Every table of the store, in copy order: the backup tables (users first)
     /// then the store's own tables, journals before their steps.
-    public static let all: [StoreTable] = [
+    package static let all: [StoreTable] = [
         StoreTable(name: "users", primaryKey: ["id"]),
         StoreTable(name: "identities", primaryKey: ["provider", "subject"]),
         StoreTable(name: "credentials", primaryKey: ["user_id"]),
@@ -39,16 +39,16 @@ public struct StoreTable: Sendable, Equatable, Hashable {
 
     /// The store's own tables, which no backup carries: the profile binding
     /// (`meta`) and the journals of migrations and merges run in this store.
-    public static let own: [StoreTable] = all.filter { BackupTable.named($0.name) == nil }
+    package static let own: [StoreTable] = all.filter { BackupTable.named($0.name) == nil }
 
-    public static func named(_ name: String) -> StoreTable? { all.first { $0.name == name } }
+    package static func named(_ name: String) -> StoreTable? { all.first { $0.name == name } }
 }
 
 /// Whole tables read and written for `guestmode db copy`. The per-user tables
 /// travel through `BackupRowStore`; this adds reading every table in a
 /// canonical order (for the copy's checksums) and writing the store's own
 /// tables (`StoreTable.own`).
-public protocol StoreTableStore: Sendable {
+package protocol StoreTableStore: Sendable {
     /// Runs `body` with every table's rows, all read from one snapshot.
     func readStoreTables<T>(_ body: (any StoreTableSnapshot) throws -> T) throws -> T
 
@@ -59,7 +59,7 @@ public protocol StoreTableStore: Sendable {
 }
 
 /// Every row of one read snapshot (see `StoreTableStore.readStoreTables`).
-public protocol StoreTableSnapshot {
+package protocol StoreTableSnapshot {
     /// Calls `body` with each row of `table` ordered by its primary key (text
     /// compared byte by byte), with the table's column names (the same array
     /// for every row). Values are as backups carry them (times as ISO text).
@@ -67,7 +67,7 @@ public protocol StoreTableSnapshot {
 }
 
 /// The inserts of `StoreTableStore.replaceOwnTableRows`.
-public protocol StoreTableWriter {
+package protocol StoreTableWriter {
     /// Inserts one row of one of `StoreTable.own`, ids included.
     func insert(_ columns: [String], _ values: [CellValue], into table: StoreTable) throws
 }

@@ -12,7 +12,7 @@ import Foundation
 ///     return try transaction.countRecords(owner: user.id, collection: "notes")
 /// }
 /// ```
-public protocol TransactionalStore: Sendable {
+package protocol TransactionalStore: Sendable {
     /// Runs `body` in one write transaction and commits it when `body`
     /// returns. A throw rolls everything back. A backend may run `body` again
     /// from the start after a serialization failure, so `body` must have no
@@ -31,7 +31,7 @@ public protocol TransactionalStore: Sendable {
 
 extension TransactionalStore {
     /// A write whose commit survives a crash of the process.
-    public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    package func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try write(durable: false, body)
     }
 }
@@ -41,7 +41,7 @@ extension TransactionalStore {
 /// profile or a policy. `locking:` asks to hold the row until the end of the
 /// transaction (PostgreSQL's `FOR UPDATE`; SQLite's single writer already
 /// holds everything), and backends take row locks in a fixed order.
-public protocol StoreTransaction:
+package protocol StoreTransaction:
     UserRows, IdentityRows, EventRows, RecordRows, MeterRows, PlanRows, PromptRows, ExperimentRows, OutboxRows,
     MigrationRows, ReportRows, ProfileRows, ServerRows
 {}

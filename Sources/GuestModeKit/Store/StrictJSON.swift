@@ -2,7 +2,7 @@ import Foundation
 
 /// A JSON value read by `StrictJSON`: numbers keep the text they were
 /// written with, so nothing is rounded or reinterpreted on the way through.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     /// The number as written; always a valid RFC 8259 number with a finite value.
@@ -12,7 +12,7 @@ public enum JSONValue: Sendable, Equatable {
     case object([String: JSONValue])
 
     /// What the value is, for messages: "a string", "an array".
-    public var kindDescription: String {
+    package var kindDescription: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -31,24 +31,24 @@ public enum JSONValue: Sendable, Equatable {
 /// hands guestmode as JSON passes through here first. It reads in one linear
 /// pass and refuses nesting deeper than `maximumDepth`, so no input can
 /// exhaust the stack.
-public enum StrictJSON {
-    public static let maximumDepth = 256
+package enum StrictJSON {
+    package static let maximumDepth = 256
 
-    public struct Failure: Error, CustomStringConvertible, Sendable, Equatable {
+    package struct Failure: Error, CustomStringConvertible, Sendable, Equatable {
         /// 1-based byte offset into the text where the problem is.
-        public var offset: Int
-        public var reason: String
-        public var description: String { "\(reason) at byte \(offset)" }
+        package var offset: Int
+        package var reason: String
+        package var description: String { "\(reason) at byte \(offset)" }
     }
 
     /// Parses UTF-8 bytes; invalid UTF-8 anywhere is refused.
-    public static func parse(_ data: Data) throws(Failure) -> JSONValue {
+    package static func parse(_ data: Data) throws(Failure) -> JSONValue {
         let bytes = [UInt8](data)
         var parser = Parser(bytes: bytes)
         return try parser.document()
     }
 
-    public static func parse(_ text: some StringProtocol) throws(Failure) -> JSONValue {
+    package static func parse(_ text: some StringProtocol) throws(Failure) -> JSONValue {
         var parser = Parser(bytes: Array(text.utf8))
         return try parser.document()
     }
@@ -334,7 +334,7 @@ extension JSONValue {
     /// The value as compact JSON with members sorted by name and numbers as
     /// they were written: the one form stored JSON (records, event
     /// properties) takes, so equal documents compare equal.
-    public var canonicalText: String { text(pretty: false) }
+    package var canonicalText: String { text(pretty: false) }
 
     /// The value as JSON, members sorted by name, numbers as written; `pretty`
     /// puts each member and element on a line of its own, indented two spaces
@@ -401,7 +401,7 @@ extension JSONValue {
 
 extension StrictJSON {
     /// The offset of the first byte that is not part of valid UTF-8, if any.
-    public static func firstInvalidUTF8(in data: Data) -> Int? {
+    package static func firstInvalidUTF8(in data: Data) -> Int? {
         var iterator = data.makeIterator()
         var decoder = UTF8()
         var offset = 0

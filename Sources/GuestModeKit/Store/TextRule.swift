@@ -9,10 +9,10 @@ import Foundation
 /// let key = try TextRule.decode(bytes, what: "the record key on line 3")
 /// try TextRule.check(userID, what: "the user id")
 /// ```
-public enum TextRule {
+package enum TextRule {
     /// Decodes `bytes` as UTF-8 and applies `check(_:what:)`; `what` names
     /// the text in the message ("the key on line 3").
-    public static func decode(_ bytes: some Collection<UInt8>, what: String) throws -> String {
+    package static func decode(_ bytes: some Collection<UInt8>, what: String) throws -> String {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             let offset = StrictJSON.firstInvalidUTF8(in: Data(bytes)) ?? 0
             throw GuestModeError.badData(
@@ -24,7 +24,7 @@ public enum TextRule {
     }
 
     /// Refuses text that holds U+0000.
-    public static func check(_ text: String, what: String) throws {
+    package static func check(_ text: String, what: String) throws {
         if !isAcceptable(text) {
             throw GuestModeError.badData(
                 "\(what) contains U+0000 (a NUL character), which guestmode never stores; remove it and try again",
@@ -35,7 +35,7 @@ public enum TextRule {
     /// Whether `text` obeys the rule (valid UTF-8 is given by `String`).
     /// Every event and record passes here: a native string is searched with
     /// memchr, not byte by byte.
-    public static func isAcceptable(_ text: String) -> Bool {
+    package static func isAcceptable(_ text: String) -> Bool {
         let found = text.utf8.withContiguousStorageIfAvailable { bytes in
             !bytes.isEmpty && memchr(bytes.baseAddress!, 0, bytes.count) != nil
         }
@@ -47,7 +47,7 @@ extension TextRule {
     /// Applies ``check(_:what:)`` to every member name and string inside a
     /// JSON value. A `\u0000` escape is valid JSON but decodes to U+0000, so
     /// record data and properties are refused for it as raw text would be.
-    public static func check(_ value: JSONValue, what: String) throws {
+    package static func check(_ value: JSONValue, what: String) throws {
         switch value {
         case .string(let text):
             try check(text, what: what)
@@ -65,7 +65,7 @@ extension TextRule {
 
     /// Checks each named text; the first that breaks the rule is reported
     /// under its name ("the user id", "the record key").
-    public static func check(_ fields: KeyValuePairs<String, String?>) throws {
+    package static func check(_ fields: KeyValuePairs<String, String?>) throws {
         for (what, text) in fields {
             if let text { try check(text, what: what) }
         }

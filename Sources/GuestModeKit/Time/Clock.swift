@@ -119,6 +119,7 @@ public enum Timestamp {
         return Date(timeIntervalSince1970: TimeInterval(seconds - offsetSeconds))
     }
 
+    /// Parses an ISO 8601 time, or throws ``GuestModeError`` `bad_time` naming `what` was being read.
     public static func parseOrThrow(_ text: String, what: String) throws -> Date {
         guard let date = parse(text) else {
             throw GuestModeError.usage(

@@ -14,6 +14,7 @@ import Foundation
 /// and `M` alone after a number (`1M`), which reads as a month to some and a
 /// minute to others.
 public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// A unit a span is counted in.
     public enum Unit: String, Codable, Sendable, CaseIterable, Comparable {
         case seconds, minutes, hours, days, weeks, months, years
 
@@ -30,6 +31,7 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
             }
         }
 
+        /// Orders units from the largest.
         public static func < (lhs: Unit, rhs: Unit) -> Bool { lhs.rank > rhs.rank }
 
         /// Seconds in one unit; nil for the calendar units.
@@ -49,9 +51,13 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
         var longestSeconds: Int { fixedSeconds ?? (self == .months ? 2_678_400 : 31_622_400) }
     }
 
+    /// A number of one unit.
     public struct Component: Codable, Sendable, Hashable {
+        /// How many.
         public var amount: Int
+        /// Of which unit.
         public var unit: Unit
+        /// `amount` of `unit`.
         public init(amount: Int, unit: Unit) {
             self.amount = amount
             self.unit = unit
@@ -62,6 +68,7 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
     /// (except the single component of a zero span built in code).
     public private(set) var components: [Component]
 
+    /// A span of `amount` of one unit, such as 7 days.
     public init(amount: Int, unit: Unit) {
         components = [Component(amount: amount, unit: unit)]
     }
@@ -86,6 +93,7 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
     /// The unit of a single-unit span; for a span of several units, its largest.
     public var unit: Unit { components.first?.unit ?? .seconds }
 
+    /// True for a span of no length.
     public var isZero: Bool { components.allSatisfy { $0.amount == 0 } }
 
     /// The span in whole days when it is made of days and weeks only (`90d`, `2w`); nil for hours or
@@ -122,6 +130,7 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
                 "'\(text)' is ambiguous (M may mean months or minutes); write P\(number)M or \(months) for months, PT\(number)M or \(number)m for minutes"
         }
 
+        /// The span in its short form, such as `7d` or `1h30m`.
         public var description: String {
             switch self {
             case .empty:
@@ -315,6 +324,7 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
         return result.addingTimeInterval(Double(sign) * seconds)
     }
 
+    /// Reads a span written in any accepted form.
     public init(from decoder: Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let span = TimeSpan(parsing: text) else {
@@ -324,6 +334,7 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
         self = span
     }
 
+    /// Writes the span in its short form.
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
@@ -332,11 +343,11 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
 
 /// A time written relative to another: a sign and a duration (`+30d`,
 /// `-1h`, `+P1M`).
-public enum RelativeTime {
+package enum RelativeTime {
     /// The time `text` names relative to `reference`, nil when `text` has no
     /// leading sign; a sign followed by something that is not a positive
     /// duration is refused.
-    public static func resolve(_ text: String, from reference: Date) -> Result<Date, TimeSpan.Refusal>? {
+    package static func resolve(_ text: String, from reference: Date) -> Result<Date, TimeSpan.Refusal>? {
         guard let sign = text.first, sign == "+" || sign == "-" else { return nil }
         switch TimeSpan.parse(String(text.dropFirst())) {
         case .success(let span):

@@ -8,27 +8,27 @@ import Foundation
 ///
 /// A pure function of its inputs, applied by the engine to what the store
 /// reads; the store only gathers the facts and deletes.
-public struct PurgePolicy: Sendable {
-    public var profile: Profile
+package struct PurgePolicy: Sendable {
+    package var profile: Profile
     /// Candidates were last seen strictly before this time.
-    public var cutoff: Date
-    public var includesUsersWithRecords: Bool
+    package var cutoff: Date
+    package var includesUsersWithRecords: Bool
     /// The time plans are judged at.
-    public var now: Date
+    package var now: Date
 
-    public init(profile: Profile, cutoff: Date, includesUsersWithRecords: Bool, now: Date) {
+    package init(profile: Profile, cutoff: Date, includesUsersWithRecords: Bool, now: Date) {
         self.profile = profile
         self.cutoff = cutoff
         self.includesUsersWithRecords = includesUsersWithRecords
         self.now = now
     }
 
-    public enum Decision: Sendable, Equatable {
+    package enum Decision: Sendable, Equatable {
         case delete
         case keep(KeepReason)
     }
 
-    public enum KeepReason: String, Sendable, Equatable {
+    package enum KeepReason: String, Sendable, Equatable {
         case isNotAnonymous = "not_anonymous"
         case isRecentlyActive = "recently_active"
         case holdsPlanInForce = "holds_plan_in_force"
@@ -36,11 +36,11 @@ public struct PurgePolicy: Sendable {
     }
 
     /// The state of every candidate: only guests are ever purged.
-    public static let candidateState = UserState.anonymous
+    package static let candidateState = UserState.anonymous
 
     /// What to do with one user, given how many records it owns and every
     /// plan grant it ever held.
-    public func decision(state: UserState, lastSeenAt: Date, records: Int, grants: [PlanGrant]) -> Decision {
+    package func decision(state: UserState, lastSeenAt: Date, records: Int, grants: [PlanGrant]) -> Decision {
         if state != Self.candidateState { return .keep(.isNotAnonymous) }
         if lastSeenAt >= cutoff { return .keep(.isRecentlyActive) }
         if grants.contains(where: { $0.status(in: profile, now: now).isInForce }) { return .keep(.holdsPlanInForce) }

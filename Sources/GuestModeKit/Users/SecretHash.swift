@@ -12,10 +12,10 @@ import _CryptoExtras
 ///   output, salt and hash in lowercase hex.
 /// - `sha256i2000$SALT$HASH` (legacy): 2,000 rounds of
 ///   `digest = SHA256(salt ‖ digest)` starting from the secret's UTF-8 bytes.
-public enum SecretHash {
+package enum SecretHash {
     /// OWASP's recommendation for PBKDF2-HMAC-SHA256 (Password Storage Cheat
     /// Sheet, 2023 onwards).
-    public static let currentRounds = 600_000
+    package static let currentRounds = 600_000
 
     static let scheme = "pbkdf2-sha256"
     static let legacyScheme = "sha256i2000"
@@ -27,7 +27,7 @@ public enum SecretHash {
     static let maximumRounds = 100_000_000
 
     /// The outcome of checking a secret against a stored hash.
-    public enum Verification: Sendable, Equatable {
+    package enum Verification: Sendable, Equatable {
         /// The secret matches and the hash is of the current scheme and cost.
         case matches
         /// The secret matches but the hash is of an older scheme or a lower
@@ -36,12 +36,12 @@ public enum SecretHash {
         /// The secret does not match, or the stored hash is not one we read.
         case doesNotMatch
 
-        public var isMatch: Bool { self != .doesNotMatch }
+        package var isMatch: Bool { self != .doesNotMatch }
     }
 
     /// A hash of `secret` under the current scheme, with a fresh random salt
     /// unless one is given (tests pass one to get a repeatable value).
-    public static func make(_ secret: String, salt: [UInt8]? = nil, rounds: Int = currentRounds) throws -> String {
+    package static func make(_ secret: String, salt: [UInt8]? = nil, rounds: Int = currentRounds) throws -> String {
         var generator = SystemRandomNumberGenerator()
         let salt = salt ?? (0..<saltByteCount).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let hash = try pbkdf2(Array(secret.utf8), salt: salt, rounds: rounds, outputByteCount: hashByteCount)
@@ -50,7 +50,7 @@ public enum SecretHash {
 
     /// Checks `secret` against a stored hash of any scheme this build knows,
     /// comparing digests in constant time.
-    public static func verify(_ secret: String, against stored: String) throws -> Verification {
+    package static func verify(_ secret: String, against stored: String) throws -> Verification {
         let parts = stored.split(separator: "$", omittingEmptySubsequences: false)
         switch parts.first {
         case Substring(scheme):

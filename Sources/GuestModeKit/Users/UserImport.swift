@@ -11,6 +11,7 @@ public enum UserImportFormat: String, CaseIterable, Codable, Sendable {
 
 /// What an import of users did (or, in a dry run, would do).
 public struct UserImportReport: Codable, Sendable, Equatable {
+    /// The format the export was read as.
     public var format: UserImportFormat
     /// Accounts read from the export.
     public var accounts: Int
@@ -27,7 +28,8 @@ public struct UserImportReport: Codable, Sendable, Equatable {
     /// Accounts whose password hash was left out: guestmode never imports
     /// password hashes or tokens.
     public var passwordHashesSkipped: Int
-    public var dryRun: Bool
+    /// True when nothing was written: the counts say what an import would do.
+    public var isDryRun: Bool
 
     init(format: UserImportFormat, dryRun: Bool) {
         self.format = format
@@ -38,7 +40,7 @@ public struct UserImportReport: Codable, Sendable, Equatable {
         linked = 0
         identities = 0
         passwordHashesSkipped = 0
-        self.dryRun = dryRun
+        isDryRun = dryRun
     }
 }
 
@@ -61,6 +63,12 @@ extension GuestMode {
     ///
     /// A Supabase export is two files: `url` holds `auth.users` and
     /// `identities` holds `auth.identities`.
+    ///
+    /// ```swift
+    /// let report = try engine.importUsers(
+    ///     from: URL(fileURLWithPath: "users.json"), format: .firebase, now: Date())
+    /// print("\(report.usersCreated) users kept their ids")
+    /// ```
     public func importUsers(
         from url: URL, label: String? = nil, identities: URL? = nil, identitiesLabel: String? = nil,
         format: UserImportFormat, dryRun: Bool = false, now: Date, problem: (String) -> Void = { _ in },

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The user and credential rows of one transaction (see `StoreTransaction`).
-public protocol UserRows {
+package protocol UserRows {
     /// The user, or nil when there is none. With `locking`, the row stays
     /// locked until the transaction ends, so every decision about one user
     /// (a cap, a meter, a key, a link) is taken by one writer at a time.
@@ -64,7 +64,7 @@ public protocol UserRows {
 
 extension UserRows {
     /// The user; throws `user_not_found` when there is none.
-    public func requireUser(_ id: String, locking: Bool = false) throws -> User {
+    package func requireUser(_ id: String, locking: Bool = false) throws -> User {
         guard let user = try user(id, locking: locking) else {
             throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
         }
@@ -74,15 +74,15 @@ extension UserRows {
 
 /// What a purge decides a candidate on: one user's last activity, records
 /// and plan grants, as `UserRows.inactiveUsers` reads them.
-public struct InactiveUser: Sendable, Equatable {
-    public var id: String
-    public var state: UserState
-    public var lastSeenAt: Date
-    public var records: Int
+package struct InactiveUser: Sendable, Equatable {
+    package var id: String
+    package var state: UserState
+    package var lastSeenAt: Date
+    package var records: Int
     /// Every grant the user ever held, oldest first.
-    public var grants: [PlanGrant]
+    package var grants: [PlanGrant]
 
-    public init(id: String, state: UserState, lastSeenAt: Date, records: Int, grants: [PlanGrant]) {
+    package init(id: String, state: UserState, lastSeenAt: Date, records: Int, grants: [PlanGrant]) {
         self.id = id
         self.state = state
         self.lastSeenAt = lastSeenAt
@@ -92,14 +92,14 @@ public struct InactiveUser: Sendable, Equatable {
 }
 
 /// Anonymous credentials as a store keeps them: never the secret itself.
-public struct StoredCredentials: Sendable, Equatable {
-    public var userID: String
-    public var username: String
+package struct StoredCredentials: Sendable, Equatable {
+    package var userID: String
+    package var username: String
     /// A `SecretHash` string, which names its scheme.
-    public var secretHash: String
-    public var createdAt: Date
+    package var secretHash: String
+    package var createdAt: Date
 
-    public init(userID: String, username: String, secretHash: String, createdAt: Date) {
+    package init(userID: String, username: String, secretHash: String, createdAt: Date) {
         self.userID = userID
         self.username = username
         self.secretHash = secretHash

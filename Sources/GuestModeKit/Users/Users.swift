@@ -1,15 +1,23 @@
 import Foundation
 
+/// A guest or an account.
 public struct User: Codable, Sendable, Equatable {
+    /// The user's id, kept when a guest links an identity.
     public var id: String
+    /// The device the guest was created for, if any.
     public var device: String?
+    /// Guest (`anonymous`) or account (`linked`).
     public var state: UserState
+    /// Where the user stands with sign-in prompts (`anonymous`, `prompted`, `dismissed`, `never_ask`, `authenticated`).
     public var promptState: String
+    /// When the user was created.
     public var createdAt: Date
+    /// When the user was last seen by any call.
     public var lastSeenAt: Date
+    /// When the user first linked an identity; nil for a guest.
     public var linkedAt: Date?
 
-    public init(
+    package init(
         id: String, device: String?, state: UserState, promptState: String, createdAt: Date, lastSeenAt: Date,
         linkedAt: Date?
     ) {
@@ -26,13 +34,18 @@ public struct User: Codable, Sendable, Equatable {
     public var firstSeenAt: Date { createdAt }
 }
 
+/// An identity linked to a user.
 public struct Identity: Codable, Sendable, Equatable {
+    /// The provider, such as `apple`.
     public var provider: String
+    /// The subject at the provider.
     public var subject: String
+    /// The email the provider gave, if any.
     public var email: String?
+    /// When it was linked.
     public var linkedAt: Date
 
-    public init(provider: String, subject: String, email: String?, linkedAt: Date) {
+    package init(provider: String, subject: String, email: String?, linkedAt: Date) {
         self.provider = provider
         self.subject = subject
         self.email = email
@@ -43,39 +56,53 @@ public struct Identity: Codable, Sendable, Equatable {
 /// A legacy anonymous username/secret pair an app kept for a guest; only a
 /// salted hash of the secret is stored.
 public struct AnonymousCredentials: Sendable {
+    /// The username.
     public var username: String
+    /// The secret, in clear; only its salted hash is stored.
     public var secret: String
 
+    /// A username and its secret.
     public init(username: String, secret: String) {
         self.username = username
         self.secret = secret
     }
 }
 
+/// Which users a listing returns.
 public struct UserFilter: Sendable {
+    /// Only users in this state; nil for both.
     public var state: UserState?
     /// Only users not seen for at least this long before `now`.
     public var inactive: TimeSpan?
 
+    /// Users in `state` (any when nil), not seen for `inactive` (any when nil).
     public init(state: UserState? = nil, inactive: TimeSpan? = nil) {
         self.state = state
         self.inactive = inactive
     }
 
+    /// Users in `state` (any when nil), not seen for `inactiveDays` days (any when nil).
     public init(state: UserState? = nil, inactiveDays: Int?) {
         self.init(state: state, inactive: inactiveDays.map { TimeSpan(amount: $0, unit: .days) })
     }
 }
 
+/// A user in a listing.
 public struct UserSummary: Codable, Sendable, Equatable {
+    /// The user's id.
     public var id: String
+    /// Guest or account.
     public var state: UserState
+    /// When the user was created.
     public var createdAt: Date
+    /// When the user was last seen.
     public var lastSeenAt: Date
+    /// Identities linked.
     public var identities: Int
+    /// Records held.
     public var records: Int
 
-    public init(id: String, state: UserState, createdAt: Date, lastSeenAt: Date, identities: Int, records: Int) {
+    package init(id: String, state: UserState, createdAt: Date, lastSeenAt: Date, identities: Int, records: Int) {
         self.id = id
         self.state = state
         self.createdAt = createdAt
@@ -87,22 +114,34 @@ public struct UserSummary: Codable, Sendable, Equatable {
 
 /// Everything `user show` reports.
 public struct UserDetails: Codable, Sendable {
+    /// The user.
     public var user: User
+    /// The user's tier now.
     public var tier: TierLevel
+    /// Identities linked.
     public var identities: [Identity]
+    /// True when the user has an anonymous username and secret.
     public var hasAnonymousCredentials: Bool
+    /// Counters, by action.
     public var counters: [String: Int]
+    /// Records held, by collection.
     public var records: [String: Int]
+    /// Every meter of the profile, as it stands for the user.
     public var meters: [MeterStatus]
+    /// Plans held or held before.
     public var plans: [PlanStatus]
 }
 
+/// An inactive guest a purge considered.
 public struct PurgeCandidate: Codable, Sendable, Equatable {
+    /// The guest's id.
     public var id: String
+    /// When the guest was last seen.
     public var lastSeenAt: Date
+    /// Records the guest owns.
     public var records: Int
 
-    public init(id: String, lastSeenAt: Date, records: Int) {
+    package init(id: String, lastSeenAt: Date, records: Int) {
         self.id = id
         self.lastSeenAt = lastSeenAt
         self.records = records
@@ -111,33 +150,41 @@ public struct PurgeCandidate: Codable, Sendable, Equatable {
 
 /// What `guest new` did: created a user, or found the one of its device.
 public struct GuestCreation: Sendable {
+    /// The guest, new or found.
     public var user: User
-    public var created: Bool
+    /// True when this call created the guest; false when the device already had one.
+    public var isNew: Bool
 
-    public init(user: User, created: Bool) {
+    package init(user: User, created: Bool) {
         self.user = user
-        self.created = created
+        self.isNew = created
     }
 }
 
+/// What a purge of inactive guests did, or with `isDryRun` would do.
 public struct PurgeReport: Codable, Sendable {
     /// The inactivity asked for, in the short form (`90d`, `3 months`).
     public var inactive: String
     /// The same in whole days when it is whole days (`90d`, `2w`), else null.
     public var inactiveDays: Int?
+    /// Guests last seen before this time were candidates.
     public var cutoff: Date
+    /// Guests purged, with everything they owned.
     public var purged: [PurgeCandidate]
     /// Inactive guests kept because they own records or hold an active plan.
     public var kept: [PurgeCandidate]
+    /// True when nothing was deleted: the report says what a purge would do.
     public var isDryRun: Bool
 }
 
 /// How many candidates a purge removed (or would remove) and kept.
 public struct PurgeTally: Sendable, Equatable {
+    /// Candidates purged.
     public var purged: Int
+    /// Candidates kept.
     public var kept: Int
 
-    public init(purged: Int, kept: Int) {
+    package init(purged: Int, kept: Int) {
         self.purged = purged
         self.kept = kept
     }
@@ -182,6 +229,11 @@ extension StoreTransaction {
 extension GuestMode {
     /// Creates an anonymous user, optionally keeping a legacy anonymous
     /// username with a slow salted hash of its secret.
+    ///
+    /// ```swift
+    /// let guest = try engine.createGuest(device: "phone-1", now: now)
+    /// // guest.state == .anonymous
+    /// ```
     public func createGuest(device: String?, credentials: AnonymousCredentials? = nil, now: Date) throws -> User {
         let (user, stored) = try newGuest(device: device, credentials: credentials, now: now)
         try store.write { transaction in try transaction.createUser(user, credentials: stored) }
@@ -190,9 +242,14 @@ extension GuestMode {
 
     /// Like `createGuest`, but idempotent per device: when a user with
     /// `device` exists, that user (the oldest, if several) is returned
-    /// (`created` false) and nothing is written, since a device id survives
+    /// (`isNew` false) and nothing is written, since a device id survives
     /// a reinstall. Credentials given with a known device are not stored.
     /// Concurrent calls with one device create one user.
+    ///
+    /// ```swift
+    /// let creation = try engine.createOrFindGuest(device: "phone-1", now: now)
+    /// if creation.isNew { /* first launch on this device */ }
+    /// ```
     public func createOrFindGuest(
         device: String?, credentials: AnonymousCredentials? = nil, now: Date
     ) throws -> GuestCreation {
@@ -240,11 +297,24 @@ extension GuestMode {
         return (user, stored)
     }
 
+    /// The user with this id.
+    ///
+    /// ```swift
+    /// let user = try engine.user(guest.id)
+    /// // user.state, user.lastSeenAt
+    /// ```
+    ///
+    /// - Throws: ``GuestModeError`` `user_not_found` when there is none.
     public func user(_ id: String) throws -> User {
         try TextRule.check(id, what: "the user id")
         return try store.read { transaction in try transaction.requireUser(id) }
     }
 
+    /// The users `filter` selects, oldest first.
+    ///
+    /// ```swift
+    /// let guests = try engine.users(matching: UserFilter(state: .anonymous), now: now)
+    /// ```
     public func users(matching filter: UserFilter, now: Date) throws -> [UserSummary] {
         try store.read { transaction in
             try transaction.userSummaries(
@@ -255,7 +325,7 @@ extension GuestMode {
     /// Everything `user show` reports. The user, its identities, counters,
     /// records and plans (so its tier) come from one read; meter usage is
     /// the meter area's and is read after it, one meter at a time.
-    public func details(of id: String, now: Date) throws -> UserDetails {
+    public func details(user id: String, now: Date) throws -> UserDetails {
         try TextRule.check(id, what: "the user id")
         let overview = try store.read { transaction in try transaction.overview(of: id) }
         return UserDetails(

@@ -2,7 +2,7 @@ import Foundation
 import GuestModeKit
 
 extension PostgresStore: BackupRowStore {
-    public func readBackupRows<T>(
+    package func readBackupRows<T>(
         _ selection: BackupSelection, guestOwner: String, _ body: (any BackupRowSnapshot) throws -> T
     ) throws -> T {
         try read { connection in
@@ -17,7 +17,7 @@ extension PostgresStore: BackupRowStore {
     /// dangling reference, reported by `tableWithDanglingReferences` and
     /// refused at commit, as SQLite's deferred foreign keys are. A dry run,
     /// or `body` throwing, rolls everything back.
-    public func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T {
+    package func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T {
         do {
             return try writeMovingData { connection in
                 let writes = PostgresBackupImport(connection)

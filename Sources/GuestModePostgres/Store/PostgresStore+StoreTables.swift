@@ -2,11 +2,11 @@ import Foundation
 import GuestModeKit
 
 extension PostgresStore: StoreTableStore {
-    public func readStoreTables<T>(_ body: (any StoreTableSnapshot) throws -> T) throws -> T {
+    package func readStoreTables<T>(_ body: (any StoreTableSnapshot) throws -> T) throws -> T {
         try read { connection in try body(PostgresStoreTableSnapshot(connection: connection)) }
     }
 
-    public func replaceOwnTableRows(_ body: (any StoreTableWriter) throws -> Void) throws {
+    package func replaceOwnTableRows(_ body: (any StoreTableWriter) throws -> Void) throws {
         try writeMovingData { connection in
             // Steps go before their journals: the foreign key cascades the other way.
             for table in StoreTable.own.reversed() {

@@ -109,7 +109,7 @@ public final class PostgresStore: Sendable {
 
     /// The URI as it may be printed: never with its password. This is the one
     /// function every message, document and journal names a PostgreSQL store by.
-    public static func describe(_ uri: String) -> String {
+    package static func describe(_ uri: String) -> String {
         if uri.isEmpty { return "postgres: (from the PG* environment)" }
         let shown = PostgresConnection.redacted(uri)
         // libpq's own parser says what the password is; if any spelling of it survived
@@ -123,7 +123,7 @@ public final class PostgresStore: Sendable {
 
     /// Names the database and schema for the key file's path: the text the
     /// first releases hashed, kept so an existing deployment finds its key.
-    public static func identity(_ uri: String, schema: String) -> String {
+    package static func identity(_ uri: String, schema: String) -> String {
         let legacy =
             uri.isEmpty
             ? "postgres: (from the PG* environment)"
@@ -288,7 +288,7 @@ public final class PostgresStore: Sendable {
 }
 
 extension PostgresStore: StoreAdministration {
-    public func bindProfile(text: String, origin: String, now: Date) throws {
+    package func bindProfile(text: String, origin: String, now: Date) throws {
         let statement = """
             INSERT INTO meta (key, value) VALUES ($1, $2)
             ON CONFLICT (key) DO UPDATE SET value = excluded.value
@@ -301,7 +301,7 @@ extension PostgresStore: StoreAdministration {
         }
     }
 
-    public func boundProfile() throws -> (text: String, origin: String)? {
+    package func boundProfile() throws -> (text: String, origin: String)? {
         try read { connection in
             var values: [String: String] = [:]
             for row in try connection.execute(
@@ -314,7 +314,7 @@ extension PostgresStore: StoreAdministration {
         }
     }
 
-    public func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
+    package func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
         try read { connection in
             var values: [String: String] = [:]
             for row in try connection.execute(
@@ -331,7 +331,7 @@ extension PostgresStore: StoreAdministration {
         }
     }
 
-    public func saveProfileCache(_ entry: ProfileCacheEntry) throws {
+    package func saveProfileCache(_ entry: ProfileCacheEntry) throws {
         let statement = """
             INSERT INTO meta (key, value) VALUES ($1, $2)
             ON CONFLICT (key) DO UPDATE SET value = excluded.value
@@ -343,12 +343,12 @@ extension PostgresStore: StoreAdministration {
         }
     }
 
-    public func schemaStatus() throws -> SchemaStatus {
+    package func schemaStatus() throws -> SchemaStatus {
         let applied = try read { connection in try appliedMigrations(connection) }
         return SchemaStatus(applied: applied ?? [], pending: PostgresStore.pending(after: applied))
     }
 
-    public func applyPendingMigrations(progress: (String) -> Void) throws -> [String] {
+    package func applyPendingMigrations(progress: (String) -> Void) throws -> [String] {
         try write { connection in
             try lockMigrations(connection)
             let pending = PostgresStore.pending(after: try appliedMigrations(connection))
@@ -362,7 +362,7 @@ extension PostgresStore: StoreAdministration {
     /// constraint was left unvalidated, that rows kept without a foreign key
     /// (the outbox, flags, archived conflicts) still have their user, and the
     /// rules of guestmode's data that constraints cannot state.
-    public func integrityProblems() throws -> [String] {
+    package func integrityProblems() throws -> [String] {
         let pending = try schemaStatus().pending
         return try read { connection in
             var problems: [String] = pending.map { "schema migration \($0) is not applied" }
@@ -431,7 +431,7 @@ extension PostgresStore: StoreAdministration {
         }
     }
 
-    public func tableCounts() throws -> [String: Int] {
+    package func tableCounts() throws -> [String: Int] {
         try read { connection in
             var counts: [String: Int] = [:]
             for table in PostgresSchema.tables {
@@ -445,6 +445,38 @@ extension PostgresStore: StoreAdministration {
 }
 
 extension PostgresStore: GuestStore {}
+
+extension GuestMode {
+    /// The engine over a PostgreSQL store already bound to a profile, with the
+    /// profile the store keeps.
+    ///
+    /// ```swift
+    /// let engine = try GuestMode(store: PostgresStore.open(uri: "postgres://app@db/app"))
+    /// ```
+    ///
+    /// - Throws: ``GuestModeError`` `store_without_profile` for a store never bound.
+    public init(store: PostgresStore) throws {
+        try self.init(store: store as any GuestStore, location: store.location)
+    }
+
+    /// Binds an empty PostgreSQL store to a profile and makes the engine over it,
+    /// typically in the `configure` step of ``PostgresStore/create(uri:schema:replacing:poolSize:connectionWait:configure:)``.
+    ///
+    /// ```swift
+    /// try PostgresStore.create(uri: uri, replacing: false) { store in
+    ///     _ = try GuestMode(store: store, profileText: source.text, origin: source.origin, now: now)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - profileText: The profile's YAML.
+    ///   - origin: Where the text came from, for messages (a file name).
+    ///   - now: The time the store is bound at.
+    /// - Throws: ``GuestModeError`` `invalid_profile` for a profile that does not validate.
+    public init(store: PostgresStore, profileText: String, origin: String, now: Date) throws {
+        try self.init(store: store as any GuestStore, profileText: profileText, origin: origin, now: now)
+    }
+}
 
 extension PostgresValue {
     /// `values` as one `text[]` parameter (`= ANY($n::text[])`), so a list

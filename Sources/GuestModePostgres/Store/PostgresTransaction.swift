@@ -13,7 +13,7 @@ struct PostgresTransaction: StoreTransaction {
 private struct Rehearsal: Error {}
 
 extension PostgresStore: TransactionalStore {
-    public func write<T>(durable: Bool, _ body: (any StoreTransaction) throws -> T) throws -> T {
+    package func write<T>(durable: Bool, _ body: (any StoreTransaction) throws -> T) throws -> T {
         if durable {
             return try writeMovingData { connection in
                 try body(PostgresTransaction(store: self, connection: connection))
@@ -22,7 +22,7 @@ extension PostgresStore: TransactionalStore {
         return try write { connection in try body(PostgresTransaction(store: self, connection: connection)) }
     }
 
-    public func rehearse<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    package func rehearse<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         var result: T?
         do {
             try write { connection in
@@ -38,7 +38,7 @@ extension PostgresStore: TransactionalStore {
         return result
     }
 
-    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    package func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try read { connection in try body(PostgresTransaction(store: self, connection: connection)) }
     }
 }

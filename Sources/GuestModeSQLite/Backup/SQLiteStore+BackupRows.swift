@@ -3,13 +3,13 @@ internal import GRDB
 import GuestModeKit
 
 extension SQLiteStore: BackupRowStore {
-    public func readBackupRows<T>(
+    package func readBackupRows<T>(
         _ selection: BackupSelection, guestOwner: String, _ body: (any BackupRowSnapshot) throws -> T
     ) throws -> T {
         try read { db in try body(try SQLiteBackupSnapshot(db, selection: selection, guestOwner: guestOwner)) }
     }
 
-    public func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T {
+    package func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T {
         try writeDurably { db in
             // Rows may arrive before the users row they refer to in a hand-made archive; check at the end instead.
             try db.execute(sql: "PRAGMA defer_foreign_keys = ON")

@@ -5,7 +5,7 @@ import GuestModeKit
 extension SQLiteStore {
     /// The profile a store is bound to, read without writing a byte to the
     /// store, for commands such as `replay` that only borrow its profile.
-    public static func boundProfile(readingOnly path: String) throws -> (text: String, origin: String)? {
+    package static func boundProfile(readingOnly path: String) throws -> (text: String, origin: String)? {
         guard FileManager.default.fileExists(atPath: path) else {
             throw GuestModeError(
                 .notFound, code: .storeNotFound,

@@ -3,11 +3,11 @@ internal import GRDB
 import GuestModeKit
 
 extension SQLiteStore: StoreTableStore {
-    public func readStoreTables<T>(_ body: (any StoreTableSnapshot) throws -> T) throws -> T {
+    package func readStoreTables<T>(_ body: (any StoreTableSnapshot) throws -> T) throws -> T {
         try read { db in try body(SQLiteStoreTableSnapshot(db: db)) }
     }
 
-    public func replaceOwnTableRows(_ body: (any StoreTableWriter) throws -> Void) throws {
+    package func replaceOwnTableRows(_ body: (any StoreTableWriter) throws -> Void) throws {
         try writeDurably { db in
             // Steps go before their journals: the foreign key cascades the other way.
             for table in StoreTable.own.reversed() {

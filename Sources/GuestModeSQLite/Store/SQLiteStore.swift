@@ -14,6 +14,7 @@ import GuestModeKit
 /// either way, then fail with `store_busy` (try again later).
 public final class SQLiteStore: Sendable {
     let database: AppDatabase
+    /// The store file's path; nil for an in-memory store.
     public let path: String?
 
     init(database: AppDatabase, path: String?) {
@@ -154,7 +155,7 @@ public final class SQLiteStore: Sendable {
 }
 
 extension SQLiteStore: StoreAdministration {
-    public func bindProfile(text: String, origin: String, now: Date) throws {
+    package func bindProfile(text: String, origin: String, now: Date) throws {
         try write { db in
             for (key, value) in [
                 ("profile_text", text), ("profile_origin", origin), ("bound_at", Timestamp.format(now)),
@@ -167,7 +168,7 @@ extension SQLiteStore: StoreAdministration {
         }
     }
 
-    public func boundProfile() throws -> (text: String, origin: String)? {
+    package func boundProfile() throws -> (text: String, origin: String)? {
         try read { db in
             let rows = try Row.fetchAll(
                 db, sql: "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin')")
@@ -178,7 +179,7 @@ extension SQLiteStore: StoreAdministration {
         }
     }
 
-    public func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
+    package func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
         try read { db in
             let rows = try Row.fetchAll(
                 db,
@@ -194,7 +195,7 @@ extension SQLiteStore: StoreAdministration {
         }
     }
 
-    public func saveProfileCache(_ entry: ProfileCacheEntry) throws {
+    package func saveProfileCache(_ entry: ProfileCacheEntry) throws {
         try write { db in
             for (key, value) in [(ProfileCache.sealMetaKey, entry.seal), (ProfileCache.jsonMetaKey, entry.json)] {
                 try db.execute(
@@ -205,11 +206,11 @@ extension SQLiteStore: StoreAdministration {
         }
     }
 
-    public func schemaStatus() throws -> SchemaStatus {
+    package func schemaStatus() throws -> SchemaStatus {
         SchemaStatus(applied: try database.appliedMigrations(), pending: try database.pendingMigrations())
     }
 
-    public func applyPendingMigrations(progress: (String) -> Void) throws -> [String] {
+    package func applyPendingMigrations(progress: (String) -> Void) throws -> [String] {
         do {
             return try database.migrateStepwise(progress: progress)
         } catch let error as DatabaseError {
@@ -217,7 +218,7 @@ extension SQLiteStore: StoreAdministration {
         }
     }
 
-    public func integrityProblems() throws -> [String] {
+    package func integrityProblems() throws -> [String] {
         try read { db in
             var problems = try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" }
             let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
@@ -291,7 +292,7 @@ extension SQLiteStore: StoreAdministration {
         return problems
     }
 
-    public func tableCounts() throws -> [String: Int] {
+    package func tableCounts() throws -> [String: Int] {
         try read { db in
             let tables = try String.fetchAll(
                 db,
@@ -310,9 +311,38 @@ extension SQLiteStore: StoreAdministration {
 extension SQLiteStore: GuestStore {}
 
 extension GuestMode {
+    /// The engine over an SQLite store already bound to a profile, with the
+    /// profile the store keeps.
+    ///
+    /// ```swift
+    /// let engine = try GuestMode(store: SQLiteStore.open(path: "app.guestmode"))
+    /// ```
+    ///
+    /// - Throws: ``GuestModeError`` `store_without_profile` for a store never bound.
+    public init(store: SQLiteStore) throws {
+        try self.init(store: store as any GuestStore, location: store.path ?? ":memory:")
+    }
+
+    /// Binds an empty SQLite store to a profile and makes the engine over it.
+    ///
+    /// ```swift
+    /// let source = try ProfileCatalog(directories: []).load("subscriptions")
+    /// let engine = try GuestMode(
+    ///     store: SQLiteStore.inMemory(), profileText: source.text, origin: source.origin, now: now)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - profileText: The profile's YAML.
+    ///   - origin: Where the text came from, for messages (a file name).
+    ///   - now: The time the store is bound at.
+    /// - Throws: ``GuestModeError`` `invalid_profile` for a profile that does not validate.
+    public init(store: SQLiteStore, profileText: String, origin: String, now: Date) throws {
+        try self.init(store: store as any GuestStore, profileText: profileText, origin: origin, now: now)
+    }
+
     /// A fresh engine over an empty in-memory SQLite store, for tests and replays.
-    public static func inMemory(profileText: String, origin: String = "profile.yaml", now: Date) throws -> GuestMode {
-        try binding(try SQLiteStore.inMemory(), toProfileText: profileText, origin: origin, now: now)
+    package static func inMemory(profileText: String, origin: String = "profile.yaml", now: Date) throws -> GuestMode {
+        try GuestMode(store: SQLiteStore.inMemory(), profileText: profileText, origin: origin, now: now)
     }
 }
 

@@ -11,16 +11,16 @@ struct SQLiteTransaction: StoreTransaction {
 }
 
 extension SQLiteStore: TransactionalStore {
-    public func write<T>(durable: Bool, _ body: (any StoreTransaction) throws -> T) throws -> T {
+    package func write<T>(durable: Bool, _ body: (any StoreTransaction) throws -> T) throws -> T {
         if durable { return try writeDurably { db in try body(SQLiteTransaction(store: self, db: db)) } }
         return try write { db in try body(SQLiteTransaction(store: self, db: db)) }
     }
 
-    public func rehearse<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    package func rehearse<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try writeDurably { db in (try body(SQLiteTransaction(store: self, db: db)), false) }
     }
 
-    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    package func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try read { db in try body(SQLiteTransaction(store: self, db: db)) }
     }
 }

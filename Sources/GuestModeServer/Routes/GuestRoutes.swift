@@ -15,9 +15,9 @@ enum GuestRoutes {
                 return (creation, try engine.startSession(for: creation.user.id, now: now), now)
             }
             let document = try await SessionDocument(
-                guest: GuestDocument(user: creation.user, created: creation.created), grant: grant, now: now,
+                guest: GuestDocument(user: creation.user, created: creation.isNew), grant: grant, now: now,
                 tokens: services.tokens)
-            return try Reply.document(document, status: creation.created ? .created : .ok).response
+            return try Reply.document(document, status: creation.isNew ? .created : .ok).response
         }
 
         router.post("/v1/sessions/refresh") { request, _ -> Response in

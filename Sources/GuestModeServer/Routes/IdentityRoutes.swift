@@ -25,7 +25,7 @@ enum IdentityRoutes {
                 let change = IdentityChange(
                     userId: userID, action: "link", provider: provider, subject: subject,
                     changed: result.isNewlyLinked, state: user.state,
-                    removedAnonymousCredentials: result.removedAnonymousCredentials)
+                    removedAnonymousCredentials: result.didRemoveAnonymousCredentials)
                 return try Reply.document(change, status: result.isNewlyLinked ? .created : .ok)
             }.response
         }

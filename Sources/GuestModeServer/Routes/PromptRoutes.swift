@@ -12,7 +12,7 @@ enum PromptRoutes {
             let trigger = RequestInput.query("trigger", of: request)
             let explain = RequestInput.query("explain", of: request) == "true"
             let explanation = try await services.perform { engine, now in
-                try engine.explainPrompt(for: userID, trigger: trigger, now: now)
+                try engine.explainPrompt(user: userID, trigger: trigger, now: now)
             }
             if let offer = explanation.offer, !explain { return try Reply.document(offer).response }
             return try Reply.document(explanation).response

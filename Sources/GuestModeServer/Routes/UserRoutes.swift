@@ -14,7 +14,7 @@ enum UserRoutes {
         // `user show`.
         router.get("/v1/users/:user") { request, context -> Response in
             let (_, userID) = try await services.user(of: request, context: context)
-            let details = try await services.perform { engine, now in try engine.details(of: userID, now: now) }
+            let details = try await services.perform { engine, now in try engine.details(user: userID, now: now) }
             return try Reply.document(details).response
         }
     }

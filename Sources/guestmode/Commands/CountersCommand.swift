@@ -14,7 +14,7 @@ struct CountersCommand: ParsableCommand {
     var user: String
 
     func run() throws {
-        let counters = try global.openEngine().counters(of: user)
+        let counters = try global.openEngine().counters(user: user)
         struct Counter: Encodable { var action: String; var total: Int }
         let items = counters.sorted { $0.key < $1.key }.map { Counter(action: $0.key, total: $0.value) }
         struct Document: Encodable { var userId: String; var counters: [String: Int] }

@@ -47,9 +47,9 @@ struct ExperimentCommand: ParsableCommand {
             let now = try global.currentTime()
             let assignments: [ExperimentAssignment]
             if let variant, let experiment {
-                assignments = [try engine.forceVariant(variant, of: experiment, for: user, now: now)]
+                assignments = [try engine.forceVariant(variant, of: experiment, user: user, now: now)]
             } else {
-                assignments = try engine.assignExperiments(for: user, named: experiment, now: now)
+                assignments = try engine.assignExperiments(user: user, named: experiment, now: now)
             }
             if global.json {
                 struct Assigned: Encodable { var user: String; var assignments: [ExperimentAssignment] }

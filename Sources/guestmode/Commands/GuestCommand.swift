@@ -71,12 +71,12 @@ struct GuestCommand: ParsableCommand {
                 device: device, credentials: credentials, now: try global.currentTime())
             let user = creation.user
             // With --json the document says it ("new": false); stderr stays for errors.
-            if !creation.created && !global.json {
+            if !creation.isNew && !global.json {
                 global.output.note(
                     "device \(device ?? "") already has guest \(user.id); returning it (nothing created\(credentials == nil ? "" : ", the username was not stored"))"
                 )
             }
-            if global.json { return try global.output.json(GuestDocument(user: user, created: creation.created)) }
+            if global.json { return try global.output.json(GuestDocument(user: user, created: creation.isNew)) }
             global.output.line(user.id)
         }
     }

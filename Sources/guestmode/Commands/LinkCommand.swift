@@ -42,12 +42,12 @@ struct LinkCommand: ParsableCommand {
             return try global.output.json(
                 IdentityChange(
                     userId: user, action: "link", provider: provider, subject: subject, changed: result.isNewlyLinked,
-                    state: .linked, removedAnonymousCredentials: result.removedAnonymousCredentials))
+                    state: .linked, removedAnonymousCredentials: result.didRemoveAnonymousCredentials))
         }
         if global.quiet { return }
         if result.isNewlyLinked {
             global.output.line(
-                "linked \(provider) to \(user)\(result.removedAnonymousCredentials ? "; anonymous credentials removed" : "")"
+                "linked \(provider) to \(user)\(result.didRemoveAnonymousCredentials ? "; anonymous credentials removed" : "")"
             )
         } else {
             global.output.line("\(provider) was already linked to \(user)")

@@ -76,7 +76,7 @@ struct MergeCommand: ParsableCommand {
             @Argument(help: "Only this user's archive (the account the guest was merged into).") var user: String?
 
             func run() throws {
-                let conflicts = try global.openEngine().archivedConflicts(of: user)
+                let conflicts = try global.openEngine().archivedConflicts(user: user)
                 if global.json { return try global.output.json(conflicts) }
                 global.output.table(
                     conflicts.map {

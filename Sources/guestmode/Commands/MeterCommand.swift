@@ -70,7 +70,7 @@ struct MeterCommand: ParsableCommand {
                 }
                 if !global.quiet {
                     let verb =
-                        result.overage
+                        result.isOverage
                         ? "recorded (overage)"
                         : result.isRecorded
                             ? "recorded"

@@ -84,7 +84,7 @@ struct PlanCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let now = try global.currentTime()
-            var plans = try engine.plans(of: user, now: now)
+            var plans = try engine.plans(user: user, now: now)
             if let plan {
                 plans = plans.filter { $0.plan == plan }
                 if plans.isEmpty {
@@ -92,7 +92,7 @@ struct PlanCommand: ParsableCommand {
                 }
             }
             struct Report: Encodable { var user: String; var tier: TierLevel; var plans: [PlanStatus] }
-            let report = Report(user: user, tier: try engine.tier(of: user, now: now), plans: plans)
+            let report = Report(user: user, tier: try engine.tier(user: user, now: now), plans: plans)
             if listing.resolved(global) == .table && !global.quiet {
                 global.output.note("tier \(report.tier.rawValue)")
             }

@@ -42,7 +42,7 @@ struct PromptCommand: ParsableCommand {
 
         func run() throws {
             let engine = try global.openEngine()
-            let explanation = try engine.explainPrompt(for: user, trigger: trigger, now: try global.currentTime())
+            let explanation = try engine.explainPrompt(user: user, trigger: trigger, now: try global.currentTime())
             let output = global.output
             guard let offer = explanation.offer else {
                 let reason = explanation.quiet ?? .noEligibleRule
@@ -96,11 +96,11 @@ struct PromptCommand: ParsableCommand {
 
         func run() throws {
             let engine = try global.openEngine()
-            let result = try engine.resetPrompts(for: user, now: try global.currentTime())
+            let result = try engine.resetPrompts(user: user, now: try global.currentTime())
             if global.json { return try global.output.json(result) }
             if global.quiet { return }
             global.output.line(
-                result.reset
+                result.wasReset
                     ? "reset prompts for \(user): \"never\" undone; prompt state \(result.promptState.rawValue)"
                     : "\(user) had not said never; prompt state \(result.promptState.rawValue) unchanged")
         }
@@ -154,7 +154,7 @@ struct PromptCommand: ParsableCommand {
                 return
             }
             guard let user, let context, let outcome else { return }
-            let recorded = try engine.recordPrompt(outcome, context: context, for: user, now: try global.currentTime())
+            let recorded = try engine.recordPrompt(outcome, context: context, user: user, now: try global.currentTime())
             if global.json { return try global.output.json(recorded) }
             if !global.quiet {
                 global.output.line(
@@ -177,7 +177,7 @@ struct PromptCommand: ParsableCommand {
 
         func run() throws {
             let engine = try global.openEngine()
-            let history = try engine.promptHistory(for: user)
+            let history = try engine.promptHistory(user: user)
             if listing.resolved(global) == .table && !global.quiet {
                 global.output.note("prompt state: \(history.promptState.rawValue)")
             }

@@ -74,7 +74,7 @@ struct UserCommand: ParsableCommand {
 
         func run() throws {
             let engine = try global.openEngine()
-            let details = try engine.details(of: user, now: try global.currentTime())
+            let details = try engine.details(user: user, now: try global.currentTime())
             if global.json { return try global.output.json(details) }
             let output = global.output
             output.line(output.bold(details.user.id))
@@ -160,7 +160,7 @@ struct UserCommand: ParsableCommand {
             let engine = try global.openEngine()
             let now = try global.currentTime()
             let since = try self.since.map { try GlobalOptions.time($0, what: "--since", clock: now) }
-            let events = try engine.events(of: user, matching: EventQuery(action: action, since: since, limit: limit))
+            let events = try engine.events(user: user, matching: EventQuery(action: action, since: since, limit: limit))
             if global.json { return try global.output.json(events) }
             global.output.table(
                 events.map { event in

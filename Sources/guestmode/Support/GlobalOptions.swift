@@ -158,7 +158,7 @@ struct GlobalOptions: ParsableArguments {
 
     func openEngine() throws -> GuestMode {
         let location = try storeLocation
-        let engine = try GuestMode.opening(try location.open(), at: location.description)
+        let engine = try GuestMode(store: try location.open(), location: location.description)
         output.detail("store \(location.description), profile \(engine.profile.name) v\(engine.profile.version)")
         return engine
     }

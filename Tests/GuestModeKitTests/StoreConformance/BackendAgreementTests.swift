@@ -103,7 +103,7 @@ struct BackendAgreementTests {
         var states: [PromptState?] = []
         for entry in entries {
             states.append(
-                try engine.recordPrompt(entry.outcome, context: entry.context, for: "u", now: entry.at).promptState)
+                try engine.recordPrompt(entry.outcome, context: entry.context, user: "u", now: entry.at).promptState)
         }
         let replayedStates = try replayed.write { transaction in
             _ = try transaction.createMissingGuests([(user.id, user.createdAt)])
@@ -161,7 +161,7 @@ struct SharedStoreConcurrencyTests {
         #expect(outcomes.filter { $0.0 == .needsAccount }.count == Self.tasks - 5)
         #expect(try engine.records(user: guest, collection: "subscriptions").count == 5)
         #expect(outcomes.filter(\.1).count == 1, "the key is counted once")
-        #expect(try engine.counters(of: guest)["app_opened"] == 1)
+        #expect(try engine.counters(user: guest)["app_opened"] == 1)
     }
 
     @Test("a metered guest ends exactly at the allowance", arguments: StoreBackend.allCases)

@@ -20,14 +20,14 @@ struct CounterBoundsTests {
         try store.write { try $0.addToCounter(user: "u1", action: "recipe_viewed", count: Self.nearlyFull) }
         let one = TrackedEvent(user: "u1", action: "recipe_viewed", at: day(1))
         #expect(try engine.track(one, now: day(1)).total == Int(Bounds.maximumCounterTotal))
-        let before = try engine.events(of: "u1", matching: EventQuery()).count
+        let before = try engine.events(user: "u1", matching: EventQuery()).count
         let past = TrackedEvent(user: "u1", action: "recipe_viewed", at: day(2), count: 5)
         #expect(errorCode { _ = try engine.track(past, now: day(2)) } == .countOverflow)
         #expect(
             errorCode { _ = try applyEvents([past], creatingUsers: false, in: store, profile: profile, now: day(2)) }
                 == .countOverflow)
-        #expect(try engine.counters(of: "u1")["recipe_viewed"] == Int(Bounds.maximumCounterTotal))
-        #expect(try engine.events(of: "u1", matching: EventQuery()).count == before)
+        #expect(try engine.counters(user: "u1")["recipe_viewed"] == Int(Bounds.maximumCounterTotal))
+        #expect(try engine.events(user: "u1", matching: EventQuery()).count == before)
         // Other counters still count.
         #expect(try engine.track(TrackedEvent(user: "u1", action: "app_opened", at: day(2)), now: day(2)).total == 2)
     }
@@ -43,20 +43,20 @@ struct CounterBoundsTests {
                 _ = try applyEvents([half, half], creatingUsers: false, in: store, profile: profile, now: day(1))
             }
                 == .countOverflow)
-        #expect(try store.counters(of: "u1")["recipe_viewed"] == nil)
+        #expect(try store.counters(user: "u1")["recipe_viewed"] == nil)
     }
 
     @Test(arguments: StoreBackend.allCases)
     func aMergeThatWouldOverflowACounterIsRefusedAndMovesNothing(backend: StoreBackend) throws {
         let (store, engine, guest, account) = try seededTransfer(backend)
         try store.write { try $0.addToCounter(user: account, action: "recipe_created", count: Self.nearlyFull) }
-        let guestCounters = try store.counters(of: guest)
-        let accountCounters = try store.counters(of: account)
+        let guestCounters = try store.counters(user: guest)
+        let accountCounters = try store.counters(user: account)
         #expect(
             errorCode {
                 _ = try engine.merge(guest: guest, into: account, policy: .union, dryRun: false, now: day(4))
             } == .countOverflow)
-        #expect(try store.counters(of: guest) == guestCounters)
-        #expect(try store.counters(of: account) == accountCounters)
+        #expect(try store.counters(user: guest) == guestCounters)
+        #expect(try store.counters(user: account) == accountCounters)
     }
 }

@@ -20,9 +20,9 @@ func applyEvents(
 }
 
 extension GuestStore {
-    /// The user's counters, read as `GuestMode.counters(of:)` reads them,
+    /// The user's counters, read as `GuestMode.counters(user:)` reads them,
     /// for suites that hold a store rather than an engine.
-    func counters(of userID: String) throws -> [String: Int] {
+    func counters(user userID: String) throws -> [String: Int] {
         try read { transaction in
             _ = try transaction.requireUser(userID)
             return try transaction.counters(of: userID)
@@ -48,7 +48,7 @@ struct EventStoreTests {
         #expect(
             try engine.track(withoutKey, now: day(1)).total == 5,
             "events without a key always count")
-        #expect(try engine.counters(of: "u1") == ["app_opened": 1, "subscription_added": 5])
+        #expect(try engine.counters(user: "u1") == ["app_opened": 1, "subscription_added": 5])
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -58,12 +58,12 @@ struct EventStoreTests {
         try makeGuests(["u1"], in: store, profile: profile)
         _ = try engine.track(
             TrackedEvent(user: "u1", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), now: day(1))
-        let before = try engine.counters(of: "u1")
+        let before = try engine.counters(user: "u1")
         #expect {
             try engine.track(
                 TrackedEvent(user: "u1", action: "reminder_set", at: day(1), idempotencyKey: "k"), now: day(1))
         } throws: { ($0 as? GuestModeError)?.code == .idempotencyKeyReused }
-        #expect(try engine.counters(of: "u1") == before)
+        #expect(try engine.counters(user: "u1") == before)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -74,7 +74,7 @@ struct EventStoreTests {
             try engine.track(
                 TrackedEvent(user: "ghost", action: "app_opened", at: day(1)), now: day(1))
         } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
-        #expect { try engine.counters(of: "ghost") } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
+        #expect { try engine.counters(user: "ghost") } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
         #expect(try !engine.containsUser("ghost"))
     }
 
@@ -92,14 +92,14 @@ struct EventStoreTests {
         #expect(first == EventBatchResult(counted: 3, duplicates: 1, usersCreated: 2))
         #expect(try engine.containsUser("a"))
         #expect(try engine.containsUser("b"))
-        #expect(try engine.counters(of: "a") == ["app_opened": 3])
-        #expect(try engine.counters(of: "b") == ["reminder_set": 1])
+        #expect(try engine.counters(user: "a") == ["app_opened": 3])
+        #expect(try engine.counters(user: "b") == ["reminder_set": 1])
 
         let keyed = events.filter { $0.idempotencyKey != nil }
         let repeated = try applyEvents(keyed, creatingUsers: true, in: store, profile: profile, now: day(3))
         #expect(
             repeated == EventBatchResult(counted: 0, duplicates: 3, usersCreated: 0), "a repeated batch counts nothing")
-        #expect(try engine.counters(of: "a") == ["app_opened": 3])
+        #expect(try engine.counters(user: "a") == ["app_opened": 3])
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -109,7 +109,7 @@ struct EventStoreTests {
         try makeGuests(["a"], in: store, profile: profile)
         _ = try engine.track(
             TrackedEvent(user: "a", action: "paywall_viewed", at: day(1), idempotencyKey: "k"), now: day(1))
-        let before = try engine.counters(of: "a")
+        let before = try engine.counters(user: "a")
         let events = [
             TrackedEvent(user: "new", action: "app_opened", at: day(1)),
             TrackedEvent(user: "a", action: "app_opened", at: day(1)),
@@ -118,7 +118,7 @@ struct EventStoreTests {
         #expect { try applyEvents(events, creatingUsers: true, in: store, profile: profile, now: day(1)) } throws: {
             ($0 as? GuestModeError)?.code == .idempotencyKeyReused
         }
-        #expect(try engine.counters(of: "a") == before)
+        #expect(try engine.counters(user: "a") == before)
         #expect(try !engine.containsUser("new"), "users created by a failed batch are rolled back")
     }
 
@@ -134,7 +134,7 @@ struct EventStoreTests {
         #expect {
             try applyEvents(events, creatingUsers: false, in: store, profile: profile, now: day(1))
         } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
-        #expect(try engine.counters(of: "a") == ["app_opened": 1])
+        #expect(try engine.counters(user: "a") == ["app_opened": 1])
         #expect(try !engine.containsUser("ghost"))
     }
 
@@ -166,7 +166,7 @@ struct EventStoreTests {
             return error?.code == .idempotencyKeyReused
                 && error?.message.contains("'app_opened', not 'reminder_set'") == true
         }
-        #expect(try engine.counters(of: "a") == ["app_opened": 1], "nothing of the batch was written")
+        #expect(try engine.counters(user: "a") == ["app_opened": 1], "nothing of the batch was written")
     }
 
     @Test(arguments: StoreBackend.allCases)

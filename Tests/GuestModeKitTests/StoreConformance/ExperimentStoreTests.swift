@@ -49,11 +49,11 @@ import Testing
         let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
         try store.createUser(newUser("other"), credentials: nil)
-        _ = try engine.forceVariant("social", of: "auth_prompts", for: "u", now: day(2))
-        _ = try engine.forceVariant("control", of: "auth_prompts", for: "other", now: day(2))
+        _ = try engine.forceVariant("social", of: "auth_prompts", user: "u", now: day(2))
+        _ = try engine.forceVariant("control", of: "auth_prompts", user: "other", now: day(2))
         try store.deleteUser(id: "u")
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try engine.assignExperiments(for: "u", named: nil, now: day(3))
+            _ = try engine.assignExperiments(user: "u", named: nil, now: day(3))
         }
         #expect(try stored(store, "u", "auth_prompts") == nil)
         #expect(try stored(store, "other", "auth_prompts")?.variant == "control")
@@ -66,27 +66,27 @@ import Testing
         try store.createUser(newUser("u"), credentials: nil)
         let experiment = try #require(profile.experiment(named: "auth_prompts"))
 
-        let first = try #require(try engine.assignExperiments(for: "u", named: "auth_prompts", now: day(2)).first)
+        let first = try #require(try engine.assignExperiments(user: "u", named: "auth_prompts", now: day(2)).first)
         #expect(first.isNew)
         #expect(first.variant == experiment.variant(for: "u")?.name)
         #expect(first.assignedAt == day(2))
-        let again = try #require(try engine.assignExperiments(for: "u", named: nil, now: day(3)).first)
+        let again = try #require(try engine.assignExperiments(user: "u", named: nil, now: day(3)).first)
         #expect(again.variant == first.variant)
         #expect(!again.isNew)
         #expect(again.assignedAt == day(2))
 
         let other = try #require(experiment.variants.map(\.name).first { $0 != first.variant })
-        let forced = try engine.forceVariant(other, of: "auth_prompts", for: "u", now: day(4))
+        let forced = try engine.forceVariant(other, of: "auth_prompts", user: "u", now: day(4))
         #expect(forced.variant == other)
         #expect(forced.isNew)
         #expect(forced.assignedAt == day(4))
-        #expect(try engine.assignExperiments(for: "u", named: "auth_prompts", now: day(5)).first?.variant == other)
+        #expect(try engine.assignExperiments(user: "u", named: "auth_prompts", now: day(5)).first?.variant == other)
 
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try engine.assignExperiments(for: "ghost", named: nil, now: day(2))
+            _ = try engine.assignExperiments(user: "ghost", named: nil, now: day(2))
         }
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try engine.forceVariant(other, of: "auth_prompts", for: "ghost", now: day(2))
+            _ = try engine.forceVariant(other, of: "auth_prompts", user: "ghost", now: day(2))
         }
         #expect(try stored(store, "ghost", "auth_prompts") == nil)
     }
@@ -97,7 +97,7 @@ import Testing
     func aPromptStrategyOfAMissingUserIsNotFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "recipes")
         let engine = GuestMode(profile: profile, store: store)
-        expectFailure(.notFound, code: .userNotFound) { _ = try engine.promptStrategy(for: "ghost", now: day(2)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.promptStrategy(user: "ghost", now: day(2)) }
         #expect(try stored(store, "ghost", "auth_prompts") == nil)
     }
 }

@@ -63,7 +63,7 @@ import Testing
         let result = try link(
             store, profile, LinkRequest(user: "g", provider: "email", subject: "me", email: nil), now: day(1))
         #expect(result.isNewlyLinked)
-        #expect(!result.removedAnonymousCredentials)
+        #expect(!result.didRemoveAnonymousCredentials)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -178,10 +178,10 @@ import Testing
         expectFailure(.conflict, code: .upgradeInProgress) {
             _ = try engine.link(user: "g", provider: "google", subject: "b", email: nil, now: day(1, hour: 1))
         }
-        let refused = try engine.details(of: "g", now: day(1, hour: 1))
+        let refused = try engine.details(user: "g", now: day(1, hour: 1))
         #expect(refused.counters["account_upgrade_failed"] == 1)
         #expect(refused.identities.isEmpty)
-        let failures = try engine.events(of: "g", matching: EventQuery(action: "account_upgrade_failed"))
+        let failures = try engine.events(user: "g", matching: EventQuery(action: "account_upgrade_failed"))
         #expect(failures.map { $0.properties["code"] } == [.string("upgrade_in_progress")])
         #expect(failures.map { $0.properties["provider"] } == [.string("google")])
         // The first attempt still holds its lock, and finishes.
@@ -189,7 +189,7 @@ import Testing
             _ = try engine.beginLink(first, now: day(1, hour: 1))
         }
         #expect(try engine.completeLink(first, now: day(1, hour: 1)).isNewlyLinked)
-        #expect(try engine.details(of: "g", now: day(1, hour: 1)).counters["account_upgrade_succeeded"] == 1)
+        #expect(try engine.details(user: "g", now: day(1, hour: 1)).counters["account_upgrade_succeeded"] == 1)
     }
 
     @Test(arguments: StoreBackend.allCases)

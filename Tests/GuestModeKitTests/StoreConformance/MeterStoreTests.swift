@@ -73,7 +73,7 @@ struct MeterStoreTests {
     func aRefusedUseRecordsNothing(backend: StoreBackend) throws {
         let engine = try voiceGuest(backend: backend)
         _ = try engine.useMeter(user: "u1", meter: "api_minutes", amount: 56, key: nil, now: day(1))
-        let countersBefore = try engine.counters(of: "u1")
+        let countersBefore = try engine.counters(user: "u1")
         let refused = try engine.useMeter(user: "u1", meter: "api_minutes", amount: 4.000001, key: "big", now: day(1))
         #expect(!refused.isAllowed)
         #expect(!refused.isRecorded)
@@ -81,7 +81,7 @@ struct MeterStoreTests {
         #expect(refused.warnings.isEmpty)
         #expect(refused.status.used == 56)
         #expect(try engine.meterStatus(user: "u1", meter: "api_minutes", now: day(1)).used == 56)
-        #expect(try engine.counters(of: "u1") == countersBefore, "no warning event either")
+        #expect(try engine.counters(user: "u1") == countersBefore, "no warning event either")
         // The refused key was not taken: the same key records once it fits.
         let fits = try engine.useMeter(user: "u1", meter: "api_minutes", amount: 4, key: "big", now: day(1))
         #expect(fits.isRecorded)
@@ -99,7 +99,7 @@ struct MeterStoreTests {
                 [], [FiredWarning(meter: "api_minutes", percent: 75, level: .warning)], [],
                 [FiredWarning(meter: "api_minutes", percent: 90, level: .critical)], [],
             ])
-        #expect(try engine.counters(of: "u1")["meter_warning"] == 2)
+        #expect(try engine.counters(user: "u1")["meter_warning"] == 2)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -114,7 +114,7 @@ struct MeterStoreTests {
         try makeGuests(["u2"], in: engine.store, profile: engine.profile)
         let both = try engine.useMeter(user: "u2", meter: "api_minutes", amount: 55, key: nil, now: day(1))
         #expect(both.warnings.map(\.level) == [.warning, .critical])
-        #expect(try engine.counters(of: "u2")["meter_warning"] == 2)
+        #expect(try engine.counters(user: "u2")["meter_warning"] == 2)
     }
 
     @Test(arguments: StoreBackend.allCases)

@@ -93,7 +93,7 @@ func observableState(_ engine: GuestMode) throws -> String {
                 lines.append("  record \(record.collection)/\(record.key)=\(record.data)")
             }
         }
-        for (action, total) in try engine.counters(of: user.id).sorted(by: { $0.key < $1.key }) {
+        for (action, total) in try engine.counters(user: user.id).sorted(by: { $0.key < $1.key }) {
             lines.append("  counter \(action)=\(total)")
         }
     }

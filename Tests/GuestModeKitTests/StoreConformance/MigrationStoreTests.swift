@@ -89,7 +89,7 @@ struct MigrationStoreTests {
         let records = try recordLines(engine, account)
         #expect(records.contains(#"recipes/pasta~guest={"by":"guest"}"#))
         #expect(records.contains(#"preferences/diet={"diet":"vegan"}"#))
-        #expect(try engine.counters(of: account)["app_opened"] == 5)
+        #expect(try engine.counters(user: account)["app_opened"] == 5)
         #expect(try engine.journals(involving: guest).map(\.id) == [id])
     }
 
@@ -107,7 +107,8 @@ struct MigrationStoreTests {
             }
                 == .recordsLeftBehind)
         #expect(try observableState(engine) == before)
-        #expect(try engine.counters(of: guest)["recipe_created"] == 2, "the activity moved in the failed step is back")
+        #expect(
+            try engine.counters(user: guest)["recipe_created"] == 2, "the activity moved in the failed step is back")
         #expect(try engine.journal(id).steps.first?.status == "pending")
 
         try engine.failMigration(journalID: id, reason: "step 1 profile: records left behind")
@@ -155,7 +156,8 @@ struct MigrationStoreTests {
         let (_, engine, guest, account) = try seededTransfer(backend)
         #expect(try engine.journals(involving: nil).isEmpty)
         let other = try engine.createGuest(device: nil, now: day(2)).id
-        let first = try engine.startMigration(of: guest, into: account, steps: ["profile"], backupPath: "b", now: day(3))
+        let first = try engine.startMigration(
+            of: guest, into: account, steps: ["profile"], backupPath: "b", now: day(3))
         let merged = try engine.merge(guest: other, into: account, policy: .union, dryRun: false, now: day(4))
         let second = try #require(merged.journalID)
         #expect(try engine.journals(involving: nil).map(\.id) == [first, second])

@@ -18,12 +18,12 @@ struct MissionStoreTests {
 
         let refused = try engine.useMeter(
             user: "u1", meter: "api_minutes", amount: 30, key: nil, overage: .refuse, now: day(1))
-        #expect(!refused.isRecorded && !refused.isAllowed && !refused.overage)
+        #expect(!refused.isRecorded && !refused.isAllowed && !refused.isOverage)
         #expect(refused.status.used == 40)
 
         let over = try engine.useMeter(
             user: "u1", meter: "api_minutes", amount: 30, key: "late-session", overage: .allow, now: day(1))
-        #expect(over.isRecorded && !over.isAllowed && over.overage)
+        #expect(over.isRecorded && !over.isAllowed && over.isOverage)
         #expect(over.status.used == 70)
         #expect(over.status.remaining == 0)
         #expect(over.status.level == .exhausted)
@@ -36,7 +36,7 @@ struct MissionStoreTests {
 
         let more = try engine.useMeter(
             user: "u1", meter: "api_minutes", amount: 1, key: nil, overage: .allow, now: day(1))
-        #expect(more.isRecorded && more.overage && more.warnings.isEmpty, "each warning fires once")
+        #expect(more.isRecorded && more.isOverage && more.warnings.isEmpty, "each warning fires once")
         #expect(more.status.used == 71)
         #expect(!(try engine.checkMeter(user: "u1", meter: "api_minutes", amount: 1, now: day(1)).isAllowed))
     }
@@ -48,7 +48,7 @@ struct MissionStoreTests {
         let engine = GuestMode(profile: profile, store: store)
         let fits = try engine.useMeter(
             user: "u1", meter: "api_minutes", amount: 60, key: nil, overage: .allow, now: day(1))
-        #expect(fits.isRecorded && fits.isAllowed && !fits.overage)
+        #expect(fits.isRecorded && fits.isAllowed && !fits.isOverage)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -61,20 +61,22 @@ struct MissionStoreTests {
                 TrackedEvent(user: "u1", action: action, at: day(index + 2), properties: ["n": .number("\(index)")]),
                 now: day(index + 2))
         }
-        let all = try engine.events(of: "u1", matching: EventQuery())
+        let all = try engine.events(user: "u1", matching: EventQuery())
         #expect(all.map(\.action) == [profile.actions[0], "app_opened", "command_spoken", "app_opened"])
         #expect(all.allSatisfy { $0.userId == "u1" })
         #expect(all.last?.properties == ["n": .number("2")])
         #expect(
-            try engine.events(of: "u1", matching: EventQuery(action: "app_opened", since: day(3))).map(\.at) == [day(4)]
+            try engine.events(user: "u1", matching: EventQuery(action: "app_opened", since: day(3))).map(\.at) == [
+                day(4)
+            ]
         )
         #expect(
-            try engine.events(of: "u1", matching: EventQuery(limit: 2)).map(\.action) == [
+            try engine.events(user: "u1", matching: EventQuery(limit: 2)).map(\.action) == [
                 "command_spoken", "app_opened",
             ])
-        #expect(try engine.events(of: "u2", matching: EventQuery(action: "command_spoken")).isEmpty)
+        #expect(try engine.events(user: "u2", matching: EventQuery(action: "command_spoken")).isEmpty)
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try engine.events(of: "nobody", matching: EventQuery())
+            _ = try engine.events(user: "nobody", matching: EventQuery())
         }
     }
 }

@@ -24,7 +24,7 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func grantsAreKeptInTheOrderGranted(backend: StoreBackend) throws {
         let engine = try subscriptions(backend, users: ["u"])
-        #expect(try engine.plans(of: "u", now: day(1)) == [])
+        #expect(try engine.plans(user: "u", now: day(1)) == [])
         #expect(try grants(of: "u", in: engine) == [])
 
         let afterTrial = try engine.grantPlan(user: "u", plan: "premium", trial: week, until: nil, now: day(1))
@@ -37,7 +37,7 @@ import Testing
         #expect(open.state == .active)
         let term = PlanGrant(plan: "premium", grantedAt: day(9), endsAt: day(20))
         #expect(try grants(of: "u", in: engine) == [trial, term, PlanGrant(plan: "premium", grantedAt: day(10))])
-        #expect(try engine.tier(of: "u", now: day(11)) == .premium)
+        #expect(try engine.tier(user: "u", now: day(11)) == .premium)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -81,7 +81,7 @@ import Testing
         #expect(revoked.state == .revoked)
         let afterRevoking = try grants(of: "u", in: engine)
         #expect(afterRevoking.map(\.revokedAt) == [day(5), day(5)])
-        #expect(try engine.tier(of: "u", now: day(5)) == .guest)
+        #expect(try engine.tier(user: "u", now: day(5)) == .guest)
 
         // Nothing left to revoke: not found, and the earlier revocation stands.
         expectFailure(.notFound, code: .planNotFound) {
@@ -92,7 +92,7 @@ import Testing
         let regranted = try engine.grantPlan(user: "u", plan: "premium", trial: nil, until: nil, now: day(7))
         #expect(regranted.state == .active)
         #expect(try grants(of: "u", in: engine).last == PlanGrant(plan: "premium", grantedAt: day(7)))
-        #expect(try engine.tier(of: "u", now: day(7)) == .premium)
+        #expect(try engine.tier(user: "u", now: day(7)) == .premium)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -113,8 +113,8 @@ import Testing
     @Test(arguments: StoreBackend.allCases)
     func plansOfAMissingUserAreNotFound(backend: StoreBackend) throws {
         let engine = try subscriptions(backend, users: [])
-        expectFailure(.notFound, code: .userNotFound) { _ = try engine.plans(of: "nobody", now: day(1)) }
-        expectFailure(.notFound, code: .userNotFound) { _ = try engine.tier(of: "nobody", now: day(1)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.plans(user: "nobody", now: day(1)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.tier(user: "nobody", now: day(1)) }
         expectFailure(.notFound, code: .userNotFound) {
             _ = try engine.grantPlan(user: "nobody", plan: "premium", trial: nil, until: nil, now: day(1))
         }
@@ -132,6 +132,6 @@ import Testing
             store, engine.profile, LinkRequest(user: "u", provider: "apple", subject: "a", email: nil), now: day(2))
         #expect(try engine.user("u").state == .linked)
         #expect(try grants(of: "u", in: engine) == [PlanGrant(plan: "premium", grantedAt: day(1))])
-        #expect(try engine.tier(of: "u", now: day(2)) == .premium)
+        #expect(try engine.tier(user: "u", now: day(2)) == .premium)
     }
 }

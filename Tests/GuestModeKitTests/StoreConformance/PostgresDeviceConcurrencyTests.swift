@@ -15,7 +15,7 @@ import Testing
             try GuestMode(profile: profile, store: connections[index]).createOrFindGuest(device: "phone", now: day(1))
         }
         let outcomes = try results.map { try $0.get() }
-        #expect(outcomes.filter(\.created).count == 1)
+        #expect(outcomes.filter(\.isNew).count == 1)
         #expect(Set(outcomes.map(\.user.id)).count == 1)
         #expect(try GuestMode(profile: profile, store: store).users(matching: UserFilter(), now: day(1)).count == 1)
     }

@@ -72,7 +72,7 @@ struct PostgresEventsConcurrencyTests {
         }
         #expect(results.filter(\.isCounted).count == 1)
         #expect(results.allSatisfy { $0.total == 3 }, "a repeat reports the total the first one counted")
-        #expect(try stores[0].counters(of: "u1")["subscription_added"] == 3)
+        #expect(try stores[0].counters(user: "u1")["subscription_added"] == 3)
     }
 
     @Test func eventsWithoutKeysLoseNoIncrement() throws {
@@ -86,7 +86,7 @@ struct PostgresEventsConcurrencyTests {
         }.flatMap { $0 }
         #expect(results.allSatisfy { $0.isCounted })
         #expect(Set(results.map(\.total)).count == Self.writers * 25, "each increment saw a distinct total")
-        #expect(try stores[0].counters(of: "u1")["paywall_viewed"] == Self.writers * 25)
+        #expect(try stores[0].counters(user: "u1")["paywall_viewed"] == Self.writers * 25)
         #expect(try stores[0].integrityProblems().isEmpty)
     }
 
@@ -106,7 +106,7 @@ struct PostgresEventsConcurrencyTests {
         #expect(results.map(\.counted).reduce(0, +) == 60)
         #expect(results.map(\.duplicates).reduce(0, +) == Self.writers * 60 - 60)
         #expect(results.map(\.usersCreated).reduce(0, +) == 10)
-        for user in users { #expect(try stores[0].counters(of: user) == ["app_opened": 6]) }
+        for user in users { #expect(try stores[0].counters(user: user) == ["app_opened": 6]) }
         #expect(try stores[0].integrityProblems().isEmpty)
     }
 

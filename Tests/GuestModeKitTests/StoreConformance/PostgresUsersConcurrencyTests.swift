@@ -280,7 +280,7 @@ import Testing
         // The engine: every racer finds nothing stored, one enrols the user.
         let enrolled = race { index in
             try GuestMode(profile: profile, store: connections[index]).assignExperiments(
-                for: "v", named: "auth_prompts", now: day(2))
+                user: "v", named: "auth_prompts", now: day(2))
         }
         let firsts = try enrolled.map { try #require(try $0.get().first) }
         #expect(Set(firsts.map(\.variant)).count == 1)
@@ -291,7 +291,7 @@ import Testing
             for step in 0..<perRacer {
                 let outcome: PromptOutcome = index == 0 && step == perRacer - 1 ? .never : .shown
                 _ = try GuestMode(profile: profile, store: connections[index]).recordPrompt(
-                    outcome, context: "reengagement", for: "u", now: day(3))
+                    outcome, context: "reengagement", user: "u", now: day(3))
             }
             return true
         }

@@ -15,7 +15,7 @@ import Testing
         let text = try template("voice")
         // Bound without a cache: the first opening parses and keeps it.
         #expect(try store.boundProfileWithCache()?.cache == nil)
-        let first = try GuestMode.opening(store, at: "test")
+        let first = try GuestMode(store: store, location: "test")
         #expect(first.profile == parsed)
         let bound = try #require(try store.boundProfileWithCache())
         #expect(bound.text == text)
@@ -23,7 +23,7 @@ import Testing
         let cache = try #require(bound.cache)
         #expect(try cache == ProfileCache.entry(for: parsed, text: text))
         // The second opening comes from the cache.
-        #expect(try GuestMode.opening(store, at: "test").profile == parsed)
+        #expect(try GuestMode(store: store, location: "test").profile == parsed)
     }
 
     @Test(arguments: StoreBackend.allCases) func aTamperedCacheIsIgnored(backend: StoreBackend) throws {
@@ -44,7 +44,7 @@ import Testing
         for entry in tampered {
             try store.saveProfileCache(entry)
             #expect(try store.boundProfileWithCache()?.cache == entry)
-            #expect(try GuestMode.opening(store, at: "test").profile == parsed)
+            #expect(try GuestMode(store: store, location: "test").profile == parsed)
             // The miss put a good entry back.
             #expect(try store.boundProfileWithCache()?.cache == good)
         }

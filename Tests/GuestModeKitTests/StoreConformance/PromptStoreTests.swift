@@ -31,7 +31,7 @@ func storedPromptFacts(_ store: any GuestStore, of userID: String) throws -> Pro
         let (store, profile) = try backend.makeStore(profile: "recipes")
         let engine = GuestMode(profile: profile, store: store)
         let record = { (entry: PromptHistoryEntry, userID: String) in
-            try engine.recordPrompt(entry.outcome, context: entry.context, for: userID, now: entry.at).promptState
+            try engine.recordPrompt(entry.outcome, context: entry.context, user: userID, now: entry.at).promptState
         }
         try store.createUser(newUser("u"), credentials: nil)
         try store.createUser(newUser("other"), credentials: nil)
@@ -104,21 +104,21 @@ func storedPromptFacts(_ store: any GuestStore, of userID: String) throws -> Pro
         let (store, profile) = try backend.makeStore(profile: "recipes")
         let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
-        let shown = try engine.recordPrompt(.shown, context: "first_recipe_success", for: "u", now: day(2))
+        let shown = try engine.recordPrompt(.shown, context: "first_recipe_success", user: "u", now: day(2))
         #expect(shown.promptState == .prompted)
         #expect(
             try engine.recordPrompts([
                 PromptRecord(user: "u", context: "reengagement", outcome: .dismissed, at: day(3))
             ]) == 1)
-        let history = try engine.promptHistory(for: "u")
+        let history = try engine.promptHistory(user: "u")
         #expect(history.promptState == .dismissed)
         #expect(history.outcomes.map(\.context) == ["first_recipe_success", "reengagement"])
         expectFailure(.notFound, code: .userNotFound) {
-            _ = try engine.recordPrompt(.shown, context: "reengagement", for: "ghost", now: day(2))
+            _ = try engine.recordPrompt(.shown, context: "reengagement", user: "ghost", now: day(2))
         }
-        expectFailure(.notFound, code: .userNotFound) { _ = try engine.promptHistory(for: "ghost") }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.promptHistory(user: "ghost") }
         // The strategy assigns the user to the profile's experiment through the same store.
-        let strategy = try engine.promptStrategy(for: "u", now: day(4))
+        let strategy = try engine.promptStrategy(user: "u", now: day(4))
         #expect(strategy.variants.map(\.experiment) == ["auth_prompts"])
         #expect(
             try store.read { try $0.assignment(of: "u", experiment: "auth_prompts") }?.variant
@@ -130,8 +130,8 @@ func storedPromptFacts(_ store: any GuestStore, of userID: String) throws -> Pro
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
-        _ = try engine.recordPrompt(.shown, context: "guest_cap_reached", for: "u", now: day(2))
-        _ = try engine.recordPrompt(.never, context: "guest_cap_reached", for: "u", now: day(2))
+        _ = try engine.recordPrompt(.shown, context: "guest_cap_reached", user: "u", now: day(2))
+        _ = try engine.recordPrompt(.never, context: "guest_cap_reached", user: "u", now: day(2))
         let request = LinkRequest(user: "u", provider: "apple", subject: "s", email: nil)
         _ = try IdentityStoreTests().link(store, profile, request, now: day(3))
         #expect(try storedPromptFacts(store, of: "u")?.promptState == .authenticated)

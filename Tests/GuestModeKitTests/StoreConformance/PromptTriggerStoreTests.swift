@@ -71,7 +71,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         let facts = try #require(try promptSnapshot(store, profile, of: "u", now: day(3)))
         #expect(facts.raisedTriggers == ["guest_cap_refused": day(3)])
         #expect(facts.limits["subscriptions"]?.used == 5, "the refusal itself stored nothing")
-        let offer = try #require(try engine.nextPrompt(for: "u", trigger: nil, now: day(3)).offer)
+        let offer = try #require(try engine.nextPrompt(user: "u", trigger: nil, now: day(3)).offer)
         #expect(offer.context == "guest_cap_reached")
         #expect(offer.content.primaryAction == "Create a free account — save your 5 subscriptions")
     }
@@ -88,7 +88,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         #expect(try promptSnapshot(store, profile, of: "u", now: day(3))?.raisedTriggers == ["minutes_refused": day(3)])
         #expect(try !engine.useMeter(user: "u", meter: "api_minutes", amount: 5, key: nil, now: day(4)).isAllowed)
         #expect(try promptSnapshot(store, profile, of: "u", now: day(4))?.raisedTriggers == ["minutes_refused": day(4)])
-        #expect(try engine.nextPrompt(for: "u", trigger: nil, now: day(4)).offer?.context == "session_refused")
+        #expect(try engine.nextPrompt(user: "u", trigger: nil, now: day(4)).offer?.context == "session_refused")
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -96,21 +96,21 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         let (store, profile) = try backend.makeStore(profile: "habits")
         let engine = GuestMode(profile: profile, store: store)
         #expect(profile.backup.queuesOnChange)
-        expectFailure(.notFound, code: .userNotFound) { _ = try engine.resetPrompts(for: "nobody", now: day(2)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.resetPrompts(user: "nobody", now: day(2)) }
         try store.createUser(newUser("u"), credentials: nil)
-        #expect(try !engine.resetPrompts(for: "u", now: day(2)).reset)
+        #expect(try !engine.resetPrompts(user: "u", now: day(2)).wasReset)
         #expect(try store.outboxEntries().isEmpty, "nothing reset, nothing queued")
         #expect(
-            try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(3)).promptState == .neverAsk)
+            try engine.recordPrompt(.never, context: "protect_streak", user: "u", now: day(3)).promptState == .neverAsk)
         #expect(try store.outboxEntries().map(\.userId) == ["u"], "an outcome, never included, queues the backup")
-        let reset = try engine.resetPrompts(for: "u", now: day(4))
-        #expect(reset.reset && reset.promptState == .dismissed)
+        let reset = try engine.resetPrompts(user: "u", now: day(4))
+        #expect(reset.wasReset && reset.promptState == .dismissed)
         let facts = try #require(try promptSnapshot(store, profile, of: "u", now: day(4)))
         #expect(facts.promptState == .dismissed)
         #expect(facts.resetAt == day(4))
         #expect(!facts.saidNever)
-        #expect(try store.counters(of: "u")[PromptTrigger.resetEventAction] == 1)
-        #expect(try !engine.resetPrompts(for: "u", now: day(5)).reset)
+        #expect(try store.counters(user: "u")[PromptTrigger.resetEventAction] == 1)
+        #expect(try !engine.resetPrompts(user: "u", now: day(5)).wasReset)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -119,14 +119,14 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
         #expect(
-            try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(1)).promptState == .neverAsk)
-        #expect(try engine.resetPrompts(for: "u", now: day(2)).reset)
+            try engine.recordPrompt(.never, context: "protect_streak", user: "u", now: day(1)).promptState == .neverAsk)
+        #expect(try engine.resetPrompts(user: "u", now: day(2)).wasReset)
         _ = try IdentityStoreTests().link(
             store, profile, LinkRequest(user: "u", provider: "apple", subject: "s", email: nil), now: day(3))
         #expect(try engine.unlink(user: "u", provider: "apple", now: day(4)).promptState == "anonymous")
 
         #expect(
-            try engine.recordPrompt(.never, context: "protect_streak", for: "u", now: day(5)).promptState == .neverAsk)
+            try engine.recordPrompt(.never, context: "protect_streak", user: "u", now: day(5)).promptState == .neverAsk)
         _ = try IdentityStoreTests().link(
             store, profile, LinkRequest(user: "u", provider: "apple", subject: "s", email: nil), now: day(6))
         #expect(
@@ -141,7 +141,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         let quiet = GuestMode(profile: recipes, store: store)
         try store.createUser(newUser("a"), credentials: nil)
         try store.createUser(newUser("b"), credentials: nil)
-        _ = try quiet.recordPrompt(.shown, context: "reengagement", for: "a", now: day(2))
+        _ = try quiet.recordPrompt(.shown, context: "reengagement", user: "a", now: day(2))
         _ = try quiet.recordPrompts([PromptRecord(user: "a", context: "reengagement", outcome: .later, at: day(2))])
         #expect(try store.outboxEntries().isEmpty)
         var queuing = recipes

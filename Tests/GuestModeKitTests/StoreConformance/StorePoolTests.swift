@@ -232,7 +232,7 @@ struct SQLitePoolTests {
         let store = try SQLiteStore.open(path: path, connections: .pool(maximumReaders: 2))
         #expect(try store.schemaStatus().pending == [])
         #expect(try store.integrityProblems() == [])
-        let engine = try GuestMode.opening(store, at: path)
+        let engine = try GuestMode(store: store, location: path)
         #expect(try engine.users(matching: UserFilter(), now: day(1)).count == 2)
         try store.close()
         #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "closed, the store is one file again")

@@ -42,14 +42,14 @@ private let users: @Sendable (any GuestStore, Profile) throws -> Void = { store,
     _ = try GuestMode(profile: profile, store: store).users(matching: UserFilter(), now: day(3))
 }
 private let facts: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
-    _ = try GuestMode(profile: profile, store: store).promptHistory(for: "u")
+    _ = try GuestMode(profile: profile, store: store).promptHistory(user: "u")
 }
 private let meter: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).meterStatus(
         user: "u", meter: profile.meters[0].name, now: day(2, hour: 18))
 }
 private let plans: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
-    _ = try GuestMode(profile: profile, store: store).plans(of: "u", now: day(2))
+    _ = try GuestMode(profile: profile, store: store).plans(user: "u", now: day(2))
 }
 private let journal: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).journal(1)
@@ -68,18 +68,18 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("users", "linked_at", "'soon'", read: user),
     PlantedValue("users", "prompt_state", "'confused'", read: facts),
     PlantedValue("users", "prompt_state", "'confused'") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).resetPrompts(for: "u", now: day(3))
+        _ = try GuestMode(profile: profile, store: store).resetPrompts(user: "u", now: day(3))
     },
     PlantedValue("users", "created_at", "'yesterday'", read: facts),
     PlantedValue("identities", "linked_at", "'yesterday'") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).details(of: "u", now: day(3))
+        _ = try GuestMode(profile: profile, store: store).details(user: "u", now: day(3))
     },
     PlantedValue("credentials", "created_at", "'yesterday'") { store, profile in
         _ = try GuestMode(profile: profile, store: store).verifyAnonymousCredentials(
             username: "anon", secret: "hunter2", now: day(3))
     },
     PlantedValue("credentials", "created_at", "'yesterday'") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).details(of: "u", now: day(3))
+        _ = try GuestMode(profile: profile, store: store).details(user: "u", now: day(3))
     },
     PlantedValue("upgrade_locks", "started_at", "'yesterday'") { store, profile in
         do {
@@ -90,13 +90,13 @@ let plantedValues: [PlantedValue] = [
         } catch let error as GuestModeError where error.code == .upgradeInProgress {}
     },
     PlantedValue("events", "at", "'yesterday'") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).events(of: "u", matching: EventQuery())
+        _ = try GuestMode(profile: profile, store: store).events(user: "u", matching: EventQuery())
     },
     PlantedValue("events", "count", "'many'", postgres: "NULL") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).events(of: "u", matching: EventQuery())
+        _ = try GuestMode(profile: profile, store: store).events(user: "u", matching: EventQuery())
     },
     PlantedValue("counters", "total", "'lots'", postgres: "NULL") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).counters(of: "u")
+        _ = try GuestMode(profile: profile, store: store).counters(user: "u")
     },
     PlantedValue("counters", "total", "'lots'", postgres: "NULL") { store, profile in
         _ = try GuestMode(profile: profile, store: store).track(
@@ -134,7 +134,7 @@ let plantedValues: [PlantedValue] = [
         _ = try GuestMode(profile: profile, store: store).unlink(user: "u", provider: "apple", now: day(3))
     },
     PlantedValue("experiment_assignments", "assigned_at", "'yesterday'") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).assignExperiments(for: "u", named: "auth_prompts", now: day(3))
+        _ = try GuestMode(profile: profile, store: store).assignExperiments(user: "u", named: "auth_prompts", now: day(3))
     },
     PlantedValue("outbox", "attempts", "'many'", postgres: "NULL") { store, profile in
         _ = try GuestMode(profile: profile, store: store).backupQueue()
@@ -143,20 +143,20 @@ let plantedValues: [PlantedValue] = [
         var queuing = profile
         queuing.backup.queuesOnChange = true
         _ = try GuestMode(profile: queuing, store: store).recordPrompt(
-            .shown, context: "first_recipe_success", for: "u", now: day(3))
+            .shown, context: "first_recipe_success", user: "u", now: day(3))
     },
     PlantedValue("user_flags", "set_at", "'yesterday'") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).explainPrompt(for: "u", trigger: nil, now: day(3))
+        _ = try GuestMode(profile: profile, store: store).explainPrompt(user: "u", trigger: nil, now: day(3))
     },
     PlantedValue("migration_journals", "started_at", "'yesterday'", read: journal),
     PlantedValue("migration_journals", "finished_at", "'yesterday'", read: journal),
     PlantedValue("migration_steps", "finished_at", "'yesterday'", read: journal),
     PlantedValue("migration_steps", "rows", "'some'", postgres: "NULL", read: journal),
     PlantedValue("conflict_archive", "updated_at", "'yesterday'") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).archivedConflicts(of: "u")
+        _ = try GuestMode(profile: profile, store: store).archivedConflicts(user: "u")
     },
     PlantedValue("conflict_archive", "archived_at", "'yesterday'") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).archivedConflicts(of: nil)
+        _ = try GuestMode(profile: profile, store: store).archivedConflicts(user: nil)
     },
 ]
 

@@ -78,8 +78,8 @@ struct TransferStoreTests {
         #expect(
             journal.kind == "merge" && journal.status == "done" && journal.source == guest && journal.target == account)
         #expect(errorCode { _ = try engine.user(guest) } == .userNotFound)
-        #expect(try engine.counters(of: account)["app_opened"] == 5)
-        #expect(try engine.counters(of: account)["recipe_created"] == 2)
+        #expect(try engine.counters(user: account)["app_opened"] == 5)
+        #expect(try engine.counters(user: account)["recipe_created"] == 2)
         let records = try recordLines(engine, account)
         for line in [#"profile/me={"name":"Ana"}"#, #"recipes/soup={"by":"guest"}"#, #"photos/p1={"url":"p1"}"#] {
             #expect(records.contains(line))
@@ -262,13 +262,13 @@ struct TransferStoreTests {
             user: account, collection: "habits", key: "h1", json: #"{"by":"account"}"#, now: day(2))
         _ = try engine.merge(guest: guest, into: account, policy: .keepAccount, dryRun: false, now: day(3))
 
-        let archived = try engine.archivedConflicts(of: account)
+        let archived = try engine.archivedConflicts(user: account)
         #expect(archived.count == 1)
         let entry = try #require(archived.first)
         #expect(entry.userId == account && entry.collection == "habits" && entry.key == "h1")
         #expect(entry.data == #"{"by":"guest"}"#)
-        #expect(try engine.archivedConflicts(of: nil) == archived)
-        #expect(errorCode { _ = try engine.archivedConflicts(of: "nobody") } == .userNotFound)
+        #expect(try engine.archivedConflicts(user: nil) == archived)
+        #expect(errorCode { _ = try engine.archivedConflicts(user: "nobody") } == .userNotFound)
 
         let stable = try observableState(engine)
         #expect(errorCode { _ = try engine.restoreConflict(id: entry.id, key: "h1", now: day(4)) } == .recordKeyTaken)
@@ -281,6 +281,6 @@ struct TransferStoreTests {
         #expect(restored.restoredKey == "h1~restored")
         #expect(try engine.record(user: account, collection: "habits", key: "h1").data == #"{"by":"account"}"#)
         #expect(try engine.record(user: account, collection: "habits", key: "h1~restored").data == #"{"by":"guest"}"#)
-        #expect(try engine.archivedConflicts(of: account).isEmpty)
+        #expect(try engine.archivedConflicts(user: account).isEmpty)
     }
 }

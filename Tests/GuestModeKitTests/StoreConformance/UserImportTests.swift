@@ -122,7 +122,7 @@ struct UserImportTests {
     func importsAFirebaseExportKeepingIdsAndARerunChangesNothing(backend: StoreBackend) throws {
         let engine = try engine(backend)
         let dryRun = try engine.importUsers(from: try firebaseExport(), format: .firebase, dryRun: true, now: now)
-        #expect(dryRun.usersCreated == 5 && dryRun.dryRun)
+        #expect(dryRun.usersCreated == 5 && dryRun.isDryRun)
         #expect(
             try engine.users(matching: UserFilter(state: nil, inactive: nil), now: now).isEmpty,
             "a dry run writes nothing")
@@ -132,10 +132,10 @@ struct UserImportTests {
         #expect(report.anonymous == 1 && report.linked == 4 && report.identities == 4)
         #expect(report.passwordHashesSkipped == 1)
 
-        let guest = try engine.details(of: "QmFub255bW91czEyMzQ1Njc4OTAx", now: now)
+        let guest = try engine.details(user: "QmFub255bW91czEyMzQ1Njc4OTAx", now: now)
         #expect(guest.user.state == .anonymous && guest.identities.isEmpty && guest.tier == .guest)
         #expect(guest.user.createdAt == Timestamp.parse("2025-10-30T12:00:00Z"))
-        let apple = try engine.details(of: "YXBwbGVVc2VyMTIzNDU2Nzg5MDEy", now: now)
+        let apple = try engine.details(user: "YXBwbGVVc2VyMTIzNDU2Nzg5MDEy", now: now)
         #expect(apple.user.state == .linked && apple.user.promptState == "authenticated")
         #expect(apple.identities.map(\.subject) == ["001234.5d9c0a1b2c3d.0912"])
         #expect(!apple.hasAnonymousCredentials)

@@ -53,7 +53,7 @@ private struct StopAfterLock: Error {}
                     id: user.id, device: "phone", state: .anonymous, promptState: "anonymous", createdAt: day(1),
                     lastSeenAt: day(1), linkedAt: nil))
         #expect(try engine.user(user.id) == user)
-        #expect(try engine.details(of: user.id, now: day(1)).hasAnonymousCredentials == false)
+        #expect(try engine.details(user: user.id, now: day(1)).hasAnonymousCredentials == false)
         expectFailure(.notFound, code: .userNotFound) { _ = try engine.user("nobody") }
     }
 
@@ -66,7 +66,7 @@ private struct StopAfterLock: Error {}
         #expect(stored.userID == user.id && stored.username == "anon" && stored.createdAt == day(1))
         #expect(try SecretHash.verify("hunter2", against: stored.secretHash) == .matches, "a hash, never the secret")
         #expect(try store.anonymousCredentials(username: "other") == nil)
-        #expect(try engine.details(of: user.id, now: day(1)).hasAnonymousCredentials)
+        #expect(try engine.details(user: user.id, now: day(1)).hasAnonymousCredentials)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -90,17 +90,17 @@ private struct StopAfterLock: Error {}
     func aKnownDeviceReturnsItsOldestUser(backend: StoreBackend) throws {
         let (engine, store) = try engine(backend)
         let first = try engine.createOrFindGuest(device: "phone", now: day(2))
-        #expect(first.created)
+        #expect(first.isNew)
         // An older user of the same device (from an import, say) is the one found.
         try store.createUser(newUser("older", at: day(1), device: "phone"), credentials: nil)
         let again = try engine.createOrFindGuest(
             device: "phone", credentials: AnonymousCredentials(username: "anon", secret: "s"), now: day(3))
-        #expect(!again.created)
+        #expect(!again.isNew)
         #expect(again.user == newUser("older", at: day(1), device: "phone"))
         #expect(try store.anonymousCredentials(username: "anon") == nil, "credentials of a known device are not kept")
         let other = try engine.createOrFindGuest(device: "tablet", now: day(3))
-        #expect(other.created && other.user.id != first.user.id)
-        #expect(try engine.createOrFindGuest(device: nil, now: day(3)).created, "no device, always a new guest")
+        #expect(other.isNew && other.user.id != first.user.id)
+        #expect(try engine.createOrFindGuest(device: nil, now: day(3)).isNew, "no device, always a new guest")
         #expect(try engine.users(matching: UserFilter(), now: day(3)).count == 4)
     }
 
@@ -148,10 +148,10 @@ private struct StopAfterLock: Error {}
         #expect(overview.counters["account_upgrade_succeeded"] == 1)
         #expect(overview.records == ["subscriptions": 2])
         #expect(!overview.hasAnonymousCredentials)
-        let details = try engine.details(of: "u1", now: day(3))
+        let details = try engine.details(user: "u1", now: day(3))
         #expect(details.tier == .premium, "the tier from the plans the overview read")
         #expect(details.records == overview.records && details.identities == overview.identities)
-        expectFailure(.notFound, code: .userNotFound) { _ = try engine.details(of: "nobody", now: day(3)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.details(user: "nobody", now: day(3)) }
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -171,7 +171,7 @@ private struct StopAfterLock: Error {}
         try engine.deleteUser("doomed")
 
         expectFailure(.notFound, code: .userNotFound) { _ = try engine.user("doomed") }
-        expectFailure(.notFound, code: .userNotFound) { _ = try engine.plans(of: "doomed", now: day(1)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.plans(user: "doomed", now: day(1)) }
         #expect(try store.anonymousCredentials(username: "anon-doomed") == nil)
         #expect(try engine.users(matching: UserFilter(), now: day(1)).map(\.id) == ["bystander"])
         #expect(try store.userOverview(id: "bystander") == before)
@@ -219,7 +219,7 @@ private struct StopAfterLock: Error {}
             Set(try engine.users(matching: UserFilter(), now: day(25)).map(\.id)) == [
                 "payer", "trialist", "recent", "linked",
             ])
-        expectFailure(.notFound, code: .userNotFound) { _ = try engine.plans(of: "lapsed", now: day(25)) }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.plans(user: "lapsed", now: day(25)) }
         #expect(
             try engine.purge(inactive: inactive, includingUsersWithData: false, dryRun: false, now: day(25))
                 .purged.isEmpty)

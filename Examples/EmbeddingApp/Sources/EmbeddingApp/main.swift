@@ -26,8 +26,8 @@ let templates = ProfileCatalog(directories: [])
 /// A fresh in-memory store bound to a template, and the engine over it.
 func engine(_ template: String) throws -> GuestMode {
     let source = try templates.load(template)
-    return try GuestMode.binding(
-        SQLiteStore.inMemory(), toProfileText: source.text, origin: source.origin, now: now)
+    return try GuestMode(
+        store: SQLiteStore.inMemory(), profileText: source.text, origin: source.origin, now: now)
 }
 
 @MainActor func capsAndTheRefusal() throws {
@@ -46,7 +46,7 @@ func engine(_ template: String) throws -> GuestMode {
     }
 
     // The sign-in prompt waits for the refusal that raises its trigger.
-    let quiet = try app.nextPrompt(for: guest.id, trigger: nil, now: now)
+    let quiet = try app.nextPrompt(user: guest.id, trigger: nil, now: now)
     expect(quiet.offer == nil, "at 5 of 5 no prompt is due yet")
 
     // A refusal is an answer, not an error: nothing is written and the
@@ -63,7 +63,7 @@ func engine(_ template: String) throws -> GuestMode {
     expect(replaced.outcome == .allowed && replaced.isReplacement, "replacing sub-1 is allowed at the cap")
 
     // The refusal raised the profile's trigger, so its sign-in prompt is due.
-    let offer = try app.nextPrompt(for: guest.id, trigger: nil, now: now).offer
+    let offer = try app.nextPrompt(user: guest.id, trigger: nil, now: now).offer
     expect(
         offer?.context == "guest_cap_reached" && offer?.trigger == "guest_cap_refused",
         "the refusal raised the sign-in prompt: \(offer?.content.primaryAction ?? "none")")
@@ -117,9 +117,27 @@ func engine(_ template: String) throws -> GuestMode {
         "the meter stands at \(status.used) of \(status.allowance?.description ?? "unlimited")")
 }
 
+@MainActor func aStoreFileOpensAgain() throws {
+    print("a store file: bound once, opened again with the profile it keeps")
+    let path = NSTemporaryDirectory() + "embedding-app-\(UUID().uuidString).sqlite"
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let source = try templates.load("habits")
+    var guestID = ""
+    try SQLiteStore.create(path: path, replacing: false) { store in
+        let app = try GuestMode(store: store, profileText: source.text, origin: source.origin, now: now)
+        guestID = try app.createGuest(device: "tablet-1", now: now).id
+    }
+    let store = try SQLiteStore.open(path: path)
+    defer { try? store.close() }
+    let app = try GuestMode(store: store)
+    expect(app.profile.name == "habits", "the store opens with its profile: \(app.profile.name)")
+    expect(try app.user(guestID).state == .anonymous, "the guest created before is still there")
+}
+
 do {
     try capsAndTheRefusal()
     try meteredCall()
+    try aStoreFileOpensAgain()
 } catch {
     print("  FAIL  unexpected error: \(error)")
     failures += 1

@@ -47,7 +47,7 @@ extension BackupCommand {
             } else if !global.quiet {
                 for pushed in report.pushed {
                     output.line(
-                        "pushed \(pushed.user) -> \(pushed.archive)\(pushed.requeued ? " (changed meanwhile; still queued)" : "")"
+                        "pushed \(pushed.user) -> \(pushed.archive)\(pushed.isRequeued ? " (changed meanwhile; still queued)" : "")"
                     )
                 }
                 for failed in report.failed {
