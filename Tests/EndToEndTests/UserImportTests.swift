@@ -118,4 +118,42 @@ struct UserImportEndToEndTests {
         #expect(try await sandbox.run("user", "import", "--from", "users.json", "--format", "auth0").status == 64)
         #expect(try await tables(sandbox) == before)
     }
+
+    @Test("Supabase: auth.users and auth.identities as psql exports them; each file named on its problems")
+    func supabase() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let fixtures = Sandbox.packageRoot.appendingPathComponent("Tests/GuestModeKitTests/Fixtures/supabase")
+        let users = fixtures.appendingPathComponent("users.csv").path
+        let identities = fixtures.appendingPathComponent("identities.csv").path
+        let imported = try await sandbox.run(
+            "user", "import", "--from", users, "--identities", identities, "--format", "supabase", "--json")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.object["format"] as? String == "supabase")
+        #expect(imported.object["users_created"] as? Int == 3 && imported.object["linked"] as? Int == 2)
+        #expect(
+            try await sqlite(sandbox, "SELECT state FROM users WHERE id = '1f0e7a52-3c1b-4d6e-9a8b-2c3d4e5f6a7b'")
+                == "anonymous")
+        let before = try await tables(sandbox)
+        let again = try await sandbox.run(
+            arguments: ["user", "import", "--from", "-", "--identities", identities, "--format", "supabase"],
+            input: try Data(contentsOf: URL(fileURLWithPath: users)))
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("3 already there unchanged"), "\(again.stdout)")
+        #expect(try await tables(sandbox) == before)
+
+        try sandbox.write("orphan.csv", "provider_id,user_id,provider\nx,ffffffff-0000-0000-0000-000000000000,google\n")
+        let orphan = try await sandbox.run(
+            "user", "import", "--from", users, "--identities", "orphan.csv", "--format", "supabase")
+        #expect(orphan.status == 65)
+        #expect(
+            orphan.stderr.contains("orphan.csv:2: an identity of user 'ffffffff-0000-0000-0000-000000000000'"),
+            "\(orphan.stderr)")
+        #expect(try await tables(sandbox) == before)
+        #expect(try await sandbox.run("user", "import", "--from", users, "--format", "supabase").status == 64)
+        #expect(
+            try await sandbox.run(
+                "user", "import", "--from", users, "--identities", identities, "--format", "firebase"
+            ).status == 64)
+    }
+
 }

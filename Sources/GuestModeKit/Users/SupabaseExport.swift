@@ -89,7 +89,9 @@ struct CSVRecordReader {
             switch byte {
             case UInt8(ascii: "\""):
                 // A doubled quote inside a quoted field, or the opening quote.
-                if isQuoted { field.append(byte) } else if !field.isEmpty {
+                if isQuoted {
+                    field.append(byte)
+                } else if !field.isEmpty {
                     throw refuse("a quote in the middle of an unquoted field")
                 }
                 isQuoted = true
@@ -211,7 +213,8 @@ struct SupabaseExportReader {
                 if let orphan {
                     throw GuestModeError(
                         .badData, code: .invalidImportFile,
-                        "\(identitiesLabel):\(orphan.line) has an identity of user '\(orphan.user)', who is not in \(usersLabel)")
+                        "\(identitiesLabel):\(orphan.line) has an identity of user '\(orphan.user)', who is not in \(usersLabel)"
+                    )
                 }
                 return try ImportedAccount(
                     supabaseUser: fields, columns: userColumns.value, identities: identities,
@@ -267,7 +270,8 @@ extension ImportedAccount {
         var linked: [Identity] = []
         for row in identities {
             let location = "\(identitiesLabel):\(row.line)"
-            guard let name = identityValue("provider", row.fields), let provider = SupabaseExportReader.providers[name] else {
+            guard let name = identityValue("provider", row.fields), let provider = SupabaseExportReader.providers[name]
+            else {
                 throw invalid(
                     "\(location): user '\(id)' has the provider \(identityValue("provider", row.fields).debugDescription), which guestmode does not know"
                 )
@@ -284,7 +288,9 @@ extension ImportedAccount {
                 return time
             }
             linked.append(
-                Identity(provider: provider, subject: subject, email: email, linkedAt: max(createdAt, linkedAt ?? createdAt)))
+                Identity(
+                    provider: provider, subject: subject, email: email, linkedAt: max(createdAt, linkedAt ?? createdAt))
+            )
         }
         if isAnonymous {
             guard linked.isEmpty else { throw invalid("user '\(id)' is anonymous but has identities") }
@@ -300,7 +306,8 @@ extension ImportedAccount {
             }
         }
         self.init(
-            line: line, id: id, createdAt: createdAt, lastSeenAt: max(createdAt, try time("last_sign_in_at") ?? createdAt),
+            line: line, id: id, createdAt: createdAt,
+            lastSeenAt: max(createdAt, try time("last_sign_in_at") ?? createdAt),
             identities: linked, hasPasswordHash: !(value("encrypted_password", fields) ?? "").isEmpty)
     }
 }
