@@ -26,16 +26,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", .upToNextMinor(from: "4.5.2")),
     ],
     targets: [
-        .systemLibrary(
+        // libarchive and libpq are opened on first use, not linked (Sources/CArchive/libarchive.c):
+        // the headers come from libarchive-dev, zlib1g-dev and libpq-dev.
+        .target(
             name: "CArchive",
-            pkgConfig: "libarchive",
-            providers: [.apt(["libarchive-dev", "zlib1g-dev"])]
+            linkerSettings: [.linkedLibrary("z")]
         ),
-        .systemLibrary(
-            name: "CLibPQ",
-            pkgConfig: "libpq",
-            providers: [.apt(["libpq-dev"])]
-        ),
+        .target(name: "CLibPQ"),
         // The engine: domain, pure policies, store protocols, use cases. No database, no C library.
         .target(
             name: "GuestModeKit",

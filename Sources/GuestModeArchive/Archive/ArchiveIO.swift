@@ -99,7 +99,7 @@ final class ArchiveWriter {
         _ body: (ArchiveWriter) throws -> Void
     ) throws {
         guard let handle = archive_write_new() else {
-            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a writer")
+            throw GuestModeError.archiveAllocationFailure("a writer")
         }
         defer { archive_write_free(handle) }
         let writer = ArchiveWriter(handle: handle, path: path)
@@ -243,7 +243,7 @@ final class ArchiveReader {
         let (format, decrypted) = try expectedFormat(of: path, keys: keys)
         defer { if let decrypted { close(decrypted) } }
         guard let handle = archive_read_new() else {
-            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a reader")
+            throw GuestModeError.archiveAllocationFailure("a reader")
         }
         defer { archive_read_free(handle) }
         let reader = ArchiveReader(handle: handle, path: path, limits: limits)
@@ -680,7 +680,7 @@ final class TarSource {
     /// `ZstdFrames`: it yields the decompressed bytes of exactly one layer.
     private func openDecoder() throws {
         guard let handle = archive_read_new() else {
-            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a reader")
+            throw GuestModeError.archiveAllocationFailure("a reader")
         }
         decoder = handle
         archive_read_support_filter_zstd(handle)
@@ -733,5 +733,17 @@ final class TarSource {
             try frames.finish()
         }
         return count
+    }
+}
+
+extension GuestModeError {
+    /// libarchive returned no object: it could not be loaded (it is opened on
+    /// first use, Sources/CArchive/libarchive.c) or memory ran out.
+    static func archiveAllocationFailure(_ what: String) -> GuestModeError {
+        if let reason = guestmode_libarchive_unavailable() {
+            return GuestModeError(
+                .internalFailure, code: .archiveError, "cannot load libarchive: \(String(cString: reason))")
+        }
+        return GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate \(what)")
     }
 }

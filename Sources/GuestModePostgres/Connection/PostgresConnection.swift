@@ -23,6 +23,12 @@ final class PostgresConnection: Sendable {
     /// service files), as psql reads them.
     init(connecting conninfo: String, location: String) throws {
         self.location = location
+        // libpq is opened on first use (Sources/CLibPQ/libpq.c).
+        if let reason = guestmode_libpq_unavailable() {
+            throw GuestModeError(
+                .tryAgainLater, code: .storeUnreachable,
+                "cannot reach the PostgreSQL store \(location): cannot load libpq: \(String(cString: reason))")
+        }
         guard let handle = PQconnectdb(conninfo) else {
             throw GuestModeError(
                 .tryAgainLater, code: .storeUnreachable, "cannot reach the PostgreSQL store \(location): out of memory")
@@ -211,7 +217,7 @@ final class PostgresConnection: Sendable {
     /// so that no spelling of it can slip past `redacted`.
     static func password(in conninfo: String) -> String? {
         var error: UnsafeMutablePointer<CChar>?
-        guard let options = PQconninfoParse(conninfo, &error) else {
+        guard guestmode_libpq_unavailable() == nil, let options = PQconninfoParse(conninfo, &error) else {
             if let error { PQfreemem(error) }
             return nil
         }
@@ -232,7 +238,7 @@ final class PostgresConnection: Sendable {
     /// could not be cut out of the text as written.
     static func passwordlessURI(of conninfo: String) -> String {
         var error: UnsafeMutablePointer<CChar>?
-        guard let options = PQconninfoParse(conninfo, &error) else {
+        guard guestmode_libpq_unavailable() == nil, let options = PQconninfoParse(conninfo, &error) else {
             if let error { PQfreemem(error) }
             return "postgres://…"
         }
