@@ -46,29 +46,67 @@ extension StoreTransaction {
         return true
     }
 
-    /// One batch of a log, in the log's transaction. With `creatingUsers`,
-    /// users not in the store are first created as anonymous guests first
-    /// seen at their first event of the batch; otherwise a user not in the
-    /// store fails the batch. Each event then counts unless its idempotency
-    /// key was counted, by an earlier batch or an earlier event of this one
-    /// (a repeated log counts nothing); a key counted for another action
-    /// fails the batch, named at its first such event. Counters, last-seen
-    /// and the backup outbox are updated once per user and action, not once
-    /// per event, so batches of thousands stay fast.
+    /// One batch of a log in a transaction of its own (`EventIngestion`,
+    /// finished at once).
     func applyBatch(
         _ events: [TrackedEvent], creatingUsers: Bool, profile: Profile, now: Date
     ) throws -> EventBatchResult {
+        var ingestion = EventIngestion(creatingUsers: creatingUsers, profile: profile, now: now)
+        let result = try ingestion.apply(events, in: self)
+        try ingestion.finish(in: self)
+        return result
+    }
+}
+
+/// The batches of one log, applied in the log's one transaction. With
+/// `creatingUsers`, users not in the store are first created as anonymous
+/// guests first seen at their first event of the batch; otherwise a user not
+/// in the store fails the batch. Each event then counts unless its idempotency
+/// key was counted, by an earlier batch or an earlier event of this one (a
+/// repeated log counts nothing); a key counted for another action fails the
+/// batch, named at its first such event.
+///
+/// Counters, last-seen and the backup outbox are written once per user (and
+/// action) for many batches, not once per batch, and a user is created, found
+/// and locked once per transaction: a log's users are read and written about
+/// once whatever the log's length, so the work stays proportional to the
+/// events. What is pending is bounded (`pendingLimit`), so memory stays flat
+/// with millions of users; the transaction makes the deferral invisible.
+struct EventIngestion {
+    let creatingUsers: Bool
+    let profile: Profile
+    let now: Date
+    /// Distinct counters, or users, held before they are written (or forgotten).
+    var pendingLimit = 20_000
+    /// Users created or found, and locked, earlier in this transaction.
+    private var settledUsers = Set<String>()
+    /// Users whose backup this transaction queued already: queued once, not once per write.
+    private var queuedUsers = Set<String>()
+    private var increments: [CounterKey: Int] = [:]
+    private var lastSeen: [String: Date] = [:]
+
+    init(creatingUsers: Bool, profile: Profile, now: Date) {
+        self.creatingUsers = creatingUsers
+        self.profile = profile
+        self.now = now
+    }
+
+    mutating func apply(_ events: [TrackedEvent], in transaction: some StoreTransaction) throws -> EventBatchResult {
         guard !events.isEmpty else { return EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0) }
         var firstSeen: [(user: String, at: Date)] = []
         var users = Set<String>()
-        for event in events where users.insert(event.user).inserted { firstSeen.append((event.user, event.at)) }
-        let created = creatingUsers ? try createMissingGuests(firstSeen) : 0
+        for event in events where !settledUsers.contains(event.user) && users.insert(event.user).inserted {
+            firstSeen.append((event.user, event.at))
+        }
+        let created = creatingUsers ? try transaction.createMissingGuests(firstSeen) : 0
         // The batch decides the keys of all its users: they are locked first.
-        let present = try lockUsers(users.sorted())
-        if let missing = events.first(where: { !present.contains($0.user) }) {
+        let present = try transaction.lockUsers(users.sorted())
+        if let missing = events.first(where: { !settledUsers.contains($0.user) && !present.contains($0.user) }) {
             throw GuestModeError.notFound(
                 "no user '\(missing.user)' in this store; nothing of the batch was written", code: .userNotFound)
         }
+        if settledUsers.count + present.count > pendingLimit { settledUsers.removeAll(keepingCapacity: true) }
+        settledUsers.formUnion(present)
 
         // A key repeated within the batch: its first event is the one that
         // may count, and the repeats are checked against what it finds.
@@ -90,7 +128,7 @@ extension StoreTransaction {
             rows.append(EventRow(event))
             rowEvents.append(index)
         }
-        let skipped = try appendEvents(rows)
+        let skipped = try transaction.appendEvents(rows)
 
         var storedActions: [Int: String] = [:]
         for (row, action) in skipped { storedActions[rowEvents[row]] = action }
@@ -107,8 +145,6 @@ extension StoreTransaction {
                 event.idempotencyKey ?? "", user: event.user, counted: reused.counted, action: event.action)
         }
 
-        var increments: [CounterKey: Int] = [:]
-        var lastSeen: [String: Date] = [:]
         for (row, index) in rowEvents.enumerated() where skipped[row] == nil {
             let event = events[index]
             let key = CounterKey(user: event.user, action: event.action)
@@ -117,24 +153,34 @@ extension StoreTransaction {
                     Int64(increments[key, default: 0]), Int64(event.count), action: event.action, user: event.user))
             lastSeen[event.user] = max(lastSeen[event.user] ?? event.at, event.at)
         }
-        try addToCounters(
-            increments.sorted { $0.key < $1.key }.map {
-                CounterIncrement(user: $0.key.user, action: $0.key.action, count: $0.value)
-            })
-        try advanceLastSeen(lastSeen)
-        try noteChanges(of: lastSeen.keys.sorted(), profile: profile, now: now)
+        if increments.count >= pendingLimit || lastSeen.count >= pendingLimit { try finish(in: transaction) }
         let counted = rows.count - skipped.count
         return EventBatchResult(counted: counted, duplicates: events.count - counted, usersCreated: created)
     }
 
+    /// Writes what is pending: counters, last-seen and the outbox. Called
+    /// after the last batch, before the transaction commits.
+    mutating func finish(in transaction: some StoreTransaction) throws {
+        try transaction.addToCounters(
+            increments.sorted { $0.key < $1.key }.map {
+                CounterIncrement(user: $0.key.user, action: $0.key.action, count: $0.value)
+            })
+        try transaction.advanceLastSeen(lastSeen)
+        try noteChanges(of: lastSeen.keys.filter { !queuedUsers.contains($0) }.sorted(), in: transaction)
+        increments.removeAll(keepingCapacity: true)
+        lastSeen.removeAll(keepingCapacity: true)
+    }
+
     /// `noteChange(of:profile:now:)` for many users, reading and writing the
     /// outbox once for all of them.
-    private func noteChanges(of userIDs: [String], profile: Profile, now: Date) throws {
+    private mutating func noteChanges(of userIDs: [String], in transaction: some StoreTransaction) throws {
         guard profile.backup.queuesOnChange, !userIDs.isEmpty else { return }
-        let previous = try backupQueueTimes(of: userIDs)
+        if queuedUsers.count + userIDs.count > pendingLimit { queuedUsers.removeAll(keepingCapacity: true) }
+        queuedUsers.formUnion(userIDs)
+        let previous = try transaction.backupQueueTimes(of: userIDs)
         var times: [String: Date] = [:]
         for userID in userIDs { times[userID] = backupQueueTime(after: previous[userID], now: now) }
-        try queueBackups(times)
+        try transaction.queueBackups(times)
     }
 }
 

@@ -206,11 +206,12 @@ extension GuestMode {
             applied = 0
             duplicates = 0
             created = 0
+            var ingestion = EventIngestion(creatingUsers: creatingUsers, profile: profile, now: now)
             var batch: [TrackedEvent] = []
             batch.reserveCapacity(min(batchSize, spool.count))
             func flush() throws {
                 guard !batch.isEmpty else { return }
-                let result = try transaction.applyBatch(batch, creatingUsers: creatingUsers, profile: profile, now: now)
+                let result = try ingestion.apply(batch, in: transaction)
                 applied += result.counted
                 duplicates += result.duplicates
                 created += result.usersCreated
@@ -222,6 +223,7 @@ extension GuestMode {
                 if batch.count >= batchSize { try flush() }
             }
             try flush()
+            try ingestion.finish(in: transaction)
         }
         return IngestReport(
             lines: lineCount, applied: applied, duplicates: duplicates, usersCreated: created, problems: problems,

@@ -25,21 +25,20 @@ final class RecordSpool {
 
     /// Appends one record: `write` puts its fields.
     func append(_ write: (inout Writer) -> Void) throws {
-        if buffer.capacity < memoryLimit {
+        // The buffer is moved into the writer and back, never shared: a second
+        // reference would make each append copy the whole buffer.
+        var writer = Writer(buffer: [])
+        swap(&writer.buffer, &buffer)
+        if writer.buffer.capacity < memoryLimit {
             // Reserved once, with room for the last record, so it never doubles past the limit.
-            buffer.reserveCapacity(memoryLimit + (64 << 10))
+            writer.buffer.reserveCapacity(memoryLimit + (64 << 10))
         }
-        let start = buffer.count
-        var writer = Writer(buffer: buffer)
-        buffer = []
+        let start = writer.buffer.count
         writer.put32(0)
         write(&writer)
-        buffer = writer.buffer
-        let length = UInt32(truncatingIfNeeded: buffer.count - start - 4)
-        withUnsafeBytes(of: length.littleEndian) { bytes in
-            for index in 0..<4 { buffer[start + index] = bytes[index] }
-        }
+        writer.setLength(at: start)
         count += 1
+        swap(&writer.buffer, &buffer)
         if buffer.count >= memoryLimit { try spill() }
     }
 
@@ -146,6 +145,14 @@ final class RecordSpool {
         fileprivate var buffer: [UInt8]
 
         mutating func byte(_ value: UInt8) { buffer.append(value) }
+
+        /// Writes the length of the record that starts at `start` over its 4-byte placeholder.
+        fileprivate mutating func setLength(at start: Int) {
+            let length = UInt32(truncatingIfNeeded: buffer.count - start - 4)
+            withUnsafeBytes(of: length.littleEndian) { bytes in
+                for index in 0..<4 { buffer[start + index] = bytes[index] }
+            }
+        }
 
         mutating func put32(_ value: UInt32) {
             withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }

@@ -80,6 +80,7 @@ struct PromptCommand: ParsableCommand {
 
     struct Reset: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "reset",
             abstract: "Undo a user's \"never ask again\" so prompts may be offered again.",
             discussion: """
                 Moves a user whose prompt state is never_ask to dismissed and records a prompt_reset event; \

@@ -129,6 +129,7 @@ struct UserCommand: ParsableCommand {
 
     struct Events: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "events",
             abstract: "Show a user's event log, oldest first: tracked actions and system events.",
             discussion: """
                 System events include meter_warning, account_upgrade_started, account_upgrade_succeeded and \

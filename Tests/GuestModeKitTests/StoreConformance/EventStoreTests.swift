@@ -183,4 +183,75 @@ struct EventStoreTests {
             "the second batch queued strictly after the first")
         #expect(try store.read { try $0.user("a", locking: false)?.lastSeenAt } == day(1))
     }
+
+    /// One log's batches in one transaction: users, counters, last-seen and
+    /// the outbox end as when the whole log is one batch, however often the
+    /// pending rows are written on the way (`EventIngestion.pendingLimit`).
+    @Test(arguments: StoreBackend.allCases)
+    func aLogInManyBatchesEndsAsInOneBatch(backend: StoreBackend) throws {
+        let distinct = (0..<36).map { index in
+            TrackedEvent(
+                user: "u\(index % 7)", action: index % 3 == 0 ? "app_opened" : "habit_completed",
+                at: day(1).addingTimeInterval(Double((index * 37) % 40) * 60), count: index % 4 + 1,
+                idempotencyKey: index % 5 == 0 ? "k\(index)" : nil)
+        }
+        // Four repeated keys, each in a later batch than its first event.
+        let events = distinct + [0, 5, 10, 15].map { distinct[$0] }
+        func ingest(batchSize: Int, pendingLimit: Int) throws -> (any GuestStore, EventBatchResult) {
+            let (store, profile) = try backend.makeStore(profile: "habits")
+            let total = try store.write { transaction in
+                var ingestion = EventIngestion(creatingUsers: true, profile: profile, now: day(2))
+                ingestion.pendingLimit = pendingLimit
+                var total = EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0)
+                for start in stride(from: 0, to: events.count, by: batchSize) {
+                    let result = try ingestion.apply(
+                        Array(events[start..<min(start + batchSize, events.count)]), in: transaction)
+                    total.counted += result.counted
+                    total.duplicates += result.duplicates
+                    total.usersCreated += result.usersCreated
+                }
+                try ingestion.finish(in: transaction)
+                return total
+            }
+            return (store, total)
+        }
+        let (whole, wholeResult) = try ingest(batchSize: events.count, pendingLimit: 20_000)
+        #expect(wholeResult == EventBatchResult(counted: 36, duplicates: 4, usersCreated: 7))
+        for (batchSize, pendingLimit) in [(3, 2), (7, 20_000), (1, 1)] {
+            let (batched, result) = try ingest(batchSize: batchSize, pendingLimit: pendingLimit)
+            #expect(result == wholeResult)
+            for user in (0..<7).map({ "u\($0)" }) {
+                #expect(try batched.counters(user: user) == whole.counters(user: user))
+                #expect(
+                    try batched.read { try $0.user(user, locking: false)?.lastSeenAt }
+                        == whole.read { try $0.user(user, locking: false)?.lastSeenAt })
+            }
+            #expect(try batched.outboxEntries().map(\.userId).sorted() == (0..<7).map { "u\($0)" })
+            // Within the limit a transaction queues each user's backup once;
+            // past it a user may be queued again, later.
+            let queuedOnce = pendingLimit >= 7
+            #expect(
+                try batched.outboxEntries().allSatisfy {
+                    queuedOnce ? $0.queuedAt == Timestamp.format(day(2)) : $0.queuedAt >= Timestamp.format(day(2))
+                })
+        }
+    }
+
+    /// A user settled in an earlier batch is not looked up again, and a user
+    /// first met in a later batch still is.
+    @Test(arguments: StoreBackend.allCases)
+    func aMissingUserInALaterBatchFailsTheLog(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        try makeGuests(["a"], in: store, profile: profile)
+        #expect {
+            try store.write { transaction in
+                var ingestion = EventIngestion(creatingUsers: false, profile: profile, now: day(2))
+                _ = try ingestion.apply([TrackedEvent(user: "a", action: "app_opened", at: day(1))], in: transaction)
+                _ = try ingestion.apply(
+                    ["a", "ghost"].map { TrackedEvent(user: $0, action: "app_opened", at: day(1)) }, in: transaction)
+                try ingestion.finish(in: transaction)
+            }
+        } throws: { ($0 as? GuestModeError)?.code == .userNotFound }
+        #expect(try store.counters(user: "a") == ["app_opened": 1], "nothing of the log was written")
+    }
 }
