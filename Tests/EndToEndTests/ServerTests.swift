@@ -234,7 +234,7 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("Idempotency-Key: the same request gets the first answer, another request with the key 409", arguments: Backend.allCases)
+    @Test("Idempotency-Key: the same request gets the first answer, another request with the key 422", arguments: Backend.allCases)
     func idempotency(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("voice")
         let server = try await Server.start(in: sandbox)
@@ -252,7 +252,7 @@ struct ServerTests {
         let reused = try await server.request(
             "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened","count":2}"#,
             headers: ["Idempotency-Key": "k-1"])
-        #expect(reused.status == 409)
+        #expect(reused.status == 422)
         #expect((reused.object["error"] as? [String: Any])?["code"] as? String == "idempotency_key_reused")
         let next = try await server.request(
             "POST", "/v1/users/\(guest)/events", token: token, body: event, headers: ["Idempotency-Key": "k-2"])
@@ -270,6 +270,58 @@ struct ServerTests {
         #expect(again.status == 402)
         #expect(again.body == refused.body)
         #expect(try await server.stop() == 0)
+    }
+
+    @Test("64 concurrent clients: a meter used to exactly its allowance, each key counted once; a cap holds exactly 5", arguments: Backend.allCases)
+    func concurrentClients(_ backend: Backend) async throws {
+        let voice = try await backend.sandbox("voice")
+        let server = try await Server.start(in: voice)
+        let (guest, token) = try await server.signIn()
+        // 32 keys, each sent twice at once, 2 minutes each: 30 fit the 60-minute allowance.
+        let answers = try await withThrowingTaskGroup(of: (String, Int, String).self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    let key = "use-\(index / 2)"
+                    let reply = try await server.request(
+                        "POST", "/v1/users/\(guest)/meters/api_minutes/use", token: token, body: #"{"amount":2}"#,
+                        headers: ["Idempotency-Key": key])
+                    return (key, reply.status, reply.body)
+                }
+            }
+            var answers: [String: [(Int, String)]] = [:]
+            for try await (key, status, body) in group { answers[key, default: []].append((status, body)) }
+            return answers
+        }
+        #expect(answers.count == 32)
+        for (key, pair) in answers {
+            #expect(pair.count == 2 && pair[0].0 == pair[1].0 && pair[0].1 == pair[1].1, "\(key): \(pair)")
+        }
+        #expect(answers.values.filter { $0[0].0 == 200 }.count == 30)
+        #expect(answers.values.filter { $0[0].0 == 402 }.count == 2)
+        let status = try await server.request("GET", "/v1/users/\(guest)/meters/api_minutes", token: token)
+        #expect((status.object["used"] as? NSNumber)?.doubleValue == 60)
+        #expect(try await server.stop() == 0)
+
+        let subscriptions = try await backend.sandbox("subscriptions")
+        let capped = try await Server.start(in: subscriptions)
+        let (owner, session) = try await capped.signIn()
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    try await capped.request(
+                        "PUT", "/v1/users/\(owner)/records/subscriptions/s\(index)", token: session, body: "{}"
+                    ).status
+                }
+            }
+            var statuses: [Int] = []
+            for try await status in group { statuses.append(status) }
+            return statuses
+        }
+        #expect(statuses.filter { $0 == 201 }.count == 5)
+        #expect(statuses.filter { $0 == 403 }.count == 59)
+        #expect(try await capped.stop() == 0)
+        let listed = try await subscriptions.run("record", "list", owner, "subscriptions", "--json")
+        #expect((listed.json as? [Any])?.count == 5)
     }
 
     @Test("a body over 1 MiB is 413 and stores nothing", arguments: Backend.allCases)
