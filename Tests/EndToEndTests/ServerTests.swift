@@ -324,6 +324,99 @@ struct ServerTests {
         #expect((listed.json as? [Any])?.count == 5)
     }
 
+    @Test("the 31st guest in an hour from one address is 429 with Retry-After; another address is fine")
+    func signInRateLimit() async throws {
+        let sandbox = try await Backend.sqlite.sandbox("voice")
+        let server = try await Server.start(in: sandbox, options: ["--trusted-proxy", "127.0.0.1"])
+        for index in 1...30 {
+            let created = try await server.request(
+                "POST", "/v1/guests", body: #"{"device":"d-\#(index)"}"#, headers: ["X-Forwarded-For": "192.0.2.1, 10.0.0.1"])
+            #expect(created.status == 201, "guest \(index): \(created.body)")
+        }
+        let refused = try await server.request(
+            "POST", "/v1/guests", body: #"{"device":"d-31"}"#, headers: ["X-Forwarded-For": "10.0.0.1"])
+        #expect(refused.status == 429)
+        let retryAfter = try #require(refused.headers["retry-after"].flatMap { Int($0) })
+        #expect((1...120).contains(retryAfter), "a token every 120 s at 30 an hour, less what refilled meanwhile")
+        #expect((refused.object["error"] as? [String: Any])?["code"] as? String == "rate_limited")
+        let other = try await server.request(
+            "POST", "/v1/guests", body: #"{"device":"d-32"}"#, headers: ["X-Forwarded-For": "10.0.0.2"])
+        #expect(other.status == 201)
+        #expect(try await server.stop() == 0)
+
+        // Without the proxy trusted, X-Forwarded-For is the client's say and counts for nothing.
+        let limited = try await Server.start(in: sandbox, options: ["--guests-per-hour", "1"])
+        #expect(try await limited.request("POST", "/v1/guests", headers: ["X-Forwarded-For": "10.0.0.3"]).status == 201)
+        #expect(try await limited.request("POST", "/v1/guests", headers: ["X-Forwarded-For": "10.0.0.4"]).status == 429)
+        #expect(try await limited.stop() == 0)
+    }
+
+    @Test("a client that stops sending mid-request is cut after --idle-timeout; a whole request is answered")
+    func slowClientCut() async throws {
+        let sandbox = try await Backend.sqlite.sandbox("voice")
+        let server = try await Server.start(in: sandbox, options: ["--idle-timeout", "1"])
+        let port = server.address.split(separator: ":").last.map(String.init) ?? ""
+        try sandbox.write(
+            "slow.py",
+            """
+            import socket, sys, time
+            s = socket.create_connection(("127.0.0.1", \(port)))
+            s.sendall(b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n")
+            time.sleep(3)
+            s.settimeout(5)
+            try:
+                data = s.recv(1024)
+            except (ConnectionResetError, socket.timeout) as error:
+                data = repr(error).encode()
+            print("closed" if data == b"" else "open: %r" % data)
+            """)
+        let slow = try await sandbox.shell("python3 slow.py")
+        #expect(slow.stdout.contains("closed"), "\(slow.stdout)\(slow.stderr)")
+        #expect(try await server.request("GET", "/healthz").status == 200)
+        #expect(try await server.stop() == 0)
+    }
+
+    @Test("a request that waits past --store-wait for a store connection is 503 with Retry-After; the rest are done", arguments: Backend.allCases)
+    func poolExhausted(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        let server = try await Server.start(in: sandbox, options: ["--threads", "1", "--store-wait", "0.001"])
+        let (guest, token) = try await Self.signInUntilAdmitted(server)
+        let replies = try await withThrowingTaskGroup(of: Server.Reply.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    try await server.request(
+                        "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened","id":"e\#(index)"}"#)
+                }
+            }
+            var replies: [Server.Reply] = []
+            for try await reply in group { replies.append(reply) }
+            return replies
+        }
+        let busy = replies.filter { $0.status == 503 }
+        #expect(!busy.isEmpty, "64 requests on one thread with 1 ms to wait: some wait longer")
+        #expect(busy.allSatisfy { $0.headers["retry-after"] == "1" && $0.body.contains("pool_exhausted") })
+        #expect(replies.allSatisfy { $0.status == 200 || $0.status == 503 })
+        #expect(try await server.stop() == 0)
+        let counted = try await sandbox.run("counters", guest, "--json")
+        let done = replies.filter { $0.status == 200 }.count
+        let total = (counted.object["counters"] as? [String: Int])?["app_opened"] ?? 0
+        #expect(total == done, "every 200 was counted, no 503 was: \(counted.stdout)")
+    }
+
+    /// Signs a guest in, retrying while the server answers 503 (a pool that lets nothing wait).
+    static func signInUntilAdmitted(_ server: Server) async throws -> (String, String) {
+        for _ in 0..<50 {
+            let created = try await server.request("POST", "/v1/guests")
+            if created.status == 201, let user = created.object["user_id"] as? String,
+                let token = created.object["access_token"] as? String
+            {
+                return (user, token)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw CancellationError()
+    }
+
     @Test("a body over 1 MiB is 413 and stores nothing", arguments: Backend.allCases)
     func bodyCap(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
@@ -411,10 +504,10 @@ final class Server: @unchecked Sendable {
 
     deinit { if process.isRunning { process.terminate() } }
 
-    static func start(in sandbox: Sandbox, json: Bool = false) async throws -> Server {
+    static func start(in sandbox: Sandbox, json: Bool = false, options: [String] = []) async throws -> Server {
         let process = Process()
         process.executableURL = Sandbox.binary
-        process.arguments = ["serve", "--listen", "127.0.0.1:0"] + (json ? ["--json"] : [])
+        process.arguments = ["serve", "--listen", "127.0.0.1:0"] + (json ? ["--json"] : []) + options
         process.currentDirectoryURL = sandbox.directory
         process.environment = sandbox.environment
         let output = Pipe()

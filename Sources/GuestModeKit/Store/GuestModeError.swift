@@ -203,6 +203,7 @@ extension GuestModeError {
             .passphraseRequired,
             .planNotFound,
             .poolExhausted,
+            .rateLimited,
             .profileMismatch,
             .profileNotFound,
             .profileUpgradeRefused,
@@ -404,5 +405,6 @@ extension GuestModeError {
         public static let serverKeyExists = Code("server_key_exists", .conflict)
         public static let serverKeyNotFound = Code("server_key_not_found", .notFound)
         public static let unauthorized = Code("unauthorized", .usage)
+        public static let rateLimited = Code("rate_limited", .tryAgainLater)
     }
 }

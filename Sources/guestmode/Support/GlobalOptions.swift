@@ -156,9 +156,10 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    func openEngine() throws -> GuestMode {
+    /// The engine over the store; `connections` as `StoreLocation.open` takes it.
+    func openEngine(connections: Int? = nil) throws -> GuestMode {
         let location = try storeLocation
-        let engine = try GuestMode.opening(try location.open(), at: location.description)
+        let engine = try GuestMode.opening(try location.open(connections: connections), at: location.description)
         output.detail("store \(location.description), profile \(engine.profile.name) v\(engine.profile.version)")
         return engine
     }
