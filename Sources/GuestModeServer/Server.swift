@@ -70,7 +70,8 @@ public struct GuestModeServer: Sendable {
         router.add(middleware: FailureMiddleware())
         for add in [
             GuestRoutes.add, UserRoutes.add, RecordRoutes.add, LimitRoutes.add, MeterRoutes.add, PromptRoutes.add,
-            EventRoutes.add, IdentityRoutes.add, OperationRoutes.add,
+            EventRoutes.add, EventRoutes.addCounters, IdentityRoutes.add, PlanRoutes.add, ExperimentRoutes.add,
+            ReportRoutes.add, OperationRoutes.add,
         ] {
             add(router, services)
         }

@@ -417,6 +417,77 @@ struct ServerTests {
         throw CancellationError()
     }
 
+    @Test("plans, prompts, experiments, counters, unlink and reports over HTTP, with their scopes", arguments: Backend.allCases)
+    func moreRoutes(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("subscriptions")
+        let admin = try #require(
+            try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin", "--json").object["secret"]
+                as? String)
+        let backendKey = try #require(
+            try await sandbox.run("serve", "key", "create", "app", "--scope", "user-data", "--json").object["secret"]
+                as? String)
+        let server = try await Server.start(in: sandbox)
+        let (guest, token) = try await server.signIn()
+        let errorCode = { (reply: Server.Reply) in (reply.object["error"] as? [String: Any])?["code"] as? String }
+
+        let grant = #"{"plan":"premium","trial":"P7D"}"#
+        let byGuest = try await server.request("POST", "/v1/users/\(guest)/plans", token: token, body: grant)
+        #expect(byGuest.status == 403 && errorCode(byGuest) == "insufficient_scope", "granting is admin work")
+        let byApp = try await server.request("POST", "/v1/users/\(guest)/plans", token: backendKey, body: grant)
+        #expect(byApp.status == 403)
+        let granted = try await server.request("POST", "/v1/users/\(guest)/plans", token: admin, body: grant)
+        #expect(granted.status == 200, "\(granted.body)")
+        #expect(granted.object["plan"] as? String == "premium")
+        var plans = try await server.request("GET", "/v1/users/\(guest)/plans", token: token)
+        #expect(plans.object["tier"] as? String == "premium" && plans.object["user_id"] as? String == guest)
+        let both = try await server.request(
+            "POST", "/v1/users/\(guest)/plans", token: admin, body: #"{"plan":"premium","trial":"P7D","until":"2030-01-01T00:00:00Z"}"#)
+        #expect(both.status == 400)
+        #expect(try await server.request("DELETE", "/v1/users/\(guest)/plans/premium", token: token).status == 403)
+        #expect(try await server.request("DELETE", "/v1/users/\(guest)/plans/premium", token: admin).status == 200)
+        plans = try await server.request("GET", "/v1/users/\(guest)/plans", token: token)
+        #expect(plans.object["tier"] as? String == "guest")
+
+        let recorded = try await server.request(
+            "POST", "/v1/users/\(guest)/prompts", token: token, body: #"{"context":"guest_cap_reached","outcome":"dismissed"}"#)
+        #expect(recorded.status == 200, "\(recorded.body)")
+        let badOutcome = try await server.request(
+            "POST", "/v1/users/\(guest)/prompts", token: token, body: #"{"context":"guest_cap_reached","outcome":"maybe"}"#)
+        #expect(badOutcome.status == 400)
+        let history = try await server.request("GET", "/v1/users/\(guest)/prompts/history", token: token)
+        #expect((history.object["outcomes"] as? [Any])?.count == 1, "\(history.body)")
+        #expect(try await server.request("POST", "/v1/users/\(guest)/prompts/reset", token: token).status == 200)
+        let explained = try await server.request("GET", "/v1/users/\(guest)/prompts/next?explain=true", token: token)
+        #expect(explained.status == 200)
+
+        let assigned = try await server.request("POST", "/v1/users/\(guest)/experiments", token: token)
+        #expect(assigned.status == 200 && assigned.object["user_id"] as? String == guest, "\(assigned.body)")
+        let unknown = try await server.request("POST", "/v1/users/\(guest)/experiments?experiment=nope", token: token)
+        #expect(unknown.status >= 400 && unknown.status < 500)
+
+        _ = try await server.request(
+            "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"subscription_added","count":2}"#)
+        let counters = try await server.request("GET", "/v1/users/\(guest)/counters", token: token)
+        #expect((counters.object["counters"] as? [String: Int])?["subscription_added"] == 2, "\(counters.body)")
+
+        let linked = try await server.request(
+            "POST", "/v1/users/\(guest)/identities", token: backendKey, body: #"{"provider":"apple","subject":"s-1"}"#)
+        #expect(linked.status == 201, "\(linked.body)")
+        #expect(try await server.request("DELETE", "/v1/users/\(guest)/identities/apple", token: token).status == 403)
+        let unlinked = try await server.request("DELETE", "/v1/users/\(guest)/identities/apple", token: backendKey)
+        #expect(unlinked.status == 200 && unlinked.object["state"] as? String == "anonymous", "\(unlinked.body)")
+
+        for report in ["funnel", "prompts", "experiments", "usage"] {
+            #expect(try await server.request("GET", "/v1/reports/\(report)", token: admin).status == 200, "\(report)")
+        }
+        let funnel = try await server.request("GET", "/v1/reports/funnel?since=2000-01-01T00:00:00Z", token: admin)
+        #expect(funnel.object["guests"] as? Int == 1, "\(funnel.body)")
+        #expect(try await server.request("GET", "/v1/reports/funnel", token: token).status == 403)
+        #expect(try await server.request("GET", "/v1/reports/nope", token: admin).status == 404)
+        #expect(try await server.request("GET", "/v1/reports/funnel?since=yesterday", token: admin).status == 400)
+        #expect(try await server.stop() == 0)
+    }
+
     @Test("a body over 1 MiB is 413 and stores nothing", arguments: Backend.allCases)
     func bodyCap(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")

@@ -31,6 +31,15 @@ enum EventRoutes {
         }
     }
 
+    /// `counters --json`.
+    static func addCounters(to router: ServerRouter, _ services: Services) {
+        router.get("/v1/users/:user/counters") { request, context -> Response in
+            let (_, userID) = try await services.user(of: request, context: context)
+            let counters = try await services.perform { engine, _ in try engine.counters(of: userID) }
+            return try Reply.document(CountersDocument(user: userID, counters: counters)).response
+        }
+    }
+
     /// An event's properties: strings and numbers, as the event log's `props`.
     private static func properties(_ value: JSONValue?) throws -> [String: EventProperty] {
         guard let value, value != .null else { return [:] }
@@ -45,4 +54,10 @@ enum EventRoutes {
             }
         }
     }
+}
+
+/// `counters --json`: the user and its totals by action.
+private struct CountersDocument: Encodable, Sendable {
+    var user: String
+    var counters: [String: Int]
 }

@@ -26,5 +26,20 @@ enum IdentityRoutes {
                 return try Reply.document(change, status: result.isNewlyLinked ? .created : .ok)
             }.response
         }
+
+        // `unlink`: a server key, as linking is.
+        router.delete("/v1/users/:user/identities/:provider") { request, context -> Response in
+            try await services.caller(of: request).requireKey(.userData)
+            let userID = try RequestInput.segment("user", of: context)
+            let provider = try RequestInput.segment("provider", of: context)
+            let updated = try await services.perform { engine, now in
+                try engine.unlink(user: userID, provider: provider, now: now)
+            }
+            return try Reply.document(
+                IdentityChange(
+                    userId: userID, action: "unlink", provider: provider, subject: nil, changed: true,
+                    state: updated.state, removedAnonymousCredentials: false)
+            ).response
+        }
     }
 }
