@@ -71,7 +71,7 @@ public struct GuestModeServer: Sendable {
         for add in [
             GuestRoutes.add, UserRoutes.add, RecordRoutes.add, LimitRoutes.add, MeterRoutes.add, PromptRoutes.add,
             EventRoutes.add, EventRoutes.addCounters, IdentityRoutes.add, PlanRoutes.add, ExperimentRoutes.add,
-            ReportRoutes.add, OperationRoutes.add,
+            ReportRoutes.add, BulkRoutes.add, OperationRoutes.add,
         ] {
             add(router, services)
         }

@@ -488,6 +488,47 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
+    @Test("bulk NDJSON events and records (admin), all or nothing; a user's events", arguments: Backend.allCases)
+    func bulkRoutes(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("subscriptions")
+        let admin = try #require(
+            try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin", "--json").object["secret"]
+                as? String)
+        let server = try await Server.start(in: sandbox)
+        let (guest, token) = try await server.signIn()
+        let log = """
+            {"user":"\(guest)","action":"app_opened","id":"o-1"}
+            {"user":"\(guest)","action":"app_opened","id":"o-2","count":3}
+            {"user":"fresh-1","action":"app_opened"}
+
+            """
+        #expect(try await server.request("POST", "/v1/events/bulk", token: token, body: log).status == 403)
+        let missing = try await server.request("POST", "/v1/events/bulk", token: admin, body: log)
+        #expect(missing.status == 422, "fresh-1 does not exist: \(missing.body)")
+        #expect((missing.object["error"] as? [String: Any])?["code"] as? String == "invalid_event_log")
+        let applied = try await server.request("POST", "/v1/events/bulk?create_users=true", token: admin, body: log)
+        #expect(applied.status == 200 && applied.object["applied"] as? Int == 3, "\(applied.body)")
+        let again = try await server.request("POST", "/v1/events/bulk?create_users=true", token: admin, body: log)
+        #expect(again.object["duplicates"] as? Int == 2, "ids count once: \(again.body)")
+        let events = try await server.request("GET", "/v1/users/\(guest)/events?action=app_opened&limit=5", token: token)
+        #expect(events.status == 200 && events.array.count == 2, "\(events.body)")
+        #expect(try await server.request("GET", "/v1/users/\(guest)/events?limit=lots", token: token).status == 400)
+
+        let records = """
+            {"user_id":"\(guest)","collection":"subscriptions","key":"a","data":{"price":1}}
+            {"user_id":"\(guest)","collection":"subscriptions","key":"b","data":{"price":2}}
+
+            """
+        let put = try await server.request("POST", "/v1/records/bulk", token: admin, body: records)
+        #expect(put.status == 200 && put.object["added"] as? Int == 2, "\(put.body)")
+        let skipped = try await server.request("POST", "/v1/records/bulk?on_conflict=skip", token: admin, body: records)
+        #expect(skipped.object["skipped"] as? Int == 2, "\(skipped.body)")
+        #expect(try await server.request("POST", "/v1/records/bulk?on_conflict=maybe", token: admin, body: records).status == 400)
+        let listed = try await server.request("GET", "/v1/users/\(guest)/records/subscriptions", token: token)
+        #expect(listed.array.count == 2)
+        #expect(try await server.stop() == 0)
+    }
+
     @Test("a body over 1 MiB is 413 and stores nothing", arguments: Backend.allCases)
     func bodyCap(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
