@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 import Hummingbird
 import Logging
@@ -30,6 +31,11 @@ public struct ServerConfiguration: Sendable {
     public var signInLimit = SignInLimit.standard
     /// The addresses of proxies whose `X-Forwarded-For` names the client.
     public var trustedProxies: Set<String> = []
+    /// The deployment's backup key: it signs the backups the server exports
+    /// and opens the ones it imports.
+    public var backupKey: BackupKey?
+    /// The version backups name as the tool that wrote them.
+    public var toolVersion = ""
 
     public init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
         self.host = host
@@ -71,7 +77,7 @@ public struct GuestModeServer: Sendable {
         for add in [
             GuestRoutes.add, UserRoutes.add, RecordRoutes.add, LimitRoutes.add, MeterRoutes.add, PromptRoutes.add,
             EventRoutes.add, EventRoutes.addCounters, IdentityRoutes.add, PlanRoutes.add, ExperimentRoutes.add,
-            ReportRoutes.add, BulkRoutes.add, OperationRoutes.add,
+            ReportRoutes.add, BulkRoutes.add, BackupRoutes.add, OperationRoutes.add,
         ] {
             add(router, services)
         }

@@ -529,6 +529,41 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
+    @Test("a user's backup: exported signed by its session, imported back with an admin key", arguments: Backend.allCases)
+    func backupRoutes(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("subscriptions")
+        let admin = try #require(
+            try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin", "--json").object["secret"]
+                as? String)
+        let server = try await Server.start(in: sandbox)
+        let (guest, token) = try await server.signIn()
+        let (_, other) = try await server.signIn()
+        #expect(
+            try await server.request("PUT", "/v1/users/\(guest)/records/subscriptions/s1", token: token, body: #"{"n":1}"#)
+                .status == 201)
+        let base = "http://\(server.address)"
+        let exported = try await sandbox.shell(
+            "curl -s -o mine.tar.zst -w '%{http_code} %{content_type}' -H 'Authorization: Bearer \(token)' \(base)/v1/users/\(guest)/backup")
+        #expect(exported.stdout == "200 application/zstd", "\(exported.stdout)")
+        let inspected = try await sandbox.run("backup", "inspect", "mine.tar.zst", "--json")
+        #expect((inspected.object["header"] as? [String: Any])?["users"] as? [String] == [guest], "\(inspected.stdout)")
+        #expect(inspected.object["signature"] as? String == "this-deployment")
+        let foreign = try await server.request("GET", "/v1/users/\(guest)/backup", token: other)
+        #expect(foreign.status == 404, "another session's user does not exist for it")
+
+        let put = { (token: String, query: String) in
+            try await sandbox.shell(
+                "curl -s -o put.json -w '%{http_code}' -X PUT --data-binary @mine.tar.zst -H 'Authorization: Bearer \(token)' '\(base)/v1/backup\(query)'")
+        }
+        #expect(try await put(token, "").stdout == "403", "importing is admin work")
+        #expect(try await put(admin, "").stdout == "409", "the user exists: refused by default")
+        #expect(try await put(admin, "?on_conflict=replace").stdout == "200")
+        #expect(try await put(admin, "?on_conflict=maybe").stdout == "400")
+        let listed = try await server.request("GET", "/v1/users/\(guest)/records/subscriptions", token: token)
+        #expect(listed.array.count == 1)
+        #expect(try await server.stop() == 0)
+    }
+
     @Test("a body over 1 MiB is 413 and stores nothing", arguments: Backend.allCases)
     func bodyCap(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")

@@ -15,7 +15,7 @@ enum BulkRoutes {
             let createUsers = RequestInput.query("create_users", of: request) == "true"
             let skipInvalid = RequestInput.query("skip_invalid", of: request) == "true"
             return try await services.perform { engine, now in
-                try withSpool(bytes) { url in
+                try RequestInput.spooled(bytes, suffix: ".ndjson") { url in
                     let report = try engine.ingest(
                         log: url, creatingUsers: createUsers, skippingInvalid: skipInvalid, now: now)
                     guard report.isApplied else {
@@ -40,23 +40,10 @@ enum BulkRoutes {
                 throw GuestModeError.usage("on_conflict is one of \(known), not '\(policyText)'", code: .usage)
             }
             return try await services.perform { engine, now in
-                try withSpool(bytes) { url in
+                try RequestInput.spooled(bytes, suffix: ".ndjson") { url in
                     try Reply.document(engine.putRecords(from: url, label: "the request body", onConflict: policy, now: now))
                 }
             }.response
         }
-    }
-
-    /// The body in a temporary file for `body`, removed afterwards: the
-    /// engine reads a log twice (validation, then the batches).
-    private static func withSpool<T>(_ bytes: [UInt8], _ body: (URL) throws -> T) throws -> T {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "guestmode-serve-\(UUID().uuidString).ndjson")
-        guard FileManager.default.createFile(atPath: url.path, contents: Data(bytes)) else {
-            throw GuestModeError(
-                .ioError, code: .ioError, "cannot hold the request body in the temporary directory")
-        }
-        defer { try? FileManager.default.removeItem(at: url) }
-        return try body(url)
     }
 }

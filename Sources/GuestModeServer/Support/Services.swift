@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 import NIOPosix
 
@@ -13,6 +14,8 @@ final class Services: Sendable {
     let storeWait: Duration
     let signIns: SignInLimiter
     let trustedProxies: Set<String>
+    let backupKey: BackupKey?
+    let toolVersion: String
 
     init(
         engine: GuestMode, pool: NIOThreadPool, clock: @escaping @Sendable () throws -> Date, tokens: AccessTokens,
@@ -26,6 +29,8 @@ final class Services: Sendable {
         storeWait = configuration.storeWait
         signIns = SignInLimiter(limit: configuration.signInLimit)
         trustedProxies = configuration.trustedProxies
+        backupKey = configuration.backupKey
+        toolVersion = configuration.toolVersion
     }
 
     /// Runs a blocking engine call on the pool, never on an event loop; at

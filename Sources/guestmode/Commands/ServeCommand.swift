@@ -90,6 +90,8 @@ struct ServeCommand: ParsableCommand {
         configuration.idleTimeout = .seconds(idleTimeout)
         configuration.signInLimit = SignInLimit(perHour: guestsPerHour, burst: guestsPerHour)
         configuration.trustedProxies = Set(trustedProxy)
+        configuration.backupKey = key
+        configuration.toolVersion = GuestModeVersion.current
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
         let output = global.output
         let listen = self.listen
