@@ -477,6 +477,12 @@ struct ServerTests {
         let unlinked = try await server.request("DELETE", "/v1/users/\(guest)/identities/apple", token: backendKey)
         #expect(unlinked.status == 200 && unlinked.object["state"] as? String == "anonymous", "\(unlinked.body)")
 
+        let profile = try await server.request("GET", "/v1/profile", token: token)
+        #expect(profile.status == 200 && profile.object["name"] as? String == "subscriptions", "\(profile.body)")
+        let shown = try await sandbox.run("profile", "show", "--json")
+        #expect(profile.body == shown.stdout, "the same document as profile show --json")
+        #expect(try await server.request("GET", "/v1/profile").status == 401)
+
         for report in ["funnel", "prompts", "experiments", "usage"] {
             #expect(try await server.request("GET", "/v1/reports/\(report)", token: admin).status == 200, "\(report)")
         }
