@@ -84,6 +84,7 @@ let package = Package(
             name: "GuestModeServer",
             dependencies: [
                 "GuestModeKit",
+                "GuestModeArchive",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 import Hummingbird
 import Logging
@@ -21,6 +22,20 @@ public struct ServerConfiguration: Sendable {
     public var accessTokenKey: [UInt8]
     /// How long in-flight requests get to finish once shutdown starts.
     public var shutdownDeadline: Duration = .seconds(30)
+    /// How long a request may wait for a store connection before it is 503.
+    public var storeWait: Duration = .seconds(10)
+    /// How long a connection may stay silent (a request half sent, or none)
+    /// before the server closes it.
+    public var idleTimeout: Duration = .seconds(30)
+    /// Guests one client address may create.
+    public var signInLimit = SignInLimit.standard
+    /// The addresses of proxies whose `X-Forwarded-For` names the client.
+    public var trustedProxies: Set<String> = []
+    /// The deployment's backup key: it signs the backups the server exports
+    /// and opens the ones it imports.
+    public var backupKey: BackupKey?
+    /// The version backups name as the tool that wrote them.
+    public var toolVersion = ""
 
     public init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
         self.host = host
@@ -56,12 +71,13 @@ public struct GuestModeServer: Sendable {
         let services = Services(
             engine: engine, pool: pool, clock: clock,
             tokens: await AccessTokens(key: configuration.accessTokenKey, lifetime: configuration.accessTokenLifetime),
-            bodyLimit: configuration.bodyLimit)
-        let router = ServerRouter()
+            configuration: configuration)
+        let router = ServerRouter(context: ServerContext.self)
         router.add(middleware: FailureMiddleware())
         for add in [
             GuestRoutes.add, UserRoutes.add, RecordRoutes.add, LimitRoutes.add, MeterRoutes.add, PromptRoutes.add,
-            EventRoutes.add, IdentityRoutes.add, OperationRoutes.add,
+            EventRoutes.add, EventRoutes.addCounters, IdentityRoutes.add, PlanRoutes.add, ExperimentRoutes.add,
+            ReportRoutes.add, BulkRoutes.add, BackupRoutes.add, OperationRoutes.add,
         ] {
             add(router, services)
         }
@@ -69,8 +85,12 @@ public struct GuestModeServer: Sendable {
         var logger = Logger(label: "guestmode") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .warning
         let host = configuration.host
+        let idle = configuration.idleTimeout.components
         let application = Application(
             router: router,
+            server: .http1(
+                configuration: .init(
+                    idleTimeout: .nanoseconds(idle.seconds * 1_000_000_000 + idle.attoseconds / 1_000_000_000))),
             configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port)),
             onServerRunning: { channel in
                 onListening("\(host):\(channel.localAddress?.port ?? 0)")

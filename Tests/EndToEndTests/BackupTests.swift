@@ -272,6 +272,37 @@ struct BackupTests {
         #expect(try await sandbox.run("backup", "inspect", "absent.gmbackup").status == 66)
     }
 
+    @Test("a backup carries no server key, session or kept answer: never a secret's hash (db copy carries them)")
+    func noServerSecrets() async throws {
+        let sandbox = try await Sandbox.withBackupData()
+        let token = String(repeating: "ab", count: 32)
+        try sandbox.write(
+            "server.sql",
+            """
+            INSERT INTO session_families VALUES ('family-1', 'u1', '2026-11-03T10:00:00.000Z', NULL);
+            INSERT INTO refresh_tokens VALUES ('\(token)', 'family-1', '2026-11-03T10:00:00.000Z', NULL);
+            INSERT INTO kept_responses VALUES ('user:u1', 'k-1', '\(token)', 201, '{}', '2026-11-03T10:00:00.000Z');
+            """)
+        #expect(try await sandbox.shell("sqlite3 guestmode.sqlite < server.sql").status == 0)
+        #expect(try await sandbox.run("serve", "key", "create", "backend", "--scope", "admin").status == 0)
+        let keyHash = try await sandbox.shell("sqlite3 guestmode.sqlite 'SELECT secret_hash FROM server_keys'")
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(keyHash.count == 64)
+        for (index, selection) in [["u1"], ["--all"]].enumerated() {
+            let archive = "b\(index).tar.gz"
+            #expect(try await sandbox.run(arguments: ["backup", "export"] + selection + ["--out", archive]).status == 0)
+            let inspected = try await sandbox.run("backup", "inspect", archive, "--json")
+            let tables = ((inspected.object["manifest"] as? [String: Any])?["tables"] as? [String: Int]) ?? [:]
+            #expect(!tables.isEmpty)
+            for table in ["server_keys", "session_families", "refresh_tokens", "kept_responses"] {
+                #expect(tables[table] == nil, "\(selection) carries \(table)")
+            }
+            let unpacked = try await sandbox.shell(
+                "mkdir -p x\(index) && tar -xzf \(archive) -C x\(index) && grep -rlE '\(token)|\(keyHash)|family-1' x\(index)")
+            #expect(unpacked.stdout.isEmpty && unpacked.status == 1, "\(selection): \(unpacked.stdout)\(unpacked.stderr)")
+        }
+    }
+
     @Test("the man page documents every backup subcommand and option and lints clean")
     func manPage() async throws {
         let sandbox = try Sandbox()

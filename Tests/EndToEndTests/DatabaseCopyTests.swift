@@ -9,6 +9,8 @@ private let storeTables: [(name: String, key: String)] = [
     ("meter_warnings", "user_id, meter, period_start, percent"), ("plans", "id"), ("prompt_outcomes", "id"),
     ("experiment_assignments", "user_id, experiment"), ("outbox", "user_id"), ("user_flags", "user_id, flag"),
     ("migration_journals", "id"), ("migration_steps", "journal_id, position"), ("conflict_archive", "id"),
+    ("server_keys", "name"), ("session_families", "id"), ("refresh_tokens", "token_hash"),
+    ("kept_responses", "principal, key"),
 ]
 
 /// A recipes store with rows in every table: the seeded guest and account,
@@ -37,7 +39,11 @@ private func storeWithEveryTable() async throws -> Sandbox {
         INSERT INTO meter_warnings VALUES ('\(account)', 'video_generations', '2026-11-01T00:00:00.000Z', 80.5, 'warning', '2026-11-02T10:00:00.000Z');
         INSERT INTO outbox VALUES ('\(kept)', '2026-11-03T10:00:00.000Z', 2, 'unreachable', NULL);
         INSERT INTO user_flags VALUES ('\(kept)', 'adopted', '2026-11-03T10:00:00.000Z');
+        INSERT INTO session_families VALUES ('family-1', '\(kept)', '2026-11-03T10:00:00.000Z', NULL);
+        INSERT INTO refresh_tokens VALUES ('\(String(repeating: "ab", count: 32))', 'family-1', '2026-11-03T10:00:00.000Z', NULL);
+        INSERT INTO kept_responses VALUES ('user:\(kept)', 'k-1', '\(String(repeating: "cd", count: 32))', 201, '{"ok":true}', '2026-11-03T10:00:00.000Z');
         """)
+    #expect(try await sandbox.run("serve", "key", "create", "backend", "--scope", "user-data").status == 0)
     for table in storeTables {
         let count = try await sqlite(sandbox, "SELECT COUNT(*) FROM \(table.name)")
         #expect(count.trimmingCharacters(in: .whitespacesAndNewlines) != "0", "no rows in \(table.name)")

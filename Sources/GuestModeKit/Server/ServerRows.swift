@@ -39,8 +39,12 @@ package protocol ServerRows {
     func keptResponse(principal: String, key: String) throws -> KeptResponse?
 
     /// Keeps an answer unless one is kept for the same principal and key
-    /// already; false when one was (the first answer stays).
+    /// already; false when one was (the first answer stays). While another
+    /// transaction holds an uncommitted answer for the key, waits for it.
     func insertKeptResponse(_ response: KeptResponse) throws -> Bool
+
+    /// Sets the status and body of the answer kept for `key` from `principal`.
+    func settleKeptResponse(principal: String, key: String, status: Int, body: String) throws
 }
 
 /// A refresh token as stored: which family it belongs to and where that stands.

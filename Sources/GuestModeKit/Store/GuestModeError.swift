@@ -215,6 +215,7 @@ extension GuestModeError {
             .profileUpgradeRefused,
             .providerAlreadyLinked,
             .pushIncomplete,
+            .rateLimited,
             .recordCapNeedsPremium,
             .recordCapReached,
             .recordExists,
@@ -566,5 +567,7 @@ extension GuestModeError {
         public static let serverKeyNotFound = Code("server_key_not_found", .notFound)
         /// The request carries no valid session token or server key.
         public static let unauthorized = Code("unauthorized", .usage)
+        /// Too many guest sign-ins from one client address; retry after the time given.
+        public static let rateLimited = Code("rate_limited", .tryAgainLater)
     }
 }

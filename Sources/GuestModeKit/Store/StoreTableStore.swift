@@ -15,7 +15,10 @@ package struct StoreTable: Sendable, Equatable, Hashable {
     }
 
     /// Every table of the store, in copy order: the backup tables (users first)
-    /// then the store's own tables, journals before their steps.
+    /// then the store's own tables, journals before their steps and session
+    /// families before their refresh tokens. The server's tables are the
+    /// store's own: a copy carries its keys, sessions and kept answers, so a
+    /// moved deployment keeps them, and no backup ever carries a secret's hash.
     package static let all: [StoreTable] = [
         StoreTable(name: "users", primaryKey: ["id"]),
         StoreTable(name: "identities", primaryKey: ["provider", "subject"]),
@@ -35,6 +38,10 @@ package struct StoreTable: Sendable, Equatable, Hashable {
         StoreTable(name: "meta", primaryKey: ["key"]),
         StoreTable(name: "migration_journals", primaryKey: ["id"]),
         StoreTable(name: "migration_steps", primaryKey: ["journal_id", "position"]),
+        StoreTable(name: "server_keys", primaryKey: ["name"]),
+        StoreTable(name: "session_families", primaryKey: ["id"]),
+        StoreTable(name: "refresh_tokens", primaryKey: ["token_hash"]),
+        StoreTable(name: "kept_responses", primaryKey: ["principal", "key"]),
     ]
 
     /// The store's own tables, which no backup carries: the profile binding

@@ -43,5 +43,12 @@ extension TransactionalStore {
 /// holds everything), and backends take row locks in a fixed order.
 package protocol StoreTransaction:
     UserRows, IdentityRows, EventRows, RecordRows, MeterRows, PlanRows, PromptRows, ExperimentRows, OutboxRows,
-    MigrationRows, ReportRows, ProfileRows, ServerRows
+    MigrationRows, ReportRows, ProfileRows, ServerRows, TransactionNesting
 {}
+
+/// A transaction inside a transaction.
+public protocol TransactionNesting {
+    /// Runs `body` in a savepoint: when it throws, everything it wrote is
+    /// undone and the transaction goes on as it was before `body`.
+    func savepoint<T>(_ body: () throws -> T) throws -> T
+}

@@ -93,6 +93,12 @@ extension PostgresTransaction {
         ).changes > 0
     }
 
+    func settleKeptResponse(principal: String, key: String, status: Int, body: String) throws {
+        try connection.execute(
+            "UPDATE kept_responses SET status = $1, body = $2 WHERE principal = $3 AND key = $4",
+            [PostgresValue(status), PostgresValue(body), PostgresValue(principal), PostgresValue(key)])
+    }
+
     private func serverKey(_ row: PostgresRow) throws -> ServerKey {
         ServerKey(
             name: try row.string("name"), scope: try row.decode("scope", as: ServerScope.self),

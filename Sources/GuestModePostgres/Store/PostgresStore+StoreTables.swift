@@ -14,7 +14,9 @@ extension PostgresStore: StoreTableStore {
             }
             try body(PostgresStoreTableWriter(connection: connection))
             // Identity columns do not notice explicit ids: later journals must not reuse one.
+            // (A session family's id is text the server makes, with no sequence behind it.)
             for table in StoreTable.own where table.primaryKey == ["id"] {
+                guard try PostgresColumns(of: table.name, connection).kind("id") == .integer else { continue }
                 try connection.execute(
                     """
                     SELECT setval(s.seq, m.top) FROM

@@ -91,3 +91,18 @@ extension PostgresTransaction {
             [PostgresValue(userID), PostgresValue(action), PostgresValue(count)])
     }
 }
+
+extension PostgresTransaction: TransactionNesting {
+    func savepoint<T>(_ body: () throws -> T) throws -> T {
+        try connection.execute("SAVEPOINT guestmode_nested")
+        do {
+            let value = try body()
+            try connection.execute("RELEASE SAVEPOINT guestmode_nested")
+            return value
+        } catch {
+            // Undoes the body and leaves an aborted transaction usable again.
+            _ = try? connection.execute("ROLLBACK TO SAVEPOINT guestmode_nested")
+            throw error
+        }
+    }
+}

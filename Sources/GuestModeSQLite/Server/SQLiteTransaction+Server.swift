@@ -97,6 +97,11 @@ extension SQLiteTransaction {
         return db.changesCount > 0
     }
 
+    func settleKeptResponse(principal: String, key: String, status: Int, body: String) throws {
+        try db.cachedStatement(sql: "UPDATE kept_responses SET status = ?, body = ? WHERE principal = ? AND key = ?")
+            .execute(arguments: [status, body, principal, key])
+    }
+
     private func serverKey(_ row: Row) throws -> ServerKey {
         ServerKey(
             name: try row.decode(forColumn: "name"), scope: try row.decode("scope", as: ServerScope.self),

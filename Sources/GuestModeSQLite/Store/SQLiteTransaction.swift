@@ -64,3 +64,17 @@ extension SQLiteTransaction {
         try store.addToCounter(user: userID, action: action, count: count, db)
     }
 }
+
+extension SQLiteTransaction: TransactionNesting {
+    func savepoint<T>(_ body: () throws -> T) throws -> T {
+        var value: T?
+        try db.inSavepoint {
+            value = try body()
+            return .commit
+        }
+        guard let value else {
+            throw GuestModeError(.internalFailure, code: .internalFailure, "a savepoint ended without a result")
+        }
+        return value
+    }
+}

@@ -9,27 +9,34 @@ enum EventRoutes {
         router.post("/v1/users/:user/events") { request, context -> Response in
             let (caller, userID) = try await services.user(of: request, context: context)
             let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
-            return try await services.idempotent(request, principal: caller.principal, body: bytes) {
-                let body = try RequestInput.object(bytes)
-                let action = try body.requiredText("action")
-                let count = try body.numberText("count").map { text in
-                    guard let count = Int(text), (1...1_000_000_000).contains(count) else {
-                        throw GuestModeError.usage(
-                            "'count' must be a whole number from 1 to 1000000000, not \(text)", code: .invalidEvent)
-                    }
-                    return count
+            let body = try RequestInput.object(bytes)
+            let action = try body.requiredText("action")
+            let count = try body.numberText("count").map { text in
+                guard let count = Int(text), (1...1_000_000_000).contains(count) else {
+                    throw GuestModeError.usage(
+                        "'count' must be a whole number from 1 to 1000000000, not \(text)", code: .invalidEvent)
                 }
-                let key = try body.text("id") ?? request.headers[.idempotencyKey]
-                let properties = try Self.properties(body["props"])
-                let result = try await services.perform { engine, now in
-                    try engine.track(
-                        TrackedEvent(
-                            user: userID, action: action, at: now, count: count ?? 1, idempotencyKey: key,
-                            properties: properties),
-                        now: now)
-                }
+                return count
+            }
+            let key = try body.text("id") ?? request.headers[.idempotencyKey]
+            let properties = try Self.properties(body["props"])
+            return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
+                let result = try engine.track(
+                    TrackedEvent(
+                        user: userID, action: action, at: now, count: count ?? 1, idempotencyKey: key,
+                        properties: properties),
+                    now: now)
                 return try Reply.document(result)
             }.response
+        }
+    }
+
+    /// `counters --json`.
+    static func addCounters(to router: ServerRouter, _ services: Services) {
+        router.get("/v1/users/:user/counters") { request, context -> Response in
+            let (_, userID) = try await services.user(of: request, context: context)
+            let counters = try await services.perform { engine, _ in try engine.counters(user: userID) }
+            return try Reply.document(CountersDocument(user: userID, counters: counters)).response
         }
     }
 
@@ -47,4 +54,10 @@ enum EventRoutes {
             }
         }
     }
+}
+
+/// `counters --json`: the user and its totals by action.
+private struct CountersDocument: Encodable, Sendable {
+    var user: String
+    var counters: [String: Int]
 }

@@ -7,7 +7,9 @@ import Hummingbird
 /// creation idempotent, and a refresh token is spent by its first use.
 enum GuestRoutes {
     static func add(to router: ServerRouter, _ services: Services) {
-        router.post("/v1/guests") { request, _ -> Response in
+        // Rate-limited per client address before anything else: sign-in is what an abuser repeats.
+        router.post("/v1/guests") { request, context -> Response in
+            if let refused = try await services.refusedSignIn(request, context: context) { return refused.response }
             let body = try RequestInput.object(try await RequestInput.body(of: request, limit: services.bodyLimit))
             let device = try body.text("device")
             let (creation, grant, now) = try await services.perform { engine, now in

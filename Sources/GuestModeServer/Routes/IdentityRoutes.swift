@@ -12,22 +12,34 @@ enum IdentityRoutes {
             try caller.requireKey(.userData)
             let userID = try RequestInput.segment("user", of: context)
             let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
-            return try await services.idempotent(request, principal: caller.principal, body: bytes) {
-                let body = try RequestInput.object(bytes)
-                let provider = try body.requiredText("provider")
-                let subject = try body.requiredText("subject")
-                let email = try body.text("email")
-                let (result, user) = try await services.perform { engine, now in
-                    let result = try engine.link(
-                        user: userID, provider: provider, subject: subject, email: email, now: now)
-                    return (result, try engine.user(userID))
-                }
+            let body = try RequestInput.object(bytes)
+            let provider = try body.requiredText("provider")
+            let subject = try body.requiredText("subject")
+            let email = try body.text("email")
+            return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
+                let result = try engine.link(user: userID, provider: provider, subject: subject, email: email, now: now)
+                let user = try engine.user(userID)
                 let change = IdentityChange(
                     userId: userID, action: "link", provider: provider, subject: subject,
                     changed: result.isNewlyLinked, state: user.state,
                     removedAnonymousCredentials: result.didRemoveAnonymousCredentials)
                 return try Reply.document(change, status: result.isNewlyLinked ? .created : .ok)
             }.response
+        }
+
+        // `unlink`: a server key, as linking is.
+        router.delete("/v1/users/:user/identities/:provider") { request, context -> Response in
+            try await services.caller(of: request).requireKey(.userData)
+            let userID = try RequestInput.segment("user", of: context)
+            let provider = try RequestInput.segment("provider", of: context)
+            let updated = try await services.perform { engine, now in
+                try engine.unlink(user: userID, provider: provider, now: now)
+            }
+            return try Reply.document(
+                IdentityChange(
+                    userId: userID, action: "unlink", provider: provider, subject: nil, changed: true,
+                    state: updated.state, removedAnonymousCredentials: false)
+            ).response
         }
     }
 }

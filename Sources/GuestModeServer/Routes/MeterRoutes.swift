@@ -47,33 +47,28 @@ enum MeterRoutes {
             let (caller, userID) = try await services.user(of: request, context: context)
             let meter = try RequestInput.segment("meter", of: context)
             let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
-            return try await services.idempotent(request, principal: caller.principal, body: bytes) {
-                let body = try RequestInput.object(bytes)
-                guard let amountText = try body.numberText("amount") else {
-                    throw GuestModeError.usage("the request body needs 'amount'", code: .usage)
+            let body = try RequestInput.object(bytes)
+            guard let amountText = try body.numberText("amount") else {
+                throw GuestModeError.usage("the request body needs 'amount'", code: .usage)
+            }
+            let amount = try MeterAmount.parse(amountText)
+            let key = try body.text("id") ?? request.headers[.idempotencyKey]
+            let overage = try body.text("overage").map { text in
+                guard let overage = MeterOverage(rawValue: text) else {
+                    throw GuestModeError.usage("'overage' is allow or refuse, not '\(text)'", code: .usage)
                 }
-                let amount = try MeterAmount.parse(amountText)
-                let key = try body.text("id") ?? request.headers[.idempotencyKey]
-                let overage = try body.text("overage").map { text in
-                    guard let overage = MeterOverage(rawValue: text) else {
-                        throw GuestModeError.usage("'overage' is allow or refuse, not '\(text)'", code: .usage)
-                    }
-                    return overage
-                }
-                let (result, prompt) = try await services.perform { engine, now -> (MeterUseResult, PromptOffer?) in
-                    let result = try engine.useMeter(
-                        user: userID, meter: meter, amount: amount, key: key, overage: overage, now: now)
-                    guard !result.isAllowed else { return (result, nil) }
-                    return (result, try engine.promptRaised(byMeter: meter, user: userID, now: now))
-                }
-                guard result.isAllowed else {
-                    let outcome =
-                        result.isRecorded
-                        ? "the usage was recorded in full (overage); the allowance is now used up"
-                        : "nothing was recorded"
-                    return try Reply.refusal(exhausted(result.status, outcome: outcome), prompt: prompt, result: result)
-                }
-                return try Reply.document(result)
+                return overage
+            }
+            return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
+                let result = try engine.useMeter(
+                    user: userID, meter: meter, amount: amount, key: key, overage: overage, now: now)
+                guard !result.isAllowed else { return try Reply.document(result) }
+                let prompt = try engine.promptRaised(byMeter: meter, user: userID, now: now)
+                let outcome =
+                    result.isRecorded
+                    ? "the usage was recorded in full (overage); the allowance is now used up"
+                    : "nothing was recorded"
+                return try Reply.refusal(exhausted(result.status, outcome: outcome), prompt: prompt, result: result)
             }.response
         }
     }

@@ -9,6 +9,14 @@ enum OperationRoutes {
             try Reply.document(["status": "ok"]).response
         }
 
+        // `profile show`: the profile the store is bound to, as the YAML's vocabulary resolves it, for
+        // whoever may reach the API: an app reads its caps and prompts from it.
+        router.get("/v1/profile") { request, _ -> Response in
+            _ = try await services.caller(of: request)
+            return Reply(status: .ok, body: ProfileDocument.value(of: services.engine.profile).text(pretty: true) + "\n")
+                .response
+        }
+
         // The store answers, with the schema this build expects: a load balancer may send requests.
         router.get("/readyz") { _, _ -> Response in
             let schema = try await services.perform { engine, _ in try engine.schemaStatus() }

@@ -10,6 +10,9 @@ extension GuestModeError {
         case .unauthorized, .refreshTokenInvalid, .refreshTokenReused: return .unauthorized
         case .insufficientScope: return .forbidden
         case .bodyTooLarge: return .contentTooLarge
+        case .rateLimited: return .tooManyRequests
+        // As Stripe and the IETF's Idempotency-Key draft answer a key reused for another request.
+        case .idempotencyKeyReused: return .unprocessableContent
         default: return kind.httpStatus
         }
     }

@@ -49,6 +49,20 @@ enum RequestInput {
     static func query(_ name: String, of request: Request) -> String? {
         request.uri.queryParameters.get(name)
     }
+
+    /// The body in a temporary file for `body`, removed afterwards: the
+    /// engine reads a log twice (validation, then the batches), an archive by
+    /// its path. `suffix` names the file as the reader expects.
+    static func spooled<T>(_ bytes: [UInt8], suffix: String, _ body: (URL) throws -> T) throws -> T {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "guestmode-serve-\(UUID().uuidString)\(suffix)")
+        guard FileManager.default.createFile(atPath: url.path, contents: Data(bytes)) else {
+            throw GuestModeError(
+                .ioError, code: .ioError, "cannot hold the request body in the temporary directory")
+        }
+        defer { try? FileManager.default.removeItem(at: url) }
+        return try body(url)
+    }
 }
 
 extension [String: JSONValue] {

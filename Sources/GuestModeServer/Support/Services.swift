@@ -1,33 +1,55 @@
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 import NIOPosix
 
 /// What every route shares: the engine, the bounded pool its blocking calls
-/// run on, the clock, and the access-token signer.
+/// run on, the clock, the access-token signer and the sign-in limits.
 final class Services: Sendable {
     let engine: GuestMode
     let pool: NIOThreadPool
     let clock: @Sendable () throws -> Date
     let tokens: AccessTokens
     let bodyLimit: Int
+    let storeWait: Duration
+    let signIns: SignInLimiter
+    let trustedProxies: Set<String>
+    let backupKey: BackupKey?
+    let toolVersion: String
 
     init(
         engine: GuestMode, pool: NIOThreadPool, clock: @escaping @Sendable () throws -> Date, tokens: AccessTokens,
-        bodyLimit: Int
+        configuration: ServerConfiguration
     ) {
         self.engine = engine
         self.pool = pool
         self.clock = clock
         self.tokens = tokens
-        self.bodyLimit = bodyLimit
+        bodyLimit = configuration.bodyLimit
+        storeWait = configuration.storeWait
+        signIns = SignInLimiter(limit: configuration.signInLimit)
+        trustedProxies = configuration.trustedProxies
+        backupKey = configuration.backupKey
+        toolVersion = configuration.toolVersion
     }
 
     /// Runs a blocking engine call on the pool, never on an event loop; at
-    /// most the pool's size run at once and the rest wait their turn.
+    /// most the pool's size (the store's connections) run at once and the
+    /// rest wait their turn. A call that waited longer than `storeWait` is
+    /// `pool_exhausted` (503) without touching the store.
     func perform<T: Sendable>(_ body: @escaping @Sendable (GuestMode, Date) throws -> T) async throws -> T {
         let engine = self.engine
         let clock = self.clock
-        return try await pool.runIfActive { try body(engine, try clock()) }
+        let wait = storeWait
+        let queued = ContinuousClock.now
+        return try await pool.runIfActive {
+            guard ContinuousClock.now - queued <= wait else {
+                throw GuestModeError(
+                    .tryAgainLater, code: .poolExhausted,
+                    "no store connection was free within \(wait); try again shortly")
+            }
+            return try body(engine, try clock())
+        }
     }
 
     func now() throws -> Date { try clock() }

@@ -29,12 +29,39 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "How many engine calls may run at once; the others wait (default: 4).", valueName: "n"))
+            "How many engine calls may run at once, each on a store connection of its own; the others wait (default: 4).",
+            valueName: "n"))
     var threads = 4
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a request may wait for a store connection before it is 503, decimals allowed (default: 10).",
+            valueName: "seconds"))
+    var storeWait: Double = 10
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a connection may stay silent before the server closes it (default: 30).", valueName: "seconds"))
+    var idleTimeout = 30
+
+    @Option(
+        help: ArgumentHelp(
+            "Guests one client address may create an hour, 0 for no limit (default: 30).", valueName: "n"))
+    var guestsPerHour = 30
+
+    @Option(
+        help: ArgumentHelp(
+            "A proxy whose X-Forwarded-For names the client; repeat for several.", valueName: "address"))
+    var trustedProxy: [String] = []
 
     func validate() throws {
         _ = try address
         try requireInRange(threads, 1...256, "--threads")
+        guard (0...3600).contains(storeWait) else {
+            throw ValidationError("--store-wait must be from 0 to 3600 seconds, not \(storeWait)")
+        }
+        try requireInRange(idleTimeout, 1...3600, "--idle-timeout")
+        try requireInRange(guestsPerHour, 0...1_000_000, "--guests-per-hour")
     }
 
     private var address: (host: String, port: Int) {
@@ -52,12 +79,19 @@ struct ServeCommand: ParsableCommand {
         // A client that hangs up mid-answer is that connection's end, never the server's (main.swift
         // restores SIGPIPE's default for the one-shot commands).
         signal(SIGPIPE, SIG_IGN)
-        let engine = try global.openEngine()
+        // One store connection per engine thread: a call never waits for a connection once it runs.
+        let engine = try global.openEngine(connections: threads)
         let key = try global.backupKeyCreatingIfMissing()
         let (host, port) = try address
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: host, port: port, threads: threads,
             accessTokenKey: key.derivedKey(for: "guestmode access tokens v1"))
+        configuration.storeWait = .milliseconds(Int((storeWait * 1000).rounded()))
+        configuration.idleTimeout = .seconds(idleTimeout)
+        configuration.signInLimit = SignInLimit(perHour: guestsPerHour, burst: guestsPerHour)
+        configuration.trustedProxies = Set(trustedProxy)
+        configuration.backupKey = key
+        configuration.toolVersion = GuestModeVersion.current
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
         let output = global.output
         let listen = self.listen

@@ -156,9 +156,10 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    func openEngine() throws -> GuestMode {
+    /// The engine over the store; `connections` as `StoreLocation.open` takes it.
+    func openEngine(connections: Int? = nil) throws -> GuestMode {
         let location = try storeLocation
-        let engine = try GuestMode(store: try location.open(), location: location.description)
+        let engine = try GuestMode(store: try location.open(connections: connections), location: location.description)
         output.detail("store \(location.description), profile \(engine.profile.name) v\(engine.profile.version)")
         return engine
     }

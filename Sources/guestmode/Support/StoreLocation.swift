@@ -51,13 +51,19 @@ enum StoreLocation {
     }
 
     /// Opens an existing store. Pending schema migrations are applied unless
-    /// `migrating` is false (`db status` looks without writing).
-    func open(migrating: Bool = true) throws -> any GuestStore {
+    /// `migrating` is false (`db status` looks without writing). `connections`
+    /// asks for a pool of that many (`serve`); without it, one command needs
+    /// one connection, and a SQLite pool's opening would write to the file
+    /// (docs/ARCHITECTURE.md): a command that changes nothing must leave it byte for byte.
+    func open(migrating: Bool = true, connections: Int? = nil) throws -> any GuestStore {
         switch self {
-        // One command at a time needs one connection, and a pool's opening would write to the
-        // file (docs/ARCHITECTURE.md): a command that changes nothing must leave it byte for byte.
-        case let .sqlite(path): try SQLiteStore.open(path: path, migrating: migrating, connections: .single)
-        case let .postgres(uri, schema): try PostgresStore.open(uri: uri, schema: schema, migrating: migrating)
+        case let .sqlite(path):
+            try SQLiteStore.open(
+                path: path, migrating: migrating, connections: connections.map { .pool(maximumReaders: $0) } ?? .single)
+        case let .postgres(uri, schema):
+            try PostgresStore.open(
+                uri: uri, schema: schema, migrating: migrating,
+                poolSize: connections ?? PostgresStore.defaultPoolSize)
         }
     }
 

@@ -67,25 +67,102 @@ struct ServerStoreTests {
         expectFailure(.notFound, code: .refreshTokenInvalid) { _ = try engine.refreshSession(session.refreshToken, now: day(2)) }
     }
 
+    private let request = IdempotentRequest(
+        principal: "user:u1", key: "k", fingerprint: Array("POST /v1/users/u1/events\n{}".utf8))
+
+    private func opened(_ engine: GuestMode) throws -> Int {
+        try engine.counters(user: "u1")["command_spoken"] ?? 0
+    }
+
+    private func trackOpen(_ engine: GuestMode) throws -> KeptAnswer {
+        let result = try engine.track(
+            TrackedEvent(user: "u1", action: "command_spoken", at: day(1), count: 1, idempotencyKey: nil), now: day(1))
+        return KeptAnswer(status: 200, body: "total \(result.total)")
+    }
+
     @Test(arguments: StoreBackend.allCases)
-    func theFirstAnswerToAKeyStands(backend: StoreBackend) throws {
+    func theFirstAnswerToAKeyIsKeptWithItsChangeAndReplayed(backend: StoreBackend) throws {
         let engine = try engine(backend)
-        let request = Array("POST /v1/users/u1/events\n{}".utf8)
-        #expect(try engine.keptResponse(principal: "user:u1", key: "k", request: request) == nil)
-        let kept = try engine.keepResponse(
-            principal: "user:u1", key: "k", request: request, status: 200, body: "first", now: day(1))
-        #expect(kept.body == "first")
-        let raced = try engine.keepResponse(
-            principal: "user:u1", key: "k", request: request, status: 200, body: "second", now: day(1))
-        #expect(raced.body == "first", "a concurrent answer to the same key gives way to the one kept")
-        #expect(try engine.keptResponse(principal: "user:u1", key: "k", request: request)?.body == "first")
-        #expect(try engine.keptResponse(principal: "user:u2", key: "k", request: request) == nil, "keys are per caller")
-        expectFailure(.conflict, code: .idempotencyKeyReused) {
-            _ = try engine.keptResponse(principal: "user:u1", key: "k", request: Array("other".utf8))
+        var runs = 0
+        let answer = { (request: IdempotentRequest) in
+            try engine.answerOnce(request, now: day(1)) { scoped in
+                runs += 1
+                return try trackOpen(scoped)
+            } keeping: { _ in nil }
         }
-        expectFailure(.conflict, code: .idempotencyKeyReused) {
-            _ = try engine.keepResponse(
-                principal: "user:u1", key: "k", request: Array("other".utf8), status: 200, body: "x", now: day(1))
+        let first = try answer(request)
+        #expect(first.answer == KeptAnswer(status: 200, body: "total 1") && !first.replayed)
+        let again = try answer(request)
+        #expect(again.answer == first.answer && again.replayed)
+        let afterReplay = try opened(engine)
+        #expect(runs == 1 && afterReplay == 1, "a replay does nothing")
+        var other = request
+        other.principal = "user:u2"
+        #expect(try !answer(other).replayed, "keys are per caller")
+        other = request
+        other.fingerprint = Array("POST /v1/users/u1/events\n{\"count\":2}".utf8)
+        expectFailure(.conflict, code: .idempotencyKeyReused) { _ = try answer(other) }
+        let afterOther = try opened(engine)
+        #expect(runs == 2 && afterOther == 2)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aCrashBeforeTheAnswerIsKeptUndoesTheChange(backend: StoreBackend) throws {
+        struct Crash: Error {}
+        let engine = try engine(backend)
+        #expect(throws: Crash.self) {
+            try engine.answerOnce(request, now: day(1)) { scoped in
+                _ = try trackOpen(scoped)
+                throw Crash()
+            } keeping: { _ in KeptAnswer(status: 400, body: "kept") }
         }
+        #expect(try opened(engine) == 0, "no change without its kept answer")
+        #expect(try engine.store.read { try $0.keptResponse(principal: "user:u1", key: "k") } == nil)
+        let retried = try engine.answerOnce(request, now: day(1)) { try trackOpen($0) } keeping: { _ in nil }
+        #expect(retried.answer.body == "total 1" && !retried.replayed)
+        let kept = try engine.store.read { try $0.keptResponse(principal: "user:u1", key: "k") }
+        #expect(kept?.status == 200 && kept?.body == "total 1", "the kept answer is the one given")
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aKeptFailureUndoesOnlyTheFailedCall(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        let refused = try engine.answerOnce(request, now: day(1)) { scoped in
+            _ = try trackOpen(scoped)
+            return try scoped.store.write { transaction in
+                try transaction.addToCounter(user: "u1", action: "command_spoken", count: 5)
+                throw GuestModeError.conflict("refused", code: .usage)
+            }
+        } keeping: { error in KeptAnswer(status: 409, body: error.message) }
+        #expect(refused.answer == KeptAnswer(status: 409, body: "refused") && !refused.replayed)
+        #expect(try opened(engine) == 1, "the call that succeeded stays, the refused one left nothing")
+        let again = try engine.answerOnce(request, now: day(2)) { try trackOpen($0) } keeping: { _ in nil }
+        #expect(again.answer == refused.answer && again.replayed)
+
+        var next = request
+        next.key = "k2"
+        expectFailure(.tryAgainLater, code: .storeBusy) {
+            _ = try engine.answerOnce(next, now: day(1)) { scoped in
+                _ = try trackOpen(scoped)
+                throw GuestModeError(.tryAgainLater, code: .storeBusy, "busy")
+            } keeping: { _ in nil }
+        }
+        #expect(try opened(engine) == 1, "a failure not kept undoes everything the answer did")
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aDurableWriteInsideAnAnswerMakesTheWholeAnswerDurable(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        var runs = 0
+        let given = try engine.answerOnce(request, now: day(1)) { scoped in
+            runs += 1
+            _ = try trackOpen(scoped)
+            try scoped.store.write(durable: true) { transaction in
+                try transaction.addToCounter(user: "u1", action: "command_spoken", count: 1)
+            }
+            return KeptAnswer(status: 200, body: "ok")
+        } keeping: { _ in nil }
+        let total = try opened(engine)
+        #expect(given.answer.body == "ok" && runs == 2 && total == 2)
     }
 }

@@ -1,12 +1,11 @@
 import Foundation
-import GuestModeKit
 
 /// `profile show --json`: the profile in the YAML's own vocabulary (guestmode-profile(5)), resolved, so
 /// that the output saved as a `.yaml` file loads again as the same profile. Keys the YAML leaves out when
 /// they do not apply (a plan without a trial, a rule without a trigger) are left out here too, since the
 /// profile format has no null.
-enum ProfileDocument {
-    static func value(of profile: Profile) -> JSONValue {
+package enum ProfileDocument {
+    package static func value(of profile: Profile) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("name", .string(profile.name)),
             ("version", .number(String(profile.version))),

@@ -1,0 +1,24 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+
+enum ExperimentRoutes {
+    static func add(to router: ServerRouter, _ services: Services) {
+        // `experiment assign`: the user's variant of every experiment, or of `?experiment=` alone;
+        // sticky, so the first assignment is stored and every later one answers it.
+        router.post("/v1/users/:user/experiments") { request, context -> Response in
+            let (caller, userID) = try await services.user(of: request, context: context)
+            let experiment = RequestInput.query("experiment", of: request)
+            return try await services.idempotent(request, principal: caller.principal, body: []) { engine, now in
+                let assignments = try engine.assignExperiments(user: userID, named: experiment, now: now)
+                return try Reply.document(Assigned(user: userID, assignments: assignments))
+            }.response
+        }
+    }
+}
+
+/// `experiment assign --json`.
+private struct Assigned: Encodable, Sendable {
+    var user: String
+    var assignments: [ExperimentAssignment]
+}

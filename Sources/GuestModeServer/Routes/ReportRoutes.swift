@@ -1,0 +1,29 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+
+enum ReportRoutes {
+    /// `report funnel|prompts|experiments|usage`, over `?since=` and `?until=` (ISO 8601): the
+    /// whole store's numbers, so an admin key.
+    static func add(to router: ServerRouter, _ services: Services) {
+        router.get("/v1/reports/:report") { request, context -> Response in
+            try await services.caller(of: request).requireKey(.admin)
+            let name = try RequestInput.segment("report", of: context)
+            let period = ReportPeriod(
+                since: try RequestInput.query("since", of: request).map { try Timestamp.parseOrThrow($0, what: "since") },
+                until: try RequestInput.query("until", of: request).map { try Timestamp.parseOrThrow($0, what: "until") })
+            let body = try await services.perform { engine, _ -> String in
+                switch name {
+                case "funnel": try Reply.document(engine.funnelReport(period)).body
+                case "prompts": try Reply.document(engine.promptsReport(period)).body
+                case "experiments": try Reply.document(engine.experimentsReport(period)).body
+                case "usage": try Reply.document(engine.usageReport(period)).body
+                default:
+                    throw GuestModeError.notFound(
+                        "no report '\(name)': funnel, prompts, experiments or usage", code: .routeNotFound)
+                }
+            }
+            return Reply(status: .ok, body: body).response
+        }
+    }
+}
