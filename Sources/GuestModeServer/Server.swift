@@ -8,36 +8,36 @@ import NIOPosix
 import ServiceLifecycle
 
 /// How a server listens and what it allows.
-public struct ServerConfiguration: Sendable {
-    public var host: String
+package struct ServerConfiguration: Sendable {
+    package var host: String
     /// 0 picks a free port; `GuestModeServer.run` reports the one bound.
-    public var port: Int
+    package var port: Int
     /// The size of the pool blocking engine calls run on.
-    public var threads: Int
+    package var threads: Int
     /// The largest request body, in bytes (1 MiB: the command line's longest input line).
-    public var bodyLimit = 1 << 20
+    package var bodyLimit = 1 << 20
     /// How long an access token lives.
-    public var accessTokenLifetime: TimeInterval = 3600
+    package var accessTokenLifetime: TimeInterval = 3600
     /// The HS256 key access tokens are signed with.
-    public var accessTokenKey: [UInt8]
+    package var accessTokenKey: [UInt8]
     /// How long in-flight requests get to finish once shutdown starts.
-    public var shutdownDeadline: Duration = .seconds(30)
+    package var shutdownDeadline: Duration = .seconds(30)
     /// How long a request may wait for a store connection before it is 503.
-    public var storeWait: Duration = .seconds(10)
+    package var storeWait: Duration = .seconds(10)
     /// How long a connection may stay silent (a request half sent, or none)
     /// before the server closes it.
-    public var idleTimeout: Duration = .seconds(30)
+    package var idleTimeout: Duration = .seconds(30)
     /// Guests one client address may create.
-    public var signInLimit = SignInLimit.standard
+    package var signInLimit = SignInLimit.standard
     /// The addresses of proxies whose `X-Forwarded-For` names the client.
-    public var trustedProxies: Set<String> = []
+    package var trustedProxies: Set<String> = []
     /// The deployment's backup key: it signs the backups the server exports
     /// and opens the ones it imports.
-    public var backupKey: BackupKey?
+    package var backupKey: BackupKey?
     /// The version backups name as the tool that wrote them.
-    public var toolVersion = ""
+    package var toolVersion = ""
 
-    public init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
+    package init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
         self.host = host
         self.port = port
         self.threads = threads
@@ -49,13 +49,13 @@ public struct ServerConfiguration: Sendable {
 /// the command line's --json, errors as `{"error":{"code","message"}}` with
 /// one HTTP status per code, sessions for guests and keys for app backends.
 /// It calls the engine exactly as an embedding app does, through `GuestMode`.
-public struct GuestModeServer: Sendable {
+package struct GuestModeServer: Sendable {
     let engine: GuestMode
     let configuration: ServerConfiguration
     let clock: @Sendable () throws -> Date
 
     /// `clock` is read once per request: every decision the request leads to uses that time.
-    public init(engine: GuestMode, configuration: ServerConfiguration, clock: @escaping @Sendable () throws -> Date) {
+    package init(engine: GuestMode, configuration: ServerConfiguration, clock: @escaping @Sendable () throws -> Date) {
         self.engine = engine
         self.configuration = configuration
         self.clock = clock
@@ -65,7 +65,7 @@ public struct GuestModeServer: Sendable {
     /// lets requests in flight finish (up to `shutdownDeadline`), and
     /// returns; the caller closes the store. `onListening` gets the address
     /// bound, `host:port`.
-    public func run(onListening: @escaping @Sendable (String) -> Void) async throws {
+    package func run(onListening: @escaping @Sendable (String) -> Void) async throws {
         let pool = NIOThreadPool(numberOfThreads: max(1, configuration.threads))
         pool.start()
         let services = Services(

@@ -5,17 +5,17 @@ import Hummingbird
 
 /// How many guests one client address may create: a token bucket holding
 /// `burst` tokens, refilled at `perHour` an hour.
-public struct SignInLimit: Sendable, Equatable {
-    public var perHour: Int
-    public var burst: Int
+package struct SignInLimit: Sendable, Equatable {
+    package var perHour: Int
+    package var burst: Int
 
-    public init(perHour: Int, burst: Int) {
+    package init(perHour: Int, burst: Int) {
         self.perHour = perHour
         self.burst = burst
     }
 
     /// 30 an hour, as Supabase's anonymous sign-ins default to.
-    public static let standard = SignInLimit(perHour: 30, burst: 30)
+    package static let standard = SignInLimit(perHour: 30, burst: 30)
 }
 
 /// The buckets of guest creation, one per client address, kept by this
