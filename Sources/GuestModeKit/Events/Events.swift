@@ -278,13 +278,7 @@ package enum EventLog {
                 code: .lineTooLong)
         }
         while true {
-            let chunk: Data
-            do {
-                chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-            } catch {
-                throw GuestModeError(
-                    .ioError, code: .ioError, "cannot read the event log '\(url.path)': \(error.localizedDescription)")
-            }
+            let chunk = try handle.nextChunk(of: "the event log '\(url.path)'")
             if chunk.isEmpty { break }
             try chunk.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
                 let bytes = raw.bindMemory(to: UInt8.self)

@@ -59,3 +59,15 @@ package enum RegularFile {
         return data
     }
 }
+
+extension FileHandle {
+    /// The next mebibyte (or less) of the file; empty at its end. A read
+    /// that fails is `io_error` naming `file` ("the export 'users.json'").
+    func nextChunk(of file: String) throws -> Data {
+        do {
+            return try read(upToCount: 1 << 20) ?? Data()
+        } catch {
+            throw GuestModeError(.ioError, code: .ioError, "cannot read \(file): \(error.localizedDescription)")
+        }
+    }
+}

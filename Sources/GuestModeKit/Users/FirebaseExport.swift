@@ -49,13 +49,7 @@ struct FirebaseExportReader {
                 "\(label):\(line): \(what); expected the JSON that 'firebase auth:export' writes: {\"users\": [ … ]}")
         }
         while true {
-            let chunk: Data
-            do {
-                chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-            } catch {
-                throw GuestModeError(
-                    .ioError, code: .ioError, "cannot read the export '\(label)': \(error.localizedDescription)")
-            }
+            let chunk = try handle.nextChunk(of: "the export '\(label)'")
             if chunk.isEmpty { break }
             for byte in chunk {
                 let isSpace = byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D

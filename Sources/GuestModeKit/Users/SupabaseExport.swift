@@ -29,13 +29,7 @@ struct CSVRecordReader {
     private mutating func nextByte() throws -> UInt8? {
         if position == buffer.count {
             guard !isAtEnd else { return nil }
-            let chunk: Data
-            do {
-                chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-            } catch {
-                throw GuestModeError(
-                    .ioError, code: .ioError, "cannot read the export '\(label)': \(error.localizedDescription)")
-            }
+            let chunk = try handle.nextChunk(of: "the export '\(label)'")
             if chunk.isEmpty {
                 isAtEnd = true
                 return nil
