@@ -10,7 +10,8 @@ import Foundation
 /// import GuestModeSQLite
 ///
 /// let engine = try GuestMode(store: SQLiteStore.open(path: "app.guestmode"))
-/// let guest = try engine.createGuest(device: "phone-1", now: Date())
+/// // The app's clock is an input: a request's time, or a test's fixed one.
+/// let guest = try engine.createGuest(device: "phone-1", now: request.receivedAt)
 /// ```
 ///
 /// A new store is bound to a profile once, with

@@ -66,7 +66,7 @@ extension GuestMode {
     ///
     /// ```swift
     /// let report = try engine.importUsers(
-    ///     from: URL(fileURLWithPath: "users.json"), format: .firebase, now: Date())
+    ///     from: URL(fileURLWithPath: "users.json"), format: .firebase, now: now)
     /// print("\(report.usersCreated) users kept their ids")
     /// ```
     public func importUsers(
