@@ -16,10 +16,12 @@ extension MeterGrantRow {
         }
     }
 
-    /// Whether usage at `time` may draw on the grant: granted by then and
-    /// not yet expired or revoked.
+    /// Whether usage at `time` may draw on the grant: granted by then, not
+    /// yet expired, and not revoked before then. Usage recorded at the very
+    /// time of a revocation keeps what it drew: a revocation never takes
+    /// back what was spent, even within the same millisecond.
     func isInForce(at time: Date) -> Bool {
-        grantedAt <= time && end.map { time < $0 } ?? true
+        grantedAt <= time && (expiresAt.map { time < $0 } ?? true) && (revokedAt.map { time <= $0 } ?? true)
     }
 
     /// The order usage draws on grants: the one that stops giving soonest

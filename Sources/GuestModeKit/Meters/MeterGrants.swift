@@ -120,7 +120,8 @@ extension GuestMode {
                         "idempotency key '\(key)' of user '\(userID)' was already used for grant \(stored.id) (\(stored.amount) of meter '\(stored.meter)'), which differs from this one; keys identify one grant"
                     )
                 }
-                return try result(of: stored.id, user: user, meter: definition, isChanged: false, now: now, in: transaction)
+                return try result(
+                    of: stored.id, user: user, meter: definition, isChanged: false, now: now, in: transaction)
             }
             let id = try transaction.addMeterGrant(
                 MeterGrantRow(
@@ -219,7 +220,8 @@ extension MeterGrantExpiry {
     func matches(_ grant: MeterGrantRow) -> Bool {
         switch self {
         case .never: grant.expiresAt == nil
-        case .after(let span): grant.expiresAt.map(Timestamp.format) == Timestamp.format(span.added(to: grant.grantedAt))
+        case .after(let span):
+            grant.expiresAt.map(Timestamp.format) == Timestamp.format(span.added(to: grant.grantedAt))
         case .at(let date): grant.expiresAt.map(Timestamp.format) == Timestamp.format(date)
         }
     }

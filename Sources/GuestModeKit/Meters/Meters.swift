@@ -288,7 +288,9 @@ extension StoreTransaction {
 
     /// How the user's usage since its first grant was spread over its
     /// grants of `meter`, each use under the tier the user had then.
-    func grantLedger(of user: User, meter: Meter, grants: [MeterGrantRow], profile: Profile, now: Date) throws
+    func grantLedger(
+        of user: User, meter: Meter, grants: [MeterGrantRow], profile: Profile, now: Date
+    ) throws
         -> MeterGrantLedger
     {
         let first = grants.map(\.grantedAt).min() ?? now

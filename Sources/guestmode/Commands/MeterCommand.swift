@@ -143,7 +143,7 @@ struct MeterCommand: ParsableCommand {
             let names = meter.map { [$0] } ?? engine.profile.meters.map(\.name)
             let statuses = try names.map { try engine.meterStatus(user: user, meter: $0, now: now) }
             try listing.render(
-                statuses, header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL"],
+                statuses, header: ["METER", "TIER", "USED", "ALLOWANCE", "GRANTED", "REMAINING", "PERCENT", "LEVEL"],
                 rows: statuses.map { status in
                     [
                         status.meter, status.tier.rawValue, status.used.description,

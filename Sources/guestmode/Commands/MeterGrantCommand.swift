@@ -105,7 +105,8 @@ extension MeterCommand {
         func run() throws {
             let grants = try global.openEngine().meterGrants(user: user, meter: meter, now: try global.currentTime())
             try listing.render(
-                grants, header: ["ID", "METER", "AMOUNT", "USED", "REMAINING", "STATE", "GRANTED", "EXPIRES", "REASON"],
+                grants,
+                header: ["ID", "METER", "AMOUNT", "USED", "REMAINING", "STATE", "GRANTED", "EXPIRES", "REASON"],
                 rows: grants.map { grant in
                     [
                         "\(grant.id)", grant.meter, grant.amount.description, grant.used.description,
