@@ -61,7 +61,7 @@ package protocol EventRows {
 /// What an event reports, as an idempotency key names it: the same key
 /// with the same payload is a retry; with another, a client bug. The time is
 /// not part of it: a retry happens later.
-package struct EventPayload: Sendable, Equatable, CustomStringConvertible {
+package struct EventPayload: Sendable, Equatable {
     package var action: String
     package var count: Int
     /// The stored JSON text of the properties, or nil when there are none.
@@ -71,10 +71,6 @@ package struct EventPayload: Sendable, Equatable, CustomStringConvertible {
         self.action = action
         self.count = count
         self.properties = properties
-    }
-
-    package var description: String {
-        "'\(action)' with count \(count) and " + (properties.map { "properties \($0)" } ?? "no properties")
     }
 }
 

@@ -217,9 +217,16 @@ extension EventRow {
 extension GuestModeError {
     /// A key seen before with another action, count or properties is a client bug.
     static func keyReused(_ key: String, user: String, counted: EventPayload, given: EventPayload) -> GuestModeError {
-        GuestModeError(
+        let difference =
+            if counted.action != given.action {
+                "'\(counted.action)', not '\(given.action)'"
+            } else if counted.count != given.count {
+                "'\(counted.action)' with count \(counted.count), not \(given.count)"
+            } else {
+                "'\(counted.action)' with properties \(counted.properties ?? "{}"), not \(given.properties ?? "{}")"
+            }
+        return GuestModeError(
             .conflict, code: .idempotencyKeyReused,
-            "idempotency key '\(key)' of user '\(user)' was already used for \(counted), not \(given); keys identify one report"
-        )
+            "idempotency key '\(key)' of user '\(user)' was already used for \(difference); keys identify one report")
     }
 }

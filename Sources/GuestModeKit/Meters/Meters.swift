@@ -228,10 +228,10 @@ extension GuestMode {
         try transaction.appendMeterUse(of: userID, meter: meter.name, amount: amount, at: now, key: key)
         try transaction.noteActivity(of: userID, profile: profile, now: now)
         // The new use is in this period and the tier has not changed: the
-        // total after it needs no second read of the ledger, unless grants
-        // give to this period and the use drew on them.
+        // total after it needs no second read of the ledger, unless the user
+        // holds grants the use may have drawn on.
         let after =
-            before.granted.isPositive
+            before.granted.isPositive || !before.grants.isEmpty
             ? try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
             : profile.meterStatus(meter, tier: before.tier, used: total, now: now)
         var fired: [FiredWarning] = []
