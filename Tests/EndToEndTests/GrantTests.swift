@@ -53,8 +53,8 @@ struct GrantTests {
             arguments: ["--now", "2026-11-02T10:00:00Z"] + arguments + ["--id", "referral-1", "--json"])
         #expect(retried.status == 0 && retried.object["changed"] as? Bool == false)
         #expect(
-            (retried.object["grant"] as? [String: Any])?["id"] as? Int
-                == (first.object["grant"] as? [String: Any])?["id"] as? Int)
+            (retried.object["grant"] as? [String: Any])?["grant_id"] as? Int
+                == (first.object["grant"] as? [String: Any])?["grant_id"] as? Int)
         let before = try sandbox.snapshot()
         let rows = try await sandbox.dump("guestmode.sqlite", "meter_grants")
         for changed in [["35"], ["30", "--expires", "31d"], ["30", "--reason", "refund", "--expires", "30d"]] {
@@ -102,7 +102,7 @@ struct GrantTests {
     func revokeAndUsage() async throws {
         let (sandbox, guest) = try await voice()
         let granted = try await sandbox.run("meter", "grant", guest, "api_minutes", "10", "--json")
-        let id = try #require((granted.object["grant"] as? [String: Any])?["id"] as? Int)
+        let id = try #require((granted.object["grant"] as? [String: Any])?["grant_id"] as? Int)
         #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "4").status == 0)
         let revoked = try await sandbox.run("meter", "revoke-grant", "\(id)", "--json")
         #expect(revoked.status == 0 && revoked.object["changed"] as? Bool == true)

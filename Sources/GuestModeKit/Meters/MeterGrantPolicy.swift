@@ -67,8 +67,11 @@ struct MeterGrantLedger {
         }
     }
 
-    /// The grant as it stands at `now`.
-    func standing(of grant: MeterGrantRow, now: Date) -> MeterGrant {
+    /// The grant as it stands at `now`. Stored times are kept to the
+    /// millisecond, rounded (`Timestamp`): `now` is compared at that
+    /// precision, so a grant given now is in force now.
+    func standing(of grant: MeterGrantRow, now exactNow: Date) -> MeterGrant {
+        let now = Timestamp.parse(Timestamp.format(exactNow)) ?? exactNow
         let used = drawn[grant.id] ?? .zero
         let left = grant.amount.remaining(after: used)
         let state: MeterGrantState =

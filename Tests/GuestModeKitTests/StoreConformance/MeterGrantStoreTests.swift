@@ -129,6 +129,28 @@ struct MeterGrantStoreTests {
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func aFailureAfterTheKeyCheckTakesNoKeySoTheRetryGrantsOnce(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        struct Crash: Error {}
+        // The key is the grant row's own column: whatever fails after the
+        // check and the insert rolls both back.
+        #expect(throws: Crash.self) {
+            try engine.store.write { transaction in
+                #expect(try transaction.meterGrant(of: "u1", key: "k") == nil)
+                _ = try transaction.addMeterGrant(
+                    MeterGrantRow(
+                        id: 0, userID: "u1", meter: "api_minutes", amount: 30, grantedAt: day(1), expiresAt: nil,
+                        revokedAt: nil, reason: nil, idempotencyKey: "k"))
+                throw Crash()
+            }
+        }
+        #expect(try grant(engine, 30, key: "k").isChanged)
+        #expect(try !grant(engine, 30, key: "k").isChanged)
+        #expect(try engine.meterGrants(user: "u1", meter: nil, now: day(1)).count == 1)
+        #expect(try engine.meterStatus(user: "u1", meter: "api_minutes", now: day(1)).allowance == 90)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func revokingLapsesWhatIsLeft(backend: StoreBackend) throws {
         let engine = try engine(backend)
         let bonus = try grant(engine, 30)
