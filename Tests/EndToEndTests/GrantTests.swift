@@ -36,7 +36,7 @@ struct GrantTests {
         #expect(try await sandbox.run("meter", "use", other, "api_minutes", "20").status == 0)
         let lapsed = try await sandbox.run(
             "--now", "2026-11-10T00:00:00Z", "meter", "status", other, "--format", "tsv", "--quiet")
-        #expect(lapsed.stdout == "api_minutes\tguest\t20\t80\t20\t60\t25\tnone\n", "\(lapsed.stdout)")
+        #expect(lapsed.stdout == "api_minutes\tguest\t20\t80\t60\t25\tnone\t20\n", "\(lapsed.stdout)")
         let listed = try await sandbox.run("--now", "2026-11-10T00:00:00Z", "meter", "grants", other, "--json")
         #expect((listed.json as? [[String: Any]])?.map { $0["state"] as? String } == ["expired"])
     }

@@ -143,21 +143,20 @@ struct MeterCommand: ParsableCommand {
             let names = meter.map { [$0] } ?? engine.profile.meters.map(\.name)
             let statuses = try names.map { try engine.meterStatus(user: user, meter: $0, now: now) }
             try listing.render(
-                statuses, header: ["METER", "TIER", "USED", "ALLOWANCE", "GRANTED", "REMAINING", "PERCENT", "LEVEL"],
+                statuses, header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL", "GRANTED"],
                 rows: statuses.map { status in
                     [
                         status.meter, status.tier.rawValue, status.used.description,
-                        status.allowance?.description ?? "unlimited", status.granted.description,
-                        status.remaining?.description ?? "unlimited",
+                        status.allowance?.description ?? "unlimited", status.remaining?.description ?? "unlimited",
                         status.percentUsed.map { "\(formatAmount($0.rounded()))%" } ?? "-", status.level.rawValue,
+                        status.granted.description,
                     ]
                 },
                 dataRows: statuses.map { status in
                     [
                         status.meter, status.tier.rawValue, status.used.description,
-                        status.allowance?.description ?? "", status.granted.description,
-                        status.remaining?.description ?? "",
-                        Listing.number(status.percentUsed), status.level.rawValue,
+                        status.allowance?.description ?? "", status.remaining?.description ?? "",
+                        Listing.number(status.percentUsed), status.level.rawValue, status.granted.description,
                     ]
                 }, global: global)
         }
