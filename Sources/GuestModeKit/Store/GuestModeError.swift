@@ -154,6 +154,7 @@ extension GuestModeError {
             .fileNotFound,
             .fileTooLarge,
             .foreignRow,
+            .grantNotFound,
             .guestAlreadyMoved,
             .guestOwnerMismatch,
             .hostileArchive,
@@ -352,6 +353,8 @@ extension GuestModeError {
         public static let fileTooLarge = Code("file_too_large", .badData)
         /// An archive row belongs to a user the archive does not list.
         public static let foreignRow = Code("foreign_row", .badData)
+        /// No meter grant has the id given.
+        public static let grantNotFound = Code("grant_not_found", .notFound)
         /// The guest is gone: another migration already moved it.
         public static let guestAlreadyMoved = Code("guest_already_moved", .conflict)
         /// The archive's guest owner differs from the one the profile names.
