@@ -43,6 +43,11 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // The engine: domain, pure policies, store protocols, use cases. No database, no C library.
         .target(
             name: "GuestModeKit",
@@ -79,12 +84,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Outgoing HTTP: webhook deliveries and backups pushed to or pulled from a server, through libcurl
+        // (TLS from the system's OpenSSL and its certificate store; no TLS stack to compile).
+        .target(
+            name: "GuestModeRemote",
+            dependencies: ["GuestModeKit", "CCurl"],
+            swiftSettings: strict
+        ),
         // `guestmode serve`: the engine over HTTP, calling it only through the `GuestMode` façade.
         .target(
             name: "GuestModeServer",
             dependencies: [
                 "GuestModeKit",
                 "GuestModeArchive",
+                "GuestModeRemote",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -106,6 +119,7 @@ let package = Package(
                 "GuestModePostgres",
                 "GuestModeArchive",
                 "GuestModeServer",
+                "GuestModeRemote",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict + [.define("GUESTMODE_FAULT_HOOKS", .when(configuration: .debug))]
@@ -123,6 +137,7 @@ let package = Package(
                 "GuestModeSQLite",
                 "GuestModePostgres",
                 "GuestModeArchive",
+                "GuestModeRemote",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")],

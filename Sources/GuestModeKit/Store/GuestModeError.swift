@@ -179,6 +179,7 @@ extension GuestModeError {
             .invalidProfile,
             .invalidSchema,
             .invalidUsername,
+            .invalidURL,
             .invalidUtf8,
             .ioError,
             .journalMismatch,
@@ -332,7 +333,7 @@ extension GuestModeError {
         public static let damagedArchive = Code("damaged_archive", .badData)
         /// The database reported an error the engine did not expect.
         public static let databaseError = Code("database_error", .internalFailure)
-        /// The backup destination directory is missing or cannot be written.
+        /// The backup destination (a directory or an HTTP server) or a webhook endpoint cannot be reached or written.
         public static let destinationUnavailable = Code("destination_unavailable", .tryAgainLater)
         /// A user in the archive has the id of a different user in the store.
         public static let differentUser = Code("different_user", .conflict)
@@ -398,6 +399,9 @@ extension GuestModeError {
         public static let invalidSchema = Code("invalid_schema", .usage)
         /// An anonymous username is empty, too long or holds control characters.
         public static let invalidUsername = Code("invalid_username", .usage)
+        /// A destination address is not an http:// or https:// URL, is plain http:// to another machine, or
+        /// carries a user name or password.
+        public static let invalidURL = Code("invalid_url", .usage)
         /// Text is not valid UTF-8.
         public static let invalidUtf8 = Code("invalid_utf8", .badData)
         /// Reading or writing a file failed.
