@@ -101,19 +101,19 @@ package struct GuestModeServer: Sendable {
                 onListening("\(host):\(channel.localAddress?.port ?? 0)")
             },
             logger: logger)
-        var services: [any Service] = [application]
+        var running: [any Service] = [application]
         if !engine.profile.webhooks.endpoints.isEmpty {
             let sender = WebhookSender(
                 engine: engine,
                 transport: HTTPTransport(
                     userAgent: "guestmode/\(configuration.toolVersion)", timeout: configuration.webhookTimeout),
                 secrets: WebhookSecrets(environment: ProcessInfo.processInfo.environment))
-            services.append(
+            running.append(
                 WebhookDeliveryService(
                     sender: sender, clock: clock, interval: configuration.webhookInterval, logger: logger))
         }
         var group = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            services: running, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
         do {
             try await ServiceGroup(configuration: group).run()
