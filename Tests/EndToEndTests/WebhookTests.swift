@@ -144,7 +144,7 @@ struct WebhookTests {
         #expect(outbox.allSatisfy { $0.status == "delivered" }, "\(outbox)")
         let accepted = Set(received.filter { $0.status == 200 && $0.mode == "ok" }.map(\.id))
         #expect(accepted == Set(outbox.map(\.id)), "every event arrives")
-        #expect(received.allSatisfy(\.isVerified), "every signature verifies with Python's hmac")
+        #expect(received.allSatisfy { $0.isVerified }, "every signature verifies with Python's hmac")
         #expect(received.allSatisfy { $0.id == $0.headerID })
         for (id, attempts) in Dictionary(grouping: received, by: \.id) {
             #expect(Set(attempts.map(\.bodySHA256)).count == 1, "event \(id) was sent with different bodies")
@@ -199,7 +199,7 @@ struct WebhookTests {
         #expect(outbox.allSatisfy { $0.status == "delivered" })
         let received = try sandbox.received()
         #expect(Set(received.map(\.id)) == Set(outbox.map(\.id)), "no event lost")
-        #expect(received.allSatisfy(\.isVerified))
+        #expect(received.allSatisfy { $0.isVerified })
         for (id, attempts) in Dictionary(grouping: received, by: \.id) {
             #expect(Set(attempts.map(\.bodySHA256)).count == 1, "event \(id) changed between attempts")
         }

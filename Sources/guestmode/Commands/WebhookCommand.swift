@@ -65,7 +65,9 @@ struct WebhookCommand: ParsableCommand {
                 queues, header: ["NAME", "URL", "EVENTS", "PENDING", "HELD", "DELIVERED"],
                 rows: queues.map {
                     [
-                        $0.name, $0.url, $0.events.joined(separator: ","), "\($0.pending)", "\($0.held)",
+                        $0.name, $0.url,
+                        $0.events.count == WebhookEventType.allCases.count ? "*" : $0.events.joined(separator: ","),
+                        "\($0.pending)", "\($0.held)",
                         "\($0.delivered)",
                     ]
                 }, global: global)
