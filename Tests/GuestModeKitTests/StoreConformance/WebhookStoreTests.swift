@@ -142,8 +142,9 @@ struct WebhookStoreTests {
         #expect(held.status == .held && held.nextAttemptAt == nil)
         // A held delivery no longer holds back the user's later ones.
         let next = try engine.dueWebhookDeliveries(now: day(2), retryingNow: false)
-        #expect(next.map(\.userId) == [first, second])
-        #expect(next[0].type == "plan.granted" && next[0].deliveryId > due[0].deliveryId)
+        #expect(Set(next.map(\.userId)) == [first, second])
+        let firstNext = try #require(next.first { $0.userId == first })
+        #expect(firstNext.type == "plan.granted" && firstNext.deliveryId > due[0].deliveryId)
         #expect(try engine.webhookQueues().first { $0.name == "all" }?.held == 1)
         let back = try engine.retryWebhooks(id: nil)
         #expect(back.map(\.deliveryId) == [due[0].deliveryId] && back[0].status == .pending && back[0].attempts == 0)
