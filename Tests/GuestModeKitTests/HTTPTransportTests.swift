@@ -59,7 +59,14 @@ private final class ScriptedServer {
         try RemoteURL("http://127.0.0.1:\(port)\(path)", what: "the test URL")
     }
 
-    deinit { process.terminate() }
+    /// Stops the server for good: SIGKILL, because a child spawned from a test thread may inherit a mask that
+    /// blocks SIGTERM.
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
 }
 
 @Suite("HTTP transport") struct HTTPTransportTests {
@@ -129,7 +136,9 @@ private final class ScriptedServer {
 
     @Test func aClosedPortIsTryAgainLater() throws {
         // A port that was just free: bound by a server that is then stopped.
-        let port = try ScriptedServer().port
+        let server = try ScriptedServer()
+        server.stop()
+        let port = server.port
         let transport = HTTPTransport(userAgent: "guestmode-tests")
         #expect {
             _ = try transport.sendWaiting(
