@@ -31,8 +31,8 @@ extension ProfileReader {
         let what = "webhook endpoint '\(name)'"
         var endpoint = WebhookEndpoint(name: name, url: "", events: [], secret: .environment(""))
         if let url = string(fields["url"], "\(what) url") {
-            if let problem = DestinationURLRule.problem(with: url, what: "the \(what) url") {
-                report(fields["url"], problem)
+            if case .failure(let problem) = DestinationURLRule.check(url, what: "the \(what) url") {
+                report(fields["url"], problem.message)
             }
             endpoint.url = url
         }

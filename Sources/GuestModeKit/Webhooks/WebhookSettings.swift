@@ -74,29 +74,44 @@ public struct WebhookSettings: Codable, Sendable, Equatable {
 }
 
 /// The one rule for addresses guestmode sends to (webhook endpoints, backup
-/// servers): absolute `https://`, or plain `http://` only to a loopback host,
-/// never a user name or password in the address (they end up in logs).
+/// servers): absolute `https://`, or plain `http://` only to a loopback host
+/// (anything sent elsewhere crosses a network and must be encrypted), never a
+/// user name or password in the address (they end up in logs and process
+/// listings). The profile reader and the HTTP transport both apply it.
 package enum DestinationURLRule {
-    /// Why `text` is not a destination address (a sentence naming it as
-    /// `what`), or nil when it is one.
-    package static func problem(with text: String, what: String) -> String? {
+    /// Why an address was refused: a sentence naming it.
+    package struct Problem: Error, Sendable, Equatable {
+        package var message: String
+    }
+
+    /// `text` as an address, or why it is not one (naming it as `what`).
+    package static func check(_ text: String, what: String) -> Result<URL, Problem> {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty
         else {
-            return
-                "\(what) '\(text)' is not an absolute http:// or https:// URL (for example https://hooks.example.com/guestmode)"
+            return .failure(
+                Problem(
+                    message:
+                        "\(what) '\(text)' is not an absolute http:// or https:// URL (for example https://hooks.example.com/guestmode)"
+                ))
         }
         guard scheme == "https" || scheme == "http" else {
-            return "\(what) '\(text)' uses '\(scheme)'; use https:// (or http:// on loopback)"
+            return .failure(Problem(message: "\(what) '\(text)' uses '\(scheme)'; use https:// (or http:// on loopback)"))
         }
         if scheme == "http" && !isLoopback(host) {
-            return
-                "\(what) '\(text)' is plain http:// to another machine; use https:// (http:// is only for 127.0.0.1, ::1 and localhost)"
+            return .failure(
+                Problem(
+                    message:
+                        "\(what) '\(text)' is plain http:// to another machine; use https:// (http:// is only for 127.0.0.1, ::1 and localhost)"
+                ))
         }
         if url.user != nil || url.password != nil {
-            return
-                "\(what) carries a user name or password; remove it and give the token through a file or the environment"
+            return .failure(
+                Problem(
+                    message:
+                        "\(what) carries a user name or password; remove it and give the token through a file or the environment"
+                ))
         }
-        return nil
+        return .success(url)
     }
 
     private static func isLoopback(_ host: String) -> Bool {
