@@ -37,6 +37,9 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--lifetime", type=float, default=300, help="exit after this many seconds")
     options = parser.parse_args()
+    # Descriptors inherited from the starting process (other children's pipes, when a test runner starts
+    # several at once) would keep those pipes open as long as the receiver runs.
+    os.closerange(3, 4096)
     with open(options.secret_file, "rb") as handle:
         secret = handle.read().rstrip(b"\r\n")
     lock = threading.Lock()
