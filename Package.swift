@@ -97,6 +97,7 @@ let package = Package(
             dependencies: [
                 "GuestModeKit",
                 "GuestModeArchive",
+                "GuestModeRemote",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

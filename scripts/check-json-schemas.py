@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -127,6 +128,10 @@ def run_cases(binary, directory):
     variables = {}
     environment = dict(os.environ, GUESTMODE_NOW=NOW, NO_COLOR="1", HOME=directory,
                        GUESTMODE_TEMPLATES=os.environ.get("GUESTMODE_TEMPLATES", os.path.join(ROOT, "Templates")))
+    # Profiles the cases bind (schemas/*.yaml) are files in the working directory, as a user's would be.
+    for name in os.listdir(SCHEMAS):
+        if name.endswith(".yaml"):
+            shutil.copy(os.path.join(SCHEMAS, name), directory)
     for number, line in read_cases():
         words = line.split()
         head, rest = words[0], words[1:]

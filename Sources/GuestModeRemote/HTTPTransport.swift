@@ -27,34 +27,13 @@ package struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
     /// The address as given, normalised by Foundation.
     package let url: URL
 
-    /// Checks `text` as a destination address; `what` names it in the message ("the webhook 'crm' URL").
+    /// Checks `text` as a destination address (GuestModeKit's `DestinationURLRule`, which the profile's webhook
+    /// URLs also pass); `what` names it in the message ("the webhook 'crm' URL").
     package init(_ text: String, what: String) throws {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-            let host = url.host, !host.isEmpty
-        else {
-            throw GuestModeError(
-                .usage, code: .invalidURL,
-                "\(what) '\(text)' is not an absolute http:// or https:// URL (for example https://hooks.example.com/guestmode)"
-            )
+        switch DestinationURLRule.check(text, what: what) {
+        case .success(let url): self.url = url
+        case .failure(let problem): throw GuestModeError(.usage, code: .invalidURL, problem.message)
         }
-        guard scheme == "https" || scheme == "http" else {
-            throw GuestModeError(
-                .usage, code: .invalidURL, "\(what) '\(text)' uses '\(scheme)'; use https:// (or http:// on loopback)")
-        }
-        if scheme == "http" && !Self.isLoopback(host) {
-            throw GuestModeError(
-                .usage, code: .invalidURL,
-                "\(what) '\(text)' is plain http:// to another machine; use https:// (http:// is only for 127.0.0.1, ::1 and localhost)"
-            )
-        }
-        if url.user != nil || url.password != nil {
-            // Credentials in a URL end up in logs and process listings; tokens come from files or the environment.
-            throw GuestModeError(
-                .usage, code: .invalidURL,
-                "\(what) carries a user name or password; remove it and give the token through a file or the environment"
-            )
-        }
-        self.url = url
     }
 
     /// The address with `name` appended as one more path component (percent-encoded).
@@ -66,11 +45,6 @@ package struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The address; never holds a secret (the initialiser refuses credentials).
     package var description: String { url.absoluteString }
-
-    private static func isLoopback(_ host: String) -> Bool {
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
-    }
 }
 
 /// Sends single HTTP requests for webhooks and remote backups, with the rules both need: a connect timeout and a

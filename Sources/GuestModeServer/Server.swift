@@ -1,6 +1,7 @@
 import Foundation
 import GuestModeArchive
 import GuestModeKit
+import GuestModeRemote
 import Hummingbird
 import Logging
 import NIOCore
@@ -36,6 +37,10 @@ package struct ServerConfiguration: Sendable {
     package var backupKey: BackupKey?
     /// The version backups name as the tool that wrote them.
     package var toolVersion = ""
+    /// How long a webhook delivery may wait for its answer, connecting included.
+    package var webhookTimeout: Double = 10
+    /// How often the webhook outbox is looked at for due deliveries.
+    package var webhookInterval: Duration = .seconds(1)
 
     package init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
         self.host = host
@@ -96,8 +101,19 @@ package struct GuestModeServer: Sendable {
                 onListening("\(host):\(channel.localAddress?.port ?? 0)")
             },
             logger: logger)
+        var running: [any Service] = [application]
+        if !engine.profile.webhooks.endpoints.isEmpty {
+            let sender = WebhookSender(
+                engine: engine,
+                transport: HTTPTransport(
+                    userAgent: "guestmode/\(configuration.toolVersion)", timeout: configuration.webhookTimeout),
+                secrets: WebhookSecrets(environment: ProcessInfo.processInfo.environment))
+            running.append(
+                WebhookDeliveryService(
+                    sender: sender, clock: clock, interval: configuration.webhookInterval, logger: logger))
+        }
         var group = ServiceGroupConfiguration(
-            services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            services: running, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
         do {
             try await ServiceGroup(configuration: group).run()

@@ -20,7 +20,7 @@ struct Guestmode: ParsableCommand {
             GuestCommand.self, UserCommand.self, LinkCommand.self, UnlinkCommand.self,
             TrackCommand.self, CountersCommand.self, RecordCommand.self, LimitCommand.self, MeterCommand.self,
             PlanCommand.self,
-            MigrateCommand.self, MergeCommand.self, BackupCommand.self,
+            MigrateCommand.self, MergeCommand.self, BackupCommand.self, WebhookCommand.self,
             PromptCommand.self, ExperimentCommand.self, ReportCommand.self, ReplayCommand.self,
             ServeCommand.self, TourCommand.self,
         ]

@@ -272,7 +272,7 @@ struct BackupTests {
         #expect(try await sandbox.run("backup", "inspect", "absent.gmbackup").status == 66)
     }
 
-    @Test("a backup carries no server key, session or kept answer: never a secret's hash (db copy carries them)")
+    @Test("a backup carries no server key, session, kept answer or webhook delivery: never a secret's hash (db copy carries them)")
     func noServerSecrets() async throws {
         let sandbox = try await Sandbox.withBackupData()
         let token = String(repeating: "ab", count: 32)
@@ -282,6 +282,7 @@ struct BackupTests {
             INSERT INTO session_families VALUES ('family-1', 'u1', '2026-11-03T10:00:00.000Z', NULL);
             INSERT INTO refresh_tokens VALUES ('\(token)', 'family-1', '2026-11-03T10:00:00.000Z', NULL);
             INSERT INTO kept_responses VALUES ('user:u1', 'k-1', '\(token)', 201, '{}', '2026-11-03T10:00:00.000Z');
+            INSERT INTO webhook_outbox VALUES (1, 'evt_1', 'crm', 'user.deleted', 'u1', '2026-11-03T10:00:00.000Z', '', '{"id":"evt_1"}', 'pending', 0, NULL, NULL, NULL);
             """)
         #expect(try await sandbox.shell("sqlite3 guestmode.sqlite < server.sql").status == 0)
         #expect(try await sandbox.run("serve", "key", "create", "backend", "--scope", "admin").status == 0)
@@ -294,7 +295,7 @@ struct BackupTests {
             let inspected = try await sandbox.run("backup", "inspect", archive, "--json")
             let tables = ((inspected.object["manifest"] as? [String: Any])?["tables"] as? [String: Int]) ?? [:]
             #expect(!tables.isEmpty)
-            for table in ["server_keys", "session_families", "refresh_tokens", "kept_responses"] {
+            for table in ["server_keys", "session_families", "refresh_tokens", "kept_responses", "webhook_outbox"] {
                 #expect(tables[table] == nil, "\(selection) carries \(table)")
             }
             let unpacked = try await sandbox.shell(

@@ -197,15 +197,18 @@ struct GrantTests {
             backend == "sqlite" ? try await Sandbox.withStore("voice") : try await Sandbox.withPostgresStore("voice")
         let guest = try await sandbox.newGuest()
         #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "5").status == 0)
-        // Back to the version before grants: the table and its migration's record gone.
+        // Back to the version before grants: the table, the later webhook outbox and their migrations' records gone.
         let rollback =
             backend == "sqlite"
-            ? "sqlite3 guestmode.sqlite \"DROP TABLE meter_grants; DELETE FROM grdb_migrations WHERE identifier = 'v5-grants'\""
-            : "psql -q -d '\(sandbox.postgresURI)' -c \"DROP TABLE \(sandbox.postgresSchema).meter_grants; DELETE FROM \(sandbox.postgresSchema).schema_migrations WHERE identifier = 'pg4-grants'\""
+            ? "sqlite3 guestmode.sqlite \"DROP TABLE meter_grants; DROP TABLE webhook_outbox; DELETE FROM grdb_migrations WHERE identifier IN ('v5-grants', 'v6-webhooks')\""
+            : "psql -q -d '\(sandbox.postgresURI)' -c \"DROP TABLE \(sandbox.postgresSchema).meter_grants; DROP TABLE \(sandbox.postgresSchema).webhook_outbox; DELETE FROM \(sandbox.postgresSchema).schema_migrations WHERE identifier IN ('pg4-grants', 'pg5-webhooks')\""
         #expect(try await sandbox.shell(rollback).status == 0)
         let name = backend == "sqlite" ? "v5-grants" : "pg4-grants"
+        let webhooks = backend == "sqlite" ? "v6-webhooks" : "pg5-webhooks"
         let status = try await sandbox.run("db", "status", "--json")
-        #expect((status.object["schema"] as? [String: Any])?["pending"] as? [String] == [name], "\(status.stdout)")
+        #expect(
+            (status.object["schema"] as? [String: Any])?["pending"] as? [String] == [name, webhooks],
+            "\(status.stdout)")
         let migrated = try await sandbox.run("db", "migrate")
         #expect(
             migrated.status == 0 && migrated.stdout.contains("applied \(name)"), "\(migrated.stdout)\(migrated.stderr)")

@@ -322,7 +322,9 @@ struct MigrationTests {
         let schema = status.object["schema"] as? [String: Any]
         #expect(schema?["applied"] as? [String] == ["v1-initial"])
         #expect(
-            schema?["pending"] as? [String] == ["v2-conflict-archive", "v3-server", "v4-device-index", "v5-grants"])
+            schema?["pending"] as? [String] == [
+                "v2-conflict-archive", "v3-server", "v4-device-index", "v5-grants", "v6-webhooks",
+            ])
         #expect(
             try await sandbox.run("user", "list").status == 65,
             "commands refuse the store rather than run on a half-migrated one")

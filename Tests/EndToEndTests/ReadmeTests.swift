@@ -64,4 +64,19 @@ struct ReadmeTests {
                 == "created guestmode.sqlite with profile subscriptions v1\ns1 201\ns2 201\ns3 201\ns4 201\ns5 201\ns6 403\nKeep tracking everything\nlinked\n",
             "\(result.stdout)")
     }
+
+    @Test("the README's webhooks block runs as written: a habits guest's changes reach a verifying receiver")
+    func webhooksRunAsWritten() async throws {
+        let block = try Self.block(under: "Webhooks")
+        #expect(block.contains("set -e"))
+        let sandbox = try Sandbox()
+        try Data(block.utf8).write(to: URL(fileURLWithPath: sandbox.path("webhooks.sh")))
+        let path = Sandbox.binary.deletingLastPathComponent().path + ":" + (sandbox.environment["PATH"] ?? "")
+        let result = try await sandbox.shell("PATH='\(path)' sh webhooks.sh")
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(
+            result.stdout.hasSuffix(
+                "account_upgrade.started verified\naccount_upgrade.succeeded verified\nidentity.linked verified\nbackup.pushed verified\n"
+            ), "\(result.stdout)")
+    }
 }

@@ -94,7 +94,7 @@ extension GuestMode {
                         nextAttemptAt: Timestamp.format(failed.nextAttemptAt)))
                 continue
             }
-            let outcome = try settlePush(of: entry)
+            let outcome = try settlePush(of: entry, now: now)
             report.pushed.append(.init(user: entry.userId, archive: archive, isRequeued: outcome == .keptQueued))
         }
         return report

@@ -57,8 +57,14 @@ extension GuestMode {
 
     /// Settles a push of `entry` whose archive is already on disk (see
     /// `OutboxPushOutcome`).
-    package func settlePush(of entry: OutboxEntry) throws -> OutboxPushOutcome {
-        try store.write { transaction in try transaction.settlePush(of: entry.userId, queuedAt: entry.queuedAt) }
+    package func settlePush(of entry: OutboxEntry, now: Date) throws -> OutboxPushOutcome {
+        try store.write { transaction in
+            let outcome = try transaction.settlePush(of: entry.userId, queuedAt: entry.queuedAt)
+            try transaction.raiseWebhook(
+                .backupPushed, user: entry.userId, data: ["queued_at": .string(entry.queuedAt)], at: now,
+                profile: profile)
+            return outcome
+        }
     }
 
     /// Keeps `entry` after a failed push at `now`: one attempt more than the
@@ -71,6 +77,12 @@ extension GuestMode {
         let next = retry.nextAttempt(afterAttempts: attempts, failedAt: now)
         try store.write { transaction in
             try transaction.setRetryState(of: entry.userId, attempts: attempts, lastError: error, nextAttemptAt: next)
+            try transaction.raiseWebhook(
+                .backupFailed, user: entry.userId,
+                data: [
+                    "error": .string(error), "attempts": .number(String(attempts)),
+                    "held": .bool(retry.isHeld(attempts: attempts)),
+                ], at: now, profile: profile)
         }
         return (attempts, next)
     }

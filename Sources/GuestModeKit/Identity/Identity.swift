@@ -141,6 +141,9 @@ extension GuestMode {
             try transaction.appendSystemEvent(
                 user: request.user, action: "account_upgrade_started", properties: ["provider": request.provider],
                 at: now)
+            try transaction.raiseWebhook(
+                .accountUpgradeStarted, user: request.user, data: ["provider": .string(request.provider)], at: now,
+                profile: profile)
             return .started
         }
     }
@@ -190,6 +193,11 @@ extension GuestMode {
             try transaction.releaseUpgradeLock(of: userID)
             try transaction.appendSystemEvent(
                 user: userID, action: "account_upgrade_succeeded", properties: ["provider": provider], at: now)
+            try transaction.raiseWebhook(
+                .accountUpgradeSucceeded, user: userID, data: ["provider": .string(provider)], at: now, profile: profile)
+            try transaction.raiseWebhook(
+                .identityLinked, user: userID,
+                data: ["provider": .string(provider), "subject": .string(request.subject)], at: now, profile: profile)
             try transaction.noteActivity(of: userID, profile: profile, now: now)
             return LinkResult(
                 user: userID, provider: provider, subject: request.subject, isNewlyLinked: true,
@@ -207,6 +215,9 @@ extension GuestMode {
                 user: userID, action: "account_upgrade_failed",
                 properties: ["provider": provider, "code": failureCode],
                 at: now)
+            try transaction.raiseWebhook(
+                .accountUpgradeFailed, user: userID,
+                data: ["provider": .string(provider), "code": .string(failureCode)], at: now, profile: profile)
         }
     }
 
@@ -223,6 +234,9 @@ extension GuestMode {
                 user: userID, action: "account_upgrade_failed",
                 properties: ["provider": provider, "code": failureCode],
                 at: now)
+            try transaction.raiseWebhook(
+                .accountUpgradeFailed, user: userID,
+                data: ["provider": .string(provider), "code": .string(failureCode)], at: now, profile: profile)
         }
     }
 
@@ -250,6 +264,8 @@ extension GuestMode {
             }
             try transaction.appendSystemEvent(
                 user: userID, action: "account_unlinked", properties: ["provider": provider], at: now)
+            try transaction.raiseWebhook(
+                .identityUnlinked, user: userID, data: ["provider": .string(provider)], at: now, profile: profile)
             try transaction.noteChange(of: userID, profile: profile, now: now)
             return try transaction.requireUser(userID)
         }

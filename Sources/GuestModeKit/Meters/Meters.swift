@@ -245,6 +245,12 @@ extension GuestMode {
             fired.append(firedWarning)
             try transaction.appendSystemEvent(
                 user: userID, action: FiredWarning.eventAction, properties: firedWarning.eventProperties, at: now)
+            try transaction.raiseWebhook(
+                .meterWarning, user: userID,
+                data: [
+                    "meter": .string(meter.name), "percent": .number(warning.percent),
+                    "level": .string(warning.level.rawValue), "period_start": after.periodStart.map { .string(Timestamp.format($0)) } ?? .null,
+                ], at: now, profile: profile)
         }
         return MeterUseResult(
             isRecorded: true, isDuplicate: false, isAllowed: fits, overage: !fits, status: after, warnings: fired)

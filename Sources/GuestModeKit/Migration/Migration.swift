@@ -376,6 +376,10 @@ extension GuestMode {
             if journal.steps.allSatisfy({ $0.position == position || $0.status == "done" }) {
                 try transaction.setJournalStatus(journalID, to: "done", error: nil)
                 try transaction.setJournalFinishTime(journalID, to: now)
+                try transaction.raiseWebhook(
+                    .userMigrated, user: journal.source,
+                    data: ["account_user_id": .string(journal.target), "journal_id": .number(String(journalID))],
+                    at: now, profile: profile)
             }
             return MigrationStepResult(
                 step: JournalStep(position: position, name: step.name, status: "done", rows: rows, finishedAt: now),

@@ -82,6 +82,7 @@ extension GuestMode {
             }
             try transaction.addPlanGrant(grant, to: userID)
             try transaction.noteChange(of: userID, profile: profile, now: now)
+            try transaction.raisePlanWebhooks(of: grant, user: userID, profile: profile, now: now)
             return try transaction.planGrants(of: userID)
         }
         return try status(of: plan.name, of: userID, in: grants, now: now)
@@ -98,6 +99,12 @@ extension GuestMode {
                     .notFound, code: .planNotFound, "user '\(userID)' holds no plan '\(planName)' to revoke")
             }
             try transaction.noteChange(of: userID, profile: profile, now: now)
+            // A revoked plan no longer expires.
+            _ = try transaction.cancelScheduledWebhooks(
+                user: userID, type: WebhookEventType.planExpired.rawValue, scope: planName, after: now)
+            try transaction.raiseWebhook(
+                .planRevoked, user: userID, data: ["plan": .string(planName)], at: now, profile: profile,
+                scope: planName)
             return try transaction.planGrants(of: userID)
         }
         return try status(of: planName, of: userID, in: grants, now: now)
@@ -136,5 +143,24 @@ extension GuestMode {
                 "the store returned no grant of '\(planName)' for user '\(userID)'")
         }
         return status
+    }
+}
+
+extension StoreTransaction {
+    /// `plan.granted` now and, for a grant that ends, `plan.expired`
+    /// scheduled at its end: the outbox does not send an event before its
+    /// time, and a revocation cancels it. The expiry is raised with the grant
+    /// because nothing is written when a plan runs out.
+    func raisePlanWebhooks(of grant: PlanGrant, user userID: String, profile: Profile, now: Date) throws {
+        let ends = grant.trialEndsAt ?? grant.endsAt
+        var data: [String: JSONValue] = ["plan": .string(grant.plan), "trial": .bool(grant.trialEndsAt != nil)]
+        data["ends_at"] = ends.map { .string(Timestamp.format($0)) } ?? .null
+        try raiseWebhook(.planGranted, user: userID, data: data, at: now, profile: profile, scope: grant.plan)
+        if let ends {
+            try raiseWebhook(
+                .planExpired, user: userID,
+                data: ["plan": .string(grant.plan), "trial": .bool(grant.trialEndsAt != nil)], at: ends,
+                profile: profile, scope: grant.plan)
+        }
     }
 }

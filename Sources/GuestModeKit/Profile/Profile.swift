@@ -37,6 +37,8 @@ public struct Profile: Codable, Sendable, Equatable {
     public var migration: MigrationPolicy
     /// How a store bound to an earlier version of this profile is moved to this one.
     public var upgrade: ProfileUpgrade?
+    /// Who is told about what guestmode decides (`webhooks:`).
+    public var webhooks: WebhookSettings = WebhookSettings()
 
     /// The collection named `name`, if the profile declares one.
     public func collection(named name: String) -> RecordCollection? { collections.first { $0.name == name } }

@@ -42,7 +42,26 @@ package enum ProfileDocument {
                     ])
                 ))
         }
+        if !profile.webhooks.endpoints.isEmpty {
+            members.append(("webhooks", webhooks(profile.webhooks)))
+        }
         return .object(members)
+    }
+
+    /// Where each secret is read from, never a secret: the profile holds none.
+    private static func webhooks(_ settings: WebhookSettings) -> JSONValue {
+        let endpoints = settings.endpoints.map { endpoint -> JSONValue in
+            let secret: (String, JSONValue) =
+                switch endpoint.secret {
+                case .file(let path): ("secret_file", .string(path))
+                case .environment(let name): ("secret_env", .string(name))
+                }
+            return .object([
+                ("name", .string(endpoint.name)), ("url", .string(endpoint.url)),
+                ("events", .array(endpoint.events.map { .string($0.rawValue) })), secret,
+            ])
+        }
+        return .object([("endpoints", .array(endpoints)), ("max_attempts", .number(String(settings.maxAttempts)))])
     }
 
     private static func collection(_ collection: RecordCollection) -> JSONValue {

@@ -8,7 +8,8 @@ private let nameCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvw
 /// The shapes every section shares and the top level are here; the sections
 /// are in `ProfileReader+Limits.swift` (identity, collections, actions, meters,
 /// tiers, plans), `ProfileReader+Prompts.swift`, `ProfileReader+Experiments.swift`
-/// and `ProfileReader+Lifecycle.swift` (backup, upgrade, migration).
+/// `ProfileReader+Lifecycle.swift` (backup, upgrade, migration) and
+/// `ProfileReader+Webhooks.swift`.
 final class ProfileReader {
     let file: String
     var diagnostics: [ProfileDiagnostic] = []
@@ -170,6 +171,7 @@ final class ProfileReader {
         let topKeys = [
             "name", "version", "description", "guest_owner", "free_form_actions", "identity", "collections",
             "actions", "meters", "tiers", "plans", "prompts", "experiments", "backup", "migration", "upgrade",
+            "webhooks",
         ]
         guard let fields = mapping(root, "the profile", allowed: topKeys, required: ["name", "version", "tiers"])
         else { return nil }
@@ -195,12 +197,13 @@ final class ProfileReader {
         let backup = readBackup(fields["backup"])
         let migration = readMigration(fields["migration"], collections: collections)
         let upgrade = readUpgrade(fields["upgrade"], version: version, collections: collectionNames)
+        let webhooks = readWebhooks(fields["webhooks"])
 
         return Profile(
             name: name, version: version, summary: summary, guestOwner: guestOwner,
             allowsFreeFormActions: freeForm, identity: identity, collections: collections, actions: actions,
             meters: meters, tiers: tiers, plans: plans, prompts: prompts, experiments: experiments,
-            backup: backup, migration: migration, upgrade: upgrade)
+            backup: backup, migration: migration, upgrade: upgrade, webhooks: webhooks)
     }
 }
 

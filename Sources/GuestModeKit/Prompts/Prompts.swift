@@ -401,17 +401,21 @@ extension GuestMode {
         }
     }
 
-    /// Raises the triggers a refusal names: a refused `record put` into
-    /// `collection` with `outcome`, or a refused use or check of `meter`.
-    /// Its own small write after the refused transaction, which changed nothing.
+    /// Raises the triggers a refusal names (a refused `record put` into
+    /// `collection` with `outcome`, or a refused use or check of `meter`) and
+    /// its webhook (`limit.refused`, `meter.exhausted`). Its own small write
+    /// after the refused transaction, which changed nothing: the refusal is
+    /// recorded only here, so its event commits with the triggers.
     func raisePromptTriggers(for event: RefusalEvent, userID: String, now: Date) throws {
         let names = profile.prompts.triggers.filter { $0.source.matches(event) }.map(\.name)
-        guard !names.isEmpty else { return }
+        let webhook = event.webhook
+        guard !names.isEmpty || !profile.webhooks.subscribers(of: webhook.type).isEmpty else { return }
         try store.write { transaction in
             guard try transaction.user(userID, locking: true) != nil else { return }
             for name in names {
                 try transaction.raiseUserFlag(PromptTrigger.flagPrefix + name, of: userID, at: now)
             }
+            try transaction.raiseWebhook(webhook.type, user: userID, data: webhook.data, at: now, profile: profile)
         }
     }
 
@@ -465,6 +469,12 @@ extension GuestMode {
                 throw GuestMode.missingUser(userID)
             }
             try transaction.noteChange(of: userID, profile: profile, now: now)
+            try transaction.raiseWebhook(
+                .promptOutcome, user: userID,
+                data: [
+                    "context": .string(context), "outcome": .string(outcome.rawValue),
+                    "prompt_state": .string(state.rawValue),
+                ], at: now, profile: profile)
             return state
         }
         return RecordedOutcome(user: userID, context: context, outcome: outcome, at: now, promptState: state)
@@ -585,6 +595,12 @@ extension GuestMode {
             for record in records {
                 states[record.user] = states[record.user]?.after(record.outcome)
                 latest[record.user] = max(latest[record.user] ?? record.at, record.at)
+                try transaction.raiseWebhook(
+                    .promptOutcome, user: record.user,
+                    data: [
+                        "context": .string(record.context), "outcome": .string(record.outcome.rawValue),
+                        "prompt_state": .string(states[record.user]?.rawValue ?? ""),
+                    ], at: record.at, profile: profile)
             }
             try transaction.appendPromptOutcomes(records)
             try transaction.setPromptStates(states)
@@ -601,6 +617,18 @@ extension GuestMode {
 enum RefusalEvent {
     case recordRefused(collection: String, outcome: CapOutcome)
     case meterRefused(meter: String)
+}
+
+extension RefusalEvent {
+    /// The webhook event a refusal raises.
+    var webhook: (type: WebhookEventType, data: [String: JSONValue]) {
+        switch self {
+        case let .recordRefused(collection, outcome):
+            (.limitRefused, ["collection": .string(collection), "outcome": .string(outcome.rawValue)])
+        case let .meterRefused(meter):
+            (.meterExhausted, ["meter": .string(meter)])
+        }
+    }
 }
 
 extension PromptTrigger.Source {

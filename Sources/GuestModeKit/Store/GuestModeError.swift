@@ -179,8 +179,8 @@ extension GuestModeError {
             .invalidPoolSize,
             .invalidProfile,
             .invalidSchema,
-            .invalidUsername,
             .invalidURL,
+            .invalidUsername,
             .invalidUtf8,
             .ioError,
             .journalMismatch,
@@ -253,6 +253,7 @@ extension GuestModeError {
             .unknownProvider,
             .unknownTrigger,
             .unknownVariant,
+            .unknownWebhook,
             .unsupportedStore,
             .upgradeInProgress,
             .usage,
@@ -262,6 +263,10 @@ extension GuestModeError {
             .userNotFound,
             .usernameTaken,
             .verifyFailed,
+            .webhookDelivered,
+            .webhookNotFound,
+            .webhookSecretUnavailable,
+            .webhooksUndelivered,
             .windowFull,
         ]
 
@@ -530,6 +535,8 @@ extension GuestModeError {
         public static let unknownTrigger = Code("unknown_trigger", .usage)
         /// The experiment has no variant of that name.
         public static let unknownVariant = Code("unknown_variant", .usage)
+        /// The profile has no webhook endpoint of that name.
+        public static let unknownWebhook = Code("unknown_webhook", .usage)
         /// A store location is neither a file path nor a PostgreSQL URI.
         public static let unsupportedStore = Code("unsupported_store", .usage)
         /// Another account link of the same user is in progress.
@@ -548,6 +555,14 @@ extension GuestModeError {
         public static let usernameTaken = Code("username_taken", .conflict)
         /// An archive failed verification.
         public static let verifyFailed = Code("verify_failed", .badData)
+        /// The webhook delivery was already delivered; it is not sent again.
+        public static let webhookDelivered = Code("webhook_delivered", .conflict)
+        /// The webhook outbox has no delivery with that number.
+        public static let webhookNotFound = Code("webhook_not_found", .notFound)
+        /// A webhook endpoint's secret file cannot be read, or its environment variable is unset or empty.
+        public static let webhookSecretUnavailable = Code("webhook_secret_unavailable", .usage)
+        /// Some webhook deliveries could not be made; they stay in the outbox.
+        public static let webhooksUndelivered = Code("webhooks_undelivered", .tryAgainLater)
         /// No prompt is due: the profile's window already holds its most prompts.
         public static let windowFull = Code("window_full", .nothingDue)
         /// A request body is larger than the server accepts.

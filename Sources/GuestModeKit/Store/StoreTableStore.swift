@@ -43,6 +43,7 @@ package struct StoreTable: Sendable, Equatable, Hashable {
         StoreTable(name: "session_families", primaryKey: ["id"]),
         StoreTable(name: "refresh_tokens", primaryKey: ["token_hash"]),
         StoreTable(name: "kept_responses", primaryKey: ["principal", "key"]),
+        StoreTable(name: "webhook_outbox", primaryKey: ["id"]),
     ]
 
     /// The store's own tables, which no backup carries: the profile binding

@@ -337,12 +337,13 @@ extension GuestMode {
     }
 
     /// Deletes a user and everything it owns, nothing else.
-    public func deleteUser(_ id: String) throws {
+    public func deleteUser(_ id: String, now: Date) throws {
         try TextRule.check(id, what: "the user id")
         try store.write { transaction in
             // Locked first, so a concurrent write to the user finishes (or waits) rather than racing the deletion.
             _ = try transaction.requireUser(id, locking: true)
             try transaction.deleteUser(id)
+            try transaction.raiseWebhook(.userDeleted, user: id, data: [:], at: now, profile: profile)
         }
     }
 
@@ -412,6 +413,12 @@ extension GuestMode {
                 var ids: [String] = []
                 try purged.forEach { candidate in
                     ids.append(candidate.id)
+                    try transaction.raiseWebhook(
+                        .userPurged, user: candidate.id,
+                        data: [
+                            "last_seen_at": .string(Timestamp.format(candidate.lastSeenAt)),
+                            "records": .number(String(candidate.records)),
+                        ], at: now, profile: profile)
                     if ids.count == Self.purgeDeletionBatch {
                         try add(ids)
                         ids.removeAll(keepingCapacity: true)

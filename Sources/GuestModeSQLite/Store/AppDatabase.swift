@@ -29,6 +29,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v5-grants") { db in
             try db.execute(sql: Schema.v5)
         }
+        migrator.registerMigration("v6-webhooks") { db in
+            try db.execute(sql: Schema.v6)
+        }
         return migrator
     }
 

@@ -227,4 +227,29 @@ enum Schema {
         CREATE UNIQUE INDEX meter_grants_idempotency ON meter_grants(user_id, idempotency_key)
             WHERE idempotency_key IS NOT NULL;
         """
+
+    /// The webhook outbox: one row per event and subscribing endpoint, written
+    /// in the transaction of the change. Not tied to a user: an event about a
+    /// deleted user still goes out. Deliveries go out per endpoint and user in
+    /// `created_at`, then `id`, order.
+    static let v6 = """
+        CREATE TABLE webhook_outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_id TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            type TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            scope TEXT NOT NULL DEFAULT '',
+            payload TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'held', 'delivered')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            next_attempt_at TEXT,
+            delivered_at TEXT,
+            UNIQUE (event_id, endpoint)
+        );
+        CREATE INDEX webhook_outbox_status ON webhook_outbox (status, created_at, id);
+        CREATE INDEX webhook_outbox_user ON webhook_outbox (user_id, created_at, id);
+        """
 }

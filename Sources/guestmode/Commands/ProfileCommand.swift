@@ -195,5 +195,8 @@ struct ProfileSummary {
         output.line(
             "backup:       \(profile.backup.format)\(profile.backup.queuesOnChange ? ", queued on every change" : "")")
         output.line("migration:    \(profile.migration.steps.map(\.name).joined(separator: " → "))")
+        for endpoint in profile.webhooks.endpoints {
+            output.line("webhook:      \(endpoint.name) → \(endpoint.url) (\(endpoint.events.count) event types)")
+        }
     }
 }

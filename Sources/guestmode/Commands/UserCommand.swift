@@ -118,7 +118,7 @@ struct UserCommand: ParsableCommand {
         }
 
         func run() throws {
-            try global.openEngine().deleteUser(user)
+            try global.openEngine().deleteUser(user, now: try global.currentTime())
             if global.json {
                 struct Deleted: Encodable { var userId: String; var deleted = true }
                 return try global.output.json(Deleted(userId: user))

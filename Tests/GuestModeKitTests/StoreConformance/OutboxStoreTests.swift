@@ -38,9 +38,9 @@ struct OutboxStoreTests {
         let (_, engine, a, b) = try queued(backend)
         let entry = try #require(try engine.backupQueue().first)
         #expect(entry.userId == a)
-        #expect(try engine.settlePush(of: entry) == .removed)
+        #expect(try engine.settlePush(of: entry, now: day(1)) == .removed)
         #expect(try engine.backupQueue().map(\.userId) == [b])
-        #expect(try engine.settlePush(of: entry) == .removed, "already gone: nothing to keep")
+        #expect(try engine.settlePush(of: entry, now: day(1)) == .removed, "already gone: nothing to keep")
         #expect(try engine.backupQueue().map(\.userId) == [b])
     }
 
@@ -54,7 +54,7 @@ struct OutboxStoreTests {
         _ = try engine.recordFailedPush(
             of: read, error: "offline", retry: OutboxRetryPolicy(maxAttempts: 5), now: day(2))
         _ = try engine.putRecord(user: a, collection: "habits", key: "h2", json: "{}", now: day(3))
-        #expect(try engine.settlePush(of: read) == .keptQueued)
+        #expect(try engine.settlePush(of: read, now: day(1)) == .keptQueued)
         let entry = try #require(try engine.backupQueue().first { $0.userId == a })
         #expect(entry.queuedAt == Timestamp.format(day(3)))
         #expect(entry.attempts == 0 && entry.lastError == nil && entry.nextAttemptAt == nil)

@@ -63,7 +63,7 @@ struct ServerStoreTests {
     func deletingAUserEndsItsSessions(backend: StoreBackend) throws {
         let engine = try engine(backend)
         let session = try engine.startSession(for: "u2", now: day(1))
-        try engine.deleteUser("u2")
+        try engine.deleteUser("u2", now: day(2))
         expectFailure(.notFound, code: .refreshTokenInvalid) { _ = try engine.refreshSession(session.refreshToken, now: day(2)) }
     }
 

@@ -168,7 +168,7 @@ private struct StopAfterLock: Error {}
             }
         }
         let before = try store.userOverview(id: "bystander")
-        try engine.deleteUser("doomed")
+        try engine.deleteUser("doomed", now: day(2))
 
         expectFailure(.notFound, code: .userNotFound) { _ = try engine.user("doomed") }
         expectFailure(.notFound, code: .userNotFound) { _ = try engine.plans(user: "doomed", now: day(1)) }
@@ -182,13 +182,13 @@ private struct StopAfterLock: Error {}
 
         // A linked user's identity is freed with it.
         _ = try engine.link(user: "heir", provider: "apple", subject: "s-heir", email: nil, now: day(2))
-        try engine.deleteUser("heir")
+        try engine.deleteUser("heir", now: day(2))
         try store.createUser(newUser("successor"), credentials: nil)
         #expect(
             try engine.link(user: "successor", provider: "apple", subject: "s-heir", email: nil, now: day(3))
                 .isNewlyLinked)
 
-        expectFailure(.notFound, code: .userNotFound) { try engine.deleteUser("doomed") }
+        expectFailure(.notFound, code: .userNotFound) { try engine.deleteUser("doomed", now: day(2)) }
     }
 
     @Test(arguments: StoreBackend.allCases)

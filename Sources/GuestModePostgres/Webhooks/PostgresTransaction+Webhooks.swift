@@ -1,0 +1,100 @@
+import Foundation
+import GuestModeKit
+
+extension PostgresTransaction {
+    private static let webhookColumns = """
+        id, event_id, endpoint, type, user_id, created_at, scope, payload, status, attempts, last_error,
+        next_attempt_at, delivered_at
+        """
+
+    func enqueueWebhook(_ delivery: NewWebhookDelivery) throws {
+        try connection.execute(
+            """
+            INSERT INTO webhook_outbox (event_id, endpoint, type, user_id, created_at, scope, payload, status, attempts)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0)
+            """,
+            [
+                PostgresValue(delivery.eventId), PostgresValue(delivery.endpoint), PostgresValue(delivery.type),
+                PostgresValue(delivery.userId), PostgresValue(delivery.createdAt), PostgresValue(delivery.scope),
+                PostgresValue(delivery.payload),
+            ])
+    }
+
+    func webhookDeliveries(status: WebhookDeliveryStatus?, user: String?, limit: Int?) throws -> [WebhookDelivery] {
+        var conditions: [String] = []
+        var parameters: [PostgresValue?] = []
+        if let status {
+            parameters.append(PostgresValue(status.rawValue))
+            conditions.append("status = $\(parameters.count)")
+        }
+        if let user {
+            parameters.append(PostgresValue(user))
+            conditions.append("user_id = $\(parameters.count)")
+        }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let bound = limit.map { " LIMIT \($0)" } ?? ""
+        return try connection.execute(
+            """
+            SELECT \(Self.webhookColumns) FROM webhook_outbox \(filter)
+            ORDER BY created_at COLLATE "C", id\(bound)
+            """, parameters
+        ).map(webhookDelivery)
+    }
+
+    func webhookDelivery(_ id: Int64, locking: Bool) throws -> WebhookDelivery? {
+        try connection.execute(
+            "SELECT \(Self.webhookColumns) FROM webhook_outbox WHERE id = $1\(locking ? " FOR UPDATE" : "")",
+            [PostgresValue(id)]
+        ).first.map(webhookDelivery)
+    }
+
+    func setWebhookState(
+        of id: Int64, status: WebhookDeliveryStatus, attempts: Int, lastError: String?, nextAttemptAt: Date?,
+        deliveredAt: Date?
+    ) throws {
+        try connection.execute(
+            """
+            UPDATE webhook_outbox SET status = $1, attempts = $2, last_error = $3, next_attempt_at = $4,
+            delivered_at = $5 WHERE id = $6
+            """,
+            [
+                PostgresValue(status.rawValue), PostgresValue(attempts), lastError.map { PostgresValue($0) },
+                nextAttemptAt.map { PostgresValue($0) }, deliveredAt.map { PostgresValue($0) }, PostgresValue(id),
+            ])
+    }
+
+    func cancelScheduledWebhooks(user: String, type: String, scope: String, after time: Date) throws -> Int {
+        try connection.execute(
+            """
+            DELETE FROM webhook_outbox
+            WHERE user_id = $1 AND type = $2 AND scope = $3 AND status = 'pending' AND created_at COLLATE "C" > $4
+            RETURNING id
+            """,
+            [PostgresValue(user), PostgresValue(type), PostgresValue(scope), PostgresValue(time)]
+        ).count
+    }
+
+    func webhookCounts() throws -> [WebhookCount] {
+        try connection.execute(
+            """
+            SELECT endpoint, status, COUNT(*) AS n FROM webhook_outbox GROUP BY endpoint, status
+            ORDER BY endpoint COLLATE "C"
+            """
+        ).map { row in
+            WebhookCount(
+                endpoint: try row.string("endpoint"), status: try row.decode("status", as: WebhookDeliveryStatus.self),
+                count: try row.int("n"))
+        }
+    }
+
+    private func webhookDelivery(_ row: PostgresRow) throws -> WebhookDelivery {
+        WebhookDelivery(
+            deliveryId: try row.int64("id"), eventId: try row.string("event_id"), endpoint: try row.string("endpoint"),
+            type: try row.string("type"), userId: try row.string("user_id"),
+            createdAt: Timestamp.format(try row.date("created_at")), scope: try row.string("scope"),
+            payload: try row.string("payload"), status: try row.decode("status", as: WebhookDeliveryStatus.self),
+            attempts: try row.int("attempts"), lastError: try row.optionalString("last_error"),
+            nextAttemptAt: try row.optionalDate("next_attempt_at").map(Timestamp.format),
+            deliveredAt: try row.optionalDate("delivered_at").map(Timestamp.format))
+    }
+}
