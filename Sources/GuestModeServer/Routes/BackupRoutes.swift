@@ -55,7 +55,6 @@ enum BackupRoutes {
             }.response
         }
     }
-}
 
     /// `backup push --to` and `backup pull --from` with this server's URL: the same PUT to a temporary
     /// name, MOVE onto the final one and GET a WebDAV server answers, under the user's own route. Each
