@@ -332,14 +332,14 @@ extension GuestModeError {
         public static let damagedArchive = Code("damaged_archive", .badData)
         /// The database reported an error the engine did not expect.
         public static let databaseError = Code("database_error", .internalFailure)
-        /// A remote backup destination answered a push or a pull with a refusal other than of its credentials.
-        public static let destinationRefused = Code("destination_refused", .cannotCreate)
-        /// A remote backup destination refused the bearer token (401 or 403): a setting to fix, not an outage.
-        public static let destinationUnauthorized = Code("destination_unauthorized", .usage)
         /// The backup destination directory is missing or cannot be written.
         public static let destinationUnavailable = Code("destination_unavailable", .tryAgainLater)
         /// A user in the archive has the id of a different user in the store.
         public static let differentUser = Code("different_user", .conflict)
+        /// A remote backup destination answered a push or a pull with a refusal other than of its credentials.
+        public static let destinationRefused = Code("destination_refused", .cannotCreate)
+        /// A remote backup destination refused the bearer token (401 or 403): a setting to fix, not an outage.
+        public static let destinationUnauthorized = Code("destination_unauthorized", .usage)
         /// The disk is full; nothing was changed.
         public static let diskFull = Code("disk_full", .ioError)
         /// The archive repeats the key of an earlier row.
