@@ -22,8 +22,16 @@ package struct RemoteBackups: Sendable {
             userAgent: userAgent, timeout: timeout, responseLimit: Int(ArchiveLimits.standard.maximumEntrySize))
     }
 
-    private func folder(of userID: String) -> RemoteURL {
-        base.appending(GuestMode.fileName(for: userID)).appending("backups")
+    /// `<base><user>/backups/`, built as text: `fileName(for:)` is already
+    /// percent-encoding, which a server decodes back to the user's id (the
+    /// route `guestmode serve` reads it from).
+    private func folder(of userID: String) -> String {
+        let base = base.description
+        return (base.hasSuffix("/") ? base : base + "/") + GuestMode.fileName(for: userID) + "/backups/"
+    }
+
+    private func file(_ fileName: String, in folder: String) throws -> RemoteURL {
+        try RemoteURL(folder + fileName, what: "the backup destination")
     }
 
     private var authorization: [(String, String)] {
@@ -59,10 +67,10 @@ package struct RemoteBackups: Sendable {
     /// reader sees the previous archive or this one, whole. The temporary
     /// name is fixed per user, so an interrupted push leaves at most one
     /// file, which the next push of that user replaces.
-    private func upload(_ bytes: [UInt8], as fileName: String, of userID: String) throws -> RemoteURL {
+    fileprivate func upload(_ bytes: [UInt8], as fileName: String, of userID: String) throws -> RemoteURL {
         let folder = folder(of: userID)
-        let temporary = folder.appending(".\(fileName).part")
-        let final = folder.appending(fileName)
+        let temporary = try file(".\(fileName).part", in: folder)
+        let final = try file(fileName, in: folder)
         _ = try send("PUT", to: temporary, headers: [("Content-Type", "application/octet-stream")], body: bytes)
         _ = try send("MOVE", to: temporary, headers: [("Destination", final.description), ("Overwrite", "T")])
         return final
@@ -70,15 +78,13 @@ package struct RemoteBackups: Sendable {
 
     /// The user's latest archive, saved at `path`: the first of `fileNames`
     /// the server holds. Returns its URL.
-    private func download(of userID: String, fileNames: [String], to path: String) throws -> RemoteURL {
-        var missing: GuestModeError?
+    fileprivate func download(of userID: String, fileNames: [String], to path: String) throws -> RemoteURL {
         for fileName in fileNames {
-            let url = folder(of: userID).appending(fileName)
+            let url = try file(fileName, in: folder(of: userID))
             let answer: HTTPAnswer
             do {
                 answer = try send("GET", to: url)
-            } catch let error as GuestModeError where error.code == .archiveNotFound {
-                missing = missing ?? error
+            } catch GuestModeError.Code.archiveNotFound {
                 continue
             }
             guard !answer.isBodyCut else {
