@@ -96,7 +96,7 @@ struct RemoteBackupTests {
         let pushed = try await push(running.base, ["--token-file", "token", "--json"])
         outputs += [pushed.stdout, pushed.stderr]
         #expect(pushed.status == 0, "\(pushed.stderr)")
-        #expect((pushed.object["pushed"] as? [[String: Any]])?.first?["user"] as? String == guest)
+        #expect((pushed.object["pushed"] as? [[String: Any]])?.first?["user_id"] as? String == guest)
         #expect((try await sandbox.run("backup", "queue", "--json").json as? [Any])?.isEmpty == true)
 
         // A change queues the user again; the next push (the token from the environment) replaces the archive.
