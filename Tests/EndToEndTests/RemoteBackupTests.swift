@@ -243,3 +243,27 @@ struct RemoteBackupTests {
         #expect(try await server.stop() == 0)
     }
 }
+
+extension RemoteBackupTests {
+    @Test("an archive of another user at the user's name on the server is refused on pull (14) and changes nothing")
+    func anotherUsersArchive() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
+        let running = try await Self.start(.nginx, in: sandbox)
+        let (mine, theirs) = (try await sandbox.newGuest(), try await sandbox.newGuest())
+        #expect(try await sandbox.run("backup", "export", theirs, "--out", "theirs.gmbackup").status == 0)
+        let put = try await sandbox.shell(
+            "curl -s -o /dev/null -w '%{http_code}' -T theirs.gmbackup -H 'Authorization: Bearer \(running.token)' '\(running.base)\(mine)/backups/\(mine).gmbackup'"
+        )
+        #expect(put.stdout == "201")
+        #expect(try await sandbox.run("--store", "phone.sqlite", "init", "--profile", "habits").status == 0)
+        let before = try sandbox.snapshot("phone.sqlite")
+        let pulled = try await sandbox.run(
+            arguments: ["--store", "phone.sqlite", "backup", "pull", "--from", running.base, mine, "--json"],
+            environment: [
+                "GUESTMODE_BACKUP_TOKEN": running.token, "GUESTMODE_BACKUP_KEY_FILE": sandbox.path("guestmode.sqlite.key"),
+            ])
+        #expect(pulled.status == 14, "\(pulled.stderr)")
+        #expect(pulled.errorJSON["code"] as? String == "archive_user_mismatch", "\(pulled.stderr)")
+        #expect(try sandbox.snapshot("phone.sqlite") == before)
+    }
+}

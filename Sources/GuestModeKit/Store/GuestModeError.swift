@@ -280,7 +280,7 @@ extension GuestModeError {
         public static let archiveTooOld = Code("archive_too_old", .badData)
         /// Reading the archive failed part way (an I/O error).
         public static let archiveUnreadable = Code("archive_unreadable", .ioError)
-        /// An archive pushed to one user's backups holds other users' data.
+        /// An archive pushed to or pulled from one user's backups holds other users' data.
         public static let archiveUserMismatch = Code("archive_user_mismatch", .conflict)
         /// Writing the archive failed (an I/O error); no archive was left behind.
         public static let archiveWriteFailed = Code("archive_write_failed", .ioError)

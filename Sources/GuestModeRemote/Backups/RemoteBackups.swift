@@ -172,6 +172,13 @@ extension GuestMode {
                     "the archive at \(source) is not signed by this deployment's backup key; nothing was imported",
                     code: .badSignature)
             }
+            // Signed by this deployment yet someone else's: the server put another user's archive at this name.
+            let users = try BackupArchive.inspect(path: path, limits: limits, keys: keys).header.users
+            guard users.contains(userID) else {
+                throw GuestModeError.conflict(
+                    "the archive at \(source) does not hold user '\(userID)'; nothing was imported",
+                    code: .archiveUserMismatch)
+            }
             var report = try importBackup(
                 from: path, onConflict: onConflict, dryRun: false, limits: limits, keys: keys, signature: signature,
                 now: now, progress: progress)

@@ -21,8 +21,8 @@ struct BackupShelf: Sendable {
     /// The largest archive taken, in bytes.
     let sizeLimit: Int
 
-    /// A name as the path gives it: one path segment, not hidden by a dot
-    /// prefix on the kept side, and short enough for a file name.
+    /// A name as the path gives it: one path segment that names a file in
+    /// the user's folder, short enough for one once a sequence is put before it.
     static func checked(name: String) throws -> String {
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0"),
             name.utf8.count <= 200
