@@ -56,7 +56,8 @@ struct RemoteBackupTests {
     /// A port nothing listens on: bound, then let go.
     static func closedPort(_ sandbox: Sandbox) async throws -> String {
         let port = try await sandbox.shell(
-            "python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1]); s.close()'")
+            "python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1]); s.close()'"
+        )
         return port.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -117,8 +118,10 @@ struct RemoteBackupTests {
         let phone = ["GUESTMODE_BACKUP_KEY_FILE": sandbox.path("guestmode.sqlite.key")]
         #expect(try await sandbox.run("--store", "phone.sqlite", "init", "--profile", "habits").status == 0)
         let pulled = try await sandbox.run(
-            arguments: ["--store", "phone.sqlite", "backup", "pull", "--from", running.base, guest, "--json",
-                "--token-file", "token"],
+            arguments: [
+                "--store", "phone.sqlite", "backup", "pull", "--from", running.base, guest, "--json",
+                "--token-file", "token",
+            ],
             environment: phone)
         outputs += [pulled.stdout, pulled.stderr]
         #expect(pulled.status == 0, "\(pulled.stderr)")
@@ -140,11 +143,14 @@ struct RemoteBackupTests {
         let guest = try await sandbox.newGuest()
         #expect(try await sandbox.run("record", "put", guest, "habits", "h1", "--data", "{}").status == 0)
         let environment = ["GUESTMODE_BACKUP_TOKEN": running.token]
-        let pushed = try await sandbox.run(arguments: ["backup", "push", "--to", running.base], environment: environment)
+        let pushed = try await sandbox.run(
+            arguments: ["backup", "push", "--to", running.base], environment: environment)
         #expect(pushed.status == 0, "\(pushed.stderr)")
         // The signature's MAC changed, in place on the server's disk, as an intruder there would.
         let file = running.latestFile(guest)
-        try sandbox.write("tamper.py", """
+        try sandbox.write(
+            "tamper.py",
+            """
             import io, sys, tarfile, json, subprocess
             raw = subprocess.run(['zstd', '-dc', sys.argv[1]], capture_output=True, check=True).stdout
             with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
@@ -176,7 +182,9 @@ struct RemoteBackupTests {
         #expect(try sandbox.snapshot("phone.sqlite") == before)
     }
 
-    @Test("a wrong token is a usage failure (64) naming the refusal, not a retry; the queue is untouched", arguments: Destination.allCases)
+    @Test(
+        "a wrong token is a usage failure (64) naming the refusal, not a retry; the queue is untouched",
+        arguments: Destination.allCases)
     func wrongToken(_ destination: Destination) async throws {
         let sandbox = try await Sandbox.withStore("habits")
         let running = try await Self.start(destination, in: sandbox)
@@ -186,7 +194,8 @@ struct RemoteBackupTests {
         #expect(try await sandbox.run("--store", "phone.sqlite", "init", "--profile", "habits").status == 0)
         let wrong = "not-the-token-\(UUID().uuidString)"
         let pushed = try await sandbox.run(
-            arguments: ["backup", "push", "--to", running.base, "--json"], environment: ["GUESTMODE_BACKUP_TOKEN": wrong])
+            arguments: ["backup", "push", "--to", running.base, "--json"],
+            environment: ["GUESTMODE_BACKUP_TOKEN": wrong])
         #expect(pushed.status == 64, "\(pushed.stderr)")
         #expect(pushed.errorJSON["code"] as? String == "destination_unauthorized", "\(pushed.stderr)")
         #expect((pushed.errorJSON["message"] as? String)?.contains("refused the token") == true)
@@ -260,7 +269,8 @@ extension RemoteBackupTests {
         let pulled = try await sandbox.run(
             arguments: ["--store", "phone.sqlite", "backup", "pull", "--from", running.base, mine, "--json"],
             environment: [
-                "GUESTMODE_BACKUP_TOKEN": running.token, "GUESTMODE_BACKUP_KEY_FILE": sandbox.path("guestmode.sqlite.key"),
+                "GUESTMODE_BACKUP_TOKEN": running.token,
+                "GUESTMODE_BACKUP_KEY_FILE": sandbox.path("guestmode.sqlite.key"),
             ])
         #expect(pulled.status == 14, "\(pulled.stderr)")
         #expect(pulled.errorJSON["code"] as? String == "archive_user_mismatch", "\(pulled.stderr)")

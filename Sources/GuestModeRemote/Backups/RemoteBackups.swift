@@ -40,7 +40,9 @@ package struct RemoteBackups: Sendable {
 
     /// Sends a request and returns a 2xx answer; any other answer is a
     /// failure that names the status and what the server said.
-    private func send(_ method: String, to url: RemoteURL, headers: [(String, String)] = [], body: [UInt8]? = nil)
+    private func send(
+        _ method: String, to url: RemoteURL, headers: [(String, String)] = [], body: [UInt8]? = nil
+    )
         throws -> HTTPAnswer
     {
         let answer = try transport.sendWaiting(method, to: url, headers: authorization + headers, body: body)
@@ -92,7 +94,10 @@ package struct RemoteBackups: Sendable {
                     .cannotCreate, code: .destinationRefused,
                     "the archive at \(url) is larger than \(ArchiveLimits.standard.maximumEntrySize) bytes")
             }
-            guard FileManager.default.createFile(atPath: path, contents: Data(answer.body), attributes: [.posixPermissions: 0o600]) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: Data(answer.body), attributes: [.posixPermissions: 0o600])
+            else {
                 throw GuestModeError(.cannotCreate, code: .cannotSpool, "cannot hold the pulled archive at '\(path)'")
             }
             return url

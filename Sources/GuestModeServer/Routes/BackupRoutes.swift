@@ -84,7 +84,8 @@ enum BackupRoutes {
             let archive = try await services.pool.runIfActive { () -> [UInt8] in
                 let url = try shelf.latest(of: userID, named: name == "latest" ? nil : name)
                 guard let data = FileManager.default.contents(atPath: url.path) else {
-                    throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot read the kept archive '\(url.path)'")
+                    throw GuestModeError(
+                        .ioError, code: .archiveUnreadable, "cannot read the kept archive '\(url.path)'")
                 }
                 return Array(data)
             }

@@ -16,7 +16,8 @@ extension BackupCommand {
         @OptionGroup var global: GlobalOptions
         @OptionGroup(title: "Limits on the archive being read") var limits: ArchiveLimitOptions
 
-        @Option(name: .long, help: ArgumentHelp("The server the archive was pushed to, an http(s) URL.", valueName: "url"))
+        @Option(
+            name: .long, help: ArgumentHelp("The server the archive was pushed to, an http(s) URL.", valueName: "url"))
         var from: String
 
         @Argument(help: "The user whose archive to restore.") var user: String
