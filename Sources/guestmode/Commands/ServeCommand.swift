@@ -2,8 +2,8 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GuestModeKit
-import GuestModeSQLite
 import GuestModeServer
+import GuestModeSQLite
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -179,16 +179,10 @@ struct ServeCommand: ParsableCommand {
             try listing.render(
                 keys, header: ["NAME", "SCOPE", "CREATED", "REVOKED"],
                 rows: keys.map {
-                    [
-                        $0.name, $0.scope.rawValue, Timestamp.format($0.createdAt),
-                        $0.revokedAt.map(Timestamp.format) ?? "-",
-                    ]
+                    [$0.name, $0.scope.rawValue, Timestamp.format($0.createdAt), $0.revokedAt.map(Timestamp.format) ?? "-"]
                 },
                 dataRows: keys.map {
-                    [
-                        $0.name, $0.scope.rawValue, Timestamp.format($0.createdAt),
-                        $0.revokedAt.map(Timestamp.format) ?? "",
-                    ]
+                    [$0.name, $0.scope.rawValue, Timestamp.format($0.createdAt), $0.revokedAt.map(Timestamp.format) ?? ""]
                 }, global: global)
         }
     }
