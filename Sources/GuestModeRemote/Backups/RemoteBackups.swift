@@ -42,12 +42,12 @@ package struct RemoteBackups: Sendable {
     /// failure that names the status and what the server said.
     private func send(
         _ method: String, to url: RemoteURL, headers: [(String, String)] = [], body: [UInt8]? = nil
-    )
-        throws -> HTTPAnswer
-    {
+    ) throws -> HTTPAnswer {
         let answer = try transport.sendWaiting(method, to: url, headers: authorization + headers, body: body)
         guard !answer.isSuccess else { return answer }
-        let said = answer.bodyText.trimmingCharacters(in: .whitespacesAndNewlines).prefix(200)
+        var said = String(answer.bodyText.trimmingCharacters(in: .whitespacesAndNewlines).prefix(200))
+        // A server that echoes the request back must not get the token printed.
+        if let token { said = said.replacingOccurrences(of: token, with: "…") }
         let detail = "\(method) \(url) answered \(answer.status)\(said.isEmpty ? "" : ": \(said)")"
         switch answer.status {
         case 401, 403:
