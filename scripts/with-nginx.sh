@@ -3,7 +3,8 @@
 # module, in a temporary folder, as the unprivileged `www-data` user when
 # root, on 127.0.0.1 at a free port and never anywhere else. Its one
 # location, /dav/, takes PUT, DELETE, MKCOL, COPY and MOVE and answers 401 to
-# a request without `Authorization: Bearer <token>`. The command sees
+# a request without `Authorization: Bearer <token>`; /echo/ answers every
+# request 403 with its Authorization header in the body. The command sees
 #   GUESTMODE_TEST_WEBDAV_URL         the location's URL, ending in /
 #   GUESTMODE_TEST_WEBDAV_TOKEN_FILE  a file holding the token
 #   GUESTMODE_TEST_WEBDAV_ROOT        the folder nginx stores files in
@@ -57,6 +58,8 @@ http {
             create_full_put_path on;
             dav_access user:rw;
         }
+        # A server that refuses and echoes the credential back, for the test that it is never printed.
+        location /echo/ { return 403 "refused \$http_authorization"; }
     }
 }
 EOF

@@ -276,4 +276,19 @@ extension RemoteBackupTests {
         #expect(pulled.errorJSON["code"] as? String == "archive_user_mismatch", "\(pulled.stderr)")
         #expect(try sandbox.snapshot("phone.sqlite") == before)
     }
+
+    @Test("a server that echoes the token in its refusal does not get it printed")
+    func echoedToken() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
+        let running = try await Self.start(.nginx, in: sandbox)
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("record", "put", guest, "habits", "h1", "--data", "{}").status == 0)
+        let echo = running.base.replacingOccurrences(of: "/dav/", with: "/echo/")
+        let pushed = try await sandbox.run(
+            arguments: ["backup", "push", "--to", echo, "--json"],
+            environment: ["GUESTMODE_BACKUP_TOKEN": running.token])
+        #expect(pushed.status == 64, "\(pushed.stderr)")
+        #expect((pushed.errorJSON["message"] as? String)?.contains("refused Bearer …") == true, "\(pushed.stderr)")
+        #expect(!(pushed.stdout + pushed.stderr).contains(running.token))
+    }
 }
