@@ -230,16 +230,18 @@ struct RemoteBackupTests {
         #expect(try await sandbox.run("backup", "export", guest, "--out", "mine.tar.zst").status == 0)
         try sandbox.write("plain", "not an archive")
         let base = "http://\(server.address)/v1/users"
-        let put = { (token: String, user: String, file: String) in
+        let put = { (token: String, user: String, file: String, name: String) in
             try await sandbox.shell(
-                "curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary @\(file) -H 'Authorization: Bearer \(token)' '\(base)/\(user)/backups/up'"
+                "curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary @\(file) -H 'Authorization: Bearer \(token)' '\(base)/\(user)/backups/\(name)'"
             ).stdout
         }
-        #expect(try await put(session, guest, "mine.tar.zst") == "201", "a session pushes its own")
-        #expect(try await put(session, other, "mine.tar.zst") == "404", "another user does not exist for it")
-        #expect(try await put(running.token, other, "mine.tar.zst") == "409", "the archive holds another user")
-        #expect(try await put(running.token, guest, "plain") == "422")
-        #expect(try await put("wrong", guest, "mine.tar.zst") == "401")
+        #expect(try await put(session, guest, "mine.tar.zst", "up") == "201", "a session pushes its own")
+        #expect(try await put(session, other, "mine.tar.zst", "up") == "404", "another user does not exist for it")
+        #expect(try await put(running.token, other, "mine.tar.zst", "up") == "409", "the archive holds another user")
+        #expect(try await put(running.token, guest, "plain", "up") == "422")
+        #expect(try await put("wrong", guest, "mine.tar.zst", "up") == "401")
+        #expect(try await put(session, guest, "mine.tar.zst", "%2E%2E") == "400", "a name is a file in the folder")
+        #expect(try await put(session, guest, "mine.tar.zst", "a%2Fb") == "400")
         let moved = try await server.request(
             "MOVE", "/v1/users/\(guest)/backups/up", token: session,
             headers: ["Destination": "/v1/users/\(other)/backups/x.gmbackup"])
