@@ -17,7 +17,7 @@ BINDIR = $(DESTDIR)$(PREFIX)/bin
 SHAREDIR = $(DESTDIR)$(PREFIX)/share
 DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
-APT_PACKAGES = libarchive-dev zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
+APT_PACKAGES = libarchive-dev libcurl4-openssl-dev nginx zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
 	python3-jsonschema
 
 .PHONY: all deps build run test example docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean

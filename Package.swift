@@ -43,6 +43,11 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // The engine: domain, pure policies, store protocols, use cases. No database, no C library.
         .target(
             name: "GuestModeKit",
@@ -79,6 +84,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Outgoing HTTP: webhook deliveries and backups pushed to or pulled from a server, through libcurl
+        // (TLS from the system's OpenSSL and its certificate store; no TLS stack to compile).
+        .target(
+            name: "GuestModeRemote",
+            dependencies: ["GuestModeKit", "CCurl"],
+            swiftSettings: strict
+        ),
         // `guestmode serve`: the engine over HTTP, calling it only through the `GuestMode` façade.
         .target(
             name: "GuestModeServer",
@@ -106,6 +118,7 @@ let package = Package(
                 "GuestModePostgres",
                 "GuestModeArchive",
                 "GuestModeServer",
+                "GuestModeRemote",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict + [.define("GUESTMODE_FAULT_HOOKS", .when(configuration: .debug))]
@@ -123,6 +136,7 @@ let package = Package(
                 "GuestModeSQLite",
                 "GuestModePostgres",
                 "GuestModeArchive",
+                "GuestModeRemote",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")],

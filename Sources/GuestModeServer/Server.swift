@@ -81,9 +81,9 @@ package struct GuestModeServer: Sendable {
         let router = ServerRouter(context: ServerContext.self)
         router.add(middleware: FailureMiddleware())
         for add in [
-            GuestRoutes.add, UserRoutes.add, RecordRoutes.add, LimitRoutes.add, MeterRoutes.add, PromptRoutes.add,
-            EventRoutes.add, EventRoutes.addCounters, IdentityRoutes.add, PlanRoutes.add, ExperimentRoutes.add,
-            ReportRoutes.add, BulkRoutes.add, BackupRoutes.add, OperationRoutes.add,
+            GuestRoutes.add, UserRoutes.add, RecordRoutes.add, LimitRoutes.add, MeterRoutes.add, MeterRoutes.addGrants,
+            PromptRoutes.add, EventRoutes.add, EventRoutes.addCounters, IdentityRoutes.add, PlanRoutes.add,
+            ExperimentRoutes.add, ReportRoutes.add, BulkRoutes.add, BackupRoutes.add, OperationRoutes.add,
         ] {
             add(router, services)
         }

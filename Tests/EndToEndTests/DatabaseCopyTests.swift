@@ -6,7 +6,8 @@ private let storeTables: [(name: String, key: String)] = [
     ("meta", "key"), ("users", "id"), ("identities", "provider, subject"), ("credentials", "user_id"),
     ("upgrade_locks", "user_id"), ("events", "id"), ("counters", "user_id, action"),
     ("records", "owner_id, collection, key"), ("meter_usage", "id"),
-    ("meter_warnings", "user_id, meter, period_start, percent"), ("plans", "id"), ("prompt_outcomes", "id"),
+    ("meter_warnings", "user_id, meter, period_start, percent"), ("meter_grants", "id"), ("plans", "id"),
+    ("prompt_outcomes", "id"),
     ("experiment_assignments", "user_id, experiment"), ("outbox", "user_id"), ("user_flags", "user_id, flag"),
     ("migration_journals", "id"), ("migration_steps", "journal_id, position"), ("conflict_archive", "id"),
     ("server_keys", "name"), ("session_families", "id"), ("refresh_tokens", "token_hash"),
@@ -27,6 +28,10 @@ private func storeWithEveryTable() async throws -> Sandbox {
     #expect(try await sandbox.run("record", "put", other, "recipes", "stew", "--data", #"{"x":1.5}"#).status == 0)
     #expect(try await sandbox.run("track", other, "app_opened", "--count", "4").status == 0)
     #expect(try await sandbox.run("meter", "use", other, "video_generations", "1").status == 0)
+    #expect(
+        try await sandbox.run(
+            "meter", "grant", other, "video_generations", "2.5", "--expires", "7d", "--reason", "refund", "--id", "r-1"
+        ).status == 0)
     let migrated = try await sandbox.run("migrate", other, "--to", target)
     #expect(migrated.status == 0, "\(migrated.stderr)")
     let kept = try await sandbox.newGuest()

@@ -321,7 +321,8 @@ struct MigrationTests {
         let status = try await sandbox.run("db", "status", "--json")
         let schema = status.object["schema"] as? [String: Any]
         #expect(schema?["applied"] as? [String] == ["v1-initial"])
-        #expect(schema?["pending"] as? [String] == ["v2-conflict-archive", "v3-server", "v4-device-index"])
+        #expect(
+            schema?["pending"] as? [String] == ["v2-conflict-archive", "v3-server", "v4-device-index", "v5-grants"])
         #expect(
             try await sandbox.run("user", "list").status == 65,
             "commands refuse the store rather than run on a half-migrated one")

@@ -127,6 +127,31 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
+    @Test("meter grants over HTTP: an admin grants, the guest lists, a key reused with another grant is 422", arguments: Backend.allCases)
+    func grants(_ backend: Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        let admin = try #require(
+            try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin", "--json").object["secret"]
+                as? String)
+        let server = try await Server.start(in: sandbox)
+        let (guest, token) = try await server.signIn()
+        let path = "/v1/users/\(guest)/meters/api_minutes/grants"
+        let bonus = #"{"amount":30,"expires":"P30D","reason":"referral","id":"referral-1"}"#
+        #expect(try await server.request("POST", path, token: token, body: bonus).status == 403)
+        let granted = try await server.request("POST", path, token: admin, body: bonus)
+        #expect(granted.status == 200, "\(granted.body)")
+        #expect((granted.object["status"] as? [String: Any])?["allowance"] as? Double == 90)
+        let again = try await server.request("POST", path, token: admin, body: bonus)
+        #expect(again.status == 200 && again.object["changed"] as? Bool == false, "\(again.body)")
+        let reused = try await server.request(
+            "POST", path, token: admin, body: #"{"amount":60,"expires":"P30D","reason":"referral","id":"referral-1"}"#)
+        #expect(reused.status == 422, "\(reused.body)")
+        #expect((reused.object["error"] as? [String: Any])?["code"] as? String == "idempotency_key_reused")
+        let listed = try await server.request("GET", path, token: token)
+        #expect(listed.status == 200 && listed.array.map { $0["remaining"] as? Double } == [30], "\(listed.body)")
+        #expect(try await server.stop() == 0)
+    }
+
     @Test("a session reaches only its own user; bad tokens are 401, a key without the scope 403", arguments: Backend.allCases)
     func whoMayDoWhat(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("voice")

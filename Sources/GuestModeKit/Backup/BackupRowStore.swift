@@ -28,6 +28,7 @@ package struct BackupTable: Sendable, Equatable, Hashable {
         BackupTable(name: "records", ownerColumn: "owner_id"),
         BackupTable(name: "meter_usage", ownerColumn: "user_id", hasSurrogateID: true),
         BackupTable(name: "meter_warnings", ownerColumn: "user_id"),
+        BackupTable(name: "meter_grants", ownerColumn: "user_id", hasSurrogateID: true),
         BackupTable(name: "plans", ownerColumn: "user_id", hasSurrogateID: true),
         BackupTable(name: "prompt_outcomes", ownerColumn: "user_id", hasSurrogateID: true),
         BackupTable(name: "experiment_assignments", ownerColumn: "user_id"),
@@ -46,7 +47,7 @@ package struct BackupTable: Sendable, Equatable, Hashable {
     /// Meter warnings follow meter usage; counters follow events, which are
     /// user-owned content (import re-validates them against the events).
     package static let trustedOnlyNames: Set<String> = [
-        "identities", "credentials", "upgrade_locks", "meter_usage", "meter_warnings", "plans",
+        "identities", "credentials", "upgrade_locks", "meter_usage", "meter_warnings", "meter_grants", "plans",
     ]
 
     package var carriesTrust: Bool { Self.trustedOnlyNames.contains(name) }

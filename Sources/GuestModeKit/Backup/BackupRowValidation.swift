@@ -232,6 +232,15 @@ package struct BackupRowValidator {
                 )
             }
             try cells.past("fired_at")
+        case "meter_grants":
+            try cells.name("user_id")
+            try cells.declared("meter", in: profile.meters.map(\.name), what: "meter")
+            try cells.number("amount", in: 0...Bounds.maximumMeterAmount)
+            try cells.past("granted_at")
+            try cells.optionalTime("expires_at")
+            try cells.optionalPast("revoked_at")
+            try cells.optionalText("reason")
+            try cells.optionalName("idempotency_key")
         case "plans":
             try cells.name("user_id")
             try cells.declared("plan", in: profile.plans.map(\.name), what: "plan")

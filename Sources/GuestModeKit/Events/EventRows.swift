@@ -11,10 +11,10 @@ package protocol EventRows {
 
     /// Appends the rows in order, except each row whose user already has a
     /// stored event under the row's idempotency key. Returns the rows not
-    /// appended: their index in `rows` and the action stored under the key.
-    /// The keys of one call are distinct per user (the caller settles a key
-    /// repeated within a batch).
-    func appendEvents(_ rows: [EventRow]) throws -> [Int: String]
+    /// appended: their index in `rows` and what the event stored under the
+    /// key reported. The keys of one call are distinct per user (the caller
+    /// settles a key repeated within a batch).
+    func appendEvents(_ rows: [EventRow]) throws -> [Int: EventPayload]
 
     /// Adds `count` to the user's counter of `action`, creating it at
     /// `count`. A total that would pass `Bounds.maximumCounterTotal`, or a
@@ -58,6 +58,22 @@ package protocol EventRows {
     func queueBackups(_ times: [String: Date]) throws
 }
 
+/// What an event reports, as an idempotency key names it: the same key
+/// with the same payload is a retry; with another, a client bug. The time is
+/// not part of it: a retry happens later.
+package struct EventPayload: Sendable, Equatable {
+    package var action: String
+    package var count: Int
+    /// The stored JSON text of the properties, or nil when there are none.
+    package var properties: String?
+
+    package init(action: String, count: Int, properties: String?) {
+        self.action = action
+        self.count = count
+        self.properties = properties
+    }
+}
+
 /// An event row to append (`EventRows.appendEvents`).
 package struct EventRow: Sendable, Equatable {
     package var user: String
@@ -76,6 +92,9 @@ package struct EventRow: Sendable, Equatable {
         self.idempotencyKey = idempotencyKey
         self.properties = properties
     }
+
+    /// What the row reports.
+    package var payload: EventPayload { EventPayload(action: action, count: count, properties: properties) }
 }
 
 /// An amount to add to one counter (`EventRows.addToCounters`).

@@ -29,14 +29,16 @@ extension StoreTransaction {
     /// Appends one validated event of a user already locked unless its
     /// idempotency key was counted; when it counts (true), the counter grows
     /// by its count, last-seen moves forward to the event and a backup is
-    /// queued when the profile asks for it. A key counted for another action
-    /// throws `idempotency_key_reused`. A replay, which runs a whole log in
-    /// one transaction, takes this step once per event.
+    /// queued when the profile asks for it. A key counted for another
+    /// action, count or properties throws `idempotency_key_reused`. A
+    /// replay, which runs a whole log in one transaction, takes this step
+    /// once per event.
     func count(_ event: TrackedEvent, profile: Profile, now: Date) throws -> Bool {
-        if let counted = try appendEvents([EventRow(event)])[0] {
-            guard counted == event.action else {
+        let row = EventRow(event)
+        if let counted = try appendEvents([row])[0] {
+            guard counted == row.payload else {
                 throw GuestModeError.keyReused(
-                    event.idempotencyKey ?? "", user: event.user, counted: counted, action: event.action)
+                    event.idempotencyKey ?? "", user: event.user, counted: counted, given: row.payload)
             }
             return false
         }
@@ -63,8 +65,8 @@ extension StoreTransaction {
 /// guests first seen at their first event of the batch; otherwise a user not
 /// in the store fails the batch. Each event then counts unless its idempotency
 /// key was counted, by an earlier batch or an earlier event of this one (a
-/// repeated log counts nothing); a key counted for another action fails the
-/// batch, named at its first such event.
+/// repeated log counts nothing); a key counted for another action, count or
+/// properties fails the batch, named at its first such event.
 ///
 /// Counters, last-seen and the backup outbox are written once per user (and
 /// action) for many batches, not once per batch, and a user is created, found
@@ -130,19 +132,22 @@ struct EventIngestion {
         }
         let skipped = try transaction.appendEvents(rows)
 
-        var storedActions: [Int: String] = [:]
-        for (row, action) in skipped { storedActions[rowEvents[row]] = action }
-        var reused: (index: Int, counted: String)?
-        func check(_ index: Int, against counted: String) {
-            guard counted != events[index].action, index < reused?.index ?? .max else { return }
+        var storedPayloads: [Int: EventPayload] = [:]
+        for (row, payload) in skipped { storedPayloads[rowEvents[row]] = payload }
+        var reused: (index: Int, counted: EventPayload)?
+        func check(_ index: Int, against counted: EventPayload) {
+            guard counted != EventRow(events[index]).payload, index < reused?.index ?? .max else { return }
             reused = (index, counted)
         }
-        for (index, counted) in storedActions { check(index, against: counted) }
-        for (index, first) in repeats { check(index, against: storedActions[first] ?? events[first].action) }
+        for (index, counted) in storedPayloads { check(index, against: counted) }
+        for (index, first) in repeats {
+            check(index, against: storedPayloads[first] ?? EventRow(events[first]).payload)
+        }
         if let reused {
             let event = events[reused.index]
             throw GuestModeError.keyReused(
-                event.idempotencyKey ?? "", user: event.user, counted: reused.counted, action: event.action)
+                event.idempotencyKey ?? "", user: event.user, counted: reused.counted,
+                given: EventRow(event).payload)
         }
 
         for (row, index) in rowEvents.enumerated() where skipped[row] == nil {
@@ -210,11 +215,18 @@ extension EventRow {
 }
 
 extension GuestModeError {
-    /// A key seen before with another action is a client bug.
-    static func keyReused(_ key: String, user: String, counted: String, action: String) -> GuestModeError {
-        GuestModeError(
+    /// A key seen before with another action, count or properties is a client bug.
+    static func keyReused(_ key: String, user: String, counted: EventPayload, given: EventPayload) -> GuestModeError {
+        let difference =
+            if counted.action != given.action {
+                "'\(counted.action)', not '\(given.action)'"
+            } else if counted.count != given.count {
+                "'\(counted.action)' with count \(counted.count), not \(given.count)"
+            } else {
+                "'\(counted.action)' with properties \(counted.properties ?? "{}"), not \(given.properties ?? "{}")"
+            }
+        return GuestModeError(
             .conflict, code: .idempotencyKeyReused,
-            "idempotency key '\(key)' of user '\(user)' was already used for '\(counted)', not '\(action)'; keys identify one report"
-        )
+            "idempotency key '\(key)' of user '\(user)' was already used for \(difference); keys identify one report")
     }
 }

@@ -93,8 +93,10 @@ extension MeterStatus {
     /// Unlimited meters admit anything a sum can still count.
     package func admits(_ amount: MeterAmount?) -> Bool {
         guard let amount, amount.isPositive else { return remaining.map(\.isPositive) ?? true }
-        guard let total = used.adding(amount) else { return false }
-        return allowance.map { total <= $0 } ?? true
+        // What remains, not allowance minus used: usage past the tier's
+        // allowance (overage) is not covered by a grant given after it.
+        guard used.adding(amount) != nil else { return false }
+        return remaining.map { amount <= $0 } ?? true
     }
 }
 

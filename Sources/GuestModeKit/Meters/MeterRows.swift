@@ -15,6 +15,31 @@ package protocol MeterRows {
     /// Records one use of `meter` at `time`, under `key` when one is given.
     func appendMeterUse(of userID: String, meter: String, amount: MeterAmount, at time: Date, key: String?) throws
 
+    /// The user's uses of `meter` recorded at or after `start` and at or
+    /// before `end`, in the order they were recorded (by time, then
+    /// insertion). A stored amount past what an amount can hold reads as
+    /// `MeterAmount.largestRequest`.
+    func meterUses(of userID: String, meter: String, since start: Date, until end: Date) throws -> [MeterUse]
+
+    /// The user's grants (of `meter` only, when given), oldest first (by
+    /// grant time, then id).
+    func meterGrants(of userID: String, meter: String?) throws -> [MeterGrantRow]
+
+    /// The grant with this id, of any user; nil when there is none.
+    func meterGrant(id: Int64) throws -> MeterGrantRow?
+
+    /// The user's grant stored under the idempotency key `key`, of any
+    /// meter; nil when there is none.
+    func meterGrant(of userID: String, key: String) throws -> MeterGrantRow?
+
+    /// Stores a grant as given (its `id` is ignored) and returns the id the
+    /// store gave it.
+    func addMeterGrant(_ grant: MeterGrantRow) throws -> Int64
+
+    /// Sets the revocation time of the grant unless it has one already;
+    /// false when it had one (or there is no such grant).
+    func revokeMeterGrant(id: Int64, at time: Date) throws -> Bool
+
     /// Stores that the warning at `percent` of `meter` fired at `time` in the
     /// period starting at `periodStart` (nil: the meter never resets), unless
     /// that warning of that period is stored already: then nothing changes
@@ -22,4 +47,43 @@ package protocol MeterRows {
     func addFiredWarning(
         of userID: String, meter: String, periodStart: Date?, percent: Double, level: MeterLevel, at time: Date
     ) throws -> Bool
+}
+
+/// One recorded use of a meter (`MeterRows.meterUses`).
+package struct MeterUse: Sendable, Equatable {
+    package var amount: MeterAmount
+    package var at: Date
+
+    package init(amount: MeterAmount, at: Date) {
+        self.amount = amount
+        self.at = at
+    }
+}
+
+/// A stored grant of extra allowance on a meter (`MeterRows`).
+package struct MeterGrantRow: Sendable, Equatable {
+    package var id: Int64
+    package var userID: String
+    package var meter: String
+    package var amount: MeterAmount
+    package var grantedAt: Date
+    package var expiresAt: Date?
+    package var revokedAt: Date?
+    package var reason: String?
+    package var idempotencyKey: String?
+
+    package init(
+        id: Int64, userID: String, meter: String, amount: MeterAmount, grantedAt: Date, expiresAt: Date?,
+        revokedAt: Date?, reason: String?, idempotencyKey: String?
+    ) {
+        self.id = id
+        self.userID = userID
+        self.meter = meter
+        self.amount = amount
+        self.grantedAt = grantedAt
+        self.expiresAt = expiresAt
+        self.revokedAt = revokedAt
+        self.reason = reason
+        self.idempotencyKey = idempotencyKey
+    }
 }

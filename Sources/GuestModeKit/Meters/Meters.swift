@@ -20,10 +20,18 @@ public struct MeterStatus: Codable, Sendable, Equatable {
     public var level: MeterLevel
     /// Start of the current period; nil for lifetime meters.
     public var periodStart: Date?
+    /// The part of `allowance` grants give in this period: what they gave
+    /// to this period's usage plus what they still hold. Zero when the tier
+    /// makes the meter unlimited (grants are moot then).
+    public var granted: MeterAmount
+    /// The grants in force with something left, in the order usage draws
+    /// on them.
+    public var grants: [MeterGrant]
 
     package init(
         meter: String, unit: String, tier: TierLevel, used: MeterAmount, allowance: MeterAmount?,
-        remaining: MeterAmount?, percentUsed: Double?, level: MeterLevel, periodStart: Date?
+        remaining: MeterAmount?, percentUsed: Double?, level: MeterLevel, periodStart: Date?,
+        granted: MeterAmount = .zero, grants: [MeterGrant] = []
     ) {
         self.meter = meter
         self.unit = unit
@@ -34,6 +42,8 @@ public struct MeterStatus: Codable, Sendable, Equatable {
         self.percentUsed = percentUsed
         self.level = level
         self.periodStart = periodStart
+        self.granted = granted
+        self.grants = grants
     }
 }
 
@@ -218,8 +228,12 @@ extension GuestMode {
         try transaction.appendMeterUse(of: userID, meter: meter.name, amount: amount, at: now, key: key)
         try transaction.noteActivity(of: userID, profile: profile, now: now)
         // The new use is in this period and the tier has not changed: the
-        // total after it needs no second read of the ledger.
-        let after = profile.meterStatus(meter, tier: before.tier, used: total, now: now)
+        // total after it needs no second read of the ledger, unless the user
+        // holds grants the use may have drawn on.
+        let after =
+            before.granted.isPositive || !before.grants.isEmpty
+            ? try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
+            : profile.meterStatus(meter, tier: before.tier, used: total, now: now)
         var fired: [FiredWarning] = []
         for warning in meter.warningsReached(used: after.used, allowance: after.allowance) {
             guard
@@ -261,7 +275,33 @@ extension StoreTransaction {
     /// against the allowance of the tier in force.
     func meterStatus(of user: User, meter: Meter, profile: Profile, now: Date) throws -> MeterStatus {
         let level = try tier(of: user, profile: profile, now: now)
-        let used = try meterUsage(of: user.id, meter: meter.name, since: meter.reset.periodStart(containing: now))
-        return profile.meterStatus(meter, tier: level, used: used, now: now)
+        let periodStart = meter.reset.periodStart(containing: now)
+        let used = try meterUsage(of: user.id, meter: meter.name, since: periodStart)
+        let grants = try meterGrants(of: user.id, meter: meter.name)
+        guard !grants.isEmpty else { return profile.meterStatus(meter, tier: level, used: used, now: now) }
+        let ledger = try grantLedger(of: user, meter: meter, grants: grants, profile: profile, now: now)
+        return profile.meterStatus(
+            meter, tier: level, used: used,
+            grants: grants.sorted(by: MeterGrantRow.drawsBefore).map { ledger.standing(of: $0, now: now) },
+            drawnInPeriod: ledger.drawnInPeriod, now: now)
+    }
+
+    /// How the user's usage since its first grant was spread over its
+    /// grants of `meter`, each use under the tier the user had then.
+    func grantLedger(
+        of user: User, meter: Meter, grants: [MeterGrantRow], profile: Profile, now: Date
+    ) throws
+        -> MeterGrantLedger
+    {
+        let first = grants.map(\.grantedAt).min() ?? now
+        let uses = try meterUses(of: user.id, meter: meter.name, since: first, until: now)
+        let plans = try planGrants(of: user.id)
+        return MeterGrantLedger(
+            grants: grants, uses: uses, periodStart: meter.reset.periodStart(containing: now),
+            isUnlimited: { time in
+                let state: UserState = user.linkedAt.map { $0 <= time } ?? false ? .linked : .anonymous
+                return profile.tier(profile.tier(for: state, grants: plans, now: time))
+                    .exactAllowance(for: meter.name) == nil
+            })
     }
 }

@@ -26,7 +26,8 @@ package protocol MigrationRows {
 
     /// Appends `suffix` to the idempotency key of each row of `source` in
     /// `table` whose key `target` also used (for meter usage: on the same
-    /// meter). Only events and meter usage carry idempotency keys.
+    /// meter). Only events, meter usage and meter grants carry idempotency
+    /// keys.
     func suffixSharedIdempotencyKeys(
         in table: ActivityTable, of source: String, sharedWith target: String, suffix: String
     ) throws
@@ -144,6 +145,9 @@ package enum ActivityTable: CaseIterable, Sendable {
     case meterUsage
     /// Meter warnings already given, one per meter, period and threshold.
     case meterWarnings
+    /// Grants of extra allowance on a meter, each with an optional
+    /// idempotency key per user.
+    case meterGrants
     /// Plan grants.
     case plans
     /// Prompt outcomes (shown, dismissed, …).

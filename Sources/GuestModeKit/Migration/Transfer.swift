@@ -124,8 +124,8 @@ struct Transfer {
     /// The journal that settles conflicts, kept with each archived loser.
     var journalID: Int64?
 
-    /// Counters, events, usage, plans, prompt history, experiments and
-    /// flags: what the guest did rather than what it stored. Returns the
+    /// Counters, events, usage, grants, plans, prompt history, experiments
+    /// and flags: what the guest did rather than what it stored. Returns the
     /// rows moved.
     func moveActivity() throws -> Int {
         // The guest must still be there: a concurrent run that already moved it is a conflict, and a
@@ -148,6 +148,9 @@ struct Transfer {
         // A warning is given once per threshold and period, whichever side was given it.
         moved += try transaction.copyActivity(in: .meterWarnings, from: guest, to: account)
         try transaction.deleteActivity(in: .meterWarnings, of: guest)
+        // Grants go with the usage that draws on them.
+        try transaction.suffixSharedIdempotencyKeys(in: .meterGrants, of: guest, sharedWith: account, suffix: suffix)
+        moved += try transaction.reassignActivity(in: .meterGrants, from: guest, to: account)
         for table in [ActivityTable.plans, .promptOutcomes] {
             moved += try transaction.reassignActivity(in: table, from: guest, to: account)
         }

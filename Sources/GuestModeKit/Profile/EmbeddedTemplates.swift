@@ -366,6 +366,9 @@ enum EmbeddedTemplates {
             #"""
             # Metered guest mode: 60 free API minutes per guest for life, warnings at
             # 75 % and 90 %, premium with a one-month free trial is unlimited.
+            # A referral bonus is a grant, not a tier: `meter grant USER api_minutes 30
+            # --expires 30d --reason referral` adds 30 minutes that are spent before the
+            # free 60; the prompts below count them in the allowance.
             name: voice
             version: 1
             description: Voice control with metered API minutes

@@ -167,7 +167,7 @@ extension UsageReport {
                 return MeterUsageReport(
                     meter: meter.name, unit: meter.unit, users: count.users, uses: count.uses, amount: count.amount,
                     averagePerUser: count.users == 0 ? nil : count.amount.doubleValue / Double(count.users),
-                    warnedUsers: count.warnedUsers)
+                    warnedUsers: count.warnedUsers, grants: count.grants, granted: count.granted)
             })
     }
 }

@@ -25,8 +25,9 @@ package protocol ReportRows {
     func assignmentCounts(in period: ReportPeriod) throws -> [AssignmentCount]
 
     /// Uses of `meter` in `period` (each amount clamped to
-    /// `MeterAmount.largestRequest`, added up exactly) and the users warned
-    /// in it.
+    /// `MeterAmount.largestRequest`, added up exactly), the users warned in
+    /// it, and the grants of `meter` given in it with their amounts added
+    /// up the same way.
     func meterUsageCounts(of meter: String, in period: ReportPeriod) throws -> MeterUsageCounts
 }
 
@@ -151,11 +152,18 @@ package struct MeterUsageCounts: Sendable, Equatable {
     package var amount: MeterAmount
     /// Users who crossed one of the meter's warning thresholds.
     package var warnedUsers: Int
+    /// Grants given, and what they gave, added up exactly as `amount` is.
+    package var grants: Int
+    package var granted: MeterAmount
 
-    package init(users: Int, uses: Int, amount: MeterAmount, warnedUsers: Int) {
+    package init(
+        users: Int, uses: Int, amount: MeterAmount, warnedUsers: Int, grants: Int = 0, granted: MeterAmount = .zero
+    ) {
         self.users = users
         self.uses = uses
         self.amount = amount
         self.warnedUsers = warnedUsers
+        self.grants = grants
+        self.granted = granted
     }
 }

@@ -136,6 +136,10 @@ public struct MeterUsageReport: Codable, Sendable, Equatable {
     public var averagePerUser: Double?
     /// Users who crossed one of the meter's warning thresholds in the period.
     public var warnedUsers: Int
+    /// Grants of the meter given in the period.
+    public var grants: Int
+    /// What those grants gave, added up.
+    public var granted: MeterAmount
 }
 
 /// Every meter's use in a period.

@@ -157,6 +157,7 @@ extension GuestModeError {
             .fileNotFound,
             .fileTooLarge,
             .foreignRow,
+            .grantNotFound,
             .guestAlreadyMoved,
             .guestOwnerMismatch,
             .hostileArchive,
@@ -182,6 +183,7 @@ extension GuestModeError {
             .invalidProfile,
             .invalidSchema,
             .invalidUsername,
+            .invalidURL,
             .invalidUtf8,
             .ioError,
             .journalMismatch,
@@ -332,7 +334,7 @@ extension GuestModeError {
         public static let damagedArchive = Code("damaged_archive", .badData)
         /// The database reported an error the engine did not expect.
         public static let databaseError = Code("database_error", .internalFailure)
-        /// The backup destination directory is missing or cannot be written.
+        /// The backup destination (a directory or an HTTP server) or a webhook endpoint cannot be reached or written.
         public static let destinationUnavailable = Code("destination_unavailable", .tryAgainLater)
         /// A user in the archive has the id of a different user in the store.
         public static let differentUser = Code("different_user", .conflict)
@@ -360,6 +362,8 @@ extension GuestModeError {
         public static let fileTooLarge = Code("file_too_large", .badData)
         /// An archive row belongs to a user the archive does not list.
         public static let foreignRow = Code("foreign_row", .badData)
+        /// No meter grant has the id given.
+        public static let grantNotFound = Code("grant_not_found", .notFound)
         /// The guest is gone: another migration already moved it.
         public static let guestAlreadyMoved = Code("guest_already_moved", .conflict)
         /// The archive's guest owner differs from the one the profile names.
@@ -402,6 +406,9 @@ extension GuestModeError {
         public static let invalidSchema = Code("invalid_schema", .usage)
         /// An anonymous username is empty, too long or holds control characters.
         public static let invalidUsername = Code("invalid_username", .usage)
+        /// A destination address is not an http:// or https:// URL, is plain http:// to another machine, or
+        /// carries a user name or password.
+        public static let invalidURL = Code("invalid_url", .usage)
         /// Text is not valid UTF-8.
         public static let invalidUtf8 = Code("invalid_utf8", .badData)
         /// Reading or writing a file failed.

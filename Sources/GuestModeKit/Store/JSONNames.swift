@@ -54,3 +54,7 @@ extension ArchivedConflict: JSONNamed {
 extension RestoredConflict: JSONNamed {
     package static let jsonNames = ["id": "conflict_id"]
 }
+
+extension MeterGrant: JSONNamed {
+    package static let jsonNames = ["id": "grant_id"]
+}

@@ -29,6 +29,7 @@ package struct StoreTable: Sendable, Equatable, Hashable {
         StoreTable(name: "records", primaryKey: ["owner_id", "collection", "key"]),
         StoreTable(name: "meter_usage", primaryKey: ["id"]),
         StoreTable(name: "meter_warnings", primaryKey: ["user_id", "meter", "period_start", "percent"]),
+        StoreTable(name: "meter_grants", primaryKey: ["id"]),
         StoreTable(name: "plans", primaryKey: ["id"]),
         StoreTable(name: "prompt_outcomes", primaryKey: ["id"]),
         StoreTable(name: "experiment_assignments", primaryKey: ["user_id", "experiment"]),

@@ -7,7 +7,7 @@ import GuestModeKit
 // stable order (users and outbox entries by id), so two batches never wait
 // on each other in a cycle.
 extension PostgresTransaction {
-    func appendEvents(_ rows: [EventRow]) throws -> [Int: String] {
+    func appendEvents(_ rows: [EventRow]) throws -> [Int: EventPayload] {
         guard rows.count > 1 else { return try rows.first.map { try appendOne($0) } ?? [:] }
         // ON COMMIT DROP ends it with the transaction; the explicit DROP at the
         // end lets the next batch of the same transaction create it again.
@@ -43,25 +43,30 @@ extension PostgresTransaction {
                 ON CONFLICT DO NOTHING
                 RETURNING user_id, idempotency_key
             )
-            SELECT b.seq, (
-                SELECT e.action FROM events e WHERE e.user_id = b.user_id AND e.idempotency_key = b.idempotency_key
-            ) AS action
+            SELECT b.seq, e.action, e.count, e.properties
             FROM pg_temp.guestmode_event_batch b
+            LEFT JOIN events e ON e.user_id = b.user_id AND e.idempotency_key = b.idempotency_key
             WHERE b.idempotency_key IS NOT NULL AND NOT EXISTS (
                 SELECT 1 FROM inserted i WHERE i.user_id = b.user_id AND i.idempotency_key = b.idempotency_key)
             """)
         try connection.execute("DROP TABLE pg_temp.guestmode_event_batch")
-        var actions: [Int: String] = [:]
+        var payloads: [Int: EventPayload] = [:]
         for row in skipped {
             let index = try row.int("seq")
             guard rows.indices.contains(index) else { throw rows[0].notAppended }
-            actions[index] = try row.optionalString("action") ?? storedAction(of: rows[index])
+            payloads[index] =
+                if let action = try row.optionalString("action") {
+                    EventPayload(
+                        action: action, count: try row.int("count"), properties: try row.optionalString("properties"))
+                } else {
+                    try storedPayload(of: rows[index])
+                }
         }
-        return actions
+        return payloads
     }
 
     /// One row: an insert, and a look-up only when it was not inserted.
-    private func appendOne(_ row: EventRow) throws -> [Int: String] {
+    private func appendOne(_ row: EventRow) throws -> [Int: EventPayload] {
         let inserted = try connection.execute(
             """
             INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
@@ -73,18 +78,20 @@ extension PostgresTransaction {
                 row.idempotencyKey.map { PostgresValue($0) }, row.properties.map { PostgresValue($0) },
             ]
         ).changes
-        return inserted > 0 ? [:] : [0: try storedAction(of: row)]
+        return inserted > 0 ? [:] : [0: try storedPayload(of: row)]
     }
 
-    /// The action of the stored event holding the row's key.
-    private func storedAction(of row: EventRow) throws -> String {
+    /// What the stored event holding the row's key reported.
+    private func storedPayload(of row: EventRow) throws -> EventPayload {
         guard let key = row.idempotencyKey,
-            let action = try connection.execute(
-                "SELECT action FROM events WHERE user_id = $1 AND idempotency_key = $2",
+            let stored = try connection.execute(
+                "SELECT action, count, properties FROM events WHERE user_id = $1 AND idempotency_key = $2",
                 [PostgresValue(row.user), PostgresValue(key)]
-            ).first?.string("action")
+            ).first
         else { throw row.notAppended }
-        return action
+        return EventPayload(
+            action: try stored.string("action"), count: try stored.int("count"),
+            properties: try stored.optionalString("properties"))
     }
 
     func addToCounters(_ increments: [CounterIncrement]) throws {

@@ -93,10 +93,25 @@ extension PostgresTransaction {
                 "SELECT count(DISTINCT user_id) AS n FROM meter_warnings WHERE meter = $1 AND \(warningFilter)",
                 [PostgresValue(meter)] + warningParameters
             ).first?.int("n") ?? 0
+        let (grantFilter, grantParameters) = ReportFilter.clause("granted_at", period, after: 1)
+        guard
+            let grants = try connection.execute(
+                """
+                SELECT count(*) AS grants,
+                    coalesce(sum(m / 1000000), 0) AS units, coalesce(sum(m % 1000000), 0) AS millionths
+                FROM (
+                    SELECT least(greatest(round(amount * 1000000), 0), \(MeterAmount.largestRequest.millionths))::bigint AS m
+                    FROM meter_grants WHERE meter = $1 AND \(grantFilter)
+                ) grants
+                """,
+                [PostgresValue(meter)] + grantParameters
+            ).first
+        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the grants query returned no row") }
         return MeterUsageCounts(
             users: try row.int("users"), uses: try row.int("uses"),
             amount: MeterAmount.summed(units: try row.int64("units"), millionths: try row.int64("millionths")),
-            warnedUsers: warned)
+            warnedUsers: warned, grants: try grants.int("grants"),
+            granted: MeterAmount.summed(units: try grants.int64("units"), millionths: try grants.int64("millionths")))
     }
 }
 

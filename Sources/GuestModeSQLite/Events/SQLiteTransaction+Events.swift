@@ -5,7 +5,7 @@ import GuestModeKit
 // Cached statements: ingestion runs these once per event, or once per user
 // (and action) of each batch.
 extension SQLiteTransaction {
-    func appendEvents(_ rows: [EventRow]) throws -> [Int: String] {
+    func appendEvents(_ rows: [EventRow]) throws -> [Int: EventPayload] {
         // A larger page cache for the indexes a batch of thousands of events walks.
         if rows.count > 1 { try store.useBulkCache(db) }
         let insert = try db.cachedStatement(
@@ -14,18 +14,21 @@ extension SQLiteTransaction {
                 VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT DO NOTHING
                 """)
-        var skipped: [Int: String] = [:]
+        var skipped: [Int: EventPayload] = [:]
         for (index, row) in rows.enumerated() {
             try insert.execute(arguments: [
                 row.user, row.action, Timestamp.format(row.at), row.count, row.idempotencyKey, row.properties,
             ])
             guard db.changesCount == 0 else { continue }
             guard let key = row.idempotencyKey,
-                let stored = try String.fetchOne(
-                    db.cachedStatement(sql: "SELECT action FROM events WHERE user_id = ? AND idempotency_key = ?"),
+                let stored = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: "SELECT action, count, properties FROM events WHERE user_id = ? AND idempotency_key = ?"),
                     arguments: [row.user, key])
             else { throw row.notAppended }
-            skipped[index] = stored
+            skipped[index] = EventPayload(
+                action: try stored.decode(forColumn: "action"), count: try stored.decode(forColumn: "count"),
+                properties: try stored.decode(forColumn: "properties"))
         }
         return skipped
     }

@@ -10,6 +10,8 @@ extension ActivityTable {
         case .counters: ("counters", "action, total")
         case .meterUsage: ("meter_usage", "meter, amount, at, idempotency_key")
         case .meterWarnings: ("meter_warnings", "meter, period_start, percent, level, fired_at")
+        case .meterGrants:
+            ("meter_grants", "meter, amount, granted_at, expires_at, revoked_at, reason, idempotency_key")
         case .plans: ("plans", "plan, granted_at, trial_ends_at, ends_at, revoked_at")
         case .promptOutcomes: ("prompt_outcomes", "context, outcome, at")
         case .experimentAssignments: ("experiment_assignments", "experiment, variant, assigned_at")
@@ -64,6 +66,13 @@ extension SQLiteTransaction {
                     UPDATE meter_usage SET idempotency_key = idempotency_key || ?
                     WHERE user_id = ? AND idempotency_key IN
                         (SELECT idempotency_key FROM meter_usage m WHERE m.user_id = ? AND m.meter = meter_usage.meter)
+                    """,
+                arguments: [suffix, source, target])
+        case .meterGrants:
+            try db.execute(
+                sql: """
+                    UPDATE meter_grants SET idempotency_key = idempotency_key || ?
+                    WHERE user_id = ? AND idempotency_key IN (SELECT idempotency_key FROM meter_grants WHERE user_id = ?)
                     """,
                 arguments: [suffix, source, target])
         case .counters, .meterWarnings, .plans, .promptOutcomes, .experimentAssignments, .flags:

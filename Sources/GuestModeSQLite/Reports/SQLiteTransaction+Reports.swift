@@ -88,11 +88,27 @@ extension SQLiteTransaction {
             try Int.fetchOne(
                 db, sql: "SELECT count(DISTINCT user_id) FROM meter_warnings WHERE meter = ? AND \(warningFilter)",
                 arguments: [meter] + warningArguments) ?? 0
+        let (grantFilter, grantArguments) = period.clause("granted_at")
+        guard
+            let grants = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) AS grants,
+                        coalesce(sum(m / 1000000), 0) AS units, coalesce(sum(m % 1000000), 0) AS millionths
+                    FROM (
+                        SELECT min(max(CAST(round(amount * 1000000) AS INTEGER), 0), \(MeterAmount.largestRequest.millionths)) AS m
+                        FROM meter_grants WHERE meter = ? AND \(grantFilter)
+                    )
+                    """,
+                arguments: [meter] + grantArguments)
+        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the grants query returned no row") }
         return MeterUsageCounts(
             users: try row.decode(forColumn: "users"), uses: try row.decode(forColumn: "uses"),
             amount: MeterAmount.summed(
                 units: try row.decode(forColumn: "units"), millionths: try row.decode(forColumn: "millionths")),
-            warnedUsers: warned)
+            warnedUsers: warned, grants: try grants.decode(forColumn: "grants"),
+            granted: MeterAmount.summed(
+                units: try grants.decode(forColumn: "units"), millionths: try grants.decode(forColumn: "millionths")))
     }
 }
 

@@ -26,6 +26,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v4-device-index") { db in
             try db.execute(sql: Schema.v4)
         }
+        migrator.registerMigration("v5-grants") { db in
+            try db.execute(sql: Schema.v5)
+        }
         return migrator
     }
 

@@ -208,4 +208,23 @@ enum Schema {
     static let v4 = """
         CREATE INDEX users_device ON users (device, created_at, id) WHERE device IS NOT NULL;
         """
+
+    /// Grants of extra allowance on a meter (`meter grant`). Amounts are
+    /// REAL as in meter_usage; a grant's idempotency key is unique per user.
+    static let v5 = """
+        CREATE TABLE meter_grants (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            meter TEXT NOT NULL,
+            amount REAL NOT NULL,
+            granted_at TEXT NOT NULL,
+            expires_at TEXT,
+            revoked_at TEXT,
+            reason TEXT,
+            idempotency_key TEXT
+        );
+        CREATE INDEX meter_grants_user ON meter_grants(user_id, meter);
+        CREATE UNIQUE INDEX meter_grants_idempotency ON meter_grants(user_id, idempotency_key)
+            WHERE idempotency_key IS NOT NULL;
+        """
 }

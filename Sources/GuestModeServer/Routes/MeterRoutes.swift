@@ -73,6 +73,57 @@ enum MeterRoutes {
         }
     }
 
+    /// `meter grants` and `meter grant`: listing reaches the user's own grants; granting is what
+    /// billing and support do, with an admin key.
+    static func addGrants(to router: ServerRouter, _ services: Services) {
+        router.get("/v1/users/:user/meters/:meter/grants") { request, context -> Response in
+            let (_, userID) = try await services.user(of: request, context: context)
+            let meter = try RequestInput.segment("meter", of: context)
+            let grants = try await services.perform { engine, now in
+                try engine.meterGrants(user: userID, meter: meter, now: now)
+            }
+            return try Reply.document(grants).response
+        }
+
+        // {"amount": 30, "expires": "P30D" or "until": "2027-01-01T00:00:00Z", "reason": "referral", "id": "r-1"};
+        // without "id" the Idempotency-Key names the grant.
+        router.post("/v1/users/:user/meters/:meter/grants") { request, context -> Response in
+            let caller = try await services.caller(of: request)
+            try caller.requireKey(.admin)
+            let userID = try RequestInput.segment("user", of: context)
+            let meter = try RequestInput.segment("meter", of: context)
+            let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
+            let body = try RequestInput.object(bytes)
+            guard let amountText = try body.numberText("amount") else {
+                throw GuestModeError.usage("the request body needs 'amount'", code: .usage)
+            }
+            let amount = try MeterAmount.parse(amountText)
+            let expires = try body.text("expires").map { text in
+                guard let span = TimeSpan(parsing: text) else {
+                    throw GuestModeError.usage("'expires' is a duration (P30D, 30d), not '\(text)'", code: .usage)
+                }
+                return span
+            }
+            let until = try body.text("until").map { text in
+                guard let time = Timestamp.parse(text) else {
+                    throw GuestModeError.usage("'until' is an ISO 8601 time, not '\(text)'", code: .usage)
+                }
+                return time
+            }
+            if expires != nil && until != nil {
+                throw GuestModeError.usage("give either 'expires' or 'until', not both", code: .usage)
+            }
+            let expiry: MeterGrantExpiry = expires.map { .after($0) } ?? until.map { .at($0) } ?? .never
+            let reason = try body.text("reason")
+            let key = try body.text("id") ?? request.headers[.idempotencyKey]
+            return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
+                try Reply.document(
+                    engine.grantMeter(
+                        user: userID, meter: meter, amount: amount, expiry: expiry, reason: reason, key: key, now: now))
+            }.response
+        }
+    }
+
     private static func exhausted(_ status: MeterStatus, outcome: String) -> GuestModeError {
         let left = status.remaining.map { "\($0) \(status.unit) left" } ?? "unlimited"
         return GuestModeError(

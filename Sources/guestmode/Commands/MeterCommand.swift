@@ -12,9 +12,11 @@ struct MeterCommand: ParsableCommand {
             warning threshold the first time it is crossed; a use that does not fit is refused whole, exit 12, \
             unless overage is allowed (--overage allow, or the meter's 'overage: allow' in the profile): then \
             usage that already happened is recorded in full, the meter reads exhausted, and the exit status is \
-            still 12, with the usage recorded.
+            still 12, with the usage recorded. 'meter grant' gives a user extra allowance on top of the \
+            tier's (a referral bonus, a refund); usage draws on grants first, the one that expires soonest \
+            first, and the gate and warnings see the total.
             """,
-        subcommands: [Use.self, Check.self, Status.self]
+        subcommands: [Use.self, Check.self, Status.self, Grant.self, Grants.self, RevokeGrant.self]
     )
 
     struct Use: ParsableCommand {
@@ -141,19 +143,20 @@ struct MeterCommand: ParsableCommand {
             let names = meter.map { [$0] } ?? engine.profile.meters.map(\.name)
             let statuses = try names.map { try engine.meterStatus(user: user, meter: $0, now: now) }
             try listing.render(
-                statuses, header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL"],
+                statuses, header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL", "GRANTED"],
                 rows: statuses.map { status in
                     [
                         status.meter, status.tier.rawValue, status.used.description,
                         status.allowance?.description ?? "unlimited", status.remaining?.description ?? "unlimited",
                         status.percentUsed.map { "\(formatAmount($0.rounded()))%" } ?? "-", status.level.rawValue,
+                        status.granted.description,
                     ]
                 },
                 dataRows: statuses.map { status in
                     [
                         status.meter, status.tier.rawValue, status.used.description,
                         status.allowance?.description ?? "", status.remaining?.description ?? "",
-                        Listing.number(status.percentUsed), status.level.rawValue,
+                        Listing.number(status.percentUsed), status.level.rawValue, status.granted.description,
                     ]
                 }, global: global)
         }
@@ -184,8 +187,9 @@ struct MeterCommand: ParsableCommand {
             return "\(status.meter) \(status.used) \(status.unit) used, unlimited (tier \(status.tier.rawValue))"
         }
         let percent = status.percentUsed.map { " (\(formatAmount($0.rounded()))%)" } ?? ""
+        let granted = status.granted.isPositive ? " (\(status.granted) granted)" : ""
         return
-            "\(status.meter) \(status.used)/\(allowance) \(status.unit) used\(percent), \(status.remaining ?? .zero) left, level \(status.level.rawValue)"
+            "\(status.meter) \(status.used)/\(allowance)\(granted) \(status.unit) used\(percent), \(status.remaining ?? .zero) left, level \(status.level.rawValue)"
     }
 
     /// Exit 12, said as it is: "not enough left" while some remains, "meter exhausted" once nothing does;

@@ -98,7 +98,7 @@ struct ReportCommand: ParsableCommand {
     struct Usage: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "usage",
-            abstract: "Per meter: users, uses, amount used, average per user and users warned.")
+            abstract: "Per meter: users, uses, amount used, average per user, users warned and grants given.")
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: ReportOptions
@@ -107,17 +107,21 @@ struct ReportCommand: ParsableCommand {
             let report = try global.openEngine().usageReport(try options.period())
             try options.render(
                 report, global: global,
-                header: ["METER", "UNIT", "USERS", "USES", "AMOUNT", "AVG_PER_USER", "WARNED_USERS"],
+                header: [
+                    "METER", "UNIT", "USERS", "USES", "AMOUNT", "AVG_PER_USER", "WARNED_USERS", "GRANTS", "GRANTED",
+                ],
                 rows: report.meters.map { meter in
                     [
                         meter.meter, meter.unit, "\(meter.users)", "\(meter.uses)", meter.amount.description,
-                        meter.averagePerUser.map(formatAmount) ?? "", "\(meter.warnedUsers)",
+                        meter.averagePerUser.map(formatAmount) ?? "", "\(meter.warnedUsers)", "\(meter.grants)",
+                        meter.granted.description,
                     ]
                 },
                 dataRows: report.meters.map { meter in
                     [
                         meter.meter, meter.unit, "\(meter.users)", "\(meter.uses)", meter.amount.description,
-                        Listing.number(meter.averagePerUser), "\(meter.warnedUsers)",
+                        Listing.number(meter.averagePerUser), "\(meter.warnedUsers)", "\(meter.grants)",
+                        meter.granted.description,
                     ]
                 }, items: report.meters)
         }

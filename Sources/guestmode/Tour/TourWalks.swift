@@ -35,8 +35,11 @@ enum TourWalks {
             "guestmode record put $guest subscriptions sub-6 --data '{}'", exit: 10, showing: ["needs-account"],
             note: "the 6th is refused with exit 10 and nothing is stored: time to ask for an account")
         try tour.run(
-            "guestmode prompt next $guest", showing: ["guest_cap_reached", "Create a free account — save your 5 subscriptions"],
-            note: "the refusal raised the profile's trigger: the very next prompt asks for an account, no tracking needed")
+            "guestmode prompt next $guest",
+            showing: ["guest_cap_reached", "Create a free account — save your 5 subscriptions"],
+            note:
+                "the refusal raised the profile's trigger: the very next prompt asks for an account, no tracking needed"
+        )
         try tour.run(
             "guestmode limit $guest subscriptions", exit: 10, showing: ["5", "needs-account"],
             note: "the app can ask before it tries")
@@ -93,7 +96,8 @@ enum TourWalks {
     }
 
     /// Meters: 60 free API minutes per guest for life, warnings at 75 % and
-    /// 90 %, the gate before a paid call, a trial of premium.
+    /// 90 %, the gate before a paid call, a trial of premium, a referral
+    /// bonus granted on top.
     private static func voice(_ tour: TourRunner) throws {
         try tour.run("guestmode init --profile voice", showing: ["voice v1"], note: "a metered profile")
         try tour.run("guestmode guest new", capture: "guest", note: "a guest with 60 free API minutes")
@@ -101,13 +105,15 @@ enum TourWalks {
             "guestmode meter use $guest api_minutes 45", showing: ["45/60", "75%"],
             note: "a warning fires once when usage passes 75 %")
         try tour.run(
-            "guestmode prompt next $guest", showing: ["minutes_running_low", "You have used 45 of your 60 free minutes"],
+            "guestmode prompt next $guest",
+            showing: ["minutes_running_low", "You have used 45 of your 60 free minutes"],
             note: "a rule over the meter itself; the copy is filled from the user's state")
         try tour.run(
             "guestmode meter use $guest api_minutes 9", showing: ["54/60", "90%"],
             note: "and a critical one at 90 %")
         try tour.run(
-            "guestmode prompt next $guest", showing: ["minutes_almost_gone", "You have 6 of your 60 free minutes left"],
+            "guestmode prompt next $guest",
+            showing: ["minutes_almost_gone", "You have 6 of your 60 free minutes left"],
             note: "the 90 % prompt takes over")
         try tour.run(
             "guestmode meter use $guest api_minutes 6", showing: ["60/60"], note: "the last free minutes")
@@ -138,8 +144,23 @@ enum TourWalks {
         try tour.run(
             "guestmode meter use $caller api_minutes 7 --overage allow", exit: 12, showing: ["61/60", "exhausted"],
             note: "but the call already happened: recorded in full, and exit 12 says the allowance is now used up")
+        try tour.run("guestmode guest new", capture: "friend", note: "a guest who came through a referral")
         try tour.run(
-            "guestmode report usage", showing: ["api_minutes"], note: "metered usage per meter and tier")
+            "guestmode meter grant $friend api_minutes 30 --expires 30d --reason referral --id referral-1",
+            showing: ["granted", "0/90", "30 granted"],
+            note: "a referral bonus: 30 minutes on top of the free 60; what is left lapses in 30 days")
+        try tour.run(
+            "guestmode meter use $friend api_minutes 20", showing: ["20/90", "70 left"],
+            note: "usage draws on the grant first: the free 60 are untouched")
+        try tour.run(
+            "guestmode meter grant $friend api_minutes 60 --expires 30d --reason referral --id referral-1", exit: 14,
+            showing: ["referral-1"], note: "the same key with another grant is refused, and nothing is written")
+        try tour.run(
+            "guestmode --now \(tour.time(31, .days)) meter check $friend api_minutes 60",
+            showing: ["allowed", "20/80", "60 left"],
+            note: "a month on, the grant's last 10 minutes have lapsed; the free 60 remain")
+        try tour.run(
+            "guestmode report usage", showing: ["api_minutes"], note: "metered usage and grants per meter")
     }
 
     /// Prompts and experiments: which sign-in prompt, when, and measured.
@@ -194,7 +215,8 @@ enum TourWalks {
             "guestmode report experiments", showing: ["benefits"],
             note: "conversion per variant with a confidence interval")
         try tour.run(
-            "guestmode replay events.ndjson", note: "the prompt policy run over a log before it ships; the store is not touched")
+            "guestmode replay events.ndjson",
+            note: "the prompt policy run over a log before it ships; the store is not touched")
     }
 
     /// Continuous backup and stale guests: every change queues a backup, old

@@ -76,6 +76,14 @@ enum BackupRowFixture {
                 ]
             ),
             (
+                table("meter_grants"),
+                [
+                    "id": .integer(base), "user_id": owner, "meter": .text("minutes"), "amount": .real(30),
+                    "granted_at": time(1), "expires_at": time(30), "revoked_at": .null,
+                    "reason": .text("referral"), "idempotency_key": .text("referral-1"),
+                ]
+            ),
+            (
                 table("plans"),
                 [
                     "id": .integer(base), "user_id": owner, "plan": .text("premium"), "granted_at": time(2),
