@@ -47,7 +47,7 @@ run: build
 test: deps
 	bash scripts/check-layout.sh
 	$(SWIFT) build --build-tests
-	bash scripts/with-postgres.sh $(SWIFT) test --skip-build
+	bash scripts/with-postgres.sh bash scripts/with-nginx.sh $(SWIFT) test --skip-build
 	$(MAKE) lint-man
 	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh $(RELEASE_FLAGS)
 	$(MAKE) example

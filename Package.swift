@@ -88,7 +88,7 @@ let package = Package(
         // (TLS from the system's OpenSSL and its certificate store; no TLS stack to compile).
         .target(
             name: "GuestModeRemote",
-            dependencies: ["GuestModeKit", "CCurl"],
+            dependencies: ["GuestModeKit", "GuestModeArchive", "CCurl"],
             swiftSettings: strict
         ),
         // `guestmode serve`: the engine over HTTP, calling it only through the `GuestMode` façade.

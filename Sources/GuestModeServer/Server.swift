@@ -41,6 +41,12 @@ package struct ServerConfiguration: Sendable {
     package var webhookTimeout: Double = 10
     /// How often the webhook outbox is looked at for due deliveries.
     package var webhookInterval: Duration = .seconds(1)
+    /// The folder pushed backups are kept in; nil for a server that takes none.
+    package var backupsDirectory: String?
+    /// How many pushed archives each user keeps.
+    package var keptBackups = 5
+    /// The largest pushed archive, in bytes: the largest entry an archive may hold.
+    package var backupSizeLimit = Int(ArchiveLimits.standard.maximumEntrySize)
 
     package init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
         self.host = host

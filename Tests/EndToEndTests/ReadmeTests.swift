@@ -79,4 +79,20 @@ struct ReadmeTests {
                 "account_upgrade.started verified\naccount_upgrade.succeeded verified\nidentity.linked verified\nbackup.pushed verified\n"
             ), "\(result.stdout)")
     }
+
+    @Test("the README's new-phone block runs as written: push to serve, lose the phone, pull the same records")
+    func newPhoneRunsAsWritten() async throws {
+        let block = try Self.block(under: "A new phone")
+        #expect(block.contains("set -e"))
+        let sandbox = try Sandbox()
+        try Data(block.utf8).write(to: URL(fileURLWithPath: sandbox.path("phone.sh")))
+        let path = Sandbox.binary.deletingLastPathComponent().path + ":" + (sandbox.environment["PATH"] ?? "")
+        let result = try await sandbox.shell("PATH='\(path)' sh phone.sh")
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("pushed ") && $0.hasSuffix(".gmbackup") }, "\(result.stdout)")
+        #expect(lines.contains { $0.hasPrefix("imported 4 rows from http://127.0.0.1:") }, "\(result.stdout)")
+        #expect(lines.last == "identical", "\(result.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("phone.sqlite")))
+    }
 }

@@ -7,7 +7,7 @@ public struct BackupPushReport: Codable, Sendable {
     public struct Pushed: Codable, Sendable {
         /// The user's id.
         public var user: String
-        /// The path of the archive written.
+        /// The path or URL of the archive written.
         public var archive: String
         /// True when the user changed again while the archive was written, so they stay queued.
         public var isRequeued: Bool
@@ -25,7 +25,7 @@ public struct BackupPushReport: Codable, Sendable {
         public var nextAttemptAt: String
     }
 
-    /// The directory archives are written to.
+    /// The directory or URL archives are written to.
     public var destination: String
     /// Users pushed.
     public var pushed: [Pushed] = []
@@ -44,6 +44,46 @@ public struct BackupPushReport: Codable, Sendable {
     public var needsRetry: Bool { !failed.isEmpty || !held.isEmpty }
 }
 
+/// Where a push puts each queued user's archive: a local directory
+/// (`GuestMode.pushBackups(to:…)`) or a server (GuestModeRemote).
+package protocol BackupDestination {
+    /// How reports and messages name the destination.
+    var name: String { get }
+
+    /// Removes the temporary files an interrupted push left; returns them.
+    func removeStaleTemporaries(suffixes: [String]) -> [String]
+
+    /// Puts the archive `export` writes (at the local path it is given) at
+    /// `fileName` for `userID`, so a reader of the destination sees the
+    /// previous archive or this one whole, never part of one. Returns where
+    /// it is. A destination that cannot take it now throws a failure of kind
+    /// `cannotCreate`, `ioError` or `tryAgainLater`: the entry stays queued.
+    func store(_ fileName: String, of userID: String, export: (_ path: String) throws -> Void) throws -> String
+}
+
+/// A directory on this machine; `exportBackup` replaces a file atomically.
+struct DirectoryDestination: BackupDestination {
+    let directory: String
+
+    var name: String { directory }
+
+    func removeStaleTemporaries(suffixes: [String]) -> [String] {
+        AtomicFile.removeStaleTemporaries(in: directory, suffixes: suffixes)
+    }
+
+    func store(_ fileName: String, of userID: String, export: (String) throws -> Void) throws -> String {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw GuestModeError(
+                .tryAgainLater, code: .destinationUnavailable,
+                "the backup destination '\(directory)' is not a reachable directory")
+        }
+        let archive = URL(fileURLWithPath: directory).appendingPathComponent(fileName).path
+        try export(archive)
+        return archive
+    }
+}
+
 extension GuestMode {
     /// Writes one archive per due outbox entry into `directory` (replacing
     /// the user's previous one atomically) and removes the entry only after
@@ -54,15 +94,28 @@ extension GuestMode {
         signingKey: BackupKey? = nil, encryption: BackupEncryption? = nil,
         progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }
     ) throws -> BackupPushReport {
+        try pushBackups(
+            to: DirectoryDestination(directory: directory), maxAttempts: maxAttempts, retryNow: retryNow, now: now,
+            toolVersion: toolVersion, signingKey: signingKey, encryption: encryption, progress: progress)
+    }
+
+    /// Puts one archive per due outbox entry at `destination`, named after
+    /// its user, and removes the entry only once the destination holds it.
+    /// A destination that cannot take it keeps the entry with its attempt
+    /// count and next retry time; any other failure stops the push.
+    package func pushBackups(
+        to destination: some BackupDestination, maxAttempts: Int, retryNow: Bool, now: Date, toolVersion: String,
+        signingKey: BackupKey?, encryption: BackupEncryption?, progress: (_ done: Int, _ total: Int) -> Void
+    ) throws -> BackupPushReport {
         guard maxAttempts >= 1 else {
             throw GuestModeError.usage(
                 "the maximum number of attempts must be at least 1, not \(maxAttempts)", code: .invalidAttempts)
         }
         let retry = OutboxRetryPolicy(maxAttempts: maxAttempts)
         let format = ArchiveFormat(rawValue: profile.backup.format) ?? .tarZstd
-        var report = BackupPushReport(destination: directory)
-        report.removedStale = AtomicFile.removeStaleTemporaries(
-            in: directory, suffixes: ArchiveFormat.allCases.map { ".\($0.fileExtension)" })
+        var report = BackupPushReport(destination: destination.name)
+        report.removedStale = destination.removeStaleTemporaries(
+            suffixes: ArchiveFormat.allCases.map { ".\($0.fileExtension)" })
         let queue = try backupQueue()
         for (index, entry) in queue.enumerated() {
             defer { progress(index + 1, queue.count) }
@@ -76,13 +129,15 @@ extension GuestMode {
             case .due:
                 break
             }
-            let archive = URL(fileURLWithPath: directory)
-                .appendingPathComponent("\(Self.fileName(for: entry.userId)).\(format.fileExtension)").path
+            let archive: String
             do {
-                try Self.requireDirectory(directory)
-                _ = try exportBackup(
-                    .users([entry.userId]), to: archive, format: format, now: now, toolVersion: toolVersion,
-                    signingKey: signingKey, encryption: encryption)
+                archive = try destination.store(
+                    "\(Self.fileName(for: entry.userId)).\(format.fileExtension)", of: entry.userId
+                ) { path in
+                    _ = try exportBackup(
+                        .users([entry.userId]), to: path, format: format, now: now, toolVersion: toolVersion,
+                        signingKey: signingKey, encryption: encryption)
+                }
             } catch let error as GuestModeError where error.code == .userNotFound {
                 if try dropQueuedBackup(of: entry) { report.dropped.append(entry.userId) }
                 continue
@@ -118,14 +173,5 @@ extension GuestMode {
             }
         }
         return name.isEmpty ? "%" : name
-    }
-
-    private static func requireDirectory(_ directory: String) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw GuestModeError(
-                .tryAgainLater, code: .destinationUnavailable,
-                "the backup destination '\(directory)' is not a reachable directory")
-        }
     }
 }

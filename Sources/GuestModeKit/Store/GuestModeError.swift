@@ -116,6 +116,7 @@ extension GuestModeError {
             .archiveTooNew,
             .archiveTooOld,
             .archiveUnreadable,
+            .archiveUserMismatch,
             .archiveWriteFailed,
             .assignmentLost,
             .backupKeyNotFound,
@@ -142,6 +143,8 @@ extension GuestModeError {
             .countOverflow,
             .damagedArchive,
             .databaseError,
+            .destinationRefused,
+            .destinationUnauthorized,
             .destinationUnavailable,
             .differentUser,
             .diskFull,
@@ -284,6 +287,8 @@ extension GuestModeError {
         public static let archiveTooOld = Code("archive_too_old", .badData)
         /// Reading the archive failed part way (an I/O error).
         public static let archiveUnreadable = Code("archive_unreadable", .ioError)
+        /// An archive pushed to or pulled from one user's backups holds other users' data.
+        public static let archiveUserMismatch = Code("archive_user_mismatch", .conflict)
         /// Writing the archive failed (an I/O error); no archive was left behind.
         public static let archiveWriteFailed = Code("archive_write_failed", .ioError)
         /// An experiment assignment written in this transaction could not be read back.
@@ -338,6 +343,10 @@ extension GuestModeError {
         public static let destinationUnavailable = Code("destination_unavailable", .tryAgainLater)
         /// A user in the archive has the id of a different user in the store.
         public static let differentUser = Code("different_user", .conflict)
+        /// A remote backup destination answered a push or a pull with a refusal other than of its credentials.
+        public static let destinationRefused = Code("destination_refused", .cannotCreate)
+        /// A remote backup destination refused the bearer token (401 or 403): a setting to fix, not an outage.
+        public static let destinationUnauthorized = Code("destination_unauthorized", .usage)
         /// The disk is full; nothing was changed.
         public static let diskFull = Code("disk_full", .ioError)
         /// The archive repeats the key of an earlier row.

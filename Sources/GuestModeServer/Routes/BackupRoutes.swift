@@ -31,6 +31,8 @@ enum BackupRoutes {
                 status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: archive)))
         }
 
+        if let shelf = services.backupShelf { addPushed(to: router, services, shelf) }
+
         // `backup import`: an archive in the body (within the body cap); `?on_conflict=fail|skip|replace`
         // (default fail). Only an archive this deployment signed brings plans, usage and identities.
         router.put("/v1/backup") { request, _ -> Response in
@@ -53,8 +55,71 @@ enum BackupRoutes {
             }.response
         }
     }
+
+    /// `backup push --to` and `backup pull --from` with this server's URL: the same PUT to a temporary
+    /// name, MOVE onto the final one and GET a WebDAV server answers, under the user's own route. Each
+    /// MOVE keeps one more archive; GET answers the latest (`latest`, or the latest of that name).
+    private static func addPushed(to router: ServerRouter, _ services: Services, _ shelf: BackupShelf) {
+        let route: RouterPath = "/v1/users/:user/backups/:name"
+        router.put(route) { request, context -> Response in
+            let (_, userID) = try await services.user(of: request, context: context)
+            let name = try BackupShelf.checked(name: try RequestInput.segment("name", of: context))
+            if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > shelf.sizeLimit {
+                throw RequestInput.tooLarge
+            }
+            try await shelf.receive(
+                request.body, name: name, userID: userID, keys: BackupKeys(deployment: services.backupKey))
+            return Response(status: .created)
+        }
+        router.on(route, method: .move) { request, context -> Response in
+            let (_, userID) = try await services.user(of: request, context: context)
+            let name = try BackupShelf.checked(name: try RequestInput.segment("name", of: context))
+            let final = try BackupShelf.checked(name: try destinationName(of: request))
+            try await services.pool.runIfActive { try shelf.settle(name, as: final, userID: userID) }
+            return Response(status: .created)
+        }
+        router.get(route) { request, context -> Response in
+            let (_, userID) = try await services.user(of: request, context: context)
+            let name = try BackupShelf.checked(name: try RequestInput.segment("name", of: context))
+            let archive = try await services.pool.runIfActive { () -> [UInt8] in
+                let url = try shelf.latest(of: userID, named: name == "latest" ? nil : name)
+                guard let data = FileManager.default.contents(atPath: url.path) else {
+                    throw GuestModeError(
+                        .ioError, code: .archiveUnreadable, "cannot read the kept archive '\(url.path)'")
+                }
+                return Array(data)
+            }
+            var headers = HTTPFields()
+            headers[.contentType] = "application/octet-stream"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: archive)))
+        }
+    }
+
+    /// The last segment of a MOVE's `Destination` (a URL or an absolute path, as WebDAV allows), which
+    /// must name the same folder as the request: an upload moves only within its user's backups.
+    private static func destinationName(of request: Request) throws -> String {
+        guard let destination = request.headers[.destination] else {
+            throw GuestModeError.usage("a MOVE needs a Destination header", code: .usage)
+        }
+        let path = URLComponents(string: destination)?.percentEncodedPath ?? ""
+        let source = request.uri.path
+        guard let slash = path.lastIndex(of: "/"), let sourceSlash = source.lastIndex(of: "/"),
+            path[...slash].removingPercentEncoding == source[...sourceSlash].removingPercentEncoding,
+            let name = path[path.index(after: slash)...].removingPercentEncoding
+        else {
+            throw GuestModeError.usage(
+                "the Destination '\(destination)' is not in the same folder as '\(source)'", code: .usage)
+        }
+        return name
+    }
 }
 
 extension HTTPField.Name {
     static let contentDisposition = HTTPField.Name("Content-Disposition")!
+    static let destination = HTTPField.Name("Destination")!
+}
+
+extension HTTPRequest.Method {
+    /// WebDAV's MOVE (RFC 4918), which `backup push` ends an upload with.
+    static let move = HTTPRequest.Method("MOVE")!
 }

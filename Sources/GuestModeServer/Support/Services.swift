@@ -16,6 +16,8 @@ final class Services: Sendable {
     let trustedProxies: Set<String>
     let backupKey: BackupKey?
     let toolVersion: String
+    /// Where pushed backups are kept; nil when the server keeps none.
+    let backupShelf: BackupShelf?
 
     init(
         engine: GuestMode, pool: NIOThreadPool, clock: @escaping @Sendable () throws -> Date, tokens: AccessTokens,
@@ -31,6 +33,9 @@ final class Services: Sendable {
         trustedProxies = configuration.trustedProxies
         backupKey = configuration.backupKey
         toolVersion = configuration.toolVersion
+        backupShelf = configuration.backupsDirectory.map {
+            BackupShelf(directory: $0, keep: configuration.keptBackups, sizeLimit: configuration.backupSizeLimit)
+        }
     }
 
     /// Runs a blocking engine call on the pool, never on an event loop; at

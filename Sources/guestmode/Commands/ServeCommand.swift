@@ -54,6 +54,15 @@ struct ServeCommand: ParsableCommand {
             "A proxy whose X-Forwarded-For names the client; repeat for several.", valueName: "address"))
     var trustedProxy: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Take pushed backups (backup push --to) into this folder and serve them back; without it the backup push routes are not served.",
+            valueName: "dir"))
+    var backupsDir: String?
+
+    @Option(help: ArgumentHelp("Pushed archives kept per user, the oldest removed first (default: 5).", valueName: "n"))
+    var keepBackups = 5
+
     func validate() throws {
         _ = try address
         try requireInRange(threads, 1...256, "--threads")
@@ -62,6 +71,7 @@ struct ServeCommand: ParsableCommand {
         }
         try requireInRange(idleTimeout, 1...3600, "--idle-timeout")
         try requireInRange(guestsPerHour, 0...1_000_000, "--guests-per-hour")
+        try requireInRange(keepBackups, 1...10_000, "--keep-backups")
     }
 
     private var address: (host: String, port: Int) {
@@ -92,6 +102,8 @@ struct ServeCommand: ParsableCommand {
         configuration.trustedProxies = Set(trustedProxy)
         configuration.backupKey = key
         configuration.toolVersion = GuestModeVersion.current
+        configuration.backupsDirectory = backupsDir
+        configuration.keptBackups = keepBackups
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
         let output = global.output
         let listen = self.listen

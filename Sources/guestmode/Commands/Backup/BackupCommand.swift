@@ -8,7 +8,7 @@ struct BackupCommand: ParsableCommand {
         commandName: "backup",
         abstract: "Export, import, verify and inspect backup archives; queue and push continuous backups.",
         discussion: "See guestmode-backup(1) for the archive format and the limits applied to archives being read.",
-        subcommands: [Export.self, Import.self, Verify.self, Inspect.self, Queue.self, Push.self, Key.self]
+        subcommands: [Export.self, Import.self, Verify.self, Inspect.self, Queue.self, Push.self, Pull.self, Key.self]
     )
 }
 

@@ -1,20 +1,26 @@
 import ArgumentParser
 import Foundation
+import GuestModeArchive
 import GuestModeKit
+import GuestModeRemote
 
 extension BackupCommand {
     struct Push: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "push",
-            abstract: "Write each queued user's archive into a directory and drain the queue.",
+            abstract: "Write each queued user's archive into a directory or to a server and drain the queue.",
             discussion:
-                "An entry leaves the queue only once its archive is on disk. When the destination cannot be written the entry stays, with its attempt count and next retry time, and the command exits 75."
+                "An entry leaves the queue only once its archive is on disk or on the server. When the destination cannot be written the entry stays, with its attempt count and next retry time, and the command exits 75. A server (an http or https URL: a WebDAV folder, or guestmode serve's /v1/users/) gets each archive with PUT to a temporary name, then MOVE onto USER/backups/USER.EXT, with the bearer token from --token-file or $GUESTMODE_BACKUP_TOKEN."
         )
 
         @OptionGroup var global: GlobalOptions
 
-        @Option(name: .long, help: ArgumentHelp("The destination directory.", valueName: "dir"))
+        @Option(
+            name: .long,
+            help: ArgumentHelp("The destination: a directory, or an http(s) URL of a server.", valueName: "dir|url"))
         var to: String
+
+        @OptionGroup var token: BackupTokenOption
 
         @Option(
             name: .long,
@@ -36,10 +42,19 @@ extension BackupCommand {
             let engine = try global.openEngine()
             let key = try global.backupKeyCreatingIfMissing()
             let progress = Progress("backup push", unit: "users", global: global)
-            let report = try engine.pushBackups(
-                to: to, maxAttempts: maxAttempts, retryNow: retryNow, now: try global.currentTime(),
-                toolVersion: GuestModeVersion.current, signingKey: key, encryption: encrypt ? .deploymentKey(key) : nil,
-                progress: { progress.update(done: $0, total: $1) })
+            let encryption: BackupEncryption? = encrypt ? .deploymentKey(key) : nil
+            let report =
+                if let remote = try token.remote(to, what: "--to") {
+                    try engine.pushBackups(
+                        to: remote, maxAttempts: maxAttempts, retryNow: retryNow, now: try global.currentTime(),
+                        toolVersion: GuestModeVersion.current, signingKey: key, encryption: encryption,
+                        progress: { progress.update(done: $0, total: $1) })
+                } else {
+                    try engine.pushBackups(
+                        to: to, maxAttempts: maxAttempts, retryNow: retryNow, now: try global.currentTime(),
+                        toolVersion: GuestModeVersion.current, signingKey: key, encryption: encryption,
+                        progress: { progress.update(done: $0, total: $1) })
+                }
             progress.finish()
             let output = global.output
             if global.json {

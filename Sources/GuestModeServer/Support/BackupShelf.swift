@@ -1,0 +1,153 @@
+import Foundation
+import GuestModeArchive
+import GuestModeKit
+import Hummingbird
+
+/// The archives pushed to a server (guestmode-serve(1), PUSHED BACKUPS), one
+/// folder per user under `directory`:
+///
+///     <user>/incoming/<name>     an upload whose signature held, waiting for its MOVE
+///     <user>/<sequence>-<name>   a kept archive; the highest sequence is the latest
+///
+/// An upload becomes visible only by a rename, after it was flushed to disk
+/// and its signature checked, so a reader never meets half an archive or one
+/// this deployment did not sign. Kept archives are taken by `link`, which
+/// never replaces a file, so servers sharing the folder never write one
+/// sequence twice.
+struct BackupShelf: Sendable {
+    let directory: String
+    /// How many archives each user keeps; older ones are removed.
+    let keep: Int
+    /// The largest archive taken, in bytes.
+    let sizeLimit: Int
+
+    /// A name as the path gives it: one path segment that names a file in
+    /// the user's folder, short enough for one once a sequence is put before it.
+    static func checked(name: String) throws -> String {
+        guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0"),
+            name.utf8.count <= 200
+        else {
+            throw GuestModeError.usage(
+                "'\(name)' is not a backup name: one path segment of 1 to 200 bytes", code: .usage)
+        }
+        return name
+    }
+
+    private func folder(of userID: String) -> URL {
+        URL(fileURLWithPath: directory).appendingPathComponent(GuestMode.fileName(for: userID))
+    }
+
+    /// Writes `body` into the user's incoming folder as `name`, replacing an
+    /// upload of that name, once it is on disk and signed by `keys`'s
+    /// deployment for `userID` alone.
+    func receive(_ body: RequestBody, name: String, userID: String, keys: BackupKeys) async throws {
+        let incoming = folder(of: userID).appendingPathComponent("incoming")
+        try Self.makeFolder(incoming)
+        let upload = incoming.appendingPathComponent(".upload-\(UUID().uuidString)")
+        let descriptor = open(upload.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Self.failure("cannot create an upload in '\(incoming.path)'") }
+        var isOpen = true
+        defer {
+            if isOpen { close(descriptor) }
+            unlink(upload.path)
+        }
+        var size = 0
+        // Local disk writes, one chunk as it arrives: the body never sits whole in memory.
+        for try await buffer in body {
+            size += buffer.readableBytes
+            guard size <= sizeLimit else { throw RequestInput.tooLarge }
+            try buffer.withUnsafeReadableBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written < 0 && errno == EINTR { continue }
+                    guard written > 0 else { throw Self.failure("cannot write an upload in '\(incoming.path)'") }
+                    offset += written
+                }
+            }
+        }
+        guard fsync(descriptor) == 0 else { throw Self.failure("cannot flush an upload to disk") }
+        isOpen = false
+        close(descriptor)
+        try Self.requireSigned(upload.path, for: userID, keys: keys)
+        guard rename(upload.path, incoming.appendingPathComponent(name).path) == 0 else {
+            throw Self.failure("cannot move an upload into place in '\(incoming.path)'")
+        }
+        try Self.flush(incoming)
+    }
+
+    /// Keeps the upload `name` as the user's latest archive, called `final`,
+    /// and removes the oldest beyond `keep`.
+    func settle(_ name: String, as final: String, userID: String) throws {
+        let user = folder(of: userID)
+        let upload = user.appendingPathComponent("incoming").appendingPathComponent(name)
+        guard FileManager.default.fileExists(atPath: upload.path) else {
+            throw GuestModeError.notFound("no upload '\(name)' for user '\(userID)'", code: .archiveNotFound)
+        }
+        var sequence = (kept(in: user).last?.sequence ?? 0) + 1
+        while true {
+            let target = user.appendingPathComponent(String(format: "%010d-", sequence) + final)
+            if link(upload.path, target.path) == 0 { break }
+            guard errno == EEXIST else { throw Self.failure("cannot keep an archive in '\(user.path)'") }
+            sequence += 1
+        }
+        unlink(upload.path)
+        try Self.flush(user)
+        for old in kept(in: user).dropLast(keep) { unlink(old.url.path) }
+    }
+
+    /// The user's latest archive; with `final`, the latest kept under that name.
+    func latest(of userID: String, named final: String?) throws -> URL {
+        let archives = kept(in: folder(of: userID)).filter { final == nil || $0.name == final }
+        guard let newest = archives.last else {
+            throw GuestModeError.notFound(
+                "no pushed backup\(final.map { " named '\($0)'" } ?? "") for user '\(userID)'",
+                code: .archiveNotFound)
+        }
+        return newest.url
+    }
+
+    /// The kept archives in `folder`, oldest first.
+    private func kept(in folder: URL) -> [(sequence: Int, name: String, url: URL)] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.compactMap { name -> (Int, String, URL)? in
+            guard let dash = name.firstIndex(of: "-"), name.distance(from: name.startIndex, to: dash) == 10,
+                let sequence = Int(name[..<dash])
+            else { return nil }
+            return (sequence, String(name[name.index(after: dash)...]), folder.appendingPathComponent(name))
+        }.sorted { $0.0 < $1.0 }
+    }
+
+    private static func requireSigned(_ path: String, for userID: String, keys: BackupKeys) throws {
+        guard try BackupArchive.requireIntact(path: path, keys: keys) == .thisDeployment else {
+            throw GuestModeError.badData(
+                "the archive is not signed by this deployment: only its own backups are kept", code: .badSignature)
+        }
+        let users = try BackupArchive.inspect(path: path, keys: keys).header.users
+        guard users == [userID] else {
+            throw GuestModeError.conflict(
+                "the archive holds \(users.count == 1 ? "user '\(users[0])'" : "\(users.count) users"), not '\(userID)' alone",
+                code: .archiveUserMismatch)
+        }
+    }
+
+    private static func makeFolder(_ url: URL) throws {
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            throw GuestModeError(.cannotCreate, code: .cannotCreateOutput, "cannot create the folder '\(url.path)'")
+        }
+    }
+
+    /// A rename is only durable once its folder's entry is on disk.
+    private static func flush(_ folder: URL) throws {
+        let descriptor = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure("cannot open the folder '\(folder.path)'") }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw failure("cannot flush the folder '\(folder.path)' to disk") }
+    }
+
+    private static func failure(_ what: String) -> GuestModeError {
+        GuestModeError(.ioError, code: .ioError, "\(what): \(String(cString: strerror(errno)))")
+    }
+}
