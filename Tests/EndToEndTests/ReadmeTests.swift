@@ -65,19 +65,26 @@ struct ReadmeTests {
             "\(result.stdout)")
     }
 
-    @Test("the README's webhooks block runs as written: a habits guest's changes reach a verifying receiver")
+    @Test(
+        "the README's webhooks block runs as written: a habits guest's changes reach a verifying receiver and nginx, and come back on a new store"
+    )
     func webhooksRunAsWritten() async throws {
         let block = try Self.block(under: "Webhooks")
         #expect(block.contains("set -e"))
         let sandbox = try Sandbox()
         try Data(block.utf8).write(to: URL(fileURLWithPath: sandbox.path("webhooks.sh")))
         let path = Sandbox.binary.deletingLastPathComponent().path + ":" + (sandbox.environment["PATH"] ?? "")
-        let result = try await sandbox.shell("PATH='\(path)' sh webhooks.sh")
+        // make test runs under scripts/with-nginx.sh, which names the WebDAV location and its token file.
+        let webDAV = try RemoteBackupTests.environment("GUESTMODE_TEST_WEBDAV_URL")
+        let tokenFile = try RemoteBackupTests.environment("GUESTMODE_TEST_WEBDAV_TOKEN_FILE")
+        let result = try await sandbox.shell(
+            "PATH='\(path)' GUESTMODE_TEST_WEBDAV_URL='\(webDAV)' GUESTMODE_TEST_WEBDAV_TOKEN_FILE='\(tokenFile)' sh webhooks.sh")
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
             result.stdout.hasSuffix(
-                "account_upgrade.started verified\naccount_upgrade.succeeded verified\nidentity.linked verified\nbackup.pushed verified\n"
+                "account_upgrade.started verified\naccount_upgrade.succeeded verified\nidentity.linked verified\nbackup.pushed verified\nidentical\n"
             ), "\(result.stdout)")
+        #expect(try String(contentsOfFile: sandbox.path("before.txt"), encoding: .utf8).contains("walk"))
     }
 
     @Test("the README's new-phone block runs as written: push to serve, lose the phone, pull the same records")
