@@ -4,7 +4,8 @@
 #   make stress    8 processes x STRESS_OPERATIONS (default 400) racing on one PostgreSQL database
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
-#   make bench     measure guestmode against sqlite3, zstd and psql (BENCH_SCALE=0.1 for a quick run; bench/results.md)
+#   make bench     measure guestmode against sqlite3, zstd and psql, and serve with wrk against Hummingbird's
+#                  floor and pgbench (BENCH_SCALE=0.1, BENCH_SERVE_SECONDS=5 for a quick run; bench/results.md)
 #   make docs      the DocC catalogue of GuestModeKit into .build/docs
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
@@ -17,7 +18,7 @@ BINDIR = $(DESTDIR)$(PREFIX)/bin
 SHAREDIR = $(DESTDIR)$(PREFIX)/share
 DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
-APT_PACKAGES = libarchive-dev libcurl4-openssl-dev nginx zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
+APT_PACKAGES = libarchive-dev libcurl4-openssl-dev nginx wrk zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
 	python3-jsonschema
 
 .PHONY: all deps build run test example docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
@@ -143,6 +144,7 @@ release-hooks: deps
 
 bench: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
+	$(SWIFT) build -c release --product ServeFloor --static-swift-stdlib
 	bash bench/run.sh $(RELEASE_BIN)
 
 install: deps

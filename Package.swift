@@ -124,6 +124,13 @@ let package = Package(
             ],
             swiftSettings: strict + [.define("GUESTMODE_FAULT_HOOKS", .when(configuration: .debug))]
         ),
+        // Hummingbird's minimal route, the floor `make bench` measures `guestmode serve` against.
+        .executableTarget(
+            name: "ServeFloor",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            path: "Sources/ServeFloor",
+            swiftSettings: strict
+        ),
         // libFuzzer target (`make fuzz`): built only with -sanitize=fuzzer, which supplies its main.
         .executableTarget(
             name: "ArchiveFuzzer",
