@@ -1,6 +1,7 @@
 # guestmode — build, test, run and install.
 #   make run       build, then walk every profile with `guestmode tour`
-#   make test      build and run every test, lint the man pages, build and run Examples/, build the DocC catalogue
+#   make test      build and run every test, run the serve benchmark for a second per workload, lint the man
+#                  pages, build and run Examples/, build the DocC catalogue
 #   make stress    8 processes x STRESS_OPERATIONS (default 400) racing on one PostgreSQL database
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
@@ -49,6 +50,7 @@ test: deps
 	bash scripts/check-layout.sh
 	$(SWIFT) build --build-tests
 	bash scripts/with-postgres.sh bash scripts/with-nginx.sh $(SWIFT) test --skip-build
+	BENCH_SERVE_SECONDS=1 BENCH_SERVE_USERS=8 bash scripts/with-postgres.sh bash bench/serve.sh $(DEBUG_BIN) .build/debug/ServeFloor
 	$(MAKE) lint-man
 	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh $(RELEASE_FLAGS)
 	$(MAKE) example

@@ -13,7 +13,8 @@
 #   prompt next  GET  /v1/users/U/prompts/next
 # Each row: requests per second, p50 and p99 latency, non-2xx answers and socket errors, and the server's
 # peak resident memory (VmHWM) over the whole backend's run. Needs a server: run it inside
-# scripts/with-postgres.sh. Usage: bench/serve.sh [guestmode] [ServeFloor]
+# scripts/with-postgres.sh. Usage: bench/serve.sh [guestmode] [ServeFloor]. It exits 1 when any request got
+# an answer other than 2xx; `make test` runs it for a second per workload, so it cannot rot.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,6 +43,7 @@ export GUESTMODE_TEMPLATES="$root/Templates" NO_COLOR=1 GUESTMODE_BACKUP_KEY_FIL
 export BENCH_USERS=$users BENCH_LUA_DIR="$root/bench/plain"
 schema=bench_serve
 plain=bench_serve_plain
+failed=0
 
 # Starts a server (a command line) in the background and waits for its "listening on URL" line.
 start_server() {
@@ -105,8 +107,10 @@ measure_backend() {
     for workload in "meter check:meter-check.lua" "meter use:meter-use.lua" "record put:record-put.lua" \
         "prompt next:prompt-next.lua"; do
         read -r rate p50 p99 non2xx errors < <(run_wrk "${workload#*:}" "$base")
-        [ "$non2xx" = 0 ] && [ "$errors" = 0 ] \
-            || echo "serve bench: $name ${workload%%:*}: $non2xx non-2xx answers, $errors socket errors" >&2
+        if [ "$non2xx" != 0 ] || [ "$errors" != 0 ]; then
+            echo "serve bench: $name ${workload%%:*}: $non2xx non-2xx answers, $errors socket errors" >&2
+            failed=1
+        fi
         row "$name ${workload%%:*}" "$rate" "$p50" "$p99" "$non2xx/$errors" "$(peak_mb)"
     done
     stop_server
@@ -139,3 +143,5 @@ tps=$(awk '/^tps = / { printf "%.0f", $3 }' pgbench.out)
 latency=$(awk '/^latency average = / { print $4 }' pgbench.out)
 row "pgbench: meter use SQL" "$tps" "-" "-" "avg $latency" "-"
 for name in "$schema" "$plain"; do psql -X -q -c "DROP SCHEMA $name CASCADE" 2>/dev/null; done
+# A benchmark whose requests failed measured nothing: say so with the exit status (make test runs it small).
+exit "$failed"
