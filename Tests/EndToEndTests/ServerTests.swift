@@ -302,21 +302,16 @@ struct ServerTests {
         let voice = try await backend.sandbox("voice")
         let server = try await Server.start(in: voice)
         let (guest, token) = try await server.signIn()
-        // 32 keys, each sent twice at once, 2 minutes each: 30 fit the 60-minute allowance.
-        let answers = try await withThrowingTaskGroup(of: (String, Int, String).self) { group in
-            for index in 0..<64 {
-                group.addTask {
-                    let key = "use-\(index / 2)"
-                    let reply = try await server.request(
-                        "POST", "/v1/users/\(guest)/meters/api_minutes/use", token: token, body: #"{"amount":2}"#,
-                        headers: ["Idempotency-Key": key])
-                    return (key, reply.status, reply.body)
-                }
-            }
-            var answers: [String: [(Int, String)]] = [:]
-            for try await (key, status, body) in group { answers[key, default: []].append((status, body)) }
-            return answers
-        }
+        // 32 keys, each sent twice, all 64 in flight at once, 2 minutes each: 30 fit the 60-minute allowance.
+        let keys = (0..<64).map { "use-\($0 / 2)" }
+        let replies = try await server.requestsAtOnce(
+            keys.map { key in
+                Server.PlannedRequest(
+                    method: "POST", path: "/v1/users/\(guest)/meters/api_minutes/use", token: token,
+                    body: #"{"amount":2}"#, headers: ["Idempotency-Key": key])
+            })
+        var answers: [String: [(Int, String)]] = [:]
+        for (key, reply) in zip(keys, replies) { answers[key, default: []].append((reply.status, reply.body)) }
         #expect(answers.count == 32)
         for (key, pair) in answers {
             #expect(pair.count == 2 && pair[0].0 == pair[1].0 && pair[0].1 == pair[1].1, "\(key): \(pair)")
@@ -330,18 +325,12 @@ struct ServerTests {
         let subscriptions = try await backend.sandbox("subscriptions")
         let capped = try await Server.start(in: subscriptions)
         let (owner, session) = try await capped.signIn()
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for index in 0..<64 {
-                group.addTask {
-                    try await capped.request(
-                        "PUT", "/v1/users/\(owner)/records/subscriptions/s\(index)", token: session, body: "{}"
-                    ).status
-                }
+        let statuses = try await capped.requestsAtOnce(
+            (0..<64).map { index in
+                Server.PlannedRequest(
+                    method: "PUT", path: "/v1/users/\(owner)/records/subscriptions/s\(index)", token: session, body: "{}")
             }
-            var statuses: [Int] = []
-            for try await status in group { statuses.append(status) }
-            return statuses
-        }
+        ).map(\.status)
         #expect(statuses.filter { $0 == 201 }.count == 5)
         #expect(statuses.filter { $0 == 403 }.count == 59)
         #expect(try await capped.stop() == 0)
@@ -633,34 +622,37 @@ struct ServerTests {
         #expect(after.status == 0)
     }
 
-    @Test("SIGTERM with writes in flight: the server exits 0 and every write it acknowledged is stored", arguments: Backend.allCases)
+    @Test("SIGTERM among 64 writes in flight: the server exits 0, every acknowledged write is stored, none is half-written", arguments: Backend.allCases)
     func shutdownDuringWrites(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
         let server = try await Server.start(in: sandbox)
         let (guest, token) = try await server.signIn()
-        let statuses = try await withThrowingTaskGroup(of: (String, Int).self) { group in
-            for index in 0..<32 {
-                group.addTask {
-                    let key = "k\(index)"
-                    let reply = try await server.request(
-                        "PUT", "/v1/users/\(guest)/records/settings/\(key)", token: token, body: #"{"n":\#(index)}"#)
-                    return (key, reply.status)
-                }
-            }
-            try await Task.sleep(for: .milliseconds(100))
-            server.process.terminate()
-            var statuses: [String: Int] = [:]
-            for try await (key, status) in group { statuses[key] = status }
-            return statuses
-        }
+        // 64 writes in flight at once; SIGTERM lands among them.
+        let keys = (0..<64).map { "k\($0)" }
+        let replies = try await server.requestsAtOnce(
+            keys.enumerated().map { index, key in
+                Server.PlannedRequest(
+                    method: "PUT", path: "/v1/users/\(guest)/records/settings/\(key)", token: token,
+                    body: #"{"n":\#(index)}"#)
+            }, terminatingAfter: 0.005)
+        let statuses = Dictionary(uniqueKeysWithValues: zip(keys, replies.map(\.status)))
         #expect(try await server.stop() == 0)
         let listed = try await sandbox.run("record", "list", guest, "settings", "--json")
-        let stored = Set(((listed.json as? [[String: Any]]) ?? []).compactMap { $0["key"] as? String })
+        let rows = (listed.json as? [[String: Any]]) ?? []
+        let stored = Set(rows.compactMap { $0["key"] as? String })
         for (key, status) in statuses {
             // An answer is 201 and its write is there, or the request was refused whole before it began.
             #expect(status == 201 || status == 0 || status == 503, "\(key): \(status)")
             if status == 201 { #expect(stored.contains(key), "\(key) was acknowledged but is not stored") }
         }
+        // Whatever is stored (an unanswered write may have committed) is whole: the data it was sent.
+        for row in rows {
+            let key = try #require(row["key"] as? String)
+            let text = try #require(row["data"] as? String)
+            let data = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+            #expect((data?["n"] as? Int).map { "k\($0)" } == key, "\(key) holds \(row)")
+        }
+        #expect(try await sandbox.run("db", "check").status == 0)
     }
 
     static func base64URL(_ text: String) -> String {
@@ -761,7 +753,7 @@ final class Server: @unchecked Sendable {
         let command = arguments
         let output: Data = try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(with: Result { try Self.curl(command, input: input) })
+                continuation.resume(with: Result { try Self.client("/usr/bin/curl", command, input: input) })
             }
         }
         let text = String(decoding: output, as: UTF8.self)
@@ -776,9 +768,49 @@ final class Server: @unchecked Sendable {
         return Reply(status: status, headers: fields, body: String(text[split.upperBound...]))
     }
 
-    private static func curl(_ arguments: [String], input: Data?) throws -> Data {
+    /// One request of `requestsAtOnce`.
+    struct PlannedRequest {
+        var method: String
+        var path: String
+        var token: String?
+        var body: String?
+        var headers: [String: String] = [:]
+    }
+
+    /// Sends every request on its own connection at the same moment (scripts/requests-at-once.py: all
+    /// connections open first, then one barrier releases them), and, with `terminatingAfter`, SIGTERMs
+    /// the server that many seconds after the release. The replies come in the requests' order.
+    func requestsAtOnce(_ requests: [PlannedRequest], terminatingAfter delay: Double? = nil) async throws -> [Reply] {
+        var plan: [String: Any] = [
+            "address": address,
+            "requests": requests.map { request -> [String: Any] in
+                var headers = request.headers
+                if let token = request.token { headers["Authorization"] = "Bearer \(token)" }
+                if request.body != nil { headers["Content-Type"] = "application/json" }
+                var planned: [String: Any] = ["method": request.method, "path": request.path, "headers": headers]
+                if let body = request.body { planned["body"] = body }
+                return planned
+            },
+        ]
+        if let delay { plan["terminate"] = ["pid": Int(process.processIdentifier), "after": delay] }
+        let input = try JSONSerialization.data(withJSONObject: plan)
+        let script = Sandbox.packageRoot.appendingPathComponent("scripts/requests-at-once.py").path
+        let output: Data = try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try Self.client("/usr/bin/python3", [script], input: input) })
+            }
+        }
+        let answers = try #require(try JSONSerialization.jsonObject(with: output) as? [[String: Any]])
+        return answers.map { answer in
+            Reply(
+                status: answer["status"] as? Int ?? 0, headers: answer["headers"] as? [String: String] ?? [:],
+                body: answer["body"] as? String ?? "")
+        }
+    }
+
+    private static func client(_ executable: String, _ arguments: [String], input: Data?) throws -> Data {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let output = Pipe()
         let input = input.map { data -> Pipe in
