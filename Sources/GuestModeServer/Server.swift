@@ -15,6 +15,8 @@ package struct ServerConfiguration: Sendable {
     package var port: Int
     /// The size of the pool blocking engine calls run on.
     package var threads: Int
+    /// How many requests may be answered at once; one more is 503 `server_busy` at once.
+    package var maximumRequests = 512
     /// The largest request body, in bytes (1 MiB: the command line's longest input line).
     package var bodyLimit = 1 << 20
     /// How long an access token lives.
@@ -84,6 +86,7 @@ package struct GuestModeServer: Sendable {
             tokens: await AccessTokens(key: configuration.accessTokenKey, lifetime: configuration.accessTokenLifetime),
             configuration: configuration)
         let router = ServerRouter(context: ServerContext.self)
+        router.add(middleware: InFlightLimitMiddleware(limit: configuration.maximumRequests))
         router.add(middleware: FailureMiddleware())
         for add in [
             GuestRoutes.add, UserRoutes.add, RecordRoutes.add, LimitRoutes.add, MeterRoutes.add, MeterRoutes.addGrants,

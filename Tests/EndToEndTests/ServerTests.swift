@@ -391,6 +391,52 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
+    @Test("past --max-requests in flight a request is 503 server_busy with Retry-After at once; health still answers")
+    func inFlightCap() async throws {
+        let sandbox = try await Backend.sqlite.sandbox("voice")
+        let server = try await Server.start(in: sandbox, options: ["--max-requests", "1"])
+        let (guest, token) = try await server.signIn()
+        let port = server.address.split(separator: ":").last.map(String.init) ?? ""
+        // The first request is in flight while its body is half sent; the second is turned away, a health
+        // check is not; once the first is whole it is answered and stored, and the next request is served.
+        try sandbox.write(
+            "held.py",
+            """
+            import http.client, json, socket, sys
+            body = b'{"action": "app_opened", "id": "held-1"}'
+            held = socket.create_connection(("127.0.0.1", \(port)))
+            held.sendall(b"POST /v1/users/\(guest)/events HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer \(token)\\r\\n"
+                         b"Content-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(body) + body[:10])
+            def ask(path, method="GET"):
+                connection = http.client.HTTPConnection("127.0.0.1", \(port), timeout=10)
+                connection.request(method, path, headers={"Authorization": "Bearer \(token)"})
+                response = connection.getresponse()
+                return response.status, response.getheader("Retry-After"), response.read().decode()
+            import time; time.sleep(0.5)
+            busy = ask("/v1/users/\(guest)/counters")
+            health = ask("/healthz")
+            held.sendall(body[10:])
+            answer = held.recv(65536).split(b"\\r\\n")[0].decode()
+            held.close()
+            after = ask("/v1/users/\(guest)/counters")
+            print(json.dumps({"busy": busy, "health": health[0], "held": answer, "after": after[0]}))
+            """)
+        let result = try await sandbox.shell("python3 held.py")
+        let answers = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        let busy = try #require(answers["busy"] as? [Any])
+        #expect(busy.first as? Int == 503)
+        #expect(busy.dropFirst().first as? String == "1")
+        let refusal = try JSONSerialization.jsonObject(with: Data(((busy.last as? String) ?? "").utf8)) as? [String: Any]
+        #expect((refusal?["error"] as? [String: Any])?["code"] as? String == "server_busy", "\(busy)")
+        #expect(answers["health"] as? Int == 200)
+        #expect(answers["held"] as? String == "HTTP/1.1 200 OK", "\(answers)")
+        #expect(answers["after"] as? Int == 200)
+        #expect(try await server.stop() == 0)
+        let events = try await sandbox.run("user", "events", guest, "--json")
+        #expect(events.stdout.contains("held-1"), "\(events.stdout)")
+    }
+
     @Test("a request that waits past --store-wait for a store connection is 503 with Retry-After; the rest are done", arguments: Backend.allCases)
     func poolExhausted(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("voice")

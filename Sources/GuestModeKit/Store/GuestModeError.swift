@@ -236,6 +236,7 @@ extension GuestModeError {
             .sameUser,
             .schemaMigrationFailed,
             .secretTooLong,
+            .serverBusy,
             .serverKeyExists,
             .serverKeyNotFound,
             .storeBusy,
@@ -592,6 +593,8 @@ extension GuestModeError {
         public static let refreshTokenReused = Code("refresh_token_reused", .conflict)
         /// No server route has that method and path.
         public static let routeNotFound = Code("route_not_found", .notFound)
+        /// The server is already answering as many requests as its --max-requests allows.
+        public static let serverBusy = Code("server_busy", .tryAgainLater)
         /// A server key of that name already exists.
         public static let serverKeyExists = Code("server_key_exists", .conflict)
         /// No server key has that name.

@@ -41,6 +41,12 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Requests answered at once; one more is 503 server_busy at once, before it waits for anything (default: 512).",
+            valueName: "n"))
+    var maxRequests = 512
+
+    @Option(
+        help: ArgumentHelp(
             "Seconds a connection may stay silent before the server closes it (default: 30).", valueName: "seconds"))
     var idleTimeout = 30
 
@@ -66,6 +72,7 @@ struct ServeCommand: ParsableCommand {
     func validate() throws {
         _ = try address
         try requireInRange(threads, 1...256, "--threads")
+        try requireInRange(maxRequests, 1...65536, "--max-requests")
         guard (0...3600).contains(storeWait) else {
             throw ValidationError("--store-wait must be from 0 to 3600 seconds, not \(storeWait)")
         }
@@ -98,6 +105,7 @@ struct ServeCommand: ParsableCommand {
             accessTokenKey: key.derivedKey(for: "guestmode access tokens v1"))
         configuration.storeWait = .milliseconds(Int((storeWait * 1000).rounded()))
         configuration.idleTimeout = .seconds(idleTimeout)
+        configuration.maximumRequests = maxRequests
         configuration.signInLimit = SignInLimit(perHour: guestsPerHour, burst: guestsPerHour)
         configuration.trustedProxies = Set(trustedProxy)
         configuration.backupKey = key
