@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GuestModeKit
+import GuestModePostgres
 import GuestModeServer
 import GuestModeSQLite
 
@@ -63,6 +64,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Pushed archives kept per user, the oldest removed first (default: 5).", valueName: "n"))
     var keepBackups = 5
 
+    @Option(
+        help: ArgumentHelp(
+            "Let a guest's session link an identity with PROVIDER's OpenID Connect ID token, checked against ISSUER, AUDIENCE (the app's client id) and the key set JWKS (a file, or an https URL); repeat for several providers.",
+            valueName: "provider=issuer,audience,jwks"))
+    var oidc: [String] = []
+
     func validate() throws {
         _ = try address
         try requireInRange(threads, 1...256, "--threads")
@@ -72,6 +79,17 @@ struct ServeCommand: ParsableCommand {
         try requireInRange(idleTimeout, 1...3600, "--idle-timeout")
         try requireInRange(guestsPerHour, 0...1_000_000, "--guests-per-hour")
         try requireInRange(keepBackups, 1...10_000, "--keep-backups")
+        _ = try identityProviders
+    }
+
+    private var identityProviders: [IdentityProviderSetting] {
+        get throws {
+            let settings = try oidc.map(IdentityProviderSetting.init(parsing:))
+            if let twice = Dictionary(grouping: settings, by: \.provider).first(where: { $0.value.count > 1 })?.key {
+                throw GuestModeError(.invalidIdentityProvider, "--oidc names provider '\(twice)' twice; give each provider once")
+            }
+            return settings
+        }
     }
 
     private var address: (host: String, port: Int) {
@@ -104,6 +122,7 @@ struct ServeCommand: ParsableCommand {
         configuration.toolVersion = GuestModeVersion.current
         configuration.backupsDirectory = backupsDir
         configuration.keptBackups = keepBackups
+        configuration.identityProviders = try identityProviders
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
         let output = global.output
         let listen = self.listen
@@ -129,6 +148,8 @@ struct ServeCommand: ParsableCommand {
         }
         finished.wait()
         try (engine.store as? SQLiteStore)?.close()
+        // PostgreSQL sessions end with a goodbye, not with the process: none stays behind on the server.
+        (engine.store as? PostgresStore)?.close()
         if let error = outcome.error { throw error }
     }
 
