@@ -79,9 +79,9 @@ struct ServeCommand: ParsableCommand {
         try requireInRange(idleTimeout, 1...3600, "--idle-timeout")
         try requireInRange(guestsPerHour, 0...1_000_000, "--guests-per-hour")
         try requireInRange(keepBackups, 1...10_000, "--keep-backups")
-        _ = try identityProviders
     }
 
+    /// Read in `run`, not `validate`, so a bad setting is reported with its own code, not as a usage error.
     private var identityProviders: [IdentityProviderSetting] {
         get throws {
             let settings = try oidc.map(IdentityProviderSetting.init(parsing:))
@@ -108,6 +108,7 @@ struct ServeCommand: ParsableCommand {
         // restores SIGPIPE's default for the one-shot commands).
         signal(SIGPIPE, SIG_IGN)
         // One store connection per engine thread: a call never waits for a connection once it runs.
+        let providers = try identityProviders
         let engine = try global.openEngine(connections: threads)
         let key = try global.backupKeyCreatingIfMissing()
         let (host, port) = try address
@@ -122,7 +123,7 @@ struct ServeCommand: ParsableCommand {
         configuration.toolVersion = GuestModeVersion.current
         configuration.backupsDirectory = backupsDir
         configuration.keptBackups = keepBackups
-        configuration.identityProviders = try identityProviders
+        configuration.identityProviders = providers
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
         let output = global.output
         let listen = self.listen
