@@ -55,6 +55,9 @@ package protocol ServerRows {
 
     /// The sign-in bucket stored for `address`, or nil.
     func signInBucket(address: String) throws -> SignInBucket?
+
+    /// Deletes the sign-in buckets last updated before `time`.
+    func deleteSignInBuckets(updatedBefore time: Date) throws
 }
 
 /// A refresh token as stored: which family it belongs to and where that stands.

@@ -33,6 +33,13 @@ package enum SignInLimitPolicy {
     /// full bucket) at `now` leaves, and, when there was no whole token, how
     /// many seconds until there is one (the refusal's `Retry-After`). A clock
     /// that went back refills nothing and never moves the bucket's time back.
+    /// How long an untouched bucket takes to refill completely: from then on
+    /// it is the same as no bucket, and may be forgotten.
+    package static func refillTime(of limit: SignInLimit) -> TimeInterval {
+        guard limit.perHour > 0 else { return 0 }
+        return Double(max(1, limit.burst)) * 3600 / Double(limit.perHour)
+    }
+
     package static func take(
         from bucket: SignInBucket?, limit: SignInLimit, now: Date
     ) -> (bucket: SignInBucket, retryAfter: Int?) {
@@ -54,16 +61,25 @@ extension GuestMode {
     /// Takes one guest sign-in from `address`'s bucket in the store, in one
     /// transaction, so servers sharing the store share the limit. Returns nil
     /// when the sign-in may go on, else the seconds until it may; with no
-    /// limit (0 an hour) the store is not touched.
+    /// limit (0 an hour) the store is not touched. An address seen for the
+    /// first time also clears away the buckets that have refilled, which are
+    /// as good as none, so the table holds only the addresses of the last
+    /// refill time (an hour by default).
     package func takeSignIn(from address: String, limit: SignInLimit, now: Date) throws -> Int? {
         guard limit.perHour > 0 else { return nil }
         try TextRule.check(address, what: "the client address")
         return try store.write { transaction in
             var retryAfter: Int?
+            var isNewAddress = false
             try transaction.updateSignInBucket(address: address) { stored in
                 let taken = SignInLimitPolicy.take(from: stored, limit: limit, now: now)
                 retryAfter = taken.retryAfter
+                isNewAddress = stored == nil
                 return taken.bucket
+            }
+            if isNewAddress {
+                try transaction.deleteSignInBuckets(
+                    updatedBefore: now.addingTimeInterval(-SignInLimitPolicy.refillTime(of: limit)))
             }
             return retryAfter
         }

@@ -132,6 +132,11 @@ extension PostgresTransaction {
         ).first.map { row in SignInBucket(tokens: try row.double("tokens"), updatedAt: try row.date("updated_at")) }
     }
 
+    func deleteSignInBuckets(updatedBefore time: Date) throws {
+        try connection.execute(
+            #"DELETE FROM sign_in_buckets WHERE updated_at COLLATE "C" < $1"#, [PostgresValue(time)])
+    }
+
     private func serverKey(_ row: PostgresRow) throws -> ServerKey {
         ServerKey(
             name: try row.string("name"), scope: try row.decode("scope", as: ServerScope.self),

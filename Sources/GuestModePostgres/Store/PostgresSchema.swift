@@ -29,6 +29,7 @@ enum PostgresSchema {
             tokens DOUBLE PRECISION NOT NULL,
             updated_at TEXT NOT NULL
         );
+        CREATE INDEX sign_in_buckets_updated ON sign_in_buckets (updated_at COLLATE "C");
         """
 
     /// Grants of extra allowance on a meter (`meter grant`), amounts as in

@@ -122,6 +122,11 @@ extension SQLiteTransaction {
         }
     }
 
+    func deleteSignInBuckets(updatedBefore time: Date) throws {
+        try db.cachedStatement(sql: "DELETE FROM sign_in_buckets WHERE updated_at < ?")
+            .execute(arguments: [Timestamp.format(time)])
+    }
+
     private func serverKey(_ row: Row) throws -> ServerKey {
         ServerKey(
             name: try row.decode(forColumn: "name"), scope: try row.decode("scope", as: ServerScope.self),

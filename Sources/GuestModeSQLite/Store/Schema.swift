@@ -262,5 +262,6 @@ enum Schema {
             tokens REAL NOT NULL,
             updated_at TEXT NOT NULL
         );
+        CREATE INDEX sign_in_buckets_updated ON sign_in_buckets (updated_at);
         """
 }

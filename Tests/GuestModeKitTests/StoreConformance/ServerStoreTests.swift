@@ -49,6 +49,13 @@ struct ServerStoreTests {
         #expect(
             try engine.store.read { try $0.signInBucket(address: "192.0.2.2") } == SignInBucket(tokens: 2, updatedAt: day(1)))
         #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.1") }?.updatedAt == later)
+        // A new address an hour after the last sign-in from 192.0.2.2 clears its bucket, refilled by now;
+        // 192.0.2.1's, touched 20 min later, is not full yet and stays.
+        let hourLater = day(1).addingTimeInterval(3600 + 1)
+        #expect(try engine.takeSignIn(from: "192.0.2.3", limit: limit, now: hourLater) == nil)
+        #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.2") } == nil)
+        #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.1") } != nil)
+        #expect(try engine.takeSignIn(from: "192.0.2.2", limit: limit, now: hourLater) == nil, "a forgotten bucket is full")
         let unlimited = SignInLimit(perHour: 0, burst: 0)
         #expect(try engine.takeSignIn(from: "192.0.2.9", limit: unlimited, now: day(1)) == nil)
         #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.9") } == nil, "no limit writes nothing")
