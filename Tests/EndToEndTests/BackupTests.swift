@@ -297,7 +297,8 @@ struct BackupTests {
             let tables = ((inspected.object["manifest"] as? [String: Any])?["tables"] as? [String: Int]) ?? [:]
             #expect(!tables.isEmpty)
             for table in [
-                "server_keys", "session_families", "refresh_tokens", "kept_responses", "webhook_outbox", "sign_in_buckets",
+                "server_keys", "session_families", "refresh_tokens", "kept_responses", "webhook_outbox",
+                "sign_in_buckets",
             ] {
                 #expect(tables[table] == nil, "\(selection) carries \(table)")
             }

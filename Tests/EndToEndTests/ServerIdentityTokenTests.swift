@@ -102,7 +102,9 @@ struct ServerIdentityTokenTests {
         (reply.object["error"] as? [String: Any])?["code"] as? String
     }
 
-    @Test("a guest links its own user with a verified ID token; every bad token is 401 with its code", arguments: ServerTests.Backend.allCases)
+    @Test(
+        "a guest links its own user with a verified ID token; every bad token is 401 with its code",
+        arguments: ServerTests.Backend.allCases)
     func linkWithIDToken(_ backend: ServerTests.Backend) async throws {
         let (sandbox, tokens) = try await Self.prepare(backend)
         let server = try await Server.start(
@@ -150,8 +152,10 @@ struct ServerIdentityTokenTests {
         // Bob, with records and a session, presents a token for Alice's identity: 409, and Bob is as he was.
         let (bob, bobToken) = try await server.signIn()
         #expect(
-            try await server.request("PUT", "/v1/users/\(bob)/records/subscriptions/s1", token: bobToken, body: #"{"n":1}"#)
-                .status == 201)
+            try await server.request(
+                "PUT", "/v1/users/\(bob)/records/subscriptions/s1", token: bobToken, body: #"{"n":1}"#
+            )
+            .status == 201)
         let before = try await Self.readBack(bob, token: bobToken, server: server, sandbox: sandbox)
         let taken = try await server.request(
             "POST", "/v1/users/\(bob)/identities", token: bobToken,
@@ -159,8 +163,10 @@ struct ServerIdentityTokenTests {
         #expect(taken.status == 201, "a fresh identity links: \(taken.body)")
         let (carol, carolToken) = try await server.signIn()
         #expect(
-            try await server.request("PUT", "/v1/users/\(carol)/records/subscriptions/c1", token: carolToken, body: "{}")
-                .status == 201)
+            try await server.request(
+                "PUT", "/v1/users/\(carol)/records/subscriptions/c1", token: carolToken, body: "{}"
+            )
+            .status == 201)
         let carolBefore = try await Self.readBack(carol, token: carolToken, server: server, sandbox: sandbox)
         let conflict = try await server.request(
             "POST", "/v1/users/\(carol)/identities", token: carolToken,
@@ -173,7 +179,8 @@ struct ServerIdentityTokenTests {
         let counters = try await server.request("GET", "/v1/users/\(carol)/counters", token: carolToken)
         #expect(
             (counters.object["counters"] as? [String: Int])?["account_upgrade_failed"] == 1, "\(counters.body)")
-        #expect(before.records == (try await Self.readBack(bob, token: bobToken, server: server, sandbox: sandbox)).records)
+        #expect(
+            before.records == (try await Self.readBack(bob, token: bobToken, server: server, sandbox: sandbox)).records)
 
         // Another user's id is answered as no user; a key may present a token too; ES256 keys verify.
         let foreign = try await server.request(

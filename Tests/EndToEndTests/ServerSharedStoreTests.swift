@@ -5,7 +5,9 @@ import Testing
 /// balancer, and what one leaves on the database when it stops.
 @Suite("guestmode serve: several servers on one store")
 struct ServerSharedStoreTests {
-    @Test("the guest sign-in limit is the store's: 30 from one address across two servers, the 31st is 429", arguments: ServerTests.Backend.allCases)
+    @Test(
+        "the guest sign-in limit is the store's: 30 from one address across two servers, the 31st is 429",
+        arguments: ServerTests.Backend.allCases)
     func signInLimitAcrossServers(_ backend: ServerTests.Backend) async throws {
         let sandbox = try await backend.sandbox("voice")
         // The buckets refill with the servers' clock: a fixed one, so a slow machine refills nothing.

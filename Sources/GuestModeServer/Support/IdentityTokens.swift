@@ -23,13 +23,16 @@ package struct IdentityProviderSetting: Sendable, Equatable {
 
     /// Parses `PROVIDER=ISSUER,AUDIENCE,JWKS`; the JWKS, last, may hold commas.
     package init(parsing text: String) throws {
-        let usage = "the identity provider '\(text)' must be PROVIDER=ISSUER,AUDIENCE,JWKS, e.g. apple=https://appleid.apple.com,com.example.app,https://appleid.apple.com/auth/keys"
+        let usage =
+            "the identity provider '\(text)' must be PROVIDER=ISSUER,AUDIENCE,JWKS, e.g. apple=https://appleid.apple.com,com.example.app,https://appleid.apple.com/auth/keys"
         guard let equals = text.firstIndex(of: "=") else {
             throw GuestModeError(.invalidIdentityProvider, usage)
         }
         provider = String(text[..<equals])
-        let parts = text[text.index(after: equals)...].split(separator: ",", maxSplits: 2, omittingEmptySubsequences: false)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = text[text.index(after: equals)...].split(
+            separator: ",", maxSplits: 2, omittingEmptySubsequences: false
+        )
+        .map { $0.trimmingCharacters(in: .whitespaces) }
         guard !provider.isEmpty, parts.count == 3, !parts.contains(where: \.isEmpty) else {
             throw GuestModeError(.invalidIdentityProvider, usage)
         }
@@ -87,7 +90,8 @@ final class IdentityTokens: Sendable {
         for setting in settings {
             guard providers[setting.provider] == nil else {
                 throw GuestModeError(
-                    .invalidIdentityProvider, "provider '\(setting.provider)' is configured twice; give each provider once")
+                    .invalidIdentityProvider,
+                    "provider '\(setting.provider)' is configured twice; give each provider once")
             }
             providers[setting.provider] = try await ProviderKeys(setting: setting, transport: transport)
         }
@@ -123,7 +127,9 @@ final class IdentityTokens: Sendable {
         let claims: IDTokenClaims
         do {
             claims = try await collection.verify(token, as: IDTokenClaims.self, expectedAudience: setting.audience)
-        } catch let error as JWTError where error.errorType == .claimVerificationFailure && error.failedClaim is AudienceClaim {
+        } catch let error as JWTError
+            where error.errorType == .claimVerificationFailure && error.failedClaim is AudienceClaim
+        {
             throw GuestModeError(
                 .idTokenAudienceMismatch,
                 "the ID token is not for this app: its audience is not '\(setting.audience)'")
@@ -132,16 +138,19 @@ final class IdentityTokens: Sendable {
         }
         guard claims.iss.value == setting.issuer else {
             throw GuestModeError(
-                .idTokenIssuerMismatch, "the ID token was not issued by '\(setting.issuer)', provider '\(provider)''s issuer")
+                .idTokenIssuerMismatch,
+                "the ID token was not issued by '\(setting.issuer)', provider '\(provider)''s issuer")
         }
         guard claims.exp.value.addingTimeInterval(Self.leeway) > now else {
             throw GuestModeError(
                 .idTokenExpired,
-                "the ID token expired at \(Timestamp.format(claims.exp.value)); sign in with the provider again for a fresh one")
+                "the ID token expired at \(Timestamp.format(claims.exp.value)); sign in with the provider again for a fresh one"
+            )
         }
         if let nonce, claims.nonce != nonce {
             throw GuestModeError(
-                .idTokenNonceMismatch, "the ID token's nonce is not the one this request gives: it was issued for another sign-in")
+                .idTokenNonceMismatch,
+                "the ID token's nonce is not the one this request gives: it was issued for another sign-in")
         }
         guard !claims.sub.value.isEmpty else { throw Self.invalid("the ID token's subject is empty") }
         return VerifiedIdentity(subject: claims.sub.value, email: claims.email)
@@ -238,7 +247,8 @@ actor ProviderKeys {
             do {
                 try await collection.add(jwk: key)
             } catch {
-                throw GuestModeError(.invalidJWKS, "\(what) holds a key '\(kid)' that is not a valid \(algorithm.rawValue) key")
+                throw GuestModeError(
+                    .invalidJWKS, "\(what) holds a key '\(kid)' that is not a valid \(algorithm.rawValue) key")
             }
             algorithms[kid] = algorithm.rawValue
         }

@@ -86,7 +86,8 @@ struct ServeCommand: ParsableCommand {
         get throws {
             let settings = try oidc.map(IdentityProviderSetting.init(parsing:))
             if let twice = Dictionary(grouping: settings, by: \.provider).first(where: { $0.value.count > 1 })?.key {
-                throw GuestModeError(.invalidIdentityProvider, "--oidc names provider '\(twice)' twice; give each provider once")
+                throw GuestModeError(
+                    .invalidIdentityProvider, "--oidc names provider '\(twice)' twice; give each provider once")
             }
             return settings
         }

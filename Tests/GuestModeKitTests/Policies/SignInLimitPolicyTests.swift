@@ -29,7 +29,8 @@ import Testing
         let old = SignInBucket(tokens: 2, updatedAt: day(1))
         let taken = SignInLimitPolicy.take(from: old, limit: limit, now: day(9))
         #expect(taken.bucket.tokens == 29)
-        let smaller = SignInLimitPolicy.take(from: SignInBucket(tokens: 30, updatedAt: day(1)), limit: SignInLimit(perHour: 2, burst: 2), now: day(1))
+        let smaller = SignInLimitPolicy.take(
+            from: SignInBucket(tokens: 30, updatedAt: day(1)), limit: SignInLimit(perHour: 2, burst: 2), now: day(1))
         #expect(smaller.bucket.tokens == 1, "a bucket kept under a larger limit is cut to the burst")
     }
 

@@ -41,13 +41,14 @@ struct ServerStoreTests {
         let engine = try engine(backend)
         let limit = SignInLimit(perHour: 3, burst: 3)
         for _ in 0..<3 { #expect(try engine.takeSignIn(from: "192.0.2.1", limit: limit, now: day(1)) == nil) }
-        #expect(try engine.takeSignIn(from: "192.0.2.1", limit: limit, now: day(1)) == 1200, "3 an hour: one every 20 min")
+        #expect(
+            try engine.takeSignIn(from: "192.0.2.1", limit: limit, now: day(1)) == 1200, "3 an hour: one every 20 min")
         #expect(try engine.takeSignIn(from: "192.0.2.2", limit: limit, now: day(1)) == nil, "each address has its own")
         let later = day(1).addingTimeInterval(1200)
         #expect(try engine.takeSignIn(from: "192.0.2.1", limit: limit, now: later) == nil)
         #expect(try engine.takeSignIn(from: "192.0.2.1", limit: limit, now: later) == 1200)
-        #expect(
-            try engine.store.read { try $0.signInBucket(address: "192.0.2.2") } == SignInBucket(tokens: 2, updatedAt: day(1)))
+        let stored = try engine.store.read { try $0.signInBucket(address: "192.0.2.2") }
+        #expect(stored == SignInBucket(tokens: 2, updatedAt: day(1)))
         #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.1") }?.updatedAt == later)
         // A new address an hour after the last sign-in from 192.0.2.2 clears its bucket, refilled by now;
         // 192.0.2.1's, touched 20 min later, is not full yet and stays.
@@ -55,7 +56,8 @@ struct ServerStoreTests {
         #expect(try engine.takeSignIn(from: "192.0.2.3", limit: limit, now: hourLater) == nil)
         #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.2") } == nil)
         #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.1") } != nil)
-        #expect(try engine.takeSignIn(from: "192.0.2.2", limit: limit, now: hourLater) == nil, "a forgotten bucket is full")
+        #expect(
+            try engine.takeSignIn(from: "192.0.2.2", limit: limit, now: hourLater) == nil, "a forgotten bucket is full")
         let unlimited = SignInLimit(perHour: 0, burst: 0)
         #expect(try engine.takeSignIn(from: "192.0.2.9", limit: unlimited, now: day(1)) == nil)
         #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.9") } == nil, "no limit writes nothing")
