@@ -288,6 +288,18 @@ struct ServerIdentityTokenTests {
         #expect(kept.status == 201, "\(kept.body)")
         #expect(try await server.stop() == 0)
 
+        // A server that never fetched the keys, with the key server gone: 503, try again later.
+        let stranded = try await Server.start(
+            in: sandbox, options: ["--oidc", "apple=\(Self.issuer),\(Self.audience),\(url)"])
+        let (carol, carolToken) = try await stranded.signIn()
+        let unavailable = try await stranded.request(
+            "POST", "/v1/users/\(carol)/identities", token: carolToken,
+            body: #"{"provider":"apple","id_token":"\#(tokens["third"] ?? "")"}"#)
+        #expect(unavailable.status == 503, "\(unavailable.body)")
+        #expect(Self.code(unavailable) == "destination_unavailable")
+        #expect(unavailable.headers["retry-after"] == "1")
+        #expect(try await stranded.stop() == 0)
+
         // A key set the server cannot use, or a setting it cannot read, stops it before it listens.
         try sandbox.write("empty.json", #"{"keys":[{"kty":"oct","kid":"h","k":"c2VjcmV0"}]}"#)
         for (setting, code) in [
