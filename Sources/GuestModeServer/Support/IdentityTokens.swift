@@ -120,8 +120,12 @@ final class IdentityTokens: Sendable {
             throw Self.invalid("the ID token is signed with a key that provider '\(provider)''s key set does not hold")
         }
         guard algorithm == keyAlgorithm else {
+            // The header is the sender's text: named back only when it looks like an algorithm's name.
+            let named =
+                algorithm.count <= 16 && algorithm.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+                ? algorithm : "an unknown algorithm"
             throw Self.invalid(
-                "the ID token is signed with \(algorithm); provider '\(provider)''s key is \(keyAlgorithm), the only algorithm taken with it"
+                "the ID token is signed with \(named); provider '\(provider)''s key is \(keyAlgorithm), the only algorithm taken with it"
             )
         }
         let claims: IDTokenClaims
