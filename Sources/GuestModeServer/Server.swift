@@ -49,6 +49,8 @@ package struct ServerConfiguration: Sendable {
     package var keptBackups = 5
     /// The largest pushed archive, in bytes: the largest entry an archive may hold.
     package var backupSizeLimit = Int(ArchiveLimits.standard.maximumEntrySize)
+    /// The providers whose OpenID Connect ID tokens may link identities.
+    package var identityProviders: [IdentityProviderSetting] = []
 
     package init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
         self.host = host
@@ -79,12 +81,17 @@ package struct GuestModeServer: Sendable {
     /// returns; the caller closes the store. `onListening` gets the address
     /// bound, `host:port`.
     package func run(onListening: @escaping @Sendable (String) -> Void) async throws {
+        // Key set files are read before anything listens: a bad one stops the server here.
+        let identityTokens = try await IdentityTokens(
+            settings: configuration.identityProviders,
+            transport: HTTPTransport(
+                userAgent: "guestmode/\(configuration.toolVersion)", timeout: 10, responseLimit: 256 * 1024))
         let pool = NIOThreadPool(numberOfThreads: max(1, configuration.threads))
         pool.start()
         let services = Services(
             engine: engine, pool: pool, clock: clock,
             tokens: await AccessTokens(key: configuration.accessTokenKey, lifetime: configuration.accessTokenLifetime),
-            configuration: configuration)
+            identityTokens: identityTokens, configuration: configuration)
         let router = ServerRouter(context: ServerContext.self)
         router.add(middleware: InFlightLimitMiddleware(limit: configuration.maximumRequests))
         router.add(middleware: FailureMiddleware())

@@ -283,6 +283,7 @@ struct BackupTests {
             INSERT INTO refresh_tokens VALUES ('\(token)', 'family-1', '2026-11-03T10:00:00.000Z', NULL);
             INSERT INTO kept_responses VALUES ('user:u1', 'k-1', '\(token)', 201, '{}', '2026-11-03T10:00:00.000Z');
             INSERT INTO webhook_outbox VALUES (1, 'evt_1', 'crm', 'user.deleted', 'u1', '2026-11-03T10:00:00.000Z', '', '{"id":"evt_1"}', 'pending', 0, NULL, NULL, NULL);
+            INSERT INTO sign_in_buckets VALUES ('192.0.2.1', 12.5, '2026-11-03T10:00:00.000Z');
             """)
         #expect(try await sandbox.shell("sqlite3 guestmode.sqlite < server.sql").status == 0)
         #expect(try await sandbox.run("serve", "key", "create", "backend", "--scope", "admin").status == 0)
@@ -295,7 +296,10 @@ struct BackupTests {
             let inspected = try await sandbox.run("backup", "inspect", archive, "--json")
             let tables = ((inspected.object["manifest"] as? [String: Any])?["tables"] as? [String: Int]) ?? [:]
             #expect(!tables.isEmpty)
-            for table in ["server_keys", "session_families", "refresh_tokens", "kept_responses", "webhook_outbox"] {
+            for table in [
+                "server_keys", "session_families", "refresh_tokens", "kept_responses", "webhook_outbox",
+                "sign_in_buckets",
+            ] {
                 #expect(tables[table] == nil, "\(selection) carries \(table)")
             }
             let unpacked = try await sandbox.shell(

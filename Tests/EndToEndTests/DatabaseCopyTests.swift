@@ -11,7 +11,7 @@ private let storeTables: [(name: String, key: String)] = [
     ("experiment_assignments", "user_id, experiment"), ("outbox", "user_id"), ("user_flags", "user_id, flag"),
     ("migration_journals", "id"), ("migration_steps", "journal_id, position"), ("conflict_archive", "id"),
     ("server_keys", "name"), ("session_families", "id"), ("refresh_tokens", "token_hash"),
-    ("kept_responses", "principal, key"), ("webhook_outbox", "id"),
+    ("kept_responses", "principal, key"), ("webhook_outbox", "id"), ("sign_in_buckets", "address"),
 ]
 
 /// A recipes store with rows in every table: the seeded guest and account,
@@ -48,6 +48,7 @@ private func storeWithEveryTable() async throws -> Sandbox {
         INSERT INTO refresh_tokens VALUES ('\(String(repeating: "ab", count: 32))', 'family-1', '2026-11-03T10:00:00.000Z', NULL);
         INSERT INTO kept_responses VALUES ('user:\(kept)', 'k-1', '\(String(repeating: "cd", count: 32))', 201, '{"ok":true}', '2026-11-03T10:00:00.000Z');
         INSERT INTO webhook_outbox VALUES (7, 'evt_1', 'crm', 'user.deleted', '\(kept)', '2026-11-03T10:00:00.000Z', '', '{"id":"evt_1"}', 'held', 8, 'HTTP 500', NULL, NULL);
+        INSERT INTO sign_in_buckets VALUES ('192.0.2.1', 12.5, '2026-11-03T10:00:00.000Z');
         """)
     #expect(try await sandbox.run("serve", "key", "create", "backend", "--scope", "user-data").status == 0)
     for table in storeTables {

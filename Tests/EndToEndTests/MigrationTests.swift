@@ -324,6 +324,7 @@ struct MigrationTests {
         #expect(
             schema?["pending"] as? [String] == [
                 "v2-conflict-archive", "v3-server", "v4-device-index", "v5-grants", "v6-webhooks",
+                "v7-sign-in-buckets",
             ])
         #expect(
             try await sandbox.run("user", "list").status == 65,

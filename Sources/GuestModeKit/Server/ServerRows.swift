@@ -45,6 +45,19 @@ package protocol ServerRows {
 
     /// Sets the status and body of the answer kept for `key` from `principal`.
     func settleKeptResponse(principal: String, key: String, status: Int, body: String) throws
+
+    /// Replaces `address`'s guest sign-in bucket with what `update` makes of
+    /// the stored one (nil when there is none), the row locked from the read
+    /// to the write so concurrent transactions, on any server, take turns.
+    /// `update` may be called twice when another transaction created the row
+    /// meanwhile; it must decide nothing but from its argument.
+    func updateSignInBucket(address: String, _ update: (SignInBucket?) throws -> SignInBucket) throws
+
+    /// The sign-in bucket stored for `address`, or nil.
+    func signInBucket(address: String) throws -> SignInBucket?
+
+    /// Deletes the sign-in buckets last updated before `time`.
+    func deleteSignInBuckets(updatedBefore time: Date) throws
 }
 
 /// A refresh token as stored: which family it belongs to and where that stands.

@@ -161,9 +161,15 @@ extension GuestModeError {
             .guestAlreadyMoved,
             .guestOwnerMismatch,
             .hostileArchive,
+            .idTokenAudienceMismatch,
+            .idTokenExpired,
+            .idTokenInvalid,
+            .idTokenIssuerMismatch,
+            .idTokenNonceMismatch,
             .idempotencyKeyReused,
             .identityAlreadyExists,
             .identityNotFound,
+            .identityProviderNotConfigured,
             .importConflict,
             .inconsistentRows,
             .insufficientScope,
@@ -174,8 +180,10 @@ extension GuestModeError {
             .invalidDevice,
             .invalidEvent,
             .invalidEventLog,
+            .invalidIdentityProvider,
             .invalidImportFile,
             .invalidJson,
+            .invalidJWKS,
             .invalidKeyName,
             .invalidLevel,
             .invalidLimit,
@@ -603,5 +611,21 @@ extension GuestModeError {
         public static let unauthorized = Code("unauthorized", .usage)
         /// Too many guest sign-ins from one client address; retry after the time given.
         public static let rateLimited = Code("rate_limited", .tryAgainLater)
+        /// An ID token presented to link an identity is not for this app: its audience is not the one configured for the provider.
+        public static let idTokenAudienceMismatch = Code("id_token_audience_mismatch", .usage)
+        /// An ID token presented to link an identity has expired.
+        public static let idTokenExpired = Code("id_token_expired", .usage)
+        /// An ID token presented to link an identity is malformed, signed with an algorithm or key its provider's key set does not give, or its signature does not verify.
+        public static let idTokenInvalid = Code("id_token_invalid", .usage)
+        /// An ID token presented to link an identity was not issued by the issuer configured for its provider.
+        public static let idTokenIssuerMismatch = Code("id_token_issuer_mismatch", .usage)
+        /// An ID token presented to link an identity does not carry the nonce the request gives.
+        public static let idTokenNonceMismatch = Code("id_token_nonce_mismatch", .usage)
+        /// The server takes no ID tokens from that provider.
+        public static let identityProviderNotConfigured = Code("identity_provider_not_configured", .usage)
+        /// An identity provider's setting is not PROVIDER=ISSUER,AUDIENCE,JWKS, or names a provider twice.
+        public static let invalidIdentityProvider = Code("invalid_identity_provider", .usage)
+        /// A provider's JSON Web Key Set cannot be read or holds no usable signing key.
+        public static let invalidJWKS = Code("invalid_jwks", .usage)
     }
 }

@@ -44,6 +44,7 @@ package struct StoreTable: Sendable, Equatable, Hashable {
         StoreTable(name: "refresh_tokens", primaryKey: ["token_hash"]),
         StoreTable(name: "kept_responses", primaryKey: ["principal", "key"]),
         StoreTable(name: "webhook_outbox", primaryKey: ["id"]),
+        StoreTable(name: "sign_in_buckets", primaryKey: ["address"]),
     ]
 
     /// The store's own tables, which no backup carries: the profile binding

@@ -23,7 +23,14 @@ final class PostgresConnection: Sendable {
     /// service files), as psql reads them.
     init(connecting conninfo: String, location: String) throws {
         self.location = location
-        guard let handle = PQconnectdb(conninfo) else {
+        // The URI (or "") expands as PQconnectdb would read it; guestmode names itself to the server
+        // (pg_stat_activity's application_name) unless the URI or PGAPPNAME names the session already.
+        let keywords = ["dbname", "fallback_application_name"]
+        let values = [conninfo, "guestmode"]
+        let connected = keywords.withCStringArray { keywords in
+            values.withCStringArray { values in PQconnectdbParams(keywords, values, 1) }
+        }
+        guard let handle = connected else {
             throw GuestModeError(
                 .tryAgainLater, code: .storeUnreachable, "cannot reach the PostgreSQL store \(location): out of memory")
         }
@@ -421,5 +428,15 @@ struct PostgresRow {
         let text = try string(column)
         guard let value = T(rawValue: text) else { throw corrupt("an unknown value '\(text)' in \(column)") }
         return value
+    }
+}
+
+extension Array where Element == String {
+    /// The strings as a NULL-terminated array of C strings, valid inside `body`.
+    fileprivate func withCStringArray<T>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+        let copies = map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 }

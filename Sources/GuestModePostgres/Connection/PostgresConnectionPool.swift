@@ -158,6 +158,26 @@ final class PostgresConnectionPool: Sendable {
 
     private func giveBack(_ connection: PostgresConnection) {
         guard connection.isReusable else { return }
-        idle.withLock { $0.append(connection) }
+        idle.withLock { idle in
+            // After `close`, a connection given back is closed instead of kept.
+            if !isClosed.load(ordering: .acquiring) { idle.append(connection) }
+        }
+    }
+
+    /// Set by `close`: connections given back from then on are closed.
+    private let isClosed = Atomic<Bool>(false)
+
+    /// Closes every idle connection (libpq says goodbye to the server, which
+    /// ends its backend at once) and, from now on, each connection in use as
+    /// its transaction ends. A transaction begun later opens a connection of
+    /// its own and closes it when done.
+    func close() {
+        let closing = idle.withLock { idle in
+            isClosed.store(true, ordering: .releasing)
+            defer { idle.removeAll() }
+            return idle
+        }
+        // The last reference to each goes here: its deinit calls PQfinish.
+        _ = closing
     }
 }

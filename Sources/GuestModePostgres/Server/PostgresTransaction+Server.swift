@@ -99,6 +99,44 @@ extension PostgresTransaction {
             [PostgresValue(status), PostgresValue(body), PostgresValue(principal), PostgresValue(key)])
     }
 
+    func updateSignInBucket(address: String, _ update: (SignInBucket?) throws -> SignInBucket) throws {
+        // The row is locked from its read to its write; a first sign-in from an address inserts it, and one
+        // that lost that race to another server's transaction locks the row that one made and goes on from it.
+        if try lockedSignInBucket(address) == nil {
+            let first = try update(nil)
+            let inserted =
+                try connection.execute(
+                    """
+                    INSERT INTO sign_in_buckets (address, tokens, updated_at) VALUES ($1, $2, $3)
+                    ON CONFLICT (address) DO NOTHING
+                    """,
+                    [PostgresValue(address), PostgresValue(String(first.tokens)), PostgresValue(first.updatedAt)]
+                ).changes > 0
+            if inserted { return }
+        }
+        let next = try update(try lockedSignInBucket(address))
+        try connection.execute(
+            "UPDATE sign_in_buckets SET tokens = $2, updated_at = $3 WHERE address = $1",
+            [PostgresValue(address), PostgresValue(String(next.tokens)), PostgresValue(next.updatedAt)])
+    }
+
+    func signInBucket(address: String) throws -> SignInBucket? {
+        try connection.execute(
+            "SELECT tokens, updated_at FROM sign_in_buckets WHERE address = $1", [PostgresValue(address)]
+        ).first.map { row in SignInBucket(tokens: try row.double("tokens"), updatedAt: try row.date("updated_at")) }
+    }
+
+    private func lockedSignInBucket(_ address: String) throws -> SignInBucket? {
+        try connection.execute(
+            "SELECT tokens, updated_at FROM sign_in_buckets WHERE address = $1 FOR UPDATE", [PostgresValue(address)]
+        ).first.map { row in SignInBucket(tokens: try row.double("tokens"), updatedAt: try row.date("updated_at")) }
+    }
+
+    func deleteSignInBuckets(updatedBefore time: Date) throws {
+        try connection.execute(
+            #"DELETE FROM sign_in_buckets WHERE updated_at COLLATE "C" < $1"#, [PostgresValue(time)])
+    }
+
     private func serverKey(_ row: PostgresRow) throws -> ServerKey {
         ServerKey(
             name: try row.string("name"), scope: try row.decode("scope", as: ServerScope.self),

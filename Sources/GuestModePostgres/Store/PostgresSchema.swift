@@ -18,7 +18,19 @@ enum PostgresSchema {
         Migration(identifier: "pg3-device-index", sql: deviceIndex),
         Migration(identifier: "pg4-grants", sql: grants),
         Migration(identifier: "pg5-webhooks", sql: webhooks),
+        Migration(identifier: "pg6-sign-in-buckets", sql: signInBuckets),
     ]
+
+    /// Guest sign-in buckets, one per client address (the same table as
+    /// SQLite's v7): every server on the store draws on the same buckets.
+    static let signInBuckets = """
+        CREATE TABLE sign_in_buckets (
+            address TEXT PRIMARY KEY,
+            tokens DOUBLE PRECISION NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX sign_in_buckets_updated ON sign_in_buckets (updated_at COLLATE "C");
+        """
 
     /// Grants of extra allowance on a meter (`meter grant`), amounts as in
     /// meter_usage; a grant's idempotency key is unique per user.
@@ -73,7 +85,7 @@ enum PostgresSchema {
         "meta", "users", "identities", "credentials", "upgrade_locks", "events", "counters", "records", "meter_usage",
         "meter_warnings", "meter_grants", "plans", "prompt_outcomes", "experiment_assignments", "outbox", "user_flags",
         "migration_journals", "migration_steps", "conflict_archive", "server_keys", "session_families",
-        "refresh_tokens", "kept_responses", "webhook_outbox",
+        "refresh_tokens", "kept_responses", "webhook_outbox", "sign_in_buckets",
     ]
 
     static let initial = """

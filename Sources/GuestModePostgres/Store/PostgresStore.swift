@@ -107,6 +107,14 @@ public final class PostgresStore: Sendable {
         return PostgresStore(pool: pool, schema: schema)
     }
 
+    /// Closes the store's connections: the idle ones now, any still in a
+    /// transaction as it ends. A server calls it once its requests are done,
+    /// so the database is left with no session of this process. The store
+    /// still works afterwards, one connection per transaction, closed after it.
+    public func close() {
+        pool.close()
+    }
+
     /// The URI as it may be printed: never with its password. This is the one
     /// function every message, document and journal names a PostgreSQL store by.
     package static func describe(_ uri: String) -> String {

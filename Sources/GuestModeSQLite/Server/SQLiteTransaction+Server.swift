@@ -102,6 +102,31 @@ extension SQLiteTransaction {
             .execute(arguments: [status, body, principal, key])
     }
 
+    func updateSignInBucket(address: String, _ update: (SignInBucket?) throws -> SignInBucket) throws {
+        // The one writer connection serializes every write: nothing else changes the row meanwhile.
+        let next = try update(try signInBucket(address: address))
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO sign_in_buckets (address, tokens, updated_at) VALUES (?, ?, ?)
+                ON CONFLICT (address) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at
+                """
+        ).execute(arguments: [address, next.tokens, Timestamp.format(next.updatedAt)])
+    }
+
+    func signInBucket(address: String) throws -> SignInBucket? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT tokens, updated_at FROM sign_in_buckets WHERE address = ?"),
+            arguments: [address]
+        ).map { row in
+            SignInBucket(tokens: try row.decode(forColumn: "tokens"), updatedAt: try row.time("updated_at"))
+        }
+    }
+
+    func deleteSignInBuckets(updatedBefore time: Date) throws {
+        try db.cachedStatement(sql: "DELETE FROM sign_in_buckets WHERE updated_at < ?")
+            .execute(arguments: [Timestamp.format(time)])
+    }
+
     private func serverKey(_ row: Row) throws -> ServerKey {
         ServerKey(
             name: try row.decode(forColumn: "name"), scope: try row.decode("scope", as: ServerScope.self),

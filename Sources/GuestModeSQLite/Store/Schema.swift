@@ -252,4 +252,16 @@ enum Schema {
         CREATE INDEX webhook_outbox_status ON webhook_outbox (status, created_at, id);
         CREATE INDEX webhook_outbox_user ON webhook_outbox (user_id, created_at, id);
         """
+
+    /// Guest sign-in buckets, one per client address (`guestmode serve
+    /// --guests-per-hour`), in the store so every server sharing it shares
+    /// the limit. The store's own: no backup carries them.
+    static let v7 = """
+        CREATE TABLE sign_in_buckets (
+            address TEXT PRIMARY KEY NOT NULL,
+            tokens REAL NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX sign_in_buckets_updated ON sign_in_buckets (updated_at);
+        """
 }

@@ -8,6 +8,9 @@ extension GuestModeError {
     var httpStatus: HTTPResponse.Status {
         switch code {
         case .unauthorized, .refreshTokenInvalid, .refreshTokenReused: return .unauthorized
+        // An ID token that fails a check is a credential refused, as an access token is.
+        case .idTokenInvalid, .idTokenExpired, .idTokenIssuerMismatch, .idTokenAudienceMismatch, .idTokenNonceMismatch:
+            return .unauthorized
         case .insufficientScope: return .forbidden
         case .bodyTooLarge: return .contentTooLarge
         case .rateLimited: return .tooManyRequests

@@ -12,24 +12,27 @@ final class Services: Sendable {
     let tokens: AccessTokens
     let bodyLimit: Int
     let storeWait: Duration
-    let signIns: SignInLimiter
+    let signInLimit: SignInLimit
     let trustedProxies: Set<String>
     let backupKey: BackupKey?
     let toolVersion: String
     /// Where pushed backups are kept; nil when the server keeps none.
     let backupShelf: BackupShelf?
+    /// The providers whose ID tokens link identities (`--oidc`).
+    let identityTokens: IdentityTokens
 
     init(
         engine: GuestMode, pool: NIOThreadPool, clock: @escaping @Sendable () throws -> Date, tokens: AccessTokens,
-        configuration: ServerConfiguration
+        identityTokens: IdentityTokens, configuration: ServerConfiguration
     ) {
+        self.identityTokens = identityTokens
         self.engine = engine
         self.pool = pool
         self.clock = clock
         self.tokens = tokens
         bodyLimit = configuration.bodyLimit
         storeWait = configuration.storeWait
-        signIns = SignInLimiter(limit: configuration.signInLimit)
+        signInLimit = configuration.signInLimit
         trustedProxies = configuration.trustedProxies
         backupKey = configuration.backupKey
         toolVersion = configuration.toolVersion

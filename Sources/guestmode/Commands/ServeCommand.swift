@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GuestModeKit
+import GuestModePostgres
 import GuestModeServer
 import GuestModeSQLite
 
@@ -69,6 +70,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Pushed archives kept per user, the oldest removed first (default: 5).", valueName: "n"))
     var keepBackups = 5
 
+    @Option(
+        help: ArgumentHelp(
+            "Let a guest's session link an identity with PROVIDER's OpenID Connect ID token, checked against ISSUER, AUDIENCE (the app's client id) and the key set JWKS (a file, or an https URL); repeat for several providers.",
+            valueName: "provider=issuer,audience,jwks"))
+    var oidc: [String] = []
+
     func validate() throws {
         _ = try address
         try requireInRange(threads, 1...256, "--threads")
@@ -79,6 +86,18 @@ struct ServeCommand: ParsableCommand {
         try requireInRange(idleTimeout, 1...3600, "--idle-timeout")
         try requireInRange(guestsPerHour, 0...1_000_000, "--guests-per-hour")
         try requireInRange(keepBackups, 1...10_000, "--keep-backups")
+    }
+
+    /// Read in `run`, not `validate`, so a bad setting is reported with its own code, not as a usage error.
+    private var identityProviders: [IdentityProviderSetting] {
+        get throws {
+            let settings = try oidc.map(IdentityProviderSetting.init(parsing:))
+            if let twice = Dictionary(grouping: settings, by: \.provider).first(where: { $0.value.count > 1 })?.key {
+                throw GuestModeError(
+                    .invalidIdentityProvider, "--oidc names provider '\(twice)' twice; give each provider once")
+            }
+            return settings
+        }
     }
 
     private var address: (host: String, port: Int) {
@@ -97,6 +116,7 @@ struct ServeCommand: ParsableCommand {
         // restores SIGPIPE's default for the one-shot commands).
         signal(SIGPIPE, SIG_IGN)
         // One store connection per engine thread: a call never waits for a connection once it runs.
+        let providers = try identityProviders
         let engine = try global.openEngine(connections: threads)
         let key = try global.backupKeyCreatingIfMissing()
         let (host, port) = try address
@@ -112,6 +132,7 @@ struct ServeCommand: ParsableCommand {
         configuration.toolVersion = GuestModeVersion.current
         configuration.backupsDirectory = backupsDir
         configuration.keptBackups = keepBackups
+        configuration.identityProviders = providers
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
         let output = global.output
         let listen = self.listen
@@ -137,6 +158,8 @@ struct ServeCommand: ParsableCommand {
         }
         finished.wait()
         try (engine.store as? SQLiteStore)?.close()
+        // PostgreSQL sessions end with a goodbye, not with the process: none stays behind on the server.
+        (engine.store as? PostgresStore)?.close()
         if let error = outcome.error { throw error }
     }
 

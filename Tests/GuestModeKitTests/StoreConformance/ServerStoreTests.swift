@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import GuestModeKit
@@ -33,6 +34,50 @@ struct ServerStoreTests {
         #expect(try engine.serverKey(authenticating: issued.secret) == nil)
         #expect(try engine.serverKeys() == [revoked])
         expectFailure(.notFound, code: .serverKeyNotFound) { _ = try engine.revokeServerKey(named: "nope", now: day(2)) }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func signInBucketsLiveInTheStore(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        let limit = SignInLimit(perHour: 3, burst: 3)
+        for _ in 0..<3 { #expect(try engine.takeSignIn(from: "192.0.2.1", limit: limit, now: day(1)) == nil) }
+        #expect(
+            try engine.takeSignIn(from: "192.0.2.1", limit: limit, now: day(1)) == 1200, "3 an hour: one every 20 min")
+        #expect(try engine.takeSignIn(from: "192.0.2.2", limit: limit, now: day(1)) == nil, "each address has its own")
+        let later = day(1).addingTimeInterval(1200)
+        #expect(try engine.takeSignIn(from: "192.0.2.1", limit: limit, now: later) == nil)
+        #expect(try engine.takeSignIn(from: "192.0.2.1", limit: limit, now: later) == 1200)
+        let stored = try engine.store.read { try $0.signInBucket(address: "192.0.2.2") }
+        #expect(stored == SignInBucket(tokens: 2, updatedAt: day(1)))
+        #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.1") }?.updatedAt == later)
+        // A new address an hour after the last sign-in from 192.0.2.2 clears its bucket, refilled by now;
+        // 192.0.2.1's, touched 20 min later, is not full yet and stays.
+        let hourLater = day(1).addingTimeInterval(3600 + 1)
+        #expect(try engine.takeSignIn(from: "192.0.2.3", limit: limit, now: hourLater) == nil)
+        #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.2") } == nil)
+        #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.1") } != nil)
+        #expect(
+            try engine.takeSignIn(from: "192.0.2.2", limit: limit, now: hourLater) == nil, "a forgotten bucket is full")
+        let unlimited = SignInLimit(perHour: 0, burst: 0)
+        #expect(try engine.takeSignIn(from: "192.0.2.9", limit: unlimited, now: day(1)) == nil)
+        #expect(try engine.store.read { try $0.signInBucket(address: "192.0.2.9") } == nil, "no limit writes nothing")
+        expectFailure(.badData, code: .nulInText) {
+            _ = try engine.takeSignIn(from: "a\u{0}b", limit: limit, now: day(1))
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func concurrentSignInsFromANewAddressTakeExactlyTheBurst(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        let limit = SignInLimit(perHour: 30, burst: 30)
+        let admitted = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 48) { _ in
+            if (try? engine.takeSignIn(from: "198.51.100.7", limit: limit, now: day(1))) == .some(nil) {
+                admitted.withLock { $0 += 1 }
+            }
+        }
+        #expect(admitted.withLock { $0 } == 30)
+        #expect(try engine.store.read { try $0.signInBucket(address: "198.51.100.7") }?.tokens == 0)
     }
 
     @Test func anAdminKeyCoversUserData() {
