@@ -715,8 +715,10 @@ final class Server: @unchecked Sendable {
         return Server(process: process, address: address, errors: errors)
     }
 
-    /// SIGTERM, then the exit status.
+    /// SIGTERM, then the exit status. Every answer the server gave was checked against its OpenAPI
+    /// document first (`checkAnswers`).
     func stop() async throws -> Int32 {
+        try await checkAnswers()
         process.terminate()
         let process = self.process
         return await withCheckedContinuation { continuation in
@@ -725,6 +727,32 @@ final class Server: @unchecked Sendable {
                 continuation.resume(returning: process.terminationStatus)
             }
         }
+    }
+
+    /// The answers `request` got so far, each as the NDJSON line scripts/check-openapi-responses.py reads.
+    private let answers = Answers()
+
+    /// Checks every answer so far against schemas/openapi.json, the document the server serves: its
+    /// route lists the status and the media type, and a JSON body is valid against the schema (a real
+    /// validator, python3-jsonschema; a missing one fails).
+    func checkAnswers(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let lines = answers.take()
+        guard !lines.isEmpty else { return }
+        let sandbox = try Sandbox()
+        try lines.joined(separator: "\n").write(
+            toFile: sandbox.path("answers.ndjson"), atomically: true, encoding: .utf8)
+        let script = Sandbox.packageRoot.appendingPathComponent("scripts/check-openapi-responses.py").path
+        let result = try await sandbox.shell(
+            """
+            for python in /usr/bin/python3 python3; do
+                if "$python" -c 'import jsonschema' 2>/dev/null; then
+                    exec "$python" '\(script)' < answers.ndjson
+                fi
+            done
+            echo 'no python3 with jsonschema: make deps installs python3-jsonschema' >&2
+            exit 2
+            """)
+        #expect(result.status == 0, "answers that schemas/openapi.json does not describe:\n\(result.stderr)", sourceLocation: sourceLocation)
     }
 
     /// A guest signed in: its id and access token.
@@ -773,7 +801,9 @@ final class Server: @unchecked Sendable {
             fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         let status = head.first.flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Int($0) } ?? 0
-        return Reply(status: status, headers: fields, body: String(text[split.upperBound...]))
+        let reply = Reply(status: status, headers: fields, body: String(text[split.upperBound...]))
+        answers.record(method: method, path: path, reply: reply)
+        return reply
     }
 
     private static func curl(_ arguments: [String], input: Data?) throws -> Data {
@@ -815,6 +845,30 @@ final class Server: @unchecked Sendable {
             } else if errno != EINTR {
                 throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
             }
+        }
+    }
+}
+
+/// The answers a `Server` got, for `checkAnswers`.
+private final class Answers: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    func record(method: String, path: String, reply: Server.Reply) {
+        // Nothing answered (a cut connection, a stopped server): nothing to check.
+        guard reply.status != 0 else { return }
+        let line: [String: Any] = [
+            "method": method, "path": String(path.split(separator: "?", maxSplits: 1).first ?? ""),
+            "status": reply.status, "content_type": reply.headers["content-type"] ?? "", "body": reply.body,
+        ]
+        guard let data = try? JSONSerialization.data(withJSONObject: line) else { return }
+        lock.withLock { lines.append(String(decoding: data, as: UTF8.self)) }
+    }
+
+    func take() -> [String] {
+        lock.withLock {
+            defer { lines = [] }
+            return lines
         }
     }
 }

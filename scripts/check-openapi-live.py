@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Runs schemathesis against a real `guestmode serve` and the OpenAPI document it serves:
+
+    python3 scripts/check-openapi-live.py --binary .build/debug/guestmode [--examples N] [--seed N]
+
+It starts the server on 127.0.0.1 and a free port over a new SQLite store (the subscriptions profile,
+a guest, an admin key, a folder for pushed backups), points schemathesis at /v1/openapi.json with the
+admin key, the guest's id as every {user} and a bounded number of examples per operation, and fails on
+any 5xx and any answer the document does not describe (status, media type or schema). Needs
+schemathesis (PyPI; `make deps` installs it): without it this exits 2, a failure, never a skip.
+
+The server's standard error (its JSON access log) is kept in the run's folder, printed on failure.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import schemathesis  # noqa: F401
+except ImportError:
+    print("check-openapi-live: schemathesis is missing; `make deps` installs it (pip)", file=sys.stderr)
+    sys.exit(2)
+
+CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
+
+
+def guestmode(binary, store, *arguments):
+    result = subprocess.run([binary, "--store", store, *arguments], capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        sys.exit(f"check-openapi-live: guestmode {' '.join(arguments)} exited {result.returncode}: {result.stderr}")
+    return result.stdout.strip()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--examples", type=int, default=12, help="examples per operation and phase")
+    parser.add_argument("--seed", type=int, default=20)
+    arguments = parser.parse_args()
+    binary = os.path.abspath(arguments.binary)
+    folder = tempfile.mkdtemp(prefix="guestmode-openapi-")
+    store = os.path.join(folder, "store.sqlite")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # The deployment's backup key (which signs access tokens) lives under HOME: a new one for the run.
+    environment = dict(os.environ, HOME=folder, NO_COLOR="1", GUESTMODE_TEMPLATES=os.path.join(root, "Templates"))
+    os.environ.update(environment)
+    guestmode(binary, store, "init", "--profile", "subscriptions")
+    key = guestmode(binary, store, "serve", "key", "create", "fuzz", "--scope", "admin").splitlines()[0]
+    user = guestmode(binary, store, "guest", "new", "-q")
+    guestmode(binary, store, "record", "put", user, "subscriptions", "netflix", "--data", '{"price": 9.99}')
+    log_path = os.path.join(folder, "serve.log")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [binary, "--store", store, "serve", "--listen", "127.0.0.1:0", "--guests-per-hour", "0",
+             "--backups-dir", os.path.join(folder, "backups")],
+            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True)
+    status = 1
+    try:
+        line = server.stdout.readline().strip()
+        prefix = "listening on http://"
+        if not line.startswith(prefix):
+            sys.exit(f"check-openapi-live: the server did not start: '{line}'")
+        base = "http://" + line[len(prefix):]
+        config = os.path.join(folder, "schemathesis.toml")
+        with open(config, "w") as handle:
+            handle.write(f'[parameters]\n"path.user" = "{user}"\n')
+        command = [
+            sys.executable, "-c", "import sys; from schemathesis.cli import schemathesis; sys.exit(schemathesis())",
+            "--config-file", config, "run", base + "/v1/openapi.json",
+            "--checks", CHECKS, "--header", f"Authorization: Bearer {key}",
+            "--max-examples", str(arguments.examples), "--seed", str(arguments.seed), "--workers", "2",
+            "--phases", "examples,coverage,fuzzing", "--request-timeout", "20", "--no-color",
+            "--suppress-health-check", "all", "--output-truncate", "true",
+        ]
+        result = subprocess.run(command, cwd=folder, env=dict(environment, SCHEMATHESIS_HOOKS=""))
+        status = result.returncode
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    if status != 0:
+        with open(log_path) as log:
+            tail = log.readlines()[-20:]
+        print("check-openapi-live: the server's last log lines:\n" + "".join(tail), file=sys.stderr)
+        print(f"check-openapi-live: schemathesis found problems (exit {status}); the run is in {folder}",
+              file=sys.stderr)
+        sys.exit(1)
+    shutil.rmtree(folder, ignore_errors=True)
+    print("check-openapi-live: schemathesis found no problem", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
