@@ -47,10 +47,11 @@ def main():
     # The deployment's backup key (which signs access tokens) lives under HOME: a new one for the run.
     environment = dict(os.environ, HOME=folder, NO_COLOR="1", GUESTMODE_TEMPLATES=os.path.join(root, "Templates"))
     os.environ.update(environment)
-    guestmode(binary, store, "init", "--profile", "subscriptions")
+    guestmode(binary, store, "init", "--profile", "voice")
     key = guestmode(binary, store, "serve", "key", "create", "fuzz", "--scope", "admin").splitlines()[0]
     user = guestmode(binary, store, "guest", "new", "-q")
-    guestmode(binary, store, "record", "put", user, "subscriptions", "netflix", "--data", '{"price": 9.99}')
+    guestmode(binary, store, "record", "put", user, "settings", "theme", "--data", '{"dark": true}')
+    guestmode(binary, store, "meter", "use", user, "api_minutes", "5")
     log_path = os.path.join(folder, "serve.log")
     with open(log_path, "w") as log:
         server = subprocess.Popen(
@@ -66,16 +67,42 @@ def main():
         base = "http://" + line[len(prefix):]
         config = os.path.join(folder, "schemathesis.toml")
         with open(config, "w") as handle:
-            handle.write(f'[parameters]\n"path.user" = "{user}"\n')
+            # Every {user} is the seeded guest; the profile's names most of the time, else whatever
+            # schemathesis makes up, so both the engine and its refusals are reached.
+            handle.write(f"""
+[dictionaries.collections]
+values = ["settings", "commands"]
+[dictionaries.meters]
+values = ["api_minutes"]
+[dictionaries.plans]
+values = ["premium"]
+[dictionaries.providers]
+values = ["apple", "google"]
+[dictionaries.actions]
+values = ["app_opened", "command_spoken"]
+[dictionaries.outcomes]
+values = ["shown", "dismissed"]
+
+[parameters]
+"path.user" = "{user}"
+"path.collection" = {{ dictionary = "collections", probability = 0.8 }}
+"path.meter" = {{ dictionary = "meters", probability = 0.8 }}
+"path.plan" = {{ dictionary = "plans", probability = 0.8 }}
+"path.provider" = {{ dictionary = "providers", probability = 0.8 }}
+"body.action" = {{ dictionary = "actions", probability = 0.7 }}
+""")
         command = [
-            sys.executable, "-c", "import sys; from schemathesis.cli import schemathesis; sys.exit(schemathesis())",
+            # NDJSON bodies (the bulk routes) are text: sent as schemathesis sends text/plain.
+            sys.executable, "-c",
+            "import sys, schemathesis; schemathesis.serializer.alias('application/x-ndjson', 'text/plain'); "
+            "from schemathesis.cli import schemathesis as main; sys.exit(main())",
             "--config-file", config, "run", base + "/v1/openapi.json",
             "--checks", CHECKS, "--header", f"Authorization: Bearer {key}",
             "--max-examples", str(arguments.examples), "--seed", str(arguments.seed), "--workers", "2",
             "--phases", "examples,coverage,fuzzing", "--request-timeout", "20", "--no-color",
             "--suppress-health-check", "all", "--output-truncate", "true",
         ]
-        result = subprocess.run(command, cwd=folder, env=dict(environment, SCHEMATHESIS_HOOKS=""))
+        result = subprocess.run(command, cwd=folder, env=environment)
         status = result.returncode
     finally:
         server.terminate()

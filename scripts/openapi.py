@@ -216,7 +216,7 @@ PATH_PARAMETERS = {
     "plan": "A plan of the profile.",
     "provider": "An identity provider: apple, google...",
     "name": "The archive's name (latest: the latest of any name).",
-    "report": "funnel, prompts, experiments or usage.",
+    "report": "The report.",
 }
 
 STORE_FREE = {"/healthz", "/metrics", "/v1/openapi.json"}
@@ -322,8 +322,11 @@ def operation(method, path, summary, caller, query, body, answers):
     for segment in path.split("/"):
         if segment.startswith("{"):
             name = segment[1:-1]
+            schema = {"type": "string", "minLength": 1}
+            if name == "report":
+                schema = {"type": "string", "enum": ["funnel", "prompts", "experiments", "usage"]}
             parameters.append({"name": name, "in": "path", "required": True, "description": PATH_PARAMETERS[name],
-                               "schema": {"type": "string", "minLength": 1}})
+                               "schema": schema})
     for name, schema in query.items():
         parameters.append({"name": name, "in": "query", "required": False, "schema": schema})
     if method == "post" and body != "application/x-ndjson" and path not in ("/v1/guests", "/v1/sessions/refresh"):
