@@ -46,10 +46,13 @@ struct ServerContractTests {
         #expect(value("guestmode_http_request_duration_seconds_bucket", ["route": records, "method": "PUT", "le": "+Inf"]) == 3)
         #expect(lines.contains { $0.hasPrefix("guestmode_http_request_duration_seconds_bucket{") && $0.contains(#"le="0.001""#) })
         // Between requests nothing runs or waits but this scrape itself, in flight.
-        #expect(lines.contains("guestmode_store_pool_in_use 0"), "\(scraped.body)")
-        #expect(lines.contains("guestmode_store_pool_waiting 0"))
-        #expect(lines.contains("guestmode_store_pool_size 4"))
-        #expect(lines.contains("guestmode_http_requests_in_flight 1"))
+        func gauge(_ name: String) -> Double? {
+            lines.first { $0.hasPrefix(name + " ") }.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+        }
+        #expect(gauge("guestmode_store_pool_in_use") == 0)
+        #expect(gauge("guestmode_store_pool_waiting") == 0)
+        #expect(gauge("guestmode_store_pool_size") == 4)
+        #expect(gauge("guestmode_http_requests_in_flight") == 1)
         for secret in [guest, token, refresh, admin, "s1", "phone-9"] {
             #expect(!scraped.body.contains(secret), "/metrics shows '\(secret)'")
         }
