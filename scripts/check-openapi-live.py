@@ -39,6 +39,10 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--examples", type=int, default=12, help="examples per operation and phase")
     parser.add_argument("--seed", type=int, default=20)
+    parser.add_argument("--as", dest="caller", choices=["admin", "session"], default="admin",
+                        help="call with an admin key, or with the seeded guest's access token")
+    parser.add_argument("--phases", default="examples,coverage,fuzzing")
+    parser.add_argument("--profile", default="voice")
     arguments = parser.parse_args()
     binary = os.path.abspath(arguments.binary)
     folder = tempfile.mkdtemp(prefix="guestmode-openapi-")
@@ -47,11 +51,12 @@ def main():
     # The deployment's backup key (which signs access tokens) lives under HOME: a new one for the run.
     environment = dict(os.environ, HOME=folder, NO_COLOR="1", GUESTMODE_TEMPLATES=os.path.join(root, "Templates"))
     os.environ.update(environment)
-    guestmode(binary, store, "init", "--profile", "voice")
+    guestmode(binary, store, "init", "--profile", arguments.profile)
     key = guestmode(binary, store, "serve", "key", "create", "fuzz", "--scope", "admin").splitlines()[0]
-    user = guestmode(binary, store, "guest", "new", "-q")
-    guestmode(binary, store, "record", "put", user, "settings", "theme", "--data", '{"dark": true}')
-    guestmode(binary, store, "meter", "use", user, "api_minutes", "5")
+    user = guestmode(binary, store, "guest", "new", "-q", "--device", "fuzz-device")
+    if arguments.profile == "voice":
+        guestmode(binary, store, "record", "put", user, "settings", "theme", "--data", '{"dark": true}')
+        guestmode(binary, store, "meter", "use", user, "api_minutes", "5")
     log_path = os.path.join(folder, "serve.log")
     with open(log_path, "w") as log:
         server = subprocess.Popen(
@@ -65,6 +70,15 @@ def main():
         if not line.startswith(prefix):
             sys.exit(f"check-openapi-live: the server did not start: '{line}'")
         base = "http://" + line[len(prefix):]
+        credential = key
+        if arguments.caller == "session":
+            # The guest's own session: a device sign-in answers the seeded guest's id and a token for it.
+            import json
+            import urllib.request
+            request = urllib.request.Request(base + "/v1/guests", data=b'{"device": "fuzz-device"}', method="POST")
+            with urllib.request.urlopen(request, timeout=20) as answer:
+                session = json.load(answer)
+            user, credential = session["user_id"], session["access_token"]
         config = os.path.join(folder, "schemathesis.toml")
         with open(config, "w") as handle:
             # Every {user} is the seeded guest; the profile's names most of the time, else whatever
@@ -80,8 +94,16 @@ values = ["premium"]
 values = ["apple", "google"]
 [dictionaries.actions]
 values = ["app_opened", "command_spoken"]
-[dictionaries.outcomes]
-values = ["shown", "dismissed"]
+[dictionaries.amounts]
+values = [1, 2.5, "0.25", 1000]
+[dictionaries.contexts]
+values = ["guest_cap_reached", "paywall_viewed"]
+[dictionaries.durations]
+values = ["P7D", "24h"]
+[dictionaries.times]
+values = ["2026-11-01T10:00:00Z", "2030-01-01T00:00:00Z"]
+[dictionaries.limits]
+values = [1, 10, 0, -1]
 
 [parameters]
 "path.user" = "{user}"
@@ -90,6 +112,18 @@ values = ["shown", "dismissed"]
 "path.plan" = {{ dictionary = "plans", probability = 0.8 }}
 "path.provider" = {{ dictionary = "providers", probability = 0.8 }}
 "body.action" = {{ dictionary = "actions", probability = 0.7 }}
+"body.plan" = {{ dictionary = "plans", probability = 0.7 }}
+"body.provider" = {{ dictionary = "providers", probability = 0.7 }}
+"body.amount" = {{ dictionary = "amounts", probability = 0.7 }}
+"body.context" = {{ dictionary = "contexts", probability = 0.7 }}
+"body.trial" = {{ dictionary = "durations", probability = 0.5 }}
+"body.expires" = {{ dictionary = "durations", probability = 0.5 }}
+"body.until" = {{ dictionary = "times", probability = 0.5 }}
+"query.collection" = {{ dictionary = "collections", probability = 0.7 }}
+"query.amount" = {{ dictionary = "amounts", probability = 0.7 }}
+"query.since" = {{ dictionary = "times", probability = 0.7 }}
+"query.until" = {{ dictionary = "times", probability = 0.7 }}
+"query.limit" = {{ dictionary = "limits", probability = 0.7 }}
 """)
         command = [
             # NDJSON bodies (the bulk routes) are text: sent as schemathesis sends text/plain.
@@ -97,9 +131,9 @@ values = ["shown", "dismissed"]
             "import sys, schemathesis; schemathesis.serializer.alias('application/x-ndjson', 'text/plain'); "
             "from schemathesis.cli import schemathesis as main; sys.exit(main())",
             "--config-file", config, "run", base + "/v1/openapi.json",
-            "--checks", CHECKS, "--header", f"Authorization: Bearer {key}",
-            "--max-examples", str(arguments.examples), "--seed", str(arguments.seed), "--workers", "2",
-            "--phases", "examples,coverage,fuzzing", "--request-timeout", "20", "--no-color",
+            "--checks", CHECKS, "--header", f"Authorization: Bearer {credential}",
+            "--max-examples", str(arguments.examples), "--seed", str(arguments.seed), "--workers", "1",
+            "--phases", arguments.phases, "--request-timeout", "20", "--no-color",
             "--suppress-health-check", "all", "--output-truncate", "true",
         ]
         result = subprocess.run(command, cwd=folder, env=environment)
@@ -117,6 +151,18 @@ values = ["shown", "dismissed"]
         print(f"check-openapi-live: schemathesis found problems (exit {status}); the run is in {folder}",
               file=sys.stderr)
         sys.exit(1)
+    # What the run reached: the statuses each route answered, from the server's access log.
+    import collections
+    import json
+    tally = collections.defaultdict(collections.Counter)
+    with open(log_path) as log:
+        for line in log:
+            entry = json.loads(line)
+            if entry.get("logger") == "guestmode.access":
+                tally[f"{entry['method']} {entry['route']}"][entry["status"]] += 1
+    for route in sorted(tally):
+        counts = " ".join(f"{status}x{count}" for status, count in sorted(tally[route].items()))
+        print(f"  {route}: {counts}", file=sys.stderr)
     shutil.rmtree(folder, ignore_errors=True)
     print("check-openapi-live: schemathesis found no problem", file=sys.stderr)
 

@@ -6,7 +6,9 @@ import Testing
 /// code registers and guestmode-serve(1) documents, checked by schemathesis against the real server.
 @Suite("guestmode serve: metrics, access log and the OpenAPI document")
 struct ServerContractTests {
-    @Test("/metrics counts requests by route template and status, with latency and pool gauges, and no id or secret", arguments: ServerTests.Backend.allCases)
+    @Test(
+        "/metrics counts requests by route template and status, with latency and pool gauges, and no id or secret",
+        arguments: ServerTests.Backend.allCases)
     func metrics(_ backend: ServerTests.Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
         let admin = try #require(
@@ -22,7 +24,9 @@ struct ServerContractTests {
                 "PUT", "/v1/users/\(guest)/records/subscriptions/s\(index)", token: token, body: "{}")
             #expect(put.status == 201)
         }
-        #expect(try await server.request("GET", "/v1/users/\(guest)/records/subscriptions/nope", token: token).status == 404)
+        #expect(
+            try await server.request("GET", "/v1/users/\(guest)/records/subscriptions/nope", token: token).status == 404
+        )
         #expect(try await server.request("GET", "/v1/users/\(guest)", token: "forged").status == 401)
         #expect(try await server.request("GET", "/v1/users", token: admin).status == 200)
         #expect(try await server.request("GET", "/v1/no-such-route/\(guest)").status == 404)
@@ -37,14 +41,24 @@ struct ServerContractTests {
             }.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }
         }
         let records = "/v1/users/{user}/records/{collection}/{key}"
-        #expect(value("guestmode_http_requests_total", ["route": records, "method": "PUT", "status": "201"]) == 3, "\(scraped.body)")
+        #expect(
+            value("guestmode_http_requests_total", ["route": records, "method": "PUT", "status": "201"]) == 3,
+            "\(scraped.body)")
         #expect(value("guestmode_http_requests_total", ["route": records, "method": "GET", "status": "404"]) == 1)
-        #expect(value("guestmode_http_requests_total", ["route": "/v1/users/{user}", "method": "GET", "status": "401"]) == 1)
-        #expect(value("guestmode_http_requests_total", ["route": "/v1/guests", "method": "POST", "status": "201"]) == 1)
+        #expect(
+            value("guestmode_http_requests_total", ["route": "/v1/users/{user}", "method": "GET", "status": "401"]) == 1
+        )
+        #expect(
+            value("guestmode_http_requests_total", ["route": "/v1/guests", "method": "POST", "status": "201"]) == 1)
         #expect(value("guestmode_http_requests_total", ["route": "none", "method": "GET", "status": "404"]) == 1)
         #expect(value("guestmode_http_request_duration_seconds_count", ["route": records, "method": "PUT"]) == 3)
-        #expect(value("guestmode_http_request_duration_seconds_bucket", ["route": records, "method": "PUT", "le": "+Inf"]) == 3)
-        #expect(lines.contains { $0.hasPrefix("guestmode_http_request_duration_seconds_bucket{") && $0.contains(#"le="0.001""#) })
+        #expect(
+            value("guestmode_http_request_duration_seconds_bucket", ["route": records, "method": "PUT", "le": "+Inf"])
+                == 3)
+        #expect(
+            lines.contains {
+                $0.hasPrefix("guestmode_http_request_duration_seconds_bucket{") && $0.contains(#"le="0.001""#)
+            })
         // Between requests nothing runs or waits but this scrape itself, in flight.
         func gauge(_ name: String) -> Double? {
             lines.first { $0.hasPrefix(name + " ") }.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }
@@ -57,7 +71,10 @@ struct ServerContractTests {
             #expect(!scraped.body.contains(secret), "/metrics shows '\(secret)'")
         }
         let after = try await server.request("GET", "/metrics")
-        #expect(after.body.split(separator: "\n").contains { $0.hasPrefix("guestmode_http_requests_total{") && $0.contains(#"route="/metrics""#) })
+        #expect(
+            after.body.split(separator: "\n").contains {
+                $0.hasPrefix("guestmode_http_requests_total{") && $0.contains(#"route="/metrics""#)
+            })
         #expect(try await server.stop() == 0)
     }
 
@@ -81,8 +98,10 @@ struct ServerContractTests {
         ]
         for (method, path, route, credential, body) in [
             ("GET", "/v1/users/\(guest)/limits?collection=\(querySecret)", "/v1/users/{user}/limits", token, nil),
-            ("POST", "/v1/users/\(guest)/meters/api_minutes/use", "/v1/users/{user}/meters/{meter}/use", token,
-             #"{"amount":3}"#),
+            (
+                "POST", "/v1/users/\(guest)/meters/api_minutes/use", "/v1/users/{user}/meters/{meter}/use", token,
+                #"{"amount":3}"#
+            ),
             ("GET", "/v1/users", "/v1/users", admin, nil),
             ("GET", "/v1/users/\(guest)", "/v1/users/{user}", "\(token)x", nil),
             ("GET", "/v1/\(querySecret)", "none", nil, nil),
@@ -132,20 +151,30 @@ struct ServerContractTests {
         let committed = try JSONSerialization.jsonObject(
             with: Data(contentsOf: Sandbox.packageRoot.appendingPathComponent("schemas/openapi.json")))
         let document = try #require(try JSONSerialization.jsonObject(with: Data(served.body.utf8)) as? NSDictionary)
-        #expect(document.isEqual(to: committed as? [AnyHashable: Any] ?? [:]), "the served document is the committed one")
+        #expect(
+            document.isEqual(to: committed as? [AnyHashable: Any] ?? [:]), "the served document is the committed one")
         #expect(document["openapi"] as? String == "3.1.0")
         #expect(try await server.stop() == 0)
     }
 
-    @Test("the routes the code registers, the OpenAPI document's and guestmode-serve(1)'s are the same, and the binary answers each")
+    @Test(
+        "the routes the code registers, the OpenAPI document's and guestmode-serve(1)'s are the same, and the binary answers each"
+    )
     func everyRouteEverywhere() async throws {
         let fromCode = try Self.registeredRoutes()
         let fromDocument = try Self.documentedRoutes()
         let fromManual = try Self.manualRoutes()
         #expect(fromCode.count > 35, "\(fromCode.sorted())")
-        #expect(fromCode.subtracting(fromDocument).isEmpty, "registered, not in schemas/openapi.json: \(fromCode.subtracting(fromDocument).sorted())")
-        #expect(fromDocument.subtracting(fromCode).isEmpty, "in schemas/openapi.json, registered by no code: \(fromDocument.subtracting(fromCode).sorted())")
-        #expect(fromManual == fromCode, "guestmode-serve(1) ROUTES differs: missing \(fromCode.subtracting(fromManual).sorted()), extra \(fromManual.subtracting(fromCode).sorted())")
+        #expect(
+            fromCode.subtracting(fromDocument).isEmpty,
+            "registered, not in schemas/openapi.json: \(fromCode.subtracting(fromDocument).sorted())")
+        #expect(
+            fromDocument.subtracting(fromCode).isEmpty,
+            "in schemas/openapi.json, registered by no code: \(fromDocument.subtracting(fromCode).sorted())")
+        #expect(
+            fromManual == fromCode,
+            "guestmode-serve(1) ROUTES differs: missing \(fromCode.subtracting(fromManual).sorted()), extra \(fromManual.subtracting(fromCode).sorted())"
+        )
 
         let sandbox = try await Sandbox.withStore("subscriptions")
         let admin = try #require(
@@ -169,12 +198,17 @@ struct ServerContractTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("schemathesis against the served document: no 5xx, every answer as documented (bounded examples)")
-    func schemathesis() async throws {
+    /// A missing schemathesis fails (exit 2): `make deps` installs it.
+    @Test(
+        "schemathesis against the served document: no 5xx, every answer as documented (bounded examples)",
+        arguments: ["admin", "session"])
+    func schemathesis(_ caller: String) async throws {
         let sandbox = try Sandbox()
         let script = Sandbox.packageRoot.appendingPathComponent("scripts/check-openapi-live.py").path
-        let result = try await sandbox.shell("python3 '\(script)' --binary '\(Sandbox.binary.path)' 2>&1")
+        let result = try await sandbox.shell(
+            "python3 '\(script)' --binary '\(Sandbox.binary.path)' --as \(caller) 2>&1")
         #expect(result.status == 0, "\(result.stdout.suffix(6000))")
+        #expect(result.stdout.contains("schemathesis found no problem"))
     }
 
     /// `METHOD /path/{param}` of every `router.get("…")`, `router.on(…, method: .move)` of
@@ -189,7 +223,8 @@ struct ServerContractTests {
             for found in text.matches(of: declaration) {
                 named[String(found.output[1].substring!)] = String(found.output[2].substring!)
             }
-            let call = try Regex(#"router\.(get|put|post|delete|patch|head|on)\((?:"([^"]+)"|(\w+))(?:, method: \.(\w+))?"#)
+            let call = try Regex(
+                #"router\.(get|put|post|delete|patch|head|on)\((?:"([^"]+)"|(\w+))(?:, method: \.(\w+))?"#)
             for found in text.matches(of: call) {
                 let verb = String(found.output[1].substring!)
                 let path = found.output[2].substring.map(String.init) ?? named[String(found.output[3].substring ?? "")]

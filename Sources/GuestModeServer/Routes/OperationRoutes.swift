@@ -34,7 +34,8 @@ enum OperationRoutes {
             router.get("/metrics") { _, _ -> Response in
                 var headers = HTTPFields()
                 headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-                return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: exposition())))
+                return Response(
+                    status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: exposition())))
             }
         }
 

@@ -142,9 +142,9 @@ struct ServeCommand: ParsableCommand {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets[GuestModeServer.durationMetricLabel] = [
-            .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
-            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
-            .milliseconds(2500), .seconds(5), .seconds(10),
+            .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
         ]
         MetricsSystem.bootstrap(factory)
         return { registry.emitToString() }
