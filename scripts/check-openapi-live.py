@@ -24,7 +24,8 @@ except ImportError:
     print("check-openapi-live: schemathesis is missing; `make deps` installs it (pip)", file=sys.stderr)
     sys.exit(2)
 
-CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
+CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
+          "response_headers_conformance")
 
 
 def guestmode(binary, store, *arguments):

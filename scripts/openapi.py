@@ -299,6 +299,15 @@ def answer(status, spec):
         "503": "Try again later (Retry-After: 1): the store is busy, no connection was free, or its schema is not current.",
     }
     response = {"description": descriptions.get(status, "")}
+    headers = {
+        "401": {"WWW-Authenticate": {"schema": {"const": "Bearer"}, "required": True}},
+        "429": {"Retry-After": {"description": "Seconds until a guest may be created again.",
+                                "schema": {"type": "string", "pattern": "^[0-9]+$"}, "required": True}},
+        "503": {"Retry-After": {"schema": {"const": "1"}, "required": True}},
+    }.get(status, {})
+    headers["X-Request-Id"] = {"description": "The request's id, as the access log names it.",
+                               "schema": {"type": "string"}}
+    response["headers"] = headers
     if spec is None:
         return response
     if isinstance(spec, tuple):
