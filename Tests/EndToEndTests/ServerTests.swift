@@ -429,6 +429,19 @@ struct ServerTests {
         #expect(!busy.isEmpty, "64 requests on one thread with 1 ms to wait: some wait longer")
         #expect(busy.allSatisfy { $0.headers["retry-after"] == "1" && $0.body.contains("pool_exhausted") })
         #expect(replies.allSatisfy { $0.status == 200 || $0.status == 503 })
+        // /metrics counted each answer under its status, and once all are done nothing holds or waits
+        // for the pool: the gauges came back down on every path, the refused ones included.
+        let metrics = try await server.request("GET", "/metrics").body.split(separator: "\n")
+        func value(_ prefix: String) -> Int? {
+            metrics.first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+                .map { Int($0) }
+        }
+        let events = #"guestmode_http_requests_total{route="/v1/users/{user}/events",method="POST",status="#
+        #expect(value(events + #""503"}"#) == busy.count, "\(metrics)")
+        #expect(value(events + #""200"}"#) == replies.count - busy.count)
+        #expect(value("guestmode_store_pool_in_use ") == 0)
+        #expect(value("guestmode_store_pool_waiting ") == 0)
+        #expect(value("guestmode_store_pool_size ") == 1)
         #expect(try await server.stop() == 0)
         let counted = try await sandbox.run("counters", guest, "--json")
         let done = replies.filter { $0.status == 200 }.count
