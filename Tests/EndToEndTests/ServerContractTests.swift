@@ -30,6 +30,9 @@ struct ServerContractTests {
         #expect(try await server.request("GET", "/v1/users/\(guest)", token: "forged").status == 401)
         #expect(try await server.request("GET", "/v1/users", token: admin).status == 200)
         #expect(try await server.request("GET", "/v1/no-such-route/\(guest)").status == 404)
+        // Methods no route takes (HTTP and WebDAV have many) are one label, not one each.
+        #expect(try await server.request("PROPFIND", "/v1/users").status == 404)
+        #expect(try await server.request("TRACE", "/v1/users").status == 404)
 
         let scraped = try await server.request("GET", "/metrics")
         #expect(scraped.status == 200)
@@ -51,6 +54,8 @@ struct ServerContractTests {
         #expect(
             value("guestmode_http_requests_total", ["route": "/v1/guests", "method": "POST", "status": "201"]) == 1)
         #expect(value("guestmode_http_requests_total", ["route": "none", "method": "GET", "status": "404"]) == 1)
+        #expect(value("guestmode_http_requests_total", ["route": "none", "method": "other", "status": "404"]) == 2)
+        #expect(!scraped.body.contains("PROPFIND"))
         #expect(value("guestmode_http_request_duration_seconds_count", ["route": records, "method": "PUT"]) == 3)
         #expect(
             value("guestmode_http_request_duration_seconds_bucket", ["route": records, "method": "PUT", "le": "+Inf"])

@@ -36,8 +36,13 @@ final class ServerMetrics: Sendable {
         storeSize.set(threads)
     }
 
+    /// The methods that are labels as themselves; any other (a client may send any token) is `other`,
+    /// so no request can add labels without bound.
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "MOVE"]
+
     /// One answered request: counted by route, method and status, its latency recorded by route and method.
     func record(route: String, method: String, status: Int, nanoseconds: Int64) {
+        let method = Self.knownMethods.contains(method) ? method : "other"
         let key = Key(route: route, method: method, status: status)
         let counter = counters.withLockedValue { counters in
             if let counter = counters[key] { return counter }
