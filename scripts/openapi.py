@@ -379,6 +379,12 @@ def operation(method, path, summary, caller, query, body, answers):
     if uses_store:
         statuses.setdefault("503", "error")
     operation["responses"] = {status: answer(status, statuses[status]) for status in sorted(statuses)}
+    if any(parameter["name"] == "Idempotency-Key" for parameter in parameters):
+        for status, response in operation["responses"].items():
+            if status < "500":
+                response["headers"]["Idempotent-Replayed"] = {
+                    "description": "true when this is the answer kept for the Idempotency-Key.",
+                    "schema": {"const": "true"}}
     return operation
 
 
