@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Runs schemathesis against a real `guestmode serve` and the OpenAPI document it serves:
 
-    python3 scripts/check-openapi-live.py --binary .build/debug/guestmode [--examples N] [--seed N]
+    python3 scripts/check-openapi-live.py --binary .build/debug/guestmode [--as admin|session]
+        [--profile NAME] [--postgres URI] [--examples N] [--seed N] [--phases LIST]
 
-It starts the server on 127.0.0.1 and a free port over a new SQLite store (the subscriptions profile,
-a guest, an admin key, a folder for pushed backups), points schemathesis at /v1/openapi.json with the
-admin key, the guest's id as every {user} and a bounded number of examples per operation, and fails on
+It starts the server on 127.0.0.1 and a free port over a new store (a SQLite file, or a schema of the
+PostgreSQL database --postgres names; the voice profile, a guest, an admin key, a folder for pushed
+backups), points schemathesis at /v1/openapi.json with the admin key (or the guest's session), the
+guest's id as every {user}, the profile's names most of the time, and a bounded number of examples per
+operation, and fails on
 any 5xx and any answer the document does not describe (status, media type or schema). Needs
 schemathesis (PyPI; `make deps` installs it): without it this exits 2, a failure, never a skip.
 
@@ -29,7 +32,7 @@ CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,r
 
 
 def guestmode(binary, store, *arguments):
-    result = subprocess.run([binary, "--store", store, *arguments], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([binary, *store, *arguments], capture_output=True, text=True, timeout=60)
     if result.returncode != 0:
         sys.exit(f"check-openapi-live: guestmode {' '.join(arguments)} exited {result.returncode}: {result.stderr}")
     return result.stdout.strip()
@@ -44,13 +47,19 @@ def main():
                         help="call with an admin key, or with the seeded guest's access token")
     parser.add_argument("--phases", default="examples,coverage,fuzzing")
     parser.add_argument("--profile", default="voice")
+    parser.add_argument("--postgres", metavar="URI",
+                        help="serve a new schema of this PostgreSQL database instead of a SQLite file")
     arguments = parser.parse_args()
     binary = os.path.abspath(arguments.binary)
     folder = tempfile.mkdtemp(prefix="guestmode-openapi-")
-    store = os.path.join(folder, "store.sqlite")
+    store = ["--store", os.path.join(folder, "store.sqlite")]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     # The deployment's backup key (which signs access tokens) lives under HOME: a new one for the run.
     environment = dict(os.environ, HOME=folder, NO_COLOR="1", GUESTMODE_TEMPLATES=os.path.join(root, "Templates"))
+    if arguments.postgres:
+        store = []
+        environment.update(GUESTMODE_STORE=arguments.postgres,
+                           GUESTMODE_SCHEMA="openapi_" + os.path.basename(folder).replace("-", "_").lower())
     os.environ.update(environment)
     guestmode(binary, store, "init", "--profile", arguments.profile)
     key = guestmode(binary, store, "serve", "key", "create", "fuzz", "--scope", "admin").splitlines()[0]
@@ -61,7 +70,7 @@ def main():
     log_path = os.path.join(folder, "serve.log")
     with open(log_path, "w") as log:
         server = subprocess.Popen(
-            [binary, "--store", store, "serve", "--listen", "127.0.0.1:0", "--guests-per-hour", "0",
+            [binary, *store, "serve", "--listen", "127.0.0.1:0", "--guests-per-hour", "0",
              "--backups-dir", os.path.join(folder, "backups")],
             stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True)
     status = 1

@@ -203,15 +203,23 @@ struct ServerContractTests {
         #expect(try await server.stop() == 0)
     }
 
-    /// A missing schemathesis fails (exit 2): `make deps` installs it.
+    /// A missing schemathesis fails (exit 2): `make deps` installs it. An admin key over SQLite, a
+    /// guest's session over PostgreSQL: both callers, both backends, in two runs.
     @Test(
         "schemathesis against the served document: no 5xx, every answer as documented (bounded examples)",
-        arguments: ["admin", "session"])
-    func schemathesis(_ caller: String) async throws {
+        arguments: [("admin", ServerTests.Backend.sqlite), ("session", .postgres)])
+    func schemathesis(_ caller: String, _ backend: ServerTests.Backend) async throws {
         let sandbox = try Sandbox()
         let script = Sandbox.packageRoot.appendingPathComponent("scripts/check-openapi-live.py").path
+        var postgres = ""
+        if backend == .postgres {
+            let uri = try #require(
+                ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 },
+                "GUESTMODE_TEST_POSTGRES is not set: run the tests through 'make test'")
+            postgres = " --postgres '\(uri)'"
+        }
         let result = try await sandbox.shell(
-            "python3 '\(script)' --binary '\(Sandbox.binary.path)' --as \(caller) 2>&1")
+            "python3 '\(script)' --binary '\(Sandbox.binary.path)' --as \(caller)\(postgres) 2>&1")
         #expect(result.status == 0, "\(result.stdout.suffix(6000))")
         #expect(result.stdout.contains("schemathesis found no problem"))
     }
