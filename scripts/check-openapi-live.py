@@ -106,6 +106,8 @@ values = ["apple", "google"]
 values = ["app_opened", "command_spoken"]
 [dictionaries.amounts]
 values = [1, 2.5, "0.25", 1000]
+[dictionaries.decimals]
+values = ["1", "2.5", "0.25", "1000"]
 [dictionaries.contexts]
 values = ["guest_cap_reached", "paywall_viewed"]
 [dictionaries.durations]
@@ -130,7 +132,7 @@ values = [1, 10, 0, -1]
 "body.expires" = {{ dictionary = "durations", probability = 0.5 }}
 "body.until" = {{ dictionary = "times", probability = 0.5 }}
 "query.collection" = {{ dictionary = "collections", probability = 0.7 }}
-"query.amount" = {{ dictionary = "amounts", probability = 0.7 }}
+"query.amount" = {{ dictionary = "decimals", probability = 0.7 }}
 "query.since" = {{ dictionary = "times", probability = 0.7 }}
 "query.until" = {{ dictionary = "times", probability = 0.7 }}
 "query.limit" = {{ dictionary = "limits", probability = 0.7 }}

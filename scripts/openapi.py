@@ -184,7 +184,7 @@ ROUTES = [
      "application/x-ndjson", {"200": "track-ingest", "422": ("refusal-or-error", "track-ingest")}),
     ("post", "/v1/records/bulk", "record put --from: an NDJSON file of records, all or nothing.", "admin",
      {"on_conflict": {"type": "string", "enum": ["replace", "skip", "fail"]}}, "application/x-ndjson",
-     {"200": "record-put-from", "409": "error", "422": "error", "403": "error", "402": "error"}),
+     {"200": "record-put-from", "404": "error", "409": "error", "422": "error", "403": "error", "402": "error"}),
     ("get", "/v1/users/{user}/backup", "backup export: the user's data, a signed tar.zst archive.", "session", {},
      None, {"200": "application/zstd"}),
     ("put", "/v1/backup", "backup import.", "admin",

@@ -582,6 +582,11 @@ struct ServerTests {
         let taken = try await server.request("POST", "/v1/records/bulk?on_conflict=fail", token: admin, body: records)
         #expect(taken.status == 409, "keys that exist, refused whole (documented since schemathesis): \(taken.body)")
         #expect((taken.object["error"] as? [String: Any])?["code"] as? String == "record_exists")
+        let nobody = try await server.request(
+            "POST", "/v1/records/bulk", token: admin,
+            body: #"{"user_id":"nobody-at-all","collection":"subscriptions","key":"a","data":{}}"#)
+        #expect(nobody.status == 404, "a line naming no user: \(nobody.body)")
+        #expect((nobody.object["error"] as? [String: Any])?["code"] as? String == "user_not_found")
         let listed = try await server.request("GET", "/v1/users/\(guest)/records/subscriptions", token: token)
         #expect(listed.array.count == 2)
         #expect(try await server.stop() == 0)
