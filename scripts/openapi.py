@@ -324,6 +324,24 @@ def answer(status, spec):
     return response
 
 
+# A request body each route takes, as guestmode-serve(1) shows it (schemathesis's examples phase sends them).
+EXAMPLES = {
+    "guest-new": {"device": "phone-1"},
+    "session-refresh": {"refresh_token": "a-refresh-token"},
+    "record": {"name": "Netflix", "price": 15.49},
+    "meter-use": {"amount": 12.5, "id": "call-7", "overage": "allow"},
+    "meter-grant": {"amount": 30, "expires": "P30D", "reason": "referral", "id": "referral-1"},
+    "prompt-record": {"context": "guest_cap_reached", "outcome": "dismissed"},
+    "plan-grant": {"plan": "premium", "trial": "P7D"},
+    "event": {"action": "app_opened", "count": 1, "id": "open-7", "props": {"screen": "home"}},
+    "identity": {"provider": "apple", "subject": "001234.abcd", "email": None},
+}
+NDJSON_EXAMPLES = {
+    "/v1/events/bulk": '{"user_id": "guest-1", "action": "app_opened", "id": "open-1"}\n',
+    "/v1/records/bulk": '{"user_id": "guest-1", "collection": "settings", "key": "theme", "data": {"dark": true}}\n',
+}
+
+
 def operation(method, path, summary, caller, query, body, answers):
     operation = {"operationId": method + path.replace("/", "_").replace("{", "").replace("}", "").replace(".", "_"),
                  "summary": summary}
@@ -347,8 +365,11 @@ def operation(method, path, summary, caller, query, body, answers):
     if body is not None:
         if "/" in body:
             content = {body: {"schema": {"type": "string"}}}
+            if path in NDJSON_EXAMPLES:
+                content[body]["example"] = NDJSON_EXAMPLES[path]
         else:
             content = json_content(ref("body-" + body))
+            content["application/json"]["example"] = EXAMPLES[body]
         operation["requestBody"] = {"required": body in ("record", "session-refresh") or "/" in body,
                                     "content": content}
     statuses = dict(answers)
