@@ -51,6 +51,12 @@ package struct ServerConfiguration: Sendable {
     package var backupSizeLimit = Int(ArchiveLimits.standard.maximumEntrySize)
     /// The providers whose OpenID Connect ID tokens may link identities.
     package var identityProviders: [IdentityProviderSetting] = []
+    /// The process's metrics in Prometheus's text format, served on `/metrics`; nil serves no `/metrics`.
+    /// The process that bootstraps swift-metrics gives it: the server only records.
+    package var metricsExposition: (@Sendable () -> String)?
+    /// Where the server's log lines go (access lines at info, warnings and errors); JSON lines on
+    /// standard error by default.
+    package var makeLogHandler: @Sendable (String) -> any LogHandler = { JSONLineLogHandler(label: $0) }
 
     package init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
         self.host = host
@@ -68,6 +74,9 @@ package struct GuestModeServer: Sendable {
     let engine: GuestMode
     let configuration: ServerConfiguration
     let clock: @Sendable () throws -> Date
+
+    /// The label of the request-latency histogram: the process that exposes the metrics picks its buckets.
+    package static let durationMetricLabel = ServerMetrics.durationLabel
 
     /// `clock` is read once per request: every decision the request leads to uses that time.
     package init(engine: GuestMode, configuration: ServerConfiguration, clock: @escaping @Sendable () throws -> Date) {
@@ -92,7 +101,14 @@ package struct GuestModeServer: Sendable {
             engine: engine, pool: pool, clock: clock,
             tokens: await AccessTokens(key: configuration.accessTokenKey, lifetime: configuration.accessTokenLifetime),
             identityTokens: identityTokens, configuration: configuration)
+        // Standard output carries only the startup line; log lines, JSON, go to standard error: one
+        // access line per request, and the framework's and the webhook deliveries' warnings.
+        var logger = Logger(label: "guestmode", factory: configuration.makeLogHandler)
+        logger.logLevel = .warning
+        var accessLogger = Logger(label: "guestmode.access", factory: configuration.makeLogHandler)
+        accessLogger.logLevel = .info
         let router = ServerRouter(context: ServerContext.self)
+        router.add(middleware: ObservabilityMiddleware(services: services, logger: accessLogger))
         router.add(middleware: InFlightLimitMiddleware(limit: configuration.maximumRequests))
         router.add(middleware: FailureMiddleware())
         for add in [
@@ -102,9 +118,6 @@ package struct GuestModeServer: Sendable {
         ] {
             add(router, services)
         }
-        // Standard output carries only the startup line; the framework's own warnings go to standard error.
-        var logger = Logger(label: "guestmode") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = .warning
         let host = configuration.host
         let idle = configuration.idleTimeout.components
         let application = Application(

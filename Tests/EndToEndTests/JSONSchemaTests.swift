@@ -35,7 +35,8 @@ struct JSONSchemaTests {
                 .map(String.init))
         let schemas = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             .filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }
-        for schema in schemas where !used.contains(schema) && schema != "progress" {
+        // progress: lines of standard error; openapi: the server's document (ServerContractTests).
+        for schema in schemas where !used.contains(schema) && !["progress", "openapi"].contains(schema) {
             Issue.record("schemas/\(schema).json is checked by no line of schemas/cases.txt")
         }
         for schema in used where !isSpecial(schema) && !schemas.contains(schema) {

@@ -78,6 +78,13 @@ struct ServerTests {
         #expect(unknown.status == 400)
         #expect((unknown.object["error"] as? [String: Any])?["code"] as? String == "unknown_collection")
 
+        // An uncapped collection counts nothing: `limit.used` is null, as schemas/record-put.json says
+        // (schemathesis found the schema claiming a number; `stop()` checks this answer against it).
+        let uncapped = try await server.request(
+            "PUT", "/v1/users/\(guest)/records/settings/theme", token: token, body: #"{"dark":true}"#)
+        #expect(uncapped.status == 201, "\(uncapped.body)")
+        #expect((uncapped.object["limit"] as? [String: Any])?["used"] is NSNull)
+
         let limits = try await server.request("GET", "/v1/users/\(guest)/limits", token: token)
         #expect(limits.array.first?["used"] as? Int == 4)
         let shown = try await server.request("GET", "/v1/users/\(guest)", token: token)
@@ -457,6 +464,19 @@ struct ServerTests {
         #expect(!busy.isEmpty, "64 requests on one thread with 1 ms to wait: some wait longer")
         #expect(busy.allSatisfy { $0.headers["retry-after"] == "1" && $0.body.contains("pool_exhausted") })
         #expect(replies.allSatisfy { $0.status == 200 || $0.status == 503 })
+        // /metrics counted each answer under its status, and once all are done nothing holds or waits
+        // for the pool: the gauges came back down on every path, the refused ones included.
+        let metrics = try await server.request("GET", "/metrics").body.split(separator: "\n")
+        func value(_ prefix: String) -> Int? {
+            metrics.first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+                .map { Int($0) }
+        }
+        let events = #"guestmode_http_requests_total{route="/v1/users/{user}/events",method="POST",status="#
+        #expect(value(events + #""503"}"#) == busy.count, "\(metrics)")
+        #expect(value(events + #""200"}"#) == replies.count - busy.count)
+        #expect(value("guestmode_store_pool_in_use ") == 0)
+        #expect(value("guestmode_store_pool_waiting ") == 0)
+        #expect(value("guestmode_store_pool_size ") == 1)
         #expect(try await server.stop() == 0)
         let counted = try await sandbox.run("counters", guest, "--json")
         let done = replies.filter { $0.status == 200 }.count
@@ -504,6 +524,9 @@ struct ServerTests {
         let both = try await server.request(
             "POST", "/v1/users/\(guest)/plans", token: admin, body: #"{"plan":"premium","trial":"P7D","until":"2030-01-01T00:00:00Z"}"#)
         #expect(both.status == 400)
+        // A trial is granted once: 409, a status schemathesis found the OpenAPI document lacked.
+        let again = try await server.request("POST", "/v1/users/\(guest)/plans", token: admin, body: grant)
+        #expect(again.status == 409 && errorCode(again) == "trial_already_used", "\(again.body)")
         #expect(try await server.request("DELETE", "/v1/users/\(guest)/plans/premium", token: token).status == 403)
         #expect(try await server.request("DELETE", "/v1/users/\(guest)/plans/premium", token: admin).status == 200)
         plans = try await server.request("GET", "/v1/users/\(guest)/plans", token: token)
@@ -591,6 +614,14 @@ struct ServerTests {
         let skipped = try await server.request("POST", "/v1/records/bulk?on_conflict=skip", token: admin, body: records)
         #expect(skipped.object["skipped"] as? Int == 2, "\(skipped.body)")
         #expect(try await server.request("POST", "/v1/records/bulk?on_conflict=maybe", token: admin, body: records).status == 400)
+        let taken = try await server.request("POST", "/v1/records/bulk?on_conflict=fail", token: admin, body: records)
+        #expect(taken.status == 409, "keys that exist, refused whole (documented since schemathesis): \(taken.body)")
+        #expect((taken.object["error"] as? [String: Any])?["code"] as? String == "record_exists")
+        let nobody = try await server.request(
+            "POST", "/v1/records/bulk", token: admin,
+            body: #"{"user_id":"nobody-at-all","collection":"subscriptions","key":"a","data":{}}"#)
+        #expect(nobody.status == 404, "a line naming no user: \(nobody.body)")
+        #expect((nobody.object["error"] as? [String: Any])?["code"] as? String == "user_not_found")
         let listed = try await server.request("GET", "/v1/users/\(guest)/records/subscriptions", token: token)
         #expect(listed.array.count == 2)
         #expect(try await server.stop() == 0)
@@ -753,8 +784,10 @@ final class Server: @unchecked Sendable {
         return Server(process: process, address: address, errors: errors)
     }
 
-    /// SIGTERM, then the exit status.
+    /// SIGTERM, then the exit status. Every answer the server gave was checked against its OpenAPI
+    /// document first (`checkAnswers`).
     func stop() async throws -> Int32 {
+        try await checkAnswers()
         process.terminate()
         let process = self.process
         return await withCheckedContinuation { continuation in
@@ -763,6 +796,32 @@ final class Server: @unchecked Sendable {
                 continuation.resume(returning: process.terminationStatus)
             }
         }
+    }
+
+    /// The answers `request` got so far, each as the NDJSON line scripts/check-openapi-responses.py reads.
+    private let answers = Answers()
+
+    /// Checks every answer so far against schemas/openapi.json, the document the server serves: its
+    /// route lists the status and the media type, and a JSON body is valid against the schema (a real
+    /// validator, python3-jsonschema; a missing one fails).
+    func checkAnswers(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let lines = answers.take()
+        guard !lines.isEmpty else { return }
+        let sandbox = try Sandbox()
+        try lines.joined(separator: "\n").write(
+            toFile: sandbox.path("answers.ndjson"), atomically: true, encoding: .utf8)
+        let script = Sandbox.packageRoot.appendingPathComponent("scripts/check-openapi-responses.py").path
+        let result = try await sandbox.shell(
+            """
+            for python in /usr/bin/python3 python3; do
+                if "$python" -c 'import jsonschema' 2>/dev/null; then
+                    exec "$python" '\(script)' < answers.ndjson
+                fi
+            done
+            echo 'no python3 with jsonschema: make deps installs python3-jsonschema' >&2
+            exit 2
+            """)
+        #expect(result.status == 0, "answers that schemas/openapi.json does not describe:\n\(result.stderr)", sourceLocation: sourceLocation)
     }
 
     /// A guest signed in: its id and access token.
@@ -811,7 +870,9 @@ final class Server: @unchecked Sendable {
             fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         let status = head.first.flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Int($0) } ?? 0
-        return Reply(status: status, headers: fields, body: String(text[split.upperBound...]))
+        let reply = Reply(status: status, headers: fields, body: String(text[split.upperBound...]))
+        answers.record(method: method, path: path, reply: reply)
+        return reply
     }
 
     /// One request of `requestsAtOnce`.
@@ -893,6 +954,30 @@ final class Server: @unchecked Sendable {
             } else if errno != EINTR {
                 throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
             }
+        }
+    }
+}
+
+/// The answers a `Server` got, for `checkAnswers`.
+private final class Answers: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    func record(method: String, path: String, reply: Server.Reply) {
+        // Nothing answered (a cut connection, a stopped server): nothing to check.
+        guard reply.status != 0 else { return }
+        let line: [String: Any] = [
+            "method": method, "path": String(path.split(separator: "?", maxSplits: 1).first ?? ""),
+            "status": reply.status, "content_type": reply.headers["content-type"] ?? "", "body": reply.body,
+        ]
+        guard let data = try? JSONSerialization.data(withJSONObject: line) else { return }
+        lock.withLock { lines.append(String(decoding: data, as: UTF8.self)) }
+    }
+
+    func take() -> [String] {
+        lock.withLock {
+            defer { lines = [] }
+            return lines
         }
     }
 }

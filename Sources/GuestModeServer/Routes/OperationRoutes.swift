@@ -27,5 +27,21 @@ enum OperationRoutes {
             }
             return try Reply.document(["status": "ready"]).response
         }
+
+        // The request and store-pool metrics in Prometheus's text format, for a scraper: route
+        // templates and counts, nothing a request carried, so no credential.
+        if let exposition = services.metricsExposition {
+            router.get("/metrics") { _, _ -> Response in
+                var headers = HTTPFields()
+                headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+                return Response(
+                    status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: exposition())))
+            }
+        }
+
+        // The OpenAPI 3.1 document of every route (schemas/openapi.json, built into the binary).
+        router.get("/v1/openapi.json") { _, _ -> Response in
+            Reply(status: .ok, body: OpenAPIDocument.text).response
+        }
     }
 }

@@ -20,6 +20,10 @@ final class Services: Sendable {
     let backupShelf: BackupShelf?
     /// The providers whose ID tokens link identities (`--oidc`).
     let identityTokens: IdentityTokens
+    /// Request and store-pool metrics.
+    let metrics: ServerMetrics
+    /// The metrics in Prometheus's text format, for `/metrics`; nil when the process exposes none.
+    let metricsExposition: (@Sendable () -> String)?
 
     init(
         engine: GuestMode, pool: NIOThreadPool, clock: @escaping @Sendable () throws -> Date, tokens: AccessTokens,
@@ -39,24 +43,38 @@ final class Services: Sendable {
         backupShelf = configuration.backupsDirectory.map {
             BackupShelf(directory: $0, keep: configuration.keptBackups, sizeLimit: configuration.backupSizeLimit)
         }
+        metrics = ServerMetrics(threads: configuration.threads)
+        metricsExposition = configuration.metricsExposition
     }
 
     /// Runs a blocking engine call on the pool, never on an event loop; at
     /// most the pool's size (the store's connections) run at once and the
     /// rest wait their turn. A call that waited longer than `storeWait` is
-    /// `pool_exhausted` (503) without touching the store.
+    /// `pool_exhausted` (503) without touching the store. The store-pool
+    /// gauges count the calls waiting and running.
     func perform<T: Sendable>(_ body: @escaping @Sendable (GuestMode, Date) throws -> T) async throws -> T {
         let engine = self.engine
         let clock = self.clock
         let wait = storeWait
+        let metrics = self.metrics
         let queued = ContinuousClock.now
-        return try await pool.runIfActive {
-            guard ContinuousClock.now - queued <= wait else {
-                throw GuestModeError(
-                    .tryAgainLater, code: .poolExhausted,
-                    "no store connection was free within \(wait); try again shortly")
+        metrics.storeWaiting.increment()
+        do {
+            return try await pool.runIfActive {
+                metrics.storeWaiting.decrement()
+                guard ContinuousClock.now - queued <= wait else {
+                    throw GuestModeError(
+                        .tryAgainLater, code: .poolExhausted,
+                        "no store connection was free within \(wait); try again shortly")
+                }
+                metrics.storeInUse.increment()
+                defer { metrics.storeInUse.decrement() }
+                return try body(engine, try clock())
             }
-            return try body(engine, try clock())
+        } catch let error as NIOThreadPoolError.ThreadPoolInactive {
+            // Shutting down: the call never ran, so it no longer waits.
+            metrics.storeWaiting.decrement()
+            throw error
         }
     }
 

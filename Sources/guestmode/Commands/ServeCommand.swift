@@ -5,6 +5,8 @@ import GuestModeKit
 import GuestModePostgres
 import GuestModeServer
 import GuestModeSQLite
+import Metrics
+import Prometheus
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -133,6 +135,7 @@ struct ServeCommand: ParsableCommand {
         configuration.backupsDirectory = backupsDir
         configuration.keptBackups = keepBackups
         configuration.identityProviders = providers
+        configuration.metricsExposition = Self.bootstrapMetrics()
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
         let output = global.output
         let listen = self.listen
@@ -161,6 +164,21 @@ struct ServeCommand: ParsableCommand {
         // PostgreSQL sessions end with a goodbye, not with the process: none stays behind on the server.
         (engine.store as? PostgresStore)?.close()
         if let error = outcome.error { throw error }
+    }
+
+    /// Points swift-metrics at a Prometheus registry, once for the process (only `serve` records
+    /// metrics), and answers how to render it for `/metrics`. Latency buckets run from 1 ms, a cached
+    /// read, to 10 s, the default --store-wait.
+    private static func bootstrapMetrics() -> @Sendable () -> String {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets[GuestModeServer.durationMetricLabel] = [
+            .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+        ]
+        MetricsSystem.bootstrap(factory)
+        return { registry.emitToString() }
     }
 
     struct Key: ParsableCommand {

@@ -1,0 +1,198 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+
+/// What the server measures, through swift-metrics: whatever backend the
+/// process bootstrapped (`guestmode serve` exposes them on `/metrics` in
+/// Prometheus's text format; without a bootstrap they go nowhere). Labels
+/// are route templates, methods and statuses: never a path, a user id or
+/// anything a request carried.
+final class ServerMetrics: Sendable {
+    /// The label of the request-latency histogram, whose buckets the process that exposes it chooses.
+    static let durationLabel = "guestmode_http_request_duration_seconds"
+
+    /// Requests being answered now.
+    let inFlight = Meter(label: "guestmode_http_requests_in_flight")
+    /// Engine calls holding a store connection (a thread of the pool) now.
+    let storeInUse = Meter(label: "guestmode_store_pool_in_use")
+    /// Engine calls waiting for a store connection now.
+    let storeWaiting = Meter(label: "guestmode_store_pool_waiting")
+    /// The pool's size: how many store connections there are.
+    let storeSize = Meter(label: "guestmode_store_pool_size")
+
+    private struct Key: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    private let counters = NIOLockedValueBox<[Key: Counter]>([:])
+    private let timers = NIOLockedValueBox<[String: Metrics.Timer]>([:])
+
+    init(threads: Int) {
+        storeSize.set(threads)
+    }
+
+    /// The methods that are labels as themselves; any other (a client may send any token) is `other`,
+    /// so no request can add labels without bound.
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "MOVE"]
+
+    /// One answered request: counted by route, method and status, its latency recorded by route and method.
+    func record(route: String, method: String, status: Int, nanoseconds: Int64) {
+        let method = Self.knownMethods.contains(method) ? method : "other"
+        let key = Key(route: route, method: method, status: status)
+        let counter = counters.withLockedValue { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(
+                label: "guestmode_http_requests_total",
+                dimensions: [("route", route), ("method", method), ("status", String(status))])
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+        let timerKey = "\(method) \(route)"
+        let timer = timers.withLockedValue { timers in
+            if let timer = timers[timerKey] { return timer }
+            let timer = Metrics.Timer(
+                label: Self.durationLabel, dimensions: [("route", route), ("method", method)],
+                preferredDisplayUnit: .seconds)
+            timers[timerKey] = timer
+            return timer
+        }
+        timer.recordNanoseconds(nanoseconds)
+    }
+}
+
+/// The outermost middleware: for every request, one access-log line and the
+/// request metrics, with the status the client got (after `FailureMiddleware`
+/// turned a failure into its document). It logs the route's template, never
+/// the path (ids, record keys), the query or a header but the request id.
+struct ObservabilityMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+
+    let services: Services
+    let logger: Logger
+
+    func handle(
+        _ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response
+    ) async throws -> Response {
+        let started = ContinuousClock.now
+        let metrics = services.metrics
+        metrics.inFlight.increment()
+        defer { metrics.inFlight.decrement() }
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            response = Reply.failure(error).response
+        }
+        let elapsed = ContinuousClock.now - started
+        let parts = elapsed.components
+        let nanoseconds = parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000
+        let route = Self.route(of: context)
+        let method = request.method.rawValue
+        let status = Int(response.status.code)
+        metrics.record(route: route, method: method, status: status, nanoseconds: nanoseconds)
+        let requestID = context.id
+        response.headers[.requestID] = requestID
+        var metadata: Logger.Metadata = [
+            "method": .string(method),
+            "route": .string(route),
+            "status": .stringConvertible(status),
+            "duration_ms": .stringConvertible((Double(nanoseconds) / 1000).rounded() / 1000),
+            "request_id": .string(requestID),
+            "client": .string(services.clientAddress(of: request, context: context)),
+        ]
+        if let bytes = response.body.contentLength { metadata["bytes"] = .stringConvertible(bytes) }
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }) {
+            metadata["bytes_in"] = .stringConvertible(length)
+        }
+        logger.info("request", metadata: metadata)
+        return response
+    }
+
+    /// The route's template (`/v1/users/{user}/records/{collection}/{key}`), as the OpenAPI
+    /// document names it; `none` when no route matched.
+    static func route(of context: ServerContext) -> String {
+        guard let path = context.endpointPath, path != "NotFound" else { return "none" }
+        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            segment.hasPrefix(":") ? "{\(segment.dropFirst())}" : String(segment)
+        }.joined(separator: "/")
+    }
+}
+
+extension HTTPField.Name {
+    static let requestID = HTTPField.Name("X-Request-Id")!
+}
+
+/// A swift-log handler writing one JSON object per line on standard error:
+/// `time`, `level`, `logger`, `message` and the metadata's members, so a
+/// log collector reads the server's lines without a pattern.
+package struct JSONLineLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
+    private let label: String
+
+    /// A handler for the logger `label`.
+    package init(label: String) {
+        self.label = label
+    }
+
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    package func log(event: LogEvent) {
+        var members: [String: Any] = [:]
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
+            members[key] = Self.json(value)
+        }
+        members["time"] = Self.timestamp()
+        members["level"] = event.level.rawValue
+        members["logger"] = label
+        members["message"] = event.message.description
+        guard
+            var data = try? JSONSerialization.data(
+                withJSONObject: members, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return }
+        data.append(UInt8(ascii: "\n"))
+        // One write per line: lines of concurrent requests never interleave.
+        Self.lock.withLock {
+            data.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written < 0 && errno == EINTR { continue }
+                    guard written > 0 else { return }
+                    offset += written
+                }
+            }
+        }
+    }
+
+    private static let lock = NIOLock()
+
+    /// Numbers stay numbers (a status, a duration), everything else is text.
+    private static func json(_ value: Logger.Metadata.Value) -> Any {
+        switch value {
+        case let .string(text): return text
+        case let .stringConvertible(convertible):
+            switch convertible {
+            case let number as Int: return number
+            case let number as Double: return number
+            default: return convertible.description
+            }
+        case let .array(values): return values.map(json)
+        case let .dictionary(members): return members.mapValues(json)
+        }
+    }
+
+    private static func timestamp() -> String {
+        // The log's time is when the line was written: the wall clock, never the requests' injected one.
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date())
+    }
+}
