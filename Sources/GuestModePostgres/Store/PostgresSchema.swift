@@ -18,7 +18,15 @@ enum PostgresSchema {
         Migration(identifier: "pg3-device-index", sql: deviceIndex),
         Migration(identifier: "pg4-grants", sql: grants),
         Migration(identifier: "pg5-webhooks", sql: webhooks),
+        Migration(identifier: "pg6-migration-attempts", sql: migrationAttempts),
     ]
+
+    /// Resumes of a journal and failures of each step, for `report
+    /// migrations` (the same columns as SQLite's v7).
+    static let migrationAttempts = """
+        ALTER TABLE migration_journals ADD COLUMN resumes BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE migration_steps ADD COLUMN failures BIGINT NOT NULL DEFAULT 0;
+        """
 
     /// Grants of extra allowance on a meter (`meter grant`), amounts as in
     /// meter_usage; a grant's idempotency key is unique per user.

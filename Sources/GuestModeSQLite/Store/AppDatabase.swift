@@ -32,6 +32,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v6-webhooks") { db in
             try db.execute(sql: Schema.v6)
         }
+        migrator.registerMigration("v7-migration-attempts") { db in
+            try db.execute(sql: Schema.v7)
+        }
         return migrator
     }
 

@@ -252,4 +252,13 @@ enum Schema {
         CREATE INDEX webhook_outbox_status ON webhook_outbox (status, created_at, id);
         CREATE INDEX webhook_outbox_user ON webhook_outbox (user_id, created_at, id);
         """
+
+    /// What `report migrations` counts beyond a journal's final state: how
+    /// many times a journal was resumed, and how many times each step failed
+    /// (a failed step rolls back whole, so its failures are counted in a
+    /// transaction of their own, with the journal's status).
+    static let v7 = """
+        ALTER TABLE migration_journals ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE migration_steps ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+        """
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeKit
 
 /// Ways for the test suite to make this process fail where a crash or a bug
 /// would. They exist only in a build with the `GUESTMODE_FAULT_HOOKS`
@@ -11,7 +12,7 @@ enum FaultHooks {
     /// hooked process starts so a hook meant for one command does not fire in another.
     static var variables: [String] {
         #if GUESTMODE_FAULT_HOOKS
-        ["GUESTMODE_TEST_STOP_AFTER", "GUESTMODE_TOUR_BREAK"]
+        ["GUESTMODE_TEST_STOP_AFTER", "GUESTMODE_TEST_FAIL_AT", "GUESTMODE_TOUR_BREAK"]
         #else
         []
         #endif
@@ -30,6 +31,24 @@ enum FaultHooks {
     /// Ends the process at once, as `kill -9` would, when the test asked for a stop at `name`.
     static func stopIfAsked(after name: String) {
         if stops(after: name) { kill(getpid(), SIGKILL) }
+    }
+
+    /// True when the test asked this process to fail, with an error rather
+    /// than a kill, at the point `name` (`migrate-step-N`: before step N runs).
+    static func fails(at name: String) -> Bool {
+        #if GUESTMODE_FAULT_HOOKS
+        ProcessInfo.processInfo.environment["GUESTMODE_TEST_FAIL_AT"] == name
+        #else
+        false
+        #endif
+    }
+
+    /// Throws an internal failure that names the point, as a bug there
+    /// would, when the test asked for a failure at `name`.
+    static func failIfAsked(at name: String) throws {
+        if fails(at: name) {
+            throw GuestModeError(.internalFailure, code: .internalFailure, "fault injected at \(name)")
+        }
     }
 
     /// The tour step the test wants to see fail: the first step whose command contains this text.
