@@ -1,5 +1,4 @@
 import Foundation
-import GuestModeKit
 
 /// Ways for the test suite to make this process fail where a crash or a bug
 /// would. They exist only in a build with the `GUESTMODE_FAULT_HOOKS`
@@ -33,22 +32,16 @@ enum FaultHooks {
         if stops(after: name) { kill(getpid(), SIGKILL) }
     }
 
-    /// True when the test asked this process to fail, with an error rather
-    /// than a kill, at the point `name` (`migrate-step-N`: before step N runs).
-    static func fails(at name: String) -> Bool {
+    /// The point where the test asked this process to fail with an error
+    /// rather than a kill (`migrate-step-N`: before step N runs; `track-key`,
+    /// `meter-use-key`: after the write's idempotency key was checked and
+    /// written, before the commit); see `InjectedFaults`.
+    static var failurePoint: String? {
         #if GUESTMODE_FAULT_HOOKS
-        ProcessInfo.processInfo.environment["GUESTMODE_TEST_FAIL_AT"] == name
+        ProcessInfo.processInfo.environment["GUESTMODE_TEST_FAIL_AT"]
         #else
-        false
+        nil
         #endif
-    }
-
-    /// Throws an internal failure that names the point, as a bug there
-    /// would, when the test asked for a failure at `name`.
-    static func failIfAsked(at name: String) throws {
-        if fails(at: name) {
-            throw GuestModeError(.internalFailure, code: .internalFailure, "fault injected at \(name)")
-        }
     }
 
     /// The tour step the test wants to see fail: the first step whose command contains this text.
