@@ -509,8 +509,11 @@ struct ServerTests {
         #expect(profile.body == shown.stdout, "the same document as profile show --json")
         #expect(try await server.request("GET", "/v1/profile").status == 401)
 
-        for report in ["funnel", "prompts", "experiments", "usage"] {
-            #expect(try await server.request("GET", "/v1/reports/\(report)", token: admin).status == 200, "\(report)")
+        for report in ["funnel", "prompts", "experiments", "usage", "migrations"] {
+            let answer = try await server.request("GET", "/v1/reports/\(report)", token: admin)
+            #expect(answer.status == 200, "\(report)")
+            let cli = try await sandbox.run("report", report, "--json")
+            #expect(answer.body == cli.stdout, "\(report): the same document as report \(report) --json")
         }
         let funnel = try await server.request("GET", "/v1/reports/funnel?since=2000-01-01T00:00:00Z", token: admin)
         #expect(funnel.object["guests"] as? Int == 1, "\(funnel.body)")
