@@ -556,8 +556,17 @@ struct ServerTests {
             """
         let put = try await server.request("POST", "/v1/records/bulk", token: admin, body: records)
         #expect(put.status == 200 && put.object["added"] as? Int == 2, "\(put.body)")
-        let skipped = try await server.request("POST", "/v1/records/bulk?on_conflict=skip", token: admin, body: records)
+        let retried = try await server.request("POST", "/v1/records/bulk?on_conflict=fail", token: admin, body: records)
+        #expect(retried.status == 200 && retried.object["unchanged"] as? Int == 2, "a retry: \(retried.body)")
+        let changed = records.replacingOccurrences(of: #""price":"#, with: #""price":1"#)
+        let skipped = try await server.request("POST", "/v1/records/bulk?on_conflict=skip", token: admin, body: changed)
         #expect(skipped.object["skipped"] as? Int == 2, "\(skipped.body)")
+        let twice = """
+            {"user_id":"\(guest)","collection":"subscriptions","key":"c","data":{"price":3}}
+            {"user_id":"\(guest)","collection":"subscriptions","key":"c","data":{"price":4}}
+            """
+        let reused = try await server.request("POST", "/v1/records/bulk", token: admin, body: twice)
+        #expect(reused.status == 422 && reused.body.contains("idempotency_key_reused"), "\(reused.body)")
         #expect(try await server.request("POST", "/v1/records/bulk?on_conflict=maybe", token: admin, body: records).status == 400)
         let listed = try await server.request("GET", "/v1/users/\(guest)/records/subscriptions", token: token)
         #expect(listed.array.count == 2)
