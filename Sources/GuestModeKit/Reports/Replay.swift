@@ -107,6 +107,8 @@ private struct ReplayRun {
     var totals = Totals()
     /// Assignments are sticky, so each user's are looked up once and kept for the whole replay.
     var assignments: [String: [ExperimentAssignment]] = [:]
+    /// Users whose log carried a `prompt reset` event: only they can have a last reset to look up.
+    var resetUsers: Set<String> = []
 
     struct Totals {
         var events = 0
@@ -133,6 +135,7 @@ private struct ReplayRun {
         }
         switch step {
         case let .event(event):
+            if event.action == PromptTrigger.resetEventAction { resetUsers.insert(user) }
             guard try transaction.count(event, profile: profile, now: event.at) else {
                 totals.duplicates += 1
                 return
@@ -167,7 +170,11 @@ private struct ReplayRun {
     private func decision(
         for userID: String, assignments: [ExperimentAssignment], at time: Date
     ) throws -> PromptRecord? {
-        guard let facts = try transaction.promptSnapshot(of: userID, profile: profile, now: time) else { return nil }
+        guard
+            let facts = try transaction.promptSnapshot(
+                of: userID, profile: profile, now: time, onlyWhatRulesRead: true,
+                mayHaveReset: resetUsers.contains(userID))
+        else { return nil }
         let strategy = profile.promptStrategy(assignments: assignments)
         guard case let .show(rule) = profile.prompts.decide(facts: facts, trigger: nil, strategy: strategy, now: time)
         else { return nil }
