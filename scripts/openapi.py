@@ -210,7 +210,7 @@ ROUTES = [
      "session", {}, None, {"201": None}),
     ("get", "/v1/users/{user}/backups/{name}", "A kept archive, or the latest (with --backups-dir).", "session",
      {}, None, {"200": "application/octet-stream"}),
-    ("get", "/v1/reports/{report}", "report funnel, prompts, experiments or usage.", "admin",
+    ("get", "/v1/reports/{report}", "report funnel, prompts, experiments, usage or migrations.", "admin",
      {"since": {"type": "string", "format": "date-time"}, "until": {"type": "string", "format": "date-time"}},
      None, {"200": "report"}),
     ("get", "/v1/profile", "profile show: the profile the store is bound to.", "any", {}, None,
@@ -234,6 +234,9 @@ PATH_PARAMETERS = {
 }
 
 STORE_FREE = {"/healthz", "/metrics", "/v1/openapi.json"}
+
+# The reports GET /v1/reports/{report} answers, each the document of `guestmode report NAME --json`.
+REPORTS = ["funnel", "prompts", "experiments", "usage", "migrations"]
 
 
 def load_schemas():
@@ -268,7 +271,7 @@ def components(schemas):
     result["meter-status-one"] = copy.deepcopy(schemas["meter-status"]["items"])
     result["meter-status-one"]["title"] = "guestmode meter status USER METER --json"
     result["prompt-next-or-explain"] = {"anyOf": [ref("prompt-next"), ref("prompt-explain")]}
-    result["report"] = {"anyOf": [ref("report-" + name) for name in ["funnel", "prompts", "experiments", "usage"]]}
+    result["report"] = {"anyOf": [ref("report-" + name) for name in REPORTS]}
     result["openapi"] = {"type": "object", "required": ["openapi", "paths"]}
     result.update(SERVER_SCHEMAS)
     for name, body in BODIES.items():
@@ -366,7 +369,7 @@ def operation(method, path, summary, caller, query, body, answers):
             name = segment[1:-1]
             schema = {"type": "string", "minLength": 1}
             if name == "report":
-                schema = {"type": "string", "enum": ["funnel", "prompts", "experiments", "usage"]}
+                schema = {"type": "string", "enum": REPORTS}
             parameters.append({"name": name, "in": "path", "required": True, "description": PATH_PARAMETERS[name],
                                "schema": schema})
     for name, schema in query.items():

@@ -62,4 +62,59 @@ struct BulkRecordTests {
             try await sandbox.run("record", "put", first, "settings", "k", "--data", "{}", "--on-conflict", "skip")
                 .status == 64)
     }
+
+    @Test(
+        "a record's key in a load is user, collection and key: a retried load changes nothing, other data for a key exits 14",
+        arguments: ["sqlite", "postgres"])
+    func keyRule(backend: String) async throws {
+        let sandbox =
+            backend == "sqlite"
+            ? try await Sandbox.withStore("subscriptions") : try await Sandbox.withPostgresStore("subscriptions")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let guest = try await sandbox.newGuest()
+        func line(_ key: String, _ data: String) -> String {
+            #"{"user_id":"\#(guest)","collection":"subscriptions","key":"\#(key)","data":\#(data)}"#
+        }
+        /// Every row of the store that a load could change, as text (PostgreSQL has no file to compare).
+        func state() async throws -> String {
+            if backend == "sqlite" { return try sandbox.snapshot().base64EncodedString() }
+            let records = try await sandbox.run("record", "list", guest, "subscriptions", "--json")
+            let user = try await sandbox.run("user", "show", guest, "--json")
+            return records.stdout + user.stdout
+        }
+        let file = [line("netflix", #"{"price":9.99}"#), line("spotify", #"{"price":5}"#)].joined(separator: "\n")
+        try file.write(toFile: sandbox.path("subs.ndjson"), atomically: true, encoding: .utf8)
+        let first = try await sandbox.run("record", "put", "--from", "subs.ndjson", "--on-conflict", "fail", "--json")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.object["added"] as? Int == 2)
+        let loaded = try await state()
+
+        // The same file again, later: every record unchanged, nothing written, even under --on-conflict fail.
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-02T10:00:00Z"
+        for policy in ["fail", "skip", "replace"] {
+            let again = try await sandbox.run(
+                "record", "put", "--from", "subs.ndjson", "--on-conflict", policy, "--json")
+            #expect(again.status == 0, "\(policy): \(again.stderr)")
+            #expect(again.object["unchanged"] as? Int == 2 && again.object["added"] as? Int == 0, "\(again.stdout)")
+            #expect(try await state() == loaded, "a retried load (\(policy)) changes nothing")
+        }
+        let text = try await sandbox.run("record", "put", "--from", "subs.ndjson")
+        #expect(text.stdout.contains("2 lines: 0 added, 0 replaced, 0 skipped, 2 unchanged"), "\(text.stdout)")
+
+        // One key twice with other data: exit 14 naming the key and both lines, nothing written.
+        let reused = [line("hulu", #"{"price":7}"#), line("netflix", #"{"price":9.99}"#), line("hulu", #"{"price":8}"#)]
+            .joined(separator: "\n")
+        let refused = try await sandbox.run("record", "put", "--from", "-", "--json", input: reused)
+        #expect(refused.status == 14, "\(refused.stderr)")
+        #expect(refused.errorJSON["code"] as? String == "idempotency_key_reused")
+        let message = refused.errorJSON["message"] as? String ?? ""
+        #expect(message.hasPrefix("<stdin>:3:") && message.contains("'hulu'") && message.contains("line 1"), "\(message)")
+        #expect(try await state() == loaded, "a refused load writes nothing")
+
+        // One key twice with the same data: stored once.
+        let repeated = [line("hulu", #"{"price":7}"#), line("hulu", #"{ "price" : 7 }"#)].joined(separator: "\n")
+        let stored = try await sandbox.run("record", "put", "--from", "-", "--json", input: repeated)
+        #expect(stored.status == 0, "\(stored.stderr)")
+        #expect(stored.object["added"] as? Int == 1 && stored.object["unchanged"] as? Int == 1, "\(stored.stdout)")
+    }
 }

@@ -567,8 +567,11 @@ struct ServerTests {
         #expect(profile.body == shown.stdout, "the same document as profile show --json")
         #expect(try await server.request("GET", "/v1/profile").status == 401)
 
-        for report in ["funnel", "prompts", "experiments", "usage"] {
-            #expect(try await server.request("GET", "/v1/reports/\(report)", token: admin).status == 200, "\(report)")
+        for report in ["funnel", "prompts", "experiments", "usage", "migrations"] {
+            let answer = try await server.request("GET", "/v1/reports/\(report)", token: admin)
+            #expect(answer.status == 200, "\(report)")
+            let cli = try await sandbox.run("report", report, "--json")
+            #expect(answer.body == cli.stdout, "\(report): the same document as report \(report) --json")
         }
         let funnel = try await server.request("GET", "/v1/reports/funnel?since=2000-01-01T00:00:00Z", token: admin)
         #expect(funnel.object["guests"] as? Int == 1, "\(funnel.body)")
@@ -611,8 +614,17 @@ struct ServerTests {
             """
         let put = try await server.request("POST", "/v1/records/bulk", token: admin, body: records)
         #expect(put.status == 200 && put.object["added"] as? Int == 2, "\(put.body)")
-        let skipped = try await server.request("POST", "/v1/records/bulk?on_conflict=skip", token: admin, body: records)
+        let retried = try await server.request("POST", "/v1/records/bulk?on_conflict=fail", token: admin, body: records)
+        #expect(retried.status == 200 && retried.object["unchanged"] as? Int == 2, "a retry: \(retried.body)")
+        let changed = records.replacingOccurrences(of: #""price":"#, with: #""price":1"#)
+        let skipped = try await server.request("POST", "/v1/records/bulk?on_conflict=skip", token: admin, body: changed)
         #expect(skipped.object["skipped"] as? Int == 2, "\(skipped.body)")
+        let twice = """
+            {"user_id":"\(guest)","collection":"subscriptions","key":"c","data":{"price":3}}
+            {"user_id":"\(guest)","collection":"subscriptions","key":"c","data":{"price":4}}
+            """
+        let reused = try await server.request("POST", "/v1/records/bulk", token: admin, body: twice)
+        #expect(reused.status == 422 && reused.body.contains("idempotency_key_reused"), "\(reused.body)")
         #expect(try await server.request("POST", "/v1/records/bulk?on_conflict=maybe", token: admin, body: records).status == 400)
         let taken = try await server.request("POST", "/v1/records/bulk?on_conflict=fail", token: admin, body: records)
         #expect(taken.status == 409, "keys that exist, refused whole (documented since schemathesis): \(taken.body)")

@@ -126,7 +126,9 @@ extension GuestMode {
         if let problem = problem(with: event) { throw GuestModeError.usage(problem, code: .invalidEvent) }
         return try store.write { transaction in
             _ = try transaction.requireUser(event.user, locking: true)
-            return try transaction.track(event, profile: profile, now: now)
+            let result = try transaction.track(event, profile: profile, now: now)
+            if event.idempotencyKey != nil { try faults.afterKeyCheck(.track) }
+            return result
         }
     }
 

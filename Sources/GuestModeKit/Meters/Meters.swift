@@ -164,9 +164,11 @@ extension GuestMode {
         let definition = try requireMeter(meter)
         try requireValid(amount)
         let result = try store.write { transaction in
-            try use(
+            let result = try use(
                 amount, of: definition, user: userID, key: key, overage: overage ?? definition.overage, now: now,
                 in: transaction)
+            if key != nil { try faults.afterKeyCheck(.meterUse) }
+            return result
         }
         if !result.isAllowed { try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now) }
         return result

@@ -98,9 +98,16 @@ public struct MigrationReport: Codable, Sendable {
     public var isResumed: Bool
 }
 
-/// Points where a test can stop a migration the way a crash would.
+/// Points where a test can stop a migration the way a crash would, or make
+/// a step fail by throwing.
 public enum MigrationCheckpoint: Sendable, Equatable {
+    /// The backup of both users is written; no journal exists yet.
     case backupTaken
+    /// The step at `position` is about to run: a throw here fails it as an
+    /// error inside the step would (the journal is marked failed, the
+    /// failure counted against the step).
+    case stepStarting(position: Int)
+    /// The step at `position` is committed.
     case stepDone(position: Int)
 }
 
@@ -164,7 +171,7 @@ extension GuestMode {
         guest: String, to account: String, resuming: Bool, now: Date,
         takeBackup: ([String]) throws -> String,
         progress: (JournalStep, Int) -> Void = { _, _ in },
-        checkpoint: (MigrationCheckpoint) -> Void = { _ in }
+        checkpoint: (MigrationCheckpoint) throws -> Void = { _ in }
     ) throws -> MigrationReport {
         try TextRule.check(["the guest's id": guest, "the account's id": account])
         let unfinished = try unfinishedMigration(of: guest, into: account)
@@ -178,11 +185,12 @@ extension GuestMode {
                 "no unfinished migration of '\(guest)' into '\(account)' to resume", code: .nothingToResume)
         case (let id?, true):
             journalID = id
+            try store.write { try $0.countJournalResume(id) }
         case (nil, false):
             do {
                 try checkTransfer(of: guest, into: account)
                 let backupPath = try takeBackup([guest, account])
-                checkpoint(.backupTaken)
+                try checkpoint(.backupTaken)
                 journalID = try startMigration(
                     of: guest, into: account, steps: steps.map(\.name), backupPath: backupPath, now: now)
             } catch let error as GuestModeError where error.code == .migrationUnfinished {
@@ -207,16 +215,17 @@ extension GuestMode {
             }
             let step = steps[journalStep.position - 1]
             do {
+                try checkpoint(.stepStarting(position: journalStep.position))
                 if let done = try runMigrationStep(
                     step, position: journalStep.position, journalID: journalID, now: now)
                 {
                     conflicts += done.conflicts
                     progress(done.step, steps.count)
-                    checkpoint(.stepDone(position: done.step.position))
+                    try checkpoint(.stepDone(position: done.step.position))
                 }
             } catch {
                 try? failMigration(
-                    journalID: journalID, reason: "step \(journalStep.position) \(step.name): \(error)")
+                    journalID: journalID, position: journalStep.position, reason: "step \(journalStep.position) \(step.name): \(error)")
                 // The journal and the steps before this one are committed:
                 // "try again" would be refused as unfinished, so say what
                 // is kept and that the journal resumes.
@@ -387,9 +396,13 @@ extension GuestMode {
         }
     }
 
-    /// Marks the journal failed with `reason`; the next run resumes it.
-    func failMigration(journalID: Int64, reason: String) throws {
-        try store.write { try $0.setJournalStatus(journalID, to: "failed", error: reason) }
+    /// Marks the journal failed with `reason` and counts a failure of its
+    /// step at `position` (none when nil); the next run resumes it.
+    func failMigration(journalID: Int64, position: Int?, reason: String) throws {
+        try store.write { transaction in
+            try transaction.setJournalStatus(journalID, to: "failed", error: reason)
+            if let position { try transaction.countStepFailure(journalID: journalID, position: position) }
+        }
     }
 }
 

@@ -132,6 +132,13 @@ package protocol MigrationRows {
 
     /// Marks the journal's step at `position` done with the rows it moved.
     func finishJournalStep(journalID: Int64, position: Int, rows: Int, at time: Date) throws
+
+    /// Adds one to the journal's count of resumes (`report migrations`).
+    func countJournalResume(_ id: Int64) throws
+
+    /// Adds one to the count of failures of the journal's step at
+    /// `position` (`report migrations`).
+    func countStepFailure(journalID: Int64, position: Int) throws
 }
 
 /// Tables of what a user did rather than what it stored: the rows a

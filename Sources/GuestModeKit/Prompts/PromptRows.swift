@@ -59,19 +59,46 @@ extension StoreTransaction {
     /// The facts, with where the user stands now against every collection's
     /// cap and every meter, the triggers raised for it (when each was last
     /// raised) and its last `prompt reset`. Nil when there is no such user.
-    func promptSnapshot(of userID: String, profile: Profile, now: Date) throws -> PromptFacts? {
+    /// With `onlyWhatRulesRead` (a decision whose content is not shown: a
+    /// replay), only the collections and meters some rule's conditions read
+    /// are looked up, which decides the same. `mayHaveReset` false (a replay
+    /// whose log carried no `prompt reset` event for the user) skips looking
+    /// for the last reset, which is then known to be none.
+    func promptSnapshot(
+        of userID: String, profile: Profile, now: Date, onlyWhatRulesRead: Bool = false, mayHaveReset: Bool = true
+    ) throws -> PromptFacts? {
         guard var facts = try promptFacts(of: userID), let user = try user(userID, locking: false) else { return nil }
-        for collection in profile.collections {
+        let read = onlyWhatRulesRead ? profile.prompts.conditionInputs : nil
+        for collection in profile.collections where read?.collections.contains(collection.name) ?? true {
             facts.limits[collection.name] = try collectionLimit(
                 of: user, collection: collection.name, profile: profile, now: now)
         }
-        for meter in profile.meters {
+        for meter in profile.meters where read?.meters.contains(meter.name) ?? true {
             facts.meters[meter.name] = try meterStatus(of: user, meter: meter, profile: profile, now: now)
         }
         for (flag, raisedAt) in try userFlags(of: userID, prefix: PromptTrigger.flagPrefix) {
             facts.raisedTriggers[String(flag.dropFirst(PromptTrigger.flagPrefix.count))] = raisedAt
         }
-        facts.resetAt = try lastEventTime(of: userID, action: PromptTrigger.resetEventAction)
+        if mayHaveReset { facts.resetAt = try lastEventTime(of: userID, action: PromptTrigger.resetEventAction) }
         return facts
+    }
+}
+
+extension PromptPolicy {
+    /// The collections and meters the rules' conditions read: the only
+    /// limits and meter statuses a decision depends on (content
+    /// placeholders may read others, to show them).
+    var conditionInputs: (collections: Set<String>, meters: Set<String>) {
+        var collections: Set<String> = []
+        var meters: Set<String> = []
+        for condition in rules.flatMap(\.conditions) {
+            switch condition {
+            case let .limitReached(collection, _), let .limitRemaining(collection, _): collections.insert(collection)
+            case let .meterPercentUsed(meter, _), let .meterRemaining(meter, _), let .meterExhausted(meter):
+                meters.insert(meter)
+            case .counter, .daysSinceFirstSeen, .state: break
+            }
+        }
+        return (collections, meters)
     }
 }

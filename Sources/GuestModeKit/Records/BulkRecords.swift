@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// What a bulk load does with a key the user already holds.
@@ -16,12 +17,15 @@ package struct BulkRecord: Sendable, Equatable {
     package var collection: String
     package var key: String
     package var data: String
+    /// The line of the file it came from, for messages; 0 when none.
+    package var line: Int
 
-    package init(user: String, collection: String, key: String, data: String) {
+    package init(user: String, collection: String, key: String, data: String, line: Int = 0) {
         self.user = user
         self.collection = collection
         self.key = key
         self.data = data
+        self.line = line
     }
 }
 
@@ -35,6 +39,12 @@ package enum BulkPutOutcome: Sendable, Equatable {
     case exists
     /// The user is at the collection's cap: nothing written.
     case refused(CollectionLimit)
+    /// The key holds this very data already (stored before the load, or put
+    /// by an earlier line of it): nothing written, whatever the policy.
+    case unchanged
+    /// An earlier line of the load (`firstLine`) gave the same user,
+    /// collection and key other data: the load is refused.
+    case keyReused(firstLine: Int)
 }
 
 /// What loading records from a file did, or with `isDryRun` would do.
@@ -47,6 +57,9 @@ public struct BulkPutReport: Codable, Sendable, Equatable {
     public var replaced: Int
     /// Records skipped because their key was taken.
     public var skipped: Int
+    /// Lines whose key already held the same data (a retried load, or a
+    /// line repeated in the file): nothing written for them.
+    public var unchanged: Int
     /// True when nothing was written: the report says what a load would do.
     public var isDryRun: Bool
 }
@@ -61,7 +74,7 @@ extension GuestMode {
     public func putRecords(
         from url: URL, label: String? = nil, onConflict: RecordConflictPolicy, dryRun: Bool = false, now: Date
     ) throws -> BulkPutReport {
-        var report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, isDryRun: dryRun)
+        var report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, unchanged: 0, isDryRun: dryRun)
         struct Rollback: Error {}
         var problems: [(line: Int, error: GuestModeError)] = []
         var problemCount = 0
@@ -72,7 +85,7 @@ extension GuestMode {
         do {
             try putRecords(onConflict: onConflict, now: now) { put in
                 // A store may run the transaction again (a serialization retry): start afresh.
-                report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, isDryRun: dryRun)
+                report = BulkPutReport(lines: 0, added: 0, replaced: 0, skipped: 0, unchanged: 0, isDryRun: dryRun)
                 problems = []
                 problemCount = 0
                 try EventLog.forEachLine(
@@ -83,9 +96,10 @@ extension GuestMode {
                     }
                 ) { number, line in
                     report.lines = number
-                    let record: BulkRecord?
+                    var record: BulkRecord?
                     do {
                         record = try bulkRecord(line)
+                        record?.line = number
                     } catch let error as GuestModeError {
                         note(number, error)
                         return
@@ -96,6 +110,14 @@ extension GuestMode {
                         case .added: report.added += 1
                         case .replaced: report.replaced += 1
                         case .skipped: report.skipped += 1
+                        case .unchanged: report.unchanged += 1
+                        case .keyReused(let firstLine):
+                            note(
+                                number,
+                                GuestModeError(
+                                    .conflict, code: .idempotencyKeyReused,
+                                    "user '\(record.user)', collection \(record.collection), key '\(record.key)' was given other data on line \(firstLine); a load names each record once, or repeats it with the same data"
+                                ))
                         case .exists:
                             note(
                                 number,
@@ -128,6 +150,9 @@ extension GuestMode {
 
     /// Many puts in one transaction: `feed` calls `put` once per record, and
     /// each is decided as `putRecord` decides it (see `BulkRecordWriter`).
+    /// A record's key in a load is its user, collection and key: the same
+    /// data again is `unchanged`, other data than an earlier record of the
+    /// load is `keyReused`.
     /// Everything is rolled back when `feed` throws, so a load is all or
     /// nothing; `put` throws `user_not_found` for a missing user.
     func putRecords(
@@ -183,7 +208,11 @@ extension GuestMode {
 /// decided as `putRecord` decides it (the tier's cap counted once per user
 /// and collection, only where a cap applies), `onConflict` says what an
 /// existing key gets, and last-seen and the backup queue move once per user
-/// at the end.
+/// at the end. A key that already holds the very data given is left as it is
+/// (`unchanged`, under every policy: a retried load answers as the first
+/// did); a key an earlier record of the load named is `keyReused` when the
+/// data differs. The load keeps, per key it named, the first line and a
+/// SHA-256 of its data (about 100 bytes a record).
 private final class BulkRecordWriter {
     private struct Pair: Hashable {
         var user: String
@@ -197,6 +226,10 @@ private final class BulkRecordWriter {
     private var tiers: [String: TierLevel] = [:]
     /// Records held per capped user and collection, counted once each.
     private var used: [Pair: Int] = [:]
+    /// Every key the load named: the first line that named it and the digest of its data.
+    private var named: [String: (line: Int, data: SHA256.Digest)] = [:]
+    /// Users the load stored a record for.
+    private var written: Set<String> = []
 
     init(profile: Profile, now: Date, onConflict: RecordConflictPolicy, transaction: any StoreTransaction) {
         self.profile = profile
@@ -215,8 +248,16 @@ private final class BulkRecordWriter {
             level = try transaction.tier(of: user, profile: profile, now: now)
             tiers[record.user] = level
         }
-        let isReplacement = try transaction.recordExists(
-            owner: record.user, collection: record.collection, key: record.key)
+        // No text of a record holds U+0000 (TextRule), so the joined key is unambiguous.
+        let place = "\(record.user)\u{0}\(record.collection)\u{0}\(record.key)"
+        let digest = SHA256.hash(data: Data(record.data.utf8))
+        if let first = named[place] {
+            return first.data == digest ? .unchanged : .keyReused(firstLine: first.line)
+        }
+        named[place] = (record.line, digest)
+        let stored = try transaction.record(owner: record.user, collection: record.collection, key: record.key)
+        if stored?.data == record.data { return .unchanged }
+        let isReplacement = stored != nil
         if isReplacement {
             switch onConflict {
             case .fail: return .exists
@@ -232,12 +273,15 @@ private final class BulkRecordWriter {
         }
         try transaction.upsertRecord(
             owner: record.user, collection: record.collection, key: record.key, data: record.data, at: now)
+        written.insert(record.user)
         return isReplacement ? .replaced : .added
     }
 
-    /// Users in a fixed order, so concurrent loads take their locks alike.
+    /// Users in a fixed order, so concurrent loads take their locks alike;
+    /// only those the load wrote for: a retried load that finds every record
+    /// unchanged writes nothing at all.
     func finish() throws {
-        for user in tiers.keys.sorted() {
+        for user in written.sorted() {
             try transaction.noteActivity(of: user, profile: profile, now: now)
         }
     }

@@ -5,7 +5,13 @@ import Foundation
 package struct ReplaySummary: Codable, Sendable {
     package var profile: String
     package var events: Int
-    /// Events whose idempotency key had already been counted.
+    /// Record puts applied (refused ones included: a refusal is decided, and may raise a trigger).
+    package var records: Int
+    /// Meter uses applied (refused ones included).
+    package var meterUses: Int
+    /// Plan grants and revocations applied.
+    package var planChanges: Int
+    /// Events and meter uses whose idempotency key had already been counted.
     package var duplicates: Int
     package var users: Int
     package var promptsShown: Int
@@ -14,12 +20,17 @@ package struct ReplaySummary: Codable, Sendable {
 }
 
 extension GuestMode {
-    /// Runs an event log (the `track --from` format) through a fresh store
-    /// from `scratchStore` (an empty in-memory one: the replay writes to it)
-    /// bound to `profileText`, taking the time from each event: after every
-    /// counted event the prompt policy is asked what to show that user then,
-    /// and a prompt it offers is recorded as shown and passed to
-    /// `onDecision`. Users are created at their first event. The log is read
+    /// Runs a log (`ReplayLine`: events in the `track --from` format, record
+    /// puts, meter uses and plan changes) through a fresh store from
+    /// `scratchStore` (an empty in-memory one: the replay writes to it) bound
+    /// to `profileText`, taking the time from each line: every line is applied
+    /// by the engine's own use case (`track`'s step, `putRecord`, `useMeter`,
+    /// `grantPlan`, `revokePlan`, over an engine whose store is the replay's
+    /// transaction), and after every line that counted the prompt policy is
+    /// asked what to show that user then, from the same facts `nextPrompt`
+    /// reads (limits, meters and raised triggers included); a prompt it
+    /// offers is recorded as shown and passed to `onDecision`. Users are
+    /// created at their first line. The log is read
     /// twice, to refuse it whole if any line is bad, so it streams in
     /// constant memory whatever its size. Problems name the log by `label`
     /// (default: its path), as `<stdin>` for a spooled standard input.
@@ -34,10 +45,17 @@ extension GuestMode {
         // The scratch store has no other writer, so no serialization failure
         // reruns this body (and its callbacks).
         let run = try store.write { transaction in
-            var run = ReplayRun(profile: profile, transaction: transaction)
-            try EventLog.forEachLine(in: log) { _, line in
-                guard case let .success(event?) = EventLog.decode(line, defaultTime: now) else { return }
-                try run.apply(event, onDecision: onDecision)
+            var run = ReplayRun(
+                profile: profile, transaction: transaction,
+                engine: GuestMode(
+                    profile: profile, store: TransactionScope(base: store, transaction: transaction, isDurable: true)))
+            try EventLog.forEachLine(in: log) { number, line in
+                guard case let .success(step?) = ReplayLog.decode(line, defaultTime: now) else { return }
+                do {
+                    try run.apply(step, onDecision: onDecision)
+                } catch let error as GuestModeError {
+                    throw GuestModeError(error.code, "\(label ?? log.path):\(number): \(error.message); nothing was replayed")
+                }
             }
             return run.totals
         }
@@ -46,7 +64,8 @@ extension GuestMode {
             (try transaction.promptContexts(in: everything), try transaction.variantCounts(in: everything))
         }
         return ReplaySummary(
-            profile: profile.name, events: run.events, duplicates: run.duplicates, users: run.users,
+            profile: profile.name, events: run.events, records: run.records, meterUses: run.meterUses,
+            planChanges: run.planChanges, duplicates: run.duplicates, users: run.users,
             promptsShown: run.shown,
             prompts: PromptsReport(period: everything, profile: profile, counts: prompts),
             experiments: ExperimentsReport(period: everything, profile: profile, counts: variants))
@@ -58,11 +77,11 @@ extension GuestMode {
             in: log,
             invalidText: { number, error in problems.append(EventLogProblem(line: number, message: error.message)) }
         ) { number, line in
-            switch EventLog.decode(line, defaultTime: .distantPast) {
+            switch ReplayLog.decode(line, defaultTime: .distantPast) {
             case let .failure(failure): problems.append(EventLogProblem(line: number, message: failure.description))
             case .success(nil): break
-            case let .success(event?):
-                if let message = profile.problem(with: event) {
+            case let .success(step?):
+                if let message = profile.problem(with: step) {
                     problems.append(EventLogProblem(line: number, message: message))
                 }
             }
@@ -77,48 +96,85 @@ extension GuestMode {
     }
 }
 
-/// One replay in progress: the same steps `track`, `experiment assign` and
-/// `prompt next` take, inside the replay's transaction.
+/// One replay in progress: the same steps `track`, `record put`, `meter use`,
+/// `plan grant|revoke`, `experiment assign` and `prompt next` take, inside
+/// the replay's transaction.
 private struct ReplayRun {
     let profile: Profile
     let transaction: any StoreTransaction
+    /// The engine over the replay's transaction: each use case runs in a savepoint of it.
+    let engine: GuestMode
     var totals = Totals()
     /// Assignments are sticky, so each user's are looked up once and kept for the whole replay.
     var assignments: [String: [ExperimentAssignment]] = [:]
+    /// Users whose log carried a `prompt reset` event: only they can have a last reset to look up.
+    var resetUsers: Set<String> = []
 
     struct Totals {
         var events = 0
+        var records = 0
+        var meterUses = 0
+        var planChanges = 0
         var duplicates = 0
         var users = 0
         var shown = 0
     }
 
-    init(profile: Profile, transaction: any StoreTransaction) {
+    init(profile: Profile, transaction: any StoreTransaction, engine: GuestMode) {
         self.profile = profile
         self.transaction = transaction
+        self.engine = engine
     }
 
-    mutating func apply(_ event: TrackedEvent, onDecision: (PromptRecord) throws -> Void) throws {
-        if assignments[event.user] == nil {
-            totals.users += try transaction.createMissingGuests([(event.user, event.at)])
-            assignments[event.user] = try assignments(of: event.user, at: event.at)
+    mutating func apply(_ step: ReplayLine, onDecision: (PromptRecord) throws -> Void) throws {
+        let user = step.user
+        let at = step.at
+        if assignments[user] == nil {
+            totals.users += try transaction.createMissingGuests([(user, at)])
+            assignments[user] = try assignments(of: user, at: at)
         }
-        guard try transaction.count(event, profile: profile, now: event.at) else {
-            totals.duplicates += 1
-            return
+        switch step {
+        case let .event(event):
+            if event.action == PromptTrigger.resetEventAction { resetUsers.insert(user) }
+            guard try transaction.count(event, profile: profile, now: event.at) else {
+                totals.duplicates += 1
+                return
+            }
+            totals.events += 1
+        case let .record(_, collection, key, data, _):
+            _ = try engine.putRecord(user: user, collection: collection, key: key, json: data, now: at)
+            totals.records += 1
+        case let .meter(_, meter, amount, key, overage, _):
+            let used = try engine.useMeter(
+                user: user, meter: meter, amount: amount, key: key, overage: overage, now: at)
+            if used.isDuplicate {
+                totals.duplicates += 1
+                return
+            }
+            totals.meterUses += 1
+        case let .plan(_, plan, trial, until, revoke, _):
+            if revoke {
+                _ = try engine.revokePlan(user: user, plan: plan, now: at)
+            } else {
+                _ = try engine.grantPlan(user: user, plan: plan, trial: trial, until: until, now: at)
+            }
+            totals.planChanges += 1
         }
-        totals.events += 1
-        if let record = try decision(for: event.user, assignments: assignments[event.user] ?? [], at: event.at) {
+        if let record = try decision(for: user, assignments: assignments[user] ?? [], at: at) {
             totals.shown += 1
             try onDecision(record)
         }
     }
 
-    /// The same decision `nextPrompt` makes, recorded as shown.
+    /// The same decision `nextPrompt` makes, from the same facts, recorded as shown.
     private func decision(
         for userID: String, assignments: [ExperimentAssignment], at time: Date
     ) throws -> PromptRecord? {
-        guard let facts = try transaction.promptFacts(of: userID) else { return nil }
+        guard
+            let facts = try transaction.promptSnapshot(
+                of: userID, profile: profile, now: time, onlyWhatRulesRead: true,
+                mayHaveReset: resetUsers.contains(userID))
+        else { return nil }
         let strategy = profile.promptStrategy(assignments: assignments)
         guard case let .show(rule) = profile.prompts.decide(facts: facts, trigger: nil, strategy: strategy, now: time)
         else { return nil }
@@ -134,6 +190,40 @@ private struct ReplayRun {
 }
 
 extension Profile {
+    /// Why a replay line cannot be applied under this profile, or nil when
+    /// it may be (the use case still decides it when it runs).
+    func problem(with step: ReplayLine) -> String? {
+        switch step {
+        case let .event(event):
+            return problem(with: event)
+        case let .record(user, collection, key, _, _):
+            if !collections.contains(where: { $0.name == collection }) {
+                return "unknown collection '\(collection)'; this profile's collections are: \(collections.map(\.name).joined(separator: ", "))"
+            }
+            return textProblem(["the user id": user, "the collection": collection, "the record key": key])
+        case let .meter(user, meter, amount, key, _, _):
+            if !meters.contains(where: { $0.name == meter }) {
+                return "unknown meter '\(meter)'; this profile's meters are: \(meters.map(\.name).joined(separator: ", "))"
+            }
+            if !amount.isPositive { return "the amount must be more than 0, not \(amount)" }
+            return textProblem(["the user id": user, "the meter": meter, "the idempotency key": key])
+        case let .plan(user, plan, _, _, _, _):
+            if self.plan(named: plan) == nil {
+                return "unknown plan '\(plan)'; this profile's plans are: \(plans.map(\.name).joined(separator: ", "))"
+            }
+            return textProblem(["the user id": user, "the plan": plan])
+        }
+    }
+
+    private func textProblem(_ texts: KeyValuePairs<String, String?>) -> String? {
+        do {
+            try TextRule.check(texts)
+        } catch {
+            return (error as? GuestModeError)?.message ?? "\(error)"
+        }
+        return nil
+    }
+
     /// Why an event cannot be tracked under this profile, or nil when it can.
     func problem(with event: TrackedEvent) -> String? {
         if event.user.isEmpty { return "the user is empty" }

@@ -171,3 +171,34 @@ extension UsageReport {
             })
     }
 }
+
+extension MigrationsReport {
+    /// The journal kinds a report always shows, in order, even with nothing started.
+    static let kinds = ["guest-to-account", "merge"]
+
+    /// Both kinds from the store's counts, then any other kind the store
+    /// holds, in byte order. A journal counts as failed when a step of it
+    /// failed or it is failed now (a journal of a store older than the count
+    /// of failures), as resumed when it was resumed at least once.
+    init(period: ReportPeriod, attempts: [JournalAttemptCount], failures: [StepFailureCount]) {
+        let others = Set(attempts.map(\.kind) + failures.map(\.kind)).subtracting(Self.kinds).sorted {
+            Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8))
+        }
+        let kinds = (Self.kinds + others).map { kind in
+            let groups = attempts.filter { $0.kind == kind }
+            let started = groups.reduce(0) { $0 + $1.journals }
+            let completed = groups.filter { $0.status == "done" }.reduce(0) { $0 + $1.journals }
+            let steps = failures.filter { $0.kind == kind }.sorted {
+                $0.position != $1.position
+                    ? $0.position < $1.position : Array($0.step.utf8).lexicographicallyPrecedes(Array($1.step.utf8))
+            }
+            return JournalKindReport(
+                kind: kind, started: started, completed: completed,
+                failed: groups.filter { $0.failures > 0 || $0.status == "failed" }.reduce(0) { $0 + $1.journals },
+                resumed: groups.filter { $0.resumes > 0 }.reduce(0) { $0 + $1.journals },
+                unfinished: started - completed, successRate: Proportion(successes: completed, trials: started),
+                failuresByStep: steps.map { StepFailures(position: $0.position, step: $0.step, failures: $0.failures) })
+        }
+        self.init(period: period, kinds: kinds)
+    }
+}

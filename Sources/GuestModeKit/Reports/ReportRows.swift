@@ -29,6 +29,49 @@ package protocol ReportRows {
     /// it, and the grants of `meter` given in it with their amounts added
     /// up the same way.
     func meterUsageCounts(of meter: String, in period: ReportPeriod) throws -> MeterUsageCounts
+
+    /// Migration and merge journals started in `period`, counted per kind,
+    /// status, number of resumes and number of step failures (added up over
+    /// the journal's steps); only groups that have any.
+    func journalAttemptCounts(startedIn period: ReportPeriod) throws -> [JournalAttemptCount]
+
+    /// The failures of the steps of journals started in `period`, added up
+    /// per kind, position and step name; only steps that failed.
+    func stepFailureCounts(startedIn period: ReportPeriod) throws -> [StepFailureCount]
+}
+
+/// How many journals of one kind share a status, a number of resumes and a
+/// number of failures (`ReportRows.journalAttemptCounts`).
+package struct JournalAttemptCount: Sendable, Equatable {
+    package var kind: String
+    /// The stored status, as text.
+    package var status: String
+    package var resumes: Int
+    package var failures: Int
+    package var journals: Int
+
+    package init(kind: String, status: String, resumes: Int, failures: Int, journals: Int) {
+        self.kind = kind
+        self.status = status
+        self.resumes = resumes
+        self.failures = failures
+        self.journals = journals
+    }
+}
+
+/// The failures of one step of the journals of a kind (`ReportRows.stepFailureCounts`).
+package struct StepFailureCount: Sendable, Equatable {
+    package var kind: String
+    package var position: Int
+    package var step: String
+    package var failures: Int
+
+    package init(kind: String, position: Int, step: String, failures: Int) {
+        self.kind = kind
+        self.position = position
+        self.step = step
+        self.failures = failures
+    }
 }
 
 /// Users created in a period (`ReportRows.cohortCounts`).

@@ -150,7 +150,61 @@ public struct UsageReport: Codable, Sendable, Equatable {
     public var meters: [MeterUsageReport]
 }
 
+/// How often one step of the journals of a kind failed.
+public struct StepFailures: Codable, Sendable, Equatable {
+    /// The step's place in its journal, from 1.
+    public var position: Int
+    /// The step's name (`profile`, a collection step, `cleanup`).
+    public var step: String
+    /// Times the step failed, every attempt counted.
+    public var failures: Int
+}
+
+/// What became of the journals of one kind (guest → account migrations, or
+/// merges) started in a period.
+public struct JournalKindReport: Codable, Sendable, Equatable {
+    /// `guest-to-account` or `merge`.
+    public var kind: String
+    /// Journals started in the period.
+    public var started: Int
+    /// Of those, how many are done.
+    public var completed: Int
+    /// Of those, how many failed at least once (whether resumed since or not).
+    public var failed: Int
+    /// Of those, how many were resumed at least once.
+    public var resumed: Int
+    /// Of those, how many are not done yet (running, killed or failed).
+    public var unfinished: Int
+    /// `completed` per journal started, with its 95 % Wilson interval.
+    public var successRate: Proportion
+    /// Each step that failed, with how many times, in step order.
+    public var failuresByStep: [StepFailures]
+}
+
+/// Guest → account migrations and merges started in a period: started,
+/// completed, failed, resumed, the success rate and the failures by step.
+public struct MigrationsReport: Codable, Sendable, Equatable {
+    /// The span covered (by the time each journal started).
+    public var period: ReportPeriod
+    /// Guest → account migrations first, then merges.
+    public var kinds: [JournalKindReport]
+}
+
 extension GuestMode {
+    /// Guest → account migrations and merges started in the period and what
+    /// became of them.
+    ///
+    /// ```swift
+    /// let report = try engine.migrationsReport(ReportPeriod(since: lastMonth))
+    /// // report.kinds[0].successRate.rate, report.kinds[0].failuresByStep
+    /// ```
+    public func migrationsReport(_ period: ReportPeriod) throws -> MigrationsReport {
+        let (attempts, failures) = try store.read { transaction in
+            (try transaction.journalAttemptCounts(startedIn: period), try transaction.stepFailureCounts(startedIn: period))
+        }
+        return MigrationsReport(period: period, attempts: attempts, failures: failures)
+    }
+
     /// Guests first seen in the period and how many were prompted and linked.
     ///
     /// ```swift

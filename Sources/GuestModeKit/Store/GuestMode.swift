@@ -20,6 +20,8 @@ public struct GuestMode: Sendable {
     /// The profile every decision of this engine comes from.
     public let profile: Profile
     package let store: any GuestStore
+    /// Where a test makes this engine fail inside a transaction; nothing by default.
+    package var faults = EngineFaults()
 
     package init(profile: Profile, store: any GuestStore) {
         self.profile = profile
@@ -60,5 +62,29 @@ public struct GuestMode: Sendable {
     private static func keepCache(of profile: Profile, text: String, in store: any GuestStore) {
         guard let entry = try? ProfileCache.entry(for: profile, text: text) else { return }
         try? store.saveProfileCache(entry)
+    }
+}
+
+/// The writes that take an idempotency key and are counted once per key.
+package enum IdempotentWrite: String, Sendable, CaseIterable {
+    /// `track` with an idempotency key (`GuestMode.track`).
+    case track
+    /// `meter use` with an idempotency key (`GuestMode.useMeter`).
+    case meterUse = "meter-use"
+}
+
+/// Points inside a transaction where a test makes the engine fail the way a
+/// crash, a lost connection or a bug would, to show that nothing of the
+/// transaction outlives the failure. The command line sets them only in a
+/// build with fault hooks (`Sources/guestmode/Support/FaultHooks.swift`).
+package struct EngineFaults: Sendable {
+    /// Called once the idempotency key of a write was checked and the write
+    /// that stores the key with it was made, before the transaction
+    /// commits: a throw rolls the key back with the write, so a retry is
+    /// counted exactly once.
+    package var afterKeyCheck: @Sendable (IdempotentWrite) throws -> Void
+
+    package init(afterKeyCheck: @escaping @Sendable (IdempotentWrite) throws -> Void = { _ in }) {
+        self.afterKeyCheck = afterKeyCheck
     }
 }

@@ -311,6 +311,17 @@ extension PostgresTransaction {
             [PostgresValue(rows), PostgresValue(time), PostgresValue(journalID), PostgresValue(position)])
     }
 
+    func countJournalResume(_ id: Int64) throws {
+        try connection.execute(
+            "UPDATE migration_journals SET resumes = resumes + 1 WHERE id = $1", [PostgresValue(id)])
+    }
+
+    func countStepFailure(journalID: Int64, position: Int) throws {
+        try connection.execute(
+            "UPDATE migration_steps SET failures = failures + 1 WHERE journal_id = $1 AND position = $2",
+            [PostgresValue(journalID), PostgresValue(position)])
+    }
+
     /// The journals `clause` selects with their steps, the steps read by a
     /// statement of their own after the journals (and their locks) are held.
     private func journals(

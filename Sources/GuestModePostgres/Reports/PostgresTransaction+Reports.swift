@@ -113,6 +113,42 @@ extension PostgresTransaction {
             warnedUsers: warned, grants: try grants.int("grants"),
             granted: MeterAmount.summed(units: try grants.int64("units"), millionths: try grants.int64("millionths")))
     }
+
+    func journalAttemptCounts(startedIn period: ReportPeriod) throws -> [JournalAttemptCount] {
+        let (filter, parameters) = ReportFilter.clause("j.started_at", period)
+        return try connection.execute(
+            """
+            SELECT kind, status, resumes, failures, count(*) AS journals FROM (
+                SELECT j.kind, j.status, j.resumes,
+                    coalesce((SELECT sum(s.failures) FROM migration_steps s WHERE s.journal_id = j.id), 0)::bigint
+                        AS failures
+                FROM migration_journals j WHERE \(filter)
+            ) journals GROUP BY kind, status, resumes, failures
+            """,
+            parameters
+        ).map { row in
+            JournalAttemptCount(
+                kind: try row.string("kind"), status: try row.string("status"), resumes: try row.int("resumes"),
+                failures: try row.int("failures"), journals: try row.int("journals"))
+        }
+    }
+
+    func stepFailureCounts(startedIn period: ReportPeriod) throws -> [StepFailureCount] {
+        let (filter, parameters) = ReportFilter.clause("j.started_at", period)
+        return try connection.execute(
+            """
+            SELECT j.kind, s.position, s.name, sum(s.failures)::bigint AS failures
+            FROM migration_steps s JOIN migration_journals j ON j.id = s.journal_id
+            WHERE s.failures > 0 AND \(filter)
+            GROUP BY j.kind, s.position, s.name
+            """,
+            parameters
+        ).map { row in
+            StepFailureCount(
+                kind: try row.string("kind"), position: try row.int("position"), step: try row.string("name"),
+                failures: try row.int("failures"))
+        }
+    }
 }
 
 /// `column >= $n AND column < $n+1` for the bounds that are set; times are

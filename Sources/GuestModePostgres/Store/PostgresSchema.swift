@@ -19,6 +19,7 @@ enum PostgresSchema {
         Migration(identifier: "pg4-grants", sql: grants),
         Migration(identifier: "pg5-webhooks", sql: webhooks),
         Migration(identifier: "pg6-sign-in-buckets", sql: signInBuckets),
+        Migration(identifier: "pg7-migration-attempts", sql: migrationAttempts),
     ]
 
     /// Guest sign-in buckets, one per client address (the same table as
@@ -30,6 +31,13 @@ enum PostgresSchema {
             updated_at TEXT NOT NULL
         );
         CREATE INDEX sign_in_buckets_updated ON sign_in_buckets (updated_at COLLATE "C");
+        """
+
+    /// Resumes of a journal and failures of each step, for `report
+    /// migrations` (the same columns as SQLite's v8).
+    static let migrationAttempts = """
+        ALTER TABLE migration_journals ADD COLUMN resumes BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE migration_steps ADD COLUMN failures BIGINT NOT NULL DEFAULT 0;
         """
 
     /// Grants of extra allowance on a meter (`meter grant`), amounts as in

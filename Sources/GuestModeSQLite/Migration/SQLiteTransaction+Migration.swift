@@ -303,6 +303,16 @@ extension SQLiteTransaction {
             arguments: [rows, Timestamp.format(time), journalID, position])
     }
 
+    func countJournalResume(_ id: Int64) throws {
+        try db.execute(sql: "UPDATE migration_journals SET resumes = resumes + 1 WHERE id = ?", arguments: [id])
+    }
+
+    func countStepFailure(journalID: Int64, position: Int) throws {
+        try db.execute(
+            sql: "UPDATE migration_steps SET failures = failures + 1 WHERE journal_id = ? AND position = ?",
+            arguments: [journalID, position])
+    }
+
     private func journals(where clause: String, arguments: StatementArguments) throws -> [MigrationJournal] {
         try Row.fetchAll(db, sql: "SELECT * FROM migration_journals WHERE \(clause) ORDER BY id", arguments: arguments)
             .map { row in

@@ -110,6 +110,44 @@ extension SQLiteTransaction {
             granted: MeterAmount.summed(
                 units: try grants.decode(forColumn: "units"), millionths: try grants.decode(forColumn: "millionths")))
     }
+
+    func journalAttemptCounts(startedIn period: ReportPeriod) throws -> [JournalAttemptCount] {
+        let (filter, arguments) = period.clause("j.started_at")
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT kind, status, resumes, failures, count(*) AS journals FROM (
+                    SELECT j.kind, j.status, j.resumes,
+                        coalesce((SELECT sum(s.failures) FROM migration_steps s WHERE s.journal_id = j.id), 0) AS failures
+                    FROM migration_journals j WHERE \(filter)
+                ) GROUP BY kind, status, resumes, failures
+                """,
+            arguments: arguments
+        ).map { row in
+            JournalAttemptCount(
+                kind: try row.decode(forColumn: "kind"), status: try row.decode(forColumn: "status"),
+                resumes: try row.decode(forColumn: "resumes"), failures: try row.decode(forColumn: "failures"),
+                journals: try row.decode(forColumn: "journals"))
+        }
+    }
+
+    func stepFailureCounts(startedIn period: ReportPeriod) throws -> [StepFailureCount] {
+        let (filter, arguments) = period.clause("j.started_at")
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT j.kind, s.position, s.name, sum(s.failures) AS failures
+                FROM migration_steps s JOIN migration_journals j ON j.id = s.journal_id
+                WHERE s.failures > 0 AND \(filter)
+                GROUP BY j.kind, s.position, s.name
+                """,
+            arguments: arguments
+        ).map { row in
+            StepFailureCount(
+                kind: try row.decode(forColumn: "kind"), position: try row.decode(forColumn: "position"),
+                step: try row.decode(forColumn: "name"), failures: try row.decode(forColumn: "failures"))
+        }
+    }
 }
 
 extension ReportPeriod {

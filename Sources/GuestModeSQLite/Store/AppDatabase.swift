@@ -35,6 +35,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v7-sign-in-buckets") { db in
             try db.execute(sql: Schema.v7)
         }
+        migrator.registerMigration("v8-migration-attempts") { db in
+            try db.execute(sql: Schema.v8)
+        }
         return migrator
     }
 

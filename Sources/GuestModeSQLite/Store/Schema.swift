@@ -264,4 +264,13 @@ enum Schema {
         );
         CREATE INDEX sign_in_buckets_updated ON sign_in_buckets (updated_at);
         """
+
+    /// What `report migrations` counts beyond a journal's final state: how
+    /// many times a journal was resumed, and how many times each step failed
+    /// (a failed step rolls back whole, so its failures are counted in a
+    /// transaction of their own, with the journal's status).
+    static let v8 = """
+        ALTER TABLE migration_journals ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE migration_steps ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+        """
 }

@@ -3,7 +3,7 @@ import GuestModeKit
 import Hummingbird
 
 enum ReportRoutes {
-    /// `report funnel|prompts|experiments|usage`, over `?since=` and `?until=` (ISO 8601): the
+    /// `report funnel|prompts|experiments|usage|migrations`, over `?since=` and `?until=` (ISO 8601): the
     /// whole store's numbers, so an admin key.
     static func add(to router: ServerRouter, _ services: Services) {
         router.get("/v1/reports/:report") { request, context -> Response in
@@ -18,9 +18,10 @@ enum ReportRoutes {
                 case "prompts": try Reply.document(engine.promptsReport(period)).body
                 case "experiments": try Reply.document(engine.experimentsReport(period)).body
                 case "usage": try Reply.document(engine.usageReport(period)).body
+                case "migrations": try Reply.document(engine.migrationsReport(period)).body
                 default:
                     throw GuestModeError.notFound(
-                        "no report '\(name)': funnel, prompts, experiments or usage", code: .routeNotFound)
+                        "no report '\(name)': funnel, prompts, experiments, usage or migrations", code: .routeNotFound)
                 }
             }
             return Reply(status: .ok, body: body).response

@@ -82,6 +82,9 @@ struct MigrateCommand: ParsableCommand {
                 },
                 checkpoint: { checkpoint in
                     // Lets tests stop the process exactly where a crash would.
+                    if case .stepStarting(let position) = checkpoint {
+                        try InjectedFaults.failIfAsked(at: "migrate-step-\(position)")
+                    }
                     if case .stepDone(let position) = checkpoint {
                         FaultHooks.stopIfAsked(after: "migrate-step-\(position)")
                     }

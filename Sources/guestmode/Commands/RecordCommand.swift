@@ -82,7 +82,7 @@ struct RecordCommand: ParsableCommand {
             if global.json { return try global.output.json(report) }
             if !global.quiet {
                 global.output.line(
-                    "\(counted(report.lines, "line")): \(report.added) added, \(report.replaced) replaced, \(report.skipped) skipped"
+                    "\(counted(report.lines, "line")): \(report.added) added, \(report.replaced) replaced, \(report.skipped) skipped, \(report.unchanged) unchanged"
                 )
             }
         }

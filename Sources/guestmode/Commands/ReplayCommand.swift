@@ -9,9 +9,11 @@ struct ReplayCommand: ParsableCommand {
         abstract:
             "Run an event log through a fresh in-memory store and the prompt policy, and report what would have been shown.",
         discussion: """
-            FILE is NDJSON in the 'track --from' format. Each event is applied at its own time; after each one the \
-            policy is asked which prompt to show that user then, and a prompt it offers is counted as shown. Users \
-            are created at their first event. The store named by --store is never written: it only supplies the \
+            FILE is NDJSON in the 'track --from' format; a line with "type": "record", "meter" or "plan" is a \
+            record put, a meter use or a plan grant or revoke (guestmode-replay(1)). Each line is applied at its own \
+            time by the same engine steps as the live command; after each one the policy is asked which prompt to \
+            show that user then, over counters, limits, meters and raised triggers, and a prompt it offers is \
+            counted as shown. Users are created at their first line. The store named by --store is never written: it only supplies the \
             profile, unless --profile names another one to try. A log with any bad line is refused whole (exit 65).
             """
     )
@@ -68,7 +70,11 @@ struct ReplayCommand: ParsableCommand {
         if global.json { return try output.json(summary) }
         if !global.quiet && sink.isListing { output.line() }
         output.line(
-            "replayed \(counted(summary.events, "event")) of \(counted(summary.users, "user")) under profile \(summary.profile): "
+            "replayed \(counted(summary.events, "event"))"
+                + (summary.records > 0 ? ", \(counted(summary.records, "record put"))" : "")
+                + (summary.meterUses > 0 ? ", \(counted(summary.meterUses, "meter use"))" : "")
+                + (summary.planChanges > 0 ? ", \(counted(summary.planChanges, "plan change"))" : "")
+                + " of \(counted(summary.users, "user")) under profile \(summary.profile): "
                 + "\(summary.promptsShown) prompts shown"
                 + (summary.duplicates > 0 ? ", \(summary.duplicates) duplicate events skipped" : ""))
         if global.quiet { return }

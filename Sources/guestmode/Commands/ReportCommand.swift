@@ -5,8 +5,8 @@ import GuestModeKit
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
-        abstract: "Funnel, prompt, experiment and meter reports, computed in SQL over the store.",
-        subcommands: [Funnel.self, Prompts.self, Experiments.self, Usage.self]
+        abstract: "Funnel, prompt, experiment, meter and migration reports, computed in SQL over the store.",
+        subcommands: [Funnel.self, Prompts.self, Experiments.self, Usage.self, Migrations.self]
     )
 
     struct Funnel: ParsableCommand {
@@ -124,6 +124,44 @@ struct ReportCommand: ParsableCommand {
                         meter.granted.description,
                     ]
                 }, items: report.meters)
+        }
+    }
+
+    struct Migrations: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "migrations",
+            abstract:
+                "Guest-to-account migrations and merges started in the period: completed, failed, resumed, success rate, failures by step."
+        )
+
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: ReportOptions
+
+        func run() throws {
+            let report = try global.openEngine().migrationsReport(try options.period())
+            func failures(_ kind: JournalKindReport) -> String {
+                kind.failuresByStep.map { "\($0.position):\($0.step)=\($0.failures)" }.joined(separator: " ")
+            }
+            try options.render(
+                report, global: global,
+                header: [
+                    "KIND", "STARTED", "COMPLETED", "FAILED", "RESUMED", "UNFINISHED", "SUCCESS_RATE", "CI95_LOW",
+                    "CI95_HIGH", "FAILURES_BY_STEP",
+                ],
+                rows: report.kinds.map { kind in
+                    [
+                        kind.kind, "\(kind.started)", "\(kind.completed)", "\(kind.failed)", "\(kind.resumed)",
+                        "\(kind.unfinished)", percent(kind.successRate.rate), percent(kind.successRate.low),
+                        percent(kind.successRate.high), failures(kind),
+                    ]
+                },
+                dataRows: report.kinds.map { kind in
+                    [
+                        kind.kind, "\(kind.started)", "\(kind.completed)", "\(kind.failed)", "\(kind.resumed)",
+                        "\(kind.unfinished)", Listing.number(kind.successRate.rate),
+                        Listing.number(kind.successRate.low), Listing.number(kind.successRate.high), failures(kind),
+                    ]
+                }, items: report.kinds)
         }
     }
 }

@@ -11,7 +11,7 @@ enum FaultHooks {
     /// hooked process starts so a hook meant for one command does not fire in another.
     static var variables: [String] {
         #if GUESTMODE_FAULT_HOOKS
-        ["GUESTMODE_TEST_STOP_AFTER", "GUESTMODE_TOUR_BREAK"]
+        ["GUESTMODE_TEST_STOP_AFTER", "GUESTMODE_TEST_FAIL_AT", "GUESTMODE_TOUR_BREAK"]
         #else
         []
         #endif
@@ -30,6 +30,18 @@ enum FaultHooks {
     /// Ends the process at once, as `kill -9` would, when the test asked for a stop at `name`.
     static func stopIfAsked(after name: String) {
         if stops(after: name) { kill(getpid(), SIGKILL) }
+    }
+
+    /// The point where the test asked this process to fail with an error
+    /// rather than a kill (`migrate-step-N`: before step N runs; `track-key`,
+    /// `meter-use-key`: after the write's idempotency key was checked and
+    /// written, before the commit); see `InjectedFaults`.
+    static var failurePoint: String? {
+        #if GUESTMODE_FAULT_HOOKS
+        ProcessInfo.processInfo.environment["GUESTMODE_TEST_FAIL_AT"]
+        #else
+        nil
+        #endif
     }
 
     /// The tour step the test wants to see fail: the first step whose command contains this text.

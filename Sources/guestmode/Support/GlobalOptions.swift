@@ -159,7 +159,8 @@ struct GlobalOptions: ParsableArguments {
     /// The engine over the store; `connections` as `StoreLocation.open` takes it.
     func openEngine(connections: Int? = nil) throws -> GuestMode {
         let location = try storeLocation
-        let engine = try GuestMode(store: try location.open(connections: connections), location: location.description)
+        var engine = try GuestMode(store: try location.open(connections: connections), location: location.description)
+        InjectedFaults.install(on: &engine)
         output.detail("store \(location.description), profile \(engine.profile.name) v\(engine.profile.version)")
         return engine
     }

@@ -271,6 +271,9 @@ enum TourWalks {
         try tour.run(
             "guestmode record list $account habits", showing: ["walk", "read", "stretch"],
             note: "the account has the guest's habits, adopted ones included")
+        try tour.run(
+            "guestmode report migrations", showing: ["guest-to-account", "100.0%"],
+            note: "migrations and merges: completed, failed, resumed, the success rate and the failures by step")
         try tour.run("guestmode db check", showing: ["ok"], note: "the store's integrity and invariants")
     }
 

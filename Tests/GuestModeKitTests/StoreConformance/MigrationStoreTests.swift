@@ -111,7 +111,7 @@ struct MigrationStoreTests {
             try engine.counters(user: guest)["recipe_created"] == 2, "the activity moved in the failed step is back")
         #expect(try engine.journal(id).steps.first?.status == "pending")
 
-        try engine.failMigration(journalID: id, reason: "step 1 profile: records left behind")
+        try engine.failMigration(journalID: id, position: 1, reason: "step 1 profile: records left behind")
         let failed = try engine.journal(id)
         #expect(failed.status == "failed" && failed.error == "step 1 profile: records left behind")
         #expect(

@@ -85,7 +85,7 @@ struct PostgresTransferConcurrencyTests {
                     }
                 }
             } catch {
-                try? engine.failMigration(journalID: id, reason: "\(error)")
+                try? engine.failMigration(journalID: id, position: 1, reason: "\(error)")
                 failures.append("\(error)")
             }
         }

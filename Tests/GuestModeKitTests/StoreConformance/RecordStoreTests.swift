@@ -154,12 +154,50 @@ struct RecordStoreTests {
         #expect(try stored(engine, "u2", "settings", "t") == nil)
         #expect(throws: Stop.self) {
             try engine.putRecords(onConflict: .fail, now: day(4)) { put in
-                #expect(try put(BulkRecord(user: "u2", collection: "settings", key: "s", data: "{}")) == .exists)
+                #expect(
+                    try put(BulkRecord(user: "u2", collection: "settings", key: "s", data: #"{"v":1}"#)) == .exists)
                 _ = try put(BulkRecord(user: "u2", collection: "settings", key: "t", data: "{}"))
                 throw Stop()
             }
         }
         #expect(try stored(engine, "u2", "settings", "t") == nil)
+    }
+
+    /// The key of a bulk load's record is its user, collection and key: the
+    /// same data again is unchanged under every policy and writes nothing;
+    /// other data than an earlier record of the load is refused.
+    @Test(arguments: StoreBackend.allCases)
+    func aBulkLoadAppliesTheKeyRule(backend: StoreBackend) throws {
+        let (engine, store) = try filledGuest(backend: backend)
+        try makeGuests(["u2"], in: store, profile: engine.profile)
+        try engine.putRecords(onConflict: .fail, now: day(3)) { put in
+            let outcome = try put(BulkRecord(user: "u2", collection: "settings", key: "s", data: #"{"v":1}"#))
+            #expect(outcome == .added)
+        }
+        let before = try stored(engine, "u2", "settings", "s")
+        let seen = try store.user(id: "u2").lastSeenAt
+        for policy in RecordConflictPolicy.allCases {
+            var outcomes: [BulkPutOutcome] = []
+            try engine.putRecords(onConflict: policy, now: day(4)) { put in
+                for line in 1...2 {
+                    outcomes.append(
+                        try put(
+                            BulkRecord(user: "u2", collection: "settings", key: "s", data: #"{"v":1}"#, line: line)))
+                }
+            }
+            #expect(outcomes == [.unchanged, .unchanged], "\(policy)")
+        }
+        #expect(try stored(engine, "u2", "settings", "s") == before, "the record's update time did not move")
+        #expect(try store.user(id: "u2").lastSeenAt == seen, "a load that wrote nothing touches no user")
+
+        var outcomes: [BulkPutOutcome] = []
+        try engine.putRecords(onConflict: .replace, now: day(5)) { put in
+            for (line, data) in [(1, #"{"v":2}"#), (2, #"{"v":2}"#), (3, #"{"v":3}"#)] {
+                outcomes.append(
+                    try put(BulkRecord(user: "u2", collection: "settings", key: "t", data: data, line: line)))
+            }
+        }
+        #expect(outcomes == [.added, .unchanged, .keyReused(firstLine: 1)])
     }
 
     @Test(arguments: StoreBackend.allCases)
