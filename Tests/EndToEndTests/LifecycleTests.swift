@@ -395,7 +395,9 @@ struct LifecycleTests {
         let purged = try await sandbox.run(
             "--now", "2026-11-15T00:00:00Z", "user", "purge", "--inactive-days", "30", "--yes", "--quiet")
         #expect(purged.status == 0, "\(purged.stderr)")
-        #expect(try await sqlite(sandbox, "SELECT group_concat(id) FROM (SELECT id FROM users ORDER BY id)") == "g45001,g45002,g45003")
+        #expect(
+            try await sqlite(sandbox, "SELECT group_concat(id) FROM (SELECT id FROM users ORDER BY id)")
+                == "g45001,g45002,g45003")
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM counters") == "3")
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM records") == "1")
         #expect(try await sqlite(sandbox, "PRAGMA foreign_key_check") == "")

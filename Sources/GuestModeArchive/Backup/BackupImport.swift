@@ -206,7 +206,9 @@ private struct ImportSession {
         }
     }
 
-    private mutating func insertRow(_ archived: [String: CellValue], into table: BackupTable, at location: RowLocation)
+    private mutating func insertRow(
+        _ archived: [String: CellValue], into table: BackupTable, at location: RowLocation
+    )
         throws
     {
         guard let owner = archived[table.ownerColumn]?.text,

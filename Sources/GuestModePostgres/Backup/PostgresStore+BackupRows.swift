@@ -360,7 +360,9 @@ private final class PostgresBackupImport: BackupRowImport {
 
     /// Whether `row` can wait for the batch: nothing about it must be asked
     /// of the store first.
-    private func mayHoldBack(_ row: [String: CellValue], table: BackupTable, shape: BackupTableShape, owner: String?)
+    private func mayHoldBack(
+        _ row: [String: CellValue], table: BackupTable, shape: BackupTableShape, owner: String?
+    )
         throws -> Bool
     {
         if table.name == "identities" { return false }
