@@ -148,7 +148,7 @@ bench: deps
 	bash bench/run.sh $(RELEASE_BIN)
 
 # The scale run of bench/scale.md: every step on both backends beside the plain tools, each step's peak memory
-# at most 64 MB (the script exits 1 otherwise). SCALE_GUESTS=10000000 by default: hours, and about 20 GB of disk.
+# at most 64 MB (the script exits 1 otherwise). SCALE_GUESTS=10000000 by default: hours, and about 40 GB of disk.
 SCALE_GUESTS ?= 10000000
 
 scale: deps
