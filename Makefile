@@ -7,6 +7,7 @@
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
 #   make bench     measure guestmode against sqlite3, zstd and psql, and serve with wrk against Hummingbird's
 #                  floor and pgbench (BENCH_SCALE=0.1, BENCH_SERVE_SECONDS=5 for a quick run; bench/results.md)
+#   make scale     SCALE_GUESTS (default 10,000,000) guests on SQLite and PostgreSQL beside the plain tools (bench/scale.md)
 #   make docs      the DocC catalogue of GuestModeKit into .build/docs
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
 #   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
@@ -20,10 +21,10 @@ SHAREDIR = $(DESTDIR)$(PREFIX)/share
 DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev libcurl4-openssl-dev nginx wrk zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
-	python3-jsonschema
+	python3-jsonschema valgrind
 PIP_PACKAGES = schemathesis
 
-.PHONY: all deps build run test example docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench install uninstall clean
+.PHONY: all deps build run test example docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench scale scale-check install uninstall clean
 
 all: build
 
@@ -57,6 +58,7 @@ test: deps
 	bash scripts/with-postgres.sh bash scripts/with-nginx.sh $(SWIFT) test --skip-build
 	BENCH_SERVE_SECONDS=1 BENCH_SERVE_USERS=8 bash scripts/with-postgres.sh bash bench/serve.sh $(DEBUG_BIN) .build/debug/ServeFloor
 	$(MAKE) lint-man
+	$(MAKE) scale-check
 	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh $(RELEASE_FLAGS)
 	$(MAKE) example
 	$(MAKE) docs
@@ -153,6 +155,18 @@ bench: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 	$(SWIFT) build -c release --product ServeFloor --static-swift-stdlib
 	bash bench/run.sh $(RELEASE_BIN)
+
+# The scale run of bench/scale.md: every step on both backends beside the plain tools, each step's peak memory
+# at most 64 MB (the script exits 1 otherwise). SCALE_GUESTS=10000000 by default: hours, and about 40 GB of disk.
+SCALE_GUESTS ?= 10000000
+
+scale: deps
+	$(SWIFT) build $(RELEASE_FLAGS)
+	SCALE_GUESTS=$(SCALE_GUESTS) bash scripts/with-postgres.sh bash bench/scale.sh $(RELEASE_BIN)
+
+# The same script at 1/1000 of the size with the debug build, so that it cannot rot (a step of `make test`).
+scale-check:
+	SCALE_GUESTS=10000 bash scripts/with-postgres.sh bash bench/scale.sh $(DEBUG_BIN)
 
 install: deps
 	$(SWIFT) build $(RELEASE_FLAGS)

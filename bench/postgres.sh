@@ -6,7 +6,11 @@
 #     NDJSON into a staging table + `INSERT … SELECT` (users, events, counters);
 #   - funnel: `report funnel` against the equivalent SQL, over every guest;
 #   - purge:  `user purge` of the stale half of the guests against one raw
-#     `DELETE` (the foreign keys cascade on both sides).
+#     `DELETE` (the foreign keys cascade on both sides);
+#   - import: `backup import` of one user's BENCH_RECORDS records (default
+#     1000000, exported by guestmode from SQLite) against psql loading the
+#     same rows (zstd-compressed NDJSON) through `\copy` into a staging table
+#     + `INSERT … SELECT`.
 # Each line gives wall seconds and the client's peak memory (GNU time %M; the
 # server's memory is shared and not counted), and the ratio guestmode / plain
 # (time, lower is better). The results of both sides are compared; a mismatch
@@ -16,13 +20,18 @@
 # GUESTMODE_TEST_POSTGRES and the PG* variables psql reads.
 # Usage: bench/postgres.sh [path/to/guestmode]
 # BENCH_EVENTS (default 1000000) and BENCH_GUESTS (default 2000000, half of
-# them stale) make it smaller.
+# them stale) and BENCH_RECORDS make it smaller; BENCH_ONLY=ingest,funnel,
+# purge,import runs some parts (funnel and purge need the guests, made
+# whenever either runs).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 binary=$(realpath "${1:-$root/.build/release/guestmode}")
 events=${BENCH_EVENTS:-1000000}
 guests=${BENCH_GUESTS:-2000000}
+records=${BENCH_RECORDS:-1000000}
+only=${BENCH_ONLY:-ingest,funnel,purge,import}
+wants() { [[ ",$only," == *",$1,"* ]]; }
 : "${GUESTMODE_TEST_POSTGRES:?postgres bench: no server; run it as scripts/with-postgres.sh bench/postgres.sh}"
 uri=$GUESTMODE_TEST_POSTGRES
 ours=bench_ours
@@ -74,6 +83,7 @@ for schema in "$ours" "$plain"; do
 done
 
 # --- ingest ------------------------------------------------------------------
+if wants ingest; then
 # The times carry milliseconds, as guestmode stores them, so both sides hold
 # the same text and the events tables can be compared row for row.
 awk -v n="$events" 'BEGIN {
@@ -108,7 +118,9 @@ done
 line "ingest, $events NDJSON events for 1000 new users" \
     "guestmode track --from" "$ours_s" "$ours_kb" "psql \\copy + INSERT SELECT" "$plain_s" "$plain_kb" "$events" events
 echo
+fi
 
+if wants funnel || wants purge; then
 # --- guests (test data, not measured) ----------------------------------------
 # Even numbers are stale (last seen in 2025, anonymous, no records or plans):
 # the purge takes exactly them. Odd ones were seen recently; one in five of
@@ -136,7 +148,10 @@ ANALYZE counters;
 SQL
 done
 
+fi
+
 # --- funnel ------------------------------------------------------------------
+if wants funnel; then
 cat > funnel.sql <<'SQL'
 SELECT count(*),
        count(*) FILTER (WHERE EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = u.id)),
@@ -162,8 +177,10 @@ line "report funnel over $((guests + 1000)) users" \
     "guestmode report funnel" "$ours_s" "$ours_kb" "psql: the same counts in SQL" "$plain_s" "$plain_kb" \
     "$((guests + 1000))" users
 echo
+fi
 
 # --- purge -------------------------------------------------------------------
+if wants purge; then
 # The raw DELETE does what the purge decides for this data: anonymous guests
 # last seen before the cutoff, without records or a plan, and their rows in
 # the tables without a foreign key.
@@ -193,9 +210,59 @@ for query in \
     "SELECT count(*) FROM users WHERE last_seen_at < '$cutoff'"; do
     [ "$(sql "$ours" -c "$query")" = "$(sql "$plain" -c "$query")" ] || fail "purge: the two schemas disagree on: $query"
 done
-[ "$(sql "$ours" -c "SELECT count(*) FROM users")" = "$((guests - stale + 1000))" ] || fail "purge: wrong number of users left"
+users_left=$((guests - stale))
+wants ingest && users_left=$((users_left + 1000))
+[ "$(sql "$ours" -c "SELECT count(*) FROM users")" = "$users_left" ] || fail "purge: wrong number of users left"
 line "user purge of $stale stale guests among $guests" \
     "guestmode user purge" "$ours_s" "$ours_kb" "psql: one DELETE" "$plain_s" "$plain_kb" "$stale" guests
+echo
+fi
+
+# --- import ------------------------------------------------------------------
+# One user's records, as bench/table.sh makes them, exported by guestmode from
+# a SQLite store; psql loads the same rows from zstd-compressed NDJSON.
+if wants import; then
+    "$binary" init --profile habits --store backup.sqlite --quiet >/dev/null
+    sqlite3 backup.sqlite <<SQL
+INSERT INTO users (id, created_at, last_seen_at) VALUES ('bench', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $records)
+INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
+SELECT 'bench', 'completions', printf('c%07d', i),
+       json_object('habit', 'h' || (i % 20), 'day', date('2026-01-01', '+' || (i % 365) || ' days'), 'note', 'completed ' || i),
+       strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || i || ' seconds'),
+       strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || i || ' seconds')
+FROM n;
+SQL
+    "$binary" --store backup.sqlite backup export bench --out bench.gmbackup --quiet
+    sqlite3 backup.sqlite "SELECT json_object('owner_id', owner_id, 'collection', collection, 'key', key,
+        'data', data, 'created_at', created_at, 'updated_at', updated_at) FROM records WHERE owner_id = 'bench'" |
+        zstd -q -3 -f -o rows.ndjson.zst
+    cat > import.sql <<'SQL'
+CREATE TEMP TABLE raw (line jsonb);
+\copy raw (line) FROM PROGRAM 'zstd -q -d -c rows.ndjson.zst' WITH (FORMAT csv, QUOTE E'\x01', DELIMITER E'\x02')
+BEGIN;
+INSERT INTO users (id, created_at, last_seen_at) VALUES ('bench', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
+INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
+    SELECT line ->> 'owner_id', line ->> 'collection', line ->> 'key', line ->> 'data',
+           line ->> 'created_at', line ->> 'updated_at' FROM raw;
+COMMIT;
+SQL
+    for schema in bench_import_ours bench_import_plain; do
+        psql -X -q -v ON_ERROR_STOP=1 -c "DROP SCHEMA IF EXISTS $schema CASCADE" 2>/dev/null
+        "$binary" init --profile habits --store "$uri" --schema "$schema" --quiet >/dev/null
+    done
+    read -r ours_s ours_kb < <(measure "$binary" --store "$uri" --schema bench_import_ours backup import bench.gmbackup)
+    read -r plain_s plain_kb < <(measure env PGOPTIONS="-c search_path=bench_import_plain" psql -X -q -v ON_ERROR_STOP=1 -At -f import.sql)
+    # guestmode stores record data in its canonical form (members sorted), so the data is not compared.
+    query="SELECT count(*), md5(string_agg(owner_id || ' ' || key || ' ' || updated_at, ',' ORDER BY key)) FROM records"
+    [ "$(sql bench_import_ours -c "$query")" = "$(sql bench_import_plain -c "$query")" ] ||
+        fail "import: the two schemas disagree on: $query"
+    line "backup import of $records records" \
+        "guestmode backup import" "$ours_s" "$ours_kb" "psql \\copy + INSERT SELECT" "$plain_s" "$plain_kb" "$records" rows
+    for schema in bench_import_ours bench_import_plain; do
+        psql -X -q -c "DROP SCHEMA $schema CASCADE" 2>/dev/null
+    done
+fi
 
 for schema in "$ours" "$plain"; do
     psql -X -q -c "DROP SCHEMA $schema CASCADE" 2>/dev/null

@@ -373,6 +373,36 @@ struct LifecycleTests {
         #expect(try await sandbox.run("user", "delete", "nobody", "--yes").status == 66)
     }
 
+    @Test("a purge of 45,000 guests deletes in ranges: every stale guest and its rows go, the kept ones stay")
+    func purgeAcrossDeletionRanges() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
+        // 45,000 stale guests (more than two ranges of 20,000), each with a counter; three kept: one
+        // recent, one owning a record, one linked.
+        let made = try await sandbox.shell(
+            """
+            sqlite3 guestmode.sqlite "PRAGMA foreign_keys = ON; BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 45003)
+            INSERT INTO users (id, state, created_at, last_seen_at, linked_at)
+            SELECT printf('g%05d', i), CASE WHEN i = 45003 THEN 'linked' ELSE 'anonymous' END, '2025-01-01T00:00:00.000Z',
+                   CASE WHEN i = 45001 THEN '2026-11-10T00:00:00.000Z' ELSE '2025-06-01T00:00:00.000Z' END,
+                   CASE WHEN i = 45003 THEN '2025-02-01T00:00:00.000Z' END FROM n;
+            INSERT INTO counters (user_id, action, total) SELECT id, 'app_opened', 1 FROM users;
+            INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
+                VALUES ('g45002', 'completions', 'k', '{}', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z');
+            COMMIT;"
+            """)
+        #expect(made.status == 0, "\(made.stderr)")
+        let purged = try await sandbox.run(
+            "--now", "2026-11-15T00:00:00Z", "user", "purge", "--inactive-days", "30", "--yes", "--quiet")
+        #expect(purged.status == 0, "\(purged.stderr)")
+        #expect(
+            try await sqlite(sandbox, "SELECT group_concat(id) FROM (SELECT id FROM users ORDER BY id)")
+                == "g45001,g45002,g45003")
+        #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM counters") == "3")
+        #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM records") == "1")
+        #expect(try await sqlite(sandbox, "PRAGMA foreign_key_check") == "")
+    }
+
     @Test("bad record data is refused with 65 and unknown collections with 64")
     func badRecords() async throws {
         let sandbox = try await Sandbox.withStore("subscriptions")

@@ -139,6 +139,12 @@ private struct ImportSession {
 
     /// Every row checked as if written through the command line (BackupRowValidation.swift).
     var validator: BackupRowValidator
+    /// Calls of `rows.insert` so far, and the table and place of the latest
+    /// ones (by call number modulo the size), for a refusal of a row the
+    /// store held back (`BackupRowRefusal.insertion`).
+    var insertions = 0
+    var recentRows: [(table: BackupTable, location: RowLocation)?] = Array(
+        repeating: nil, count: backupPendingRowLimit + 1)
 
     init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport, trusted: Bool, now: Date) {
         self.path = path
@@ -192,6 +198,19 @@ private struct ImportSession {
     }
 
     mutating func insert(_ archived: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
+        do {
+            try insertRow(archived, into: table, at: location)
+        } catch let refusal as BackupRowRefusal {
+            // A row the store held back, refused while this one was read.
+            throw heldBackFailure(refusal)
+        }
+    }
+
+    private mutating func insertRow(
+        _ archived: [String: CellValue], into table: BackupTable, at location: RowLocation
+    )
+        throws
+    {
         guard let owner = archived[table.ownerColumn]?.text,
             owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
         else {
@@ -243,15 +262,22 @@ private struct ImportSession {
                 "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed",
                 code: .badRow)
         }
+        recentRows[insertions % recentRows.count] = (table, location)
+        insertions += 1
         do {
             if try rows.insert(row, into: table) == .renumbered { renumbered += 1 }
-        } catch let refusal as BackupRowRefusal {
+        } catch let refusal as BackupRowRefusal where refusal.insertion == nil {
             throw failure(refusal, table: table, row: row, location: location)
         }
         inserted[table.name, default: 0] += 1
     }
 
     func finish() throws {
+        do {
+            try rows.flush()
+        } catch let refusal as BackupRowRefusal {
+            throw heldBackFailure(refusal)
+        }
         try validator.finish()
         let expected = Set(added).union(replaced).subtracting(guestOwner.map { [$0] } ?? [])
         if let missing = expected.subtracting(usersSeen).sorted().first {
@@ -271,6 +297,19 @@ private struct ImportSession {
         let names = try rows.columns(of: table)
         columns[table.name] = names
         return names
+    }
+
+    /// The error for a refusal of a row the store held back, at that row's place.
+    private func heldBackFailure(_ refusal: BackupRowRefusal) -> GuestModeError {
+        guard let insertion = refusal.insertion, insertion < insertions, insertions - insertion <= recentRows.count,
+            let held = recentRows[insertion % recentRows.count]
+        else {
+            return GuestModeError(
+                .internalFailure, code: .internalFailure,
+                "the store refused a row it was given earlier and can no longer be placed (\(refusal.detail)); nothing was changed"
+            )
+        }
+        return failure(refusal, table: held.table, row: [:], location: held.location)
     }
 
     private func failure(

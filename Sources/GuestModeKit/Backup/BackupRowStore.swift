@@ -133,17 +133,31 @@ package protocol BackupRowImport {
     /// id, an id the store already uses is dropped and the row gets a fresh
     /// one. Throws `BackupRowRefusal` for a row the store's keys or rules
     /// refuse.
+    ///
+    /// A store may hold up to `backupPendingRowLimit` inserted rows back and
+    /// write them together (PostgreSQL through COPY); a refusal of such a row
+    /// comes from a later call (any call of this protocol, or `flush`) and
+    /// names the row by `BackupRowRefusal.insertion`.
     func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion
+    /// Writes the rows `insert` held back; throws their refusal, if any.
+    func flush() throws
     /// The first table with a row that refers to a user the store does not
     /// hold, or nil when every reference resolves.
     func tableWithDanglingReferences() throws -> String?
 }
+
+/// The most inserted rows a `BackupRowImport` may hold back before writing
+/// them, so the caller knows how far back a refusal may point.
+package let backupPendingRowLimit = 1000
 
 extension BackupRowImport {
     /// Deletes every row of `owners` from every backup table.
     package func deleteRows(ownedBy owners: [String]) throws {
         try deleteRows(ownedBy: owners, in: BackupTable.all)
     }
+
+    /// A store that writes each row at once has nothing to flush.
+    package func flush() throws {}
 }
 
 package enum BackupRowInsertion: Sendable, Equatable {
@@ -166,9 +180,13 @@ package struct BackupRowRefusal: Error, Sendable, Equatable {
     package var reason: Reason
     /// The backend's own words, for the message.
     package var detail: String
+    /// Which call of `insert` gave the refused row (0 for the import's first),
+    /// when it was held back and refused later; nil for the current call's row.
+    package var insertion: Int?
 
-    package init(_ reason: Reason, detail: String) {
+    package init(_ reason: Reason, detail: String, insertion: Int? = nil) {
         self.reason = reason
         self.detail = detail
+        self.insertion = insertion
     }
 }

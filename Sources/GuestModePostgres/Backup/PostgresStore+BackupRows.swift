@@ -202,11 +202,19 @@ private final class PostgresBackupSnapshot: BackupRowSnapshot {
     }
 }
 
-/// The writes of one import inside its transaction.
+/// The writes of one import inside its transaction. A row that needs no
+/// question answered before it is written (no placeholder user to fill, no
+/// identity to check, no surrogate id that may be taken) is held back, up to
+/// `backupPendingRowLimit` rows of one table and one set of columns, and
+/// those rows go in together: COPY into a temporary table shaped like the
+/// table, then one `INSERT … SELECT … ON CONFLICT DO NOTHING`. When that
+/// writes fewer rows than it was given, or the server refuses a value, the
+/// batch is undone (a savepoint) and written row by row to find the refused
+/// row, which the refusal names by its `insert` call.
 private final class PostgresBackupImport: BackupRowImport {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
-    /// Users known to have a users row in this transaction (real or placeholder).
+    /// Users known to have a users row in this transaction (real or placeholder, written or held back).
     private var knownUsers: Set<String> = []
     /// Users that rows refer to but whose users row has not arrived yet.
     private var placeholders: Set<String> = []
@@ -214,31 +222,48 @@ private final class PostgresBackupImport: BackupRowImport {
     private var explicitIDs: Set<String> = []
     /// Set once the server refused a statement: the transaction can only roll back now.
     private var refusedRow: BackupRowRefusal?
+    /// Calls of `insert` so far.
+    private var insertions = 0
+    /// The rows held back, all of one table with the same columns.
+    private var pending: PendingRows?
+    /// Per table with a surrogate id, an id above every id in the table and
+    /// held back: an archive id above it cannot be taken.
+    private var highestIDs: [String: Int64] = [:]
+    /// Tables whose temporary copy (for COPY) exists in this transaction.
+    private var stagingTables: Set<String> = []
+
+    private struct PendingRows {
+        var table: String
+        var columns: [String]
+        var rows: [[PostgresValue?]] = []
+        /// The `insert` call of each row.
+        var insertions: [Int] = []
+    }
 
     init(_ connection: PostgresConnection) { self.connection = connection }
 
     func creationTime(ofUser id: String) throws -> String? {
-        try usable()
+        try flush()
         if placeholders.contains(id) { return nil }
         return try connection.execute("SELECT created_at FROM users WHERE id = $1", [PostgresValue(id)])
             .first?.string("created_at")
     }
 
     func hasRecords(ownedBy owner: String) throws -> Bool {
-        try usable()
+        try flush()
         return try connection.execute(
             "SELECT 1 AS owned FROM records WHERE owner_id = $1 LIMIT 1", [PostgresValue(owner)]
         ).first != nil
     }
 
     func journalTarget(_ id: Int64) throws -> String? {
-        try usable()
+        try flush()
         return try connection.execute("SELECT target_id FROM migration_journals WHERE id = $1", [PostgresValue(id)])
             .first?.string("target_id")
     }
 
     func deleteRows(ownedBy owners: [String], in tables: [BackupTable]) throws {
-        try usable()
+        try flush()
         guard !owners.isEmpty else { return }
         for table in BackupTable.all.reversed() where tables.contains(table) {
             try connection.execute(
@@ -249,6 +274,7 @@ private final class PostgresBackupImport: BackupRowImport {
             knownUsers.subtract(owners)
             placeholders.subtract(owners)
         }
+        highestIDs = [:]
     }
 
     func columns(of table: BackupTable) throws -> Set<String> {
@@ -258,7 +284,27 @@ private final class PostgresBackupImport: BackupRowImport {
 
     func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion {
         try usable()
+        let call = insertions
+        insertions += 1
         let shape = try self.shape(table)
+        let owner = row[table.ownerColumn].flatMap(\.text)
+        if try mayHoldBack(row, table: table, shape: shape, owner: owner) {
+            let ordered = row.sorted { $0.key < $1.key }
+            let columns = ordered.map(\.key)
+            if let pending, pending.table != table.name || pending.columns != columns { try flush() }
+            if pending == nil { pending = PendingRows(table: table.name, columns: columns) }
+            pending?.rows.append(ordered.map { shape.parameter($0.value, column: $0.key) })
+            pending?.insertions.append(call)
+            if table.name == "users", let owner { knownUsers.insert(owner) }
+            if table.hasSurrogateID, case .integer(let id) = row["id"] {
+                highestIDs[table.name] = id
+                explicitIDs.insert(table.name)
+            }
+            if let count = pending?.rows.count, count >= backupPendingRowLimit { try flush() }
+            return .inserted
+        }
+        try flush()
+        if table.hasSurrogateID { highestIDs[table.name] = nil }
         var values = row
         var insertion = BackupRowInsertion.inserted
         if table.hasSurrogateID {
@@ -281,7 +327,6 @@ private final class PostgresBackupImport: BackupRowImport {
                 explicitIDs.insert(table.name)
             }
         }
-        let owner = values[table.ownerColumn].flatMap(\.text)
         if table.name == "identities", let provider = values["provider"]?.text, let subject = values["subject"]?.text,
             let holder = try connection.execute(
                 "SELECT user_id FROM identities WHERE provider = $1 AND subject = $2",
@@ -301,26 +346,108 @@ private final class PostgresBackupImport: BackupRowImport {
             return insertion
         }
         let ordered = values.sorted { $0.key < $1.key }
-        let statement = """
-            INSERT INTO \(PostgresStore.quote(table.name)) (\(ordered.map { PostgresStore.quote($0.key) }.joined(separator: ", ")))
-            VALUES (\(ordered.indices.map { "$\($0 + 1)" }.joined(separator: ", "))) ON CONFLICT DO NOTHING
-            """
         let inserted = try refusing {
-            try connection.execute(statement, ordered.map { shape.parameter($0.value, column: $0.key) })
+            try connection.execute(
+                insertStatement(table.name, columns: ordered.map(\.key)),
+                ordered.map { shape.parameter($0.value, column: $0.key) })
         }
         guard inserted.changes == 1 else {
-            throw BackupRowRefusal(
-                .duplicateKey,
-                detail:
-                    "duplicate key value violates a unique constraint of \(table.name): a row with the same key is already there"
-            )
+            throw BackupRowRefusal(.duplicateKey, detail: Self.duplicateDetail(table.name))
         }
         if table.name == "users", let owner { knownUsers.insert(owner) }
         return insertion
     }
 
-    func tableWithDanglingReferences() throws -> String? {
+    /// Whether `row` can wait for the batch: nothing about it must be asked
+    /// of the store first.
+    private func mayHoldBack(
+        _ row: [String: CellValue], table: BackupTable, shape: BackupTableShape, owner: String?
+    )
+        throws -> Bool
+    {
+        if table.name == "identities" { return false }
+        if table.name == "users", let owner, placeholders.contains(owner) || knownUsers.contains(owner) {
+            return false
+        }
+        if shape.refersToUsers, let owner, !knownUsers.contains(owner) { return false }
+        if table.hasSurrogateID {
+            guard case .integer(let id) = row["id"] else { return false }
+            if highestIDs[table.name] == nil {
+                if pending != nil { try flush() }
+                highestIDs[table.name] =
+                    try connection.execute(
+                        "SELECT coalesce(max(id), 0) AS top FROM \(PostgresStore.quote(table.name))"
+                    ).first?.int64("top") ?? 0
+            }
+            guard let highest = highestIDs[table.name], id > highest else { return false }
+        }
+        return true
+    }
+
+    /// Writes the rows held back.
+    func flush() throws {
         try usable()
+        guard let batch = pending else { return }
+        pending = nil
+        let table = PostgresStore.quote(batch.table)
+        let staging = PostgresStore.quote("guestmode_import_\(batch.table)")
+        if !stagingTables.contains(batch.table) {
+            try connection.execute("CREATE TEMP TABLE \(staging) ON COMMIT DROP AS SELECT * FROM \(table) WITH NO DATA")
+            stagingTables.insert(batch.table)
+        }
+        let columns = batch.columns.map(PostgresStore.quote).joined(separator: ", ")
+        try connection.execute("SAVEPOINT guestmode_import_batch")
+        do {
+            try connection.copy("COPY \(staging) (\(columns)) FROM STDIN", rows: batch.rows)
+            let written = try connection.execute(
+                "INSERT INTO \(table) (\(columns)) SELECT \(columns) FROM \(staging) ON CONFLICT DO NOTHING")
+            if written.changes == batch.rows.count {
+                try connection.execute("TRUNCATE \(staging)")
+                try connection.execute("RELEASE SAVEPOINT guestmode_import_batch")
+                return
+            }
+        } catch let failure as PostgresFailure where Self.isRefusal(failure) {
+            // Found again row by row below, with the row it belongs to.
+        }
+        try connection.execute("ROLLBACK TO SAVEPOINT guestmode_import_batch")
+        let statement = insertStatement(batch.table, columns: batch.columns)
+        for (index, values) in batch.rows.enumerated() {
+            let inserted: PostgresRows
+            do {
+                inserted = try refusing { try connection.execute(statement, values) }
+            } catch var refusal as BackupRowRefusal {
+                refusal.insertion = batch.insertions[index]
+                refusedRow = refusal
+                throw refusal
+            }
+            guard inserted.changes == 1 else {
+                let refusal = BackupRowRefusal(
+                    .duplicateKey, detail: Self.duplicateDetail(batch.table), insertion: batch.insertions[index])
+                refusedRow = refusal
+                throw refusal
+            }
+        }
+        try connection.execute("RELEASE SAVEPOINT guestmode_import_batch")
+    }
+
+    private func insertStatement(_ table: String, columns: [String]) -> String {
+        """
+        INSERT INTO \(PostgresStore.quote(table)) (\(columns.map(PostgresStore.quote).joined(separator: ", ")))
+        VALUES (\(columns.indices.map { "$\($0 + 1)" }.joined(separator: ", "))) ON CONFLICT DO NOTHING
+        """
+    }
+
+    private static func duplicateDetail(_ table: String) -> String {
+        "duplicate key value violates a unique constraint of \(table): a row with the same key is already there"
+    }
+
+    private static func isRefusal(_ failure: PostgresFailure) -> Bool {
+        guard let state = failure.sqlState else { return false }
+        return state.hasPrefix("22") || state.hasPrefix("23")
+    }
+
+    func tableWithDanglingReferences() throws -> String? {
+        try flush()
         guard !placeholders.isEmpty else { return nil }
         for table in BackupTable.all where table.name != "users" {
             guard try shape(table).refersToUsers else { continue }
@@ -341,7 +468,7 @@ private final class PostgresBackupImport: BackupRowImport {
     /// refused may be swallowed, no reference may dangle, and every table's
     /// id sequence moves past the ids the import brought.
     func finish(committing: Bool) throws {
-        try usable()
+        try flush()
         guard committing else { return }
         if !placeholders.isEmpty {
             let table = try tableWithDanglingReferences() ?? "a table"
@@ -410,7 +537,7 @@ private final class PostgresBackupImport: BackupRowImport {
         do {
             return try write()
         } catch let failure as PostgresFailure {
-            guard let state = failure.sqlState, state.hasPrefix("22") || state.hasPrefix("23") else { throw failure }
+            guard Self.isRefusal(failure) else { throw failure }
             let refusal = BackupRowRefusal(
                 failure.isUniqueViolation ? .duplicateKey : .invalid,
                 detail: PostgresConnection.redacted(failure.message))

@@ -355,4 +355,10 @@ extension SQLiteStore {
     func useBulkCache(_ db: Database) throws {
         try db.execute(sql: "PRAGMA cache_size = -16384")
     }
+
+    /// SQLite's default page cache (2 MiB) again, for one pass over an index
+    /// in a connection that may have had the bulk cache.
+    func useScanCache(_ db: Database) throws {
+        try db.execute(sql: "PRAGMA cache_size = -2000")
+    }
 }

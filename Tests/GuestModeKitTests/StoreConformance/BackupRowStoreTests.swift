@@ -160,7 +160,10 @@ private func table(_ name: String) throws -> BackupTable {
             try? store.importBackupRows(dryRun: false) { writes throws in
                 for (table, row) in setup { _ = try writes.insert(row, into: table) }
                 do {
+                    // A store may hold the row back (PostgreSQL writes batches through COPY): the
+                    // refusal then comes from the flush.
                     _ = try writes.insert(row, into: table)
+                    try writes.flush()
                 } catch let refused as BackupRowRefusal {
                     reason = refused.reason
                 }

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+/// `backup import` into PostgreSQL writes rows in batches through COPY: these
+/// tests cross the batch boundaries and check that a row the server refuses
+/// is still reported at its own place in the archive, with nothing imported.
+@Suite("PostgreSQL: backup import through COPY")
+struct PostgresImportTests {
+    @Test("2,500 records and 2,500 events (three batches each) import whole and export the same rows again")
+    func batchesRoundTrip() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("habits")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let local = ["--store", "local.sqlite"]
+        #expect(try await sandbox.run(arguments: ["init", "--profile", "habits"] + local).status == 0)
+        let events = (0..<2500).map {
+            #"{"user":"bench","action":"habit_completed","at":"2026-10-01T10:00:00.000Z","id":"e\#($0)"}"#
+        }.joined(separator: "\n")
+        try sandbox.write("events.ndjson", events + "\n")
+        let tracked = try await sandbox.run(
+            arguments: ["track", "--from", "events.ndjson", "--create-users", "--quiet"] + local)
+        #expect(tracked.status == 0, "\(tracked.stderr)")
+        let inserted = try await sandbox.shell(
+            """
+            sqlite3 local.sqlite "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500)
+            INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
+            SELECT 'bench', 'completions', printf('c%05d', i), json_object('note', 'tab' || char(9) || 'and \\\\ ' || i),
+                   '2026-10-01T10:00:00.000Z', '2026-10-01T10:00:00.000Z' FROM n"
+            """)
+        #expect(inserted.status == 0, "\(inserted.stderr)")
+        let exported = try await sandbox.run(arguments: ["backup", "export", "bench", "--out", "b.gmbackup"] + local)
+        #expect(exported.status == 0, "\(exported.stderr)")
+
+        let imported = try await sandbox.run("backup", "import", "b.gmbackup", "--json")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let rows = imported.object["rows"] as? [String: Any] ?? [:]
+        #expect(rows["records"] as? Int == 2500, "\(imported.stdout)")
+        #expect(rows["events"] as? Int == 2500, "\(imported.stdout)")
+
+        // The same rows, byte for byte, on both sides.
+        let query = "SELECT key || ' ' || data FROM %@records ORDER BY key"
+        let here = try await sandbox.shell(
+            "sqlite3 local.sqlite \"\(query.replacingOccurrences(of: "%@", with: ""))\" | md5sum")
+        let there = try await sandbox.shell(
+            "psql -X -At -d '\(sandbox.postgresURI)' -c \"\(query.replacingOccurrences(of: "%@", with: sandbox.postgresSchema + "."))\" | md5sum"
+        )
+        #expect(here.stdout == there.stdout && !here.stdout.isEmpty, "\(here.stdout) \(there.stdout) \(there.stderr)")
+        let counts = try await sandbox.shell(
+            "psql -X -At -d '\(sandbox.postgresURI)' -c 'SELECT count(*), count(DISTINCT id), max(id) FROM \(sandbox.postgresSchema).events'"
+        )
+        #expect(counts.stdout == "2500|2500|2500\n", "\(counts.stdout)\(counts.stderr)")
+        // New events get ids past the imported ones.
+        #expect(try await sandbox.run("track", "bench", "habit_completed").status == 0)
+        #expect(try await sandbox.run("db", "check").status == 0)
+    }
+
+    @Test("a repeated record, refused by the table's key after both rows were held back, is reported at its line")
+    func heldBackRowRefusedAtItsLine() async throws {
+        let (sandbox, victim, _) = try await HostileArchiveTests.setUp()
+        let name = try await HostileArchiveTests.make("duplicate-row", victim: victim, in: sandbox)
+        let uri = try #require(ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"])
+        let schema = "e2e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let store = ["--store", uri, "--schema", schema]
+        #expect(try await sandbox.run(arguments: ["init", "--profile", "voice"] + store).status == 0)
+        let imported = try await sandbox.run(arguments: store + ["backup", "import", name, "--json"])
+        #expect(imported.status == 65, "\(imported.stderr)")
+        #expect(imported.errorJSON["code"] as? String == "duplicate_row", "\(imported.stderr)")
+        let message = imported.errorJSON["message"] as? String ?? ""
+        #expect(message.contains("line 2 of data/records/000001.ndjson"), "\(message)")
+        let left = try await sandbox.shell(
+            "psql -X -At -d '\(uri)' -c 'SELECT (SELECT count(*) FROM \(schema).users) + (SELECT count(*) FROM \(schema).records)'"
+        )
+        #expect(left.stdout == "0\n", "\(left.stdout)\(left.stderr)")
+    }
+}
