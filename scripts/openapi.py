@@ -122,14 +122,6 @@ SERVER_SCHEMAS = {
         "required": ["status"],
         "additionalProperties": False,
     },
-    "record-put-from": {
-        "title": "guestmode record put --from --json",
-        "type": "object",
-        "properties": {name: {"type": "integer"} for name in ["lines", "added", "replaced", "skipped"]}
-        | {"dry_run": {"type": "boolean"}},
-        "required": ["lines", "added", "replaced", "skipped", "dry_run"],
-        "additionalProperties": False,
-    },
 }
 
 # Each route: method, path, summary, who may call it (None: no credential; "session": a session of the
