@@ -36,7 +36,9 @@ import Testing
         profile.meters.append(
             Meter(
                 name: "tokens", unit: "tokens", reset: .daily,
-                warnings: [MeterWarning(percent: 33.3, level: .warning), MeterWarning(percent: 1e-7, level: .critical)],
+                warnings: [
+                    MeterWarning(percent: 33.3, level: .warning), MeterWarning(percent: 1e-7, level: .critical),
+                ],
                 overage: .allow))
         profile.tiers[0].caps["notes"] = 3
         profile.tiers[0].allowances["tokens"] = 0.1
@@ -126,7 +128,9 @@ import Testing
     }
 
     /// The entry's JSON changed by `edit` and sealed again, so only the decoding can refuse it.
-    static func resealed(_ entry: ProfileCacheEntry, text: String, _ edit: (inout [String: JSONValue]) -> Void) throws
+    static func resealed(
+        _ entry: ProfileCacheEntry, text: String, _ edit: (inout [String: JSONValue]) -> Void
+    ) throws
         -> ProfileCacheEntry
     {
         guard case .object(var members) = try StrictJSON.parse(entry.json) else {
@@ -144,7 +148,9 @@ import Testing
         let entry = try ProfileCache.entry(for: profile, text: text)
         // The unchanged entry, resealed, is still a hit: the edits below are what makes each a miss.
         #expect(try ProfileCache.profile(from: Self.resealed(entry, text: text) { _ in }, text: text) == profile)
-        func nested(_ name: String, _ edit: @escaping (inout [String: JSONValue]) -> Void) -> (
+        func nested(
+            _ name: String, _ edit: @escaping (inout [String: JSONValue]) -> Void
+        ) -> (
             inout [String: JSONValue]
         ) -> Void {
             { members in
@@ -158,33 +164,43 @@ import Testing
             ("a fraction for an integer", { $0["version"] = .number("7.0") }),
             ("a number for a boolean", { $0["allowsFreeFormActions"] = .number("1") }),
             ("a number for a string", nested("backup") { $0["format"] = .number("1") }),
-            ("an unknown raw value",
-             { members in
-                 guard case .array(var tiers) = members["tiers"], case .object(var first) = tiers.first else { return }
-                 first["level"] = .string("gold")
-                 tiers[0] = .object(first)
-                 members["tiers"] = .array(tiers)
-             }),
+            (
+                "an unknown raw value",
+                { members in
+                    guard case .array(var tiers) = members["tiers"], case .object(var first) = tiers.first else {
+                        return
+                    }
+                    first["level"] = .string("gold")
+                    tiers[0] = .object(first)
+                    members["tiers"] = .array(tiers)
+                }
+            ),
             ("an unknown field", { $0["extra"] = .null }),
             ("an unknown nested field", nested("identity") { $0["extra"] = .bool(true) }),
             ("a missing field", { $0["webhooks"] = nil }),
             ("a missing optional (absent, not null)", { $0["upgrade"] = nil }),
             ("a null for a required object", { $0["prompts"] = .null }),
             ("an unknown enum case", nested("upgrade") { $0["steps"] = .array([.object(["case": .string("drop")])]) }),
-            ("a payload case with an extra member",
-             nested("upgrade") {
-                 $0["steps"] = .array([
-                     .object(["case": .string("renameCollection"), "from": .string("a"), "to": .string("b"), "x": .null])
-                 ])
-             }),
+            (
+                "a payload case with an extra member",
+                nested("upgrade") {
+                    $0["steps"] = .array([
+                        .object([
+                            "case": .string("renameCollection"), "from": .string("a"), "to": .string("b"), "x": .null,
+                        ])
+                    ])
+                }
+            ),
             ("a non-canonical number", nested("identity") { $0["maximumProvidersPerUser"] = .number("2e0") }),
-            ("a span out of order",
-             nested("prompts") {
-                 $0["cooldown"] = .array([
-                     .object(["amount": .number("30"), "unit": .string("minutes")]),
-                     .object(["amount": .number("1"), "unit": .string("hours")]),
-                 ])
-             }),
+            (
+                "a span out of order",
+                nested("prompts") {
+                    $0["cooldown"] = .array([
+                        .object(["amount": .number("30"), "unit": .string("minutes")]),
+                        .object(["amount": .number("1"), "unit": .string("hours")]),
+                    ])
+                }
+            ),
             ("no tiers", { $0["tiers"] = .array([]) }),
         ]
         for (what, edit) in edits {

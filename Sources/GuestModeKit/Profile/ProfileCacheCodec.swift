@@ -40,14 +40,18 @@ extension ProfileCacheCodec {
         return .number(String(value))
     }
 
-    private static func optional<T>(_ value: T?, _ write: (T) throws(Mismatch) -> JSONValue) throws(Mismatch)
+    private static func optional<T>(
+        _ value: T?, _ write: (T) throws(Mismatch) -> JSONValue
+    ) throws(Mismatch)
         -> JSONValue
     {
         guard let value else { return .null }
         return try write(value)
     }
 
-    private static func array<T>(_ values: [T], _ write: (T) throws(Mismatch) -> JSONValue) throws(Mismatch)
+    private static func array<T>(
+        _ values: [T], _ write: (T) throws(Mismatch) -> JSONValue
+    ) throws(Mismatch)
         -> JSONValue
     {
         var elements: [JSONValue] = []
@@ -336,14 +340,18 @@ extension JSONValue {
         return value
     }
 
-    fileprivate func optional<T>(_ read: (JSONValue) throws(ProfileCacheCodec.Mismatch) -> T)
+    fileprivate func optional<T>(
+        _ read: (JSONValue) throws(ProfileCacheCodec.Mismatch) -> T
+    )
         throws(ProfileCacheCodec.Mismatch) -> T?
     {
         if case .null = self { return nil }
         return try read(self)
     }
 
-    fileprivate func array<T>(_ read: (JSONValue) throws(ProfileCacheCodec.Mismatch) -> T)
+    fileprivate func array<T>(
+        _ read: (JSONValue) throws(ProfileCacheCodec.Mismatch) -> T
+    )
         throws(ProfileCacheCodec.Mismatch) -> [T]
     {
         guard case .array(let elements) = self else { throw ProfileCacheCodec.Mismatch() }
@@ -357,7 +365,9 @@ extension JSONValue {
         try array { element throws(ProfileCacheCodec.Mismatch) in try element.string() }
     }
 
-    fileprivate func dictionary<T>(_ read: (JSONValue) throws(ProfileCacheCodec.Mismatch) -> T)
+    fileprivate func dictionary<T>(
+        _ read: (JSONValue) throws(ProfileCacheCodec.Mismatch) -> T
+    )
         throws(ProfileCacheCodec.Mismatch) -> [String: T]
     {
         guard case .object(let members) = self else { throw ProfileCacheCodec.Mismatch() }
@@ -412,7 +422,8 @@ extension ProfileCacheCodec {
             migration: MigrationPolicy(
                 steps: try migration["steps"].array { value throws(Mismatch) in
                     let step = try Members(value, ["name", "collections"])
-                    return MigrationStep(name: try step["name"].string(), collections: try step["collections"].strings())
+                    return MigrationStep(
+                        name: try step["name"].string(), collections: try step["collections"].strings())
                 }),
             upgrade: try members["upgrade"].optional { value throws(Mismatch) in
                 let upgrade = try Members(value, ["fromVersion", "steps"])
@@ -430,7 +441,8 @@ extension ProfileCacheCodec {
             reset: try meter["reset"].raw(MeterReset.self),
             warnings: try meter["warnings"].array { value throws(Mismatch) in
                 let warning = try Members(value, ["percent", "level"])
-                return MeterWarning(percent: try warning["percent"].double(), level: try warning["level"].raw(MeterLevel.self))
+                return MeterWarning(
+                    percent: try warning["percent"].double(), level: try warning["level"].raw(MeterLevel.self))
             },
             overage: try meter["overage"].raw(MeterOverage.self))
     }
@@ -549,7 +561,8 @@ extension ProfileCacheCodec {
                 meter: try members["meter"].string(), comparison: try comparison(members["comparison"]))
         case "meterRemaining":
             let members = try Members(value, ["case", "meter", "comparison"])
-            return .meterRemaining(meter: try members["meter"].string(), comparison: try comparison(members["comparison"]))
+            return .meterRemaining(
+                meter: try members["meter"].string(), comparison: try comparison(members["comparison"]))
         case "meterExhausted":
             return .meterExhausted(meter: try Members(value, ["case", "meter"])["meter"].string())
         default:
