@@ -4,14 +4,16 @@ import Foundation
 /// The validated form of a store's profile, kept in the store next to the
 /// profile's text so that opening a store does not parse and validate the
 /// YAML again on every command. The entry is sealed with the SHA-256 of the
-/// exact text it was made from followed by its own JSON: an entry whose seal
-/// does not match the bound text and the JSON, or whose JSON does not decode,
-/// is a miss (the text is parsed as before), so a stale entry (the profile was
-/// re-bound or applied since) or a damaged one never changes what the engine does.
+/// cache's format, the exact text it was made from and its own JSON: an entry
+/// whose seal does not match the bound text and the JSON, or whose JSON does
+/// not decode, is a miss (the text is parsed as before), so a stale entry (the
+/// profile was re-bound or applied since, or an older guestmode wrote it in
+/// another form) or a damaged one never changes what the engine does.
 package struct ProfileCacheEntry: Sendable, Equatable {
-    /// Lowercase hex SHA-256 of the profile text, a NUL byte and `json`.
+    /// Lowercase hex SHA-256 of `ProfileCache.format`, a NUL byte, the profile
+    /// text, a NUL byte and `json`.
     package var seal: String
-    /// The validated profile, encoded as JSON.
+    /// The validated profile, as `ProfileCacheCodec` writes it.
     package var json: String
 
     package init(seal: String, json: String) {
@@ -26,9 +28,15 @@ package enum ProfileCache {
     package static let sealMetaKey = "profile_cache_sha256"
     package static let jsonMetaKey = "profile_cache_json"
 
-    /// Lowercase hex SHA-256 of the text, a NUL byte and the JSON.
+    /// The form of the JSON, sealed with it: an entry an older guestmode wrote
+    /// in another form (`JSONEncoder`'s, before 2) does not match its seal.
+    package static let format = "guestmode-profile-cache-2"
+
+    /// Lowercase hex SHA-256 of `format`, a NUL byte, the text, a NUL byte and the JSON.
     package static func seal(text: String, json: String) -> String {
         var hasher = SHA256()
+        hasher.update(data: Data(format.utf8))
+        hasher.update(data: Data([0]))
         hasher.update(data: Data(text.utf8))
         hasher.update(data: Data([0]))
         hasher.update(data: Data(json.utf8))
@@ -44,9 +52,7 @@ package enum ProfileCache {
 
     /// The entry for a profile parsed and validated from `text`.
     package static func entry(for profile: Profile, text: String) throws -> ProfileCacheEntry {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let json = String(decoding: try encoder.encode(profile), as: UTF8.self)
+        let json = try ProfileCacheCodec.encode(profile)
         return ProfileCacheEntry(seal: seal(text: text, json: json), json: json)
     }
 
@@ -54,7 +60,7 @@ package enum ProfileCache {
     /// is intact; nil for any mismatch or damage.
     package static func profile(from entry: ProfileCacheEntry?, text: String) -> Profile? {
         guard let entry, entry.seal == seal(text: text, json: entry.json) else { return nil }
-        guard let profile = try? JSONDecoder().decode(Profile.self, from: Data(entry.json.utf8)) else { return nil }
+        guard let profile = try? ProfileCacheCodec.decode(entry.json) else { return nil }
         // A profile the loader made has all three tiers; one without is not what was cached.
         guard TierLevel.allCases.allSatisfy({ level in profile.tiers.contains { $0.level == level } }) else {
             return nil

@@ -164,12 +164,16 @@ enum StoreFile {
             // The schema history is read on this same connection, before
             // anything is written: no second connection (and no second round
             // of -wal/-shm files) just to look.
-            if exists { try queue.read { db in try refuseUnknownSchema(db, path: path) } }
+            // The same read tells whether anything is left to migrate: a store
+            // with every known migration applied (nearly every opening) is not
+            // asked again.
+            var upToDate = false
+            if exists { upToDate = try queue.read { db in try refuseUnknownSchema(db, path: path) } }
             if creating {
                 _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
                 }
             }
-            return try AppDatabase(queue, migrating: migrating)
+            return try AppDatabase(queue, migrating: migrating && !upToDate)
         } catch let error as DatabaseError {
             throw StoreFile.translate(error, path: path)
         }
@@ -181,17 +185,19 @@ enum StoreFile {
         do {
             let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration(readOnly: true))
             defer { try? queue.close() }
-            try queue.read { db in try refuseUnknownSchema(db, path: path) }
+            _ = try queue.read { db in try refuseUnknownSchema(db, path: path) }
         } catch let error as DatabaseError {
             throw translate(error, path: path)
         }
     }
 
-    /// The check of `refuseUnknownSchema(path:)` on an open connection; reads only.
-    static func refuseUnknownSchema(_ db: Database, path: String) throws {
+    /// The check of `refuseUnknownSchema(path:)` on an open connection; reads
+    /// only. True when every migration this build knows is applied (nothing to migrate).
+    @discardableResult
+    static func refuseUnknownSchema(_ db: Database, path: String) throws -> Bool {
         guard try db.tableExists("grdb_migrations") else {
             let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
-            if tables.isEmpty { return }
+            if tables.isEmpty { return false }
             throw GuestModeError.badData(
                 "'\(path)' is an SQLite database but not a guestmode store (no schema history)",
                 code: .notAStore)
@@ -204,6 +210,7 @@ enum StoreFile {
                 "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last ?? "none"). Upgrade guestmode; the store was not changed",
                 code: .storeTooNew)
         }
+        return Set(applied).isSuperset(of: known)
     }
 
     static func createPrivateFile(path: String) throws {
