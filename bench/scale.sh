@@ -113,18 +113,8 @@ instructions() {
 }
 
 # The plain SQL, per backend.
-cat > ingest.sqlite.sql <<'SQL'
-CREATE TEMP TABLE raw (line TEXT);
-.import events.ndjson raw
-BEGIN;
-INSERT OR IGNORE INTO users (id, created_at, last_seen_at)
-    SELECT line ->> 'user', min(line ->> 'at'), max(line ->> 'at') FROM raw GROUP BY 1;
-INSERT INTO events (user_id, action, at, count, idempotency_key)
-    SELECT line ->> 'user', line ->> 'action', line ->> 'at', 1, line ->> 'id' FROM raw;
-INSERT INTO counters (user_id, action, total)
-    SELECT line ->> 'user', line ->> 'action', COUNT(*) FROM raw GROUP BY 1, 2;
-COMMIT;
-SQL
+# SQLite's plain ingest and purge are make bench's (bench/plain/), with this run's cutoff.
+cp "$root/bench/plain/ingest.sql" ingest.sqlite.sql
 cat > ingest.postgres.sql <<'SQL'
 CREATE TEMP TABLE raw (line jsonb);
 \copy raw (line) FROM 'events.ndjson'
@@ -155,22 +145,7 @@ SQL
 cat > usage.sql <<'SQL'
 SELECT meter, count(DISTINCT user_id), count(*), sum(amount) FROM meter_usage GROUP BY meter ORDER BY meter;
 SQL
-cat > purge.sqlite.sql <<SQL
-PRAGMA foreign_keys = ON;
-BEGIN;
-CREATE TEMP TABLE gone AS
-    SELECT id FROM users u
-    WHERE state = 'anonymous' AND last_seen_at < '$cutoff'
-      AND NOT EXISTS (SELECT 1 FROM records r WHERE r.owner_id = u.id)
-      AND NOT EXISTS (SELECT 1 FROM plans p WHERE p.user_id = u.id);
-DELETE FROM records WHERE owner_id IN (SELECT id FROM gone);
-DELETE FROM conflict_archive WHERE owner_id IN (SELECT id FROM gone);
-DELETE FROM outbox WHERE user_id IN (SELECT id FROM gone);
-DELETE FROM user_flags WHERE user_id IN (SELECT id FROM gone);
-DELETE FROM users WHERE id IN (SELECT id FROM gone);
-SELECT id FROM gone;
-COMMIT;
-SQL
+sed "s/:cutoff/$cutoff/" "$root/bench/plain/purge.sql" > purge.sqlite.sql
 cat > purge.postgres.sql <<SQL
 WITH gone AS (
     DELETE FROM users u
