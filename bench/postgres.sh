@@ -93,19 +93,7 @@ awk -v n="$events" 'BEGIN {
             i % 1000, actions[i % 4 + 1], int(i / 60) % 60, i % 60, i
 }' > events.ndjson
 
-cat > ingest.sql <<'SQL'
-CREATE TEMP TABLE raw (line jsonb);
-\copy raw (line) FROM 'events.ndjson'
-BEGIN;
-INSERT INTO users (id, created_at, last_seen_at)
-    SELECT line ->> 'user', min(line ->> 'at'), max(line ->> 'at') FROM raw GROUP BY 1
-    ON CONFLICT (id) DO NOTHING;
-INSERT INTO events (user_id, action, at, count, idempotency_key)
-    SELECT line ->> 'user', line ->> 'action', line ->> 'at', 1, line ->> 'id' FROM raw;
-INSERT INTO counters (user_id, action, total)
-    SELECT line ->> 'user', line ->> 'action', count(*) FROM raw GROUP BY 1, 2;
-COMMIT;
-SQL
+cp "$root/bench/plain/ingest-postgres.sql" ingest.sql
 
 read -r ours_s ours_kb < <(measure "$binary" --store "$uri" --schema "$ours" track --from events.ndjson --create-users --quiet)
 read -r plain_s plain_kb < <(measure env PGOPTIONS="-c search_path=$plain" psql -X -q -v ON_ERROR_STOP=1 -At -f ingest.sql)
@@ -223,16 +211,7 @@ fi
 # a SQLite store; psql loads the same rows from zstd-compressed NDJSON.
 if wants import; then
     "$binary" init --profile habits --store backup.sqlite --quiet >/dev/null
-    sqlite3 backup.sqlite <<SQL
-INSERT INTO users (id, created_at, last_seen_at) VALUES ('bench', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $records)
-INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
-SELECT 'bench', 'completions', printf('c%07d', i),
-       json_object('habit', 'h' || (i % 20), 'day', date('2026-01-01', '+' || (i % 365) || ' days'), 'note', 'completed ' || i),
-       strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || i || ' seconds'),
-       strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || i || ' seconds')
-FROM n;
-SQL
+    sed "s/:records/$records/" "$root/bench/plain/records.sql" | sqlite3 backup.sqlite
     "$binary" --store backup.sqlite backup export bench --out bench.gmbackup --quiet
     sqlite3 backup.sqlite "SELECT json_object('owner_id', owner_id, 'collection', collection, 'key', key,
         'data', data, 'created_at', created_at, 'updated_at', updated_at) FROM records WHERE owner_id = 'bench'" |

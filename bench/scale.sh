@@ -113,21 +113,9 @@ instructions() {
 }
 
 # The plain SQL, per backend.
-# SQLite's plain ingest and purge are make bench's (bench/plain/), with this run's cutoff.
+# The plain ingests and SQLite's purge are make bench's (bench/plain/), with this run's cutoff.
 cp "$root/bench/plain/ingest.sql" ingest.sqlite.sql
-cat > ingest.postgres.sql <<'SQL'
-CREATE TEMP TABLE raw (line jsonb);
-\copy raw (line) FROM 'events.ndjson'
-BEGIN;
-INSERT INTO users (id, created_at, last_seen_at)
-    SELECT line ->> 'user', min(line ->> 'at'), max(line ->> 'at') FROM raw GROUP BY 1
-    ON CONFLICT (id) DO NOTHING;
-INSERT INTO events (user_id, action, at, count, idempotency_key)
-    SELECT line ->> 'user', line ->> 'action', line ->> 'at', 1, line ->> 'id' FROM raw;
-INSERT INTO counters (user_id, action, total)
-    SELECT line ->> 'user', line ->> 'action', count(*) FROM raw GROUP BY 1, 2;
-COMMIT;
-SQL
+cp "$root/bench/plain/ingest-postgres.sql" ingest.postgres.sql
 # Test data beside the events, the same in both stores (not measured): one
 # guest in ten used a meter, one in ten saw a prompt.
 cat > extra.sql <<'SQL'

@@ -126,16 +126,7 @@ records=$(scaled 1000000)
 if wants export || wants verify || wants import; then
     rm -f backup.sqlite*
     init_store habits backup.sqlite
-    sqlite3 backup.sqlite <<SQL
-INSERT INTO users (id, created_at, last_seen_at) VALUES ('bench', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $records)
-INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
-SELECT 'bench', 'completions', printf('c%07d', i),
-       json_object('habit', 'h' || (i % 20), 'day', date('2026-01-01', '+' || (i % 365) || ' days'), 'note', 'completed ' || i),
-       strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || i || ' seconds'),
-       strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || i || ' seconds')
-FROM n;
-SQL
+    sed "s/:records/$records/" "$root/bench/plain/records.sql" | sqlite3 backup.sqlite
     read -r os ok _ < <(measure "$binary" --store backup.sqlite backup export bench --out bench.gmbackup)
     read -r ps pk _ < <(measure "$plain_dir/export.sh" backup.sqlite bench plain.json.zst)
     wants export && row "backup export, $records rows" "$os" "$ok" "$ps" "$pk"
