@@ -40,7 +40,7 @@ let package = Package(
         .systemLibrary(
             name: "CArchive",
             pkgConfig: "libarchive",
-            providers: [.apt(["libarchive-dev", "zlib1g-dev"])]
+            providers: [.apt(["libarchive-dev", "zlib1g-dev", "libzstd-dev"])]
         ),
         .systemLibrary(
             name: "CLibPQ",

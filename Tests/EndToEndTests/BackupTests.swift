@@ -180,12 +180,27 @@ struct BackupTests {
         let archive = format == "tar.zst" ? "u2.gmbackup" : "u2.\(format)"
         #expect(try await sandbox.run("backup", "export", "u2", "--out", archive).status == 0)
         #expect(try await sandbox.run("init", "--profile", "habits.yaml", "--store", "fresh.sqlite").status == 0)
-        // Offsets inside the compressed data of the records entry (zip) or of the whole stream (tar).
+        // Offsets inside the compressed data of the records entry (zip) or of the whole stream (tar), each
+        // moved on to the first byte whose flip changes what the data decompresses to (some bits of a
+        // compressed stream are redundant: flipping them changes nothing, and nothing is to be refused).
+        // For tar.zst a fourth flip lands in signature.json's MAC, which only zstd's content checksum covers
+        // when the archive is signed by another deployment, as it is for fresh.sqlite (a key of its own);
+        // gzip's CRC-32 always covers it, and no single flip of a Huffman-coded stream changes only the MAC.
         try await sandbox.python(
             """
-            import zipfile, sys
+            import zipfile, zlib, subprocess
             name = '\(archive)'
             data = open(name, 'rb').read()
+            def decoded(blob):
+                try:
+                    if name.endswith('.zip'):
+                        return zlib.decompressobj(-15).decompress(blob[span[0]:span[1]])
+                    if name.endswith('.gz'):
+                        return zlib.decompressobj(-15).decompress(blob[10:])
+                    run = subprocess.run(['zstd', '-dcq', '--no-check'], input=blob, capture_output=True)
+                    return run.stdout if run.returncode == 0 else None
+                except zlib.error:
+                    return None
             if name.endswith('.zip'):
                 info = zipfile.ZipFile(name).getinfo('data/records/000001.ndjson')
                 local = data[info.header_offset:info.header_offset + 30]
@@ -193,14 +208,36 @@ struct BackupTests {
                 span = (start, start + info.compress_size)
             else:
                 span = (64, len(data) - 64)
-            for index, fraction in enumerate((0.25, 0.5, 0.75)):
+            original = decoded(data)
+            def flipped(offset):
+                copy = bytearray(data)
+                copy[offset] ^= 0x01
+                return bytes(copy)
+            offsets = []
+            for fraction in (0.25, 0.5, 0.75):
                 offset = span[0] + int((span[1] - span[0]) * fraction)
-                flipped = bytearray(data)
-                flipped[offset] ^= 0x01
-                open('flipped%d-' % index + name, 'wb').write(flipped)
+                while decoded(flipped(offset)) == original:
+                    offset += 1
+                offsets.append(offset)
+            if name.endswith('.gmbackup'):
+                mac = original.index(b'"mac"')
+                offset = span[1]
+                while True:
+                    offset -= 1
+                    assert offset > span[0], 'no byte of the stream changes only the MAC'
+                    changed = decoded(flipped(offset))
+                    if changed is not None and len(changed) == len(original):
+                        differing = [i for i in range(len(original)) if changed[i] != original[i]]
+                        # Still hex digits: a MAC that reads as a MAC, only a wrong one.
+                        if differing and all(mac < i < mac + 80 and chr(changed[i]) in '0123456789abcdef' for i in differing):
+                            break
+                offsets.append(offset)
+            for index, offset in enumerate(offsets):
+                open('flipped%d-' % index + name, 'wb').write(flipped(offset))
             """)
+        let flips = format == "tar.zst" ? 4 : 3
         let before = try sandbox.snapshot("fresh.sqlite")
-        for index in 0..<3 {
+        for index in 0..<flips {
             let flipped = "flipped\(index)-\(archive)"
             let verified = try await sandbox.run("backup", "verify", "--full", flipped)
             #expect(verified.status == 65, "\(flipped) verified: \(verified.stdout)")

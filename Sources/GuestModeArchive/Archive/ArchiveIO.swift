@@ -2,7 +2,7 @@ import CArchive
 import Foundation
 import GuestModeKit
 
-// Every libarchive call in the engine lives in this file. The rest of the
+// Every libarchive, zlib and zstd call in the engine lives in this file. The rest of the
 // engine sees entries as names and bytes, and failures as `GuestModeError`.
 
 /// The container formats a backup can be written in.
@@ -109,15 +109,13 @@ final class ArchiveWriter {
         }
         defer { archive_write_free(handle) }
         let writer = ArchiveWriter(handle: handle, path: path)
+        var compressor: ZstdCompressor?
         switch format {
         case .tarZstd:
+            // libarchive's zstd filter writes frames without a content checksum: a flipped byte in
+            // signature.json or in tar metadata would decompress silently. Compressed here instead, with one.
             try writer.check(archive_write_set_format_pax_restricted(handle), "choosing the tar format")
-            try writer.check(archive_write_add_filter_zstd(handle), "enabling zstd")
-            if let level {
-                try writer.check(
-                    archive_write_set_filter_option(handle, "zstd", "compression-level", "\(level)"),
-                    "setting the zstd level")
-            }
+            compressor = try ZstdCompressor(level: level, path: path)
         case .tarGzip:
             try writer.check(archive_write_set_format_pax_restricted(handle), "choosing the tar format")
             try writer.check(archive_write_add_filter_gzip(handle), "enabling gzip")
@@ -136,23 +134,32 @@ final class ArchiveWriter {
         }
         // Without this the last block is padded to 10 KiB, which only wastes space in a compressed file.
         archive_write_set_bytes_in_last_block(handle, 1)
-        guard let encryption else {
+        if encryption == nil && compressor == nil {
             try writer.check(archive_write_open_fd(handle, descriptor), "opening the output")
             try body(writer)
             try writer.check(archive_write_close(handle), "finishing the archive")
             return
         }
-        // Encrypted: libarchive hands its output to a callback that seals it chunk by chunk.
-        let sink = EncryptingSink(
-            try EncryptedArchive.Writer(encryption) { bytes in try writeAll(bytes, to: descriptor, path: path) })
+        // Otherwise libarchive hands its output to a callback: compressed, then sealed chunk by chunk.
+        let encrypting = try encryption.map { encryption in
+            try EncryptedArchive.Writer(encryption) { bytes in
+                try bytes.withUnsafeBytes { try writeAll($0, to: descriptor, path: path) }
+            }
+        }
+        let store: (UnsafeRawBufferPointer) throws -> Void = { bytes in
+            if let encrypting { try encrypting.write(bytes) } else { try writeAll(bytes, to: descriptor, path: path) }
+        }
+        let sink = OutputSink { bytes in
+            if let compressor { try compressor.compress(bytes, ending: false, into: store) } else { try store(bytes) }
+        }
         let context = Unmanaged.passRetained(sink)
         defer { context.release() }
         let callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeRawPointer?, Int) -> Int = {
             _, context, buffer, length in
             guard let context else { return -1 }
-            let sink = Unmanaged<EncryptingSink>.fromOpaque(context).takeUnretainedValue()
+            let sink = Unmanaged<OutputSink>.fromOpaque(context).takeUnretainedValue()
             do {
-                try sink.writer.write(UnsafeRawBufferPointer(start: buffer, count: length))
+                try sink.write(UnsafeRawBufferPointer(start: buffer, count: length))
                 return length
             } catch {
                 sink.failure = error
@@ -166,29 +173,78 @@ final class ArchiveWriter {
         let closed = archive_write_close(handle)
         if let failure = sink.failure { throw failure }
         try writer.check(closed, "finishing the archive")
-        try sink.writer.finish()
+        try compressor?.compress(UnsafeRawBufferPointer(start: nil, count: 0), ending: true, into: store)
+        try encrypting?.finish()
     }
 
-    private final class EncryptingSink {
-        let writer: EncryptedArchive.Writer
+    /// Where libarchive's output goes when it is not a plain descriptor; a
+    /// failure is kept because the C callback can only say -1.
+    private final class OutputSink {
+        let write: (UnsafeRawBufferPointer) throws -> Void
         var failure: Error?
-        init(_ writer: EncryptedArchive.Writer) { self.writer = writer }
+        init(_ write: @escaping (UnsafeRawBufferPointer) throws -> Void) { self.write = write }
     }
 
-    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32, path: String) throws {
-        try bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Foundation.write(
-                    descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-                guard written > 0 else {
-                    if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "the archive") }
-                    throw GuestModeError(
-                        .ioError, code: .archiveWriteFailed,
-                        "cannot write '\(path)': \(String(cString: strerror(errno)))")
-                }
-                offset += written
+    /// One zstd frame with a content checksum (XXH64 of everything written),
+    /// which libarchive's reader checks at the end of the frame.
+    private final class ZstdCompressor {
+        private let context: OpaquePointer
+        private var output: [UInt8]
+        private let path: String
+
+        init(level: Int?, path: String) throws {
+            guard let context = ZSTD_createCCtx() else {
+                throw GuestModeError(.internalFailure, code: .archiveError, "zstd could not allocate a compressor")
             }
+            self.context = context
+            self.path = path
+            output = [UInt8](repeating: 0, count: ZSTD_CStreamOutSize())
+            try check(ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1), "asking for a checksum")
+            if let level {
+                try check(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, Int32(level)), "setting the level")
+            }
+        }
+
+        deinit { ZSTD_freeCCtx(context) }
+
+        func compress(
+            _ input: UnsafeRawBufferPointer, ending: Bool, into store: (UnsafeRawBufferPointer) throws -> Void
+        ) throws {
+            var source = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
+            let capacity = output.count
+            try output.withUnsafeMutableBytes { buffer in
+                while true {
+                    var destination = ZSTD_outBuffer(dst: buffer.baseAddress, size: capacity, pos: 0)
+                    let remaining = ZSTD_compressStream2(
+                        context, &destination, &source, ending ? ZSTD_e_end : ZSTD_e_continue)
+                    try check(remaining, "compressing")
+                    if destination.pos > 0 {
+                        try store(UnsafeRawBufferPointer(rebasing: buffer[..<destination.pos]))
+                    }
+                    let done = ending ? remaining == 0 : source.pos == source.size && destination.pos < capacity
+                    if done { return }
+                }
+            }
+        }
+
+        private func check(_ result: Int, _ step: String) throws {
+            guard ZSTD_isError(result) != 0 else { return }
+            throw GuestModeError(
+                .ioError, code: .archiveWriteFailed,
+                "cannot write '\(path)' (\(step) with zstd): \(String(cString: ZSTD_getErrorName(result)))")
+        }
+    }
+
+    private static func writeAll(_ buffer: UnsafeRawBufferPointer, to descriptor: Int32, path: String) throws {
+        var offset = 0
+        while offset < buffer.count {
+            let written = Foundation.write(descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+            guard written > 0 else {
+                if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "the archive") }
+                throw GuestModeError(
+                    .ioError, code: .archiveWriteFailed, "cannot write '\(path)': \(String(cString: strerror(errno)))")
+            }
+            offset += written
         }
     }
 
