@@ -7,6 +7,29 @@ import Testing
 /// Text is valid UTF-8, never repaired, and holds no
 /// U+0000, at every use case that stores it.
 @Suite struct TextRuleTests {
+    @Test("validatedUTF8 accepts exactly what String(validating:) accepts, repaired bytes never")
+    func validatedUTF8AgreesWithTheStandardLibrary() {
+        func both(_ bytes: [UInt8]) -> (String?, String?) {
+            (bytes.withUnsafeBufferPointer { TextRule.validatedUTF8($0) }, String(validating: bytes, as: UTF8.self))
+        }
+        let cases: [[UInt8]] = [
+            [], Array("plain".utf8), Array("crêpe 🥞".utf8), Array("\u{FFFD}".utf8), [0x61, 0x00, 0x62],
+            // A truncated four-byte sequence is repaired into one U+FFFD of the same length: still refused.
+            [0xF0, 0x9F, 0x98], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xFF], [0x61, 0xE2, 0x82], [0xF4, 0x90, 0x80, 0x80],
+        ]
+        for bytes in cases {
+            let (ours, library) = both(bytes)
+            #expect(ours == library, "\(bytes)")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC2, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xFF, 0x9F, 0xA0]
+        for _ in 0..<20_000 {
+            let bytes = (0..<Int.random(in: 0...6, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            let (ours, library) = both(bytes)
+            #expect(ours == library, "\(bytes)")
+        }
+    }
+
     @Test func decodeRefusesInvalidUTF8AndNulAndKeepsTheRest() throws {
         #expect(try TextRule.decode(Array("crêpe 🥞".utf8), what: "x") == "crêpe 🥞")
         #expect(textCode { _ = try TextRule.decode([0x6B, 0xFF, 0x78], what: "the key") } == .invalidUtf8)

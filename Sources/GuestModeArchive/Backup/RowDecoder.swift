@@ -137,7 +137,7 @@ enum RowDecoder {
                 if byte == UInt8(ascii: "\"") {
                     let run = UnsafeBufferPointer(rebasing: bytes[start..<index])
                     index += 1
-                    return String(validating: run, as: UTF8.self)
+                    return TextRule.validatedUTF8(run)
                 }
                 if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
                 index += 1
@@ -149,7 +149,7 @@ enum RowDecoder {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
                     index += 1
-                    return scratch.withUnsafeBufferPointer { String(validating: $0, as: UTF8.self) }
+                    return scratch.withUnsafeBufferPointer { TextRule.validatedUTF8($0) }
                 }
                 if byte < 0x20 { return nil }
                 guard byte == UInt8(ascii: "\\") else {

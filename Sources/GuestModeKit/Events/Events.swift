@@ -258,7 +258,7 @@ package enum EventLog {
         var number = 0
         func deliver(_ bytes: UnsafeBufferPointer<UInt8>) throws {
             // The common case costs one validation and one memchr; TextRule words the refusal.
-            if let line = String(validating: bytes, as: UTF8.self),
+            if let line = TextRule.validatedUTF8(bytes),
                 bytes.isEmpty || memchr(bytes.baseAddress!, 0, bytes.count) == nil
             {
                 return try body(number, Substring(line))
