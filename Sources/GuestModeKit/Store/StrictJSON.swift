@@ -380,21 +380,35 @@ extension JSONValue {
         }
     }
 
+    /// Runs between the characters that need an escape are appended whole:
+    /// appending scalar by scalar was most of re-encoding a record.
     static func writeString(_ text: String, to output: inout String) {
         output += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case "\u{08}": output += "\\b"
-            case "\u{0C}": output += "\\f"
-            case "\u{00}"..."\u{1F}": output += String(format: "\\u%04x", scalar.value)
-            default: output.unicodeScalars.append(scalar)
+        let utf8 = text.utf8
+        var runStart = utf8.startIndex
+        var index = runStart
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            guard byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 else {
+                utf8.formIndex(after: &index)
+                continue
             }
+            // An ASCII byte is a character of its own, so both ends of the run fall on characters.
+            if runStart != index { output += text[runStart..<index] }
+            switch byte {
+            case UInt8(ascii: "\""): output += "\\\""
+            case UInt8(ascii: "\\"): output += "\\\\"
+            case UInt8(ascii: "\n"): output += "\\n"
+            case UInt8(ascii: "\r"): output += "\\r"
+            case UInt8(ascii: "\t"): output += "\\t"
+            case 0x08: output += "\\b"
+            case 0x0C: output += "\\f"
+            default: output += String(format: "\\u%04x", UInt32(byte))
+            }
+            utf8.formIndex(after: &index)
+            runStart = index
         }
+        if runStart != utf8.endIndex { output += text[runStart..<utf8.endIndex] }
         output += "\""
     }
 }
