@@ -55,7 +55,13 @@ public enum Timestamp {
     /// callers can say what they expected: no lenient rollover of
     /// `2026-02-30` into March, no `+99:00` offset, no surrounding spaces.
     public static func parse(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8(parse(bytes:))
+    }
+
+    // Every event of a log and every row of an archive has its times parsed:
+    // no allocation, no libc time functions.
+    private static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         guard bytes.count >= 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return nil }
         func number(_ range: Range<Int>) -> Int? {
             guard range.upperBound <= bytes.count, !range.isEmpty else { return nil }
@@ -68,7 +74,7 @@ public enum Timestamp {
             return value
         }
         guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), year >= 1,
-            (1...12).contains(month), (1...31).contains(day)
+            (1...12).contains(month), (1...daysInMonth(month, of: year)).contains(day)
         else { return nil }
         if bytes.count == 10 { return civilTime(year, month, day, 0, 0, 0, offsetSeconds: 0) }
         guard bytes.count >= 20, bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
@@ -82,7 +88,7 @@ public enum Timestamp {
             var end = start
             while end < bytes.count, (48...57).contains(bytes[end]) { end += 1 }
             guard end > start, end - start <= 9, let digits = number(start..<end) else { return nil }
-            fraction = Double(digits) / pow(10, Double(end - start))
+            fraction = Double(digits) / powersOfTen[end - start]
             index = end
         }
         guard index < bytes.count else { return nil }
@@ -98,24 +104,32 @@ public enum Timestamp {
             offsetSeconds = (hours * 3600 + minutes * 60) * (sign == UInt8(ascii: "+") ? 1 : -1)
         }
         return civilTime(year, month, day, hour, minute, second, offsetSeconds: offsetSeconds)
-            .map { $0.addingTimeInterval(fraction) }
+            .addingTimeInterval(fraction)
     }
 
-    /// The instant of a civil date and time at a UTC offset; nil for a day
-    /// the month does not have.
+    /// 10^0 through 10^9, each exact as a Double.
+    private static let powersOfTen: [Double] = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+
+    private static func daysInMonth(_ month: Int, of year: Int) -> Int {
+        switch month {
+        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// The time of a valid proleptic Gregorian date and time, as `timegm`
+    /// gives it: days since 1970-01-01 by Howard Hinnant's `days_from_civil`.
     private static func civilTime(
         _ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int, offsetSeconds: Int
-    ) -> Date? {
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
-        let seconds = timegm(&parts)
-        // timegm normalises 30 February into March; a changed day means the date does not exist.
-        guard parts.tm_mday == Int32(day), parts.tm_mon == Int32(month - 1) else { return nil }
+    ) -> Date {
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second
         return Date(timeIntervalSince1970: TimeInterval(seconds - offsetSeconds))
     }
 
