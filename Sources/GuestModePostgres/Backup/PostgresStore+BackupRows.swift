@@ -541,7 +541,9 @@ private final class PostgresBackupImport: BackupRowImport {
     }
 
     /// `ensureUserRow` for the users a batch of held-back rows refers to, in
-    /// one statement whatever their number.
+    /// one statement whatever their number. ON CONFLICT, not NOT EXISTS: it
+    /// always probes the primary key, where the planner, without statistics
+    /// for a table just filled, hashes every users row for each batch.
     private func ensureUserRows(_ owners: Set<String>) throws {
         let unknown = owners.filter { !knownUsers.contains($0) }
         guard !unknown.isEmpty else { return }
@@ -549,8 +551,7 @@ private final class PostgresBackupImport: BackupRowImport {
             """
             INSERT INTO users (id, created_at, last_seen_at)
             SELECT wanted.id, '', '' FROM unnest($1::text[]) AS wanted (id)
-            WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = wanted.id)
-            RETURNING id
+            ON CONFLICT (id) DO NOTHING RETURNING id
             """,
             [PostgresValue.textArray(unknown.sorted())])
         for row in made { placeholders.insert(try row.string("id")) }
