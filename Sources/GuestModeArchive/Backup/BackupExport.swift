@@ -76,17 +76,17 @@ extension GuestMode {
                     var headerHash = StreamingSHA256()
                     try writer.addEntry(name: BackupFormat.headerName, size: Int64(headerSize), modified: now) {
                         write in
-                        let written = try header.write(users: snapshot) { piece in
+                        let listed = try header.write(users: snapshot) { piece in
                             try piece.withUnsafeBytes { bytes in
                                 headerHash.update(bytes)
                                 signer?.update(header: bytes)
                                 try write(bytes)
                             }
                         }
-                        guard written == users else {
+                        guard listed == users else {
                             throw GuestModeError(
                                 .internalFailure, code: .internalFailure,
-                                "the store's snapshot gave \(written) users after \(users); nothing was written")
+                                "the store's snapshot gave \(listed) users after \(users); nothing was written")
                         }
                     }
                     manifest.entries.append(
