@@ -82,7 +82,8 @@ struct StreamedHeader {
         var header = header
         header.users = []
         let bytes = Array(try BackupFormat.encoder().encode(header))
-        guard bytes.count > Self.emptyListEnd.count, bytes.suffix(Self.emptyListEnd.count).elementsEqual(Self.emptyListEnd)
+        guard bytes.count > Self.emptyListEnd.count,
+            bytes.suffix(Self.emptyListEnd.count).elementsEqual(Self.emptyListEnd)
         else {
             throw GuestModeError(
                 .internalFailure, code: .internalFailure,
