@@ -249,6 +249,17 @@ final class ArchiveWriter {
     }
 
     func addEntry(name: String, contents: UnsafeRawBufferPointer, modified: Date) throws {
+        try addEntry(name: name, size: Int64(contents.count), modified: modified) { write in try write(contents) }
+    }
+
+    /// Adds an entry of `size` bytes that `body` writes in pieces, through
+    /// the function it is given, so the contents are never held together.
+    /// The pieces must add up to `size` exactly (a tar entry's size comes
+    /// before its contents).
+    func addEntry(
+        name: String, size: Int64, modified: Date,
+        _ body: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    ) throws {
         guard let entry = archive_entry_new() else {
             throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate an entry")
         }
@@ -256,14 +267,28 @@ final class ArchiveWriter {
         archive_entry_set_pathname(entry, name)
         archive_entry_set_filetype(entry, FileType.regular)
         archive_entry_set_perm(entry, 0o600)
-        archive_entry_set_size(entry, la_int64_t(contents.count))
+        archive_entry_set_size(entry, la_int64_t(size))
         archive_entry_set_mtime(entry, time_t(modified.timeIntervalSince1970.rounded(.down)), 0)
         try check(archive_write_header(handle, entry), "writing the header of \(name)")
-        var offset = 0
-        while offset < contents.count {
-            let written = archive_write_data(handle, contents.baseAddress! + offset, contents.count - offset)
-            if written <= 0 { try check(Int32(ARCHIVE_FATAL), "writing \(name)") }
-            offset += written
+        var total: Int64 = 0
+        try body { contents in
+            guard total + Int64(contents.count) <= size else {
+                throw GuestModeError(
+                    .internalFailure, code: .archiveError,
+                    "\(name) grew past the \(size) bytes announced for it while it was written")
+            }
+            var offset = 0
+            while offset < contents.count {
+                let written = archive_write_data(handle, contents.baseAddress! + offset, contents.count - offset)
+                if written <= 0 { try check(Int32(ARCHIVE_FATAL), "writing \(name)") }
+                offset += written
+            }
+            total += Int64(contents.count)
+        }
+        guard total == size else {
+            throw GuestModeError(
+                .internalFailure, code: .archiveError,
+                "\(name) came to \(total) bytes, not the \(size) announced for it")
         }
     }
 

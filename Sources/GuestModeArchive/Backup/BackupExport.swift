@@ -37,7 +37,8 @@ extension GuestMode {
         }
         return try store.readBackupRows(selection, guestOwner: profile.guestOwner) { snapshot in
             if case .users(let requested) = selection {
-                let present = Set(snapshot.users)
+                var present: Set<String> = []
+                try snapshot.forEachUser { present.insert($0) }
                 var seen: Set<String> = []
                 let missing = requested.filter { !present.contains($0) && seen.insert($0).inserted }
                 if !missing.isEmpty {
@@ -46,14 +47,18 @@ extension GuestMode {
                         code: .userNotFound)
                 }
             }
-            let users = snapshot.users
             var total = 0
             for table in BackupTable.all { total += try snapshot.rowCount(in: table) }
-            let header = BackupHeader(
-                format: BackupFormat.formatName, formatVersion: BackupFormat.currentVersion, toolVersion: toolVersion,
-                profile: .init(name: profile.name, version: profile.version), users: users,
-                guestOwner: snapshot.guestOwner, created: Timestamp.format(now), signingKeyId: signingKey?.id)
-            let headerBytes = Array(try BackupFormat.encoder().encode(header))
+            // The user list is streamed from the snapshot twice: once for the
+            // header's size (an entry's size comes before it), once to write it.
+            let header = try StreamedHeader(
+                BackupHeader(
+                    format: BackupFormat.formatName, formatVersion: BackupFormat.currentVersion,
+                    toolVersion: toolVersion, profile: .init(name: profile.name, version: profile.version), users: [],
+                    guestOwner: snapshot.guestOwner, created: Timestamp.format(now), signingKeyId: signingKey?.id))
+            var headerSize = 0
+            let users = try header.write(users: snapshot) { headerSize += $0.count }
+            var signer = signingKey?.signer(headerSize: headerSize)
             var manifest = BackupManifest(formatVersion: BackupFormat.currentVersion, entries: [], tables: [:])
             var written = 0
             try AtomicFile.write(path: path) { descriptor in
@@ -68,7 +73,26 @@ extension GuestMode {
                                 table: table,
                                 rows: rows))
                     }
-                    try add(BackupFormat.headerName, headerBytes)
+                    var headerHash = StreamingSHA256()
+                    try writer.addEntry(name: BackupFormat.headerName, size: Int64(headerSize), modified: now) {
+                        write in
+                        let listed = try header.write(users: snapshot) { piece in
+                            try piece.withUnsafeBytes { bytes in
+                                headerHash.update(bytes)
+                                signer?.update(header: bytes)
+                                try write(bytes)
+                            }
+                        }
+                        guard listed == users else {
+                            throw GuestModeError(
+                                .internalFailure, code: .internalFailure,
+                                "the store's snapshot gave \(listed) users after \(users); nothing was written")
+                        }
+                    }
+                    manifest.entries.append(
+                        .init(
+                            name: BackupFormat.headerName, size: Int64(headerSize), sha256: headerHash.finalizeHex(),
+                            table: nil, rows: nil))
                     for table in BackupTable.all {
                         var chunk: [UInt8] = []
                         chunk.reserveCapacity(BackupFormat.chunkTarget + (64 << 10))
@@ -102,8 +126,8 @@ extension GuestMode {
                     try manifestBytes.withUnsafeBytes {
                         try writer.addEntry(name: BackupFormat.manifestName, contents: $0, modified: now)
                     }
-                    if let signingKey {
-                        let mac = signingKey.signature(header: headerBytes, manifest: manifestBytes)
+                    if let signingKey, let signer {
+                        let mac = signer.signature(manifest: manifestBytes)
                         let signature = BackupSignature(
                             algorithm: BackupSignature.algorithmName, keyId: signingKey.id,
                             mac: mac.map { String(format: "%02x", $0) }.joined())
@@ -117,7 +141,7 @@ extension GuestMode {
             progress(written, total)
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
             return BackupExportSummary(
-                archive: path, format: format, users: users.count, tables: manifest.tables, bytes: size,
+                archive: path, format: format, users: users, tables: manifest.tables, bytes: size,
                 signedBy: signingKey?.id,
                 encryption: encryption.map { if case .passphrase = $0 { "passphrase" } else { "deployment-key" } })
         }

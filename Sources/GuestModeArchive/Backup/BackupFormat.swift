@@ -63,6 +63,59 @@ package struct BackupHeader: Codable, Sendable, Equatable {
     package var signingKeyId: String?
 }
 
+/// Writes `header.json` with its user list streamed, so a whole-store
+/// export never holds every user id at once. Everything but the list is
+/// `BackupFormat.encoder()`'s encoding of the header, and the list is
+/// spelled as that encoder spells one ("users" sorts last among the keys),
+/// so the bytes are exactly those of the header holding every user: readers
+/// (and archives written before) see no difference.
+struct StreamedHeader {
+    /// The encoded header up to its (empty) user list.
+    private let head: [UInt8]
+    /// How the encoder ends a header whose user list is empty.
+    private static let emptyListEnd = Array("[\n\n  ]\n}".utf8)
+    /// Pieces handed on at about this size.
+    static let pieceSize = 64 << 10
+
+    /// `header` with its user list left empty: the users come from `write`.
+    init(_ header: BackupHeader) throws {
+        var header = header
+        header.users = []
+        let bytes = Array(try BackupFormat.encoder().encode(header))
+        guard bytes.count > Self.emptyListEnd.count,
+            bytes.suffix(Self.emptyListEnd.count).elementsEqual(Self.emptyListEnd)
+        else {
+            throw GuestModeError(
+                .internalFailure, code: .internalFailure,
+                "header.json does not end with its user list as this build expects; it cannot be streamed")
+        }
+        head = Array(bytes.dropLast(Self.emptyListEnd.count))
+    }
+
+    /// Calls `emit` with the bytes of header.json in order, in pieces of
+    /// about `pieceSize`, taking the users from the snapshot's `forEachUser`.
+    /// Returns how many users it wrote.
+    @discardableResult
+    func write(users snapshot: any BackupRowSnapshot, _ emit: ([UInt8]) throws -> Void) throws -> Int {
+        var buffer = head
+        buffer.reserveCapacity(Self.pieceSize + (4 << 10))
+        buffer.append(UInt8(ascii: "["))
+        var count = 0
+        try snapshot.forEachUser { user in
+            buffer += (count == 0 ? "\n    " : ",\n    ").utf8
+            RowEncoder.appendString(user, to: &buffer, likeJSONEncoder: true)
+            count += 1
+            if buffer.count >= Self.pieceSize {
+                try emit(buffer)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        buffer += (count == 0 ? "\n\n  ]\n}" : "\n  ]\n}").utf8
+        try emit(buffer)
+        return count
+    }
+}
+
 /// `manifest.json`: the size and SHA-256 of every other entry and the rows per table.
 package struct BackupManifest: Codable, Sendable, Equatable {
     package struct Entry: Codable, Sendable, Equatable {
@@ -84,7 +137,9 @@ enum RowEncoder {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Copies runs of bytes that need no escaping in one go; most strings are one run.
-    static func appendString(_ string: String, to buffer: inout [UInt8]) {
+    /// `likeJSONEncoder` also spells backspace and form feed `\b` and `\f`, as
+    /// `JSONEncoder` does (rows keep `\u0008` and `\u000c`, as they always had).
+    static func appendString(_ string: String, to buffer: inout [UInt8], likeJSONEncoder: Bool = false) {
         var string = string
         string.withUTF8 { bytes in
             buffer.append(UInt8(ascii: "\""))
@@ -93,7 +148,7 @@ enum RowEncoder {
                 let byte = bytes[index]
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
                 buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
-                appendEscaped(byte, to: &buffer)
+                appendEscaped(byte, to: &buffer, likeJSONEncoder: likeJSONEncoder)
                 start = index + 1
             }
             buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
@@ -101,13 +156,15 @@ enum RowEncoder {
         }
     }
 
-    private static func appendEscaped(_ byte: UInt8, to buffer: inout [UInt8]) {
+    private static func appendEscaped(_ byte: UInt8, to buffer: inout [UInt8], likeJSONEncoder: Bool) {
         buffer.append(UInt8(ascii: "\\"))
         switch byte {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.append(byte)
         case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "n"))
         case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "r"))
         case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "t"))
+        case 0x08 where likeJSONEncoder: buffer.append(UInt8(ascii: "b"))
+        case 0x0c where likeJSONEncoder: buffer.append(UInt8(ascii: "f"))
         default:
             buffer.append(contentsOf: "u00".utf8)
             buffer.append(hexDigits[Int(byte >> 4)])

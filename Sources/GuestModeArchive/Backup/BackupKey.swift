@@ -132,13 +132,15 @@ public struct BackupKey: Sendable, Equatable {
     /// HMAC-SHA-256 over the exact bytes of header.json and manifest.json,
     /// each preceded by its length so no two pairs of entries share a MAC.
     func signature(header: [UInt8], manifest: [UInt8]) -> [UInt8] {
-        var mac = HMAC<SHA256>(key: symmetricKey)
-        mac.update(data: Array(BackupSignature.context.utf8))
-        for part in [header, manifest] {
-            mac.update(data: withUnsafeBytes(of: UInt64(part.count).bigEndian) { Array($0) })
-            mac.update(data: part)
-        }
-        return Array(mac.finalize())
+        var signer = signer(headerSize: header.count)
+        header.withUnsafeBytes { signer.update(header: $0) }
+        return signer.signature(manifest: manifest)
+    }
+
+    /// The same MAC as ``signature(header:manifest:)``, taking header.json
+    /// in pieces as it is written: its size comes first, so it must be known.
+    func signer(headerSize: Int) -> BackupSigner {
+        BackupSigner(key: symmetricKey, headerSize: headerSize)
     }
 
     func isValidSignature(_ signature: [UInt8], header: [UInt8], manifest: [UInt8]) -> Bool {
@@ -150,6 +152,33 @@ public struct BackupKey: Sendable, Equatable {
         var difference: UInt8 = 0
         for index in left.indices { difference |= left[index] ^ right[index] }
         return difference == 0
+    }
+}
+
+/// An archive's MAC computed while header.json is streamed (see
+/// ``BackupKey/signature(header:manifest:)`` for what it covers).
+struct BackupSigner {
+    private var mac: HMAC<SHA256>
+
+    fileprivate init(key: SymmetricKey, headerSize: Int) {
+        mac = HMAC<SHA256>(key: key)
+        mac.update(data: Array(BackupSignature.context.utf8))
+        mac.update(data: Self.length(headerSize))
+    }
+
+    /// Adds the next piece of header.json.
+    mutating func update(header piece: UnsafeRawBufferPointer) { mac.update(data: piece) }
+
+    /// The MAC, once the whole header was given, over it and `manifest`.
+    func signature(manifest: [UInt8]) -> [UInt8] {
+        var mac = self.mac
+        mac.update(data: Self.length(manifest.count))
+        mac.update(data: manifest)
+        return Array(mac.finalize())
+    }
+
+    private static func length(_ count: Int) -> [UInt8] {
+        withUnsafeBytes(of: UInt64(count).bigEndian) { Array($0) }
     }
 }
 

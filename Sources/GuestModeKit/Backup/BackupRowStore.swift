@@ -103,9 +103,13 @@ package protocol BackupRowStore: Sendable {
 
 /// The selected rows of one read snapshot (see `BackupRowStore.readBackupRows`).
 package protocol BackupRowSnapshot {
-    /// The selected users who exist: for `.all` every user ordered by id; for
-    /// `.users` the requested ones present in the store, first mention first.
-    var users: [String] { get }
+    /// Calls `body` with each selected user who exists: for `.all` every user
+    /// ordered by id (byte by byte), streamed from the snapshot and never
+    /// held together, so a whole-store export stays small in memory at any
+    /// number of users; for `.users` the requested ones present in the store,
+    /// first mention first. Every call reads the same snapshot, so every
+    /// call gives the same users in the same order.
+    func forEachUser(_ body: (String) throws -> Void) throws
     /// The guest owner, when the selection is `.all` and it owns records.
     var guestOwner: String? { get }
     /// How many of the selection's rows `table` holds.

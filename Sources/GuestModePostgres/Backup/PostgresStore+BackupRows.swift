@@ -111,7 +111,8 @@ private struct BackupTableShape {
 private final class PostgresBackupSnapshot: BackupRowSnapshot {
     let connection: PostgresConnection
     let selection: BackupSelection
-    let users: [String]
+    /// For `.users`, the requested users present; empty for `.all`, whose users are streamed.
+    private let requested: [String]
     let guestOwner: String?
     private var shapes: [String: BackupTableShape] = [:]
     private var cursors = 0
@@ -121,7 +122,7 @@ private final class PostgresBackupSnapshot: BackupRowSnapshot {
         self.selection = selection
         switch selection {
         case .all:
-            users = try connection.execute("SELECT id FROM users ORDER BY id COLLATE \"C\"").map { try $0.string("id") }
+            requested = []
             let owned =
                 try connection.execute(
                     "SELECT 1 AS owned FROM records WHERE owner_id = $1 LIMIT 1", [PostgresValue(guestOwner)]
@@ -129,7 +130,7 @@ private final class PostgresBackupSnapshot: BackupRowSnapshot {
             self.guestOwner = owned ? guestOwner : nil
         case .users(let requested):
             var seen: Set<String> = []
-            users = try requested.filter { user in
+            self.requested = try requested.filter { user in
                 guard seen.insert(user).inserted else { return false }
                 return try connection.execute("SELECT 1 AS present FROM users WHERE id = $1", [PostgresValue(user)])
                     .first != nil
@@ -145,34 +146,52 @@ private final class PostgresBackupSnapshot: BackupRowSnapshot {
         ).first?.int("n") ?? 0
     }
 
+    func forEachUser(_ body: (String) throws -> Void) throws {
+        guard case .all = selection else {
+            for user in requested { try body(user) }
+            return
+        }
+        try forEachFetched("SELECT id FROM users ORDER BY id COLLATE \"C\"", []) { row in
+            try body(try row.string("id"))
+        }
+    }
+
     func forEachRow(in table: BackupTable, _ body: ([String], [CellValue]) throws -> Void) throws {
         let shape = try self.shape(table)
         let condition = self.condition(table)
-        cursors += 1
-        let cursor = "guestmode_export_\(cursors)"
-        try connection.execute(
+        var values: [CellValue] = []
+        values.reserveCapacity(shape.columns.count)
+        try forEachFetched(
             """
-            DECLARE \(cursor) NO SCROLL CURSOR FOR
             SELECT \(shape.columns.map(PostgresStore.quote).joined(separator: ", ")) FROM \(PostgresStore.quote(table.name))
             WHERE \(condition.sql) ORDER BY \(condition.guestOwnerLast)\(shape.ordering)
             """,
-            condition.parameters)
+            condition.parameters
+        ) { row in
+            values.removeAll(keepingCapacity: true)
+            for (index, column) in shape.columns.enumerated() {
+                values.append(
+                    try shape.cell(
+                        index < row.values.count ? row.values[index] : nil, column: column, table: table.name,
+                        location: connection.location))
+            }
+            try body(shape.columns, values)
+        }
+    }
+
+    /// Runs `query` through a server-side cursor and calls `body` with each
+    /// row, a thousand rows fetched at a time.
+    private func forEachFetched(
+        _ query: String, _ parameters: [PostgresValue?], _ body: (PostgresRow) throws -> Void
+    ) throws {
+        cursors += 1
+        let cursor = "guestmode_export_\(cursors)"
+        try connection.execute("DECLARE \(cursor) NO SCROLL CURSOR FOR \(query)", parameters)
         defer { _ = try? connection.execute("CLOSE \(cursor)") }
-        var values: [CellValue] = []
-        values.reserveCapacity(shape.columns.count)
         while true {
             let batch = try connection.execute("FETCH 1000 FROM \(cursor)")
             if batch.count == 0 { break }
-            for row in batch.values {
-                values.removeAll(keepingCapacity: true)
-                for (index, column) in shape.columns.enumerated() {
-                    values.append(
-                        try shape.cell(
-                            index < row.count ? row[index] : nil, column: column, table: table.name,
-                            location: connection.location))
-                }
-                try body(shape.columns, values)
-            }
+            for row in batch { try body(row) }
         }
     }
 
@@ -197,7 +216,7 @@ private final class PostgresBackupSnapshot: BackupRowSnapshot {
         case .all:
             return ("\(owner) IN (SELECT id FROM users)", [], "")
         case .users:
-            return ("\(owner) = ANY ($1::text[])", [PostgresValue.textArray(users)], "")
+            return ("\(owner) = ANY ($1::text[])", [PostgresValue.textArray(requested)], "")
         }
     }
 }
@@ -206,16 +225,22 @@ private final class PostgresBackupSnapshot: BackupRowSnapshot {
 /// question answered before it is written (no placeholder user to fill, no
 /// identity to check, no surrogate id that may be taken) is held back, up to
 /// `backupPendingRowLimit` rows of one table and one set of columns, and
-/// those rows go in together: COPY into a temporary table shaped like the
-/// table, then one `INSERT … SELECT … ON CONFLICT DO NOTHING`. When that
+/// those rows go in together: the users they refer to that have no users row
+/// get placeholders in one statement, then COPY into a temporary table shaped
+/// like the table, then one `INSERT … SELECT … ON CONFLICT DO NOTHING`. No
+/// set of every user written is kept, so an import (and `db copy`) of any
+/// number of users stays small in memory. When that
 /// writes fewer rows than it was given, or the server refuses a value, the
 /// batch is undone (a savepoint) and written row by row to find the refused
 /// row, which the refusal names by its `insert` call.
 private final class PostgresBackupImport: BackupRowImport {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
-    /// Users known to have a users row in this transaction (real or placeholder, written or held back).
+    /// Some users known to have a users row in this transaction (real or
+    /// placeholder, written or held back), to save a look-up: emptied when it
+    /// reaches `knownUsersLimit`, so it does not grow with the import.
     private var knownUsers: Set<String> = []
+    private static let knownUsersLimit = 10_000
     /// Users that rows refer to but whose users row has not arrived yet.
     private var placeholders: Set<String> = []
     /// Tables given explicit surrogate ids since their sequence was last moved past them.
@@ -238,6 +263,8 @@ private final class PostgresBackupImport: BackupRowImport {
         var rows: [[PostgresValue?]] = []
         /// The `insert` call of each row.
         var insertions: [Int] = []
+        /// The users the rows refer to, when the table refers to `users`.
+        var owners: Set<String> = []
     }
 
     init(_ connection: PostgresConnection) { self.connection = connection }
@@ -288,6 +315,8 @@ private final class PostgresBackupImport: BackupRowImport {
         insertions += 1
         let shape = try self.shape(table)
         let owner = row[table.ownerColumn].flatMap(\.text)
+        // Another table's rows go in first, with their placeholders: a users row must know whether it fills one.
+        if let pending, pending.table != table.name { try flush() }
         if try mayHoldBack(row, table: table, shape: shape, owner: owner) {
             let ordered = row.sorted { $0.key < $1.key }
             let columns = ordered.map(\.key)
@@ -295,7 +324,8 @@ private final class PostgresBackupImport: BackupRowImport {
             if pending == nil { pending = PendingRows(table: table.name, columns: columns) }
             pending?.rows.append(ordered.map { shape.parameter($0.value, column: $0.key) })
             pending?.insertions.append(call)
-            if table.name == "users", let owner { knownUsers.insert(owner) }
+            if table.name == "users", let owner { remember(owner) }
+            if shape.refersToUsers, let owner { pending?.owners.insert(owner) }
             if table.hasSurrogateID, case .integer(let id) = row["id"] {
                 highestIDs[table.name] = id
                 explicitIDs.insert(table.name)
@@ -354,7 +384,7 @@ private final class PostgresBackupImport: BackupRowImport {
         guard inserted.changes == 1 else {
             throw BackupRowRefusal(.duplicateKey, detail: Self.duplicateDetail(table.name))
         }
-        if table.name == "users", let owner { knownUsers.insert(owner) }
+        if table.name == "users", let owner { remember(owner) }
         return insertion
     }
 
@@ -369,7 +399,6 @@ private final class PostgresBackupImport: BackupRowImport {
         if table.name == "users", let owner, placeholders.contains(owner) || knownUsers.contains(owner) {
             return false
         }
-        if shape.refersToUsers, let owner, !knownUsers.contains(owner) { return false }
         if table.hasSurrogateID {
             guard case .integer(let id) = row["id"] else { return false }
             if highestIDs[table.name] == nil {
@@ -396,6 +425,7 @@ private final class PostgresBackupImport: BackupRowImport {
             stagingTables.insert(batch.table)
         }
         let columns = batch.columns.map(PostgresStore.quote).joined(separator: ", ")
+        try ensureUserRows(batch.owners)
         try connection.execute("SAVEPOINT guestmode_import_batch")
         do {
             try connection.copy("COPY \(staging) (\(columns)) FROM STDIN", rows: batch.rows)
@@ -507,7 +537,31 @@ private final class PostgresBackupImport: BackupRowImport {
                 "INSERT INTO users (id, created_at, last_seen_at) VALUES ($1, '', '')", [PostgresValue(owner)])
             placeholders.insert(owner)
         }
-        knownUsers.insert(owner)
+        remember(owner)
+    }
+
+    /// `ensureUserRow` for the users a batch of held-back rows refers to, in
+    /// one statement whatever their number. ON CONFLICT, not NOT EXISTS: it
+    /// always probes the primary key, where the planner, without statistics
+    /// for a table just filled, hashes every users row for each batch.
+    private func ensureUserRows(_ owners: Set<String>) throws {
+        let unknown = owners.filter { !knownUsers.contains($0) }
+        guard !unknown.isEmpty else { return }
+        let made = try connection.execute(
+            """
+            INSERT INTO users (id, created_at, last_seen_at)
+            SELECT wanted.id, '', '' FROM unnest($1::text[]) AS wanted (id)
+            ON CONFLICT (id) DO NOTHING RETURNING id
+            """,
+            [PostgresValue.textArray(unknown.sorted())])
+        for row in made { placeholders.insert(try row.string("id")) }
+    }
+
+    /// Notes that `user` has a users row, forgetting the others noted when
+    /// there are `knownUsersLimit` of them.
+    private func remember(_ user: String) {
+        if knownUsers.count >= Self.knownUsersLimit { knownUsers.removeAll(keepingCapacity: true) }
+        knownUsers.insert(user)
     }
 
     /// The real users row arrives for a placeholder: its columns replace the

@@ -23,7 +23,8 @@ extension SQLiteStore: BackupRowStore {
 private final class SQLiteBackupSnapshot: BackupRowSnapshot {
     let db: Database
     let selection: BackupSelection
-    let users: [String]
+    /// For `.users`, the requested users present; empty for `.all`, whose users are streamed.
+    private let requested: [String]
     let guestOwner: String?
 
     init(_ db: Database, selection: BackupSelection, guestOwner: String) throws {
@@ -31,7 +32,7 @@ private final class SQLiteBackupSnapshot: BackupRowSnapshot {
         self.selection = selection
         switch selection {
         case .all:
-            users = try String.fetchAll(db, sql: "SELECT id FROM users ORDER BY id")
+            requested = []
             let owned =
                 try Bool.fetchOne(
                     db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [guestOwner])
@@ -39,13 +40,22 @@ private final class SQLiteBackupSnapshot: BackupRowSnapshot {
             self.guestOwner = owned ? guestOwner : nil
         case .users(let requested):
             var seen: Set<String> = []
-            users = try requested.filter { user in
+            self.requested = try requested.filter { user in
                 guard seen.insert(user).inserted else { return false }
                 return try Bool.fetchOne(
                     db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [user]) ?? false
             }
             self.guestOwner = nil
         }
+    }
+
+    func forEachUser(_ body: (String) throws -> Void) throws {
+        guard case .all = selection else {
+            for user in requested { try body(user) }
+            return
+        }
+        let users = try String.fetchCursor(db, sql: "SELECT id FROM users ORDER BY id")
+        while let user = try users.next() { try body(user) }
     }
 
     func rowCount(in table: BackupTable) throws -> Int {
@@ -69,7 +79,10 @@ private final class SQLiteBackupSnapshot: BackupRowSnapshot {
         case .all:
             ("\(table.ownerColumn) IN (SELECT id FROM users)", [])
         case .users:
-            ("\(table.ownerColumn) IN (\(users.map { _ in "?" }.joined(separator: ", ")))", StatementArguments(users))
+            (
+                "\(table.ownerColumn) IN (\(requested.map { _ in "?" }.joined(separator: ", ")))",
+                StatementArguments(requested)
+            )
         }
     }
 }
