@@ -106,19 +106,27 @@ extension GuestMode {
     /// pending one of each, when it is due (its event has happened and its
     /// retry time has come, or `retryingNow`). A later event of a user waits
     /// behind an earlier pending one; a held one no longer blocks it. Pairs
-    /// in `skipping` (endpoint, user) are left out.
-    package func dueWebhookDeliveries(now: Date, retryingNow: Bool, skipping: Set<[String]> = [])
-        throws -> [WebhookDelivery]
-    {
-        let pending = try store.read { try $0.webhookDeliveries(status: .pending, user: nil, limit: nil) }
-        var seen: Set<[String]> = skipping
-        var due: [WebhookDelivery] = []
-        for delivery in pending where seen.insert([delivery.endpoint, delivery.userId]).inserted {
-            guard let created = Timestamp.parse(delivery.createdAt), created <= now else { continue }
-            if !retryingNow, let next = delivery.nextAttemptAt.flatMap(Timestamp.parse), next > now { continue }
-            due.append(delivery)
+    /// in `skipping` (endpoint, user) are left out. At most `limit` are
+    /// returned, oldest first: the outbox is read a page of heads at a time,
+    /// so a backlog of millions costs the same memory as a few.
+    package func dueWebhookDeliveries(
+        now: Date, retryingNow: Bool, skipping: Set<[String]> = [], limit: Int = 256
+    ) throws -> [WebhookDelivery] {
+        var cursor: WebhookCursor?
+        while true {
+            let heads = try store.read { try $0.pendingWebhookHeads(after: cursor, limit: limit) }
+            guard let last = heads.last else { return [] }
+            var due: [WebhookDelivery] = []
+            for delivery in heads where !skipping.contains([delivery.endpoint, delivery.userId]) {
+                guard let created = Timestamp.parse(delivery.createdAt) else { continue }
+                // Heads come in order of creation: every one after this is scheduled later still.
+                guard created <= now else { return due }
+                if !retryingNow, let next = delivery.nextAttemptAt.flatMap(Timestamp.parse), next > now { continue }
+                due.append(delivery)
+            }
+            if !due.isEmpty { return due }
+            cursor = WebhookCursor(createdAt: last.createdAt, deliveryId: last.deliveryId)
         }
-        return due
     }
 
     /// Records an attempt at `delivery` made at `now`. A failure counts one

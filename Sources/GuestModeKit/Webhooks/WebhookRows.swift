@@ -75,6 +75,18 @@ package struct NewWebhookDelivery: Sendable, Equatable {
     package var payload: String
 }
 
+/// A place in the outbox's order: a delivery's creation time (as
+/// `WebhookDelivery.createdAt` gives it) and its id.
+package struct WebhookCursor: Sendable, Equatable {
+    package var createdAt: String
+    package var deliveryId: Int64
+
+    package init(createdAt: String, deliveryId: Int64) {
+        self.createdAt = createdAt
+        self.deliveryId = deliveryId
+    }
+}
+
 /// How many deliveries of one endpoint are in one status.
 package struct WebhookCount: Sendable, Equatable {
     package var endpoint: String
@@ -98,6 +110,12 @@ package protocol WebhookRows {
     /// Deliveries ordered by creation time, then delivery id: only those in
     /// `status` and of `user` when given, and at most `limit` when given.
     func webhookDeliveries(status: WebhookDeliveryStatus?, user: String?, limit: Int?) throws -> [WebhookDelivery]
+
+    /// The oldest pending delivery of each endpoint and user (what may go
+    /// out next), ordered by creation time then delivery id, only those
+    /// after `cursor` (a delivery's `createdAt` text and id), at most `limit`:
+    /// a delivery pass pages through a backlog of any size in bounded memory.
+    func pendingWebhookHeads(after cursor: WebhookCursor?, limit: Int) throws -> [WebhookDelivery]
 
     /// One delivery, locked until the end of the transaction with `locking`.
     func webhookDelivery(_ id: Int64, locking: Bool) throws -> WebhookDelivery?

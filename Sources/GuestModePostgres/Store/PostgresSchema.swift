@@ -20,7 +20,15 @@ enum PostgresSchema {
         Migration(identifier: "pg5-webhooks", sql: webhooks),
         Migration(identifier: "pg6-sign-in-buckets", sql: signInBuckets),
         Migration(identifier: "pg7-migration-attempts", sql: migrationAttempts),
+        Migration(identifier: "pg8-webhook-heads", sql: webhookHeads),
     ]
+
+    /// The oldest pending delivery of an endpoint and user is found with one
+    /// seek, however many deliveries the outbox has kept (SQLite's v9).
+    static let webhookHeads = """
+        CREATE INDEX webhook_outbox_pending_pair ON webhook_outbox (user_id, endpoint, created_at COLLATE "C", id)
+            WHERE status = 'pending';
+        """
 
     /// Guest sign-in buckets, one per client address (the same table as
     /// SQLite's v7): every server on the store draws on the same buckets.

@@ -41,6 +41,26 @@ extension PostgresTransaction {
         ).map(webhookDelivery)
     }
 
+    func pendingWebhookHeads(after cursor: WebhookCursor?, limit: Int) throws -> [WebhookDelivery] {
+        // The partial index webhook_outbox_pending_pair answers NOT EXISTS with one seek.
+        try connection.execute(
+            """
+            SELECT \(Self.webhookColumns) FROM webhook_outbox AS w
+            WHERE w.status = 'pending'
+            AND (w.created_at COLLATE "C" > $1 OR (w.created_at = $1 AND w.id > $2))
+            AND NOT EXISTS (
+                SELECT 1 FROM webhook_outbox AS e
+                WHERE e.status = 'pending' AND e.user_id = w.user_id AND e.endpoint = w.endpoint
+                AND (e.created_at COLLATE "C" < w.created_at OR (e.created_at = w.created_at AND e.id < w.id)))
+            ORDER BY w.created_at COLLATE "C", w.id LIMIT $3
+            """,
+            [
+                PostgresValue(cursor?.createdAt ?? ""), PostgresValue(cursor?.deliveryId ?? Int64.min),
+                PostgresValue(Int64(limit)),
+            ]
+        ).map(webhookDelivery)
+    }
+
     func webhookDelivery(_ id: Int64, locking: Bool) throws -> WebhookDelivery? {
         try connection.execute(
             "SELECT \(Self.webhookColumns) FROM webhook_outbox WHERE id = $1\(locking ? " FOR UPDATE" : "")",

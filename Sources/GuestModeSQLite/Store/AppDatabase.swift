@@ -38,6 +38,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v8-migration-attempts") { db in
             try db.execute(sql: Schema.v8)
         }
+        migrator.registerMigration("v9-webhook-heads") { db in
+            try db.execute(sql: Schema.v9)
+        }
         return migrator
     }
 

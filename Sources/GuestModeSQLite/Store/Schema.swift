@@ -273,4 +273,11 @@ enum Schema {
         ALTER TABLE migration_journals ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE migration_steps ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
         """
+
+    /// The oldest pending delivery of an endpoint and user is found with one
+    /// seek, however many deliveries the outbox has kept.
+    static let v9 = """
+        CREATE INDEX webhook_outbox_pending_pair ON webhook_outbox (user_id, endpoint, created_at, id)
+            WHERE status = 'pending';
+        """
 }

@@ -39,6 +39,23 @@ extension SQLiteTransaction {
         ).map(webhookDelivery)
     }
 
+    func pendingWebhookHeads(after cursor: WebhookCursor?, limit: Int) throws -> [WebhookDelivery] {
+        // The partial index webhook_outbox_pending_pair answers NOT EXISTS with one seek.
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT \(Self.webhookColumns) FROM webhook_outbox AS w
+                    WHERE w.status = 'pending' AND (w.created_at, w.id) > (?, ?)
+                    AND NOT EXISTS (
+                        SELECT 1 FROM webhook_outbox AS e
+                        WHERE e.status = 'pending' AND e.user_id = w.user_id AND e.endpoint = w.endpoint
+                        AND (e.created_at, e.id) < (w.created_at, w.id))
+                    ORDER BY w.created_at, w.id LIMIT ?
+                    """),
+            arguments: [cursor?.createdAt ?? "", cursor?.deliveryId ?? Int64.min, limit]
+        ).map(webhookDelivery)
+    }
+
     func webhookDelivery(_ id: Int64, locking: Bool) throws -> WebhookDelivery? {
         try Row.fetchOne(
             db, sql: "SELECT \(Self.webhookColumns) FROM webhook_outbox WHERE id = ?", arguments: [id]

@@ -154,6 +154,55 @@ struct WebhookStoreTests {
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func aBacklogIsReadAPageOfHeadsAtATime(backend: StoreBackend) throws {
+        let engine = try backend.webhookEngine("voice")
+        // 300 users with two events each, interleaved in time, and one event scheduled for later.
+        try engine.store.write { transaction in
+            for round in 0..<2 {
+                for index in 0..<300 {
+                    try transaction.enqueueWebhook(
+                        NewWebhookDelivery(
+                            eventId: "evt_\(round)_\(index)", endpoint: "all", type: "meter.warning",
+                            userId: "u\(index)", createdAt: day(1 + round).addingTimeInterval(Double(index)), scope: "",
+                            payload: "{}"))
+                }
+            }
+            try transaction.enqueueWebhook(
+                NewWebhookDelivery(
+                    eventId: "evt_later", endpoint: "meters", type: "meter.warning", userId: "u0", createdAt: day(9),
+                    scope: "", payload: "{}"))
+        }
+        var heads: [WebhookDelivery] = []
+        var cursor: WebhookCursor?
+        while true {
+            let page = try engine.store.read { try $0.pendingWebhookHeads(after: cursor, limit: 64) }
+            #expect(page.count <= 64)
+            guard let last = page.last else { break }
+            heads += page
+            cursor = WebhookCursor(createdAt: last.createdAt, deliveryId: last.deliveryId)
+        }
+        #expect(heads.map(\.eventId) == (0..<300).map { "evt_0_\($0)" } + ["evt_later"], "each pair's oldest, in order")
+        #expect(try engine.dueWebhookDeliveries(now: day(3), retryingNow: false, limit: 100).count == 100)
+        // Pages whose every head is skipped are read past, not taken for an empty outbox.
+        let skipped = Set((0..<250).map { ["all", "u\($0)"] })
+        let rest = try engine.dueWebhookDeliveries(now: day(3), retryingNow: false, skipping: skipped, limit: 100)
+        #expect(rest.map(\.eventId) == (250..<300).map { "evt_0_\($0)" })
+        // The event scheduled for day 9 is not due before it.
+        let all = Set((0..<300).map { ["all", "u\($0)"] })
+        #expect(try engine.dueWebhookDeliveries(now: day(3), retryingNow: true, skipping: all, limit: 100).isEmpty)
+        #expect(
+            try engine.dueWebhookDeliveries(now: day(9), retryingNow: false, skipping: all, limit: 100).map(\.eventId)
+                == ["evt_later"])
+        // Once a user's first event went out, their second is the head.
+        _ = try engine.settleWebhook(heads[0], attempt: .delivered, now: day(3))
+        let afterFirst = try engine.store.read { try $0.pendingWebhookHeads(after: nil, limit: 1) }
+        #expect(afterFirst.map(\.eventId) == ["evt_0_1"])
+        #expect(
+            try engine.dueWebhookDeliveries(now: day(3), retryingNow: false, limit: 400).filter { $0.userId == "u0" }
+                .map(\.eventId) == ["evt_1_0"])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func anEventAboutADeletedOrPurgedUserStillGoesOut(backend: StoreBackend) throws {
         let engine = try backend.webhookEngine("voice")
         let deleted = try engine.createGuest(device: nil, now: day(1)).id
