@@ -15,8 +15,10 @@ func forEachCellRow(
     values.reserveCapacity(columns.count)
     while let row = try rows.next() {
         values.removeAll(keepingCapacity: true)
-        for index in columns.indices {
-            switch (row[index] as DatabaseValue).storage {
+        // `databaseValues` reads each cell without GRDB's generic decoding, which looked up
+        // `Optional`'s metadata for every cell (6 % of an export).
+        for (index, value) in row.databaseValues.enumerated() {
+            switch value.storage {
             case .null: values.append(.null)
             case .int64(let value): values.append(.integer(value))
             case .double(let value): values.append(.real(value))
