@@ -7,7 +7,7 @@ import GuestModeKit
 extension SQLiteTransaction {
     func appendEvents(_ rows: [EventRow]) throws -> [Int: EventPayload] {
         // A larger page cache for the indexes a batch of thousands of events walks.
-        if rows.count > 1 { try store.useBulkCache(db) }
+        if rows.count > 1 { try store.useIngestCache(db) }
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
