@@ -142,17 +142,24 @@ extension PostgresTransaction {
         }
     }
 
-    func createMissingGuests(_ firstSeen: [(user: String, at: Date)]) throws -> Int {
-        try executeForEachChunk(
-            of: firstSeen.sorted { $0.user < $1.user }.map { [PostgresValue($0.user), PostgresValue($0.at)] },
-            types: ["text", "text"]
+    func createMissingGuests(_ guests: [(user: String, firstSeen: Date, lastSeen: Date)]) throws -> Set<String> {
+        var created = Set<String>()
+        let rows = try executeForEachChunk(
+            of: guests.sorted { $0.user < $1.user }.map {
+                [PostgresValue($0.user), PostgresValue($0.firstSeen), PostgresValue($0.lastSeen)]
+            },
+            types: ["text", "text", "text"]
         ) { values in
             """
             INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
-            SELECT id, NULL, 'anonymous', 'anonymous', at, at, NULL FROM (VALUES \(values)) AS seen (id, at)
+            SELECT id, NULL, 'anonymous', 'anonymous', first_seen, last_seen, NULL
+            FROM (VALUES \(values)) AS seen (id, first_seen, last_seen)
             ON CONFLICT (id) DO NOTHING
+            RETURNING id
             """
-        }.reduce(0) { $0 + $1.changes }
+        }
+        for chunk in rows { for row in chunk { created.insert(try row.string("id")) } }
+        return created
     }
 
     func lockUsers(_ userIDs: [String]) throws -> Set<String> {

@@ -75,18 +75,19 @@ extension SQLiteTransaction {
         }
     }
 
-    func createMissingGuests(_ firstSeen: [(user: String, at: Date)]) throws -> Int {
+    func createMissingGuests(_ guests: [(user: String, firstSeen: Date, lastSeen: Date)]) throws -> Set<String> {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
                 VALUES (?, NULL, 'anonymous', 'anonymous', ?, ?, NULL)
                 ON CONFLICT(id) DO NOTHING
                 """)
-        var created = 0
-        for (user, time) in firstSeen {
-            let at = Timestamp.format(time)
-            try insert.execute(arguments: [user, at, at])
-            created += db.changesCount
+        var created = Set<String>()
+        for guest in guests {
+            try insert.execute(arguments: [
+                guest.user, Timestamp.format(guest.firstSeen), Timestamp.format(guest.lastSeen),
+            ])
+            if db.changesCount > 0 { created.insert(guest.user) }
         }
         return created
     }

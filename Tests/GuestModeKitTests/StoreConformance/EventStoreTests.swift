@@ -237,6 +237,36 @@ struct EventStoreTests {
         }
     }
 
+    /// A guest a batch creates is written once, first seen at its first
+    /// event and last seen at the latest event that counts: a repeated key
+    /// counts nothing, so its later time moves nobody's last-seen, new or old.
+    @Test(arguments: StoreBackend.allCases)
+    func aCreatedGuestIsLastSeenAtItsLatestCountedEventOnly(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        let hour = { (hours: Double) in day(1).addingTimeInterval(hours * 3_600) }
+        try makeGuests(["old"], in: store, profile: profile, at: hour(0))
+        _ = try applyEvents(
+            [TrackedEvent(user: "old", action: "app_opened", at: hour(1), idempotencyKey: "o")],
+            creatingUsers: false, in: store, profile: profile, now: day(2))
+        let result = try applyEvents(
+            [
+                TrackedEvent(user: "new", action: "app_opened", at: hour(2), idempotencyKey: "k"),
+                TrackedEvent(user: "new", action: "habit_completed", at: hour(1)),
+                TrackedEvent(user: "old", action: "app_opened", at: hour(6), idempotencyKey: "o"),
+                TrackedEvent(user: "new", action: "app_opened", at: hour(5), idempotencyKey: "k"),
+            ], creatingUsers: true, in: store, profile: profile, now: day(2))
+        #expect(result == EventBatchResult(counted: 2, duplicates: 2, usersCreated: 1))
+        let new = try #require(try store.read { try $0.user("new", locking: false) })
+        #expect(new.createdAt == hour(2) && new.lastSeenAt == hour(2))
+        #expect(try store.read { try $0.user("old", locking: false)?.lastSeenAt } == hour(1))
+        #expect(try store.counters(user: "new") == ["app_opened": 1, "habit_completed": 1])
+        // A later batch moves the new guest on as any other.
+        _ = try applyEvents(
+            [TrackedEvent(user: "new", action: "app_opened", at: hour(3))], creatingUsers: true, in: store,
+            profile: profile, now: day(2))
+        #expect(try store.read { try $0.user("new", locking: false)?.lastSeenAt } == hour(3))
+    }
+
     /// A user settled in an earlier batch is not looked up again, and a user
     /// first met in a later batch still is.
     @Test(arguments: StoreBackend.allCases)
