@@ -8,18 +8,15 @@ extension SQLiteTransaction {
     func appendEvents(_ rows: [EventRow]) throws -> [Int: EventPayload] {
         // A larger page cache for the indexes a batch of thousands of events walks.
         if rows.count > 1 { try store.useIngestCache(db) }
-        let insert = try db.cachedStatement(
-            sql: """
-                INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
-                VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT DO NOTHING
-                """)
         var skipped: [Int: EventPayload] = [:]
-        for (index, row) in rows.enumerated() {
-            try insert.execute(arguments: [
-                row.user, row.action, Timestamp.format(row.at), row.count, row.idempotencyKey, row.properties,
-            ])
-            guard db.changesCount == 0 else { continue }
+        try writeInBulk(
+            rows, into: "events (user_id, action, at, count, idempotency_key, properties)", tuple: "(?, ?, ?, ?, ?, ?)",
+            then: "ON CONFLICT DO NOTHING",
+            values: { [$0.user, $0.action, Timestamp.format($0.at), $0.count, $0.idempotencyKey, $0.properties] }
+        ) { index, values, insert in
+            try insert.execute(arguments: StatementArguments(values))
+            guard db.changesCount == 0 else { return }
+            let row = rows[index]
             guard let key = row.idempotencyKey,
                 let stored = try Row.fetchOne(
                     db.cachedStatement(
@@ -34,8 +31,58 @@ extension SQLiteTransaction {
     }
 
     func addToCounters(_ increments: [CounterIncrement]) throws {
-        for increment in increments {
+        try writeInBulk(
+            increments, into: "counters (user_id, action, total)", tuple: "(?, ?, ?)",
+            then: SQLiteStore.counterConflict, values: { [$0.user, $0.action, $0.count] }
+        ) { index, _, _ in
+            let increment = increments[index]
             try store.addToCounter(user: increment.user, action: increment.action, count: increment.count, db)
+        }
+    }
+
+    /// Inserts `rows`, each one `tuple` of values, a hundred to a statement (one statement's cursors and
+    /// program serve them all) as long as each statement writes every one of
+    /// its rows. A statement that writes fewer (a duplicate key, a refused
+    /// counter) is undone, and its rows and the rest go one at a time
+    /// through `single`, given the row's index, its values and the one-row
+    /// statement, which decides what each row's outcome means; `whole` is
+    /// given the indexes of the rows a statement wrote at once.
+    private func writeInBulk<Item>(
+        _ rows: [Item], into table: String, tuple: String, then conflict: String,
+        values: (Item) -> [(any DatabaseValueConvertible)?], whole: (Range<Int>) -> Void = { _ in },
+        single: (Int, [(any DatabaseValueConvertible)?], Statement) throws -> Void
+    ) throws {
+        let bulkRows = 100
+        let one = try db.cachedStatement(sql: "INSERT INTO \(table) VALUES \(tuple) \(conflict)")
+        var start = 0
+        var isBulk = rows.count >= bulkRows
+        let bulk =
+            isBulk
+            ? try db.cachedStatement(
+                sql: "INSERT INTO \(table) VALUES \(Array(repeating: tuple, count: bulkRows).joined(separator: ", ")) \(conflict)")
+            : nil
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        arguments.reserveCapacity(bulkRows * tuple.count { $0 == "?" })
+        while start < rows.count {
+            let end = min(start + bulkRows, rows.count)
+            if isBulk, let bulk, end - start == bulkRows {
+                arguments.removeAll(keepingCapacity: true)
+                for row in rows[start..<end] { arguments.append(contentsOf: values(row)) }
+                var isWhole = false
+                try db.inSavepoint {
+                    try bulk.execute(arguments: StatementArguments(arguments))
+                    isWhole = db.changesCount == bulkRows
+                    return isWhole ? .commit : .rollback
+                }
+                if isWhole {
+                    whole(start..<end)
+                    start = end
+                    continue
+                }
+                isBulk = false
+            }
+            for index in start..<end { try single(index, values(rows[index]), one) }
+            start = end
         }
     }
 
@@ -76,18 +123,15 @@ extension SQLiteTransaction {
     }
 
     func createMissingGuests(_ guests: [(user: String, firstSeen: Date, lastSeen: Date)]) throws -> Set<String> {
-        let insert = try db.cachedStatement(
-            sql: """
-                INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
-                VALUES (?, NULL, 'anonymous', 'anonymous', ?, ?, NULL)
-                ON CONFLICT(id) DO NOTHING
-                """)
         var created = Set<String>()
-        for guest in guests {
-            try insert.execute(arguments: [
-                guest.user, Timestamp.format(guest.firstSeen), Timestamp.format(guest.lastSeen),
-            ])
-            if db.changesCount > 0 { created.insert(guest.user) }
+        try writeInBulk(
+            guests, into: "users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)",
+            tuple: "(?, NULL, 'anonymous', 'anonymous', ?, ?, NULL)", then: "ON CONFLICT(id) DO NOTHING",
+            values: { [$0.user, Timestamp.format($0.firstSeen), Timestamp.format($0.lastSeen)] },
+            whole: { for index in $0 { created.insert(guests[index].user) } }
+        ) { index, values, insert in
+            try insert.execute(arguments: StatementArguments(values))
+            if db.changesCount > 0 { created.insert(guests[index].user) }
         }
         return created
     }
@@ -115,17 +159,19 @@ extension SQLiteTransaction {
 }
 
 extension SQLiteStore {
+    /// What an insert into counters does with a counter that exists: adds,
+    /// while the sum stays within `Bounds` (see `addToCounter`).
+    static let counterConflict = """
+        ON CONFLICT(user_id, action) DO UPDATE SET total = total + excluded.total
+        WHERE typeof(total) = 'integer' AND total >= 0 AND total <= \(Bounds.maximumCounterTotal) - excluded.total
+        """
+
     /// SQLite turns an integer sum that overflows into a REAL, silently: the
     /// update only runs while the sum stays within `Bounds`, and a counter
     /// left as it was means the addition is refused.
     func addToCounter(user: String, action: String, count: Int, _ db: Database) throws {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?)
-                ON CONFLICT(user_id, action) DO UPDATE SET total = total + excluded.total
-                WHERE typeof(total) = 'integer' AND total >= 0 AND total <= \(Bounds.maximumCounterTotal) - excluded.total
-                """
-        ).execute(arguments: [user, action, count])
+        try db.cachedStatement(sql: "INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?) \(Self.counterConflict)")
+            .execute(arguments: [user, action, count])
         guard db.changesCount == 0 else { return }
         let total =
             try String.fetchOne(
