@@ -26,15 +26,46 @@ import Testing
         return events
     }
 
-    @Test(arguments: [1 << 20, 64, 1])
-    func eventsComeBackExactlyAndInOrder(memoryLimit: Int) throws {
-        let events = Self.sample(2_000)
-        let spool = EventSpool(memoryLimit: memoryLimit)
+    /// The events in the order the spool gives them back: by user, in byte
+    /// order, each user's in the order they came.
+    static func byUser(_ events: [TrackedEvent]) -> [TrackedEvent] {
+        events.enumerated().sorted { left, right in
+            let (leftUser, rightUser) = (Array(left.element.user.utf8), Array(right.element.user.utf8))
+            return leftUser != rightUser ? leftUser.lexicographicallyPrecedes(rightUser) : left.offset < right.offset
+        }.map(\.element)
+    }
+
+    /// Kept in memory, in one sorted run, or in runs of a few events each
+    /// (merged from the file): the same events, in the same order.
+    @Test(arguments: [(1 << 20, 8 << 20), (64, 1 << 20), (64, 4 << 10), (1, 1)])
+    func eventsComeBackExactlyByUserAndInOrder(memoryLimit: Int, runLimit: Int) throws {
+        // Users repeat across the log, so one user's events fall in several runs.
+        let events = Self.sample(2_000) + Self.sample(700)
+        let spool = EventSpool(memoryLimit: memoryLimit, runLimit: runLimit)
         for event in events { try spool.append(event) }
         #expect(spool.count == events.count)
         var read: [TrackedEvent] = []
         try spool.forEach { read.append($0) }
-        #expect(read == events)
+        #expect(read == Self.byUser(events))
+        // Read again (a transaction run again): the same.
+        var again: [TrackedEvent] = []
+        try spool.forEach { again.append($0) }
+        #expect(again == read)
+    }
+
+    /// A user's events keep the log's order even when every one of them
+    /// lands in a run of its own, and a prefix sorts before a longer id.
+    @Test func oneUsersEventsKeepTheirOrderAcrossRuns() throws {
+        let users = ["b", "a", "ab", "a", "é", "b", "a", "", "ab"]
+        let events = users.enumerated().map { index, user in
+            TrackedEvent(user: user, action: "app_opened", at: Date(timeIntervalSinceReferenceDate: 0), count: index + 1)
+        }
+        let spool = EventSpool(memoryLimit: 1, runLimit: 1)
+        for event in events { try spool.append(event) }
+        var read: [(String, Int)] = []
+        try spool.forEach { read.append(($0.user, $0.count)) }
+        #expect(read.map(\.0) == ["", "a", "a", "a", "ab", "ab", "b", "b", "é"])
+        #expect(read.map(\.1) == [8, 2, 4, 7, 3, 9, 1, 6, 5])
     }
 
     @Test func anEmptySpoolHasNothing() throws {

@@ -74,18 +74,24 @@ extension StoreTransaction {
 /// once whatever the log's length, so the work stays proportional to the
 /// events. What is pending is bounded (`pendingLimit`), so memory stays flat
 /// with millions of users; the transaction makes the deferral invisible.
+/// `ingest` hands the batches over user by user (`EventSpool`), so what is
+/// pending covers about one batch's users, written in order.
 struct EventIngestion {
     let creatingUsers: Bool
     let profile: Profile
     let now: Date
-    /// Distinct counters, or users, held before they are written (or forgotten).
-    var pendingLimit = 20_000
+    /// Distinct counters, or users, held before they are written (or
+    /// forgotten): about one batch's worth, since the users come in order
+    /// (20,000 took 3 MB more at the same speed).
+    var pendingLimit = 5_000
     /// Users created or found, and locked, earlier in this transaction.
     private var settledUsers = Set<String>()
     /// Users whose backup this transaction queued already: queued once, not once per write.
     private var queuedUsers = Set<String>()
     private var increments: [CounterKey: Int] = [:]
     private var lastSeen: [String: Date] = [:]
+    /// Users created since the pending rows were last written, with the last-seen they were created with.
+    private var createdLastSeen: [String: Date] = [:]
 
     init(creatingUsers: Bool, profile: Profile, now: Date) {
         self.creatingUsers = creatingUsers
@@ -95,21 +101,6 @@ struct EventIngestion {
 
     mutating func apply(_ events: [TrackedEvent], in transaction: some StoreTransaction) throws -> EventBatchResult {
         guard !events.isEmpty else { return EventBatchResult(counted: 0, duplicates: 0, usersCreated: 0) }
-        var firstSeen: [(user: String, at: Date)] = []
-        var users = Set<String>()
-        for event in events where !settledUsers.contains(event.user) && users.insert(event.user).inserted {
-            firstSeen.append((event.user, event.at))
-        }
-        let created = creatingUsers ? try transaction.createMissingGuests(firstSeen) : 0
-        // The batch decides the keys of all its users: they are locked first.
-        let present = try transaction.lockUsers(users.sorted())
-        if let missing = events.first(where: { !settledUsers.contains($0.user) && !present.contains($0.user) }) {
-            throw GuestModeError.notFound(
-                "no user '\(missing.user)' in this store; nothing of the batch was written", code: .userNotFound)
-        }
-        if settledUsers.count + present.count > pendingLimit { settledUsers.removeAll(keepingCapacity: true) }
-        settledUsers.formUnion(present)
-
         // A key repeated within the batch: its first event is the one that
         // may count, and the repeats are checked against what it finds.
         var firstOfKey: [UserKey: Int] = [:]
@@ -130,6 +121,35 @@ struct EventIngestion {
             rows.append(EventRow(event))
             rowEvents.append(index)
         }
+
+        // A user the store does not have has no events yet: all its rows
+        // count, so it is created last seen at the latest of them, and its
+        // last-seen needs no second write.
+        var newUsers: [(user: String, firstSeen: Date, lastSeen: Date)] = []
+        var newUserIndex: [String: Int] = [:]
+        for index in rowEvents {
+            let event = events[index]
+            guard !settledUsers.contains(event.user) else { continue }
+            if let known = newUserIndex[event.user] {
+                newUsers[known].lastSeen = max(newUsers[known].lastSeen, event.at)
+            } else {
+                newUserIndex[event.user] = newUsers.count
+                newUsers.append((event.user, event.at, event.at))
+            }
+        }
+        let created = creatingUsers ? try transaction.createMissingGuests(newUsers) : []
+        // The batch decides the keys of all its users: they are locked first
+        // (those just created are locked by their creation).
+        let present = try transaction.lockUsers(newUsers.map(\.user).filter { !created.contains($0) }.sorted())
+            .union(created)
+        if let missing = events.first(where: { !settledUsers.contains($0.user) && !present.contains($0.user) }) {
+            throw GuestModeError.notFound(
+                "no user '\(missing.user)' in this store; nothing of the batch was written", code: .userNotFound)
+        }
+        if settledUsers.count + present.count > pendingLimit { settledUsers.removeAll(keepingCapacity: true) }
+        settledUsers.formUnion(present)
+        for user in created { createdLastSeen[user] = newUsers[newUserIndex[user]!].lastSeen }
+
         let skipped = try transaction.appendEvents(rows)
 
         var storedPayloads: [Int: EventPayload] = [:]
@@ -160,7 +180,7 @@ struct EventIngestion {
         }
         if increments.count >= pendingLimit || lastSeen.count >= pendingLimit { try finish(in: transaction) }
         let counted = rows.count - skipped.count
-        return EventBatchResult(counted: counted, duplicates: events.count - counted, usersCreated: created)
+        return EventBatchResult(counted: counted, duplicates: events.count - counted, usersCreated: created.count)
     }
 
     /// Writes what is pending: counters, last-seen and the outbox. Called
@@ -170,10 +190,12 @@ struct EventIngestion {
             increments.sorted { $0.key < $1.key }.map {
                 CounterIncrement(user: $0.key.user, action: $0.key.action, count: $0.value)
             })
-        try transaction.advanceLastSeen(lastSeen)
+        // Users created at their latest time already are not written again.
+        try transaction.advanceLastSeen(lastSeen.filter { $0.value > createdLastSeen[$0.key] ?? .distantPast })
         try noteChanges(of: lastSeen.keys.filter { !queuedUsers.contains($0) }.sorted(), in: transaction)
         increments.removeAll(keepingCapacity: true)
         lastSeen.removeAll(keepingCapacity: true)
+        createdLastSeen.removeAll(keepingCapacity: true)
     }
 
     /// `noteChange(of:profile:now:)` for many users, reading and writing the

@@ -155,6 +155,9 @@ extension GuestMode {
     /// constant memory) while validating, then applied from the spool in
     /// batches of one transaction: a run killed or cut off midway leaves
     /// nothing of the log, so repeating it is exact with or without ids.
+    /// The spool gives the events back user by user, each user's in the
+    /// log's order: what an event does depends only on its user's earlier
+    /// events, and the store is written in key order, not all over it.
     public func ingest(
         log: URL, creatingUsers: Bool, skippingInvalid: Bool, now: Date, batchSize: Int = 5_000,
         progress: (Int) -> Void = { _ in }

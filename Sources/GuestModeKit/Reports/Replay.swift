@@ -130,7 +130,7 @@ private struct ReplayRun {
         let user = step.user
         let at = step.at
         if assignments[user] == nil {
-            totals.users += try transaction.createMissingGuests([(user, at)])
+            totals.users += try transaction.createMissingGuests([(user, at, at)]).count
             assignments[user] = try assignments(of: user, at: at)
         }
         switch step {

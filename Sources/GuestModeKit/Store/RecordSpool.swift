@@ -5,20 +5,35 @@ import Foundation
 /// behind by a killed run), so any number of them takes constant memory.
 /// Each record is a 4-byte length, then what its writer put; a file changed
 /// while in use is reported, never decoded into something else.
+///
+/// A spool made `sorted` gives its records back ordered by their first
+/// field, a string (byte order, as SQLite's and PostgreSQL's "C" collation
+/// compare ids), records with the same first field in the order they were
+/// appended: an external merge sort, whose runs of `runLimit` bytes are
+/// sorted in memory and merged from the file, so the order costs constant
+/// memory too.
 final class RecordSpool {
     private var buffer: [UInt8] = []
     private var file: FileHandle?
     private let memoryLimit: Int
+    private let isSorted: Bool
+    /// Bytes a sorted spool gathers in memory before it sorts them into a run of the file.
+    private let runLimit: Int
+    /// The sorted runs in the file, as byte ranges.
+    private var runs: [Range<UInt64>] = []
+    private var fileLength: UInt64 = 0
     /// What the records are, for messages ("the events being ingested").
     private let contents: String
     /// The temporary file's name starts with `guestmode-<fileTag>-`.
     private let fileTag: String
     private(set) var count = 0
 
-    init(holding contents: String, fileTag: String, memoryLimit: Int) {
+    init(holding contents: String, fileTag: String, memoryLimit: Int, sorted: Bool = false, runLimit: Int = 8 << 20) {
         self.contents = contents
         self.fileTag = fileTag
         self.memoryLimit = memoryLimit
+        self.isSorted = sorted
+        self.runLimit = sorted ? max(runLimit, memoryLimit) : memoryLimit
     }
 
     deinit { try? file?.close() }
@@ -29,9 +44,9 @@ final class RecordSpool {
         // reference would make each append copy the whole buffer.
         var writer = Writer(buffer: [])
         swap(&writer.buffer, &buffer)
-        if writer.buffer.capacity < memoryLimit {
+        if writer.buffer.capacity < runLimit {
             // Reserved once, with room for the last record, so it never doubles past the limit.
-            writer.buffer.reserveCapacity(memoryLimit + (64 << 10))
+            writer.buffer.reserveCapacity(runLimit + (64 << 10))
         }
         let start = writer.buffer.count
         writer.put32(0)
@@ -39,13 +54,15 @@ final class RecordSpool {
         writer.setLength(at: start)
         count += 1
         swap(&writer.buffer, &buffer)
-        if buffer.count >= memoryLimit { try spill() }
+        if buffer.count >= runLimit { try spill() }
     }
 
     /// Forgets every record (a transaction run again starts afresh).
     func removeAll() throws {
         buffer.removeAll(keepingCapacity: true)
         count = 0
+        runs = []
+        fileLength = 0
         do {
             try file?.truncate(atOffset: 0)
         } catch {
@@ -53,8 +70,20 @@ final class RecordSpool {
         }
     }
 
-    /// Calls `body` with a reader of each record, in the order they were appended.
+    /// Calls `body` with a reader of each record, in the order they were
+    /// appended (a sorted spool: in the order of their first field).
     func forEach(_ body: (inout Reader) throws -> Void) throws {
+        // A sorted spool keeps at most `memoryLimit` bytes for the reading pass.
+        if isSorted && file == nil {
+            guard buffer.count > memoryLimit else {
+                let order = buffer.withUnsafeBytes { Self.sortedRecords($0) }
+                try buffer.withUnsafeBytes { bytes in
+                    for start in order { try deliver(bytes, at: start, body) }
+                }
+                return
+            }
+            try spill()
+        }
         guard let file else {
             let consumed = try buffer.withUnsafeBytes { try decode($0, body) }
             guard consumed == buffer.count else { throw Self.damaged(contents) }
@@ -63,6 +92,7 @@ final class RecordSpool {
         try spill()
         // Read back in chunks: the memory the buffer held is not needed again.
         buffer = []
+        if isSorted { return try merge(file, body) }
         do {
             try file.seek(toOffset: 0)
         } catch {
@@ -84,6 +114,157 @@ final class RecordSpool {
         guard pending.isEmpty else { throw Self.damaged(contents) }
     }
 
+    /// Calls `body` with the record that starts at `start` of `bytes`.
+    private func deliver(
+        _ bytes: UnsafeRawBufferPointer, at start: Int, _ body: (inout Reader) throws -> Void
+    ) throws {
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+        var reader = Reader(
+            bytes: UnsafeRawBufferPointer(rebasing: bytes[(start + 4)..<(start + 4 + length)]), contents: contents)
+        try body(&reader)
+    }
+
+    /// The starts of the complete records in `bytes`, ordered by their first
+    /// field, then by where they start (the order they were appended).
+    private static func sortedRecords(_ bytes: UnsafeRawBufferPointer) -> [Int] {
+        var starts: [Int] = []
+        var offset = 0
+        while bytes.count - offset >= 4 {
+            let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            guard bytes.count - offset - 4 >= length else { break }
+            starts.append(offset)
+            offset += 4 + length
+        }
+        starts.sort { left, right in
+            let order = compareKeys(bytes, left, bytes, right)
+            return order != 0 ? order < 0 : left < right
+        }
+        return starts
+    }
+
+    /// Compares the first fields of the records at `left` and `right`: below,
+    /// at or above 0 as memcmp does, a shorter prefix first. A record too
+    /// short to hold its first field sorts as an empty one (and is reported
+    /// damaged when it is read).
+    private static func compareKeys(
+        _ leftBytes: UnsafeRawBufferPointer, _ left: Int, _ rightBytes: UnsafeRawBufferPointer, _ right: Int
+    ) -> Int {
+        func key(_ bytes: UnsafeRawBufferPointer, _ start: Int) -> UnsafeRawBufferPointer {
+            let record = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+            guard record >= 4 else { return UnsafeRawBufferPointer(rebasing: bytes[start..<start]) }
+            let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self)))
+            guard length <= record - 4 else { return UnsafeRawBufferPointer(rebasing: bytes[start..<start]) }
+            return UnsafeRawBufferPointer(rebasing: bytes[(start + 8)..<(start + 8 + length)])
+        }
+        let leftKey = key(leftBytes, left)
+        let rightKey = key(rightBytes, right)
+        let common = min(leftKey.count, rightKey.count)
+        if common > 0 {
+            let order = memcmp(leftKey.baseAddress!, rightKey.baseAddress!, common)
+            if order != 0 { return Int(order) }
+        }
+        return leftKey.count - rightKey.count
+    }
+
+    /// Merges the sorted runs of the file: each run is read in chunks that
+    /// together take about `mergeBudget` bytes, whatever the number of runs;
+    /// records with the same first field come from the earlier run first.
+    private func merge(_ file: FileHandle, _ body: (inout Reader) throws -> Void) throws {
+        let mergeBudget = 1 << 20
+        let chunk = max(16 << 10, mergeBudget / max(runs.count, 1))
+        var cursors: [RunCursor] = []
+        for (index, run) in runs.enumerated() {
+            let cursor = RunCursor(run: index, range: run)
+            if try cursor.load(from: file, chunk: chunk, spool: self) { cursors.append(cursor) }
+        }
+        // A binary heap of the runs, smallest next record on top.
+        func isBefore(_ left: RunCursor, _ right: RunCursor) -> Bool {
+            let order = left.bytes.withUnsafeBytes { leftBytes in
+                right.bytes.withUnsafeBytes { rightBytes in
+                    Self.compareKeys(leftBytes, left.start, rightBytes, right.start)
+                }
+            }
+            return order != 0 ? order < 0 : left.run < right.run
+        }
+        func siftDown(_ index: Int) {
+            var parent = index
+            while true {
+                let first = 2 * parent + 1
+                guard first < cursors.count else { return }
+                var child = first
+                if first + 1 < cursors.count && isBefore(cursors[first + 1], cursors[first]) { child = first + 1 }
+                guard isBefore(cursors[child], cursors[parent]) else { return }
+                cursors.swapAt(child, parent)
+                parent = child
+            }
+        }
+        for index in stride(from: cursors.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+        while let top = cursors.first {
+            try top.bytes.withUnsafeBytes { bytes in try deliver(bytes, at: top.start, body) }
+            top.advance()
+            if try !top.load(from: file, chunk: chunk, spool: self) {
+                cursors.swapAt(0, cursors.count - 1)
+                cursors.removeLast()
+            }
+            siftDown(0)
+        }
+    }
+
+    /// The reading position in one sorted run: its current record starts at
+    /// `start` of `bytes`, which holds the run's next bytes.
+    private final class RunCursor {
+        let run: Int
+        private var position: UInt64
+        private let end: UInt64
+        var bytes: [UInt8] = []
+        var start = 0
+
+        init(run: Int, range: Range<UInt64>) {
+            self.run = run
+            position = range.lowerBound
+            end = range.upperBound
+        }
+
+        /// Moves past the current record.
+        func advance() {
+            let length = bytes.withUnsafeBytes {
+                Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+            }
+            start += 4 + length
+        }
+
+        /// Makes the current record whole in `bytes`, reading on when needed;
+        /// false when the run has no more records.
+        func load(from file: FileHandle, chunk: Int, spool: RecordSpool) throws -> Bool {
+            while true {
+                let available = bytes.count - start
+                if available >= 4 {
+                    let length = bytes.withUnsafeBytes {
+                        Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+                    }
+                    if available - 4 >= length { return true }
+                }
+                guard position < end else {
+                    guard available == 0 else { throw RecordSpool.damaged(spool.contents) }
+                    return false
+                }
+                bytes.removeFirst(start)
+                start = 0
+                let wanted = Int(min(UInt64(chunk), end - position))
+                let data: Data
+                do {
+                    try file.seek(toOffset: position)
+                    data = try file.read(upToCount: wanted) ?? Data()
+                } catch {
+                    throw spool.ioError(error)
+                }
+                guard !data.isEmpty else { throw RecordSpool.damaged(spool.contents) }
+                bytes.append(contentsOf: data)
+                position += UInt64(data.count)
+            }
+        }
+    }
+
     /// Moves the buffered records to the end of the temporary file, opening it first.
     private func spill() throws {
         if file == nil {
@@ -103,8 +284,33 @@ final class RecordSpool {
         }
         guard let file, !buffer.isEmpty else { return }
         do {
-            try file.seekToEnd()
-            try file.write(contentsOf: buffer)
+            try file.seek(toOffset: fileLength)
+            if isSorted {
+                // One sorted run, written through a small buffer.
+                let written = try buffer.withUnsafeBytes { bytes in
+                    var staged: [UInt8] = []
+                    staged.reserveCapacity(256 << 10)
+                    var written = 0
+                    for start in Self.sortedRecords(bytes) {
+                        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+                        staged.append(contentsOf: bytes[start..<(start + 4 + length)])
+                        written += 4 + length
+                        if staged.count >= 256 << 10 {
+                            try file.write(contentsOf: staged)
+                            staged.removeAll(keepingCapacity: true)
+                        }
+                    }
+                    try file.write(contentsOf: staged)
+                    return written
+                }
+                guard written == buffer.count else { throw Self.damaged(contents) }
+                runs.append(fileLength..<(fileLength + UInt64(written)))
+            } else {
+                try file.write(contentsOf: buffer)
+            }
+            fileLength += UInt64(buffer.count)
+        } catch let error as GuestModeError {
+            throw error
         } catch {
             throw ioError(error)
         }

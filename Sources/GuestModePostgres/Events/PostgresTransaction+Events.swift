@@ -95,14 +95,24 @@ extension PostgresTransaction {
     }
 
     func addToCounters(_ increments: [CounterIncrement]) throws {
-        try executeForEachChunk(
+        // A counter the addition would carry past the bound is left as it is
+        // (not a BIGINT error, which names nobody): the increments the
+        // statements did not return are refused, the first by name.
+        let rows = try executeForEachChunk(
             of: increments.map { [PostgresValue($0.user), PostgresValue($0.action), PostgresValue($0.count)] },
             types: ["text", "text", "bigint"]
         ) { values in
             """
             INSERT INTO counters (user_id, action, total) VALUES \(values)
-            ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + excluded.total
+            \(PostgresStore.counterConflict)
+            RETURNING user_id, action
             """
+        }
+        guard rows.reduce(0, { $0 + $1.count }) < increments.count else { return }
+        var written = Set<[String]>()
+        for chunk in rows { for row in chunk { written.insert([try row.string("user_id"), try row.string("action")]) } }
+        if let refused = increments.first(where: { !written.contains([$0.user, $0.action]) }) {
+            throw try store.counterOverflow(of: refused.user, action: refused.action, adding: refused.count, connection)
         }
     }
 
@@ -142,17 +152,24 @@ extension PostgresTransaction {
         }
     }
 
-    func createMissingGuests(_ firstSeen: [(user: String, at: Date)]) throws -> Int {
-        try executeForEachChunk(
-            of: firstSeen.sorted { $0.user < $1.user }.map { [PostgresValue($0.user), PostgresValue($0.at)] },
-            types: ["text", "text"]
+    func createMissingGuests(_ guests: [(user: String, firstSeen: Date, lastSeen: Date)]) throws -> Set<String> {
+        var created = Set<String>()
+        let rows = try executeForEachChunk(
+            of: guests.sorted { $0.user < $1.user }.map {
+                [PostgresValue($0.user), PostgresValue($0.firstSeen), PostgresValue($0.lastSeen)]
+            },
+            types: ["text", "text", "text"]
         ) { values in
             """
             INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
-            SELECT id, NULL, 'anonymous', 'anonymous', at, at, NULL FROM (VALUES \(values)) AS seen (id, at)
+            SELECT id, NULL, 'anonymous', 'anonymous', first_seen, last_seen, NULL
+            FROM (VALUES \(values)) AS seen (id, first_seen, last_seen)
             ON CONFLICT (id) DO NOTHING
+            RETURNING id
             """
-        }.reduce(0) { $0 + $1.changes }
+        }
+        for chunk in rows { for row in chunk { created.insert(try row.string("id")) } }
+        return created
     }
 
     func lockUsers(_ userIDs: [String]) throws -> Set<String> {

@@ -83,12 +83,12 @@ extension PostgresTransaction {
     }
 
     func addToCounter(user userID: String, action: String, count: Int) throws {
-        try connection.execute(
-            """
-            INSERT INTO counters (user_id, action, total) VALUES ($1, $2, $3)
-            ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + excluded.total
-            """,
-            [PostgresValue(userID), PostgresValue(action), PostgresValue(count)])
+        let changes = try connection.execute(
+            "INSERT INTO counters (user_id, action, total) VALUES ($1, $2, $3) \(PostgresStore.counterConflict)",
+            [PostgresValue(userID), PostgresValue(action), PostgresValue(count)]
+        ).changes
+        guard changes == 0 else { return }
+        throw try store.counterOverflow(of: userID, action: action, adding: count, connection)
     }
 }
 
@@ -104,5 +104,28 @@ extension PostgresTransaction: TransactionNesting {
             _ = try? connection.execute("ROLLBACK TO SAVEPOINT guestmode_nested")
             throw error
         }
+    }
+}
+
+extension PostgresStore {
+    /// What an insert into counters does with a counter that exists: adds,
+    /// while the sum stays within `Bounds`; a counter it would carry past is
+    /// left as it is, and the caller refuses the addition by name
+    /// (`counterOverflow(of:action:adding:_:)`), as SQLiteStore does.
+    static let counterConflict = """
+        ON CONFLICT (user_id, action) DO UPDATE SET total = counters.total + excluded.total
+        WHERE counters.total >= 0 AND counters.total <= \(Bounds.maximumCounterTotal) - excluded.total
+        """
+
+    /// `count_overflow` for an addition to the user's counter of `action`
+    /// that was refused, naming the counter and its total.
+    func counterOverflow(of userID: String, action: String, adding count: Int, _ connection: PostgresConnection) throws
+        -> GuestModeError
+    {
+        let total = try connection.execute(
+            "SELECT total::text AS total FROM counters WHERE user_id = $1 AND action = $2",
+            [PostgresValue(userID), PostgresValue(action)]
+        ).first?.string("total") ?? "?"
+        return Bounds.counterOverflow(action: action, user: userID, total: total, adding: Int64(count))
     }
 }

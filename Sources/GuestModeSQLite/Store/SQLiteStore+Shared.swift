@@ -55,8 +55,10 @@ extension SQLiteStore {
     /// Activity moves last-seen forward only, so replaying old events never
     /// makes a user look less recent.
     func touch(_ userID: String, at time: Date, _ db: Database) throws {
-        try db.cachedStatement(sql: "UPDATE users SET last_seen_at = max(last_seen_at, ?) WHERE id = ?")
-            .execute(arguments: [Timestamp.format(time), userID])
+        // Only a later time writes: an earlier one leaves the row and its index entry alone.
+        let at = Timestamp.format(time)
+        try db.cachedStatement(sql: "UPDATE users SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?")
+            .execute(arguments: [at, userID, at])
     }
 
     /// Rows that reference the user cascade; records and the outbox are keyed

@@ -356,6 +356,15 @@ extension SQLiteStore {
         try db.execute(sql: "PRAGMA cache_size = -16384")
     }
 
+    /// Page cache of this connection for ingesting an event log: 8 MiB. The
+    /// engine applies a log user by user, so the users, counters and
+    /// per-user event indexes are written from one end to the other and a
+    /// bigger cache buys nothing: 16 MiB was no faster at 300 k guests and
+    /// took the process past 64 MB (66 MB peak; 8 MiB: 54 MB at 1 M guests).
+    func useIngestCache(_ db: Database) throws {
+        try db.execute(sql: "PRAGMA cache_size = -8192")
+    }
+
     /// SQLite's default page cache (2 MiB) again, for one pass over an index
     /// in a connection that may have had the bulk cache.
     func useScanCache(_ db: Database) throws {

@@ -46,6 +46,28 @@ struct CounterBoundsTests {
         #expect(try store.counters(user: "u1")["recipe_viewed"] == nil)
     }
 
+    /// A batch of hundreds of users, whose counters are written many to a
+    /// statement: the one past the bound is still refused by name, and
+    /// nothing of the batch stays.
+    @Test(arguments: StoreBackend.allCases)
+    func aCounterPastTheBoundAmongManyIsRefusedByName(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "recipes")
+        let users = (0..<250).map { String(format: "u%03d", $0) }
+        try makeGuests(users, in: store, profile: profile)
+        try store.write { try $0.addToCounter(user: "u170", action: "recipe_viewed", count: Self.nearlyFull) }
+        let events = users.map { TrackedEvent(user: $0, action: "recipe_viewed", at: day(2), count: 2) }
+        #expect {
+            _ = try applyEvents(events, creatingUsers: false, in: store, profile: profile, now: day(2))
+        } throws: { error in
+            guard let error = error as? GuestModeError else { return false }
+            return error.code == .countOverflow && error.message.contains("u170")
+                && error.message.contains("recipe_viewed")
+        }
+        #expect(try store.counters(user: "u169")["recipe_viewed"] == nil)
+        #expect(try store.counters(user: "u170")["recipe_viewed"] == Self.nearlyFull)
+        #expect(try store.read { try $0.events(of: "u001", action: "recipe_viewed", since: nil, limit: nil) }.isEmpty)
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func aMergeThatWouldOverflowACounterIsRefusedAndMovesNothing(backend: StoreBackend) throws {
         let (store, engine, guest, account) = try seededTransfer(backend)

@@ -237,6 +237,65 @@ struct EventStoreTests {
         }
     }
 
+    /// A guest a batch creates is written once, first seen at its first
+    /// event and last seen at the latest event that counts: a repeated key
+    /// counts nothing, so its later time moves nobody's last-seen, new or old.
+    @Test(arguments: StoreBackend.allCases)
+    func aCreatedGuestIsLastSeenAtItsLatestCountedEventOnly(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        let hour = { (hours: Double) in day(1).addingTimeInterval(hours * 3_600) }
+        try makeGuests(["old"], in: store, profile: profile, at: hour(0))
+        _ = try applyEvents(
+            [TrackedEvent(user: "old", action: "app_opened", at: hour(1), idempotencyKey: "o")],
+            creatingUsers: false, in: store, profile: profile, now: day(2))
+        let result = try applyEvents(
+            [
+                TrackedEvent(user: "new", action: "app_opened", at: hour(2), idempotencyKey: "k"),
+                TrackedEvent(user: "new", action: "habit_completed", at: hour(1)),
+                TrackedEvent(user: "old", action: "app_opened", at: hour(6), idempotencyKey: "o"),
+                TrackedEvent(user: "new", action: "app_opened", at: hour(5), idempotencyKey: "k"),
+            ], creatingUsers: true, in: store, profile: profile, now: day(2))
+        #expect(result == EventBatchResult(counted: 2, duplicates: 2, usersCreated: 1))
+        let new = try #require(try store.read { try $0.user("new", locking: false) })
+        #expect(new.createdAt == hour(2) && new.lastSeenAt == hour(2))
+        #expect(try store.read { try $0.user("old", locking: false)?.lastSeenAt } == hour(1))
+        #expect(try store.counters(user: "new") == ["app_opened": 1, "habit_completed": 1])
+        // A later batch moves the new guest on as any other.
+        _ = try applyEvents(
+            [TrackedEvent(user: "new", action: "app_opened", at: hour(3))], creatingUsers: true, in: store,
+            profile: profile, now: day(2))
+        #expect(try store.read { try $0.user("new", locking: false)?.lastSeenAt } == hour(3))
+    }
+
+    /// A batch of hundreds of events and users, written many rows to a
+    /// statement: a key counted before, and a user the store has, in the
+    /// middle of them are still told apart row by row.
+    @Test(arguments: StoreBackend.allCases)
+    func aDuplicateAndAKnownUserAmongManyAreToldApart(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "habits")
+        let users = (0..<300).map { String(format: "u%03d", $0) }
+        try makeGuests(["u150"], in: store, profile: profile)
+        _ = try applyEvents(
+            [TrackedEvent(user: "u151", action: "app_opened", at: day(1), idempotencyKey: "k151")],
+            creatingUsers: true, in: store, profile: profile, now: day(1))
+        let events = users.map {
+            TrackedEvent(user: $0, action: "app_opened", at: day(2), idempotencyKey: "k\($0.dropFirst())")
+        }
+        let result = try applyEvents(events, creatingUsers: true, in: store, profile: profile, now: day(2))
+        #expect(result == EventBatchResult(counted: 299, duplicates: 1, usersCreated: 298))
+        #expect(try store.counters(user: "u150") == ["app_opened": 2])
+        #expect(try store.counters(user: "u151") == ["app_opened": 1])
+        for user in ["u000", "u099", "u100", "u152", "u299"] {
+            #expect(try store.counters(user: user) == ["app_opened": 1])
+            #expect(try store.read { try $0.events(of: user, action: nil, since: nil, limit: nil) }.count == 1)
+        }
+        #expect(try store.read { try $0.user("u151", locking: false)?.lastSeenAt } == day(1))
+        // The same batch again counts nothing and creates nobody.
+        let again = try applyEvents(events, creatingUsers: true, in: store, profile: profile, now: day(2))
+        #expect(again == EventBatchResult(counted: 0, duplicates: 300, usersCreated: 0))
+        #expect(try store.counters(user: "u000") == ["app_opened": 1])
+    }
+
     /// A user settled in an earlier batch is not looked up again, and a user
     /// first met in a later batch still is.
     @Test(arguments: StoreBackend.allCases)
