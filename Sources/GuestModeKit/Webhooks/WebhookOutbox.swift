@@ -129,6 +129,19 @@ extension GuestMode {
         }
     }
 
+    /// How long a delivered event stays in the outbox, for `webhook events`:
+    /// 30 days, as long as Stripe keeps its events.
+    package static let deliveredRetention: TimeInterval = 30 * 86_400
+
+    /// Removes delivered deliveries whose event is older than
+    /// `deliveredRetention`, at most `limit` in one transaction so a delivery
+    /// pass never holds the store long; returns how many went. Pending and
+    /// held deliveries are never removed.
+    package func pruneDeliveredWebhooks(now: Date, limit: Int = 10_000) throws -> Int {
+        let cutoff = now.addingTimeInterval(-Self.deliveredRetention)
+        return try store.write { try $0.deleteDeliveredWebhooks(createdBefore: cutoff, limit: limit) }
+    }
+
     /// Records an attempt at `delivery` made at `now`. A failure counts one
     /// attempt more and sets the next try (`WebhookRetryPolicy`), or holds the
     /// delivery after the profile's `max_attempts`. A delivery settled meanwhile

@@ -129,6 +129,10 @@ package protocol WebhookRows {
     /// created after `time` (scheduled ones); returns how many went.
     func cancelScheduledWebhooks(user: String, type: String, scope: String, after time: Date) throws -> Int
 
+    /// Removes up to `limit` delivered deliveries whose event happened
+    /// before `time`, oldest first; returns how many went.
+    func deleteDeliveredWebhooks(createdBefore time: Date, limit: Int) throws -> Int
+
     /// The number of deliveries per endpoint and status (only those above zero).
     func webhookCounts() throws -> [WebhookCount]
 }

@@ -94,6 +94,17 @@ extension PostgresTransaction {
         ).count
     }
 
+    func deleteDeliveredWebhooks(createdBefore time: Date, limit: Int) throws -> Int {
+        try connection.execute(
+            """
+            DELETE FROM webhook_outbox WHERE id IN (
+                SELECT id FROM webhook_outbox WHERE status = 'delivered' AND created_at COLLATE "C" < $1
+                ORDER BY created_at COLLATE "C", id LIMIT $2)
+            """,
+            [PostgresValue(time), PostgresValue(Int64(limit))]
+        ).changes
+    }
+
     func webhookCounts() throws -> [WebhookCount] {
         try connection.execute(
             """

@@ -69,6 +69,8 @@ package struct WebhookSender: Sendable {
     /// Delivers until nothing more is due: after a user's delivery to an
     /// endpoint succeeds, their next one is sent in the same pass; after one
     /// fails, none of theirs to that endpoint is tried again in this pass.
+    /// Then delivered events more than 30 days old leave the outbox
+    /// (`GuestMode.pruneDeliveredWebhooks(now:limit:)`).
     /// `clock` gives the time of each attempt (the signature's and the
     /// outbox's); `retryingNow` ignores retry times; `progress` sees each
     /// attempt as it is settled.
@@ -137,6 +139,7 @@ package struct WebhookSender: Sendable {
                 }
             }
         }
+        _ = try engine.pruneDeliveredWebhooks(now: try clock())
         for queue in try engine.webhookQueues() {
             report.pending += queue.pending
             report.held += queue.held

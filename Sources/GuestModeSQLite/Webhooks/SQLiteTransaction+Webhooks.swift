@@ -87,6 +87,17 @@ extension SQLiteTransaction {
         return db.changesCount
     }
 
+    func deleteDeliveredWebhooks(createdBefore time: Date, limit: Int) throws -> Int {
+        try db.execute(
+            sql: """
+                DELETE FROM webhook_outbox WHERE id IN (
+                    SELECT id FROM webhook_outbox WHERE status = 'delivered' AND created_at < ?
+                    ORDER BY created_at, id LIMIT ?)
+                """,
+            arguments: [Timestamp.format(time), limit])
+        return db.changesCount
+    }
+
     func webhookCounts() throws -> [WebhookCount] {
         try Row.fetchAll(
             db, sql: "SELECT endpoint, status, COUNT(*) AS n FROM webhook_outbox GROUP BY endpoint, status ORDER BY endpoint"

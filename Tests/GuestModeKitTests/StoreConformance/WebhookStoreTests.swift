@@ -203,6 +203,34 @@ struct WebhookStoreTests {
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func deliveredEventsLeaveTheOutboxAfterThirtyDaysPendingAndHeldNever(backend: StoreBackend) throws {
+        let engine = try backend.webhookEngine("voice", maxAttempts: 1)
+        try engine.store.write { transaction in
+            for (index, at) in [day(1), day(1), day(1), day(1), day(20)].enumerated() {
+                try transaction.enqueueWebhook(
+                    NewWebhookDelivery(
+                        eventId: "evt_\(index)", endpoint: "all", type: "meter.warning", userId: "u\(index)",
+                        createdAt: at, scope: "", payload: "{}"))
+            }
+        }
+        let queued = try engine.webhookDeliveries(user: nil, status: .pending)
+        for delivery in [queued[0], queued[1], queued[4]] {
+            _ = try engine.settleWebhook(delivery, attempt: .delivered, now: day(2))
+        }
+        _ = try engine.settleWebhook(queued[2], attempt: .failed("HTTP 500"), now: day(2))
+        func daysAfterTheFirst(_ days: Double) -> Date { day(1).addingTimeInterval(days * 86_400) }
+        // 30 days after day 1 to the second: nothing is old enough yet.
+        #expect(try engine.pruneDeliveredWebhooks(now: daysAfterTheFirst(30)) == 0)
+        #expect(
+            try engine.pruneDeliveredWebhooks(now: daysAfterTheFirst(39), limit: 1) == 1, "at most the limit at a time")
+        #expect(try engine.pruneDeliveredWebhooks(now: daysAfterTheFirst(39)) == 1)
+        #expect(try engine.pruneDeliveredWebhooks(now: daysAfterTheFirst(39)) == 0)
+        let left = try engine.webhookDeliveries(user: nil, status: nil)
+        #expect(left.map(\.eventId) == ["evt_2", "evt_3", "evt_4"], "held, pending and the recent delivered one stay")
+        #expect(left.map(\.status) == [.held, .pending, .delivered])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func anEventAboutADeletedOrPurgedUserStillGoesOut(backend: StoreBackend) throws {
         let engine = try backend.webhookEngine("voice")
         let deleted = try engine.createGuest(device: nil, now: day(1)).id
