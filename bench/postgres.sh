@@ -169,25 +169,7 @@ fi
 
 # --- purge -------------------------------------------------------------------
 if wants purge; then
-# The raw DELETE does what the purge decides for this data: anonymous guests
-# last seen before the cutoff, without records or a plan, and their rows in
-# the tables without a foreign key.
-cat > purge.sql <<SQL
-WITH gone AS (
-    DELETE FROM users u
-    WHERE state = 'anonymous' AND last_seen_at < '$cutoff'
-      AND NOT EXISTS (SELECT 1 FROM records r WHERE r.owner_id = u.id)
-      AND NOT EXISTS (SELECT 1 FROM plans p WHERE p.user_id = u.id)
-    RETURNING id
-), outbox_gone AS (
-    DELETE FROM outbox WHERE user_id IN (SELECT id FROM gone)
-), flags_gone AS (
-    DELETE FROM user_flags WHERE user_id IN (SELECT id FROM gone)
-), archive_gone AS (
-    DELETE FROM conflict_archive WHERE owner_id IN (SELECT id FROM gone)
-)
-SELECT count(*) FROM gone;
-SQL
+sed "s/:cutoff/$cutoff/" "$root/bench/plain/purge-postgres.sql" > purge.sql
 read -r ours_s ours_kb < <(measure "$binary" --store "$uri" --schema "$ours" --now "$now" \
     user purge --inactive-days 30 --yes --quiet)
 read -r plain_s plain_kb < <(measure env PGOPTIONS="-c search_path=$plain" psql -X -q -v ON_ERROR_STOP=1 -At -f purge.sql)

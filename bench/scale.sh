@@ -113,7 +113,7 @@ instructions() {
 }
 
 # The plain SQL, per backend.
-# The plain ingests and SQLite's purge are make bench's (bench/plain/), with this run's cutoff.
+# The plain ingests and purges are make bench's (bench/plain/), with this run's cutoff.
 cp "$root/bench/plain/ingest.sql" ingest.sqlite.sql
 cp "$root/bench/plain/ingest-postgres.sql" ingest.postgres.sql
 # Test data beside the events, the same in both stores (not measured): one
@@ -134,22 +134,7 @@ cat > usage.sql <<'SQL'
 SELECT meter, count(DISTINCT user_id), count(*), sum(amount) FROM meter_usage GROUP BY meter ORDER BY meter;
 SQL
 sed "s/:cutoff/$cutoff/" "$root/bench/plain/purge.sql" > purge.sqlite.sql
-cat > purge.postgres.sql <<SQL
-WITH gone AS (
-    DELETE FROM users u
-    WHERE state = 'anonymous' AND last_seen_at < '$cutoff'
-      AND NOT EXISTS (SELECT 1 FROM records r WHERE r.owner_id = u.id)
-      AND NOT EXISTS (SELECT 1 FROM plans p WHERE p.user_id = u.id)
-    RETURNING id
-), outbox_gone AS (
-    DELETE FROM outbox WHERE user_id IN (SELECT id FROM gone)
-), flags_gone AS (
-    DELETE FROM user_flags WHERE user_id IN (SELECT id FROM gone)
-), archive_gone AS (
-    DELETE FROM conflict_archive WHERE owner_id IN (SELECT id FROM gone)
-)
-SELECT id FROM gone;
-SQL
+sed "s/:cutoff/$cutoff/" "$root/bench/plain/purge-postgres.sql" > purge.postgres.sql
 
 # Store access per backend: "ours", "plain" or "empty".
 gm_store() { # backend, which → guestmode's store options
