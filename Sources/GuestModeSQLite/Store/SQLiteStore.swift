@@ -347,7 +347,7 @@ extension GuestMode {
 }
 
 extension SQLiteStore {
-    /// Page cache of this connection for bulk work (ingest, import, purge):
+    /// Page cache of this connection for bulk work (import, purge):
     /// 16 MiB instead of SQLite's 2 MiB, so index pages of a big events or
     /// records table stop thrashing, within the 64 MB a command may use (the
     /// process itself takes about 40 MB; 32 MiB measured 66 MB peak).
