@@ -373,19 +373,45 @@ extension GuestMode {
 
     /// How many ids one `UserRows.deleteUsers` batch carries.
     static let purgeDeletionBatch = 1000
+    /// About how many candidates one purge transaction decides: a chunk
+    /// ends after this many, at a change of last-seen time.
+    static let purgeChunkSize = 10_000
 
     /// The purge of `purge(inactive:…)`, streamed: each candidate goes to
     /// `report` (kept ones first, then purged ones, each list by last
     /// activity, then id) and only the counts are returned, so memory stays
-    /// flat at any number of users.
+    /// flat at any number of users. `progress` hears how many candidates
+    /// have been decided each time a chunk commits; what it throws stops the
+    /// purge there, with the chunks so far done.
     ///
-    /// One transaction finds the candidates, locking each (so nobody becomes
-    /// active, buys a plan or adds a record between the decision and the
-    /// deletion), decides each with `PurgePolicy`, and deletes the purged
-    /// ones set-based. The decisions wait in spools until it commits, so the
-    /// report lists what is done and never holds the transaction open.
+    /// The candidates are taken in chunks of about `purgeChunkSize`, oldest
+    /// activity first, each chunk in a transaction of its own that finds
+    /// them, locking each (so nobody becomes active, buys a plan or adds a
+    /// record between the decision and the deletion), decides each with
+    /// `PurgePolicy`, and deletes the purged ones set-based. A chunk ends
+    /// where the last-seen time changes, so the next one starts strictly
+    /// after it. Each guest goes whole or not at all, with its webhook
+    /// event; an interrupted purge keeps the chunks that committed, and the
+    /// same purge run again finds the rest. One transaction for millions of
+    /// guests would hold every lock, and SQLite's WAL (and the index of it
+    /// SQLite maps into the process) would grow with it until the end.
+    /// The decisions wait in spools until the last chunk commits, so the
+    /// report lists what is done and never holds a transaction open.
     public func purge(
         inactive: TimeSpan, includingUsersWithData: Bool, dryRun: Bool, now: Date,
+        progress: (_ decided: Int) throws -> Void = { _ in },
+        report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
+    ) throws -> (cutoff: Date, tally: PurgeTally) {
+        try purge(
+            inactive: inactive, includingUsersWithData: includingUsersWithData, dryRun: dryRun, now: now,
+            chunkSize: Self.purgeChunkSize, progress: progress, report: report)
+    }
+
+    /// `purge(inactive:…)` in chunks of about `chunkSize` candidates (tests
+    /// make them small).
+    func purge(
+        inactive: TimeSpan, includingUsersWithData: Bool, dryRun: Bool, now: Date, chunkSize: Int,
+        progress: (_ decided: Int) throws -> Void = { _ in },
         report: (_ candidate: PurgeCandidate, _ purged: Bool) throws -> Void
     ) throws -> (cutoff: Date, tally: PurgeTally) {
         try requirePositive(inactive)
@@ -394,41 +420,56 @@ extension GuestMode {
             profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
         let kept = PurgeSpool()
         let purged = PurgeSpool()
-        let decide = { (transaction: any StoreTransaction) throws in
-            // A rerun after a serialization failure decides again from the start.
-            try kept.removeAll()
-            try purged.removeAll()
-            try transaction.inactiveUsers(
-                state: PurgePolicy.candidateState, lastSeenBefore: cutoff, locking: !dryRun
-            ) { batch in
-                for user in batch {
-                    let decision = policy.decision(
-                        state: user.state, lastSeenAt: user.lastSeenAt, records: user.records, grants: user.grants)
-                    let candidate = PurgeCandidate(id: user.id, lastSeenAt: user.lastSeenAt, records: user.records)
-                    try (decision == .delete ? purged : kept).append(candidate)
-                }
-            }
-            guard !dryRun, purged.count > 0 else { return }
-            try transaction.deleteUsers { add in
-                var ids: [String] = []
-                try purged.forEach { candidate in
-                    ids.append(candidate.id)
-                    try transaction.raiseWebhook(
-                        .userPurged, user: candidate.id,
-                        data: [
-                            "last_seen_at": .string(Timestamp.format(candidate.lastSeenAt)),
-                            "records": .number(String(candidate.records)),
-                        ], at: now, profile: profile)
-                    if ids.count == Self.purgeDeletionBatch {
-                        try add(ids)
-                        ids.removeAll(keepingCapacity: true)
+        var lastSeenAfter: Date?
+        while true {
+            var chunkKept = PurgeSpool()
+            var chunkPurged = PurgeSpool()
+            var chunkEnd: Date?
+            let decide = { (transaction: any StoreTransaction) throws in
+                // A rerun after a serialization failure decides the chunk again from its start.
+                chunkKept = PurgeSpool()
+                chunkPurged = PurgeSpool()
+                chunkEnd = try transaction.inactiveLastSeen(
+                    state: PurgePolicy.candidateState, after: lastSeenAfter, before: cutoff, position: chunkSize)
+                let range = LastSeenRange(after: lastSeenAfter, through: chunkEnd, before: cutoff)
+                try transaction.inactiveUsers(
+                    state: PurgePolicy.candidateState, lastSeen: range, locking: !dryRun
+                ) { batch in
+                    for user in batch {
+                        let decision = policy.decision(
+                            state: user.state, lastSeenAt: user.lastSeenAt, records: user.records,
+                            grants: user.grants)
+                        let candidate = PurgeCandidate(id: user.id, lastSeenAt: user.lastSeenAt, records: user.records)
+                        try (decision == .delete ? chunkPurged : chunkKept).append(candidate)
                     }
                 }
-                if !ids.isEmpty { try add(ids) }
+                guard !dryRun, chunkPurged.count > 0 else { return }
+                try transaction.deleteUsers { add in
+                    var ids: [String] = []
+                    try chunkPurged.forEach { candidate in
+                        ids.append(candidate.id)
+                        try transaction.raiseWebhook(
+                            .userPurged, user: candidate.id,
+                            data: [
+                                "last_seen_at": .string(Timestamp.format(candidate.lastSeenAt)),
+                                "records": .number(String(candidate.records)),
+                            ], at: now, profile: profile)
+                        if ids.count == Self.purgeDeletionBatch {
+                            try add(ids)
+                            ids.removeAll(keepingCapacity: true)
+                        }
+                    }
+                    if !ids.isEmpty { try add(ids) }
+                }
             }
+            // A dry run changes nothing, so it only reads, and locks nobody.
+            if dryRun { try store.read(decide) } else { try store.write(decide) }
+            try chunkKept.forEach { try kept.append($0) }
+            try chunkPurged.forEach { try purged.append($0) }
+            try progress(kept.count + purged.count)
+            guard let chunkEnd else { break }
+            lastSeenAfter = chunkEnd
         }
-        // A dry run changes nothing, so it only reads, and locks nobody.
-        if dryRun { try store.read(decide) } else { try store.write(decide) }
         try kept.forEach { try report($0, false) }
         try purged.forEach { try report($0, true) }
         return (cutoff, PurgeTally(purged: purged.count, kept: kept.count))

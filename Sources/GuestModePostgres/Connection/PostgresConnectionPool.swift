@@ -46,9 +46,6 @@ final class PostgresConnectionPool: Sendable {
         let pool: ObjectIdentifier
         let thread: ObjectIdentifier
         let connection: PostgresConnection
-        /// Whether a transaction is open on it (else it is held across
-        /// transactions by `withSession`).
-        let isInTransaction: Bool
     }
 
     @TaskLocal private static var leases: [Lease] = []
@@ -61,8 +58,7 @@ final class PostgresConnectionPool: Sendable {
     /// The connection of the transaction open on this thread, if any: a
     /// nested transaction runs its body on it.
     var connectionInTransaction: PostgresConnection? {
-        guard let lease = currentLease, lease.isInTransaction else { return nil }
-        return lease.connection
+        currentLease?.connection
     }
 
     /// Thrown by a transaction whose first statement found the connection
@@ -72,18 +68,9 @@ final class PostgresConnectionPool: Sendable {
     }
 
     /// Runs `body`, a whole transaction, with a connection no other thread
-    /// uses meanwhile: the one held by `withSession` on this thread, else an
-    /// idle one, else a new one if fewer than `capacity` are open, else the
-    /// first one given back within `wait`.
+    /// uses meanwhile: an idle one, else a new one if fewer than `capacity`
+    /// are open, else the first one given back within `wait`.
     func withTransaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        if let lease = currentLease {
-            do {
-                return try run(body, on: lease.connection)
-            } catch let lost as LostBeforeStart {
-                // A session's connection carries state a replacement would not have.
-                throw lost.failure.asGuestModeError
-            }
-        }
         try takePermit()
         defer { permits.signal() }
         while true {
@@ -105,30 +92,15 @@ final class PostgresConnectionPool: Sendable {
         }
     }
 
-    /// Runs `body` with one connection held across the transactions it runs,
-    /// for work that keeps session state between them (a temporary table
-    /// written by one transaction and read by the next).
-    func withSession<T>(_ body: () throws -> T) throws -> T {
-        if currentLease != nil { return try body() }
-        try takePermit()
-        defer { permits.signal() }
-        let connection = try idle.withLock { $0.popLast() } ?? open()
-        defer { giveBack(connection) }
-        return try Self.$leases.withValue(Self.leases + [lease(of: connection, isInTransaction: false)]) {
-            try body()
-        }
-    }
-
     private func run<T>(_ body: (PostgresConnection) throws -> T, on connection: PostgresConnection) throws -> T {
-        try Self.$leases.withValue(Self.leases + [lease(of: connection, isInTransaction: true)]) {
+        try Self.$leases.withValue(Self.leases + [lease(of: connection)]) {
             try body(connection)
         }
     }
 
-    private func lease(of connection: PostgresConnection, isInTransaction: Bool) -> Lease {
+    private func lease(of connection: PostgresConnection) -> Lease {
         Lease(
-            pool: ObjectIdentifier(self), thread: ObjectIdentifier(Thread.current), connection: connection,
-            isInTransaction: isInTransaction)
+            pool: ObjectIdentifier(self), thread: ObjectIdentifier(Thread.current), connection: connection)
     }
 
     private func takePermit() throws {

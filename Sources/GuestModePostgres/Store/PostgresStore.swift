@@ -214,13 +214,6 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// Runs `body`, which runs several transactions, on one connection held
-    /// throughout, for work that keeps session state from one transaction to
-    /// the next (a temporary table).
-    func withSession<T>(_ body: () throws -> T) throws -> T {
-        try pool.withSession(body)
-    }
-
     /// A connection the server closed while it sat idle fails here, before
     /// anything was done on it: the pool then runs the transaction again on another.
     private func begin(_ statement: String, on connection: PostgresConnection) throws {

@@ -86,20 +86,44 @@ extension SQLiteTransaction {
         try store.deleteEverything(of: id, db)
     }
 
+    func inactiveLastSeen(state: UserState, after: Date?, before cutoff: Date, position: Int) throws -> Date? {
+        precondition(position > 0, "positions count from 1")
+        var arguments: StatementArguments = [state.rawValue, Timestamp.format(cutoff)]
+        if let after { arguments += [Timestamp.format(after)] }
+        // users_state_last_seen covers the query: the skipped entries cost no table lookups.
+        return try StoredTime.fetchOne(
+            db,
+            sql: """
+                SELECT last_seen_at FROM users
+                WHERE state = ? AND last_seen_at < ?\(after == nil ? "" : " AND last_seen_at > ?")
+                ORDER BY last_seen_at LIMIT 1 OFFSET \(position - 1)
+                """,
+            arguments: arguments)?.date
+    }
+
     func inactiveUsers(
-        state: UserState, lastSeenBefore cutoff: Date, locking: Bool, _ body: ([InactiveUser]) throws -> Void
+        state: UserState, lastSeen range: LastSeenRange, locking: Bool, _ body: ([InactiveUser]) throws -> Void
     ) throws {
         // One pass over an index: SQLite's default page cache is enough, and
         // leaves the bulk cache's memory to the deletions that follow.
         try store.useScanCache(db)
-        let arguments: StatementArguments = [state.rawValue, Timestamp.format(cutoff)]
-        // The grants of every candidate, read at once: few guests hold one.
+        var conditions = "u.state = ? AND u.last_seen_at < ?"
+        var arguments: StatementArguments = [state.rawValue, Timestamp.format(range.before)]
+        if let after = range.after {
+            conditions += " AND u.last_seen_at > ?"
+            arguments += [Timestamp.format(after)]
+        }
+        if let through = range.through {
+            conditions += " AND u.last_seen_at <= ?"
+            arguments += [Timestamp.format(through)]
+        }
+        // The grants of every candidate in the range, read at once: few guests hold one.
         var grants: [String: [PlanGrant]] = [:]
         for row in try Row.fetchAll(
             db,
             sql: """
                 SELECT p.* FROM plans p JOIN users u ON u.id = p.user_id
-                WHERE u.state = ? AND u.last_seen_at < ?
+                WHERE \(conditions)
                 ORDER BY p.granted_at, p.id
                 """,
             arguments: arguments)
@@ -112,7 +136,7 @@ extension SQLiteTransaction {
                 SELECT u.id, u.state, u.last_seen_at,
                     (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
                 FROM users u
-                WHERE u.state = ? AND u.last_seen_at < ?
+                WHERE \(conditions)
                 ORDER BY u.last_seen_at, u.id
                 """,
             arguments: arguments)

@@ -226,13 +226,10 @@ struct UserCommand: ParsableCommand {
             // Streamed: one line per purged guest as the store hands it over, written in blocks.
             let verb = dryRun ? "would purge" : "purged"
             var pending = ""
-            var seen = 0
             let (cutoff, tally) = try global.openEngine().purge(
                 inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
-                now: try global.currentTime()
+                now: try global.currentTime(), progress: { progress.update(done: $0, total: nil) }
             ) { candidate, purged in
-                seen += 1
-                progress.update(done: seen, total: nil)
                 guard purged else { return }
                 pending +=
                     "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(counted(candidate.records, "record")))\n"
@@ -254,7 +251,6 @@ struct UserCommand: ParsableCommand {
             var pending = "{\n  \"kept\" : ["
             var section = "kept"
             var isFirstInSection = true
-            var seen = 0
             func flush(force: Bool = false) {
                 guard force || pending.utf8.count >= 1 << 16 else { return }
                 FileHandle.standardOutput.write(Data(pending.utf8))
@@ -267,10 +263,8 @@ struct UserCommand: ParsableCommand {
             }
             let (cutoff, tally) = try global.openEngine().purge(
                 inactive: span, includingUsersWithData: includeWithData, dryRun: dryRun,
-                now: try global.currentTime()
+                now: try global.currentTime(), progress: { progress.update(done: $0, total: nil) }
             ) { candidate, purged in
-                seen += 1
-                progress.update(done: seen, total: nil)
                 if purged && section == "kept" {
                     pending += isFirstInSection ? "],\n  \"purged\" : [" : "\n  ],\n  \"purged\" : ["
                     section = "purged"

@@ -225,6 +225,73 @@ private struct StopAfterLock: Error {}
                 .purged.isEmpty)
     }
 
+    /// A purge works in chunks that end where the last-seen time changes:
+    /// guests sharing a time at a chunk's end all fall in that chunk, kept
+    /// guests are passed over, and the result and the report's order are
+    /// those of one chunk for all.
+    @Test(arguments: StoreBackend.allCases)
+    func aPurgeInSmallChunksDecidesAsOneChunkDoes(backend: StoreBackend) throws {
+        let (engine, store) = try engine(backend)
+        let guests = [
+            ("a", 2), ("b", 2), ("c", 2), ("payer", 3), ("d", 3), ("e", 4), ("f", 5), ("g", 5), ("recent", 20),
+        ]
+        for (id, seen) in guests { try store.createUser(newUser(id, at: day(seen)), credentials: nil) }
+        _ = try engine.grantPlan(user: "payer", plan: "premium", trial: nil, until: nil, now: day(3))
+        let inactive = TimeSpan(amount: 10, unit: .days)
+
+        func run(chunkSize: Int, dryRun: Bool) throws -> (kept: [String], purged: [String], progress: [Int]) {
+            var kept: [String] = []
+            var purged: [String] = []
+            var progress: [Int] = []
+            let (_, tally) = try engine.purge(
+                inactive: inactive, includingUsersWithData: false, dryRun: dryRun, now: day(25),
+                chunkSize: chunkSize, progress: { progress.append($0) }
+            ) { candidate, isPurged in
+                if isPurged { purged.append(candidate.id) } else { kept.append(candidate.id) }
+            }
+            #expect(tally == PurgeTally(purged: purged.count, kept: kept.count))
+            return (kept, purged, progress)
+        }
+        let whole = try run(chunkSize: 100, dryRun: true)
+        #expect(whole.kept == ["payer"])
+        #expect(whole.purged == ["a", "b", "c", "d", "e", "f", "g"])
+        #expect(whole.progress == [8])
+        // Chunks of about 2: day 2 (three guests: a chunk never splits a time), day 3, days 4–5, and the
+        // last one, which finds nobody left.
+        let chunked = try run(chunkSize: 2, dryRun: true)
+        #expect(chunked.kept == whole.kept && chunked.purged == whole.purged)
+        #expect(chunked.progress == [3, 5, 8, 8])
+        let done = try run(chunkSize: 2, dryRun: false)
+        #expect(done.kept == whole.kept && done.purged == whole.purged)
+        #expect(Set(try engine.users(matching: UserFilter(), now: day(25)).map(\.id)) == ["payer", "recent"])
+        #expect(try run(chunkSize: 2, dryRun: false).purged.isEmpty)
+    }
+
+    /// Each chunk commits on its own: a purge stopped after its first chunk
+    /// keeps that chunk's deletions, touches no other guest, and the same
+    /// purge run again removes the rest.
+    @Test(arguments: StoreBackend.allCases)
+    func aPurgeStoppedBetweenChunksKeepsWhatItCommitted(backend: StoreBackend) throws {
+        let (engine, store) = try engine(backend)
+        for (id, seen) in [("a", 2), ("b", 3), ("c", 4), ("d", 5)] {
+            try store.createUser(newUser(id, at: day(seen)), credentials: nil)
+        }
+        struct Stop: Error {}
+        let inactive = TimeSpan(amount: 10, unit: .days)
+        #expect(throws: Stop.self) {
+            _ = try engine.purge(
+                inactive: inactive, includingUsersWithData: false, dryRun: false, now: day(25), chunkSize: 2,
+                progress: { _ in throw Stop() }, report: { _, _ in Issue.record("a stopped purge reports nothing") })
+        }
+        #expect(Set(try engine.users(matching: UserFilter(), now: day(25)).map(\.id)) == ["c", "d"])
+        var purged: [String] = []
+        _ = try engine.purge(
+            inactive: inactive, includingUsersWithData: false, dryRun: false, now: day(25), chunkSize: 2
+        ) { candidate, isPurged in if isPurged { purged.append(candidate.id) } }
+        #expect(purged == ["c", "d"])
+        #expect(try engine.users(matching: UserFilter(), now: day(25)).isEmpty)
+    }
+
     /// Records keep a guest unless the purge includes users with data; the
     /// purged one takes its records and queued backup along (tables without
     /// a foreign key to users), and nobody else's.
