@@ -32,21 +32,24 @@ import Testing
         #expect(try contents(of: spool) == candidates, "read again for the report after the deletion")
     }
 
-    /// A purge whose transaction is run again starts from an empty spool,
-    /// and one read can be followed by more candidates.
-    @Test(arguments: [1 << 20, 64])
-    func emptyingForgetsEverythingAndAppendingContinuesAfterARead(memoryLimit: Int) throws {
-        let spool = PurgeSpool(memoryLimit: memoryLimit)
-        for candidate in Self.sample(500) { try spool.append(candidate) }
-        try spool.removeAll()
-        #expect(spool.count == 0)
-        #expect(try contents(of: spool).isEmpty)
-        let first = Self.sample(300, from: 1_000)
-        for candidate in first { try spool.append(candidate) }
-        #expect(try contents(of: spool) == first)
-        let more = Self.sample(300, from: 2_000)
-        for candidate in more { try spool.append(candidate) }
-        #expect(try contents(of: spool) == first + more)
-        #expect(spool.count == 600)
+    /// A purge decides its chunks in the order of the ids and reports by last
+    /// activity: a spool sorted by activity gives the candidates back by
+    /// time, then id byte by byte, however they came and wherever it spilled.
+    @Test(arguments: [1 << 20, 256, 1])
+    func aSpoolSortedByActivityGivesTheCandidatesBackByTimeThenID(memoryLimit: Int) throws {
+        var candidates = Self.sample(3_000)
+        // Many share a time (to the millisecond, as the store keeps it).
+        for index in candidates.indices where index % 4 == 0 {
+            candidates[index].lastSeenAt = candidates[index / 2].lastSeenAt
+        }
+        var generator = SystemRandomNumberGenerator()
+        let spool = PurgeSpool(sortedByActivity: true, memoryLimit: memoryLimit)
+        for candidate in candidates.shuffled(using: &generator) { try spool.append(candidate) }
+        let expected = candidates.sorted {
+            $0.lastSeenAt != $1.lastSeenAt
+                ? $0.lastSeenAt < $1.lastSeenAt : Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8))
+        }
+        #expect(spool.count == expected.count)
+        #expect(try contents(of: spool) == expected)
     }
 }

@@ -57,19 +57,6 @@ final class RecordSpool {
         if buffer.count >= runLimit { try spill() }
     }
 
-    /// Forgets every record (a transaction run again starts afresh).
-    func removeAll() throws {
-        buffer.removeAll(keepingCapacity: true)
-        count = 0
-        runs = []
-        fileLength = 0
-        do {
-            try file?.truncate(atOffset: 0)
-        } catch {
-            throw ioError(error)
-        }
-    }
-
     /// Calls `body` with a reader of each record, in the order they were
     /// appended (a sorted spool: in the order of their first field).
     func forEach(_ body: (inout Reader) throws -> Void) throws {

@@ -46,20 +46,16 @@ package protocol UserRows {
     /// nothing of any other user.
     func deleteUser(_ id: String) throws
 
-    /// The last-seen time of the user at `position` (counted from 1) among
-    /// those in `state` last seen strictly after `after` (when given) and
-    /// strictly before `cutoff`, oldest activity first; nil when there are
-    /// fewer. A purge ends a chunk there.
-    func inactiveLastSeen(state: UserState, after: Date?, before cutoff: Date, position: Int) throws -> Date?
-
-    /// Hands over, in batches, the users in `state` last seen in `range`,
-    /// oldest activity first (then by id, byte by byte), each with its
-    /// record count and every plan grant it ever held. With `locking`, each
-    /// batch's rows are locked as they are read and stay locked until the
-    /// transaction ends. Streamed: no batch and no query grows with the
-    /// number of users.
+    /// Hands over, in batches, at most `limit` users in `state` last seen
+    /// strictly before `cutoff` whose ids sort after `idAfter` (all when it
+    /// is nil), in the order of their ids (the store's order of its key),
+    /// each with its record count and every plan grant it ever held. With
+    /// `locking`, each batch's rows are locked as they are read and stay
+    /// locked until the transaction ends. Streamed: no batch and no query
+    /// grows with the number of users.
     func inactiveUsers(
-        state: UserState, lastSeen range: LastSeenRange, locking: Bool, _ body: ([InactiveUser]) throws -> Void
+        state: UserState, lastSeenBefore cutoff: Date, idAfter: String?, limit: Int, locking: Bool,
+        _ body: ([InactiveUser]) throws -> Void
     ) throws
 
     /// Deletes users and everything they own, as `deleteUser` does, set-based:
@@ -75,21 +71,6 @@ extension UserRows {
             throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
         }
         return user
-    }
-}
-
-/// Last-seen times a purge's chunk covers: strictly after `after` (when
-/// given), at or before `through` (when given), and always strictly before
-/// `before`, the purge's cutoff.
-package struct LastSeenRange: Sendable, Equatable {
-    package var after: Date?
-    package var through: Date?
-    package var before: Date
-
-    package init(after: Date?, through: Date?, before: Date) {
-        self.after = after
-        self.through = through
-        self.before = before
     }
 }
 

@@ -373,9 +373,8 @@ extension GuestMode {
 
     /// How many ids one `UserRows.deleteUsers` batch carries.
     static let purgeDeletionBatch = 1000
-    /// About how many candidates one purge transaction decides: a chunk
-    /// ends after this many, at a change of last-seen time.
-    static let purgeChunkSize = 10_000
+    /// How many candidates one purge transaction decides.
+    static let purgeChunkSize = 50_000
 
     /// The purge of `purge(inactive:…)`, streamed: each candidate goes to
     /// `report` (kept ones first, then purged ones, each list by last
@@ -384,19 +383,22 @@ extension GuestMode {
     /// have been decided each time a chunk commits; what it throws stops the
     /// purge there, with the chunks so far done.
     ///
-    /// The candidates are taken in chunks of about `purgeChunkSize`, oldest
-    /// activity first, each chunk in a transaction of its own that finds
-    /// them, locking each (so nobody becomes active, buys a plan or adds a
-    /// record between the decision and the deletion), decides each with
-    /// `PurgePolicy`, and deletes the purged ones set-based. A chunk ends
-    /// where the last-seen time changes, so the next one starts strictly
-    /// after it. Each guest goes whole or not at all, with its webhook
-    /// event; an interrupted purge keeps the chunks that committed, and the
-    /// same purge run again finds the rest. One transaction for millions of
-    /// guests would hold every lock, and SQLite's WAL (and the index of it
-    /// SQLite maps into the process) would grow with it until the end.
-    /// The decisions wait in spools until the last chunk commits, so the
-    /// report lists what is done and never holds a transaction open.
+    /// The candidates are taken in chunks of `purgeChunkSize`, in the order
+    /// of their ids, each chunk in a transaction of its own that finds them,
+    /// locking each (so nobody becomes active, buys a plan or adds a record
+    /// between the decision and the deletion), decides each with
+    /// `PurgePolicy`, and deletes the purged ones set-based. Each guest goes
+    /// whole or not at all, with its webhook event; an interrupted purge
+    /// keeps the chunks that committed, and the same purge run again finds
+    /// the rest. One transaction for millions of guests would hold every
+    /// lock, and SQLite's WAL (with the index of it SQLite maps into the
+    /// process) would grow with it until the end. Chunks follow the ids
+    /// because everything a user owns is keyed by the user's id: a chunk
+    /// rewrites one stretch of each table, where chunks by last activity
+    /// would each rewrite pages all over them.
+    /// The decisions wait in spools, sorted by last activity, until the last
+    /// chunk commits, so the report lists what is done and never holds a
+    /// transaction open.
     public func purge(
         inactive: TimeSpan, includingUsersWithData: Bool, dryRun: Bool, now: Date,
         progress: (_ decided: Int) throws -> Void = { _ in },
@@ -407,8 +409,8 @@ extension GuestMode {
             chunkSize: Self.purgeChunkSize, progress: progress, report: report)
     }
 
-    /// `purge(inactive:…)` in chunks of about `chunkSize` candidates (tests
-    /// make them small).
+    /// `purge(inactive:…)` in chunks of `chunkSize` candidates (tests make
+    /// them small).
     func purge(
         inactive: TimeSpan, includingUsersWithData: Bool, dryRun: Bool, now: Date, chunkSize: Int,
         progress: (_ decided: Int) throws -> Void = { _ in },
@@ -418,22 +420,21 @@ extension GuestMode {
         let cutoff = inactive.subtracted(from: now)
         let policy = PurgePolicy(
             profile: profile, cutoff: cutoff, includesUsersWithRecords: includingUsersWithData, now: now)
-        let kept = PurgeSpool()
-        let purged = PurgeSpool()
-        var lastSeenAfter: Date?
+        let kept = PurgeSpool(sortedByActivity: true)
+        let purged = PurgeSpool(sortedByActivity: true)
+        var idAfter: String?
         while true {
             var chunkKept = PurgeSpool()
             var chunkPurged = PurgeSpool()
-            var chunkEnd: Date?
+            var lastID: String?
             let decide = { (transaction: any StoreTransaction) throws in
                 // A rerun after a serialization failure decides the chunk again from its start.
                 chunkKept = PurgeSpool()
                 chunkPurged = PurgeSpool()
-                chunkEnd = try transaction.inactiveLastSeen(
-                    state: PurgePolicy.candidateState, after: lastSeenAfter, before: cutoff, position: chunkSize)
-                let range = LastSeenRange(after: lastSeenAfter, through: chunkEnd, before: cutoff)
+                lastID = nil
                 try transaction.inactiveUsers(
-                    state: PurgePolicy.candidateState, lastSeen: range, locking: !dryRun
+                    state: PurgePolicy.candidateState, lastSeenBefore: cutoff, idAfter: idAfter, limit: chunkSize,
+                    locking: !dryRun
                 ) { batch in
                     for user in batch {
                         let decision = policy.decision(
@@ -442,6 +443,7 @@ extension GuestMode {
                         let candidate = PurgeCandidate(id: user.id, lastSeenAt: user.lastSeenAt, records: user.records)
                         try (decision == .delete ? chunkPurged : chunkKept).append(candidate)
                     }
+                    lastID = batch.last?.id ?? lastID
                 }
                 guard !dryRun, chunkPurged.count > 0 else { return }
                 try transaction.deleteUsers { add in
@@ -467,8 +469,8 @@ extension GuestMode {
             try chunkKept.forEach { try kept.append($0) }
             try chunkPurged.forEach { try purged.append($0) }
             try progress(kept.count + purged.count)
-            guard let chunkEnd else { break }
-            lastSeenAfter = chunkEnd
+            guard chunkKept.count + chunkPurged.count == chunkSize, let lastID else { break }
+            idAfter = lastID
         }
         try kept.forEach { try report($0, false) }
         try purged.forEach { try report($0, true) }

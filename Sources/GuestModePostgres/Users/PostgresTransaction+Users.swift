@@ -89,45 +89,23 @@ extension PostgresTransaction {
         try store.deleteEverything(of: id, connection)
     }
 
-    func inactiveLastSeen(state: UserState, after: Date?, before cutoff: Date, position: Int) throws -> Date? {
-        precondition(position > 0, "positions count from 1")
-        var parameters = [PostgresValue(state.rawValue), PostgresValue(cutoff), PostgresValue(Int64(position - 1))]
-        if let after { parameters.append(PostgresValue(after)) }
-        // In the column's own collation, so users_state_last_seen serves the order; fixed-width
-        // timestamps sort the same in every collation.
-        let rows = try connection.execute(
-            """
-            SELECT last_seen_at FROM users
-            WHERE state = $1 AND last_seen_at < $2\(after == nil ? "" : " AND last_seen_at > $4")
-            ORDER BY last_seen_at LIMIT 1 OFFSET $3
-            """,
-            parameters)
-        return try rows.first.map { try $0.date("last_seen_at") }
-    }
-
     /// Walks the users through a cursor, a batch at a time: with `locking`,
     /// each batch is locked as it is fetched, and its record counts and
     /// grants are read for that batch only, once its locks are held.
     func inactiveUsers(
-        state: UserState, lastSeen range: LastSeenRange, locking: Bool, _ body: ([InactiveUser]) throws -> Void
+        state: UserState, lastSeenBefore cutoff: Date, idAfter: String?, limit: Int, locking: Bool,
+        _ body: ([InactiveUser]) throws -> Void
     ) throws {
-        var conditions = "state = $1 AND last_seen_at < $2"
-        var parameters = [PostgresValue(state.rawValue), PostgresValue(range.before)]
-        if let after = range.after {
-            parameters.append(PostgresValue(after))
-            conditions += " AND last_seen_at > $\(parameters.count)"
-        }
-        if let through = range.through {
-            parameters.append(PostgresValue(through))
-            conditions += " AND last_seen_at <= $\(parameters.count)"
-        }
-        // Ordered as SQLite orders: by last activity (fixed-width text), then id byte by byte.
+        var parameters = [PostgresValue(state.rawValue), PostgresValue(cutoff)]
+        if let idAfter { parameters.append(PostgresValue(idAfter)) }
+        // In the order of the primary key's own collation, so the key's index serves it, and
+        // `id > $3` goes on where the previous chunk ended in that same order.
         try connection.execute(
             """
             DECLARE guestmode_inactive NO SCROLL CURSOR FOR
             SELECT id, state, last_seen_at FROM users
-            WHERE \(conditions)
-            ORDER BY last_seen_at COLLATE "C", id COLLATE "C"\(locking ? " FOR UPDATE" : "")
+            WHERE state = $1 AND last_seen_at < $2\(idAfter == nil ? "" : " AND id > $3")
+            ORDER BY id LIMIT \(limit)\(locking ? " FOR UPDATE" : "")
             """,
             parameters)
         do {

@@ -86,75 +86,55 @@ extension SQLiteTransaction {
         try store.deleteEverything(of: id, db)
     }
 
-    func inactiveLastSeen(state: UserState, after: Date?, before cutoff: Date, position: Int) throws -> Date? {
-        precondition(position > 0, "positions count from 1")
-        var arguments: StatementArguments = [state.rawValue, Timestamp.format(cutoff)]
-        if let after { arguments += [Timestamp.format(after)] }
-        // users_state_last_seen covers the query: the skipped entries cost no table lookups.
-        return try StoredTime.fetchOne(
-            db,
-            sql: """
-                SELECT last_seen_at FROM users
-                WHERE state = ? AND last_seen_at < ?\(after == nil ? "" : " AND last_seen_at > ?")
-                ORDER BY last_seen_at LIMIT 1 OFFSET \(position - 1)
-                """,
-            arguments: arguments)?.date
-    }
-
     func inactiveUsers(
-        state: UserState, lastSeen range: LastSeenRange, locking: Bool, _ body: ([InactiveUser]) throws -> Void
+        state: UserState, lastSeenBefore cutoff: Date, idAfter: String?, limit: Int, locking: Bool,
+        _ body: ([InactiveUser]) throws -> Void
     ) throws {
-        // One pass over an index: SQLite's default page cache is enough, and
-        // leaves the bulk cache's memory to the deletions that follow.
+        // One pass over the primary key: SQLite's default page cache is
+        // enough, and leaves the bulk cache's memory to the deletions.
         try store.useScanCache(db)
-        var conditions = "u.state = ? AND u.last_seen_at < ?"
-        var arguments: StatementArguments = [state.rawValue, Timestamp.format(range.before)]
-        if let after = range.after {
-            conditions += " AND u.last_seen_at > ?"
-            arguments += [Timestamp.format(after)]
-        }
-        if let through = range.through {
-            conditions += " AND u.last_seen_at <= ?"
-            arguments += [Timestamp.format(through)]
-        }
-        // The grants of every candidate in the range, read at once: few guests hold one.
-        var grants: [String: [PlanGrant]] = [:]
-        for row in try Row.fetchAll(
-            db,
-            sql: """
-                SELECT p.* FROM plans p JOIN users u ON u.id = p.user_id
-                WHERE \(conditions)
-                ORDER BY p.granted_at, p.id
-                """,
-            arguments: arguments)
-        {
-            grants[try row.decode(forColumn: "user_id"), default: []].append(try store.planGrant(row))
-        }
+        var arguments: StatementArguments = [state.rawValue, Timestamp.format(cutoff)]
+        if let idAfter { arguments += [idAfter] }
+        // The unary + keeps SQLite from answering through users_state_last_seen, which
+        // would read every candidate of the store to sort out the first `limit` by id.
         let candidates = try Row.fetchCursor(
             db,
             sql: """
                 SELECT u.id, u.state, u.last_seen_at,
                     (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
                 FROM users u
-                WHERE \(conditions)
-                ORDER BY u.last_seen_at, u.id
+                WHERE +u.state = ? AND +u.last_seen_at < ?\(idAfter == nil ? "" : " AND u.id > ?")
+                ORDER BY u.id LIMIT \(limit)
                 """,
             arguments: arguments)
         var batch: [InactiveUser] = []
         batch.reserveCapacity(Self.inactiveBatchSize)
+        func handOver() throws {
+            // The grants of the batch's stretch of ids: few guests hold one.
+            var grants: [String: [PlanGrant]] = [:]
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM plans WHERE user_id >= ? AND user_id <= ?
+                    ORDER BY granted_at, id
+                    """,
+                arguments: [batch[0].id, batch[batch.count - 1].id])
+            {
+                grants[try row.decode(forColumn: "user_id"), default: []].append(try store.planGrant(row))
+            }
+            for index in batch.indices { batch[index].grants = grants[batch[index].id] ?? [] }
+            try body(batch)
+            batch.removeAll(keepingCapacity: true)
+        }
         while let row = try candidates.next() {
-            let id: String = try row.decode(forColumn: "id")
             batch.append(
                 InactiveUser(
-                    id: id, state: try row.decode("state", as: UserState.self),
+                    id: try row.decode(forColumn: "id"), state: try row.decode("state", as: UserState.self),
                     lastSeenAt: try row.time("last_seen_at"), records: try row.decode(forColumn: "records"),
-                    grants: grants.removeValue(forKey: id) ?? []))
-            if batch.count == Self.inactiveBatchSize {
-                try body(batch)
-                batch.removeAll(keepingCapacity: true)
-            }
+                    grants: []))
+            if batch.count == Self.inactiveBatchSize { try handOver() }
         }
-        if !batch.isEmpty { try body(batch) }
+        if !batch.isEmpty { try handOver() }
     }
 
     func deleteUsers(listing: (_ add: ([String]) throws -> Void) throws -> Void) throws {

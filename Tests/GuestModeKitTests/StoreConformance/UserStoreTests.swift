@@ -225,15 +225,14 @@ private struct StopAfterLock: Error {}
                 .purged.isEmpty)
     }
 
-    /// A purge works in chunks that end where the last-seen time changes:
-    /// guests sharing a time at a chunk's end all fall in that chunk, kept
-    /// guests are passed over, and the result and the report's order are
-    /// those of one chunk for all.
+    /// A purge works in chunks of ids: kept guests are passed over, and the
+    /// result and the report (by last activity, then id, whatever the
+    /// chunks' order) are those of one chunk for all.
     @Test(arguments: StoreBackend.allCases)
     func aPurgeInSmallChunksDecidesAsOneChunkDoes(backend: StoreBackend) throws {
         let (engine, store) = try engine(backend)
         let guests = [
-            ("a", 2), ("b", 2), ("c", 2), ("payer", 3), ("d", 3), ("e", 4), ("f", 5), ("g", 5), ("recent", 20),
+            ("a", 5), ("b", 2), ("c", 2), ("payer", 3), ("d", 3), ("e", 4), ("f", 2), ("g", 5), ("recent", 20),
         ]
         for (id, seen) in guests { try store.createUser(newUser(id, at: day(seen)), credentials: nil) }
         _ = try engine.grantPlan(user: "payer", plan: "premium", trial: nil, until: nil, now: day(3))
@@ -254,13 +253,12 @@ private struct StopAfterLock: Error {}
         }
         let whole = try run(chunkSize: 100, dryRun: true)
         #expect(whole.kept == ["payer"])
-        #expect(whole.purged == ["a", "b", "c", "d", "e", "f", "g"])
+        #expect(whole.purged == ["b", "c", "f", "d", "e", "a", "g"], "oldest activity first, then by id")
         #expect(whole.progress == [8])
-        // Chunks of about 2: day 2 (three guests: a chunk never splits a time), day 3, days 4–5, and the
-        // last one, which finds nobody left.
+        // Chunks of two ids: a–b, c–d, e–f, g–payer, then one that finds nobody left.
         let chunked = try run(chunkSize: 2, dryRun: true)
         #expect(chunked.kept == whole.kept && chunked.purged == whole.purged)
-        #expect(chunked.progress == [3, 5, 8, 8])
+        #expect(chunked.progress == [2, 4, 6, 8, 8])
         let done = try run(chunkSize: 2, dryRun: false)
         #expect(done.kept == whole.kept && done.purged == whole.purged)
         #expect(Set(try engine.users(matching: UserFilter(), now: day(25)).map(\.id)) == ["payer", "recent"])
