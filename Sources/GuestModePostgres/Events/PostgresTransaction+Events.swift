@@ -9,11 +9,13 @@ import GuestModeKit
 extension PostgresTransaction {
     func appendEvents(_ rows: [EventRow]) throws -> [Int: EventPayload] {
         guard rows.count > 1 else { return try rows.first.map { try appendOne($0) } ?? [:] }
-        // ON COMMIT DROP ends it with the transaction; the explicit DROP at the
-        // end lets the next batch of the same transaction create it again.
+        // ON COMMIT DROP ends it with the transaction. Later batches of the same
+        // transaction reuse it, emptied: PostgreSQL holds the locks of every table
+        // created (and dropped) to the end of the transaction, so a table per batch
+        // made a log of millions of events exhaust `max_locks_per_transaction`.
         try connection.execute(
             """
-            CREATE TEMP TABLE guestmode_event_batch (
+            CREATE TEMP TABLE IF NOT EXISTS guestmode_event_batch (
                 seq BIGINT NOT NULL, user_id TEXT NOT NULL, action TEXT NOT NULL, at TEXT NOT NULL,
                 count BIGINT NOT NULL, idempotency_key TEXT, properties TEXT
             ) ON COMMIT DROP
@@ -49,7 +51,8 @@ extension PostgresTransaction {
             WHERE b.idempotency_key IS NOT NULL AND NOT EXISTS (
                 SELECT 1 FROM inserted i WHERE i.user_id = b.user_id AND i.idempotency_key = b.idempotency_key)
             """)
-        try connection.execute("DROP TABLE pg_temp.guestmode_event_batch")
+        // Created in this transaction, so PostgreSQL empties it in place, without a new file.
+        try connection.execute("TRUNCATE pg_temp.guestmode_event_batch")
         var payloads: [Int: EventPayload] = [:]
         for row in skipped {
             let index = try row.int("seq")

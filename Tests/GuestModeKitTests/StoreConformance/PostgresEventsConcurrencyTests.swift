@@ -113,6 +113,39 @@ struct PostgresEventsConcurrencyTests {
     // MARK: Helpers
 
     /// A fresh store bound to `profile` and `writers` connections to it.
+    /// A log goes in as one transaction of many batches: each batch used to
+    /// create and drop its own temporary table, and PostgreSQL keeps every
+    /// such lock to the end, so a log of some millions of events failed with
+    /// "out of shared memory" (`max_locks_per_transaction`). The locks held
+    /// must not grow with the number of batches.
+    @Test func aTransactionsEventBatchesHoldAsManyLocksAsOne() throws {
+        let store = try StoreBackend.makePostgresStore()
+        let text = try template("habits")
+        try store.bindProfile(text: text, origin: "habits.yaml", now: day(1))
+        try makeGuests(["u1"], in: store, profile: try ProfileLoader.parse(text, file: "habits.yaml"))
+        func batch(_ number: Int) -> [EventRow] {
+            (0..<3).map { index in
+                EventRow(
+                    user: "u1", action: "app_opened", at: day(2), count: 1, idempotencyKey: "b\(number)-\(index)",
+                    properties: nil)
+            }
+        }
+        let before = try store.read { try $0.events(of: "u1", action: nil, since: nil, limit: nil).count }
+        let locks = try store.write { transaction in
+            let connection = try #require(transaction as? PostgresTransaction).connection
+            func heldLocks() throws -> Int {
+                try connection.execute("SELECT count(*) AS n FROM pg_locks WHERE pid = pg_backend_pid()").first?.int("n") ?? 0
+            }
+            _ = try transaction.appendEvents(batch(0))
+            let afterOne = try heldLocks()
+            for number in 1...20 { _ = try transaction.appendEvents(batch(number)) }
+            return (afterOne, try heldLocks())
+        }
+        #expect(locks.1 == locks.0, "locks after 1 batch: \(locks.0), after 21: \(locks.1)")
+        let stored = try store.read { try $0.events(of: "u1", action: nil, since: nil, limit: nil).count }
+        #expect(stored == before + 63, "every batch's events are stored")
+    }
+
     private func connections(profile name: String) throws -> (stores: [PostgresStore], profile: Profile) {
         let text = try template(name)
         let profile = try ProfileLoader.parse(text, file: "\(name).yaml")
