@@ -29,8 +29,9 @@ import Foundation
 /// disagree: the store keeps every event for as long as the user exists, so
 /// a disagreement means the archive was altered.
 ///
-/// Pure: no store, the clock passed in. Memory grows with users, identities,
-/// credentials, counters and surrogate ids, not with records or their size.
+/// No store, the clock passed in. What is compared across rows waits in a
+/// temporary file (`CrossRowFacts`), so memory does not grow with the
+/// archive.
 package struct BackupRowValidator {
     package let profile: Profile
     /// The import's clock: past-only timestamps may be at most a day after it.
@@ -47,19 +48,7 @@ package struct BackupRowValidator {
         FiredWarning.eventAction, PromptTrigger.resetEventAction,
     ]
 
-    private struct Key: Hashable {
-        var user: String
-        var name: String
-    }
-
-    private var userStates: [String: (state: UserState, location: String)] = [:]
-    private var usersWithIdentity: Set<String> = []
-    private var identities: Set<Key> = []
-    private var credentialUsers: Set<String> = []
-    private var usernames: Set<String> = []
-    private var counters: [Key: (total: Int64, location: String)] = [:]
-    private var eventTotals: [Key: (total: Int64, location: String)] = [:]
-    private var surrogateIDs: [String: Set<Int64>] = [:]
+    private let facts = CrossRowFacts()
 
     package init(profile: Profile, now: Date, archive: String) {
         self.profile = profile
@@ -90,44 +79,31 @@ package struct BackupRowValidator {
         var result = row
         if table.hasSurrogateID {
             let id = try cells.integer("id", in: 1...Bounds.maximumRowID)
-            guard surrogateIDs[table.name, default: []].insert(id).inserted else {
-                throw cells.duplicate("\(table.name).id \(id) appears twice in the archive")
-            }
+            try facts.noteUnique(
+                String(id), in: table.name + ".id", message: "\(table.name).id \(id) appears twice in the archive",
+                location: cells.location)
             result["id"] = nil
         }
         try checkColumns(cells, table: table.name, result: &result)
         return result
     }
 
-    /// Checks what no single row shows: states against identities, counters against events.
+    /// Checks what no single row shows: values that must be unique, states
+    /// against identities, counters against events.
     package func finish() throws {
-        for (user, entry) in userStates.sorted(by: { $0.key < $1.key }) {
-            switch entry.state {
-            case .linked where !usersWithIdentity.contains(user):
-                throw inconsistent(
-                    at: entry.location, "user '\(user)' is linked but the archive has no identity for them")
-            case .anonymous where usersWithIdentity.contains(user):
-                throw inconsistent(
-                    at: entry.location, "user '\(user)' is anonymous but the archive has an identity for them")
-            default: break
-            }
-        }
-        for (key, counter) in counters.sorted(by: { $0.value.location < $1.value.location }) {
-            let counted = eventTotals[key]?.total ?? 0
-            guard counter.total == counted else {
-                throw inconsistent(
-                    at: counter.location,
-                    "the counter of '\(key.name)' for user '\(key.user)' is \(counter.total) but the archive's events of that action count \(counted)"
-                )
-            }
-        }
-        for (key, events) in eventTotals.sorted(by: { $0.value.location < $1.value.location })
-        where counters[key] == nil {
-            throw inconsistent(
-                at: events.location,
-                "user '\(key.user)' has events of '\(key.name)' (\(events.total) in all) but the archive has no counter for them"
-            )
-        }
+        try facts.check(
+            CrossRowFacts.Wording(
+                invalid: { location, message in
+                    GuestModeError.badData(
+                        "the archive '\(archive)' has an invalid row at \(location): \(message); nothing was changed",
+                        code: .badRow)
+                },
+                duplicate: { location, message in
+                    GuestModeError.badData(
+                        "the archive '\(archive)' has a duplicated row at \(location): \(message); nothing was changed",
+                        code: .duplicateRow)
+                },
+                inconsistent: inconsistent(at:_:), maximumTotal: Int64(Bounds.maximumCounterTotal)))
     }
 
     private func inconsistent(at location: String, _ message: String) -> GuestModeError {
@@ -159,28 +135,28 @@ package struct BackupRowValidator {
             let linkedAt = try cells.optionalPast("linked_at")
             if state == .linked, linkedAt == nil { throw cells.invalid("a linked user needs users.linked_at") }
             if state == .anonymous, linkedAt != nil { throw cells.invalid("an anonymous user has no users.linked_at") }
-            userStates[id] = (state, cells.location)
+            try facts.noteUser(id, state: state, location: cells.location)
         case "identities":
             let provider = try cells.declared("provider", in: profile.identity.providers, what: "identity provider")
             let subject = try cells.name("subject")
             let user = try cells.name("user_id")
             try cells.optionalText("email")
             try cells.past("linked_at")
-            guard identities.insert(Key(user: provider, name: subject)).inserted else {
-                throw cells.duplicate("the identity \(provider)/\(subject) appears twice in the archive")
-            }
-            usersWithIdentity.insert(user)
+            try facts.noteUnique(
+                provider + "\0" + subject, in: "identities",
+                message: "the identity \(provider)/\(subject) appears twice in the archive", location: cells.location)
+            try facts.noteIdentity(of: user, location: cells.location)
         case "credentials":
             let user = try cells.name("user_id")
             let username = try cells.name("username")
             try cells.name("secret_hash")
             try cells.past("created_at")
-            guard credentialUsers.insert(user).inserted else {
-                throw cells.duplicate("user '\(user)' has two credentials rows in the archive")
-            }
-            guard usernames.insert(username).inserted else {
-                throw cells.duplicate("the username '\(username)' appears twice in the archive")
-            }
+            try facts.noteUnique(
+                user, in: "credentials.user_id", message: "user '\(user)' has two credentials rows in the archive",
+                location: cells.location)
+            try facts.noteUnique(
+                username, in: "credentials.username",
+                message: "the username '\(username)' appears twice in the archive", location: cells.location)
         case "upgrade_locks":
             try cells.name("user_id")
             try cells.declared("provider", in: profile.identity.providers, what: "identity provider")
@@ -193,20 +169,12 @@ package struct BackupRowValidator {
                 cells.row["count"] == nil ? 1 : try cells.integer("count", in: 1...Bounds.maximumEventCount)
             try cells.optionalName("idempotency_key")
             try cells.optionalJSONObject("properties")
-            let key = Key(user: user, name: action)
-            let previous = eventTotals[key] ?? (0, cells.location)
-            let (sum, overflow) = previous.total.addingReportingOverflow(count)
-            if overflow || sum > Bounds.maximumCounterTotal {
-                throw cells.invalid(
-                    "the counts of '\(action)' events of user '\(user)' add up past the largest total, \(Bounds.maximumCounterTotal)"
-                )
-            }
-            eventTotals[key] = (sum, previous.location)
+            try facts.noteEvent(user: user, action: action, count: Int64(count), location: cells.location)
         case "counters":
             let user = try cells.name("user_id")
             let action = try action(cells)
             let total = try cells.integer("total", in: 0...Bounds.maximumCounterTotal)
-            counters[Key(user: user, name: action)] = (total, cells.location)
+            try facts.noteCounter(user: user, action: action, total: Int64(total), location: cells.location)
         case "records":
             try cells.text("owner_id")
             try cells.declared("collection", in: profile.collections.map(\.name), what: "collection")

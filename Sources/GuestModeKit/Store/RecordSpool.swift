@@ -320,7 +320,7 @@ final class RecordSpool {
         return offset
     }
 
-    fileprivate static func damaged(_ contents: String) -> GuestModeError {
+    static func damaged(_ contents: String) -> GuestModeError {
         GuestModeError(
             .ioError, code: .ioError,
             "the temporary file holding \(contents) was changed while in use; run the command again")
