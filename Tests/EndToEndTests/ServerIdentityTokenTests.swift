@@ -33,8 +33,12 @@ struct ServerIdentityTokenTests {
         ec_key = ec.generate_private_key(ec.SECP256R1())
         public = rsa_key.public_key().public_numbers()
         ec_public = ec_key.public_key().public_numbers()
+        enc_public = other_rsa.public_key().public_numbers()
         jwks = {"keys": [
             {"kty": "RSA", "kid": "r1", "use": "sig", "alg": "RS256", "n": number(public.n), "e": number(public.e)},
+            {"kty": "RSA", "kid": "x1", "use": "enc", "alg": "RS256", "n": number(enc_public.n),
+             "e": number(enc_public.e)},
+            {"kty": "RSA", "kid": "x2", "key_ops": ["encrypt"], "n": number(enc_public.n), "e": number(enc_public.e)},
             {"kty": "EC", "kid": "e1", "use": "sig", "crv": "P-256", "x": b64(ec_public.x.to_bytes(32, "big")),
              "y": b64(ec_public.y.to_bytes(32, "big"))},
         ]}
@@ -76,6 +80,8 @@ struct ServerIdentityTokenTests {
             "wrong_audience": token(claims(aud="com.example.other")),
             "wrong_nonce": token(claims(nonce="n-2")),
             "other_key": token(claims(), key=other_rsa),
+            "encryption_key": token(claims(), kid="x1", key=other_rsa),
+            "encrypt_only_key": token(claims(), kid="x2", key=other_rsa),
             "unknown_kid": token(claims(), kid="r9"),
             "alg_none": token(claims(), alg="none"),
             "hs256_with_public_key": token(claims(), alg="HS256", key=pem),
@@ -121,7 +127,8 @@ struct ServerIdentityTokenTests {
         for (name, code) in [
             ("expired", "id_token_expired"), ("wrong_issuer", "id_token_issuer_mismatch"),
             ("wrong_audience", "id_token_audience_mismatch"), ("wrong_nonce", "id_token_nonce_mismatch"),
-            ("other_key", "id_token_invalid"), ("unknown_kid", "id_token_invalid"), ("alg_none", "id_token_invalid"),
+            ("other_key", "id_token_invalid"), ("encryption_key", "id_token_invalid"),
+            ("encrypt_only_key", "id_token_invalid"), ("unknown_kid", "id_token_invalid"), ("alg_none", "id_token_invalid"),
             ("hs256_with_public_key", "id_token_invalid"), ("rs256_named_for_ec_key", "id_token_invalid"),
             ("tampered", "id_token_invalid"), ("not_a_jwt", "id_token_invalid"),
         ] {

@@ -230,8 +230,9 @@ actor ProviderKeys {
         guard let jwks = try? JSONDecoder().decode(JWKS.self, from: data) else {
             throw GuestModeError(.invalidJWKS, "\(what) is not a JSON Web Key Set ({\"keys\": [...]})")
         }
+        let notForSigning = keysNotForSigning(data)
         let usable: [JWK] = jwks.keys.compactMap { jwk in
-            guard jwk.keyIdentifier != nil else { return nil }
+            guard let kid = jwk.keyIdentifier?.string, !notForSigning.contains(kid) else { return nil }
             var key = jwk
             switch (jwk.keyType, jwk.algorithm) {
             case (.rsa, .rs256?), (.rsa, nil): key.algorithm = .rs256
@@ -257,5 +258,25 @@ actor ProviderKeys {
             algorithms[kid] = algorithm.rawValue
         }
         return (collection, algorithms)
+    }
+
+    /// The kids of keys their set says are not for verifying signatures
+    /// (RFC 7517: `use` other than `sig`, or `key_ops` without `verify`).
+    /// jwt-kit's `JWK` does not read either member, so they are read here.
+    private static func keysNotForSigning(_ data: Data) -> Set<String> {
+        guard let document = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let keys = document["keys"] as? [[String: Any]]
+        else { return [] }
+        var kids: Set<String> = []
+        for key in keys {
+            guard let kid = key["kid"] as? String else { continue }
+            let use = key["use"]
+            let operations = key["key_ops"]
+            let isForSigning =
+                (use == nil || use as? String == "sig")
+                && (operations == nil || (operations as? [String])?.contains("verify") == true)
+            if !isForSigning { kids.insert(kid) }
+        }
+        return kids
     }
 }
