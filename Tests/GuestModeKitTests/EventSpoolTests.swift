@@ -53,6 +53,23 @@ import Testing
         #expect(again == read)
     }
 
+    /// More runs than one merge takes (`RecordSpool.maximumMergeWidth`), even
+    /// after a first pass has merged them in groups: the runs are merged into
+    /// longer ones until one merge can take them, and the order is the same.
+    @Test func moreRunsThanOneMergeTakesTwiceOverComeBackInOrder() throws {
+        let width = RecordSpool.maximumMergeWidth
+        // One event a run: more runs than a first pass leaves within one merge.
+        let events = Self.sample(width * width + 3 * width) + Self.sample(width)
+        let spool = EventSpool(memoryLimit: 1, runLimit: 1)
+        for event in events { try spool.append(event) }
+        var read: [TrackedEvent] = []
+        try spool.forEach { read.append($0) }
+        #expect(read == Self.byUser(events))
+        var again: [TrackedEvent] = []
+        try spool.forEach { again.append($0) }
+        #expect(again == read, "read again after the passes that lengthened the runs")
+    }
+
     /// A user's events keep the log's order even when every one of them
     /// lands in a run of its own, and a prefix sorts before a longer id.
     @Test func oneUsersEventsKeepTheirOrderAcrossRuns() throws {

@@ -153,10 +153,54 @@ final class RecordSpool {
         return leftKey.count - rightKey.count
     }
 
+    /// At most this many runs are merged at once: each is read in chunks of
+    /// at least 16 KiB, so more would take more than the merge's budget of
+    /// about 1 MiB. A spool with more runs (a log of tens of millions of
+    /// events, a purge of millions of guests) first merges them in groups
+    /// into longer runs at the end of the file, as often as needed, so
+    /// memory stays the same at any size.
+    static let maximumMergeWidth = 64
+
     /// Merges the sorted runs of the file: each run is read in chunks that
     /// together take about `mergeBudget` bytes, whatever the number of runs;
     /// records with the same first field come from the earlier run first.
     private func merge(_ file: FileHandle, _ body: (inout Reader) throws -> Void) throws {
+        while runs.count > Self.maximumMergeWidth {
+            var longer: [Range<UInt64>] = []
+            for first in stride(from: 0, to: runs.count, by: Self.maximumMergeWidth) {
+                let group = Array(runs[first..<min(first + Self.maximumMergeWidth, runs.count)])
+                let start = fileLength
+                var staged: [UInt8] = []
+                staged.reserveCapacity(256 << 10)
+                func writeStaged() throws {
+                    do {
+                        try file.seek(toOffset: fileLength)
+                        try file.write(contentsOf: staged)
+                    } catch {
+                        throw ioError(error)
+                    }
+                    fileLength += UInt64(staged.count)
+                    staged.removeAll(keepingCapacity: true)
+                }
+                try merge(group, of: file) { bytes, start in
+                    let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+                    staged.append(contentsOf: bytes[start..<(start + 4 + length)])
+                    if staged.count >= 256 << 10 { try writeStaged() }
+                }
+                try writeStaged()
+                longer.append(start..<fileLength)
+            }
+            runs = longer
+        }
+        try merge(runs, of: file) { bytes, start in try deliver(bytes, at: start, body) }
+    }
+
+    /// Merges `runs` of the file, handing `emit` each record (its 4-byte
+    /// length and its fields) at `start` of the bytes given, in order.
+    private func merge(
+        _ runs: [Range<UInt64>], of file: FileHandle,
+        _ emit: (_ bytes: UnsafeRawBufferPointer, _ start: Int) throws -> Void
+    ) throws {
         let mergeBudget = 1 << 20
         let chunk = max(16 << 10, mergeBudget / max(runs.count, 1))
         var cursors: [RunCursor] = []
@@ -187,7 +231,7 @@ final class RecordSpool {
         }
         for index in stride(from: cursors.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
         while let top = cursors.first {
-            try top.bytes.withUnsafeBytes { bytes in try deliver(bytes, at: top.start, body) }
+            try top.bytes.withUnsafeBytes { bytes in try emit(bytes, top.start) }
             top.advance()
             if try !top.load(from: file, chunk: chunk, spool: self) {
                 cursors.swapAt(0, cursors.count - 1)
