@@ -140,4 +140,36 @@ struct ReplayJourneyTests {
             "guest guest_cap_reached", "other guest_cap_reached",
         ])
     }
+
+    /// A link line upgrades the guest in place, as `link` does live: at the
+    /// cap the guest now meets the account's refusal and its upgrade prompt,
+    /// not the sign-in prompt, which another guest still gets.
+    @Test("a link in the log makes the guest an account from that line on")
+    func linking() async throws {
+        func put(_ time: String, _ user: String, _ key: String, status: Int32 = 0) -> ReplayStep {
+            ReplayStep(
+                time: time, user: user,
+                live: ["record", "put", "$user", "subscriptions", key, "--data", #"{"price":1}"#],
+                line:
+                    #"{"type":"record","user":"$user","collection":"subscriptions","key":"\#(key)","data":{"price":1},"at":"$at"}"#,
+                status: status)
+        }
+        var steps = (1...5).map { put("2026-11-01T10:0\($0):00Z", "guest", "sub-\($0)") }
+        steps += [
+            put("2026-11-01T10:06:00Z", "guest", "sub-6", status: 10),
+            ReplayStep(
+                time: "2026-11-02T11:00:00Z", user: "guest",
+                live: ["link", "$user", "--provider", "apple", "--subject", "apple-1", "--email", "ada@example.com"],
+                line:
+                    #"{"type":"link","user":"$user","provider":"apple","subject":"apple-1","email":"ada@example.com","at":"$at"}"#
+            ),
+            // An account's cap is premium's to lift (exit 11), and its prompt is the upgrade's.
+            put("2026-11-03T10:00:00Z", "guest", "sub-6", status: 11),
+        ]
+        steps += (1...6).map { put("2026-11-03T11:0\($0):00Z", "other", "o-\($0)", status: $0 == 6 ? 10 : 0) }
+        let shown = try await compare(profile: "subscriptions", steps: steps)
+        #expect(shown.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == [
+            "guest guest_cap_reached", "guest account_cap_reached", "other guest_cap_reached",
+        ])
+    }
 }

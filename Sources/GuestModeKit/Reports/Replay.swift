@@ -11,6 +11,8 @@ package struct ReplaySummary: Codable, Sendable {
     package var meterUses: Int
     /// Plan grants and revocations applied.
     package var planChanges: Int
+    /// Links to an account applied (a link the user already had included).
+    package var links: Int
     /// Events and meter uses whose idempotency key had already been counted.
     package var duplicates: Int
     package var users: Int
@@ -21,11 +23,11 @@ package struct ReplaySummary: Codable, Sendable {
 
 extension GuestMode {
     /// Runs a log (`ReplayLine`: events in the `track --from` format, record
-    /// puts, meter uses and plan changes) through a fresh store from
+    /// puts, meter uses, plan changes and links) through a fresh store from
     /// `scratchStore` (an empty in-memory one: the replay writes to it) bound
     /// to `profileText`, taking the time from each line: every line is applied
     /// by the engine's own use case (`track`'s step, `putRecord`, `useMeter`,
-    /// `grantPlan`, `revokePlan`, over an engine whose store is the replay's
+    /// `grantPlan`, `revokePlan`, `link`, over an engine whose store is the replay's
     /// transaction), and after every line that counted the prompt policy is
     /// asked what to show that user then, from the same facts `nextPrompt`
     /// reads (limits, meters and raised triggers included); a prompt it
@@ -65,7 +67,7 @@ extension GuestMode {
         }
         return ReplaySummary(
             profile: profile.name, events: run.events, records: run.records, meterUses: run.meterUses,
-            planChanges: run.planChanges, duplicates: run.duplicates, users: run.users,
+            planChanges: run.planChanges, links: run.links, duplicates: run.duplicates, users: run.users,
             promptsShown: run.shown,
             prompts: PromptsReport(period: everything, profile: profile, counts: prompts),
             experiments: ExperimentsReport(period: everything, profile: profile, counts: variants))
@@ -115,6 +117,7 @@ private struct ReplayRun {
         var records = 0
         var meterUses = 0
         var planChanges = 0
+        var links = 0
         var duplicates = 0
         var users = 0
         var shown = 0
@@ -159,6 +162,9 @@ private struct ReplayRun {
                 _ = try engine.grantPlan(user: user, plan: plan, trial: trial, until: until, now: at)
             }
             totals.planChanges += 1
+        case let .link(_, provider, subject, email, _):
+            _ = try engine.link(user: user, provider: provider, subject: subject, email: email, now: at)
+            totals.links += 1
         }
         if let record = try decision(for: user, assignments: assignments[user] ?? [], at: at) {
             totals.shown += 1
@@ -212,6 +218,13 @@ extension Profile {
                 return "unknown plan '\(plan)'; this profile's plans are: \(plans.map(\.name).joined(separator: ", "))"
             }
             return textProblem(["the user id": user, "the plan": plan])
+        case let .link(user, provider, subject, email, _):
+            if !identity.providers.contains(provider) {
+                return "unknown provider '\(provider)'; this profile accepts: \(identity.providers.joined(separator: ", "))"
+            }
+            return textProblem([
+                "the user id": user, "the provider": provider, "the identity's subject": subject, "the email": email,
+            ])
         }
     }
 

@@ -1,7 +1,8 @@
 import Foundation
 
 /// One line of a replay log: an event in the `track --from` format, or, with
-/// a `type`, a record put, a meter use or a plan change (guestmode-replay(1)).
+/// a `type`, a record put, a meter use, a plan change or a link to an
+/// account (guestmode-replay(1)).
 package enum ReplayLine: Sendable, Equatable {
     /// `{"user","action","at","count","id","props"}`: `track`.
     case event(TrackedEvent)
@@ -12,12 +13,16 @@ package enum ReplayLine: Sendable, Equatable {
     /// `{"type":"plan","user","plan","at","trial","until"}`: `plan grant`; with
     /// `"revoke":true`, `plan revoke`.
     case plan(user: String, plan: String, trial: TimeSpan?, until: Date?, revoke: Bool, at: Date)
+    /// `{"type":"link","user","provider","subject","email","at"}`: `link`.
+    case link(user: String, provider: String, subject: String, email: String?, at: Date)
 
     /// The user the line is about.
     package var user: String {
         switch self {
         case let .event(event): event.user
-        case let .record(user, _, _, _, _), let .meter(user, _, _, _, _, _), let .plan(user, _, _, _, _, _): user
+        case let .record(user, _, _, _, _), let .meter(user, _, _, _, _, _), let .plan(user, _, _, _, _, _),
+            let .link(user, _, _, _, _):
+            user
         }
     }
 
@@ -25,7 +30,9 @@ package enum ReplayLine: Sendable, Equatable {
     package var at: Date {
         switch self {
         case let .event(event): event.at
-        case let .record(_, _, _, _, at), let .meter(_, _, _, _, _, at), let .plan(_, _, _, _, _, at): at
+        case let .record(_, _, _, _, at), let .meter(_, _, _, _, _, at), let .plan(_, _, _, _, _, at),
+            let .link(_, _, _, _, at):
+            at
         }
     }
 }
@@ -56,13 +63,15 @@ package enum ReplayLog {
         "record": ["type", "user", "collection", "key", "data", "at"],
         "meter": ["type", "user", "meter", "amount", "at", "id", "overage"],
         "plan": ["type", "user", "plan", "at", "trial", "until", "revoke"],
+        "link": ["type", "user", "provider", "subject", "email", "at"],
     ]
 
     private static func step(
         _ type: JSONValue, _ object: [String: JSONValue], defaultTime: Date
     ) throws -> ReplayLine {
         guard case .string(let kind) = type, let known = fields[kind] else {
-            throw EventLog.DecodeFailure("'type' must be \"record\", \"meter\" or \"plan\" (or absent for an event)")
+            throw EventLog.DecodeFailure(
+                "'type' must be \"record\", \"meter\", \"plan\" or \"link\" (or absent for an event)")
         }
         if let unknown = object.keys.filter({ !known.contains($0) }).min() {
             throw EventLog.DecodeFailure(
@@ -98,6 +107,10 @@ package enum ReplayLog {
             return .meter(
                 user: user, meter: try string("meter", in: object), amount: amount,
                 key: object["id"] == nil ? nil : try string("id", in: object), overage: overage, at: at)
+        case "link":
+            return .link(
+                user: user, provider: try string("provider", in: object), subject: try string("subject", in: object),
+                email: object["email"] == nil ? nil : try string("email", in: object), at: at)
         default:
             var trial: TimeSpan?
             if object["trial"] != nil {

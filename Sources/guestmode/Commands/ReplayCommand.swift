@@ -9,8 +9,8 @@ struct ReplayCommand: ParsableCommand {
         abstract:
             "Run an event log through a fresh in-memory store and the prompt policy, and report what would have been shown.",
         discussion: """
-            FILE is NDJSON in the 'track --from' format; a line with "type": "record", "meter" or "plan" is a \
-            record put, a meter use or a plan grant or revoke (guestmode-replay(1)). Each line is applied at its own \
+            FILE is NDJSON in the 'track --from' format; a line with "type": "record", "meter", "plan" or "link" is a \
+            record put, a meter use, a plan grant or revoke, or a link to an account (guestmode-replay(1)). Each line is applied at its own \
             time by the same engine steps as the live command; after each one the policy is asked which prompt to \
             show that user then, over counters, limits, meters and raised triggers, and a prompt it offers is \
             counted as shown. Users are created at their first line. The store named by --store is never written: it only supplies the \
@@ -74,6 +74,7 @@ struct ReplayCommand: ParsableCommand {
                 + (summary.records > 0 ? ", \(counted(summary.records, "record put"))" : "")
                 + (summary.meterUses > 0 ? ", \(counted(summary.meterUses, "meter use"))" : "")
                 + (summary.planChanges > 0 ? ", \(counted(summary.planChanges, "plan change"))" : "")
+                + (summary.links > 0 ? ", \(counted(summary.links, "link"))" : "")
                 + " of \(counted(summary.users, "user")) under profile \(summary.profile): "
                 + "\(summary.promptsShown) prompts shown"
                 + (summary.duplicates > 0 ? ", \(summary.duplicates) duplicate events skipped" : ""))
