@@ -32,38 +32,69 @@ extension PostgresTransaction {
                     row.properties.map { PostgresValue($0) },
                 ]
             })
-        try connection.execute("ANALYZE pg_temp.guestmode_event_batch")
-        // The outer query sees the events as they were before the insert: a
-        // keyed row not inserted finds the event that holds its key there,
-        // unless that one was committed after the statement began (no action).
-        let skipped = try connection.execute(
+        let inserted = try connection.execute(
             """
-            WITH inserted AS (
-                INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
-                SELECT user_id, action, at, count, idempotency_key, properties
-                FROM pg_temp.guestmode_event_batch ORDER BY seq
-                ON CONFLICT DO NOTHING
-                RETURNING user_id, idempotency_key
-            )
-            SELECT b.seq, e.action, e.count, e.properties
-            FROM pg_temp.guestmode_event_batch b
-            LEFT JOIN events e ON e.user_id = b.user_id AND e.idempotency_key = b.idempotency_key
-            WHERE b.idempotency_key IS NOT NULL AND NOT EXISTS (
-                SELECT 1 FROM inserted i WHERE i.user_id = b.user_id AND i.idempotency_key = b.idempotency_key)
+            INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
+            SELECT user_id, action, at, count, idempotency_key, properties
+            FROM pg_temp.guestmode_event_batch ORDER BY seq
+            ON CONFLICT DO NOTHING
+            RETURNING user_id, idempotency_key
             """)
         // Created in this transaction, so PostgreSQL empties it in place, without a new file.
         try connection.execute("TRUNCATE pg_temp.guestmode_event_batch")
+        // Nearly always every row goes in, and there is nothing to ask.
+        guard inserted.count < rows.count else { return [:] }
+        return try payloadsOfSkipped(rows, inserted: inserted)
+    }
+
+    /// What each row the batch's insert left out reports: the event that
+    /// holds its key. Rows without a key are always inserted. Of the rows
+    /// sharing a user and key, the first (in the batch's order) is the one
+    /// inserted, if any was: the later ones report it; the others' keys are
+    /// held by events already stored (or committed meanwhile by another
+    /// writer), read in one query.
+    private func payloadsOfSkipped(_ rows: [EventRow], inserted: PostgresRows) throws -> [Int: EventPayload] {
+        var insertedKeys: Set<[String]> = []
+        for row in inserted {
+            if let key = try row.optionalString("idempotency_key") {
+                insertedKeys.insert([try row.string("user_id"), key])
+            }
+        }
         var payloads: [Int: EventPayload] = [:]
-        for row in skipped {
-            let index = try row.int("seq")
-            guard rows.indices.contains(index) else { throw rows[0].notAppended }
-            payloads[index] =
-                if let action = try row.optionalString("action") {
-                    EventPayload(
-                        action: action, count: try row.int("count"), properties: try row.optionalString("properties"))
-                } else {
-                    try storedPayload(of: rows[index])
-                }
+        var firstOfKey: [[String]: Int] = [:]
+        var stored: [Int] = []
+        for (index, row) in rows.enumerated() {
+            guard let key = row.idempotencyKey else { continue }
+            let userAndKey = [row.user, key]
+            if let first = firstOfKey[userAndKey] {
+                if insertedKeys.contains(userAndKey) { payloads[index] = rows[first].payload } else { stored.append(index) }
+            } else {
+                firstOfKey[userAndKey] = index
+                if !insertedKeys.contains(userAndKey) { stored.append(index) }
+            }
+        }
+        guard !stored.isEmpty else { return payloads }
+        var found: [[String]: EventPayload] = [:]
+        for row in try connection.execute(
+            """
+            SELECT e.user_id, e.idempotency_key, e.action, e.count, e.properties
+            FROM events e JOIN unnest($1::text[], $2::text[]) AS k (user_id, idempotency_key)
+                ON e.user_id = k.user_id AND e.idempotency_key = k.idempotency_key
+            """,
+            [
+                PostgresStore.userIDArray(stored.map { rows[$0].user }),
+                PostgresStore.userIDArray(stored.map { rows[$0].idempotencyKey ?? "" }),
+            ])
+        {
+            found[[try row.string("user_id"), try row.string("idempotency_key")]] = EventPayload(
+                action: try row.string("action"), count: try row.int("count"),
+                properties: try row.optionalString("properties"))
+        }
+        for index in stored {
+            guard let payload = found[[rows[index].user, rows[index].idempotencyKey ?? ""]] else {
+                throw rows[index].notAppended
+            }
+            payloads[index] = payload
         }
         return payloads
     }

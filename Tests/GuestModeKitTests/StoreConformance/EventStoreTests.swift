@@ -51,6 +51,45 @@ struct EventStoreTests {
         #expect(try engine.counters(user: "u1") == ["app_opened": 1, "subscription_added": 5])
     }
 
+    /// One batch of many rows: rows without a key and new keys go in and
+    /// report nothing; a key repeated within the batch reports the batch's
+    /// first row of it; a key stored by an earlier batch reports the stored
+    /// event, whatever this row says.
+    @Test(arguments: StoreBackend.allCases)
+    func aBatchReportsWhatHoldsEachKeyItDidNotInsert(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try makeGuests(["u1", "u2"], in: store, profile: profile)
+        func row(_ user: String, _ action: String, count: Int = 1, key: String?, properties: String? = nil)
+            -> EventRow
+        {
+            EventRow(user: user, action: action, at: day(2), count: count, idempotencyKey: key, properties: properties)
+        }
+        let earlier = try store.write { transaction in
+            try transaction.appendEvents([
+                row("u1", "paywall_viewed", count: 2, key: "old", properties: #"{"a":1}"#),
+                row("u2", "reminder_set", key: "old"),
+            ])
+        }
+        #expect(earlier.isEmpty)
+        let reported = try store.write { transaction in
+            try transaction.appendEvents([
+                row("u1", "paywall_viewed", key: nil),
+                row("u1", "reminder_set", count: 4, key: "new"),
+                row("u1", "paywall_viewed", count: 9, key: "old"),
+                row("u2", "reminder_set", count: 7, key: "new"),
+                row("u1", "reminder_set", count: 5, key: "new"),
+                row("u2", "reminder_set", key: "fresh"),
+            ])
+        }
+        #expect(
+            reported == [
+                2: EventPayload(action: "paywall_viewed", count: 2, properties: #"{"a":1}"#),
+                4: EventPayload(action: "reminder_set", count: 4, properties: nil),
+            ])
+        let stored = try store.read { try $0.events(of: "u1", action: nil, since: nil, limit: nil) }
+        #expect(stored.filter { $0.at == day(2) }.count == 3, "the earlier keyed row, the row without a key, 'new'")
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func aKeyReusedForAnotherActionIsRefusedAndChangesNothing(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
