@@ -181,7 +181,9 @@ struct UserCommand: ParsableCommand {
             abstract: "Remove anonymous users inactive for a while (--inactive 90d).",
             discussion: """
                 Guests that own records are kept unless --include-with-data; guests holding a plan in force are \
-                always kept. --dry-run lists exactly what would go; otherwise --yes is required.
+                always kept. --dry-run lists exactly what would go; otherwise --yes is required. Guests go in \
+                chunks of 50,000, each chunk its own transaction: a purge that is interrupted keeps what it \
+                removed, and running it again removes the rest.
                 """
         )
 
