@@ -218,7 +218,11 @@ struct ArchiveWalk {
     private static func decodeHeader(
         _ bytes: [UInt8], path: String, chain: ArchiveMigrationChain
     ) throws -> (BackupHeader, Int, [ArchiveMigration]) {
-        _ = try TextRule.decode(bytes, what: "\(BackupFormat.headerName) of the archive '\(path)'")
+        let text = try TextRule.decode(bytes, what: "\(BackupFormat.headerName) of the archive '\(path)'")
+        if let (header, version) = currentHeader(text), try chain.steps(from: version, archive: path).isEmpty {
+            try checkText(of: header, path: path)
+            return (header, version, [])
+        }
         guard var object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
             object["format"] as? String == BackupFormat.formatName,
             let version = object["format_version"] as? Int
@@ -239,17 +243,65 @@ struct ArchiveWalk {
             throw GuestModeError.badData(
                 "the archive '\(path)' has a malformed header.json (\(describe(error)))", code: .badHeader)
         }
+        try checkText(of: header, path: path)
+        return (header, version, migrations)
+    }
+
+    /// A well-formed header of a format that needs no migration, read from
+    /// the strict parser's values member by member: `JSONSerialization` and
+    /// `JSONDecoder` made an object per user of a list of millions, several
+    /// times over. Nil for anything else (another version, a member of the
+    /// wrong type or missing, a repeated name), which the general path reads
+    /// and reports as before.
+    private static func currentHeader(_ text: String) -> (BackupHeader, Int)? {
+        guard case .object(let members)? = try? StrictJSON.parse(text),
+            case .string(let format)? = members["format"], format == BackupFormat.formatName,
+            case .number(let versionText)? = members["format_version"], let version = Int(versionText),
+            case .string(let toolVersion)? = members["tool_version"],
+            case .object(let profile)? = members["profile"],
+            case .string(let profileName)? = profile["name"],
+            case .number(let profileVersionText)? = profile["version"], let profileVersion = Int(profileVersionText),
+            case .array(let listed)? = members["users"],
+            case .string(let created)? = members["created"]
+        else { return nil }
+        func optionalString(_ name: String) -> String?? {
+            switch members[name] {
+            case nil, .null?: return .some(nil)
+            case .string(let value)?: return .some(value)
+            default: return nil
+            }
+        }
+        guard let guestOwner = optionalString("guest_owner"), let signingKeyId = optionalString("signing_key_id")
+        else { return nil }
+        var users: [String] = []
+        users.reserveCapacity(listed.count)
+        for user in listed {
+            guard case .string(let id) = user else { return nil }
+            users.append(id)
+        }
+        return (
+            BackupHeader(
+                format: format, formatVersion: version, toolVersion: toolVersion,
+                profile: BackupHeader.ProfileReference(name: profileName, version: profileVersion), users: users,
+                guestOwner: guestOwner, created: created, signingKeyId: signingKeyId),
+            version
+        )
+    }
+
+    private static func checkText(of header: BackupHeader, path: String) throws {
         // A NUL would be cut by the store's C strings: "new\u{0}victim" reported as one user, stored as another.
-        let fields: [(String, String?)] =
-            header.users.enumerated().map { ("users[\($0.offset)]", $0.element) } + [
-                ("guest_owner", header.guestOwner), ("profile.name", header.profile.name),
-                ("tool_version", header.toolVersion), ("created", header.created),
-                ("signing_key_id", header.signingKeyId),
-            ]
+        // The users are checked in place: a list of millions is not copied into (field, value) pairs.
+        for (index, user) in header.users.enumerated() where !TextRule.isAcceptable(user) {
+            try TextRule.check(user, what: "users[\(index)] in \(BackupFormat.headerName) of the archive '\(path)'")
+        }
+        let fields: [(String, String?)] = [
+            ("guest_owner", header.guestOwner), ("profile.name", header.profile.name),
+            ("tool_version", header.toolVersion), ("created", header.created),
+            ("signing_key_id", header.signingKeyId),
+        ]
         for case (let field, let value?) in fields {
             try TextRule.check(value, what: "\(field) in \(BackupFormat.headerName) of the archive '\(path)'")
         }
-        return (header, version, migrations)
     }
 
     private static func decodeManifest(_ bytes: [UInt8], path: String) throws -> BackupManifest {
