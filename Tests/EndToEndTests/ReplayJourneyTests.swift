@@ -12,6 +12,15 @@ private struct ReplayStep {
     var status: Int32 = 0
 }
 
+/// A `record put` of one subscription, live and as a replay line.
+private func put(_ time: String, _ user: String, _ key: String, status: Int32 = 0) -> ReplayStep {
+    ReplayStep(
+        time: time, user: user,
+        live: ["record", "put", "$user", "subscriptions", key, "--data", #"{"price":1}"#],
+        line: #"{"type":"record","user":"$user","collection":"subscriptions","key":"\#(key)","data":{"price":1},"at":"$at"}"#,
+        status: status)
+}
+
 /// `replay` applies record puts, meter uses and plan changes through the same
 /// engine steps as the live commands, and decides every rule kind (counters,
 /// limits, meters, triggers) as `prompt next` does: the journeys of the README,
@@ -116,14 +125,6 @@ struct ReplayJourneyTests {
 
     @Test("the subscriptions journey: the cap's refusal raises its prompt; premium lifts the cap")
     func subscriptions() async throws {
-        func put(_ time: String, _ user: String, _ key: String, status: Int32 = 0) -> ReplayStep {
-            ReplayStep(
-                time: time, user: user,
-                live: ["record", "put", "$user", "subscriptions", key, "--data", #"{"price":1}"#],
-                line:
-                    #"{"type":"record","user":"$user","collection":"subscriptions","key":"\#(key)","data":{"price":1},"at":"$at"}"#,
-                status: status)
-        }
         var steps = (1...5).map { put("2026-11-01T10:0\($0):00Z", "guest", "sub-\($0)") }
         steps += [
             put("2026-11-01T10:06:00Z", "guest", "sub-6", status: 10),
@@ -146,14 +147,6 @@ struct ReplayJourneyTests {
     /// not the sign-in prompt, which another guest still gets.
     @Test("a link in the log makes the guest an account from that line on")
     func linking() async throws {
-        func put(_ time: String, _ user: String, _ key: String, status: Int32 = 0) -> ReplayStep {
-            ReplayStep(
-                time: time, user: user,
-                live: ["record", "put", "$user", "subscriptions", key, "--data", #"{"price":1}"#],
-                line:
-                    #"{"type":"record","user":"$user","collection":"subscriptions","key":"\#(key)","data":{"price":1},"at":"$at"}"#,
-                status: status)
-        }
         var steps = (1...5).map { put("2026-11-01T10:0\($0):00Z", "guest", "sub-\($0)") }
         steps += [
             put("2026-11-01T10:06:00Z", "guest", "sub-6", status: 10),

@@ -93,17 +93,21 @@ package struct BackupRowValidator {
     package func finish() throws {
         try facts.check(
             CrossRowFacts.Wording(
-                invalid: { location, message in
-                    GuestModeError.badData(
-                        "the archive '\(archive)' has an invalid row at \(location): \(message); nothing was changed",
-                        code: .badRow)
-                },
-                duplicate: { location, message in
-                    GuestModeError.badData(
-                        "the archive '\(archive)' has a duplicated row at \(location): \(message); nothing was changed",
-                        code: .duplicateRow)
-                },
+                invalid: { Self.invalidRow(in: archive, at: $0, $1) },
+                duplicate: { Self.duplicatedRow(in: archive, at: $0, $1) },
                 inconsistent: inconsistent(at:_:), maximumTotal: Int64(Bounds.maximumCounterTotal)))
+    }
+
+    static func invalidRow(in archive: String, at location: String, _ message: String) -> GuestModeError {
+        GuestModeError.badData(
+            "the archive '\(archive)' has an invalid row at \(location): \(message); nothing was changed",
+            code: .badRow)
+    }
+
+    static func duplicatedRow(in archive: String, at location: String, _ message: String) -> GuestModeError {
+        GuestModeError.badData(
+            "the archive '\(archive)' has a duplicated row at \(location): \(message); nothing was changed",
+            code: .duplicateRow)
     }
 
     private func inconsistent(at location: String, _ message: String) -> GuestModeError {
@@ -284,15 +288,11 @@ package struct BackupRowValidator {
         let location: String
 
         func invalid(_ message: String) -> GuestModeError {
-            GuestModeError.badData(
-                "the archive '\(context.archive)' has an invalid row at \(location): \(message); nothing was changed",
-                code: .badRow)
+            BackupRowValidator.invalidRow(in: context.archive, at: location, message)
         }
 
         func duplicate(_ message: String) -> GuestModeError {
-            GuestModeError.badData(
-                "the archive '\(context.archive)' has a duplicated row at \(location): \(message); nothing was changed",
-                code: .duplicateRow)
+            BackupRowValidator.duplicatedRow(in: context.archive, at: location, message)
         }
 
         private func describe(_ value: CellValue?) -> String {
