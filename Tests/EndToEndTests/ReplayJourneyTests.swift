@@ -165,4 +165,39 @@ struct ReplayJourneyTests {
             "guest guest_cap_reached", "guest account_cap_reached", "other guest_cap_reached",
         ])
     }
+
+    /// A link line is checked as `link` checks its arguments: an unknown
+    /// provider or a missing subject makes the log bad (exit 65, the line
+    /// named, nothing replayed), and an identity another user of the log
+    /// already holds is refused as live (exit 14). The store is never written.
+    @Test("bad link lines: 65 with the line, a taken identity 14")
+    func badLinkLines() async throws {
+        let sandbox = try await Sandbox.withStore("subscriptions")
+        let before = try await sandbox.run("db", "status", "--json")
+        func replay(_ lines: [String]) async throws -> (status: Int32, stderr: String) {
+            try (lines.joined(separator: "\n") + "\n").write(
+                toFile: sandbox.path("links.ndjson"), atomically: true, encoding: .utf8)
+            let ran = try await sandbox.run("replay", "links.ndjson", "--quiet")
+            return (ran.status, ran.stderr)
+        }
+        let opened = #"{"user":"a","action":"app_opened","at":"2026-11-01T10:00:00Z"}"#
+        let unknown = try await replay([
+            opened, #"{"type":"link","user":"a","provider":"myspace","subject":"s","at":"2026-11-01T11:00:00Z"}"#,
+        ])
+        #expect(unknown.status == 65, "\(unknown.stderr)")
+        #expect(unknown.stderr.contains("links.ndjson:2:") && unknown.stderr.contains("unknown provider 'myspace'"))
+        let subjectless = try await replay([
+            opened, #"{"type":"link","user":"a","provider":"apple","at":"2026-11-01T11:00:00Z"}"#,
+        ])
+        #expect(subjectless.status == 65, "\(subjectless.stderr)")
+        #expect(subjectless.stderr.contains("links.ndjson:2:") && subjectless.stderr.contains("'subject'"))
+        let taken = try await replay([
+            #"{"type":"link","user":"a","provider":"apple","subject":"s-1","at":"2026-11-01T11:00:00Z"}"#,
+            #"{"type":"link","user":"b","provider":"apple","subject":"s-1","at":"2026-11-01T12:00:00Z"}"#,
+        ])
+        #expect(taken.status == 14, "\(taken.stderr)")
+        #expect(taken.stderr.contains("links.ndjson:2:"))
+        let after = try await sandbox.run("db", "status", "--json")
+        #expect(after.stdout == before.stdout, "the store is never written")
+    }
 }
