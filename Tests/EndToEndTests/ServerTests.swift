@@ -30,10 +30,11 @@ struct ServerTests {
         #expect(created.object["expires_in"] as? Int == 3600)
         #expect((created.object["refresh_token"] as? String)?.isEmpty == false)
 
+        // A device id is no credential: the same device signing in again is a new guest, never the first.
         let again = try await server.request("POST", "/v1/guests", body: #"{"device":"phone-1"}"#)
-        #expect(again.status == 200)
-        #expect(again.object["user_id"] as? String == guest)
-        #expect(again.object["new"] as? Bool == false)
+        #expect(again.status == 201)
+        #expect(again.object["user_id"] as? String != guest)
+        #expect(again.object["new"] as? Bool == true)
 
         for index in 1...5 {
             let put = try await server.request(

@@ -180,6 +180,7 @@ extension GuestModeError {
             .invalidDevice,
             .invalidEvent,
             .invalidEventLog,
+            .invalidIdempotencyKey,
             .invalidIdentityProvider,
             .invalidImportFile,
             .invalidJson,
@@ -627,5 +628,7 @@ extension GuestModeError {
         public static let invalidIdentityProvider = Code("invalid_identity_provider", .usage)
         /// A provider's JSON Web Key Set cannot be read or holds no usable signing key.
         public static let invalidJWKS = Code("invalid_jwks", .usage)
+        /// A request's Idempotency-Key header is not 1 to 255 printable ASCII characters, or is given twice.
+        public static let invalidIdempotencyKey = Code("invalid_idempotency_key", .usage)
     }
 }

@@ -263,19 +263,32 @@ extension GuestMode {
         }
     }
 
+    /// Refuses a device id a guest could not be created with: empty, longer
+    /// than 256 characters, or holding a control character. A front end
+    /// checks it before it spends anything on the request (a sign-in
+    /// bucket's token).
+    ///
+    /// ```swift
+    /// try GuestMode.checkDevice("phone-1")
+    /// ```
+    ///
+    /// - Throws: ``GuestModeError`` `invalid_device`.
+    public static func checkDevice(_ device: String) throws {
+        guard !device.isEmpty, device.count <= 256,
+            !device.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw GuestModeError.usage(
+                "the device id must be 1 to 256 characters without control characters, not \(device.debugDescription)",
+                code: .invalidDevice)
+        }
+    }
+
     /// The new user and its stored credentials, validated; the secret is
     /// hashed here, before any transaction, since hashing is slow on purpose.
     private func newGuest(
         device: String?, credentials: AnonymousCredentials?, now: Date
     ) throws -> (User, StoredCredentials?) {
-        if let device,
-            device.isEmpty || device.count > 256
-                || device.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        {
-            throw GuestModeError.usage(
-                "the device id must be 1 to 256 characters without control characters, not \(device.debugDescription)",
-                code: .invalidDevice)
-        }
+        if let device { try Self.checkDevice(device) }
         if let username = credentials?.username {
             let trimmed = username.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !trimmed.isEmpty, trimmed == username, username.count <= 256,

@@ -38,7 +38,7 @@ enum BackupRoutes {
         router.put("/v1/backup") { request, _ -> Response in
             try await services.caller(of: request).requireKey(.admin)
             let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
-            let policyText = RequestInput.query("on_conflict", of: request) ?? ConflictPolicy.fail.rawValue
+            let policyText = try RequestInput.query("on_conflict", of: request) ?? ConflictPolicy.fail.rawValue
             guard let policy = ConflictPolicy(rawValue: policyText) else {
                 let known = ConflictPolicy.allCases.map(\.rawValue).joined(separator: ", ")
                 throw GuestModeError.usage("on_conflict is one of \(known), not '\(policyText)'", code: .usage)
@@ -108,7 +108,7 @@ enum BackupRoutes {
             let name = path[path.index(after: slash)...].removingPercentEncoding
         else {
             throw GuestModeError.usage(
-                "the Destination '\(destination)' is not in the same folder as '\(source)'", code: .usage)
+                "the Destination header must name an archive in the same folder as the request's path", code: .usage)
         }
         return name
     }

@@ -12,8 +12,8 @@ enum BulkRoutes {
         router.post("/v1/events/bulk") { request, _ -> Response in
             try await services.caller(of: request).requireKey(.admin)
             let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
-            let createUsers = RequestInput.query("create_users", of: request) == "true"
-            let skipInvalid = RequestInput.query("skip_invalid", of: request) == "true"
+            let createUsers = try RequestInput.query("create_users", of: request) == "true"
+            let skipInvalid = try RequestInput.query("skip_invalid", of: request) == "true"
             return try await services.perform { engine, now in
                 try RequestInput.spooled(bytes, suffix: ".ndjson") { url in
                     let report = try engine.ingest(
@@ -34,7 +34,7 @@ enum BulkRoutes {
         router.post("/v1/records/bulk") { request, _ -> Response in
             try await services.caller(of: request).requireKey(.admin)
             let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
-            let policyText = RequestInput.query("on_conflict", of: request) ?? RecordConflictPolicy.replace.rawValue
+            let policyText = try RequestInput.query("on_conflict", of: request) ?? RecordConflictPolicy.replace.rawValue
             guard let policy = RecordConflictPolicy(rawValue: policyText) else {
                 let known = RecordConflictPolicy.allCases.map(\.rawValue).joined(separator: ", ")
                 throw GuestModeError.usage("on_conflict is one of \(known), not '\(policyText)'", code: .usage)

@@ -11,14 +11,8 @@ enum EventRoutes {
             let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
             let body = try RequestInput.object(bytes)
             let action = try body.requiredText("action")
-            let count = try body.numberText("count").map { text in
-                guard let count = Int(text), (1...1_000_000_000).contains(count) else {
-                    throw GuestModeError.usage(
-                        "'count' must be a whole number from 1 to 1000000000, not \(text)", code: .invalidEvent)
-                }
-                return count
-            }
-            let key = try body.text("id") ?? request.headers[.idempotencyKey]
+            let count = try body.integer("count", in: 1...1_000_000_000, code: .invalidEvent)
+            let key = try body.text("id") ?? (try RequestInput.idempotencyKey(of: request))
             let properties = try Self.properties(body["props"])
             return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
                 let result = try engine.track(

@@ -8,7 +8,7 @@ enum ExperimentRoutes {
         // sticky, so the first assignment is stored and every later one answers it.
         router.post("/v1/users/:user/experiments") { request, context -> Response in
             let (caller, userID) = try await services.user(of: request, context: context)
-            let experiment = RequestInput.query("experiment", of: request)
+            let experiment = try RequestInput.query("experiment", of: request)
             return try await services.idempotent(request, principal: caller.principal, body: []) { engine, now in
                 let assignments = try engine.assignExperiments(user: userID, named: experiment, now: now)
                 return try Reply.document(Assigned(user: userID, assignments: assignments))

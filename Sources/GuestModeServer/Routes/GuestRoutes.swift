@@ -3,23 +3,29 @@ import GuestModeKit
 import Hummingbird
 
 /// Anonymous sign-in and session refresh. Their answers hold secrets, so no
-/// answer of theirs is kept for an idempotency key: a device makes guest
-/// creation idempotent, and a refresh token is spent by its first use.
+/// answer of theirs is kept for an idempotency key.
+///
+/// A device id is an attribute of the guest, never a credential: it is no
+/// secret (it travels to analytics and crash reports), so every sign-in
+/// creates a new guest, whatever device it names. What a device keeps to come
+/// back to its user is the refresh token (guestmode-serve(1), "Sessions").
 enum GuestRoutes {
     static func add(to router: ServerRouter, _ services: Services) {
-        // Rate-limited per client address before anything else: sign-in is what an abuser repeats.
         router.post("/v1/guests") { request, context -> Response in
-            if let refused = try await services.refusedSignIn(request, context: context) { return refused.response }
+            // The body is checked before the address's sign-in bucket is touched: a malformed request
+            // costs its sender nothing it could later need.
             let body = try RequestInput.object(try await RequestInput.body(of: request, limit: services.bodyLimit))
             let device = try body.text("device")
-            let (creation, grant, now) = try await services.perform { engine, now in
-                let creation = try engine.createOrFindGuest(device: device, credentials: nil, now: now)
-                return (creation, try engine.startSession(for: creation.user.id, now: now), now)
+            if let device { try GuestMode.checkDevice(device) }
+            // Rate-limited per client address: sign-in is what an abuser repeats.
+            if let refused = try await services.refusedSignIn(request, context: context) { return refused.response }
+            let (guest, grant, now) = try await services.perform { engine, now in
+                let guest = try engine.createGuest(device: device, now: now)
+                return (guest, try engine.startSession(for: guest.id, now: now), now)
             }
             let document = try await SessionDocument(
-                guest: GuestDocument(user: creation.user, created: creation.isNew), grant: grant, now: now,
-                tokens: services.tokens)
-            return try Reply.document(document, status: creation.isNew ? .created : .ok).response
+                guest: GuestDocument(user: guest, created: true), grant: grant, now: now, tokens: services.tokens)
+            return try Reply.document(document, status: .created).response
         }
 
         router.post("/v1/sessions/refresh") { request, _ -> Response in

@@ -7,7 +7,7 @@ enum LimitRoutes {
         // `limit`: every capped collection, or `?collection=` alone.
         router.get("/v1/users/:user/limits") { request, context -> Response in
             let (_, userID) = try await services.user(of: request, context: context)
-            let collection = RequestInput.query("collection", of: request)
+            let collection = try RequestInput.query("collection", of: request)
             let limits = try await services.perform { engine, now in
                 try engine.limits(user: userID, collection: collection, now: now)
             }

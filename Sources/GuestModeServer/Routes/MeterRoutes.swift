@@ -52,7 +52,7 @@ enum MeterRoutes {
                 throw GuestModeError.usage("the request body needs 'amount'", code: .usage)
             }
             let amount = try MeterAmount.parse(amountText)
-            let key = try body.text("id") ?? request.headers[.idempotencyKey]
+            let key = try body.text("id") ?? (try RequestInput.idempotencyKey(of: request))
             let overage = try body.text("overage").map { text in
                 guard let overage = MeterOverage(rawValue: text) else {
                     throw GuestModeError.usage("'overage' is allow or refuse, not '\(text)'", code: .usage)
@@ -115,7 +115,7 @@ enum MeterRoutes {
             }
             let expiry: MeterGrantExpiry = expires.map { .after($0) } ?? until.map { .at($0) } ?? .never
             let reason = try body.text("reason")
-            let key = try body.text("id") ?? request.headers[.idempotencyKey]
+            let key = try body.text("id") ?? (try RequestInput.idempotencyKey(of: request))
             return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
                 try Reply.document(
                     engine.grantMeter(

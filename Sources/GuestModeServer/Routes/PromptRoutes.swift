@@ -9,8 +9,8 @@ enum PromptRoutes {
         // none is). Nothing due is an answer, not a failure: 200 either way.
         router.get("/v1/users/:user/prompts/next") { request, context -> Response in
             let (_, userID) = try await services.user(of: request, context: context)
-            let trigger = RequestInput.query("trigger", of: request)
-            let explain = RequestInput.query("explain", of: request) == "true"
+            let trigger = try RequestInput.query("trigger", of: request)
+            let explain = try RequestInput.query("explain", of: request) == "true"
             let explanation = try await services.perform { engine, now in
                 try engine.explainPrompt(user: userID, trigger: trigger, now: now)
             }

@@ -21,7 +21,7 @@ enum UserRoutes {
         // `user events`: `?action=`, `?since=` (ISO 8601), `?limit=` (the latest ones).
         router.get("/v1/users/:user/events") { request, context -> Response in
             let (_, userID) = try await services.user(of: request, context: context)
-            let action = RequestInput.query("action", of: request)
+            let action = try RequestInput.query("action", of: request)
             let since = try RequestInput.query("since", of: request).map { try Timestamp.parseOrThrow($0, what: "since") }
             let limit = try RequestInput.query("limit", of: request).map { text in
                 guard let limit = Int(text) else {

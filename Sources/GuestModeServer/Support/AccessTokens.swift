@@ -50,12 +50,27 @@ final class AccessTokens: Sendable {
     /// learns nothing from which it was.
     func verify(_ token: String, now: Date) async throws -> String {
         do {
+            // jwt-kit picks the key, not the algorithm, when a token names no key id: the header's
+            // `alg` is compared here with the one the server signs with, whatever else it says.
+            guard Self.algorithm(of: token) == "HS256" else { throw AccessTokens.refused }
             let claims = try await keys.verify(token, as: AccessClaims.self)
             try claims.exp.verifyNotExpired(currentDate: now)
             return claims.sub.value
         } catch {
             throw AccessTokens.refused
         }
+    }
+
+    /// The `alg` a compact JWT's header names; nil when the header is not a
+    /// base64url JSON object with a string `alg`.
+    static func algorithm(of token: String) -> String? {
+        guard let header = token.split(separator: ".", omittingEmptySubsequences: false).first else { return nil }
+        var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), case let .object(members)? = try? StrictJSON.parse(data),
+            case let .string(algorithm)? = members["alg"]
+        else { return nil }
+        return algorithm
     }
 
     static var refused: GuestModeError {

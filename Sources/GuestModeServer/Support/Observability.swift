@@ -70,7 +70,8 @@ final class ServerMetrics: Sendable {
 /// The outermost middleware: for every request, one access-log line and the
 /// request metrics, with the status the client got (after `FailureMiddleware`
 /// turned a failure into its document). It logs the route's template, never
-/// the path (ids, record keys), the query or a header but the request id.
+/// the path (ids, record keys), the query or a header but the request id;
+/// for a failure, its code and the operator's message.
 struct ObservabilityMiddleware: RouterMiddleware {
     typealias Context = ServerContext
 
@@ -84,11 +85,12 @@ struct ObservabilityMiddleware: RouterMiddleware {
         let metrics = services.metrics
         metrics.inFlight.increment()
         defer { metrics.inFlight.decrement() }
+        let note = FailureNote()
         var response: Response
         do {
-            response = try await next(request, context)
+            response = try await FailureNote.$current.withValue(note) { try await next(request, context) }
         } catch {
-            response = Reply.failure(error).response
+            response = Reply.failure(error, note: note).response
         }
         let elapsed = ContinuousClock.now - started
         let parts = elapsed.components
@@ -110,6 +112,11 @@ struct ObservabilityMiddleware: RouterMiddleware {
         if let bytes = response.body.contentLength { metadata["bytes"] = .stringConvertible(bytes) }
         if let length = request.headers[.contentLength].flatMap({ Int($0) }) {
             metadata["bytes_in"] = .stringConvertible(length)
+        }
+        // The operator's own message, which the caller was not shown (guestmode-serve(1), "Errors").
+        if let failure = note.recorded {
+            metadata["error_code"] = .string(failure.code.rawValue)
+            metadata["error"] = .string(failure.message)
         }
         logger.info("request", metadata: metadata)
         return response

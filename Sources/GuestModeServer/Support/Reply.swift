@@ -16,16 +16,23 @@ struct Reply: Sendable {
     /// A refusal the app acts on (a cap, an exhausted meter): the error, the
     /// prompt the refusal raised (null when none), and the command line's
     /// document of the refused call as `result`.
-    static func refusal<T: Encodable>(_ error: GuestModeError, prompt: PromptOffer?, result: T) throws -> Reply {
-        Reply(
+    static func refusal<T: Encodable>(
+        _ error: GuestModeError, prompt: PromptOffer?, result: T, note: FailureNote? = FailureNote.current
+    ) throws -> Reply {
+        note?.record(error)
+        return Reply(
             status: error.httpStatus,
             body: try JSONDocument.encode(RefusalDocument(error: error, prompt: prompt, result: result)) + "\n")
     }
 
-    /// Any failure as `{"error":{"code","message"}}` with its status. A
-    /// failure that is not the engine's says nothing of its inside.
-    static func failure(_ error: any Error) -> Reply {
+    /// Any failure as `{"error":{"code","message"}}` with its status and the
+    /// message written for the caller (`publicMessage`); the operator's
+    /// message goes to `note` (by default the request's), which the access
+    /// log writes. A failure that is not the engine's says nothing of its
+    /// inside.
+    static func failure(_ error: any Error, note: FailureNote? = FailureNote.current) -> Reply {
         let failure = Self.guestModeError(error)
+        note?.record(failure)
         var reply = Reply(
             status: failure.httpStatus,
             body: (try? JSONDocument.encode(ErrorDocument(error: failure))).map { $0 + "\n" } ?? "{}\n")
@@ -48,7 +55,7 @@ struct Reply: Sendable {
             default: return GuestModeError.usage("the request is malformed (\(refused.status.code))", code: .usage)
             }
         default:
-            return GuestModeError(.internalFailure, code: .internalFailure, "internal failure")
+            return GuestModeError(.internalFailure, code: .internalFailure, "internal failure: \(error)")
         }
     }
 
@@ -69,7 +76,7 @@ private struct ErrorDocument: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         var body = container.nestedContainer(keyedBy: BodyKeys.self, forKey: .error)
         try body.encode(error.code, forKey: .code)
-        try body.encode(error.message, forKey: .message)
+        try body.encode(error.publicMessage, forKey: .message)
     }
 }
 
@@ -85,7 +92,7 @@ private struct RefusalDocument<Result: Encodable>: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         var body = container.nestedContainer(keyedBy: BodyKeys.self, forKey: .error)
         try body.encode(error.code, forKey: .code)
-        try body.encode(error.message, forKey: .message)
+        try body.encode(error.publicMessage, forKey: .message)
         try body.encode(prompt, forKey: .prompt)
         try container.encode(result, forKey: .result)
     }

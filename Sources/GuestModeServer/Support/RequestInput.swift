@@ -38,16 +38,34 @@ enum RequestInput {
         return members
     }
 
-    /// A path segment, percent-decoded (a record key may hold a `/` as `%2F`).
+    /// A path segment, percent-decoded (a record key may hold a `/` as
+    /// `%2F`), under the same text rule as every stored text: valid UTF-8
+    /// and no U+0000, on reads as on writes, so `c1%00` never finds `c1`.
     static func segment(_ name: String, of context: some RequestContext) throws -> String {
         guard let raw = context.parameters.get(name), let decoded = raw.removingPercentEncoding else {
             throw GuestModeError.usage("the path's \(name) is not valid percent-encoded UTF-8", code: .usage)
         }
+        try TextRule.check(decoded, what: "the path's \(name)")
         return decoded
     }
 
-    static func query(_ name: String, of request: Request) -> String? {
-        request.uri.queryParameters.get(name)
+    /// A query item's value, percent-decoded strictly (Hummingbird's
+    /// `queryParameters` keeps an undecodable value as it was sent) and under
+    /// the text rule; nil when the query does not name it.
+    static func query(_ name: String, of request: Request) throws -> String? {
+        guard let query = request.uri.query else { return nil }
+        for item in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts[0].removingPercentEncoding == name else { continue }
+            let raw = parts.count > 1 ? parts[1].replacingOccurrences(of: "+", with: " ") : ""
+            guard let value = raw.removingPercentEncoding else {
+                throw GuestModeError.usage(
+                    "the query's \(name) is not valid percent-encoded UTF-8", code: .usage)
+            }
+            try TextRule.check(value, what: "the query's \(name)")
+            return value
+        }
+        return nil
     }
 
     /// The body in a temporary file for `body`, removed afterwards: the
@@ -83,12 +101,32 @@ extension [String: JSONValue] {
     }
 
     /// A number member as the text it was written with, so a decimal amount
-    /// reaches the engine exactly; a string holding a number is accepted too.
+    /// reaches the engine exactly; a string holding a decimal is accepted
+    /// too, as the OpenAPI document says of amounts.
     func numberText(_ name: String) throws -> String? {
         switch self[name] {
         case nil, .null?: return nil
         case let .number(text)?, let .string(text)?: return text
         default: throw GuestModeError.badData("'\(name)' must be a number", code: .invalidJson)
+        }
+    }
+
+    /// A whole-number member, which must be a JSON number: `"5"` is refused
+    /// as the command line refuses it, never read as 5.
+    func integer(_ name: String, in range: ClosedRange<Int>, code: GuestModeError.Code) throws -> Int? {
+        switch self[name] {
+        case nil, .null?: return nil
+        case let .number(text)?:
+            guard let value = Int(text), range.contains(value) else {
+                throw GuestModeError.usage(
+                    "'\(name)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)",
+                    code: code)
+            }
+            return value
+        default:
+            throw GuestModeError.badData(
+                "'\(name)' must be a JSON number (a whole number from \(range.lowerBound) to \(range.upperBound)), not a string or another type",
+                code: .invalidJson)
         }
     }
 }
