@@ -36,7 +36,7 @@ BODIES = {
     "guest-new": {
         "type": "object",
         "properties": {"device": nullable(STRING)},
-        "description": "Empty, or the device the guest signs in from: the same device gets the same guest.",
+        "description": "Empty, or the device the guest signs in from: an attribute of the new guest, never a way back to an existing one (a device keeps its refresh token for that).",
     },
     "session-refresh": {
         "type": "object",
@@ -398,6 +398,9 @@ def operation(method, path, summary, caller, query, body, answers):
         operation["security"] = []
     if "{" in path or query or body is not None:
         statuses.setdefault("400", "error")
+    # The text rule (valid UTF-8, no U+0000: nul_in_text) runs on every path segment and query value.
+    if "{" in path or query:
+        statuses.setdefault("422", "error")
     if "{" in path:
         statuses.setdefault("404", "error")
     if body is not None:

@@ -816,8 +816,11 @@ final class Server: @unchecked Sendable {
 
     /// Checks every answer so far against schemas/openapi.json, the document the server serves: its
     /// route lists the status and the media type, and a JSON body is valid against the schema (a real
-    /// validator, python3-jsonschema; a missing one fails).
+    /// validator, python3-jsonschema; a missing one fails). Every error body is also read for what
+    /// names the server's inside or echoes what the request sent (`ErrorBodyScan`).
     func checkAnswers(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let leaks = answers.takeLeaks()
+        #expect(leaks.isEmpty, "error bodies that name the server's inside:\n\(leaks.joined(separator: "\n"))", sourceLocation: sourceLocation)
         let lines = answers.take()
         guard !lines.isEmpty else { return }
         let sandbox = try Sandbox()
@@ -884,7 +887,7 @@ final class Server: @unchecked Sendable {
         }
         let status = head.first.flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Int($0) } ?? 0
         let reply = Reply(status: status, headers: fields, body: String(text[split.upperBound...]))
-        answers.record(method: method, path: path, reply: reply)
+        answers.record(method: method, path: path, reply: reply, sent: Array(headers.values) + [token].compactMap { $0 })
         return reply
     }
 
@@ -976,15 +979,30 @@ private final class Answers: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
 
-    func record(method: String, path: String, reply: Server.Reply) {
+    private var leaks: [String] = []
+
+    func record(method: String, path: String, reply: Server.Reply, sent: [String] = []) {
         // Nothing answered (a cut connection, a stopped server): nothing to check.
         guard reply.status != 0 else { return }
+        if reply.status >= 400 {
+            let found = ErrorBodyScan.leaks(in: reply.body, sent: sent)
+            if !found.isEmpty {
+                lock.withLock { leaks.append("\(method) \(path) → \(reply.status): \(found.joined(separator: ", ")) in \(reply.body)") }
+            }
+        }
         let line: [String: Any] = [
             "method": method, "path": String(path.split(separator: "?", maxSplits: 1).first ?? ""),
             "status": reply.status, "content_type": reply.headers["content-type"] ?? "", "body": reply.body,
         ]
         guard let data = try? JSONSerialization.data(withJSONObject: line) else { return }
         lock.withLock { lines.append(String(decoding: data, as: UTF8.self)) }
+    }
+
+    func takeLeaks() -> [String] {
+        lock.withLock {
+            defer { leaks = [] }
+            return leaks
+        }
     }
 
     func take() -> [String] {
@@ -997,3 +1015,20 @@ private final class Answers: @unchecked Sendable {
 
 /// How many curl processes the tests run at once (`Server.curl`).
 private let curlSlots = DispatchSemaphore(value: 16)
+
+/// What an error body must never hold (guestmode-serve(1), "Errors"): a path on the server, a store's
+/// URL, a host or port, SQL, or a header value the request sent (a token, a key).
+enum ErrorBodyScan {
+    static let inside = [
+        "/tmp/", "/var/", "/home/", "/root/", "/work/", "/usr/", "/etc/", "/run/", "guestmode-e2e-", "guestmode-serve-",
+        ".sqlite", ".key", "postgresql://", "postgres://", "127.0.0.1", "127.0.0.2", "localhost", "[::1]", "SELECT ",
+        "INSERT ", "UPDATE ", "DELETE FROM", "pg_", "sqlite_", "Connection refused", "server at",
+    ]
+
+    static func leaks(in body: String, sent: [String]) -> [String] {
+        var found = inside.filter { body.contains($0) }
+        // Values long enough not to be a word of a message by chance.
+        found += sent.filter { $0.count >= 12 && body.contains($0) }.map { "the request's '\($0)'" }
+        return found
+    }
+}

@@ -113,10 +113,12 @@ struct ObservabilityMiddleware: RouterMiddleware {
         if let length = request.headers[.contentLength].flatMap({ Int($0) }) {
             metadata["bytes_in"] = .stringConvertible(length)
         }
-        // The operator's own message, which the caller was not shown (guestmode-serve(1), "Errors").
+        // Every failure's code; for a failure of the server or its store, the operator's own message,
+        // which the caller was not shown (guestmode-serve(1), "Errors"). A refusal of the request's own
+        // input keeps its message out: it would copy ids and query values into the log.
         if let failure = note.recorded {
             metadata["error_code"] = .string(failure.code.rawValue)
-            metadata["error"] = .string(failure.message)
+            if failure.httpStatus.code >= 500 { metadata["error"] = .string(failure.message) }
         }
         logger.info("request", metadata: metadata)
         return response
