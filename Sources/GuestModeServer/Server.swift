@@ -151,14 +151,15 @@ package struct GuestModeServer: Sendable {
             let status = Int(refusal.status.code)
             metrics.record(
                 route: "none", method: refusal.method ?? "other", status: status, nanoseconds: refusal.nanoseconds)
-            var metadata: Logger.Metadata = [
+            // "-" for a head that never arrived whole: every access line has a method, as log readers expect.
+            let metadata: Logger.Metadata = [
+                "method": .string(refusal.method ?? "-"),
                 "route": "none",
                 "status": .stringConvertible(status),
                 "duration_ms": .stringConvertible((Double(refusal.nanoseconds) / 1000).rounded() / 1000),
                 "client": .string(refusal.client),
                 "error": .string(refusal.code.rawValue),
             ]
-            if let method = refusal.method { metadata["method"] = .string(method) }
             connectionLogger.info("request", metadata: metadata)
         }
         let idleTimeout = configuration.idleTimeout

@@ -182,6 +182,59 @@ struct ServerSlowClientTests {
         #expect(try await server.stop() == 0)
     }
 
+    /// A trusted proxy's connections carry many clients: they are not capped, and each client it names
+    /// has its own requests; any other peer is capped by its own address, whatever it forwards.
+    @Test("--trusted-proxy: its clients are counted apart and its connections uncapped; another peer is capped")
+    func trustedProxy() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let server = try await Server.start(
+            in: sandbox,
+            options: [
+                "--trusted-proxy", "127.0.0.1", "--requests-per-address", "2", "--connections-per-address", "2",
+                "--min-body-rate", "0", "--body-timeout", "6",
+            ])
+        func slow(from source: String, for client: String) -> [String: Any] {
+            [
+                "source": source, "timeout": 8,
+                "steps": [
+                    [
+                        "send": "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nX-Forwarded-For: \(client)\r\n"
+                            + "Content-Length: 100\r\n\r\n"
+                    ],
+                    ["trickle": String(repeating: " ", count: 100), "every": 1],
+                ],
+            ]
+        }
+        func after(_ seconds: Double, from source: String, for client: String) -> [String: Any] {
+            let request =
+                "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nX-Forwarded-For: \(client)\r\n"
+                + "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
+            return ["source": source, "timeout": 4, "steps": [["wait": seconds], ["send": request]]]
+        }
+        let result = try await Self.clients(
+            in: sandbox,
+            [
+                "address": server.address,
+                "connections": [
+                    slow(from: "127.0.0.1", for: "10.0.0.1"), slow(from: "127.0.0.1", for: "10.0.0.1"),
+                    after(1.5, from: "127.0.0.1", for: "10.0.0.1"), after(1.5, from: "127.0.0.1", for: "10.0.0.2"),
+                    slow(from: "127.0.0.2", for: "10.0.0.3"), slow(from: "127.0.0.2", for: "10.0.0.4"),
+                    after(1.5, from: "127.0.0.2", for: "10.0.0.5"),
+                ],
+            ])
+        let connections = try #require(result["connections"] as? [[String: Any]])
+        #expect(connections.count == 7)
+        #expect(connections[2]["status"] as? Int == 429, "a client behind the proxy past its requests: \(connections[2])")
+        let other = connections[3]["status"] as? Int ?? 0
+        #expect(other != 0 && other != 429, "another client behind the proxy: \(connections[3])")
+        #expect(
+            connections[6]["status"] as? Int == 0 && connections[6]["closed"] as? Bool == true,
+            "a third connection of an untrusted peer is closed unanswered: \(connections[6])")
+        let access = try Self.accessLines(sandbox)
+        #expect(access.contains { $0["status"] as? Int == 429 && $0["client"] as? String == "10.0.0.1" })
+        #expect(try await server.stop() == 0)
+    }
+
     static func clients(in sandbox: Sandbox, _ plan: [String: Any]) async throws -> [String: Any] {
         try sandbox.write("plan.json", String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self))
         let script = Sandbox.packageRoot.appendingPathComponent("scripts/slow-clients.py").path

@@ -176,7 +176,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         case (.head, .head(let head)):
             if let refusal = Self.refusal(of: head) {
-                refuse(context, refusal, method: head.method.rawValue, since: .now())
+                refuse(context, refusal, head: head, since: .now())
                 return
             }
             requestsRead += 1
@@ -244,7 +244,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 reading = .closing
                 return
             }
-            refuse(context, Self.malformed(parse), method: nil, since: .now())
+            refuse(context, Self.malformed(parse), head: nil, since: .now())
         }
     }
 
@@ -274,9 +274,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(var head):
             if let request = owed.first {
                 if !request.keepAlive || closingLocally {
-                    head.headers.replaceOrAdd(name: "connection", value: "close")
+                    head.headers.replaceOrAdd(name: "Connection", value: "close")
                 } else if request.http10 {
-                    head.headers.replaceOrAdd(name: "connection", value: "keep-alive")
+                    head.headers.replaceOrAdd(name: "Connection", value: "keep-alive")
                 }
             }
             context.write(wrapOutboundOut(.head(head)), promise: promise)
@@ -302,7 +302,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Answers a request the router never sees, then closes: the decoder cannot be trusted to find the
     /// next request after a refused one.
     private func refuse(
-        _ context: ChannelHandlerContext, _ error: GuestModeError, method: String?, since: NIODeadline
+        _ context: ChannelHandlerContext, _ error: GuestModeError, head: HTTPRequestHead?, since: NIODeadline
     ) {
         let reply = Reply.failure(error)
         reading = .closing
@@ -311,7 +311,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         timer = nil
         report(
             ConnectionRefusal(
-                status: reply.status, code: error.code, method: method, client: peer,
+                status: reply.status, code: error.code, method: head?.method.rawValue,
+                client: Services.clientAddress(
+                    peer: peer, forwardedFor: head.map { $0.headers["x-forwarded-for"].joined(separator: ",") },
+                    trustedProxies: limits.trustedProxies),
                 nanoseconds: (NIODeadline.now() - since).nanoseconds))
         guard owed.isEmpty else {
             // An earlier answer is still being written: this connection ends with it.
@@ -319,9 +322,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
         var headers = HTTPHeaders()
         for field in reply.headers { headers.add(name: field.name.rawName, value: field.value) }
-        headers.replaceOrAdd(name: "content-type", value: "application/json")
-        headers.replaceOrAdd(name: "content-length", value: String(reply.body.utf8.count))
-        headers.replaceOrAdd(name: "connection", value: "close")
+        headers.replaceOrAdd(name: "Content-Type", value: "application/json")
+        headers.replaceOrAdd(name: "Content-Length", value: String(reply.body.utf8.count))
+        headers.replaceOrAdd(name: "Connection", value: "close")
         let status = HTTPResponseStatus(statusCode: Int(reply.status.code), reasonPhrase: reply.status.reasonPhrase)
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: reply.body)))), promise: nil)
@@ -416,7 +419,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             }
             refuse(
                 context, Self.timeout("the request's head did not arrive in the time the server gives it"),
-                method: nil, since: since)
+                head: nil, since: since)
         case .body(let since, let received):
             if now >= since + limits.bodyTimeout {
                 return cut(context, Self.timeout("the request's body did not arrive in the time the server gives it"))
