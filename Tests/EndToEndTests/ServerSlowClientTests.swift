@@ -86,11 +86,16 @@ struct ServerSlowClientTests {
                             ["wait": 12],
                         ],
                     ],
+                    // A connection that never asks, and one kept alive that asks nothing more: closed unanswered.
+                    ["timeout": 12, "steps": [["wait": 12]]],
+                    ["timeout": 12, "steps": [["send": "GET /healthz HTTP/1.1\r\nHost: guestmode\r\n\r\n"], ["wait": 12]]],
                 ],
             ])
         let connections = try #require(result["connections"] as? [[String: Any]])
-        #expect(connections.count == 3)
-        for (index, connection) in connections.enumerated() {
+        #expect(connections.count == 5)
+        #expect(connections[3]["closed"] as? Bool == true && connections[3]["status"] as? Int == 0, "\(connections[3])")
+        #expect(connections[4]["closed"] as? Bool == true && connections[4]["status"] as? Int == 200, "\(connections[4])")
+        for (index, connection) in connections.prefix(3).enumerated() {
             #expect(connection["closed"] as? Bool == true, "connection \(index) still open: \(connection)")
             #expect(connection["status"] as? Int == 408, "connection \(index): \(connection)")
             #expect(Self.errorCode(connection) == "request_timeout", "connection \(index): \(connection)")

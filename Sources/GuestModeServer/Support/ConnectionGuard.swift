@@ -55,11 +55,14 @@ final class AddressCounts: Sendable {
 /// A request the connection layer answered (or cut) itself, for the access log and the metrics: the
 /// router never saw it.
 struct ConnectionRefusal: Sendable {
+    /// The status answered (written, or meant to be when the peer was gone).
     var status: HTTPResponse.Status
     var code: GuestModeError.Code
     /// The request's method; nil when its head never arrived whole.
     var method: String?
+    /// The client's address, as `Services.clientAddress` reads it.
     var client: String
+    /// From the request's start (its head, or the start of the head's clock) to the refusal.
     var nanoseconds: Int64
 }
 
@@ -98,7 +101,6 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// What an answer owes its request, oldest first: HTTP/1.1 clients may send the next request
     /// before the previous answer.
     private struct Owed {
-        var method: String
         var keepAlive: Bool
         var http10: Bool
     }
@@ -108,7 +110,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let report: @Sendable (ConnectionRefusal) -> Void
     private var reading = Reading.head(since: nil)
     private var owed: [Owed] = []
-    private var requestsRead = 0
+    /// Bytes of the awaited head have arrived: the decoder passes on every read's end, even one that
+    /// completed no part.
+    private var headBegun = false
     private var peer = "unknown"
     /// The address whose connection count this connection holds a place of.
     private var counted: String?
@@ -179,8 +183,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 refuse(context, refusal, head: head, since: .now())
                 return
             }
-            requestsRead += 1
-            owed.append(Owed(method: head.method.rawValue, keepAlive: head.isKeepAlive, http10: Self.isHTTP10(head)))
+            owed.append(Owed(keepAlive: head.isKeepAlive, http10: Self.isHTTP10(head)))
             reading = .body(since: .now(), received: 0)
             arm(context)
         case (.body(let since, let received), .body(let bytes)):
@@ -217,6 +220,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 code: .unsupportedTransferEncoding)
         }
         return nil
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if case .head = reading { headBegun = true }
+        context.fireChannelReadComplete()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -376,6 +384,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private func startHeadClock(_ context: ChannelHandlerContext) {
         guard case .head = reading else { return }
         reading = .head(since: .now())
+        headBegun = false
         arm(context)
     }
 
@@ -410,8 +419,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         switch reading {
         case .head(let since?):
             guard now >= since + limits.headTimeout else { return arm(context) }
-            guard requestsRead == 0 else {
-                // A kept-alive connection that asks nothing more is closed as an idle one is, without a word.
+            guard headBegun else {
+                // A connection that asks nothing (a kept-alive one, a browser's preconnection) is closed as
+                // an idle one is, without a word: an answer to no request could be taken for the next one's.
                 reading = .closing
                 closingLocally = true
                 context.close(promise: nil)
@@ -424,6 +434,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             if now >= since + limits.bodyTimeout {
                 return cut(context, Self.timeout("the request's body did not arrive in the time the server gives it"))
             }
+            // Bytes the server has not read yet (a route still waiting before it reads its body) are not
+            // counted: reads stop at NIOAsyncChannel's high watermark, ten parts, which at any real rate
+            // is far more than a few seconds of --min-body-rate.
             let elapsed = now - since
             if limits.minimumBodyRate > 0, elapsed >= limits.bodyRateGrace,
                 Double(received) < Double(limits.minimumBodyRate) * Double(elapsed.nanoseconds) / 1e9

@@ -55,7 +55,7 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Seconds a request's head may take in all, from the connection's opening or the previous answer; past it the connection is closed, a first request answered 408 (default: 10).",
+            "Seconds a request's head may take in all, from the connection's opening or the previous answer; past it the connection is closed, a head half sent answered 408 (default: 10).",
             valueName: "seconds"))
     var headTimeout = 10
 
