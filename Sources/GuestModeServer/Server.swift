@@ -124,7 +124,8 @@ package struct GuestModeServer: Sendable {
         let router = ServerRouter(context: ServerContext.self)
         router.add(middleware: ObservabilityMiddleware(services: services, logger: accessLogger))
         if configuration.requestsPerAddress > 0 {
-            router.add(middleware: AddressInFlightLimitMiddleware(limit: configuration.requestsPerAddress, services: services))
+            router.add(
+                middleware: AddressInFlightLimitMiddleware(limit: configuration.requestsPerAddress, services: services))
         }
         router.add(middleware: InFlightLimitMiddleware(limit: configuration.maximumRequests))
         router.add(middleware: FailureMiddleware())

@@ -69,12 +69,17 @@ struct ServerSlowClientTests {
                 "connections": [
                     [
                         "timeout": 12,
-                        "steps": [["trickle": "GET /healthz HTTP/1.1\r\nHost: guestmode-trickled-head\r\n\r\n", "every": 0.3]],
+                        "steps": [
+                            ["trickle": "GET /healthz HTTP/1.1\r\nHost: guestmode-trickled-head\r\n\r\n", "every": 0.3]
+                        ],
                     ],
                     [
                         "timeout": 12,
                         "steps": [
-                            ["send": "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nContent-Length: 1000\r\n\r\n"],
+                            [
+                                "send":
+                                    "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nContent-Length: 1000\r\n\r\n"
+                            ],
                             ["trickle": String(repeating: " ", count: 1000), "every": 0.3],
                         ],
                     ],
@@ -82,19 +87,26 @@ struct ServerSlowClientTests {
                     [
                         "timeout": 12,
                         "steps": [
-                            ["send": "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nContent-Length: 10\r\n\r\n"],
+                            [
+                                "send":
+                                    "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nContent-Length: 10\r\n\r\n"
+                            ],
                             ["wait": 12],
                         ],
                     ],
                     // A connection that never asks, and one kept alive that asks nothing more: closed unanswered.
                     ["timeout": 12, "steps": [["wait": 12]]],
-                    ["timeout": 12, "steps": [["send": "GET /healthz HTTP/1.1\r\nHost: guestmode\r\n\r\n"], ["wait": 12]]],
+                    [
+                        "timeout": 12,
+                        "steps": [["send": "GET /healthz HTTP/1.1\r\nHost: guestmode\r\n\r\n"], ["wait": 12]],
+                    ],
                 ],
             ])
         let connections = try #require(result["connections"] as? [[String: Any]])
         #expect(connections.count == 5)
         #expect(connections[3]["closed"] as? Bool == true && connections[3]["status"] as? Int == 0, "\(connections[3])")
-        #expect(connections[4]["closed"] as? Bool == true && connections[4]["status"] as? Int == 200, "\(connections[4])")
+        #expect(
+            connections[4]["closed"] as? Bool == true && connections[4]["status"] as? Int == 200, "\(connections[4])")
         for (index, connection) in connections.prefix(3).enumerated() {
             #expect(connection["closed"] as? Bool == true, "connection \(index) still open: \(connection)")
             #expect(connection["status"] as? Int == 408, "connection \(index): \(connection)")
@@ -114,8 +126,14 @@ struct ServerSlowClientTests {
         let server = try await Server.start(in: sandbox)
         let refresh = "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nContent-Type: application/json\r\n"
         let cases: [(request: String, status: Int, code: String?, closed: Bool)] = [
-            (refresh + "Transfer-Encoding: xchunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 501, "unsupported_transfer_encoding", true),
-            (refresh + "Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 501, "unsupported_transfer_encoding", true),
+            (
+                refresh + "Transfer-Encoding: xchunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 501,
+                "unsupported_transfer_encoding", true
+            ),
+            (
+                refresh + "Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 501,
+                "unsupported_transfer_encoding", true
+            ),
             (refresh + "Transfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n0\r\n\r\n", 400, "malformed_request", true),
             (refresh + "Transfer-Encoding: chunked\r\n\r\n2zz\r\n{}\r\n0\r\n\r\n", 400, "malformed_request", true),
             (
@@ -166,13 +184,15 @@ struct ServerSlowClientTests {
         func after(_ seconds: Double, _ request: String, from source: String) -> [String: Any] {
             ["source": source, "timeout": 4, "steps": [["wait": seconds], ["send": request]]]
         }
-        let refresh = "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+        let refresh =
+            "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
         let result = try await Self.clients(
             in: sandbox,
             [
                 "address": server.address,
                 "connections": Array(repeating: slow, count: 4) + [
-                    after(1.5, "GET /healthz HTTP/1.1\r\nHost: guestmode\r\nConnection: close\r\n\r\n", from: "127.0.0.1"),
+                    after(
+                        1.5, "GET /healthz HTTP/1.1\r\nHost: guestmode\r\nConnection: close\r\n\r\n", from: "127.0.0.1"),
                     after(1.5, refresh, from: "127.0.0.1"),
                     after(1.5, refresh, from: "127.0.0.2"),
                 ],
@@ -203,7 +223,8 @@ struct ServerSlowClientTests {
                 "source": source, "timeout": 8,
                 "steps": [
                     [
-                        "send": "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nX-Forwarded-For: \(client)\r\n"
+                        "send":
+                            "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nX-Forwarded-For: \(client)\r\n"
                             + "Content-Length: 100\r\n\r\n"
                     ],
                     ["trickle": String(repeating: " ", count: 100), "every": 1],
@@ -229,7 +250,8 @@ struct ServerSlowClientTests {
             ])
         let connections = try #require(result["connections"] as? [[String: Any]])
         #expect(connections.count == 7)
-        #expect(connections[2]["status"] as? Int == 429, "a client behind the proxy past its requests: \(connections[2])")
+        #expect(
+            connections[2]["status"] as? Int == 429, "a client behind the proxy past its requests: \(connections[2])")
         let other = connections[3]["status"] as? Int ?? 0
         #expect(other != 0 && other != 429, "another client behind the proxy: \(connections[3])")
         #expect(
@@ -241,7 +263,8 @@ struct ServerSlowClientTests {
     }
 
     static func clients(in sandbox: Sandbox, _ plan: [String: Any]) async throws -> [String: Any] {
-        try sandbox.write("plan.json", String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self))
+        try sandbox.write(
+            "plan.json", String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self))
         let script = Sandbox.packageRoot.appendingPathComponent("scripts/slow-clients.py").path
         let run = try await sandbox.shell("exec /usr/bin/python3 '\(script)' < plan.json")
         #expect(run.status == 0, "\(run.stderr)")
@@ -256,7 +279,8 @@ struct ServerSlowClientTests {
 
     static func error(_ answer: [String: Any]) -> [String: Any]? {
         let body = answer["body"] as? String ?? ""
-        return ((try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any])?["error"] as? [String: Any]
+        return ((try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any])?["error"]
+            as? [String: Any]
     }
 
     static func errorCode(_ answer: [String: Any]) -> String? {

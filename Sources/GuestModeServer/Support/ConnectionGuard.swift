@@ -263,7 +263,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private static func malformed(_ error: HTTPParserError) -> GuestModeError {
         switch error {
         case .invalidChunkSize:
-            GuestModeError.usage("a chunk size of the request body is not a hexadecimal number", code: .malformedRequest)
+            GuestModeError.usage(
+                "a chunk size of the request body is not a hexadecimal number", code: .malformedRequest)
         case .headerOverflow:
             GuestModeError.usage("the request's head is larger than the server accepts", code: .malformedRequest)
         default:
@@ -334,7 +335,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         headers.replaceOrAdd(name: "Content-Length", value: String(reply.body.utf8.count))
         headers.replaceOrAdd(name: "Connection", value: "close")
         let status = HTTPResponseStatus(statusCode: Int(reply.status.code), reasonPhrase: reply.status.reasonPhrase)
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: reply.body)))), promise: nil)
         closeAfter(context, writing: wrapOutboundOut(.end(nil)), promise: nil)
     }
