@@ -141,6 +141,8 @@ struct ServerSlowClientTests {
                 411, "length_required", true
             ),
             ("POST /v1/sessions/refresh HTTP/1.0\r\nHost: guestmode\r\n\r\n{}", 411, "length_required", true),
+            // Answered before its body: the rest is not waited for, the connection closes after the answer.
+            (refresh + "Content-Length: 2000000\r\n\r\n{", 413, "body_too_large", true),
             ("GET /healthz HTTP/1.0\r\nHost: guestmode\r\n\r\n", 200, nil, true),
             ("GET /healthz HTTP/1.0\r\nHost: guestmode\r\nConnection: keep-alive\r\n\r\n", 200, nil, false),
         ]

@@ -78,7 +78,8 @@ struct ConnectionRefusal: Sendable {
 /// - a transfer coding other than plain `chunked` is 501 (a body read as plain text would be the
 ///   coded bytes), a body without a length on HTTP/1.0 is 411, and a head or chunk NIO cannot parse is
 ///   400: before, the decoder's errors reached the routes as failures and were answered 500;
-/// - an HTTP/1.0 connection is closed after its answer unless it asked to be kept alive.
+/// - an HTTP/1.0 connection is closed after its answer unless it asked to be kept alive, and so is one
+///   answered before its body ended, rather than drained for as long as the client takes.
 ///
 /// A body cut off (a deadline, the rate, a malformed chunk, the peer gone) fails the route reading it
 /// with that client fault, which the route answers (408, 400) as any failure; a request the router
@@ -293,7 +294,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             context.write(data, promise: promise)
         case .end:
             let request = owed.isEmpty ? nil : owed.removeFirst()
-            if closingLocally || request?.keepAlive == false {
+            // An answer given before its request's body ended (413, 429, 503, 401) leaves a body nobody
+            // will read: Hummingbird would drain it to keep the connection, for as long as the client
+            // takes to send it.
+            var bodyLeft = false
+            if owed.isEmpty, case .body = reading { bodyLeft = true }
+            if closingLocally || request?.keepAlive == false || bodyLeft {
                 closeAfter(context, writing: data, promise: promise)
                 return
             }
