@@ -141,6 +141,8 @@ struct ServerSlowClientTests {
                 411, "length_required", true
             ),
             ("POST /v1/sessions/refresh HTTP/1.0\r\nHost: guestmode\r\n\r\n{}", 411, "length_required", true),
+            // Plain chunked is read as ever: the route sees the body (and asks for what it lacks).
+            (refresh + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400, "usage", false),
             // Answered before its body: the rest is not waited for, the connection closes after the answer.
             (refresh + "Content-Length: 2000000\r\n\r\n{", 413, "body_too_large", true),
             ("GET /healthz HTTP/1.0\r\nHost: guestmode\r\n\r\n", 200, nil, true),
