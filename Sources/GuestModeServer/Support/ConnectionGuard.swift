@@ -1,7 +1,5 @@
-import Foundation
 import GuestModeKit
 import HTTPTypes
-import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
