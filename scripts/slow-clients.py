@@ -62,7 +62,7 @@ def parse(raw):
 
 def run_connection(address, plan):
     result = {"status": 0, "body": "", "closed": False, "seconds": 0.0}
-    deadline = time.monotonic() + plan.get("timeout", 10)
+    deadline = time.monotonic() + min(plan.get("timeout", 10), 60)
     try:
         sock = connect(address, plan.get("source", "127.0.0.1"))
     except OSError:
@@ -115,10 +115,13 @@ def run_connection(address, plan):
     return result
 
 
-def read_answer(sock):
-    """One answer on a kept-alive connection: its status, or raises when the connection ends first."""
+def read_answer(sock, stop):
+    """One answer on a kept-alive connection: its status, or raises when the connection ends first (or
+    the flood's time does)."""
     data = b""
     while b"\r\n\r\n" not in data:
+        if time.monotonic() >= stop + 5:
+            raise OSError("no answer in time")
         chunk = sock.recv(65536)
         if not chunk:
             raise OSError("closed")
@@ -131,6 +134,8 @@ def read_answer(sock):
         if name.strip().lower() == "content-length":
             length = int(value.strip())
     while len(rest) < length:
+        if time.monotonic() >= stop + 5:
+            raise OSError("no answer in time")
         chunk = sock.recv(65536)
         if not chunk:
             raise OSError("closed")
@@ -207,7 +212,7 @@ def run_flood(address, plan):
                 if sock is None:
                     sock = connect(address, probe["source"], timeout=5)
                 sock.sendall(requests[request])
-                status = read_answer(sock)
+                status = read_answer(sock, stop)
             except ConnectionResetError as closing:
                 status = closing.args[0] if closing.args and isinstance(closing.args[0], int) else 0
                 sock.close()
