@@ -8,7 +8,8 @@ The plan is {"address": "127.0.0.1:PORT", "connections": [...], "flood": {...}},
 both run at once; every loop is bounded by the plan's seconds, and only 127.0.0.1 and 127.0.0.2 are
 ever spoken to.
 
-Each connection is {"source": "127.0.0.1", "steps": [...], "timeout": SECONDS}: the steps, in order, are
+Each connection is {"source": "127.0.0.1", "delay": SECONDS, "steps": [...], "timeout": SECONDS}: it opens
+after `delay` (default 0), then the steps, in order, are
 {"send": TEXT} (written at once), {"trickle": TEXT, "every": SECONDS} (one byte at a time, stopping as
 soon as the server answers or closes) and {"wait": SECONDS}; then the answer is read until the server
 closes or `timeout` passes. Its result is {"status", "body", "closed", "seconds"}: the first answer's
@@ -62,6 +63,8 @@ def parse(raw):
 
 def run_connection(address, plan):
     result = {"status": 0, "body": "", "closed": False, "seconds": 0.0}
+    # A later connection opens after "delay" seconds: the server counts connections as they open.
+    time.sleep(min(plan.get("delay", 0), 60))
     deadline = time.monotonic() + min(plan.get("timeout", 10), 60)
     try:
         sock = connect(address, plan.get("source", "127.0.0.1"))

@@ -239,7 +239,8 @@ struct ServerSlowClientTests {
             let request =
                 "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nX-Forwarded-For: \(client)\r\n"
                 + "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
-            return ["source": source, "timeout": 4, "steps": [["wait": seconds], ["send": request]]]
+            // Opened late: the connections of an address are counted as they open.
+            return ["source": source, "delay": seconds, "timeout": 4, "steps": [["send": request]]]
         }
         let result = try await Self.clients(
             in: sandbox,
