@@ -103,7 +103,10 @@ measure_backend() {
     local -a store=("$@")
     key=$("$binary" "${store[@]}" serve key create "bench-$name-$$" --scope user-data --quiet)
     export BENCH_AUTHORIZATION="Bearer $key"
-    start_server "$binary" "${store[@]}" serve --listen 127.0.0.1:0
+    # wrk is one client address with BENCH_SERVE_CONNECTIONS connections: the per-address limits, there to
+    # keep one client from holding the server, would measure themselves instead of the server.
+    start_server "$binary" "${store[@]}" serve --listen 127.0.0.1:0 --connections-per-address 0 \
+        --requests-per-address 0
     for workload in "meter check:meter-check.lua" "meter use:meter-use.lua" "record put:record-put.lua" \
         "prompt next:prompt-next.lua"; do
         read -r rate p50 p99 non2xx errors < <(run_wrk "${workload#*:}" "$base")

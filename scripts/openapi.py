@@ -303,15 +303,18 @@ def answer(status, spec):
         "401": "No valid credential (WWW-Authenticate: Bearer).",
         "402": "needs_premium or meter_exhausted.", "403": "needs_account or insufficient_scope.",
         "404": "Not found: no such user (or another user's, for a session), record, route...",
+        "408": "request_timeout: the body did not arrive within --body-timeout, or came slower than "
+               "--min-body-rate; nothing was done.",
         "409": "A conflict.", "413": "body_too_large.", "422": "Bad data.",
-        "429": "rate_limited (Retry-After).", "500": "An internal failure; the message says nothing of the inside.",
+        "429": "rate_limited (Retry-After): too many guests created, or requests being answered, from this address.", "500": "An internal failure; the message says nothing of the inside.",
         "503": "Try again later (Retry-After: 1): the store is busy, no connection was free, the server is answering "
                "--max-requests requests already, a key set could not be fetched, or the store's schema is not current.",
     }
     response = {"description": descriptions.get(status, "")}
     headers = {
         "401": {"WWW-Authenticate": {"schema": {"const": "Bearer"}, "required": True}},
-        "429": {"Retry-After": {"description": "Seconds until a guest may be created again.",
+        "429": {"Retry-After": {"description": "Seconds until a guest may be created again; 1 past "
+                                               "--requests-per-address.",
                                 "schema": {"type": "string", "pattern": "^[0-9]+$"}, "required": True}},
         "503": {"Retry-After": {"schema": {"const": "1"}, "required": True}},
     }.get(status, {})
@@ -404,12 +407,16 @@ def operation(method, path, summary, caller, query, body, answers):
     if "{" in path:
         statuses.setdefault("404", "error")
     if body is not None:
+        statuses.setdefault("408", "error")
         statuses.setdefault("413", "error")
         if "/" not in body:
             statuses.setdefault("422", "error")
     if "Idempotency-Key" in json.dumps(parameters):
         statuses.setdefault("422", "error")
     statuses.setdefault("500", "error")
+    # Every route but the ones a monitor reads can be turned away by --requests-per-address (rate_limited).
+    if path not in ("/healthz", "/readyz", "/metrics"):
+        statuses.setdefault("429", "error")
     # Every route but the two a monitor reads can be turned away by --max-requests (server_busy).
     if uses_store or path not in ("/healthz", "/metrics"):
         statuses.setdefault("503", "error")

@@ -3,6 +3,7 @@ import GuestModeArchive
 import GuestModeKit
 import GuestModeRemote
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import NIOPosix
@@ -30,6 +31,19 @@ package struct ServerConfiguration: Sendable {
     /// How long a connection may stay silent (a request half sent, or none)
     /// before the server closes it.
     package var idleTimeout: Duration = .seconds(30)
+    /// How long a request's head may take in all, from the connection's opening or the previous
+    /// answer: unlike `idleTimeout`, a byte now and then does not extend it.
+    package var headTimeout: Duration = .seconds(10)
+    /// How long a request's body may take in all, from its head.
+    package var bodyTimeout: Duration = .seconds(60)
+    /// The slowest request body, in bytes a second on average, once `bodyRateGrace` has passed; 0 for none.
+    package var minimumBodyRate = 1024
+    /// How long a body may come at any pace before `minimumBodyRate` applies.
+    package var bodyRateGrace: Duration = .seconds(5)
+    /// Connections one client address may hold open at once, 0 for no limit; a trusted proxy's are not capped.
+    package var connectionsPerAddress = 128
+    /// Requests of one client address answered at once, 0 for no limit; one more is 429 `rate_limited`.
+    package var requestsPerAddress = 64
     /// Guests one client address may create.
     package var signInLimit = SignInLimit.standard
     /// The addresses of proxies whose `X-Forwarded-For` names the client.
@@ -109,6 +123,10 @@ package struct GuestModeServer: Sendable {
         accessLogger.logLevel = .info
         let router = ServerRouter(context: ServerContext.self)
         router.add(middleware: ObservabilityMiddleware(services: services, logger: accessLogger))
+        if configuration.requestsPerAddress > 0 {
+            router.add(
+                middleware: AddressInFlightLimitMiddleware(limit: configuration.requestsPerAddress, services: services))
+        }
         router.add(middleware: InFlightLimitMiddleware(limit: configuration.maximumRequests))
         router.add(middleware: FailureMiddleware())
         for add in [
@@ -119,12 +137,40 @@ package struct GuestModeServer: Sendable {
             add(router, services)
         }
         let host = configuration.host
-        let idle = configuration.idleTimeout.components
+        let limits = ClientLimits(
+            headTimeout: Self.timeAmount(configuration.headTimeout),
+            bodyTimeout: Self.timeAmount(configuration.bodyTimeout),
+            minimumBodyRate: configuration.minimumBodyRate,
+            bodyRateGrace: Self.timeAmount(configuration.bodyRateGrace),
+            connectionsPerAddress: configuration.connectionsPerAddress,
+            trustedProxies: configuration.trustedProxies)
+        let connections = AddressCounts()
+        let metrics = services.metrics
+        let connectionLogger = accessLogger
+        // What the connection layer answers itself gets its access line and its count as a routed request does.
+        let report: @Sendable (ConnectionRefusal) -> Void = { refusal in
+            let status = Int(refusal.status.code)
+            metrics.record(
+                route: "none", method: refusal.method ?? "other", status: status, nanoseconds: refusal.nanoseconds)
+            // "-" for a head that never arrived whole: every access line has a method, as log readers expect.
+            let metadata: Logger.Metadata = [
+                "method": .string(refusal.method ?? "-"),
+                "route": "none",
+                "status": .stringConvertible(status),
+                "duration_ms": .stringConvertible((Double(refusal.nanoseconds) / 1000).rounded() / 1000),
+                "client": .string(refusal.client),
+                "error": .string(refusal.code.rawValue),
+            ]
+            connectionLogger.info("request", metadata: metadata)
+        }
+        let idleTimeout = configuration.idleTimeout
         let application = Application(
             router: router,
-            server: .http1(
-                configuration: .init(
-                    idleTimeout: .nanoseconds(idle.seconds * 1_000_000_000 + idle.attoseconds / 1_000_000_000))),
+            server: HTTPServerBuilder { responder in
+                GuardedHTTP1Channel(
+                    responder: responder, idleTimeout: idleTimeout,
+                    makeGuard: { ConnectionGuard(limits: limits, connections: connections, report: report) })
+            },
             configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port)),
             onServerRunning: { channel in
                 onListening("\(host):\(channel.localAddress?.port ?? 0)")
@@ -152,5 +198,10 @@ package struct GuestModeServer: Sendable {
         }
         // Calls still queued finish before the store is closed.
         try await pool.shutdownGracefully()
+    }
+
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let parts = duration.components
+        return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
     }
 }

@@ -198,8 +198,10 @@ extension GuestModeError {
             .journalMismatch,
             .journalNotFound,
             .keyExists,
+            .lengthRequired,
             .lineTooLong,
             .malformedLog,
+            .malformedRequest,
             .manifestMismatch,
             .meterExhausted,
             .migrationInterrupted,
@@ -239,6 +241,8 @@ extension GuestModeError {
             .recordsLeftBehind,
             .refreshTokenInvalid,
             .refreshTokenReused,
+            .requestIncomplete,
+            .requestTimeout,
             .routeNotFound,
             .rowConflict,
             .sameStore,
@@ -268,6 +272,7 @@ extension GuestModeError {
             .unknownVariant,
             .unknownWebhook,
             .unsupportedStore,
+            .unsupportedTransferEncoding,
             .upgradeInProgress,
             .usage,
             .userAuthenticated,
@@ -604,13 +609,24 @@ extension GuestModeError {
         public static let routeNotFound = Code("route_not_found", .notFound)
         /// The server is already answering as many requests as its --max-requests allows.
         public static let serverBusy = Code("server_busy", .tryAgainLater)
+        /// An HTTP/1.0 request has a body but no Content-Length (RFC 1945 asks one of every POST).
+        public static let lengthRequired = Code("length_required", .usage)
+        /// A request is not valid HTTP/1.1: its head, or a chunk of its body, cannot be read.
+        public static let malformedRequest = Code("malformed_request", .usage)
+        /// The connection closed before the request's body ended: nothing of the request was done.
+        public static let requestIncomplete = Code("request_incomplete", .usage)
+        /// A request's head or body did not arrive in the time the server gives (--head-timeout,
+        /// --body-timeout), or its body came slower than --min-body-rate.
+        public static let requestTimeout = Code("request_timeout", .usage)
+        /// A request's body uses a transfer coding the server does not read (anything but plain chunked).
+        public static let unsupportedTransferEncoding = Code("unsupported_transfer_encoding", .usage)
         /// A server key of that name already exists.
         public static let serverKeyExists = Code("server_key_exists", .conflict)
         /// No server key has that name.
         public static let serverKeyNotFound = Code("server_key_not_found", .notFound)
         /// The request carries no valid session token or server key.
         public static let unauthorized = Code("unauthorized", .usage)
-        /// Too many guest sign-ins from one client address; retry after the time given.
+        /// Too many guest sign-ins, or requests at once, from one client address; retry after the time given.
         public static let rateLimited = Code("rate_limited", .tryAgainLater)
         /// An ID token presented to link an identity is not for this app: its audience is not the one configured for the provider.
         public static let idTokenAudienceMismatch = Code("id_token_audience_mismatch", .usage)

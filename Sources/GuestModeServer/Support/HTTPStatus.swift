@@ -14,6 +14,10 @@ extension GuestModeError {
         case .insufficientScope: return .forbidden
         case .bodyTooLarge: return .contentTooLarge
         case .rateLimited: return .tooManyRequests
+        // The connection layer's refusals (ConnectionGuard): each is HTTP's own status for it.
+        case .requestTimeout: return .requestTimeout
+        case .lengthRequired: return .lengthRequired
+        case .unsupportedTransferEncoding: return .notImplemented
         // As Stripe and the IETF's Idempotency-Key draft answer a key reused for another request.
         case .idempotencyKeyReused: return .unprocessableContent
         default: return kind.httpStatus

@@ -34,9 +34,7 @@ struct InFlightLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        if request.uri.path == "/healthz" || request.uri.path == "/readyz" || request.uri.path == "/metrics" {
-            return try await next(request, context)
-        }
+        if isOperations(request) { return try await next(request, context) }
         guard inFlight.enter(limit: limit) else {
             return Reply.failure(
                 GuestModeError(
@@ -48,4 +46,40 @@ struct InFlightLimitMiddleware<Context: RequestContext>: RouterMiddleware {
         defer { inFlight.leave() }
         return try await next(request, context)
     }
+}
+
+/// Answers 429 `rate_limited` (with `Retry-After`) to a request from an address already having
+/// `--requests-per-address` answered, before the server-wide `--max-requests` counts it: one client
+/// (slow bodies, or a burst) cannot take every place of the server from the others. The address is the
+/// client's, so behind a trusted proxy each of its clients has places of its own. The operations
+/// routes are never turned away.
+struct AddressInFlightLimitMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+
+    let limit: Int
+    let services: Services
+    let inFlight = AddressCounts()
+
+    func handle(
+        _ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response
+    ) async throws -> Response {
+        if isOperations(request) { return try await next(request, context) }
+        let address = services.clientAddress(of: request, context: context)
+        guard inFlight.enter(address, limit: limit) else {
+            var reply = Reply.failure(
+                GuestModeError(
+                    .tryAgainLater, code: .rateLimited,
+                    "this address has as many requests being answered as --requests-per-address allows (\(limit)); nothing was done: try again in a moment"
+                ))
+            reply.headers[.retryAfter] = "1"
+            return reply.response
+        }
+        defer { inFlight.leave(address) }
+        return try await next(request, context)
+    }
+}
+
+/// The operations routes, which no limit turns away: a monitor must still see a busy or throttled server.
+private func isOperations(_ request: Request) -> Bool {
+    ["/healthz", "/readyz", "/metrics"].contains(request.uri.path)
 }

@@ -8,8 +8,14 @@ extension Services {
     /// one of the trusted proxies, the last address of its
     /// `X-Forwarded-For` (the one that proxy saw).
     func clientAddress(of request: Request, context: ServerContext) -> String {
-        let peer = context.remoteAddress?.ipAddress ?? "unknown"
-        guard trustedProxies.contains(peer), let forwarded = request.headers[.xForwardedFor] else { return peer }
+        Self.clientAddress(
+            peer: context.remoteAddress?.ipAddress ?? "unknown", forwardedFor: request.headers[.xForwardedFor],
+            trustedProxies: trustedProxies)
+    }
+
+    /// `clientAddress` from its parts, for the connection layer too, which sees no `Request`.
+    static func clientAddress(peer: String, forwardedFor forwarded: String?, trustedProxies: Set<String>) -> String {
+        guard trustedProxies.contains(peer), let forwarded else { return peer }
         let last = forwarded.split(separator: ",").last?.trimmingCharacters(in: .whitespaces) ?? ""
         return last.isEmpty ? peer : last
     }

@@ -55,6 +55,36 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Seconds a request's head may take in all, from the connection's opening or the previous answer; past it the connection is closed, a head half sent answered 408 (default: 10).",
+            valueName: "seconds"))
+    var headTimeout = 10
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a request's body may take in all, from its head; past it the request is 408 and the connection closed (default: 60).",
+            valueName: "seconds"))
+    var bodyTimeout = 60
+
+    @Option(
+        help: ArgumentHelp(
+            "Bytes a second a request body must average once it has had 5 seconds; a slower one is 408 and its connection closed, 0 for no minimum (default: 1024).",
+            valueName: "bytes"))
+    var minBodyRate = 1024
+
+    @Option(
+        help: ArgumentHelp(
+            "Connections one client address may hold open at once; one more is closed at once, 0 for no limit. A --trusted-proxy's are not capped (default: 128).",
+            valueName: "n"))
+    var connectionsPerAddress = 128
+
+    @Option(
+        help: ArgumentHelp(
+            "Requests of one client address answered at once; one more is 429 rate_limited, 0 for no limit (default: 64).",
+            valueName: "n"))
+    var requestsPerAddress = 64
+
+    @Option(
+        help: ArgumentHelp(
             "Guests one client address may create an hour, 0 for no limit (default: 30).", valueName: "n"))
     var guestsPerHour = 30
 
@@ -86,6 +116,11 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--store-wait must be from 0 to 3600 seconds, not \(storeWait)")
         }
         try requireInRange(idleTimeout, 1...3600, "--idle-timeout")
+        try requireInRange(headTimeout, 1...3600, "--head-timeout")
+        try requireInRange(bodyTimeout, 1...86400, "--body-timeout")
+        try requireInRange(minBodyRate, 0...1 << 30, "--min-body-rate")
+        try requireInRange(connectionsPerAddress, 0...65536, "--connections-per-address")
+        try requireInRange(requestsPerAddress, 0...65536, "--requests-per-address")
         try requireInRange(guestsPerHour, 0...1_000_000, "--guests-per-hour")
         try requireInRange(keepBackups, 1...10_000, "--keep-backups")
     }
@@ -128,6 +163,11 @@ struct ServeCommand: ParsableCommand {
         configuration.storeWait = .milliseconds(Int((storeWait * 1000).rounded()))
         configuration.idleTimeout = .seconds(idleTimeout)
         configuration.maximumRequests = maxRequests
+        configuration.headTimeout = .seconds(headTimeout)
+        configuration.bodyTimeout = .seconds(bodyTimeout)
+        configuration.minimumBodyRate = minBodyRate
+        configuration.connectionsPerAddress = connectionsPerAddress
+        configuration.requestsPerAddress = requestsPerAddress
         configuration.signInLimit = SignInLimit(perHour: guestsPerHour, burst: guestsPerHour)
         configuration.trustedProxies = Set(trustedProxy)
         configuration.backupKey = key
