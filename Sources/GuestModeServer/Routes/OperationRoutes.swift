@@ -29,7 +29,7 @@ enum OperationRoutes {
                     .tryAgainLater, code: .poolExhausted,
                     "every store connection is in use and calls are waiting for one; not ready")
             }
-            let schema = try await services.perform(waitingAtMost: min(services.storeWait, readinessWait)) {
+            let schema = try await services.perform(waitingAtMost: readinessWait) {
                 engine, _ in try engine.schemaStatus()
             }
             guard schema.pending.isEmpty else {
