@@ -124,14 +124,14 @@ struct StoreWaitTests {
         let server = try await Server.start(
             in: sandbox, options: ["--threads", "1", "--store-wait", "0.2", "--guests-per-hour", "0"])
         let (guest, token) = try await server.signIn()
-        // Close to the 1 MiB body cap: many seconds of work for the one thread in a debug build.
-        let log = (0..<24_000).map { #"{"user":"bulk-\#($0 % 4000)","action":"app_opened"}"# }
+        // Close to the 1 MiB body cap, every line a new guest: seconds of work for the one thread.
+        let log = (0..<22_000).map { #"{"user":"bulk-\#($0)","action":"app_opened"}"# }
             .joined(separator: "\n") + "\n"
         async let bulk = Self.timed {
             try await server.request("POST", "/v1/events/bulk?create_users=true", token: admin, body: log)
         }
         // The bulk load holds the thread once the server has read its body.
-        try await Task.sleep(for: .milliseconds(700))
+        try await Task.sleep(for: .milliseconds(500))
         let (queued, queuedTime) = try await Self.timed {
             try await server.request("GET", "/v1/users/\(guest)/meters", token: token)
         }
@@ -199,13 +199,19 @@ final class LockHolder {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let line = output.fileHandleForReading.readData(ofLength: 7)
+        // Byte by byte to the end of the first line: FileHandle's reads wait for more, or for the end.
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(output.fileHandleForReading.fileDescriptor, &byte, 1) == 1, byte != UInt8(ascii: "\n") {
+            line.append(byte)
+        }
         try #require(String(decoding: line, as: UTF8.self) == "locked", "the lock holder did not lock")
     }
 
     func release() {
         if process.isRunning {
-            process.terminate()
+            // SIGKILL: a SIGTERM the test process ignores stays ignored in its children.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }
