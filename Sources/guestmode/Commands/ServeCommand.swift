@@ -38,7 +38,7 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Seconds a request may wait for a store connection before it is 503, decimals allowed (default: 10).",
+            "Seconds a request may wait on the store (a free connection, a lock, an answer) before it is 503, decimals allowed (default: 10).",
             valueName: "seconds"))
     var storeWait: Double = 10
 
