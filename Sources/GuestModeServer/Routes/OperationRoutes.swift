@@ -3,8 +3,9 @@ import GuestModeKit
 import Hummingbird
 
 enum OperationRoutes {
-    /// The longest `/readyz` waits for the pool and the store: under a second with room to answer.
-    static let readinessWait = Duration.milliseconds(700)
+    /// The longest `/readyz` waits for a thread; with `Services.startMargin` for the store it stays
+    /// under a second, with room to answer.
+    static let readinessWait = Duration.milliseconds(500)
 
     static func add(to router: ServerRouter, _ services: Services) {
         // The process answers.

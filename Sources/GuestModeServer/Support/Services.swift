@@ -59,9 +59,9 @@ final class Services: Sendable {
     /// is over is answered `pool_exhausted` (503) then and there, not when a
     /// thread frees up, and the thread that later picks it up skips it: it
     /// never touched the store. A call that started runs with the same
-    /// deadline set as `StoreDeadline`, so the store gives up waiting for a
-    /// connection or a lock at that moment too. The store-pool gauges count
-    /// the calls waiting and running.
+    /// deadline set as `StoreDeadline` (or `startMargin` from its start, if
+    /// later), so the store gives up waiting for a connection or a lock then
+    /// too. The store-pool gauges count the calls waiting and running.
     func perform<T: Sendable>(
         waitingAtMost wait: Duration? = nil, _ body: @escaping @Sendable (GuestMode, Date) throws -> T
     ) async throws -> T {
@@ -105,9 +105,11 @@ final class Services: Sendable {
                 load.running.subtract(1, ordering: .relaxed)
                 metrics.storeInUse.decrement()
             }
+            // A call that got its thread at the last moment still gets a moment to reach the store.
+            let storeDeadline = max(deadline, ContinuousClock.now + Self.startMargin)
             call.finish(
                 Result {
-                    try StoreDeadline.$current.withValue(deadline) { try body(engine, try clock()) }
+                    try StoreDeadline.$current.withValue(storeDeadline) { try body(engine, try clock()) }
                 })
         }
         do {
@@ -116,6 +118,11 @@ final class Services: Sendable {
             throw Self.answerable(error, wait: wait)
         }
     }
+
+    /// How long a call that started just before its deadline may still wait
+    /// for the store: enough for a healthy store's connection and lock, short
+    /// enough to stay the "small margin" past `--store-wait`.
+    static let startMargin = Duration.milliseconds(250)
 
     /// Whether every pool thread is busy and calls are queued behind them:
     /// a new request would wait, so a load balancer should send it elsewhere.

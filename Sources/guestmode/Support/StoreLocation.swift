@@ -55,9 +55,9 @@ enum StoreLocation {
     /// asks for a pool of that many (`serve`); without it, one command needs
     /// one connection, and a SQLite pool's opening would write to the file
     /// (docs/ARCHITECTURE.md): a command that changes nothing must leave it byte for byte.
-    /// `wait` (`serve --store-wait`) bounds every wait on the store: another
-    /// process's lock, a free connection, a new one, an unanswered statement;
-    /// without it the backends' own defaults hold.
+    /// `wait` (`serve --store-wait`) bounds the waits a caller's `StoreDeadline`
+    /// does not: another process's lock, a free connection, an unanswered
+    /// statement; without it the backends' own defaults hold.
     func open(migrating: Bool = true, connections: Int? = nil, wait: Duration? = nil) throws -> any GuestStore {
         switch self {
         case let .sqlite(path):
@@ -69,7 +69,10 @@ enum StoreLocation {
                 uri: uri, schema: schema, migrating: migrating,
                 poolSize: connections ?? PostgresStore.defaultPoolSize,
                 connectionWait: wait ?? PostgresStore.defaultConnectionWait,
-                connectTimeout: wait ?? PostgresStore.defaultConnectTimeout, statementTimeout: wait)
+                // A statement gets the whole wait, and at least a second: `--store-wait 0.001` refuses
+                // requests that queue, not every statement. Connecting within a request is bounded by
+                // the request's `StoreDeadline`, opening the store by the default.
+                statementTimeout: wait.map { max($0, .seconds(1)) })
         }
     }
 
