@@ -3,6 +3,10 @@ import Foundation
 import GuestModeKit
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One libpq connection. Every call into libpq is in this file: results and
 /// errors become Swift values here, and every handle is freed with `defer`.
 /// Queries use the text protocol with parameters ($1, $2, …), never string
@@ -14,25 +18,53 @@ import Synchronization
 /// rather than a promise, so the connection is `Sendable` without `@unchecked`.
 /// It is never contended, and costs nothing next to a round trip to the server.
 final class PostgresConnection: Sendable {
-    private let handle: Mutex<OpaquePointer>
+    /// The libpq handle, and whether a deadline abandoned it halfway through a statement.
+    private struct State {
+        var handle: OpaquePointer
+        var abandoned = false
+    }
+
+    private let state: Mutex<State>
     /// How the store is named in messages: the URI without its password.
     let location: String
+    /// How long one statement may go unanswered once sent; nil waits as long as it takes.
+    let statementTimeout: Duration?
 
     /// Connects with a libpq connection string or URI; "" means libpq's
     /// defaults (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, ~/.pgpass,
-    /// service files), as psql reads them.
-    init(connecting conninfo: String, location: String) throws {
+    /// service files), as psql reads them. Connecting, and the session's
+    /// settings, give up at `deadline` (nil: never): a server that accepts the
+    /// connection and then says nothing (stopped with SIGSTOP, or behind a
+    /// dead link) cannot hold the caller longer.
+    init(
+        connecting conninfo: String, location: String, deadline: ContinuousClock.Instant?,
+        statementTimeout: Duration?
+    ) throws {
         self.location = location
+        self.statementTimeout = statementTimeout
         // The URI (or "") expands as PQconnectdb would read it; guestmode names itself to the server
         // (pg_stat_activity's application_name) unless the URI or PGAPPNAME names the session already.
         let keywords = ["dbname", "fallback_application_name"]
         let values = [conninfo, "guestmode"]
-        let connected = keywords.withCStringArray { keywords in
-            values.withCStringArray { values in PQconnectdbParams(keywords, values, 1) }
+        let started = keywords.withCStringArray { keywords in
+            values.withCStringArray { values in PQconnectStartParams(keywords, values, 1) }
         }
-        guard let handle = connected else {
+        guard let handle = started else {
             throw GuestModeError(
                 .tryAgainLater, code: .storeUnreachable, "cannot reach the PostgreSQL store \(location): out of memory")
+        }
+        var polling = PGRES_POLLING_WRITING
+        while PQstatus(handle) != CONNECTION_BAD && polling != PGRES_POLLING_OK && polling != PGRES_POLLING_FAILED {
+            let events = polling == PGRES_POLLING_READING ? Int16(POLLIN) : Int16(POLLOUT)
+            switch PostgresConnection.wait(on: handle, for: events, until: deadline) {
+            case .ready: polling = PQconnectPoll(handle)
+            case .timedOut:
+                PQfinish(handle)
+                throw GuestModeError(
+                    .tryAgainLater, code: .storeUnreachable,
+                    "cannot reach the PostgreSQL store \(location): the server did not answer in time; nothing was changed")
+            case .failed: polling = PGRES_POLLING_FAILED
+            }
         }
         guard PQstatus(handle) == CONNECTION_OK else {
             let message = PostgresConnection.redacted(
@@ -44,82 +76,226 @@ final class PostgresConnection: Sendable {
         // ("WARNING: terminating connection due to immediate shutdown…"):
         // guestmode's standard error carries its own one-line messages only.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
-        self.handle = Mutex(handle)
+        // Sending never blocks: every wait for the server is a poll() with a deadline, here.
+        PQsetnonblocking(handle, 1)
+        state = Mutex(State(handle: handle))
         // Times are compared as text in UTC; no server setting may change them.
-        try execute("SET TIME ZONE 'UTC'")
-        try execute("SET client_min_messages TO WARNING")
+        do {
+            try execute("SET TIME ZONE 'UTC'", until: deadline)
+            try execute("SET client_min_messages TO WARNING", until: deadline)
+        } catch let failure as PostgresFailure {
+            throw failure.asGuestModeError
+        }
     }
 
-    deinit { handle.withLock { PQfinish($0) } }
+    deinit { state.withLock { PQfinish($0.handle) } }
 
     /// Whether the connection can serve another transaction: still connected,
-    /// and not left inside a transaction by one that could not roll back.
+    /// not abandoned by a deadline, and not left inside a transaction by one
+    /// that could not roll back.
     var isReusable: Bool {
-        handle.withLock { PQstatus($0) == CONNECTION_OK && PQtransactionStatus($0) == PQTRANS_IDLE }
+        state.withLock {
+            !$0.abandoned && PQstatus($0.handle) == CONNECTION_OK && PQtransactionStatus($0.handle) == PQTRANS_IDLE
+        }
     }
 
+    /// Runs `body` with the handle, unless a deadline abandoned the connection:
+    /// its statement may still be running on the server, so nothing more is sent on it.
     private func withHandle<T: Sendable>(_ body: (OpaquePointer) throws -> T) throws -> T {
-        try handle.withLock { handle in try body(handle) }
+        try state.withLock { state in
+            guard !state.abandoned else {
+                throw PostgresFailure(
+                    sqlState: nil, message: "the connection was abandoned when the server did not answer in time",
+                    location: location)
+            }
+            do {
+                return try body(state.handle)
+            } catch let failure as PostgresFailure where failure.missedDeadline == .unanswered {
+                state.abandoned = true
+                throw failure
+            }
+        }
     }
 
-    /// Runs one statement with text parameters and returns its rows.
+    /// Runs one statement with text parameters and returns its rows. It may
+    /// go unanswered for `statementTimeout`, after which the connection is abandoned.
     @discardableResult
     func execute(_ sql: String, _ parameters: [PostgresValue?] = []) throws -> PostgresRows {
-        try withHandle { handle in try execute(sql, parameters, on: handle) }
+        try execute(sql, parameters, until: statementTimeout.map { ContinuousClock.now + $0 })
     }
 
+    /// The first statement of a transaction: it also waits no longer than the
+    /// caller's `StoreDeadline`, and is not sent at all once that has passed.
+    @discardableResult
+    func executeFirst(_ sql: String) throws -> PostgresRows {
+        try execute(sql, [], until: StoreDeadline.bound(statementTimeout))
+    }
+
+    @discardableResult
     private func execute(
-        _ sql: String, _ parameters: [PostgresValue?], on handle: OpaquePointer
+        _ sql: String, _ parameters: [PostgresValue?] = [], until deadline: ContinuousClock.Instant?
     ) throws -> PostgresRows {
+        try withHandle { handle in
+            try send(sql, parameters, on: handle, until: deadline)
+            // As PQexec: the first failure, else the last result (several statements answer several).
+            var kept: OpaquePointer?
+            defer { if let kept { PQclear(kept) } }
+            while let result = try nextResult(of: handle, sql: sql, until: deadline) {
+                let status = PQresultStatus(result)
+                if let previous = kept, PQresultStatus(previous) == PGRES_FATAL_ERROR {
+                    PQclear(result)
+                    continue
+                }
+                if let previous = kept { PQclear(previous) }
+                kept = result
+                if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH { break }
+            }
+            guard let result = kept else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+            }
+            switch PQresultStatus(result) {
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+                return PostgresRows(result, location: location)
+            default:
+                let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+                let message = PostgresConnection.message(PQresultErrorMessage(result))
+                throw failure(sqlState: state, message: message, sql: sql)
+            }
+        }
+    }
+
+    /// Queues the statement and pushes it to the server: not sent at all once
+    /// `deadline` has passed (the connection is untouched and still good).
+    private func send(
+        _ sql: String, _ parameters: [PostgresValue?], on handle: OpaquePointer, until deadline: ContinuousClock.Instant?
+    ) throws {
+        if let deadline, deadline <= ContinuousClock.now {
+            var missed = failure(sqlState: nil, message: "no store connection answered in time", sql: sql)
+            missed.missedDeadline = .beforeSending
+            throw missed
+        }
         let texts = parameters.map { $0?.text }
         // Without parameters the simple protocol runs several statements at once (schema migrations).
-        let result: OpaquePointer? =
+        let queued =
             texts.isEmpty
-            ? PQexec(handle, sql)
+            ? PQsendQuery(handle, sql)
             : withCStrings(texts) { pointers in
-                PQexecParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+                PQsendQueryParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
             }
-        guard let result else {
+        guard queued == 1 else {
             throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
         }
-        defer { PQclear(result) }
-        switch PQresultStatus(result) {
-        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-            return PostgresRows(result, location: location)
-        default:
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            let message = PostgresConnection.message(PQresultErrorMessage(result))
-            throw failure(sqlState: state, message: message, sql: sql)
+        try flush(handle, sql: sql, until: deadline)
+    }
+
+    /// Sends what libpq holds back, reading meanwhile as libpq asks (the server may be answering already).
+    private func flush(_ handle: OpaquePointer, sql: String, until deadline: ContinuousClock.Instant?) throws {
+        while true {
+            switch PQflush(handle) {
+            case 0: return
+            case 1:
+                try waitFor(handle, Int16(POLLIN) | Int16(POLLOUT), sql: sql, until: deadline)
+                guard PQconsumeInput(handle) == 1 else {
+                    throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+                }
+            default:
+                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+            }
         }
     }
 
-    /// Sends `rows` through `COPY … FROM STDIN` (text format) in one round trip.
+    /// The next result of the statement sent, nil after the last, read without ever blocking past `deadline`.
+    private func nextResult(
+        of handle: OpaquePointer, sql: String, until deadline: ContinuousClock.Instant?
+    ) throws -> OpaquePointer? {
+        while PQisBusy(handle) == 1 {
+            try waitFor(handle, Int16(POLLIN), sql: sql, until: deadline)
+            guard PQconsumeInput(handle) == 1 else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+            }
+        }
+        return PQgetResult(handle)
+    }
+
+    /// Waits for the socket, or throws the deadline's failure: the statement
+    /// went out and no answer came, so what it did is not known here.
+    private func waitFor(
+        _ handle: OpaquePointer, _ events: Int16, sql: String, until deadline: ContinuousClock.Instant?
+    ) throws {
+        switch PostgresConnection.wait(on: handle, for: events, until: deadline) {
+        case .ready: return
+        case .timedOut:
+            var missed = failure(sqlState: nil, message: "the server did not answer in time", sql: sql)
+            missed.missedDeadline = .unanswered
+            throw missed
+        case .failed:
+            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+        }
+    }
+
+    private enum Readiness { case ready, timedOut, failed }
+
+    /// poll() on the connection's socket until it is ready for `events` or `deadline` passes.
+    private static func wait(
+        on handle: OpaquePointer, for events: Int16, until deadline: ContinuousClock.Instant?
+    ) -> Readiness {
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { return .failed }
+        while true {
+            var milliseconds: Int32 = -1
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { return .timedOut }
+                let (seconds, attoseconds) = left.components
+                // Rounded up: a poll that wakes a hair early would spin.
+                milliseconds = Int32(min(seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1, 3_600_000))
+            }
+            var descriptor = pollfd(fd: socket, events: events, revents: 0)
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready > 0 { return .ready }
+            if ready < 0 && errno != EINTR { return .failed }
+        }
+    }
+
+    /// Sends `rows` through `COPY … FROM STDIN` (text format) in one round trip;
+    /// each wait for the server is bounded by `statementTimeout`.
     func copy(_ sql: String, rows: [[PostgresValue?]]) throws {
         try withHandle { handle in try copy(sql, rows: rows, on: handle) }
     }
 
+    private var nextDeadline: ContinuousClock.Instant? { statementTimeout.map { ContinuousClock.now + $0 } }
+
     private func copy(_ sql: String, rows: [[PostgresValue?]], on handle: OpaquePointer) throws {
-        guard let start = PQexec(handle, sql) else {
+        try send(sql, [], on: handle, until: nextDeadline)
+        guard let start = try nextResult(of: handle, sql: sql, until: nextDeadline) else {
             throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
         }
         let started = PQresultStatus(start) == PGRES_COPY_IN
         let startMessage = PostgresConnection.message(PQresultErrorMessage(start))
         let startState = PQresultErrorField(start, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
         PQclear(start)
-        guard started else { throw failure(sqlState: startState, message: startMessage, sql: sql) }
+        guard started else {
+            // The statement's other results (none, normally) are read so the connection is idle again.
+            while let rest = try nextResult(of: handle, sql: sql, until: nextDeadline) { PQclear(rest) }
+            throw failure(sqlState: startState, message: startMessage, sql: sql)
+        }
         var buffer = [UInt8]()
         buffer.reserveCapacity(1 << 16)
         func flush() throws {
             guard !buffer.isEmpty else { return }
-            let sent = buffer.withUnsafeBufferPointer { bytes in
-                bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                    PQputCopyData(handle, $0, Int32(bytes.count))
+            while true {
+                let sent = buffer.withUnsafeBufferPointer { bytes in
+                    bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                        PQputCopyData(handle, $0, Int32(bytes.count))
+                    }
                 }
+                if sent == 1 { break }
+                if sent != 0 {
+                    throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+                }
+                try waitFor(handle, Int16(POLLOUT), sql: sql, until: nextDeadline)
             }
             buffer.removeAll(keepingCapacity: true)
-            if sent != 1 {
-                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
-            }
         }
         for row in rows {
             for (index, value) in row.enumerated() {
@@ -130,11 +306,17 @@ final class PostgresConnection: Sendable {
             if buffer.count >= 1 << 16 { try flush() }
         }
         try flush()
-        guard PQputCopyEnd(handle, nil) == 1 else {
-            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+        while true {
+            let ended = PQputCopyEnd(handle, nil)
+            if ended == 1 { break }
+            if ended != 0 {
+                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+            }
+            try waitFor(handle, Int16(POLLOUT), sql: sql, until: nextDeadline)
         }
+        try self.flush(handle, sql: sql, until: nextDeadline)
         var problem: (String?, String)?
-        while let result = PQgetResult(handle) {
+        while let result = try nextResult(of: handle, sql: sql, until: nextDeadline) {
             defer { PQclear(result) }
             if PQresultStatus(result) != PGRES_COMMAND_OK, problem == nil {
                 problem = (
@@ -163,7 +345,7 @@ final class PostgresConnection: Sendable {
         }
     }
 
-    private func failure(sqlState: String?, message: String, sql: String) -> Error {
+    private func failure(sqlState: String?, message: String, sql: String) -> PostgresFailure {
         PostgresFailure(sqlState: sqlState, message: message, location: location)
     }
 
@@ -278,9 +460,20 @@ struct PostgresFailure: Error, CustomStringConvertible {
     /// Set when the failure came from COMMIT itself: with the connection
     /// gone then, the server may have committed or not, and nobody can say.
     var isDuringCommit = false
+    /// Set when a deadline ended the statement: whether it had been sent.
+    var missedDeadline: MissedDeadline?
+
+    /// How a deadline ended a statement.
+    enum MissedDeadline: Equatable {
+        /// It was never sent: nothing happened, and the connection is as it was.
+        case beforeSending
+        /// It was sent and no answer came: the connection is abandoned, and a
+        /// COMMIT's outcome is unknown.
+        case unanswered
+    }
 
     var asGuestModeError: GuestModeError {
-        if isConnectionLost && isDuringCommit {
+        if isConnectionLost && isDuringCommit && missedDeadline != .beforeSending {
             return GuestModeError(
                 .tryAgainLater, code: .commitUnknown,
                 "the connection to the PostgreSQL store \(location) was lost while committing (\(PostgresConnection.redacted(message))); the change may or may not have been made: look before repeating it"

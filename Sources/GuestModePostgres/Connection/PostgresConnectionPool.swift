@@ -24,6 +24,10 @@ final class PostgresConnectionPool: Sendable {
     let location: String
     let capacity: Int
     let wait: Duration
+    /// How long opening a connection may take; nil waits as long as it takes.
+    let connectTimeout: Duration?
+    /// How long one statement may go unanswered; nil waits as long as it takes.
+    let statementTimeout: Duration?
     private let conninfo: String
     private let schema: String
     /// One permit per connection that may be open; a caller holds one for as
@@ -32,12 +36,17 @@ final class PostgresConnectionPool: Sendable {
     private let permits: DispatchSemaphore
     private let idle = Mutex<[PostgresConnection]>([])
 
-    init(conninfo: String, location: String, schema: String, capacity: Int, wait: Duration) {
+    init(
+        conninfo: String, location: String, schema: String, capacity: Int, wait: Duration,
+        connectTimeout: Duration?, statementTimeout: Duration?
+    ) {
         self.conninfo = conninfo
         self.location = location
         self.schema = schema
         self.capacity = capacity
         self.wait = wait
+        self.connectTimeout = connectTimeout
+        self.statementTimeout = statementTimeout
         permits = DispatchSemaphore(value: capacity)
     }
 
@@ -103,8 +112,9 @@ final class PostgresConnectionPool: Sendable {
             pool: ObjectIdentifier(self), thread: ObjectIdentifier(Thread.current), connection: connection)
     }
 
+    /// Waits `wait` for a permit, and never past the caller's `StoreDeadline`.
     private func takePermit() throws {
-        let (seconds, attoseconds) = max(wait, .zero).components
+        let (seconds, attoseconds) = max(min(wait, StoreDeadline.remaining ?? wait), .zero).components
         // DispatchTime counts nanoseconds in 64 bits: a wait of centuries is forever.
         let nanoseconds =
             seconds >= Int64.max / 1_000_000_000 - 1
@@ -117,11 +127,14 @@ final class PostgresConnectionPool: Sendable {
         }
     }
 
-    /// Connects with the session settings every transaction relies on.
+    /// Connects with the session settings every transaction relies on, within
+    /// `connectTimeout` and the caller's `StoreDeadline`.
     private func open() throws -> PostgresConnection {
-        let connection = try PostgresConnection(connecting: conninfo, location: location)
+        let connection = try PostgresConnection(
+            connecting: conninfo, location: location, deadline: StoreDeadline.bound(connectTimeout),
+            statementTimeout: statementTimeout)
         do {
-            try connection.execute("SET search_path TO \(schema)")
+            try connection.executeFirst("SET search_path TO \(schema)")
         } catch let failure as PostgresFailure {
             throw failure.asGuestModeError
         }

@@ -33,6 +33,9 @@ public final class PostgresStore: Sendable {
     /// How long a transaction waits for a free connection unless told
     /// otherwise: as long as SQLite waits for a busy store.
     public static let defaultConnectionWait = Duration.seconds(30)
+    /// How long opening a connection may take unless told otherwise: libpq
+    /// itself would wait for as long as the operating system keeps trying.
+    public static let defaultConnectTimeout = Duration.seconds(30)
 
     private init(pool: PostgresConnectionPool, schema: String) {
         self.pool = pool
@@ -46,12 +49,19 @@ public final class PostgresStore: Sendable {
     ///
     /// At most `poolSize` connections are open at once, each opened when a
     /// transaction first needs it; a transaction waits up to `connectionWait`
-    /// for one when all are in use.
+    /// for one when all are in use. Opening a connection gives up after
+    /// `connectTimeout`, and a statement that goes unanswered for
+    /// `statementTimeout` (nil: no limit) fails and its connection is dropped;
+    /// a caller's `StoreDeadline` shortens the waits before a transaction's
+    /// first statement is answered.
     public static func open(
         uri: String, schema: String = "guestmode", migrating: Bool = true, poolSize: Int = defaultPoolSize,
-        connectionWait: Duration = defaultConnectionWait
+        connectionWait: Duration = defaultConnectionWait, connectTimeout: Duration? = defaultConnectTimeout,
+        statementTimeout: Duration? = nil
     ) throws -> PostgresStore {
-        let store = try connect(uri: uri, schema: schema, poolSize: poolSize, connectionWait: connectionWait)
+        let store = try connect(
+            uri: uri, schema: schema, poolSize: poolSize, connectionWait: connectionWait,
+            connectTimeout: connectTimeout, statementTimeout: statementTimeout)
         let applied = try store.read { connection in try store.appliedMigrations(connection) }
         try store.refuseUnknownSchema(applied: applied)
         guard let applied else {
@@ -90,7 +100,8 @@ public final class PostgresStore: Sendable {
     }
 
     private static func connect(
-        uri: String, schema: String, poolSize: Int, connectionWait: Duration
+        uri: String, schema: String, poolSize: Int, connectionWait: Duration,
+        connectTimeout: Duration? = defaultConnectTimeout, statementTimeout: Duration? = nil
     ) throws -> PostgresStore {
         guard schema.wholeMatch(of: /[a-z_][a-z0-9_]{0,62}/) != nil else {
             throw GuestModeError.usage(
@@ -103,7 +114,7 @@ public final class PostgresStore: Sendable {
         }
         let pool = PostgresConnectionPool(
             conninfo: uri, location: PostgresStore.describe(uri), schema: quote(schema), capacity: poolSize,
-            wait: connectionWait)
+            wait: connectionWait, connectTimeout: connectTimeout, statementTimeout: statementTimeout)
         return PostgresStore(pool: pool, schema: schema)
     }
 
@@ -216,11 +227,15 @@ public final class PostgresStore: Sendable {
 
     /// A connection the server closed while it sat idle fails here, before
     /// anything was done on it: the pool then runs the transaction again on another.
+    /// A deadline that passed before the statement was sent is not a lost
+    /// connection: the connection goes back to the pool as it was.
     private func begin(_ statement: String, on connection: PostgresConnection) throws {
         do {
-            try connection.execute(statement)
+            try connection.executeFirst(statement)
         } catch let failure as PostgresFailure {
-            if failure.isConnectionLost { throw PostgresConnectionPool.LostBeforeStart(failure: failure) }
+            if failure.isConnectionLost && failure.missedDeadline != .beforeSending {
+                throw PostgresConnectionPool.LostBeforeStart(failure: failure)
+            }
             throw failure.asGuestModeError
         }
     }

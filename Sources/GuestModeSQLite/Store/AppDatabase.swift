@@ -56,11 +56,14 @@ struct AppDatabase: Sendable {
         try AppDatabase(DatabaseQueue(configuration: configuration()))
     }
 
-    static func configuration(readOnly: Bool = false) -> Configuration {
+    static func configuration(
+        readOnly: Bool = false, busyTimeout: Duration = SQLiteStore.defaultBusyTimeout
+    ) -> Configuration {
         var configuration = Configuration()
         configuration.readonly = readOnly
-        // Concurrent guestmode processes wait for each other instead of failing.
-        configuration.busyMode = .timeout(30)
+        // Concurrent guestmode processes wait for each other instead of failing, up to
+        // `busyTimeout` and never past the caller's `StoreDeadline`.
+        configuration.busyMode = .callback(BusyWait.callback(limit: busyTimeout))
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
             if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
@@ -120,7 +123,8 @@ struct AppDatabase: Sendable {
 /// written to it.
 enum StoreFile {
     static func open(
-        path: String, creating: Bool, migrating: Bool = true, connections: SQLiteStore.Connections = .single
+        path: String, creating: Bool, migrating: Bool = true, connections: SQLiteStore.Connections = .single,
+        busyTimeout: Duration = SQLiteStore.defaultBusyTimeout
     ) throws -> AppDatabase {
         if case .pool(let maximumReaders) = connections, maximumReaders < 1 {
             throw GuestModeError.usage(
@@ -156,14 +160,14 @@ enum StoreFile {
                 // WAL): the schema history is read first, from a read-only
                 // connection, so a store from a newer guestmode is refused untouched.
                 try refuseUnknownSchema(path: path)
-                var configuration = AppDatabase.configuration()
+                var configuration = AppDatabase.configuration(busyTimeout: busyTimeout)
                 configuration.maximumReaderCount = maximumReaders
                 return try AppDatabase(
                     DatabasePool(path: path, configuration: configuration), migrating: migrating)
             }
             // A single connection never writes on opening: WAL is set once,
             // persistently, when the store is created.
-            let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration())
+            let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration(busyTimeout: busyTimeout))
             // The schema history is read on this same connection, before
             // anything is written: no second connection (and no second round
             // of -wal/-shm files) just to look.
@@ -246,6 +250,31 @@ enum StoreFile {
             GuestModeError(.ioError, code: .ioError, "I/O error on the store '\(path)': \(error.message ?? "\(error)")")
         default:
             GuestModeError(.internalFailure, code: .databaseError, "database error on '\(path)': \(error)")
+        }
+    }
+}
+
+/// How a connection waits for another's lock: the delays SQLite's own busy
+/// timeout sleeps (1 ms growing to 100 ms), summed the way it sums them, so
+/// `limit` means what `busy_timeout` meant; and never past `StoreDeadline`, so
+/// a server's request gives up when what is left of its wait is used up.
+enum BusyWait {
+    private static let delays: [Duration] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100].map { .milliseconds($0) }
+    private static let slept: [Duration] = delays.indices.map { index in delays[..<index].reduce(.zero, +) }
+
+    static func callback(limit: Duration) -> Database.BusyCallback {
+        { tries in
+            let tries = max(0, tries)
+            let delay = tries < delays.count ? delays[tries] : .milliseconds(100)
+            let sleptSoFar =
+                tries < delays.count
+                ? slept[tries] : slept[delays.count - 1] + delays[delays.count - 1] * (tries - delays.count + 1)
+            var next = min(delay, limit - sleptSoFar)
+            if let remaining = StoreDeadline.remaining { next = min(next, remaining) }
+            guard next > .zero else { return false }
+            let (seconds, attoseconds) = next.components
+            usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+            return true
         }
     }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 internal import GRDB
 import GuestModeKit
@@ -10,12 +11,20 @@ import GuestModeKit
 /// the one write in progress, each on its own snapshot. `.single` (a GRDB
 /// `DatabaseQueue`) serves one caller at a time on one connection, and is what
 /// the command line uses: opening it writes nothing to the file (see
-/// docs/ARCHITECTURE.md). Processes wait up to 30 s for each other's writes
-/// either way, then fail with `store_busy` (try again later).
+/// docs/ARCHITECTURE.md). Processes wait up to `busyTimeout` (30 s unless
+/// told otherwise) for each other's writes either way, then fail with
+/// `store_busy` (try again later); a caller with a `StoreDeadline` waits no
+/// longer than that, for another process's lock or for another write of its own process.
 public final class SQLiteStore: Sendable {
     let database: AppDatabase
     /// The store file's path; nil for an in-memory store.
     public let path: String?
+    /// One write at a time, as GRDB's writer runs them, but waited for with a
+    /// deadline: GRDB's own queue makes a write wait as long as the one before it runs.
+    private let writing = DispatchSemaphore(value: 1)
+
+    /// How long a write waits for another process's lock unless told otherwise.
+    public static let defaultBusyTimeout = Duration.seconds(30)
 
     init(database: AppDatabase, path: String?) {
         self.database = database
@@ -38,11 +47,15 @@ public final class SQLiteStore: Sendable {
     /// Opens an existing store, refusing one written by a newer guestmode
     /// before touching it. Pending schema migrations are applied unless
     /// `migrating` is false (for `db status`).
+    /// A write waits up to `busyTimeout` for another process's lock.
     public static func open(
-        path: String, migrating: Bool = true, connections: Connections = .pool(maximumReaders: 4)
+        path: String, migrating: Bool = true, connections: Connections = .pool(maximumReaders: 4),
+        busyTimeout: Duration = defaultBusyTimeout
     ) throws -> SQLiteStore {
         SQLiteStore(
-            database: try StoreFile.open(path: path, creating: false, migrating: migrating, connections: connections),
+            database: try StoreFile.open(
+                path: path, creating: false, migrating: migrating, connections: connections,
+                busyTimeout: busyTimeout),
             path: path)
     }
 
@@ -100,7 +113,22 @@ public final class SQLiteStore: Sendable {
         }
     }
 
+    /// Waits for the other writes of this process to end, until the caller's
+    /// `StoreDeadline` if it has one.
+    private func takeWriter() throws {
+        guard let remaining = StoreDeadline.remaining else { return writing.wait() }
+        let (seconds, attoseconds) = remaining.components
+        let nanoseconds = Int(min(seconds, 86_400 * 365)) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        guard writing.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else {
+            throw GuestModeError(
+                .tryAgainLater, code: .storeBusy,
+                "another write held the store for the whole wait; nothing was changed, try again later")
+        }
+    }
+
     func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        try takeWriter()
+        defer { writing.signal() }
         do {
             return try database.writer.write(updates)
         } catch let error as DatabaseError {
@@ -119,6 +147,8 @@ public final class SQLiteStore: Sendable {
 
     /// Like `writeDurably(_:)`; `body` also says whether to commit (a dry run rolls back).
     func writeDurably<T>(_ body: (Database) throws -> (value: T, commit: Bool)) throws -> T {
+        try takeWriter()
+        defer { writing.signal() }
         do {
             return try database.writer.writeWithoutTransaction { db in
                 let previous = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 1

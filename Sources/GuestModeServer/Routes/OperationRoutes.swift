@@ -3,6 +3,10 @@ import GuestModeKit
 import Hummingbird
 
 enum OperationRoutes {
+    /// The longest `/readyz` waits for a thread; with `Services.startMargin` for the store it stays
+    /// under a second, with room to answer.
+    static let readinessWait = Duration.milliseconds(500)
+
     static func add(to router: ServerRouter, _ services: Services) {
         // The process answers.
         router.get("/healthz") { _, _ -> Response in
@@ -17,9 +21,18 @@ enum OperationRoutes {
                 .response
         }
 
-        // The store answers, with the schema this build expects: a load balancer may send requests.
+        // Ready: the pool has room and the store answers, with the schema this build expects, all within
+        // `readinessWait`, so a load balancer asking often learns fast and routes around a saturated
+        // server or an unreachable store instead of queueing its probes behind the requests.
         router.get("/readyz") { _, _ -> Response in
-            let schema = try await services.perform { engine, _ in try engine.schemaStatus() }
+            guard !services.isSaturated else {
+                throw GuestModeError(
+                    .tryAgainLater, code: .poolExhausted,
+                    "every store connection is in use and calls are waiting for one; not ready")
+            }
+            let schema = try await services.perform(waitingAtMost: readinessWait) {
+                engine, _ in try engine.schemaStatus()
+            }
             guard schema.pending.isEmpty else {
                 throw GuestModeError(
                     .tryAgainLater, code: .storeBusy,

@@ -2,6 +2,7 @@ import Foundation
 import GuestModeArchive
 import GuestModeKit
 import NIOPosix
+import Synchronization
 
 /// What every route shares: the engine, the bounded pool its blocking calls
 /// run on, the clock, the access-token signer and the sign-in limits.
@@ -22,6 +23,10 @@ final class Services: Sendable {
     let identityTokens: IdentityTokens
     /// Request and store-pool metrics.
     let metrics: ServerMetrics
+    /// The pool's size: how many engine calls run at once.
+    let threads: Int
+    /// The calls waiting for a pool thread and running on one, as `isSaturated` reads them.
+    private let load = PoolLoad()
     /// The metrics in Prometheus's text format, for `/metrics`; nil when the process exposes none.
     let metricsExposition: (@Sendable () -> String)?
 
@@ -44,39 +49,170 @@ final class Services: Sendable {
             BackupShelf(directory: $0, keep: configuration.keptBackups, sizeLimit: configuration.backupSizeLimit)
         }
         metrics = ServerMetrics(threads: configuration.threads)
+        threads = max(1, configuration.threads)
         metricsExposition = configuration.metricsExposition
     }
 
     /// Runs a blocking engine call on the pool, never on an event loop; at
     /// most the pool's size (the store's connections) run at once and the
-    /// rest wait their turn. A call that waited longer than `storeWait` is
-    /// `pool_exhausted` (503) without touching the store. The store-pool
-    /// gauges count the calls waiting and running.
-    func perform<T: Sendable>(_ body: @escaping @Sendable (GuestMode, Date) throws -> T) async throws -> T {
+    /// rest wait their turn. A call still queued when `storeWait` (or `wait`)
+    /// is over is answered `pool_exhausted` (503) then and there, not when a
+    /// thread frees up, and the thread that later picks it up skips it: it
+    /// never touched the store. A call that started runs with the same
+    /// deadline set as `StoreDeadline` (or `startMargin` from its start, if
+    /// later), so the store gives up waiting for a connection or a lock then
+    /// too. The store-pool gauges count the calls waiting and running.
+    func perform<T: Sendable>(
+        waitingAtMost wait: Duration? = nil, _ body: @escaping @Sendable (GuestMode, Date) throws -> T
+    ) async throws -> T {
         let engine = self.engine
         let clock = self.clock
-        let wait = storeWait
+        let wait = max(.zero, wait ?? storeWait)
         let metrics = self.metrics
-        let queued = ContinuousClock.now
+        let load = self.load
+        let deadline = ContinuousClock.now + wait
+        let call = QueuedCall<T>()
         metrics.storeWaiting.increment()
-        do {
-            return try await pool.runIfActive {
-                metrics.storeWaiting.decrement()
-                guard ContinuousClock.now - queued <= wait else {
-                    throw GuestModeError(
-                        .tryAgainLater, code: .poolExhausted,
-                        "no store connection was free within \(wait); try again shortly")
-                }
-                metrics.storeInUse.increment()
-                defer { metrics.storeInUse.decrement() }
-                return try body(engine, try clock())
-            }
-        } catch let error as NIOThreadPoolError.ThreadPoolInactive {
-            // Shutting down: the call never ran, so it no longer waits.
+        load.waiting.add(1, ordering: .relaxed)
+        // Whichever of the pool thread and this timer claims the call first decides it.
+        let timer = Task {
+            do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+            guard call.abandon() else { return }
             metrics.storeWaiting.decrement()
-            throw error
+            load.waiting.subtract(1, ordering: .relaxed)
+            call.finish(
+                .failure(
+                    GuestModeError(
+                        .tryAgainLater, code: .poolExhausted,
+                        "no store connection was free within \(wait); nothing was done, try again shortly")))
+        }
+        defer { timer.cancel() }
+        pool.submit { state in
+            guard state == .active else {
+                // Shutting down: the call never ran, so it no longer waits.
+                guard call.abandon() else { return }
+                metrics.storeWaiting.decrement()
+                load.waiting.subtract(1, ordering: .relaxed)
+                call.finish(.failure(NIOThreadPoolError.ThreadPoolInactive()))
+                return
+            }
+            guard call.start() else { return }
+            metrics.storeWaiting.decrement()
+            load.waiting.subtract(1, ordering: .relaxed)
+            metrics.storeInUse.increment()
+            load.running.add(1, ordering: .relaxed)
+            defer {
+                load.running.subtract(1, ordering: .relaxed)
+                metrics.storeInUse.decrement()
+            }
+            // A call that got its thread at the last moment still gets a moment to reach the store.
+            let storeDeadline = max(deadline, ContinuousClock.now + Self.startMargin)
+            call.finish(
+                Result {
+                    try StoreDeadline.$current.withValue(storeDeadline) { try body(engine, try clock()) }
+                })
+        }
+        do {
+            return try await call.value()
+        } catch let error as GuestModeError {
+            throw Self.answerable(error, wait: wait)
+        }
+    }
+
+    /// How long a call that started just before its deadline may still wait
+    /// for the store: enough for a healthy store's connection and lock, short
+    /// enough to stay the "small margin" past `--store-wait`.
+    static let startMargin = Duration.milliseconds(250)
+
+    /// Whether every pool thread is busy and calls are queued behind them:
+    /// a new request would wait, so a load balancer should send it elsewhere.
+    var isSaturated: Bool {
+        load.running.load(ordering: .relaxed) >= threads && load.waiting.load(ordering: .relaxed) > 0
+    }
+
+    /// The store's own words for "busy" and "unreachable" name its file, host
+    /// or database: a client hears what happened and what to do, and nothing inside.
+    private static func answerable(_ error: GuestModeError, wait: Duration) -> GuestModeError {
+        switch error.code {
+        case .storeBusy:
+            return GuestModeError(
+                .tryAgainLater, code: .storeBusy,
+                "the store was busy or did not answer within \(wait); nothing was changed, try again shortly")
+        case .storeUnreachable:
+            return GuestModeError(
+                .tryAgainLater, code: .storeUnreachable,
+                "the store cannot be reached; nothing was changed, try again shortly")
+        case .commitUnknown:
+            return GuestModeError(
+                .tryAgainLater, code: .commitUnknown,
+                "the store stopped answering while the change was being committed; it may or may not have been made: look before repeating it"
+            )
+        default:
+            return error
         }
     }
 
     func now() throws -> Date { try clock() }
+}
+
+/// The counts behind `Services.isSaturated`; the metrics' gauges cannot be read back.
+private final class PoolLoad: Sendable {
+    let waiting = Atomic<Int>(0)
+    let running = Atomic<Int>(0)
+}
+
+/// One engine call on its way through the pool: queued, then either started
+/// by a pool thread or abandoned by its deadline, never both, and its caller
+/// resumed exactly once with the outcome.
+private final class QueuedCall<T: Sendable>: Sendable {
+    private enum Phase { case queued, started, abandoned }
+
+    private struct State {
+        var phase = Phase.queued
+        var continuation: CheckedContinuation<T, any Error>?
+        var outcome: Result<T, any Error>?
+    }
+
+    private let state = Mutex(State())
+
+    /// Claims the call for a pool thread; false when its deadline already answered it.
+    func start() -> Bool {
+        state.withLock { state in
+            guard state.phase == .queued else { return false }
+            state.phase = .started
+            return true
+        }
+    }
+
+    /// Claims the call for its deadline; false when a thread already runs it.
+    func abandon() -> Bool {
+        state.withLock { state in
+            guard state.phase == .queued else { return false }
+            state.phase = .abandoned
+            return true
+        }
+    }
+
+    /// Hands the outcome to the caller, now or as soon as it waits.
+    func finish(_ outcome: Result<T, any Error>) {
+        let waiting = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            guard case .none = state.outcome else { return nil }
+            state.outcome = outcome
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        waiting?.resume(with: outcome)
+    }
+
+    /// The outcome, once there is one.
+    func value() async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready = state.withLock { state -> Result<T, any Error>? in
+                if let outcome = state.outcome { return outcome }
+                state.continuation = continuation
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
 }

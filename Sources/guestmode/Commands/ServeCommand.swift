@@ -38,7 +38,7 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Seconds a request may wait for a store connection before it is 503, decimals allowed (default: 10).",
+            "Seconds a request may wait on the store (a free connection, a lock, an answer) before it is 503, decimals allowed (default: 10).",
             valueName: "seconds"))
     var storeWait: Double = 10
 
@@ -154,13 +154,16 @@ struct ServeCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         // One store connection per engine thread: a call never waits for a connection once it runs.
         let providers = try identityProviders
-        let engine = try global.openEngine(connections: threads)
+        // The store gives up waiting when a request would: its locks, connections and statements are
+        // bounded by --store-wait as well as the queue in front of them.
+        let wait = Duration.milliseconds(Int((storeWait * 1000).rounded()))
+        let engine = try global.openEngine(connections: threads, wait: wait)
         let key = try global.backupKeyCreatingIfMissing()
         let (host, port) = try address
         var configuration = ServerConfiguration(
             host: host, port: port, threads: threads,
             accessTokenKey: key.derivedKey(for: "guestmode access tokens v1"))
-        configuration.storeWait = .milliseconds(Int((storeWait * 1000).rounded()))
+        configuration.storeWait = wait
         configuration.idleTimeout = .seconds(idleTimeout)
         configuration.maximumRequests = maxRequests
         configuration.headTimeout = .seconds(headTimeout)

@@ -156,10 +156,11 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// The engine over the store; `connections` as `StoreLocation.open` takes it.
-    func openEngine(connections: Int? = nil) throws -> GuestMode {
+    /// The engine over the store; `connections` and `wait` as `StoreLocation.open` takes them.
+    func openEngine(connections: Int? = nil, wait: Duration? = nil) throws -> GuestMode {
         let location = try storeLocation
-        var engine = try GuestMode(store: try location.open(connections: connections), location: location.description)
+        var engine = try GuestMode(
+            store: try location.open(connections: connections, wait: wait), location: location.description)
         InjectedFaults.install(on: &engine)
         output.detail("store \(location.description), profile \(engine.profile.name) v\(engine.profile.version)")
         return engine

@@ -55,15 +55,24 @@ enum StoreLocation {
     /// asks for a pool of that many (`serve`); without it, one command needs
     /// one connection, and a SQLite pool's opening would write to the file
     /// (docs/ARCHITECTURE.md): a command that changes nothing must leave it byte for byte.
-    func open(migrating: Bool = true, connections: Int? = nil) throws -> any GuestStore {
+    /// `wait` (`serve --store-wait`) bounds the waits a caller's `StoreDeadline`
+    /// does not: another process's lock, a free connection, an unanswered
+    /// statement; without it the backends' own defaults hold.
+    func open(migrating: Bool = true, connections: Int? = nil, wait: Duration? = nil) throws -> any GuestStore {
         switch self {
         case let .sqlite(path):
             try SQLiteStore.open(
-                path: path, migrating: migrating, connections: connections.map { .pool(maximumReaders: $0) } ?? .single)
+                path: path, migrating: migrating, connections: connections.map { .pool(maximumReaders: $0) } ?? .single,
+                busyTimeout: wait ?? SQLiteStore.defaultBusyTimeout)
         case let .postgres(uri, schema):
             try PostgresStore.open(
                 uri: uri, schema: schema, migrating: migrating,
-                poolSize: connections ?? PostgresStore.defaultPoolSize)
+                poolSize: connections ?? PostgresStore.defaultPoolSize,
+                connectionWait: wait ?? PostgresStore.defaultConnectionWait,
+                // A statement gets the whole wait, and at least a second: `--store-wait 0.001` refuses
+                // requests that queue, not every statement. Connecting within a request is bounded by
+                // the request's `StoreDeadline`, opening the store by the default.
+                statementTimeout: wait.map { max($0, .seconds(1)) })
         }
     }
 
