@@ -11,8 +11,16 @@ exit_statuses = open(os.path.join(ROOT, "Sources/guestmode/Support/ExitStatus.sw
 STATUS = {kind: int(status) for kind, status in re.findall(r"case \.(\w+): (\d+)", exit_statuses)}
 assert len(STATUS) == 12, "Sources/guestmode/Support/ExitStatus.swift: expected a status for each of the 12 kinds"
 catalogue = open(os.path.join(ROOT, "Sources/GuestModeKit/Store/GuestModeError.swift")).read()
-# A code decides its kind: `public static let userNotFound = Code("user_not_found", .notFound)`.
-codes = re.findall(r'public static let \w+ = Code\("([a-z0-9_]+)", \.(\w+)\)', catalogue)
+# The catalogue is an enum, `case userNotFound = "user_not_found"`, whose kind is a switch:
+# `case .a,\n .b:\n return .notFound`.
+codes_enum = catalogue[catalogue.index("public enum Code"):]
+raw = dict(re.findall(r'case (\w+) = "([a-z0-9_]+)"', codes_enum))
+kinds = {}
+for names, kind in re.findall(r'case ((?:\.\w+,\s*)*\.\w+):\s*return \.(\w+)', catalogue):
+    for name in re.findall(r'\.(\w+)', names):
+        kinds[name] = kind
+assert set(raw) == set(kinds), "a code without a kind, or a kind for no code: %s" % (set(raw) ^ set(kinds))
+codes = [(raw[name], kinds[name]) for name in raw]
 assert codes, "Sources/GuestModeKit/Store/GuestModeError.swift: no codes found"
 lines = [".Bl -tag -width Ds -compact"]
 for raw, kind in sorted(codes):

@@ -32,7 +32,7 @@ package struct RemoteURL: Sendable, Hashable, CustomStringConvertible {
     package init(_ text: String, what: String) throws {
         switch DestinationURLRule.check(text, what: what) {
         case .success(let url): self.url = url
-        case .failure(let problem): throw GuestModeError(.usage, code: .invalidURL, problem.message)
+        case .failure(let problem): throw GuestModeError(.invalidURL, problem.message)
         }
     }
 
@@ -87,7 +87,7 @@ package struct HTTPTransport: Sendable {
         _ method: String, to destination: RemoteURL, headers: [(String, String)] = [], body: [UInt8]? = nil
     ) throws -> HTTPAnswer {
         guard let handle = curl_easy_init() else {
-            throw GuestModeError(.internalFailure, code: .internalFailure, "libcurl could not make a request handle")
+            throw GuestModeError(.internalFailure, "libcurl could not make a request handle")
         }
         defer { curl_easy_cleanup(handle) }
         var headerList: UnsafeMutablePointer<curl_slist>?
@@ -120,7 +120,7 @@ package struct HTTPTransport: Sendable {
         if method == "HEAD" { set(guestmode_curl_set_long(handle, CURLOPT_NOBODY, 1)) }
         guard code == CURLE_OK else {
             throw GuestModeError(
-                .internalFailure, code: .internalFailure, "libcurl refused an option: \(Self.describe(code))")
+                .internalFailure, "libcurl refused an option: \(Self.describe(code))")
         }
         let outcome: CURLcode =
             if let body {
@@ -140,7 +140,7 @@ package struct HTTPTransport: Sendable {
             }
         guard outcome == CURLE_OK || (outcome == CURLE_WRITE_ERROR && sink.isCut) else {
             throw GuestModeError(
-                .tryAgainLater, code: .destinationUnavailable,
+                .destinationUnavailable,
                 "\(method) \(destination) got no answer: \(Self.describe(outcome))")
         }
         var status = 0

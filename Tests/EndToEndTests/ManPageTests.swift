@@ -172,8 +172,8 @@ struct ManPageTests {
             .filter { $0.hasPrefix(".It Li ") }
             .map { String($0.dropFirst(7)) }
         #expect(
-            listedCodes == GuestModeError.Code.all.map(\.rawValue).sorted(),
-            "guestmode.1 'Error codes' differs from GuestModeError.Code.all; run 'make man-codes'")
+            listedCodes == GuestModeError.Code.allCases.map(\.rawValue).sorted(),
+            "guestmode.1 'Error codes' differs from GuestModeError.Code.allCases; run 'make man-codes'")
         // Every page of man/ is listed in SEE ALSO.
         let seeAlso = page.section("SEE ALSO").joined(separator: "\n")
         for other in try await Self.pages(suffix: ".1") + Self.pages(suffix: ".5") where other.file != "guestmode.1" {

@@ -8,12 +8,12 @@ import Testing
 /// runs, each violation is found and the first one is the one reported.
 @Suite struct CrossRowFactsTests {
     var wording: CrossRowFacts.Wording { CrossRowFacts.Wording(
-        invalid: { location, message in GuestModeError.badData("invalid at \(location): \(message)", code: .badRow) },
+        invalid: { location, message in GuestModeError(.badRow, "invalid at \(location): \(message)") },
         duplicate: { location, message in
-            GuestModeError.badData("duplicate at \(location): \(message)", code: .duplicateRow)
+            GuestModeError(.duplicateRow, "duplicate at \(location): \(message)")
         },
         inconsistent: { location, message in
-            GuestModeError.badData("inconsistent at \(location): \(message)", code: .inconsistentRows)
+            GuestModeError(.inconsistentRows, "inconsistent at \(location): \(message)")
         },
         maximumTotal: 1_000) }
 

@@ -189,7 +189,7 @@ private func facts(
     @Test func unknownUsersContextsAndTriggersAreRefusedPrecisely() throws {
         let engine = try engine()
         try insertUser(engine, "u1")
-        #expect(throws: GuestModeError.notFound("no user 'ghost' in this store", code: .userNotFound)) {
+        #expect(throws: GuestModeError(.userNotFound, "no user 'ghost' in this store")) {
             try engine.nextPrompt(user: "ghost", trigger: nil, now: hours(1))
         }
         #expect(

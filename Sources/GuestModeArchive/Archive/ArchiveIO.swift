@@ -105,7 +105,7 @@ final class ArchiveWriter {
         _ body: (ArchiveWriter) throws -> Void
     ) throws {
         guard let handle = archive_write_new() else {
-            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a writer")
+            throw GuestModeError(.archiveError, "libarchive could not allocate a writer")
         }
         defer { archive_write_free(handle) }
         let writer = ArchiveWriter(handle: handle, path: path)
@@ -194,7 +194,7 @@ final class ArchiveWriter {
 
         init(level: Int?, path: String) throws {
             guard let context = ZSTD_createCCtx() else {
-                throw GuestModeError(.internalFailure, code: .archiveError, "zstd could not allocate a compressor")
+                throw GuestModeError(.archiveError, "zstd could not allocate a compressor")
             }
             self.context = context
             self.path = path
@@ -230,7 +230,7 @@ final class ArchiveWriter {
         private func check(_ result: Int, _ step: String) throws {
             guard ZSTD_isError(result) != 0 else { return }
             throw GuestModeError(
-                .ioError, code: .archiveWriteFailed,
+                .archiveWriteFailed,
                 "cannot write '\(path)' (\(step) with zstd): \(String(cString: ZSTD_getErrorName(result)))")
         }
     }
@@ -242,7 +242,7 @@ final class ArchiveWriter {
             guard written > 0 else {
                 if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "the archive") }
                 throw GuestModeError(
-                    .ioError, code: .archiveWriteFailed, "cannot write '\(path)': \(String(cString: strerror(errno)))")
+                    .archiveWriteFailed, "cannot write '\(path)': \(String(cString: strerror(errno)))")
             }
             offset += written
         }
@@ -261,7 +261,7 @@ final class ArchiveWriter {
         _ body: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws {
         guard let entry = archive_entry_new() else {
-            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate an entry")
+            throw GuestModeError(.archiveError, "libarchive could not allocate an entry")
         }
         defer { archive_entry_free(entry) }
         archive_entry_set_pathname(entry, name)
@@ -274,7 +274,7 @@ final class ArchiveWriter {
         try body { contents in
             guard total + Int64(contents.count) <= size else {
                 throw GuestModeError(
-                    .internalFailure, code: .archiveError,
+                    .archiveError,
                     "\(name) grew past the \(size) bytes announced for it while it was written")
             }
             var offset = 0
@@ -287,7 +287,7 @@ final class ArchiveWriter {
         }
         guard total == size else {
             throw GuestModeError(
-                .internalFailure, code: .archiveError,
+                .archiveError,
                 "\(name) came to \(total) bytes, not the \(size) announced for it")
         }
     }
@@ -296,7 +296,7 @@ final class ArchiveWriter {
         guard status < ARCHIVE_OK else { return }
         if DiskSpace.isFull(archive_errno(handle)) { throw DiskSpace.full(writing: path, what: "the archive") }
         throw GuestModeError(
-            .ioError, code: .archiveWriteFailed, "cannot write '\(path)' (\(step)): \(lastError(handle))")
+            .archiveWriteFailed, "cannot write '\(path)' (\(step)): \(lastError(handle))")
     }
 }
 
@@ -330,7 +330,7 @@ final class ArchiveReader {
         let (format, decrypted) = try expectedFormat(of: path, keys: keys)
         defer { if let decrypted { close(decrypted) } }
         guard let handle = archive_read_new() else {
-            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a reader")
+            throw GuestModeError(.archiveError, "libarchive could not allocate a reader")
         }
         defer { archive_read_free(handle) }
         let reader = ArchiveReader(handle: handle, path: path, limits: limits)
@@ -381,7 +381,7 @@ final class ArchiveReader {
     private static func zipEndsAtDirectory(path: String, descriptor: Int32?) throws -> Bool {
         let file: Int32 = descriptor ?? open(path, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else {
-            throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
+            throw GuestModeError(.archiveUnreadable, "cannot open the archive '\(path)' for reading")
         }
         defer { if descriptor == nil { close(file) } }
         var status = stat()
@@ -407,17 +407,17 @@ final class ArchiveReader {
         var status = stat()
         guard stat(path, &status) == 0 else {
             let reason = String(cString: strerror(errno))
-            throw GuestModeError.notFound("cannot read the archive '\(path)': \(reason)", code: .archiveNotFound)
+            throw GuestModeError(.archiveNotFound, "cannot read the archive '\(path)': \(reason)")
         }
         guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw GuestModeError.badData(
-                "'\(path)' is not a regular file, so it is not a guestmode backup", code: .notAnArchive)
+            throw GuestModeError(
+                .notAnArchive, "'\(path)' is not a regular file, so it is not a guestmode backup")
         }
         guard status.st_size > 0 else {
-            throw GuestModeError.badData("'\(path)' is empty, so it is not a guestmode backup", code: .notAnArchive)
+            throw GuestModeError(.notAnArchive, "'\(path)' is empty, so it is not a guestmode backup")
         }
         guard let file = FileHandle(forReadingAtPath: path) else {
-            throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
+            throw GuestModeError(.archiveUnreadable, "cannot open the archive '\(path)' for reading")
         }
         defer { try? file.close() }
         var prefix = [UInt8]((try? file.read(upToCount: 8)) ?? Data())
@@ -441,14 +441,12 @@ final class ArchiveReader {
         let named = ArchiveFormat.named(by: path)
         guard let sniffed = ArchiveFormat.sniffed(from: prefix) else {
             let expected = named.map { "; a .\($0.rawValue) file should be \($0.description)" } ?? ""
-            throw GuestModeError.badData(
-                "'\(path)' is not a guestmode backup: its \(encrypted ? "decrypted " : "")content is not zstd, gzip or zip data\(expected)",
-                code: .notAnArchive)
+            throw GuestModeError(
+                .notAnArchive, "'\(path)' is not a guestmode backup: its \(encrypted ? "decrypted " : "")content is not zstd, gzip or zip data\(expected)")
         }
         if let named, named != sniffed {
-            throw GuestModeError.badData(
-                "'\(path)' is named like \(named.description) but contains \(sniffed.description); rename it to end in .\(sniffed.fileExtension) if it is a guestmode backup",
-                code: .archiveFormatMismatch)
+            throw GuestModeError(
+                .archiveFormatMismatch, "'\(path)' is named like \(named.description) but contains \(sniffed.description); rename it to end in .\(sniffed.fileExtension) if it is a guestmode backup")
         }
         return sniffed
     }
@@ -546,14 +544,13 @@ final class ArchiveReader {
     }
 
     static func refusal(path: String, _ problem: String) -> GuestModeError {
-        GuestModeError.badData(
-            "refusing the archive '\(path)': it \(problem); nothing was changed", code: .hostileArchive)
+        GuestModeError(
+            .hostileArchive, "refusing the archive '\(path)': it \(problem); nothing was changed")
     }
 
     private func damaged(_ problem: String) -> GuestModeError {
-        GuestModeError.badData(
-            "the archive '\(path)' \(problem): \(lastError(handle)); it may be truncated or not a guestmode backup",
-            code: .damagedArchive)
+        GuestModeError(
+            .damagedArchive, "the archive '\(path)' \(problem): \(lastError(handle)); it may be truncated or not a guestmode backup")
     }
 }
 
@@ -625,7 +622,7 @@ final class TarSource {
                 input.deallocate()
                 output.deallocate()
                 throw GuestModeError(
-                    .ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
+                    .archiveUnreadable, "cannot open the archive '\(path)' for reading")
             }
             self.descriptor = opened
             ownsDescriptor = true
@@ -637,12 +634,12 @@ final class TarSource {
             inflater = stream
             // 15 + 16: a gzip wrapper only (no raw deflate, no zlib wrapper), the largest window.
             guard inflateInit2_(stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-                throw GuestModeError(.internalFailure, code: .archiveError, "zlib could not allocate an inflater")
+                throw GuestModeError(.archiveError, "zlib could not allocate an inflater")
             }
         case .tarZstd:
             try openDecoder()
         case .zip:
-            throw GuestModeError(.internalFailure, code: .archiveError, "a zip archive has no tar stream")
+            throw GuestModeError(.archiveError, "a zip archive has no tar stream")
         }
     }
 
@@ -698,8 +695,8 @@ final class TarSource {
         case LayoutProblem.refused(let problem):
             ArchiveReader.refusal(path: path, problem)
         case LayoutProblem.damaged(let problem):
-            GuestModeError.badData(
-                "the archive '\(path)' \(problem); it is damaged or not a guestmode backup", code: .damagedArchive)
+            GuestModeError(
+                .damagedArchive, "the archive '\(path)' \(problem); it is damaged or not a guestmode backup")
         default: error
         }
     }
@@ -709,7 +706,7 @@ final class TarSource {
         let count = pread(descriptor, input.baseAddress, input.count, off_t(readOffset))
         guard count >= 0 else {
             throw GuestModeError(
-                .ioError, code: .archiveUnreadable,
+                .archiveUnreadable,
                 "cannot read the archive '\(path)': \(String(cString: strerror(errno)))")
         }
         readOffset += Int64(count)
@@ -767,7 +764,7 @@ final class TarSource {
     /// `ZstdFrames`: it yields the decompressed bytes of exactly one layer.
     private func openDecoder() throws {
         guard let handle = archive_read_new() else {
-            throw GuestModeError(.internalFailure, code: .archiveError, "libarchive could not allocate a reader")
+            throw GuestModeError(.archiveError, "libarchive could not allocate a reader")
         }
         decoder = handle
         archive_read_support_filter_zstd(handle)

@@ -370,7 +370,7 @@ enum ZipLayout {
     static func problem(path: String, descriptor: Int32?, limits: ArchiveLimits) throws -> String? {
         let file: Int32 = descriptor ?? open(path, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else {
-            throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
+            throw GuestModeError(.archiveUnreadable, "cannot open the archive '\(path)' for reading")
         }
         defer { if descriptor == nil { close(file) } }
         var status = stat()

@@ -14,7 +14,7 @@ enum AtomicFile {
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw GuestModeError(
-                .cannotCreate, code: .cannotCreateOutput,
+                .cannotCreateOutput,
                 "cannot create '\(path)': \(String(cString: strerror(errno))) (in the directory '\(directory)')")
         }
         var isOpen = true
@@ -25,7 +25,7 @@ enum AtomicFile {
             guard close(descriptor) == 0 else { throw ioError("cannot close '\(path)'") }
             guard rename(temporary, path) == 0 else {
                 throw GuestModeError(
-                    .cannotCreate, code: .cannotCreateOutput,
+                    .cannotCreateOutput,
                     "cannot move the finished archive into place at '\(path)': \(String(cString: strerror(errno)))")
             }
         } catch {
@@ -69,6 +69,6 @@ enum AtomicFile {
     }
 
     private static func ioError(_ what: String) -> GuestModeError {
-        GuestModeError(.ioError, code: .ioError, "\(what): \(String(cString: strerror(errno)))")
+        GuestModeError(.ioError, "\(what): \(String(cString: strerror(errno)))")
     }
 }

@@ -109,9 +109,8 @@ enum EncryptedArchive {
     }
 
     static func undecryptable(_ path: String) -> GuestModeError {
-        GuestModeError.badData(
-            "cannot decrypt '\(path)': wrong key or passphrase, or the file is damaged; nothing was changed",
-            code: .cannotDecrypt)
+        GuestModeError(
+            .cannotDecrypt, "cannot decrypt '\(path)': wrong key or passphrase, or the file is damaged; nothing was changed")
     }
 
     private static func nonce(_ header: [UInt8], counter: UInt32, last: Bool) throws -> ChaChaPoly.Nonce {
@@ -152,7 +151,7 @@ enum EncryptedArchive {
 
         private func seal(_ plaintext: [UInt8], last: Bool) throws {
             guard counter < UInt32.max else {
-                throw GuestModeError(.ioError, code: .archiveWriteFailed, "the archive is too large to encrypt")
+                throw GuestModeError(.archiveWriteFailed, "the archive is too large to encrypt")
             }
             let box = try ChaChaPoly.seal(
                 plaintext, using: key, nonce: try nonce(header, counter: counter, last: last), authenticating: header)
@@ -166,7 +165,7 @@ enum EncryptedArchive {
     /// Nothing decrypted is left on disk, even after kill -9.
     static func decryptToTemporary(path: String, keys: BackupKeys) throws -> Int32 {
         guard let input = FileHandle(forReadingAtPath: path) else {
-            throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot open the archive '\(path)' for reading")
+            throw GuestModeError(.archiveUnreadable, "cannot open the archive '\(path)' for reading")
         }
         defer { try? input.close() }
         func readFull(_ count: Int) throws -> [UInt8] {
@@ -184,22 +183,20 @@ enum EncryptedArchive {
         switch header[9] {
         case 1:
             guard let key = keys.deployment else {
-                throw GuestModeError.badData(
-                    "cannot decrypt '\(path)': it is encrypted with a deployment's backup key and no backup key is at hand",
-                    code: .cannotDecrypt)
+                throw GuestModeError(
+                    .cannotDecrypt, "cannot decrypt '\(path)': it is encrypted with a deployment's backup key and no backup key is at hand")
             }
             guard header[12..<16].allSatisfy({ $0 == 0 }) else { throw undecryptable(path) }
             let id = header[32..<40].map { String(format: "%02x", $0) }.joined()
             guard id == key.id else {
-                throw GuestModeError.badData(
-                    "cannot decrypt '\(path)': it is encrypted with the backup key \(id), but this deployment's key is \(key.id) (wrong key, or the file is damaged); nothing was changed",
-                    code: .cannotDecrypt)
+                throw GuestModeError(
+                    .cannotDecrypt, "cannot decrypt '\(path)': it is encrypted with the backup key \(id), but this deployment's key is \(key.id) (wrong key, or the file is damaged); nothing was changed")
             }
             encryption = .deploymentKey(key)
         case 2:
             guard let passphrase = keys.passphrase else {
-                throw GuestModeError.usage(
-                    "'\(path)' is encrypted with a passphrase", code: .passphraseRequired)
+                throw GuestModeError(
+                    .passphraseRequired, "'\(path)' is encrypted with a passphrase")
             }
             guard header[32..<40].allSatisfy({ $0 == 0 }) else { throw undecryptable(path) }
             encryption = .passphrase(passphrase)
@@ -216,7 +213,7 @@ enum EncryptedArchive {
         }
         guard descriptor >= 0 else {
             throw GuestModeError(
-                .ioError, code: .ioError,
+                .ioError,
                 "cannot create a temporary file in '\(directory)' to decrypt '\(path)': \(String(cString: strerror(errno)))"
             )
         }
@@ -249,7 +246,7 @@ enum EncryptedArchive {
                             descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
                         guard written > 0 else {
                             throw GuestModeError(
-                                .ioError, code: .ioError,
+                                .ioError,
                                 "cannot write the decrypted copy of '\(path)' in '\(directory)': \(String(cString: strerror(errno)))"
                             )
                         }
@@ -262,7 +259,7 @@ enum EncryptedArchive {
                 current = next
             }
             guard lseek(descriptor, 0, SEEK_SET) == 0 else {
-                throw GuestModeError(.ioError, code: .ioError, "cannot rewind the decrypted copy of '\(path)'")
+                throw GuestModeError(.ioError, "cannot rewind the decrypted copy of '\(path)'")
             }
             return descriptor
         } catch {

@@ -31,9 +31,8 @@ extension GuestMode {
         progress: (Int, Int) -> Void = { _, _ in }
     ) throws -> BackupExportSummary {
         if let level, !format.levels.contains(level) {
-            throw GuestModeError.usage(
-                "compression level \(level) is out of range for \(format.rawValue); use \(format.levels.lowerBound)...\(format.levels.upperBound)",
-                code: .invalidLevel)
+            throw GuestModeError(
+                .invalidLevel, "compression level \(level) is out of range for \(format.rawValue); use \(format.levels.lowerBound)...\(format.levels.upperBound)")
         }
         return try store.readBackupRows(selection, guestOwner: profile.guestOwner) { snapshot in
             if case .users(let requested) = selection {
@@ -42,9 +41,8 @@ extension GuestMode {
                 var seen: Set<String> = []
                 let missing = requested.filter { !present.contains($0) && seen.insert($0).inserted }
                 if !missing.isEmpty {
-                    throw GuestModeError.notFound(
-                        "no user \(missing.map { "'\($0)'" }.joined(separator: ", ")) in the store",
-                        code: .userNotFound)
+                    throw GuestModeError(
+                        .userNotFound, "no user \(missing.map { "'\($0)'" }.joined(separator: ", ")) in the store")
                 }
             }
             var total = 0
@@ -85,7 +83,7 @@ extension GuestMode {
                         }
                         guard listed == users else {
                             throw GuestModeError(
-                                .internalFailure, code: .internalFailure,
+                                .internalFailure,
                                 "the store's snapshot gave \(listed) users after \(users); nothing was written")
                         }
                     }
@@ -171,9 +169,8 @@ extension RowEncoder {
             case .integer(let value): appendNumber(value, to: &buffer)
             case .real(let value):
                 guard value.isFinite else {
-                    throw GuestModeError.badData(
-                        "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again",
-                        code: .unexportableValue)
+                    throw GuestModeError(
+                        .unexportableValue, "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again")
                 }
                 appendNumber(value, to: &buffer)
             case .text(let value): appendString(value, to: &buffer)

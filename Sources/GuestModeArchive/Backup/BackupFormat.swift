@@ -86,7 +86,7 @@ struct StreamedHeader {
             bytes.suffix(Self.emptyListEnd.count).elementsEqual(Self.emptyListEnd)
         else {
             throw GuestModeError(
-                .internalFailure, code: .internalFailure,
+                .internalFailure,
                 "header.json does not end with its user list as this build expects; it cannot be streamed")
         }
         head = Array(bytes.dropLast(Self.emptyListEnd.count))
@@ -206,17 +206,15 @@ struct ArchiveMigrationChain: Sendable {
     /// build cannot read.
     func steps(from version: Int, archive path: String) throws -> [ArchiveMigration] {
         if version > current {
-            throw GuestModeError.badData(
-                "the archive '\(path)' uses backup format version \(version), but this guestmode reads versions up to \(current); upgrade guestmode to import it",
-                code: .archiveTooNew)
+            throw GuestModeError(
+                .archiveTooNew, "the archive '\(path)' uses backup format version \(version), but this guestmode reads versions up to \(current); upgrade guestmode to import it")
         }
         var plan: [ArchiveMigration] = []
         var reached = version
         while reached < current {
             guard let step = steps.first(where: { $0.from == reached }) else {
-                throw GuestModeError.badData(
-                    "the archive '\(path)' uses backup format version \(version), which this guestmode (format \(current)) cannot upgrade",
-                    code: .archiveTooOld)
+                throw GuestModeError(
+                    .archiveTooOld, "the archive '\(path)' uses backup format version \(version), which this guestmode (format \(current)) cannot upgrade")
             }
             plan.append(step)
             reached += 1

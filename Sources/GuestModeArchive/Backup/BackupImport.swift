@@ -94,9 +94,8 @@ extension GuestMode {
             try walk.requireMatchingManifest(path: path)
             let found = try walk.signatureStatus(key: keys.deployment, path: path)
             guard found == expected else {
-                throw GuestModeError.badData(
-                    "the archive '\(path)' changed while it was imported (its signature was \(expected.rawValue), now \(found.rawValue)); nothing was changed",
-                    code: .damagedArchive)
+                throw GuestModeError(
+                    .damagedArchive, "the archive '\(path)' changed while it was imported (its signature was \(expected.rawValue), now \(found.rawValue)); nothing was changed")
             }
             try session.finish()
             return BackupImportReport(
@@ -157,9 +156,8 @@ private struct ImportSession {
 
     mutating func begin(_ header: BackupHeader) throws {
         guard header.profile.name == profile.name else {
-            throw GuestModeError.badData(
-                "the archive '\(path)' holds data of profile '\(header.profile.name)' but the store is bound to '\(profile.name)'; import it into a store initialised with that profile",
-                code: .profileMismatch)
+            throw GuestModeError(
+                .profileMismatch, "the archive '\(path)' holds data of profile '\(header.profile.name)' but the store is bound to '\(profile.name)'; import it into a store initialised with that profile")
         }
         try ImportTrust.checkHeader(header, profile: profile, path: path, rows: rows)
         owners = Set(header.users)
@@ -179,9 +177,8 @@ private struct ImportSession {
         guard !present.isEmpty else { return }
         switch policy {
         case .fail:
-            throw GuestModeError.conflict(
-                "the store already has \(present.map { $0 == guestOwner ? "records of the guest owner '\($0)'" : "user '\($0)'" }.joined(separator: ", ")) from the archive '\(path)'; nothing was changed",
-                code: .userExists)
+            throw GuestModeError(
+                .userExists, "the store already has \(present.map { $0 == guestOwner ? "records of the guest owner '\($0)'" : "user '\($0)'" }.joined(separator: ", ")) from the archive '\(path)'; nothing was changed")
         case .skip:
             skipped = Set(present)
         case .replace:
@@ -214,21 +211,18 @@ private struct ImportSession {
         guard let owner = archived[table.ownerColumn]?.text,
             owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
         else {
-            throw GuestModeError.badData(
-                "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed",
-                code: .foreignRow)
+            throw GuestModeError(
+                .foreignRow, "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed")
         }
         var row = try validator.check(archived, table: table, entry: location.entry, line: location.line)
         if table.name == "users" {
             guard usersSeen.insert(owner).inserted else {
-                throw GuestModeError.badData(
-                    "the archive '\(path)' has user '\(owner)' twice (\(location.description)); nothing was changed",
-                    code: .badRow)
+                throw GuestModeError(
+                    .badRow, "the archive '\(path)' has user '\(owner)' twice (\(location.description)); nothing was changed")
             }
             if let created = existingCreation[owner], row["created_at"]?.text != created {
-                throw GuestModeError.conflict(
-                    "user '\(owner)' in the archive '\(path)' was created at \(row["created_at"]?.text ?? "an unknown time") but the store's user '\(owner)' was created at \(created): they are different users with the same id. Nothing was changed",
-                    code: .differentUser)
+                throw GuestModeError(
+                    .differentUser, "user '\(owner)' in the archive '\(path)' was created at \(row["created_at"]?.text ?? "an unknown time") but the store's user '\(owner)' was created at \(created): they are different users with the same id. Nothing was changed")
             }
         }
         if skipped.contains(owner) { return }
@@ -258,9 +252,8 @@ private struct ImportSession {
         }
         let known = try columnNames(of: table)
         if let unknown = row.keys.sorted().first(where: { !known.contains($0) }) {
-            throw GuestModeError.badData(
-                "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed",
-                code: .badRow)
+            throw GuestModeError(
+                .badRow, "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed")
         }
         recentRows[insertions % recentRows.count] = (table, location)
         insertions += 1
@@ -281,14 +274,12 @@ private struct ImportSession {
         try validator.finish()
         let expected = Set(added).union(replaced).subtracting(guestOwner.map { [$0] } ?? [])
         if let missing = expected.subtracting(usersSeen).sorted().first {
-            throw GuestModeError.badData(
-                "the archive '\(path)' lists user '\(missing)' in header.json but has no users row for them; nothing was changed",
-                code: .missingUserRow)
+            throw GuestModeError(
+                .missingUserRow, "the archive '\(path)' lists user '\(missing)' in header.json but has no users row for them; nothing was changed")
         }
         if let table = try rows.tableWithDanglingReferences() {
-            throw GuestModeError.badData(
-                "the archive '\(path)' has rows in \(table) that refer to users it does not contain; nothing was changed",
-                code: .foreignRow)
+            throw GuestModeError(
+                .foreignRow, "the archive '\(path)' has rows in \(table) that refer to users it does not contain; nothing was changed")
         }
     }
 
@@ -305,7 +296,7 @@ private struct ImportSession {
             let held = recentRows[insertion % recentRows.count]
         else {
             return GuestModeError(
-                .internalFailure, code: .internalFailure,
+                .internalFailure,
                 "the store refused a row it was given earlier and can no longer be placed (\(refusal.detail)); nothing was changed"
             )
         }
@@ -317,21 +308,17 @@ private struct ImportSession {
     ) -> GuestModeError {
         switch refusal.reason {
         case .identityTaken(let holder):
-            GuestModeError.conflict(
-                "the identity \(row["provider"]?.text ?? "?")/\(row["subject"]?.text ?? "?") of user '\(row["user_id"]?.text ?? "?")' in the archive '\(path)' already belongs to user '\(holder)' in the store; nothing was changed",
-                code: .identityAlreadyExists)
+            GuestModeError(
+                .identityAlreadyExists, "the identity \(row["provider"]?.text ?? "?")/\(row["subject"]?.text ?? "?") of user '\(row["user_id"]?.text ?? "?")' in the archive '\(path)' already belongs to user '\(holder)' in the store; nothing was changed")
         case .duplicateKey where ImportTrust.duplicateIsInArchive(table):
-            GuestModeError.badData(
-                "the archive '\(path)' has a duplicated row at \(location.description): it repeats the key of a row earlier in the archive (\(refusal.detail)); nothing was changed",
-                code: .duplicateRow)
+            GuestModeError(
+                .duplicateRow, "the archive '\(path)' has a duplicated row at \(location.description): it repeats the key of a row earlier in the archive (\(refusal.detail)); nothing was changed")
         case .duplicateKey:
-            GuestModeError.conflict(
-                "the row at \(location.description) of '\(path)' collides with a row already in the store or earlier in the archive (\(refusal.detail)); nothing was changed",
-                code: .rowConflict)
+            GuestModeError(
+                .rowConflict, "the row at \(location.description) of '\(path)' collides with a row already in the store or earlier in the archive (\(refusal.detail)); nothing was changed")
         case .invalid:
-            GuestModeError.badData(
-                "the row at \(location.description) of '\(path)' is not valid for table \(table.name) (\(refusal.detail)); nothing was changed",
-                code: .badRow)
+            GuestModeError(
+                .badRow, "the row at \(location.description) of '\(path)' is not valid for table \(table.name) (\(refusal.detail)); nothing was changed")
         }
     }
 }

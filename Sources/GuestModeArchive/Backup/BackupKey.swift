@@ -61,9 +61,8 @@ public struct BackupKey: Sendable, Equatable {
             }
         }
         guard bytes.count == byteCount else {
-            throw GuestModeError.badData(
-                "\(source) is not a guestmode backup key: it must hold \(byteCount * 2) hex digits", code: .badBackupKey
-            )
+            throw GuestModeError(
+                .badBackupKey, "\(source) is not a guestmode backup key: it must hold \(byteCount * 2) hex digits")
         }
         return BackupKey(bytes: bytes)
     }
@@ -101,10 +100,10 @@ public struct BackupKey: Sendable, Equatable {
             let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else {
                 if errno == EEXIST {
-                    throw GuestModeError.conflict("the backup key file '\(path)' already exists", code: .keyExists)
+                    throw GuestModeError(.keyExists, "the backup key file '\(path)' already exists")
                 }
                 throw GuestModeError(
-                    .cannotCreate, code: .cannotCreateOutput,
+                    .cannotCreateOutput,
                     "cannot create the backup key file '\(path)': \(String(cString: strerror(errno)))")
             }
             let text = Array(fileText.utf8)
@@ -115,7 +114,7 @@ public struct BackupKey: Sendable, Equatable {
             guard written == text.count, synced else {
                 unlink(path)
                 if DiskSpace.isFull(failure) { throw DiskSpace.full(writing: path, what: "the backup key file") }
-                throw GuestModeError(.ioError, code: .ioError, "cannot write the backup key file '\(path)'")
+                throw GuestModeError(.ioError, "cannot write the backup key file '\(path)'")
             }
             return
         }
@@ -124,7 +123,7 @@ public struct BackupKey: Sendable, Equatable {
             let written = text.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
             guard written == text.count else {
                 if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "the backup key file") }
-                throw GuestModeError(.ioError, code: .ioError, "cannot write the backup key file '\(path)'")
+                throw GuestModeError(.ioError, "cannot write the backup key file '\(path)'")
             }
         }
     }

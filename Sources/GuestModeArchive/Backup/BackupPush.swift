@@ -75,7 +75,7 @@ struct DirectoryDestination: BackupDestination {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw GuestModeError(
-                .tryAgainLater, code: .destinationUnavailable,
+                .destinationUnavailable,
                 "the backup destination '\(directory)' is not a reachable directory")
         }
         let archive = URL(fileURLWithPath: directory).appendingPathComponent(fileName).path
@@ -108,8 +108,8 @@ extension GuestMode {
         signingKey: BackupKey?, encryption: BackupEncryption?, progress: (_ done: Int, _ total: Int) -> Void
     ) throws -> BackupPushReport {
         guard maxAttempts >= 1 else {
-            throw GuestModeError.usage(
-                "the maximum number of attempts must be at least 1, not \(maxAttempts)", code: .invalidAttempts)
+            throw GuestModeError(
+                .invalidAttempts, "the maximum number of attempts must be at least 1, not \(maxAttempts)")
         }
         let retry = OutboxRetryPolicy(maxAttempts: maxAttempts)
         let format = ArchiveFormat(rawValue: profile.backup.format) ?? .tarZstd

@@ -47,13 +47,12 @@ struct ArchiveWalk {
     ) throws -> ArchiveWalk {
         try ArchiveReader.read(path: path, limits: limits, keys: keys) { reader in
             guard let first = try reader.nextEntry() else {
-                throw GuestModeError.badData(
-                    "the archive '\(path)' has no entries; it is not a guestmode backup", code: .notABackup)
+                throw GuestModeError(
+                    .notABackup, "the archive '\(path)' has no entries; it is not a guestmode backup")
             }
             guard first == BackupFormat.headerName else {
-                throw GuestModeError.badData(
-                    "the archive '\(path)' starts with '\(first)' instead of \(BackupFormat.headerName); it is not a guestmode backup",
-                    code: .notABackup)
+                throw GuestModeError(
+                    .notABackup, "the archive '\(path)' starts with '\(first)' instead of \(BackupFormat.headerName); it is not a guestmode backup")
             }
             let headerBytes = try reader.readAll()
             var observed = [
@@ -69,9 +68,8 @@ struct ArchiveWalk {
             while let name = try reader.nextEntry() {
                 if signature != nil || (manifest != nil && (name != BackupFormat.signatureName || writtenVersion < 2)) {
                     let concatenated = name == BackupFormat.headerName ? " (two archives concatenated?)" : ""
-                    throw GuestModeError.badData(
-                        "refusing the archive '\(path)': it has data after its end, an entry '\(name)' after \(signature == nil ? BackupFormat.manifestName : BackupFormat.signatureName)\(concatenated); nothing was changed",
-                        code: .hostileArchive)
+                    throw GuestModeError(
+                        .hostileArchive, "refusing the archive '\(path)': it has data after its end, an entry '\(name)' after \(signature == nil ? BackupFormat.manifestName : BackupFormat.signatureName)\(concatenated); nothing was changed")
                 }
                 order.append(name)
                 if name == BackupFormat.manifestName {
@@ -84,9 +82,8 @@ struct ArchiveWalk {
                     continue
                 }
                 guard let table = BackupFormat.table(forEntry: name) else {
-                    throw GuestModeError.badData(
-                        "refusing the archive '\(path)': it has an entry '\(name)' that guestmode backups do not contain; nothing was changed",
-                        code: .hostileArchive)
+                    throw GuestModeError(
+                        .hostileArchive, "refusing the archive '\(path)': it has an entry '\(name)' that guestmode backups do not contain; nothing was changed")
                 }
                 switch depth {
                 case .structure:
@@ -107,9 +104,8 @@ struct ArchiveWalk {
                 }
             }
             guard let manifest else {
-                throw GuestModeError.badData(
-                    "the archive '\(path)' has no \(BackupFormat.manifestName); it is truncated or was altered",
-                    code: .missingManifest)
+                throw GuestModeError(
+                    .missingManifest, "the archive '\(path)' has no \(BackupFormat.manifestName); it is truncated or was altered")
             }
             return ArchiveWalk(
                 header: header, writtenVersion: writtenVersion, manifest: manifest, observed: observed, order: order,
@@ -124,24 +120,21 @@ struct ArchiveWalk {
     func signatureStatus(key: BackupKey?, path: String) throws -> SignatureStatus {
         guard let signature else {
             guard header.signingKeyId == nil else {
-                throw GuestModeError.badData(
-                    "the archive '\(path)' says in header.json that it is signed but has no signature.json; it is damaged or was altered, and nothing was changed",
-                    code: .badSignature)
+                throw GuestModeError(
+                    .badSignature, "the archive '\(path)' says in header.json that it is signed but has no signature.json; it is damaged or was altered, and nothing was changed")
             }
             return .unsigned
         }
         guard signature.keyId == header.signingKeyId, signature.algorithm == BackupSignature.algorithmName else {
-            throw GuestModeError.badData(
-                "the archive '\(path)' has a signature.json that does not agree with header.json; it is damaged or was altered, and nothing was changed",
-                code: .badSignature)
+            throw GuestModeError(
+                .badSignature, "the archive '\(path)' has a signature.json that does not agree with header.json; it is damaged or was altered, and nothing was changed")
         }
         guard let key, signature.keyId == key.id else { return .anotherDeployment }
         guard let mac = Self.bytes(ofHex: signature.mac),
             key.isValidSignature(mac, header: headerBytes, manifest: manifestBytes)
         else {
-            throw GuestModeError.badData(
-                "the archive '\(path)' claims this deployment's signature but signature.json does not match its header and manifest; it is damaged or was altered, and nothing was changed",
-                code: .badSignature)
+            throw GuestModeError(
+                .badSignature, "the archive '\(path)' claims this deployment's signature but signature.json does not match its header and manifest; it is damaged or was altered, and nothing was changed")
         }
         return .thisDeployment
     }
@@ -163,8 +156,8 @@ struct ArchiveWalk {
         do {
             return try BackupFormat.decoder().decode(BackupSignature.self, from: Data(bytes))
         } catch {
-            throw GuestModeError.badData(
-                "the archive '\(path)' has a malformed signature.json (\(describe(error)))", code: .badSignature)
+            throw GuestModeError(
+                .badSignature, "the archive '\(path)' has a malformed signature.json (\(describe(error)))")
         }
     }
 
@@ -210,9 +203,8 @@ struct ArchiveWalk {
         let problems = problems
         guard let first = problems.first else { return }
         let more = problems.count > 1 ? " (and \(problems.count - 1) more problems)" : ""
-        throw GuestModeError.badData(
-            "the archive '\(path)' does not match its manifest: \(first)\(more); it is damaged or was altered, and nothing was changed",
-            code: .manifestMismatch)
+        throw GuestModeError(
+            .manifestMismatch, "the archive '\(path)' does not match its manifest: \(first)\(more); it is damaged or was altered, and nothing was changed")
     }
 
     private static func decodeHeader(
@@ -227,8 +219,8 @@ struct ArchiveWalk {
             object["format"] as? String == BackupFormat.formatName,
             let version = object["format_version"] as? Int
         else {
-            throw GuestModeError.badData(
-                "the archive '\(path)' has a header.json that is not a guestmode backup header", code: .notABackup)
+            throw GuestModeError(
+                .notABackup, "the archive '\(path)' has a header.json that is not a guestmode backup header")
         }
         let migrations = try chain.steps(from: version, archive: path)
         for step in migrations {
@@ -240,8 +232,8 @@ struct ArchiveWalk {
             let data = try JSONSerialization.data(withJSONObject: object)
             header = try BackupFormat.decoder().decode(BackupHeader.self, from: data)
         } catch {
-            throw GuestModeError.badData(
-                "the archive '\(path)' has a malformed header.json (\(describe(error)))", code: .badHeader)
+            throw GuestModeError(
+                .badHeader, "the archive '\(path)' has a malformed header.json (\(describe(error)))")
         }
         try checkText(of: header, path: path)
         return (header, version, migrations)
@@ -308,8 +300,8 @@ struct ArchiveWalk {
         do {
             return try BackupFormat.decoder().decode(BackupManifest.self, from: Data(bytes))
         } catch {
-            throw GuestModeError.badData(
-                "the archive '\(path)' has a malformed manifest.json (\(describe(error)))", code: .badManifest)
+            throw GuestModeError(
+                .badManifest, "the archive '\(path)' has a malformed manifest.json (\(describe(error)))")
         }
     }
 
@@ -318,9 +310,8 @@ struct ArchiveWalk {
     ) throws -> [String: CellValue] {
         if let row = RowDecoder.decode(line) { return row }
         _ = try TextRule.decode(line, what: "the row at \(location.description) of the archive '\(path)'")
-        throw GuestModeError.badData(
-            "the archive '\(path)' has a malformed row at \(location.description): expected a JSON object of column values",
-            code: .badRow)
+        throw GuestModeError(
+            .badRow, "the archive '\(path)' has a malformed row at \(location.description): expected a JSON object of column values")
     }
 
     private static func describe(_ error: Error) -> String {
@@ -370,8 +361,8 @@ struct LineSplitter {
     /// Every row ends with a newline, so leftover bytes mean a cut-off entry.
     func finish() throws {
         guard partial.isEmpty else {
-            throw GuestModeError.badData(
-                "\(entry) ends in the middle of a row (line \(lines + 1)); the archive is damaged", code: .badRow)
+            throw GuestModeError(
+                .badRow, "\(entry) ends in the middle of a row (line \(lines + 1)); the archive is damaged")
         }
     }
 }

@@ -119,7 +119,7 @@ package enum StoreCopy {
 
     private static func mismatch(_ detail: String) -> GuestModeError {
         GuestModeError(
-            .badData, code: .copyMismatch, "the copy does not match its source: \(detail); the destination was not kept"
+            .copyMismatch, "the copy does not match its source: \(detail); the destination was not kept"
         )
     }
 }

@@ -99,21 +99,18 @@ package struct BackupRowValidator {
     }
 
     static func invalidRow(in archive: String, at location: String, _ message: String) -> GuestModeError {
-        GuestModeError.badData(
-            "the archive '\(archive)' has an invalid row at \(location): \(message); nothing was changed",
-            code: .badRow)
+        GuestModeError(
+            .badRow, "the archive '\(archive)' has an invalid row at \(location): \(message); nothing was changed")
     }
 
     static func duplicatedRow(in archive: String, at location: String, _ message: String) -> GuestModeError {
-        GuestModeError.badData(
-            "the archive '\(archive)' has a duplicated row at \(location): \(message); nothing was changed",
-            code: .duplicateRow)
+        GuestModeError(
+            .duplicateRow, "the archive '\(archive)' has a duplicated row at \(location): \(message); nothing was changed")
     }
 
     private func inconsistent(at location: String, _ message: String) -> GuestModeError {
-        GuestModeError.badData(
-            "the archive '\(archive)' is inconsistent at \(location): \(message); nothing was changed",
-            code: .inconsistentRows)
+        GuestModeError(
+            .inconsistentRows, "the archive '\(archive)' is inconsistent at \(location): \(message); nothing was changed")
     }
 
     // MARK: - Tables

@@ -79,8 +79,8 @@ extension GuestMode {
     public func events(user userID: String, matching query: EventQuery) throws -> [LoggedEvent] {
         try TextRule.check(userID, what: "the user id")
         if let limit = query.limit, !(1...EventQuery.largestLimit).contains(limit) {
-            throw GuestModeError.usage(
-                "the limit must be between 1 and \(EventQuery.largestLimit), not \(limit)", code: .invalidLimit)
+            throw GuestModeError(
+                .invalidLimit, "the limit must be between 1 and \(EventQuery.largestLimit), not \(limit)")
         }
         return try store.read { transaction in
             _ = try transaction.requireUser(userID)

@@ -125,7 +125,7 @@ extension EventRow {
     /// under its key: a conflict the events table's keys cannot explain.
     package var notAppended: GuestModeError {
         GuestModeError(
-            .internalFailure, code: .internalFailure,
+            .internalFailure,
             "an event of user '\(user)' was neither appended nor found under its idempotency key")
     }
 }

@@ -143,8 +143,8 @@ struct EventIngestion {
         let present = try transaction.lockUsers(newUsers.map(\.user).filter { !created.contains($0) }.sorted())
             .union(created)
         if let missing = events.first(where: { !settledUsers.contains($0.user) && !present.contains($0.user) }) {
-            throw GuestModeError.notFound(
-                "no user '\(missing.user)' in this store; nothing of the batch was written", code: .userNotFound)
+            throw GuestModeError(
+                .userNotFound, "no user '\(missing.user)' in this store; nothing of the batch was written")
         }
         if settledUsers.count + present.count > pendingLimit { settledUsers.removeAll(keepingCapacity: true) }
         settledUsers.formUnion(present)
@@ -248,7 +248,7 @@ extension GuestModeError {
                 "'\(counted.action)' with properties \(counted.properties ?? "{}"), not \(given.properties ?? "{}")"
             }
         return GuestModeError(
-            .conflict, code: .idempotencyKeyReused,
+            .idempotencyKeyReused,
             "idempotency key '\(key)' of user '\(user)' was already used for \(difference); keys identify one report")
     }
 }

@@ -123,7 +123,7 @@ extension GuestMode {
     /// ```
     public func track(_ event: TrackedEvent, now: Date) throws -> TrackResult {
         try event.checkText()
-        if let problem = problem(with: event) { throw GuestModeError.usage(problem, code: .invalidEvent) }
+        if let problem = problem(with: event) { throw GuestModeError(.invalidEvent, problem) }
         return try store.write { transaction in
             _ = try transaction.requireUser(event.user, locking: true)
             let result = try transaction.track(event, profile: profile, now: now)
@@ -254,7 +254,7 @@ package enum EventLog {
         invalidText: ((Int, GuestModeError) throws -> Void)? = nil, _ body: (Int, Substring) throws -> Void
     ) throws {
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            throw GuestModeError.notFound("cannot open the event log '\(url.path)'", code: .fileNotFound)
+            throw GuestModeError(.fileNotFound, "cannot open the event log '\(url.path)'")
         }
         defer { try? handle.close() }
         var pending: [UInt8] = []
@@ -266,7 +266,7 @@ package enum EventLog {
             {
                 return try body(number, Substring(line))
             }
-            var refusal = GuestModeError.badData("the line is not valid UTF-8", code: .invalidUtf8)
+            var refusal = GuestModeError(.invalidUtf8, "the line is not valid UTF-8")
             do {
                 _ = try TextRule.decode(bytes, what: "the line")
             } catch let error as GuestModeError {
@@ -278,9 +278,8 @@ package enum EventLog {
             try invalidText(number, refusal)
         }
         func tooLong() -> GuestModeError {
-            GuestModeError.badData(
-                "\(url.path):\(number + 1): the line is longer than \(maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line",
-                code: .lineTooLong)
+            GuestModeError(
+                .lineTooLong, "\(url.path):\(number + 1): the line is longer than \(maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line")
         }
         while true {
             let chunk = try handle.nextChunk(of: "the event log '\(url.path)'")

@@ -155,9 +155,8 @@ extension GuestMode {
         try TextRule.check(["the user id": userID, "the experiment": experimentName, "the variant": variantName])
         let experiment = try requireExperiment(experimentName)
         guard experiment.variants.contains(where: { $0.name == variantName }) else {
-            throw GuestModeError.usage(
-                "experiment '\(experimentName)' has no variant '\(variantName)'; variants: \(experiment.variants.map(\.name).joined(separator: ", "))",
-                code: .unknownVariant)
+            throw GuestModeError(
+                .unknownVariant, "experiment '\(experimentName)' has no variant '\(variantName)'; variants: \(experiment.variants.map(\.name).joined(separator: ", "))")
         }
         let stored = try store.write { transaction in
             _ = try transaction.requireUser(userID, locking: true)
@@ -172,9 +171,8 @@ extension GuestMode {
     func requireExperiment(_ name: String) throws -> Experiment {
         guard let experiment = profile.experiment(named: name) else {
             let known = profile.experiments.map(\.name)
-            throw GuestModeError.notFound(
-                "profile '\(profile.name)' has no experiment '\(name)'; experiments: \(known.isEmpty ? "none" : known.joined(separator: ", "))",
-                code: .experimentNotFound)
+            throw GuestModeError(
+                .experimentNotFound, "profile '\(profile.name)' has no experiment '\(name)'; experiments: \(known.isEmpty ? "none" : known.joined(separator: ", "))")
         }
         return experiment
     }
@@ -232,7 +230,7 @@ extension StoreTransaction {
     func requireAssignment(of userID: String, experiment: String) throws -> StoredAssignment {
         guard let stored = try assignment(of: userID, experiment: experiment) else {
             throw GuestModeError(
-                .internalFailure, code: .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
+                .assignmentLost, "the assignment of \(userID) to \(experiment) was not stored")
         }
         return stored
     }

@@ -84,12 +84,11 @@ extension GuestMode {
             "the user id": userID, "the provider": provider, "the identity's subject": subject, "the email": email,
         ])
         guard profile.identity.providers.contains(provider) else {
-            throw GuestModeError.usage(
-                "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))",
-                code: .unknownProvider)
+            throw GuestModeError(
+                .unknownProvider, "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))")
         }
         guard !subject.isEmpty else {
-            throw GuestModeError.usage("the identity's subject must not be empty", code: .emptySubject)
+            throw GuestModeError(.emptySubject, "the identity's subject must not be empty")
         }
         let request = LinkRequest(user: userID, provider: provider, subject: subject, email: email)
 
@@ -133,7 +132,7 @@ extension GuestMode {
                 started > now.addingTimeInterval(-GuestMode.upgradeLockLifetime)
             {
                 throw GuestModeError(
-                    .conflict, code: .upgradeInProgress,
+                    .upgradeInProgress,
                     "an account upgrade of user '\(request.user)' is already in progress (started \(Timestamp.format(started))); wait for it to finish"
                 )
             }
@@ -170,12 +169,12 @@ extension GuestMode {
             let existing = try transaction.identities(of: userID)
             if existing.contains(where: { $0.provider == provider }) {
                 throw GuestModeError(
-                    .conflict, code: .providerAlreadyLinked,
+                    .providerAlreadyLinked,
                     "user '\(userID)' already has a \(provider) identity; unlink it first")
             }
             if existing.count >= profile.identity.maximumProvidersPerUser {
                 throw GuestModeError(
-                    .conflict, code: .tooManyProviders,
+                    .tooManyProviders,
                     "user '\(userID)' already has \(existing.count) linked provider(s), the most this profile allows (identity.max_providers_per_user)"
                 )
             }
@@ -252,7 +251,7 @@ extension GuestMode {
         return try store.write { transaction in
             _ = try transaction.requireUser(userID, locking: true)
             guard try transaction.deleteIdentity(of: userID, provider: provider) else {
-                throw GuestModeError(.notFound, code: .identityNotFound, "user '\(userID)' has no \(provider) identity")
+                throw GuestModeError(.identityNotFound, "user '\(userID)' has no \(provider) identity")
             }
             if try transaction.identities(of: userID).isEmpty {
                 // Outcomes before the user's last `prompt reset` no longer count (a reset undid them).
@@ -273,7 +272,7 @@ extension GuestMode {
 
     private func identityTaken(user userID: String, provider: String) -> GuestModeError {
         GuestModeError(
-            .conflict, code: .identityAlreadyExists,
+            .identityAlreadyExists,
             "the \(provider) identity is already linked to another user; the guest '\(userID)' was left untouched")
     }
 }

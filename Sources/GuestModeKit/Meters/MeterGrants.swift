@@ -116,7 +116,7 @@ extension GuestMode {
                     expiry.matches(stored)
                 else {
                     throw GuestModeError(
-                        .conflict, code: .idempotencyKeyReused,
+                        .idempotencyKeyReused,
                         "idempotency key '\(key)' of user '\(userID)' was already used for grant \(stored.id) (\(stored.amount) of meter '\(stored.meter)'), which differs from this one; keys identify one grant"
                     )
                 }
@@ -165,7 +165,7 @@ extension GuestMode {
     /// // revoked.grant.state == .revoked
     /// ```
     public func revokeMeterGrant(id: Int64, now: Date) throws -> MeterGrantResult {
-        let notFound = GuestModeError(.notFound, code: .grantNotFound, "no meter grant \(id) in this store")
+        let notFound = GuestModeError(.grantNotFound, "no meter grant \(id) in this store")
         guard let owner = try store.read({ try $0.meterGrant(id: id) })?.userID else { throw notFound }
         return try store.write { transaction in
             let user = try transaction.requireUser(owner, locking: true)
@@ -182,7 +182,7 @@ extension GuestMode {
     ) throws -> MeterGrantResult {
         let rows = try transaction.meterGrants(of: user.id, meter: meter.name)
         guard let row = rows.first(where: { $0.id == id }) else {
-            throw GuestModeError(.notFound, code: .grantNotFound, "no meter grant \(id) in this store")
+            throw GuestModeError(.grantNotFound, "no meter grant \(id) in this store")
         }
         let ledger = try transaction.grantLedger(of: user, meter: meter, grants: rows, profile: profile, now: now)
         return MeterGrantResult(
@@ -199,17 +199,15 @@ extension MeterGrantExpiry {
         case .never: return nil
         case .after(let span):
             guard !span.isZero, !span.components.contains(where: { $0.amount < 0 }) else {
-                throw GuestModeError.usage(
-                    "a grant's lifetime of '\(span)' is not positive; give a positive duration (e.g. 30d, P1M)",
-                    code: .badDuration)
+                throw GuestModeError(
+                    .badDuration, "a grant's lifetime of '\(span)' is not positive; give a positive duration (e.g. 30d, P1M)")
             }
             expiry = span.added(to: grantedAt)
         case .at(let date): expiry = date
         }
         guard expiry > grantedAt else {
-            throw GuestModeError.usage(
-                "the grant's expiry \(Timestamp.format(expiry)) is not after now (\(Timestamp.format(grantedAt))); give a later time",
-                code: .endNotAfterNow)
+            throw GuestModeError(
+                .endNotAfterNow, "the grant's expiry \(Timestamp.format(expiry)) is not after now (\(Timestamp.format(grantedAt))); give a later time")
         }
         return expiry
     }

@@ -115,7 +115,7 @@ extension MeterAmount {
         do {
             return try MeterAmount(parsing: text)
         } catch {
-            throw GuestModeError.usage(error.description, code: .invalidAmount)
+            throw GuestModeError(.invalidAmount, error.description)
         }
     }
 }
@@ -215,7 +215,7 @@ extension GuestMode {
             // the same key is a client bug, refused before anything is written.
             guard recorded == amount else {
                 throw GuestModeError(
-                    .conflict, code: .idempotencyKeyReused,
+                    .idempotencyKeyReused,
                     "idempotency key '\(key)' of user '\(userID)' was already used for \(recorded) of meter '\(meter.name)', not \(amount); keys identify one use"
                 )
             }
@@ -261,18 +261,16 @@ extension GuestMode {
     /// Amounts made in code (literals, sums) get the same bounds as parsed ones.
     func requireValid(_ amount: MeterAmount) throws {
         guard amount.isPositive, amount <= .largestRequest else {
-            throw GuestModeError.usage(
-                "the amount must be greater than zero and at most \(MeterAmount.largestRequest), not \(amount)",
-                code: .invalidAmount)
+            throw GuestModeError(
+                .invalidAmount, "the amount must be greater than zero and at most \(MeterAmount.largestRequest), not \(amount)")
         }
     }
 
     func requireMeter(_ name: String) throws -> Meter {
         guard let meter = profile.meter(named: name) else {
             let known = profile.meters.map(\.name)
-            throw GuestModeError.usage(
-                "unknown meter '\(name)'; \(known.isEmpty ? "this profile has no meters" : "this profile's meters are: \(known.joined(separator: ", "))")",
-                code: .unknownMeter)
+            throw GuestModeError(
+                .unknownMeter, "unknown meter '\(name)'; \(known.isEmpty ? "this profile has no meters" : "this profile's meters are: \(known.joined(separator: ", "))")")
         }
         return meter
     }

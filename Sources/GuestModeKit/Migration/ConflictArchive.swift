@@ -87,12 +87,12 @@ extension GuestMode {
     /// apply: the record was the user's before the merge.
     public func restoreConflict(id: Int64, key: String?, now: Date) throws -> RestoredConflict {
         if let key, key.isEmpty {
-            throw GuestModeError.usage("the record key must not be empty", code: .emptyKey)
+            throw GuestModeError(.emptyKey, "the record key must not be empty")
         }
         try TextRule.check(["the record key": key])
         return try store.write { transaction in
             guard let conflict = try transaction.archivedConflict(id: id, locking: true) else {
-                throw GuestModeError.notFound("no archived conflict with id \(id)", code: .conflictNotFound)
+                throw GuestModeError(.conflictNotFound, "no archived conflict with id \(id)")
             }
             _ = try transaction.requireUser(conflict.userId, locking: true)
             func isTaken(_ candidate: String) throws -> Bool {
@@ -101,9 +101,8 @@ extension GuestMode {
             let restoredKey: String
             if let key {
                 if try isTaken(key) {
-                    throw GuestModeError.conflict(
-                        "user '\(conflict.userId)' already has a record '\(key)' in \(conflict.collection); choose another key",
-                        code: .recordKeyTaken)
+                    throw GuestModeError(
+                        .recordKeyTaken, "user '\(conflict.userId)' already has a record '\(key)' in \(conflict.collection); choose another key")
                 }
                 restoredKey = key
             } else {
@@ -113,7 +112,7 @@ extension GuestMode {
                     break
                 }
                 guard let found else {
-                    throw GuestModeError(.internalFailure, code: .internalFailure, "no free key to restore under")
+                    throw GuestModeError(.internalFailure, "no free key to restore under")
                 }
                 restoredKey = found
             }

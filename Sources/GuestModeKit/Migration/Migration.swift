@@ -181,8 +181,8 @@ extension GuestMode {
         case (let id?, false):
             throw unfinishedMigrationConflict(id, guest: guest, account: account)
         case (nil, true):
-            throw GuestModeError.notFound(
-                "no unfinished migration of '\(guest)' into '\(account)' to resume", code: .nothingToResume)
+            throw GuestModeError(
+                .nothingToResume, "no unfinished migration of '\(guest)' into '\(account)' to resume")
         case (let id?, true):
             journalID = id
             try store.write { try $0.countJournalResume(id) }
@@ -209,9 +209,8 @@ extension GuestMode {
         var conflicts: [RecordConflict] = []
         for journalStep in try journal(journalID).steps where journalStep.status != "done" {
             guard journalStep.position <= steps.count, steps[journalStep.position - 1].name == journalStep.name else {
-                throw GuestModeError.badData(
-                    "migration #\(journalID) was planned with other steps than the profile now declares; it cannot resume",
-                    code: .journalMismatch)
+                throw GuestModeError(
+                    .journalMismatch, "migration #\(journalID) was planned with other steps than the profile now declares; it cannot resume")
             }
             let step = steps[journalStep.position - 1]
             do {
@@ -232,7 +231,7 @@ extension GuestMode {
                 if let failure = error as? GuestModeError, failure.kind == .tryAgainLater {
                     let done = journalStep.position - 1
                     throw GuestModeError(
-                        .tryAgainLater, code: .migrationInterrupted,
+                        .migrationInterrupted,
                         "migration #\(journalID) of '\(guest)' into '\(account)' stopped at step \(journalStep.position)/\(steps.count) (\(step.name)): \(failure.message); \(done == 0 ? "no step is" : done == 1 ? "step 1 is" : "steps 1–\(done) are") done and kept, and the journal resumes from step \(journalStep.position)"
                     )
                 }
@@ -247,9 +246,8 @@ extension GuestMode {
     /// The answer to a second `migrate` of a guest whose migration another
     /// run started: a conflict (14), like a second concurrent `link`.
     private func unfinishedMigrationConflict(_ id: Int64, guest: String, account: String) -> GuestModeError {
-        GuestModeError.conflict(
-            "migration #\(id) of '\(guest)' into '\(account)' is unfinished: another guestmode process may be running it now; if none is, resume it",
-            code: .migrationUnfinished)
+        GuestModeError(
+            .migrationUnfinished, "migration #\(id) of '\(guest)' into '\(account)' is unfinished: another guestmode process may be running it now; if none is, resume it")
     }
 
     /// Throws a conflict (14) when `guest` was already migrated into `account`.
@@ -258,9 +256,8 @@ extension GuestMode {
             $0.kind == "guest-to-account" && $0.source == guest && $0.target == account && $0.status == "done"
         }
         guard let finished else { return }
-        throw GuestModeError.conflict(
-            "'\(guest)' was already migrated into '\(account)' by migration #\(finished.id)\(finished.finishedAt.map { " at \(Timestamp.format($0))" } ?? ""); there is nothing left to move",
-            code: .alreadyMigrated)
+        throw GuestModeError(
+            .alreadyMigrated, "'\(guest)' was already migrated into '\(account)' by migration #\(finished.id)\(finished.finishedAt.map { " at \(Timestamp.format($0))" } ?? ""); there is nothing left to move")
     }
 
     /// The migration journal with this id.
@@ -278,7 +275,7 @@ extension GuestMode {
     }
 
     private func journalNotFound(_ id: Int64) -> GuestModeError {
-        GuestModeError.notFound("no migration journal #\(id)", code: .journalNotFound)
+        GuestModeError(.journalNotFound, "no migration journal #\(id)")
     }
 
     // MARK: The journaled steps
@@ -331,7 +328,7 @@ extension GuestMode {
             _ = try transaction.transferPair(guest: guest, account: account, locking: true)
             if let id = try transaction.unfinishedMigration(of: guest, into: account) {
                 throw GuestModeError(
-                    .conflict, code: .migrationUnfinished,
+                    .migrationUnfinished,
                     "migration #\(id) of '\(guest)' into '\(account)' is unfinished; resume it instead of starting another"
                 )
             }
@@ -364,7 +361,7 @@ extension GuestMode {
             }
             guard let entry = journal.steps.first(where: { $0.position == position }), entry.name == step.name else {
                 throw GuestModeError(
-                    .badData, code: .journalMismatch,
+                    .journalMismatch,
                     "migration #\(journalID) has no step \(position) named '\(step.name)'; it cannot run that step")
             }
             guard entry.status != "done" else { return nil }

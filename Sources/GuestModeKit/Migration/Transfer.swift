@@ -77,11 +77,11 @@ extension User {
     /// plans, with both users as they are then.
     package func checkCanMove(into account: User) throws {
         if id == account.id {
-            throw GuestModeError(.usage, code: .sameUser, "cannot move a user into itself")
+            throw GuestModeError(.sameUser, "cannot move a user into itself")
         }
         if state != .anonymous {
             throw GuestModeError(
-                .conflict, code: .notAGuest,
+                .notAGuest,
                 "'\(id)' is not a guest (it has a linked identity); only guests are migrated or merged into accounts")
         }
     }
@@ -132,7 +132,7 @@ struct Transfer {
         // guest that is gone must never lend the account its times.
         guard let source = try transaction.user(guest, locking: false) else {
             throw GuestModeError(
-                .conflict, code: .guestAlreadyMoved,
+                .guestAlreadyMoved,
                 "the guest '\(guest)' is no longer in the store: another run has already moved or removed it")
         }
         var moved = 0
@@ -191,7 +191,7 @@ struct Transfer {
     func settle(_ conflicts: [RecordConflict]) throws {
         if let unkeyed = conflicts.first(where: { $0.resolution == .keptBoth && $0.guestKeyAfter == nil }) {
             throw GuestModeError(
-                .internalFailure, code: .noFreeKey,
+                .noFreeKey,
                 "no key was chosen for the guest's '\(unkeyed.key)' in \(unkeyed.collection)")
         }
         for conflict in conflicts {
@@ -215,7 +215,7 @@ struct Transfer {
         let leftovers = try transaction.countRecords(owner: guest, in: nil)
         guard leftovers == 0 else {
             throw GuestModeError(
-                .internalFailure, code: .recordsLeftBehind,
+                .recordsLeftBehind,
                 "\(leftovers) records of '\(guest)' were not moved; the guest was kept")
         }
         try transaction.removeUser(guest)
@@ -254,6 +254,6 @@ struct Transfer {
             if !isTaken { return candidate }
         }
         // The candidates never run out; this only satisfies the compiler.
-        throw GuestModeError(.internalFailure, code: .noFreeKey, "no free key for '\(key)' in \(collection)")
+        throw GuestModeError(.noFreeKey, "no free key for '\(key)' in \(collection)")
     }
 }

@@ -48,22 +48,20 @@ extension GuestMode {
     ) throws -> PlanStatus {
         try TextRule.check(["the user id": userID, "the plan": planName])
         guard let plan = profile.plan(named: planName) else {
-            throw GuestModeError.usage(
-                "no plan '\(planName)' in profile \(profile.name); plans: \(profile.plans.map(\.name).joined(separator: ", "))",
-                code: .unknownPlan)
+            throw GuestModeError(
+                .unknownPlan, "no plan '\(planName)' in profile \(profile.name); plans: \(profile.plans.map(\.name).joined(separator: ", "))")
         }
         if trial != nil && until != nil {
-            throw GuestModeError.usage(
-                "a plan is granted either as a trial or until a time, not both", code: .conflictingPlanTerms)
+            throw GuestModeError(
+                .conflictingPlanTerms, "a plan is granted either as a trial or until a time, not both")
         }
         if let trial, trial.isZero || trial.components.contains(where: { $0.amount < 0 }) {
-            throw GuestModeError.usage(
-                "a trial of '\(trial)' is not positive; give a positive duration (e.g. 7d, P1M)", code: .badDuration)
+            throw GuestModeError(
+                .badDuration, "a trial of '\(trial)' is not positive; give a positive duration (e.g. 7d, P1M)")
         }
         if let until, until <= now {
-            throw GuestModeError.usage(
-                "the plan's end \(Timestamp.format(until)) is not after now (\(Timestamp.format(now))); give a later time",
-                code: .endNotAfterNow)
+            throw GuestModeError(
+                .endNotAfterNow, "the plan's end \(Timestamp.format(until)) is not after now (\(Timestamp.format(now))); give a later time")
         }
         let grant = PlanGrant(
             plan: plan.name, grantedAt: now, trialEndsAt: trial.map { $0.added(to: now) }, endsAt: until)
@@ -76,7 +74,7 @@ extension GuestMode {
                 })
             {
                 throw GuestModeError(
-                    .conflict, code: .trialAlreadyUsed,
+                    .trialAlreadyUsed,
                     "user '\(userID)' already had a trial of \(grant.plan) (granted \(Timestamp.format(used.grantedAt))); a trial is granted once"
                 )
             }
@@ -96,7 +94,7 @@ extension GuestMode {
             _ = try transaction.requireUser(userID, locking: true)
             guard try transaction.revokePlanGrants(of: userID, plan: planName, at: now) > 0 else {
                 throw GuestModeError(
-                    .notFound, code: .planNotFound, "user '\(userID)' holds no plan '\(planName)' to revoke")
+                    .planNotFound, "user '\(userID)' holds no plan '\(planName)' to revoke")
             }
             try transaction.noteChange(of: userID, profile: profile, now: now)
             // A revoked plan no longer expires.
@@ -139,7 +137,7 @@ extension GuestMode {
     {
         guard let status = profile.planStatuses(of: grants, now: now).first(where: { $0.plan == planName }) else {
             throw GuestModeError(
-                .internalFailure, code: .internalFailure,
+                .internalFailure,
                 "the store returned no grant of '\(planName)' for user '\(userID)'")
         }
         return status

@@ -55,9 +55,8 @@ public struct ProfileCatalog: Sendable {
     public func templates() throws -> [Template] {
         guard let directory = templateDirectory() else {
             guard usesEmbedded, !EmbeddedTemplates.files.isEmpty else {
-                throw GuestModeError.notFound(
-                    "no profile templates found (searched \(searchedPaths)); set GUESTMODE_TEMPLATES to a folder of *.yaml profiles",
-                    code: .profileNotFound)
+                throw GuestModeError(
+                    .profileNotFound, "no profile templates found (searched \(searchedPaths)); set GUESTMODE_TEMPLATES to a folder of *.yaml profiles")
             }
             return try EmbeddedTemplates.files.map { file in
                 let profile = try ProfileLoader.parse(file.text, file: "\(Self.embeddedPrefix)\(file.name).yaml")
@@ -121,8 +120,8 @@ public struct ProfileCatalog: Sendable {
                 known.isEmpty
                 ? "no templates were found (searched \(searchedPaths); set GUESTMODE_TEMPLATES)"
                 : "known templates: \(known.joined(separator: ", "))"
-            throw GuestModeError.notFound(
-                "no profile named '\(nameOrPath)'; \(hint); or give the path of a YAML file", code: .profileNotFound)
+            throw GuestModeError(
+                .profileNotFound, "no profile named '\(nameOrPath)'; \(hint); or give the path of a YAML file")
         }
         let profile = try ProfileLoader.load(contentsOf: url, label: label)
         let text = try String(contentsOf: url, encoding: .utf8)

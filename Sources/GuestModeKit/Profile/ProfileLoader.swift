@@ -27,12 +27,11 @@ package enum ProfileLoader {
             text = try String(contentsOf: url, encoding: .utf8)
         } catch {
             if !FileManager.default.fileExists(atPath: url.path) {
-                throw GuestModeError.notFound(
-                    "profile file '\(url.path)' does not exist; name a template or a YAML file",
-                    code: .profileNotFound)
+                throw GuestModeError(
+                    .profileNotFound, "profile file '\(url.path)' does not exist; name a template or a YAML file")
             }
-            throw GuestModeError.badData(
-                "cannot read profile '\(url.path)' as UTF-8 text: \(error.localizedDescription)", code: .invalidProfile)
+            throw GuestModeError(
+                .invalidProfile, "cannot read profile '\(url.path)' as UTF-8 text: \(error.localizedDescription)")
         }
         return try parse(text, file: label ?? url.path)
     }

@@ -44,9 +44,8 @@ public struct ProfileUpgradePlan: Codable, Sendable {
     /// The error thrown instead of applying a plan that is not applicable.
     public var refusal: GuestModeError? {
         guard !isApplicable else { return nil }
-        return GuestModeError.badData(
-            "cannot move the store to \(profile) v\(toVersion): \(refusals.joined(separator: "; "))",
-            code: .profileUpgradeRefused)
+        return GuestModeError(
+            .profileUpgradeRefused, "cannot move the store to \(profile) v\(toVersion): \(refusals.joined(separator: "; "))")
     }
 }
 

@@ -367,9 +367,8 @@ extension GuestMode {
         try TextRule.check(userID, what: "the user id")
         let known = Set(profile.prompts.rules.compactMap(\.trigger))
         if let trigger, !known.contains(trigger) {
-            throw GuestModeError.usage(
-                "no prompt rule of profile '\(profile.name)' has the trigger '\(trigger)'; triggers: \(known.isEmpty ? "none" : known.sorted().joined(separator: ", "))",
-                code: .unknownTrigger)
+            throw GuestModeError(
+                .unknownTrigger, "no prompt rule of profile '\(profile.name)' has the trigger '\(trigger)'; triggers: \(known.isEmpty ? "none" : known.sorted().joined(separator: ", "))")
         }
         guard let facts = try store.read({ try $0.promptSnapshot(of: userID, profile: profile, now: now) }) else {
             throw GuestMode.missingUser(userID)
@@ -459,9 +458,8 @@ extension GuestMode {
         try TextRule.check(["the user id": userID, "the prompt context": context])
         guard profile.prompts.rules.contains(where: { $0.context == context }) else {
             let known = profile.prompts.rules.map(\.context)
-            throw GuestModeError.usage(
-                "profile '\(profile.name)' has no prompt context '\(context)'; contexts: \(known.isEmpty ? "none" : known.joined(separator: ", "))",
-                code: .unknownContext)
+            throw GuestModeError(
+                .unknownContext, "profile '\(profile.name)' has no prompt context '\(context)'; contexts: \(known.isEmpty ? "none" : known.joined(separator: ", "))")
         }
         let entry = PromptHistoryEntry(context: context, outcome: outcome, at: now)
         let state = try store.write { transaction in
@@ -490,7 +488,7 @@ extension GuestMode {
     }
 
     static func missingUser(_ userID: String) -> GuestModeError {
-        GuestModeError.notFound("no user '\(userID)' in this store", code: .userNotFound)
+        GuestModeError(.userNotFound, "no user '\(userID)' in this store")
     }
 }
 
@@ -542,9 +540,8 @@ package struct PromptRecord: Codable, Sendable, Equatable {
         if !problems.isEmpty {
             let shown = problems.prefix(20).joined(separator: "\n")
             let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
-            throw GuestModeError.badData(
-                "\(problems.count) malformed prompt outcome lines; nothing was recorded:\n\(shown)\(more)",
-                code: .malformedLog)
+            throw GuestModeError(
+                .malformedLog, "\(problems.count) malformed prompt outcome lines; nothing was recorded:\n\(shown)\(more)")
         }
         return records
     }
@@ -575,9 +572,8 @@ extension GuestMode {
         }
         let contexts = Set(profile.prompts.rules.map(\.context))
         if let unknown = records.first(where: { !contexts.contains($0.context) }) {
-            throw GuestModeError.usage(
-                "profile '\(profile.name)' has no prompt context '\(unknown.context)' (user \(unknown.user)); nothing was recorded",
-                code: .unknownContext)
+            throw GuestModeError(
+                .unknownContext, "profile '\(profile.name)' has no prompt context '\(unknown.context)' (user \(unknown.user)); nothing was recorded")
         }
         guard !records.isEmpty else { return 0 }
         // Sorted, so every run queues the backups in the same order.
@@ -587,8 +583,8 @@ extension GuestMode {
             var states = try transaction.promptStates(of: userIDs, locking: true)
             // The first record (in log order) whose user is missing is the one reported.
             if let missing = records.first(where: { states[$0.user] == nil }) {
-                throw GuestModeError.notFound(
-                    "no user '\(missing.user)' in this store; nothing was recorded", code: .userNotFound)
+                throw GuestModeError(
+                    .userNotFound, "no user '\(missing.user)' in this store; nothing was recorded")
             }
             // The states move exactly as recording the outcomes one by one moves them.
             var latest: [String: Date] = [:]

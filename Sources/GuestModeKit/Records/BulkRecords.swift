@@ -115,15 +115,14 @@ extension GuestMode {
                             note(
                                 number,
                                 GuestModeError(
-                                    .conflict, code: .idempotencyKeyReused,
+                                    .idempotencyKeyReused,
                                     "user '\(record.user)', collection \(record.collection), key '\(record.key)' was given other data on line \(firstLine); a load names each record once, or repeats it with the same data"
                                 ))
                         case .exists:
                             note(
                                 number,
-                                GuestModeError.conflict(
-                                    "user '\(record.user)' already has '\(record.key)' in \(record.collection)",
-                                    code: .recordExists))
+                                GuestModeError(
+                                    .recordExists, "user '\(record.user)' already has '\(record.key)' in \(record.collection)"))
                         case .refused(let limit):
                             note(
                                 number,
@@ -170,34 +169,34 @@ extension GuestMode {
     func bulkRecord(_ line: Substring) throws -> BulkRecord? {
         if line.allSatisfy(\.isWhitespace) { return nil }
         guard case .object(let object) = try? StrictJSON.parse(line) else {
-            throw GuestModeError.badData(
-                "not a JSON object; expected {\"user_id\",\"collection\",\"key\",\"data\"}", code: .invalidJson)
+            throw GuestModeError(
+                .invalidJson, "not a JSON object; expected {\"user_id\",\"collection\",\"key\",\"data\"}")
         }
         let known: Set<String> = ["user_id", "user", "collection", "key", "data"]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
-            throw GuestModeError.badData(
-                "unknown field '\(unknown)'; expected user_id, collection, key, data", code: .invalidJson)
+            throw GuestModeError(
+                .invalidJson, "unknown field '\(unknown)'; expected user_id, collection, key, data")
         }
         guard object["user_id"] == nil || object["user"] == nil else {
-            throw GuestModeError.badData("give 'user_id' or 'user', not both", code: .invalidJson)
+            throw GuestModeError(.invalidJson, "give 'user_id' or 'user', not both")
         }
         guard case .string(let user)? = object["user_id"] ?? object["user"], !user.isEmpty else {
-            throw GuestModeError.badData("'user_id' must be a non-empty string", code: .invalidJson)
+            throw GuestModeError(.invalidJson, "'user_id' must be a non-empty string")
         }
         guard case .string(let collection)? = object["collection"] else {
-            throw GuestModeError.badData("'collection' must be a string", code: .invalidJson)
+            throw GuestModeError(.invalidJson, "'collection' must be a string")
         }
         try TextRule.check(collection, what: "the collection")
         try requireCollection(collection)
         guard case .string(let key)? = object["key"], !key.isEmpty else {
-            throw GuestModeError.usage("'key' must be a non-empty string", code: .emptyKey)
+            throw GuestModeError(.emptyKey, "'key' must be a non-empty string")
         }
         guard let data = object["data"] else {
-            throw GuestModeError.badData("'data' is missing: the record as a JSON object", code: .invalidJson)
+            throw GuestModeError(.invalidJson, "'data' is missing: the record as a JSON object")
         }
         guard case .object = data else {
-            throw GuestModeError.badData(
-                "'data' is \(data.kindDescription), not a JSON object", code: .recordNotObject)
+            throw GuestModeError(
+                .recordNotObject, "'data' is \(data.kindDescription), not a JSON object")
         }
         try TextRule.check(["the user id": user, "the record key": key])
         return BulkRecord(user: user, collection: collection, key: key, data: try canonicalJSON(data.canonicalText))

@@ -83,7 +83,7 @@ extension GuestMode {
     ) throws -> PutResult {
         try TextRule.check(["the user id": userID, "the collection": collection, "the record key": key])
         try requireCollection(collection)
-        guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
+        guard !key.isEmpty else { throw GuestModeError(.emptyKey, "the record key must not be empty") }
         let canonical = try canonicalJSON(json)
         let result = try store.write { transaction in
             try put(canonical, owner: userID, collection: collection, key: key, now: now, in: transaction)
@@ -105,13 +105,12 @@ extension GuestMode {
     ) throws -> PutResult {
         try TextRule.check(["the collection": collection, "the record key": key])
         try requireCollection(collection)
-        guard !key.isEmpty else { throw GuestModeError.usage("the record key must not be empty", code: .emptyKey) }
+        guard !key.isEmpty else { throw GuestModeError(.emptyKey, "the record key must not be empty") }
         if profile.collection(named: collection)?.uniqueFields.isEmpty == false,
             !key.hasPrefix(profile.guestOwner + "/")
         {
-            throw GuestModeError.usage(
-                "the collection \(collection) has unique fields, so an ownerless key starts with the guest owner '\(profile.guestOwner)' and a '/', e.g. '\(profile.guestOwner)/\(key)'",
-                code: .ownerlessKeyWithoutOwner)
+            throw GuestModeError(
+                .ownerlessKeyWithoutOwner, "the collection \(collection) has unique fields, so an ownerless key starts with the guest owner '\(profile.guestOwner)' and a '/', e.g. '\(profile.guestOwner)/\(key)'")
         }
         let canonical = try canonicalJSON(json)
         // No user, no cap, no last-seen, no backup: the data waits for `migrate adopt`.
@@ -230,14 +229,13 @@ extension GuestMode {
 
     func requireCollection(_ name: String) throws {
         guard profile.collection(named: name) != nil else {
-            throw GuestModeError.usage(
-                "unknown collection '\(name)'; this profile's collections are: \(profile.collections.map(\.name).joined(separator: ", "))",
-                code: .unknownCollection)
+            throw GuestModeError(
+                .unknownCollection, "unknown collection '\(name)'; this profile's collections are: \(profile.collections.map(\.name).joined(separator: ", "))")
         }
     }
 
     private func recordNotFound(user userID: String, collection: String, key: String) -> GuestModeError {
-        GuestModeError.notFound("user '\(userID)' has no record '\(key)' in \(collection)", code: .recordNotFound)
+        GuestModeError(.recordNotFound, "user '\(userID)' has no record '\(key)' in \(collection)")
     }
 
     /// Writes a record given as bytes (a file or standard input): they must be
@@ -272,16 +270,14 @@ extension GuestMode {
         do {
             parsed = try StrictJSON.parse(text)
         } catch {
-            throw GuestModeError.badData(
-                "the record data is not valid JSON: \(error) in \(text.prefix(80).debugDescription)", code: .invalidJson
-            )
+            throw GuestModeError(
+                .invalidJson, "the record data is not valid JSON: \(error) in \(text.prefix(80).debugDescription)")
         }
         // A "\u0000" escape is valid JSON, but the rule holds for the text it stands for.
         try TextRule.check(parsed, what: "the record data")
         guard case .object = parsed else {
-            throw GuestModeError.badData(
-                "the record data is \(parsed.kindDescription), not a JSON object; wrap it, e.g. {\"value\": \(text.prefix(40))}",
-                code: .recordNotObject)
+            throw GuestModeError(
+                .recordNotObject, "the record data is \(parsed.kindDescription), not a JSON object; wrap it, e.g. {\"value\": \(text.prefix(40))}")
         }
         return parsed.canonicalText
     }

@@ -91,9 +91,8 @@ extension GuestMode {
         guard problems.isEmpty else {
             let listed = problems.prefix(20).map { "\(label):\($0.line): \($0.message)" }.joined(separator: "\n")
             let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
-            throw GuestModeError.badData(
-                "\(problems.count) bad line\(problems.count == 1 ? "" : "s") in the event log; nothing was replayed:\n\(listed)\(more)",
-                code: .malformedLog)
+            throw GuestModeError(
+                .malformedLog, "\(problems.count) bad line\(problems.count == 1 ? "" : "s") in the event log; nothing was replayed:\n\(listed)\(more)")
         }
     }
 }

@@ -85,7 +85,7 @@ extension GuestMode {
                     guard try transaction.insertKeptResponse(claim) else {
                         guard let kept = try transaction.keptResponse(principal: claim.principal, key: claim.key) else {
                             throw GuestModeError(
-                                .internalFailure, code: .internalFailure,
+                                .internalFailure,
                                 "the answer kept for the idempotency key '\(claim.key)' vanished")
                         }
                         try Self.requireSameRequest(kept, requestHash: claim.requestHash, key: claim.key)
@@ -114,9 +114,8 @@ extension GuestMode {
 
     private static func requireSameRequest(_ kept: KeptResponse, requestHash: String, key: String) throws {
         guard kept.requestHash == requestHash else {
-            throw GuestModeError.conflict(
-                "the idempotency key '\(key)' was used for a different request; use a new key for a new request",
-                code: .idempotencyKeyReused)
+            throw GuestModeError(
+                .idempotencyKeyReused, "the idempotency key '\(key)' was used for a different request; use a new key for a new request")
         }
     }
 }

@@ -66,7 +66,7 @@ extension GuestMode {
         let key = ServerKey(name: name, scope: scope, createdAt: now, revokedAt: nil)
         try store.write { transaction in
             guard try transaction.serverKey(named: name) == nil else {
-                throw GuestModeError.conflict("a server key named '\(name)' exists already", code: .serverKeyExists)
+                throw GuestModeError(.serverKeyExists, "a server key named '\(name)' exists already")
             }
             try transaction.insertServerKey(key, secretHash: ServerSecret.hash(secret))
         }
@@ -84,7 +84,7 @@ extension GuestMode {
         try TextRule.check(name, what: "the key name")
         return try store.write { transaction in
             guard var key = try transaction.serverKey(named: name) else {
-                throw GuestModeError.notFound("no server key named '\(name)'", code: .serverKeyNotFound)
+                throw GuestModeError(.serverKeyNotFound, "no server key named '\(name)'")
             }
             guard key.revokedAt == nil else { return key }
             try transaction.markServerKeyRevoked(named: name, at: now)
@@ -107,8 +107,8 @@ extension GuestMode {
                 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
         }
         guard allowed, (1...64).contains(name.utf8.count) else {
-            throw GuestModeError.usage(
-                "the key name '\(name)' must be 1 to 64 letters, digits, '-', '_' or '.'", code: .invalidKeyName)
+            throw GuestModeError(
+                .invalidKeyName, "the key name '\(name)' must be 1 to 64 letters, digits, '-', '_' or '.'")
         }
     }
 }

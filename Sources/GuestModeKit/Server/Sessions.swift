@@ -56,13 +56,12 @@ extension GuestMode {
         case let .rotated(user, next): return SessionGrant(user: user, refreshToken: next)
         case .unknown: throw Self.unknownRefreshToken
         case .reused:
-            throw GuestModeError.conflict(
-                "the refresh token was used before; its session is revoked, so sign in again",
-                code: .refreshTokenReused)
+            throw GuestModeError(
+                .refreshTokenReused, "the refresh token was used before; its session is revoked, so sign in again")
         }
     }
 
     private static var unknownRefreshToken: GuestModeError {
-        GuestModeError.notFound("the refresh token is not one this deployment issued", code: .refreshTokenInvalid)
+        GuestModeError(.refreshTokenInvalid, "the refresh token is not one this deployment issued")
     }
 }

@@ -29,7 +29,7 @@ struct TransactionScope: GuestStore, @unchecked Sendable {
             }
         } catch is Rehearsal {}
         guard let result else {
-            throw GuestModeError(.internalFailure, code: .internalFailure, "a rehearsed transaction lost its result")
+            throw GuestModeError(.internalFailure, "a rehearsed transaction lost its result")
         }
         return result
     }
@@ -67,7 +67,7 @@ struct TransactionScope: GuestStore, @unchecked Sendable {
 
     private func outside(_ work: String) -> GuestModeError {
         GuestModeError(
-            .internalFailure, code: .internalFailure,
+            .internalFailure,
             "\(work) needs a transaction of its own and cannot be part of an answer kept for an idempotency key")
     }
 }

@@ -29,12 +29,12 @@ package enum DiskSpace {
         let subject = what.map { "\($0) '\(path)'" } ?? "'\(path)'"
         if let variable = temporaryVariable(naming: folder) {
             return GuestModeError(
-                .ioError, code: .diskFull,
+                .diskFull,
                 "no space left in the temporary folder '\(folder)' (\(variable)) while writing \(subject); free space there or point \(variable) at a folder with room"
             )
         }
         return GuestModeError(
-            .ioError, code: .diskFull,
+            .diskFull,
             "no space left on the disk holding '\(folder)' while writing \(subject); free space there and run the command again"
         )
     }
@@ -54,12 +54,12 @@ package enum DiskSpace {
                 temporary.variable.map { "free space there or point \($0) at a folder with room" }
                 ?? "free space there or set TMPDIR to a folder with room"
             return GuestModeError(
-                .ioError, code: .diskFull,
+                .diskFull,
                 "no space left in the temporary folder '\(temporary.path)'\(named), where SQLite keeps the temporary files of large queries on the store '\(storePath)'; \(remedy)"
             )
         }
         return GuestModeError(
-            .ioError, code: .diskFull,
+            .diskFull,
             "no space left on the disk holding the store '\(storePath)' (in '\(storeFolder)'); free space there and run the command again"
         )
     }

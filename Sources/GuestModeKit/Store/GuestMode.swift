@@ -34,9 +34,8 @@ public struct GuestMode: Sendable {
     /// (`GuestMode(store: SQLiteStore)`, `GuestMode(store: PostgresStore)`).
     package init(store: any GuestStore, location: String) throws {
         guard let bound = try store.boundProfileWithCache() else {
-            throw GuestModeError.badData(
-                "the store '\(location)' is not bound to a profile",
-                code: .storeWithoutProfile)
+            throw GuestModeError(
+                .storeWithoutProfile, "the store '\(location)' is not bound to a profile")
         }
         // The validated form kept for exactly this text spares the YAML parse;
         // any mismatch or damage is a miss and the text is parsed as always.

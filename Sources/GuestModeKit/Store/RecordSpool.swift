@@ -305,7 +305,7 @@ final class RecordSpool {
                 let handle = FileHandle(forUpdatingAtPath: url.path)
             else {
                 throw GuestModeError(
-                    .ioError, code: .ioError,
+                    .ioError,
                     "cannot create a temporary file in '\(url.deletingLastPathComponent().path)' to hold \(contents); check that the temporary directory (TMPDIR) is writable"
                 )
             }
@@ -366,13 +366,13 @@ final class RecordSpool {
 
     static func damaged(_ contents: String) -> GuestModeError {
         GuestModeError(
-            .ioError, code: .ioError,
+            .ioError,
             "the temporary file holding \(contents) was changed while in use; run the command again")
     }
 
     private func ioError(_ error: any Error) -> GuestModeError {
         GuestModeError(
-            .ioError, code: .ioError,
+            .ioError,
             "cannot use the temporary file holding \(contents): \(error.localizedDescription); check the space in the temporary directory (TMPDIR)"
         )
     }

@@ -13,13 +13,13 @@ package enum RegularFile {
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
             throw GuestModeError(
-                .ioError, code: .ioError, "cannot read \(what) '\(path)': \(String(cString: strerror(errno)))")
+                .ioError, "cannot read \(what) '\(path)': \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             throw GuestModeError(
-                .ioError, code: .ioError, "cannot read \(what) '\(path)': \(String(cString: strerror(errno)))")
+                .ioError, "cannot read \(what) '\(path)': \(String(cString: strerror(errno)))")
         }
         let kind = status.st_mode & S_IFMT
         guard kind == S_IFREG else {
@@ -33,12 +33,11 @@ package enum RegularFile {
                 default: "not a regular file"
                 }
             throw GuestModeError(
-                .notFound, code: .notAFile, "\(what) '\(path)' is \(noun), not a regular file; give the file itself")
+                .notAFile, "\(what) '\(path)' is \(noun), not a regular file; give the file itself")
         }
         guard Int(status.st_size) <= limit else {
-            throw GuestModeError.badData(
-                "\(what) '\(path)' is \(status.st_size) bytes; a \(what.replacingOccurrences(of: "the ", with: "")) is at most \(limit)",
-                code: .fileTooLarge)
+            throw GuestModeError(
+                .fileTooLarge, "\(what) '\(path)' is \(status.st_size) bytes; a \(what.replacingOccurrences(of: "the ", with: "")) is at most \(limit)")
         }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -47,13 +46,13 @@ package enum RegularFile {
             if count < 0 {
                 if errno == EINTR { continue }
                 throw GuestModeError(
-                    .ioError, code: .ioError, "cannot read \(what) '\(path)': \(String(cString: strerror(errno)))")
+                    .ioError, "cannot read \(what) '\(path)': \(String(cString: strerror(errno)))")
             }
             if count == 0 { break }
             data.append(contentsOf: buffer[..<count])
             if data.count > limit {
-                throw GuestModeError.badData(
-                    "\(what) '\(path)' grew past \(limit) bytes while being read", code: .fileTooLarge)
+                throw GuestModeError(
+                    .fileTooLarge, "\(what) '\(path)' grew past \(limit) bytes while being read")
             }
         }
         return data
@@ -67,7 +66,7 @@ extension FileHandle {
         do {
             return try read(upToCount: 1 << 20) ?? Data()
         } catch {
-            throw GuestModeError(.ioError, code: .ioError, "cannot read \(file): \(error.localizedDescription)")
+            throw GuestModeError(.ioError, "cannot read \(file): \(error.localizedDescription)")
         }
     }
 }

@@ -15,9 +15,8 @@ package enum TextRule {
     package static func decode(_ bytes: some Collection<UInt8>, what: String) throws -> String {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             let offset = StrictJSON.firstInvalidUTF8(in: Data(bytes)) ?? 0
-            throw GuestModeError.badData(
-                "\(what) is not valid UTF-8 (first bad byte at offset \(offset)); save it as UTF-8 and try again",
-                code: .invalidUtf8)
+            throw GuestModeError(
+                .invalidUtf8, "\(what) is not valid UTF-8 (first bad byte at offset \(offset)); save it as UTF-8 and try again")
         }
         try check(text, what: what)
         return text
@@ -45,9 +44,8 @@ package enum TextRule {
     /// Refuses text that holds U+0000.
     package static func check(_ text: String, what: String) throws {
         if !isAcceptable(text) {
-            throw GuestModeError.badData(
-                "\(what) contains U+0000 (a NUL character), which guestmode never stores; remove it and try again",
-                code: .nulInText)
+            throw GuestModeError(
+                .nulInText, "\(what) contains U+0000 (a NUL character), which guestmode never stores; remove it and try again")
         }
     }
 

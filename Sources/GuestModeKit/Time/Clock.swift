@@ -136,8 +136,8 @@ public enum Timestamp {
     /// Parses an ISO 8601 time, or throws ``GuestModeError`` `bad_time` naming `what` was being read.
     public static func parseOrThrow(_ text: String, what: String) throws -> Date {
         guard let date = parse(text) else {
-            throw GuestModeError.usage(
-                "\(what): '\(text)' is not an ISO 8601 time; write it like 2026-11-22T09:30:00Z", code: .badTime)
+            throw GuestModeError(
+                .badTime, "\(what): '\(text)' is not an ISO 8601 time; write it like 2026-11-22T09:30:00Z")
         }
         return date
     }

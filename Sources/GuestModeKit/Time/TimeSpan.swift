@@ -183,7 +183,7 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
         switch parse(text) {
         case .success(let span): return span
         case .failure(let refusal):
-            throw GuestModeError.usage("\(what): \(refusal)", code: .badDuration)
+            throw GuestModeError(.badDuration, "\(what): \(refusal)")
         }
     }
 

@@ -32,7 +32,7 @@ struct FirebaseExportReader {
     /// refused as a whole (`invalid_import_file`), naming the line.
     func forEachAccount(_ body: (_ line: Int, _ object: [UInt8]) throws -> Void) throws {
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            throw GuestModeError(.notFound, code: .fileNotFound, "cannot open the export '\(label)'")
+            throw GuestModeError(.fileNotFound, "cannot open the export '\(label)'")
         }
         defer { try? handle.close() }
         var phase = Phase.beforeObject
@@ -45,7 +45,7 @@ struct FirebaseExportReader {
         var isEscaped = false
         func refuse(_ what: String) -> GuestModeError {
             GuestModeError(
-                .badData, code: .invalidImportFile,
+                .invalidImportFile,
                 "\(label):\(line): \(what); expected the JSON that 'firebase auth:export' writes: {\"users\": [ … ]}")
         }
         while true {
@@ -145,7 +145,7 @@ extension ImportedAccount {
     /// milliseconds, as strings or numbers.
     init(firebase bytes: [UInt8], line: Int) throws {
         func invalid(_ what: String) -> GuestModeError {
-            GuestModeError(.badData, code: .invalidImportFile, what)
+            GuestModeError(.invalidImportFile, what)
         }
         let object: [String: JSONValue]
         do {

@@ -18,7 +18,7 @@ struct CSVRecordReader {
 
     init(url: URL, label: String) throws {
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            throw GuestModeError(.notFound, code: .fileNotFound, "cannot open the export '\(label)'")
+            throw GuestModeError(.fileNotFound, "cannot open the export '\(label)'")
         }
         self.handle = handle
         self.label = label
@@ -50,7 +50,7 @@ struct CSVRecordReader {
         var isInQuotes = false
         var length = 0
         func refuse(_ what: String) -> GuestModeError {
-            GuestModeError(.badData, code: .invalidImportFile, "\(label):\(start): \(what)")
+            GuestModeError(.invalidImportFile, "\(label):\(start): \(what)")
         }
         func finishField() throws {
             guard let text = String(validating: field, as: UTF8.self) else {
@@ -137,7 +137,7 @@ struct SupabaseExportReader {
             for (index, name) in header.enumerated() { if let name { positions[name] = index } }
             if let missing = required.first(where: { positions[$0] == nil }) {
                 throw GuestModeError(
-                    .badData, code: .invalidImportFile,
+                    .invalidImportFile,
                     "\(label):1: no column '\(missing)'; export the whole table with psql: \\copy (SELECT * FROM auth.…) TO '…' CSV HEADER"
                 )
             }
@@ -161,12 +161,12 @@ struct SupabaseExportReader {
         var identityRows = try CSVRecordReader(url: identities, label: identitiesLabel)
         defer { identityRows.close() }
         guard let userHeader = try userRows.next() else {
-            throw GuestModeError(.badData, code: .invalidImportFile, "\(usersLabel):1: the file is empty")
+            throw GuestModeError(.invalidImportFile, "\(usersLabel):1: the file is empty")
         }
         let userColumns = try Columns(
             userHeader.fields, label: usersLabel, requiring: ["id", "created_at", "last_sign_in_at", "is_anonymous"])
         guard let identityHeader = try identityRows.next() else {
-            throw GuestModeError(.badData, code: .invalidImportFile, "\(identitiesLabel):1: the file is empty")
+            throw GuestModeError(.invalidImportFile, "\(identitiesLabel):1: the file is empty")
         }
         let identityColumns = try Columns(
             identityHeader.fields, label: identitiesLabel, requiring: ["user_id", "provider", "provider_id"])
@@ -175,7 +175,7 @@ struct SupabaseExportReader {
         var previousIdentityUser: String?
         func unordered(_ label: String, _ line: Int, _ column: String, _ table: String) -> GuestModeError {
             GuestModeError(
-                .badData, code: .invalidImportFile,
+                .invalidImportFile,
                 "\(label):\(line): the rows are not ordered by \(column); export with \\copy (SELECT * FROM auth.\(table) ORDER BY \(column)) TO '…' CSV HEADER"
             )
         }
@@ -206,7 +206,7 @@ struct SupabaseExportReader {
             try body(line) {
                 if let orphan {
                     throw GuestModeError(
-                        .badData, code: .invalidImportFile,
+                        .invalidImportFile,
                         "\(identitiesLabel):\(orphan.line) has an identity of user '\(orphan.user)', who is not in \(usersLabel)"
                     )
                 }
@@ -217,7 +217,7 @@ struct SupabaseExportReader {
         }
         if let row = pending {
             throw GuestModeError(
-                .badData, code: .invalidImportFile,
+                .invalidImportFile,
                 "\(identitiesLabel):\(row.line): an identity of user '\(identityColumns.value("user_id", in: row.fields) ?? "")', who is not in \(usersLabel)"
             )
         }
@@ -244,7 +244,7 @@ extension ImportedAccount {
         identities: [(line: Int, fields: [String?])], identityColumns identityValue: (String, [String?]) -> String?,
         identitiesLabel: String, line: Int
     ) throws {
-        func invalid(_ what: String) -> GuestModeError { GuestModeError(.badData, code: .invalidImportFile, what) }
+        func invalid(_ what: String) -> GuestModeError { GuestModeError(.invalidImportFile, what) }
         guard let id = value("id", fields), !id.isEmpty else { throw invalid("the user has no 'id'") }
         try TextRule.check(id, what: "the user id")
         func time(_ name: String) throws -> Date? {

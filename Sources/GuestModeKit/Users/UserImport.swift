@@ -89,10 +89,10 @@ extension GuestMode {
                 identitiesLabel: identitiesLabel ?? identities.path)
             forEachAccount = reader.forEachAccount
         case (.firebase, _?):
-            throw GuestModeError(.usage, code: .usage, "a Firebase export is one file; identities come with Supabase's")
+            throw GuestModeError(.usage, "a Firebase export is one file; identities come with Supabase's")
         case (.supabase, nil):
             throw GuestModeError(
-                .usage, code: .usage, "a Supabase export is two files: auth.users, and auth.identities beside it")
+                .usage, "a Supabase export is two files: auth.users, and auth.identities beside it")
         }
         var report = UserImportReport(format: format, dryRun: dryRun)
         var problems: [GuestModeError] = []
@@ -142,33 +142,33 @@ extension GuestMode {
             !account.id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw GuestModeError(
-                .badData, code: .invalidImportFile,
+                .invalidImportFile,
                 "the user id must be 1 to 128 characters without control characters, not \(account.id.debugDescription)"
             )
         }
         guard account.createdAt <= now else {
             throw GuestModeError(
-                .badData, code: .invalidImportFile,
+                .invalidImportFile,
                 "account '\(account.id)' was created at \(Timestamp.format(account.createdAt)), after the current time \(Timestamp.format(now))"
             )
         }
         let providers = profile.identity.providers
         if let unknown = account.identities.first(where: { !providers.contains($0.provider) }) {
             throw GuestModeError(
-                .badData, code: .invalidImportFile,
+                .invalidImportFile,
                 "account '\(account.id)' has a \(unknown.provider) identity; this profile accepts: \(providers.joined(separator: ", ")) (identity.providers)"
             )
         }
         let allowed = profile.identity.maximumProvidersPerUser
         if account.identities.count > allowed {
             throw GuestModeError(
-                .badData, code: .invalidImportFile,
+                .invalidImportFile,
                 "account '\(account.id)' has \(account.identities.count) identities (\(account.identities.map(\.provider).joined(separator: ", "))); this profile allows \(allowed) per user (identity.max_providers_per_user)"
             )
         }
         if Set(account.identities.map(\.provider)).count < account.identities.count {
             throw GuestModeError(
-                .badData, code: .invalidImportFile, "account '\(account.id)' has two identities of one provider")
+                .invalidImportFile, "account '\(account.id)' has two identities of one provider")
         }
         let state: UserState = account.identities.isEmpty ? .anonymous : .linked
         if let existing = try transaction.user(account.id, locking: true) {
@@ -179,7 +179,7 @@ extension GuestMode {
             }
             guard described(existing.state, stored) == described(state, account.identities) else {
                 throw GuestModeError(
-                    .conflict, code: .importConflict,
+                    .importConflict,
                     "user '\(account.id)' is already in the store with other data (\(described(existing.state, stored))); the export has (\(described(state, account.identities)))"
                 )
             }
@@ -189,7 +189,7 @@ extension GuestMode {
         for identity in account.identities {
             if let owner = try transaction.identityOwner(provider: identity.provider, subject: identity.subject) {
                 throw GuestModeError(
-                    .conflict, code: .importConflict,
+                    .importConflict,
                     "the \(identity.provider) identity of account '\(account.id)' already belongs to user '\(owner)'")
             }
         }
@@ -202,7 +202,7 @@ extension GuestMode {
         for identity in account.identities {
             guard try transaction.insertIdentity(identity, of: account.id) else {
                 throw GuestModeError(
-                    .conflict, code: .importConflict,
+                    .importConflict,
                     "the \(identity.provider) identity of account '\(account.id)' was linked to another user meanwhile")
             }
         }

@@ -68,7 +68,7 @@ extension UserRows {
     /// The user; throws `user_not_found` when there is none.
     package func requireUser(_ id: String, locking: Bool = false) throws -> User {
         guard let user = try user(id, locking: locking) else {
-            throw GuestModeError.notFound("no user '\(id)' in this store", code: .userNotFound)
+            throw GuestModeError(.userNotFound, "no user '\(id)' in this store")
         }
         return user
     }

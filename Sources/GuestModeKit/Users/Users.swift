@@ -212,7 +212,7 @@ extension StoreTransaction {
         guard let credentials else { return }
         guard try insertCredentials(credentials) else {
             throw GuestModeError(
-                .conflict, code: .usernameTaken, "the anonymous username '\(credentials.username)' is already taken")
+                .usernameTaken, "the anonymous username '\(credentials.username)' is already taken")
         }
     }
 
@@ -277,9 +277,8 @@ extension GuestMode {
         guard !device.isEmpty, device.count <= 256,
             !device.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
-            throw GuestModeError.usage(
-                "the device id must be 1 to 256 characters without control characters, not \(device.debugDescription)",
-                code: .invalidDevice)
+            throw GuestModeError(
+                .invalidDevice, "the device id must be 1 to 256 characters without control characters, not \(device.debugDescription)")
         }
     }
 
@@ -294,9 +293,8 @@ extension GuestMode {
             guard !trimmed.isEmpty, trimmed == username, username.count <= 256,
                 !username.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else {
-                throw GuestModeError.usage(
-                    "the username must be 1 to 256 characters, without control characters or leading or trailing spaces, not \(username.debugDescription)",
-                    code: .invalidUsername)
+                throw GuestModeError(
+                    .invalidUsername, "the username must be 1 to 256 characters, without control characters or leading or trailing spaces, not \(username.debugDescription)")
             }
         }
         let user = User(
@@ -492,8 +490,8 @@ extension GuestMode {
 
     private func requirePositive(_ inactive: TimeSpan) throws {
         guard !inactive.isZero, inactive.components.allSatisfy({ $0.amount > 0 }) else {
-            throw GuestModeError.usage(
-                "the inactivity must be a positive duration, not '\(inactive)'", code: .badDuration)
+            throw GuestModeError(
+                .badDuration, "the inactivity must be a positive duration, not '\(inactive)'")
         }
     }
 

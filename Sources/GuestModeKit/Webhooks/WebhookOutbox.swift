@@ -190,11 +190,11 @@ extension GuestMode {
             let chosen: [WebhookDelivery]
             if let id {
                 guard let delivery = try transaction.webhookDelivery(id, locking: true) else {
-                    throw GuestModeError(.notFound, code: .webhookNotFound, "there is no webhook delivery \(id)")
+                    throw GuestModeError(.webhookNotFound, "there is no webhook delivery \(id)")
                 }
                 guard delivery.status != .delivered else {
                     throw GuestModeError(
-                        .conflict, code: .webhookDelivered,
+                        .webhookDelivered,
                         "webhook delivery \(id) was delivered at \(delivery.deliveredAt ?? "?"); it is not sent again")
                 }
                 chosen = [delivery]
@@ -225,8 +225,7 @@ extension GuestMode {
 
     private func unknownWebhook(_ name: String) -> GuestModeError {
         let known = profile.webhooks.endpoints.map(\.name)
-        return GuestModeError.usage(
-            "profile '\(profile.name)' has no webhook endpoint '\(name)'; \(known.isEmpty ? "it has no webhooks section" : "endpoints: \(known.joined(separator: ", "))")",
-            code: .unknownWebhook)
+        return GuestModeError(
+            .unknownWebhook, "profile '\(profile.name)' has no webhook endpoint '\(name)'; \(known.isEmpty ? "it has no webhooks section" : "endpoints: \(known.joined(separator: ", "))")")
     }
 }

@@ -28,7 +28,7 @@ extension PostgresStore: BackupRowStore {
             }
         } catch let rolledBack as RolledBackImport {
             guard let value = rolledBack.value as? T else {
-                throw GuestModeError(.internalFailure, code: .internalFailure, "a dry-run import lost its result")
+                throw GuestModeError(.internalFailure, "a dry-run import lost its result")
             }
             return value
         }
@@ -503,7 +503,7 @@ private final class PostgresBackupImport: BackupRowImport {
         if !placeholders.isEmpty {
             let table = try tableWithDanglingReferences() ?? "a table"
             throw GuestModeError(
-                .internalFailure, code: .databaseError,
+                .databaseError,
                 "database error on \(connection.location): rows in \(table) refer to users the store does not hold (foreign key); nothing was imported"
             )
         }
@@ -604,7 +604,7 @@ private final class PostgresBackupImport: BackupRowImport {
     private func usable() throws {
         guard let refusedRow else { return }
         throw GuestModeError(
-            .internalFailure, code: .databaseError,
+            .databaseError,
             "the import cannot go on after a refused row (\(refusedRow.detail)); nothing was imported")
     }
 

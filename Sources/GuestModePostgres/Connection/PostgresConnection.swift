@@ -51,7 +51,7 @@ final class PostgresConnection: Sendable {
         }
         guard let handle = started else {
             throw GuestModeError(
-                .tryAgainLater, code: .storeUnreachable, "cannot reach the PostgreSQL store \(location): out of memory")
+                .storeUnreachable, "cannot reach the PostgreSQL store \(location): out of memory")
         }
         var polling = PGRES_POLLING_WRITING
         while PQstatus(handle) != CONNECTION_BAD && polling != PGRES_POLLING_OK && polling != PGRES_POLLING_FAILED {
@@ -61,7 +61,7 @@ final class PostgresConnection: Sendable {
             case .timedOut:
                 PQfinish(handle)
                 throw GuestModeError(
-                    .tryAgainLater, code: .storeUnreachable,
+                    .storeUnreachable,
                     "cannot reach the PostgreSQL store \(location): the server did not answer in time; nothing was changed")
             case .failed: polling = PGRES_POLLING_FAILED
             }
@@ -368,11 +368,11 @@ final class PostgresConnection: Sendable {
             || message.contains("does not exist")
         {
             return GuestModeError(
-                .cannotCreate, code: .cannotOpenStore,
+                .cannotOpenStore,
                 "cannot open the PostgreSQL store \(location): \(redacted(message))")
         }
         return GuestModeError(
-            .tryAgainLater, code: .storeUnreachable,
+            .storeUnreachable,
             "cannot reach the PostgreSQL store \(location): \(redacted(message)); nothing was changed")
     }
 
@@ -475,13 +475,13 @@ struct PostgresFailure: Error, CustomStringConvertible {
     var asGuestModeError: GuestModeError {
         if isConnectionLost && isDuringCommit && missedDeadline != .beforeSending {
             return GuestModeError(
-                .tryAgainLater, code: .commitUnknown,
+                .commitUnknown,
                 "the connection to the PostgreSQL store \(location) was lost while committing (\(PostgresConnection.redacted(message))); the change may or may not have been made: look before repeating it"
             )
         }
         if isConnectionLost || isRetryable || sqlState == "55P03" || sqlState == "57014" {
             return GuestModeError(
-                .tryAgainLater, code: .storeBusy,
+                .storeBusy,
                 "the PostgreSQL store \(location) is unavailable or busy (\(PostgresConnection.redacted(message))); the transaction was rolled back, try again later"
             )
         }
@@ -489,19 +489,19 @@ struct PostgresFailure: Error, CustomStringConvertible {
             // An integer column's bound (counters.total + a count past 2^63-1): the statement is refused
             // and its transaction rolled back, as SQLiteStore refuses the same addition.
             return GuestModeError(
-                .badData, code: .countOverflow,
+                .countOverflow,
                 "a count would pass \(Bounds.maximumCounterTotal), the largest count a store holds (\(PostgresConnection.redacted(message)) on \(location)); nothing was written"
             )
         }
         if sqlState == "53100" {
             // The server's disk, not this machine's: said so, with the server's own words.
             return GuestModeError(
-                .ioError, code: .diskFull,
+                .diskFull,
                 "no space left on the PostgreSQL server's disk for the store \(location) (\(PostgresConnection.redacted(message))); free space on the server and run the command again"
             )
         }
         return GuestModeError(
-            .internalFailure, code: .databaseError,
+            .databaseError,
             "database error on \(location): \(PostgresConnection.redacted(message)) (SQLSTATE \(sqlState ?? "none"))")
     }
 }
@@ -568,7 +568,7 @@ struct PostgresRow {
     }
 
     private func corrupt(_ what: String) -> GuestModeError {
-        GuestModeError(.badData, code: .corruptStore, "the PostgreSQL store \(location) holds \(what)")
+        GuestModeError(.corruptStore, "the PostgreSQL store \(location) holds \(what)")
     }
 
     func optionalString(_ column: String) throws -> String? { try raw(column) }

@@ -121,7 +121,7 @@ final class PostgresConnectionPool: Sendable {
             ? Int64.max / 2 : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         guard permits.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else {
             throw GuestModeError(
-                .tryAgainLater, code: .poolExhausted,
+                .poolExhausted,
                 "all \(capacity) connection\(capacity == 1 ? "" : "s") to the PostgreSQL store \(location) stayed in use for \(wait); nothing was changed, try again later"
             )
         }

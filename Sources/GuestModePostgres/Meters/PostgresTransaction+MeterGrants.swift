@@ -72,7 +72,7 @@ extension PostgresTransaction {
                 ]
             ).first?.int64("id")
         else {
-            throw GuestModeError(.internalFailure, code: .databaseError, "the new meter grant has no id")
+            throw GuestModeError(.databaseError, "the new meter grant has no id")
         }
         return id
     }

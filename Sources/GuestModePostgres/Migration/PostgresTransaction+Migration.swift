@@ -272,7 +272,7 @@ extension PostgresTransaction {
                 ]
             ).first?.int64("id")
         else {
-            throw GuestModeError(.internalFailure, code: .databaseError, "the new migration journal has no id")
+            throw GuestModeError(.databaseError, "the new migration journal has no id")
         }
         for (index, name) in steps.enumerated() {
             try connection.execute(

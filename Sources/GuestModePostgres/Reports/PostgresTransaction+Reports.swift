@@ -14,7 +14,7 @@ extension PostgresTransaction {
                 """,
                 parameters
             ).first
-        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the cohort query returned no row") }
+        else { throw GuestModeError(.internalFailure, "the cohort query returned no row") }
         return CohortCounts(
             users: try row.int("users"), prompted: try row.int("prompted"), linked: try row.int("linked"))
     }
@@ -87,7 +87,7 @@ extension PostgresTransaction {
                 """,
                 [PostgresValue(meter)] + usageParameters
             ).first
-        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the usage query returned no row") }
+        else { throw GuestModeError(.internalFailure, "the usage query returned no row") }
         let warned =
             try connection.execute(
                 "SELECT count(DISTINCT user_id) AS n FROM meter_warnings WHERE meter = $1 AND \(warningFilter)",
@@ -106,7 +106,7 @@ extension PostgresTransaction {
                 """,
                 [PostgresValue(meter)] + grantParameters
             ).first
-        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the grants query returned no row") }
+        else { throw GuestModeError(.internalFailure, "the grants query returned no row") }
         return MeterUsageCounts(
             users: try row.int("users"), uses: try row.int("uses"),
             amount: MeterAmount.summed(units: try row.int64("units"), millionths: try row.int64("millionths")),

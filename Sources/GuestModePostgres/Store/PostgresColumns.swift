@@ -30,7 +30,7 @@ struct PostgresColumns {
         }
         guard !names.isEmpty else {
             throw GuestModeError(
-                .badData, code: .corruptStore, "the PostgreSQL store has no table \(table) in its schema")
+                .corruptStore, "the PostgreSQL store has no table \(table) in its schema")
         }
         self.names = names
         self.kinds = kinds
@@ -48,6 +48,6 @@ struct PostgresColumns {
         case .real: if let value = Double(text) { return .real(value) }
         }
         throw GuestModeError(
-            .badData, code: .corruptStore, "the PostgreSQL store \(location) holds '\(text)' in \(table).\(column)")
+            .corruptStore, "the PostgreSQL store \(location) holds '\(text)' in \(table).\(column)")
     }
 }

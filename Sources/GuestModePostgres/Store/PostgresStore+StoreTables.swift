@@ -81,13 +81,13 @@ private final class PostgresStoreTableWriter: StoreTableWriter {
     func insert(_ columns: [String], _ values: [CellValue], into table: StoreTable) throws {
         guard StoreTable.own.contains(table), columns.count == values.count, !columns.isEmpty else {
             throw GuestModeError(
-                .internalFailure, code: .internalFailure, "a copy wrote a row the store's own tables do not take")
+                .internalFailure, "a copy wrote a row the store's own tables do not take")
         }
         let shape = try shapes[table.name] ?? PostgresColumns(of: table.name, connection)
         shapes[table.name] = shape
         if let unknown = columns.first(where: { !shape.names.contains($0) }) {
             throw GuestModeError(
-                .badData, code: .copyMismatch, "the destination store has no column \(table.name).\(unknown)")
+                .copyMismatch, "the destination store has no column \(table.name).\(unknown)")
         }
         let parameters: [PostgresValue?] = zip(columns, values).map { column, value in
             switch value {

@@ -66,7 +66,7 @@ public final class PostgresStore: Sendable {
         try store.refuseUnknownSchema(applied: applied)
         guard let applied else {
             throw GuestModeError(
-                .notFound, code: .storeNotFound,
+                .storeNotFound,
                 "no guestmode store in schema '\(schema)' of \(store.location)")
         }
         if migrating, !PostgresStore.pending(after: applied).isEmpty {
@@ -88,7 +88,7 @@ public final class PostgresStore: Sendable {
             if try store.appliedMigrations(connection) != nil {
                 guard replacing else {
                     throw GuestModeError(
-                        .cannotCreate, code: .storeExists,
+                        .storeExists,
                         "a store already exists in schema '\(schema)' of \(connection.location)")
                 }
                 try connection.execute("DROP SCHEMA \(store.quotedSchema) CASCADE")
@@ -104,13 +104,12 @@ public final class PostgresStore: Sendable {
         connectTimeout: Duration? = defaultConnectTimeout, statementTimeout: Duration? = nil
     ) throws -> PostgresStore {
         guard schema.wholeMatch(of: /[a-z_][a-z0-9_]{0,62}/) != nil else {
-            throw GuestModeError.usage(
-                "'\(schema)' is not a schema name guestmode uses; use lower-case letters, digits and _",
-                code: .invalidSchema)
+            throw GuestModeError(
+                .invalidSchema, "'\(schema)' is not a schema name guestmode uses; use lower-case letters, digits and _")
         }
         guard poolSize >= 1 else {
-            throw GuestModeError.usage(
-                "a pool of \(poolSize) connections cannot run a transaction; give at least 1", code: .invalidPoolSize)
+            throw GuestModeError(
+                .invalidPoolSize, "a pool of \(poolSize) connections cannot run a transaction; give at least 1")
         }
         let pool = PostgresConnectionPool(
             conninfo: uri, location: PostgresStore.describe(uri), schema: quote(schema), capacity: poolSize,
@@ -158,7 +157,7 @@ public final class PostgresStore: Sendable {
     }
 
     static func pending(_ area: String) -> GuestModeError {
-        GuestModeError(.internalFailure, code: .internalFailure, "the PostgreSQL store does not implement \(area) yet")
+        GuestModeError(.internalFailure, "the PostgreSQL store does not implement \(area) yet")
     }
 
     // MARK: Transactions
@@ -269,9 +268,8 @@ public final class PostgresStore: Sendable {
         let known = Set(PostgresSchema.migrations.map(\.identifier))
         let unknown = (applied ?? []).filter { !known.contains($0) }
         if !unknown.isEmpty {
-            throw GuestModeError.badData(
-                "the store in schema '\(schema)' of \(location) was written by a newer guestmode (schema \(unknown.joined(separator: ", "))); this guestmode knows schema up to \(PostgresSchema.migrations.last?.identifier ?? "none"). Upgrade guestmode; the store was not changed",
-                code: .storeTooNew)
+            throw GuestModeError(
+                .storeTooNew, "the store in schema '\(schema)' of \(location) was written by a newer guestmode (schema \(unknown.joined(separator: ", "))); this guestmode knows schema up to \(PostgresSchema.migrations.last?.identifier ?? "none"). Upgrade guestmode; the store was not changed")
         }
     }
 
@@ -294,9 +292,8 @@ public final class PostgresStore: Sendable {
                     """,
                     [PostgresValue(identifier)])
             } catch let failure as PostgresFailure {
-                throw GuestModeError.badData(
-                    "schema migration \(identifier) failed: \(PostgresConnection.redacted(failure.message)); the store is unchanged. Fix the cause and migrate again",
-                    code: .schemaMigrationFailed)
+                throw GuestModeError(
+                    .schemaMigrationFailed, "schema migration \(identifier) failed: \(PostgresConnection.redacted(failure.message)); the store is unchanged. Fix the cause and migrate again")
             }
             progress(identifier)
         }

@@ -33,7 +33,7 @@ extension PostgresStore: TransactionalStore {
             }
         } catch is Rehearsal {}
         guard let result else {
-            throw GuestModeError(.internalFailure, code: .internalFailure, "a rehearsed transaction lost its result")
+            throw GuestModeError(.internalFailure, "a rehearsed transaction lost its result")
         }
         return result
     }

@@ -52,16 +52,16 @@ package struct RemoteBackups: Sendable {
         switch answer.status {
         case 401, 403:
             throw GuestModeError(
-                .usage, code: .destinationUnauthorized,
+                .destinationUnauthorized,
                 "\(detail); the backup destination refused the token (check the token file or GUESTMODE_BACKUP_TOKEN)"
             )
         case 404 where method == "GET":
-            throw GuestModeError.notFound(detail, code: .archiveNotFound)
+            throw GuestModeError(.archiveNotFound, detail)
         // The server is busy or failing: the push is tried again later, as with no answer at all.
         case 408, 429, 500...599:
-            throw GuestModeError(.tryAgainLater, code: .destinationUnavailable, detail)
+            throw GuestModeError(.destinationUnavailable, detail)
         default:
-            throw GuestModeError(.cannotCreate, code: .destinationRefused, detail)
+            throw GuestModeError(.destinationRefused, detail)
         }
     }
 
@@ -86,24 +86,24 @@ package struct RemoteBackups: Sendable {
             let answer: HTTPAnswer
             do {
                 answer = try send("GET", to: url)
-            } catch GuestModeError.Code.archiveNotFound {
+            } catch let error as GuestModeError where error.code == .archiveNotFound {
                 continue
             }
             guard !answer.isBodyCut else {
                 throw GuestModeError(
-                    .cannotCreate, code: .destinationRefused,
+                    .destinationRefused,
                     "the archive at \(url) is larger than \(ArchiveLimits.standard.maximumEntrySize) bytes")
             }
             guard
                 FileManager.default.createFile(
                     atPath: path, contents: Data(answer.body), attributes: [.posixPermissions: 0o600])
             else {
-                throw GuestModeError(.cannotCreate, code: .cannotSpool, "cannot hold the pulled archive at '\(path)'")
+                throw GuestModeError(.cannotSpool, "cannot hold the pulled archive at '\(path)'")
             }
             return url
         }
-        throw GuestModeError.notFound(
-            "no backup of user '\(userID)' at \(folder(of: userID))", code: .archiveNotFound)
+        throw GuestModeError(
+            .archiveNotFound, "no backup of user '\(userID)' at \(folder(of: userID))")
     }
 }
 
@@ -123,7 +123,7 @@ struct RemoteDestination: BackupDestination {
             let path = folder.appendingPathComponent(fileName).path
             try export(path)
             guard let bytes = FileManager.default.contents(atPath: path) else {
-                throw GuestModeError(.ioError, code: .archiveUnreadable, "cannot read back the archive just written")
+                throw GuestModeError(.archiveUnreadable, "cannot read back the archive just written")
             }
             return try remote.upload(Array(bytes), as: fileName, of: userID).description
         }
@@ -138,7 +138,7 @@ enum Scratch {
             try FileManager.default.createDirectory(
                 at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw GuestModeError(.cannotCreate, code: .cannotSpool, "cannot create a temporary folder: \(error)")
+            throw GuestModeError(.cannotSpool, "cannot create a temporary folder: \(error)")
         }
         defer { try? FileManager.default.removeItem(at: folder) }
         return try body(folder)
@@ -173,16 +173,14 @@ extension GuestMode {
             let source = try remote.download(of: userID, fileNames: fileNames, to: path)
             let signature = try BackupArchive.requireIntact(path: path, limits: limits, keys: keys)
             guard signature == .thisDeployment else {
-                throw GuestModeError.badData(
-                    "the archive at \(source) is not signed by this deployment's backup key; nothing was imported",
-                    code: .badSignature)
+                throw GuestModeError(
+                    .badSignature, "the archive at \(source) is not signed by this deployment's backup key; nothing was imported")
             }
             // Signed by this deployment yet someone else's: the server put another user's archive at this name.
             let users = try BackupArchive.inspect(path: path, limits: limits, keys: keys).header.users
             guard users.contains(userID) else {
-                throw GuestModeError.conflict(
-                    "the archive at \(source) does not hold user '\(userID)'; nothing was imported",
-                    code: .archiveUserMismatch)
+                throw GuestModeError(
+                    .archiveUserMismatch, "the archive at \(source) does not hold user '\(userID)'; nothing was imported")
             }
             var report = try importBackup(
                 from: path, onConflict: onConflict, dryRun: false, limits: limits, keys: keys, signature: signature,

@@ -18,20 +18,19 @@ package struct WebhookSecrets: Sendable {
         switch endpoint.secret {
         case .environment(let name):
             guard let value = environment[name], !value.isEmpty else {
-                throw GuestModeError.usage(
-                    "\(what) is read from the environment variable \(name), which is unset or empty",
-                    code: .webhookSecretUnavailable)
+                throw GuestModeError(
+                    .webhookSecretUnavailable, "\(what) is read from the environment variable \(name), which is unset or empty")
             }
             return Array(value.utf8)
         case .file(let path):
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw GuestModeError.usage(
-                    "\(what) is read from '\(path)', which cannot be read", code: .webhookSecretUnavailable)
+                throw GuestModeError(
+                    .webhookSecretUnavailable, "\(what) is read from '\(path)', which cannot be read")
             }
             var bytes = Array(data)
             while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes.removeLast() }
             guard !bytes.isEmpty else {
-                throw GuestModeError.usage("\(what) file '\(path)' is empty", code: .webhookSecretUnavailable)
+                throw GuestModeError(.webhookSecretUnavailable, "\(what) file '\(path)' is empty")
             }
             return bytes
         }

@@ -8,7 +8,7 @@ extension SQLiteStore {
     package static func boundProfile(readingOnly path: String) throws -> (text: String, origin: String)? {
         guard FileManager.default.fileExists(atPath: path) else {
             throw GuestModeError(
-                .notFound, code: .storeNotFound,
+                .storeNotFound,
                 "no store at '\(path)'")
         }
         try StoreFile.refuseUnknownSchema(path: path)

@@ -15,7 +15,7 @@ extension SQLiteTransaction {
                     FROM users u WHERE \(filter)
                     """,
                 arguments: arguments)
-        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the cohort query returned no row") }
+        else { throw GuestModeError(.internalFailure, "the cohort query returned no row") }
         return CohortCounts(
             users: try row.decode(forColumn: "users"), prompted: try row.decode(forColumn: "prompted"),
             linked: try row.decode(forColumn: "linked"))
@@ -83,7 +83,7 @@ extension SQLiteTransaction {
                     )
                     """,
                 arguments: [meter] + usageArguments)
-        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the usage query returned no row") }
+        else { throw GuestModeError(.internalFailure, "the usage query returned no row") }
         let warned =
             try Int.fetchOne(
                 db, sql: "SELECT count(DISTINCT user_id) FROM meter_warnings WHERE meter = ? AND \(warningFilter)",
@@ -101,7 +101,7 @@ extension SQLiteTransaction {
                     )
                     """,
                 arguments: [meter] + grantArguments)
-        else { throw GuestModeError(.internalFailure, code: .internalFailure, "the grants query returned no row") }
+        else { throw GuestModeError(.internalFailure, "the grants query returned no row") }
         return MeterUsageCounts(
             users: try row.decode(forColumn: "users"), uses: try row.decode(forColumn: "uses"),
             amount: MeterAmount.summed(

@@ -108,9 +108,8 @@ struct AppDatabase: Sendable {
                 if error.resultCode == .SQLITE_FULL || error.resultCode == .SQLITE_IOERR { throw error }
                 // The schema history may itself be what could not be written.
                 let current = (try? appliedMigrations().last) ?? "empty"
-                throw GuestModeError.badData(
-                    "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause and migrate again",
-                    code: .schemaMigrationFailed)
+                throw GuestModeError(
+                    .schemaMigrationFailed, "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause and migrate again")
             }
             applied.append(identifier)
             progress(identifier)
@@ -127,14 +126,14 @@ enum StoreFile {
         busyTimeout: Duration = SQLiteStore.defaultBusyTimeout
     ) throws -> AppDatabase {
         if case .pool(let maximumReaders) = connections, maximumReaders < 1 {
-            throw GuestModeError.usage(
-                "a pool of \(maximumReaders) readers cannot read; give at least 1", code: .invalidPoolSize)
+            throw GuestModeError(
+                .invalidPoolSize, "a pool of \(maximumReaders) readers cannot read; give at least 1")
         }
         let fileManager = FileManager.default
         var isDirectory: ObjCBool = false
         if fileManager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw GuestModeError(
-                .cannotCreate, code: .storeIsDirectory,
+                .storeIsDirectory,
                 "the store '\(path)' is a directory, not a store file"
             )
         }
@@ -142,14 +141,13 @@ enum StoreFile {
         if exists {
             if creating {
                 throw GuestModeError(
-                    .cannotCreate, code: .storeExists,
+                    .storeExists,
                     "a store already exists at '\(path)'")
             }
         } else {
             if !creating {
-                throw GuestModeError.notFound(
-                    "no store at '\(path)'",
-                    code: .storeNotFound)
+                throw GuestModeError(
+                    .storeNotFound, "no store at '\(path)'")
             }
             try createPrivateFile(path: path)
         }
@@ -205,17 +203,15 @@ enum StoreFile {
         guard try db.tableExists("grdb_migrations") else {
             let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
             if tables.isEmpty { return false }
-            throw GuestModeError.badData(
-                "'\(path)' is an SQLite database but not a guestmode store (no schema history)",
-                code: .notAStore)
+            throw GuestModeError(
+                .notAStore, "'\(path)' is an SQLite database but not a guestmode store (no schema history)")
         }
         let applied = try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
         let known = Set(AppDatabase.knownMigrations)
         let unknown = applied.filter { !known.contains($0) }
         if !unknown.isEmpty {
-            throw GuestModeError.badData(
-                "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last ?? "none"). Upgrade guestmode; the store was not changed",
-                code: .storeTooNew)
+            throw GuestModeError(
+                .storeTooNew, "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last ?? "none"). Upgrade guestmode; the store was not changed")
         }
         return Set(applied).isSuperset(of: known)
     }
@@ -226,7 +222,7 @@ enum StoreFile {
             if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "the store") }
             let reason = String(cString: strerror(errno))
             throw GuestModeError(
-                .cannotCreate, code: .cannotCreateStore, "cannot create the store '\(path)': \(reason)")
+                .cannotCreateStore, "cannot create the store '\(path)': \(reason)")
         }
         close(descriptor)
     }
@@ -234,22 +230,22 @@ enum StoreFile {
     static func translate(_ error: DatabaseError, path: String) -> GuestModeError {
         switch error.resultCode {
         case .SQLITE_NOTADB, .SQLITE_CORRUPT:
-            GuestModeError.badData(
-                "'\(path)' is not a guestmode store or is damaged: \(error.message ?? "\(error)")", code: .corruptStore)
+            GuestModeError(
+                .corruptStore, "'\(path)' is not a guestmode store or is damaged: \(error.message ?? "\(error)")")
         case .SQLITE_BUSY, .SQLITE_LOCKED:
-            GuestModeError(.tryAgainLater, code: .storeBusy, "the store '\(path)' is busy; try again later")
+            GuestModeError(.storeBusy, "the store '\(path)' is busy; try again later")
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
             GuestModeError(
-                .cannotCreate, code: .cannotOpenStore, "cannot open the store '\(path)': \(error.message ?? "\(error)")"
+                .cannotOpenStore, "cannot open the store '\(path)': \(error.message ?? "\(error)")"
             )
         case .SQLITE_FULL:
             DiskSpace.fullUsingStore(path)
         case .SQLITE_IOERR where DiskSpace.looksFull(usingStore: path):
             DiskSpace.fullUsingStore(path)
         case .SQLITE_IOERR:
-            GuestModeError(.ioError, code: .ioError, "I/O error on the store '\(path)': \(error.message ?? "\(error)")")
+            GuestModeError(.ioError, "I/O error on the store '\(path)': \(error.message ?? "\(error)")")
         default:
-            GuestModeError(.internalFailure, code: .databaseError, "database error on '\(path)': \(error)")
+            GuestModeError(.databaseError, "database error on '\(path)': \(error)")
         }
     }
 }

@@ -25,7 +25,7 @@ func forEachCellRow(
             case .string(let value): values.append(.text(value))
             case .blob:
                 throw GuestModeError(
-                    .badData, code: .unexportableValue,
+                    .unexportableValue,
                     "\(table).\(columns[index]) holds binary data, which \(purpose) do not carry; store it as text")
             }
         }

@@ -38,12 +38,12 @@ private struct SQLiteStoreTableWriter: StoreTableWriter {
     func insert(_ columns: [String], _ values: [CellValue], into table: StoreTable) throws {
         guard StoreTable.own.contains(table), columns.count == values.count, !columns.isEmpty else {
             throw GuestModeError(
-                .internalFailure, code: .internalFailure, "a copy wrote a row the store's own tables do not take")
+                .internalFailure, "a copy wrote a row the store's own tables do not take")
         }
         let known = Set(try db.columns(in: table.name).map(\.name))
         if let unknown = columns.first(where: { !known.contains($0) }) {
             throw GuestModeError(
-                .badData, code: .copyMismatch, "the destination store has no column \(table.name).\(unknown)")
+                .copyMismatch, "the destination store has no column \(table.name).\(unknown)")
         }
         let arguments = StatementArguments(
             values.map { value -> DatabaseValue in

@@ -90,7 +90,7 @@ public final class SQLiteStore: Sendable {
         if rename(temporary, path) != 0 {
             let reason = String(cString: strerror(errno))
             try? fileManager.removeItem(atPath: temporary)
-            throw GuestModeError(.cannotCreate, code: .cannotCreateStore, "cannot replace '\(path)': \(reason)")
+            throw GuestModeError(.cannotCreateStore, "cannot replace '\(path)': \(reason)")
         }
     }
 
@@ -121,7 +121,7 @@ public final class SQLiteStore: Sendable {
         let nanoseconds = Int(min(seconds, 86_400 * 365)) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
         guard writing.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else {
             throw GuestModeError(
-                .tryAgainLater, code: .storeBusy,
+                .storeBusy,
                 "another write held the store for the whole wait; nothing was changed, try again later")
         }
     }
@@ -162,7 +162,7 @@ public final class SQLiteStore: Sendable {
                 }
                 guard let value else {
                     throw GuestModeError(
-                        .internalFailure, code: .internalFailure, "a durable transaction ended without a result")
+                        .internalFailure, "a durable transaction ended without a result")
                 }
                 return value
             }

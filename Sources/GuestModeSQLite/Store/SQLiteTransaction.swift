@@ -73,7 +73,7 @@ extension SQLiteTransaction: TransactionNesting {
             return .commit
         }
         guard let value else {
-            throw GuestModeError(.internalFailure, code: .internalFailure, "a savepoint ended without a result")
+            throw GuestModeError(.internalFailure, "a savepoint ended without a result")
         }
         return value
     }

@@ -10,7 +10,7 @@ extension StoreFile {
     /// GRDB's throwing `Row.decode` or a fetch method, never a trapping subscript.
     static func corrupt(_ error: RowDecodingError, path: String) -> GuestModeError {
         GuestModeError(
-            .badData, code: .corruptStore,
+            .corruptStore,
             "the store '\(path)' holds a value guestmode cannot read (\(describe(error))); it was changed outside guestmode. Restore it from a backup or repair the value with sqlite3"
         )
     }

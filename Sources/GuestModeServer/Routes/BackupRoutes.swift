@@ -20,7 +20,7 @@ enum BackupRoutes {
                 _ = try engine.exportBackup(
                     .users([userID]), to: path, format: .tarZstd, now: now, toolVersion: version, signingKey: key)
                 guard let data = FileManager.default.contents(atPath: path) else {
-                    throw GuestModeError(.ioError, code: .ioError, "cannot read back the archive just written")
+                    throw GuestModeError(.ioError, "cannot read back the archive just written")
                 }
                 return Array(data)
             }
@@ -41,7 +41,7 @@ enum BackupRoutes {
             let policyText = try RequestInput.query("on_conflict", of: request) ?? ConflictPolicy.fail.rawValue
             guard let policy = ConflictPolicy(rawValue: policyText) else {
                 let known = ConflictPolicy.allCases.map(\.rawValue).joined(separator: ", ")
-                throw GuestModeError.usage("on_conflict is one of \(known), not '\(policyText)'", code: .usage)
+                throw GuestModeError(.usage, "on_conflict is one of \(known), not '\(policyText)'")
             }
             let keys = BackupKeys(deployment: services.backupKey)
             return try await services.perform { engine, now in
@@ -85,7 +85,7 @@ enum BackupRoutes {
                 let url = try shelf.latest(of: userID, named: name == "latest" ? nil : name)
                 guard let data = FileManager.default.contents(atPath: url.path) else {
                     throw GuestModeError(
-                        .ioError, code: .archiveUnreadable, "cannot read the kept archive '\(url.path)'")
+                        .archiveUnreadable, "cannot read the kept archive '\(url.path)'")
                 }
                 return Array(data)
             }
@@ -99,7 +99,7 @@ enum BackupRoutes {
     /// must name the same folder as the request: an upload moves only within its user's backups.
     private static func destinationName(of request: Request) throws -> String {
         guard let destination = request.headers[.destination] else {
-            throw GuestModeError.usage("a MOVE needs a Destination header", code: .usage)
+            throw GuestModeError(.usage, "a MOVE needs a Destination header")
         }
         let path = URLComponents(string: destination)?.percentEncodedPath ?? ""
         let source = request.uri.path
@@ -107,8 +107,8 @@ enum BackupRoutes {
             path[...slash].removingPercentEncoding == source[...sourceSlash].removingPercentEncoding,
             let name = path[path.index(after: slash)...].removingPercentEncoding
         else {
-            throw GuestModeError.usage(
-                "the Destination header must name an archive in the same folder as the request's path", code: .usage)
+            throw GuestModeError(
+                .usage, "the Destination header must name an archive in the same folder as the request's path")
         }
         return name
     }

@@ -20,7 +20,7 @@ enum BulkRoutes {
                         log: url, creatingUsers: createUsers, skippingInvalid: skipInvalid, now: now)
                     guard report.isApplied else {
                         let refusal = GuestModeError(
-                            .badData, code: .invalidEventLog,
+                            .invalidEventLog,
                             "\(report.problems.count) invalid line\(report.problems.count == 1 ? "" : "s"); nothing was applied (fix them, or skip them with skip_invalid=true)"
                         )
                         return try Reply.refusal(refusal, prompt: nil, result: report)
@@ -37,7 +37,7 @@ enum BulkRoutes {
             let policyText = try RequestInput.query("on_conflict", of: request) ?? RecordConflictPolicy.replace.rawValue
             guard let policy = RecordConflictPolicy(rawValue: policyText) else {
                 let known = RecordConflictPolicy.allCases.map(\.rawValue).joined(separator: ", ")
-                throw GuestModeError.usage("on_conflict is one of \(known), not '\(policyText)'", code: .usage)
+                throw GuestModeError(.usage, "on_conflict is one of \(known), not '\(policyText)'")
             }
             return try await services.perform { engine, now in
                 try RequestInput.spooled(bytes, suffix: ".ndjson") { url in

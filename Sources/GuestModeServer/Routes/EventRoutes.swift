@@ -38,13 +38,13 @@ enum EventRoutes {
     private static func properties(_ value: JSONValue?) throws -> [String: EventProperty] {
         guard let value, value != .null else { return [:] }
         guard case let .object(members) = value else {
-            throw GuestModeError.usage("'props' must be a JSON object", code: .invalidEvent)
+            throw GuestModeError(.invalidEvent, "'props' must be a JSON object")
         }
         return try members.mapValues { property in
             switch property {
             case let .string(text): return .string(text)
             case let .number(text): return .number(text)
-            default: throw GuestModeError.usage("a property must be a string or a number", code: .invalidEvent)
+            default: throw GuestModeError(.invalidEvent, "a property must be a string or a number")
             }
         }
     }

@@ -20,8 +20,8 @@ enum IdentityRoutes {
             if let idToken = try body.text("id_token") {
                 try caller.requireAccess(to: userID)
                 guard try body.text("subject") == nil else {
-                    throw GuestModeError.usage(
-                        "give the identity as an id_token or as a subject, not both", code: .usage)
+                    throw GuestModeError(
+                        .usage, "give the identity as an id_token or as a subject, not both")
                 }
                 let identity = try await services.identityTokens.verify(
                     idToken, provider: provider, nonce: try body.text("nonce"), now: try services.now())

@@ -49,13 +49,13 @@ enum MeterRoutes {
             let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
             let body = try RequestInput.object(bytes)
             guard let amountText = try body.numberText("amount") else {
-                throw GuestModeError.usage("the request body needs 'amount'", code: .usage)
+                throw GuestModeError(.usage, "the request body needs 'amount'")
             }
             let amount = try MeterAmount.parse(amountText)
             let key = try body.text("id") ?? (try RequestInput.idempotencyKey(of: request))
             let overage = try body.text("overage").map { text in
                 guard let overage = MeterOverage(rawValue: text) else {
-                    throw GuestModeError.usage("'overage' is allow or refuse, not '\(text)'", code: .usage)
+                    throw GuestModeError(.usage, "'overage' is allow or refuse, not '\(text)'")
                 }
                 return overage
             }
@@ -95,23 +95,23 @@ enum MeterRoutes {
             let bytes = try await RequestInput.body(of: request, limit: services.bodyLimit)
             let body = try RequestInput.object(bytes)
             guard let amountText = try body.numberText("amount") else {
-                throw GuestModeError.usage("the request body needs 'amount'", code: .usage)
+                throw GuestModeError(.usage, "the request body needs 'amount'")
             }
             let amount = try MeterAmount.parse(amountText)
             let expires = try body.text("expires").map { text in
                 guard let span = TimeSpan(parsing: text) else {
-                    throw GuestModeError.usage("'expires' is a duration (P30D, 30d), not '\(text)'", code: .usage)
+                    throw GuestModeError(.usage, "'expires' is a duration (P30D, 30d), not '\(text)'")
                 }
                 return span
             }
             let until = try body.text("until").map { text in
                 guard let time = Timestamp.parse(text) else {
-                    throw GuestModeError.usage("'until' is an ISO 8601 time, not '\(text)'", code: .usage)
+                    throw GuestModeError(.usage, "'until' is an ISO 8601 time, not '\(text)'")
                 }
                 return time
             }
             if expires != nil && until != nil {
-                throw GuestModeError.usage("give either 'expires' or 'until', not both", code: .usage)
+                throw GuestModeError(.usage, "give either 'expires' or 'until', not both")
             }
             let expiry: MeterGrantExpiry = expires.map { .after($0) } ?? until.map { .at($0) } ?? .never
             let reason = try body.text("reason")
@@ -127,7 +127,7 @@ enum MeterRoutes {
     private static func exhausted(_ status: MeterStatus, outcome: String) -> GuestModeError {
         let left = status.remaining.map { "\($0) \(status.unit) left" } ?? "unlimited"
         return GuestModeError(
-            .meterExhausted, code: .meterExhausted,
+            .meterExhausted,
             "\(status.meter) has \(left) of its allowance (tier \(status.tier.rawValue)); \(outcome)")
     }
 }

@@ -27,7 +27,7 @@ enum OperationRoutes {
         router.get("/readyz") { _, _ -> Response in
             guard !services.isSaturated else {
                 throw GuestModeError(
-                    .tryAgainLater, code: .poolExhausted,
+                    .poolExhausted,
                     "every store connection is in use and calls are waiting for one; not ready")
             }
             let schema = try await services.perform(waitingAtMost: readinessWait) {
@@ -35,7 +35,7 @@ enum OperationRoutes {
             }
             guard schema.pending.isEmpty else {
                 throw GuestModeError(
-                    .tryAgainLater, code: .storeBusy,
+                    .storeBusy,
                     "the store's schema has pending migrations: \(schema.pending.joined(separator: ", "))")
             }
             return try Reply.document(["status": "ready"]).response

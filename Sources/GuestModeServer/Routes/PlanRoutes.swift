@@ -24,18 +24,18 @@ enum PlanRoutes {
             let plan = try body.requiredText("plan")
             let trial = try body.text("trial").map { text in
                 guard let span = TimeSpan(parsing: text) else {
-                    throw GuestModeError.usage("'trial' is a duration (P7D, 24h), not '\(text)'", code: .usage)
+                    throw GuestModeError(.usage, "'trial' is a duration (P7D, 24h), not '\(text)'")
                 }
                 return span
             }
             let until = try body.text("until").map { text in
                 guard let time = Timestamp.parse(text) else {
-                    throw GuestModeError.usage("'until' is an ISO 8601 time, not '\(text)'", code: .usage)
+                    throw GuestModeError(.usage, "'until' is an ISO 8601 time, not '\(text)'")
                 }
                 return time
             }
             if trial != nil && until != nil {
-                throw GuestModeError.usage("give either 'trial' or 'until', not both", code: .usage)
+                throw GuestModeError(.usage, "give either 'trial' or 'until', not both")
             }
             return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
                 try Reply.document(engine.grantPlan(user: userID, plan: plan, trial: trial, until: until, now: now))

@@ -27,7 +27,7 @@ enum PromptRoutes {
             let outcomeText = try body.requiredText("outcome")
             guard let outcome = PromptOutcome(rawValue: outcomeText) else {
                 let known = PromptOutcome.allCases.map(\.rawValue).joined(separator: ", ")
-                throw GuestModeError.usage("'outcome' is one of \(known), not '\(outcomeText)'", code: .usage)
+                throw GuestModeError(.usage, "'outcome' is one of \(known), not '\(outcomeText)'")
             }
             return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
                 try Reply.document(engine.recordPrompt(outcome, context: promptContext, user: userID, now: now))

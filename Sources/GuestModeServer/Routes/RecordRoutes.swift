@@ -23,8 +23,8 @@ enum RecordRoutes {
             let refusal: GuestModeError
             switch result.outcome {
             case .allowed: return try Reply.document(result, status: result.isReplacement ? .ok : .created).response
-            case .needsAccount: refusal = GuestModeError(.needsAccount, code: .needsAccount, message)
-            case .needsPremium: refusal = GuestModeError(.needsPremium, code: .needsPremium, message)
+            case .needsAccount: refusal = GuestModeError(.needsAccount, message)
+            case .needsPremium: refusal = GuestModeError(.needsPremium, message)
             }
             return try Reply.refusal(refusal, prompt: prompt, result: result).response
         }

@@ -20,8 +20,8 @@ enum ReportRoutes {
                 case "usage": try Reply.document(engine.usageReport(period)).body
                 case "migrations": try Reply.document(engine.migrationsReport(period)).body
                 default:
-                    throw GuestModeError.notFound(
-                        "no report '\(name)': funnel, prompts, experiments, usage or migrations", code: .routeNotFound)
+                    throw GuestModeError(
+                        .routeNotFound, "no report '\(name)': funnel, prompts, experiments, usage or migrations")
                 }
             }
             return Reply(status: .ok, body: body).response

@@ -25,7 +25,7 @@ enum UserRoutes {
             let since = try RequestInput.query("since", of: request).map { try Timestamp.parseOrThrow($0, what: "since") }
             let limit = try RequestInput.query("limit", of: request).map { text in
                 guard let limit = Int(text) else {
-                    throw GuestModeError.usage("limit is a whole number, not '\(text)'", code: .invalidLimit)
+                    throw GuestModeError(.invalidLimit, "limit is a whole number, not '\(text)'")
                 }
                 return limit
             }

@@ -74,6 +74,6 @@ final class AccessTokens: Sendable {
     }
 
     static var refused: GuestModeError {
-        GuestModeError.usage("the access token or server key is missing, invalid or expired", code: .unauthorized)
+        GuestModeError(.unauthorized, "the access token or server key is missing, invalid or expired")
     }
 }

@@ -27,8 +27,8 @@ struct BackupShelf: Sendable {
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0"),
             name.utf8.count <= 200
         else {
-            throw GuestModeError.usage(
-                "'\(name)' is not a backup name: one path segment of 1 to 200 bytes", code: .usage)
+            throw GuestModeError(
+                .usage, "'\(name)' is not a backup name: one path segment of 1 to 200 bytes")
         }
         return name
     }
@@ -82,7 +82,7 @@ struct BackupShelf: Sendable {
         let user = folder(of: userID)
         let upload = user.appendingPathComponent("incoming").appendingPathComponent(name)
         guard FileManager.default.fileExists(atPath: upload.path) else {
-            throw GuestModeError.notFound("no upload '\(name)' for user '\(userID)'", code: .archiveNotFound)
+            throw GuestModeError(.archiveNotFound, "no upload '\(name)' for user '\(userID)'")
         }
         var sequence = (kept(in: user).last?.sequence ?? 0) + 1
         while true {
@@ -100,9 +100,8 @@ struct BackupShelf: Sendable {
     func latest(of userID: String, named final: String?) throws -> URL {
         let archives = kept(in: folder(of: userID)).filter { final == nil || $0.name == final }
         guard let newest = archives.last else {
-            throw GuestModeError.notFound(
-                "no pushed backup\(final.map { " named '\($0)'" } ?? "") for user '\(userID)'",
-                code: .archiveNotFound)
+            throw GuestModeError(
+                .archiveNotFound, "no pushed backup\(final.map { " named '\($0)'" } ?? "") for user '\(userID)'")
         }
         return newest.url
     }
@@ -120,14 +119,13 @@ struct BackupShelf: Sendable {
 
     private static func requireSigned(_ path: String, for userID: String, keys: BackupKeys) throws {
         guard try BackupArchive.requireIntact(path: path, keys: keys) == .thisDeployment else {
-            throw GuestModeError.badData(
-                "the archive is not signed by this deployment: only its own backups are kept", code: .badSignature)
+            throw GuestModeError(
+                .badSignature, "the archive is not signed by this deployment: only its own backups are kept")
         }
         let users = try BackupArchive.inspect(path: path, keys: keys).header.users
         guard users == [userID] else {
-            throw GuestModeError.conflict(
-                "the archive holds \(users.count == 1 ? "user '\(users[0])'" : "\(users.count) users"), not '\(userID)' alone",
-                code: .archiveUserMismatch)
+            throw GuestModeError(
+                .archiveUserMismatch, "the archive holds \(users.count == 1 ? "user '\(users[0])'" : "\(users.count) users"), not '\(userID)' alone")
         }
     }
 
@@ -135,7 +133,7 @@ struct BackupShelf: Sendable {
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
-            throw GuestModeError(.cannotCreate, code: .cannotCreateOutput, "cannot create the folder '\(url.path)'")
+            throw GuestModeError(.cannotCreateOutput, "cannot create the folder '\(url.path)'")
         }
     }
 
@@ -148,6 +146,6 @@ struct BackupShelf: Sendable {
     }
 
     private static func failure(_ what: String) -> GuestModeError {
-        GuestModeError(.ioError, code: .ioError, "\(what): \(String(cString: strerror(errno)))")
+        GuestModeError(.ioError, "\(what): \(String(cString: strerror(errno)))")
     }
 }

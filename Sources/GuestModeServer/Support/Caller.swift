@@ -23,7 +23,7 @@ enum Caller: Sendable {
         switch self {
         case let .session(own):
             guard own == userID else {
-                throw GuestModeError.notFound("no user '\(userID)' in this store", code: .userNotFound)
+                throw GuestModeError(.userNotFound, "no user '\(userID)' in this store")
             }
         case .key:
             try requireKey(scope)
@@ -33,7 +33,7 @@ enum Caller: Sendable {
     /// Lets only a server key of `scope` through.
     func requireKey(_ scope: ServerScope) throws {
         guard case let .key(key) = self, key.scope.covers(scope) else {
-            throw GuestModeError.usage("this route needs a server key with the \(scope.rawValue) scope", code: .insufficientScope)
+            throw GuestModeError(.insufficientScope, "this route needs a server key with the \(scope.rawValue) scope")
         }
     }
 }

@@ -209,14 +209,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             // RFC 1945 §7.2.2 asks a Content-Length of every HTTP/1.0 body; chunked is HTTP/1.1's.
             let bodied = [HTTPMethod.POST, .PUT, .PATCH].contains(head.method)
             if !codings.isEmpty || (bodied && !head.headers.contains(name: "content-length")) {
-                return GuestModeError.usage(
-                    "an HTTP/1.0 request with a body must give its Content-Length", code: .lengthRequired)
+                return GuestModeError(
+                    .lengthRequired, "an HTTP/1.0 request with a body must give its Content-Length")
             }
         }
         if !codings.isEmpty, codings.count != 1 || codings[0].lowercased() != "chunked" {
-            return GuestModeError.usage(
-                "the server reads request bodies sent whole or in plain chunks (Transfer-Encoding: chunked) only",
-                code: .unsupportedTransferEncoding)
+            return GuestModeError(
+                .unsupportedTransferEncoding, "the server reads request bodies sent whole or in plain chunks (Transfer-Encoding: chunked) only")
         }
         return nil
     }
@@ -240,8 +239,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                     context,
                     closingLocally
                         ? Self.timeout("the connection was closed before the request's body ended")
-                        : GuestModeError.usage(
-                            "the connection closed before the request's body ended", code: .requestIncomplete))
+                        : GuestModeError(
+                            .requestIncomplete, "the connection closed before the request's body ended"))
             } else {
                 cut(context, Self.malformed(parse))
             }
@@ -262,17 +261,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private static func malformed(_ error: HTTPParserError) -> GuestModeError {
         switch error {
         case .invalidChunkSize:
-            GuestModeError.usage(
-                "a chunk size of the request body is not a hexadecimal number", code: .malformedRequest)
+            GuestModeError(
+                .malformedRequest, "a chunk size of the request body is not a hexadecimal number")
         case .headerOverflow:
-            GuestModeError.usage("the request's head is larger than the server accepts", code: .malformedRequest)
+            GuestModeError(.malformedRequest, "the request's head is larger than the server accepts")
         default:
-            GuestModeError.usage("the request is not valid HTTP/1.1", code: .malformedRequest)
+            GuestModeError(.malformedRequest, "the request is not valid HTTP/1.1")
         }
     }
 
     private static func timeout(_ message: String) -> GuestModeError {
-        GuestModeError.usage(message, code: .requestTimeout)
+        GuestModeError(.requestTimeout, message)
     }
 
     // MARK: Answers

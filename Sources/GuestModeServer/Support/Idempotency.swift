@@ -52,9 +52,8 @@ extension RequestInput {
             (1...255).contains(bytes.count) && bytes.allSatisfy { (0x20...0x7E).contains($0) }
         }
         guard fields.count == 1, isPrintable else {
-            throw GuestModeError.usage(
-                "the Idempotency-Key header must be given once, as 1 to 255 printable ASCII characters",
-                code: .invalidIdempotencyKey)
+            throw GuestModeError(
+                .invalidIdempotencyKey, "the Idempotency-Key header must be given once, as 1 to 255 printable ASCII characters")
         }
         return field.value
     }

@@ -68,7 +68,7 @@ struct AddressInFlightLimitMiddleware: RouterMiddleware {
         guard inFlight.enter(address, limit: limit) else {
             var reply = Reply.failure(
                 GuestModeError(
-                    .tryAgainLater, code: .rateLimited,
+                    .rateLimited,
                     "this address has as many requests being answered as --requests-per-address allows (\(limit)); nothing was done: try again in a moment"
                 ))
             reply.headers[.retryAfter] = "1"

@@ -50,12 +50,12 @@ struct Reply: Sendable {
         case let failure as GuestModeError: return failure
         case let refused as any HTTPResponseError:
             switch refused.status {
-            case .notFound: return GuestModeError.notFound("no such route", code: .routeNotFound)
+            case .notFound: return GuestModeError(.routeNotFound, "no such route")
             case .contentTooLarge: return RequestInput.tooLarge
-            default: return GuestModeError.usage("the request is malformed (\(refused.status.code))", code: .usage)
+            default: return GuestModeError(.usage, "the request is malformed (\(refused.status.code))")
             }
         default:
-            return GuestModeError(.internalFailure, code: .internalFailure, "internal failure: \(error)")
+            return GuestModeError(.internalFailure, "internal failure: \(error)")
         }
     }
 

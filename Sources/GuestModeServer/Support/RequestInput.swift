@@ -7,7 +7,7 @@ import NIOCore
 /// body, each checked before the engine sees it.
 enum RequestInput {
     static var tooLarge: GuestModeError {
-        GuestModeError.usage("the request body is larger than the server accepts", code: .bodyTooLarge)
+        GuestModeError(.bodyTooLarge, "the request body is larger than the server accepts")
     }
 
     /// The body's bytes, refused past `limit` bytes: by its declared length
@@ -30,10 +30,10 @@ enum RequestInput {
         do {
             parsed = try StrictJSON.parse(Data(bytes))
         } catch {
-            throw GuestModeError.badData("the request body is not valid JSON: \(error)", code: .invalidJson)
+            throw GuestModeError(.invalidJson, "the request body is not valid JSON: \(error)")
         }
         guard case let .object(members) = parsed else {
-            throw GuestModeError.badData("the request body must be a JSON object", code: .invalidJson)
+            throw GuestModeError(.invalidJson, "the request body must be a JSON object")
         }
         return members
     }
@@ -43,7 +43,7 @@ enum RequestInput {
     /// and no U+0000, on reads as on writes, so `c1%00` never finds `c1`.
     static func segment(_ name: String, of context: some RequestContext) throws -> String {
         guard let raw = context.parameters.get(name), let decoded = raw.removingPercentEncoding else {
-            throw GuestModeError.usage("the path's \(name) is not valid percent-encoded UTF-8", code: .usage)
+            throw GuestModeError(.usage, "the path's \(name) is not valid percent-encoded UTF-8")
         }
         try TextRule.check(decoded, what: "the path's \(name)")
         return decoded
@@ -59,8 +59,8 @@ enum RequestInput {
             guard parts[0].removingPercentEncoding == name else { continue }
             let raw = parts.count > 1 ? parts[1].replacingOccurrences(of: "+", with: " ") : ""
             guard let value = raw.removingPercentEncoding else {
-                throw GuestModeError.usage(
-                    "the query's \(name) is not valid percent-encoded UTF-8", code: .usage)
+                throw GuestModeError(
+                    .usage, "the query's \(name) is not valid percent-encoded UTF-8")
             }
             try TextRule.check(value, what: "the query's \(name)")
             return value
@@ -76,7 +76,7 @@ enum RequestInput {
             "guestmode-serve-\(UUID().uuidString)\(suffix)")
         guard FileManager.default.createFile(atPath: url.path, contents: Data(bytes)) else {
             throw GuestModeError(
-                .ioError, code: .ioError, "cannot hold the request body in the temporary directory")
+                .ioError, "cannot hold the request body in the temporary directory")
         }
         defer { try? FileManager.default.removeItem(at: url) }
         return try body(url)
@@ -89,13 +89,13 @@ extension [String: JSONValue] {
         switch self[name] {
         case nil, .null?: return nil
         case let .string(value)?: return value
-        default: throw GuestModeError.badData("'\(name)' must be a string", code: .invalidJson)
+        default: throw GuestModeError(.invalidJson, "'\(name)' must be a string")
         }
     }
 
     func requiredText(_ name: String) throws -> String {
         guard let value = try text(name) else {
-            throw GuestModeError.usage("the request body needs '\(name)'", code: .usage)
+            throw GuestModeError(.usage, "the request body needs '\(name)'")
         }
         return value
     }
@@ -107,7 +107,7 @@ extension [String: JSONValue] {
         switch self[name] {
         case nil, .null?: return nil
         case let .number(text)?, let .string(text)?: return text
-        default: throw GuestModeError.badData("'\(name)' must be a number", code: .invalidJson)
+        default: throw GuestModeError(.invalidJson, "'\(name)' must be a number")
         }
     }
 
@@ -118,15 +118,13 @@ extension [String: JSONValue] {
         case nil, .null?: return nil
         case let .number(text)?:
             guard let value = Int(text), range.contains(value) else {
-                throw GuestModeError.usage(
-                    "'\(name)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)",
-                    code: code)
+                throw GuestModeError(
+                    code, "'\(name)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
             }
             return value
         default:
-            throw GuestModeError.badData(
-                "'\(name)' must be a JSON number (a whole number from \(range.lowerBound) to \(range.upperBound)), not a string or another type",
-                code: .invalidJson)
+            throw GuestModeError(
+                .invalidJson, "'\(name)' must be a JSON number (a whole number from \(range.lowerBound) to \(range.upperBound)), not a string or another type")
         }
     }
 }

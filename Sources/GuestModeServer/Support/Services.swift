@@ -83,7 +83,7 @@ final class Services: Sendable {
             call.finish(
                 .failure(
                     GuestModeError(
-                        .tryAgainLater, code: .poolExhausted,
+                        .poolExhausted,
                         "no store connection was free within \(wait); nothing was done, try again shortly")))
         }
         defer { timer.cancel() }
@@ -136,15 +136,15 @@ final class Services: Sendable {
         switch error.code {
         case .storeBusy:
             return GuestModeError(
-                .tryAgainLater, code: .storeBusy,
+                .storeBusy,
                 "the store was busy or did not answer within \(wait); nothing was changed, try again shortly")
         case .storeUnreachable:
             return GuestModeError(
-                .tryAgainLater, code: .storeUnreachable,
+                .storeUnreachable,
                 "the store cannot be reached; nothing was changed, try again shortly")
         case .commitUnknown:
             return GuestModeError(
-                .tryAgainLater, code: .commitUnknown,
+                .commitUnknown,
                 "the store stopped answering while the change was being committed; it may or may not have been made: look before repeating it"
             )
         default:

@@ -34,7 +34,7 @@ extension Services {
         else { return nil }
         var reply = Reply.failure(
             GuestModeError(
-                .tryAgainLater, code: .rateLimited,
+                .rateLimited,
                 "too many guests were created from this address; try again in \(wait) seconds"))
         reply.headers[.retryAfter] = "\(wait)"
         return reply

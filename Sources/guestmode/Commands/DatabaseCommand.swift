@@ -102,7 +102,7 @@ struct DatabaseCommand: ParsableCommand {
             if !problems.isEmpty {
                 let pending = (try? store.schemaStatus().pending) ?? []
                 throw GuestModeError(
-                    .badData, code: .integrityCheckFailed,
+                    .integrityCheckFailed,
                     "the store '\(global.storeDescription)' failed its integrity check (\(counted(problems.count, "problem")))"
                         + (pending.isEmpty ? "" : "; 'guestmode db migrate' applies the pending schema migrations")
                 )
@@ -139,15 +139,14 @@ struct DatabaseCommand: ParsableCommand {
             var target = try StoreLocation(destination)
             if let toSchema {
                 guard case .postgres(let uri, _) = target else {
-                    throw GuestModeError.usage(
-                        "--to-schema goes with a postgres:// destination", code: .invalidSchema)
+                    throw GuestModeError(
+                        .invalidSchema, "--to-schema goes with a postgres:// destination")
                 }
                 target = .postgres(uri: uri, schema: toSchema)
             }
             if source.isSame(as: target) {
-                throw GuestModeError.usage(
-                    "--to names the store being copied ('\(target.description)'); give another destination",
-                    code: .sameStore)
+                throw GuestModeError(
+                    .sameStore, "--to names the store being copied ('\(target.description)'); give another destination")
             }
             let engine = try global.openEngine()
             let output = global.output

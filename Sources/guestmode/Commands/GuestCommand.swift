@@ -56,14 +56,13 @@ struct GuestCommand: ParsableCommand {
                     line.append(byte)
                 }
                 if line.count > 1 << 16 {
-                    throw GuestModeError.badData(
-                        "--secret-stdin: the secret is longer than 65536 bytes; give a shorter one",
-                        code: .secretTooLong)
+                    throw GuestModeError(
+                        .secretTooLong, "--secret-stdin: the secret is longer than 65536 bytes; give a shorter one")
                 }
                 if line.last == UInt8(ascii: "\r") { line.removeLast() }
                 let secret = try TextRule.decode(line, what: "the secret on standard input (--secret-stdin)")
                 guard !secret.isEmpty else {
-                    throw GuestModeError(.usage, code: .missingSecret, "--secret-stdin: standard input held no secret")
+                    throw GuestModeError(.missingSecret, "--secret-stdin: standard input held no secret")
                 }
                 credentials = AnonymousCredentials(username: username, secret: secret)
             }

@@ -88,7 +88,7 @@ struct PlanCommand: ParsableCommand {
             if let plan {
                 plans = plans.filter { $0.plan == plan }
                 if plans.isEmpty {
-                    throw GuestModeError(.notFound, code: .planNotFound, "user '\(user)' never held plan '\(plan)'")
+                    throw GuestModeError(.planNotFound, "user '\(user)' never held plan '\(plan)'")
                 }
             }
             struct Report: Encodable { var user: String; var tier: TierLevel; var plans: [PlanStatus] }

@@ -109,7 +109,7 @@ extension ProfileCommand {
                 if global.json, let plan { try global.output.json(plan) }
                 if let plan, !plan.isApplicable {
                     throw GuestModeError(
-                        .badData, code: .profileUpgradeRefused,
+                        .profileUpgradeRefused,
                         "the upgrade cannot be applied: \(plan.refusals.joined(separator: "; "))")
                 }
                 return

@@ -51,7 +51,7 @@ struct PromptCommand: ParsableCommand {
                 } else if explain {
                     printRules(explanation)
                 }
-                throw GuestModeError(.nothingDue, code: reason.code, "no prompt due for \(user): \(reason.explanation)")
+                throw GuestModeError(reason.code, "no prompt due for \(user): \(reason.explanation)")
             }
             if global.json { return try output.json(explain ? AnyEncodable(explanation) : AnyEncodable(offer)) }
             output.line("\(output.bold(offer.context))  \(offer.priority.rawValue)")

@@ -74,7 +74,7 @@ struct RecordCommand: ParsableCommand {
             if source == "-" {
                 spool = URL(fileURLWithPath: try StandardStream.spoolStandardInput(suffix: ".ndjson"))
             } else if !FileManager.default.fileExists(atPath: source) {
-                throw GuestModeError(.notFound, code: .fileNotFound, "no file '\(source)'")
+                throw GuestModeError(.fileNotFound, "no file '\(source)'")
             }
             let report = try engine.putRecords(
                 from: spool ?? URL(fileURLWithPath: source), label: source == "-" ? "<stdin>" : source,

@@ -51,7 +51,7 @@ struct ReplayCommand: ParsableCommand {
         } else {
             guard let bound = try global.storeLocation.boundProfile() else {
                 throw GuestModeError(
-                    .badData, code: .storeWithoutProfile,
+                    .storeWithoutProfile,
                     "the store '\(global.storeDescription)' has no profile; name one with --profile")
             }
             (text, origin) = (bound.text, bound.origin)
@@ -60,7 +60,7 @@ struct ReplayCommand: ParsableCommand {
         let log = file == "-" ? try StandardStream.spoolStandardInput(suffix: ".ndjson") : file
         defer { if file == "-" { unlink(log) } }
         guard FileManager.default.fileExists(atPath: log) else {
-            throw GuestModeError(.notFound, code: .fileNotFound, "no event log '\(file)'")
+            throw GuestModeError(.fileNotFound, "no event log '\(file)'")
         }
         let sink = try DecisionSink(path: decisions, output: output, listing: !global.json && !global.quiet)
         let summary = try GuestMode.replay(
@@ -110,7 +110,7 @@ final class DecisionSink {
             guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
                 let opened = FileHandle(forWritingAtPath: path)
             else {
-                throw GuestModeError(.cannotCreate, code: .cannotCreateOutput, "cannot create '\(path)'")
+                throw GuestModeError(.cannotCreateOutput, "cannot create '\(path)'")
             }
             handle = opened
         }
@@ -137,7 +137,7 @@ final class DecisionSink {
         do {
             try handle.write(contentsOf: buffer)
         } catch {
-            throw GuestModeError(.ioError, code: .ioError, "cannot write the decisions: \(error.localizedDescription)")
+            throw GuestModeError(.ioError, "cannot write the decisions: \(error.localizedDescription)")
         }
         buffer.removeAll(keepingCapacity: true)
     }

@@ -185,7 +185,7 @@ struct ReportOptions: ParsableArguments {
             until: try until.map { try Timestamp.parseOrThrow($0, what: "--until") })
         if let start = period.since, let end = period.until, end <= start {
             throw GuestModeError(
-                .usage, code: .emptyPeriod,
+                .emptyPeriod,
                 "--until (\(Timestamp.format(end))) must come after --since (\(Timestamp.format(start)))")
         }
         return period

@@ -198,7 +198,7 @@ struct ServeCommand: ParsableCommand {
             } catch {
                 // What NIO reports when it cannot bind: the port is taken, or the address is not this machine's.
                 outcome.fail(
-                    GuestModeError(.ioError, code: .ioError, "cannot serve on \(listen): \(error)"))
+                    GuestModeError(.ioError, "cannot serve on \(listen): \(error)"))
             }
             finished.signal()
         }

@@ -24,14 +24,14 @@ struct TourCommand: ParsableCommand {
         let templates = try catalog.templates()
         if templates.isEmpty {
             throw GuestModeError(
-                .notFound, code: .noTemplates,
+                .noTemplates,
                 "no profile templates found; searched \(catalog.directories.map(\.path).joined(separator: ", "))")
         }
         let names =
             try profile.map { name in
                 guard templates.contains(where: { $0.name == name }) else {
                     throw GuestModeError(
-                        .notFound, code: .profileNotFound,
+                        .profileNotFound,
                         "no template named '\(name)'; known: \(templates.map(\.name).joined(separator: ", "))")
                 }
                 return [name]

@@ -112,7 +112,7 @@ struct TrackCommand: ParsableCommand {
         }
         if !report.isApplied {
             throw GuestModeError(
-                .badData, code: .invalidEventLog,
+                .invalidEventLog,
                 "\(label): \(report.problems.count) invalid line\(report.problems.count == 1 ? "" : "s"); nothing was applied (fix them, or use --skip-invalid)"
             )
         }
@@ -133,7 +133,7 @@ struct TrackCommand: ParsableCommand {
             let handle = FileHandle(forWritingAtPath: url.path)
         else {
             throw GuestModeError(
-                .cannotCreate, code: .cannotSpool,
+                .cannotSpool,
                 "cannot create a temporary file in \(directory.path) (set TMPDIR to a writable directory)")
         }
         defer { try? handle.close() }
@@ -153,7 +153,7 @@ struct TrackCommand: ParsableCommand {
                 }
                 if lineLength > EventLog.maximumLineLength {
                     throw GuestModeError(
-                        .badData, code: .lineTooLong,
+                        .lineTooLong,
                         "<stdin>:\(line): the line is longer than \(EventLog.maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line"
                     )
                 }
@@ -163,7 +163,7 @@ struct TrackCommand: ParsableCommand {
             try? FileManager.default.removeItem(at: url)
             if error is GuestModeError { throw error }
             throw GuestModeError(
-                .ioError, code: .ioError, "cannot spool standard input to \(url.path): \(error.localizedDescription)")
+                .ioError, "cannot spool standard input to \(url.path): \(error.localizedDescription)")
         }
         return url
     }

@@ -275,7 +275,7 @@ struct UserCommand: ParsableCommand {
                 // The engine's purge reports kept guests first; anything else is a bug, not data.
                 if !purged && section == "purged" {
                     throw GuestModeError(
-                        .internalFailure, code: .internalFailure, "the store reported a kept guest after purged ones")
+                        .internalFailure, "the store reported a kept guest after purged ones")
                 }
                 try append(candidate)
             }

@@ -64,7 +64,7 @@ extension UserCommand {
                     return (spools[spools.count - 1], "<stdin>")
                 }
                 guard FileManager.default.fileExists(atPath: path) else {
-                    throw GuestModeError(.notFound, code: .fileNotFound, "no file '\(path)'")
+                    throw GuestModeError(.fileNotFound, "no file '\(path)'")
                 }
                 return (URL(fileURLWithPath: path), path)
             }

@@ -165,7 +165,7 @@ struct WebhookCommand: ParsableCommand {
             if report.needsRetry {
                 let undelivered = report.failed.count + report.skipped.count
                 throw GuestModeError(
-                    .tryAgainLater, code: .webhooksUndelivered,
+                    .webhooksUndelivered,
                     "\(undelivered) webhook \(undelivered == 1 ? "delivery" : "deliveries or endpoints") failed in this run and \(report.held) \(report.held == 1 ? "is" : "are") held; nothing was lost: deliver again later, and retry held ones once their endpoint works"
                 )
             }
@@ -230,7 +230,7 @@ struct WebhookCommand: ParsableCommand {
             }
             guard sent.answer.isSuccess else {
                 throw GuestModeError(
-                    .tryAgainLater, code: .webhooksUndelivered,
+                    .webhooksUndelivered,
                     "webhook endpoint '\(endpoint)' answered the ping with HTTP \(sent.answer.status), not 2xx")
             }
         }

@@ -8,7 +8,7 @@ enum InjectedFaults {
     /// when the test asked for a failure at `name`.
     static func failIfAsked(at name: String) throws {
         guard FaultHooks.failurePoint == name else { return }
-        throw GuestModeError(.internalFailure, code: .internalFailure, "fault injected at \(name)")
+        throw GuestModeError(.internalFailure, "fault injected at \(name)")
     }
 
     /// Makes the engine fail after the idempotency key check of the write the

@@ -5,11 +5,11 @@ import GuestModeKit
 func readInput(_ path: String) throws -> Data {
     if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
     guard FileManager.default.fileExists(atPath: path) else {
-        throw GuestModeError(.notFound, code: .fileNotFound, "no file '\(path)'")
+        throw GuestModeError(.fileNotFound, "no file '\(path)'")
     }
     do {
         return try Data(contentsOf: URL(fileURLWithPath: path))
     } catch {
-        throw GuestModeError(.ioError, code: .ioError, "cannot read '\(path)': \(error.localizedDescription)")
+        throw GuestModeError(.ioError, "cannot read '\(path)': \(error.localizedDescription)")
     }
 }

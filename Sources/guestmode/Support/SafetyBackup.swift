@@ -15,7 +15,7 @@ enum SafetyBackup {
                 at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw GuestModeError(
-                .cannotCreate, code: .cannotCreateBackup,
+                .cannotCreateBackup,
                 "cannot create the backup directory '\(folder.path)': \(error.localizedDescription)")
         }
         removeAbandoned(directory: directory, global: global)

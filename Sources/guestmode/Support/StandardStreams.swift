@@ -19,7 +19,7 @@ enum StandardStream {
         guard descriptor >= 0 else {
             if DiskSpace.isFull(errno) { throw DiskSpace.full(writing: path, what: "a temporary file") }
             throw GuestModeError(
-                .cannotCreate, code: .cannotCreateOutput,
+                .cannotCreateOutput,
                 "cannot create a temporary file in \(directory.path): \(String(cString: strerror(errno)))")
         }
         close(descriptor)
@@ -32,7 +32,7 @@ enum StandardStream {
         let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
         guard descriptor >= 0 else {
             unlink(path)
-            throw GuestModeError(.ioError, code: .ioError, "cannot write \(path): \(String(cString: strerror(errno)))")
+            throw GuestModeError(.ioError, "cannot write \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
         do {
@@ -48,7 +48,7 @@ enum StandardStream {
     static func send(_ path: String) throws {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw GuestModeError(.ioError, code: .ioError, "cannot read \(path): \(String(cString: strerror(errno)))")
+            throw GuestModeError(.ioError, "cannot read \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
         try copy(from: descriptor, to: STDOUT_FILENO, what: "standard output")
@@ -63,7 +63,7 @@ enum StandardStream {
             if count < 0 {
                 if errno == EINTR { continue }
                 throw GuestModeError(
-                    .ioError, code: .ioError, "cannot read \(what): \(String(cString: strerror(errno)))")
+                    .ioError, "cannot read \(what): \(String(cString: strerror(errno)))")
             }
             var offset = 0
             while offset < count {
@@ -73,12 +73,12 @@ enum StandardStream {
                     if DiskSpace.isFull(errno) {
                         if let spool { throw DiskSpace.full(writing: spool, what: "the copy of \(what)") }
                         throw GuestModeError(
-                            .ioError, code: .diskFull,
+                            .diskFull,
                             "no space left on the disk standard output is written to; free space there and run the command again"
                         )
                     }
                     throw GuestModeError(
-                        .ioError, code: .ioError, "cannot write \(what): \(String(cString: strerror(errno)))")
+                        .ioError, "cannot write \(what): \(String(cString: strerror(errno)))")
                 }
                 offset += written
             }

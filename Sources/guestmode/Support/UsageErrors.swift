@@ -133,7 +133,7 @@ enum UsageErrors {
         }
         if what.hasSuffix(".") { what.removeLast() }
         let command = (["guestmode"] + commandPath(arguments)).joined(separator: " ")
-        let failure = GuestModeError(.usage, code: .usage, "\(what); see '\(command) --help'")
+        let failure = GuestModeError(.usage, "\(what); see '\(command) --help'")
         return report(failure, isJSON: isJSON)
     }
 

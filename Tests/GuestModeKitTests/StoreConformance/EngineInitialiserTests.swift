@@ -27,7 +27,7 @@ import Testing
         do {
             _ = try GuestMode(store: SQLiteStore.inMemory())
             Issue.record("an unbound store opened")
-        } catch GuestModeError.Code.storeWithoutProfile {}
+        } catch let error as GuestModeError where error.code == .storeWithoutProfile {}
     }
 
     @Test func aPostgresStoreBoundOnceOpensWithItsProfile() throws {
@@ -46,6 +46,6 @@ import Testing
         do {
             _ = try GuestMode(store: store)
             Issue.record("an unbound store opened")
-        } catch GuestModeError.Code.storeWithoutProfile {}
+        } catch let error as GuestModeError where error.code == .storeWithoutProfile {}
     }
 }

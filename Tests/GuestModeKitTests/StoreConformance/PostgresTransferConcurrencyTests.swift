@@ -32,7 +32,7 @@ struct PostgresTransferConcurrencyTests {
             do {
                 // What `GuestMode.migrate(resuming: false)` does before its backup.
                 if let id = try engine.unfinishedMigration(of: "guest", into: "acct") {
-                    throw GuestModeError.conflict("migration #\(id) is unfinished", code: .migrationUnfinished)
+                    throw GuestModeError(.migrationUnfinished, "migration #\(id) is unfinished")
                 }
                 try engine.checkTransfer(of: "guest", into: "acct")
                 let id = try engine.startMigration(

@@ -320,7 +320,7 @@ private final class UsersRaceOutcomes<T: Sendable>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return slots.map {
-            $0 ?? .failure(GuestModeError(.internalFailure, code: .internalFailure, "a racer never finished"))
+            $0 ?? .failure(GuestModeError(.internalFailure, "a racer never finished"))
         }
     }
 }

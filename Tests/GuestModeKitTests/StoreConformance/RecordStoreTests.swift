@@ -30,7 +30,7 @@ struct RecordStoreTests {
     {
         do {
             return try engine.record(user: user, collection: collection, key: key)
-        } catch GuestModeError.Code.recordNotFound {
+        } catch let error as GuestModeError where error.code == .recordNotFound {
             return nil
         }
     }

@@ -176,7 +176,7 @@ struct ServerStoreTests {
             _ = try trackOpen(scoped)
             return try scoped.store.write { transaction in
                 try transaction.addToCounter(user: "u1", action: "command_spoken", count: 5)
-                throw GuestModeError.conflict("refused", code: .usage)
+                throw GuestModeError(.usage, "refused")
             }
         } keeping: { error in KeptAnswer(status: 409, body: error.message) }
         #expect(refused.answer == KeptAnswer(status: 409, body: "refused") && !refused.replayed)
@@ -189,7 +189,7 @@ struct ServerStoreTests {
         expectFailure(.tryAgainLater, code: .storeBusy) {
             _ = try engine.answerOnce(next, now: day(1)) { scoped in
                 _ = try trackOpen(scoped)
-                throw GuestModeError(.tryAgainLater, code: .storeBusy, "busy")
+                throw GuestModeError(.storeBusy, "busy")
             } keeping: { _ in nil }
         }
         #expect(try opened(engine) == 1, "a failure not kept undoes everything the answer did")

@@ -56,7 +56,7 @@ func readPassphrase(_ path: String) throws -> [UInt8] {
     if let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) { bytes = Array(bytes[..<newline]) }
     if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
     guard !bytes.isEmpty else {
-        throw GuestModeError.usage("the passphrase file '\(path)' is empty", code: .passphraseRequired)
+        throw GuestModeError(.passphraseRequired, "the passphrase file '\(path)' is empty")
     }
     return bytes
 }
@@ -66,7 +66,7 @@ func readPassphrase(_ path: String) throws -> [UInt8] {
 func readSecretFile(_ path: String, what: String) throws -> Data {
     if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
     guard let data = try RegularFile.read(path, what: what) else {
-        throw GuestModeError(.notFound, code: .fileNotFound, "no file '\(path)' (\(what))")
+        throw GuestModeError(.fileNotFound, "no file '\(path)' (\(what))")
     }
     return data
 }

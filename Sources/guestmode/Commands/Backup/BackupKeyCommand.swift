@@ -27,9 +27,8 @@ extension BackupCommand {
 
             func run() throws {
                 guard let key = try global.backupKey() else {
-                    throw GuestModeError.notFound(
-                        "no backup key at '\(global.backupKeyPath)'; 'guestmode init' or the first 'guestmode backup export' creates one",
-                        code: .backupKeyNotFound)
+                    throw GuestModeError(
+                        .backupKeyNotFound, "no backup key at '\(global.backupKeyPath)'; 'guestmode init' or the first 'guestmode backup export' creates one")
                 }
                 if out == "-" {
                     FileHandle.standardOutput.write(Data(key.fileText.utf8))
@@ -66,9 +65,8 @@ extension BackupCommand {
                 // Installing is how a key named by GUESTMODE_BACKUP_KEY_FILE comes to exist: its absence is expected here.
                 let existing = try BackupKey.load(path: path)
                 if let existing, existing != key, !force {
-                    throw GuestModeError.conflict(
-                        "a different backup key (\(existing.id)) is already at '\(path)'",
-                        code: .keyExists)
+                    throw GuestModeError(
+                        .keyExists, "a different backup key (\(existing.id)) is already at '\(path)'")
                 }
                 if existing != key { try key.write(to: path, exclusive: false) }
                 if global.json {

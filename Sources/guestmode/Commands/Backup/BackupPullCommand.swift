@@ -90,8 +90,8 @@ struct BackupTokenOption: ParsableArguments {
     /// A token goes into a header line: visible ASCII only, so it cannot end the line or add a header.
     private func checked(_ token: String, from source: String) throws -> String {
         guard !token.isEmpty, token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw GuestModeError.usage(
-                "the token in \(source) must be one line of visible ASCII characters", code: .usage)
+            throw GuestModeError(
+                .usage, "the token in \(source) must be one line of visible ASCII characters")
         }
         return token
     }

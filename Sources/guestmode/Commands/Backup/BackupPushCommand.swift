@@ -88,7 +88,7 @@ extension BackupCommand {
             }
             if report.needsRetry {
                 throw GuestModeError(
-                    .tryAgainLater, code: .pushIncomplete,
+                    .pushIncomplete,
                     "\(report.failed.count + report.held.count) queued \(report.failed.count + report.held.count == 1 ? "backup was" : "backups were") not delivered to '\(to)'; they stay queued, push again later"
                 )
             }

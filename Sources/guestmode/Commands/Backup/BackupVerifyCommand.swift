@@ -49,7 +49,7 @@ extension BackupCommand {
             }
             if !report.ok {
                 throw GuestModeError(
-                    .badData, code: .verifyFailed,
+                    .verifyFailed,
                     "the archive '\(file)' failed verification (\(report.errors.count) \(report.errors.count == 1 ? "problem" : "problems"))"
                 )
             }
