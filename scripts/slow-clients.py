@@ -17,10 +17,12 @@ status (0 for none) and body, whether the server closed the connection, and the 
 first byte sent to the close (or to the timeout).
 
 The flood is {"slow": {"source", "count", "head", "every"}, "probe": {"source", "requests": [TEXT...]},
-"seconds": S}: `count` connections from `slow.source` each send `head`, then one byte every `every`
-seconds, reconnecting when the server closes them; meanwhile one connection from `probe.source` sends
-the probe requests in turn (keep-alive, reconnecting when closed) and times each answer. Its result is
-{"probes": [{"request": INDEX, "status", "ms"}], "slow": {"connected", "closed", "statuses": {...}}}.
+"seconds": S, "head_start": H, "control": C}: `count` connections from `slow.source` each send `head`,
+then one byte every `every` seconds, reconnecting when the server closes them; H seconds after they
+start, and until S seconds after, one connection from `probe.source` sends the probe requests in turn
+(keep-alive, reconnecting when closed) and times each answer. Its result is
+{"probes": [{"request": INDEX, "status", "ms"}], "control": [...], "slow": {"connected", "closed",
+"statuses": {...}}}, the control being the same probes for C seconds before the slow side starts.
 """
 import json
 import select
@@ -150,10 +152,12 @@ def read_answer(sock, stop):
 
 def run_flood(address, plan):
     seconds = min(plan.get("seconds", 10), 60)
+    control = min(plan.get("control", 0), 30)
     slow, probe = plan["slow"], plan["probe"]
     stop = time.monotonic() + seconds
     state = {"connected": 0, "closed": 0, "statuses": {}}
     probes = []
+    controls = []
 
     def slow_side():
         head = slow["head"].encode("latin-1")
@@ -204,11 +208,11 @@ def run_flood(address, plan):
         for sock in sockets.values():
             sock.close()
 
-    def probe_side():
+    def probe_side(until, samples):
         sock = None
         index = 0
         requests = [text.encode("latin-1") for text in probe["requests"]]
-        while time.monotonic() < stop:
+        while time.monotonic() < until:
             request = index % len(requests)
             started = time.monotonic()
             try:
@@ -225,21 +229,27 @@ def run_flood(address, plan):
                 if sock is not None:
                     sock.close()
                 sock = None
-            probes.append({"request": request, "status": status, "ms": round((time.monotonic() - started) * 1000, 2)})
+            samples.append({"request": request, "status": status, "ms": round((time.monotonic() - started) * 1000, 2)})
             index += 1
-            time.sleep(0.01)
+            # A short pause, not none: the probe measures the server, it does not load it.
+            time.sleep(0.002)
         if sock is not None:
             sock.close()
 
+    # The control: the same probes on the same machine without the slow side, so a reader can tell the
+    # slow clients' cost from the machine's own load (other tests, other builds).
+    if control:
+        probe_side(time.monotonic() + control, controls)
+    stop = time.monotonic() + seconds
     threads = [threading.Thread(target=slow_side)]
     threads[0].start()
     # The slow side takes its places first: the probes are measured against a server already held.
     time.sleep(min(plan.get("head_start", 2), seconds))
-    threads.append(threading.Thread(target=probe_side))
+    threads.append(threading.Thread(target=probe_side, args=(stop, probes)))
     threads[1].start()
     for thread in threads:
         thread.join()
-    return {"probes": probes, "slow": state}
+    return {"control": controls, "probes": probes, "slow": state}
 
 
 def main():

@@ -23,7 +23,7 @@ struct ServerSlowClientTests {
             [
                 "address": server.address,
                 "flood": [
-                    "seconds": 14, "head_start": 2,
+                    "seconds": 14, "head_start": 2, "control": 3,
                     "slow": [
                         "source": "127.0.0.1", "count": 400, "every": 2,
                         "head": "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\n"
@@ -43,8 +43,16 @@ struct ServerSlowClientTests {
         #expect(failed.isEmpty, "answers other than 200 to 127.0.0.2: \(failed.prefix(10))")
         #expect(probes.contains { $0["request"] as? Int == 4 && $0["status"] as? Int == 200 }, "/healthz answered")
         let latencies = probes.compactMap { $0["ms"] as? Double }.sorted()
-        let p99 = latencies.isEmpty ? .infinity : latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
-        #expect(p99 < 100, "p99 \(p99) ms over \(latencies.count) answers to 127.0.0.2; slow side: \(slow)")
+        let p99 = Self.p99(latencies)
+        // Within 100 ms of what the same probe gets from the same server before the slow clients come:
+        // on a quiet machine that is within about 100 ms, and a machine loaded by other tests and builds
+        // (2 cores, `make test` in parallel) does not fail the test for its own load.
+        let control = try #require(flood["control"] as? [[String: Any]]).compactMap { $0["ms"] as? Double }.sorted()
+        let controlP99 = Self.p99(control)
+        #expect(
+            p99 < 100 + controlP99,
+            "p99 \(p99) ms over \(latencies.count) answers to 127.0.0.2, \(controlP99) ms over \(control.count) without the slow clients (\(latencies.filter { $0 >= 100 }.count) of 100 ms or more, the slowest \(latencies.suffix(5))); slow side: \(slow)"
+        )
         // The slow bodies were cut as too slow (408), or turned away (429) past --requests-per-address.
         let statuses = slow["statuses"] as? [String: Int] ?? [:]
         #expect(statuses["408", default: 0] > 0, "slow side: \(slow)")
@@ -307,6 +315,11 @@ struct ServerSlowClientTests {
         let run = try await sandbox.shell("exec /usr/bin/python3 '\(script)' < plan.json")
         #expect(run.status == 0, "\(run.stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+    }
+
+    /// The 99th percentile of sorted samples; infinity for none.
+    static func p99(_ sorted: [Double]) -> Double {
+        sorted.isEmpty ? .infinity : sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
     }
 
     static func accessLines(_ sandbox: Sandbox) throws -> [[String: Any]] {
