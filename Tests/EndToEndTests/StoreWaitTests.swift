@@ -116,6 +116,42 @@ struct StoreWaitTests {
     }
 
     @Test(
+        "PostgreSQL slow to answer a COMMIT: 503 commit_unknown within --store-wait + 1 s, and the change is made after all"
+    )
+    func postgresCommitUnanswered() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("voice")
+        let server = try await Server.start(in: sandbox, options: ["--store-wait", "1", "--guests-per-hour", "0"])
+        let (guest, token) = try await server.signIn()
+        // A deferred trigger runs at COMMIT: the server holds the answer for 3 s, then commits.
+        let schema = sandbox.postgresSchema
+        let slow = try await sandbox.shell(
+            """
+            psql '\(sandbox.postgresURI)' -q -v ON_ERROR_STOP=1 -c "SET search_path TO \(schema)" -c "
+            CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN PERFORM pg_sleep(3); RETURN NULL; END';
+            CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW EXECUTE FUNCTION slow_commit();"
+            """)
+        try #require(slow.status == 0, "psql: \(slow.stderr)")
+        let (write, writeTime) = try await Self.timed {
+            try await server.request(
+                "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened","id":"slow-1"}"#)
+        }
+        #expect(write.status == 503, "\(write.body)")
+        #expect((write.object["error"] as? [String: Any])?["code"] as? String == "commit_unknown", "\(write.body)")
+        let took = try await Self.serverTime(of: write, in: sandbox) ?? writeTime
+        #expect(took < 2, "answered after \(took) s")
+        // The server committed once its trigger slept: the answer did not claim otherwise.
+        try await Task.sleep(for: .seconds(3))
+        let count = try await sandbox.shell(
+            "psql '\(sandbox.postgresURI)' -tAq -c \"SELECT count(*) FROM \(schema).events WHERE idempotency_key = 'slow-1'\""
+        )
+        #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(count.stdout) \(count.stderr)")
+        // The abandoned connection was dropped; the next request gets a good one.
+        #expect(try await server.request("GET", "/v1/users/\(guest)/meters", token: token).status == 200)
+        #expect(try await server.stop() == 0)
+    }
+
+    @Test(
         "SQLite with another process holding the write lock: a write is 503 within 1.5 s with --store-wait 0.5, a read is answered, the write goes through after"
     )
     func sqliteLockedByAnotherProcess() async throws {
