@@ -26,7 +26,9 @@ package struct ServerConfiguration: Sendable {
     package var accessTokenKey: [UInt8]
     /// How long in-flight requests get to finish once shutdown starts.
     package var shutdownDeadline: Duration = .seconds(30)
-    /// How long a request may wait for a store connection before it is 503.
+    /// How long a request may wait on the store before it is 503: for a thread of the pool, then (as
+    /// `StoreDeadline`) for a connection, a lock and the first answer. The store's own timeouts are the
+    /// opener's: `guestmode serve` opens it with `--store-wait` as well.
     package var storeWait: Duration = .seconds(10)
     /// How long a connection may stay silent (a request half sent, or none)
     /// before the server closes it.

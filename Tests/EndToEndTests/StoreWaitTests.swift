@@ -62,11 +62,15 @@ struct StoreWaitTests {
             ["pool_exhausted", "store_busy", "store_unreachable"].contains(code), "\(reply.body)",
             sourceLocation: sourceLocation)
         for secret in hidden {
-            #expect(!reply.body.contains(secret), "the body names '\(secret)': \(reply.body)", sourceLocation: sourceLocation)
+            #expect(
+                !reply.body.contains(secret), "the body names '\(secret)': \(reply.body)",
+                sourceLocation: sourceLocation)
         }
     }
 
-    @Test("PostgreSQL stopped, then frozen (SIGSTOP): 503 within --store-wait + 1 s, /readyz 503 within 1 s, 200 again after")
+    @Test(
+        "PostgreSQL stopped, then frozen (SIGSTOP): 503 within --store-wait + 1 s, /readyz 503 within 1 s, 200 again after"
+    )
     func postgresDownAndFrozen() async throws {
         let database = try await PrivatePostgres()
         let sandbox = try Sandbox()
@@ -77,7 +81,9 @@ struct StoreWaitTests {
             in: sandbox, options: ["--store-wait", "1", "--threads", "2", "--guests-per-hour", "0"])
         let (guest, token) = try await server.signIn()
         let port = try #require(URLComponents(string: database.uri)?.port)
-        let hidden = ["127.0.0.1", "localhost", ":\(port)", "guestmode_test", "postgres", "/tmp", sandbox.directory.path]
+        let hidden = [
+            "127.0.0.1", "localhost", ":\(port)", "guestmode_test", "postgres", "/tmp", sandbox.directory.path,
+        ]
 
         func expectRefusedAndRecovered(_ what: String) async throws {
             let (signIn, signInTime) = try await Self.timed { try await server.request("POST", "/v1/guests") }
@@ -109,7 +115,45 @@ struct StoreWaitTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("SQLite with another process holding the write lock: a write is 503 within 1.5 s with --store-wait 0.5, a read is answered, the write goes through after")
+    @Test(
+        "PostgreSQL slow to answer a COMMIT: 503 commit_unknown within --store-wait + 1 s, and the change is made after all"
+    )
+    func postgresCommitUnanswered() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("voice")
+        let server = try await Server.start(in: sandbox, options: ["--store-wait", "1", "--guests-per-hour", "0"])
+        let (guest, token) = try await server.signIn()
+        // A deferred trigger runs at COMMIT: the server holds the answer for 3 s, then commits.
+        let schema = sandbox.postgresSchema
+        let slow = try await sandbox.shell(
+            """
+            psql '\(sandbox.postgresURI)' -q -v ON_ERROR_STOP=1 -c "SET search_path TO \(schema)" -c "
+            CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN PERFORM pg_sleep(3); RETURN NULL; END';
+            CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW EXECUTE FUNCTION slow_commit();"
+            """)
+        try #require(slow.status == 0, "psql: \(slow.stderr)")
+        let (write, writeTime) = try await Self.timed {
+            try await server.request(
+                "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened","id":"slow-1"}"#)
+        }
+        #expect(write.status == 503, "\(write.body)")
+        #expect((write.object["error"] as? [String: Any])?["code"] as? String == "commit_unknown", "\(write.body)")
+        let took = try await Self.serverTime(of: write, in: sandbox) ?? writeTime
+        #expect(took < 2, "answered after \(took) s")
+        // The server committed once its trigger slept: the answer did not claim otherwise.
+        try await Task.sleep(for: .seconds(3))
+        let count = try await sandbox.shell(
+            "psql '\(sandbox.postgresURI)' -tAq -c \"SELECT count(*) FROM \(schema).events WHERE idempotency_key = 'slow-1'\""
+        )
+        #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(count.stdout) \(count.stderr)")
+        // The abandoned connection was dropped; the next request gets a good one.
+        #expect(try await server.request("GET", "/v1/users/\(guest)/meters", token: token).status == 200)
+        #expect(try await server.stop() == 0)
+    }
+
+    @Test(
+        "SQLite with another process holding the write lock: a write is 503 within 1.5 s with --store-wait 0.5, a read is answered, the write goes through after"
+    )
     func sqliteLockedByAnotherProcess() async throws {
         let sandbox = try await Sandbox.withStore("voice")
         let server = try await Server.start(in: sandbox, options: ["--store-wait", "0.5", "--guests-per-hour", "0"])
@@ -119,7 +163,8 @@ struct StoreWaitTests {
         let hidden = [sandbox.directory.path, "guestmode.sqlite"]
 
         let (write, writeTime) = try await Self.timed {
-            try await server.request("POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened"}"#)
+            try await server.request(
+                "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened"}"#)
         }
         try await Self.expectUnavailable(write, within: 1.5, took: writeTime, hidden: hidden, sandbox: sandbox)
         #expect(write.body.contains("store_busy"), "\(write.body)")
@@ -136,7 +181,9 @@ struct StoreWaitTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("one thread busy with a bulk load: a request queued behind it is 503 within --store-wait + 0.3 s, /readyz 503 within a second")
+    @Test(
+        "one thread busy with a bulk load: a request queued behind it is 503 within --store-wait + 0.3 s, /readyz 503 within a second"
+    )
     func saturatedPool() async throws {
         let sandbox = try await Sandbox.withStore("voice")
         let admin = try #require(
@@ -146,7 +193,8 @@ struct StoreWaitTests {
             in: sandbox, options: ["--threads", "1", "--store-wait", "0.2", "--guests-per-hour", "0"])
         let (guest, token) = try await server.signIn()
         // Close to the 1 MiB body cap, every line a new guest: a second of work for the one thread.
-        let log = (0..<26_000).map { #"{"user":"u\#($0)","action":"app_opened"}"# }
+        let log =
+            (0..<26_000).map { #"{"user":"u\#($0)","action":"app_opened"}"# }
             .joined(separator: "\n") + "\n"
         async let bulk = Self.timed {
             try await server.request("POST", "/v1/events/bulk?create_users=true", token: admin, body: log)

@@ -3,10 +3,6 @@ import Foundation
 import GuestModeKit
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// One libpq connection. Every call into libpq is in this file: results and
 /// errors become Swift values here, and every handle is freed with `defer`.
 /// Queries use the text protocol with parameters ($1, $2, …), never string
@@ -167,7 +163,8 @@ final class PostgresConnection: Sendable {
     /// Queues the statement and pushes it to the server: not sent at all once
     /// `deadline` has passed (the connection is untouched and still good).
     private func send(
-        _ sql: String, _ parameters: [PostgresValue?], on handle: OpaquePointer, until deadline: ContinuousClock.Instant?
+        _ sql: String, _ parameters: [PostgresValue?], on handle: OpaquePointer,
+        until deadline: ContinuousClock.Instant?
     ) throws {
         if let deadline, deadline <= ContinuousClock.now {
             var missed = failure(sqlState: nil, message: "no store connection answered in time", sql: sql)

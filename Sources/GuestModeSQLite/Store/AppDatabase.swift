@@ -165,7 +165,8 @@ enum StoreFile {
             }
             // A single connection never writes on opening: WAL is set once,
             // persistently, when the store is created.
-            let queue = try DatabaseQueue(path: path, configuration: AppDatabase.configuration(busyTimeout: busyTimeout))
+            let queue = try DatabaseQueue(
+                path: path, configuration: AppDatabase.configuration(busyTimeout: busyTimeout))
             // The schema history is read on this same connection, before
             // anything is written: no second connection (and no second round
             // of -wal/-shm files) just to look.
