@@ -163,6 +163,22 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
+        // The server's routes answered in process (RouteTester): route logic in milliseconds.
+        .testTarget(
+            name: "GuestModeServerTests",
+            dependencies: [
+                "GuestModeServer",
+                "GuestModeKit",
+                "GuestModeSQLite",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "CommandLineTests",
             dependencies: [

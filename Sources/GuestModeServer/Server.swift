@@ -106,38 +106,22 @@ package struct GuestModeServer: Sendable {
     /// returns; the caller closes the store. `onListening` gets the address
     /// bound, `host:port`.
     package func run(onListening: @escaping @Sendable (String) -> Void) async throws {
-        // Key set files are read before anything listens: a bad one stops the server here.
-        let identityTokens = try await IdentityTokens(
-            settings: configuration.identityProviders,
-            transport: HTTPTransport(
-                userAgent: "guestmode/\(configuration.toolVersion)", timeout: 10, responseLimit: 256 * 1024))
         let pool = NIOThreadPool(numberOfThreads: max(1, configuration.threads))
         pool.start()
-        let services = Services(
-            engine: engine, pool: pool, clock: clock,
-            tokens: await AccessTokens(key: configuration.accessTokenKey, lifetime: configuration.accessTokenLifetime),
-            identityTokens: identityTokens, configuration: configuration)
+        let services: Services
+        do {
+            services = try await makeServices(pool: pool)
+        } catch {
+            try? await pool.shutdownGracefully()
+            throw error
+        }
         // Standard output carries only the startup line; log lines, JSON, go to standard error: one
         // access line per request, and the framework's and the webhook deliveries' warnings.
         var logger = Logger(label: "guestmode", factory: configuration.makeLogHandler)
         logger.logLevel = .warning
         var accessLogger = Logger(label: "guestmode.access", factory: configuration.makeLogHandler)
         accessLogger.logLevel = .info
-        let router = ServerRouter(context: ServerContext.self)
-        router.add(middleware: ObservabilityMiddleware(services: services, logger: accessLogger))
-        if configuration.requestsPerAddress > 0 {
-            router.add(
-                middleware: AddressInFlightLimitMiddleware(limit: configuration.requestsPerAddress, services: services))
-        }
-        router.add(middleware: InFlightLimitMiddleware(limit: configuration.maximumRequests))
-        router.add(middleware: FailureMiddleware())
-        for add in [
-            GuestRoutes.add, UserRoutes.add, RecordRoutes.add, LimitRoutes.add, MeterRoutes.add, MeterRoutes.addGrants,
-            PromptRoutes.add, EventRoutes.add, EventRoutes.addCounters, IdentityRoutes.add, PlanRoutes.add,
-            ExperimentRoutes.add, ReportRoutes.add, BulkRoutes.add, BackupRoutes.add, OperationRoutes.add,
-        ] {
-            add(router, services)
-        }
+        let router = Self.buildRouter(services: services, configuration: configuration, accessLogger: accessLogger)
         let host = configuration.host
         let limits = ClientLimits(
             headTimeout: Self.timeAmount(configuration.headTimeout),
@@ -200,6 +184,19 @@ package struct GuestModeServer: Sendable {
         }
         // Calls still queued finish before the store is closed.
         try await pool.shutdownGracefully()
+    }
+
+    /// What every route shares, over `pool` (started by the caller, which shuts it down). Key set
+    /// files are read here, before anything listens: a bad one stops the server before it serves.
+    func makeServices(pool: NIOThreadPool) async throws -> Services {
+        let identityTokens = try await IdentityTokens(
+            settings: configuration.identityProviders,
+            transport: HTTPTransport(
+                userAgent: "guestmode/\(configuration.toolVersion)", timeout: 10, responseLimit: 256 * 1024))
+        return Services(
+            engine: engine, pool: pool, clock: clock,
+            tokens: await AccessTokens(key: configuration.accessTokenKey, lifetime: configuration.accessTokenLifetime),
+            identityTokens: identityTokens, configuration: configuration)
     }
 
     private static func timeAmount(_ duration: Duration) -> TimeAmount {

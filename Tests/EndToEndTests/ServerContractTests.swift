@@ -162,25 +162,12 @@ struct ServerContractTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test(
-        "the routes the code registers, the OpenAPI document's and guestmode-serve(1)'s are the same, and the binary answers each"
-    )
+    /// The router, the document and guestmode-serve(1) list the same routes (GuestModeServerTests,
+    /// in process, reads the router itself); here the built binary answers each documented one.
+    @Test("the binary answers every route of the OpenAPI document")
     func everyRouteEverywhere() async throws {
-        let fromCode = try Self.registeredRoutes()
         let fromDocument = try Self.documentedRoutes()
-        let fromManual = try Self.manualRoutes()
-        #expect(fromCode.count > 35, "\(fromCode.sorted())")
-        #expect(
-            fromCode.subtracting(fromDocument).isEmpty,
-            "registered, not in schemas/openapi.json: \(fromCode.subtracting(fromDocument).sorted())")
-        #expect(
-            fromDocument.subtracting(fromCode).isEmpty,
-            "in schemas/openapi.json, registered by no code: \(fromDocument.subtracting(fromCode).sorted())")
-        #expect(
-            fromManual == fromCode,
-            "guestmode-serve(1) ROUTES differs: missing \(fromCode.subtracting(fromManual).sorted()), extra \(fromManual.subtracting(fromCode).sorted())"
-        )
-
+        #expect(fromDocument.count > 35, "\(fromDocument.sorted())")
         let sandbox = try await Sandbox.withStore("subscriptions")
         let admin = try #require(
             try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin", "--json").object["secret"]
@@ -224,37 +211,6 @@ struct ServerContractTests {
         #expect(result.stdout.contains("schemathesis found no problem"))
     }
 
-    /// `METHOD /path/{param}` of every `router.get("…")`, `router.on(…, method: .move)` of
-    /// Sources/GuestModeServer, route paths held in a `let name: RouterPath` resolved.
-    static func registeredRoutes() throws -> Set<String> {
-        let folder = Sandbox.packageRoot.appendingPathComponent("Sources/GuestModeServer/Routes")
-        var routes = Set<String>()
-        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
-            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
-            var named: [String: String] = [:]
-            let declaration = try Regex(#"let (\w+): RouterPath = "([^"]+)""#)
-            for found in text.matches(of: declaration) {
-                named[String(found.output[1].substring!)] = String(found.output[2].substring!)
-            }
-            let call = try Regex(
-                #"router\.(get|put|post|delete|patch|head|on)\((?:"([^"]+)"|(\w+))(?:, method: \.(\w+))?"#)
-            for found in text.matches(of: call) {
-                let verb = String(found.output[1].substring!)
-                let path = found.output[2].substring.map(String.init) ?? named[String(found.output[3].substring ?? "")]
-                let method = verb == "on" ? found.output[4].substring.map(String.init) : verb
-                guard let path, let method else {
-                    Issue.record("\(file): cannot read the route of '\(found.output[0].substring ?? "")'")
-                    continue
-                }
-                let template = path.split(separator: "/", omittingEmptySubsequences: false).map {
-                    $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0)
-                }.joined(separator: "/")
-                routes.insert("\(method.uppercased()) \(template)")
-            }
-        }
-        return routes
-    }
-
     /// `METHOD /path/{param}` of every operation of schemas/openapi.json (MOVE is `x-move`).
     static func documentedRoutes() throws -> Set<String> {
         let document = try #require(
@@ -268,29 +224,5 @@ struct ServerContractTests {
                     "\($0 == "x-move" ? "MOVE" : $0.uppercased()) \(path)"
                 }
             })
-    }
-
-    /// `METHOD /path/{param}` of every `.It Li METHOD …` of guestmode-serve(1)'s ROUTES.
-    static func manualRoutes() throws -> Set<String> {
-        let page = try String(
-            contentsOf: Sandbox.packageRoot.appendingPathComponent("man/guestmode-serve.1"), encoding: .utf8)
-        let lines = page.split(separator: "\n").map(String.init)
-        guard let start = lines.firstIndex(of: ".Sh ROUTES") else { return [] }
-        let end = lines[(start + 1)...].firstIndex { $0.hasPrefix(".Sh ") } ?? lines.endIndex
-        var routes = Set<String>()
-        for line in lines[start..<end] where line.hasPrefix(".It Li ") {
-            var route = ""
-            for (index, token) in line.dropFirst(".It Li ".count).components(separatedBy: " Ns ").enumerated() {
-                if index == 0 {
-                    route = token
-                } else if token.hasPrefix("Ar ") {
-                    route += "{\(token.dropFirst(3))}"
-                } else if token.hasPrefix("Li ") {
-                    route += token.dropFirst(3)
-                }
-            }
-            routes.insert(route)
-        }
-        return routes
     }
 }

@@ -1,0 +1,149 @@
+import Foundation
+import GuestModeKit
+import Hummingbird
+
+/// `meter status`, `meter check`, `meter use`, `meter grants` and `meter grant`
+/// (`/v1/users/{user}/meters`).
+struct MeterController {
+    let services: Services
+
+    var endpoints: RouteCollection<ServerContext> {
+        RouteCollection(context: ServerContext.self)
+            .get(use: statuses)
+            .get(":meter", use: status)
+            .get(":meter/check", use: check)
+            .post(":meter/use", use: use)
+            .get(":meter/grants", use: grants)
+            .post(":meter/grants", use: grant)
+    }
+
+    /// `{"amount": 12.5, "id": "call-7", "overage": "allow"}`.
+    struct UseBody: Decodable {
+        var amount: DecimalText
+        var id: String?
+        var overage: String?
+    }
+
+    /// `{"amount": 30, "expires": "P30D"` or `"until": "2027-01-01T00:00:00Z", "reason": "referral", "id": "r-1"}`.
+    struct GrantBody: Decodable {
+        var amount: DecimalText
+        var expires: String?
+        var until: String?
+        var reason: String?
+        var id: String?
+    }
+
+    /// `meter status`: every meter of the profile.
+    @Sendable func statuses(_ request: Request, context: ServerContext) async throws -> Response {
+        let (_, userID) = try await services.user(of: request, context: context)
+        let statuses = try await services.perform { engine, now in
+            try engine.profile.meters.map { try engine.meterStatus(user: userID, meter: $0.name, now: now) }
+        }
+        return try Reply.document(statuses).response
+    }
+
+    /// `meter status USER METER`.
+    @Sendable func status(_ request: Request, context: ServerContext) async throws -> Response {
+        let (_, userID) = try await services.user(of: request, context: context)
+        let meter = try RequestInput.segment("meter", of: context)
+        let status = try await services.perform { engine, now in
+            try engine.meterStatus(user: userID, meter: meter, now: now)
+        }
+        return try Reply.document(status).response
+    }
+
+    /// The gate before a paid call; `?amount=` (default: anything left). Records nothing.
+    @Sendable func check(_ request: Request, context: ServerContext) async throws -> Response {
+        let (_, userID) = try await services.user(of: request, context: context)
+        let meter = try RequestInput.segment("meter", of: context)
+        let amount = try RequestInput.query("amount", of: request).map(MeterAmount.parse)
+        let (decision, prompt) = try await services.perform { engine, now -> (MeterDecision, PromptOffer?) in
+            let decision = try engine.checkMeter(user: userID, meter: meter, amount: amount, now: now)
+            guard !decision.isAllowed else { return (decision, nil) }
+            return (decision, try engine.promptRaised(byMeter: meter, user: userID, now: now))
+        }
+        guard decision.isAllowed else {
+            return try Reply.refusal(
+                Self.exhausted(decision.status, outcome: "nothing was recorded"), prompt: prompt, result: decision
+            ).response
+        }
+        return try Reply.document(decision).response
+    }
+
+    /// Without "id" the Idempotency-Key names the use, so a retried call is recorded once.
+    @Sendable func use(_ request: Request, context: ServerContext) async throws -> Response {
+        let (caller, userID) = try await services.user(of: request, context: context)
+        let meter = try RequestInput.segment("meter", of: context)
+        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let body = try StrictRequestDecoder.decode(UseBody.self, from: bytes)
+        let amount = try MeterAmount.parse(body.amount.text)
+        let headerKey = try RequestInput.idempotencyKey(of: request)
+        let overage = try body.overage.map { text in
+            guard let overage = MeterOverage(rawValue: text) else {
+                throw GuestModeError(.usage, "'overage' is allow or refuse, not '\(text)'")
+            }
+            return overage
+        }
+        return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
+            let result = try engine.useMeter(
+                user: userID, meter: meter, amount: amount, key: body.id ?? headerKey, overage: overage, now: now)
+            guard !result.isAllowed else { return try Reply.document(result) }
+            let prompt = try engine.promptRaised(byMeter: meter, user: userID, now: now)
+            let outcome =
+                result.isRecorded
+                ? "the usage was recorded in full (overage); the allowance is now used up"
+                : "nothing was recorded"
+            return try Reply.refusal(Self.exhausted(result.status, outcome: outcome), prompt: prompt, result: result)
+        }.response
+    }
+
+    /// `meter grants`: the user's own grants.
+    @Sendable func grants(_ request: Request, context: ServerContext) async throws -> Response {
+        let (_, userID) = try await services.user(of: request, context: context)
+        let meter = try RequestInput.segment("meter", of: context)
+        let grants = try await services.perform { engine, now in
+            try engine.meterGrants(user: userID, meter: meter, now: now)
+        }
+        return try Reply.document(grants).response
+    }
+
+    /// `meter grant`: what billing and support do, with an admin key. Without "id" the
+    /// Idempotency-Key names the grant.
+    @Sendable func grant(_ request: Request, context: ServerContext) async throws -> Response {
+        let caller = try await services.caller(of: request)
+        try caller.requireKey(.admin)
+        let userID = try RequestInput.segment("user", of: context)
+        let meter = try RequestInput.segment("meter", of: context)
+        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let body = try StrictRequestDecoder.decode(GrantBody.self, from: bytes)
+        let amount = try MeterAmount.parse(body.amount.text)
+        let expires = try body.expires.map { text in
+            guard let span = TimeSpan(parsing: text) else {
+                throw GuestModeError(.usage, "'expires' is a duration (P30D, 30d), not '\(text)'")
+            }
+            return span
+        }
+        let until = try body.until.map { text in
+            guard let time = Timestamp.parse(text) else {
+                throw GuestModeError(.usage, "'until' is an ISO 8601 time, not '\(text)'")
+            }
+            return time
+        }
+        if expires != nil && until != nil {
+            throw GuestModeError(.usage, "give either 'expires' or 'until', not both")
+        }
+        let expiry: MeterGrantExpiry = expires.map { .after($0) } ?? until.map { .at($0) } ?? .never
+        let key = try body.id ?? RequestInput.idempotencyKey(of: request)
+        return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
+            try Reply.document(
+                engine.grantMeter(
+                    user: userID, meter: meter, amount: amount, expiry: expiry, reason: body.reason, key: key, now: now))
+        }.response
+    }
+
+    private static func exhausted(_ status: MeterStatus, outcome: String) -> GuestModeError {
+        let left = status.remaining.map { "\($0) \(status.unit) left" } ?? "unlimited"
+        return GuestModeError(
+            .meterExhausted, "\(status.meter) has \(left) of its allowance (tier \(status.tier.rawValue)); \(outcome)")
+    }
+}

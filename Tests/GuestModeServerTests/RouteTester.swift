@@ -1,0 +1,123 @@
+import Foundation
+import GuestModeKit
+import GuestModeSQLite
+import Hummingbird
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
+import NIOPosix
+
+@testable import GuestModeServer
+
+/// The router `guestmode serve` runs (`GuestModeServer.buildRouter`), answered in process: a request
+/// goes through the same middleware and controllers as over a socket, on an in-memory SQLite store,
+/// with no connection and no process. What the socket adds (the connection guard, HTTP parsing) is the
+/// curl suite's (Tests/EndToEndTests).
+final class RouteTester: Sendable {
+    let services: Services
+    let responder: Router<ServerContext>.Responder
+    private let pool: NIOThreadPool
+
+    struct Reply: Sendable {
+        var status: Int
+        var headers: HTTPFields
+        var body: String
+
+        var object: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+        }
+        var array: [[String: Any]] {
+            (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [[String: Any]] ?? []
+        }
+        var errorCode: String? { (object["error"] as? [String: Any])?["code"] as? String }
+    }
+
+    static let templates = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Templates")
+
+    /// A server over a new in-memory store bound to the template `profile`, its clock fixed at `now`.
+    init(
+        profile: String, now: Date = Date(timeIntervalSince1970: 1_793_527_200),
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws {
+        let text = try String(
+            contentsOf: Self.templates.appendingPathComponent("\(profile).yaml"), encoding: .utf8)
+        let engine = try GuestMode.inMemory(profileText: text, origin: "\(profile).yaml", now: now)
+        var configuration = ServerConfiguration(
+            host: "127.0.0.1", port: 0, threads: 2, accessTokenKey: Array(repeating: 7, count: 32))
+        configuration.makeLogHandler = { _ in SwiftLogNoOpLogHandler() }
+        configure(&configuration)
+        let server = GuestModeServer(engine: engine, configuration: configuration, clock: { now })
+        pool = NIOThreadPool(numberOfThreads: configuration.threads)
+        pool.start()
+        services = try await server.makeServices(pool: pool)
+        responder = GuestModeServer.buildRouter(
+            services: services, configuration: configuration,
+            accessLogger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        ).buildResponder()
+    }
+
+    deinit { pool.shutdownGracefully { _ in } }
+
+    /// One request through the router: its status, headers and body.
+    func request(
+        _ method: HTTPRequest.Method, _ path: String, token: String? = nil, body: String? = nil,
+        headers: HTTPFields = [:]
+    ) async throws -> Reply {
+        var fields = headers
+        if let token { fields[.authorization] = "Bearer \(token)" }
+        if let body { fields[.contentLength] = String(body.utf8.count) }
+        let request = Request(
+            head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: path, headerFields: fields),
+            body: RequestBody(buffer: ByteBuffer(string: body ?? "")))
+        // Hummingbird reads the request id from the logger's metadata, which a no-op handler drops.
+        var logger = Logger(label: "test", factory: { _ in SilentLogHandler() })
+        logger[metadataKey: "hb.request.id"] = .string(UUID().uuidString)
+        let context = ServerContext(source: ApplicationRequestContextSource(channel: NIOAsyncTestingChannel(), logger: logger))
+        let response = try await responder.respond(to: request, context: context)
+        let collected = Collected()
+        try await response.body.write(BodyCollector(collected: collected))
+        return Reply(status: Int(response.status.code), headers: response.headers, body: collected.text)
+    }
+
+    /// A guest signed in: its id and access token.
+    func signIn() async throws -> (user: String, token: String) {
+        let reply = try await request(.post, "/v1/guests")
+        guard let user = reply.object["user_id"] as? String, let token = reply.object["access_token"] as? String else {
+            throw GuestModeError(.internalFailure, "sign-in answered \(reply.status): \(reply.body)")
+        }
+        return (user, token)
+    }
+
+    /// A server key of `scope`, made through the engine as `serve key create` makes it.
+    func key(_ scope: ServerScope, named name: String = "test") async throws -> String {
+        try await services.perform { engine, now in try engine.createServerKey(named: name, scope: scope, now: now).secret }
+    }
+}
+
+private final class Collected: Sendable {
+    private let bytes = NIOLockedValueBox<[UInt8]>([])
+    func append(_ buffer: ByteBuffer) { bytes.withLockedValue { $0 += buffer.readableBytesView } }
+    var text: String { bytes.withLockedValue { String(decoding: $0, as: UTF8.self) } }
+}
+
+private struct BodyCollector: ResponseBodyWriter {
+    let collected: Collected
+    mutating func write(_ buffer: ByteBuffer) async throws { collected.append(buffer) }
+    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
+}
+
+/// Keeps metadata, writes nothing.
+private struct SilentLogHandler: LogHandler {
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .critical
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {}
+}

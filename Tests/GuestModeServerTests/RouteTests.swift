@@ -1,0 +1,232 @@
+import Foundation
+import GuestModeKit
+import HTTPTypes
+import Hummingbird
+import Testing
+
+@testable import GuestModeServer
+
+/// Route logic in process (`RouteTester`): the answers, statuses and refusals of each route group, in
+/// milliseconds. The contract over a socket (HTTP parsing, the connection guard, the process's log and
+/// exit) stays with Tests/EndToEndTests.
+@Suite("routes in process")
+struct RouteTests {
+    @Test("sign-in: a session for a new guest each time, whatever device; a malformed body spends nothing")
+    func signIn() async throws {
+        let server = try await RouteTester(profile: "subscriptions")
+        let first = try await server.request(.post, "/v1/guests", body: #"{"device":"phone-1"}"#)
+        #expect(first.status == 201, "\(first.body)")
+        #expect(first.object["token_type"] as? String == "bearer")
+        #expect(first.object["new"] as? Bool == true)
+        let second = try await server.request(.post, "/v1/guests", body: #"{"device":"phone-1"}"#)
+        #expect(second.status == 201)
+        #expect(second.object["user_id"] as? String != first.object["user_id"] as? String)
+        #expect(try await server.request(.post, "/v1/guests", body: #"{"device":""}"#).errorCode == "invalid_device")
+        let typed = try await server.request(.post, "/v1/guests", body: #"{"device":5}"#)
+        #expect(typed.status == 422 && typed.errorCode == "invalid_json", "\(typed.body)")
+        #expect(try await server.request(.post, "/v1/guests", body: "[1]").status == 422)
+    }
+
+    @Test("refresh: a token works once; its reuse revokes the family")
+    func refresh() async throws {
+        let server = try await RouteTester(profile: "subscriptions")
+        let created = try await server.request(.post, "/v1/guests")
+        let token = try #require(created.object["refresh_token"] as? String)
+        let refreshed = try await server.request(.post, "/v1/sessions/refresh", body: #"{"refresh_token":"\#(token)"}"#)
+        #expect(refreshed.status == 200, "\(refreshed.body)")
+        let next = try #require(refreshed.object["refresh_token"] as? String)
+        let reused = try await server.request(.post, "/v1/sessions/refresh", body: #"{"refresh_token":"\#(token)"}"#)
+        #expect(reused.status == 401 && reused.errorCode == "refresh_token_reused")
+        let revoked = try await server.request(.post, "/v1/sessions/refresh", body: #"{"refresh_token":"\#(next)"}"#)
+        #expect(revoked.status == 401, "the family is revoked: \(revoked.body)")
+        let missing = try await server.request(.post, "/v1/sessions/refresh", body: "{}")
+        #expect(missing.status == 400 && missing.errorCode == "usage", "\(missing.body)")
+    }
+
+    @Test("records: to the cap, the refusal with its prompt, reads, deletes; the text rule on reads")
+    func records() async throws {
+        let server = try await RouteTester(profile: "subscriptions")
+        let (user, token) = try await server.signIn()
+        for index in 1...5 {
+            let put = try await server.request(
+                .put, "/v1/users/\(user)/records/subscriptions/s\(index)", token: token, body: #"{"price":\#(index)}"#)
+            #expect(put.status == 201, "\(put.body)")
+        }
+        let refused = try await server.request(.put, "/v1/users/\(user)/records/subscriptions/s6", token: token, body: "{}")
+        #expect(refused.status == 403 && refused.errorCode == "needs_account", "\(refused.body)")
+        let error = try #require(refused.object["error"] as? [String: Any])
+        #expect((error["prompt"] as? [String: Any])?["context"] as? String == "guest_cap_reached")
+        #expect((refused.object["result"] as? [String: Any])?["outcome"] as? String == "needs-account")
+        #expect(try await server.request(.get, "/v1/users/\(user)/records/subscriptions", token: token).array.count == 5)
+        let deleted = try await server.request(.delete, "/v1/users/\(user)/records/subscriptions/s5", token: token)
+        #expect(deleted.object["deleted"] as? Bool == true)
+        #expect(try await server.request(.get, "/v1/users/\(user)/records/subscriptions/s5", token: token).status == 404)
+        let nul = try await server.request(.get, "/v1/users/\(user)/records/subscriptions/s1%00", token: token)
+        #expect(nul.status == 422 && nul.errorCode == "nul_in_text")
+        let unknown = try await server.request(.put, "/v1/users/\(user)/records/nope/k", token: token, body: "{}")
+        #expect(unknown.status == 400 && unknown.errorCode == "unknown_collection")
+        let (other, _) = try await server.signIn()
+        #expect(try await server.request(.get, "/v1/users/\(other)", token: token).status == 404, "another guest")
+    }
+
+    @Test("meters: use to the allowance, the gate's 402, exact amounts, one use per key")
+    func meters() async throws {
+        let server = try await RouteTester(profile: "voice")
+        let (user, token) = try await server.signIn()
+        let path = "/v1/users/\(user)/meters/api_minutes"
+        let used = try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":45.5}"#)
+        #expect(used.status == 200, "\(used.body)")
+        let gate = try await server.request(.get, "\(path)/check?amount=20", token: token)
+        #expect(gate.status == 402 && gate.errorCode == "meter_exhausted", "\(gate.body)")
+        let exact = try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":"0.000001"}"#)
+        #expect(exact.status == 200, "\(exact.body)")
+        let headers: HTTPFields = [HTTPField.Name("Idempotency-Key")!: "call-1"]
+        let once = try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":1}"#, headers: headers)
+        let again = try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":1}"#, headers: headers)
+        #expect(once.status == 200 && again.status == 200)
+        #expect(again.headers[HTTPField.Name("Idempotent-Replayed")!] == "true")
+        let reused = try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":2}"#, headers: headers)
+        #expect(reused.status == 422 && reused.errorCode == "idempotency_key_reused")
+        #expect(!reused.body.contains("call-1"), "the key is echoed: \(reused.body)")
+        let status = try await server.request(.get, path, token: token)
+        #expect(status.object["used"] as? Double == 46.500001, "\(status.body)")
+        let noAmount = try await server.request(.post, "\(path)/use", token: token, body: "{}")
+        #expect(noAmount.status == 400, "\(noAmount.body)")
+        let badOverage = try await server.request(
+            .post, "\(path)/use", token: token, body: #"{"amount":1,"overage":true}"#)
+        #expect(badOverage.status == 422 && badOverage.errorCode == "invalid_json", "\(badOverage.body)")
+    }
+
+    @Test("events: a count is a JSON number; props are strings and numbers")
+    func events() async throws {
+        let server = try await RouteTester(profile: "subscriptions")
+        let (user, token) = try await server.signIn()
+        let path = "/v1/users/\(user)/events"
+        let string = try await server.request(.post, path, token: token, body: #"{"action":"app_opened","count":"5"}"#)
+        #expect(string.status == 422 && string.errorCode == "invalid_json", "\(string.body)")
+        let fraction = try await server.request(.post, path, token: token, body: #"{"action":"app_opened","count":1.5}"#)
+        #expect(fraction.status == 422, "\(fraction.body)")
+        let zero = try await server.request(.post, path, token: token, body: #"{"action":"app_opened","count":0}"#)
+        #expect(zero.status == 400 && zero.errorCode == "invalid_event", "\(zero.body)")
+        let nested = try await server.request(
+            .post, path, token: token, body: #"{"action":"app_opened","props":{"screen":["a"]}}"#)
+        #expect(nested.status == 400 && nested.errorCode == "invalid_event", "\(nested.body)")
+        let counted = try await server.request(
+            .post, path, token: token, body: #"{"action":"app_opened","count":5,"props":{"screen":"home","n":2}}"#)
+        #expect(counted.status == 200 && counted.object["total"] as? Int == 5, "\(counted.body)")
+    }
+
+    @Test("credentials and scopes: 401 with WWW-Authenticate, 403 for a key without the scope, 404 for no route")
+    func credentials() async throws {
+        let server = try await RouteTester(profile: "subscriptions")
+        let (user, token) = try await server.signIn()
+        let none = try await server.request(.get, "/v1/users/\(user)")
+        #expect(none.status == 401 && none.headers[.wwwAuthenticate] == "Bearer")
+        let forged = try await server.request(.get, "/v1/users/\(user)", token: token + "x")
+        #expect(forged.status == 401)
+        let userData = try await server.key(.userData)
+        #expect(try await server.request(.get, "/v1/users", token: userData).status == 403)
+        #expect(try await server.request(.get, "/v1/users/\(user)", token: userData).status == 200)
+        let admin = try await server.key(.admin, named: "ops")
+        #expect(try await server.request(.get, "/v1/users", token: admin).array.count == 1)
+        let route = try await server.request(.get, "/v1/nothing-here")
+        #expect(route.status == 404 && route.errorCode == "route_not_found")
+    }
+
+    @Test("the routes the router registers, the OpenAPI document's and guestmode-serve(1)'s ROUTES are one list")
+    func oneRouteTable() async throws {
+        let server = try await RouteTester(profile: "subscriptions") { $0.backupsDirectory = "/nonexistent" }
+        let router = GuestModeServer.buildRouter(
+            services: server.services,
+            configuration: {
+                var configuration = ServerConfiguration(host: "", port: 0, threads: 1, accessTokenKey: [])
+                configuration.backupsDirectory = "/nonexistent"
+                return configuration
+            }(), accessLogger: .init(label: "test"))
+        let registered = Set(
+            router.routes.map { route in
+                "\(route.method.rawValue) " + route.path.description.split(separator: "/", omittingEmptySubsequences: false)
+                    .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+            }.filter { $0 != "GET /metrics" })
+        let root = RouteTester.templates.deletingLastPathComponent()
+        let document = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: root.appendingPathComponent("schemas/openapi.json"))) as? [String: Any]
+        let paths = try #require(document?["paths"] as? [String: [String: Any]])
+        var documented = Set<String>()
+        for (path, operations) in paths {
+            for method in operations.keys where !["parameters", "summary", "description"].contains(method) {
+                documented.insert("\(method == "x-move" ? "MOVE" : method.uppercased()) \(path)")
+            }
+        }
+        documented.remove("GET /metrics")
+        let page = try String(contentsOf: root.appendingPathComponent("man/guestmode-serve.1"), encoding: .utf8)
+        let section = page.components(separatedBy: "\n.Sh ROUTES\n").last?.components(separatedBy: "\n.Sh ").first ?? ""
+        let manual = Set(
+            section.split(separator: "\n").filter { $0.hasPrefix(".It Li ") }.map { line in
+                line.dropFirst(".It Li ".count).components(separatedBy: " Ns ").map { token in
+                    token.hasPrefix("Ar ") ? "{\(token.dropFirst(3))}" : token.hasPrefix("Li ") ? String(token.dropFirst(3)) : token
+                }.joined()
+            }.filter { $0 != "GET /metrics" })
+        #expect(registered.count > 35, "\(registered.sorted())")
+        #expect(registered == documented, "router only: \(registered.subtracting(documented).sorted()); document only: \(documented.subtracting(registered).sorted())")
+        #expect(registered == manual, "router only: \(registered.subtracting(manual).sorted()); guestmode-serve(1) only: \(manual.subtracting(registered).sorted())")
+    }
+}
+
+/// The strict request decoder: JSON types as the OpenAPI document gives them, nothing coerced.
+@Suite("request bodies")
+struct RequestBodyTests {
+    struct Body: Decodable {
+        var name: String
+        var count: Int?
+        var amount: DecimalText?
+        var flag: Bool?
+    }
+
+    @Test func typesAreExact() throws {
+        let body = try StrictRequestDecoder.decode(
+            Body.self, from: Array(#"{"name":"a","count":3,"amount":"12.000001","flag":true,"extra":[1]}"#.utf8))
+        #expect(body.name == "a" && body.count == 3 && body.amount?.text == "12.000001" && body.flag == true)
+        #expect(try StrictRequestDecoder.decode(Body.self, from: Array(#"{"name":"a","amount":0.1}"#.utf8)).amount?.text == "0.1")
+        for (text, code) in [
+            (#"{"name":5}"#, "invalid_json"), (#"{"name":"a","count":"3"}"#, "invalid_json"),
+            (#"{"name":"a","count":3.0}"#, "invalid_json"), (#"{"name":"a","flag":1}"#, "invalid_json"),
+            (#"{"count":3}"#, "usage"), (#"{"name":"a","name":"b"}"#, "invalid_json"), ("[]", "invalid_json"),
+        ] {
+            #expect(throws: GuestModeError.self, "\(text)") {
+                do {
+                    _ = try StrictRequestDecoder.decode(Body.self, from: Array(text.utf8))
+                } catch let error as GuestModeError {
+                    #expect(error.code.rawValue == code, "\(text): \(error.code) \(error.message)")
+                    throw error
+                }
+            }
+        }
+    }
+}
+
+/// What a caller is told of a failure names nothing of the server.
+@Suite("public error messages")
+struct PublicMessageTests {
+    @Test func serverFailuresAreWordedForTheCaller() {
+        let busy = GuestModeError(.storeBusy, "the store '/var/lib/guestmode/store.sqlite' is busy; try again later")
+        #expect(!busy.publicMessage.contains("/var"))
+        let unreachable = GuestModeError(
+            .storeUnreachable, "cannot reach the PostgreSQL store postgresql://u:…@127.0.0.1:5432/db: refused")
+        #expect(!unreachable.publicMessage.contains("127.0.0.1") && !unreachable.publicMessage.contains("postgresql"))
+        let failure = GuestModeError(.ioError, "cannot write '/tmp/x/y': No space left")
+        #expect(!failure.publicMessage.contains("/tmp"))
+    }
+
+    @Test func requestFailuresKeepTheirSentenceWithoutPathsOrAddresses() {
+        let archive = GuestModeError(
+            .notAnArchive, "'/tmp/guestmode-serve-1.gmbackup' is not a guestmode backup: its content is not zstd")
+        #expect(
+            archive.publicMessage
+                == "'(a file on the server)' is not a guestmode backup: its content is not zstd")
+        let address = GuestModeError(.usage, "host=10.1.2.3 and [::1]:5432 and localhost:80, with http://x/y.")
+        #expect(address.publicMessage == "(an address) and (an address) and (an address), with (a location on the server).")
+        let plain = GuestModeError(.recordNotFound, "no record 'a/b' in subscriptions")
+        #expect(plain.publicMessage == plain.message)
+    }
+}
