@@ -49,3 +49,14 @@ extension HTTPResponse.Status {
     /// 402: swift-http-types names no constant for it.
     static let paymentRequired = HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")
 }
+
+/// A failure answers itself, as Hummingbird's own errors do: its status and
+/// `{"error":{"code","message"}}` with the caller's message (`FailureMiddleware`
+/// turns every other error into one first).
+extension GuestModeError: HTTPResponseError {
+    public var status: HTTPResponse.Status { httpStatus }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Reply.failure(self).response
+    }
+}

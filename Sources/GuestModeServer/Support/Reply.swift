@@ -98,14 +98,18 @@ private struct RefusalDocument<Result: Encodable>: Encodable {
     }
 }
 
-/// Turns whatever a route throws into the error document, so no failure
-/// reaches the client as Hummingbird's own empty 500 or plain-text 404.
+/// Turns whatever a route throws into the error document: a `GuestModeError`
+/// answers itself (`HTTPResponseError`), and anything else (Hummingbird's own
+/// 404, a failure of no known kind) becomes one first, so no failure reaches
+/// the client as an empty 500 or a plain-text 404.
 struct FailureMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch let failure as GuestModeError {
+            return try failure.response(from: request, context: context)
         } catch {
             return Reply.failure(error).response
         }
