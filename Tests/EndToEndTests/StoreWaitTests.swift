@@ -55,7 +55,9 @@ struct StoreWaitTests {
         #expect(
             (server ?? elapsed) < bound, "answered after \(server ?? elapsed) s, not within \(bound) s",
             sourceLocation: sourceLocation)
-        #expect(elapsed < bound + 3, "the client waited \(elapsed) s", sourceLocation: sourceLocation)
+        // The bound is the server's (its access line); the client's own time adds starting curl, which
+        // takes seconds on a loaded machine: this only catches a server that did not answer at all.
+        #expect(elapsed < bound + 10, "the client waited \(elapsed) s", sourceLocation: sourceLocation)
         #expect(reply.headers["retry-after"] == "1", sourceLocation: sourceLocation)
         let code = (reply.object["error"] as? [String: Any])?["code"] as? String ?? ""
         #expect(
@@ -172,7 +174,8 @@ struct StoreWaitTests {
             try await server.request("GET", "/v1/users/\(guest)/meters", token: token)
         }
         #expect(read.status == 200 || read.status == 503, "\(read.body)")
-        #expect(readTime < 1.5, "a read answered after \(readTime) s")
+        let readServerTime = try await Self.serverTime(of: read, in: sandbox) ?? readTime
+        #expect(readServerTime < 1.5, "a read answered after \(readServerTime) s")
 
         holder.release()
         let after = try await server.request(
