@@ -43,6 +43,19 @@ BODIES = {
         "properties": {"refresh_token": STRING},
         "required": ["refresh_token"],
     },
+    "session-new": {
+        "type": "object",
+        "properties": {
+            "provider": STRING,
+            "id_token": nullable(STRING),
+            "nonce": nullable(STRING),
+            "subject": nullable(STRING),
+            "email": nullable(STRING),
+        },
+        "required": ["provider"],
+        "description": "The identity: an OpenID Connect ID token of a provider --oidc names (no credential "
+                       "needed), or, with a user-data key, the subject a backend verified itself.",
+    },
     "record": {"type": "object", "description": "The record: any JSON object."},
     "meter-use": {
         "type": "object",
@@ -122,6 +135,13 @@ SERVER_SCHEMAS = {
         "required": ["status"],
         "additionalProperties": False,
     },
+    "sessions-revoked": {
+        "type": "object",
+        "title": "POST /v1/sessions/revoke and DELETE /v1/users/{user}/sessions: the sessions revoked",
+        "properties": {"user_id": STRING, "revoked": {"type": "integer", "minimum": 0}},
+        "required": ["user_id", "revoked"],
+        "additionalProperties": False,
+    },
 }
 
 # Each route: method, path, summary, who may call it (None: no credential; "session": a session of the
@@ -134,8 +154,19 @@ ROUTES = [
      {"201": "session", "200": "session", "429": "error"}),
     ("post", "/v1/sessions/refresh", "Spend a refresh token for a new session.", None, {}, "session-refresh",
      {"200": "session", "401": "error"}),
+    ("post", "/v1/sessions", "Sign a person in by an identity: the session of the user holding it, or a new "
+     "account user with it.", None, {}, "session-new", {"201": "session", "200": "session", "401": "error",
+                                                        "403": "error", "429": "error"}),
+    ("post", "/v1/sessions/revoke", "Sign out: revoke the refresh token's session.", None, {}, "session-refresh",
+     {"200": "sessions-revoked", "401": "error"}),
+    ("get", "/v1/me", "user show of the session's own user (a server key has none: 400).", "session", {}, None,
+     {"200": "user-show", "400": "error", "404": "error"}),
     ("get", "/v1/users", "user list: every user.", "admin", {}, None, {"200": "user-list"}),
     ("get", "/v1/users/{user}", "user show.", "session", {}, None, {"200": "user-show"}),
+    ("delete", "/v1/users/{user}", "user delete: every row of the user, its pushed backups and sessions.",
+     "session", {}, None, {"200": "user-delete"}),
+    ("delete", "/v1/users/{user}/sessions", "Revoke every session of the user.", "user-data", {}, None,
+     {"200": "sessions-revoked"}),
     ("put", "/v1/users/{user}/records/{collection}/{key}", "record put: the body is the record.", "session", {},
      "record", {"201": "record-put", "200": "record-put", "403": ("refusal", "record-put"),
                 "402": ("refusal", "record-put"), "422": "error"}),
@@ -249,7 +280,7 @@ def load_schemas():
 def components(schemas):
     result = dict(schemas)
     guest = copy.deepcopy(schemas["guest"])
-    guest["title"] = "POST /v1/guests and /v1/sessions/refresh: guest new --json and the session"
+    guest["title"] = "POST /v1/guests, /v1/sessions and /v1/sessions/refresh: the user and the session"
     guest["properties"].update({
         "access_token": {"type": "string", "description": "A JWT (HS256): sub, is_anonymous, iat, exp."},
         "token_type": {"const": "bearer"},
@@ -341,6 +372,7 @@ def answer(status, spec):
 EXAMPLES = {
     "guest-new": {"device": "phone-1"},
     "session-refresh": {"refresh_token": "a-refresh-token"},
+    "session-new": {"provider": "apple", "id_token": "an-id-token", "nonce": "a-nonce"},
     "record": {"name": "Netflix", "price": 15.49},
     "meter-use": {"amount": 12.5, "id": "call-7", "overage": "allow"},
     "meter-grant": {"amount": 30, "expires": "P30D", "reason": "referral", "id": "referral-1"},
@@ -369,7 +401,7 @@ def operation(method, path, summary, caller, query, body, answers):
                                "schema": schema})
     for name, schema in query.items():
         parameters.append({"name": name, "in": "query", "required": False, "schema": schema})
-    if method == "post" and body != "application/x-ndjson" and path not in ("/v1/guests", "/v1/sessions/refresh"):
+    if method == "post" and body != "application/x-ndjson" and not path.startswith(("/v1/guests", "/v1/sessions")):
         parameters.append({
             "name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"},
             "description": "Answer this change once: a retry with the same key gets the kept answer."})

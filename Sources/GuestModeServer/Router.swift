@@ -23,6 +23,7 @@ extension GuestModeServer {
         router.addRoutes(OperationController(services: services).endpoints)
         router.addRoutes(GuestController(services: services).endpoints, atPath: "/v1")
         router.addRoutes(UserController(services: services).endpoints, atPath: "/v1/users")
+        router.get("/v1/me", use: UserController(services: services).me)
         router.addRoutes(EventController(services: services).endpoints, atPath: "/v1/users")
         router.addRoutes(RecordController(services: services).endpoints, atPath: "/v1/users/:user/records")
         router.addRoutes(LimitController(services: services).endpoints, atPath: "/v1/users/:user/limits")

@@ -35,6 +35,9 @@ package protocol ServerRows {
     /// Revokes the family: none of its tokens refreshes again.
     func revokeSessionFamily(_ family: String, at time: Date) throws
 
+    /// Revokes every family of the user not revoked yet; how many it revoked.
+    func revokeSessionFamilies(of userID: String, at time: Date) throws -> Int
+
     /// The answer kept for `key` from `principal`, or nil.
     func keptResponse(principal: String, key: String) throws -> KeptResponse?
 

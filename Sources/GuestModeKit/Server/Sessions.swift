@@ -61,7 +61,7 @@ extension GuestMode {
         }
     }
 
-    private static var unknownRefreshToken: GuestModeError {
+    static var unknownRefreshToken: GuestModeError {
         GuestModeError(.refreshTokenInvalid, "the refresh token is not one this deployment issued")
     }
 }

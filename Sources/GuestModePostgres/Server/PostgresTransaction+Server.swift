@@ -69,6 +69,13 @@ extension PostgresTransaction {
             [PostgresValue(time), PostgresValue(family)])
     }
 
+    func revokeSessionFamilies(of userID: String, at time: Date) throws -> Int {
+        try connection.execute(
+            "UPDATE session_families SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL",
+            [PostgresValue(time), PostgresValue(userID)]
+        ).changes
+    }
+
     func keptResponse(principal: String, key: String) throws -> KeptResponse? {
         try connection.execute(
             "SELECT * FROM kept_responses WHERE principal = $1 AND key = $2", [PostgresValue(principal), PostgresValue(key)]

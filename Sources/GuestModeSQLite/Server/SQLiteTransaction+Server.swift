@@ -72,6 +72,13 @@ extension SQLiteTransaction {
             arguments: [Timestamp.format(time), family])
     }
 
+    func revokeSessionFamilies(of userID: String, at time: Date) throws -> Int {
+        try db.execute(
+            sql: "UPDATE session_families SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL",
+            arguments: [Timestamp.format(time), userID])
+        return db.changesCount
+    }
+
     func keptResponse(principal: String, key: String) throws -> KeptResponse? {
         try Row.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM kept_responses WHERE principal = ? AND key = ?"),

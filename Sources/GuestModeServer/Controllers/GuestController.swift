@@ -2,9 +2,10 @@ import Foundation
 import GuestModeKit
 import Hummingbird
 
-/// Anonymous sign-in and session refresh (`/v1/guests`, `/v1/sessions/refresh`).
-/// Their answers hold secrets, so no answer of theirs is kept for an
-/// idempotency key.
+/// Sessions: anonymous sign-in (`/v1/guests`), sign-in by an identity
+/// (`/v1/sessions`), refresh and sign-out (`/v1/sessions/refresh`,
+/// `/v1/sessions/revoke`). Their answers hold secrets, so no answer of theirs
+/// is kept for an idempotency key.
 ///
 /// A device id is an attribute of the guest, never a credential: it is no
 /// secret (it travels to analytics and crash reports), so every sign-in
@@ -16,7 +17,22 @@ struct GuestController {
     var endpoints: RouteCollection<ServerContext> {
         RouteCollection(context: ServerContext.self)
             .post("guests", use: signIn)
+            .post("sessions", use: signInByIdentity)
             .post("sessions/refresh", use: refresh)
+            .post("sessions/revoke", use: signOut)
+    }
+
+    /// `{"provider", "id_token", "nonce"?}`, or with a user-data key `{"provider", "subject", "email"?}`.
+    struct IdentityBody: Decodable {
+        var provider: String
+        var idToken: String?
+        var nonce: String?
+        var subject: String?
+        var email: String?
+
+        enum CodingKeys: String, CodingKey {
+            case provider, idToken = "id_token", nonce, subject, email
+        }
     }
 
     struct SignInBody: Decodable {
@@ -43,6 +59,49 @@ struct GuestController {
         let document = try await SessionDocument(
             guest: GuestDocument(user: guest, created: true), grant: grant, now: now, tokens: services.tokens)
         return try Reply.document(document, status: .created).response
+    }
+
+    /// The session of the user holding the identity, or of a new account user created with it (201,
+    /// `"new": true`): a person who linked on one device signs in on another. The identity is an ID
+    /// token the server verifies (`--oidc`), or a subject a backend with a user-data key vouches for;
+    /// nothing else.
+    @Sendable func signInByIdentity(_ request: Request, context: ServerContext) async throws -> Response {
+        let body = try await request.decode(as: IdentityBody.self, context: context)
+        let subject: String
+        let email: String?
+        if let idToken = body.idToken {
+            guard body.subject == nil else {
+                throw GuestModeError(.usage, "give the identity as an id_token or as a subject, not both")
+            }
+            let identity = try await services.identityTokens.verify(
+                idToken, provider: body.provider, nonce: body.nonce, now: try services.now())
+            subject = identity.subject
+            email = identity.email
+        } else {
+            guard let given = body.subject else {
+                throw GuestModeError(.usage, "the request body needs 'id_token' (or, with a server key, 'subject')")
+            }
+            try await services.caller(of: request).requireKey(.userData)
+            subject = given
+            email = body.email
+        }
+        // A first sign-in creates a user: the address's bucket limits it as it limits guests.
+        if let refused = try await services.refusedSignIn(request, context: context) { return refused.response }
+        let provider = body.provider
+        let (signIn, now) = try await services.perform { engine, now in
+            (try engine.signIn(provider: provider, subject: subject, email: email, now: now), now)
+        }
+        let document = try await SessionDocument(
+            guest: GuestDocument(user: signIn.grant.user, created: signIn.isNew), grant: signIn.grant, now: now,
+            tokens: services.tokens)
+        return try Reply.document(document, status: signIn.isNew ? .created : .ok).response
+    }
+
+    /// Signs out: the refresh token's session is revoked (its access tokens stay valid until they expire).
+    @Sendable func signOut(_ request: Request, context: ServerContext) async throws -> Response {
+        let token = try await request.decode(as: RefreshBody.self, context: context).refreshToken
+        let user = try await services.perform { engine, now in try engine.revokeSession(token, now: now) }
+        return try Reply.document(SessionsRevoked(userId: user, revoked: 1)).response
     }
 
     @Sendable func refresh(_ request: Request, context: ServerContext) async throws -> Response {
@@ -87,4 +146,10 @@ struct SessionDocument: Encodable {
         try container.encode(expiresAt, forKey: .expiresAt)
         try container.encode(refreshToken, forKey: .refreshToken)
     }
+}
+
+/// The sessions a sign-out revoked.
+struct SessionsRevoked: Encodable {
+    var userId: String
+    var revoked: Int
 }

@@ -2,7 +2,8 @@ import Foundation
 import GuestModeKit
 import Hummingbird
 
-/// `user list`, `user show` and `user events` (`/v1/users`).
+/// `user list`, `user show`, `user events`, `user delete` and the user's sessions (`/v1/users`), and
+/// `/v1/me`, the session's own user.
 struct UserController {
     let services: Services
 
@@ -10,7 +11,37 @@ struct UserController {
         RouteCollection(context: ServerContext.self)
             .get(use: list)
             .get(":user", use: show)
+            .delete(":user", use: delete)
+            .delete(":user/sessions", use: revokeSessions)
             .get(":user/events", use: events)
+    }
+
+    /// The session's own user: a device that signed in learns who it is.
+    @Sendable func me(_ request: Request, context: ServerContext) async throws -> Response {
+        guard case let .session(userID) = try await services.caller(of: request) else {
+            throw GuestModeError(.usage, "a server key has no user of its own; ask for /v1/users/{user}")
+        }
+        let details = try await services.perform { engine, now in try engine.details(user: userID, now: now) }
+        return try Reply.document(details).response
+    }
+
+    /// `user delete`, by the user's own session (App Store Review Guideline 5.1.1(v): in-app account
+    /// deletion) or a key: every row of the user, its sessions with them, its pushed backups too.
+    @Sendable func delete(_ request: Request, context: ServerContext) async throws -> Response {
+        let (_, userID) = try await services.user(of: request, context: context)
+        try await services.perform { engine, now in try engine.deleteUser(userID, now: now) }
+        if let shelf = services.backupShelf {
+            try await services.pool.runIfActive { try shelf.removeAll(of: userID) }
+        }
+        return try Reply.document(UserDeletion(userId: userID, deleted: true)).response
+    }
+
+    /// Every session of the user revoked, by a key: support's "sign me out everywhere".
+    @Sendable func revokeSessions(_ request: Request, context: ServerContext) async throws -> Response {
+        try await services.caller(of: request).requireKey(.userData)
+        let userID = try RequestInput.segment("user", of: context)
+        let revoked = try await services.perform { engine, now in try engine.revokeSessions(user: userID, now: now) }
+        return try Reply.document(SessionsRevoked(userId: userID, revoked: revoked)).response
     }
 
     /// `user list`: every user, so admin work.
@@ -42,4 +73,10 @@ struct UserController {
         }
         return try Reply.document(events).response
     }
+}
+
+/// `user delete --json`.
+private struct UserDeletion: Encodable {
+    var userId: String
+    var deleted: Bool
 }

@@ -37,6 +37,18 @@ struct BackupShelf: Sendable {
         URL(fileURLWithPath: directory).appendingPathComponent(GuestMode.fileName(for: userID))
     }
 
+    /// Removes the user's folder, every kept archive and upload in it, when the user is deleted: what
+    /// a deleted user pushed is not kept either. Nothing to remove is no failure.
+    func removeAll(of userID: String) throws {
+        let folder = folder(of: userID)
+        guard FileManager.default.fileExists(atPath: folder.path) else { return }
+        do {
+            try FileManager.default.removeItem(at: folder)
+        } catch {
+            throw GuestModeError(.ioError, "cannot remove the pushed backups in '\(folder.path)': \(error)")
+        }
+    }
+
     /// Writes `body` into the user's incoming folder as `name`, replacing an
     /// upload of that name, once it is on disk and signed by `keys`'s
     /// deployment for `userID` alone.

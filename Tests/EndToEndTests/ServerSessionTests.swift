@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// A person's sessions over HTTP: signing in again on another device with the identity linked on the
+/// first, sign-up without a guest, a backend's sign-in with a key, sign-out, "everywhere", deletion.
+@Suite("guestmode serve: sessions by identity, sign-out, deletion")
+struct ServerSessionTests {
+    @Test(
+        "phone links, tablet's link is 409, the tablet signs in with the same ID token and reaches the same data; sign out, delete",
+        arguments: ServerTests.Backend.allCases)
+    func crossDeviceJourney(_ backend: ServerTests.Backend) async throws {
+        let (sandbox, tokens) = try await ServerIdentityTokenTests.prepare(backend)
+        let key = try await sandbox.run("serve", "key", "create", "backend", "--scope", "user-data").stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let server = try await Server.start(
+            in: sandbox,
+            options: [
+                "--oidc", "apple=\(ServerIdentityTokenTests.issuer),\(ServerIdentityTokenTests.audience),jwks.json",
+            ])
+        let idToken = try #require(tokens["valid"])
+        let withToken = #"{"provider":"apple","id_token":"\#(idToken)","nonce":"n-1"}"#
+
+        let phone = try await server.request("POST", "/v1/guests", body: #"{"device":"phone"}"#)
+        let person = try #require(phone.object["user_id"] as? String)
+        let phoneToken = try #require(phone.object["access_token"] as? String)
+        let phoneRefresh = try #require(phone.object["refresh_token"] as? String)
+        #expect(
+            try await server.request(
+                "PUT", "/v1/users/\(person)/records/subscriptions/netflix", token: phoneToken, body: #"{"price":9}"#
+            ).status == 201)
+        let linked = try await server.request("POST", "/v1/users/\(person)/identities", token: phoneToken, body: withToken)
+        #expect(linked.status == 201, "\(linked.body)")
+
+        let (tablet, tabletToken) = try await server.signIn()
+        let taken = try await server.request("POST", "/v1/users/\(tablet)/identities", token: tabletToken, body: withToken)
+        #expect(taken.status == 409 && ServerIdentityTokenTests.code(taken) == "identity_already_exists", "\(taken.body)")
+
+        // The next step the 409 tells: sign in with the provider; the same person, the same data.
+        let signedIn = try await server.request("POST", "/v1/sessions", body: withToken)
+        #expect(signedIn.status == 200, "\(signedIn.body)")
+        #expect(signedIn.object["user_id"] as? String == person)
+        #expect(signedIn.object["new"] as? Bool == false)
+        let session = try #require(signedIn.object["access_token"] as? String)
+        let refresh = try #require(signedIn.object["refresh_token"] as? String)
+        let records = try await server.request("GET", "/v1/users/\(person)/records/subscriptions", token: session)
+        #expect(records.array.map { $0["key"] as? String } == ["netflix"], "\(records.body)")
+        let me = try await server.request("GET", "/v1/me", token: session)
+        #expect((me.object["user"] as? [String: Any])?["user_id"] as? String == person, "\(me.body)")
+        #expect(try await server.request("GET", "/v1/me", token: key).status == 400)
+
+        // Refused identities: nothing signs in without one that verifies, and a subject needs a key.
+        let expired = try await server.request(
+            "POST", "/v1/sessions", body: #"{"provider":"apple","id_token":"\#(tokens["expired"] ?? "")","nonce":"n-1"}"#)
+        #expect(expired.status == 401 && ServerIdentityTokenTests.code(expired) == "id_token_expired")
+        let bare = try await server.request("POST", "/v1/sessions", body: #"{"provider":"apple","subject":"apple-sub-1"}"#)
+        #expect(bare.status == 401, "\(bare.body)")
+        let backend = try await server.request(
+            "POST", "/v1/sessions", token: key, body: #"{"provider":"apple","subject":"apple-sub-1"}"#)
+        #expect(backend.status == 200 && backend.object["user_id"] as? String == person, "\(backend.body)")
+
+        // A sign-up without a guest: an identity no user holds makes an account user.
+        let newcomer = try await server.request(
+            "POST", "/v1/sessions", body: #"{"provider":"apple","id_token":"\#(tokens["third"] ?? "")","nonce":"n-1"}"#)
+        #expect(newcomer.status == 201, "\(newcomer.body)")
+        #expect(newcomer.object["new"] as? Bool == true && newcomer.object["state"] as? String == "linked")
+        #expect(newcomer.object["user_id"] as? String != person)
+
+        // Sign out: that session's refresh token is dead; the phone's is not.
+        let out = try await server.request("POST", "/v1/sessions/revoke", body: #"{"refresh_token":"\#(refresh)"}"#)
+        #expect(out.status == 200 && out.object["revoked"] as? Int == 1, "\(out.body)")
+        let afterOut = try await server.request("POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(refresh)"}"#)
+        #expect(afterOut.status == 401, "\(afterOut.body)")
+        let phoneRefreshed = try await server.request(
+            "POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(phoneRefresh)"}"#)
+        #expect(phoneRefreshed.status == 200, "\(phoneRefreshed.body)")
+        let phoneNext = try #require(phoneRefreshed.object["refresh_token"] as? String)
+
+        // Everywhere, by a key: the phone's session goes too.
+        let everywhere = try await server.request("DELETE", "/v1/users/\(person)/sessions", token: key)
+        #expect(everywhere.status == 200 && (everywhere.object["revoked"] as? Int ?? 0) >= 1, "\(everywhere.body)")
+        #expect(
+            try await server.request("POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(phoneNext)"}"#)
+                .status == 401)
+
+        // Deletion by the person's own session: the user, its data and sessions are gone.
+        let deleted = try await server.request("DELETE", "/v1/users/\(person)", token: session)
+        #expect(deleted.status == 200 && deleted.object["deleted"] as? Bool == true, "\(deleted.body)")
+        #expect(try await server.request("GET", "/v1/me", token: session).status == 404)
+        #expect(try await server.request("GET", "/v1/users/\(person)", token: key).status == 404)
+        let again = try await server.request("POST", "/v1/sessions", body: withToken)
+        #expect(again.status == 201 && again.object["user_id"] as? String != person, "a deleted identity is free again: \(again.body)")
+        #expect(try await server.stop() == 0)
+    }
+}
