@@ -43,6 +43,18 @@ BODIES = {
         "properties": {"refresh_token": STRING},
         "required": ["refresh_token"],
     },
+    "merge": {
+        "type": "object",
+        "properties": {
+            "guest_token": nullable(STRING),
+            "guest": nullable(STRING),
+            "policy": {"type": "string", "enum": ["keep-guest", "keep-account", "union"]},
+            "dry_run": nullable({"type": "boolean"}),
+        },
+        "required": ["policy"],
+        "description": "The guest proven by its own access or refresh token (guest_token), or, with a "
+                       "user-data key, named (guest); dry_run answers what a merge would do and changes nothing.",
+    },
     "session-new": {
         "type": "object",
         "properties": {
@@ -167,6 +179,8 @@ ROUTES = [
      "session", {}, None, {"200": "user-delete"}),
     ("delete", "/v1/users/{user}/sessions", "Revoke every session of the user.", "user-data", {}, None,
      {"200": "sessions-revoked"}),
+    ("post", "/v1/users/{user}/merges", "merge: a guest folded into this account, with proof of the guest.",
+     "session", {}, "merge", {"200": "merge", "403": "error", "409": "error", "422": "error"}),
     ("put", "/v1/users/{user}/records/{collection}/{key}", "record put: the body is the record.", "session", {},
      "record", {"201": "record-put", "200": "record-put", "403": ("refusal", "record-put"),
                 "402": ("refusal", "record-put"), "422": "error"}),
@@ -373,6 +387,7 @@ EXAMPLES = {
     "guest-new": {"device": "phone-1"},
     "session-refresh": {"refresh_token": "a-refresh-token"},
     "session-new": {"provider": "apple", "id_token": "an-id-token", "nonce": "a-nonce"},
+    "merge": {"guest_token": "the-guest-access-token", "policy": "keep-account", "dry_run": True},
     "record": {"name": "Netflix", "price": 15.49},
     "meter-use": {"amount": 12.5, "id": "call-7", "overage": "allow"},
     "meter-grant": {"amount": 30, "expires": "P30D", "reason": "referral", "id": "referral-1"},

@@ -44,6 +44,26 @@ struct ServerSessionTests {
         let refresh = try #require(signedIn.object["refresh_token"] as? String)
         let records = try await server.request("GET", "/v1/users/\(person)/records/subscriptions", token: session)
         #expect(records.array.map { $0["key"] as? String } == ["netflix"], "\(records.body)")
+
+        // The tablet's guest joins the account: a dry run first, then the merge, with the guest's own token.
+        #expect(
+            try await server.request(
+                "PUT", "/v1/users/\(tablet)/records/subscriptions/disney", token: tabletToken, body: #"{"price":8}"#
+            ).status == 201)
+        let mergeBody = #"{"guest_token":"\#(tabletToken)","policy":"keep-account","dry_run":true}"#
+        let preview = try await server.request("POST", "/v1/users/\(person)/merges", token: session, body: mergeBody)
+        #expect(preview.status == 200, "\(preview.body)")
+        #expect(try await server.request("GET", "/v1/users/\(tablet)", token: tabletToken).status == 200, "a dry run")
+        let unproven = try await server.request(
+            "POST", "/v1/users/\(person)/merges", token: session, body: #"{"guest":"\#(tablet)","policy":"keep-account"}"#)
+        #expect(unproven.status == 403, "a session names a guest by id alone: \(unproven.body)")
+        let merged = try await server.request(
+            "POST", "/v1/users/\(person)/merges", token: session,
+            body: mergeBody.replacingOccurrences(of: "true", with: "false"))
+        #expect(merged.status == 200, "\(merged.body)")
+        #expect(try await server.request("GET", "/v1/users/\(tablet)", token: tabletToken).status == 404, "the guest is gone")
+        let both = try await server.request("GET", "/v1/users/\(person)/records/subscriptions", token: session)
+        #expect(Set(both.array.compactMap { $0["key"] as? String }) == ["netflix", "disney"], "\(both.body)")
         let me = try await server.request("GET", "/v1/me", token: session)
         #expect((me.object["user"] as? [String: Any])?["user_id"] as? String == person, "\(me.body)")
         #expect(try await server.request("GET", "/v1/me", token: key).status == 400)

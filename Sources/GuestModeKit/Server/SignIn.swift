@@ -94,4 +94,22 @@ extension GuestMode {
             return try transaction.revokeSessionFamilies(of: userID, at: now)
         }
     }
+
+    /// The user a live refresh token belongs to, without spending it: proof, shown by whoever holds
+    /// the guest's session, that they may fold that guest into an account. Nil for a token that is
+    /// unknown, used, or of a revoked session.
+    ///
+    /// ```swift
+    /// let guest = try engine.holder(ofRefreshToken: token)
+    /// ```
+    package func holder(ofRefreshToken refreshToken: String) throws -> String? {
+        guard refreshToken.hasPrefix(Self.refreshTokenPrefix) else { return nil }
+        let hash = ServerSecret.hash(refreshToken)
+        return try store.read { transaction in
+            guard let stored = try transaction.refreshToken(hash: hash), stored.usedAt == nil,
+                stored.familyRevokedAt == nil
+            else { return nil }
+            return stored.userID
+        }
+    }
 }
