@@ -133,6 +133,33 @@ struct RouteTests {
         #expect(route.status == 404 && route.errorCode == "route_not_found")
     }
 
+    @Test("sessions by identity: a key's subject signs up then in; /v1/me; sign-out; deletion ends everything")
+    func sessionsByIdentity() async throws {
+        let server = try await RouteTester(profile: "subscriptions")
+        let key = try await server.key(.userData)
+        let body = #"{"provider":"apple","subject":"001234.abcd"}"#
+        #expect(try await server.request(.post, "/v1/sessions", body: body).status == 401, "a subject needs a key")
+        let first = try await server.request(.post, "/v1/sessions", token: key, body: body)
+        #expect(first.status == 201 && first.object["new"] as? Bool == true, "\(first.body)")
+        let second = try await server.request(.post, "/v1/sessions", token: key, body: body)
+        #expect(second.status == 200 && second.object["user_id"] as? String == first.object["user_id"] as? String)
+        let user = try #require(second.object["user_id"] as? String)
+        let token = try #require(second.object["access_token"] as? String)
+        let refresh = try #require(second.object["refresh_token"] as? String)
+        #expect(try await server.request(.get, "/v1/me", token: token).status == 200)
+        let unknown = try await server.request(.post, "/v1/sessions", token: key, body: #"{"provider":"myspace","subject":"x"}"#)
+        #expect(unknown.status == 400 && unknown.errorCode == "unknown_provider", "\(unknown.body)")
+        let out = try await server.request(.post, "/v1/sessions/revoke", body: #"{"refresh_token":"\#(refresh)"}"#)
+        #expect(out.status == 200, "\(out.body)")
+        #expect(try await server.request(.post, "/v1/sessions/refresh", body: #"{"refresh_token":"\#(refresh)"}"#).status == 401)
+        let (guest, guestToken) = try await server.signIn()
+        #expect(try await server.request(.delete, "/v1/users/\(user)", token: guestToken).status == 404, "another's")
+        #expect(try await server.request(.delete, "/v1/users/\(guest)", token: guestToken).status == 200)
+        #expect(try await server.request(.get, "/v1/me", token: guestToken).status == 404)
+        let everywhere = try await server.request(.delete, "/v1/users/\(user)/sessions", token: key)
+        #expect(everywhere.status == 200 && everywhere.object["revoked"] as? Int == 1, "the first sign-in's: \(everywhere.body)")
+    }
+
     @Test("the routes the router registers, the OpenAPI document's and guestmode-serve(1)'s ROUTES are one list")
     func oneRouteTable() async throws {
         let server = try await RouteTester(profile: "subscriptions") { $0.backupsDirectory = "/nonexistent" }
