@@ -147,6 +147,17 @@ SERVER_SCHEMAS = {
         "required": ["status"],
         "additionalProperties": False,
     },
+    "pushed-backups": {
+        "type": "array",
+        "title": "GET /v1/users/{user}/backups: the archives the user pushed, oldest first",
+        "items": {
+            "type": "object",
+            "properties": {"name": STRING, "sequence": {"type": "integer", "minimum": 1},
+                           "size": {"type": "integer", "minimum": 0}},
+            "required": ["name", "sequence", "size"],
+            "additionalProperties": False,
+        },
+    },
     "sessions-revoked": {
         "type": "object",
         "title": "POST /v1/sessions/revoke and DELETE /v1/users/{user}/sessions: the sessions revoked",
@@ -241,6 +252,8 @@ ROUTES = [
     ("put", "/v1/backup", "backup import.", "admin",
      {"on_conflict": {"type": "string", "enum": ["fail", "skip", "replace"]}}, "application/octet-stream",
      {"200": "backup-import", "409": "error", "422": "error"}),
+    ("get", "/v1/users/{user}/backups", "The archives the user pushed, oldest first (with --backups-dir).",
+     "session", {}, None, {"200": "pushed-backups"}),
     ("put", "/v1/users/{user}/backups/{name}", "A pushed archive, kept as an upload (with --backups-dir).",
      "session", {}, "application/octet-stream", {"201": None, "409": "error", "422": "error"}),
     ("move", "/v1/users/{user}/backups/{name}", "Keep an upload as the user's latest archive (with --backups-dir).",

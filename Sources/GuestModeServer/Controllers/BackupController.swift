@@ -15,6 +15,7 @@ struct BackupController {
             .get("users/:user/backup", use: export)
             .put("backup", use: importArchive)
         if services.backupShelf != nil {
+            routes.get("users/:user/backups", use: listPushed)
             let pushed: RouterPath = "users/:user/backups/:name"
             routes.put(pushed, use: receive)
             routes.on(pushed, method: .move, use: settle)
@@ -91,6 +92,14 @@ struct BackupController {
         let final = try BackupShelf.checked(name: try Self.destinationName(of: request))
         try await services.pool.runIfActive { try shelf.settle(name, as: final, userID: userID) }
         return Response(status: .created)
+    }
+
+    /// The archives the user pushed, oldest first, so a device that signed in knows what it may pull.
+    @Sendable func listPushed(_ request: Request, context: ServerContext) async throws -> Response {
+        let shelf = try shelf()
+        let (_, userID) = try await services.user(of: request, context: context)
+        let archives = try await services.pool.runIfActive { shelf.list(of: userID) }
+        return try Reply.document(archives).response
     }
 
     /// `backup pull --from`: the latest (`latest`, or the latest of that name).

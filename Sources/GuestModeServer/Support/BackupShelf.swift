@@ -108,6 +108,14 @@ struct BackupShelf: Sendable {
         for old in kept(in: user).dropLast(keep) { unlink(old.url.path) }
     }
 
+    /// The archives kept for the user, oldest first: what a device that signed in may pull back.
+    func list(of userID: String) -> [PushedBackup] {
+        kept(in: folder(of: userID)).map { archive in
+            let size = (try? FileManager.default.attributesOfItem(atPath: archive.url.path)[.size] as? Int) ?? 0
+            return PushedBackup(name: archive.name, sequence: archive.sequence, size: size)
+        }
+    }
+
     /// The user's latest archive; with `final`, the latest kept under that name.
     func latest(of userID: String, named final: String?) throws -> URL {
         let archives = kept(in: folder(of: userID)).filter { final == nil || $0.name == final }
@@ -160,4 +168,12 @@ struct BackupShelf: Sendable {
     private static func failure(_ what: String) -> GuestModeError {
         GuestModeError(.ioError, "\(what): \(String(cString: strerror(errno)))")
     }
+}
+
+/// One archive a user pushed: the name it was pushed under, its place in the user's sequence (the
+/// newest is the highest), and its size in bytes.
+struct PushedBackup: Encodable, Sendable {
+    var name: String
+    var sequence: Int
+    var size: Int
 }
