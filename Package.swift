@@ -8,8 +8,10 @@ let strict: [SwiftSetting] = [.treatAllWarnings(as: .error, .when(configuration:
 
 let package = Package(
     name: "guestmode",
-    // macOS 15 for Synchronization.Mutex (the PostgreSQL connection pool).
-    platforms: [.macOS(.v15)],
+    // The library products are what an app embeds: every Apple platform with Synchronization.Mutex (the
+    // PostgreSQL connection pool, the server's limits) and Swift 6's concurrency. scripts/check-layout.sh
+    // keeps GuestModeKit to what all of them and Linux have.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .executable(name: "guestmode", targets: ["guestmode"]),
         .library(name: "GuestModeKit", targets: ["GuestModeKit"]),

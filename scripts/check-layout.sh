@@ -25,6 +25,15 @@ if [ -n "$imports" ]; then
     echo "$imports" >&2
     status=1
 fi
+# The engine is what an iPhone app embeds (Package.swift's platforms): only what every Apple platform and
+# Linux have, so no libc module but under `#if canImport`, and no package beyond its three.
+portable=$(grep -rnE --include='*.swift' '^(@preconcurrency |internal |public |package |@_implementationOnly )*import ' Sources/GuestModeKit \
+    | grep -vE 'import (Foundation|Dispatch|Synchronization|Crypto|_CryptoExtras|Yams)$' || true)
+if [ -n "$portable" ]; then
+    echo "The engine imports what an Apple platform or Linux lacks (GuestModeKit: Foundation, Crypto, Yams only):" >&2
+    echo "$portable" >&2
+    status=1
+fi
 # The profile and the engine's policies: caps, plans, meters, merges, adoption, purges, the outbox's retries.
 policies='profile\.[a-z]|: Profile\b|\b(MergePolicy|MergeResolution|PurgePolicy|OutboxRetryPolicy|RecordConflictPolicy|PromptPolicy|IdentityPolicy|MigrationPolicy|BackupPolicy|ReportPolicy)\b|\.(collectionLimit|admits|exactAllowance|periodStart|warningsReached|adoptedKey|isCandidate|nextAttempt|isHeld|keptBothKeys|settling|resolution|planStatuses|median|average)\(|\.tier\(for:'
 decisions=$(grep -rnE --include='*.swift' "$policies" Sources/GuestModeSQLite Sources/GuestModePostgres \
@@ -38,6 +47,6 @@ if ! python3 scripts/check-sources.py; then
     echo "(the rules are in scripts/check-sources.py)" >&2
     status=1
 fi
-[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library or CLI import in the engine;" \
+[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library, CLI or platform-only import in the engine;" \
     "no wall clock in the engine or archives, no CLI command or flag in a library string, every public declaration documented, warnings are errors"
 exit "$status"

@@ -87,3 +87,24 @@ package struct EngineFaults: Sendable {
         self.afterKeyCheck = afterKeyCheck
     }
 }
+
+extension GuestMode {
+    /// Runs `body` with the engine on a thread of its own and returns its result, for async code: every
+    /// engine call blocks on its store (a SQLite lock, a PostgreSQL round trip), which Swift
+    /// concurrency's cooperative threads must never do. This is the engine's async form, as GRDB's
+    /// async `read` and `write` are its database's: an app or a server embedding the engine needs no
+    /// thread pool of its own. Several calls in one `body` run one after another on that thread.
+    ///
+    /// ```swift
+    /// let result = try await engine.perform { engine in
+    ///     try engine.putRecord(user: id, collection: "subscriptions", key: "netflix", json: "{}", now: now)
+    /// }
+    /// ```
+    public func perform<T: Sendable>(_ body: @escaping @Sendable (GuestMode) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try body(self) })
+            }
+        }
+    }
+}
