@@ -121,12 +121,10 @@ struct DatabaseCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         @Option(
-            name: .customLong("to"),
             help: ArgumentHelp("The store to create: a file path or a postgres:// URI.", valueName: "destination"))
-        var destination: String
+        var to: String
 
         @Option(
-            name: .customLong("to-schema"),
             help: ArgumentHelp(
                 "With a PostgreSQL destination, the schema to create it in (default guestmode).", valueName: "schema"))
         var toSchema: String?
@@ -136,7 +134,7 @@ struct DatabaseCommand: ParsableCommand {
 
         func run() throws {
             let source = try global.storeLocation
-            var target = try StoreLocation(destination)
+            var target = try StoreLocation(to)
             if let toSchema {
                 guard case .postgres(let uri, _) = target else {
                     throw GuestModeError(

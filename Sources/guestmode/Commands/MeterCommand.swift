@@ -41,11 +41,10 @@ struct MeterCommand: ParsableCommand {
         var amount: [String] = []
 
         @Option(
-            name: .customLong("id"),
             help: ArgumentHelp(
                 "An idempotency key: a repeated key records once; the key with another amount is refused (exit 14).",
                 valueName: "key"))
-        var idempotencyKey: String?
+        var id: String?
 
         @Option(
             help: ArgumentHelp(
@@ -60,7 +59,7 @@ struct MeterCommand: ParsableCommand {
         func run() throws {
             let amount = try MeterAmount.parse(try MeterCommand.amount(self.amount) ?? "")
             let result = try global.openEngine().useMeter(
-                user: user, meter: meter, amount: amount, key: idempotencyKey, overage: overage,
+                user: user, meter: meter, amount: amount, key: id, overage: overage,
                 now: try global.currentTime())
             if global.json {
                 try global.output.json(result)
@@ -76,7 +75,7 @@ struct MeterCommand: ParsableCommand {
                         ? "recorded (overage)"
                         : result.isRecorded
                             ? "recorded"
-                            : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
+                            : result.isDuplicate ? "already recorded (id \(id ?? ""))" : "refused"
                     global.output.line(
                         "\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
                 }
