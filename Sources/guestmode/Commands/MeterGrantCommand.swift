@@ -71,8 +71,7 @@ extension MeterCommand {
             let result = try global.openEngine().grantMeter(
                 user: user, meter: meter, amount: try MeterAmount.parse(amount), expiry: expiry, reason: reason,
                 key: id, now: try global.currentTime())
-            if global.json { return try global.output.json(result) }
-            if !global.quiet {
+            try global.output.result(result) {
                 let verb = result.isChanged ? "granted" : "already granted (id \(id ?? ""))"
                 global.output.line(
                     "\(verb): \(MeterCommand.describe(result.grant, unit: result.status.unit)); \(MeterCommand.describe(result.status))"
@@ -141,8 +140,7 @@ extension MeterCommand {
 
         func run() throws {
             let result = try global.openEngine().revokeMeterGrant(id: id, now: try global.currentTime())
-            if global.json { return try global.output.json(result) }
-            if !global.quiet {
+            try global.output.result(result) {
                 let verb = result.isChanged ? "revoked" : "already revoked"
                 global.output.line(
                     "\(verb): \(MeterCommand.describe(result.grant, unit: result.status.unit)); \(MeterCommand.describe(result.status))"

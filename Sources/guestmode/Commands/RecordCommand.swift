@@ -31,7 +31,8 @@ struct RecordCommand: ParsableCommand {
         @Option(help: ArgumentHelp("Deprecated: 'record load FILE'.", valueName: "file", visibility: .hidden))
         var from: String?
 
-        @Option(help: ArgumentHelp("Deprecated: 'record load --on-conflict'.", valueName: "policy", visibility: .hidden))
+        @Option(
+            help: ArgumentHelp("Deprecated: 'record load --on-conflict'.", valueName: "policy", visibility: .hidden))
         var onConflict: RecordConflictPolicy?
 
         func validate() throws {
@@ -86,8 +87,7 @@ struct RecordCommand: ParsableCommand {
         func run() throws {
             let result = try global.openEngine().putOwnerlessRecord(
                 collection: collection, key: key, jsonBytes: try document.bytes(), now: try global.currentTime())
-            if global.json { return try global.output.json(result) }
-            if !global.quiet {
+            try global.output.result(result) {
                 global.output.line("\(result.isReplacement ? "replaced" : "stored") ownerless \(collection)/\(key)")
             }
         }
@@ -95,7 +95,8 @@ struct RecordCommand: ParsableCommand {
 
     struct Load: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "load", abstract: "Store many records from NDJSON, all or nothing, enforcing each user's caps.")
+            commandName: "load", abstract: "Store many records from NDJSON, all or nothing, enforcing each user's caps."
+        )
 
         @OptionGroup var global: GlobalOptions
 
@@ -132,8 +133,7 @@ struct RecordCommand: ParsableCommand {
             let report = try engine.putRecords(
                 from: spool ?? URL(fileURLWithPath: source), label: source == "-" ? "<stdin>" : source,
                 onConflict: onConflict ?? .replace, now: now)
-            if global.json { return try global.output.json(report) }
-            if !global.quiet {
+            try global.output.result(report) {
                 global.output.line(
                     "\(counted(report.lines, "line")): \(report.added) added, \(report.replaced) replaced, \(report.skipped) skipped, \(report.unchanged) unchanged"
                 )
@@ -151,8 +151,9 @@ struct RecordCommand: ParsableCommand {
         func run() throws {
             let stored = try global.openEngine().record(
                 user: record.user, collection: record.collection, key: record.key)
-            if global.json { return try global.output.json(stored) }
-            global.output.line(stored.data)
+            try global.output.data(stored) {
+                global.output.line(stored.data)
+            }
         }
     }
 
@@ -185,11 +186,9 @@ struct RecordCommand: ParsableCommand {
         func run() throws {
             try global.openEngine().deleteRecord(
                 user: record.user, collection: record.collection, key: record.key, now: try global.currentTime())
-            if global.json {
-                return try global.output.json(
-                    RecordDeletion(userId: record.user, collection: record.collection, key: record.key))
-            }
-            if !global.quiet { global.output.line("deleted \(record.collection)/\(record.key)") }
+            try global.output.result(
+                RecordDeletion(userId: record.user, collection: record.collection, key: record.key),
+                text: "deleted \(record.collection)/\(record.key)")
         }
     }
 }

@@ -27,11 +27,10 @@ extension ServeCommand {
             func run() throws {
                 let issued = try global.openEngine().createServerKey(
                     named: name, scope: scope, now: try global.currentTime())
-                if global.json {
-                    return try global.output.json(CreatedKey(key: issued.key, secret: issued.secret))
+                try global.output.data(CreatedKey(key: issued.key, secret: issued.secret)) {
+                    global.output.line(issued.secret)
+                    global.output.note("created the \(scope.rawValue) key \(name); its secret is shown only now")
                 }
-                global.output.line(issued.secret)
-                global.output.note("created the \(scope.rawValue) key \(name); its secret is shown only now")
             }
         }
 
@@ -48,10 +47,16 @@ extension ServeCommand {
                 try listing.render(
                     keys, header: ["NAME", "SCOPE", "CREATED", "REVOKED"],
                     rows: keys.map {
-                        [$0.name, $0.scope.rawValue, Timestamp.format($0.createdAt), $0.revokedAt.map(Timestamp.format) ?? "-"]
+                        [
+                            $0.name, $0.scope.rawValue, Timestamp.format($0.createdAt),
+                            $0.revokedAt.map(Timestamp.format) ?? "-",
+                        ]
                     },
                     dataRows: keys.map {
-                        [$0.name, $0.scope.rawValue, Timestamp.format($0.createdAt), $0.revokedAt.map(Timestamp.format) ?? ""]
+                        [
+                            $0.name, $0.scope.rawValue, Timestamp.format($0.createdAt),
+                            $0.revokedAt.map(Timestamp.format) ?? "",
+                        ]
                     }, global: global)
             }
         }
@@ -66,8 +71,7 @@ extension ServeCommand {
 
             func run() throws {
                 let key = try global.openEngine().revokeServerKey(named: name, now: try global.currentTime())
-                if global.json { return try global.output.json(key) }
-                if !global.quiet { global.output.line("revoked \(name)") }
+                try global.output.result(key, text: "revoked \(name)")
             }
         }
 

@@ -74,12 +74,12 @@ struct TrackCommand: ParsableCommand {
         let event = TrackedEvent(
             user: user, action: action, at: now, count: count, idempotencyKey: id, properties: propertyMap)
         let result = try engine.track(event, now: now)
-        if global.json { return try global.output.json(result) }
-        if global.quiet { return }
-        global.output.line(
-            result.isCounted
-                ? "\(result.action) \(result.total)"
-                : "\(result.action) \(result.total) (already counted: id \(id ?? ""))")
+        try global.output.result(result) {
+            global.output.line(
+                result.isCounted
+                    ? "\(result.action) \(result.total)"
+                    : "\(result.action) \(result.total) (already counted: id \(id ?? ""))")
+        }
     }
 
     private func ingest(_ source: String, engine: GuestMode, now: Date) throws {
@@ -101,9 +101,7 @@ struct TrackCommand: ParsableCommand {
             FileHandle.standardError.write(
                 Data("\(label): … and \(report.problems.count - 100) more invalid lines\n".utf8))
         }
-        if global.json {
-            try output.json(report)
-        } else if !global.quiet {
+        try output.result(report) {
             output.line(
                 "\(counted(report.lines, "line")): \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(counted(report.usersCreated, "user")) created"
             )
