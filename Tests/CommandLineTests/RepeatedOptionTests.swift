@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GuestModeKit
 import Testing
 
 @testable import guestmode
@@ -112,6 +113,16 @@ import Testing
             try UsageErrors.refuseUnknownHelpTopic(["--store", "help", "help", "nosuchcommand"])
         }
         #expect(throws: Never.self) { try UsageErrors.refuseUnknownHelpTopic(["--store", "help", "user", "list"]) }
+    }
+
+    /// main.swift tells the command line's refusals from the work's failures by the exit status
+    /// ArgumentParser's public API gives them, never by the error's type name.
+    @Test func usageFailuresAreKnownByTheirExitStatus() {
+        #expect(UsageErrors.isUsageFailure(ValidationError("give --yes")))
+        #expect(UsageErrors.isUsageFailure(CleanExit.helpRequest()))
+        #expect(!UsageErrors.isUsageFailure(ExitCode(10)))
+        #expect(!UsageErrors.isUsageFailure(GuestModeError(.userNotFound, "no user 'u'")))
+        #expect(!UsageErrors.isUsageFailure(CocoaError(.fileNoSuchFile)))
     }
 
     @Test func anEmptyPropertyNameIsRefused() {

@@ -51,7 +51,7 @@ struct MigrateCommand: ParsableCommand {
             let output = global.output
             if dryRun {
                 let plan = try engine.planMigration(guest: guest, to: to, now: now)
-                try output.data(plan) {
+                return try output.data(plan) {
                     output.line("plan: migrate \(guest) into \(to) (nothing changed)")
                     for step in plan.steps {
                         let collections =
@@ -61,7 +61,6 @@ struct MigrateCommand: ParsableCommand {
                         )
                     }
                     for conflict in plan.conflicts { output.line("  conflict \(ConflictText.describe(conflict))") }
-                    return
                 }
             }
             SafetyBackup.removeAbandoned(directory: backupDirectory, global: global)
