@@ -55,7 +55,7 @@ struct RecordCommand: ParsableCommand {
             let engine = try global.openEngine()
             let now = try global.currentTime()
             if let from {
-                global.output.note("guestmode: 'record put --from' is deprecated; use 'record load \(from)'")
+                global.output.aside("guestmode: 'record put --from' is deprecated; use 'record load \(from)'")
                 return try Load.load(from, onConflict: onConflict, engine: engine, now: now, global: global)
             }
             guard let user, let collection, let key else { return }
