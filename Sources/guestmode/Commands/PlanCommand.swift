@@ -91,7 +91,7 @@ struct PlanCommand: ParsableCommand {
             }
             struct Report: Encodable { var user: String; var tier: TierLevel; var plans: [PlanStatus] }
             let report = Report(user: user, tier: try engine.tier(user: user, now: now), plans: plans)
-            if listing.resolved(global) == .table && !global.quiet {
+            if listing.resolved(global) == .table {
                 global.output.note("tier \(report.tier.rawValue)")
             }
             try listing.render(

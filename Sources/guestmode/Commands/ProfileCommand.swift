@@ -48,8 +48,9 @@ struct ProfileCommand: ParsableCommand {
             } else {
                 resolved = try global.openEngine().profile
             }
-            if global.json { return global.output.json(value: ProfileDocument.value(of: resolved)) }
-            ProfileSummary(profile: resolved, output: global.output).print()
+            global.output.data(value: ProfileDocument.value(of: resolved)) {
+                ProfileSummary(profile: resolved, output: global.output).print()
+            }
         }
     }
 

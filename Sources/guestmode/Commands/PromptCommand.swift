@@ -46,11 +46,7 @@ struct PromptCommand: ParsableCommand {
             let output = global.output
             guard let offer = explanation.offer else {
                 let reason = explanation.quiet ?? .noEligibleRule
-                if global.json {
-                    try output.json(explanation)
-                } else if explain {
-                    printRules(explanation)
-                }
+                try output.data(explanation) { if explain { printRules(explanation) } }
                 throw GuestModeError(reason.code, "no prompt due for \(user): \(reason.explanation)")
             }
             try output.data(explain ? AnyEncodable(explanation) : AnyEncodable(offer)) {
@@ -76,7 +72,7 @@ struct PromptCommand: ParsableCommand {
         func printRules(_ explanation: PromptExplanation) {
             global.output.table(
                 explanation.rules.map { [$0.context, $0.priority.rawValue, $0.verdict, $0.message] },
-                header: global.quiet ? nil : ["CONTEXT", "PRIORITY", "VERDICT", "REASON"])
+                header: ["CONTEXT", "PRIORITY", "VERDICT", "REASON"])
         }
     }
 
@@ -176,7 +172,7 @@ struct PromptCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let history = try engine.promptHistory(user: user)
-            if listing.resolved(global) == .table && !global.quiet {
+            if listing.resolved(global) == .table {
                 global.output.note("prompt state: \(history.promptState.rawValue)")
             }
             try listing.render(

@@ -63,6 +63,12 @@ struct Output {
         try print()
     }
 
+    /// `data(_:print:)` for a document built as a JSON tree.
+    func data(value document: @autoclosure () -> JSONValue, print: () throws -> Void) rethrows {
+        if isJSON { return json(value: document()) }
+        try print()
+    }
+
     func json<T: Encodable>(_ value: T) throws {
         line(try Output.encode(value))
     }
