@@ -56,7 +56,6 @@ import Testing
         let commands = Self.everyCommand()
         #expect(commands.count > 40)
         for (path, type) in commands {
-            #expect(UsageErrors.commandPath(of: type) == path)
             #expect(UsageErrors.commandPath(path + ["x"]) == path)
             // ArgumentParser's own description of the command, read here (never at run time) to hold
             // the names main.swift derives from the declarations to the names ArgumentParser parses.

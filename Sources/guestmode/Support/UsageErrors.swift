@@ -14,25 +14,14 @@ enum UsageErrors {
         for argument in words(arguments) {
             guard
                 let next = command.configuration.subcommands.first(where: {
-                    $0._commandName == argument || $0.configuration.aliases.contains(argument)
+                    $0.configuration.commandName == argument || $0.configuration.aliases.contains(argument)
                 })
             else { break }
-            path.append(next._commandName)
+            // Every command names itself in its configuration (RepeatedOptionTests checks each).
+            path.append(next.configuration.commandName ?? "")
             command = next
         }
         return path
-    }
-
-    /// The names leading to a parsed command's type (a default subcommand included).
-    static func commandPath(of type: any ParsableCommand.Type) -> [String]? {
-        func search(_ command: any ParsableCommand.Type, _ path: [String]) -> [String]? {
-            if ObjectIdentifier(command) == ObjectIdentifier(type) { return path }
-            for subcommand in command.configuration.subcommands {
-                if let found = search(subcommand, path + [subcommand._commandName]) { return found }
-            }
-            return nil
-        }
-        return search(GuestmodeCommand.self, [])
     }
 
     /// The arguments up to `--` without the global options and their values (`--store s.sqlite
