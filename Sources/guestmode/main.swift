@@ -18,11 +18,11 @@ let wantsJSON = arguments.contains("--json")
 
 do {
     try UsageErrors.refuseUnknownHelpTopic(arguments)
-    var command = try Guestmode.parseAsRoot(arguments)
+    var command = try GuestmodeCommand.parseAsRoot(arguments)
     try UsageErrors.refuseRepeatedOptions(arguments, command: command)
     do {
         try command.run()
-    } catch where UsageErrors.isArgumentParserError(error) {
+    } catch where UsageErrors.isUsageFailure(error) {
         // A ValidationError raised while running is a usage error like any other; help requests print help.
         exit(UsageErrors.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
     } catch {

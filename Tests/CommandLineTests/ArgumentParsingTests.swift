@@ -6,7 +6,7 @@ import Testing
 /// Parsing in process: the argument layer checked without spawning a binary.
 @Suite struct ArgumentParsingTests {
     func parse(_ arguments: [String]) throws -> any ParsableCommand {
-        try Guestmode.parseAsRoot(arguments)
+        try GuestmodeCommand.parseAsRoot(arguments)
     }
 
     @Test func globalOptionsReachTheSubcommandInEitherPosition() throws {
@@ -82,7 +82,7 @@ import Testing
             _ = try parse(["merge", "g", "--into", "a", "--policy", "coin-flip"])
             Issue.record("parsed a policy that does not exist")
         } catch {
-            #expect(Guestmode.exitCode(for: error).rawValue == 64)
+            #expect(GuestmodeCommand.exitCode(for: error).rawValue == 64)
         }
     }
 }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import GuestModeKit
 import Testing
 
 @testable import guestmode
@@ -7,7 +9,7 @@ import Testing
 @Suite struct RepeatedOptionTests {
     func check(_ arguments: [String]) throws {
         try UsageErrors.refuseUnknownHelpTopic(arguments)
-        let command = try Guestmode.parseAsRoot(arguments)
+        let command = try GuestmodeCommand.parseAsRoot(arguments)
         try UsageErrors.refuseRepeatedOptions(arguments, command: command)
     }
 
@@ -18,7 +20,7 @@ import Testing
             found.append((path, command))
             for subcommand in command.configuration.subcommands { visit(subcommand, path + [subcommand._commandName]) }
         }
-        visit(Guestmode.self, [])
+        visit(GuestmodeCommand.self, [])
         return found
     }
 
@@ -54,15 +56,51 @@ import Testing
         let commands = Self.everyCommand()
         #expect(commands.count > 40)
         for (path, type) in commands {
-            #expect(UsageErrors.commandPath(of: type) == path)
             #expect(UsageErrors.commandPath(path + ["x"]) == path)
+            // ArgumentParser's own description of the command, read here (never at run time) to hold
+            // the names main.swift derives from the declarations to the names ArgumentParser parses.
+            let described = Self.describedSingleValueOptions(path)
+            let derived = UsageErrors.singleValueOptions(of: type)
+            #expect(Set(derived) == Set(described.flatMap { $0 }), "guestmode \(path.joined(separator: " "))")
+            #expect(described.allSatisfy { $0.count == 1 }, "an option with more than one name: \(described)")
             // Every command that runs takes the global options, so each must be found single-valued.
             guard type.configuration.subcommands.isEmpty else { continue }
-            let options = try UsageErrors.singleValueOptions(path)
             for name in ["--store", "--schema", "--now"] {
-                #expect(options.contains([name]), "guestmode \(path.joined(separator: " ")): \(options)")
+                #expect(derived.contains(name), "guestmode \(path.joined(separator: " ")): \(derived)")
             }
         }
+    }
+
+    /// Each single-value option of the command at `path`, as its spellings, from `--experimental-dump-help`.
+    static func describedSingleValueOptions(_ path: [String]) -> [[String]] {
+        let dump: String
+        do {
+            _ = try GuestmodeCommand.parseAsRoot(path + ["--experimental-dump-help"])
+            return []
+        } catch {
+            dump = GuestmodeCommand.fullMessage(for: error)
+        }
+        guard let document = try? JSONSerialization.jsonObject(with: Data(dump.utf8)) as? [String: Any],
+            let command = document["command"] as? [String: Any],
+            let arguments = command["arguments"] as? [[String: Any]]
+        else { return [] }
+        return arguments.compactMap { argument in
+            guard argument["kind"] as? String == "option", argument["isRepeating"] as? Bool != true,
+                let names = argument["names"] as? [[String: Any]]
+            else { return nil }
+            return names.compactMap { name in
+                guard let text = name["name"] as? String else { return nil }
+                return (name["kind"] as? String == "long" ? "--" : "-") + text
+            }
+        }
+    }
+
+    @Test func optionNamesAreArgumentParsersDefaults() {
+        #expect(UsageErrors.optionName("store") == "store")
+        #expect(UsageErrors.optionName("toSchema") == "to-schema")
+        #expect(UsageErrors.optionName("inactiveDays") == "inactive-days")
+        #expect(UsageErrors.optionName("userID") == "user-id")
+        #expect(UsageErrors.optionName("URLSession") == "url-session")
     }
 
     @Test func helpOfAnUnknownCommandIsRefused() {
@@ -74,6 +112,16 @@ import Testing
             try UsageErrors.refuseUnknownHelpTopic(["--store", "help", "help", "nosuchcommand"])
         }
         #expect(throws: Never.self) { try UsageErrors.refuseUnknownHelpTopic(["--store", "help", "user", "list"]) }
+    }
+
+    /// main.swift tells the command line's refusals from the work's failures by the exit status
+    /// ArgumentParser's public API gives them, never by the error's type name.
+    @Test func usageFailuresAreKnownByTheirExitStatus() {
+        #expect(UsageErrors.isUsageFailure(ValidationError("give --yes")))
+        #expect(UsageErrors.isUsageFailure(CleanExit.helpRequest()))
+        #expect(!UsageErrors.isUsageFailure(ExitCode(10)))
+        #expect(!UsageErrors.isUsageFailure(GuestModeError(.userNotFound, "no user 'u'")))
+        #expect(!UsageErrors.isUsageFailure(CocoaError(.fileNoSuchFile)))
     }
 
     @Test func anEmptyPropertyNameIsRefused() {

@@ -9,7 +9,7 @@ import Testing
 /// it expects, and `--now -1h` is a relative time.
 @Suite struct SignedValueTests {
     func parse(_ arguments: [String]) throws -> any ParsableCommand {
-        try Guestmode.parseAsRoot(arguments)
+        try GuestmodeCommand.parseAsRoot(arguments)
     }
 
     @Test func aNegativeAmountReachesTheCommand() throws {
@@ -37,9 +37,9 @@ import Testing
         #expect(usage.hasPrefix("guestmode " + path.joined(separator: " ") + " "))
         var dump = ""
         do {
-            _ = try Guestmode.parseAsRoot(path + ["--experimental-dump-help"])
+            _ = try GuestmodeCommand.parseAsRoot(path + ["--experimental-dump-help"])
         } catch {
-            dump = Guestmode.fullMessage(for: error)
+            dump = GuestmodeCommand.fullMessage(for: error)
         }
         let document = try #require(try JSONSerialization.jsonObject(with: Data(dump.utf8)) as? [String: Any])
         let arguments = try #require((document["command"] as? [String: Any])?["arguments"] as? [[String: Any]])
@@ -84,7 +84,7 @@ import Testing
             _ = try parse(arguments)
             Issue.record("\(arguments) parsed")
         } catch {
-            let text = Guestmode.message(for: error)
+            let text = GuestmodeCommand.message(for: error)
             #expect(text.contains(message) && !text.contains("Missing value"), "\(text)")
         }
     }

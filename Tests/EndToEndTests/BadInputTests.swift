@@ -311,27 +311,27 @@ struct UntrustedText: Sendable, CustomTestStringConvertible {
             script: #"{GM} record put {G} recipes k --file nul.json"#,
             fragment: "the record data contains U+0000", code: "nul_in_text",
             setup: #"printf '{"a":"x\000"}' > nul.json"#),
-        // record put --from: keys and data, from a file or standard input.
+        // record load: keys and data, from a file or standard input.
         UntrustedText(
-            script: #"{GM} record put --from r.ndjson"#,
+            script: #"{GM} record load r.ndjson"#,
             fragment: "r.ndjson:2: the record key contains U+0000", code: "nul_in_text",
             setup:
                 #"printf '{"user_id":"{G}","collection":"recipes","key":"ok","data":{}}\n{"user_id":"{G}","collection":"recipes","key":"k\\u0000evil","data":{}}\n' > r.ndjson"#
         ),
         UntrustedText(
-            script: #"{GM} record put --from r.ndjson"#,
+            script: #"{GM} record load r.ndjson"#,
             fragment: "r.ndjson:1: the line is not valid UTF-8", code: "invalid_utf8",
             setup: #"printf '{"user_id":"{G}","collection":"recipes","key":"k\377","data":{}}\n' > r.ndjson"#),
         UntrustedText(
-            script: #"{GM} record put --from - < r.ndjson"#,
+            script: #"{GM} record load - < r.ndjson"#,
             fragment: "<stdin>:1: the line is not valid UTF-8", code: "invalid_utf8",
             setup: #"printf '{"user_id":"{G}","collection":"recipes","key":"k","data":{"t":"\351"}}\n' > r.ndjson"#),
         UntrustedText(
-            script: #"{GM} record put --from r.ndjson"#,
+            script: #"{GM} record load r.ndjson"#,
             fragment: #"r.ndjson:1: the record data (member "t") contains U+0000"#, code: "nul_in_text",
             setup: #"printf '{"user_id":"{G}","collection":"recipes","key":"k","data":{"t":"\\u0000"}}\n' > r.ndjson"#),
         UntrustedText(
-            script: #"{GM} record put --from r.ndjson"#,
+            script: #"{GM} record load r.ndjson"#,
             fragment: "r.ndjson:1: the user id contains U+0000", code: "nul_in_text",
             setup: #"printf '{"user_id":"{G}\\u0000x","collection":"recipes","key":"k","data":{}}\n' > r.ndjson"#),
         // track --from: users, actions, keys, properties; the line is named, nothing applied.

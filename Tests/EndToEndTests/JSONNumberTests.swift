@@ -42,7 +42,7 @@ struct JSONNumberTests {
         try sandbox.write(
             "records.ndjson",
             #"{"user_id":"\#(guest)","collection":"habits","key":"h2","data":\#(Self.document)}"# + "\n")
-        let load = try await sandbox.run("record", "put", "--from", "records.ndjson")
+        let load = try await sandbox.run("record", "load", "records.ndjson")
         #expect(load.status == 0, "\(load.stderr)")
         #expect(try await sandbox.run("record", "get", guest, "habits", "h2").stdout == Self.document + "\n")
     }

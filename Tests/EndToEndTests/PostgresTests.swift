@@ -202,7 +202,7 @@ struct PostgresTests {
         #expect(track.stderr.contains("e.ndjson:1: the user id contains U+0000"), "\(track.stderr)")
         try sandbox.write(
             "r.ndjson", #"{"user_id":"\#(guest)","collection":"recipes","key":"k\u0000evil","data":{}}"# + "\n")
-        let records = try await sandbox.run("--json", "record", "put", "--from", "r.ndjson")
+        let records = try await sandbox.run("--json", "record", "load", "r.ndjson")
         #expect(records.status == 65, "\(records.stderr)")
         #expect(records.errorJSON["code"] as? String == "nul_in_text", "\(records.stderr)")
         let data = try await sandbox.run("record", "put", guest, "recipes", "k", "--data", #"{"a":"\u0000"}"#)

@@ -31,21 +31,25 @@ struct DatabaseCommand: ParsableCommand {
                 var rows: [String: Int]
             }
             let report = Report(
-                store: global.storeDescription, profile: profile?.name, profileVersion: profile?.version, schema: schema,
+                store: global.storeDescription, profile: profile?.name, profileVersion: profile?.version,
+                schema: schema,
                 rows: counts)
-            if global.json { return try global.output.json(report) }
-            let output = global.output
-            output.line("store:    \(report.store)")
-            output.line("profile:  \(profile.map { "\($0.name) v\($0.version)" } ?? "none")")
-            output.line(
-                "schema:   \(schema.current ?? "empty") (\(schema.applied.count) applied, \(schema.pending.count) pending)"
-            )
-            for identifier in schema.applied { output.line("  applied  \(identifier)") }
-            for identifier in schema.pending { output.line("  pending  \(identifier)  (run 'guestmode db migrate')") }
-            if !counts.isEmpty {
-                output.line("rows:")
-                for (table, count) in counts.sorted(by: { $0.key < $1.key }) {
-                    output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+            try global.output.data(report) {
+                let output = global.output
+                output.line("store:    \(report.store)")
+                output.line("profile:  \(profile.map { "\($0.name) v\($0.version)" } ?? "none")")
+                output.line(
+                    "schema:   \(schema.current ?? "empty") (\(schema.applied.count) applied, \(schema.pending.count) pending)"
+                )
+                for identifier in schema.applied { output.line("  applied  \(identifier)") }
+                for identifier in schema.pending {
+                    output.line("  pending  \(identifier)  (run 'guestmode db migrate')")
+                }
+                if !counts.isEmpty {
+                    output.line("rows:")
+                    for (table, count) in counts.sorted(by: { $0.key < $1.key }) {
+                        output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+                    }
                 }
             }
         }
@@ -66,15 +70,13 @@ struct DatabaseCommand: ParsableCommand {
                 global.output.detail("applied \(identifier)")
             }
             let schema = try store.schemaStatus()
-            if global.json {
-                struct Migrated: Encodable { var applied: [String]; var current: String? }
-                return try global.output.json(Migrated(applied: applied, current: schema.current))
-            }
-            if global.quiet { return }
-            if applied.isEmpty {
-                global.output.line("schema is up to date (\(schema.current ?? "empty"))")
-            } else {
-                for identifier in applied { global.output.line("applied \(identifier)") }
+            struct Migrated: Encodable { var applied: [String]; var current: String? }
+            try global.output.result(Migrated(applied: applied, current: schema.current)) {
+                if applied.isEmpty {
+                    global.output.line("schema is up to date (\(schema.current ?? "empty"))")
+                } else {
+                    for identifier in applied { global.output.line("applied \(identifier)") }
+                }
             }
         }
     }
@@ -91,13 +93,11 @@ struct DatabaseCommand: ParsableCommand {
         func run() throws {
             let store = try global.storeLocation.open(migrating: false)
             let problems = try store.integrityProblems()
-            if global.json {
-                struct Checked: Encodable { var ok: Bool; var problems: [String] }
-                try global.output.json(Checked(ok: problems.isEmpty, problems: problems))
-            } else if problems.isEmpty {
-                if !global.quiet { global.output.line("ok") }
-            } else {
+            struct Checked: Encodable { var ok: Bool; var problems: [String] }
+            // The problems are data, printed with --quiet too; "ok" is for people.
+            try global.output.data(Checked(ok: problems.isEmpty, problems: problems)) {
                 for problem in problems { global.output.line(problem) }
+                if problems.isEmpty { global.output.say("ok") }
             }
             if !problems.isEmpty {
                 let pending = (try? store.schemaStatus().pending) ?? []
@@ -121,12 +121,10 @@ struct DatabaseCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         @Option(
-            name: .customLong("to"),
             help: ArgumentHelp("The store to create: a file path or a postgres:// URI.", valueName: "destination"))
-        var destination: String
+        var to: String
 
         @Option(
-            name: .customLong("to-schema"),
             help: ArgumentHelp(
                 "With a PostgreSQL destination, the schema to create it in (default guestmode).", valueName: "schema"))
         var toSchema: String?
@@ -136,7 +134,7 @@ struct DatabaseCommand: ParsableCommand {
 
         func run() throws {
             let source = try global.storeLocation
-            var target = try StoreLocation(destination)
+            var target = try StoreLocation(to)
             if let toSchema {
                 guard case .postgres(let uri, _) = target else {
                     throw GuestModeError(
@@ -170,14 +168,14 @@ struct DatabaseCommand: ParsableCommand {
                 var tables: [String: TableDigest]
             }
             let report = Report(source: source.description, destination: target.description, tables: digests)
-            if global.json { return try output.json(report) }
-            if global.quiet { return }
-            for (table, digest) in digests.sorted(by: { $0.key < $1.key }) {
-                output.line(
-                    "\(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(digest.rows) rows  sha256 \(digest.sha256.prefix(16))"
-                )
+            try output.result(report) {
+                for (table, digest) in digests.sorted(by: { $0.key < $1.key }) {
+                    output.line(
+                        "\(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(digest.rows) rows  sha256 \(digest.sha256.prefix(16))"
+                    )
+                }
+                output.line("copied \(source.description) to \(target.description); every table verified")
             }
-            output.line("copied \(source.description) to \(target.description); every table verified")
         }
     }
 }

@@ -51,24 +51,23 @@ struct ExperimentCommand: ParsableCommand {
             } else {
                 assignments = try engine.assignExperiments(user: user, named: experiment, now: now)
             }
-            if global.json {
-                struct Assigned: Encodable { var user: String; var assignments: [ExperimentAssignment] }
-                return try global.output.json(Assigned(user: user, assignments: assignments))
+            struct Assigned: Encodable { var user: String; var assignments: [ExperimentAssignment] }
+            try global.output.data(Assigned(user: user, assignments: assignments)) {
+                if assignments.isEmpty {
+                    global.output.note("profile '\(engine.profile.name)' has no experiments")
+                    return
+                }
+                global.output.table(
+                    assignments.map { assignment in
+                        [
+                            assignment.experiment, assignment.variant ?? "(not in experiment)",
+                            String(format: "%.4f", assignment.bucket),
+                            assignment.assignedAt.map(Timestamp.format) ?? "-",
+                            assignment.isNew ? "new" : (assignment.variant == nil ? "-" : "kept"),
+                        ]
+                    },
+                    header: ["EXPERIMENT", "VARIANT", "BUCKET", "ASSIGNED", "STATUS"])
             }
-            if assignments.isEmpty {
-                global.output.note("profile '\(engine.profile.name)' has no experiments")
-                return
-            }
-            global.output.table(
-                assignments.map { assignment in
-                    [
-                        assignment.experiment, assignment.variant ?? "(not in experiment)",
-                        String(format: "%.4f", assignment.bucket),
-                        assignment.assignedAt.map(Timestamp.format) ?? "-",
-                        assignment.isNew ? "new" : (assignment.variant == nil ? "-" : "kept"),
-                    ]
-                },
-                header: ["EXPERIMENT", "VARIANT", "BUCKET", "ASSIGNED", "STATUS"])
         }
     }
 }

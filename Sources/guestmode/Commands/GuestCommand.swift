@@ -70,13 +70,14 @@ struct GuestCommand: ParsableCommand {
                 device: device, credentials: credentials, now: try global.currentTime())
             let user = creation.user
             // With --json the document says it ("new": false); stderr stays for errors.
-            if !creation.isNew && !global.json {
-                global.output.note(
+            if !creation.isNew {
+                global.output.aside(
                     "device \(device ?? "") already has guest \(user.id); returning it (nothing created\(credentials == nil ? "" : ", the username was not stored"))"
                 )
             }
-            if global.json { return try global.output.json(GuestDocument(user: user, created: creation.isNew)) }
-            global.output.line(user.id)
+            try global.output.data(GuestDocument(user: user, created: creation.isNew)) {
+                global.output.line(user.id)
+            }
         }
     }
 }

@@ -30,17 +30,14 @@ struct InitCommand: ParsableCommand {
         let path = global.storeDescription
         try global.storeLocation.create(profile: source, replacing: force, now: try global.currentTime())
         let key = try global.createBackupKeyIfMissing()
-        if global.json {
-            struct Created: Encodable {
-                var store: String; var profile: String; var version: Int; var origin: String; var keyFile: String;
-                var keyId: String
-            }
-            try output.json(
-                Created(
-                    store: path, profile: source.profile.name, version: source.profile.version, origin: source.origin,
-                    keyFile: global.backupKeyPath, keyId: key.id))
-        } else if !global.quiet {
-            output.line("created \(path) with profile \(source.profile.name) v\(source.profile.version)")
+        struct Created: Encodable {
+            var store: String; var profile: String; var version: Int; var origin: String; var keyFile: String;
+            var keyId: String
         }
+        try output.result(
+            Created(
+                store: path, profile: source.profile.name, version: source.profile.version, origin: source.origin,
+                keyFile: global.backupKeyPath, keyId: key.id),
+            text: "created \(path) with profile \(source.profile.name) v\(source.profile.version)")
     }
 }

@@ -25,7 +25,8 @@ struct LimitCommand: ParsableCommand {
             limits, header: ["COLLECTION", "TIER", "USED", "CAP", "OUTCOME"],
             rows: limits.map {
                 [
-                    $0.collection, $0.tier.rawValue, $0.used.map(String.init) ?? "-", $0.cap.map(String.init) ?? "unlimited",
+                    $0.collection, $0.tier.rawValue, $0.used.map(String.init) ?? "-",
+                    $0.cap.map(String.init) ?? "unlimited",
                     $0.outcome.rawValue,
                 ]
             },
@@ -51,19 +52,14 @@ struct LimitCommand: ParsableCommand {
             case (nil, _): "no cap on \(limit.collection) (tier \(limit.tier.rawValue))"
             }
         if stored {
-            if !global.json && !global.quiet { global.output.line("stored \(limit.collection)/\(key): \(usage)") }
+            global.output.say("stored \(limit.collection)/\(key): \(usage)")
             return
         }
         guard let kind = limit.outcome.failureKind else { return }
-        if !global.json {
-            let advice =
-                limit.outcome == .needsAccount
-                ? "sign in (link an identity) to add more" : "a premium plan lifts the cap"
-            FileHandle.standardError.write(
-                Data(
-                    "guestmode: \(limit.outcome.rawValue): \(usage) is at its cap; nothing was stored; \(advice)\n".utf8
-                ))
-        }
+        let advice =
+            limit.outcome == .needsAccount ? "sign in (link an identity) to add more" : "a premium plan lifts the cap"
+        global.output.problem(
+            "guestmode: \(limit.outcome.rawValue): \(usage) is at its cap; nothing was stored; \(advice)")
         throw ExitCode(kind.exitStatus)
     }
 }

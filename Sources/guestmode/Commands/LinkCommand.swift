@@ -38,19 +38,18 @@ struct LinkCommand: ParsableCommand {
             // Lets tests leave an upgrade "in progress" the way a killed process would.
             if checkpoint == .afterLock { FaultHooks.stopIfAsked(after: "link-lock") }
         }
-        if global.json {
-            return try global.output.json(
-                IdentityChange(
-                    userId: user, action: "link", provider: provider, subject: subject, changed: result.isNewlyLinked,
-                    state: .linked, removedAnonymousCredentials: result.didRemoveAnonymousCredentials))
-        }
-        if global.quiet { return }
-        if result.isNewlyLinked {
-            global.output.line(
-                "linked \(provider) to \(user)\(result.didRemoveAnonymousCredentials ? "; anonymous credentials removed" : "")"
-            )
-        } else {
-            global.output.line("\(provider) was already linked to \(user)")
+        try global.output.result(
+            IdentityChange(
+                userId: user, action: "link", provider: provider, subject: subject, changed: result.isNewlyLinked,
+                state: .linked, removedAnonymousCredentials: result.didRemoveAnonymousCredentials)
+        ) {
+            if result.isNewlyLinked {
+                global.output.line(
+                    "linked \(provider) to \(user)\(result.didRemoveAnonymousCredentials ? "; anonymous credentials removed" : "")"
+                )
+            } else {
+                global.output.line("\(provider) was already linked to \(user)")
+            }
         }
     }
 }

@@ -45,16 +45,18 @@ struct MergeCommand: ParsableCommand {
                 guest: guest, into: into, policy: policy, dryRun: dryRun, now: try global.currentTime())
             Progress("merge", unit: "records", global: global).finish(
                 done: report.recordsMoved, total: report.recordsMoved)
-            if global.json { return try global.output.json(report) }
-            let output = global.output
-            let verb = dryRun ? "would merge" : "merged"
-            output.line(
-                "\(verb) \(guest) into \(into) (\(policy.rawValue)): \(counted(report.recordsMoved, "record")), \(counted(report.activityMoved, "activity row"))"
-            )
-            for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
-            for limit in report.overCap {
+            try global.output.data(report) {
+                let output = global.output
+                let verb = dryRun ? "would merge" : "merged"
                 output.line(
-                    "over cap: \(limit.collection) \(limit.used ?? 0)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)")
+                    "\(verb) \(guest) into \(into) (\(policy.rawValue)): \(counted(report.recordsMoved, "record")), \(counted(report.activityMoved, "activity row"))"
+                )
+                for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
+                for limit in report.overCap {
+                    output.line(
+                        "over cap: \(limit.collection) \(limit.used ?? 0)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue)"
+                    )
+                }
             }
         }
     }
@@ -77,15 +79,16 @@ struct MergeCommand: ParsableCommand {
 
             func run() throws {
                 let conflicts = try global.openEngine().archivedConflicts(user: user)
-                if global.json { return try global.output.json(conflicts) }
-                global.output.table(
-                    conflicts.map {
-                        [
-                            String($0.id), $0.userId, $0.collection, $0.key, Timestamp.format($0.archivedAt),
-                            $0.reason, $0.data,
-                        ]
-                    },
-                    header: ["ID", "USER", "COLLECTION", "KEY", "ARCHIVED", "REASON", "DATA"])
+                try global.output.data(conflicts) {
+                    global.output.table(
+                        conflicts.map {
+                            [
+                                String($0.id), $0.userId, $0.collection, $0.key, Timestamp.format($0.archivedAt),
+                                $0.reason, $0.data,
+                            ]
+                        },
+                        header: ["ID", "USER", "COLLECTION", "KEY", "ARCHIVED", "REASON", "DATA"])
+                }
             }
         }
 
@@ -110,8 +113,7 @@ struct MergeCommand: ParsableCommand {
             func run() throws {
                 let restored = try global.openEngine().restoreConflict(
                     id: id, key: key, now: try global.currentTime())
-                if global.json { return try global.output.json(restored) }
-                if !global.quiet {
+                try global.output.result(restored) {
                     global.output.line(
                         "restored \(restored.collection)/\(restored.key) of \(restored.userId) as \(restored.collection)/\(restored.restoredKey)"
                     )

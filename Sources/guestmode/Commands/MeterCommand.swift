@@ -41,11 +41,10 @@ struct MeterCommand: ParsableCommand {
         var amount: [String] = []
 
         @Option(
-            name: .customLong("id"),
             help: ArgumentHelp(
                 "An idempotency key: a repeated key records once; the key with another amount is refused (exit 14).",
                 valueName: "key"))
-        var idempotencyKey: String?
+        var id: String?
 
         @Option(
             help: ArgumentHelp(
@@ -60,26 +59,22 @@ struct MeterCommand: ParsableCommand {
         func run() throws {
             let amount = try MeterAmount.parse(try MeterCommand.amount(self.amount) ?? "")
             let result = try global.openEngine().useMeter(
-                user: user, meter: meter, amount: amount, key: idempotencyKey, overage: overage,
+                user: user, meter: meter, amount: amount, key: id, overage: overage,
                 now: try global.currentTime())
-            if global.json {
-                try global.output.json(result)
-            } else {
+            // The warnings are data (a script acts on them), so --quiet keeps them.
+            try global.output.data(result) {
                 for warning in result.warnings {
                     global.output.line(
                         "\(warning.level.rawValue): \(warning.meter) passed \(formatAmount(warning.percent))% of its allowance"
                     )
                 }
-                if !global.quiet {
-                    let verb =
-                        result.isOverage
-                        ? "recorded (overage)"
-                        : result.isRecorded
-                            ? "recorded"
-                            : result.isDuplicate ? "already recorded (id \(idempotencyKey ?? ""))" : "refused"
-                    global.output.line(
-                        "\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
-                }
+                let verb =
+                    result.isOverage
+                    ? "recorded (overage)"
+                    : result.isRecorded
+                        ? "recorded"
+                        : result.isDuplicate ? "already recorded (id \(id ?? ""))" : "refused"
+                global.output.say("\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
             }
             if !result.isAllowed {
                 throw MeterCommand.exhausted(
@@ -114,10 +109,8 @@ struct MeterCommand: ParsableCommand {
             let amount = try MeterCommand.amount(self.amount).map(MeterAmount.parse)
             let decision = try global.openEngine().checkMeter(
                 user: user, meter: meter, amount: amount, now: try global.currentTime())
-            if global.json {
-                try global.output.json(decision)
-            } else if !global.quiet && decision.isAllowed {
-                global.output.line("allowed: \(MeterCommand.describe(decision.status))")
+            try global.output.result(decision) {
+                if decision.isAllowed { global.output.line("allowed: \(MeterCommand.describe(decision.status))") }
             }
             if !decision.isAllowed {
                 throw MeterCommand.exhausted(decision.status, requested: amount, json: global.json)

@@ -44,11 +44,10 @@ extension MeterCommand {
         var reason: String?
 
         @Option(
-            name: .customLong("id"),
             help: ArgumentHelp(
                 "An idempotency key: a repeated key grants once; the key with another grant is refused (exit 14).",
                 valueName: "key"))
-        var idempotencyKey: String?
+        var id: String?
 
         func validate() throws {
             if expires != nil && until != nil { throw ValidationError("give either --expires or --until, not both") }
@@ -71,10 +70,9 @@ extension MeterCommand {
                 }
             let result = try global.openEngine().grantMeter(
                 user: user, meter: meter, amount: try MeterAmount.parse(amount), expiry: expiry, reason: reason,
-                key: idempotencyKey, now: try global.currentTime())
-            if global.json { return try global.output.json(result) }
-            if !global.quiet {
-                let verb = result.isChanged ? "granted" : "already granted (id \(idempotencyKey ?? ""))"
+                key: id, now: try global.currentTime())
+            try global.output.result(result) {
+                let verb = result.isChanged ? "granted" : "already granted (id \(id ?? ""))"
                 global.output.line(
                     "\(verb): \(MeterCommand.describe(result.grant, unit: result.status.unit)); \(MeterCommand.describe(result.status))"
                 )
@@ -142,8 +140,7 @@ extension MeterCommand {
 
         func run() throws {
             let result = try global.openEngine().revokeMeterGrant(id: id, now: try global.currentTime())
-            if global.json { return try global.output.json(result) }
-            if !global.quiet {
+            try global.output.result(result) {
                 let verb = result.isChanged ? "revoked" : "already revoked"
                 global.output.line(
                     "\(verb): \(MeterCommand.describe(result.grant, unit: result.status.unit)); \(MeterCommand.describe(result.status))"

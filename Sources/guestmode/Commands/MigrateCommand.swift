@@ -51,16 +51,17 @@ struct MigrateCommand: ParsableCommand {
             let output = global.output
             if dryRun {
                 let plan = try engine.planMigration(guest: guest, to: to, now: now)
-                if global.json { return try output.json(plan) }
-                output.line("plan: migrate \(guest) into \(to) (nothing changed)")
-                for step in plan.steps {
-                    let collections = step.collections.isEmpty ? "" : " [\(step.collections.joined(separator: ", "))]"
-                    output.line(
-                        "  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(counted(step.rows, "row"))"
-                    )
+                return try output.data(plan) {
+                    output.line("plan: migrate \(guest) into \(to) (nothing changed)")
+                    for step in plan.steps {
+                        let collections =
+                            step.collections.isEmpty ? "" : " [\(step.collections.joined(separator: ", "))]"
+                        output.line(
+                            "  step \(step.position)/\(plan.steps.count) \(step.name)\(collections): \(counted(step.rows, "row"))"
+                        )
+                    }
+                    for conflict in plan.conflicts { output.line("  conflict \(ConflictText.describe(conflict))") }
                 }
-                for conflict in plan.conflicts { output.line("  conflict \(ConflictText.describe(conflict))") }
-                return
             }
             SafetyBackup.removeAbandoned(directory: backupDirectory, global: global)
             let progress = Progress("migrate", unit: "steps", global: global)
@@ -70,15 +71,12 @@ struct MigrateCommand: ParsableCommand {
                     let path = try SafetyBackup.take(
                         engine: engine, users: users, directory: backupDirectory, label: "migrate", global: global,
                         now: now)
-                    if !global.json { output.note("backup of \(users.joined(separator: " and ")) written to \(path)") }
+                    output.aside("backup of \(users.joined(separator: " and ")) written to \(path)")
                     return path
                 },
                 progress: { step, total in
                     progress.update(done: step.position, total: total)
-                    // With --json the progress lines say it.
-                    if !global.json {
-                        output.note("step \(step.position)/\(total) \(step.name): \(counted(step.rows, "row")) moved")
-                    }
+                    output.aside("step \(step.position)/\(total) \(step.name): \(counted(step.rows, "row")) moved")
                 },
                 checkpoint: { checkpoint in
                     // Lets tests stop the process exactly where a crash would.
@@ -91,16 +89,17 @@ struct MigrateCommand: ParsableCommand {
                     if checkpoint == .backupTaken { FaultHooks.stopIfAsked(after: "migrate-backup") }
                 })
             progress.finish(done: report.journal.steps.count, total: report.journal.steps.count)
-            if global.json { return try output.json(report) }
-            if global.quiet { return }
-            output.line(
-                "migrated \(guest) into \(to) (journal #\(report.journal.id)\(report.isResumed ? ", resumed" : ""))")
-            if let backup = report.journal.backupPath { output.line("backup: \(backup)") }
-            for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
-            for limit in report.overCap {
+            try output.result(report) {
                 output.line(
-                    "over cap: \(limit.collection) \(limit.used ?? 0)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue); new records will be refused until under it"
+                    "migrated \(guest) into \(to) (journal #\(report.journal.id)\(report.isResumed ? ", resumed" : ""))"
                 )
+                if let backup = report.journal.backupPath { output.line("backup: \(backup)") }
+                for conflict in report.conflicts { output.line("conflict \(ConflictText.describe(conflict))") }
+                for limit in report.overCap {
+                    output.line(
+                        "over cap: \(limit.collection) \(limit.used ?? 0)/\(limit.cap ?? 0) for tier \(limit.tier.rawValue); new records will be refused until under it"
+                    )
+                }
             }
         }
     }
@@ -124,20 +123,21 @@ struct MigrateCommand: ParsableCommand {
 
         func run() throws {
             let report = try global.openEngine().adopt(user: user, now: try global.currentTime())
-            if global.json { return try global.output.json(report) }
-            let output = global.output
-            for (collection, count) in report.moved.sorted(by: { $0.key < $1.key }) {
-                output.line("adopted \(count) \(collection)")
-            }
-            if report.moved.isEmpty {
-                output.line(
-                    report.wasAlreadyAdopted
-                        ? "no new ownerless records to adopt; nothing changed" : "no ownerless records to adopt")
-            }
-            for collision in report.collisions {
-                output.line(
-                    "collision: \(collision.collection)/\(collision.key) → \(collision.keyAfter) already exists; left unadopted"
-                )
+            try global.output.data(report) {
+                let output = global.output
+                for (collection, count) in report.moved.sorted(by: { $0.key < $1.key }) {
+                    output.line("adopted \(count) \(collection)")
+                }
+                if report.moved.isEmpty {
+                    output.line(
+                        report.wasAlreadyAdopted
+                            ? "no new ownerless records to adopt; nothing changed" : "no ownerless records to adopt")
+                }
+                for collision in report.collisions {
+                    output.line(
+                        "collision: \(collision.collection)/\(collision.key) → \(collision.keyAfter) already exists; left unadopted"
+                    )
+                }
             }
         }
     }
@@ -177,7 +177,7 @@ struct MigrateCommand: ParsableCommand {
                     global.output.line("    \(step.position) \(step.name) \(step.status) \(counted(step.rows, "row"))")
                 }
             }
-            if journals.isEmpty && !global.quiet { global.output.note("no migrations") }
+            if journals.isEmpty { global.output.note("no migrations") }
         }
     }
 }

@@ -49,8 +49,7 @@ struct PlanCommand: ParsableCommand {
             let status = try global.openEngine().grantPlan(
                 user: user, plan: plan, trial: trial.flatMap(TimeSpan.init(parsing:)),
                 until: until.flatMap(Timestamp.parse), now: try global.currentTime())
-            if global.json { return try global.output.json(status) }
-            if !global.quiet { global.output.line("granted \(PlanCommand.describe(status))") }
+            try global.output.result(status, text: "granted \(PlanCommand.describe(status))")
         }
     }
 
@@ -64,8 +63,7 @@ struct PlanCommand: ParsableCommand {
 
         func run() throws {
             let status = try global.openEngine().revokePlan(user: user, plan: plan, now: try global.currentTime())
-            if global.json { return try global.output.json(status) }
-            if !global.quiet { global.output.line("revoked \(PlanCommand.describe(status))") }
+            try global.output.result(status, text: "revoked \(PlanCommand.describe(status))")
         }
     }
 
@@ -93,7 +91,7 @@ struct PlanCommand: ParsableCommand {
             }
             struct Report: Encodable { var user: String; var tier: TierLevel; var plans: [PlanStatus] }
             let report = Report(user: user, tier: try engine.tier(user: user, now: now), plans: plans)
-            if listing.resolved(global) == .table && !global.quiet {
+            if listing.resolved(global) == .table {
                 global.output.note("tier \(report.tier.rawValue)")
             }
             try listing.render(

@@ -48,8 +48,9 @@ struct ProfileCommand: ParsableCommand {
             } else {
                 resolved = try global.openEngine().profile
             }
-            if global.json { return global.output.json(value: ProfileDocument.value(of: resolved)) }
-            ProfileSummary(profile: resolved, output: global.output).print()
+            global.output.data(value: ProfileDocument.value(of: resolved)) {
+                ProfileSummary(profile: resolved, output: global.output).print()
+            }
         }
     }
 
@@ -67,12 +68,10 @@ struct ProfileCommand: ParsableCommand {
 
         func run() throws {
             let source = try global.catalog().load(file)
-            if global.json {
-                struct Valid: Encodable { var valid = true; var profile: String; var version: Int; var file: String }
-                return try global.output.json(
-                    Valid(profile: source.profile.name, version: source.profile.version, file: source.origin))
-            }
-            if !global.quiet {
+            struct Valid: Encodable { var valid = true; var profile: String; var version: Int; var file: String }
+            try global.output.result(
+                Valid(profile: source.profile.name, version: source.profile.version, file: source.origin)
+            ) {
                 global.output.line("\(source.origin): valid profile \(source.profile.name) v\(source.profile.version)")
             }
         }
@@ -115,8 +114,7 @@ extension ProfileCommand {
                 return
             }
             let applied = try engine.applyProfileUpgrade(to: source, now: try global.currentTime())
-            if global.json { return try global.output.json(applied) }
-            if !global.quiet {
+            try global.output.result(applied) {
                 global.output.line("applied: the store is now at \(applied.profile) v\(applied.toVersion)")
             }
         }

@@ -46,27 +46,25 @@ struct PromptCommand: ParsableCommand {
             let output = global.output
             guard let offer = explanation.offer else {
                 let reason = explanation.quiet ?? .noEligibleRule
-                if global.json {
-                    try output.json(explanation)
-                } else if explain {
-                    printRules(explanation)
-                }
+                try output.data(explanation) { if explain { printRules(explanation) } }
                 throw GuestModeError(reason.code, "no prompt due for \(user): \(reason.explanation)")
             }
-            if global.json { return try output.json(explain ? AnyEncodable(explanation) : AnyEncodable(offer)) }
-            output.line("\(output.bold(offer.context))  \(offer.priority.rawValue)")
-            output.line(offer.content.title)
-            output.line(offer.content.message)
-            for benefit in offer.content.benefits { output.line("  - \(benefit)") }
-            output.line(
-                "[\(offer.content.primaryAction)]  [\(offer.content.secondaryAction)]  style: \(offer.content.style)")
-            for variant in offer.variants {
-                output.detail("experiment \(variant.experiment): variant \(variant.variant ?? "none")")
-            }
-            if explain {
-                output.line("")
-                output.line("decided by: \(offer.context)")
-                printRules(explanation)
+            try output.data(explain ? AnyEncodable(explanation) : AnyEncodable(offer)) {
+                output.line("\(output.bold(offer.context))  \(offer.priority.rawValue)")
+                output.line(offer.content.title)
+                output.line(offer.content.message)
+                for benefit in offer.content.benefits { output.line("  - \(benefit)") }
+                output.line(
+                    "[\(offer.content.primaryAction)]  [\(offer.content.secondaryAction)]  style: \(offer.content.style)"
+                )
+                for variant in offer.variants {
+                    output.detail("experiment \(variant.experiment): variant \(variant.variant ?? "none")")
+                }
+                if explain {
+                    output.line("")
+                    output.line("decided by: \(offer.context)")
+                    printRules(explanation)
+                }
             }
         }
 
@@ -74,7 +72,7 @@ struct PromptCommand: ParsableCommand {
         func printRules(_ explanation: PromptExplanation) {
             global.output.table(
                 explanation.rules.map { [$0.context, $0.priority.rawValue, $0.verdict, $0.message] },
-                header: global.quiet ? nil : ["CONTEXT", "PRIORITY", "VERDICT", "REASON"])
+                header: ["CONTEXT", "PRIORITY", "VERDICT", "REASON"])
         }
     }
 
@@ -98,12 +96,12 @@ struct PromptCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let result = try engine.resetPrompts(user: user, now: try global.currentTime())
-            if global.json { return try global.output.json(result) }
-            if global.quiet { return }
-            global.output.line(
-                result.wasReset
-                    ? "reset prompts for \(user): \"never\" undone; prompt state \(result.promptState.rawValue)"
-                    : "\(user) had not said never; prompt state \(result.promptState.rawValue) unchanged")
+            try global.output.result(result) {
+                global.output.line(
+                    result.wasReset
+                        ? "reset prompts for \(user): \"never\" undone; prompt state \(result.promptState.rawValue)"
+                        : "\(user) had not said never; prompt state \(result.promptState.rawValue) unchanged")
+            }
         }
     }
 
@@ -147,17 +145,12 @@ struct PromptCommand: ParsableCommand {
             if let from {
                 let records = try PromptRecord.parseLog(try readInput(from), origin: from == "-" ? "stdin" : from)
                 let count = try engine.recordPrompts(records)
-                if global.json {
-                    struct Recorded: Encodable { var recorded: Int }
-                    return try global.output.json(Recorded(recorded: count))
-                }
-                if !global.quiet { global.output.line("recorded \(count) prompt outcomes") }
-                return
+                struct Recorded: Encodable { var recorded: Int }
+                return try global.output.result(Recorded(recorded: count), text: "recorded \(count) prompt outcomes")
             }
             guard let user, let context, let outcome else { return }
             let recorded = try engine.recordPrompt(outcome, context: context, user: user, now: try global.currentTime())
-            if global.json { return try global.output.json(recorded) }
-            if !global.quiet {
+            try global.output.result(recorded) {
                 global.output.line(
                     "recorded \(outcome.rawValue) of \(context) for \(user); prompt state \(recorded.promptState.rawValue)"
                 )
@@ -179,7 +172,7 @@ struct PromptCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let history = try engine.promptHistory(user: user)
-            if listing.resolved(global) == .table && !global.quiet {
+            if listing.resolved(global) == .table {
                 global.output.note("prompt state: \(history.promptState.rawValue)")
             }
             try listing.render(

@@ -11,7 +11,7 @@ struct RecordCommand: ParsableCommand {
             guest or 11 (needs-premium) for a free account, as the profile's tier declares. Replacing an \
             existing key never counts against the cap.
             """,
-        subcommands: [Put.self, PutOwnerless.self, Get.self, List.self, Delete.self]
+        subcommands: [Put.self, PutOwnerless.self, Load.self, Get.self, List.self, Delete.self]
     )
 
     struct Put: ParsableCommand {
@@ -20,23 +20,19 @@ struct RecordCommand: ParsableCommand {
 
         @OptionGroup var global: GlobalOptions
 
-        // USER COLLECTION KEY as in get and delete; none with --from.
+        // USER COLLECTION KEY as in get and delete; none with the deprecated --from.
         @Argument(help: "The user id.") var user: String?
         @Argument(help: "The collection.") var collection: String?
         @Argument(help: "The record key.") var key: String?
 
         @OptionGroup var document: RecordDocument
 
-        @Option(
-            help: ArgumentHelp(
-                "Load many records from NDJSON, one {\"user_id\",\"collection\",\"key\",\"data\"} a line; - reads standard input. All or nothing.",
-                valueName: "file"))
+        // `record load` before it had its name; still taken so scripts keep working, and said so.
+        @Option(help: ArgumentHelp("Deprecated: 'record load FILE'.", valueName: "file", visibility: .hidden))
         var from: String?
 
         @Option(
-            help: ArgumentHelp(
-                "With --from: what an existing key gets: replace (the default), skip, or fail (nothing is stored).",
-                valueName: "policy"))
+            help: ArgumentHelp("Deprecated: 'record load --on-conflict'.", valueName: "policy", visibility: .hidden))
         var onConflict: RecordConflictPolicy?
 
         func validate() throws {
@@ -50,7 +46,7 @@ struct RecordCommand: ParsableCommand {
             try document.requireOne()
             if user == nil || collection == nil || key == nil {
                 throw ValidationError(
-                    "give USER COLLECTION KEY (or --from FILE; 'record put-ownerless COLLECTION KEY' writes a record no user owns yet)"
+                    "give USER COLLECTION KEY ('record load FILE' loads many; 'record put-ownerless COLLECTION KEY' writes a record no user owns yet)"
                 )
             }
         }
@@ -58,33 +54,15 @@ struct RecordCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let now = try global.currentTime()
-            if let from { return try load(from, engine: engine, now: now) }
+            if let from {
+                global.output.aside("guestmode: 'record put --from' is deprecated; use 'record load \(from)'")
+                return try Load.load(from, onConflict: onConflict, engine: engine, now: now, global: global)
+            }
             guard let user, let collection, let key else { return }
             let result = try engine.putRecord(
                 user: user, collection: collection, key: key, jsonBytes: try document.bytes(), now: now)
             if global.json { try global.output.json(result) }
             try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: key, global: global)
-        }
-
-        /// `--from`: standard input is spooled to a file first, so a store
-        /// that runs the transaction again reads the same lines.
-        private func load(_ source: String, engine: GuestMode, now: Date) throws {
-            var spool: URL?
-            defer { if let spool { unlink(spool.path) } }
-            if source == "-" {
-                spool = URL(fileURLWithPath: try StandardStream.spoolStandardInput(suffix: ".ndjson"))
-            } else if !FileManager.default.fileExists(atPath: source) {
-                throw GuestModeError(.fileNotFound, "no file '\(source)'")
-            }
-            let report = try engine.putRecords(
-                from: spool ?? URL(fileURLWithPath: source), label: source == "-" ? "<stdin>" : source,
-                onConflict: onConflict ?? .replace, now: now)
-            if global.json { return try global.output.json(report) }
-            if !global.quiet {
-                global.output.line(
-                    "\(counted(report.lines, "line")): \(report.added) added, \(report.replaced) replaced, \(report.skipped) skipped, \(report.unchanged) unchanged"
-                )
-            }
         }
     }
 
@@ -109,9 +87,56 @@ struct RecordCommand: ParsableCommand {
         func run() throws {
             let result = try global.openEngine().putOwnerlessRecord(
                 collection: collection, key: key, jsonBytes: try document.bytes(), now: try global.currentTime())
-            if global.json { return try global.output.json(result) }
-            if !global.quiet {
+            try global.output.result(result) {
                 global.output.line("\(result.isReplacement ? "replaced" : "stored") ownerless \(collection)/\(key)")
+            }
+        }
+    }
+
+    struct Load: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "load", abstract: "Store many records from NDJSON, all or nothing, enforcing each user's caps."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(
+            help: ArgumentHelp(
+                "NDJSON, one {\"user_id\",\"collection\",\"key\",\"data\"} a line; - reads standard input.",
+                valueName: "file"))
+        var file: String
+
+        @Option(
+            help: ArgumentHelp(
+                "What an existing key gets: replace (the default), skip, or fail (nothing is stored).",
+                valueName: "policy"))
+        var onConflict: RecordConflictPolicy?
+
+        func run() throws {
+            try Load.load(
+                file, onConflict: onConflict, engine: try global.openEngine(), now: try global.currentTime(),
+                global: global)
+        }
+
+        /// Standard input is spooled to a file first, so a store that runs the
+        /// transaction again reads the same lines.
+        static func load(
+            _ source: String, onConflict: RecordConflictPolicy?, engine: GuestMode, now: Date, global: GlobalOptions
+        ) throws {
+            var spool: URL?
+            defer { if let spool { unlink(spool.path) } }
+            if source == "-" {
+                spool = URL(fileURLWithPath: try StandardStream.spoolStandardInput(suffix: ".ndjson"))
+            } else if !FileManager.default.fileExists(atPath: source) {
+                throw GuestModeError(.fileNotFound, "no file '\(source)'")
+            }
+            let report = try engine.putRecords(
+                from: spool ?? URL(fileURLWithPath: source), label: source == "-" ? "<stdin>" : source,
+                onConflict: onConflict ?? .replace, now: now)
+            try global.output.result(report) {
+                global.output.line(
+                    "\(counted(report.lines, "line")): \(report.added) added, \(report.replaced) replaced, \(report.skipped) skipped, \(report.unchanged) unchanged"
+                )
             }
         }
     }
@@ -126,8 +151,9 @@ struct RecordCommand: ParsableCommand {
         func run() throws {
             let stored = try global.openEngine().record(
                 user: record.user, collection: record.collection, key: record.key)
-            if global.json { return try global.output.json(stored) }
-            global.output.line(stored.data)
+            try global.output.data(stored) {
+                global.output.line(stored.data)
+            }
         }
     }
 
@@ -160,11 +186,9 @@ struct RecordCommand: ParsableCommand {
         func run() throws {
             try global.openEngine().deleteRecord(
                 user: record.user, collection: record.collection, key: record.key, now: try global.currentTime())
-            if global.json {
-                return try global.output.json(
-                    RecordDeletion(userId: record.user, collection: record.collection, key: record.key))
-            }
-            if !global.quiet { global.output.line("deleted \(record.collection)/\(record.key)") }
+            try global.output.result(
+                RecordDeletion(userId: record.user, collection: record.collection, key: record.key),
+                text: "deleted \(record.collection)/\(record.key)")
         }
     }
 }
@@ -179,7 +203,7 @@ struct RecordDocument: ParsableArguments {
 
     var isGiven: Bool { data != nil || file != nil }
 
-    /// Not `validate()`, which ArgumentParser would run for every put: `record put --from` takes neither.
+    /// Not `validate()`, which ArgumentParser would run for every put: the deprecated `--from` takes neither.
     func requireOne() throws {
         if (data == nil) == (file == nil) { throw ValidationError("give exactly one of --data and --file") }
     }

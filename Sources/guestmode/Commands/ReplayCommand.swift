@@ -64,23 +64,25 @@ struct ReplayCommand: ParsableCommand {
         }
         let sink = try DecisionSink(path: decisions, output: output, listing: !global.json && !global.quiet)
         let summary = try GuestMode.replay(
-            log: URL(fileURLWithPath: log), label: file == "-" ? "<stdin>" : file, profileText: text, origin: origin, now: try global.currentTime(),
+            log: URL(fileURLWithPath: log), label: file == "-" ? "<stdin>" : file, profileText: text, origin: origin,
+            now: try global.currentTime(),
             scratchStore: SQLiteStore.inMemory, onDecision: sink.write)
         try sink.finish()
-        if global.json { return try output.json(summary) }
-        if !global.quiet && sink.isListing { output.line() }
-        output.line(
-            "replayed \(counted(summary.events, "event"))"
-                + (summary.records > 0 ? ", \(counted(summary.records, "record put"))" : "")
-                + (summary.meterUses > 0 ? ", \(counted(summary.meterUses, "meter use"))" : "")
-                + (summary.planChanges > 0 ? ", \(counted(summary.planChanges, "plan change"))" : "")
-                + (summary.links > 0 ? ", \(counted(summary.links, "link"))" : "")
-                + " of \(counted(summary.users, "user")) under profile \(summary.profile): "
-                + "\(summary.promptsShown) prompts shown"
-                + (summary.duplicates > 0 ? ", \(summary.duplicates) duplicate events skipped" : ""))
-        if global.quiet { return }
-        output.line()
-        output.table(PromptsReportTable.rows(summary.prompts), header: PromptsReportTable.header)
+        try output.data(summary) {
+            if sink.isListing { output.line() }
+            output.line(
+                "replayed \(counted(summary.events, "event"))"
+                    + (summary.records > 0 ? ", \(counted(summary.records, "record put"))" : "")
+                    + (summary.meterUses > 0 ? ", \(counted(summary.meterUses, "meter use"))" : "")
+                    + (summary.planChanges > 0 ? ", \(counted(summary.planChanges, "plan change"))" : "")
+                    + (summary.links > 0 ? ", \(counted(summary.links, "link"))" : "")
+                    + " of \(counted(summary.users, "user")) under profile \(summary.profile): "
+                    + "\(summary.promptsShown) prompts shown"
+                    + (summary.duplicates > 0 ? ", \(summary.duplicates) duplicate events skipped" : ""))
+            if global.quiet { return }
+            output.line()
+            output.table(PromptsReportTable.rows(summary.prompts), header: PromptsReportTable.header)
+        }
     }
 }
 

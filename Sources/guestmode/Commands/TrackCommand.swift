@@ -27,10 +27,8 @@ struct TrackCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("How many times the action happened.", valueName: "n"))
     var count = 1
 
-    @Option(
-        name: .customLong("id"), help: ArgumentHelp("An idempotency key: a repeated key counts once.", valueName: "key")
-    )
-    var idempotencyKey: String?
+    @Option(help: ArgumentHelp("An idempotency key: a repeated key counts once.", valueName: "key"))
+    var id: String?
 
     @Option(
         name: .customLong("prop"), help: ArgumentHelp("A property of the event (repeatable).", valueName: "name=value"))
@@ -74,14 +72,14 @@ struct TrackCommand: ParsableCommand {
             propertyMap[String(parts[0])] = .string(parts.count > 1 ? String(parts[1]) : "")
         }
         let event = TrackedEvent(
-            user: user, action: action, at: now, count: count, idempotencyKey: idempotencyKey, properties: propertyMap)
+            user: user, action: action, at: now, count: count, idempotencyKey: id, properties: propertyMap)
         let result = try engine.track(event, now: now)
-        if global.json { return try global.output.json(result) }
-        if global.quiet { return }
-        global.output.line(
-            result.isCounted
-                ? "\(result.action) \(result.total)"
-                : "\(result.action) \(result.total) (already counted: id \(idempotencyKey ?? ""))")
+        try global.output.result(result) {
+            global.output.line(
+                result.isCounted
+                    ? "\(result.action) \(result.total)"
+                    : "\(result.action) \(result.total) (already counted: id \(id ?? ""))")
+        }
     }
 
     private func ingest(_ source: String, engine: GuestMode, now: Date) throws {
@@ -103,9 +101,7 @@ struct TrackCommand: ParsableCommand {
             FileHandle.standardError.write(
                 Data("\(label): … and \(report.problems.count - 100) more invalid lines\n".utf8))
         }
-        if global.json {
-            try output.json(report)
-        } else if !global.quiet {
+        try output.result(report) {
             output.line(
                 "\(counted(report.lines, "line")): \(report.applied) applied, \(report.duplicates) already counted, \(report.problems.count) invalid, \(counted(report.usersCreated, "user")) created"
             )

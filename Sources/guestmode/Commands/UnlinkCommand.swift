@@ -17,12 +17,10 @@ struct UnlinkCommand: ParsableCommand {
 
     func run() throws {
         let updated = try global.openEngine().unlink(user: user, provider: provider, now: try global.currentTime())
-        if global.json {
-            return try global.output.json(
-                IdentityChange(
-                    userId: user, action: "unlink", provider: provider, subject: nil, changed: true,
-                    state: updated.state, removedAnonymousCredentials: false))
-        }
-        if !global.quiet { global.output.line("unlinked \(provider) from \(user); now \(updated.state.rawValue)") }
+        try global.output.result(
+            IdentityChange(
+                userId: user, action: "unlink", provider: provider, subject: nil, changed: true,
+                state: updated.state, removedAnonymousCredentials: false),
+            text: "unlinked \(provider) from \(user); now \(updated.state.rawValue)")
     }
 }

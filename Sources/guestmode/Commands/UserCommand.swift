@@ -75,28 +75,30 @@ struct UserCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let details = try engine.details(user: user, now: try global.currentTime())
-            if global.json { return try global.output.json(details) }
-            let output = global.output
-            output.line(output.bold(details.user.id))
-            output.line(
-                "state:       \(details.user.state.rawValue) (tier \(details.tier.rawValue), prompts \(details.user.promptState))"
-            )
-            output.line("first seen:  \(Timestamp.format(details.user.firstSeenAt))")
-            output.line("last seen:   \(Timestamp.format(details.user.lastSeenAt))")
-            if let device = details.user.device { output.line("device:      \(device)") }
-            for identity in details.identities {
+            try global.output.data(details) {
+                let output = global.output
+                output.line(output.bold(details.user.id))
                 output.line(
-                    "identity:    \(identity.provider) \(identity.subject)\(identity.email.map { " <\($0)>" } ?? "")")
+                    "state:       \(details.user.state.rawValue) (tier \(details.tier.rawValue), prompts \(details.user.promptState))"
+                )
+                output.line("first seen:  \(Timestamp.format(details.user.firstSeenAt))")
+                output.line("last seen:   \(Timestamp.format(details.user.lastSeenAt))")
+                if let device = details.user.device { output.line("device:      \(device)") }
+                for identity in details.identities {
+                    output.line(
+                        "identity:    \(identity.provider) \(identity.subject)\(identity.email.map { " <\($0)>" } ?? "")"
+                    )
+                }
+                if details.hasAnonymousCredentials { output.line("credentials: legacy anonymous username kept") }
+                for (action, total) in details.counters.sorted(by: { $0.key < $1.key }) {
+                    output.line("counter:     \(action) \(total)")
+                }
+                for (collection, count) in details.records.sorted(by: { $0.key < $1.key }) {
+                    output.line("records:     \(collection) \(count)")
+                }
+                for meter in details.meters { output.line("meter:       \(MeterCommand.describe(meter))") }
+                for plan in details.plans { output.line("plan:        \(PlanCommand.describe(plan))") }
             }
-            if details.hasAnonymousCredentials { output.line("credentials: legacy anonymous username kept") }
-            for (action, total) in details.counters.sorted(by: { $0.key < $1.key }) {
-                output.line("counter:     \(action) \(total)")
-            }
-            for (collection, count) in details.records.sorted(by: { $0.key < $1.key }) {
-                output.line("records:     \(collection) \(count)")
-            }
-            for meter in details.meters { output.line("meter:       \(MeterCommand.describe(meter))") }
-            for plan in details.plans { output.line("plan:        \(PlanCommand.describe(plan))") }
         }
     }
 
@@ -119,11 +121,8 @@ struct UserCommand: ParsableCommand {
 
         func run() throws {
             try global.openEngine().deleteUser(user, now: try global.currentTime())
-            if global.json {
-                struct Deleted: Encodable { var userId: String; var deleted = true }
-                return try global.output.json(Deleted(userId: user))
-            }
-            if !global.quiet { global.output.line("deleted \(user)") }
+            struct Deleted: Encodable { var userId: String; var deleted = true }
+            try global.output.result(Deleted(userId: user), text: "deleted \(user)")
         }
     }
 
@@ -162,16 +161,17 @@ struct UserCommand: ParsableCommand {
             let now = try global.currentTime()
             let since = try self.since.map { try GlobalOptions.time($0, what: "--since", clock: now) }
             let events = try engine.events(user: user, matching: EventQuery(action: action, since: since, limit: limit))
-            if global.json { return try global.output.json(events) }
-            global.output.table(
-                events.map { event in
-                    [
-                        String(event.id), Timestamp.format(event.at), event.action, String(event.count),
-                        event.properties.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.text)" }
-                            .joined(separator: " "),
-                    ]
-                },
-                header: ["ID", "AT", "ACTION", "COUNT", "PROPERTIES"])
+            try global.output.data(events) {
+                global.output.table(
+                    events.map { event in
+                        [
+                            String(event.id), Timestamp.format(event.at), event.action, String(event.count),
+                            event.properties.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.text)" }
+                                .joined(separator: " "),
+                        ]
+                    },
+                    header: ["ID", "AT", "ACTION", "COUNT", "PROPERTIES"])
+            }
         }
     }
 
@@ -259,7 +259,8 @@ struct UserCommand: ParsableCommand {
                 pending = ""
             }
             func append(_ candidate: PurgeCandidate) throws {
-                pending += (isFirstInSection ? "\n    " : ",\n    ") + (try JSONDocument.encode(candidate, pretty: false))
+                pending +=
+                    (isFirstInSection ? "\n    " : ",\n    ") + (try JSONDocument.encode(candidate, pretty: false))
                 isFirstInSection = false
                 flush()
             }

@@ -75,19 +75,19 @@ extension UserCommand {
                 from: users.url, label: users.label, identities: identityFile?.url,
                 identitiesLabel: identityFile?.label, format: format, dryRun: dryRun, now: try global.currentTime(),
                 // With --json, standard error holds only the error document, which names the first problem.
-                problem: { if !global.json { FileHandle.standardError.write(Data("guestmode: \($0)\n".utf8)) } },
+                problem: { [output = global.output] in output.problem("guestmode: \($0)") },
                 progress: { progress.update(done: $0, total: nil) })
             progress.finish(done: report.accounts)
-            if global.json { return try global.output.json(report) }
-            guard !global.quiet else { return }
-            let verb = dryRun ? "would import" : "imported"
-            global.output.line(
-                "\(counted(report.accounts, "account")) read: \(verb) \(counted(report.usersCreated, "user")) (\(report.anonymous) anonymous, \(report.linked) linked, \(counted(report.identities, "identity", "identities"))), \(report.unchanged) already there unchanged"
-            )
-            if report.passwordHashesSkipped > 0 {
-                global.output.note(
-                    "\(counted(report.passwordHashesSkipped, "password hash", "password hashes")) left out: guestmode never imports password hashes or tokens"
+            try global.output.result(report) {
+                let verb = dryRun ? "would import" : "imported"
+                global.output.line(
+                    "\(counted(report.accounts, "account")) read: \(verb) \(counted(report.usersCreated, "user")) (\(report.anonymous) anonymous, \(report.linked) linked, \(counted(report.identities, "identity", "identities"))), \(report.unchanged) already there unchanged"
                 )
+                if report.passwordHashesSkipped > 0 {
+                    global.output.note(
+                        "\(counted(report.passwordHashesSkipped, "password hash", "password hashes")) left out: guestmode never imports password hashes or tokens"
+                    )
+                }
             }
         }
     }

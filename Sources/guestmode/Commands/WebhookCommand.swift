@@ -58,7 +58,7 @@ struct WebhookCommand: ParsableCommand {
         func run() throws {
             let queues = try global.openEngine().webhookQueues()
             if queues.isEmpty && listing.resolved(global) == .table {
-                if !global.quiet { global.output.note("the profile has no webhook endpoints") }
+                global.output.note("the profile has no webhook endpoints")
                 return
             }
             try listing.render(
@@ -77,7 +77,8 @@ struct WebhookCommand: ParsableCommand {
     struct Events: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "events", abstract: "List deliveries in the webhook outbox, oldest first.",
-            discussion: "Examples:\n  guestmode webhook events --user USER\n  guestmode webhook events --status held --json")
+            discussion:
+                "Examples:\n  guestmode webhook events --user USER\n  guestmode webhook events --status held --json")
 
         @OptionGroup var global: GlobalOptions
         @OptionGroup var listing: ListingOptions
@@ -91,7 +92,7 @@ struct WebhookCommand: ParsableCommand {
         func run() throws {
             let deliveries = try global.openEngine().webhookDeliveries(user: user, status: status)
             if deliveries.isEmpty && listing.resolved(global) == .table {
-                if !global.quiet { global.output.note("no webhook deliveries") }
+                global.output.note("no webhook deliveries")
                 return
             }
             try listing.render(
@@ -141,15 +142,16 @@ struct WebhookCommand: ParsableCommand {
                     progress.update(done: attempts, total: nil)
                     if let failure {
                         output.detail(
-                            "delivery \(delivery.deliveryId) to \(delivery.endpoint) failed (attempt \(settled.attempts)): \(failure)")
+                            "delivery \(delivery.deliveryId) to \(delivery.endpoint) failed (attempt \(settled.attempts)): \(failure)"
+                        )
                     }
                 })
             progress.finish()
-            if global.json {
-                try output.json(report)
-            } else if !global.quiet {
+            try output.result(report) {
                 for item in report.delivered {
-                    output.line("delivered \(item.eventId) \(item.type) of \(item.userId) to \(item.endpoint) (HTTP \(item.status))")
+                    output.line(
+                        "delivered \(item.eventId) \(item.type) of \(item.userId) to \(item.endpoint) (HTTP \(item.status))"
+                    )
                 }
                 for item in report.failed {
                     let next = item.isHeld ? "held" : "next at \(item.nextAttemptAt ?? "now")"
@@ -191,11 +193,11 @@ struct WebhookCommand: ParsableCommand {
         func run() throws {
             let retried = try global.openEngine().retryWebhooks(id: allHeld ? nil : id)
             let output = global.output
-            if global.json {
-                try output.json(WebhookRetryReport(retried: retried))
-            } else if !global.quiet {
+            try output.result(WebhookRetryReport(retried: retried)) {
                 for delivery in retried {
-                    output.line("queued \(delivery.deliveryId) (\(delivery.type) of \(delivery.userId) to \(delivery.endpoint))")
+                    output.line(
+                        "queued \(delivery.deliveryId) (\(delivery.type) of \(delivery.userId) to \(delivery.endpoint))"
+                    )
                 }
                 if retried.isEmpty { output.note("no held deliveries") }
             }
@@ -223,9 +225,7 @@ struct WebhookCommand: ParsableCommand {
             let sent = try timeout.sender(for: engine).ping(endpoint: endpoint, now: try global.currentTime())
             let result = WebhookTestReport(
                 endpoint: endpoint, eventId: sent.event, status: sent.answer.status, isDelivered: sent.answer.isSuccess)
-            if global.json {
-                try global.output.json(result)
-            } else if !global.quiet {
+            try global.output.result(result) {
                 global.output.line("ping \(sent.event) to \(endpoint): HTTP \(sent.answer.status)")
             }
             guard sent.answer.isSuccess else {

@@ -30,6 +30,45 @@ struct Output {
         FileHandle.standardError.write(Data(("guestmode: \(text)\n").utf8))
     }
 
+    /// What a command prints when it is done, decided here once for every command: its JSON document
+    /// with --json; else `text`, a line for people, which --quiet leaves out.
+    func result<Document: Encodable>(_ document: Document, text: @autoclosure () -> String) throws {
+        try result(document) { line(text()) }
+    }
+
+    /// `result(_:text:)` for text that is more than one line (a table, a summary with notes).
+    func result<Document: Encodable>(_ document: Document, print: () throws -> Void) throws {
+        if isJSON { return try json(document) }
+        if !isQuiet { try print() }
+    }
+
+    /// A line for people on stdout that the JSON document already says; --quiet leaves it out.
+    func say(_ text: String) {
+        if !isJSON && !isQuiet { line(text) }
+    }
+
+    /// A note for people (`note`) that the JSON document, or its progress lines, already says.
+    func aside(_ text: String) {
+        if !isJSON { note(text) }
+    }
+
+    /// A diagnostic that the JSON document already carries: on stderr without --json, even with --quiet.
+    func problem(_ text: String) {
+        if !isJSON { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+    }
+
+    /// A result that is data (a record, a secret, a listing): printed with --quiet too.
+    func data<Document: Encodable>(_ document: Document, print: () throws -> Void) throws {
+        if isJSON { return try json(document) }
+        try print()
+    }
+
+    /// `data(_:print:)` for a document built as a JSON tree.
+    func data(value document: @autoclosure () -> JSONValue, print: () throws -> Void) rethrows {
+        if isJSON { return json(value: document()) }
+        try print()
+    }
+
     func json<T: Encodable>(_ value: T) throws {
         line(try Output.encode(value))
     }

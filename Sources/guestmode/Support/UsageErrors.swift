@@ -9,30 +9,19 @@ enum UsageErrors {
     /// The names of the commands `arguments` starts with (`["backup", "key", "import"]`), the global
     /// options that may come before or between them skipped.
     static func commandPath(_ arguments: [String]) -> [String] {
-        var command: any ParsableCommand.Type = Guestmode.self
+        var command: any ParsableCommand.Type = GuestmodeCommand.self
         var path: [String] = []
         for argument in words(arguments) {
             guard
                 let next = command.configuration.subcommands.first(where: {
-                    $0._commandName == argument || $0.configuration.aliases.contains(argument)
+                    $0.configuration.commandName == argument || $0.configuration.aliases.contains(argument)
                 })
             else { break }
-            path.append(next._commandName)
+            // Every command names itself in its configuration (RepeatedOptionTests checks each).
+            path.append(next.configuration.commandName ?? "")
             command = next
         }
         return path
-    }
-
-    /// The names leading to a parsed command's type (a default subcommand included).
-    static func commandPath(of type: any ParsableCommand.Type) -> [String]? {
-        func search(_ command: any ParsableCommand.Type, _ path: [String]) -> [String]? {
-            if ObjectIdentifier(command) == ObjectIdentifier(type) { return path }
-            for subcommand in command.configuration.subcommands {
-                if let found = search(subcommand, path + [subcommand._commandName]) { return found }
-            }
-            return nil
-        }
-        return search(Guestmode.self, [])
     }
 
     /// The arguments up to `--` without the global options and their values (`--store s.sqlite
@@ -70,59 +59,69 @@ enum UsageErrors {
 
     /// Refuses a single-value option given more than once (`--now a --now b`),
     /// which ArgumentParser would settle silently by keeping the last. Which
-    /// options take one value is read from the command's own definition (the
-    /// description ArgumentParser dumps for `--experimental-dump-help`), so
-    /// every option of every command is covered without a list to keep.
+    /// options take one value is read from the command's own declarations
+    /// (`singleValueOptions(of:)`), so every option of every command is covered
+    /// without a list to keep.
     static func refuseRepeatedOptions(_ arguments: [String], command: any ParsableCommand) throws {
         var occurrences: [String: Int] = [:]
         for argument in arguments.prefix(while: { $0 != "--" }) where argument.hasPrefix("-") && argument != "-" {
             let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
             occurrences[name, default: 0] += 1
         }
-        guard occurrences.values.contains(where: { $0 > 1 }),
-            let path = commandPath(of: type(of: command))
-        else { return }
-        for option in try singleValueOptions(path) {
-            let given = option.filter { occurrences[$0] != nil }
-            let times = given.map { occurrences[$0] ?? 0 }.reduce(0, +)
-            if times > 1 {
-                let names = given.joined(separator: " and ")
-                throw ValidationError("\(names) takes one value but is given \(times) times")
+        guard occurrences.values.contains(where: { $0 > 1 }) else { return }
+        for name in singleValueOptions(of: type(of: command)) {
+            if let times = occurrences[name], times > 1 {
+                throw ValidationError("\(name) takes one value but is given \(times) times")
             }
         }
     }
 
-    /// Each single-value option of the command at `path`, as its spellings (`["-n", "--count"]`).
-    static func singleValueOptions(_ path: [String]) throws -> [[String]] {
-        let dump: String
-        do {
-            _ = try Guestmode.parseAsRoot(path + ["--experimental-dump-help"])
-            return []
-        } catch {
-            dump = Guestmode.fullMessage(for: error)
-        }
-        guard let document = try? JSONSerialization.jsonObject(with: Data(dump.utf8)) as? [String: Any],
-            let command = document["command"] as? [String: Any],
-            let arguments = command["arguments"] as? [[String: Any]]
-        else { return [] }
-        return arguments.compactMap { argument in
-            guard argument["kind"] as? String == "option", argument["isRepeating"] as? Bool != true,
-                let names = argument["names"] as? [[String: Any]]
-            else { return nil }
-            return names.compactMap { name in
-                guard let text = name["name"] as? String else { return nil }
-                return (name["kind"] as? String == "long" ? "--" : "-") + text
+    /// The long names of the command's options that take one value (`--store`, `--now`, `--count`),
+    /// its option groups' included. Mirror shows each `@Option` and `@OptionGroup` declared (as
+    /// `_name`) with its value type; the name is ArgumentParser's default spelling of the
+    /// property's, which is why guestmode declares no option under a custom name
+    /// (RepeatedOptionTests holds every command's list to ArgumentParser's own description).
+    static func singleValueOptions(of type: any ParsableArguments.Type) -> [String] {
+        Mirror(reflecting: type.init()).children.flatMap { child -> [String] in
+            guard let label = child.label, label.hasPrefix("_") else { return [] }
+            switch Swift.type(of: child.value) {
+            case let option as any OptionDeclaration.Type:
+                return option.takesOneValue ? ["--" + optionName(String(label.dropFirst()))] : []
+            case let group as any OptionGroupDeclaration.Type:
+                return singleValueOptions(of: group.arguments)
+            default:
+                return []
             }
         }
+    }
+
+    /// `toSchema` → `to-schema`, `userID` → `user-id`: ArgumentParser's default long name of a property.
+    static func optionName(_ property: String) -> String {
+        let characters = Array(property)
+        var name = ""
+        var separatesOnUppercase = true
+        for (index, character) in characters.enumerated() {
+            if character.isUppercase {
+                if separatesOnUppercase && !name.isEmpty { name += "-" }
+                // "URLSession": the L starts a word, as the next letter is lowercase.
+                separatesOnUppercase =
+                    index + 2 < characters.count && characters[index + 1].isUppercase
+                    && characters[index + 2].isLowercase
+            } else {
+                separatesOnUppercase = character != "-"
+            }
+            name += character.lowercased()
+        }
+        return name
     }
 
     /// Reports a failure raised by ArgumentParser or by the checks above and
     /// returns the exit status. Help and version requests print as usual.
     static func reportFailure(_ error: Error, arguments: [String], isJSON: Bool) -> Int32 {
-        let status = Guestmode.exitCode(for: error)
-        if status == .success { Guestmode.exit(withError: error) }
+        let status = GuestmodeCommand.exitCode(for: error)
+        if status == .success { GuestmodeCommand.exit(withError: error) }
         if let exit = error as? ExitCode { return exit.rawValue }
-        let lines = Guestmode.message(for: error).split(whereSeparator: \.isNewline)
+        let lines = GuestmodeCommand.message(for: error).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("Usage:") && !$0.hasPrefix("See '") && !$0.hasPrefix("Help:") }
         var what = lines.joined(separator: " ")
@@ -137,8 +136,34 @@ enum UsageErrors {
         return report(failure, isJSON: isJSON)
     }
 
-    /// Whether `error` is ArgumentParser's (a parse failure, a help request, a `ValidationError`).
-    static func isArgumentParserError(_ error: Error) -> Bool {
-        String(reflecting: type(of: error)).hasPrefix("ArgumentParser.")
+    /// Whether `error` is the command line's (a `ValidationError` or a help request, which
+    /// ArgumentParser answers with 64 or 0) rather than a failure of the work.
+    static func isUsageFailure(_ error: Error) -> Bool {
+        guard !(error is ExitCode) else { return false }
+        let status = GuestmodeCommand.exitCode(for: error)
+        return status == .validationFailure || status == .success
     }
+}
+
+/// An `@Option` as `Mirror` shows it.
+protocol OptionDeclaration {
+    static var takesOneValue: Bool { get }
+}
+
+extension Option: OptionDeclaration {
+    static var takesOneValue: Bool { !(Value.self is any RepeatingValue.Type) }
+}
+
+/// A value an option collects from each time it is given.
+protocol RepeatingValue {}
+extension Array: RepeatingValue {}
+extension Optional: RepeatingValue where Wrapped: RepeatingValue {}
+
+/// An `@OptionGroup` as `Mirror` shows it.
+protocol OptionGroupDeclaration {
+    static var arguments: any ParsableArguments.Type { get }
+}
+
+extension OptionGroup: OptionGroupDeclaration {
+    static var arguments: any ParsableArguments.Type { Value.self }
 }

@@ -68,7 +68,7 @@ enum TourWalks {
                 #"{"user_id": "$guest", "collection": "subscriptions", "key": "spotify", "data": {"price": 11.99}}"#,
             ], note: "records exported from the app's old backend")
         try tour.run(
-            "guestmode record put --from subscriptions.ndjson", showing: ["2 added"],
+            "guestmode record load subscriptions.ndjson", showing: ["2 added"],
             note: "bulk NDJSON: every line checked as a single put, caps per user, all or nothing")
         try tour.run(
             "guestmode guest new --device tablet", capture: "tablet",

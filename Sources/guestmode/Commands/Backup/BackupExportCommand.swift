@@ -98,16 +98,16 @@ extension BackupCommand {
                 )
                 return
             }
-            if global.json { return try output.json(summary) }
-            guard !global.quiet else { return }
-            let rows = summary.tables.values.reduce(0, +)
-            let sealed =
-                summary.encryption.map {
-                    ", encrypted with the \($0 == "passphrase" ? "passphrase" : "deployment key")"
-                } ?? ""
-            output.line(
-                "wrote \(summary.archive) (\(summary.format.rawValue), \(counted(summary.users, "user")), \(counted(rows, "row")), \(counted(Int(summary.bytes), "byte")), signed\(sealed))"
-            )
+            try output.result(summary) {
+                let rows = summary.tables.values.reduce(0, +)
+                let sealed =
+                    summary.encryption.map {
+                        ", encrypted with the \($0 == "passphrase" ? "passphrase" : "deployment key")"
+                    } ?? ""
+                output.line(
+                    "wrote \(summary.archive) (\(summary.format.rawValue), \(counted(summary.users, "user")), \(counted(rows, "row")), \(counted(Int(summary.bytes), "byte")), signed\(sealed))"
+                )
+            }
         }
     }
 }

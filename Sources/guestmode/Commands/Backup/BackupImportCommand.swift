@@ -68,23 +68,27 @@ extension BackupCommand {
             if !report.unlinked.isEmpty {
                 output.note("imported as guests, without their identities: \(report.unlinked.joined(separator: ", "))")
             }
-            if global.json { return try output.json(report) }
-            guard !global.quiet else { return }
-            let verb = dryRun ? "would import" : "imported"
-            let rows = report.rows.values.reduce(0, +)
-            output.line(
-                "\(verb) \(counted(rows, "row")) from \(report.archive) (\(report.profile), format \(report.formatVersion))"
-            )
-            for (label, users) in [("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped)]
-            where !users.isEmpty {
-                output.line("  \(label): \(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }.joined(separator: ", "))")
-            }
-            for (table, count) in report.rows.sorted(by: { $0.key < $1.key }) {
-                output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
-            }
-            if report.renumbered > 0 {
-                output.note(
-                    "\(counted(report.renumbered, "row")) got new ids because theirs were taken by other users' rows")
+            try output.result(report) {
+                let verb = dryRun ? "would import" : "imported"
+                let rows = report.rows.values.reduce(0, +)
+                output.line(
+                    "\(verb) \(counted(rows, "row")) from \(report.archive) (\(report.profile), format \(report.formatVersion))"
+                )
+                for (label, users) in [
+                    ("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped),
+                ]
+                where !users.isEmpty {
+                    output.line(
+                        "  \(label): \(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }.joined(separator: ", "))")
+                }
+                for (table, count) in report.rows.sorted(by: { $0.key < $1.key }) {
+                    output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+                }
+                if report.renumbered > 0 {
+                    output.note(
+                        "\(counted(report.renumbered, "row")) got new ids because theirs were taken by other users' rows"
+                    )
+                }
             }
         }
     }

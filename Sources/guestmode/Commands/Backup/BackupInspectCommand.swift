@@ -27,32 +27,33 @@ extension BackupCommand {
             }
             if source.isStandardInput { inspection.archive = "-" }
             let output = global.output
-            if global.json { return try output.json(inspection) }
-            let header = inspection.header
-            output.line("archive:   \(inspection.archive)")
-            output.line(
-                "format:    \(header.format) version \(header.formatVersion) (written by guestmode \(header.toolVersion))"
-            )
-            output.line("profile:   \(header.profile.name) v\(header.profile.version)")
-            output.line("created:   \(header.created)")
-            output.line("signature: \(describeSignature(inspection.signature, keyID: inspection.signatureKeyId))")
-            output.line("encrypted: \(inspection.encrypted ? "yes" : "no")")
-            output.line(
-                "users:     \(header.users.count)\(header.users.isEmpty ? "" : " (\(header.users.prefix(10).joined(separator: ", "))\(header.users.count > 10 ? ", …" : ""))")"
-            )
-            if let guestOwner = header.guestOwner {
-                output.line("also:      records of the guest owner \"\(guestOwner)\"")
+            try output.data(inspection) {
+                let header = inspection.header
+                output.line("archive:   \(inspection.archive)")
+                output.line(
+                    "format:    \(header.format) version \(header.formatVersion) (written by guestmode \(header.toolVersion))"
+                )
+                output.line("profile:   \(header.profile.name) v\(header.profile.version)")
+                output.line("created:   \(header.created)")
+                output.line("signature: \(describeSignature(inspection.signature, keyID: inspection.signatureKeyId))")
+                output.line("encrypted: \(inspection.encrypted ? "yes" : "no")")
+                output.line(
+                    "users:     \(header.users.count)\(header.users.isEmpty ? "" : " (\(header.users.prefix(10).joined(separator: ", "))\(header.users.count > 10 ? ", …" : ""))")"
+                )
+                if let guestOwner = header.guestOwner {
+                    output.line("also:      records of the guest owner \"\(guestOwner)\"")
+                }
+                output.line("tables:")
+                for (table, count) in inspection.manifest.tables.sorted(by: { $0.key < $1.key }) {
+                    output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+                }
+                output.line("entries:")
+                output.table(
+                    inspection.manifest.entries.map {
+                        [$0.name, "\($0.size)", $0.rows.map(String.init) ?? "-", $0.sha256]
+                    },
+                    header: ["name", "bytes", "rows", "sha256"])
             }
-            output.line("tables:")
-            for (table, count) in inspection.manifest.tables.sorted(by: { $0.key < $1.key }) {
-                output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
-            }
-            output.line("entries:")
-            output.table(
-                inspection.manifest.entries.map {
-                    [$0.name, "\($0.size)", $0.rows.map(String.init) ?? "-", $0.sha256]
-                },
-                header: ["name", "bytes", "rows", "sha256"])
         }
     }
 }

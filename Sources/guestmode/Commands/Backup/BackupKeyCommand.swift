@@ -28,18 +28,19 @@ extension BackupCommand {
             func run() throws {
                 guard let key = try global.backupKey() else {
                     throw GuestModeError(
-                        .backupKeyNotFound, "no backup key at '\(global.backupKeyPath)'; 'guestmode init' or the first 'guestmode backup export' creates one")
+                        .backupKeyNotFound,
+                        "no backup key at '\(global.backupKeyPath)'; 'guestmode init' or the first 'guestmode backup export' creates one"
+                    )
                 }
                 if out == "-" {
                     FileHandle.standardOutput.write(Data(key.fileText.utf8))
                     return
                 }
                 try key.write(to: out, exclusive: false)
-                if global.json {
-                    struct Exported: Encodable { var keyFile: String; var keyId: String }
-                    return try global.output.json(Exported(keyFile: out, keyId: key.id))
+                struct Exported: Encodable { var keyFile: String; var keyId: String }
+                try global.output.data(Exported(keyFile: out, keyId: key.id)) {
+                    global.output.note("wrote the backup key \(key.id) to \(out) (mode 0600); keep it secret")
                 }
-                global.output.note("wrote the backup key \(key.id) to \(out) (mode 0600); keep it secret")
             }
         }
 
@@ -69,11 +70,8 @@ extension BackupCommand {
                         .keyExists, "a different backup key (\(existing.id)) is already at '\(path)'")
                 }
                 if existing != key { try key.write(to: path, exclusive: false) }
-                if global.json {
-                    struct Imported: Encodable { var keyFile: String; var keyId: String; var changed: Bool }
-                    return try global.output.json(Imported(keyFile: path, keyId: key.id, changed: existing != key))
-                }
-                if !global.quiet {
+                struct Imported: Encodable { var keyFile: String; var keyId: String; var changed: Bool }
+                try global.output.result(Imported(keyFile: path, keyId: key.id, changed: existing != key)) {
                     global.output.line(
                         existing == key
                             ? "the backup key \(key.id) is already at \(path)"

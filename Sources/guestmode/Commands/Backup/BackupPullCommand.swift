@@ -43,12 +43,14 @@ extension BackupCommand {
                 now: try global.currentTime(), progress: { progress.update(done: $0, total: nil) })
             let imported = report.rows.values.reduce(0, +)
             progress.finish(done: imported, total: imported)
-            if global.json { return try global.output.json(report) }
-            guard !global.quiet else { return }
-            global.output.line("imported \(counted(imported, "row")) from \(report.archive)")
-            for (label, users) in [("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped)]
-            where !users.isEmpty {
-                global.output.line("  \(label): \(users.joined(separator: ", "))")
+            try global.output.result(report) {
+                global.output.line("imported \(counted(imported, "row")) from \(report.archive)")
+                for (label, users) in [
+                    ("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped),
+                ]
+                where !users.isEmpty {
+                    global.output.line("  \(label): \(users.joined(separator: ", "))")
+                }
             }
         }
     }

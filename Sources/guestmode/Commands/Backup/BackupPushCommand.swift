@@ -57,9 +57,7 @@ extension BackupCommand {
                 }
             progress.finish()
             let output = global.output
-            if global.json {
-                try output.json(report)
-            } else if !global.quiet {
+            try output.result(report) {
                 for pushed in report.pushed {
                     output.line(
                         "pushed \(pushed.user) -> \(pushed.archive)\(pushed.isRequeued ? " (changed meanwhile; still queued)" : "")"

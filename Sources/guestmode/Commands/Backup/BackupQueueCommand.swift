@@ -16,7 +16,7 @@ extension BackupCommand {
             let output = global.output
             let format = listing.resolved(global)
             if entries.isEmpty && format == .table {
-                if !global.quiet { output.note("the backup queue is empty") }
+                output.note("the backup queue is empty")
                 return
             }
             try listing.render(

@@ -35,17 +35,16 @@ extension BackupCommand {
             if source.isStandardInput { report.archive = "-" }
             report.errors = report.errors.map(source.relabel)
             let output = global.output
-            if global.json {
-                try output.json(report)
-            } else if report.ok {
-                if !global.quiet {
-                    let rows = report.tables.values.reduce(0, +)
-                    output.line(
-                        "ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(counted(report.users ?? 0, "user")), \(counted(report.entries, "entry", "entries")), \(counted(rows, "row")), \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))"
-                    )
+            // The problems are data, printed with --quiet too; "ok" is for people.
+            try output.data(report) {
+                guard report.ok else {
+                    for error in report.errors { output.line(error) }
+                    return
                 }
-            } else {
-                for error in report.errors { output.line(error) }
+                let rows = report.tables.values.reduce(0, +)
+                output.say(
+                    "ok: \(file) (\(full ? "full" : "structural") check, \(report.profile ?? ""), \(counted(report.users ?? 0, "user")), \(counted(report.entries, "entry", "entries")), \(counted(rows, "row")), \(describeSignature(report.signature, keyID: report.signatureKeyId))\(report.encrypted ? ", encrypted" : ""))"
+                )
             }
             if !report.ok {
                 throw GuestModeError(

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GuestModeKit
 
-struct Guestmode: ParsableCommand {
+struct GuestmodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "guestmode",
         abstract: "Guest-first apps from the command line: guests, caps, meters, prompts, migrations and backups.",
