@@ -79,6 +79,11 @@ public struct MeterUseResult: Codable, Sendable, Equatable {
     public var status: MeterStatus
     /// Thresholds crossed by this use, each reported exactly once ever per period.
     public var warnings: [FiredWarning]
+    /// Why the use did not fit, worded once, with the prompt it raised; nil when it fit. Not part of
+    /// the printed document.
+    public var refusal: Refusal?
+
+    enum CodingKeys: String, CodingKey { case isRecorded, isDuplicate, isAllowed, isOverage, status, warnings }
 
     package init(
         isRecorded: Bool, isDuplicate: Bool, isAllowed: Bool, overage: Bool = false, status: MeterStatus,
@@ -101,6 +106,11 @@ public struct MeterDecision: Codable, Sendable, Equatable {
     public var requested: MeterAmount
     /// The meter as it stands.
     public var status: MeterStatus
+    /// Why the amount does not fit, worded once, with the prompt it raised; nil when it fits. Not part
+    /// of the printed document.
+    public var refusal: Refusal?
+
+    enum CodingKeys: String, CodingKey { case isAllowed, requested, status }
 
     package init(isAllowed: Bool, requested: MeterAmount, status: MeterStatus) {
         self.isAllowed = isAllowed
@@ -138,8 +148,12 @@ extension GuestMode {
             let user = try transaction.requireUser(userID)
             return try transaction.meterStatus(of: user, meter: definition, profile: profile, now: now)
         }
-        let decision = MeterDecision(isAllowed: status.admits(amount), requested: amount ?? .zero, status: status)
-        if !decision.isAllowed { try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now) }
+        var decision = MeterDecision(isAllowed: status.admits(amount), requested: amount ?? .zero, status: status)
+        guard !decision.isAllowed else { return decision }
+        try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now)
+        decision.refusal = Refusal.meter(
+            status, requested: amount, recorded: false,
+            prompt: try promptRaised(byMeter: meter, user: userID, now: now))
         return decision
     }
 
@@ -163,14 +177,21 @@ extension GuestMode {
         try TextRule.check(["the user id": userID, "the meter": meter, "the idempotency key": key])
         let definition = try requireMeter(meter)
         try requireValid(amount)
-        let result = try store.write { transaction in
+        var result = try store.write { transaction in
             let result = try use(
                 amount, of: definition, user: userID, key: key, overage: overage ?? definition.overage, now: now,
                 in: transaction)
             if key != nil { try faults.afterKeyCheck(.meterUse) }
+            // Raised in the use's own transaction: a refused use is one write, not two.
+            if !result.isAllowed {
+                try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now, in: transaction)
+            }
             return result
         }
-        if !result.isAllowed { try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now) }
+        guard !result.isAllowed else { return result }
+        result.refusal = Refusal.meter(
+            result.status, requested: amount, recorded: result.isRecorded,
+            prompt: try promptRaised(byMeter: meter, user: userID, now: now))
         return result
     }
 

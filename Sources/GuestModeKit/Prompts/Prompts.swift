@@ -406,16 +406,27 @@ extension GuestMode {
     /// after the refused transaction, which changed nothing: the refusal is
     /// recorded only here, so its event commits with the triggers.
     func raisePromptTriggers(for event: RefusalEvent, userID: String, now: Date) throws {
+        let webhook = event.webhook
+        guard profile.prompts.triggers.contains(where: { $0.source.matches(event) })
+            || !profile.webhooks.subscribers(of: webhook.type).isEmpty
+        else { return }
+        try store.write { transaction in
+            try raisePromptTriggers(for: event, userID: userID, now: now, in: transaction)
+        }
+    }
+
+    /// `raisePromptTriggers(for:userID:now:)` inside the caller's transaction.
+    func raisePromptTriggers(
+        for event: RefusalEvent, userID: String, now: Date, in transaction: any StoreTransaction
+    ) throws {
         let names = profile.prompts.triggers.filter { $0.source.matches(event) }.map(\.name)
         let webhook = event.webhook
         guard !names.isEmpty || !profile.webhooks.subscribers(of: webhook.type).isEmpty else { return }
-        try store.write { transaction in
-            guard try transaction.user(userID, locking: true) != nil else { return }
-            for name in names {
-                try transaction.raiseUserFlag(PromptTrigger.flagPrefix + name, of: userID, at: now)
-            }
-            try transaction.raiseWebhook(webhook.type, user: userID, data: webhook.data, at: now, profile: profile)
+        guard try transaction.user(userID, locking: true) != nil else { return }
+        for name in names {
+            try transaction.raiseUserFlag(PromptTrigger.flagPrefix + name, of: userID, at: now)
         }
+        try transaction.raiseWebhook(webhook.type, user: userID, data: webhook.data, at: now, profile: profile)
     }
 
     /// Undoes "never ask again" (`prompt reset`); false when the user had not said never.

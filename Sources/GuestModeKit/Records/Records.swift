@@ -33,6 +33,11 @@ public struct PutResult: Codable, Sendable, Equatable {
     public var isReplacement: Bool
     /// Where the user stands against the collection's cap after the write.
     public var limit: CollectionLimit
+    /// Why the put was refused, worded once, with the prompt it raised; nil when stored. Not part of
+    /// the document the command line and the server print (they answer it as the refusal itself).
+    public var refusal: Refusal?
+
+    enum CodingKeys: String, CodingKey { case outcome, isReplacement, limit }
 
     package init(outcome: CapOutcome, isReplacement: Bool, limit: CollectionLimit) {
         self.outcome = outcome
@@ -88,11 +93,14 @@ extension GuestMode {
         let result = try store.write { transaction in
             try put(canonical, owner: userID, collection: collection, key: key, now: now, in: transaction)
         }
-        if result.outcome != .allowed {
-            try raisePromptTriggers(
-                for: .recordRefused(collection: collection, outcome: result.outcome), userID: userID, now: now)
-        }
-        return result
+        guard result.outcome != .allowed else { return result }
+        try raisePromptTriggers(
+            for: .recordRefused(collection: collection, outcome: result.outcome), userID: userID, now: now)
+        var refused = result
+        refused.refusal = Refusal.cap(
+            result.limit, outcome: result.outcome,
+            prompt: try promptRaised(byRefusalIn: collection, outcome: result.outcome, user: userID, now: now))
+        return refused
     }
 
     /// Writes a record owned by the profile's guest owner, as an app does

@@ -31,7 +31,7 @@ struct BulkController {
                         .invalidEventLog,
                         "\(report.problems.count) invalid line\(report.problems.count == 1 ? "" : "s"); nothing was applied (fix them, or skip them with skip_invalid=true)"
                     )
-                    return try Reply.refusal(refusal, prompt: nil, result: report)
+                    return try Reply.refusal(refusal, result: report)
                 }
                 return try Reply.document(report)
             }

@@ -57,16 +57,10 @@ struct MeterController {
         let (_, userID) = try await services.user(of: request, context: context)
         let meter = try RequestInput.segment("meter", of: context)
         let amount = try RequestInput.query("amount", of: request).map(MeterAmount.parse)
-        let (decision, prompt) = try await services.perform { engine, now -> (MeterDecision, PromptOffer?) in
-            let decision = try engine.checkMeter(user: userID, meter: meter, amount: amount, now: now)
-            guard !decision.isAllowed else { return (decision, nil) }
-            return (decision, try engine.promptRaised(byMeter: meter, user: userID, now: now))
+        let decision = try await services.perform { engine, now in
+            try engine.checkMeter(user: userID, meter: meter, amount: amount, now: now)
         }
-        guard decision.isAllowed else {
-            return try Reply.refusal(
-                Self.exhausted(decision.status, outcome: "nothing was recorded"), prompt: prompt, result: decision
-            ).response
-        }
+        if let refusal = decision.refusal { return try Reply.refusal(refusal, result: decision).response }
         return try Reply.document(decision).response
     }
 
@@ -87,13 +81,8 @@ struct MeterController {
         return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
             let result = try engine.useMeter(
                 user: userID, meter: meter, amount: amount, key: body.id ?? headerKey, overage: overage, now: now)
-            guard !result.isAllowed else { return try Reply.document(result) }
-            let prompt = try engine.promptRaised(byMeter: meter, user: userID, now: now)
-            let outcome =
-                result.isRecorded
-                ? "the usage was recorded in full (overage); the allowance is now used up"
-                : "nothing was recorded"
-            return try Reply.refusal(Self.exhausted(result.status, outcome: outcome), prompt: prompt, result: result)
+            if let refusal = result.refusal { return try Reply.refusal(refusal, result: result) }
+            return try Reply.document(result)
         }.response
     }
 
@@ -139,11 +128,5 @@ struct MeterController {
                 engine.grantMeter(
                     user: userID, meter: meter, amount: amount, expiry: expiry, reason: body.reason, key: key, now: now))
         }.response
-    }
-
-    private static func exhausted(_ status: MeterStatus, outcome: String) -> GuestModeError {
-        let left = status.remaining.map { "\($0) \(status.unit) left" } ?? "unlimited"
-        return GuestModeError(
-            .meterExhausted, "\(status.meter) has \(left) of its allowance (tier \(status.tier.rawValue)); \(outcome)")
     }
 }

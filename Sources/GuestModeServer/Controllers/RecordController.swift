@@ -21,23 +21,11 @@ struct RecordController {
         let collection = try RequestInput.segment("collection", of: context)
         let key = try RequestInput.segment("key", of: context)
         let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
-        let (result, prompt) = try await services.perform { engine, now -> (PutResult, PromptOffer?) in
-            let result = try engine.putRecord(
-                user: userID, collection: collection, key: key, jsonBytes: Data(bytes), now: now)
-            guard result.outcome != .allowed else { return (result, nil) }
-            return (
-                result,
-                try engine.promptRaised(byRefusalIn: collection, outcome: result.outcome, user: userID, now: now)
-            )
+        let result = try await services.perform { engine, now in
+            try engine.putRecord(user: userID, collection: collection, key: key, jsonBytes: Data(bytes), now: now)
         }
-        let message = "\(Self.describe(result.limit)) is at its cap; nothing was stored"
-        let refusal: GuestModeError
-        switch result.outcome {
-        case .allowed: return try Reply.document(result, status: result.isReplacement ? .ok : .created).response
-        case .needsAccount: refusal = GuestModeError(.needsAccount, message)
-        case .needsPremium: refusal = GuestModeError(.needsPremium, message)
-        }
-        return try Reply.refusal(refusal, prompt: prompt, result: result).response
+        if let refusal = result.refusal { return try Reply.refusal(refusal, result: result).response }
+        return try Reply.document(result, status: result.isReplacement ? .ok : .created).response
     }
 
     @Sendable func get(_ request: Request, context: ServerContext) async throws -> Response {
@@ -67,14 +55,5 @@ struct RecordController {
             try engine.deleteRecord(user: userID, collection: collection, key: key, now: now)
         }
         return try Reply.document(RecordDeletion(userId: userID, collection: collection, key: key)).response
-    }
-
-    /// `5/5 subscriptions (tier guest)`, as the command line says it.
-    static func describe(_ limit: CollectionLimit) -> String {
-        switch (limit.used, limit.cap) {
-        case let (used?, cap?): "\(used)/\(cap) \(limit.collection) (tier \(limit.tier.rawValue))"
-        case let (used?, nil): "\(used) \(limit.collection), no cap (tier \(limit.tier.rawValue))"
-        case (nil, _): "no cap on \(limit.collection) (tier \(limit.tier.rawValue))"
-        }
     }
 }

@@ -13,16 +13,22 @@ struct Reply: Sendable {
         Reply(status: status, body: try JSONDocument.encode(value) + "\n")
     }
 
-    /// A refusal the app acts on (a cap, an exhausted meter): the error, the
-    /// prompt the refusal raised (null when none), and the command line's
-    /// document of the refused call as `result`.
-    static func refusal<T: Encodable>(
-        _ error: GuestModeError, prompt: PromptOffer?, result: T, note: FailureNote? = FailureNote.current
-    ) throws -> Reply {
-        note?.record(error)
+    /// A refusal the app acts on (a cap, an exhausted meter), as the engine worded it: the error, the
+    /// prompt the refusal raised (null when none), and the command line's document of the refused
+    /// call as `result`.
+    static func refusal<T: Encodable>(_ refusal: Refusal, result: T, note: FailureNote? = FailureNote.current) throws
+        -> Reply
+    {
+        note?.record(refusal.failure)
         return Reply(
-            status: error.httpStatus,
-            body: try JSONDocument.encode(RefusalDocument(error: error, prompt: prompt, result: result)) + "\n")
+            status: refusal.failure.httpStatus,
+            body: try JSONDocument.encode(
+                RefusalDocument(error: refusal.failure, prompt: refusal.prompt, result: result)) + "\n")
+    }
+
+    /// A refusal of a bulk load, which raises no prompt.
+    static func refusal<T: Encodable>(_ failure: GuestModeError, result: T) throws -> Reply {
+        try refusal(Refusal(failure: failure, prompt: nil), result: result)
     }
 
     /// Any failure as `{"error":{"code","message"}}` with its status and the

@@ -40,26 +40,4 @@ struct LimitCommand: ParsableCommand {
             throw ExitCode(outcome.exitStatus)
         }
     }
-
-    /// Reports a put: the stored line, or why it was refused with the exit
-    /// status of the outcome.
-    static func finish(_ limit: CollectionLimit, stored: Bool, key: String, global: GlobalOptions) throws {
-        // An uncapped put does not count the user's records (its cost must not grow with them).
-        let usage =
-            switch (limit.used, limit.cap) {
-            case let (used?, cap?): "\(used)/\(cap) \(limit.collection) (tier \(limit.tier.rawValue))"
-            case let (used?, nil): "\(used) \(limit.collection), no cap (tier \(limit.tier.rawValue))"
-            case (nil, _): "no cap on \(limit.collection) (tier \(limit.tier.rawValue))"
-            }
-        if stored {
-            global.output.say("stored \(limit.collection)/\(key): \(usage)")
-            return
-        }
-        guard let kind = limit.outcome.failureKind else { return }
-        let advice =
-            limit.outcome == .needsAccount ? "sign in (link an identity) to add more" : "a premium plan lifts the cap"
-        global.output.problem(
-            "guestmode: \(limit.outcome.rawValue): \(usage) is at its cap; nothing was stored; \(advice)")
-        throw ExitCode(kind.exitStatus)
-    }
 }

@@ -74,12 +74,9 @@ struct MeterCommand: ParsableCommand {
                     : result.isRecorded
                         ? "recorded"
                         : result.isDuplicate ? "already recorded (id \(id ?? ""))" : "refused"
-                global.output.say("\(verb) \(amount) \(result.status.unit): \(MeterCommand.describe(result.status))")
+                global.output.say("\(verb) \(amount) \(result.status.unit): \(result.status.summary)")
             }
-            if !result.isAllowed {
-                throw MeterCommand.exhausted(
-                    result.status, requested: amount, json: global.json, recorded: result.isRecorded)
-            }
+            if let refusal = result.refusal { throw refusal.failure }
         }
     }
 
@@ -110,11 +107,9 @@ struct MeterCommand: ParsableCommand {
             let decision = try global.openEngine().checkMeter(
                 user: user, meter: meter, amount: amount, now: try global.currentTime())
             try global.output.result(decision) {
-                if decision.isAllowed { global.output.line("allowed: \(MeterCommand.describe(decision.status))") }
+                if decision.isAllowed { global.output.line("allowed: \(decision.status.summary)") }
             }
-            if !decision.isAllowed {
-                throw MeterCommand.exhausted(decision.status, requested: amount, json: global.json)
-            }
+            if let refusal = decision.refusal { throw refusal.failure }
         }
     }
 
@@ -173,34 +168,5 @@ struct MeterCommand: ParsableCommand {
     private static func isNegativeNumber(_ word: String) -> Bool {
         guard word.hasPrefix("-"), let next = word.dropFirst().first else { return false }
         return next.isASCII && (next.isNumber || next == ".")
-    }
-
-    static func describe(_ status: MeterStatus) -> String {
-        guard let allowance = status.allowance else {
-            return "\(status.meter) \(status.used) \(status.unit) used, unlimited (tier \(status.tier.rawValue))"
-        }
-        let percent = status.percentUsed.map { " (\(formatAmount($0.rounded()))%)" } ?? ""
-        let granted = status.granted.isPositive ? " (\(status.granted) granted)" : ""
-        return
-            "\(status.meter) \(status.used)/\(allowance)\(granted) \(status.unit) used\(percent), \(status.remaining ?? .zero) left, level \(status.level.rawValue)"
-    }
-
-    /// Exit 12, said as it is: "not enough left" while some remains, "meter exhausted" once nothing does;
-    /// with overage the usage was recorded in full.
-    static func exhausted(_ status: MeterStatus, requested: MeterAmount?, json: Bool, recorded: Bool = false) -> Error {
-        if !json {
-            let remaining = status.remaining ?? .zero
-            let what =
-                if let requested, !remaining.isZero, !recorded {
-                    "not enough left: \(requested) \(status.unit) asked, \(remaining) left"
-                } else {
-                    "meter exhausted"
-                }
-            let outcome =
-                recorded
-                ? "the usage was recorded in full (overage); the allowance is now used up" : "nothing was recorded"
-            FileHandle.standardError.write(Data("guestmode: \(what): \(describe(status)); \(outcome)\n".utf8))
-        }
-        return ExitCode(FailureKind.meterExhausted.exitStatus)
     }
 }

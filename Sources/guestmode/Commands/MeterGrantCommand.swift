@@ -74,7 +74,7 @@ extension MeterCommand {
             try global.output.result(result) {
                 let verb = result.isChanged ? "granted" : "already granted (id \(id ?? ""))"
                 global.output.line(
-                    "\(verb): \(MeterCommand.describe(result.grant, unit: result.status.unit)); \(MeterCommand.describe(result.status))"
+                    "\(verb): \(MeterCommand.describe(result.grant, unit: result.status.unit)); \(result.status.summary)"
                 )
             }
         }
@@ -143,7 +143,7 @@ extension MeterCommand {
             try global.output.result(result) {
                 let verb = result.isChanged ? "revoked" : "already revoked"
                 global.output.line(
-                    "\(verb): \(MeterCommand.describe(result.grant, unit: result.status.unit)); \(MeterCommand.describe(result.status))"
+                    "\(verb): \(MeterCommand.describe(result.grant, unit: result.status.unit)); \(result.status.summary)"
                 )
             }
         }

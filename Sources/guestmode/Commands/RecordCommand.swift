@@ -61,8 +61,12 @@ struct RecordCommand: ParsableCommand {
             guard let user, let collection, let key else { return }
             let result = try engine.putRecord(
                 user: user, collection: collection, key: key, jsonBytes: try document.bytes(), now: now)
-            if global.json { try global.output.json(result) }
-            try LimitCommand.finish(result.limit, stored: result.outcome == .allowed, key: key, global: global)
+            if let refusal = result.refusal {
+                // The document says where the user stands; the refusal, the engine's, is the failure.
+                if global.json { try global.output.json(result) }
+                throw refusal.failure
+            }
+            try global.output.result(result, text: "stored \(collection)/\(key): \(result.limit.summary)")
         }
     }
 

@@ -96,7 +96,7 @@ struct UserCommand: ParsableCommand {
                 for (collection, count) in details.records.sorted(by: { $0.key < $1.key }) {
                     output.line("records:     \(collection) \(count)")
                 }
-                for meter in details.meters { output.line("meter:       \(MeterCommand.describe(meter))") }
+                for meter in details.meters { output.line("meter:       \(meter.summary)") }
                 for plan in details.plans { output.line("plan:        \(PlanCommand.describe(plan))") }
             }
         }
