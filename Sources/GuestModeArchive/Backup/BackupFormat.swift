@@ -96,7 +96,7 @@ struct StreamedHeader {
     /// about `pieceSize`, taking the users from the snapshot's `forEachUser`.
     /// Returns how many users it wrote.
     @discardableResult
-    func write(users snapshot: any BackupRowSnapshot, _ emit: ([UInt8]) throws -> Void) throws -> Int {
+    func write(users snapshot: BackupRowSnapshot, _ emit: ([UInt8]) throws -> Void) throws -> Int {
         var buffer = head
         buffer.reserveCapacity(Self.pieceSize + (4 << 10))
         buffer.append(UInt8(ascii: "["))

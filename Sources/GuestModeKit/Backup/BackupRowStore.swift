@@ -84,13 +84,12 @@ package enum CellValue: Decodable, Equatable, Hashable, Sendable {
 /// archive format, the hashing and the conflict policy live in the engine;
 /// a backend only reads and writes rows of the `BackupTable.all` tables.
 package protocol BackupRowStore: Sendable {
-    /// Runs `body` with the selected owners' rows, all read from one
-    /// snapshot so an archive never mixes two states of the store. Rows are
-    /// streamed, never loaded together: a million-row export stays small in
-    /// memory. The snapshot is valid only while `body` runs.
-    func readBackupRows<T>(
-        _ selection: BackupSelection, guestOwner: String, _ body: (any BackupRowSnapshot) throws -> T
-    ) throws -> T
+    /// Runs `body` with one read snapshot of the backup tables, so an
+    /// archive never mixes two states of the store. Rows are streamed, never
+    /// loaded together: a million-row export stays small in memory. The
+    /// snapshot is valid only while `body` runs. Callers go through
+    /// `readBackupRows(_:guestOwner:_:)`, which resolves whose rows to read.
+    func readBackupRows<T>(_ body: (any BackupRowSource) throws -> T) throws -> T
 
     /// Runs `body` as one import in one durable transaction (flushed to disk
     /// before it reports success, so a committed import survives a power
@@ -101,22 +100,100 @@ package protocol BackupRowStore: Sendable {
     func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T
 }
 
-/// The selected rows of one read snapshot (see `BackupRowStore.readBackupRows`).
-package protocol BackupRowSnapshot {
-    /// Calls `body` with each selected user who exists: for `.all` every user
-    /// ordered by id (byte by byte), streamed from the snapshot and never
-    /// held together, so a whole-store export stays small in memory at any
-    /// number of users; for `.users` the requested ones present in the store,
-    /// first mention first. Every call reads the same snapshot, so every
-    /// call gives the same users in the same order.
-    func forEachUser(_ body: (String) throws -> Void) throws
+/// The backup rows of one read snapshot (see `BackupRowStore.readBackupRows`),
+/// by owner: which owners a selection means is the engine's
+/// (`BackupRowSnapshot`), a backend only reads their rows.
+package protocol BackupRowSource {
+    /// Whether the store has the user `id`.
+    func userExists(_ id: String) throws -> Bool
+    /// Whether any record belongs to `owner` (the profile's guest owner).
+    func hasRecords(ownedBy owner: String) throws -> Bool
+    /// Calls `body` with the id of every user, ordered byte by byte,
+    /// streamed and never held together.
+    func forEachUserID(_ body: (String) throws -> Void) throws
+    /// How many of `owners`' rows `table` holds.
+    func rowCount(in table: BackupTable, of owners: BackupOwners) throws -> Int
+    /// Calls `body` with each of `owners`' rows of `table`, oldest first,
+    /// with the table's column names (the same array for every row).
+    func forEachRow(
+        in table: BackupTable, of owners: BackupOwners, _ body: (_ columns: [String], _ values: [CellValue]) throws -> Void
+    ) throws
+}
+
+/// Whose rows an export reads, as the engine resolved its `BackupSelection`.
+package enum BackupOwners: Sendable, Equatable {
+    /// Every user, and the records of `guestOwner` when it is given.
+    case everyUser(guestOwner: String?)
+    /// These users, each named once, every one in the store.
+    case users([String])
+}
+
+/// The selected rows of one read snapshot: the selection resolved once,
+/// here, in the snapshot it reads, for every backend.
+package struct BackupRowSnapshot {
+    private let source: any BackupRowSource
+    /// The owners the selection resolved to.
+    package let owners: BackupOwners
+
+    /// `.all` is every user, plus `guestOwner` when it owns records; `.users`
+    /// the requested ones the store has, first mention first, each once.
+    package init(_ source: any BackupRowSource, selection: BackupSelection, guestOwner: String) throws {
+        self.source = source
+        switch selection {
+        case .all:
+            owners = .everyUser(guestOwner: try source.hasRecords(ownedBy: guestOwner) ? guestOwner : nil)
+        case .users(let requested):
+            var seen: Set<String> = []
+            owners = .users(
+                try requested.filter { user in
+                    guard seen.insert(user).inserted else { return false }
+                    return try source.userExists(user)
+                })
+        }
+    }
+
+    /// Calls `body` with each selected user: for `.all` every user ordered
+    /// by id (byte by byte), streamed from the snapshot and never held
+    /// together, so a whole-store export stays small in memory at any number
+    /// of users; for `.users` the requested ones present in the store, first
+    /// mention first. Every call gives the same users in the same order.
+    package func forEachUser(_ body: (String) throws -> Void) throws {
+        switch owners {
+        case .everyUser: try source.forEachUserID(body)
+        case .users(let users): for user in users { try body(user) }
+        }
+    }
+
     /// The guest owner, when the selection is `.all` and it owns records.
-    var guestOwner: String? { get }
+    package var guestOwner: String? {
+        if case .everyUser(let guestOwner) = owners { return guestOwner }
+        return nil
+    }
+
     /// How many of the selection's rows `table` holds.
-    func rowCount(in table: BackupTable) throws -> Int
+    package func rowCount(in table: BackupTable) throws -> Int {
+        try source.rowCount(in: table, of: owners)
+    }
+
     /// Calls `body` with each of the selection's rows of `table`, oldest
     /// first, with the table's column names (the same array for every row).
-    func forEachRow(in table: BackupTable, _ body: (_ columns: [String], _ values: [CellValue]) throws -> Void) throws
+    package func forEachRow(
+        in table: BackupTable, _ body: (_ columns: [String], _ values: [CellValue]) throws -> Void
+    ) throws {
+        try source.forEachRow(in: table, of: owners, body)
+    }
+}
+
+extension BackupRowStore {
+    /// Runs `body` with the selected owners' rows, all read from one
+    /// snapshot (see `readBackupRows(_:)`).
+    package func readBackupRows<T>(
+        _ selection: BackupSelection, guestOwner: String, _ body: (BackupRowSnapshot) throws -> T
+    ) throws -> T {
+        try readBackupRows { source in
+            try body(try BackupRowSnapshot(source, selection: selection, guestOwner: guestOwner))
+        }
+    }
 }
 
 /// The writes of one import (see `BackupRowStore.importBackupRows`).

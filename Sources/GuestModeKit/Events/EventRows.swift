@@ -37,10 +37,13 @@ package protocol EventRows {
     /// latest `limit` when given.
     func events(of userID: String, action: String?, since: Date?, limit: Int?) throws -> [LoggedEvent]
 
-    /// Creates an anonymous guest, first and last seen at the given times,
-    /// for each user id that is not in the store; returns the ids created.
-    /// The new rows stay locked until the end of the transaction.
-    func createMissingGuests(_ guests: [(user: String, firstSeen: Date, lastSeen: Date)]) throws -> Set<String>
+    /// Creates a user in `state` with `promptState`, first and last seen at
+    /// the given times, for each user id that is not in the store; returns
+    /// the ids created. The new rows stay locked until the end of the
+    /// transaction.
+    func createMissingGuests(
+        _ guests: [(user: String, firstSeen: Date, lastSeen: Date)], state: UserState, promptState: String
+    ) throws -> Set<String>
 
     /// The ids among `userIDs` that exist, their rows locked until the end
     /// of the transaction (taken in id order).

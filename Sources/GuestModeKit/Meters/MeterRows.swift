@@ -3,10 +3,13 @@ import Foundation
 /// The usage ledger and the fired warnings of one transaction (see
 /// `StoreTransaction`).
 package protocol MeterRows {
-    /// The user's usage of `meter` recorded at or after `start` (all of it
-    /// when nil), added up exactly. A total past what an amount can hold,
-    /// or a stored amount past it, reads as `MeterAmount.largest`.
-    func meterUsage(of userID: String, meter: String, since start: Date?) throws -> MeterAmount
+    /// Calls `body` with the amount of each of the user's uses of `meter`
+    /// recorded at or after `start` (all of them when nil), in no
+    /// particular order. A stored amount below zero reads as
+    /// zero, one past what an amount can hold as `MeterAmount.largest`.
+    func forEachMeterUseAmount(
+        of userID: String, meter: String, since start: Date?, _ body: (MeterAmount) throws -> Void
+    ) throws
 
     /// The amount of the user's use of `meter` recorded under the
     /// idempotency key `key`, in any period; nil when there is none.
@@ -85,5 +88,19 @@ package struct MeterGrantRow: Sendable, Equatable {
         self.revokedAt = revokedAt
         self.reason = reason
         self.idempotencyKey = idempotencyKey
+    }
+}
+
+extension MeterRows {
+    /// The user's usage of `meter` recorded at or after `start` (all of it
+    /// when nil), added up exactly. A total past what an amount can hold
+    /// reads as `MeterAmount.largest`: usage written by earlier versions may
+    /// pass it, and a meter must still answer (exhausted), not fail.
+    func meterUsage(of userID: String, meter: String, since start: Date?) throws -> MeterAmount {
+        var used = MeterAmount.zero
+        try forEachMeterUseAmount(of: userID, meter: meter, since: start) { amount in
+            used = used.adding(amount) ?? .largest
+        }
+        return used
     }
 }

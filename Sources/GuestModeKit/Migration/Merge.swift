@@ -104,8 +104,8 @@ extension GuestMode {
             // write to either waits, and then sees the guest gone.
             let pair = try transaction.transferPair(guest: guest, account: account, locking: true)
             let journalID = try transaction.createJournal(
-                kind: "merge", source: guest, target: account, status: "done", backupPath: nil, startedAt: now,
-                finishedAt: now, steps: [])
+                kind: .merge, source: guest, target: account, status: .done, backupPath: nil, startedAt: now,
+                finishedAt: now, steps: [], stepStatus: .done)
             let transfer = Transfer(
                 transaction: transaction, profile: profile, guest: guest, account: account, now: now,
                 journalID: journalID)
@@ -175,7 +175,7 @@ extension GuestMode {
         return try store.write(durable: true) { transaction in
             // The user's lock makes a second adoption by the same user wait and then see what is left.
             _ = try transaction.requireUser(userID, locking: true)
-            let adoptedBefore = try transaction.hasAdopted(userID)
+            let adoptedBefore = try transaction.hasFlag(.adopted, of: userID)
             var moved: [String: Int] = [:]
             var collisions: [AdoptReport.Collision] = []
             // The ownerless records are locked too: another user adopting at the same time waits, then
@@ -194,7 +194,7 @@ extension GuestMode {
                 }
             }
             if !moved.isEmpty {
-                if !adoptedBefore { try transaction.markAdopted(userID, at: now) }
+                if !adoptedBefore { try transaction.setFlag(.adopted, of: userID, at: now) }
                 try transaction.noteChange(of: userID, profile: profile, now: now)
             }
             return AdoptReport(user: userID, moved: moved, collisions: collisions, wasAlreadyAdopted: adoptedBefore)

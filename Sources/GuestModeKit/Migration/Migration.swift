@@ -1,19 +1,67 @@
 import Foundation
 
+/// What a migration journal records: a guest moved into an account
+/// (`guestmode migrate`, resumable step by step) or a merge (one step).
+///
+/// ```swift
+/// let pending = try engine.journals(involving: guest).filter { $0.kind == .guestToAccount && $0.status != .done }
+/// ```
+public enum JournalKind: String, Codable, Sendable, CaseIterable, CustomStringConvertible {
+    /// `guest-to-account`: a guest's data moved into an account, step by step.
+    case guestToAccount = "guest-to-account"
+    /// `merge`: two users merged in one transaction.
+    case merge
+
+    /// The stored and printed text, `guest-to-account` or `merge`.
+    public var description: String { rawValue }
+}
+
+/// Where a migration journal stands.
+///
+/// ```swift
+/// if try engine.journal(id).status == .failed { /* resume it */ }
+/// ```
+public enum JournalStatus: String, Codable, Sendable, CaseIterable, CustomStringConvertible {
+    /// Started and not finished; a migration stopped part way stays here until resumed.
+    case running
+    /// A step failed; the journal's error says why, and a resume starts again.
+    case failed
+    /// Every step finished.
+    case done
+
+    /// The stored and printed text.
+    public var description: String { rawValue }
+}
+
+/// Where one step of a migration journal stands.
+///
+/// ```swift
+/// let left = try engine.journal(id).steps.filter { $0.status == .pending }
+/// ```
+public enum JournalStepStatus: String, Codable, Sendable, CaseIterable, CustomStringConvertible {
+    /// Not finished yet.
+    case pending
+    /// Finished, with the rows it moved.
+    case done
+
+    /// The stored and printed text.
+    public var description: String { rawValue }
+}
+
 /// One step of a migration journal.
 public struct JournalStep: Codable, Sendable, Equatable {
     /// The step's place in the migration, from 1.
     public var position: Int
     /// The step's name, from the profile's migration steps.
     public var name: String
-    /// `pending` or `done`.
-    public var status: String
+    /// Whether it has finished.
+    public var status: JournalStepStatus
     /// Rows the step moved.
     public var rows: Int
     /// When the step finished; nil while pending.
     public var finishedAt: Date?
 
-    package init(position: Int, name: String, status: String, rows: Int, finishedAt: Date?) {
+    package init(position: Int, name: String, status: JournalStepStatus, rows: Int, finishedAt: Date?) {
         self.position = position
         self.name = name
         self.status = status
@@ -26,14 +74,14 @@ public struct JournalStep: Codable, Sendable, Equatable {
 public struct MigrationJournal: Codable, Sendable, Equatable {
     /// The journal's id.
     public var id: Int64
-    /// `guest-to-account` or `merge`.
-    public var kind: String
+    /// A guest moved into an account, or a merge.
+    public var kind: JournalKind
     /// The guest moved.
     public var source: String
     /// The account moved into.
     public var target: String
-    /// `running`, `failed` or `done`.
-    public var status: String
+    /// Where it stands.
+    public var status: JournalStatus
     /// The backup taken before the first step, if any.
     public var backupPath: String?
     /// When the migration started.
@@ -46,7 +94,7 @@ public struct MigrationJournal: Codable, Sendable, Equatable {
     public var steps: [JournalStep]
 
     package init(
-        id: Int64, kind: String, source: String, target: String, status: String, backupPath: String?, startedAt: Date,
+        id: Int64, kind: JournalKind, source: String, target: String, status: JournalStatus, backupPath: String?, startedAt: Date,
         finishedAt: Date?, error: String?, steps: [JournalStep]
     ) {
         self.id = id
@@ -207,7 +255,7 @@ extension GuestMode {
         }
 
         var conflicts: [RecordConflict] = []
-        for journalStep in try journal(journalID).steps where journalStep.status != "done" {
+        for journalStep in try journal(journalID).steps where journalStep.status != .done {
             guard journalStep.position <= steps.count, steps[journalStep.position - 1].name == journalStep.name else {
                 throw GuestModeError(
                     .journalMismatch, "migration #\(journalID) was planned with other steps than the profile now declares; it cannot resume")
@@ -253,7 +301,7 @@ extension GuestMode {
     /// Throws a conflict (14) when `guest` was already migrated into `account`.
     private func refuseFinishedMigration(of guest: String, into account: String) throws {
         let finished = try journals(involving: guest).last {
-            $0.kind == "guest-to-account" && $0.source == guest && $0.target == account && $0.status == "done"
+            $0.kind == .guestToAccount && $0.source == guest && $0.target == account && $0.status == .done
         }
         guard let finished else { return }
         throw GuestModeError(
@@ -333,8 +381,8 @@ extension GuestMode {
                 )
             }
             return try transaction.createJournal(
-                kind: "guest-to-account", source: guest, target: account, status: "running", backupPath: backupPath,
-                startedAt: now, finishedAt: nil, steps: steps)
+                kind: .guestToAccount, source: guest, target: account, status: .running, backupPath: backupPath,
+                startedAt: now, finishedAt: nil, steps: steps, stepStatus: .pending)
         }
     }
 
@@ -364,8 +412,8 @@ extension GuestMode {
                     .journalMismatch,
                     "migration #\(journalID) has no step \(position) named '\(step.name)'; it cannot run that step")
             }
-            guard entry.status != "done" else { return nil }
-            try transaction.setJournalStatus(journalID, to: "running", error: nil)
+            guard entry.status != .done else { return nil }
+            try transaction.setJournalStatus(journalID, to: .running, error: nil)
             let transfer = Transfer(
                 transaction: transaction, profile: profile, guest: journal.source, account: journal.target, now: now,
                 journalID: journalID)
@@ -378,9 +426,9 @@ extension GuestMode {
                 conflicts = moved.conflicts
             }
             if step.removesGuest { rows += try transfer.removeGuest() }
-            try transaction.finishJournalStep(journalID: journalID, position: position, rows: rows, at: now)
-            if journal.steps.allSatisfy({ $0.position == position || $0.status == "done" }) {
-                try transaction.setJournalStatus(journalID, to: "done", error: nil)
+            try transaction.setJournalStep(journalID: journalID, position: position, to: .done, rows: rows, at: now)
+            if journal.steps.allSatisfy({ $0.position == position || $0.status == .done }) {
+                try transaction.setJournalStatus(journalID, to: .done, error: nil)
                 try transaction.setJournalFinishTime(journalID, to: now)
                 try transaction.raiseWebhook(
                     .userMigrated, user: journal.source,
@@ -388,7 +436,7 @@ extension GuestMode {
                     at: now, profile: profile)
             }
             return MigrationStepResult(
-                step: JournalStep(position: position, name: step.name, status: "done", rows: rows, finishedAt: now),
+                step: JournalStep(position: position, name: step.name, status: .done, rows: rows, finishedAt: now),
                 conflicts: conflicts)
         }
     }
@@ -397,7 +445,7 @@ extension GuestMode {
     /// step at `position` (none when nil); the next run resumes it.
     func failMigration(journalID: Int64, position: Int?, reason: String) throws {
         try store.write { transaction in
-            try transaction.setJournalStatus(journalID, to: "failed", error: reason)
+            try transaction.setJournalStatus(journalID, to: .failed, error: reason)
             if let position { try transaction.countStepFailure(journalID: journalID, position: position) }
         }
     }
@@ -420,4 +468,11 @@ extension CollectionLimit {
     /// True when the user holds more records than the cap allows (after a
     /// merge or migration: nothing is dropped to fit, new records are refused).
     public var isOverCap: Bool { cap.map { (used ?? 0) > $0 } ?? false }
+}
+
+extension MigrationRows {
+    /// The newest guest → account journal of this pair that is not done.
+    func unfinishedMigration(of guest: String, into account: String) throws -> Int64? {
+        try newestJournal(kind: .guestToAccount, from: guest, into: account, statusOtherThan: .done)
+    }
 }

@@ -77,11 +77,11 @@ package protocol MigrationRows {
     /// (the guest owner is not a user row that could be locked instead).
     func recordKeys(owner: String, locking: Bool) throws -> [RecordKey]
 
-    /// Whether the user has adopted ownerless records before.
-    func hasAdopted(_ userID: String) throws -> Bool
+    /// Whether the user holds `flag`.
+    func hasFlag(_ flag: UserFlag, of userID: String) throws -> Bool
 
-    /// Notes that the user adopted ownerless records at `time`.
-    func markAdopted(_ userID: String, at time: Date) throws
+    /// Sets `flag` on the user at `time`; a flag already set keeps its time.
+    func setFlag(_ flag: UserFlag, of userID: String, at time: Date) throws
 
     // MARK: Conflict archive
 
@@ -105,14 +105,17 @@ package protocol MigrationRows {
 
     // MARK: Journals
 
-    /// The newest guest → account journal of this pair that is not done.
-    func unfinishedMigration(of guest: String, into account: String) throws -> Int64?
+    /// The id of the newest journal of `kind` from `source` into `target`
+    /// whose status is not `status`, or nil.
+    func newestJournal(
+        kind: JournalKind, from source: String, into target: String, statusOtherThan status: JournalStatus
+    ) throws -> Int64?
 
-    /// Writes a journal with one `pending` entry per name of `steps`, in
-    /// order (positions from 1), and returns its id.
+    /// Writes a journal with one entry of `stepStatus` per name of `steps`,
+    /// in order (positions from 1), and returns its id.
     func createJournal(
-        kind: String, source: String, target: String, status: String, backupPath: String?, startedAt: Date,
-        finishedAt: Date?, steps: [String]
+        kind: JournalKind, source: String, target: String, status: JournalStatus, backupPath: String?,
+        startedAt: Date, finishedAt: Date?, steps: [String], stepStatus: JournalStepStatus
     ) throws -> Int64
 
     /// One journal with its steps, or nil. With `locking`, the journal row
@@ -125,13 +128,14 @@ package protocol MigrationRows {
     func migrationJournals(involving user: String?) throws -> [MigrationJournal]
 
     /// Sets the journal's status and its error (nil clears it).
-    func setJournalStatus(_ id: Int64, to status: String, error: String?) throws
+    func setJournalStatus(_ id: Int64, to status: JournalStatus, error: String?) throws
 
     /// Sets the time the journal finished.
     func setJournalFinishTime(_ id: Int64, to time: Date) throws
 
-    /// Marks the journal's step at `position` done with the rows it moved.
-    func finishJournalStep(journalID: Int64, position: Int, rows: Int, at time: Date) throws
+    /// Sets the status of the journal's step at `position`, with the rows
+    /// it moved and the time it finished.
+    func setJournalStep(journalID: Int64, position: Int, to status: JournalStepStatus, rows: Int, at time: Date) throws
 
     /// Adds one to the journal's count of resumes (`report migrations`).
     func countJournalResume(_ id: Int64) throws
@@ -195,4 +199,12 @@ package struct SharedRecordKey: Sendable, Equatable {
         self.guest = guest
         self.account = account
     }
+}
+
+/// A named mark on a user that the engine sets and reads (prompt flags,
+/// which the profile names, are not among them).
+package enum UserFlag: String, Sendable, CaseIterable {
+    /// The user adopted ownerless records (`GuestMode.adopt`); a second
+    /// adoption reports it as already adopted.
+    case adopted
 }

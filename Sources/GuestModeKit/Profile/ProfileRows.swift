@@ -12,20 +12,36 @@ package protocol ProfileRows {
     /// Records of every owner in `collection`.
     func countRecords(in collection: String) throws -> Int
 
-    /// Records of every owner in `collection` whose JSON object has all of
-    /// `fields` at its top level.
-    func countRecords(in collection: String, havingFields fields: [String]) throws -> Int
-
     /// Moves every owner's records of `collection` to `newName`.
     func renameCollection(_ collection: String, to newName: String) throws
 
-    /// Renames the top-level member `field` of every record of `collection`
-    /// that has it to `newName`, as SQLite's
-    /// `json_remove(json_set(data, '$.new', data -> '$.field'), '$.field')`
-    /// does: the member moves to the end of the object, the document comes
-    /// out minified, every other string, number and member as it was.
-    func renameField(_ field: String, to newName: String, in collection: String) throws
+    /// Up to `limit` records of every owner in `collection`, ordered by
+    /// owner then key, starting after `position` (from the first when nil).
+    /// A page at a time, so the engine can rewrite a collection of any size
+    /// in bounded memory; the order is the backend's own, but the same for
+    /// every page of one transaction.
+    func recordPage(in collection: String, after position: RecordPosition?, limit: Int) throws -> [StoredRecord]
+
+    /// Replaces the data of each record (found by owner, collection and
+    /// key) with its `data`, keeping its creation and update times: a
+    /// profile upgrade reshapes records, it does not write them anew.
+    func replaceRecordData(_ records: [StoredRecord]) throws
 
     /// Binds the store to the profile `text` read from `origin`, at `time`.
     func setBoundProfile(text: String, origin: String, at time: Date) throws
+}
+
+/// Where a page of `ProfileRows.recordPage` ends: the next page starts
+/// after this owner's record under this key.
+package struct RecordPosition: Sendable, Equatable {
+    /// The owner of the last record read.
+    package var owner: String
+    /// The key of the last record read.
+    package var key: String
+
+    /// The position just after `record`.
+    package init(after record: StoredRecord) {
+        owner = record.owner
+        key = record.key
+    }
 }

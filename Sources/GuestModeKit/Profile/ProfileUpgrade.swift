@@ -72,7 +72,7 @@ extension GuestMode {
                 case .renameCollection(let from, let to):
                     try transaction.renameCollection(from, to: to)
                 case .renameField(let collection, let from, let to):
-                    try transaction.renameField(from, to: to, in: collection)
+                    try FieldRename(collection: collection, field: from, to: to).apply(transaction)
                 }
             }
             try transaction.setBoundProfile(text: new.text, origin: new.origin, at: now)
@@ -118,8 +118,7 @@ extension ProfileUpgradePlan {
                 collectionsAfter.insert(to)
                 dataSteps.append(.init(description: "rename collection \(from) → \(to)", records: count))
             case .renameField(let collection, let from, let to):
-                let count = try census.countRecords(in: collection, havingFields: [from])
-                let clashes = try census.countRecords(in: collection, havingFields: [from, to])
+                let (count, clashes) = try FieldRename(collection: collection, field: from, to: to).census(census)
                 if clashes > 0 {
                     refusals.append(
                         "\(clashes) records of \(collection) already have a field '\(to)'; renaming '\(from)' would overwrite it"

@@ -132,7 +132,9 @@ private struct ReplayRun {
         let user = step.user
         let at = step.at
         if assignments[user] == nil {
-            totals.users += try transaction.createMissingGuests([(user, at, at)]).count
+            totals.users += try transaction.createMissingGuests(
+                [(user, at, at)], state: .anonymous, promptState: User.newGuestPromptState
+            ).count
             assignments[user] = try assignments(of: user, at: at)
         }
         switch step {

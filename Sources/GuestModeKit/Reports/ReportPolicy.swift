@@ -174,7 +174,7 @@ extension UsageReport {
 
 extension MigrationsReport {
     /// The journal kinds a report always shows, in order, even with nothing started.
-    static let kinds = ["guest-to-account", "merge"]
+    static let kinds = JournalKind.allCases.map(\.rawValue)
 
     /// Both kinds from the store's counts, then any other kind the store
     /// holds, in byte order. A journal counts as failed when a step of it
@@ -187,14 +187,14 @@ extension MigrationsReport {
         let kinds = (Self.kinds + others).map { kind in
             let groups = attempts.filter { $0.kind == kind }
             let started = groups.reduce(0) { $0 + $1.journals }
-            let completed = groups.filter { $0.status == "done" }.reduce(0) { $0 + $1.journals }
+            let completed = groups.filter { $0.status == JournalStatus.done.rawValue }.reduce(0) { $0 + $1.journals }
             let steps = failures.filter { $0.kind == kind }.sorted {
                 $0.position != $1.position
                     ? $0.position < $1.position : Array($0.step.utf8).lexicographicallyPrecedes(Array($1.step.utf8))
             }
             return JournalKindReport(
                 kind: kind, started: started, completed: completed,
-                failed: groups.filter { $0.failures > 0 || $0.status == "failed" }.reduce(0) { $0 + $1.journals },
+                failed: groups.filter { $0.failures > 0 || $0.status == JournalStatus.failed.rawValue }.reduce(0) { $0 + $1.journals },
                 resumed: groups.filter { $0.resumes > 0 }.reduce(0) { $0 + $1.journals },
                 unfinished: started - completed, successRate: Proportion(successes: completed, trials: started),
                 failuresByStep: steps.map { StepFailures(position: $0.position, step: $0.step, failures: $0.failures) })

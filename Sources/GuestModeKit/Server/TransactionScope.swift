@@ -49,9 +49,7 @@ struct TransactionScope: GuestStore, @unchecked Sendable {
     func integrityProblems() throws -> [String] { throw outside("checking the store") }
     func tableCounts() throws -> [String: Int] { throw outside("counting tables") }
 
-    func readBackupRows<T>(
-        _ selection: BackupSelection, guestOwner: String, _ body: (any BackupRowSnapshot) throws -> T
-    ) throws -> T {
+    func readBackupRows<T>(_ body: (any BackupRowSource) throws -> T) throws -> T {
         throw outside("exporting a backup")
     }
 

@@ -10,6 +10,10 @@ public struct User: Codable, Sendable, Equatable {
     public var state: UserState
     /// Where the user stands with sign-in prompts (`anonymous`, `prompted`, `dismissed`, `never_ask`, `authenticated`).
     public var promptState: String
+
+    /// The prompt state a new guest starts in, however it is created (a
+    /// guest, a user first seen in a log of events, a replayed user).
+    package static let newGuestPromptState = "anonymous"
     /// When the user was created.
     public var createdAt: Date
     /// When the user was last seen by any call.
@@ -298,7 +302,7 @@ extension GuestMode {
             }
         }
         let user = User(
-            id: UUID().uuidString.lowercased(), device: device, state: .anonymous, promptState: "anonymous",
+            id: UUID().uuidString.lowercased(), device: device, state: .anonymous, promptState: User.newGuestPromptState,
             createdAt: now, lastSeenAt: now, linkedAt: nil)
         let stored = try credentials.map { credentials in
             StoredCredentials(

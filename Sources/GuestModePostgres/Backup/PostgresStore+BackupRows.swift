@@ -2,12 +2,8 @@ import Foundation
 import GuestModeKit
 
 extension PostgresStore: BackupRowStore {
-    package func readBackupRows<T>(
-        _ selection: BackupSelection, guestOwner: String, _ body: (any BackupRowSnapshot) throws -> T
-    ) throws -> T {
-        try read { connection in
-            try body(try PostgresBackupSnapshot(connection, selection: selection, guestOwner: guestOwner))
-        }
+    package func readBackupRows<T>(_ body: (any BackupRowSource) throws -> T) throws -> T {
+        try read { connection in try body(PostgresBackupSource(connection)) }
     }
 
     /// One transaction for the whole import. The schema's foreign keys to
@@ -106,59 +102,42 @@ private struct BackupTableShape {
     }
 }
 
-/// The selection's rows inside one read transaction, streamed through
+/// The backup rows inside one read transaction, streamed through
 /// server-side cursors a thousand rows at a time.
-private final class PostgresBackupSnapshot: BackupRowSnapshot {
+private final class PostgresBackupSource: BackupRowSource {
     let connection: PostgresConnection
-    let selection: BackupSelection
-    /// For `.users`, the requested users present; empty for `.all`, whose users are streamed.
-    private let requested: [String]
-    let guestOwner: String?
     private var shapes: [String: BackupTableShape] = [:]
     private var cursors = 0
 
-    init(_ connection: PostgresConnection, selection: BackupSelection, guestOwner: String) throws {
-        self.connection = connection
-        self.selection = selection
-        switch selection {
-        case .all:
-            requested = []
-            let owned =
-                try connection.execute(
-                    "SELECT 1 AS owned FROM records WHERE owner_id = $1 LIMIT 1", [PostgresValue(guestOwner)]
-                ).first != nil
-            self.guestOwner = owned ? guestOwner : nil
-        case .users(let requested):
-            var seen: Set<String> = []
-            self.requested = try requested.filter { user in
-                guard seen.insert(user).inserted else { return false }
-                return try connection.execute("SELECT 1 AS present FROM users WHERE id = $1", [PostgresValue(user)])
-                    .first != nil
-            }
-            self.guestOwner = nil
-        }
+    init(_ connection: PostgresConnection) { self.connection = connection }
+
+    func userExists(_ id: String) throws -> Bool {
+        try connection.execute("SELECT 1 AS present FROM users WHERE id = $1", [PostgresValue(id)]).first != nil
     }
 
-    func rowCount(in table: BackupTable) throws -> Int {
-        let condition = self.condition(table)
+    func hasRecords(ownedBy owner: String) throws -> Bool {
+        try connection.execute("SELECT 1 AS owned FROM records WHERE owner_id = $1 LIMIT 1", [PostgresValue(owner)])
+            .first != nil
+    }
+
+    func rowCount(in table: BackupTable, of owners: BackupOwners) throws -> Int {
+        let condition = Self.condition(table, owners)
         return try connection.execute(
             "SELECT count(*) AS n FROM \(PostgresStore.quote(table.name)) WHERE \(condition.sql)", condition.parameters
         ).first?.int("n") ?? 0
     }
 
-    func forEachUser(_ body: (String) throws -> Void) throws {
-        guard case .all = selection else {
-            for user in requested { try body(user) }
-            return
-        }
+    func forEachUserID(_ body: (String) throws -> Void) throws {
         try forEachFetched("SELECT id FROM users ORDER BY id COLLATE \"C\"", []) { row in
             try body(try row.string("id"))
         }
     }
 
-    func forEachRow(in table: BackupTable, _ body: ([String], [CellValue]) throws -> Void) throws {
+    func forEachRow(
+        in table: BackupTable, of owners: BackupOwners, _ body: ([String], [CellValue]) throws -> Void
+    ) throws {
         let shape = try self.shape(table)
-        let condition = self.condition(table)
+        let condition = Self.condition(table, owners)
         var values: [CellValue] = []
         values.reserveCapacity(shape.columns.count)
         try forEachFetched(
@@ -202,21 +181,19 @@ private final class PostgresBackupSnapshot: BackupRowSnapshot {
         return shape
     }
 
-    /// The condition that picks the selected owners' rows of a table, and
-    /// the ordering term that puts the guest owner's records after the users'.
-    private func condition(_ table: BackupTable) -> (sql: String, parameters: [PostgresValue?], guestOwnerLast: String)
-    {
+    /// The condition that picks the owners' rows of a table, and the
+    /// ordering term that puts the guest owner's records after the users'.
+    private static func condition(
+        _ table: BackupTable, _ owners: BackupOwners
+    ) -> (sql: String, parameters: [PostgresValue?], guestOwnerLast: String) {
         let owner = PostgresStore.quote(table.ownerColumn)
-        switch selection {
-        case .all where table.mayBelongToGuestOwner && guestOwner != nil:
-            return (
-                "\(owner) IN (SELECT id FROM users) OR \(owner) = $1", [guestOwner.map { PostgresValue($0) }],
-                "\(owner) = $1, "
-            )
-        case .all:
+        switch owners {
+        case .everyUser(let guestOwner?) where table.mayBelongToGuestOwner:
+            return ("\(owner) IN (SELECT id FROM users) OR \(owner) = $1", [PostgresValue(guestOwner)], "\(owner) = $1, ")
+        case .everyUser:
             return ("\(owner) IN (SELECT id FROM users)", [], "")
-        case .users:
-            return ("\(owner) = ANY ($1::text[])", [PostgresValue.textArray(requested)], "")
+        case .users(let users):
+            return ("\(owner) = ANY ($1::text[])", [PostgresValue.textArray(users)], "")
         }
     }
 }

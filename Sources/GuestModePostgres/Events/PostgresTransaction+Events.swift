@@ -186,18 +186,23 @@ extension PostgresTransaction {
         }
     }
 
-    func createMissingGuests(_ guests: [(user: String, firstSeen: Date, lastSeen: Date)]) throws -> Set<String> {
+    func createMissingGuests(
+        _ guests: [(user: String, firstSeen: Date, lastSeen: Date)], state: UserState, promptState: String
+    ) throws -> Set<String> {
         var created = Set<String>()
         let rows = try executeForEachChunk(
             of: guests.sorted { $0.user < $1.user }.map {
-                [PostgresValue($0.user), PostgresValue($0.firstSeen), PostgresValue($0.lastSeen)]
+                [
+                    PostgresValue($0.user), PostgresValue(state.rawValue), PostgresValue(promptState),
+                    PostgresValue($0.firstSeen), PostgresValue($0.lastSeen),
+                ]
             },
-            types: ["text", "text", "text"]
+            types: ["text", "text", "text", "text", "text"]
         ) { values in
             """
             INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
-            SELECT id, NULL, 'anonymous', 'anonymous', first_seen, last_seen, NULL
-            FROM (VALUES \(values)) AS seen (id, first_seen, last_seen)
+            SELECT id, NULL, state, prompt_state, first_seen, last_seen, NULL
+            FROM (VALUES \(values)) AS seen (id, state, prompt_state, first_seen, last_seen)
             ON CONFLICT (id) DO NOTHING
             RETURNING id
             """

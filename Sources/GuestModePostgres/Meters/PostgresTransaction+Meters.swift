@@ -9,7 +9,9 @@ import GuestModeKit
 /// never over doubles. The unique index on (user_id, meter,
 /// idempotency_key) makes a key count once.
 extension PostgresTransaction {
-    func meterUsage(of userID: String, meter: String, since start: Date?) throws -> MeterAmount {
+    func forEachMeterUseAmount(
+        of userID: String, meter: String, since start: Date?, _ body: (MeterAmount) throws -> Void
+    ) throws {
         // Rows written by hand or by earlier versions may hold amounts past
         // what millionths in a bigint can count (or NaN, which PostgreSQL
         // sorts above every number): such usage reads as the largest amount,
@@ -25,11 +27,7 @@ extension PostgresTransaction {
             WHERE user_id = $1 AND meter = $2 AND at >= $3
             """,
             [PostgresValue(userID), PostgresValue(meter), PostgresValue(start.map(Timestamp.format) ?? "")])
-        var used = MeterAmount.zero
-        for row in rows {
-            used = used.adding(MeterAmount(millionths: max(0, try row.int64("millionths")))) ?? .largest
-        }
-        return used
+        for row in rows { try body(MeterAmount(millionths: max(0, try row.int64("millionths")))) }
     }
 
     func meterUseAmount(of userID: String, meter: String, key: String) throws -> MeterAmount? {

@@ -168,16 +168,17 @@ extension PostgresTransaction {
         ).map { row in RecordKey(collection: try row.string("collection"), key: try row.string("key")) }
     }
 
-    func hasAdopted(_ userID: String) throws -> Bool {
+    func hasFlag(_ flag: UserFlag, of userID: String) throws -> Bool {
         try connection.execute(
-            "SELECT 1 AS present FROM user_flags WHERE user_id = $1 AND flag = 'adopted'", [PostgresValue(userID)]
+            "SELECT 1 AS present FROM user_flags WHERE user_id = $1 AND flag = $2",
+            [PostgresValue(userID), PostgresValue(flag.rawValue)]
         ).first != nil
     }
 
-    func markAdopted(_ userID: String, at time: Date) throws {
+    func setFlag(_ flag: UserFlag, of userID: String, at time: Date) throws {
         try connection.execute(
-            "INSERT INTO user_flags (user_id, flag, set_at) VALUES ($1, 'adopted', $2) ON CONFLICT DO NOTHING",
-            [PostgresValue(userID), PostgresValue(time)])
+            "INSERT INTO user_flags (user_id, flag, set_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            [PostgresValue(userID), PostgresValue(flag.rawValue), PostgresValue(time)])
     }
 
     /// The condition on `collections` (none when nil, nothing when empty),
@@ -245,19 +246,21 @@ extension PostgresTransaction {
 // MARK: Journals
 
 extension PostgresTransaction {
-    func unfinishedMigration(of guest: String, into account: String) throws -> Int64? {
+    func newestJournal(
+        kind: JournalKind, from source: String, into target: String, statusOtherThan status: JournalStatus
+    ) throws -> Int64? {
         try connection.execute(
             """
-            SELECT id FROM migration_journals WHERE kind = 'guest-to-account' AND source_id = $1 AND target_id = $2
-            AND status <> 'done' ORDER BY id DESC LIMIT 1
+            SELECT id FROM migration_journals WHERE kind = $1 AND source_id = $2 AND target_id = $3
+            AND status <> $4 ORDER BY id DESC LIMIT 1
             """,
-            [PostgresValue(guest), PostgresValue(account)]
+            [PostgresValue(kind.rawValue), PostgresValue(source), PostgresValue(target), PostgresValue(status.rawValue)]
         ).first?.int64("id")
     }
 
     func createJournal(
-        kind: String, source: String, target: String, status: String, backupPath: String?, startedAt: Date,
-        finishedAt: Date?, steps: [String]
+        kind: JournalKind, source: String, target: String, status: JournalStatus, backupPath: String?,
+        startedAt: Date, finishedAt: Date?, steps: [String], stepStatus: JournalStepStatus
     ) throws -> Int64 {
         guard
             let id = try connection.execute(
@@ -266,7 +269,8 @@ extension PostgresTransaction {
                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
                 """,
                 [
-                    PostgresValue(kind), PostgresValue(source), PostgresValue(target), PostgresValue(status),
+                    PostgresValue(kind.rawValue), PostgresValue(source), PostgresValue(target),
+                    PostgresValue(status.rawValue),
                     backupPath.map { PostgresValue($0) }, PostgresValue(startedAt),
                     finishedAt.map { PostgresValue($0) },
                 ]
@@ -276,8 +280,8 @@ extension PostgresTransaction {
         }
         for (index, name) in steps.enumerated() {
             try connection.execute(
-                "INSERT INTO migration_steps (journal_id, position, name, status) VALUES ($1, $2, $3, 'pending')",
-                [PostgresValue(id), PostgresValue(index + 1), PostgresValue(name)])
+                "INSERT INTO migration_steps (journal_id, position, name, status) VALUES ($1, $2, $3, $4)",
+                [PostgresValue(id), PostgresValue(index + 1), PostgresValue(name), PostgresValue(stepStatus.rawValue)])
         }
         return id
     }
@@ -291,10 +295,10 @@ extension PostgresTransaction {
         return try journals(where: "source_id = $1 OR target_id = $1", [PostgresValue(user)], locking: false)
     }
 
-    func setJournalStatus(_ id: Int64, to status: String, error: String?) throws {
+    func setJournalStatus(_ id: Int64, to status: JournalStatus, error: String?) throws {
         try connection.execute(
             "UPDATE migration_journals SET status = $1, error = $2 WHERE id = $3",
-            [PostgresValue(status), error.map { PostgresValue($0) }, PostgresValue(id)])
+            [PostgresValue(status.rawValue), error.map { PostgresValue($0) }, PostgresValue(id)])
     }
 
     func setJournalFinishTime(_ id: Int64, to time: Date) throws {
@@ -302,13 +306,18 @@ extension PostgresTransaction {
             "UPDATE migration_journals SET finished_at = $1 WHERE id = $2", [PostgresValue(time), PostgresValue(id)])
     }
 
-    func finishJournalStep(journalID: Int64, position: Int, rows: Int, at time: Date) throws {
+    func setJournalStep(
+        journalID: Int64, position: Int, to status: JournalStepStatus, rows: Int, at time: Date
+    ) throws {
         try connection.execute(
             """
-            UPDATE migration_steps SET status = 'done', rows = $1, finished_at = $2
-            WHERE journal_id = $3 AND position = $4
+            UPDATE migration_steps SET status = $1, rows = $2, finished_at = $3
+            WHERE journal_id = $4 AND position = $5
             """,
-            [PostgresValue(rows), PostgresValue(time), PostgresValue(journalID), PostgresValue(position)])
+            [
+                PostgresValue(status.rawValue), PostgresValue(rows), PostgresValue(time), PostgresValue(journalID),
+                PostgresValue(position),
+            ])
     }
 
     func countJournalResume(_ id: Int64) throws {
@@ -343,14 +352,14 @@ extension PostgresTransaction {
             steps[try step.int64("journal_id"), default: []].append(
                 JournalStep(
                     position: try step.int("position"), name: try step.string("name"),
-                    status: try step.string("status"), rows: try step.int("rows"),
+                    status: try step.decode("status", as: JournalStepStatus.self), rows: try step.int("rows"),
                     finishedAt: try step.optionalDate("finished_at")))
         }
         return try journals.map { row in
             let id = try row.int64("id")
             return MigrationJournal(
-                id: id, kind: try row.string("kind"), source: try row.string("source_id"),
-                target: try row.string("target_id"), status: try row.string("status"),
+                id: id, kind: try row.decode("kind", as: JournalKind.self), source: try row.string("source_id"),
+                target: try row.string("target_id"), status: try row.decode("status", as: JournalStatus.self),
                 backupPath: try row.optionalString("backup_path"), startedAt: try row.date("started_at"),
                 finishedAt: try row.optionalDate("finished_at"), error: try row.optionalString("error"),
                 steps: steps[id] ?? [])

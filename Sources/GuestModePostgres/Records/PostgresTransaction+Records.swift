@@ -60,7 +60,8 @@ extension PostgresTransaction {
         ).changes > 0
     }
 
-    private func storedRecord(_ row: PostgresRow) throws -> StoredRecord {
+    /// Shared with the profile upgrade's pages of records.
+    func storedRecord(_ row: PostgresRow) throws -> StoredRecord {
         StoredRecord(
             owner: try row.string("owner_id"), collection: try row.string("collection"), key: try row.string("key"),
             data: try row.string("data"), createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"))

@@ -3,16 +3,16 @@ import GuestModeKit
 
 extension PostgresTransaction {
     func cohortCounts(createdIn period: ReportPeriod) throws -> CohortCounts {
-        let (filter, parameters) = ReportFilter.clause("created_at", period)
+        let (filter, parameters) = ReportFilter.clause("created_at", period, after: 1)
         guard
             let row = try connection.execute(
                 """
                 SELECT count(*) AS users,
                        count(*) FILTER (WHERE EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = u.id)) AS prompted,
-                       count(*) FILTER (WHERE state = 'linked') AS linked
+                       count(*) FILTER (WHERE state = $1) AS linked
                 FROM users u WHERE \(filter)
                 """,
-                parameters
+                [PostgresValue(UserState.linked.rawValue)] + parameters
             ).first
         else { throw GuestModeError(.internalFailure, "the cohort query returned no row") }
         return CohortCounts(
@@ -24,13 +24,13 @@ extension PostgresTransaction {
     func forEachLink(
         ofUsersCreatedIn period: ReportPeriod, _ body: (_ createdAt: Date, _ linkedAt: Date) throws -> Void
     ) throws {
-        let (filter, parameters) = ReportFilter.clause("created_at", period)
+        let (filter, parameters) = ReportFilter.clause("created_at", period, after: 1)
         try connection.execute(
             """
             DECLARE guestmode_links NO SCROLL CURSOR FOR
-            SELECT created_at, linked_at FROM users WHERE state = 'linked' AND linked_at IS NOT NULL AND \(filter)
+            SELECT created_at, linked_at FROM users WHERE state = $1 AND linked_at IS NOT NULL AND \(filter)
             """,
-            parameters)
+            [PostgresValue(UserState.linked.rawValue)] + parameters)
         defer { _ = try? connection.execute("CLOSE guestmode_links") }
         while true {
             let batch = try connection.execute("FETCH 1000 FROM guestmode_links")

@@ -402,9 +402,9 @@ extension PostgresStore: StoreAdministration {
             for row in try connection.execute(
                 """
                 SELECT u.id FROM users u
-                WHERE u.state = 'linked' AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.user_id = u.id)
+                WHERE u.state = $1 AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.user_id = u.id)
                 ORDER BY u.id
-                """)
+                """, [PostgresValue(UserState.linked.rawValue)])
             {
                 problems.append("user \(try row.string("id")) is linked but has no identity")
             }

@@ -11,12 +11,12 @@ extension PostgresTransaction {
         try connection.execute(
             """
             INSERT INTO webhook_outbox (event_id, endpoint, type, user_id, created_at, scope, payload, status, attempts)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0)
             """,
             [
                 PostgresValue(delivery.eventId), PostgresValue(delivery.endpoint), PostgresValue(delivery.type),
                 PostgresValue(delivery.userId), PostgresValue(delivery.createdAt), PostgresValue(delivery.scope),
-                PostgresValue(delivery.payload),
+                PostgresValue(delivery.payload), PostgresValue(WebhookDeliveryStatus.pending.rawValue),
             ])
     }
 
@@ -42,7 +42,9 @@ extension PostgresTransaction {
     }
 
     func pendingWebhookHeads(after cursor: WebhookCursor?, limit: Int) throws -> [WebhookDelivery] {
-        // The partial index webhook_outbox_pending_pair answers NOT EXISTS with one seek.
+        // The partial index webhook_outbox_pending_pair answers NOT EXISTS with one seek. Its
+        // predicate, status = 'pending', stays literal: a plan made for a bound status could not
+        // assume it.
         try connection.execute(
             """
             SELECT \(Self.webhookColumns) FROM webhook_outbox AS w
@@ -87,10 +89,13 @@ extension PostgresTransaction {
         try connection.execute(
             """
             DELETE FROM webhook_outbox
-            WHERE user_id = $1 AND type = $2 AND scope = $3 AND status = 'pending' AND created_at COLLATE "C" > $4
+            WHERE user_id = $1 AND type = $2 AND scope = $3 AND status = $5 AND created_at COLLATE "C" > $4
             RETURNING id
             """,
-            [PostgresValue(user), PostgresValue(type), PostgresValue(scope), PostgresValue(time)]
+            [
+                PostgresValue(user), PostgresValue(type), PostgresValue(scope), PostgresValue(time),
+                PostgresValue(WebhookDeliveryStatus.pending.rawValue),
+            ]
         ).count
     }
 
@@ -98,10 +103,10 @@ extension PostgresTransaction {
         try connection.execute(
             """
             DELETE FROM webhook_outbox WHERE id IN (
-                SELECT id FROM webhook_outbox WHERE status = 'delivered' AND created_at COLLATE "C" < $1
+                SELECT id FROM webhook_outbox WHERE status = $3 AND created_at COLLATE "C" < $1
                 ORDER BY created_at COLLATE "C", id LIMIT $2)
             """,
-            [PostgresValue(time), PostgresValue(Int64(limit))]
+            [PostgresValue(time), PostgresValue(Int64(limit)), PostgresValue(WebhookDeliveryStatus.delivered.rawValue)]
         ).changes
     }
 

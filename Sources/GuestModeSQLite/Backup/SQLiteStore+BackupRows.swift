@@ -3,10 +3,8 @@ internal import GRDB
 import GuestModeKit
 
 extension SQLiteStore: BackupRowStore {
-    package func readBackupRows<T>(
-        _ selection: BackupSelection, guestOwner: String, _ body: (any BackupRowSnapshot) throws -> T
-    ) throws -> T {
-        try read { db in try body(try SQLiteBackupSnapshot(db, selection: selection, guestOwner: guestOwner)) }
+    package func readBackupRows<T>(_ body: (any BackupRowSource) throws -> T) throws -> T {
+        try read { db in try body(SQLiteBackupSource(db)) }
     }
 
     package func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T {
@@ -19,69 +17,54 @@ extension SQLiteStore: BackupRowStore {
     }
 }
 
-/// The selection's rows inside one read transaction.
-private final class SQLiteBackupSnapshot: BackupRowSnapshot {
+/// The backup rows inside one read transaction.
+private final class SQLiteBackupSource: BackupRowSource {
     let db: Database
-    let selection: BackupSelection
-    /// For `.users`, the requested users present; empty for `.all`, whose users are streamed.
-    private let requested: [String]
-    let guestOwner: String?
 
-    init(_ db: Database, selection: BackupSelection, guestOwner: String) throws {
-        self.db = db
-        self.selection = selection
-        switch selection {
-        case .all:
-            requested = []
-            let owned =
-                try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [guestOwner])
-                ?? false
-            self.guestOwner = owned ? guestOwner : nil
-        case .users(let requested):
-            var seen: Set<String> = []
-            self.requested = try requested.filter { user in
-                guard seen.insert(user).inserted else { return false }
-                return try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [user]) ?? false
-            }
-            self.guestOwner = nil
-        }
+    init(_ db: Database) { self.db = db }
+
+    func userExists(_ id: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [id]) ?? false
     }
 
-    func forEachUser(_ body: (String) throws -> Void) throws {
-        guard case .all = selection else {
-            for user in requested { try body(user) }
-            return
-        }
+    func hasRecords(ownedBy owner: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE owner_id = ?)", arguments: [owner])
+            ?? false
+    }
+
+    func forEachUserID(_ body: (String) throws -> Void) throws {
         let users = try String.fetchCursor(db, sql: "SELECT id FROM users ORDER BY id")
         while let user = try users.next() { try body(user) }
     }
 
-    func rowCount(in table: BackupTable) throws -> Int {
-        let condition = self.condition(table)
+    func rowCount(in table: BackupTable, of owners: BackupOwners) throws -> Int {
+        let condition = Self.condition(table, owners)
         return try Int.fetchOne(
             db, sql: "SELECT COUNT(*) FROM \(table.name) WHERE \(condition.sql)", arguments: condition.arguments) ?? 0
     }
 
-    func forEachRow(in table: BackupTable, _ body: ([String], [CellValue]) throws -> Void) throws {
-        let condition = self.condition(table)
+    func forEachRow(
+        in table: BackupTable, of owners: BackupOwners, _ body: ([String], [CellValue]) throws -> Void
+    ) throws {
+        let condition = Self.condition(table, owners)
         let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name) WHERE \(condition.sql) ORDER BY rowid")
         try forEachCellRow(
             of: statement, arguments: condition.arguments, table: table.name, purpose: "backups", body)
     }
 
-    /// The condition that picks the selected owners' rows of a table.
-    private func condition(_ table: BackupTable) -> (sql: String, arguments: StatementArguments) {
-        switch selection {
-        case .all where table.mayBelongToGuestOwner && guestOwner != nil:
+    /// The condition that picks the owners' rows of a table.
+    private static func condition(
+        _ table: BackupTable, _ owners: BackupOwners
+    ) -> (sql: String, arguments: StatementArguments) {
+        switch owners {
+        case .everyUser(let guestOwner?) where table.mayBelongToGuestOwner:
             ("\(table.ownerColumn) IN (SELECT id FROM users) OR \(table.ownerColumn) = ?", [guestOwner])
-        case .all:
+        case .everyUser:
             ("\(table.ownerColumn) IN (SELECT id FROM users)", [])
-        case .users:
+        case .users(let users):
             (
-                "\(table.ownerColumn) IN (\(requested.map { _ in "?" }.joined(separator: ", ")))",
-                StatementArguments(requested)
+                "\(table.ownerColumn) IN (\(users.map { _ in "?" }.joined(separator: ", ")))",
+                StatementArguments(users)
             )
         }
     }

@@ -133,17 +133,20 @@ extension SQLiteTransaction {
         }
     }
 
-    func createMissingGuests(_ guests: [(user: String, firstSeen: Date, lastSeen: Date)]) throws -> Set<String> {
+    func createMissingGuests(
+        _ guests: [(user: String, firstSeen: Date, lastSeen: Date)], state: UserState, promptState: String
+    ) throws -> Set<String> {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
-                VALUES (?, NULL, 'anonymous', 'anonymous', ?, ?, NULL)
+                VALUES (?, NULL, ?, ?, ?, ?, NULL)
                 ON CONFLICT(id) DO NOTHING
                 """)
         var created = Set<String>()
         for guest in guests {
             try insert.execute(arguments: [
-                guest.user, Timestamp.format(guest.firstSeen), Timestamp.format(guest.lastSeen),
+                guest.user, state.rawValue, promptState, Timestamp.format(guest.firstSeen),
+                Timestamp.format(guest.lastSeen),
             ])
             if db.changesCount > 0 { created.insert(guest.user) }
         }

@@ -8,7 +8,9 @@ import GuestModeKit
 /// that decimal and `round(amount * 1000000)` reads back exactly its
 /// millionths. Sums are taken over those integers, never over doubles.
 extension SQLiteTransaction {
-    func meterUsage(of userID: String, meter: String, since start: Date?) throws -> MeterAmount {
+    func forEachMeterUseAmount(
+        of userID: String, meter: String, since start: Date?, _ body: (MeterAmount) throws -> Void
+    ) throws {
         let amounts = try Int64.fetchCursor(
             db.cachedStatement(
                 sql: """
@@ -17,15 +19,10 @@ extension SQLiteTransaction {
                     WHERE user_id = ? AND meter = ? AND at >= ?
                     """),
             arguments: [userID, meter, start.map(Timestamp.format) ?? ""])
-        // Rows written by earlier versions may hold amounts past what a sum
-        // can count; such usage reads as the largest amount, not a crash. An
-        // amount that is not a number reads as NULL, which does not decode:
-        // SQLite would otherwise count text as 0.
-        var used = MeterAmount.zero
-        while let millionths = try amounts.next() {
-            used = used.adding(MeterAmount(millionths: max(0, millionths))) ?? .largest
-        }
-        return used
+        // An amount that is not a number reads as NULL, which does not
+        // decode: SQLite would otherwise count text as 0. One past what
+        // millionths can count is cast to the largest integer.
+        while let millionths = try amounts.next() { try body(MeterAmount(millionths: max(0, millionths))) }
     }
 
     func meterUseAmount(of userID: String, meter: String, key: String) throws -> MeterAmount? {

@@ -174,15 +174,16 @@ extension SQLiteTransaction {
         }
     }
 
-    func hasAdopted(_ userID: String) throws -> Bool {
+    func hasFlag(_ flag: UserFlag, of userID: String) throws -> Bool {
         try Bool.fetchOne(
-            db, sql: "SELECT 1 FROM user_flags WHERE user_id = ? AND flag = 'adopted'", arguments: [userID]) ?? false
+            db, sql: "SELECT 1 FROM user_flags WHERE user_id = ? AND flag = ?", arguments: [userID, flag.rawValue])
+            ?? false
     }
 
-    func markAdopted(_ userID: String, at time: Date) throws {
+    func setFlag(_ flag: UserFlag, of userID: String, at time: Date) throws {
         try db.execute(
-            sql: "INSERT INTO user_flags (user_id, flag, set_at) VALUES (?, 'adopted', ?) ON CONFLICT DO NOTHING",
-            arguments: [userID, Timestamp.format(time)])
+            sql: "INSERT INTO user_flags (user_id, flag, set_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            arguments: [userID, flag.rawValue, Timestamp.format(time)])
     }
 
     /// The condition on `collections` (none when nil, nothing when empty),
@@ -244,19 +245,21 @@ extension SQLiteTransaction {
 // MARK: Journals
 
 extension SQLiteTransaction {
-    func unfinishedMigration(of guest: String, into account: String) throws -> Int64? {
+    func newestJournal(
+        kind: JournalKind, from source: String, into target: String, statusOtherThan status: JournalStatus
+    ) throws -> Int64? {
         try Int64.fetchOne(
             db,
             sql: """
-                SELECT id FROM migration_journals WHERE kind = 'guest-to-account' AND source_id = ? AND target_id = ?
-                AND status != 'done' ORDER BY id DESC LIMIT 1
+                SELECT id FROM migration_journals WHERE kind = ? AND source_id = ? AND target_id = ?
+                AND status != ? ORDER BY id DESC LIMIT 1
                 """,
-            arguments: [guest, account])
+            arguments: [kind.rawValue, source, target, status.rawValue])
     }
 
     func createJournal(
-        kind: String, source: String, target: String, status: String, backupPath: String?, startedAt: Date,
-        finishedAt: Date?, steps: [String]
+        kind: JournalKind, source: String, target: String, status: JournalStatus, backupPath: String?,
+        startedAt: Date, finishedAt: Date?, steps: [String], stepStatus: JournalStepStatus
     ) throws -> Int64 {
         try db.execute(
             sql: """
@@ -264,13 +267,14 @@ extension SQLiteTransaction {
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
-                kind, source, target, status, backupPath, Timestamp.format(startedAt), finishedAt.map(Timestamp.format),
+                kind.rawValue, source, target, status.rawValue, backupPath, Timestamp.format(startedAt),
+                finishedAt.map(Timestamp.format),
             ])
         let id = db.lastInsertedRowID
         for (index, name) in steps.enumerated() {
             try db.execute(
-                sql: "INSERT INTO migration_steps (journal_id, position, name, status) VALUES (?, ?, ?, 'pending')",
-                arguments: [id, index + 1, name])
+                sql: "INSERT INTO migration_steps (journal_id, position, name, status) VALUES (?, ?, ?, ?)",
+                arguments: [id, index + 1, name, stepStatus.rawValue])
         }
         return id
     }
@@ -284,9 +288,10 @@ extension SQLiteTransaction {
         return try journals(where: "source_id = ? OR target_id = ?", arguments: [user, user])
     }
 
-    func setJournalStatus(_ id: Int64, to status: String, error: String?) throws {
+    func setJournalStatus(_ id: Int64, to status: JournalStatus, error: String?) throws {
         try db.execute(
-            sql: "UPDATE migration_journals SET status = ?, error = ? WHERE id = ?", arguments: [status, error, id])
+            sql: "UPDATE migration_journals SET status = ?, error = ? WHERE id = ?",
+            arguments: [status.rawValue, error, id])
     }
 
     func setJournalFinishTime(_ id: Int64, to time: Date) throws {
@@ -294,13 +299,15 @@ extension SQLiteTransaction {
             sql: "UPDATE migration_journals SET finished_at = ? WHERE id = ?", arguments: [Timestamp.format(time), id])
     }
 
-    func finishJournalStep(journalID: Int64, position: Int, rows: Int, at time: Date) throws {
+    func setJournalStep(
+        journalID: Int64, position: Int, to status: JournalStepStatus, rows: Int, at time: Date
+    ) throws {
         try db.execute(
             sql: """
-                UPDATE migration_steps SET status = 'done', rows = ?, finished_at = ?
+                UPDATE migration_steps SET status = ?, rows = ?, finished_at = ?
                 WHERE journal_id = ? AND position = ?
                 """,
-            arguments: [rows, Timestamp.format(time), journalID, position])
+            arguments: [status.rawValue, rows, Timestamp.format(time), journalID, position])
     }
 
     func countJournalResume(_ id: Int64) throws {
@@ -322,12 +329,12 @@ extension SQLiteTransaction {
                 ).map { step in
                     JournalStep(
                         position: try step.decode(forColumn: "position"), name: try step.decode(forColumn: "name"),
-                        status: try step.decode(forColumn: "status"), rows: try step.decode(forColumn: "rows"),
+                        status: try step.decode("status", as: JournalStepStatus.self), rows: try step.decode(forColumn: "rows"),
                         finishedAt: try step.optionalTime("finished_at"))
                 }
                 return MigrationJournal(
-                    id: id, kind: try row.decode(forColumn: "kind"), source: try row.decode(forColumn: "source_id"),
-                    target: try row.decode(forColumn: "target_id"), status: try row.decode(forColumn: "status"),
+                    id: id, kind: try row.decode("kind", as: JournalKind.self), source: try row.decode(forColumn: "source_id"),
+                    target: try row.decode(forColumn: "target_id"), status: try row.decode("status", as: JournalStatus.self),
                     backupPath: try row.decode(forColumn: "backup_path"), startedAt: try row.time("started_at"),
                     finishedAt: try row.optionalTime("finished_at"), error: try row.decode(forColumn: "error"),
                     steps: steps)

@@ -10,24 +10,33 @@ extension SQLiteTransaction {
         try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records WHERE collection = ?", arguments: [collection]) ?? 0
     }
 
-    func countRecords(in collection: String, havingFields fields: [String]) throws -> Int {
-        let conditions = fields.map { _ in " AND json_type(data, ?) IS NOT NULL" }.joined()
-        return try Int.fetchOne(
-            db, sql: "SELECT COUNT(*) FROM records WHERE collection = ?\(conditions)",
-            arguments: StatementArguments([collection] + fields.map { "$.\($0)" })) ?? 0
-    }
-
     func renameCollection(_ collection: String, to newName: String) throws {
         try db.execute(sql: "UPDATE records SET collection = ? WHERE collection = ?", arguments: [newName, collection])
     }
 
-    func renameField(_ field: String, to newName: String, in collection: String) throws {
-        try db.execute(
+    func recordPage(in collection: String, after position: RecordPosition?, limit: Int) throws -> [StoredRecord] {
+        guard let position else {
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM records WHERE collection = ? ORDER BY owner_id, key LIMIT ?",
+                arguments: [collection, limit]
+            ).map(storedRecord)
+        }
+        return try Row.fetchAll(
+            db,
             sql: """
-                UPDATE records SET data = json_remove(json_set(data, ?, json(data -> ?)), ?)
-                WHERE collection = ? AND json_type(data, ?) IS NOT NULL
+                SELECT * FROM records WHERE collection = ? AND (owner_id, key) > (?, ?)
+                ORDER BY owner_id, key LIMIT ?
                 """,
-            arguments: ["$.\(newName)", "$.\(field)", "$.\(field)", collection, "$.\(field)"])
+            arguments: [collection, position.owner, position.key, limit]
+        ).map(storedRecord)
+    }
+
+    func replaceRecordData(_ records: [StoredRecord]) throws {
+        let statement = try db.cachedStatement(
+            sql: "UPDATE records SET data = ? WHERE owner_id = ? AND collection = ? AND key = ?")
+        for record in records {
+            try statement.execute(arguments: [record.data, record.owner, record.collection, record.key])
+        }
     }
 
     func setBoundProfile(text: String, origin: String, at time: Date) throws {

@@ -58,7 +58,8 @@ extension SQLiteTransaction {
         return db.changesCount > 0
     }
 
-    private func storedRecord(_ row: Row) throws -> StoredRecord {
+    /// Shared with the profile upgrade's pages of records.
+    func storedRecord(_ row: Row) throws -> StoredRecord {
         StoredRecord(
             owner: try row.decode(forColumn: "owner_id"), collection: try row.decode(forColumn: "collection"),
             key: try row.decode(forColumn: "key"), data: try row.decode(forColumn: "data"),

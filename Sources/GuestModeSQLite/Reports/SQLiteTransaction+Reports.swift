@@ -11,10 +11,10 @@ extension SQLiteTransaction {
                 sql: """
                     SELECT count(*) AS users,
                            coalesce(sum(EXISTS (SELECT 1 FROM prompt_outcomes o WHERE o.user_id = u.id)), 0) AS prompted,
-                           coalesce(sum(state = 'linked'), 0) AS linked
+                           coalesce(sum(state = ?), 0) AS linked
                     FROM users u WHERE \(filter)
                     """,
-                arguments: arguments)
+                arguments: [UserState.linked.rawValue] + arguments)
         else { throw GuestModeError(.internalFailure, "the cohort query returned no row") }
         return CohortCounts(
             users: try row.decode(forColumn: "users"), prompted: try row.decode(forColumn: "prompted"),
@@ -28,8 +28,8 @@ extension SQLiteTransaction {
         let rows = try Row.fetchCursor(
             db,
             sql:
-                "SELECT created_at, linked_at FROM users WHERE state = 'linked' AND linked_at IS NOT NULL AND \(filter)",
-            arguments: arguments)
+                "SELECT created_at, linked_at FROM users WHERE state = ? AND linked_at IS NOT NULL AND \(filter)",
+            arguments: [UserState.linked.rawValue] + arguments)
         while let row = try rows.next() { try body(try row.time("created_at"), try row.time("linked_at")) }
     }
 

@@ -12,11 +12,12 @@ extension SQLiteTransaction {
         try db.execute(
             sql: """
                 INSERT INTO webhook_outbox (event_id, endpoint, type, user_id, created_at, scope, payload, status, attempts)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)
                 """,
             arguments: [
                 delivery.eventId, delivery.endpoint, delivery.type, delivery.userId,
                 Timestamp.format(delivery.createdAt), delivery.scope, delivery.payload,
+                WebhookDeliveryStatus.pending.rawValue,
             ])
     }
 
@@ -40,7 +41,9 @@ extension SQLiteTransaction {
     }
 
     func pendingWebhookHeads(after cursor: WebhookCursor?, limit: Int) throws -> [WebhookDelivery] {
-        // The partial index webhook_outbox_pending_pair answers NOT EXISTS with one seek.
+        // The partial index webhook_outbox_pending_pair answers NOT EXISTS with one seek. Its
+        // predicate, status = 'pending', stays literal here: SQLite uses a partial index only for
+        // a query whose WHERE names the same constant, never a bound argument.
         try Row.fetchAll(
             db.cachedStatement(
                 sql: """
@@ -81,9 +84,9 @@ extension SQLiteTransaction {
         try db.execute(
             sql: """
                 DELETE FROM webhook_outbox
-                WHERE user_id = ? AND type = ? AND scope = ? AND status = 'pending' AND created_at > ?
+                WHERE user_id = ? AND type = ? AND scope = ? AND status = ? AND created_at > ?
                 """,
-            arguments: [user, type, scope, Timestamp.format(time)])
+            arguments: [user, type, scope, WebhookDeliveryStatus.pending.rawValue, Timestamp.format(time)])
         return db.changesCount
     }
 
@@ -91,10 +94,10 @@ extension SQLiteTransaction {
         try db.execute(
             sql: """
                 DELETE FROM webhook_outbox WHERE id IN (
-                    SELECT id FROM webhook_outbox WHERE status = 'delivered' AND created_at < ?
+                    SELECT id FROM webhook_outbox WHERE status = ? AND created_at < ?
                     ORDER BY created_at, id LIMIT ?)
                 """,
-            arguments: [Timestamp.format(time), limit])
+            arguments: [WebhookDeliveryStatus.delivered.rawValue, Timestamp.format(time), limit])
         return db.changesCount
     }
 

@@ -161,14 +161,14 @@ struct MigrateCommand: ParsableCommand {
                     header: ["JOURNAL", "KIND", "SOURCE", "TARGET", "STATUS", "STEPS_DONE", "STEPS", "ERROR"],
                     rows: journals.map { journal in
                         [
-                            String(journal.id), journal.kind, journal.source, journal.target, journal.status,
-                            String(journal.steps.filter { $0.status == "done" }.count), String(journal.steps.count),
+                            String(journal.id), journal.kind.rawValue, journal.source, journal.target, journal.status.rawValue,
+                            String(journal.steps.filter { $0.status == .done }.count), String(journal.steps.count),
                             journal.error ?? "",
                         ]
                     }, global: global)
             }
             for journal in journals {
-                let done = journal.steps.filter { $0.status == "done" }.count
+                let done = journal.steps.filter { $0.status == .done }.count
                 let steps = journal.steps.isEmpty ? "" : " \(done)/\(journal.steps.count) steps"
                 global.output.line(
                     "#\(journal.id) \(journal.kind) \(journal.source) → \(journal.target): \(journal.status)\(steps)\(journal.error.map { " (\($0))" } ?? "")"

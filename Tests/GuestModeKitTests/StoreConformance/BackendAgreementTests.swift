@@ -106,7 +106,8 @@ struct BackendAgreementTests {
                 try engine.recordPrompt(entry.outcome, context: entry.context, user: "u", now: entry.at).promptState)
         }
         let replayedStates = try replayed.write { transaction in
-            _ = try transaction.createMissingGuests([(user.id, user.createdAt, user.createdAt)])
+            _ = try transaction.createMissingGuests(
+                [(user.id, user.createdAt, user.createdAt)], state: .anonymous, promptState: User.newGuestPromptState)
             return try entries.map { try transaction.recordPromptOutcome($0, of: "u") }
         }
         #expect(replayedStates == states)

@@ -21,12 +21,12 @@ struct MigrationStoreTests {
         #expect(try engine.unfinishedMigration(of: guest, into: account) == id)
         #expect(try engine.unfinishedMigration(of: account, into: guest) == nil)
         let journal = try engine.journal(id)
-        #expect(journal.kind == "guest-to-account" && journal.status == "running")
+        #expect(journal.kind == .guestToAccount && journal.status == .running)
         #expect(journal.source == guest && journal.target == account && journal.backupPath == "/backups/b.tar.zst")
         #expect(journal.startedAt == day(3) && journal.finishedAt == nil && journal.error == nil)
         #expect(journal.steps.map(\.position) == [1, 2, 3, 4, 5])
         #expect(journal.steps.map(\.name) == names)
-        #expect(journal.steps.allSatisfy { $0.status == "pending" && $0.rows == 0 && $0.finishedAt == nil })
+        #expect(journal.steps.allSatisfy { $0.status == .pending && $0.rows == 0 && $0.finishedAt == nil })
         #expect(errorCode { _ = try engine.journal(id + 1000) } == .journalNotFound)
     }
 
@@ -67,12 +67,12 @@ struct MigrationStoreTests {
             #expect(
                 result.step
                     == JournalStep(
-                        position: index + 1, name: step.name, status: "done", rows: result.step.rows, finishedAt: day(4)
+                        position: index + 1, name: step.name, status: .done, rows: result.step.rows, finishedAt: day(4)
                     ))
             conflicts += result.conflicts
             let journal = try engine.journal(id)
             #expect(journal.steps[index] == result.step, "the journal entry commits with the step")
-            #expect(journal.status == (index == plan.count - 1 ? "done" : "running"))
+            #expect(journal.status == (index == plan.count - 1 ? .done : .running))
             // Running a done step again changes nothing.
             let before = try observableState(engine)
             #expect(
@@ -109,11 +109,11 @@ struct MigrationStoreTests {
         #expect(try observableState(engine) == before)
         #expect(
             try engine.counters(user: guest)["recipe_created"] == 2, "the activity moved in the failed step is back")
-        #expect(try engine.journal(id).steps.first?.status == "pending")
+        #expect(try engine.journal(id).steps.first?.status == .pending)
 
         try engine.failMigration(journalID: id, position: 1, reason: "step 1 profile: records left behind")
         let failed = try engine.journal(id)
-        #expect(failed.status == "failed" && failed.error == "step 1 profile: records left behind")
+        #expect(failed.status == .failed && failed.error == "step 1 profile: records left behind")
         #expect(
             try engine.unfinishedMigration(of: guest, into: account) == id,
             "a failed migration is resumed, not restarted")
@@ -123,7 +123,7 @@ struct MigrationStoreTests {
         #expect(
             try engine.runMigrationStep(step, position: 1, journalID: id, now: day(5)) != nil)
         let resumed = try engine.journal(id)
-        #expect(resumed.status == "running" && resumed.error == nil)
+        #expect(resumed.status == .running && resumed.error == nil)
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -163,7 +163,7 @@ struct MigrationStoreTests {
         #expect(try engine.journals(involving: nil).map(\.id) == [first, second])
         #expect(try engine.journals(involving: account).map(\.id) == [first, second])
         #expect(try engine.journals(involving: guest).map(\.id) == [first])
-        #expect(try engine.journals(involving: other).map(\.kind) == ["merge"])
+        #expect(try engine.journals(involving: other).map(\.kind) == [.merge])
         #expect(try engine.journals(involving: "nobody").isEmpty)
     }
 }

@@ -41,7 +41,7 @@ struct PostgresTransferConcurrencyTests {
                 // Every other racer has tried to start before the winner moves anything, so all of
                 // them meet the running journal (and none a guest already gone).
                 settled.wait()
-                for entry in try engine.journal(id).steps where entry.status != "done" {
+                for entry in try engine.journal(id).steps where entry.status != .done {
                     if try engine.runMigrationStep(
                         steps[entry.position - 1], position: entry.position, journalID: id, now: day(4)) != nil
                     {
@@ -77,7 +77,7 @@ struct PostgresTransferConcurrencyTests {
             do {
                 // What `GuestMode.migrate(resuming: true)` does.
                 guard let resumed = try engine.unfinishedMigration(of: "guest", into: "acct") else { return }
-                for entry in try engine.journal(resumed).steps where entry.status != "done" {
+                for entry in try engine.journal(resumed).steps where entry.status != .done {
                     if try engine.runMigrationStep(
                         steps[entry.position - 1], position: entry.position, journalID: resumed, now: day(4)) != nil
                     {

@@ -94,4 +94,73 @@ struct ProfileUpgradeStoreTests {
                 == .profileUpgradeRefused)
         #expect(try observableState(engine) == before)
     }
+
+    /// The engine renames over pages of records: with pages of two, every
+    /// owner's records are still visited once, each value comes back as
+    /// it was (nesting, numbers as written, escapes), the member takes its
+    /// place in the canonical text, and the record keeps its times.
+    @Test(arguments: StoreBackend.allCases)
+    func renameFieldPagesThroughEveryOwnersRecordsKeepingValuesAndTimes(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = try backend.engine(store, profile)
+        let documents = [
+            #"{"cost":15,"name":"Netflix"}"#,
+            #"{"a":1,"cost":{"x":[1, 2,{"y":"z"}]},"z":null}"#,
+            #"{ "cost" : "a \"quoted\" , value" , "b" : [ ] }"#,
+            #"{"b":true,"cost":1.50,"c":"é/ü\u00e9\n"}"#,
+            #"{"only":1}"#,
+            #"{"c\u006fst":3,"d":4}"#,
+            #"{"cost":-0.0e+5,"zz":"last"}"#,
+        ]
+        var owners: [String] = []
+        for (index, document) in documents.enumerated() {
+            if index % 3 == 0 { owners.append(try engine.createGuest(device: nil, now: day(1)).id) }
+            _ = try engine.putRecord(
+                user: owners[owners.count - 1], collection: "subscriptions", key: "k\(index)", json: document,
+                now: day(1, hour: index))
+        }
+        func stored() throws -> [StoredRecord] {
+            try owners.flatMap { owner in try engine.records(user: owner, collection: "subscriptions") }
+        }
+        let before = try stored()
+        let rename = FieldRename(collection: "subscriptions", field: "cost", to: "price")
+        let census = try store.read { try rename.census($0, pageSize: 2) }
+        #expect(census.having == 6 && census.clashing == 0)
+        let renamed = try store.write { try rename.apply($0, pageSize: 2) }
+        #expect(renamed == 6)
+        let after = try stored()
+        #expect(after.count == before.count)
+        for (old, new) in zip(before, after) {
+            guard case .object(var members) = try StrictJSON.parse(old.data) else {
+                Issue.record("\(old.data) is not an object")
+                continue
+            }
+            if let value = members.removeValue(forKey: "cost") { members["price"] = value }
+            #expect(new.data == JSONValue.object(members).canonicalText)
+            #expect(new.createdAt == old.createdAt && new.updatedAt == old.updatedAt)
+        }
+        #expect(after.map(\.data).contains(#"{"b":true,"c":"é/üé\n","price":1.50}"#))
+        #expect(after.map(\.data).contains(#"{"a":1,"price":{"x":[1,2,{"y":"z"}]},"z":null}"#))
+        #expect(try store.read { try rename.census($0, pageSize: 2) } == (0, 0))
+    }
+
+    /// A field is a top-level member of exactly that name: no backend's
+    /// path syntax reads `a.b` as a nested member or `$` as the root.
+    @Test(arguments: StoreBackend.allCases)
+    func aFieldNameIsAMemberNameNotAPath(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = try backend.engine(store, profile)
+        let guest = try engine.createGuest(device: nil, now: day(1)).id
+        _ = try engine.putRecord(
+            user: guest, collection: "subscriptions", key: "nested", json: #"{"a":{"b":1}}"#, now: day(1))
+        _ = try engine.putRecord(
+            user: guest, collection: "subscriptions", key: "dotted", json: #"{"a.b":2,"$":3}"#, now: day(1))
+        let dotted = FieldRename(collection: "subscriptions", field: "a.b", to: "$")
+        #expect(try store.read { try dotted.census($0) } == (1, 1))
+        let root = FieldRename(collection: "subscriptions", field: "$", to: "root")
+        #expect(try store.read { try root.census($0) } == (1, 0))
+        #expect(try store.write { try FieldRename(collection: "subscriptions", field: "a.b", to: "ab").apply($0) } == 1)
+        #expect(try engine.record(user: guest, collection: "subscriptions", key: "nested").data == #"{"a":{"b":1}}"#)
+        #expect(try engine.record(user: guest, collection: "subscriptions", key: "dotted").data == #"{"$":3,"ab":2}"#)
+    }
 }

@@ -152,6 +152,9 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("migration_journals", "finished_at", "'yesterday'", read: journal),
     PlantedValue("migration_steps", "finished_at", "'yesterday'", read: journal),
     PlantedValue("migration_steps", "rows", "'some'", postgres: "NULL", read: journal),
+    PlantedValue("migration_journals", "kind", "'teleport'", read: journal),
+    PlantedValue("migration_journals", "status", "'paused'", read: journal),
+    PlantedValue("migration_steps", "status", "'halfway'", read: journal),
     PlantedValue("conflict_archive", "updated_at", "'yesterday'") { store, profile in
         _ = try GuestMode(profile: profile, store: store).archivedConflicts(user: "u")
     },
@@ -261,5 +264,27 @@ struct StrictDecodingTests {
             #expect(error.kind == .badData, "\(value)")
             #expect(!error.message.contains("pbkdf2"), "the message shows other columns of the row")
         }
+    }
+
+    /// The engine adds usage up: amounts planted past what one can hold, and
+    /// a total past it, read as the largest amount (an exhausted meter), on
+    /// every backend alike; a negative one as nothing.
+    @Test(arguments: StoreBackend.allCases)
+    func usagePastTheLargestAmountReadsAsTheLargest(backend: StoreBackend) throws {
+        let (store, profile) = try Self.seededStore(backend)
+        let engine = GuestMode(profile: profile, store: store)
+        let meter = profile.meters[0].name
+        let at = Timestamp.format(day(2))
+        try backend.executeRaw(
+            """
+            INSERT INTO meter_usage (user_id, meter, amount, at) VALUES ('u', '\(meter)', -5, '\(at)');
+            """, on: store)
+        #expect(try engine.meterStatus(user: "u", meter: meter, now: day(2, hour: 18)).used == MeterAmount(millionths: 1_000_000))
+        try backend.executeRaw(
+            """
+            INSERT INTO meter_usage (user_id, meter, amount, at) VALUES ('u', '\(meter)', 9000000000000, '\(at)');
+            INSERT INTO meter_usage (user_id, meter, amount, at) VALUES ('u', '\(meter)', 1e300, '\(at)');
+            """, on: store)
+        #expect(try engine.meterStatus(user: "u", meter: meter, now: day(2, hour: 18)).used == .largest)
     }
 }

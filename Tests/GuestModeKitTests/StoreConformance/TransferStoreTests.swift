@@ -76,7 +76,7 @@ struct TransferStoreTests {
         let journalID = try #require(report.journalID)
         let journal = try engine.journal(journalID)
         #expect(
-            journal.kind == "merge" && journal.status == "done" && journal.source == guest && journal.target == account)
+            journal.kind == .merge && journal.status == .done && journal.source == guest && journal.target == account)
         #expect(errorCode { _ = try engine.user(guest) } == .userNotFound)
         #expect(try engine.counters(user: account)["app_opened"] == 5)
         #expect(try engine.counters(user: account)["recipe_created"] == 2)
