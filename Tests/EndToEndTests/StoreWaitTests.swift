@@ -31,6 +31,22 @@ struct StoreWaitTests {
         return nil
     }
 
+    /// When the server began and ended answering `reply`, as its access line says.
+    static func serverSpan(of reply: Server.Reply, in sandbox: Sandbox) async throws -> (start: Date, end: Date)? {
+        guard let id = reply.headers["x-request-id"], let seconds = try await serverTime(of: reply, in: sandbox)
+        else { return nil }
+        let log = (try? String(contentsOfFile: sandbox.path("serve.log"), encoding: .utf8)) ?? ""
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for line in log.split(separator: "\n") where line.contains(id) {
+            let fields = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            if let text = fields?["time"] as? String, let end = formatter.date(from: text) {
+                return (end.addingTimeInterval(-seconds), end)
+            }
+        }
+        return nil
+    }
+
     /// Asks `path` every 100 ms until it answers `status` (at most `seconds`).
     static func awaitStatus(
         _ server: Server, _ path: String, _ status: Int, within seconds: Double
@@ -160,7 +176,7 @@ struct StoreWaitTests {
         let sandbox = try await Sandbox.withStore("voice")
         let server = try await Server.start(in: sandbox, options: ["--store-wait", "0.5", "--guests-per-hour", "0"])
         let (guest, token) = try await server.signIn()
-        let holder = try LockHolder(store: sandbox.path("guestmode.sqlite"), seconds: 20)
+        let holder = try LockHolder(store: sandbox.path("guestmode.sqlite"), seconds: 10)
         defer { holder.release() }
         let hidden = [sandbox.directory.path, "guestmode.sqlite"]
 
@@ -195,43 +211,50 @@ struct StoreWaitTests {
         let server = try await Server.start(
             in: sandbox, options: ["--threads", "1", "--store-wait", "0.2", "--guests-per-hour", "0"])
         let (guest, token) = try await server.signIn()
-        // Close to the 1 MiB body cap, every line a new guest: a second of work for the one thread.
-        let log =
-            (0..<26_000).map { #"{"user":"u\#($0)","action":"app_opened"}"# }
-            .joined(separator: "\n") + "\n"
-        async let bulk = Self.timed {
-            try await server.request("POST", "/v1/events/bulk?create_users=true", token: admin, body: log)
+        // On a loaded machine the probes may reach the server only once the load is over: the server's
+        // own access lines say whether they overlapped it, and a round where they did not is run again.
+        for round in 1...4 {
+            // Close to the 1 MiB body cap, every line a new guest: a second of work for the one thread.
+            let log =
+                (0..<24_000).map { #"{"user":"r\#(round)-\#($0)","action":"app_opened"}"# }
+                .joined(separator: "\n") + "\n"
+            async let bulk = Self.timed {
+                try await server.request("POST", "/v1/events/bulk?create_users=true", token: admin, body: log)
+            }
+            // The bulk load holds the thread once the server has read its body: /metrics says when.
+            var busy = false
+            for _ in 0..<200 where !busy {
+                let metrics = try await server.request("GET", "/metrics").body.split(separator: "\n")
+                let inUse = metrics.first { $0.hasPrefix("guestmode_store_pool_in_use ") }
+                    .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+                busy = (inUse ?? 0) >= 1
+                if !busy { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            // A request queued behind the load, and /readyz while it waits: every thread busy and a
+            // call waiting is not ready.
+            async let queuedReply = Self.timed {
+                try await server.request("GET", "/v1/users/\(guest)/meters", token: token)
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            let (ready, readyTime) = try await Self.timed { try await server.request("GET", "/readyz") }
+            let (queued, queuedTime) = try await queuedReply
+            let (loaded, _) = try await bulk
+            #expect(loaded.status == 200, "\(loaded.body.prefix(300))")
+            guard busy, let load = try await Self.serverSpan(of: loaded, in: sandbox),
+                let queuedSpan = try await Self.serverSpan(of: queued, in: sandbox),
+                let readySpan = try await Self.serverSpan(of: ready, in: sandbox),
+                queuedSpan.start.addingTimeInterval(0.5) < load.end, readySpan.start.addingTimeInterval(1) < load.end
+            else { continue }
+            try await Self.expectUnavailable(
+                queued, within: 0.5, took: queuedTime, hidden: [sandbox.directory.path], sandbox: sandbox)
+            #expect(queued.body.contains("pool_exhausted"), "\(queued.body)")
+            try await Self.expectUnavailable(
+                ready, within: 1, took: readyTime, hidden: [sandbox.directory.path], sandbox: sandbox)
+            #expect(try await server.request("GET", "/readyz").status == 200)
+            #expect(try await server.stop() == 0)
+            return
         }
-        // The bulk load holds the thread once the server has read its body: /metrics says when.
-        var busy = false
-        for _ in 0..<100 where !busy {
-            let metrics = try await server.request("GET", "/metrics").body.split(separator: "\n")
-            let inUse = metrics.first { $0.hasPrefix("guestmode_store_pool_in_use ") }
-                .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
-            busy = (inUse ?? 0) >= 1
-            if !busy { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        try #require(busy, "the bulk load never took the thread")
-        // A request queued behind the load, and /readyz while it waits: every thread busy and a call
-        // waiting is not ready, said at once.
-        async let queuedReply = Self.timed {
-            try await server.request("GET", "/v1/users/\(guest)/meters", token: token)
-        }
-        try await Task.sleep(for: .milliseconds(50))
-        let (ready, readyTime) = try await Self.timed { try await server.request("GET", "/readyz") }
-        let (queued, queuedTime) = try await queuedReply
-        let (loaded, loadTime) = try await bulk
-        #expect(loaded.status == 200, "\(loaded.body.prefix(300))")
-        // Only meaningful if the load still held the thread when both were answered.
-        let loadServerTime = try await Self.serverTime(of: loaded, in: sandbox) ?? loadTime
-        try #require(loadServerTime > 0.8, "the bulk load took only \(loadServerTime) s")
-        try await Self.expectUnavailable(
-            queued, within: 0.5, took: queuedTime, hidden: [sandbox.directory.path], sandbox: sandbox)
-        #expect(queued.body.contains("pool_exhausted"), "\(queued.body)")
-        try await Self.expectUnavailable(
-            ready, within: 1, took: readyTime, hidden: [sandbox.directory.path], sandbox: sandbox)
-        #expect(try await server.request("GET", "/readyz").status == 200)
-        #expect(try await server.stop() == 0)
+        Issue.record("in four rounds no request reached the server while the bulk load held its thread")
     }
 }
 
@@ -297,9 +320,9 @@ final class LockHolder {
 
     func release() {
         if process.isRunning {
-            // SIGKILL: a SIGTERM the test process ignores stays ignored in its children.
+            // SIGKILL: a SIGTERM the test process ignores stays ignored in its children. Its lock goes
+            // with it; Foundation reaps it.
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
         }
     }
 
