@@ -72,8 +72,8 @@ struct StoreWaitTests {
             (server ?? elapsed) < bound, "answered after \(server ?? elapsed) s, not within \(bound) s",
             sourceLocation: sourceLocation)
         // The bound is the server's (its access line); the client's own time adds starting curl, which
-        // takes seconds on a loaded machine: this only catches a server that did not answer at all.
-        #expect(elapsed < bound + 10, "the client waited \(elapsed) s", sourceLocation: sourceLocation)
+        // takes seconds on a loaded machine (21 s seen): this only catches a server that did not answer at all.
+        #expect(elapsed < bound + 25, "the client waited \(elapsed) s", sourceLocation: sourceLocation)
         #expect(reply.headers["retry-after"] == "1", sourceLocation: sourceLocation)
         let code = (reply.object["error"] as? [String: Any])?["code"] as? String ?? ""
         #expect(
