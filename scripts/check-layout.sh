@@ -34,6 +34,21 @@ if [ -n "$portable" ]; then
     echo "$portable" >&2
     status=1
 fi
+# A refusal (a cap, a meter) is a value the engine words once; the front ends throw or answer it.
+refusals=$(grep -rnE --include='*.swift' 'is at its cap|nothing was (recorded|stored)|not enough left:' Sources \
+    | grep -v '^Sources/GuestModeKit/' || true)
+if [ -n "$refusals" ]; then
+    echo "A refusal worded outside the engine (build it in GuestModeKit's Refusal, answer refusal.failure):" >&2
+    echo "$refusals" >&2
+    status=1
+fi
+# ArgumentParser's unstable help dump is no run-time interface (UsageErrors reads the commands themselves).
+dump=$(grep -rn --include='*.swift' 'experimental-dump-help' Sources || true)
+if [ -n "$dump" ]; then
+    echo "The command line calls --experimental-dump-help at run time:" >&2
+    echo "$dump" >&2
+    status=1
+fi
 # The profile and the engine's policies: caps, plans, meters, merges, adoption, purges, the outbox's retries.
 policies='profile\.[a-z]|: Profile\b|\b(MergePolicy|MergeResolution|PurgePolicy|OutboxRetryPolicy|RecordConflictPolicy|PromptPolicy|IdentityPolicy|MigrationPolicy|BackupPolicy|ReportPolicy)\b|\.(collectionLimit|admits|exactAllowance|periodStart|warningsReached|adoptedKey|isCandidate|nextAttempt|isHeld|keptBothKeys|settling|resolution|planStatuses|median|average)\(|\.tier\(for:'
 decisions=$(grep -rnE --include='*.swift' "$policies" Sources/GuestModeSQLite Sources/GuestModePostgres \
@@ -47,6 +62,6 @@ if ! python3 scripts/check-sources.py; then
     echo "(the rules are in scripts/check-sources.py)" >&2
     status=1
 fi
-[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library, CLI or platform-only import in the engine;" \
+[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library, CLI or platform-only import in the engine, no refusal worded outside it;" \
     "no wall clock in the engine or archives, no CLI command or flag in a library string, every public declaration documented, warnings are errors"
 exit "$status"

@@ -98,8 +98,6 @@ public enum TierLevel: String, Codable, Sendable, CaseIterable, Comparable {
     }
 }
 
-/// A limit on a count or an amount; `nil` means unlimited.
-public typealias Limit = Double?
 
 /// The caps and allowances of one tier.
 public struct Tier: Codable, Sendable, Equatable {

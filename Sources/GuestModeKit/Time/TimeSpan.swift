@@ -111,9 +111,6 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
     /// cooldown or inactivity, and well inside what dates can hold.
     public static let largestSeconds = 315_576_000_000
 
-    /// The longest span accepted in each unit (about 10,000 years).
-    public static func largest(_ unit: Unit) -> Int { largestSeconds / unit.longestSeconds }
-
     /// Why a text is not a duration.
     public enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
         case empty

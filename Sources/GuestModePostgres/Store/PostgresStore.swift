@@ -156,10 +156,6 @@ public final class PostgresStore: Sendable {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    static func pending(_ area: String) -> GuestModeError {
-        GuestModeError(.internalFailure, "the PostgreSQL store does not implement \(area) yet")
-    }
-
     // MARK: Transactions
 
     /// Runs `body` in one transaction, rerun from the start when the server
