@@ -1,7 +1,7 @@
 # guestmode — build, test, run and install.
 #   make run       build, then walk every profile with `guestmode tour`
-#   make test      build and run every test, run the serve benchmark for a second per workload, lint the man
-#                  pages, build and run Examples/, build the DocC catalogue
+#   make test      check the layout and the format, build and run every test, run the serve benchmark for a
+#                  second per workload, lint the man pages, build and run Examples/, build the DocC catalogue
 #   make stress    8 processes x STRESS_OPERATIONS (default 400) racing on one PostgreSQL database
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
@@ -44,16 +44,18 @@ deps:
 		python3 -c "import $$package" 2>/dev/null || { echo "installing from PyPI: $$package"; python3 -m pip install -q $$package; }; \
 	done
 
-build: deps
+# Builds only: installing is `make deps`' work, which the README's two commands (run, test) do first.
+build:
 	$(SWIFT) build
 
-run: build
+run: deps build
 	$(DEBUG_BIN) tour
 
 # The debug build the tests run has the fault hooks (Sources/guestmode/Support/FaultHooks.swift);
 # the last step checks, in seconds, that the release build `make install` makes cannot have them.
 test: deps
 	bash scripts/check-layout.sh
+	$(MAKE) lint
 	$(SWIFT) build --build-tests
 	bash scripts/with-postgres.sh bash scripts/with-nginx.sh $(SWIFT) test --skip-build
 	BENCH_SERVE_SECONDS=1 BENCH_SERVE_USERS=8 bash scripts/with-postgres.sh bash bench/serve.sh $(DEBUG_BIN) .build/debug/ServeFloor

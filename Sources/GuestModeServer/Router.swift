@@ -8,7 +8,9 @@ extension GuestModeServer {
     /// the client got), the body limit, the per-address and the server-wide in-flight limits, and the
     /// failure document. `run` serves it; the in-process tests (GuestModeServerTests) answer it
     /// without a socket.
-    static func buildRouter(services: Services, configuration: ServerConfiguration, accessLogger: Logger)
+    static func buildRouter(
+        services: Services, configuration: ServerConfiguration, accessLogger: Logger
+    )
         -> Router<ServerContext>
     {
         let router = Router(context: ServerContext.self)

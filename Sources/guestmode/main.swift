@@ -22,7 +22,7 @@ do {
     try UsageErrors.refuseRepeatedOptions(arguments, command: command)
     do {
         try command.run()
-    } catch where UsageErrors.isUsageFailure(error) {
+    } catch  where UsageErrors.isUsageFailure(error) {
         // A ValidationError raised while running is a usage error like any other; help requests print help.
         exit(UsageErrors.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
     } catch {

@@ -309,7 +309,9 @@ struct BackupTests {
         #expect(try await sandbox.run("backup", "inspect", "absent.gmbackup").status == 66)
     }
 
-    @Test("a backup carries no server key, session, kept answer or webhook delivery: never a secret's hash (db copy carries them)")
+    @Test(
+        "a backup carries no server key, session, kept answer or webhook delivery: never a secret's hash (db copy carries them)"
+    )
     func noServerSecrets() async throws {
         let sandbox = try await Sandbox.withBackupData()
         let token = String(repeating: "ab", count: 32)
@@ -329,7 +331,8 @@ struct BackupTests {
         #expect(keyHash.count == 64)
         for (index, selection) in [["u1"], ["--all"]].enumerated() {
             let archive = "b\(index).tar.gz"
-            #expect(try await sandbox.run(arguments: ["backup", "export"] + selection + ["--out", archive]).status == 0)
+            #expect(
+                try await sandbox.run(arguments: ["backup", "export"] + selection + ["--out", archive]).status == 0)
             let inspected = try await sandbox.run("backup", "inspect", archive, "--json")
             let tables = ((inspected.object["manifest"] as? [String: Any])?["tables"] as? [String: Int]) ?? [:]
             #expect(!tables.isEmpty)
@@ -340,8 +343,10 @@ struct BackupTests {
                 #expect(tables[table] == nil, "\(selection) carries \(table)")
             }
             let unpacked = try await sandbox.shell(
-                "mkdir -p x\(index) && tar -xzf \(archive) -C x\(index) && grep -rlE '\(token)|\(keyHash)|family-1' x\(index)")
-            #expect(unpacked.stdout.isEmpty && unpacked.status == 1, "\(selection): \(unpacked.stdout)\(unpacked.stderr)")
+                "mkdir -p x\(index) && tar -xzf \(archive) -C x\(index) && grep -rlE '\(token)|\(keyHash)|family-1' x\(index)"
+            )
+            #expect(
+                unpacked.stdout.isEmpty && unpacked.status == 1, "\(selection): \(unpacked.stdout)\(unpacked.stderr)")
         }
     }
 

@@ -524,23 +524,35 @@ struct RefusedCommandLine: Sendable, CustomTestStringConvertible {
 
     static let all: [RefusedCommandLine] = [
         // (a) ArgumentParser's own errors: one line naming the command's help.
-        RefusedCommandLine(["track"], 64, "guestmode: missing USER and ACTION (or --from FILE); see 'guestmode track --help'"),
-        RefusedCommandLine(["track", "{G}", "app_opened", "--bogus"], 64, "guestmode: unknown option '--bogus'; see 'guestmode track --help'"),
-        RefusedCommandLine(["nosuchcommand"], 64, "guestmode: unexpected argument 'nosuchcommand'; see 'guestmode --help'"),
-        RefusedCommandLine(["init"], 64, "missing expected argument '--profile <name|file>'; see 'guestmode init --help'"),
+        RefusedCommandLine(
+            ["track"], 64, "guestmode: missing USER and ACTION (or --from FILE); see 'guestmode track --help'"),
+        RefusedCommandLine(
+            ["track", "{G}", "app_opened", "--bogus"], 64,
+            "guestmode: unknown option '--bogus'; see 'guestmode track --help'"),
+        RefusedCommandLine(
+            ["nosuchcommand"], 64, "guestmode: unexpected argument 'nosuchcommand'; see 'guestmode --help'"),
+        RefusedCommandLine(
+            ["init"], 64, "missing expected argument '--profile <name|file>'; see 'guestmode init --help'"),
         RefusedCommandLine(["backup", "key", "import"], 64, "see 'guestmode backup key import --help'"),
         RefusedCommandLine(["track", "{G}", "app_opened", "--count", "x"], 64, "'x' is invalid for '--count <n>'"),
         RefusedCommandLine(["--json", "user", "show"], 64, #""code" : "usage""#),
-        RefusedCommandLine(["plan", "grant", "{G}", "premium", "--trial", "1M"], 64, "; see 'guestmode plan grant --help'"),
+        RefusedCommandLine(
+            ["plan", "grant", "{G}", "premium", "--trial", "1M"], 64, "; see 'guestmode plan grant --help'"),
         // (b) A single-value option given twice.
-        RefusedCommandLine(["track", "{G}", "app_opened", "--now", at, "--now", "2027-01-01T00:00:00Z"], 64, "--now takes one value but is given 2 times"),
+        RefusedCommandLine(
+            ["track", "{G}", "app_opened", "--now", at, "--now", "2027-01-01T00:00:00Z"], 64,
+            "--now takes one value but is given 2 times"),
         RefusedCommandLine(["--now", at, "track", "{G}", "app_opened", "--now", at], 64, "--now takes one value"),
-        RefusedCommandLine(["track", "{G}", "app_opened", "--count", "1", "--count", "2"], 64, "--count takes one value"),
+        RefusedCommandLine(
+            ["track", "{G}", "app_opened", "--count", "1", "--count", "2"], 64, "--count takes one value"),
         RefusedCommandLine(["track", "{G}", "app_opened", "--count=1", "--count", "2"], 64, "--count takes one value"),
         RefusedCommandLine(["track", "{G}", "app_opened", "--id", "a", "--id", "b"], 64, "--id takes one value"),
-        RefusedCommandLine(["record", "put", "{G}", "favorites", "k", "--data", "{}", "--data", "{}"], 64, "--data takes one value"),
-        RefusedCommandLine(["--store", "guestmode.sqlite", "user", "list", "--store", "other.sqlite"], 64, "--store takes one value"),
-        RefusedCommandLine(["--json", "meter", "use", "{G}", "api_minutes", "1", "--id", "a", "--id", "a"], 64, "takes one value"),
+        RefusedCommandLine(
+            ["record", "put", "{G}", "favorites", "k", "--data", "{}", "--data", "{}"], 64, "--data takes one value"),
+        RefusedCommandLine(
+            ["--store", "guestmode.sqlite", "user", "list", "--store", "other.sqlite"], 64, "--store takes one value"),
+        RefusedCommandLine(
+            ["--json", "meter", "use", "{G}", "api_minutes", "1", "--id", "a", "--id", "a"], 64, "takes one value"),
         // (c) An empty property name.
         RefusedCommandLine(["track", "{G}", "app_opened", "--prop", "=v"], 64, "--prop '=v' has an empty name"),
         // (d) help of a command that does not exist.
@@ -548,7 +560,8 @@ struct RefusedCommandLine: Sendable, CustomTestStringConvertible {
         RefusedCommandLine(["help", "backup", "nosuch"], 64, "'guestmode backup nosuch' is not a command"),
         // (e) A key file named by GUESTMODE_BACKUP_KEY_FILE is never created by a command that only uses the key.
         RefusedCommandLine(
-            ["backup", "export", "{G}", "--out", "x.tar.zst"], 66, "GUESTMODE_BACKUP_KEY_FILE names 'typo.key', which does not exist",
+            ["backup", "export", "{G}", "--out", "x.tar.zst"], 66,
+            "GUESTMODE_BACKUP_KEY_FILE names 'typo.key', which does not exist",
             environment: ["GUESTMODE_BACKUP_KEY_FILE": "typo.key"]),
         RefusedCommandLine(
             ["backup", "key", "export", "--out", "k"], 66, "GUESTMODE_BACKUP_KEY_FILE names 'typo.key'",
@@ -558,7 +571,8 @@ struct RefusedCommandLine: Sendable, CustomTestStringConvertible {
             environment: ["GUESTMODE_BACKUP_KEY_FILE": "typo.key"]),
         // (f) Devices, FIFOs and directories as key or passphrase files: a true message, never a hang.
         RefusedCommandLine(
-            ["backup", "export", "{G}", "--out", "x.tar.zst"], 66, "the backup key file '/dev/null' is a character device, not a regular file",
+            ["backup", "export", "{G}", "--out", "x.tar.zst"], 66,
+            "the backup key file '/dev/null' is a character device, not a regular file",
             environment: ["GUESTMODE_BACKUP_KEY_FILE": "/dev/null"]),
         RefusedCommandLine(
             ["backup", "export", "{G}", "--out", "x.tar.zst"], 66, "'/dev/zero' is a character device",
@@ -582,7 +596,8 @@ struct RefusedCommandLine: Sendable, CustomTestStringConvertible {
             ["backup", "export", "{G}", "--out", "x.tar.zst", "--encrypt", "--passphrase-file", "folder"], 66,
             "the passphrase file 'folder' is a directory"),
         RefusedCommandLine(["backup", "verify", "signed.tar.zst", "--passphrase-file", "fifo"], 66, "is a FIFO"),
-        RefusedCommandLine(["backup", "key", "import", "/dev/null"], 66, "the key file '/dev/null' is a character device"),
+        RefusedCommandLine(
+            ["backup", "key", "import", "/dev/null"], 66, "the key file '/dev/null' is a character device"),
         RefusedCommandLine(["backup", "key", "import", "fifo"], 66, "the key file 'fifo' is a FIFO"),
         RefusedCommandLine(["backup", "key", "import", "folder"], 66, "the key file 'folder' is a directory"),
     ]

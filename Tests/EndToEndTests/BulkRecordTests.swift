@@ -110,13 +110,16 @@ struct BulkRecordTests {
         #expect(text.stdout.contains("2 lines: 0 added, 0 replaced, 0 skipped, 2 unchanged"), "\(text.stdout)")
 
         // One key twice with other data: exit 14 naming the key and both lines, nothing written.
-        let reused = [line("hulu", #"{"price":7}"#), line("netflix", #"{"price":9.99}"#), line("hulu", #"{"price":8}"#)]
-            .joined(separator: "\n")
+        let reused = [
+            line("hulu", #"{"price":7}"#), line("netflix", #"{"price":9.99}"#), line("hulu", #"{"price":8}"#),
+        ]
+        .joined(separator: "\n")
         let refused = try await sandbox.run("record", "load", "-", "--json", input: reused)
         #expect(refused.status == 14, "\(refused.stderr)")
         #expect(refused.errorJSON["code"] as? String == "idempotency_key_reused")
         let message = refused.errorJSON["message"] as? String ?? ""
-        #expect(message.hasPrefix("<stdin>:3:") && message.contains("'hulu'") && message.contains("line 1"), "\(message)")
+        #expect(
+            message.hasPrefix("<stdin>:3:") && message.contains("'hulu'") && message.contains("line 1"), "\(message)")
         #expect(try await state() == loaded, "a refused load writes nothing")
 
         // One key twice with the same data: stored once.

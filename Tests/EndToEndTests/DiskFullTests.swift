@@ -33,7 +33,8 @@ final class SmallDisk {
 
     /// What is on the disk besides the filler.
     var files: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? ["(unreadable)"]).filter { $0 != "fill" }.sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? ["(unreadable)"]).filter { $0 != "fill" }
+            .sorted()
     }
 
     private static func run(_ executable: String, _ arguments: [String]) -> (status: Int32, output: String) {
@@ -52,8 +53,9 @@ final class SmallDisk {
 
 @Suite("A full disk: exit 74 naming the folder that is full, nothing left half-made")
 struct DiskFullTests {
-    func expectDiskFull(_ result: Sandbox.Result, naming folder: String, sourceLocation: SourceLocation = #_sourceLocation)
-    {
+    func expectDiskFull(
+        _ result: Sandbox.Result, naming folder: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(!result.signalled, "signal: \(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.status == 74, "exit \(result.status): \(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)", sourceLocation: sourceLocation)
@@ -103,7 +105,8 @@ struct DiskFullTests {
         var random = SystemRandomNumberGenerator()
         for index in 0..<8 {
             let noise = (0..<6000).map { _ in String(UInt8.random(in: 0...255, using: &random), radix: 16) }.joined()
-            let put = try await sandbox.run("record", "put", guest, "recipes", "r\(index)", "--data", "{\"n\":\"\(noise)\"}")
+            let put = try await sandbox.run(
+                "record", "put", guest, "recipes", "r\(index)", "--data", "{\"n\":\"\(noise)\"}")
             #expect(put.status == 0, "\(put.stderr)")
         }
         let before = try sandbox.snapshot()
@@ -121,7 +124,8 @@ struct DiskFullTests {
         #expect(try await sandbox.run("backup", "export", "--all", "--out", "all.tar.zst").status == 0)
         sandbox.environment["TMPDIR"] = disk.path
         let verified = try await sandbox.shell(
-            "cat all.tar.zst all.tar.zst all.tar.zst 2>/dev/null | TMPDIR='\(disk.path)' '\(Sandbox.binary.path)' backup verify -")
+            "cat all.tar.zst all.tar.zst all.tar.zst 2>/dev/null | TMPDIR='\(disk.path)' '\(Sandbox.binary.path)' backup verify -"
+        )
         expectDiskFull(verified, naming: "'\(disk.path)' (TMPDIR)")
         #expect(disk.files == [], "left behind: \(disk.files)")
     }
@@ -131,7 +135,8 @@ struct DiskFullTests {
         let sandbox = try await Sandbox.withStore("recipes")
         let guest = try await sandbox.newGuest()
         let noise = (0..<20000).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
-        #expect(try await sandbox.run("record", "put", guest, "recipes", "r", "--data", "{\"n\":\"\(noise)\"}").status == 0)
+        #expect(
+            try await sandbox.run("record", "put", guest, "recipes", "r", "--data", "{\"n\":\"\(noise)\"}").status == 0)
         let disk = try SmallDisk(in: sandbox)
         try disk.leave(4 * 1024)
         for format in ["tar.zst", "tar.gz", "zip"] {

@@ -245,7 +245,8 @@ struct FoundationTests {
         #expect(broken.status == 1)
         #expect(
             broken.stderr.contains(
-                "tour: subscriptions: `guestmode backup verify --full damaged.gmbackup` exited 65, but the tour expects 0"),
+                "tour: subscriptions: `guestmode backup verify --full damaged.gmbackup` exited 65, but the tour expects 0"
+            ),
             "\(broken.stderr)")
         #expect(!broken.stdout.contains("== voice"))
     }
@@ -257,7 +258,8 @@ struct FoundationTests {
         #expect(result.status == 0, "\(result.stderr)")
         let steps = try #require(
             try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
-        let gate = try #require(steps.first { ($0["command"] as? String) == "guestmode meter check $guest api_minutes 1" })
+        let gate = try #require(
+            steps.first { ($0["command"] as? String) == "guestmode meter check $guest api_minutes 1" })
         #expect(gate["exit_status"] as? Int == 12)
         #expect(steps.allSatisfy { $0["profile"] as? String == "voice" })
     }

@@ -211,7 +211,9 @@ struct GrantTests {
         let heads = backend == "sqlite" ? "v9-webhook-heads" : "pg8-webhook-heads"
         let status = try await sandbox.run("db", "status", "--json")
         #expect(
-            (status.object["schema"] as? [String: Any])?["pending"] as? [String] == [name, webhooks, buckets, attempts, heads],
+            (status.object["schema"] as? [String: Any])?["pending"] as? [String] == [
+                name, webhooks, buckets, attempts, heads,
+            ],
             "\(status.stdout)")
         let migrated = try await sandbox.run("db", "migrate")
         #expect(

@@ -13,7 +13,8 @@ struct MigrationReportTests {
         let guest = try await sandbox.newGuest()
         for (collection, key) in [("profile", "me"), ("recipes", "pasta"), ("photos", "p1")] {
             #expect(
-                try await sandbox.run("record", "put", guest, collection, key, "--data", #"{"by":"guest"}"#).status == 0)
+                try await sandbox.run("record", "put", guest, collection, key, "--data", #"{"by":"guest"}"#).status == 0
+            )
         }
         return (guest, account)
     }
@@ -73,9 +74,10 @@ struct MigrationReportTests {
         #expect(abs((rate["rate"] as? Double ?? 0) - 2.0 / 3.0) < 1e-6)
         #expect((rate["low"] as? Double ?? 1) < 2.0 / 3.0 && (rate["high"] as? Double ?? 0) > 2.0 / 3.0)
         let steps = try #require(migrations["failures_by_step"] as? [[String: Any]])
-        #expect(steps.map { "\($0["position"] ?? "")/\($0["step"] ?? "")/\($0["failures"] ?? "")" } == [
-            "2/recipes/1", "3/photos/1",
-        ])
+        #expect(
+            steps.map { "\($0["position"] ?? "")/\($0["step"] ?? "")/\($0["failures"] ?? "")" } == [
+                "2/recipes/1", "3/photos/1",
+            ])
         #expect(kinds[1]["started"] as? Int == 1 && kinds[1]["completed"] as? Int == 1)
         #expect(kinds[1]["failed"] as? Int == 0 && (kinds[1]["failures_by_step"] as? [Any])?.isEmpty == true)
 

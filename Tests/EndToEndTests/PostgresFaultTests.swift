@@ -69,7 +69,9 @@ extension Sandbox {
     /// Starts the binary and returns once a line of its standard error
     /// satisfies `isReady` (or it ended); the rest of standard error is
     /// collected for `finish`.
-    func start(_ arguments: [String], waitingFor isReady: @escaping @Sendable (String) -> Bool) async throws
+    func start(
+        _ arguments: [String], waitingFor isReady: @escaping @Sendable (String) -> Bool
+    ) async throws
         -> RunningCommand
     {
         let command = RunningCommand()
@@ -205,7 +207,8 @@ struct PostgresFaultTests {
             return false
         }
         let locked = try await awaitCount(
-            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FOR UPDATE; SELECT pg_sleep%' AND wait_event = 'PgSleep'")
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FOR UPDATE; SELECT pg_sleep%' AND wait_event = 'PgSleep'"
+        )
         try #require(locked, "the lock holder never took its lock")
         let running = try await sandbox.start(
             ["migrate", guest, "--to", account, "--backup-directory", "backups"],
@@ -213,7 +216,8 @@ struct PostgresFaultTests {
         let waiting = try await awaitCount(
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
         #expect(waiting, "the migration never waited on the lock")
-        #expect(try await server.value("SELECT status FROM migration_steps WHERE position = 1", schema: schema) == "done")
+        #expect(
+            try await server.value("SELECT status FROM migration_steps WHERE position = 1", schema: schema) == "done")
         try await server.stop()
         let (status, stderr) = await running.finish()
         #expect(status == 75, "\(stderr)")
@@ -229,8 +233,12 @@ struct PostgresFaultTests {
         let resumed = try await sandbox.run(
             "migrate", guest, "--to", account, "--resume", "--backup-directory", "backups")
         #expect(resumed.status == 0, "\(resumed.stderr)")
-        #expect(try await server.value("SELECT count(*) FROM records WHERE owner_id = '\(account)'", schema: schema) == "1")
-        #expect(try await server.value("SELECT total FROM counters WHERE user_id = '\(account)' AND action = 'app_opened'", schema: schema) == "1")
+        #expect(
+            try await server.value("SELECT count(*) FROM records WHERE owner_id = '\(account)'", schema: schema) == "1")
+        #expect(
+            try await server.value(
+                "SELECT total FROM counters WHERE user_id = '\(account)' AND action = 'app_opened'", schema: schema)
+                == "1")
         #expect(try await sandbox.run("db", "check").status == 0)
     }
 

@@ -30,7 +30,8 @@ struct PostgresSecretTests {
         return found
     }
 
-    @Test("init, status, track, records, migrate with its safety backup, journals, copy and errors: no password anywhere")
+    @Test(
+        "init, status, track, records, migrate with its safety backup, journals, copy and errors: no password anywhere")
     func wholeJourney() async throws {
         let uri = try Self.uri { $0.replacingOccurrences(of: "://guestmode@", with: "://guestmode:\(Self.secret)@") }
         #expect(uri.contains(Self.secret))
@@ -83,7 +84,8 @@ struct PostgresSecretTests {
         _ = try await run("record", "put", third, "recipes", "tart", "--data", "{}")
         let chosen = try await run("migrate", third, "--to", account, "--backup-directory", "chosen", "--json")
         #expect(
-            ((chosen.object["journal"] as? [String: Any])?["backup_path"] as? String)?.hasPrefix(sandbox.path("chosen/migrate-")) == true,
+            ((chosen.object["journal"] as? [String: Any])?["backup_path"] as? String)?.hasPrefix(
+                sandbox.path("chosen/migrate-")) == true,
             "\(chosen.stdout)")
 
         _ = try await run("backup", "export", "--all", "--out", "all.tar.zst", "--verbose")
@@ -115,9 +117,11 @@ struct PostgresSecretTests {
         #expect(!dump.stdout.contains("postgres:/"), "a journal names the URI")
     }
 
-    @Test("a password given as a URI parameter, percent-encoded or not, is hidden too", arguments: [
-        "?password=", "?sslmode=disable&password=", "?pass%77ord=",
-    ])
+    @Test(
+        "a password given as a URI parameter, percent-encoded or not, is hidden too",
+        arguments: [
+            "?password=", "?sslmode=disable&password=", "?pass%77ord=",
+        ])
     func passwordParameter(_ parameter: String) async throws {
         let uri = try Self.uri { $0 + parameter + Self.secret }
         let sandbox = try Sandbox()
@@ -127,7 +131,8 @@ struct PostgresSecretTests {
         var results = [try await sandbox.run("init", "--profile", "recipes", "--verbose")]
         results.append(try await sandbox.run("db", "status", "--json"))
         results.append(try await sandbox.run("db", "status"))
-        results.append(try await sandbox.run(arguments: ["db", "status", "--store", uri.replacing(#/:\d+\//#, with: ":1/")]))
+        results.append(
+            try await sandbox.run(arguments: ["db", "status", "--store", uri.replacing(#/:\d+\//#, with: ":1/")]))
         #expect(results.map(\.status) == [0, 0, 0, 75], "\(results.map(\.stderr))")
         #expect(results[1].object["store"] as? String != nil)
         for result in results {

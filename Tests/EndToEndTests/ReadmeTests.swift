@@ -50,7 +50,9 @@ struct ReadmeTests {
         #expect(result.stderr.contains("exit 10, expected 0"), "\(result.stderr)")
     }
 
-    @Test("the README's serving block runs as written: sign in, the cap over HTTP, link, sign in again, sign out, delete, stop")
+    @Test(
+        "the README's serving block runs as written: sign in, the cap over HTTP, link, sign in again, sign out, delete, stop"
+    )
     func servingRunsAsWritten() async throws {
         let block = try Self.block(under: "Serving apps")
         #expect(block.contains("set -e"))
@@ -79,7 +81,8 @@ struct ReadmeTests {
         let webDAV = try RemoteBackupTests.environment("GUESTMODE_TEST_WEBDAV_URL")
         let tokenFile = try RemoteBackupTests.environment("GUESTMODE_TEST_WEBDAV_TOKEN_FILE")
         let result = try await sandbox.shell(
-            "PATH='\(path)' GUESTMODE_TEST_WEBDAV_URL='\(webDAV)' GUESTMODE_TEST_WEBDAV_TOKEN_FILE='\(tokenFile)' sh webhooks.sh")
+            "PATH='\(path)' GUESTMODE_TEST_WEBDAV_URL='\(webDAV)' GUESTMODE_TEST_WEBDAV_TOKEN_FILE='\(tokenFile)' sh webhooks.sh"
+        )
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
             result.stdout.hasSuffix(

@@ -250,7 +250,8 @@ struct RemoteBackupTests {
         #expect(latest.status == 200)
         let listed = try await server.request("GET", "/v1/users/\(guest)/backups", token: session)
         #expect(listed.array.map { $0["sequence"] as? Int } == [2, 3], "\(listed.body)")
-        #expect(listed.array.allSatisfy { ($0["size"] as? Int ?? 0) > 0 && $0["name"] as? String == "\(guest).gmbackup" })
+        #expect(
+            listed.array.allSatisfy { ($0["size"] as? Int ?? 0) > 0 && $0["name"] as? String == "\(guest).gmbackup" })
         #expect(try await server.request("GET", "/v1/users/\(other)/backups", token: running.token).array.isEmpty)
         let none = try await server.request("GET", "/v1/users/\(other)/backups/latest", token: running.token)
         #expect(none.status == 404)

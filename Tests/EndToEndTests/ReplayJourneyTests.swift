@@ -17,7 +17,8 @@ private func put(_ time: String, _ user: String, _ key: String, status: Int32 = 
     ReplayStep(
         time: time, user: user,
         live: ["record", "put", "$user", "subscriptions", key, "--data", #"{"price":1}"#],
-        line: #"{"type":"record","user":"$user","collection":"subscriptions","key":"\#(key)","data":{"price":1},"at":"$at"}"#,
+        line:
+            #"{"type":"record","user":"$user","collection":"subscriptions","key":"\#(key)","data":{"price":1},"at":"$at"}"#,
         status: status)
 }
 
@@ -137,9 +138,10 @@ struct ReplayJourneyTests {
         ]
         steps += (2...6).map { put("2026-11-04T10:0\($0):00Z", "other", "o-\($0)", status: $0 == 6 ? 10 : 0) }
         let shown = try await compare(profile: "subscriptions", steps: steps)
-        #expect(shown.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == [
-            "guest guest_cap_reached", "other guest_cap_reached",
-        ])
+        #expect(
+            shown.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == [
+                "guest guest_cap_reached", "other guest_cap_reached",
+            ])
     }
 
     /// A link line upgrades the guest in place, as `link` does live: at the
@@ -161,9 +163,10 @@ struct ReplayJourneyTests {
         ]
         steps += (1...6).map { put("2026-11-03T11:0\($0):00Z", "other", "o-\($0)", status: $0 == 6 ? 10 : 0) }
         let shown = try await compare(profile: "subscriptions", steps: steps)
-        #expect(shown.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == [
-            "guest guest_cap_reached", "guest account_cap_reached", "other guest_cap_reached",
-        ])
+        #expect(
+            shown.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == [
+                "guest guest_cap_reached", "guest account_cap_reached", "other guest_cap_reached",
+            ])
     }
 
     /// A link line is checked as `link` checks its arguments: an unknown

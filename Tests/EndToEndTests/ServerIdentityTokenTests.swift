@@ -128,7 +128,8 @@ struct ServerIdentityTokenTests {
             ("expired", "id_token_expired"), ("wrong_issuer", "id_token_issuer_mismatch"),
             ("wrong_audience", "id_token_audience_mismatch"), ("wrong_nonce", "id_token_nonce_mismatch"),
             ("other_key", "id_token_invalid"), ("encryption_key", "id_token_invalid"),
-            ("encrypt_only_key", "id_token_invalid"), ("unknown_kid", "id_token_invalid"), ("alg_none", "id_token_invalid"),
+            ("encrypt_only_key", "id_token_invalid"), ("unknown_kid", "id_token_invalid"),
+            ("alg_none", "id_token_invalid"),
             ("hs256_with_public_key", "id_token_invalid"), ("rs256_named_for_ec_key", "id_token_invalid"),
             ("tampered", "id_token_invalid"), ("not_a_jwt", "id_token_invalid"),
         ] {

@@ -28,12 +28,15 @@ struct ServerSessionTests {
             try await server.request(
                 "PUT", "/v1/users/\(person)/records/subscriptions/netflix", token: phoneToken, body: #"{"price":9}"#
             ).status == 201)
-        let linked = try await server.request("POST", "/v1/users/\(person)/identities", token: phoneToken, body: withToken)
+        let linked = try await server.request(
+            "POST", "/v1/users/\(person)/identities", token: phoneToken, body: withToken)
         #expect(linked.status == 201, "\(linked.body)")
 
         let (tablet, tabletToken) = try await server.signIn()
-        let taken = try await server.request("POST", "/v1/users/\(tablet)/identities", token: tabletToken, body: withToken)
-        #expect(taken.status == 409 && ServerIdentityTokenTests.code(taken) == "identity_already_exists", "\(taken.body)")
+        let taken = try await server.request(
+            "POST", "/v1/users/\(tablet)/identities", token: tabletToken, body: withToken)
+        #expect(
+            taken.status == 409 && ServerIdentityTokenTests.code(taken) == "identity_already_exists", "\(taken.body)")
 
         // The next step the 409 tells: sign in with the provider; the same person, the same data.
         let signedIn = try await server.request("POST", "/v1/sessions", body: withToken)
@@ -55,13 +58,16 @@ struct ServerSessionTests {
         #expect(preview.status == 200, "\(preview.body)")
         #expect(try await server.request("GET", "/v1/users/\(tablet)", token: tabletToken).status == 200, "a dry run")
         let unproven = try await server.request(
-            "POST", "/v1/users/\(person)/merges", token: session, body: #"{"guest":"\#(tablet)","policy":"keep-account"}"#)
+            "POST", "/v1/users/\(person)/merges", token: session,
+            body: #"{"guest":"\#(tablet)","policy":"keep-account"}"#)
         #expect(unproven.status == 403, "a session names a guest by id alone: \(unproven.body)")
         let merged = try await server.request(
             "POST", "/v1/users/\(person)/merges", token: session,
             body: mergeBody.replacingOccurrences(of: "true", with: "false"))
         #expect(merged.status == 200, "\(merged.body)")
-        #expect(try await server.request("GET", "/v1/users/\(tablet)", token: tabletToken).status == 404, "the guest is gone")
+        #expect(
+            try await server.request("GET", "/v1/users/\(tablet)", token: tabletToken).status == 404,
+            "the guest is gone")
         let both = try await server.request("GET", "/v1/users/\(person)/records/subscriptions", token: session)
         #expect(Set(both.array.compactMap { $0["key"] as? String }) == ["netflix", "disney"], "\(both.body)")
         let me = try await server.request("GET", "/v1/me", token: session)
@@ -70,9 +76,11 @@ struct ServerSessionTests {
 
         // Refused identities: nothing signs in without one that verifies, and a subject needs a key.
         let expired = try await server.request(
-            "POST", "/v1/sessions", body: #"{"provider":"apple","id_token":"\#(tokens["expired"] ?? "")","nonce":"n-1"}"#)
+            "POST", "/v1/sessions",
+            body: #"{"provider":"apple","id_token":"\#(tokens["expired"] ?? "")","nonce":"n-1"}"#)
         #expect(expired.status == 401 && ServerIdentityTokenTests.code(expired) == "id_token_expired")
-        let bare = try await server.request("POST", "/v1/sessions", body: #"{"provider":"apple","subject":"apple-sub-1"}"#)
+        let bare = try await server.request(
+            "POST", "/v1/sessions", body: #"{"provider":"apple","subject":"apple-sub-1"}"#)
         #expect(bare.status == 401, "\(bare.body)")
         let backend = try await server.request(
             "POST", "/v1/sessions", token: key, body: #"{"provider":"apple","subject":"apple-sub-1"}"#)
@@ -88,7 +96,8 @@ struct ServerSessionTests {
         // Sign out: that session's refresh token is dead; the phone's is not.
         let out = try await server.request("POST", "/v1/sessions/revoke", body: #"{"refresh_token":"\#(refresh)"}"#)
         #expect(out.status == 200 && out.object["revoked"] as? Int == 1, "\(out.body)")
-        let afterOut = try await server.request("POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(refresh)"}"#)
+        let afterOut = try await server.request(
+            "POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(refresh)"}"#)
         #expect(afterOut.status == 401, "\(afterOut.body)")
         let phoneRefreshed = try await server.request(
             "POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(phoneRefresh)"}"#)
@@ -108,7 +117,9 @@ struct ServerSessionTests {
         #expect(try await server.request("GET", "/v1/me", token: session).status == 404)
         #expect(try await server.request("GET", "/v1/users/\(person)", token: key).status == 404)
         let again = try await server.request("POST", "/v1/sessions", body: withToken)
-        #expect(again.status == 201 && again.object["user_id"] as? String != person, "a deleted identity is free again: \(again.body)")
+        #expect(
+            again.status == 201 && again.object["user_id"] as? String != person,
+            "a deleted identity is free again: \(again.body)")
         #expect(try await server.stop() == 0)
     }
 }

@@ -17,7 +17,9 @@ struct ServerTests {
         }
     }
 
-    @Test("a guest's journey: sign in, records to the cap, the refusal and its prompt, the rest of the routes", arguments: Backend.allCases)
+    @Test(
+        "a guest's journey: sign in, records to the cap, the refusal and its prompt, the rest of the routes",
+        arguments: Backend.allCases)
     func guestJourney(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
         let server = try await Server.start(in: sandbox)
@@ -93,7 +95,8 @@ struct ServerTests {
         let quiet = try await server.request("GET", "/v1/users/\(guest)/prompts/next", token: token)
         #expect(quiet.object["due"] as? Bool == false)
         let tracked = try await server.request(
-            "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened","props":{"screen":"home"}}"#)
+            "POST", "/v1/users/\(guest)/events", token: token,
+            body: #"{"action":"app_opened","props":{"screen":"home"}}"#)
         #expect(tracked.status == 200, "\(tracked.body)")
         #expect(tracked.object["total"] as? Int == 1)
 
@@ -114,7 +117,8 @@ struct ServerTests {
             "POST", "/v1/users/\(guest)/meters/api_minutes/use", token: token, body: #"{"amount":46}"#)
         #expect(used.status == 200, "\(used.body)")
         #expect(used.object["recorded"] as? Bool == true)
-        let gate = try await server.request("GET", "/v1/users/\(guest)/meters/api_minutes/check?amount=20", token: token)
+        let gate = try await server.request(
+            "GET", "/v1/users/\(guest)/meters/api_minutes/check?amount=20", token: token)
         #expect(gate.status == 402)
         #expect((gate.object["error"] as? [String: Any])?["code"] as? String == "meter_exhausted")
         let rest = try await server.request(
@@ -135,7 +139,9 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("meter grants over HTTP: an admin grants, the guest lists, a key reused with another grant is 422", arguments: Backend.allCases)
+    @Test(
+        "meter grants over HTTP: an admin grants, the guest lists, a key reused with another grant is 422",
+        arguments: Backend.allCases)
     func grants(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("voice")
         let admin = try #require(
@@ -160,7 +166,9 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("a session reaches only its own user; bad tokens are 401, a key without the scope 403", arguments: Backend.allCases)
+    @Test(
+        "a session reaches only its own user; bad tokens are 401, a key without the scope 403",
+        arguments: Backend.allCases)
     func whoMayDoWhat(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("voice")
         let server = try await Server.start(in: sandbox)
@@ -177,7 +185,9 @@ struct ServerTests {
         // Another user's id and an id nobody has read the same: nothing tells which exist.
         let other = try await server.request("GET", "/v1/users/\(bob)", token: aliceToken)
         let nobody = try await server.request("GET", "/v1/users/x\(bob)", token: aliceToken)
-        #expect(other.body.replacingOccurrences(of: bob, with: "") == nobody.body.replacingOccurrences(of: "x\(bob)", with: ""))
+        #expect(
+            other.body.replacingOccurrences(of: bob, with: "")
+                == nobody.body.replacingOccurrences(of: "x\(bob)", with: ""))
 
         let parts = aliceToken.split(separator: ".").map(String.init)
         #expect(parts.count == 3)
@@ -206,7 +216,8 @@ struct ServerTests {
         let expired = try await later.request("GET", "/v1/users/\(alice)", token: aliceToken)
         #expect(expired.status == 401)
 
-        let backendKey = try await sandbox.run("serve", "key", "create", "app-backend", "--scope", "user-data", "--json")
+        let backendKey = try await sandbox.run(
+            "serve", "key", "create", "app-backend", "--scope", "user-data", "--json")
         #expect(backendKey.status == 0, "\(backendKey.stderr)")
         let secret = try #require(backendKey.object["secret"] as? String)
         #expect(backendKey.object["scope"] as? String == "user-data")
@@ -224,7 +235,8 @@ struct ServerTests {
         #expect(try await later.request("GET", "/v1/users/\(bob)", token: secret).status == 200)
 
         let link = #"{"provider":"apple","subject":"s-1"}"#
-        let linkedBySession = try await later.request("POST", "/v1/users/\(carol)/identities", token: carolToken, body: link)
+        let linkedBySession = try await later.request(
+            "POST", "/v1/users/\(carol)/identities", token: carolToken, body: link)
         #expect(linkedBySession.status == 403, "a guest cannot vouch for its own identity")
         let linked = try await later.request("POST", "/v1/users/\(alice)/identities", token: secret, body: link)
         #expect(linked.status == 201, "\(linked.body)")
@@ -254,7 +266,9 @@ struct ServerTests {
         #expect(second != first)
         #expect(rotated.object["user_id"] as? String == created.object["user_id"] as? String)
         let token = try #require(rotated.object["access_token"] as? String)
-        #expect(try await server.request("GET", "/v1/users/\(rotated.object["user_id"] as? String ?? "")", token: token).status == 200)
+        #expect(
+            try await server.request("GET", "/v1/users/\(rotated.object["user_id"] as? String ?? "")", token: token)
+                .status == 200)
 
         let reused = try await server.request("POST", "/v1/sessions/refresh", body: #"{"refresh_token":"\#(first)"}"#)
         #expect(reused.status == 401)
@@ -267,7 +281,9 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("Idempotency-Key: the same request gets the first answer, another request with the key 422", arguments: Backend.allCases)
+    @Test(
+        "Idempotency-Key: the same request gets the first answer, another request with the key 422",
+        arguments: Backend.allCases)
     func idempotency(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("voice")
         let server = try await Server.start(in: sandbox)
@@ -305,7 +321,9 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("64 concurrent clients: a meter used to exactly its allowance, each key counted once; a cap holds exactly 5", arguments: Backend.allCases)
+    @Test(
+        "64 concurrent clients: a meter used to exactly its allowance, each key counted once; a cap holds exactly 5",
+        arguments: Backend.allCases)
     func concurrentClients(_ backend: Backend) async throws {
         let voice = try await backend.sandbox("voice")
         let server = try await Server.start(in: voice)
@@ -336,7 +354,8 @@ struct ServerTests {
         let statuses = try await capped.requestsAtOnce(
             (0..<64).map { index in
                 Server.PlannedRequest(
-                    method: "PUT", path: "/v1/users/\(owner)/records/subscriptions/s\(index)", token: session, body: "{}")
+                    method: "PUT", path: "/v1/users/\(owner)/records/subscriptions/s\(index)", token: session,
+                    body: "{}")
             }
         ).map(\.status)
         #expect(statuses.filter { $0 == 201 }.count == 5)
@@ -354,7 +373,8 @@ struct ServerTests {
         let server = try await Server.start(in: sandbox, options: ["--trusted-proxy", "127.0.0.1"])
         for index in 1...30 {
             let created = try await server.request(
-                "POST", "/v1/guests", body: #"{"device":"d-\#(index)"}"#, headers: ["X-Forwarded-For": "192.0.2.1, 10.0.0.1"])
+                "POST", "/v1/guests", body: #"{"device":"d-\#(index)"}"#,
+                headers: ["X-Forwarded-For": "192.0.2.1, 10.0.0.1"])
             #expect(created.status == 201, "guest \(index): \(created.body)")
         }
         let refused = try await server.request(
@@ -435,7 +455,8 @@ struct ServerTests {
         let busy = try #require(answers["busy"] as? [Any])
         #expect(busy.first as? Int == 503)
         #expect(busy.dropFirst().first as? String == "1")
-        let refusal = try JSONSerialization.jsonObject(with: Data(((busy.last as? String) ?? "").utf8)) as? [String: Any]
+        let refusal =
+            try JSONSerialization.jsonObject(with: Data(((busy.last as? String) ?? "").utf8)) as? [String: Any]
         #expect((refusal?["error"] as? [String: Any])?["code"] as? String == "server_busy", "\(busy)")
         #expect(answers["health"] as? Int == 200)
         #expect(answers["held"] as? String == "HTTP/1.1 200 OK", "\(answers)")
@@ -445,7 +466,9 @@ struct ServerTests {
         #expect(events.stdout.contains("held-1"), "\(events.stdout)")
     }
 
-    @Test("a request that waits past --store-wait for a store connection is 503 with Retry-After; the rest are done", arguments: Backend.allCases)
+    @Test(
+        "a request that waits past --store-wait for a store connection is 503 with Retry-After; the rest are done",
+        arguments: Backend.allCases)
     func poolExhausted(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("voice")
         let server = try await Server.start(in: sandbox, options: ["--threads", "1", "--store-wait", "0.001"])
@@ -454,7 +477,8 @@ struct ServerTests {
             for index in 0..<64 {
                 group.addTask {
                     try await server.request(
-                        "POST", "/v1/users/\(guest)/events", token: token, body: #"{"action":"app_opened","id":"e\#(index)"}"#)
+                        "POST", "/v1/users/\(guest)/events", token: token,
+                        body: #"{"action":"app_opened","id":"e\#(index)"}"#)
                 }
             }
             var replies: [Server.Reply] = []
@@ -499,7 +523,9 @@ struct ServerTests {
         throw CancellationError()
     }
 
-    @Test("plans, prompts, experiments, counters, unlink and reports over HTTP, with their scopes", arguments: Backend.allCases)
+    @Test(
+        "plans, prompts, experiments, counters, unlink and reports over HTTP, with their scopes",
+        arguments: Backend.allCases)
     func moreRoutes(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
         let admin = try #require(
@@ -523,7 +549,8 @@ struct ServerTests {
         var plans = try await server.request("GET", "/v1/users/\(guest)/plans", token: token)
         #expect(plans.object["tier"] as? String == "premium" && plans.object["user_id"] as? String == guest)
         let both = try await server.request(
-            "POST", "/v1/users/\(guest)/plans", token: admin, body: #"{"plan":"premium","trial":"P7D","until":"2030-01-01T00:00:00Z"}"#)
+            "POST", "/v1/users/\(guest)/plans", token: admin,
+            body: #"{"plan":"premium","trial":"P7D","until":"2030-01-01T00:00:00Z"}"#)
         #expect(both.status == 400)
         // A trial is granted once: 409, a status schemathesis found the OpenAPI document lacked.
         let again = try await server.request("POST", "/v1/users/\(guest)/plans", token: admin, body: grant)
@@ -534,10 +561,12 @@ struct ServerTests {
         #expect(plans.object["tier"] as? String == "guest")
 
         let recorded = try await server.request(
-            "POST", "/v1/users/\(guest)/prompts", token: token, body: #"{"context":"guest_cap_reached","outcome":"dismissed"}"#)
+            "POST", "/v1/users/\(guest)/prompts", token: token,
+            body: #"{"context":"guest_cap_reached","outcome":"dismissed"}"#)
         #expect(recorded.status == 200, "\(recorded.body)")
         let badOutcome = try await server.request(
-            "POST", "/v1/users/\(guest)/prompts", token: token, body: #"{"context":"guest_cap_reached","outcome":"maybe"}"#)
+            "POST", "/v1/users/\(guest)/prompts", token: token,
+            body: #"{"context":"guest_cap_reached","outcome":"maybe"}"#)
         #expect(badOutcome.status == 400)
         let history = try await server.request("GET", "/v1/users/\(guest)/prompts/history", token: token)
         #expect((history.object["outcomes"] as? [Any])?.count == 1, "\(history.body)")
@@ -604,7 +633,8 @@ struct ServerTests {
         #expect(applied.status == 200 && applied.object["applied"] as? Int == 3, "\(applied.body)")
         let again = try await server.request("POST", "/v1/events/bulk?create_users=true", token: admin, body: log)
         #expect(again.object["duplicates"] as? Int == 2, "ids count once: \(again.body)")
-        let events = try await server.request("GET", "/v1/users/\(guest)/events?action=app_opened&limit=5", token: token)
+        let events = try await server.request(
+            "GET", "/v1/users/\(guest)/events?action=app_opened&limit=5", token: token)
         #expect(events.status == 200 && events.array.count == 2, "\(events.body)")
         #expect(try await server.request("GET", "/v1/users/\(guest)/events?limit=lots", token: token).status == 400)
 
@@ -626,7 +656,9 @@ struct ServerTests {
             """
         let reused = try await server.request("POST", "/v1/records/bulk", token: admin, body: twice)
         #expect(reused.status == 422 && reused.body.contains("idempotency_key_reused"), "\(reused.body)")
-        #expect(try await server.request("POST", "/v1/records/bulk?on_conflict=maybe", token: admin, body: records).status == 400)
+        #expect(
+            try await server.request("POST", "/v1/records/bulk?on_conflict=maybe", token: admin, body: records).status
+                == 400)
         let taken = try await server.request("POST", "/v1/records/bulk?on_conflict=fail", token: admin, body: changed)
         #expect(taken.status == 409, "keys that exist with other data, refused whole: \(taken.body)")
         #expect((taken.object["error"] as? [String: Any])?["code"] as? String == "record_exists")
@@ -640,7 +672,8 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("a user's backup: exported signed by its session, imported back with an admin key", arguments: Backend.allCases)
+    @Test(
+        "a user's backup: exported signed by its session, imported back with an admin key", arguments: Backend.allCases)
     func backupRoutes(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
         let admin = try #require(
@@ -650,11 +683,14 @@ struct ServerTests {
         let (guest, token) = try await server.signIn()
         let (_, other) = try await server.signIn()
         #expect(
-            try await server.request("PUT", "/v1/users/\(guest)/records/subscriptions/s1", token: token, body: #"{"n":1}"#)
-                .status == 201)
+            try await server.request(
+                "PUT", "/v1/users/\(guest)/records/subscriptions/s1", token: token, body: #"{"n":1}"#
+            )
+            .status == 201)
         let base = "http://\(server.address)"
         let exported = try await sandbox.shell(
-            "curl -s -o mine.tar.zst -w '%{http_code} %{content_type}' -H 'Authorization: Bearer \(token)' \(base)/v1/users/\(guest)/backup")
+            "curl -s -o mine.tar.zst -w '%{http_code} %{content_type}' -H 'Authorization: Bearer \(token)' \(base)/v1/users/\(guest)/backup"
+        )
         #expect(exported.stdout == "200 application/zstd", "\(exported.stdout)")
         let inspected = try await sandbox.run("backup", "inspect", "mine.tar.zst", "--json")
         #expect((inspected.object["header"] as? [String: Any])?["users"] as? [String] == [guest], "\(inspected.stdout)")
@@ -664,7 +700,8 @@ struct ServerTests {
 
         let put = { (token: String, query: String) in
             try await sandbox.shell(
-                "curl -s -o put.json -w '%{http_code}' -X PUT --data-binary @mine.tar.zst -H 'Authorization: Bearer \(token)' '\(base)/v1/backup\(query)'")
+                "curl -s -o put.json -w '%{http_code}' -X PUT --data-binary @mine.tar.zst -H 'Authorization: Bearer \(token)' '\(base)/v1/backup\(query)'"
+            )
         }
         #expect(try await put(token, "").stdout == "403", "importing is admin work")
         #expect(try await put(admin, "").stdout == "409", "the user exists: refused by default")
@@ -692,7 +729,9 @@ struct ServerTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("SIGTERM: the server finishes, closes the store and exits 0; what it acknowledged is stored", arguments: Backend.allCases)
+    @Test(
+        "SIGTERM: the server finishes, closes the store and exits 0; what it acknowledged is stored",
+        arguments: Backend.allCases)
     func gracefulShutdown(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
         let server = try await Server.start(in: sandbox, json: true)
@@ -712,7 +751,9 @@ struct ServerTests {
         #expect(after.status == 0)
     }
 
-    @Test("SIGTERM among 64 writes in flight: the server exits 0, every acknowledged write is stored, none is half-written", arguments: Backend.allCases)
+    @Test(
+        "SIGTERM among 64 writes in flight: the server exits 0, every acknowledged write is stored, none is half-written",
+        arguments: Backend.allCases)
     func shutdownDuringWrites(_ backend: Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
         let server = try await Server.start(in: sandbox)
@@ -820,7 +861,9 @@ final class Server: @unchecked Sendable {
     /// names the server's inside or echoes what the request sent (`ErrorBodyScan`).
     func checkAnswers(sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let leaks = answers.takeLeaks()
-        #expect(leaks.isEmpty, "error bodies that name the server's inside:\n\(leaks.joined(separator: "\n"))", sourceLocation: sourceLocation)
+        #expect(
+            leaks.isEmpty, "error bodies that name the server's inside:\n\(leaks.joined(separator: "\n"))",
+            sourceLocation: sourceLocation)
         let lines = answers.take()
         guard !lines.isEmpty else { return }
         let sandbox = try Sandbox()
@@ -837,7 +880,9 @@ final class Server: @unchecked Sendable {
             echo 'no python3 with jsonschema: make deps installs python3-jsonschema' >&2
             exit 2
             """)
-        #expect(result.status == 0, "answers that schemas/openapi.json does not describe:\n\(result.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            result.status == 0, "answers that schemas/openapi.json does not describe:\n\(result.stderr)",
+            sourceLocation: sourceLocation)
     }
 
     /// A guest signed in: its id and access token.
@@ -887,7 +932,8 @@ final class Server: @unchecked Sendable {
         }
         let status = head.first.flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Int($0) } ?? 0
         let reply = Reply(status: status, headers: fields, body: String(text[split.upperBound...]))
-        answers.record(method: method, path: path, reply: reply, sent: Array(headers.values) + [token].compactMap { $0 })
+        answers.record(
+            method: method, path: path, reply: reply, sent: Array(headers.values) + [token].compactMap { $0 })
         return reply
     }
 
@@ -987,7 +1033,10 @@ private final class Answers: @unchecked Sendable {
         if reply.status >= 400 {
             let found = ErrorBodyScan.leaks(in: reply.body, sent: sent)
             if !found.isEmpty {
-                lock.withLock { leaks.append("\(method) \(path) → \(reply.status): \(found.joined(separator: ", ")) in \(reply.body)") }
+                lock.withLock {
+                    leaks.append(
+                        "\(method) \(path) → \(reply.status): \(found.joined(separator: ", ")) in \(reply.body)")
+                }
             }
         }
         let line: [String: Any] = [

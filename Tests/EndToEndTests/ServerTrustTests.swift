@@ -6,7 +6,9 @@ import Testing
 /// nothing spent on a malformed request, no token accepted under another algorithm.
 @Suite("guestmode serve against an attacker")
 struct ServerTrustTests {
-    @Test("a device id is no credential: after the guest linked, the same device signs in as a stranger", arguments: ServerTests.Backend.allCases)
+    @Test(
+        "a device id is no credential: after the guest linked, the same device signs in as a stranger",
+        arguments: ServerTests.Backend.allCases)
     func deviceIsNoCredential(_ backend: ServerTests.Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
         let created = try await sandbox.run("serve", "key", "create", "backend", "--scope", "user-data")
@@ -43,7 +45,8 @@ struct ServerTrustTests {
             ("DELETE", "/v1/users/\(owner)/records/subscriptions/netflix", nil),
         ] {
             let reached = try await server.request(method, path, token: strangerToken, body: body)
-            #expect(reached.status == 404, "\(method) \(path) with the stranger's token: \(reached.status) \(reached.body)")
+            #expect(
+                reached.status == 404, "\(method) \(path) with the stranger's token: \(reached.status) \(reached.body)")
         }
         let kept = try await server.request("GET", "/v1/users/\(owner)/records/subscriptions", token: ownerToken)
         #expect(kept.array.map { $0["key"] as? String } == ["netflix"], "\(kept.body)")
@@ -52,7 +55,8 @@ struct ServerTrustTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("an Idempotency-Key is 1-255 printable ASCII characters, given once; anything else is 400 and records nothing")
+    @Test(
+        "an Idempotency-Key is 1-255 printable ASCII characters, given once; anything else is 400 and records nothing")
     func idempotencyKeysAreNeverRepaired() async throws {
         let sandbox = try await Sandbox.withStore("voice")
         let server = try await Server.start(in: sandbox)
@@ -61,16 +65,21 @@ struct ServerTrustTests {
         let body = Array(#"{"amount":1}"#.utf8)
         func use(_ keys: [[UInt8]]) throws -> Server.Reply? {
             let head =
-                [Array("POST \(path) HTTP/1.1".utf8), Array("Host: x".utf8), Array("Authorization: Bearer \(token)".utf8),
-                 Array("Content-Type: application/json".utf8)]
+                [
+                    Array("POST \(path) HTTP/1.1".utf8), Array("Host: x".utf8),
+                    Array("Authorization: Bearer \(token)".utf8),
+                    Array("Content-Type: application/json".utf8),
+                ]
                 + keys.map { Array("Idempotency-Key: ".utf8) + $0 }
             return try RawHTTP.exchange(server.address, head: head, body: body)
         }
         // Two keys that differ only in invalid UTF-8 were one key once repaired: the second use was
         // answered as a replay and never recorded.
-        for key in [Array("k".utf8) + [0xFF] + Array("1".utf8), Array("k".utf8) + [0xFE] + Array("1".utf8),
-                    Array("k".utf8) + [0x01], Array("k".utf8) + [0x7F], Array("é".utf8),
-                    Array(repeating: UInt8(ascii: "k"), count: 256)] {
+        for key in [
+            Array("k".utf8) + [0xFF] + Array("1".utf8), Array("k".utf8) + [0xFE] + Array("1".utf8),
+            Array("k".utf8) + [0x01], Array("k".utf8) + [0x7F], Array("é".utf8),
+            Array(repeating: UInt8(ascii: "k"), count: 256),
+        ] {
             let refused = try #require(try use([key]), "no answer for key \(key)")
             #expect(refused.status == 400, "key \(key): \(refused.status) \(refused.body)")
         }
@@ -138,7 +147,9 @@ struct ServerTrustTests {
         let server = try await Server.start(in: sandbox, options: ["--guests-per-hour", "2"])
         for body in [#"{"device":""}"#, #"{"device":"a\u0001b"}"#, #"{"device":5}"#, "[1]", "{"] {
             let refused = try await server.request("POST", "/v1/guests", body: body)
-            #expect((400..<500).contains(refused.status) && refused.status != 429, "\(body): \(refused.status) \(refused.body)")
+            #expect(
+                (400..<500).contains(refused.status) && refused.status != 429,
+                "\(body): \(refused.status) \(refused.body)")
         }
         for _ in 1...2 {
             #expect(try await server.request("POST", "/v1/guests", body: #"{"device":"d"}"#).status == 201)
@@ -180,7 +191,9 @@ struct ServerTrustTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("an error body names nothing of the server: the store, its folder, a temporary file, the operator's message is logged")
+    @Test(
+        "an error body names nothing of the server: the store, its folder, a temporary file, the operator's message is logged"
+    )
     func errorBodiesNameNothingInside() async throws {
         let sandbox = try await Sandbox.withStore("subscriptions")
         let created = try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin")

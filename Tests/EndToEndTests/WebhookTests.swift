@@ -71,7 +71,8 @@ extension Sandbox {
             echo $!
             """)
         let processID = try #require(Int32(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
-        let listening = try await shell("for i in $(seq 200); do [ -s receiver.port ] && exit 0; sleep 0.05; done; exit 1")
+        let listening = try await shell(
+            "for i in $(seq 200); do [ -s receiver.port ] && exit 0; sleep 0.05; done; exit 1")
         #expect(listening.status == 0, "the receiver did not start")
         return Receiver(processID: processID)
     }
@@ -223,7 +224,9 @@ struct WebhookTests {
             let order = outbox.map(\.id).filter { id in received.contains { $0.id == id && $0.userID == user } }
             #expect(firstSeen.filter { order.contains($0) } == order, "user \(user)'s events out of order")
         }
-        print("webhook kill test: \(outbox.count) events, \(received.count) requests, \(received.count - outbox.count) duplicates")
+        print(
+            "webhook kill test: \(outbox.count) events, \(received.count) requests, \(received.count - outbox.count) duplicates"
+        )
     }
 
     /// A refused cap writes only its refusal (`limit.refused`), never the record's change.
@@ -231,7 +234,8 @@ struct WebhookTests {
         let sandbox = try await webhookStore(port: 9, profile: "subscriptions")
         let user = try await sandbox.newGuest()
         for index in 1...5 {
-            #expect(try await sandbox.run("record", "put", user, "subscriptions", "s\(index)", "--data", "{}").status == 0)
+            #expect(
+                try await sandbox.run("record", "put", user, "subscriptions", "s\(index)", "--data", "{}").status == 0)
         }
         let before = try await sandbox.outbox()
         #expect(try await sandbox.run("record", "put", user, "subscriptions", "s6", "--data", "{}").status == 10)
@@ -262,7 +266,8 @@ struct WebhookTests {
             kill -TERM $server && wait $server
             grep -c '"status": 200' received.ndjson
             """)
-        #expect(waited.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3", "\(waited.stdout)\(waited.stderr)")
+        #expect(
+            waited.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3", "\(waited.stdout)\(waited.stderr)")
         #expect(try await sandbox.outbox().allSatisfy { $0.status == "delivered" })
     }
 }

@@ -7,15 +7,17 @@ import Testing
 /// whatever the order of the rows and however the facts spill into sorted
 /// runs, each violation is found and the first one is the one reported.
 @Suite struct CrossRowFactsTests {
-    var wording: CrossRowFacts.Wording { CrossRowFacts.Wording(
-        invalid: { location, message in GuestModeError(.badRow, "invalid at \(location): \(message)") },
-        duplicate: { location, message in
-            GuestModeError(.duplicateRow, "duplicate at \(location): \(message)")
-        },
-        inconsistent: { location, message in
-            GuestModeError(.inconsistentRows, "inconsistent at \(location): \(message)")
-        },
-        maximumTotal: 1_000) }
+    var wording: CrossRowFacts.Wording {
+        CrossRowFacts.Wording(
+            invalid: { location, message in GuestModeError(.badRow, "invalid at \(location): \(message)") },
+            duplicate: { location, message in
+                GuestModeError(.duplicateRow, "duplicate at \(location): \(message)")
+            },
+            inconsistent: { location, message in
+                GuestModeError(.inconsistentRows, "inconsistent at \(location): \(message)")
+            },
+            maximumTotal: 1_000)
+    }
 
     /// The message `check` throws, or nil when it passes.
     func failure(_ facts: CrossRowFacts) -> String? {
@@ -84,10 +86,13 @@ import Testing
             try facts {
                 try $0.noteEvent(user: "u", action: "a", count: 2, location: "line 1")
                 try $0.noteCounter(user: "u", action: "a", total: 3, location: "line 6")
-            } == "inconsistent at line 6: the counter of 'a' for user 'u' is 3 but the archive's events of that action count 2")
+            }
+                == "inconsistent at line 6: the counter of 'a' for user 'u' is 3 but the archive's events of that action count 2"
+        )
         #expect(
             try facts { try $0.noteEvent(user: "u", action: "a", count: 2, location: "line 7") }
-                == "inconsistent at line 7: user 'u' has events of 'a' (2 in all) but the archive has no counter for them")
+                == "inconsistent at line 7: user 'u' has events of 'a' (2 in all) but the archive has no counter for them"
+        )
     }
 
     /// Of several violations, the one reported is the one the row-by-row
@@ -109,6 +114,7 @@ import Testing
         try states.noteEvent(user: "a", action: "x", count: 1, location: "events 1")
         try states.noteUser("b", state: .linked, location: "users 2")
         try states.noteUser("a", state: .linked, location: "users 1")
-        #expect(failure(states) == "inconsistent at users 1: user 'a' is linked but the archive has no identity for them")
+        #expect(
+            failure(states) == "inconsistent at users 1: user 'a' is linked but the archive has no identity for them")
     }
 }

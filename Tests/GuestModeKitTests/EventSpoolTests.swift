@@ -75,7 +75,8 @@ import Testing
     @Test func oneUsersEventsKeepTheirOrderAcrossRuns() throws {
         let users = ["b", "a", "ab", "a", "é", "b", "a", "", "ab"]
         let events = users.enumerated().map { index, user in
-            TrackedEvent(user: user, action: "app_opened", at: Date(timeIntervalSinceReferenceDate: 0), count: index + 1)
+            TrackedEvent(
+                user: user, action: "app_opened", at: Date(timeIntervalSinceReferenceDate: 0), count: index + 1)
         }
         let spool = EventSpool(memoryLimit: 1, runLimit: 1)
         for event in events { try spool.append(event) }

@@ -33,7 +33,8 @@ import Testing
     }
 
     @Test func theAsyncFormRunsOffTheCallersTaskAndThrowsAsTheEngineDoes() async throws {
-        let engine = try GuestMode.inMemory(profileText: try template("subscriptions"), origin: "subscriptions.yaml", now: day(1))
+        let engine = try GuestMode.inMemory(
+            profileText: try template("subscriptions"), origin: "subscriptions.yaml", now: day(1))
         let guest = try await engine.perform { engine in try engine.createGuest(device: nil, now: day(1)) }
         let result = try await engine.perform { engine in
             try engine.putRecord(user: guest.id, collection: "subscriptions", key: "netflix", json: "{}", now: day(1))

@@ -24,7 +24,9 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         let alphabet: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC2, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xFF, 0x9F, 0xA0]
         for _ in 0..<20_000 {
-            let bytes = (0..<Int.random(in: 0...6, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            let bytes = (0..<Int.random(in: 0...6, using: &generator)).map { _ in
+                alphabet.randomElement(using: &generator)!
+            }
             let (ours, library) = both(bytes)
             #expect(ours == library, "\(bytes)")
         }
@@ -117,7 +119,8 @@ import Testing
     @Test func aCountPastTheEventBoundIsRefusedByTheEngine() throws {
         let engine = try engine("recipes")
         let guest = try engine.createGuest(device: nil, now: day(1)).id
-        let tooMany = TrackedEvent(user: guest, action: "app_opened", at: day(1), count: Int(Bounds.maximumEventCount) + 1)
+        let tooMany = TrackedEvent(
+            user: guest, action: "app_opened", at: day(1), count: Int(Bounds.maximumEventCount) + 1)
         #expect(textCode { _ = try engine.track(tooMany, now: day(1)) } == .invalidEvent)
         #expect(try engine.counters(user: guest).isEmpty)
     }

@@ -6,7 +6,9 @@ import Testing
 /// `Timestamp.parse` computes times itself (it runs for every event and
 /// archive row); libc's `timegm` is the reference it must agree with.
 @Suite struct TimestampParsingTests {
-    private func reference(_ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int)
+    private func reference(
+        _ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int
+    )
         -> TimeInterval?
     {
         var parts = tm()
@@ -34,8 +36,10 @@ import Testing
         ]
         for _ in 0..<5_000 {
             cases.append(
-                (Int.random(in: 1...9999, using: &generator), Int.random(in: 1...12, using: &generator),
-                 Int.random(in: 1...31, using: &generator)))
+                (
+                    Int.random(in: 1...9999, using: &generator), Int.random(in: 1...12, using: &generator),
+                    Int.random(in: 1...31, using: &generator)
+                ))
         }
         for (year, month, day) in cases {
             let hour = Int.random(in: 0...23, using: &generator)
@@ -55,9 +59,10 @@ import Testing
                 == reference(2026, 11, 22, 9, 30, 0).map {
                     Date(timeIntervalSince1970: $0).addingTimeInterval(123_456_789 / 1e9)
                 })
-        for refused in ["2026-02-30", "2026-13-01", "0000-01-01", "2026-11-22T24:00:00Z", "2026-11-22T09:30:00",
-            "2026-11-22T09:30:00+15:00", " 2026-11-22", "2026-11-22T09:30:00.Z", "2026-11-22T09:30:00.1234567890Z"]
-        {
+        for refused in [
+            "2026-02-30", "2026-13-01", "0000-01-01", "2026-11-22T24:00:00Z", "2026-11-22T09:30:00",
+            "2026-11-22T09:30:00+15:00", " 2026-11-22", "2026-11-22T09:30:00.Z", "2026-11-22T09:30:00.1234567890Z",
+        ] {
             #expect(Timestamp.parse(refused) == nil, "\(refused)")
         }
     }

@@ -75,7 +75,8 @@ final class RouteTester: Sendable {
         // Hummingbird reads the request id from the logger's metadata, which a no-op handler drops.
         var logger = Logger(label: "test", factory: { _ in SilentLogHandler() })
         logger[metadataKey: "hb.request.id"] = .string(UUID().uuidString)
-        let context = ServerContext(source: ApplicationRequestContextSource(channel: NIOAsyncTestingChannel(), logger: logger))
+        let context = ServerContext(
+            source: ApplicationRequestContextSource(channel: NIOAsyncTestingChannel(), logger: logger))
         let response = try await responder.respond(to: request, context: context)
         let collected = Collected()
         try await response.body.write(BodyCollector(collected: collected))
@@ -93,7 +94,9 @@ final class RouteTester: Sendable {
 
     /// A server key of `scope`, made through the engine as `serve key create` makes it.
     func key(_ scope: ServerScope, named name: String = "test") async throws -> String {
-        try await services.perform { engine, now in try engine.createServerKey(named: name, scope: scope, now: now).secret }
+        try await services.perform { engine, now in
+            try engine.createServerKey(named: name, scope: scope, now: now).secret
+        }
     }
 }
 

@@ -52,15 +52,18 @@ struct RouteTests {
                 .put, "/v1/users/\(user)/records/subscriptions/s\(index)", token: token, body: #"{"price":\#(index)}"#)
             #expect(put.status == 201, "\(put.body)")
         }
-        let refused = try await server.request(.put, "/v1/users/\(user)/records/subscriptions/s6", token: token, body: "{}")
+        let refused = try await server.request(
+            .put, "/v1/users/\(user)/records/subscriptions/s6", token: token, body: "{}")
         #expect(refused.status == 403 && refused.errorCode == "needs_account", "\(refused.body)")
         let error = try #require(refused.object["error"] as? [String: Any])
         #expect((error["prompt"] as? [String: Any])?["context"] as? String == "guest_cap_reached")
         #expect((refused.object["result"] as? [String: Any])?["outcome"] as? String == "needs-account")
-        #expect(try await server.request(.get, "/v1/users/\(user)/records/subscriptions", token: token).array.count == 5)
+        #expect(
+            try await server.request(.get, "/v1/users/\(user)/records/subscriptions", token: token).array.count == 5)
         let deleted = try await server.request(.delete, "/v1/users/\(user)/records/subscriptions/s5", token: token)
         #expect(deleted.object["deleted"] as? Bool == true)
-        #expect(try await server.request(.get, "/v1/users/\(user)/records/subscriptions/s5", token: token).status == 404)
+        #expect(
+            try await server.request(.get, "/v1/users/\(user)/records/subscriptions/s5", token: token).status == 404)
         let nul = try await server.request(.get, "/v1/users/\(user)/records/subscriptions/s1%00", token: token)
         #expect(nul.status == 422 && nul.errorCode == "nul_in_text")
         let unknown = try await server.request(.put, "/v1/users/\(user)/records/nope/k", token: token, body: "{}")
@@ -81,11 +84,14 @@ struct RouteTests {
         let exact = try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":"0.000001"}"#)
         #expect(exact.status == 200, "\(exact.body)")
         let headers: HTTPFields = [HTTPField.Name("Idempotency-Key")!: "call-1"]
-        let once = try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":1}"#, headers: headers)
-        let again = try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":1}"#, headers: headers)
+        let once = try await server.request(
+            .post, "\(path)/use", token: token, body: #"{"amount":1}"#, headers: headers)
+        let again = try await server.request(
+            .post, "\(path)/use", token: token, body: #"{"amount":1}"#, headers: headers)
         #expect(once.status == 200 && again.status == 200)
         #expect(again.headers[HTTPField.Name("Idempotent-Replayed")!] == "true")
-        let reused = try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":2}"#, headers: headers)
+        let reused = try await server.request(
+            .post, "\(path)/use", token: token, body: #"{"amount":2}"#, headers: headers)
         #expect(reused.status == 422 && reused.errorCode == "idempotency_key_reused")
         #expect(!reused.body.contains("call-1"), "the key is echoed: \(reused.body)")
         let status = try await server.request(.get, path, token: token)
@@ -104,7 +110,8 @@ struct RouteTests {
         let path = "/v1/users/\(user)/events"
         let string = try await server.request(.post, path, token: token, body: #"{"action":"app_opened","count":"5"}"#)
         #expect(string.status == 422 && string.errorCode == "invalid_json", "\(string.body)")
-        let fraction = try await server.request(.post, path, token: token, body: #"{"action":"app_opened","count":1.5}"#)
+        let fraction = try await server.request(
+            .post, path, token: token, body: #"{"action":"app_opened","count":1.5}"#)
         #expect(fraction.status == 422, "\(fraction.body)")
         let zero = try await server.request(.post, path, token: token, body: #"{"action":"app_opened","count":0}"#)
         #expect(zero.status == 400 && zero.errorCode == "invalid_event", "\(zero.body)")
@@ -147,17 +154,22 @@ struct RouteTests {
         let token = try #require(second.object["access_token"] as? String)
         let refresh = try #require(second.object["refresh_token"] as? String)
         #expect(try await server.request(.get, "/v1/me", token: token).status == 200)
-        let unknown = try await server.request(.post, "/v1/sessions", token: key, body: #"{"provider":"myspace","subject":"x"}"#)
+        let unknown = try await server.request(
+            .post, "/v1/sessions", token: key, body: #"{"provider":"myspace","subject":"x"}"#)
         #expect(unknown.status == 400 && unknown.errorCode == "unknown_provider", "\(unknown.body)")
         let out = try await server.request(.post, "/v1/sessions/revoke", body: #"{"refresh_token":"\#(refresh)"}"#)
         #expect(out.status == 200, "\(out.body)")
-        #expect(try await server.request(.post, "/v1/sessions/refresh", body: #"{"refresh_token":"\#(refresh)"}"#).status == 401)
+        #expect(
+            try await server.request(.post, "/v1/sessions/refresh", body: #"{"refresh_token":"\#(refresh)"}"#).status
+                == 401)
         let (guest, guestToken) = try await server.signIn()
         #expect(try await server.request(.delete, "/v1/users/\(user)", token: guestToken).status == 404, "another's")
         #expect(try await server.request(.delete, "/v1/users/\(guest)", token: guestToken).status == 200)
         #expect(try await server.request(.get, "/v1/me", token: guestToken).status == 404)
         let everywhere = try await server.request(.delete, "/v1/users/\(user)/sessions", token: key)
-        #expect(everywhere.status == 200 && everywhere.object["revoked"] as? Int == 1, "the first sign-in's: \(everywhere.body)")
+        #expect(
+            everywhere.status == 200 && everywhere.object["revoked"] as? Int == 1,
+            "the first sign-in's: \(everywhere.body)")
     }
 
     @Test("the routes the router registers, the OpenAPI document's and guestmode-serve(1)'s ROUTES are one list")
@@ -172,12 +184,14 @@ struct RouteTests {
             }(), accessLogger: .init(label: "test"))
         let registered = Set(
             router.routes.map { route in
-                "\(route.method.rawValue) " + route.path.description.split(separator: "/", omittingEmptySubsequences: false)
+                "\(route.method.rawValue) "
+                    + route.path.description.split(separator: "/", omittingEmptySubsequences: false)
                     .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
             }.filter { $0 != "GET /metrics" })
         let root = RouteTester.templates.deletingLastPathComponent()
-        let document = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: root.appendingPathComponent("schemas/openapi.json"))) as? [String: Any]
+        let document =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: root.appendingPathComponent("schemas/openapi.json"))) as? [String: Any]
         let paths = try #require(document?["paths"] as? [String: [String: Any]])
         var documented = Set<String>()
         for (path, operations) in paths {
@@ -191,12 +205,19 @@ struct RouteTests {
         let manual = Set(
             section.split(separator: "\n").filter { $0.hasPrefix(".It Li ") }.map { line in
                 line.dropFirst(".It Li ".count).components(separatedBy: " Ns ").map { token in
-                    token.hasPrefix("Ar ") ? "{\(token.dropFirst(3))}" : token.hasPrefix("Li ") ? String(token.dropFirst(3)) : token
+                    token.hasPrefix("Ar ")
+                        ? "{\(token.dropFirst(3))}" : token.hasPrefix("Li ") ? String(token.dropFirst(3)) : token
                 }.joined()
             }.filter { $0 != "GET /metrics" })
         #expect(registered.count > 35, "\(registered.sorted())")
-        #expect(registered == documented, "router only: \(registered.subtracting(documented).sorted()); document only: \(documented.subtracting(registered).sorted())")
-        #expect(registered == manual, "router only: \(registered.subtracting(manual).sorted()); guestmode-serve(1) only: \(manual.subtracting(registered).sorted())")
+        #expect(
+            registered == documented,
+            "router only: \(registered.subtracting(documented).sorted()); document only: \(documented.subtracting(registered).sorted())"
+        )
+        #expect(
+            registered == manual,
+            "router only: \(registered.subtracting(manual).sorted()); guestmode-serve(1) only: \(manual.subtracting(registered).sorted())"
+        )
     }
 }
 
@@ -214,7 +235,9 @@ struct RequestBodyTests {
         let body = try StrictRequestDecoder.decode(
             Body.self, from: Array(#"{"name":"a","count":3,"amount":"12.000001","flag":true,"extra":[1]}"#.utf8))
         #expect(body.name == "a" && body.count == 3 && body.amount?.text == "12.000001" && body.flag == true)
-        #expect(try StrictRequestDecoder.decode(Body.self, from: Array(#"{"name":"a","amount":0.1}"#.utf8)).amount?.text == "0.1")
+        #expect(
+            try StrictRequestDecoder.decode(Body.self, from: Array(#"{"name":"a","amount":0.1}"#.utf8)).amount?.text
+                == "0.1")
         for (text, code) in [
             (#"{"name":5}"#, "invalid_json"), (#"{"name":"a","count":"3"}"#, "invalid_json"),
             (#"{"name":"a","count":3.0}"#, "invalid_json"), (#"{"name":"a","flag":1}"#, "invalid_json"),
@@ -252,7 +275,8 @@ struct PublicMessageTests {
             archive.publicMessage
                 == "'(a file on the server)' is not a guestmode backup: its content is not zstd")
         let address = GuestModeError(.usage, "host=10.1.2.3 and [::1]:5432 and localhost:80, with http://x/y.")
-        #expect(address.publicMessage == "(an address) and (an address) and (an address), with (a location on the server).")
+        #expect(
+            address.publicMessage == "(an address) and (an address) and (an address), with (a location on the server).")
         let plain = GuestModeError(.recordNotFound, "no record 'a/b' in subscriptions")
         #expect(plain.publicMessage == plain.message)
     }

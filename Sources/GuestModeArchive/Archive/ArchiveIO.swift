@@ -442,11 +442,15 @@ final class ArchiveReader {
         guard let sniffed = ArchiveFormat.sniffed(from: prefix) else {
             let expected = named.map { "; a .\($0.rawValue) file should be \($0.description)" } ?? ""
             throw GuestModeError(
-                .notAnArchive, "'\(path)' is not a guestmode backup: its \(encrypted ? "decrypted " : "")content is not zstd, gzip or zip data\(expected)")
+                .notAnArchive,
+                "'\(path)' is not a guestmode backup: its \(encrypted ? "decrypted " : "")content is not zstd, gzip or zip data\(expected)"
+            )
         }
         if let named, named != sniffed {
             throw GuestModeError(
-                .archiveFormatMismatch, "'\(path)' is named like \(named.description) but contains \(sniffed.description); rename it to end in .\(sniffed.fileExtension) if it is a guestmode backup")
+                .archiveFormatMismatch,
+                "'\(path)' is named like \(named.description) but contains \(sniffed.description); rename it to end in .\(sniffed.fileExtension) if it is a guestmode backup"
+            )
         }
         return sniffed
     }
@@ -550,7 +554,8 @@ final class ArchiveReader {
 
     private func damaged(_ problem: String) -> GuestModeError {
         GuestModeError(
-            .damagedArchive, "the archive '\(path)' \(problem): \(lastError(handle)); it may be truncated or not a guestmode backup")
+            .damagedArchive,
+            "the archive '\(path)' \(problem): \(lastError(handle)); it may be truncated or not a guestmode backup")
     }
 }
 

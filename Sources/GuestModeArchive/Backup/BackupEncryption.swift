@@ -110,7 +110,8 @@ enum EncryptedArchive {
 
     static func undecryptable(_ path: String) -> GuestModeError {
         GuestModeError(
-            .cannotDecrypt, "cannot decrypt '\(path)': wrong key or passphrase, or the file is damaged; nothing was changed")
+            .cannotDecrypt,
+            "cannot decrypt '\(path)': wrong key or passphrase, or the file is damaged; nothing was changed")
     }
 
     private static func nonce(_ header: [UInt8], counter: UInt32, last: Bool) throws -> ChaChaPoly.Nonce {
@@ -184,13 +185,17 @@ enum EncryptedArchive {
         case 1:
             guard let key = keys.deployment else {
                 throw GuestModeError(
-                    .cannotDecrypt, "cannot decrypt '\(path)': it is encrypted with a deployment's backup key and no backup key is at hand")
+                    .cannotDecrypt,
+                    "cannot decrypt '\(path)': it is encrypted with a deployment's backup key and no backup key is at hand"
+                )
             }
             guard header[12..<16].allSatisfy({ $0 == 0 }) else { throw undecryptable(path) }
             let id = header[32..<40].map { String(format: "%02x", $0) }.joined()
             guard id == key.id else {
                 throw GuestModeError(
-                    .cannotDecrypt, "cannot decrypt '\(path)': it is encrypted with the backup key \(id), but this deployment's key is \(key.id) (wrong key, or the file is damaged); nothing was changed")
+                    .cannotDecrypt,
+                    "cannot decrypt '\(path)': it is encrypted with the backup key \(id), but this deployment's key is \(key.id) (wrong key, or the file is damaged); nothing was changed"
+                )
             }
             encryption = .deploymentKey(key)
         case 2:

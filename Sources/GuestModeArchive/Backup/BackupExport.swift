@@ -32,7 +32,9 @@ extension GuestMode {
     ) throws -> BackupExportSummary {
         if let level, !format.levels.contains(level) {
             throw GuestModeError(
-                .invalidLevel, "compression level \(level) is out of range for \(format.rawValue); use \(format.levels.lowerBound)...\(format.levels.upperBound)")
+                .invalidLevel,
+                "compression level \(level) is out of range for \(format.rawValue); use \(format.levels.lowerBound)...\(format.levels.upperBound)"
+            )
         }
         return try store.readBackupRows(selection, guestOwner: profile.guestOwner) { snapshot in
             if case .users(let requested) = selection {
@@ -170,7 +172,9 @@ extension RowEncoder {
             case .real(let value):
                 guard value.isFinite else {
                     throw GuestModeError(
-                        .unexportableValue, "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again")
+                        .unexportableValue,
+                        "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again"
+                    )
                 }
                 appendNumber(value, to: &buffer)
             case .text(let value): appendString(value, to: &buffer)

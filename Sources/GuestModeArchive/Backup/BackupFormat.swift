@@ -207,14 +207,18 @@ struct ArchiveMigrationChain: Sendable {
     func steps(from version: Int, archive path: String) throws -> [ArchiveMigration] {
         if version > current {
             throw GuestModeError(
-                .archiveTooNew, "the archive '\(path)' uses backup format version \(version), but this guestmode reads versions up to \(current); upgrade guestmode to import it")
+                .archiveTooNew,
+                "the archive '\(path)' uses backup format version \(version), but this guestmode reads versions up to \(current); upgrade guestmode to import it"
+            )
         }
         var plan: [ArchiveMigration] = []
         var reached = version
         while reached < current {
             guard let step = steps.first(where: { $0.from == reached }) else {
                 throw GuestModeError(
-                    .archiveTooOld, "the archive '\(path)' uses backup format version \(version), which this guestmode (format \(current)) cannot upgrade")
+                    .archiveTooOld,
+                    "the archive '\(path)' uses backup format version \(version), which this guestmode (format \(current)) cannot upgrade"
+                )
             }
             plan.append(step)
             reached += 1

@@ -95,7 +95,9 @@ extension GuestMode {
             let found = try walk.signatureStatus(key: keys.deployment, path: path)
             guard found == expected else {
                 throw GuestModeError(
-                    .damagedArchive, "the archive '\(path)' changed while it was imported (its signature was \(expected.rawValue), now \(found.rawValue)); nothing was changed")
+                    .damagedArchive,
+                    "the archive '\(path)' changed while it was imported (its signature was \(expected.rawValue), now \(found.rawValue)); nothing was changed"
+                )
             }
             try session.finish()
             return BackupImportReport(
@@ -157,7 +159,9 @@ private struct ImportSession {
     mutating func begin(_ header: BackupHeader) throws {
         guard header.profile.name == profile.name else {
             throw GuestModeError(
-                .profileMismatch, "the archive '\(path)' holds data of profile '\(header.profile.name)' but the store is bound to '\(profile.name)'; import it into a store initialised with that profile")
+                .profileMismatch,
+                "the archive '\(path)' holds data of profile '\(header.profile.name)' but the store is bound to '\(profile.name)'; import it into a store initialised with that profile"
+            )
         }
         try ImportTrust.checkHeader(header, profile: profile, path: path, rows: rows)
         owners = Set(header.users)
@@ -178,7 +182,9 @@ private struct ImportSession {
         switch policy {
         case .fail:
             throw GuestModeError(
-                .userExists, "the store already has \(present.map { $0 == guestOwner ? "records of the guest owner '\($0)'" : "user '\($0)'" }.joined(separator: ", ")) from the archive '\(path)'; nothing was changed")
+                .userExists,
+                "the store already has \(present.map { $0 == guestOwner ? "records of the guest owner '\($0)'" : "user '\($0)'" }.joined(separator: ", ")) from the archive '\(path)'; nothing was changed"
+            )
         case .skip:
             skipped = Set(present)
         case .replace:
@@ -212,17 +218,22 @@ private struct ImportSession {
             owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
         else {
             throw GuestModeError(
-                .foreignRow, "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed")
+                .foreignRow,
+                "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed"
+            )
         }
         var row = try validator.check(archived, table: table, entry: location.entry, line: location.line)
         if table.name == "users" {
             guard usersSeen.insert(owner).inserted else {
                 throw GuestModeError(
-                    .badRow, "the archive '\(path)' has user '\(owner)' twice (\(location.description)); nothing was changed")
+                    .badRow,
+                    "the archive '\(path)' has user '\(owner)' twice (\(location.description)); nothing was changed")
             }
             if let created = existingCreation[owner], row["created_at"]?.text != created {
                 throw GuestModeError(
-                    .differentUser, "user '\(owner)' in the archive '\(path)' was created at \(row["created_at"]?.text ?? "an unknown time") but the store's user '\(owner)' was created at \(created): they are different users with the same id. Nothing was changed")
+                    .differentUser,
+                    "user '\(owner)' in the archive '\(path)' was created at \(row["created_at"]?.text ?? "an unknown time") but the store's user '\(owner)' was created at \(created): they are different users with the same id. Nothing was changed"
+                )
             }
         }
         if skipped.contains(owner) { return }
@@ -253,7 +264,9 @@ private struct ImportSession {
         let known = try columnNames(of: table)
         if let unknown = row.keys.sorted().first(where: { !known.contains($0) }) {
             throw GuestModeError(
-                .badRow, "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed")
+                .badRow,
+                "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed"
+            )
         }
         recentRows[insertions % recentRows.count] = (table, location)
         insertions += 1
@@ -275,11 +288,15 @@ private struct ImportSession {
         let expected = Set(added).union(replaced).subtracting(guestOwner.map { [$0] } ?? [])
         if let missing = expected.subtracting(usersSeen).sorted().first {
             throw GuestModeError(
-                .missingUserRow, "the archive '\(path)' lists user '\(missing)' in header.json but has no users row for them; nothing was changed")
+                .missingUserRow,
+                "the archive '\(path)' lists user '\(missing)' in header.json but has no users row for them; nothing was changed"
+            )
         }
         if let table = try rows.tableWithDanglingReferences() {
             throw GuestModeError(
-                .foreignRow, "the archive '\(path)' has rows in \(table) that refer to users it does not contain; nothing was changed")
+                .foreignRow,
+                "the archive '\(path)' has rows in \(table) that refer to users it does not contain; nothing was changed"
+            )
         }
     }
 
@@ -309,16 +326,24 @@ private struct ImportSession {
         switch refusal.reason {
         case .identityTaken(let holder):
             GuestModeError(
-                .identityAlreadyExists, "the identity \(row["provider"]?.text ?? "?")/\(row["subject"]?.text ?? "?") of user '\(row["user_id"]?.text ?? "?")' in the archive '\(path)' already belongs to user '\(holder)' in the store; nothing was changed")
+                .identityAlreadyExists,
+                "the identity \(row["provider"]?.text ?? "?")/\(row["subject"]?.text ?? "?") of user '\(row["user_id"]?.text ?? "?")' in the archive '\(path)' already belongs to user '\(holder)' in the store; nothing was changed"
+            )
         case .duplicateKey where ImportTrust.duplicateIsInArchive(table):
             GuestModeError(
-                .duplicateRow, "the archive '\(path)' has a duplicated row at \(location.description): it repeats the key of a row earlier in the archive (\(refusal.detail)); nothing was changed")
+                .duplicateRow,
+                "the archive '\(path)' has a duplicated row at \(location.description): it repeats the key of a row earlier in the archive (\(refusal.detail)); nothing was changed"
+            )
         case .duplicateKey:
             GuestModeError(
-                .rowConflict, "the row at \(location.description) of '\(path)' collides with a row already in the store or earlier in the archive (\(refusal.detail)); nothing was changed")
+                .rowConflict,
+                "the row at \(location.description) of '\(path)' collides with a row already in the store or earlier in the archive (\(refusal.detail)); nothing was changed"
+            )
         case .invalid:
             GuestModeError(
-                .badRow, "the row at \(location.description) of '\(path)' is not valid for table \(table.name) (\(refusal.detail)); nothing was changed")
+                .badRow,
+                "the row at \(location.description) of '\(path)' is not valid for table \(table.name) (\(refusal.detail)); nothing was changed"
+            )
         }
     }
 }

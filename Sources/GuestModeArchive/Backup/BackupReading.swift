@@ -52,7 +52,9 @@ struct ArchiveWalk {
             }
             guard first == BackupFormat.headerName else {
                 throw GuestModeError(
-                    .notABackup, "the archive '\(path)' starts with '\(first)' instead of \(BackupFormat.headerName); it is not a guestmode backup")
+                    .notABackup,
+                    "the archive '\(path)' starts with '\(first)' instead of \(BackupFormat.headerName); it is not a guestmode backup"
+                )
             }
             let headerBytes = try reader.readAll()
             var observed = [
@@ -69,7 +71,9 @@ struct ArchiveWalk {
                 if signature != nil || (manifest != nil && (name != BackupFormat.signatureName || writtenVersion < 2)) {
                     let concatenated = name == BackupFormat.headerName ? " (two archives concatenated?)" : ""
                     throw GuestModeError(
-                        .hostileArchive, "refusing the archive '\(path)': it has data after its end, an entry '\(name)' after \(signature == nil ? BackupFormat.manifestName : BackupFormat.signatureName)\(concatenated); nothing was changed")
+                        .hostileArchive,
+                        "refusing the archive '\(path)': it has data after its end, an entry '\(name)' after \(signature == nil ? BackupFormat.manifestName : BackupFormat.signatureName)\(concatenated); nothing was changed"
+                    )
                 }
                 order.append(name)
                 if name == BackupFormat.manifestName {
@@ -83,7 +87,9 @@ struct ArchiveWalk {
                 }
                 guard let table = BackupFormat.table(forEntry: name) else {
                     throw GuestModeError(
-                        .hostileArchive, "refusing the archive '\(path)': it has an entry '\(name)' that guestmode backups do not contain; nothing was changed")
+                        .hostileArchive,
+                        "refusing the archive '\(path)': it has an entry '\(name)' that guestmode backups do not contain; nothing was changed"
+                    )
                 }
                 switch depth {
                 case .structure:
@@ -105,7 +111,8 @@ struct ArchiveWalk {
             }
             guard let manifest else {
                 throw GuestModeError(
-                    .missingManifest, "the archive '\(path)' has no \(BackupFormat.manifestName); it is truncated or was altered")
+                    .missingManifest,
+                    "the archive '\(path)' has no \(BackupFormat.manifestName); it is truncated or was altered")
             }
             return ArchiveWalk(
                 header: header, writtenVersion: writtenVersion, manifest: manifest, observed: observed, order: order,
@@ -121,20 +128,26 @@ struct ArchiveWalk {
         guard let signature else {
             guard header.signingKeyId == nil else {
                 throw GuestModeError(
-                    .badSignature, "the archive '\(path)' says in header.json that it is signed but has no signature.json; it is damaged or was altered, and nothing was changed")
+                    .badSignature,
+                    "the archive '\(path)' says in header.json that it is signed but has no signature.json; it is damaged or was altered, and nothing was changed"
+                )
             }
             return .unsigned
         }
         guard signature.keyId == header.signingKeyId, signature.algorithm == BackupSignature.algorithmName else {
             throw GuestModeError(
-                .badSignature, "the archive '\(path)' has a signature.json that does not agree with header.json; it is damaged or was altered, and nothing was changed")
+                .badSignature,
+                "the archive '\(path)' has a signature.json that does not agree with header.json; it is damaged or was altered, and nothing was changed"
+            )
         }
         guard let key, signature.keyId == key.id else { return .anotherDeployment }
         guard let mac = Self.bytes(ofHex: signature.mac),
             key.isValidSignature(mac, header: headerBytes, manifest: manifestBytes)
         else {
             throw GuestModeError(
-                .badSignature, "the archive '\(path)' claims this deployment's signature but signature.json does not match its header and manifest; it is damaged or was altered, and nothing was changed")
+                .badSignature,
+                "the archive '\(path)' claims this deployment's signature but signature.json does not match its header and manifest; it is damaged or was altered, and nothing was changed"
+            )
         }
         return .thisDeployment
     }
@@ -204,7 +217,9 @@ struct ArchiveWalk {
         guard let first = problems.first else { return }
         let more = problems.count > 1 ? " (and \(problems.count - 1) more problems)" : ""
         throw GuestModeError(
-            .manifestMismatch, "the archive '\(path)' does not match its manifest: \(first)\(more); it is damaged or was altered, and nothing was changed")
+            .manifestMismatch,
+            "the archive '\(path)' does not match its manifest: \(first)\(more); it is damaged or was altered, and nothing was changed"
+        )
     }
 
     private static func decodeHeader(
@@ -311,7 +326,9 @@ struct ArchiveWalk {
         if let row = RowDecoder.decode(line) { return row }
         _ = try TextRule.decode(line, what: "the row at \(location.description) of the archive '\(path)'")
         throw GuestModeError(
-            .badRow, "the archive '\(path)' has a malformed row at \(location.description): expected a JSON object of column values")
+            .badRow,
+            "the archive '\(path)' has a malformed row at \(location.description): expected a JSON object of column values"
+        )
     }
 
     private static func describe(_ error: Error) -> String {

@@ -9,13 +9,17 @@ enum ImportTrust {
     static func checkHeader(_ header: BackupHeader, profile: Profile, path: String, rows: any BackupRowImport) throws {
         if let owner = header.guestOwner, owner != profile.guestOwner {
             throw GuestModeError(
-                .guestOwnerMismatch, "the header.json of the archive '\(path)' says its guest owner is '\(owner)' but profile '\(profile.name)' writes guest records under '\(profile.guestOwner)'; refusing rows that would belong to someone else, nothing was changed")
+                .guestOwnerMismatch,
+                "the header.json of the archive '\(path)' says its guest owner is '\(owner)' but profile '\(profile.name)' writes guest records under '\(profile.guestOwner)'; refusing rows that would belong to someone else, nothing was changed"
+            )
         }
         var listed: Set<String> = []
         for user in header.users {
             guard !user.isEmpty, user != profile.guestOwner else {
                 throw GuestModeError(
-                    .badHeader, "the archive '\(path)' lists '\(user)' as a user in header.json, which is the profile's guest owner, not a user id; nothing was changed")
+                    .badHeader,
+                    "the archive '\(path)' lists '\(user)' as a user in header.json, which is the profile's guest owner, not a user id; nothing was changed"
+                )
             }
             guard listed.insert(user).inserted else {
                 throw GuestModeError(
@@ -25,7 +29,9 @@ enum ImportTrust {
         // A guest owner that is also a user id in the store would let `replace` delete that user's rows.
         if header.guestOwner != nil, try rows.creationTime(ofUser: profile.guestOwner) != nil {
             throw GuestModeError(
-                .guestOwnerMismatch, "the store has a user whose id '\(profile.guestOwner)' is the profile's guest owner; the archive '\(path)' cannot be imported over it, nothing was changed")
+                .guestOwnerMismatch,
+                "the store has a user whose id '\(profile.guestOwner)' is the profile's guest owner; the archive '\(path)' cannot be imported over it, nothing was changed"
+            )
         }
     }
 

@@ -116,7 +116,8 @@ package protocol BackupRowSource {
     /// Calls `body` with each of `owners`' rows of `table`, oldest first,
     /// with the table's column names (the same array for every row).
     func forEachRow(
-        in table: BackupTable, of owners: BackupOwners, _ body: (_ columns: [String], _ values: [CellValue]) throws -> Void
+        in table: BackupTable, of owners: BackupOwners,
+        _ body: (_ columns: [String], _ values: [CellValue]) throws -> Void
     ) throws
 }
 

@@ -105,12 +105,14 @@ package struct BackupRowValidator {
 
     static func duplicatedRow(in archive: String, at location: String, _ message: String) -> GuestModeError {
         GuestModeError(
-            .duplicateRow, "the archive '\(archive)' has a duplicated row at \(location): \(message); nothing was changed")
+            .duplicateRow,
+            "the archive '\(archive)' has a duplicated row at \(location): \(message); nothing was changed")
     }
 
     private func inconsistent(at location: String, _ message: String) -> GuestModeError {
         GuestModeError(
-            .inconsistentRows, "the archive '\(archive)' is inconsistent at \(location): \(message); nothing was changed")
+            .inconsistentRows,
+            "the archive '\(archive)' is inconsistent at \(location): \(message); nothing was changed")
     }
 
     // MARK: - Tables

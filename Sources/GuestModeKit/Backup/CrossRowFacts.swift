@@ -128,7 +128,9 @@ final class CrossRowFacts {
             let value = Int64(bitPattern: try reader.uint64())
             let location = try reader.string()
             let text = try reader.string()
-            guard let kind = Kind(rawValue: rawKind) else { throw RecordSpool.damaged("the archive's rows being compared") }
+            guard let kind = Kind(rawValue: rawKind) else {
+                throw RecordSpool.damaged("the archive's rows being compared")
+            }
             if key != group.key {
                 close()
                 group = Group(key: key)
@@ -156,7 +158,8 @@ final class CrossRowFacts {
         /// The user and the action of an `e` key, the user of a `u` key.
         private var parts: [Substring] { key.split(separator: "\0", omittingEmptySubsequences: false) }
 
-        mutating func add(kind: Kind, sequence: UInt64, value: Int64, location: String, text: String, wording: Wording) {
+        mutating func add(kind: Kind, sequence: UInt64, value: Int64, location: String, text: String, wording: Wording)
+        {
             count += 1
             switch kind {
             case .anonymousUser, .linkedUser: state = (kind == .linkedUser, location)

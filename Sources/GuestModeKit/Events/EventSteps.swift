@@ -137,7 +137,9 @@ struct EventIngestion {
                 newUsers.append((event.user, event.at, event.at))
             }
         }
-        let created = creatingUsers ? try transaction.createMissingGuests(
+        let created =
+            creatingUsers
+            ? try transaction.createMissingGuests(
                 newUsers, state: .anonymous, promptState: User.newGuestPromptState) : []
         // The batch decides the keys of all its users: they are locked first
         // (those just created are locked by their creation).

@@ -279,7 +279,9 @@ package enum EventLog {
         }
         func tooLong() -> GuestModeError {
             GuestModeError(
-                .lineTooLong, "\(url.path):\(number + 1): the line is longer than \(maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line")
+                .lineTooLong,
+                "\(url.path):\(number + 1): the line is longer than \(maximumLineLength) bytes, the most an event log line may hold; split the log into one event per line"
+            )
         }
         while true {
             let chunk = try handle.nextChunk(of: "the event log '\(url.path)'")

@@ -156,7 +156,9 @@ extension GuestMode {
         let experiment = try requireExperiment(experimentName)
         guard experiment.variants.contains(where: { $0.name == variantName }) else {
             throw GuestModeError(
-                .unknownVariant, "experiment '\(experimentName)' has no variant '\(variantName)'; variants: \(experiment.variants.map(\.name).joined(separator: ", "))")
+                .unknownVariant,
+                "experiment '\(experimentName)' has no variant '\(variantName)'; variants: \(experiment.variants.map(\.name).joined(separator: ", "))"
+            )
         }
         let stored = try store.write { transaction in
             _ = try transaction.requireUser(userID, locking: true)
@@ -172,7 +174,9 @@ extension GuestMode {
         guard let experiment = profile.experiment(named: name) else {
             let known = profile.experiments.map(\.name)
             throw GuestModeError(
-                .experimentNotFound, "profile '\(profile.name)' has no experiment '\(name)'; experiments: \(known.isEmpty ? "none" : known.joined(separator: ", "))")
+                .experimentNotFound,
+                "profile '\(profile.name)' has no experiment '\(name)'; experiments: \(known.isEmpty ? "none" : known.joined(separator: ", "))"
+            )
         }
         return experiment
     }

@@ -85,7 +85,9 @@ extension GuestMode {
         ])
         guard profile.identity.providers.contains(provider) else {
             throw GuestModeError(
-                .unknownProvider, "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))")
+                .unknownProvider,
+                "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))"
+            )
         }
         guard !subject.isEmpty else {
             throw GuestModeError(.emptySubject, "the identity's subject must not be empty")
@@ -193,7 +195,8 @@ extension GuestMode {
             try transaction.appendSystemEvent(
                 user: userID, action: "account_upgrade_succeeded", properties: ["provider": provider], at: now)
             try transaction.raiseWebhook(
-                .accountUpgradeSucceeded, user: userID, data: ["provider": .string(provider)], at: now, profile: profile)
+                .accountUpgradeSucceeded, user: userID, data: ["provider": .string(provider)], at: now, profile: profile
+            )
             try transaction.raiseWebhook(
                 .identityLinked, user: userID,
                 data: ["provider": .string(provider), "subject": .string(request.subject)], at: now, profile: profile)

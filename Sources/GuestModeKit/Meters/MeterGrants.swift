@@ -200,14 +200,17 @@ extension MeterGrantExpiry {
         case .after(let span):
             guard !span.isZero, !span.components.contains(where: { $0.amount < 0 }) else {
                 throw GuestModeError(
-                    .badDuration, "a grant's lifetime of '\(span)' is not positive; give a positive duration (e.g. 30d, P1M)")
+                    .badDuration,
+                    "a grant's lifetime of '\(span)' is not positive; give a positive duration (e.g. 30d, P1M)")
             }
             expiry = span.added(to: grantedAt)
         case .at(let date): expiry = date
         }
         guard expiry > grantedAt else {
             throw GuestModeError(
-                .endNotAfterNow, "the grant's expiry \(Timestamp.format(expiry)) is not after now (\(Timestamp.format(grantedAt))); give a later time")
+                .endNotAfterNow,
+                "the grant's expiry \(Timestamp.format(expiry)) is not after now (\(Timestamp.format(grantedAt))); give a later time"
+            )
         }
         return expiry
     }

@@ -272,7 +272,8 @@ extension GuestMode {
                 .meterWarning, user: userID,
                 data: [
                     "meter": .string(meter.name), "percent": .number(warning.percent),
-                    "level": .string(warning.level.rawValue), "period_start": after.periodStart.map { .string(Timestamp.format($0)) } ?? .null,
+                    "level": .string(warning.level.rawValue),
+                    "period_start": after.periodStart.map { .string(Timestamp.format($0)) } ?? .null,
                 ], at: now, profile: profile)
         }
         return MeterUseResult(
@@ -283,7 +284,8 @@ extension GuestMode {
     func requireValid(_ amount: MeterAmount) throws {
         guard amount.isPositive, amount <= .largestRequest else {
             throw GuestModeError(
-                .invalidAmount, "the amount must be greater than zero and at most \(MeterAmount.largestRequest), not \(amount)")
+                .invalidAmount,
+                "the amount must be greater than zero and at most \(MeterAmount.largestRequest), not \(amount)")
         }
     }
 
@@ -291,7 +293,9 @@ extension GuestMode {
         guard let meter = profile.meter(named: name) else {
             let known = profile.meters.map(\.name)
             throw GuestModeError(
-                .unknownMeter, "unknown meter '\(name)'; \(known.isEmpty ? "this profile has no meters" : "this profile's meters are: \(known.joined(separator: ", "))")")
+                .unknownMeter,
+                "unknown meter '\(name)'; \(known.isEmpty ? "this profile has no meters" : "this profile's meters are: \(known.joined(separator: ", "))")"
+            )
         }
         return meter
     }

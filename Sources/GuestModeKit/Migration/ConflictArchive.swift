@@ -102,7 +102,9 @@ extension GuestMode {
             if let key {
                 if try isTaken(key) {
                     throw GuestModeError(
-                        .recordKeyTaken, "user '\(conflict.userId)' already has a record '\(key)' in \(conflict.collection); choose another key")
+                        .recordKeyTaken,
+                        "user '\(conflict.userId)' already has a record '\(key)' in \(conflict.collection); choose another key"
+                    )
                 }
                 restoredKey = key
             } else {

@@ -116,7 +116,8 @@ extension GuestMode {
                 .userMerged, user: guest,
                 data: [
                     "account_user_id": .string(account), "journal_id": .number(String(journalID)),
-                    "records_moved": .number(String(records.moved)), "conflicts": .number(String(records.conflicts.count)),
+                    "records_moved": .number(String(records.moved)),
+                    "conflicts": .number(String(records.conflicts.count)),
                 ], at: now, profile: profile)
             let overCap = try profile.collections.map {
                 try transaction.collectionLimit(of: pair.account, collection: $0.name, profile: profile, now: now)

@@ -94,7 +94,8 @@ public struct MigrationJournal: Codable, Sendable, Equatable {
     public var steps: [JournalStep]
 
     package init(
-        id: Int64, kind: JournalKind, source: String, target: String, status: JournalStatus, backupPath: String?, startedAt: Date,
+        id: Int64, kind: JournalKind, source: String, target: String, status: JournalStatus, backupPath: String?,
+        startedAt: Date,
         finishedAt: Date?, error: String?, steps: [JournalStep]
     ) {
         self.id = id
@@ -258,7 +259,9 @@ extension GuestMode {
         for journalStep in try journal(journalID).steps where journalStep.status != .done {
             guard journalStep.position <= steps.count, steps[journalStep.position - 1].name == journalStep.name else {
                 throw GuestModeError(
-                    .journalMismatch, "migration #\(journalID) was planned with other steps than the profile now declares; it cannot resume")
+                    .journalMismatch,
+                    "migration #\(journalID) was planned with other steps than the profile now declares; it cannot resume"
+                )
             }
             let step = steps[journalStep.position - 1]
             do {
@@ -272,7 +275,8 @@ extension GuestMode {
                 }
             } catch {
                 try? failMigration(
-                    journalID: journalID, position: journalStep.position, reason: "step \(journalStep.position) \(step.name): \(error)")
+                    journalID: journalID, position: journalStep.position,
+                    reason: "step \(journalStep.position) \(step.name): \(error)")
                 // The journal and the steps before this one are committed:
                 // "try again" would be refused as unfinished, so say what
                 // is kept and that the journal resumes.
@@ -295,7 +299,9 @@ extension GuestMode {
     /// run started: a conflict (14), like a second concurrent `link`.
     private func unfinishedMigrationConflict(_ id: Int64, guest: String, account: String) -> GuestModeError {
         GuestModeError(
-            .migrationUnfinished, "migration #\(id) of '\(guest)' into '\(account)' is unfinished: another guestmode process may be running it now; if none is, resume it")
+            .migrationUnfinished,
+            "migration #\(id) of '\(guest)' into '\(account)' is unfinished: another guestmode process may be running it now; if none is, resume it"
+        )
     }
 
     /// Throws a conflict (14) when `guest` was already migrated into `account`.
@@ -305,7 +311,9 @@ extension GuestMode {
         }
         guard let finished else { return }
         throw GuestModeError(
-            .alreadyMigrated, "'\(guest)' was already migrated into '\(account)' by migration #\(finished.id)\(finished.finishedAt.map { " at \(Timestamp.format($0))" } ?? ""); there is nothing left to move")
+            .alreadyMigrated,
+            "'\(guest)' was already migrated into '\(account)' by migration #\(finished.id)\(finished.finishedAt.map { " at \(Timestamp.format($0))" } ?? ""); there is nothing left to move"
+        )
     }
 
     /// The migration journal with this id.

@@ -49,7 +49,9 @@ extension GuestMode {
         try TextRule.check(["the user id": userID, "the plan": planName])
         guard let plan = profile.plan(named: planName) else {
             throw GuestModeError(
-                .unknownPlan, "no plan '\(planName)' in profile \(profile.name); plans: \(profile.plans.map(\.name).joined(separator: ", "))")
+                .unknownPlan,
+                "no plan '\(planName)' in profile \(profile.name); plans: \(profile.plans.map(\.name).joined(separator: ", "))"
+            )
         }
         if trial != nil && until != nil {
             throw GuestModeError(
@@ -61,7 +63,9 @@ extension GuestMode {
         }
         if let until, until <= now {
             throw GuestModeError(
-                .endNotAfterNow, "the plan's end \(Timestamp.format(until)) is not after now (\(Timestamp.format(now))); give a later time")
+                .endNotAfterNow,
+                "the plan's end \(Timestamp.format(until)) is not after now (\(Timestamp.format(now))); give a later time"
+            )
         }
         let grant = PlanGrant(
             plan: plan.name, grantedAt: now, trialEndsAt: trial.map { $0.added(to: now) }, endsAt: until)
@@ -132,7 +136,9 @@ extension GuestMode {
         }
     }
 
-    private func status(of planName: String, of userID: String, in grants: [PlanGrant], now: Date) throws
+    private func status(
+        of planName: String, of userID: String, in grants: [PlanGrant], now: Date
+    ) throws
         -> PlanStatus
     {
         guard let status = profile.planStatuses(of: grants, now: now).first(where: { $0.plan == planName }) else {

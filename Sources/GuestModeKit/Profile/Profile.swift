@@ -98,7 +98,6 @@ public enum TierLevel: String, Codable, Sendable, CaseIterable, Comparable {
     }
 }
 
-
 /// The caps and allowances of one tier.
 public struct Tier: Codable, Sendable, Equatable {
     /// Which tier.

@@ -56,7 +56,9 @@ public struct ProfileCatalog: Sendable {
         guard let directory = templateDirectory() else {
             guard usesEmbedded, !EmbeddedTemplates.files.isEmpty else {
                 throw GuestModeError(
-                    .profileNotFound, "no profile templates found (searched \(searchedPaths)); set GUESTMODE_TEMPLATES to a folder of *.yaml profiles")
+                    .profileNotFound,
+                    "no profile templates found (searched \(searchedPaths)); set GUESTMODE_TEMPLATES to a folder of *.yaml profiles"
+                )
             }
             return try EmbeddedTemplates.files.map { file in
                 let profile = try ProfileLoader.parse(file.text, file: "\(Self.embeddedPrefix)\(file.name).yaml")

@@ -45,7 +45,8 @@ public struct ProfileUpgradePlan: Codable, Sendable {
     public var refusal: GuestModeError? {
         guard !isApplicable else { return nil }
         return GuestModeError(
-            .profileUpgradeRefused, "cannot move the store to \(profile) v\(toVersion): \(refusals.joined(separator: "; "))")
+            .profileUpgradeRefused,
+            "cannot move the store to \(profile) v\(toVersion): \(refusals.joined(separator: "; "))")
     }
 }
 

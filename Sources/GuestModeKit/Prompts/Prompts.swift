@@ -368,7 +368,9 @@ extension GuestMode {
         let known = Set(profile.prompts.rules.compactMap(\.trigger))
         if let trigger, !known.contains(trigger) {
             throw GuestModeError(
-                .unknownTrigger, "no prompt rule of profile '\(profile.name)' has the trigger '\(trigger)'; triggers: \(known.isEmpty ? "none" : known.sorted().joined(separator: ", "))")
+                .unknownTrigger,
+                "no prompt rule of profile '\(profile.name)' has the trigger '\(trigger)'; triggers: \(known.isEmpty ? "none" : known.sorted().joined(separator: ", "))"
+            )
         }
         guard let facts = try store.read({ try $0.promptSnapshot(of: userID, profile: profile, now: now) }) else {
             throw GuestMode.missingUser(userID)
@@ -407,8 +409,9 @@ extension GuestMode {
     /// recorded only here, so its event commits with the triggers.
     func raisePromptTriggers(for event: RefusalEvent, userID: String, now: Date) throws {
         let webhook = event.webhook
-        guard profile.prompts.triggers.contains(where: { $0.source.matches(event) })
-            || !profile.webhooks.subscribers(of: webhook.type).isEmpty
+        guard
+            profile.prompts.triggers.contains(where: { $0.source.matches(event) })
+                || !profile.webhooks.subscribers(of: webhook.type).isEmpty
         else { return }
         try store.write { transaction in
             try raisePromptTriggers(for: event, userID: userID, now: now, in: transaction)
@@ -470,7 +473,9 @@ extension GuestMode {
         guard profile.prompts.rules.contains(where: { $0.context == context }) else {
             let known = profile.prompts.rules.map(\.context)
             throw GuestModeError(
-                .unknownContext, "profile '\(profile.name)' has no prompt context '\(context)'; contexts: \(known.isEmpty ? "none" : known.joined(separator: ", "))")
+                .unknownContext,
+                "profile '\(profile.name)' has no prompt context '\(context)'; contexts: \(known.isEmpty ? "none" : known.joined(separator: ", "))"
+            )
         }
         let entry = PromptHistoryEntry(context: context, outcome: outcome, at: now)
         let state = try store.write { transaction in
@@ -552,7 +557,8 @@ package struct PromptRecord: Codable, Sendable, Equatable {
             let shown = problems.prefix(20).joined(separator: "\n")
             let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
             throw GuestModeError(
-                .malformedLog, "\(problems.count) malformed prompt outcome lines; nothing was recorded:\n\(shown)\(more)")
+                .malformedLog,
+                "\(problems.count) malformed prompt outcome lines; nothing was recorded:\n\(shown)\(more)")
         }
         return records
     }
@@ -584,7 +590,9 @@ extension GuestMode {
         let contexts = Set(profile.prompts.rules.map(\.context))
         if let unknown = records.first(where: { !contexts.contains($0.context) }) {
             throw GuestModeError(
-                .unknownContext, "profile '\(profile.name)' has no prompt context '\(unknown.context)' (user \(unknown.user)); nothing was recorded")
+                .unknownContext,
+                "profile '\(profile.name)' has no prompt context '\(unknown.context)' (user \(unknown.user)); nothing was recorded"
+            )
         }
         guard !records.isEmpty else { return 0 }
         // Sorted, so every run queues the backups in the same order.

@@ -122,7 +122,8 @@ extension GuestMode {
                             note(
                                 number,
                                 GuestModeError(
-                                    .recordExists, "user '\(record.user)' already has '\(record.key)' in \(record.collection)"))
+                                    .recordExists,
+                                    "user '\(record.user)' already has '\(record.key)' in \(record.collection)"))
                         case .refused(let limit):
                             note(
                                 number,

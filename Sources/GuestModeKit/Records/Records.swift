@@ -118,7 +118,9 @@ extension GuestMode {
             !key.hasPrefix(profile.guestOwner + "/")
         {
             throw GuestModeError(
-                .ownerlessKeyWithoutOwner, "the collection \(collection) has unique fields, so an ownerless key starts with the guest owner '\(profile.guestOwner)' and a '/', e.g. '\(profile.guestOwner)/\(key)'")
+                .ownerlessKeyWithoutOwner,
+                "the collection \(collection) has unique fields, so an ownerless key starts with the guest owner '\(profile.guestOwner)' and a '/', e.g. '\(profile.guestOwner)/\(key)'"
+            )
         }
         let canonical = try canonicalJSON(json)
         // No user, no cap, no last-seen, no backup: the data waits for `migrate adopt`.
@@ -238,7 +240,9 @@ extension GuestMode {
     func requireCollection(_ name: String) throws {
         guard profile.collection(named: name) != nil else {
             throw GuestModeError(
-                .unknownCollection, "unknown collection '\(name)'; this profile's collections are: \(profile.collections.map(\.name).joined(separator: ", "))")
+                .unknownCollection,
+                "unknown collection '\(name)'; this profile's collections are: \(profile.collections.map(\.name).joined(separator: ", "))"
+            )
         }
     }
 
@@ -285,7 +289,9 @@ extension GuestMode {
         try TextRule.check(parsed, what: "the record data")
         guard case .object = parsed else {
             throw GuestModeError(
-                .recordNotObject, "the record data is \(parsed.kindDescription), not a JSON object; wrap it, e.g. {\"value\": \(text.prefix(40))}")
+                .recordNotObject,
+                "the record data is \(parsed.kindDescription), not a JSON object; wrap it, e.g. {\"value\": \(text.prefix(40))}"
+            )
         }
         return parsed.canonicalText
     }

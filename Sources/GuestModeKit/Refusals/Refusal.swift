@@ -77,7 +77,8 @@ extension MeterStatus {
         }
         let percent = percentUsed.map { " (\(Self.whole($0.rounded()))%)" } ?? ""
         let extra = granted.isPositive ? " (\(granted) granted)" : ""
-        return "\(meter) \(used)/\(allowance)\(extra) \(unit) used\(percent), \(remaining ?? .zero) left, level \(level.rawValue)"
+        return
+            "\(meter) \(used)/\(allowance)\(extra) \(unit) used\(percent), \(remaining ?? .zero) left, level \(level.rawValue)"
     }
 
     /// A rounded percentage as people write it: 75, not 75.0.

@@ -56,7 +56,8 @@ extension GuestMode {
                 do {
                     try run.apply(step, onDecision: onDecision)
                 } catch let error as GuestModeError {
-                    throw GuestModeError(error.code, "\(label ?? log.path):\(number): \(error.message); nothing was replayed")
+                    throw GuestModeError(
+                        error.code, "\(label ?? log.path):\(number): \(error.message); nothing was replayed")
                 }
             }
             return run.totals
@@ -92,7 +93,9 @@ extension GuestMode {
             let listed = problems.prefix(20).map { "\(label):\($0.line): \($0.message)" }.joined(separator: "\n")
             let more = problems.count > 20 ? "\n… and \(problems.count - 20) more" : ""
             throw GuestModeError(
-                .malformedLog, "\(problems.count) bad line\(problems.count == 1 ? "" : "s") in the event log; nothing was replayed:\n\(listed)\(more)")
+                .malformedLog,
+                "\(problems.count) bad line\(problems.count == 1 ? "" : "s") in the event log; nothing was replayed:\n\(listed)\(more)"
+            )
         }
     }
 }
@@ -205,12 +208,14 @@ extension Profile {
             return problem(with: event)
         case let .record(user, collection, key, _, _):
             if !collections.contains(where: { $0.name == collection }) {
-                return "unknown collection '\(collection)'; this profile's collections are: \(collections.map(\.name).joined(separator: ", "))"
+                return
+                    "unknown collection '\(collection)'; this profile's collections are: \(collections.map(\.name).joined(separator: ", "))"
             }
             return textProblem(["the user id": user, "the collection": collection, "the record key": key])
         case let .meter(user, meter, amount, key, _, _):
             if !meters.contains(where: { $0.name == meter }) {
-                return "unknown meter '\(meter)'; this profile's meters are: \(meters.map(\.name).joined(separator: ", "))"
+                return
+                    "unknown meter '\(meter)'; this profile's meters are: \(meters.map(\.name).joined(separator: ", "))"
             }
             if !amount.isPositive { return "the amount must be more than 0, not \(amount)" }
             return textProblem(["the user id": user, "the meter": meter, "the idempotency key": key])
@@ -221,7 +226,8 @@ extension Profile {
             return textProblem(["the user id": user, "the plan": plan])
         case let .link(user, provider, subject, email, _):
             if !identity.providers.contains(provider) {
-                return "unknown provider '\(provider)'; this profile accepts: \(identity.providers.joined(separator: ", "))"
+                return
+                    "unknown provider '\(provider)'; this profile accepts: \(identity.providers.joined(separator: ", "))"
             }
             return textProblem([
                 "the user id": user, "the provider": provider, "the identity's subject": subject, "the email": email,

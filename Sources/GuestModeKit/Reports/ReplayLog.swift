@@ -43,7 +43,9 @@ package enum ReplayLog {
     /// `type` is decoded as `track --from` decodes it.
     package static func decode(_ line: Substring, defaultTime: Date) -> Result<ReplayLine?, EventLog.DecodeFailure> {
         // Most lines of a log are events: only a line that names a type is parsed here first.
-        guard line.contains("\"type\"") else { return EventLog.decode(line, defaultTime: defaultTime).map { $0.map(ReplayLine.event) } }
+        guard line.contains("\"type\"") else {
+            return EventLog.decode(line, defaultTime: defaultTime).map { $0.map(ReplayLine.event) }
+        }
         guard case .object(let object)? = try? StrictJSON.parse(line) else {
             return EventLog.decode(line, defaultTime: defaultTime).map { $0.map(ReplayLine.event) }
         }
@@ -75,7 +77,8 @@ package enum ReplayLog {
         }
         if let unknown = object.keys.filter({ !known.contains($0) }).min() {
             throw EventLog.DecodeFailure(
-                "unknown field '\(unknown)' in a \(kind) line; expected \(known.subtracting(["type"]).sorted().joined(separator: ", "))")
+                "unknown field '\(unknown)' in a \(kind) line; expected \(known.subtracting(["type"]).sorted().joined(separator: ", "))"
+            )
         }
         let user = try string("user", in: object)
         let at = try time("at", in: object) ?? defaultTime
@@ -121,7 +124,9 @@ package enum ReplayLog {
             }
             var revoke = false
             if let value = object["revoke"] {
-                guard case .bool(let flag) = value else { throw EventLog.DecodeFailure("'revoke' must be true or false") }
+                guard case .bool(let flag) = value else {
+                    throw EventLog.DecodeFailure("'revoke' must be true or false")
+                }
                 revoke = flag
             }
             if revoke && (trial != nil || object["until"] != nil) {

@@ -194,7 +194,9 @@ extension MigrationsReport {
             }
             return JournalKindReport(
                 kind: kind, started: started, completed: completed,
-                failed: groups.filter { $0.failures > 0 || $0.status == JournalStatus.failed.rawValue }.reduce(0) { $0 + $1.journals },
+                failed: groups.filter { $0.failures > 0 || $0.status == JournalStatus.failed.rawValue }.reduce(0) {
+                    $0 + $1.journals
+                },
                 resumed: groups.filter { $0.resumes > 0 }.reduce(0) { $0 + $1.journals },
                 unfinished: started - completed, successRate: Proportion(successes: completed, trials: started),
                 failuresByStep: steps.map { StepFailures(position: $0.position, step: $0.step, failures: $0.failures) })

@@ -200,7 +200,10 @@ extension GuestMode {
     /// ```
     public func migrationsReport(_ period: ReportPeriod) throws -> MigrationsReport {
         let (attempts, failures) = try store.read { transaction in
-            (try transaction.journalAttemptCounts(startedIn: period), try transaction.stepFailureCounts(startedIn: period))
+            (
+                try transaction.journalAttemptCounts(startedIn: period),
+                try transaction.stepFailureCounts(startedIn: period)
+            )
         }
         return MigrationsReport(period: period, attempts: attempts, failures: failures)
     }

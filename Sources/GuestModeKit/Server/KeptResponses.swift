@@ -115,7 +115,8 @@ extension GuestMode {
     private static func requireSameRequest(_ kept: KeptResponse, requestHash: String, key: String) throws {
         guard kept.requestHash == requestHash else {
             throw GuestModeError(
-                .idempotencyKeyReused, "the idempotency key '\(key)' was used for a different request; use a new key for a new request")
+                .idempotencyKeyReused,
+                "the idempotency key '\(key)' was used for a different request; use a new key for a new request")
         }
     }
 }

@@ -24,7 +24,8 @@ extension GuestMode {
         guard profile.identity.providers.contains(provider) else {
             throw GuestModeError(
                 .unknownProvider,
-                "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))")
+                "unknown provider '\(provider)'; this profile accepts: \(profile.identity.providers.joined(separator: ", "))"
+            )
         }
         guard !subject.isEmpty else { throw GuestModeError(.emptySubject, "the identity's subject must not be empty") }
         let token = ServerSecret.make(prefix: Self.refreshTokenPrefix)

@@ -61,7 +61,9 @@ struct TransactionScope: GuestStore, @unchecked Sendable {
         throw outside("copying the store")
     }
 
-    func replaceOwnTableRows(_ body: (any StoreTableWriter) throws -> Void) throws { throw outside("copying the store") }
+    func replaceOwnTableRows(_ body: (any StoreTableWriter) throws -> Void) throws {
+        throw outside("copying the store")
+    }
 
     private func outside(_ work: String) -> GuestModeError {
         GuestModeError(

@@ -52,9 +52,13 @@ package enum Bounds {
         guard let stored = Int64(total), stored >= 0 else {
             // A total no addition of guestmode's could have left: a REAL or a negative number.
             return GuestModeError(
-                .corruptStore, "the counter '\(action)' of user '\(user)' holds \(total), not a whole number from 0 to \(maximumCounterTotal): the store was changed outside guestmode; nothing was written")
+                .corruptStore,
+                "the counter '\(action)' of user '\(user)' holds \(total), not a whole number from 0 to \(maximumCounterTotal): the store was changed outside guestmode; nothing was written"
+            )
         }
         return GuestModeError(
-            .countOverflow, "the counter '\(action)' of user '\(user)' holds \(stored); adding \(count) would pass \(maximumCounterTotal), the largest count a store holds; nothing was written")
+            .countOverflow,
+            "the counter '\(action)' of user '\(user)' holds \(stored); adding \(count) would pass \(maximumCounterTotal), the largest count a store holds; nothing was written"
+        )
     }
 }

@@ -323,7 +323,8 @@ final class RecordSpool {
                     staged.reserveCapacity(256 << 10)
                     var written = 0
                     for start in Self.sortedRecords(bytes) {
-                        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+                        let length = Int(
+                            UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
                         staged.append(contentsOf: bytes[start..<(start + 4 + length)])
                         written += 4 + length
                         if staged.count >= 256 << 10 {

@@ -37,7 +37,9 @@ package enum RegularFile {
         }
         guard Int(status.st_size) <= limit else {
             throw GuestModeError(
-                .fileTooLarge, "\(what) '\(path)' is \(status.st_size) bytes; a \(what.replacingOccurrences(of: "the ", with: "")) is at most \(limit)")
+                .fileTooLarge,
+                "\(what) '\(path)' is \(status.st_size) bytes; a \(what.replacingOccurrences(of: "the ", with: "")) is at most \(limit)"
+            )
         }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)

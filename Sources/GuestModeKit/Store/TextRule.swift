@@ -16,7 +16,8 @@ package enum TextRule {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             let offset = StrictJSON.firstInvalidUTF8(in: Data(bytes)) ?? 0
             throw GuestModeError(
-                .invalidUtf8, "\(what) is not valid UTF-8 (first bad byte at offset \(offset)); save it as UTF-8 and try again")
+                .invalidUtf8,
+                "\(what) is not valid UTF-8 (first bad byte at offset \(offset)); save it as UTF-8 and try again")
         }
         try check(text, what: what)
         return text
@@ -45,7 +46,8 @@ package enum TextRule {
     package static func check(_ text: String, what: String) throws {
         if !isAcceptable(text) {
             throw GuestModeError(
-                .nulInText, "\(what) contains U+0000 (a NUL character), which guestmode never stores; remove it and try again")
+                .nulInText,
+                "\(what) contains U+0000 (a NUL character), which guestmode never stores; remove it and try again")
         }
     }
 

@@ -282,7 +282,8 @@ extension GuestMode {
             !device.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw GuestModeError(
-                .invalidDevice, "the device id must be 1 to 256 characters without control characters, not \(device.debugDescription)")
+                .invalidDevice,
+                "the device id must be 1 to 256 characters without control characters, not \(device.debugDescription)")
         }
     }
 
@@ -298,11 +299,14 @@ extension GuestMode {
                 !username.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else {
                 throw GuestModeError(
-                    .invalidUsername, "the username must be 1 to 256 characters, without control characters or leading or trailing spaces, not \(username.debugDescription)")
+                    .invalidUsername,
+                    "the username must be 1 to 256 characters, without control characters or leading or trailing spaces, not \(username.debugDescription)"
+                )
             }
         }
         let user = User(
-            id: UUID().uuidString.lowercased(), device: device, state: .anonymous, promptState: User.newGuestPromptState,
+            id: UUID().uuidString.lowercased(), device: device, state: .anonymous,
+            promptState: User.newGuestPromptState,
             createdAt: now, lastSeenAt: now, linkedAt: nil)
         let stored = try credentials.map { credentials in
             StoredCredentials(

@@ -32,7 +32,9 @@ package struct WebhookEvent: Sendable, Equatable {
     package var payload: String
 
     /// A new event with a fresh id (`evt_` and 32 hex digits).
-    package static func make(type: String, user userID: String, data: [String: JSONValue], at time: Date)
+    package static func make(
+        type: String, user userID: String, data: [String: JSONValue], at time: Date
+    )
         -> WebhookEvent
     {
         let id = "evt_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
@@ -146,7 +148,9 @@ extension GuestMode {
     /// attempt more and sets the next try (`WebhookRetryPolicy`), or holds the
     /// delivery after the profile's `max_attempts`. A delivery settled meanwhile
     /// (delivered by another process, retried by hand) is left as it is.
-    package func settleWebhook(_ delivery: WebhookDelivery, attempt: WebhookAttempt, now: Date) throws
+    package func settleWebhook(
+        _ delivery: WebhookDelivery, attempt: WebhookAttempt, now: Date
+    ) throws
         -> SettledDelivery
     {
         let retry = webhookRetry
@@ -226,6 +230,8 @@ extension GuestMode {
     private func unknownWebhook(_ name: String) -> GuestModeError {
         let known = profile.webhooks.endpoints.map(\.name)
         return GuestModeError(
-            .unknownWebhook, "profile '\(profile.name)' has no webhook endpoint '\(name)'; \(known.isEmpty ? "it has no webhooks section" : "endpoints: \(known.joined(separator: ", "))")")
+            .unknownWebhook,
+            "profile '\(profile.name)' has no webhook endpoint '\(name)'; \(known.isEmpty ? "it has no webhooks section" : "endpoints: \(known.joined(separator: ", "))")"
+        )
     }
 }

@@ -95,7 +95,8 @@ package enum DestinationURLRule {
                 ))
         }
         guard scheme == "https" || scheme == "http" else {
-            return .failure(Problem(message: "\(what) '\(text)' uses '\(scheme)'; use https:// (or http:// on loopback)"))
+            return .failure(
+                Problem(message: "\(what) '\(text)' uses '\(scheme)'; use https:// (or http:// on loopback)"))
         }
         if scheme == "http" && !isLoopback(host) {
             return .failure(

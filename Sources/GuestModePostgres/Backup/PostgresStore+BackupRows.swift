@@ -189,7 +189,9 @@ private final class PostgresBackupSource: BackupRowSource {
         let owner = PostgresStore.quote(table.ownerColumn)
         switch owners {
         case .everyUser(let guestOwner?) where table.mayBelongToGuestOwner:
-            return ("\(owner) IN (SELECT id FROM users) OR \(owner) = $1", [PostgresValue(guestOwner)], "\(owner) = $1, ")
+            return (
+                "\(owner) IN (SELECT id FROM users) OR \(owner) = $1", [PostgresValue(guestOwner)], "\(owner) = $1, "
+            )
         case .everyUser:
             return ("\(owner) IN (SELECT id FROM users)", [], "")
         case .users(let users):

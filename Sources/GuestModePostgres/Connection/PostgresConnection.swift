@@ -58,7 +58,8 @@ final class PostgresConnection: Sendable {
                 PQfinish(handle)
                 throw GuestModeError(
                     .storeUnreachable,
-                    "cannot reach the PostgreSQL store \(location): the server did not answer in time; nothing was changed")
+                    "cannot reach the PostgreSQL store \(location): the server did not answer in time; nothing was changed"
+                )
             case .failed: polling = PGRES_POLLING_FAILED
             }
         }

@@ -67,7 +67,11 @@ extension PostgresTransaction {
             guard let key = row.idempotencyKey else { continue }
             let userAndKey = [row.user, key]
             if let first = firstOfKey[userAndKey] {
-                if insertedKeys.contains(userAndKey) { payloads[index] = rows[first].payload } else { stored.append(index) }
+                if insertedKeys.contains(userAndKey) {
+                    payloads[index] = rows[first].payload
+                } else {
+                    stored.append(index)
+                }
             } else {
                 firstOfKey[userAndKey] = index
                 if !insertedKeys.contains(userAndKey) { stored.append(index) }
@@ -144,7 +148,9 @@ extension PostgresTransaction {
         }
         guard rows.reduce(0, { $0 + $1.count }) < increments.count else { return }
         var written = Set<[String]>()
-        for chunk in rows { for row in chunk { written.insert([try row.string("user_id"), try row.string("action")]) } }
+        for chunk in rows {
+            for row in chunk { written.insert([try row.string("user_id"), try row.string("action")]) }
+        }
         if let refused = increments.first(where: { !written.contains([$0.user, $0.action]) }) {
             throw try store.counterOverflow(of: refused.user, action: refused.action, adding: refused.count, connection)
         }

@@ -254,7 +254,10 @@ extension PostgresTransaction {
             SELECT id FROM migration_journals WHERE kind = $1 AND source_id = $2 AND target_id = $3
             AND status <> $4 ORDER BY id DESC LIMIT 1
             """,
-            [PostgresValue(kind.rawValue), PostgresValue(source), PostgresValue(target), PostgresValue(status.rawValue)]
+            [
+                PostgresValue(kind.rawValue), PostgresValue(source), PostgresValue(target),
+                PostgresValue(status.rawValue),
+            ]
         ).first?.int64("id")
     }
 

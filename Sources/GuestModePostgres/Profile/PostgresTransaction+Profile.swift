@@ -32,7 +32,10 @@ extension PostgresTransaction {
             SELECT * FROM records WHERE collection = $1 AND (owner_id, key) > ($2, $3)
             ORDER BY owner_id, key LIMIT $4
             """,
-            [PostgresValue(collection), PostgresValue(position.owner), PostgresValue(position.key), PostgresValue(limit)]
+            [
+                PostgresValue(collection), PostgresValue(position.owner), PostgresValue(position.key),
+                PostgresValue(limit),
+            ]
         ).map(storedRecord)
     }
 

@@ -5,7 +5,10 @@ extension PostgresTransaction {
     func insertServerKey(_ key: ServerKey, secretHash: String) throws {
         try connection.execute(
             "INSERT INTO server_keys (name, scope, secret_hash, created_at) VALUES ($1, $2, $3, $4)",
-            [PostgresValue(key.name), PostgresValue(key.scope.rawValue), PostgresValue(secretHash), PostgresValue(key.createdAt)])
+            [
+                PostgresValue(key.name), PostgresValue(key.scope.rawValue), PostgresValue(secretHash),
+                PostgresValue(key.createdAt),
+            ])
         if let revokedAt = key.revokedAt { try markServerKeyRevoked(named: key.name, at: revokedAt) }
     }
 
@@ -78,11 +81,13 @@ extension PostgresTransaction {
 
     func keptResponse(principal: String, key: String) throws -> KeptResponse? {
         try connection.execute(
-            "SELECT * FROM kept_responses WHERE principal = $1 AND key = $2", [PostgresValue(principal), PostgresValue(key)]
+            "SELECT * FROM kept_responses WHERE principal = $1 AND key = $2",
+            [PostgresValue(principal), PostgresValue(key)]
         ).first.map { row in
             KeptResponse(
                 principal: try row.string("principal"), key: try row.string("key"),
-                requestHash: try row.string("request_hash"), status: try row.int("status"), body: try row.string("body"),
+                requestHash: try row.string("request_hash"), status: try row.int("status"),
+                body: try row.string("body"),
                 createdAt: try row.date("created_at"))
         }
     }

@@ -34,7 +34,6 @@ extension PostgresStore {
             .first.map(user(from:))
     }
 
-
     func identities(of userID: String, _ connection: PostgresConnection) throws -> [Identity] {
         try connection.execute(
             "SELECT * FROM identities WHERE user_id = $1 ORDER BY linked_at, provider", [PostgresValue(userID)]
@@ -73,8 +72,6 @@ extension PostgresStore {
             try connection.execute("DELETE FROM \(table) = $1", [PostgresValue(userID)])
         }
     }
-
-
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ connection: PostgresConnection) throws -> [PlanGrant] {

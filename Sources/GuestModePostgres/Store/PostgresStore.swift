@@ -265,7 +265,9 @@ public final class PostgresStore: Sendable {
         let unknown = (applied ?? []).filter { !known.contains($0) }
         if !unknown.isEmpty {
             throw GuestModeError(
-                .storeTooNew, "the store in schema '\(schema)' of \(location) was written by a newer guestmode (schema \(unknown.joined(separator: ", "))); this guestmode knows schema up to \(PostgresSchema.migrations.last?.identifier ?? "none"). Upgrade guestmode; the store was not changed")
+                .storeTooNew,
+                "the store in schema '\(schema)' of \(location) was written by a newer guestmode (schema \(unknown.joined(separator: ", "))); this guestmode knows schema up to \(PostgresSchema.migrations.last?.identifier ?? "none"). Upgrade guestmode; the store was not changed"
+            )
         }
     }
 
@@ -289,7 +291,9 @@ public final class PostgresStore: Sendable {
                     [PostgresValue(identifier)])
             } catch let failure as PostgresFailure {
                 throw GuestModeError(
-                    .schemaMigrationFailed, "schema migration \(identifier) failed: \(PostgresConnection.redacted(failure.message)); the store is unchanged. Fix the cause and migrate again")
+                    .schemaMigrationFailed,
+                    "schema migration \(identifier) failed: \(PostgresConnection.redacted(failure.message)); the store is unchanged. Fix the cause and migrate again"
+                )
             }
             progress(identifier)
         }

@@ -119,13 +119,16 @@ extension PostgresStore {
 
     /// `count_overflow` for an addition to the user's counter of `action`
     /// that was refused, naming the counter and its total.
-    func counterOverflow(of userID: String, action: String, adding count: Int, _ connection: PostgresConnection) throws
+    func counterOverflow(
+        of userID: String, action: String, adding count: Int, _ connection: PostgresConnection
+    ) throws
         -> GuestModeError
     {
-        let total = try connection.execute(
-            "SELECT total::text AS total FROM counters WHERE user_id = $1 AND action = $2",
-            [PostgresValue(userID), PostgresValue(action)]
-        ).first?.string("total") ?? "?"
+        let total =
+            try connection.execute(
+                "SELECT total::text AS total FROM counters WHERE user_id = $1 AND action = $2",
+                [PostgresValue(userID), PostgresValue(action)]
+            ).first?.string("total") ?? "?"
         return Bounds.counterOverflow(action: action, user: userID, total: total, adding: Int64(count))
     }
 }

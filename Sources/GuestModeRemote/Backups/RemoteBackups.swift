@@ -174,13 +174,15 @@ extension GuestMode {
             let signature = try BackupArchive.requireIntact(path: path, limits: limits, keys: keys)
             guard signature == .thisDeployment else {
                 throw GuestModeError(
-                    .badSignature, "the archive at \(source) is not signed by this deployment's backup key; nothing was imported")
+                    .badSignature,
+                    "the archive at \(source) is not signed by this deployment's backup key; nothing was imported")
             }
             // Signed by this deployment yet someone else's: the server put another user's archive at this name.
             let users = try BackupArchive.inspect(path: path, limits: limits, keys: keys).header.users
             guard users.contains(userID) else {
                 throw GuestModeError(
-                    .archiveUserMismatch, "the archive at \(source) does not hold user '\(userID)'; nothing was imported")
+                    .archiveUserMismatch,
+                    "the archive at \(source) does not hold user '\(userID)'; nothing was imported")
             }
             var report = try importBackup(
                 from: path, onConflict: onConflict, dryRun: false, limits: limits, keys: keys, signature: signature,

@@ -19,7 +19,8 @@ package struct WebhookSecrets: Sendable {
         case .environment(let name):
             guard let value = environment[name], !value.isEmpty else {
                 throw GuestModeError(
-                    .webhookSecretUnavailable, "\(what) is read from the environment variable \(name), which is unset or empty")
+                    .webhookSecretUnavailable,
+                    "\(what) is read from the environment variable \(name), which is unset or empty")
             }
             return Array(value.utf8)
         case .file(let path):

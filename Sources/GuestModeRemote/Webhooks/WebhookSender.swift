@@ -107,7 +107,10 @@ package struct WebhookSender: Sendable {
                 let body = Array(delivery.payload.utf8)
                 let headers = [
                     ("Content-Type", "application/json"),
-                    (WebhookSignature.headerName, WebhookSignature.header(secret: keys[endpoint.name]!, time: time, body: body)),
+                    (
+                        WebhookSignature.headerName,
+                        WebhookSignature.header(secret: keys[endpoint.name]!, time: time, body: body)
+                    ),
                     (Self.eventIdHeader, delivery.eventId),
                 ]
                 var status = 0
@@ -155,7 +158,10 @@ package struct WebhookSender: Sendable {
         let body = Array(event.payload.utf8)
         let headers = [
             ("Content-Type", "application/json"),
-            (WebhookSignature.headerName, WebhookSignature.header(secret: try secrets.secret(of: endpoint), time: now, body: body)),
+            (
+                WebhookSignature.headerName,
+                WebhookSignature.header(secret: try secrets.secret(of: endpoint), time: now, body: body)
+            ),
             (Self.eventIdHeader, event.id),
         ]
         return (event.id, try transport.sendWaiting("POST", to: destination, headers: headers, body: body))

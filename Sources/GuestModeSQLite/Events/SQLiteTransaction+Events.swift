@@ -71,7 +71,9 @@ extension SQLiteTransaction {
         let bulk =
             isBulk
             ? try db.cachedStatement(
-                sql: "INSERT INTO \(table) VALUES \(Array(repeating: tuple, count: bulkRows).joined(separator: ", ")) \(conflict)")
+                sql:
+                    "INSERT INTO \(table) VALUES \(Array(repeating: tuple, count: bulkRows).joined(separator: ", ")) \(conflict)"
+            )
             : nil
         var arguments: [(any DatabaseValueConvertible)?] = []
         arguments.reserveCapacity(bulkRows * tuple.count { $0 == "?" })
@@ -187,8 +189,10 @@ extension SQLiteStore {
     /// update only runs while the sum stays within `Bounds`, and a counter
     /// left as it was means the addition is refused.
     func addToCounter(user: String, action: String, count: Int, _ db: Database) throws {
-        try db.cachedStatement(sql: "INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?) \(Self.counterConflict)")
-            .execute(arguments: [user, action, count])
+        try db.cachedStatement(
+            sql: "INSERT INTO counters (user_id, action, total) VALUES (?, ?, ?) \(Self.counterConflict)"
+        )
+        .execute(arguments: [user, action, count])
         guard db.changesCount == 0 else { return }
         let total =
             try String.fetchOne(

@@ -329,12 +329,15 @@ extension SQLiteTransaction {
                 ).map { step in
                     JournalStep(
                         position: try step.decode(forColumn: "position"), name: try step.decode(forColumn: "name"),
-                        status: try step.decode("status", as: JournalStepStatus.self), rows: try step.decode(forColumn: "rows"),
+                        status: try step.decode("status", as: JournalStepStatus.self),
+                        rows: try step.decode(forColumn: "rows"),
                         finishedAt: try step.optionalTime("finished_at"))
                 }
                 return MigrationJournal(
-                    id: id, kind: try row.decode("kind", as: JournalKind.self), source: try row.decode(forColumn: "source_id"),
-                    target: try row.decode(forColumn: "target_id"), status: try row.decode("status", as: JournalStatus.self),
+                    id: id, kind: try row.decode("kind", as: JournalKind.self),
+                    source: try row.decode(forColumn: "source_id"),
+                    target: try row.decode(forColumn: "target_id"),
+                    status: try row.decode("status", as: JournalStatus.self),
                     backupPath: try row.decode(forColumn: "backup_path"), startedAt: try row.time("started_at"),
                     finishedAt: try row.optionalTime("finished_at"), error: try row.decode(forColumn: "error"),
                     steps: steps)

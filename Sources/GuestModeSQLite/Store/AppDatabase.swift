@@ -109,7 +109,9 @@ struct AppDatabase: Sendable {
                 // The schema history may itself be what could not be written.
                 let current = (try? appliedMigrations().last) ?? "empty"
                 throw GuestModeError(
-                    .schemaMigrationFailed, "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause and migrate again")
+                    .schemaMigrationFailed,
+                    "schema migration \(identifier) failed: \(error.message ?? "\(error)"); the store is unchanged at \(current). Fix the cause and migrate again"
+                )
             }
             applied.append(identifier)
             progress(identifier)
@@ -212,7 +214,9 @@ enum StoreFile {
         let unknown = applied.filter { !known.contains($0) }
         if !unknown.isEmpty {
             throw GuestModeError(
-                .storeTooNew, "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last ?? "none"). Upgrade guestmode; the store was not changed")
+                .storeTooNew,
+                "the store '\(path)' was written by a newer guestmode (schema \(unknown.sorted().joined(separator: ", "))); this guestmode knows schema up to \(AppDatabase.knownMigrations.last ?? "none"). Upgrade guestmode; the store was not changed"
+            )
         }
         return Set(applied).isSuperset(of: known)
     }

@@ -30,7 +30,6 @@ extension SQLiteStore {
             linkedAt: try row.optionalTime("linked_at"))
     }
 
-
     func identities(of userID: String, _ db: Database) throws -> [Identity] {
         try Row.fetchAll(
             db, sql: "SELECT * FROM identities WHERE user_id = ? ORDER BY linked_at, provider", arguments: [userID]
@@ -70,8 +69,6 @@ extension SQLiteStore {
         try db.execute(sql: "DELETE FROM user_flags WHERE user_id = ?", arguments: [userID])
         try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [userID])
     }
-
-
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {

@@ -56,8 +56,10 @@ extension SQLiteTransaction {
 
 extension SQLiteTransaction {
     func appendEvent(user userID: String, action: String, at time: Date, count: Int, properties: String) throws {
-        try db.cachedStatement(sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, ?, ?)")
-            .execute(arguments: [userID, action, Timestamp.format(time), count, properties])
+        try db.cachedStatement(
+            sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, ?, ?)"
+        )
+        .execute(arguments: [userID, action, Timestamp.format(time), count, properties])
     }
 
     func addToCounter(user userID: String, action: String, count: Int) throws {

@@ -49,7 +49,8 @@ struct BulkController {
         }
         return try await services.perform { engine, now in
             try RequestInput.spooled(bytes, suffix: ".ndjson") { url in
-                try Reply.document(engine.putRecords(from: url, label: "the request body", onConflict: policy, now: now))
+                try Reply.document(
+                    engine.putRecords(from: url, label: "the request body", onConflict: policy, now: now))
             }
         }.response
     }

@@ -126,7 +126,8 @@ struct MeterController {
         return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
             try Reply.document(
                 engine.grantMeter(
-                    user: userID, meter: meter, amount: amount, expiry: expiry, reason: body.reason, key: key, now: now))
+                    user: userID, meter: meter, amount: amount, expiry: expiry, reason: body.reason, key: key, now: now)
+            )
         }.response
     }
 }

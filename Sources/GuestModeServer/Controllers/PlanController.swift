@@ -25,7 +25,8 @@ struct PlanController {
         let (_, userID) = try await services.user(of: request, context: context)
         let report = try await services.perform { engine, now in
             PlanReport(
-                user: userID, tier: try engine.tier(user: userID, now: now), plans: try engine.plans(user: userID, now: now))
+                user: userID, tier: try engine.tier(user: userID, now: now),
+                plans: try engine.plans(user: userID, now: now))
         }
         return try Reply.document(report).response
     }

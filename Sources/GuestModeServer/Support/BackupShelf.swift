@@ -145,7 +145,9 @@ struct BackupShelf: Sendable {
         let users = try BackupArchive.inspect(path: path, keys: keys).header.users
         guard users == [userID] else {
             throw GuestModeError(
-                .archiveUserMismatch, "the archive holds \(users.count == 1 ? "user '\(users[0])'" : "\(users.count) users"), not '\(userID)' alone")
+                .archiveUserMismatch,
+                "the archive holds \(users.count == 1 ? "user '\(users[0])'" : "\(users.count) users"), not '\(userID)' alone"
+            )
         }
     }
 

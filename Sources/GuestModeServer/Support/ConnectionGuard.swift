@@ -215,7 +215,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
         if !codings.isEmpty, codings.count != 1 || codings[0].lowercased() != "chunked" {
             return GuestModeError(
-                .unsupportedTransferEncoding, "the server reads request bodies sent whole or in plain chunks (Transfer-Encoding: chunked) only")
+                .unsupportedTransferEncoding,
+                "the server reads request bodies sent whole or in plain chunks (Transfer-Encoding: chunked) only")
         }
         return nil
     }

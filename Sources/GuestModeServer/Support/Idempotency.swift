@@ -53,7 +53,8 @@ extension RequestInput {
         }
         guard fields.count == 1, isPrintable else {
             throw GuestModeError(
-                .invalidIdempotencyKey, "the Idempotency-Key header must be given once, as 1 to 255 printable ASCII characters")
+                .invalidIdempotencyKey,
+                "the Idempotency-Key header must be given once, as 1 to 255 printable ASCII characters")
         }
         return field.value
     }

@@ -26,7 +26,8 @@ extension GuestModeError {
     private static let publicMessages: [Code: String] = [
         .storeBusy: "the store is busy; nothing was done: try again shortly",
         .storeUnreachable: "the store cannot be reached; nothing was done: try again shortly",
-        .poolExhausted: "every store connection stayed busy for as long as a request may wait; nothing was done: try again shortly",
+        .poolExhausted:
+            "every store connection stayed busy for as long as a request may wait; nothing was done: try again shortly",
         .serverBusy: "the server is answering as many requests as it allows; nothing was done: try again in a moment",
         .commitUnknown:
             "the store did not confirm the change: it may or may not have been made; retry with the same Idempotency-Key",
@@ -93,7 +94,9 @@ enum PublicText {
     private static func isAddress(_ text: Substring) -> Bool {
         var host = text
         if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-            return host[host.index(after: host.startIndex)..<close].allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+            return host[host.index(after: host.startIndex)..<close].allSatisfy {
+                $0.isHexDigit || $0 == ":" || $0 == "."
+            }
                 && host[host.index(after: host.startIndex)..<close].contains(":")
         }
         if let colon = host.lastIndex(of: ":"), host[host.index(after: colon)...].allSatisfy(\.isNumber) {

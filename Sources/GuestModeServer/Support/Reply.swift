@@ -16,7 +16,9 @@ struct Reply: Sendable {
     /// A refusal the app acts on (a cap, an exhausted meter), as the engine worded it: the error, the
     /// prompt the refusal raised (null when none), and the command line's document of the refused
     /// call as `result`.
-    static func refusal<T: Encodable>(_ refusal: Refusal, result: T, note: FailureNote? = FailureNote.current) throws
+    static func refusal<T: Encodable>(
+        _ refusal: Refusal, result: T, note: FailureNote? = FailureNote.current
+    ) throws
         -> Reply
     {
         note?.record(refusal.failure)

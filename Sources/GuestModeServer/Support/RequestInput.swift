@@ -119,12 +119,15 @@ extension [String: JSONValue] {
         case let .number(text)?:
             guard let value = Int(text), range.contains(value) else {
                 throw GuestModeError(
-                    code, "'\(name)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
+                    code,
+                    "'\(name)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
             }
             return value
         default:
             throw GuestModeError(
-                .invalidJson, "'\(name)' must be a JSON number (a whole number from \(range.lowerBound) to \(range.upperBound)), not a string or another type")
+                .invalidJson,
+                "'\(name)' must be a JSON number (a whole number from \(range.lowerBound) to \(range.upperBound)), not a string or another type"
+            )
         }
     }
 }

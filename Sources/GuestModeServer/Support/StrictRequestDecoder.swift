@@ -59,8 +59,11 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
 
     /// `count`, `props.screen`: where in the body, for messages.
     static func describe(_ path: [any CodingKey]) -> String {
-        path.isEmpty ? "the request body" : "'" + path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
-            .joined(separator: ".") + "'"
+        path.isEmpty
+            ? "the request body"
+            : "'"
+                + path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+                .joined(separator: ".") + "'"
     }
 
     func mismatch(_ expected: String) -> GuestModeError {
@@ -202,7 +205,8 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
                     .invalidJson, "\(JSONValueDecoder.describe(codingPath)) has fewer elements than it needs")
             }
             defer { currentIndex += 1 }
-            return JSONValueDecoder(value: elements[currentIndex], codingPath: codingPath + [Index(intValue: currentIndex)])
+            return JSONValueDecoder(
+                value: elements[currentIndex], codingPath: codingPath + [Index(intValue: currentIndex)])
         }
 
         mutating func decodeNil() throws -> Bool {

@@ -34,7 +34,9 @@ struct WebhookDeliveryService: Service {
                             "webhook delivery \(failed.deliveryId) to \(failed.endpoint) failed (attempt \(failed.attempts)): \(failed.error)"
                         )
                     }
-                    for skipped in report.skipped { logger.warning("webhooks to \(skipped.endpoint) skipped: \(skipped.error)") }
+                    for skipped in report.skipped {
+                        logger.warning("webhooks to \(skipped.endpoint) skipped: \(skipped.error)")
+                    }
                 } catch {
                     logger.error("webhook delivery stopped a pass: \(error)")
                 }

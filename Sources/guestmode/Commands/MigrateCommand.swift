@@ -161,7 +161,8 @@ struct MigrateCommand: ParsableCommand {
                     header: ["JOURNAL", "KIND", "SOURCE", "TARGET", "STATUS", "STEPS_DONE", "STEPS", "ERROR"],
                     rows: journals.map { journal in
                         [
-                            String(journal.id), journal.kind.rawValue, journal.source, journal.target, journal.status.rawValue,
+                            String(journal.id), journal.kind.rawValue, journal.source, journal.target,
+                            journal.status.rawValue,
                             String(journal.steps.filter { $0.status == .done }.count), String(journal.steps.count),
                             journal.error ?? "",
                         ]

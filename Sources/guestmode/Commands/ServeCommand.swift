@@ -3,8 +3,8 @@ import Dispatch
 import Foundation
 import GuestModeKit
 import GuestModePostgres
-import GuestModeServer
 import GuestModeSQLite
+import GuestModeServer
 import Metrics
 import Prometheus
 

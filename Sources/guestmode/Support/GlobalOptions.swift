@@ -76,7 +76,9 @@ struct GlobalOptions: ParsableArguments {
 
     private func missingNamedKey(_ path: String) -> GuestModeError {
         GuestModeError(
-            .backupKeyNotFound, "GUESTMODE_BACKUP_KEY_FILE names '\(path)', which does not exist; correct the variable, or put the deployment's key there with 'guestmode backup key import FILE'")
+            .backupKeyNotFound,
+            "GUESTMODE_BACKUP_KEY_FILE names '\(path)', which does not exist; correct the variable, or put the deployment's key there with 'guestmode backup key import FILE'"
+        )
     }
 
     /// The deployment's backup key, or nil when it has none yet; a key file
@@ -129,11 +131,15 @@ struct GlobalOptions: ParsableArguments {
         case .success(let date)?: return date
         case .failure(let refusal)?:
             throw GuestModeError(
-                .badTime, "\(what): '\(text)' is not a relative time (\(refusal)); write a sign and a duration such as +30d, -1h or +P1M, or an ISO 8601 time")
+                .badTime,
+                "\(what): '\(text)' is not a relative time (\(refusal)); write a sign and a duration such as +30d, -1h or +P1M, or an ISO 8601 time"
+            )
         case nil:
             guard let date = Timestamp.parse(text) else {
                 throw GuestModeError(
-                    .badTime, "\(what): '\(text)' is not a time; write ISO 8601 (2026-11-22T09:30:00Z) or a time relative to the clock (+30d, -1h, +P1M)")
+                    .badTime,
+                    "\(what): '\(text)' is not a time; write ISO 8601 (2026-11-22T09:30:00Z) or a time relative to the clock (+30d, -1h, +P1M)"
+                )
             }
             return date
         }

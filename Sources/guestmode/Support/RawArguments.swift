@@ -55,7 +55,9 @@ enum RawArguments {
     private static func refusal(of bytes: some Collection<UInt8>, what: String) -> GuestModeError {
         let offset = StrictJSON.firstInvalidUTF8(in: Data(bytes)) ?? 0
         return GuestModeError(
-            .invalidUtf8, "\(what) is not valid UTF-8 (\(escaped(bytes)), first bad byte at offset \(offset)); guestmode takes text as UTF-8 and never repairs it: give it in UTF-8")
+            .invalidUtf8,
+            "\(what) is not valid UTF-8 (\(escaped(bytes)), first bad byte at offset \(offset)); guestmode takes text as UTF-8 and never repairs it: give it in UTF-8"
+        )
     }
 
     /// The bytes as printable text, each byte of an invalid sequence as \xHH,

@@ -20,11 +20,14 @@ enum StoreLocation {
             scheme.allSatisfy({ $0.isLetter || $0 == "+" })
         {
             throw GuestModeError(
-                .unsupportedStore, "--store '\(scheme)://…' is not a store guestmode can open; give a file path or a postgres:// URI")
+                .unsupportedStore,
+                "--store '\(scheme)://…' is not a store guestmode can open; give a file path or a postgres:// URI")
         } else if text.contains(/(?i)(?:^|\s)(?:host|hostaddr|port|dbname|user|password|service|sslmode)\s*=/) {
             // A keyword/value connection string would otherwise become a SQLite file named after it, password and all.
             throw GuestModeError(
-                .unsupportedStore, "--store takes a file path or a postgres:// URI, not a keyword/value connection string; write it as postgres://user@host:port/database (the password in ~/.pgpass or PGPASSWORD)")
+                .unsupportedStore,
+                "--store takes a file path or a postgres:// URI, not a keyword/value connection string; write it as postgres://user@host:port/database (the password in ~/.pgpass or PGPASSWORD)"
+            )
         } else {
             if schema != nil {
                 throw GuestModeError(.invalidSchema, "--schema goes with a postgres:// store")

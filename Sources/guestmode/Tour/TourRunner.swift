@@ -25,8 +25,12 @@ final class TourRunner {
 
         var description: String {
             var text = "tour: \(profile): `\(command)` \(problem)"
-            if !stdout.isEmpty { text += "\n  stdout: " + stdout.split(separator: "\n").joined(separator: "\n          ") }
-            if !stderr.isEmpty { text += "\n  stderr: " + stderr.split(separator: "\n").joined(separator: "\n          ") }
+            if !stdout.isEmpty {
+                text += "\n  stdout: " + stdout.split(separator: "\n").joined(separator: "\n          ")
+            }
+            if !stderr.isEmpty {
+                text += "\n  stderr: " + stderr.split(separator: "\n").joined(separator: "\n          ")
+            }
             return text
         }
     }
@@ -135,7 +139,8 @@ final class TourRunner {
         var bytes = try Data(contentsOf: directory.appendingPathComponent(name))
         let offset = bytes.count / 2
         guard offset < bytes.count else {
-            throw Failure(profile: profile, command: "damage \(name)", problem: "found an empty file", stdout: "", stderr: "")
+            throw Failure(
+                profile: profile, command: "damage \(name)", problem: "found an empty file", stdout: "", stderr: "")
         }
         bytes[offset] ^= 0xFF
         try bytes.write(to: directory.appendingPathComponent(copy))
@@ -145,7 +150,9 @@ final class TourRunner {
             exitStatus: 0, stdout: "", stderr: "", note: note)
     }
 
-    private func perform(_ line: String, shown: String, expecting expectedStatus: Int32) throws -> (Int32, String, String) {
+    private func perform(
+        _ line: String, shown: String, expecting expectedStatus: Int32
+    ) throws -> (Int32, String, String) {
         let words: [String]
         do {
             words = try ShellWords.split(line, variables: variables)
@@ -153,7 +160,8 @@ final class TourRunner {
             throw Failure(profile: profile, command: shown, problem: "cannot be read: \(error)", stdout: "", stderr: "")
         }
         guard words.first == "guestmode" else {
-            throw Failure(profile: profile, command: shown, problem: "is not a guestmode command", stdout: "", stderr: "")
+            throw Failure(
+                profile: profile, command: shown, problem: "is not a guestmode command", stdout: "", stderr: "")
         }
         return try execute(Array(words.dropFirst()))
     }

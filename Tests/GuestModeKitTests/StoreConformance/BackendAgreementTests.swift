@@ -80,7 +80,8 @@ struct BackendAgreementTests {
         for report in reports {
             #expect(report.collisions.isEmpty)
             #expect(
-                report.moved["habits", default: 0] == (try engine.records(user: report.user, collection: "habits").count),
+                report.moved["habits", default: 0]
+                    == (try engine.records(user: report.user, collection: "habits").count),
                 "\(report.user) reports what it holds")
         }
     }
@@ -139,7 +140,8 @@ extension StoreBackend {
 struct SharedStoreConcurrencyTests {
     static let tasks = 64
 
-    @Test("a capped guest ends exactly at the cap and one idempotency key counts once", arguments: StoreBackend.allCases)
+    @Test(
+        "a capped guest ends exactly at the cap and one idempotency key counts once", arguments: StoreBackend.allCases)
     func capAndKeyHoldUnderConcurrency(backend: StoreBackend) async throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let engine = GuestMode(profile: profile, store: store)

@@ -59,7 +59,9 @@ struct EventStoreTests {
     func aBatchReportsWhatHoldsEachKeyItDidNotInsert(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try makeGuests(["u1", "u2"], in: store, profile: profile)
-        func row(_ user: String, _ action: String, count: Int = 1, key: String?, properties: String? = nil)
+        func row(
+            _ user: String, _ action: String, count: Int = 1, key: String?, properties: String? = nil
+        )
             -> EventRow
         {
             EventRow(user: user, action: action, at: day(2), count: count, idempotencyKey: key, properties: properties)

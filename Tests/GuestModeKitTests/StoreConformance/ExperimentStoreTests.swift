@@ -28,13 +28,15 @@ import Testing
         }
         #expect(!addedAgain, "the stored one wins")
         #expect(
-            try stored(store, "u", "auth_prompts") == StoredAssignment(variant: "social", assignedAt: day(2), isNew: false))
+            try stored(store, "u", "auth_prompts")
+                == StoredAssignment(variant: "social", assignedAt: day(2), isNew: false))
 
         try store.write { transaction in
             try transaction.upsertAssignment(of: "u", experiment: "auth_prompts", variant: "delayed", at: day(4))
         }
         #expect(
-            try stored(store, "u", "auth_prompts") == StoredAssignment(variant: "delayed", assignedAt: day(4), isNew: false))
+            try stored(store, "u", "auth_prompts")
+                == StoredAssignment(variant: "delayed", assignedAt: day(4), isNew: false))
         // Replacing where nothing was stored stores it.
         try store.write { transaction in
             try transaction.upsertAssignment(of: "u", experiment: "other", variant: "b", at: day(5))

@@ -51,7 +51,8 @@ import Testing
         #expect(try grants(of: "u", in: engine) == before)
         // A paid grant after the trial is fine, and another user's trial is its own.
         _ = try engine.grantPlan(user: "u", plan: "premium", trial: nil, until: nil, now: day(9))
-        #expect(try engine.grantPlan(user: "other", plan: "premium", trial: week, until: nil, now: day(9)).state == .trial)
+        #expect(
+            try engine.grantPlan(user: "other", plan: "premium", trial: week, until: nil, now: day(9)).state == .trial)
         #expect(try grants(of: "other", in: engine).count == 1)
     }
 

@@ -26,7 +26,8 @@ struct PostgresEventsConcurrencyTests {
         #expect(results.filter { $0 == .allowed }.count == 5)
         #expect(results.filter { $0 == .needsAccount }.count == Self.writers * 4 - 5)
         #expect(
-            try GuestMode(profile: profile, store: stores[0]).records(user: "u1", collection: "subscriptions").count == 5)
+            try GuestMode(profile: profile, store: stores[0]).records(user: "u1", collection: "subscriptions").count
+                == 5)
     }
 
     @Test func aMeterNearExhaustionNeverPassesItsAllowanceAndLosesNoUse() throws {
@@ -134,7 +135,8 @@ struct PostgresEventsConcurrencyTests {
         let locks = try store.write { transaction in
             let connection = try #require(transaction as? PostgresTransaction).connection
             func heldLocks() throws -> Int {
-                try connection.execute("SELECT count(*) AS n FROM pg_locks WHERE pid = pg_backend_pid()").first?.int("n") ?? 0
+                try connection.execute("SELECT count(*) AS n FROM pg_locks WHERE pid = pg_backend_pid()").first?.int(
+                    "n") ?? 0
             }
             _ = try transaction.appendEvents(batch(0))
             let afterOne = try heldLocks()

@@ -25,7 +25,9 @@ struct RecordStoreTests {
     }
 
     /// The record, or nil when the engine reports it missing.
-    private func stored(_ engine: GuestMode, _ user: String, _ collection: String, _ key: String) throws
+    private func stored(
+        _ engine: GuestMode, _ user: String, _ collection: String, _ key: String
+    ) throws
         -> StoredRecord?
     {
         do {
@@ -206,7 +208,8 @@ struct RecordStoreTests {
         try makeGuests(["u1", "u2"], in: store, profile: profile)
         let engine = GuestMode(profile: profile, store: store)
         for key in ["b", "a", "c"] {
-            _ = try engine.putRecord(user: "u1", collection: "settings", key: key, json: #"{"k":"\#(key)"}"#, now: day(1))
+            _ = try engine.putRecord(
+                user: "u1", collection: "settings", key: key, json: #"{"k":"\#(key)"}"#, now: day(1))
         }
         _ = try engine.putRecord(user: "u2", collection: "settings", key: "a", json: #"{"k":2}"#, now: day(1))
         let listed = try engine.records(user: "u1", collection: "settings")

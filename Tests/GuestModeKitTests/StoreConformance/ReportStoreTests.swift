@@ -162,8 +162,9 @@ private let november = ReportPeriod(since: day(1, hour: 0), until: day(15))
     func aReplaysStepsApplyEventsAssignAndRecordPrompts(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let recorded = try store.write { transaction throws in
-            #expect(try transaction.createMissingGuests(
-                [("r1", day(1), day(1))], state: .anonymous, promptState: User.newGuestPromptState) == ["r1"])
+            #expect(
+                try transaction.createMissingGuests(
+                    [("r1", day(1), day(1))], state: .anonymous, promptState: User.newGuestPromptState) == ["r1"])
             let event = TrackedEvent(
                 user: "r1", action: "subscription_added", at: day(2), count: 2, idempotencyKey: "k1")
             #expect(try transaction.count(event, profile: profile, now: day(2)))
@@ -202,7 +203,7 @@ private let november = ReportPeriod(since: day(1, hour: 0), until: day(15))
         #expect(throws: Abort.self) {
             try store.write { transaction throws in
                 _ = try transaction.createMissingGuests(
-                [("r1", day(1), day(1))], state: .anonymous, promptState: User.newGuestPromptState)
+                    [("r1", day(1), day(1))], state: .anonymous, promptState: User.newGuestPromptState)
                 _ = try transaction.count(
                     TrackedEvent(user: "r1", action: "app_opened", at: day(1)), profile: profile, now: day(1))
                 throw Abort()

@@ -30,10 +30,14 @@ struct ServerStoreTests {
         }
         let revoked = try engine.revokeServerKey(named: "backend", now: day(2))
         #expect(revoked.revokedAt == day(2))
-        #expect(try engine.revokeServerKey(named: "backend", now: day(3)).revokedAt == day(2), "revoking twice changes nothing")
+        #expect(
+            try engine.revokeServerKey(named: "backend", now: day(3)).revokedAt == day(2),
+            "revoking twice changes nothing")
         #expect(try engine.serverKey(authenticating: issued.secret) == nil)
         #expect(try engine.serverKeys() == [revoked])
-        expectFailure(.notFound, code: .serverKeyNotFound) { _ = try engine.revokeServerKey(named: "nope", now: day(2)) }
+        expectFailure(.notFound, code: .serverKeyNotFound) {
+            _ = try engine.revokeServerKey(named: "nope", now: day(2))
+        }
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -96,9 +100,15 @@ struct ServerStoreTests {
         #expect(second.refreshToken != first.refreshToken)
         #expect(second.user.id == "u1")
         let other = try engine.startSession(for: "u1", now: day(2))
-        expectFailure(.conflict, code: .refreshTokenReused) { _ = try engine.refreshSession(first.refreshToken, now: day(3)) }
-        expectFailure(.conflict, code: .refreshTokenReused) { _ = try engine.refreshSession(second.refreshToken, now: day(3)) }
-        #expect(try engine.refreshSession(other.refreshToken, now: day(3)).user.id == "u1", "another sign-in is its own family")
+        expectFailure(.conflict, code: .refreshTokenReused) {
+            _ = try engine.refreshSession(first.refreshToken, now: day(3))
+        }
+        expectFailure(.conflict, code: .refreshTokenReused) {
+            _ = try engine.refreshSession(second.refreshToken, now: day(3))
+        }
+        #expect(
+            try engine.refreshSession(other.refreshToken, now: day(3)).user.id == "u1",
+            "another sign-in is its own family")
         expectFailure(.notFound, code: .refreshTokenInvalid) { _ = try engine.refreshSession("gmr_00", now: day(3)) }
         expectFailure(.notFound, code: .refreshTokenInvalid) { _ = try engine.refreshSession("anything", now: day(3)) }
         expectFailure(.notFound, code: .userNotFound) { _ = try engine.startSession(for: "nobody", now: day(3)) }
@@ -109,7 +119,9 @@ struct ServerStoreTests {
         let engine = try engine(backend)
         let session = try engine.startSession(for: "u2", now: day(1))
         try engine.deleteUser("u2", now: day(2))
-        expectFailure(.notFound, code: .refreshTokenInvalid) { _ = try engine.refreshSession(session.refreshToken, now: day(2)) }
+        expectFailure(.notFound, code: .refreshTokenInvalid) {
+            _ = try engine.refreshSession(session.refreshToken, now: day(2))
+        }
     }
 
     private let request = IdempotentRequest(
@@ -133,7 +145,9 @@ struct ServerStoreTests {
             try engine.answerOnce(request, now: day(1)) { scoped in
                 runs += 1
                 return try trackOpen(scoped)
-            } keeping: { _ in nil }
+            } keeping: { _ in
+                nil
+            }
         }
         let first = try answer(request)
         #expect(first.answer == KeptAnswer(status: 200, body: "total 1") && !first.replayed)
@@ -159,11 +173,17 @@ struct ServerStoreTests {
             try engine.answerOnce(request, now: day(1)) { scoped in
                 _ = try trackOpen(scoped)
                 throw Crash()
-            } keeping: { _ in KeptAnswer(status: 400, body: "kept") }
+            } keeping: { _ in
+                KeptAnswer(status: 400, body: "kept")
+            }
         }
         #expect(try opened(engine) == 0, "no change without its kept answer")
         #expect(try engine.store.read { try $0.keptResponse(principal: "user:u1", key: "k") } == nil)
-        let retried = try engine.answerOnce(request, now: day(1)) { try trackOpen($0) } keeping: { _ in nil }
+        let retried = try engine.answerOnce(request, now: day(1)) {
+            try trackOpen($0)
+        } keeping: { _ in
+            nil
+        }
         #expect(retried.answer.body == "total 1" && !retried.replayed)
         let kept = try engine.store.read { try $0.keptResponse(principal: "user:u1", key: "k") }
         #expect(kept?.status == 200 && kept?.body == "total 1", "the kept answer is the one given")
@@ -178,10 +198,16 @@ struct ServerStoreTests {
                 try transaction.addToCounter(user: "u1", action: "command_spoken", count: 5)
                 throw GuestModeError(.usage, "refused")
             }
-        } keeping: { error in KeptAnswer(status: 409, body: error.message) }
+        } keeping: { error in
+            KeptAnswer(status: 409, body: error.message)
+        }
         #expect(refused.answer == KeptAnswer(status: 409, body: "refused") && !refused.replayed)
         #expect(try opened(engine) == 1, "the call that succeeded stays, the refused one left nothing")
-        let again = try engine.answerOnce(request, now: day(2)) { try trackOpen($0) } keeping: { _ in nil }
+        let again = try engine.answerOnce(request, now: day(2)) {
+            try trackOpen($0)
+        } keeping: { _ in
+            nil
+        }
         #expect(again.answer == refused.answer && again.replayed)
 
         var next = request
@@ -190,7 +216,9 @@ struct ServerStoreTests {
             _ = try engine.answerOnce(next, now: day(1)) { scoped in
                 _ = try trackOpen(scoped)
                 throw GuestModeError(.storeBusy, "busy")
-            } keeping: { _ in nil }
+            } keeping: { _ in
+                nil
+            }
         }
         #expect(try opened(engine) == 1, "a failure not kept undoes everything the answer did")
     }
@@ -206,7 +234,9 @@ struct ServerStoreTests {
                 try transaction.addToCounter(user: "u1", action: "command_spoken", count: 1)
             }
             return KeptAnswer(status: 200, body: "ok")
-        } keeping: { _ in nil }
+        } keeping: { _ in
+            nil
+        }
         let total = try opened(engine)
         #expect(given.answer.body == "ok" && runs == 2 && total == 2)
     }

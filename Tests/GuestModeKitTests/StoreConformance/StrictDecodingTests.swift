@@ -134,7 +134,8 @@ let plantedValues: [PlantedValue] = [
         _ = try GuestMode(profile: profile, store: store).unlink(user: "u", provider: "apple", now: day(3))
     },
     PlantedValue("experiment_assignments", "assigned_at", "'yesterday'") { store, profile in
-        _ = try GuestMode(profile: profile, store: store).assignExperiments(user: "u", named: "auth_prompts", now: day(3))
+        _ = try GuestMode(profile: profile, store: store).assignExperiments(
+            user: "u", named: "auth_prompts", now: day(3))
     },
     PlantedValue("outbox", "attempts", "'many'", postgres: "NULL") { store, profile in
         _ = try GuestMode(profile: profile, store: store).backupQueue()
@@ -279,7 +280,9 @@ struct StrictDecodingTests {
             """
             INSERT INTO meter_usage (user_id, meter, amount, at) VALUES ('u', '\(meter)', -5, '\(at)');
             """, on: store)
-        #expect(try engine.meterStatus(user: "u", meter: meter, now: day(2, hour: 18)).used == MeterAmount(millionths: 1_000_000))
+        #expect(
+            try engine.meterStatus(user: "u", meter: meter, now: day(2, hour: 18)).used
+                == MeterAmount(millionths: 1_000_000))
         try backend.executeRaw(
             """
             INSERT INTO meter_usage (user_id, meter, amount, at) VALUES ('u', '\(meter)', 9000000000000, '\(at)');

@@ -71,7 +71,7 @@ struct TransferStoreTests {
     func mergeSettlesConflictsByPolicyAndRemovesTheGuest(backend: StoreBackend, policy: MergePolicy) throws {
         let (store, engine, guest, account) = try seededTransfer(backend)
         let report = try engine.merge(
-                guest: guest, into: account, policy: policy, dryRun: false, now: day(3))
+            guest: guest, into: account, policy: policy, dryRun: false, now: day(3))
         #expect(!report.isDryRun)
         let journalID = try #require(report.journalID)
         let journal = try engine.journal(journalID)
@@ -114,17 +114,17 @@ struct TransferStoreTests {
             #expect(
                 errorCode {
                     _ = try engine.merge(
-                guest: account, into: guest, policy: .union, dryRun: dryRun, now: day(3))
+                        guest: account, into: guest, policy: .union, dryRun: dryRun, now: day(3))
                 } == .notAGuest)
             #expect(
                 errorCode {
                     _ = try engine.merge(
-                guest: guest, into: "nobody", policy: .union, dryRun: dryRun, now: day(3))
+                        guest: guest, into: "nobody", policy: .union, dryRun: dryRun, now: day(3))
                 } == .userNotFound)
             #expect(
                 errorCode {
                     _ = try engine.merge(
-                guest: guest, into: guest, policy: .union, dryRun: dryRun, now: day(3))
+                        guest: guest, into: guest, policy: .union, dryRun: dryRun, now: day(3))
                 } == .sameUser)
         }
         #expect(try observableState(engine) == before)
@@ -144,9 +144,9 @@ struct TransferStoreTests {
                 user: guest, collection: "subscriptions", key: "g\(index)", json: "{}", now: day(1))
         }
         let plan = try engine.merge(
-                guest: guest, into: account, policy: .union, dryRun: true, now: day(2))
+            guest: guest, into: account, policy: .union, dryRun: true, now: day(2))
         let merged = try engine.merge(
-                guest: guest, into: account, policy: .union, dryRun: false, now: day(2))
+            guest: guest, into: account, policy: .union, dryRun: false, now: day(2))
         for report in [plan, merged] {
             #expect(report.overCap.map(\.collection) == ["subscriptions"])
             #expect(report.overCap.first?.used == 8)

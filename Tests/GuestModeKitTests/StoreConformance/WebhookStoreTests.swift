@@ -53,7 +53,8 @@ struct WebhookStoreTests {
     func committedChangesRaiseTheirEventsForSubscribersOnly(backend: StoreBackend) throws {
         let engine = try backend.webhookEngine("voice")
         let guest = try engine.createGuest(device: nil, now: day(1)).id
-        _ = try engine.useMeter(user: guest, meter: "api_minutes", amount: MeterAmount(units: 50), key: nil, now: day(2))
+        _ = try engine.useMeter(
+            user: guest, meter: "api_minutes", amount: MeterAmount(units: 50), key: nil, now: day(2))
         let refused = try engine.useMeter(
             user: guest, meter: "api_minutes", amount: MeterAmount(units: 20), key: nil, now: day(3))
         #expect(!refused.isAllowed)
@@ -271,19 +272,20 @@ struct WebhookPolicyTests {
     }
 
     @Test func theProfileRefusesASecretInItsTextAndABadURL() throws {
-        let text = try template("voice") + """
+        let text =
+            try template("voice") + """
 
-            webhooks:
-              endpoints:
-                - name: crm
-                  url: http://hooks.example.com/x
-                  events: [user.deleted, user.exploded]
-                  secret: hunter2
-                - name: crm
-                  url: https://user:pw@hooks.example.com/
-                  events: ["*"]
+                webhooks:
+                  endpoints:
+                    - name: crm
+                      url: http://hooks.example.com/x
+                      events: [user.deleted, user.exploded]
+                      secret: hunter2
+                    - name: crm
+                      url: https://user:pw@hooks.example.com/
+                      events: ["*"]
 
-            """
+                """
         do {
             _ = try ProfileLoader.parse(text, file: "voice.yaml")
             Issue.record("a profile with a secret in it loaded")
