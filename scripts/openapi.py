@@ -529,7 +529,9 @@ def render():
     compact = json.dumps(document(), separators=(",", ":"), ensure_ascii=True) + "\n"
     assert '"##' not in compact, "the document would end the raw string literal"
     swift = (
-        "// Written by scripts/openapi.py from schemas/openapi.json's sources: do not edit.\n\n"
+        "// swift-format-ignore-file\n"
+        "// Written by scripts/openapi.py from schemas/openapi.json's sources: do not edit (nor format: the\n"
+        "// literal is the document byte for byte).\n\n"
         "/// The OpenAPI 3.1 document of the routes (schemas/openapi.json), served at `/v1/openapi.json`.\n"
         "enum OpenAPIDocument {\n"
         "    static let text = ##\"\"\"\n" + compact + "\"\"\"##\n}\n"
