@@ -22,19 +22,6 @@ struct GuestController {
             .post("sessions/revoke", use: signOut)
     }
 
-    /// `{"provider", "id_token", "nonce"?}`, or with a user-data key `{"provider", "subject", "email"?}`.
-    struct IdentityBody: Decodable {
-        var provider: String
-        var idToken: String?
-        var nonce: String?
-        var subject: String?
-        var email: String?
-
-        enum CodingKeys: String, CodingKey {
-            case provider, idToken = "id_token", nonce, subject, email
-        }
-    }
-
     struct SignInBody: Decodable {
         var device: String?
     }
@@ -66,7 +53,7 @@ struct GuestController {
     /// token the server verifies (`--oidc`), or a subject a backend with a user-data key vouches for;
     /// nothing else.
     @Sendable func signInByIdentity(_ request: Request, context: ServerContext) async throws -> Response {
-        let body = try await request.decode(as: IdentityBody.self, context: context)
+        let body = try await request.decode(as: IdentityController.IdentityBody.self, context: context)
         let subject: String
         let email: String?
         if let idToken = body.idToken {

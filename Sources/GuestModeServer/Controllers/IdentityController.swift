@@ -12,9 +12,10 @@ struct IdentityController {
             .delete(":provider", use: unlink)
     }
 
-    /// `{"provider": "apple", "subject": "001234.abcd", "email": null}` from an app backend, or
-    /// `{"provider": "apple", "id_token": "…", "nonce": "…"}` from the guest's own session.
-    struct LinkBody: Decodable {
+    /// An identity, for linking and for signing in (`POST /v1/sessions`): `{"provider": "apple",
+    /// "subject": "001234.abcd", "email": null}` from an app backend with a key, or `{"provider":
+    /// "apple", "id_token": "…", "nonce": "…"}` that the server verifies itself.
+    struct IdentityBody: Decodable {
         var provider: String
         var idToken: String?
         var nonce: String?
@@ -34,7 +35,7 @@ struct IdentityController {
         let caller = try await services.caller(of: request)
         let userID = try RequestInput.segment("user", of: context)
         let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
-        let body = try StrictRequestDecoder.decode(LinkBody.self, from: bytes)
+        let body = try StrictRequestDecoder.decode(IdentityBody.self, from: bytes)
         let subject: String
         let email: String?
         if let idToken = body.idToken {

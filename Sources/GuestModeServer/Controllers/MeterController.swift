@@ -106,21 +106,8 @@ struct MeterController {
         let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
         let body = try StrictRequestDecoder.decode(GrantBody.self, from: bytes)
         let amount = try MeterAmount.parse(body.amount.text)
-        let expires = try body.expires.map { text in
-            guard let span = TimeSpan(parsing: text) else {
-                throw GuestModeError(.usage, "'expires' is a duration (P30D, 30d), not '\(text)'")
-            }
-            return span
-        }
-        let until = try body.until.map { text in
-            guard let time = Timestamp.parse(text) else {
-                throw GuestModeError(.usage, "'until' is an ISO 8601 time, not '\(text)'")
-            }
-            return time
-        }
-        if expires != nil && until != nil {
-            throw GuestModeError(.usage, "give either 'expires' or 'until', not both")
-        }
+        let (expires, until) = try RequestInput.term(
+            span: body.expires, named: "expires", example: "P30D, 30d", until: body.until)
         let expiry: MeterGrantExpiry = expires.map { .after($0) } ?? until.map { .at($0) } ?? .never
         let key = try body.id ?? RequestInput.idempotencyKey(of: request)
         return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in

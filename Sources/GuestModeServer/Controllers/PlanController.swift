@@ -38,21 +38,8 @@ struct PlanController {
         let userID = try RequestInput.segment("user", of: context)
         let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
         let body = try StrictRequestDecoder.decode(GrantBody.self, from: bytes)
-        let trial = try body.trial.map { text in
-            guard let span = TimeSpan(parsing: text) else {
-                throw GuestModeError(.usage, "'trial' is a duration (P7D, 24h), not '\(text)'")
-            }
-            return span
-        }
-        let until = try body.until.map { text in
-            guard let time = Timestamp.parse(text) else {
-                throw GuestModeError(.usage, "'until' is an ISO 8601 time, not '\(text)'")
-            }
-            return time
-        }
-        if trial != nil && until != nil {
-            throw GuestModeError(.usage, "give either 'trial' or 'until', not both")
-        }
+        let (trial, until) = try RequestInput.term(
+            span: body.trial, named: "trial", example: "P7D, 24h", until: body.until)
         return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
             try Reply.document(engine.grantPlan(user: userID, plan: body.plan, trial: trial, until: until, now: now))
         }.response

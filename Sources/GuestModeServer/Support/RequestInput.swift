@@ -131,3 +131,28 @@ extension [String: JSONValue] {
         }
     }
 }
+
+extension RequestInput {
+    /// A body's span and end time for a grant (`trial`/`expires` and `until`): each parsed as the
+    /// command line parses it, and at most one of the two given.
+    static func term(
+        span spanText: String?, named spanName: String, example: String, until untilText: String?
+    ) throws -> (span: TimeSpan?, until: Date?) {
+        let span = try spanText.map { text in
+            guard let span = TimeSpan(parsing: text) else {
+                throw GuestModeError(.usage, "'\(spanName)' is a duration (\(example)), not '\(text)'")
+            }
+            return span
+        }
+        let until = try untilText.map { text in
+            guard let time = Timestamp.parse(text) else {
+                throw GuestModeError(.usage, "'until' is an ISO 8601 time, not '\(text)'")
+            }
+            return time
+        }
+        if span != nil && until != nil {
+            throw GuestModeError(.usage, "give either '\(spanName)' or 'until', not both")
+        }
+        return (span, until)
+    }
+}
