@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Sends many HTTP requests to one server at the same moment, for the server tests
-(Tests/EndToEndTests/ServerTests.swift).
+(Tests/EndToEndTests/TestSupport/Server.swift).
 
     requests-at-once.py < plan.json > answers.json
 

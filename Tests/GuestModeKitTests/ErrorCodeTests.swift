@@ -4,10 +4,6 @@ import Testing
 @testable import GuestModeKit
 
 @Suite struct ErrorCodeCatalogueTests {
-    static let source = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Sources/GuestModeKit/Store/GuestModeError.swift")
-
     @Test func everyCodeHasOneName() {
         let names = GuestModeError.Code.allCases.map(\.rawValue)
         #expect(Set(names).count == names.count, "two codes share a name")

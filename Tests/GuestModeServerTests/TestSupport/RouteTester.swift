@@ -35,6 +35,7 @@ final class RouteTester: Sendable {
 
     static let templates = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appendingPathComponent("Templates")
 
     /// A server over a new in-memory store bound to the template `profile`, its clock fixed at `now`.

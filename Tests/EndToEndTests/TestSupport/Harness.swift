@@ -26,6 +26,7 @@ final class Sandbox {
 
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// The binary next to the test bundle, where `swift build` put it.
     static let binary: URL = {
