@@ -172,6 +172,44 @@ struct RouteTests {
             "the first sign-in's: \(everywhere.body)")
     }
 
+    @Test("merges: only a live token of the guest proves it; a refused merge changes nothing")
+    func mergeNeedsProofOfTheGuest() async throws {
+        let server = try await RouteTester(profile: "subscriptions")
+        let key = try await server.key(.userData)
+        let account = try await server.request(
+            .post, "/v1/sessions", token: key, body: #"{"provider":"apple","subject":"001234.abcd"}"#)
+        let accountID = try #require(account.object["user_id"] as? String)
+        let accountToken = try #require(account.object["access_token"] as? String)
+        let (guest, guestToken) = try await server.signIn()
+        #expect(
+            try await server.request(.put, "/v1/users/\(guest)/records/subscriptions/k", token: guestToken, body: "{}")
+                .status == 201)
+        let path = "/v1/users/\(accountID)/merges"
+        for proof in [#""guest_token":"\#(guestToken)x""#, #""guest_token":"gmr_nothing""#] {
+            let refused = try await server.request(
+                .post, path, token: accountToken, body: "{\(proof),\"policy\":\"keep-account\"}")
+            #expect(refused.status == 401 && refused.errorCode == "unauthorized", "\(proof): \(refused.body)")
+        }
+        let badPolicy = try await server.request(
+            .post, path, token: accountToken, body: #"{"guest_token":"\#(guestToken)","policy":"mine"}"#)
+        #expect(badPolicy.status == 400, "\(badPolicy.body)")
+        let (other, otherToken) = try await server.signIn()
+        let notYours = try await server.request(
+            .post, "/v1/users/\(other)/merges", token: accountToken,
+            body: #"{"guest_token":"\#(guestToken)","policy":"union"}"#)
+        #expect(notYours.status == 404, "another user's account: \(notYours.body)")
+        #expect(
+            try await server.request(.get, "/v1/users/\(guest)/records/subscriptions", token: guestToken).array.count
+                == 1)
+        #expect(try await server.request(.get, "/v1/me", token: otherToken).status == 200)
+        let merged = try await server.request(
+            .post, path, token: accountToken, body: #"{"guest_token":"\#(guestToken)","policy":"union"}"#)
+        #expect(merged.status == 200, "\(merged.body)")
+        #expect(
+            try await server.request(.get, "/v1/users/\(accountID)/records/subscriptions", token: accountToken).array
+                .count == 1)
+    }
+
     @Test("the routes the router registers, the OpenAPI document's and guestmode-serve(1)'s ROUTES are one list")
     func oneRouteTable() async throws {
         let server = try await RouteTester(profile: "subscriptions") { $0.backupsDirectory = "/nonexistent" }

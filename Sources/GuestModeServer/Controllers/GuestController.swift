@@ -54,24 +54,9 @@ struct GuestController {
     /// nothing else.
     @Sendable func signInByIdentity(_ request: Request, context: ServerContext) async throws -> Response {
         let body = try await request.decode(as: IdentityController.IdentityBody.self, context: context)
-        let subject: String
-        let email: String?
-        if let idToken = body.idToken {
-            guard body.subject == nil else {
-                throw GuestModeError(.usage, "give the identity as an id_token or as a subject, not both")
-            }
-            let identity = try await services.identityTokens.verify(
-                idToken, provider: body.provider, nonce: body.nonce, now: try services.now())
-            subject = identity.subject
-            email = identity.email
-        } else {
-            guard let given = body.subject else {
-                throw GuestModeError(.usage, "the request body needs 'id_token' (or, with a server key, 'subject')")
-            }
-            try await services.caller(of: request).requireKey(.userData)
-            subject = given
-            email = body.email
-        }
+        let (subject, email) = try await body.identity(
+            services: services, forToken: {},
+            forSubject: { try await services.caller(of: request).requireKey(.userData) })
         // A first sign-in creates a user: the address's bucket limits it as it limits guests.
         if let refused = try await services.refusedSignIn(request, context: context) { return refused.response }
         let provider = body.provider

@@ -25,6 +25,28 @@ struct IdentityController {
         enum CodingKeys: String, CodingKey {
             case provider, idToken = "id_token", nonce, subject, email
         }
+
+        /// The identity the body names: its ID token verified against the provider's key set, or
+        /// its subject, which only a server key may vouch for. `forToken` and `forSubject` check
+        /// the caller for each way before anything is verified.
+        func identity(
+            services: Services, forToken: () async throws -> Void, forSubject: () async throws -> Void
+        ) async throws -> (subject: String, email: String?) {
+            if let idToken {
+                try await forToken()
+                guard subject == nil else {
+                    throw GuestModeError(.usage, "give the identity as an id_token or as a subject, not both")
+                }
+                let identity = try await services.identityTokens.verify(
+                    idToken, provider: provider, nonce: nonce, now: try services.now())
+                return (identity.subject, identity.email)
+            }
+            guard let subject else {
+                throw GuestModeError(.usage, "the request body needs 'id_token' (or, with a server key, 'subject')")
+            }
+            try await forSubject()
+            return (subject, email)
+        }
     }
 
     /// `link`, two ways. A subject from an app backend, which verified the provider's sign-in: a server
@@ -36,25 +58,9 @@ struct IdentityController {
         let userID = try RequestInput.segment("user", of: context)
         let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
         let body = try StrictRequestDecoder.decode(IdentityBody.self, from: bytes)
-        let subject: String
-        let email: String?
-        if let idToken = body.idToken {
-            try caller.requireAccess(to: userID)
-            guard body.subject == nil else {
-                throw GuestModeError(.usage, "give the identity as an id_token or as a subject, not both")
-            }
-            let identity = try await services.identityTokens.verify(
-                idToken, provider: body.provider, nonce: body.nonce, now: try services.now())
-            subject = identity.subject
-            email = identity.email
-        } else {
-            try caller.requireKey(.userData)
-            guard let given = body.subject else {
-                throw GuestModeError(.usage, "the request body needs 'subject' (or 'id_token')")
-            }
-            subject = given
-            email = body.email
-        }
+        let (subject, email) = try await body.identity(
+            services: services, forToken: { try caller.requireAccess(to: userID) },
+            forSubject: { try caller.requireKey(.userData) })
         let provider = body.provider
         return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
             let result = try engine.link(user: userID, provider: provider, subject: subject, email: email, now: now)

@@ -83,55 +83,6 @@ enum RequestInput {
     }
 }
 
-extension [String: JSONValue] {
-    /// A text member, or nil when absent or null.
-    func text(_ name: String) throws -> String? {
-        switch self[name] {
-        case nil, .null?: return nil
-        case let .string(value)?: return value
-        default: throw GuestModeError(.invalidJson, "'\(name)' must be a string")
-        }
-    }
-
-    func requiredText(_ name: String) throws -> String {
-        guard let value = try text(name) else {
-            throw GuestModeError(.usage, "the request body needs '\(name)'")
-        }
-        return value
-    }
-
-    /// A number member as the text it was written with, so a decimal amount
-    /// reaches the engine exactly; a string holding a decimal is accepted
-    /// too, as the OpenAPI document says of amounts.
-    func numberText(_ name: String) throws -> String? {
-        switch self[name] {
-        case nil, .null?: return nil
-        case let .number(text)?, let .string(text)?: return text
-        default: throw GuestModeError(.invalidJson, "'\(name)' must be a number")
-        }
-    }
-
-    /// A whole-number member, which must be a JSON number: `"5"` is refused
-    /// as the command line refuses it, never read as 5.
-    func integer(_ name: String, in range: ClosedRange<Int>, code: GuestModeError.Code) throws -> Int? {
-        switch self[name] {
-        case nil, .null?: return nil
-        case let .number(text)?:
-            guard let value = Int(text), range.contains(value) else {
-                throw GuestModeError(
-                    code,
-                    "'\(name)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
-            }
-            return value
-        default:
-            throw GuestModeError(
-                .invalidJson,
-                "'\(name)' must be a JSON number (a whole number from \(range.lowerBound) to \(range.upperBound)), not a string or another type"
-            )
-        }
-    }
-}
-
 extension RequestInput {
     /// A body's span and end time for a grant (`trial`/`expires` and `until`): each parsed as the
     /// command line parses it, and at most one of the two given.

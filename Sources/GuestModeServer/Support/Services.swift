@@ -11,7 +11,6 @@ final class Services: Sendable {
     let pool: NIOThreadPool
     let clock: @Sendable () throws -> Date
     let tokens: AccessTokens
-    let bodyLimit: Int
     let storeWait: Duration
     let signInLimit: SignInLimit
     let trustedProxies: Set<String>
@@ -39,7 +38,6 @@ final class Services: Sendable {
         self.pool = pool
         self.clock = clock
         self.tokens = tokens
-        bodyLimit = configuration.bodyLimit
         storeWait = configuration.storeWait
         signInLimit = configuration.signInLimit
         trustedProxies = configuration.trustedProxies
