@@ -57,5 +57,5 @@ if [ -n "${GUESTMODE_TEST_POSTGRES:-}" ]; then
     row "PostgreSQL meter use" "$(median_ms "$binary" meter use "$heavy" api_minutes 0.01)" \
         "$(median_ms "$binary" meter use "$light" api_minutes 0.01)" "ms, median of 5"
     "$binary" db check >/dev/null
-    psql -q -d "$GUESTMODE_STORE" -c "DROP SCHEMA $GUESTMODE_SCHEMA CASCADE"
+    psql -q -d "$GUESTMODE_STORE" -c "SET client_min_messages TO warning" -c "DROP SCHEMA $GUESTMODE_SCHEMA CASCADE"
 fi
