@@ -387,11 +387,7 @@ extension GuestMode {
         }
         switch evaluation.decision {
         case let .show(rule):
-            let content = (strategy.contentOverrides[rule.context]?.applied(to: rule.content) ?? rule.content)
-                .filled(facts: facts, now: now)
-            let offer = PromptOffer(
-                user: userID, context: rule.context, priority: rule.priority, trigger: rule.trigger,
-                content: content, variants: strategy.variants)
+            let offer = promptOffer(of: rule, user: userID, facts: facts, strategy: strategy, now: now)
             return PromptExplanation(
                 userID: userID, isDue: true, decidedBy: rule.context, offer: offer, quiet: nil, rules: rules,
                 variants: strategy.variants)
@@ -403,7 +399,7 @@ extension GuestMode {
     }
 
     /// Raises the triggers a refusal names (a refused `record put` into
-    /// `collection` with `outcome`, or a refused use or check of `meter`) and
+    /// `collection` with `outcome`, or a refused use or raising check of `meter`) and
     /// its webhook (`limit.refused`, `meter.exhausted`). Its own small write
     /// after the refused transaction, which changed nothing: the refusal is
     /// recorded only here, so its event commits with the triggers.

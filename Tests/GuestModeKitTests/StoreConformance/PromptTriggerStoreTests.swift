@@ -77,7 +77,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func aRefusedUseOrCheckRaisesTheMeterTrigger(backend: StoreBackend) throws {
+    func aRefusedUseOrRaisingCheckRaisesTheMeterTrigger(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "voice")
         let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
@@ -85,6 +85,9 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         #expect(try engine.checkMeter(user: "u", meter: "api_minutes", amount: 1, now: day(2)).isAllowed)
         #expect(try promptSnapshot(store, profile, of: "u", now: day(2))?.raisedTriggers == [:])
         #expect(try !engine.checkMeter(user: "u", meter: "api_minutes", amount: 5, now: day(3)).isAllowed)
+        #expect(
+            try promptSnapshot(store, profile, of: "u", now: day(3))?.raisedTriggers == [:], "the gate only reads")
+        #expect(try !engine.checkMeterRaisingPrompt(user: "u", meter: "api_minutes", amount: 5, now: day(3)).isAllowed)
         #expect(try promptSnapshot(store, profile, of: "u", now: day(3))?.raisedTriggers == ["minutes_refused": day(3)])
         #expect(try !engine.useMeter(user: "u", meter: "api_minutes", amount: 5, key: nil, now: day(4)).isAllowed)
         #expect(try promptSnapshot(store, profile, of: "u", now: day(4))?.raisedTriggers == ["minutes_refused": day(4)])
