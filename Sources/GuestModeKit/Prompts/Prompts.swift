@@ -303,9 +303,8 @@ public struct RuleExplanation: Encodable, Sendable, Equatable {
     public var kind: PromptKind
     /// True when the rule could be shown now.
     public var isEligible: Bool
-    /// `chosen`, `outranked`, `cooldown`, `window_full`, `never_ask`, `once`,
-    /// `reshow_after`, `trigger_not_raised`, `condition_false`, …
-    public var verdict: String
+    /// What decided the rule: `chosen`, `outranked`, `cooldown`, `trigger_not_raised`, …
+    public var verdict: PromptVerdict
     /// The verdict in words.
     public var message: String
     /// When the rule could be shown next; nil when never or unknown.

@@ -105,7 +105,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         #expect(try store.outboxEntries().isEmpty, "nothing reset, nothing queued")
         #expect(
             try engine.recordPrompt(.never, context: "protect_streak", user: "u", now: day(3)).promptState == .neverAsk)
-        #expect(try store.outboxEntries().map(\.userId) == ["u"], "an outcome, never included, queues the backup")
+        #expect(try store.outboxEntries().map(\.userID) == ["u"], "an outcome, never included, queues the backup")
         let reset = try engine.resetPrompts(user: "u", now: day(4))
         #expect(reset.wasReset && reset.promptState == .dismissed)
         let facts = try #require(try promptSnapshot(store, profile, of: "u", now: day(4)))
@@ -153,7 +153,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
             PromptRecord(user: "b", context: "reengagement", outcome: .shown, at: day(2)),
             PromptRecord(user: "a", context: "reengagement", outcome: .never, at: day(3)),
         ])
-        #expect(try Set(store.outboxEntries().map(\.userId)) == ["a", "b"])
+        #expect(try Set(store.outboxEntries().map(\.userID)) == ["a", "b"])
     }
 
     /// The two backends used to differ here: SQLite queued a backup per
@@ -167,6 +167,6 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
             PromptRecord(user: "u", context: "protect_streak", outcome: .shown, at: day(3)),
             PromptRecord(user: "u", context: "protect_streak", outcome: .later, at: day(2)),
         ])
-        #expect(try store.outboxEntries().map(\.queuedAt) == [Timestamp.format(day(3))])
+        #expect(try store.outboxEntries().map(\.queuedAt) == [day(3)])
     }
 }
