@@ -94,6 +94,11 @@ BODIES = {
         },
         "required": ["amount"],
     },
+    "meter-check": {
+        "type": "object",
+        "properties": {"amount": nullable(AMOUNT)},
+        "description": "Empty, or the amount about to be used (default: anything left); the query's amount instead.",
+    },
     "meter-grant": {
         "type": "object",
         "properties": {
@@ -228,9 +233,14 @@ ROUTES = [
     ("get", "/v1/users/{user}/meters", "meter status: every meter.", "session", {}, None, {"200": "meter-status"}),
     ("get", "/v1/users/{user}/meters/{meter}", "meter status of one meter.", "session", {}, None,
      {"200": "meter-status-one"}),
-    ("get", "/v1/users/{user}/meters/{meter}/check", "meter check: the gate before a paid call; records nothing.",
+    ("get", "/v1/users/{user}/meters/{meter}/check", "meter check: the gate before a paid call; a pure read: "
+     "a refusal raises nothing, and names the prompt an earlier refusal left due.",
      "session", {"amount": {"type": "string", "description": "A positive decimal; default: anything left."}},
      None, {"200": "meter-check", "402": ("refusal", "meter-check")}),
+    ("post", "/v1/users/{user}/meters/{meter}/check", "meter check --raise-prompt: the gate, whose refusal raises "
+     "the meter's prompt triggers and meter.exhausted webhook and names the prompt due.",
+     "session", {"amount": {"type": "string", "description": "A positive decimal; or the body's amount."}},
+     "meter-check", {"200": "meter-check", "402": ("refusal", "meter-check")}),
     ("post", "/v1/users/{user}/meters/{meter}/use", "meter use.", "session", {}, "meter-use",
      {"200": "meter-use", "402": ("refusal", "meter-use"), "422": "error"}),
     ("get", "/v1/users/{user}/meters/{meter}/grants", "meter grants.", "session", {}, None,
@@ -429,6 +439,7 @@ EXAMPLES = {
     "migration": {"guest_token": "the-guest-access-token", "dry_run": True},
     "conflict-restore": {"key": "theme~kept"},
     "record": {"name": "Netflix", "price": 15.49},
+    "meter-check": {"amount": 20},
     "meter-use": {"amount": 12.5, "id": "call-7", "overage": "allow"},
     "meter-grant": {"amount": 30, "expires": "P30D", "reason": "referral", "id": "referral-1"},
     "prompt-record": {"context": "guest_cap_reached", "outcome": "dismissed"},
