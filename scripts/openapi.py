@@ -291,7 +291,8 @@ ROUTES = [
 PATH_PARAMETERS = {
     "user": "A user id; a session reaches only its own.",
     "collection": "A collection of the profile.",
-    "key": "A record key, percent-encoded (a / is %2F).",
+    "key": "A record key, any text: as every path segment it travels percent-encoded (a / as %2F), which a "
+           "generated client does itself.",
     "meter": "A meter of the profile.",
     "plan": "A plan of the profile.",
     "provider": "An identity provider: apple, google...",
@@ -675,6 +676,50 @@ EXAMPLES = {
     "event": {"action": "app_opened", "count": 1, "id": "open-7", "props": {"screen": "home"}},
     "identity": {"provider": "apple", "subject": "001234.abcd", "email": None},
 }
+# An answer of each main route, as a voice app's guest gets it (scripts/check-openapi-clients.py checks
+# each against its schema).
+EXAMPLE_USER = "4b1e5c7a-0d2f-4f8e-9a51-3c6d2b7e8f10"
+EXAMPLE_SESSION = {
+    "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0YjFlNWM3YSJ9.c2lnbmF0dXJl",
+    "created_at": "2026-11-01T10:00:00.000Z", "device": "phone-1", "expires_at": "2026-11-01T11:00:00.000Z",
+    "expires_in": 3600, "last_seen_at": "2026-11-01T10:00:00.000Z", "linked_at": None, "new": True,
+    "prompt_state": "anonymous", "refresh_token": "gmr_58ccaa7dd9451e1c26fa9a69d1c48586",
+    "state": "anonymous", "token_type": "bearer", "user_id": EXAMPLE_USER,
+}
+EXAMPLE_METER = {
+    "allowance": 60, "granted": 0, "grants": [], "level": "none", "meter": "api_minutes", "percent_used": 20.833333,
+    "period_start": None, "remaining": 47.5, "tier": "guest", "unit": "minutes", "used": 12.5,
+}
+EXAMPLE_USE = {"allowed": True, "duplicate": False, "overage": False, "recorded": True, "status": EXAMPLE_METER,
+               "warnings": []}
+EXAMPLE_PROMPT = {
+    "content": {"benefits": ["Unlimited minutes", "A free first month"],
+                "message": "You have 47.5 free minutes left, not enough for that. Premium has no limit.",
+                "primary_action": "Start my free month", "secondary_action": "Not now", "style": "sheet",
+                "title": "Not enough minutes left"},
+    "context": "session_refused", "priority": "high", "trigger": "minutes_refused", "user_id": EXAMPLE_USER,
+    "variants": [],
+}
+RESPONSE_EXAMPLES = {
+    "POST /v1/guests": {"201": EXAMPLE_SESSION},
+    "POST /v1/sessions/refresh": {"200": dict(EXAMPLE_SESSION, new=False)},
+    "PUT /v1/users/{user}/records/{collection}/{key}": {"201": {
+        "limit": {"cap": None, "collection": "settings", "outcome": "allowed", "tier": "guest", "used": None},
+        "outcome": "allowed", "replacement": False}},
+    "GET /v1/users/{user}/records/{collection}/{key}": {
+        "200": {"collection": "settings", "created_at": "2026-11-01T10:00:00.000Z", "data": "{\"dark\":true}",
+                "key": "theme", "updated_at": "2026-11-01T10:00:00.000Z", "user_id": EXAMPLE_USER},
+        "404": {"error": {"code": "record_not_found", "message": "no record settings/theme"}}},
+    "GET /v1/users/{user}/meters/{meter}/check": {"200": {
+        "allowed": True, "requested": 30, "status": EXAMPLE_METER}},
+    "POST /v1/users/{user}/meters/{meter}/use": {
+        "200": EXAMPLE_USE,
+        "402": {"error": {"code": "meter_exhausted",
+                          "message": "not enough left: 60 minutes asked, 47.5 left; nothing was recorded",
+                          "prompt": EXAMPLE_PROMPT},
+                "result": dict(EXAMPLE_USE, allowed=False, recorded=False)}},
+    "GET /v1/users/{user}/prompts/next": {"200": EXAMPLE_PROMPT},
+}
 NDJSON_EXAMPLES = {
     "/v1/events/bulk": '{"user_id": "guest-1", "action": "app_opened", "id": "open-1"}\n',
     "/v1/records/bulk": '{"user_id": "guest-1", "collection": "settings", "key": "theme", "data": {"dark": true}}\n',
@@ -755,6 +800,8 @@ def operation(method, path, summary, caller, query, body, answers):
     if uses_store or path not in ("/healthz", "/metrics"):
         statuses.setdefault("503", "error")
     operation["responses"] = {status: answer(status, statuses[status]) for status in sorted(statuses)}
+    for status, example in RESPONSE_EXAMPLES.get(method.upper() + " " + path, {}).items():
+        operation["responses"][status]["content"]["application/json"]["example"] = example
     if any(parameter["name"] == "Idempotency-Key" for parameter in parameters):
         for status, response in operation["responses"].items():
             if status < "500":
