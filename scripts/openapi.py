@@ -402,7 +402,7 @@ def operation_id(method, path):
 # documents or of a request body is served under the name here, or else its words in CamelCase.
 TYPE_NAMES = {
     "session": "Session",
-    "error": "Error",
+    "error": "ErrorResponse",  # not Error: swift-openapi-generator would name it _Error, beside Swift.Error
     "error-code": "ErrorCode",
     "refusal": "Refusal",
     "refusal-prompt": "RefusalPrompt",
