@@ -72,6 +72,22 @@ BODIES = {
         "description": "The guest proven by its own access or refresh token (guest_token), or, with a "
                        "user-data key, named (guest); dry_run answers what a merge would do and changes nothing.",
     },
+    "migration": {
+        "type": "object",
+        "properties": {
+            "guest_token": nullable(STRING),
+            "guest": nullable(STRING),
+            "dry_run": nullable({"type": "boolean"}),
+            "resume": nullable({"type": "boolean"}),
+        },
+        "description": "The guest proven as for a merge; dry_run answers the plan and changes nothing; resume "
+                       "continues an unfinished migration from its first unfinished step.",
+    },
+    "conflict-restore": {
+        "type": "object",
+        "properties": {"key": nullable(STRING)},
+        "description": "Empty, or the key to restore the record under (default: KEY~restored, KEY~restored2, ...).",
+    },
     "session-new": {
         "type": "object",
         "properties": {
@@ -208,6 +224,13 @@ ROUTES = [
      {"200": "sessions-revoked"}),
     ("post", "/v1/users/{user}/merges", "merge: a guest folded into this account, with proof of the guest.",
      "session", {}, "merge", {"200": "merge", "403": "error", "409": "error", "422": "error"}),
+    ("post", "/v1/users/{user}/migrations", "migrate: a guest moved into this account step by step, with proof "
+     "of the guest, after a safety backup (with --backups-dir).", "session", {}, "migration",
+     {"200": "migration", "403": "error", "409": "error", "422": "error"}),
+    ("get", "/v1/users/{user}/merge-conflicts", "merge conflicts list: the user's records that lost a merge.",
+     "session", {}, None, {"200": "merge-conflicts-list"}),
+    ("post", "/v1/users/{user}/merge-conflicts/{id}/restore", "merge conflicts restore: one back under a new key.",
+     "session", {}, "conflict-restore", {"200": "merge-conflicts-restore", "409": "error", "422": "error"}),
     ("put", "/v1/users/{user}/records/{collection}/{key}", "record put: the body is the record.", "session", {},
      "record", {"201": "record-put", "200": "record-put", "403": ("refusal", "record-put"),
                 "402": ("refusal", "record-put"), "422": "error"}),
@@ -298,6 +321,7 @@ PATH_PARAMETERS = {
     "provider": "An identity provider: apple, google...",
     "name": "The archive's name (latest: the latest of any name).",
     "report": "The report.",
+    "id": "A conflict_id, as the user's merge-conflicts list gives it.",
 }
 
 STORE_FREE = {"/healthz", "/metrics", "/v1/openapi.json"}
@@ -318,6 +342,9 @@ OPERATION_IDS = {
     "DELETE /v1/users/{user}": "deleteUser",
     "DELETE /v1/users/{user}/sessions": "revokeUserSessions",
     "POST /v1/users/{user}/merges": "mergeGuest",
+    "POST /v1/users/{user}/migrations": "migrateGuest",
+    "GET /v1/users/{user}/merge-conflicts": "listMergeConflicts",
+    "POST /v1/users/{user}/merge-conflicts/{id}/restore": "restoreMergeConflict",
     "PUT /v1/users/{user}/records/{collection}/{key}": "putRecord",
     "GET /v1/users/{user}/records/{collection}/{key}": "getRecord",
     "DELETE /v1/users/{user}/records/{collection}/{key}": "deleteRecord",
@@ -361,6 +388,7 @@ OPERATION_IDS = {
 # One tag per area, by the path's first word after /v1 (or after /v1/users/{user}).
 TAGS = {
     "guests": "guests", "sessions": "sessions", "me": "users", "users": "users", "merges": "identities",
+    "migrations": "identities", "merge-conflicts": "identities",
     "identities": "identities", "records": "records", "limits": "records", "meters": "meters",
     "prompts": "prompts", "plans": "plans", "experiments": "experiments", "counters": "events",
     "events": "events", "backup": "backups", "backups": "backups", "reports": "reports", "profile": "profile",
@@ -369,7 +397,8 @@ TAG_DESCRIPTIONS = {
     "guests": "Signing a guest in.",
     "sessions": "Sessions: sign in, refresh, sign out.",
     "users": "Users: show, list, delete.",
-    "identities": "An account's identities: link, unlink, and merging a guest into the account.",
+    "identities": "An account's identities: link, unlink, a guest merged or migrated into the account, and the "
+                  "merge conflicts.",
     "records": "A user's records and the caps on them.",
     "meters": "Metered usage: check, use, grants.",
     "prompts": "The sign-in and upgrade prompts.",
@@ -411,6 +440,13 @@ TYPE_NAMES = {
     "user-delete": "UserDeletion",
     "sessions-revoked": "SessionsRevoked",
     "merge": "MergeResult",
+    "migration": "Migration",
+    "migrate-run": "MigrationRun",
+    "migrate-plan": "MigrationPlan",
+    "merge-conflicts-list": "MergeConflictList",
+    "merge-conflicts-restore": "MergeConflictRestore",
+    "body-migration": "MigrateGuestRequest",
+    "body-conflict-restore": "RestoreConflictRequest",
     "record-put": "RecordWrite",
     "record-get": "Record",
     "record-delete": "RecordDeletion",
@@ -543,6 +579,8 @@ def components(schemas):
     result["meter-status-one"] = copy.deepcopy(schemas["meter-status"]["items"])
     result["meter-status-one"]["title"] = "guestmode meter status USER METER --json"
     result["meter-status"] = dict(schemas["meter-status"], items=ref("meter-status-one"))
+    result["migration"] = {"anyOf": [ref("migrate-run"), ref("migrate-plan")],
+                           "description": "The migration run (MigrationRun), or its plan with dry_run (MigrationPlan)."}
     result["prompt-next-or-explain"] = {"anyOf": [ref("prompt-next"), ref("prompt-explain")],
                                         "description": "The prompt due (Prompt), or the decision when none is or "
                                                        "with explain (PromptExplanation)."}
@@ -668,6 +706,8 @@ EXAMPLES = {
     "session-refresh": {"refresh_token": "a-refresh-token"},
     "session-new": {"provider": "apple", "id_token": "an-id-token", "nonce": "a-nonce"},
     "merge": {"guest_token": "the-guest-access-token", "policy": "keep-account", "dry_run": True},
+    "migration": {"guest_token": "the-guest-access-token", "dry_run": True},
+    "conflict-restore": {"key": "theme~kept"},
     "record": {"name": "Netflix", "price": 15.49},
     "meter-use": {"amount": 12.5, "id": "call-7", "overage": "allow"},
     "meter-grant": {"amount": 30, "expires": "P30D", "reason": "referral", "id": "referral-1"},
