@@ -347,6 +347,8 @@ extension GuestModeError {
         case secretTooLong = "secret_too_long"
         /// The server is already answering as many requests as its --max-requests allows.
         case serverBusy = "server_busy"
+        /// The user has no session with that id.
+        case sessionNotFound = "session_not_found"
         /// A server key of that name already exists.
         case serverKeyExists = "server_key_exists"
         /// No server key has that name.
@@ -586,6 +588,7 @@ extension GuestModeError {
                 .refreshTokenInvalid,
                 .routeNotFound,
                 .serverKeyNotFound,
+                .sessionNotFound,
                 .storeNotFound,
                 .userNotFound,
                 .webhookNotFound:

@@ -21,7 +21,15 @@ enum PostgresSchema {
         Migration(identifier: "pg6-sign-in-buckets", sql: signInBuckets),
         Migration(identifier: "pg7-migration-attempts", sql: migrationAttempts),
         Migration(identifier: "pg8-webhook-heads", sql: webhookHeads),
+        Migration(identifier: "pg9-identity-email", sql: identityEmail),
     ]
+
+    /// `user find --email` finds the identities that carry an address by this index (SQLite's
+    /// v10). lower() under "C" folds ASCII letters only, as SQLite's lower() does, so both backends
+    /// find the same identities.
+    static let identityEmail = """
+        CREATE INDEX identities_email ON identities (lower(email COLLATE "C")) WHERE email IS NOT NULL;
+        """
 
     /// The oldest pending delivery of an endpoint and user is found with one
     /// seek, however many deliveries the outbox has kept (SQLite's v9).
