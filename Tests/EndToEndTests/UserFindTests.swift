@@ -5,7 +5,8 @@ import Testing
 /// `user find`, `GET /v1/users?…`, `serve session list|revoke` against sessions made over HTTP.
 @Suite("user find, GET /v1/users?identity|email|device, serve session list|revoke")
 struct UserFindTests {
-    @Test("a person found by identity, email or device; none exits 66; the admin route answers the same list",
+    @Test(
+        "a person found by identity, email or device; none exits 66; the admin route answers the same list",
         arguments: ServerTests.Backend.allCases)
     func findAPerson(_ backend: ServerTests.Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
@@ -59,7 +60,8 @@ struct UserFindTests {
         _ = try await server.stop()
     }
 
-    @Test("sessions made over HTTP are listed by the CLI, never a token; revoked one or all, refresh is 401",
+    @Test(
+        "sessions made over HTTP are listed by the CLI, never a token; revoked one or all, refresh is 401",
         arguments: ServerTests.Backend.allCases)
     func sessionsListedAndRevoked(_ backend: ServerTests.Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")

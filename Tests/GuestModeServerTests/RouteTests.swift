@@ -214,7 +214,9 @@ struct RouteTests {
         ] {
             let refused = try await server.request(.get, path, token: admin)
             let message = (refused.object["error"] as? [String: Any])?["message"] as? String ?? ""
-            #expect(refused.status == 400 && refused.errorCode == "usage" && message.contains(words), "\(path): \(refused.body)")
+            #expect(
+                refused.status == 400 && refused.errorCode == "usage" && message.contains(words),
+                "\(path): \(refused.body)")
         }
         let nul = try await server.request(.get, "/v1/users?device=a%00b", token: admin)
         #expect(nul.status == 422 && nul.errorCode == "nul_in_text", "\(nul.body)")

@@ -36,8 +36,10 @@ extension PostgresTransaction {
 
     func userSummaries(_ lookup: UserLookup) throws -> [UserSummary] {
         let (condition, arguments) = Self.condition(of: lookup)
-        return try connection.execute(Self.summaries(where: condition), arguments.map { PostgresValue($0) as PostgresValue? })
-            .map(Self.summary(of:))
+        return try connection.execute(
+            Self.summaries(where: condition), arguments.map { PostgresValue($0) as PostgresValue? }
+        )
+        .map(Self.summary(of:))
     }
 
     /// The WHERE clause of a lookup, each answered from an index: the identities' primary key,

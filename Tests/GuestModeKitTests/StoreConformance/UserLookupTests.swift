@@ -22,7 +22,8 @@ struct UserLookupTests {
         let ben = try engine.createGuest(device: "family-ipad", now: day(2))
         let cleo = try engine.createGuest(device: nil, now: day(3))
         let dan = try engine.createGuest(device: "dan-phone", now: day(4))
-        _ = try engine.link(user: ana.id, provider: "apple", subject: "001234.abcd", email: "Ana@Example.com", now: day(5))
+        _ = try engine.link(
+            user: ana.id, provider: "apple", subject: "001234.abcd", email: "Ana@Example.com", now: day(5))
         _ = try engine.link(user: cleo.id, provider: "email", subject: "ana@example.com", email: nil, now: day(5))
         _ = try engine.link(user: dan.id, provider: "google", subject: "g-1", email: "dan@example.com", now: day(5))
         // A second identity of Ana's carrying the same address: she is listed once.
@@ -85,7 +86,10 @@ struct UserLookupTests {
         let guest = try engine.createGuest(device: "phone", now: day(1))
         _ = try engine.link(user: guest.id, provider: "apple", subject: "s-1", email: "a@example.com", now: day(2))
         let expected: [(UserLookup, String)] = [
-            (.identity(provider: "apple", subject: "s-1"), backend == .postgres ? "identities_pkey" : "sqlite_autoindex_identities_1"),
+            (
+                .identity(provider: "apple", subject: "s-1"),
+                backend == .postgres ? "identities_pkey" : "sqlite_autoindex_identities_1"
+            ),
             (.email("A@example.com"), "identities_email"),
             (.device("phone"), "users_device"),
         ]
@@ -93,7 +97,9 @@ struct UserLookupTests {
             let plan = try plan(lookup, backend, store)
             #expect(plan.contains(index), "\(lookup): \(plan)")
             // Neither the users nor the identities are read whole (the counts' subqueries seek by user).
-            #expect(!plan.contains("Seq Scan") && !plan.contains("SCAN u") && !plan.contains("SCAN identities"), "\(lookup): \(plan)")
+            #expect(
+                !plan.contains("Seq Scan") && !plan.contains("SCAN u") && !plan.contains("SCAN identities"),
+                "\(lookup): \(plan)")
         }
     }
 }
