@@ -147,8 +147,8 @@ SQL
 find_plain() { # backend, lookup → SQL
     case $1:$2 in
     *:identity) echo "SELECT user_id FROM identities WHERE provider = 'apple' AND subject = 'apple-g1'" ;;
-    sqlite:email) echo "SELECT user_id FROM identities WHERE email IS NOT NULL AND lower(email) = 'g1@example.com'" ;;
-    postgres:email) echo "SELECT user_id FROM identities WHERE email IS NOT NULL AND lower(email COLLATE \"C\") = 'g1@example.com'" ;;
+    sqlite:email) echo "SELECT user_id FROM identities WHERE (email IS NOT NULL OR provider = 'email') AND lower(coalesce(email, subject)) = 'g1@example.com'" ;;
+    postgres:email) echo "SELECT user_id FROM identities WHERE (email IS NOT NULL OR provider = 'email') AND lower(coalesce(email, subject) COLLATE \"C\") = 'g1@example.com'" ;;
     *:device) echo "SELECT id FROM users WHERE device = 'device-g1'" ;;
     esac
 }

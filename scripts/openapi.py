@@ -187,8 +187,8 @@ ROUTES = [
     ("get", "/v1/users", "user list: every user; with one of identity, email or device, user find: the users a "
      "person names (an empty list when none).", "admin",
      {"identity": {"type": "string", "description": "PROVIDER:SUBJECT, such as apple:001234.abcd."},
-      "email": {"type": "string", "description": "An email an identity carries (ASCII letters in either case), "
-                "or an email identity's subject."},
+      "email": {"type": "string", "description": "An email an identity carries, or an email identity's subject "
+                "when it carries none; ASCII letters in either case."},
       "device": {"type": "string", "description": "The device id guests were created with."}},
      None, {"200": "user-list"}),
     ("get", "/v1/users/{user}", "user show.", "session", {}, None, {"200": "user-show"}),

@@ -7,8 +7,8 @@ import Foundation
 public enum UserLookup: Sendable, Equatable {
     /// The identity `provider` vouches for as `subject`, exactly.
     case identity(provider: String, subject: String)
-    /// An email address: the one an identity was linked with (ASCII letters in either case),
-    /// or the subject of an `email` identity (exactly).
+    /// An email address, ASCII letters in either case: the one an identity was linked with, or
+    /// the subject of an `email` identity that carries none.
     case email(String)
     /// The device id guests were created with, exactly.
     case device(String)
@@ -72,16 +72,6 @@ extension GuestMode {
     /// ```
     public func findUsers(_ lookup: UserLookup) throws -> [UserSummary] {
         try lookup.check()
-        return try store.read { transaction in
-            guard case let .email(address) = lookup else { return try transaction.userSummaries(lookup) }
-            // An `email` identity's subject is the address itself, and it may carry no email of its own.
-            let byAttribute = try transaction.userSummaries(lookup)
-            let bySubject = try transaction.userSummaries(.identity(provider: "email", subject: address))
-            var seen = Set(byAttribute.map(\.id))
-            return (byAttribute + bySubject.filter { seen.insert($0.id).inserted }).sorted {
-                $0.createdAt != $1.createdAt
-                    ? $0.createdAt < $1.createdAt : $0.id.utf8.lexicographicallyPrecedes($1.id.utf8)
-            }
-        }
+        return try store.read { transaction in try transaction.userSummaries(lookup) }
     }
 }

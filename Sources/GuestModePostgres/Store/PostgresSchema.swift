@@ -25,10 +25,12 @@ enum PostgresSchema {
     ]
 
     /// `user find --email` finds the identities that carry an address by this index (SQLite's
-    /// v10). lower() under "C" folds ASCII letters only, as SQLite's lower() does, so both backends
+    /// v10): the email an identity was linked with, or an `email` identity's subject when it carries
+    /// none. lower() under "C" folds ASCII letters only, as SQLite's lower() does, so both backends
     /// find the same identities.
     static let identityEmail = """
-        CREATE INDEX identities_email ON identities (lower(email COLLATE "C")) WHERE email IS NOT NULL;
+        CREATE INDEX identities_email ON identities (lower(coalesce(email, subject) COLLATE "C"))
+            WHERE email IS NOT NULL OR provider = 'email';
         """
 
     /// The oldest pending delivery of an endpoint and user is found with one

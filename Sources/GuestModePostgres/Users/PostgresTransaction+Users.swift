@@ -53,7 +53,8 @@ extension PostgresTransaction {
             (
                 """
                 u.id IN (SELECT user_id FROM identities
-                    WHERE email IS NOT NULL AND lower(email COLLATE "C") = lower($1 COLLATE "C"))
+                    WHERE (email IS NOT NULL OR provider = 'email')
+                        AND lower(coalesce(email, subject) COLLATE "C") = lower($1::text COLLATE "C"))
                 """, [address]
             )
         case let .device(device):

@@ -282,8 +282,10 @@ enum Schema {
         """
 
     /// `user find --email` and `GET /v1/users?email=` find the identities that carry an address by
-    /// this index, whatever the case of its ASCII letters; most identities carry none.
+    /// this index, whatever the case of its ASCII letters: the email an identity was linked with, or
+    /// an `email` identity's subject when it carries none. Most identities carry none.
     static let v10 = """
-        CREATE INDEX identities_email ON identities (lower(email)) WHERE email IS NOT NULL;
+        CREATE INDEX identities_email ON identities (lower(coalesce(email, subject)))
+            WHERE email IS NOT NULL OR provider = 'email';
         """
 }

@@ -51,7 +51,12 @@ extension SQLiteTransaction {
         case let .identity(provider, subject):
             ("u.id IN (SELECT user_id FROM identities WHERE provider = ? AND subject = ?)", [provider, subject])
         case let .email(address):
-            ("u.id IN (SELECT user_id FROM identities WHERE email IS NOT NULL AND lower(email) = lower(?))", [address])
+            (
+                """
+                u.id IN (SELECT user_id FROM identities
+                    WHERE (email IS NOT NULL OR provider = 'email') AND lower(coalesce(email, subject)) = lower(?))
+                """, [address]
+            )
         case let .device(device):
             ("u.device = ?", [device])
         }

@@ -10,8 +10,8 @@ extension UserCommand {
                 Exactly one of --identity, --email or --device. An identity is held by one user at most; an \
                 email address may be reported by identities of several users, and a device shared by several \
                 guests, so the answer is a listing, as user list prints it, oldest first. --email matches the \
-                email an identity was linked with, ASCII letters in either case, and the subject of an email \
-                identity. No user found exits 66. Every lookup is answered from an index.
+                email an identity was linked with, or the subject of an email identity that carries none, ASCII \
+                letters in either case. No user found exits 66. Every lookup is answered from an index.
                 """)
 
         @OptionGroup var global: GlobalOptions
