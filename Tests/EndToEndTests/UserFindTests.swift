@@ -11,8 +11,13 @@ struct UserFindTests {
     func findAPerson(_ backend: ServerTests.Backend) async throws {
         let sandbox = try await backend.sandbox("subscriptions")
         func id(_ result: Sandbox.Result) -> String { result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let admin = try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin").stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let server = try await Server.start(in: sandbox)
+        // `guest new --device` finds the device's guest; every sign-in over HTTP is a new one.
         let first = id(try await sandbox.run("guest", "new", "--device", "shared-ipad", "-q"))
-        let second = id(try await sandbox.run("guest", "new", "--device", "shared-ipad", "-q"))
+        let signedIn = try await server.request("POST", "/v1/guests", body: #"{"device":"shared-ipad"}"#)
+        let second = try #require(signedIn.object["user_id"] as? String)
         let ana = id(try await sandbox.run("guest", "new", "-q"))
         #expect(
             try await sandbox.run(
@@ -42,9 +47,6 @@ struct UserFindTests {
             #expect(refused.status == 64, "\(arguments): \(refused.stderr)")
         }
 
-        let admin = try await sandbox.run("serve", "key", "create", "ops", "--scope", "admin").stdout
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        let server = try await Server.start(in: sandbox)
         let found = try await server.request("GET", "/v1/users?email=ANA%40example.com", token: admin)
         #expect(found.status == 200 && found.array.map { $0["user_id"] as? String } == [ana], "\(found.body)")
         let cli = try await sandbox.run("user", "find", "--email", "ANA@example.com", "--json")
