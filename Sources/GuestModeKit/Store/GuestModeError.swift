@@ -347,12 +347,12 @@ extension GuestModeError {
         case secretTooLong = "secret_too_long"
         /// The server is already answering as many requests as its --max-requests allows.
         case serverBusy = "server_busy"
-        /// The user has no session with that id.
-        case sessionNotFound = "session_not_found"
         /// A server key of that name already exists.
         case serverKeyExists = "server_key_exists"
         /// No server key has that name.
         case serverKeyNotFound = "server_key_not_found"
+        /// The user has no session with that id.
+        case sessionNotFound = "session_not_found"
         /// The store stayed locked by another writer for the whole wait.
         case storeBusy = "store_busy"
         /// A store already exists where a new one was to be created.
