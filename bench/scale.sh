@@ -8,6 +8,9 @@
 #   one user `record put`, `meter check`, `prompt next` for one guest, at that
 #            size and on a store holding only that guest: time and callgrind
 #            instructions (a command's cost must not grow with others' data);
+#   find     `user find --identity`, `--email`, `--device` for that guest once
+#            one guest in ten has an identity with an email and a device (the
+#            same instructions comparison; plain: the same lookup in SQL);
 #   reports  `report funnel` and `report usage` (plain: the same counts in SQL);
 #   purge    `user purge` of the stale half (plain: one DELETE);
 #   export   `backup export --all` (plain: sqlite3 .dump / pg_dump, zstd -3);
@@ -133,6 +136,22 @@ SQL
 cat > usage.sql <<'SQL'
 SELECT meter, count(DISTINCT user_id), count(*), sum(amount) FROM meter_usage GROUP BY meter ORDER BY meter;
 SQL
+# For `user find`, not measured: guests g1, g11, g21, … get an Apple identity with an email (upper case, so the
+# lookup folds it) and a device of their own.
+cat > find.sql <<'SQL'
+INSERT INTO identities (provider, subject, user_id, email, linked_at)
+    SELECT 'apple', 'apple-' || id, id, upper(id) || '@EXAMPLE.com', last_seen_at FROM users WHERE id LIKE '%1';
+UPDATE users SET device = 'device-' || id WHERE id LIKE '%1';
+SQL
+# The plain side of each lookup: the same question in SQL, through the same index.
+find_plain() { # backend, lookup → SQL
+    case $1:$2 in
+    *:identity) echo "SELECT user_id FROM identities WHERE provider = 'apple' AND subject = 'apple-g1'" ;;
+    sqlite:email) echo "SELECT user_id FROM identities WHERE (email IS NOT NULL OR provider = 'email') AND lower(coalesce(email, subject)) = 'g1@example.com'" ;;
+    postgres:email) echo "SELECT user_id FROM identities WHERE (email IS NOT NULL OR provider = 'email') AND lower(coalesce(email, subject) COLLATE \"C\") = 'g1@example.com'" ;;
+    *:device) echo "SELECT id FROM users WHERE device = 'device-g1'" ;;
+    esac
+}
 sed "s/:cutoff/$cutoff/" "$root/bench/plain/purge.sql" > purge.sqlite.sql
 sed "s/:cutoff/$cutoff/" "$root/bench/plain/purge-postgres.sql" > purge.postgres.sql
 
@@ -227,6 +246,24 @@ run_backend() {
     one_user "record put g1" "" record put g1 recipes KEY --data '{"title":"scale"}' --quiet
     one_user "meter check g1" "" meter check g1 video_generations 1 --quiet
     one_user "prompt next g1" "13" prompt next g1 --quiet
+
+    # --- find a user --------------------------------------------------------------------
+    for which in gm plain empty; do plain_sql "$backend" "$which" < find.sql >/dev/null; done
+    [ "$backend" = postgres ] && for which in gm plain empty; do plain_sql "$backend" "$which" -c "ANALYZE" >/dev/null; done
+    local lookup kind value found
+    for lookup in "identity apple:apple-g1" "email g1@example.com" "device device-g1"; do
+        read -r kind value <<< "$lookup"
+        find_plain "$backend" "$kind" > "find.$kind.sql"
+        # shellcheck disable=SC2046
+        found=$("$binary" $(gm_store "$backend" gm) user find "--$kind" "$value" --quiet)
+        [ "$found" = g1 ] || fail "$backend user find --$kind $value: '$found', not g1"
+        [ "$(plain_sql "$backend" plain < "find.$kind.sql")" = g1 ] || fail "$backend: the plain $kind lookup"
+        one_user "user find --$kind g1" "" user find "--$kind" "$value" --quiet
+        # shellcheck disable=SC2046
+        read -r os ok < <(measure "$binary" $(gm_store "$backend" gm) user find "--$kind" "$value" --quiet)
+        read -r ps pk < <(measure bash -c "$(declare -f plain_sql); uri='$uri'; plain_sql $backend plain < find.$kind.sql")
+        row "$backend" "user find --$kind (plain: the lookup in SQL)" "$os" "$ok" "$ps" "$pk"
+    done
 
     # --- reports ------------------------------------------------------------------------
     # shellcheck disable=SC2046

@@ -222,7 +222,13 @@ ROUTES = [
      {"200": "sessions-revoked", "401": "error"}),
     ("get", "/v1/me", "user show of the session's own user (a server key has none: 400).", "session", {}, None,
      {"200": "user-show", "400": "error", "404": "error"}),
-    ("get", "/v1/users", "user list: every user.", "admin", {}, None, {"200": "user-list"}),
+    ("get", "/v1/users", "user list: every user; with one of identity, email or device, user find: the users a "
+     "person names (an empty list when none).", "admin",
+     {"identity": {"type": "string", "description": "PROVIDER:SUBJECT, such as apple:001234.abcd."},
+      "email": {"type": "string", "description": "An email an identity carries, or an email identity's subject "
+                "when it carries none; ASCII letters in either case."},
+      "device": {"type": "string", "description": "The device id guests were created with."}},
+     None, {"200": "user-list"}),
     ("get", "/v1/users/{user}", "user show.", "session", {}, None, {"200": "user-show"}),
     ("delete", "/v1/users/{user}", "user delete: every row of the user, its pushed backups and sessions.",
      "session", {}, None, {"200": "user-delete"}),

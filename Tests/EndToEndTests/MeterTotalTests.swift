@@ -32,11 +32,11 @@ struct MeterTotalTests {
         for (user, amount) in [(guest, "12.5"), (guest, "0.25"), (other, "3")] {
             #expect(try await sandbox.run("meter", "use", user, "api_minutes", amount).status == 0)
         }
-        // The store as the version before kept it: no totals, no triggers, the migration not applied.
+        // The store as the version before kept it: no totals, no triggers, neither that migration nor the next applied.
         let forget =
             backend == .sqlite
-            ? "DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DELETE FROM grdb_migrations WHERE identifier = 'v10-meter-totals';"
-            : "DROP TABLE meter_totals; DROP FUNCTION meter_totals_add() CASCADE; DROP FUNCTION meter_totals_remove() CASCADE; DELETE FROM schema_migrations WHERE identifier = 'pg9-meter-totals';"
+            ? "DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP INDEX identities_email; DELETE FROM grdb_migrations WHERE identifier IN ('v10-meter-totals', 'v11-identity-email');"
+            : "DROP TABLE meter_totals; DROP FUNCTION meter_totals_add() CASCADE; DROP FUNCTION meter_totals_remove() CASCADE; DROP INDEX identities_email; DELETE FROM schema_migrations WHERE identifier IN ('pg9-meter-totals', 'pg10-identity-email');"
         try await execute(forget, in: sandbox, backend)
         if backend == .sqlite {
             #expect(try await sandbox.run("db", "migrate").status == 0)

@@ -209,6 +209,58 @@ struct RouteTests {
             "the first sign-in's: \(everywhere.body)")
     }
 
+    @Test("finding a user: GET /v1/users with one of identity, email or device, for admin keys only")
+    func findUsers() async throws {
+        let server = try await RouteTester(profile: "subscriptions")
+        let userData = try await server.key(.userData)
+        let admin = try await server.key(.admin, named: "ops")
+        let account = try await server.request(
+            .post, "/v1/sessions", token: userData,
+            body: #"{"provider":"apple","subject":"001234.abcd","email":"Ana@Example.com"}"#)
+        let person = try #require(account.object["user_id"] as? String)
+        let accountToken = try #require(account.object["access_token"] as? String)
+        let phone = try await server.request(.post, "/v1/guests", body: #"{"device":"shared-ipad"}"#)
+        let tablet = try await server.request(.post, "/v1/guests", body: #"{"device":"shared-ipad"}"#)
+        let guests = [phone, tablet].compactMap { $0.object["user_id"] as? String }
+
+        let byIdentity = try await server.request(.get, "/v1/users?identity=apple:001234.abcd", token: admin)
+        #expect(byIdentity.status == 200 && byIdentity.array.map { $0["user_id"] as? String } == [person])
+        #expect(byIdentity.array.first?["identities"] as? Int == 1, "the user list's document: \(byIdentity.body)")
+        let byEmail = try await server.request(.get, "/v1/users?email=ana%40example.COM", token: admin)
+        #expect(byEmail.array.map { $0["user_id"] as? String } == [person], "\(byEmail.body)")
+        let byDevice = try await server.request(.get, "/v1/users?device=shared-ipad", token: admin)
+        #expect(
+            byDevice.array.compactMap { $0["user_id"] as? String } == guests.sorted(),
+            "a shared device: both guests, signed in at one time so in the order of their ids")
+        let unknown = try await server.request(.get, "/v1/users?email=nobody@example.com", token: admin)
+        #expect(unknown.status == 200 && unknown.body.filter { !$0.isWhitespace } == "[]", "none: an empty list")
+        #expect(
+            try await server.request(.get, "/v1/users", token: admin).array.count == 3, "no query: every user")
+
+        for path in ["/v1/users?identity=apple:001234.abcd", "/v1/users?device=shared-ipad"] {
+            let asUser = try await server.request(.get, path, token: accountToken)
+            #expect(asUser.status == 403 && asUser.errorCode == "insufficient_scope", "\(asUser.body)")
+            #expect(try await server.request(.get, path, token: userData).status == 403)
+            #expect(try await server.request(.get, path).status == 401)
+        }
+        for (path, words) in [
+            ("/v1/users?email=a@example.com&device=x", "not several"),
+            ("/v1/users?email=a@example.com&email=b@example.com", "not several"),
+            ("/v1/users?emial=a@example.com", "and no other"),
+            ("/v1/users?identity=apple", "PROVIDER:SUBJECT"),
+            ("/v1/users?email=", "must not be empty"),
+            ("/v1/users?device", "must not be empty"),
+        ] {
+            let refused = try await server.request(.get, path, token: admin)
+            let message = (refused.object["error"] as? [String: Any])?["message"] as? String ?? ""
+            #expect(
+                refused.status == 400 && refused.errorCode == "usage" && message.contains(words),
+                "\(path): \(refused.body)")
+        }
+        let nul = try await server.request(.get, "/v1/users?device=a%00b", token: admin)
+        #expect(nul.status == 422 && nul.errorCode == "nul_in_text", "\(nul.body)")
+    }
+
     @Test("merges: only a live token of the guest proves it; a refused merge changes nothing")
     func mergeNeedsProofOfTheGuest() async throws {
         let server = try await RouteTester(profile: "subscriptions")

@@ -38,6 +38,10 @@ package protocol ServerRows {
     /// Revokes every family of the user not revoked yet; how many it revoked.
     func revokeSessionFamilies(of userID: String, at time: Date) throws -> Int
 
+    /// The user's session families, revoked ones too, oldest first (then by id, byte by byte),
+    /// each with when a refresh token of it was last spent and how many were. Never a token.
+    func sessionFamilies(of userID: String) throws -> [SessionFamily]
+
     /// The answer kept for `key` from `principal`, or nil.
     func keptResponse(principal: String, key: String) throws -> KeptResponse?
 
@@ -75,5 +79,30 @@ package struct StoredRefreshToken: Sendable, Equatable {
         self.userID = userID
         self.usedAt = usedAt
         self.familyRevokedAt = familyRevokedAt
+    }
+}
+
+/// A session as listed: the chain of refresh tokens one sign-in handed out. Never a token: only
+/// their SHA-256 is kept, and none of it is listed.
+package struct SessionFamily: Codable, Sendable, Equatable {
+    /// The family's id, which names it to `revokeSession(family:user:now:)`; no credential.
+    package var id: String
+    package var userID: String
+    /// When the session was signed in.
+    package var createdAt: Date
+    /// When a refresh token of the session was last spent; nil when none was.
+    package var lastUsedAt: Date?
+    /// How many refresh tokens of the session were spent.
+    package var refreshes: Int
+    /// When the session was revoked (signed out, reused token, a key's revocation); nil while live.
+    package var revokedAt: Date?
+
+    package init(id: String, userID: String, createdAt: Date, lastUsedAt: Date?, refreshes: Int, revokedAt: Date?) {
+        self.id = id
+        self.userID = userID
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.refreshes = refreshes
+        self.revokedAt = revokedAt
     }
 }

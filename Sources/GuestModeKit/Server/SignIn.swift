@@ -96,6 +96,41 @@ extension GuestMode {
         }
     }
 
+    /// The user's sessions, revoked ones too, oldest first: when each was signed in, last
+    /// refreshed and revoked. Never a token.
+    ///
+    /// ```swift
+    /// let sessions = try engine.sessions(of: guest.id)
+    /// // sessions.filter { $0.revokedAt == nil }: the devices still signed in
+    /// ```
+    package func sessions(of userID: String) throws -> [SessionFamily] {
+        try TextRule.check(userID, what: "the user id")
+        return try store.read { transaction in
+            _ = try transaction.requireUser(userID)
+            return try transaction.sessionFamilies(of: userID)
+        }
+    }
+
+    /// Revokes one session of the user (one device signed out), named by its family id; 1 when it
+    /// was live, 0 when it was revoked already. A family of another user is `session_not_found`, as
+    /// one that does not exist.
+    ///
+    /// ```swift
+    /// let revoked = try engine.revokeSession(family: sessions[0].id, user: guest.id, now: now)
+    /// ```
+    package func revokeSession(family: String, user userID: String, now: Date) throws -> Int {
+        try TextRule.check(["the user id": userID, "the session": family])
+        return try store.write { transaction in
+            _ = try transaction.requireUser(userID, locking: true)
+            guard let session = try transaction.sessionFamilies(of: userID).first(where: { $0.id == family }) else {
+                throw GuestModeError(.sessionNotFound, "user '\(userID)' has no session '\(family)'")
+            }
+            guard session.revokedAt == nil else { return 0 }
+            try transaction.revokeSessionFamily(family, at: now)
+            return 1
+        }
+    }
+
     /// The user a live refresh token belongs to, without spending it: proof, shown by whoever holds
     /// the guest's session, that they may fold that guest into an account. Nil for a token that is
     /// unknown, used, or of a revoked session.

@@ -351,6 +351,8 @@ extension GuestModeError {
         case serverKeyExists = "server_key_exists"
         /// No server key has that name.
         case serverKeyNotFound = "server_key_not_found"
+        /// The user has no session with that id.
+        case sessionNotFound = "session_not_found"
         /// The store stayed locked by another writer for the whole wait.
         case storeBusy = "store_busy"
         /// A store already exists where a new one was to be created.
@@ -586,6 +588,7 @@ extension GuestModeError {
                 .refreshTokenInvalid,
                 .routeNotFound,
                 .serverKeyNotFound,
+                .sessionNotFound,
                 .storeNotFound,
                 .userNotFound,
                 .webhookNotFound:

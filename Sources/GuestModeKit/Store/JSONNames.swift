@@ -13,6 +13,11 @@ extension UserSummary: JSONNamed {
     package static let jsonNames = ["id": "user_id"]
 }
 
+/// `serve session list`: a session's id says it names a family of refresh tokens.
+extension SessionFamily: JSONNamed {
+    package static let jsonNames = ["id": "family_id"]
+}
+
 extension PurgeCandidate: JSONNamed {
     package static let jsonNames = ["id": "user_id"]
 }

@@ -26,6 +26,15 @@ package protocol UserRows {
     /// `lastSeenBefore` keeps users whose last activity is strictly earlier.
     func userSummaries(state: UserState?, lastSeenBefore: Date?) throws -> [UserSummary]
 
+    /// The users `lookup` names, in creation order (then id, byte by byte), each with how many
+    /// identities and records it holds, as `userSummaries(state:lastSeenBefore:)` gives them.
+    /// `.identity` matches the identity's provider and subject exactly; `.email` matches
+    /// identities whose address (their email, or, for an identity of the `email` provider that
+    /// carries none, its subject), ASCII letters folded to lower case, equals the address folded
+    /// the same way; `.device` matches the users' device exactly. Each is answered from an index:
+    /// the identities' key, `identities_email`, `users_device`.
+    func userSummaries(_ lookup: UserLookup) throws -> [UserSummary]
+
     /// Stores anonymous credentials unless their username is taken by any
     /// user: then it writes nothing and returns false. PostgreSQL waits for
     /// a transaction storing the same username and returns false if that

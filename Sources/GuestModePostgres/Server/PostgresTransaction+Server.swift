@@ -79,6 +79,24 @@ extension PostgresTransaction {
         ).changes
     }
 
+    func sessionFamilies(of userID: String) throws -> [SessionFamily] {
+        // Times are ISO 8601 text, so max() under "C" is the latest; ids tie-break byte by byte.
+        try connection.execute(
+            """
+            SELECT f.id, f.user_id, f.created_at, f.revoked_at,
+                (SELECT max(t.used_at COLLATE "C") FROM refresh_tokens t WHERE t.family_id = f.id) AS last_used_at,
+                (SELECT count(t.used_at) FROM refresh_tokens t WHERE t.family_id = f.id) AS refreshes
+            FROM session_families f WHERE f.user_id = $1 ORDER BY f.created_at COLLATE "C", f.id COLLATE "C"
+            """,
+            [PostgresValue(userID)]
+        ).map { row in
+            SessionFamily(
+                id: try row.string("id"), userID: try row.string("user_id"), createdAt: try row.date("created_at"),
+                lastUsedAt: try row.optionalDate("last_used_at"), refreshes: try row.int("refreshes"),
+                revokedAt: try row.optionalDate("revoked_at"))
+        }
+    }
+
     func keptResponse(principal: String, key: String) throws -> KeptResponse? {
         try connection.execute(
             "SELECT * FROM kept_responses WHERE principal = $1 AND key = $2",

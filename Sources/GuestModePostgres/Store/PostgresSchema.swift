@@ -22,6 +22,7 @@ enum PostgresSchema {
         Migration(identifier: "pg7-migration-attempts", sql: migrationAttempts),
         Migration(identifier: "pg8-webhook-heads", sql: webhookHeads),
         Migration(identifier: "pg9-meter-totals", sql: meterTotals),
+        Migration(identifier: "pg10-identity-email", sql: identityEmail),
     ]
 
     /// Kept totals of the usage ledger by user, meter and UTC day and month
@@ -94,6 +95,15 @@ enum PostgresSchema {
             REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION meter_totals_remove();
         CREATE TRIGGER meter_totals_move_in AFTER UPDATE ON meter_usage
             REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION meter_totals_add();
+        """
+
+    /// `user find --email` finds the identities that carry an address by this index (SQLite's
+    /// v11): the email an identity was linked with, or an `email` identity's subject when it carries
+    /// none. lower() under "C" folds ASCII letters only, as SQLite's lower() does, so both backends
+    /// find the same identities.
+    static let identityEmail = """
+        CREATE INDEX identities_email ON identities (lower(coalesce(email, subject) COLLATE "C"))
+            WHERE email IS NOT NULL OR provider = 'email';
         """
 
     /// The oldest pending delivery of an endpoint and user is found with one

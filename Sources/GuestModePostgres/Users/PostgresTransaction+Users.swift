@@ -30,22 +30,55 @@ extension PostgresTransaction {
             parameters.append(PostgresValue(lastSeenBefore))
             clauses.append("u.last_seen_at < $\(parameters.count)")
         }
-        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-        // COLLATE "C": ids tie-break byte by byte, as in SQLite, whatever the database's locale.
+        return try connection.execute(Self.summaries(where: clauses.joined(separator: " AND ")), parameters)
+            .map(Self.summary(of:))
+    }
+
+    func userSummaries(_ lookup: UserLookup) throws -> [UserSummary] {
+        let (condition, arguments) = Self.condition(of: lookup)
         return try connection.execute(
-            """
-            SELECT u.id, u.state, u.created_at, u.last_seen_at,
-                (SELECT count(*) FROM identities i WHERE i.user_id = u.id) AS identities,
-                (SELECT count(*) FROM records r WHERE r.owner_id = u.id) AS records
-            FROM users u \(whereClause) ORDER BY u.created_at COLLATE "C", u.id COLLATE "C"
-            """,
-            parameters
-        ).map { row in
-            UserSummary(
-                id: try row.string("id"), state: try row.decode("state", as: UserState.self),
-                createdAt: try row.date("created_at"), lastSeenAt: try row.date("last_seen_at"),
-                identities: try row.int("identities"), records: try row.int("records"))
+            Self.summaries(where: condition), arguments.map { PostgresValue($0) as PostgresValue? }
+        )
+        .map(Self.summary(of:))
+    }
+
+    /// The WHERE clause of a lookup, each answered from an index: the identities' primary key,
+    /// `identities_email` (its expression and condition written as the index has them), `users_device`.
+    /// lower() under COLLATE "C" folds ASCII letters only, as SQLite's does.
+    static func condition(of lookup: UserLookup) -> (String, [String]) {
+        switch lookup {
+        case let .identity(provider, subject):
+            ("u.id IN (SELECT user_id FROM identities WHERE provider = $1 AND subject = $2)", [provider, subject])
+        case let .email(address):
+            (
+                """
+                u.id IN (SELECT user_id FROM identities
+                    WHERE (email IS NOT NULL OR provider = 'email')
+                        AND lower(coalesce(email, subject) COLLATE "C") = lower($1::text COLLATE "C"))
+                """, [address]
+            )
+        case let .device(device):
+            ("u.device = $1", [device])
         }
+    }
+
+    /// The user listing's query. COLLATE "C": ids tie-break byte by byte, as in SQLite, whatever the
+    /// database's locale (and the order `users_device` keeps).
+    static func summaries(where condition: String) -> String {
+        """
+        SELECT u.id, u.state, u.created_at, u.last_seen_at,
+            (SELECT count(*) FROM identities i WHERE i.user_id = u.id) AS identities,
+            (SELECT count(*) FROM records r WHERE r.owner_id = u.id) AS records
+        FROM users u \(condition.isEmpty ? "" : "WHERE " + condition)
+        ORDER BY u.created_at COLLATE "C", u.id COLLATE "C"
+        """
+    }
+
+    private static func summary(of row: PostgresRow) throws -> UserSummary {
+        UserSummary(
+            id: try row.string("id"), state: try row.decode("state", as: UserState.self),
+            createdAt: try row.date("created_at"), lastSeenAt: try row.date("last_seen_at"),
+            identities: try row.int("identities"), records: try row.int("records"))
     }
 
     func insertCredentials(_ credentials: StoredCredentials) throws -> Bool {

@@ -79,6 +79,24 @@ extension SQLiteTransaction {
         return db.changesCount
     }
 
+    func sessionFamilies(of userID: String) throws -> [SessionFamily] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT f.id, f.user_id, f.created_at, f.revoked_at,
+                    (SELECT MAX(t.used_at) FROM refresh_tokens t WHERE t.family_id = f.id) AS last_used_at,
+                    (SELECT COUNT(t.used_at) FROM refresh_tokens t WHERE t.family_id = f.id) AS refreshes
+                FROM session_families f WHERE f.user_id = ? ORDER BY f.created_at, f.id
+                """,
+            arguments: [userID]
+        ).map { row in
+            SessionFamily(
+                id: try row.decode(forColumn: "id"), userID: try row.decode(forColumn: "user_id"),
+                createdAt: try row.time("created_at"), lastUsedAt: try row.optionalTime("last_used_at"),
+                refreshes: try row.decode(forColumn: "refreshes"), revokedAt: try row.optionalTime("revoked_at"))
+        }
+    }
+
     func keptResponse(principal: String, key: String) throws -> KeptResponse? {
         try Row.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM kept_responses WHERE principal = ? AND key = ?"),

@@ -44,6 +44,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v10-meter-totals") { db in
             try db.execute(sql: Schema.v10)
         }
+        migrator.registerMigration("v11-identity-email") { db in
+            try db.execute(sql: Schema.v11)
+        }
         return migrator
     }
 

@@ -329,4 +329,12 @@ enum Schema {
                 ON CONFLICT (user_id, meter, span, bucket) DO UPDATE SET millionths = millionths + excluded.millionths;
         END;
         """
+
+    /// `user find --email` and `GET /v1/users?email=` find the identities that carry an address by
+    /// this index, whatever the case of its ASCII letters: the email an identity was linked with, or
+    /// an `email` identity's subject when it carries none. Most identities carry none.
+    static let v11 = """
+        CREATE INDEX identities_email ON identities (lower(coalesce(email, subject)))
+            WHERE email IS NOT NULL OR provider = 'email';
+        """
 }

@@ -32,22 +32,51 @@ extension SQLiteTransaction {
             clauses.append("u.last_seen_at < ?")
             arguments.append(Timestamp.format(lastSeenBefore))
         }
-        let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
         return try Row.fetchAll(
-            db,
-            sql: """
-                SELECT u.id, u.state, u.created_at, u.last_seen_at,
-                    (SELECT COUNT(*) FROM identities i WHERE i.user_id = u.id) AS identities,
-                    (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
-                FROM users u \(whereClause) ORDER BY u.created_at, u.id
-                """,
+            db, sql: Self.summaries(where: clauses.joined(separator: " AND ")),
             arguments: StatementArguments(arguments)
-        ).map { row in
-            UserSummary(
-                id: try row.decode(forColumn: "id"), state: try row.decode("state", as: UserState.self),
-                createdAt: try row.time("created_at"), lastSeenAt: try row.time("last_seen_at"),
-                identities: try row.decode(forColumn: "identities"), records: try row.decode(forColumn: "records"))
+        ).map(Self.summary(of:))
+    }
+
+    func userSummaries(_ lookup: UserLookup) throws -> [UserSummary] {
+        let (condition, arguments) = Self.condition(of: lookup)
+        return try Row.fetchAll(db, sql: Self.summaries(where: condition), arguments: StatementArguments(arguments))
+            .map(Self.summary(of:))
+    }
+
+    /// The WHERE clause of a lookup, each answered from an index: the identities' primary key,
+    /// `identities_email` (the partial index's condition repeated so it applies), `users_device`.
+    static func condition(of lookup: UserLookup) -> (String, [String]) {
+        switch lookup {
+        case let .identity(provider, subject):
+            ("u.id IN (SELECT user_id FROM identities WHERE provider = ? AND subject = ?)", [provider, subject])
+        case let .email(address):
+            (
+                """
+                u.id IN (SELECT user_id FROM identities
+                    WHERE (email IS NOT NULL OR provider = 'email') AND lower(coalesce(email, subject)) = lower(?))
+                """, [address]
+            )
+        case let .device(device):
+            ("u.device = ?", [device])
         }
+    }
+
+    /// The user listing's query, its rows in creation order.
+    static func summaries(where condition: String) -> String {
+        """
+        SELECT u.id, u.state, u.created_at, u.last_seen_at,
+            (SELECT COUNT(*) FROM identities i WHERE i.user_id = u.id) AS identities,
+            (SELECT COUNT(*) FROM records r WHERE r.owner_id = u.id) AS records
+        FROM users u \(condition.isEmpty ? "" : "WHERE " + condition) ORDER BY u.created_at, u.id
+        """
+    }
+
+    private static func summary(of row: Row) throws -> UserSummary {
+        UserSummary(
+            id: try row.decode(forColumn: "id"), state: try row.decode("state", as: UserState.self),
+            createdAt: try row.time("created_at"), lastSeenAt: try row.time("last_seen_at"),
+            identities: try row.decode(forColumn: "identities"), records: try row.decode(forColumn: "records"))
     }
 
     func insertCredentials(_ credentials: StoredCredentials) throws -> Bool {

@@ -44,11 +44,37 @@ struct UserController {
         return try Reply.document(SessionsRevoked(userID: userID, revoked: revoked)).response
     }
 
-    /// `user list`: every user, so admin work.
+    /// `user list`: every user; with `?identity=PROVIDER:SUBJECT`, `?email=` or `?device=`, `user find`:
+    /// the users a person names (an empty list when none). Every user's, so admin work.
     @Sendable func list(_ request: Request, context: ServerContext) async throws -> Response {
         try await services.caller(of: request).requireKey(.admin)
-        let users = try await services.perform { engine, now in try engine.users(matching: UserFilter(), now: now) }
+        let lookup = try Self.lookup(of: request)
+        let users = try await services.perform { engine, now in
+            if let lookup { try engine.findUsers(lookup) } else { try engine.users(matching: UserFilter(), now: now) }
+        }
         return try Reply.document(users).response
+    }
+
+    /// The lookup the query names, nil for no query. One parameter of the three, once: a query the
+    /// route does not read is refused rather than answered with every user.
+    static func lookup(of request: Request) throws -> UserLookup? {
+        let names = RequestInput.queryNames(of: request)
+        guard !names.isEmpty else { return nil }
+        let known = ["identity", "email", "device"]
+        guard names.allSatisfy(known.contains) else {
+            throw GuestModeError(
+                .usage, "GET /v1/users reads one query parameter, identity, email or device, and no other")
+        }
+        guard names.count == 1 else {
+            throw GuestModeError(
+                .usage, "GET /v1/users finds users by one of identity, email or device at a time, not several")
+        }
+        let value = try RequestInput.query(names[0], of: request) ?? ""
+        switch names[0] {
+        case "identity": return try UserLookup.identity(parsing: value)
+        case "email": return .email(value)
+        default: return .device(value)
+        }
     }
 
     @Sendable func show(_ request: Request, context: ServerContext) async throws -> Response {

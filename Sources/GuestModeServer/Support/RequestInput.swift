@@ -68,6 +68,15 @@ enum RequestInput {
         return nil
     }
 
+    /// The names of the query's parameters, in order, a repeated one as often as it is given.
+    static func queryNames(of request: Request) -> [String] {
+        guard let query = request.uri.query else { return [] }
+        return query.split(separator: "&", omittingEmptySubsequences: true).map { item in
+            let name = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            return name.removingPercentEncoding ?? String(name)
+        }
+    }
+
     /// The body in a temporary file for `body`, removed afterwards: the
     /// engine reads a log twice (validation, then the batches), an archive by
     /// its path. `suffix` names the file as the reader expects.

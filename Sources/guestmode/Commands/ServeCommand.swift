@@ -20,7 +20,7 @@ struct ServeCommand: ParsableCommand {
             output says where the server listens. SIGTERM or SIGINT stops accepting connections, lets requests \
             in flight finish and closes the store. See guestmode-serve(1).
             """,
-        subcommands: [Key.self]
+        subcommands: [Key.self, Session.self]
     )
 
     @OptionGroup var global: GlobalOptions

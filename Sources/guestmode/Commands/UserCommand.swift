@@ -5,8 +5,8 @@ import GuestModeKit
 struct UserCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user",
-        abstract: "List, show, delete, purge and import users.",
-        subcommands: [List.self, Show.self, Events.self, Delete.self, Purge.self, Import.self]
+        abstract: "List, find, show, delete, purge and import users.",
+        subcommands: [List.self, Find.self, Show.self, Events.self, Delete.self, Purge.self, Import.self]
     )
 
     struct List: ParsableCommand {
@@ -45,21 +45,26 @@ struct UserCommand: ParsableCommand {
             let filter = UserFilter(
                 state: anonymous ? .anonymous : linked ? .linked : nil,
                 inactive: try UserCommand.inactivity(inactive, days: inactiveDays))
-            let users = try engine.users(matching: filter, now: try global.currentTime())
-            // As `docker ps -q`: a quiet table is the ids alone, one a line, for `xargs` and `head -1`.
-            if global.quiet && listing.resolved(global) == .table {
-                for user in users { global.output.line(user.id) }
-                return
-            }
-            try listing.render(
-                users, header: ["USER ID", "STATE", "FIRST SEEN", "LAST SEEN", "IDENTITIES", "RECORDS"],
-                rows: users.map {
-                    [
-                        $0.id, $0.state.rawValue, Timestamp.format($0.createdAt), Timestamp.format($0.lastSeenAt),
-                        String($0.identities), String($0.records),
-                    ]
-                }, global: global)
+            try UserCommand.render(
+                try engine.users(matching: filter, now: try global.currentTime()), listing: listing, global: global)
         }
+    }
+
+    /// A listing of users, as `user list` and `user find` print it.
+    static func render(_ users: [UserSummary], listing: ListingOptions, global: GlobalOptions) throws {
+        // As `docker ps -q`: a quiet table is the ids alone, one a line, for `xargs` and `head -1`.
+        if global.quiet && listing.resolved(global) == .table {
+            for user in users { global.output.line(user.id) }
+            return
+        }
+        try listing.render(
+            users, header: ["USER ID", "STATE", "FIRST SEEN", "LAST SEEN", "IDENTITIES", "RECORDS"],
+            rows: users.map {
+                [
+                    $0.id, $0.state.rawValue, Timestamp.format($0.createdAt), Timestamp.format($0.lastSeenAt),
+                    String($0.identities), String($0.records),
+                ]
+            }, global: global)
     }
 
     struct Show: ParsableCommand {

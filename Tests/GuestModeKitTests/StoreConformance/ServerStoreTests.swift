@@ -240,4 +240,35 @@ struct ServerStoreTests {
         let total = try opened(engine)
         #expect(given.answer.body == "ok" && runs == 2 && total == 2)
     }
+
+    @Test(arguments: StoreBackend.allCases)
+    func aUsersSessionsAreListedAndRevokedOneOrAll(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        #expect(try engine.sessions(of: "u1").isEmpty)
+        let phone = try engine.startSession(for: "u1", now: day(1))
+        let refreshed = try engine.refreshSession(phone.refreshToken, now: day(2))
+        let latest = try engine.refreshSession(refreshed.refreshToken, now: day(3))
+        let tablet = try engine.startSession(for: "u1", now: day(4))
+        _ = try engine.startSession(for: "u2", now: day(4))
+        let listed = try engine.sessions(of: "u1")
+        #expect(listed.count == 2 && listed.allSatisfy { $0.userID == "u1" && $0.revokedAt == nil })
+        #expect(listed.map(\.createdAt) == [day(1), day(4)], "oldest first")
+        #expect(listed.map(\.lastUsedAt) == [day(3), nil] && listed.map(\.refreshes) == [2, 0])
+        #expect(
+            !listed.contains { $0.id.contains(phone.refreshToken) || phone.refreshToken.contains($0.id) },
+            "no token")
+
+        #expect(try engine.revokeSession(family: listed[1].id, user: "u1", now: day(5)) == 1)
+        #expect(try engine.revokeSession(family: listed[1].id, user: "u1", now: day(6)) == 0, "revoked already")
+        expectFailure(.conflict, code: .refreshTokenReused) {
+            _ = try engine.refreshSession(tablet.refreshToken, now: day(6))
+        }
+        expectFailure(.notFound, code: .sessionNotFound) {
+            _ = try engine.revokeSession(family: listed[0].id, user: "u2", now: day(6))
+        }
+        expectFailure(.notFound, code: .userNotFound) { _ = try engine.sessions(of: "nobody") }
+        #expect(try engine.sessions(of: "u1").map(\.revokedAt) == [nil, day(5)])
+        #expect(
+            try engine.refreshSession(latest.refreshToken, now: day(6)).user.id == "u1", "the other session lives on")
+    }
 }
