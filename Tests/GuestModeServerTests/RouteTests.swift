@@ -216,7 +216,8 @@ struct RouteTests {
         let router = GuestModeServer.buildRouter(
             services: server.services,
             configuration: {
-                var configuration = ServerConfiguration(host: "", port: 0, threads: 1, accessTokenKey: [])
+                var configuration = ServerConfiguration(
+                    host: "", port: 0, threads: 1, signingKeySeal: RouteTester.seal)
                 configuration.backupsDirectory = "/nonexistent"
                 return configuration
             }(), accessLogger: .init(label: "test"))

@@ -36,6 +36,13 @@ public struct BackupKey: Sendable, Equatable {
         ).withUnsafeBytes { Array($0) }
     }
 
+    /// What seals the store's token signing keys (`guestmode serve`): a key this one derives, named by
+    /// this key's id, so every machine holding the deployment's key opens them and a copy of the
+    /// database alone opens nothing.
+    package var signingKeySeal: SigningKeySeal {
+        SigningKeySeal(id: id, bytes: derivedKey(for: "guestmode signing keys v1"))
+    }
+
     /// The key file's text: 64 lowercase hex digits and a newline.
     public var fileText: String {
         bytes.map { String(format: "%02x", $0) }.joined() + "\n"

@@ -351,6 +351,12 @@ extension GuestModeError {
         case serverKeyExists = "server_key_exists"
         /// No server key has that name.
         case serverKeyNotFound = "server_key_not_found"
+        /// The signing key is the current one: it cannot be retired before a rotation.
+        case signingKeyInUse = "signing_key_in_use"
+        /// No signing key has that id.
+        case signingKeyNotFound = "signing_key_not_found"
+        /// The store's current signing key does not open with this machine's deployment key.
+        case signingKeySealedElsewhere = "signing_key_sealed_elsewhere"
         /// The store stayed locked by another writer for the whole wait.
         case storeBusy = "store_busy"
         /// A store already exists where a new one was to be created.
@@ -464,6 +470,7 @@ extension GuestModeError {
                 .refreshTokenReused,
                 .rowConflict,
                 .serverKeyExists,
+                .signingKeyInUse,
                 .tooManyProviders,
                 .trialAlreadyUsed,
                 .upgradeInProgress,
@@ -564,6 +571,7 @@ extension GuestModeError {
                 .recordNotObject,
                 .schemaMigrationFailed,
                 .secretTooLong,
+                .signingKeySealedElsewhere,
                 .storeTooNew,
                 .storeWithoutProfile,
                 .unexportableValue,
@@ -571,6 +579,7 @@ extension GuestModeError {
                 return .badData
             case .archiveNotFound,
                 .backupKeyNotFound,
+                .signingKeyNotFound,
                 .conflictNotFound,
                 .experimentNotFound,
                 .fileNotFound,

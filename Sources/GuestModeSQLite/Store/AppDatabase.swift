@@ -41,6 +41,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v9-webhook-heads") { db in
             try db.execute(sql: Schema.v9)
         }
+        migrator.registerMigration("v10-signing-keys") { db in
+            try db.execute(sql: Schema.v10)
+        }
         return migrator
     }
 

@@ -280,4 +280,22 @@ enum Schema {
         CREATE INDEX webhook_outbox_pending_pair ON webhook_outbox (user_id, endpoint, created_at, id)
             WHERE status = 'pending';
         """
+
+    /// The keys `guestmode serve` signs access tokens with (ES256): the
+    /// public key, and the private key sealed with a key the deployment's
+    /// backup key derives (never in the clear). The newest key not retired
+    /// signs; the others not retired still verify. The store's own: no
+    /// backup carries them.
+    static let v10 = """
+        CREATE TABLE signing_keys (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kid TEXT NOT NULL UNIQUE,
+            algorithm TEXT NOT NULL,
+            public_key TEXT NOT NULL,
+            sealed_private_key TEXT NOT NULL,
+            sealed_by TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            retired_at TEXT
+        );
+        """
 }
