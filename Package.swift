@@ -173,6 +173,7 @@ let package = Package(
                 "GuestModeServer",
                 "GuestModeKit",
                 "GuestModeSQLite",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
