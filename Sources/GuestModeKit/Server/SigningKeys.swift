@@ -122,7 +122,7 @@ extension GuestMode {
             if let current = Self.current(of: stored) { _ = try Self.open(current, with: seal) }
             let made = try Self.makeSigningKey(seal: seal, now: now)
             try transaction.insertSigningKey(made)
-            return try Self.listed(stored + [made]).last!
+            return try Self.listed([made])[0]
         }
     }
 
@@ -140,7 +140,7 @@ extension GuestMode {
             if let current = try Self.listed(stored).first(where: { $0.state == .current }) { return (current, false) }
             let made = try Self.makeSigningKey(seal: seal, now: now)
             try transaction.insertSigningKey(made)
-            return (try Self.listed(stored + [made]).last!, true)
+            return (try Self.listed([made])[0], true)
         }
     }
 
@@ -160,7 +160,7 @@ extension GuestMode {
             case .current:
                 throw GuestModeError(
                     .signingKeyInUse,
-                    "the signing key \(kid) signs new access tokens; rotate first ('guestmode serve signing-key rotate'), then retire it once the tokens it signed have expired"
+                    "the signing key \(kid) signs new access tokens; rotate first, then retire it once the tokens it signed have expired"
                 )
             case .rotated:
                 try transaction.markSigningKeyRetired(kid: kid, at: now)
@@ -181,7 +181,7 @@ extension GuestMode {
         var verifiers: [String: P256.Signing.PublicKey] = [:]
         for key in stored where key.retiredAt == nil { verifiers[key.kid] = try Self.publicKey(of: key) }
         return SigningKeyRing(
-            current: listed.first { $0.state == .current }!, signer: signer, verifiers: verifiers,
+            current: try Self.listed([current])[0], signer: signer, verifiers: verifiers,
             published: listed.filter { $0.state != .retired })
     }
 
@@ -215,7 +215,7 @@ extension GuestMode {
         guard key.sealedBy == seal.id else {
             throw GuestModeError(
                 .signingKeySealedElsewhere,
-                "the store's signing key \(key.kid) is sealed with the deployment key \(key.sealedBy), and this machine's is \(seal.id); put the deployment's key here with 'guestmode backup key import FILE'"
+                "the store's signing key \(key.kid) is sealed with the deployment key \(key.sealedBy), and this machine's is \(seal.id)"
             )
         }
         guard let sealed = Base64URL.decode(key.sealedPrivateKey),
