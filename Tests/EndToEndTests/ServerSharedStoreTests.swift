@@ -55,10 +55,9 @@ struct ServerSharedStoreTests {
         arguments: ServerTests.Backend.allCases)
     func signingKeyAcrossServers(_ backend: ServerTests.Backend) async throws {
         let sandbox = try await backend.sandbox("voice")
-        // Started together on a store with no key yet: they make one between them.
-        async let starting = Server.start(in: sandbox)
+        // The first makes the store's key, the second finds it (ServerStoreTests starts them at once).
+        let first = try await Server.start(in: sandbox)
         let second = try await Server.start(in: sandbox)
-        let first = try await starting
         let listed = try await sandbox.run("serve", "signing-key", "list", "--json")
         #expect((listed.json as? [Any])?.count == 1, "one key for both: \(listed.stdout)")
         let (guest, token) = try await first.signIn()

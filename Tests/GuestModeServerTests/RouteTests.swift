@@ -229,9 +229,8 @@ struct RouteTests {
         let header = try #require(Base64URL.decode(before.split(separator: ".")[0]))
         let fields = try #require(try JSONSerialization.jsonObject(with: header) as? [String: String])
         #expect(fields == ["alg": "ES256", "typ": "JWT", "kid": first])
-        let claims = try #require(
-            try JSONSerialization.jsonObject(with: #require(Base64URL.decode(before.split(separator: ".")[1])))
-                as? [String: Any])
+        let payload = try #require(Base64URL.decode(before.split(separator: ".")[1]))
+        let claims = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
         #expect(claims["iss"] as? String == "guestmode" && claims["aud"] as? String == "authenticated")
         #expect(claims["sub"] as? String == user)
 

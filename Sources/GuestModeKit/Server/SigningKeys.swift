@@ -129,7 +129,7 @@ extension GuestMode {
     /// The store's current signing key, made first when the store has none
     /// (`guestmode serve` calls this as it starts); `created` says which.
     package func ensureSigningKey(seal: SigningKeySeal, now: Date) throws -> (key: SigningKey, created: Bool) {
-        if let current = try store.read({ transaction in Self.listed(try transaction.signingKeys()) })
+        if let current = try store.read({ transaction in try Self.listed(try transaction.signingKeys()) })
             .first(where: { $0.state == .current })
         {
             return (current, false)
