@@ -240,7 +240,7 @@ struct RouteTests {
         let rotated = try await server.request(.get, "/.well-known/jwks.json")
         #expect((rotated.object["keys"] as? [[String: Any]])?.compactMap { $0["kid"] as? String } == [first, second.kid])
         let (_, after) = try await server.signIn()
-        #expect(after.hasPrefix(Base64URL.encode(Data(#"{"alg":"ES256","typ":"JWT","kid":"\#(second.kid)"}"#.utf8))))
+        #expect(after.hasPrefix(Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(second.kid)","typ":"JWT"}"#.utf8))))
         #expect(try await server.request(.get, "/v1/users/\(user)", token: before).status == 200)
 
         _ = try await server.services.perform { engine, now in try engine.retireSigningKey(kid: first, now: now) }

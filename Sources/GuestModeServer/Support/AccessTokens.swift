@@ -29,7 +29,7 @@ final class AccessTokens: Sendable {
         var expiresAt: Date
     }
 
-    /// The header and claims as signed: exactly these members, in this order.
+    /// The header and claims as signed: exactly these members, written in key order.
     private struct Header: Encodable {
         var alg = "ES256"
         var typ = "JWT"
@@ -53,7 +53,7 @@ final class AccessTokens: Sendable {
         let issuedAt = now.timeIntervalSince1970.rounded(.down)
         let expiresAt = Date(timeIntervalSince1970: issuedAt + lifetime.rounded(.down))
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let header = try encoder.encode(Header(kid: ring.current.kid))
         let claims = try encoder.encode(
             Claims(
