@@ -46,7 +46,8 @@ struct ServerSigningKeyTests {
     func verifiedElsewhereAcrossRotation(_ backend: ServerTests.Backend) async throws {
         let sandbox = try await backend.sandbox("voice")
         let none = try await sandbox.run("serve", "signing-key", "list", "--json")
-        #expect(none.status == 0 && (none.json as? [Any])?.isEmpty == true, "no key before the first serve: \(none.stdout)")
+        #expect(
+            none.status == 0 && (none.json as? [Any])?.isEmpty == true, "no key before the first serve: \(none.stdout)")
         let server = try await Server.start(
             in: sandbox, options: ["--issuer", Self.issuer, "--audience", Self.audience])
 

@@ -222,7 +222,8 @@ struct RouteTests {
         let key = try #require(keys.first)
         #expect(Set(key.keys) == ["kty", "crv", "use", "alg", "kid", "x", "y"], "a public key, nothing more: \(key)")
         #expect(key["kty"] as? String == "EC" && key["crv"] as? String == "P-256" && key["alg"] as? String == "ES256")
-        #expect(key["use"] as? String == "sig" && (key["x"] as? String)?.count == 43 && (key["y"] as? String)?.count == 43)
+        #expect(
+            key["use"] as? String == "sig" && (key["x"] as? String)?.count == 43 && (key["y"] as? String)?.count == 43)
         let first = try #require(key["kid"] as? String)
 
         let (user, before) = try await server.signIn()
@@ -238,7 +239,8 @@ struct RouteTests {
             try engine.rotateSigningKey(seal: RouteTester.seal, now: now)
         }
         let rotated = try await server.request(.get, "/.well-known/jwks.json")
-        #expect((rotated.object["keys"] as? [[String: Any]])?.compactMap { $0["kid"] as? String } == [first, second.kid])
+        #expect(
+            (rotated.object["keys"] as? [[String: Any]])?.compactMap { $0["kid"] as? String } == [first, second.kid])
         let (_, after) = try await server.signIn()
         #expect(after.hasPrefix(Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(second.kid)","typ":"JWT"}"#.utf8))))
         #expect(try await server.request(.get, "/v1/users/\(user)", token: before).status == 200)
@@ -259,7 +261,8 @@ struct RouteTests {
         }
         let (user, token) = try await server.signIn()
         #expect(try await server.request(.get, "/v1/users/\(user)", token: token).status == 200)
-        let ring = try #require(try await server.services.perform { engine, _ in try engine.signingKeyRing(seal: seal) })
+        let ring = try #require(
+            try await server.services.perform { engine, _ in try engine.signingKeyRing(seal: seal) })
         func signed(_ claims: String) throws -> String {
             let input =
                 Base64URL.encode(Data(#"{"alg":"ES256","typ":"JWT","kid":"\#(ring.current.kid)"}"#.utf8)) + "."
@@ -274,10 +277,12 @@ struct RouteTests {
             ).status == 200, "the control: the same claims as the server's, signed as it signs")
         #expect(
             try await server.request(
-                .get, "/v1/users/\(user)", token: signed(#"{"iss":"https://api.example.com","aud":["other","app"],\#(good)}"#)
+                .get, "/v1/users/\(user)",
+                token: signed(#"{"iss":"https://api.example.com","aud":["other","app"],\#(good)}"#)
             ).status == 200, "aud may be an array naming the audience")
         for claims in [
-            #"{"iss":"https://evil.example.com","aud":"app",\#(good)}"#, #"{"iss":"https://api.example.com","aud":"other",\#(good)}"#,
+            #"{"iss":"https://evil.example.com","aud":"app",\#(good)}"#,
+            #"{"iss":"https://api.example.com","aud":"other",\#(good)}"#,
             #"{"aud":"app",\#(good)}"#, #"{"iss":"https://api.example.com",\#(good)}"#,
             #"{"iss":"https://api.example.com","aud":"app","sub":"\#(user)","iat":1793527200,"exp":1793527200}"#,
         ] {

@@ -71,7 +71,8 @@ final class AccessTokens: Sendable {
     func verify(_ token: String, now: Date) async throws -> String {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, token.utf8.count <= 8192,
-            let headerBytes = Base64URL.decode(parts[0]), case let .object(header)? = try? StrictJSON.parse(headerBytes),
+            let headerBytes = Base64URL.decode(parts[0]),
+            case let .object(header)? = try? StrictJSON.parse(headerBytes),
             // The algorithm is the server's, whatever the header says; no extension it would have to understand.
             header["alg"] == .string("ES256"), header["crit"] == nil, case let .string(kid)? = header["kid"],
             let signatureBytes = Base64URL.decode(parts[2]), signatureBytes.count == 64,

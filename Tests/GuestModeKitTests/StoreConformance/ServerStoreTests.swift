@@ -58,18 +58,26 @@ struct ServerStoreTests {
         #expect(ring.published.map(\.kid) == [first.kid, second.kid])
         #expect(ring.signer.publicKey.x963Representation == ring.verifiers[second.kid]?.x963Representation)
 
-        expectFailure(.conflict, code: .signingKeyInUse) { _ = try engine.retireSigningKey(kid: second.kid, now: day(2)) }
-        expectFailure(.notFound, code: .signingKeyNotFound) { _ = try engine.retireSigningKey(kid: "nope", now: day(2)) }
+        expectFailure(.conflict, code: .signingKeyInUse) {
+            _ = try engine.retireSigningKey(kid: second.kid, now: day(2))
+        }
+        expectFailure(.notFound, code: .signingKeyNotFound) {
+            _ = try engine.retireSigningKey(kid: "nope", now: day(2))
+        }
         let retired = try engine.retireSigningKey(kid: first.kid, now: day(2))
         #expect(retired.state == .retired && retired.retiredAt == day(2))
-        #expect(try engine.retireSigningKey(kid: first.kid, now: day(3)).retiredAt == day(2), "retiring twice changes nothing")
+        #expect(
+            try engine.retireSigningKey(kid: first.kid, now: day(3)).retiredAt == day(2),
+            "retiring twice changes nothing")
         let after = try #require(try engine.signingKeyRing(seal: seal))
         #expect(Array(after.verifiers.keys) == [second.kid] && after.published.map(\.kid) == [second.kid])
 
         // Another deployment key opens nothing, and may not add a key the servers could not open.
         let other = SigningKeySeal(id: "deployment-b", bytes: Array(repeating: 2, count: 32))
         expectFailure(.badData, code: .signingKeySealedElsewhere) { _ = try engine.signingKeyRing(seal: other) }
-        expectFailure(.badData, code: .signingKeySealedElsewhere) { _ = try engine.rotateSigningKey(seal: other, now: day(3)) }
+        expectFailure(.badData, code: .signingKeySealedElsewhere) {
+            _ = try engine.rotateSigningKey(seal: other, now: day(3))
+        }
         let sameName = SigningKeySeal(id: "deployment-a", bytes: Array(repeating: 3, count: 32))
         expectFailure(.badData, code: .signingKeySealedElsewhere) { _ = try engine.signingKeyRing(seal: sameName) }
         #expect(try engine.signingKeys().count == 2)
@@ -81,7 +89,9 @@ struct ServerStoreTests {
         let seal = SigningKeySeal(id: "deployment-a", bytes: Array(repeating: 1, count: 32))
         let made = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            if let (key, _) = try? engine.ensureSigningKey(seal: seal, now: day(1)) { made.withLock { $0.append(key.kid) } }
+            if let (key, _) = try? engine.ensureSigningKey(seal: seal, now: day(1)) {
+                made.withLock { $0.append(key.kid) }
+            }
         }
         #expect(try engine.signingKeys().count == 1)
         #expect(Set(made.withLock { $0 }).count == 1 && made.withLock { $0.count } == 8)
