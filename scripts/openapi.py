@@ -55,6 +55,22 @@ BODIES = {
         "description": "The guest proven by its own access or refresh token (guest_token), or, with a "
                        "user-data key, named (guest); dry_run answers what a merge would do and changes nothing.",
     },
+    "migration": {
+        "type": "object",
+        "properties": {
+            "guest_token": nullable(STRING),
+            "guest": nullable(STRING),
+            "dry_run": nullable({"type": "boolean"}),
+            "resume": nullable({"type": "boolean"}),
+        },
+        "description": "The guest proven as for a merge; dry_run answers the plan and changes nothing; resume "
+                       "continues an unfinished migration from its first unfinished step.",
+    },
+    "conflict-restore": {
+        "type": "object",
+        "properties": {"key": nullable(STRING)},
+        "description": "Empty, or the key to restore the record under (default: KEY~restored, KEY~restored2, ...).",
+    },
     "session-new": {
         "type": "object",
         "properties": {
@@ -205,6 +221,13 @@ ROUTES = [
      {"200": "sessions-revoked"}),
     ("post", "/v1/users/{user}/merges", "merge: a guest folded into this account, with proof of the guest.",
      "session", {}, "merge", {"200": "merge", "403": "error", "409": "error", "422": "error"}),
+    ("post", "/v1/users/{user}/migrations", "migrate: a guest moved into this account step by step, with proof "
+     "of the guest, after a safety backup (with --backups-dir).", "session", {}, "migration",
+     {"200": "migration", "403": "error", "409": "error", "422": "error"}),
+    ("get", "/v1/users/{user}/merge-conflicts", "merge conflicts list: the user's records that lost a merge.",
+     "session", {}, None, {"200": "merge-conflicts-list"}),
+    ("post", "/v1/users/{user}/merge-conflicts/{id}/restore", "merge conflicts restore: one back under a new key.",
+     "session", {}, "conflict-restore", {"200": "merge-conflicts-restore", "409": "error", "422": "error"}),
     ("put", "/v1/users/{user}/records/{collection}/{key}", "record put: the body is the record.", "session", {},
      "record", {"201": "record-put", "200": "record-put", "403": ("refusal", "record-put"),
                 "402": ("refusal", "record-put"), "422": "error"}),
@@ -296,6 +319,7 @@ PATH_PARAMETERS = {
     "provider": "An identity provider: apple, google...",
     "name": "The archive's name (latest: the latest of any name).",
     "report": "The report.",
+    "id": "A conflict_id, as the user's merge-conflicts list gives it.",
 }
 
 STORE_FREE = {"/healthz", "/metrics", "/v1/openapi.json"}
@@ -336,6 +360,7 @@ def components(schemas):
     result["session"] = guest
     result["meter-status-one"] = copy.deepcopy(schemas["meter-status"]["items"])
     result["meter-status-one"]["title"] = "guestmode meter status USER METER --json"
+    result["migration"] = {"anyOf": [ref("migrate-run"), ref("migrate-plan")]}
     result["prompt-next-or-explain"] = {"anyOf": [ref("prompt-next"), ref("prompt-explain")]}
     result["report"] = {"anyOf": [ref("report-" + name) for name in REPORTS]}
     result["openapi"] = {"type": "object", "required": ["openapi", "paths"]}
@@ -417,6 +442,8 @@ EXAMPLES = {
     "session-refresh": {"refresh_token": "a-refresh-token"},
     "session-new": {"provider": "apple", "id_token": "an-id-token", "nonce": "a-nonce"},
     "merge": {"guest_token": "the-guest-access-token", "policy": "keep-account", "dry_run": True},
+    "migration": {"guest_token": "the-guest-access-token", "dry_run": True},
+    "conflict-restore": {"key": "theme~kept"},
     "record": {"name": "Netflix", "price": 15.49},
     "meter-use": {"amount": 12.5, "id": "call-7", "overage": "allow"},
     "meter-grant": {"amount": 30, "expires": "P30D", "reason": "referral", "id": "referral-1"},

@@ -33,7 +33,7 @@ extension GuestModeServer {
         router.addRoutes(PromptController(services: services).endpoints, atPath: "/v1/users/:user/prompts")
         router.addRoutes(IdentityController(services: services).endpoints, atPath: "/v1/users/:user/identities")
         router.addRoutes(PlanController(services: services).endpoints, atPath: "/v1/users/:user/plans")
-        router.addRoutes(MergeController(services: services).endpoints, atPath: "/v1/users/:user/merges")
+        router.addRoutes(MergeController(services: services).endpoints, atPath: "/v1/users/:user")
         router.addRoutes(ExperimentController(services: services).endpoints, atPath: "/v1/users/:user/experiments")
         router.addRoutes(ReportController(services: services).endpoints, atPath: "/v1/reports")
         router.addRoutes(BulkController(services: services).endpoints, atPath: "/v1")

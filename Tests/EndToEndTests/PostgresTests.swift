@@ -5,6 +5,14 @@ extension Sandbox {
     /// A sandbox whose store is a fresh schema on the server `make test`
     /// starts (scripts/with-postgres.sh). A missing server fails the test.
     static func withPostgresStore(_ profile: String) async throws -> Sandbox {
+        let sandbox = try onPostgres()
+        let created = try await sandbox.run("init", "--profile", profile)
+        #expect(created.status == 0, "init failed: \(created.stderr)")
+        return sandbox
+    }
+
+    /// A sandbox whose commands use a schema of its own in the test server's database, not yet initialised.
+    static func onPostgres() throws -> Sandbox {
         let uri = try #require(
             ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 },
             "GUESTMODE_TEST_POSTGRES is not set: run the tests through 'make test'")
@@ -12,8 +20,6 @@ extension Sandbox {
         sandbox.environment["GUESTMODE_STORE"] = uri
         sandbox.environment["GUESTMODE_SCHEMA"] =
             "e2e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let created = try await sandbox.run("init", "--profile", profile)
-        #expect(created.status == 0, "init failed: \(created.stderr)")
         return sandbox
     }
 

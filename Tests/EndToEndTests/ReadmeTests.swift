@@ -51,7 +51,7 @@ struct ReadmeTests {
     }
 
     @Test(
-        "the README's serving block runs as written: sign in, the cap over HTTP, link, sign in again, sign out, delete, stop"
+        "the README's serving block runs as written: sign in, the cap over HTTP, link, sign in again, merge, sign out, delete, stop"
     )
     func servingRunsAsWritten() async throws {
         let block = try Self.block(under: "Serving apps")
@@ -63,8 +63,8 @@ struct ReadmeTests {
         #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
         #expect(
             result.stdout
-                == "created guestmode.sqlite with profile subscriptions v1\ns1 201\ns2 201\ns3 201\ns4 201\ns5 201\ns6 403\nKeep tracking everything\nlinked\nsame user\n1\nTrue\n"
-                + "guestmode_http_requests_total{route=\"/v1/guests\",method=\"POST\",status=\"201\"} 1\n3.1.0\n/v1/openapi.json\n",
+                == "created guestmode.sqlite with profile subscriptions v1\ns1 201\ns2 201\ns3 201\ns4 201\ns5 201\ns6 403\nKeep tracking everything\nlinked\nsame user\nkeep-account\n1\nTrue\n"
+                + "guestmode_http_requests_total{route=\"/v1/guests\",method=\"POST\",status=\"201\"} 2\n3.1.0\n/v1/openapi.json\n",
             "\(result.stdout)")
     }
 

@@ -95,13 +95,18 @@ struct ServerIdentityTokenTests {
     /// A sandbox with a key set and tokens, and the tokens by case.
     static func prepare(_ backend: ServerTests.Backend) async throws -> (Sandbox, [String: String]) {
         let sandbox = try await backend.sandbox("subscriptions")
+        return (sandbox, try await tokens(in: sandbox))
+    }
+
+    /// The provider's key set (jwks.json) and its ID tokens by name, made in `sandbox`, whose clock is
+    /// pinned to when they were issued.
+    static func tokens(in sandbox: Sandbox) async throws -> [String: String] {
         sandbox.environment["GUESTMODE_NOW"] = now
         try sandbox.write("idtokens.py", script)
         let made = try await sandbox.shell("python3 idtokens.py '\(issuer)' '\(audience)' '\(now)'")
         #expect(made.status == 0, "\(made.stderr)")
-        let tokens = try #require(
+        return try #require(
             try JSONSerialization.jsonObject(with: sandbox.read("tokens.json")) as? [String: String])
-        return (sandbox, tokens)
     }
 
     static func code(_ reply: Server.Reply) -> String? {

@@ -122,4 +122,88 @@ struct ServerSessionTests {
             "a deleted identity is free again: \(again.body)")
         #expect(try await server.stop() == 0)
     }
+
+    @Test(
+        "a tablet's guest migrated into the account: plan, safety backup, a retry refused; its losing record restored by its owner only",
+        arguments: ServerTests.Backend.allCases)
+    func migrationAndConflicts(_ backend: ServerTests.Backend) async throws {
+        let sandbox = try await backend.sandbox("subscriptions")
+        let key = try await sandbox.run("serve", "key", "create", "backend", "--scope", "user-data").stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let server = try await Server.start(in: sandbox, options: ["--backups-dir", sandbox.path("backups")])
+        let account = try await server.request(
+            "POST", "/v1/sessions", token: key, body: #"{"provider":"apple","subject":"apple-sub-7"}"#)
+        #expect(account.status == 201, "\(account.body)")
+        let person = try #require(account.object["user_id"] as? String)
+        let session = try #require(account.object["access_token"] as? String)
+        let tablet = try await server.request("POST", "/v1/guests")
+        let guest = try #require(tablet.object["user_id"] as? String)
+        let guestRefresh = try #require(tablet.object["refresh_token"] as? String)
+        let guestToken = try #require(tablet.object["access_token"] as? String)
+        for (user, token, price) in [(person, session, 9), (guest, guestToken, 11)] {
+            let put = try await server.request(
+                "PUT", "/v1/users/\(user)/records/subscriptions/netflix", token: token, body: #"{"price":\#(price)}"#)
+            #expect(put.status == 201, "\(put.body)")
+        }
+        let path = "/v1/users/\(person)/migrations"
+
+        let plan = try await server.request(
+            "POST", path, token: session, body: #"{"guest_token":"\#(guestRefresh)","dry_run":true}"#)
+        #expect(plan.status == 200 && !((plan.object["steps"] as? [Any]) ?? []).isEmpty, "\(plan.body)")
+        #expect(try await server.request("GET", "/v1/users/\(guest)", token: guestToken).status == 200, "a dry run")
+        let both = try await server.request(
+            "POST", path, token: session, body: #"{"guest_token":"\#(guestRefresh)","dry_run":true,"resume":true}"#)
+        #expect(both.status == 400, "\(both.body)")
+        let unproven = try await server.request("POST", path, token: session, body: #"{"guest":"\#(guest)"}"#)
+        #expect(unproven.status == 403, "a session names a guest by id alone: \(unproven.body)")
+        let forged = try await server.request("POST", path, token: session, body: #"{"guest_token":"not-a-token"}"#)
+        #expect(forged.status == 401, "\(forged.body)")
+
+        let migrated = try await server.request(
+            "POST", path, token: session, body: #"{"guest_token":"\#(guestRefresh)"}"#)
+        #expect(migrated.status == 200, "\(migrated.body)")
+        let journal = try #require(migrated.object["journal"] as? [String: Any])
+        #expect(journal["status"] as? String == "done")
+        let backupName = try #require(journal["backup_path"] as? String)
+        #expect(!backupName.contains("/"), "the answer names no server path: \(backupName)")
+        let safety = try FileManager.default.contentsOfDirectory(atPath: sandbox.path("backups/\(person)/safety"))
+        #expect(safety == [backupName])
+        let listed = try await server.request("GET", "/v1/users/\(person)/backups", token: session)
+        #expect(listed.status == 200 && listed.array.isEmpty, "a safety backup is not a pushed one: \(listed.body)")
+        #expect(try await server.request("GET", "/v1/users/\(guest)", token: key).status == 404, "the guest moved")
+        let retried = try await server.request("POST", path, token: session, body: #"{"guest_token":"\#(guestToken)"}"#)
+        #expect(
+            retried.status == 409 && ServerIdentityTokenTests.code(retried) == "already_migrated", "\(retried.body)")
+
+        // The record that lost is the account's to list and restore, nobody else's.
+        let conflicts = try await server.request("GET", "/v1/users/\(person)/merge-conflicts", token: session)
+        #expect(conflicts.status == 200 && conflicts.array.count == 1, "\(conflicts.body)")
+        let id = try #require(conflicts.array.first?["conflict_id"] as? Int)
+        let (stranger, strangerToken) = try await server.signIn()
+        let stolen = try await server.request(
+            "POST", "/v1/users/\(stranger)/merge-conflicts/\(id)/restore", token: strangerToken)
+        #expect(
+            stolen.status == 404 && ServerIdentityTokenTests.code(stolen) == "conflict_not_found", "\(stolen.body)")
+        #expect(
+            try await server.request("POST", "/v1/users/\(person)/merge-conflicts/1x/restore", token: session).status
+                == 400)
+        let restored = try await server.request(
+            "POST", "/v1/users/\(person)/merge-conflicts/\(id)/restore", token: session,
+            body: #"{"key":"netflix-tablet"}"#)
+        #expect(
+            restored.status == 200 && restored.object["restored_key"] as? String == "netflix-tablet", "\(restored.body)"
+        )
+        let records = try await server.request("GET", "/v1/users/\(person)/records/subscriptions", token: session)
+        #expect(
+            Set(records.array.compactMap { $0["key"] as? String }) == ["netflix", "netflix-tablet"], "\(records.body)")
+        let twice = try await server.request(
+            "POST", "/v1/users/\(person)/merge-conflicts/\(id)/restore", token: session)
+        #expect(twice.status == 404, "\(twice.body)")
+
+        let deleted = try await server.request("DELETE", "/v1/users/\(person)", token: session)
+        #expect(deleted.status == 200, "\(deleted.body)")
+        #expect(
+            !FileManager.default.fileExists(atPath: sandbox.path("backups/\(person)")), "the safety backup goes too")
+        #expect(try await server.stop() == 0)
+    }
 }

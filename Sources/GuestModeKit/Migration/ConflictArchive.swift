@@ -84,14 +84,27 @@ extension GuestMode {
     /// won. The archive entry is removed in the same transaction, last-seen
     /// moves and a backup is queued when the profile asks for it. A `key`
     /// the user already holds is refused and nothing changes. Caps do not
-    /// apply: the record was the user's before the merge.
-    public func restoreConflict(id: Int64, key: String?, now: Date) throws -> RestoredConflict {
+    /// apply: the record was the user's before the merge. With `userID`, a
+    /// conflict of any other user is not found, as an id that never was:
+    /// what a server answers a caller who may reach only that user.
+    ///
+    /// ```swift
+    /// let restored = try engine.restoreConflict(id: 7, of: account.id, key: nil, now: now)
+    /// // restored.restoredKey == "theme~restored"
+    /// ```
+    public func restoreConflict(
+        id: Int64, of userID: String? = nil, key: String?, now: Date
+    ) throws
+        -> RestoredConflict
+    {
         if let key, key.isEmpty {
             throw GuestModeError(.emptyKey, "the record key must not be empty")
         }
         try TextRule.check(["the record key": key])
         return try store.write { transaction in
-            guard let conflict = try transaction.archivedConflict(id: id, locking: true) else {
+            guard let conflict = try transaction.archivedConflict(id: id, locking: true),
+                userID == nil || conflict.userId == userID
+            else {
                 throw GuestModeError(.conflictNotFound, "no archived conflict with id \(id)")
             }
             _ = try transaction.requireUser(conflict.userId, locking: true)

@@ -49,6 +49,23 @@ struct BackupShelf: Sendable {
         }
     }
 
+    /// Writes the backup a migration takes before it moves anything into the account's `safety`
+    /// folder, which `list` and `latest` never show (they are the device's own archives) and deleting
+    /// the account removes. `export` writes the archive at the path given, as `exportBackup` does:
+    /// to a temporary file, flushed, then renamed.
+    func keepSafetyBackup(
+        of users: [String], for account: String, label: String, now: Date, export: (String) throws -> Void
+    ) throws -> String {
+        let safety = folder(of: account).appendingPathComponent("safety")
+        try Self.makeFolder(safety)
+        let stamp = Timestamp.format(now).replacingOccurrences(of: ":", with: "")
+        let source = GuestMode.fileName(for: users[0]).prefix(8)
+        let path = safety.appendingPathComponent("\(label)-\(stamp)-\(source)-\(UUID().uuidString.prefix(8)).gmbackup")
+        try export(path.path)
+        try Self.flush(safety)
+        return path.path
+    }
+
     /// Writes `body` into the user's incoming folder as `name`, replacing an
     /// upload of that name, once it is on disk and signed by `keys`'s
     /// deployment for `userID` alone.

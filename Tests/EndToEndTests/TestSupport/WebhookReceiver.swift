@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+
+/// One request the receiver (scripts/webhook-receiver.py) logged.
+struct Received {
+    var id: String
+    var type: String
+    var userID: String
+    var headerID: String
+    var bodySHA256: String
+    var isVerified: Bool
+    var mode: String
+    var status: Int
+}
+
+/// The receiver (scripts/webhook-receiver.py), started detached by `Sandbox.startReceiver`.
+struct Receiver {
+    var processID: Int32
+
+    /// Stops it at once: SIGKILL, since a process started from a test's thread may inherit a mask that
+    /// blocks SIGTERM.
+    func stop() { kill(processID, SIGKILL) }
+}
+
+extension Sandbox {
+    /// A port nothing listens on now.
+    func freePort() async throws -> Int {
+        let result = try await shell(
+            #"python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'"#)
+        return try #require(Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    /// Starts the receiver on `port`, detached, and waits until it listens; returns its process id.
+    ///
+    /// Foundation's `Process` learns that a child ended when the child's end of a socket pair closes,
+    /// then reaps it with a blocking `waitpid` on the one thread that reaps every child. The receiver
+    /// closes the descriptors it inherits (so it never holds another test's pipe open), which would
+    /// close that socket while it still runs and park the reaping thread until it exits: every other
+    /// command of the run would then wait for the receiver's `--lifetime`. So the receiver is started
+    /// by a shell that exits at once, and only that shell is Foundation's child.
+    func startReceiver(port: Int) async throws -> Receiver {
+        let script = Sandbox.packageRoot.appendingPathComponent("scripts/webhook-receiver.py").path
+        let started = try await shell(
+            """
+            python3 '\(script)' --port \(port) --port-file receiver.port --log received.ndjson \\
+                --secret-file hook.secret --mode-file receiver.mode --lifetime 240 </dev/null >/dev/null 2>&1 &
+            echo $!
+            """)
+        let processID = try #require(Int32(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let listening = try await shell(
+            "for i in $(seq 200); do [ -s receiver.port ] && exit 0; sleep 0.05; done; exit 1")
+        #expect(listening.status == 0, "the receiver did not start")
+        return Receiver(processID: processID)
+    }
+
+    func received() throws -> [Received] {
+        guard let data = try? read("received.ndjson") else { return [] }
+        return try String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return Received(
+                id: object["id"] as? String ?? "", type: object["type"] as? String ?? "",
+                userID: object["user_id"] as? String ?? "", headerID: object["header_id"] as? String ?? "",
+                bodySHA256: object["body_sha256"] as? String ?? "", isVerified: object["verified"] as? Bool ?? false,
+                mode: object["mode"] as? String ?? "", status: object["status"] as? Int ?? 0)
+        }
+    }
+
+    /// Every delivery in the outbox: (event id, type, status).
+    func outbox() async throws -> [(id: String, type: String, status: String)] {
+        let listed = try await run("webhook", "events", "--json")
+        #expect(listed.status == 0, "\(listed.stderr)")
+        return (listed.json as? [[String: Any]] ?? []).map {
+            ($0["event_id"] as? String ?? "", $0["type"] as? String ?? "", $0["status"] as? String ?? "")
+        }
+    }
+}
+
+extension Sandbox {
+    /// Initialises the store on `profile` with every event type sent to a receiver on loopback at
+    /// `port`, the secret in ./hook.secret (the store is PostgreSQL when GUESTMODE_STORE names one).
+    func initialise(_ profile: String, sendingEventsTo port: Int) async throws {
+        try write("hook.secret", "whsec_\(UUID().uuidString)\n")
+        let text = try String(
+            contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/\(profile).yaml"), encoding: .utf8)
+        try write(
+            "app.yaml",
+            text + """
+
+                webhooks:
+                  endpoints:
+                    - name: receiver
+                      url: http://127.0.0.1:\(port)/hook
+                      events: ["*"]
+                      secret_file: hook.secret
+
+                """)
+        let created = try await run("init", "--profile", "./app.yaml")
+        #expect(created.status == 0, "\(created.stderr)")
+    }
+}
