@@ -23,6 +23,8 @@ package struct SigningKey: Encodable, Sendable, Equatable {
     /// The public key's coordinates, base64url, as a JWK's `x` and `y`.
     package var x: String
     package var y: String
+    /// The id of the deployment key its private half is sealed with.
+    package var sealedBy: String
 
     enum CodingKeys: String, CodingKey { case kid, algorithm, state, createdAt, retiredAt }
 }
@@ -59,12 +61,25 @@ package struct StoredSigningKey: Sendable, Equatable {
 /// The key signing keys are sealed with: derived from the deployment's
 /// backup key by the caller, named by that key's id.
 package struct SigningKeySeal: Sendable {
+    /// The id of the deployment key new signing keys are sealed with.
     package var id: String
     let key: SymmetricKey
+    /// What the deployment's rotated keys derive, by their ids: signing keys sealed before a rotation
+    /// of the deployment key still open.
+    private var earlier: [String: SymmetricKey] = [:]
 
     package init(id: String, bytes: [UInt8]) {
         self.id = id
         key = SymmetricKey(data: bytes)
+    }
+
+    package mutating func add(id: String, bytes: [UInt8]) {
+        earlier[id] = SymmetricKey(data: bytes)
+    }
+
+    /// The key that opens what the deployment key `id` sealed, or nil.
+    func opening(_ id: String) -> SymmetricKey? {
+        id == self.id ? key : earlier[id]
     }
 }
 
@@ -198,7 +213,7 @@ extension GuestMode {
                 kid: key.kid, algorithm: key.algorithm,
                 state: key.retiredAt != nil ? .retired : key.kid == current ? .current : .rotated,
                 createdAt: key.createdAt, retiredAt: key.retiredAt,
-                x: Base64URL.encode(raw[1..<33]), y: Base64URL.encode(raw[33..<65]))
+                x: Base64URL.encode(raw[1..<33]), y: Base64URL.encode(raw[33..<65]), sealedBy: key.sealedBy)
         }
     }
 
@@ -212,7 +227,7 @@ extension GuestMode {
     }
 
     private static func open(_ key: StoredSigningKey, with seal: SigningKeySeal) throws -> P256.Signing.PrivateKey {
-        guard key.sealedBy == seal.id else {
+        guard let opening = seal.opening(key.sealedBy) else {
             throw GuestModeError(
                 .signingKeySealedElsewhere,
                 "the store's signing key \(key.kid) is sealed with the deployment key \(key.sealedBy), and this machine's is \(seal.id)"
@@ -220,13 +235,13 @@ extension GuestMode {
         }
         guard let sealed = Base64URL.decode(key.sealedPrivateKey),
             let box = try? AES.GCM.SealedBox(combined: sealed),
-            let raw = try? AES.GCM.open(box, using: seal.key, authenticating: Data(key.kid.utf8)),
+            let raw = try? AES.GCM.open(box, using: opening, authenticating: Data(key.kid.utf8)),
             let privateKey = try? P256.Signing.PrivateKey(rawRepresentation: raw),
             privateKey.publicKey.x963Representation == (try publicKey(of: key)).x963Representation
         else {
             throw GuestModeError(
                 .signingKeySealedElsewhere,
-                "the store's signing key \(key.kid) does not open with the deployment key \(seal.id); it was sealed with another key of that id, or changed since"
+                "the store's signing key \(key.kid) does not open with the deployment key \(key.sealedBy); it was sealed with another key of that id, or changed since"
             )
         }
         return privateKey

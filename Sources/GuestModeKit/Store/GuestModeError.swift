@@ -81,7 +81,9 @@ extension GuestModeError {
         case archiveWriteFailed = "archive_write_failed"
         /// An experiment assignment written in this transaction could not be read back.
         case assignmentLost = "assignment_lost"
-        /// The backup key file named by the environment does not exist.
+        /// The backup key is current, or seals the store's current signing key: it cannot be retired yet.
+        case backupKeyInUse = "backup_key_in_use"
+        /// The backup key file named by the environment does not exist, or the deployment has no key of that id.
         case backupKeyNotFound = "backup_key_not_found"
         /// A backup signing key is not the expected number of hex digits.
         case badBackupKey = "bad_backup_key"
@@ -456,6 +458,7 @@ extension GuestModeError {
                 return .nothingDue
             case .alreadyMigrated,
                 .archiveUserMismatch,
+                .backupKeyInUse,
                 .differentUser,
                 .guestAlreadyMoved,
                 .idempotencyKeyReused,
