@@ -108,7 +108,8 @@ public struct BackupKey: Sendable, Equatable {
                     "\(source) is not a guestmode backup key: after the key, each line must be 'HEX rotated TIME' or 'HEX retired TIME'"
                 )
             }
-            key.earlier.append(EarlierBackupKey(key: try parseOne(fields[0], source: source), state: state, since: since))
+            key.earlier.append(
+                EarlierBackupKey(key: try parseOne(fields[0], source: source), state: state, since: since))
         }
         return key
     }

@@ -85,7 +85,7 @@ extension BackupCommand {
                 }
             }
         }
-    
+
         /// `backup key list|rotate|retire --json`: one key of the deployment, never its bytes.
         struct ListedKey: Encodable {
             var keyId: String
