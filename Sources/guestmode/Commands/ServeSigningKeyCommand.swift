@@ -20,8 +20,8 @@ extension ServeCommand {
                 signed with it, and tokens signed before keep verifying until they expire (an hour). 'retire' \
                 ends a rotated key: tokens it signed are refused (401) and it leaves the key set. Running \
                 servers read the keys again every 5 seconds. Retire a key once the tokens it signed have \
-                expired, unless it leaked: then rotate and retire it at once, and every session signs in again \
-                with its refresh token.
+                expired, unless it leaked: then rotate and retire it at once, and each session gets a new \
+                access token with its refresh token.
                 """,
             subcommands: [List.self, Rotate.self, Retire.self])
 
