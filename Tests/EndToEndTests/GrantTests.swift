@@ -198,22 +198,23 @@ struct GrantTests {
         let guest = try await sandbox.newGuest()
         #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "5").status == 0)
         // Back to the version before grants: the table, the later webhook outbox, sign-in buckets, the counts of
-        // migration attempts, signing keys and their migrations' records gone.
+        // migration attempts, the kept meter totals, signing keys and their migrations' records gone.
         let rollback =
             backend == "sqlite"
-            ? "sqlite3 guestmode.sqlite \"DROP TABLE meter_grants; DROP TABLE webhook_outbox; DROP TABLE sign_in_buckets; DROP TABLE signing_keys; ALTER TABLE migration_journals DROP COLUMN resumes; ALTER TABLE migration_steps DROP COLUMN failures; DELETE FROM grdb_migrations WHERE identifier IN ('v5-grants', 'v6-webhooks', 'v7-sign-in-buckets', 'v8-migration-attempts', 'v9-webhook-heads', 'v10-signing-keys')\""
-            : "psql -q -d '\(sandbox.postgresURI)' -c \"DROP TABLE \(sandbox.postgresSchema).meter_grants; DROP TABLE \(sandbox.postgresSchema).webhook_outbox; DROP TABLE \(sandbox.postgresSchema).sign_in_buckets; DROP TABLE \(sandbox.postgresSchema).signing_keys; ALTER TABLE \(sandbox.postgresSchema).migration_journals DROP COLUMN resumes; ALTER TABLE \(sandbox.postgresSchema).migration_steps DROP COLUMN failures; DELETE FROM \(sandbox.postgresSchema).schema_migrations WHERE identifier IN ('pg4-grants', 'pg5-webhooks', 'pg6-sign-in-buckets', 'pg7-migration-attempts', 'pg8-webhook-heads', 'pg9-signing-keys')\""
+            ? "sqlite3 guestmode.sqlite \"DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP TABLE meter_grants; DROP TABLE webhook_outbox; DROP TABLE sign_in_buckets; DROP TABLE signing_keys; ALTER TABLE migration_journals DROP COLUMN resumes; ALTER TABLE migration_steps DROP COLUMN failures; DELETE FROM grdb_migrations WHERE identifier IN ('v5-grants', 'v6-webhooks', 'v7-sign-in-buckets', 'v8-migration-attempts', 'v9-webhook-heads', 'v10-meter-totals', 'v11-signing-keys')\""
+            : "psql -q -d '\(sandbox.postgresURI)' -c \"DROP TABLE \(sandbox.postgresSchema).meter_totals; DROP FUNCTION \(sandbox.postgresSchema).meter_totals_add() CASCADE; DROP FUNCTION \(sandbox.postgresSchema).meter_totals_remove() CASCADE; DROP TABLE \(sandbox.postgresSchema).meter_grants; DROP TABLE \(sandbox.postgresSchema).webhook_outbox; DROP TABLE \(sandbox.postgresSchema).sign_in_buckets; DROP TABLE \(sandbox.postgresSchema).signing_keys; ALTER TABLE \(sandbox.postgresSchema).migration_journals DROP COLUMN resumes; ALTER TABLE \(sandbox.postgresSchema).migration_steps DROP COLUMN failures; DELETE FROM \(sandbox.postgresSchema).schema_migrations WHERE identifier IN ('pg4-grants', 'pg5-webhooks', 'pg6-sign-in-buckets', 'pg7-migration-attempts', 'pg8-webhook-heads', 'pg9-meter-totals', 'pg10-signing-keys')\""
         #expect(try await sandbox.shell(rollback).status == 0)
         let name = backend == "sqlite" ? "v5-grants" : "pg4-grants"
         let webhooks = backend == "sqlite" ? "v6-webhooks" : "pg5-webhooks"
         let buckets = backend == "sqlite" ? "v7-sign-in-buckets" : "pg6-sign-in-buckets"
         let attempts = backend == "sqlite" ? "v8-migration-attempts" : "pg7-migration-attempts"
         let heads = backend == "sqlite" ? "v9-webhook-heads" : "pg8-webhook-heads"
-        let signing = backend == "sqlite" ? "v10-signing-keys" : "pg9-signing-keys"
+        let totals = backend == "sqlite" ? "v10-meter-totals" : "pg9-meter-totals"
+        let signing = backend == "sqlite" ? "v11-signing-keys" : "pg10-signing-keys"
         let status = try await sandbox.run("db", "status", "--json")
         #expect(
             (status.object["schema"] as? [String: Any])?["pending"] as? [String] == [
-                name, webhooks, buckets, attempts, heads, signing,
+                name, webhooks, buckets, attempts, heads, totals, signing,
             ],
             "\(status.stdout)")
         let migrated = try await sandbox.run("db", "migrate")

@@ -333,7 +333,8 @@ struct MigrationTests {
         #expect(
             schema?["pending"] as? [String] == [
                 "v2-conflict-archive", "v3-server", "v4-device-index", "v5-grants", "v6-webhooks",
-                "v7-sign-in-buckets", "v8-migration-attempts", "v9-webhook-heads", "v10-signing-keys",
+                "v7-sign-in-buckets", "v8-migration-attempts", "v9-webhook-heads", "v10-meter-totals",
+                "v11-signing-keys",
             ])
         #expect(
             try await sandbox.run("user", "list").status == 65,

@@ -3,12 +3,16 @@ import Foundation
 /// The usage ledger and the fired warnings of one transaction (see
 /// `StoreTransaction`).
 package protocol MeterRows {
-    /// Calls `body` with the amount of each of the user's uses of `meter`
-    /// recorded at or after `start` (all of them when nil), in no
-    /// particular order. A stored amount below zero reads as
-    /// zero, one past what an amount can hold as `MeterAmount.largest`.
-    func forEachMeterUseAmount(
-        of userID: String, meter: String, since start: Date?, _ body: (MeterAmount) throws -> Void
+    /// Calls `body` with the kept total of the user's uses of `meter` in
+    /// each UTC day (`span` `.day`) or month (`.month`) from the one that
+    /// begins at `start` on (every one when nil), in no particular order.
+    /// The store keeps these totals with every change to the ledger, in the
+    /// same transaction, so the cost does not grow with the uses a period
+    /// holds. A total below zero reads as zero, one past what an amount can
+    /// hold as `MeterAmount.largest`.
+    func forEachMeterUsageTotal(
+        of userID: String, meter: String, span: MeterTotalSpan, from start: Date?,
+        _ body: (MeterAmount) throws -> Void
     ) throws
 
     /// The amount of the user's use of `meter` recorded under the
@@ -52,6 +56,18 @@ package protocol MeterRows {
     ) throws -> Bool
 }
 
+/// The buckets the store keeps usage totals in (`MeterRows.forEachMeterUsageTotal`): UTC days and
+/// months, the boundaries of every period a meter can have.
+package enum MeterTotalSpan: String, Sendable {
+    case day
+    case month
+
+    /// The bucket `start` begins, as the store names it: `YYYY-MM-DD` or `YYYY-MM`.
+    package func bucket(beginningAt start: Date) -> String {
+        String(Timestamp.format(start).prefix(self == .day ? 10 : 7))
+    }
+}
+
 /// One recorded use of a meter (`MeterRows.meterUses`).
 package struct MeterUse: Sendable, Equatable {
     package var amount: MeterAmount
@@ -92,13 +108,17 @@ package struct MeterGrantRow: Sendable, Equatable {
 }
 
 extension MeterRows {
-    /// The user's usage of `meter` recorded at or after `start` (all of it
-    /// when nil), added up exactly. A total past what an amount can hold
-    /// reads as `MeterAmount.largest`: usage written by earlier versions may
-    /// pass it, and a meter must still answer (exhausted), not fail.
-    func meterUsage(of userID: String, meter: String, since start: Date?) throws -> MeterAmount {
+    /// The user's usage of `meter` in the period that began at `start` (all
+    /// of it when nil: a meter that never resets), added up exactly from the
+    /// store's daily totals for a daily meter, else its monthly ones: a
+    /// period always begins where one of those does. A total past what an
+    /// amount can hold reads as `MeterAmount.largest`: usage written by
+    /// earlier versions may pass it, and a meter must still answer
+    /// (exhausted), not fail.
+    func meterUsage(of userID: String, meter: Meter, since start: Date?) throws -> MeterAmount {
         var used = MeterAmount.zero
-        try forEachMeterUseAmount(of: userID, meter: meter, since: start) { amount in
+        let span: MeterTotalSpan = meter.reset == .daily ? .day : .month
+        try forEachMeterUsageTotal(of: userID, meter: meter.name, span: span, from: start) { amount in
             used = used.adding(amount) ?? .largest
         }
         return used

@@ -307,7 +307,7 @@ extension StoreTransaction {
     func meterStatus(of user: User, meter: Meter, profile: Profile, now: Date) throws -> MeterStatus {
         let level = try tier(of: user, profile: profile, now: now)
         let periodStart = meter.reset.periodStart(containing: now)
-        let used = try meterUsage(of: user.id, meter: meter.name, since: periodStart)
+        let used = try meterUsage(of: user.id, meter: meter, since: periodStart)
         let grants = try meterGrants(of: user.id, meter: meter.name)
         guard !grants.isEmpty else { return profile.meterStatus(meter, tier: level, used: used, now: now) }
         let ledger = try grantLedger(of: user, meter: meter, grants: grants, profile: profile, now: now)

@@ -9,24 +9,19 @@ import GuestModeKit
 /// never over doubles. The unique index on (user_id, meter,
 /// idempotency_key) makes a key count once.
 extension PostgresTransaction {
-    func forEachMeterUseAmount(
-        of userID: String, meter: String, since start: Date?, _ body: (MeterAmount) throws -> Void
+    func forEachMeterUsageTotal(
+        of userID: String, meter: String, span: MeterTotalSpan, from start: Date?,
+        _ body: (MeterAmount) throws -> Void
     ) throws {
-        // Rows written by hand or by earlier versions may hold amounts past
-        // what millionths in a bigint can count (or NaN, which PostgreSQL
-        // sorts above every number): such usage reads as the largest amount,
-        // where a bare ::bigint cast would fail the whole command. A NULL,
-        // which the schema forbids, stays NULL and is refused as corrupt.
         let rows = try connection.execute(
             """
-            SELECT CASE WHEN amount IS NULL THEN NULL
-                        WHEN amount <= 0 THEN 0
-                        WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint
-                        ELSE 9223372036854775807 END AS millionths
-            FROM meter_usage
-            WHERE user_id = $1 AND meter = $2 AND at >= $3
+            SELECT millionths FROM meter_totals
+            WHERE user_id = $1 AND meter = $2 AND span = $3 AND bucket >= $4
             """,
-            [PostgresValue(userID), PostgresValue(meter), PostgresValue(start.map(Timestamp.format) ?? "")])
+            [
+                PostgresValue(userID), PostgresValue(meter), PostgresValue(span.rawValue),
+                PostgresValue(start.map(span.bucket(beginningAt:)) ?? ""),
+            ])
         for row in rows { try body(MeterAmount(millionths: max(0, try row.int64("millionths")))) }
     }
 

@@ -21,11 +21,84 @@ enum PostgresSchema {
         Migration(identifier: "pg6-sign-in-buckets", sql: signInBuckets),
         Migration(identifier: "pg7-migration-attempts", sql: migrationAttempts),
         Migration(identifier: "pg8-webhook-heads", sql: webhookHeads),
-        Migration(identifier: "pg9-signing-keys", sql: signingKeys),
+        Migration(identifier: "pg9-meter-totals", sql: meterTotals),
+        Migration(identifier: "pg10-signing-keys", sql: signingKeys),
     ]
 
+    /// Kept totals of the usage ledger by user, meter and UTC day and month
+    /// (the same table as SQLite's v10), kept by triggers with every change
+    /// to meter_usage in the same transaction, and built here from the
+    /// ledger of an existing store. The triggers run once per statement over
+    /// its transition table: a row trigger would update the same total once
+    /// per row, and PostgreSQL keeps every version of a row updated in one
+    /// transaction, so a bulk insert of a user's million uses would slow to a
+    /// crawl. An update fires both, in either order
+    /// (they commute): a change of amount, time, meter or owner moves the
+    /// total with it. A use
+    /// takes the user's row lock first, so one user's totals are never
+    /// written by two uses at once.
+    static let meterTotals = """
+        CREATE TABLE meter_totals (
+            user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            meter TEXT NOT NULL,
+            span TEXT NOT NULL CHECK (span IN ('day', 'month')),
+            bucket TEXT COLLATE "C" NOT NULL,
+            millionths BIGINT NOT NULL,
+            PRIMARY KEY (user_id, meter, span, bucket)
+        );
+        INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
+            SELECT user_id, meter, 'day', substr(at, 1, 10), least(sum(CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END), 9223372036854775807)::bigint
+            FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 10);
+        INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
+            SELECT user_id, meter, 'month', substr(at, 1, 7), least(sum(CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END), 9223372036854775807)::bigint
+            FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 7);
+        CREATE FUNCTION meter_totals_add() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO meter_totals AS kept (user_id, meter, span, bucket, millionths)
+                SELECT user_id, meter, span, bucket, least(sum(millionths), 9223372036854775807)::bigint
+                FROM (
+                    SELECT user_id, meter, 'day' AS span, substr(at, 1, 10) AS bucket, CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END AS millionths
+                    FROM added
+                    UNION ALL
+                    SELECT user_id, meter, 'month', substr(at, 1, 7), CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END FROM added
+                ) AS uses
+                GROUP BY user_id, meter, span, bucket
+                ON CONFLICT (user_id, meter, span, bucket)
+                DO UPDATE SET millionths = CASE WHEN kept.millionths > 9223372036854775807 - EXCLUDED.millionths
+                    THEN 9223372036854775807 ELSE kept.millionths + EXCLUDED.millionths END;
+            RETURN NULL;
+        END
+        $$;
+        CREATE FUNCTION meter_totals_remove() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE meter_totals AS kept SET millionths = kept.millionths - gone.millionths
+            FROM (
+                SELECT user_id, meter, span, bucket, least(sum(millionths), 9223372036854775807)::bigint AS millionths
+                FROM (
+                    SELECT user_id, meter, 'day' AS span, substr(at, 1, 10) AS bucket, CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END AS millionths
+                    FROM removed
+                    UNION ALL
+                    SELECT user_id, meter, 'month', substr(at, 1, 7), CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END FROM removed
+                ) AS uses
+                GROUP BY user_id, meter, span, bucket
+            ) AS gone
+            WHERE kept.user_id = gone.user_id AND kept.meter = gone.meter AND kept.span = gone.span
+                AND kept.bucket = gone.bucket;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER meter_totals_add AFTER INSERT ON meter_usage
+            REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION meter_totals_add();
+        CREATE TRIGGER meter_totals_remove AFTER DELETE ON meter_usage
+            REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION meter_totals_remove();
+        CREATE TRIGGER meter_totals_move_out AFTER UPDATE ON meter_usage
+            REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION meter_totals_remove();
+        CREATE TRIGGER meter_totals_move_in AFTER UPDATE ON meter_usage
+            REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION meter_totals_add();
+        """
+
     /// The keys `guestmode serve` signs access tokens with (the same table
-    /// as SQLite's v10): the private key sealed, never in the clear.
+    /// as SQLite's v11): the private key sealed, never in the clear.
     static let signingKeys = """
         CREATE TABLE signing_keys (
             id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
@@ -117,7 +190,7 @@ enum PostgresSchema {
         "meta", "users", "identities", "credentials", "upgrade_locks", "events", "counters", "records", "meter_usage",
         "meter_warnings", "meter_grants", "plans", "prompt_outcomes", "experiment_assignments", "outbox", "user_flags",
         "migration_journals", "migration_steps", "conflict_archive", "server_keys", "session_families",
-        "refresh_tokens", "kept_responses", "webhook_outbox", "sign_in_buckets", "signing_keys",
+        "refresh_tokens", "kept_responses", "webhook_outbox", "sign_in_buckets", "meter_totals", "signing_keys",
     ]
 
     static let initial = """

@@ -440,8 +440,54 @@ extension PostgresStore: StoreAdministration {
                     "event \(try row.int64("id")) of user \(try row.string("user_id")) has count \(try row.int64("count")), not a whole number from 1 to \(Bounds.maximumEventCount)"
                 )
             }
+            for row in try connection.execute(
+                """
+                SELECT id, user_id, amount::text AS amount FROM meter_usage
+                WHERE amount IS NULL OR amount < 0 OR amount = 'NaN' ORDER BY id LIMIT 100
+                """)
+            {
+                problems.append(
+                    "use \(try row.int64("id")) of user \(try row.string("user_id")) has amount \(try row.optionalString("amount") ?? "NULL"), not a number of at least 0"
+                )
+            }
+            // Each kept usage total against the ledger rows it adds up, both ways.
+            let amount =
+                "CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END"
+            for row in try connection.execute(
+                """
+                WITH ledger AS (
+                    SELECT user_id, meter, 'day' AS span, substr(at, 1, 10) COLLATE "C" AS bucket,
+                        sum(\(amount)) AS counted
+                    FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 10)
+                    UNION ALL
+                    SELECT user_id, meter, 'month', substr(at, 1, 7) COLLATE "C", sum(\(amount))
+                    FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 7)
+                )
+                SELECT coalesce(t.user_id, l.user_id) AS user_id, coalesce(t.meter, l.meter) AS meter,
+                    coalesce(t.bucket, l.bucket) AS bucket, t.millionths::text AS kept,
+                    coalesce(l.counted, 0)::text AS counted
+                FROM meter_totals t FULL JOIN ledger l
+                    ON l.user_id = t.user_id AND l.meter = t.meter AND l.span = t.span AND l.bucket = t.bucket
+                WHERE t.millionths IS DISTINCT FROM l.counted AND NOT (l.user_id IS NULL AND t.millionths = 0)
+                ORDER BY 1, 2, 3 LIMIT 100
+                """)
+            {
+                let what =
+                    "the kept usage of meter \(try row.string("meter")) of user \(try row.string("user_id")) in \(try row.string("bucket"))"
+                let counted = try Self.millionthsText(row.string("counted"))
+                if let kept = try row.optionalString("kept") {
+                    problems.append("\(what) is \(Self.millionthsText(kept)) but its uses add up to \(counted)")
+                } else {
+                    problems.append("\(what) is missing; its uses add up to \(counted)")
+                }
+            }
             return problems
         }
+    }
+
+    /// Millionths as text, as an amount (`12.5`), or as given when they are past what an amount holds.
+    private static func millionthsText(_ text: String) -> String {
+        Int64(text).map { "\(MeterAmount(millionths: $0))" } ?? text
     }
 
     package func tableCounts() throws -> [String: Int] {

@@ -6,23 +6,23 @@ import GuestModeKit
 /// has at most six fractional digits and fifteen significant digits
 /// (`MeterAmount.largestRequest`), so the double stored is the one nearest
 /// that decimal and `round(amount * 1000000)` reads back exactly its
-/// millionths. Sums are taken over those integers, never over doubles.
+/// millionths. The kept totals (meter_totals, Schema.v10) add up those
+/// integers, never doubles.
 extension SQLiteTransaction {
-    func forEachMeterUseAmount(
-        of userID: String, meter: String, since start: Date?, _ body: (MeterAmount) throws -> Void
+    func forEachMeterUsageTotal(
+        of userID: String, meter: String, span: MeterTotalSpan, from start: Date?,
+        _ body: (MeterAmount) throws -> Void
     ) throws {
-        let amounts = try Int64.fetchCursor(
+        // A total that overflowed turned into a REAL: it reads as the largest amount.
+        let totals = try Int64.fetchCursor(
             db.cachedStatement(
                 sql: """
-                    SELECT CASE WHEN typeof(amount) IN ('integer', 'real') THEN CAST(round(amount * 1000000) AS INTEGER) END
-                    FROM meter_usage
-                    WHERE user_id = ? AND meter = ? AND at >= ?
+                    SELECT CASE WHEN typeof(millionths) = 'integer' THEN millionths ELSE 9223372036854775807 END
+                    FROM meter_totals
+                    WHERE user_id = ? AND meter = ? AND span = ? AND bucket >= ?
                     """),
-            arguments: [userID, meter, start.map(Timestamp.format) ?? ""])
-        // An amount that is not a number reads as NULL, which does not
-        // decode: SQLite would otherwise count text as 0. One past what
-        // millionths can count is cast to the largest integer.
-        while let millionths = try amounts.next() { try body(MeterAmount(millionths: max(0, millionths))) }
+            arguments: [userID, meter, span.rawValue, start.map(span.bucket(beginningAt:)) ?? ""])
+        while let millionths = try totals.next() { try body(MeterAmount(millionths: max(0, millionths))) }
     }
 
     func meterUseAmount(of userID: String, meter: String, key: String) throws -> MeterAmount? {

@@ -41,8 +41,11 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v9-webhook-heads") { db in
             try db.execute(sql: Schema.v9)
         }
-        migrator.registerMigration("v10-signing-keys") { db in
+        migrator.registerMigration("v10-meter-totals") { db in
             try db.execute(sql: Schema.v10)
+        }
+        migrator.registerMigration("v11-signing-keys") { db in
+            try db.execute(sql: Schema.v11)
         }
         return migrator
     }

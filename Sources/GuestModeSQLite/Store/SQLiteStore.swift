@@ -319,7 +319,60 @@ extension SQLiteStore: StoreAdministration {
                 "counter \(try row.decode(forColumn: "action") as String) of user \(try row.decode(forColumn: "user_id") as String) is \(try row.decode(forColumn: "total") as Int64) but its events add up to \(try row.decode(forColumn: "counted") as Int64)"
             )
         }
+        problems += try meterTotalProblems(db)
         return problems
+    }
+
+    /// Each kept usage total (meter_totals) against the ledger rows it adds up, both ways: a total
+    /// that disagrees, and a day or month of uses with no total kept.
+    private func meterTotalProblems(_ db: Database) throws -> [String] {
+        let amounts = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, user_id, CAST(amount AS TEXT) AS amount FROM meter_usage
+                WHERE NOT (typeof(amount) IN ('integer', 'real') AND amount >= 0) ORDER BY id LIMIT 100
+                """
+        ).map { row in
+            "use \(try row.decode(forColumn: "id") as Int64) of user \(try row.decode(forColumn: "user_id") as String) has amount \(try row.decode(forColumn: "amount") as String? ?? "NULL"), not a number of at least 0"
+        }
+        return try amounts
+            + Row.fetchAll(
+                db,
+                sql: """
+                    WITH ledger AS (
+                        SELECT user_id, meter, 'day' AS span, substr(at, 1, 10) AS bucket,
+                            sum(max(0, CAST(round(amount * 1000000) AS INTEGER))) AS counted
+                        FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 10)
+                        UNION ALL
+                        SELECT user_id, meter, 'month', substr(at, 1, 7),
+                            sum(max(0, CAST(round(amount * 1000000) AS INTEGER)))
+                        FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 7)
+                    )
+                    SELECT t.user_id, t.meter, t.span, t.bucket, CAST(t.millionths AS TEXT) AS kept,
+                        coalesce(l.counted, 0) AS counted
+                    FROM meter_totals t LEFT JOIN ledger l
+                        ON l.user_id = t.user_id AND l.meter = t.meter AND l.span = t.span AND l.bucket = t.bucket
+                    WHERE NOT (typeof(t.millionths) = 'integer' AND t.millionths = coalesce(l.counted, 0))
+                    UNION ALL
+                    SELECT l.user_id, l.meter, l.span, l.bucket, NULL, l.counted
+                    FROM ledger l LEFT JOIN meter_totals t
+                        ON t.user_id = l.user_id AND t.meter = l.meter AND t.span = l.span AND t.bucket = l.bucket
+                    WHERE t.user_id IS NULL
+                    ORDER BY 1, 2, 3, 4 LIMIT 100
+                    """
+            ).map(Self.meterTotalProblem)
+    }
+
+    static func meterTotalProblem(_ row: Row) throws -> String {
+        let user: String = try row.decode(atIndex: 0)
+        let meter: String = try row.decode(atIndex: 1)
+        let bucket: String = try row.decode(atIndex: 3)
+        let kept: String? = try row.decode(atIndex: 4)
+        let counted = MeterAmount(millionths: try row.decode(atIndex: 5) as Int64)
+        let what = "the kept usage of meter \(meter) of user \(user) in \(bucket)"
+        guard let kept else { return "\(what) is missing; its uses add up to \(counted)" }
+        let keptText = Int64(kept).map { "\(MeterAmount(millionths: $0))" } ?? kept
+        return "\(what) is \(keptText) but its uses add up to \(counted)"
     }
 
     package func tableCounts() throws -> [String: Int] {

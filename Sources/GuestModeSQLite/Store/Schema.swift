@@ -281,12 +281,61 @@ enum Schema {
             WHERE status = 'pending';
         """
 
+    /// Kept totals of the usage ledger, so a meter's usage in its period is
+    /// read from one row, however many uses the period holds: per user,
+    /// meter and UTC day (`span` 'day', `bucket` YYYY-MM-DD) and month
+    /// ('month', YYYY-MM), the boundaries of every period a meter can have.
+    /// Triggers keep them with every change to meter_usage, whoever makes it
+    /// (a use, a merge, an import, a deletion), in the same transaction; the
+    /// totals of an existing store are built here from its ledger. Amounts
+    /// are millionths, as the ledger's REAL amounts are read.
+    static let v10 = """
+        CREATE TABLE meter_totals (
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            meter TEXT NOT NULL,
+            span TEXT NOT NULL CHECK (span IN ('day', 'month')),
+            bucket TEXT NOT NULL,
+            millionths INTEGER NOT NULL,
+            PRIMARY KEY (user_id, meter, span, bucket)
+        ) WITHOUT ROWID;
+        INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
+            SELECT user_id, meter, 'day', substr(at, 1, 10), sum(max(0, CAST(round(amount * 1000000) AS INTEGER)))
+            FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 10);
+        INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
+            SELECT user_id, meter, 'month', substr(at, 1, 7), sum(max(0, CAST(round(amount * 1000000) AS INTEGER)))
+            FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 7);
+        CREATE TRIGGER meter_totals_add AFTER INSERT ON meter_usage BEGIN
+            INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
+                VALUES (NEW.user_id, NEW.meter, 'day', substr(NEW.at, 1, 10),
+                        max(0, CAST(round(NEW.amount * 1000000) AS INTEGER))),
+                       (NEW.user_id, NEW.meter, 'month', substr(NEW.at, 1, 7),
+                        max(0, CAST(round(NEW.amount * 1000000) AS INTEGER)))
+                ON CONFLICT (user_id, meter, span, bucket) DO UPDATE SET millionths = millionths + excluded.millionths;
+        END;
+        CREATE TRIGGER meter_totals_remove AFTER DELETE ON meter_usage BEGIN
+            UPDATE meter_totals SET millionths = millionths - max(0, CAST(round(OLD.amount * 1000000) AS INTEGER))
+            WHERE user_id = OLD.user_id AND meter = OLD.meter
+                AND ((span = 'day' AND bucket = substr(OLD.at, 1, 10)) OR (span = 'month' AND bucket = substr(OLD.at, 1, 7)));
+        END;
+        CREATE TRIGGER meter_totals_move AFTER UPDATE OF user_id, meter, amount, at ON meter_usage BEGIN
+            UPDATE meter_totals SET millionths = millionths - max(0, CAST(round(OLD.amount * 1000000) AS INTEGER))
+            WHERE user_id = OLD.user_id AND meter = OLD.meter
+                AND ((span = 'day' AND bucket = substr(OLD.at, 1, 10)) OR (span = 'month' AND bucket = substr(OLD.at, 1, 7)));
+            INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
+                VALUES (NEW.user_id, NEW.meter, 'day', substr(NEW.at, 1, 10),
+                        max(0, CAST(round(NEW.amount * 1000000) AS INTEGER))),
+                       (NEW.user_id, NEW.meter, 'month', substr(NEW.at, 1, 7),
+                        max(0, CAST(round(NEW.amount * 1000000) AS INTEGER)))
+                ON CONFLICT (user_id, meter, span, bucket) DO UPDATE SET millionths = millionths + excluded.millionths;
+        END;
+        """
+
     /// The keys `guestmode serve` signs access tokens with (ES256): the
     /// public key, and the private key sealed with a key the deployment's
     /// backup key derives (never in the clear). The newest key not retired
     /// signs; the others not retired still verify. The store's own: no
     /// backup carries them.
-    static let v10 = """
+    static let v11 = """
         CREATE TABLE signing_keys (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             kid TEXT NOT NULL UNIQUE,

@@ -48,6 +48,12 @@ private let meter: @Sendable (any GuestStore, Profile) throws -> Void = { store,
     _ = try GuestMode(profile: profile, store: store).meterStatus(
         user: "u", meter: profile.meters[0].name, now: day(2, hour: 18))
 }
+/// A retried use reads the ledger row its key recorded (the status reads kept totals, which
+/// `db check` compares with the ledger).
+private let retriedUse: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).useMeter(
+        user: "u", meter: profile.meters[0].name, amount: MeterAmount(units: 1), key: "use-1", now: day(2, hour: 18))
+}
 private let plans: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).plans(user: "u", now: day(2))
 }
@@ -124,7 +130,7 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("records", "updated_at", "'yesterday'") { store, profile in
         _ = try GuestMode(profile: profile, store: store).records(user: "u", collection: "recipes")
     },
-    PlantedValue("meter_usage", "amount", "'lots'", postgres: "NULL", read: meter),
+    PlantedValue("meter_usage", "amount", "'lots'", postgres: "NULL", read: retriedUse),
     PlantedValue("plans", "granted_at", "'yesterday'", read: plans),
     PlantedValue("plans", "ends_at", "'later'", read: plans),
     PlantedValue("plans", "ends_at", "'later'", read: meter),
@@ -221,7 +227,8 @@ struct StrictDecodingTests {
             INSERT INTO counters (user_id, action, total) VALUES ('u', 'app_opened', 1);
             INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
                 VALUES ('u', 'recipes', 'r1', '{}', '\(t1)', '\(t2)');
-            INSERT INTO meter_usage (user_id, meter, amount, at) VALUES ('u', 'video_generations', 1, '\(t2)');
+            INSERT INTO meter_usage (user_id, meter, amount, at, idempotency_key)
+                VALUES ('u', 'video_generations', 1, '\(t2)', 'use-1');
             INSERT INTO plans (user_id, plan, granted_at, ends_at) VALUES ('u', 'premium', '\(t1)', '\(t3)');
             INSERT INTO prompt_outcomes (user_id, context, outcome, at)
                 VALUES ('u', 'first_recipe_success', 'shown', '\(t2)');

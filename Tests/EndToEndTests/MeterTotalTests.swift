@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+
+/// The kept usage totals (meter_totals) a meter reads instead of its whole ledger: built for a store
+/// that predates them, kept through uses, merges and deletions, and checked by `db check`.
+@Suite("Meter usage totals: kept with the ledger, built by a migration, checked by db check")
+struct MeterTotalTests {
+    /// Runs SQL against the sandbox's store, as an operator with sqlite3 or psql would.
+    private func execute(_ sql: String, in sandbox: Sandbox, _ backend: ServerTests.Backend) async throws {
+        let command =
+            backend == .sqlite
+            ? "sqlite3 guestmode.sqlite \"\(sql)\""
+            : "psql -q -v ON_ERROR_STOP=1 -d '\(sandbox.postgresURI)' -c 'SET search_path TO \(sandbox.postgresSchema)' -c \"\(sql)\""
+        let result = try await sandbox.shell(command)
+        #expect(result.status == 0, "\(sql): \(result.stderr)")
+    }
+
+    private func used(_ sandbox: Sandbox, _ user: String) async throws -> Double? {
+        let status = try await sandbox.run("meter", "status", user, "api_minutes", "--json")
+        #expect(status.status == 0, "\(status.stderr)")
+        return ((status.json as? [[String: Any]])?.first?["used"] as? NSNumber)?.doubleValue
+    }
+
+    @Test(
+        "a store without totals gets them built by its migration; uses, a merge and a deletion keep them exact",
+        arguments: ServerTests.Backend.allCases)
+    func builtAndKept(_ backend: ServerTests.Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let guest = try await sandbox.newGuest()
+        let other = try await sandbox.newGuest()
+        for (user, amount) in [(guest, "12.5"), (guest, "0.25"), (other, "3")] {
+            #expect(try await sandbox.run("meter", "use", user, "api_minutes", amount).status == 0)
+        }
+        // The store as the version before kept it: no totals, no triggers, the migration not applied.
+        let forget =
+            backend == .sqlite
+            ? "DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DELETE FROM grdb_migrations WHERE identifier = 'v10-meter-totals';"
+            : "DROP TABLE meter_totals; DROP FUNCTION meter_totals_add() CASCADE; DROP FUNCTION meter_totals_remove() CASCADE; DELETE FROM schema_migrations WHERE identifier = 'pg9-meter-totals';"
+        try await execute(forget, in: sandbox, backend)
+        if backend == .sqlite {
+            #expect(try await sandbox.run("db", "migrate").status == 0)
+        }
+        #expect(try await used(sandbox, guest) == 12.75)
+        #expect(try await sandbox.run("db", "check").status == 0)
+
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-02T09:00:00Z"
+        #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "1.5").status == 0)
+        #expect(try await used(sandbox, guest) == 14.25)
+        #expect(try await sandbox.run("link", guest, "--provider", "apple", "--subject", "s-1").status == 0)
+        let merged = try await sandbox.run("merge", other, "--into", guest, "--policy", "union")
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(try await used(sandbox, guest) == 17.25, "the guest's usage moved with it")
+        #expect(try await sandbox.run("db", "check").status == 0)
+        #expect(try await sandbox.run("user", "delete", guest, "--yes").status == 0)
+        #expect(try await sandbox.run("db", "check").status == 0)
+    }
+
+    @Test(
+        "db check names a kept total that disagrees with its ledger, one that is missing, and a ledger amount that is no number",
+        arguments: ServerTests.Backend.allCases)
+    func checkNamesWhatDisagrees(_ backend: ServerTests.Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "9.5").status == 0)
+        #expect(try await sandbox.run("db", "check").status == 0)
+        try await execute(
+            "UPDATE meter_totals SET millionths = 1 WHERE span = 'month'; DELETE FROM meter_totals WHERE span = 'day';",
+            in: sandbox, backend)
+        let checked = try await sandbox.run("db", "check", "--json")
+        #expect(checked.status == 65, "\(checked.stdout)\(checked.stderr)")
+        let problems = (checked.object["problems"] as? [String]) ?? []
+        #expect(
+            problems.contains(
+                "the kept usage of meter api_minutes of user \(guest) in 2026-11 is 0.000001 but its uses add up to 9.5"
+            ),
+            "\(problems)")
+        #expect(
+            problems.contains(
+                "the kept usage of meter api_minutes of user \(guest) in 2026-11-01 is missing; its uses add up to 9.5"),
+            "\(problems)")
+        try await execute("UPDATE meter_usage SET amount = -3", in: sandbox, backend)
+        let negative = try await sandbox.run("db", "check", "--json")
+        let named = (negative.object["problems"] as? [String]) ?? []
+        #expect(named.contains { $0.contains("of user \(guest) has amount -3") }, "\(named)")
+    }
+}
