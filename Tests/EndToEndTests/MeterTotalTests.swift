@@ -32,10 +32,11 @@ struct MeterTotalTests {
         for (user, amount) in [(guest, "12.5"), (guest, "0.25"), (other, "3")] {
             #expect(try await sandbox.run("meter", "use", user, "api_minutes", amount).status == 0)
         }
-        // The store as the version before kept it: no totals, no triggers, the migration not applied.
+        // The store as the version before kept it: no totals, no triggers, the migration not applied (nor, on
+        // SQLite, whose migrations apply in order only, the signing keys' after it).
         let forget =
             backend == .sqlite
-            ? "DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DELETE FROM grdb_migrations WHERE identifier = 'v10-meter-totals';"
+            ? "DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP TABLE signing_keys; DELETE FROM grdb_migrations WHERE identifier IN ('v10-meter-totals', 'v11-signing-keys');"
             : "DROP TABLE meter_totals; DROP FUNCTION meter_totals_add() CASCADE; DROP FUNCTION meter_totals_remove() CASCADE; DELETE FROM schema_migrations WHERE identifier = 'pg9-meter-totals';"
         try await execute(forget, in: sandbox, backend)
         if backend == .sqlite {
