@@ -49,6 +49,109 @@ if [ -n "$dump" ]; then
     echo "$dump" >&2
     status=1
 fi
+# A GET is safe (RFC 9110 9.2.1): no GET route may reach an engine call that writes. The engine's
+# writers are found, not listed: a function of GuestModeKit writes when its body opens a write on the
+# store or calls (by name and argument labels) a function that writes. A GET handler (`.get(… use: h)`)
+# may neither call such a function on the engine nor answer through `services.idempotent`. The old
+# `GET …/meters/:meter/check` failed it: `checkMeter` called `raisePromptTriggers`, a `store.write`.
+unsafe=$(python3 - <<'EOF'
+import glob, re
+
+def body_at(text, start):
+    """The text from the `{` at or after `start` to its matching `}`."""
+    open_at = text.index("{", start)
+    depth = 0
+    for index in range(open_at, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[index], 0)
+        if depth == 0:
+            return text[open_at:index + 1]
+    return text[open_at:]
+
+def top_level_labels(text, open_at):
+    """The argument labels of the call or declaration whose `(` is at `open_at`."""
+    depth, labels, token = 0, [], ""
+    for char in text[open_at:]:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                break
+        if depth == 1 and char == ":" and token:
+            labels.append(token.split()[0] if token.split() else token)
+        if depth == 1 and (char.isalnum() or char == "_" or char == " "):
+            token = token + char if not (char == " " and not token) else token
+        elif depth == 1:
+            token = ""
+    return labels
+
+declaration = re.compile(r"\bfunc\s+(\w+)\s*(<[^>]*>)?\s*\(")
+writes = re.compile(r"\bstore\.(write|rehearse|bindProfile|saveProfileCache|applyPendingMigrations|importBackupRows|replaceOwnTableRows)\b|\banswerOnce\(")
+functions = []  # (name, labels, body)
+for path in glob.glob("Sources/GuestModeKit/**/*.swift", recursive=True):
+    text = open(path).read()
+    for match in declaration.finditer(text):
+        labels = [label for label in top_level_labels(text, match.end() - 1) if label != "_"]
+        signature_end = text.find("{", match.end())
+        if signature_end < 0 or "\n}" in text[match.end():signature_end]:
+            continue  # a protocol requirement: no body
+        functions.append((match.group(1), labels, body_at(text, match.end())))
+
+def call_labels(text, open_at):
+    return [label for label in top_level_labels(text, open_at)]
+
+def callees(body, names):
+    for match in re.finditer(r"(?<![\w.])(?:self\.|engine\.)?(\w+)\(", body):
+        if match.group(1) in names:
+            yield match.group(1), call_labels(body, match.end() - 1)
+
+def matches(call, function):
+    (name, labels), (declared, declared_labels, _) = call, function
+    return name == declared and set(labels) <= set(declared_labels)
+
+names = {function[0] for function in functions}
+writing = [bool(writes.search(function[2])) for function in functions]
+changed = True
+while changed:
+    changed = False
+    for index, function in enumerate(functions):
+        if writing[index]:
+            continue
+        for call in callees(function[2], names):
+            if any(writing[other] and matches(call, functions[other]) for other in range(len(functions))):
+                writing[index] = changed = True
+                break
+
+# Sticky enrolment: a prompt decision stores the user's first experiment assignment, as GrowthBook's
+# SDKs do; the hash gives the same variant every time, so a repeated GET answers the same.
+enrolling = {"explainPrompt"}
+handlers = []
+for path in glob.glob("Sources/GuestModeServer/**/*.swift", recursive=True):
+    text = open(path).read()
+    for match in re.finditer(r"\.get\((?:\"[^\"]*\",\s*)?use:\s*(?:\w+\([^)]*\)\.)?(\w+)\)", text):
+        handlers.append(match.group(1))
+for path in glob.glob("Sources/GuestModeServer/**/*.swift", recursive=True):
+    text = open(path).read()
+    for match in re.finditer(r"func\s+(\w+)\(_ request: Request", text):
+        if match.group(1) not in handlers:
+            continue
+        body = body_at(text, match.end())
+        line = text[:match.start()].count("\n") + 1
+        if "services.idempotent(" in body:
+            print(f"{path}:{line}: GET handler {match.group(1)} answers through services.idempotent (a write)")
+        for call in re.finditer(r"\bengine\.(\w+)\(", body):
+            labels = call_labels(body, call.end() - 1)
+            if call.group(1) in enrolling:
+                continue
+            if any(writing[i] and matches((call.group(1), labels), functions[i]) for i in range(len(functions))):
+                print(f"{path}:{line}: GET handler {match.group(1)} calls engine.{call.group(1)}({''.join(l + ':' for l in labels)}), which writes")
+EOF
+)
+if [ -n "$unsafe" ]; then
+    echo "A GET route writes (make the engine call a pure read, or the route a POST):" >&2
+    echo "$unsafe" >&2
+    status=1
+fi
 # The profile and the engine's policies: caps, plans, meters, merges, adoption, purges, the outbox's retries.
 policies='profile\.[a-z]|: Profile\b|\b(MergePolicy|MergeResolution|PurgePolicy|OutboxRetryPolicy|RecordConflictPolicy|PromptPolicy|IdentityPolicy|MigrationPolicy|BackupPolicy|ReportPolicy)\b|\.(collectionLimit|admits|exactAllowance|periodStart|warningsReached|adoptedKey|isCandidate|nextAttempt|isHeld|keptBothKeys|settling|resolution|planStatuses|median|average)\(|\.tier\(for:'
 decisions=$(grep -rnE --include='*.swift' "$policies" Sources/GuestModeSQLite Sources/GuestModePostgres \
@@ -62,6 +165,6 @@ if ! python3 scripts/check-sources.py; then
     echo "(the rules are in scripts/check-sources.py)" >&2
     status=1
 fi
-[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library, CLI or platform-only import in the engine, no refusal worded outside it;" \
+[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library, CLI or platform-only import in the engine, no refusal worded outside it, no GET route that writes;" \
     "no wall clock in the engine or archives, no CLI command or flag in a library string, every public declaration documented, warnings are errors"
 exit "$status"

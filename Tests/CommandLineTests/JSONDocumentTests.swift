@@ -11,7 +11,7 @@ import Testing
 
     @Test func aTypeDeclaresTheNamesTheConventionsWouldGetWrong() throws {
         let event = LoggedEvent(
-            id: 7, userId: "u", action: "app_opened", at: Self.time, count: 1, idempotencyKey: nil,
+            id: 7, userID: "u", action: "app_opened", at: Self.time, count: 1, idempotencyKey: nil,
             properties: ["r": .number("1.50"), "big": .number("12345678901234567890"), "Mixed_Case": "x"])
         let text = try JSONDocument.encode(event, pretty: false)
         #expect(
@@ -31,7 +31,7 @@ import Testing
             var event: LoggedEvent
         }
         let event = LoggedEvent(
-            id: 2, userId: "u", action: "a", at: Self.time, count: 1, idempotencyKey: nil, properties: [:])
+            id: 2, userID: "u", action: "a", at: Self.time, count: 1, idempotencyKey: nil, properties: [:])
         let text = try JSONDocument.encode(Wrapper(event: event), pretty: false)
         #expect(text.hasPrefix(#"{"done":true,"event":{"#))
         #expect(text.contains(#""event_id":2"#) && text.hasSuffix(#","id":1}"#))

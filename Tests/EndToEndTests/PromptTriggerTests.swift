@@ -101,7 +101,7 @@ struct PromptTriggerTests {
         #expect(try await use("1", day: 3).status == 12)
     }
 
-    @Test("recipes: a refused video raises daily_limit_reached with no --trigger")
+    @Test("recipes: a refused video raises daily_limit_reached with no --trigger; a plain check raises nothing")
     func recipesVideoMeterRaisesTheTrigger() async throws {
         let sandbox = try await Sandbox.withStore("recipes")
         let user = try await sandbox.triggerGuest()
@@ -112,7 +112,15 @@ struct PromptTriggerTests {
             #expect(try await sandbox.run("meter", "use", user, "video_generations", "1", "--now", day0).status == 0)
         }
         #expect(try await sandbox.offer(user, at: day0).status == 13)
-        #expect(try await sandbox.run("meter", "check", user, "video_generations", "--now", day0).status == 12)
+        let before = try await sandbox.run("db", "status", "--json")
+        for _ in 1...2 {
+            #expect(try await sandbox.run("meter", "check", user, "video_generations", "--now", day0).status == 12)
+        }
+        #expect(try await sandbox.offer(user, at: day0).status == 13, "a plain check is a pure read")
+        #expect(try await sandbox.run("db", "status", "--json").stdout == before.stdout)
+        let raising = try await sandbox.run(
+            "meter", "check", user, "video_generations", "--raise-prompt", "--now", day0)
+        #expect(raising.status == 12, "\(raising.stderr)")
         let offer = try await sandbox.offer(user, at: day0)
         #expect(offer.status == 0, "\(offer.stderr)")
         #expect(offer.object["context"] as? String == "daily_limit_reached")

@@ -229,8 +229,8 @@ private func rows(
         let entries = try engine.backupQueue()
         #expect(entries.count == 1)
         #expect(entries.first?.attempts == 3)
-        #expect(entries.first?.nextAttemptAt == "2026-11-22T10:00:00.000Z")
-        #expect(entries.first?.queuedAt == "2026-11-22T09:00:00.001Z")
+        #expect(entries.first?.nextAttemptAt == Timestamp.parse("2026-11-22T10:00:00.000Z"))
+        #expect(entries.first?.queuedAt == Timestamp.parse("2026-11-22T09:00:00.001Z"))
     }
 
     @Test func retryDelayDoublesUpToAnHour() {

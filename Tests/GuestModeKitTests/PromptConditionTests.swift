@@ -260,7 +260,7 @@ private func parseProblems(_ text: String) -> [String] {
         let paywall = held.verdicts.first { $0.rule.context == "minutes_paywall" }?.verdict
         #expect(paywall == .held(.cooldown(until: hours(25))))
         #expect(paywall?.eligibleAt == hours(25))
-        #expect(paywall.map { $0.code } == "cooldown")
+        #expect(paywall.map { $0.code } == .cooldown)
     }
 
     @Test func neverCountsOnlyUntilAReset() {

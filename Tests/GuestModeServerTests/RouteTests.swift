@@ -104,6 +104,43 @@ struct RouteTests {
         #expect(badOverage.status == 422 && badOverage.errorCode == "invalid_json", "\(badOverage.body)")
     }
 
+    @Test("meter check: the GET only reads, twice refused it changes nothing; the POST raises the prompt")
+    func meterGate() async throws {
+        let server = try await RouteTester(profile: "voice")
+        let (user, token) = try await server.signIn()
+        let path = "/v1/users/\(user)/meters/api_minutes"
+        #expect(try await server.request(.post, "\(path)/use", token: token, body: #"{"amount":58}"#).status == 200)
+        let engine = server.services.engine
+        let tables = try engine.store.tableCounts()
+        let prompt = try await server.request(.get, "/v1/users/\(user)/prompts/next", token: token)
+        for _ in 1...2 {
+            let gate = try await server.request(.get, "\(path)/check?amount=5", token: token)
+            #expect(gate.status == 402 && gate.errorCode == "meter_exhausted", "\(gate.body)")
+            let offer = gate.error["prompt"] as? [String: Any]
+            #expect(offer?["context"] as? String == prompt.object["context"] as? String, "the prompt already due")
+        }
+        #expect(try engine.store.tableCounts() == tables, "a GET writes nothing")
+        let after = try await server.request(.get, "/v1/users/\(user)/prompts/next", token: token)
+        #expect(after.status == prompt.status && after.body == prompt.body)
+
+        let allowed = try await server.request(.post, "\(path)/check", token: token, body: #"{"amount":2}"#)
+        #expect(allowed.status == 200 && allowed.object["allowed"] as? Bool == true, "\(allowed.body)")
+        let raised = try await server.request(.post, "\(path)/check?amount=5", token: token)
+        #expect(raised.status == 402 && raised.errorCode == "meter_exhausted", "\(raised.body)")
+        let offer = raised.error["prompt"] as? [String: Any]
+        #expect(offer?["context"] as? String == "session_refused", "\(raised.body)")
+        #expect(offer?["trigger"] as? String == "minutes_refused")
+        // Now the GET names the prompt that waits, still without writing.
+        let counts = try engine.store.tableCounts()
+        let pending = try await server.request(.get, "\(path)/check?amount=5", token: token)
+        let due = try await server.request(.get, "/v1/users/\(user)/prompts/next", token: token)
+        #expect((pending.error["prompt"] as? [String: Any])?["context"] as? String == due.object["context"] as? String)
+        #expect(due.object["context"] != nil)
+        #expect(try engine.store.tableCounts() == counts)
+        let both = try await server.request(.post, "\(path)/check?amount=5", token: token, body: #"{"amount":5}"#)
+        #expect(both.status == 400 && both.errorCode == "usage", "\(both.body)")
+    }
+
     @Test("events: a count is a JSON number; props are strings and numbers")
     func events() async throws {
         let server = try await RouteTester(profile: "subscriptions")

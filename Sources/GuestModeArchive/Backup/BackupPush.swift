@@ -21,8 +21,8 @@ public struct BackupPushReport: Codable, Sendable {
         public var error: String
         /// Failed attempts so far, this one included.
         public var attempts: Int
-        /// When the next attempt is due (ISO 8601).
-        public var nextAttemptAt: String
+        /// When the next attempt is due.
+        public var nextAttemptAt: Date
     }
 
     /// The directory or URL archives are written to.
@@ -132,25 +132,25 @@ extension GuestMode {
             let archive: String
             do {
                 archive = try destination.store(
-                    "\(Self.fileName(for: entry.userId)).\(format.fileExtension)", of: entry.userId
+                    "\(Self.fileName(for: entry.userID)).\(format.fileExtension)", of: entry.userID
                 ) { path in
                     _ = try exportBackup(
-                        .users([entry.userId]), to: path, format: format, now: now, toolVersion: toolVersion,
+                        .users([entry.userID]), to: path, format: format, now: now, toolVersion: toolVersion,
                         signingKey: signingKey, encryption: encryption)
                 }
             } catch let error as GuestModeError where error.code == .userNotFound {
-                if try dropQueuedBackup(of: entry) { report.dropped.append(entry.userId) }
+                if try dropQueuedBackup(of: entry) { report.dropped.append(entry.userID) }
                 continue
             } catch let error as GuestModeError where [.cannotCreate, .ioError, .tryAgainLater].contains(error.kind) {
                 let failed = try recordFailedPush(of: entry, error: error.message, retry: retry, now: now)
                 report.failed.append(
                     .init(
-                        user: entry.userId, error: error.message, attempts: failed.attempts,
-                        nextAttemptAt: Timestamp.format(failed.nextAttemptAt)))
+                        user: entry.userID, error: error.message, attempts: failed.attempts,
+                        nextAttemptAt: failed.nextAttemptAt))
                 continue
             }
             let outcome = try settlePush(of: entry, now: now)
-            report.pushed.append(.init(user: entry.userId, archive: archive, isRequeued: outcome == .keptQueued))
+            report.pushed.append(.init(user: entry.userID, archive: archive, isRequeued: outcome == .keptQueued))
         }
         return report
     }

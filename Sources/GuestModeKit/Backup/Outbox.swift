@@ -3,19 +3,19 @@ import Foundation
 /// A user whose data changed since their last backup was pushed.
 public struct OutboxEntry: Codable, Sendable, Equatable {
     /// The user to back up.
-    public var userId: String
+    public var userID: String
     /// When the latest change was queued; it only ever moves forward, so a
     /// push can tell whether the user changed while their archive was written.
-    public var queuedAt: String
+    public var queuedAt: Date
     /// Failed pushes of this entry so far.
     public var attempts: Int
     /// Why the last push failed; nil before any failure.
     public var lastError: String?
-    /// When the next push may be tried (ISO 8601); nil when it may be tried now.
-    public var nextAttemptAt: String?
+    /// When the next push may be tried; nil when it may be tried now.
+    public var nextAttemptAt: Date?
 
-    package init(userId: String, queuedAt: String, attempts: Int, lastError: String?, nextAttemptAt: String?) {
-        self.userId = userId
+    package init(userID: String, queuedAt: Date, attempts: Int, lastError: String?, nextAttemptAt: Date?) {
+        self.userID = userID
         self.queuedAt = queuedAt
         self.attempts = attempts
         self.lastError = lastError
@@ -36,7 +36,7 @@ extension StoreTransaction {
     /// is already on disk. The entry goes only if it still holds that time; a
     /// user who changed while the archive was written stays queued, with its
     /// attempts and retry time cleared (the destination works).
-    func settlePush(of userID: String, queuedAt: String) throws -> OutboxPushOutcome {
+    func settlePush(of userID: String, queuedAt: Date) throws -> OutboxPushOutcome {
         // Locked: a change queued at the same time is waited for, so it is
         // either seen here (and kept) or queued after the removal.
         guard let entry = try outboxEntry(of: userID, locking: true) else { return .removed }
@@ -59,9 +59,10 @@ extension GuestMode {
     /// `OutboxPushOutcome`).
     package func settlePush(of entry: OutboxEntry, now: Date) throws -> OutboxPushOutcome {
         try store.write { transaction in
-            let outcome = try transaction.settlePush(of: entry.userId, queuedAt: entry.queuedAt)
+            let outcome = try transaction.settlePush(of: entry.userID, queuedAt: entry.queuedAt)
             try transaction.raiseWebhook(
-                .backupPushed, user: entry.userId, data: ["queued_at": .string(entry.queuedAt)], at: now,
+                .backupPushed, user: entry.userID, data: ["queued_at": .string(Timestamp.format(entry.queuedAt))],
+                at: now,
                 profile: profile)
             return outcome
         }
@@ -76,9 +77,9 @@ extension GuestMode {
         let attempts = entry.attempts + 1
         let next = retry.nextAttempt(afterAttempts: attempts, failedAt: now)
         try store.write { transaction in
-            try transaction.setRetryState(of: entry.userId, attempts: attempts, lastError: error, nextAttemptAt: next)
+            try transaction.setRetryState(of: entry.userID, attempts: attempts, lastError: error, nextAttemptAt: next)
             try transaction.raiseWebhook(
-                .backupFailed, user: entry.userId,
+                .backupFailed, user: entry.userID,
                 data: [
                     "error": .string(error), "attempts": .number(String(attempts)),
                     "held": .bool(retry.isHeld(attempts: attempts)),
@@ -92,10 +93,10 @@ extension GuestMode {
     /// user exists or the entry changed.
     package func dropQueuedBackup(of entry: OutboxEntry) throws -> Bool {
         try store.write { transaction in
-            guard let current = try transaction.outboxEntry(of: entry.userId, locking: true),
-                current.queuedAt == entry.queuedAt, try transaction.user(entry.userId, locking: false) == nil
+            guard let current = try transaction.outboxEntry(of: entry.userID, locking: true),
+                current.queuedAt == entry.queuedAt, try transaction.user(entry.userID, locking: false) == nil
             else { return false }
-            try transaction.deleteOutboxEntry(of: entry.userId)
+            try transaction.deleteOutboxEntry(of: entry.userID)
             return true
         }
     }

@@ -42,7 +42,7 @@ package struct OutboxRetryPolicy: Sendable, Equatable {
     /// `retryingNow` ignores the wait, never the hold.
     package func decision(for entry: OutboxEntry, now: Date, retryingNow: Bool) -> Decision {
         if isHeld(attempts: entry.attempts) { return .held }
-        if !retryingNow, let next = entry.nextAttemptAt.flatMap(Timestamp.parse), next > now {
+        if !retryingNow, let next = entry.nextAttemptAt, next > now {
             return .waiting(until: next)
         }
         return .due

@@ -8,7 +8,7 @@ public struct LoggedEvent: Codable, Sendable, Equatable {
     /// The event's id, increasing in the order events were stored.
     public var id: Int64
     /// The user the event belongs to.
-    public var userId: String
+    public var userID: String
     /// The action, such as `recipe_viewed`.
     public var action: String
     /// When it happened.
@@ -21,11 +21,11 @@ public struct LoggedEvent: Codable, Sendable, Equatable {
     public var properties: [String: EventProperty]
 
     package init(
-        id: Int64, userId: String, action: String, at: Date, count: Int, idempotencyKey: String?,
+        id: Int64, userID: String, action: String, at: Date, count: Int, idempotencyKey: String?,
         properties: [String: EventProperty]
     ) {
         self.id = id
-        self.userId = userId
+        self.userID = userID
         self.action = action
         self.at = at
         self.count = count

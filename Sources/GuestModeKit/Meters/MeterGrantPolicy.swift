@@ -87,7 +87,7 @@ struct MeterGrantLedger {
                 .active
             }
         return MeterGrant(
-            id: grant.id, userId: grant.userID, meter: grant.meter, amount: grant.amount, used: used,
+            id: grant.id, userID: grant.userID, meter: grant.meter, amount: grant.amount, used: used,
             remaining: state == .active ? left : .zero, grantedAt: grant.grantedAt, expiresAt: grant.expiresAt,
             revokedAt: grant.revokedAt, reason: grant.reason, state: state)
     }

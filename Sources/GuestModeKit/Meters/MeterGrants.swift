@@ -29,7 +29,7 @@ public struct MeterGrant: Codable, Sendable, Equatable {
     /// The grant's id, for revoking it.
     public var id: Int64
     /// Whose grant it is.
-    public var userId: String
+    public var userID: String
     /// The meter it adds to.
     public var meter: String
     /// How much it gives.
@@ -50,11 +50,11 @@ public struct MeterGrant: Codable, Sendable, Equatable {
     public var state: MeterGrantState
 
     package init(
-        id: Int64, userId: String, meter: String, amount: MeterAmount, used: MeterAmount, remaining: MeterAmount,
+        id: Int64, userID: String, meter: String, amount: MeterAmount, used: MeterAmount, remaining: MeterAmount,
         grantedAt: Date, expiresAt: Date?, revokedAt: Date?, reason: String?, state: MeterGrantState
     ) {
         self.id = id
-        self.userId = userId
+        self.userID = userID
         self.meter = meter
         self.amount = amount
         self.used = used

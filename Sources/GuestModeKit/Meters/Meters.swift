@@ -98,7 +98,7 @@ public struct MeterUseResult: Codable, Sendable, Equatable {
     }
 }
 
-/// Whether an amount may be used now; checking records nothing.
+/// Whether an amount may be used now; `checkMeter` records nothing.
 public struct MeterDecision: Codable, Sendable, Equatable {
     /// True when the amount fits what is left of the allowance.
     public var isAllowed: Bool
@@ -106,8 +106,8 @@ public struct MeterDecision: Codable, Sendable, Equatable {
     public var requested: MeterAmount
     /// The meter as it stands.
     public var status: MeterStatus
-    /// Why the amount does not fit, worded once, with the prompt it raised; nil when it fits. Not part
-    /// of the printed document.
+    /// Why the amount does not fit, worded once, with the prompt due for it (`Refusal.prompt`); nil
+    /// when it fits. Not part of the printed document.
     public var refusal: Refusal?
 
     enum CodingKeys: String, CodingKey { case isAllowed, requested, status }
@@ -132,7 +132,14 @@ extension MeterAmount {
 
 extension GuestMode {
     /// The gate to call before a paid call: allowed when `amount` fits in
-    /// what remains (with no amount, when anything remains). Records nothing.
+    /// what remains (with no amount, when anything remains). A pure read, in
+    /// one read transaction: it records nothing and raises nothing, so a
+    /// refusal here raises no prompt trigger and queues no webhook. A refused
+    /// decision's `refusal` names the prompt already due for the user, if any
+    /// (what `nextPrompt` offers with no trigger named: one an earlier
+    /// refusal raised, a meter's threshold). To have the refusal raise the
+    /// meter's triggers, call `checkMeterRaisingPrompt`, or `useMeter`, whose
+    /// refusal raises them.
     ///
     /// ```swift
     /// let gate = try engine.checkMeter(
@@ -141,19 +148,54 @@ extension GuestMode {
     /// ```
     public func checkMeter(user userID: String, meter: String, amount: MeterAmount?, now: Date) throws -> MeterDecision
     {
+        let definition = try gateInput(user: userID, meter: meter, amount: amount)
+        return try store.read { transaction in
+            try decide(amount, of: definition, user: userID, raising: false, now: now, in: transaction)
+        }
+    }
+
+    /// `checkMeter`, as a write: a refusal raises the meter's prompt triggers
+    /// and its `meter.exhausted` webhook, as a refused `useMeter` does, and
+    /// names the prompt they make due. One write transaction, whatever the
+    /// answer; an allowed amount writes nothing.
+    ///
+    /// ```swift
+    /// let gate = try engine.checkMeterRaisingPrompt(
+    ///     user: guest.id, meter: "api_minutes", amount: MeterAmount(units: 20), now: now)
+    /// if let prompt = gate.refusal?.prompt { /* show prompt.content */ }
+    /// ```
+    public func checkMeterRaisingPrompt(
+        user userID: String, meter: String, amount: MeterAmount?, now: Date
+    ) throws -> MeterDecision {
+        let definition = try gateInput(user: userID, meter: meter, amount: amount)
+        return try store.write { transaction in
+            try decide(amount, of: definition, user: userID, raising: true, now: now, in: transaction)
+        }
+    }
+
+    private func gateInput(user userID: String, meter: String, amount: MeterAmount?) throws -> Meter {
         try TextRule.check(userID, what: "the user id")
         let definition = try requireMeter(meter)
         if let amount { try requireValid(amount) }
-        let status = try store.read { transaction in
-            let user = try transaction.requireUser(userID)
-            return try transaction.meterStatus(of: user, meter: definition, profile: profile, now: now)
-        }
+        return definition
+    }
+
+    /// The gate's decision inside `transaction`. `raising` (a write) raises a
+    /// refusal's triggers and names the prompt they make due; without it
+    /// nothing is written and the prompt is the one already due.
+    private func decide(
+        _ amount: MeterAmount?, of meter: Meter, user userID: String, raising: Bool, now: Date,
+        in transaction: any StoreTransaction
+    ) throws -> MeterDecision {
+        let user = try transaction.requireUser(userID, locking: raising)
+        let status = try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
         var decision = MeterDecision(isAllowed: status.admits(amount), requested: amount ?? .zero, status: status)
         guard !decision.isAllowed else { return decision }
-        try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now)
+        let event = RefusalEvent.meterRefused(meter: meter.name)
+        if raising { try raisePromptTriggers(for: event, userID: userID, now: now, in: transaction) }
         decision.refusal = Refusal.meter(
             status, requested: amount, recorded: false,
-            prompt: try promptRaised(byMeter: meter, user: userID, now: now))
+            prompt: try promptOffer(after: event, user: userID, now: now, raised: raising, in: transaction))
         return decision
     }
 
@@ -161,7 +203,9 @@ extension GuestMode {
     /// by `overage` (default: the meter's, from the profile), refused whole
     /// and records nothing, or recorded in full, leaving the meter exhausted
     /// (`isOverage` and not `isAllowed` in the result). A repeated key records
-    /// nothing.
+    /// nothing. A use that does not fit raises the meter's prompt triggers and
+    /// its `meter.exhausted` webhook, and its `refusal` names the prompt they
+    /// make due: all of it one write transaction.
     ///
     /// ```swift
     /// let used = try engine.useMeter(
@@ -177,22 +221,38 @@ extension GuestMode {
         try TextRule.check(["the user id": userID, "the meter": meter, "the idempotency key": key])
         let definition = try requireMeter(meter)
         try requireValid(amount)
-        var result = try store.write { transaction in
-            let result = try use(
+        let event = RefusalEvent.meterRefused(meter: meter)
+        return try store.write { transaction in
+            var result = try use(
                 amount, of: definition, user: userID, key: key, overage: overage ?? definition.overage, now: now,
                 in: transaction)
             if key != nil { try faults.afterKeyCheck(.meterUse) }
-            // Raised in the use's own transaction: a refused use is one write, not two.
-            if !result.isAllowed {
-                try raisePromptTriggers(for: .meterRefused(meter: meter), userID: userID, now: now, in: transaction)
-            }
+            guard !result.isAllowed else { return result }
+            // The refusal, its triggers and its prompt in the use's own transaction: a refused use is one write.
+            try raisePromptTriggers(for: event, userID: userID, now: now, in: transaction)
+            result.refusal = Refusal.meter(
+                result.status, requested: amount, recorded: result.isRecorded,
+                prompt: try promptOffer(after: event, user: userID, now: now, raised: true, in: transaction))
             return result
         }
-        guard !result.isAllowed else { return result }
-        result.refusal = Refusal.meter(
-            result.status, requested: amount, recorded: result.isRecorded,
-            prompt: try promptRaised(byMeter: meter, user: userID, now: now))
-        return result
+    }
+
+    /// Where the user stands against every meter of the profile now, in the
+    /// profile's order, all read from one snapshot (one read transaction).
+    ///
+    /// ```swift
+    /// for status in try engine.meterStatuses(user: guest.id, now: now) {
+    ///     print(status.meter, status.used, status.remaining ?? "unlimited")
+    /// }
+    /// ```
+    public func meterStatuses(user userID: String, now: Date) throws -> [MeterStatus] {
+        try TextRule.check(userID, what: "the user id")
+        return try store.read { transaction in
+            let user = try transaction.requireUser(userID)
+            return try profile.meters.map {
+                try transaction.meterStatus(of: user, meter: $0, profile: profile, now: now)
+            }
+        }
     }
 
     /// Where the user stands against a meter now.

@@ -6,9 +6,9 @@ public struct ArchivedConflict: Codable, Sendable, Equatable {
     /// The archived record's id, which restoring names.
     public var id: Int64
     /// The user who received the merge.
-    public var userId: String
+    public var userID: String
     /// The merge journal that archived it, in the store where the merge ran.
-    public var journalId: Int64?
+    public var journalID: Int64?
     /// The record's collection.
     public var collection: String
     /// The key the record had when it lost.
@@ -23,12 +23,12 @@ public struct ArchivedConflict: Codable, Sendable, Equatable {
     public var archivedAt: Date
 
     package init(
-        id: Int64, userId: String, journalId: Int64?, collection: String, key: String, data: String, updatedAt: Date,
+        id: Int64, userID: String, journalID: Int64?, collection: String, key: String, data: String, updatedAt: Date,
         reason: String, archivedAt: Date
     ) {
         self.id = id
-        self.userId = userId
-        self.journalId = journalId
+        self.userID = userID
+        self.journalID = journalID
         self.collection = collection
         self.key = key
         self.data = data
@@ -43,7 +43,7 @@ public struct RestoredConflict: Codable, Sendable, Equatable {
     /// The archived record's id.
     public var id: Int64
     /// The user the record was restored to.
-    public var userId: String
+    public var userID: String
     /// The record's collection.
     public var collection: String
     /// The key the record had when it lost.
@@ -51,9 +51,9 @@ public struct RestoredConflict: Codable, Sendable, Equatable {
     /// The key it is restored under, next to the winner.
     public var restoredKey: String
 
-    package init(id: Int64, userId: String, collection: String, key: String, restoredKey: String) {
+    package init(id: Int64, userID: String, collection: String, key: String, restoredKey: String) {
         self.id = id
-        self.userId = userId
+        self.userID = userID
         self.collection = collection
         self.key = key
         self.restoredKey = restoredKey
@@ -103,20 +103,20 @@ extension GuestMode {
         try TextRule.check(["the record key": key])
         return try store.write { transaction in
             guard let conflict = try transaction.archivedConflict(id: id, locking: true),
-                userID == nil || conflict.userId == userID
+                userID == nil || conflict.userID == userID
             else {
                 throw GuestModeError(.conflictNotFound, "no archived conflict with id \(id)")
             }
-            _ = try transaction.requireUser(conflict.userId, locking: true)
+            _ = try transaction.requireUser(conflict.userID, locking: true)
             func isTaken(_ candidate: String) throws -> Bool {
-                try transaction.recordExists(owner: conflict.userId, collection: conflict.collection, key: candidate)
+                try transaction.recordExists(owner: conflict.userID, collection: conflict.collection, key: candidate)
             }
             let restoredKey: String
             if let key {
                 if try isTaken(key) {
                     throw GuestModeError(
                         .recordKeyTaken,
-                        "user '\(conflict.userId)' already has a record '\(key)' in \(conflict.collection); choose another key"
+                        "user '\(conflict.userID)' already has a record '\(key)' in \(conflict.collection); choose another key"
                     )
                 }
                 restoredKey = key
@@ -132,11 +132,11 @@ extension GuestMode {
                 restoredKey = found
             }
             try transaction.upsertRecord(
-                owner: conflict.userId, collection: conflict.collection, key: restoredKey, data: conflict.data, at: now)
+                owner: conflict.userID, collection: conflict.collection, key: restoredKey, data: conflict.data, at: now)
             try transaction.deleteArchivedConflict(id: id)
-            try transaction.noteActivity(of: conflict.userId, profile: profile, now: now)
+            try transaction.noteActivity(of: conflict.userID, profile: profile, now: now)
             return RestoredConflict(
-                id: id, userId: conflict.userId, collection: conflict.collection, key: conflict.key,
+                id: id, userID: conflict.userID, collection: conflict.collection, key: conflict.key,
                 restoredKey: restoredKey)
         }
     }

@@ -410,7 +410,7 @@ enum EmbeddedTemplates {
                 tier: premium
             prompts:
               cooldown: 24h
-              # A refused `meter use` (or a `meter check` that says no) raises it at once.
+              # A refused `meter use` (or a `meter check --raise-prompt` that says no) raises it at once.
               triggers:
                 minutes_refused:
                   meter: api_minutes

@@ -1,5 +1,41 @@
 import Foundation
 
+/// What decided one rule in `explainPrompt` (`RuleExplanation.verdict`), as
+/// `prompt next --explain` prints it.
+///
+/// ```swift
+/// let explained = try engine.explainPrompt(user: guest.id, trigger: nil, now: now)
+/// let waiting = explained.rules.filter { $0.verdict == .triggerNotRaised }.map(\.context)
+/// ```
+public enum PromptVerdict: String, Codable, Sendable, CaseIterable {
+    /// The rule decided: it is the prompt to show.
+    case chosen
+    /// Eligible, but a rule of higher priority (or declared earlier) won.
+    case outranked
+    /// A sign-in prompt and the user is linked to an identity.
+    case userLinked = "user_linked"
+    /// A sign-in prompt and the user completed sign-in.
+    case userAuthenticated = "user_authenticated"
+    /// The user's experiment variant turns this context off.
+    case variantDisabled = "variant_disabled"
+    /// A once-only prompt that already had an outcome.
+    case once
+    /// Had an outcome recently; eligible again later.
+    case reshowAfter = "reshow_after"
+    /// Waits for a trigger neither named nor raised since its last outcome.
+    case triggerNotRaised = "trigger_not_raised"
+    /// One of its conditions does not hold.
+    case conditionFalse = "condition_false"
+    /// The user chose never to be asked again.
+    case neverAsk = "never_ask"
+    /// Within the cooldown after the last prompt.
+    case cooldown
+    /// As many prompts shown in the window as the profile allows.
+    case windowFull = "window_full"
+    /// No rule holds.
+    case noEligiblePrompt = "no_eligible_prompt"
+}
+
 /// Why one rule is, or is not, the prompt to show now.
 package enum RuleVerdict: Sendable, Equatable {
     /// The rule decided: it is the prompt to show.
@@ -21,16 +57,16 @@ package enum RuleVerdict: Sendable, Equatable {
     /// Eligible on its own, held back by something that holds every prompt back.
     case held(QuietReason)
 
-    package var code: String {
+    package var code: PromptVerdict {
         switch self {
-        case .chosen: "chosen"
-        case .outranked: "outranked"
-        case let .signedIn(reason): reason == .linked ? "user_linked" : "user_authenticated"
-        case .variantDisabled: "variant_disabled"
-        case .once: "once"
-        case .reshowAfter: "reshow_after"
-        case .triggerNotRaised: "trigger_not_raised"
-        case .conditionFalse: "condition_false"
+        case .chosen: .chosen
+        case .outranked: .outranked
+        case let .signedIn(reason): reason == .linked ? .userLinked : .userAuthenticated
+        case .variantDisabled: .variantDisabled
+        case .once: .once
+        case .reshowAfter: .reshowAfter
+        case .triggerNotRaised: .triggerNotRaised
+        case .conditionFalse: .conditionFalse
         case let .held(reason): reason.verdictCode
         }
     }
@@ -69,14 +105,14 @@ package enum RuleVerdict: Sendable, Equatable {
 }
 
 extension QuietReason {
-    var verdictCode: String {
+    var verdictCode: PromptVerdict {
         switch self {
-        case .linked: "user_linked"
-        case .authenticated: "user_authenticated"
-        case .neverAsk: "never_ask"
-        case .cooldown: "cooldown"
-        case .windowFull: "window_full"
-        case .noEligibleRule: "no_eligible_prompt"
+        case .linked: .userLinked
+        case .authenticated: .userAuthenticated
+        case .neverAsk: .neverAsk
+        case .cooldown: .cooldown
+        case .windowFull: .windowFull
+        case .noEligibleRule: .noEligiblePrompt
         }
     }
 }

@@ -303,9 +303,8 @@ public struct RuleExplanation: Encodable, Sendable, Equatable {
     public var kind: PromptKind
     /// True when the rule could be shown now.
     public var isEligible: Bool
-    /// `chosen`, `outranked`, `cooldown`, `window_full`, `never_ask`, `once`,
-    /// `reshow_after`, `trigger_not_raised`, `condition_false`, …
-    public var verdict: String
+    /// What decided the rule: `chosen`, `outranked`, `cooldown`, `trigger_not_raised`, …
+    public var verdict: PromptVerdict
     /// The verdict in words.
     public var message: String
     /// When the rule could be shown next; nil when never or unknown.
@@ -387,11 +386,7 @@ extension GuestMode {
         }
         switch evaluation.decision {
         case let .show(rule):
-            let content = (strategy.contentOverrides[rule.context]?.applied(to: rule.content) ?? rule.content)
-                .filled(facts: facts, now: now)
-            let offer = PromptOffer(
-                user: userID, context: rule.context, priority: rule.priority, trigger: rule.trigger,
-                content: content, variants: strategy.variants)
+            let offer = promptOffer(of: rule, user: userID, facts: facts, strategy: strategy, now: now)
             return PromptExplanation(
                 userID: userID, isDue: true, decidedBy: rule.context, offer: offer, quiet: nil, rules: rules,
                 variants: strategy.variants)
@@ -403,7 +398,7 @@ extension GuestMode {
     }
 
     /// Raises the triggers a refusal names (a refused `record put` into
-    /// `collection` with `outcome`, or a refused use or check of `meter`) and
+    /// `collection` with `outcome`, or a refused use or raising check of `meter`) and
     /// its webhook (`limit.refused`, `meter.exhausted`). Its own small write
     /// after the refused transaction, which changed nothing: the refusal is
     /// recorded only here, so its event commits with the triggers.

@@ -16,7 +16,9 @@ import Foundation
 public struct Refusal: Sendable, Equatable {
     /// The failure the refusal is, with its sentence.
     public var failure: GuestModeError
-    /// The prompt the refusal raised for the user, as `nextPrompt` offers it now; nil when none is due.
+    /// The prompt to show for the refusal, as `nextPrompt` offers it now: the one the refusal's
+    /// triggers made due or, for a gate that only reads (`checkMeter`) and raises nothing, the one
+    /// already due for the user; nil when none is due.
     public var prompt: PromptOffer?
 
     package init(failure: GuestModeError, prompt: PromptOffer?) {

@@ -173,18 +173,13 @@ extension UsageReport {
 }
 
 extension MigrationsReport {
-    /// The journal kinds a report always shows, in order, even with nothing started.
-    static let kinds = JournalKind.allCases.map(\.rawValue)
-
-    /// Both kinds from the store's counts, then any other kind the store
-    /// holds, in byte order. A journal counts as failed when a step of it
-    /// failed or it is failed now (a journal of a store older than the count
-    /// of failures), as resumed when it was resumed at least once.
+    /// Both kinds from the store's counts, each shown even with nothing
+    /// started (the store holds no other: a journal's kind is read as a
+    /// `JournalKind`). A journal counts as failed when a step of it failed or
+    /// it is failed now (a journal of a store older than the count of
+    /// failures), as resumed when it was resumed at least once.
     init(period: ReportPeriod, attempts: [JournalAttemptCount], failures: [StepFailureCount]) {
-        let others = Set(attempts.map(\.kind) + failures.map(\.kind)).subtracting(Self.kinds).sorted {
-            Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8))
-        }
-        let kinds = (Self.kinds + others).map { kind in
+        let kinds = JournalKind.allCases.map { kind in
             let groups = attempts.filter { $0.kind == kind }
             let started = groups.reduce(0) { $0 + $1.journals }
             let completed = groups.filter { $0.status == JournalStatus.done.rawValue }.reduce(0) { $0 + $1.journals }

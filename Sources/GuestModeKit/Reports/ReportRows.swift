@@ -43,14 +43,14 @@ package protocol ReportRows {
 /// How many journals of one kind share a status, a number of resumes and a
 /// number of failures (`ReportRows.journalAttemptCounts`).
 package struct JournalAttemptCount: Sendable, Equatable {
-    package var kind: String
+    package var kind: JournalKind
     /// The stored status, as text.
     package var status: String
     package var resumes: Int
     package var failures: Int
     package var journals: Int
 
-    package init(kind: String, status: String, resumes: Int, failures: Int, journals: Int) {
+    package init(kind: JournalKind, status: String, resumes: Int, failures: Int, journals: Int) {
         self.kind = kind
         self.status = status
         self.resumes = resumes
@@ -61,12 +61,12 @@ package struct JournalAttemptCount: Sendable, Equatable {
 
 /// The failures of one step of the journals of a kind (`ReportRows.stepFailureCounts`).
 package struct StepFailureCount: Sendable, Equatable {
-    package var kind: String
+    package var kind: JournalKind
     package var position: Int
     package var step: String
     package var failures: Int
 
-    package init(kind: String, position: Int, step: String, failures: Int) {
+    package init(kind: JournalKind, position: Int, step: String, failures: Int) {
         self.kind = kind
         self.position = position
         self.step = step

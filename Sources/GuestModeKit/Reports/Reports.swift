@@ -164,7 +164,7 @@ public struct StepFailures: Codable, Sendable, Equatable {
 /// merges) started in a period.
 public struct JournalKindReport: Codable, Sendable, Equatable {
     /// `guest-to-account` or `merge`.
-    public var kind: String
+    public var kind: JournalKind
     /// Journals started in the period.
     public var started: Int
     /// Of those, how many are done.

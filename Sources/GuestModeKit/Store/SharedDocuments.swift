@@ -14,12 +14,12 @@ package struct GuestDocument: Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case userId, new, device, state, promptState, createdAt, lastSeenAt, linkedAt
+        case userID, new, device, state, promptState, createdAt, lastSeenAt, linkedAt
     }
 
     package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(user.id, forKey: .userId)
+        try container.encode(user.id, forKey: .userID)
         try container.encode(created, forKey: .new)
         try container.encode(user.device, forKey: .device)
         try container.encode(user.state, forKey: .state)
@@ -32,7 +32,7 @@ package struct GuestDocument: Encodable {
 
 /// `link` and `unlink`: one kind of document (guestmode-link(1), JSON OUTPUT).
 package struct IdentityChange: Encodable {
-    package var userId: String
+    package var userID: String
     /// `link` or `unlink`.
     package var action: String
     package var provider: String
@@ -45,10 +45,10 @@ package struct IdentityChange: Encodable {
     package var removedAnonymousCredentials: Bool
 
     package init(
-        userId: String, action: String, provider: String, subject: String?, changed: Bool, state: UserState,
+        userID: String, action: String, provider: String, subject: String?, changed: Bool, state: UserState,
         removedAnonymousCredentials: Bool
     ) {
-        self.userId = userId
+        self.userID = userID
         self.action = action
         self.provider = provider
         self.subject = subject
@@ -60,13 +60,13 @@ package struct IdentityChange: Encodable {
 
 /// `record delete`.
 package struct RecordDeletion: Encodable {
-    package var userId: String
+    package var userID: String
     package var collection: String
     package var key: String
     package var deleted = true
 
-    package init(userId: String, collection: String, key: String) {
-        self.userId = userId
+    package init(userID: String, collection: String, key: String) {
+        self.userID = userID
         self.collection = collection
         self.key = key
     }

@@ -19,7 +19,7 @@ extension StoreTransaction {
         for endpoint in endpoints {
             try enqueueWebhook(
                 NewWebhookDelivery(
-                    eventId: event.id, endpoint: endpoint.name, type: type.rawValue, userId: userID, createdAt: time,
+                    eventID: event.id, endpoint: endpoint.name, type: type.rawValue, userID: userID, createdAt: time,
                     scope: scope, payload: event.payload))
         }
     }
@@ -119,15 +119,14 @@ extension GuestMode {
             let heads = try store.read { try $0.pendingWebhookHeads(after: cursor, limit: limit) }
             guard let last = heads.last else { return [] }
             var due: [WebhookDelivery] = []
-            for delivery in heads where !skipping.contains([delivery.endpoint, delivery.userId]) {
-                guard let created = Timestamp.parse(delivery.createdAt) else { continue }
+            for delivery in heads where !skipping.contains([delivery.endpoint, delivery.userID]) {
                 // Heads come in order of creation: every one after this is scheduled later still.
-                guard created <= now else { return due }
-                if !retryingNow, let next = delivery.nextAttemptAt.flatMap(Timestamp.parse), next > now { continue }
+                guard delivery.createdAt <= now else { return due }
+                if !retryingNow, let next = delivery.nextAttemptAt, next > now { continue }
                 due.append(delivery)
             }
             if !due.isEmpty { return due }
-            cursor = WebhookCursor(createdAt: last.createdAt, deliveryId: last.deliveryId)
+            cursor = WebhookCursor(createdAt: Timestamp.format(last.createdAt), deliveryID: last.deliveryID)
         }
     }
 
@@ -155,18 +154,18 @@ extension GuestMode {
     {
         let retry = webhookRetry
         return try store.write { transaction in
-            guard let current = try transaction.webhookDelivery(delivery.deliveryId, locking: true),
+            guard let current = try transaction.webhookDelivery(delivery.deliveryID, locking: true),
                 current.status == .pending, current.attempts == delivery.attempts
             else {
-                let current = try transaction.webhookDelivery(delivery.deliveryId, locking: false)
+                let current = try transaction.webhookDelivery(delivery.deliveryID, locking: false)
                 return SettledDelivery(
                     status: current?.status ?? .delivered, attempts: current?.attempts ?? delivery.attempts,
-                    nextAttemptAt: current?.nextAttemptAt.flatMap(Timestamp.parse))
+                    nextAttemptAt: current?.nextAttemptAt)
             }
             switch attempt {
             case .delivered:
                 try transaction.setWebhookState(
-                    of: current.deliveryId, status: .delivered, attempts: current.attempts, lastError: nil,
+                    of: current.deliveryID, status: .delivered, attempts: current.attempts, lastError: nil,
                     nextAttemptAt: nil, deliveredAt: now)
                 return SettledDelivery(status: .delivered, attempts: current.attempts, nextAttemptAt: nil)
             case .failed(let reason):
@@ -176,9 +175,9 @@ extension GuestMode {
                     held
                     ? nil
                     : now.addingTimeInterval(
-                        WebhookRetryPolicy.delay(afterAttempts: attempts, delivery: current.deliveryId))
+                        WebhookRetryPolicy.delay(afterAttempts: attempts, delivery: current.deliveryID))
                 try transaction.setWebhookState(
-                    of: current.deliveryId, status: held ? .held : .pending, attempts: attempts, lastError: reason,
+                    of: current.deliveryID, status: held ? .held : .pending, attempts: attempts, lastError: reason,
                     nextAttemptAt: next, deliveredAt: nil)
                 return SettledDelivery(status: held ? .held : .pending, attempts: attempts, nextAttemptAt: next)
             }
@@ -199,7 +198,8 @@ extension GuestMode {
                 guard delivery.status != .delivered else {
                     throw GuestModeError(
                         .webhookDelivered,
-                        "webhook delivery \(id) was delivered at \(delivery.deliveredAt ?? "?"); it is not sent again")
+                        "webhook delivery \(id) was delivered at \(delivery.deliveredAt.map(Timestamp.format) ?? "?"); it is not sent again"
+                    )
                 }
                 chosen = [delivery]
             } else {
@@ -207,10 +207,10 @@ extension GuestMode {
             }
             for delivery in chosen {
                 try transaction.setWebhookState(
-                    of: delivery.deliveryId, status: .pending, attempts: 0, lastError: nil, nextAttemptAt: nil,
+                    of: delivery.deliveryID, status: .pending, attempts: 0, lastError: nil, nextAttemptAt: nil,
                     deliveredAt: nil)
             }
-            return try chosen.compactMap { try transaction.webhookDelivery($0.deliveryId, locking: false) }
+            return try chosen.compactMap { try transaction.webhookDelivery($0.deliveryID, locking: false) }
         }
     }
 

@@ -15,18 +15,18 @@ public enum WebhookDeliveryStatus: String, Codable, Sendable, CaseIterable {
 public struct WebhookDelivery: Codable, Sendable, Equatable {
     /// The row's number; rows of one user and endpoint go out in the order of
     /// their creation time, then of this number.
-    public var deliveryId: Int64
+    public var deliveryID: Int64
     /// The event's id, the same in every attempt and for every endpoint.
-    public var eventId: String
+    public var eventID: String
     /// The endpoint it goes to.
     public var endpoint: String
     /// The event type (`WebhookEventType`).
     public var type: String
     /// The user the event is about.
-    public var userId: String
+    public var userID: String
     /// When the event happened; a scheduled event (a plan's expiry) is not
     /// sent before.
-    public var createdAt: String
+    public var createdAt: Date
     /// What the event concerns within its type (a plan's name), for
     /// cancelling a scheduled event; empty when nothing.
     public var scope: String
@@ -39,20 +39,20 @@ public struct WebhookDelivery: Codable, Sendable, Equatable {
     /// Why the last attempt failed.
     public var lastError: String?
     /// When the next attempt may be made; nil when now.
-    public var nextAttemptAt: String?
+    public var nextAttemptAt: Date?
     /// When the endpoint accepted it.
-    public var deliveredAt: String?
+    public var deliveredAt: Date?
 
     package init(
-        deliveryId: Int64, eventId: String, endpoint: String, type: String, userId: String, createdAt: String,
+        deliveryID: Int64, eventID: String, endpoint: String, type: String, userID: String, createdAt: Date,
         scope: String, payload: String, status: WebhookDeliveryStatus, attempts: Int, lastError: String?,
-        nextAttemptAt: String?, deliveredAt: String?
+        nextAttemptAt: Date?, deliveredAt: Date?
     ) {
-        self.deliveryId = deliveryId
-        self.eventId = eventId
+        self.deliveryID = deliveryID
+        self.eventID = eventID
         self.endpoint = endpoint
         self.type = type
-        self.userId = userId
+        self.userID = userID
         self.createdAt = createdAt
         self.scope = scope
         self.payload = payload
@@ -66,10 +66,10 @@ public struct WebhookDelivery: Codable, Sendable, Equatable {
 
 /// A delivery to add to the outbox (`WebhookRows.enqueueWebhook`).
 package struct NewWebhookDelivery: Sendable, Equatable {
-    package var eventId: String
+    package var eventID: String
     package var endpoint: String
     package var type: String
-    package var userId: String
+    package var userID: String
     package var createdAt: Date
     package var scope: String
     package var payload: String
@@ -79,11 +79,11 @@ package struct NewWebhookDelivery: Sendable, Equatable {
 /// `WebhookDelivery.createdAt` gives it) and its id.
 package struct WebhookCursor: Sendable, Equatable {
     package var createdAt: String
-    package var deliveryId: Int64
+    package var deliveryID: Int64
 
-    package init(createdAt: String, deliveryId: Int64) {
+    package init(createdAt: String, deliveryID: Int64) {
         self.createdAt = createdAt
-        self.deliveryId = deliveryId
+        self.deliveryID = deliveryID
     }
 }
 

@@ -39,8 +39,8 @@ extension PostgresTransaction {
 
     private func outboxEntry(_ row: PostgresRow) throws -> OutboxEntry {
         OutboxEntry(
-            userId: try row.string("user_id"), queuedAt: try row.string("queued_at"),
+            userID: try row.string("user_id"), queuedAt: try row.date("queued_at"),
             attempts: try row.int("attempts"), lastError: try row.optionalString("last_error"),
-            nextAttemptAt: try row.optionalString("next_attempt_at"))
+            nextAttemptAt: try row.optionalDate("next_attempt_at"))
     }
 }

@@ -185,7 +185,7 @@ extension PostgresTransaction {
         }
         return try connection.execute(sql, parameters).reversed().map { row in
             LoggedEvent(
-                id: try row.int64("id"), userId: try row.string("user_id"), action: try row.string("action"),
+                id: try row.int64("id"), userID: try row.string("user_id"), action: try row.string("action"),
                 at: try row.date("at"), count: try row.int("count"),
                 idempotencyKey: try row.optionalString("idempotency_key"),
                 properties: LoggedEvent.decodeProperties(try row.optionalString("properties")))

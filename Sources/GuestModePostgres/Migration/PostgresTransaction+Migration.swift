@@ -236,7 +236,7 @@ extension PostgresTransaction {
 
     private func archivedConflict(_ row: PostgresRow) throws -> ArchivedConflict {
         ArchivedConflict(
-            id: try row.int64("id"), userId: try row.string("owner_id"), journalId: try row.optionalInt64("journal_id"),
+            id: try row.int64("id"), userID: try row.string("owner_id"), journalID: try row.optionalInt64("journal_id"),
             collection: try row.string("collection"), key: try row.string("key"), data: try row.string("data"),
             updatedAt: try row.date("updated_at"), reason: try row.string("reason"),
             archivedAt: try row.date("archived_at"))

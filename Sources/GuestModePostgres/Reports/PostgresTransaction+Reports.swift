@@ -128,7 +128,8 @@ extension PostgresTransaction {
             parameters
         ).map { row in
             JournalAttemptCount(
-                kind: try row.string("kind"), status: try row.string("status"), resumes: try row.int("resumes"),
+                kind: try row.decode("kind", as: JournalKind.self), status: try row.string("status"),
+                resumes: try row.int("resumes"),
                 failures: try row.int("failures"), journals: try row.int("journals"))
         }
     }
@@ -145,7 +146,8 @@ extension PostgresTransaction {
             parameters
         ).map { row in
             StepFailureCount(
-                kind: try row.string("kind"), position: try row.int("position"), step: try row.string("name"),
+                kind: try row.decode("kind", as: JournalKind.self), position: try row.int("position"),
+                step: try row.string("name"),
                 failures: try row.int("failures"))
         }
     }

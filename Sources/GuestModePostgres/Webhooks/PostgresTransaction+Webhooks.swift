@@ -14,8 +14,8 @@ extension PostgresTransaction {
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0)
             """,
             [
-                PostgresValue(delivery.eventId), PostgresValue(delivery.endpoint), PostgresValue(delivery.type),
-                PostgresValue(delivery.userId), PostgresValue(delivery.createdAt), PostgresValue(delivery.scope),
+                PostgresValue(delivery.eventID), PostgresValue(delivery.endpoint), PostgresValue(delivery.type),
+                PostgresValue(delivery.userID), PostgresValue(delivery.createdAt), PostgresValue(delivery.scope),
                 PostgresValue(delivery.payload), PostgresValue(WebhookDeliveryStatus.pending.rawValue),
             ])
     }
@@ -57,7 +57,7 @@ extension PostgresTransaction {
             ORDER BY w.created_at COLLATE "C", w.id LIMIT $3
             """,
             [
-                PostgresValue(cursor?.createdAt ?? ""), PostgresValue(cursor?.deliveryId ?? Int64.min),
+                PostgresValue(cursor?.createdAt ?? ""), PostgresValue(cursor?.deliveryID ?? Int64.min),
                 PostgresValue(Int64(limit)),
             ]
         ).map(webhookDelivery)
@@ -125,12 +125,12 @@ extension PostgresTransaction {
 
     private func webhookDelivery(_ row: PostgresRow) throws -> WebhookDelivery {
         WebhookDelivery(
-            deliveryId: try row.int64("id"), eventId: try row.string("event_id"), endpoint: try row.string("endpoint"),
-            type: try row.string("type"), userId: try row.string("user_id"),
-            createdAt: Timestamp.format(try row.date("created_at")), scope: try row.string("scope"),
+            deliveryID: try row.int64("id"), eventID: try row.string("event_id"), endpoint: try row.string("endpoint"),
+            type: try row.string("type"), userID: try row.string("user_id"),
+            createdAt: try row.date("created_at"), scope: try row.string("scope"),
             payload: try row.string("payload"), status: try row.decode("status", as: WebhookDeliveryStatus.self),
             attempts: try row.int("attempts"), lastError: try row.optionalString("last_error"),
-            nextAttemptAt: try row.optionalDate("next_attempt_at").map(Timestamp.format),
-            deliveredAt: try row.optionalDate("delivered_at").map(Timestamp.format))
+            nextAttemptAt: try row.optionalDate("next_attempt_at"),
+            deliveredAt: try row.optionalDate("delivered_at"))
     }
 }

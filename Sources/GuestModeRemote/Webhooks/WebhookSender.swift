@@ -5,22 +5,22 @@ import GuestModeKit
 package struct WebhookDeliveryReport: Codable, Sendable {
     /// A delivery the endpoint accepted.
     package struct Delivered: Codable, Sendable {
-        package var deliveryId: Int64
-        package var eventId: String
+        package var deliveryID: Int64
+        package var eventID: String
         package var endpoint: String
         package var type: String
-        package var userId: String
+        package var userID: String
         /// The endpoint's HTTP status.
         package var status: Int
     }
 
     /// A delivery that failed this time; it stays in the outbox.
     package struct Failed: Codable, Sendable {
-        package var deliveryId: Int64
-        package var eventId: String
+        package var deliveryID: Int64
+        package var eventID: String
         package var endpoint: String
         package var type: String
-        package var userId: String
+        package var userID: String
         package var error: String
         /// Failed attempts in a row so far.
         package var attempts: Int
@@ -86,7 +86,7 @@ package struct WebhookSender: Sendable {
             let due = try engine.dueWebhookDeliveries(now: try clock(), retryingNow: retryingNow, skipping: blocked)
             if due.isEmpty { break }
             for delivery in due {
-                let pair = [delivery.endpoint, delivery.userId]
+                let pair = [delivery.endpoint, delivery.userID]
                 if unusable[delivery.endpoint] != nil {
                     blocked.insert(pair)
                     continue
@@ -111,7 +111,7 @@ package struct WebhookSender: Sendable {
                         WebhookSignature.headerName,
                         WebhookSignature.header(secret: keys[endpoint.name]!, time: time, body: body)
                     ),
-                    (Self.eventIdHeader, delivery.eventId),
+                    (Self.eventIdHeader, delivery.eventID),
                 ]
                 var status = 0
                 let attempt: WebhookAttempt
@@ -127,15 +127,15 @@ package struct WebhookSender: Sendable {
                 case .delivered:
                     report.delivered.append(
                         .init(
-                            deliveryId: delivery.deliveryId, eventId: delivery.eventId, endpoint: delivery.endpoint,
-                            type: delivery.type, userId: delivery.userId, status: status))
+                            deliveryID: delivery.deliveryID, eventID: delivery.eventID, endpoint: delivery.endpoint,
+                            type: delivery.type, userID: delivery.userID, status: status))
                     progress(delivery, settled, nil)
                 case .failed(let reason):
                     blocked.insert(pair)
                     report.failed.append(
                         .init(
-                            deliveryId: delivery.deliveryId, eventId: delivery.eventId, endpoint: delivery.endpoint,
-                            type: delivery.type, userId: delivery.userId, error: reason, attempts: settled.attempts,
+                            deliveryID: delivery.deliveryID, eventID: delivery.eventID, endpoint: delivery.endpoint,
+                            type: delivery.type, userID: delivery.userID, error: reason, attempts: settled.attempts,
                             nextAttemptAt: settled.nextAttemptAt.map(Timestamp.format),
                             isHeld: settled.status == .held))
                     progress(delivery, settled, reason)

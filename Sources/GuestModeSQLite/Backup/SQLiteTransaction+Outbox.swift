@@ -31,8 +31,8 @@ extension SQLiteTransaction {
 
     private func outboxEntry(_ row: Row) throws -> OutboxEntry {
         OutboxEntry(
-            userId: try row.decode(forColumn: "user_id"), queuedAt: try row.decode(forColumn: "queued_at"),
+            userID: try row.decode(forColumn: "user_id"), queuedAt: try row.time("queued_at"),
             attempts: try row.decode(forColumn: "attempts"), lastError: try row.decode(forColumn: "last_error"),
-            nextAttemptAt: try row.decode(forColumn: "next_attempt_at"))
+            nextAttemptAt: try row.optionalTime("next_attempt_at"))
     }
 }

@@ -128,7 +128,7 @@ extension SQLiteTransaction {
         let rows = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments))
         return try rows.reversed().map { row in
             LoggedEvent(
-                id: try row.decode(forColumn: "id"), userId: try row.decode(forColumn: "user_id"),
+                id: try row.decode(forColumn: "id"), userID: try row.decode(forColumn: "user_id"),
                 action: try row.decode(forColumn: "action"), at: try row.time("at"),
                 count: try row.decode(forColumn: "count"), idempotencyKey: try row.decode(forColumn: "idempotency_key"),
                 properties: LoggedEvent.decodeProperties(try row.decode(forColumn: "properties")))

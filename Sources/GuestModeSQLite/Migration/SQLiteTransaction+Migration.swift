@@ -234,8 +234,8 @@ extension SQLiteTransaction {
 
     private func archivedConflict(_ row: Row) throws -> ArchivedConflict {
         ArchivedConflict(
-            id: try row.decode(forColumn: "id"), userId: try row.decode(forColumn: "owner_id"),
-            journalId: try row.decode(forColumn: "journal_id"), collection: try row.decode(forColumn: "collection"),
+            id: try row.decode(forColumn: "id"), userID: try row.decode(forColumn: "owner_id"),
+            journalID: try row.decode(forColumn: "journal_id"), collection: try row.decode(forColumn: "collection"),
             key: try row.decode(forColumn: "key"), data: try row.decode(forColumn: "data"),
             updatedAt: try row.time("updated_at"), reason: try row.decode(forColumn: "reason"),
             archivedAt: try row.time("archived_at"))

@@ -125,7 +125,7 @@ extension SQLiteTransaction {
             arguments: arguments
         ).map { row in
             JournalAttemptCount(
-                kind: try row.decode(forColumn: "kind"), status: try row.decode(forColumn: "status"),
+                kind: try row.decode("kind", as: JournalKind.self), status: try row.decode(forColumn: "status"),
                 resumes: try row.decode(forColumn: "resumes"), failures: try row.decode(forColumn: "failures"),
                 journals: try row.decode(forColumn: "journals"))
         }
@@ -144,7 +144,7 @@ extension SQLiteTransaction {
             arguments: arguments
         ).map { row in
             StepFailureCount(
-                kind: try row.decode(forColumn: "kind"), position: try row.decode(forColumn: "position"),
+                kind: try row.decode("kind", as: JournalKind.self), position: try row.decode(forColumn: "position"),
                 step: try row.decode(forColumn: "name"), failures: try row.decode(forColumn: "failures"))
         }
     }

@@ -15,7 +15,7 @@ extension SQLiteTransaction {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)
                 """,
             arguments: [
-                delivery.eventId, delivery.endpoint, delivery.type, delivery.userId,
+                delivery.eventID, delivery.endpoint, delivery.type, delivery.userID,
                 Timestamp.format(delivery.createdAt), delivery.scope, delivery.payload,
                 WebhookDeliveryStatus.pending.rawValue,
             ])
@@ -55,7 +55,7 @@ extension SQLiteTransaction {
                         AND (e.created_at, e.id) < (w.created_at, w.id))
                     ORDER BY w.created_at, w.id LIMIT ?
                     """),
-            arguments: [cursor?.createdAt ?? "", cursor?.deliveryId ?? Int64.min, limit]
+            arguments: [cursor?.createdAt ?? "", cursor?.deliveryID ?? Int64.min, limit]
         ).map(webhookDelivery)
     }
 
@@ -115,13 +115,13 @@ extension SQLiteTransaction {
 
     private func webhookDelivery(_ row: Row) throws -> WebhookDelivery {
         WebhookDelivery(
-            deliveryId: try row.decode(forColumn: "id"), eventId: try row.decode(forColumn: "event_id"),
+            deliveryID: try row.decode(forColumn: "id"), eventID: try row.decode(forColumn: "event_id"),
             endpoint: try row.decode(forColumn: "endpoint"), type: try row.decode(forColumn: "type"),
-            userId: try row.decode(forColumn: "user_id"), createdAt: Timestamp.format(try row.time("created_at")),
+            userID: try row.decode(forColumn: "user_id"), createdAt: try row.time("created_at"),
             scope: try row.decode(forColumn: "scope"), payload: try row.decode(forColumn: "payload"),
             status: try row.decode("status", as: WebhookDeliveryStatus.self),
             attempts: try row.decode(forColumn: "attempts"), lastError: try row.decode(forColumn: "last_error"),
-            nextAttemptAt: try row.optionalTime("next_attempt_at").map(Timestamp.format),
-            deliveredAt: try row.optionalTime("delivered_at").map(Timestamp.format))
+            nextAttemptAt: try row.optionalTime("next_attempt_at"),
+            deliveredAt: try row.optionalTime("delivered_at"))
     }
 }

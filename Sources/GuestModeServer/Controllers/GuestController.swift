@@ -73,7 +73,7 @@ struct GuestController {
     @Sendable func signOut(_ request: Request, context: ServerContext) async throws -> Response {
         let token = try await request.decode(as: RefreshBody.self, context: context).refreshToken
         let user = try await services.perform { engine, now in try engine.revokeSession(token, now: now) }
-        return try Reply.document(SessionsRevoked(userId: user, revoked: 1)).response
+        return try Reply.document(SessionsRevoked(userID: user, revoked: 1)).response
     }
 
     @Sendable func refresh(_ request: Request, context: ServerContext) async throws -> Response {
@@ -122,6 +122,6 @@ struct SessionDocument: Encodable {
 
 /// The sessions a sign-out revoked.
 struct SessionsRevoked: Encodable {
-    var userId: String
+    var userID: String
     var revoked: Int
 }

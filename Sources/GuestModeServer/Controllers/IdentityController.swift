@@ -66,7 +66,7 @@ struct IdentityController {
             let result = try engine.link(user: userID, provider: provider, subject: subject, email: email, now: now)
             let user = try engine.user(userID)
             let change = IdentityChange(
-                userId: userID, action: "link", provider: provider, subject: subject,
+                userID: userID, action: "link", provider: provider, subject: subject,
                 changed: result.isNewlyLinked, state: user.state,
                 removedAnonymousCredentials: result.didRemoveAnonymousCredentials)
             return try Reply.document(change, status: result.isNewlyLinked ? .created : .ok)
@@ -83,7 +83,7 @@ struct IdentityController {
         }
         return try Reply.document(
             IdentityChange(
-                userId: userID, action: "unlink", provider: provider, subject: nil, changed: true,
+                userID: userID, action: "unlink", provider: provider, subject: nil, changed: true,
                 state: updated.state, removedAnonymousCredentials: false)
         ).response
     }

@@ -2,7 +2,7 @@ import Foundation
 import GuestModeKit
 import Hummingbird
 
-/// `meter status`, `meter check`, `meter use`, `meter grants` and `meter grant`
+/// `meter status`, `meter check` (GET reads; POST raises a refusal's prompt), `meter use`, `meter grants` and `meter grant`
 /// (`/v1/users/{user}/meters`).
 struct MeterController {
     let services: Services
@@ -12,6 +12,7 @@ struct MeterController {
             .get(use: statuses)
             .get(":meter", use: status)
             .get(":meter/check", use: check)
+            .post(":meter/check", use: raisingCheck)
             .post(":meter/use", use: use)
             .get(":meter/grants", use: grants)
             .post(":meter/grants", use: grant)
@@ -24,6 +25,11 @@ struct MeterController {
         var overage: String?
     }
 
+    /// `{"amount": 20}`; empty, or no "amount", for "anything left".
+    struct CheckBody: Decodable {
+        var amount: DecimalText?
+    }
+
     /// `{"amount": 30, "expires": "P30D"` or `"until": "2027-01-01T00:00:00Z", "reason": "referral", "id": "r-1"}`.
     struct GrantBody: Decodable {
         var amount: DecimalText
@@ -33,11 +39,11 @@ struct MeterController {
         var id: String?
     }
 
-    /// `meter status`: every meter of the profile.
+    /// `meter status`: every meter of the profile, from one snapshot.
     @Sendable func statuses(_ request: Request, context: ServerContext) async throws -> Response {
         let (_, userID) = try await services.user(of: request, context: context)
         let statuses = try await services.perform { engine, now in
-            try engine.profile.meters.map { try engine.meterStatus(user: userID, meter: $0.name, now: now) }
+            try engine.meterStatuses(user: userID, now: now)
         }
         return try Reply.document(statuses).response
     }
@@ -52,7 +58,8 @@ struct MeterController {
         return try Reply.document(status).response
     }
 
-    /// The gate before a paid call; `?amount=` (default: anything left). Records nothing.
+    /// The gate before a paid call; `?amount=` (default: anything left). A pure read: a refusal raises
+    /// nothing (the POST does).
     @Sendable func check(_ request: Request, context: ServerContext) async throws -> Response {
         let (_, userID) = try await services.user(of: request, context: context)
         let meter = try RequestInput.segment("meter", of: context)
@@ -62,6 +69,26 @@ struct MeterController {
         }
         if let refusal = decision.refusal { return try Reply.refusal(refusal, result: decision).response }
         return try Reply.document(decision).response
+    }
+
+    /// The gate as a write (`meter check --raise-prompt`): the GET's answer, but a refusal raises the
+    /// meter's prompt triggers and webhook and answers with the prompt they make due. The amount comes
+    /// from `?amount=` or the body's "amount", not both.
+    @Sendable func raisingCheck(_ request: Request, context: ServerContext) async throws -> Response {
+        let (caller, userID) = try await services.user(of: request, context: context)
+        let meter = try RequestInput.segment("meter", of: context)
+        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let body = try StrictRequestDecoder.decode(CheckBody.self, from: bytes)
+        let query = try RequestInput.query("amount", of: request)
+        if query != nil && body.amount != nil {
+            throw GuestModeError(.usage, "give the amount in the query (?amount=) or in the body, not both")
+        }
+        let amount = try (query ?? body.amount?.text).map(MeterAmount.parse)
+        return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
+            let decision = try engine.checkMeterRaisingPrompt(user: userID, meter: meter, amount: amount, now: now)
+            if let refusal = decision.refusal { return try Reply.refusal(refusal, result: decision) }
+            return try Reply.document(decision)
+        }.response
     }
 
     /// Without "id" the Idempotency-Key names the use, so a retried call is recorded once.

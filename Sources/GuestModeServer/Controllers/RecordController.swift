@@ -54,6 +54,6 @@ struct RecordController {
         try await services.perform { engine, now in
             try engine.deleteRecord(user: userID, collection: collection, key: key, now: now)
         }
-        return try Reply.document(RecordDeletion(userId: userID, collection: collection, key: key)).response
+        return try Reply.document(RecordDeletion(userID: userID, collection: collection, key: key)).response
     }
 }

@@ -33,7 +33,7 @@ struct UserController {
         if let shelf = services.backupShelf {
             try await services.pool.runIfActive { try shelf.removeAll(of: userID) }
         }
-        return try Reply.document(UserDeletion(userId: userID, deleted: true)).response
+        return try Reply.document(UserDeletion(userID: userID, deleted: true)).response
     }
 
     /// Every session of the user revoked, by a key: support's "sign me out everywhere".
@@ -41,7 +41,7 @@ struct UserController {
         try await services.caller(of: request).requireKey(.userData)
         let userID = try RequestInput.segment("user", of: context)
         let revoked = try await services.perform { engine, now in try engine.revokeSessions(user: userID, now: now) }
-        return try Reply.document(SessionsRevoked(userId: userID, revoked: revoked)).response
+        return try Reply.document(SessionsRevoked(userID: userID, revoked: revoked)).response
     }
 
     /// `user list`: every user, so admin work.
@@ -77,6 +77,6 @@ struct UserController {
 
 /// `user delete --json`.
 private struct UserDeletion: Encodable {
-    var userId: String
+    var userID: String
     var deleted: Bool
 }

@@ -31,7 +31,7 @@ struct WebhookDeliveryService: Service {
                     }
                     for failed in report.failed {
                         logger.warning(
-                            "webhook delivery \(failed.deliveryId) to \(failed.endpoint) failed (attempt \(failed.attempts)): \(failed.error)"
+                            "webhook delivery \(failed.deliveryID) to \(failed.endpoint) failed (attempt \(failed.attempts)): \(failed.error)"
                         )
                     }
                     for skipped in report.skipped {

@@ -17,9 +17,9 @@ struct CountersCommand: ParsableCommand {
         let counters = try global.openEngine().counters(user: user)
         struct Counter: Encodable { var action: String; var total: Int }
         let items = counters.sorted { $0.key < $1.key }.map { Counter(action: $0.key, total: $0.value) }
-        struct Document: Encodable { var userId: String; var counters: [String: Int] }
+        struct Document: Encodable { var userID: String; var counters: [String: Int] }
         try listing.render(
-            document: Document(userId: user, counters: counters), items: items, header: ["ACTION", "TOTAL"],
+            document: Document(userID: user, counters: counters), items: items, header: ["ACTION", "TOTAL"],
             rows: items.map { [$0.action, String($0.total)] }, global: global)
     }
 }

@@ -40,7 +40,7 @@ struct LinkCommand: ParsableCommand {
         }
         try global.output.result(
             IdentityChange(
-                userId: user, action: "link", provider: provider, subject: subject, changed: result.isNewlyLinked,
+                userID: user, action: "link", provider: provider, subject: subject, changed: result.isNewlyLinked,
                 state: .linked, removedAnonymousCredentials: result.didRemoveAnonymousCredentials)
         ) {
             if result.isNewlyLinked {

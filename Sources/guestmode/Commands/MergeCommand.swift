@@ -83,7 +83,7 @@ struct MergeCommand: ParsableCommand {
                     global.output.table(
                         conflicts.map {
                             [
-                                String($0.id), $0.userId, $0.collection, $0.key, Timestamp.format($0.archivedAt),
+                                String($0.id), $0.userID, $0.collection, $0.key, Timestamp.format($0.archivedAt),
                                 $0.reason, $0.data,
                             ]
                         },
@@ -115,7 +115,7 @@ struct MergeCommand: ParsableCommand {
                     id: id, key: key, now: try global.currentTime())
                 try global.output.result(restored) {
                     global.output.line(
-                        "restored \(restored.collection)/\(restored.key) of \(restored.userId) as \(restored.collection)/\(restored.restoredKey)"
+                        "restored \(restored.collection)/\(restored.key) of \(restored.userID) as \(restored.collection)/\(restored.restoredKey)"
                     )
                 }
             }

@@ -8,7 +8,8 @@ struct MeterCommand: ParsableCommand {
         abstract: "Meter usage against the tier's allowance: record, gate and report.",
         discussion: """
             Call 'meter check' before a paid API call: it exits 0 when the amount fits and 12 when the meter \
-            is exhausted, and records nothing. 'meter use' records usage (once per --id) and reports each \
+            is exhausted, and records nothing (with --raise-prompt, a refusal raises the meter's prompt \
+            triggers as a refused use does). 'meter use' records usage (once per --id) and reports each \
             warning threshold the first time it is crossed; a use that does not fit is refused whole, exit 12, \
             unless overage is allowed (--overage allow, or the meter's 'overage: allow' in the profile): then \
             usage that already happened is recorded in full, the meter reads exhausted, and the exit status is \
@@ -87,7 +88,7 @@ struct MeterCommand: ParsableCommand {
             abstract: "Gate a call: exit 0 if the amount fits, 12 if not. Records nothing.",
             usage: """
                 guestmode meter check [--store <path|uri>] [--schema <name>] [--now <time>] [--json] [--quiet] \
-                [--verbose] <user> <meter> [<amount>]
+                [--verbose] <user> <meter> [<amount>] [--raise-prompt]
                 """)
 
         @OptionGroup var global: GlobalOptions
@@ -100,12 +101,22 @@ struct MeterCommand: ParsableCommand {
                 "The amount about to be used, a plain decimal (default: anything left).", valueName: "amount"))
         var amount: [String] = []
 
+        @Flag(
+            help:
+                "Have a refusal raise the meter's prompt triggers and its meter.exhausted webhook, as a refused 'meter use' does (a write); without it the check records and raises nothing."
+        )
+        var raisePrompt = false
+
         func validate() throws { _ = try MeterCommand.amount(amount) }
 
         func run() throws {
             let amount = try MeterCommand.amount(self.amount).map(MeterAmount.parse)
-            let decision = try global.openEngine().checkMeter(
-                user: user, meter: meter, amount: amount, now: try global.currentTime())
+            let engine = try global.openEngine()
+            let now = try global.currentTime()
+            let decision =
+                raisePrompt
+                ? try engine.checkMeterRaisingPrompt(user: user, meter: meter, amount: amount, now: now)
+                : try engine.checkMeter(user: user, meter: meter, amount: amount, now: now)
             try global.output.result(decision) {
                 if decision.isAllowed { global.output.line("allowed: \(decision.status.summary)") }
             }
@@ -128,8 +139,9 @@ struct MeterCommand: ParsableCommand {
         func run() throws {
             let engine = try global.openEngine()
             let now = try global.currentTime()
-            let names = meter.map { [$0] } ?? engine.profile.meters.map(\.name)
-            let statuses = try names.map { try engine.meterStatus(user: user, meter: $0, now: now) }
+            let statuses =
+                try meter.map { [try engine.meterStatus(user: user, meter: $0, now: now)] }
+                ?? engine.meterStatuses(user: user, now: now)
             try listing.render(
                 statuses, header: ["METER", "TIER", "USED", "ALLOWANCE", "REMAINING", "PERCENT", "LEVEL", "GRANTED"],
                 rows: statuses.map { status in

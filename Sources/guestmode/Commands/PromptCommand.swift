@@ -71,7 +71,7 @@ struct PromptCommand: ParsableCommand {
         /// One line per rule: context, verdict, reason.
         func printRules(_ explanation: PromptExplanation) {
             global.output.table(
-                explanation.rules.map { [$0.context, $0.priority.rawValue, $0.verdict, $0.message] },
+                explanation.rules.map { [$0.context, $0.priority.rawValue, $0.verdict.rawValue, $0.message] },
                 header: ["CONTEXT", "PRIORITY", "VERDICT", "REASON"])
         }
     }

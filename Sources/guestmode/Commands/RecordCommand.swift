@@ -191,7 +191,7 @@ struct RecordCommand: ParsableCommand {
             try global.openEngine().deleteRecord(
                 user: record.user, collection: record.collection, key: record.key, now: try global.currentTime())
             try global.output.result(
-                RecordDeletion(userId: record.user, collection: record.collection, key: record.key),
+                RecordDeletion(userID: record.user, collection: record.collection, key: record.key),
                 text: "deleted \(record.collection)/\(record.key)")
         }
     }

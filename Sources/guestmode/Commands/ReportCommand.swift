@@ -150,14 +150,14 @@ struct ReportCommand: ParsableCommand {
                 ],
                 rows: report.kinds.map { kind in
                     [
-                        kind.kind, "\(kind.started)", "\(kind.completed)", "\(kind.failed)", "\(kind.resumed)",
+                        kind.kind.rawValue, "\(kind.started)", "\(kind.completed)", "\(kind.failed)", "\(kind.resumed)",
                         "\(kind.unfinished)", percent(kind.successRate.rate), percent(kind.successRate.low),
                         percent(kind.successRate.high), failures(kind),
                     ]
                 },
                 dataRows: report.kinds.map { kind in
                     [
-                        kind.kind, "\(kind.started)", "\(kind.completed)", "\(kind.failed)", "\(kind.resumed)",
+                        kind.kind.rawValue, "\(kind.started)", "\(kind.completed)", "\(kind.failed)", "\(kind.resumed)",
                         "\(kind.unfinished)", Listing.number(kind.successRate.rate),
                         Listing.number(kind.successRate.low), Listing.number(kind.successRate.high), failures(kind),
                     ]

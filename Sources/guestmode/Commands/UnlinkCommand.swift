@@ -19,7 +19,7 @@ struct UnlinkCommand: ParsableCommand {
         let updated = try global.openEngine().unlink(user: user, provider: provider, now: try global.currentTime())
         try global.output.result(
             IdentityChange(
-                userId: user, action: "unlink", provider: provider, subject: nil, changed: true,
+                userID: user, action: "unlink", provider: provider, subject: nil, changed: true,
                 state: updated.state, removedAnonymousCredentials: false),
             text: "unlinked \(provider) from \(user); now \(updated.state.rawValue)")
     }

@@ -121,8 +121,8 @@ struct UserCommand: ParsableCommand {
 
         func run() throws {
             try global.openEngine().deleteUser(user, now: try global.currentTime())
-            struct Deleted: Encodable { var userId: String; var deleted = true }
-            try global.output.result(Deleted(userId: user), text: "deleted \(user)")
+            struct Deleted: Encodable { var userID: String; var deleted = true }
+            try global.output.result(Deleted(userID: user), text: "deleted \(user)")
         }
     }
 

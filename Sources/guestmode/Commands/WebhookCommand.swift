@@ -103,8 +103,9 @@ struct WebhookCommand: ParsableCommand {
                 ],
                 rows: deliveries.map {
                     [
-                        "\($0.deliveryId)", $0.eventId, $0.endpoint, $0.type, $0.userId, $0.createdAt,
-                        $0.status.rawValue, "\($0.attempts)", $0.nextAttemptAt ?? "", $0.lastError ?? "",
+                        "\($0.deliveryID)", $0.eventID, $0.endpoint, $0.type, $0.userID, Timestamp.format($0.createdAt),
+                        $0.status.rawValue, "\($0.attempts)", $0.nextAttemptAt.map(Timestamp.format) ?? "",
+                        $0.lastError ?? "",
                     ]
                 }, global: global)
         }
@@ -142,7 +143,7 @@ struct WebhookCommand: ParsableCommand {
                     progress.update(done: attempts, total: nil)
                     if let failure {
                         output.detail(
-                            "delivery \(delivery.deliveryId) to \(delivery.endpoint) failed (attempt \(settled.attempts)): \(failure)"
+                            "delivery \(delivery.deliveryID) to \(delivery.endpoint) failed (attempt \(settled.attempts)): \(failure)"
                         )
                     }
                 })
@@ -150,13 +151,13 @@ struct WebhookCommand: ParsableCommand {
             try output.result(report) {
                 for item in report.delivered {
                     output.line(
-                        "delivered \(item.eventId) \(item.type) of \(item.userId) to \(item.endpoint) (HTTP \(item.status))"
+                        "delivered \(item.eventID) \(item.type) of \(item.userID) to \(item.endpoint) (HTTP \(item.status))"
                     )
                 }
                 for item in report.failed {
                     let next = item.isHeld ? "held" : "next at \(item.nextAttemptAt ?? "now")"
                     output.line(
-                        "failed \(item.eventId) \(item.type) of \(item.userId) to \(item.endpoint): \(item.error) (attempt \(item.attempts); \(next))"
+                        "failed \(item.eventID) \(item.type) of \(item.userID) to \(item.endpoint): \(item.error) (attempt \(item.attempts); \(next))"
                     )
                 }
                 for item in report.skipped { output.line("skipped \(item.endpoint): \(item.error)") }
@@ -196,7 +197,7 @@ struct WebhookCommand: ParsableCommand {
             try output.result(WebhookRetryReport(retried: retried)) {
                 for delivery in retried {
                     output.line(
-                        "queued \(delivery.deliveryId) (\(delivery.type) of \(delivery.userId) to \(delivery.endpoint))"
+                        "queued \(delivery.deliveryID) (\(delivery.type) of \(delivery.userID) to \(delivery.endpoint))"
                     )
                 }
                 if retried.isEmpty { output.note("no held deliveries") }
@@ -224,7 +225,7 @@ struct WebhookCommand: ParsableCommand {
             let engine = try global.openEngine()
             let sent = try timeout.sender(for: engine).ping(endpoint: endpoint, now: try global.currentTime())
             let result = WebhookTestReport(
-                endpoint: endpoint, eventId: sent.event, status: sent.answer.status, isDelivered: sent.answer.isSuccess)
+                endpoint: endpoint, eventID: sent.event, status: sent.answer.status, isDelivered: sent.answer.isSuccess)
             try global.output.result(result) {
                 global.output.line("ping \(sent.event) to \(endpoint): HTTP \(sent.answer.status)")
             }
@@ -247,7 +248,7 @@ struct WebhookRetryReport: Encodable {
 /// `webhook test --json`.
 struct WebhookTestReport: Encodable {
     var endpoint: String
-    var eventId: String
+    var eventID: String
     var status: Int
     var isDelivered: Bool
 }

@@ -19,8 +19,7 @@ import Testing
 
     func entry(attempts: Int, next: Date?) -> OutboxEntry {
         OutboxEntry(
-            userId: "u", queuedAt: Timestamp.format(day(1)), attempts: attempts, lastError: nil,
-            nextAttemptAt: next.map(Timestamp.format))
+            userID: "u", queuedAt: day(1), attempts: attempts, lastError: nil, nextAttemptAt: next)
     }
 
     @Test func dueWaitingAndHeld() {

@@ -218,9 +218,9 @@ struct EventStoreTests {
         _ = try applyEvents(events, creatingUsers: true, in: store, profile: profile, now: day(2))
         _ = try applyEvents(events, creatingUsers: false, in: store, profile: profile, now: day(2))
         let entries = try store.outboxEntries()
-        #expect(entries.map(\.userId).sorted() == ["a", "b"])
+        #expect(entries.map(\.userID).sorted() == ["a", "b"])
         #expect(
-            entries.allSatisfy { $0.queuedAt == Timestamp.format(day(2).addingTimeInterval(0.001)) },
+            entries.allSatisfy { Timestamp.format($0.queuedAt) == Timestamp.format(day(2).addingTimeInterval(0.001)) },
             "the second batch queued strictly after the first")
         #expect(try store.read { try $0.user("a", locking: false)?.lastSeenAt } == day(1))
     }
@@ -267,13 +267,13 @@ struct EventStoreTests {
                     try batched.read { try $0.user(user, locking: false)?.lastSeenAt }
                         == whole.read { try $0.user(user, locking: false)?.lastSeenAt })
             }
-            #expect(try batched.outboxEntries().map(\.userId).sorted() == (0..<7).map { "u\($0)" })
+            #expect(try batched.outboxEntries().map(\.userID).sorted() == (0..<7).map { "u\($0)" })
             // Within the limit a transaction queues each user's backup once;
             // past it a user may be queued again, later.
             let queuedOnce = pendingLimit >= 7
             #expect(
                 try batched.outboxEntries().allSatisfy {
-                    queuedOnce ? $0.queuedAt == Timestamp.format(day(2)) : $0.queuedAt >= Timestamp.format(day(2))
+                    queuedOnce ? $0.queuedAt == day(2) : $0.queuedAt >= day(2)
                 })
         }
     }

@@ -63,7 +63,7 @@ struct MissionStoreTests {
         }
         let all = try engine.events(user: "u1", matching: EventQuery())
         #expect(all.map(\.action) == [profile.actions[0], "app_opened", "command_spoken", "app_opened"])
-        #expect(all.allSatisfy { $0.userId == "u1" })
+        #expect(all.allSatisfy { $0.userID == "u1" })
         #expect(all.last?.properties == ["n": .number("2")])
         #expect(
             try engine.events(user: "u1", matching: EventQuery(action: "app_opened", since: day(3))).map(\.at) == [

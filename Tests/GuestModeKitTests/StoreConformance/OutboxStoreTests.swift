@@ -24,11 +24,11 @@ struct OutboxStoreTests {
     func entriesAreListedOldestFirst(backend: StoreBackend) throws {
         let (_, engine, a, b) = try queued(backend)
         let entries = try engine.backupQueue()
-        #expect(entries.map(\.userId) == [a, b])
+        #expect(entries.map(\.userID) == [a, b])
         #expect(
             entries.first
                 == OutboxEntry(
-                    userId: a, queuedAt: Timestamp.format(day(1)), attempts: 0, lastError: nil, nextAttemptAt: nil))
+                    userID: a, queuedAt: day(1), attempts: 0, lastError: nil, nextAttemptAt: nil))
         let (empty, profile) = try backend.makeStore(profile: "habits")
         #expect(try GuestMode(profile: profile, store: empty).backupQueue().isEmpty)
     }
@@ -37,11 +37,11 @@ struct OutboxStoreTests {
     func aPushedEntryIsRemoved(backend: StoreBackend) throws {
         let (_, engine, a, b) = try queued(backend)
         let entry = try #require(try engine.backupQueue().first)
-        #expect(entry.userId == a)
+        #expect(entry.userID == a)
         #expect(try engine.settlePush(of: entry, now: day(1)) == .removed)
-        #expect(try engine.backupQueue().map(\.userId) == [b])
+        #expect(try engine.backupQueue().map(\.userID) == [b])
         #expect(try engine.settlePush(of: entry, now: day(1)) == .removed, "already gone: nothing to keep")
-        #expect(try engine.backupQueue().map(\.userId) == [b])
+        #expect(try engine.backupQueue().map(\.userID) == [b])
     }
 
     @Test(
@@ -50,13 +50,13 @@ struct OutboxStoreTests {
     func aChangedUserStaysQueued(backend: StoreBackend) throws {
         let (_, engine, a, _) = try queued(backend)
         let read = try #require(try engine.backupQueue().first)
-        #expect(read.userId == a)
+        #expect(read.userID == a)
         _ = try engine.recordFailedPush(
             of: read, error: "offline", retry: OutboxRetryPolicy(maxAttempts: 5), now: day(2))
         _ = try engine.putRecord(user: a, collection: "habits", key: "h2", json: "{}", now: day(3))
         #expect(try engine.settlePush(of: read, now: day(1)) == .keptQueued)
-        let entry = try #require(try engine.backupQueue().first { $0.userId == a })
-        #expect(entry.queuedAt == Timestamp.format(day(3)))
+        let entry = try #require(try engine.backupQueue().first { $0.userID == a })
+        #expect(entry.queuedAt == day(3))
         #expect(entry.attempts == 0 && entry.lastError == nil && entry.nextAttemptAt == nil)
     }
 
@@ -65,22 +65,22 @@ struct OutboxStoreTests {
         let (_, engine, a, b) = try queued(backend)
         let retry = OutboxRetryPolicy(maxAttempts: 5)
         let before = try #require(try engine.backupQueue().first)
-        #expect(before.userId == a)
+        #expect(before.userID == a)
         let first = try engine.recordFailedPush(of: before, error: "destination unreachable", retry: retry, now: day(1))
         #expect(first.attempts == 1 && first.nextAttemptAt == day(1).addingTimeInterval(60))
         let again = try #require(try engine.backupQueue().first)
         let second = try engine.recordFailedPush(of: again, error: "still unreachable", retry: retry, now: day(1))
         #expect(second.attempts == 2 && second.nextAttemptAt == day(1).addingTimeInterval(120), "the wait doubles")
         let entries = try engine.backupQueue()
-        #expect(entries.map(\.userId) == [a, b])
+        #expect(entries.map(\.userID) == [a, b])
         #expect(
             entries.first
                 == OutboxEntry(
-                    userId: a, queuedAt: before.queuedAt, attempts: 2, lastError: "still unreachable",
-                    nextAttemptAt: Timestamp.format(day(1).addingTimeInterval(120))))
+                    userID: a, queuedAt: before.queuedAt, attempts: 2, lastError: "still unreachable",
+                    nextAttemptAt: day(1).addingTimeInterval(120)))
         _ = try engine.recordFailedPush(
             of: OutboxEntry(
-                userId: "nobody", queuedAt: before.queuedAt, attempts: 0, lastError: nil, nextAttemptAt: nil),
+                userID: "nobody", queuedAt: before.queuedAt, attempts: 0, lastError: nil, nextAttemptAt: nil),
             error: "x", retry: retry, now: day(2))
         #expect(try engine.backupQueue() == entries, "a failure for a user not queued changes nothing")
     }
@@ -90,16 +90,16 @@ struct OutboxStoreTests {
         let (store, engine, a, b) = try queued(backend)
         try backend.seedOrphanOutboxEntry(store, userID: "gone", queuedAt: day(1))
         let entries = try engine.backupQueue()
-        #expect(entries.map(\.userId).sorted() == [a, b, "gone"].sorted())
-        let aEntry = try #require(entries.first { $0.userId == a })
-        let gone = try #require(entries.first { $0.userId == "gone" })
+        #expect(entries.map(\.userID).sorted() == [a, b, "gone"].sorted())
+        let aEntry = try #require(entries.first { $0.userID == a })
+        let gone = try #require(entries.first { $0.userID == "gone" })
         #expect(try engine.dropQueuedBackup(of: aEntry) == false, "the user exists")
         var requeued = gone
-        requeued.queuedAt = Timestamp.format(day(2))
+        requeued.queuedAt = day(2)
         #expect(try engine.dropQueuedBackup(of: requeued) == false, "queued again since")
         #expect(try engine.backupQueue() == entries)
         #expect(try engine.dropQueuedBackup(of: gone))
-        #expect(try engine.backupQueue().map(\.userId) == [a, b])
+        #expect(try engine.backupQueue().map(\.userID) == [a, b])
         #expect(try engine.dropQueuedBackup(of: gone) == false)
     }
 }

@@ -138,14 +138,14 @@ struct PostgresTransferConcurrencyTests {
                         }
                         log.append((n, .enqueue(prior: prior, queued: queued)))
                     } else {
-                        guard let entry = try connection.outboxEntries().first(where: { $0.userId == "u" }) else {
+                        guard let entry = try connection.outboxEntries().first(where: { $0.userID == "u" }) else {
                             skipped.append(index)
                             continue
                         }
                         let (outcome, n) = try connection.write { db in
                             (try connection.recordPushSuccess(userID: "u", queuedAt: entry.queuedAt), try tick(db))
                         }
-                        log.append((n, .push(read: entry.queuedAt, outcome)))
+                        log.append((n, .push(read: Timestamp.format(entry.queuedAt), outcome)))
                     }
                 }
             } catch {
@@ -182,7 +182,9 @@ struct PostgresTransferConcurrencyTests {
             }
         }
         let final = try store.outboxEntries()
-        #expect(final.map(\.queuedAt) == (queued.map { [$0] } ?? []), "the last change is still queued unless pushed")
+        #expect(
+            final.map { Timestamp.format($0.queuedAt) } == (queued.map { [$0] } ?? []),
+            "the last change is still queued unless pushed")
         #expect(final.allSatisfy { $0.attempts == 0 && $0.lastError == nil })
         #expect(removed > 0)
         print(

@@ -77,7 +77,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func aRefusedUseOrCheckRaisesTheMeterTrigger(backend: StoreBackend) throws {
+    func aRefusedUseOrRaisingCheckRaisesTheMeterTrigger(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "voice")
         let engine = GuestMode(profile: profile, store: store)
         try store.createUser(newUser("u"), credentials: nil)
@@ -85,6 +85,9 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         #expect(try engine.checkMeter(user: "u", meter: "api_minutes", amount: 1, now: day(2)).isAllowed)
         #expect(try promptSnapshot(store, profile, of: "u", now: day(2))?.raisedTriggers == [:])
         #expect(try !engine.checkMeter(user: "u", meter: "api_minutes", amount: 5, now: day(3)).isAllowed)
+        #expect(
+            try promptSnapshot(store, profile, of: "u", now: day(3))?.raisedTriggers == [:], "the gate only reads")
+        #expect(try !engine.checkMeterRaisingPrompt(user: "u", meter: "api_minutes", amount: 5, now: day(3)).isAllowed)
         #expect(try promptSnapshot(store, profile, of: "u", now: day(3))?.raisedTriggers == ["minutes_refused": day(3)])
         #expect(try !engine.useMeter(user: "u", meter: "api_minutes", amount: 5, key: nil, now: day(4)).isAllowed)
         #expect(try promptSnapshot(store, profile, of: "u", now: day(4))?.raisedTriggers == ["minutes_refused": day(4)])
@@ -102,7 +105,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
         #expect(try store.outboxEntries().isEmpty, "nothing reset, nothing queued")
         #expect(
             try engine.recordPrompt(.never, context: "protect_streak", user: "u", now: day(3)).promptState == .neverAsk)
-        #expect(try store.outboxEntries().map(\.userId) == ["u"], "an outcome, never included, queues the backup")
+        #expect(try store.outboxEntries().map(\.userID) == ["u"], "an outcome, never included, queues the backup")
         let reset = try engine.resetPrompts(user: "u", now: day(4))
         #expect(reset.wasReset && reset.promptState == .dismissed)
         let facts = try #require(try promptSnapshot(store, profile, of: "u", now: day(4)))
@@ -150,7 +153,7 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
             PromptRecord(user: "b", context: "reengagement", outcome: .shown, at: day(2)),
             PromptRecord(user: "a", context: "reengagement", outcome: .never, at: day(3)),
         ])
-        #expect(try Set(store.outboxEntries().map(\.userId)) == ["a", "b"])
+        #expect(try Set(store.outboxEntries().map(\.userID)) == ["a", "b"])
     }
 
     /// The two backends used to differ here: SQLite queued a backup per
@@ -164,6 +167,6 @@ func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: Stri
             PromptRecord(user: "u", context: "protect_streak", outcome: .shown, at: day(3)),
             PromptRecord(user: "u", context: "protect_streak", outcome: .later, at: day(2)),
         ])
-        #expect(try store.outboxEntries().map(\.queuedAt) == [Timestamp.format(day(3))])
+        #expect(try store.outboxEntries().map(\.queuedAt) == [day(3)])
     }
 }

@@ -168,7 +168,7 @@ struct TransferStoreTests {
             ], at: day(1))
         _ = try engine.putRecord(
             user: user, collection: "completions", key: "\(user)/h1/2026-10-02", json: #"{"mine":true}"#, now: day(1))
-        let queuedBefore = try store.outboxEntries().filter { $0.userId == user }.map(\.queuedAt)
+        let queuedBefore = try store.outboxEntries().filter { $0.userID == user }.map(\.queuedAt)
 
         let first = try engine.adopt(user: user, now: day(2))
         #expect(!first.wasAlreadyAdopted)
@@ -185,7 +185,7 @@ struct TransferStoreTests {
         )
         #expect(records.contains(#"awards/\#(user)/2026-10-01={"day":"2026-10-01"}"#))
         #expect(
-            try store.outboxEntries().filter { $0.userId == user }.map(\.queuedAt) != queuedBefore, "a backup is queued"
+            try store.outboxEntries().filter { $0.userID == user }.map(\.queuedAt) != queuedBefore, "a backup is queued"
         )
 
         let stable = try observableState(engine)
@@ -265,7 +265,7 @@ struct TransferStoreTests {
         let archived = try engine.archivedConflicts(user: account)
         #expect(archived.count == 1)
         let entry = try #require(archived.first)
-        #expect(entry.userId == account && entry.collection == "habits" && entry.key == "h1")
+        #expect(entry.userID == account && entry.collection == "habits" && entry.key == "h1")
         #expect(entry.data == #"{"by":"guest"}"#)
         #expect(try engine.archivedConflicts(user: nil) == archived)
         #expect(errorCode { _ = try engine.archivedConflicts(user: "nobody") } == .userNotFound)

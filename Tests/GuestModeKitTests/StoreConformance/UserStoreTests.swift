@@ -300,7 +300,7 @@ private struct StopAfterLock: Error {}
         for id in ["keeper", "bystander"] { try store.createUser(newUser(id), credentials: nil) }
         _ = try engine.putRecord(user: "keeper", collection: "habits", key: "h", json: "{}", now: day(2))
         _ = try engine.putRecord(user: "bystander", collection: "habits", key: "h", json: "{}", now: day(20))
-        #expect(Set(try store.outboxEntries().map(\.userId)) == ["keeper", "bystander"])
+        #expect(Set(try store.outboxEntries().map(\.userID)) == ["keeper", "bystander"])
         let inactive = TimeSpan(amount: 10, unit: .days)
 
         let kept = try engine.purge(inactive: inactive, includingUsersWithData: false, dryRun: false, now: day(25))
@@ -310,7 +310,7 @@ private struct StopAfterLock: Error {}
         let purged = try engine.purge(inactive: inactive, includingUsersWithData: true, dryRun: false, now: day(25))
         #expect(purged.purged == [PurgeCandidate(id: "keeper", lastSeenAt: day(2), records: 1)])
         #expect(try store.tableCounts()["records"] == 1, "the bystander's record stays")
-        #expect(try store.outboxEntries().map(\.userId) == ["bystander"])
+        #expect(try store.outboxEntries().map(\.userID) == ["bystander"])
         #expect(try engine.users(matching: UserFilter(), now: day(25)).map(\.id) == ["bystander"])
     }
 

@@ -69,11 +69,11 @@ struct WebhookStoreTests {
         let deliveries = try engine.webhookDeliveries(user: guest, status: .pending)
         let warning = try #require(deliveries.first)
         // One event, one id, for both endpoints.
-        #expect(deliveries.filter { $0.type == "meter.warning" }.map(\.eventId) == [warning.eventId, warning.eventId])
+        #expect(deliveries.filter { $0.type == "meter.warning" }.map(\.eventID) == [warning.eventID, warning.eventID])
         let payload = try #require(
             try JSONSerialization.jsonObject(with: Data(warning.payload.utf8)) as? [String: Any])
         #expect(Set(payload.keys) == ["id", "type", "created_at", "user_id", "data"])
-        #expect(payload["id"] as? String == warning.eventId)
+        #expect(payload["id"] as? String == warning.eventID)
         #expect(payload["user_id"] as? String == guest)
         #expect(payload["created_at"] as? String == Timestamp.format(day(2)))
         #expect((payload["data"] as? [String: Any])?["level"] as? String == "warning")
@@ -106,7 +106,7 @@ struct WebhookStoreTests {
         _ = try engine.revokePlan(user: revoked, plan: "premium", now: day(2))
         #expect(try types(engine, user: revoked) == ["plan.granted", "plan.revoked"])
         let expiry = try #require(try engine.webhookDeliveries(user: kept, status: nil).last)
-        #expect(expiry.type == "plan.expired" && expiry.createdAt == Timestamp.format(day(8)))
+        #expect(expiry.type == "plan.expired" && expiry.createdAt == day(8))
         // Before its time it is not due, and holds back nothing sent before it.
         let early = try engine.dueWebhookDeliveries(now: day(3), retryingNow: true)
         #expect(early.filter { $0.endpoint == "all" }.map(\.type) == ["plan.granted", "plan.granted"])
@@ -128,30 +128,30 @@ struct WebhookStoreTests {
         }
         _ = try engine.revokePlan(user: first, plan: "premium", now: day(1, hour: 4))
         let due = try engine.dueWebhookDeliveries(now: day(2), retryingNow: false)
-        #expect(due.map(\.userId) == [first, second], "one per user: the oldest")
+        #expect(due.map(\.userID) == [first, second], "one per user: the oldest")
         let failed = try engine.settleWebhook(due[0], attempt: .failed("HTTP 500"), now: day(2))
         #expect(failed.status == .pending && failed.attempts == 1)
         let delay = try #require(failed.nextAttemptAt).timeIntervalSince(day(2))
         #expect(delay >= 22.5 && delay < 37.5)
         // The failed one waits; the first user's later events wait behind it.
-        #expect(try engine.dueWebhookDeliveries(now: day(2), retryingNow: false).map(\.userId) == [second])
+        #expect(try engine.dueWebhookDeliveries(now: day(2), retryingNow: false).map(\.userID) == [second])
         let retried = try engine.dueWebhookDeliveries(now: day(2), retryingNow: true)
-        #expect(retried.map(\.deliveryId) == [due[0].deliveryId, due[1].deliveryId])
+        #expect(retried.map(\.deliveryID) == [due[0].deliveryID, due[1].deliveryID])
         // A stale attempt (read before the failure was recorded) changes nothing.
         #expect(try engine.settleWebhook(due[0], attempt: .delivered, now: day(2)).attempts == 1)
         let held = try engine.settleWebhook(retried[0], attempt: .failed("timed out"), now: day(2))
         #expect(held.status == .held && held.nextAttemptAt == nil)
         // A held delivery no longer holds back the user's later ones.
         let next = try engine.dueWebhookDeliveries(now: day(2), retryingNow: false)
-        #expect(Set(next.map(\.userId)) == [first, second])
-        let firstNext = try #require(next.first { $0.userId == first })
-        #expect(firstNext.type == "plan.granted" && firstNext.deliveryId > due[0].deliveryId)
+        #expect(Set(next.map(\.userID)) == [first, second])
+        let firstNext = try #require(next.first { $0.userID == first })
+        #expect(firstNext.type == "plan.granted" && firstNext.deliveryID > due[0].deliveryID)
         #expect(try engine.webhookQueues().first { $0.name == "all" }?.held == 1)
         let back = try engine.retryWebhooks(id: nil)
-        #expect(back.map(\.deliveryId) == [due[0].deliveryId] && back[0].status == .pending && back[0].attempts == 0)
+        #expect(back.map(\.deliveryID) == [due[0].deliveryID] && back[0].status == .pending && back[0].attempts == 0)
         expectFailure(.notFound, code: .webhookNotFound) { _ = try engine.retryWebhooks(id: 999_999) }
         _ = try engine.settleWebhook(back[0], attempt: .delivered, now: day(3))
-        expectFailure(.conflict, code: .webhookDelivered) { _ = try engine.retryWebhooks(id: back[0].deliveryId) }
+        expectFailure(.conflict, code: .webhookDelivered) { _ = try engine.retryWebhooks(id: back[0].deliveryID) }
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -163,14 +163,14 @@ struct WebhookStoreTests {
                 for index in 0..<300 {
                     try transaction.enqueueWebhook(
                         NewWebhookDelivery(
-                            eventId: "evt_\(round)_\(index)", endpoint: "all", type: "meter.warning",
-                            userId: "u\(index)", createdAt: day(1 + round).addingTimeInterval(Double(index)), scope: "",
+                            eventID: "evt_\(round)_\(index)", endpoint: "all", type: "meter.warning",
+                            userID: "u\(index)", createdAt: day(1 + round).addingTimeInterval(Double(index)), scope: "",
                             payload: "{}"))
                 }
             }
             try transaction.enqueueWebhook(
                 NewWebhookDelivery(
-                    eventId: "evt_later", endpoint: "meters", type: "meter.warning", userId: "u0", createdAt: day(9),
+                    eventID: "evt_later", endpoint: "meters", type: "meter.warning", userID: "u0", createdAt: day(9),
                     scope: "", payload: "{}"))
         }
         var heads: [WebhookDelivery] = []
@@ -180,27 +180,27 @@ struct WebhookStoreTests {
             #expect(page.count <= 64)
             guard let last = page.last else { break }
             heads += page
-            cursor = WebhookCursor(createdAt: last.createdAt, deliveryId: last.deliveryId)
+            cursor = WebhookCursor(createdAt: Timestamp.format(last.createdAt), deliveryID: last.deliveryID)
         }
-        #expect(heads.map(\.eventId) == (0..<300).map { "evt_0_\($0)" } + ["evt_later"], "each pair's oldest, in order")
+        #expect(heads.map(\.eventID) == (0..<300).map { "evt_0_\($0)" } + ["evt_later"], "each pair's oldest, in order")
         #expect(try engine.dueWebhookDeliveries(now: day(3), retryingNow: false, limit: 100).count == 100)
         // Pages whose every head is skipped are read past, not taken for an empty outbox.
         let skipped = Set((0..<250).map { ["all", "u\($0)"] })
         let rest = try engine.dueWebhookDeliveries(now: day(3), retryingNow: false, skipping: skipped, limit: 100)
-        #expect(rest.map(\.eventId) == (250..<300).map { "evt_0_\($0)" })
+        #expect(rest.map(\.eventID) == (250..<300).map { "evt_0_\($0)" })
         // The event scheduled for day 9 is not due before it.
         let all = Set((0..<300).map { ["all", "u\($0)"] })
         #expect(try engine.dueWebhookDeliveries(now: day(3), retryingNow: true, skipping: all, limit: 100).isEmpty)
         #expect(
-            try engine.dueWebhookDeliveries(now: day(9), retryingNow: false, skipping: all, limit: 100).map(\.eventId)
+            try engine.dueWebhookDeliveries(now: day(9), retryingNow: false, skipping: all, limit: 100).map(\.eventID)
                 == ["evt_later"])
         // Once a user's first event went out, their second is the head.
         _ = try engine.settleWebhook(heads[0], attempt: .delivered, now: day(3))
         let afterFirst = try engine.store.read { try $0.pendingWebhookHeads(after: nil, limit: 1) }
-        #expect(afterFirst.map(\.eventId) == ["evt_0_1"])
+        #expect(afterFirst.map(\.eventID) == ["evt_0_1"])
         #expect(
-            try engine.dueWebhookDeliveries(now: day(3), retryingNow: false, limit: 400).filter { $0.userId == "u0" }
-                .map(\.eventId) == ["evt_1_0"])
+            try engine.dueWebhookDeliveries(now: day(3), retryingNow: false, limit: 400).filter { $0.userID == "u0" }
+                .map(\.eventID) == ["evt_1_0"])
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -210,7 +210,7 @@ struct WebhookStoreTests {
             for (index, at) in [day(1), day(1), day(1), day(1), day(20)].enumerated() {
                 try transaction.enqueueWebhook(
                     NewWebhookDelivery(
-                        eventId: "evt_\(index)", endpoint: "all", type: "meter.warning", userId: "u\(index)",
+                        eventID: "evt_\(index)", endpoint: "all", type: "meter.warning", userID: "u\(index)",
                         createdAt: at, scope: "", payload: "{}"))
             }
         }
@@ -227,7 +227,7 @@ struct WebhookStoreTests {
         #expect(try engine.pruneDeliveredWebhooks(now: daysAfterTheFirst(39)) == 1)
         #expect(try engine.pruneDeliveredWebhooks(now: daysAfterTheFirst(39)) == 0)
         let left = try engine.webhookDeliveries(user: nil, status: nil)
-        #expect(left.map(\.eventId) == ["evt_2", "evt_3", "evt_4"], "held, pending and the recent delivered one stay")
+        #expect(left.map(\.eventID) == ["evt_2", "evt_3", "evt_4"], "held, pending and the recent delivered one stay")
         #expect(left.map(\.status) == [.held, .pending, .delivered])
     }
 

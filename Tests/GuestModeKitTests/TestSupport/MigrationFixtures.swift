@@ -104,7 +104,7 @@ func observableState(_ engine: GuestMode) throws -> String {
     }
     for entry in try engine.store.outboxEntries() {
         lines.append(
-            "outbox \(entry.userId) \(entry.queuedAt) \(entry.attempts) \(entry.lastError ?? "-") \(entry.nextAttemptAt ?? "-")"
+            "outbox \(entry.userID) \(Timestamp.format(entry.queuedAt)) \(entry.attempts) \(entry.lastError ?? "-") \(entry.nextAttemptAt.map(Timestamp.format) ?? "-")"
         )
     }
     return lines.joined(separator: "\n")

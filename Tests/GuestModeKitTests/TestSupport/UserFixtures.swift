@@ -39,7 +39,7 @@ extension TransactionalStore {
         try read { transaction in try transaction.outboxEntries() }
     }
 
-    func recordPushSuccess(userID: String, queuedAt: String) throws -> OutboxPushOutcome {
+    func recordPushSuccess(userID: String, queuedAt: Date) throws -> OutboxPushOutcome {
         try write { transaction in try transaction.settlePush(of: userID, queuedAt: queuedAt) }
     }
 }

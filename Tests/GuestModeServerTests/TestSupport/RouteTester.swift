@@ -30,7 +30,9 @@ final class RouteTester: Sendable {
         var array: [[String: Any]] {
             (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [[String: Any]] ?? []
         }
-        var errorCode: String? { (object["error"] as? [String: Any])?["code"] as? String }
+        var errorCode: String? { error["code"] as? String }
+        /// The failure document's `error` object; empty when there is none.
+        var error: [String: Any] { object["error"] as? [String: Any] ?? [:] }
     }
 
     /// What seals the in-memory store's signing keys, as a deployment key's derivation would.

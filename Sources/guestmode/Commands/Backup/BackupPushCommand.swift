@@ -65,15 +65,15 @@ extension BackupCommand {
                 }
                 for failed in report.failed {
                     output.line(
-                        "failed \(failed.user): \(failed.error) (attempt \(failed.attempts); next at \(failed.nextAttemptAt))"
+                        "failed \(failed.user): \(failed.error) (attempt \(failed.attempts); next at \(Timestamp.format(failed.nextAttemptAt)))"
                     )
                 }
                 for entry in report.waiting {
-                    output.line("waiting \(entry.userId) until \(entry.nextAttemptAt ?? "now")")
+                    output.line("waiting \(entry.userID) until \(entry.nextAttemptAt.map(Timestamp.format) ?? "now")")
                 }
                 for entry in report.held {
                     output.line(
-                        "held \(entry.userId) after \(entry.attempts) failed attempts; push with a higher --max-attempts to retry"
+                        "held \(entry.userID) after \(entry.attempts) failed attempts; push with a higher --max-attempts to retry"
                     )
                 }
                 for user in report.dropped { output.line("dropped \(user): the user no longer exists") }

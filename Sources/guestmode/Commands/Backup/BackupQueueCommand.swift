@@ -22,10 +22,16 @@ extension BackupCommand {
             try listing.render(
                 entries, header: ["USER_ID", "QUEUED_AT", "ATTEMPTS", "NEXT_ATTEMPT_AT", "LAST_ERROR"],
                 rows: entries.map {
-                    [$0.userId, $0.queuedAt, "\($0.attempts)", $0.nextAttemptAt ?? "now", $0.lastError ?? ""]
+                    [
+                        $0.userID, Timestamp.format($0.queuedAt), "\($0.attempts)",
+                        $0.nextAttemptAt.map(Timestamp.format) ?? "now", $0.lastError ?? "",
+                    ]
                 },
                 dataRows: entries.map {
-                    [$0.userId, $0.queuedAt, "\($0.attempts)", $0.nextAttemptAt ?? "", $0.lastError ?? ""]
+                    [
+                        $0.userID, Timestamp.format($0.queuedAt), "\($0.attempts)",
+                        $0.nextAttemptAt.map(Timestamp.format) ?? "", $0.lastError ?? "",
+                    ]
                 }, global: global)
         }
     }
