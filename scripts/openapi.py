@@ -203,6 +203,19 @@ SERVER_SCHEMAS = {
         "required": ["user_id", "revoked"],
         "additionalProperties": False,
     },
+    "jwks": {
+        "type": "object",
+        "title": "GET /.well-known/jwks.json: the public keys access tokens are verified with (RFC 7517)",
+        "properties": {"keys": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"kty": {"const": "EC"}, "crv": {"const": "P-256"}, "use": {"const": "sig"},
+                           "alg": {"const": "ES256"}, "kid": STRING, "x": STRING, "y": STRING},
+            "required": ["kty", "crv", "use", "alg", "kid", "x", "y"],
+            "additionalProperties": False,
+        }}},
+        "required": ["keys"],
+        "additionalProperties": False,
+    },
 }
 
 # Each route: method, path, summary, who may call it (None: no credential; "session": a session of the
@@ -322,6 +335,8 @@ ROUTES = [
     ("get", "/v1/profile", "profile show: the profile the store is bound to.", "any", {}, None,
      {"200": "profile-show"}),
     ("get", "/v1/openapi.json", "This document.", None, {}, None, {"200": "openapi"}),
+    ("get", "/.well-known/jwks.json", "The public keys access tokens are verified with: every signing key not "
+     "retired (Cache-Control: public, max-age=300).", None, {}, None, {"200": "jwks"}),
     ("get", "/healthz", "The process answers.", None, {}, None, {"200": "status"}),
     ("get", "/readyz", "The store answers and its schema is current.", None, {}, None, {"200": "status"}),
     ("get", "/metrics", "Request and store-pool metrics in Prometheus's text format.", None, {}, None,
@@ -401,6 +416,7 @@ OPERATION_IDS = {
     "GET /healthz": "checkHealth",
     "GET /readyz": "checkReadiness",
     "GET /metrics": "getMetrics",
+    "GET /.well-known/jwks.json": "getSigningKeys",
 }
 
 # One tag per area, by the path's first word after /v1 (or after /v1/users/{user}).
@@ -426,7 +442,7 @@ TAG_DESCRIPTIONS = {
     "backups": "Backup archives: export, import, push and pull.",
     "reports": "Reports over every user.",
     "profile": "The profile the store is bound to.",
-    "service": "The server itself: this document, health, readiness, metrics.",
+    "service": "The server itself: this document, health, readiness, metrics, the keys its tokens are signed with.",
 }
 
 
@@ -457,6 +473,7 @@ TYPE_NAMES = {
     "user-list": "UserList",
     "user-delete": "UserDeletion",
     "sessions-revoked": "SessionsRevoked",
+    "jwks": "JSONWebKeySet",
     "merge": "MergeResult",
     "migration": "Migration",
     "migrate-run": "MigrationRun",
@@ -585,7 +602,8 @@ def components(schemas):
     guest = copy.deepcopy(schemas["guest"])
     guest["title"] = "POST /v1/guests, /v1/sessions and /v1/sessions/refresh: the user and the session"
     guest["properties"].update({
-        "access_token": {"type": "string", "description": "A JWT (HS256): sub, is_anonymous, iat, exp."},
+        "access_token": {"type": "string", "description": "A JWT (ES256, kid in its header; verify it with "
+                         "/.well-known/jwks.json): iss, aud, sub, is_anonymous, iat, exp."},
         "token_type": {"const": "bearer"},
         "expires_in": {"type": "integer"},
         "expires_at": {"type": "string", "format": "date-time"},

@@ -22,8 +22,16 @@ package struct ServerConfiguration: Sendable {
     package var bodyLimit = 1 << 20
     /// How long an access token lives.
     package var accessTokenLifetime: TimeInterval = 3600
-    /// The HS256 key access tokens are signed with.
-    package var accessTokenKey: [UInt8]
+    /// Opens the store's signing keys (the deployment key derives it); the server makes the store's
+    /// first key with it when there is none.
+    package var signingKeySeal: SigningKeySeal
+    /// The access tokens' `iss`: who issued them, checked on verification.
+    package var issuer = "guestmode"
+    /// The access tokens' `aud`: whom they are for, checked on verification.
+    package var audience = "authenticated"
+    /// How long the server uses the store's signing keys as it read them before reading them again:
+    /// a rotation or retirement reaches every server on the store within this time.
+    package var signingKeyRefresh: Duration = .seconds(5)
     /// How long in-flight requests get to finish once shutdown starts.
     package var shutdownDeadline: Duration = .seconds(30)
     /// How long a request may wait on the store before it is 503: for a thread of the pool, then (as
@@ -74,11 +82,11 @@ package struct ServerConfiguration: Sendable {
     /// standard error by default.
     package var makeLogHandler: @Sendable (String) -> any LogHandler = { JSONLineLogHandler(label: $0) }
 
-    package init(host: String, port: Int, threads: Int, accessTokenKey: [UInt8]) {
+    package init(host: String, port: Int, threads: Int, signingKeySeal: SigningKeySeal) {
         self.host = host
         self.port = port
         self.threads = threads
-        self.accessTokenKey = accessTokenKey
+        self.signingKeySeal = signingKeySeal
     }
 }
 
@@ -187,15 +195,33 @@ package struct GuestModeServer: Sendable {
     }
 
     /// What every route shares, over `pool` (started by the caller, which shuts it down). Key set
-    /// files are read here, before anything listens: a bad one stops the server before it serves.
+    /// files and the store's signing keys are read here, before anything listens: a bad one, or a
+    /// signing key this deployment key does not open, stops the server before it serves. A store
+    /// with no signing key yet gets its first here.
     func makeServices(pool: NIOThreadPool) async throws -> Services {
+        let engine = self.engine
+        let seal = configuration.signingKeySeal
+        let clock = self.clock
+        _ = try await pool.runIfActive { try engine.ensureSigningKey(seal: seal, now: try clock()) }
+        let tokens = AccessTokens(
+            lifetime: configuration.accessTokenLifetime, issuer: configuration.issuer,
+            audience: configuration.audience, refresh: configuration.signingKeyRefresh,
+            load: {
+                try await pool.runIfActive {
+                    guard let ring = try engine.signingKeyRing(seal: seal) else {
+                        throw GuestModeError(.internalFailure, "the store has no signing key in force")
+                    }
+                    return ring
+                }
+            })
+        _ = try await tokens.published()
         let identityTokens = try await IdentityTokens(
             settings: configuration.identityProviders,
             transport: HTTPTransport(
                 userAgent: "guestmode/\(configuration.toolVersion)", timeout: 10, responseLimit: 256 * 1024))
         return Services(
             engine: engine, pool: pool, clock: clock,
-            tokens: await AccessTokens(key: configuration.accessTokenKey, lifetime: configuration.accessTokenLifetime),
+            tokens: tokens,
             identityTokens: identityTokens, configuration: configuration)
     }
 

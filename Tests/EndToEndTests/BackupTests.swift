@@ -326,6 +326,10 @@ struct BackupTests {
             """)
         #expect(try await sandbox.shell("sqlite3 guestmode.sqlite < server.sql").status == 0)
         #expect(try await sandbox.run("serve", "key", "create", "backend", "--scope", "admin").status == 0)
+        #expect(try await sandbox.run("serve", "signing-key", "rotate").status == 0)
+        let sealed = try await sandbox.shell("sqlite3 guestmode.sqlite 'SELECT sealed_private_key FROM signing_keys'")
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(sealed.count > 64)
         let keyHash = try await sandbox.shell("sqlite3 guestmode.sqlite 'SELECT secret_hash FROM server_keys'")
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(keyHash.count == 64)
@@ -338,12 +342,12 @@ struct BackupTests {
             #expect(!tables.isEmpty)
             for table in [
                 "server_keys", "session_families", "refresh_tokens", "kept_responses", "webhook_outbox",
-                "sign_in_buckets",
+                "sign_in_buckets", "signing_keys",
             ] {
                 #expect(tables[table] == nil, "\(selection) carries \(table)")
             }
             let unpacked = try await sandbox.shell(
-                "mkdir -p x\(index) && tar -xzf \(archive) -C x\(index) && grep -rlE '\(token)|\(keyHash)|family-1' x\(index)"
+                "mkdir -p x\(index) && tar -xzf \(archive) -C x\(index) && grep -rlE '\(token)|\(keyHash)|\(sealed)|family-1' x\(index)"
             )
             #expect(
                 unpacked.stdout.isEmpty && unpacked.status == 1, "\(selection): \(unpacked.stdout)\(unpacked.stderr)")

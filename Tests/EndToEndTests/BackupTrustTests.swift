@@ -138,6 +138,69 @@ struct BackupTrustTests {
         #expect(withPassphrase.object["signature"] as? String == "another-deployment")
     }
 
+    @Test(
+        "an archive signed before backup key rotate imports as this deployment's after it, and after retire as another's"
+    )
+    func keyRotates() async throws {
+        let sandbox = try await Sandbox.withBackupData()
+        let first = try await sandbox.run("backup", "key", "list", "--json")
+        let old = try #require((first.json as? [[String: Any]])?.first?["key_id"] as? String, "\(first.stdout)")
+        #expect(try await sandbox.run("backup", "export", "u1", "--out", "before.tar.gz").status == 0)
+        #expect(try await sandbox.run("backup", "export", "u1", "--encrypt", "--out", "sealed.gmbackup").status == 0)
+
+        let rotated = try await sandbox.run("backup", "key", "rotate", "--json")
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let new = try #require(rotated.object["key_id"] as? String)
+        #expect(new != old && rotated.object["state"] as? String == "current")
+        let listed = try await sandbox.run("backup", "key", "list", "--json")
+        #expect(
+            (listed.json as? [[String: Any]])?.map { "\($0["key_id"] ?? "")=\($0["state"] ?? "")" } == [
+                "\(old)=rotated", "\(new)=current",
+            ], "\(listed.stdout)")
+        #expect(try await sandbox.run("backup", "export", "u1", "--out", "after.tar.gz").status == 0)
+        let signedAfter = try await sandbox.run("backup", "verify", "after.tar.gz", "--json")
+        #expect(signedAfter.object["signature_key_id"] as? String == new)
+        let before = try await sandbox.run("backup", "import", "before.tar.gz", "--on-conflict", "replace", "--json")
+        #expect(before.status == 0, "\(before.stderr)")
+        #expect(before.object["signature"] as? String == "this-deployment", "signed by a rotated key: \(before.stdout)")
+        // Signing keys of the token server sealed with the old key still open: it is only rotated.
+        #expect(try await sandbox.run("serve", "signing-key", "rotate").status == 0)
+
+        let current = try await sandbox.run("backup", "key", "retire", new)
+        #expect(current.status == 14, "the current key is not retired: \(current.stderr)")
+        let retired = try await sandbox.run("backup", "key", "retire", old, "--json")
+        #expect(retired.status == 0 && retired.object["state"] as? String == "retired", "\(retired.stderr)")
+        let afterRetire = try await sandbox.run("backup", "verify", "before.tar.gz", "--json")
+        #expect(afterRetire.object["signature"] as? String == "another-deployment", "\(afterRetire.stdout)")
+        let imported = try await sandbox.run(
+            "backup", "import", "before.tar.gz", "--on-conflict", "replace", "--json")
+        #expect(imported.object["signature"] as? String == "another-deployment", "\(imported.stdout)\(imported.stderr)")
+        #expect(
+            try await sandbox.run("backup", "verify", "after.tar.gz", "--json").object["signature"] as? String
+                == "this-deployment")
+        // A retired key still decrypts what it encrypted.
+        let opened = try await sandbox.run("backup", "verify", "sealed.gmbackup", "--json")
+        #expect(opened.status == 0 && opened.object["signature"] as? String == "another-deployment", "\(opened.stderr)")
+        #expect(try await sandbox.run("backup", "key", "retire", "0123456789abcdef").status == 66)
+    }
+
+    @Test("a backup key that seals the store's current signing key is not retired before the signing key rotates")
+    func keySealingTheSigningKeyStays() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        #expect(try await sandbox.run("serve", "signing-key", "rotate").status == 0)
+        let old = try #require(
+            (try await sandbox.run("backup", "key", "list", "--json").json as? [[String: Any]])?.last?["key_id"]
+                as? String)
+        #expect(try await sandbox.run("backup", "key", "rotate").status == 0)
+        let refused = try await sandbox.run("backup", "key", "retire", old)
+        #expect(refused.status == 14 && refused.stderr.contains("signing-key rotate"), "\(refused.stderr)")
+        #expect(try await sandbox.run("serve", "signing-key", "rotate").status == 0)
+        #expect(try await sandbox.run("backup", "key", "retire", old).status == 0)
+        let server = try await Server.start(in: sandbox)
+        #expect(try await server.signIn().1.isEmpty == false, "the server opens the key sealed with the new one")
+        #expect(try await server.stop() == 0)
+    }
+
     @Test("the key moves trust to a second store; a different key is not replaced without --force")
     func keyMoves() async throws {
         let sandbox = try await Sandbox.withBackupData()

@@ -12,6 +12,7 @@ private let storeTables: [(name: String, key: String)] = [
     ("migration_journals", "id"), ("migration_steps", "journal_id, position"), ("conflict_archive", "id"),
     ("server_keys", "name"), ("session_families", "id"), ("refresh_tokens", "token_hash"),
     ("kept_responses", "principal, key"), ("webhook_outbox", "id"), ("sign_in_buckets", "address"),
+    ("signing_keys", "id"),
 ]
 
 /// A recipes store with rows in every table: the seeded guest and account,
@@ -51,6 +52,7 @@ private func storeWithEveryTable() async throws -> Sandbox {
         INSERT INTO sign_in_buckets VALUES ('192.0.2.1', 12.5, '2026-11-03T10:00:00.000Z');
         """)
     #expect(try await sandbox.run("serve", "key", "create", "backend", "--scope", "user-data").status == 0)
+    #expect(try await sandbox.run("serve", "signing-key", "rotate").status == 0)
     for table in storeTables {
         let count = try await sqlite(sandbox, "SELECT COUNT(*) FROM \(table.name)")
         #expect(count.trimmingCharacters(in: .whitespacesAndNewlines) != "0", "no rows in \(table.name)")

@@ -50,6 +50,44 @@ struct ServerSharedStoreTests {
         #expect(!tables.isEmpty && tables["sign_in_buckets"] == nil, "\(inspected.stdout)")
     }
 
+    @Test(
+        "two servers on one store sign with the same key, verify each other's tokens, and both move to a rotated key",
+        arguments: ServerTests.Backend.allCases)
+    func signingKeyAcrossServers(_ backend: ServerTests.Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        // The first makes the store's key, the second finds it (ServerStoreTests starts them at once).
+        let first = try await Server.start(in: sandbox)
+        let second = try await Server.start(in: sandbox)
+        let listed = try await sandbox.run("serve", "signing-key", "list", "--json")
+        #expect((listed.json as? [Any])?.count == 1, "one key for both: \(listed.stdout)")
+        let (guest, token) = try await first.signIn()
+        let (otherGuest, otherToken) = try await second.signIn()
+        #expect(ServerSigningKeyTests.kid(of: token) == ServerSigningKeyTests.kid(of: otherToken))
+        #expect(try await second.request("GET", "/v1/users/\(guest)", token: token).status == 200)
+        #expect(try await first.request("GET", "/v1/users/\(otherGuest)", token: otherToken).status == 200)
+
+        let rotated = try await sandbox.run("serve", "signing-key", "rotate")
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let kid = rotated.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        for server in [first, second] {
+            #expect(
+                try await ServerSigningKeyTests.eventually {
+                    ServerSigningKeyTests.kid(of: try await server.signIn().1) == kid
+                }, "each server signs with \(kid) within its refresh")
+        }
+        let (_, fresh) = try await first.signIn()
+        #expect(try await second.request("GET", "/v1/users/\(guest)", token: token).status == 200, "signed before")
+        #expect(try await second.request("GET", "/v1/me", token: fresh).status == 200, "signed after, elsewhere")
+        #expect(try await first.stop() == 0)
+        #expect(try await second.stop() == 0)
+        // The keys are the store's own: no backup carries them.
+        let exported = try await sandbox.run("backup", "export", "--all", "--out", "all.tar.gz")
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let inspected = try await sandbox.run("backup", "inspect", "all.tar.gz", "--json")
+        let tables = ((inspected.object["manifest"] as? [String: Any])?["tables"] as? [String: Int]) ?? [:]
+        #expect(!tables.isEmpty && tables["signing_keys"] == nil, "\(inspected.stdout)")
+    }
+
     @Test("SIGTERM: serve closes its PostgreSQL sessions, none is left open or dropped without a goodbye")
     func shutdownClosesPostgresSessions() async throws {
         let base = try #require(

@@ -158,36 +158,71 @@ struct ServerTrustTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("an access token is verified only as HS256: the same key under another header's algorithm is 401")
+    @Test(
+        "an access token is verified only as ES256 with a published key of this issuer and audience: forgeries are 401"
+    )
     func tokenAlgorithmIsTheServers() async throws {
         let sandbox = try await Sandbox.withStore("subscriptions")
         let server = try await Server.start(in: sandbox)
         let (guest, token) = try await server.signIn()
         #expect(try await server.request("GET", "/v1/users/\(guest)", token: token).status == 200)
-        // Signs the token's own claims again with the server's real HMAC key (HKDF-SHA256 of the
-        // deployment key, as the server derives it) under headers that name other algorithms.
-        let payload = token.split(separator: ".")[1]
+        // Forges tokens with what anyone has: the token's own parts and the published public key.
         let forged = try await sandbox.shell(
             """
             python3 - <<'EOF'
-            import base64, hashlib, hmac
-            ikm = bytes.fromhex(open('guestmode.sqlite.key').read().strip())
-            prk = hmac.new(b'\\0' * 32, ikm, hashlib.sha256).digest()
-            key = hmac.new(prk, b'guestmode access tokens v1' + b'\\x01', hashlib.sha256).digest()
+            import base64, hashlib, hmac, json, urllib.request
+            import jwt
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric import ec
+            token = '\(token)'
+            header, payload, signature = token.split('.')
             b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b'=').decode()
-            for header in ('{"alg":"HS256","typ":"JWT"}', '{"alg":"RS256","typ":"JWT"}', '{"alg":"HS512","typ":"JWT"}', '{"alg":"hs256","typ":"JWT"}'):
-                signing = b64(header.encode()) + '.' + '\(payload)'
-                print(signing + '.' + b64(hmac.new(key, signing.encode(), hashlib.sha256).digest()))
+            unb64 = lambda s: base64.urlsafe_b64decode(s + '=' * (-len(s) % 4))
+            jwk = json.load(urllib.request.urlopen('http://\(server.address)/.well-known/jwks.json'))['keys'][0]
+            kid = jwk['kid']
+            public = jwt.algorithms.ECAlgorithm.from_jwk(json.dumps(jwk))
+            pem = public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            raw = public.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+            claims = json.loads(unb64(payload))
+            def hs256(secret):
+                signing = b64(json.dumps({'alg': 'HS256', 'typ': 'JWT', 'kid': kid}).encode()) + '.' + payload
+                return signing + '.' + b64(hmac.new(secret, signing.encode(), hashlib.sha256).digest())
+            other = ec.generate_private_key(ec.SECP256R1())
+            flipped = ('A' if signature[0] != 'A' else 'B') + signature[1:]
+            for what, forgery in [
+                ('tampered signature', header + '.' + payload + '.' + flipped),
+                ('tampered claims', header + '.' + b64(json.dumps(dict(claims, is_anonymous=False)).encode()) + '.' + signature),
+                ('alg none', b64(json.dumps({'alg': 'none', 'typ': 'JWT', 'kid': kid}).encode()) + '.' + payload + '.'),
+                ('alg none, the signature kept', b64(json.dumps({'alg': 'none', 'kid': kid}).encode()) + '.' + payload + '.' + signature),
+                ('HS256 keyed with the public PEM', hs256(pem)),
+                ('HS256 keyed with the public point', hs256(raw)),
+                ('HS256 keyed with the JWK', hs256(json.dumps(jwk).encode())),
+                ('unknown kid', jwt.encode(claims, other, algorithm='ES256', headers={'kid': 'AAAAAAAAAAAAAAAA'})),
+                ('the real kid, another key', jwt.encode(claims, other, algorithm='ES256', headers={'kid': kid})),
+                ('no kid', jwt.encode(claims, other, algorithm='ES256')),
+                ('ES384 header', b64(json.dumps({'alg': 'ES384', 'typ': 'JWT', 'kid': kid}).encode()) + '.' + payload + '.' + signature),
+            ]:
+                print(what + '\t' + forgery)
             EOF
             """)
-        let tokens = forged.stdout.split(separator: "\n").map(String.init)
-        try #require(tokens.count == 4, "\(forged.stderr)")
-        // The control: the derivation is the server's, so HS256 under it is accepted.
-        #expect(try await server.request("GET", "/v1/users/\(guest)", token: tokens[0]).status == 200)
-        for forgedToken in tokens.dropFirst() {
-            let refused = try await server.request("GET", "/v1/users/\(guest)", token: forgedToken)
-            #expect(refused.status == 401, "\(forgedToken.prefix(40)): \(refused.status)")
+        let lines = forged.stdout.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+        try #require(lines.count == 11, "\(forged.stderr)")
+        for line in lines {
+            let refused = try await server.request("GET", "/v1/users/\(guest)", token: line[1])
+            #expect(refused.status == 401, "\(line[0]): \(refused.status)")
+            #expect(refused.headers["www-authenticate"] == "Bearer")
         }
+
+        // Another issuer or audience on the same store signs with the same key, and is still refused.
+        for option in [["--issuer", "https://other.example.com"], ["--audience", "other-app"]] {
+            let other = try await Server.start(in: sandbox, options: option)
+            let (otherGuest, otherToken) = try await other.signIn()
+            #expect(try await other.request("GET", "/v1/users/\(otherGuest)", token: otherToken).status == 200)
+            #expect(try await other.request("GET", "/v1/users/\(guest)", token: token).status == 401, "\(option)")
+            #expect(try await server.request("GET", "/v1/users/\(otherGuest)", token: otherToken).status == 401)
+            #expect(try await other.stop() == 0)
+        }
+        #expect(try await server.request("GET", "/v1/users/\(guest)", token: token).status == 200)
         #expect(try await server.stop() == 0)
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GuestModeKit
 import HTTPTypes
@@ -299,13 +300,94 @@ struct RouteTests {
                 .count == 1)
     }
 
+    @Test("jwks: the keys not retired, public, cacheable; a rotation and a retirement reach the server")
+    func jwks() async throws {
+        let server = try await RouteTester(profile: "subscriptions") { $0.signingKeyRefresh = .zero }
+        let published = try await server.request(.get, "/.well-known/jwks.json")
+        #expect(published.status == 200, "no credential needed: \(published.body)")
+        #expect(published.headers[.cacheControl] == "public, max-age=300")
+        let keys = try #require(published.object["keys"] as? [[String: Any]])
+        #expect(keys.count == 1)
+        let key = try #require(keys.first)
+        #expect(Set(key.keys) == ["kty", "crv", "use", "alg", "kid", "x", "y"], "a public key, nothing more: \(key)")
+        #expect(key["kty"] as? String == "EC" && key["crv"] as? String == "P-256" && key["alg"] as? String == "ES256")
+        #expect(
+            key["use"] as? String == "sig" && (key["x"] as? String)?.count == 43 && (key["y"] as? String)?.count == 43)
+        let first = try #require(key["kid"] as? String)
+
+        let (user, before) = try await server.signIn()
+        let header = try #require(Base64URL.decode(before.split(separator: ".")[0]))
+        let fields = try #require(try JSONSerialization.jsonObject(with: header) as? [String: String])
+        #expect(fields == ["alg": "ES256", "typ": "JWT", "kid": first])
+        let payload = try #require(Base64URL.decode(before.split(separator: ".")[1]))
+        let claims = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
+        #expect(claims["iss"] as? String == "guestmode" && claims["aud"] as? String == "authenticated")
+        #expect(claims["sub"] as? String == user)
+
+        let second = try await server.services.perform { engine, now in
+            try engine.rotateSigningKey(seal: RouteTester.seal, now: now)
+        }
+        let rotated = try await server.request(.get, "/.well-known/jwks.json")
+        #expect(
+            (rotated.object["keys"] as? [[String: Any]])?.compactMap { $0["kid"] as? String } == [first, second.kid])
+        let (_, after) = try await server.signIn()
+        #expect(after.hasPrefix(Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(second.kid)","typ":"JWT"}"#.utf8))))
+        #expect(try await server.request(.get, "/v1/users/\(user)", token: before).status == 200)
+
+        _ = try await server.services.perform { engine, now in try engine.retireSigningKey(kid: first, now: now) }
+        let retired = try await server.request(.get, "/v1/users/\(user)", token: before)
+        #expect(retired.status == 401 && retired.errorCode == "unauthorized", "\(retired.body)")
+        let left = try await server.request(.get, "/.well-known/jwks.json")
+        #expect((left.object["keys"] as? [[String: Any]])?.compactMap { $0["kid"] as? String } == [second.kid])
+    }
+
+    @Test("a token of another issuer or audience is refused, though signed with the store's own key")
+    func issuerAndAudience() async throws {
+        let seal = RouteTester.seal
+        let server = try await RouteTester(profile: "subscriptions") {
+            $0.issuer = "https://api.example.com"
+            $0.audience = "app"
+        }
+        let (user, token) = try await server.signIn()
+        #expect(try await server.request(.get, "/v1/users/\(user)", token: token).status == 200)
+        let ring = try #require(
+            try await server.services.perform { engine, _ in try engine.signingKeyRing(seal: seal) })
+        func signed(_ claims: String) throws -> String {
+            let input =
+                Base64URL.encode(Data(#"{"alg":"ES256","typ":"JWT","kid":"\#(ring.current.kid)"}"#.utf8)) + "."
+                + Base64URL.encode(Data(claims.utf8))
+            return input + "." + Base64URL.encode(try ring.signer.signature(for: Data(input.utf8)).rawRepresentation)
+        }
+        let exp = 1_793_527_200 + 600
+        let good = #""sub":"\#(user)","is_anonymous":true,"iat":1793527200,"exp":\#(exp)"#
+        #expect(
+            try await server.request(
+                .get, "/v1/users/\(user)", token: signed(#"{"iss":"https://api.example.com","aud":"app",\#(good)}"#)
+            ).status == 200, "the control: the same claims as the server's, signed as it signs")
+        #expect(
+            try await server.request(
+                .get, "/v1/users/\(user)",
+                token: signed(#"{"iss":"https://api.example.com","aud":["other","app"],\#(good)}"#)
+            ).status == 200, "aud may be an array naming the audience")
+        for claims in [
+            #"{"iss":"https://evil.example.com","aud":"app",\#(good)}"#,
+            #"{"iss":"https://api.example.com","aud":"other",\#(good)}"#,
+            #"{"aud":"app",\#(good)}"#, #"{"iss":"https://api.example.com",\#(good)}"#,
+            #"{"iss":"https://api.example.com","aud":"app","sub":"\#(user)","iat":1793527200,"exp":1793527200}"#,
+        ] {
+            let refused = try await server.request(.get, "/v1/users/\(user)", token: signed(claims))
+            #expect(refused.status == 401, "\(claims): \(refused.status)")
+        }
+    }
+
     @Test("the routes the router registers, the OpenAPI document's and guestmode-serve(1)'s ROUTES are one list")
     func oneRouteTable() async throws {
         let server = try await RouteTester(profile: "subscriptions") { $0.backupsDirectory = "/nonexistent" }
         let router = GuestModeServer.buildRouter(
             services: server.services,
             configuration: {
-                var configuration = ServerConfiguration(host: "", port: 0, threads: 1, accessTokenKey: [])
+                var configuration = ServerConfiguration(
+                    host: "", port: 0, threads: 1, signingKeySeal: RouteTester.seal)
                 configuration.backupsDirectory = "/nonexistent"
                 return configuration
             }(), accessLogger: .init(label: "test"))

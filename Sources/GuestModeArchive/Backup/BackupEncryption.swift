@@ -191,13 +191,13 @@ enum EncryptedArchive {
             }
             guard header[12..<16].allSatisfy({ $0 == 0 }) else { throw undecryptable(path) }
             let id = header[32..<40].map { String(format: "%02x", $0) }.joined()
-            guard id == key.id else {
+            guard let opening = key.any(id: id) else {
                 throw GuestModeError(
                     .cannotDecrypt,
                     "cannot decrypt '\(path)': it is encrypted with the backup key \(id), but this deployment's key is \(key.id) (wrong key, or the file is damaged); nothing was changed"
                 )
             }
-            encryption = .deploymentKey(key)
+            encryption = .deploymentKey(opening)
         case 2:
             guard let passphrase = keys.passphrase else {
                 throw GuestModeError(

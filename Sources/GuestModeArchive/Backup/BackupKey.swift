@@ -6,14 +6,48 @@ import GuestModeKit
 /// deployment writes (HMAC-SHA-256 over header.json and manifest.json) and,
 /// through HKDF, encrypt archives exported with `--encrypt`. Kept as one
 /// line of 64 hex digits in a 0600 file beside the store (`<store>.key`) or
-/// where `GUESTMODE_BACKUP_KEY_FILE` says. Never printed except by
-/// `backup key export`.
+/// where `GUESTMODE_BACKUP_KEY_FILE` says, followed by the deployment's
+/// earlier keys (`backup key rotate`), one a line: `HEX rotated TIME` or
+/// `HEX retired TIME`. Never printed except by `backup key export`.
 public struct BackupKey: Sendable, Equatable {
     /// The length of a key in bytes.
     public static let byteCount = 32
     let bytes: [UInt8]
+    /// The keys this one replaced, oldest first: a rotated one still vouches for
+    /// the archives it signed; a retired one only decrypts what it encrypted.
+    package var earlier: [EarlierBackupKey] = []
 
     init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// A key this deployment's archives may be signed with: this one or a rotated one, never a retired one.
+    func trusted(id: String) -> BackupKey? {
+        if id == self.id { return self }
+        return earlier.first { $0.key.id == id && $0.state == .rotated }?.key
+    }
+
+    /// Any key of the deployment with that id, retired ones too: what decrypts an archive.
+    func any(id: String) -> BackupKey? {
+        if id == self.id { return self }
+        return earlier.first { $0.key.id == id }?.key
+    }
+
+    /// A new current key; this one becomes the newest rotated key.
+    package func rotated(at time: Date) -> BackupKey {
+        var next = BackupKey.generate()
+        next.earlier = earlier + [EarlierBackupKey(key: BackupKey(bytes: bytes), state: .rotated, since: time)]
+        return next
+    }
+
+    /// The same keys with the rotated key `id` retired; nil when no earlier key has that id.
+    package func retiring(id: String, at time: Date) -> BackupKey? {
+        guard let index = earlier.firstIndex(where: { $0.key.id == id }) else { return nil }
+        var next = self
+        if next.earlier[index].state == .rotated {
+            next.earlier[index].state = .retired
+            next.earlier[index].since = time
+        }
+        return next
+    }
 
     /// A fresh random key.
     public static func generate() -> BackupKey {
@@ -36,14 +70,51 @@ public struct BackupKey: Sendable, Equatable {
         ).withUnsafeBytes { Array($0) }
     }
 
-    /// The key file's text: 64 lowercase hex digits and a newline.
-    public var fileText: String {
-        bytes.map { String(format: "%02x", $0) }.joined() + "\n"
+    /// What seals the store's token signing keys (`guestmode serve`): a key this one derives, named by
+    /// this key's id, so every machine holding the deployment's key opens them and a copy of the
+    /// database alone opens nothing.
+    package var signingKeySeal: SigningKeySeal {
+        var seal = SigningKeySeal(id: id, bytes: derivedKey(for: "guestmode signing keys v1"))
+        for older in earlier where older.state == .rotated {
+            seal.add(id: older.key.id, bytes: older.key.derivedKey(for: "guestmode signing keys v1"))
+        }
+        return seal
     }
 
-    /// Parses a key file's text, refusing anything but 64 hex digits (surrounding whitespace allowed).
+    /// The key file's text: 64 lowercase hex digits and a newline, then a line for each earlier key.
+    public var fileText: String {
+        var text = Self.hex(bytes) + "\n"
+        for older in earlier {
+            text += "\(Self.hex(older.key.bytes)) \(older.state.rawValue) \(Timestamp.format(older.since))\n"
+        }
+        return text
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    /// Parses a key file's text: 64 hex digits (surrounding whitespace allowed), then the earlier
+    /// keys' lines; anything else is refused.
     public static func parse(_ data: Data, source: String) throws -> BackupKey {
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let lines = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        var key = try parseOne(lines.first ?? "", source: source)
+        for line in lines.dropFirst() {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            guard fields.count == 3, let state = EarlierBackupKey.State(rawValue: fields[1]),
+                let since = Timestamp.parse(fields[2])
+            else {
+                throw GuestModeError(
+                    .badBackupKey,
+                    "\(source) is not a guestmode backup key: after the key, each line must be 'HEX rotated TIME' or 'HEX retired TIME'"
+                )
+            }
+            key.earlier.append(
+                EarlierBackupKey(key: try parseOne(fields[0], source: source), state: state, since: since))
+        }
+        return key
+    }
+
+    private static func parseOne(_ text: String, source: String) throws -> BackupKey {
         let digits = Array(text.utf8)
         func value(_ digit: UInt8) -> UInt8? {
             switch digit {
@@ -201,4 +272,19 @@ public enum SignatureStatus: String, Codable, Sendable {
     case anotherDeployment = "another-deployment"
     /// No signature: format 1, or a format 2 archive without signature.json.
     case unsigned
+}
+
+/// A key the deployment's current backup key replaced (`backup key rotate`).
+package struct EarlierBackupKey: Sendable, Equatable {
+    package enum State: String, Sendable {
+        /// Archives it signed are still this deployment's.
+        case rotated
+        /// Archives it signed are another deployment's; it only decrypts.
+        case retired
+    }
+
+    package var key: BackupKey
+    package var state: State
+    /// When it was rotated, or retired.
+    package var since: Date
 }

@@ -121,7 +121,7 @@ struct ArchiveWalk {
         }
     }
 
-    /// Who signed the archive, judged with this deployment's key. A
+    /// Who signed the archive, judged with this deployment's keys. A
     /// signature that names this deployment's key but does not hold is a
     /// damaged or altered archive and throws.
     func signatureStatus(key: BackupKey?, path: String) throws -> SignatureStatus {
@@ -140,9 +140,10 @@ struct ArchiveWalk {
                 "the archive '\(path)' has a signature.json that does not agree with header.json; it is damaged or was altered, and nothing was changed"
             )
         }
-        guard let key, signature.keyId == key.id else { return .anotherDeployment }
+        // The current key or a rotated one: a retired key vouches for nothing any more.
+        guard let signer = key?.trusted(id: signature.keyId) else { return .anotherDeployment }
         guard let mac = Self.bytes(ofHex: signature.mac),
-            key.isValidSignature(mac, header: headerBytes, manifest: manifestBytes)
+            signer.isValidSignature(mac, header: headerBytes, manifest: manifestBytes)
         else {
             throw GuestModeError(
                 .badSignature,

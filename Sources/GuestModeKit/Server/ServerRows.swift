@@ -20,6 +20,19 @@ package protocol ServerRows {
     /// Sets the key's revocation time.
     func markServerKeyRevoked(named name: String, at time: Date) throws
 
+    /// Holds the signing keys' lock until the transaction ends: transactions
+    /// that take it, on any server, take turns (SigningKeys.swift).
+    func lockSigningKeys() throws
+
+    /// Adds a signing key; the store numbers keys in the order they are added.
+    func insertSigningKey(_ key: StoredSigningKey) throws
+
+    /// Every signing key, retired ones too, in the order they were added.
+    func signingKeys() throws -> [StoredSigningKey]
+
+    /// Sets the signing key's retirement time.
+    func markSigningKeyRetired(kid: String, at time: Date) throws
+
     /// Starts a session family: the chain of refresh tokens one sign-in hands out.
     func insertSessionFamily(_ family: String, user userID: String, at time: Date) throws
 

@@ -81,7 +81,9 @@ extension GuestModeError {
         case archiveWriteFailed = "archive_write_failed"
         /// An experiment assignment written in this transaction could not be read back.
         case assignmentLost = "assignment_lost"
-        /// The backup key file named by the environment does not exist.
+        /// The backup key is current, or seals the store's current signing key: it cannot be retired yet.
+        case backupKeyInUse = "backup_key_in_use"
+        /// The backup key file named by the environment does not exist, or the deployment has no key of that id.
         case backupKeyNotFound = "backup_key_not_found"
         /// A backup signing key is not the expected number of hex digits.
         case badBackupKey = "bad_backup_key"
@@ -353,6 +355,12 @@ extension GuestModeError {
         case serverKeyNotFound = "server_key_not_found"
         /// The user has no session with that id.
         case sessionNotFound = "session_not_found"
+        /// The signing key is the current one: it cannot be retired before a rotation.
+        case signingKeyInUse = "signing_key_in_use"
+        /// No signing key has that id.
+        case signingKeyNotFound = "signing_key_not_found"
+        /// The store's current signing key does not open with this machine's deployment key.
+        case signingKeySealedElsewhere = "signing_key_sealed_elsewhere"
         /// The store stayed locked by another writer for the whole wait.
         case storeBusy = "store_busy"
         /// A store already exists where a new one was to be created.
@@ -452,6 +460,7 @@ extension GuestModeError {
                 return .nothingDue
             case .alreadyMigrated,
                 .archiveUserMismatch,
+                .backupKeyInUse,
                 .differentUser,
                 .guestAlreadyMoved,
                 .idempotencyKeyReused,
@@ -466,6 +475,7 @@ extension GuestModeError {
                 .refreshTokenReused,
                 .rowConflict,
                 .serverKeyExists,
+                .signingKeyInUse,
                 .tooManyProviders,
                 .trialAlreadyUsed,
                 .upgradeInProgress,
@@ -566,6 +576,7 @@ extension GuestModeError {
                 .recordNotObject,
                 .schemaMigrationFailed,
                 .secretTooLong,
+                .signingKeySealedElsewhere,
                 .storeTooNew,
                 .storeWithoutProfile,
                 .unexportableValue,
@@ -573,6 +584,7 @@ extension GuestModeError {
                 return .badData
             case .archiveNotFound,
                 .backupKeyNotFound,
+                .signingKeyNotFound,
                 .conflictNotFound,
                 .experimentNotFound,
                 .fileNotFound,

@@ -45,6 +45,7 @@ package struct StoreTable: Sendable, Equatable, Hashable {
         StoreTable(name: "kept_responses", primaryKey: ["principal", "key"]),
         StoreTable(name: "webhook_outbox", primaryKey: ["id"]),
         StoreTable(name: "sign_in_buckets", primaryKey: ["address"]),
+        StoreTable(name: "signing_keys", primaryKey: ["id"]),
     ]
 
     /// The store's own tables, which no backup carries: the profile binding

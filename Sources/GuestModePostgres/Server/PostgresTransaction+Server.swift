@@ -30,6 +30,41 @@ extension PostgresTransaction {
             "UPDATE server_keys SET revoked_at = $1 WHERE name = $2", [PostgresValue(time), PostgresValue(name)])
     }
 
+    /// Readers go on; another transaction adding or retiring a key waits
+    /// for this one to end, so two servers starting on a store with no key
+    /// make one between them.
+    func lockSigningKeys() throws {
+        try connection.execute("LOCK TABLE signing_keys IN EXCLUSIVE MODE")
+    }
+
+    func insertSigningKey(_ key: StoredSigningKey) throws {
+        try connection.execute(
+            """
+            INSERT INTO signing_keys (kid, algorithm, public_key, sealed_private_key, sealed_by, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6)
+            """,
+            [
+                PostgresValue(key.kid), PostgresValue(key.algorithm), PostgresValue(key.publicKey),
+                PostgresValue(key.sealedPrivateKey), PostgresValue(key.sealedBy), PostgresValue(key.createdAt),
+            ])
+        if let retiredAt = key.retiredAt { try markSigningKeyRetired(kid: key.kid, at: retiredAt) }
+    }
+
+    func signingKeys() throws -> [StoredSigningKey] {
+        try connection.execute("SELECT * FROM signing_keys ORDER BY id").map { row in
+            StoredSigningKey(
+                kid: try row.string("kid"), algorithm: try row.string("algorithm"),
+                publicKey: try row.string("public_key"), sealedPrivateKey: try row.string("sealed_private_key"),
+                sealedBy: try row.string("sealed_by"), createdAt: try row.date("created_at"),
+                retiredAt: try row.optionalDate("retired_at"))
+        }
+    }
+
+    func markSigningKeyRetired(kid: String, at time: Date) throws {
+        try connection.execute(
+            "UPDATE signing_keys SET retired_at = $1 WHERE kid = $2", [PostgresValue(time), PostgresValue(kid)])
+    }
+
     func insertSessionFamily(_ family: String, user userID: String, at time: Date) throws {
         try connection.execute(
             "INSERT INTO session_families (id, user_id, created_at) VALUES ($1, $2, $3)",

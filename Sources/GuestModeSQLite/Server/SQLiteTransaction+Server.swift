@@ -31,6 +31,37 @@ extension SQLiteTransaction {
             sql: "UPDATE server_keys SET revoked_at = ? WHERE name = ?", arguments: [Timestamp.format(time), name])
     }
 
+    /// The one writer connection already serializes every write.
+    func lockSigningKeys() throws {}
+
+    func insertSigningKey(_ key: StoredSigningKey) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO signing_keys (kid, algorithm, public_key, sealed_private_key, sealed_by, created_at, retired_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                key.kid, key.algorithm, key.publicKey, key.sealedPrivateKey, key.sealedBy,
+                Timestamp.format(key.createdAt), key.retiredAt.map(Timestamp.format),
+            ])
+    }
+
+    func signingKeys() throws -> [StoredSigningKey] {
+        try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY id").map { row in
+            StoredSigningKey(
+                kid: try row.decode(forColumn: "kid"), algorithm: try row.decode(forColumn: "algorithm"),
+                publicKey: try row.decode(forColumn: "public_key"),
+                sealedPrivateKey: try row.decode(forColumn: "sealed_private_key"),
+                sealedBy: try row.decode(forColumn: "sealed_by"), createdAt: try row.time("created_at"),
+                retiredAt: try row.optionalTime("retired_at"))
+        }
+    }
+
+    func markSigningKeyRetired(kid: String, at time: Date) throws {
+        try db.execute(
+            sql: "UPDATE signing_keys SET retired_at = ? WHERE kid = ?", arguments: [Timestamp.format(time), kid])
+    }
+
     func insertSessionFamily(_ family: String, user userID: String, at time: Date) throws {
         try db.execute(
             sql: "INSERT INTO session_families (id, user_id, created_at) VALUES (?, ?, ?)",

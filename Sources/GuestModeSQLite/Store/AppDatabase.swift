@@ -47,6 +47,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v11-identity-email") { db in
             try db.execute(sql: Schema.v11)
         }
+        migrator.registerMigration("v12-signing-keys") { db in
+            try db.execute(sql: Schema.v12)
+        }
         return migrator
     }
 

@@ -337,4 +337,22 @@ enum Schema {
         CREATE INDEX identities_email ON identities (lower(coalesce(email, subject)))
             WHERE email IS NOT NULL OR provider = 'email';
         """
+
+    /// The keys `guestmode serve` signs access tokens with (ES256): the
+    /// public key, and the private key sealed with a key the deployment's
+    /// backup key derives (never in the clear). The newest key not retired
+    /// signs; the others not retired still verify. The store's own: no
+    /// backup carries them.
+    static let v12 = """
+        CREATE TABLE signing_keys (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kid TEXT NOT NULL UNIQUE,
+            algorithm TEXT NOT NULL,
+            public_key TEXT NOT NULL,
+            sealed_private_key TEXT NOT NULL,
+            sealed_by TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            retired_at TEXT
+        );
+        """
 }

@@ -2,8 +2,8 @@ import Foundation
 import GuestModeKit
 import Hummingbird
 
-/// What monitors and app developers read: `/healthz`, `/readyz`, `/metrics`,
-/// `/v1/profile` and `/v1/openapi.json`.
+/// What monitors, app developers and token verifiers read: `/healthz`, `/readyz`, `/metrics`,
+/// `/v1/profile`, `/v1/openapi.json` and `/.well-known/jwks.json`.
 struct OperationController {
     let services: Services
 
@@ -17,6 +17,7 @@ struct OperationController {
             .get("readyz", use: readiness)
             .get("v1/profile", use: profile)
             .get("v1/openapi.json", use: openAPI)
+            .get(".well-known/jwks.json", use: jwks)
         if services.metricsExposition != nil { routes.get("metrics", use: metrics) }
         return routes
     }
@@ -64,5 +65,40 @@ struct OperationController {
     /// The OpenAPI 3.1 document of every route (schemas/openapi.json, built into the binary).
     @Sendable func openAPI(_ request: Request, context: ServerContext) async throws -> Response {
         Reply(status: .ok, body: OpenAPIDocument.text).response
+    }
+
+    /// The public keys access tokens are verified with (RFC 7517): every signing key not retired, so
+    /// a token signed before a rotation verifies until it expires. Public by design, no credential;
+    /// caches may keep it five minutes (a verifier that meets an unknown `kid` reads it again).
+    @Sendable func jwks(_ request: Request, context: ServerContext) async throws -> Response {
+        let keys = try await services.tokens.published().map { key in
+            PublicJWK(kid: key.kid, alg: key.algorithm, x: key.x, y: key.y)
+        }
+        var reply = try Reply.document(KeySet(keys: keys))
+        reply.headers[.cacheControl] = "public, max-age=300"
+        return reply.response
+    }
+}
+
+/// `/.well-known/jwks.json`'s document.
+private struct KeySet: Encodable {
+    var keys: [PublicJWK]
+}
+
+/// One public key as a JWK (RFC 7517, RFC 7518 §6.2): an EC key on P-256 for ES256 signatures.
+private struct PublicJWK: Encodable {
+    var kty = "EC"
+    var crv = "P-256"
+    var use = "sig"
+    var kid: String
+    var alg: String
+    var x: String
+    var y: String
+
+    init(kid: String, alg: String, x: String, y: String) {
+        self.kid = kid
+        self.alg = alg
+        self.x = x
+        self.y = y
     }
 }

@@ -1,33 +1,27 @@
+import Crypto
 import Foundation
 import GuestModeKit
-import JWTKit
+import Synchronization
 
-/// A guest's access token: an HS256 JWT with the claims Supabase's anonymous
-/// sessions carry, signed with a key the deployment key derives.
-struct AccessClaims: JWTPayload {
-    var sub: SubjectClaim
-    var isAnonymous: Bool
-    var iat: IssuedAtClaim
-    var exp: ExpirationClaim
-
-    enum CodingKeys: String, CodingKey {
-        case sub, isAnonymous = "is_anonymous", iat, exp
-    }
-
-    /// Expiry is checked against the server's clock after verification
-    /// (`AccessTokens.verify`), not against the system clock here.
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
-}
-
-/// Signs and verifies access tokens with one key.
+/// A guest's access token: a compact JWS signed ES256 with the store's current
+/// signing key, its `kid` in the header, carrying the claims Supabase's sessions
+/// carry (`sub`, `is_anonymous`, `iss`, `aud`, `iat`, `exp`). Anyone can verify
+/// one with the public keys `/.well-known/jwks.json` publishes.
 final class AccessTokens: Sendable {
-    private let keys: JWTKeyCollection
     let lifetime: TimeInterval
+    let issuer: String
+    let audience: String
+    private let keys: SigningKeyCache
 
-    init(key: [UInt8], lifetime: TimeInterval) async {
-        keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: key), digestAlgorithm: .sha256)
+    /// `load` reads the store's keys (the engine's `signingKeyRing`).
+    init(
+        lifetime: TimeInterval, issuer: String, audience: String, refresh: Duration,
+        load: @escaping @Sendable () async throws -> SigningKeyRing
+    ) {
         self.lifetime = lifetime
+        self.issuer = issuer
+        self.audience = audience
+        keys = SigningKeyCache(refresh: refresh, load: load)
     }
 
     struct Issued: Sendable {
@@ -35,45 +29,149 @@ final class AccessTokens: Sendable {
         var expiresAt: Date
     }
 
+    /// The header and claims as signed: exactly these members, written in key order.
+    private struct Header: Encodable {
+        var alg = "ES256"
+        var typ = "JWT"
+        var kid: String
+    }
+
+    private struct Claims: Encodable {
+        var iss: String
+        var aud: String
+        var sub: String
+        var isAnonymous: Bool
+        var iat: Int64
+        var exp: Int64
+
+        enum CodingKeys: String, CodingKey { case iss, aud, sub, isAnonymous = "is_anonymous", iat, exp }
+    }
+
     func issue(for user: User, now: Date) async throws -> Issued {
+        let ring = try await keys.ring()
         // Whole seconds, as the claims are written: the document's expiry is the token's.
-        let issuedAt = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-        let expiresAt = issuedAt.addingTimeInterval(lifetime)
-        let claims = AccessClaims(
-            sub: SubjectClaim(value: user.id), isAnonymous: user.state == .anonymous,
-            iat: IssuedAtClaim(value: issuedAt), exp: ExpirationClaim(value: expiresAt))
-        return Issued(token: try await keys.sign(claims), expiresAt: expiresAt)
+        let issuedAt = now.timeIntervalSince1970.rounded(.down)
+        let expiresAt = Date(timeIntervalSince1970: issuedAt + lifetime.rounded(.down))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let header = try encoder.encode(Header(kid: ring.current.kid))
+        let claims = try encoder.encode(
+            Claims(
+                iss: issuer, aud: audience, sub: user.id, isAnonymous: user.state == .anonymous,
+                iat: Int64(issuedAt), exp: Int64(expiresAt.timeIntervalSince1970)))
+        let input = Base64URL.encode(header) + "." + Base64URL.encode(claims)
+        let signature = try ring.signer.signature(for: Data(input.utf8))
+        return Issued(token: input + "." + Base64URL.encode(signature.rawRepresentation), expiresAt: expiresAt)
     }
 
-    /// The user a valid, unexpired token names. Any fault (a bad signature,
-    /// another algorithm, `none`, expiry) is the same refusal: a client
-    /// learns nothing from which it was.
+    /// The user a valid, unexpired token names. Any fault of the token (a bad
+    /// signature, another algorithm, `none`, a key unknown or retired, another
+    /// issuer or audience, expiry) is the same refusal: a client learns nothing
+    /// from which it was. Only the store failing to give its keys is not a refusal.
     func verify(_ token: String, now: Date) async throws -> String {
-        do {
-            // jwt-kit picks the key, not the algorithm, when a token names no key id: the header's
-            // `alg` is compared here with the one the server signs with, whatever else it says.
-            guard Self.algorithm(of: token) == "HS256" else { throw AccessTokens.refused }
-            let claims = try await keys.verify(token, as: AccessClaims.self)
-            try claims.exp.verifyNotExpired(currentDate: now)
-            return claims.sub.value
-        } catch {
-            throw AccessTokens.refused
-        }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, token.utf8.count <= 8192,
+            let headerBytes = Base64URL.decode(parts[0]),
+            case let .object(header)? = try? StrictJSON.parse(headerBytes),
+            // The algorithm is the server's, whatever the header says; no extension it would have to understand.
+            header["alg"] == .string("ES256"), header["crit"] == nil, case let .string(kid)? = header["kid"],
+            let signatureBytes = Base64URL.decode(parts[2]), signatureBytes.count == 64,
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes)
+        else { throw AccessTokens.refused }
+        guard let key = try await keys.verifier(for: kid) else { throw AccessTokens.refused }
+        let input = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard key.isValidSignature(signature, for: input),
+            let claimBytes = Base64URL.decode(parts[1]), case let .object(claims)? = try? StrictJSON.parse(claimBytes),
+            case let .string(subject)? = claims["sub"], !subject.isEmpty,
+            claims["iss"] == .string(issuer), Self.names(claims["aud"], audience),
+            case let .number(expiry)? = claims["exp"], let exp = Double(expiry),
+            now.timeIntervalSince1970 < exp
+        else { throw AccessTokens.refused }
+        return subject
     }
 
-    /// The `alg` a compact JWT's header names; nil when the header is not a
-    /// base64url JSON object with a string `alg`.
-    static func algorithm(of token: String) -> String? {
-        guard let header = token.split(separator: ".", omittingEmptySubsequences: false).first else { return nil }
-        var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), case let .object(members)? = try? StrictJSON.parse(data),
-            case let .string(algorithm)? = members["alg"]
-        else { return nil }
-        return algorithm
+    /// The keys `/.well-known/jwks.json` publishes: every one not retired.
+    func published() async throws -> [SigningKey] {
+        try await keys.ring().published
+    }
+
+    /// Whether `aud` (a string, or an array of them, RFC 7519 §4.1.3) names `audience`.
+    private static func names(_ aud: JSONValue?, _ audience: String) -> Bool {
+        switch aud {
+        case let .string(value)?: return value == audience
+        case let .array(values)?: return values.contains(.string(audience))
+        default: return false
+        }
     }
 
     static var refused: GuestModeError {
         GuestModeError(.unauthorized, "the access token or server key is missing, invalid or expired")
+    }
+}
+
+/// The store's signing keys as this server last read them. Read again once
+/// `refresh` has passed, so every server on a store signs with the key a
+/// rotation made current, and refuses a retired one, within that time; and at
+/// once (at most once a second, whatever a client sends) for a `kid` it does
+/// not know, which another server may have started signing with.
+private final class SigningKeyCache: Sendable {
+    private struct State {
+        var ring: SigningKeyRing?
+        var loadedAt = ContinuousClock.Instant.now
+        var loading: Task<SigningKeyRing, any Error>?
+    }
+
+    private let state = Mutex(State())
+    private let refresh: Duration
+    private let load: @Sendable () async throws -> SigningKeyRing
+
+    init(refresh: Duration, load: @escaping @Sendable () async throws -> SigningKeyRing) {
+        self.refresh = refresh
+        self.load = load
+    }
+
+    func ring() async throws -> SigningKeyRing {
+        try await ring(olderThan: refresh)
+    }
+
+    func verifier(for kid: String) async throws -> P256.Signing.PublicKey? {
+        if let key = try await ring().verifiers[kid] { return key }
+        return try await ring(olderThan: .seconds(1)).verifiers[kid]
+    }
+
+    /// The keys, read again first when the copy held is older than `age`; callers
+    /// arriving while a read is under way wait for that one.
+    private func ring(olderThan age: Duration) async throws -> SigningKeyRing {
+        enum Next {
+            case held(SigningKeyRing)
+            case await(Task<SigningKeyRing, any Error>)
+        }
+        let load = self.load
+        let next = state.withLock { state -> Next in
+            if let ring = state.ring, ContinuousClock.now - state.loadedAt < age { return .held(ring) }
+            if let loading = state.loading { return .await(loading) }
+            let loading = Task { try await load() }
+            state.loading = loading
+            return .await(loading)
+        }
+        switch next {
+        case let .held(ring):
+            return ring
+        case let .await(task):
+            do {
+                let ring = try await task.value
+                state.withLock { state in
+                    if state.loading == task {
+                        state.ring = ring
+                        state.loadedAt = .now
+                        state.loading = nil
+                    }
+                }
+                return ring
+            } catch {
+                state.withLock { state in if state.loading == task { state.loading = nil } }
+                throw error
+            }
+        }
     }
 }

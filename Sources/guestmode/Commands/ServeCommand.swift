@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 import GuestModePostgres
 import GuestModeSQLite
@@ -15,12 +16,13 @@ struct ServeCommand: ParsableCommand {
         discussion: """
             The routes under /v1 answer the documents the commands print with --json; errors are \
             {"error":{"code","message"}} with one HTTP status per code. POST /v1/guests signs a guest in and \
-            returns an access token (a JWT signed with a key derived from the deployment's backup key) and \
-            a refresh token; app backends use server keys ('guestmode serve key create'). The line on standard \
+            returns an access token (a JWT signed ES256 with the store's current signing key, which anyone \
+            can verify with GET /.well-known/jwks.json; see 'guestmode serve signing-key') and a refresh \
+            token; app backends use server keys ('guestmode serve key create'). The line on standard \
             output says where the server listens. SIGTERM or SIGINT stops accepting connections, lets requests \
             in flight finish and closes the store. See guestmode-serve(1).
             """,
-        subcommands: [Key.self, Session.self]
+        subcommands: [Key.self, Session.self, SigningKeys.self]
     )
 
     @OptionGroup var global: GlobalOptions
@@ -108,8 +110,22 @@ struct ServeCommand: ParsableCommand {
             valueName: "provider=issuer,audience,jwks"))
     var oidc: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "The access tokens' iss claim, checked on every token: the URL apps and verifiers know this server by, e.g. https://api.example.com (default: guestmode).",
+            valueName: "url"))
+    var issuer = "guestmode"
+
+    @Option(
+        help: ArgumentHelp(
+            "The access tokens' aud claim, checked on every token: whom the tokens are for (default: authenticated).",
+            valueName: "name"))
+    var audience = "authenticated"
+
     func validate() throws {
         _ = try address
+        try Self.requireClaim(issuer, "--issuer")
+        try Self.requireClaim(audience, "--audience")
         try requireInRange(threads, 1...256, "--threads")
         try requireInRange(maxRequests, 1...65536, "--max-requests")
         guard (0...3600).contains(storeWait) else {
@@ -123,6 +139,14 @@ struct ServeCommand: ParsableCommand {
         try requireInRange(requestsPerAddress, 0...65536, "--requests-per-address")
         try requireInRange(guestsPerHour, 0...1_000_000, "--guests-per-hour")
         try requireInRange(keepBackups, 1...10_000, "--keep-backups")
+    }
+
+    /// A claim's text: 1 to 256 printable ASCII characters, no spaces, so every verifier compares it
+    /// byte for byte as this server does.
+    private static func requireClaim(_ value: String, _ option: String) throws {
+        guard (1...256).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+            throw ValidationError("\(option) must be 1 to 256 printable ASCII characters without spaces")
+        }
     }
 
     /// Read in `run`, not `validate`, so a bad setting is reported with its own code, not as a usage error.
@@ -161,8 +185,9 @@ struct ServeCommand: ParsableCommand {
         let key = try global.backupKeyCreatingIfMissing()
         let (host, port) = try address
         var configuration = ServerConfiguration(
-            host: host, port: port, threads: threads,
-            accessTokenKey: key.derivedKey(for: "guestmode access tokens v1"))
+            host: host, port: port, threads: threads, signingKeySeal: key.signingKeySeal)
+        configuration.issuer = issuer
+        configuration.audience = audience
         configuration.storeWait = wait
         configuration.idleTimeout = .seconds(idleTimeout)
         configuration.maximumRequests = maxRequests

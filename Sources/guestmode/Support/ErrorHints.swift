@@ -27,6 +27,9 @@ extension GuestModeError.Code {
             "'guestmode merge GUEST --into USER' moves a guest's data into the user who holds the identity"
         case .cannotDecrypt:
             "import the deployment's key with 'guestmode backup key import', or give the passphrase with --passphrase-file"
+        case .signingKeyInUse: "'guestmode serve signing-key rotate' makes a new current key"
+        case .signingKeySealedElsewhere:
+            "put the deployment's key on this machine with 'guestmode backup key import FILE' (GUESTMODE_BACKUP_KEY_FILE names where)"
         default: nil
         }
     }

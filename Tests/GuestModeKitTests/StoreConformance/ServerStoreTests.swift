@@ -41,6 +41,63 @@ struct ServerStoreTests {
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func signingKeysRotateAndRetire(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        let seal = SigningKeySeal(id: "deployment-a", bytes: Array(repeating: 1, count: 32))
+        #expect(try engine.signingKeys().isEmpty)
+        #expect(try engine.signingKeyRing(seal: seal) == nil, "no key until serve or rotate makes one")
+        let (first, created) = try engine.ensureSigningKey(seal: seal, now: day(1))
+        #expect(created && first.state == .current && first.algorithm == "ES256" && first.kid.count == 16)
+        #expect(try engine.ensureSigningKey(seal: seal, now: day(2)) == (first, false), "one is enough")
+        // The same clock reading for both: the order they were made in decides which is current.
+        let second = try engine.rotateSigningKey(seal: seal, now: day(1))
+        #expect(second.kid != first.kid && second.state == .current)
+        #expect(try engine.signingKeys().map(\.state) == [.rotated, .current])
+        let ring = try #require(try engine.signingKeyRing(seal: seal))
+        #expect(ring.current == second && Set(ring.verifiers.keys) == [first.kid, second.kid])
+        #expect(ring.published.map(\.kid) == [first.kid, second.kid])
+        #expect(ring.signer.publicKey.x963Representation == ring.verifiers[second.kid]?.x963Representation)
+
+        expectFailure(.conflict, code: .signingKeyInUse) {
+            _ = try engine.retireSigningKey(kid: second.kid, now: day(2))
+        }
+        expectFailure(.notFound, code: .signingKeyNotFound) {
+            _ = try engine.retireSigningKey(kid: "nope", now: day(2))
+        }
+        let retired = try engine.retireSigningKey(kid: first.kid, now: day(2))
+        #expect(retired.state == .retired && retired.retiredAt == day(2))
+        #expect(
+            try engine.retireSigningKey(kid: first.kid, now: day(3)).retiredAt == day(2),
+            "retiring twice changes nothing")
+        let after = try #require(try engine.signingKeyRing(seal: seal))
+        #expect(Array(after.verifiers.keys) == [second.kid] && after.published.map(\.kid) == [second.kid])
+
+        // Another deployment key opens nothing, and may not add a key the servers could not open.
+        let other = SigningKeySeal(id: "deployment-b", bytes: Array(repeating: 2, count: 32))
+        expectFailure(.badData, code: .signingKeySealedElsewhere) { _ = try engine.signingKeyRing(seal: other) }
+        expectFailure(.badData, code: .signingKeySealedElsewhere) {
+            _ = try engine.rotateSigningKey(seal: other, now: day(3))
+        }
+        let sameName = SigningKeySeal(id: "deployment-a", bytes: Array(repeating: 3, count: 32))
+        expectFailure(.badData, code: .signingKeySealedElsewhere) { _ = try engine.signingKeyRing(seal: sameName) }
+        #expect(try engine.signingKeys().count == 2)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func serversStartingTogetherMakeOneSigningKey(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        let seal = SigningKeySeal(id: "deployment-a", bytes: Array(repeating: 1, count: 32))
+        let made = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            if let (key, _) = try? engine.ensureSigningKey(seal: seal, now: day(1)) {
+                made.withLock { $0.append(key.kid) }
+            }
+        }
+        #expect(try engine.signingKeys().count == 1)
+        #expect(Set(made.withLock { $0 }).count == 1 && made.withLock { $0.count } == 8)
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func signInBucketsLiveInTheStore(backend: StoreBackend) throws {
         let engine = try engine(backend)
         let limit = SignInLimit(perHour: 3, burst: 3)

@@ -35,6 +35,9 @@ final class RouteTester: Sendable {
         var error: [String: Any] { object["error"] as? [String: Any] ?? [:] }
     }
 
+    /// What seals the in-memory store's signing keys, as a deployment key's derivation would.
+    static let seal = SigningKeySeal(id: "test-deployment", bytes: Array(repeating: 7, count: 32))
+
     static let templates = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -49,7 +52,7 @@ final class RouteTester: Sendable {
             contentsOf: Self.templates.appendingPathComponent("\(profile).yaml"), encoding: .utf8)
         let engine = try GuestMode.inMemory(profileText: text, origin: "\(profile).yaml", now: now)
         var configuration = ServerConfiguration(
-            host: "127.0.0.1", port: 0, threads: 2, accessTokenKey: Array(repeating: 7, count: 32))
+            host: "127.0.0.1", port: 0, threads: 2, signingKeySeal: Self.seal)
         configuration.makeLogHandler = { _ in SwiftLogNoOpLogHandler() }
         configure(&configuration)
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: { now })
