@@ -566,10 +566,12 @@ public actor GuestModeClient {
 }
 
 extension Session {
-    init(_ document: Components.Schemas.Session) {
+    /// `expiresAt` is this device's clock plus `expires_in`, so a device whose clock is off (or a
+    /// server run with `--now`) neither refreshes at every call nor waits for a 401.
+    init(_ document: Components.Schemas.Session, receivedAt: Date = Date()) {
         self.init(
             userID: document.userId, accessToken: document.accessToken, refreshToken: document.refreshToken,
-            expiresAt: document.expiresAt, state: document.state)
+            expiresAt: receivedAt.addingTimeInterval(TimeInterval(document.expiresIn)), state: document.state)
     }
 }
 

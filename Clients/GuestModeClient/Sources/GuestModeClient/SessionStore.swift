@@ -10,9 +10,9 @@ public struct Session: Codable, Sendable, Equatable {
     public var accessToken: String
     /// The token that buys the next session, once.
     public var refreshToken: String
-    /// When `accessToken` stops being accepted.
+    /// When `accessToken` stops being accepted, by this device's clock (when it came, plus `expires_in`).
     public var expiresAt: Date
-    /// `guest` or `account` (the user's state when the session was made).
+    /// `anonymous` (a guest) or `account`: the user's state when the session was made.
     public var state: String
 
     public init(userID: String, accessToken: String, refreshToken: String, expiresAt: Date, state: String) {
@@ -24,7 +24,7 @@ public struct Session: Codable, Sendable, Equatable {
     }
 
     /// True when the user is still a guest.
-    public var isGuest: Bool { state == "guest" }
+    public var isGuest: Bool { state == "anonymous" }
 }
 
 /// Where the client keeps its session across launches. `save(nil)` forgets it (sign-out, deletion).

@@ -1,0 +1,173 @@
+import Foundation
+import HTTPTypes
+import OpenAPIRuntime
+import Synchronization
+import Testing
+
+@testable import GuestModeClient
+
+/// Counts the attempts of each operation that reach the transport.
+final class Attempts: ClientMiddleware, Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        counts.withLock { $0[operationID, default: 0] += 1 }
+        return try await next(request, body, baseURL)
+    }
+
+    subscript(_ operationID: String) -> Int { counts.withLock { $0[operationID, default: 0] } }
+}
+
+/// GuestModeClient against a real `guestmode serve` on loopback.
+@Suite("GuestModeClient against guestmode serve", .serialized)
+struct GuestModeClientTests {
+    struct Minutes: Codable, Equatable {
+        var language: String
+        var wakeWord: Bool
+    }
+
+    @Test("a guest's journey: sign in, a record, a meter checked, used and refused with its prompt, an event, sign out", arguments: TestServer.Backend.available)
+    func guestJourney(_ backend: TestServer.Backend) async throws {
+        let server = try await TestServer(profile: "voice", backend: backend)
+        try server.start()
+        defer { server.stop() }
+        let store = FileSessionStore(url: server.path("session.json"))
+        let client = try GuestModeClient(serverURL: server.url, sessionStore: store)
+
+        let session = try await client.signInAsGuest(device: "phone-1")
+        #expect(session.isGuest)
+        #expect(try await client.signInAsGuest() == session, "a kept session is used again")
+        let mode = try FileManager.default.attributesOfItem(atPath: server.path("session.json").path)[.posixPermissions]
+        #expect(mode as? Int == 0o600)
+        #expect(try await FileSessionStore(url: server.path("session.json")).load() == session)
+
+        let settings = Minutes(language: "en", wakeWord: true)
+        #expect(try await client.putRecord(settings, collection: "settings", key: "main").value?.outcome != nil)
+        #expect(try await client.record(Minutes.self, collection: "settings", key: "main") == settings)
+        #expect(try await client.record(Minutes.self, collection: "settings", key: "none") == nil)
+
+        let checked = try #require(try await client.checkMeter("api_minutes", amount: 10).value)
+        #expect(checked.remaining == 60 && checked.allowance == 60)
+        let used = try #require(try await client.useMeter("api_minutes", amount: 50).value)
+        #expect(used.recorded && used.status.used == 50)
+        guard case let .meterExhausted(status, prompt) = try await client.useMeter("api_minutes", amount: 20) else {
+            Issue.record("20 minutes past 50 of 60 were not refused")
+            return
+        }
+        #expect(status.remaining == 10 && status.used == 50)
+        #expect(prompt?.context == "session_refused" && prompt?.content.title.isEmpty == false)
+        guard case .meterExhausted = try await client.checkMeter("api_minutes", amount: 20) else {
+            Issue.record("a check of 20 with 10 left was not refused")
+            return
+        }
+
+        let tracked = try await client.track("command_spoken", count: 2)
+        #expect(tracked.counted && tracked.total == 2)
+        #expect(try await client.counters()["command_spoken"] == 2)
+        _ = try await client.nextPrompt()
+
+        try await client.signOut()
+        #expect(try await store.load() == nil)
+        await #expect(throws: GuestModeClientError.self) { try await client.track("app_opened") }
+    }
+
+    @Test("a guest past its cap is .needsAccount with the prompt the server chose", arguments: TestServer.Backend.available)
+    func refusalWithPrompt(_ backend: TestServer.Backend) async throws {
+        let server = try await TestServer(profile: "subscriptions", backend: backend)
+        try server.start()
+        defer { server.stop() }
+        let client = try GuestModeClient(serverURL: server.url)
+        try await client.signInAsGuest()
+        for index in 1...5 {
+            let put = try await client.putRecord(["name": "plan \(index)"], collection: "subscriptions", key: "s\(index)")
+            #expect(put.value != nil, "subscription \(index): \(put)")
+        }
+        let refused = try await client.putRecord(["name": "plan 6"], collection: "subscriptions", key: "s6")
+        guard case let .needsAccount(prompt) = refused else {
+            Issue.record("the sixth subscription of a guest was \(refused)")
+            return
+        }
+        let shown = try #require(prompt)
+        #expect(!shown.context.isEmpty && !shown.content.primaryAction.isEmpty)
+    }
+
+    @Test("two calls racing with an expired access token: one refresh, and the family still refreshes", arguments: TestServer.Backend.available)
+    func oneRefresh(_ backend: TestServer.Backend) async throws {
+        let server = try await TestServer(profile: "habits", backend: backend)
+        try server.start()
+        let attempts = Attempts()
+        let store = InMemorySessionStore()
+        let client = try GuestModeClient(
+            .init(serverURL: server.url, sessionStore: store, middlewares: [attempts]))
+        let first = try await client.signInAsGuest()
+        try await client.track("app_opened")
+        // The server's clock two hours on: the access token (an hour) has expired, the refresh token
+        // has not; the client's own clock still says the token is good, so both calls get 401.
+        server.stop()
+        try server.start(["--now", "+2h"])
+        defer { server.stop() }
+        async let one = client.track("app_opened")
+        async let two = client.counters()
+        async let three = client.track("app_opened")
+        let (tracked, counters, again) = try await (one, two, three)
+        #expect(attempts["refreshSession"] == 1, "one refresh for three calls")
+        #expect(tracked.counted && again.counted && counters["app_opened"] != nil)
+        let refreshed = try #require(try await store.load())
+        #expect(refreshed.refreshToken != first.refreshToken && refreshed.userID == first.userID)
+        // The family is not revoked: the new refresh token still buys a session.
+        server.stop()
+        try server.start(["--now", "+4h"])
+        #expect(try await client.counters()["app_opened"] == 3)
+        #expect(attempts["refreshSession"] == 2)
+    }
+
+    @Test("100 events queued while the server is down, by a process that then exits: delivered exactly 100 times", arguments: TestServer.Backend.available)
+    func offlineQueue(_ backend: TestServer.Backend) async throws {
+        let server = try await TestServer(profile: "voice", backend: backend)
+        try server.start()
+        let sessionFile = server.path("session.json")
+        let queueFile = server.path("queue.json")
+        func launch() throws -> GuestModeClient {
+            try GuestModeClient(
+                .init(
+                    serverURL: server.url, sessionStore: FileSessionStore(url: sessionFile), queueURL: queueFile,
+                    retry: RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(10))))
+        }
+        do {
+            let client = try launch()
+            let session = try await client.signInAsGuest()
+            server.stop()
+            for index in 0..<100 { try await client.trackLater("command_spoken", props: ["n": "\(index)"]) }
+            try await client.useMeterLater("api_minutes", amount: 90)  // past the allowance: it happened
+            let drained = await client.flush()
+            #expect(drained.delivered == 0 && drained.pending == 101)
+            #expect(try await FileSessionStore(url: sessionFile).load() == session)
+        }
+        // The next launch, with the server up again: the queue file is all it has.
+        try server.start()
+        defer { server.stop() }
+        let saved = try Data(contentsOf: queueFile)
+        let client = try launch()
+        #expect(await client.pendingCount == 101)
+        let drained = await client.flush()
+        #expect(drained == .init(delivered: 101, dropped: 0, pending: 0))
+        #expect(try await client.counters()["command_spoken"] == 100)
+        guard case let .meterExhausted(status, _) = try await client.checkMeter("api_minutes") else {
+            Issue.record("90 minutes used of 60 left some")
+            return
+        }
+        #expect(status.used == 90)
+
+        // A crash after the server had them but before the queue file lost them: the same 101 again,
+        // with the same keys, change nothing.
+        try saved.write(to: queueFile)
+        let replayed = try launch()
+        #expect(await replayed.flush() == .init(delivered: 101, dropped: 0, pending: 0))
+        #expect(try await replayed.counters()["command_spoken"] == 100)
+        let events = try server.run(["user", "events", try #require(try await client.currentSession()?.userID), "--json", "--store", server.store])
+        #expect(events.status == 0, "\(events.output)")
+    }
+}
