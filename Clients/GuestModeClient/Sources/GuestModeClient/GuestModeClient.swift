@@ -571,7 +571,9 @@ extension Session {
     init(_ document: Components.Schemas.Session, receivedAt: Date = Date()) {
         self.init(
             userID: document.userId, accessToken: document.accessToken, refreshToken: document.refreshToken,
-            expiresAt: receivedAt.addingTimeInterval(TimeInterval(document.expiresIn)), state: document.state)
+            // Whole seconds, as the stores write them (floored: never later than the server's).
+            expiresAt: Date(timeIntervalSince1970: (receivedAt.timeIntervalSince1970 + Double(document.expiresIn)).rounded(.down)),
+            state: document.state)
     }
 }
 
