@@ -12,7 +12,7 @@ public struct Session: Codable, Sendable, Equatable {
     public var refreshToken: String
     /// When `accessToken` stops being accepted, by this device's clock (when it came, plus `expires_in`).
     public var expiresAt: Date
-    /// `anonymous` (a guest) or `account`: the user's state when the session was made.
+    /// `anonymous` (a guest) or `linked` (an account): the user's state when the session was made.
     public var state: String
 
     public init(userID: String, accessToken: String, refreshToken: String, expiresAt: Date, state: String) {

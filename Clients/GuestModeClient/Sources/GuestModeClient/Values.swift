@@ -95,7 +95,7 @@ public struct IdentityLink: Sendable, Equatable {
     public var provider: String
     public var subject: String?
     public var changed: Bool
-    /// The user's state now: `account` once an identity is linked.
+    /// The user's state now: `linked` once an identity is.
     public var state: String
 }
 
