@@ -1,7 +1,8 @@
 # guestmode — build, test, run and install.
 #   make run       build, then walk every profile with `guestmode tour`
 #   make test      check the layout and the format, build and run every test, run the serve benchmark for a
-#                  second per workload, lint the man pages, build and run Examples/, build the DocC catalogue
+#                  second per workload, lint the man pages, build and run Examples/, build the DocC catalogue,
+#                  build and test Clients/GuestModeClient against a real server (make client-test)
 #   make stress    8 processes x STRESS_OPERATIONS (default 400) racing on one PostgreSQL database
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
@@ -24,7 +25,7 @@ APT_PACKAGES = libarchive-dev libzstd-dev libcurl4-openssl-dev nginx wrk zlib1g-
 	python3-jsonschema valgrind
 PIP_PACKAGES = schemathesis
 
-.PHONY: all deps build run test example docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench scale scale-check install uninstall clean
+.PHONY: all deps build run test example client-test client docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench scale scale-check install uninstall clean
 
 all: build
 
@@ -63,6 +64,7 @@ test: deps
 	$(MAKE) scale-check
 	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh $(RELEASE_FLAGS)
 	$(MAKE) example
+	$(MAKE) client-test
 	$(MAKE) docs
 
 # Flips every byte of a small archive of each format (make test flips every 11th).
@@ -79,6 +81,22 @@ check-layout:
 example:
 	$(SWIFT) build --package-path Examples/EmbeddingApp
 	Examples/EmbeddingApp/.build/debug/EmbeddingApp
+
+# Clients/GuestModeClient, the Swift package an app embeds, is a package of its own (its own .build), so
+# that this package's build never compiles the OpenAPI generator its build plugin runs. Its copy of the
+# OpenAPI document and its error codes are checked against schemas/openapi.json and the catalogue first;
+# its tests start the debug guestmode (GUESTMODE_BIN) with `serve` on loopback, on SQLite and PostgreSQL.
+CLIENT = Clients/GuestModeClient
+CLIENT_SERVER ?= $(CURDIR)/$(DEBUG_BIN)
+
+client:
+	$(SWIFT) build --package-path $(CLIENT) --build-tests
+
+client-test: build
+	python3 $(CLIENT)/scripts/openapi-for-generator.py --check
+	python3 $(CLIENT)/scripts/error-codes.py --check
+	$(SWIFT) build --package-path $(CLIENT) --build-tests
+	GUESTMODE_BIN=$(CLIENT_SERVER) bash scripts/with-postgres.sh $(SWIFT) test --package-path $(CLIENT) --skip-build
 
 # The DocC catalogue of GuestModeKit (Sources/GuestModeKit/GuestModeKit.docc) with the engine's public
 # symbols, into .build/docs, with the toolchain's docc (no plugin); a warning (a broken or ambiguous
@@ -112,7 +130,8 @@ fuzz: fuzz-build
 man-codes:
 	python3 scripts/error-codes.py --write
 
-FORMATTED = Sources Tests Package.swift Examples/EmbeddingApp/Sources Examples/EmbeddingApp/Package.swift
+FORMATTED = Sources Tests Package.swift Examples/EmbeddingApp/Sources Examples/EmbeddingApp/Package.swift \
+	Clients/GuestModeClient/Sources Clients/GuestModeClient/Tests Clients/GuestModeClient/Package.swift
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
@@ -190,4 +209,4 @@ uninstall:
 		$(SHAREDIR)/fish/vendor_completions.d/guestmode.fish
 
 clean:
-	rm -rf .build Examples/EmbeddingApp/.build
+	rm -rf .build Examples/EmbeddingApp/.build Clients/GuestModeClient/.build

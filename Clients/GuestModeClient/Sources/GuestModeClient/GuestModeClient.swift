@@ -4,7 +4,7 @@ import OpenAPIRuntime
 import OpenAPIURLSession
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// The client an app embeds to reach `guestmode serve`: sessions kept and refreshed once, every write
@@ -211,7 +211,9 @@ public actor GuestModeClient {
 
     /// Writes a record: any JSON object (`PUT /v1/users/{user}/records/{collection}/{key}`). A guest
     /// past its cap is `.needsAccount`, a tier past its own `.needsPremium`.
-    public func putRecord(_ value: some Encodable & Sendable, collection: String, key: String) async throws
+    public func putRecord(
+        _ value: some Encodable & Sendable, collection: String, key: String
+    ) async throws
         -> Outcome<RecordWrite>
     {
         let object = try JSONDecoder().decode(
@@ -276,7 +278,9 @@ public actor GuestModeClient {
     /// Tracks an event now (`POST /v1/users/{user}/events`). (One the app does not wait on goes through
     /// `trackLater`.)
     @discardableResult
-    public func track(_ action: String, count: Int? = nil, props: [String: String]? = nil) async throws
+    public func track(
+        _ action: String, count: Int? = nil, props: [String: String]? = nil
+    ) async throws
         -> TrackedEvent
     {
         try await authorized(write: true) { client, session in
@@ -533,11 +537,15 @@ public actor GuestModeClient {
     }
 
     /// A refusal as an outcome; a code that is no refusal as an error.
-    private static func outcome<T>(_ status: Int, _ refusal: Components.Schemas.Refusal, status meter: MeterStatus?)
+    private static func outcome<T>(
+        _ status: Int, _ refusal: Components.Schemas.Refusal, status meter: MeterStatus?
+    )
         throws -> Outcome<T>
     {
         let prompt: Prompt? = try refusal.prompt.map { payload in
-            switch payload { case let .PromptNext(next): try Reencode.convert(next) }
+            switch payload {
+            case let .PromptNext(next): try Reencode.convert(next)
+            }
         }
         switch ErrorCode(rawValue: refusal.code) {
         case .needsAccount: return .needsAccount(prompt)
@@ -572,7 +580,8 @@ extension Session {
         self.init(
             userID: document.userId, accessToken: document.accessToken, refreshToken: document.refreshToken,
             // Whole seconds, as the stores write them (floored: never later than the server's).
-            expiresAt: Date(timeIntervalSince1970: (receivedAt.timeIntervalSince1970 + Double(document.expiresIn)).rounded(.down)),
+            expiresAt: Date(
+                timeIntervalSince1970: (receivedAt.timeIntervalSince1970 + Double(document.expiresIn)).rounded(.down)),
             state: document.state)
     }
 }

@@ -29,7 +29,9 @@ struct GuestModeClientTests {
         var wakeWord: Bool
     }
 
-    @Test("a guest's journey: sign in, a record, a meter checked, used and refused with its prompt, an event, sign out", arguments: TestServer.Backend.available)
+    @Test(
+        "a guest's journey: sign in, a record, a meter checked, used and refused with its prompt, an event, sign out",
+        arguments: TestServer.Backend.available)
     func guestJourney(_ backend: TestServer.Backend) async throws {
         let server = try await TestServer(profile: "voice", backend: backend)
         try server.start()
@@ -74,7 +76,9 @@ struct GuestModeClientTests {
         await #expect(throws: GuestModeClientError.self) { try await client.track("app_opened") }
     }
 
-    @Test("a guest past its cap is .needsAccount with the prompt the server chose", arguments: TestServer.Backend.available)
+    @Test(
+        "a guest past its cap is .needsAccount with the prompt the server chose",
+        arguments: TestServer.Backend.available)
     func refusalWithPrompt(_ backend: TestServer.Backend) async throws {
         let server = try await TestServer(profile: "subscriptions", backend: backend)
         try server.start()
@@ -82,7 +86,8 @@ struct GuestModeClientTests {
         let client = try GuestModeClient(serverURL: server.url)
         try await client.signInAsGuest()
         for index in 1...5 {
-            let put = try await client.putRecord(["name": "plan \(index)"], collection: "subscriptions", key: "s\(index)")
+            let put = try await client.putRecord(
+                ["name": "plan \(index)"], collection: "subscriptions", key: "s\(index)")
             #expect(put.value != nil, "subscription \(index): \(put)")
         }
         let refused = try await client.putRecord(["name": "plan 6"], collection: "subscriptions", key: "s6")
@@ -94,7 +99,9 @@ struct GuestModeClientTests {
         #expect(!shown.context.isEmpty && !shown.content.primaryAction.isEmpty)
     }
 
-    @Test("two calls racing with an expired access token: one refresh, and the family still refreshes", arguments: TestServer.Backend.available)
+    @Test(
+        "two calls racing with an expired access token: one refresh, and the family still refreshes",
+        arguments: TestServer.Backend.available)
     func oneRefresh(_ backend: TestServer.Backend) async throws {
         let server = try await TestServer(profile: "habits", backend: backend)
         try server.start()
@@ -115,7 +122,7 @@ struct GuestModeClientTests {
         let (tracked, counters, again) = try await (one, two, three)
         #expect(attempts["refreshSession"] == 1, "one refresh for three calls")
         #expect(tracked.counted && again.counted && counters["app_opened"] != nil)
-        let refreshed = try #require(try await store.load())
+        let refreshed = try #require(await store.load())
         #expect(refreshed.refreshToken != first.refreshToken && refreshed.userID == first.userID)
         // The family is not revoked: the new refresh token still buys a session.
         server.stop()
@@ -124,7 +131,9 @@ struct GuestModeClientTests {
         #expect(attempts["refreshSession"] == 2)
     }
 
-    @Test("100 events queued while the server is down, by a process that then exits: delivered exactly 100 times", arguments: TestServer.Backend.available)
+    @Test(
+        "100 events queued while the server is down, by a process that then exits: delivered exactly 100 times",
+        arguments: TestServer.Backend.available)
     func offlineQueue(_ backend: TestServer.Backend) async throws {
         let server = try await TestServer(profile: "voice", backend: backend)
         try server.start()
@@ -167,7 +176,10 @@ struct GuestModeClientTests {
         let replayed = try launch()
         #expect(await replayed.flush() == .init(delivered: 101, dropped: 0, pending: 0))
         #expect(try await replayed.counters()["command_spoken"] == 100)
-        let events = try server.run(["user", "events", try #require(try await client.currentSession()?.userID), "--json", "--store", server.store])
+        let events = try server.run([
+            "user", "events", try #require(try await client.currentSession()?.userID), "--json", "--store",
+            server.store,
+        ])
         #expect(events.status == 0, "\(events.output)")
     }
 }

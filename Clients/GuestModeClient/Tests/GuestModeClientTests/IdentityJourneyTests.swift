@@ -56,7 +56,8 @@ struct IdentityJourneyTests {
         let phoneStore = FileSessionStore(url: server.path("phone/session.json"))
         let phone = try GuestModeClient(serverURL: server.url, sessionStore: phoneStore)
         let person = try await phone.signInAsGuest(device: "phone")
-        #expect(try await phone.putRecord(["name": "from-phone"], collection: collection, key: "from-phone").value != nil)
+        #expect(
+            try await phone.putRecord(["name": "from-phone"], collection: collection, key: "from-phone").value != nil)
         let linked = try await phone.linkIdentity(provider: "apple", idToken: token, nonce: "n-1")
         #expect(linked.changed && linked.state != "anonymous", "\(profile): \(linked)")
         #expect(try await phone.currentSession()?.isGuest == false)
@@ -66,7 +67,8 @@ struct IdentityJourneyTests {
         let guest = try await tablet.signInAsGuest(device: "tablet")
         #expect(guest.userID != person.userID)
         #expect(
-            try await tablet.putRecord(["name": "from-tablet"], collection: collection, key: "from-tablet").value != nil)
+            try await tablet.putRecord(["name": "from-tablet"], collection: collection, key: "from-tablet").value != nil
+        )
         let account = try await tablet.signIn(provider: "apple", idToken: token, nonce: "n-1")
         #expect(account.userID == person.userID && !account.isGuest)
         #expect(try await tabletStore.load() == account)
@@ -86,8 +88,12 @@ struct IdentityJourneyTests {
             let merged = try await tablet.merge(guest: guest, policy: .keepAccount)
             #expect(!merged.dryRun && merged.accountUserID == person.userID && merged.recordsMoved >= 1)
         }
-        #expect(try await tablet.record(Named.self, collection: collection, key: "from-tablet") == .init(name: "from-tablet"))
-        #expect(try await phone.record(Named.self, collection: collection, key: "from-tablet") == .init(name: "from-tablet"))
+        #expect(
+            try await tablet.record(Named.self, collection: collection, key: "from-tablet")
+                == .init(name: "from-tablet"))
+        #expect(
+            try await phone.record(Named.self, collection: collection, key: "from-tablet") == .init(name: "from-tablet")
+        )
 
         try await tablet.signOut()
         #expect(try await tabletStore.load() == nil)

@@ -7,7 +7,7 @@ import Testing
 @testable import GuestModeClient
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// Loses the answer of an operation's first attempt after the server has done it, and restarts the
@@ -50,7 +50,9 @@ final class LoseFirstAnswer: ClientMiddleware, Sendable {
 final class BusyOnce: ClientTransport, Sendable {
     private let sent = Mutex<[(Date, String?)]>([])
 
-    func send(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String) async throws
+    func send(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
+    ) async throws
         -> (HTTPResponse, HTTPBody?)
     {
         let count = sent.withLock {
@@ -91,7 +93,8 @@ struct RetryTests {
         #expect(requests[1].0.timeIntervalSince(requests[0].0) >= 0.95, "Retry-After: 1 waited")
     }
 
-    @Test("the server killed after a write, its answer lost: the retry gets the kept answer, the write applied once",
+    @Test(
+        "the server killed after a write, its answer lost: the retry gets the kept answer, the write applied once",
         arguments: TestServer.Backend.available)
     func killedMidWrite(_ backend: TestServer.Backend) async throws {
         let server = try await TestServer(profile: "voice", backend: backend)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// A folder of its own with a store initialised with a profile, and `guestmode serve` on loopback
