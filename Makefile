@@ -85,7 +85,8 @@ example:
 # Clients/GuestModeClient, the Swift package an app embeds, is a package of its own (its own .build), so
 # that this package's build never compiles the OpenAPI generator its build plugin runs. Its copy of the
 # OpenAPI document and its error codes are checked against schemas/openapi.json and the catalogue first;
-# its tests start the debug guestmode (GUESTMODE_BIN) with `serve` on loopback, on SQLite and PostgreSQL.
+# its tests start the debug guestmode (GUESTMODE_BIN) with `serve` on loopback, on SQLite and PostgreSQL;
+# then its Examples/AppJourney plays each profile's first minutes against a server of its own.
 CLIENT = Clients/GuestModeClient
 CLIENT_SERVER ?= $(CURDIR)/$(DEBUG_BIN)
 
@@ -97,6 +98,7 @@ client-test: build
 	python3 $(CLIENT)/scripts/error-codes.py --check
 	$(SWIFT) build --package-path $(CLIENT) --build-tests
 	GUESTMODE_BIN=$(CLIENT_SERVER) bash scripts/with-postgres.sh $(SWIFT) test --package-path $(CLIENT) --skip-build
+	bash $(CLIENT)/scripts/run-examples.sh $(CLIENT_SERVER) $(CLIENT)/.build/debug/AppJourney
 
 # The DocC catalogue of GuestModeKit (Sources/GuestModeKit/GuestModeKit.docc) with the engine's public
 # symbols, into .build/docs, with the toolchain's docc (no plugin); a warning (a broken or ambiguous
@@ -131,7 +133,8 @@ man-codes:
 	python3 scripts/error-codes.py --write
 
 FORMATTED = Sources Tests Package.swift Examples/EmbeddingApp/Sources Examples/EmbeddingApp/Package.swift \
-	Clients/GuestModeClient/Sources Clients/GuestModeClient/Tests Clients/GuestModeClient/Package.swift
+	Clients/GuestModeClient/Sources Clients/GuestModeClient/Tests Clients/GuestModeClient/Examples \
+	Clients/GuestModeClient/Package.swift
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)

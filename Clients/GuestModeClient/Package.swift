@@ -22,6 +22,8 @@ let package = Package(
             ],
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
+        // Examples/AppJourney: the four apps' first minutes through the client (`make client-test` runs it).
+        .executableTarget(name: "AppJourney", dependencies: ["GuestModeClient"], path: "Examples/AppJourney"),
         .testTarget(name: "GuestModeClientTests", dependencies: ["GuestModeClient"]),
     ]
 )
