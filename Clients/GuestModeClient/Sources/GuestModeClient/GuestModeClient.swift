@@ -189,8 +189,14 @@ public actor GuestModeClient {
     /// Signs out (`POST /v1/sessions/revoke` with the refresh token) and forgets the session.
     public func signOut() async throws {
         guard let session = try await currentSession() else { return }
-        _ = try await unauthenticated(retriesUnsure: true) {
-            try await client.signOut(body: .json(.init(refreshToken: session.refreshToken)))
+        do {
+            _ = try await unauthenticated(retriesUnsure: true) {
+                try await client.signOut(body: .json(.init(refreshToken: session.refreshToken)))
+            }
+        } catch let error as GuestModeClientError {
+            // 401: the refresh token is revoked already (a retry whose first answer was lost, or a
+            // sign-out elsewhere): signed out all the same.
+            guard case .server(401, _, _, _) = error else { throw error }
         }
         try await forget()
     }
@@ -198,10 +204,18 @@ public actor GuestModeClient {
     /// Deletes the signed-in user and everything of theirs (`DELETE /v1/users/{user}`), and forgets
     /// the session.
     public func deleteAccount() async throws {
-        _ = try await authorized(write: true) { client, session in
-            switch try await client.deleteUser(path: .init(user: session.userID)) {
-            case let .ok(ok): return try ok.body.json
-            default: throw GuestModeClientError.unexpectedAnswer(operation: "deleteUser", status: nil)
+        do {
+            _ = try await authorized(write: true) { client, session in
+                switch try await client.deleteUser(path: .init(user: session.userID)) {
+                case let .ok(ok): return try ok.body.json
+                default: throw GuestModeClientError.unexpectedAnswer(operation: "deleteUser", status: nil)
+                }
+            }
+        } catch let error as GuestModeClientError {
+            // A retry whose first answer was lost finds the user gone (404), or its session with it.
+            switch error {
+            case .server(404, .userNotFound, _, _), .sessionRevoked: break
+            default: throw error
             }
         }
         try await forget()

@@ -134,6 +134,7 @@ enum DurableFile {
     static func syncFolder(of url: URL) throws {
         let folder = url.deletingLastPathComponent().path
         let descriptor = open(folder, O_RDONLY | O_CLOEXEC)
+        if descriptor < 0, errno == ENOENT { return }  // no folder: nothing in it to make durable
         guard descriptor >= 0 else { throw Failure(operation: "open", path: folder, code: errno) }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else { throw Failure(operation: "fsync", path: folder, code: errno) }
