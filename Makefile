@@ -97,6 +97,7 @@ client-test: build
 	python3 $(CLIENT)/scripts/openapi-for-generator.py --check
 	python3 $(CLIENT)/scripts/error-codes.py --check
 	$(SWIFT) build --package-path $(CLIENT) --build-tests
+	bash $(CLIENT)/scripts/check-generator.sh
 	GUESTMODE_BIN=$(CLIENT_SERVER) bash scripts/with-postgres.sh $(SWIFT) test --package-path $(CLIENT) --skip-build
 	bash $(CLIENT)/scripts/run-examples.sh $(CLIENT_SERVER) $(CLIENT)/.build/debug/AppJourney
 
