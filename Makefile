@@ -23,7 +23,8 @@ DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
 APT_PACKAGES = libarchive-dev libzstd-dev libcurl4-openssl-dev nginx wrk zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
 	python3-jsonschema valgrind
-PIP_PACKAGES = schemathesis
+# PyPI's packages as PACKAGE:MODULE (the module python3 imports once the package is installed).
+PIP_PACKAGES = schemathesis:schemathesis openapi-python-client==0.29.1:openapi_python_client
 
 .PHONY: all deps build run test example client-test client docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench scale scale-check install uninstall clean
 
@@ -40,9 +41,11 @@ deps:
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
-	@# PyPI's packages, for python3 on PATH: schemathesis checks `guestmode serve` against its OpenAPI document.
-	@for package in $(PIP_PACKAGES); do \
-		python3 -c "import $$package" 2>/dev/null || { echo "installing from PyPI: $$package"; python3 -m pip install -q $$package; }; \
+	@# PyPI's packages, for python3 on PATH: schemathesis checks `guestmode serve` against its OpenAPI document,
+	@# openapi-python-client makes a client of it (scripts/check-openapi-clients.py).
+	@for entry in $(PIP_PACKAGES); do \
+		package=$${entry%%:*}; module=$${entry##*:}; \
+		python3 -c "import $$module" 2>/dev/null || { echo "installing from PyPI: $$package"; python3 -m pip install -q "$$package"; }; \
 	done
 
 # Builds only: installing is `make deps`' work, which the README's two commands (run, test) do first.

@@ -8,16 +8,25 @@ command's --json document is the answer of its route):
     python3 scripts/openapi.py --check   exit 1 when either is not what this script writes
 
 ServerTests runs --check, so a route or schema changed without running this script fails `make test`.
+
+The document is written for client generators (scripts/check-openapi-clients.py regenerates a Python
+client from it in `make test` and fails on any warning): components named as types (TYPE_NAMES), one
+operationId and one tag per operation, error codes as an enum read from GuestModeError.Code, only the
+schemas a route uses, and JSON Schema in the forms generators handle (`for_generators`): `null` for
+nothing as a type list (`"type": ["string", "null"]`), never `anyOf` with a null branch nor `const`,
+`format: date-time` on every time.
 """
 import copy
 import json
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMAS = os.path.join(ROOT, "schemas")
 DOCUMENT = os.path.join(SCHEMAS, "openapi.json")
 SWIFT = os.path.join(ROOT, "Sources", "GuestModeServer", "Support", "OpenAPIDocument.swift")
+CODES = os.path.join(ROOT, "Sources", "GuestModeKit", "Store", "GuestModeError.swift")
 
 
 def ref(name):
@@ -25,7 +34,15 @@ def ref(name):
 
 
 def nullable(schema):
-    return {"anyOf": [schema, {"type": "null"}]}
+    """A value or null (nothing): a type list, the form generators read as an optional (an anyOf with a
+    null branch is dropped by some)."""
+    if "$ref" in schema or "type" not in schema:
+        return {"anyOf": [schema, {"type": "null"}]}  # for_generators refuses it: give the type a null
+    result = dict(schema)
+    result["type"] = [schema["type"], "null"]
+    if "enum" in schema:
+        result["enum"] = schema["enum"] + [None]
+    return result
 
 
 STRING = {"type": "string"}
@@ -90,7 +107,7 @@ BODIES = {
         "properties": {
             "amount": AMOUNT,
             "id": nullable(STRING),
-            "overage": nullable({"type": "string", "enum": ["allow", "refuse"]}),
+            "overage": {"type": "string", "enum": ["allow", "refuse"]},
         },
         "required": ["amount"],
     },
@@ -135,23 +152,22 @@ BODIES = {
         },
         "required": ["action"],
     },
+    # One object, as the server reads it (IdentityBody): a oneOf of the two ways needed a `not` to keep
+    # them apart, which generators cannot read.
     "identity": {
-        "oneOf": [
-            {
-                "description": "An identity the app's backend verified (a server key with user-data).",
-                "type": "object",
-                "properties": {"provider": STRING, "subject": STRING, "email": nullable(STRING)},
-                "required": ["provider", "subject"],
-            },
-            {
-                "description": "The provider's OpenID Connect ID token, which the server verifies (serve --oidc); "
-                               "the guest's own session may send it.",
-                "type": "object",
-                "properties": {"provider": STRING, "id_token": STRING, "nonce": STRING},
-                "required": ["provider", "id_token"],
-                "not": {"required": ["subject"]},
-            },
-        ],
+        "type": "object",
+        "properties": {
+            "provider": STRING,
+            "id_token": nullable(STRING),
+            "nonce": nullable(STRING),
+            "subject": nullable(STRING),
+            "email": nullable(STRING),
+        },
+        "required": ["provider"],
+        "description": "The identity, one of two ways: the provider's OpenID Connect ID token (id_token, "
+                       "and nonce), which the server verifies (serve --oidc) and the guest's own session may "
+                       "send; or, with a user-data key, the subject (and email) the app's backend verified. "
+                       "Not both.",
     },
 }
 
@@ -298,7 +314,8 @@ ROUTES = [
 PATH_PARAMETERS = {
     "user": "A user id; a session reaches only its own.",
     "collection": "A collection of the profile.",
-    "key": "A record key, percent-encoded (a / is %2F).",
+    "key": "A record key, any text: as every path segment it travels percent-encoded (a / as %2F), which a "
+           "generated client does itself.",
     "meter": "A meter of the profile.",
     "plan": "A plan of the profile.",
     "provider": "An identity provider: apple, google...",
@@ -311,6 +328,183 @@ STORE_FREE = {"/healthz", "/metrics", "/v1/openapi.json"}
 
 # The reports GET /v1/reports/{report} answers, each the document of `guestmode report NAME --json`.
 REPORTS = ["funnel", "prompts", "experiments", "usage", "migrations"]
+
+# Each operation's id: what a generated client names the call. A route without one here is named by its
+# method and literal path segments (postUsersMetersCheck); ids must be unique.
+OPERATION_IDS = {
+    "POST /v1/guests": "createGuest",
+    "POST /v1/sessions/refresh": "refreshSession",
+    "POST /v1/sessions": "signIn",
+    "POST /v1/sessions/revoke": "signOut",
+    "GET /v1/me": "getMe",
+    "GET /v1/users": "listUsers",
+    "GET /v1/users/{user}": "getUser",
+    "DELETE /v1/users/{user}": "deleteUser",
+    "DELETE /v1/users/{user}/sessions": "revokeUserSessions",
+    "POST /v1/users/{user}/merges": "mergeGuest",
+    "POST /v1/users/{user}/migrations": "migrateGuest",
+    "GET /v1/users/{user}/merge-conflicts": "listMergeConflicts",
+    "POST /v1/users/{user}/merge-conflicts/{id}/restore": "restoreMergeConflict",
+    "PUT /v1/users/{user}/records/{collection}/{key}": "putRecord",
+    "GET /v1/users/{user}/records/{collection}/{key}": "getRecord",
+    "DELETE /v1/users/{user}/records/{collection}/{key}": "deleteRecord",
+    "GET /v1/users/{user}/records/{collection}": "listRecords",
+    "GET /v1/users/{user}/limits": "getLimits",
+    "GET /v1/users/{user}/meters": "listMeters",
+    "GET /v1/users/{user}/meters/{meter}": "getMeter",
+    "GET /v1/users/{user}/meters/{meter}/check": "checkMeter",
+    "POST /v1/users/{user}/meters/{meter}/use": "useMeter",
+    "GET /v1/users/{user}/meters/{meter}/grants": "listMeterGrants",
+    "POST /v1/users/{user}/meters/{meter}/grants": "grantMeter",
+    "GET /v1/users/{user}/prompts/next": "nextPrompt",
+    "POST /v1/users/{user}/prompts": "recordPrompt",
+    "POST /v1/users/{user}/prompts/reset": "resetPrompts",
+    "GET /v1/users/{user}/prompts/history": "getPromptHistory",
+    "GET /v1/users/{user}/plans": "getPlans",
+    "POST /v1/users/{user}/plans": "grantPlan",
+    "DELETE /v1/users/{user}/plans/{plan}": "revokePlan",
+    "POST /v1/users/{user}/experiments": "assignExperiment",
+    "GET /v1/users/{user}/counters": "getCounters",
+    "POST /v1/users/{user}/events": "trackEvent",
+    "GET /v1/users/{user}/events": "listUserEvents",
+    "POST /v1/users/{user}/identities": "linkIdentity",
+    "DELETE /v1/users/{user}/identities/{provider}": "unlinkIdentity",
+    "POST /v1/events/bulk": "importEvents",
+    "POST /v1/records/bulk": "importRecords",
+    "GET /v1/users/{user}/backup": "exportBackup",
+    "PUT /v1/backup": "importBackup",
+    "GET /v1/users/{user}/backups": "listBackups",
+    "PUT /v1/users/{user}/backups/{name}": "uploadBackup",
+    "MOVE /v1/users/{user}/backups/{name}": "keepBackup",
+    "GET /v1/users/{user}/backups/{name}": "downloadBackup",
+    "GET /v1/reports/{report}": "getReport",
+    "GET /v1/profile": "getProfile",
+    "GET /v1/openapi.json": "getOpenAPIDocument",
+    "GET /healthz": "checkHealth",
+    "GET /readyz": "checkReadiness",
+    "GET /metrics": "getMetrics",
+}
+
+# One tag per area, by the path's first word after /v1 (or after /v1/users/{user}).
+TAGS = {
+    "guests": "guests", "sessions": "sessions", "me": "users", "users": "users", "merges": "identities",
+    "migrations": "identities", "merge-conflicts": "identities",
+    "identities": "identities", "records": "records", "limits": "records", "meters": "meters",
+    "prompts": "prompts", "plans": "plans", "experiments": "experiments", "counters": "events",
+    "events": "events", "backup": "backups", "backups": "backups", "reports": "reports", "profile": "profile",
+}
+TAG_DESCRIPTIONS = {
+    "guests": "Signing a guest in.",
+    "sessions": "Sessions: sign in, refresh, sign out.",
+    "users": "Users: show, list, delete.",
+    "identities": "An account's identities: link, unlink, a guest merged or migrated into the account, and the "
+                  "merge conflicts.",
+    "records": "A user's records and the caps on them.",
+    "meters": "Metered usage: check, use, grants.",
+    "prompts": "The sign-in and upgrade prompts.",
+    "plans": "Plans and tiers.",
+    "experiments": "Experiments' sticky variants.",
+    "events": "Events and counters.",
+    "backups": "Backup archives: export, import, push and pull.",
+    "reports": "Reports over every user.",
+    "profile": "The profile the store is bound to.",
+    "service": "The server itself: this document, health, readiness, metrics.",
+}
+
+
+def tag(path):
+    words = [word for word in path.split("/") if word and word != "v1" and not word.startswith("{")]
+    if path.startswith("/v1/users/{user}/") and len(words) > 1:
+        words = words[1:]
+    return TAGS.get(words[0] if words else "", "service")
+
+
+def operation_id(method, path):
+    known = OPERATION_IDS.get(method.upper() + " " + path)
+    if known:
+        return known
+    words = [word for word in re.split(r"[/._-]", path) if word and word != "v1" and not word.startswith("{")]
+    return method.lower() + "".join(word[:1].upper() + word[1:] for word in words)
+
+
+# Component names as generated clients name the types: a schema of schemas/NAME.json, of the server's
+# documents or of a request body is served under the name here, or else its words in CamelCase.
+TYPE_NAMES = {
+    "session": "Session",
+    "error": "ErrorResponse",  # not Error: swift-openapi-generator would name it _Error, beside Swift.Error
+    "error-code": "ErrorCode",
+    "refusal": "Refusal",
+    "refusal-prompt": "RefusalPrompt",
+    "user-show": "UserDetails",
+    "user-list": "UserList",
+    "user-delete": "UserDeletion",
+    "sessions-revoked": "SessionsRevoked",
+    "merge": "MergeResult",
+    "migration": "Migration",
+    "migrate-run": "MigrationRun",
+    "migrate-plan": "MigrationPlan",
+    "merge-conflicts-list": "MergeConflictList",
+    "merge-conflicts-restore": "MergeConflictRestore",
+    "body-migration": "MigrateGuestRequest",
+    "body-conflict-restore": "RestoreConflictRequest",
+    "record-put": "RecordWrite",
+    "record-get": "Record",
+    "record-delete": "RecordDeletion",
+    "record-list": "RecordList",
+    "limit": "LimitList",
+    "meter-status": "MeterStatusList",
+    "meter-status-one": "MeterStatus",
+    "meter-check": "MeterCheck",
+    "meter-use": "MeterUse",
+    "meter-grants": "MeterGrantList",
+    "meter-grant": "MeterGrant",
+    "prompt-next": "Prompt",
+    "prompt-content": "PromptContent",
+    "prompt-variant": "PromptVariant",
+    "prompt-explain": "PromptExplanation",
+    "prompt-next-or-explain": "PromptDecision",
+    "prompt-record": "PromptOutcome",
+    "prompt-reset": "PromptReset",
+    "prompt-history": "PromptHistory",
+    "plan-status": "PlanStatus",
+    "plan-change": "PlanChange",
+    "experiment-assign": "ExperimentAssignment",
+    "counters": "Counters",
+    "track": "TrackedEvent",
+    "user-events": "UserEventList",
+    "identity-change": "IdentityChange",
+    "track-ingest": "EventImport",
+    "record-put-from": "RecordImport",
+    "backup-import": "BackupImport",
+    "pushed-backups": "PushedBackupList",
+    "report": "Report",
+    "report-funnel": "FunnelReport",
+    "report-prompts": "PromptsReport",
+    "report-experiments": "ExperimentsReport",
+    "report-usage": "UsageReport",
+    "report-migrations": "MigrationsReport",
+    "profile-show": "Profile",
+    "openapi": "OpenAPIDocument",
+    "status": "HealthStatus",
+    "body-guest-new": "CreateGuestRequest",
+    "body-session-refresh": "RefreshTokenRequest",
+    "body-merge": "MergeRequest",
+    "body-session-new": "SignInRequest",
+    "body-record": "RecordData",
+    "body-meter-use": "UseMeterRequest",
+    "body-meter-grant": "GrantMeterRequest",
+    "body-prompt-record": "RecordPromptRequest",
+    "body-plan-grant": "GrantPlanRequest",
+    "body-event": "TrackEventRequest",
+    "body-identity": "LinkIdentityRequest",
+}
+
+
+def type_name(name):
+    """The served name of component `name`; a refused call's envelope is named after its document."""
+    if name.endswith("-refused"):
+        return type_name(name[: -len("-refused")]) + "Refused"
+    return TYPE_NAMES.get(name) or "".join(word.capitalize() for word in re.split(r"[-_]", name))
 
 
 def load_schemas():
@@ -326,6 +520,46 @@ def load_schemas():
         schema.pop("$id", None)
         schemas[file[: -len(".json")]] = schema
     return schemas
+
+
+def error_codes():
+    """Every code of GuestModeError.Code, as scripts/error-codes.py reads the catalogue."""
+    with open(CODES, encoding="utf-8") as handle:
+        catalogue = handle.read()
+    codes = sorted(set(re.findall(r'case \w+ = "([a-z0-9_]+)"', catalogue[catalogue.index("public enum Code"):])))
+    assert codes, "no error codes in " + os.path.relpath(CODES, ROOT)
+    return codes
+
+
+# Components whose inline copies elsewhere become references to them.
+SHARED_TYPES = ["meter-status-one", "prompt-content", "prompt-variant"]
+
+
+def canonical(schema):
+    """A schema's meaning as text: without its title and comments, type lists in one order."""
+    def strip(node):
+        if isinstance(node, dict):
+            return {key: sorted(value, key=str) if key == "type" and isinstance(value, list) else strip(value)
+                    for key, value in node.items() if key not in ("title", "$comment")}
+        if isinstance(node, list):
+            return [strip(value) for value in node]
+        return node
+    return json.dumps(strip(schema), sort_keys=True)
+
+
+def deduplicated(node, shared, top=False):
+    if isinstance(node, dict):
+        if not top and canonical(node) in shared:
+            return ref(shared[canonical(node)])
+        return {key: deduplicated(value, shared) for key, value in node.items()}
+    if isinstance(node, list):
+        return [deduplicated(value, shared) for value in node]
+    return node
+
+
+def refused_results():
+    """The documents of the calls a refusal answers with (("refusal", NAME) in ROUTES)."""
+    return sorted({spec[1] for route in ROUTES for spec in route[6].values() if isinstance(spec, tuple)})
 
 
 def components(schemas):
@@ -344,36 +578,82 @@ def components(schemas):
     result["session"] = guest
     result["meter-status-one"] = copy.deepcopy(schemas["meter-status"]["items"])
     result["meter-status-one"]["title"] = "guestmode meter status USER METER --json"
-    result["migration"] = {"anyOf": [ref("migrate-run"), ref("migrate-plan")]}
-    result["prompt-next-or-explain"] = {"anyOf": [ref("prompt-next"), ref("prompt-explain")]}
+    result["meter-status"] = dict(schemas["meter-status"], items=ref("meter-status-one"))
+    result["migration"] = {"anyOf": [ref("migrate-run"), ref("migrate-plan")],
+                           "description": "The migration run (MigrationRun), or its plan with dry_run (MigrationPlan)."}
+    result["prompt-next-or-explain"] = {"anyOf": [ref("prompt-next"), ref("prompt-explain")],
+                                        "description": "The prompt due (Prompt), or the decision when none is or "
+                                                       "with explain (PromptExplanation)."}
     result["report"] = {"anyOf": [ref("report-" + name) for name in REPORTS]}
-    result["openapi"] = {"type": "object", "required": ["openapi", "paths"]}
+    result["openapi"] = {"type": "object", "properties": {"openapi": STRING, "paths": {"type": "object"}},
+                         "required": ["openapi", "paths"]}
     result.update(SERVER_SCHEMAS)
     for name, body in BODIES.items():
         result["body-" + name] = body
+    # The error document, its code one of the catalogue's.
+    error = copy.deepcopy(schemas["error"])
+    error["properties"]["error"]["properties"]["code"] = ref("error-code")
+    result["error"] = error
+    result["error-code"] = {
+        "type": "string", "enum": error_codes(),
+        "description": "A stable name of a failure, from the catalogue of guestmode(1), EXIT STATUS, Error codes; "
+                       "a later server may add codes.",
+    }
+    # A refusal the app acts on: the error with the prompt it raised (Refusal), and the refused call's
+    # document (one envelope per call, named after the document: MeterUseRefused).
+    result["refusal"] = {
+        "type": "object",
+        "description": "Why a call was refused (needs_account, needs_premium, meter_exhausted...) and the prompt "
+                       "the refusal raised, null when none is due.",
+        "properties": {
+            "code": ref("error-code"),
+            "message": {"type": "string", "minLength": 1},
+            "prompt": ref("refusal-prompt"),
+        },
+        "required": ["code", "message", "prompt"],
+        "additionalProperties": False,
+    }
+    # A Prompt or null: a type list on a schema of its own, the nullable reference both Apple's and
+    # Python's generators read (an anyOf of a $ref and null is dropped by swift-openapi-generator).
+    # Its inner objects are components of their own, which Prompt shares (openapi-python-client makes a
+    # nullable object's inline objects twice, and fails).
+    result["prompt-next"] = copy.deepcopy(schemas["prompt-next"])
+    result["prompt-content"] = result["prompt-next"]["properties"]["content"]
+    result["prompt-next"]["properties"]["content"] = ref("prompt-content")
+    result["prompt-variant"] = result["prompt-next"]["properties"]["variants"]["items"]
+    result["prompt-next"]["properties"]["variants"]["items"] = ref("prompt-variant")
+    prompt = copy.deepcopy(result["prompt-next"])
+    prompt.pop("title", None)
+    prompt["type"] = ["object", "null"]
+    prompt["description"] = "The prompt a refusal raised (a Prompt), or null."
+    result["refusal-prompt"] = prompt
+    # An inline copy of a shared type is a reference to it: a meter check's and a meter use's status is a
+    # MeterStatus, and so on (one type in a generated client, not one per place).
+    shared = {canonical(result[name]): name for name in SHARED_TYPES}
+    for name in list(result):
+        result[name] = deduplicated(result[name], shared, top=True)
+    for name in refused_results():
+        result[name + "-refused"] = {
+            "type": "object",
+            "description": "A refused call: the refusal, and the call's document (nothing was done).",
+            "properties": {"error": ref("refusal"), "result": ref(name)},
+            "required": ["error", "result"],
+            "additionalProperties": False,
+        }
     return result
 
 
-def refusal(result_schema):
-    """A refusal the app acts on: the error with the prompt it raised, and the refused call's document."""
-    return {
-        "type": "object",
-        "properties": {
-            "error": {
-                "type": "object",
-                "properties": {
-                    "code": {"type": "string"},
-                    "message": {"type": "string", "minLength": 1},
-                    "prompt": nullable(ref("prompt-next")),
-                },
-                "required": ["code", "message", "prompt"],
-                "additionalProperties": False,
-            },
-            "result": ref(result_schema),
-        },
-        "required": ["error", "result"],
-        "additionalProperties": False,
-    }
+BINARY = {"type": "string", "format": "binary"}
+
+
+def media(media_type):
+    """The content of a body that is not JSON: bytes (a compressed archive also as
+    application/octet-stream, the binary type every generator reads), or text."""
+    if media_type.startswith("text/"):
+        return {media_type: {"schema": {"type": "string"}}}
+    content = {media_type: {"schema": dict(BINARY)}}
+    content.setdefault("application/octet-stream", {"schema": dict(BINARY)})
+    return content
 
 
 def json_content(schema):
@@ -409,12 +689,12 @@ def answer(status, spec):
     if isinstance(spec, tuple):
         kind, schema = spec
         if kind == "refusal":
-            response["content"] = json_content(refusal(schema))
+            response["content"] = json_content(ref(schema + "-refused"))
         else:
-            response["content"] = json_content({"anyOf": [refusal(schema), ref("error")]})
+            response["content"] = json_content({"anyOf": [ref(schema + "-refused"), ref("error")]})
         return response
     if "/" in spec:
-        response["content"] = {spec: {"schema": {"type": "string"}}}
+        response["content"] = media(spec)
         return response
     response["content"] = json_content(ref(spec))
     return response
@@ -436,6 +716,50 @@ EXAMPLES = {
     "event": {"action": "app_opened", "count": 1, "id": "open-7", "props": {"screen": "home"}},
     "identity": {"provider": "apple", "subject": "001234.abcd", "email": None},
 }
+# An answer of each main route, as a voice app's guest gets it (scripts/check-openapi-clients.py checks
+# each against its schema).
+EXAMPLE_USER = "4b1e5c7a-0d2f-4f8e-9a51-3c6d2b7e8f10"
+EXAMPLE_SESSION = {
+    "access_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0YjFlNWM3YSJ9.c2lnbmF0dXJl",
+    "created_at": "2026-11-01T10:00:00.000Z", "device": "phone-1", "expires_at": "2026-11-01T11:00:00.000Z",
+    "expires_in": 3600, "last_seen_at": "2026-11-01T10:00:00.000Z", "linked_at": None, "new": True,
+    "prompt_state": "anonymous", "refresh_token": "gmr_58ccaa7dd9451e1c26fa9a69d1c48586",
+    "state": "anonymous", "token_type": "bearer", "user_id": EXAMPLE_USER,
+}
+EXAMPLE_METER = {
+    "allowance": 60, "granted": 0, "grants": [], "level": "none", "meter": "api_minutes", "percent_used": 20.833333,
+    "period_start": None, "remaining": 47.5, "tier": "guest", "unit": "minutes", "used": 12.5,
+}
+EXAMPLE_USE = {"allowed": True, "duplicate": False, "overage": False, "recorded": True, "status": EXAMPLE_METER,
+               "warnings": []}
+EXAMPLE_PROMPT = {
+    "content": {"benefits": ["Unlimited minutes", "A free first month"],
+                "message": "You have 47.5 free minutes left, not enough for that. Premium has no limit.",
+                "primary_action": "Start my free month", "secondary_action": "Not now", "style": "sheet",
+                "title": "Not enough minutes left"},
+    "context": "session_refused", "priority": "high", "trigger": "minutes_refused", "user_id": EXAMPLE_USER,
+    "variants": [],
+}
+RESPONSE_EXAMPLES = {
+    "POST /v1/guests": {"201": EXAMPLE_SESSION},
+    "POST /v1/sessions/refresh": {"200": dict(EXAMPLE_SESSION, new=False)},
+    "PUT /v1/users/{user}/records/{collection}/{key}": {"201": {
+        "limit": {"cap": None, "collection": "settings", "outcome": "allowed", "tier": "guest", "used": None},
+        "outcome": "allowed", "replacement": False}},
+    "GET /v1/users/{user}/records/{collection}/{key}": {
+        "200": {"collection": "settings", "created_at": "2026-11-01T10:00:00.000Z", "data": "{\"dark\":true}",
+                "key": "theme", "updated_at": "2026-11-01T10:00:00.000Z", "user_id": EXAMPLE_USER},
+        "404": {"error": {"code": "record_not_found", "message": "no record settings/theme"}}},
+    "GET /v1/users/{user}/meters/{meter}/check": {"200": {
+        "allowed": True, "requested": 30, "status": EXAMPLE_METER}},
+    "POST /v1/users/{user}/meters/{meter}/use": {
+        "200": EXAMPLE_USE,
+        "402": {"error": {"code": "meter_exhausted",
+                          "message": "not enough left: 60 minutes asked, 47.5 left; nothing was recorded",
+                          "prompt": EXAMPLE_PROMPT},
+                "result": dict(EXAMPLE_USE, allowed=False, recorded=False)}},
+    "GET /v1/users/{user}/prompts/next": {"200": EXAMPLE_PROMPT},
+}
 NDJSON_EXAMPLES = {
     "/v1/events/bulk": '{"user_id": "guest-1", "action": "app_opened", "id": "open-1"}\n',
     "/v1/records/bulk": '{"user_id": "guest-1", "collection": "settings", "key": "theme", "data": {"dark": true}}\n',
@@ -443,8 +767,7 @@ NDJSON_EXAMPLES = {
 
 
 def operation(method, path, summary, caller, query, body, answers):
-    operation = {"operationId": method + path.replace("/", "_").replace("{", "").replace("}", "").replace(".", "_"),
-                 "summary": summary}
+    operation = {"operationId": operation_id(method, path), "summary": summary, "tags": [tag(path)]}
     parameters = []
     for segment in path.split("/"):
         if segment.startswith("{"):
@@ -455,6 +778,8 @@ def operation(method, path, summary, caller, query, body, answers):
             parameters.append({"name": name, "in": "path", "required": True, "description": PATH_PARAMETERS[name],
                                "schema": schema})
     for name, schema in query.items():
+        if schema == {"type": "string", "enum": ["true", "false"]}:
+            schema = {"type": "boolean"}  # a flag: generated clients write true or false, as the server reads
         parameters.append({"name": name, "in": "query", "required": False, "schema": schema})
     if method == "post" and body != "application/x-ndjson" and not path.startswith(("/v1/guests", "/v1/sessions")):
         parameters.append({
@@ -463,15 +788,22 @@ def operation(method, path, summary, caller, query, body, answers):
     if parameters:
         operation["parameters"] = parameters
     if body is not None:
-        if "/" in body:
-            content = {body: {"schema": {"type": "string"}}}
+        if body == "application/x-ndjson":
+            # NDJSON as bytes: the server reads the body whatever its Content-Type, and generators have no
+            # NDJSON type (openapi-python-client leaves out an operation whose only body is one).
+            content = {"application/octet-stream": {"schema": dict(
+                BINARY, description="NDJSON: one JSON object a line (sent as any Content-Type).")}}
             if path in NDJSON_EXAMPLES:
-                content[body]["example"] = NDJSON_EXAMPLES[path]
+                content["application/octet-stream"]["example"] = NDJSON_EXAMPLES[path]
+        elif "/" in body:
+            content = media(body)
         else:
             content = json_content(ref("body-" + body))
             content["application/json"]["example"] = EXAMPLES[body]
-        operation["requestBody"] = {"required": body in ("record", "session-refresh") or "/" in body,
-                                    "content": content}
+        # Required whenever the body has required members: a generator sends nothing for an optional
+        # body left out.
+        required = "/" in body or body == "record" or bool(BODIES[body].get("required"))
+        operation["requestBody"] = {"required": required, "content": content}
     statuses = dict(answers)
     uses_store = path not in STORE_FREE
     if caller is not None:
@@ -508,6 +840,8 @@ def operation(method, path, summary, caller, query, body, answers):
     if uses_store or path not in ("/healthz", "/metrics"):
         statuses.setdefault("503", "error")
     operation["responses"] = {status: answer(status, statuses[status]) for status in sorted(statuses)}
+    for status, example in RESPONSE_EXAMPLES.get(method.upper() + " " + path, {}).items():
+        operation["responses"][status]["content"]["application/json"]["example"] = example
     if any(parameter["name"] == "Idempotency-Key" for parameter in parameters):
         for status, response in operation["responses"].items():
             if status < "500":
@@ -517,14 +851,113 @@ def operation(method, path, summary, caller, query, body, answers):
     return operation
 
 
+TIME_PATTERN = "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$"
+JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number"}
+NOT_SCHEMAS = {"enum", "required", "example", "examples", "default", "$comment", "description", "pattern", "format"}
+
+
+def for_generators(schema, member="", direct=False):
+    """The schema in the forms client generators read, meaning the same to a validator: no title (which
+    generators take for a type's name), `const` as a one-value enum, an anyOf/oneOf of a type and null as
+    a type list, `format: date-time` on every time (the pattern of schemas/ or a member named *_at), and a
+    member that is always null as a described any-value (generators have no null-only type)."""
+    if isinstance(schema, list):
+        return [for_generators(item, member) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if schema == {"type": "null"} and direct:
+        return {"description": "Always null: the member's name is what it says."}
+    result = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key == "properties":
+            result[key] = {name: for_generators(item, name, direct=True) for name, item in value.items()}
+        elif key in NOT_SCHEMAS:
+            result[key] = value
+        else:
+            result[key] = for_generators(value, member if key in ("items", "anyOf", "oneOf") else "")
+    if "const" in result:
+        value = result.pop("const")
+        result.update(type=JSON_TYPES[type(value)], enum=[value])
+    for key in ("anyOf", "oneOf"):
+        members = result.get(key, [])
+        if {"type": "null"} in members:
+            others = [item for item in members if item != {"type": "null"}]
+            assert len(others) == 1 and isinstance(others[0].get("type"), str), \
+                "a nullable reference or union (give it a schema with a type list, as refusal-prompt): %s" % schema
+            merged = dict(others[0], type=[others[0]["type"], "null"])
+            if "enum" in merged:
+                merged["enum"] = merged["enum"] + [None]
+            del result[key]
+            result = dict(merged, **result)
+    types = result.get("type")
+    types = types if isinstance(types, list) else [types]
+    if "string" in types and (result.get("pattern") == TIME_PATTERN or member.endswith("_at")):
+        result["format"] = "date-time"
+    return result
+
+
+def referenced(node, names):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref":
+                names.add(value.rsplit("/", 1)[1])
+            else:
+                referenced(value, names)
+    elif isinstance(node, list):
+        for value in node:
+            referenced(value, names)
+    return names
+
+
+def renamed(node):
+    """`$ref`s to the components' served names (type_name)."""
+    if isinstance(node, dict):
+        return {key: "#/components/schemas/" + type_name(value.rsplit("/", 1)[1]) if key == "$ref" else renamed(value)
+                for key, value in node.items()}
+    if isinstance(node, list):
+        return [renamed(value) for value in node]
+    return node
+
+
+def schemas_for_generators(node):
+    """Every `schema` of the paths (bodies, parameters, headers) through for_generators."""
+    if isinstance(node, dict):
+        return {key: for_generators(value) if key == "schema" else schemas_for_generators(value)
+                for key, value in node.items()}
+    if isinstance(node, list):
+        return [schemas_for_generators(value) for value in node]
+    return node
+
+
 def document():
     paths = {}
+    ids = set()
     for method, path, summary, caller, query, body, answers in ROUTES:
         paths.setdefault(path, {})[method] = operation(method, path, summary, caller, query, body, answers)
+        assert paths[path][method]["operationId"] not in ids, "two operations named " + operation_id(method, path)
+        ids.add(paths[path][method]["operationId"])
     # OpenAPI has no MOVE operation: it is described as an extension of its path.
     for item in paths.values():
         if "move" in item:
             item["x-move"] = item.pop("move")
+    # The schemas a route uses, and the ones they use: the command line's others are not served.
+    every = components(load_schemas())
+    served = referenced(paths, set())
+    pending = list(served)
+    while pending:
+        for name in referenced(every[pending.pop()], set()) - served:
+            served.add(name)
+            pending.append(name)
+    schemas = {}
+    for name in sorted(served, key=type_name):
+        schema = every[name]
+        if "title" in schema and "description" not in schema:
+            schema = dict(schema, description=schema["title"] + ".")
+        schemas[type_name(name)] = for_generators(schema)
+    assert len(schemas) == len(served), "two components with one name"
+    tags = sorted({operation["tags"][0] for item in paths.values() for operation in item.values()})
     return {
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
@@ -533,10 +966,12 @@ def document():
             "version": "1",
             "description": "The engine over HTTP (guestmode-serve(1)): every route under /v1 answers the "
             "document its command prints with --json; a failure answers the error document of schemas/error.json "
-            "with one HTTP status per code.",
+            "with one HTTP status per code. A member that is nothing is null in an answer; in a request it may "
+            "be left out (or null). Times are ISO 8601 in UTC with milliseconds (2026-11-01T10:00:00.000Z).",
         },
         "servers": [{"url": "http://127.0.0.1:8080"}],
-        "paths": paths,
+        "tags": [{"name": name, "description": TAG_DESCRIPTIONS.get(name, "")} for name in tags],
+        "paths": renamed(schemas_for_generators(paths)),
         "components": {
             "securitySchemes": {
                 "sessionToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
@@ -545,7 +980,7 @@ def document():
                               "description": "A server key (guestmode serve key create): the roles are its "
                               "scopes, user-data or admin (which covers user-data)."},
             },
-            "schemas": components(load_schemas()),
+            "schemas": renamed(schemas),
         },
     }
 

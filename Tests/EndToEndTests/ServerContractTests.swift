@@ -211,6 +211,18 @@ struct ServerContractTests {
         #expect(result.stdout.contains("schemathesis found no problem"))
     }
 
+    /// A missing openapi-python-client fails (exit 2): `make deps` installs it.
+    @Test(
+        "openapi-python-client makes every operation of the served document without a warning, and its client plays a guest's journey"
+    )
+    func pythonClient() async throws {
+        let sandbox = try Sandbox()
+        let script = Sandbox.packageRoot.appendingPathComponent("scripts/check-openapi-clients.py").path
+        let result = try await sandbox.shell("python3 '\(script)' --binary '\(Sandbox.binary.path)' 2>&1")
+        #expect(result.status == 0, "\(result.stdout.suffix(6000))")
+        #expect(result.stdout.contains(": 0 warnings,"), "\(result.stdout.suffix(2000))")
+    }
+
     /// `METHOD /path/{param}` of every operation of schemas/openapi.json (MOVE is `x-move`).
     static func documentedRoutes() throws -> Set<String> {
         let document = try #require(
