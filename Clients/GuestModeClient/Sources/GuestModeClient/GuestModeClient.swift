@@ -108,7 +108,7 @@ public actor GuestModeClient {
     @discardableResult
     public func signIn(provider: String, idToken: String, nonce: String? = nil) async throws -> Session {
         let output = try await unauthenticated {
-            try await client.signIn(body: .json(.init(idToken: idToken, nonce: nonce, provider: provider)))
+            try await client.signIn(body: .json(.init(provider: provider, idToken: idToken, nonce: nonce)))
         }
         let document: Components.Schemas.Session
         switch output {
@@ -126,7 +126,7 @@ public actor GuestModeClient {
         let change = try await authorized(write: true) { client, session in
             let output = try await client.linkIdentity(
                 path: .init(user: session.userID),
-                body: .json(.case2(.init(idToken: idToken, nonce: nonce, provider: provider))))
+                body: .json(.init(provider: provider, idToken: idToken, nonce: nonce)))
             switch output {
             case let .created(created): return try created.body.json
             case let .ok(ok): return try ok.body.json
@@ -149,7 +149,7 @@ public actor GuestModeClient {
             let output = try await client.mergeGuest(
                 path: .init(user: session.userID),
                 body: .json(
-                    .init(dryRun: dryRun, guestToken: guest.accessToken, policy: .init(rawValue: policy.rawValue)!)))
+                    .init(guestToken: guest.accessToken, policy: .init(rawValue: policy.rawValue)!, dryRun: dryRun)))
             switch output {
             case let .ok(ok): return try ok.body.json
             case let .forbidden(forbidden): throw GuestModeClientError(status: 403, try forbidden.body.json)
@@ -167,7 +167,7 @@ public actor GuestModeClient {
         let migration = try await authorized(write: true) { client, session in
             let output = try await client.migrateGuest(
                 path: .init(user: session.userID),
-                body: .json(.init(dryRun: dryRun, guestToken: guest.accessToken)))
+                body: .json(.init(guestToken: guest.accessToken, dryRun: dryRun)))
             switch output {
             case let .ok(ok): return try ok.body.json
             case let .forbidden(forbidden): throw GuestModeClientError(status: 403, try forbidden.body.json)
@@ -317,7 +317,7 @@ public actor GuestModeClient {
     /// Records what the user did with a prompt (`POST /v1/users/{user}/prompts`): `shown`,
     /// `dismissed`, `later`, `never` or `completed`.
     public func recordPrompt(context: String, outcome: String) async throws {
-        guard let outcome = Components.Schemas.BodyPromptRecord.OutcomePayload(rawValue: outcome) else {
+        guard let outcome = Components.Schemas.RecordPromptRequest.OutcomePayload(rawValue: outcome) else {
             throw GuestModeClientError.usage("unknown prompt outcome \(outcome)")
         }
         _ = try await authorized(write: true) { client, session in
@@ -368,10 +368,15 @@ public actor GuestModeClient {
     }
 
     /// Sends the queue in order, each item with its own Idempotency-Key, until it is empty or the
-    /// server does not answer; one drain at a time, however many callers ask.
+    /// server does not answer; one drain at a time (a caller waits for the one in flight, then drains
+    /// what is left), and the counts are this drain's.
     @discardableResult
     public func flush() async -> QueueDrain {
-        if let draining { return await draining.value }
+        // A drain in flight may have ended before the last items came: wait for it, then drain anew.
+        while let current = draining {
+            _ = await current.value
+            if draining == current { draining = nil }
+        }
         let task = Task { await self.drain() }
         draining = task
         let result = await task.value
@@ -518,7 +523,7 @@ public actor GuestModeClient {
     private static func track(
         _ client: Client, user: String, action: String, count: Int?, props: [String: String]?
     ) async throws -> TrackedEvent {
-        let body = Components.Schemas.BodyEvent(
+        let body = Components.Schemas.TrackEventRequest(
             action: action, count: count,
             props: props.map { .init(additionalProperties: $0.mapValues { .init(value1: $0) }) })
         switch try await client.trackEvent(path: .init(user: user), body: .json(body)) {
@@ -531,7 +536,7 @@ public actor GuestModeClient {
 
     private static func useMeter(
         _ client: Client, user: String, meter: String, amount: Double,
-        overage: Components.Schemas.BodyMeterUse.OveragePayload?
+        overage: Components.Schemas.UseMeterRequest.OveragePayload?
     ) async throws -> Outcome<MeterUse> {
         let output = try await client.useMeter(
             path: .init(user: user, meter: meter),
@@ -556,12 +561,8 @@ public actor GuestModeClient {
     )
         throws -> Outcome<T>
     {
-        let prompt: Prompt? = try refusal.prompt.map { payload in
-            switch payload {
-            case let .PromptNext(next): try Reencode.convert(next)
-            }
-        }
-        switch ErrorCode(rawValue: refusal.code) {
+        let prompt: Prompt? = try refusal.prompt.map { try Reencode.convert($0) }
+        switch ErrorCode(rawValue: refusal.code.rawValue) {
         case .needsAccount: return .needsAccount(prompt)
         case .needsPremium: return .needsPremium(prompt)
         case .meterExhausted:
@@ -601,8 +602,9 @@ extension Session {
 }
 
 extension GuestModeClientError {
-    init(status: Int, _ error: Components.Schemas._Error) {
+    init(status: Int, _ error: Components.Schemas.ErrorResponse) {
         self = .server(
-            status: status, code: ErrorCode(rawValue: error.error.code), message: error.error.message, prompt: nil)
+            status: status, code: ErrorCode(rawValue: error.error.code.rawValue), message: error.error.message,
+            prompt: nil)
     }
 }

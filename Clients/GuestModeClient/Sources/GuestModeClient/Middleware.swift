@@ -88,12 +88,12 @@ struct CallMiddleware: ClientMiddleware {
             prompt: prompt)
     }
 
-    /// The error document (`Components.Schemas._Error`), with the prompt a refusal adds.
+    /// The error document (`Components.Schemas.ErrorResponse`), with the prompt a refusal adds.
     private struct Failure: Decodable {
         struct Body: Decodable {
             var code: String
             var message: String
-            var prompt: Components.Schemas.PromptNext?
+            var prompt: Components.Schemas.Prompt?
         }
         var error: Body
     }

@@ -152,7 +152,7 @@ struct GuestModeClientTests {
             for index in 0..<100 { try await client.trackLater("command_spoken", props: ["n": "\(index)"]) }
             try await client.useMeterLater("api_minutes", amount: 90)  // past the allowance: it happened
             let drained = await client.flush()
-            #expect(drained.delivered == 0 && drained.pending == 101)
+            #expect(drained.delivered == 0 && drained.pending == 101, "\(drained)")
             #expect(try await FileSessionStore(url: sessionFile).load() == session)
         }
         // The next launch, with the server up again: the queue file is all it has.
