@@ -38,6 +38,14 @@ for name, raw in codes:
     lines.append(f'        case .{name}: "{raw}"')
 lines += ["        case .unknown(let raw): raw", "        }", "    }", "", "    public var description: String { rawValue }", "}", ""]
 text = "\n".join(lines)
+# The served document's ErrorCode enum comes from the same catalogue: the two must name the same codes.
+import json
+document = json.load(open(os.path.join(ROOT, "schemas", "openapi.json")))
+served = document.get("components", {}).get("schemas", {}).get("ErrorCode", {}).get("enum")
+if served is not None and sorted(served) != sorted(raw for _, raw in codes):
+    print("schemas/openapi.json's ErrorCode and the catalogue differ: %s" % (set(served) ^ {raw for _, raw in codes}),
+          file=sys.stderr)
+    sys.exit(1)
 if "--check" in sys.argv:
     if open(TARGET).read() != text:
         print(f"{TARGET} is not the catalogue's: run {sys.argv[0]}", file=sys.stderr)
