@@ -31,11 +31,14 @@ public actor GuestModeClient {
         public var transport: (any ClientTransport)?
         /// Run on every attempt, after the client's own (a test's counter, a log).
         public var middlewares: [any ClientMiddleware]
+        /// Whether queuing an item starts a drain in the background (else only `flush()` drains).
+        public var flushesWhenQueuing: Bool
 
         public init(
             serverURL: URL, sessionStore: any SessionStore = InMemorySessionStore(), queueURL: URL? = nil,
             queueCapacity: Int = 1000, retry: RetryPolicy = RetryPolicy(), refreshLeeway: TimeInterval = 30,
-            transport: (any ClientTransport)? = nil, middlewares: [any ClientMiddleware] = []
+            transport: (any ClientTransport)? = nil, middlewares: [any ClientMiddleware] = [],
+            flushesWhenQueuing: Bool = true
         ) {
             self.serverURL = serverURL
             self.sessionStore = sessionStore
@@ -45,6 +48,7 @@ public actor GuestModeClient {
             self.refreshLeeway = refreshLeeway
             self.transport = transport
             self.middlewares = middlewares
+            self.flushesWhenQueuing = flushesWhenQueuing
         }
     }
 
@@ -56,6 +60,7 @@ public actor GuestModeClient {
     private var refreshing: Task<Session, any Error>?
     private var queue: OfflineQueue?
     private var draining: Task<QueueDrain, Never>?
+    private var flushScheduled = false
 
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
@@ -391,7 +396,14 @@ public actor GuestModeClient {
         guard let session = try await currentSession() else { throw GuestModeClientError.signedOut }
         let work = QueuedWork(id: UUID().uuidString, userID: session.userID, kind: kind, queuedAt: Date())
         try queue!.append(work)
-        Task { await self.flush() }
+        // One background drain at a time: a drain in flight takes the new item too.
+        if configuration.flushesWhenQueuing, !flushScheduled, draining == nil {
+            flushScheduled = true
+            Task {
+                await self.flush()
+                self.flushScheduled = false
+            }
+        }
     }
 
     private func drain() async -> QueueDrain {
@@ -477,8 +489,10 @@ public actor GuestModeClient {
     /// refresh in flight if there is one, else a new refresh that every later caller waits on. One
     /// refresh token is spent once: guestmode revokes the family when a spent one comes back.
     private func refreshed(replacing stale: Session) async throws -> Session {
-        if let session, session.accessToken != stale.accessToken { return session }
         if let refreshing { return try await refreshing.value }
+        // Signed out, or refused and forgotten meanwhile: the stale refresh token is spent or revoked.
+        guard let session else { throw GuestModeClientError.signedOut }
+        if session.accessToken != stale.accessToken { return session }
         let task = Task { try await self.refresh(stale) }
         refreshing = task
         defer { if refreshing == task { refreshing = nil } }
@@ -506,9 +520,10 @@ public actor GuestModeClient {
 
     @discardableResult
     private func keep(_ new: Session) async throws -> Session {
-        try await store.save(new)
+        // In memory first: if the store fails, this process still holds the one refresh token that works.
         session = new
         loaded = true
+        try await store.save(new)
         return new
     }
 
