@@ -2,6 +2,7 @@
 // `guestmode serve` whose store has that app's profile.
 //
 //     AppJourney PROFILE [SERVER-URL] [STATE-FOLDER]
+//     AppJourney queue N SERVER-URL STATE-FOLDER    (N events queued offline-first, then exit)
 //
 // PROFILE is subscriptions, recipes, habits or voice; SERVER-URL defaults to http://127.0.0.1:8080;
 // the session and the offline queue are kept in STATE-FOLDER (default: a new temporary folder). It
@@ -13,6 +14,7 @@ import GuestModeClient
 struct AppJourney {
     static func main() async {
         let arguments = CommandLine.arguments.dropFirst()
+        if arguments.first == "queue" { return await queue(Array(arguments.dropFirst())) }
         guard let profile = arguments.first, ["subscriptions", "recipes", "habits", "voice"].contains(profile) else {
             FileHandle.standardError.write(
                 Data("usage: AppJourney subscriptions|recipes|habits|voice [URL] [FOLDER]\n".utf8))
@@ -41,6 +43,29 @@ struct AppJourney {
             print("counters: \(try await client.counters().sorted { $0.key < $1.key })")
         } catch {
             FileHandle.standardError.write(Data("AppJourney \(profile): \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    /// `AppJourney queue N SERVER-URL FOLDER`: queues N `command_spoken` events with the session kept
+    /// in FOLDER, offline-first (nothing is sent but by a drain, none here), and exits: the process the
+    /// tests kill the network under. Prints how many wait in the queue.
+    static func queue(_ arguments: [String]) async {
+        guard arguments.count == 3, let count = Int(arguments[0]), let server = URL(string: arguments[1]) else {
+            FileHandle.standardError.write(Data("usage: AppJourney queue N URL FOLDER\n".utf8))
+            exit(64)
+        }
+        let folder = URL(fileURLWithPath: arguments[2])
+        do {
+            let client = try GuestModeClient(
+                .init(
+                    serverURL: server,
+                    sessionStore: FileSessionStore(url: folder.appendingPathComponent("session.json")),
+                    queueURL: folder.appendingPathComponent("queue.json"), flushesWhenQueuing: false))
+            for index in 0..<count { try await client.trackLater("command_spoken", props: ["n": "\(index)"]) }
+            print(await client.pendingCount)
+        } catch {
+            FileHandle.standardError.write(Data("AppJourney queue: \(error)\n".utf8))
             exit(1)
         }
     }

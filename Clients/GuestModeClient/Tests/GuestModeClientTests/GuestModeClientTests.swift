@@ -131,14 +131,37 @@ struct GuestModeClientTests {
         #expect(attempts["refreshSession"] == 2)
     }
 
+    /// Runs the package's Examples/AppJourney (built beside the tests) and waits for it.
+    static func appJourney(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let tests = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0])
+        var folder = tests.deletingLastPathComponent()
+        while !FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("AppJourney").path),
+            folder.path != "/"
+        {
+            folder.deleteLastPathComponent()
+        }
+        let process = Process()
+        process.executableURL = folder.appendingPathComponent("AppJourney")
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
     @Test(
-        "100 events queued while the server is down, by a process that then exits: delivered exactly 100 times",
+        "100 events queued by another process while the server is down: the next launch delivers exactly 100",
         arguments: TestServer.Backend.available)
     func offlineQueue(_ backend: TestServer.Backend) async throws {
         let server = try await TestServer(profile: "voice", backend: backend)
         try server.start()
         let sessionFile = server.path("session.json")
         let queueFile = server.path("queue.json")
+        // The queue and the session live where AppJourney keeps them (FOLDER/queue.json, session.json).
         // Each launch is a process of the app: only `flush()` drains (no background drain outlives it).
         func launch() throws -> GuestModeClient {
             try GuestModeClient(
@@ -162,9 +185,14 @@ struct GuestModeClientTests {
             let client = try launch()
             let session = try await client.signInAsGuest()
             server.stop()
-            for index in 0..<100 { try await client.trackLater("command_spoken", props: ["n": "\(index)"]) }
-            try await client.useMeterLater("api_minutes", amount: 90)  // past the allowance: it happened
-            let drained = await client.flush()
+            // Another process, Examples/AppJourney, queues 100 events with this session and exits.
+            let queued = try Self.appJourney(["queue", "100", server.url.absoluteString, server.directory.path])
+            #expect(queued.status == 0 && queued.output == "100\n", "\(queued.output)")
+            // A launch after it, still offline, adds a meter use that happened (past the allowance).
+            let next = try launch()
+            #expect(await next.pendingCount == 100)
+            try await next.useMeterLater("api_minutes", amount: 90)
+            let drained = await next.flush()
             #expect(drained.delivered == 0 && drained.pending == 101, "\(drained)")
             #expect(try await FileSessionStore(url: sessionFile).load() == session)
         }
