@@ -967,7 +967,8 @@ def document():
             "description": "The engine over HTTP (guestmode-serve(1)): every route under /v1 answers the "
             "document its command prints with --json; a failure answers the error document of schemas/error.json "
             "with one HTTP status per code. A member that is nothing is null in an answer; in a request it may "
-            "be left out (or null). Times are ISO 8601 in UTC with milliseconds (2026-11-01T10:00:00.000Z).",
+            "be left out (or null). Times are ISO 8601 in UTC with milliseconds (2026-11-01T10:00:00.000Z: swift-openapi-runtime "
+            "reads them with Configuration(dateTranscoder: .iso8601WithFractionalSeconds)).",
         },
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "tags": [{"name": name, "description": TAG_DESCRIPTIONS.get(name, "")} for name in tags],
