@@ -1,8 +1,11 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // GuestModeClient: the Swift package an app embeds to reach `guestmode serve`. A package of its own,
 // so that the server's build (and `swift build` at the repository's root) never compiles the OpenAPI
 // generator, OpenAPIKit and Yams that this one's build plugin needs.
 import PackageDescription
+
+// As in the repository's root package: a warning is an error in debug builds.
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error, .when(configuration: .debug))]
 
 let package = Package(
     name: "GuestModeClient",
@@ -20,10 +23,12 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
             ],
+            swiftSettings: strict,
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
         // Examples/AppJourney: the four apps' first minutes through the client (`make client-test` runs it).
-        .executableTarget(name: "AppJourney", dependencies: ["GuestModeClient"], path: "Examples/AppJourney"),
-        .testTarget(name: "GuestModeClientTests", dependencies: ["GuestModeClient"]),
+        .executableTarget(
+            name: "AppJourney", dependencies: ["GuestModeClient"], path: "Examples/AppJourney", swiftSettings: strict),
+        .testTarget(name: "GuestModeClientTests", dependencies: ["GuestModeClient"], swiftSettings: strict),
     ]
 )

@@ -1,14 +1,13 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
-import Synchronization
 import Testing
 
 @testable import GuestModeClient
 
 /// Counts the attempts of each operation that reach the transport.
 final class Attempts: ClientMiddleware, Sendable {
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Locked<[String: Int]>([:])
 
     func intercept(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
-import Synchronization
 import Testing
 
 @testable import GuestModeClient
@@ -15,7 +14,7 @@ import FoundationNetworking
 final class LoseFirstAnswer: ClientMiddleware, Sendable {
     let operationID: String
     let restart: @Sendable () throws -> Void
-    private let state = Mutex<(attempts: Int, keys: [String], replayed: [Bool])>((0, [], []))
+    private let state = Locked<(attempts: Int, keys: [String], replayed: [Bool])>((0, [], []))
 
     init(_ operationID: String, restart: @escaping @Sendable () throws -> Void) {
         self.operationID = operationID
@@ -48,7 +47,7 @@ final class LoseFirstAnswer: ClientMiddleware, Sendable {
 
 /// Answers 503 with `Retry-After: 1` once, then 200 with a tracked event; keeps what it was sent.
 final class BusyOnce: ClientTransport, Sendable {
-    private let sent = Mutex<[(Date, String?)]>([])
+    private let sent = Locked<[(Date, String?)]>([])
 
     func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
