@@ -89,7 +89,8 @@ example:
 # that this package's build never compiles the OpenAPI generator its build plugin runs. Its copy of the
 # OpenAPI document and its error codes are checked against schemas/openapi.json and the catalogue first;
 # its tests start the debug guestmode (GUESTMODE_BIN) with `serve` on loopback, on SQLite and PostgreSQL;
-# then its Examples/AppJourney plays each profile's first minutes against a server of its own.
+# then its Examples/AppJourney plays each profile's first minutes against a server of its own, and the
+# README's "Apps in Swift" block runs as written.
 CLIENT = Clients/GuestModeClient
 CLIENT_SERVER ?= $(CURDIR)/$(DEBUG_BIN)
 
@@ -103,6 +104,7 @@ client-test: build
 	bash $(CLIENT)/scripts/check-generator.sh
 	GUESTMODE_BIN=$(CLIENT_SERVER) bash scripts/with-postgres.sh $(SWIFT) test --package-path $(CLIENT) --skip-build
 	bash $(CLIENT)/scripts/run-examples.sh $(CLIENT_SERVER) $(CLIENT)/.build/debug/AppJourney
+	bash $(CLIENT)/scripts/run-readme.sh
 
 # The DocC catalogue of GuestModeKit (Sources/GuestModeKit/GuestModeKit.docc) with the engine's public
 # symbols, into .build/docs, with the toolchain's docc (no plugin); a warning (a broken or ambiguous
