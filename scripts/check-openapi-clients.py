@@ -167,6 +167,11 @@ def main():
     os.makedirs(folder, exist_ok=True)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     store = ["--store", os.path.join(folder, "store.sqlite")]
+    # A kept folder may be used again: a new store and a new client each run.
+    for stale in ("store.sqlite", "store.sqlite-wal", "store.sqlite-shm"):
+        if os.path.exists(os.path.join(folder, stale)):
+            os.remove(os.path.join(folder, stale))
+    shutil.rmtree(os.path.join(folder, "guestmode_client"), ignore_errors=True)
     environment = dict(os.environ, HOME=folder, NO_COLOR="1", GUESTMODE_TEMPLATES=os.path.join(root, "Templates"))
     subprocess.run([binary, *store, "init", "--profile", "voice"], env=environment, check=True,
                    capture_output=True, timeout=60)

@@ -755,7 +755,7 @@ RESPONSE_EXAMPLES = {
     "POST /v1/users/{user}/meters/{meter}/use": {
         "200": EXAMPLE_USE,
         "402": {"error": {"code": "meter_exhausted",
-                          "message": "not enough left: 60 minutes asked, 47.5 left; nothing was recorded",
+                          "message": "60 minutes asked, 47.5 left of api_minutes",
                           "prompt": EXAMPLE_PROMPT},
                 "result": dict(EXAMPLE_USE, allowed=False, recorded=False)}},
     "GET /v1/users/{user}/prompts/next": {"200": EXAMPLE_PROMPT},
