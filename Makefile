@@ -1,7 +1,8 @@
 # guestmode — build, test, run and install.
 #   make run       build, then walk every profile with `guestmode tour`
 #   make test      check the layout and the format, build and run every test, run the serve benchmark for a
-#                  second per workload, lint the man pages, build and run Examples/, build the DocC catalogue
+#                  second per workload, lint the man pages, build and run Examples/, build the DocC catalogue,
+#                  build and test Clients/GuestModeClient against a real server (make client-test)
 #   make stress    8 processes x STRESS_OPERATIONS (default 400) racing on one PostgreSQL database
 #   make crash     kill -9 at many random points (CRASH_ROUNDS=50, CRASH_SEED=14), then check and resume
 #   make fuzz      libFuzzer over archive import for FUZZ_SECONDS (default 60)
@@ -25,7 +26,7 @@ APT_PACKAGES = libarchive-dev libzstd-dev libcurl4-openssl-dev nginx wrk zlib1g-
 # PyPI's packages as PACKAGE:MODULE (the module python3 imports once the package is installed).
 PIP_PACKAGES = schemathesis:schemathesis openapi-python-client==0.29.1:openapi_python_client PyJWT:jwt cryptography:cryptography
 
-.PHONY: all deps build run test example docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench scale scale-check install uninstall clean
+.PHONY: all deps build run test example client-test client docs release-hooks stress crash sweep fuzz fuzz-build lint-man check-layout man-codes format lint bench scale scale-check install uninstall clean
 
 all: build
 
@@ -67,6 +68,7 @@ test: deps
 	$(MAKE) scale-check
 	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh $(RELEASE_FLAGS)
 	$(MAKE) example
+	$(MAKE) client-test
 	$(MAKE) docs
 
 # Flips every byte of a small archive of each format (make test flips every 11th).
@@ -83,6 +85,27 @@ check-layout:
 example:
 	$(SWIFT) build --package-path Examples/EmbeddingApp
 	Examples/EmbeddingApp/.build/debug/EmbeddingApp
+
+# Clients/GuestModeClient, the Swift package an app embeds, is a package of its own (its own .build), so
+# that this package's build never compiles the OpenAPI generator its build plugin runs. Its copy of the
+# OpenAPI document and its error codes are checked against schemas/openapi.json and the catalogue first;
+# its tests start the debug guestmode (GUESTMODE_BIN) with `serve` on loopback, on SQLite and PostgreSQL;
+# then its Examples/AppJourney plays each profile's first minutes against a server of its own, and the
+# README's "Apps in Swift" block runs as written.
+CLIENT = Clients/GuestModeClient
+CLIENT_SERVER ?= $(CURDIR)/$(DEBUG_BIN)
+
+client:
+	$(SWIFT) build --package-path $(CLIENT) --build-tests
+
+client-test: build
+	python3 $(CLIENT)/scripts/openapi-for-generator.py --check
+	python3 $(CLIENT)/scripts/error-codes.py --check
+	$(SWIFT) build --package-path $(CLIENT) --build-tests
+	bash $(CLIENT)/scripts/check-generator.sh
+	GUESTMODE_BIN=$(CLIENT_SERVER) bash scripts/with-postgres.sh $(SWIFT) test --package-path $(CLIENT) --skip-build
+	bash $(CLIENT)/scripts/run-examples.sh $(CLIENT_SERVER) $(CLIENT)/.build/debug/AppJourney
+	bash $(CLIENT)/scripts/run-readme.sh
 
 # The DocC catalogue of GuestModeKit (Sources/GuestModeKit/GuestModeKit.docc) with the engine's public
 # symbols, into .build/docs, with the toolchain's docc (no plugin); a warning (a broken or ambiguous
@@ -116,7 +139,9 @@ fuzz: fuzz-build
 man-codes:
 	python3 scripts/error-codes.py --write
 
-FORMATTED = Sources Tests Package.swift Examples/EmbeddingApp/Sources Examples/EmbeddingApp/Package.swift
+FORMATTED = Sources Tests Package.swift Examples/EmbeddingApp/Sources Examples/EmbeddingApp/Package.swift \
+	Clients/GuestModeClient/Sources Clients/GuestModeClient/Tests Clients/GuestModeClient/Examples \
+	Clients/GuestModeClient/Package.swift
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
@@ -194,4 +219,4 @@ uninstall:
 		$(SHAREDIR)/fish/vendor_completions.d/guestmode.fish
 
 clean:
-	rm -rf .build Examples/EmbeddingApp/.build
+	rm -rf .build Examples/EmbeddingApp/.build Clients/GuestModeClient/.build
