@@ -24,6 +24,8 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
     case archiveWriteFailed
     /// `assignment_lost`
     case assignmentLost
+    /// `backup_key_in_use`
+    case backupKeyInUse
     /// `backup_key_not_found`
     case backupKeyNotFound
     /// `bad_backup_key`
@@ -290,6 +292,14 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
     case serverKeyExists
     /// `server_key_not_found`
     case serverKeyNotFound
+    /// `session_not_found`
+    case sessionNotFound
+    /// `signing_key_in_use`
+    case signingKeyInUse
+    /// `signing_key_not_found`
+    case signingKeyNotFound
+    /// `signing_key_sealed_elsewhere`
+    case signingKeySealedElsewhere
     /// `store_busy`
     case storeBusy
     /// `store_exists`
@@ -373,6 +383,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case "archive_user_mismatch": self = .archiveUserMismatch
         case "archive_write_failed": self = .archiveWriteFailed
         case "assignment_lost": self = .assignmentLost
+        case "backup_key_in_use": self = .backupKeyInUse
         case "backup_key_not_found": self = .backupKeyNotFound
         case "bad_backup_key": self = .badBackupKey
         case "bad_duration": self = .badDuration
@@ -506,6 +517,10 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case "server_busy": self = .serverBusy
         case "server_key_exists": self = .serverKeyExists
         case "server_key_not_found": self = .serverKeyNotFound
+        case "session_not_found": self = .sessionNotFound
+        case "signing_key_in_use": self = .signingKeyInUse
+        case "signing_key_not_found": self = .signingKeyNotFound
+        case "signing_key_sealed_elsewhere": self = .signingKeySealedElsewhere
         case "store_busy": self = .storeBusy
         case "store_exists": self = .storeExists
         case "store_is_directory": self = .storeIsDirectory
@@ -556,6 +571,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case .archiveUserMismatch: "archive_user_mismatch"
         case .archiveWriteFailed: "archive_write_failed"
         case .assignmentLost: "assignment_lost"
+        case .backupKeyInUse: "backup_key_in_use"
         case .backupKeyNotFound: "backup_key_not_found"
         case .badBackupKey: "bad_backup_key"
         case .badDuration: "bad_duration"
@@ -689,6 +705,10 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case .serverBusy: "server_busy"
         case .serverKeyExists: "server_key_exists"
         case .serverKeyNotFound: "server_key_not_found"
+        case .sessionNotFound: "session_not_found"
+        case .signingKeyInUse: "signing_key_in_use"
+        case .signingKeyNotFound: "signing_key_not_found"
+        case .signingKeySealedElsewhere: "signing_key_sealed_elsewhere"
         case .storeBusy: "store_busy"
         case .storeExists: "store_exists"
         case .storeIsDirectory: "store_is_directory"
