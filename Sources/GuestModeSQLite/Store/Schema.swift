@@ -281,6 +281,22 @@ enum Schema {
             WHERE status = 'pending';
         """
 
+    /// The trigger statements that add the NEW use to its day's and month's totals and take the
+    /// OLD one from theirs: an insert adds, a delete takes, an update does both.
+    private static let addUse = """
+        INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
+            VALUES (NEW.user_id, NEW.meter, 'day', substr(NEW.at, 1, 10),
+                    max(0, CAST(round(NEW.amount * 1000000) AS INTEGER))),
+                   (NEW.user_id, NEW.meter, 'month', substr(NEW.at, 1, 7),
+                    max(0, CAST(round(NEW.amount * 1000000) AS INTEGER)))
+            ON CONFLICT (user_id, meter, span, bucket) DO UPDATE SET millionths = millionths + excluded.millionths;
+        """
+    private static let removeUse = """
+        UPDATE meter_totals SET millionths = millionths - max(0, CAST(round(OLD.amount * 1000000) AS INTEGER))
+        WHERE user_id = OLD.user_id AND meter = OLD.meter
+            AND ((span = 'day' AND bucket = substr(OLD.at, 1, 10)) OR (span = 'month' AND bucket = substr(OLD.at, 1, 7)));
+        """
+
     /// Kept totals of the usage ledger, so a meter's usage in its period is
     /// read from one row, however many uses the period holds: per user,
     /// meter and UTC day (`span` 'day', `bucket` YYYY-MM-DD) and month
@@ -305,28 +321,14 @@ enum Schema {
             SELECT user_id, meter, 'month', substr(at, 1, 7), sum(max(0, CAST(round(amount * 1000000) AS INTEGER)))
             FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 7);
         CREATE TRIGGER meter_totals_add AFTER INSERT ON meter_usage BEGIN
-            INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
-                VALUES (NEW.user_id, NEW.meter, 'day', substr(NEW.at, 1, 10),
-                        max(0, CAST(round(NEW.amount * 1000000) AS INTEGER))),
-                       (NEW.user_id, NEW.meter, 'month', substr(NEW.at, 1, 7),
-                        max(0, CAST(round(NEW.amount * 1000000) AS INTEGER)))
-                ON CONFLICT (user_id, meter, span, bucket) DO UPDATE SET millionths = millionths + excluded.millionths;
+            \(addUse)
         END;
         CREATE TRIGGER meter_totals_remove AFTER DELETE ON meter_usage BEGIN
-            UPDATE meter_totals SET millionths = millionths - max(0, CAST(round(OLD.amount * 1000000) AS INTEGER))
-            WHERE user_id = OLD.user_id AND meter = OLD.meter
-                AND ((span = 'day' AND bucket = substr(OLD.at, 1, 10)) OR (span = 'month' AND bucket = substr(OLD.at, 1, 7)));
+            \(removeUse)
         END;
         CREATE TRIGGER meter_totals_move AFTER UPDATE OF user_id, meter, amount, at ON meter_usage BEGIN
-            UPDATE meter_totals SET millionths = millionths - max(0, CAST(round(OLD.amount * 1000000) AS INTEGER))
-            WHERE user_id = OLD.user_id AND meter = OLD.meter
-                AND ((span = 'day' AND bucket = substr(OLD.at, 1, 10)) OR (span = 'month' AND bucket = substr(OLD.at, 1, 7)));
-            INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
-                VALUES (NEW.user_id, NEW.meter, 'day', substr(NEW.at, 1, 10),
-                        max(0, CAST(round(NEW.amount * 1000000) AS INTEGER))),
-                       (NEW.user_id, NEW.meter, 'month', substr(NEW.at, 1, 7),
-                        max(0, CAST(round(NEW.amount * 1000000) AS INTEGER)))
-                ON CONFLICT (user_id, meter, span, bucket) DO UPDATE SET millionths = millionths + excluded.millionths;
+            \(removeUse)
+            \(addUse)
         END;
         """
 
