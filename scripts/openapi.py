@@ -465,7 +465,7 @@ def operation_id(method, path):
 # documents or of a request body is served under the name here, or else its words in CamelCase.
 TYPE_NAMES = {
     "session": "Session",
-    "error": "ErrorResponse",  # not Error: swift-openapi-generator would name it _Error, beside Swift.Error
+    "error": "ErrorDocument",  # not Error (swift-openapi-generator: _Error) nor ErrorResponse (openapi-generator swift6 reserves it)
     "error-code": "ErrorCode",
     "refusal": "Refusal",
     "refusal-prompt": "RefusalPrompt",

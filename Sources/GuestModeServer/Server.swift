@@ -203,26 +203,30 @@ package struct GuestModeServer: Sendable {
         let seal = configuration.signingKeySeal
         let clock = self.clock
         _ = try await pool.runIfActive { try engine.ensureSigningKey(seal: seal, now: try clock()) }
+        @Sendable func ring(_ engine: GuestMode) throws -> SigningKeyRing {
+            guard let ring = try engine.signingKeyRing(seal: seal) else {
+                throw GuestModeError(.internalFailure, "the store has no signing key in force")
+            }
+            return ring
+        }
+        // Before anything listens the keys are read as start-up reads; once serving, through
+        // `Services.perform`, so a read behind a busy or frozen store gives up within --store-wait.
+        let loader = SigningKeyLoader { try await pool.runIfActive { try ring(engine) } }
         let tokens = AccessTokens(
             lifetime: configuration.accessTokenLifetime, issuer: configuration.issuer,
             audience: configuration.audience, refresh: configuration.signingKeyRefresh,
-            load: {
-                try await pool.runIfActive {
-                    guard let ring = try engine.signingKeyRing(seal: seal) else {
-                        throw GuestModeError(.internalFailure, "the store has no signing key in force")
-                    }
-                    return ring
-                }
-            })
+            load: { try await loader.load() })
         _ = try await tokens.published()
         let identityTokens = try await IdentityTokens(
             settings: configuration.identityProviders,
             transport: HTTPTransport(
                 userAgent: "guestmode/\(configuration.toolVersion)", timeout: 10, responseLimit: 256 * 1024))
-        return Services(
+        let services = Services(
             engine: engine, pool: pool, clock: clock,
             tokens: tokens,
             identityTokens: identityTokens, configuration: configuration)
+        loader.replace { try await services.perform { engine, _ in try ring(engine) } }
+        return services
     }
 
     private static func timeAmount(_ duration: Duration) -> TimeAmount {

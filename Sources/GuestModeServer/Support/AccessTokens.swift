@@ -113,7 +113,10 @@ final class AccessTokens: Sendable {
 /// `refresh` has passed, so every server on a store signs with the key a
 /// rotation made current, and refuses a retired one, within that time; and at
 /// once (at most once a second, whatever a client sends) for a `kid` it does
-/// not know, which another server may have started signing with.
+/// not know, which another server may have started signing with. A copy past
+/// `refresh` still answers while the new one is read in the background: a
+/// request never waits on a busy store for keys this server holds. Only a
+/// `kid` it does not know waits, as long as `load` lets a store call wait.
 private final class SigningKeyCache: Sendable {
     private struct State {
         var ring: SigningKeyRing?
@@ -131,7 +134,15 @@ private final class SigningKeyCache: Sendable {
     }
 
     func ring() async throws -> SigningKeyRing {
-        try await ring(olderThan: refresh)
+        let held = state.withLock { state -> SigningKeyRing? in
+            guard let ring = state.ring else { return nil }
+            if ContinuousClock.now - state.loadedAt >= refresh, state.loading == nil {
+                state.loading = startLoading()
+            }
+            return ring
+        }
+        if let held { return held }
+        return try await ring(olderThan: refresh)
     }
 
     func verifier(for kid: String) async throws -> P256.Signing.PublicKey? {
@@ -146,32 +157,55 @@ private final class SigningKeyCache: Sendable {
             case held(SigningKeyRing)
             case await(Task<SigningKeyRing, any Error>)
         }
-        let load = self.load
         let next = state.withLock { state -> Next in
             if let ring = state.ring, ContinuousClock.now - state.loadedAt < age { return .held(ring) }
             if let loading = state.loading { return .await(loading) }
-            let loading = Task { try await load() }
+            let loading = startLoading()
             state.loading = loading
             return .await(loading)
         }
         switch next {
-        case let .held(ring):
-            return ring
-        case let .await(task):
+        case let .held(ring): return ring
+        case let .await(task): return try await task.value
+        }
+    }
+
+    /// A read of the keys that keeps what it read, or forgets that it ran when it failed; the
+    /// caller records it as the read under way, in the same lock.
+    private func startLoading() -> Task<SigningKeyRing, any Error> {
+        let load = self.load
+        return Task { [self] in
             do {
-                let ring = try await task.value
-                state.withLock { state in
-                    if state.loading == task {
-                        state.ring = ring
-                        state.loadedAt = .now
-                        state.loading = nil
-                    }
+                let ring = try await load()
+                self.state.withLock { state in
+                    state.ring = ring
+                    state.loadedAt = .now
+                    state.loading = nil
                 }
                 return ring
             } catch {
-                state.withLock { state in if state.loading == task { state.loading = nil } }
+                self.state.withLock { $0.loading = nil }
                 throw error
             }
         }
+    }
+}
+
+/// How the signing keys are read: at start-up straight off the pool, then (`replace`) through the
+/// services' bounded store calls, which exist only once the keys were read.
+final class SigningKeyLoader: Sendable {
+    private let read: Mutex<@Sendable () async throws -> SigningKeyRing>
+
+    init(_ read: @escaping @Sendable () async throws -> SigningKeyRing) {
+        self.read = Mutex(read)
+    }
+
+    func replace(_ read: @escaping @Sendable () async throws -> SigningKeyRing) {
+        self.read.withLock { $0 = read }
+    }
+
+    func load() async throws -> SigningKeyRing {
+        let read = self.read.withLock { $0 }
+        return try await read()
     }
 }

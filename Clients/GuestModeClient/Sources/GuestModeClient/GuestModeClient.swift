@@ -617,7 +617,7 @@ extension Session {
 }
 
 extension GuestModeClientError {
-    init(status: Int, _ error: Components.Schemas.ErrorResponse) {
+    init(status: Int, _ error: Components.Schemas.ErrorDocument) {
         self = .server(
             status: status, code: ErrorCode(rawValue: error.error.code.rawValue), message: error.error.message,
             prompt: nil)

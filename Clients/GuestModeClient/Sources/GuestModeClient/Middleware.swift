@@ -88,7 +88,7 @@ struct CallMiddleware: ClientMiddleware {
             prompt: prompt)
     }
 
-    /// The error document (`Components.Schemas.ErrorResponse`), with the prompt a refusal adds.
+    /// The error document (`Components.Schemas.ErrorDocument`), with the prompt a refusal adds.
     private struct Failure: Decodable {
         struct Body: Decodable {
             var code: String
