@@ -137,8 +137,12 @@ struct MergeController {
     /// as a bad credential is; a session naming a guest by id alone proves nothing.
     private func guest(token: String?, named guest: String?, by caller: Caller) async throws -> String {
         if let token {
-            if token.contains("."), let user = try? await services.tokens.verify(token, now: try services.now()) {
-                return user
+            // Only a refused token falls through to the refresh tokens: a store too busy to read the
+            // signing keys is a 503 to retry, not a guest_token that proves no one.
+            if token.contains(".") {
+                do {
+                    return try await services.tokens.verify(token, now: try services.now())
+                } catch let error as GuestModeError where error.code == .unauthorized {}
             }
             if let user = try await services.perform({ engine, _ in try engine.holder(ofRefreshToken: token) }) {
                 return user

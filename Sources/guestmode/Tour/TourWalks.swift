@@ -50,6 +50,9 @@ enum TourWalks {
             "guestmode user events $guest --action account_upgrade_succeeded", showing: ["provider=apple"],
             note: "the event log keeps every upgrade, started, succeeded or failed, with its provider")
         try tour.run(
+            "guestmode user find --identity apple:001234.abcd", showing: ["$guest"],
+            note: "support finds the person by who they are, from an index, not by an id they never saw")
+        try tour.run(
             "guestmode record put $guest subscriptions sub-6 --data '{}'", exit: 11, showing: ["needs-premium"],
             note: "a free account keeps 5 too: exit 11 asks for premium")
         try tour.run(
