@@ -567,7 +567,7 @@ def error_codes():
 
 
 # Components whose inline copies elsewhere become references to them.
-SHARED_TYPES = ["meter-status-one", "prompt-content", "prompt-variant"]
+SHARED_TYPES = ["meter-status-one", "prompt-content", "prompt-variant", "body-record"]
 
 
 def canonical(schema):
@@ -784,7 +784,7 @@ RESPONSE_EXAMPLES = {
         "limit": {"cap": None, "collection": "settings", "outcome": "allowed", "tier": "guest", "used": None},
         "outcome": "allowed", "replacement": False}},
     "GET /v1/users/{user}/records/{collection}/{key}": {
-        "200": {"collection": "settings", "created_at": "2026-11-01T10:00:00.000Z", "data": "{\"dark\":true}",
+        "200": {"collection": "settings", "created_at": "2026-11-01T10:00:00.000Z", "data": {"dark": True},
                 "key": "theme", "updated_at": "2026-11-01T10:00:00.000Z", "user_id": EXAMPLE_USER},
         "404": {"error": {"code": "record_not_found", "message": "no record settings/theme"}}},
     "GET /v1/users/{user}/meters/{meter}/check": {"200": {

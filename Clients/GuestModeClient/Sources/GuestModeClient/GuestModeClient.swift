@@ -588,8 +588,7 @@ public actor GuestModeClient {
         }
     }
 
-    /// A record's data as JSON bytes, whether the document has it as an object or as a string of JSON.
-    private static func jsonData(_ data: String) -> Data { Data(data.utf8) }
+    /// A record's data (the JSON object the server answers) as bytes for the app's `Decodable` type.
     private static func jsonData(_ data: OpenAPIObjectContainer) throws -> Data { try JSONEncoder().encode(data) }
 
     private static func decimal(_ amount: Double) -> String {
