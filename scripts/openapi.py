@@ -185,6 +185,14 @@ SERVER_SCHEMAS = {
         "required": ["status"],
         "additionalProperties": False,
     },
+    "pushed-backup": {
+        "type": "object",
+        "title": "POST /v1/users/{user}/backups: the backup the server made of the user and kept",
+        "properties": {"name": STRING, "sequence": {"type": "integer", "minimum": 1},
+                       "size": {"type": "integer", "minimum": 0}},
+        "required": ["name", "sequence", "size"],
+        "additionalProperties": False,
+    },
     "pushed-backups": {
         "type": "array",
         "title": "GET /v1/users/{user}/backups: the archives the user pushed, oldest first",
@@ -323,6 +331,9 @@ ROUTES = [
      {"200": "backup-import", "409": "error", "422": "error"}),
     ("get", "/v1/users/{user}/backups", "The archives the user pushed, oldest first (with --backups-dir).",
      "session", {}, None, {"200": "pushed-backups"}),
+    ("post", "/v1/users/{user}/backups", "Back the user up now: the server exports the user's data and keeps it with "
+     "the pushed archives (with --backups-dir); a retry with the same Idempotency-Key answers the backup kept.",
+     "session", {}, None, {"201": "pushed-backup", "200": "pushed-backup"}),
     ("put", "/v1/users/{user}/backups/{name}", "A pushed archive, kept as an upload (with --backups-dir).",
      "session", {}, "application/octet-stream", {"201": None, "409": "error", "422": "error"}),
     ("move", "/v1/users/{user}/backups/{name}", "Keep an upload as the user's latest archive (with --backups-dir).",
@@ -407,6 +418,7 @@ OPERATION_IDS = {
     "GET /v1/users/{user}/backup": "exportBackup",
     "PUT /v1/backup": "importBackup",
     "GET /v1/users/{user}/backups": "listBackups",
+    "POST /v1/users/{user}/backups": "backUpUser",
     "PUT /v1/users/{user}/backups/{name}": "uploadBackup",
     "MOVE /v1/users/{user}/backups/{name}": "keepBackup",
     "GET /v1/users/{user}/backups/{name}": "downloadBackup",
@@ -512,6 +524,7 @@ TYPE_NAMES = {
     "record-put-from": "RecordImport",
     "backup-import": "BackupImport",
     "pushed-backups": "PushedBackupList",
+    "pushed-backup": "PushedBackup",
     "report": "Report",
     "report-funnel": "FunnelReport",
     "report-prompts": "PromptsReport",
@@ -567,7 +580,7 @@ def error_codes():
 
 
 # Components whose inline copies elsewhere become references to them.
-SHARED_TYPES = ["meter-status-one", "prompt-content", "prompt-variant", "body-record"]
+SHARED_TYPES = ["meter-status-one", "prompt-content", "prompt-variant", "body-record", "pushed-backup"]
 
 
 def canonical(schema):
