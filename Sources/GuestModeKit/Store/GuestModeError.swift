@@ -192,6 +192,9 @@ extension GuestModeError {
         case inconsistentRows = "inconsistent_rows"
         /// The server key's scope does not allow this request.
         case insufficientScope = "insufficient_scope"
+        /// The server takes no notifications from that store or service (RevenueCat): it was not started
+        /// with that integration's settings.
+        case integrationNotConfigured = "integration_not_configured"
         /// The store's database integrity check found damage.
         case integrityCheckFailed = "integrity_check_failed"
         /// A failure the engine did not expect; the message says where.
@@ -590,6 +593,7 @@ extension GuestModeError {
                 .fileNotFound,
                 .grantNotFound,
                 .identityNotFound,
+                .integrationNotConfigured,
                 .journalNotFound,
                 .noTemplates,
                 .notAFile,

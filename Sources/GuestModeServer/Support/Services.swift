@@ -28,6 +28,8 @@ final class Services: Sendable {
     private let load = PoolLoad()
     /// The metrics in Prometheus's text format, for `/metrics`; nil when the process exposes none.
     let metricsExposition: (@Sendable () -> String)?
+    /// RevenueCat's webhook settings; nil when the server takes none.
+    let revenueCat: RevenueCatSettings?
 
     init(
         engine: GuestMode, pool: NIOThreadPool, clock: @escaping @Sendable () throws -> Date, tokens: AccessTokens,
@@ -49,6 +51,7 @@ final class Services: Sendable {
         metrics = ServerMetrics(threads: configuration.threads)
         threads = max(1, configuration.threads)
         metricsExposition = configuration.metricsExposition
+        revenueCat = configuration.revenueCat
     }
 
     /// Runs a blocking engine call on the pool, never on an event loop; at

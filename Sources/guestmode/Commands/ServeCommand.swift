@@ -122,6 +122,8 @@ struct ServeCommand: ParsableCommand {
             valueName: "name"))
     var audience = "authenticated"
 
+    @OptionGroup(title: "RevenueCat") var revenueCat: ServeRevenueCatOptions
+
     func validate() throws {
         _ = try address
         try Self.requireClaim(issuer, "--issuer")
@@ -178,6 +180,7 @@ struct ServeCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         // One store connection per engine thread: a call never waits for a connection once it runs.
         let providers = try identityProviders
+        let revenueCatSettings = try revenueCat.settings()
         // The store gives up waiting when a request would: its locks, connections and statements are
         // bounded by --store-wait as well as the queue in front of them.
         let wait = Duration.milliseconds(Int((storeWait * 1000).rounded()))
@@ -203,6 +206,7 @@ struct ServeCommand: ParsableCommand {
         configuration.backupsDirectory = backupsDir
         configuration.keptBackups = keepBackups
         configuration.identityProviders = providers
+        configuration.revenueCat = revenueCatSettings
         configuration.metricsExposition = Self.bootstrapMetrics()
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
         let output = global.output
