@@ -391,7 +391,7 @@ ROUTES = [
     ("post", "/v1/integrations/revenuecat", "RevenueCat's webhook (serve --revenuecat-authorization-file): the "
      "event changes the plans its entitlements map to, once per event id, never over a newer event; 200 whatever "
      "became of it (RevenueCat retries anything else), 401 without the Authorization value set in RevenueCat's "
-     "dashboard, 404 integration_not_configured on a server that takes none.", "revenuecat", {}, "revenuecat-event",
+     "dashboard, 404 revenuecat_not_configured on a server that takes none.", "revenuecat", {}, "revenuecat-event",
      {"200": "revenuecat-receipt", "404": "error", "422": "error"}),
     ("get", "/v1/openapi.json", "This document.", None, {}, None, {"200": "openapi"}),
     ("get", "/.well-known/jwks.json", "The public keys access tokens are verified with: every signing key not "

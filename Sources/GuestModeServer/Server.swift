@@ -75,7 +75,7 @@ package struct ServerConfiguration: Sendable {
     package var backupSizeLimit = Int(ArchiveLimits.standard.maximumEntrySize)
     /// The providers whose OpenID Connect ID tokens may link identities.
     package var identityProviders: [IdentityProviderSetting] = []
-    /// How RevenueCat's webhooks are taken; nil answers them `integration_not_configured`.
+    /// How RevenueCat's webhooks are taken; nil answers them `revenuecat_not_configured`.
     package var revenueCat: RevenueCatSettings?
     /// The process's metrics in Prometheus's text format, served on `/metrics`; nil serves no `/metrics`.
     /// The process that bootstraps swift-metrics gives it: the server only records.

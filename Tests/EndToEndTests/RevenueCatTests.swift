@@ -11,19 +11,13 @@ struct RevenueCatTests {
     static let start: Int64 = 1_793_527_200_000
     static let day: Int64 = 86_400_000
 
-    /// A voice store whose premium plan is RevenueCat's `premium_access` entitlement, at `start`.
+    /// A voice store (its premium plan is RevenueCat's `premium` entitlement) at `start`, with the
+    /// Authorization value in ./revenuecat.secret.
     static func store(_ backend: String) async throws -> Sandbox {
         let sandbox = backend == "sqlite" ? try Sandbox() : try Sandbox.onPostgres()
-        let template = try String(
-            contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/voice.yaml"), encoding: .utf8)
-        let profile = template.replacingOccurrences(
-            of: "    trial: 1 month\n    tier: premium\n",
-            with: "    trial: 1 month\n    tier: premium\n    revenuecat_entitlements: [premium_access]\n")
-        #expect(profile != template, "Templates/voice.yaml no longer has the premium plan this test extends")
-        try sandbox.write("voice-rc.yaml", profile)
         try sandbox.write("revenuecat.secret", authorization + "\n")
         sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
-        let created = try await sandbox.run("init", "--profile", "./voice-rc.yaml")
+        let created = try await sandbox.run("init", "--profile", "voice")
         #expect(created.status == 0, "init failed: \(created.stderr)")
         return sandbox
     }
@@ -37,10 +31,10 @@ struct RevenueCatTests {
     static func event(
         _ type: String, id: String = UUID().uuidString, user: String, at offset: Int64, expires: Int64? = nil,
         transaction: String = "2000000000000001", extra: [String: Any] = [:]
-    ) -> String {
+    ) throws -> String {
         var event: [String: Any] = [
             "id": id, "type": type, "app_user_id": user, "original_app_user_id": "$RCAnonymousID:87c6049c58",
-            "aliases": ["$RCAnonymousID:87c6049c58", user], "entitlement_ids": ["premium_access"],
+            "aliases": ["$RCAnonymousID:87c6049c58", user], "entitlement_ids": ["premium"],
             "entitlement_id": NSNull(), "product_id": "voice_premium_monthly", "period_type": "NORMAL",
             "purchased_at_ms": start + offset, "event_timestamp_ms": start + offset,
             "environment": "PRODUCTION", "original_transaction_id": transaction,
@@ -50,11 +44,13 @@ struct RevenueCatTests {
         if let expires { event["expiration_at_ms"] = start + expires }
         for (key, value) in extra { event[key] = value }
         let body: [String: Any] = ["api_version": "1.0", "event": event]
-        let data = try! JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func post(_ server: Server, _ body: String, authorization: String? = Self.authorization) async throws
+    static func post(
+        _ server: Server, _ body: String, authorization: String? = Self.authorization
+    ) async throws
         -> Server.Reply
     {
         try await server.request(
@@ -96,50 +92,50 @@ struct RevenueCatTests {
         }
         let month = 30 * Self.day
         try await send(
-            Self.event("INITIAL_PURCHASE", user: user, at: 0, expires: month, extra: ["period_type": "TRIAL"]),
+            try Self.event("INITIAL_PURCHASE", user: user, at: 0, expires: month, extra: ["period_type": "TRIAL"]),
             "applied")
         try await expectPremium("trial", ends: month)
-        try await send(Self.event("RENEWAL", user: user, at: 1000, expires: 2 * month), "applied")
+        try await send(try Self.event("RENEWAL", user: user, at: 1000, expires: 2 * month), "applied")
         try await expectPremium("active", ends: 2 * month)
-        try await send(Self.event("PRODUCT_CHANGE", user: user, at: 2000, expires: 2 * month), "applied")
+        try await send(try Self.event("PRODUCT_CHANGE", user: user, at: 2000, expires: 2 * month), "applied")
         try await expectPremium("active", ends: 2 * month)
         // Cancelled, but paid until its end: still in force until then.
         try await send(
-            Self.event(
+            try Self.event(
                 "CANCELLATION", user: user, at: 3000, expires: 2 * month, extra: ["cancel_reason": "UNSUBSCRIBE"]),
             "applied")
         try await expectPremium("active", ends: 2 * month)
-        try await send(Self.event("UNCANCELLATION", user: user, at: 4000, expires: 2 * month), "applied")
+        try await send(try Self.event("UNCANCELLATION", user: user, at: 4000, expires: 2 * month), "applied")
         try await expectPremium("active", ends: 2 * month)
-        try await send(Self.event("SUBSCRIPTION_EXTENDED", user: user, at: 5000, expires: 3 * month), "applied")
+        try await send(try Self.event("SUBSCRIPTION_EXTENDED", user: user, at: 5000, expires: 3 * month), "applied")
         try await expectPremium("active", ends: 3 * month)
         try await send(
-            Self.event(
+            try Self.event(
                 "BILLING_ISSUE", user: user, at: 6000, expires: 3 * month,
                 extra: ["grace_period_expiration_at_ms": Self.start + 3 * month + 16 * Self.day]),
             "applied")
         try await expectPremium("active", ends: 3 * month + 16 * Self.day)
         // Without a grace period the plan keeps its end.
-        try await send(Self.event("BILLING_ISSUE", user: user, at: 7000, expires: 3 * month), "ignored")
+        try await send(try Self.event("BILLING_ISSUE", user: user, at: 7000, expires: 3 * month), "ignored")
         try await expectPremium("active", ends: 3 * month + 16 * Self.day)
-        try await send(Self.event("TEST", user: user, at: 7500), "ignored")
+        try await send(try Self.event("TEST", user: user, at: 7500), "ignored")
         try await expectPremium("active", ends: 3 * month + 16 * Self.day)
-        try await send(Self.event("EXPIRATION", user: user, at: 8000, expires: 8000), "applied")
+        try await send(try Self.event("EXPIRATION", user: user, at: 8000, expires: 8000), "applied")
         try await expectPremium("expired", ends: nil)
         #expect(try await sandbox.run("plan", "status", user, "--json").object["tier"] as? String == "guest")
         // A lifetime purchase, then its refund.
         try await send(
-            Self.event("NON_RENEWING_PURCHASE", user: user, at: 9000, transaction: "2000000000000009"), "applied")
+            try Self.event("NON_RENEWING_PURCHASE", user: user, at: 9000, transaction: "2000000000000009"), "applied")
         try await expectPremium("active", ends: nil)
         #expect(try await Self.premium(sandbox, user)["ends_at"] is NSNull)
         try await send(
-            Self.event(
+            try Self.event(
                 "CANCELLATION", user: user, at: 10000, expires: 10000, transaction: "2000000000000009",
                 extra: ["cancel_reason": "CUSTOMER_SUPPORT"]),
             "applied")
         try await expectPremium("revoked", ends: nil)
         // A type RevenueCat added later is acknowledged, so RevenueCat does not retry it.
-        try await send(Self.event("SUBSCRIPTION_PAUSED", user: user, at: 11000), "ignored")
+        try await send(try Self.event("SUBSCRIPTION_PAUSED", user: user, at: 11000), "ignored")
         #expect(try await server.stop() == 0)
     }
 
@@ -150,13 +146,13 @@ struct RevenueCatTests {
         let sandbox = try await Self.store(backend)
         let user = try await sandbox.newGuest()
         let server = try await Self.serve(sandbox)
-        let body = Self.event("INITIAL_PURCHASE", user: user, at: 0, expires: 30 * Self.day)
+        let body = try Self.event("INITIAL_PURCHASE", user: user, at: 0, expires: 30 * Self.day)
         for header in [nil, "Bearer rc-7f3e9a1c-webhoo", "Bearer rc-7f3e9a1c-webhook2", "rc-7f3e9a1c-webhook", ""] {
             let reply = try await Self.post(server, body, authorization: header)
             #expect(reply.status == 401, "\(header ?? "none"): \(reply.body)")
             #expect((reply.object["error"] as? [String: Any])?["code"] as? String == "unauthorized")
         }
-        let wrongType = Self.event(
+        let wrongType = try Self.event(
             "INITIAL_PURCHASE", user: user, at: 0, extra: ["expiration_at_ms": "1796205600000"])
         let refused = try await Self.post(server, wrongType)
         #expect(refused.status == 422, "\(refused.body)")
@@ -166,11 +162,11 @@ struct RevenueCatTests {
         #expect(try await server.stop() == 0)
         let log = String(decoding: try sandbox.read("serve.log"), as: UTF8.self)
         #expect(!log.contains("rc-7f3e9a1c"))
-        // A server without the setting answers the route 404 integration_not_configured.
+        // A server without the setting answers the route 404 revenuecat_not_configured.
         let plain = try await Server.start(in: sandbox)
         let unconfigured = try await Self.post(plain, body)
         #expect(unconfigured.status == 404, "\(unconfigured.body)")
-        #expect(unconfigured.body.contains("integration_not_configured"))
+        #expect(unconfigured.body.contains("revenuecat_not_configured"))
         #expect(try await plain.stop() == 0)
         #expect(try await Self.premium(sandbox, user).isEmpty)
     }
@@ -188,7 +184,7 @@ struct RevenueCatTests {
         }
         let server = try await Self.serve(sandbox)
         let bought = try await Self.post(
-            server, Self.event("INITIAL_PURCHASE", user: first, at: 0, expires: 30 * Self.day))
+            server, try Self.event("INITIAL_PURCHASE", user: first, at: 0, expires: 30 * Self.day))
         #expect(bought.object["outcome"] as? String == "applied", "\(bought.body)")
         #expect(try await sandbox.run("meter", "check", first, "api_minutes", "10").status == 0)
         #expect(try await sandbox.run("meter", "check", second, "api_minutes", "10").status == 12)
@@ -222,19 +218,19 @@ struct RevenueCatTests {
         let user = try await sandbox.newGuest()
         let server = try await Self.serve(sandbox)
         let month = 30 * Self.day
-        let purchase = Self.event("INITIAL_PURCHASE", id: "evt-1", user: user, at: 0, expires: month)
+        let purchase = try Self.event("INITIAL_PURCHASE", id: "evt-1", user: user, at: 0, expires: month)
         #expect(try await Self.post(server, purchase).object["outcome"] as? String == "applied")
         let first = try await Self.premium(sandbox, user)
         let repeated = try await Self.post(server, purchase)
         #expect(repeated.status == 200)
         #expect(repeated.object["outcome"] as? String == "duplicate", "\(repeated.body)")
         #expect(try await Self.premium(sandbox, user) as NSDictionary == first as NSDictionary)
-        let renewal = Self.event("RENEWAL", id: "evt-3", user: user, at: 20_000, expires: 2 * month)
+        let renewal = try Self.event("RENEWAL", id: "evt-3", user: user, at: 20_000, expires: 2 * month)
         #expect(try await Self.post(server, renewal).object["outcome"] as? String == "applied")
         // Delivered late: an expiration and a renewal older than the renewal applied.
         for late in [
-            Self.event("EXPIRATION", id: "evt-2", user: user, at: 10_000, expires: 10_000),
-            Self.event("RENEWAL", id: "evt-2b", user: user, at: 15_000, expires: 5 * Self.day),
+            try Self.event("EXPIRATION", id: "evt-2", user: user, at: 10_000, expires: 10_000),
+            try Self.event("RENEWAL", id: "evt-2b", user: user, at: 15_000, expires: 5 * Self.day),
         ] {
             let reply = try await Self.post(server, late)
             #expect(reply.status == 200)
@@ -245,8 +241,10 @@ struct RevenueCatTests {
         #expect(plan["ends_at"] as? String == Self.time(2 * month), "\(plan)")
         // An event for nobody here is answered 200, so RevenueCat does not retry it.
         let stranger = try await Self.post(
-            server, Self.event("INITIAL_PURCHASE", user: "not-a-guestmode-user", at: 0, expires: month,
-                               transaction: "2000000000000777"))
+            server,
+            try Self.event(
+                "INITIAL_PURCHASE", user: "not-a-guestmode-user", at: 0, expires: month,
+                transaction: "2000000000000777"))
         #expect(stranger.status == 200)
         #expect(stranger.object["outcome"] as? String == "unknown_user", "\(stranger.body)")
         #expect(try await server.stop() == 0)
@@ -258,7 +256,7 @@ struct RevenueCatTests {
     func sandboxEvents(backend: String) async throws {
         let sandbox = try await Self.store(backend)
         let user = try await sandbox.newGuest()
-        let body = Self.event(
+        let body = try Self.event(
             "INITIAL_PURCHASE", user: user, at: 0, expires: 30 * Self.day, extra: ["environment": "SANDBOX"])
         let server = try await Self.serve(sandbox)
         let ignored = try await Self.post(server, body)
@@ -283,18 +281,21 @@ struct RevenueCatTests {
         #expect(imported.object["duplicate"] as? Int == 1, "\(imported.stdout)")
     }
 
-    @Test("plan import: a bad line is named with its line number and nothing is applied", arguments: ["sqlite", "postgres"])
+    @Test(
+        "plan import: a bad line is named with its line number and nothing is applied",
+        arguments: ["sqlite", "postgres"])
     func importFile(backend: String) async throws {
         let sandbox = try await Self.store(backend)
         let user = try await sandbox.newGuest()
         let month = 30 * Self.day
         let lines = [
-            Self.event("INITIAL_PURCHASE", id: "imp-1", user: user, at: 0, expires: month),
-            Self.event("RENEWAL", id: "imp-2", user: user, at: 5000, extra: ["expiration_at_ms": "soon"]),
+            try Self.event("INITIAL_PURCHASE", id: "imp-1", user: user, at: 0, expires: month),
+            try Self.event("RENEWAL", id: "imp-2", user: user, at: 5000, extra: ["expiration_at_ms": "soon"]),
             "",
-            Self.event("RENEWAL", id: "imp-3", user: user, at: 9000, expires: 2 * month),
-            Self.event("RENEWAL", id: "imp-4", user: "someone-else", at: 9500, expires: 2 * month,
-                       transaction: "2000000000000555"),
+            try Self.event("RENEWAL", id: "imp-3", user: user, at: 9000, expires: 2 * month),
+            try Self.event(
+                "RENEWAL", id: "imp-4", user: "someone-else", at: 9500, expires: 2 * month,
+                transaction: "2000000000000555"),
         ]
         try sandbox.write("events.ndjson", lines.joined(separator: "\n") + "\n")
         let refused = try await sandbox.run("plan", "import", "--from", "events.ndjson", "--format", "revenuecat")

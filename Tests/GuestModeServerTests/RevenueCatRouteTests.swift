@@ -49,12 +49,27 @@ struct RevenueCatEventTests {
     @Test(
         "a member of the wrong type is refused with its name",
         arguments: [
-            (#""type":"RENEWAL","expiration_at_ms":"5""#, "'event.expiration_at_ms' must be a number of milliseconds, not a string"),
-            (#""type":"RENEWAL","expiration_at_ms":1.5"#, "'event.expiration_at_ms' is 1.5; it must be whole milliseconds"),
+            (
+                #""type":"RENEWAL","expiration_at_ms":"5""#,
+                "'event.expiration_at_ms' must be a number of milliseconds, not a string"
+            ),
+            (
+                #""type":"RENEWAL","expiration_at_ms":1.5"#,
+                "'event.expiration_at_ms' is 1.5; it must be whole milliseconds"
+            ),
             (#""type":"RENEWAL","expiration_at_ms":-1"#, "'event.expiration_at_ms' is -1"),
-            (#""type":"RENEWAL","expiration_at_ms":5,"aliases":"u2""#, "'event.aliases' must be an array of strings, not a string"),
-            (#""type":"RENEWAL","expiration_at_ms":5,"aliases":["u2",3]"#, "'event.aliases[1]' must be a string, not a number"),
-            (#""type":"RENEWAL","expiration_at_ms":5,"entitlement_ids":{}"#, "'event.entitlement_ids' must be an array of strings, not an object"),
+            (
+                #""type":"RENEWAL","expiration_at_ms":5,"aliases":"u2""#,
+                "'event.aliases' must be an array of strings, not a string"
+            ),
+            (
+                #""type":"RENEWAL","expiration_at_ms":5,"aliases":["u2",3]"#,
+                "'event.aliases[1]' must be a string, not a number"
+            ),
+            (
+                #""type":"RENEWAL","expiration_at_ms":5,"entitlement_ids":{}"#,
+                "'event.entitlement_ids' must be an array of strings, not an object"
+            ),
             (#""type":"RENEWAL""#, "'event.expiration_at_ms' is missing or empty; a RENEWAL event carries it"),
             (#""type":"TRANSFER","transferred_to":["u2"]"#, "'event.transferred_from' is missing or empty"),
             (#""type":7"#, "'event.type' must be a string, not a number"),
@@ -74,8 +89,10 @@ struct RevenueCatEventTests {
             (#"{"event":{}}"#, "'api_version' is missing"),
             (#"{"api_version":"2.0","event":{}}"#, "guestmode reads RevenueCat's 1.x events"),
             (#"{"api_version":"1.0"}"#, "'event' is missing"),
-            (#"{"api_version":"1.0","event":{"id":"e","type":"TEST","event_timestamp_ms":1,"environment":"STAGING"}}"#,
-             "'event.environment' is \"STAGING\", not PRODUCTION or SANDBOX"),
+            (
+                #"{"api_version":"1.0","event":{"id":"e","type":"TEST","event_timestamp_ms":1,"environment":"STAGING"}}"#,
+                "'event.environment' is \"STAGING\", not PRODUCTION or SANDBOX"
+            ),
             (#"{"api_version":"1.0","api_version":"1.0","event":{}}"#, "not valid JSON"),
         ] {
             let error = #expect(throws: GuestModeError.self) { try RevenueCatEvent(json: Array(body.utf8)) }
@@ -89,14 +106,23 @@ struct RevenueCatEventTests {
             RevenueCatEffect(of: try RevenueCatEvent(json: Self.body(Self.base + "," + members)))
         }
         let end = Date(timeIntervalSince1970: 5)
-        #expect(try effect(#""type":"RENEWAL","expiration_at_ms":5000,"period_type":"TRIAL""#) == .activate(until: end, trial: true))
-        #expect(try effect(#""type":"CANCELLATION","expiration_at_ms":5000,"cancel_reason":"UNSUBSCRIBE""#) == .activate(until: end, trial: false))
-        #expect(try effect(#""type":"CANCELLATION","expiration_at_ms":5000,"cancel_reason":"CUSTOMER_SUPPORT""#) == .revoke)
+        #expect(
+            try effect(#""type":"RENEWAL","expiration_at_ms":5000,"period_type":"TRIAL""#)
+                == .activate(until: end, trial: true))
+        #expect(
+            try effect(#""type":"CANCELLATION","expiration_at_ms":5000,"cancel_reason":"UNSUBSCRIBE""#)
+                == .activate(until: end, trial: false))
+        #expect(
+            try effect(#""type":"CANCELLATION","expiration_at_ms":5000,"cancel_reason":"CUSTOMER_SUPPORT""#) == .revoke)
         #expect(try effect(#""type":"NON_RENEWING_PURCHASE""#) == .activate(until: nil, trial: false))
         #expect(try effect(#""type":"BILLING_ISSUE","grace_period_expiration_at_ms":5000"#) == .gracePeriod(until: end))
         #expect(try effect(#""type":"EXPIRATION""#) == .expire)
-        #expect(try effect(#""type":"TRANSFER","transferred_from":["a"],"transferred_to":["b"]"#) == .transfer(from: ["a"], to: ["b"]))
-        guard case .nothing = try effect(#""type":"TEST""#) else { throw GuestModeError(.internalFailure, "TEST changed something") }
+        #expect(
+            try effect(#""type":"TRANSFER","transferred_from":["a"],"transferred_to":["b"]"#)
+                == .transfer(from: ["a"], to: ["b"]))
+        guard case .nothing = try effect(#""type":"TEST""#) else {
+            throw GuestModeError(.internalFailure, "TEST changed something")
+        }
         guard case .nothing = try effect(#""type":"SUBSCRIPTION_PAUSED""#) else {
             throw GuestModeError(.internalFailure, "SUBSCRIPTION_PAUSED changed something")
         }
@@ -117,15 +143,16 @@ struct RevenueCatEventTests {
 
 @Suite("RevenueCat route in process")
 struct RevenueCatRouteTests {
-    static let body = #"{"api_version":"1.0","event":{"id":"t1","type":"TEST","event_timestamp_ms":1,"environment":"PRODUCTION"}}"#
+    static let body =
+        #"{"api_version":"1.0","event":{"id":"t1","type":"TEST","event_timestamp_ms":1,"environment":"PRODUCTION"}}"#
 
-    @Test("not configured: 404 integration_not_configured")
+    @Test("not configured: 404 revenuecat_not_configured")
     func notConfigured() async throws {
         let server = try await RouteTester(profile: "voice")
         let reply = try await server.request(
             .post, "/v1/integrations/revenuecat", body: Self.body, headers: [.authorization: "x"])
         #expect(reply.status == 404)
-        #expect(reply.errorCode == "integration_not_configured")
+        #expect(reply.errorCode == "revenuecat_not_configured")
     }
 
     @Test("the header is checked before the body; a TEST is acknowledged")

@@ -192,9 +192,6 @@ extension GuestModeError {
         case inconsistentRows = "inconsistent_rows"
         /// The server key's scope does not allow this request.
         case insufficientScope = "insufficient_scope"
-        /// The server takes no notifications from that store or service (RevenueCat): it was not started
-        /// with that integration's settings.
-        case integrationNotConfigured = "integration_not_configured"
         /// The store's database integrity check found damage.
         case integrityCheckFailed = "integrity_check_failed"
         /// A failure the engine did not expect; the message says where.
@@ -338,6 +335,8 @@ extension GuestModeError {
         /// A request's head or body did not arrive in the time the server gives (--head-timeout,
         /// --body-timeout), or its body came slower than --min-body-rate.
         case requestTimeout = "request_timeout"
+        /// The server takes no RevenueCat webhooks: it was started without their Authorization value.
+        case revenueCatNotConfigured = "revenuecat_not_configured"
         /// No server route has that method and path.
         case routeNotFound = "route_not_found"
         /// An archive row collides with a row already in the store.
@@ -593,7 +592,7 @@ extension GuestModeError {
                 .fileNotFound,
                 .grantNotFound,
                 .identityNotFound,
-                .integrationNotConfigured,
+                .revenueCatNotConfigured,
                 .journalNotFound,
                 .noTemplates,
                 .notAFile,

@@ -17,7 +17,7 @@ struct RevenueCatController {
     @Sendable func receive(_ request: Request, context: ServerContext) async throws -> Response {
         guard let settings = services.revenueCat else {
             throw GuestModeError(
-                .integrationNotConfigured,
+                .revenueCatNotConfigured,
                 "this server takes no RevenueCat webhooks (guestmode serve --revenuecat-authorization-file)")
         }
         // Checked before the body is read: a caller without the value gets nothing parsed.

@@ -102,7 +102,8 @@ package struct RevenueCatEvent: Sendable, Equatable {
         // RevenueCat versions the body's shape by its major number; 1.x only adds members.
         guard apiVersion == "1" || apiVersion.hasPrefix("1.") else {
             throw GuestModeError(
-                .invalidJson, "'api_version' is \(apiVersion.debugDescription); guestmode reads RevenueCat's 1.x events")
+                .invalidJson, "'api_version' is \(apiVersion.debugDescription); guestmode reads RevenueCat's 1.x events"
+            )
         }
         guard case let .object(members)? = body["event"] else {
             throw body["event"] == nil

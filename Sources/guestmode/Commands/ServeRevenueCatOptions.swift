@@ -7,18 +7,21 @@ import GuestModeServer
 struct ServeRevenueCatOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Take RevenueCat's webhooks on POST /v1/integrations/revenuecat: FILE holds the Authorization header value set in RevenueCat's dashboard (a trailing newline is ignored); a request without exactly that value is 401. Without it the route answers 404 integration_not_configured.",
+            "Take RevenueCat's webhooks on POST /v1/integrations/revenuecat: FILE holds the Authorization header value set in RevenueCat's dashboard (a trailing newline is ignored); a request without exactly that value is 401. Without it the route answers 404 revenuecat_not_configured.",
             valueName: "file"))
     var revenuecatAuthorizationFile: String?
 
     @Flag(
-        help: "Apply RevenueCat's SANDBOX events too (a test deployment); by default they are answered 200 and change nothing.")
+        help:
+            "Apply RevenueCat's SANDBOX events too (a test deployment); by default they are answered 200 and change nothing."
+    )
     var revenuecatSandbox = false
 
     func validate() throws {
         if revenuecatSandbox && revenuecatAuthorizationFile == nil {
             throw ValidationError(
-                "--revenuecat-sandbox goes with --revenuecat-authorization-file FILE, which turns the RevenueCat route on")
+                "--revenuecat-sandbox goes with --revenuecat-authorization-file FILE, which turns the RevenueCat route on"
+            )
         }
     }
 

@@ -274,6 +274,8 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
     case requestIncomplete
     /// `request_timeout`
     case requestTimeout
+    /// `revenuecat_not_configured`
+    case revenueCatNotConfigured
     /// `route_not_found`
     case routeNotFound
     /// `row_conflict`
@@ -508,6 +510,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case "refresh_token_reused": self = .refreshTokenReused
         case "request_incomplete": self = .requestIncomplete
         case "request_timeout": self = .requestTimeout
+        case "revenuecat_not_configured": self = .revenueCatNotConfigured
         case "route_not_found": self = .routeNotFound
         case "row_conflict": self = .rowConflict
         case "same_store": self = .sameStore
@@ -696,6 +699,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case .refreshTokenReused: "refresh_token_reused"
         case .requestIncomplete: "request_incomplete"
         case .requestTimeout: "request_timeout"
+        case .revenueCatNotConfigured: "revenuecat_not_configured"
         case .routeNotFound: "route_not_found"
         case .rowConflict: "row_conflict"
         case .sameStore: "same_store"
