@@ -29,6 +29,8 @@ extension PlanCommand {
                 FILE:LINE on standard error and nothing is applied (exit 65), unless --skip-invalid. A \
                 store failure stops at its line, which changed nothing; the lines before it stay applied \
                 and running the file again finds them duplicates. See guestmode-plan(1).
+
+                Example: guestmode plan import --from missed.ndjson --format revenuecat
                 """)
 
         @OptionGroup var global: GlobalOptions
