@@ -136,6 +136,23 @@ BODIES = {
         },
         "required": ["context", "outcome"],
     },
+    "purchase": {
+        "type": "object",
+        "properties": {
+            "signed_transaction": {"type": "string", "description": "StoreKit 2's jwsRepresentation of the "
+                                   "transaction: a JWS the App Store signed (ES256, x5c)."},
+        },
+        "required": ["signed_transaction"],
+        "additionalProperties": False,
+    },
+    "app-store-notification": {
+        "type": "object",
+        "properties": {
+            "signedPayload": {"type": "string", "description": "The notification: a JWS the App Store signed "
+                              "(responseBodyV2DecodedPayload)."},
+        },
+        "required": ["signedPayload"],
+    },
     "plan-grant": {
         "type": "object",
         "properties": {
@@ -179,6 +196,14 @@ BODIES = {
 
 # Documents only the server answers (the others are schemas/*.json as the commands print them).
 SERVER_SCHEMAS = {
+    "app-store-outcome": {
+        "type": "object",
+        "title": "POST /v1/integrations/app-store: what was done with the notification",
+        "properties": {"outcome": {"type": "string", "enum": [
+            "applied", "duplicate", "superseded", "unknown_user", "acknowledged"]}},
+        "required": ["outcome"],
+        "additionalProperties": False,
+    },
     "status": {
         "type": "object",
         "properties": {"status": STRING},
@@ -296,6 +321,14 @@ ROUTES = [
     ("post", "/v1/users/{user}/plans", "plan grant: billing's work.", "admin", {}, "plan-grant",
      {"200": "plan-change", "409": "error", "422": "error"}),
     ("delete", "/v1/users/{user}/plans/{plan}", "plan revoke.", "admin", {}, None, {"200": "plan-change"}),
+    ("post", "/v1/users/{user}/purchases", "A StoreKit 2 transaction the app just made (its jwsRepresentation), "
+     "verified as Apple signs it (serve --app-store-root-ca) and applied to the user's plan: the plan status.",
+     "session", {}, "purchase", {"200": "plan-status", "401": "error", "403": "error", "404": "error",
+                                 "409": "error", "422": "error"}),
+    ("post", "/v1/integrations/app-store", "App Store Server Notifications V2, as Apple posts them: the signature "
+     "is the credential; 200 with what was done for every notification that verifies, 401 for one that does not.",
+     None, {}, "app-store-notification", {"200": "app-store-outcome", "401": "error", "403": "error",
+                                          "404": "error"}),
     ("post", "/v1/users/{user}/experiments", "experiment assign: sticky variants.", "session",
      {"experiment": STRING}, None, {"200": "experiment-assign"}),
     ("get", "/v1/users/{user}/counters", "counters.", "session", {}, None, {"200": "counters"}),
@@ -396,6 +429,8 @@ OPERATION_IDS = {
     "GET /v1/users/{user}/plans": "getPlans",
     "POST /v1/users/{user}/plans": "grantPlan",
     "DELETE /v1/users/{user}/plans/{plan}": "revokePlan",
+    "POST /v1/users/{user}/purchases": "recordPurchase",
+    "POST /v1/integrations/app-store": "receiveAppStoreNotification",
     "POST /v1/users/{user}/experiments": "assignExperiment",
     "GET /v1/users/{user}/counters": "getCounters",
     "POST /v1/users/{user}/events": "trackEvent",
@@ -426,6 +461,7 @@ TAGS = {
     "identities": "identities", "records": "records", "limits": "records", "meters": "meters",
     "prompts": "prompts", "plans": "plans", "experiments": "experiments", "counters": "events",
     "events": "events", "backup": "backups", "backups": "backups", "reports": "reports", "profile": "profile",
+    "purchases": "purchases", "integrations": "purchases",
 }
 TAG_DESCRIPTIONS = {
     "guests": "Signing a guest in.",
@@ -437,6 +473,8 @@ TAG_DESCRIPTIONS = {
     "meters": "Metered usage: check, use, grants.",
     "prompts": "The sign-in and upgrade prompts.",
     "plans": "Plans and tiers.",
+    "purchases": "Purchases from the App Store: a StoreKit 2 transaction the app sends, and the App Store's own "
+                 "notifications (serve --app-store-root-ca).",
     "experiments": "Experiments' sticky variants.",
     "events": "Events and counters.",
     "backups": "Backup archives: export, import, push and pull.",
@@ -530,6 +568,9 @@ TYPE_NAMES = {
     "body-meter-grant": "GrantMeterRequest",
     "body-prompt-record": "RecordPromptRequest",
     "body-plan-grant": "GrantPlanRequest",
+    "body-purchase": "RecordPurchaseRequest",
+    "body-app-store-notification": "AppStoreNotificationRequest",
+    "app-store-outcome": "AppStoreNotificationOutcome",
     "body-event": "TrackEventRequest",
     "body-identity": "LinkIdentityRequest",
 }
@@ -750,6 +791,8 @@ EXAMPLES = {
     "meter-grant": {"amount": 30, "expires": "P30D", "reason": "referral", "id": "referral-1"},
     "prompt-record": {"context": "guest_cap_reached", "outcome": "dismissed"},
     "plan-grant": {"plan": "premium", "trial": "P7D"},
+    "purchase": {"signed_transaction": "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUlF...In0.eyJ0cmFuc2FjdGlvbklkIjoi...In0.c2ln"},
+    "app-store-notification": {"signedPayload": "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUlF...In0.eyJub3RpZmljYXRpb25UeXBlIjoi...In0.c2ln"},
     "event": {"action": "app_opened", "count": 1, "id": "open-7", "props": {"screen": "home"}},
     "identity": {"provider": "apple", "subject": "001234.abcd", "email": None},
 }
