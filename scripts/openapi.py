@@ -136,6 +136,23 @@ BODIES = {
         },
         "required": ["context", "outcome"],
     },
+    "purchase": {
+        "type": "object",
+        "properties": {
+            "signed_transaction": {"type": "string", "description": "StoreKit 2's jwsRepresentation of the "
+                                   "transaction: a JWS the App Store signed (ES256, x5c)."},
+        },
+        "required": ["signed_transaction"],
+        "additionalProperties": False,
+    },
+    "app-store-notification": {
+        "type": "object",
+        "properties": {
+            "signedPayload": {"type": "string", "description": "The notification: a JWS the App Store signed "
+                              "(responseBodyV2DecodedPayload)."},
+        },
+        "required": ["signedPayload"],
+    },
     "plan-grant": {
         "type": "object",
         "properties": {
@@ -231,6 +248,14 @@ SERVER_SCHEMAS = {
             "note": {"type": ["string", "null"]},
         },
         "required": ["event_id", "type", "outcome", "user_id", "plans", "note"],
+        "additionalProperties": False,
+    },
+    "app-store-outcome": {
+        "type": "object",
+        "title": "POST /v1/integrations/app-store: what was done with the notification",
+        "properties": {"outcome": {"type": "string", "enum": [
+            "applied", "duplicate", "superseded", "unknown_user", "acknowledged"]}},
+        "required": ["outcome"],
         "additionalProperties": False,
     },
     "status": {
@@ -350,6 +375,14 @@ ROUTES = [
     ("post", "/v1/users/{user}/plans", "plan grant: billing's work.", "admin", {}, "plan-grant",
      {"200": "plan-change", "409": "error", "422": "error"}),
     ("delete", "/v1/users/{user}/plans/{plan}", "plan revoke.", "admin", {}, None, {"200": "plan-change"}),
+    ("post", "/v1/users/{user}/purchases", "A StoreKit 2 transaction the app just made (its jwsRepresentation), "
+     "verified as Apple signs it (serve --app-store-root-ca) and applied to the user's plan: the plan status.",
+     "session", {}, "purchase", {"200": "plan-status", "401": "error", "403": "error", "404": "error",
+                                 "409": "error", "422": "error"}),
+    ("post", "/v1/integrations/app-store", "App Store Server Notifications V2, as Apple posts them: the signature "
+     "is the credential; 200 with what was done for every notification that verifies, 401 for one that does not.",
+     None, {}, "app-store-notification", {"200": "app-store-outcome", "401": "error", "403": "error",
+                                          "404": "error"}),
     ("post", "/v1/users/{user}/experiments", "experiment assign: sticky variants.", "session",
      {"experiment": STRING}, None, {"200": "experiment-assign"}),
     ("get", "/v1/users/{user}/counters", "counters.", "session", {}, None, {"200": "counters"}),
@@ -455,6 +488,8 @@ OPERATION_IDS = {
     "GET /v1/users/{user}/plans": "getPlans",
     "POST /v1/users/{user}/plans": "grantPlan",
     "DELETE /v1/users/{user}/plans/{plan}": "revokePlan",
+    "POST /v1/users/{user}/purchases": "recordPurchase",
+    "POST /v1/integrations/app-store": "receiveAppStoreNotification",
     "POST /v1/users/{user}/experiments": "assignExperiment",
     "GET /v1/users/{user}/counters": "getCounters",
     "POST /v1/users/{user}/events": "trackEvent",
@@ -485,7 +520,8 @@ TAGS = {
     "migrations": "identities", "merge-conflicts": "identities",
     "identities": "identities", "records": "records", "limits": "records", "meters": "meters",
     "prompts": "prompts", "plans": "plans", "experiments": "experiments", "counters": "events",
-    "events": "events", "integrations": "purchases", "backup": "backups", "backups": "backups", "reports": "reports", "profile": "profile",
+    "events": "events", "backup": "backups", "backups": "backups", "reports": "reports", "profile": "profile",
+    "purchases": "purchases", "integrations": "purchases",
 }
 TAG_DESCRIPTIONS = {
     "guests": "Signing a guest in.",
@@ -497,7 +533,9 @@ TAG_DESCRIPTIONS = {
     "meters": "Metered usage: check, use, grants.",
     "prompts": "The sign-in and upgrade prompts.",
     "plans": "Plans and tiers.",
-    "purchases": "Purchases made in a store, reported by the store or a service (RevenueCat), become plans.",
+    "purchases": "Purchases: a StoreKit 2 transaction the app sends, the App Store's own notifications "
+                 "(serve --app-store-root-ca) and RevenueCat's webhooks (serve --revenuecat-authorization-file) "
+                 "become plans.",
     "experiments": "Experiments' sticky variants.",
     "events": "Events and counters.",
     "backups": "Backup archives: export, import, push and pull.",
@@ -593,6 +631,9 @@ TYPE_NAMES = {
     "body-plan-grant": "GrantPlanRequest",
     "body-revenuecat-event": "RevenueCatEvent",
     "revenuecat-receipt": "RevenueCatReceipt",
+    "body-purchase": "RecordPurchaseRequest",
+    "body-app-store-notification": "AppStoreNotificationRequest",
+    "app-store-outcome": "AppStoreNotificationOutcome",
     "body-event": "TrackEventRequest",
     "body-identity": "LinkIdentityRequest",
 }
@@ -821,6 +862,8 @@ EXAMPLES = {
         "expiration_at_ms": 1796205600000, "event_timestamp_ms": 1793527201000, "environment": "PRODUCTION",
         "original_transaction_id": "2000000123456789", "transaction_id": "2000000123456789",
         "store": "APP_STORE"}},
+    "purchase": {"signed_transaction": "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUlF...In0.eyJ0cmFuc2FjdGlvbklkIjoi...In0.c2ln"},
+    "app-store-notification": {"signedPayload": "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUlF...In0.eyJub3RpZmljYXRpb25UeXBlIjoi...In0.c2ln"},
     "event": {"action": "app_opened", "count": 1, "id": "open-7", "props": {"screen": "home"}},
     "identity": {"provider": "apple", "subject": "001234.abcd", "email": None},
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GuestModeKit
+import GuestModePurchases
 import Hummingbird
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import GuestModeKit
+import GuestModePurchases
 import Hummingbird
 
 /// RevenueCat's webhooks (`POST /v1/integrations/revenuecat`): each event changes the plans its

@@ -1,6 +1,7 @@
 import Foundation
 import GuestModeArchive
 import GuestModeKit
+import GuestModePurchases
 import NIOPosix
 import Synchronization
 
@@ -20,6 +21,8 @@ final class Services: Sendable {
     let backupShelf: BackupShelf?
     /// The providers whose ID tokens link identities (`--oidc`).
     let identityTokens: IdentityTokens
+    /// What verifies App Store purchases (`--app-store-root-ca`); nil when the server takes none.
+    let appStore: AppStoreVerifier?
     /// Request and store-pool metrics.
     let metrics: ServerMetrics
     /// The pool's size: how many engine calls run at once.
@@ -52,6 +55,7 @@ final class Services: Sendable {
         threads = max(1, configuration.threads)
         metricsExposition = configuration.metricsExposition
         revenueCat = configuration.revenueCat
+        appStore = configuration.appStore
     }
 
     /// Runs a blocking engine call on the pool, never on an event loop; at

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GuestModeKit
+import GuestModePurchases
 import GuestModeServer
 
 /// The formats `plan import` reads.
