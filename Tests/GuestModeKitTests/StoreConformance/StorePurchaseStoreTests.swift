@@ -75,6 +75,27 @@ private func at(_ number: Int) -> Date { day(1).addingTimeInterval(Double(number
         #expect(try grants(of: "a", in: engine) == before)
     }
 
+    /// StoreKit signs a transaction anew each time the app reads it: sent again, it is a new event
+    /// that says nothing new.
+    @Test(arguments: StoreBackend.allCases)
+    func theSameTermSignedAgainGrantsNothingMore(backend: StoreBackend) throws {
+        let engine = try voice(backend)
+        let term = StorePlanChange.Kind.activate(plan: "premium", expiresAt: at(31), trial: true)
+        _ = try engine.applyStorePlanChange(change(term, event: "t@1", signed: at(1)), now: at(1))
+        let before = try grants(of: "a", in: engine)
+        let again = try engine.applyStorePlanChange(change(term, event: "t@2", signed: at(2)), now: at(2))
+        #expect(again.outcome == .applied)
+        #expect(again.status?.state == .trial)
+        #expect(again.status?.grantedAt == at(1))
+        #expect(again.status?.source == "app_store")
+        #expect(try grants(of: "a", in: engine) == before)
+        // A longer term is a change.
+        _ = try engine.applyStorePlanChange(
+            change(.activate(plan: "premium", expiresAt: at(61), trial: false), event: "t@3", signed: at(3)),
+            now: at(3))
+        #expect(try grants(of: "a", in: engine).count == 2)
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func anOlderChangeAfterANewerOneChangesNothing(backend: StoreBackend) throws {
         let engine = try voice(backend)
