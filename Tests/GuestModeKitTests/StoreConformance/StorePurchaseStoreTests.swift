@@ -236,6 +236,29 @@ private func at(_ number: Int) -> Date { day(1).addingTimeInterval(Double(number
         #expect(try engine.tier(user: "a", now: at(3)) == .guest)
     }
 
+    /// The guest bought premium, then signed in on a device whose account it merges into: the plan and
+    /// the subscription go with it, so the App Store's next word finds the account.
+    @Test(arguments: StoreBackend.allCases)
+    func aMergeTakesTheSubscriptionToTheAccount(backend: StoreBackend) throws {
+        let engine = try voice(backend)
+        let guest = try engine.createGuest(device: nil, now: at(1)).id
+        let account = try engine.createGuest(device: nil, now: at(1)).id
+        _ = try engine.link(user: account, provider: "apple", subject: "s-1", email: nil, now: at(1))
+        _ = try engine.applyStorePlanChange(
+            change(
+                .activate(plan: "premium", expiresAt: at(31), trial: false), event: "e1", signed: at(1),
+                users: [guest]), now: at(1))
+        _ = try engine.merge(guest: guest, into: account, policy: .union, dryRun: false, now: at(2))
+        #expect(try engine.tier(user: account, now: at(3)) == .premium)
+        let renewal = try engine.applyStorePlanChange(
+            change(
+                .activate(plan: "premium", expiresAt: at(61), trial: false), event: "e2", signed: at(31), users: []),
+            now: at(31))
+        #expect(renewal.userID == account)
+        #expect(renewal.status?.endsAt == at(61))
+        #expect(try engine.plans(user: account, now: at(40)).first?.source == "app_store")
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func aPlanTheProfileDoesNotHaveIsRefusedAndChangesNothing(backend: StoreBackend) throws {
         let engine = try voice(backend)
