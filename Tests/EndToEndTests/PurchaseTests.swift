@@ -134,7 +134,7 @@ struct PurchaseTests {
           arguments: ServerTests.Backend.allCases)
     func notifications(_ backend: ServerTests.Backend) async throws {
         let chain = try AppStoreChain()
-        let (_, server) = try await serve(backend, chain: chain)
+        let (sandbox, server) = try await serve(backend, chain: chain)
         let (user, token) = try await server.signIn()
         let subscription = "2000000000000777"
         func transaction(_ signed: String, expires: String = "2026-12-01T10:00:00Z", trial: Bool = false)
@@ -236,6 +236,11 @@ struct PurchaseTests {
         ])
         #expect(try await notify(server, test).object["outcome"] as? String == "acknowledged")
         #expect(try await server.stop() == 0)
+        // Each verified notification is on its access line with Apple's ids and the outcome, never its payload.
+        let log = try String(contentsOfFile: sandbox.path("serve.log"), encoding: .utf8)
+        #expect(log.contains(#""outcome":"unknown_user""#) && log.contains(#""notification_type":"TEST""#), "\(log)")
+        #expect(log.contains(#""notification_subtype":"GRACE_PERIOD""#), "\(log)")
+        #expect(!log.contains(String(delivered[0].prefix(40))) && !log.contains(user), "\(log)")
     }
 
     @Test("the voice journey: 45 minutes, the warning, the paywall, premium bought in the app, allowed, EXPIRED, refused again",

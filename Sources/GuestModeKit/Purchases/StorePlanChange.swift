@@ -228,15 +228,14 @@ private struct StorePlanSteps {
         case .activate(let name, let expiresAt, let trial):
             plan = name
             let isTrial = trial && expiresAt != nil
-            try grant(
+            grantedAt = try grant(
                 PlanGrant(
                     plan: name, grantedAt: now, trialEndsAt: isTrial ? expiresAt : nil,
-                    endsAt: isTrial ? nil : expiresAt), to: userID)
-            grantedAt = now
+                    endsAt: isTrial ? nil : expiresAt), to: userID, renewing: recorded)
         case .gracePeriod(let name, let until):
             plan = name
-            try grant(PlanGrant(plan: name, grantedAt: now, endsAt: until), to: userID)
-            grantedAt = now
+            grantedAt = try grant(
+                PlanGrant(plan: name, grantedAt: now, endsAt: until), to: userID, renewing: recorded)
         case .expire(let name):
             plan = name
             try stop(plan: name, of: userID, revoking: false)
@@ -324,6 +323,28 @@ private struct StorePlanSteps {
     /// says), and the expiry they had scheduled is cancelled.
     private func grant(_ grant: PlanGrant, to userID: String) throws {
         _ = try transaction.endPlanGrants(of: userID, plan: grant.plan, at: now)
+        try add(grant, to: userID)
+    }
+
+    /// `grant(_:to:)`, unless the grant the subscription made last is in
+    /// force with the same term: a transaction the device sends again (StoreKit
+    /// signs it anew each time), a renewal status that changes no date, grant
+    /// nothing and raise no webhook. Returns the time of the grant in force.
+    private func grant(_ grant: PlanGrant, to userID: String, renewing recorded: StorePurchase?) throws -> Date {
+        if let recorded, recorded.userID == userID, recorded.plan == grant.plan, let grantedAt = recorded.grantedAt,
+            let held = try transaction.planGrants(of: userID).last(where: {
+                $0.plan == grant.plan && $0.grantedAt == grantedAt
+            }),
+            held.revokedAt == nil, held.trialEndsAt == grant.trialEndsAt, held.endsAt == grant.endsAt,
+            held.status(in: profile, now: now).isInForce
+        {
+            return grantedAt
+        }
+        try self.grant(grant, to: userID)
+        return now
+    }
+
+    private func add(_ grant: PlanGrant, to userID: String) throws {
         _ = try transaction.cancelScheduledWebhooks(
             user: userID, type: WebhookEventType.planExpired.rawValue, scope: grant.plan, after: now)
         try transaction.addPlanGrant(grant, to: userID)

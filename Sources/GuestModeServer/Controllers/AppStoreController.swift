@@ -2,7 +2,6 @@ import Foundation
 import GuestModeKit
 import GuestModePurchases
 import Hummingbird
-import Logging
 
 /// App Store Server Notifications V2 (`/v1/integrations/app-store`): no
 /// session, the signature is the credential. Whatever was done with a
@@ -46,15 +45,12 @@ struct AppStoreController {
                 try engine.applyStorePlanChange(change, now: now).outcome.rawValue
             }
         }
-        // Apple's ids only: no signed payload, no token, no user's appAccountToken.
-        context.logger.info(
-            "app store notification",
-            metadata: [
-                "notification_type": "\(notification.notificationType)",
-                "subtype": "\(notification.subtype ?? "")",
-                "notification_uuid": "\(notification.notificationUUID)",
-                "outcome": "\(outcome)",
-            ])
+        // On the request's access line: Apple's type, subtype and id, and the outcome; never the payload.
+        let note = FailureNote.current
+        note?.add("notification_type", notification.notificationType)
+        if let subtype = notification.subtype { note?.add("notification_subtype", subtype) }
+        note?.add("notification_uuid", notification.notificationUUID)
+        note?.add("outcome", outcome)
         return try Reply.document(Answer(outcome: outcome)).response
     }
 }

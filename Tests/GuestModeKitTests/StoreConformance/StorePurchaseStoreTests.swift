@@ -75,6 +75,27 @@ private func at(_ number: Int) -> Date { day(1).addingTimeInterval(Double(number
         #expect(try grants(of: "a", in: engine) == before)
     }
 
+    /// StoreKit signs a transaction anew each time the app reads it: sent again, it is a new event
+    /// that says nothing new.
+    @Test(arguments: StoreBackend.allCases)
+    func theSameTermSignedAgainGrantsNothingMore(backend: StoreBackend) throws {
+        let engine = try voice(backend)
+        let term = StorePlanChange.Kind.activate(plan: "premium", expiresAt: at(31), trial: true)
+        _ = try engine.applyStorePlanChange(change(term, event: "t@1", signed: at(1)), now: at(1))
+        let before = try grants(of: "a", in: engine)
+        let again = try engine.applyStorePlanChange(change(term, event: "t@2", signed: at(2)), now: at(2))
+        #expect(again.outcome == .applied)
+        #expect(again.status?.state == .trial)
+        #expect(again.status?.grantedAt == at(1))
+        #expect(again.status?.source == "app_store")
+        #expect(try grants(of: "a", in: engine) == before)
+        // A longer term is a change.
+        _ = try engine.applyStorePlanChange(
+            change(.activate(plan: "premium", expiresAt: at(61), trial: false), event: "t@3", signed: at(3)),
+            now: at(3))
+        #expect(try grants(of: "a", in: engine).count == 2)
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func anOlderChangeAfterANewerOneChangesNothing(backend: StoreBackend) throws {
         let engine = try voice(backend)
@@ -213,6 +234,29 @@ private func at(_ number: Int) -> Date { day(1).addingTimeInterval(Double(number
         #expect(restored.userID == "b")
         #expect(try engine.tier(user: "b", now: at(3)) == .premium)
         #expect(try engine.tier(user: "a", now: at(3)) == .guest)
+    }
+
+    /// The guest bought premium, then signed in on a device whose account it merges into: the plan and
+    /// the subscription go with it, so the App Store's next word finds the account.
+    @Test(arguments: StoreBackend.allCases)
+    func aMergeTakesTheSubscriptionToTheAccount(backend: StoreBackend) throws {
+        let engine = try voice(backend)
+        let guest = try engine.createGuest(device: nil, now: at(1)).id
+        let account = try engine.createGuest(device: nil, now: at(1)).id
+        _ = try engine.link(user: account, provider: "apple", subject: "s-1", email: nil, now: at(1))
+        _ = try engine.applyStorePlanChange(
+            change(
+                .activate(plan: "premium", expiresAt: at(31), trial: false), event: "e1", signed: at(1),
+                users: [guest]), now: at(1))
+        _ = try engine.merge(guest: guest, into: account, policy: .union, dryRun: false, now: at(2))
+        #expect(try engine.tier(user: account, now: at(3)) == .premium)
+        let renewal = try engine.applyStorePlanChange(
+            change(
+                .activate(plan: "premium", expiresAt: at(61), trial: false), event: "e2", signed: at(31), users: []),
+            now: at(31))
+        #expect(renewal.userID == account)
+        #expect(renewal.status?.endsAt == at(61))
+        #expect(try engine.plans(user: account, now: at(40)).first?.source == "app_store")
     }
 
     @Test(arguments: StoreBackend.allCases)
