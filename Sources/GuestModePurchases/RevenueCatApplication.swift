@@ -90,20 +90,14 @@ package struct RevenueCatApplication: Sendable {
             if let plan = change.kind.planName ?? result.status?.plan, !plans.contains(plan) { plans.append(plan) }
         }
         // Applied when any plan changed; otherwise the first plan's reason.
-        let outcome: RevenueCatReceipt.Outcome =
-            switch outcomes.contains(.applied) ? .applied : outcomes[0] {
-            case .applied: .applied
-            case .duplicate: .duplicate
-            case .superseded: .superseded
-            case .unknownUser: .unknownUser
-            }
+        let outcome = RevenueCatReceipt.Outcome(outcomes.contains(.applied) ? .applied : outcomes[0])
         return RevenueCatReceipt(event: event, outcome: outcome, user: user, plans: plans)
     }
 }
 
 extension StorePlanChange.Kind {
     /// The plan the change names; nil for a transfer.
-    fileprivate var planName: String? {
+    var planName: String? {
         switch self {
         case .activate(let plan, _, _), .gracePeriod(let plan, _), .expire(let plan), .revoke(let plan): plan
         case .transfer: nil

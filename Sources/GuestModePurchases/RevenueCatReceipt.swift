@@ -43,3 +43,15 @@ package struct RevenueCatReceipt: Encodable, Sendable, Equatable {
         self.note = note
     }
 }
+
+extension RevenueCatReceipt.Outcome {
+    /// The engine's outcome of a store plan change, as the answer names it.
+    init(_ outcome: StorePlanOutcome) {
+        switch outcome {
+        case .applied: self = .applied
+        case .duplicate: self = .duplicate
+        case .superseded: self = .superseded
+        case .unknownUser: self = .unknownUser
+        }
+    }
+}
