@@ -137,6 +137,11 @@ struct RevenueCatTests {
         // A type RevenueCat added later is acknowledged, so RevenueCat does not retry it.
         try await send(try Self.event("SUBSCRIPTION_PAUSED", user: user, at: 11000), "ignored")
         #expect(try await server.stop() == 0)
+        // Each event is on its access line with RevenueCat's type and id and the outcome, never its body.
+        let log = String(decoding: try sandbox.read("serve.log"), as: UTF8.self)
+        #expect(
+            log.contains(#""event_type":"SUBSCRIPTION_EXTENDED""#) && log.contains(#""outcome":"applied""#), "\(log)")
+        #expect(!log.contains(user) && !log.contains("rc-7f3e9a1c"), "\(log)")
     }
 
     @Test(

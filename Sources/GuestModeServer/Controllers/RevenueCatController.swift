@@ -32,6 +32,11 @@ struct RevenueCatController {
         let receipt = try await services.perform { engine, now in
             try RevenueCatApplication(engine: engine, acceptsSandbox: settings.acceptsSandbox).apply(event, now: now)
         }
+        // On the request's access line: RevenueCat's type and id, and the outcome; never the body.
+        let note = FailureNote.current
+        note?.add("event_type", receipt.type)
+        note?.add("event_id", receipt.eventID)
+        note?.add("outcome", receipt.outcome.rawValue)
         return try Reply.document(receipt).response
     }
 }
