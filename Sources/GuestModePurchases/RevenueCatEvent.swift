@@ -149,6 +149,9 @@ package struct RevenueCatEvent: Sendable, Equatable {
         case .transfer:
             if transferredFrom.isEmpty { throw Self.missing("transferred_from", for: typeName) }
             if transferredTo.isEmpty { throw Self.missing("transferred_to", for: typeName) }
+        case .cancellation where cancelReason == "CUSTOMER_SUPPORT":
+            // A refund revokes the plan now, whatever its end was.
+            if userCandidates.isEmpty { throw Self.missing("app_user_id", for: typeName) }
         case .initialPurchase, .renewal, .productChange, .cancellation, .uncancellation, .subscriptionExtended:
             if userCandidates.isEmpty { throw Self.missing("app_user_id", for: typeName) }
             if expiration == nil { throw Self.missing("expiration_at_ms", for: typeName) }

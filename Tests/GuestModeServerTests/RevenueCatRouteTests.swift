@@ -116,6 +116,8 @@ struct RevenueCatEventTests {
         #expect(
             try effect(#""type":"CANCELLATION","expiration_at_ms":5000,"cancel_reason":"CUSTOMER_SUPPORT""#) == .revoke)
         #expect(try effect(#""type":"NON_RENEWING_PURCHASE""#) == .activate(until: nil, trial: false))
+        // A refund of a lifetime purchase carries no end: it is revoked all the same.
+        #expect(try effect(#""type":"CANCELLATION","cancel_reason":"CUSTOMER_SUPPORT""#) == .revoke)
         #expect(try effect(#""type":"BILLING_ISSUE","grace_period_expiration_at_ms":5000"#) == .gracePeriod(until: end))
         #expect(try effect(#""type":"EXPIRATION""#) == .expire)
         #expect(
