@@ -21,7 +21,7 @@ package struct RevenueCatApplication: Sendable {
     /// The changes `event` makes, without applying them; empty with the reason when it makes none.
     package func changes(of event: RevenueCatEvent) throws -> (changes: [StorePlanChange], note: String?) {
         if !event.isProduction && !acceptsSandbox {
-            return ([], "a SANDBOX event; this server applies production events only")
+            return ([], "a SANDBOX event; sandbox events are not applied here")
         }
         let environment: StorePlanChange.Environment = event.isProduction ? .production : .sandbox
         let kind: (String) -> StorePlanChange.Kind
@@ -32,13 +32,14 @@ package struct RevenueCatApplication: Sendable {
         case .revoke: kind = { .revoke(plan: $0) }
         case .nothing(let why): return ([], why)
         case .transfer(let from, let to):
-            // A transfer names users, not a subscription: the engine moves every RevenueCat purchase
-            // the first known user of `from` holds.
+            // A transfer names users, not a subscription (the purchases are kept per plan, under
+            // "ID#PLAN"), so it is keyed by the event itself: the engine finds no one subscription and
+            // moves every RevenueCat purchase the first known user of `from` holds.
             return (
                 [
                     StorePlanChange(
                         source: .revenueCat, eventID: event.id,
-                        originalTransactionID: event.originalTransactionID ?? event.id,
+                        originalTransactionID: event.id,
                         transactionID: event.transactionID ?? event.id, signedAt: event.timestamp,
                         environment: environment, users: [], kind: .transfer(from: from, to: to))
                 ], nil
