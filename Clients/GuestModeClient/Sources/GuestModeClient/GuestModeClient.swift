@@ -335,6 +335,28 @@ public actor GuestModeClient {
         }
     }
 
+    /// Hands the server a StoreKit 2 transaction the app just made (`Transaction.jwsRepresentation`), which
+    /// it verifies as the App Store signed it and applies to the user's plan (`POST
+    /// /v1/users/{user}/purchases`, on a server run with `--app-store-root-ca`): the plan status, which
+    /// the meter and cap gates read from now on. A transaction whose signature does not hold is
+    /// `GuestModeClientError.server` with code `.purchaseInvalid`; the session stays.
+    ///
+    /// ```swift
+    /// for await result in Transaction.updates {
+    ///     let status = try await client.recordPurchase(signedTransaction: result.jwsRepresentation)
+    /// }
+    /// ```
+    public func recordPurchase(signedTransaction: String) async throws -> PlanStatus {
+        try await authorized(write: true) { client, session in
+            let output = try await client.recordPurchase(
+                path: .init(user: session.userID), body: .json(.init(signedTransaction: signedTransaction)))
+            switch output {
+            case let .ok(ok): return try Reencode.convert(ok.body.json)
+            default: throw GuestModeClientError.unexpectedAnswer(operation: "recordPurchase", status: nil)
+            }
+        }
+    }
+
     /// Has the server back the user up now and keep the archive (`POST /v1/users/{user}/backups`, on a
     /// server run with `--backups-dir`). Retries carry the call's Idempotency-Key, so a lost answer
     /// never keeps a second backup; `backUpLater()` queues it instead.

@@ -73,13 +73,15 @@ struct CallMiddleware: ClientMiddleware {
         }
         let (response, responseBody) = try await next(request, body, baseURL)
         let status = response.status.code
-        if status == 401, let token = context.accessToken {
-            throw AccessTokenRefused(accessToken: token)
-        }
         guard status >= 400 else { return (response, responseBody) }
         var bytes = Data()
         if let responseBody { bytes = Data(try await HTTPBody.ByteChunk(collecting: responseBody, upTo: 1024 * 1024)) }
         let failure = try? JSONDecoder().decode(Failure.self, from: bytes)
+        // A 401 refuses the access token unless its code says it refused something else the call carried
+        // (a purchase whose signature does not hold is `purchase_invalid`): refreshing would not help.
+        if status == 401, let token = context.accessToken, failure.map({ $0.error.code == "unauthorized" }) ?? true {
+            throw AccessTokenRefused(accessToken: token)
+        }
         if [402, 403].contains(status), Self.refusalsDescribed.contains(operationID),
             failure.map({ ErrorCode(rawValue: $0.error.code).isKnown }) ?? true
         {

@@ -90,6 +90,38 @@ public struct TrackedEvent: Sendable, Equatable {
     public var total: Double
 }
 
+/// The user's plans as the server holds them (`plan status`): what the gates read after a purchase.
+public struct PlanStatus: Codable, Sendable, Equatable {
+    /// One plan the user was given.
+    public struct Plan: Codable, Sendable, Equatable {
+        public var plan: String
+        /// `active`, `trial`, `grace_period`, `expired`, `revoked`, ... as `plan status` names them.
+        public var state: String
+        /// The tier the plan gives.
+        public var tier: String
+        public var grantedAt: Date
+        /// nil when the plan does not end.
+        public var endsAt: Date?
+        public var revokedAt: Date?
+        /// Where the plan came from: `app_store`, `revenuecat`; nil for an operator's grant.
+        public var source: String?
+        /// The store's transaction or event that made it.
+        public var sourceID: String?
+
+        enum CodingKeys: String, CodingKey {
+            case plan, state, tier, source
+            case grantedAt = "granted_at"
+            case endsAt = "ends_at"
+            case revokedAt = "revoked_at"
+            case sourceID = "source_id"
+        }
+    }
+
+    /// The tier in force now.
+    public var tier: String
+    public var plans: [Plan]
+}
+
 /// A backup the server made of the user and keeps (`POST /v1/users/{user}/backups`), which a device
 /// that signs in later may pull back.
 public struct KeptBackup: Sendable, Equatable {
