@@ -220,8 +220,10 @@ private struct StorePlanSteps {
         // A subscription another user held moves with the store's word: the
         // plan leaves its former owner.
         if let recorded, recorded.userID != userID, try transaction.user(recorded.userID, locking: true) != nil {
-            try stop(plan: recorded.plan, of: recorded.userID, revoking: true)
+            try stop(plan: recorded.plan, grantedAt: recorded.grantedAt, of: recorded.userID, revoking: true)
         }
+        // The grant this subscription made for this user, the one the store's word may end.
+        let made = recorded.flatMap { $0.userID == userID ? $0 : nil }
         var grantedAt: Date?
         let plan: String
         switch change.kind {
@@ -238,12 +240,12 @@ private struct StorePlanSteps {
                 PlanGrant(plan: name, grantedAt: now, endsAt: until), to: userID, renewing: recorded)
         case .expire(let name):
             plan = name
-            try stop(plan: name, of: userID, revoking: false)
-            grantedAt = recorded?.grantedAt
+            try stop(plan: made?.plan ?? name, grantedAt: made?.grantedAt, of: userID, revoking: false)
+            grantedAt = made?.grantedAt
         case .revoke(let name):
             plan = name
-            try stop(plan: name, of: userID, revoking: true)
-            grantedAt = recorded?.grantedAt
+            try stop(plan: made?.plan ?? name, grantedAt: made?.grantedAt, of: userID, revoking: true)
+            grantedAt = made?.grantedAt
         case .transfer:
             throw GuestModeError(.internalFailure, "a transfer reached the change of one user")
         }
@@ -280,16 +282,20 @@ private struct StorePlanSteps {
             return try finish(.applied, userID: target, plan: moving.first?.plan)
         }
         for purchase in moving where purchase.userID == source {
-            let held = profile.planStatuses(of: try transaction.planGrants(of: source), now: now)
-                .first { $0.plan == purchase.plan }
+            // The grant the subscription made; one the former owner was given otherwise stays.
+            let held = profile.planStatuses(
+                of: try transaction.planGrants(of: source).filter {
+                    $0.plan == purchase.plan && $0.grantedAt == purchase.grantedAt
+                }, now: now
+            ).first
             var grantedAt = purchase.grantedAt
             if let held, held.isInForce {
-                try stop(plan: purchase.plan, of: source, revoking: true)
+                try stop(plan: purchase.plan, grantedAt: purchase.grantedAt, of: source, revoking: true)
                 let isTrial = held.state == .trial
                 try grant(
                     PlanGrant(
                         plan: purchase.plan, grantedAt: now, trialEndsAt: isTrial ? held.endsAt : nil,
-                        endsAt: isTrial ? nil : held.endsAt), to: target)
+                        endsAt: isTrial ? nil : held.endsAt), to: target, replacing: nil)
                 grantedAt = now
             }
             var moved = purchase
@@ -318,11 +324,14 @@ private struct StorePlanSteps {
     }
 
     /// Stores a grant as `plan grant` does. The store's latest word is the
-    /// plan's end: the grants of the plan still in force end now (a renewal
-    /// that ends sooner than the last, a grace period, are what the store
-    /// says), and the expiry they had scheduled is cancelled.
-    private func grant(_ grant: PlanGrant, to userID: String) throws {
-        _ = try transaction.endPlanGrants(of: userID, plan: grant.plan, at: now)
+    /// subscription's end: the grant it made before (`previous`), still in
+    /// force, ends now (a renewal that ends sooner than the last, a grace
+    /// period, are what the store says), and the expiry scheduled for the
+    /// plan is cancelled. A grant the store did not make (`plan grant`) stays.
+    private func grant(_ grant: PlanGrant, to userID: String, replacing previous: Date?) throws {
+        if let previous {
+            _ = try transaction.endPlanGrant(of: userID, plan: grant.plan, grantedAt: previous, at: now)
+        }
         try add(grant, to: userID)
     }
 
@@ -340,7 +349,8 @@ private struct StorePlanSteps {
         {
             return grantedAt
         }
-        try self.grant(grant, to: userID)
+        let previous = recorded.flatMap { $0.userID == userID && $0.plan == grant.plan ? $0.grantedAt : nil }
+        try self.grant(grant, to: userID, replacing: previous)
         return now
     }
 
@@ -352,13 +362,16 @@ private struct StorePlanSteps {
         try transaction.raisePlanWebhooks(of: grant, user: userID, profile: profile, now: now)
     }
 
-    /// Revokes the plan (`plan revoke`'s steps) or ends it now (`plan.expired`
-    /// now instead of at its end); nothing when no grant of it is in force.
-    private func stop(plan: String, of userID: String, revoking: Bool) throws {
+    /// Revokes the grant the subscription made (`plan revoke`'s steps) or
+    /// ends it now (`plan.expired` now instead of at its end); nothing when
+    /// it made none, or it is no longer in force. Grants of the plan the store
+    /// did not make stay.
+    private func stop(plan: String, grantedAt: Date?, of userID: String, revoking: Bool) throws {
+        guard let grantedAt else { return }
         let changed =
             revoking
-            ? try transaction.revokePlanGrants(of: userID, plan: plan, at: now)
-            : try transaction.endPlanGrants(of: userID, plan: plan, at: now)
+            ? try transaction.revokePlanGrant(of: userID, plan: plan, grantedAt: grantedAt, at: now)
+            : try transaction.endPlanGrant(of: userID, plan: plan, grantedAt: grantedAt, at: now)
         guard changed > 0 else { return }
         try transaction.noteChange(of: userID, profile: profile, now: now)
         _ = try transaction.cancelScheduledWebhooks(

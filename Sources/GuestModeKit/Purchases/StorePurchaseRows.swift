@@ -49,8 +49,12 @@ package protocol StorePurchaseRows {
     /// Inserts or replaces the subscription's row.
     func putStorePurchase(_ purchase: StorePurchase) throws
 
-    /// Ends every grant of `plan` the user holds that is in force at `time`
-    /// and not revoked: its trial end or end becomes `time`. Returns how many
-    /// it ended.
-    func endPlanGrants(of userID: String, plan: String, at time: Date) throws -> Int
+    /// Ends the user's grant of `plan` stored at `grantedAt` when it is in
+    /// force at `time` and not revoked: its trial end or end becomes `time`.
+    /// Returns how many it ended (0 or 1).
+    func endPlanGrant(of userID: String, plan: String, grantedAt: Date, at time: Date) throws -> Int
+
+    /// Revokes the user's grant of `plan` stored at `grantedAt` at `time`,
+    /// unless it was revoked already. Returns how many it revoked (0 or 1).
+    func revokePlanGrant(of userID: String, plan: String, grantedAt: Date, at time: Date) throws -> Int
 }

@@ -52,17 +52,27 @@ extension PostgresTransaction {
             ])
     }
 
-    func endPlanGrants(of userID: String, plan: String, at time: Date) throws -> Int {
+    func endPlanGrant(of userID: String, plan: String, grantedAt: Date, at time: Date) throws -> Int {
         try connection.execute(
             """
             UPDATE plans SET
                 trial_ends_at = CASE WHEN trial_ends_at IS NOT NULL THEN $1 ELSE NULL END,
                 ends_at = CASE WHEN trial_ends_at IS NULL THEN $1 ELSE ends_at END
-            WHERE user_id = $2 AND plan = $3 AND revoked_at IS NULL
+            WHERE user_id = $2 AND plan = $3 AND granted_at = $4 AND revoked_at IS NULL
                 AND (trial_ends_at COLLATE "C" > $1
                     OR (trial_ends_at IS NULL AND (ends_at IS NULL OR ends_at COLLATE "C" > $1)))
             """,
-            [PostgresValue(time), PostgresValue(userID), PostgresValue(plan)]
+            [PostgresValue(time), PostgresValue(userID), PostgresValue(plan), PostgresValue(grantedAt)]
+        ).changes
+    }
+
+    func revokePlanGrant(of userID: String, plan: String, grantedAt: Date, at time: Date) throws -> Int {
+        try connection.execute(
+            """
+            UPDATE plans SET revoked_at = $1
+            WHERE user_id = $2 AND plan = $3 AND granted_at = $4 AND revoked_at IS NULL
+            """,
+            [PostgresValue(time), PostgresValue(userID), PostgresValue(plan), PostgresValue(grantedAt)]
         ).changes
     }
 

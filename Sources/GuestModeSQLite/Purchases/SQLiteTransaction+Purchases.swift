@@ -47,17 +47,27 @@ extension SQLiteTransaction {
             ])
     }
 
-    func endPlanGrants(of userID: String, plan: String, at time: Date) throws -> Int {
+    func endPlanGrant(of userID: String, plan: String, grantedAt: Date, at time: Date) throws -> Int {
         let at = Timestamp.format(time)
         try db.execute(
             sql: """
                 UPDATE plans SET
                     trial_ends_at = CASE WHEN trial_ends_at IS NOT NULL THEN ? ELSE NULL END,
                     ends_at = CASE WHEN trial_ends_at IS NULL THEN ? ELSE ends_at END
-                WHERE user_id = ? AND plan = ? AND revoked_at IS NULL
+                WHERE user_id = ? AND plan = ? AND granted_at = ? AND revoked_at IS NULL
                     AND (trial_ends_at > ? OR (trial_ends_at IS NULL AND (ends_at IS NULL OR ends_at > ?)))
                 """,
-            arguments: [at, at, userID, plan, at, at])
+            arguments: [at, at, userID, plan, Timestamp.format(grantedAt), at, at])
+        return db.changesCount
+    }
+
+    func revokePlanGrant(of userID: String, plan: String, grantedAt: Date, at time: Date) throws -> Int {
+        try db.execute(
+            sql: """
+                UPDATE plans SET revoked_at = ?
+                WHERE user_id = ? AND plan = ? AND granted_at = ? AND revoked_at IS NULL
+                """,
+            arguments: [Timestamp.format(time), userID, plan, Timestamp.format(grantedAt)])
         return db.changesCount
     }
 

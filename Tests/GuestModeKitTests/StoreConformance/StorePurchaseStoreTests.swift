@@ -63,6 +63,29 @@ private func at(_ number: Int) -> Date { day(1).addingTimeInterval(Double(number
         #expect(try engine.tier(user: "a", now: at(62)) == .guest)
     }
 
+    /// A plan given by hand (a comp, support's goodwill) is not the store's: the subscription's
+    /// renewal, expiry and refund end only the grants the subscription made.
+    @Test(arguments: StoreBackend.allCases)
+    func aStoresWordLeavesAGrantGivenByHandAlone(backend: StoreBackend) throws {
+        let engine = try voice(backend)
+        _ = try engine.grantPlan(user: "a", plan: "premium", trial: nil, until: nil, now: at(1))
+        let byHand = try grants(of: "a", in: engine)
+        _ = try engine.applyStorePlanChange(
+            change(.activate(plan: "premium", expiresAt: at(31), trial: false), event: "e1", signed: at(2)),
+            now: at(2))
+        _ = try engine.applyStorePlanChange(
+            change(.activate(plan: "premium", expiresAt: at(61), trial: false), event: "e2", signed: at(31)),
+            now: at(31))
+        _ = try engine.applyStorePlanChange(change(.expire(plan: "premium"), event: "e3", signed: at(40)), now: at(40))
+        _ = try engine.applyStorePlanChange(change(.revoke(plan: "premium"), event: "e4", signed: at(41)), now: at(41))
+        let held = try grants(of: "a", in: engine)
+        #expect(held.count == 3)
+        #expect(held.first { $0.grantedAt == at(1) } == byHand.first, "the hand-made grant is as it was given")
+        #expect(held.first { $0.grantedAt == at(2) }?.endsAt == at(31), "the renewal ended the first term")
+        #expect(held.first { $0.grantedAt == at(31) }?.revokedAt == at(41))
+        #expect(try engine.tier(user: "a", now: at(50)) == .premium, "the hand-made grant still holds")
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func theSameEventTwiceChangesNothingTheSecondTime(backend: StoreBackend) throws {
         let engine = try voice(backend)
