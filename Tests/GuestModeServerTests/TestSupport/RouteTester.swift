@@ -47,7 +47,7 @@ final class RouteTester: Sendable {
     /// (the store's) unless `clock` moves it.
     init(
         profile: String, now: Date = Date(timeIntervalSince1970: 1_793_527_200),
-        clock: (@Sendable () -> Date)? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
+        configure: (inout ServerConfiguration) -> Void = { _ in }, clock: (@Sendable () -> Date)? = nil
     ) async throws {
         let text = try String(
             contentsOf: Self.templates.appendingPathComponent("\(profile).yaml"), encoding: .utf8)
