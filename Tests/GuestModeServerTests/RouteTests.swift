@@ -179,7 +179,9 @@ struct RouteTests {
         #expect(route.status == 404 && route.errorCode == "route_not_found")
     }
 
-    @Test("a server key is checked in the answer's own transaction: revoked, it opens no route at once, and writes nothing")
+    @Test(
+        "a server key is checked in the answer's own transaction: revoked, it opens no route at once, and writes nothing"
+    )
     func revokedKeyOnOneTransactionRoutes() async throws {
         let server = try await RouteTester(profile: "voice")
         let (user, _) = try await server.signIn()

@@ -100,7 +100,9 @@ struct MeterController {
     /// Without "id" the Idempotency-Key names the use, so a retried call is recorded once.
     @Sendable func use(_ request: Request, context: ServerContext) async throws -> Response {
         // Without the header nothing is kept: the key is looked up in the use's own transaction.
-        guard request.headers[fields: .idempotencyKey].isEmpty else { return try await useOnce(request, context: context) }
+        guard request.headers[fields: .idempotencyKey].isEmpty else {
+            return try await useOnce(request, context: context)
+        }
         let credential = try await services.credential(of: request)
         let input = await Result(awaiting: {
             let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)

@@ -37,7 +37,10 @@ struct RecordController {
     @Sendable func get(_ request: Request, context: ServerContext) async throws -> Response {
         let credential = try await services.credential(of: request)
         let input = Result {
-            (collection: try RequestInput.segment("collection", of: context), key: try RequestInput.segment("key", of: context))
+            (
+                collection: try RequestInput.segment("collection", of: context),
+                key: try RequestInput.segment("key", of: context)
+            )
         }
         let record = try await services.perform(as: credential, context: context, writing: false, input: input) {
             engine, _, _, userID, input in
