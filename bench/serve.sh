@@ -11,6 +11,7 @@
 #   meter use    POST /v1/users/U/meters/api_minutes/use   a new id on every request
 #   record put   PUT  /v1/users/U/records/commands/K       a new key on every request
 #   prompt next  GET  /v1/users/U/prompts/next
+#   record get   GET  /v1/users/U/records/commands/seed   one record each user has (put before the run)
 # Each row: requests per second, p50 and p99 latency, non-2xx answers and socket errors, and the server's
 # peak resident memory (VmHWM) over the whole backend's run. Needs a server: run it inside
 # scripts/with-postgres.sh. Usage: bench/serve.sh [guestmode] [ServeFloor]. It exits 1 when any request got
@@ -24,7 +25,7 @@ seconds=${BENCH_SERVE_SECONDS:-20}
 connections=${BENCH_SERVE_CONNECTIONS:-64}
 users=${BENCH_SERVE_USERS:-256}
 : "${GUESTMODE_TEST_POSTGRES:?serve bench: no PostgreSQL server; run it as scripts/with-postgres.sh bench/serve.sh}"
-for tool in wrk pgbench psql; do
+for tool in wrk pgbench psql curl; do
     command -v "$tool" >/dev/null || { echo "serve bench: $tool is missing (make deps installs it)" >&2; exit 1; }
 done
 
@@ -96,19 +97,26 @@ seed() {
     done
 }
 
-# The four workloads against one backend's server; one table row each.
+# The five workloads against one backend's server; one table row each.
 measure_backend() {
     local name=$1
     shift
     local -a store=("$@")
     key=$("$binary" "${store[@]}" serve key create "bench-$name-$$" --scope user-data --quiet)
     export BENCH_AUTHORIZATION="Bearer $key"
+    # For curl, from a file: a secret on a command line shows in ps.
+    printf 'Authorization: Bearer %s\n' "$key" >authorization.header
     # wrk is one client address with BENCH_SERVE_CONNECTIONS connections: the per-address limits, there to
     # keep one client from holding the server, would measure themselves instead of the server.
     start_server "$binary" "${store[@]}" serve --listen 127.0.0.1:0 --connections-per-address 0 \
         --requests-per-address 0
+    # The record `record get` reads, one per user, put through the server (a command per user would take longer).
+    for i in $(seq "$users"); do
+        curl -sSf -o /dev/null -X PUT -H @authorization.header -H "Content-Type: application/json" \
+            --data '{"phrase": "lights on", "seconds": 2}' "$base/v1/users/bench-user-$i/records/commands/seed"
+    done
     for workload in "meter check:meter-check.lua" "meter use:meter-use.lua" "record put:record-put.lua" \
-        "prompt next:prompt-next.lua"; do
+        "prompt next:prompt-next.lua" "record get:record-get.lua"; do
         read -r rate p50 p99 non2xx errors < <(run_wrk "${workload#*:}" "$base")
         if [ "$non2xx" != 0 ] || [ "$errors" != 0 ]; then
             echo "serve bench: $name ${workload%%:*}: $non2xx non-2xx answers, $errors socket errors" >&2

@@ -250,9 +250,24 @@ struct ServerTests {
         let keys = try await sandbox.run("serve", "key", "list", "--json")
         #expect((keys.json as? [[String: Any]])?.map { $0["name"] as? String } == ["app-backend", "ops"])
         #expect(!keys.stdout.contains(secret), "a listing never shows a secret")
+        let meter = "/v1/users/\(bob)/meters/api_minutes"
+        #expect(try await later.request("GET", "\(meter)/check?amount=1", token: secret).status == 200)
         #expect(try await sandbox.run("serve", "key", "revoke", "app-backend").status == 0)
         #expect(try await sandbox.run("serve", "key", "revoke", "nope").status == 66)
         #expect(try await later.request("GET", "/v1/users/\(bob)", token: secret).status == 401)
+        // Revoked by another process, the key opens nothing on this running server from the next request
+        // on, the routes that check it in their own transaction included.
+        let refused: [(String, String, String?)] = [
+            ("GET", "\(meter)/check?amount=1", nil), ("POST", "\(meter)/use", #"{"amount":1}"#),
+            ("GET", "/v1/users/\(bob)/records/notes/a", nil), ("PUT", "/v1/users/\(bob)/records/notes/a", #"{"a":1}"#),
+            ("GET", "/v1/users/\(bob)/prompts/next", nil),
+        ]
+        for (method, path, body) in refused {
+            let reply = try await later.request(method, path, token: secret, body: body)
+            #expect(reply.status == 401, "\(method) \(path) with a revoked key: \(reply.status) \(reply.body)")
+        }
+        let used = try await later.request("GET", meter, token: admin)
+        #expect(used.status == 200 && used.object["used"] as? Double == 0, "\(used.body)")
         #expect(try await later.stop() == 0)
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import GuestModeKit
 import HTTPTypes
 import Hummingbird
+import Synchronization
 import Testing
 
 @testable import GuestModeServer
@@ -176,6 +177,57 @@ struct RouteTests {
         #expect(try await server.request(.get, "/v1/users", token: admin).array.count == 1)
         let route = try await server.request(.get, "/v1/nothing-here")
         #expect(route.status == 404 && route.errorCode == "route_not_found")
+    }
+
+    @Test(
+        "a server key is checked in the answer's own transaction: revoked, it opens no route at once, and writes nothing"
+    )
+    func revokedKeyOnOneTransactionRoutes() async throws {
+        let server = try await RouteTester(profile: "voice")
+        let (user, _) = try await server.signIn()
+        let key = try await server.key(.userData, named: "backend")
+        let meter = "/v1/users/\(user)/meters/api_minutes"
+        let record = "/v1/users/\(user)/records/commands/k1"
+        let body = #"{"phrase": "lights on", "seconds": 2}"#
+        #expect(try await server.request(.put, record, token: key, body: body).status == 201)
+        #expect(try await server.request(.get, record, token: key).status == 200)
+        #expect(try await server.request(.get, "\(meter)/check?amount=1", token: key).status == 200)
+        #expect(try await server.request(.post, "\(meter)/use", token: key, body: #"{"amount":1}"#).status == 200)
+        let path = try await server.request(.get, "/v1/users/\(user)x/meters/api_minutes/check", token: key)
+        #expect(path.status == 404 && path.errorCode == "user_not_found", "\(path.body)")
+
+        _ = try await server.services.perform { engine, now in try engine.revokeServerKey(named: "backend", now: now) }
+        let tables = try server.services.engine.store.tableCounts()
+        let refused: [(HTTPRequest.Method, String, String?)] = [
+            (.get, "\(meter)/check?amount=1", nil), (.get, meter, nil), (.get, "/v1/users/\(user)/meters", nil),
+            (.post, "\(meter)/use", #"{"amount":1}"#), (.post, "\(meter)/use", "not json"),
+            (.get, record, nil), (.put, "/v1/users/\(user)/records/commands/k2", body),
+            (.get, "/v1/users/\(user)/prompts/next", nil), (.get, "/v1/users/nobody%ZZ/records/commands/k1", nil),
+        ]
+        for (method, path, body) in refused {
+            let reply = try await server.request(method, path, token: key, body: body)
+            #expect(reply.status == 401 && reply.errorCode == "unauthorized", "\(method) \(path): \(reply.body)")
+        }
+        #expect(try server.services.engine.store.tableCounts() == tables, "a refused key wrote nothing")
+        let unknown = try await server.request(.get, record, token: "gmk_" + String(repeating: "0", count: 64))
+        #expect(unknown.status == 401)
+    }
+
+    @Test("an access token checked once is still refused once it expires (the server keeps what it checked)")
+    func verifiedTokenExpires() async throws {
+        let start = Date(timeIntervalSince1970: 1_793_527_200)
+        let clock = MovableClock(start)
+        let server = try await RouteTester(profile: "voice", now: start, clock: { clock.now })
+        let (user, token) = try await server.signIn()
+        let path = "/v1/users/\(user)/meters/api_minutes/check?amount=1"
+        #expect(try await server.request(.get, path, token: token).status == 200)
+        #expect(try await server.request(.get, path, token: token).status == 200, "the second, from what was kept")
+        let (other, _) = try await server.signIn()
+        let stranger = try await server.request(.get, "/v1/users/\(other)/meters/api_minutes/check", token: token)
+        #expect(stranger.status == 404, "a kept token still reaches only its own user: \(stranger.body)")
+        clock.now = start.addingTimeInterval(2 * 3600)
+        let expired = try await server.request(.get, path, token: token)
+        #expect(expired.status == 401 && expired.errorCode == "unauthorized", "\(expired.body)")
     }
 
     @Test("sessions by identity: a key's subject signs up then in; /v1/me; sign-out; deletion ends everything")
@@ -501,5 +553,17 @@ struct PublicMessageTests {
             address.publicMessage == "(an address) and (an address) and (an address), with (a location on the server).")
         let plain = GuestModeError(.recordNotFound, "no record 'a/b' in subscriptions")
         #expect(plain.publicMessage == plain.message)
+    }
+}
+
+/// A clock a test moves.
+private final class MovableClock: Sendable {
+    private let moment: Mutex<Date>
+
+    init(_ start: Date) { moment = Mutex(start) }
+
+    var now: Date {
+        get { moment.withLock { $0 } }
+        set { moment.withLock { $0 = newValue } }
     }
 }

@@ -56,7 +56,7 @@ enum ServerSecret {
 }
 
 extension GuestMode {
-    static let serverKeyPrefix = "gmk_"
+    package static let serverKeyPrefix = "gmk_"
 
     /// Creates a server key; the secret in the result is shown once and
     /// kept nowhere.
@@ -98,6 +98,61 @@ extension GuestMode {
         guard secret.hasPrefix(Self.serverKeyPrefix) else { return nil }
         let key = try store.read { transaction in try transaction.serverKey(secretHash: ServerSecret.hash(secret)) }
         return key?.revokedAt == nil ? key : nil
+    }
+
+    /// Runs `body` in the store transaction that authenticates `secret`, with
+    /// an engine whose every call is part of it: a request costs one
+    /// transaction, not one for its key and one for its answer, and a key
+    /// revoked before the transaction began authenticates nothing in it. Nil,
+    /// without running `body`, when no key in force has this secret.
+    /// `writing` says whether `body` writes; a read that turns out to write is
+    /// run again as a write (and a write that asks for a durable commit, in one).
+    ///
+    /// ```swift
+    /// let status = try engine.asServerKey(secret, writing: false) { key, engine in
+    ///     try engine.checkMeter(user: "u1", meter: "minutes", amount: 1, now: now)
+    /// }
+    /// ```
+    package func asServerKey<T>(
+        _ secret: String, writing: Bool, _ body: (ServerKey, GuestMode) throws -> T
+    ) throws -> T? {
+        guard secret.hasPrefix(Self.serverKeyPrefix) else { return nil }
+        let hash = ServerSecret.hash(secret)
+        var writes: TransactionScope.Writes = writing ? .direct : .refused
+        var durable = false
+        while true {
+            let misses = TransactionScope.Misses()
+            let scope = (writes: writes, durable: durable)
+            func attempt(_ transaction: any StoreTransaction) throws -> T? {
+                // A backend may run the transaction again from the start: so is what it saw.
+                misses.clear()
+                guard let key = try transaction.serverKey(secretHash: hash), key.revokedAt == nil else { return nil }
+                var engine = GuestMode(
+                    profile: profile,
+                    store: TransactionScope(
+                        base: store, transaction: transaction, isDurable: scope.durable, writes: scope.writes,
+                        misses: misses))
+                engine.faults = faults
+                let value = try body(key, engine)
+                // The answer caught what its transaction could not give: everything again, as it needs.
+                if let retry = misses.retry { throw retry }
+                return value
+            }
+            do {
+                if writes == .refused { return try store.read { try attempt($0) } }
+                return try store.write(durable: durable) { try attempt($0) }
+            } catch is TransactionScope.NeedsSavepoints where writes == .direct {
+                writes = .savepoints
+            } catch {
+                if misses.write && writes == .refused {
+                    writes = .direct
+                } else if misses.durable && !durable {
+                    durable = true
+                } else {
+                    throw error
+                }
+            }
+        }
     }
 
     static func requireValidKeyName(_ name: String) throws {

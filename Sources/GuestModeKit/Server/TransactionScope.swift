@@ -11,16 +11,79 @@ struct TransactionScope: GuestStore, @unchecked Sendable {
     /// the caller runs everything again in a durable one.
     struct NeedsDurableCommit: Error {}
 
+    /// Thrown by a write inside a read-only scope: the caller runs
+    /// everything again in a write transaction.
+    struct NeedsWrite: Error {}
+
+    /// Thrown when a write of a scope without savepoints failed and the
+    /// answer went on: what it half wrote cannot be undone alone, so the
+    /// caller rolls everything back and runs it again with savepoints.
+    struct NeedsSavepoints: Error {}
+
+    /// How a write inside the scope runs.
+    enum Writes {
+        /// In a savepoint: a throw undoes only that write.
+        case savepoints
+        /// Straight in the transaction, whose caller rolls it all back on a
+        /// throw (a failed write that the answer survived is `NeedsSavepoints`).
+        case direct
+        /// Not at all: the transaction is a read (`NeedsWrite`).
+        case refused
+    }
+
+    /// What the scope saw that its transaction could not give; read by the
+    /// caller once the answer returned, in case the answer caught the throw.
+    final class Misses: @unchecked Sendable {
+        var durable = false
+        var write = false
+        var savepoint = false
+
+        func clear() {
+            durable = false
+            write = false
+            savepoint = false
+        }
+
+        /// The error to run everything again for, if any.
+        var retry: (any Error)? {
+            if write { return NeedsWrite() }
+            if durable { return NeedsDurableCommit() }
+            if savepoint { return NeedsSavepoints() }
+            return nil
+        }
+    }
+
     let base: any GuestStore
     let transaction: any StoreTransaction
     let isDurable: Bool
+    var writes = Writes.savepoints
+    var misses = Misses()
 
     func write<T>(durable: Bool, _ body: (any StoreTransaction) throws -> T) throws -> T {
-        if durable && !isDurable { throw NeedsDurableCommit() }
-        return try transaction.savepoint { try body(transaction) }
+        switch writes {
+        case .refused:
+            misses.write = true
+            throw NeedsWrite()
+        case _ where durable && !isDurable:
+            misses.durable = true
+            throw NeedsDurableCommit()
+        case .savepoints:
+            return try transaction.savepoint { try body(transaction) }
+        case .direct:
+            do {
+                return try body(transaction)
+            } catch {
+                misses.savepoint = true
+                throw error
+            }
+        }
     }
 
     func rehearse<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        if writes == .refused {
+            misses.write = true
+            throw NeedsWrite()
+        }
         var result: T?
         do {
             try transaction.savepoint {

@@ -21,6 +21,11 @@ final class PostgresConnection: Sendable {
     }
 
     private let state: Mutex<State>
+    /// The statements with parameters this connection has prepared, by their text, and the names the
+    /// server knows them by: each is parsed and planned once per connection, not on every run.
+    private let prepared = Mutex<[String: String]>([:])
+    /// At most this many are kept, whatever text a caller sends: the rest run unprepared.
+    private static let preparedLimit = 256
     /// How the store is named in messages: the URI without its password.
     let location: String
     /// How long one statement may go unanswered once sent; nil waits as long as it takes.
@@ -174,16 +179,54 @@ final class PostgresConnection: Sendable {
         }
         let texts = parameters.map { $0?.text }
         // Without parameters the simple protocol runs several statements at once (schema migrations).
+        let name = texts.isEmpty ? nil : try preparedName(of: sql, parameters: texts.count, on: handle, until: deadline)
         let queued =
             texts.isEmpty
             ? PQsendQuery(handle, sql)
             : withCStrings(texts) { pointers in
-                PQsendQueryParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+                if let name { return PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0) }
+                return PQsendQueryParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
             }
         guard queued == 1 else {
             throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
         }
         try flush(handle, sql: sql, until: deadline)
+    }
+
+    /// The name `sql` is prepared under on this connection, preparing it
+    /// first (one round trip, once); nil once the connection keeps as many as
+    /// it may. A statement the server cannot prepare fails here as it would
+    /// have run (a transaction it was part of is then aborted, as it would be).
+    private func preparedName(
+        of sql: String, parameters: Int, on handle: OpaquePointer, until deadline: ContinuousClock.Instant?
+    ) throws -> String? {
+        let known = prepared.withLock { prepared -> (name: String?, full: Bool) in
+            (prepared[sql], prepared.count >= Self.preparedLimit)
+        }
+        if let name = known.name { return name }
+        guard !known.full else { return nil }
+        if let deadline, deadline <= ContinuousClock.now {
+            var missed = failure(sqlState: nil, message: "no store connection answered in time", sql: sql)
+            missed.missedDeadline = .beforeSending
+            throw missed
+        }
+        let name = "guestmode_\(prepared.withLock { $0.count })"
+        guard PQsendPrepare(handle, name, sql, Int32(parameters), nil) == 1 else {
+            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+        }
+        try flush(handle, sql: sql, until: deadline)
+        var failed: PostgresFailure?
+        while let result = try nextResult(of: handle, sql: sql, until: deadline) {
+            defer { PQclear(result) }
+            if failed == nil, PQresultStatus(result) != PGRES_COMMAND_OK {
+                let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+                failed = failure(
+                    sqlState: state, message: PostgresConnection.message(PQresultErrorMessage(result)), sql: sql)
+            }
+        }
+        if let failed { throw failed }
+        prepared.withLock { $0[sql] = name }
+        return name
     }
 
     /// Sends what libpq holds back, reading meanwhile as libpq asks (the server may be answering already).

@@ -41,8 +41,8 @@ struct MeterController {
 
     /// `meter status`: every meter of the profile, from one snapshot.
     @Sendable func statuses(_ request: Request, context: ServerContext) async throws -> Response {
-        let (_, userID) = try await services.user(of: request, context: context)
-        let statuses = try await services.perform { engine, now in
+        let credential = try await services.credential(of: request)
+        let statuses = try await services.perform(as: credential, context: context) { engine, now, _, userID in
             try engine.meterStatuses(user: userID, now: now)
         }
         return try Reply.document(statuses).response
@@ -50,9 +50,10 @@ struct MeterController {
 
     /// `meter status USER METER`.
     @Sendable func status(_ request: Request, context: ServerContext) async throws -> Response {
-        let (_, userID) = try await services.user(of: request, context: context)
-        let meter = try RequestInput.segment("meter", of: context)
-        let status = try await services.perform { engine, now in
+        let credential = try await services.credential(of: request)
+        let meter = Result { try RequestInput.segment("meter", of: context) }
+        let status = try await services.perform(as: credential, context: context, writing: false, input: meter) {
+            engine, now, _, userID, meter in
             try engine.meterStatus(user: userID, meter: meter, now: now)
         }
         return try Reply.document(status).response
@@ -61,11 +62,16 @@ struct MeterController {
     /// The gate before a paid call; `?amount=` (default: anything left). A pure read: a refusal raises
     /// nothing (the POST does).
     @Sendable func check(_ request: Request, context: ServerContext) async throws -> Response {
-        let (_, userID) = try await services.user(of: request, context: context)
-        let meter = try RequestInput.segment("meter", of: context)
-        let amount = try RequestInput.query("amount", of: request).map(MeterAmount.parse)
-        let decision = try await services.perform { engine, now in
-            try engine.checkMeter(user: userID, meter: meter, amount: amount, now: now)
+        let credential = try await services.credential(of: request)
+        let input = Result {
+            (
+                meter: try RequestInput.segment("meter", of: context),
+                amount: try RequestInput.query("amount", of: request).map(MeterAmount.parse)
+            )
+        }
+        let decision = try await services.perform(as: credential, context: context, writing: false, input: input) {
+            engine, now, _, userID, input in
+            try engine.checkMeter(user: userID, meter: input.meter, amount: input.amount, now: now)
         }
         if let refusal = decision.refusal { return try Reply.refusal(refusal, result: decision).response }
         return try Reply.document(decision).response
@@ -93,18 +99,57 @@ struct MeterController {
 
     /// Without "id" the Idempotency-Key names the use, so a retried call is recorded once.
     @Sendable func use(_ request: Request, context: ServerContext) async throws -> Response {
+        // Without the header nothing is kept: the key is looked up in the use's own transaction.
+        guard request.headers[fields: .idempotencyKey].isEmpty else {
+            return try await useOnce(request, context: context)
+        }
+        let credential = try await services.credential(of: request)
+        let input = await Result(awaiting: {
+            let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+            let body = try StrictRequestDecoder.decode(UseBody.self, from: bytes)
+            return UseInput(
+                meter: try RequestInput.segment("meter", of: context), amount: try MeterAmount.parse(body.amount.text),
+                id: body.id, overage: try Self.overage(body.overage))
+        })
+        let note = FailureNote.current
+        return try await services.perform(as: credential, context: context, writing: true, input: input) {
+            engine, now, _, userID, input in
+            try FailureNote.$current.withValue(note) {
+                let result = try engine.useMeter(
+                    user: userID, meter: input.meter, amount: input.amount, key: input.id, overage: input.overage,
+                    now: now)
+                if let refusal = result.refusal { return try Reply.refusal(refusal, result: result) }
+                return try Reply.document(result)
+            }
+        }.response
+    }
+
+    /// What a use asks for, read from the path and the body.
+    private struct UseInput: Sendable {
+        var meter: String
+        var amount: MeterAmount
+        var id: String?
+        var overage: MeterOverage?
+    }
+
+    private static func overage(_ text: String?) throws -> MeterOverage? {
+        try text.map { text in
+            guard let overage = MeterOverage(rawValue: text) else {
+                throw GuestModeError(.usage, "'overage' is allow or refuse, not '\(text)'")
+            }
+            return overage
+        }
+    }
+
+    /// `use` with an Idempotency-Key: the answer is kept for it.
+    private func useOnce(_ request: Request, context: ServerContext) async throws -> Response {
         let (caller, userID) = try await services.user(of: request, context: context)
         let meter = try RequestInput.segment("meter", of: context)
         let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
         let body = try StrictRequestDecoder.decode(UseBody.self, from: bytes)
         let amount = try MeterAmount.parse(body.amount.text)
         let headerKey = try RequestInput.idempotencyKey(of: request)
-        let overage = try body.overage.map { text in
-            guard let overage = MeterOverage(rawValue: text) else {
-                throw GuestModeError(.usage, "'overage' is allow or refuse, not '\(text)'")
-            }
-            return overage
-        }
+        let overage = try Self.overage(body.overage)
         return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
             let result = try engine.useMeter(
                 user: userID, meter: meter, amount: amount, key: body.id ?? headerKey, overage: overage, now: now)

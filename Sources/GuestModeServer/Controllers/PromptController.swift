@@ -25,11 +25,17 @@ struct PromptController {
     /// `?explain=true`, the decision with the reason for every rule ("due": false says none is).
     /// Nothing due is an answer, not a failure: 200 either way.
     @Sendable func next(_ request: Request, context: ServerContext) async throws -> Response {
-        let (_, userID) = try await services.user(of: request, context: context)
-        let trigger = try RequestInput.query("trigger", of: request)
-        let explain = try RequestInput.query("explain", of: request) == "true"
-        let explanation = try await services.perform { engine, now in
-            try engine.explainPrompt(user: userID, trigger: trigger, now: now)
+        let credential = try await services.credential(of: request)
+        let input = Result {
+            (
+                trigger: try RequestInput.query("trigger", of: request),
+                explain: try RequestInput.query("explain", of: request) == "true"
+            )
+        }
+        let explain = (try? input.get())?.explain ?? false
+        let explanation = try await services.perform(as: credential, context: context, writing: false, input: input) {
+            engine, now, _, userID, input in
+            try engine.explainPrompt(user: userID, trigger: input.trigger, now: now)
         }
         if let offer = explanation.offer, !explain { return try Reply.document(offer).response }
         return try Reply.document(explanation).response

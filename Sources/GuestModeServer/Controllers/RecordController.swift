@@ -17,23 +17,34 @@ struct RecordController {
 
     /// The body is the record. A put is idempotent by itself (the same key, the same data).
     @Sendable func put(_ request: Request, context: ServerContext) async throws -> Response {
-        let (_, userID) = try await services.user(of: request, context: context)
-        let collection = try RequestInput.segment("collection", of: context)
-        let key = try RequestInput.segment("key", of: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
-        let result = try await services.perform { engine, now in
-            try engine.putRecord(user: userID, collection: collection, key: key, jsonBytes: Data(bytes), now: now)
+        let credential = try await services.credential(of: request)
+        let input = await Result(awaiting: {
+            (
+                collection: try RequestInput.segment("collection", of: context),
+                key: try RequestInput.segment("key", of: context),
+                bytes: try await RequestInput.body(of: request, limit: context.maxUploadSize)
+            )
+        })
+        let result = try await services.perform(as: credential, context: context, writing: true, input: input) {
+            engine, now, _, userID, input in
+            try engine.putRecord(
+                user: userID, collection: input.collection, key: input.key, jsonBytes: Data(input.bytes), now: now)
         }
         if let refusal = result.refusal { return try Reply.refusal(refusal, result: result).response }
         return try Reply.document(result, status: result.isReplacement ? .ok : .created).response
     }
 
     @Sendable func get(_ request: Request, context: ServerContext) async throws -> Response {
-        let (_, userID) = try await services.user(of: request, context: context)
-        let collection = try RequestInput.segment("collection", of: context)
-        let key = try RequestInput.segment("key", of: context)
-        let record = try await services.perform { engine, _ in
-            try engine.record(user: userID, collection: collection, key: key)
+        let credential = try await services.credential(of: request)
+        let input = Result {
+            (
+                collection: try RequestInput.segment("collection", of: context),
+                key: try RequestInput.segment("key", of: context)
+            )
+        }
+        let record = try await services.perform(as: credential, context: context, writing: false, input: input) {
+            engine, _, _, userID, input in
+            try engine.record(user: userID, collection: input.collection, key: input.key)
         }
         return try Reply.document(record).response
     }

@@ -12,6 +12,9 @@ final class AccessTokens: Sendable {
     let issuer: String
     let audience: String
     private let keys: SigningKeyCache
+    /// Tokens this server verified, so a guest's next request skips the signature check (a quarter of a
+    /// served read's time).
+    private let verified = VerifiedTokens(limit: 4096)
 
     /// `load` reads the store's keys (the engine's `signingKeyRing`).
     init(
@@ -69,6 +72,14 @@ final class AccessTokens: Sendable {
     /// issuer or audience, expiry) is the same refusal: a client learns nothing
     /// from which it was. Only the store failing to give its keys is not a refusal.
     func verify(_ token: String, now: Date) async throws -> String {
+        let digest = SHA256.hash(data: Data(token.utf8))
+        if let known = verified.entry(digest) {
+            // Never past the token's expiry, nor once its key is retired (as the uncached check would see).
+            guard now.timeIntervalSince1970 < known.expiry, try await keys.verifier(for: known.kid) != nil else {
+                throw AccessTokens.refused
+            }
+            return known.subject
+        }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, token.utf8.count <= 8192,
             let headerBytes = Base64URL.decode(parts[0]),
@@ -87,6 +98,7 @@ final class AccessTokens: Sendable {
             case let .number(expiry)? = claims["exp"], let exp = Double(expiry),
             now.timeIntervalSince1970 < exp
         else { throw AccessTokens.refused }
+        verified.keep(digest, VerifiedTokens.Entry(subject: subject, expiry: exp, kid: kid), now: now)
         return subject
     }
 
@@ -106,6 +118,42 @@ final class AccessTokens: Sendable {
 
     static var refused: GuestModeError {
         GuestModeError(.unauthorized, "the access token or server key is missing, invalid or expired")
+    }
+}
+
+/// Access tokens whose signature and claims this server checked, by their
+/// SHA-256 (never the token itself), with what the check found. Bounded: when
+/// full, the expired go, and if that is not enough, all of them (a guest's next
+/// request is then checked in full again). Only a token that passed is kept,
+/// so what a client sends cannot fill it with anything but valid tokens.
+private final class VerifiedTokens: Sendable {
+    struct Entry: Sendable {
+        var subject: String
+        /// The `exp` claim, in seconds since 1970.
+        var expiry: Double
+        var kid: String
+    }
+
+    private let entries = Mutex<[SHA256.Digest: Entry]>([:])
+    private let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func entry(_ digest: SHA256.Digest) -> Entry? {
+        entries.withLock { $0[digest] }
+    }
+
+    func keep(_ digest: SHA256.Digest, _ entry: Entry, now: Date) {
+        entries.withLock { entries in
+            if entries.count >= limit {
+                let moment = now.timeIntervalSince1970
+                entries = entries.filter { $0.value.expiry > moment }
+                if entries.count >= limit { entries.removeAll(keepingCapacity: true) }
+            }
+            entries[digest] = entry
+        }
     }
 }
 

@@ -38,22 +38,84 @@ enum Caller: Sendable {
     }
 }
 
+/// A request's credential once what can be checked without the store was:
+/// a session's access token verified, or a server key still to look up.
+enum Credential: Sendable {
+    case known(Caller)
+    /// A server key's secret, looked up in the transaction that answers the request.
+    case key(secret: String)
+}
+
 extension Services {
-    /// The caller a request's `Authorization: Bearer …` names; anything else
-    /// is `unauthorized`.
-    func caller(of request: Request) async throws -> Caller {
+    /// What a request's `Authorization: Bearer …` names; anything else is
+    /// `unauthorized`. A token is verified here; a key only once it is looked up.
+    func credential(of request: Request) async throws -> Credential {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
             throw AccessTokens.refused
         }
         let credential = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
         // A JWT has three dot-separated parts; a server key has none.
         if !credential.contains(".") {
-            guard let key = try await perform({ engine, _ in try engine.serverKey(authenticating: credential) }) else {
+            guard credential.hasPrefix(GuestMode.serverKeyPrefix) else { throw AccessTokens.refused }
+            return .key(secret: credential)
+        }
+        return .known(.session(userID: try await tokens.verify(credential, now: try now())))
+    }
+
+    /// The caller a request's `Authorization: Bearer …` names; anything else
+    /// is `unauthorized`.
+    func caller(of request: Request) async throws -> Caller {
+        switch try await credential(of: request) {
+        case let .known(caller):
+            return caller
+        case let .key(secret):
+            guard let key = try await perform({ engine, _ in try engine.serverKey(authenticating: secret) }) else {
                 throw AccessTokens.refused
             }
             return .key(key)
         }
-        return .session(userID: try await tokens.verify(credential, now: try now()))
+    }
+
+    /// Runs `body` as `perform` does, for a caller allowed to reach the user
+    /// the path names (as `user(of:context:)` lets through), given that
+    /// user's id. A server key is looked up in the same store transaction as
+    /// `body` runs in: one transaction a request, and a key revoked before it
+    /// began is refused. `input` is what the route read from the request
+    /// before that: its failure is answered only once the caller passed, as
+    /// when the caller is checked first. `writing` says whether `body` writes.
+    func perform<Input: Sendable, T: Sendable>(
+        as credential: Credential, context: ServerContext, writing: Bool, input: Result<Input, any Error>,
+        _ body: @escaping @Sendable (GuestMode, Date, Caller, String, Input) throws -> T
+    ) async throws -> T {
+        let userID = Result { try RequestInput.segment("user", of: context) }
+        switch credential {
+        case let .known(caller):
+            let id = try userID.get()
+            try caller.requireAccess(to: id)
+            let input = try input.get()
+            return try await perform { engine, now in try body(engine, now, caller, id, input) }
+        case let .key(secret):
+            let answer = try await perform { engine, now in
+                try engine.asServerKey(secret, writing: writing) { key, engine in
+                    let caller = Caller.key(key)
+                    let id = try userID.get()
+                    try caller.requireAccess(to: id)
+                    return try body(engine, now, caller, id, try input.get())
+                }
+            }
+            guard let answer else { throw AccessTokens.refused }
+            return answer
+        }
+    }
+
+    /// `perform(as:context:writing:input:_:)` for a route that reads nothing more from the request.
+    func perform<T: Sendable>(
+        as credential: Credential, context: ServerContext, writing: Bool = false,
+        _ body: @escaping @Sendable (GuestMode, Date, Caller, String) throws -> T
+    ) async throws -> T {
+        try await perform(as: credential, context: context, writing: writing, input: .success(())) {
+            engine, now, caller, userID, _ in try body(engine, now, caller, userID)
+        }
     }
 }
 

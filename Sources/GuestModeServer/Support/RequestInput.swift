@@ -116,3 +116,15 @@ extension RequestInput {
         return (span, until)
     }
 }
+
+extension Result where Failure == any Error {
+    /// What `body` gives, or what it throws: for a failure to answer only
+    /// after something else was checked (`Services.perform(as:…)`).
+    init(awaiting body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}

@@ -43,10 +43,11 @@ final class RouteTester: Sendable {
         .deletingLastPathComponent()
         .appendingPathComponent("Templates")
 
-    /// A server over a new in-memory store bound to the template `profile`, its clock fixed at `now`.
+    /// A server over a new in-memory store bound to the template `profile`, its clock fixed at `now`
+    /// (the store's) unless `clock` moves it.
     init(
         profile: String, now: Date = Date(timeIntervalSince1970: 1_793_527_200),
-        configure: (inout ServerConfiguration) -> Void = { _ in }
+        configure: (inout ServerConfiguration) -> Void = { _ in }, clock: (@Sendable () -> Date)? = nil
     ) async throws {
         let text = try String(
             contentsOf: Self.templates.appendingPathComponent("\(profile).yaml"), encoding: .utf8)
@@ -55,7 +56,7 @@ final class RouteTester: Sendable {
             host: "127.0.0.1", port: 0, threads: 2, signingKeySeal: Self.seal)
         configuration.makeLogHandler = { _ in SwiftLogNoOpLogHandler() }
         configure(&configuration)
-        let server = GuestModeServer(engine: engine, configuration: configuration, clock: { now })
+        let server = GuestModeServer(engine: engine, configuration: configuration, clock: clock ?? { now })
         pool = NIOThreadPool(numberOfThreads: configuration.threads)
         pool.start()
         services = try await server.makeServices(pool: pool)
