@@ -21,7 +21,7 @@ BINDIR = $(DESTDIR)$(PREFIX)/bin
 SHAREDIR = $(DESTDIR)$(PREFIX)/share
 DEBUG_BIN = .build/debug/guestmode
 RELEASE_BIN = .build/release/guestmode
-APT_PACKAGES = libarchive-dev libzstd-dev libcurl4-openssl-dev nginx wrk zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
+APT_PACKAGES = curl libarchive-dev libzstd-dev libcurl4-openssl-dev nginx wrk zlib1g-dev libarchive-tools libsqlite3-dev sqlite3 zstd mandoc groff-base time bc libpq-dev postgresql \
 	python3-jsonschema valgrind
 # PyPI's packages as PACKAGE:MODULE (the module python3 imports once the package is installed).
 PIP_PACKAGES = schemathesis:schemathesis openapi-python-client==0.29.1:openapi_python_client PyJWT:jwt cryptography:cryptography
