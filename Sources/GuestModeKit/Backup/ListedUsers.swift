@@ -59,22 +59,21 @@ package final class ListedUsers {
     private var samples: [[String]] = Array(repeating: [], count: Fate.allCases.count)
     private let sampleLimit: Int
 
-    private struct Block {
-        var first: [UInt8]
-        var offset: Int
-        var length: Int
-        var firstPosition: Int
-    }
-
-    private var blocks: [Block] = []
+    /// Users per block: a look-up reads one block (about a KiB) and scans it.
+    private static let blockUsers = 64
+    /// The first id of each block, one after another, and where each ends.
+    private var firstIDs: [UInt8] = []
+    private var firstIDEnds: [Int] = []
+    /// Where each block starts in the index; one more for the end of the last.
+    private var blockStarts: [Int] = [0]
+    /// The index: in memory up to `memoryLimit` bytes, then in an unlinked temporary file.
     private var inMemory: [UInt8] = []
     private var file: FileHandle?
     private var fileLength = 0
     private var seen: [UInt64] = []
-    private static let blockSize = 4 << 10
+    /// The block being read, reused.
+    private var blockBuffer: [UInt8] = []
 
-    private var cachedBlock = -1
-    private var cachedEntries: [(user: [UInt8], entry: Entry)] = []
     private var lastUser: [UInt8] = []
     private var lastEntry: Entry?
 
@@ -115,9 +114,8 @@ package final class ListedUsers {
         var previous: [UInt8]?
         var previousMentions = 0
         var block: [UInt8] = []
-        var blockFirst: [UInt8] = []
-        var blockFirstPosition = 0
-        block.reserveCapacity(Self.blockSize + 512)
+        var blockCount = 0
+        block.reserveCapacity(4 << 10)
         try spool.forEach { reader in
             let user = try reader.string()
             let index = Int(try reader.uint64())
@@ -134,20 +132,22 @@ package final class ListedUsers {
             let (fate, created) = try decide(user)
             counts[Int(fate.rawValue)] += 1
             if samples[Int(fate.rawValue)].count < sampleLimit { samples[Int(fate.rawValue)].append(user) }
-            if block.isEmpty {
-                blockFirst = bytes
-                blockFirstPosition = distinct
+            if blockCount == 0 {
+                firstIDs.append(contentsOf: bytes)
+                firstIDEnds.append(firstIDs.count)
             }
             block.append(fate.rawValue)
             Self.put(bytes, to: &block)
             if let created { Self.put(Array(created.utf8), to: &block, plusOne: true) } else { Self.put32(0, to: &block) }
             distinct += 1
-            if block.count >= Self.blockSize {
-                try store(block, first: blockFirst, firstPosition: blockFirstPosition)
+            blockCount += 1
+            if blockCount == Self.blockUsers {
+                try store(block)
                 block.removeAll(keepingCapacity: true)
+                blockCount = 0
             }
         }
-        if !block.isEmpty { try store(block, first: blockFirst, firstPosition: blockFirstPosition) }
+        if blockCount > 0 { try store(block) }
         spool = Self.makeSpool(0)
         seen = Array(repeating: 0, count: distinct / 64 + 1)
         return repeated
@@ -166,26 +166,23 @@ package final class ListedUsers {
             if let lastEntry, lastUser.elementsEqual(bytes) { return lastEntry }
             // The last block whose first id is not after `user`.
             var low = 0
-            var high = blocks.count
+            var high = firstIDEnds.count
             while low < high {
                 let middle = (low + high) / 2
-                if Self.compare(blocks[middle].first, bytes) <= 0 { low = middle + 1 } else { high = middle }
+                if compareFirstID(middle, bytes) <= 0 { low = middle + 1 } else { high = middle }
             }
             guard low > 0 else { return nil }
-            if cachedBlock != low - 1 {
-                cachedEntries = try readBlock(low - 1)
-                cachedBlock = low - 1
+            var found: Entry?
+            try forEachEntry(inBlock: low - 1) { candidate, entry in
+                let order = Self.compare(candidate, bytes)
+                if order == 0 { found = entry() }
+                return order < 0
             }
-            low = 0
-            high = cachedEntries.count
-            while low < high {
-                let middle = (low + high) / 2
-                if Self.compare(cachedEntries[middle].user, bytes) < 0 { low = middle + 1 } else { high = middle }
+            if let found {
+                lastUser = Array(bytes)
+                lastEntry = found
             }
-            guard low < cachedEntries.count, Self.compare(cachedEntries[low].user, bytes) == 0 else { return nil }
-            lastUser = Array(bytes)
-            lastEntry = cachedEntries[low].entry
-            return lastEntry
+            return found
         }
     }
 
@@ -200,21 +197,27 @@ package final class ListedUsers {
 
     /// The first user by id whose fate is one of `fates` and whose users row was never seen.
     package func firstUnseen(among fates: Set<Fate>) throws -> String? {
-        for index in blocks.indices {
-            for (user, entry) in try readBlock(index) where fates.contains(entry.fate) {
-                let (word, bit) = entry.position.quotientAndRemainder(dividingBy: 64)
-                if seen[word] & (UInt64(1) << UInt64(bit)) == 0 { return String(decoding: user, as: UTF8.self) }
+        for index in firstIDEnds.indices {
+            var missing: String?
+            try forEachEntry(inBlock: index) { user, entry in
+                let found = entry()
+                let (word, bit) = found.position.quotientAndRemainder(dividingBy: 64)
+                if fates.contains(found.fate), seen[word] & (UInt64(1) << UInt64(bit)) == 0 {
+                    missing = String(decoding: user, as: UTF8.self)
+                    return false
+                }
+                return true
             }
+            if let missing { return missing }
         }
         return nil
     }
 
-    private static func compare(_ left: [UInt8], _ right: UnsafeBufferPointer<UInt8>) -> Int {
-        left.withUnsafeBufferPointer { compare($0, right) }
-    }
-
-    private static func compare(_ left: [UInt8], _ right: [UInt8]) -> Int {
-        left.withUnsafeBufferPointer { l in right.withUnsafeBufferPointer { compare(l, $0) } }
+    private func compareFirstID(_ block: Int, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        let start = block == 0 ? 0 : firstIDEnds[block - 1]
+        return firstIDs.withUnsafeBufferPointer {
+            Self.compare(UnsafeBufferPointer(rebasing: $0[start..<firstIDEnds[block]]), bytes)
+        }
     }
 
     private static func compare(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Int {
@@ -236,7 +239,7 @@ package final class ListedUsers {
         buffer.append(contentsOf: bytes)
     }
 
-    private func store(_ block: [UInt8], first: [UInt8], firstPosition: Int) throws {
+    private func store(_ block: [UInt8]) throws {
         if file == nil, inMemory.count + block.count > memoryLimit {
             let url = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "guestmode-import-users-\(UUID().uuidString).index")
@@ -255,14 +258,13 @@ package final class ListedUsers {
             fileLength = inMemory.count
             inMemory = []
         }
-        blocks.append(
-            Block(first: first, offset: file == nil ? inMemory.count : fileLength, length: block.count,
-                firstPosition: firstPosition))
         if let file {
             try write(block, to: file)
             fileLength += block.count
+            blockStarts.append(fileLength)
         } else {
             inMemory.append(contentsOf: block)
+            blockStarts.append(inMemory.count)
         }
     }
 
@@ -281,23 +283,40 @@ package final class ListedUsers {
         )
     }
 
-    private func readBlock(_ index: Int) throws -> [(user: [UInt8], entry: Entry)] {
-        let block = blocks[index]
-        let bytes: [UInt8]
+    /// Calls `body` with each user of block `index` in order, and a way to
+    /// decode its entry, until `body` returns false.
+    private func forEachEntry(
+        inBlock index: Int, _ body: (UnsafeBufferPointer<UInt8>, () -> Entry) throws -> Bool
+    ) throws {
+        let start = blockStarts[index]
+        let length = blockStarts[index + 1] - start
         if let file {
-            do {
-                try file.seek(toOffset: UInt64(block.offset))
-                bytes = [UInt8](try file.read(upToCount: block.length) ?? Data())
-            } catch {
-                throw ioError(error)
+            if blockBuffer.count < length { blockBuffer = [UInt8](repeating: 0, count: length) }
+            let read = blockBuffer.withUnsafeMutableBytes {
+                pread(file.fileDescriptor, $0.baseAddress, length, off_t(start))
+            }
+            guard read == length else {
+                if read < 0 { throw ioError(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
+                throw RecordSpool.damaged("the users the archive lists")
+            }
+            try blockBuffer.withUnsafeBufferPointer {
+                try Self.scan(UnsafeBufferPointer(rebasing: $0[0..<length]), firstPosition: index * Self.blockUsers, body)
             }
         } else {
-            bytes = Array(inMemory[block.offset..<(block.offset + block.length)])
+            try inMemory.withUnsafeBufferPointer {
+                try Self.scan(
+                    UnsafeBufferPointer(rebasing: $0[start..<(start + length)]), firstPosition: index * Self.blockUsers,
+                    body)
+            }
         }
-        guard bytes.count == block.length else { throw RecordSpool.damaged("the users the archive lists") }
-        var entries: [(user: [UInt8], entry: Entry)] = []
+    }
+
+    private static func scan(
+        _ bytes: UnsafeBufferPointer<UInt8>, firstPosition: Int,
+        _ body: (UnsafeBufferPointer<UInt8>, () -> Entry) throws -> Bool
+    ) throws {
         var offset = 0
-        var position = block.firstPosition
+        var position = firstPosition
         func length() throws -> Int {
             guard bytes.count - offset >= 4 else { throw RecordSpool.damaged("the users the archive lists") }
             var value: UInt32 = 0
@@ -305,22 +324,30 @@ package final class ListedUsers {
             offset += 4
             return Int(value)
         }
-        func take(_ count: Int) throws -> [UInt8] {
-            guard count >= 0, bytes.count - offset >= count else {
-                throw RecordSpool.damaged("the users the archive lists")
-            }
-            defer { offset += count }
-            return Array(bytes[offset..<(offset + count)])
-        }
         while offset < bytes.count {
             guard let fate = Fate(rawValue: bytes[offset]) else { throw RecordSpool.damaged("the users the archive lists") }
             offset += 1
-            let user = try take(try length())
+            let userLength = try length()
+            guard bytes.count - offset >= userLength else { throw RecordSpool.damaged("the users the archive lists") }
+            let user = UnsafeBufferPointer(rebasing: bytes[offset..<(offset + userLength)])
+            offset += userLength
             let createdLength = try length()
-            let created = createdLength == 0 ? nil : String(decoding: try take(createdLength - 1), as: UTF8.self)
-            entries.append((user, Entry(fate: fate, created: created, position: position)))
+            guard createdLength == 0 || bytes.count - offset >= createdLength - 1 else {
+                throw RecordSpool.damaged("the users the archive lists")
+            }
+            let createdStart = offset
+            if createdLength > 0 { offset += createdLength - 1 }
+            let here = position
+            let more = try body(user) {
+                Entry(
+                    fate: fate,
+                    created: createdLength == 0
+                        ? nil
+                        : String(decoding: UnsafeBufferPointer(rebasing: bytes[createdStart..<(createdStart + createdLength - 1)]), as: UTF8.self),
+                    position: here)
+            }
+            guard more else { return }
             position += 1
         }
-        return entries
     }
 }
