@@ -361,7 +361,6 @@ private struct ImportSession {
             }
         }
         if fate == .skipped { return }
-
         if table.name == "conflict_archive", case .integer(let journal)? = row["journal_id"],
             try rows.journalTarget(journal) != owner
         {

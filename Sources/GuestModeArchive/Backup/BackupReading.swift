@@ -312,7 +312,7 @@ struct ArchiveWalk {
                 header: sampled, version: version, migrations: migrations, userCount: header.users.count,
                 size: size, sha256: hasher.finalizeHex(), macs: macs)
         }
-        guard let members, var (header, version) = streamed else {
+        guard let members, let streamed else {
             if let members, !(members["format"] == .string(BackupFormat.formatName)) {
                 throw GuestModeError(
                     .notABackup, "the archive '\(path)' has a header.json that is not a guestmode backup header")
@@ -322,6 +322,7 @@ struct ArchiveWalk {
                 "the archive '\(path)' has a malformed header.json (\(failure?.description ?? "a member is missing or of the wrong type")); nothing was changed"
             )
         }
+        var (header, version) = streamed
         let migrations = try chain.steps(from: version, archive: path)
         if !migrations.isEmpty {
             // Too big to read whole: the steps see the header without its user list, which they never change.
