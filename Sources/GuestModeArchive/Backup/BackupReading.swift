@@ -300,7 +300,7 @@ struct ArchiveWalk {
                 failure = error
             }
         }
-        let streamed = members.flatMap { header(from: $0, users: heard.sample) }
+        let streamed = members.flatMap { streamedHeader(from: $0, users: heard.sample) }
         if let retained, streamed == nil || streamed?.1 != chain.current {
             // Small enough to read whole: the general reader, its upgrades and its messages.
             try listed?.restart()
@@ -387,7 +387,7 @@ struct ArchiveWalk {
     /// A header from the streamed members, `users` standing for the list;
     /// nil when a member is missing or of the wrong type (the general reader
     /// words that).
-    private static func header(from members: [String: JSONValue], users: [String]) -> (BackupHeader, Int)? {
+    private static func streamedHeader(from members: [String: JSONValue], users: [String]) -> (BackupHeader, Int)? {
         guard case .string(let format)? = members["format"], format == BackupFormat.formatName,
             case .number(let versionText)? = members["format_version"], let version = Int(versionText),
             case .string(let toolVersion)? = members["tool_version"],
@@ -468,7 +468,8 @@ extension JSONValue {
         switch self {
         case .null: NSNull()
         case .bool(let value): value
-        case .number(let text): Int(text).map { $0 as Any } ?? (Double(text) ?? 0)
+        case .number(let text):
+            if let integer = Int(text) { integer } else { Double(text) ?? 0 }
         case .string(let value): value
         case .array(let values): values.map(\.foundationObject)
         case .object(let members): members.mapValues(\.foundationObject)
