@@ -157,7 +157,8 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
         #expect(error.message.contains("lists '' as a user"), "\(error.message)")
     }
 
-    @Test("a header cut short past the size read whole is a malformed header naming the byte; verify and inspect say so")
+    @Test(
+        "a header cut short past the size read whole is a malformed header naming the byte; verify and inspect say so")
     func truncated() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -199,10 +200,13 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
                 header: Self.header(users: ["u1"], padding: padding), userRows: ["u1", "u9"].map(Self.userRow),
                 in: directory)
             let unlisted = try #require(try Self.refusal(importing: foreign))
-            #expect(unlisted.code == .foreignRow && unlisted.message.contains("line 2 of data/users"), "\(unlisted.message)")
+            #expect(
+                unlisted.code == .foreignRow && unlisted.message.contains("line 2 of data/users"), "\(unlisted.message)"
+            )
 
             let twice = try Self.archive(
-                header: Self.header(users: ["u1", "u2"], padding: padding), userRows: ["u1", "u2", "u1"].map(Self.userRow),
+                header: Self.header(users: ["u1", "u2"], padding: padding),
+                userRows: ["u1", "u2", "u1"].map(Self.userRow),
                 in: directory)
             let repeated = try #require(try Self.refusal(importing: twice))
             #expect(
@@ -219,7 +223,8 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
         let path = try Self.archive(
             header: Self.header(users: users, padding: Self.padding), userRows: users.map(Self.userRow), in: directory)
         let engine = try Self.engine()
-        let report = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true, now: now)
+        let report = try engine.importBackup(
+            from: path, onConflict: .fail, dryRun: false, trustUnsigned: true, now: now)
         #expect(report.addedCount == 1500)
         #expect(report.added.count == BackupImportReport.listLimit)
         #expect(report.added == Array(users.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.prefix(1000)))
@@ -243,14 +248,16 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
         users.append("user-17")  // second mention at index 5000
         users.append("user-4")  // second mention at index 5001
         for user in users { try listed.add(user) }
-        let repeated = try listed.classify { user in user.hasSuffix("7") ? (.skipped, "created-\(user)") : (.added, nil) }
+        let repeated = try listed.classify { user in user.hasSuffix("7") ? (.skipped, "created-\(user)") : (.added, nil)
+        }
         #expect(repeated == ListedUsers.Repeat(user: "user-17", index: 5000))
         #expect(listed.distinct == 5000)
         #expect(listed.count(.skipped) == 500 && listed.count(.added) == 4500)
         #expect(listed.sample(.added) == ["user-0", "user-1", "user-10"])
         let entry = try #require(try listed.entry(of: "user-4997"))
         #expect(entry.fate == .skipped && entry.created == "created-user-4997")
-        #expect(try listed.entry(of: "user-5000") == nil && listed.entry(of: "") == nil && listed.entry(of: "zzz") == nil)
+        #expect(
+            try listed.entry(of: "user-5000") == nil && listed.entry(of: "") == nil && listed.entry(of: "zzz") == nil)
         for user in (0..<5000).map({ "user-\($0)" }) where user != "user-2345" {
             let found = try #require(try listed.entry(of: user))
             #expect(listed.markSeen(found))

@@ -304,7 +304,9 @@ private struct ImportSession {
         skipped: (sample: [String], count: Int)
     ) {
         let listed = users.listed
-        func with(_ sample: [String], _ count: Int, _ fates: Set<ListedUsers.Fate>, sorted: Bool = false) -> (
+        func with(
+            _ sample: [String], _ count: Int, _ fates: Set<ListedUsers.Fate>, sorted: Bool = false
+        ) -> (
             sample: [String], count: Int
         ) {
             guard let guestOwner, let fate = guestOwnerFate, fates.contains(fate) else { return (sample, count) }

@@ -147,7 +147,8 @@ struct HeaderStream {
             if Self.isWhitespace(byte) { return }
             guard byte == UInt8(ascii: "{") else {
                 throw fail(
-                    byte == 0xEF ? "a byte order mark is not JSON" : "expected a JSON object, found \(Self.describe(byte))")
+                    byte == 0xEF
+                        ? "a byte order mark is not JSON" : "expected a JSON object, found \(Self.describe(byte))")
             }
             state = .firstKey
         case .firstKey, .nextKey:
@@ -164,7 +165,9 @@ struct HeaderStream {
         case .key:
             try append(byte)
             if stringByte(byte) {
-                guard case .string(let name) = try parsedToken() else { throw fail("a member name that is not a string") }
+                guard case .string(let name) = try parsedToken() else {
+                    throw fail("a member name that is not a string")
+                }
                 key = name
                 state = .colon
             }

@@ -139,7 +139,11 @@ package final class ListedUsers {
             }
             block.append(fate.rawValue)
             Self.put(bytes, to: &block)
-            if let created { Self.put(Array(created.utf8), to: &block, plusOne: true) } else { Self.put32(0, to: &block) }
+            if let created {
+                Self.put(Array(created.utf8), to: &block, plusOne: true)
+            } else {
+                Self.put32(0, to: &block)
+            }
             distinct += 1
             blockCount += 1
             if blockCount == Self.blockUsers {
@@ -303,7 +307,8 @@ package final class ListedUsers {
                 throw RecordSpool.damaged("the users the archive lists")
             }
             try blockBuffer.withUnsafeBufferPointer {
-                try Self.scan(UnsafeBufferPointer(rebasing: $0[0..<length]), firstPosition: index * Self.blockUsers, body)
+                try Self.scan(
+                    UnsafeBufferPointer(rebasing: $0[0..<length]), firstPosition: index * Self.blockUsers, body)
             }
         } else {
             try inMemory.withUnsafeBufferPointer {
@@ -328,7 +333,9 @@ package final class ListedUsers {
             return Int(value)
         }
         while offset < bytes.count {
-            guard let fate = Fate(rawValue: bytes[offset]) else { throw RecordSpool.damaged("the users the archive lists") }
+            guard let fate = Fate(rawValue: bytes[offset]) else {
+                throw RecordSpool.damaged("the users the archive lists")
+            }
             offset += 1
             let userLength = try length()
             guard bytes.count - offset >= userLength else { throw RecordSpool.damaged("the users the archive lists") }
@@ -346,7 +353,9 @@ package final class ListedUsers {
                     fate: fate,
                     created: createdLength == 0
                         ? nil
-                        : String(decoding: UnsafeBufferPointer(rebasing: bytes[createdStart..<(createdStart + createdLength - 1)]), as: UTF8.self),
+                        : String(
+                            decoding: UnsafeBufferPointer(
+                                rebasing: bytes[createdStart..<(createdStart + createdLength - 1)]), as: UTF8.self),
                     position: here)
             }
             guard more else { return }

@@ -198,4 +198,3 @@ private final class SQLiteBackupImport: BackupRowImport {
 
 /// SQLite's `SQLITE_TRANSIENT`: the text is copied when bound.
 private let transientText = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-

@@ -86,7 +86,8 @@ extension BackupCommand {
                     ("skipped", report.skipped, report.skippedCount),
                 ]
                 where !users.isEmpty {
-                    output.line("  \(label): \(Self.named(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }, of: count))")
+                    output.line(
+                        "  \(label): \(Self.named(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }, of: count))")
                 }
                 for (table, count) in report.rows.sorted(by: { $0.key < $1.key }) {
                     output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
