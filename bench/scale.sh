@@ -14,6 +14,8 @@
 #   reports  `report funnel` and `report usage` (plain: the same counts in SQL);
 #   purge    `user purge` of the stale half (plain: one DELETE);
 #   export   `backup export --all` (plain: sqlite3 .dump / pg_dump, zstd -3);
+#   read     `backup verify`, `verify --full`, `inspect` and `import` of that
+#            archive into an empty store (plain: zstd -t, the dump loaded);
 #   copy     `db copy` SQLite → PostgreSQL (plain: sqlite3 -csv | psql \copy of
 #            the tables holding rows), on the SQLite run only;
 #   sizes    the stores on disk.
@@ -43,7 +45,7 @@ for tool in sqlite3 psql "$pg_bin/pg_dump" zstd valgrind /usr/bin/time awk strip
 done
 
 work=$(mktemp -d "${SCALE_DIR:-${TMPDIR:-/tmp}}/guestmode-scale.XXXXXX")
-schemas="scale_gm scale_plain scale_empty scale_copy scale_plaincopy"
+schemas="scale_gm scale_plain scale_empty scale_copy scale_plaincopy scale_imported scale_plainimport"
 cleanup() {
     for schema in $schemas; do psql -X -q -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true; done
     rm -rf "$work"
@@ -293,7 +295,39 @@ run_backend() {
     postgres) read -r ps pk < <(measure sh -c "'$pg_bin/pg_dump' -n scale_plain | zstd -q -3 -f -o plain.sql.zst") ;;
     esac
     row "$backend" "backup export --all ($(du -h all.tar.zst | cut -f1) / $(du -h plain.sql.zst | cut -f1))" "$os" "$ok" "$ps" "$pk"
-    rm -f all.tar.zst plain.sql.zst
+
+    # --- backup verify, inspect, import of that archive ----------------------------------------
+    # The plain side reads the dump: zstd -t to check it, zstd -dc into the tool to load it.
+    read -r os ok < <(measure "$binary" backup verify all.tar.zst --quiet)
+    read -r ps pk < <(measure zstd -q -t plain.sql.zst)
+    row "$backend" "backup verify (structural)" "$os" "$ok" "$ps" "$pk"
+    read -r os ok < <(measure "$binary" backup verify --full all.tar.zst --quiet)
+    row "$backend" "backup verify --full" "$os" "$ok" "$ps" "$pk"
+    read -r os ok < <(measure "$binary" backup inspect all.tar.zst)
+    row "$backend" "backup inspect" "$os" "$ok" - -
+    rm -f imported.sqlite* plainimport.sqlite*
+    [ "$backend" = postgres ] && for schema in scale_imported scale_plainimport; do
+        psql -X -q -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
+    done
+    # shellcheck disable=SC2046
+    "$binary" init --profile recipes $(gm_store "$backend" imported) --quiet >/dev/null
+    # shellcheck disable=SC2046
+    read -r os ok < <(measure "$binary" $(gm_store "$backend" imported) --now "$now" backup import all.tar.zst --quiet)
+    case $backend in
+    sqlite) read -r ps pk < <(measure sh -c 'zstd -dc plain.sql.zst | sqlite3 -bail plainimport.sqlite') ;;
+    postgres) read -r ps pk < <(measure sh -c "zstd -dc plain.sql.zst | sed 's/scale_plain/scale_plainimport/g' |
+        psql -X -q -v ON_ERROR_STOP=1 >/dev/null") ;;
+    esac
+    row "$backend" "backup import of that archive (plain: the dump loaded)" "$os" "$ok" "$ps" "$pk"
+    for table in users events counters; do
+        a=$(query "$backend" gm "SELECT count(*) FROM $table")
+        b=$(query "$backend" imported "SELECT count(*) FROM $table")
+        [ "$a" = "$b" ] || fail "$backend import: $b $table imported, the store exported $a"
+    done
+    rm -f all.tar.zst plain.sql.zst imported.sqlite* plainimport.sqlite*
+    [ "$backend" = postgres ] && for schema in scale_imported scale_plainimport; do
+        psql -X -q -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
+    done
 
     # --- db copy SQLite → PostgreSQL ------------------------------------------------------------
     if [ "$backend" = sqlite ]; then

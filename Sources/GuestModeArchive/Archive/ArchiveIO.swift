@@ -457,6 +457,11 @@ final class ArchiveReader {
 
     /// The next entry's name, once its header passed the type, name and
     /// limit checks, or nil at the end of the archive.
+    /// The size the current entry's header declares, when it declares one
+    /// (a MAC over an entry streamed in needs its length first); the bytes
+    /// read may still differ.
+    private(set) var declaredSize: Int64?
+
     func nextEntry() throws -> String? {
         var entry: OpaquePointer?
         let status = archive_read_next_header(handle, &entry)
@@ -480,6 +485,7 @@ final class ArchiveReader {
         guard names.count <= limits.maximumEntries else {
             throw refused("has more than \(limits.maximumEntries) entries")
         }
+        declaredSize = archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : nil
         // A declared size past the limit is refused early; a smaller one is not believed (see readData).
         if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > limits.maximumEntrySize {
             throw refused(

@@ -21,12 +21,20 @@ public struct BackupImportReport: Codable, Sendable {
     public var formatVersion: Int
     /// The archive's profile and version, as `name vN`.
     public var profile: String
-    /// Users the import added.
+    /// Users the import added: the first `listLimit` by id (the guest owner
+    /// last), of `addedCount`.
     public var added: [String]
-    /// Users whose data the import replaced.
+    /// How many users the import added.
+    public var addedCount: Int
+    /// Users whose data the import replaced: the first `listLimit` by id (the
+    /// guest owner last), of `replacedCount`.
     public var replaced: [String]
-    /// Users the import left as the store had them.
+    /// How many users the import replaced.
+    public var replacedCount: Int
+    /// Users the import left as the store had them: the first `listLimit` by id, of `skippedCount`.
     public var skipped: [String]
+    /// How many users the import skipped.
+    public var skippedCount: Int
     /// Rows written (or, in a dry run, that would be written) per table.
     public var rows: [String: Int]
     /// Rows whose AUTOINCREMENT id was taken by another user's row and got a new one.
@@ -36,8 +44,15 @@ public struct BackupImportReport: Codable, Sendable {
     /// Tables whose rows were left out because the archive is not signed by
     /// this deployment (see `BackupTable.carriesTrust`).
     public var skippedTables: [String]
-    /// Users imported as guests because their identities were left out.
+    /// Users imported as guests because their identities were left out: the
+    /// first `listLimit` by id, of `unlinkedCount`.
     public var unlinked: [String]
+    /// How many users were imported as guests.
+    public var unlinkedCount: Int
+
+    /// The most users each list of the report names: an archive of millions
+    /// of users is reported by its counts, not a list of millions.
+    public static let listLimit = 1000
 }
 
 extension GuestMode {
@@ -84,7 +99,7 @@ extension GuestMode {
                 path: path, profile: profile, policy: onConflict, rows: rows, trusted: trusted, now: now)
             var rowsRead = 0
             let walk = try ArchiveWalk.read(
-                path: path, depth: .full, limits: limits, chain: chain, keys: keys,
+                path: path, depth: .full, limits: limits, chain: chain, keys: keys, listed: session.users,
                 onHeader: { try session.begin($0) },
                 onRow: {
                     try session.insert($1, into: $0, at: $2)
@@ -100,31 +115,83 @@ extension GuestMode {
                 )
             }
             try session.finish()
+            let (added, replaced, skipped) = session.reportedUsers()
             return BackupImportReport(
                 archive: path, isDryRun: dryRun, formatVersion: walk.writtenVersion,
                 profile: "\(walk.header.profile.name) v\(walk.header.profile.version)",
-                added: session.added, replaced: session.replaced, skipped: session.skipped.sorted(),
+                added: added.sample, addedCount: added.count, replaced: replaced.sample,
+                replacedCount: replaced.count, skipped: skipped.sample, skippedCount: skipped.count,
                 rows: session.inserted, renumbered: session.renumbered, signature: found,
-                skippedTables: session.untrustedRows.keys.sorted(), unlinked: session.unlinked.sorted())
+                skippedTables: session.untrustedRows.keys.sorted(), unlinked: session.unlinked.sample,
+                unlinkedCount: session.unlinked.count)
         }
+    }
+}
+
+/// The users header.json lists, heard as the header streams: kept on disk
+/// by `ListedUsers`, with the first that cannot be a user id.
+private final class HeaderUsers: ListedUserSink {
+    let listed = ListedUsers(sampleLimit: BackupImportReport.listLimit)
+    let guestOwner: String
+    /// The first listed user that is empty or the profile's guest owner, and where.
+    var misfit: (index: Int, user: String)?
+
+    init(guestOwner: String) { self.guestOwner = guestOwner }
+
+    func add(_ user: String) throws {
+        if misfit == nil, user.isEmpty || user == guestOwner { misfit = (listed.count, user) }
+        try listed.add(user)
+    }
+
+    func restart() throws {
+        listed.restart()
+        misfit = nil
+    }
+}
+
+/// The smallest `limit` ids of a set seen one by one, and how many it holds.
+private struct SortedSample {
+    let limit: Int
+    private(set) var sample: [String] = []
+    private(set) var count = 0
+
+    init(limit: Int) { self.limit = limit }
+
+    mutating func insert(_ user: String) {
+        count += 1
+        let place = sample.partitionPoint { !$0.utf8.lexicographicallyPrecedes(user.utf8) }
+        guard place < limit else { return }
+        sample.insert(user, at: place)
+        if sample.count > limit { sample.removeLast() }
+    }
+}
+
+extension Array {
+    /// The first index whose element is in the second part (`belongs` true from there on).
+    fileprivate func partitionPoint(_ belongs: (Element) -> Bool) -> Int {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if belongs(self[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return low
     }
 }
 
 /// The state of one import while the archive streams through it: the
 /// conflict policy and the row-by-row checks, over the store's import writes.
+/// What it keeps does not grow with the archive: the listed users are on
+/// disk (`ListedUsers`), the cross-row facts in a spool (`CrossRowFacts`).
 private struct ImportSession {
     let path: String
     let profile: Profile
     let policy: ConflictPolicy
     let rows: any BackupRowImport
-    var owners: Set<String> = []
+    let users: HeaderUsers
     var guestOwner: String?
-    var added: [String] = []
-    var replaced: [String] = []
-    var skipped: Set<String> = []
-    /// When each user already in the store was created, to tell the same user from a different one with the same id.
-    var existingCreation: [String: String] = [:]
-    var usersSeen: Set<String> = []
+    /// What becomes of the guest owner's records, when the archive carries them.
+    var guestOwnerFate: ListedUsers.Fate?
     var inserted: [String: Int] = [:]
     var renumbered = 0
     var columns: [String: Set<String>] = [:]
@@ -134,9 +201,7 @@ private struct ImportSession {
     /// Rows left out per table because the archive is not trusted.
     var untrustedRows: [String: Int] = [:]
     /// Users of an untrusted archive who come in as guests.
-    var unlinked: Set<String> = []
-    /// Users whose store users row (and trust tables) an untrusted replace keeps.
-    var keptUsers: Set<String> = []
+    var unlinked = SortedSample(limit: BackupImportReport.listLimit)
 
     /// Every row checked as if written through the command line (BackupRowValidation.swift).
     var validator: BackupRowValidator
@@ -147,12 +212,16 @@ private struct ImportSession {
     var recentRows: [(table: BackupTable, location: RowLocation)?] = Array(
         repeating: nil, count: backupPendingRowLimit + 1)
 
+    /// Users named in the refusal of an import into a store that has them.
+    static let namedPresentUsers = 20
+
     init(path: String, profile: Profile, policy: ConflictPolicy, rows: any BackupRowImport, trusted: Bool, now: Date) {
         self.path = path
         self.profile = profile
         self.policy = policy
         self.rows = rows
         self.trusted = trusted
+        self.users = HeaderUsers(guestOwner: profile.guestOwner)
         self.validator = BackupRowValidator(profile: profile, now: now, archive: path)
     }
 
@@ -163,41 +232,100 @@ private struct ImportSession {
                 "the archive '\(path)' holds data of profile '\(header.profile.name)' but the store is bound to '\(profile.name)'; import it into a store initialised with that profile"
             )
         }
-        try ImportTrust.checkHeader(header, profile: profile, path: path, rows: rows)
-        owners = Set(header.users)
+        try ImportTrust.checkGuestOwner(header, profile: profile, path: path)
         guestOwner = header.guestOwner
+        // Each listed user once, in id order: its fate under the policy. The
+        // deletions of `replace` run in the import transaction, which any
+        // refusal below rolls back.
         var present: [String] = []
-        for user in header.users {
-            if let created = try rows.creationTime(ofUser: user) {
-                existingCreation[user] = created
-                present.append(user)
-            } else {
-                added.append(user)
-            }
-        }
-        if let guestOwner {
-            if try rows.hasRecords(ownedBy: guestOwner) { present.append(guestOwner) } else { added.append(guestOwner) }
-        }
-        guard !present.isEmpty else { return }
-        switch policy {
-        case .fail:
-            throw GuestModeError(
-                .userExists,
-                "the store already has \(present.map { $0 == guestOwner ? "records of the guest owner '\($0)'" : "user '\($0)'" }.joined(separator: ", ")) from the archive '\(path)'; nothing was changed"
-            )
-        case .skip:
-            skipped = Set(present)
-        case .replace:
-            replaced = present
+        var presentCount = 0
+        var toDelete: [String] = []
+        let rows = rows
+        let trusted = trusted
+        func deletePending() throws {
+            guard !toDelete.isEmpty else { return }
             if trusted {
-                try rows.deleteRows(ownedBy: present)
+                try rows.deleteRows(ownedBy: toDelete)
             } else {
                 // Only user-owned content is replaced; the user row, identities and entitlements stay.
-                keptUsers = Set(present)
                 try rows.deleteRows(
-                    ownedBy: present, in: BackupTable.all.filter { !$0.carriesTrust && $0.name != "users" })
+                    ownedBy: toDelete, in: BackupTable.all.filter { !$0.carriesTrust && $0.name != "users" })
+            }
+            toDelete.removeAll(keepingCapacity: true)
+        }
+        let policy = policy
+        let repeated = try users.listed.classify { user in
+            guard let created = try rows.creationTime(ofUser: user) else { return (.added, nil) }
+            switch policy {
+            case .fail:
+                presentCount += 1
+                if present.count < Self.namedPresentUsers { present.append(user) }
+                return (.replaced, created)
+            case .skip:
+                return (.skipped, created)
+            case .replace:
+                toDelete.append(user)
+                if toDelete.count >= 1000 { try deletePending() }
+                return (trusted ? .replaced : .kept, created)
             }
         }
+        try ImportTrust.checkList(misfit: users.misfit, repeated: repeated, profile: profile, path: path)
+        try ImportTrust.checkGuestOwnerInStore(header, profile: profile, path: path, rows: rows)
+        var guestOwnerPresent = false
+        if let guestOwner {
+            guestOwnerPresent = try rows.hasRecords(ownedBy: guestOwner)
+            guestOwnerFate = .added
+        }
+        if guestOwnerPresent, let guestOwner {
+            presentCount += 1
+            present.append(guestOwner)
+            switch policy {
+            case .fail: break
+            case .skip: guestOwnerFate = .skipped
+            case .replace:
+                guestOwnerFate = trusted ? .replaced : .kept
+                toDelete.append(guestOwner)
+            }
+        }
+        guard policy != .fail || presentCount == 0 else {
+            let more = presentCount > present.count ? " and \(presentCount - present.count) more users" : ""
+            throw GuestModeError(
+                .userExists,
+                "the store already has \(present.map { $0 == guestOwner ? "records of the guest owner '\($0)'" : "user '\($0)'" }.joined(separator: ", "))\(more) from the archive '\(path)'; nothing was changed"
+            )
+        }
+        try deletePending()
+    }
+
+    /// The users added, replaced and skipped, for the report: the first by
+    /// id and the count of each, the guest owner's records counted as one.
+    func reportedUsers() -> (
+        added: (sample: [String], count: Int), replaced: (sample: [String], count: Int),
+        skipped: (sample: [String], count: Int)
+    ) {
+        let listed = users.listed
+        func with(
+            _ sample: [String], _ count: Int, _ fates: Set<ListedUsers.Fate>, sorted: Bool = false
+        ) -> (
+            sample: [String], count: Int
+        ) {
+            guard let guestOwner, let fate = guestOwnerFate, fates.contains(fate) else { return (sample, count) }
+            var sample = sample
+            if sorted {
+                sample.insert(
+                    guestOwner, at: sample.partitionPoint { !$0.utf8.lexicographicallyPrecedes(guestOwner.utf8) })
+            } else {
+                sample.append(guestOwner)
+            }
+            return (sample, count + 1)
+        }
+        return (
+            added: with(listed.sample(.added), listed.count(.added), [.added]),
+            replaced: with(
+                listed.sample(.replaced) + listed.sample(.kept), listed.count(.replaced) + listed.count(.kept),
+                [.replaced, .kept]),
+            skipped: with(listed.sample(.skipped), listed.count(.skipped), [.skipped], sorted: true)
+        )
     }
 
     mutating func insert(_ archived: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
@@ -214,29 +342,27 @@ private struct ImportSession {
     )
         throws
     {
-        guard let owner = archived[table.ownerColumn]?.text,
-            owners.contains(owner) || (table.mayBelongToGuestOwner && owner == guestOwner)
-        else {
-            throw GuestModeError(
-                .foreignRow,
-                "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed"
-            )
+        guard let owner = archived[table.ownerColumn]?.text else { throw foreign(table, at: location) }
+        let listed = try users.listed.entry(of: owner)
+        guard listed != nil || (table.mayBelongToGuestOwner && owner == guestOwner) else {
+            throw foreign(table, at: location)
         }
+        let fate = listed?.fate ?? guestOwnerFate
         var row = try validator.check(archived, table: table, entry: location.entry, line: location.line)
         if table.name == "users" {
-            guard usersSeen.insert(owner).inserted else {
+            guard let listed, users.listed.markSeen(listed) else {
                 throw GuestModeError(
                     .badRow,
                     "the archive '\(path)' has user '\(owner)' twice (\(location.description)); nothing was changed")
             }
-            if let created = existingCreation[owner], row["created_at"]?.text != created {
+            if let created = listed.created, row["created_at"]?.text != created {
                 throw GuestModeError(
                     .differentUser,
                     "user '\(owner)' in the archive '\(path)' was created at \(row["created_at"]?.text ?? "an unknown time") but the store's user '\(owner)' was created at \(created): they are different users with the same id. Nothing was changed"
                 )
             }
         }
-        if skipped.contains(owner) { return }
+        if fate == .skipped { return }
         if table.name == "conflict_archive", case .integer(let journal)? = row["journal_id"],
             try rows.journalTarget(journal) != owner
         {
@@ -250,7 +376,7 @@ private struct ImportSession {
                 return
             }
             if table.name == "users" {
-                if keptUsers.contains(owner) {
+                if fate == .kept {
                     // Counted as seen for finish(): the store's row stays.
                     return
                 }
@@ -285,8 +411,7 @@ private struct ImportSession {
             throw heldBackFailure(refusal)
         }
         try validator.finish()
-        let expected = Set(added).union(replaced).subtracting(guestOwner.map { [$0] } ?? [])
-        if let missing = expected.subtracting(usersSeen).sorted().first {
+        if let missing = try users.listed.firstUnseen(among: [.added, .replaced, .kept]) {
             throw GuestModeError(
                 .missingUserRow,
                 "the archive '\(path)' lists user '\(missing)' in header.json but has no users row for them; nothing was changed"
@@ -298,6 +423,13 @@ private struct ImportSession {
                 "the archive '\(path)' has rows in \(table) that refer to users it does not contain; nothing was changed"
             )
         }
+    }
+
+    private func foreign(_ table: BackupTable, at location: RowLocation) -> GuestModeError {
+        GuestModeError(
+            .foreignRow,
+            "the archive '\(path)' has a row at \(location.description) whose \(table.ownerColumn) is not a user listed in header.json; nothing was changed"
+        )
     }
 
     private mutating func columnNames(of table: BackupTable) throws -> Set<String> {

@@ -200,33 +200,16 @@ public struct BackupKey: Sendable, Equatable {
     }
 
     /// HMAC-SHA-256 over the exact bytes of header.json and manifest.json,
-    /// each preceded by its length so no two pairs of entries share a MAC.
-    func signature(header: [UInt8], manifest: [UInt8]) -> [UInt8] {
-        var signer = signer(headerSize: header.count)
-        header.withUnsafeBytes { signer.update(header: $0) }
-        return signer.signature(manifest: manifest)
-    }
-
-    /// The same MAC as ``signature(header:manifest:)``, taking header.json
-    /// in pieces as it is written: its size comes first, so it must be known.
+    /// each preceded by its length so no two pairs of entries share a MAC,
+    /// taking header.json in pieces as it streams: its size comes first, so
+    /// it must be known.
     func signer(headerSize: Int) -> BackupSigner {
         BackupSigner(key: symmetricKey, headerSize: headerSize)
-    }
-
-    func isValidSignature(_ signature: [UInt8], header: [UInt8], manifest: [UInt8]) -> Bool {
-        constantTimeEquals(self.signature(header: header, manifest: manifest), signature)
-    }
-
-    private func constantTimeEquals(_ left: [UInt8], _ right: [UInt8]) -> Bool {
-        guard left.count == right.count else { return false }
-        var difference: UInt8 = 0
-        for index in left.indices { difference |= left[index] ^ right[index] }
-        return difference == 0
     }
 }
 
 /// An archive's MAC computed while header.json is streamed (see
-/// ``BackupKey/signature(header:manifest:)`` for what it covers).
+/// ``BackupKey/signer(headerSize:)`` for what it covers).
 struct BackupSigner {
     private var mac: HMAC<SHA256>
 
@@ -249,6 +232,57 @@ struct BackupSigner {
 
     private static func length(_ count: Int) -> [UInt8] {
         withUnsafeBytes(of: UInt64(count).bigEndian) { Array($0) }
+    }
+}
+
+/// The MAC header.json would have under each key this deployment trusts
+/// (the current one and the rotated ones), computed as the header streams
+/// in: which key signed it is named only later, in signature.json.
+struct HeaderMACs {
+    private let keys: [BackupKey]
+    private let declaredSize: Int64?
+    private var signers: [(id: String, signer: BackupSigner)] = []
+    /// The header's bytes, when its entry declared no size to start the MACs with.
+    private var held: [UInt8]?
+
+    init(key: BackupKey?, declaredSize: Int64?) {
+        keys = key.map { [$0] + $0.earlier.filter { $0.state == .rotated }.map(\.key) } ?? []
+        self.declaredSize = declaredSize
+        if let declaredSize {
+            signers = keys.map { ($0.id, $0.signer(headerSize: Int(declaredSize))) }
+        } else if !keys.isEmpty {
+            held = []
+        }
+    }
+
+    /// Adds the next piece of header.json.
+    mutating func update(_ piece: UnsafeRawBufferPointer) {
+        for index in signers.indices { signers[index].signer.update(header: piece) }
+        if held != nil { held!.append(contentsOf: piece) }
+    }
+
+    /// Called once the header was read, `size` bytes of it.
+    mutating func finish(size: Int64) {
+        // An entry longer or shorter than it declared was signed over other bytes: no MAC of it can hold.
+        if let declaredSize, declaredSize != size { signers = [] }
+        if let held {
+            signers = keys.map { key in
+                var signer = key.signer(headerSize: held.count)
+                held.withUnsafeBytes { signer.update(header: $0) }
+                return (key.id, signer)
+            }
+            self.held = nil
+        }
+    }
+
+    /// Whether `mac` is the MAC of the header and `manifest` under `key`, compared in constant time.
+    func isValid(_ mac: [UInt8], key: BackupKey, manifest: [UInt8]) -> Bool {
+        guard let signer = signers.first(where: { $0.id == key.id })?.signer else { return false }
+        let expected = signer.signature(manifest: manifest)
+        guard expected.count == mac.count else { return false }
+        var difference: UInt8 = 0
+        for index in expected.indices { difference |= expected[index] ^ mac[index] }
+        return difference == 0
     }
 }
 

@@ -24,24 +24,33 @@ struct ArchiveWalk {
         case full
     }
 
+    /// The header, its `users` holding the first `userSampleLimit` users only:
+    /// the whole list went to the walk's `onUser` as it streamed.
     var header: BackupHeader
+    /// How many users header.json lists.
+    var userCount: Int
     /// The format version the archive was written in, before any upgrade.
     var writtenVersion: Int
     var manifest: BackupManifest
     var observed: [String: Observed]
     var order: [String]
-    /// The exact bytes the signature covers.
-    var headerBytes: [UInt8]
+    /// The MACs header.json would have under each key that may have signed it.
+    var headerMACs: HeaderMACs
     var manifestBytes: [UInt8]
     var signature: BackupSignature?
     var encrypted: Bool
 
-    /// Reads the archive once, front to back. `onHeader` runs before any row;
-    /// `onRow` (full depth only) gets every row already upgraded to the
+    /// The users of header.json `header.users` keeps; the rest are counted.
+    static let userSampleLimit = 1000
+
+    /// Reads the archive once, front to back. `listed` hears every user of
+    /// header.json as it streams (`restart` when the list must be heard again
+    /// from the start); `onHeader` runs after the whole header, before any
+    /// row; `onRow` (full depth only) gets every row already upgraded to the
     /// current format. Refuses entries this format does not define.
     static func read(
         path: String, depth: Depth, limits: ArchiveLimits, chain: ArchiveMigrationChain = .standard,
-        keys: BackupKeys = .none,
+        keys: BackupKeys = .none, listed: (any ListedUserSink)? = nil,
         onHeader: (BackupHeader) throws -> Void = { _ in },
         onRow: (BackupTable, [String: CellValue], RowLocation) throws -> Void = { _, _, _ in }
     ) throws -> ArchiveWalk {
@@ -56,12 +65,12 @@ struct ArchiveWalk {
                     "the archive '\(path)' starts with '\(first)' instead of \(BackupFormat.headerName); it is not a guestmode backup"
                 )
             }
-            let headerBytes = try reader.readAll()
-            var observed = [
-                first: Observed(size: Int64(headerBytes.count), sha256: StreamingSHA256.hex(of: headerBytes), rows: nil)
-            ]
+            let read = try readHeader(reader, path: path, chain: chain, keys: keys, listed: listed)
+            let header = read.header
+            let writtenVersion = read.version
+            let migrations = read.migrations
+            var observed = [first: Observed(size: read.size, sha256: read.sha256, rows: nil)]
             var order = [first]
-            let (header, writtenVersion, migrations) = try decodeHeader(headerBytes, path: path, chain: chain)
             try onHeader(header)
 
             var manifest: BackupManifest?
@@ -115,8 +124,9 @@ struct ArchiveWalk {
                     "the archive '\(path)' has no \(BackupFormat.manifestName); it is truncated or was altered")
             }
             return ArchiveWalk(
-                header: header, writtenVersion: writtenVersion, manifest: manifest, observed: observed, order: order,
-                headerBytes: headerBytes, manifestBytes: manifestBytes, signature: signature,
+                header: header, userCount: read.userCount, writtenVersion: writtenVersion, manifest: manifest,
+                observed: observed, order: order, headerMACs: read.macs, manifestBytes: manifestBytes,
+                signature: signature,
                 encrypted: reader.encrypted)
         }
     }
@@ -143,7 +153,7 @@ struct ArchiveWalk {
         // The current key or a rotated one: a retired key vouches for nothing any more.
         guard let signer = key?.trusted(id: signature.keyId) else { return .anotherDeployment }
         guard let mac = Self.bytes(ofHex: signature.mac),
-            signer.isValidSignature(mac, header: headerBytes, manifest: manifestBytes)
+            headerMACs.isValid(mac, key: signer, manifest: manifestBytes)
         else {
             throw GuestModeError(
                 .badSignature,
@@ -223,14 +233,130 @@ struct ArchiveWalk {
         )
     }
 
+    /// What `readHeader` found.
+    private struct HeaderRead {
+        var header: BackupHeader
+        var version: Int
+        var migrations: [ArchiveMigration]
+        var userCount: Int
+        var size: Int64
+        var sha256: String
+        var macs: HeaderMACs
+    }
+
+    /// Header bytes kept for the general reader (`decodeHeader`), which reads
+    /// a header whole: for the messages of a header that is not well-formed,
+    /// and to upgrade an older format with its steps as written.
+    static let retainedHeaderLimit = 1 << 20
+
+    /// Streams header.json: its users go to `listed` one by one and are
+    /// never held together; everything else is small and parsed whole.
+    private static func readHeader(
+        _ reader: ArchiveReader, path: String, chain: ArchiveMigrationChain, keys: BackupKeys,
+        listed: (any ListedUserSink)?
+    ) throws -> HeaderRead {
+        final class Heard {
+            var sample: [String] = []
+            var count = 0
+            var badText: (index: Int, user: String)?
+            let listed: (any ListedUserSink)?
+            init(_ listed: (any ListedUserSink)?) { self.listed = listed }
+
+            func add(_ user: String) throws {
+                // A NUL would be cut by the store's C strings: "new\u{0}victim" reported as one user, stored as another.
+                if badText == nil, !TextRule.isAcceptable(user) { badText = (count, user) }
+                if sample.count < ArchiveWalk.userSampleLimit { sample.append(user) }
+                count += 1
+                try listed?.add(user)
+            }
+        }
+        let heard = Heard(listed)
+        var stream = HeaderStream(onUser: heard.add)
+        var hasher = StreamingSHA256()
+        var macs = HeaderMACs(key: keys.deployment, declaredSize: reader.declaredSize)
+        var retained: [UInt8]? = []
+        var failure: HeaderStream.Failure?
+        let size = try reader.readData { chunk in
+            hasher.update(chunk)
+            macs.update(chunk)
+            if retained != nil, retained!.count + chunk.count <= retainedHeaderLimit {
+                retained!.append(contentsOf: chunk)
+            } else {
+                retained = nil
+            }
+            guard failure == nil else { return }
+            do {
+                try stream.feed(chunk)
+            } catch let error as HeaderStream.Failure {
+                failure = error
+            }
+        }
+        macs.finish(size: size)
+        var members: [String: JSONValue]?
+        if failure == nil {
+            do {
+                members = try stream.finish()
+            } catch let error as HeaderStream.Failure {
+                failure = error
+            }
+        }
+        let streamed = members.flatMap { streamedHeader(from: $0, users: heard.sample) }
+        if let retained, streamed == nil || streamed?.1 != chain.current {
+            // Small enough to read whole: the general reader, its upgrades and its messages.
+            try listed?.restart()
+            let (header, version, migrations) = try decodeHeader(retained, path: path, chain: chain)
+            for user in header.users { try listed?.add(user) }
+            var sampled = header
+            sampled.users = Array(header.users.prefix(userSampleLimit))
+            return HeaderRead(
+                header: sampled, version: version, migrations: migrations, userCount: header.users.count,
+                size: size, sha256: hasher.finalizeHex(), macs: macs)
+        }
+        guard let members, let streamed else {
+            if let members, !(members["format"] == .string(BackupFormat.formatName)) {
+                throw GuestModeError(
+                    .notABackup, "the archive '\(path)' has a header.json that is not a guestmode backup header")
+            }
+            throw GuestModeError(
+                .badHeader,
+                "the archive '\(path)' has a malformed header.json (\(failure?.description ?? "a member is missing or of the wrong type")); nothing was changed"
+            )
+        }
+        var (header, version) = streamed
+        let migrations = try chain.steps(from: version, archive: path)
+        if !migrations.isEmpty {
+            // Too big to read whole: the steps see the header without its user list, which they never change.
+            var object = members.mapValues(\.foundationObject)
+            for step in migrations {
+                try step.upgradeHeader(&object)
+                object["format_version"] = step.from + 1
+            }
+            object["users"] = [String]()
+            do {
+                let data = try JSONSerialization.data(withJSONObject: object)
+                header = try BackupFormat.decoder().decode(BackupHeader.self, from: data)
+            } catch {
+                throw GuestModeError(
+                    .badHeader, "the archive '\(path)' has a malformed header.json (\(describe(error)))")
+            }
+            header.users = heard.sample
+        }
+        if let bad = heard.badText {
+            try TextRule.check(
+                bad.user, what: "users[\(bad.index)] in \(BackupFormat.headerName) of the archive '\(path)'")
+        }
+        try checkFields(of: header, path: path)
+        return HeaderRead(
+            header: header, version: version, migrations: migrations, userCount: heard.count, size: size,
+            sha256: hasher.finalizeHex(), macs: macs)
+    }
+
+    /// The general reader: the whole header through `JSONSerialization`, so
+    /// older formats can be upgraded step by step.
     private static func decodeHeader(
         _ bytes: [UInt8], path: String, chain: ArchiveMigrationChain
     ) throws -> (BackupHeader, Int, [ArchiveMigration]) {
-        let text = try TextRule.decode(bytes, what: "\(BackupFormat.headerName) of the archive '\(path)'")
-        if let (header, version) = currentHeader(text), try chain.steps(from: version, archive: path).isEmpty {
-            try checkText(of: header, path: path)
-            return (header, version, [])
-        }
+        _ = try TextRule.decode(bytes, what: "\(BackupFormat.headerName) of the archive '\(path)'")
         guard var object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
             object["format"] as? String == BackupFormat.formatName,
             let version = object["format_version"] as? Int
@@ -251,25 +377,24 @@ struct ArchiveWalk {
             throw GuestModeError(
                 .badHeader, "the archive '\(path)' has a malformed header.json (\(describe(error)))")
         }
-        try checkText(of: header, path: path)
+        for (index, user) in header.users.enumerated() where !TextRule.isAcceptable(user) {
+            try TextRule.check(user, what: "users[\(index)] in \(BackupFormat.headerName) of the archive '\(path)'")
+        }
+        try checkFields(of: header, path: path)
         return (header, version, migrations)
     }
 
-    /// A well-formed header of a format that needs no migration, read from
-    /// the strict parser's values member by member: `JSONSerialization` and
-    /// `JSONDecoder` made an object per user of a list of millions, several
-    /// times over. Nil for anything else (another version, a member of the
-    /// wrong type or missing, a repeated name), which the general path reads
-    /// and reports as before.
-    private static func currentHeader(_ text: String) -> (BackupHeader, Int)? {
-        guard case .object(let members)? = try? StrictJSON.parse(text),
-            case .string(let format)? = members["format"], format == BackupFormat.formatName,
+    /// A header from the streamed members, `users` standing for the list;
+    /// nil when a member is missing or of the wrong type (the general reader
+    /// words that).
+    private static func streamedHeader(from members: [String: JSONValue], users: [String]) -> (BackupHeader, Int)? {
+        guard case .string(let format)? = members["format"], format == BackupFormat.formatName,
             case .number(let versionText)? = members["format_version"], let version = Int(versionText),
             case .string(let toolVersion)? = members["tool_version"],
             case .object(let profile)? = members["profile"],
             case .string(let profileName)? = profile["name"],
             case .number(let profileVersionText)? = profile["version"], let profileVersion = Int(profileVersionText),
-            case .array(let listed)? = members["users"],
+            case .array? = members["users"],
             case .string(let created)? = members["created"]
         else { return nil }
         func optionalString(_ name: String) -> String?? {
@@ -281,12 +406,6 @@ struct ArchiveWalk {
         }
         guard let guestOwner = optionalString("guest_owner"), let signingKeyId = optionalString("signing_key_id")
         else { return nil }
-        var users: [String] = []
-        users.reserveCapacity(listed.count)
-        for user in listed {
-            guard case .string(let id) = user else { return nil }
-            users.append(id)
-        }
         return (
             BackupHeader(
                 format: format, formatVersion: version, toolVersion: toolVersion,
@@ -296,12 +415,7 @@ struct ArchiveWalk {
         )
     }
 
-    private static func checkText(of header: BackupHeader, path: String) throws {
-        // A NUL would be cut by the store's C strings: "new\u{0}victim" reported as one user, stored as another.
-        // The users are checked in place: a list of millions is not copied into (field, value) pairs.
-        for (index, user) in header.users.enumerated() where !TextRule.isAcceptable(user) {
-            try TextRule.check(user, what: "users[\(index)] in \(BackupFormat.headerName) of the archive '\(path)'")
-        }
+    private static func checkFields(of header: BackupHeader, path: String) throws {
         let fields: [(String, String?)] = [
             ("guest_owner", header.guestOwner), ("profile.name", header.profile.name),
             ("tool_version", header.toolVersion), ("created", header.created),
@@ -338,6 +452,28 @@ struct ArchiveWalk {
             return "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
         }
         return "not valid JSON"
+    }
+}
+
+/// Hears the users of header.json one by one as the header streams in.
+protocol ListedUserSink: AnyObject {
+    func add(_ user: String) throws
+    /// Forget the users heard so far: the list is heard again from its start.
+    func restart() throws
+}
+
+extension JSONValue {
+    /// The value as `JSONSerialization` gives it, for the upgrade steps.
+    fileprivate var foundationObject: Any {
+        switch self {
+        case .null: NSNull()
+        case .bool(let value): value
+        case .number(let text):
+            if let integer = Int(text) { integer } else { Double(text) ?? 0 }
+        case .string(let value): value
+        case .array(let values): values.map(\.foundationObject)
+        case .object(let members): members.mapValues(\.foundationObject)
+        }
     }
 }
 
@@ -407,7 +543,10 @@ package enum BackupArchive {
 
     package struct Inspection: Codable, Sendable {
         package var archive: String
+        /// The header, its `users` holding the first `ArchiveWalk.userSampleLimit` of `userCount`.
         package var header: BackupHeader
+        /// How many users header.json lists.
+        package var userCount: Int
         package var manifest: BackupManifest
         package var signature: SignatureStatus
         package var signatureKeyId: String?
@@ -429,7 +568,7 @@ package enum BackupArchive {
             report.signatureKeyId = walk.signature?.keyId
             report.formatVersion = walk.writtenVersion
             report.profile = "\(walk.header.profile.name) v\(walk.header.profile.version)"
-            report.users = walk.header.users.count
+            report.users = walk.userCount
             report.entries = walk.order.count
             report.bytes = walk.observed.values.reduce(0) { $0 + $1.size }
             report.tables = walk.manifest.tables
@@ -462,12 +601,28 @@ package enum BackupArchive {
         return try walk.signatureStatus(key: keys.deployment, path: path)
     }
 
+    /// Whether header.json lists `user`, the list streamed past, never held.
+    package static func lists(
+        _ user: String, path: String, limits: ArchiveLimits = .standard, keys: BackupKeys = .none
+    ) throws -> Bool {
+        final class Finder: ListedUserSink {
+            let wanted: String
+            var found = false
+            init(_ wanted: String) { self.wanted = wanted }
+            func add(_ user: String) throws { if user.utf8.elementsEqual(wanted.utf8) { found = true } }
+            func restart() throws { found = false }
+        }
+        let finder = Finder(user)
+        _ = try ArchiveWalk.read(path: path, depth: .structure, limits: limits, keys: keys, listed: finder)
+        return finder.found
+    }
+
     package static func inspect(
         path: String, limits: ArchiveLimits = .standard, keys: BackupKeys = .none
     ) throws -> Inspection {
         let walk = try ArchiveWalk.read(path: path, depth: .structure, limits: limits, keys: keys)
         return Inspection(
-            archive: path, header: walk.header, manifest: walk.manifest,
+            archive: path, header: walk.header, userCount: walk.userCount, manifest: walk.manifest,
             signature: try walk.signatureStatus(key: keys.deployment, path: path),
             signatureKeyId: walk.signature?.keyId,
             encrypted: walk.encrypted)

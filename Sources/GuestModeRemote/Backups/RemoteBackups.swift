@@ -178,8 +178,7 @@ extension GuestMode {
                     "the archive at \(source) is not signed by this deployment's backup key; nothing was imported")
             }
             // Signed by this deployment yet someone else's: the server put another user's archive at this name.
-            let users = try BackupArchive.inspect(path: path, limits: limits, keys: keys).header.users
-            guard users.contains(userID) else {
+            guard try BackupArchive.lists(userID, path: path, limits: limits, keys: keys) else {
                 throw GuestModeError(
                     .archiveUserMismatch,
                     "the archive at \(source) does not hold user '\(userID)'; nothing was imported")

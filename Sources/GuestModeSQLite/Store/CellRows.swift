@@ -1,5 +1,6 @@
 import Foundation
 internal import GRDB
+internal import GRDBSQLite
 import GuestModeKit
 
 /// Streams a statement's rows as backend-neutral cells, reusing one buffer.
@@ -10,20 +11,33 @@ func forEachCellRow(
     _ body: ([String], [CellValue]) throws -> Void
 ) throws {
     let columns = statement.columnNames
-    let rows = try Row.fetchCursor(statement, arguments: arguments)
+    try statement.setArguments(arguments)
+    // Stepped and read through SQLite's C API: GRDB's cursor and per-cell
+    // decoding were a sixth of an export (bench/results.md).
+    let handle = statement.sqliteStatement
+    defer { sqlite3_reset(handle) }
     var values: [CellValue] = []
     values.reserveCapacity(columns.count)
-    while let row = try rows.next() {
+    while true {
+        let code = sqlite3_step(handle)
+        if code == SQLITE_DONE { return }
+        guard code == SQLITE_ROW else {
+            let connection = sqlite3_db_handle(handle)
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
+                message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql)
+        }
         values.removeAll(keepingCapacity: true)
-        // `databaseValues` reads each cell without GRDB's generic decoding, which looked up
-        // `Optional`'s metadata for every cell (6 % of an export).
-        for (index, value) in row.databaseValues.enumerated() {
-            switch value.storage {
-            case .null: values.append(.null)
-            case .int64(let value): values.append(.integer(value))
-            case .double(let value): values.append(.real(value))
-            case .string(let value): values.append(.text(value))
-            case .blob:
+        for index in columns.indices {
+            let column = Int32(index)
+            switch sqlite3_column_type(handle, column) {
+            case SQLITE_NULL: values.append(.null)
+            case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(handle, column)))
+            case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(handle, column)))
+            case SQLITE_TEXT:
+                // As GRDB reads text: up to the first NUL, invalid UTF-8 repaired.
+                values.append(.text(sqlite3_column_text(handle, column).map { String(cString: $0) } ?? ""))
+            default:
                 throw GuestModeError(
                     .unexportableValue,
                     "\(table).\(columns[index]) holds binary data, which \(purpose) do not carry; store it as text")

@@ -39,6 +39,11 @@ extension BackupCommand {
 
         func validate() throws { try passphrase.requireOneStandardInput(archive: file) }
 
+        /// The users a report names, and how many it does not.
+        static func named(_ users: [String], of count: Int) -> String {
+            users.joined(separator: ", ") + (count > users.count ? ", … (\(count - users.count) more)" : "")
+        }
+
         func run() throws {
             let keys = try passphrase.keys(global)
             let source = try ArchiveSource(file)
@@ -66,7 +71,9 @@ extension BackupCommand {
                 )
             }
             if !report.unlinked.isEmpty {
-                output.note("imported as guests, without their identities: \(report.unlinked.joined(separator: ", "))")
+                output.note(
+                    "imported as guests, without their identities: \(Self.named(report.unlinked, of: report.unlinkedCount))"
+                )
             }
             try output.result(report) {
                 let verb = dryRun ? "would import" : "imported"
@@ -74,12 +81,13 @@ extension BackupCommand {
                 output.line(
                     "\(verb) \(counted(rows, "row")) from \(report.archive) (\(report.profile), format \(report.formatVersion))"
                 )
-                for (label, users) in [
-                    ("added", report.added), ("replaced", report.replaced), ("skipped", report.skipped),
+                for (label, users, count) in [
+                    ("added", report.added, report.addedCount), ("replaced", report.replaced, report.replacedCount),
+                    ("skipped", report.skipped, report.skippedCount),
                 ]
                 where !users.isEmpty {
                     output.line(
-                        "  \(label): \(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }.joined(separator: ", "))")
+                        "  \(label): \(Self.named(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }, of: count))")
                 }
                 for (table, count) in report.rows.sorted(by: { $0.key < $1.key }) {
                     output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")

@@ -38,7 +38,7 @@ extension BackupCommand {
                 output.line("signature: \(describeSignature(inspection.signature, keyID: inspection.signatureKeyId))")
                 output.line("encrypted: \(inspection.encrypted ? "yes" : "no")")
                 output.line(
-                    "users:     \(header.users.count)\(header.users.isEmpty ? "" : " (\(header.users.prefix(10).joined(separator: ", "))\(header.users.count > 10 ? ", …" : ""))")"
+                    "users:     \(inspection.userCount)\(header.users.isEmpty ? "" : " (\(header.users.prefix(10).joined(separator: ", "))\(inspection.userCount > 10 ? ", …" : ""))")"
                 )
                 if let guestOwner = header.guestOwner {
                     output.line("also:      records of the guest owner \"\(guestOwner)\"")

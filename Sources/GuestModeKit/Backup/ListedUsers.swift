@@ -1,0 +1,365 @@
+import Foundation
+
+/// The users an archive's header.json lists, as an import needs them: what
+/// becomes of each (added, replaced, kept, skipped) and whether its users
+/// row was seen, in constant memory for any number of users.
+///
+/// The list streams into a sorted `RecordSpool` (`add`); `classify` reads it
+/// back once in id order (byte order, as the stores compare ids), finds a
+/// user listed twice, asks the caller the fate of each user and writes the
+/// answers in blocks of 64 users (about a KiB), in memory up to 256 KiB and
+/// past that in an unlinked temporary file; only each block's first id stays
+/// in memory (about 3 MB for 10 M users). `entry(of:)` finds a user by a
+/// binary search over those ids and one read of a block, which the kernel's
+/// page cache answers; the same user twice in a row costs nothing (an
+/// archive's rows of one user often come together).
+///
+/// ```swift
+/// let listed = ListedUsers()
+/// for user in ["u2", "u1"] { try listed.add(user) }
+/// let repeated = try listed.classify { user in (.added, nil) }   // nil: no user twice
+/// let u1 = try listed.entry(of: "u1")                           // .added, position 0
+/// _ = listed.markSeen(u1!)                                      // true the first time
+/// ```
+package final class ListedUsers {
+    /// What the import does with a listed user.
+    package enum Fate: UInt8, CaseIterable, Sendable {
+        /// Not in the store: the archive's rows are written.
+        case added = 0
+        /// In the store: its rows were deleted and the archive's are written.
+        case replaced
+        /// In the store, replaced from an untrusted archive: the store's users row stays.
+        case kept
+        /// In the store and left as it is: the archive's rows are checked, not written.
+        case skipped
+    }
+
+    /// One listed user.
+    package struct Entry: Sendable {
+        package var fate: Fate
+        /// When the store's user of that id was created, for a user already in the store.
+        package var created: String?
+        /// The user's place among the listed users in id order.
+        package var position: Int
+    }
+
+    /// A user listed twice: the one whose second mention comes first in the list.
+    package struct Repeat: Sendable, Equatable {
+        package var user: String
+        /// Where the second mention is in the list (0-based).
+        package var index: Int
+    }
+
+    private var spool: RecordSpool
+    private let memoryLimit: Int
+    /// Users added so far (mentions, repeats included).
+    package private(set) var count = 0
+    /// Distinct users, once classified.
+    package private(set) var distinct = 0
+    private var counts: [Int] = Array(repeating: 0, count: Fate.allCases.count)
+    private var samples: [[String]] = Array(repeating: [], count: Fate.allCases.count)
+    private let sampleLimit: Int
+
+    /// Users per block: a look-up reads one block (about a KiB) and scans it.
+    private static let blockUsers = 64
+    /// The first id of each block, one after another, and where each ends.
+    private var firstIDs: [UInt8] = []
+    private var firstIDEnds: [Int] = []
+    /// Where each block starts in the index; one more for the end of the last.
+    private var blockStarts: [Int] = [0]
+    /// The index: in memory up to 256 KiB, then in an unlinked temporary file.
+    private var inMemory: [UInt8] = []
+    private var file: FileHandle?
+    private var fileLength = 0
+    private var seen: [UInt64] = []
+    /// The block being read, reused.
+    private var blockBuffer: [UInt8] = []
+
+    private var lastUser: [UInt8] = []
+    private var lastEntry: Entry?
+
+    /// `sampleLimit` users of each fate (the first by id) are kept for the report.
+    package init(memoryLimit: Int = 2 << 20, sampleLimit: Int = 1000) {
+        self.memoryLimit = memoryLimit
+        self.sampleLimit = sampleLimit
+        spool = Self.makeSpool(memoryLimit)
+    }
+
+    private static func makeSpool(_ memoryLimit: Int) -> RecordSpool {
+        RecordSpool(
+            holding: "the users the archive lists", fileTag: "import-users", memoryLimit: memoryLimit, sorted: true,
+            runLimit: memoryLimit)
+    }
+
+    /// The next user of the list.
+    package func add(_ user: String) throws {
+        let index = UInt64(count)
+        try spool.append { writer in
+            writer.put(user)
+            writer.put64(index)
+        }
+        count += 1
+    }
+
+    /// Forgets the users added so far.
+    package func restart() {
+        spool = Self.makeSpool(memoryLimit)
+        count = 0
+    }
+
+    /// Reads the list back in id order, once: `decide` says the fate of each
+    /// distinct user (and the store's creation time of a user it holds).
+    /// Returns the user listed twice whose second mention comes first, or nil.
+    package func classify(_ decide: (String) throws -> (Fate, created: String?)) throws -> Repeat? {
+        var repeated: Repeat?
+        var previous: [UInt8]?
+        var previousMentions = 0
+        var block: [UInt8] = []
+        var blockCount = 0
+        block.reserveCapacity(4 << 10)
+        try spool.forEach { reader in
+            let user = try reader.string()
+            let index = Int(try reader.uint64())
+            let bytes = Array(user.utf8)
+            if let previous, previous == bytes {
+                previousMentions += 1
+                if previousMentions == 2, repeated.map({ index < $0.index }) ?? true {
+                    repeated = Repeat(user: user, index: index)
+                }
+                return
+            }
+            previous = bytes
+            previousMentions = 1
+            let (fate, created) = try decide(user)
+            counts[Int(fate.rawValue)] += 1
+            if samples[Int(fate.rawValue)].count < sampleLimit { samples[Int(fate.rawValue)].append(user) }
+            if blockCount == 0 {
+                firstIDs.append(contentsOf: bytes)
+                firstIDEnds.append(firstIDs.count)
+            }
+            block.append(fate.rawValue)
+            Self.put(bytes, to: &block)
+            if let created {
+                Self.put(Array(created.utf8), to: &block, plusOne: true)
+            } else {
+                Self.put32(0, to: &block)
+            }
+            distinct += 1
+            blockCount += 1
+            if blockCount == Self.blockUsers {
+                try store(block)
+                block.removeAll(keepingCapacity: true)
+                blockCount = 0
+            }
+        }
+        if blockCount > 0 { try store(block) }
+        spool = Self.makeSpool(0)
+        seen = Array(repeating: 0, count: distinct / 64 + 1)
+        return repeated
+    }
+
+    /// How many distinct users have `fate`.
+    package func count(_ fate: Fate) -> Int { counts[Int(fate.rawValue)] }
+
+    /// The first users by id (at most the sample limit) that have `fate`.
+    package func sample(_ fate: Fate) -> [String] { samples[Int(fate.rawValue)] }
+
+    /// The listed user `user`, or nil when the list does not hold them.
+    package func entry(of user: String) throws -> Entry? {
+        var user = user
+        return try user.withUTF8 { bytes -> Entry? in
+            if let lastEntry, lastUser.elementsEqual(bytes) { return lastEntry }
+            // The last block whose first id is not after `user`.
+            var low = 0
+            var high = firstIDEnds.count
+            while low < high {
+                let middle = (low + high) / 2
+                if compareFirstID(middle, bytes) <= 0 { low = middle + 1 } else { high = middle }
+            }
+            guard low > 0 else { return nil }
+            var found: Entry?
+            try forEachEntry(inBlock: low - 1) { candidate, entry in
+                let order = Self.compare(candidate, bytes)
+                if order == 0 { found = entry() }
+                return order < 0
+            }
+            if let found {
+                lastUser = Array(bytes)
+                lastEntry = found
+            }
+            return found
+        }
+    }
+
+    /// Notes that the user's users row was seen; false when it was seen before.
+    package func markSeen(_ entry: Entry) -> Bool {
+        let (word, bit) = entry.position.quotientAndRemainder(dividingBy: 64)
+        let mask = UInt64(1) << UInt64(bit)
+        guard seen[word] & mask == 0 else { return false }
+        seen[word] |= mask
+        return true
+    }
+
+    /// The first user by id whose fate is one of `fates` and whose users row was never seen.
+    package func firstUnseen(among fates: Set<Fate>) throws -> String? {
+        for index in firstIDEnds.indices {
+            var missing: String?
+            try forEachEntry(inBlock: index) { user, entry in
+                let found = entry()
+                let (word, bit) = found.position.quotientAndRemainder(dividingBy: 64)
+                if fates.contains(found.fate), seen[word] & (UInt64(1) << UInt64(bit)) == 0 {
+                    missing = String(decoding: user, as: UTF8.self)
+                    return false
+                }
+                return true
+            }
+            if let missing { return missing }
+        }
+        return nil
+    }
+
+    private func compareFirstID(_ block: Int, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        let start = block == 0 ? 0 : firstIDEnds[block - 1]
+        return firstIDs.withUnsafeBufferPointer {
+            Self.compare(UnsafeBufferPointer(rebasing: $0[start..<firstIDEnds[block]]), bytes)
+        }
+    }
+
+    private static func compare(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = min(left.count, right.count)
+        if common > 0, let l = left.baseAddress, let r = right.baseAddress {
+            let order = memcmp(l, r, common)
+            if order != 0 { return Int(order) }
+        }
+        return left.count - right.count
+    }
+
+    private static func put32(_ value: UInt32, to buffer: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
+    }
+
+    /// A length (plus one when `plusOne`, so 0 can mean "none"), then the bytes.
+    private static func put(_ bytes: [UInt8], to buffer: inout [UInt8], plusOne: Bool = false) {
+        put32(UInt32(truncatingIfNeeded: bytes.count + (plusOne ? 1 : 0)), to: &buffer)
+        buffer.append(contentsOf: bytes)
+    }
+
+    private func store(_ block: [UInt8]) throws {
+        // The index goes to the file early (the spool's memory is given back after `classify`, the index's is
+        // held while every row is read).
+        if file == nil, inMemory.count + block.count > min(memoryLimit, 256 << 10) {
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "guestmode-import-users-\(UUID().uuidString).index")
+            guard FileManager.default.createFile(atPath: url.path, contents: nil),
+                let handle = FileHandle(forUpdatingAtPath: url.path)
+            else {
+                throw GuestModeError(
+                    .ioError,
+                    "cannot create a temporary file in '\(url.deletingLastPathComponent().path)' to hold the users the archive lists; check that the temporary directory (TMPDIR) is writable"
+                )
+            }
+            // Unlinked at once: the open handle keeps it until the process ends.
+            try? FileManager.default.removeItem(at: url)
+            file = handle
+            try write(inMemory, to: handle)
+            fileLength = inMemory.count
+            inMemory = []
+        }
+        if let file {
+            try write(block, to: file)
+            fileLength += block.count
+            blockStarts.append(fileLength)
+        } else {
+            inMemory.append(contentsOf: block)
+            blockStarts.append(inMemory.count)
+        }
+    }
+
+    private func write(_ bytes: [UInt8], to file: FileHandle) throws {
+        do {
+            try file.write(contentsOf: bytes)
+        } catch {
+            throw ioError(error)
+        }
+    }
+
+    private func ioError(_ error: any Error) -> GuestModeError {
+        GuestModeError(
+            .ioError,
+            "cannot use the temporary file holding the users the archive lists: \(error.localizedDescription); check the space in the temporary directory (TMPDIR)"
+        )
+    }
+
+    /// Calls `body` with each user of block `index` in order, and a way to
+    /// decode its entry, until `body` returns false.
+    private func forEachEntry(
+        inBlock index: Int, _ body: (UnsafeBufferPointer<UInt8>, () -> Entry) throws -> Bool
+    ) throws {
+        let start = blockStarts[index]
+        let length = blockStarts[index + 1] - start
+        if let file {
+            if blockBuffer.count < length { blockBuffer = [UInt8](repeating: 0, count: length) }
+            let read = blockBuffer.withUnsafeMutableBytes {
+                pread(file.fileDescriptor, $0.baseAddress, length, off_t(start))
+            }
+            guard read == length else {
+                if read < 0 { throw ioError(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
+                throw RecordSpool.damaged("the users the archive lists")
+            }
+            try blockBuffer.withUnsafeBufferPointer {
+                try Self.scan(
+                    UnsafeBufferPointer(rebasing: $0[0..<length]), firstPosition: index * Self.blockUsers, body)
+            }
+        } else {
+            try inMemory.withUnsafeBufferPointer {
+                try Self.scan(
+                    UnsafeBufferPointer(rebasing: $0[start..<(start + length)]), firstPosition: index * Self.blockUsers,
+                    body)
+            }
+        }
+    }
+
+    private static func scan(
+        _ bytes: UnsafeBufferPointer<UInt8>, firstPosition: Int,
+        _ body: (UnsafeBufferPointer<UInt8>, () -> Entry) throws -> Bool
+    ) throws {
+        var offset = 0
+        var position = firstPosition
+        func length() throws -> Int {
+            guard bytes.count - offset >= 4 else { throw RecordSpool.damaged("the users the archive lists") }
+            var value: UInt32 = 0
+            for shift in 0..<4 { value |= UInt32(bytes[offset + shift]) << UInt32(8 * shift) }
+            offset += 4
+            return Int(value)
+        }
+        while offset < bytes.count {
+            guard let fate = Fate(rawValue: bytes[offset]) else {
+                throw RecordSpool.damaged("the users the archive lists")
+            }
+            offset += 1
+            let userLength = try length()
+            guard bytes.count - offset >= userLength else { throw RecordSpool.damaged("the users the archive lists") }
+            let user = UnsafeBufferPointer(rebasing: bytes[offset..<(offset + userLength)])
+            offset += userLength
+            let createdLength = try length()
+            guard createdLength == 0 || bytes.count - offset >= createdLength - 1 else {
+                throw RecordSpool.damaged("the users the archive lists")
+            }
+            let createdStart = offset
+            if createdLength > 0 { offset += createdLength - 1 }
+            let here = position
+            let more = try body(user) {
+                Entry(
+                    fate: fate,
+                    created: createdLength == 0
+                        ? nil
+                        : String(
+                            decoding: UnsafeBufferPointer(
+                                rebasing: bytes[createdStart..<(createdStart + createdLength - 1)]), as: UTF8.self),
+                    position: here)
+            }
+            guard more else { return }
+            position += 1
+        }
+    }
+}
