@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .executable(name: "guestmode", targets: ["guestmode"]),
+        .executable(name: "guestmode-serve", targets: ["guestmode-serve"]),
         .library(name: "GuestModeKit", targets: ["GuestModeKit"]),
         .library(name: "GuestModeSQLite", targets: ["GuestModeSQLite"]),
         .library(name: "GuestModePostgres", targets: ["GuestModePostgres"]),
@@ -35,7 +36,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        // `guestmode serve`'s /metrics: the server records through swift-metrics, the command exposes
+        // `guestmode serve`'s /metrics: the server records through swift-metrics, guestmode-serve exposes
         // them in Prometheus's text format.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -123,8 +124,21 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Fault hooks (Sources/guestmode/Support/FaultHooks.swift) exist only in debug builds,
-        // the ones `make test`, `make crash` and `make fuzz` run; `make install` builds release.
+        // What both executables share: the global options, output, error reports and the run of a
+        // command line. Fault hooks (Sources/GuestModeCommandLine/FaultHooks.swift) exist only in debug
+        // builds, the ones `make test`, `make crash` and `make fuzz` run; `make install` builds release.
+        .target(
+            name: "GuestModeCommandLine",
+            dependencies: [
+                "GuestModeKit",
+                "GuestModeSQLite",
+                "GuestModePostgres",
+                "GuestModeArchive",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict + [.define("GUESTMODE_FAULT_HOOKS", .when(configuration: .debug))]
+        ),
+        // The command line. Without the server (NIO, Hummingbird): `guestmode serve` runs guestmode-serve.
         .executableTarget(
             name: "guestmode",
             dependencies: [
@@ -132,13 +146,27 @@ let package = Package(
                 "GuestModeSQLite",
                 "GuestModePostgres",
                 "GuestModeArchive",
-                "GuestModeServer",
                 "GuestModeRemote",
+                "GuestModeCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // `guestmode serve` and its key, session and signing-key commands, installed beside guestmode.
+        .executableTarget(
+            name: "guestmode-serve",
+            dependencies: [
+                "GuestModeKit",
+                "GuestModeSQLite",
+                "GuestModePostgres",
+                "GuestModeArchive",
+                "GuestModeServer",
+                "GuestModeCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            swiftSettings: strict + [.define("GUESTMODE_FAULT_HOOKS", .when(configuration: .debug))]
+            swiftSettings: strict
         ),
         // Hummingbird's minimal route, the floor `make bench` measures `guestmode serve` against.
         .executableTarget(
@@ -187,13 +215,14 @@ let package = Package(
             name: "CommandLineTests",
             dependencies: [
                 "guestmode",
+                "GuestModeCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["guestmode", "GuestModeKit"],
+            dependencies: ["guestmode", "guestmode-serve", "GuestModeKit"],
             swiftSettings: strict
         ),
     ]

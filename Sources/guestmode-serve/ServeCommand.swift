@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GuestModeArchive
+import GuestModeCommandLine
 import GuestModeKit
 import GuestModePostgres
 import GuestModeSQLite
@@ -11,7 +12,8 @@ import Prometheus
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve",
+        // The root of guestmode-serve, named as people run it (guestmode's ServeLauncher execs it).
+        commandName: "guestmode serve",
         abstract: "Serve the engine over HTTP to apps and their backends.",
         discussion: """
             The routes under /v1 answer the documents the commands print with --json; errors are \
@@ -22,6 +24,7 @@ struct ServeCommand: ParsableCommand {
             output says where the server listens. SIGTERM or SIGINT stops accepting connections, lets requests \
             in flight finish and closes the store. See guestmode-serve(1).
             """,
+        version: GuestModeVersion.current,
         subcommands: [Key.self, Session.self, SigningKeys.self]
     )
 
