@@ -47,14 +47,14 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev", "zlib1g-dev", "libzstd-dev"])]
         ),
+        // libpq and libcurl are headers only at build time: each is opened on its first use (dlopen, in its shim.h)
+        // and never linked, so no pkg-config, whose flags would link it (bench/results.md, "Start-up").
         .systemLibrary(
             name: "CLibPQ",
-            pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
         .systemLibrary(
             name: "CCurl",
-            pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         // The engine: domain, pure policies, store protocols, use cases. No database, no C library.
