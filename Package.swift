@@ -30,6 +30,9 @@ let package = Package(
         // The HTTP server: without Hummingbird's swift-configuration support, which guestmode does not use.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        // App Store JWS chains (GuestModePurchases); already resolved through jwt-kit.
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // The HTTP/1 pipeline `guestmode serve` builds itself (its ConnectionGuard sits below Hummingbird's).
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
@@ -100,6 +103,18 @@ let package = Package(
             dependencies: ["GuestModeKit", "GuestModeArchive", "CCurl"],
             swiftSettings: strict
         ),
+        // What the App Store signs, verified as Apple specifies (x5c to a configured root, ES256,
+        // bundle id, environment) and read as plan changes: the server's routes and `plan import` use it.
+        .target(
+            name: "GuestModePurchases",
+            dependencies: [
+                "GuestModeKit",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: strict
+        ),
         // `guestmode serve`: the engine over HTTP, calling it only through the `GuestMode` façade.
         .target(
             name: "GuestModeServer",
@@ -107,6 +122,7 @@ let package = Package(
                 "GuestModeKit",
                 "GuestModeArchive",
                 "GuestModeRemote",
+                "GuestModePurchases",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -148,6 +164,8 @@ let package = Package(
                 "GuestModeArchive",
                 "GuestModeRemote",
                 "GuestModeCommandLine",
+                // `plan import` reads App Store and RevenueCat notifications as the server does.
+                "GuestModePurchases",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -162,6 +180,7 @@ let package = Package(
                 "GuestModeArchive",
                 "GuestModeServer",
                 "GuestModeCommandLine",
+                "GuestModePurchases",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -200,6 +219,7 @@ let package = Package(
             dependencies: [
                 "GuestModeServer",
                 "GuestModeKit",
+                "GuestModePurchases",
                 "GuestModeSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -222,7 +242,13 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["guestmode", "guestmode-serve", "GuestModeKit"],
+            dependencies: [
+                "guestmode", "guestmode-serve", "GuestModeKit",
+                // The tests' own App Store chain: a root, an intermediate and a leaf made at test time.
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
     ]

@@ -116,7 +116,7 @@ def journey(base):
     expect(put_record.sync_detailed(user, "settings", "theme/main", client=client, body=record), 201,
            models.RecordWrite)
     read = expect(get_record.sync_detailed(user, "settings", "theme/main", client=client), 200, models.Record)
-    if read.key != "theme/main" or json.loads(read.data) != {"dark": True, "voice": "calm"}:
+    if read.key != "theme/main" or read.data.to_dict() != {"dark": True, "voice": "calm"}:
         fail(f"the record read back is {read.key}: {read.data}")
     expect(list_records.sync_detailed(user, "settings", client=client), 200, list)
 

@@ -136,6 +136,23 @@ BODIES = {
         },
         "required": ["context", "outcome"],
     },
+    "purchase": {
+        "type": "object",
+        "properties": {
+            "signed_transaction": {"type": "string", "description": "StoreKit 2's jwsRepresentation of the "
+                                   "transaction: a JWS the App Store signed (ES256, x5c)."},
+        },
+        "required": ["signed_transaction"],
+        "additionalProperties": False,
+    },
+    "app-store-notification": {
+        "type": "object",
+        "properties": {
+            "signedPayload": {"type": "string", "description": "The notification: a JWS the App Store signed "
+                              "(responseBodyV2DecodedPayload)."},
+        },
+        "required": ["signedPayload"],
+    },
     "plan-grant": {
         "type": "object",
         "properties": {
@@ -177,12 +194,82 @@ BODIES = {
     },
 }
 
+# RevenueCat's webhook body (POST /v1/integrations/revenuecat): the members guestmode reads, as RevenueCat
+# documents them; every other member (RevenueCat adds some without notice) is ignored.
+MILLISECONDS = {"type": ["integer", "null"], "minimum": 0, "description": "Milliseconds since 1970."}
+BODIES["revenuecat-event"] = {
+    "type": "object",
+    "properties": {
+        "api_version": {"type": "string", "description": "1.0; any 1.x is read."},
+        "event": {
+            "type": "object",
+            "properties": {
+                "id": STRING,
+                "type": {"type": "string", "description": "INITIAL_PURCHASE, RENEWAL, PRODUCT_CHANGE, CANCELLATION, "
+                         "UNCANCELLATION, NON_RENEWING_PURCHASE, BILLING_ISSUE, EXPIRATION, TRANSFER, "
+                         "SUBSCRIPTION_EXTENDED, TEST; any other is acknowledged and changes nothing."},
+                "app_user_id": nullable(STRING),
+                "original_app_user_id": nullable(STRING),
+                "aliases": nullable({"type": "array", "items": STRING}),
+                "transferred_from": nullable({"type": "array", "items": STRING}),
+                "transferred_to": nullable({"type": "array", "items": STRING}),
+                "entitlement_ids": nullable({"type": "array", "items": STRING}),
+                "entitlement_id": nullable(STRING),
+                "product_id": nullable(STRING),
+                "period_type": nullable({"type": "string", "description": "TRIAL, INTRO, NORMAL, PROMOTIONAL, PREPAID."}),
+                "purchased_at_ms": MILLISECONDS,
+                "expiration_at_ms": MILLISECONDS,
+                "event_timestamp_ms": {"type": "integer", "minimum": 0},
+                "environment": {"type": "string", "enum": ["PRODUCTION", "SANDBOX"]},
+                "original_transaction_id": nullable(STRING),
+                "transaction_id": nullable(STRING),
+                "store": nullable(STRING),
+                "cancel_reason": nullable(STRING),
+                "grace_period_expiration_at_ms": MILLISECONDS,
+            },
+            "required": ["id", "type", "event_timestamp_ms", "environment"],
+        },
+    },
+    "required": ["api_version", "event"],
+    "description": "A RevenueCat webhook event as RevenueCat sends it.",
+}
+
 # Documents only the server answers (the others are schemas/*.json as the commands print them).
 SERVER_SCHEMAS = {
+    "revenuecat-receipt": {
+        "type": "object",
+        "title": "POST /v1/integrations/revenuecat: what became of the event",
+        "properties": {
+            "event_id": STRING,
+            "type": STRING,
+            "outcome": {"type": "string", "enum": ["applied", "duplicate", "superseded", "unknown_user", "ignored"]},
+            "user_id": {"type": ["string", "null"]},
+            "plans": {"type": "array", "items": STRING},
+            "note": {"type": ["string", "null"]},
+        },
+        "required": ["event_id", "type", "outcome", "user_id", "plans", "note"],
+        "additionalProperties": False,
+    },
+    "app-store-outcome": {
+        "type": "object",
+        "title": "POST /v1/integrations/app-store: what was done with the notification",
+        "properties": {"outcome": {"type": "string", "enum": [
+            "applied", "duplicate", "superseded", "unknown_user", "acknowledged"]}},
+        "required": ["outcome"],
+        "additionalProperties": False,
+    },
     "status": {
         "type": "object",
         "properties": {"status": STRING},
         "required": ["status"],
+        "additionalProperties": False,
+    },
+    "pushed-backup": {
+        "type": "object",
+        "title": "POST /v1/users/{user}/backups: the backup the server made of the user and kept",
+        "properties": {"name": STRING, "sequence": {"type": "integer", "minimum": 1},
+                       "size": {"type": "integer", "minimum": 0}},
+        "required": ["name", "sequence", "size"],
         "additionalProperties": False,
     },
     "pushed-backups": {
@@ -296,6 +383,14 @@ ROUTES = [
     ("post", "/v1/users/{user}/plans", "plan grant: billing's work.", "admin", {}, "plan-grant",
      {"200": "plan-change", "409": "error", "422": "error"}),
     ("delete", "/v1/users/{user}/plans/{plan}", "plan revoke.", "admin", {}, None, {"200": "plan-change"}),
+    ("post", "/v1/users/{user}/purchases", "A StoreKit 2 transaction the app just made (its jwsRepresentation), "
+     "verified as Apple signs it (serve --app-store-root-ca) and applied to the user's plan: the plan status.",
+     "session", {}, "purchase", {"200": "plan-status", "401": "error", "403": "error", "404": "error",
+                                 "409": "error", "422": "error"}),
+    ("post", "/v1/integrations/app-store", "App Store Server Notifications V2, as Apple posts them: the signature "
+     "is the credential; 200 with what was done for every notification that verifies, 401 for one that does not.",
+     None, {}, "app-store-notification", {"200": "app-store-outcome", "401": "error", "403": "error",
+                                          "404": "error"}),
     ("post", "/v1/users/{user}/experiments", "experiment assign: sticky variants.", "session",
      {"experiment": STRING}, None, {"200": "experiment-assign"}),
     ("get", "/v1/users/{user}/counters", "counters.", "session", {}, None, {"200": "counters"}),
@@ -323,6 +418,9 @@ ROUTES = [
      {"200": "backup-import", "409": "error", "422": "error"}),
     ("get", "/v1/users/{user}/backups", "The archives the user pushed, oldest first (with --backups-dir).",
      "session", {}, None, {"200": "pushed-backups"}),
+    ("post", "/v1/users/{user}/backups", "Back the user up now: the server exports the user's data and keeps it with "
+     "the pushed archives (with --backups-dir); a retry with the same Idempotency-Key answers the backup kept.",
+     "session", {}, None, {"201": "pushed-backup", "200": "pushed-backup"}),
     ("put", "/v1/users/{user}/backups/{name}", "A pushed archive, kept as an upload (with --backups-dir).",
      "session", {}, "application/octet-stream", {"201": None, "409": "error", "422": "error"}),
     ("move", "/v1/users/{user}/backups/{name}", "Keep an upload as the user's latest archive (with --backups-dir).",
@@ -334,6 +432,11 @@ ROUTES = [
      None, {"200": "report"}),
     ("get", "/v1/profile", "profile show: the profile the store is bound to.", "any", {}, None,
      {"200": "profile-show"}),
+    ("post", "/v1/integrations/revenuecat", "RevenueCat's webhook (serve --revenuecat-authorization-file): the "
+     "event changes the plans its entitlements map to, once per event id, never over a newer event; 200 whatever "
+     "became of it (RevenueCat retries anything else), 401 without the Authorization value set in RevenueCat's "
+     "dashboard, 404 revenuecat_not_configured on a server that takes none.", "revenuecat", {}, "revenuecat-event",
+     {"200": "revenuecat-receipt", "404": "error", "422": "error"}),
     ("get", "/v1/openapi.json", "This document.", None, {}, None, {"200": "openapi"}),
     ("get", "/.well-known/jwks.json", "The public keys access tokens are verified with: every signing key not "
      "retired (Cache-Control: public, max-age=300).", None, {}, None, {"200": "jwks"}),
@@ -396,6 +499,8 @@ OPERATION_IDS = {
     "GET /v1/users/{user}/plans": "getPlans",
     "POST /v1/users/{user}/plans": "grantPlan",
     "DELETE /v1/users/{user}/plans/{plan}": "revokePlan",
+    "POST /v1/users/{user}/purchases": "recordPurchase",
+    "POST /v1/integrations/app-store": "receiveAppStoreNotification",
     "POST /v1/users/{user}/experiments": "assignExperiment",
     "GET /v1/users/{user}/counters": "getCounters",
     "POST /v1/users/{user}/events": "trackEvent",
@@ -407,11 +512,13 @@ OPERATION_IDS = {
     "GET /v1/users/{user}/backup": "exportBackup",
     "PUT /v1/backup": "importBackup",
     "GET /v1/users/{user}/backups": "listBackups",
+    "POST /v1/users/{user}/backups": "backUpUser",
     "PUT /v1/users/{user}/backups/{name}": "uploadBackup",
     "MOVE /v1/users/{user}/backups/{name}": "keepBackup",
     "GET /v1/users/{user}/backups/{name}": "downloadBackup",
     "GET /v1/reports/{report}": "getReport",
     "GET /v1/profile": "getProfile",
+    "POST /v1/integrations/revenuecat": "receiveRevenueCatEvent",
     "GET /v1/openapi.json": "getOpenAPIDocument",
     "GET /healthz": "checkHealth",
     "GET /readyz": "checkReadiness",
@@ -426,6 +533,7 @@ TAGS = {
     "identities": "identities", "records": "records", "limits": "records", "meters": "meters",
     "prompts": "prompts", "plans": "plans", "experiments": "experiments", "counters": "events",
     "events": "events", "backup": "backups", "backups": "backups", "reports": "reports", "profile": "profile",
+    "purchases": "purchases", "integrations": "purchases",
 }
 TAG_DESCRIPTIONS = {
     "guests": "Signing a guest in.",
@@ -437,6 +545,9 @@ TAG_DESCRIPTIONS = {
     "meters": "Metered usage: check, use, grants.",
     "prompts": "The sign-in and upgrade prompts.",
     "plans": "Plans and tiers.",
+    "purchases": "Purchases: a StoreKit 2 transaction the app sends, the App Store's own notifications "
+                 "(serve --app-store-root-ca) and RevenueCat's webhooks (serve --revenuecat-authorization-file) "
+                 "become plans.",
     "experiments": "Experiments' sticky variants.",
     "events": "Events and counters.",
     "backups": "Backup archives: export, import, push and pull.",
@@ -512,6 +623,7 @@ TYPE_NAMES = {
     "record-put-from": "RecordImport",
     "backup-import": "BackupImport",
     "pushed-backups": "PushedBackupList",
+    "pushed-backup": "PushedBackup",
     "report": "Report",
     "report-funnel": "FunnelReport",
     "report-prompts": "PromptsReport",
@@ -530,6 +642,11 @@ TYPE_NAMES = {
     "body-meter-grant": "GrantMeterRequest",
     "body-prompt-record": "RecordPromptRequest",
     "body-plan-grant": "GrantPlanRequest",
+    "body-revenuecat-event": "RevenueCatEvent",
+    "revenuecat-receipt": "RevenueCatReceipt",
+    "body-purchase": "RecordPurchaseRequest",
+    "body-app-store-notification": "AppStoreNotificationRequest",
+    "app-store-outcome": "AppStoreNotificationOutcome",
     "body-event": "TrackEventRequest",
     "body-identity": "LinkIdentityRequest",
 }
@@ -567,7 +684,7 @@ def error_codes():
 
 
 # Components whose inline copies elsewhere become references to them.
-SHARED_TYPES = ["meter-status-one", "prompt-content", "prompt-variant"]
+SHARED_TYPES = ["meter-status-one", "prompt-content", "prompt-variant", "body-record", "pushed-backup"]
 
 
 def canonical(schema):
@@ -736,6 +853,7 @@ def answer(status, spec):
     return response
 
 
+EXAMPLE_USER_ID = "4b1e5c7a-0d2f-4f8e-9a51-3c6d2b7e8f10"
 # A request body each route takes, as guestmode-serve(1) shows it (schemathesis's examples phase sends them).
 EXAMPLES = {
     "guest-new": {"device": "phone-1"},
@@ -750,6 +868,15 @@ EXAMPLES = {
     "meter-grant": {"amount": 30, "expires": "P30D", "reason": "referral", "id": "referral-1"},
     "prompt-record": {"context": "guest_cap_reached", "outcome": "dismissed"},
     "plan-grant": {"plan": "premium", "trial": "P7D"},
+    "revenuecat-event": {"api_version": "1.0", "event": {
+        "id": "CD489E0E-5D52-4E03-966B-A7F17788E432", "type": "INITIAL_PURCHASE", "app_user_id": EXAMPLE_USER_ID,
+        "original_app_user_id": EXAMPLE_USER_ID, "aliases": [EXAMPLE_USER_ID], "entitlement_ids": ["premium"],
+        "product_id": "voice_premium_monthly", "period_type": "TRIAL", "purchased_at_ms": 1793527200000,
+        "expiration_at_ms": 1796205600000, "event_timestamp_ms": 1793527201000, "environment": "PRODUCTION",
+        "original_transaction_id": "2000000123456789", "transaction_id": "2000000123456789",
+        "store": "APP_STORE"}},
+    "purchase": {"signed_transaction": "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUlF...In0.eyJ0cmFuc2FjdGlvbklkIjoi...In0.c2ln"},
+    "app-store-notification": {"signedPayload": "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUlF...In0.eyJub3RpZmljYXRpb25UeXBlIjoi...In0.c2ln"},
     "event": {"action": "app_opened", "count": 1, "id": "open-7", "props": {"screen": "home"}},
     "identity": {"provider": "apple", "subject": "001234.abcd", "email": None},
 }
@@ -784,7 +911,7 @@ RESPONSE_EXAMPLES = {
         "limit": {"cap": None, "collection": "settings", "outcome": "allowed", "tier": "guest", "used": None},
         "outcome": "allowed", "replacement": False}},
     "GET /v1/users/{user}/records/{collection}/{key}": {
-        "200": {"collection": "settings", "created_at": "2026-11-01T10:00:00.000Z", "data": "{\"dark\":true}",
+        "200": {"collection": "settings", "created_at": "2026-11-01T10:00:00.000Z", "data": {"dark": True},
                 "key": "theme", "updated_at": "2026-11-01T10:00:00.000Z", "user_id": EXAMPLE_USER},
         "404": {"error": {"code": "record_not_found", "message": "no record settings/theme"}}},
     "GET /v1/users/{user}/meters/{meter}/check": {"200": {
@@ -818,7 +945,8 @@ def operation(method, path, summary, caller, query, body, answers):
         if schema == {"type": "string", "enum": ["true", "false"]}:
             schema = {"type": "boolean"}  # a flag: generated clients write true or false, as the server reads
         parameters.append({"name": name, "in": "query", "required": False, "schema": schema})
-    if method == "post" and body != "application/x-ndjson" and not path.startswith(("/v1/guests", "/v1/sessions")):
+    if method == "post" and body != "application/x-ndjson" and not path.startswith(
+            ("/v1/guests", "/v1/sessions", "/v1/integrations/")):
         parameters.append({
             "name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"},
             "description": "Answer this change once: a retry with the same key gets the kept answer."})
@@ -852,6 +980,7 @@ def operation(method, path, summary, caller, query, body, answers):
             "user-data": [{"serverKey": ["user-data"]}],
             "admin": [{"serverKey": ["admin"]}],
             "any": [{"sessionToken": []}, {"serverKey": []}],
+            "revenuecat": [{"revenueCatAuthorization": []}],
         }[caller]
     else:
         operation["security"] = []
@@ -1014,6 +1143,10 @@ def document():
             "securitySchemes": {
                 "sessionToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
                                  "description": "A guest's access token (POST /v1/guests): reaches its own user."},
+                "revenueCatAuthorization": {
+                    "type": "apiKey", "in": "header", "name": "Authorization",
+                    "description": "The Authorization header value set in RevenueCat's webhook settings, exactly "
+                    "(serve --revenuecat-authorization-file)."},
                 "serverKey": {"type": "http", "scheme": "bearer",
                               "description": "A server key (guestmode serve key create): the roles are its "
                               "scopes, user-data or admin (which covers user-data)."},

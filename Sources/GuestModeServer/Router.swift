@@ -33,11 +33,14 @@ extension GuestModeServer {
         router.addRoutes(PromptController(services: services).endpoints, atPath: "/v1/users/:user/prompts")
         router.addRoutes(IdentityController(services: services).endpoints, atPath: "/v1/users/:user/identities")
         router.addRoutes(PlanController(services: services).endpoints, atPath: "/v1/users/:user/plans")
+        router.addRoutes(PurchaseController(services: services).endpoints, atPath: "/v1/users/:user/purchases")
+        router.addRoutes(AppStoreController(services: services).endpoints, atPath: "/v1/integrations")
         router.addRoutes(MergeController(services: services).endpoints, atPath: "/v1/users/:user")
         router.addRoutes(ExperimentController(services: services).endpoints, atPath: "/v1/users/:user/experiments")
         router.addRoutes(ReportController(services: services).endpoints, atPath: "/v1/reports")
         router.addRoutes(BulkController(services: services).endpoints, atPath: "/v1")
         router.addRoutes(BackupController(services: services).endpoints, atPath: "/v1")
+        router.addRoutes(RevenueCatController(services: services).endpoints, atPath: "/v1/integrations")
         return router
     }
 }

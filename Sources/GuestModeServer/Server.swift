@@ -1,6 +1,7 @@
 import Foundation
 import GuestModeArchive
 import GuestModeKit
+import GuestModePurchases
 import GuestModeRemote
 import Hummingbird
 import HummingbirdCore
@@ -75,6 +76,11 @@ package struct ServerConfiguration: Sendable {
     package var backupSizeLimit = Int(ArchiveLimits.standard.maximumEntrySize)
     /// The providers whose OpenID Connect ID tokens may link identities.
     package var identityProviders: [IdentityProviderSetting] = []
+    /// How RevenueCat's webhooks are taken; nil answers them `revenuecat_not_configured`.
+    package var revenueCat: RevenueCatSettings?
+    /// What verifies App Store purchases and notifications; nil answers their routes
+    /// `app_store_not_configured` (404).
+    package var appStore: AppStoreVerifier?
     /// The process's metrics in Prometheus's text format, served on `/metrics`; nil serves no `/metrics`.
     /// The process that bootstraps swift-metrics gives it: the server only records.
     package var metricsExposition: (@Sendable () -> String)?

@@ -5,6 +5,7 @@ import GuestModeArchive
 import GuestModeCommandLine
 import GuestModeKit
 import GuestModePostgres
+import GuestModePurchases
 import GuestModeSQLite
 import GuestModeServer
 import Metrics
@@ -125,8 +126,36 @@ struct ServeCommand: ParsableCommand {
             valueName: "name"))
     var audience = "authenticated"
 
+    @OptionGroup(title: "RevenueCat") var revenueCat: ServeRevenueCatOptions
+    @Option(
+        name: .customLong("app-store-root-ca"),
+        help: ArgumentHelp(
+            "Take App Store purchases (POST /v1/users/{user}/purchases) and App Store Server Notifications V2 (POST /v1/integrations/app-store) signed by a chain leading to this root certificate, PEM or DER: Apple Root CA - G3 (AppleRootCA-G3.cer) for the App Store; needs --app-store-bundle-id.",
+            valueName: "file"))
+    var appStoreRootCA: String?
+
+    @Option(
+        name: .customLong("app-store-bundle-id"),
+        help: ArgumentHelp(
+            "The app's bundle id: a purchase or notification of another app is refused (needs --app-store-root-ca).",
+            valueName: "id"))
+    var appStoreBundleID: String?
+
+    @Flag(
+        name: .customLong("app-store-sandbox"),
+        help:
+            "Take purchases and notifications of the App Store's Sandbox (and Xcode) environment too; without it they are refused (403)."
+    )
+    var appStoreSandbox = false
+
     func validate() throws {
         _ = try address
+        if (appStoreRootCA == nil) != (appStoreBundleID == nil) {
+            throw ValidationError("--app-store-root-ca and --app-store-bundle-id go together; give both, or neither")
+        }
+        if appStoreSandbox && appStoreRootCA == nil {
+            throw ValidationError("--app-store-sandbox needs --app-store-root-ca and --app-store-bundle-id")
+        }
         try Self.requireClaim(issuer, "--issuer")
         try Self.requireClaim(audience, "--audience")
         try requireInRange(threads, 1...256, "--threads")
@@ -164,6 +193,20 @@ struct ServeCommand: ParsableCommand {
         }
     }
 
+    /// Read in `run`, as the identity providers: an unreadable certificate is its own failure.
+    private var appStore: AppStoreVerifier? {
+        get throws {
+            guard let appStoreRootCA, let appStoreBundleID else { return nil }
+            guard let bytes = FileManager.default.contents(atPath: appStoreRootCA) else {
+                throw GuestModeError(
+                    .fileNotFound,
+                    "--app-store-root-ca '\(appStoreRootCA)' cannot be read; give the root certificate's file")
+            }
+            return try AppStoreVerifier(
+                rootCertificate: bytes, bundleID: appStoreBundleID, acceptsSandbox: appStoreSandbox)
+        }
+    }
+
     private var address: (host: String, port: Int) {
         get throws {
             guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
@@ -181,6 +224,8 @@ struct ServeCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         // One store connection per engine thread: a call never waits for a connection once it runs.
         let providers = try identityProviders
+        let revenueCatSettings = try revenueCat.settings()
+        let appStore = try self.appStore
         // The store gives up waiting when a request would: its locks, connections and statements are
         // bounded by --store-wait as well as the queue in front of them.
         let wait = Duration.milliseconds(Int((storeWait * 1000).rounded()))
@@ -206,6 +251,8 @@ struct ServeCommand: ParsableCommand {
         configuration.backupsDirectory = backupsDir
         configuration.keptBackups = keepBackups
         configuration.identityProviders = providers
+        configuration.revenueCat = revenueCatSettings
+        configuration.appStore = appStore
         configuration.metricsExposition = Self.bootstrapMetrics()
         let server = GuestModeServer(engine: engine, configuration: configuration, clock: global.clock)
         let output = global.output

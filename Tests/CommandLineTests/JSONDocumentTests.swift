@@ -25,6 +25,23 @@ import Testing
         #expect(recordText.contains(#""user_id":"u""#) && !recordText.contains("owner"))
     }
 
+    @Test func aRecordsDataIsTheObjectItHoldsWithItsDigits() throws {
+        let record = StoredRecord(
+            owner: "u", collection: "c", key: "k", data: #"{"r":1.50,"big":12345678901234567890,"n":[null,"x"]}"#,
+            createdAt: Self.time, updatedAt: Self.time)
+        let text = try JSONDocument.encode(record, pretty: false)
+        #expect(text.contains(#""data":{"big":12345678901234567890,"n":[null,"x"],"r":1.50}"#), "\(text)")
+        // Foundation reads the object back (its numbers through Decimal); a string holding JSON is not a
+        // record's data.
+        let decoded = try JSONDecoder().decode(RecordJSON.self, from: Data(#"{"n":[null,"x"],"r":1.50}"#.utf8))
+        #expect(decoded.wrappedValue == #"{"n":[null,"x"],"r":1.5}"#)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(RecordJSON.self, from: Data(#""{}""#.utf8)) }
+        // A stored text that is not JSON fails the document instead of going out as a string.
+        var broken = record
+        broken.data = "{"
+        #expect(throws: EncodingError.self) { try JSONDocument.encode(broken, pretty: false) }
+    }
+
     @Test func theNamesOfOneTypeStayWithIt() throws {
         struct Wrapper: Encodable {
             var id = 1

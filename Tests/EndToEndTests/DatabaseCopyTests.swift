@@ -12,7 +12,7 @@ private let storeTables: [(name: String, key: String)] = [
     ("migration_journals", "id"), ("migration_steps", "journal_id, position"), ("conflict_archive", "id"),
     ("server_keys", "name"), ("session_families", "id"), ("refresh_tokens", "token_hash"),
     ("kept_responses", "principal, key"), ("webhook_outbox", "id"), ("sign_in_buckets", "address"),
-    ("signing_keys", "id"),
+    ("signing_keys", "id"), ("store_purchases", "source, original_transaction_id"), ("store_events", "source, event_id"),
 ]
 
 /// A recipes store with rows in every table: the seeded guest and account,
@@ -50,6 +50,8 @@ private func storeWithEveryTable() async throws -> Sandbox {
         INSERT INTO kept_responses VALUES ('user:\(kept)', 'k-1', '\(String(repeating: "cd", count: 32))', 201, '{"ok":true}', '2026-11-03T10:00:00.000Z');
         INSERT INTO webhook_outbox VALUES (7, 'evt_1', 'crm', 'user.deleted', '\(kept)', '2026-11-03T10:00:00.000Z', '', '{"id":"evt_1"}', 'held', 8, 'HTTP 500', NULL, NULL);
         INSERT INTO sign_in_buckets VALUES ('192.0.2.1', 12.5, '2026-11-03T10:00:00.000Z');
+        INSERT INTO store_purchases VALUES ('app_store', '2000000001', '\(kept)', 'premium', '2026-11-03T10:00:00.000Z', '2000000002', 'sandbox', NULL);
+        INSERT INTO store_events VALUES ('app_store', 'n-1', '2000000001', 'applied', '2026-11-03T10:00:00.000Z');
         """)
     #expect(try await sandbox.run("serve", "key", "create", "backend", "--scope", "user-data").status == 0)
     #expect(try await sandbox.run("serve", "signing-key", "rotate").status == 0)

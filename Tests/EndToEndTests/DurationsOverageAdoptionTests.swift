@@ -309,7 +309,7 @@ struct DurationsOverageAdoptionTests {
         #expect(entry["user_id"] as? String == account)
         #expect(entry["collection"] as? String == "habits")
         #expect(entry["key"] as? String == "h1")
-        #expect(entry["data"] as? String == #"{"name":"guest"}"#)
+        #expect((entry["data"] as? [String: Any])?["name"] as? String == "guest")
         let id = try #require(entry["conflict_id"] as? Int)
         let everyone = try await sandbox.run("merge", "conflicts", "list")
         #expect(everyone.stdout.contains(#"{"name":"guest"}"#))

@@ -201,8 +201,8 @@ struct GrantTests {
         // migration attempts, the kept meter totals, the email index, signing keys and their migrations' records gone.
         let rollback =
             backend == "sqlite"
-            ? "sqlite3 guestmode.sqlite \"DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP TABLE meter_grants; DROP TABLE webhook_outbox; DROP TABLE sign_in_buckets; DROP TABLE signing_keys; DROP INDEX identities_email; ALTER TABLE migration_journals DROP COLUMN resumes; ALTER TABLE migration_steps DROP COLUMN failures; DELETE FROM grdb_migrations WHERE identifier IN ('v5-grants', 'v6-webhooks', 'v7-sign-in-buckets', 'v8-migration-attempts', 'v9-webhook-heads', 'v10-meter-totals', 'v11-identity-email', 'v12-signing-keys')\""
-            : "psql -q -d '\(sandbox.postgresURI)' -c \"DROP TABLE \(sandbox.postgresSchema).meter_totals; DROP FUNCTION \(sandbox.postgresSchema).meter_totals_add() CASCADE; DROP FUNCTION \(sandbox.postgresSchema).meter_totals_remove() CASCADE; DROP TABLE \(sandbox.postgresSchema).meter_grants; DROP TABLE \(sandbox.postgresSchema).webhook_outbox; DROP TABLE \(sandbox.postgresSchema).sign_in_buckets; DROP TABLE \(sandbox.postgresSchema).signing_keys; DROP INDEX \(sandbox.postgresSchema).identities_email; ALTER TABLE \(sandbox.postgresSchema).migration_journals DROP COLUMN resumes; ALTER TABLE \(sandbox.postgresSchema).migration_steps DROP COLUMN failures; DELETE FROM \(sandbox.postgresSchema).schema_migrations WHERE identifier IN ('pg4-grants', 'pg5-webhooks', 'pg6-sign-in-buckets', 'pg7-migration-attempts', 'pg8-webhook-heads', 'pg9-meter-totals', 'pg10-identity-email', 'pg11-signing-keys')\""
+            ? "sqlite3 guestmode.sqlite \"DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP TABLE meter_grants; DROP TABLE webhook_outbox; DROP TABLE sign_in_buckets; DROP TABLE signing_keys; DROP TABLE store_purchases; DROP TABLE store_events; DROP INDEX identities_email; ALTER TABLE migration_journals DROP COLUMN resumes; ALTER TABLE migration_steps DROP COLUMN failures; DELETE FROM grdb_migrations WHERE identifier IN ('v5-grants', 'v6-webhooks', 'v7-sign-in-buckets', 'v8-migration-attempts', 'v9-webhook-heads', 'v10-meter-totals', 'v11-identity-email', 'v12-signing-keys', 'v13-store-purchases')\""
+            : "psql -q -d '\(sandbox.postgresURI)' -c \"DROP TABLE \(sandbox.postgresSchema).meter_totals; DROP FUNCTION \(sandbox.postgresSchema).meter_totals_add() CASCADE; DROP FUNCTION \(sandbox.postgresSchema).meter_totals_remove() CASCADE; DROP TABLE \(sandbox.postgresSchema).meter_grants; DROP TABLE \(sandbox.postgresSchema).webhook_outbox; DROP TABLE \(sandbox.postgresSchema).sign_in_buckets; DROP TABLE \(sandbox.postgresSchema).signing_keys; DROP TABLE \(sandbox.postgresSchema).store_purchases; DROP TABLE \(sandbox.postgresSchema).store_events; DROP INDEX \(sandbox.postgresSchema).identities_email; ALTER TABLE \(sandbox.postgresSchema).migration_journals DROP COLUMN resumes; ALTER TABLE \(sandbox.postgresSchema).migration_steps DROP COLUMN failures; DELETE FROM \(sandbox.postgresSchema).schema_migrations WHERE identifier IN ('pg4-grants', 'pg5-webhooks', 'pg6-sign-in-buckets', 'pg7-migration-attempts', 'pg8-webhook-heads', 'pg9-meter-totals', 'pg10-identity-email', 'pg11-signing-keys', 'pg12-store-purchases')\""
         #expect(try await sandbox.shell(rollback).status == 0)
         let name = backend == "sqlite" ? "v5-grants" : "pg4-grants"
         let webhooks = backend == "sqlite" ? "v6-webhooks" : "pg5-webhooks"
@@ -212,10 +212,11 @@ struct GrantTests {
         let totals = backend == "sqlite" ? "v10-meter-totals" : "pg9-meter-totals"
         let email = backend == "sqlite" ? "v11-identity-email" : "pg10-identity-email"
         let signing = backend == "sqlite" ? "v12-signing-keys" : "pg11-signing-keys"
+        let purchases = backend == "sqlite" ? "v13-store-purchases" : "pg12-store-purchases"
         let status = try await sandbox.run("db", "status", "--json")
         #expect(
             (status.object["schema"] as? [String: Any])?["pending"] as? [String] == [
-                name, webhooks, buckets, attempts, heads, totals, email, signing,
+                name, webhooks, buckets, attempts, heads, totals, email, signing, purchases,
             ],
             "\(status.stdout)")
         let migrated = try await sandbox.run("db", "migrate")

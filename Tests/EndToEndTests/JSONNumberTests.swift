@@ -28,8 +28,11 @@ struct JSONNumberTests {
         let canonical = try await sandbox.run("record", "get", guest, "recipes", "m")
         #expect(canonical.stdout == #"{"a":[-0,2.0E+2,1e3],"big":12345678901234567890,"r":1.50}"# + "\n")
         let listed = try await sandbox.run("record", "list", guest, "recipes", "--json")
-        let data = (listed.json as? [[String: Any]])?.compactMap { $0["data"] as? String }
-        #expect(data?.contains(Self.document) == true, "\(listed.stdout)")
+        // data is the object itself, its numbers with the digits they were written with.
+        #expect(listed.stdout.contains(#""big" : 12345678901234567890"#), "\(listed.stdout)")
+        #expect(listed.stdout.contains(#""r" : 1.50"#), "\(listed.stdout)")
+        let compact = try await sandbox.run("record", "list", guest, "recipes", "--format", "ndjson")
+        #expect(compact.stdout.contains(#""data":{"big":12345678901234567890,"r":1.50}"#), "\(compact.stdout)")
     }
 
     @Test("ownerless records and records loaded with --from keep their numbers too")

@@ -35,7 +35,7 @@ struct MeterTotalTests {
         // The store as the version before kept it: no totals, no triggers, neither that migration nor the next applied.
         let forget =
             backend == .sqlite
-            ? "DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP INDEX identities_email; DROP TABLE signing_keys; DELETE FROM grdb_migrations WHERE identifier IN ('v10-meter-totals', 'v11-identity-email', 'v12-signing-keys');"
+            ? "DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP INDEX identities_email; DROP TABLE signing_keys; DROP TABLE store_purchases; DROP TABLE store_events; DELETE FROM grdb_migrations WHERE identifier IN ('v10-meter-totals', 'v11-identity-email', 'v12-signing-keys', 'v13-store-purchases');"
             : "DROP TABLE meter_totals; DROP FUNCTION meter_totals_add() CASCADE; DROP FUNCTION meter_totals_remove() CASCADE; DROP INDEX identities_email; DELETE FROM schema_migrations WHERE identifier IN ('pg9-meter-totals', 'pg10-identity-email');"
         try await execute(forget, in: sandbox, backend)
         if backend == .sqlite {

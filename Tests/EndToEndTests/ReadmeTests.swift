@@ -69,6 +69,22 @@ struct ReadmeTests {
     }
 
     @Test(
+        "the README's purchase block runs as written: 45 minutes, the warning, the paywall, premium bought with a signed transaction, EXPIRED, the paywall again"
+    )
+    func purchaseRunsAsWritten() async throws {
+        let block = try Self.block(under: "Buying premium in the app")
+        #expect(block.contains("set -e"))
+        let sandbox = try Sandbox()
+        try Data(block.utf8).write(to: URL(fileURLWithPath: sandbox.path("purchase.sh")))
+        let path = Sandbox.binary.deletingLastPathComponent().path + ":" + (sandbox.environment["PATH"] ?? "")
+        let result = try await sandbox.shell("PATH='\(path)' sh purchase.sh")
+        #expect(result.status == 0, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
+        #expect(
+            result.stdout == "created guestmode.sqlite with profile voice v1\nwarning\n402\ntrial\n200\napplied\n402\n",
+            "\(result.stdout)\n\(result.stderr)")
+    }
+
+    @Test(
         "the README's webhooks block runs as written: a habits guest's changes reach a verifying receiver and nginx, and come back on a new store"
     )
     func webhooksRunAsWritten() async throws {

@@ -261,6 +261,56 @@ struct RemoteBackupTests {
 }
 
 extension RemoteBackupTests {
+    @Test(
+        "POST …/backups: the server backs the user up and keeps it; the same Idempotency-Key again answers that backup; the archive restores the records"
+    )
+    func serverMadeBackup() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
+        let running = try await Self.start(.serve, in: sandbox)
+        let server = try #require(running.server)
+        let (guest, session) = try await server.signIn()
+        let (other, _) = try await server.signIn()
+        let put = try await server.request(
+            "PUT", "/v1/users/\(guest)/records/habits/h1", token: session, body: #"{"name":"Read"}"#)
+        #expect(put.status == 201, "\(put.body)")
+
+        let first = try await server.request(
+            "POST", "/v1/users/\(guest)/backups", token: session, headers: ["Idempotency-Key": "backup-1"])
+        #expect(first.status == 201, "\(first.body)")
+        let name = try #require(first.object["name"] as? String)
+        #expect(name.hasPrefix("snapshot-") && name.hasSuffix(".gmbackup"), "\(name)")
+        #expect((first.object["size"] as? Int ?? 0) > 0)
+        let again = try await server.request(
+            "POST", "/v1/users/\(guest)/backups", token: session, headers: ["Idempotency-Key": "backup-1"])
+        #expect(again.status == 200 && again.headers["idempotent-replayed"] == "true", "\(again.headers)")
+        #expect(again.object["sequence"] as? Int == first.object["sequence"] as? Int)
+        let fresh = try await server.request("POST", "/v1/users/\(guest)/backups", token: session)
+        #expect(fresh.status == 201)
+        #expect(fresh.object["sequence"] as? Int == (first.object["sequence"] as? Int ?? 0) + 1)
+        let listed = try await server.request("GET", "/v1/users/\(guest)/backups", token: session)
+        #expect(listed.array.count == 2, "one backup per key, one without: \(listed.body)")
+
+        // Refused: another user's folder, a body, no credential; none keeps an archive.
+        #expect(try await server.request("POST", "/v1/users/\(other)/backups", token: session).status == 404)
+        #expect(try await server.request("POST", "/v1/users/\(guest)/backups", token: session, body: "{}").status == 400)
+        #expect(try await server.request("POST", "/v1/users/\(guest)/backups").status == 401)
+        #expect(try await server.request("GET", "/v1/users/\(guest)/backups", token: session).array.count == 2)
+
+        // What was kept is a backup of this deployment that restores the user's records elsewhere.
+        let pulled = try await sandbox.shell(
+            "curl -s -o kept.gmbackup -w '%{http_code}' -H 'Authorization: Bearer \(session)' 'http://\(server.address)/v1/users/\(guest)/backups/\(name)'"
+        )
+        #expect(pulled.stdout == "200")
+        #expect(try await sandbox.run("--store", "copy.sqlite", "init", "--profile", "habits").status == 0)
+        let imported = try await sandbox.run(
+            arguments: ["--store", "copy.sqlite", "backup", "import", "kept.gmbackup"],
+            environment: ["GUESTMODE_BACKUP_KEY_FILE": sandbox.path("guestmode.sqlite.key")])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let record = try await sandbox.run("--store", "copy.sqlite", "record", "get", guest, "habits", "h1")
+        #expect(record.stdout == #"{"name":"Read"}"# + "\n", "\(record.stderr)")
+        #expect(try await server.stop() == 0)
+    }
+
     @Test("an archive of another user at the user's name on the server is refused on pull (14) and changes nothing")
     func anotherUsersArchive() async throws {
         let sandbox = try await Sandbox.withStore("habits")

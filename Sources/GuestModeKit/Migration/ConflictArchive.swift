@@ -14,7 +14,7 @@ public struct ArchivedConflict: Codable, Sendable, Equatable {
     /// The key the record had when it lost.
     public var key: String
     /// The record's JSON, as it was.
-    public var data: String
+    @RecordJSON public var data: String
     /// When the losing record was last written.
     public var updatedAt: Date
     /// Why it lost, e.g. `keep-account (was owned by GUEST)`.

@@ -167,6 +167,8 @@ package enum ActivityTable: CaseIterable, Sendable {
     case experimentAssignments
     /// Named flags with the time each was set.
     case flags
+    /// The store subscriptions the user holds (whose a later notification is).
+    case storePurchases
 }
 
 /// A record's place: its collection and key.

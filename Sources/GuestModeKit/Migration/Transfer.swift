@@ -151,7 +151,8 @@ struct Transfer {
         // Grants go with the usage that draws on them.
         try transaction.suffixSharedIdempotencyKeys(in: .meterGrants, of: guest, sharedWith: account, suffix: suffix)
         moved += try transaction.reassignActivity(in: .meterGrants, from: guest, to: account)
-        for table in [ActivityTable.plans, .promptOutcomes] {
+        // A subscription goes with the plan it granted: the store's next word finds the account.
+        for table in [ActivityTable.plans, .storePurchases, .promptOutcomes] {
             moved += try transaction.reassignActivity(in: table, from: guest, to: account)
         }
         // The account's own assignments and flags win: they are what it has seen.

@@ -19,14 +19,25 @@ public struct PlanStatus: Codable, Sendable, Equatable {
     public var endsAt: Date?
     /// When the plan was revoked; nil unless it was.
     public var revokedAt: Date?
+    /// Who granted the grant shown: `app_store`, `revenuecat` or `import`
+    /// (a store's purchase, see `GuestMode.applyStorePlanChange`); nil for
+    /// `plan grant`.
+    public var source: String?
+    /// The store's transaction (or event) that made the grant; nil when `source` is.
+    public var sourceID: String?
 
-    package init(plan: String, state: PlanState, tier: TierLevel, grantedAt: Date, endsAt: Date?, revokedAt: Date?) {
+    package init(
+        plan: String, state: PlanState, tier: TierLevel, grantedAt: Date, endsAt: Date?, revokedAt: Date?,
+        source: String? = nil, sourceID: String? = nil
+    ) {
         self.plan = plan
         self.state = state
         self.tier = tier
         self.grantedAt = grantedAt
         self.endsAt = endsAt
         self.revokedAt = revokedAt
+        self.source = source
+        self.sourceID = sourceID
     }
 
     /// True while the plan lifts the user's tier (active or in trial).
@@ -116,11 +127,12 @@ extension GuestMode {
     /// else the latest.
     public func plans(user userID: String, now: Date) throws -> [PlanStatus] {
         try TextRule.check(userID, what: "the user id")
-        let grants = try store.read { transaction in
+        return try store.read { transaction in
             _ = try transaction.requireUser(userID)
-            return try transaction.planGrants(of: userID)
+            return try GuestMode.annotated(
+                profile.planStatuses(of: try transaction.planGrants(of: userID), now: now), of: userID,
+                in: transaction)
         }
-        return profile.planStatuses(of: grants, now: now)
     }
 
     /// The tier whose caps and allowances apply now: the highest of the

@@ -309,6 +309,9 @@ enum EmbeddedTemplates {
                 currency: USD
                 period: 1 month
                 tier: premium
+                # The store products that are this plan (guestmode-profile(5), PURCHASES).
+                app_store_products: [com.example.subscriptions.premium.monthly]
+                revenuecat_entitlements: [premium]
             prompts:
               cooldown: 24h
               # A refused `record put` raises these at once: the app tracks nothing by hand.
@@ -408,6 +411,9 @@ enum EmbeddedTemplates {
                 period: 1 month
                 trial: 1 month
                 tier: premium
+                # The store products that are this plan (guestmode-profile(5), PURCHASES).
+                app_store_products: [com.example.voice.premium.monthly]
+                revenuecat_entitlements: [premium]
             prompts:
               cooldown: 24h
               # A refused `meter use` (or a `meter check --raise-prompt` that says no) raises it at once.

@@ -211,6 +211,12 @@ public struct Plan: Codable, Sendable, Equatable {
     public var trial: TimeSpan?
     /// The tier an active plan lifts its holder to.
     public var tier: TierLevel
+    /// The App Store product ids whose purchase is this plan
+    /// (`app_store_products`); a product belongs to one plan at most.
+    public var appStoreProducts: [String] = []
+    /// The RevenueCat entitlement ids that are this plan
+    /// (`revenuecat_entitlements`); an entitlement belongs to one plan at most.
+    public var revenueCatEntitlements: [String] = []
 }
 
 /// How urgent a prompt rule is; a higher one wins.

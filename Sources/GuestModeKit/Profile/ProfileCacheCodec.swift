@@ -141,6 +141,8 @@ extension ProfileCacheCodec {
             "billingPeriod": value(plan.billingPeriod),
             "trial": try optional(plan.trial) { span throws(Mismatch) in value(span) },
             "tier": .string(plan.tier.rawValue),
+            "appStoreProducts": .array(plan.appStoreProducts.map { .string($0) }),
+            "revenueCatEntitlements": .array(plan.revenueCatEntitlements.map { .string($0) }),
         ])
     }
 
@@ -469,14 +471,18 @@ extension ProfileCacheCodec {
     }
 
     private static func plan(_ value: JSONValue) throws(Mismatch) -> Plan {
-        let plan = try Members(value, ["name", "price", "currency", "billingPeriod", "trial", "tier"])
+        let plan = try Members(
+            value,
+            ["name", "price", "currency", "billingPeriod", "trial", "tier", "appStoreProducts", "revenueCatEntitlements"])
         return Plan(
             name: try plan["name"].string(),
             price: try plan["price"].decimal(),
             currency: try plan["currency"].string(),
             billingPeriod: try timeSpan(plan["billingPeriod"]),
             trial: try plan["trial"].optional(timeSpan),
-            tier: try plan["tier"].raw(TierLevel.self))
+            tier: try plan["tier"].raw(TierLevel.self),
+            appStoreProducts: try plan["appStoreProducts"].strings(),
+            revenueCatEntitlements: try plan["revenueCatEntitlements"].strings())
     }
 
     private static func prompts(_ value: JSONValue) throws(Mismatch) -> PromptPolicy {

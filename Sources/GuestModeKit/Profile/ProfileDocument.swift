@@ -123,6 +123,12 @@ package enum ProfileDocument {
             ("tier", .string(plan.tier.rawValue)),
         ]
         if let trial = plan.trial { members.append(("trial", .string(trial.description))) }
+        if !plan.appStoreProducts.isEmpty {
+            members.append(("app_store_products", .array(plan.appStoreProducts.map { .string($0) })))
+        }
+        if !plan.revenueCatEntitlements.isEmpty {
+            members.append(("revenuecat_entitlements", .array(plan.revenueCatEntitlements.map { .string($0) })))
+        }
         return .object(members)
     }
 

@@ -177,7 +177,9 @@ extension ProfileReader {
             var plan = Plan(
                 name: planName, price: 0, currency: "USD", billingPeriod: TimeSpan(amount: 1, unit: .months),
                 trial: nil, tier: .premium)
-            let allowed = ["price", "currency", "period", "trial", "tier"]
+            let allowed = [
+                "price", "currency", "period", "trial", "tier", "app_store_products", "revenuecat_entitlements",
+            ]
             for (option, _, optionValue) in mapping(value, what, allowed: allowed, required: ["price"]) ?? [] {
                 switch option {
                 case "price":
@@ -199,6 +201,10 @@ extension ProfileReader {
                     plan.currency = currency
                 case "period": plan.billingPeriod = span(optionValue, "\(what) period") ?? plan.billingPeriod
                 case "trial": plan.trial = span(optionValue, "\(what) trial")
+                case "app_store_products":
+                    plan.appStoreProducts = storeIDs(optionValue, "\(what) app_store_products", example: "com.example.app.premium.monthly")
+                case "revenuecat_entitlements":
+                    plan.revenueCatEntitlements = storeIDs(optionValue, "\(what) revenuecat_entitlements", example: "premium")
                 default:
                     plan.tier = choice(optionValue, "\(what) tier", as: TierLevel.self) ?? .premium
                     if plan.tier == .guest { report(optionValue, "\(what) cannot lift its holder to the guest tier") }
@@ -206,6 +212,43 @@ extension ProfileReader {
             }
             plans.append(plan)
         }
+        // A purchase must name one plan: a product or an entitlement mapped twice is refused.
+        for (key, label, ids) in [
+            ("app_store_products", "App Store product", plans.map { ($0.name, $0.appStoreProducts) }),
+            ("revenuecat_entitlements", "RevenueCat entitlement", plans.map { ($0.name, $0.revenueCatEntitlements) }),
+        ] {
+            var owner: [String: String] = [:]
+            for (planName, list) in ids {
+                for id in list {
+                    if let first = owner[id] {
+                        if first == planName {
+                            report(node, "plan '\(planName)' lists the \(label) '\(id)' twice in \(key); list it once")
+                        } else {
+                            report(
+                                node,
+                                "the \(label) '\(id)' is mapped to two plans, '\(first)' and '\(planName)' (\(key)); a purchase must name one plan: keep it under one of them"
+                            )
+                        }
+                    } else {
+                        owner[id] = planName
+                    }
+                }
+            }
+        }
         return plans
+    }
+
+    /// A list of a store's ids: non-empty text without spaces or control characters.
+    private func storeIDs(_ node: Node, _ what: String, example: String) -> [String] {
+        (sequence(node, what) ?? []).compactMap { item in
+            guard let id = string(item, "an item of \(what)") else { return nil }
+            if id.isEmpty || id.count > 200
+                || id.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f })
+            {
+                report(item, "\(what) item '\(id)' must be a store id without spaces, 1 to 200 characters, such as \(example)")
+                return nil
+            }
+            return id
+        }
     }
 }

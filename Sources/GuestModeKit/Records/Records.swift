@@ -8,8 +8,8 @@ public struct StoredRecord: Codable, Sendable, Equatable {
     public var collection: String
     /// The record's key, unique per owner and collection.
     public var key: String
-    /// The JSON document, exactly as stored.
-    public var data: String
+    /// The JSON document, exactly as stored; every document guestmode writes holds it as an object.
+    @RecordJSON public var data: String
     /// When the record was first written.
     public var createdAt: Date
     /// When it was last written.

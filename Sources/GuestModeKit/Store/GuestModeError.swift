@@ -63,6 +63,8 @@ extension GuestModeError {
     public enum Code: String, CaseIterable, Sendable, Codable, CustomStringConvertible {
         /// The guest was already moved into an account; there is nothing left to move.
         case alreadyMigrated = "already_migrated"
+        /// The server takes no App Store purchases (no --app-store-root-ca and --app-store-bundle-id).
+        case appStoreNotConfigured = "app_store_not_configured"
         /// The archive library failed in a way the engine did not expect.
         case archiveError = "archive_error"
         /// The archive's name promises one format but its bytes are another.
@@ -308,6 +310,11 @@ extension GuestModeError {
         case profileUpgradeRefused = "profile_upgrade_refused"
         /// The user already has an identity with that provider.
         case providerAlreadyLinked = "provider_already_linked"
+        /// A signed App Store transaction or notification that does not verify: its algorithm, its
+        /// certificate chain, its signature, its bundle id or its shape.
+        case purchaseInvalid = "purchase_invalid"
+        /// A purchase made for another user (its appAccountToken names someone else).
+        case purchaseUserMismatch = "purchase_user_mismatch"
         /// Some queued backups could not be pushed; they stay queued.
         case pushIncomplete = "push_incomplete"
         /// Too many guest sign-ins, or requests at once, from one client address; retry after the time given.
@@ -335,6 +342,8 @@ extension GuestModeError {
         /// A request's head or body did not arrive in the time the server gives (--head-timeout,
         /// --body-timeout), or its body came slower than --min-body-rate.
         case requestTimeout = "request_timeout"
+        /// The server takes no RevenueCat webhooks: it was started without their Authorization value.
+        case revenueCatNotConfigured = "revenuecat_not_configured"
         /// No server route has that method and path.
         case routeNotFound = "route_not_found"
         /// An archive row collides with a row already in the store.
@@ -363,6 +372,8 @@ extension GuestModeError {
         case signingKeySealedElsewhere = "signing_key_sealed_elsewhere"
         /// The store stayed locked by another writer for the whole wait.
         case storeBusy = "store_busy"
+        /// A purchase of a store environment (Sandbox) the server was not told to take.
+        case storeEnvironmentRefused = "store_environment_refused"
         /// A store already exists where a new one was to be created.
         case storeExists = "store_exists"
         /// The store path names a directory.
@@ -391,6 +402,8 @@ extension GuestModeError {
         case unknownMeter = "unknown_meter"
         /// The profile has no plan of that name.
         case unknownPlan = "unknown_plan"
+        /// The profile maps no plan to that store product.
+        case unknownProduct = "unknown_product"
         /// The profile does not accept that identity provider.
         case unknownProvider = "unknown_provider"
         /// The profile has no prompt trigger of that name.
@@ -481,7 +494,8 @@ extension GuestModeError {
                 .upgradeInProgress,
                 .userExists,
                 .usernameTaken,
-                .webhookDelivered:
+                .webhookDelivered,
+                .purchaseUserMismatch:
                 return .conflict
             case .badDuration,
                 .badTime,
@@ -534,7 +548,8 @@ extension GuestModeError {
                 .unsupportedStore,
                 .unsupportedTransferEncoding,
                 .usage,
-                .webhookSecretUnavailable:
+                .webhookSecretUnavailable,
+                .storeEnvironmentRefused:
                 return .usage
             case .archiveFormatMismatch,
                 .archiveTooNew,
@@ -580,7 +595,9 @@ extension GuestModeError {
                 .storeTooNew,
                 .storeWithoutProfile,
                 .unexportableValue,
-                .verifyFailed:
+                .verifyFailed,
+                .purchaseInvalid,
+                .unknownProduct:
                 return .badData
             case .archiveNotFound,
                 .backupKeyNotFound,
@@ -590,6 +607,7 @@ extension GuestModeError {
                 .fileNotFound,
                 .grantNotFound,
                 .identityNotFound,
+                .revenueCatNotConfigured,
                 .journalNotFound,
                 .noTemplates,
                 .notAFile,
@@ -603,7 +621,8 @@ extension GuestModeError {
                 .sessionNotFound,
                 .storeNotFound,
                 .userNotFound,
-                .webhookNotFound:
+                .webhookNotFound,
+                .appStoreNotConfigured:
                 return .notFound
             case .cannotCreateBackup,
                 .cannotCreateOutput,

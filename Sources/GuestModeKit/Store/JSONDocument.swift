@@ -179,6 +179,7 @@ struct JSONNodeEncoder: Encoder {
         case let decimal as Decimal: node.content = .value(.number(decimal.description))
         // Its own Encodable goes through Decimal, which would rewrite 1.50 as 1.5.
         case let property as EventProperty: node.content = .value(property.jsonValue)
+        case let json as JSONValue: node.content = .value(json)
         case let double as Double: node.content = .value(.number(double))
         case let float as Float: node.content = .value(.number(Double(float)))
         case let url as URL: node.content = .value(.string(url.isFileURL ? url.path : url.absoluteString))
@@ -354,6 +355,71 @@ extension EventProperty {
         switch self {
         case .string(let text): .string(text)
         case .number(let text): .number(text)
+        }
+    }
+}
+
+/// Through `JSONDocument` a value is written as it is, numbers with their digits; other encoders
+/// (Foundation's) get numbers as `Decimal`, the nearest they have.
+extension JSONValue: Codable {
+    private struct Member: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .null:
+            var container = encoder.singleValueContainer()
+            try container.encodeNil()
+        case .bool(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .number(let text):
+            var container = encoder.singleValueContainer()
+            if let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) {
+                try container.encode(decimal)
+            } else {
+                try container.encode(text)
+            }
+        case .string(let text):
+            var container = encoder.singleValueContainer()
+            try container.encode(text)
+        case .array(let elements):
+            var container = encoder.unkeyedContainer()
+            for element in elements { try container.encode(element) }
+        case .object(let members):
+            var container = encoder.container(keyedBy: Member.self)
+            for name in members.keys.sorted() {
+                try container.encode(members[name], forKey: Member(stringValue: name))
+            }
+        }
+    }
+
+    package init(from decoder: any Decoder) throws {
+        if let container = try? decoder.container(keyedBy: Member.self) {
+            var members: [String: JSONValue] = [:]
+            for key in container.allKeys {
+                members[key.stringValue] = try container.decode(JSONValue.self, forKey: key)
+            }
+            self = .object(members)
+        } else if var container = try? decoder.unkeyedContainer() {
+            var elements: [JSONValue] = []
+            while !container.isAtEnd { elements.append(try container.decode(JSONValue.self)) }
+            self = .array(elements)
+        } else {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let text = try? container.decode(String.self) {
+                self = .string(text)
+            } else {
+                self = .number(try container.decode(Decimal.self).description)
+            }
         }
     }
 }

@@ -46,6 +46,8 @@ package struct StoreTable: Sendable, Equatable, Hashable {
         StoreTable(name: "webhook_outbox", primaryKey: ["id"]),
         StoreTable(name: "sign_in_buckets", primaryKey: ["address"]),
         StoreTable(name: "signing_keys", primaryKey: ["id"]),
+        StoreTable(name: "store_purchases", primaryKey: ["source", "original_transaction_id"]),
+        StoreTable(name: "store_events", primaryKey: ["source", "event_id"]),
     ]
 
     /// The store's own tables, which no backup carries: the profile binding

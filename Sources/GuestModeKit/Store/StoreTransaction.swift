@@ -43,7 +43,7 @@ extension TransactionalStore {
 /// holds everything), and backends take row locks in a fixed order.
 package protocol StoreTransaction:
     UserRows, IdentityRows, EventRows, RecordRows, MeterRows, PlanRows, PromptRows, ExperimentRows, OutboxRows,
-    MigrationRows, ReportRows, ProfileRows, ServerRows, WebhookRows, TransactionNesting
+    MigrationRows, ReportRows, ProfileRows, ServerRows, WebhookRows, StorePurchaseRows, TransactionNesting
 {}
 
 /// A transaction inside a transaction.

@@ -15,6 +15,8 @@ extension ActivityTable {
         case .promptOutcomes: ("prompt_outcomes", "context, outcome, at")
         case .experimentAssignments: ("experiment_assignments", "experiment, variant, assigned_at")
         case .flags: ("user_flags", "flag, set_at")
+        case .storePurchases:
+            ("store_purchases", "source, original_transaction_id, plan, signed_at, transaction_id, environment, granted_at")
         }
     }
 }
@@ -77,7 +79,7 @@ extension PostgresTransaction {
                 WHERE user_id = $2 AND idempotency_key IN (SELECT idempotency_key FROM meter_grants WHERE user_id = $3)
                 """,
                 parameters)
-        case .counters, .meterWarnings, .plans, .promptOutcomes, .experimentAssignments, .flags:
+        case .counters, .meterWarnings, .plans, .promptOutcomes, .experimentAssignments, .flags, .storePurchases:
             return
         }
     }

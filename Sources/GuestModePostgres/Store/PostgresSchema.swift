@@ -24,7 +24,32 @@ enum PostgresSchema {
         Migration(identifier: "pg9-meter-totals", sql: meterTotals),
         Migration(identifier: "pg10-identity-email", sql: identityEmail),
         Migration(identifier: "pg11-signing-keys", sql: signingKeys),
+        Migration(identifier: "pg12-store-purchases", sql: storePurchases),
     ]
+
+    /// Plans a store sold and the store events applied (the same tables as SQLite's v13).
+    static let storePurchases = """
+        CREATE TABLE store_purchases (
+            source TEXT NOT NULL,
+            original_transaction_id TEXT NOT NULL,
+            user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            plan TEXT NOT NULL,
+            signed_at TEXT NOT NULL,
+            transaction_id TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            granted_at TEXT,
+            PRIMARY KEY (source, original_transaction_id)
+        );
+        CREATE INDEX store_purchases_user ON store_purchases (user_id);
+        CREATE TABLE store_events (
+            source TEXT NOT NULL,
+            event_id TEXT NOT NULL,
+            original_transaction_id TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            applied_at TEXT NOT NULL,
+            PRIMARY KEY (source, event_id)
+        );
+        """
 
     /// Kept totals of the usage ledger by user, meter and UTC day and month
     /// (the same table as SQLite's v10), kept by triggers with every change
@@ -201,6 +226,7 @@ enum PostgresSchema {
         "meter_warnings", "meter_grants", "plans", "prompt_outcomes", "experiment_assignments", "outbox", "user_flags",
         "migration_journals", "migration_steps", "conflict_archive", "server_keys", "session_families",
         "refresh_tokens", "kept_responses", "webhook_outbox", "sign_in_buckets", "meter_totals", "signing_keys",
+        "store_purchases", "store_events",
     ]
 
     static let initial = """

@@ -16,6 +16,8 @@ extension ActivityTable {
         case .promptOutcomes: ("prompt_outcomes", "context, outcome, at")
         case .experimentAssignments: ("experiment_assignments", "experiment, variant, assigned_at")
         case .flags: ("user_flags", "flag, set_at")
+        case .storePurchases:
+            ("store_purchases", "source, original_transaction_id, plan, signed_at, transaction_id, environment, granted_at")
         }
     }
 }
@@ -75,7 +77,7 @@ extension SQLiteTransaction {
                     WHERE user_id = ? AND idempotency_key IN (SELECT idempotency_key FROM meter_grants WHERE user_id = ?)
                     """,
                 arguments: [suffix, source, target])
-        case .counters, .meterWarnings, .plans, .promptOutcomes, .experimentAssignments, .flags:
+        case .counters, .meterWarnings, .plans, .promptOutcomes, .experimentAssignments, .flags, .storePurchases:
             return
         }
     }

@@ -50,6 +50,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v12-signing-keys") { db in
             try db.execute(sql: Schema.v12)
         }
+        migrator.registerMigration("v13-store-purchases") { db in
+            try db.execute(sql: Schema.v13)
+        }
         return migrator
     }
 

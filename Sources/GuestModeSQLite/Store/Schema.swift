@@ -357,4 +357,33 @@ enum Schema {
             retired_at TEXT
         );
         """
+
+    /// Plans a store sold (`GuestMode.applyStorePlanChange`): per store and
+    /// original transaction, whose subscription it is, its plan, the newest
+    /// signed date applied (an older notification never undoes a newer one)
+    /// and the grant it made (what `plan status` names as the plan's origin);
+    /// and every store event applied, once each. A merge moves the
+    /// subscriptions with the plans; deleting a user deletes them.
+    static let v13 = """
+        CREATE TABLE store_purchases (
+            source TEXT NOT NULL,
+            original_transaction_id TEXT NOT NULL,
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            plan TEXT NOT NULL,
+            signed_at TEXT NOT NULL,
+            transaction_id TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            granted_at TEXT,
+            PRIMARY KEY (source, original_transaction_id)
+        );
+        CREATE INDEX store_purchases_user ON store_purchases (user_id);
+        CREATE TABLE store_events (
+            source TEXT NOT NULL,
+            event_id TEXT NOT NULL,
+            original_transaction_id TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            applied_at TEXT NOT NULL,
+            PRIMARY KEY (source, event_id)
+        );
+        """
 }

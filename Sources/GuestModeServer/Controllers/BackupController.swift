@@ -16,6 +16,7 @@ struct BackupController {
             .put("backup", use: importArchive)
         if services.backupShelf != nil {
             routes.get("users/:user/backups", use: listPushed)
+            routes.post("users/:user/backups", use: keepSnapshot)
             let pushed: RouterPath = "users/:user/backups/:name"
             routes.put(pushed, use: receive)
             routes.on(pushed, method: .move, use: settle)
@@ -92,6 +93,29 @@ struct BackupController {
         let final = try BackupShelf.checked(name: try Self.destinationName(of: request))
         try await services.pool.runIfActive { try shelf.settle(name, as: final, userID: userID) }
         return Response(status: .created)
+    }
+
+    /// Backs the user up now: the server exports the user's data, signed as `GET …/backup` signs it, and
+    /// keeps it with the pushed archives (201), so a phone's "back up" needs no archive of its own; a
+    /// retry with the same Idempotency-Key answers the backup it kept (200, Idempotent-Replayed).
+    @Sendable func keepSnapshot(_ request: Request, context: ServerContext) async throws -> Response {
+        let shelf = try shelf()
+        let (_, userID) = try await services.user(of: request, context: context)
+        guard try await RequestInput.body(of: request, limit: context.maxUploadSize).isEmpty else {
+            throw GuestModeError(.usage, "POST /v1/users/{user}/backups takes no body")
+        }
+        let idempotencyKey = try RequestInput.idempotencyKey(of: request)
+        let key = services.backupKey
+        let version = services.toolVersion
+        let (backup, replayed) = try await services.perform { engine, now in
+            try shelf.keepSnapshot(of: userID, idempotencyKey: idempotencyKey, now: now) { path in
+                _ = try engine.exportBackup(
+                    .users([userID]), to: path, format: .tarZstd, now: now, toolVersion: version, signingKey: key)
+            }
+        }
+        var reply = try Reply.document(backup, status: replayed ? .ok : .created)
+        if replayed { reply.headers[.idempotentReplayed] = "true" }
+        return reply.response
     }
 
     /// The archives the user pushed, oldest first, so a device that signed in knows what it may pull.

@@ -58,7 +58,7 @@ struct PlanController {
 }
 
 /// `plan status --json`: the tier and the plans.
-private struct PlanReport: Encodable, Sendable {
+struct PlanReport: Encodable, Sendable {
     var user: String
     var tier: TierLevel
     var plans: [PlanStatus]

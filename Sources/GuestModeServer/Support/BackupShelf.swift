@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GuestModeArchive
 import GuestModeKit
@@ -123,6 +124,36 @@ struct BackupShelf: Sendable {
         unlink(upload.path)
         try Self.flush(user)
         for old in kept(in: user).dropLast(keep) { unlink(old.url.path) }
+    }
+
+    /// Keeps a backup the server makes of the user itself (`POST /v1/users/{user}/backups`), the way
+    /// a push keeps one: `export` writes the archive into the user's `incoming` folder, then it is
+    /// kept as the latest. With an Idempotency-Key the archive is named after the key (`snapshot-` and
+    /// 16 hex digits of its SHA-256), and a retry that finds it kept answers it instead of keeping
+    /// another: a phone that lost the answer and sends the call again gets one backup, not two.
+    func keepSnapshot(
+        of userID: String, idempotencyKey: String?, now: Date, export: (String) throws -> Void
+    ) throws -> (backup: PushedBackup, replayed: Bool) {
+        let user = folder(of: userID)
+        let final: String
+        if let idempotencyKey {
+            let digest = SHA256.hash(data: Data(idempotencyKey.utf8)).map { String(format: "%02x", $0) }.joined()
+            final = "snapshot-\(digest.prefix(16)).gmbackup"
+            if let kept = list(of: userID).last(where: { $0.name == final }) { return (kept, true) }
+        } else {
+            let stamp = Timestamp.format(now).replacingOccurrences(of: ":", with: "")
+            final = "snapshot-\(stamp)-\(UUID().uuidString.prefix(8).lowercased()).gmbackup"
+        }
+        let incoming = user.appendingPathComponent("incoming")
+        try Self.makeFolder(incoming)
+        let upload = ".snapshot-\(UUID().uuidString)"
+        defer { unlink(incoming.appendingPathComponent(upload).path) }
+        try export(incoming.appendingPathComponent(upload).path)
+        try settle(upload, as: final, userID: userID)
+        guard let kept = list(of: userID).last(where: { $0.name == final }) else {
+            throw Self.failure("cannot find the backup just kept in '\(user.path)'")
+        }
+        return (kept, false)
     }
 
     /// The archives kept for the user, oldest first: what a device that signed in may pull back.

@@ -11,7 +11,9 @@ extension GuestModeError {
         // An ID token that fails a check is a credential refused, as an access token is.
         case .idTokenInvalid, .idTokenExpired, .idTokenIssuerMismatch, .idTokenAudienceMismatch, .idTokenNonceMismatch:
             return .unauthorized
-        case .insufficientScope: return .forbidden
+        // A signed purchase that does not verify is a credential refused: the signature is the credential.
+        case .purchaseInvalid: return .unauthorized
+        case .insufficientScope, .storeEnvironmentRefused: return .forbidden
         case .bodyTooLarge: return .contentTooLarge
         case .rateLimited: return .tooManyRequests
         // The connection layer's refusals (ConnectionGuard): each is HTTP's own status for it.

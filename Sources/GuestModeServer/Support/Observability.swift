@@ -120,6 +120,7 @@ struct ObservabilityMiddleware: RouterMiddleware {
             metadata["error_code"] = .string(failure.code.rawValue)
             if failure.httpStatus.code >= 500 { metadata["error"] = .string(failure.message) }
         }
+        for (name, value) in note.details { metadata[name] = .string(value) }
         logger.info("request", metadata: metadata)
         return response
     }

@@ -113,6 +113,7 @@ enum PublicText {
 /// it holds on the request's access-log line.
 final class FailureNote: Sendable {
     private let failure = Mutex<GuestModeError?>(nil)
+    private let facts = Mutex<[String: String]>([:])
 
     /// The note of the request being answered in this task; nil outside a request.
     @TaskLocal static var current: FailureNote?
@@ -122,4 +123,12 @@ final class FailureNote: Sendable {
     }
 
     var recorded: GuestModeError? { failure.withLock { $0 } }
+
+    /// What a route did that the operator reads on the access line (an App Store notification's type,
+    /// id and outcome): values the server decided or verified, never a token or a caller's text.
+    func add(_ name: String, _ value: String) {
+        facts.withLock { $0[name] = value }
+    }
+
+    var details: [String: String] { facts.withLock { $0 } }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GuestModeArchive
 import GuestModeKit
+import GuestModePurchases
 import NIOPosix
 import Synchronization
 
@@ -20,6 +21,8 @@ final class Services: Sendable {
     let backupShelf: BackupShelf?
     /// The providers whose ID tokens link identities (`--oidc`).
     let identityTokens: IdentityTokens
+    /// What verifies App Store purchases (`--app-store-root-ca`); nil when the server takes none.
+    let appStore: AppStoreVerifier?
     /// Request and store-pool metrics.
     let metrics: ServerMetrics
     /// The pool's size: how many engine calls run at once.
@@ -28,6 +31,8 @@ final class Services: Sendable {
     private let load = PoolLoad()
     /// The metrics in Prometheus's text format, for `/metrics`; nil when the process exposes none.
     let metricsExposition: (@Sendable () -> String)?
+    /// RevenueCat's webhook settings; nil when the server takes none.
+    let revenueCat: RevenueCatSettings?
 
     init(
         engine: GuestMode, pool: NIOThreadPool, clock: @escaping @Sendable () throws -> Date, tokens: AccessTokens,
@@ -49,6 +54,8 @@ final class Services: Sendable {
         metrics = ServerMetrics(threads: configuration.threads)
         threads = max(1, configuration.threads)
         metricsExposition = configuration.metricsExposition
+        revenueCat = configuration.revenueCat
+        appStore = configuration.appStore
     }
 
     /// Runs a blocking engine call on the pool, never on an event loop; at

@@ -12,7 +12,7 @@ struct PlanCommand: ParsableCommand {
             fixed terms end by the clock (--now). A plan granted to a guest stays when the guest links an \
             identity.
             """,
-        subcommands: [Grant.self, Revoke.self, Status.self]
+        subcommands: [Grant.self, Revoke.self, Status.self, Import.self]
     )
 
     struct Grant: ParsableCommand {

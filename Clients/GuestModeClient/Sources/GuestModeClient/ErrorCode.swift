@@ -6,6 +6,8 @@
 public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
     /// `already_migrated`
     case alreadyMigrated
+    /// `app_store_not_configured`
+    case appStoreNotConfigured
     /// `archive_error`
     case archiveError
     /// `archive_format_mismatch`
@@ -248,6 +250,10 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
     case profileUpgradeRefused
     /// `provider_already_linked`
     case providerAlreadyLinked
+    /// `purchase_invalid`
+    case purchaseInvalid
+    /// `purchase_user_mismatch`
+    case purchaseUserMismatch
     /// `push_incomplete`
     case pushIncomplete
     /// `rate_limited`
@@ -274,6 +280,8 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
     case requestIncomplete
     /// `request_timeout`
     case requestTimeout
+    /// `revenuecat_not_configured`
+    case revenueCatNotConfigured
     /// `route_not_found`
     case routeNotFound
     /// `row_conflict`
@@ -302,6 +310,8 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
     case signingKeySealedElsewhere
     /// `store_busy`
     case storeBusy
+    /// `store_environment_refused`
+    case storeEnvironmentRefused
     /// `store_exists`
     case storeExists
     /// `store_is_directory`
@@ -330,6 +340,8 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
     case unknownMeter
     /// `unknown_plan`
     case unknownPlan
+    /// `unknown_product`
+    case unknownProduct
     /// `unknown_provider`
     case unknownProvider
     /// `unknown_trigger`
@@ -374,6 +386,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
     public init(rawValue: String) {
         switch rawValue {
         case "already_migrated": self = .alreadyMigrated
+        case "app_store_not_configured": self = .appStoreNotConfigured
         case "archive_error": self = .archiveError
         case "archive_format_mismatch": self = .archiveFormatMismatch
         case "archive_not_found": self = .archiveNotFound
@@ -495,6 +508,8 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case "profile_not_found": self = .profileNotFound
         case "profile_upgrade_refused": self = .profileUpgradeRefused
         case "provider_already_linked": self = .providerAlreadyLinked
+        case "purchase_invalid": self = .purchaseInvalid
+        case "purchase_user_mismatch": self = .purchaseUserMismatch
         case "push_incomplete": self = .pushIncomplete
         case "rate_limited": self = .rateLimited
         case "record_cap_needs_premium": self = .recordCapNeedsPremium
@@ -508,6 +523,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case "refresh_token_reused": self = .refreshTokenReused
         case "request_incomplete": self = .requestIncomplete
         case "request_timeout": self = .requestTimeout
+        case "revenuecat_not_configured": self = .revenueCatNotConfigured
         case "route_not_found": self = .routeNotFound
         case "row_conflict": self = .rowConflict
         case "same_store": self = .sameStore
@@ -522,6 +538,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case "signing_key_not_found": self = .signingKeyNotFound
         case "signing_key_sealed_elsewhere": self = .signingKeySealedElsewhere
         case "store_busy": self = .storeBusy
+        case "store_environment_refused": self = .storeEnvironmentRefused
         case "store_exists": self = .storeExists
         case "store_is_directory": self = .storeIsDirectory
         case "store_not_found": self = .storeNotFound
@@ -536,6 +553,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case "unknown_context": self = .unknownContext
         case "unknown_meter": self = .unknownMeter
         case "unknown_plan": self = .unknownPlan
+        case "unknown_product": self = .unknownProduct
         case "unknown_provider": self = .unknownProvider
         case "unknown_trigger": self = .unknownTrigger
         case "unknown_variant": self = .unknownVariant
@@ -562,6 +580,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
     public var rawValue: String {
         switch self {
         case .alreadyMigrated: "already_migrated"
+        case .appStoreNotConfigured: "app_store_not_configured"
         case .archiveError: "archive_error"
         case .archiveFormatMismatch: "archive_format_mismatch"
         case .archiveNotFound: "archive_not_found"
@@ -683,6 +702,8 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case .profileNotFound: "profile_not_found"
         case .profileUpgradeRefused: "profile_upgrade_refused"
         case .providerAlreadyLinked: "provider_already_linked"
+        case .purchaseInvalid: "purchase_invalid"
+        case .purchaseUserMismatch: "purchase_user_mismatch"
         case .pushIncomplete: "push_incomplete"
         case .rateLimited: "rate_limited"
         case .recordCapNeedsPremium: "record_cap_needs_premium"
@@ -696,6 +717,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case .refreshTokenReused: "refresh_token_reused"
         case .requestIncomplete: "request_incomplete"
         case .requestTimeout: "request_timeout"
+        case .revenueCatNotConfigured: "revenuecat_not_configured"
         case .routeNotFound: "route_not_found"
         case .rowConflict: "row_conflict"
         case .sameStore: "same_store"
@@ -710,6 +732,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case .signingKeyNotFound: "signing_key_not_found"
         case .signingKeySealedElsewhere: "signing_key_sealed_elsewhere"
         case .storeBusy: "store_busy"
+        case .storeEnvironmentRefused: "store_environment_refused"
         case .storeExists: "store_exists"
         case .storeIsDirectory: "store_is_directory"
         case .storeNotFound: "store_not_found"
@@ -724,6 +747,7 @@ public enum ErrorCode: Hashable, Sendable, RawRepresentable, CustomStringConvert
         case .unknownContext: "unknown_context"
         case .unknownMeter: "unknown_meter"
         case .unknownPlan: "unknown_plan"
+        case .unknownProduct: "unknown_product"
         case .unknownProvider: "unknown_provider"
         case .unknownTrigger: "unknown_trigger"
         case .unknownVariant: "unknown_variant"

@@ -335,6 +335,15 @@ public actor GuestModeClient {
         }
     }
 
+    /// Has the server back the user up now and keep the archive (`POST /v1/users/{user}/backups`, on a
+    /// server run with `--backups-dir`). Retries carry the call's Idempotency-Key, so a lost answer
+    /// never keeps a second backup; `backUpLater()` queues it instead.
+    public func backUp() async throws -> KeptBackup {
+        try await authorized(write: true) { client, session in
+            try await Self.backUp(client, user: session.userID)
+        }
+    }
+
     /// The user's counters, one total per action (`GET /v1/users/{user}/counters`).
     public func counters() async throws -> [String: Double] {
         try await authorized(write: false) { client, session in
@@ -357,6 +366,12 @@ public actor GuestModeClient {
     /// the allowance) and tries to deliver the queue.
     public func useMeterLater(_ meter: String, amount: Double = 1) async throws {
         try await enqueue(.meterUse(meter: meter, amount: amount))
+    }
+
+    /// Queues a backup of the user (the habits app backs up without waiting) and tries to deliver the
+    /// queue; the server keeps one backup for it, however often a lost answer makes the client send it.
+    public func backUpLater() async throws {
+        try await enqueue(.backup)
     }
 
     /// Items waiting in the offline queue.
@@ -436,6 +451,8 @@ public actor GuestModeClient {
                 _ = try await Self.track(client, user: work.userID, action: action, count: count, props: props)
             case let .meterUse(meter, amount):
                 _ = try await Self.useMeter(client, user: work.userID, meter: meter, amount: amount, overage: .allow)
+            case .backup:
+                _ = try await Self.backUp(client, user: work.userID)
             }
         }
     }
@@ -549,6 +566,16 @@ public actor GuestModeClient {
         }
     }
 
+    private static func backUp(_ client: Client, user: String) async throws -> KeptBackup {
+        let kept: Components.Schemas.PushedBackup
+        switch try await client.backUpUser(path: .init(user: user)) {
+        case let .created(created): kept = try created.body.json
+        case let .ok(ok): kept = try ok.body.json
+        default: throw GuestModeClientError.unexpectedAnswer(operation: "backUpUser", status: nil)
+        }
+        return KeptBackup(name: kept.name, sequence: kept.sequence, size: kept.size)
+    }
+
     private static func useMeter(
         _ client: Client, user: String, meter: String, amount: Double,
         overage: Components.Schemas.UseMeterRequest.OveragePayload?
@@ -588,8 +615,7 @@ public actor GuestModeClient {
         }
     }
 
-    /// A record's data as JSON bytes, whether the document has it as an object or as a string of JSON.
-    private static func jsonData(_ data: String) -> Data { Data(data.utf8) }
+    /// A record's data (the JSON object the server answers) as bytes for the app's `Decodable` type.
     private static func jsonData(_ data: OpenAPIObjectContainer) throws -> Data { try JSONEncoder().encode(data) }
 
     private static func decimal(_ amount: Double) -> String {

@@ -53,7 +53,9 @@ struct AccessTokenRefused: Error {
 /// access token into `AccessTokenRefused`, and any other failure the server answers (4xx, 5xx) into
 /// `GuestModeClientError.server`, read as the document's error schema. The refusals of the operations
 /// whose document describes them (402 and 403 with `error.prompt` and `result`) are left to the
-/// generated code, which decodes them into the operation's own types.
+/// generated code, which decodes them into the operation's own types, unless their code is one this
+/// client does not know (a newer server's): the generated types hold the codes of the document they
+/// were made from, so such a refusal becomes `GuestModeClientError.server` with the code's text.
 struct CallMiddleware: ClientMiddleware {
     static let refusalsDescribed: Set<String> = ["putRecord", "checkMeter", "useMeter"]
 
@@ -74,14 +76,16 @@ struct CallMiddleware: ClientMiddleware {
         if status == 401, let token = context.accessToken {
             throw AccessTokenRefused(accessToken: token)
         }
-        guard status >= 400, !([402, 403].contains(status) && Self.refusalsDescribed.contains(operationID)) else {
-            return (response, responseBody)
-        }
+        guard status >= 400 else { return (response, responseBody) }
         var bytes = Data()
         if let responseBody { bytes = Data(try await HTTPBody.ByteChunk(collecting: responseBody, upTo: 1024 * 1024)) }
-        guard let failure = try? JSONDecoder().decode(Failure.self, from: bytes) else {
-            throw GuestModeClientError.unexpectedAnswer(operation: operationID, status: status)
+        let failure = try? JSONDecoder().decode(Failure.self, from: bytes)
+        if [402, 403].contains(status), Self.refusalsDescribed.contains(operationID),
+            failure.map({ ErrorCode(rawValue: $0.error.code).isKnown }) ?? true
+        {
+            return (response, HTTPBody(bytes))
         }
+        guard let failure else { throw GuestModeClientError.unexpectedAnswer(operation: operationID, status: status) }
         let prompt = try failure.error.prompt.map { try Reencode.convert($0, to: Prompt.self) }
         throw GuestModeClientError.server(
             status: status, code: ErrorCode(rawValue: failure.error.code), message: failure.error.message,
@@ -154,4 +158,12 @@ struct RetryMiddleware: ClientMiddleware {
 
 extension HTTPField.Name {
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+}
+
+extension ErrorCode {
+    /// Whether the code is one of the catalogue this client was built with.
+    var isKnown: Bool {
+        if case .unknown = self { return false }
+        return true
+    }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Work the app does not wait on, kept until the server has it: an event, or a meter use that already
-/// happened. Each carries the Idempotency-Key it was given when queued, and every attempt sends that
+/// Work the app does not wait on, kept until the server has it: an event, a meter use that already
+/// happened, a backup. Each carries the Idempotency-Key it was given when queued, and every attempt sends that
 /// key, so the server records it once however often a lost answer makes the client send it again.
 public struct QueuedWork: Codable, Sendable, Equatable, Identifiable {
     public enum Kind: Codable, Sendable, Equatable {
@@ -10,6 +10,8 @@ public struct QueuedWork: Codable, Sendable, Equatable, Identifiable {
         /// `POST /v1/users/{user}/meters/{meter}/use` with `overage: allow`: the use happened already,
         /// it is recorded in full even past the allowance.
         case meterUse(meter: String, amount: Double)
+        /// `POST /v1/users/{user}/backups`: the server backs the user up and keeps it.
+        case backup
     }
 
     /// The Idempotency-Key of every attempt.

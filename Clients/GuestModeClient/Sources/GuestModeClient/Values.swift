@@ -90,6 +90,17 @@ public struct TrackedEvent: Sendable, Equatable {
     public var total: Double
 }
 
+/// A backup the server made of the user and keeps (`POST /v1/users/{user}/backups`), which a device
+/// that signs in later may pull back.
+public struct KeptBackup: Sendable, Equatable {
+    /// The archive's name on the server.
+    public var name: String
+    /// Its place among the user's kept archives; the highest is the latest.
+    public var sequence: Int
+    /// Its size in bytes.
+    public var size: Int
+}
+
 /// An identity linked to the signed-in user (`POST /v1/users/{user}/identities`).
 public struct IdentityLink: Sendable, Equatable {
     public var provider: String

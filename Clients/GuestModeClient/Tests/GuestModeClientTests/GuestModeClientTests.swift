@@ -153,11 +153,12 @@ struct GuestModeClientTests {
     }
 
     @Test(
-        "100 events queued by another process while the server is down: the next launch delivers exactly 100",
+        "100 events queued by another process while the server is down: the next launch delivers exactly 100, and the queued backup once",
         arguments: TestServer.Backend.available)
     func offlineQueue(_ backend: TestServer.Backend) async throws {
         let server = try await TestServer(profile: "voice", backend: backend)
-        try server.start()
+        let shelf = ["--backups-dir", server.path("pushed").path]
+        try server.start(shelf)
         let sessionFile = server.path("session.json")
         let queueFile = server.path("queue.json")
         // The queue and the session live where AppJourney keeps them (FOLDER/queue.json, session.json).
@@ -191,18 +192,19 @@ struct GuestModeClientTests {
             let next = try launch()
             #expect(await next.pendingCount == 100)
             try await next.useMeterLater("api_minutes", amount: 90)
+            try await next.backUpLater()
             let drained = await next.flush()
-            #expect(drained.delivered == 0 && drained.pending == 101, "\(drained)")
+            #expect(drained.delivered == 0 && drained.pending == 102, "\(drained)")
             #expect(try await FileSessionStore(url: sessionFile).load() == session)
         }
         // The next launch, with the server up again: the queue file is all it has.
-        try server.start()
+        try server.start(shelf)
         defer { server.stop() }
         let saved = try Data(contentsOf: queueFile)
         let client = try launch()
-        #expect(await client.pendingCount == 101)
+        #expect(await client.pendingCount == 102)
         let drained = await drain(client)
-        #expect(drained == .init(delivered: 101, dropped: 0, pending: 0))
+        #expect(drained == .init(delivered: 102, dropped: 0, pending: 0))
         #expect(try await client.counters()["command_spoken"] == 100)
         guard case let .meterExhausted(status, _) = try await client.checkMeter("api_minutes") else {
             Issue.record("90 minutes used of 60 left some")
@@ -214,8 +216,15 @@ struct GuestModeClientTests {
         // with the same keys, change nothing.
         try saved.write(to: queueFile)
         let replayed = try launch()
-        #expect(await drain(replayed) == .init(delivered: 101, dropped: 0, pending: 0))
+        #expect(await drain(replayed) == .init(delivered: 102, dropped: 0, pending: 0))
         #expect(try await replayed.counters()["command_spoken"] == 100)
+        let userID = try #require(try await client.currentSession()?.userID)
+        let kept = try FileManager.default.contentsOfDirectory(atPath: server.path("pushed/\(userID)").path)
+            .filter { $0.hasSuffix(".gmbackup") }
+        #expect(kept.count == 1, "the queued backup kept once: \(kept)")
+        // Asked for at once, a backup is one more.
+        let now = try await replayed.backUp()
+        #expect(now.sequence == 2 && now.size > 0, "\(now)")
         let events = try server.run([
             "user", "events", try #require(try await client.currentSession()?.userID), "--json", "--store",
             server.store,

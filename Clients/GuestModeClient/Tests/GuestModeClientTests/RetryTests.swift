@@ -72,8 +72,44 @@ final class BusyOnce: ClientTransport, Sendable {
     var requests: [(Date, String?)] { sent.withLock { $0 } }
 }
 
+/// Answers every call with one canned status and body.
+struct CannedAnswer: ClientTransport {
+    var status: HTTPResponse.Status
+    var body: String
+
+    func send(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
+    ) async throws
+        -> (HTTPResponse, HTTPBody?)
+    {
+        var response = HTTPResponse(status: status)
+        response.headerFields[.contentType] = "application/json"
+        return (response, HTTPBody(self.body))
+    }
+}
+
 @Suite("GuestModeClient: retries and idempotency")
 struct RetryTests {
+    @Test("a refusal whose code a newer server added is a server error with that code, not a decoding failure")
+    func refusalWithACodeThisClientDoesNotKnow() async throws {
+        let session = Session(
+            userID: "u1", accessToken: "a", refreshToken: "r", expiresAt: Date().addingTimeInterval(3600),
+            state: "anonymous")
+        let body = #"{"error":{"code":"needs_family_plan","message":"ask the family's organiser","prompt":null},"#
+            + #""result":{"limit":{"cap":5,"collection":"s","outcome":"allowed","tier":"guest","used":5},"#
+            + #""outcome":"allowed","replacement":false}}"#
+        let client = try GuestModeClient(
+            .init(
+                serverURL: URL(string: "http://127.0.0.1:1")!, sessionStore: InMemorySessionStore(session),
+                transport: CannedAnswer(status: .forbidden, body: body)))
+        do {
+            _ = try await client.putRecord(["cost": 9], collection: "s", key: "k")
+            Issue.record("the refusal was taken for a write")
+        } catch let error as GuestModeClientError {
+            #expect(error.code == .unknown("needs_family_plan"), "\(error)")
+        }
+    }
+
     @Test("503 with Retry-After: the same request again after a second, with the same Idempotency-Key")
     func retryAfter() async throws {
         let transport = BusyOnce()
