@@ -92,5 +92,5 @@ if $binary; then
     done
     echo "release hooks: none of $(echo $names) in$checked"
 else
-    echo "release hooks: none of $(echo $names) outside debug builds (make release-hooks searches the release binary)"
+    echo "release hooks: none of $(echo $names) outside debug builds (make release-hooks searches both release binaries)"
 fi
