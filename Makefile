@@ -11,8 +11,8 @@
 #   make scale     SCALE_GUESTS (default 10,000,000) guests on SQLite and PostgreSQL beside the plain tools (bench/scale.md)
 #   make docs      the DocC catalogue of GuestModeKit into .build/docs
 #   make format    format the sources with swift-format (.swift-format); make lint checks them
-#   make install   PREFIX=/usr/local DESTDIR= (binary, templates, man pages, completions)
-#   make release-hooks  build release as make install does and search the binary for fault hooks
+#   make install   PREFIX=/usr/local DESTDIR= (guestmode and guestmode-serve, templates, man pages, completions)
+#   make release-hooks  build release as make install does and search both binaries for fault hooks
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -56,7 +56,7 @@ build:
 run: deps build
 	$(DEBUG_BIN) tour
 
-# The debug build the tests run has the fault hooks (Sources/guestmode/Support/FaultHooks.swift);
+# The debug build the tests run has the fault hooks (Sources/GuestModeCommandLine/FaultHooks.swift);
 # the last step checks, in seconds, that the release build `make install` makes cannot have them.
 test: deps
 	bash scripts/check-layout.sh
@@ -175,15 +175,18 @@ lint-man:
 	done; [ -z "$$failed" ]
 
 # The Swift runtime and Foundation linked statically: dynamic linking was 38 % of a short command's
-# instructions (bench/results.md, "Start-up").
-RELEASE_FLAGS = -c release --product guestmode --static-swift-stdlib
+# instructions (bench/results.md, "Start-up"). Two programs: guestmode, and guestmode-serve (the HTTP
+# server, which `guestmode serve` runs), each built on its own (SwiftPM builds one --product at a time).
+RELEASE_FLAGS = -c release --static-swift-stdlib
+RELEASE_SERVE_BIN = .build/release/guestmode-serve
+RELEASE_BUILD = $(SWIFT) build $(RELEASE_FLAGS) --product guestmode && $(SWIFT) build $(RELEASE_FLAGS) --product guestmode-serve
 
 # The slow, direct form of the last step of `make test`: a release build, searched for the hook names.
 release-hooks: deps
 	SWIFT=$(SWIFT) bash scripts/check-release-hooks.sh --binary $(RELEASE_FLAGS)
 
 bench: deps
-	$(SWIFT) build $(RELEASE_FLAGS)
+	$(RELEASE_BUILD)
 	$(SWIFT) build -c release --product ServeFloor --static-swift-stdlib
 	bash bench/run.sh $(RELEASE_BIN)
 
@@ -192,7 +195,7 @@ bench: deps
 SCALE_GUESTS ?= 10000000
 
 scale: deps
-	$(SWIFT) build $(RELEASE_FLAGS)
+	$(SWIFT) build $(RELEASE_FLAGS) --product guestmode
 	SCALE_GUESTS=$(SCALE_GUESTS) bash scripts/with-postgres.sh bash bench/scale.sh $(RELEASE_BIN)
 
 # The same script at 1/1000 of the size with the debug build, so that it cannot rot (a step of `make test`).
@@ -200,9 +203,10 @@ scale-check:
 	SCALE_GUESTS=10000 bash scripts/with-postgres.sh bash bench/scale.sh $(DEBUG_BIN)
 
 install: deps
-	$(SWIFT) build $(RELEASE_FLAGS)
+	$(RELEASE_BUILD)
 	install -d $(BINDIR) $(SHAREDIR)/guestmode/templates $(SHAREDIR)/man/man1 $(SHAREDIR)/man/man5
 	install -m 755 -s $(RELEASE_BIN) $(BINDIR)/guestmode
+	install -m 755 -s $(RELEASE_SERVE_BIN) $(BINDIR)/guestmode-serve
 	install -m 644 Templates/*.yaml $(SHAREDIR)/guestmode/templates/
 	install -m 644 man/*.1 $(SHAREDIR)/man/man1/
 	install -m 644 man/*.5 $(SHAREDIR)/man/man5/
@@ -212,7 +216,7 @@ install: deps
 	$(RELEASE_BIN) --generate-completion-script fish > $(SHAREDIR)/fish/vendor_completions.d/guestmode.fish
 
 uninstall:
-	rm -f $(BINDIR)/guestmode
+	rm -f $(BINDIR)/guestmode $(BINDIR)/guestmode-serve
 	rm -rf $(SHAREDIR)/guestmode
 	rm -f $(SHAREDIR)/man/man1/guestmode.1 $(SHAREDIR)/man/man1/guestmode-*.1 $(SHAREDIR)/man/man5/guestmode-profile.5
 	rm -f $(SHAREDIR)/bash-completion/completions/guestmode $(SHAREDIR)/zsh/site-functions/_guestmode \

@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .executable(name: "guestmode", targets: ["guestmode"]),
+        .executable(name: "guestmode-serve", targets: ["guestmode-serve"]),
         .library(name: "GuestModeKit", targets: ["GuestModeKit"]),
         .library(name: "GuestModeSQLite", targets: ["GuestModeSQLite"]),
         .library(name: "GuestModePostgres", targets: ["GuestModePostgres"]),
@@ -38,7 +39,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        // `guestmode serve`'s /metrics: the server records through swift-metrics, the command exposes
+        // `guestmode serve`'s /metrics: the server records through swift-metrics, guestmode-serve exposes
         // them in Prometheus's text format.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -49,14 +50,14 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev", "zlib1g-dev", "libzstd-dev"])]
         ),
+        // libpq and libcurl are headers only at build time: each is opened on its first use (dlopen, in its shim.h)
+        // and never linked, so no pkg-config, whose flags would link it (bench/results.md, "Start-up").
         .systemLibrary(
             name: "CLibPQ",
-            pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
         .systemLibrary(
             name: "CCurl",
-            pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         // The engine: domain, pure policies, store protocols, use cases. No database, no C library.
@@ -139,8 +140,21 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Fault hooks (Sources/guestmode/Support/FaultHooks.swift) exist only in debug builds,
-        // the ones `make test`, `make crash` and `make fuzz` run; `make install` builds release.
+        // What both executables share: the global options, output, error reports and the run of a
+        // command line. Fault hooks (Sources/GuestModeCommandLine/FaultHooks.swift) exist only in debug
+        // builds, the ones `make test`, `make crash` and `make fuzz` run; `make install` builds release.
+        .target(
+            name: "GuestModeCommandLine",
+            dependencies: [
+                "GuestModeKit",
+                "GuestModeSQLite",
+                "GuestModePostgres",
+                "GuestModeArchive",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict + [.define("GUESTMODE_FAULT_HOOKS", .when(configuration: .debug))]
+        ),
+        // The command line. Without the server (NIO, Hummingbird): `guestmode serve` runs guestmode-serve.
         .executableTarget(
             name: "guestmode",
             dependencies: [
@@ -148,14 +162,30 @@ let package = Package(
                 "GuestModeSQLite",
                 "GuestModePostgres",
                 "GuestModeArchive",
-                "GuestModeServer",
                 "GuestModeRemote",
+                "GuestModeCommandLine",
+                // `plan import` reads App Store and RevenueCat notifications as the server does.
+                "GuestModePurchases",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // `guestmode serve` and its key, session and signing-key commands, installed beside guestmode.
+        .executableTarget(
+            name: "guestmode-serve",
+            dependencies: [
+                "GuestModeKit",
+                "GuestModeSQLite",
+                "GuestModePostgres",
+                "GuestModeArchive",
+                "GuestModeServer",
+                "GuestModeCommandLine",
                 "GuestModePurchases",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            swiftSettings: strict + [.define("GUESTMODE_FAULT_HOOKS", .when(configuration: .debug))]
+            swiftSettings: strict
         ),
         // Hummingbird's minimal route, the floor `make bench` measures `guestmode serve` against.
         .executableTarget(
@@ -205,6 +235,7 @@ let package = Package(
             name: "CommandLineTests",
             dependencies: [
                 "guestmode",
+                "GuestModeCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -212,7 +243,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "guestmode", "GuestModeKit",
+                "guestmode", "guestmode-serve", "GuestModeKit",
                 // The tests' own App Store chain: a root, an intermediate and a leaf made at test time.
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Fails when the binary `make install` installs could hold a fault hook
-# (Sources/guestmode/Support/FaultHooks.swift): the environment variables
+# Fails when a binary `make install` installs (guestmode, guestmode-serve) could hold a fault hook
+# (Sources/GuestModeCommandLine/FaultHooks.swift, which both link): the environment variables
 # that make a test build kill itself or break the tour. The arguments are the
-# flags `make install` builds with (RELEASE_FLAGS in the Makefile).
+# flags `make install` builds each product with (RELEASE_FLAGS in the Makefile).
 #
 # `make test` runs the quick form, which takes seconds: a cold release build
 # takes several minutes on two cores, and these facts decide what it holds:
@@ -12,8 +12,8 @@
 #   2. no source file but FaultHooks.swift names a hook variable;
 #   3. FaultHooks.swift compiled optimised without the condition holds none
 #      of the names, and with it holds them all (so the search can see them).
-# With --binary (`make release-hooks`) it also builds the release binary with
-# those flags and searches it for the names.
+# With --binary (`make release-hooks`) it also builds both release binaries with
+# those flags and searches each for the names.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
@@ -26,7 +26,8 @@ if [ "$#" -eq 0 ]; then
     echo "usage: $0 [--binary] RELEASE-BUILD-FLAGS… (the Makefile passes RELEASE_FLAGS)" >&2
     exit 64
 fi
-hooks=Sources/guestmode/Support/FaultHooks.swift
+hooks=Sources/GuestModeCommandLine/FaultHooks.swift
+products="guestmode guestmode-serve"
 names=$(grep -oE '"GUESTMODE_[A-Z_]+"' "$hooks" | tr -d '"' | sort -u)
 if [ -z "$names" ]; then
     echo "check-release-hooks: no hook variables found in $hooks" >&2
@@ -44,6 +45,7 @@ case " $* " in
 esac
 case " $* " in
 *GUESTMODE_FAULT_HOOKS*) fail "the release flags '$*' define GUESTMODE_FAULT_HOOKS" ;;
+*" --product "*) fail "the release flags '$*' name a product; this script builds each of: $products" ;;
 esac
 "$swift" package dump-package | python3 -c '
 import json, sys
@@ -66,7 +68,7 @@ done
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 compile() {
-    "$swift"c -O -parse-as-library -module-name guestmode "$@" -c "$hooks" -o "$scratch/hooks.o"
+    "$swift"c -O -parse-as-library -module-name GuestModeCommandLine -package-name guestmode "$@" -c "$hooks" -o "$scratch/hooks.o"
 }
 compile
 for name in $names; do
@@ -78,12 +80,17 @@ for name in $names; do
 done
 
 if $binary; then
-    "$swift" build "$@"
-    release="$("$swift" build "$@" --show-bin-path)/guestmode"
-    for name in $names; do
-        ! grep -qaF "$name" "$release" || fail "the release binary $release holds $name"
+    checked=""
+    for product in $products; do
+        "$swift" build "$@" --product "$product"
+        release="$("$swift" build "$@" --show-bin-path)/$product"
+        [ -x "$release" ] || fail "building $product made no $release"
+        for name in $names; do
+            ! grep -qaF "$name" "$release" || fail "the release binary $release holds $name"
+        done
+        checked="$checked $release"
     done
-    echo "release hooks: none of $(echo $names) in $release"
+    echo "release hooks: none of $(echo $names) in$checked"
 else
-    echo "release hooks: none of $(echo $names) outside debug builds (make release-hooks searches the release binary)"
+    echo "release hooks: none of $(echo $names) outside debug builds (make release-hooks searches both release binaries)"
 fi

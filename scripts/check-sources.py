@@ -6,7 +6,7 @@
 - A string literal in a library target names no command-line command
   ('guestmode db check') and no flag (--store): the library says what went
   wrong, the CLI adds how to fix it with its own commands
-  (Sources/guestmode/Support/ErrorHints.swift).
+  (Sources/GuestModeCommandLine/ErrorHints.swift).
 - Every Swift target in Package.swift takes the `strict` settings, which
   make a compiler warning in our own sources an error in the debug build.
 - Every public declaration of a library target has a `///` comment: the
@@ -149,7 +149,7 @@ def main():
                 if kind == "string" and FLAG.search(content):
                     problems.append(f"{path}:{line}: names a command-line flag; add it as a CLI hint instead")
     manifest = open(os.path.join(ROOT, "Package.swift"), encoding="utf-8").read()
-    for match in re.finditer(r"\.(target|executableTarget|testTarget)\(\s*name: \"(\w+)\"", manifest):
+    for match in re.finditer(r"\.(target|executableTarget|testTarget)\(\s*name: \"([\w-]+)\"", manifest):
         end = manifest.find("\n        ),", match.end())
         if "swiftSettings: strict" not in manifest[match.end() : end]:
             problems.append(f"Package.swift: target {match.group(2)} lacks `swiftSettings: strict`")

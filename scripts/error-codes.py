@@ -7,9 +7,9 @@ import os, re, sys
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 # The command line maps each failure kind to its exit status in one place.
-exit_statuses = open(os.path.join(ROOT, "Sources/guestmode/Support/ExitStatus.swift")).read()
+exit_statuses = open(os.path.join(ROOT, "Sources/GuestModeCommandLine/ExitStatus.swift")).read()
 STATUS = {kind: int(status) for kind, status in re.findall(r"case \.(\w+): (\d+)", exit_statuses)}
-assert len(STATUS) == 12, "Sources/guestmode/Support/ExitStatus.swift: expected a status for each of the 12 kinds"
+assert len(STATUS) == 12, "Sources/GuestModeCommandLine/ExitStatus.swift: expected a status for each of the 12 kinds"
 catalogue = open(os.path.join(ROOT, "Sources/GuestModeKit/Store/GuestModeError.swift")).read()
 # The catalogue is an enum, `case userNotFound = "user_not_found"`, whose kind is a switch:
 # `case .a,\n .b:\n return .notFound`.

@@ -61,7 +61,6 @@ package struct HTTPTransport: Sendable {
     /// A transport that gives each exchange `timeout` seconds in all (connecting included, at most 5 of them) and
     /// keeps at most `responseLimit` bytes of each answer; `userAgent` names the tool and its version.
     package init(userAgent: String, timeout: Double = 10, responseLimit: Int = 64 * 1024) {
-        _ = Self.globalInitialization
         timeoutMilliseconds = max(1, Int((timeout * 1000).rounded()))
         self.responseLimit = responseLimit
         self.userAgent = userAgent
@@ -86,15 +85,16 @@ package struct HTTPTransport: Sendable {
     package func sendWaiting(
         _ method: String, to destination: RemoteURL, headers: [(String, String)] = [], body: [UInt8]? = nil
     ) throws -> HTTPAnswer {
-        guard let handle = curl_easy_init() else {
+        let curl = try LibCurl.table()
+        guard let handle = curl.curl_easy_init() else {
             throw GuestModeError(.internalFailure, "libcurl could not make a request handle")
         }
-        defer { curl_easy_cleanup(handle) }
+        defer { curl.curl_easy_cleanup(handle) }
         var headerList: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headerList) }
+        defer { curl.curl_slist_free_all(headerList) }
         // An empty Expect stops libcurl waiting for "100 Continue" before a large body.
         for line in headers.map({ "\($0.0): \($0.1)" }) + ["User-Agent: \(userAgent)", "Expect:"] {
-            headerList = curl_slist_append(headerList, line)
+            headerList = curl.curl_slist_append(headerList, line)
         }
         let sink = ResponseSink(limit: responseLimit)
         let context = Unmanaged.passRetained(sink)
@@ -106,62 +106,85 @@ package struct HTTPTransport: Sendable {
         }
         var code = CURLE_OK
         func set(_ result: CURLcode) { if code == CURLE_OK { code = result } }
-        set(guestmode_curl_set_pointer(handle, CURLOPT_URL, destination.url.absoluteString))
-        set(guestmode_curl_set_pointer(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
-        set(guestmode_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 0))
+        set(guestmode_curl_set_pointer(curl.curl_easy_setopt, handle, CURLOPT_URL, destination.url.absoluteString))
+        set(guestmode_curl_set_pointer(curl.curl_easy_setopt, handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        set(guestmode_curl_set_long(curl.curl_easy_setopt, handle, CURLOPT_FOLLOWLOCATION, 0))
         // Signals would interrupt other threads of the server; libcurl times out by polling instead.
-        set(guestmode_curl_set_long(handle, CURLOPT_NOSIGNAL, 1))
-        set(guestmode_curl_set_long(handle, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
-        set(guestmode_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMilliseconds, 5000)))
-        set(guestmode_curl_set_pointer(handle, CURLOPT_HTTPHEADER, headerList))
-        set(guestmode_curl_set_write_function(handle, receive))
-        set(guestmode_curl_set_pointer(handle, CURLOPT_WRITEDATA, context.toOpaque()))
-        set(guestmode_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, method))
-        if method == "HEAD" { set(guestmode_curl_set_long(handle, CURLOPT_NOBODY, 1)) }
+        set(guestmode_curl_set_long(curl.curl_easy_setopt, handle, CURLOPT_NOSIGNAL, 1))
+        set(guestmode_curl_set_long(curl.curl_easy_setopt, handle, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
+        set(
+            guestmode_curl_set_long(
+                curl.curl_easy_setopt, handle, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMilliseconds, 5000)))
+        set(guestmode_curl_set_pointer(curl.curl_easy_setopt, handle, CURLOPT_HTTPHEADER, headerList))
+        set(guestmode_curl_set_write_function(curl.curl_easy_setopt, handle, receive))
+        set(guestmode_curl_set_pointer(curl.curl_easy_setopt, handle, CURLOPT_WRITEDATA, context.toOpaque()))
+        set(guestmode_curl_set_pointer(curl.curl_easy_setopt, handle, CURLOPT_CUSTOMREQUEST, method))
+        if method == "HEAD" { set(guestmode_curl_set_long(curl.curl_easy_setopt, handle, CURLOPT_NOBODY, 1)) }
         guard code == CURLE_OK else {
             throw GuestModeError(
-                .internalFailure, "libcurl refused an option: \(Self.describe(code))")
+                .internalFailure, "libcurl refused an option: \(Self.describe(code, curl))")
         }
         let outcome: CURLcode =
             if let body {
                 // POSTFIELDS makes libcurl send the bytes; CUSTOMREQUEST keeps the method the caller asked for.
                 body.withUnsafeBytes { bytes in
                     var result = guestmode_curl_set_large(
-                        handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+                        curl.curl_easy_setopt, handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
                     if result == CURLE_OK {
                         // A zero-length body still needs a non-null pointer, or libcurl reads POSTFIELDS as a string.
                         result = guestmode_curl_set_pointer(
-                            handle, CURLOPT_POSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+                            curl.curl_easy_setopt, handle, CURLOPT_POSTFIELDS,
+                            bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
                     }
-                    return result == CURLE_OK ? curl_easy_perform(handle) : result
+                    return result == CURLE_OK ? curl.curl_easy_perform(handle) : result
                 }
             } else {
-                curl_easy_perform(handle)
+                curl.curl_easy_perform(handle)
             }
         guard outcome == CURLE_OK || (outcome == CURLE_WRITE_ERROR && sink.isCut) else {
             throw GuestModeError(
                 .destinationUnavailable,
-                "\(method) \(destination) got no answer: \(Self.describe(outcome))")
+                "\(method) \(destination) got no answer: \(Self.describe(outcome, curl))")
         }
         var status = 0
-        _ = guestmode_curl_response_code(handle, &status)
+        _ = guestmode_curl_response_code(curl.curl_easy_getinfo, handle, &status)
         return HTTPAnswer(status: status, body: sink.bytes, isBodyCut: sink.isCut)
     }
 
-    private static let globalInitialization: Void = {
-        _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-    }()
-
-    private static func describe(_ code: CURLcode) -> String {
+    private static func describe(_ code: CURLcode, _ curl: guestmode_curl) -> String {
         switch code {
         case CURLE_OPERATION_TIMEDOUT: "it did not answer in time"
         case CURLE_COULDNT_CONNECT: "the connection was refused"
         case CURLE_COULDNT_RESOLVE_HOST: "the host name does not resolve"
         case CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR:
             "the connection was closed before an answer"
-        default: String(cString: curl_easy_strerror(code))
+        default: curl.curl_easy_strerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)"
         }
     }
+}
+
+/// libcurl, opened the first time a request is sent (`dlopen`, CCurl/shim.h) rather than linked: the commands that
+/// send nothing never load it, nor the shared objects it brings, most of a short command's start-up
+/// (bench/results.md, "Start-up"). Every libcurl function this file calls is in its table; opening it also runs
+/// `curl_global_init`, once, before any request.
+private enum LibCurl {
+    // The table holds the variadic curl_easy_setopt and curl_easy_getinfo, which Swift sees as opaque pointers,
+    // not `Sendable`; it is written once, by this initialiser, and only read after.
+    nonisolated(unsafe) private static let opened: Result<guestmode_curl, GuestModeError> = {
+        var reason: UnsafePointer<CChar>?
+        guard let table = guestmode_curl_open(&reason) else {
+            return .failure(
+                GuestModeError(
+                    .internalFailure,
+                    "cannot load libcurl, which sending HTTP requests needs (\(reason.map { String(cString: $0) } ?? "no reason given")); install it (Debian: libcurl4)"
+                ))
+        }
+        _ = table.pointee.curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        return .success(table.pointee)
+    }()
+
+    /// The table, or why libcurl could not be opened.
+    static func table() throws -> guestmode_curl { try opened.get() }
 }
 
 /// The answer's bytes as libcurl hands them over, kept up to a limit. Only the thread running the request touches it.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GuestModeCommandLine
 import GuestModeKit
 
 struct GuestmodeCommand: ParsableCommand {
@@ -22,7 +23,7 @@ struct GuestmodeCommand: ParsableCommand {
             PlanCommand.self,
             MigrateCommand.self, MergeCommand.self, BackupCommand.self, WebhookCommand.self,
             PromptCommand.self, ExperimentCommand.self, ReportCommand.self, ReplayCommand.self,
-            ServeCommand.self, TourCommand.self,
+            ServeLauncher.self, TourCommand.self,
         ]
     )
 
@@ -30,6 +31,8 @@ struct GuestmodeCommand: ParsableCommand {
     var global: GlobalOptions
 }
 
-enum GuestModeVersion {
-    static let current = "0.1.0"
-}
+/// The command line's refusals worded for this binary's commands.
+typealias UsageErrors = CommandLineUsage<GuestmodeCommand>
+
+/// The shared progress line (GuestModeCommandLine's), not Foundation's type of the same name.
+typealias Progress = GuestModeCommandLine.Progress

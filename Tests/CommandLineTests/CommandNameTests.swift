@@ -1,4 +1,5 @@
 import ArgumentParser
+import GuestModeCommandLine
 import Testing
 
 @testable import guestmode

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import GuestModeKit
 import Testing
 

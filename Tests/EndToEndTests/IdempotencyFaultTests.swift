@@ -3,7 +3,7 @@ import Testing
 
 /// The debug build's fault hook `GUESTMODE_TEST_FAIL_AT=track-key|meter-use-key`
 /// fails a write after its idempotency key was checked and written, before the
-/// commit (Sources/guestmode/Support/FaultHooks.swift): the failed run leaves
+/// commit (Sources/GuestModeCommandLine/FaultHooks.swift): the failed run leaves
 /// nothing, the retry counts once, a second retry is a duplicate.
 @Suite("Idempotency keys under an injected failure, through the binary")
 struct IdempotencyFaultTests {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `report migrations`: journals of migrations and merges, with failures
-/// injected by the debug build's fault hooks (Sources/guestmode/Support/FaultHooks.swift).
+/// injected by the debug build's fault hooks (Sources/GuestModeCommandLine/FaultHooks.swift).
 @Suite("report migrations through the binary")
 struct MigrationReportTests {
     /// A guest with a record in each collection of the recipes profile and an

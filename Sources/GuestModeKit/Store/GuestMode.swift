@@ -75,7 +75,7 @@ package enum IdempotentWrite: String, Sendable, CaseIterable {
 /// Points inside a transaction where a test makes the engine fail the way a
 /// crash, a lost connection or a bug would, to show that nothing of the
 /// transaction outlives the failure. The command line sets them only in a
-/// build with fault hooks (`Sources/guestmode/Support/FaultHooks.swift`).
+/// build with fault hooks (`Sources/GuestModeCommandLine/FaultHooks.swift`).
 package struct EngineFaults: Sendable {
     /// Called once the idempotency key of a write was checked and the write
     /// that stores the key with it was made, before the transaction

@@ -3,7 +3,7 @@ import Foundation
 /// What kind of failure an error is. The engine reports every failure as one
 /// of these so each front end answers it its own way without knowing where
 /// it came from: the command line maps a kind to an exit status
-/// (Sources/guestmode/Support/ExitStatus.swift).
+/// (Sources/GuestModeCommandLine/ExitStatus.swift).
 public enum FailureKind: String, Sendable, Codable, CaseIterable {
     case internalFailure = "internal"
     case needsAccount = "needs_account"

@@ -14,6 +14,8 @@ import Synchronization
 /// rather than a promise, so the connection is `Sendable` without `@unchecked`.
 /// It is never contended, and costs nothing next to a round trip to the server.
 final class PostgresConnection: Sendable {
+    /// libpq's functions (`LibPQ`).
+    private let pq: guestmode_libpq
     /// The libpq handle, and whether a deadline abandoned it halfway through a statement.
     private struct State {
         var handle: OpaquePointer
@@ -43,24 +45,26 @@ final class PostgresConnection: Sendable {
     ) throws {
         self.location = location
         self.statementTimeout = statementTimeout
+        let pq = try LibPQ.table()
+        self.pq = pq
         // The URI (or "") expands as PQconnectdb would read it; guestmode names itself to the server
         // (pg_stat_activity's application_name) unless the URI or PGAPPNAME names the session already.
         let keywords = ["dbname", "fallback_application_name"]
         let values = [conninfo, "guestmode"]
         let started = keywords.withCStringArray { keywords in
-            values.withCStringArray { values in PQconnectStartParams(keywords, values, 1) }
+            values.withCStringArray { values in pq.PQconnectStartParams(keywords, values, 1) }
         }
         guard let handle = started else {
             throw GuestModeError(
                 .storeUnreachable, "cannot reach the PostgreSQL store \(location): out of memory")
         }
         var polling = PGRES_POLLING_WRITING
-        while PQstatus(handle) != CONNECTION_BAD && polling != PGRES_POLLING_OK && polling != PGRES_POLLING_FAILED {
+        while pq.PQstatus(handle) != CONNECTION_BAD && polling != PGRES_POLLING_OK && polling != PGRES_POLLING_FAILED {
             let events = polling == PGRES_POLLING_READING ? Int16(POLLIN) : Int16(POLLOUT)
-            switch PostgresConnection.wait(on: handle, for: events, until: deadline) {
-            case .ready: polling = PQconnectPoll(handle)
+            switch PostgresConnection.wait(on: pq.PQsocket(handle), for: events, until: deadline) {
+            case .ready: polling = pq.PQconnectPoll(handle)
             case .timedOut:
-                PQfinish(handle)
+                pq.PQfinish(handle)
                 throw GuestModeError(
                     .storeUnreachable,
                     "cannot reach the PostgreSQL store \(location): the server did not answer in time; nothing was changed"
@@ -68,18 +72,19 @@ final class PostgresConnection: Sendable {
             case .failed: polling = PGRES_POLLING_FAILED
             }
         }
-        guard PQstatus(handle) == CONNECTION_OK else {
+        guard pq.PQstatus(handle) == CONNECTION_OK else {
             let message = PostgresConnection.redacted(
-                PostgresConnection.message(PQerrorMessage(handle)), secret: PostgresConnection.password(in: conninfo))
-            PQfinish(handle)
+                PostgresConnection.message(pq.PQerrorMessage(handle)), secret: PostgresConnection.password(in: conninfo)
+            )
+            pq.PQfinish(handle)
             throw PostgresConnection.connectionFailure(message, location: location)
         }
         // libpq prints the server's notices to standard error by default
         // ("WARNING: terminating connection due to immediate shutdown…"):
         // guestmode's standard error carries its own one-line messages only.
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        _ = pq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
         // Sending never blocks: every wait for the server is a poll() with a deadline, here.
-        PQsetnonblocking(handle, 1)
+        _ = pq.PQsetnonblocking(handle, 1)
         state = Mutex(State(handle: handle))
         // Times are compared as text in UTC; no server setting may change them.
         do {
@@ -90,14 +95,15 @@ final class PostgresConnection: Sendable {
         }
     }
 
-    deinit { state.withLock { PQfinish($0.handle) } }
+    deinit { state.withLock { pq.PQfinish($0.handle) } }
 
     /// Whether the connection can serve another transaction: still connected,
     /// not abandoned by a deadline, and not left inside a transaction by one
     /// that could not roll back.
     var isReusable: Bool {
         state.withLock {
-            !$0.abandoned && PQstatus($0.handle) == CONNECTION_OK && PQtransactionStatus($0.handle) == PQTRANS_IDLE
+            !$0.abandoned && pq.PQstatus($0.handle) == CONNECTION_OK
+                && pq.PQtransactionStatus($0.handle) == PQTRANS_IDLE
         }
     }
 
@@ -141,26 +147,26 @@ final class PostgresConnection: Sendable {
             try send(sql, parameters, on: handle, until: deadline)
             // As PQexec: the first failure, else the last result (several statements answer several).
             var kept: OpaquePointer?
-            defer { if let kept { PQclear(kept) } }
+            defer { if let kept { pq.PQclear(kept) } }
             while let result = try nextResult(of: handle, sql: sql, until: deadline) {
-                let status = PQresultStatus(result)
-                if let previous = kept, PQresultStatus(previous) == PGRES_FATAL_ERROR {
-                    PQclear(result)
+                let status = pq.PQresultStatus(result)
+                if let previous = kept, pq.PQresultStatus(previous) == PGRES_FATAL_ERROR {
+                    pq.PQclear(result)
                     continue
                 }
-                if let previous = kept { PQclear(previous) }
+                if let previous = kept { pq.PQclear(previous) }
                 kept = result
                 if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH { break }
             }
             guard let result = kept else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
             }
-            switch PQresultStatus(result) {
+            switch pq.PQresultStatus(result) {
             case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-                return PostgresRows(result, location: location)
+                return PostgresRows(result, location: location, pq: pq)
             default:
-                let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-                let message = PostgresConnection.message(PQresultErrorMessage(result))
+                let state = pq.PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+                let message = PostgresConnection.message(pq.PQresultErrorMessage(result))
                 throw failure(sqlState: state, message: message, sql: sql)
             }
         }
@@ -182,13 +188,13 @@ final class PostgresConnection: Sendable {
         let name = texts.isEmpty ? nil : try preparedName(of: sql, parameters: texts.count, on: handle, until: deadline)
         let queued =
             texts.isEmpty
-            ? PQsendQuery(handle, sql)
+            ? pq.PQsendQuery(handle, sql)
             : withCStrings(texts) { pointers in
-                if let name { return PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0) }
-                return PQsendQueryParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+                if let name { return pq.PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0) }
+                return pq.PQsendQueryParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
             }
         guard queued == 1 else {
-            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+            throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
         }
         try flush(handle, sql: sql, until: deadline)
     }
@@ -211,17 +217,17 @@ final class PostgresConnection: Sendable {
             throw missed
         }
         let name = "guestmode_\(prepared.withLock { $0.count })"
-        guard PQsendPrepare(handle, name, sql, Int32(parameters), nil) == 1 else {
-            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+        guard pq.PQsendPrepare(handle, name, sql, Int32(parameters), nil) == 1 else {
+            throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
         }
         try flush(handle, sql: sql, until: deadline)
         var failed: PostgresFailure?
         while let result = try nextResult(of: handle, sql: sql, until: deadline) {
-            defer { PQclear(result) }
-            if failed == nil, PQresultStatus(result) != PGRES_COMMAND_OK {
-                let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            defer { pq.PQclear(result) }
+            if failed == nil, pq.PQresultStatus(result) != PGRES_COMMAND_OK {
+                let state = pq.PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
                 failed = failure(
-                    sqlState: state, message: PostgresConnection.message(PQresultErrorMessage(result)), sql: sql)
+                    sqlState: state, message: PostgresConnection.message(pq.PQresultErrorMessage(result)), sql: sql)
             }
         }
         if let failed { throw failed }
@@ -232,15 +238,16 @@ final class PostgresConnection: Sendable {
     /// Sends what libpq holds back, reading meanwhile as libpq asks (the server may be answering already).
     private func flush(_ handle: OpaquePointer, sql: String, until deadline: ContinuousClock.Instant?) throws {
         while true {
-            switch PQflush(handle) {
+            switch pq.PQflush(handle) {
             case 0: return
             case 1:
                 try waitFor(handle, Int16(POLLIN) | Int16(POLLOUT), sql: sql, until: deadline)
-                guard PQconsumeInput(handle) == 1 else {
-                    throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+                guard pq.PQconsumeInput(handle) == 1 else {
+                    throw failure(
+                        sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
                 }
             default:
-                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
             }
         }
     }
@@ -249,13 +256,13 @@ final class PostgresConnection: Sendable {
     private func nextResult(
         of handle: OpaquePointer, sql: String, until deadline: ContinuousClock.Instant?
     ) throws -> OpaquePointer? {
-        while PQisBusy(handle) == 1 {
+        while pq.PQisBusy(handle) == 1 {
             try waitFor(handle, Int16(POLLIN), sql: sql, until: deadline)
-            guard PQconsumeInput(handle) == 1 else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+            guard pq.PQconsumeInput(handle) == 1 else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
             }
         }
-        return PQgetResult(handle)
+        return pq.PQgetResult(handle)
     }
 
     /// Waits for the socket, or throws the deadline's failure: the statement
@@ -263,24 +270,23 @@ final class PostgresConnection: Sendable {
     private func waitFor(
         _ handle: OpaquePointer, _ events: Int16, sql: String, until deadline: ContinuousClock.Instant?
     ) throws {
-        switch PostgresConnection.wait(on: handle, for: events, until: deadline) {
+        switch PostgresConnection.wait(on: pq.PQsocket(handle), for: events, until: deadline) {
         case .ready: return
         case .timedOut:
             var missed = failure(sqlState: nil, message: "the server did not answer in time", sql: sql)
             missed.missedDeadline = .unanswered
             throw missed
         case .failed:
-            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+            throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
         }
     }
 
     private enum Readiness { case ready, timedOut, failed }
 
-    /// poll() on the connection's socket until it is ready for `events` or `deadline` passes.
+    /// poll() on the connection's socket (`PQsocket`) until it is ready for `events` or `deadline` passes.
     private static func wait(
-        on handle: OpaquePointer, for events: Int16, until deadline: ContinuousClock.Instant?
+        on socket: Int32, for events: Int16, until deadline: ContinuousClock.Instant?
     ) -> Readiness {
-        let socket = PQsocket(handle)
         guard socket >= 0 else { return .failed }
         while true {
             var milliseconds: Int32 = -1
@@ -309,15 +315,15 @@ final class PostgresConnection: Sendable {
     private func copy(_ sql: String, rows: [[PostgresValue?]], on handle: OpaquePointer) throws {
         try send(sql, [], on: handle, until: nextDeadline)
         guard let start = try nextResult(of: handle, sql: sql, until: nextDeadline) else {
-            throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+            throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
         }
-        let started = PQresultStatus(start) == PGRES_COPY_IN
-        let startMessage = PostgresConnection.message(PQresultErrorMessage(start))
-        let startState = PQresultErrorField(start, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-        PQclear(start)
+        let started = pq.PQresultStatus(start) == PGRES_COPY_IN
+        let startMessage = PostgresConnection.message(pq.PQresultErrorMessage(start))
+        let startState = pq.PQresultErrorField(start, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        pq.PQclear(start)
         guard started else {
             // The statement's other results (none, normally) are read so the connection is idle again.
-            while let rest = try nextResult(of: handle, sql: sql, until: nextDeadline) { PQclear(rest) }
+            while let rest = try nextResult(of: handle, sql: sql, until: nextDeadline) { pq.PQclear(rest) }
             throw failure(sqlState: startState, message: startMessage, sql: sql)
         }
         var buffer = [UInt8]()
@@ -327,12 +333,13 @@ final class PostgresConnection: Sendable {
             while true {
                 let sent = buffer.withUnsafeBufferPointer { bytes in
                     bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                        PQputCopyData(handle, $0, Int32(bytes.count))
+                        pq.PQputCopyData(handle, $0, Int32(bytes.count))
                     }
                 }
                 if sent == 1 { break }
                 if sent != 0 {
-                    throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+                    throw failure(
+                        sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
                 }
                 try waitFor(handle, Int16(POLLOUT), sql: sql, until: nextDeadline)
             }
@@ -348,21 +355,21 @@ final class PostgresConnection: Sendable {
         }
         try flush()
         while true {
-            let ended = PQputCopyEnd(handle, nil)
+            let ended = pq.PQputCopyEnd(handle, nil)
             if ended == 1 { break }
             if ended != 0 {
-                throw failure(sqlState: nil, message: PostgresConnection.message(PQerrorMessage(handle)), sql: sql)
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
             }
             try waitFor(handle, Int16(POLLOUT), sql: sql, until: nextDeadline)
         }
         try self.flush(handle, sql: sql, until: nextDeadline)
         var problem: (String?, String)?
         while let result = try nextResult(of: handle, sql: sql, until: nextDeadline) {
-            defer { PQclear(result) }
-            if PQresultStatus(result) != PGRES_COMMAND_OK, problem == nil {
+            defer { pq.PQclear(result) }
+            if pq.PQresultStatus(result) != PGRES_COMMAND_OK, problem == nil {
                 problem = (
-                    PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) },
-                    PostgresConnection.message(PQresultErrorMessage(result))
+                    pq.PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) },
+                    PostgresConnection.message(pq.PQresultErrorMessage(result))
                 )
             }
         }
@@ -440,12 +447,15 @@ final class PostgresConnection: Sendable {
     /// The password libpq would send for `conninfo`, read by libpq's own parser,
     /// so that no spelling of it can slip past `redacted`.
     static func password(in conninfo: String) -> String? {
+        // Without libpq to read it, the whole text counts as the secret: `PostgresStore.describe` then shows
+        // no more of it than `passwordlessURI` can, which is nothing.
+        guard let pq = try? LibPQ.table() else { return conninfo }
         var error: UnsafeMutablePointer<CChar>?
-        guard let options = PQconninfoParse(conninfo, &error) else {
-            if let error { PQfreemem(error) }
+        guard let options = pq.PQconninfoParse(conninfo, &error) else {
+            if let error { pq.PQfreemem(error) }
             return nil
         }
-        defer { PQconninfoFree(options) }
+        defer { pq.PQconninfoFree(options) }
         var option = options
         while let keyword = option.pointee.keyword {
             if String(cString: keyword) == "password", let value = option.pointee.val {
@@ -461,12 +471,13 @@ final class PostgresConnection: Sendable {
     /// a URI without password or parameters: what is shown when a password
     /// could not be cut out of the text as written.
     static func passwordlessURI(of conninfo: String) -> String {
+        guard let pq = try? LibPQ.table() else { return "postgres://…" }
         var error: UnsafeMutablePointer<CChar>?
-        guard let options = PQconninfoParse(conninfo, &error) else {
-            if let error { PQfreemem(error) }
+        guard let options = pq.PQconninfoParse(conninfo, &error) else {
+            if let error { pq.PQfreemem(error) }
             return "postgres://…"
         }
-        defer { PQconninfoFree(options) }
+        defer { pq.PQconninfoFree(options) }
         var values: [String: String] = [:]
         var option = options
         while let keyword = option.pointee.keyword {
@@ -487,6 +498,26 @@ final class PostgresConnection: Sendable {
 
 /// A failure reported by the server, with its SQLSTATE so callers can tell a
 /// unique violation or a serialization failure from the rest.
+/// libpq, opened the first time a PostgreSQL store is (`dlopen`, CLibPQ/shim.h) rather than linked: a command
+/// on a SQLite store never loads it, nor the shared objects it brings, most of a short command's start-up
+/// (bench/results.md, "Start-up"). Every libpq function this file calls is in its table.
+private enum LibPQ {
+    private static let opened: Result<guestmode_libpq, GuestModeError> = {
+        var reason: UnsafePointer<CChar>?
+        guard let table = guestmode_libpq_open(&reason) else {
+            return .failure(
+                GuestModeError(
+                    .cannotOpenStore,
+                    "cannot load libpq, which a PostgreSQL store needs (\(reason.map { String(cString: $0) } ?? "no reason given")); install it (Debian: libpq5)"
+                ))
+        }
+        return .success(table.pointee)
+    }()
+
+    /// The table, or why libpq could not be opened.
+    static func table() throws -> guestmode_libpq { try opened.get() }
+}
+
 struct PostgresFailure: Error, CustomStringConvertible {
     var sqlState: String?
     var message: String
@@ -570,21 +601,22 @@ struct PostgresRows: Sequence {
     let changes: Int
     let location: String
 
-    fileprivate init(_ result: OpaquePointer, location: String) {
-        let rowCount = Int(PQntuples(result))
-        let columnCount = Int(PQnfields(result))
-        columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+    fileprivate init(_ result: OpaquePointer, location: String, pq: guestmode_libpq) {
+        let rowCount = Int(pq.PQntuples(result))
+        let columnCount = Int(pq.PQnfields(result))
+        // Through the table libpq's `char *` results are optionals; for a column or row of the result none is null.
+        columns = (0..<columnCount).map { pq.PQfname(result, Int32($0)).map { String(cString: $0) } ?? "" }
         var values: [[String?]] = []
         values.reserveCapacity(rowCount)
         for row in 0..<rowCount {
             values.append(
                 (0..<columnCount).map { column in
-                    PQgetisnull(result, Int32(row), Int32(column)) == 1
-                        ? nil : String(cString: PQgetvalue(result, Int32(row), Int32(column)))
+                    pq.PQgetisnull(result, Int32(row), Int32(column)) == 1
+                        ? nil : pq.PQgetvalue(result, Int32(row), Int32(column)).map { String(cString: $0) }
                 })
         }
         self.values = values
-        changes = Int(String(cString: PQcmdTuples(result))) ?? 0
+        changes = pq.PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
         self.location = location
     }
 

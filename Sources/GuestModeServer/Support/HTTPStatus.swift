@@ -2,7 +2,7 @@ import GuestModeKit
 import Hummingbird
 
 /// The one place a failure becomes an HTTP status (guestmode-serve(1),
-/// STATUSES), as `Sources/guestmode/Support/ExitStatus.swift` is for exit
+/// STATUSES), as `Sources/GuestModeCommandLine/ExitStatus.swift` is for exit
 /// statuses: a few codes whose meaning is HTTP's own, then the failure's kind.
 extension GuestModeError {
     var httpStatus: HTTPResponse.Status {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GuestModeCommandLine
 import GuestModeKit
 
 struct LimitCommand: ParsableCommand {

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import GuestModeKit
 
 /// Runs the tour's commands as a shell script would: each narrated line is

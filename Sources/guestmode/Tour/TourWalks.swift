@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import GuestModeKit
 
 /// What the tour shows for each built-in profile: the journey its app lives

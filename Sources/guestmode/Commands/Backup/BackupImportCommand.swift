@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GuestModeArchive
+import GuestModeCommandLine
 import GuestModeKit
 
 extension BackupCommand {

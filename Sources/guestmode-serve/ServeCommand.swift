@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GuestModeArchive
+import GuestModeCommandLine
 import GuestModeKit
 import GuestModePostgres
 import GuestModePurchases
@@ -12,7 +13,8 @@ import Prometheus
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve",
+        // The root of guestmode-serve, named as people run it (guestmode's ServeLauncher execs it).
+        commandName: "guestmode serve",
         abstract: "Serve the engine over HTTP to apps and their backends.",
         discussion: """
             The routes under /v1 answer the documents the commands print with --json; errors are \
@@ -23,6 +25,7 @@ struct ServeCommand: ParsableCommand {
             output says where the server listens. SIGTERM or SIGINT stops accepting connections, lets requests \
             in flight finish and closes the store. See guestmode-serve(1).
             """,
+        version: GuestModeVersion.current,
         subcommands: [Key.self, Session.self, SigningKeys.self]
     )
 
@@ -140,7 +143,9 @@ struct ServeCommand: ParsableCommand {
 
     @Flag(
         name: .customLong("app-store-sandbox"),
-        help: "Take purchases and notifications of the App Store's Sandbox (and Xcode) environment too; without it they are refused (403).")
+        help:
+            "Take purchases and notifications of the App Store's Sandbox (and Xcode) environment too; without it they are refused (403)."
+    )
     var appStoreSandbox = false
 
     func validate() throws {
@@ -194,7 +199,8 @@ struct ServeCommand: ParsableCommand {
             guard let appStoreRootCA, let appStoreBundleID else { return nil }
             guard let bytes = FileManager.default.contents(atPath: appStoreRootCA) else {
                 throw GuestModeError(
-                    .fileNotFound, "--app-store-root-ca '\(appStoreRootCA)' cannot be read; give the root certificate's file")
+                    .fileNotFound,
+                    "--app-store-root-ca '\(appStoreRootCA)' cannot be read; give the root certificate's file")
             }
             return try AppStoreVerifier(
                 rootCertificate: bytes, bundleID: appStoreBundleID, acceptsSandbox: appStoreSandbox)

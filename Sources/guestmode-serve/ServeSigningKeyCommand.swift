@@ -1,5 +1,6 @@
 import ArgumentParser
 import GuestModeArchive
+import GuestModeCommandLine
 import GuestModeKit
 
 extension ServeCommand {

@@ -2,21 +2,21 @@ import Foundation
 import GuestModeKit
 
 /// A number for people: whole numbers without decimals, others to two places.
-func formatAmount(_ value: Double) -> String {
+package func formatAmount(_ value: Double) -> String {
     value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%.2f", value)
 }
 
-func csvField(_ text: String) -> String {
+package func csvField(_ text: String) -> String {
     guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
     return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }
 
-func percent(_ value: Double?) -> String { value.map { String(format: "%.1f%%", $0 * 100) } ?? "" }
-func hours(_ value: Double?) -> String { value.map { String(format: "%.1f", $0) } ?? "" }
+package func percent(_ value: Double?) -> String { value.map { String(format: "%.1f%%", $0 * 100) } ?? "" }
+package func hours(_ value: Double?) -> String { value.map { String(format: "%.1f", $0) } ?? "" }
 
 /// How a merge or migration resolved one record conflict, in a sentence.
-enum ConflictText {
-    static func describe(_ conflict: RecordConflict) -> String {
+package enum ConflictText {
+    package static func describe(_ conflict: RecordConflict) -> String {
         let resolution: String
         switch conflict.resolution {
         case .keptGuest:
@@ -32,6 +32,6 @@ enum ConflictText {
 }
 
 /// "1 record", "2 records", "0 records"; `plural` for irregular words ("1 entry", "2 entries").
-func counted(_ count: Int, _ singular: String, _ plural: String? = nil) -> String {
+package func counted(_ count: Int, _ singular: String, _ plural: String? = nil) -> String {
     "\(count) \(count == 1 ? singular : plural ?? singular + "s")"
 }

@@ -3,96 +3,102 @@ import GuestModeKit
 
 /// Where text goes: data on stdout, diagnostics on stderr, colour only on a
 /// terminal and never with NO_COLOR or --json.
-struct Output {
-    var isJSON: Bool
-    var isQuiet: Bool
-    var isVerbose: Bool
+package struct Output {
+    package var isJSON: Bool
+    package var isQuiet: Bool
+    package var isVerbose: Bool
 
-    var usesColour: Bool {
+    package init(isJSON: Bool, isQuiet: Bool, isVerbose: Bool) {
+        self.isJSON = isJSON
+        self.isQuiet = isQuiet
+        self.isVerbose = isVerbose
+    }
+
+    package var usesColour: Bool {
         !isJSON && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
     }
 
-    var showsProgress: Bool { !isJSON && !isQuiet && isatty(STDERR_FILENO) == 1 }
+    package var showsProgress: Bool { !isJSON && !isQuiet && isatty(STDERR_FILENO) == 1 }
 
-    func line(_ text: String = "") {
+    package func line(_ text: String = "") {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
     /// A diagnostic for people; silenced by --quiet.
-    func note(_ text: String) {
+    package func note(_ text: String) {
         guard !isQuiet else { return }
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 
     /// A step explained only with --verbose.
-    func detail(_ text: String) {
+    package func detail(_ text: String) {
         guard isVerbose else { return }
         FileHandle.standardError.write(Data(("guestmode: \(text)\n").utf8))
     }
 
     /// What a command prints when it is done, decided here once for every command: its JSON document
     /// with --json; else `text`, a line for people, which --quiet leaves out.
-    func result<Document: Encodable>(_ document: Document, text: @autoclosure () -> String) throws {
+    package func result<Document: Encodable>(_ document: Document, text: @autoclosure () -> String) throws {
         try result(document) { line(text()) }
     }
 
     /// `result(_:text:)` for text that is more than one line (a table, a summary with notes).
-    func result<Document: Encodable>(_ document: Document, print: () throws -> Void) throws {
+    package func result<Document: Encodable>(_ document: Document, print: () throws -> Void) throws {
         if isJSON { return try json(document) }
         if !isQuiet { try print() }
     }
 
     /// A line for people on stdout that the JSON document already says; --quiet leaves it out.
-    func say(_ text: String) {
+    package func say(_ text: String) {
         if !isJSON && !isQuiet { line(text) }
     }
 
     /// A note for people (`note`) that the JSON document, or its progress lines, already says.
-    func aside(_ text: String) {
+    package func aside(_ text: String) {
         if !isJSON { note(text) }
     }
 
     /// A diagnostic that the JSON document already carries: on stderr without --json, even with --quiet.
-    func problem(_ text: String) {
+    package func problem(_ text: String) {
         if !isJSON { FileHandle.standardError.write(Data((text + "\n").utf8)) }
     }
 
     /// A result that is data (a record, a secret, a listing): printed with --quiet too.
-    func data<Document: Encodable>(_ document: Document, print: () throws -> Void) throws {
+    package func data<Document: Encodable>(_ document: Document, print: () throws -> Void) throws {
         if isJSON { return try json(document) }
         try print()
     }
 
     /// `data(_:print:)` for a document built as a JSON tree.
-    func data(value document: @autoclosure () -> JSONValue, print: () throws -> Void) rethrows {
+    package func data(value document: @autoclosure () -> JSONValue, print: () throws -> Void) rethrows {
         if isJSON { return json(value: document()) }
         try print()
     }
 
-    func json<T: Encodable>(_ value: T) throws {
+    package func json<T: Encodable>(_ value: T) throws {
         line(try Output.encode(value))
     }
 
     /// One JSON document, pretty-printed, in the conventions of `JSONDocument`.
-    static func encode<T: Encodable>(_ value: T) throws -> String {
+    package static func encode<T: Encodable>(_ value: T) throws -> String {
         try JSONDocument.encode(value)
     }
 
     /// A document built as a JSON tree (`profile show`), pretty-printed.
-    func json(value: JSONValue) {
+    package func json(value: JSONValue) {
         line(value.text(pretty: true))
     }
 
     /// One JSON document on one line (NDJSON, progress lines).
-    func jsonLine<T: Encodable>(_ value: T) throws {
+    package func jsonLine<T: Encodable>(_ value: T) throws {
         line(try JSONDocument.encode(value, pretty: false))
     }
 
-    func bold(_ text: String) -> String { usesColour ? "\u{1B}[1m\(text)\u{1B}[0m" : text }
-    func dim(_ text: String) -> String { usesColour ? "\u{1B}[2m\(text)\u{1B}[0m" : text }
+    package func bold(_ text: String) -> String { usesColour ? "\u{1B}[1m\(text)\u{1B}[0m" : text }
+    package func dim(_ text: String) -> String { usesColour ? "\u{1B}[2m\(text)\u{1B}[0m" : text }
 
     /// Columns padded to the widest cell, for human tables; --quiet leaves the header out.
-    func table(_ rows: [[String]], header: [String]? = nil) {
+    package func table(_ rows: [[String]], header: [String]? = nil) {
         let header = isQuiet ? nil : header
         let all = (header.map { [$0] } ?? []) + rows
         guard let columns = all.map(\.count).max(), columns > 0 else { return }

@@ -4,12 +4,16 @@ import GuestModeKit
 
 /// The command line's own refusals: one line, `guestmode: <what>; see
 /// 'guestmode <command> --help'`, exit 64 (JSON with --json), instead of
-/// ArgumentParser's three (Error, Usage, See).
-enum UsageErrors {
+/// ArgumentParser's three (Error, Usage, See). `Root` is the executable's root command
+/// (`guestmode`, or `guestmode serve` in guestmode-serve), whose name starts every command path.
+package enum CommandLineUsage<Root: ParsableCommand> {
+    /// How the root command is named in a message: `guestmode`, `guestmode serve`.
+    static var rootName: String { Root.configuration.commandName ?? "guestmode" }
+
     /// The names of the commands `arguments` starts with (`["backup", "key", "import"]`), the global
     /// options that may come before or between them skipped.
-    static func commandPath(_ arguments: [String]) -> [String] {
-        var command: any ParsableCommand.Type = GuestmodeCommand.self
+    package static func commandPath(_ arguments: [String]) -> [String] {
+        var command: any ParsableCommand.Type = Root.self
         var path: [String] = []
         for argument in words(arguments) {
             guard
@@ -27,25 +31,30 @@ enum UsageErrors {
     /// The arguments up to `--` without the global options and their values (`--store s.sqlite
     /// user list` → `user list`). Whether an option takes a value is asked of the `GlobalOptions`
     /// group, the one place that declares them: it accepts such an option only with a value after it.
-    static func words(_ arguments: [String]) -> [String] {
-        var words: [String] = []
+    package static func words(_ arguments: [String]) -> [String] {
+        wordPositions(arguments).map { arguments[$0] }
+    }
+
+    /// Where in `arguments` the `words(_:)` are.
+    package static func wordPositions(_ arguments: [String]) -> [Int] {
+        var positions: [Int] = []
         var skipsValue = false
-        for argument in arguments.prefix(while: { $0 != "--" }) {
+        for (position, argument) in arguments.prefix(while: { $0 != "--" }).enumerated() {
             if skipsValue {
                 skipsValue = false
             } else if argument.hasPrefix("-") && argument != "-" {
                 skipsValue =
                     (try? GlobalOptions.parse([argument])) == nil && (try? GlobalOptions.parse([argument, "-"])) != nil
             } else {
-                words.append(argument)
+                positions.append(position)
             }
         }
-        return words
+        return positions
     }
 
     /// `guestmode help TOPIC` names a command; ArgumentParser would print the
     /// top-level help and exit 0 for any word.
-    static func refuseUnknownHelpTopic(_ arguments: [String]) throws {
+    package static func refuseUnknownHelpTopic(_ arguments: [String]) throws {
         guard arguments.contains("help") else { return }
         let words = words(arguments)
         guard words.first == "help" else { return }
@@ -53,7 +62,7 @@ enum UsageErrors {
         let known = commandPath(Array(topic))
         guard known.count < topic.count else { return }
         let unknown = topic.dropFirst(known.count).first ?? ""
-        let parent = (["guestmode"] + known).joined(separator: " ")
+        let parent = ([rootName] + known).joined(separator: " ")
         throw ValidationError("help: '\(parent) \(unknown)' is not a command")
     }
 
@@ -62,7 +71,7 @@ enum UsageErrors {
     /// options take one value is read from the command's own declarations
     /// (`singleValueOptions(of:)`), so every option of every command is covered
     /// without a list to keep.
-    static func refuseRepeatedOptions(_ arguments: [String], command: any ParsableCommand) throws {
+    package static func refuseRepeatedOptions(_ arguments: [String], command: any ParsableCommand) throws {
         var occurrences: [String: Int] = [:]
         for argument in arguments.prefix(while: { $0 != "--" }) where argument.hasPrefix("-") && argument != "-" {
             let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
@@ -81,7 +90,7 @@ enum UsageErrors {
     /// `_name`) with its value type; the name is ArgumentParser's default spelling of the
     /// property's, which is why guestmode declares no option under a custom name
     /// (RepeatedOptionTests holds every command's list to ArgumentParser's own description).
-    static func singleValueOptions(of type: any ParsableArguments.Type) -> [String] {
+    package static func singleValueOptions(of type: any ParsableArguments.Type) -> [String] {
         Mirror(reflecting: type.init()).children.flatMap { child -> [String] in
             guard let label = child.label, label.hasPrefix("_") else { return [] }
             switch Swift.type(of: child.value) {
@@ -96,7 +105,7 @@ enum UsageErrors {
     }
 
     /// `toSchema` → `to-schema`, `userID` → `user-id`: ArgumentParser's default long name of a property.
-    static func optionName(_ property: String) -> String {
+    package static func optionName(_ property: String) -> String {
         let characters = Array(property)
         var name = ""
         var separatesOnUppercase = true
@@ -117,11 +126,11 @@ enum UsageErrors {
 
     /// Reports a failure raised by ArgumentParser or by the checks above and
     /// returns the exit status. Help and version requests print as usual.
-    static func reportFailure(_ error: Error, arguments: [String], isJSON: Bool) -> Int32 {
-        let status = GuestmodeCommand.exitCode(for: error)
-        if status == .success { GuestmodeCommand.exit(withError: error) }
+    package static func reportFailure(_ error: Error, arguments: [String], isJSON: Bool) -> Int32 {
+        let status = Root.exitCode(for: error)
+        if status == .success { Root.exit(withError: error) }
         if let exit = error as? ExitCode { return exit.rawValue }
-        let lines = GuestmodeCommand.message(for: error).split(whereSeparator: \.isNewline)
+        let lines = Root.message(for: error).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("Usage:") && !$0.hasPrefix("See '") && !$0.hasPrefix("Help:") }
         var what = lines.joined(separator: " ")
@@ -131,39 +140,39 @@ enum UsageErrors {
             what = first.lowercased() + what.dropFirst()
         }
         if what.hasSuffix(".") { what.removeLast() }
-        let command = (["guestmode"] + commandPath(arguments)).joined(separator: " ")
+        let command = ([rootName] + commandPath(arguments)).joined(separator: " ")
         let failure = GuestModeError(.usage, "\(what); see '\(command) --help'")
         return report(failure, isJSON: isJSON)
     }
 
     /// Whether `error` is the command line's (a `ValidationError` or a help request, which
     /// ArgumentParser answers with 64 or 0) rather than a failure of the work.
-    static func isUsageFailure(_ error: Error) -> Bool {
+    package static func isUsageFailure(_ error: Error) -> Bool {
         guard !(error is ExitCode) else { return false }
-        let status = GuestmodeCommand.exitCode(for: error)
+        let status = Root.exitCode(for: error)
         return status == .validationFailure || status == .success
     }
 }
 
 /// An `@Option` as `Mirror` shows it.
-protocol OptionDeclaration {
+package protocol OptionDeclaration {
     static var takesOneValue: Bool { get }
 }
 
 extension Option: OptionDeclaration {
-    static var takesOneValue: Bool { !(Value.self is any RepeatingValue.Type) }
+    package static var takesOneValue: Bool { !(Value.self is any RepeatingValue.Type) }
 }
 
 /// A value an option collects from each time it is given.
-protocol RepeatingValue {}
+package protocol RepeatingValue {}
 extension Array: RepeatingValue {}
 extension Optional: RepeatingValue where Wrapped: RepeatingValue {}
 
 /// An `@OptionGroup` as `Mirror` shows it.
-protocol OptionGroupDeclaration {
+package protocol OptionGroupDeclaration {
     static var arguments: any ParsableArguments.Type { get }
 }
 
 extension OptionGroup: OptionGroupDeclaration {
-    static var arguments: any ParsableArguments.Type { Value.self }
+    package static var arguments: any ParsableArguments.Type { Value.self }
 }

@@ -5,7 +5,7 @@ extension FailureKind {
     /// values where one fits, the guestmode-specific 10–14 for outcomes a
     /// script branches on (guestmode(1), EXIT STATUS). The engine knows
     /// kinds only; this is the one place they become numbers.
-    var exitStatus: Int32 {
+    package var exitStatus: Int32 {
         switch self {
         case .internalFailure: 1
         case .needsAccount: 10

@@ -6,13 +6,13 @@ import GuestModeKit
 /// Archives are read twice (verified, then imported) and written atomically, so `-` goes through a
 /// temporary file: created 0600 in $TMPDIR as `guestmode-stream-<pid>-<random><suffix>`, removed when the
 /// command ends; one left behind by a killed run is removed by the next (StaleFiles).
-enum StandardStream {
-    static let prefix = "guestmode-stream-"
+package enum StandardStream {
+    package static let prefix = "guestmode-stream-"
 
-    static var directory: URL { FileManager.default.temporaryDirectory }
+    package static var directory: URL { FileManager.default.temporaryDirectory }
 
     /// A new, empty, private temporary file ending in `suffix`.
-    static func temporaryFile(suffix: String) throws -> String {
+    package static func temporaryFile(suffix: String) throws -> String {
         StaleFiles.removeAbandoned(in: directory) { StaleFiles.ownerPID(of: $0, prefix: prefix, suffix: "") }
         let path = directory.appendingPathComponent("\(prefix)\(getpid())-\(UUID().uuidString)\(suffix)").path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -27,7 +27,7 @@ enum StandardStream {
     }
 
     /// Standard input copied to a private temporary file; returns its path.
-    static func spoolStandardInput(suffix: String = "") throws -> String {
+    package static func spoolStandardInput(suffix: String = "") throws -> String {
         let path = try temporaryFile(suffix: suffix)
         let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -45,7 +45,7 @@ enum StandardStream {
     }
 
     /// Copies a finished file to standard output.
-    static func send(_ path: String) throws {
+    package static func send(_ path: String) throws {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw GuestModeError(.ioError, "cannot read \(path): \(String(cString: strerror(errno)))")
@@ -88,11 +88,11 @@ enum StandardStream {
 
 /// An archive named on the command line: a path, or `-` for standard input spooled to a temporary file
 /// that `close()` removes.
-struct ArchiveSource {
-    let path: String
-    let isStandardInput: Bool
+package struct ArchiveSource {
+    package let path: String
+    package let isStandardInput: Bool
 
-    init(_ name: String) throws {
+    package init(_ name: String) throws {
         if name == "-" {
             path = try StandardStream.spoolStandardInput()
             isStandardInput = true
@@ -102,11 +102,11 @@ struct ArchiveSource {
         }
     }
 
-    func close() { if isStandardInput { unlink(path) } }
+    package func close() { if isStandardInput { unlink(path) } }
 
     /// `body`, with its failures naming `-` instead of the spool file: the
     /// user gave `-`, and a temporary path that is already gone helps nobody.
-    func naming<T>(_ body: () throws -> T) throws -> T {
+    package func naming<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch var failure as GuestModeError where isStandardInput {
@@ -116,7 +116,7 @@ struct ArchiveSource {
     }
 
     /// `text` with the spool file named as `-`.
-    func relabel(_ text: String) -> String {
+    package func relabel(_ text: String) -> String {
         isStandardInput ? text.replacingOccurrences(of: "'\(path)'", with: "'-'") : text
     }
 }

@@ -4,7 +4,7 @@ import GuestModeKit
 
 /// Writes a failure the way guestmode(1) says (text or JSON on stderr) and
 /// returns the exit status.
-func report(_ error: Error, isJSON: Bool) -> Int32 {
+package func report(_ error: Error, isJSON: Bool) -> Int32 {
     let (code, message, status): (GuestModeError.Code, String, Int32)
     switch error {
     case let failure as GuestModeError:

@@ -3,7 +3,7 @@ import Foundation
 import GuestModeKit
 
 /// How a listing command prints its rows: `--format table|tsv|csv|json|ndjson`.
-enum ListingFormat: String, ExpressibleByArgument, CaseIterable {
+package enum ListingFormat: String, ExpressibleByArgument, CaseIterable {
     case table, tsv, csv, json, ndjson
 }
 
@@ -16,19 +16,21 @@ enum ListingFormat: String, ExpressibleByArgument, CaseIterable {
 /// - `csv`: RFC 4180, a header line unless --quiet; numbers as plain numbers (rates as fractions);
 /// - `json`: the command's one JSON document (as with --json);
 /// - `ndjson`: one compact JSON object per row, nothing else.
-struct ListingOptions: ParsableArguments {
+package struct ListingOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
             "table, tsv, csv, json or ndjson (default: table; json with --json).", valueName: "format"))
-    var format: ListingFormat?
+    package var format: ListingFormat?
 
-    func resolved(_ global: GlobalOptions) -> ListingFormat { format ?? (global.json ? .json : .table) }
+    package init() {}
+
+    package func resolved(_ global: GlobalOptions) -> ListingFormat { format ?? (global.json ? .json : .table) }
 
     /// Prints `items` as a listing; `document` is what `--format json` prints (by default the items
     /// themselves). `rows` are the table's cells for people; `dataRows` (default: `rows`) the cells of
     /// tsv and csv, numbers without units or percent signs.
-    func render<Document: Encodable, Item: Encodable>(
+    package func render<Document: Encodable, Item: Encodable>(
         document: Document, items: [Item], header: [String], rows: [[String]], dataRows: [[String]]? = nil,
         global: GlobalOptions
     ) throws {
@@ -46,28 +48,28 @@ struct ListingOptions: ParsableArguments {
         }
     }
 
-    func render<Item: Encodable>(
+    package func render<Item: Encodable>(
         _ items: [Item], header: [String], rows: [[String]], dataRows: [[String]]? = nil, global: GlobalOptions
     ) throws {
         try render(document: items, items: items, header: header, rows: rows, dataRows: dataRows, global: global)
     }
 }
 
-enum Listing {
+package enum Listing {
     /// `FIRST SEEN` → `first_seen`: the header of tsv and csv.
-    static func columnNames(_ header: [String]) -> [String] {
+    package static func columnNames(_ header: [String]) -> [String] {
         header.map { $0.lowercased().replacingOccurrences(of: " ", with: "_") }
     }
 
     /// A fraction or other measure as a plain number for tsv and csv: six decimals at most, no exponent.
-    static func number(_ value: Double?) -> String {
+    package static func number(_ value: Double?) -> String {
         guard let value else { return "" }
         if case .number(let text) = JSONValue.number(value) { return text }
         return ""
     }
 }
 
-func tsvField(_ text: String) -> String {
+package func tsvField(_ text: String) -> String {
     guard text.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\\" }) else { return text }
     return text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
         .replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r")

@@ -3,8 +3,8 @@ import GuestModeArchive
 import GuestModeKit
 
 /// The backup taken before anything is moved between users.
-enum SafetyBackup {
-    static func take(
+package enum SafetyBackup {
+    package static func take(
         engine: GuestMode, users: [String], directory: String?, label: String, global: GlobalOptions, now: Date
     ) throws -> String {
         // The key first: a command that cannot sign leaves no folder behind either.
@@ -31,7 +31,7 @@ enum SafetyBackup {
     /// else (a PostgreSQL store has no folder of its own, and its URI is no
     /// path) `$XDG_STATE_HOME/guestmode/backups`, by default
     /// `~/.local/state/guestmode/backups`.
-    static func folder(directory: String?, global: GlobalOptions) -> URL {
+    package static func folder(directory: String?, global: GlobalOptions) -> URL {
         if let directory { return URL(fileURLWithPath: directory) }
         if case let .sqlite(path)? = try? global.storeLocation {
             return URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("guestmode-backups")
@@ -45,7 +45,7 @@ enum SafetyBackup {
 
     /// A run killed while writing its backup left `.<name>.gmbackup.tmp-<pid>-<n>`
     /// behind; the files of processes that no longer exist are removed.
-    static func removeAbandoned(directory: String?, global: GlobalOptions) {
+    package static func removeAbandoned(directory: String?, global: GlobalOptions) {
         StaleFiles.removeAbandoned(in: folder(directory: directory, global: global)) {
             StaleFiles.atomicTemporaryOwner(of: $0, fileSuffix: ".gmbackup")
         }

@@ -4,10 +4,10 @@ import Foundation
 /// later run can remove the ones a killed run left behind: a file whose
 /// process no longer exists is abandoned. Files of live processes, of other
 /// users, or with names it does not recognise are never touched.
-enum StaleFiles {
+package enum StaleFiles {
     /// Removes the regular files in `directory` that `owner` recognises and
     /// whose owning process is gone. Best effort: a failure leaves the file.
-    static func removeAbandoned(in directory: URL, owner: (String) -> pid_t?) {
+    package static func removeAbandoned(in directory: URL, owner: (String) -> pid_t?) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
         let me = getuid()
         for name in names {
@@ -20,7 +20,7 @@ enum StaleFiles {
     }
 
     /// The pid in `<prefix><pid>-<anything><suffix>`, if the name has that shape.
-    static func ownerPID(of name: String, prefix: String, suffix: String) -> pid_t? {
+    package static func ownerPID(of name: String, prefix: String, suffix: String) -> pid_t? {
         guard name.hasPrefix(prefix), name.hasSuffix(suffix), name.count > prefix.count + suffix.count else {
             return nil
         }
@@ -31,7 +31,7 @@ enum StaleFiles {
 
     /// The pid in an atomic file's temporary name, `.<name>.tmp-<pid>-<random>`,
     /// for names ending in `fileSuffix` before `.tmp-`.
-    static func atomicTemporaryOwner(of name: String, fileSuffix: String) -> pid_t? {
+    package static func atomicTemporaryOwner(of name: String, fileSuffix: String) -> pid_t? {
         guard name.hasPrefix("."), let range = name.range(of: fileSuffix + ".tmp-", options: .backwards) else {
             return nil
         }
@@ -41,7 +41,7 @@ enum StaleFiles {
         return pid_t(parts[0])
     }
 
-    static func isAlive(_ pid: pid_t) -> Bool {
+    package static func isAlive(_ pid: pid_t) -> Bool {
         kill(pid, 0) == 0 || errno != ESRCH
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import GuestModeKit
 
 /// The bytes of a file named on the command line, or of standard input for `-`.
-func readInput(_ path: String) throws -> Data {
+package func readInput(_ path: String) throws -> Data {
     if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
     guard FileManager.default.fileExists(atPath: path) else {
         throw GuestModeError(.fileNotFound, "no file '\(path)'")

@@ -6,20 +6,20 @@ import GuestModePostgres
 
 /// Options every command takes (guestmode(1)). They may also be written before
 /// the command name: `guestmode --store s.sqlite profile show`.
-struct GlobalOptions: ParsableArguments {
+package struct GlobalOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
             "The store: a SQLite file, or a postgres:// URI ('postgres:' alone reads the PG* environment) (default: $GUESTMODE_STORE, else ./guestmode.sqlite).",
             valueName: "path|uri"))
-    var store: String?
+    package var store: String?
 
     @Option(
         name: .long,
         help: ArgumentHelp(
             "With a PostgreSQL store, the schema holding guestmode's tables (default: $GUESTMODE_SCHEMA, else guestmode).",
             valueName: "name"))
-    var schema: String?
+    package var schema: String?
 
     // `.unconditional`: a time relative to the clock may begin with a minus sign (`--now -1h`).
     @Option(
@@ -27,16 +27,18 @@ struct GlobalOptions: ParsableArguments {
         help: ArgumentHelp(
             "The current time: ISO 8601, or relative to the system clock (+30d, -1h, +P1M) (default: $GUESTMODE_NOW, else the system clock). Every policy reads only this clock.",
             valueName: "time"))
-    var now: String?
+    package var now: String?
 
     @Flag(name: .long, help: "Print one JSON document on stdout; errors as JSON on stderr.")
-    var json = false
+    package var json = false
 
     @Flag(name: [.customShort("q"), .long], help: "Print nothing but data and errors.")
-    var quiet = false
+    package var quiet = false
 
     @Flag(name: [.customShort("v"), .long], help: "Explain each step on stderr.")
-    var verbose = false
+    package var verbose = false
+
+    package init() {}
 
     /// The `--store` text as given: for opening only. It may hold a password;
     /// printers use `storeDescription`.
@@ -49,7 +51,7 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// The store as every printer names it (`StoreLocation.description`): never with a password.
-    var storeDescription: String {
+    package var storeDescription: String {
         (try? storeLocation)?.description ?? StoreLocation.describe(storeText)
     }
 
@@ -57,7 +59,7 @@ struct GlobalOptions: ParsableArguments {
     /// store, else for a PostgreSQL store `$XDG_CONFIG_HOME/guestmode/postgres-<id>.key` (default
     /// `~/.config`), `<id>` naming the database and schema (never the password), so every machine that
     /// imports the key with `backup key import` finds it at the same place.
-    var backupKeyPath: String {
+    package var backupKeyPath: String {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["GUESTMODE_BACKUP_KEY_FILE"], !path.isEmpty { return path }
         guard case let .postgres(uri, schema)? = try? storeLocation else { return storeText + ".key" }
@@ -83,7 +85,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// The deployment's backup key, or nil when it has none yet; a key file
     /// named by GUESTMODE_BACKUP_KEY_FILE that does not exist is an error.
-    func backupKey() throws -> BackupKey? {
+    package func backupKey() throws -> BackupKey? {
         let key = try BackupKey.load(path: backupKeyPath)
         if key == nil, let named = namedBackupKeyFile { throw missingNamedKey(named) }
         return key
@@ -94,24 +96,24 @@ struct GlobalOptions: ParsableArguments {
     /// (0600, said so with --verbose); a key file named by
     /// GUESTMODE_BACKUP_KEY_FILE is never created here (`init` and `backup key
     /// import` do that).
-    func backupKeyCreatingIfMissing() throws -> BackupKey {
+    package func backupKeyCreatingIfMissing() throws -> BackupKey {
         if namedBackupKeyFile != nil, let key = try backupKey() { return key }
         return try createBackupKeyIfMissing()
     }
 
     /// `init`: the deployment's key, created wherever it belongs when missing.
-    func createBackupKeyIfMissing() throws -> BackupKey {
+    package func createBackupKeyIfMissing() throws -> BackupKey {
         let (key, created) = try BackupKey.loadOrCreate(path: backupKeyPath)
         if created { output.detail("created the backup key \(key.id) in \(backupKeyPath) (mode 0600)") }
         return key
     }
 
-    func currentTime() throws -> Date {
+    package func currentTime() throws -> Date {
         try GlobalOptions.currentTime(now: now)
     }
 
     /// `currentTime()` as a clock a long-running command reads again for each thing it does.
-    var clock: @Sendable () throws -> Date {
+    package var clock: @Sendable () throws -> Date {
         let now = self.now
         return { try GlobalOptions.currentTime(now: now) }
     }
@@ -126,7 +128,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// An ISO 8601 time, or a time relative to the system clock: a sign and
     /// any duration (`+30d`, `-1h`, `+P1M`).
-    static func time(_ text: String, what: String, clock: Date = Date()) throws -> Date {
+    package static func time(_ text: String, what: String, clock: Date = Date()) throws -> Date {
         switch RelativeTime.resolve(text, from: clock) {
         case .success(let date)?: return date
         case .failure(let refusal)?:
@@ -145,9 +147,9 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    var output: Output { Output(isJSON: json, isQuiet: quiet, isVerbose: verbose) }
+    package var output: Output { Output(isJSON: json, isQuiet: quiet, isVerbose: verbose) }
 
-    var storeLocation: StoreLocation {
+    package var storeLocation: StoreLocation {
         get throws {
             if let schema { return try StoreLocation(storeText, schema: schema) }
             // GUESTMODE_SCHEMA is for PostgreSQL stores; a SQLite store named alongside it ignores it.
@@ -160,7 +162,7 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// The engine over the store; `connections` and `wait` as `StoreLocation.open` takes them.
-    func openEngine(connections: Int? = nil, wait: Duration? = nil) throws -> GuestMode {
+    package func openEngine(connections: Int? = nil, wait: Duration? = nil) throws -> GuestMode {
         let location = try storeLocation
         var engine = try GuestMode(
             store: try location.open(connections: connections, wait: wait), location: location.description)
@@ -169,12 +171,12 @@ struct GlobalOptions: ParsableArguments {
         return engine
     }
 
-    func catalog() -> ProfileCatalog {
+    package func catalog() -> ProfileCatalog {
         ProfileCatalog.make(executable: executableURL(), environment: ProcessInfo.processInfo.environment)
     }
 }
 
-func executableURL() -> URL {
+package func executableURL() -> URL {
     if let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
         return URL(fileURLWithPath: link)
     }

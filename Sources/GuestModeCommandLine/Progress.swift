@@ -9,9 +9,9 @@ import GuestModeKit
 ///   "done":1200,"total":5000}` as the work advances (at most once per percent; `total` null when unknown),
 ///   then one `{"message_type":"summary","action":…,"done":…,"total":…}` when it is done;
 /// - otherwise nothing.
-final class Progress {
-    let action: String
-    let unit: String
+package final class Progress {
+    package let action: String
+    package let unit: String
     private let isJSON: Bool
     private let isTerminal: Bool
     private var lastReported: Int?
@@ -19,7 +19,7 @@ final class Progress {
     private(set) var total: Int?
     private var drewLine = false
 
-    init(_ action: String, unit: String, global: GlobalOptions) {
+    package init(_ action: String, unit: String, global: GlobalOptions) {
         self.action = action
         self.unit = unit
         isJSON = global.json
@@ -27,7 +27,7 @@ final class Progress {
     }
 
     /// `done` of `total` (nil when not known yet).
-    func update(done: Int, total: Int?) {
+    package func update(done: Int, total: Int?) {
         self.done = done
         self.total = total
         guard isJSON || isTerminal else { return }
@@ -47,7 +47,7 @@ final class Progress {
     }
 
     /// Ends the progress: the summary line with --json, a line break after a redrawn line.
-    func finish(done: Int? = nil, total: Int? = nil) {
+    package func finish(done: Int? = nil, total: Int? = nil) {
         if let done { self.done = done }
         if let total { self.total = total }
         if isJSON {

@@ -7,10 +7,10 @@ import GuestModeKit
 /// different text than the one given. The raw bytes are checked here,
 /// before ArgumentParser sees anything, and a bad argument is refused
 /// (65, `invalid_utf8`) naming its position and the option it belongs to.
-enum RawArguments {
+package enum RawArguments {
     /// Refuses the first argument, or `GUESTMODE_*` environment value, that
     /// is not valid UTF-8.
-    static func requireUTF8() throws {
+    package static func requireUTF8() throws {
         let argv = CommandLine.unsafeArgv
         var previous: String?
         for index in 1..<Int(CommandLine.argc) {

@@ -4,7 +4,7 @@ extension GuestModeError.Code {
     /// How to fix a failure with this command line. The engine and backends
     /// say what went wrong without naming flags; the CLI, which owns the
     /// flags, adds the remedy.
-    var hint: String? {
+    package var hint: String? {
         switch self {
         case .storeNotFound:
             "create one with 'guestmode init --profile NAME', or point --store (or GUESTMODE_STORE) at an existing one"

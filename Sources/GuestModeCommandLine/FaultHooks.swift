@@ -6,10 +6,10 @@ import Foundation
 /// hooks do nothing and their names are not in the binary, so the installed
 /// `guestmode` (`make install`) cannot be made to kill itself by its
 /// environment. `scripts/check-release-hooks.sh` checks that.
-enum FaultHooks {
+package enum FaultHooks {
     /// The environment variables the hooks read, cleared for processes a
     /// hooked process starts so a hook meant for one command does not fire in another.
-    static var variables: [String] {
+    package static var variables: [String] {
         #if GUESTMODE_FAULT_HOOKS
         ["GUESTMODE_TEST_STOP_AFTER", "GUESTMODE_TEST_FAIL_AT", "GUESTMODE_TOUR_BREAK"]
         #else
@@ -19,7 +19,7 @@ enum FaultHooks {
 
     /// True when the test asked this process to die at the point `name`
     /// (`link-lock`, `migrate-backup`, `migrate-step-N`).
-    static func stops(after name: String) -> Bool {
+    package static func stops(after name: String) -> Bool {
         #if GUESTMODE_FAULT_HOOKS
         ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"] == name
         #else
@@ -28,7 +28,7 @@ enum FaultHooks {
     }
 
     /// Ends the process at once, as `kill -9` would, when the test asked for a stop at `name`.
-    static func stopIfAsked(after name: String) {
+    package static func stopIfAsked(after name: String) {
         if stops(after: name) { kill(getpid(), SIGKILL) }
     }
 
@@ -36,7 +36,7 @@ enum FaultHooks {
     /// rather than a kill (`migrate-step-N`: before step N runs; `track-key`,
     /// `meter-use-key`: after the write's idempotency key was checked and
     /// written, before the commit); see `InjectedFaults`.
-    static var failurePoint: String? {
+    package static var failurePoint: String? {
         #if GUESTMODE_FAULT_HOOKS
         ProcessInfo.processInfo.environment["GUESTMODE_TEST_FAIL_AT"]
         #else
@@ -45,7 +45,7 @@ enum FaultHooks {
     }
 
     /// The tour step the test wants to see fail: the first step whose command contains this text.
-    static var brokenTourStep: String? {
+    package static var brokenTourStep: String? {
         #if GUESTMODE_FAULT_HOOKS
         ProcessInfo.processInfo.environment["GUESTMODE_TOUR_BREAK"]
         #else

@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+import GuestModeKit
+
+/// What guestmode and guestmode-serve do with their arguments: refuse bytes that are not UTF-8,
+/// parse with `Root`, refuse a repeated option, run, and turn every failure into guestmode(1)'s
+/// one line (or JSON document) and exit status.
+///
+/// ```swift
+/// CommandLineMain<GuestmodeCommand>.run(Array(CommandLine.arguments.dropFirst()))
+/// ```
+package enum CommandLineMain<Root: ParsableCommand> {
+    package static func run(_ arguments: [String]) -> Never {
+        // A reader that stops early (`guestmode user list | head`) ends the process
+        // the Unix way, by SIGPIPE, quietly: the default action, set explicitly
+        // because Foundation would otherwise turn the failed write into a crash.
+        signal(SIGPIPE, SIG_DFL)
+        let wantsJSON = arguments.contains("--json")
+        do {
+            try RawArguments.requireUTF8()
+        } catch {
+            exit(report(error, isJSON: wantsJSON))
+        }
+        typealias Usage = CommandLineUsage<Root>
+        do {
+            try Usage.refuseUnknownHelpTopic(arguments)
+            var command = try Root.parseAsRoot(arguments)
+            try Usage.refuseRepeatedOptions(arguments, command: command)
+            do {
+                try command.run()
+            } catch  where Usage.isUsageFailure(error) {
+                // A ValidationError raised while running is a usage error like any other; help requests print help.
+                exit(Usage.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
+            } catch {
+                exit(report(error, isJSON: wantsJSON))
+            }
+        } catch {
+            exit(Usage.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
+        }
+        exit(0)
+    }
+}
+
+/// The version both executables print with --version.
+package enum GuestModeVersion {
+    package static let current = "0.1.0"
+}
