@@ -26,7 +26,9 @@ public enum AppStorePlanChanges {
     /// ```swift
     /// let change = try AppStorePlanChanges.change(for: transaction, user: userID, profile: engine.profile)
     /// ```
-    public static func change(for transaction: AppStoreTransaction, user userID: String, profile: Profile) throws
+    public static func change(
+        for transaction: AppStoreTransaction, user userID: String, profile: Profile
+    ) throws
         -> StorePlanChange
     {
         if let token = transaction.appAccountToken, token.lowercased() != userID.lowercased() {

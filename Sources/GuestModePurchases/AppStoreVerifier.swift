@@ -118,7 +118,9 @@ public struct AppStoreVerifier: Sendable {
     }
 
     /// Verifies the JWS and decodes its payload; every failure is `purchase_invalid`.
-    private func verified<Payload: JWTPayload>(_ jws: String, as _: Payload.Type, what: String) async throws
+    private func verified<Payload: JWTPayload>(
+        _ jws: String, as _: Payload.Type, what: String
+    ) async throws
         -> Payload
     {
         guard jws.utf8.count <= Self.maximumLength else {
@@ -151,7 +153,8 @@ public struct AppStoreVerifier: Sendable {
                 Array(jws.utf8), as: Payload.self, jsonDecoder: JSONDecoder(),
                 validationTime: .fixed(signed.appStoreDate), policy: { AppleMarkerPolicy() })
         } catch let error as JWTError where error.errorType == .invalidX5CChain {
-            throw invalid("\(what)'s certificate chain does not lead to the configured App Store root at its signedDate")
+            throw invalid(
+                "\(what)'s certificate chain does not lead to the configured App Store root at its signedDate")
         } catch {
             throw invalid("\(what)'s signature does not verify")
         }

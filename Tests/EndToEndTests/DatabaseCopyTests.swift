@@ -12,7 +12,8 @@ private let storeTables: [(name: String, key: String)] = [
     ("migration_journals", "id"), ("migration_steps", "journal_id, position"), ("conflict_archive", "id"),
     ("server_keys", "name"), ("session_families", "id"), ("refresh_tokens", "token_hash"),
     ("kept_responses", "principal, key"), ("webhook_outbox", "id"), ("sign_in_buckets", "address"),
-    ("signing_keys", "id"), ("store_purchases", "source, original_transaction_id"), ("store_events", "source, event_id"),
+    ("signing_keys", "id"), ("store_purchases", "source, original_transaction_id"),
+    ("store_events", "source, event_id"),
 ]
 
 /// A recipes store with rows in every table: the seeded guest and account,

@@ -9,7 +9,9 @@ struct PurchaseTests {
     static let now = "2026-11-01T10:05:00Z"
 
     /// A voice store served with the chain's root, the time fixed at `now`.
-    private func serve(_ backend: ServerTests.Backend, chain: AppStoreChain, sandboxToo: Bool = false) async throws
+    private func serve(
+        _ backend: ServerTests.Backend, chain: AppStoreChain, sandboxToo: Bool = false
+    ) async throws
         -> (Sandbox, Server)
     {
         let sandbox = try await backend.sandbox("voice")
@@ -22,7 +24,9 @@ struct PurchaseTests {
         return (sandbox, server)
     }
 
-    private func purchase(_ server: Server, _ user: String, _ token: String, _ jws: String) async throws
+    private func purchase(
+        _ server: Server, _ user: String, _ token: String, _ jws: String
+    ) async throws
         -> Server.Reply
     {
         try await server.request(
@@ -47,8 +51,9 @@ struct PurchaseTests {
         (reply.object["error"] as? [String: Any])?["code"] as? String
     }
 
-    @Test("a signed transaction grants the plan; a forged, tampered, foreign, expired, other app's or non-ES256 one is 401 and changes nothing",
-          arguments: ServerTests.Backend.allCases)
+    @Test(
+        "a signed transaction grants the plan; a forged, tampered, foreign, expired, other app's or non-ES256 one is 401 and changes nothing",
+        arguments: ServerTests.Backend.allCases)
     func transactionFromTheApp(_ backend: ServerTests.Backend) async throws {
         let chain = try AppStoreChain()
         let (_, server) = try await serve(backend, chain: chain)
@@ -76,11 +81,20 @@ struct PurchaseTests {
         let expiredLeaf = try AppStoreChain(leafUntil: AppStoreChain.date("2026-06-01T00:00:00Z"))
         let attacks: [(String, String)] = [
             ("tampered payload", parts[0] + "." + richer + "." + parts[2]),
-            ("chain to another root", try elsewhere.sign(AppStoreChain.transaction(id: "3", original: "3", user: other))),
+            (
+                "chain to another root",
+                try elsewhere.sign(AppStoreChain.transaction(id: "3", original: "3", user: other))
+            ),
             ("expired leaf", try expiredLeaf.sign(AppStoreChain.transaction(id: "3", original: "3", user: other))),
-            ("wrong bundle id", try chain.sign(
-                AppStoreChain.transaction(id: "3", original: "3", user: other, bundle: "com.example.other"))),
-            ("ES384 in the header", try chain.sign(AppStoreChain.transaction(id: "3", original: "3", user: other), alg: "ES384")),
+            (
+                "wrong bundle id",
+                try chain.sign(
+                    AppStoreChain.transaction(id: "3", original: "3", user: other, bundle: "com.example.other"))
+            ),
+            (
+                "ES384 in the header",
+                try chain.sign(AppStoreChain.transaction(id: "3", original: "3", user: other), alg: "ES384")
+            ),
             ("alg none", AppStoreChain.base64URL(Data(#"{"alg":"none"}"#.utf8)) + "." + parts[1] + "."),
             ("not a JWS", "not-a-jws"),
         ]
@@ -130,14 +144,17 @@ struct PurchaseTests {
         #expect(try await server.stop() == 0)
     }
 
-    @Test("each notification type changes the plan as documented, once, never over a newer one; forged is 401",
-          arguments: ServerTests.Backend.allCases)
+    @Test(
+        "each notification type changes the plan as documented, once, never over a newer one; forged is 401",
+        arguments: ServerTests.Backend.allCases)
     func notifications(_ backend: ServerTests.Backend) async throws {
         let chain = try AppStoreChain()
         let (sandbox, server) = try await serve(backend, chain: chain)
         let (user, token) = try await server.signIn()
         let subscription = "2000000000000777"
-        func transaction(_ signed: String, expires: String = "2026-12-01T10:00:00Z", trial: Bool = false)
+        func transaction(
+            _ signed: String, expires: String = "2026-12-01T10:00:00Z", trial: Bool = false
+        )
             -> [String: Any]
         {
             AppStoreChain.transaction(
@@ -149,36 +166,66 @@ struct PurchaseTests {
         }
         // (type, subtype, signed at, expires, grace until) → (outcome, state, ends_at)
         let steps: [(String, String?, String, String, String?, String, String, String?)] = [
-            ("SUBSCRIBED", "INITIAL_BUY", "2026-11-01T10:00:00Z", "2026-12-01T10:00:00Z", nil,
-             "applied", "trial", "2026-12-01T10:00:00.000Z"),
-            ("DID_RENEW", nil, "2026-11-01T10:00:10Z", "2027-01-01T10:00:00Z", nil,
-             "applied", "active", "2027-01-01T10:00:00.000Z"),
-            ("RENEWAL_EXTENDED", nil, "2026-11-01T10:00:20Z", "2027-01-08T10:00:00Z", nil,
-             "applied", "active", "2027-01-08T10:00:00.000Z"),
-            ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", "2026-11-01T10:00:30Z", "2027-01-08T10:00:00Z", nil,
-             "applied", "active", "2027-01-08T10:00:00.000Z"),
-            ("DID_FAIL_TO_RENEW", "GRACE_PERIOD", "2026-11-01T10:00:40Z", "2026-11-01T10:00:40Z",
-             "2026-11-17T10:00:00Z", "applied", "active", "2026-11-17T10:00:00.000Z"),
-            ("GRACE_PERIOD_EXPIRED", nil, "2026-11-01T10:00:50Z", "2026-11-01T10:00:40Z", nil,
-             "applied", "expired", "2026-11-01T10:05:00.000Z"),
-            ("SUBSCRIBED", "RESUBSCRIBE", "2026-11-01T10:01:00Z", "2026-12-01T10:01:00Z", nil,
-             "applied", "active", "2026-12-01T10:01:00.000Z"),
-            ("DID_FAIL_TO_RENEW", nil, "2026-11-01T10:01:10Z", "2026-12-01T10:01:00Z", nil,
-             "applied", "expired", "2026-11-01T10:05:00.000Z"),
-            ("DID_RENEW", "BILLING_RECOVERY", "2026-11-01T10:01:20Z", "2027-01-01T10:01:00Z", nil,
-             "applied", "active", "2027-01-01T10:01:00.000Z"),
-            ("PRICE_INCREASE", "PENDING", "2026-11-01T10:01:25Z", "2027-01-01T10:01:00Z", nil,
-             "acknowledged", "active", "2027-01-01T10:01:00.000Z"),
-            ("EXPIRED", "VOLUNTARY", "2026-11-01T10:01:30Z", "2027-01-01T10:01:00Z", nil,
-             "applied", "expired", "2026-11-01T10:05:00.000Z"),
-            ("SUBSCRIBED", "RESUBSCRIBE", "2026-11-01T10:01:40Z", "2026-12-01T10:01:40Z", nil,
-             "applied", "active", "2026-12-01T10:01:40.000Z"),
-            ("REFUND", nil, "2026-11-01T10:01:50Z", "2026-12-01T10:01:40Z", nil,
-             "applied", "revoked", "2026-12-01T10:01:40.000Z"),
-            ("SUBSCRIBED", "RESUBSCRIBE", "2026-11-01T10:02:00Z", "2026-12-01T10:02:00Z", nil,
-             "applied", "active", "2026-12-01T10:02:00.000Z"),
-            ("REVOKE", nil, "2026-11-01T10:02:10Z", "2026-12-01T10:02:00Z", nil,
-             "applied", "revoked", "2026-12-01T10:02:00.000Z"),
+            (
+                "SUBSCRIBED", "INITIAL_BUY", "2026-11-01T10:00:00Z", "2026-12-01T10:00:00Z", nil,
+                "applied", "trial", "2026-12-01T10:00:00.000Z"
+            ),
+            (
+                "DID_RENEW", nil, "2026-11-01T10:00:10Z", "2027-01-01T10:00:00Z", nil,
+                "applied", "active", "2027-01-01T10:00:00.000Z"
+            ),
+            (
+                "RENEWAL_EXTENDED", nil, "2026-11-01T10:00:20Z", "2027-01-08T10:00:00Z", nil,
+                "applied", "active", "2027-01-08T10:00:00.000Z"
+            ),
+            (
+                "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", "2026-11-01T10:00:30Z", "2027-01-08T10:00:00Z", nil,
+                "applied", "active", "2027-01-08T10:00:00.000Z"
+            ),
+            (
+                "DID_FAIL_TO_RENEW", "GRACE_PERIOD", "2026-11-01T10:00:40Z", "2026-11-01T10:00:40Z",
+                "2026-11-17T10:00:00Z", "applied", "active", "2026-11-17T10:00:00.000Z"
+            ),
+            (
+                "GRACE_PERIOD_EXPIRED", nil, "2026-11-01T10:00:50Z", "2026-11-01T10:00:40Z", nil,
+                "applied", "expired", "2026-11-01T10:05:00.000Z"
+            ),
+            (
+                "SUBSCRIBED", "RESUBSCRIBE", "2026-11-01T10:01:00Z", "2026-12-01T10:01:00Z", nil,
+                "applied", "active", "2026-12-01T10:01:00.000Z"
+            ),
+            (
+                "DID_FAIL_TO_RENEW", nil, "2026-11-01T10:01:10Z", "2026-12-01T10:01:00Z", nil,
+                "applied", "expired", "2026-11-01T10:05:00.000Z"
+            ),
+            (
+                "DID_RENEW", "BILLING_RECOVERY", "2026-11-01T10:01:20Z", "2027-01-01T10:01:00Z", nil,
+                "applied", "active", "2027-01-01T10:01:00.000Z"
+            ),
+            (
+                "PRICE_INCREASE", "PENDING", "2026-11-01T10:01:25Z", "2027-01-01T10:01:00Z", nil,
+                "acknowledged", "active", "2027-01-01T10:01:00.000Z"
+            ),
+            (
+                "EXPIRED", "VOLUNTARY", "2026-11-01T10:01:30Z", "2027-01-01T10:01:00Z", nil,
+                "applied", "expired", "2026-11-01T10:05:00.000Z"
+            ),
+            (
+                "SUBSCRIBED", "RESUBSCRIBE", "2026-11-01T10:01:40Z", "2026-12-01T10:01:40Z", nil,
+                "applied", "active", "2026-12-01T10:01:40.000Z"
+            ),
+            (
+                "REFUND", nil, "2026-11-01T10:01:50Z", "2026-12-01T10:01:40Z", nil,
+                "applied", "revoked", "2026-12-01T10:01:40.000Z"
+            ),
+            (
+                "SUBSCRIBED", "RESUBSCRIBE", "2026-11-01T10:02:00Z", "2026-12-01T10:02:00Z", nil,
+                "applied", "active", "2026-12-01T10:02:00.000Z"
+            ),
+            (
+                "REVOKE", nil, "2026-11-01T10:02:10Z", "2026-12-01T10:02:00Z", nil,
+                "applied", "revoked", "2026-12-01T10:02:00.000Z"
+            ),
         ]
         var delivered: [String] = []
         for (index, step) in steps.enumerated() {
@@ -243,8 +290,9 @@ struct PurchaseTests {
         #expect(!log.contains(String(delivered[0].prefix(40))) && !log.contains(user), "\(log)")
     }
 
-    @Test("the voice journey: 45 minutes, the warning, the paywall, premium bought in the app, allowed, EXPIRED, refused again",
-          arguments: ServerTests.Backend.allCases)
+    @Test(
+        "the voice journey: 45 minutes, the warning, the paywall, premium bought in the app, allowed, EXPIRED, refused again",
+        arguments: ServerTests.Backend.allCases)
     func voiceJourney(_ backend: ServerTests.Backend) async throws {
         let chain = try AppStoreChain()
         let (_, server) = try await serve(backend, chain: chain)

@@ -292,7 +292,8 @@ extension RemoteBackupTests {
 
         // Refused: another user's folder, a body, no credential; none keeps an archive.
         #expect(try await server.request("POST", "/v1/users/\(other)/backups", token: session).status == 404)
-        #expect(try await server.request("POST", "/v1/users/\(guest)/backups", token: session, body: "{}").status == 400)
+        #expect(
+            try await server.request("POST", "/v1/users/\(guest)/backups", token: session, body: "{}").status == 400)
         #expect(try await server.request("POST", "/v1/users/\(guest)/backups").status == 401)
         #expect(try await server.request("GET", "/v1/users/\(guest)/backups", token: session).array.count == 2)
 

@@ -473,7 +473,10 @@ extension ProfileCacheCodec {
     private static func plan(_ value: JSONValue) throws(Mismatch) -> Plan {
         let plan = try Members(
             value,
-            ["name", "price", "currency", "billingPeriod", "trial", "tier", "appStoreProducts", "revenueCatEntitlements"])
+            [
+                "name", "price", "currency", "billingPeriod", "trial", "tier", "appStoreProducts",
+                "revenueCatEntitlements",
+            ])
         return Plan(
             name: try plan["name"].string(),
             price: try plan["price"].decimal(),

@@ -202,9 +202,11 @@ extension ProfileReader {
                 case "period": plan.billingPeriod = span(optionValue, "\(what) period") ?? plan.billingPeriod
                 case "trial": plan.trial = span(optionValue, "\(what) trial")
                 case "app_store_products":
-                    plan.appStoreProducts = storeIDs(optionValue, "\(what) app_store_products", example: "com.example.app.premium.monthly")
+                    plan.appStoreProducts = storeIDs(
+                        optionValue, "\(what) app_store_products", example: "com.example.app.premium.monthly")
                 case "revenuecat_entitlements":
-                    plan.revenueCatEntitlements = storeIDs(optionValue, "\(what) revenuecat_entitlements", example: "premium")
+                    plan.revenueCatEntitlements = storeIDs(
+                        optionValue, "\(what) revenuecat_entitlements", example: "premium")
                 default:
                     plan.tier = choice(optionValue, "\(what) tier", as: TierLevel.self) ?? .premium
                     if plan.tier == .guest { report(optionValue, "\(what) cannot lift its holder to the guest tier") }
@@ -243,9 +245,13 @@ extension ProfileReader {
         (sequence(node, what) ?? []).compactMap { item in
             guard let id = string(item, "an item of \(what)") else { return nil }
             if id.isEmpty || id.count > 200
-                || id.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f })
+                || id.unicodeScalars.contains(where: {
+                    $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f
+                })
             {
-                report(item, "\(what) item '\(id)' must be a store id without spaces, 1 to 200 characters, such as \(example)")
+                report(
+                    item,
+                    "\(what) item '\(id)' must be a store id without spaces, 1 to 200 characters, such as \(example)")
                 return nil
             }
             return id

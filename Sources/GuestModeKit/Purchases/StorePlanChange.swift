@@ -167,7 +167,9 @@ extension GuestMode {
 
     /// The store purchases that made the user's current plan grants, by
     /// plan and grant time: what `plans(user:now:)` names as each plan's origin.
-    static func annotated(_ statuses: [PlanStatus], of userID: String, in transaction: some StoreTransaction) throws
+    static func annotated(
+        _ statuses: [PlanStatus], of userID: String, in transaction: some StoreTransaction
+    ) throws
         -> [PlanStatus]
     {
         let purchases = try transaction.storePurchases(of: userID)

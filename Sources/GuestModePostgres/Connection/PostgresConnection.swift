@@ -190,7 +190,9 @@ final class PostgresConnection: Sendable {
             texts.isEmpty
             ? pq.PQsendQuery(handle, sql)
             : withCStrings(texts) { pointers in
-                if let name { return pq.PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0) }
+                if let name {
+                    return pq.PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+                }
                 return pq.PQsendQueryParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
             }
         guard queued == 1 else {

@@ -17,7 +17,10 @@ extension ActivityTable {
         case .experimentAssignments: ("experiment_assignments", "experiment, variant, assigned_at")
         case .flags: ("user_flags", "flag, set_at")
         case .storePurchases:
-            ("store_purchases", "source, original_transaction_id, plan, signed_at, transaction_id, environment, granted_at")
+            (
+                "store_purchases",
+                "source, original_transaction_id, plan, signed_at, transaction_id, environment, granted_at"
+            )
         }
     }
 }

@@ -78,7 +78,8 @@ extension SQLiteTransaction {
             let storeEnvironment = StorePlanChange.Environment(rawValue: environment)
         else {
             throw GuestModeError(
-                .internalFailure, "store_purchases holds a source '\(source)' or environment '\(environment)' this build does not know")
+                .internalFailure,
+                "store_purchases holds a source '\(source)' or environment '\(environment)' this build does not know")
         }
         return StorePurchase(
             source: storeSource, originalTransactionID: try row.decode(forColumn: "original_transaction_id"),

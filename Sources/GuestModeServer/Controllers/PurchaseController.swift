@@ -31,7 +31,8 @@ struct PurchaseController {
         let bytes = try await RequestInput.body(of: request, limit: min(context.maxUploadSize, Self.bodyLimit))
         if let unknown = try RequestInput.object(bytes).keys.sorted().first(where: { $0 != "signed_transaction" }) {
             throw GuestModeError(
-                .usage, "the request body has a member '\(unknown)' this route does not take; send only signed_transaction")
+                .usage,
+                "the request body has a member '\(unknown)' this route does not take; send only signed_transaction")
         }
         let body = try StrictRequestDecoder.decode(PurchaseBody.self, from: bytes)
         let transaction = try await verifier.transaction(body.signedTransaction)

@@ -16,7 +16,9 @@ struct AppStoreChain {
     static let product = "com.example.voice.premium.monthly"
 
     /// A chain valid from `from` to `until`; the leaf's validity may end sooner (an expired leaf).
-    init(from: Date = date("2026-01-01T00:00:00Z"), until: Date = date("2030-01-01T00:00:00Z"), leafUntil: Date? = nil)
+    init(
+        from: Date = date("2026-01-01T00:00:00Z"), until: Date = date("2030-01-01T00:00:00Z"), leafUntil: Date? = nil
+    )
         throws
     {
         let rootKey = P256.Signing.PrivateKey()
@@ -121,7 +123,9 @@ struct AppStoreChain {
     }
 
     /// A JWSRenewalInfoDecodedPayload.
-    static func renewal(original: String = "2000000000000001", signed: String, graceUntil: String? = nil)
+    static func renewal(
+        original: String = "2000000000000001", signed: String, graceUntil: String? = nil
+    )
         -> [String: Any]
     {
         var payload: [String: Any] = [

@@ -95,7 +95,8 @@ struct RetryTests {
         let session = Session(
             userID: "u1", accessToken: "a", refreshToken: "r", expiresAt: Date().addingTimeInterval(3600),
             state: "anonymous")
-        let body = #"{"error":{"code":"needs_family_plan","message":"ask the family's organiser","prompt":null},"#
+        let body =
+            #"{"error":{"code":"needs_family_plan","message":"ask the family's organiser","prompt":null},"#
             + #""result":{"limit":{"cap":5,"collection":"s","outcome":"allowed","tier":"guest","used":5},"#
             + #""outcome":"allowed","replacement":false}}"#
         let client = try GuestModeClient(
