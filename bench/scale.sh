@@ -139,11 +139,12 @@ cat > usage.sql <<'SQL'
 SELECT meter, count(DISTINCT user_id), count(*), sum(amount) FROM meter_usage GROUP BY meter ORDER BY meter;
 SQL
 # For `user find`, not measured: guests g1, g11, g21, … get an Apple identity with an email (upper case, so the
-# lookup folds it) and a device of their own.
+# lookup folds it) and a device of their own, and are linked as `link` leaves a user (an anonymous user with an
+# identity is a store `backup import` refuses to take back).
 cat > find.sql <<'SQL'
 INSERT INTO identities (provider, subject, user_id, email, linked_at)
     SELECT 'apple', 'apple-' || id, id, upper(id) || '@EXAMPLE.com', last_seen_at FROM users WHERE id LIKE '%1';
-UPDATE users SET device = 'device-' || id WHERE id LIKE '%1';
+UPDATE users SET device = 'device-' || id, state = 'linked', linked_at = last_seen_at WHERE id LIKE '%1';
 SQL
 # The plain side of each lookup: the same question in SQL, through the same index.
 find_plain() { # backend, lookup → SQL
