@@ -44,13 +44,15 @@ struct ServerSlowClientTests {
         #expect(probes.contains { $0["request"] as? Int == 4 && $0["status"] as? Int == 200 }, "/healthz answered")
         let latencies = probes.compactMap { $0["ms"] as? Double }.sorted()
         let p99 = Self.p99(latencies)
-        // Within 100 ms of what the same probe gets from the same server before the slow clients come:
-        // on a quiet machine that is within about 100 ms, and a machine loaded by other tests and builds
-        // (2 cores, `make test` in parallel) does not fail the test for its own load.
+        // Held by the slow clients, a probe waits for a connection or a request slot to free: seconds
+        // (--body-timeout is 8). Not held, its p99 stays near what the same probe gets from the same
+        // server before the slow clients come; the margin (250 ms and twice that control) keeps a
+        // machine loaded by other tests and builds (2 cores, `make test` in parallel; a CI run saw 204 ms
+        // against a control of 81) from failing the test for its own load.
         let control = try #require(flood["control"] as? [[String: Any]]).compactMap { $0["ms"] as? Double }.sorted()
         let controlP99 = Self.p99(control)
         #expect(
-            p99 < 100 + controlP99,
+            p99 < 250 + 2 * controlP99,
             "p99 \(p99) ms over \(latencies.count) answers to 127.0.0.2, \(controlP99) ms over \(control.count) without the slow clients (\(latencies.filter { $0 >= 100 }.count) of 100 ms or more, the slowest \(latencies.suffix(5))); slow side: \(slow)"
         )
         // The slow bodies were cut as too slow (408), or turned away (429) past --requests-per-address.

@@ -48,7 +48,8 @@ extension Sandbox {
             """)
         let processID = try #require(Int32(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
         let listening = try await shell(
-            "for i in $(seq 200); do [ -s receiver.port ] && exit 0; sleep 0.05; done; exit 1")
+            // Up to 30 s: python3 starts in a second or two on a machine loaded by the suite's own processes.
+            "for i in $(seq 600); do [ -s receiver.port ] && exit 0; sleep 0.05; done; exit 1")
         #expect(listening.status == 0, "the receiver did not start")
         return Receiver(processID: processID)
     }
