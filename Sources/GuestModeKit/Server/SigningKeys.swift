@@ -248,13 +248,20 @@ extension GuestMode {
     }
 
     private static func makeSigningKey(seal: SigningKeySeal, now: Date) throws -> StoredSigningKey {
-        let privateKey = P256.Signing.PrivateKey()
-        let raw = privateKey.publicKey.x963Representation
-        let x = Base64URL.encode(raw[1..<33])
-        let y = Base64URL.encode(raw[33..<65])
-        // RFC 7638: the SHA-256 of the required members, in lexicographic order, without spaces.
-        let thumbprint = SHA256.hash(data: Data(#"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#.utf8))
-        let kid = String(Base64URL.encode(Array(thumbprint)).prefix(16))
+        var privateKey: P256.Signing.PrivateKey
+        var raw: Data
+        var kid: String
+        // A kid is typed on command lines ('signing-key retire KID'), where one that starts with '-'
+        // reads as an option; one key in 64 would, so such a key is drawn again.
+        repeat {
+            privateKey = P256.Signing.PrivateKey()
+            raw = privateKey.publicKey.x963Representation
+            let x = Base64URL.encode(raw[1..<33])
+            let y = Base64URL.encode(raw[33..<65])
+            // RFC 7638: the SHA-256 of the required members, in lexicographic order, without spaces.
+            let thumbprint = SHA256.hash(data: Data(#"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#.utf8))
+            kid = String(Base64URL.encode(Array(thumbprint)).prefix(16))
+        } while kid.hasPrefix("-")
         let sealed = try AES.GCM.seal(privateKey.rawRepresentation, using: seal.key, authenticating: Data(kid.utf8))
         guard let combined = sealed.combined else {
             throw GuestModeError(.internalFailure, "AES-GCM gave no combined box for a new signing key")

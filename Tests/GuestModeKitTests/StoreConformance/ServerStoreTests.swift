@@ -83,6 +83,17 @@ struct ServerStoreTests {
         #expect(try engine.signingKeys().count == 2)
     }
 
+    /// A kid is an argument of 'signing-key retire'; one starting with '-' read as an option there
+    /// (one key in 64 would, and a CI run met one). 400 keys would meet one almost surely.
+    @Test func noSigningKeyIdStartsWithADash() throws {
+        let engine = try engine(.sqlite)
+        let seal = SigningKeySeal(id: "deployment-a", bytes: Array(repeating: 1, count: 32))
+        var kids: Set<String> = []
+        for _ in 0..<400 { kids.insert(try engine.rotateSigningKey(seal: seal, now: day(1)).kid) }
+        #expect(kids.count == 400)
+        #expect(kids.filter { $0.hasPrefix("-") }.isEmpty)
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func serversStartingTogetherMakeOneSigningKey(backend: StoreBackend) throws {
         let engine = try engine(backend)
