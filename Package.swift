@@ -164,8 +164,8 @@ let package = Package(
                 "GuestModeArchive",
                 "GuestModeRemote",
                 "GuestModeCommandLine",
-                // `plan import` reads App Store and RevenueCat notifications as the server does.
-                "GuestModePurchases",
+                // Not GuestModePurchases: `plan import` runs in guestmode-serve, so guestmode links neither
+                // jwt-kit nor swift-certificates (bench/results.md, "Start-up").
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
