@@ -3,7 +3,8 @@ import GuestModeCommandLine
 let arguments = Array(CommandLine.arguments.dropFirst())
 // `guestmode serve …` is guestmode-serve's, which carries the HTTP server: this binary does not, so
 // that every other command starts without loading it (bench/results.md, "Start-up").
-if let serving = ServeLauncher.serveArguments(arguments) {
+// A shell asking for completions (`---completion serve -- …`) is answered here, from guestmode-serve's help.
+if arguments.first != "---completion", let serving = ServeLauncher.serveArguments(arguments) {
     ServeLauncher.exec(serving, isJSON: arguments.contains("--json"))
 }
 CommandLineMain<GuestmodeCommand>.run(arguments)

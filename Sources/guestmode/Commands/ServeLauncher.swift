@@ -16,7 +16,9 @@ struct ServeLauncher: ParsableCommand {
     // Taken as every command takes them, so the tree and the completion scripts show them for `serve` too.
     @OptionGroup var global: GlobalOptions
 
-    @Argument(parsing: .allUnrecognized, help: "guestmode-serve's options and subcommands.")
+    @Argument(
+        parsing: .allUnrecognized, help: "guestmode-serve's options and subcommands.",
+        completion: .custom { words, index, prefix in ServeLauncher.completions(words, index: index, prefix: prefix) })
     var arguments: [String] = []
 
     func run() throws {
@@ -50,10 +52,7 @@ struct ServeLauncher: ParsableCommand {
     /// `command` is the guestmode command that runs it: `serve`, or `plan import` (PlanCommand.Import).
     static func exec(_ arguments: [String], isJSON: Bool, command: String = "serve") -> Never {
         let beside = executableURL().deletingLastPathComponent().appendingPathComponent(program).path
-        let found =
-            FileManager.default.isExecutableFile(atPath: beside)
-            ? beside : onPath()
-        guard let path = found else {
+        guard let path = serveProgramPath() else {
             Foundation.exit(
                 report(
                     GuestModeError(
@@ -69,6 +68,70 @@ struct ServeLauncher: ParsableCommand {
     }
 
     static let program = "guestmode-serve"
+
+    /// What the shell offers after `guestmode serve`: the subcommands and options of the
+    /// guestmode-serve command the words so far reach, read from guestmode-serve's own help dump,
+    /// since this binary does not carry its command tree. Nothing when guestmode-serve is missing.
+    static func completions(_ words: [String], index: Int, prefix: String) -> [String] {
+        guard let path = serveProgramPath(), var command = helpDump(of: path) else { return [] }
+        let typed = words.prefix(index).drop { $0 != "serve" }.dropFirst()
+        var takesValue = false
+        for word in typed {
+            if takesValue {
+                takesValue = false
+            } else if word.hasPrefix("-") {
+                takesValue = command.options[word] ?? false
+            } else if let subcommand = command.subcommands[word] {
+                command = subcommand
+            }
+        }
+        // An option's value: left to the shell, as the other options' values are.
+        guard !takesValue else { return [] }
+        let offered = prefix.hasPrefix("-") ? Array(command.options.keys) : Array(command.subcommands.keys)
+        return offered.filter { $0.hasPrefix(prefix) }.sorted()
+    }
+
+    /// One command of a help dump: its subcommands by name, its option names (true when one takes a value).
+    private struct DumpedCommand {
+        var subcommands: [String: DumpedCommand] = [:]
+        var options: [String: Bool] = [:]
+
+        init?(_ object: Any?) {
+            guard let object = object as? [String: Any] else { return nil }
+            for subcommand in object["subcommands"] as? [[String: Any]] ?? []
+            where subcommand["shouldDisplay"] as? Bool != false {
+                if let name = subcommand["commandName"] as? String { subcommands[name] = DumpedCommand(subcommand) }
+            }
+            for argument in object["arguments"] as? [[String: Any]] ?? []
+            where argument["shouldDisplay"] as? Bool != false {
+                let kind = argument["kind"] as? String
+                guard kind == "option" || kind == "flag" else { continue }
+                for name in argument["names"] as? [[String: Any]] ?? [] {
+                    guard let text = name["name"] as? String else { continue }
+                    options[(name["kind"] as? String == "short" ? "-" : "--") + text] = kind == "option"
+                }
+            }
+        }
+    }
+
+    private static func helpDump(of path: String) -> DumpedCommand? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--experimental-dump-help"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        return DumpedCommand((try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["command"])
+    }
+
+    private static func serveProgramPath() -> String? {
+        let beside = executableURL().deletingLastPathComponent().appendingPathComponent(program).path
+        return FileManager.default.isExecutableFile(atPath: beside) ? beside : onPath()
+    }
 
     private static func onPath() -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
