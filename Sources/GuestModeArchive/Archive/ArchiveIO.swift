@@ -348,7 +348,7 @@ final class ArchiveReader {
         case .tarZstd, .tarGzip:
             // No filter is registered: libarchive sees plain tar, decompressed by TarSource.
             _ = la.archive_read_support_format_tar(handle)
-            let source = try TarSource(la: la, path: path, descriptor: decrypted, format: format, limits: limits)
+            let source = try TarSource(path: path, descriptor: decrypted, format: format, limits: limits)
             reader.source = source
             let callback:
                 @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?)
@@ -629,10 +629,14 @@ final class TarSource {
     /// The first problem found, for the reader to report instead of libarchive's words.
     private(set) var failure: Error?
 
-    init(
-        la: guestmode_libarchive, path: String, descriptor: Int32?, format: ArchiveFormat, limits: ArchiveLimits
-    ) throws {
-        self.la = la
+    init(path: String, descriptor: Int32?, format: ArchiveFormat, limits: ArchiveLimits) throws {
+        do {
+            la = try LibArchive.table()
+        } catch {
+            input.deallocate()
+            output.deallocate()
+            throw error
+        }
         self.path = path
         self.format = format
         self.limits = limits
