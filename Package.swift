@@ -45,13 +45,13 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
+        // libarchive, libpq and libcurl are headers only at build time: each is opened on its first use (dlopen,
+        // in its shim.h) and never linked, so no pkg-config, whose flags would link it (bench/results.md,
+        // "Start-up"). CArchive still links zlib and zstd (its module map), which guestmode calls directly.
         .systemLibrary(
             name: "CArchive",
-            pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev", "zlib1g-dev", "libzstd-dev"])]
         ),
-        // libpq and libcurl are headers only at build time: each is opened on its first use (dlopen, in its shim.h)
-        // and never linked, so no pkg-config, whose flags would link it (bench/results.md, "Start-up").
         .systemLibrary(
             name: "CLibPQ",
             providers: [.apt(["libpq-dev"])]
@@ -164,8 +164,8 @@ let package = Package(
                 "GuestModeArchive",
                 "GuestModeRemote",
                 "GuestModeCommandLine",
-                // `plan import` reads App Store and RevenueCat notifications as the server does.
-                "GuestModePurchases",
+                // Not GuestModePurchases: `plan import` runs in guestmode-serve, so guestmode links neither
+                // jwt-kit nor swift-certificates (bench/results.md, "Start-up").
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

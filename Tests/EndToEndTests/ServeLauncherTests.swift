@@ -51,4 +51,39 @@ struct ServeLauncherTests {
         #expect(json.status == 66)
         #expect(json.errorJSON["code"] as? String == "file_not_found", "\(json.stderr)")
     }
+
+    @Test("plan import runs in guestmode-serve: its arguments, stdin, guestmode's words, exit 66 without it")
+    func planImportRunsInServe() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        // Global options before the command's words, the file on standard input, the report on standard output.
+        let empty = try await sandbox.run(
+            "--json", "--store", "guestmode.sqlite", "plan", "import", "--from", "-", "--format", "revenuecat",
+            input: "\n")
+        #expect(empty.status == 0, "\(empty.stderr)")
+        #expect(empty.object["format"] as? String == "revenuecat", "\(empty.stdout)")
+        #expect(empty.object["lines"] as? Int == 0, "\(empty.stdout)")
+        // A failure of the run (here, in guestmode-serve) reads as guestmode's, with its status.
+        let missing = try await sandbox.run("plan", "import", "--from", "missing.ndjson", "--format", "revenuecat")
+        #expect(missing.status == 66, "\(missing.stderr)")
+        #expect(missing.stderr.hasPrefix("guestmode: "), "\(missing.stderr)")
+        #expect(!missing.stderr.contains("guestmode-serve"), "\(missing.stderr)")
+        // A usage error of plan import is guestmode's own, before anything runs.
+        let usage = try await sandbox.run("plan", "import", "--from", "-", "--format", "app-store")
+        #expect(usage.status == 64, "\(usage.stderr)")
+        #expect(usage.stderr.hasSuffix("; see 'guestmode plan import --help'\n"), "\(usage.stderr)")
+        let alone = sandbox.path("alone")
+        let copied = try await sandbox.shell(
+            "mkdir '\(alone)' && { ln '\(Sandbox.binary.path)' '\(alone)/guestmode' 2>/dev/null || cp '\(Sandbox.binary.path)' '\(alone)/guestmode'; }"
+        )
+        #expect(copied.status == 0, "\(copied.stderr)")
+        try sandbox.write("empty.ndjson", "")
+        let result = try await sandbox.shell(
+            "PATH=/usr/bin:/bin '\(alone)/guestmode' plan import --from empty.ndjson --format revenuecat --json")
+        #expect(result.status == 66, "\(result.stderr)")
+        #expect(result.errorJSON["code"] as? String == "file_not_found", "\(result.stderr)")
+        #expect(
+            (result.errorJSON["message"] as? String)?.contains(
+                "'guestmode plan import' runs guestmode-serve, which is neither beside this guestmode") == true,
+            "\(result.stderr)")
+    }
 }

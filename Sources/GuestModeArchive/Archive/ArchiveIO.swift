@@ -3,7 +3,9 @@ import Foundation
 import GuestModeKit
 
 // Every libarchive, zlib and zstd call in the engine lives in this file. The rest of the
-// engine sees entries as names and bytes, and failures as `GuestModeError`.
+// engine sees entries as names and bytes, and failures as `GuestModeError`. libarchive is
+// opened on first use and called through its table (`la`, see `LibArchive`): a direct call
+// does not link.
 
 /// The container formats a backup can be written in.
 public enum ArchiveFormat: String, CaseIterable, Codable, Sendable {
@@ -90,10 +92,12 @@ public struct ArchiveLimits: Sendable, Equatable {
 
 /// Writes regular-file entries into an archive on an open file descriptor.
 final class ArchiveWriter {
+    private let la: guestmode_libarchive
     private let handle: OpaquePointer
     private let path: String
 
-    private init(handle: OpaquePointer, path: String) {
+    private init(la: guestmode_libarchive, handle: OpaquePointer, path: String) {
+        self.la = la
         self.handle = handle
         self.path = path
     }
@@ -104,40 +108,41 @@ final class ArchiveWriter {
         to descriptor: Int32, path: String, format: ArchiveFormat, level: Int?, encryption: BackupEncryption? = nil,
         _ body: (ArchiveWriter) throws -> Void
     ) throws {
-        guard let handle = archive_write_new() else {
+        let la = try LibArchive.table()
+        guard let handle = la.archive_write_new() else {
             throw GuestModeError(.archiveError, "libarchive could not allocate a writer")
         }
-        defer { archive_write_free(handle) }
-        let writer = ArchiveWriter(handle: handle, path: path)
+        defer { _ = la.archive_write_free(handle) }
+        let writer = ArchiveWriter(la: la, handle: handle, path: path)
         var compressor: ZstdCompressor?
         switch format {
         case .tarZstd:
             // libarchive's zstd filter writes frames without a content checksum: a flipped byte in
             // signature.json or in tar metadata would decompress silently. Compressed here instead, with one.
-            try writer.check(archive_write_set_format_pax_restricted(handle), "choosing the tar format")
+            try writer.check(la.archive_write_set_format_pax_restricted(handle), "choosing the tar format")
             compressor = try ZstdCompressor(level: level, path: path)
         case .tarGzip:
-            try writer.check(archive_write_set_format_pax_restricted(handle), "choosing the tar format")
-            try writer.check(archive_write_add_filter_gzip(handle), "enabling gzip")
+            try writer.check(la.archive_write_set_format_pax_restricted(handle), "choosing the tar format")
+            try writer.check(la.archive_write_add_filter_gzip(handle), "enabling gzip")
             if let level {
                 try writer.check(
-                    archive_write_set_filter_option(handle, "gzip", "compression-level", "\(level)"),
+                    la.archive_write_set_filter_option(handle, "gzip", "compression-level", "\(level)"),
                     "setting the gzip level")
             }
         case .zip:
-            try writer.check(archive_write_set_format_zip(handle), "choosing the zip format")
+            try writer.check(la.archive_write_set_format_zip(handle), "choosing the zip format")
             if let level {
                 try writer.check(
-                    archive_write_set_format_option(handle, "zip", "compression-level", "\(level)"),
+                    la.archive_write_set_format_option(handle, "zip", "compression-level", "\(level)"),
                     "setting the zip level")
             }
         }
         // Without this the last block is padded to 10 KiB, which only wastes space in a compressed file.
-        archive_write_set_bytes_in_last_block(handle, 1)
+        _ = la.archive_write_set_bytes_in_last_block(handle, 1)
         if encryption == nil && compressor == nil {
-            try writer.check(archive_write_open_fd(handle, descriptor), "opening the output")
+            try writer.check(la.archive_write_open_fd(handle, descriptor), "opening the output")
             try body(writer)
-            try writer.check(archive_write_close(handle), "finishing the archive")
+            try writer.check(la.archive_write_close(handle), "finishing the archive")
             return
         }
         // Otherwise libarchive hands its output to a callback: compressed, then sealed chunk by chunk.
@@ -166,11 +171,11 @@ final class ArchiveWriter {
                 return -1
             }
         }
-        let opened = archive_write_open(handle, context.toOpaque(), nil, callback, nil)
+        let opened = la.archive_write_open(handle, context.toOpaque(), nil, callback, nil)
         if let failure = sink.failure { throw failure }
         try writer.check(opened, "opening the output")
         try body(writer)
-        let closed = archive_write_close(handle)
+        let closed = la.archive_write_close(handle)
         if let failure = sink.failure { throw failure }
         try writer.check(closed, "finishing the archive")
         try compressor?.compress(UnsafeRawBufferPointer(start: nil, count: 0), ending: true, into: store)
@@ -260,16 +265,16 @@ final class ArchiveWriter {
         name: String, size: Int64, modified: Date,
         _ body: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws {
-        guard let entry = archive_entry_new() else {
+        guard let entry = la.archive_entry_new() else {
             throw GuestModeError(.archiveError, "libarchive could not allocate an entry")
         }
-        defer { archive_entry_free(entry) }
-        archive_entry_set_pathname(entry, name)
-        archive_entry_set_filetype(entry, FileType.regular)
-        archive_entry_set_perm(entry, 0o600)
-        archive_entry_set_size(entry, la_int64_t(size))
-        archive_entry_set_mtime(entry, time_t(modified.timeIntervalSince1970.rounded(.down)), 0)
-        try check(archive_write_header(handle, entry), "writing the header of \(name)")
+        defer { la.archive_entry_free(entry) }
+        la.archive_entry_set_pathname(entry, name)
+        la.archive_entry_set_filetype(entry, FileType.regular)
+        la.archive_entry_set_perm(entry, 0o600)
+        la.archive_entry_set_size(entry, la_int64_t(size))
+        la.archive_entry_set_mtime(entry, time_t(modified.timeIntervalSince1970.rounded(.down)), 0)
+        try check(la.archive_write_header(handle, entry), "writing the header of \(name)")
         var total: Int64 = 0
         try body { contents in
             guard total + Int64(contents.count) <= size else {
@@ -279,7 +284,7 @@ final class ArchiveWriter {
             }
             var offset = 0
             while offset < contents.count {
-                let written = archive_write_data(handle, contents.baseAddress! + offset, contents.count - offset)
+                let written = la.archive_write_data(handle, contents.baseAddress! + offset, contents.count - offset)
                 if written <= 0 { try check(Int32(ARCHIVE_FATAL), "writing \(name)") }
                 offset += written
             }
@@ -294,15 +299,16 @@ final class ArchiveWriter {
 
     private func check(_ status: Int32, _ step: String) throws {
         guard status < ARCHIVE_OK else { return }
-        if DiskSpace.isFull(archive_errno(handle)) { throw DiskSpace.full(writing: path, what: "the archive") }
+        if DiskSpace.isFull(la.archive_errno(handle)) { throw DiskSpace.full(writing: path, what: "the archive") }
         throw GuestModeError(
-            .archiveWriteFailed, "cannot write '\(path)' (\(step)): \(lastError(handle))")
+            .archiveWriteFailed, "cannot write '\(path)' (\(step)): \(lastError(la, handle))")
     }
 }
 
 /// Reads an archive entry by entry, refusing anything that is not a regular
 /// file with a relative, normalised, unique name, and enforcing `limits`.
 final class ArchiveReader {
+    private let la: guestmode_libarchive
     private let handle: OpaquePointer
     private let path: String
     private let limits: ArchiveLimits
@@ -316,7 +322,8 @@ final class ArchiveReader {
     /// while libarchive reads from it).
     private var source: TarSource?
 
-    private init(handle: OpaquePointer, path: String, limits: ArchiveLimits) {
+    private init(la: guestmode_libarchive, handle: OpaquePointer, path: String, limits: ArchiveLimits) {
+        self.la = la
         self.handle = handle
         self.path = path
         self.limits = limits
@@ -329,17 +336,18 @@ final class ArchiveReader {
     ) throws -> T {
         let (format, decrypted) = try expectedFormat(of: path, keys: keys)
         defer { if let decrypted { close(decrypted) } }
-        guard let handle = archive_read_new() else {
+        let la = try LibArchive.table()
+        guard let handle = la.archive_read_new() else {
             throw GuestModeError(.archiveError, "libarchive could not allocate a reader")
         }
-        defer { archive_read_free(handle) }
-        let reader = ArchiveReader(handle: handle, path: path, limits: limits)
+        defer { _ = la.archive_read_free(handle) }
+        let reader = ArchiveReader(la: la, handle: handle, path: path, limits: limits)
         reader.encrypted = decrypted != nil
         let opened: Int32
         switch format {
         case .tarZstd, .tarGzip:
             // No filter is registered: libarchive sees plain tar, decompressed by TarSource.
-            archive_read_support_format_tar(handle)
+            _ = la.archive_read_support_format_tar(handle)
             let source = try TarSource(path: path, descriptor: decrypted, format: format, limits: limits)
             reader.source = source
             let callback:
@@ -356,9 +364,9 @@ final class ArchiveReader {
                             return la_ssize_t(ARCHIVE_FATAL)
                         }
                     }
-            opened = archive_read_open(handle, Unmanaged.passUnretained(source).toOpaque(), nil, callback, nil)
+            opened = la.archive_read_open(handle, Unmanaged.passUnretained(source).toOpaque(), nil, callback, nil)
         case .zip:
-            archive_read_support_format_zip(handle)
+            _ = la.archive_read_support_format_zip(handle)
             if try !zipEndsAtDirectory(path: path, descriptor: decrypted) {
                 throw reader.refused("has data after the end of the zip archive")
             }
@@ -366,8 +374,8 @@ final class ArchiveReader {
                 throw reader.refused(problem)
             }
             opened =
-                decrypted.map { archive_read_open_fd(handle, $0, 64 << 10) }
-                ?? archive_read_open_filename(handle, path, 64 << 10)
+                decrypted.map { la.archive_read_open_fd(handle, $0, 64 << 10) }
+                ?? la.archive_read_open_filename(handle, path, 64 << 10)
         }
         if opened != ARCHIVE_OK {
             if let failure = reader.source?.failure { throw failure }
@@ -464,7 +472,7 @@ final class ArchiveReader {
 
     func nextEntry() throws -> String? {
         var entry: OpaquePointer?
-        let status = archive_read_next_header(handle, &entry)
+        let status = la.archive_read_next_header(handle, &entry)
         if let failure = source?.failure { throw failure }
         if status == ARCHIVE_EOF {
             // Past the end-of-archive marker only zeros, and past the compressed stream nothing, may follow.
@@ -472,11 +480,11 @@ final class ArchiveReader {
             return nil
         }
         guard status >= ARCHIVE_WARN, let entry else { throw damaged("has a damaged entry header") }
-        guard let rawName = archive_entry_pathname(entry) else { throw refused("has an entry without a name") }
+        guard let rawName = la.archive_entry_pathname(entry) else { throw refused("has an entry without a name") }
         let name = String(cString: rawName)
         currentName = name
-        if archive_entry_hardlink(entry) != nil { throw refused("has a hard link '\(name)'") }
-        let type = archive_entry_filetype(entry)
+        if la.archive_entry_hardlink(entry) != nil { throw refused("has a hard link '\(name)'") }
+        let type = la.archive_entry_filetype(entry)
         guard type == FileType.regular else {
             throw refused("has \(FileType.describe(type)) '\(name)'; only regular files are allowed")
         }
@@ -485,11 +493,11 @@ final class ArchiveReader {
         guard names.count <= limits.maximumEntries else {
             throw refused("has more than \(limits.maximumEntries) entries")
         }
-        declaredSize = archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : nil
+        declaredSize = la.archive_entry_size_is_set(entry) != 0 ? la.archive_entry_size(entry) : nil
         // A declared size past the limit is refused early; a smaller one is not believed (see readData).
-        if archive_entry_size_is_set(entry) != 0, archive_entry_size(entry) > limits.maximumEntrySize {
+        if la.archive_entry_size_is_set(entry) != 0, la.archive_entry_size(entry) > limits.maximumEntrySize {
             throw refused(
-                "has an entry '\(name)' of \(archive_entry_size(entry)) bytes, more than the limit of \(limits.maximumEntrySize)"
+                "has an entry '\(name)' of \(la.archive_entry_size(entry)) bytes, more than the limit of \(limits.maximumEntrySize)"
             )
         }
         return name
@@ -501,7 +509,7 @@ final class ArchiveReader {
     func readData(_ consume: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
         var size: Int64 = 0
         while true {
-            let count = buffer.withUnsafeMutableBytes { archive_read_data(handle, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { la.archive_read_data(handle, $0.baseAddress, $0.count) }
             if let failure = source?.failure { throw failure }
             if count == 0 { return size }
             guard count > 0 else { throw damaged("is damaged or truncated in '\(currentName)'") }
@@ -515,7 +523,7 @@ final class ArchiveReader {
                 throw refused("expands past the total limit of \(limits.maximumTotalSize) bytes")
             }
             if expandedTotal > limits.ratioFloor {
-                let compressed = max(source?.compressedBytes ?? Int64(archive_filter_bytes(handle, -1)), 1)
+                let compressed = max(source?.compressedBytes ?? Int64(la.archive_filter_bytes(handle, -1)), 1)
                 if expandedTotal / compressed > limits.maximumRatio {
                     throw refused(
                         "expands \(expandedTotal / compressed) times its compressed size, more than the limit of \(limits.maximumRatio) (a decompression bomb?)"
@@ -561,7 +569,7 @@ final class ArchiveReader {
     private func damaged(_ problem: String) -> GuestModeError {
         GuestModeError(
             .damagedArchive,
-            "the archive '\(path)' \(problem): \(lastError(handle)); it may be truncated or not a guestmode backup")
+            "the archive '\(path)' \(problem): \(lastError(la, handle)); it may be truncated or not a guestmode backup")
     }
 }
 
@@ -583,8 +591,8 @@ private enum FileType {
     }
 }
 
-private func lastError(_ handle: OpaquePointer) -> String {
-    archive_error_string(handle).map { String(cString: $0) } ?? "unknown libarchive error"
+private func lastError(_ la: guestmode_libarchive, _ handle: OpaquePointer) -> String {
+    la.archive_error_string(handle).map { String(cString: $0) } ?? "unknown libarchive error"
 }
 
 /// The tar stream inside a .tar.gz or .tar.zst archive, decompressed under
@@ -599,6 +607,7 @@ private func lastError(_ handle: OpaquePointer) -> String {
 /// gzip trailer), and every decompressed byte to a tar entry (`TarLayout`);
 /// the tar reader then sees plain tar and no filters at all.
 final class TarSource {
+    private let la: guestmode_libarchive
     private let descriptor: Int32
     private let ownsDescriptor: Bool
     private let path: String
@@ -621,6 +630,13 @@ final class TarSource {
     private(set) var failure: Error?
 
     init(path: String, descriptor: Int32?, format: ArchiveFormat, limits: ArchiveLimits) throws {
+        do {
+            la = try LibArchive.table()
+        } catch {
+            input.deallocate()
+            output.deallocate()
+            throw error
+        }
         self.path = path
         self.format = format
         self.limits = limits
@@ -660,7 +676,7 @@ final class TarSource {
             inflater.deinitialize(count: 1)
             inflater.deallocate()
         }
-        if let decoder { archive_read_free(decoder) }
+        if let decoder { _ = la.archive_read_free(decoder) }
         if ownsDescriptor { close(descriptor) }
         input.deallocate()
         output.deallocate()
@@ -774,12 +790,12 @@ final class TarSource {
     /// A libarchive reader that knows only zstd and raw data, fed through
     /// `ZstdFrames`: it yields the decompressed bytes of exactly one layer.
     private func openDecoder() throws {
-        guard let handle = archive_read_new() else {
+        guard let handle = la.archive_read_new() else {
             throw GuestModeError(.archiveError, "libarchive could not allocate a reader")
         }
         decoder = handle
-        archive_read_support_filter_zstd(handle)
-        archive_read_support_format_raw(handle)
+        _ = la.archive_read_support_filter_zstd(handle)
+        _ = la.archive_read_support_format_raw(handle)
         let callback:
             @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<UnsafeRawPointer?>?)
                 -> la_ssize_t = { _, context, buffer in
@@ -799,27 +815,27 @@ final class TarSource {
                         return la_ssize_t(ARCHIVE_FATAL)
                     }
                 }
-        let opened = archive_read_open(handle, Unmanaged.passUnretained(self).toOpaque(), nil, callback, nil)
+        let opened = la.archive_read_open(handle, Unmanaged.passUnretained(self).toOpaque(), nil, callback, nil)
         if let failure { throw failure }
         var entry: OpaquePointer?
-        guard opened == ARCHIVE_OK, archive_read_next_header(handle, &entry) == ARCHIVE_OK else {
+        guard opened == ARCHIVE_OK, la.archive_read_next_header(handle, &entry) == ARCHIVE_OK else {
             if let failure { throw failure }
-            throw describe(LayoutProblem.damaged("is not valid zstd data (\(lastError(handle)))"))
+            throw describe(LayoutProblem.damaged("is not valid zstd data (\(lastError(la, handle)))"))
         }
         // The raw reader plus one zstd filter: any more is zstd inside zstd.
-        guard archive_filter_count(handle) == 2 else {
+        guard la.archive_filter_count(handle) == 2 else {
             throw describe(
                 LayoutProblem.refused(
-                    "is compressed \(archive_filter_count(handle) - 1) times over; a guestmode backup is one tar archive compressed once"
+                    "is compressed \(la.archive_filter_count(handle) - 1) times over; a guestmode backup is one tar archive compressed once"
                 ))
         }
     }
 
     private func decodeNext() throws -> Int {
         guard let decoder else { return 0 }
-        let count = archive_read_data(decoder, output.baseAddress, output.count)
+        let count = la.archive_read_data(decoder, output.baseAddress, output.count)
         if let failure { throw failure }
-        guard count >= 0 else { throw LayoutProblem.damaged("is not valid zstd data (\(lastError(decoder)))") }
+        guard count >= 0 else { throw LayoutProblem.damaged("is not valid zstd data (\(lastError(la, decoder)))") }
         if count == 0 {
             // Whatever the decoder left unread is checked as frames too.
             while case let read = try readCompressed(), read > 0 {
@@ -829,4 +845,23 @@ final class TarSource {
         }
         return count
     }
+}
+
+/// libarchive's functions, from the library opened the first time an archive is read or written
+/// (`CArchive/shim.h`): every other command starts without loading it and what it brings.
+private enum LibArchive {
+    private static let opened: Result<guestmode_libarchive, GuestModeError> = {
+        var reason: UnsafePointer<CChar>?
+        guard let table = guestmode_libarchive_open(&reason) else {
+            return .failure(
+                GuestModeError(
+                    .cannotOpenStore,
+                    "cannot load libarchive, which reading and writing backup archives needs (\(reason.map { String(cString: $0) } ?? "no reason given")); install it (Debian: libarchive13)"
+                ))
+        }
+        return .success(table.pointee)
+    }()
+
+    /// The table, or why libarchive could not be opened.
+    static func table() throws -> guestmode_libarchive { try opened.get() }
 }

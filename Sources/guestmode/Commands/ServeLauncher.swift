@@ -49,21 +49,22 @@ struct ServeLauncher: ParsableCommand {
     /// Runs guestmode-serve with `arguments` in this process's place: the same process id, so its
     /// signals, standard streams, environment and exit status are the server's own. It is looked for
     /// beside this binary, then on PATH; without it, a failure that says where it was looked for.
-    static func exec(_ arguments: [String], isJSON: Bool) -> Never {
+    /// `command` is the guestmode command that runs it: `serve`, or `plan import` (PlanCommand.Import).
+    static func exec(_ arguments: [String], isJSON: Bool, command: String = "serve") -> Never {
         let beside = executableURL().deletingLastPathComponent().appendingPathComponent(program).path
         guard let path = serveProgramPath() else {
             Foundation.exit(
                 report(
                     GuestModeError(
                         .fileNotFound,
-                        "'guestmode serve' runs \(program), which is neither beside this guestmode (\(beside)) nor on PATH; install both with 'make install', or put \(program) beside guestmode"
+                        "'guestmode \(command)' runs \(program), which is neither beside this guestmode (\(beside)) nor on PATH; install both with 'make install', or put \(program) beside guestmode"
                     ), isJSON: isJSON))
         }
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         execv(path, argv)
         let reason = String(cString: strerror(errno))
         Foundation.exit(
-            report(GuestModeError(.ioError, "'guestmode serve' cannot run \(path): \(reason)"), isJSON: isJSON))
+            report(GuestModeError(.ioError, "'guestmode \(command)' cannot run \(path): \(reason)"), isJSON: isJSON))
     }
 
     static let program = "guestmode-serve"
