@@ -8,4 +8,9 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == PlanImportOptions.internalCommand {
     CommandLineMain<PlanImportRoot>.run(Array(arguments.dropFirst()))
 }
+// A shell completing `guestmode serve …` asks here (guestmode's ServeLauncher): the words typed after
+// `serve`, the one being completed last; the candidates come back one a line.
+if arguments.first == internalCompletionsArgument {
+    ShellCompletions<ServeCommand>.answer(Array(arguments.dropFirst()))
+}
 CommandLineMain<ServeCommand>.run(arguments)

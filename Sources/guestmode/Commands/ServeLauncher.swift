@@ -69,63 +69,23 @@ struct ServeLauncher: ParsableCommand {
 
     static let program = "guestmode-serve"
 
-    /// What the shell offers after `guestmode serve`: the subcommands and options of the
-    /// guestmode-serve command the words so far reach, read from guestmode-serve's own help dump,
-    /// since this binary does not carry its command tree. Nothing when guestmode-serve is missing.
+    /// What the shell offers after `guestmode serve`: guestmode-serve's answer for the words typed
+    /// after `serve` (`--internal-completions`), since this binary does not carry its commands.
+    /// Nothing when guestmode-serve is missing.
     static func completions(_ words: [String], index: Int, prefix: String) -> [String] {
-        guard let path = serveProgramPath(), var command = helpDump(of: path) else { return [] }
+        guard let path = serveProgramPath() else { return [] }
         let typed = words.prefix(index).drop { $0 != "serve" }.dropFirst()
-        var takesValue = false
-        for word in typed {
-            if takesValue {
-                takesValue = false
-            } else if word.hasPrefix("-") {
-                takesValue = command.options[word] ?? false
-            } else if let subcommand = command.subcommands[word] {
-                command = subcommand
-            }
-        }
-        // An option's value: left to the shell, as the other options' values are.
-        guard !takesValue else { return [] }
-        let offered = prefix.hasPrefix("-") ? Array(command.options.keys) : Array(command.subcommands.keys)
-        return offered.filter { $0.hasPrefix(prefix) }.sorted()
-    }
-
-    /// One command of a help dump: its subcommands by name, its option names (true when one takes a value).
-    private struct DumpedCommand {
-        var subcommands: [String: DumpedCommand] = [:]
-        var options: [String: Bool] = [:]
-
-        init?(_ object: Any?) {
-            guard let object = object as? [String: Any] else { return nil }
-            for subcommand in object["subcommands"] as? [[String: Any]] ?? []
-            where subcommand["shouldDisplay"] as? Bool != false {
-                if let name = subcommand["commandName"] as? String { subcommands[name] = DumpedCommand(subcommand) }
-            }
-            for argument in object["arguments"] as? [[String: Any]] ?? []
-            where argument["shouldDisplay"] as? Bool != false {
-                let kind = argument["kind"] as? String
-                guard kind == "option" || kind == "flag" else { continue }
-                for name in argument["names"] as? [[String: Any]] ?? [] {
-                    guard let text = name["name"] as? String else { continue }
-                    options[(name["kind"] as? String == "short" ? "-" : "--") + text] = kind == "option"
-                }
-            }
-        }
-    }
-
-    private static func helpDump(of path: String) -> DumpedCommand? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--experimental-dump-help"]
+        process.arguments = [internalCompletionsArgument] + typed + [prefix]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
+        guard (try? process.run()) != nil else { return [] }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        return DumpedCommand((try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["command"])
+        guard process.terminationStatus == 0 else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
     private static func serveProgramPath() -> String? {
