@@ -493,6 +493,41 @@ struct RouteTests {
             "router only: \(registered.subtracting(manual).sorted()); guestmode-serve(1) only: \(manual.subtracting(registered).sorted())"
         )
     }
+
+    @Test(
+        "a store call's deadline is let go when the call is answered, a refused one included: none is kept until --store-wait passes"
+    )
+    func deadlinesLetGo() async throws {
+        let server = try await RouteTester(profile: "voice")
+        let (user, token) = try await server.signIn()
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<32 {
+                group.addTask { try await server.request(.get, "/v1/users/\(user)/meters", token: token).status }
+            }
+            for try await status in group { #expect(status == 200) }
+        }
+        #expect(server.services.armedDeadlines == 0)
+        // Both pool threads held: a call queued behind them is refused at its deadline, which is let go too.
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let held = (0..<2).map { _ in
+            Task {
+                try await server.services.perform { _, _ in
+                    started.signal()
+                    release.wait()
+                }
+            }
+        }
+        for _ in held { await Task.detached { started.wait() }.value }
+        let refused = await #expect(throws: GuestModeError.self) {
+            try await server.services.perform(waitingAtMost: .milliseconds(1)) { _, _ in }
+        }
+        #expect(refused?.code == .poolExhausted)
+        #expect(server.services.armedDeadlines == 2, "the two held calls' deadlines, not the refused one's")
+        for _ in held { release.signal() }
+        for call in held { try await call.value }
+        #expect(server.services.armedDeadlines == 0)
+    }
 }
 
 /// The strict request decoder: JSON types as the OpenAPI document gives them, nothing coerced.
