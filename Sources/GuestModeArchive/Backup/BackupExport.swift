@@ -65,8 +65,8 @@ extension GuestMode {
                 try ArchiveWriter.write(
                     to: descriptor, path: path, format: format, level: level, encryption: encryption
                 ) { writer in
-                    func add(_ name: String, _ bytes: [UInt8], table: String? = nil, rows: Int? = nil) throws {
-                        try bytes.withUnsafeBytes { try writer.addEntry(name: name, contents: $0, modified: now) }
+                    func add(_ name: String, _ bytes: UnsafeRawBufferPointer, table: String, rows: Int) throws {
+                        try writer.addEntry(name: name, contents: bytes, modified: now)
                         manifest.entries.append(
                             .init(
                                 name: name, size: Int64(bytes.count), sha256: StreamingSHA256.hex(of: bytes),
@@ -93,9 +93,8 @@ extension GuestMode {
                         .init(
                             name: BackupFormat.headerName, size: Int64(headerSize), sha256: headerHash.finalizeHex(),
                             table: nil, rows: nil))
+                    let chunk = RowBuffer(capacity: BackupFormat.chunkTarget + (64 << 10))
                     for table in BackupTable.all {
-                        var chunk: [UInt8] = []
-                        chunk.reserveCapacity(BackupFormat.chunkTarget + (64 << 10))
                         var chunkRows = 0
                         var index = 0
                         var tableRows = 0
@@ -103,16 +102,16 @@ extension GuestMode {
                             guard chunkRows > 0 else { return }
                             index += 1
                             try add(
-                                BackupFormat.dataEntryName(table: table.name, index: index), chunk, table: table.name,
-                                rows: chunkRows)
-                            chunk.removeAll(keepingCapacity: true)
+                                BackupFormat.dataEntryName(table: table.name, index: index), chunk.bytes,
+                                table: table.name, rows: chunkRows)
+                            chunk.removeAll()
                             chunkRows = 0
                         }
                         var keys: [[UInt8]] = []
-                        try snapshot.forEachRow(in: table) { columns, values in
+                        try snapshot.forEachRawRow(in: table) { columns, cells in
                             if keys.count != columns.count { keys = RowEncoder.encodedKeys(columns) }
                             try RowEncoder.appendRow(
-                                values, keys: keys, columns: columns, table: table.name, to: &chunk)
+                                cells, keys: keys, columns: columns, table: table.name, to: chunk)
                             chunkRows += 1
                             tableRows += 1
                             written += 1
@@ -159,16 +158,20 @@ extension RowEncoder {
         }
     }
 
-    /// Appends one row as a JSON object and a newline.
+    private static let nullBytes: [UInt8] = Array("null".utf8)
+
+    /// Appends one row as a JSON object and a newline, its text straight
+    /// from the store's bytes (a string made per cell was most of an export's allocations).
     static func appendRow(
-        _ values: [CellValue], keys: [[UInt8]], columns: [String], table: String, to buffer: inout [UInt8]
+        _ cells: UnsafeBufferPointer<RawCell>, keys: [[UInt8]], columns: [String], table: String,
+        to buffer: RowBuffer
     ) throws {
         buffer.append(UInt8(ascii: "{"))
-        for (index, value) in values.enumerated() {
-            buffer.append(contentsOf: keys[index])
-            switch value {
-            case .null: buffer += "null".utf8
-            case .integer(let value): appendNumber(value, to: &buffer)
+        for index in 0..<cells.count {
+            buffer.append(keys[index])
+            switch cells[index] {
+            case .null: buffer.append(nullBytes)
+            case .integer(let value): appendNumber(value, to: buffer)
             case .real(let value):
                 guard value.isFinite else {
                     throw GuestModeError(
@@ -176,10 +179,11 @@ extension RowEncoder {
                         "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again"
                     )
                 }
-                appendNumber(value, to: &buffer)
-            case .text(let value): appendString(value, to: &buffer)
+                appendNumber(value, to: buffer)
+            case .text(let value): appendString(value, to: buffer)
             }
         }
-        buffer += "}\n".utf8
+        buffer.append(UInt8(ascii: "}"))
+        buffer.append(UInt8(ascii: "\n"))
     }
 }
