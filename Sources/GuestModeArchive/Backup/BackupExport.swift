@@ -65,14 +65,6 @@ extension GuestMode {
                 try ArchiveWriter.write(
                     to: descriptor, path: path, format: format, level: level, encryption: encryption
                 ) { writer in
-                    func add(_ name: String, _ bytes: UnsafeRawBufferPointer, table: String, rows: Int) throws {
-                        try writer.addEntry(name: name, contents: bytes, modified: now)
-                        manifest.entries.append(
-                            .init(
-                                name: name, size: Int64(bytes.count), sha256: StreamingSHA256.hex(of: bytes),
-                                table: table,
-                                rows: rows))
-                    }
                     var headerHash = StreamingSHA256()
                     try writer.addEntry(name: BackupFormat.headerName, size: Int64(headerSize), modified: now) {
                         write in
@@ -93,7 +85,10 @@ extension GuestMode {
                         .init(
                             name: BackupFormat.headerName, size: Int64(headerSize), sha256: headerHash.finalizeHex(),
                             table: nil, rows: nil))
-                    let chunk = RowBuffer(capacity: BackupFormat.chunkTarget + (64 << 10))
+                    let pipeline = EntryPipeline(writer: writer, modified: now)
+                    // Whatever ends this scope, the second thread is done with the writer first.
+                    defer { pipeline.drain() }
+                    var chunk = RowBuffer(capacity: BackupFormat.chunkTarget + (64 << 10))
                     for table in BackupTable.all {
                         var chunkRows = 0
                         var index = 0
@@ -101,10 +96,9 @@ extension GuestMode {
                         func flush() throws {
                             guard chunkRows > 0 else { return }
                             index += 1
-                            try add(
-                                BackupFormat.dataEntryName(table: table.name, index: index), chunk.bytes,
+                            chunk = try pipeline.add(
+                                BackupFormat.dataEntryName(table: table.name, index: index), chunk,
                                 table: table.name, rows: chunkRows)
-                            chunk.removeAll()
                             chunkRows = 0
                         }
                         var keys: [[UInt8]] = []
@@ -121,6 +115,7 @@ extension GuestMode {
                         try flush()
                         manifest.tables[table.name] = tableRows
                     }
+                    manifest.entries += try pipeline.finish()
                     let manifestBytes = Array(try BackupFormat.encoder().encode(manifest))
                     try manifestBytes.withUnsafeBytes {
                         try writer.addEntry(name: BackupFormat.manifestName, contents: $0, modified: now)
@@ -144,6 +139,70 @@ extension GuestMode {
                 signedBy: signingKey?.id,
                 encryption: encryption.map { if case .passphrase = $0 { "passphrase" } else { "deployment-key" } })
         }
+    }
+}
+
+/// Data entries compressed, written and hashed on a second thread while the
+/// next chunk's rows are read and encoded, as the plain tools' `sqlite3 | zstd`
+/// runs on two processors. One entry at a time, in order, so the archive is
+/// the same byte for byte; two buffers take turns. The first failure is
+/// thrown by the next call.
+private final class EntryPipeline: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "guestmode.backup-export.entries")
+    /// Signalled when no entry is in flight.
+    private let idle = DispatchSemaphore(value: 1)
+    // Written by the second thread only while an entry is in flight, read by
+    // the first only after `idle` says it is done.
+    private let writer: ArchiveWriter
+    private let modified: Date
+    private var entries: [BackupManifest.Entry] = []
+    private var failure: (any Error)?
+    /// The chunk being written; once written, the buffer for the next chunk but one.
+    private var inFlight: RowBuffer?
+
+    init(writer: ArchiveWriter, modified: Date) {
+        self.writer = writer
+        self.modified = modified
+    }
+
+    /// Hands `chunk` over as the data entry `name` and returns an empty
+    /// buffer for the next one, once the entry before it is written.
+    func add(_ name: String, _ chunk: RowBuffer, table: String, rows: Int) throws -> RowBuffer {
+        idle.wait()
+        if let failure {
+            idle.signal()
+            throw failure
+        }
+        let next = inFlight ?? RowBuffer(capacity: chunk.capacity)
+        next.removeAll()
+        inFlight = chunk
+        queue.async { [self] in
+            defer { idle.signal() }
+            guard let chunk = inFlight else { return }
+            do {
+                try writer.addEntry(name: name, contents: chunk.bytes, modified: modified)
+                entries.append(
+                    .init(
+                        name: name, size: Int64(chunk.count), sha256: StreamingSHA256.hex(of: chunk.bytes),
+                        table: table, rows: rows))
+            } catch {
+                failure = error
+            }
+        }
+        return next
+    }
+
+    /// The manifest entries of every data entry, in order, once all are written.
+    func finish() throws -> [BackupManifest.Entry] {
+        drain()
+        if let failure { throw failure }
+        return entries
+    }
+
+    /// Waits until no entry is in flight.
+    func drain() {
+        idle.wait()
+        idle.signal()
     }
 }
 

@@ -137,7 +137,7 @@ package struct BackupManifest: Codable, Sendable, Equatable {
 final class RowBuffer {
     private(set) var base: UnsafeMutablePointer<UInt8>
     private(set) var count = 0
-    private var capacity: Int
+    private(set) var capacity: Int
 
     init(capacity: Int) {
         self.capacity = max(capacity, 64)
