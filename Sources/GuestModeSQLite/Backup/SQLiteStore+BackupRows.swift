@@ -152,7 +152,8 @@ private final class SQLiteBackupImport: BackupRowImport {
             inserts[table.name] = prepared
             _ = Self.bind(values, to: columns, of: prepared.statement.sqliteStatement)
         }
-        lastLayout = InsertLayout(table: table.name, row: values, columns: prepared.columns, statement: prepared.statement)
+        lastLayout = InsertLayout(
+            table: table.name, row: values, columns: prepared.columns, statement: prepared.statement)
         return try step(prepared.statement, table: table, row: values, insertion: insertion)
     }
 

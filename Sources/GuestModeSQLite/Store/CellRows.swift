@@ -86,7 +86,8 @@ func forEachRawCellRow(
                     cells[index] = .text(UnsafeBufferPointer(start: nil, count: 0))
                     continue
                 }
-                let bytes = UnsafeBufferPointer(start: start, count: strlen(UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self)))
+                let bytes = UnsafeBufferPointer(
+                    start: start, count: strlen(UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self)))
                 if isASCII(bytes) || TextRule.validatedUTF8(bytes) != nil {
                     cells[index] = .text(bytes)
                 } else {
