@@ -150,10 +150,11 @@ extension BackupRowSource {
         _ body: (_ columns: [String], _ cells: UnsafeBufferPointer<RawCell>) throws -> Void
     ) throws {
         var texts: [UInt8] = []
+        var ends: [Int] = []
         var cells: [RawCell] = []
         try forEachRow(in: table, of: owners) { columns, values in
             texts.removeAll(keepingCapacity: true)
-            var ends: [Int] = []
+            ends.removeAll(keepingCapacity: true)
             for case .text(let text) in values {
                 texts.append(contentsOf: text.utf8)
                 ends.append(texts.count)
