@@ -162,8 +162,8 @@ import Testing
                 line.append(UInt8(ascii: ":"))
                 switch value {
                 case .null: line += Array("null".utf8)
-                case .integer(let number): RowEncoder.appendNumber(number, to: &line)
-                case .real(let number): RowEncoder.appendNumber(number, to: &line)
+                case .integer(let number): line += Array(String(number).utf8)
+                case .real(let number): line += Array(number.description.utf8)
                 case .text(let text): RowEncoder.appendString(text, to: &line)
                 }
             }

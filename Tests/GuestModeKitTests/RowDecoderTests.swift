@@ -49,15 +49,41 @@ struct RowDecoderTests {
     @Test("what RowEncoder writes, read back")
     func roundTrip() throws {
         for text in ["plain", "quote \" backslash \\ newline \n control \u{01} tab \t", "é中😀", ""] {
-            var buffer: [UInt8] = Array("{\"k\":".utf8)
-            RowEncoder.appendString(text, to: &buffer)
-            buffer += Array(",\"i\":".utf8)
-            RowEncoder.appendNumber(Int64(-7), to: &buffer)
-            buffer += Array(",\"d\":".utf8)
-            RowEncoder.appendNumber(0.1, to: &buffer)
-            buffer += Array("}".utf8)
-            let row = try #require(RowDecoder.decode(buffer))
+            let buffer = RowBuffer(capacity: 8)
+            buffer.append(Array("{\"k\":".utf8))
+            var bytes = Array(text.utf8)
+            bytes.withUnsafeBufferPointer { RowEncoder.appendString($0, to: buffer) }
+            buffer.append(Array(",\"i\":".utf8))
+            RowEncoder.appendNumber(Int64(-7), to: buffer)
+            buffer.append(Array(",\"d\":".utf8))
+            RowEncoder.appendNumber(0.1, to: buffer)
+            buffer.append(Array("}".utf8))
+            bytes = Array(buffer.bytes)
+            let row = try #require(RowDecoder.decode(bytes))
             #expect(row == ["k": .text(text), "i": .integer(-7), "d": .real(0.1)])
+        }
+    }
+
+    /// Rows are written through `RowBuffer`'s pointer, the header through an
+    /// array: both spell a string alike (rows keep `\u0008` and `\u000c`),
+    /// and integers as `String` spells them, so archives stay byte for byte.
+    @Test("the row writer spells strings and integers as before")
+    func rowWriterSpelling() {
+        let texts = [
+            "", "plain", "\"", "\\", "a\"b\\c", "\n\r\t", "\u{08}\u{0C}\u{00}\u{01}\u{1F}", "\u{7F}é中😀",
+            String(repeating: "\"x", count: 300), String(repeating: "\u{01}", count: 200) + "é",
+        ]
+        for text in texts {
+            var expected: [UInt8] = []
+            RowEncoder.appendString(text, to: &expected)
+            let buffer = RowBuffer(capacity: 1)
+            Array(text.utf8).withUnsafeBufferPointer { RowEncoder.appendString($0, to: buffer) }
+            #expect(Array(buffer.bytes) == expected, "\(text.debugDescription)")
+        }
+        for number: Int64 in [0, 7, -7, 9, 10, 99, 100, -100, 1_000_000_007, .max, .min, .max - 1, .min + 1] {
+            let buffer = RowBuffer(capacity: 1)
+            RowEncoder.appendNumber(number, to: buffer)
+            #expect(Array(buffer.bytes) == Array(String(number).utf8))
         }
     }
 }

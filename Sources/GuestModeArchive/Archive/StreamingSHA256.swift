@@ -16,11 +16,13 @@ package struct StreamingSHA256 {
     }
 
     package static func hex(of bytes: [UInt8]) -> String {
-        bytes.withUnsafeBytes { buffer in
-            var hasher = StreamingSHA256()
-            hasher.update(buffer)
-            return hasher.finalizeHex()
-        }
+        bytes.withUnsafeBytes { hex(of: $0) }
+    }
+
+    package static func hex(of bytes: UnsafeRawBufferPointer) -> String {
+        var hasher = StreamingSHA256()
+        hasher.update(bytes)
+        return hasher.finalizeHex()
     }
 
     private static let digits: [UInt8] = Array("0123456789abcdef".utf8)

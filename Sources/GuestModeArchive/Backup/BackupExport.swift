@@ -65,14 +65,6 @@ extension GuestMode {
                 try ArchiveWriter.write(
                     to: descriptor, path: path, format: format, level: level, encryption: encryption
                 ) { writer in
-                    func add(_ name: String, _ bytes: [UInt8], table: String? = nil, rows: Int? = nil) throws {
-                        try bytes.withUnsafeBytes { try writer.addEntry(name: name, contents: $0, modified: now) }
-                        manifest.entries.append(
-                            .init(
-                                name: name, size: Int64(bytes.count), sha256: StreamingSHA256.hex(of: bytes),
-                                table: table,
-                                rows: rows))
-                    }
                     var headerHash = StreamingSHA256()
                     try writer.addEntry(name: BackupFormat.headerName, size: Int64(headerSize), modified: now) {
                         write in
@@ -93,26 +85,27 @@ extension GuestMode {
                         .init(
                             name: BackupFormat.headerName, size: Int64(headerSize), sha256: headerHash.finalizeHex(),
                             table: nil, rows: nil))
+                    let pipeline = EntryPipeline(writer: writer, modified: now)
+                    // Whatever ends this scope, the second thread is done with the writer first.
+                    defer { pipeline.drain() }
+                    var chunk = RowBuffer(capacity: BackupFormat.chunkTarget + (64 << 10))
                     for table in BackupTable.all {
-                        var chunk: [UInt8] = []
-                        chunk.reserveCapacity(BackupFormat.chunkTarget + (64 << 10))
                         var chunkRows = 0
                         var index = 0
                         var tableRows = 0
                         func flush() throws {
                             guard chunkRows > 0 else { return }
                             index += 1
-                            try add(
-                                BackupFormat.dataEntryName(table: table.name, index: index), chunk, table: table.name,
-                                rows: chunkRows)
-                            chunk.removeAll(keepingCapacity: true)
+                            chunk = try pipeline.add(
+                                BackupFormat.dataEntryName(table: table.name, index: index), chunk,
+                                table: table.name, rows: chunkRows)
                             chunkRows = 0
                         }
                         var keys: [[UInt8]] = []
-                        try snapshot.forEachRow(in: table) { columns, values in
+                        try snapshot.forEachRawRow(in: table) { columns, cells in
                             if keys.count != columns.count { keys = RowEncoder.encodedKeys(columns) }
                             try RowEncoder.appendRow(
-                                values, keys: keys, columns: columns, table: table.name, to: &chunk)
+                                cells, keys: keys, columns: columns, table: table.name, to: chunk)
                             chunkRows += 1
                             tableRows += 1
                             written += 1
@@ -122,6 +115,7 @@ extension GuestMode {
                         try flush()
                         manifest.tables[table.name] = tableRows
                     }
+                    manifest.entries += try pipeline.finish()
                     let manifestBytes = Array(try BackupFormat.encoder().encode(manifest))
                     try manifestBytes.withUnsafeBytes {
                         try writer.addEntry(name: BackupFormat.manifestName, contents: $0, modified: now)
@@ -148,6 +142,70 @@ extension GuestMode {
     }
 }
 
+/// Data entries compressed, written and hashed on a second thread while the
+/// next chunk's rows are read and encoded, as the plain tools' `sqlite3 | zstd`
+/// runs on two processors. One entry at a time, in order, so the archive is
+/// the same byte for byte; two buffers take turns. The first failure is
+/// thrown by the next call.
+private final class EntryPipeline: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "guestmode.backup-export.entries")
+    /// Signalled when no entry is in flight.
+    private let idle = DispatchSemaphore(value: 1)
+    // Written by the second thread only while an entry is in flight, read by
+    // the first only after `idle` says it is done.
+    private let writer: ArchiveWriter
+    private let modified: Date
+    private var entries: [BackupManifest.Entry] = []
+    private var failure: (any Error)?
+    /// The chunk being written; once written, the buffer for the next chunk but one.
+    private var inFlight: RowBuffer?
+
+    init(writer: ArchiveWriter, modified: Date) {
+        self.writer = writer
+        self.modified = modified
+    }
+
+    /// Hands `chunk` over as the data entry `name` and returns an empty
+    /// buffer for the next one, once the entry before it is written.
+    func add(_ name: String, _ chunk: RowBuffer, table: String, rows: Int) throws -> RowBuffer {
+        idle.wait()
+        if let failure {
+            idle.signal()
+            throw failure
+        }
+        let next = inFlight ?? RowBuffer(capacity: chunk.capacity)
+        next.removeAll()
+        inFlight = chunk
+        queue.async { [self] in
+            defer { idle.signal() }
+            guard let chunk = inFlight else { return }
+            do {
+                try writer.addEntry(name: name, contents: chunk.bytes, modified: modified)
+                entries.append(
+                    .init(
+                        name: name, size: Int64(chunk.count), sha256: StreamingSHA256.hex(of: chunk.bytes),
+                        table: table, rows: rows))
+            } catch {
+                failure = error
+            }
+        }
+        return next
+    }
+
+    /// The manifest entries of every data entry, in order, once all are written.
+    func finish() throws -> [BackupManifest.Entry] {
+        drain()
+        if let failure { throw failure }
+        return entries
+    }
+
+    /// Waits until no entry is in flight.
+    func drain() {
+        idle.wait()
+        idle.signal()
+    }
+}
+
 extension RowEncoder {
     /// Each column's `"name":` (after a comma for all but the first), encoded once per table.
     static func encodedKeys(_ columns: [String]) -> [[UInt8]] {
@@ -159,16 +217,20 @@ extension RowEncoder {
         }
     }
 
-    /// Appends one row as a JSON object and a newline.
+    private static let nullBytes: [UInt8] = Array("null".utf8)
+
+    /// Appends one row as a JSON object and a newline, its text straight
+    /// from the store's bytes (a string made per cell was most of an export's allocations).
     static func appendRow(
-        _ values: [CellValue], keys: [[UInt8]], columns: [String], table: String, to buffer: inout [UInt8]
+        _ cells: UnsafeBufferPointer<RawCell>, keys: [[UInt8]], columns: [String], table: String,
+        to buffer: RowBuffer
     ) throws {
         buffer.append(UInt8(ascii: "{"))
-        for (index, value) in values.enumerated() {
-            buffer.append(contentsOf: keys[index])
-            switch value {
-            case .null: buffer += "null".utf8
-            case .integer(let value): appendNumber(value, to: &buffer)
+        for index in 0..<cells.count {
+            buffer.append(keys[index])
+            switch cells[index] {
+            case .null: buffer.append(nullBytes)
+            case .integer(let value): appendNumber(value, to: buffer)
             case .real(let value):
                 guard value.isFinite else {
                     throw GuestModeError(
@@ -176,10 +238,11 @@ extension RowEncoder {
                         "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again"
                     )
                 }
-                appendNumber(value, to: &buffer)
-            case .text(let value): appendString(value, to: &buffer)
+                appendNumber(value, to: buffer)
+            case .text(let value): appendString(value, to: buffer)
             }
         }
-        buffer += "}\n".utf8
+        buffer.append(UInt8(ascii: "}"))
+        buffer.append(UInt8(ascii: "\n"))
     }
 }

@@ -131,6 +131,59 @@ package struct BackupManifest: Codable, Sendable, Equatable {
     package var tables: [String: Int]
 }
 
+/// The bytes of one data entry while its rows are written: appended through
+/// a pointer, since `Array`'s `append` checks capacity and uniqueness for
+/// every byte and run of bytes, which was a sixth of an export's instructions.
+final class RowBuffer {
+    private(set) var base: UnsafeMutablePointer<UInt8>
+    private(set) var count = 0
+    private(set) var capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 64)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes written, valid until the next change.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    /// Makes room for `extra` more bytes: after it, up to `extra` bytes may
+    /// be written at `base + count` before `advance(by:)`.
+    @inline(__always) func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    private func grow(to needed: Int) {
+        let larger = max(needed, capacity * 2)
+        let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: larger)
+        moved.update(from: base, count: count)
+        base.deallocate()
+        base = moved
+        capacity = larger
+    }
+
+    @inline(__always) func advance(by written: Int) { count += written }
+
+    func append(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count += 1
+    }
+
+    func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let start = bytes.baseAddress, !bytes.isEmpty else { return }
+        reserve(bytes.count)
+        (base + count).update(from: start, count: bytes.count)
+        count += bytes.count
+    }
+
+    func append(_ bytes: [UInt8]) { bytes.withUnsafeBufferPointer { append($0) } }
+
+    func removeAll() { count = 0 }
+}
+
 /// Appends rows to an NDJSON buffer. Hand-written because it runs once per
 /// exported row and the generic encoders allocate far more per row.
 enum RowEncoder {
@@ -141,19 +194,67 @@ enum RowEncoder {
     /// `JSONEncoder` does (rows keep `\u0008` and `\u000c`, as they always had).
     static func appendString(_ string: String, to buffer: inout [UInt8], likeJSONEncoder: Bool = false) {
         var string = string
-        string.withUTF8 { bytes in
-            buffer.append(UInt8(ascii: "\""))
-            var start = 0
-            for index in 0..<bytes.count {
-                let byte = bytes[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
-                appendEscaped(byte, to: &buffer, likeJSONEncoder: likeJSONEncoder)
-                start = index + 1
-            }
-            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
-            buffer.append(UInt8(ascii: "\""))
+        string.withUTF8 { appendString($0, to: &buffer, likeJSONEncoder: likeJSONEncoder) }
+    }
+
+    /// The same for text already in UTF-8, as a store's row hands it over.
+    static func appendString(
+        _ bytes: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8], likeJSONEncoder: Bool = false
+    ) {
+        buffer.append(UInt8(ascii: "\""))
+        var start = 0
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            appendEscaped(byte, to: &buffer, likeJSONEncoder: likeJSONEncoder)
+            start = index + 1
         }
+        buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+        buffer.append(UInt8(ascii: "\""))
+    }
+
+    /// The same bytes as ``appendString(_:to:likeJSONEncoder:)`` (rows' spelling), written
+    /// byte by byte through the buffer's pointer. Room is made for the rest of
+    /// the text and 64 escapes at a time, so a long text never reserves six
+    /// times its size.
+    static func appendString(_ bytes: UnsafeBufferPointer<UInt8>, to buffer: RowBuffer) {
+        buffer.append(UInt8(ascii: "\""))
+        var index = 0
+        repeat {
+            // An escape is at most six bytes in place of one.
+            buffer.reserve(bytes.count - index + 64 * 5)
+            let start = buffer.base + buffer.count
+            var out = start
+            var escapes = 0
+            while index < bytes.count, escapes < 64 {
+                let byte = bytes[index]
+                index += 1
+                if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+                    out.pointee = byte
+                    out += 1
+                    continue
+                }
+                escapes += 1
+                out.pointee = UInt8(ascii: "\\")
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out[1] = byte
+                case UInt8(ascii: "\n"): out[1] = UInt8(ascii: "n")
+                case UInt8(ascii: "\r"): out[1] = UInt8(ascii: "r")
+                case UInt8(ascii: "\t"): out[1] = UInt8(ascii: "t")
+                default:
+                    out[1] = UInt8(ascii: "u")
+                    out[2] = UInt8(ascii: "0")
+                    out[3] = UInt8(ascii: "0")
+                    out[4] = hexDigits[Int(byte >> 4)]
+                    out[5] = hexDigits[Int(byte & 0x0f)]
+                    out += 4
+                }
+                out += 2
+            }
+            buffer.advance(by: start.distance(to: out))
+        } while index < bytes.count
+        buffer.append(UInt8(ascii: "\""))
     }
 
     private static func appendEscaped(_ byte: UInt8, to buffer: inout [UInt8], likeJSONEncoder: Bool) {
@@ -172,13 +273,35 @@ enum RowEncoder {
         }
     }
 
-    static func appendNumber(_ value: Int64, to buffer: inout [UInt8]) {
-        buffer += String(value).utf8
+    /// Decimal digits as `String(value)` spells them, without making the string.
+    static func appendNumber(_ value: Int64, to buffer: RowBuffer) {
+        buffer.reserve(20)
+        var out = buffer.base + buffer.count
+        if value < 0 {
+            out.pointee = UInt8(ascii: "-")
+            out += 1
+        }
+        var magnitude = value.magnitude
+        var digits = 1
+        var rest = magnitude / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        var place = out + digits
+        repeat {
+            place -= 1
+            place.pointee = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        out += digits
+        buffer.advance(by: (buffer.base + buffer.count).distance(to: out))
     }
 
     /// Swift's shortest round-trip spelling, which is valid JSON for finite values.
-    static func appendNumber(_ value: Double, to buffer: inout [UInt8]) {
-        buffer += value.description.utf8
+    static func appendNumber(_ value: Double, to buffer: RowBuffer) {
+        var text = value.description
+        text.withUTF8 { buffer.append($0) }
     }
 }
 

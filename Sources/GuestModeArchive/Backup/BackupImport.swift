@@ -195,6 +195,8 @@ private struct ImportSession {
     var inserted: [String: Int] = [:]
     var renumbered = 0
     var columns: [String: Set<String>] = [:]
+    /// The columns of the row last found to hold only the store's columns, in its order.
+    var checkedColumns: (table: String, keys: [String])?
     /// False for an archive not signed by this deployment: tables that carry
     /// trust are left out, and replaced users keep their own.
     let trusted: Bool
@@ -387,12 +389,22 @@ private struct ImportSession {
                 }
             }
         }
-        let known = try columnNames(of: table)
-        if let unknown = row.keys.sorted().first(where: { !known.contains($0) }) {
-            throw GuestModeError(
-                .badRow,
-                "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed"
-            )
+        // A table's rows carry the same columns, which a dictionary then lists
+        // in the same order: a row whose keys are the last checked row's, in
+        // the same order, is known good without hashing them; any other is checked.
+        let checkedBefore = checkedColumns.map { $0.table == table.name && row.keys.elementsEqual($0.keys) } ?? false
+        if !checkedBefore {
+            let known = try columnNames(of: table)
+            // Sorted only for the message, which names the first unknown column by name.
+            if row.keys.contains(where: { !known.contains($0) }),
+                let unknown = row.keys.sorted().first(where: { !known.contains($0) })
+            {
+                throw GuestModeError(
+                    .badRow,
+                    "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed"
+                )
+            }
+            checkedColumns = (table.name, Array(row.keys))
         }
         recentRows[insertions % recentRows.count] = (table, location)
         insertions += 1

@@ -144,6 +144,9 @@ enum RowDecoder {
             }
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\\") else { return nil }
             scratch.removeAll(keepingCapacity: true)
+            // The decoded text is never longer than the rest of the line: one
+            // allocation a row, not one for each doubling.
+            scratch.reserveCapacity(bytes.count - start)
             scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
             while index < bytes.count {
                 let byte = bytes[index]
@@ -153,8 +156,15 @@ enum RowDecoder {
                 }
                 if byte < 0x20 { return nil }
                 guard byte == UInt8(ascii: "\\") else {
-                    scratch.append(byte)
+                    // A run up to the next quote, backslash or control character, copied in one go.
+                    let run = index
                     index += 1
+                    while index < bytes.count, bytes[index] >= 0x20, bytes[index] != UInt8(ascii: "\""),
+                        bytes[index] != UInt8(ascii: "\\")
+                    {
+                        index += 1
+                    }
+                    scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<index]))
                     continue
                 }
                 index += 1

@@ -119,6 +119,65 @@ package protocol BackupRowSource {
         in table: BackupTable, of owners: BackupOwners,
         _ body: (_ columns: [String], _ values: [CellValue]) throws -> Void
     ) throws
+    /// As `forEachRow`, with each row's cells as the backend holds them,
+    /// valid only while `body` runs: an export writes them out without a
+    /// string made per cell. The text of a cell is what `forEachRow` would
+    /// give, byte for byte.
+    func forEachRawRow(
+        in table: BackupTable, of owners: BackupOwners,
+        _ body: (_ columns: [String], _ cells: UnsafeBufferPointer<RawCell>) throws -> Void
+    ) throws
+}
+
+/// One cell of a row while it is read (`BackupRowSource.forEachRawRow`): text
+/// as its UTF-8 bytes in place, valid only during the call that hands it over.
+///
+/// ```swift
+/// if case .text(let bytes) = cell { buffer.append(contentsOf: bytes) }
+/// ```
+package enum RawCell {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(UnsafeBufferPointer<UInt8>)
+}
+
+extension BackupRowSource {
+    /// For a backend that reads rows as `CellValue`s: each row's texts copied
+    /// into one buffer reused for every row, and handed over in place.
+    package func forEachRawRow(
+        in table: BackupTable, of owners: BackupOwners,
+        _ body: (_ columns: [String], _ cells: UnsafeBufferPointer<RawCell>) throws -> Void
+    ) throws {
+        var texts: [UInt8] = []
+        var ends: [Int] = []
+        var cells: [RawCell] = []
+        try forEachRow(in: table, of: owners) { columns, values in
+            texts.removeAll(keepingCapacity: true)
+            ends.removeAll(keepingCapacity: true)
+            for case .text(let text) in values {
+                texts.append(contentsOf: text.utf8)
+                ends.append(texts.count)
+            }
+            try texts.withUnsafeBufferPointer { bytes in
+                cells.removeAll(keepingCapacity: true)
+                var next = 0
+                var start = 0
+                for value in values {
+                    switch value {
+                    case .null: cells.append(.null)
+                    case .integer(let number): cells.append(.integer(number))
+                    case .real(let number): cells.append(.real(number))
+                    case .text:
+                        cells.append(.text(UnsafeBufferPointer(rebasing: bytes[start..<ends[next]])))
+                        start = ends[next]
+                        next += 1
+                    }
+                }
+                try cells.withUnsafeBufferPointer { try body(columns, $0) }
+            }
+        }
+    }
 }
 
 /// Whose rows an export reads, as the engine resolved its `BackupSelection`.
@@ -182,6 +241,13 @@ package struct BackupRowSnapshot {
         in table: BackupTable, _ body: (_ columns: [String], _ values: [CellValue]) throws -> Void
     ) throws {
         try source.forEachRow(in: table, of: owners, body)
+    }
+
+    /// As ``forEachRow(in:_:)``, with the cells in place (`BackupRowSource.forEachRawRow`).
+    package func forEachRawRow(
+        in table: BackupTable, _ body: (_ columns: [String], _ cells: UnsafeBufferPointer<RawCell>) throws -> Void
+    ) throws {
+        try source.forEachRawRow(in: table, of: owners, body)
     }
 }
 

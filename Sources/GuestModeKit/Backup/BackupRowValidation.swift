@@ -49,11 +49,14 @@ package struct BackupRowValidator {
     ]
 
     private let facts = CrossRowFacts()
+    /// Made once, not per row: a copy of the profile and its name lists for every row added up.
+    private let context: Context
 
     package init(profile: Profile, now: Date, archive: String) {
         self.profile = profile
         self.now = now
         self.archive = archive
+        self.context = Context(profile: profile, now: now, archive: archive)
     }
 
     /// Checks one row of `table` read at `line` of `entry`, and returns the
@@ -62,9 +65,7 @@ package struct BackupRowValidator {
     package mutating func check(
         _ row: [String: CellValue], table: BackupTable, entry: String, line: Int
     ) throws -> [String: CellValue] {
-        let cells = Cells(
-            row: row, table: table.name, context: Context(profile: profile, now: now, archive: archive),
-            location: "line \(line) of \(entry)")
+        let cells = Cells(row: row, table: table.name, context: context, entry: entry, line: line)
         // Sorted only to name the first offending column the same way every time.
         if row.contains(where: { !TextRule.isAcceptable($0.key) || !($0.value.text.map(TextRule.isAcceptable) ?? true) }
         ) {
@@ -180,20 +181,20 @@ package struct BackupRowValidator {
             try facts.noteCounter(user: user, action: action, total: Int64(total), location: cells.location)
         case "records":
             try cells.text("owner_id")
-            try cells.declared("collection", in: profile.collections.map(\.name), what: "collection")
+            try cells.declared("collection", in: context.collections, what: "collection")
             try cells.name("key")
-            result["data"] = .text(try cells.recordData("data"))
+            if let data = try cells.recanonicalizedRecordData("data") { result["data"] = .text(data) }
             try cells.past("created_at")
             try cells.past("updated_at")
         case "meter_usage":
             try cells.name("user_id")
-            try cells.declared("meter", in: profile.meters.map(\.name), what: "meter")
+            try cells.declared("meter", in: context.meters, what: "meter")
             try cells.number("amount", in: 0...Bounds.maximumMeterAmount)
             try cells.past("at")
             try cells.optionalName("idempotency_key")
         case "meter_warnings":
             try cells.name("user_id")
-            try cells.declared("meter", in: profile.meters.map(\.name), what: "meter")
+            try cells.declared("meter", in: context.meters, what: "meter")
             // Meters that never reset keep their warnings under an empty period.
             if try cells.text("period_start") != "" { try cells.past("period_start") }
             try cells.number("percent", in: 0...100)
@@ -205,7 +206,7 @@ package struct BackupRowValidator {
             try cells.past("fired_at")
         case "meter_grants":
             try cells.name("user_id")
-            try cells.declared("meter", in: profile.meters.map(\.name), what: "meter")
+            try cells.declared("meter", in: context.meters, what: "meter")
             try cells.number("amount", in: 0...Bounds.maximumMeterAmount)
             try cells.past("granted_at")
             try cells.optionalTime("expires_at")
@@ -214,14 +215,14 @@ package struct BackupRowValidator {
             try cells.optionalName("idempotency_key")
         case "plans":
             try cells.name("user_id")
-            try cells.declared("plan", in: profile.plans.map(\.name), what: "plan")
+            try cells.declared("plan", in: context.plans, what: "plan")
             try cells.past("granted_at")
             try cells.optionalTime("trial_ends_at")
             try cells.optionalTime("ends_at")
             try cells.optionalPast("revoked_at")
         case "prompt_outcomes":
             try cells.name("user_id")
-            try cells.declared("context", in: profile.prompts.rules.map(\.context), what: "prompt context")
+            try cells.declared("context", in: context.promptContexts, what: "prompt context")
             guard PromptOutcome(rawValue: try cells.text("outcome")) != nil else {
                 throw cells.invalid(
                     "prompt_outcomes.outcome must be one of \(PromptOutcome.allCases.map(\.rawValue).joined(separator: ", "))"
@@ -230,7 +231,7 @@ package struct BackupRowValidator {
             try cells.past("at")
         case "experiment_assignments":
             try cells.name("user_id")
-            let name = try cells.declared("experiment", in: profile.experiments.map(\.name), what: "experiment")
+            let name = try cells.declared("experiment", in: context.experiments, what: "experiment")
             let variants = profile.experiment(named: name)?.variants.map(\.name) ?? []
             try cells.declared("variant", in: variants, what: "variant of \(name)")
             try cells.past("assigned_at")
@@ -250,9 +251,9 @@ package struct BackupRowValidator {
             }
             try cells.name("owner_id")
             // Restored by `migrate conflicts restore` into a record of this collection.
-            try cells.declared("collection", in: profile.collections.map(\.name), what: "collection")
+            try cells.declared("collection", in: context.collections, what: "collection")
             try cells.name("key")
-            result["data"] = .text(try cells.recordData("data"))
+            if let data = try cells.recanonicalizedRecordData("data") { result["data"] = .text(data) }
             try cells.past("updated_at")
             try cells.text("reason")
             try cells.past("archived_at")
@@ -273,10 +274,27 @@ package struct BackupRowValidator {
     }
 
     /// What the per-cell checks need, kept apart from the validator's growing state so rows never copy it.
-    private struct Context {
+    private final class Context {
         let profile: Profile
         let now: Date
         let archive: String
+        /// The profile's names that rows must refer to.
+        let collections: [String]
+        let meters: [String]
+        let plans: [String]
+        let promptContexts: [String]
+        let experiments: [String]
+
+        init(profile: Profile, now: Date, archive: String) {
+            self.profile = profile
+            self.now = now
+            self.archive = archive
+            collections = profile.collections.map(\.name)
+            meters = profile.meters.map(\.name)
+            plans = profile.plans.map(\.name)
+            promptContexts = profile.prompts.rules.map(\.context)
+            experiments = profile.experiments.map(\.name)
+        }
     }
 
     /// One row's cells, with the checks that name the column and the row.
@@ -284,7 +302,11 @@ package struct BackupRowValidator {
         let row: [String: CellValue]
         let table: String
         let context: Context
-        let location: String
+        let entry: String
+        let line: Int
+
+        /// Made only when a message or a cross-row fact needs it.
+        var location: String { "line \(line) of \(entry)" }
 
         func invalid(_ message: String) -> GuestModeError {
             BackupRowValidator.invalidRow(in: context.archive, at: location, message)
@@ -372,12 +394,13 @@ package struct BackupRowValidator {
         /// A time in the store's form: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
         @discardableResult
         func time(_ column: String) throws -> Date {
-            let value = try text(column)
+            var value = try text(column)
             // Exactly the store's shape (parse alone also takes offsets, dates without a time and other fractions).
-            let bytes = Array(value.utf8)
-            guard bytes.count == 24, bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z"),
-                bytes[20..<23].allSatisfy({ (48...57).contains($0) }), let date = Timestamp.parse(value)
-            else {
+            let shaped = value.withUTF8 { bytes in
+                bytes.count == 24 && bytes[19] == UInt8(ascii: ".") && bytes[23] == UInt8(ascii: "Z")
+                    && bytes[20..<23].allSatisfy({ (48...57).contains($0) })
+            }
+            guard shaped, let date = Timestamp.parse(value) else {
                 throw invalid(
                     "\(table).\(column) must be a UTC time like 2026-01-31T09:30:00.000Z, not \(describe(row[column]))")
             }
@@ -431,9 +454,11 @@ package struct BackupRowValidator {
         }
 
         /// Record data as `record put` stores it: a strict JSON object, in
-        /// its canonical text so equal documents compare equal.
-        func recordData(_ column: String) throws -> String {
-            if case .text(let text)? = row[column], CanonicalScan.isCanonicalObject(text) { return text }
+        /// its canonical text so equal documents compare equal. Nil when the
+        /// row already holds that text, as nearly every exported row does,
+        /// so the row is written as it came, not copied to be changed.
+        func recanonicalizedRecordData(_ column: String) throws -> String? {
+            if case .text(let text)? = row[column], CanonicalScan.isCanonicalObject(text) { return nil }
             return try jsonObject(column).value.canonicalText
         }
     }

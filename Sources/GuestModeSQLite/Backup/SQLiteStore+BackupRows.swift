@@ -54,6 +54,15 @@ private final class SQLiteBackupSource: BackupRowSource {
             of: statement, arguments: condition.arguments, table: table.name, purpose: "backups", body)
     }
 
+    func forEachRawRow(
+        in table: BackupTable, of owners: BackupOwners, _ body: ([String], UnsafeBufferPointer<RawCell>) throws -> Void
+    ) throws {
+        let condition = Self.condition(table, owners)
+        let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name) WHERE \(condition.sql) ORDER BY rowid")
+        try forEachRawCellRow(
+            of: statement, arguments: condition.arguments, table: table.name, purpose: "backups", body)
+    }
+
     /// The condition that picks the owners' rows of a table.
     private static func condition(
         _ table: BackupTable, _ owners: BackupOwners
@@ -119,9 +128,16 @@ private final class SQLiteBackupImport: BackupRowImport {
             values["id"] = nil
             insertion = .renumbered
         }
+        // Bound through SQLite's C API: GRDB's generic argument binding
+        // (`StatementArguments`) was a fifth of an import's instructions.
+        // A table's rows list the same columns in the same order: bound in
+        // that order, matched by comparing names, not by hashing them.
+        if let layout = lastLayout, layout.table == table.name, layout.bind(values) {
+            return try step(layout.statement, table: table, row: values, insertion: insertion)
+        }
         let prepared: (columns: [String], statement: Statement)
         if let cached = inserts[table.name], cached.columns.count == values.count,
-            cached.columns.allSatisfy({ values[$0] != nil })
+            Self.bind(values, to: cached.columns, of: cached.statement.sqliteStatement)
         {
             prepared = cached
         } else {
@@ -134,42 +150,92 @@ private final class SQLiteBackupImport: BackupRowImport {
                 )
             )
             inserts[table.name] = prepared
+            _ = Self.bind(values, to: columns, of: prepared.statement.sqliteStatement)
         }
-        // Bound and stepped through SQLite's C API: GRDB's generic argument
-        // binding (`StatementArguments`) was a fifth of an import's instructions.
-        let handle = prepared.statement.sqliteStatement
-        sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
-        for (index, column) in prepared.columns.enumerated() {
-            let position = Int32(index + 1)
-            switch values[column] ?? .null {
-            case .null: sqlite3_bind_null(handle, position)
-            case .integer(let value): sqlite3_bind_int64(handle, position, value)
-            case .real(let value): sqlite3_bind_double(handle, position, value)
-            case .text(var value):
-                value.withUTF8 { text in
-                    text.withMemoryRebound(to: CChar.self) { characters in
-                        // A null pointer would bind NULL, not an empty text.
-                        if let start = characters.baseAddress, !characters.isEmpty {
-                            _ = sqlite3_bind_text(handle, position, start, Int32(characters.count), transientText)
-                        } else {
-                            _ = sqlite3_bind_text(handle, position, "", 0, transientText)
-                        }
-                    }
-                }
-            }
-        }
+        lastLayout = InsertLayout(
+            table: table.name, row: values, columns: prepared.columns, statement: prepared.statement)
+        return try step(prepared.statement, table: table, row: values, insertion: insertion)
+    }
+
+    private func step(
+        _ statement: Statement, table: BackupTable, row: [String: CellValue], insertion: BackupRowInsertion
+    ) throws -> BackupRowInsertion {
+        let handle = statement.sqliteStatement
         let code = sqlite3_step(handle)
         guard code == SQLITE_DONE else {
             let error = DatabaseError(
                 resultCode: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)),
-                message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: prepared.statement.sql)
+                message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
             sqlite3_reset(handle)
-            if error.resultCode == .SQLITE_CONSTRAINT { throw try refusal(error, table: table, row: values) }
+            if error.resultCode == .SQLITE_CONSTRAINT { throw try refusal(error, table: table, row: row) }
             throw error
         }
         sqlite3_reset(handle)
         return insertion
+    }
+
+    /// Binds `values` to the statement's parameters, one per column in
+    /// order; false when a column has no value in the row. Every parameter
+    /// is bound on success, so none keeps an earlier row's value.
+    private static func bind(_ values: [String: CellValue], to columns: [String], of handle: OpaquePointer?) -> Bool {
+        sqlite3_reset(handle)
+        for (index, column) in columns.enumerated() {
+            guard let value = values[column] else { return false }
+            bind(value, at: Int32(index + 1), of: handle)
+        }
+        return true
+    }
+
+    fileprivate static func bind(_ value: CellValue, at position: Int32, of handle: OpaquePointer?) {
+        switch value {
+        case .null: sqlite3_bind_null(handle, position)
+        case .integer(let value): sqlite3_bind_int64(handle, position, value)
+        case .real(let value): sqlite3_bind_double(handle, position, value)
+        case .text(var value):
+            value.withUTF8 { text in
+                text.withMemoryRebound(to: CChar.self) { characters in
+                    // A null pointer would bind NULL, not an empty text.
+                    if let start = characters.baseAddress, !characters.isEmpty {
+                        _ = sqlite3_bind_text(handle, position, start, Int32(characters.count), transientText)
+                    } else {
+                        _ = sqlite3_bind_text(handle, position, "", 0, transientText)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The last row's columns in its dictionary's order, each with its
+    /// parameter in the table's INSERT.
+    private var lastLayout: InsertLayout?
+
+    private struct InsertLayout {
+        let table: String
+        let keys: [String]
+        let positions: [Int32]
+        let statement: Statement
+
+        init(table: String, row: [String: CellValue], columns: [String], statement: Statement) {
+            self.table = table
+            self.statement = statement
+            keys = Array(row.keys)
+            positions = keys.map { key in Int32((columns.firstIndex(of: key) ?? 0) + 1) }
+        }
+
+        /// Binds `row` when it lists exactly these keys in this order (then
+        /// every parameter is bound); false otherwise.
+        func bind(_ row: [String: CellValue]) -> Bool {
+            guard row.count == keys.count else { return false }
+            let handle = statement.sqliteStatement
+            sqlite3_reset(handle)
+            var index = 0
+            for (key, value) in row {
+                guard key == keys[index] else { return false }
+                SQLiteBackupImport.bind(value, at: positions[index], of: handle)
+                index += 1
+            }
+            return true
+        }
     }
 
     func tableWithDanglingReferences() throws -> String? {

@@ -46,3 +46,80 @@ func forEachCellRow(
         try body(columns, values)
     }
 }
+
+/// As `forEachCellRow`, with each row's cells in place (`BackupRowSource.forEachRawRow`):
+/// text is handed over as the bytes SQLite holds, no string made per cell.
+/// It is the text `forEachCellRow` gives, byte for byte: up to the first NUL,
+/// and invalid UTF-8 repaired as `String(cString:)` repairs it.
+func forEachRawCellRow(
+    of statement: Statement, arguments: StatementArguments = StatementArguments(), table: String, purpose: String,
+    _ body: ([String], UnsafeBufferPointer<RawCell>) throws -> Void
+) throws {
+    let columns = statement.columnNames
+    try statement.setArguments(arguments)
+    let handle = statement.sqliteStatement
+    defer { sqlite3_reset(handle) }
+    let cells = UnsafeMutableBufferPointer<RawCell>.allocate(capacity: max(columns.count, 1))
+    defer { cells.deallocate() }
+    // Repaired texts of the current row, freed when the next row is read.
+    var repaired: [UnsafeMutableBufferPointer<UInt8>] = []
+    defer { for text in repaired { text.deallocate() } }
+    while true {
+        let code = sqlite3_step(handle)
+        if code == SQLITE_DONE { return }
+        guard code == SQLITE_ROW else {
+            let connection = sqlite3_db_handle(handle)
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
+                message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql)
+        }
+        for text in repaired { text.deallocate() }
+        repaired.removeAll(keepingCapacity: true)
+        for index in columns.indices {
+            let column = Int32(index)
+            switch sqlite3_column_type(handle, column) {
+            case SQLITE_NULL: cells[index] = .null
+            case SQLITE_INTEGER: cells[index] = .integer(sqlite3_column_int64(handle, column))
+            case SQLITE_FLOAT: cells[index] = .real(sqlite3_column_double(handle, column))
+            case SQLITE_TEXT:
+                guard let start = sqlite3_column_text(handle, column) else {
+                    cells[index] = .text(UnsafeBufferPointer(start: nil, count: 0))
+                    continue
+                }
+                let bytes = UnsafeBufferPointer(
+                    start: start, count: strlen(UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self)))
+                if isASCII(bytes) || TextRule.validatedUTF8(bytes) != nil {
+                    cells[index] = .text(bytes)
+                } else {
+                    let text = Array(String(decoding: bytes, as: UTF8.self).utf8)
+                    let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: text.count)
+                    _ = copy.initialize(from: text)
+                    repaired.append(copy)
+                    cells[index] = .text(UnsafeBufferPointer(copy))
+                }
+            default:
+                throw GuestModeError(
+                    .unexportableValue,
+                    "\(table).\(columns[index]) holds binary data, which \(purpose) do not carry; store it as text")
+            }
+        }
+        try body(columns, UnsafeBufferPointer(rebasing: cells[0..<columns.count]))
+    }
+}
+
+/// Whether every byte is below 0x80, eight at a time: such text is valid UTF-8 as it is.
+private func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard let base = bytes.baseAddress else { return true }
+    let raw = UnsafeRawPointer(base)
+    var index = 0
+    var high: UInt64 = 0
+    while index + 8 <= bytes.count {
+        high |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+        index += 8
+    }
+    while index < bytes.count {
+        high |= UInt64(bytes[index])
+        index += 1
+    }
+    return high & 0x8080_8080_8080_8080 == 0
+}
