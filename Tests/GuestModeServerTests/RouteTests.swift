@@ -508,17 +508,27 @@ struct RouteTests {
         }
         #expect(server.services.armedDeadlines == 0)
         // Both pool threads held: a call queued behind them is refused at its deadline, which is let go too.
+        // The held calls' deadlines are far off, so a loaded machine cannot see them pass before the count
+        // (a CI run under load did with the default --store-wait of 10 s).
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let held = (0..<2).map { _ in
             Task {
-                try await server.services.perform { _, _ in
+                try await server.services.perform(waitingAtMost: .seconds(3600)) { _, _ in
                     started.signal()
                     release.wait()
                 }
             }
         }
-        for _ in held { await Task.detached { started.wait() }.value }
+        // Waited for on threads of their own: a blocked cooperative thread could starve the tasks that submit.
+        for _ in held {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread.detachNewThread {
+                    started.wait()
+                    done.resume()
+                }
+            }
+        }
         let refused = await #expect(throws: GuestModeError.self) {
             try await server.services.perform(waitingAtMost: .milliseconds(1)) { _, _ in }
         }
