@@ -498,8 +498,6 @@ final class PostgresConnection: Sendable {
     }
 }
 
-/// A failure reported by the server, with its SQLSTATE so callers can tell a
-/// unique violation or a serialization failure from the rest.
 /// libpq, opened the first time a PostgreSQL store is (`dlopen`, CLibPQ/shim.h) rather than linked: a command
 /// on a SQLite store never loads it, nor the shared objects it brings, most of a short command's start-up
 /// (bench/results.md, "Start-up"). Every libpq function this file calls is in its table.
@@ -520,6 +518,8 @@ private enum LibPQ {
     static func table() throws -> guestmode_libpq { try opened.get() }
 }
 
+/// A failure reported by the server, with its SQLSTATE so callers can tell a
+/// unique violation or a serialization failure from the rest.
 struct PostgresFailure: Error, CustomStringConvertible {
     var sqlState: String?
     var message: String

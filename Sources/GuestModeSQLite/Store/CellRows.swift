@@ -18,15 +18,7 @@ func forEachCellRow(
     defer { sqlite3_reset(handle) }
     var values: [CellValue] = []
     values.reserveCapacity(columns.count)
-    while true {
-        let code = sqlite3_step(handle)
-        if code == SQLITE_DONE { return }
-        guard code == SQLITE_ROW else {
-            let connection = sqlite3_db_handle(handle)
-            throw DatabaseError(
-                resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
-                message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql)
-        }
+    while try step(handle, of: statement) {
         values.removeAll(keepingCapacity: true)
         for index in columns.indices {
             let column = Int32(index)
@@ -64,15 +56,7 @@ func forEachRawCellRow(
     // Repaired texts of the current row, freed when the next row is read.
     var repaired: [UnsafeMutableBufferPointer<UInt8>] = []
     defer { for text in repaired { text.deallocate() } }
-    while true {
-        let code = sqlite3_step(handle)
-        if code == SQLITE_DONE { return }
-        guard code == SQLITE_ROW else {
-            let connection = sqlite3_db_handle(handle)
-            throw DatabaseError(
-                resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
-                message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql)
-        }
+    while try step(handle, of: statement) {
         for text in repaired { text.deallocate() }
         repaired.removeAll(keepingCapacity: true)
         for index in columns.indices {
@@ -122,4 +106,17 @@ private func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         index += 1
     }
     return high & 0x8080_8080_8080_8080 == 0
+}
+
+/// Steps the statement once: true with a row to read, false when done; a failure as GRDB reports one.
+private func step(_ handle: SQLiteStatement, of statement: Statement) throws -> Bool {
+    let code = sqlite3_step(handle)
+    if code == SQLITE_DONE { return false }
+    guard code == SQLITE_ROW else {
+        let connection = sqlite3_db_handle(handle)
+        throw DatabaseError(
+            resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
+            message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql)
+    }
+    return true
 }
