@@ -21,7 +21,7 @@ package enum ShellCompletions<Root: ParsableCommand> {
                 takesValue = false
             } else if word.hasPrefix("-") {
                 takesValue = valueOptions(of: command).contains(word)
-            } else if let next = subcommand(of: command, named: word) {
+            } else if let next = CommandLineUsage<Root>.subcommand(of: command, named: word) {
                 command = next
             }
         }
@@ -43,38 +43,16 @@ package enum ShellCompletions<Root: ParsableCommand> {
         Foundation.exit(0)
     }
 
-    private static func subcommand(
-        of command: any ParsableCommand.Type, named name: String
-    )
-        -> (any ParsableCommand.Type)?
-    {
-        command.configuration.subcommands.first {
-            $0.configuration.commandName == name || $0.configuration.aliases.contains(name)
-        }
-    }
-
     /// Every long option and flag of `type`, its option groups' included, with `--help`.
     private static func longOptions(of type: any ParsableArguments.Type) -> [String] {
-        declared(in: type) { ($0 as? any OptionDeclaration.Type) != nil || ($0 as? any FlagDeclaration.Type) != nil }
-            + ["--help"]
+        CommandLineUsage<Root>.declaredOptions(of: type) {
+            ($0 as? any OptionDeclaration.Type) != nil || ($0 as? any FlagDeclaration.Type) != nil
+        } + ["--help"]
     }
 
     /// The long options of `type` that take a value.
     private static func valueOptions(of type: any ParsableArguments.Type) -> [String] {
-        declared(in: type) { ($0 as? any OptionDeclaration.Type) != nil }
-    }
-
-    /// The long names of the properties of `type` (and of its option groups) whose wrapper is `kept`;
-    /// guestmode declares every option under ArgumentParser's default name (`CommandLineUsage`).
-    private static func declared(in type: any ParsableArguments.Type, where kept: (Any.Type) -> Bool) -> [String] {
-        Mirror(reflecting: type.init()).children.flatMap { child -> [String] in
-            guard let label = child.label, label.hasPrefix("_") else { return [] }
-            let wrapper = Swift.type(of: child.value)
-            if let group = wrapper as? any OptionGroupDeclaration.Type {
-                return declared(in: group.arguments, where: kept)
-            }
-            return kept(wrapper) ? ["--" + CommandLineUsage<Root>.optionName(String(label.dropFirst()))] : []
-        }
+        CommandLineUsage<Root>.declaredOptions(of: type) { ($0 as? any OptionDeclaration.Type) != nil }
     }
 }
 

@@ -16,11 +16,7 @@ package enum CommandLineUsage<Root: ParsableCommand> {
         var command: any ParsableCommand.Type = Root.self
         var path: [String] = []
         for argument in words(arguments) {
-            guard
-                let next = command.configuration.subcommands.first(where: {
-                    $0.configuration.commandName == argument || $0.configuration.aliases.contains(argument)
-                })
-            else { break }
+            guard let next = subcommand(of: command, named: argument) else { break }
             // Every command names itself in its configuration (RepeatedOptionTests checks each).
             path.append(next.configuration.commandName ?? "")
             command = next
@@ -91,16 +87,34 @@ package enum CommandLineUsage<Root: ParsableCommand> {
     /// property's, which is why guestmode declares no option under a custom name
     /// (RepeatedOptionTests holds every command's list to ArgumentParser's own description).
     package static func singleValueOptions(of type: any ParsableArguments.Type) -> [String] {
+        declaredOptions(of: type) { ($0 as? any OptionDeclaration.Type)?.takesOneValue == true }
+    }
+
+    /// The long names of the properties of `type` (and of its option groups) whose property wrapper
+    /// type `kept` accepts (an `Option<…>`, a `Flag<…>`).
+    package static func declaredOptions(
+        of type: any ParsableArguments.Type, where kept: (Any.Type) -> Bool
+    )
+        -> [String]
+    {
         Mirror(reflecting: type.init()).children.flatMap { child -> [String] in
             guard let label = child.label, label.hasPrefix("_") else { return [] }
-            switch Swift.type(of: child.value) {
-            case let option as any OptionDeclaration.Type:
-                return option.takesOneValue ? ["--" + optionName(String(label.dropFirst()))] : []
-            case let group as any OptionGroupDeclaration.Type:
-                return singleValueOptions(of: group.arguments)
-            default:
-                return []
+            let wrapper = Swift.type(of: child.value)
+            if let group = wrapper as? any OptionGroupDeclaration.Type {
+                return declaredOptions(of: group.arguments, where: kept)
             }
+            return kept(wrapper) ? ["--" + optionName(String(label.dropFirst()))] : []
+        }
+    }
+
+    /// The subcommand of `command` named `name` (or one of its aliases); nil when it has none.
+    package static func subcommand(
+        of command: any ParsableCommand.Type, named name: String
+    )
+        -> (any ParsableCommand.Type)?
+    {
+        command.configuration.subcommands.first {
+            $0.configuration.commandName == name || $0.configuration.aliases.contains(name)
         }
     }
 
