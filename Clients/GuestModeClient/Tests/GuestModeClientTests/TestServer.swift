@@ -94,11 +94,18 @@ final class TestServer: @unchecked Sendable {
 
     /// Runs `guestmode ARGUMENTS` in the folder, on the same store.
     func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        try Self.launch(Self.binary, arguments, in: directory, environment: environment)
+    }
+
+    /// Runs `executable` in `folder` to its end: its status, and its standard output and error together.
+    static func launch(
+        _ executable: String, _ arguments: [String], in folder: URL, environment: [String: String]? = nil
+    ) throws -> (status: Int32, output: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = environment
+        process.currentDirectoryURL = folder
+        if let environment { process.environment = environment }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
