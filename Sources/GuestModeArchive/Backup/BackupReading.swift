@@ -327,18 +327,8 @@ struct ArchiveWalk {
         if !migrations.isEmpty {
             // Too big to read whole: the steps see the header without its user list, which they never change.
             var object = members.mapValues(\.foundationObject)
-            for step in migrations {
-                try step.upgradeHeader(&object)
-                object["format_version"] = step.from + 1
-            }
             object["users"] = [String]()
-            do {
-                let data = try JSONSerialization.data(withJSONObject: object)
-                header = try BackupFormat.decoder().decode(BackupHeader.self, from: data)
-            } catch {
-                throw GuestModeError(
-                    .badHeader, "the archive '\(path)' has a malformed header.json (\(describe(error)))")
-            }
+            header = try upgradedHeader(object, through: migrations, path: path)
             header.users = heard.sample
         }
         if let bad = heard.badText {
@@ -351,13 +341,31 @@ struct ArchiveWalk {
             sha256: hasher.finalizeHex(), macs: macs)
     }
 
+    /// A header of an older format taken through `migrations`, then decoded as the current one.
+    private static func upgradedHeader(
+        _ object: [String: Any], through migrations: [ArchiveMigration], path: String
+    ) throws -> BackupHeader {
+        var object = object
+        for step in migrations {
+            try step.upgradeHeader(&object)
+            object["format_version"] = step.from + 1
+        }
+        do {
+            let data = try JSONSerialization.data(withJSONObject: object)
+            return try BackupFormat.decoder().decode(BackupHeader.self, from: data)
+        } catch {
+            throw GuestModeError(
+                .badHeader, "the archive '\(path)' has a malformed header.json (\(describe(error)))")
+        }
+    }
+
     /// The general reader: the whole header through `JSONSerialization`, so
     /// older formats can be upgraded step by step.
     private static func decodeHeader(
         _ bytes: [UInt8], path: String, chain: ArchiveMigrationChain
     ) throws -> (BackupHeader, Int, [ArchiveMigration]) {
         _ = try TextRule.decode(bytes, what: "\(BackupFormat.headerName) of the archive '\(path)'")
-        guard var object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
             object["format"] as? String == BackupFormat.formatName,
             let version = object["format_version"] as? Int
         else {
@@ -365,18 +373,7 @@ struct ArchiveWalk {
                 .notABackup, "the archive '\(path)' has a header.json that is not a guestmode backup header")
         }
         let migrations = try chain.steps(from: version, archive: path)
-        for step in migrations {
-            try step.upgradeHeader(&object)
-            object["format_version"] = step.from + 1
-        }
-        let header: BackupHeader
-        do {
-            let data = try JSONSerialization.data(withJSONObject: object)
-            header = try BackupFormat.decoder().decode(BackupHeader.self, from: data)
-        } catch {
-            throw GuestModeError(
-                .badHeader, "the archive '\(path)' has a malformed header.json (\(describe(error)))")
-        }
+        let header = try upgradedHeader(object, through: migrations, path: path)
         for (index, user) in header.users.enumerated() where !TextRule.isAcceptable(user) {
             try TextRule.check(user, what: "users[\(index)] in \(BackupFormat.headerName) of the archive '\(path)'")
         }
