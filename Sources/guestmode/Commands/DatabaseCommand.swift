@@ -85,7 +85,7 @@ struct DatabaseCommand: ParsableCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "check",
-            abstract: "Run SQLite's integrity and foreign key checks, and check counters and kept totals against the ledger.",
+            abstract: "Run SQLite's integrity and foreign key checks, and check counters against events.",
             discussion: "Exits 0 when the store is healthy, 65 with the problems listed when it is not."
         )
 
