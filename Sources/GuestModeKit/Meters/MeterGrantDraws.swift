@@ -173,6 +173,11 @@ extension StoreTransaction {
             try rebuildGrantDraws(of: user, meter: meter, grants: grants, plans: plans, profile: profile)
             return
         }
+        // A use before every grant is outside the replay (it starts at the first grant) and draws nothing.
+        if let first = grants.map(\.grantedAt).min(), at < first {
+            try keepMeterGrantDraws(kept)
+            return
+        }
         ledger.record(
             MeterUse(amount: use.amount, at: at), ordered: grants.sorted(by: MeterGrantRow.drawsBefore),
             periodStart: meter.reset.periodStart(containing: at),

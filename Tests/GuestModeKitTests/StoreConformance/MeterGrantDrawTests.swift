@@ -124,6 +124,18 @@ struct MeterGrantDrawTests {
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func aUseBeforeEveryGrantDrawsNothing(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        _ = try grant(engine, 5, at: day(3))
+        try use(engine, 2, at: day(2))
+        try expectReplayed(engine, "u1", now: day(3))
+        #expect(try draws(engine, "u1").kept?.through == nil, "the replay starts at the first grant")
+        try use(engine, 2, at: day(4))
+        try expectReplayed(engine, "u1", now: day(4))
+        #expect(try engine.meterGrants(user: "u1", meter: "api_minutes", now: day(4)).map(\.used) == [2])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func aChangeOfTierInThePastIsReplayed(backend: StoreBackend) throws {
         let engine = try engine(backend)
         _ = try grant(engine, 10, at: day(1))
