@@ -102,7 +102,7 @@ extension StoreTransaction {
             text +=
                 "\(grant.id)|\(grant.amount.millionths)|\(time(grant.grantedAt))|\(time(grant.expiresAt))|\(time(grant.revokedAt)),"
         }
-        return SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        return SecretHash.hex(Array(SHA256.hash(data: Data(text.utf8))))
     }
 
     /// Whether usage at a time drew on nothing: the tier the user had then
