@@ -229,7 +229,8 @@ extension GuestMode {
                 let counted = expected.drawnByGrant ?? [:]
                 for id in Set(drawn.keys).union(counted.keys).sorted() where drawn[id] != counted[id] {
                     problems.append(
-                        "\(what) say grant \(id) drew \(drawn[id] ?? .zero) but its ledger gives \(counted[id] ?? .zero)")
+                        "\(what) say grant \(id) drew \(drawn[id] ?? .zero) but its ledger gives \(counted[id] ?? .zero)"
+                    )
                 }
                 if row.drawnInPeriod != expected.drawnInPeriod {
                     let kept = "\(MeterAmount(millionths: max(0, row.drawnInPeriod)))"

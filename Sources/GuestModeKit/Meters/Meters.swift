@@ -314,7 +314,8 @@ extension GuestMode {
         let kept = grants.isEmpty ? nil : try transaction.meterGrantDraws(of: userID, meter: meter.name)
         try transaction.appendMeterUse(of: userID, meter: meter.name, amount: amount, at: now, key: key)
         try transaction.keepGrantDraws(
-            of: user, meter: meter, grants: grants, kept: kept, use: MeterUse(amount: amount, at: now), profile: profile)
+            of: user, meter: meter, grants: grants, kept: kept, use: MeterUse(amount: amount, at: now), profile: profile
+        )
         try transaction.noteActivity(of: userID, profile: profile, now: now)
         // The new use is in this period and the tier has not changed: the
         // total after it needs no second read of the ledger, unless the user

@@ -102,7 +102,8 @@ extension PostgresTransaction {
 
     func forEachMeterGrantDraws(_ body: (MeterGrantDrawsRow) throws -> Void) throws {
         let rows = try connection.execute(
-            "SELECT \(Self.grantDrawColumns) FROM meter_grant_draws ORDER BY user_id COLLATE \"C\", meter COLLATE \"C\"")
+            "SELECT \(Self.grantDrawColumns) FROM meter_grant_draws ORDER BY user_id COLLATE \"C\", meter COLLATE \"C\""
+        )
         for row in rows { try body(try Self.grantDraws(row)) }
     }
 }

@@ -19,7 +19,9 @@ struct MeterGrantDrawTests {
 
     /// The row kept for the user's api_minutes, and the one the replay of
     /// its whole ledger gives, made from the inputs the store holds now.
-    private func draws(_ engine: GuestMode, _ userID: String) throws -> (
+    private func draws(
+        _ engine: GuestMode, _ userID: String
+    ) throws -> (
         kept: MeterGrantDrawsRow?, replayed: MeterGrantDrawsRow
     ) {
         let meter = try #require(engine.profile.meter(named: "api_minutes"))
@@ -98,7 +100,8 @@ struct MeterGrantDrawTests {
         _ = try grant(engine, 10, at: day(1))
         _ = try grant(engine, 5, expiry: .at(day(5)), at: day(1))
         try expectReplayed(engine, "u1", now: day(1))
-        for (amount, time) in [(3, day(2)), (4, day(3)), (0.5, day(3)), (9, day(4)), (2, day(6))] as [(MeterAmount, Date)]
+        for (amount, time) in [(3, day(2)), (4, day(3)), (0.5, day(3)), (9, day(4)), (2, day(6))]
+            as [(MeterAmount, Date)]
         {
             try use(engine, amount, at: time)
             try expectReplayed(engine, "u1", now: time)
