@@ -318,8 +318,8 @@ extension GuestMode {
         )
         try transaction.noteActivity(of: userID, profile: profile, now: now)
         // The new use is in this period and the tier has not changed: the
-        // total after it needs no second read of the ledger, unless the user
-        // holds grants the use may have drawn on.
+        // total after it needs no second read, unless the user holds grants
+        // the use may have drawn on (then read from the draws just kept).
         let after =
             before.granted.isPositive || !before.grants.isEmpty
             ? try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
