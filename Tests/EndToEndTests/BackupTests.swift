@@ -342,7 +342,7 @@ struct BackupTests {
             #expect(!tables.isEmpty)
             for table in [
                 "server_keys", "session_families", "refresh_tokens", "kept_responses", "webhook_outbox",
-                "sign_in_buckets", "signing_keys", "store_events",
+                "sign_in_buckets", "signing_keys", "store_events", "meter_grant_draws",
             ] {
                 #expect(tables[table] == nil, "\(selection) carries \(table)")
             }

@@ -35,7 +35,7 @@ struct MeterTotalTests {
         // The store as the version before kept it: no totals, no triggers, neither that migration nor the next applied.
         let forget =
             backend == .sqlite
-            ? "DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP INDEX identities_email; DROP TABLE signing_keys; DROP TABLE store_purchases; DROP TABLE store_events; DELETE FROM grdb_migrations WHERE identifier IN ('v10-meter-totals', 'v11-identity-email', 'v12-signing-keys', 'v13-store-purchases');"
+            ? "DROP TABLE meter_grant_draws; DROP TRIGGER meter_grant_draws_add; DROP TRIGGER meter_grant_draws_remove; DROP TRIGGER meter_grant_draws_move; DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP INDEX identities_email; DROP TABLE signing_keys; DROP TABLE store_purchases; DROP TABLE store_events; DELETE FROM grdb_migrations WHERE identifier IN ('v10-meter-totals', 'v11-identity-email', 'v12-signing-keys', 'v13-store-purchases', 'v14-meter-grant-draws');"
             : "DROP TABLE meter_totals; DROP FUNCTION meter_totals_add() CASCADE; DROP FUNCTION meter_totals_remove() CASCADE; DROP INDEX identities_email; DELETE FROM schema_migrations WHERE identifier IN ('pg9-meter-totals', 'pg10-identity-email');"
         try await execute(forget, in: sandbox, backend)
         if backend == .sqlite {
@@ -84,5 +84,39 @@ struct MeterTotalTests {
         let negative = try await sandbox.run("db", "check", "--json")
         let named = (negative.object["problems"] as? [String]) ?? []
         #expect(named.contains { $0.contains("of user \(guest) has amount -3") }, "\(named)")
+    }
+
+    @Test(
+        "db check names kept grant draws that disagree with the replay of their ledger",
+        arguments: ServerTests.Backend.allCases)
+    func checkNamesWrongGrantDraws(_ backend: ServerTests.Backend) async throws {
+        let sandbox = try await backend.sandbox("voice")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("meter", "grant", guest, "api_minutes", "10").status == 0)
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-02T10:00:00Z"
+        #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "4").status == 0)
+        #expect(try await sandbox.run("db", "check").status == 0)
+        try await execute(
+            "UPDATE meter_grant_draws SET drawn = replace(drawn, ':4000000', ':3000000'), drawn_in_period = 1",
+            in: sandbox, backend)
+        let checked = try await sandbox.run("db", "check", "--json")
+        #expect(checked.status == 65, "\(checked.stdout)\(checked.stderr)")
+        let problems = (checked.object["problems"] as? [String]) ?? []
+        let what = "the kept grant draws of meter api_minutes of user \(guest)"
+        #expect(
+            problems.contains { $0.hasPrefix("\(what) say grant ") && $0.hasSuffix(" drew 3 but its ledger gives 4") },
+            "\(problems)")
+        #expect(
+            problems.contains(
+                "\(what) say the grants gave 0.000001 in the period of their latest use but its ledger gives 4"),
+            "\(problems)")
+        // The rows are derived: deleting them is the repair, and the next use rebuilds them from the ledger.
+        try await execute("DELETE FROM meter_grant_draws", in: sandbox, backend)
+        #expect(try await sandbox.run("db", "check").status == 0)
+        #expect(try await sandbox.run("meter", "use", guest, "api_minutes", "1").status == 0)
+        let status = try await sandbox.run("meter", "status", guest, "api_minutes", "--json")
+        #expect(((status.json as? [[String: Any]])?.first?["remaining"] as? NSNumber)?.doubleValue == 65)
+        #expect(try await sandbox.run("db", "check").status == 0)
     }
 }

@@ -52,17 +52,31 @@ struct MeterGrantLedger {
         grants: [MeterGrantRow], uses: [MeterUse], periodStart: Date?, isUnlimited: (Date) -> Bool
     ) {
         let ordered = grants.sorted(by: MeterGrantRow.drawsBefore)
-        for use in uses where !isUnlimited(use.at) {
-            var left = use.amount
-            for grant in ordered where left.isPositive && grant.isInForce(at: use.at) {
-                let available = grant.amount.remaining(after: drawn[grant.id] ?? .zero)
-                let taken = min(available, left)
-                guard taken.isPositive else { continue }
-                drawn[grant.id] = (drawn[grant.id] ?? .zero).adding(taken) ?? .largest
-                left = left.remaining(after: taken)
-                if periodStart.map({ use.at >= $0 }) ?? true {
-                    drawnInPeriod = drawnInPeriod.adding(taken) ?? .largest
-                }
+        for use in uses { record(use, ordered: ordered, periodStart: periodStart, isUnlimited: isUnlimited(use.at)) }
+    }
+
+    /// The ledger as kept (`MeterGrantDraws`): what each grant gave, and
+    /// what they gave in the current period.
+    init(drawn: [Int64: MeterAmount], drawnInPeriod: MeterAmount) {
+        self.drawn = drawn
+        self.drawnInPeriod = drawnInPeriod
+    }
+
+    /// Spreads one more use, later than (or as late as) every one before
+    /// it, over `ordered` (the grants in `drawsBefore` order): the one step
+    /// of the replay, shared by the replay and the kept draws, so both give
+    /// the same amounts.
+    mutating func record(_ use: MeterUse, ordered: [MeterGrantRow], periodStart: Date?, isUnlimited: Bool) {
+        guard !isUnlimited else { return }
+        var left = use.amount
+        for grant in ordered where left.isPositive && grant.isInForce(at: use.at) {
+            let available = grant.amount.remaining(after: drawn[grant.id] ?? .zero)
+            let taken = min(available, left)
+            guard taken.isPositive else { continue }
+            drawn[grant.id] = (drawn[grant.id] ?? .zero).adding(taken) ?? .largest
+            left = left.remaining(after: taken)
+            if periodStart.map({ use.at >= $0 }) ?? true {
+                drawnInPeriod = drawnInPeriod.adding(taken) ?? .largest
             }
         }
     }

@@ -184,6 +184,11 @@ extension GuestMode {
         guard let row = rows.first(where: { $0.id == id }) else {
             throw GuestModeError(.grantNotFound, "no meter grant \(id) in this store")
         }
+        // A new or revoked grant changes what every use drew: the kept draws are rebuilt with it.
+        if isChanged {
+            try transaction.rebuildGrantDraws(
+                of: user, meter: meter, grants: rows, plans: try transaction.planGrants(of: user.id), profile: profile)
+        }
         let ledger = try transaction.grantLedger(of: user, meter: meter, grants: rows, profile: profile, now: now)
         return MeterGrantResult(
             isChanged: isChanged, grant: ledger.standing(of: row, now: now),

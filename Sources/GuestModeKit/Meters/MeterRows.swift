@@ -47,6 +47,17 @@ package protocol MeterRows {
     /// false when it had one (or there is no such grant).
     func revokeMeterGrant(id: Int64, at time: Date) throws -> Bool
 
+    /// The kept grant draws of the user's `meter` (`MeterGrantDrawsRow`);
+    /// nil when none are kept. The store deletes them with any change to the
+    /// user's ledger of that meter (meter_usage), whoever makes it.
+    func meterGrantDraws(of userID: String, meter: String) throws -> MeterGrantDrawsRow?
+
+    /// Stores `row`, replacing the one kept for its user and meter.
+    func keepMeterGrantDraws(_ row: MeterGrantDrawsRow) throws
+
+    /// Calls `body` with every kept row of grant draws, by user then meter.
+    func forEachMeterGrantDraws(_ body: (MeterGrantDrawsRow) throws -> Void) throws
+
     /// Stores that the warning at `percent` of `meter` fired at `time` in the
     /// period starting at `periodStart` (nil: the meter never resets), unless
     /// that warning of that period is stored already: then nothing changes

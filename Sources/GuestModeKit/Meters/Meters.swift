@@ -308,11 +308,18 @@ extension GuestMode {
         guard let total = before.used.adding(amount), fits || overage == .allow else {
             return MeterUseResult(isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
         }
+        // The kept grant draws are read before the use: recording it deletes them (the store's trigger), and
+        // they are written back one use further on.
+        let grants = try transaction.meterGrants(of: userID, meter: meter.name)
+        let kept = grants.isEmpty ? nil : try transaction.meterGrantDraws(of: userID, meter: meter.name)
         try transaction.appendMeterUse(of: userID, meter: meter.name, amount: amount, at: now, key: key)
+        try transaction.keepGrantDraws(
+            of: user, meter: meter, grants: grants, kept: kept, use: MeterUse(amount: amount, at: now), profile: profile
+        )
         try transaction.noteActivity(of: userID, profile: profile, now: now)
         // The new use is in this period and the tier has not changed: the
-        // total after it needs no second read of the ledger, unless the user
-        // holds grants the use may have drawn on.
+        // total after it needs no second read, unless the user holds grants
+        // the use may have drawn on (then read from the draws just kept).
         let after =
             before.granted.isPositive || !before.grants.isEmpty
             ? try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
@@ -378,21 +385,25 @@ extension StoreTransaction {
     }
 
     /// How the user's usage since its first grant was spread over its
-    /// grants of `meter`, each use under the tier the user had then.
+    /// grants of `meter`, each use under the tier the user had then: the
+    /// kept draws (`MeterGrantDrawsRow`) when they were made from the same
+    /// inputs and cover no use later than `now`, else the replay of the
+    /// ledger.
     func grantLedger(
         of user: User, meter: Meter, grants: [MeterGrantRow], profile: Profile, now: Date
     ) throws
         -> MeterGrantLedger
     {
-        let first = grants.map(\.grantedAt).min() ?? now
-        let uses = try meterUses(of: user.id, meter: meter.name, since: first, until: now)
         let plans = try planGrants(of: user.id)
-        return MeterGrantLedger(
-            grants: grants, uses: uses, periodStart: meter.reset.periodStart(containing: now),
-            isUnlimited: { time in
-                let state: UserState = user.linkedAt.map { $0 <= time } ?? false ? .linked : .anonymous
-                return profile.tier(profile.tier(for: state, grants: plans, now: time))
-                    .exactAllowance(for: meter.name) == nil
-            })
+        if let kept = try meterGrantDraws(of: user.id, meter: meter.name),
+            kept.inputs == grantDrawInputs(of: user, meter: meter, grants: grants, plans: plans, profile: profile),
+            let ledger = kept.ledger(at: now, reset: meter.reset)
+        {
+            return ledger
+        }
+        return try replayGrantLedger(
+            of: user, meter: meter, grants: grants, plans: plans, profile: profile, until: now,
+            periodTime: { _ in now }
+        ).ledger
     }
 }

@@ -66,3 +66,44 @@ extension PostgresTransaction {
         ).changes > 0
     }
 }
+
+/// The kept grant draws (meter_grant_draws, pg13): the engine's rows as
+/// they are, read and written whole.
+extension PostgresTransaction {
+    private static let grantDrawColumns = "user_id, meter, inputs, latest_use_at, drawn_in_period, drawn"
+
+    private static func grantDraws(_ row: PostgresRow) throws -> MeterGrantDrawsRow {
+        MeterGrantDrawsRow(
+            userID: try row.string("user_id"), meter: try row.string("meter"), inputs: try row.string("inputs"),
+            through: try row.optionalString("latest_use_at"), drawnInPeriod: try row.int64("drawn_in_period"),
+            drawn: try row.string("drawn"))
+    }
+
+    func meterGrantDraws(of userID: String, meter: String) throws -> MeterGrantDrawsRow? {
+        try connection.execute(
+            "SELECT \(Self.grantDrawColumns) FROM meter_grant_draws WHERE user_id = $1 AND meter = $2",
+            [PostgresValue(userID), PostgresValue(meter)]
+        ).first.map(Self.grantDraws)
+    }
+
+    func keepMeterGrantDraws(_ row: MeterGrantDrawsRow) throws {
+        try connection.execute(
+            """
+            INSERT INTO meter_grant_draws (\(Self.grantDrawColumns)) VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (user_id, meter) DO UPDATE SET inputs = EXCLUDED.inputs,
+                latest_use_at = EXCLUDED.latest_use_at, drawn_in_period = EXCLUDED.drawn_in_period,
+                drawn = EXCLUDED.drawn
+            """,
+            [
+                PostgresValue(row.userID), PostgresValue(row.meter), PostgresValue(row.inputs),
+                row.through.map { PostgresValue($0) }, PostgresValue(row.drawnInPeriod), PostgresValue(row.drawn),
+            ])
+    }
+
+    func forEachMeterGrantDraws(_ body: (MeterGrantDrawsRow) throws -> Void) throws {
+        let rows = try connection.execute(
+            "SELECT \(Self.grantDrawColumns) FROM meter_grant_draws ORDER BY user_id COLLATE \"C\", meter COLLATE \"C\""
+        )
+        for row in rows { try body(try Self.grantDraws(row)) }
+    }
+}

@@ -25,7 +25,46 @@ enum PostgresSchema {
         Migration(identifier: "pg10-identity-email", sql: identityEmail),
         Migration(identifier: "pg11-signing-keys", sql: signingKeys),
         Migration(identifier: "pg12-store-purchases", sql: storePurchases),
+        Migration(identifier: "pg13-meter-grant-draws", sql: meterGrantDraws),
     ]
+
+    /// What each meter grant of a user has drawn (the same table as
+    /// SQLite's v14), written by the engine and deleted by these triggers
+    /// with any change to the ledger it covers. They run once per statement
+    /// over its transition table, as meter_totals' do.
+    static let meterGrantDraws = """
+        CREATE TABLE meter_grant_draws (
+            user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            meter TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            latest_use_at TEXT,
+            drawn_in_period BIGINT NOT NULL,
+            drawn TEXT NOT NULL,
+            PRIMARY KEY (user_id, meter)
+        );
+        CREATE FUNCTION meter_grant_draws_forget_added() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM meter_grant_draws AS kept USING (SELECT DISTINCT user_id, meter FROM added) AS changed
+            WHERE kept.user_id = changed.user_id AND kept.meter = changed.meter;
+            RETURN NULL;
+        END
+        $$;
+        CREATE FUNCTION meter_grant_draws_forget_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM meter_grant_draws AS kept USING (SELECT DISTINCT user_id, meter FROM removed) AS changed
+            WHERE kept.user_id = changed.user_id AND kept.meter = changed.meter;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER meter_grant_draws_add AFTER INSERT ON meter_usage
+            REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION meter_grant_draws_forget_added();
+        CREATE TRIGGER meter_grant_draws_remove AFTER DELETE ON meter_usage
+            REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION meter_grant_draws_forget_removed();
+        CREATE TRIGGER meter_grant_draws_move_out AFTER UPDATE ON meter_usage
+            REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION meter_grant_draws_forget_removed();
+        CREATE TRIGGER meter_grant_draws_move_in AFTER UPDATE ON meter_usage
+            REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION meter_grant_draws_forget_added();
+        """
 
     /// Plans a store sold and the store events applied (the same tables as SQLite's v13).
     static let storePurchases = """
@@ -226,7 +265,7 @@ enum PostgresSchema {
         "meter_warnings", "meter_grants", "plans", "prompt_outcomes", "experiment_assignments", "outbox", "user_flags",
         "migration_journals", "migration_steps", "conflict_archive", "server_keys", "session_families",
         "refresh_tokens", "kept_responses", "webhook_outbox", "sign_in_buckets", "meter_totals", "signing_keys",
-        "store_purchases", "store_events",
+        "store_purchases", "store_events", "meter_grant_draws",
     ]
 
     static let initial = """

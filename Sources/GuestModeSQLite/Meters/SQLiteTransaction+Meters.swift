@@ -62,3 +62,42 @@ extension SQLiteTransaction {
         return db.changesCount > 0
     }
 }
+
+/// The kept grant draws (meter_grant_draws, Schema.v14): the engine's rows
+/// as they are, read and written whole.
+extension SQLiteTransaction {
+    private static func grantDraws(_ row: Row) throws -> MeterGrantDrawsRow {
+        MeterGrantDrawsRow(
+            userID: try row.decode(forColumn: "user_id"), meter: try row.decode(forColumn: "meter"),
+            inputs: try row.decode(forColumn: "inputs"), through: try row.decode(forColumn: "latest_use_at"),
+            drawnInPeriod: try row.decode(forColumn: "drawn_in_period"), drawn: try row.decode(forColumn: "drawn"))
+    }
+
+    private static let grantDrawColumns = "user_id, meter, inputs, latest_use_at, drawn_in_period, drawn"
+
+    func meterGrantDraws(of userID: String, meter: String) throws -> MeterGrantDrawsRow? {
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql: "SELECT \(Self.grantDrawColumns) FROM meter_grant_draws WHERE user_id = ? AND meter = ?"),
+            arguments: [userID, meter]
+        ).map(Self.grantDraws)
+    }
+
+    func keepMeterGrantDraws(_ row: MeterGrantDrawsRow) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO meter_grant_draws (\(Self.grantDrawColumns)) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (user_id, meter) DO UPDATE SET inputs = excluded.inputs,
+                    latest_use_at = excluded.latest_use_at, drawn_in_period = excluded.drawn_in_period,
+                    drawn = excluded.drawn
+                """
+        ).execute(arguments: [row.userID, row.meter, row.inputs, row.through, row.drawnInPeriod, row.drawn])
+    }
+
+    func forEachMeterGrantDraws(_ body: (MeterGrantDrawsRow) throws -> Void) throws {
+        // Read whole first: `body` reads the store too.
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT \(Self.grantDrawColumns) FROM meter_grant_draws ORDER BY user_id, meter")
+        for row in rows { try body(try Self.grantDraws(row)) }
+    }
+}

@@ -53,6 +53,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v13-store-purchases") { db in
             try db.execute(sql: Schema.v13)
         }
+        migrator.registerMigration("v14-meter-grant-draws") { db in
+            try db.execute(sql: Schema.v14)
+        }
         return migrator
     }
 

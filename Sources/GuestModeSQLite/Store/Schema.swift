@@ -386,4 +386,37 @@ enum Schema {
             PRIMARY KEY (source, event_id)
         );
         """
+
+    /// What each meter grant of a user has drawn, kept so a meter with
+    /// grants is read without replaying the user's ledger (see
+    /// GuestModeKit's MeterGrantDraws.swift): per user and meter, the digest
+    /// of the inputs it was made from, the time of the latest use it covers,
+    /// what the grants gave in that use's period (millionths) and what each
+    /// grant gave (`id:millionths,…`). The engine writes it; these triggers
+    /// delete it with any change to the ledger it covers, whoever makes it
+    /// (a use, a merge, an import, a deletion), in the same transaction, so
+    /// a row is never older than its ledger. Derived: no backup or copy
+    /// carries it; a store without it (this migration, an import, a copy)
+    /// replays the ledger until the next use rebuilds it.
+    static let v14 = """
+        CREATE TABLE meter_grant_draws (
+            user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            meter TEXT NOT NULL,
+            inputs TEXT NOT NULL,
+            latest_use_at TEXT,
+            drawn_in_period INTEGER NOT NULL,
+            drawn TEXT NOT NULL,
+            PRIMARY KEY (user_id, meter)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER meter_grant_draws_add AFTER INSERT ON meter_usage BEGIN
+            DELETE FROM meter_grant_draws WHERE user_id = NEW.user_id AND meter = NEW.meter;
+        END;
+        CREATE TRIGGER meter_grant_draws_remove AFTER DELETE ON meter_usage BEGIN
+            DELETE FROM meter_grant_draws WHERE user_id = OLD.user_id AND meter = OLD.meter;
+        END;
+        CREATE TRIGGER meter_grant_draws_move AFTER UPDATE OF user_id, meter, amount, at ON meter_usage BEGIN
+            DELETE FROM meter_grant_draws WHERE user_id = OLD.user_id AND meter = OLD.meter;
+            DELETE FROM meter_grant_draws WHERE user_id = NEW.user_id AND meter = NEW.meter;
+        END;
+        """
 }
