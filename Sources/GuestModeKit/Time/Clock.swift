@@ -11,6 +11,18 @@ public enum Timestamp {
     /// Dates outside years 1–9999 are written as the nearest end of that
     /// range, so no date, however it was computed, makes formatting trap.
     public static func format(_ date: Date) -> String {
+        withText(of: date) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The length of every formatted time: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+    package static let textLength = 24
+
+    /// Calls `body` with the UTF-8 bytes `format` would return, written on
+    /// the stack: a bulk writer binds them to a statement without making a
+    /// string per row (two allocations, a fifth of an event's formatting).
+    package static func withText<Result>(
+        of date: Date, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result
+    ) rethrows -> Result {
         let interval = date.timeIntervalSince1970
         let clamped = interval.isNaN ? 0 : min(max(interval, representable.lowerBound), representable.upperBound)
         // Nearest, not down: a time parsed from its own text then moved by 1 ms must print 1 ms later,
@@ -21,33 +33,38 @@ public enum Timestamp {
         var parts = tm()
         gmtime_r(&seconds, &parts)
         // Built by hand: String(format:) dominated bulk ingestion.
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(24)
-        func digits(_ value: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                bytes.append(UInt8(48 + rest / divisor % 10))
-                rest %= divisor
-                divisor /= 10
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: textLength) { bytes in
+            var position = 0
+            func put(_ byte: UInt8) {
+                bytes[position] = byte
+                position += 1
             }
+            func digits(_ value: Int, _ width: Int) {
+                var divisor = 1
+                for _ in 1..<width { divisor *= 10 }
+                var rest = value
+                while divisor > 0 {
+                    put(UInt8(48 + rest / divisor % 10))
+                    rest %= divisor
+                    divisor /= 10
+                }
+            }
+            digits(Int(parts.tm_year) + 1900, 4)
+            put(UInt8(ascii: "-"))
+            digits(Int(parts.tm_mon) + 1, 2)
+            put(UInt8(ascii: "-"))
+            digits(Int(parts.tm_mday), 2)
+            put(UInt8(ascii: "T"))
+            digits(Int(parts.tm_hour), 2)
+            put(UInt8(ascii: ":"))
+            digits(Int(parts.tm_min), 2)
+            put(UInt8(ascii: ":"))
+            digits(Int(parts.tm_sec), 2)
+            put(UInt8(ascii: "."))
+            digits(fraction, 3)
+            put(UInt8(ascii: "Z"))
+            return try body(UnsafeBufferPointer(rebasing: bytes[0..<position]))
         }
-        digits(Int(parts.tm_year) + 1900, 4)
-        bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mon) + 1, 2)
-        bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mday), 2)
-        bytes.append(UInt8(ascii: "T"))
-        digits(Int(parts.tm_hour), 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_min), 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_sec), 2)
-        bytes.append(UInt8(ascii: "."))
-        digits(fraction, 3)
-        bytes.append(UInt8(ascii: "Z"))
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Accepts exactly `YYYY-MM-DD` (midnight UTC) and
@@ -61,7 +78,7 @@ public enum Timestamp {
 
     // Every event of a log and every row of an archive has its times parsed:
     // no allocation, no libc time functions.
-    private static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         guard bytes.count >= 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return nil }
         func number(_ range: Range<Int>) -> Int? {
             guard range.upperBound <= bytes.count, !range.isEmpty else { return nil }
