@@ -28,10 +28,22 @@ public enum Timestamp {
         // Nearest, not down: a time parsed from its own text then moved by 1 ms must print 1 ms later,
         // whatever the binary fraction of the Double.
         let milliseconds = Int64((clamped * 1000).rounded())
-        var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
+        let seconds = Int(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
         let fraction = Int(milliseconds - Int64(seconds) * 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let time = seconds - days * 86_400
+        // The date by Howard Hinnant's `civil_from_days`, the inverse of
+        // `civilTime`: gmtime_r (a lock and the time zone's state) was half
+        // of formatting a time.
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
         // Built by hand: String(format:) dominated bulk ingestion.
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: textLength) { bytes in
             var position = 0
@@ -49,17 +61,17 @@ public enum Timestamp {
                     divisor /= 10
                 }
             }
-            digits(Int(parts.tm_year) + 1900, 4)
+            digits(year, 4)
             put(UInt8(ascii: "-"))
-            digits(Int(parts.tm_mon) + 1, 2)
+            digits(month, 2)
             put(UInt8(ascii: "-"))
-            digits(Int(parts.tm_mday), 2)
+            digits(day, 2)
             put(UInt8(ascii: "T"))
-            digits(Int(parts.tm_hour), 2)
+            digits(time / 3600, 2)
             put(UInt8(ascii: ":"))
-            digits(Int(parts.tm_min), 2)
+            digits(time / 60 % 60, 2)
             put(UInt8(ascii: ":"))
-            digits(Int(parts.tm_sec), 2)
+            digits(time % 60, 2)
             put(UInt8(ascii: "."))
             digits(fraction, 3)
             put(UInt8(ascii: "Z"))

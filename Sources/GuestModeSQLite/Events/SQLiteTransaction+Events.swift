@@ -154,11 +154,11 @@ extension SQLiteTransaction {
                     VALUES (?, NULL, ?, ?, ?, ?, NULL)
                     ON CONFLICT(id) DO NOTHING
                     """))
-        insert.bind(state.rawValue, at: 2)
-        insert.bind(promptState, at: 3)
         var created = Set<String>()
         for guest in guests {
             insert.bind(guest.user, at: 1)
+            insert.bind(state.rawValue, at: 2)
+            insert.bind(promptState, at: 3)
             insert.bind(time: guest.firstSeen, at: 4)
             insert.bind(time: guest.lastSeen, at: 5)
             if try insert.execute() > 0 { created.insert(guest.user) }
