@@ -67,3 +67,44 @@ import Testing
         }
     }
 }
+
+/// `Timestamp.format` computes the date itself (it runs for every event a
+/// log appends); libc's `gmtime_r` is the reference it must agree with.
+@Suite struct TimestampFormattingTests {
+    private func reference(_ milliseconds: Int64) -> String {
+        var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
+        let fraction = Int(milliseconds - Int64(seconds) * 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func padded(_ value: Int32, _ width: Int) -> String {
+            String(repeating: "0", count: max(0, width - String(value).count)) + String(value)
+        }
+        return "\(padded(parts.tm_year + 1900, 4))-\(padded(parts.tm_mon + 1, 2))-\(padded(parts.tm_mday, 2))T"
+            + "\(padded(parts.tm_hour, 2)):\(padded(parts.tm_min, 2)):\(padded(parts.tm_sec, 2))."
+            + "\(padded(Int32(fraction), 3))Z"
+    }
+
+    @Test("days from year 1 to 9999, at times moving through the day, format as gmtime_r gives them")
+    func formatAgreesWithGmtime() {
+        var mismatches: [String] = []
+        // A day about every 114 days across the whole range, at a time that moves through the day.
+        var milliseconds: Int64 = -62_135_596_800_000
+        while milliseconds <= 253_402_300_799_999 {
+            let expected = reference(milliseconds)
+            let formatted = Timestamp.format(Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000))
+            if formatted != expected { mismatches.append("\(formatted) != \(expected)") }
+            milliseconds += 9_876_543_211
+        }
+        for edge in [
+            "0001-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999Z", "1970-01-01T00:00:00.000Z",
+            "2000-02-29T12:00:00.500Z", "2100-03-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z",
+        ] {
+            let date = Timestamp.parse(edge)!
+            if Timestamp.format(date) != edge { mismatches.append("\(Timestamp.format(date)) != \(edge)") }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+        // Past the range a four-digit year can write: its nearest end.
+        #expect(Timestamp.format(Date(timeIntervalSince1970: -1e15)) == "0001-01-01T00:00:00.000Z")
+        #expect(Timestamp.format(Date(timeIntervalSince1970: 1e15)) == "9999-12-31T23:59:59.999Z")
+    }
+}

@@ -317,6 +317,13 @@ package enum EventLog {
     /// line is read by the strict JSON parser, so a boolean is never taken
     /// for a number and numbers keep the text they were written with.
     package static func decode(_ line: Substring, defaultTime: Date) -> Result<TrackedEvent?, DecodeFailure> {
+        if let event = decodeCommon(line, defaultTime: defaultTime) { return .success(event) }
+        return decodeStrictly(line, defaultTime: defaultTime)
+    }
+
+    /// `decode` through the strict JSON parser, for every line: what
+    /// `decodeCommon` reads must read the same here.
+    static func decodeStrictly(_ line: Substring, defaultTime: Date) -> Result<TrackedEvent?, DecodeFailure> {
         if line.allSatisfy(\.isWhitespace) { return .success(nil) }
         let object: [String: JSONValue]
         do {
@@ -371,6 +378,23 @@ package enum EventLog {
 
     private static let knownFields: Set<String> = ["user", "action", "at", "count", "id", "props"]
 
+    /// The line as `decode` reads it, when it is the common kind: one
+    /// object of `user`, `action`, `at`, `count` and `id` (each at most
+    /// once), strings of ASCII without escapes, `count` a whole number
+    /// written with digits only, no `props`. It is read in place, with no
+    /// JSON tree, key dictionary or array copy of the line (the strict parse
+    /// was half of validating a log). Anything else gives nil, and the
+    /// strict parser reads the line and words what is wrong: what this
+    /// accepts, the strict path accepts as the same event
+    /// (`EventLogTests.commonLinesDecodeAsTheStrictParserReadsThem`).
+    static func decodeCommon(_ line: Substring, defaultTime: Date) -> TrackedEvent? {
+        let decoded = line.utf8.withContiguousStorageIfAvailable { bytes -> TrackedEvent? in
+            var reader = CommonEventReader(bytes: bytes)
+            return reader.event(defaultTime: defaultTime)
+        }
+        return decoded ?? nil
+    }
+
     package struct DecodeFailure: Error, ExpressibleByStringLiteral, CustomStringConvertible {
         package var description: String
         package init(stringLiteral value: String) { description = value }
@@ -392,5 +416,119 @@ package enum EventLog {
 
     package static func encodeProperties(_ properties: [String: String]) -> String {
         encodeProperties(properties.mapValues { EventProperty.string($0) })
+    }
+}
+
+/// Reads one common event line for `EventLog.decodeCommon`; every method
+/// gives nil (or false) at the first byte it does not expect.
+private struct CommonEventReader {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    /// JSON's whitespace, as the strict parser skips it.
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func take(_ byte: UInt8) -> Bool {
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// A string's content: ASCII from 0x20, no quote, no backslash.
+    mutating func string() -> UnsafeBufferPointer<UInt8>? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return UnsafeBufferPointer(rebasing: bytes[start..<(index - 1)])
+            }
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { return nil }
+            index += 1
+        }
+        return nil
+    }
+
+    /// A count from 1 to 1,000,000,000 written as digits only, no leading zero.
+    mutating func count() -> Int? {
+        var value = 0
+        var digits = 0
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            if digits == 0 && bytes[index] == UInt8(ascii: "0") { return nil }
+            value = value * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+            digits += 1
+            index += 1
+            if digits > 10 { return nil }
+        }
+        guard digits > 0, value <= 1_000_000_000 else { return nil }
+        return value
+    }
+
+    mutating func event(defaultTime: Date) -> TrackedEvent? {
+        skipWhitespace()
+        guard take(UInt8(ascii: "{")) else { return nil }
+        var user: String?
+        var action: String?
+        var at: Date?
+        var count: Int?
+        var key: String?
+        repeat {
+            skipWhitespace()
+            guard let name = string() else { return nil }
+            skipWhitespace()
+            guard take(UInt8(ascii: ":")) else { return nil }
+            skipWhitespace()
+            switch Field(name) {
+            case .user?:
+                guard user == nil, let text = string() else { return nil }
+                user = String(decoding: text, as: UTF8.self)
+            case .action?:
+                guard action == nil, let text = string() else { return nil }
+                action = String(decoding: text, as: UTF8.self)
+            case .at?:
+                guard at == nil, let text = string(), let date = Timestamp.parse(bytes: text) else { return nil }
+                at = date
+            case .count?:
+                guard count == nil, let value = self.count() else { return nil }
+                count = value
+            case .id?:
+                guard key == nil, let text = string() else { return nil }
+                key = String(decoding: text, as: UTF8.self)
+            case nil:
+                return nil
+            }
+            skipWhitespace()
+        } while take(UInt8(ascii: ","))
+        guard take(UInt8(ascii: "}")) else { return nil }
+        skipWhitespace()
+        guard index == bytes.count, let user, let action else { return nil }
+        return TrackedEvent(
+            user: user, action: action, at: at ?? defaultTime, count: count ?? 1, idempotencyKey: key)
+    }
+
+    /// The members this reader takes; `props` is left to the strict parser.
+    enum Field {
+        case user, action, at, count, id
+
+        init?(_ name: UnsafeBufferPointer<UInt8>) {
+            switch name.count {
+            case 2 where name.elementsEqual("at".utf8): self = .at
+            case 2 where name.elementsEqual("id".utf8): self = .id
+            case 4 where name.elementsEqual("user".utf8): self = .user
+            case 5 where name.elementsEqual("count".utf8): self = .count
+            case 6 where name.elementsEqual("action".utf8): self = .action
+            default: return nil
+            }
+        }
     }
 }

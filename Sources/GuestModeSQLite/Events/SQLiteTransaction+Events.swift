@@ -9,18 +9,22 @@ extension SQLiteTransaction {
         // A larger page cache for the indexes a batch of thousands of events walks.
         if rows.count > 1 { try store.useIngestCache(db) }
         // One row to a statement (see `addToCounters` for why not more).
-        let insert = try db.cachedStatement(
-            sql: """
-                INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
-                VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT DO NOTHING
-                """)
+        let insert = BoundStatement(
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT DO NOTHING
+                    """))
         var skipped: [Int: EventPayload] = [:]
         for (index, row) in rows.enumerated() {
-            try insert.execute(arguments: [
-                row.user, row.action, Timestamp.format(row.at), row.count, row.idempotencyKey, row.properties,
-            ])
-            guard db.changesCount == 0 else { continue }
+            insert.bind(row.user, at: 1)
+            insert.bind(row.action, at: 2)
+            insert.bind(time: row.at, at: 3)
+            insert.bind(row.count, at: 4)
+            insert.bind(row.idempotencyKey, at: 5)
+            insert.bind(row.properties, at: 6)
+            guard try insert.execute() == 0 else { continue }
             guard let key = row.idempotencyKey,
                 let stored = try Row.fetchOne(
                     db.cachedStatement(
@@ -46,46 +50,51 @@ extension SQLiteTransaction {
     func addToCounters(_ increments: [CounterIncrement]) throws {
         try writeInBulk(
             increments, into: "counters (user_id, action, total)", tuple: "(?, ?, ?)",
-            then: SQLiteStore.counterConflict, rowsPerStatement: 100, values: { [$0.user, $0.action, $0.count] }
-        ) { index, _, _ in
+            then: SQLiteStore.counterConflict, rowsPerStatement: 100,
+            bind: { increment, statement, first in
+                statement.bind(increment.user, at: first)
+                statement.bind(increment.action, at: first + 1)
+                statement.bind(increment.count, at: first + 2)
+            }
+        ) { index in
             let increment = increments[index]
             try store.addToCounter(user: increment.user, action: increment.action, count: increment.count, db)
         }
     }
 
-    /// Inserts `rows`, each one `tuple` of values, `rowsPerStatement` to a
-    /// statement (one statement's cursors and program serve them all) as
-    /// long as each statement writes every one of its rows. A statement that
-    /// writes fewer (a refused counter) is undone, and its rows and the rest
-    /// go one at a time through `single`, given the row's index, its values
-    /// and the one-row statement, which decides what each row's outcome
-    /// means.
+    /// Inserts `rows`, each one `tuple` of values (`bind` binds a row's from
+    /// the parameter it is given), `rowsPerStatement` to a statement (one
+    /// statement's cursors and program serve them all) as long as each
+    /// statement writes every one of its rows. A statement that writes fewer
+    /// (a refused counter) is undone, and its rows and the rest go one at a
+    /// time through `single`, given the row's index, which decides what each
+    /// row's outcome means.
     private func writeInBulk<Item>(
         _ rows: [Item], into table: String, tuple: String, then conflict: String, rowsPerStatement bulkRows: Int,
-        values: (Item) -> [(any DatabaseValueConvertible)?],
-        single: (Int, [(any DatabaseValueConvertible)?], Statement) throws -> Void
+        bind: (Item, BoundStatement, Int32) -> Void, single: (Int) throws -> Void
     ) throws {
-        let one = try db.cachedStatement(sql: "INSERT INTO \(table) VALUES \(tuple) \(conflict)")
         var start = 0
         var isBulk = rows.count >= bulkRows
         let bulk =
             isBulk
-            ? try db.cachedStatement(
-                sql:
-                    "INSERT INTO \(table) VALUES \(Array(repeating: tuple, count: bulkRows).joined(separator: ", ")) \(conflict)"
-            )
+            ? BoundStatement(
+                try db.cachedStatement(
+                    sql:
+                        "INSERT INTO \(table) VALUES \(Array(repeating: tuple, count: bulkRows).joined(separator: ", ")) \(conflict)"
+                ))
             : nil
-        var arguments: [(any DatabaseValueConvertible)?] = []
-        arguments.reserveCapacity(bulkRows * tuple.count { $0 == "?" })
+        let parametersPerRow = Int32(tuple.count { $0 == "?" })
         while start < rows.count {
             let end = min(start + bulkRows, rows.count)
             if isBulk, let bulk, end - start == bulkRows {
-                arguments.removeAll(keepingCapacity: true)
-                for row in rows[start..<end] { arguments.append(contentsOf: values(row)) }
+                var first: Int32 = 1
+                for row in rows[start..<end] {
+                    bind(row, bulk, first)
+                    first += parametersPerRow
+                }
                 var isWhole = false
                 try db.inSavepoint {
-                    try bulk.execute(arguments: StatementArguments(arguments))
-                    isWhole = db.changesCount == bulkRows
+                    isWhole = try bulk.execute() == bulkRows
                     return isWhole ? .commit : .rollback
                 }
                 if isWhole {
@@ -94,7 +103,7 @@ extension SQLiteTransaction {
                 }
                 isBulk = false
             }
-            for index in start..<end { try single(index, values(rows[index]), one) }
+            for index in start..<end { try single(index) }
             start = end
         }
     }
@@ -138,26 +147,32 @@ extension SQLiteTransaction {
     func createMissingGuests(
         _ guests: [(user: String, firstSeen: Date, lastSeen: Date)], state: UserState, promptState: String
     ) throws -> Set<String> {
-        let insert = try db.cachedStatement(
-            sql: """
-                INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
-                VALUES (?, NULL, ?, ?, ?, ?, NULL)
-                ON CONFLICT(id) DO NOTHING
-                """)
+        let insert = BoundStatement(
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
+                    VALUES (?, NULL, ?, ?, ?, ?, NULL)
+                    ON CONFLICT(id) DO NOTHING
+                    """))
         var created = Set<String>()
         for guest in guests {
-            try insert.execute(arguments: [
-                guest.user, state.rawValue, promptState, Timestamp.format(guest.firstSeen),
-                Timestamp.format(guest.lastSeen),
-            ])
-            if db.changesCount > 0 { created.insert(guest.user) }
+            insert.bind(guest.user, at: 1)
+            insert.bind(state.rawValue, at: 2)
+            insert.bind(promptState, at: 3)
+            insert.bind(time: guest.firstSeen, at: 4)
+            insert.bind(time: guest.lastSeen, at: 5)
+            if try insert.execute() > 0 { created.insert(guest.user) }
         }
         return created
     }
 
     func lockUsers(_ userIDs: [String]) throws -> Set<String> {
-        let exists = try db.cachedStatement(sql: "SELECT 1 FROM users WHERE id = ?")
-        return Set(try userIDs.filter { try Bool.fetchOne(exists, arguments: [$0]) ?? false })
+        let exists = BoundStatement(try db.cachedStatement(sql: "SELECT 1 FROM users WHERE id = ?"))
+        return Set(
+            try userIDs.filter { userID in
+                exists.bind(userID, at: 1)
+                return try exists.exists()
+            })
     }
 
     func advanceLastSeen(_ times: [String: Date]) throws {
