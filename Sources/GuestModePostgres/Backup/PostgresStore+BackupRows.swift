@@ -205,13 +205,12 @@ private final class PostgresBackupSource: BackupRowSource {
 /// identity to check, no surrogate id that may be taken) is held back, up to
 /// `backupPendingRowLimit` rows of one table and one set of columns, and
 /// those rows go in together: the users they refer to that have no users row
-/// get placeholders in one statement, then COPY into a temporary table shaped
-/// like the table, then one `INSERT … SELECT … ON CONFLICT DO NOTHING`. No
-/// set of every user written is kept, so an import (and `db copy`) of any
-/// number of users stays small in memory. When that
-/// writes fewer rows than it was given, or the server refuses a value, the
-/// batch is undone (a savepoint) and written row by row to find the refused
-/// row, which the refusal names by its `insert` call.
+/// get placeholders in one statement, then one COPY straight into the table,
+/// inside a savepoint. No set of every user written is kept, so an import
+/// (and `db copy`) of any number of users stays small in memory. When the
+/// COPY fails (a key already taken, a value the server refuses), the batch is
+/// undone (the savepoint) and written row by row to find the refused row,
+/// which the refusal names by its `insert` call.
 private final class PostgresBackupImport: BackupRowImport {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
@@ -233,8 +232,6 @@ private final class PostgresBackupImport: BackupRowImport {
     /// Per table with a surrogate id, an id above every id in the table and
     /// held back: an archive id above it cannot be taken.
     private var highestIDs: [String: Int64] = [:]
-    /// Tables whose temporary copy (for COPY) exists in this transaction.
-    private var stagingTables: Set<String> = []
 
     private struct PendingRows {
         var table: String
@@ -398,23 +395,20 @@ private final class PostgresBackupImport: BackupRowImport {
         guard let batch = pending else { return }
         pending = nil
         let table = PostgresStore.quote(batch.table)
-        let staging = PostgresStore.quote("guestmode_import_\(batch.table)")
-        if !stagingTables.contains(batch.table) {
-            try connection.execute("CREATE TEMP TABLE \(staging) ON COMMIT DROP AS SELECT * FROM \(table) WITH NO DATA")
-            stagingTables.insert(batch.table)
-        }
         let columns = batch.columns.map(PostgresStore.quote).joined(separator: ", ")
         try ensureUserRows(batch.owners)
-        try connection.execute("SAVEPOINT guestmode_import_batch")
         do {
-            try connection.copy("COPY \(staging) (\(columns)) FROM STDIN", rows: batch.rows)
-            let written = try connection.execute(
-                "INSERT INTO \(table) (\(columns)) SELECT \(columns) FROM \(staging) ON CONFLICT DO NOTHING")
-            if written.changes == batch.rows.count {
-                try connection.execute("TRUNCATE \(staging)")
-                try connection.execute("RELEASE SAVEPOINT guestmode_import_batch")
-                return
-            }
+            // Straight into the table: a row that collides with a stored row,
+            // or with another of the batch, fails the COPY (where
+            // `ON CONFLICT DO NOTHING` would leave it out), and so does a value
+            // the table refuses. The RELEASE runs only after a COPY that wrote
+            // every row; after a failure the savepoint is still there.
+            try connection.copy(
+                """
+                SAVEPOINT guestmode_import_batch; COPY \(table) (\(columns)) FROM STDIN;
+                RELEASE SAVEPOINT guestmode_import_batch
+                """, rows: batch.rows)
+            return
         } catch let failure as PostgresFailure where Self.isRefusal(failure) {
             // Found again row by row below, with the row it belongs to.
         }

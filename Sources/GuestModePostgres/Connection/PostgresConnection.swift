@@ -307,7 +307,9 @@ final class PostgresConnection: Sendable {
     }
 
     /// Sends `rows` through `COPY … FROM STDIN` (text format) in one round trip;
-    /// each wait for the server is bounded by `statementTimeout`.
+    /// each wait for the server is bounded by `statementTimeout`. `sql` may
+    /// hold statements before and after the COPY (simple protocol: a failure
+    /// skips the statements after it), which then cost no round trip of their own.
     func copy(_ sql: String, rows: [[PostgresValue?]]) throws {
         try withHandle { handle in try copy(sql, rows: rows, on: handle) }
     }
@@ -316,7 +318,13 @@ final class PostgresConnection: Sendable {
 
     private func copy(_ sql: String, rows: [[PostgresValue?]], on handle: OpaquePointer) throws {
         try send(sql, [], on: handle, until: nextDeadline)
-        guard let start = try nextResult(of: handle, sql: sql, until: nextDeadline) else {
+        var first = try nextResult(of: handle, sql: sql, until: nextDeadline)
+        // The statements before the COPY answer first.
+        while let done = first, pq.PQresultStatus(done) == PGRES_COMMAND_OK {
+            pq.PQclear(done)
+            first = try nextResult(of: handle, sql: sql, until: nextDeadline)
+        }
+        guard let start = first else {
             throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
         }
         let started = pq.PQresultStatus(start) == PGRES_COPY_IN
