@@ -390,7 +390,9 @@ private final class PostgresBackupImport: BackupRowImport {
             return false
         }
         if table.hasSurrogateID {
-            guard case .integer(let id) = row["id"] else { return false }
+            // No id (the engine leaves archive ids out): the COPY has the store assign them, after the
+            // sequence is moved past the ids in the table (`write`).
+            guard case .integer(let id) = row["id"] else { return row["id"] == nil }
             if highestIDs[table.name] == nil {
                 try flush()
                 highestIDs[table.name] =
@@ -418,6 +420,11 @@ private final class PostgresBackupImport: BackupRowImport {
         let table = PostgresStore.quote(batch.table)
         let columns = batch.columns.map(PostgresStore.quote).joined(separator: ", ")
         try ensureUserRows(batch.owners)
+        if let surrogate = BackupTable.named(batch.table), surrogate.hasSurrogateID, !batch.columns.contains("id") {
+            try moveSequencePastUsedIDs(surrogate)
+            // The ids the store assigns are above any known so far.
+            highestIDs[batch.table] = nil
+        }
         do {
             // Straight into the table: a row that collides with a stored row,
             // or with another of the batch, fails the COPY (where

@@ -246,6 +246,45 @@ private func table(_ name: String) throws -> BackupTable {
         #expect(after["records"]?.contains(record("u2", "k2500")) == true)
     }
 
+    /// The engine leaves archive ids out: the store assigns them. PostgreSQL
+    /// writes such rows in batches too, each after moving the id sequence
+    /// past the ids in the table, explicit ones included.
+    @Test(arguments: StoreBackend.allCases)
+    func rowsWithoutIDsGetFreshOnesAcrossBatches(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try Fixture.load(Fixture.rows(of: "u1", base: 1), into: store)
+        let events = try table("events")
+        func event(_ index: Int) -> Fixture.Row {
+            [
+                "user_id": .text("u2"), "action": .text("app_opened"), "at": Fixture.time(1), "count": .integer(1),
+                "idempotency_key": .text("e\(index)"), "properties": .null,
+            ]
+        }
+        try store.importBackupRows(dryRun: false) { writes throws in
+            _ = try writes.insert(Fixture.user("u2"), into: table("users"))
+            for index in 1...1500 { _ = try writes.insert(event(index), into: events) }
+            var explicit = event(0)
+            explicit["id"] = .integer(5000)
+            #expect(try writes.insert(explicit, into: events) == .inserted)
+            for index in 1501...2500 { _ = try writes.insert(event(index), into: events) }
+        }
+        let ids = try Fixture.export(store, guestOwner: profile.guestOwner)["events"]?.compactMap { row -> Int64? in
+            guard case .integer(let id) = row["id"] else { return nil }
+            return id
+        } ?? []
+        #expect(ids.count == 2502)
+        #expect(Set(ids).count == 2502)
+        #expect(ids.contains(5000))
+        // The rows after the explicit id got ids past it.
+        #expect(ids.filter { $0 > 5000 }.count == 1000)
+        // So does a row the store is given later.
+        try store.importBackupRows(dryRun: false) { writes throws in
+            _ = try writes.insert(event(2501), into: events)
+        }
+        let last = try Fixture.export(store, guestOwner: profile.guestOwner)["events"]?.last?["id"]
+        #expect(last == .integer(6001))
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func rowsMayComeBeforeTheirUserButDanglingOnesAreFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
