@@ -268,10 +268,11 @@ private func table(_ name: String) throws -> BackupTable {
             #expect(try writes.insert(explicit, into: events) == .inserted)
             for index in 1501...2500 { _ = try writes.insert(event(index), into: events) }
         }
-        let ids = try Fixture.export(store, guestOwner: profile.guestOwner)["events"]?.compactMap { row -> Int64? in
+        let exported = try Fixture.export(store, guestOwner: profile.guestOwner)["events"] ?? []
+        let ids = exported.compactMap { row -> Int64? in
             guard case .integer(let id) = row["id"] else { return nil }
             return id
-        } ?? []
+        }
         #expect(ids.count == 2502)
         #expect(Set(ids).count == 2502)
         #expect(ids.contains(5000))
