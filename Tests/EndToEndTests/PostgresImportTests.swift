@@ -53,10 +53,17 @@ struct PostgresImportTests {
         #expect(try await sandbox.run("db", "check").status == 0)
     }
 
-    @Test("a repeated record, refused by the table's key after both rows were held back, is reported at its line")
-    func heldBackRowRefusedAtItsLine() async throws {
+    @Test(
+        "a repeated record, refused by the table's key after both rows were held back, is reported at its line",
+        arguments: [
+            // Both rows in the first batch.
+            ("duplicate-row", 2),
+            // In the second batch of 1,000, whose answer is read only once the third has filled.
+            ("duplicate-row-far", 1250),
+        ])
+    func heldBackRowRefusedAtItsLine(kind: String, line: Int) async throws {
         let (sandbox, victim, _) = try await HostileArchiveTests.setUp()
-        let name = try await HostileArchiveTests.make("duplicate-row", victim: victim, in: sandbox)
+        let name = try await HostileArchiveTests.make(kind, victim: victim, in: sandbox)
         let uri = try #require(ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"])
         let schema = "e2e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let store = ["--store", uri, "--schema", schema]
@@ -65,7 +72,7 @@ struct PostgresImportTests {
         #expect(imported.status == 65, "\(imported.stderr)")
         #expect(imported.errorJSON["code"] as? String == "duplicate_row", "\(imported.stderr)")
         let message = imported.errorJSON["message"] as? String ?? ""
-        #expect(message.contains("line 2 of data/records/000001.ndjson"), "\(message)")
+        #expect(message.contains("line \(line) of data/records/000001.ndjson"), "\(message)")
         let left = try await sandbox.shell(
             "psql -X -At -d '\(uri)' -c 'SELECT (SELECT count(*) FROM \(schema).users) + (SELECT count(*) FROM \(schema).records)'"
         )

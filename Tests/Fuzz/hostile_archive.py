@@ -79,6 +79,15 @@ def duplicate(entries, victim):
     table_rows.append(dict(table_rows[0]))
     put(entry, table_rows)
 
+def duplicate_far(entries, victim):
+    # 2,500 records, line 1,250 repeating the key of line 1,150: PostgreSQL
+    # finds it in a batch whose answer it reads while the next one fills.
+    entry, table_rows = rows(entries, 'records')
+    first = table_rows[0]
+    table_rows = [dict(first, key='k%04d' % i) for i in range(1, 2501)]
+    table_rows[1249]['key'] = table_rows[1149]['key']
+    put(entry, table_rows)
+
 def duplicate_event(entries, victim):
     entry, table_rows = rows(entries, 'events')
     table_rows.append(dict(table_rows[0]))
@@ -136,6 +145,7 @@ CASES = {
     'non-integer-id': lambda e, v: edit(e, 'events', 'id', 'abc'),
     'fractional-id': lambda e, v: edit(e, 'events', 'id', '1.5', raw=True),
     'duplicate-row': duplicate,
+    'duplicate-row-far': duplicate_far,
     'duplicate-event': duplicate_event,
     # rows the command line could not have written
     'count-max': lambda e, v: counts(e, 9223372036854775807, 9223372036854775807),

@@ -295,8 +295,9 @@ package protocol BackupRowImport {
 }
 
 /// The most inserted rows a `BackupRowImport` may hold back before writing
-/// them, so the caller knows how far back a refusal may point.
-package let backupPendingRowLimit = 1000
+/// them, so the caller knows how far back a refusal may point. PostgreSQL
+/// holds two batches of half as many: one the server is writing, one filling.
+package let backupPendingRowLimit = 2000
 
 extension BackupRowImport {
     /// Deletes every row of `owners` from every backup table.

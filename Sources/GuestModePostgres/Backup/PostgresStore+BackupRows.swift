@@ -17,7 +17,14 @@ extension PostgresStore: BackupRowStore {
         do {
             return try writeMovingData { connection in
                 let writes = PostgresBackupImport(connection)
-                let value = try body(writes)
+                let value: T
+                do {
+                    value = try body(writes)
+                } catch {
+                    // The batch last sent is read, so the rollback finds the connection idle.
+                    try? connection.settleCopy()
+                    throw error
+                }
                 try writes.finish(committing: !dryRun)
                 if dryRun { throw RolledBackImport(value: value) }
                 return value
@@ -205,13 +212,15 @@ private final class PostgresBackupSource: BackupRowSource {
 /// identity to check, no surrogate id that may be taken) is held back, up to
 /// `backupPendingRowLimit` rows of one table and one set of columns, and
 /// those rows go in together: the users they refer to that have no users row
-/// get placeholders in one statement, then COPY into a temporary table shaped
-/// like the table, then one `INSERT … SELECT … ON CONFLICT DO NOTHING`. No
-/// set of every user written is kept, so an import (and `db copy`) of any
-/// number of users stays small in memory. When that
-/// writes fewer rows than it was given, or the server refuses a value, the
-/// batch is undone (a savepoint) and written row by row to find the refused
-/// row, which the refusal names by its `insert` call.
+/// get placeholders in one statement, then one COPY straight into the table,
+/// inside a savepoint. The COPY's answer is read only before the next
+/// statement (the next batch, a question, the end), so the server writes a
+/// batch while the caller reads and checks the rows of the next: at most two
+/// batches, `backupPendingRowLimit` rows, are held. No set of every user
+/// written is kept, so an import (and `db copy`) of any number of users stays
+/// small in memory. When the COPY fails (a key already taken, a value the
+/// server refuses), the batch is undone (the savepoint) and written row by
+/// row to find the refused row, which the refusal names by its `insert` call.
 private final class PostgresBackupImport: BackupRowImport {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
@@ -230,11 +239,13 @@ private final class PostgresBackupImport: BackupRowImport {
     private var insertions = 0
     /// The rows held back, all of one table with the same columns.
     private var pending: PendingRows?
+    /// The batch sent last, whose COPY's answer is not read yet.
+    private var unsettled: PendingRows?
+    /// Rows of one batch: two batches are held at most (`pending` and `unsettled`).
+    private static let batchLimit = backupPendingRowLimit / 2
     /// Per table with a surrogate id, an id above every id in the table and
     /// held back: an archive id above it cannot be taken.
     private var highestIDs: [String: Int64] = [:]
-    /// Tables whose temporary copy (for COPY) exists in this transaction.
-    private var stagingTables: Set<String> = []
 
     private struct PendingRows {
         var table: String
@@ -309,7 +320,7 @@ private final class PostgresBackupImport: BackupRowImport {
                 highestIDs[table.name] = id
                 explicitIDs.insert(table.name)
             }
-            if let count = pending?.rows.count, count >= backupPendingRowLimit { try flush() }
+            if let count = pending?.rows.count, count >= Self.batchLimit { try write(waiting: false) }
             return .inserted
         }
         try flush()
@@ -379,9 +390,11 @@ private final class PostgresBackupImport: BackupRowImport {
             return false
         }
         if table.hasSurrogateID {
-            guard case .integer(let id) = row["id"] else { return false }
+            // No id (the engine leaves archive ids out): the COPY has the store assign them, after the
+            // sequence is moved past the ids in the table (`write`).
+            guard case .integer(let id) = row["id"] else { return row["id"] == nil }
             if highestIDs[table.name] == nil {
-                if pending != nil { try flush() }
+                try flush()
                 highestIDs[table.name] =
                     try connection.execute(
                         "SELECT coalesce(max(id), 0) AS top FROM \(PostgresStore.quote(table.name))"
@@ -392,32 +405,59 @@ private final class PostgresBackupImport: BackupRowImport {
         return true
     }
 
-    /// Writes the rows held back.
+    /// Writes the rows held back, and reads the server's answer.
     func flush() throws {
+        try write(waiting: true)
+    }
+
+    /// Writes the rows held back, after reading the answer to the batch sent
+    /// before them; without `waiting`, their own answer is read later (`settle`).
+    private func write(waiting: Bool) throws {
         try usable()
+        try settle()
         guard let batch = pending else { return }
         pending = nil
         let table = PostgresStore.quote(batch.table)
-        let staging = PostgresStore.quote("guestmode_import_\(batch.table)")
-        if !stagingTables.contains(batch.table) {
-            try connection.execute("CREATE TEMP TABLE \(staging) ON COMMIT DROP AS SELECT * FROM \(table) WITH NO DATA")
-            stagingTables.insert(batch.table)
-        }
         let columns = batch.columns.map(PostgresStore.quote).joined(separator: ", ")
         try ensureUserRows(batch.owners)
-        try connection.execute("SAVEPOINT guestmode_import_batch")
+        if let surrogate = BackupTable.named(batch.table), surrogate.hasSurrogateID, !batch.columns.contains("id") {
+            try moveSequencePastUsedIDs(surrogate)
+            // The ids the store assigns are above any known so far.
+            highestIDs[batch.table] = nil
+        }
         do {
-            try connection.copy("COPY \(staging) (\(columns)) FROM STDIN", rows: batch.rows)
-            let written = try connection.execute(
-                "INSERT INTO \(table) (\(columns)) SELECT \(columns) FROM \(staging) ON CONFLICT DO NOTHING")
-            if written.changes == batch.rows.count {
-                try connection.execute("TRUNCATE \(staging)")
-                try connection.execute("RELEASE SAVEPOINT guestmode_import_batch")
-                return
-            }
+            // Straight into the table: a row that collides with a stored row,
+            // or with another of the batch, fails the COPY (where
+            // `ON CONFLICT DO NOTHING` would leave it out), and so does a value
+            // the table refuses. The RELEASE runs only after a COPY that wrote
+            // every row; after a failure the savepoint is still there.
+            try connection.copy(
+                """
+                SAVEPOINT guestmode_import_batch; COPY \(table) (\(columns)) FROM STDIN;
+                RELEASE SAVEPOINT guestmode_import_batch
+                """, rows: batch.rows, waiting: waiting)
+            if !waiting { unsettled = batch }
+            return
         } catch let failure as PostgresFailure where Self.isRefusal(failure) {
             // Found again row by row below, with the row it belongs to.
         }
+        try writeRowByRow(batch)
+    }
+
+    /// Reads the answer to the batch sent last, if it is not read yet.
+    private func settle() throws {
+        guard let batch = unsettled else { return }
+        unsettled = nil
+        do {
+            try connection.settleCopy()
+        } catch let failure as PostgresFailure where Self.isRefusal(failure) {
+            try writeRowByRow(batch)
+        }
+    }
+
+    /// A batch whose COPY failed, undone and written again row by row: throws
+    /// the refusal of the row the server refuses, named by its `insert` call.
+    private func writeRowByRow(_ batch: PendingRows) throws {
         try connection.execute("ROLLBACK TO SAVEPOINT guestmode_import_batch")
         let statement = insertStatement(batch.table, columns: batch.columns)
         for (index, values) in batch.rows.enumerated() {
@@ -589,6 +629,7 @@ private final class PostgresBackupImport: BackupRowImport {
 
     private func shape(_ table: BackupTable) throws -> BackupTableShape {
         if let shape = shapes[table.name] { return shape }
+        try settle()
         let shape = try BackupTableShape(table, connection)
         shapes[table.name] = shape
         return shape

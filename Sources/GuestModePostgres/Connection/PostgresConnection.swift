@@ -28,6 +28,9 @@ final class PostgresConnection: Sendable {
     private let prepared = Mutex<[String: String]>([:])
     /// At most this many are kept, whatever text a caller sends: the rest run unprepared.
     private static let preparedLimit = 256
+    /// A COPY sent whole whose outcome is not read yet (`copy(_:rows:waiting:)`
+    /// without waiting): its statement. Any later call reads that outcome first.
+    private let unsettledCopy = Mutex<String?>(nil)
     /// How the store is named in messages: the URI without its password.
     let location: String
     /// How long one statement may go unanswered once sent; nil waits as long as it takes.
@@ -144,6 +147,7 @@ final class PostgresConnection: Sendable {
         _ sql: String, _ parameters: [PostgresValue?] = [], until deadline: ContinuousClock.Instant?
     ) throws -> PostgresRows {
         try withHandle { handle in
+            try settleCopy(on: handle)
             try send(sql, parameters, on: handle, until: deadline)
             // As PQexec: the first failure, else the last result (several statements answer several).
             var kept: OpaquePointer?
@@ -307,16 +311,47 @@ final class PostgresConnection: Sendable {
     }
 
     /// Sends `rows` through `COPY … FROM STDIN` (text format) in one round trip;
-    /// each wait for the server is bounded by `statementTimeout`.
-    func copy(_ sql: String, rows: [[PostgresValue?]]) throws {
-        try withHandle { handle in try copy(sql, rows: rows, on: handle) }
+    /// each wait for the server is bounded by `statementTimeout`. `sql` may
+    /// hold statements before and after the COPY (simple protocol: a failure
+    /// skips the statements after it), which then cost no round trip of their own.
+    /// Without `waiting`, it returns once every row is sent, and the server's
+    /// answer is read by `settleCopy` or by the next call on the connection,
+    /// which throws the COPY's failure, if any: the caller prepares its next
+    /// rows while the server writes these.
+    func copy(_ sql: String, rows: [[PostgresValue?]], waiting: Bool = true) throws {
+        try withHandle { handle in
+            try settleCopy(on: handle)
+            try sendCopy(sql, rows: rows, on: handle)
+            if waiting {
+                try readCopyOutcome(of: handle, sql: sql)
+            } else {
+                unsettledCopy.withLock { $0 = sql }
+            }
+        }
+    }
+
+    /// Reads the outcome of a COPY sent without waiting, if one is unread:
+    /// throws its failure.
+    func settleCopy() throws {
+        try withHandle { handle in try settleCopy(on: handle) }
+    }
+
+    private func settleCopy(on handle: OpaquePointer) throws {
+        guard let sql = unsettledCopy.withLock({ $0.take() }) else { return }
+        try readCopyOutcome(of: handle, sql: sql)
     }
 
     private var nextDeadline: ContinuousClock.Instant? { statementTimeout.map { ContinuousClock.now + $0 } }
 
-    private func copy(_ sql: String, rows: [[PostgresValue?]], on handle: OpaquePointer) throws {
+    private func sendCopy(_ sql: String, rows: [[PostgresValue?]], on handle: OpaquePointer) throws {
         try send(sql, [], on: handle, until: nextDeadline)
-        guard let start = try nextResult(of: handle, sql: sql, until: nextDeadline) else {
+        var first = try nextResult(of: handle, sql: sql, until: nextDeadline)
+        // The statements before the COPY answer first.
+        while let done = first, pq.PQresultStatus(done) == PGRES_COMMAND_OK {
+            pq.PQclear(done)
+            first = try nextResult(of: handle, sql: sql, until: nextDeadline)
+        }
+        guard let start = first else {
             throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
         }
         let started = pq.PQresultStatus(start) == PGRES_COPY_IN
@@ -365,6 +400,10 @@ final class PostgresConnection: Sendable {
             try waitFor(handle, Int16(POLLOUT), sql: sql, until: nextDeadline)
         }
         try self.flush(handle, sql: sql, until: nextDeadline)
+    }
+
+    /// The results of a COPY whose rows are all sent, up to the last: throws the first failure.
+    private func readCopyOutcome(of handle: OpaquePointer, sql: String) throws {
         var problem: (String?, String)?
         while let result = try nextResult(of: handle, sql: sql, until: nextDeadline) {
             defer { pq.PQclear(result) }
@@ -384,14 +423,25 @@ final class PostgresConnection: Sendable {
             buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
             return
         }
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\\"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\t"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case UInt8(ascii: "\n"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            default: buffer.append(byte)
+        var contiguous = text
+        // The bytes between two that need escaping go in as one run, not byte by byte.
+        contiguous.withUTF8 { bytes in
+            var start = 0
+            for (index, byte) in bytes.enumerated() {
+                let escaped: UInt8
+                switch byte {
+                case UInt8(ascii: "\\"): escaped = UInt8(ascii: "\\")
+                case UInt8(ascii: "\t"): escaped = UInt8(ascii: "t")
+                case UInt8(ascii: "\n"): escaped = UInt8(ascii: "n")
+                case UInt8(ascii: "\r"): escaped = UInt8(ascii: "r")
+                default: continue
+                }
+                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                buffer.append(UInt8(ascii: "\\"))
+                buffer.append(escaped)
+                start = index + 1
             }
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
     }
 

@@ -192,6 +192,100 @@ private func table(_ name: String) throws -> BackupTable {
         #expect(try Fixture.export(store, guestOwner: profile.guestOwner) == before)
     }
 
+    /// PostgreSQL sends a batch and reads the server's answer only while the
+    /// next one fills (or at the flush): a row refused there is still named
+    /// by its own `insert` call, more than a batch back, and nothing is kept.
+    @Test(arguments: StoreBackend.allCases)
+    func aRowRefusedBatchesLaterIsNamedByItsInsertion(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try Fixture.load(Fixture.rows(of: "u1", base: 1), into: store)
+        let before = try Fixture.export(store, guestOwner: profile.guestOwner)
+        let records = try table("records")
+        func record(_ owner: String, _ key: String) -> Fixture.Row {
+            [
+                "owner_id": .text(owner), "collection": .text("subscriptions"), "key": .text(key),
+                "data": .text(#"{"a":"tab\there"}"#), "created_at": Fixture.time(1), "updated_at": Fixture.time(2),
+            ]
+        }
+        // Call 0 is u2's users row; then 2,500 records, 1,250 of which follow the refused one.
+        func refused(at position: Int, _ row: Fixture.Row) throws -> (BackupRowRefusal, Int)? {
+            var found: (BackupRowRefusal, Int)?
+            try? store.importBackupRows(dryRun: false) { writes throws in
+                var call = 0
+                do {
+                    _ = try writes.insert(Fixture.user("u2"), into: table("users"))
+                    for index in 1...2500 {
+                        call = index
+                        _ = try writes.insert(index == position ? row : record("u2", "k\(index)"), into: records)
+                    }
+                    try writes.flush()
+                } catch let refusal as BackupRowRefusal {
+                    found = (refusal, refusal.insertion ?? call)
+                }
+                throw Abort()
+            }
+            return found
+        }
+        // The key of a row 100 calls earlier in the archive.
+        let repeated = try #require(try refused(at: 1250, record("u2", "k1150")))
+        #expect(repeated.0.reason == .duplicateKey)
+        #expect(repeated.1 == 1250)
+        // The key of a row the store holds.
+        let stored = try #require(try refused(at: 1250, record("u1", "netflix")))
+        #expect(stored.0.reason == .duplicateKey)
+        #expect(stored.1 == 1250)
+        #expect(try Fixture.export(store, guestOwner: profile.guestOwner) == before)
+
+        // Without a refused row every batch is written.
+        try store.importBackupRows(dryRun: false) { writes throws in
+            _ = try writes.insert(Fixture.user("u2"), into: table("users"))
+            for index in 1...2500 { _ = try writes.insert(record("u2", "k\(index)"), into: records) }
+        }
+        let after = try Fixture.export(store, guestOwner: profile.guestOwner)
+        #expect(after["records"]?.count == (before["records"]?.count ?? 0) + 2500)
+        #expect(after["records"]?.contains(record("u2", "k2500")) == true)
+    }
+
+    /// The engine leaves archive ids out: the store assigns them. PostgreSQL
+    /// writes such rows in batches too, each after moving the id sequence
+    /// past the ids in the table, explicit ones included.
+    @Test(arguments: StoreBackend.allCases)
+    func rowsWithoutIDsGetFreshOnesAcrossBatches(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try Fixture.load(Fixture.rows(of: "u1", base: 1), into: store)
+        let events = try table("events")
+        func event(_ index: Int) -> Fixture.Row {
+            [
+                "user_id": .text("u2"), "action": .text("app_opened"), "at": Fixture.time(1), "count": .integer(1),
+                "idempotency_key": .text("e\(index)"), "properties": .null,
+            ]
+        }
+        try store.importBackupRows(dryRun: false) { writes throws in
+            _ = try writes.insert(Fixture.user("u2"), into: table("users"))
+            for index in 1...1500 { _ = try writes.insert(event(index), into: events) }
+            var explicit = event(0)
+            explicit["id"] = .integer(5000)
+            #expect(try writes.insert(explicit, into: events) == .inserted)
+            for index in 1501...2500 { _ = try writes.insert(event(index), into: events) }
+        }
+        let exported = try Fixture.export(store, guestOwner: profile.guestOwner)["events"] ?? []
+        let ids = exported.compactMap { row -> Int64? in
+            guard case .integer(let id) = row["id"] else { return nil }
+            return id
+        }
+        #expect(ids.count == 2502)
+        #expect(Set(ids).count == 2502)
+        #expect(ids.contains(5000))
+        // The rows after the explicit id got ids past it.
+        #expect(ids.filter { $0 > 5000 }.count == 1000)
+        // So does a row the store is given later.
+        try store.importBackupRows(dryRun: false) { writes throws in
+            _ = try writes.insert(event(2501), into: events)
+        }
+        let last = try Fixture.export(store, guestOwner: profile.guestOwner)["events"]?.last?["id"]
+        #expect(last == .integer(6001))
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func rowsMayComeBeforeTheirUserButDanglingOnesAreFound(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
