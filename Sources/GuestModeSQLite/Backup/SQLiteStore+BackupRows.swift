@@ -71,11 +71,12 @@ private final class SQLiteBackupSource: BackupRowSource {
 
     private func isOwnedByUsers(_ table: BackupTable) throws -> Bool {
         if let known = ownedByUsers[table.name] { return known }
-        let references = try Row.fetchAll(db, sql: "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?)", arguments: [table.name])
-            .contains { row in
-                (row[0] as String?) == "users" && (row[1] as String?) == table.ownerColumn
-                    && (row[2] as String?) == "id"
-            }
+        let references = try Row.fetchAll(
+            db, sql: "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?)", arguments: [table.name]
+        )
+        .contains { row in
+            (row[0] as String?) == "users" && (row[1] as String?) == table.ownerColumn && (row[2] as String?) == "id"
+        }
         let notNull =
             try Bool.fetchOne(
                 db, sql: "SELECT \"notnull\" FROM pragma_table_info(?) WHERE name = ?",
