@@ -101,6 +101,38 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
         }
     }
 
+    @Test("a user id's plain bytes read in runs give the same users and the same limit, whatever the chunks")
+    func userRuns() throws {
+        let ids = ["g1", "g12345", #"a\"b\\c"#, "été", String(repeating: "x", count: 300)]
+        let text = Self.header(users: ids)
+        let whole = try Self.parse(text, byteByByte: true)
+        #expect(whole.1 == ["g1", "g12345", "a\"b\\c", "été", String(repeating: "x", count: 300)])
+        let bytes = Array(text.utf8)
+        for size in [2, 3, 7, 64] {
+            final class Users { var list: [String] = [] }
+            let users = Users()
+            var stream = HeaderStream { users.list.append($0) }
+            for start in stride(from: 0, to: bytes.count, by: size) {
+                try bytes[start..<min(start + size, bytes.count)].withUnsafeBytes { try stream.feed($0) }
+            }
+            #expect(try stream.finish() == whole.0, "chunks of \(size)")
+            #expect(users.list == whole.1, "chunks of \(size)")
+        }
+        // An id of the most bytes a token may take (its quotes included) passes; one byte more fails at that byte.
+        let longest = String(repeating: "y", count: HeaderStream.memberLimit - 2)
+        #expect(try Self.parse(Self.header(users: [longest]), byteByByte: false).1 == [longest])
+        let prefix = Array(Self.header(users: []).utf8).count - Array("]\n}".utf8).count
+        for byteByByte in [false, true] {
+            do {
+                _ = try Self.parse(Self.header(users: [longest + "y"]), byteByByte: byteByByte)
+                Issue.record("an id past the limit was accepted")
+            } catch let failure as HeaderStream.Failure {
+                #expect(failure.reason.hasPrefix("a value longer than"), "\(failure)")
+                #expect(failure.offset == prefix + 1, "the token's first byte, \(failure)")
+            }
+        }
+    }
+
     @Test(
         "a header that is not well-formed fails at the byte at fault",
         arguments: [

@@ -40,16 +40,16 @@ private final class SQLiteBackupSource: BackupRowSource {
     }
 
     func rowCount(in table: BackupTable, of owners: BackupOwners) throws -> Int {
-        let condition = Self.condition(table, owners)
+        let condition = try condition(table, owners)
         return try Int.fetchOne(
-            db, sql: "SELECT COUNT(*) FROM \(table.name) WHERE \(condition.sql)", arguments: condition.arguments) ?? 0
+            db, sql: "SELECT COUNT(*) FROM \(table.name)\(condition.sql)", arguments: condition.arguments) ?? 0
     }
 
     func forEachRow(
         in table: BackupTable, of owners: BackupOwners, _ body: ([String], [CellValue]) throws -> Void
     ) throws {
-        let condition = Self.condition(table, owners)
-        let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name) WHERE \(condition.sql) ORDER BY rowid")
+        let condition = try condition(table, owners)
+        let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name)\(condition.sql) ORDER BY rowid")
         try forEachCellRow(
             of: statement, arguments: condition.arguments, table: table.name, purpose: "backups", body)
     }
@@ -57,24 +57,51 @@ private final class SQLiteBackupSource: BackupRowSource {
     func forEachRawRow(
         in table: BackupTable, of owners: BackupOwners, _ body: ([String], UnsafeBufferPointer<RawCell>) throws -> Void
     ) throws {
-        let condition = Self.condition(table, owners)
-        let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name) WHERE \(condition.sql) ORDER BY rowid")
+        let condition = try condition(table, owners)
+        let statement = try db.makeStatement(sql: "SELECT * FROM \(table.name)\(condition.sql) ORDER BY rowid")
         try forEachRawCellRow(
             of: statement, arguments: condition.arguments, table: table.name, purpose: "backups", body)
     }
 
-    /// The condition that picks the owners' rows of a table.
-    private static func condition(
+    /// Tables whose owner column is a NOT NULL foreign key to `users(id)`, by
+    /// name: every row of such a table belongs to a user, since the store
+    /// enforces foreign keys on every write (`AppDatabase.configuration`) and
+    /// checks them after an import or migration that defers them.
+    private var ownedByUsers: [String: Bool] = [:]
+
+    private func isOwnedByUsers(_ table: BackupTable) throws -> Bool {
+        if let known = ownedByUsers[table.name] { return known }
+        let references = try Row.fetchAll(
+            db, sql: "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?)", arguments: [table.name]
+        )
+        .contains { row in
+            (row[0] as String?) == "users" && (row[1] as String?) == table.ownerColumn && (row[2] as String?) == "id"
+        }
+        let notNull =
+            try Bool.fetchOne(
+                db, sql: "SELECT \"notnull\" FROM pragma_table_info(?) WHERE name = ?",
+                arguments: [table.name, table.ownerColumn]) ?? false
+        let owned = references && notNull
+        ownedByUsers[table.name] = owned
+        return owned
+    }
+
+    /// The WHERE clause (or none) that picks the owners' rows of a table. Every user's
+    /// rows of a table whose owner column the store holds to `users(id)` are
+    /// all its rows: read without looking each row's owner up in `users`,
+    /// which was most of a whole-store export of many small users.
+    private func condition(
         _ table: BackupTable, _ owners: BackupOwners
-    ) -> (sql: String, arguments: StatementArguments) {
+    ) throws -> (sql: String, arguments: StatementArguments) {
         switch owners {
         case .everyUser(let guestOwner?) where table.mayBelongToGuestOwner:
-            ("\(table.ownerColumn) IN (SELECT id FROM users) OR \(table.ownerColumn) = ?", [guestOwner])
+            return (" WHERE \(table.ownerColumn) IN (SELECT id FROM users) OR \(table.ownerColumn) = ?", [guestOwner])
         case .everyUser:
-            ("\(table.ownerColumn) IN (SELECT id FROM users)", [])
+            if try table.name == "users" || isOwnedByUsers(table) { return ("", []) }
+            return (" WHERE \(table.ownerColumn) IN (SELECT id FROM users)", [])
         case .users(let users):
-            (
-                "\(table.ownerColumn) IN (\(users.map { _ in "?" }.joined(separator: ", ")))",
+            return (
+                " WHERE \(table.ownerColumn) IN (\(users.map { _ in "?" }.joined(separator: ", ")))",
                 StatementArguments(users)
             )
         }
@@ -91,7 +118,8 @@ private final class SQLiteBackupImport: BackupRowImport {
     init(_ db: Database) { self.db = db }
 
     func creationTime(ofUser id: String) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT created_at FROM users WHERE id = ?", arguments: [id])
+        // Asked once per listed user: prepared once, not per user.
+        try String.fetchOne(db.cachedStatement(sql: "SELECT created_at FROM users WHERE id = ?"), arguments: [id])
     }
 
     func hasRecords(ownedBy owner: String) throws -> Bool {
