@@ -51,6 +51,11 @@ private struct BackupTableShape {
     let catalog: PostgresColumns
     var primaryKey: [String]
     var refersToUsers: Bool
+    /// Whether the owner column is a NOT NULL foreign key to `users(id)`:
+    /// then every row belongs to a user (PostgreSQL holds the key on every
+    /// write), and a whole-store export reads the table without looking each
+    /// row's owner up in `users`.
+    var ownedByUsers: Bool
 
     var columns: [String] { catalog.names }
 
@@ -72,6 +77,17 @@ private struct BackupTableShape {
                 WHERE contype = 'f' AND conrelid = $1::regclass AND confrelid = 'users'::regclass
                 """,
                 [PostgresValue(PostgresStore.quote(table.name))]
+            ).first != nil
+        ownedByUsers =
+            try connection.execute(
+                """
+                SELECT 1 AS owned FROM pg_constraint c
+                JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+                JOIN pg_attribute r ON r.attrelid = c.confrelid AND r.attnum = c.confkey[1]
+                WHERE c.contype = 'f' AND c.conrelid = $1::regclass AND c.confrelid = 'users'::regclass
+                  AND cardinality(c.conkey) = 1 AND a.attname = $2 AND a.attnotnull AND r.attname = 'id'
+                """,
+                [PostgresValue(PostgresStore.quote(table.name)), PostgresValue(table.ownerColumn)]
             ).first != nil
     }
 
@@ -128,9 +144,9 @@ private final class PostgresBackupSource: BackupRowSource {
     }
 
     func rowCount(in table: BackupTable, of owners: BackupOwners) throws -> Int {
-        let condition = Self.condition(table, owners)
+        let condition = Self.condition(table, owners, ownedByUsers: try shape(table).ownedByUsers)
         return try connection.execute(
-            "SELECT count(*) AS n FROM \(PostgresStore.quote(table.name)) WHERE \(condition.sql)", condition.parameters
+            "SELECT count(*) AS n FROM \(PostgresStore.quote(table.name))\(condition.sql)", condition.parameters
         ).first?.int("n") ?? 0
     }
 
@@ -144,13 +160,13 @@ private final class PostgresBackupSource: BackupRowSource {
         in table: BackupTable, of owners: BackupOwners, _ body: ([String], [CellValue]) throws -> Void
     ) throws {
         let shape = try self.shape(table)
-        let condition = Self.condition(table, owners)
+        let condition = Self.condition(table, owners, ownedByUsers: shape.ownedByUsers)
         var values: [CellValue] = []
         values.reserveCapacity(shape.columns.count)
         try forEachFetched(
             """
             SELECT \(shape.columns.map(PostgresStore.quote).joined(separator: ", ")) FROM \(PostgresStore.quote(table.name))
-            WHERE \(condition.sql) ORDER BY \(condition.guestOwnerLast)\(shape.ordering)
+            \(condition.sql) ORDER BY \(condition.guestOwnerLast)\(shape.ordering)
             """,
             condition.parameters
         ) { row in
@@ -188,21 +204,25 @@ private final class PostgresBackupSource: BackupRowSource {
         return shape
     }
 
-    /// The condition that picks the owners' rows of a table, and the
-    /// ordering term that puts the guest owner's records after the users'.
+    /// The WHERE clause (or none) that picks the owners' rows of a table, and
+    /// the ordering term that puts the guest owner's records after the users'.
+    /// Every user's rows of a table held to `users(id)` by its owner column
+    /// are all its rows: read without looking each row's owner up in `users`.
     private static func condition(
-        _ table: BackupTable, _ owners: BackupOwners
+        _ table: BackupTable, _ owners: BackupOwners, ownedByUsers: Bool
     ) -> (sql: String, parameters: [PostgresValue?], guestOwnerLast: String) {
         let owner = PostgresStore.quote(table.ownerColumn)
         switch owners {
         case .everyUser(let guestOwner?) where table.mayBelongToGuestOwner:
             return (
-                "\(owner) IN (SELECT id FROM users) OR \(owner) = $1", [PostgresValue(guestOwner)], "\(owner) = $1, "
+                " WHERE \(owner) IN (SELECT id FROM users) OR \(owner) = $1", [PostgresValue(guestOwner)],
+                "\(owner) = $1, "
             )
         case .everyUser:
-            return ("\(owner) IN (SELECT id FROM users)", [], "")
+            if table.name == "users" || ownedByUsers { return ("", [], "") }
+            return (" WHERE \(owner) IN (SELECT id FROM users)", [], "")
         case .users(let users):
-            return ("\(owner) = ANY ($1::text[])", [PostgresValue.textArray(users)], "")
+            return (" WHERE \(owner) = ANY ($1::text[])", [PostgresValue.textArray(users)], "")
         }
     }
 }

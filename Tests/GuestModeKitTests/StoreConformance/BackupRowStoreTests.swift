@@ -65,8 +65,8 @@ private func table(_ name: String) throws -> BackupTable {
 
     /// A whole-store export reads the tables whose owner column is a foreign key to `users(id)` without
     /// looking each row's owner up; the tables without one still leave out the rows of a user the store lacks.
-    @Test func aWholeStoreExportLeavesOutRowsOfAUserTheStoreDoesNotHoldWhereNoForeignKeyDoes() throws {
-        let backend = StoreBackend.sqlite
+    @Test(arguments: StoreBackend.allCases)
+    func aWholeStoreExportLeavesOutRowsOfAUserTheStoreDoesNotHoldWhereNoForeignKeyDoes(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         let dataset = Fixture.dataset(guestOwner: profile.guestOwner)
         try Fixture.load(dataset, into: store)
