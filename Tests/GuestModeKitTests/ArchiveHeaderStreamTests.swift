@@ -298,4 +298,28 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
         #expect(try listed.firstUnseen(among: [.added]) == "user-2345")
         #expect(try listed.firstUnseen(among: [.skipped]) == nil)
     }
+
+    @Test(
+        "listed users on disk are found through a cache smaller than the list, whatever the order of the look-ups",
+        arguments: [(slots: 1, bytes: 1 << 20), (slots: 7, bytes: 3 << 10), (slots: 64, bytes: 0)])
+    func listedUsersThroughASmallCache(slots: Int, bytes: Int) throws {
+        let listed = ListedUsers(memoryLimit: 4 << 10, sampleLimit: 3, cacheSlots: slots, cacheBytes: bytes)
+        let users = (0..<3000).map { "user-\($0)" }
+        for user in users { try listed.add(user) }
+        _ = try listed.classify { user in user.hasSuffix("3") ? (.kept, "created-\(user)") : (.replaced, nil) }
+        let byID = users.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let positions = Dictionary(uniqueKeysWithValues: byID.enumerated().map { ($1, $0) })
+        var generator = SplitMix64(state: 36)
+        // In order (neighbours share blocks), then shuffled (blocks evicted and read again), then in order again.
+        for order in [users, users.shuffled(using: &generator), byID] {
+            for user in order {
+                let entry = try #require(try listed.entry(of: user))
+                #expect(entry.position == positions[user])
+                #expect(entry.fate == (user.hasSuffix("3") ? .kept : .replaced))
+                #expect(entry.created == (user.hasSuffix("3") ? "created-\(user)" : nil))
+                #expect(try listed.entry(of: user + "-") == nil)
+            }
+        }
+        #expect(try listed.entry(of: "user-3000") == nil && listed.entry(of: "user-") == nil)
+    }
 }
