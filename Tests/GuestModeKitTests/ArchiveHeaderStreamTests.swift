@@ -3,6 +3,7 @@ import Testing
 
 @testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
 
@@ -245,6 +246,35 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
                 repeated.code == .badRow && repeated.message.contains("has user 'u1' twice (line 3 of data/users"),
                 "\(repeated.message)")
         }
+    }
+
+    /// Past 256 KiB the index of the listed users is read from disk through a
+    /// cache of its blocks: rows in no order, then a row of a user the header
+    /// does not list, the last of the archive, refused as before and nothing
+    /// changed, on either backend.
+    @Test(arguments: [StoreBackend.sqlite, .postgres])
+    func aRowOfAUserNotListedIsRefusedWhenTheListIsOnDisk(backend: StoreBackend) throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let users = (0..<20_000).map { "listed-user-\($0)" }
+        var generator = SplitMix64(state: 36)
+        let rows = users.shuffled(using: &generator).map(Self.userRow) + [Self.userRow("listed-user-20000")]
+        let path = try Self.archive(
+            header: Self.header(users: users, padding: Self.padding), userRows: rows, in: directory)
+        let store: any GuestStore =
+            switch backend {
+            case .postgres: try StoreBackend.makePostgresStore()
+            default: try SQLiteStore.inMemory()
+            }
+        let engine = try GuestMode(store: store, profileText: try backupFixtureProfile(), origin: "habits.yaml", now: now)
+        do {
+            _ = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true, now: now)
+            Issue.record("a row of a user not listed was imported")
+        } catch let error as GuestModeError {
+            #expect(
+                error.code == .foreignRow && error.message.contains("line 20001 of data/users"), "\(error.message)")
+        }
+        #expect(throws: GuestModeError.self, "the store changed") { try engine.user("listed-user-0") }
     }
 
     @Test("a header past the size read whole imports, and verify and inspect count its users")
