@@ -266,7 +266,8 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
             case .postgres: try StoreBackend.makePostgresStore()
             default: try SQLiteStore.inMemory()
             }
-        let engine = try GuestMode(store: store, profileText: try backupFixtureProfile(), origin: "habits.yaml", now: now)
+        let engine = try GuestMode(
+            store: store, profileText: try backupFixtureProfile(), origin: "habits.yaml", now: now)
         do {
             _ = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true, now: now)
             Issue.record("a row of a user not listed was imported")
