@@ -3,6 +3,7 @@ import Testing
 
 @testable import GuestModeArchive
 @testable import GuestModeKit
+@testable import GuestModeSQLite
 
 private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
 
@@ -247,6 +248,36 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
         }
     }
 
+    /// Past 256 KiB the index of the listed users is read from disk through a
+    /// cache of its blocks: rows in no order, then a row of a user the header
+    /// does not list, the last of the archive, refused as before and nothing
+    /// changed, on either backend.
+    @Test(arguments: [StoreBackend.sqlite, .postgres])
+    func aRowOfAUserNotListedIsRefusedWhenTheListIsOnDisk(backend: StoreBackend) throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let users = (0..<20_000).map { "listed-user-\($0)" }
+        var generator = SplitMix64(state: 36)
+        let rows = users.shuffled(using: &generator).map(Self.userRow) + [Self.userRow("listed-user-20000")]
+        let path = try Self.archive(
+            header: Self.header(users: users, padding: Self.padding), userRows: rows, in: directory)
+        let store: any GuestStore =
+            switch backend {
+            case .postgres: try StoreBackend.makePostgresStore()
+            default: try SQLiteStore.inMemory()
+            }
+        let engine = try GuestMode(
+            store: store, profileText: try backupFixtureProfile(), origin: "habits.yaml", now: now)
+        do {
+            _ = try engine.importBackup(from: path, onConflict: .fail, dryRun: false, trustUnsigned: true, now: now)
+            Issue.record("a row of a user not listed was imported")
+        } catch let error as GuestModeError {
+            #expect(
+                error.code == .foreignRow && error.message.contains("line 20001 of data/users"), "\(error.message)")
+        }
+        #expect(throws: GuestModeError.self, "the store changed") { try engine.user("listed-user-0") }
+    }
+
     @Test("a header past the size read whole imports, and verify and inspect count its users")
     func bigHeaderImports() throws {
         let directory = try Self.directory()
@@ -297,5 +328,29 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
         #expect(try !listed.markSeen(#require(try listed.entry(of: "user-0"))))
         #expect(try listed.firstUnseen(among: [.added]) == "user-2345")
         #expect(try listed.firstUnseen(among: [.skipped]) == nil)
+    }
+
+    @Test(
+        "listed users on disk are found through a cache smaller than the list, whatever the order of the look-ups",
+        arguments: [(slots: 1, bytes: 1 << 20), (slots: 7, bytes: 3 << 10), (slots: 64, bytes: 0)])
+    func listedUsersThroughASmallCache(slots: Int, bytes: Int) throws {
+        let listed = ListedUsers(memoryLimit: 4 << 10, sampleLimit: 3, cacheSlots: slots, cacheBytes: bytes)
+        let users = (0..<3000).map { "user-\($0)" }
+        for user in users { try listed.add(user) }
+        _ = try listed.classify { user in user.hasSuffix("3") ? (.kept, "created-\(user)") : (.replaced, nil) }
+        let byID = users.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let positions = Dictionary(uniqueKeysWithValues: byID.enumerated().map { ($1, $0) })
+        var generator = SplitMix64(state: 36)
+        // In order (neighbours share blocks), then shuffled (blocks evicted and read again), then in order again.
+        for order in [users, users.shuffled(using: &generator), byID] {
+            for user in order {
+                let entry = try #require(try listed.entry(of: user))
+                #expect(entry.position == positions[user])
+                #expect(entry.fate == (user.hasSuffix("3") ? .kept : .replaced))
+                #expect(entry.created == (user.hasSuffix("3") ? "created-\(user)" : nil))
+                #expect(try listed.entry(of: user + "-") == nil)
+            }
+        }
+        #expect(try listed.entry(of: "user-3000") == nil && listed.entry(of: "user-") == nil)
     }
 }

@@ -10,9 +10,10 @@ import Foundation
 /// answers in blocks of 64 users (about a KiB), in memory up to 256 KiB and
 /// past that in an unlinked temporary file; only each block's first id stays
 /// in memory (about 3 MB for 10 M users). `entry(of:)` finds a user by a
-/// binary search over those ids and one read of a block, which the kernel's
-/// page cache answers; the same user twice in a row costs nothing (an
-/// archive's rows of one user often come together).
+/// binary search over those ids and one read of a block, from a cache of
+/// recently read blocks (at most 1 MiB) or else the file; the same user
+/// twice in a row costs nothing (an archive's rows of one user often come
+/// together).
 ///
 /// ```swift
 /// let listed = ListedUsers()
@@ -72,16 +73,31 @@ package final class ListedUsers {
     private var file: FileHandle?
     private var fileLength = 0
     private var seen: [UInt64] = []
-    /// The block being read, reused.
-    private var blockBuffer: [UInt8] = []
+    /// Blocks read from the file, by block number modulo `cacheSlots`, at
+    /// most `cacheBytes` of them in all: an archive's rows come in store
+    /// order, whose neighbouring owners often share a block (ids made in a
+    /// sequence, or rows of a few users interleaved), so a row's block is
+    /// mostly one read for an earlier row and needs no `pread`. About 1 MiB
+    /// at any number of users.
+    private let cacheSlots: Int
+    private let cacheBytes: Int
+    private var cachedBlocks: [Int] = []
+    private var cached: [[UInt8]] = []
+    private var cachedTotal = 0
 
     private var lastUser: [UInt8] = []
     private var lastEntry: Entry?
 
-    /// `sampleLimit` users of each fate (the first by id) are kept for the report.
-    package init(memoryLimit: Int = 2 << 20, sampleLimit: Int = 1000) {
+    /// `sampleLimit` users of each fate (the first by id) are kept for the
+    /// report; up to `cacheBytes` of the blocks read from disk, in
+    /// `cacheSlots` places, are kept for the next look-ups.
+    package init(
+        memoryLimit: Int = 2 << 20, sampleLimit: Int = 1000, cacheSlots: Int = 1024, cacheBytes: Int = 1 << 20
+    ) {
         self.memoryLimit = memoryLimit
         self.sampleLimit = sampleLimit
+        self.cacheSlots = max(1, cacheSlots)
+        self.cacheBytes = cacheBytes
         spool = Self.makeSpool(memoryLimit)
     }
 
@@ -298,17 +314,32 @@ package final class ListedUsers {
         let start = blockStarts[index]
         let length = blockStarts[index + 1] - start
         if let file {
-            if blockBuffer.count < length { blockBuffer = [UInt8](repeating: 0, count: length) }
-            let read = blockBuffer.withUnsafeMutableBytes {
-                pread(file.fileDescriptor, $0.baseAddress, length, off_t(start))
+            if cachedBlocks.isEmpty {
+                cachedBlocks = Array(repeating: -1, count: cacheSlots)
+                cached = Array(repeating: [], count: cacheSlots)
             }
-            guard read == length else {
-                if read < 0 { throw ioError(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
-                throw RecordSpool.damaged("the users the archive lists")
+            let slot = index % cacheSlots
+            var block: [UInt8]
+            if cachedBlocks[slot] == index {
+                block = cached[slot]
+            } else {
+                block = [UInt8](repeating: 0, count: length)
+                let read = block.withUnsafeMutableBytes {
+                    pread(file.fileDescriptor, $0.baseAddress, length, off_t(start))
+                }
+                guard read == length else {
+                    if read < 0 { throw ioError(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
+                    throw RecordSpool.damaged("the users the archive lists")
+                }
+                let replaced = cached[slot].count
+                if cachedTotal - replaced + length <= cacheBytes {
+                    cached[slot] = block
+                    cachedBlocks[slot] = index
+                    cachedTotal += length - replaced
+                }
             }
-            try blockBuffer.withUnsafeBufferPointer {
-                try Self.scan(
-                    UnsafeBufferPointer(rebasing: $0[0..<length]), firstPosition: index * Self.blockUsers, body)
+            try block.withUnsafeBufferPointer {
+                try Self.scan($0, firstPosition: index * Self.blockUsers, body)
             }
         } else {
             try inMemory.withUnsafeBufferPointer {
