@@ -191,9 +191,7 @@ private final class SQLiteBackupImport: BackupRowImport {
         let handle = statement.sqliteStatement
         let code = sqlite3_step(handle)
         guard code == SQLITE_DONE else {
-            let error = DatabaseError(
-                resultCode: ResultCode(rawValue: sqlite3_extended_errcode(db.sqliteConnection)),
-                message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
+            let error = lastError(of: handle, sql: statement.sql)
             sqlite3_reset(handle)
             if error.resultCode == .SQLITE_CONSTRAINT { throw try refusal(error, table: table, row: row) }
             throw error
@@ -224,9 +222,9 @@ private final class SQLiteBackupImport: BackupRowImport {
                 text.withMemoryRebound(to: CChar.self) { characters in
                     // A null pointer would bind NULL, not an empty text.
                     if let start = characters.baseAddress, !characters.isEmpty {
-                        _ = sqlite3_bind_text(handle, position, start, Int32(characters.count), transientText)
+                        _ = sqlite3_bind_text(handle, position, start, Int32(characters.count), transientBinding)
                     } else {
-                        _ = sqlite3_bind_text(handle, position, "", 0, transientText)
+                        _ = sqlite3_bind_text(handle, position, "", 0, transientBinding)
                     }
                 }
             }
@@ -290,6 +288,3 @@ private final class SQLiteBackupImport: BackupRowImport {
         return BackupRowRefusal(.invalid, detail: detail)
     }
 }
-
-/// SQLite's `SQLITE_TRANSIENT`: the text is copied when bound.
-private let transientText = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

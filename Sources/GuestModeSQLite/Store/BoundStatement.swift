@@ -82,7 +82,7 @@ final class BoundStatement {
         }
         var code = sqlite3_step(handle)
         while code == SQLITE_ROW { code = sqlite3_step(handle) }
-        guard code == SQLITE_DONE else { throw failure() }
+        guard code == SQLITE_DONE else { throw lastError(of: handle, sql: statement.sql) }
         return Int(sqlite3_changes(sqlite3_db_handle(handle)))
     }
 
@@ -94,17 +94,11 @@ final class BoundStatement {
             used = 0
         }
         let code = sqlite3_step(handle)
-        guard code == SQLITE_ROW || code == SQLITE_DONE else { throw failure() }
+        guard code == SQLITE_ROW || code == SQLITE_DONE else { throw lastError(of: handle, sql: statement.sql) }
         return code == SQLITE_ROW
-    }
-
-    private func failure() -> DatabaseError {
-        let connection = sqlite3_db_handle(handle)
-        return DatabaseError(
-            resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
-            message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql)
     }
 }
 
-private let transientBinding = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+/// SQLite's `SQLITE_TRANSIENT`: the text is copied when bound.
+let transientBinding = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 private let staticBinding = unsafeBitCast(0, to: sqlite3_destructor_type.self)

@@ -112,11 +112,15 @@ private func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
 private func step(_ handle: SQLiteStatement, of statement: Statement) throws -> Bool {
     let code = sqlite3_step(handle)
     if code == SQLITE_DONE { return false }
-    guard code == SQLITE_ROW else {
-        let connection = sqlite3_db_handle(handle)
-        throw DatabaseError(
-            resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
-            message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql)
-    }
+    guard code == SQLITE_ROW else { throw lastError(of: handle, sql: statement.sql) }
     return true
+}
+
+/// The failure of the statement's last step, as GRDB reports one, for every
+/// statement this backend runs through SQLite's C API.
+func lastError(of handle: SQLiteStatement, sql: String) -> DatabaseError {
+    let connection = sqlite3_db_handle(handle)
+    return DatabaseError(
+        resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
+        message: String(cString: sqlite3_errmsg(connection)), sql: sql)
 }
