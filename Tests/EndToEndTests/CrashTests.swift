@@ -317,4 +317,69 @@ struct RaceAndLeftoverTests {
         #expect(!names.contains(stale))
         #expect(!names.contains { $0.hasPrefix("guestmode-track-") }, "\(names)")
     }
+
+    /// A store of 400 guests with 1,600 events, exported whole to `all.gmbackup`, and an empty
+    /// store `fresh.sqlite` beside it to import into.
+    private func wholeStoreArchive() async throws -> Sandbox {
+        let sandbox = try await Sandbox.withStore("recipes")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let log = (0..<1_600).map { #"{"user":"g\#($0 % 400)","action":"app_opened","id":"e\#($0)"}"# }
+        try sandbox.write("events.ndjson", log.joined(separator: "\n") + "\n")
+        #expect(try await sandbox.run("track", "--from", "events.ndjson", "--create-users").status == 0)
+        #expect(try await sandbox.run("backup", "export", "--all", "--out", "all.gmbackup").status == 0)
+        #expect(try await sandbox.run("init", "--profile", "recipes", "--store", "fresh.sqlite").status == 0)
+        return sandbox
+    }
+
+    private static let importIntoFresh = [
+        "--store", "fresh.sqlite", "backup", "import", "all.gmbackup", "--trust-unsigned", "--quiet",
+    ]
+
+    @Test(
+        "backup import alone on a store writes through a rollback journal: killed part way, nothing is in, and the next import ends in WAL mode"
+    )
+    func importKilledWithRollbackJournal() async throws {
+        let sandbox = try await wholeStoreArchive()
+        let killed = try await sandbox.run(
+            arguments: Self.importIntoFresh, environment: ["GUESTMODE_TEST_STOP_AFTER": "backup-import-rows"])
+        #expect(killed.signalled, "the import was to be killed part way: \(killed.status) \(killed.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: sandbox.directory.path)
+        // Each page went to the store file once, the old ones saved in the journal: no WAL.
+        #expect(files.contains("fresh.sqlite-journal"), "\(files)")
+        #expect(!files.contains("fresh.sqlite-wal"), "\(files)")
+        let check = try await sandbox.run("--store", "fresh.sqlite", "db", "check")
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM users", store: "fresh.sqlite") == "0")
+        let imported = try await sandbox.run(arguments: Self.importIntoFresh)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try await sqlite(sandbox, "PRAGMA journal_mode", store: "fresh.sqlite") == "wal")
+        #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM events", store: "fresh.sqlite") == "1600")
+    }
+
+    @Test("backup import of a store another process holds open runs in WAL mode, as before")
+    func importBesideAnotherConnection() async throws {
+        let sandbox = try await wholeStoreArchive()
+        // sqlite3 keeps its connection open while its standard input is.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        holder.arguments = [sandbox.path("fresh.sqlite")]
+        let input = Pipe()
+        holder.standardInput = input
+        holder.standardOutput = FileHandle.nullDevice
+        try holder.run()
+        defer {
+            try? input.fileHandleForWriting.close()
+            holder.waitUntilExit()
+        }
+        try input.fileHandleForWriting.write(contentsOf: Data("SELECT COUNT(*) FROM users;\n".utf8))
+        let killed = try await sandbox.run(
+            arguments: Self.importIntoFresh, environment: ["GUESTMODE_TEST_STOP_AFTER": "backup-import-rows"])
+        #expect(killed.signalled, "\(killed.status) \(killed.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: sandbox.directory.path)
+        #expect(files.contains("fresh.sqlite-wal") && !files.contains("fresh.sqlite-journal"), "\(files)")
+        let imported = try await sandbox.run(arguments: Self.importIntoFresh)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM events", store: "fresh.sqlite") == "1600")
+        #expect(try await sqlite(sandbox, "PRAGMA journal_mode", store: "fresh.sqlite") == "wal")
+    }
 }

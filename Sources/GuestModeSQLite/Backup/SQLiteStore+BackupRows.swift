@@ -9,7 +9,7 @@ extension SQLiteStore: BackupRowStore {
     }
 
     package func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T {
-        try writeDurably { db in
+        try writeDurably(writingPagesOnce: !dryRun) { db in
             // Rows may arrive before the users row they refer to in a hand-made archive; check at the end instead.
             try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
             // 8 MiB, as for an event log: with 16 MiB a whole-store import of 1 M users peaked at 72 MB.

@@ -148,11 +148,30 @@ public final class SQLiteStore: Sendable {
     }
 
     /// Like `writeDurably(_:)`; `body` also says whether to commit (a dry run rolls back).
-    func writeDurably<T>(_ body: (Database) throws -> (value: T, commit: Bool)) throws -> T {
+    ///
+    /// `writingPagesOnce` (a bulk import) runs the transaction with a
+    /// rollback journal instead of the WAL when this process's one connection
+    /// is the store's only one: WAL writes every page twice, to the log and
+    /// again at the checkpoint, where a rollback journal writes a new page
+    /// once and journals only the pages that held data. Leaving WAL needs
+    /// every other connection gone: while a server or another command has the
+    /// store open the switch is refused at once, without waiting, and the
+    /// transaction runs in WAL as always. A command that opens the store
+    /// meanwhile waits for the import as for any write. Every durable write
+    /// ends in WAL mode, so a store a killed import left with a rollback
+    /// journal (rolled back by the next opening, as SQLite does) is in WAL
+    /// again after the next one.
+    func writeDurably<T>(
+        writingPagesOnce: Bool = false, _ body: (Database) throws -> (value: T, commit: Bool)
+    ) throws -> T {
         try takeWriter()
         defer { writing.signal() }
+        // Only a store file this process reaches through one connection may leave WAL: GRDB's pool needs it.
+        let isSingleFile = path != nil && database.writer is DatabaseQueue
         do {
             return try database.writer.writeWithoutTransaction { db in
+                if isSingleFile && writingPagesOnce { Self.switchJournal(db, to: "delete") }
+                defer { if isSingleFile { Self.switchJournal(db, to: "wal") } }
                 let previous = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 1
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 defer { try? db.execute(sql: "PRAGMA synchronous = \(previous)") }
@@ -172,6 +191,16 @@ public final class SQLiteStore: Sendable {
             throw StoreFile.translate(error, path: path ?? ":memory:")
         } catch let error as RowDecodingError {
             throw StoreFile.corrupt(error, path: path ?? ":memory:")
+        }
+    }
+
+    /// Asks for the journal `mode` without waiting for another connection to
+    /// go: a store another connection holds keeps its mode. A store already
+    /// in `mode` is not written to.
+    private static func switchJournal(_ db: Database, to mode: String) {
+        // A deadline already passed: the busy handler gives up at once.
+        _ = try? StoreDeadline.$current.withValue(.now) {
+            try String.fetchOne(db, sql: "PRAGMA journal_mode = \(mode)")
         }
     }
 
