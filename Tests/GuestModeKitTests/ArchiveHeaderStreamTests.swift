@@ -311,8 +311,14 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
         users.append("user-17")  // second mention at index 5000
         users.append("user-4")  // second mention at index 5001
         for user in users { try listed.add(user) }
-        let repeated = try listed.classify { user in user.hasSuffix("7") ? (.skipped, "created-\(user)") : (.added, nil)
+        var batches: [[String]] = []
+        let repeated = try listed.classify { batch in
+            batches.append(batch)
+            return batch.map { user in user.hasSuffix("7") ? (.skipped, "created-\(user)") : (.added, nil) }
         }
+        // Asked in id order, a batch at a time, each distinct user once.
+        #expect(batches.map(\.count) == [1000, 1000, 1000, 1000, 1000])
+        #expect(batches.joined().elementsEqual(users.dropLast(2).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }))
         #expect(repeated == ListedUsers.Repeat(user: "user-17", index: 5000))
         #expect(listed.distinct == 5000)
         #expect(listed.count(.skipped) == 500 && listed.count(.added) == 4500)
@@ -337,7 +343,9 @@ private let now = Timestamp.parse("2026-11-22T09:00:00Z")!
         let listed = ListedUsers(memoryLimit: 4 << 10, sampleLimit: 3, cacheSlots: slots, cacheBytes: bytes)
         let users = (0..<3000).map { "user-\($0)" }
         for user in users { try listed.add(user) }
-        _ = try listed.classify { user in user.hasSuffix("3") ? (.kept, "created-\(user)") : (.replaced, nil) }
+        _ = try listed.classify { batch in
+            batch.map { user in user.hasSuffix("3") ? (.kept, "created-\(user)") : (.replaced, nil) }
+        }
         let byID = users.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         let positions = Dictionary(uniqueKeysWithValues: byID.enumerated().map { ($1, $0) })
         var generator = SplitMix64(state: 36)

@@ -256,19 +256,22 @@ private struct ImportSession {
             toDelete.removeAll(keepingCapacity: true)
         }
         let policy = policy
-        let repeated = try users.listed.classify { user in
-            guard let created = try rows.creationTime(ofUser: user) else { return (.added, nil) }
-            switch policy {
-            case .fail:
-                presentCount += 1
-                if present.count < Self.namedPresentUsers { present.append(user) }
-                return (.replaced, created)
-            case .skip:
-                return (.skipped, created)
-            case .replace:
-                toDelete.append(user)
-                if toDelete.count >= 1000 { try deletePending() }
-                return (trusted ? .replaced : .kept, created)
+        let repeated = try users.listed.classify { batch in
+            let times = try rows.creationTimes(ofUsers: batch)
+            return try batch.map { user -> (ListedUsers.Fate, created: String?) in
+                guard let created = times[user] else { return (.added, nil) }
+                switch policy {
+                case .fail:
+                    presentCount += 1
+                    if present.count < Self.namedPresentUsers { present.append(user) }
+                    return (.replaced, created)
+                case .skip:
+                    return (.skipped, created)
+                case .replace:
+                    toDelete.append(user)
+                    if toDelete.count >= 1000 { try deletePending() }
+                    return (trusted ? .replaced : .kept, created)
+                }
             }
         }
         try ImportTrust.checkList(misfit: users.misfit, repeated: repeated, profile: profile, path: path)

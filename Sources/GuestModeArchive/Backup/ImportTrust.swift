@@ -38,7 +38,7 @@ enum ImportTrust {
     static func checkGuestOwnerInStore(
         _ header: BackupHeader, profile: Profile, path: String, rows: any BackupRowImport
     ) throws {
-        if header.guestOwner != nil, try rows.creationTime(ofUser: profile.guestOwner) != nil {
+        if header.guestOwner != nil, try rows.creationTimes(ofUsers: [profile.guestOwner])[profile.guestOwner] != nil {
             throw GuestModeError(
                 .guestOwnerMismatch,
                 "the store has a user whose id '\(profile.guestOwner)' is the profile's guest owner; the archive '\(path)' cannot be imported over it, nothing was changed"

@@ -265,9 +265,10 @@ extension BackupRowStore {
 
 /// The writes of one import (see `BackupRowStore.importBackupRows`).
 package protocol BackupRowImport {
-    /// The `created_at` of the store's user `id` as its backup rows carry
-    /// it, or nil when the store has no such user.
-    func creationTime(ofUser id: String) throws -> String?
+    /// The `created_at` of each of `ids` the store holds as a user, as its
+    /// backup rows carry it; an id the store lacks is not a key. One
+    /// statement for the whole list (`ListedUsers.classifyBatch` ids at most).
+    func creationTimes(ofUsers ids: [String]) throws -> [String: String]
     /// Whether any record belongs to `owner` (the profile's guest owner).
     func hasRecords(ownedBy owner: String) throws -> Bool
     /// The user who received the merge of migration journal `id` in this

@@ -18,7 +18,7 @@ import Foundation
 /// ```swift
 /// let listed = ListedUsers()
 /// for user in ["u2", "u1"] { try listed.add(user) }
-/// let repeated = try listed.classify { user in (.added, nil) }   // nil: no user twice
+/// let repeated = try listed.classify { users in users.map { _ in (.added, nil) } }  // nil: no one twice
 /// let u1 = try listed.entry(of: "u1")                           // .added, position 0
 /// _ = listed.markSeen(u1!)                                      // true the first time
 /// ```
@@ -123,16 +123,55 @@ package final class ListedUsers {
         count = 0
     }
 
+    /// Users `classify` asks about at a time: a store answers them in one
+    /// statement (one round trip to a PostgreSQL server, not one a user).
+    package static let classifyBatch = 1000
+
     /// Reads the list back in id order, once: `decide` says the fate of each
-    /// distinct user (and the store's creation time of a user it holds).
+    /// distinct user (and the store's creation time of a user it holds), for
+    /// up to `classifyBatch` users at a time, in id order, one answer a user.
     /// Returns the user listed twice whose second mention comes first, or nil.
-    package func classify(_ decide: (String) throws -> (Fate, created: String?)) throws -> Repeat? {
+    package func classify(_ decide: ([String]) throws -> [(Fate, created: String?)]) throws -> Repeat? {
         var repeated: Repeat?
         var previous: [UInt8]?
         var previousMentions = 0
+        var pending: [String] = []
+        pending.reserveCapacity(Self.classifyBatch)
         var block: [UInt8] = []
         var blockCount = 0
         block.reserveCapacity(4 << 10)
+        func decidePending() throws {
+            guard !pending.isEmpty else { return }
+            let answers = try decide(pending)
+            guard answers.count == pending.count else {
+                throw GuestModeError(
+                    .internalFailure, "the fates of \(pending.count) listed users came back as \(answers.count)")
+            }
+            for (user, (fate, created)) in zip(pending, answers) {
+                let bytes = Array(user.utf8)
+                counts[Int(fate.rawValue)] += 1
+                if samples[Int(fate.rawValue)].count < sampleLimit { samples[Int(fate.rawValue)].append(user) }
+                if blockCount == 0 {
+                    firstIDs.append(contentsOf: bytes)
+                    firstIDEnds.append(firstIDs.count)
+                }
+                block.append(fate.rawValue)
+                Self.put(bytes, to: &block)
+                if let created {
+                    Self.put(Array(created.utf8), to: &block, plusOne: true)
+                } else {
+                    Self.put32(0, to: &block)
+                }
+                distinct += 1
+                blockCount += 1
+                if blockCount == Self.blockUsers {
+                    try store(block)
+                    block.removeAll(keepingCapacity: true)
+                    blockCount = 0
+                }
+            }
+            pending.removeAll(keepingCapacity: true)
+        }
         try spool.forEach { reader in
             let user = try reader.string()
             let index = Int(try reader.uint64())
@@ -146,28 +185,10 @@ package final class ListedUsers {
             }
             previous = bytes
             previousMentions = 1
-            let (fate, created) = try decide(user)
-            counts[Int(fate.rawValue)] += 1
-            if samples[Int(fate.rawValue)].count < sampleLimit { samples[Int(fate.rawValue)].append(user) }
-            if blockCount == 0 {
-                firstIDs.append(contentsOf: bytes)
-                firstIDEnds.append(firstIDs.count)
-            }
-            block.append(fate.rawValue)
-            Self.put(bytes, to: &block)
-            if let created {
-                Self.put(Array(created.utf8), to: &block, plusOne: true)
-            } else {
-                Self.put32(0, to: &block)
-            }
-            distinct += 1
-            blockCount += 1
-            if blockCount == Self.blockUsers {
-                try store(block)
-                block.removeAll(keepingCapacity: true)
-                blockCount = 0
-            }
+            pending.append(user)
+            if pending.count == Self.classifyBatch { try decidePending() }
         }
+        try decidePending()
         if blockCount > 0 { try store(block) }
         spool = Self.makeSpool(0)
         seen = Array(repeating: 0, count: distinct / 64 + 1)

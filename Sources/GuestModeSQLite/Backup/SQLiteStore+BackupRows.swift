@@ -117,9 +117,14 @@ private final class SQLiteBackupImport: BackupRowImport {
 
     init(_ db: Database) { self.db = db }
 
-    func creationTime(ofUser id: String) throws -> String? {
-        // Asked once per listed user: prepared once, not per user.
-        try String.fetchOne(db.cachedStatement(sql: "SELECT created_at FROM users WHERE id = ?"), arguments: [id])
+    func creationTimes(ofUsers ids: [String]) throws -> [String: String] {
+        // One look-up a user through a statement prepared once: in-process, a batch statement saves nothing.
+        let statement = try db.cachedStatement(sql: "SELECT created_at FROM users WHERE id = ?")
+        var times: [String: String] = [:]
+        for id in ids {
+            if let created = try String.fetchOne(statement, arguments: [id]) { times[id] = created }
+        }
+        return times
     }
 
     func hasRecords(ownedBy owner: String) throws -> Bool {

@@ -150,17 +150,18 @@ public final class SQLiteStore: Sendable {
     /// Like `writeDurably(_:)`; `body` also says whether to commit (a dry run rolls back).
     ///
     /// `writingPagesOnce` (a bulk import) runs the transaction with a
-    /// rollback journal instead of the WAL when this process's one connection
-    /// is the store's only one: WAL writes every page twice, to the log and
-    /// again at the checkpoint, where a rollback journal writes a new page
-    /// once and journals only the pages that held data. Leaving WAL needs
-    /// every other connection gone: while a server or another command has the
-    /// store open the switch is refused at once, without waiting, and the
-    /// transaction runs in WAL as always. A command that opens the store
-    /// meanwhile waits for the import as for any write. Every durable write
-    /// ends in WAL mode, so a store a killed import left with a rollback
-    /// journal (rolled back by the next opening, as SQLite does) is in WAL
-    /// again after the next one.
+    /// rollback journal instead of the WAL when the store holds no user yet
+    /// (a restore into a fresh store) and this process's one connection is
+    /// its only one: WAL writes every page twice, to the log and again at the
+    /// checkpoint, where a rollback journal writes a new page once. Leaving
+    /// WAL needs every other connection gone: while a server or another
+    /// command has the store open the switch is refused at once, without
+    /// waiting, and the transaction runs in WAL as always. A store that holds
+    /// users stays in WAL, so its readers never wait for an import and a
+    /// refused import leaves its file byte for byte. Every durable write ends
+    /// in WAL mode, so a store a killed import left with a rollback journal
+    /// (rolled back by the next opening, as SQLite does) is in WAL again
+    /// after the next one.
     func writeDurably<T>(
         writingPagesOnce: Bool = false, _ body: (Database) throws -> (value: T, commit: Bool)
     ) throws -> T {
@@ -170,7 +171,11 @@ public final class SQLiteStore: Sendable {
         let isSingleFile = path != nil && database.writer is DatabaseQueue
         do {
             return try database.writer.writeWithoutTransaction { db in
-                if isSingleFile && writingPagesOnce { Self.switchJournal(db, to: "delete") }
+                if isSingleFile && writingPagesOnce,
+                    try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM users)") ?? false
+                {
+                    Self.switchJournal(db, to: "delete")
+                }
                 defer { if isSingleFile { Self.switchJournal(db, to: "wal") } }
                 let previous = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 1
                 try db.execute(sql: "PRAGMA synchronous = FULL")

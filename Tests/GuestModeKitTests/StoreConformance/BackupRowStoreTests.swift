@@ -132,7 +132,7 @@ private func table(_ name: String) throws -> BackupTable {
             for (table, row) in Fixture.dataset(guestOwner: profile.guestOwner) {
                 _ = try writes.insert(row, into: table)
             }
-            #expect(try writes.creationTime(ofUser: "u1") != nil, "the dry run sees its own writes")
+            #expect(try writes.creationTimes(ofUsers: ["u1"])["u1"] != nil, "the dry run sees its own writes")
             return 31
         }
         #expect(inserted == 31)
@@ -144,15 +144,14 @@ private func table(_ name: String) throws -> BackupTable {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
         try Fixture.load(Fixture.dataset(guestOwner: profile.guestOwner), into: store)
         try store.importBackupRows(dryRun: false) { writes throws in
-            #expect(try writes.creationTime(ofUser: "u1") == Fixture.time(1).text)
-            #expect(try writes.creationTime(ofUser: "nobody") == nil)
+            #expect(try writes.creationTimes(ofUsers: ["u1", "nobody"]) == ["u1": Fixture.time(1).text])
             #expect(try writes.hasRecords(ownedBy: profile.guestOwner))
             #expect(try !writes.hasRecords(ownedBy: "nobody"))
             #expect(try writes.columns(of: table("users")) == Set(Fixture.user("x").keys))
             #expect(try writes.columns(of: table("plans")).isSuperset(of: ["id", "user_id", "plan", "granted_at"]))
             try writes.deleteRows(ownedBy: ["u1", profile.guestOwner])
             try writes.deleteRows(ownedBy: [])
-            #expect(try writes.creationTime(ofUser: "u1") == nil)
+            #expect(try writes.creationTimes(ofUsers: ["u1"]).isEmpty)
             #expect(try !writes.hasRecords(ownedBy: profile.guestOwner))
         }
         #expect(
