@@ -113,7 +113,7 @@ private final class SQLiteBackupImport: BackupRowImport {
     /// One prepared INSERT per table, for the columns its rows carry (an
     /// archive's rows of a table all carry the same ones), in that order.
     private var inserts: [String: (columns: [String], insert: BoundStatement)] = [:]
-    /// Per table with a surrogate id, whether a row holds an id.
+    /// Per table with a surrogate id, the lookup of whether it holds an id.
     private var idLookups: [String: BoundStatement] = [:]
 
     init(_ db: Database) { self.db = db }
