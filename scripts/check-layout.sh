@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails when SQL, GRDB or libpq shows up outside the backend targets, or a C
-# library outside its one binding file (the engine holds no SQL and knows no
-# database or C library); when a backend takes a decision (reads the profile
+# library (SQLite, libpq, libarchive, libcurl) is called outside its one
+# binding file (the engine holds no SQL and knows no database or C
+# library); when a backend takes a decision (reads the profile
 # or calls an engine policy: a backend holds SQL, row decoding, pooling and
 # retries only); when the engine or the archive target reads the
 # wall clock; when a library string names a command or a flag; when a target
@@ -34,6 +35,21 @@ if [ -n "$portable" ]; then
     echo "$portable" >&2
     status=1
 fi
+# Each C library is called from one Swift file, which turns its errors into Swift errors and frees its
+# handles (the brief's "C bindings"); every other file uses that file's Swift API. C headers (shim.h) aside.
+for binding in 'sqlite3_:Sources/GuestModeSQLite/Store/SQLiteCAPI.swift' \
+    'PQ[a-z]*\(:Sources/GuestModePostgres/Connection/PostgresConnection.swift' \
+    'archive_[a-z_]*\(:Sources/GuestModeArchive/Archive/ArchiveIO.swift' \
+    'curl_[a-z_]*\(:Sources/GuestModeRemote/HTTPTransport.swift'; do
+    pattern=${binding%%:*}
+    file=${binding#*:}
+    calls=$(grep -rnE --include='*.swift' "(^|[^A-Za-z0-9_])$pattern" Sources | grep -v "^$file:" || true)
+    if [ -n "$calls" ]; then
+        echo "A C library called outside its one binding file (move the call into $file, use its Swift API):" >&2
+        echo "$calls" >&2
+        status=1
+    fi
+done
 # A refusal (a cap, a meter) is a value the engine words once; the front ends throw or answer it.
 refusals=$(grep -rnE --include='*.swift' 'is at its cap|nothing was (recorded|stored)|not enough left:' Sources \
     | grep -v '^Sources/GuestModeKit/' || true)
@@ -165,6 +181,6 @@ if ! python3 scripts/check-sources.py; then
     echo "(the rules are in scripts/check-sources.py)" >&2
     status=1
 fi
-[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library, CLI or platform-only import in the engine, no refusal worded outside it, no GET route that writes;" \
+[ "$status" = 0 ] && echo "layout: no SQL outside the backends, no decision in them, no database, C library, CLI or platform-only import in the engine, each C library called from its one binding file, no refusal worded outside it, no GET route that writes;" \
     "no wall clock in the engine or archives, no CLI command or flag in a library string, every public declaration documented, warnings are errors"
 exit "$status"

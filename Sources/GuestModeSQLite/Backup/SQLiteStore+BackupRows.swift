@@ -1,6 +1,5 @@
 import Foundation
 internal import GRDB
-internal import GRDBSQLite
 import GuestModeKit
 
 extension SQLiteStore: BackupRowStore {
@@ -112,8 +111,10 @@ private final class SQLiteBackupSource: BackupRowSource {
 private final class SQLiteBackupImport: BackupRowImport {
     let db: Database
     /// One prepared INSERT per table, for the columns its rows carry (an
-    /// archive's rows of a table all carry the same ones).
-    private var inserts: [String: (columns: [String], statement: Statement)] = [:]
+    /// archive's rows of a table all carry the same ones), in that order.
+    private var inserts: [String: (columns: [String], insert: BoundStatement)] = [:]
+    /// Per table with a surrogate id, the lookup of whether it holds an id.
+    private var idLookups: [String: BoundStatement] = [:]
 
     init(_ db: Database) { self.db = db }
 
@@ -153,87 +154,62 @@ private final class SQLiteBackupImport: BackupRowImport {
     func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion {
         var values = row
         var insertion = BackupRowInsertion.inserted
-        if table.hasSurrogateID, case .integer(let id) = values["id"],
-            try Bool.fetchOne(
-                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM \(table.name) WHERE id = ?)"), arguments: [id])
-                == true
-        {
+        if table.hasSurrogateID, case .integer(let id) = values["id"], try holdsID(id, in: table) {
             values["id"] = nil
             insertion = .renumbered
         }
-        // Bound through SQLite's C API: GRDB's generic argument binding
-        // (`StatementArguments`) was a fifth of an import's instructions.
-        // A table's rows list the same columns in the same order: bound in
-        // that order, matched by comparing names, not by hashing them.
+        // Bound through SQLite's C API (`BoundStatement`): GRDB's generic
+        // argument binding (`StatementArguments`) was a fifth of an import's
+        // instructions. A table's rows list the same columns in the same
+        // order: bound in that order, matched by comparing names, not by
+        // hashing them.
         if let layout = lastLayout, layout.table == table.name, layout.bind(values) {
-            return try step(layout.statement, table: table, row: values, insertion: insertion)
+            return try run(layout.insert, table: table, row: values, insertion: insertion)
         }
-        let prepared: (columns: [String], statement: Statement)
+        let prepared: (columns: [String], insert: BoundStatement)
         if let cached = inserts[table.name], cached.columns.count == values.count,
-            Self.bind(values, to: cached.columns, of: cached.statement.sqliteStatement)
+            cached.insert.bind(values, inOrder: cached.columns)
         {
             prepared = cached
         } else {
             let columns = values.keys.sorted()
             prepared = (
                 columns,
-                try db.makeStatement(
-                    sql:
-                        "INSERT INTO \(table.name) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-                )
+                BoundStatement(
+                    try db.makeStatement(
+                        sql:
+                            "INSERT INTO \(table.name) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+                    ))
             )
             inserts[table.name] = prepared
-            _ = Self.bind(values, to: columns, of: prepared.statement.sqliteStatement)
+            _ = prepared.insert.bind(values, inOrder: columns)
         }
-        lastLayout = InsertLayout(
-            table: table.name, row: values, columns: prepared.columns, statement: prepared.statement)
-        return try step(prepared.statement, table: table, row: values, insertion: insertion)
+        lastLayout = InsertLayout(table: table.name, row: values, columns: prepared.columns, insert: prepared.insert)
+        return try run(prepared.insert, table: table, row: values, insertion: insertion)
     }
 
-    private func step(
-        _ statement: Statement, table: BackupTable, row: [String: CellValue], insertion: BackupRowInsertion
+    /// Whether `table` already holds a row with surrogate id `id`.
+    private func holdsID(_ id: Int64, in table: BackupTable) throws -> Bool {
+        let lookup: BoundStatement
+        if let cached = idLookups[table.name] {
+            lookup = cached
+        } else {
+            lookup = BoundStatement(try db.makeStatement(sql: "SELECT 1 FROM \(table.name) WHERE id = ?"))
+            idLookups[table.name] = lookup
+        }
+        lookup.bind(.integer(id), at: 1)
+        return try lookup.exists()
+    }
+
+    private func run(
+        _ insert: BoundStatement, table: BackupTable, row: [String: CellValue], insertion: BackupRowInsertion
     ) throws -> BackupRowInsertion {
-        let handle = statement.sqliteStatement
-        let code = sqlite3_step(handle)
-        guard code == SQLITE_DONE else {
-            let error = lastError(of: handle, sql: statement.sql)
-            sqlite3_reset(handle)
-            if error.resultCode == .SQLITE_CONSTRAINT { throw try refusal(error, table: table, row: row) }
-            throw error
+        do {
+            _ = try insert.execute()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw try refusal(error, table: table, row: row)
         }
-        sqlite3_reset(handle)
         return insertion
-    }
-
-    /// Binds `values` to the statement's parameters, one per column in
-    /// order; false when a column has no value in the row. Every parameter
-    /// is bound on success, so none keeps an earlier row's value.
-    private static func bind(_ values: [String: CellValue], to columns: [String], of handle: OpaquePointer?) -> Bool {
-        sqlite3_reset(handle)
-        for (index, column) in columns.enumerated() {
-            guard let value = values[column] else { return false }
-            bind(value, at: Int32(index + 1), of: handle)
-        }
-        return true
-    }
-
-    fileprivate static func bind(_ value: CellValue, at position: Int32, of handle: OpaquePointer?) {
-        switch value {
-        case .null: sqlite3_bind_null(handle, position)
-        case .integer(let value): sqlite3_bind_int64(handle, position, value)
-        case .real(let value): sqlite3_bind_double(handle, position, value)
-        case .text(var value):
-            value.withUTF8 { text in
-                text.withMemoryRebound(to: CChar.self) { characters in
-                    // A null pointer would bind NULL, not an empty text.
-                    if let start = characters.baseAddress, !characters.isEmpty {
-                        _ = sqlite3_bind_text(handle, position, start, Int32(characters.count), transientBinding)
-                    } else {
-                        _ = sqlite3_bind_text(handle, position, "", 0, transientBinding)
-                    }
-                }
-            }
-        }
     }
 
     /// The last row's columns in its dictionary's order, each with its
@@ -244,25 +220,26 @@ private final class SQLiteBackupImport: BackupRowImport {
         let table: String
         let keys: [String]
         let positions: [Int32]
-        let statement: Statement
+        let insert: BoundStatement
 
-        init(table: String, row: [String: CellValue], columns: [String], statement: Statement) {
+        init(table: String, row: [String: CellValue], columns: [String], insert: BoundStatement) {
             self.table = table
-            self.statement = statement
+            self.insert = insert
             keys = Array(row.keys)
             positions = keys.map { key in Int32((columns.firstIndex(of: key) ?? 0) + 1) }
         }
 
         /// Binds `row` when it lists exactly these keys in this order (then
-        /// every parameter is bound); false otherwise.
+        /// every parameter is bound); false, the row given up, otherwise.
         func bind(_ row: [String: CellValue]) -> Bool {
             guard row.count == keys.count else { return false }
-            let handle = statement.sqliteStatement
-            sqlite3_reset(handle)
             var index = 0
             for (key, value) in row {
-                guard key == keys[index] else { return false }
-                SQLiteBackupImport.bind(value, at: positions[index], of: handle)
+                guard key == keys[index] else {
+                    insert.giveUpRow()
+                    return false
+                }
+                insert.bind(value, at: positions[index])
                 index += 1
             }
             return true

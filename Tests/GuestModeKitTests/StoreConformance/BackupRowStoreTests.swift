@@ -175,6 +175,50 @@ private func table(_ name: String) throws -> BackupTable {
         }
     }
 
+    /// A store may bind a table's rows by the order the previous row listed
+    /// its columns in: rows whose dictionaries list them in that order (copies
+    /// of one row), rows listing them in another (built in another order, with
+    /// another capacity), a row renumbered between two that are not, and
+    /// texts empty or longer than a page each land in their own columns.
+    @Test(arguments: StoreBackend.allCases)
+    func rowsListingTheirColumnsInAnyOrderLandInTheirColumns(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        try Fixture.load([(try table("users"), Fixture.user("u1"))], into: store)
+        let events = try table("events")
+        let long = #"{"a":""# + String(repeating: "é", count: 12_000) + #""}"#
+        func values(_ index: Int) -> [(String, CellValue)] {
+            [
+                ("id", .integer(index % 4 == 1 ? 1 : Int64(100 + index))), ("user_id", .text("u1")),
+                ("action", .text(index % 4 == 0 ? "" : "action-\(index)")), ("at", Fixture.time(1 + index)),
+                ("count", .integer(Int64(index + 1))), ("idempotency_key", index % 2 == 0 ? .null : .text("k\(index)")),
+                ("properties", .text(index % 5 == 2 ? long : #"{"n":\#(index)}"#)),
+            ]
+        }
+        // Copies of one dictionary list its keys in its order.
+        let shared = Dictionary(uniqueKeysWithValues: values(0))
+        var incoming: [Fixture.Row] = []
+        for index in 0..<16 {
+            var row: Fixture.Row
+            if index % 3 == 2 {
+                row = [:]
+                row.reserveCapacity(64)
+                for (column, value) in values(index).reversed() { row[column] = value }
+            } else {
+                row = shared
+                for (column, value) in values(index) { row[column] = value }
+            }
+            incoming.append(row)
+        }
+        let renumbered = try store.importBackupRows(dryRun: false) { writes throws in
+            try incoming.filter { try writes.insert($0, into: events) == .renumbered }.count
+        }
+        #expect(renumbered == 3, "the rows whose id 1 the first of them took")
+        let exported = try Fixture.export(store, .users(["u1"]), guestOwner: profile.guestOwner)
+        func withoutID(_ row: Fixture.Row) -> Fixture.Row { row.filter { $0.key != "id" } }
+        #expect(Set((exported["events"] ?? []).map(withoutID)) == Set(incoming.map(withoutID)))
+        #expect(exported["events"]?.count == incoming.count)
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func refusedRowsSayWhyAndARolledBackImportKeepsNothing(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
