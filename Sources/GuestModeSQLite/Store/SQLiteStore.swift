@@ -171,9 +171,7 @@ public final class SQLiteStore: Sendable {
         let isSingleFile = path != nil && database.writer is DatabaseQueue
         do {
             return try database.writer.writeWithoutTransaction { db in
-                if isSingleFile && writingPagesOnce,
-                    try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM users)") ?? false
-                {
+                if isSingleFile && writingPagesOnce, try Self.holdsNoUsers(db) {
                     Self.switchJournal(db, to: "delete")
                 }
                 defer { if isSingleFile { Self.switchJournal(db, to: "wal") } }
@@ -197,6 +195,12 @@ public final class SQLiteStore: Sendable {
         } catch let error as RowDecodingError {
             throw StoreFile.corrupt(error, path: path ?? ":memory:")
         }
+    }
+
+    /// Whether the store holds no user yet: a bulk import into it is a
+    /// restore, which nobody reads meanwhile.
+    static func holdsNoUsers(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM users)") ?? false
     }
 
     /// Asks for the journal `mode` without waiting for another connection to
