@@ -350,10 +350,18 @@ struct RaceAndLeftoverTests {
         let check = try await sandbox.run("--store", "fresh.sqlite", "db", "check")
         #expect(check.status == 0, "\(check.stderr)")
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM users", store: "fresh.sqlite") == "0")
+        let schema = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
+        let freshSchema = try await sqlite(sandbox, schema, store: "fresh.sqlite")
         let imported = try await sandbox.run(arguments: Self.importIntoFresh)
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(try await sqlite(sandbox, "PRAGMA journal_mode", store: "fresh.sqlite") == "wal")
         #expect(try await sqlite(sandbox, "SELECT COUNT(*) FROM events", store: "fresh.sqlite") == "1600")
+        // The plain indexes it dropped while the rows went in are built again, the same, and used.
+        #expect(try await sqlite(sandbox, schema, store: "fresh.sqlite") == freshSchema)
+        #expect(try await sqlite(sandbox, "PRAGMA integrity_check", store: "fresh.sqlite") == "ok")
+        let plan = try await sqlite(
+            sandbox, "EXPLAIN QUERY PLAN SELECT * FROM events WHERE user_id = 'g1' ORDER BY at", store: "fresh.sqlite")
+        #expect(plan.contains("events_user_at"), "\(plan)")
     }
 
     @Test("backup import of a store another process holds open runs in WAL mode, as before")

@@ -117,6 +117,9 @@ struct HostileArchiveTests {
     func refusedIntoAFreshStore() async throws {
         let (sandbox, victim, _) = try await Self.setUp()
         #expect(try await sandbox.run("init", "--profile", "voice", "--store", "fresh.sqlite").status == 0)
+        // An import into a store without users drops its plain indexes until the rows are in: a refusal brings them back.
+        let schema = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
+        let before = try await sqlite(sandbox, schema, store: "fresh.sqlite")
         for (kind, entry, _) in Self.cases {
             let name = try await Self.make(kind, victim: victim, in: sandbox)
             let imported = try await sandbox.run("--store", "fresh.sqlite", "backup", "import", name, "--json")
@@ -126,6 +129,7 @@ struct HostileArchiveTests {
         let users = try await sandbox.shell(
             "sqlite3 fresh.sqlite 'SELECT COUNT(*) FROM users; SELECT COUNT(*) FROM records'")
         #expect(users.stdout == "0\n0\n")
+        #expect(try await sqlite(sandbox, schema, store: "fresh.sqlite") == before)
     }
 
     @Test("cross-user takeover: the victim's user, identity, events, usage and records survive a replace")
