@@ -1,3 +1,5 @@
+import GuestModeKit
+
 /// PostgreSQL's own migration set. Shipped migrations are never edited; new
 /// ones are appended. Choices, documented in guestmode-db(1):
 /// - times are the same ISO 8601 UTC text as in SQLite (`Timestamp`), so both
@@ -25,8 +27,17 @@ enum PostgresSchema {
         Migration(identifier: "pg10-identity-email", sql: identityEmail),
         Migration(identifier: "pg11-signing-keys", sql: signingKeys),
         Migration(identifier: "pg12-store-purchases", sql: storePurchases),
-        Migration(identifier: "pg13-meter-grant-draws", sql: meterGrantDraws),
+        Migration(identifier: "pg13-meter-grant-draws", sql: meterGrantDraws + owedGrantDraws),
     ]
+
+    /// Run with pg13 in its transaction, as SQLite's `Schema.owedGrantDraws`
+    /// with v14: a store that holds grants owes the kept draws of every
+    /// holder, which the engine builds as the end of the migration.
+    static let owedGrantDraws = """
+
+        INSERT INTO meta (key, value) SELECT '\(OwedGrantDraws.metaKey)', ''
+        WHERE EXISTS (SELECT 1 FROM meter_grants);
+        """
 
     /// What each meter grant of a user has drawn (the same table as
     /// SQLite's v14), written by the engine and deleted by these triggers

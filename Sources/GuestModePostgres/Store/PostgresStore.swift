@@ -327,12 +327,15 @@ extension PostgresStore: StoreAdministration {
         }
     }
 
-    package func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
+    package func boundProfileWithCache() throws -> BoundProfile? {
         try read { connection in
             var values: [String: String] = [:]
             for row in try connection.execute(
-                "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin', $1, $2)",
-                [PostgresValue(ProfileCache.sealMetaKey), PostgresValue(ProfileCache.jsonMetaKey)])
+                "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin', $1, $2, $3)",
+                [
+                    PostgresValue(ProfileCache.sealMetaKey), PostgresValue(ProfileCache.jsonMetaKey),
+                    PostgresValue(OwedGrantDraws.metaKey),
+                ])
             {
                 values[try row.string("key")] = try row.string("value")
             }
@@ -340,7 +343,9 @@ extension PostgresStore: StoreAdministration {
             let cache = values[ProfileCache.sealMetaKey].flatMap { key in
                 values[ProfileCache.jsonMetaKey].map { ProfileCacheEntry(seal: key, json: $0) }
             }
-            return (text, values["profile_origin"] ?? "", cache)
+            return BoundProfile(
+                text: text, origin: values["profile_origin"] ?? "", cache: cache,
+                owesGrantDraws: values[OwedGrantDraws.metaKey] != nil)
         }
     }
 
@@ -516,6 +521,8 @@ extension GuestMode {
     /// - Throws: ``GuestModeError`` `store_without_profile` for a store never bound.
     public init(store: PostgresStore) throws {
         try self.init(store: store as any GuestStore, location: store.location)
+        // An opening that migrates ends with the build of the kept grant draws a schema step left owed.
+        if owedGrantDraws { try buildOwedGrantDraws() }
     }
 
     /// Binds an empty PostgreSQL store to a profile and makes the engine over it,

@@ -55,6 +55,7 @@ struct AppDatabase: Sendable {
         }
         migrator.registerMigration("v14-meter-grant-draws") { db in
             try db.execute(sql: Schema.v14)
+            try db.execute(sql: Schema.owedGrantDraws)
         }
         return migrator
     }

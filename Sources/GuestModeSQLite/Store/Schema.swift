@@ -1,3 +1,5 @@
+import GuestModeKit
+
 /// The store's schema as shipped, one string per migration. Once a version
 /// has shipped its text is frozen: later changes are new migrations.
 /// Times are ISO 8601 UTC text (see `Timestamp`); SQL is kept portable to
@@ -418,5 +420,16 @@ enum Schema {
             DELETE FROM meter_grant_draws WHERE user_id = OLD.user_id AND meter = OLD.meter;
             DELETE FROM meter_grant_draws WHERE user_id = NEW.user_id AND meter = NEW.meter;
         END;
+        """
+
+    /// Run with v14 in its transaction: a store that holds grants owes the
+    /// kept draws of every holder, which only the engine can build (they are
+    /// the replay of the ledger under the bound profile). This marks the
+    /// build owed, so that the engine builds it as the end of the migration
+    /// (GuestModeKit's MeterGrantDrawsBuild.swift), and a build stopped
+    /// before its end is resumed, however the store is next migrated.
+    static let owedGrantDraws = """
+        INSERT INTO meta (key, value) SELECT '\(OwedGrantDraws.metaKey)', ''
+        WHERE EXISTS (SELECT 1 FROM meter_grants);
         """
 }
