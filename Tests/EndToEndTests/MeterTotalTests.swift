@@ -147,14 +147,22 @@ struct MeterTotalTests {
         #expect(try await sandbox.run("db", "check").status == 0)
         let again = try await sandbox.run("db", "migrate", "--json")
         #expect((again.object["grant_draws_built"] as? NSNumber)?.intValue == 0, "\(again.stdout)")
-        // The kept row is what a read uses: 64 used, 60 free and 4 of the grant's 10.
+        // The kept row is what a read uses: 64 used, the grant's 10 first, then 54 of the free 60.
         let meter = try await sandbox.run("meter", "status", guest, "api_minutes", "--json")
         #expect(((meter.json as? [[String: Any]])?.first?["remaining"] as? NSNumber)?.doubleValue == 6, "\(meter.stdout)")
         try await execute(
-            "UPDATE meter_grant_draws SET drawn = replace(drawn, ':4000000', ':1000000') WHERE user_id = '\(guest)'",
+            "UPDATE meter_grant_draws SET drawn = replace(drawn, ':10000000', ':1000000') WHERE user_id = '\(guest)'",
             in: sandbox, backend)
         let planted = try await sandbox.run("meter", "grants", guest, "--json")
         #expect(((planted.json as? [[String: Any]])?.first?["used"] as? NSNumber)?.doubleValue == 1, "\(planted.stdout)")
+        try await execute("DELETE FROM meter_grant_draws WHERE user_id = '\(guest)'", in: sandbox, backend)
+
+        // No copy carries them: a copy builds its own.
+        let copied = try await sandbox.run("db", "copy", "--to", sandbox.path("copy.sqlite"))
+        #expect(copied.status == 0, "\(copied.stderr)")
+        let kept = try await sandbox.shell("sqlite3 copy.sqlite 'SELECT count(*) FROM meter_grant_draws'")
+        #expect(kept.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "252", "\(kept.stderr)")
+        #expect(try await sandbox.run("--store", sandbox.path("copy.sqlite"), "db", "check").status == 0)
     }
 
     @Test(

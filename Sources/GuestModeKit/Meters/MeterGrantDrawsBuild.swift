@@ -93,6 +93,21 @@ extension GuestMode {
         return StoreMigration(applied: applied, grantDrawsBuilt: built)
     }
 
+    /// Builds the kept grant draws of every holder that has none, as
+    /// `buildOwedGrantDraws` does after marking the whole build owed: for a
+    /// store made by copying another's rows (`guestmode db copy`), which
+    /// carries none, being derived.
+    ///
+    /// ```swift
+    /// let built = try GuestMode(profile: engine.profile, store: copy).buildMissingGrantDraws()
+    /// ```
+    @discardableResult
+    package func buildMissingGrantDraws(progress: (Int) -> Void = { _ in }) throws -> Int {
+        // From the start, whatever mark the rows brought: the copy of a store part built holds none of its rows.
+        try store.write { try $0.setOwedGrantDraws("") }
+        return try buildOwedGrantDraws(progress: progress)
+    }
+
     /// Builds the kept grant draws the store owes, from where an earlier
     /// build stopped: for each (user, meter) holding a grant of a meter of
     /// the profile and no kept row, the replay of its ledger

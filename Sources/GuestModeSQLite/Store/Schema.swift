@@ -398,8 +398,10 @@ enum Schema {
     /// delete it with any change to the ledger it covers, whoever makes it
     /// (a use, a merge, an import, a deletion), in the same transaction, so
     /// a row is never older than its ledger. Derived: no backup or copy
-    /// carries it; a store without it (this migration, an import, a copy)
-    /// replays the ledger until the next use rebuilds it.
+    /// carries it; a user without it (after an import) replays the ledger
+    /// until the next use rebuilds it. An existing store gets it built by
+    /// the engine once this step is applied (`owedGrantDraws`), a copy once
+    /// it is verified.
     static let v14 = """
         CREATE TABLE meter_grant_draws (
             user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,

@@ -74,7 +74,7 @@ struct DatabaseCommand: ParsableCommand {
             ) { step in
                 switch step {
                 case .applied(let identifier): global.output.detail("applied \(identifier)")
-                case .builtGrantDraws(let built): progress.update(done: built, total: nil)
+                case .builtGrantDraws(let built): if built > 0 { progress.update(done: built, total: nil) }
                 }
             }
             if migration.grantDrawsBuilt > 0 { progress.finish() }
@@ -184,6 +184,13 @@ struct DatabaseCommand: ParsableCommand {
                     })
             }
             progress.finish(done: digests.count, total: digests.count)
+            // The kept grant draws are derived, so no copy carries them: the new store builds its own, as a
+            // migration does, and a build stopped here is finished by its next opening.
+            let copy = GuestMode(profile: engine.profile, store: try target.open())
+            let building = Progress("db copy", unit: "kept grant draws", global: global)
+            let built = try copy.buildMissingGrantDraws { if $0 > 0 { building.update(done: $0, total: nil) } }
+            if built > 0 { building.finish() }
+            output.detail("built the kept grant draws of \(counted(built, "user's meter", "users' meters"))")
             struct Report: Encodable {
                 var source: String
                 var destination: String
