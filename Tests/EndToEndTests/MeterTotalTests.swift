@@ -143,18 +143,21 @@ struct MeterTotalTests {
         #expect((migrated.object["grant_draws_built"] as? NSNumber)?.intValue == 52, "\(migrated.stdout)")
         #expect(try await value("SELECT count(*) FROM meter_grant_draws", in: sandbox, backend) == "252")
         #expect(
-            try await value("SELECT count(*) FROM meta WHERE key = 'meter_grant_draws_owed'", in: sandbox, backend) == "0")
+            try await value("SELECT count(*) FROM meta WHERE key = 'meter_grant_draws_owed'", in: sandbox, backend)
+                == "0")
         #expect(try await sandbox.run("db", "check").status == 0)
         let again = try await sandbox.run("db", "migrate", "--json")
         #expect((again.object["grant_draws_built"] as? NSNumber)?.intValue == 0, "\(again.stdout)")
         // The kept row is what a read uses: 64 used, the grant's 10 first, then 54 of the free 60.
         let meter = try await sandbox.run("meter", "status", guest, "api_minutes", "--json")
-        #expect(((meter.json as? [[String: Any]])?.first?["remaining"] as? NSNumber)?.doubleValue == 6, "\(meter.stdout)")
+        #expect(
+            ((meter.json as? [[String: Any]])?.first?["remaining"] as? NSNumber)?.doubleValue == 6, "\(meter.stdout)")
         try await execute(
             "UPDATE meter_grant_draws SET drawn = replace(drawn, ':10000000', ':1000000') WHERE user_id = '\(guest)'",
             in: sandbox, backend)
         let planted = try await sandbox.run("meter", "grants", guest, "--json")
-        #expect(((planted.json as? [[String: Any]])?.first?["used"] as? NSNumber)?.doubleValue == 1, "\(planted.stdout)")
+        #expect(
+            ((planted.json as? [[String: Any]])?.first?["used"] as? NSNumber)?.doubleValue == 1, "\(planted.stdout)")
         try await execute("DELETE FROM meter_grant_draws WHERE user_id = '\(guest)'", in: sandbox, backend)
 
         // No copy carries them: a copy builds its own.

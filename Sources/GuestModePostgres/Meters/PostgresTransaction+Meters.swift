@@ -118,7 +118,8 @@ extension PostgresTransaction {
             ORDER BY g.user_id, g.meter LIMIT $3
             """,
             [PostgresValue(position?.userID ?? ""), PostgresValue(position?.meter ?? ""), PostgresValue(Int64(limit))])
-        return try rows.map { row in MeterGrantHolder(userID: try row.string("user_id"), meter: try row.string("meter")) }
+        return try rows.map { row in MeterGrantHolder(userID: try row.string("user_id"), meter: try row.string("meter"))
+        }
     }
 
     func owedGrantDraws() throws -> String? {

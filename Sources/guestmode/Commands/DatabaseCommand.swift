@@ -90,7 +90,8 @@ struct DatabaseCommand: ParsableCommand {
                 }
                 if migration.grantDrawsBuilt > 0 {
                     global.output.line(
-                        "built the kept grant draws of \(counted(migration.grantDrawsBuilt, "user's meter", "users' meters"))")
+                        "built the kept grant draws of \(counted(migration.grantDrawsBuilt, "user's meter", "users' meters"))"
+                    )
                 }
             }
         }

@@ -17,7 +17,8 @@ struct MeterGrantDrawBuildTests {
     private static let profileText: String = {
         var text = (try? template("voice")) ?? ""
         text = text.replacingOccurrences(
-            of: "meters:\n  api_minutes:", with: "meters:\n  pages:\n    unit: pages\n    reset: monthly\n  api_minutes:")
+            of: "meters:\n  api_minutes:",
+            with: "meters:\n  pages:\n    unit: pages\n    reset: monthly\n  api_minutes:")
         text = text.replacingOccurrences(
             of: "      api_minutes: 60", with: "      api_minutes: 60\n      pages: 5")
         text = text.replacingOccurrences(
@@ -32,7 +33,9 @@ struct MeterGrantDrawBuildTests {
         let engine = try GuestMode(store: store, location: "test")
         #expect(engine.profile.meter(named: "pages") != nil)
         try makeGuests(["u1", "u2", "u3", "u4", "u5"], in: store, profile: engine.profile)
-        func grant(_ user: String, _ meter: String, _ amount: MeterAmount, expiry: MeterGrantExpiry = .never, at time: Date)
+        func grant(
+            _ user: String, _ meter: String, _ amount: MeterAmount, expiry: MeterGrantExpiry = .never, at time: Date
+        )
             throws -> Int64
         {
             try engine.grantMeter(
@@ -69,7 +72,9 @@ struct MeterGrantDrawBuildTests {
     }
 
     /// The (user, meter) pairs that hold a grant in `seeded`.
-    private static let holders = [("u1", "api_minutes"), ("u1", "pages"), ("u2", "api_minutes"), ("u3", "pages"), ("u4", "api_minutes")]
+    private static let holders = [
+        ("u1", "api_minutes"), ("u1", "pages"), ("u2", "api_minutes"), ("u3", "pages"), ("u4", "api_minutes"),
+    ]
 
     /// Takes the store back to the schema before the kept grant draws: their
     /// table, its triggers and the step's record gone.
@@ -96,11 +101,16 @@ struct MeterGrantDrawBuildTests {
                     """)
             }
         }
-        #expect(try store.schemaStatus().pending == [backend == .postgres ? "pg13-meter-grant-draws" : "v14-meter-grant-draws"])
+        #expect(
+            try store.schemaStatus().pending == [
+                backend == .postgres ? "pg13-meter-grant-draws" : "v14-meter-grant-draws"
+            ])
     }
 
     /// The kept row of each holder, and the one the replay of its whole ledger gives.
-    private func draws(_ engine: GuestMode, _ userID: String, _ meterName: String) throws -> (
+    private func draws(
+        _ engine: GuestMode, _ userID: String, _ meterName: String
+    ) throws -> (
         kept: MeterGrantDrawsRow?, replayed: MeterGrantDrawsRow
     ) {
         let meter = try #require(engine.profile.meter(named: meterName))
@@ -144,7 +154,9 @@ struct MeterGrantDrawBuildTests {
         #expect(try engine.grantDrawProblems() == [])
         #expect(try statuses(engine) == before)
         // Nothing more to do: a second migration builds nothing.
-        #expect(try GuestMode.migrate(store: seeded.store, location: "test") == StoreMigration(applied: [], grantDrawsBuilt: 0))
+        #expect(
+            try GuestMode.migrate(store: seeded.store, location: "test")
+                == StoreMigration(applied: [], grantDrawsBuilt: 0))
 
         // A read uses the kept row: one planted in it shows in what the grant reads as having given.
         var planted = try #require(try draws(engine, "u3", "pages").kept)
