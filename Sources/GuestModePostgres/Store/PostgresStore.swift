@@ -512,7 +512,9 @@ extension PostgresStore: GuestStore {}
 
 extension GuestMode {
     /// The engine over a PostgreSQL store already bound to a profile, with the
-    /// profile the store keeps.
+    /// profile the store keeps. When a schema migration applied as the store
+    /// was opened left kept grant draws to build (or an earlier build
+    /// stopped), they are built here first, a batch of users per transaction.
     ///
     /// ```swift
     /// let engine = try GuestMode(store: PostgresStore.open(uri: "postgres://app@db/app"))
@@ -521,7 +523,6 @@ extension GuestMode {
     /// - Throws: ``GuestModeError`` `store_without_profile` for a store never bound.
     public init(store: PostgresStore) throws {
         try self.init(store: store as any GuestStore, location: store.location)
-        // An opening that migrates ends with the build of the kept grant draws a schema step left owed.
         if owedGrantDraws { try buildOwedGrantDraws() }
     }
 

@@ -418,7 +418,9 @@ extension SQLiteStore: GuestStore {}
 
 extension GuestMode {
     /// The engine over an SQLite store already bound to a profile, with the
-    /// profile the store keeps.
+    /// profile the store keeps. When a schema migration applied as the store
+    /// was opened left kept grant draws to build (or an earlier build
+    /// stopped), they are built here first, a batch of users per transaction.
     ///
     /// ```swift
     /// let engine = try GuestMode(store: SQLiteStore.open(path: "app.guestmode"))
@@ -427,7 +429,6 @@ extension GuestMode {
     /// - Throws: ``GuestModeError`` `store_without_profile` for a store never bound.
     public init(store: SQLiteStore) throws {
         try self.init(store: store as any GuestStore, location: store.path ?? ":memory:")
-        // An opening that migrates ends with the build of the kept grant draws a schema step left owed.
         if owedGrantDraws { try buildOwedGrantDraws() }
     }
 
