@@ -48,7 +48,7 @@ package enum OwedGrantDraws {
 }
 
 /// What `GuestMode.migrate` did: the schema steps applied and the kept rows built.
-package struct StoreMigration: Sendable, Equatable, Encodable {
+package struct StoreMigration: Sendable, Equatable {
     /// The schema steps applied, oldest first.
     package var applied: [String]
     /// The (user, meter) pairs whose kept grant draws were built.
