@@ -46,7 +46,7 @@ struct MeterTotalTests {
         // The store as the version before kept it: no totals, no triggers, neither that migration nor the next applied.
         let forget =
             backend == .sqlite
-            ? "DROP TABLE meter_grant_draws; DROP TRIGGER meter_grant_draws_add; DROP TRIGGER meter_grant_draws_remove; DROP TRIGGER meter_grant_draws_move; DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP INDEX identities_email; DROP TABLE signing_keys; DROP TABLE store_purchases; DROP TABLE store_events; DELETE FROM grdb_migrations WHERE identifier IN ('v10-meter-totals', 'v11-identity-email', 'v12-signing-keys', 'v13-store-purchases', 'v14-meter-grant-draws');"
+            ? "DROP TABLE meter_grant_draws; DROP TRIGGER meter_grant_draws_add; DROP TRIGGER meter_grant_draws_remove; DROP TRIGGER meter_grant_draws_move; DROP TABLE meter_totals; DROP TRIGGER meter_totals_add; DROP TRIGGER meter_totals_remove; DROP TRIGGER meter_totals_move; DROP INDEX identities_email; DROP TABLE signing_keys; DROP TABLE store_purchases; DROP TABLE store_events; DELETE FROM grdb_migrations WHERE identifier IN ('v10-meter-totals', 'v11-identity-email', 'v12-signing-keys', 'v13-store-purchases', 'v14-meter-grant-draws', 'v15-meter-grant-draws-owed');"
             : "DROP TABLE meter_totals; DROP FUNCTION meter_totals_add() CASCADE; DROP FUNCTION meter_totals_remove() CASCADE; DROP INDEX identities_email; DELETE FROM schema_migrations WHERE identifier IN ('pg9-meter-totals', 'pg10-identity-email');"
         try await execute(forget, in: sandbox, backend)
         if backend == .sqlite {
@@ -117,15 +117,18 @@ struct MeterTotalTests {
             ? "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 250) INSERT INTO users (id, state, prompt_state, created_at, last_seen_at) SELECT 'bulk-' || i, 'anonymous', 'anonymous', '2026-11-01T10:00:00.000Z', '2026-11-01T10:00:00.000Z' FROM n; INSERT INTO meter_grants (user_id, meter, amount, granted_at) SELECT id, 'api_minutes', 1, '2026-11-01T10:00:00.000Z' FROM users WHERE id LIKE 'bulk-%';"
             : "INSERT INTO users (id, state, prompt_state, created_at, last_seen_at) SELECT 'bulk-' || i, 'anonymous', 'anonymous', '2026-11-01T10:00:00.000Z', '2026-11-01T10:00:00.000Z' FROM generate_series(1, 250) AS i; INSERT INTO meter_grants (user_id, meter, amount, granted_at) SELECT id, 'api_minutes', 1, '2026-11-01T10:00:00.000Z' FROM users WHERE id LIKE 'bulk-%';"
         try await execute(bulk, in: sandbox, backend)
-        // The store as the version before kept them: no table, no triggers, the step not applied.
+        // The store as the version before kept them: no table, no triggers, neither that step nor the next applied.
         let forget =
             backend == .sqlite
-            ? "DROP TABLE meter_grant_draws; DROP TRIGGER meter_grant_draws_add; DROP TRIGGER meter_grant_draws_remove; DROP TRIGGER meter_grant_draws_move; DELETE FROM grdb_migrations WHERE identifier = 'v14-meter-grant-draws';"
-            : "DROP TABLE meter_grant_draws; DROP FUNCTION meter_grant_draws_forget_added() CASCADE; DROP FUNCTION meter_grant_draws_forget_removed() CASCADE; DELETE FROM schema_migrations WHERE identifier = 'pg13-meter-grant-draws';"
+            ? "DROP TABLE meter_grant_draws; DROP TRIGGER meter_grant_draws_add; DROP TRIGGER meter_grant_draws_remove; DROP TRIGGER meter_grant_draws_move; DELETE FROM grdb_migrations WHERE identifier IN ('v14-meter-grant-draws', 'v15-meter-grant-draws-owed');"
+            : "DROP TABLE meter_grant_draws; DROP FUNCTION meter_grant_draws_forget_added() CASCADE; DROP FUNCTION meter_grant_draws_forget_removed() CASCADE; DELETE FROM schema_migrations WHERE identifier IN ('pg13-meter-grant-draws', 'pg14-meter-grant-draws-owed');"
         try await execute(forget, in: sandbox, backend)
-        let step = backend == .sqlite ? "v14-meter-grant-draws" : "pg13-meter-grant-draws"
+        let steps =
+            backend == .sqlite
+            ? ["v14-meter-grant-draws", "v15-meter-grant-draws-owed"]
+            : ["pg13-meter-grant-draws", "pg14-meter-grant-draws-owed"]
         let old = try await sandbox.run("db", "status", "--json")
-        #expect((old.object["schema"] as? [String: Any])?["pending"] as? [String] == [step], "\(old.stdout)")
+        #expect((old.object["schema"] as? [String: Any])?["pending"] as? [String] == steps, "\(old.stdout)")
 
         // The first migration stops once its first batch is in.
         let stopped = try await sandbox.run(
@@ -169,7 +172,7 @@ struct MeterTotalTests {
     }
 
     @Test(
-        "a command that opens a store from before the kept grant draws migrates it and builds them",
+        "a command that opens a store the previous release left at v14 (pg13), its kept grant draws not built, migrates it and builds them",
         arguments: ServerTests.Backend.allCases)
     func openingBuildsGrantDraws(_ backend: ServerTests.Backend) async throws {
         let sandbox = try await backend.sandbox("voice")
@@ -180,11 +183,15 @@ struct MeterTotalTests {
             #expect(try await sandbox.run("meter", "grant", user, "api_minutes", "10").status == 0)
             #expect(try await sandbox.run("meter", "use", user, "api_minutes", "3").status == 0)
         }
+        // As the previous release left it: the table (its step shipped adding it empty), no row, the next step not applied.
         let forget =
             backend == .sqlite
-            ? "DROP TABLE meter_grant_draws; DROP TRIGGER meter_grant_draws_add; DROP TRIGGER meter_grant_draws_remove; DROP TRIGGER meter_grant_draws_move; DELETE FROM grdb_migrations WHERE identifier = 'v14-meter-grant-draws';"
-            : "DROP TABLE meter_grant_draws; DROP FUNCTION meter_grant_draws_forget_added() CASCADE; DROP FUNCTION meter_grant_draws_forget_removed() CASCADE; DELETE FROM schema_migrations WHERE identifier = 'pg13-meter-grant-draws';"
+            ? "DELETE FROM meter_grant_draws; DELETE FROM grdb_migrations WHERE identifier = 'v15-meter-grant-draws-owed';"
+            : "DELETE FROM meter_grant_draws; DELETE FROM schema_migrations WHERE identifier = 'pg14-meter-grant-draws-owed';"
         try await execute(forget, in: sandbox, backend)
+        let step = backend == .sqlite ? "v15-meter-grant-draws-owed" : "pg14-meter-grant-draws-owed"
+        let old = try await sandbox.run("db", "status", "--json")
+        #expect((old.object["schema"] as? [String: Any])?["pending"] as? [String] == [step], "\(old.stdout)")
         let status = try await sandbox.run("meter", "status", guest, "api_minutes", "--verbose")
         #expect(status.status == 0, "\(status.stderr)")
         #expect(status.stderr.contains("built the kept grant draws of 2 users' meters"), "\(status.stderr)")

@@ -1,11 +1,11 @@
 import Foundation
 
-// The kept grant draws of an existing store, built when the schema step that
-// adds them (SQLite v14, PostgreSQL pg13) is applied to a store holding
-// grants. That step is SQL and cannot replay a ledger (the replay takes the
-// bound profile), so it only records, in the same transaction, that the
-// store owes the build (meta key `OwedGrantDraws.metaKey`); the engine builds
-// it as the end of the migration: `guestmode db migrate`, or the first
+// The kept grant draws of an existing store. The step that added their
+// table (SQLite v14, PostgreSQL pg13) shipped adding it empty; the next one
+// (v15, pg14) is SQL and cannot replay a ledger (the replay takes the bound
+// profile), so it only records that a store holding grants owes the build
+// (meta key `OwedGrantDraws.metaKey`); the engine builds it as the end of
+// the migration: `guestmode db migrate`, or the first
 // opening that migrates (every command, `guestmode serve`'s start, an app's
 // `GuestMode(store:)`). The mark is read with the bound profile, so an
 // opening asks the store nothing more.
@@ -76,7 +76,7 @@ extension GuestMode {
     ///
     /// ```swift
     /// let done = try GuestMode.migrate(store: store, location: "app.guestmode") { print($0) }
-    /// // done.applied == ["v14-meter-grant-draws"], done.grantDrawsBuilt == 1200
+    /// // done.applied == ["v15-meter-grant-draws-owed"], done.grantDrawsBuilt == 1200
     /// ```
     package static func migrate(
         store: any GuestStore, location: String, faults: EngineFaults = EngineFaults(),
@@ -129,12 +129,15 @@ extension GuestMode {
                 guard let position = try transaction.owedGrantDraws() else { return (0, true) }
                 let holders = try transaction.meterGrantHoldersWithoutDraws(
                     after: OwedGrantDraws.holder(at: position), limit: max(1, batchSize))
+                // All the batch's users locked first, in the engine's order of ids (`existingUsers`), not the
+                // page's (PostgreSQL's collation): every transaction that locks several takes them in one order.
+                let users = try transaction.existingUsers(holders.map(\.userID), locking: true)
                 var count = 0
                 for holder in holders {
                     // A meter the profile no longer has is never read; a user deleted since has nothing to keep.
-                    guard let meter = profile.meter(named: holder.meter),
-                        let user = try transaction.user(holder.userID, locking: true)
-                    else { continue }
+                    guard let meter = profile.meter(named: holder.meter), let user = users[holder.userID] else {
+                        continue
+                    }
                     let grants = try transaction.meterGrants(of: user.id, meter: meter.name)
                     guard !grants.isEmpty else { continue }
                     try transaction.rebuildGrantDraws(

@@ -65,8 +65,9 @@ package protocol MeterRows {
     func meterGrantHoldersWithoutDraws(after position: MeterGrantHolder?, limit: Int) throws -> [MeterGrantHolder]
 
     /// The build of kept grant draws the store owes (meta key
-    /// `OwedGrantDraws.metaKey`, set by the schema step that added them to a
-    /// store holding grants): where it has got to, as
+    /// `OwedGrantDraws.metaKey`, set in a store holding grants by the schema
+    /// step after the one that added them, SQLite v15 and PostgreSQL pg14):
+    /// where it has got to, as
     /// `OwedGrantDraws.position` wrote it ("" before the first pair); nil
     /// when nothing is owed.
     func owedGrantDraws() throws -> String?

@@ -1,5 +1,3 @@
-import GuestModeKit
-
 /// PostgreSQL's own migration set. Shipped migrations are never edited; new
 /// ones are appended. Choices, documented in guestmode-db(1):
 /// - times are the same ISO 8601 UTC text as in SQLite (`Timestamp`), so both
@@ -27,16 +25,18 @@ enum PostgresSchema {
         Migration(identifier: "pg10-identity-email", sql: identityEmail),
         Migration(identifier: "pg11-signing-keys", sql: signingKeys),
         Migration(identifier: "pg12-store-purchases", sql: storePurchases),
-        Migration(identifier: "pg13-meter-grant-draws", sql: meterGrantDraws + owedGrantDraws),
+        Migration(identifier: "pg13-meter-grant-draws", sql: meterGrantDraws),
+        Migration(identifier: "pg14-meter-grant-draws-owed", sql: meterGrantDrawsOwed),
     ]
 
-    /// Run with pg13 in its transaction, as SQLite's `Schema.owedGrantDraws`
-    /// with v14: a store that holds grants owes the kept draws of every
-    /// holder, which the engine builds as the end of the migration.
-    static let owedGrantDraws = """
-
-        INSERT INTO meta (key, value) SELECT '\(OwedGrantDraws.metaKey)', ''
-        WHERE EXISTS (SELECT 1 FROM meter_grants);
+    /// Marks a store that holds grants as owing the kept draws of every
+    /// holder, as SQLite's v15 does: pg13 added their table empty, and only
+    /// the engine can fill it, as the end of the migration. A step of its
+    /// own, as pg13 had shipped.
+    static let meterGrantDrawsOwed = """
+        INSERT INTO meta (key, value) SELECT 'meter_grant_draws_owed', ''
+        WHERE EXISTS (SELECT 1 FROM meter_grants)
+        ON CONFLICT (key) DO NOTHING;
         """
 
     /// What each meter grant of a user has drawn (the same table as

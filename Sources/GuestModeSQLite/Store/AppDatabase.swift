@@ -55,7 +55,9 @@ struct AppDatabase: Sendable {
         }
         migrator.registerMigration("v14-meter-grant-draws") { db in
             try db.execute(sql: Schema.v14)
-            try db.execute(sql: Schema.owedGrantDraws)
+        }
+        migrator.registerMigration("v15-meter-grant-draws-owed") { db in
+            try db.execute(sql: Schema.v15)
         }
         return migrator
     }

@@ -1,5 +1,3 @@
-import GuestModeKit
-
 /// The store's schema as shipped, one string per migration. Once a version
 /// has shipped its text is frozen: later changes are new migrations.
 /// Times are ISO 8601 UTC text (see `Timestamp`); SQL is kept portable to
@@ -398,10 +396,8 @@ enum Schema {
     /// delete it with any change to the ledger it covers, whoever makes it
     /// (a use, a merge, an import, a deletion), in the same transaction, so
     /// a row is never older than its ledger. Derived: no backup or copy
-    /// carries it; a user without it (after an import) replays the ledger
-    /// until the next use rebuilds it. An existing store gets it built by
-    /// the engine once this step is applied (`owedGrantDraws`), a copy once
-    /// it is verified.
+    /// carries it; a store without it (this migration, an import, a copy)
+    /// replays the ledger until the next use rebuilds it.
     static let v14 = """
         CREATE TABLE meter_grant_draws (
             user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
@@ -424,14 +420,17 @@ enum Schema {
         END;
         """
 
-    /// Run with v14 in its transaction: a store that holds grants owes the
-    /// kept draws of every holder, which only the engine can build (they are
-    /// the replay of the ledger under the bound profile). This marks the
-    /// build owed, so that the engine builds it as the end of the migration
-    /// (GuestModeKit's MeterGrantDrawsBuild.swift), and a build stopped
-    /// before its end is resumed, however the store is next migrated.
-    static let owedGrantDraws = """
-        INSERT INTO meta (key, value) SELECT '\(OwedGrantDraws.metaKey)', ''
-        WHERE EXISTS (SELECT 1 FROM meter_grants);
+    /// Marks a store that holds grants as owing the kept draws of every
+    /// holder (`meta` key `meter_grant_draws_owed`, "" before the first).
+    /// v14 added their table empty; only the engine can fill it (a row is
+    /// the replay of the ledger under the bound profile), so it builds them
+    /// as the end of the migration (GuestModeKit's MeterGrantDrawsBuild.swift)
+    /// and removes the mark. A step of its own, not part of v14, which had
+    /// shipped: a store an earlier build took to v14 gets the mark too. A
+    /// mark already there (a build under way) is kept where it is.
+    static let v15 = """
+        INSERT INTO meta (key, value) SELECT 'meter_grant_draws_owed', ''
+        WHERE EXISTS (SELECT 1 FROM meter_grants)
+        ON CONFLICT (key) DO NOTHING;
         """
 }

@@ -6,11 +6,13 @@ import Testing
 @testable import GuestModePostgres
 @testable import GuestModeSQLite
 
-/// The migration that adds the kept grant draws (SQLite v14, PostgreSQL
-/// pg13) builds them for a store that already holds grants: every holder's
-/// row is the replay's, later reads use it, and a build stopped after a
-/// batch is finished by the next migration. The store is made at the
-/// current schema, then taken back to the one before the kept draws.
+/// The migration that marks the kept grant draws owed (SQLite v15,
+/// PostgreSQL pg14, after v14 and pg13 shipped adding their table empty)
+/// builds them for a store that already holds grants: every holder's row is
+/// the replay's, later reads use it, and a build stopped after a batch is
+/// finished by the next migration. The store is made at the current schema,
+/// then taken back to the one before the kept draws, or to the one the
+/// previous release left (v14, pg13: the table there, its rows not built).
 @Suite("Meter grant draws: built by the migration that adds them")
 struct MeterGrantDrawBuildTests {
     /// The voice profile with a second meter, monthly, of 5 pages for guests.
@@ -76,35 +78,48 @@ struct MeterGrantDrawBuildTests {
         ("u1", "api_minutes"), ("u1", "pages"), ("u2", "api_minutes"), ("u3", "pages"), ("u4", "api_minutes"),
     ]
 
-    /// Takes the store back to the schema before the kept grant draws: their
-    /// table, its triggers and the step's record gone.
-    private func rollBack(_ store: any GuestStore, _ backend: StoreBackend) throws {
+    /// Where `rollBack` takes a store.
+    private enum Before {
+        /// Before the kept grant draws: their table, its triggers and both steps' records gone.
+        case draws
+        /// As the previous release left it, at v14 (pg13): the table, no row in it, v15 (pg14) not applied.
+        case owed
+    }
+
+    /// Takes the store back to the schema `before`, with its steps pending.
+    private func rollBack(_ store: any GuestStore, _ backend: StoreBackend, before: Before = .draws) throws {
+        let sqlite =
+            before == .draws
+            ? """
+            DROP TABLE meter_grant_draws; DROP TRIGGER meter_grant_draws_add;
+            DROP TRIGGER meter_grant_draws_remove; DROP TRIGGER meter_grant_draws_move;
+            DELETE FROM grdb_migrations WHERE identifier IN ('v14-meter-grant-draws', 'v15-meter-grant-draws-owed');
+            """
+            : """
+            DELETE FROM meter_grant_draws; DELETE FROM grdb_migrations WHERE identifier = 'v15-meter-grant-draws-owed';
+            """
+        let postgres =
+            before == .draws
+            ? """
+            DROP TABLE meter_grant_draws; DROP FUNCTION meter_grant_draws_forget_added() CASCADE;
+            DROP FUNCTION meter_grant_draws_forget_removed() CASCADE;
+            DELETE FROM schema_migrations WHERE identifier IN ('pg13-meter-grant-draws', 'pg14-meter-grant-draws-owed');
+            """
+            : """
+            DELETE FROM meter_grant_draws; DELETE FROM schema_migrations WHERE identifier = 'pg14-meter-grant-draws-owed';
+            """
         switch backend {
         case .sqlite, .sqlitePool:
-            let sqlite = try #require(store as? SQLiteStore)
-            try sqlite.write { db in
-                try db.execute(
-                    sql: """
-                        DROP TABLE meter_grant_draws; DROP TRIGGER meter_grant_draws_add;
-                        DROP TRIGGER meter_grant_draws_remove; DROP TRIGGER meter_grant_draws_move;
-                        DELETE FROM grdb_migrations WHERE identifier = 'v14-meter-grant-draws';
-                        """)
-            }
+            try #require(store as? SQLiteStore).write { db in try db.execute(sql: sqlite) }
         case .postgres:
-            let postgres = try #require(store as? PostgresStore)
-            try postgres.write { connection in
-                _ = try connection.execute(
-                    """
-                    DROP TABLE meter_grant_draws; DROP FUNCTION meter_grant_draws_forget_added() CASCADE;
-                    DROP FUNCTION meter_grant_draws_forget_removed() CASCADE;
-                    DELETE FROM schema_migrations WHERE identifier = 'pg13-meter-grant-draws';
-                    """)
-            }
+            try #require(store as? PostgresStore).write { connection in _ = try connection.execute(postgres) }
         }
-        #expect(
-            try store.schemaStatus().pending == [
-                backend == .postgres ? "pg13-meter-grant-draws" : "v14-meter-grant-draws"
-            ])
+        let pending =
+            backend == .postgres
+            ? ["pg13-meter-grant-draws", "pg14-meter-grant-draws-owed"]
+            : ["v14-meter-grant-draws", "v15-meter-grant-draws-owed"]
+        #expect(try store.schemaStatus().pending == (before == .draws ? pending : [pending[1]]))
+        #expect(try store.read { try $0.owedGrantDraws() } == nil, "nothing marks the build owed yet")
     }
 
     /// The kept row of each holder, and the one the replay of its whole ledger gives.
@@ -142,7 +157,7 @@ struct MeterGrantDrawBuildTests {
         let before = try statuses(seeded)
         try rollBack(seeded.store, backend)
         let migration = try GuestMode.migrate(store: seeded.store, location: "test")
-        #expect(migration.applied.count == 1)
+        #expect(migration.applied.count == 2)
         #expect(migration.grantDrawsBuilt == Self.holders.count)
         let engine = try GuestMode(store: seeded.store, location: "test")
         #expect(!engine.owedGrantDraws, "the build is done: nothing is owed")
@@ -167,12 +182,46 @@ struct MeterGrantDrawBuildTests {
         #expect(try engine.meterGrants(user: "u3", meter: "pages", now: day(6)).first?.used == 1)
     }
 
+    /// The store the previous release left: v14 (pg13) had added the table
+    /// empty, and only the holders who used a meter since have a row (here
+    /// u1's api_minutes). v15 (pg14) marks the build owed, which builds the
+    /// rest and leaves the one kept as it was.
+    @Test(arguments: StoreBackend.allCases)
+    func aStoreThePreviousReleaseLeftAtV14GetsEveryHoldersDrawsBuilt(backend: StoreBackend) throws {
+        let seeded = try seeded(backend)
+        let before = try statuses(seeded)
+        let used = try #require(try draws(seeded, "u1", "api_minutes").kept)
+        try rollBack(seeded.store, backend, before: .owed)
+        try seeded.store.write { try $0.keepMeterGrantDraws(used) }
+        for (user, meter) in Self.holders where (user, meter) != ("u1", "api_minutes") {
+            #expect(try draws(seeded, user, meter).kept == nil, "\(user) \(meter): not built yet")
+        }
+        let migration = try GuestMode.migrate(store: seeded.store, location: "test")
+        #expect(
+            migration
+                == StoreMigration(
+                    applied: [backend == .postgres ? "pg14-meter-grant-draws-owed" : "v15-meter-grant-draws-owed"],
+                    grantDrawsBuilt: Self.holders.count - 1))
+        let engine = try GuestMode(store: seeded.store, location: "test")
+        #expect(!engine.owedGrantDraws, "the build is done: nothing is owed")
+        for (user, meter) in Self.holders {
+            let (kept, replayed) = try draws(engine, user, meter)
+            #expect(kept == replayed, "\(user) \(meter)")
+        }
+        #expect(try draws(engine, "u5", "api_minutes").kept == nil, "a user without grants has nothing to keep")
+        #expect(try engine.grantDrawProblems() == [])
+        #expect(try statuses(engine) == before)
+        #expect(
+            try GuestMode.migrate(store: seeded.store, location: "test")
+                == StoreMigration(applied: [], grantDrawsBuilt: 0))
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func aBuildStoppedAfterABatchIsFinishedByTheNextMigration(backend: StoreBackend) throws {
         let seeded = try seeded(backend)
         let before = try statuses(seeded)
         try rollBack(seeded.store, backend)
-        #expect(try seeded.store.applyPendingMigrations { _ in }.count == 1)
+        #expect(try seeded.store.applyPendingMigrations { _ in }.count == 2)
         struct Stop: Error {}
         var engine = try GuestMode(store: seeded.store, location: "test")
         #expect(engine.owedGrantDraws, "the step left the build owed")
