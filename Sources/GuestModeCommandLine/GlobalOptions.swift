@@ -168,6 +168,11 @@ package struct GlobalOptions: ParsableArguments {
             store: try location.open(connections: connections, wait: wait), location: location.description)
         InjectedFaults.install(on: &engine)
         output.detail("store \(location.description), profile \(engine.profile.name) v\(engine.profile.version)")
+        // The store was opened migrating: a migration ends with the build of the kept grant draws it left owed.
+        if engine.owedGrantDraws {
+            let built = try engine.buildOwedGrantDraws()
+            output.detail("built the kept grant draws of \(counted(built, "user's meter", "users' meters"))")
+        }
         return engine
     }
 

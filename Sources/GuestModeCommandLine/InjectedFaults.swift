@@ -12,9 +12,25 @@ package enum InjectedFaults {
     }
 
     /// Makes the engine fail after the idempotency key check of the write the
-    /// test named (`track-key`, `meter-use-key`); installs nothing otherwise.
+    /// test named (`track-key`, `meter-use-key`), or fail or die once the
+    /// first batch of a build of kept grant draws has committed
+    /// (`grant-draws-batch`); installs nothing otherwise.
     package static func install(on engine: inout GuestMode) {
-        guard let point = FaultHooks.failurePoint, point.hasSuffix("-key") else { return }
-        engine.faults = EngineFaults { write in try failIfAsked(at: "\(write.rawValue)-key") }
+        engine.faults = faults
+    }
+
+    /// The faults `install` gives an engine.
+    package static var faults: EngineFaults {
+        var faults = EngineFaults()
+        if let point = FaultHooks.failurePoint, point.hasSuffix("-key") {
+            faults.afterKeyCheck = { write in try failIfAsked(at: "\(write.rawValue)-key") }
+        }
+        if FaultHooks.failurePoint == "grant-draws-batch" || FaultHooks.stops(after: "grant-draws-batch") {
+            faults.afterGrantDrawsBatch = {
+                FaultHooks.stopIfAsked(after: "grant-draws-batch")
+                try failIfAsked(at: "grant-draws-batch")
+            }
+        }
+        return faults
     }
 }

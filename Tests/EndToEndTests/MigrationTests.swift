@@ -335,7 +335,7 @@ struct MigrationTests {
                 "v2-conflict-archive", "v3-server", "v4-device-index", "v5-grants", "v6-webhooks",
                 "v7-sign-in-buckets", "v8-migration-attempts", "v9-webhook-heads", "v10-meter-totals",
                 "v11-identity-email",
-                "v12-signing-keys", "v13-store-purchases", "v14-meter-grant-draws",
+                "v12-signing-keys", "v13-store-purchases", "v14-meter-grant-draws", "v15-meter-grant-draws-owed",
             ])
         #expect(
             try await sandbox.run("user", "list").status == 65,

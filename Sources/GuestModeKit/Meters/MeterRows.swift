@@ -58,6 +58,23 @@ package protocol MeterRows {
     /// Calls `body` with every kept row of grant draws, by user then meter.
     func forEachMeterGrantDraws(_ body: (MeterGrantDrawsRow) throws -> Void) throws
 
+    /// At most `limit` (user, meter) pairs that hold a grant of the meter
+    /// (in any state) and no kept grant draws, by user then meter in the
+    /// store's order, from the first one after `position` (from the start
+    /// when nil).
+    func meterGrantHoldersWithoutDraws(after position: MeterGrantHolder?, limit: Int) throws -> [MeterGrantHolder]
+
+    /// The build of kept grant draws the store owes (meta key
+    /// `OwedGrantDraws.metaKey`, set in a store holding grants by the schema
+    /// step after the one that added them, SQLite v15 and PostgreSQL pg14):
+    /// where it has got to, as
+    /// `OwedGrantDraws.position` wrote it ("" before the first pair); nil
+    /// when nothing is owed.
+    func owedGrantDraws() throws -> String?
+
+    /// Stores where the owed build has got to; nil: nothing is owed any more.
+    func setOwedGrantDraws(_ position: String?) throws
+
     /// Stores that the warning at `percent` of `meter` fired at `time` in the
     /// period starting at `periodStart` (nil: the meter never resets), unless
     /// that warning of that period is stored already: then nothing changes
@@ -76,6 +93,17 @@ package enum MeterTotalSpan: String, Sendable {
     /// The bucket `start` begins, as the store names it: `YYYY-MM-DD` or `YYYY-MM`.
     package func bucket(beginningAt start: Date) -> String {
         String(Timestamp.format(start).prefix(self == .day ? 10 : 7))
+    }
+}
+
+/// A user's meter that holds grants (`MeterRows.meterGrantHoldersWithoutDraws`).
+package struct MeterGrantHolder: Sendable, Equatable {
+    package var userID: String
+    package var meter: String
+
+    package init(userID: String, meter: String) {
+        self.userID = userID
+        self.meter = meter
     }
 }
 

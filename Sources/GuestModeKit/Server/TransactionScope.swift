@@ -103,7 +103,7 @@ struct TransactionScope: GuestStore, @unchecked Sendable {
 
     func bindProfile(text: String, origin: String, now: Date) throws { throw outside("binding a profile") }
     func boundProfile() throws -> (text: String, origin: String)? { throw outside("reading the bound profile") }
-    func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
+    func boundProfileWithCache() throws -> BoundProfile? {
         throw outside("reading the bound profile")
     }
     func saveProfileCache(_ entry: ProfileCacheEntry) throws { throw outside("keeping the profile's cache") }

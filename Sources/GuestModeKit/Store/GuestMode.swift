@@ -22,10 +22,15 @@ public struct GuestMode: Sendable {
     package let store: any GuestStore
     /// Where a test makes this engine fail inside a transaction; nothing by default.
     package var faults = EngineFaults()
+    /// Whether the store owed a build of kept grant draws when this engine
+    /// was made over it (read with its profile, at no extra cost): an opening
+    /// that migrates then finishes the migration with `buildOwedGrantDraws`.
+    package let owedGrantDraws: Bool
 
-    package init(profile: Profile, store: any GuestStore) {
+    package init(profile: Profile, store: any GuestStore, owedGrantDraws: Bool = false) {
         self.profile = profile
         self.store = store
+        self.owedGrantDraws = owedGrantDraws
     }
 
     /// The engine over an existing store, bound to the profile the store keeps.
@@ -40,12 +45,12 @@ public struct GuestMode: Sendable {
         // The validated form kept for exactly this text spares the YAML parse;
         // any mismatch or damage is a miss and the text is parsed as always.
         if let profile = ProfileCache.profile(from: bound.cache, text: bound.text) {
-            self.init(profile: profile, store: store)
+            self.init(profile: profile, store: store, owedGrantDraws: bound.owesGrantDraws)
             return
         }
         let profile = try ProfileLoader.parse(bound.text, file: bound.origin)
         GuestMode.keepCache(of: profile, text: bound.text, in: store)
-        self.init(profile: profile, store: store)
+        self.init(profile: profile, store: store, owedGrantDraws: bound.owesGrantDraws)
     }
 
     /// Binds an empty store to a profile's text and makes the engine over it.
@@ -82,9 +87,17 @@ package struct EngineFaults: Sendable {
     /// commits: a throw rolls the key back with the write, so a retry is
     /// counted exactly once.
     package var afterKeyCheck: @Sendable (IdempotentWrite) throws -> Void
+    /// Called once each batch of `GuestMode.buildOwedGrantDraws` has
+    /// committed, but the last: a throw (or a kill) leaves a store part
+    /// built, which the next migration finishes.
+    package var afterGrantDrawsBatch: @Sendable () throws -> Void
 
-    package init(afterKeyCheck: @escaping @Sendable (IdempotentWrite) throws -> Void = { _ in }) {
+    package init(
+        afterKeyCheck: @escaping @Sendable (IdempotentWrite) throws -> Void = { _ in },
+        afterGrantDrawsBatch: @escaping @Sendable () throws -> Void = {}
+    ) {
         self.afterKeyCheck = afterKeyCheck
+        self.afterGrantDrawsBatch = afterGrantDrawsBatch
     }
 }
 

@@ -9,8 +9,10 @@ package protocol StoreAdministration: Sendable {
     /// The profile text the store was bound to, or nil for a store never initialised.
     func boundProfile() throws -> (text: String, origin: String)?
     /// The bound profile and, in the same read, the cached validated form kept
-    /// by `saveProfileCache` (nil when none); see `ProfileCache`.
-    func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)?
+    /// by `saveProfileCache` (nil when none; see `ProfileCache`) and whether
+    /// the store owes a build of kept grant draws (`MeterRows.owedGrantDraws`),
+    /// so that opening a store asks nothing more of it.
+    func boundProfileWithCache() throws -> BoundProfile?
     /// Keeps the validated form of the bound profile, replacing any earlier one.
     func saveProfileCache(_ entry: ProfileCacheEntry) throws
     func schemaStatus() throws -> SchemaStatus
@@ -29,4 +31,20 @@ package struct SchemaStatus: Codable, Sendable, Equatable {
         self.pending = pending
     }
     package var current: String? { applied.last }
+}
+
+/// What `StoreAdministration.boundProfileWithCache` reads, in one read.
+package struct BoundProfile: Sendable, Equatable {
+    package var text: String
+    package var origin: String
+    package var cache: ProfileCacheEntry?
+    /// A schema step left kept grant draws to build (`GuestMode.buildOwedGrantDraws`).
+    package var owesGrantDraws: Bool
+
+    package init(text: String, origin: String, cache: ProfileCacheEntry?, owesGrantDraws: Bool) {
+        self.text = text
+        self.origin = origin
+        self.cache = cache
+        self.owesGrantDraws = owesGrantDraws
+    }
 }

@@ -106,4 +106,34 @@ extension PostgresTransaction {
         )
         for row in rows { try body(try Self.grantDraws(row)) }
     }
+
+    func meterGrantHoldersWithoutDraws(after position: MeterGrantHolder?, limit: Int) throws -> [MeterGrantHolder] {
+        // In the database's own order, the order of the grants' index on (user_id, meter): a page
+        // costs its own holders, however far into the store.
+        let rows = try connection.execute(
+            """
+            SELECT DISTINCT g.user_id, g.meter FROM meter_grants g
+            WHERE (g.user_id, g.meter) > ($1, $2)
+                AND NOT EXISTS (SELECT 1 FROM meter_grant_draws d WHERE d.user_id = g.user_id AND d.meter = g.meter)
+            ORDER BY g.user_id, g.meter LIMIT $3
+            """,
+            [PostgresValue(position?.userID ?? ""), PostgresValue(position?.meter ?? ""), PostgresValue(Int64(limit))])
+        return try rows.map { row in MeterGrantHolder(userID: try row.string("user_id"), meter: try row.string("meter"))
+        }
+    }
+
+    func owedGrantDraws() throws -> String? {
+        try connection.execute("SELECT value FROM meta WHERE key = $1", [PostgresValue(OwedGrantDraws.metaKey)])
+            .first?.string("value")
+    }
+
+    func setOwedGrantDraws(_ position: String?) throws {
+        guard let position else {
+            try connection.execute("DELETE FROM meta WHERE key = $1", [PostgresValue(OwedGrantDraws.metaKey)])
+            return
+        }
+        try connection.execute(
+            "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [PostgresValue(OwedGrantDraws.metaKey), PostgresValue(position)])
+    }
 }

@@ -26,7 +26,18 @@ enum PostgresSchema {
         Migration(identifier: "pg11-signing-keys", sql: signingKeys),
         Migration(identifier: "pg12-store-purchases", sql: storePurchases),
         Migration(identifier: "pg13-meter-grant-draws", sql: meterGrantDraws),
+        Migration(identifier: "pg14-meter-grant-draws-owed", sql: meterGrantDrawsOwed),
     ]
+
+    /// Marks a store that holds grants as owing the kept draws of every
+    /// holder, as SQLite's v15 does: pg13 added their table empty, and only
+    /// the engine can fill it, as the end of the migration. A step of its
+    /// own, as pg13 had shipped.
+    static let meterGrantDrawsOwed = """
+        INSERT INTO meta (key, value) SELECT 'meter_grant_draws_owed', ''
+        WHERE EXISTS (SELECT 1 FROM meter_grants)
+        ON CONFLICT (key) DO NOTHING;
+        """
 
     /// What each meter grant of a user has drawn (the same table as
     /// SQLite's v14), written by the engine and deleted by these triggers

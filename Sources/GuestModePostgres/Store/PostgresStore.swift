@@ -327,12 +327,15 @@ extension PostgresStore: StoreAdministration {
         }
     }
 
-    package func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
+    package func boundProfileWithCache() throws -> BoundProfile? {
         try read { connection in
             var values: [String: String] = [:]
             for row in try connection.execute(
-                "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin', $1, $2)",
-                [PostgresValue(ProfileCache.sealMetaKey), PostgresValue(ProfileCache.jsonMetaKey)])
+                "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin', $1, $2, $3)",
+                [
+                    PostgresValue(ProfileCache.sealMetaKey), PostgresValue(ProfileCache.jsonMetaKey),
+                    PostgresValue(OwedGrantDraws.metaKey),
+                ])
             {
                 values[try row.string("key")] = try row.string("value")
             }
@@ -340,7 +343,9 @@ extension PostgresStore: StoreAdministration {
             let cache = values[ProfileCache.sealMetaKey].flatMap { key in
                 values[ProfileCache.jsonMetaKey].map { ProfileCacheEntry(seal: key, json: $0) }
             }
-            return (text, values["profile_origin"] ?? "", cache)
+            return BoundProfile(
+                text: text, origin: values["profile_origin"] ?? "", cache: cache,
+                owesGrantDraws: values[OwedGrantDraws.metaKey] != nil)
         }
     }
 
@@ -507,7 +512,9 @@ extension PostgresStore: GuestStore {}
 
 extension GuestMode {
     /// The engine over a PostgreSQL store already bound to a profile, with the
-    /// profile the store keeps.
+    /// profile the store keeps. When a schema migration applied as the store
+    /// was opened left kept grant draws to build (or an earlier build
+    /// stopped), they are built here first, a batch of users per transaction.
     ///
     /// ```swift
     /// let engine = try GuestMode(store: PostgresStore.open(uri: "postgres://app@db/app"))
@@ -516,6 +523,7 @@ extension GuestMode {
     /// - Throws: ``GuestModeError`` `store_without_profile` for a store never bound.
     public init(store: PostgresStore) throws {
         try self.init(store: store as any GuestStore, location: store.location)
+        if owedGrantDraws { try buildOwedGrantDraws() }
     }
 
     /// Binds an empty PostgreSQL store to a profile and makes the engine over it,

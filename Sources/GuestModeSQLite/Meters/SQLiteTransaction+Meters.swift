@@ -100,4 +100,34 @@ extension SQLiteTransaction {
             db, sql: "SELECT \(Self.grantDrawColumns) FROM meter_grant_draws ORDER BY user_id, meter")
         for row in rows { try body(try Self.grantDraws(row)) }
     }
+
+    func meterGrantHoldersWithoutDraws(after position: MeterGrantHolder?, limit: Int) throws -> [MeterGrantHolder] {
+        // By the grants' index on (user_id, meter): a page costs its own holders, however far into the store.
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT DISTINCT g.user_id, g.meter FROM meter_grants g
+                WHERE (g.user_id, g.meter) > (?, ?)
+                    AND NOT EXISTS (SELECT 1 FROM meter_grant_draws d WHERE d.user_id = g.user_id AND d.meter = g.meter)
+                ORDER BY g.user_id, g.meter LIMIT ?
+                """,
+            arguments: [position?.userID ?? "", position?.meter ?? "", limit])
+        return try rows.map { row in
+            MeterGrantHolder(userID: try row.decode(forColumn: "user_id"), meter: try row.decode(forColumn: "meter"))
+        }
+    }
+
+    func owedGrantDraws() throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [OwedGrantDraws.metaKey])
+    }
+
+    func setOwedGrantDraws(_ position: String?) throws {
+        guard let position else {
+            try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [OwedGrantDraws.metaKey])
+            return
+        }
+        try db.execute(
+            sql: "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            arguments: [OwedGrantDraws.metaKey, position])
+    }
 }

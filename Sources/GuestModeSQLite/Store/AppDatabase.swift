@@ -56,6 +56,9 @@ struct AppDatabase: Sendable {
         migrator.registerMigration("v14-meter-grant-draws") { db in
             try db.execute(sql: Schema.v14)
         }
+        migrator.registerMigration("v15-meter-grant-draws-owed") { db in
+            try db.execute(sql: Schema.v15)
+        }
         return migrator
     }
 

@@ -268,19 +268,21 @@ extension SQLiteStore: StoreAdministration {
         }
     }
 
-    package func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
+    package func boundProfileWithCache() throws -> BoundProfile? {
         try read { db in
             let rows = try Row.fetchAll(
                 db,
-                sql: "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin', ?, ?)",
-                arguments: [ProfileCache.sealMetaKey, ProfileCache.jsonMetaKey])
+                sql: "SELECT key, value FROM meta WHERE key IN ('profile_text', 'profile_origin', ?, ?, ?)",
+                arguments: [ProfileCache.sealMetaKey, ProfileCache.jsonMetaKey, OwedGrantDraws.metaKey])
             var values: [String: String] = [:]
             for row in rows { values[try row.decode(forColumn: "key")] = try row.decode(forColumn: "value") }
             guard let text = values["profile_text"] else { return nil }
             let cache = values[ProfileCache.sealMetaKey].flatMap { key in
                 values[ProfileCache.jsonMetaKey].map { ProfileCacheEntry(seal: key, json: $0) }
             }
-            return (text, values["profile_origin"] ?? "", cache)
+            return BoundProfile(
+                text: text, origin: values["profile_origin"] ?? "", cache: cache,
+                owesGrantDraws: values[OwedGrantDraws.metaKey] != nil)
         }
     }
 
@@ -454,7 +456,9 @@ extension SQLiteStore: GuestStore {}
 
 extension GuestMode {
     /// The engine over an SQLite store already bound to a profile, with the
-    /// profile the store keeps.
+    /// profile the store keeps. When a schema migration applied as the store
+    /// was opened left kept grant draws to build (or an earlier build
+    /// stopped), they are built here first, a batch of users per transaction.
     ///
     /// ```swift
     /// let engine = try GuestMode(store: SQLiteStore.open(path: "app.guestmode"))
@@ -463,6 +467,7 @@ extension GuestMode {
     /// - Throws: ``GuestModeError`` `store_without_profile` for a store never bound.
     public init(store: SQLiteStore) throws {
         try self.init(store: store as any GuestStore, location: store.path ?? ":memory:")
+        if owedGrantDraws { try buildOwedGrantDraws() }
     }
 
     /// Binds an empty SQLite store to a profile and makes the engine over it.

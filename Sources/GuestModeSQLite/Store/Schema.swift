@@ -419,4 +419,18 @@ enum Schema {
             DELETE FROM meter_grant_draws WHERE user_id = NEW.user_id AND meter = NEW.meter;
         END;
         """
+
+    /// Marks a store that holds grants as owing the kept draws of every
+    /// holder (`meta` key `meter_grant_draws_owed`, "" before the first).
+    /// v14 added their table empty; only the engine can fill it (a row is
+    /// the replay of the ledger under the bound profile), so it builds them
+    /// as the end of the migration (GuestModeKit's MeterGrantDrawsBuild.swift)
+    /// and removes the mark. A step of its own, not part of v14, which had
+    /// shipped: a store an earlier build took to v14 gets the mark too. A
+    /// mark already there (a build under way) is kept where it is.
+    static let v15 = """
+        INSERT INTO meta (key, value) SELECT 'meter_grant_draws_owed', ''
+        WHERE EXISTS (SELECT 1 FROM meter_grants)
+        ON CONFLICT (key) DO NOTHING;
+        """
 }

@@ -60,23 +60,38 @@ struct DatabaseCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "migrate",
             abstract: "Apply pending schema migrations, each in its own transaction.",
-            discussion: "A failed migration leaves the store at the previous version; nothing needs forcing by hand."
+            discussion:
+                "A failed migration leaves the store at the previous version; nothing needs forcing by hand. Then the kept grant draws a step left owed are built, in batches; a build stopped before its end is finished by the next migration."
         )
 
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
             let store = try global.storeLocation.open(migrating: false)
-            let applied = try store.applyPendingMigrations { identifier in
-                global.output.detail("applied \(identifier)")
+            let progress = Progress("db migrate", unit: "kept grant draws", global: global)
+            let migration = try GuestMode.migrate(
+                store: store, location: global.storeDescription, faults: InjectedFaults.faults
+            ) { step in
+                switch step {
+                case .applied(let identifier): global.output.detail("applied \(identifier)")
+                case .builtGrantDraws(let built): if built > 0 { progress.update(done: built, total: nil) }
+                }
             }
+            if migration.grantDrawsBuilt > 0 { progress.finish() }
             let schema = try store.schemaStatus()
-            struct Migrated: Encodable { var applied: [String]; var current: String? }
-            try global.output.result(Migrated(applied: applied, current: schema.current)) {
-                if applied.isEmpty {
+            struct Migrated: Encodable { var applied: [String]; var current: String?; var grantDrawsBuilt: Int }
+            let migrated = Migrated(
+                applied: migration.applied, current: schema.current, grantDrawsBuilt: migration.grantDrawsBuilt)
+            try global.output.result(migrated) {
+                if migration.applied.isEmpty {
                     global.output.line("schema is up to date (\(schema.current ?? "empty"))")
                 } else {
-                    for identifier in applied { global.output.line("applied \(identifier)") }
+                    for identifier in migration.applied { global.output.line("applied \(identifier)") }
+                }
+                if migration.grantDrawsBuilt > 0 {
+                    global.output.line(
+                        "built the kept grant draws of \(counted(migration.grantDrawsBuilt, "user's meter", "users' meters"))"
+                    )
                 }
             }
         }
@@ -170,6 +185,13 @@ struct DatabaseCommand: ParsableCommand {
                     })
             }
             progress.finish(done: digests.count, total: digests.count)
+            // The kept grant draws are derived, so no copy carries them: the new store builds its own, as a
+            // migration does, and a build stopped here is finished by its next opening.
+            let copy = GuestMode(profile: engine.profile, store: try target.open())
+            let building = Progress("db copy", unit: "kept grant draws", global: global)
+            let built = try copy.buildMissingGrantDraws { if $0 > 0 { building.update(done: $0, total: nil) } }
+            if built > 0 { building.finish() }
+            output.detail("built the kept grant draws of \(counted(built, "user's meter", "users' meters"))")
             struct Report: Encodable {
                 var source: String
                 var destination: String

@@ -45,7 +45,7 @@ final class CountingStore: GuestStore, Sendable {
         try base.bindProfile(text: text, origin: origin, now: now)
     }
     func boundProfile() throws -> (text: String, origin: String)? { try base.boundProfile() }
-    func boundProfileWithCache() throws -> (text: String, origin: String, cache: ProfileCacheEntry?)? {
+    func boundProfileWithCache() throws -> BoundProfile? {
         try base.boundProfileWithCache()
     }
     func saveProfileCache(_ entry: ProfileCacheEntry) throws { try base.saveProfileCache(entry) }
