@@ -17,6 +17,7 @@ extension PostgresStore: BackupRowStore {
         do {
             return try writeMovingData { connection in
                 let writes = PostgresBackupImport(connection)
+                let deferred = dryRun ? [] : try Self.dropIndexesBuiltAfterRows(connection)
                 let value: T
                 do {
                     value = try body(writes)
@@ -26,6 +27,8 @@ extension PostgresStore: BackupRowStore {
                     throw error
                 }
                 try writes.finish(committing: !dryRun)
+                // Inside the transaction: a refusal or a failure rolls the drops back with the rows.
+                for index in deferred { try connection.execute(index) }
                 if dryRun { throw RolledBackImport(value: value) }
                 return value
             }
@@ -35,6 +38,35 @@ extension PostgresStore: BackupRowStore {
             }
             return value
         }
+    }
+}
+
+extension PostgresStore {
+    /// Into a store that holds no user yet (a restore), the secondary
+    /// indexes that enforce nothing are dropped before the rows go in, and
+    /// their definitions returned, to build each once over all its rows, as
+    /// `pg_dump` orders a load. Unique indexes and keys stay, so a repeated
+    /// key is still refused at its row; nothing the import asks while
+    /// writing reads the dropped ones (look-ups go by key). Nothing for a
+    /// store with users, whose readers keep their indexes.
+    fileprivate static func dropIndexesBuiltAfterRows(_ connection: PostgresConnection) throws -> [String] {
+        guard try connection.execute("SELECT 1 AS held FROM users LIMIT 1").first == nil else { return [] }
+        let indexes = try connection.execute(
+            """
+            SELECT quote_ident(x.relname) AS name, pg_get_indexdef(i.indexrelid) AS definition
+            FROM pg_index i
+            JOIN pg_class x ON x.oid = i.indexrelid
+            JOIN pg_class t ON t.oid = i.indrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            WHERE n.nspname = current_schema() AND NOT i.indisunique AND t.relname = ANY($1::text[])
+            ORDER BY x.relname
+            """, [PostgresValue.textArray(BackupTable.all.map(\.name))])
+        var definitions: [String] = []
+        for index in indexes {
+            definitions.append(try index.string("definition"))
+            try connection.execute("DROP INDEX \(try index.string("name"))")
+        }
+        return definitions
     }
 }
 
