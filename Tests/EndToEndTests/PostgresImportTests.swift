@@ -30,8 +30,11 @@ struct PostgresImportTests {
         let exported = try await sandbox.run(arguments: ["backup", "export", "bench", "--out", "b.gmbackup"] + local)
         #expect(exported.status == 0, "\(exported.stderr)")
 
+        // Into a store without users the plain indexes are dropped while the rows go in, then built again.
+        let indexes = try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox)
         let imported = try await sandbox.run("backup", "import", "b.gmbackup", "--json")
         #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox) == indexes)
         let rows = imported.object["rows"] as? [String: Any] ?? [:]
         #expect(rows["records"] as? Int == 2500, "\(imported.stdout)")
         #expect(rows["events"] as? Int == 2500, "\(imported.stdout)")
@@ -68,6 +71,7 @@ struct PostgresImportTests {
         let schema = "e2e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let store = ["--store", uri, "--schema", schema]
         #expect(try await sandbox.run(arguments: ["init", "--profile", "voice"] + store).status == 0)
+        let indexes = try await Self.indexes(of: schema, uri: uri, in: sandbox)
         let imported = try await sandbox.run(arguments: store + ["backup", "import", name, "--json"])
         #expect(imported.status == 65, "\(imported.stderr)")
         #expect(imported.errorJSON["code"] as? String == "duplicate_row", "\(imported.stderr)")
@@ -77,5 +81,15 @@ struct PostgresImportTests {
             "psql -X -At -d '\(uri)' -c 'SELECT (SELECT count(*) FROM \(schema).users) + (SELECT count(*) FROM \(schema).records)'"
         )
         #expect(left.stdout == "0\n", "\(left.stdout)\(left.stderr)")
+        #expect(try await Self.indexes(of: schema, uri: uri, in: sandbox) == indexes, "the refusal brings them back")
+    }
+
+    /// Every index of `schema`, with its definition.
+    static func indexes(of schema: String, uri: String, in sandbox: Sandbox) async throws -> String {
+        let listed = try await sandbox.shell(
+            "psql -X -At -d '\(uri)' -c \"SELECT indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = '\(schema)' ORDER BY 1\""
+        )
+        #expect(listed.status == 0 && listed.stdout.contains("events_user_at"), "\(listed.stdout)\(listed.stderr)")
+        return listed.stdout
     }
 }
