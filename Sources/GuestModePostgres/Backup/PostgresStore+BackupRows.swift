@@ -126,14 +126,16 @@ private struct BackupTableShape {
 }
 
 /// The backup rows inside one read transaction. An export's rows
-/// (`forEachRawRow`) and the user list stream through `COPY … TO STDOUT`, as
-/// `pg_dump` reads a table: no round trip per batch of rows, and the server
-/// writes the next rows while these are encoded. `forEachRow` (`db copy`,
-/// the checks) reads through a server-side cursor, a thousand rows at a time.
+/// (`forEachRawRow`) stream through `COPY … TO STDOUT`, as `pg_dump` reads a
+/// table: no round trip per batch of rows, and the server writes the next
+/// rows while these are encoded. `forEachRow` (`db copy`, the checks) reads
+/// through a server-side cursor, a thousand rows at a time.
 private final class PostgresBackupSource: BackupRowSource {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
     private var cursors = 0
+    /// Whether this transaction's sorted user list is open (`forEachUserID`).
+    private var userListOpen = false
 
     init(_ connection: PostgresConnection) { self.connection = connection }
 
@@ -153,16 +155,22 @@ private final class PostgresBackupSource: BackupRowSource {
         ).first?.int("n") ?? 0
     }
 
+    /// Every user id in byte order, sorted once per export: the header
+    /// streams the list twice (its size, then its bytes), so the sorted ids
+    /// stay on the server in a scrollable cursor, read again from its start,
+    /// ten thousand at a time.
     func forEachUserID(_ body: (String) throws -> Void) throws {
-        let rows = CopyTextRows(kinds: [.text], columns: ["id"], table: "users", location: connection.location)
-        try connection.copyOut("COPY (SELECT id FROM users ORDER BY id COLLATE \"C\") TO STDOUT") { line in
-            try rows.decode(line) { cells in
-                guard case .text(let id) = cells[0] else {
-                    throw GuestModeError(
-                        .corruptStore, "the PostgreSQL store \(connection.location) holds NULL in users.id")
-                }
-                try body(String(decoding: id, as: UTF8.self))
-            }
+        if userListOpen {
+            try connection.execute("MOVE ABSOLUTE 0 IN guestmode_users")
+        } else {
+            try connection.execute(
+                "DECLARE guestmode_users SCROLL CURSOR FOR SELECT id FROM users ORDER BY id COLLATE \"C\"")
+            userListOpen = true
+        }
+        while true {
+            let batch = try connection.execute("FETCH 10000 FROM guestmode_users")
+            if batch.count == 0 { break }
+            for row in batch { try body(try row.string("id")) }
         }
     }
 
@@ -279,7 +287,8 @@ private final class PostgresBackupSource: BackupRowSource {
 /// try rows.decode(line) { cells in print(cells.count) }
 /// ```
 private final class CopyTextRows {
-    private let kinds: [PostgresColumns.Kind]
+    /// Each column's kind, by position.
+    private let kinds: UnsafeMutableBufferPointer<PostgresColumns.Kind>
     private let columns: [String]
     private let table: String
     private let location: String
@@ -291,7 +300,8 @@ private final class CopyTextRows {
     private var repaired: [UnsafeMutableBufferPointer<UInt8>] = []
 
     init(kinds: [PostgresColumns.Kind], columns: [String], table: String, location: String) {
-        self.kinds = kinds
+        self.kinds = .allocate(capacity: kinds.count)
+        _ = self.kinds.initialize(from: kinds)
         self.columns = columns
         self.table = table
         self.location = location
@@ -301,6 +311,7 @@ private final class CopyTextRows {
     }
 
     deinit {
+        kinds.deallocate()
         text.deallocate()
         cells.deallocate()
         for bytes in repaired { bytes.deallocate() }
@@ -317,13 +328,19 @@ private final class CopyTextRows {
             text.deallocate()
             text = .allocate(capacity: max(end, 2 * text.count))
         }
-        for bytes in repaired { bytes.deallocate() }
-        repaired.removeAll(keepingCapacity: true)
+        if !repaired.isEmpty {
+            for bytes in repaired { bytes.deallocate() }
+            repaired.removeAll(keepingCapacity: true)
+        }
+        // Read through locals: the class's own properties would be checked for exclusive access at every byte.
+        let text = self.text
+        let cells = self.cells
+        let columnCount = kinds.count
         var position = 0
         var written = 0
         var field = 0
         while true {
-            guard field < kinds.count else { throw corrupt("a row of \(table) with more values than its columns") }
+            guard field < columnCount else { throw corrupt("a row of \(table) with more values than its columns") }
             if end - position >= 2, line[position] == backslash, line[position + 1] == UInt8(ascii: "N"),
                 end - position == 2 || line[position + 2] == tab
             {
@@ -349,7 +366,7 @@ private final class CopyTextRows {
             if position >= end { break }
             position += 1
         }
-        guard field == kinds.count else { throw corrupt("a row of \(table) with fewer values than its columns") }
+        guard field == columnCount else { throw corrupt("a row of \(table) with fewer values than its columns") }
         try body(UnsafeBufferPointer(rebasing: cells[0..<field]))
     }
 

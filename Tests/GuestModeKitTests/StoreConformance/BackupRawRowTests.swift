@@ -133,7 +133,7 @@ private func copyRows() -> [(BackupTable, BackupRowFixture.Row)] {
                 ]
             ))
     }
-    for (index, amount) in [0.1, 1e300, -2.5e-300, 5e-324, 123_456_789.125, 1.5].enumerated() {
+    for (index, amount) in [0.1, 1e300, -2.5e-300, Double.leastNonzeroMagnitude, 123_456_789.125, 1.5].enumerated() {
         rows.append(
             (
                 usage,
@@ -191,7 +191,7 @@ private func copyRows() -> [(BackupTable, BackupRowFixture.Row)] {
         let big = String(repeating: "x\t", count: 50_000)
         try BackupRowFixture.load(
             [(BackupTable.all[0], BackupRowFixture.user("u1"))]
-                + (1...10_500).map { (events, ["user_id": owner, "action": .text("a"), "at": .text("t")]) }
+                + (1...10_500).map { _ in (events, ["user_id": owner, "action": .text("a"), "at": .text("t")]) }
                 + (0..<400).map {
                     (
                         records,
@@ -214,14 +214,15 @@ private func copyRows() -> [(BackupTable, BackupRowFixture.Row)] {
                 progress: { written, _ in
                     guard written > 0, ended == 0 else { return }
                     // The export's session: the one reading this schema's events (the test's own schema).
-                    ended = (try? other.read { connection in
-                        try connection.execute(
-                            """
-                            SELECT pg_terminate_backend(pid) AS ended FROM pg_locks
-                            WHERE relation = 'events'::regclass AND pid <> pg_backend_pid()
-                            """
-                        ).count
-                    }) ?? 0
+                    ended =
+                        (try? other.read { connection in
+                            try connection.execute(
+                                """
+                                SELECT pg_terminate_backend(pid) AS ended FROM pg_locks
+                                WHERE relation = 'events'::regclass AND pid <> pg_backend_pid()
+                                """
+                            ).count
+                        }) ?? 0
                 })
         }
         #expect(ended == 1)
