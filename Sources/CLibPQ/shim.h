@@ -16,7 +16,7 @@
 #define GUESTMODE_LIBPQ_FUNCTIONS(X) \
     X(PQclear) X(PQcmdTuples) X(PQconnectPoll) X(PQconnectStartParams) X(PQconnectdb) X(PQconninfoFree) \
     X(PQconninfoParse) X(PQconsumeInput) X(PQerrorMessage) X(PQexec) X(PQfinish) X(PQflush) X(PQfname) \
-    X(PQfreemem) X(PQgetResult) X(PQgetisnull) X(PQgetvalue) X(PQisBusy) X(PQnfields) X(PQntuples) \
+    X(PQfreemem) X(PQgetCopyData) X(PQgetResult) X(PQgetisnull) X(PQgetvalue) X(PQisBusy) X(PQnfields) X(PQntuples) \
     X(PQputCopyData) X(PQputCopyEnd) X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus) \
     X(PQsendPrepare) X(PQsendQuery) X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus) \
     X(PQtransactionStatus)

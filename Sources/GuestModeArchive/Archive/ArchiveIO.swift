@@ -112,7 +112,8 @@ final class ArchiveWriter {
         guard let handle = la.archive_write_new() else {
             throw GuestModeError(.archiveError, "libarchive could not allocate a writer")
         }
-        defer { _ = la.archive_write_free(handle) }
+        var freed = false
+        defer { if !freed { _ = la.archive_write_free(handle) } }
         let writer = ArchiveWriter(la: la, handle: handle, path: path)
         var compressor: ZstdCompressor?
         switch format {
@@ -158,7 +159,13 @@ final class ArchiveWriter {
             if let compressor { try compressor.compress(bytes, ending: false, into: store) } else { try store(bytes) }
         }
         let context = Unmanaged.passRetained(sink)
-        defer { context.release() }
+        defer {
+            // Freeing an archive `body` left unfinished (it threw) closes it first, which hands libarchive's
+            // last bytes to the callback: the sink must still be alive then, so it is released only after.
+            _ = la.archive_write_free(handle)
+            freed = true
+            context.release()
+        }
         let callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeRawPointer?, Int) -> Int = {
             _, context, buffer, length in
             guard let context else { return -1 }

@@ -101,9 +101,9 @@ extension GuestMode {
                                 table: table.name, rows: chunkRows)
                             chunkRows = 0
                         }
-                        var keys: [[UInt8]] = []
+                        var keys = RowEncoder.Keys([])
                         try snapshot.forEachRawRow(in: table) { columns, cells in
-                            if keys.count != columns.count { keys = RowEncoder.encodedKeys(columns) }
+                            if keys.count != columns.count { keys = RowEncoder.Keys(columns) }
                             try RowEncoder.appendRow(
                                 cells, keys: keys, columns: columns, table: table.name, to: chunk)
                             chunkRows += 1
@@ -207,42 +207,69 @@ private final class EntryPipeline: @unchecked Sendable {
 }
 
 extension RowEncoder {
-    /// Each column's `"name":` (after a comma for all but the first), encoded once per table.
-    static func encodedKeys(_ columns: [String]) -> [[UInt8]] {
-        columns.enumerated().map { index, column in
-            var key: [UInt8] = index > 0 ? [UInt8(ascii: ",")] : []
-            appendString(column, to: &key)
-            key.append(UInt8(ascii: ":"))
-            return key
-        }
-    }
+    /// Each column's `"name":` (after a comma for all but the first),
+    /// encoded once per table, end to end in one array: a row takes its keys
+    /// without retaining an array per cell.
+    struct Keys {
+        let bytes: [UInt8]
+        /// Where each column's key ends in `bytes`.
+        let ends: [Int]
 
-    private static let nullBytes: [UInt8] = Array("null".utf8)
+        init(_ columns: [String]) {
+            var bytes: [UInt8] = []
+            var ends: [Int] = []
+            for (index, column) in columns.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                appendString(column, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                ends.append(bytes.count)
+            }
+            self.bytes = bytes
+            self.ends = ends
+        }
+
+        var count: Int { ends.count }
+    }
 
     /// Appends one row as a JSON object and a newline, its text straight
     /// from the store's bytes (a string made per cell was most of an export's allocations).
     static func appendRow(
-        _ cells: UnsafeBufferPointer<RawCell>, keys: [[UInt8]], columns: [String], table: String,
-        to buffer: RowBuffer
+        _ cells: UnsafeBufferPointer<RawCell>, keys: Keys, columns: [String], table: String, to buffer: RowBuffer
     ) throws {
-        buffer.append(UInt8(ascii: "{"))
-        for index in 0..<cells.count {
-            buffer.append(keys[index])
-            switch cells[index] {
-            case .null: buffer.append(nullBytes)
-            case .integer(let value): appendNumber(value, to: buffer)
-            case .real(let value):
-                guard value.isFinite else {
-                    throw GuestModeError(
-                        .unexportableValue,
-                        "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again"
-                    )
+        try keys.bytes.withUnsafeBufferPointer { keyBytes in
+            try keys.ends.withUnsafeBufferPointer { ends in
+                buffer.append(UInt8(ascii: "{"))
+                var start = 0
+                for index in 0..<cells.count {
+                    buffer.append(UnsafeBufferPointer(rebasing: keyBytes[start..<ends[index]]))
+                    start = ends[index]
+                    switch cells[index] {
+                    case .null: appendNull(to: buffer)
+                    case .integer(let value): appendNumber(value, to: buffer)
+                    case .real(let value):
+                        guard value.isFinite else {
+                            throw GuestModeError(
+                                .unexportableValue,
+                                "\(table).\(columns[index]) holds \(value), which a backup cannot carry; fix the row in the store and export again"
+                            )
+                        }
+                        appendNumber(value, to: buffer)
+                    case .text(let value): appendString(value, to: buffer)
+                    }
                 }
-                appendNumber(value, to: buffer)
-            case .text(let value): appendString(value, to: buffer)
+                buffer.append(UInt8(ascii: "}"))
+                buffer.append(UInt8(ascii: "\n"))
             }
         }
-        buffer.append(UInt8(ascii: "}"))
-        buffer.append(UInt8(ascii: "\n"))
+    }
+
+    private static func appendNull(to buffer: RowBuffer) {
+        buffer.reserve(4)
+        let out = buffer.base + buffer.count
+        out[0] = UInt8(ascii: "n")
+        out[1] = UInt8(ascii: "u")
+        out[2] = UInt8(ascii: "l")
+        out[3] = UInt8(ascii: "l")
+        buffer.advance(by: 4)
     }
 }

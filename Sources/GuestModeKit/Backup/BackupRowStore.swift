@@ -142,44 +142,6 @@ package enum RawCell {
     case text(UnsafeBufferPointer<UInt8>)
 }
 
-extension BackupRowSource {
-    /// For a backend that reads rows as `CellValue`s: each row's texts copied
-    /// into one buffer reused for every row, and handed over in place.
-    package func forEachRawRow(
-        in table: BackupTable, of owners: BackupOwners,
-        _ body: (_ columns: [String], _ cells: UnsafeBufferPointer<RawCell>) throws -> Void
-    ) throws {
-        var texts: [UInt8] = []
-        var ends: [Int] = []
-        var cells: [RawCell] = []
-        try forEachRow(in: table, of: owners) { columns, values in
-            texts.removeAll(keepingCapacity: true)
-            ends.removeAll(keepingCapacity: true)
-            for case .text(let text) in values {
-                texts.append(contentsOf: text.utf8)
-                ends.append(texts.count)
-            }
-            try texts.withUnsafeBufferPointer { bytes in
-                cells.removeAll(keepingCapacity: true)
-                var next = 0
-                var start = 0
-                for value in values {
-                    switch value {
-                    case .null: cells.append(.null)
-                    case .integer(let number): cells.append(.integer(number))
-                    case .real(let number): cells.append(.real(number))
-                    case .text:
-                        cells.append(.text(UnsafeBufferPointer(rebasing: bytes[start..<ends[next]])))
-                        start = ends[next]
-                        next += 1
-                    }
-                }
-                try cells.withUnsafeBufferPointer { try body(columns, $0) }
-            }
-        }
-    }
-}
-
 /// Whose rows an export reads, as the engine resolved its `BackupSelection`.
 package enum BackupOwners: Sendable, Equatable {
     /// Every user, and the records of `guestOwner` when it is given.

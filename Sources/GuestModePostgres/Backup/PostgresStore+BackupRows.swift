@@ -157,12 +157,17 @@ private struct BackupTableShape {
     }
 }
 
-/// The backup rows inside one read transaction, streamed through
-/// server-side cursors a thousand rows at a time.
+/// The backup rows inside one read transaction. An export's rows
+/// (`forEachRawRow`) stream through `COPY … TO STDOUT`, as `pg_dump` reads a
+/// table: no round trip per batch of rows, and the server writes the next
+/// rows while these are encoded. `forEachRow` (`db copy`, the checks) reads
+/// through a server-side cursor, a thousand rows at a time.
 private final class PostgresBackupSource: BackupRowSource {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
     private var cursors = 0
+    /// Whether this transaction's sorted user list is open (`forEachUserID`).
+    private var userListOpen = false
 
     init(_ connection: PostgresConnection) { self.connection = connection }
 
@@ -176,23 +181,62 @@ private final class PostgresBackupSource: BackupRowSource {
     }
 
     func rowCount(in table: BackupTable, of owners: BackupOwners) throws -> Int {
-        let condition = Self.condition(table, owners, ownedByUsers: try shape(table).ownedByUsers)
+        let condition = Self.condition(table, owners, ownedByUsers: try shape(table).ownedByUsers, value: "$1")
         return try connection.execute(
             "SELECT count(*) AS n FROM \(PostgresStore.quote(table.name))\(condition.sql)", condition.parameters
         ).first?.int("n") ?? 0
     }
 
+    /// Every user id in byte order, sorted once per export: the header
+    /// streams the list twice (its size, then its bytes), so the sorted ids
+    /// stay on the server in a scrollable cursor, read again from its start,
+    /// ten thousand at a time.
     func forEachUserID(_ body: (String) throws -> Void) throws {
-        try forEachFetched("SELECT id FROM users ORDER BY id COLLATE \"C\"", []) { row in
-            try body(try row.string("id"))
+        if userListOpen {
+            try connection.execute("MOVE ABSOLUTE 0 IN guestmode_users")
+        } else {
+            try connection.execute(
+                "DECLARE guestmode_users SCROLL CURSOR FOR SELECT id FROM users ORDER BY id COLLATE \"C\"")
+            userListOpen = true
+        }
+        while true {
+            let batch = try connection.execute("FETCH 10000 FROM guestmode_users")
+            if batch.count == 0 { break }
+            for row in batch { try body(try row.string("id")) }
         }
     }
+
+    func forEachRawRow(
+        in table: BackupTable, of owners: BackupOwners,
+        _ body: (_ columns: [String], _ cells: UnsafeBufferPointer<RawCell>) throws -> Void
+    ) throws {
+        let shape = try self.shape(table)
+        let condition = Self.condition(table, owners, ownedByUsers: shape.ownedByUsers, value: Self.ownersSetting)
+        if let value = condition.parameters.first {
+            // COPY takes no parameters: the owners travel as a setting of this transaction, not in the SQL.
+            try connection.execute("SELECT set_config('guestmode.export_owners', $1, true) AS owners", [value])
+        }
+        let columns = shape.columns
+        let rows = CopyTextRows(
+            kinds: columns.map(shape.kind), columns: columns, table: table.name, location: connection.location)
+        try connection.copyOut(
+            """
+            COPY (SELECT \(columns.map(PostgresStore.quote).joined(separator: ", ")) FROM \(PostgresStore.quote(table.name))
+            \(condition.sql) ORDER BY \(condition.guestOwnerLast)\(shape.ordering)) TO STDOUT
+            """
+        ) { line in
+            try rows.decode(line) { cells in try body(columns, cells) }
+        }
+    }
+
+    /// How a COPY's query reads the owners `set_config` gave it.
+    private static let ownersSetting = "current_setting('guestmode.export_owners')"
 
     func forEachRow(
         in table: BackupTable, of owners: BackupOwners, _ body: ([String], [CellValue]) throws -> Void
     ) throws {
         let shape = try self.shape(table)
-        let condition = Self.condition(table, owners, ownedByUsers: shape.ownedByUsers)
+        let condition = Self.condition(table, owners, ownedByUsers: shape.ownedByUsers, value: "$1")
         var values: [CellValue] = []
         values.reserveCapacity(shape.columns.count)
         try forEachFetched(
@@ -240,22 +284,228 @@ private final class PostgresBackupSource: BackupRowSource {
     /// the ordering term that puts the guest owner's records after the users'.
     /// Every user's rows of a table held to `users(id)` by its owner column
     /// are all its rows: read without looking each row's owner up in `users`.
+    /// The one parameter (the guest owner, or the users as a text array) is
+    /// read in the SQL as `value`: `$1`, or the setting a COPY reads it from.
     private static func condition(
-        _ table: BackupTable, _ owners: BackupOwners, ownedByUsers: Bool
+        _ table: BackupTable, _ owners: BackupOwners, ownedByUsers: Bool, value: String
     ) -> (sql: String, parameters: [PostgresValue?], guestOwnerLast: String) {
         let owner = PostgresStore.quote(table.ownerColumn)
         switch owners {
         case .everyUser(let guestOwner?) where table.mayBelongToGuestOwner:
             return (
-                " WHERE \(owner) IN (SELECT id FROM users) OR \(owner) = $1", [PostgresValue(guestOwner)],
-                "\(owner) = $1, "
+                " WHERE \(owner) IN (SELECT id FROM users) OR \(owner) = \(value)", [PostgresValue(guestOwner)],
+                "\(owner) = \(value), "
             )
         case .everyUser:
             if table.name == "users" || ownedByUsers { return ("", [], "") }
             return (" WHERE \(owner) IN (SELECT id FROM users)", [], "")
         case .users(let users):
-            return (" WHERE \(owner) = ANY ($1::text[])", [PostgresValue.textArray(users)], "")
+            return (" WHERE \(owner) = ANY (\(value)::text[])", [PostgresValue.textArray(users)], "")
         }
+    }
+}
+
+/// Rows of `COPY … TO STDOUT` in text format as `forEachRawRow` hands them
+/// over: each row's fields decoded into one buffer reused for every row, each
+/// column's kind resolved once per table, by position, not looked up by
+/// name per cell. A cell is what the same value read through a query gives
+/// (`PostgresColumns.cell`), byte for byte: COPY writes each value with the
+/// type's own output function, as a query's text result does, and escapes
+/// only the backslash and control characters (`\\`, `\t`, `\n`, …),
+/// with `\N` for NULL.
+///
+/// ```swift
+/// let rows = CopyTextRows(kinds: [.text], columns: ["id"], table: "users", location: location)
+/// try rows.decode(line) { cells in print(cells.count) }
+/// ```
+private final class CopyTextRows {
+    /// Each column's kind, by position.
+    private let kinds: UnsafeMutableBufferPointer<PostgresColumns.Kind>
+    private let columns: [String]
+    private let table: String
+    private let location: String
+    /// The decoded texts of the current row: never longer than its line.
+    private var text: UnsafeMutableBufferPointer<UInt8>
+    private let cells: UnsafeMutableBufferPointer<RawCell>
+    /// The current row's texts that were not valid UTF-8, repaired as a
+    /// query's `String(cString:)` repairs them; freed with the row.
+    private var repaired: [UnsafeMutableBufferPointer<UInt8>] = []
+
+    init(kinds: [PostgresColumns.Kind], columns: [String], table: String, location: String) {
+        self.kinds = .allocate(capacity: kinds.count)
+        _ = self.kinds.initialize(from: kinds)
+        self.columns = columns
+        self.table = table
+        self.location = location
+        text = .allocate(capacity: 1 << 12)
+        cells = .allocate(capacity: max(kinds.count, 1))
+        cells.initialize(repeating: .null)
+    }
+
+    deinit {
+        kinds.deallocate()
+        text.deallocate()
+        cells.deallocate()
+        for bytes in repaired { bytes.deallocate() }
+    }
+
+    /// Decodes one line of the COPY stream and calls `body` with its cells,
+    /// valid only during the call.
+    func decode(_ line: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<RawCell>) throws -> Void) throws {
+        let tab = UInt8(ascii: "\t")
+        let backslash = UInt8(ascii: "\\")
+        var end = line.count
+        if end > 0, line[end - 1] == UInt8(ascii: "\n") { end -= 1 }
+        if text.count < end {
+            text.deallocate()
+            text = .allocate(capacity: max(end, 2 * text.count))
+        }
+        if !repaired.isEmpty {
+            for bytes in repaired { bytes.deallocate() }
+            repaired.removeAll(keepingCapacity: true)
+        }
+        // Read through locals: the class's own properties would be checked for exclusive access at every byte.
+        let text = self.text
+        let cells = self.cells
+        let columnCount = kinds.count
+        var position = 0
+        var written = 0
+        var field = 0
+        while true {
+            guard field < columnCount else { throw corrupt("a row of \(table) with more values than its columns") }
+            if end - position >= 2, line[position] == backslash, line[position + 1] == UInt8(ascii: "N"),
+                end - position == 2 || line[position + 2] == tab
+            {
+                cells[field] = .null
+                position += 2
+            } else {
+                let start = written
+                while position < end {
+                    let byte = line[position]
+                    if byte == tab { break }
+                    position += 1
+                    guard byte == backslash, position < end else {
+                        text[written] = byte
+                        written += 1
+                        continue
+                    }
+                    text[written] = Self.unescaped(line, end: end, at: &position)
+                    written += 1
+                }
+                cells[field] = try cell(field, UnsafeBufferPointer(rebasing: text[start..<written]))
+            }
+            field += 1
+            if position >= end { break }
+            position += 1
+        }
+        guard field == columnCount else { throw corrupt("a row of \(table) with fewer values than its columns") }
+        try body(UnsafeBufferPointer(rebasing: cells[0..<field]))
+    }
+
+    /// The byte an escape after a backslash stands for, `position` moved past it.
+    private static func unescaped(_ line: UnsafeBufferPointer<UInt8>, end: Int, at position: inout Int) -> UInt8 {
+        let escaped = line[position]
+        position += 1
+        switch escaped {
+        case UInt8(ascii: "b"): return 0x08
+        case UInt8(ascii: "f"): return 0x0C
+        case UInt8(ascii: "n"): return 0x0A
+        case UInt8(ascii: "r"): return 0x0D
+        case UInt8(ascii: "t"): return 0x09
+        case UInt8(ascii: "v"): return 0x0B
+        case UInt8(ascii: "0")...UInt8(ascii: "7"):
+            // COPY's own syntax, which the server does not write but reads: up to three octal digits.
+            var value = escaped &- UInt8(ascii: "0")
+            for _ in 0..<2 {
+                guard position < end, (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(line[position]) else { break }
+                value = value &* 8 &+ (line[position] &- UInt8(ascii: "0"))
+                position += 1
+            }
+            return value
+        case UInt8(ascii: "x"):
+            // And up to two hexadecimal digits.
+            var value: UInt8 = 0
+            var digits = 0
+            while digits < 2, position < end, let digit = hexDigit(line[position]) {
+                value = value &* 16 &+ digit
+                position += 1
+                digits += 1
+            }
+            return digits == 0 ? escaped : value
+        default: return escaped
+        }
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// A field's decoded bytes as the cell of its column.
+    private func cell(_ field: Int, _ bytes: UnsafeBufferPointer<UInt8>) throws -> RawCell {
+        switch kinds[field] {
+        case .text:
+            if Self.isASCII(bytes) || TextRule.validatedUTF8(bytes) != nil { return .text(bytes) }
+            let fixed = Array(String(decoding: bytes, as: UTF8.self).utf8)
+            let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: fixed.count)
+            _ = copy.initialize(from: fixed)
+            repaired.append(copy)
+            return .text(UnsafeBufferPointer(copy))
+        case .integer:
+            if let value = Self.integer(bytes) { return .integer(value) }
+        case .real:
+            if let value = Double(String(decoding: bytes, as: UTF8.self)) { return .real(value) }
+        }
+        throw corrupt("'\(String(decoding: bytes, as: UTF8.self))' in \(table).\(columns[field])")
+    }
+
+    /// Decimal digits with an optional sign, as `Int64(_:)` reads them; nil past 64 bits.
+    private static func integer(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var index = 0
+        var negative = false
+        if let first = bytes.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
+            negative = first == UInt8(ascii: "-")
+            index = 1
+        }
+        guard index < bytes.count else { return nil }
+        var value: Int64 = 0
+        while index < bytes.count {
+            let digit = bytes[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (shifted, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (next, carry) =
+                negative
+                ? shifted.subtractingReportingOverflow(Int64(digit)) : shifted.addingReportingOverflow(Int64(digit))
+            guard !overflow, !carry else { return nil }
+            value = next
+            index += 1
+        }
+        return value
+    }
+
+    /// Whether every byte is below 0x80, eight at a time: such text is valid UTF-8 as it is.
+    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var index = 0
+        var high: UInt64 = 0
+        while index + 8 <= bytes.count {
+            high |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < bytes.count {
+            high |= UInt64(bytes[index])
+            index += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
+    }
+
+    private func corrupt(_ what: String) -> GuestModeError {
+        GuestModeError(.corruptStore, "the PostgreSQL store \(location) holds \(what)")
     }
 }
 

@@ -114,18 +114,29 @@ final class PostgresConnection: Sendable {
     /// its statement may still be running on the server, so nothing more is sent on it.
     private func withHandle<T: Sendable>(_ body: (OpaquePointer) throws -> T) throws -> T {
         try state.withLock { state in
-            guard !state.abandoned else {
-                throw PostgresFailure(
-                    sqlState: nil, message: "the connection was abandoned when the server did not answer in time",
-                    location: location)
-            }
+            guard !state.abandoned else { throw abandonedFailure }
             do {
                 return try body(state.handle)
             } catch let failure as PostgresFailure where failure.missedDeadline == .unanswered {
                 state.abandoned = true
                 throw failure
+            } catch let broken as BrokenStream {
+                state.abandoned = true
+                throw broken.failure
             }
         }
+    }
+
+    /// A failure while a COPY's rows were flowing (`copyOut`): the rest of the
+    /// stream is unread, so nothing more can be sent on the connection.
+    private struct BrokenStream: Error {
+        let failure: any Error
+    }
+
+    private var abandonedFailure: PostgresFailure {
+        PostgresFailure(
+            sqlState: nil, message: "the connection was abandoned when the server did not answer in time",
+            location: location)
     }
 
     /// Runs one statement with text parameters and returns its rows. It may
@@ -400,6 +411,68 @@ final class PostgresConnection: Sendable {
             try waitFor(handle, Int16(POLLOUT), sql: sql, until: nextDeadline)
         }
         try self.flush(handle, sql: sql, until: nextDeadline)
+    }
+
+    /// Runs `sql`, a `COPY … TO STDOUT` in text format, and calls `body` with
+    /// each row as the server sends it: one line, its newline included, in
+    /// libpq's memory and valid only during the call. Rows are read as they
+    /// arrive, so the server goes on writing while the caller handles them,
+    /// and a row is freed before the next is read: memory stays at one row
+    /// and the socket's buffers. Each wait is bounded by `statementTimeout`.
+    /// Once rows flow nothing else can be sent before the last is read, so
+    /// when `body` throws, or the stream breaks off, the connection is
+    /// abandoned: the pool closes it, and the server rolls its transaction back.
+    ///
+    /// ```swift
+    /// try connection.copyOut("COPY (SELECT id FROM users ORDER BY id) TO STDOUT") { line in lines += 1 }
+    /// ```
+    func copyOut(_ sql: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        try withHandle { handle in
+            try settleCopy(on: handle)
+            try send(sql, [], on: handle, until: nextDeadline)
+            guard let start = try nextResult(of: handle, sql: sql, until: nextDeadline) else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+            }
+            let started = pq.PQresultStatus(start) == PGRES_COPY_OUT
+            let startMessage = PostgresConnection.message(pq.PQresultErrorMessage(start))
+            let startState = pq.PQresultErrorField(start, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            pq.PQclear(start)
+            guard started else {
+                // The statement's other results (none, normally) are read so the connection is idle again.
+                while let rest = try nextResult(of: handle, sql: sql, until: nextDeadline) { pq.PQclear(rest) }
+                throw failure(sqlState: startState, message: startMessage, sql: sql)
+            }
+            do {
+                var row: UnsafeMutablePointer<CChar>?
+                while true {
+                    let length = pq.PQgetCopyData(handle, &row, 1)
+                    if length > 0, let line = row {
+                        row = nil
+                        defer { pq.PQfreemem(line) }
+                        try line.withMemoryRebound(to: UInt8.self, capacity: Int(length)) {
+                            try body(UnsafeBufferPointer(start: $0, count: Int(length)))
+                        }
+                    } else if length == 0 {
+                        // No whole row yet: wait for more of the stream.
+                        try waitFor(handle, Int16(POLLIN), sql: sql, until: nextDeadline)
+                        guard pq.PQconsumeInput(handle) == 1 else {
+                            throw failure(
+                                sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+                        }
+                    } else if length == -1 {
+                        break
+                    } else {
+                        throw failure(
+                            sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+                    }
+                }
+            } catch {
+                throw BrokenStream(failure: error)
+            }
+            // The COPY's own outcome: a server error that ended the stream (a cancelled or terminated
+            // backend) is thrown here, and the connection is idle again.
+            try readCopyOutcome(of: handle, sql: sql)
+        }
     }
 
     /// The results of a COPY whose rows are all sent, up to the last: throws the first failure.
