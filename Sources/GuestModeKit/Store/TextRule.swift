@@ -42,6 +42,33 @@ package enum TextRule {
         return isExact ? text : nil
     }
 
+    /// Whether `bytes` are valid UTF-8 as they are: text of bytes below
+    /// 0x80 (nearly every cell) is seen so eight bytes at a time, without
+    /// decoding it.
+    ///
+    /// ```swift
+    /// let valid = bytes.withUnsafeBufferPointer { TextRule.isValidUTF8($0) }
+    /// ```
+    package static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        isASCII(bytes) || validatedUTF8(bytes) != nil
+    }
+
+    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var index = 0
+        var high: UInt64 = 0
+        while index + 8 <= bytes.count {
+            high |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < bytes.count {
+            high |= UInt64(bytes[index])
+            index += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
+    }
+
     /// Refuses text that holds U+0000.
     package static func check(_ text: String, what: String) throws {
         if !isAcceptable(text) {

@@ -449,7 +449,7 @@ private final class CopyTextRows {
     private func cell(_ field: Int, _ bytes: UnsafeBufferPointer<UInt8>) throws -> RawCell {
         switch kinds[field] {
         case .text:
-            if Self.isASCII(bytes) || TextRule.validatedUTF8(bytes) != nil { return .text(bytes) }
+            if TextRule.isValidUTF8(bytes) { return .text(bytes) }
             let fixed = Array(String(decoding: bytes, as: UTF8.self).utf8)
             let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: fixed.count)
             _ = copy.initialize(from: fixed)
@@ -485,23 +485,6 @@ private final class CopyTextRows {
             index += 1
         }
         return value
-    }
-
-    /// Whether every byte is below 0x80, eight at a time: such text is valid UTF-8 as it is.
-    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = bytes.baseAddress else { return true }
-        let raw = UnsafeRawPointer(base)
-        var index = 0
-        var high: UInt64 = 0
-        while index + 8 <= bytes.count {
-            high |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            index += 8
-        }
-        while index < bytes.count {
-            high |= UInt64(bytes[index])
-            index += 1
-        }
-        return high & 0x8080_8080_8080_8080 == 0
     }
 
     private func corrupt(_ what: String) -> GuestModeError {

@@ -354,6 +354,25 @@ final class PostgresConnection: Sendable {
 
     private var nextDeadline: ContinuousClock.Instant? { statementTimeout.map { ContinuousClock.now + $0 } }
 
+    /// Frees `start`, the first answer to a COPY: returns when the server
+    /// began the copy (`status`); otherwise reads the statement's other
+    /// results, so the connection is idle again, and throws its failure.
+    private func requireCopyStarted(
+        _ start: OpaquePointer?, as status: ExecStatusType, on handle: OpaquePointer, sql: String
+    ) throws {
+        guard let start else {
+            throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+        }
+        let started = pq.PQresultStatus(start) == status
+        let startMessage = PostgresConnection.message(pq.PQresultErrorMessage(start))
+        let startState = pq.PQresultErrorField(start, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        pq.PQclear(start)
+        guard started else {
+            while let rest = try nextResult(of: handle, sql: sql, until: nextDeadline) { pq.PQclear(rest) }
+            throw failure(sqlState: startState, message: startMessage, sql: sql)
+        }
+    }
+
     private func sendCopy(_ sql: String, rows: [[PostgresValue?]], on handle: OpaquePointer) throws {
         try send(sql, [], on: handle, until: nextDeadline)
         var first = try nextResult(of: handle, sql: sql, until: nextDeadline)
@@ -362,18 +381,7 @@ final class PostgresConnection: Sendable {
             pq.PQclear(done)
             first = try nextResult(of: handle, sql: sql, until: nextDeadline)
         }
-        guard let start = first else {
-            throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
-        }
-        let started = pq.PQresultStatus(start) == PGRES_COPY_IN
-        let startMessage = PostgresConnection.message(pq.PQresultErrorMessage(start))
-        let startState = pq.PQresultErrorField(start, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-        pq.PQclear(start)
-        guard started else {
-            // The statement's other results (none, normally) are read so the connection is idle again.
-            while let rest = try nextResult(of: handle, sql: sql, until: nextDeadline) { pq.PQclear(rest) }
-            throw failure(sqlState: startState, message: startMessage, sql: sql)
-        }
+        try requireCopyStarted(first, as: PGRES_COPY_IN, on: handle, sql: sql)
         var buffer = [UInt8]()
         buffer.reserveCapacity(1 << 16)
         func flush() throws {
@@ -430,18 +438,8 @@ final class PostgresConnection: Sendable {
         try withHandle { handle in
             try settleCopy(on: handle)
             try send(sql, [], on: handle, until: nextDeadline)
-            guard let start = try nextResult(of: handle, sql: sql, until: nextDeadline) else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
-            }
-            let started = pq.PQresultStatus(start) == PGRES_COPY_OUT
-            let startMessage = PostgresConnection.message(pq.PQresultErrorMessage(start))
-            let startState = pq.PQresultErrorField(start, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            pq.PQclear(start)
-            guard started else {
-                // The statement's other results (none, normally) are read so the connection is idle again.
-                while let rest = try nextResult(of: handle, sql: sql, until: nextDeadline) { pq.PQclear(rest) }
-                throw failure(sqlState: startState, message: startMessage, sql: sql)
-            }
+            try requireCopyStarted(
+                try nextResult(of: handle, sql: sql, until: nextDeadline), as: PGRES_COPY_OUT, on: handle, sql: sql)
             do {
                 var row: UnsafeMutablePointer<CChar>?
                 while true {

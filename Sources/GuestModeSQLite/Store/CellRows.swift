@@ -56,7 +56,7 @@ func forEachRawCellRow(
             case .integer(let value): cells[index] = .integer(value)
             case .real(let value): cells[index] = .real(value)
             case .text(let bytes):
-                if isASCII(bytes) || TextRule.validatedUTF8(bytes) != nil {
+                if TextRule.isValidUTF8(bytes) {
                     cells[index] = .text(bytes)
                 } else {
                     let text = Array(String(decoding: bytes, as: UTF8.self).utf8)
@@ -76,21 +76,4 @@ func forEachRawCellRow(
 private func binaryData(_ table: String, _ column: String, _ purpose: String) -> GuestModeError {
     GuestModeError(
         .unexportableValue, "\(table).\(column) holds binary data, which \(purpose) do not carry; store it as text")
-}
-
-/// Whether every byte is below 0x80, eight at a time: such text is valid UTF-8 as it is.
-private func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-    guard let base = bytes.baseAddress else { return true }
-    let raw = UnsafeRawPointer(base)
-    var index = 0
-    var high: UInt64 = 0
-    while index + 8 <= bytes.count {
-        high |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-        index += 8
-    }
-    while index < bytes.count {
-        high |= UInt64(bytes[index])
-        index += 1
-    }
-    return high & 0x8080_8080_8080_8080 == 0
 }
