@@ -217,10 +217,12 @@ extension PostgresTransaction {
         return created
     }
 
+    /// Locks the users of `userIDs` the store holds, in byte order (`COLLATE "C"`, as `existingUsers` sorts
+    /// them), so two writers over the same users wait for each other instead of deadlocking.
     func lockUsers(_ userIDs: [String]) throws -> Set<String> {
         var present = Set<String>()
         let rows = try executeForEachChunk(of: userIDs.sorted().map { [PostgresValue($0)] }, types: ["text"]) {
-            "SELECT id FROM users WHERE id IN (SELECT id FROM (VALUES \($0)) AS wanted (id)) ORDER BY id FOR UPDATE"
+            "SELECT id FROM users WHERE id IN (SELECT id FROM (VALUES \($0)) AS wanted (id)) ORDER BY id COLLATE \"C\" FOR UPDATE"
         }
         for chunk in rows { for row in chunk { present.insert(try row.string("id")) } }
         return present
@@ -243,7 +245,7 @@ extension PostgresTransaction {
         let rows = try executeForEachChunk(of: userIDs.sorted().map { [PostgresValue($0)] }, types: ["text"]) {
             """
             SELECT user_id, queued_at FROM outbox
-            WHERE user_id IN (SELECT id FROM (VALUES \($0)) AS wanted (id)) ORDER BY user_id FOR UPDATE
+            WHERE user_id IN (SELECT id FROM (VALUES \($0)) AS wanted (id)) ORDER BY user_id COLLATE "C" FOR UPDATE
             """
         }
         for chunk in rows { for row in chunk { times[try row.string("user_id")] = try row.date("queued_at") } }
