@@ -30,7 +30,7 @@ struct PostgresImportTests {
         let exported = try await sandbox.run(arguments: ["backup", "export", "bench", "--out", "b.gmbackup"] + local)
         #expect(exported.status == 0, "\(exported.stderr)")
 
-        // Into a store without users the plain indexes are dropped while the rows go in, then built again.
+        // Into a store without users the plain indexes and the keys to users are dropped while the rows go in.
         let indexes = try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox)
         let imported = try await sandbox.run("backup", "import", "b.gmbackup", "--json")
         #expect(imported.status == 0, "\(imported.stderr)")
@@ -84,12 +84,17 @@ struct PostgresImportTests {
         #expect(try await Self.indexes(of: schema, uri: uri, in: sandbox) == indexes, "the refusal brings them back")
     }
 
-    /// Every index of `schema`, with its definition.
+    /// Every index and foreign key of `schema`, with its definition.
     static func indexes(of schema: String, uri: String, in sandbox: Sandbox) async throws -> String {
         let listed = try await sandbox.shell(
-            "psql -X -At -d '\(uri)' -c \"SELECT indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = '\(schema)' ORDER BY 1\""
-        )
-        #expect(listed.status == 0 && listed.stdout.contains("events_user_at"), "\(listed.stdout)\(listed.stderr)")
+            """
+            psql -X -At -d '\(uri)' -c "SELECT indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = '\(schema)'
+              UNION ALL SELECT c.conrelid::regclass || ' ' || c.conname || ' ' || pg_get_constraintdef(c.oid)
+              FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+              WHERE n.nspname = '\(schema)' AND c.contype = 'f' ORDER BY 1"
+            """)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains("events_user_at") && listed.stdout.contains("FOREIGN KEY"), "\(listed.stdout)")
         return listed.stdout
     }
 }

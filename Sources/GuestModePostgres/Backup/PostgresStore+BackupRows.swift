@@ -17,7 +17,7 @@ extension PostgresStore: BackupRowStore {
         do {
             return try writeMovingData { connection in
                 let writes = PostgresBackupImport(connection)
-                let deferred = dryRun ? [] : try Self.dropIndexesBuiltAfterRows(connection)
+                let deferred = dryRun ? [] : try Self.dropIndexesBuiltAfterRows(connection, shapesKnownBy: writes)
                 let value: T
                 do {
                     value = try body(writes)
@@ -45,12 +45,17 @@ extension PostgresStore {
     /// Into a store that holds no user yet (a restore), the secondary
     /// indexes that enforce nothing are dropped before the rows go in, and
     /// their definitions returned, to build each once over all its rows, as
-    /// `pg_dump` orders a load. Unique indexes and keys stay, so a repeated
-    /// key is still refused at its row; nothing the import asks while
-    /// writing reads the dropped ones (look-ups go by key). Nothing for a
-    /// store with users, whose readers keep their indexes.
-    fileprivate static func dropIndexesBuiltAfterRows(_ connection: PostgresConnection) throws -> [String] {
+    /// `pg_dump` orders a load; the foreign keys to `users(id)` likewise.
+    /// Unique indexes and keys stay, so a repeated key is still refused at
+    /// its row; nothing the import asks while writing reads the dropped ones
+    /// (look-ups go by key). Nothing for a store with users, whose readers
+    /// keep their indexes.
+    fileprivate static func dropIndexesBuiltAfterRows(
+        _ connection: PostgresConnection, shapesKnownBy writes: PostgresBackupImport
+    ) throws -> [String] {
         guard try connection.execute("SELECT 1 AS held FROM users LIMIT 1").first == nil else { return [] }
+        // Which tables refer to users is read from these keys: read before they go.
+        try writes.learnShapes()
         let indexes = try connection.execute(
             """
             SELECT quote_ident(x.relname) AS name, pg_get_indexdef(i.indexrelid) AS definition
@@ -61,12 +66,33 @@ extension PostgresStore {
             WHERE n.nspname = current_schema() AND NOT i.indisunique AND t.relname = ANY($1::text[])
             ORDER BY x.relname
             """, [PostgresValue.textArray(BackupTable.all.map(\.name))])
-        var definitions: [String] = []
+        var statements: [String] = []
         for index in indexes {
-            definitions.append(try index.string("definition"))
+            statements.append(try index.string("definition"))
             try connection.execute("DROP INDEX \(try index.string("name"))")
         }
-        return definitions
+        // The foreign keys to users(id) too: held row by row, each is a look-up of the user a row (most of the
+        // server's time in a restore). The import itself keeps them meanwhile: a row whose user has no users
+        // row gets a placeholder, and one left unfilled refuses the import (`finish`). Added again at the end,
+        // each checks every row at once. Keys to other tables stay, so their refusals still name the row.
+        let keys = try connection.execute(
+            """
+            SELECT quote_ident(t.relname) AS tbl, quote_ident(c.conname) AS name,
+                   pg_get_constraintdef(c.oid) AS definition
+            FROM pg_constraint c
+            JOIN pg_class t ON t.oid = c.conrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            WHERE n.nspname = current_schema() AND c.contype = 'f' AND c.confrelid = 'users'::regclass
+              AND t.relname = ANY($1::text[]) AND t.relname <> 'users'
+            ORDER BY t.relname, c.conname
+            """, [PostgresValue.textArray(BackupTable.all.map(\.name))])
+        for key in keys {
+            let table = try key.string("tbl")
+            let name = try key.string("name")
+            try connection.execute("ALTER TABLE \(table) DROP CONSTRAINT \(name)")
+            statements.append("ALTER TABLE \(table) ADD CONSTRAINT \(name) \(try key.string("definition"))")
+        }
+        return statements
     }
 }
 
@@ -916,6 +942,11 @@ private final class PostgresBackupImport: BackupRowImport {
         throw GuestModeError(
             .databaseError,
             "the import cannot go on after a refused row (\(refusedRow.detail)); nothing was imported")
+    }
+
+    /// Reads every backup table's shape now, from the catalog as it stands.
+    func learnShapes() throws {
+        for table in BackupTable.all { _ = try shape(table) }
     }
 
     private func shape(_ table: BackupTable) throws -> BackupTableShape {
