@@ -18,11 +18,11 @@ struct ServerJourneyTests {
     func crossDevice(_ backend: ServerTests.Backend, _ index: Int) async throws {
         let (profile, collection, migrates) = Self.profiles[index]
         let sandbox = backend == .sqlite ? try Sandbox() : try Sandbox.onPostgres()
-        let port = try await sandbox.freePort()
-        try await sandbox.initialise(profile, sendingEventsTo: port)
-        let tokens = try await ServerIdentityTokenTests.tokens(in: sandbox)
-        let receiver = try await sandbox.startReceiver(port: port)
+        // The receiver binds its own port first: a port chosen before would be free for anyone until then.
+        let receiver = try await sandbox.startReceiver()
         defer { receiver.stop() }
+        try await sandbox.initialise(profile, sendingEventsTo: receiver.port)
+        let tokens = try await ServerIdentityTokenTests.tokens(in: sandbox)
         let server = try await Server.start(
             in: sandbox,
             options: [

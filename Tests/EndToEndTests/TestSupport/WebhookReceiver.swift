@@ -16,6 +16,8 @@ struct Received {
 /// The receiver (scripts/webhook-receiver.py), started detached by `Sandbox.startReceiver`.
 struct Receiver {
     var processID: Int32
+    /// The port it listens on.
+    var port: Int
 
     /// Stops it at once: SIGKILL, since a process started from a test's thread may inherit a mask that
     /// blocks SIGTERM.
@@ -30,7 +32,8 @@ extension Sandbox {
         return try #require(Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
-    /// Starts the receiver on `port`, detached, and waits until it listens; returns its process id.
+    /// Starts the receiver on `port` (0: a free port it binds itself, so no other process can take it
+    /// between the choice and the bind), detached, and waits until it listens.
     ///
     /// Foundation's `Process` learns that a child ended when the child's end of a socket pair closes,
     /// then reaps it with a blocking `waitpid` on the one thread that reaps every child. The receiver
@@ -38,7 +41,8 @@ extension Sandbox {
     /// close that socket while it still runs and park the reaping thread until it exits: every other
     /// command of the run would then wait for the receiver's `--lifetime`. So the receiver is started
     /// by a shell that exits at once, and only that shell is Foundation's child.
-    func startReceiver(port: Int) async throws -> Receiver {
+    func startReceiver(port: Int = 0) async throws -> Receiver {
+        if (try? read("hook.secret")) == nil { try write("hook.secret", "whsec_\(UUID().uuidString)\n") }
         let script = Sandbox.packageRoot.appendingPathComponent("scripts/webhook-receiver.py").path
         let started = try await shell(
             """
@@ -51,7 +55,10 @@ extension Sandbox {
             // Up to 30 s: python3 starts in a second or two on a machine loaded by the suite's own processes.
             "for i in $(seq 600); do [ -s receiver.port ] && exit 0; sleep 0.05; done; exit 1")
         #expect(listening.status == 0, "the receiver did not start")
-        return Receiver(processID: processID)
+        let listened = try? String(decoding: read("receiver.port"), as: UTF8.self)
+        return Receiver(
+            processID: processID,
+            port: try #require(Int(listened?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")))
     }
 
     func received() throws -> [Received] {
@@ -78,9 +85,10 @@ extension Sandbox {
 
 extension Sandbox {
     /// Initialises the store on `profile` with every event type sent to a receiver on loopback at
-    /// `port`, the secret in ./hook.secret (the store is PostgreSQL when GUESTMODE_STORE names one).
+    /// `port`, the secret in ./hook.secret, made unless a receiver started first made it (the store is
+    /// PostgreSQL when GUESTMODE_STORE names one).
     func initialise(_ profile: String, sendingEventsTo port: Int) async throws {
-        try write("hook.secret", "whsec_\(UUID().uuidString)\n")
+        if (try? read("hook.secret")) == nil { try write("hook.secret", "whsec_\(UUID().uuidString)\n") }
         let text = try String(
             contentsOf: Sandbox.packageRoot.appendingPathComponent("Templates/\(profile).yaml"), encoding: .utf8)
         try write(
