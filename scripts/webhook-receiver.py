@@ -2,6 +2,7 @@
 """A webhook receiver for the tests (Tests/EndToEndTests/WebhookTests.swift) and the README.
 
     webhook-receiver.py --port-file FILE --log FILE --secret-file FILE [--mode-file FILE] [--port N]
+                        [--listen-file FILE]
                         [--lifetime SECONDS]
 
 Listens on 127.0.0.1 (a free port unless --port), writes the port to --port-file, and appends one JSON line
@@ -36,6 +37,11 @@ def main():
     parser.add_argument("--mode-file")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--lifetime", type=float, default=300, help="exit after this many seconds")
+    parser.add_argument(
+        "--listen-file",
+        help="hold the port bound without listening (a connection is refused, as when nothing listens) until"
+        " this file exists; then listen and create FILE.done",
+    )
     options = parser.parse_args()
     # Descriptors inherited from the starting process (other children's pipes, when a test runner starts
     # several at once) would keep those pipes open as long as the receiver runs.
@@ -85,11 +91,19 @@ def main():
 
     # A test that fails before stopping the receiver must not leave it running.
     threading.Timer(options.lifetime, lambda: os._exit(0)).start()
-    server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler, bind_and_activate=False)
     server.daemon_threads = True
+    server.server_bind()
+    if not options.listen_file:
+        server.server_activate()
     with open(options.port_file + ".tmp", "w") as handle:
         handle.write(str(server.server_address[1]))
     os.replace(options.port_file + ".tmp", options.port_file)
+    if options.listen_file:
+        while not os.path.exists(options.listen_file):
+            time.sleep(0.02)
+        server.server_activate()
+        open(options.listen_file + ".done", "w").close()
     server.serve_forever()
 
 

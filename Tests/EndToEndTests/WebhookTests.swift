@@ -9,15 +9,23 @@ private func webhookStore(port: Int, profile: String = "habits") async throws ->
     return sandbox
 }
 
+/// The same with its receiver started first, on a port it bound itself (`down`: held without listening
+/// until `bringReceiverUp()`), so no other process can take the port before the receiver has it.
+private func webhookStoreWithReceiver(down: Bool = false) async throws -> (Sandbox, Receiver) {
+    let sandbox = try Sandbox()
+    let receiver = try await sandbox.startReceiver(down: down)
+    try await sandbox.initialise("habits", sendingEventsTo: receiver.port)
+    return (sandbox, receiver)
+}
+
 @Suite("Webhooks end to end: a receiver on loopback")
 struct WebhookTests {
     /// Down, then timing out, then 500, then recovering: every event arrives, with one id and one body
     /// on every attempt, and every signature verifies with Python's hmac.
     @Test func everyEventArrivesThroughOutagesWithItsIdAndAValidSignature() async throws {
         let clockStart = Date()
-        let probe = try Sandbox()
-        let port = try await probe.freePort()
-        let sandbox = try await webhookStore(port: port)
+        let (sandbox, receiver) = try await webhookStoreWithReceiver(down: true)
+        defer { receiver.stop() }
         sandbox.environment["GUESTMODE_NOW"] = "2026-11-25T10:00:00Z"
         var users: [String] = []
         for index in 1...3 {
@@ -53,8 +61,7 @@ struct WebhookTests {
         let queue = try #require((afterDown.json as? [[String: Any]])?.first)
         #expect(queue["pending"] as? Int == events.count && queue["delivered"] as? Int == 0)
         try await deliver(1, expecting: 0)  // Nothing is due before the retry time: nothing is sent, nothing fails.
-        let receiver = try await sandbox.startReceiver(port: port)
-        defer { receiver.stop() }
+        try await sandbox.bringReceiverUp()
         for (minute, mode) in [(5, "timeout"), (10, "500"), (20, "redirect")] {
             try sandbox.write("receiver.mode", mode)
             try await deliver(minute, expecting: 75)
@@ -84,9 +91,8 @@ struct WebhookTests {
 
     /// `webhook deliver` killed with SIGKILL at random points loses no event; duplicates keep their id.
     @Test func aKilledDeliveryLosesNoEvent() async throws {
-        let probe = try Sandbox()
-        let port = try await probe.freePort()
-        let sandbox = try await webhookStore(port: port)
+        let (sandbox, receiver) = try await webhookStoreWithReceiver()
+        defer { receiver.stop() }
         sandbox.environment["GUESTMODE_NOW"] = "2026-11-25T10:00:00Z"
         var log: [String] = []
         for _ in 1...3 {
@@ -102,8 +108,6 @@ struct WebhookTests {
         #expect(try await sandbox.run("prompt", "record", "--from", "outcomes.ndjson").status == 0)
         #expect(try await sandbox.outbox().count == 45)
         try sandbox.write("receiver.mode", "slow")
-        let receiver = try await sandbox.startReceiver(port: port)
-        defer { receiver.stop() }
         // Deterministic pauses, so a failure replays.
         let killed = try await sandbox.shell(
             """
@@ -155,10 +159,7 @@ struct WebhookTests {
 
     /// `guestmode serve` delivers in the background, within seconds of the change.
     @Test func serveDeliversInTheBackground() async throws {
-        let probe = try Sandbox()
-        let port = try await probe.freePort()
-        let sandbox = try await webhookStore(port: port)
-        let receiver = try await sandbox.startReceiver(port: port)
+        let (sandbox, receiver) = try await webhookStoreWithReceiver()
         defer { receiver.stop() }
         // One script: the server is stopped (and waited for) by the shell that started it.
         let gm = Sandbox.binary.path

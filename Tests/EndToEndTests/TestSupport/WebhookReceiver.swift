@@ -25,15 +25,9 @@ struct Receiver {
 }
 
 extension Sandbox {
-    /// A port nothing listens on now.
-    func freePort() async throws -> Int {
-        let result = try await shell(
-            #"python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'"#)
-        return try #require(Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
-    }
-
     /// Starts the receiver on `port` (0: a free port it binds itself, so no other process can take it
-    /// between the choice and the bind), detached, and waits until it listens.
+    /// between the choice and the bind), detached, and waits until it listens; or, when `down`, until it
+    /// holds the port without listening (connections refused, as when nothing listens) until `listen()`.
     ///
     /// Foundation's `Process` learns that a child ended when the child's end of a socket pair closes,
     /// then reaps it with a blocking `waitpid` on the one thread that reaps every child. The receiver
@@ -41,13 +35,14 @@ extension Sandbox {
     /// close that socket while it still runs and park the reaping thread until it exits: every other
     /// command of the run would then wait for the receiver's `--lifetime`. So the receiver is started
     /// by a shell that exits at once, and only that shell is Foundation's child.
-    func startReceiver(port: Int = 0) async throws -> Receiver {
+    func startReceiver(port: Int = 0, down: Bool = false) async throws -> Receiver {
         if (try? read("hook.secret")) == nil { try write("hook.secret", "whsec_\(UUID().uuidString)\n") }
         let script = Sandbox.packageRoot.appendingPathComponent("scripts/webhook-receiver.py").path
         let started = try await shell(
             """
             python3 '\(script)' --port \(port) --port-file receiver.port --log received.ndjson \\
-                --secret-file hook.secret --mode-file receiver.mode --lifetime 240 </dev/null >/dev/null 2>&1 &
+                --secret-file hook.secret --mode-file receiver.mode --lifetime 240 \(down ? "--listen-file receiver.up" : "") \\
+                </dev/null >/dev/null 2>&1 &
             echo $!
             """)
         let processID = try #require(Int32(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
@@ -59,6 +54,13 @@ extension Sandbox {
         return Receiver(
             processID: processID,
             port: try #require(Int(listened?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")))
+    }
+
+    /// Makes a receiver started `down` listen, and waits until it does.
+    func bringReceiverUp() async throws {
+        try write("receiver.up", "")
+        let up = try await shell("for i in $(seq 600); do [ -e receiver.up.done ] && exit 0; sleep 0.05; done; exit 1")
+        #expect(up.status == 0, "the receiver did not start listening")
     }
 
     func received() throws -> [Received] {
