@@ -31,6 +31,10 @@ import Testing
         }
     }
 
+    private func at(_ line: Int, of entry: String = "x") -> CrossRowFacts.Place {
+        CrossRowFacts.Place(entry: entry, line: line)
+    }
+
     /// 3,000 users, each with events of two actions spread over the whole
     /// archive and the counters that sum them: spilled after about every
     /// 40 facts, or kept in memory.
@@ -39,18 +43,18 @@ import Testing
         let facts = CrossRowFacts(memoryLimit: memoryLimit)
         for pass in 1...3 {
             for user in 0..<3_000 {
-                try facts.noteEvent(user: "u\(user)", action: "opened", count: Int64(pass), location: "e\(pass)")
+                try facts.noteEvent(user: "u\(user)", action: "opened", count: Int64(pass), at: at(user, of: "e\(pass)"))
                 if pass == 1 {
-                    try facts.noteEvent(user: "u\(user)", action: "viewed", count: 5, location: "e")
-                    try facts.noteUser("u\(user)", state: user % 2 == 0 ? .linked : .anonymous, location: "u")
-                    try facts.noteUnique("name\(user)", in: "credentials.username", message: "m", location: "c")
+                    try facts.noteEvent(user: "u\(user)", action: "viewed", count: 5, at: at(user, of: "e"))
+                    try facts.noteUser("u\(user)", state: user % 2 == 0 ? .linked : .anonymous, at: at(user, of: "u"))
+                    try facts.noteUnique("name\(user)", in: .usernames, at: at(user, of: "c"))
                 }
             }
         }
-        for user in stride(from: 0, to: 3_000, by: 2) { try facts.noteIdentity(of: "u\(user)", location: "i") }
+        for user in stride(from: 0, to: 3_000, by: 2) { try facts.noteIdentity(of: "u\(user)", at: at(user, of: "i")) }
         for user in 0..<3_000 {
-            try facts.noteCounter(user: "u\(user)", action: "opened", total: 6, location: "c")
-            try facts.noteCounter(user: "u\(user)", action: "viewed", total: 5, location: "c")
+            try facts.noteCounter(user: "u\(user)", action: "opened", total: 6, at: at(user, of: "c"))
+            try facts.noteCounter(user: "u\(user)", action: "viewed", total: 5, at: at(user, of: "c"))
         }
         #expect(failure(facts) == nil)
     }
@@ -59,39 +63,54 @@ import Testing
     func eachKindOfViolationIsFound(memoryLimit: Int) throws {
         func facts(_ note: (CrossRowFacts) throws -> Void) throws -> String? {
             let facts = CrossRowFacts(memoryLimit: memoryLimit)
-            for user in 0..<50 { try facts.noteUser("filler\(user)", state: .anonymous, location: "f") }
+            for user in 0..<50 { try facts.noteUser("filler\(user)", state: .anonymous, at: at(user, of: "f")) }
             try note(facts)
             return failure(facts)
         }
         #expect(
             try facts {
-                try $0.noteUnique("7", in: "events.id", message: "events.id 7 twice", location: "line 2")
-                try $0.noteUnique("7", in: "events.id", message: "events.id 7 twice", location: "line 9")
-            } == "duplicate at line 9: events.id 7 twice")
+                try $0.noteUnique("7", in: .rowIDs(table: "events"), at: at(2))
+                try $0.noteUnique("7", in: .rowIDs(table: "events"), at: at(9))
+            } == "duplicate at line 9 of x: events.id 7 appears twice in the archive")
         #expect(
             try facts {
-                try $0.noteEvent(user: "u", action: "a", count: 600, location: "line 1")
-                try $0.noteEvent(user: "u", action: "a", count: 600, location: "line 2")
-                try $0.noteCounter(user: "u", action: "a", total: 1_000, location: "line 3")
-            } == "invalid at line 2: the counts of 'a' events of user 'u' add up past the largest total, 1000")
-        #expect(
-            try facts { try $0.noteUser("u", state: .linked, location: "line 4") }
-                == "inconsistent at line 4: user 'u' is linked but the archive has no identity for them")
+                try $0.noteUnique("email\0a@b.c", in: .identities, at: at(2))
+                try $0.noteUnique("email\0a@b.c", in: .identities, at: at(3))
+            } == "duplicate at line 3 of x: the identity email/a@b.c appears twice in the archive")
         #expect(
             try facts {
-                try $0.noteIdentity(of: "u", location: "line 1")
-                try $0.noteUser("u", state: .anonymous, location: "line 5")
-            } == "inconsistent at line 5: user 'u' is anonymous but the archive has an identity for them")
+                try $0.noteUnique("u", in: .credentialOwners, at: at(2))
+                try $0.noteUnique("u", in: .credentialOwners, at: at(4))
+            } == "duplicate at line 4 of x: user 'u' has two credentials rows in the archive")
         #expect(
             try facts {
-                try $0.noteEvent(user: "u", action: "a", count: 2, location: "line 1")
-                try $0.noteCounter(user: "u", action: "a", total: 3, location: "line 6")
+                try $0.noteUnique("ann", in: .usernames, at: at(2))
+                try $0.noteUnique("ann", in: .usernames, at: at(5))
+            } == "duplicate at line 5 of x: the username 'ann' appears twice in the archive")
+        #expect(
+            try facts {
+                try $0.noteEvent(user: "u", action: "a", count: 600, at: at(1))
+                try $0.noteEvent(user: "u", action: "a", count: 600, at: at(2))
+                try $0.noteCounter(user: "u", action: "a", total: 1_000, at: at(3))
+            } == "invalid at line 2 of x: the counts of 'a' events of user 'u' add up past the largest total, 1000")
+        #expect(
+            try facts { try $0.noteUser("u", state: .linked, at: at(4)) }
+                == "inconsistent at line 4 of x: user 'u' is linked but the archive has no identity for them")
+        #expect(
+            try facts {
+                try $0.noteIdentity(of: "u", at: at(1))
+                try $0.noteUser("u", state: .anonymous, at: at(5))
+            } == "inconsistent at line 5 of x: user 'u' is anonymous but the archive has an identity for them")
+        #expect(
+            try facts {
+                try $0.noteEvent(user: "u", action: "a", count: 2, at: at(1))
+                try $0.noteCounter(user: "u", action: "a", total: 3, at: at(6))
             }
-                == "inconsistent at line 6: the counter of 'a' for user 'u' is 3 but the archive's events of that action count 2"
+                == "inconsistent at line 6 of x: the counter of 'a' for user 'u' is 3 but the archive's events of that action count 2"
         )
         #expect(
-            try facts { try $0.noteEvent(user: "u", action: "a", count: 2, location: "line 7") }
-                == "inconsistent at line 7: user 'u' has events of 'a' (2 in all) but the archive has no counter for them"
+            try facts { try $0.noteEvent(user: "u", action: "a", count: 2, at: at(7)) }
+                == "inconsistent at line 7 of x: user 'u' has events of 'a' (2 in all) but the archive has no counter for them"
         )
     }
 
@@ -101,20 +120,39 @@ import Testing
     @Test(arguments: [1 << 20, 256])
     func theFirstViolationIsReported(memoryLimit: Int) throws {
         let facts = CrossRowFacts(memoryLimit: memoryLimit)
-        try facts.noteUser("b", state: .linked, location: "users 2")
-        try facts.noteUser("a", state: .linked, location: "users 1")
-        try facts.noteEvent(user: "a", action: "x", count: 1, location: "events 1")
-        try facts.noteUnique("late", in: "s", message: "late twice", location: "row 1")
-        try facts.noteUnique("early", in: "s", message: "early twice", location: "row 2")
-        try facts.noteUnique("early", in: "s", message: "early twice", location: "row 3")
-        try facts.noteUnique("late", in: "s", message: "late twice", location: "row 4")
-        #expect(failure(facts) == "duplicate at row 3: early twice")
+        try facts.noteUser("b", state: .linked, at: at(2, of: "users"))
+        try facts.noteUser("a", state: .linked, at: at(1, of: "users"))
+        try facts.noteEvent(user: "a", action: "x", count: 1, at: at(1, of: "events"))
+        try facts.noteUnique("late", in: .usernames, at: at(1))
+        try facts.noteUnique("early", in: .usernames, at: at(2))
+        try facts.noteUnique("early", in: .usernames, at: at(3))
+        try facts.noteUnique("late", in: .usernames, at: at(4))
+        #expect(failure(facts) == "duplicate at line 3 of x: the username 'early' appears twice in the archive")
 
         let states = CrossRowFacts(memoryLimit: memoryLimit)
-        try states.noteEvent(user: "a", action: "x", count: 1, location: "events 1")
-        try states.noteUser("b", state: .linked, location: "users 2")
-        try states.noteUser("a", state: .linked, location: "users 1")
+        try states.noteEvent(user: "a", action: "x", count: 1, at: at(1, of: "events"))
+        try states.noteUser("b", state: .linked, at: at(2, of: "users"))
+        try states.noteUser("a", state: .linked, at: at(1, of: "users"))
         #expect(
-            failure(states) == "inconsistent at users 1: user 'a' is linked but the archive has no identity for them")
+            failure(states)
+                == "inconsistent at line 1 of users: user 'a' is linked but the archive has no identity for them")
+    }
+
+    /// Counters that disagree with their events are reported in archive
+    /// order: by entry, as the archive gave them, then by line as a number
+    /// ("line 9" before "line 10", which text order would put first).
+    @Test(arguments: [1 << 20, 256])
+    func theEarliestMismatchedCounterIsReported(memoryLimit: Int) throws {
+        let facts = CrossRowFacts(memoryLimit: memoryLimit)
+        try facts.noteEvent(user: "a", action: "x", count: 1, at: at(1, of: "tables/events.ndjson"))
+        try facts.noteEvent(user: "b", action: "x", count: 1, at: at(2, of: "tables/events.ndjson"))
+        try facts.noteEvent(user: "c", action: "x", count: 1, at: at(3, of: "tables/events.ndjson"))
+        try facts.noteCounter(user: "a", action: "x", total: 5, at: at(10, of: "tables/counters.ndjson"))
+        try facts.noteCounter(user: "b", action: "x", total: 5, at: at(9, of: "tables/counters.ndjson"))
+        try facts.noteCounter(user: "c", action: "x", total: 5, at: at(1, of: "users/c/counters.ndjson"))
+        #expect(
+            failure(facts)
+                == "inconsistent at line 9 of tables/counters.ndjson: the counter of 'x' for user 'b' is 5 but the archive's events of that action count 1"
+        )
     }
 }

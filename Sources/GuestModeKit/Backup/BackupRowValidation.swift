@@ -80,9 +80,7 @@ package struct BackupRowValidator {
         var result = row
         if table.hasSurrogateID {
             let id = try cells.integer("id", in: 1...Bounds.maximumRowID)
-            try facts.noteUnique(
-                String(id), in: table.name + ".id", message: "\(table.name).id \(id) appears twice in the archive",
-                location: cells.location)
+            try facts.noteUnique(String(id), in: .rowIDs(table: table.name), at: cells.place)
             result["id"] = nil
         }
         try checkColumns(cells, table: table.name, result: &result)
@@ -139,28 +137,22 @@ package struct BackupRowValidator {
             let linkedAt = try cells.optionalPast("linked_at")
             if state == .linked, linkedAt == nil { throw cells.invalid("a linked user needs users.linked_at") }
             if state == .anonymous, linkedAt != nil { throw cells.invalid("an anonymous user has no users.linked_at") }
-            try facts.noteUser(id, state: state, location: cells.location)
+            try facts.noteUser(id, state: state, at: cells.place)
         case "identities":
             let provider = try cells.declared("provider", in: profile.identity.providers, what: "identity provider")
             let subject = try cells.name("subject")
             let user = try cells.name("user_id")
             try cells.optionalText("email")
             try cells.past("linked_at")
-            try facts.noteUnique(
-                provider + "\0" + subject, in: "identities",
-                message: "the identity \(provider)/\(subject) appears twice in the archive", location: cells.location)
-            try facts.noteIdentity(of: user, location: cells.location)
+            try facts.noteUnique(provider + "\0" + subject, in: .identities, at: cells.place)
+            try facts.noteIdentity(of: user, at: cells.place)
         case "credentials":
             let user = try cells.name("user_id")
             let username = try cells.name("username")
             try cells.name("secret_hash")
             try cells.past("created_at")
-            try facts.noteUnique(
-                user, in: "credentials.user_id", message: "user '\(user)' has two credentials rows in the archive",
-                location: cells.location)
-            try facts.noteUnique(
-                username, in: "credentials.username",
-                message: "the username '\(username)' appears twice in the archive", location: cells.location)
+            try facts.noteUnique(user, in: .credentialOwners, at: cells.place)
+            try facts.noteUnique(username, in: .usernames, at: cells.place)
         case "upgrade_locks":
             try cells.name("user_id")
             try cells.declared("provider", in: profile.identity.providers, what: "identity provider")
@@ -173,12 +165,12 @@ package struct BackupRowValidator {
                 cells.row["count"] == nil ? 1 : try cells.integer("count", in: 1...Bounds.maximumEventCount)
             try cells.optionalName("idempotency_key")
             try cells.optionalJSONObject("properties")
-            try facts.noteEvent(user: user, action: action, count: Int64(count), location: cells.location)
+            try facts.noteEvent(user: user, action: action, count: Int64(count), at: cells.place)
         case "counters":
             let user = try cells.name("user_id")
             let action = try action(cells)
             let total = try cells.integer("total", in: 0...Bounds.maximumCounterTotal)
-            try facts.noteCounter(user: user, action: action, total: Int64(total), location: cells.location)
+            try facts.noteCounter(user: user, action: action, total: Int64(total), at: cells.place)
         case "records":
             try cells.text("owner_id")
             try cells.declared("collection", in: context.collections, what: "collection")
@@ -305,8 +297,9 @@ package struct BackupRowValidator {
         let entry: String
         let line: Int
 
-        /// Made only when a message or a cross-row fact needs it.
-        var location: String { "line \(line) of \(entry)" }
+        /// Made only when a message needs it.
+        var location: String { place.description }
+        var place: CrossRowFacts.Place { CrossRowFacts.Place(entry: entry, line: line) }
 
         func invalid(_ message: String) -> GuestModeError {
             BackupRowValidator.invalidRow(in: context.archive, at: location, message)

@@ -13,11 +13,65 @@ final class CrossRowFacts {
     /// Numbers the facts in the order the rows noted them, so of several
     /// repeated values the first repetition in the archive is reported.
     private var sequence: UInt64 = 0
+    /// The archive entries facts were noted in, in the order first met; a
+    /// fact keeps its entry's place in this list, not its name.
+    private var entries: [String] = []
 
     private enum Kind: UInt8 {
         case anonymousUser = 1, linkedUser, identityOfUser
         case unique = 10
         case event = 20, counter
+    }
+
+    /// Where a fact's row is in the archive.
+    struct Place {
+        var entry: String
+        var line: Int
+
+        /// As messages name a row.
+        var description: String { "line \(line) of \(entry)" }
+    }
+
+    /// A set of values of which the archive may hold each once.
+    enum UniqueSpace: Equatable {
+        /// The surrogate ids of a table's rows.
+        case rowIDs(table: String)
+        /// Identities, by provider and subject (the value is `provider\0subject`).
+        case identities
+        /// Users with a credentials row.
+        case credentialOwners
+        /// Usernames of credentials rows.
+        case usernames
+
+        var name: String {
+            switch self {
+            case .rowIDs(let table): table + ".id"
+            case .identities: "identities"
+            case .credentialOwners: "credentials.user_id"
+            case .usernames: "credentials.username"
+            }
+        }
+
+        init(name: Substring) {
+            switch name {
+            case "identities": self = .identities
+            case "credentials.user_id": self = .credentialOwners
+            case "credentials.username": self = .usernames
+            default: self = .rowIDs(table: String(name.dropLast(".id".count)))
+            }
+        }
+
+        /// What a second `value` in this space is.
+        func repeated(_ value: String) -> String {
+            switch self {
+            case .rowIDs(let table): return "\(table).id \(value) appears twice in the archive"
+            case .identities:
+                let parts = value.split(separator: "\0", maxSplits: 1, omittingEmptySubsequences: false)
+                return "the identity \(parts[0])/\(parts.count > 1 ? parts[1] : "") appears twice in the archive"
+            case .credentialOwners: return "user '\(value)' has two credentials rows in the archive"
+            case .usernames: return "the username '\(value)' appears twice in the archive"
+            }
+        }
     }
 
     /// The facts spill to a temporary file past `memoryLimit` bytes, in
@@ -28,56 +82,78 @@ final class CrossRowFacts {
             sorted: true, runLimit: memoryLimit)
     }
 
-    /// A users row: the user's state, at `location`. A later row for the same user replaces it.
-    func noteUser(_ user: String, state: UserState, location: String) throws {
-        try note(key: "u\0" + user, kind: state == .linked ? .linkedUser : .anonymousUser, location: location)
+    /// A users row: the user's state, at `place`. A later row for the same user replaces it.
+    func noteUser(_ user: String, state: UserState, at place: Place) throws {
+        try note("u", user, kind: state == .linked ? .linkedUser : .anonymousUser, at: place)
     }
 
     /// An identities row of `user`.
-    func noteIdentity(of user: String, location: String) throws {
-        try note(key: "u\0" + user, kind: .identityOfUser, location: location)
+    func noteIdentity(of user: String, at place: Place) throws {
+        try note("u", user, kind: .identityOfUser, at: place)
     }
 
-    /// A value that must appear once in the archive: `value` names it within
-    /// `space` (a table's ids, usernames), and `message` says what a second
-    /// one is.
-    func noteUnique(_ value: String, in space: String, message: String, location: String) throws {
-        try note(key: "=\0" + space + "\0" + value, kind: .unique, location: location, text: message)
+    /// A value that must appear once in `space`.
+    func noteUnique(_ value: String, in space: UniqueSpace, at place: Place) throws {
+        try note("=", space.name, value, kind: .unique, at: place)
     }
 
     /// An events row: `count` more of `action` for `user`.
-    func noteEvent(user: String, action: String, count: Int64, location: String) throws {
-        try note(key: "e\0" + user + "\0" + action, kind: .event, value: count, location: location)
+    func noteEvent(user: String, action: String, count: Int64, at place: Place) throws {
+        try note("e", user, action, kind: .event, value: count, at: place)
     }
 
     /// A counters row: the total of `action` for `user`. A later row for the same counter replaces it.
-    func noteCounter(user: String, action: String, total: Int64, location: String) throws {
-        try note(key: "e\0" + user + "\0" + action, kind: .counter, value: total, location: location)
+    func noteCounter(user: String, action: String, total: Int64, at place: Place) throws {
+        try note("e", user, action, kind: .counter, value: total, at: place)
     }
 
-    private func note(key: String, kind: Kind, value: Int64 = 0, location: String, text: String = "") throws {
+    /// Notes a fact under the key `tag\0first[\0second]`, written without
+    /// making that string: an import notes one to three facts a row.
+    private func note(
+        _ tag: StaticString, _ first: String, _ second: String? = nil, kind: Kind, value: Int64 = 0, at place: Place
+    ) throws {
         sequence += 1
+        let entry = entryNumber(place.entry)
         try spool.append { writer in
-            writer.put(key)
+            writer.put(tag, first, second)
             writer.byte(kind.rawValue)
             writer.put64(sequence)
             writer.put64(UInt64(bitPattern: value))
-            writer.put(location)
-            writer.put(text)
+            writer.put32(entry)
+            writer.put64(UInt64(place.line))
+        }
+    }
+
+    /// The place of `entry` in `entries`, added when it is new. Rows come
+    /// entry by entry, so the last one answers nearly every time.
+    private func entryNumber(_ entry: String) -> UInt32 {
+        if let last = entries.last, last == entry { return UInt32(entries.count - 1) }
+        if let known = entries.firstIndex(of: entry) { return UInt32(known) }
+        entries.append(entry)
+        return UInt32(entries.count - 1)
+    }
+
+    /// A fact's place as the spool keeps it.
+    fileprivate struct NotedPlace: Comparable {
+        var entry: UInt32
+        var line: UInt64
+
+        static func < (left: NotedPlace, right: NotedPlace) -> Bool {
+            (left.entry, left.line) < (right.entry, right.line)
         }
     }
 
     /// A violation found by `check`, with what orders it among the others.
-    struct Violation {
+    fileprivate struct Violation {
         enum Rank: Int, Comparable {
             /// A repeated unique value or an event total past the largest:
             /// found at a row, the first in the archive wins.
             case atRow
             /// A user's state against its identities: the first user by id wins.
             case userState
-            /// A counter that is not the sum of its events: the first by location wins.
+            /// A counter that is not the sum of its events: the first in the archive wins.
             case counterMismatch
-            /// Events without a counter: the first by location wins.
+            /// Events without a counter: the first in the archive wins.
             case eventsWithoutCounter
 
             static func < (left: Rank, right: Rank) -> Bool { left.rawValue < right.rawValue }
@@ -86,15 +162,16 @@ final class CrossRowFacts {
         var rank: Rank
         var sequence: UInt64
         var userKey: String
-        var location: String
-        var error: GuestModeError
+        var place: NotedPlace
+        /// Worded only for the violation reported.
+        var error: () -> GuestModeError
 
         func precedes(_ other: Violation) -> Bool {
             if rank != other.rank { return rank < other.rank }
             switch rank {
             case .atRow: return sequence < other.sequence
             case .userState: return userKey < other.userKey
-            case .counterMismatch, .eventsWithoutCounter: return location < other.location
+            case .counterMismatch, .eventsWithoutCounter: return place < other.place
             }
         }
     }
@@ -117,116 +194,144 @@ final class CrossRowFacts {
         func consider(_ violation: Violation) {
             if first.map({ violation.precedes($0) }) ?? true { first = violation }
         }
-        var group = Group(key: "")
+        let entries = self.entries
+        let context = Group.Context(
+            wording: wording,
+            describe: { place in
+                Place(entry: entries.indices.contains(Int(place.entry)) ? entries[Int(place.entry)] : "?",
+                    line: Int(place.line)
+                ).description
+            })
+        var group = Group(key: [])
         func close() {
-            for violation in group.violations(wording) { consider(violation) }
+            for violation in group.violations(context) { consider(violation) }
         }
         try spool.forEach { reader in
-            let key = try reader.string()
+            let key = try reader.field()
             let rawKind = try reader.byte()
             let sequence = try reader.uint64()
             let value = Int64(bitPattern: try reader.uint64())
-            let location = try reader.string()
-            let text = try reader.string()
+            let place = NotedPlace(entry: try reader.uint32(), line: try reader.uint64())
             guard let kind = Kind(rawValue: rawKind) else {
                 throw RecordSpool.damaged("the archive's rows being compared")
             }
-            if key != group.key {
+            if !key.elementsEqual(group.key) {
                 close()
-                group = Group(key: key)
+                group = Group(key: Array(key))
             }
-            group.add(kind: kind, sequence: sequence, value: value, location: location, text: text, wording: wording)
+            group.add(kind: kind, sequence: sequence, value: value, place: place, context: context)
         }
         close()
-        if let first { throw first.error }
+        if let first { throw first.error() }
     }
 
     /// The facts under one key, as they are read back.
     private struct Group {
-        let key: String
+        struct Context {
+            var wording: Wording
+            var describe: (NotedPlace) -> String
+        }
+
+        let key: [UInt8]
         var count = 0
-        var state: (linked: Bool, location: String)?
+        var state: (linked: Bool, place: NotedPlace)?
         var hasIdentity = false
         var repeated: Violation?
         var eventTotal: Int64 = 0
-        var firstEventLocation: String?
+        var firstEventPlace: NotedPlace?
         var overflow: Violation?
-        var counter: (total: Int64, location: String)?
+        var counter: (total: Int64, place: NotedPlace)?
 
-        init(key: String) { self.key = key }
+        init(key: [UInt8]) { self.key = key }
 
-        /// The user and the action of an `e` key, the user of a `u` key.
-        private var parts: [Substring] { key.split(separator: "\0", omittingEmptySubsequences: false) }
-
-        mutating func add(kind: Kind, sequence: UInt64, value: Int64, location: String, text: String, wording: Wording)
-        {
-            count += 1
-            switch kind {
-            case .anonymousUser, .linkedUser: state = (kind == .linkedUser, location)
-            case .identityOfUser: hasIdentity = true
-            case .unique:
-                if count == 2 {
-                    repeated = Violation(
-                        rank: .atRow, sequence: sequence, userKey: "", location: location,
-                        error: wording.duplicate(location, text))
-                }
-            case .event:
-                if firstEventLocation == nil { firstEventLocation = location }
-                let (sum, overflowed) = eventTotal.addingReportingOverflow(value)
-                if overflow == nil, overflowed || sum > wording.maximumTotal {
-                    let parts = self.parts
-                    overflow = Violation(
-                        rank: .atRow, sequence: sequence, userKey: "", location: location,
-                        error: wording.invalid(
-                            location,
-                            "the counts of '\(parts[2])' events of user '\(parts[1])' add up past the largest total, \(wording.maximumTotal)"
-                        ))
-                }
-                eventTotal = overflowed ? .max : sum
-            case .counter: counter = (value, location)
+        /// The fields of the key: its tag, then the user and the action of an
+        /// `e` key, the user of a `u` key, the space and the value of a `=` key.
+        private static func parts(_ key: [UInt8], maxSplits: Int = .max) -> [String] {
+            key.split(separator: 0, maxSplits: maxSplits, omittingEmptySubsequences: false).map {
+                String(decoding: $0, as: UTF8.self)
             }
         }
 
-        func violations(_ wording: Wording) -> [Violation] {
+        mutating func add(kind: Kind, sequence: UInt64, value: Int64, place: NotedPlace, context: Context) {
+            count += 1
+            switch kind {
+            case .anonymousUser, .linkedUser: state = (kind == .linkedUser, place)
+            case .identityOfUser: hasIdentity = true
+            case .unique:
+                if count == 2 {
+                    let key = self.key
+                    repeated = Violation(
+                        rank: .atRow, sequence: sequence, userKey: "", place: place,
+                        error: {
+                            let parts = Self.parts(key, maxSplits: 2)
+                            let space = UniqueSpace(name: Substring(parts.count > 1 ? parts[1] : ""))
+                            return context.wording.duplicate(
+                                context.describe(place), space.repeated(parts.count > 2 ? parts[2] : ""))
+                        })
+                }
+            case .event:
+                if firstEventPlace == nil { firstEventPlace = place }
+                let (sum, overflowed) = eventTotal.addingReportingOverflow(value)
+                if overflow == nil, overflowed || sum > context.wording.maximumTotal {
+                    let key = self.key
+                    overflow = Violation(
+                        rank: .atRow, sequence: sequence, userKey: "", place: place,
+                        error: {
+                            let parts = Self.parts(key)
+                            return context.wording.invalid(
+                                context.describe(place),
+                                "the counts of '\(parts[2])' events of user '\(parts[1])' add up past the largest total, \(context.wording.maximumTotal)"
+                            )
+                        })
+                }
+                eventTotal = overflowed ? .max : sum
+            case .counter: counter = (value, place)
+            }
+        }
+
+        func violations(_ context: Context) -> [Violation] {
             var found: [Violation] = []
             if let repeated { found.append(repeated) }
             if let overflow { found.append(overflow) }
-            if let state {
-                let user = String(parts[1])
-                if state.linked && !hasIdentity {
-                    found.append(
-                        Violation(
-                            rank: .userState, sequence: 0, userKey: user, location: state.location,
-                            error: wording.inconsistent(
-                                state.location, "user '\(user)' is linked but the archive has no identity for them")))
-                } else if !state.linked && hasIdentity {
-                    found.append(
-                        Violation(
-                            rank: .userState, sequence: 0, userKey: user, location: state.location,
-                            error: wording.inconsistent(
-                                state.location, "user '\(user)' is anonymous but the archive has an identity for them")
-                        ))
-                }
+            let key = self.key
+            if let state, state.linked != hasIdentity {
+                let user = Self.parts(key)[1]
+                let linked = state.linked
+                found.append(
+                    Violation(
+                        rank: .userState, sequence: 0, userKey: user, place: state.place,
+                        error: {
+                            context.wording.inconsistent(
+                                context.describe(state.place),
+                                linked
+                                    ? "user '\(user)' is linked but the archive has no identity for them"
+                                    : "user '\(user)' is anonymous but the archive has an identity for them")
+                        }))
             }
+            let eventTotal = self.eventTotal
             if overflow == nil, let counter, counter.total != eventTotal {
-                let parts = self.parts
                 found.append(
                     Violation(
-                        rank: .counterMismatch, sequence: 0, userKey: "", location: counter.location,
-                        error: wording.inconsistent(
-                            counter.location,
-                            "the counter of '\(parts[2])' for user '\(parts[1])' is \(counter.total) but the archive's events of that action count \(eventTotal)"
-                        )))
+                        rank: .counterMismatch, sequence: 0, userKey: "", place: counter.place,
+                        error: {
+                            let parts = Self.parts(key)
+                            return context.wording.inconsistent(
+                                context.describe(counter.place),
+                                "the counter of '\(parts[2])' for user '\(parts[1])' is \(counter.total) but the archive's events of that action count \(eventTotal)"
+                            )
+                        }))
             }
-            if counter == nil, let firstEventLocation {
-                let parts = self.parts
+            if counter == nil, let firstEventPlace {
                 found.append(
                     Violation(
-                        rank: .eventsWithoutCounter, sequence: 0, userKey: "", location: firstEventLocation,
-                        error: wording.inconsistent(
-                            firstEventLocation,
-                            "user '\(parts[1])' has events of '\(parts[2])' (\(eventTotal) in all) but the archive has no counter for them"
-                        )))
+                        rank: .eventsWithoutCounter, sequence: 0, userKey: "", place: firstEventPlace,
+                        error: {
+                            let parts = Self.parts(key)
+                            return context.wording.inconsistent(
+                                context.describe(firstEventPlace),
+                                "user '\(parts[1])' has events of '\(parts[2])' (\(eventTotal) in all) but the archive has no counter for them"
+                            )
+                        }))
             }
             return found
         }

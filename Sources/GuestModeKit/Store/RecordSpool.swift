@@ -408,6 +408,24 @@ final class RecordSpool {
                 buffer.append(contentsOf: utf8)
             }
         }
+
+        /// One field that reads back as `"\(tag)\0\(first)"`, or with `"\0\(second)"`
+        /// after it, written without making that string.
+        mutating func put(_ tag: StaticString, _ first: String, _ second: String? = nil) {
+            var first = first
+            var second = second
+            first.withUTF8 { first in
+                let secondLength = second.map { $0.utf8.count + 1 } ?? 0
+                put32(UInt32(truncatingIfNeeded: tag.utf8CodeUnitCount + 1 + first.count + secondLength))
+                tag.withUTF8Buffer { buffer.append(contentsOf: $0) }
+                buffer.append(0)
+                buffer.append(contentsOf: first)
+            }
+            second?.withUTF8 { second in
+                buffer.append(0)
+                buffer.append(contentsOf: second)
+            }
+        }
     }
 
     /// Reads the fields of one record, in the order they were put.
@@ -440,6 +458,14 @@ final class RecordSpool {
             guard bytes.count - offset >= length else { throw RecordSpool.damaged(contents) }
             defer { offset += length }
             return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]), as: UTF8.self)
+        }
+
+        /// A field `put` wrote, as its bytes, valid only while the record is being read.
+        mutating func field() throws -> UnsafeRawBufferPointer {
+            let length = Int(try uint32())
+            guard bytes.count - offset >= length else { throw RecordSpool.damaged(contents) }
+            defer { offset += length }
+            return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
         }
     }
 }
