@@ -43,7 +43,8 @@ import Testing
         let facts = CrossRowFacts(memoryLimit: memoryLimit)
         for pass in 1...3 {
             for user in 0..<3_000 {
-                try facts.noteEvent(user: "u\(user)", action: "opened", count: Int64(pass), at: at(user, of: "e\(pass)"))
+                try facts.noteEvent(
+                    user: "u\(user)", action: "opened", count: Int64(pass), at: at(user, of: "e\(pass)"))
                 if pass == 1 {
                     try facts.noteEvent(user: "u\(user)", action: "viewed", count: 5, at: at(user, of: "e"))
                     try facts.noteUser("u\(user)", state: user % 2 == 0 ? .linked : .anonymous, at: at(user, of: "u"))

@@ -198,7 +198,8 @@ final class CrossRowFacts {
         let context = Group.Context(
             wording: wording,
             describe: { place in
-                Place(entry: entries.indices.contains(Int(place.entry)) ? entries[Int(place.entry)] : "?",
+                Place(
+                    entry: entries.indices.contains(Int(place.entry)) ? entries[Int(place.entry)] : "?",
                     line: Int(place.line)
                 ).description
             })
