@@ -87,6 +87,13 @@ package final class ListedUsers {
 
     private var lastUser: [UInt8] = []
     private var lastEntry: Entry?
+    /// The block looked into last, decoded: a look-up in it is a binary
+    /// search, and an archive's rows come in store order, so most rows'
+    /// owners are in the block of the row before.
+    private var decodedBlock = -1
+    private var decodedUserBytes: [UInt8] = []
+    private var decodedUsers: [Range<Int>] = []
+    private var decodedEntries: [Entry] = []
 
     /// `sampleLimit` users of each fate (the first by id) are kept for the
     /// report; up to `cacheBytes` of the blocks read from disk, in
@@ -214,18 +221,44 @@ package final class ListedUsers {
                 if compareFirstID(middle, bytes) <= 0 { low = middle + 1 } else { high = middle }
             }
             guard low > 0 else { return nil }
-            var found: Entry?
-            try forEachEntry(inBlock: low - 1) { candidate, entry in
-                let order = Self.compare(candidate, bytes)
-                if order == 0 { found = entry() }
-                return order < 0
+            try decode(block: low - 1)
+            // The first user of the decoded block not before `user`.
+            var first = 0
+            var last = decodedUsers.count
+            while first < last {
+                let middle = (first + last) / 2
+                let order = decodedUserBytes.withUnsafeBufferPointer {
+                    Self.compare(UnsafeBufferPointer(rebasing: $0[decodedUsers[middle]]), bytes)
+                }
+                if order < 0 { first = middle + 1 } else { last = middle }
             }
-            if let found {
-                lastUser = Array(bytes)
-                lastEntry = found
-            }
+            guard first < decodedUsers.count,
+                decodedUserBytes.withUnsafeBufferPointer({
+                    Self.compare(UnsafeBufferPointer(rebasing: $0[decodedUsers[first]]), bytes) == 0
+                })
+            else { return nil }
+            let found = decodedEntries[first]
+            lastUser = Array(bytes)
+            lastEntry = found
             return found
         }
+    }
+
+    /// Decodes block `index` into `decodedUsers` and `decodedEntries`, unless it is the block decoded last.
+    private func decode(block index: Int) throws {
+        guard index != decodedBlock else { return }
+        decodedBlock = -1
+        decodedUserBytes.removeAll(keepingCapacity: true)
+        decodedUsers.removeAll(keepingCapacity: true)
+        decodedEntries.removeAll(keepingCapacity: true)
+        try forEachEntry(inBlock: index) { user, entry in
+            let start = decodedUserBytes.count
+            decodedUserBytes.append(contentsOf: user)
+            decodedUsers.append(start..<decodedUserBytes.count)
+            decodedEntries.append(entry())
+            return true
+        }
+        decodedBlock = index
     }
 
     /// Notes that the user's users row was seen; false when it was seen before.
