@@ -412,7 +412,9 @@ private struct ImportSession {
         recentRows[insertions % recentRows.count] = (table, location)
         insertions += 1
         do {
-            if try rows.insert(row, into: table) == .renumbered { renumbered += 1 }
+            // A user whose users row came earlier has it in the store: written above, or the store's own kept.
+            let ownerHasUsersRow = table.name != "users" && listed.map(users.listed.hasSeen) == true
+            if try rows.insert(row, into: table, ownerHasUsersRow: ownerHasUsersRow) == .renumbered { renumbered += 1 }
         } catch let refusal as BackupRowRefusal where refusal.insertion == nil {
             throw failure(refusal, table: table, row: row, location: location)
         }

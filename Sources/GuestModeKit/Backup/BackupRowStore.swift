@@ -249,7 +249,13 @@ package protocol BackupRowImport {
     /// write them together (PostgreSQL through COPY); a refusal of such a row
     /// comes from a later call (any call of this protocol, or `flush`) and
     /// names the row by `BackupRowRefusal.insertion`.
-    func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion
+    ///
+    /// `ownerHasUsersRow` says the engine knows the row's user has a users
+    /// row in the store already (written earlier by this import, or kept), so
+    /// a store that gives rows a placeholder user until their users row
+    /// arrives (PostgreSQL) need not ask the server about that user.
+    func insert(_ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool) throws
+        -> BackupRowInsertion
     /// Writes the rows `insert` held back; throws their refusal, if any.
     func flush() throws
     /// The first table with a row that refers to a user the store does not
@@ -267,6 +273,11 @@ package protocol BackupRowImport {
 package let backupPendingRowLimit = 10_000
 
 extension BackupRowImport {
+    /// Inserts one row, with nothing known about its user's users row.
+    package func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion {
+        try insert(row, into: table, ownerHasUsersRow: false)
+    }
+
     /// Deletes every row of `owners` from every backup table.
     package func deleteRows(ownedBy owners: [String]) throws {
         try deleteRows(ownedBy: owners, in: BackupTable.all)

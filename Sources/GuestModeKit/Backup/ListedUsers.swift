@@ -11,7 +11,8 @@ import Foundation
 /// past that in an unlinked temporary file; only each block's first id stays
 /// in memory (about 3 MB for 10 M users). `entry(of:)` finds a user by a
 /// binary search over those ids and one read of a block, from a cache of
-/// recently read blocks (at most 1 MiB) or else the file; the same user
+/// recently read blocks (at most 1 MiB) or else the file, then by halves
+/// within the block, which stays decoded for the next look-up; the same user
 /// twice in a row costs nothing (an archive's rows of one user often come
 /// together).
 ///
@@ -259,6 +260,12 @@ package final class ListedUsers {
             return true
         }
         decodedBlock = index
+    }
+
+    /// Whether the user's users row was seen (`markSeen`).
+    package func hasSeen(_ entry: Entry) -> Bool {
+        let (word, bit) = entry.position.quotientAndRemainder(dividingBy: 64)
+        return seen[word] & (UInt64(1) << UInt64(bit)) != 0
     }
 
     /// Notes that the user's users row was seen; false when it was seen before.

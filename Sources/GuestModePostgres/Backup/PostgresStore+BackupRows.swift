@@ -616,7 +616,9 @@ private final class PostgresBackupImport: BackupRowImport {
         return Set(try shape(table).columns)
     }
 
-    func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion {
+    func insert(_ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool) throws
+        -> BackupRowInsertion
+    {
         try usable()
         let call = insertions
         insertions += 1
@@ -632,7 +634,7 @@ private final class PostgresBackupImport: BackupRowImport {
             pending?.rows.append(ordered.map { shape.parameter($0.value, column: $0.key) })
             pending?.insertions.append(call)
             if table.name == "users", let owner { remember(owner) }
-            if shape.refersToUsers, let owner { pending?.owners.insert(owner) }
+            if shape.refersToUsers, !ownerHasUsersRow, let owner { pending?.owners.insert(owner) }
             if table.hasSurrogateID, case .integer(let id) = row["id"] {
                 highestIDs[table.name] = id
                 explicitIDs.insert(table.name)
@@ -677,7 +679,7 @@ private final class PostgresBackupImport: BackupRowImport {
                     "duplicate key value violates unique constraint \"identities_pkey\": (\(provider), \(subject)) already exists"
             )
         }
-        if shape.refersToUsers, let owner { try ensureUserRow(owner) }
+        if shape.refersToUsers, !ownerHasUsersRow, let owner { try ensureUserRow(owner) }
         if table.name == "users", let owner, placeholders.contains(owner) {
             try fillPlaceholder(owner, with: values, shape: shape)
             return insertion

@@ -184,7 +184,10 @@ private final class SQLiteBackupImport: BackupRowImport {
         Set(try db.columns(in: table.name).map(\.name))
     }
 
-    func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion {
+    /// The store's own foreign keys wait for the end of the transaction, so the users row may come later.
+    func insert(_ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool) throws
+        -> BackupRowInsertion
+    {
         var values = row
         var insertion = BackupRowInsertion.inserted
         if table.hasSurrogateID, case .integer(let id) = values["id"], try holdsID(id, in: table) {
