@@ -254,7 +254,9 @@ package protocol BackupRowImport {
     /// row in the store already (written earlier by this import, or kept), so
     /// a store that gives rows a placeholder user until their users row
     /// arrives (PostgreSQL) need not ask the server about that user.
-    func insert(_ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool) throws
+    func insert(
+        _ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool
+    ) throws
         -> BackupRowInsertion
     /// Writes the rows `insert` held back; throws their refusal, if any.
     func flush() throws

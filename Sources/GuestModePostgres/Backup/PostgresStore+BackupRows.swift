@@ -616,7 +616,9 @@ private final class PostgresBackupImport: BackupRowImport {
         return Set(try shape(table).columns)
     }
 
-    func insert(_ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool) throws
+    func insert(
+        _ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool
+    ) throws
         -> BackupRowInsertion
     {
         try usable()

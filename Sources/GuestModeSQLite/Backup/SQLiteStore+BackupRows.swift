@@ -185,7 +185,9 @@ private final class SQLiteBackupImport: BackupRowImport {
     }
 
     /// The store's own foreign keys wait for the end of the transaction, so the users row may come later.
-    func insert(_ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool) throws
+    func insert(
+        _ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool
+    ) throws
         -> BackupRowInsertion
     {
         var values = row
