@@ -104,9 +104,18 @@ struct ArchiveWalk {
                 case .structure:
                     observed[name] = Observed(size: try reader.readData { _ in }, sha256: nil, rows: nil)
                 case .full:
-                    let pipeline = RowPipeline(
-                        reader: reader, entry: name, table: table, path: path, migrations: migrations)
-                    observed[name] = try pipeline.run { row, location in try onRow(table, row, location) }
+                    var hasher = StreamingSHA256()
+                    var splitter = LineSplitter(entry: name)
+                    let size = try reader.readData { chunk in
+                        hasher.update(chunk)
+                        try splitter.feed(chunk) { line, location in
+                            var row = try decodeRow(line, location: location, path: path)
+                            for step in migrations { try step.upgradeRow(table.name, &row) }
+                            try onRow(table, row, location)
+                        }
+                    }
+                    try splitter.finish()
+                    observed[name] = Observed(size: size, sha256: hasher.finalizeHex(), rows: splitter.lines)
                 }
             }
             guard let manifest else {
@@ -423,7 +432,7 @@ struct ArchiveWalk {
         }
     }
 
-    fileprivate static func decodeRow(
+    private static func decodeRow(
         _ line: UnsafeBufferPointer<UInt8>, location: RowLocation, path: String
     ) throws -> [String: CellValue] {
         if let row = RowDecoder.decode(line) { return row }
@@ -440,140 +449,6 @@ struct ArchiveWalk {
             return "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
         }
         return "not valid JSON"
-    }
-}
-
-/// One data entry read on a second thread while the calling thread handles
-/// its rows: the second thread decompresses, hashes, splits and decodes
-/// (libarchive, SHA-256, the row decoder, the format's upgrades), the calling
-/// thread checks and writes each row (`onRow`), as `zstd -dc | psql` runs on two
-/// processors. Rows come over in batches, at most two batches ahead, so memory
-/// stays at a few hundred rows. They reach `onRow` in archive order, and a
-/// failure of the reading side reaches the caller after every row before it,
-/// so what an import refuses, and where, is what a single thread found. A
-/// failure of `onRow` stops the reading side, and the reader is idle again
-/// before `run` returns or throws.
-private final class RowPipeline: @unchecked Sendable {
-    typealias Row = (row: [String: CellValue], location: RowLocation)
-
-    private enum Item {
-        case rows([Row])
-        case end(ArchiveWalk.Observed)
-        case failure(any Error)
-    }
-
-    /// The reading side stops when the calling side has thrown.
-    private struct Stopped: Error {}
-
-    /// Rows handed over at a time: large enough that the hand-over costs
-    /// nothing beside the rows' work, small enough to stay a few hundred KiB.
-    private static let batchRows = 256
-
-    // Used by the reading thread only while `run` waits for it.
-    private let reader: ArchiveReader
-    private let entry: String
-    private let table: BackupTable
-    private let path: String
-    private let migrations: [ArchiveMigration]
-
-    private let lock = NSLock()
-    private var items: [Item] = []
-    private var stopped = false
-    /// Items handed over and not yet taken.
-    private let filled = DispatchSemaphore(value: 0)
-    /// Room for two more items.
-    private let room = DispatchSemaphore(value: 2)
-    /// Signalled once the reading side is done with the reader.
-    private let finished = DispatchSemaphore(value: 0)
-
-    init(reader: ArchiveReader, entry: String, table: BackupTable, path: String, migrations: [ArchiveMigration]) {
-        self.reader = reader
-        self.entry = entry
-        self.table = table
-        self.path = path
-        self.migrations = migrations
-    }
-
-    /// Reads the entry, calling `onRow` with each row on this thread, and
-    /// returns its size, hash and row count.
-    func run(
-        _ onRow: (_ row: [String: CellValue], _ location: RowLocation) throws -> Void
-    ) throws
-        -> ArchiveWalk.Observed
-    {
-        let thread = Thread { [self] in
-            read()
-            finished.signal()
-        }
-        thread.name = "guestmode.archive-rows"
-        // As deep as the main thread's: an old format's upgrade step parses JSON the archive nests.
-        thread.stackSize = 8 << 20
-        thread.start()
-        while true {
-            filled.wait()
-            let item = lock.withLock { items.removeFirst() }
-            room.signal()
-            switch item {
-            case .rows(let rows):
-                do {
-                    for (row, location) in rows { try onRow(row, location) }
-                } catch {
-                    stop()
-                    throw error
-                }
-            case .end(let observed):
-                finished.wait()
-                return observed
-            case .failure(let error):
-                finished.wait()
-                throw error
-            }
-        }
-    }
-
-    /// Tells the reading side to stop and waits until it has.
-    private func stop() {
-        lock.withLock { stopped = true }
-        // Wakes a hand-over waiting for room; it then sees `stopped`.
-        room.signal()
-        finished.wait()
-    }
-
-    private func handOver(_ item: Item) throws {
-        room.wait()
-        try lock.withLock {
-            if stopped { throw Stopped() }
-            items.append(item)
-        }
-        filled.signal()
-    }
-
-    private func read() {
-        do {
-            var hasher = StreamingSHA256()
-            var splitter = LineSplitter(entry: entry)
-            var batch: [Row] = []
-            batch.reserveCapacity(Self.batchRows)
-            let size = try reader.readData { chunk in
-                hasher.update(chunk)
-                try splitter.feed(chunk) { line, location in
-                    var row = try ArchiveWalk.decodeRow(line, location: location, path: path)
-                    for step in migrations { try step.upgradeRow(table.name, &row) }
-                    batch.append((row, location))
-                    if batch.count == Self.batchRows {
-                        try handOver(.rows(batch))
-                        batch.removeAll(keepingCapacity: true)
-                    }
-                }
-            }
-            try splitter.finish()
-            if !batch.isEmpty { try handOver(.rows(batch)) }
-            try handOver(.end(ArchiveWalk.Observed(size: size, sha256: hasher.finalizeHex(), rows: splitter.lines)))
-        } catch is Stopped {
-            return
-        } catch {
-            try? handOver(.failure(error))
-        }
     }
 }
 
