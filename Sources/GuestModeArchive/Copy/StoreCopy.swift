@@ -75,7 +75,9 @@ package enum StoreCopy {
                             throw mismatch("the destination store has no column \(table.name).\(missing)")
                         }
                         let row = Dictionary(zip(columns, values), uniquingKeysWith: { first, _ in first })
-                        if try writes.insert(row, into: table) == .renumbered {
+                        // The users table is copied first, and the source's own keys hold every other row's
+                        // user to one of its users rows: the destination has each row's user already.
+                        if try writes.insert(row, into: table, ownerHasUsersRow: table.name != "users") == .renumbered {
                             throw mismatch("the destination already held a row of \(table.name) with the same id")
                         }
                         copied += 1
