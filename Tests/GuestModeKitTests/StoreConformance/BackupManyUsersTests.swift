@@ -201,6 +201,32 @@ private func temporaryDirectory() throws -> URL {
         }
         #expect(dangling == "events" || dangling == "counters", "\(dangling ?? "nothing") dangles")
     }
+
+    /// Rows the engine says have their users row already (`ownerHasUsersRow`) get no
+    /// placeholder; a row said so wrongly still cannot commit with its user missing:
+    /// the store's own keys refuse it (at the row, or at the end of a restore, whose keys
+    /// to users come back after the rows), and nothing is written.
+    @Test(arguments: StoreBackend.allCases)
+    func aRowWhoseUserIsWronglySaidWrittenIsStillRefused(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let users = manyUsers(30)
+        let all = rows(for: users)
+        #expect(throws: (any Error).self) {
+            try store.importBackupRows(dryRun: false) { writes throws in
+                for (table, row) in all where table.name != "users" || row["id"] != .text(users[0]) {
+                    _ = try writes.insert(row, into: table, ownerHasUsersRow: table.name != "users")
+                }
+            }
+        }
+        #expect(try Fixture.export(store, guestOwner: profile.guestOwner).values.allSatisfy(\.isEmpty))
+
+        let (other, _) = try backend.makeStore(profile: "subscriptions")
+        try other.importBackupRows(dryRun: false) { writes throws in
+            for (table, row) in all { _ = try writes.insert(row, into: table, ownerHasUsersRow: table.name != "users") }
+        }
+        #expect(
+            normalized(try Fixture.export(other, guestOwner: profile.guestOwner)) == normalized(Fixture.grouped(all)))
+    }
 }
 
 /// Every user of header.json, as the walk streams them.
