@@ -105,39 +105,13 @@ final class Sandbox {
     private static func launchAndWait(
         _ executable: URL, arguments: [String], input: Data?, environment: [String: String], directory: URL
     ) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = environment
-        let stdout = Pipe()
-        let stderr = Pipe()
-        let stdin = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = stdin
-        try process.run()
-        // Drain both pipes concurrently so a chatty child never blocks on a full pipe.
-        let outputBox = DataBox()
-        let errorBox = DataBox()
-        let group = DispatchGroup()
-        for (pipe, box) in [(stdout, outputBox), (stderr, errorBox)] {
-            group.enter()
-            DispatchQueue.global().async {
-                box.data = pipe.fileHandleForReading.readDataToEndOfFile()
-                group.leave()
-            }
-        }
-        // A child may exit without reading its input; that is its answer, not a test failure.
-        if let input { try? stdin.fileHandleForWriting.write(contentsOf: input) }
-        try stdin.fileHandleForWriting.close()
-        process.waitUntilExit()
-        group.wait()
+        let outcome = try ChildProcess.run(
+            executable.path, arguments: arguments, environment: environment, directory: directory.path, input: input)
         return Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: outputBox.data, as: UTF8.self),
-            stderr: String(decoding: errorBox.data, as: UTF8.self),
-            signalled: process.terminationReason == .uncaughtSignal)
+            status: outcome.status,
+            stdout: String(decoding: outcome.stdout, as: UTF8.self),
+            stderr: String(decoding: outcome.stderr, as: UTF8.self),
+            signalled: outcome.signalled)
     }
 
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
