@@ -13,8 +13,8 @@ final class CrossRowFacts {
     /// Numbers the facts in the order the rows noted them, so of several
     /// repeated values the first repetition in the archive is reported.
     private var sequence: UInt64 = 0
-    /// The archive entries facts were noted in, in the order first met; a
-    /// fact keeps its entry's place in this list, not its name.
+    /// The archive entries facts were noted in, in archive order; a fact
+    /// keeps its entry's number in this list, not its name.
     private var entries: [String] = []
 
     private enum Kind: UInt8 {
@@ -124,12 +124,13 @@ final class CrossRowFacts {
         }
     }
 
-    /// The place of `entry` in `entries`, added when it is new. Rows come
-    /// entry by entry, so the last one answers nearly every time.
+    /// The number of `entry` in `entries`: rows come entry by entry, so a
+    /// name other than the last one's starts the next number. Never a search
+    /// of the earlier names, which an archive of many small entries would make
+    /// quadratic; a name met again later gets a number of its own, still in
+    /// archive order.
     private func entryNumber(_ entry: String) -> UInt32 {
-        if let last = entries.last, last == entry { return UInt32(entries.count - 1) }
-        if let known = entries.firstIndex(of: entry) { return UInt32(known) }
-        entries.append(entry)
+        if entries.last != entry { entries.append(entry) }
         return UInt32(entries.count - 1)
     }
 

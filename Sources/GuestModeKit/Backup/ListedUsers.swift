@@ -86,12 +86,12 @@ package final class ListedUsers {
     private var cached: [[UInt8]] = []
     private var cachedTotal = 0
 
-    private var lastUser: [UInt8] = []
-    private var lastEntry: Entry?
     /// The block looked into last, decoded: a look-up in it is a binary
     /// search, and an archive's rows come in store order, so most rows'
     /// owners are in the block of the row before.
     private var decodedBlock = -1
+    /// Where in the decoded block the last user found is: the same user twice in a row is found without a search.
+    private var lastFound: Int?
     private var decodedUserBytes: [UInt8] = []
     private var decodedUsers: [Range<Int>] = []
     private var decodedEntries: [Entry] = []
@@ -213,7 +213,7 @@ package final class ListedUsers {
     package func entry(of user: String) throws -> Entry? {
         var user = user
         return try user.withUTF8 { bytes -> Entry? in
-            if let lastEntry, lastUser.elementsEqual(bytes) { return lastEntry }
+            if let lastFound, decodedUser(lastFound, equals: bytes) { return decodedEntries[lastFound] }
             // The last block whose first id is not after `user`.
             var low = 0
             var high = firstIDEnds.count
@@ -233,15 +233,15 @@ package final class ListedUsers {
                 }
                 if order < 0 { first = middle + 1 } else { last = middle }
             }
-            guard first < decodedUsers.count,
-                decodedUserBytes.withUnsafeBufferPointer({
-                    Self.compare(UnsafeBufferPointer(rebasing: $0[decodedUsers[first]]), bytes) == 0
-                })
-            else { return nil }
-            let found = decodedEntries[first]
-            lastUser = Array(bytes)
-            lastEntry = found
-            return found
+            guard first < decodedUsers.count, decodedUser(first, equals: bytes) else { return nil }
+            lastFound = first
+            return decodedEntries[first]
+        }
+    }
+
+    private func decodedUser(_ index: Int, equals bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        decodedUserBytes.withUnsafeBufferPointer {
+            Self.compare(UnsafeBufferPointer(rebasing: $0[decodedUsers[index]]), bytes) == 0
         }
     }
 
@@ -249,6 +249,7 @@ package final class ListedUsers {
     private func decode(block index: Int) throws {
         guard index != decodedBlock else { return }
         decodedBlock = -1
+        lastFound = nil
         decodedUserBytes.removeAll(keepingCapacity: true)
         decodedUsers.removeAll(keepingCapacity: true)
         decodedEntries.removeAll(keepingCapacity: true)
@@ -264,17 +265,22 @@ package final class ListedUsers {
 
     /// Whether the user's users row was seen (`markSeen`).
     package func hasSeen(_ entry: Entry) -> Bool {
-        let (word, bit) = entry.position.quotientAndRemainder(dividingBy: 64)
-        return seen[word] & (UInt64(1) << UInt64(bit)) != 0
+        let (word, mask) = Self.seenBit(entry)
+        return seen[word] & mask != 0
     }
 
     /// Notes that the user's users row was seen; false when it was seen before.
     package func markSeen(_ entry: Entry) -> Bool {
-        let (word, bit) = entry.position.quotientAndRemainder(dividingBy: 64)
-        let mask = UInt64(1) << UInt64(bit)
-        guard seen[word] & mask == 0 else { return false }
+        guard !hasSeen(entry) else { return false }
+        let (word, mask) = Self.seenBit(entry)
         seen[word] |= mask
         return true
+    }
+
+    /// The word of `seen` and the bit in it that stand for the user's users row.
+    private static func seenBit(_ entry: Entry) -> (word: Int, mask: UInt64) {
+        let (word, bit) = entry.position.quotientAndRemainder(dividingBy: 64)
+        return (word, UInt64(1) << UInt64(bit))
     }
 
     /// The first user by id whose fate is one of `fates` and whose users row was never seen.
@@ -283,8 +289,7 @@ package final class ListedUsers {
             var missing: String?
             try forEachEntry(inBlock: index) { user, entry in
                 let found = entry()
-                let (word, bit) = found.position.quotientAndRemainder(dividingBy: 64)
-                if fates.contains(found.fate), seen[word] & (UInt64(1) << UInt64(bit)) == 0 {
+                if fates.contains(found.fate), !hasSeen(found) {
                     missing = String(decoding: user, as: UTF8.self)
                     return false
                 }

@@ -125,30 +125,34 @@ struct MeterGrantDrawBuildTests {
     /// The kept row of each holder, and the one the replay of its whole ledger gives.
     private func draws(
         _ engine: GuestMode, _ userID: String, _ meterName: String
-    ) throws -> (
-        kept: MeterGrantDrawsRow?, replayed: MeterGrantDrawsRow
-    ) {
-        let meter = try #require(engine.profile.meter(named: meterName))
-        return try engine.store.read { transaction in
-            let user = try transaction.requireUser(userID)
-            let grants = try transaction.meterGrants(of: userID, meter: meter.name)
-            let plans = try transaction.planGrants(of: userID)
-            let replay = try transaction.replayGrantLedger(
-                of: user, meter: meter, grants: grants, plans: plans, profile: engine.profile, until: .distantFuture,
-                periodTime: { $0 })
-            return (
-                try transaction.meterGrantDraws(of: userID, meter: meter.name),
-                MeterGrantDrawsRow(
-                    userID: userID, meter: meter.name,
-                    inputs: transaction.grantDrawInputs(
-                        of: user, meter: meter, grants: grants, plans: plans, profile: engine.profile),
-                    through: replay.lastUse.map(Timestamp.format), ledger: replay.ledger)
-            )
-        }
+    ) throws -> (kept: MeterGrantDrawsRow?, replayed: MeterGrantDrawsRow) {
+        try keptAndReplayedGrantDraws(engine, userID, meter: meterName)
     }
 
     private func statuses(_ engine: GuestMode) throws -> [MeterStatus] {
         try Self.holders.map { try engine.meterStatus(user: $0.0, meter: $0.1, now: day(6)) }
+    }
+
+    /// After the build: nothing owed, every holder's kept row the replay's, none for a user without grants, no
+    /// problem for `db check`, the meters read as before, and a second migration with nothing to do. Returns the
+    /// engine over the store.
+    private func expectEveryHolderBuilt(
+        _ store: any GuestStore, statusesBefore before: [MeterStatus]
+    ) throws
+        -> GuestMode
+    {
+        let engine = try GuestMode(store: store, location: "test")
+        #expect(!engine.owedGrantDraws, "the build is done: nothing is owed")
+        for (user, meter) in Self.holders {
+            let (kept, replayed) = try draws(engine, user, meter)
+            #expect(kept == replayed, "\(user) \(meter)")
+        }
+        #expect(try draws(engine, "u5", "api_minutes").kept == nil, "a user without grants has nothing to keep")
+        #expect(try engine.grantDrawProblems() == [])
+        #expect(try statuses(engine) == before)
+        #expect(
+            try GuestMode.migrate(store: store, location: "test") == StoreMigration(applied: [], grantDrawsBuilt: 0))
+        return engine
     }
 
     @Test(arguments: StoreBackend.allCases)
@@ -159,19 +163,7 @@ struct MeterGrantDrawBuildTests {
         let migration = try GuestMode.migrate(store: seeded.store, location: "test")
         #expect(migration.applied.count == 2)
         #expect(migration.grantDrawsBuilt == Self.holders.count)
-        let engine = try GuestMode(store: seeded.store, location: "test")
-        #expect(!engine.owedGrantDraws, "the build is done: nothing is owed")
-        for (user, meter) in Self.holders {
-            let (kept, replayed) = try draws(engine, user, meter)
-            #expect(kept == replayed, "\(user) \(meter)")
-        }
-        #expect(try draws(engine, "u5", "api_minutes").kept == nil, "a user without grants has nothing to keep")
-        #expect(try engine.grantDrawProblems() == [])
-        #expect(try statuses(engine) == before)
-        // Nothing more to do: a second migration builds nothing.
-        #expect(
-            try GuestMode.migrate(store: seeded.store, location: "test")
-                == StoreMigration(applied: [], grantDrawsBuilt: 0))
+        let engine = try expectEveryHolderBuilt(seeded.store, statusesBefore: before)
 
         // A read uses the kept row: one planted in it shows in what the grant reads as having given.
         var planted = try #require(try draws(engine, "u3", "pages").kept)
@@ -202,18 +194,7 @@ struct MeterGrantDrawBuildTests {
                 == StoreMigration(
                     applied: [backend == .postgres ? "pg14-meter-grant-draws-owed" : "v15-meter-grant-draws-owed"],
                     grantDrawsBuilt: Self.holders.count - 1))
-        let engine = try GuestMode(store: seeded.store, location: "test")
-        #expect(!engine.owedGrantDraws, "the build is done: nothing is owed")
-        for (user, meter) in Self.holders {
-            let (kept, replayed) = try draws(engine, user, meter)
-            #expect(kept == replayed, "\(user) \(meter)")
-        }
-        #expect(try draws(engine, "u5", "api_minutes").kept == nil, "a user without grants has nothing to keep")
-        #expect(try engine.grantDrawProblems() == [])
-        #expect(try statuses(engine) == before)
-        #expect(
-            try GuestMode.migrate(store: seeded.store, location: "test")
-                == StoreMigration(applied: [], grantDrawsBuilt: 0))
+        _ = try expectEveryHolderBuilt(seeded.store, statusesBefore: before)
     }
 
     @Test(arguments: StoreBackend.allCases)

@@ -17,30 +17,11 @@ struct MeterGrantDrawTests {
         return GuestMode(profile: profile, store: store)
     }
 
-    /// The row kept for the user's api_minutes, and the one the replay of
-    /// its whole ledger gives, made from the inputs the store holds now.
+    /// The row kept for the user's api_minutes, and the one the replay gives.
     private func draws(
         _ engine: GuestMode, _ userID: String
-    ) throws -> (
-        kept: MeterGrantDrawsRow?, replayed: MeterGrantDrawsRow
-    ) {
-        let meter = try #require(engine.profile.meter(named: "api_minutes"))
-        return try engine.store.read { transaction in
-            let user = try transaction.requireUser(userID)
-            let grants = try transaction.meterGrants(of: userID, meter: meter.name)
-            let plans = try transaction.planGrants(of: userID)
-            let replay = try transaction.replayGrantLedger(
-                of: user, meter: meter, grants: grants, plans: plans, profile: engine.profile, until: .distantFuture,
-                periodTime: { $0 })
-            return (
-                try transaction.meterGrantDraws(of: userID, meter: meter.name),
-                MeterGrantDrawsRow(
-                    userID: userID, meter: meter.name,
-                    inputs: transaction.grantDrawInputs(
-                        of: user, meter: meter, grants: grants, plans: plans, profile: engine.profile),
-                    through: replay.lastUse.map(Timestamp.format), ledger: replay.ledger)
-            )
-        }
+    ) throws -> (kept: MeterGrantDrawsRow?, replayed: MeterGrantDrawsRow) {
+        try keptAndReplayedGrantDraws(engine, userID, meter: "api_minutes")
     }
 
     /// The meter as the replay of the ledger up to `now` has it, kept draws aside.
