@@ -24,7 +24,7 @@ package enum CommandLineMain<Root: ParsableCommand> {
         typealias Usage = CommandLineUsage<Root>
         do {
             try Usage.refuseUnknownHelpTopic(arguments)
-            var command = try Root.parseAsRoot(arguments)
+            var command = try CompletionScriptCheck.parse(arguments, as: Root.self)
             try Usage.refuseRepeatedOptions(arguments, command: command)
             do {
                 try command.run()

@@ -4,7 +4,9 @@ import GuestModeCommandLine
 import GuestModeKit
 
 struct GuestmodeCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+    static var configuration: CommandConfiguration { CompletionScriptCheck.configuration(declaredConfiguration) }
+
+    private static let declaredConfiguration = CommandConfiguration(
         commandName: "guestmode",
         abstract: "Guest-first apps from the command line: guests, caps, meters, prompts, migrations and backups.",
         discussion: """
