@@ -243,7 +243,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "guestmode", "guestmode-serve", "GuestModeKit",
+                "guestmode", "guestmode-serve", "GuestModeKit", "GuestModeCommandLine",
                 // The tests' own App Store chain: a root, an intermediate and a leaf made at test time.
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

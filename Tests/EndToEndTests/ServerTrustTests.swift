@@ -75,11 +75,12 @@ struct ServerTrustTests {
         }
         // Two keys that differ only in invalid UTF-8 were one key once repaired: the second use was
         // answered as a replay and never recorded.
-        for key in [
+        let keys: [[UInt8]] = [
             Array("k".utf8) + [0xFF] + Array("1".utf8), Array("k".utf8) + [0xFE] + Array("1".utf8),
             Array("k".utf8) + [0x01], Array("k".utf8) + [0x7F], Array("é".utf8),
             Array(repeating: UInt8(ascii: "k"), count: 256),
-        ] {
+        ]
+        for key in keys {
             let refused = try #require(try use([key]), "no answer for key \(key)")
             #expect(refused.status == 400, "key \(key): \(refused.status) \(refused.body)")
         }

@@ -75,17 +75,11 @@ struct ServeLauncher: ParsableCommand {
     static func completions(_ words: [String], index: Int, prefix: String) -> [String] {
         guard let path = serveProgramPath() else { return [] }
         let typed = words.prefix(index).drop { $0 != "serve" }.dropFirst()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = [internalCompletionsArgument] + typed + [prefix]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return [] }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return [] }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        guard
+            let answer = try? ChildProcess.run(path, arguments: [internalCompletionsArgument] + typed + [prefix]),
+            answer.termination.succeeded
+        else { return [] }
+        return String(decoding: answer.output, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
     private static func serveProgramPath() -> String? {

@@ -191,10 +191,6 @@ final class TourRunner {
     }
 
     private func execute(_ arguments: [String]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
         var environment = ProcessInfo.processInfo.environment
         environment["GUESTMODE_STORE"] = store
         environment["GUESTMODE_NOW"] = Timestamp.format(start)
@@ -202,7 +198,6 @@ final class TourRunner {
         for name in ["GUESTMODE_BACKUP_KEY_FILE", "GUESTMODE_SCHEMA"] + FaultHooks.variables {
             environment[name] = nil
         }
-        process.environment = environment
         // Files rather than pipes: a child that fills a pipe nobody reads yet would block forever.
         let outputURL = directory.appendingPathComponent(".tour-stdout")
         let errorURL = directory.appendingPathComponent(".tour-stderr")
@@ -217,17 +212,14 @@ final class TourRunner {
             try? outputHandle.close()
             try? errorHandle.close()
         }
-        process.standardOutput = outputHandle
-        process.standardError = errorHandle
-        process.standardInput = FileHandle.nullDevice
-        // Not waitUntilExit: on the main thread it polls the run loop every 50 ms, which adds seconds to a tour.
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
-        exited.wait()
+        let child = try ChildProcess(
+            executable.path, arguments: arguments, environment: environment, directory: directory.path,
+            input: .null, output: .descriptor(outputHandle.fileDescriptor),
+            errors: .descriptor(errorHandle.fileDescriptor))
+        let ending = try child.wait()
         let stdout = String(decoding: try Data(contentsOf: outputURL), as: UTF8.self)
         let stderr = String(decoding: try Data(contentsOf: errorURL), as: UTF8.self)
-        return (process.terminationStatus, stdout, stderr)
+        return (ending.status, stdout, stderr)
     }
 
     private func show(command: String, exitStatus: Int32, stdout: String, stderr: String, note: String) {

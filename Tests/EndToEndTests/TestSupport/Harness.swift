@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 /// Runs the built `guestmode` binary the way a shell script would: in its own
@@ -108,10 +109,10 @@ final class Sandbox {
         let outcome = try ChildProcess.run(
             executable.path, arguments: arguments, environment: environment, directory: directory.path, input: input)
         return Result(
-            status: outcome.status,
-            stdout: String(decoding: outcome.stdout, as: UTF8.self),
-            stderr: String(decoding: outcome.stderr, as: UTF8.self),
-            signalled: outcome.signalled)
+            status: outcome.termination.status,
+            stdout: String(decoding: outcome.output, as: UTF8.self),
+            stderr: String(decoding: outcome.errors, as: UTF8.self),
+            signalled: outcome.termination.signalled)
     }
 
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }

@@ -1,37 +1,38 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 /// A running `guestmode serve --listen 127.0.0.1:0` and a curl client for it.
 final class Server: @unchecked Sendable {
-    let process: Process
+    let process: ChildProcess
     let address: String
     private let errors: FileHandle
 
-    private init(process: Process, address: String, errors: FileHandle) {
+    private init(process: ChildProcess, address: String, errors: FileHandle) {
         self.process = process
         self.address = address
         self.errors = errors
     }
 
-    deinit { if process.isRunning { process.terminate() } }
+    deinit {
+        guard process.isRunning else { return }
+        process.send(SIGTERM)
+        let process = self.process
+        Thread.detachNewThread { _ = try? process.wait() }
+    }
 
     static func start(in sandbox: Sandbox, json: Bool = false, options: [String] = []) async throws -> Server {
-        let process = Process()
-        process.executableURL = Sandbox.binary
-        process.arguments = ["serve", "--listen", "127.0.0.1:0"] + (json ? ["--json"] : []) + options
-        process.currentDirectoryURL = sandbox.directory
-        process.environment = sandbox.environment
-        let output = Pipe()
         _ = FileManager.default.createFile(atPath: sandbox.path("serve.log"), contents: nil)
         let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: sandbox.path("serve.log")))
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            Sandbox.binary.path, arguments: ["serve", "--listen", "127.0.0.1:0"] + (json ? ["--json"] : []) + options,
+            environment: sandbox.environment, directory: sandbox.directory.path, input: .null, output: .pipe,
+            errors: .descriptor(errors.fileDescriptor))
+        let output = try #require(process.output)
         let line = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 var bytes: [UInt8] = []
-                while let byte = try? output.fileHandleForReading.read(upToCount: 1), let first = byte.first,
+                while let byte = try? output.read(upToCount: 1), let first = byte.first,
                     first != UInt8(ascii: "\n")
                 {
                     bytes.append(first)
@@ -51,12 +52,11 @@ final class Server: @unchecked Sendable {
     /// document first (`checkAnswers`).
     func stop() async throws -> Int32 {
         try await checkAnswers()
-        process.terminate()
+        process.send(SIGTERM)
         let process = self.process
-        return await withCheckedContinuation { continuation in
+        return try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                process.waitUntilExit()
-                continuation.resume(returning: process.terminationStatus)
+                continuation.resume(with: Result { try process.wait().status })
             }
         }
     }
@@ -187,45 +187,11 @@ final class Server: @unchecked Sendable {
     }
 
     private static func client(_ executable: String, _ arguments: [String], input: Data?) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        let input = input.map { data -> Pipe in
-            let pipe = Pipe()
-            DispatchQueue.global().async {
-                try? pipe.fileHandleForWriting.write(contentsOf: data)
-                try? pipe.fileHandleForWriting.close()
-            }
-            return pipe
-        }
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = input ?? Pipe()
-        // Dozens of curl processes started and reaped at once interrupt one another's system
-        // calls, which Foundation's Process and FileHandle treat as fatal: a bounded number run.
+        // Dozens of curl processes started and reaped at once interrupt one another's system calls:
+        // a bounded number run.
         curlSlots.wait()
         defer { curlSlots.signal() }
-        try process.run()
-        let data = try readAll(output.fileHandleForReading.fileDescriptor)
-        process.waitUntilExit()
-        return data
-    }
-
-    /// The pipe's bytes to its end, going on after an interrupted read.
-    private static func readAll(_ descriptor: Int32) throws -> Data {
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count > 0 {
-                data.append(contentsOf: buffer[0..<count])
-            } else if count == 0 {
-                return data
-            } else if errno != EINTR {
-                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            }
-        }
+        return try ChildProcess.run(executable, arguments: arguments, input: input).output
     }
 }
 
