@@ -208,6 +208,7 @@ let package = Package(
                 "GuestModePostgres",
                 "GuestModeArchive",
                 "GuestModeRemote",
+                "GuestModeCommandLine",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")],

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 /// One step of a journey: the arguments (with `$1`, `$2`, … standing for the
@@ -260,23 +261,20 @@ struct PostgresStressTests {
                         arguments = ["link", linker, "--provider", "apple", "--subject", "shared-subject"]
                         allowed = [0, 14]
                     }
-                    let process = Process()
-                    process.executableURL = Sandbox.binary
-                    process.arguments = arguments
-                    process.currentDirectoryURL = directory
-                    process.environment = environment
-                    process.standardInput = FileHandle.nullDevice
-                    process.standardOutput = FileHandle.nullDevice
-                    let errors = Pipe()
-                    process.standardError = errors
-                    do { try process.run() } catch {
+                    let termination: ChildProcess.Termination
+                    let stderr: Data
+                    do {
+                        let process = try ChildProcess(
+                            Sandbox.binary.path, arguments: arguments, environment: environment,
+                            directory: directory.path, input: .null, output: .null, errors: .pipe)
+                        stderr = process.errors?.readDataToEndOfFile() ?? Data()
+                        termination = try process.wait()
+                    } catch {
                         tally.unexpected.append("\(arguments): \(error)")
                         continue
                     }
-                    let stderr = errors.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    let status = process.terminationStatus
-                    if !allowed.contains(status) || process.terminationReason != .exit {
+                    let status = termination.status
+                    if !allowed.contains(status) || termination.signalled {
                         tally.unexpected.append(
                             "\(arguments.joined(separator: " ")) → \(status): \(String(decoding: stderr, as: UTF8.self))"
                         )

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 /// A small seeded generator (SplitMix64), so a failing crash round can be
@@ -30,7 +31,7 @@ enum Crash {
     static func killAfter(_ delay: Double, _ sandbox: Sandbox, _ arguments: [String]) async throws -> Int32 {
         let process = try sandbox.start(arguments)
         try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { process.send(SIGKILL) }
         return await Sandbox.exitStatus(of: process).status
     }
 
@@ -68,26 +69,20 @@ enum Crash {
 extension Sandbox {
     /// Starts the binary in the sandbox without waiting for it; standard
     /// error goes to a pipe read by `exitStatus(of:)`.
-    func start(_ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = Sandbox.binary
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = Pipe()
-        try process.run()
-        return process
+    func start(_ arguments: [String]) throws -> ChildProcess {
+        try ChildProcess(
+            Sandbox.binary.path, arguments: arguments, environment: environment, directory: directory.path,
+            input: .null, output: .null, errors: .pipe)
     }
 
-    /// Waits on a thread of its own for a started process; its status and standard error.
-    static func exitStatus(of process: Process) async -> (status: Int32, stderr: String) {
+    /// Waits on a thread of its own for a started process; its status (-1 if it cannot be waited
+    /// for) and standard error.
+    static func exitStatus(of process: ChildProcess) async -> (status: Int32, stderr: String) {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                let errors = (process.standardError as? Pipe)?.fileHandleForReading.readDataToEndOfFile() ?? Data()
-                process.waitUntilExit()
-                continuation.resume(returning: (process.terminationStatus, String(decoding: errors, as: UTF8.self)))
+                let errors = process.errors?.readDataToEndOfFile() ?? Data()
+                let status = (try? process.wait())?.status ?? -1
+                continuation.resume(returning: (status, String(decoding: errors, as: UTF8.self)))
             }
         }
     }
@@ -368,18 +363,14 @@ struct RaceAndLeftoverTests {
     func importBesideAnotherConnection() async throws {
         let sandbox = try await wholeStoreArchive()
         // sqlite3 keeps its connection open while its standard input is.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        holder.arguments = [sandbox.path("fresh.sqlite")]
-        let input = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = FileHandle.nullDevice
-        try holder.run()
+        let holder = try ChildProcess(
+            "/usr/bin/sqlite3", arguments: [sandbox.path("fresh.sqlite")], input: .pipe, output: .null)
+        let input = try #require(holder.input)
         defer {
-            try? input.fileHandleForWriting.close()
-            holder.waitUntilExit()
+            try? input.close()
+            _ = try? holder.wait()
         }
-        try input.fileHandleForWriting.write(contentsOf: Data("SELECT COUNT(*) FROM users;\n".utf8))
+        try input.write(contentsOf: Data("SELECT COUNT(*) FROM users;\n".utf8))
         let killed = try await sandbox.run(
             arguments: Self.importIntoFresh, environment: ["GUESTMODE_TEST_STOP_AFTER": "backup-import-rows"])
         #expect(killed.signalled, "\(killed.status) \(killed.stderr)")

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 /// A small tmpfs mounted inside a sandbox: a disk that can really be filled.
@@ -38,16 +39,9 @@ final class SmallDisk {
     }
 
     private static func run(_ executable: String, _ arguments: [String]) -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch { return (-1, "\(error)") }
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        let outcome: ChildProcess.Outcome
+        do { outcome = try ChildProcess.run(executable, arguments: arguments) } catch { return (-1, "\(error)") }
+        return (outcome.termination.status, String(decoding: outcome.output + outcome.errors, as: UTF8.self))
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 @Suite("Foundation: init, profiles, store, conventions")
@@ -160,14 +161,12 @@ struct FoundationTests {
     @Test("a store from a future schema version is refused with 65 and left byte-for-byte unchanged")
     func futureSchema() async throws {
         let sandbox = try await Sandbox.withStore("subscriptions")
-        let sqlite = Process()
-        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [
-            sandbox.path("guestmode.sqlite"), "INSERT INTO grdb_migrations VALUES ('v99-from-the-future')",
-        ]
-        try sqlite.run()
-        sqlite.waitUntilExit()
-        #expect(sqlite.terminationStatus == 0)
+        let sqlite = try ChildProcess(
+            "/usr/bin/sqlite3",
+            arguments: [
+                sandbox.path("guestmode.sqlite"), "INSERT INTO grdb_migrations VALUES ('v99-from-the-future')",
+            ])
+        #expect(try sqlite.wait().status == 0)
         let before = try sandbox.snapshot()
         for command in [["db", "status"], ["db", "migrate"], ["profile", "show"], ["db", "check"]] {
             let result = try await sandbox.run(arguments: command)

@@ -1,16 +1,13 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 /// Runs sqlite3 against a sandbox store, for checks from outside guestmode.
 func sqlite(_ sandbox: Sandbox, _ sql: String, store: String = "guestmode.sqlite") async throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = [sandbox.path(store), sql]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let process = try ChildProcess(
+        "/usr/bin/sqlite3", arguments: [sandbox.path(store), sql], output: .pipe)
+    let data = try #require(process.output).readDataToEndOfFile()
+    try process.wait()
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
@@ -305,19 +302,15 @@ struct LifecycleTests {
         let script = """
             for i in $(seq 1 \(perProcess)); do "$1" track "$2" app_opened --quiet || exit 1; done
             """
-        var processes: [Process] = []
+        var processes: [ChildProcess] = []
         for _ in 0..<8 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", script, "sh", Sandbox.binary.path, guest]
-            process.currentDirectoryURL = sandbox.directory
-            process.environment = sandbox.environment
-            try process.run()
+            let process = try ChildProcess(
+                "/bin/sh", arguments: ["-c", script, "sh", Sandbox.binary.path, guest],
+                environment: sandbox.environment, directory: sandbox.directory.path)
             processes.append(process)
         }
         for process in processes {
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
+            #expect(try process.wait().status == 0)
         }
         #expect(
             try await sqlite(sandbox, "SELECT total FROM counters WHERE action = 'app_opened'")

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import GuestModeKit
 import Testing
 
@@ -215,16 +216,8 @@ struct ManPageTests {
             Self.manDirectory.appendingPathComponent($0.file).path
         }
         #expect(files.count >= 14)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/mandoc")
-        process.arguments = ["-Tlint", "-Wwarning"] + files
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
+        let outcome = try ChildProcess.run("/usr/bin/mandoc", arguments: ["-Tlint", "-Wwarning"] + files)
+        let text = String(decoding: outcome.output + outcome.errors, as: UTF8.self)
         #expect(text.isEmpty, "mandoc -Tlint -Wwarning:\n\(text)")
     }
 
@@ -236,17 +229,11 @@ struct ManPageTests {
             return
         }
         for page in try await Self.pages(suffix: ".1") + Self.pages(suffix: ".5") {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: groff)
-            process.arguments = ["-ww", "-z", "-man", Self.manDirectory.appendingPathComponent(page.file).path]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            let text = String(decoding: data, as: UTF8.self)
-            #expect(text.isEmpty && process.terminationStatus == 0, "groff -ww -z -man \(page.file):\n\(text)")
+            let outcome = try ChildProcess.run(
+                groff, arguments: ["-ww", "-z", "-man", Self.manDirectory.appendingPathComponent(page.file).path])
+            let text = String(decoding: outcome.output + outcome.errors, as: UTF8.self)
+            #expect(
+                text.isEmpty && outcome.termination.status == 0, "groff -ww -z -man \(page.file):\n\(text)")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 /// A PostgreSQL server of the test's own (scripts/postgres-server.sh), so it
@@ -16,11 +17,9 @@ final class PrivatePostgres {
     }
 
     deinit {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [PrivatePostgres.scriptPath, "remove", directory.path]
-        try? process.run()
-        process.waitUntilExit()
+        _ = try? ChildProcess(
+            "/bin/bash", arguments: [PrivatePostgres.scriptPath, "remove", directory.path]
+        ).wait()
     }
 
     static let scriptPath = Sandbox.packageRoot.appendingPathComponent("scripts/postgres-server.sh").path
@@ -76,14 +75,14 @@ extension Sandbox {
     {
         let command = RunningCommand()
         let process = try start(arguments)
-        guard let pipe = process.standardError as? Pipe else { throw CocoaError(.fileReadUnknown) }
+        guard let errors = process.errors else { throw CocoaError(.fileReadUnknown) }
         command.process = process
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {
                 var resumed = false
                 var pending = Data()
                 while true {
-                    let chunk = pipe.fileHandleForReading.availableData
+                    let chunk = errors.availableData
                     if chunk.isEmpty { break }
                     command.append(chunk)
                     pending.append(chunk)
@@ -96,7 +95,7 @@ extension Sandbox {
                         }
                     }
                 }
-                process.waitUntilExit()
+                _ = try? process.wait()
                 command.finished.signal()
                 if !resumed { continuation.resume() }
             }
@@ -107,7 +106,7 @@ extension Sandbox {
 
 /// A command started by `Sandbox.start(_:waitingFor:)`.
 final class RunningCommand: @unchecked Sendable {
-    var process: Process?
+    var process: ChildProcess?
     let finished = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var errors = Data()
@@ -127,7 +126,9 @@ final class RunningCommand: @unchecked Sendable {
                 continuation.resume()
             }
         }
-        return (process?.terminationStatus ?? -1, String(decoding: collected(), as: UTF8.self))
+        // Reaped already (`finished`): the status it ended with, or -1 if it could not be waited for.
+        let status = (try? process?.wait())?.status ?? -1
+        return (status, String(decoding: collected(), as: UTF8.self))
     }
 }
 
@@ -188,16 +189,18 @@ struct PostgresFaultTests {
         // locked: the migration waits inside step 2 until the server stops
         // (the holder sleeps far longer than a slow machine takes to get
         // there; stopping the server ends it).
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-        holder.arguments = [
-            server.uri, "-q", "-c",
-            "BEGIN; SELECT 1 FROM \(schema).records WHERE key = 'r1' FOR UPDATE; SELECT pg_sleep(900); COMMIT;",
-        ]
-        holder.standardOutput = FileHandle.nullDevice
-        holder.standardError = FileHandle.nullDevice
-        try holder.run()
-        defer { if holder.isRunning { holder.terminate() } }
+        let holder = try ChildProcess(
+            "/usr/bin/psql",
+            arguments: [
+                server.uri, "-q", "-c",
+                "BEGIN; SELECT 1 FROM \(schema).records WHERE key = 'r1' FOR UPDATE; SELECT pg_sleep(900); COMMIT;",
+            ],
+            output: .null, errors: .null)
+        defer {
+            if holder.isRunning { holder.send(SIGTERM) }
+            // Reaped on a thread of its own: the test does not wait for psql to go.
+            Thread.detachNewThread { _ = try? holder.wait() }
+        }
         /// Polls (at most a minute) until `sql` gives a count above zero.
         func awaitCount(_ sql: String) async throws -> Bool {
             for _ in 0..<240 {

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 /// Linking with a provider's OpenID Connect ID token (`serve --oidc`): keys
@@ -264,14 +265,13 @@ struct ServerIdentityTokenTests {
             os.rename("port.tmp", "port")
             server.serve_forever()
             """)
-        let keys = Process()
-        keys.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        keys.arguments = ["jwks_server.py"]
-        keys.currentDirectoryURL = sandbox.directory
-        keys.standardOutput = FileHandle.nullDevice
-        keys.standardError = FileHandle.nullDevice
-        try keys.run()
-        defer { if keys.isRunning { kill(keys.processIdentifier, SIGKILL) } }
+        let keys = try ChildProcess(
+            "/usr/bin/python3", arguments: ["jwks_server.py"], directory: sandbox.directory.path,
+            output: .null, errors: .null)
+        defer {
+            if keys.isRunning { keys.send(SIGKILL) }
+            _ = try? keys.wait()
+        }
         var port = ""
         for _ in 0..<200 where port.isEmpty {
             port = (try? String(decoding: sandbox.read("port"), as: UTF8.self)) ?? ""
@@ -290,10 +290,9 @@ struct ServerIdentityTokenTests {
             "POST", "/v1/users/\(alice)/identities", token: aliceToken,
             body: #"{"provider":"apple","id_token":"\#(tokens["valid"] ?? "")"}"#)
         #expect(linked.status == 201, "\(linked.body)")
-        // The key server is gone: the keys fetched are kept. (SIGKILL: a test runner's children may
-        // inherit SIGTERM ignored, and python3 keeps that.)
-        kill(keys.processIdentifier, SIGKILL)
-        keys.waitUntilExit()
+        // The key server is gone: the keys fetched are kept.
+        keys.send(SIGKILL)
+        try keys.wait()
         let (bob, bobToken) = try await server.signIn()
         let kept = try await server.request(
             "POST", "/v1/users/\(bob)/identities", token: bobToken,

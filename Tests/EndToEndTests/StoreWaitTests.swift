@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import Testing
 
 /// `serve --store-wait` bounds the whole wait on the store, not only the
@@ -292,40 +293,37 @@ extension PrivatePostgres {
 /// Another process holding a SQLite store's write lock (`BEGIN IMMEDIATE`)
 /// until `release` or `seconds` pass.
 final class LockHolder {
-    private let process = Process()
+    private let process: ChildProcess
 
     init(store path: String, seconds: Int) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [
-            "-c",
-            """
-            import sqlite3, sys, time
-            db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=5)
-            db.execute("BEGIN IMMEDIATE")
-            print("locked", flush=True)
-            time.sleep(float(sys.argv[2]))
-            """,
-            path, String(seconds),
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(
+            "/usr/bin/python3",
+            arguments: [
+                "-c",
+                """
+                import sqlite3, sys, time
+                db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=5)
+                db.execute("BEGIN IMMEDIATE")
+                print("locked", flush=True)
+                time.sleep(float(sys.argv[2]))
+                """,
+                path, String(seconds),
+            ],
+            output: .pipe, errors: .null)
+        let output = try #require(process.output)
         // Byte by byte to the end of the first line: FileHandle's reads wait for more, or for the end.
         var line: [UInt8] = []
         var byte: UInt8 = 0
-        while read(output.fileHandleForReading.fileDescriptor, &byte, 1) == 1, byte != UInt8(ascii: "\n") {
+        while read(output.fileDescriptor, &byte, 1) == 1, byte != UInt8(ascii: "\n") {
             line.append(byte)
         }
         try #require(String(decoding: line, as: UTF8.self) == "locked", "the lock holder did not lock")
     }
 
     func release() {
-        if process.isRunning {
-            // SIGKILL: a SIGTERM the test process ignores stays ignored in its children. Its lock goes
-            // with it; Foundation reaps it.
-            kill(process.processIdentifier, SIGKILL)
-        }
+        // SIGKILL: its lock goes with it. Reaped before returning, so the lock is gone by then.
+        if process.isRunning { process.send(SIGKILL) }
+        _ = try? process.wait()
     }
 
     deinit { release() }

@@ -1,4 +1,5 @@
 import Foundation
+import GuestModeCommandLine
 import GuestModeKit
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// A Python `http.server` on 127.0.0.1 and a free port, answering by path: `/echo` sends back the method and the
 /// body, `/redirect` answers 302, `/big` sends 100,000 bytes, `/slow` waits 3 s, `/status/N` answers N.
 private final class ScriptedServer {
-    let process = Process()
+    let process: ChildProcess
     let port: Int
 
     init() throws {
@@ -43,13 +44,11 @@ private final class ScriptedServer {
             print(server.server_address[1], flush=True)
             server.serve_forever()
             """#
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script]
-        process.standardOutput = output
-        try process.run()
+        process = try ChildProcess(
+            "/usr/bin/env", arguments: ["python3", "-c", script], output: .pipe)
+        let output = try #require(process.output)
         var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+        while let byte = try output.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
             line += byte
         }
         port = Int(String(decoding: line, as: UTF8.self)) ?? 0
@@ -59,11 +58,10 @@ private final class ScriptedServer {
         try RemoteURL("http://127.0.0.1:\(port)\(path)", what: "the test URL")
     }
 
-    /// Stops the server for good: SIGKILL, because a child spawned from a test thread may inherit a mask that
-    /// blocks SIGTERM.
+    /// Stops the server for good: SIGKILL, which python3 cannot put off.
     func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        if process.isRunning { process.send(SIGKILL) }
+        _ = try? process.wait()
     }
 
     deinit { stop() }
