@@ -11,6 +11,18 @@ package func csvField(_ text: String) -> String {
     return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }
 
+/// `text` cut or filled with spaces to `width` characters, as Foundation's `padding(toLength:withPad:startingAt:)`
+/// gives it, without going through `NSString`: the first bridge costs every command that prints a table about
+/// 0.8 M instructions of Foundation's runtime set-up (bench/results.md, "Start-up").
+///
+/// ```swift
+/// padded("users", to: 8)  // "users   "
+/// ```
+package func padded(_ text: String, to width: Int) -> String {
+    let count = text.count
+    return count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - count)
+}
+
 package func percent(_ value: Double?) -> String { value.map { String(format: "%.1f%%", $0 * 100) } ?? "" }
 package func hours(_ value: Double?) -> String { value.map { String(format: "%.1f", $0) } ?? "" }
 

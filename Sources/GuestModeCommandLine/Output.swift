@@ -106,7 +106,7 @@ package struct Output {
         for row in all { for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) } }
         func render(_ row: [String]) -> String {
             row.enumerated().map { index, cell in
-                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+                index == row.count - 1 ? cell : padded(cell, to: widths[index])
             }.joined(separator: "  ")
         }
         if let header { line(bold(render(header))) }

@@ -49,7 +49,7 @@ struct DatabaseCommand: ParsableCommand {
                 if !counts.isEmpty {
                     output.line("rows:")
                     for (table, count) in counts.sorted(by: { $0.key < $1.key }) {
-                        output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+                        output.line("  \(padded(table, to: 24)) \(count)")
                     }
                 }
             }
@@ -201,7 +201,7 @@ struct DatabaseCommand: ParsableCommand {
             try output.result(report) {
                 for (table, digest) in digests.sorted(by: { $0.key < $1.key }) {
                     output.line(
-                        "\(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(digest.rows) rows  sha256 \(digest.sha256.prefix(16))"
+                        "\(padded(table, to: 24)) \(digest.rows) rows  sha256 \(digest.sha256.prefix(16))"
                     )
                 }
                 output.line("copied \(source.description) to \(target.description); every table verified")

@@ -157,7 +157,7 @@ struct ProfileSummary {
             }
             let description = limits.isEmpty ? "no caps" : limits.joined(separator: ", ")
             output.line(
-                "  \(tier.level.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(description); when capped: \(tier.whenCapped.rawValue)"
+                "  \(padded(tier.level.rawValue, to: 8)) \(description); when capped: \(tier.whenCapped.rawValue)"
             )
         }
         for meter in profile.meters {

@@ -95,7 +95,7 @@ extension BackupCommand {
                         "  \(label): \(Self.named(users.map { $0.isEmpty ? "guest owner \"\"" : $0 }, of: count))")
                 }
                 for (table, count) in report.rows.sorted(by: { $0.key < $1.key }) {
-                    output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+                    output.line("  \(padded(table, to: 24)) \(count)")
                 }
                 if report.renumbered > 0 {
                     output.note(

@@ -46,7 +46,7 @@ extension BackupCommand {
                 }
                 output.line("tables:")
                 for (table, count) in inspection.manifest.tables.sorted(by: { $0.key < $1.key }) {
-                    output.line("  \(table.padding(toLength: 24, withPad: " ", startingAt: 0)) \(count)")
+                    output.line("  \(padded(table, to: 24)) \(count)")
                 }
                 output.line("entries:")
                 output.table(
