@@ -12,8 +12,8 @@ package func csvField(_ text: String) -> String {
 }
 
 /// `text` cut or filled with spaces to `width` characters, as Foundation's `padding(toLength:withPad:startingAt:)`
-/// gives it, without going through `NSString`: the first bridge costs every command that prints a table about
-/// 0.8 M instructions of Foundation's runtime set-up (bench/results.md, "Start-up").
+/// gives it, without going through `NSString`, whose first use costs a command about 0.8 M instructions of
+/// first-time generic instantiations and conformance look-ups (bench/results.md, "Start-up").
 ///
 /// ```swift
 /// padded("users", to: 8)  // "users   "

@@ -171,8 +171,10 @@ extension MeterAmount {
         else {
             throw ParseFailure(description: "'\(text)' is too large; an amount is at most \(largestRequest)")
         }
-        let padded = (fractionText.map(String.init) ?? "").padding(
-            toLength: fractionDigits, withPad: "0", startingAt: 0)
+        // Filled in Swift, not with NSString's padding, whose first use costs a command about 1 M instructions
+        // of first-time generic instantiations (bench/results.md, "Start-up"). At most `fractionDigits` long, as checked.
+        let fractionDigitsGiven = fractionText.map(String.init) ?? ""
+        let padded = fractionDigitsGiven + String(repeating: "0", count: fractionDigits - fractionDigitsGiven.count)
         let fraction = Int64(padded) ?? 0
         return MeterAmount(millionths: whole * scale + fraction)
     }
