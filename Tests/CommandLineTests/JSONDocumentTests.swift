@@ -55,6 +55,16 @@ import Testing
         #expect(text.contains(#""event_id":2"#) && text.hasSuffix(#","id":1}"#))
     }
 
+    @Test func aDictionarysKeysAreDataAndKeepTheirSpelling() throws {
+        struct Counts: Encodable {
+            var perAction: [String: Int]
+            var isOn = true
+        }
+        let text = try JSONDocument.encode(
+            Counts(perAction: ["habitCreated": 1, "isOn": 2, "URLOpened": 3]), pretty: false)
+        #expect(text == #"{"on":true,"per_action":{"URLOpened":3,"habitCreated":1,"isOn":2}}"#, "\(text)")
+    }
+
     @Test func prettyAndCompactAreOneWriter() {
         let value = JSONValue.object([
             ("b", .array([.number("1.50"), .null, .object([])])), ("a", .string("x\n\u{1}")), ("c", .array([])),
