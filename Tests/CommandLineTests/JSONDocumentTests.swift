@@ -65,6 +65,30 @@ import Testing
         #expect(text == #"{"on":true,"per_action":{"URLOpened":3,"habitCreated":1,"isOn":2}}"#, "\(text)")
     }
 
+    @Test func numbersReadAsFoundationsSixPlacesWithoutTheTrailingZeros() {
+        func foundations(_ value: Double) -> String {
+            let rounded = (value * 1_000_000).rounded() / 1_000_000
+            if rounded == rounded.rounded(), abs(rounded) < 1e15 { return String(Int64(rounded)) }
+            var text = String(format: "%.6f", rounded)
+            while text.hasSuffix("0") { text.removeLast() }
+            if text.hasSuffix(".") { text.removeLast() }
+            return text
+        }
+        var generator = SystemRandomNumberGenerator()
+        var values: [Double] = [0.5, -0.5, 1.5, 0.000001, -0.000001, 0.0000004, 12.2, 3_999_999_999.999999, 4e9 + 0.25, 1e12 + 0.5]
+        for scale in [1.0, 100, 1e6, 1e9, 4e9, 1e12] {
+            values += (0..<2_000).map { _ in Double.random(in: -scale...scale, using: &generator) }
+        }
+        for value in values {
+            guard case .number(let text) = JSONValue.number(value) else {
+                Issue.record("\(value) is not a number")
+                continue
+            }
+            #expect(text == foundations(value), "\(value)")
+        }
+        #expect(JSONValue.number(.nan) == .null && JSONValue.number(.infinity) == .null)
+    }
+
     @Test func prettyAndCompactAreOneWriter() {
         let value = JSONValue.object([
             ("b", .array([.number("1.50"), .null, .object([])])), ("a", .string("x\n\u{1}")), ("c", .array([])),

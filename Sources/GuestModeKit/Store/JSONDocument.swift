@@ -115,9 +115,22 @@ extension JSONValue {
     /// Six decimals at most, no exponent, no trailing zeros; NaN and infinities as null.
     package static func number(_ value: Double) -> JSONValue {
         guard value.isFinite else { return .null }
-        let rounded = (value * 1_000_000).rounded() / 1_000_000
+        let millionths = (value * 1_000_000).rounded()
+        let rounded = millionths / 1_000_000
         if rounded == rounded.rounded(), abs(rounded) < 1e15 { return .number(String(Int64(rounded))) }
-        var text = String(format: "%.6f", rounded)
+        var text: String
+        // Below 4e9 a double is exact to far better than a millionth, so the millionths' digits are what
+        // "%.6f" prints; written in Swift, since Foundation's formatting costs its first use about 1.5 M
+        // instructions (bench/results.md, "Start-up"). Larger values keep Foundation's digits.
+        if abs(millionths) < 4e15 {
+            let magnitude = Int64(abs(millionths))
+            let fraction = String(magnitude % 1_000_000)
+            text =
+                (millionths < 0 ? "-" : "") + String(magnitude / 1_000_000) + "."
+                + String(repeating: "0", count: 6 - fraction.count) + fraction
+        } else {
+            text = String(format: "%.6f", rounded)
+        }
         while text.hasSuffix("0") { text.removeLast() }
         if text.hasSuffix(".") { text.removeLast() }
         return .number(text)
