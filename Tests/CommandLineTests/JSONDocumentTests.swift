@@ -75,7 +75,9 @@ import Testing
             return text
         }
         var generator = SystemRandomNumberGenerator()
-        var values: [Double] = [0.5, -0.5, 1.5, 0.000001, -0.000001, 0.0000004, 12.2, 3_999_999_999.999999, 4e9 + 0.25, 1e12 + 0.5]
+        var values: [Double] = [
+            0.5, -0.5, 1.5, 0.000001, -0.000001, 0.0000004, 12.2, 3_999_999_999.999999, 4e9 + 0.25, 1e12 + 0.5,
+        ]
         for scale in [1.0, 100, 1e6, 1e9, 4e9, 1e12] {
             values += (0..<2_000).map { _ in Double.random(in: -scale...scale, using: &generator) }
         }
