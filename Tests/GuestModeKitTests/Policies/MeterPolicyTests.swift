@@ -91,6 +91,29 @@ struct MeterPolicyTests {
         #expect(MeterReset.monthly.periodStart(containing: midnight) == midnight)
     }
 
+    @Test func periodsStartWhereFoundationsUTCCalendarPutsThem() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? calendar.timeZone
+        var generator = SystemRandomNumberGenerator()
+        // 1600 to 2400, leap days and century years included, and times just before and after midnight.
+        var times: [Double] = [0, -1, 86_399.999, 86_400, 951_782_400, 951_868_799.5, 4_107_542_400]
+        times += (0..<5_000).map { _ in Double.random(in: -11_676_096_000...13_569_465_600, using: &generator) }
+        for time in times {
+            let now = Date(timeIntervalSince1970: time)
+            // Before 1582-10-15 Foundation's calendar is Julian; an ISO 8601 timestamp's is Gregorian there too.
+            #expect(MeterReset.daily.periodStart(containing: now) == calendar.startOfDay(for: now), "\(now)")
+            #expect(
+                MeterReset.monthly.periodStart(containing: now)
+                    == calendar.date(from: calendar.dateComponents([.year, .month], from: now)), "\(now)")
+        }
+    }
+
+    @Test func periodsBeforeTheGregorianReformAreISOsGregorianOnes() {
+        let now = Timestamp.parse("0001-01-01T12:00:00Z") ?? .distantFuture
+        #expect(MeterReset.monthly.periodStart(containing: now) == Timestamp.parse("0001-01-01T00:00:00Z"))
+        #expect(MeterReset.daily.periodStart(containing: now) == Timestamp.parse("0001-01-01T00:00:00Z"))
+    }
+
     @Test func aFiredWarningBecomesASystemEvent() {
         #expect(FiredWarning.eventAction == "meter_warning")
         #expect(
