@@ -44,9 +44,7 @@ package struct GlobalOptions: ParsableArguments {
     /// printers use `storeDescription`.
     private var storeText: String {
         if let store { return store }
-        if let environment = ProcessInfo.processInfo.environment["GUESTMODE_STORE"], !environment.isEmpty {
-            return environment
-        }
+        if let environment = EnvironmentVariable.nonEmpty("GUESTMODE_STORE") { return environment }
         return "guestmode.sqlite"
     }
 
@@ -73,7 +71,7 @@ package struct GlobalOptions: ParsableArguments {
     /// $GUESTMODE_BACKUP_KEY_FILE, when set: a file named on purpose must exist,
     /// or a typo would make a new key and every later archive "another deployment's".
     private var namedBackupKeyFile: String? {
-        ProcessInfo.processInfo.environment["GUESTMODE_BACKUP_KEY_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        EnvironmentVariable.nonEmpty("GUESTMODE_BACKUP_KEY_FILE")
     }
 
     private func missingNamedKey(_ path: String) -> GuestModeError {
@@ -120,7 +118,7 @@ package struct GlobalOptions: ParsableArguments {
 
     private static func currentTime(now: String?) throws -> Date {
         if let now { return try GlobalOptions.time(now, what: "--now") }
-        if let environment = ProcessInfo.processInfo.environment["GUESTMODE_NOW"], !environment.isEmpty {
+        if let environment = EnvironmentVariable.nonEmpty("GUESTMODE_NOW") {
             return try GlobalOptions.time(environment, what: "GUESTMODE_NOW")
         }
         return Date()
@@ -155,7 +153,7 @@ package struct GlobalOptions: ParsableArguments {
             // GUESTMODE_SCHEMA is for PostgreSQL stores; a SQLite store named alongside it ignores it.
             let location = try StoreLocation(storeText)
             guard case .postgres(let uri, _) = location,
-                let environment = ProcessInfo.processInfo.environment["GUESTMODE_SCHEMA"], !environment.isEmpty
+                let environment = EnvironmentVariable.nonEmpty("GUESTMODE_SCHEMA")
             else { return location }
             return .postgres(uri: uri, schema: environment)
         }

@@ -15,7 +15,7 @@ package struct Output {
     }
 
     package var usesColour: Bool {
-        !isJSON && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+        !isJSON && isatty(STDOUT_FILENO) == 1 && EnvironmentVariable.value("NO_COLOR") == nil
     }
 
     package var showsProgress: Bool { !isJSON && !isQuiet && isatty(STDERR_FILENO) == 1 }
