@@ -211,7 +211,7 @@ extension SQLiteStore {
         guard db.changesCount == 0 else { return }
         let total =
             try String.fetchOne(
-                db, sql: "SELECT CAST(total AS TEXT) FROM counters WHERE user_id = ? AND action = ?",
+                db.cachedStatement(sql: "SELECT CAST(total AS TEXT) FROM counters WHERE user_id = ? AND action = ?"),
                 arguments: [user, action]) ?? "?"
         throw Bounds.counterOverflow(action: action, user: user, total: total, adding: Int64(count))
     }

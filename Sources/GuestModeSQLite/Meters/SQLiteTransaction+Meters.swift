@@ -118,7 +118,8 @@ extension SQLiteTransaction {
     }
 
     func owedGrantDraws() throws -> String? {
-        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [OwedGrantDraws.metaKey])
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [OwedGrantDraws.metaKey])
     }
 
     func setOwedGrantDraws(_ position: String?) throws {

@@ -75,7 +75,7 @@ extension SQLiteTransaction {
     func userFlags(of userID: String, prefix: String) throws -> [String: Date] {
         var flags: [String: Date] = [:]
         for row in try Row.fetchAll(
-            db, sql: "SELECT flag, set_at FROM user_flags WHERE user_id = ? AND substr(flag, 1, ?) = ?",
+            db.cachedStatement(sql: "SELECT flag, set_at FROM user_flags WHERE user_id = ? AND substr(flag, 1, ?) = ?"),
             arguments: [userID, prefix.unicodeScalars.count, prefix])
         {
             flags[try row.decode(forColumn: "flag")] = try row.time("set_at")
@@ -94,7 +94,8 @@ extension SQLiteTransaction {
 
     func lastEventTime(of userID: String, action: String) throws -> Date? {
         try StoredTime.fetchOne(
-            db, sql: "SELECT max(at) FROM events WHERE user_id = ? AND action = ?", arguments: [userID, action]
+            db.cachedStatement(sql: "SELECT max(at) FROM events WHERE user_id = ? AND action = ?"),
+            arguments: [userID, action]
         )?.date
     }
 }

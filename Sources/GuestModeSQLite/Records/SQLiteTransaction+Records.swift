@@ -19,7 +19,8 @@ extension SQLiteTransaction {
     func recordCounts(owner: String) throws -> [String: Int] {
         var counts: [String: Int] = [:]
         for row in try Row.fetchAll(
-            db, sql: "SELECT collection, COUNT(*) AS n FROM records WHERE owner_id = ? GROUP BY collection",
+            db.cachedStatement(
+                sql: "SELECT collection, COUNT(*) AS n FROM records WHERE owner_id = ? GROUP BY collection"),
             arguments: [owner])
         {
             counts[try row.decode(forColumn: "collection")] = try row.decode(forColumn: "n")
@@ -39,14 +40,14 @@ extension SQLiteTransaction {
 
     func record(owner: String, collection: String, key: String) throws -> StoredRecord? {
         try Row.fetchOne(
-            db, sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? AND key = ?",
+            db.cachedStatement(sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? AND key = ?"),
             arguments: [owner, collection, key]
         ).map(storedRecord)
     }
 
     func records(owner: String, collection: String) throws -> [StoredRecord] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? ORDER BY key",
+            db.cachedStatement(sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? ORDER BY key"),
             arguments: [owner, collection]
         ).map(storedRecord)
     }

@@ -13,7 +13,8 @@ extension SQLiteTransaction {
     }
 
     func serverKey(named name: String) throws -> ServerKey? {
-        try Row.fetchOne(db, sql: "SELECT * FROM server_keys WHERE name = ?", arguments: [name]).map(serverKey)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM server_keys WHERE name = ?"), arguments: [name]).map(
+            serverKey)
     }
 
     func serverKey(secretHash: String) throws -> ServerKey? {
@@ -23,7 +24,7 @@ extension SQLiteTransaction {
     }
 
     func serverKeys() throws -> [ServerKey] {
-        try Row.fetchAll(db, sql: "SELECT * FROM server_keys ORDER BY name").map(serverKey)
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM server_keys ORDER BY name")).map(serverKey)
     }
 
     func markServerKeyRevoked(named name: String, at time: Date) throws {
@@ -47,7 +48,7 @@ extension SQLiteTransaction {
     }
 
     func signingKeys() throws -> [StoredSigningKey] {
-        try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY id").map { row in
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM signing_keys ORDER BY id")).map { row in
             StoredSigningKey(
                 kid: try row.decode(forColumn: "kid"), algorithm: try row.decode(forColumn: "algorithm"),
                 publicKey: try row.decode(forColumn: "public_key"),

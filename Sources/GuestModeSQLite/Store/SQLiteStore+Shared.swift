@@ -18,7 +18,8 @@ extension SQLiteStore {
     }
 
     func findUser(_ id: String, _ db: Database) throws -> User? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [id])
+        else {
             return nil
         }
         return User(
@@ -32,7 +33,8 @@ extension SQLiteStore {
 
     func identities(of userID: String, _ db: Database) throws -> [Identity] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM identities WHERE user_id = ? ORDER BY linked_at, provider", arguments: [userID]
+            db.cachedStatement(sql: "SELECT * FROM identities WHERE user_id = ? ORDER BY linked_at, provider"),
+            arguments: [userID]
         ).map { row in
             Identity(
                 provider: try row.decode(forColumn: "provider"), subject: try row.decode(forColumn: "subject"),
@@ -44,7 +46,7 @@ extension SQLiteStore {
     func counters(of userID: String, _ db: Database) throws -> [String: Int] {
         var counters: [String: Int] = [:]
         for row in try Row.fetchAll(
-            db, sql: "SELECT action, total FROM counters WHERE user_id = ?", arguments: [userID])
+            db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
         {
             counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total")
         }
@@ -73,7 +75,8 @@ extension SQLiteStore {
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM plans WHERE user_id = ? ORDER BY granted_at, id", arguments: [userID]
+            db.cachedStatement(sql: "SELECT * FROM plans WHERE user_id = ? ORDER BY granted_at, id"),
+            arguments: [userID]
         ).map { row in
             PlanGrant(
                 plan: try row.decode(forColumn: "plan"),

@@ -103,9 +103,10 @@ extension SQLiteTransaction {
 
     func webhookCounts() throws -> [WebhookCount] {
         try Row.fetchAll(
-            db,
-            sql:
-                "SELECT endpoint, status, COUNT(*) AS n FROM webhook_outbox GROUP BY endpoint, status ORDER BY endpoint"
+            db.cachedStatement(
+                sql:
+                    "SELECT endpoint, status, COUNT(*) AS n FROM webhook_outbox GROUP BY endpoint, status ORDER BY endpoint"
+            )
         ).map { row in
             WebhookCount(
                 endpoint: try row.decode(forColumn: "endpoint"),
