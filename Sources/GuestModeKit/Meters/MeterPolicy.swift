@@ -27,34 +27,9 @@ extension MeterReset {
         case .never: return nil
         case .daily: return Date(timeIntervalSince1970: day * 86_400)
         case .monthly:
-            let (year, month, _) = CivilDate.fromDays(Int64(day))
+            let (year, month, _) = CivilDate.fromDays(Int(day))
             return Date(timeIntervalSince1970: Double(CivilDate.days(year: year, month: month, day: 1)) * 86_400)
         }
-    }
-}
-
-/// Proleptic Gregorian dates and their day numbers since 1970-01-01, as Howard Hinnant's `civil_from_days`
-/// and `days_from_civil` compute them ("chrono-Compatible Low-Level Date Algorithms").
-enum CivilDate {
-    static func fromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthFromMarch = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
-        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    static func days(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let year = month <= 2 ? year - 1 : year
-        let era = (year >= 0 ? year : year - 399) / 400
-        let yearOfEra = year - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 }
 

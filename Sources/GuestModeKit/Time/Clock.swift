@@ -32,18 +32,8 @@ public enum Timestamp {
         let fraction = Int(milliseconds - Int64(seconds) * 1000)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let time = seconds - days * 86_400
-        // The date by Howard Hinnant's `civil_from_days`, the inverse of
-        // `civilTime`: gmtime_r (a lock and the time zone's state) was half
-        // of formatting a time.
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        // By day number, not gmtime_r (a lock and the time zone's state), which was half of formatting a time.
+        let (year, month, day) = CivilDate.fromDays(days)
         // Built by hand: String(format:) dominated bulk ingestion.
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: textLength) { bytes in
             var position = 0
@@ -147,17 +137,11 @@ public enum Timestamp {
         }
     }
 
-    /// The time of a valid proleptic Gregorian date and time, as `timegm`
-    /// gives it: days since 1970-01-01 by Howard Hinnant's `days_from_civil`.
+    /// The time of a valid proleptic Gregorian date and time, as `timegm` gives it.
     private static func civilTime(
         _ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int, offsetSeconds: Int
     ) -> Date {
-        let shiftedYear = month <= 2 ? year - 1 : year
-        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
-        let yearOfEra = shiftedYear - era * 400
-        let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
+        let days = CivilDate.days(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second
         return Date(timeIntervalSince1970: TimeInterval(seconds - offsetSeconds))
     }
@@ -169,5 +153,30 @@ public enum Timestamp {
                 .badTime, "\(what): '\(text)' is not an ISO 8601 time; write it like 2026-11-22T09:30:00Z")
         }
         return date
+    }
+}
+
+/// Proleptic Gregorian dates and their day numbers since 1970-01-01, as Howard Hinnant's `civil_from_days`
+/// and `days_from_civil` compute them ("chrono-Compatible Low-Level Date Algorithms").
+enum CivilDate {
+    static func fromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
+        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    static func days(year: Int, month: Int, day: Int) -> Int {
+        let year = month <= 2 ? year - 1 : year
+        let era = (year >= 0 ? year : year - 399) / 400
+        let yearOfEra = year - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 }
