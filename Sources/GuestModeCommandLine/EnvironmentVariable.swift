@@ -2,7 +2,8 @@ import Foundation
 
 /// One environment variable, read with `getenv`. `ProcessInfo.environment` builds a dictionary of every
 /// variable on each call, 0.4 M instructions the first time: paid by every command for the one or two it
-/// reads (bench/results.md, "Start-up").
+/// reads (bench/results.md, "Start-up"). FaultHooks.swift keeps `ProcessInfo`: it is compiled on its own by
+/// scripts/check-release-hooks.sh, and only test builds read its variables.
 ///
 /// ```swift
 /// let now = EnvironmentVariable.nonEmpty("GUESTMODE_NOW")  // nil when unset or empty

@@ -21,7 +21,7 @@ package enum FaultHooks {
     /// (`link-lock`, `migrate-backup`, `migrate-step-N`).
     package static func stops(after name: String) -> Bool {
         #if GUESTMODE_FAULT_HOOKS
-        EnvironmentVariable.value("GUESTMODE_TEST_STOP_AFTER") == name
+        ProcessInfo.processInfo.environment["GUESTMODE_TEST_STOP_AFTER"] == name
         #else
         false
         #endif
@@ -38,7 +38,7 @@ package enum FaultHooks {
     /// written, before the commit); see `InjectedFaults`.
     package static var failurePoint: String? {
         #if GUESTMODE_FAULT_HOOKS
-        EnvironmentVariable.value("GUESTMODE_TEST_FAIL_AT")
+        ProcessInfo.processInfo.environment["GUESTMODE_TEST_FAIL_AT"]
         #else
         nil
         #endif
@@ -47,7 +47,7 @@ package enum FaultHooks {
     /// The tour step the test wants to see fail: the first step whose command contains this text.
     package static var brokenTourStep: String? {
         #if GUESTMODE_FAULT_HOOKS
-        EnvironmentVariable.value("GUESTMODE_TOUR_BREAK")
+        ProcessInfo.processInfo.environment["GUESTMODE_TOUR_BREAK"]
         #else
         nil
         #endif
