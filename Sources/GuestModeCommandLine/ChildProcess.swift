@@ -160,7 +160,9 @@ package final class ChildProcess: Sendable {
     }
 
     /// Runs `executable` with `input` on its standard input (then closed) and waits for it, reading
-    /// both outputs to their end as it runs, so a chatty child never blocks on a full pipe.
+    /// both outputs to their end as it runs, so a chatty child never blocks on a full pipe. A child
+    /// that exits before reading all of `input` raises SIGPIPE in the caller: pass input only from a
+    /// process that ignores SIGPIPE (a test runner does; guestmode, which keeps its default, passes none).
     package static func run(
         _ executable: String, arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
         input: Data? = nil

@@ -173,8 +173,8 @@ extension MeterAmount {
         }
         // Filled in Swift, not with NSString's padding, whose first use costs a command about 1 M instructions
         // of first-time generic instantiations (bench/results.md, "Start-up"). At most `fractionDigits` long, as checked.
-        let fractionDigitsGiven = fractionText.map(String.init) ?? ""
-        let padded = fractionDigitsGiven + String(repeating: "0", count: fractionDigits - fractionDigitsGiven.count)
+        let written = fractionText.map(String.init) ?? ""
+        let padded = written + String(repeating: "0", count: fractionDigits - written.count)
         let fraction = Int64(padded) ?? 0
         return MeterAmount(millionths: whole * scale + fraction)
     }
