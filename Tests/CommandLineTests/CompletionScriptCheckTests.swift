@@ -55,7 +55,8 @@ private struct PlainRoot: ParsableCommand {
             #expect(ProbeRoot.exitCode(for: error) == PlainRoot.exitCode(for: plainError), "\(arguments)")
             #expect(ProbeRoot.fullMessage(for: error) == PlainRoot.fullMessage(for: plainError), "\(arguments)")
             if arguments != ["--generate-completion-script"] {
-                #expect(ProbeRoot.exitCode(for: error) == .success, "a script request ends the parse as ArgumentParser's")
+                #expect(
+                    ProbeRoot.exitCode(for: error) == .success, "a script request ends the parse as ArgumentParser's")
                 #expect(ProbeRoot.fullMessage(for: error).contains("probe"), "\(arguments)")
             }
         }
