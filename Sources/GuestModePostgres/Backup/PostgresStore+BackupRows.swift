@@ -192,8 +192,6 @@ private final class PostgresBackupSource: BackupRowSource {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
     private var cursors = 0
-    /// Whether this transaction's sorted user list is open (`forEachUserID`).
-    private var userListOpen = false
 
     init(_ connection: PostgresConnection) { self.connection = connection }
 
@@ -213,22 +211,16 @@ private final class PostgresBackupSource: BackupRowSource {
         ).first?.int("n") ?? 0
     }
 
-    /// Every user id in byte order, sorted once per export: the header
-    /// streams the list twice (its size, then its bytes), so the sorted ids
-    /// stay on the server in a scrollable cursor, read again from its start,
-    /// ten thousand at a time.
+    /// Every user id in byte order, streamed through COPY as a table's rows
+    /// are: the header reads the list twice (its size, then its bytes), each
+    /// time an index scan of the users' key, whose column compares byte by
+    /// byte (pg15), so nothing is sorted and nothing is held on the server.
     func forEachUserID(_ body: (String) throws -> Void) throws {
-        if userListOpen {
-            try connection.execute("MOVE ABSOLUTE 0 IN guestmode_users")
-        } else {
-            try connection.execute(
-                "DECLARE guestmode_users SCROLL CURSOR FOR SELECT id FROM users ORDER BY id COLLATE \"C\"")
-            userListOpen = true
-        }
-        while true {
-            let batch = try connection.execute("FETCH 10000 FROM guestmode_users")
-            if batch.count == 0 { break }
-            for row in batch { try body(try row.string("id")) }
+        let ids = CopyTextRows(kinds: [.text], columns: ["id"], table: "users", location: connection.location)
+        try connection.copyOut(#"COPY (SELECT id FROM users ORDER BY id COLLATE "C") TO STDOUT"#) { line in
+            try ids.decode(line) { cells in
+                if case .text(let id) = cells[0] { try body(String(decoding: id, as: UTF8.self)) }
+            }
         }
     }
 

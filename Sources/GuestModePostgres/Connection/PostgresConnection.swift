@@ -182,9 +182,25 @@ final class PostgresConnection: Sendable {
             default:
                 let state = pq.PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
                 let message = PostgresConnection.message(pq.PQresultErrorMessage(result))
-                throw failure(sqlState: state, message: message, sql: sql)
+                var failed = failure(sqlState: state, message: message, sql: sql)
+                // The server's own function name, whatever language its messages are in.
+                failed.isStalePlan =
+                    state == "0A000"
+                    && pq.PQresultErrorField(result, Int32(UInt8(ascii: "R"))).map { String(cString: $0) }
+                        == "RevalidateCachedQuery"
+                throw failed
             }
         }
+    }
+
+    /// Forgets every statement this connection prepared, on the server too:
+    /// after another process changed the schema under them (a migration
+    /// giving a column another collation or type), the server refuses to run
+    /// them again (`isStalePlan`), and they are prepared anew from their text.
+    /// Run outside a transaction, or in one that has not failed.
+    func forgetPreparedStatements() throws {
+        try execute("DEALLOCATE ALL")
+        prepared.withLock { $0.removeAll() }
     }
 
     /// Queues the statement and pushes it to the server: not sent at all once
@@ -652,6 +668,11 @@ struct PostgresFailure: Error, CustomStringConvertible {
     var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
     var isUniqueViolation: Bool { sqlState == "23505" }
     var isConnectionLost: Bool { sqlState == nil || sqlState?.hasPrefix("08") == true || sqlState == "57P01" }
+    /// Set when the server refused a prepared statement because the schema
+    /// changed its result's shape since it was prepared ("cached plan must
+    /// not change result type"): the transaction is run again once its
+    /// connection has forgotten its statements.
+    var isStalePlan = false
     /// Set when the failure came from COMMIT itself: with the connection
     /// gone then, the server may have committed or not, and nobody can say.
     var isDuringCommit = false

@@ -159,7 +159,8 @@ public final class PostgresStore: Sendable {
     // MARK: Transactions
 
     /// Runs `body` in one transaction, rerun from the start when the server
-    /// reports a serialization failure or deadlock. Inside another
+    /// reports a serialization failure or deadlock, or refuses a statement
+    /// prepared before another process changed the schema. Inside another
     /// transaction of this store on the same thread, `body` joins it.
     func write<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         if let connection = pool.connectionInTransaction { return try body(connection) }
@@ -180,6 +181,9 @@ public final class PostgresStore: Sendable {
                 } catch let failure as PostgresFailure {
                     _ = try? connection.execute("ROLLBACK")
                     if failure.isRetryable && attempt < 5 { continue }
+                    if failure.isStalePlan && attempt < 5, (try? connection.forgetPreparedStatements()) != nil {
+                        continue
+                    }
                     throw failure.asGuestModeError
                 } catch {
                     _ = try? connection.execute("ROLLBACK")
@@ -189,22 +193,31 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// Reads in one transaction, so every value comes from the same snapshot.
+    /// Reads in one transaction, so every value comes from the same snapshot;
+    /// rerun when the server refuses a statement prepared before another
+    /// process changed the schema.
     /// Inside another transaction of this store on the same thread, `body` joins it.
     func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         if let connection = pool.connectionInTransaction { return try body(connection) }
         return try pool.withTransaction { connection in
-            try begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", on: connection)
-            do {
-                let value = try body(connection)
-                try connection.execute("COMMIT")
-                return value
-            } catch let failure as PostgresFailure {
-                _ = try? connection.execute("ROLLBACK")
-                throw failure.asGuestModeError
-            } catch {
-                _ = try? connection.execute("ROLLBACK")
-                throw error
+            var attempt = 0
+            while true {
+                attempt += 1
+                try begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", on: connection)
+                do {
+                    let value = try body(connection)
+                    try connection.execute("COMMIT")
+                    return value
+                } catch let failure as PostgresFailure {
+                    _ = try? connection.execute("ROLLBACK")
+                    if failure.isStalePlan && attempt < 5, (try? connection.forgetPreparedStatements()) != nil {
+                        continue
+                    }
+                    throw failure.asGuestModeError
+                } catch {
+                    _ = try? connection.execute("ROLLBACK")
+                    throw error
+                }
             }
         }
     }
