@@ -26,11 +26,14 @@ package final class Progress {
         isTerminal = global.output.showsProgress
     }
 
+    /// Whether anything is shown: when not, work that only feeds the progress (counting first) can be skipped.
+    package var isShown: Bool { isJSON || isTerminal }
+
     /// `done` of `total` (nil when not known yet).
     package func update(done: Int, total: Int?) {
         self.done = done
         self.total = total
-        guard isJSON || isTerminal else { return }
+        guard isShown else { return }
         // At most once per percent, or per 1000 units when the total is unknown: a million guests
         // purged must not mean a million writes to stderr.
         let step = total.map { max(1, $0 / 100) } ?? 1_000

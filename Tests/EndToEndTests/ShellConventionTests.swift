@@ -147,6 +147,7 @@ struct ShellConventionTests {
         #expect(lines.last?["message_type"] as? String == "summary")
         #expect(lines.last?["action"] as? String == "backup export")
         #expect((lines.last?["done"] as? Int ?? 0) > 0)
+        #expect(lines.last?["total"] as? Int == lines.last?["done"] as? Int, "the rows counted first for the total")
         let ingested = try await sandbox.run(
             "track", "--from", "-", "--create-users", "--json",
             input: "{\"user\":\"x\",\"action\":\"app_opened\"}\n")

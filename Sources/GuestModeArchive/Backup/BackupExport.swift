@@ -22,13 +22,15 @@ public struct BackupExportSummary: Codable, Sendable {
 extension GuestMode {
     /// Writes the selected users' rows to an archive at `path`, atomically and
     /// with mode 0600, streaming rows from one read snapshot.
-    /// `progress` receives (rows written, rows in total). With `signingKey`
+    /// `progress`, when given, receives (rows written, rows in total): the
+    /// rows are counted first for it, a scan of every table, so a caller that
+    /// shows no progress passes none. With `signingKey`
     /// the archive ends with `signature.json`; with `encryption` the whole
     /// file is sealed in chunks (see `EncryptedArchive`).
     public func exportBackup(
         _ selection: BackupSelection, to path: String, format: ArchiveFormat, level: Int? = nil, now: Date,
         toolVersion: String, signingKey: BackupKey? = nil, encryption: BackupEncryption? = nil,
-        progress: (Int, Int) -> Void = { _, _ in }
+        progress: ((_ written: Int, _ total: Int) -> Void)? = nil
     ) throws -> BackupExportSummary {
         if let level, !format.levels.contains(level) {
             throw GuestModeError(
@@ -48,7 +50,7 @@ extension GuestMode {
                 }
             }
             var total = 0
-            for table in BackupTable.all { total += try snapshot.rowCount(in: table) }
+            if progress != nil { for table in BackupTable.all { total += try snapshot.rowCount(in: table) } }
             // The user list is streamed from the snapshot twice: once for the
             // header's size (an entry's size comes before it), once to write it.
             let header = try StreamedHeader(
@@ -109,7 +111,7 @@ extension GuestMode {
                             chunkRows += 1
                             tableRows += 1
                             written += 1
-                            if written % 10_000 == 0 { progress(written, total) }
+                            if written % 10_000 == 0 { progress?(written, total) }
                             if chunk.count >= BackupFormat.chunkTarget { try flush() }
                         }
                         try flush()
@@ -132,7 +134,7 @@ extension GuestMode {
                     }
                 }
             }
-            progress(written, total)
+            progress?(written, total)
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
             return BackupExportSummary(
                 archive: path, format: format, users: users, tables: manifest.tables, bytes: size,

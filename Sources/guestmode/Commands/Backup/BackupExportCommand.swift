@@ -83,7 +83,7 @@ extension BackupCommand {
                 all ? .all : .users(users), to: destination, format: chosen, level: level,
                 now: try global.currentTime(),
                 toolVersion: GuestModeVersion.current, signingKey: key, encryption: encryption,
-                progress: { done, total in progress.update(done: done, total: total) })
+                progress: progress.isShown ? { done, total in progress.update(done: done, total: total) } : nil)
             progress.finish()
             if out == "-" {
                 // Nothing but the archive on stdout: the summary goes to stderr.
