@@ -29,19 +29,17 @@ extension Sandbox {
     /// between the choice and the bind), detached, and waits until it listens; or, when `down`, until it
     /// holds the port without listening (connections refused, as when nothing listens) until `listen()`.
     ///
-    /// Foundation's `Process` learns that a child ended when the child's end of a socket pair closes,
-    /// then reaps it with a blocking `waitpid` on the one thread that reaps every child. The receiver
-    /// closes the descriptors it inherits (so it never holds another test's pipe open), which would
-    /// close that socket while it still runs and park the reaping thread until it exits: every other
-    /// command of the run would then wait for the receiver's `--lifetime`. So the receiver is started
-    /// by a shell that exits at once, and only that shell is Foundation's child.
+    /// The receiver is started by a shell that exits at once, and stopped by its process id; its
+    /// `--lifetime` only bounds one a crashed test leaves behind. So that bound is long: a test on a
+    /// machine loaded by the whole suite has taken 250 s, and a receiver that had exited at 240 s
+    /// refused its last deliveries.
     func startReceiver(port: Int = 0, down: Bool = false) async throws -> Receiver {
         if (try? read("hook.secret")) == nil { try write("hook.secret", "whsec_\(UUID().uuidString)\n") }
         let script = Sandbox.packageRoot.appendingPathComponent("scripts/webhook-receiver.py").path
         let started = try await shell(
             """
             python3 '\(script)' --port \(port) --port-file receiver.port --log received.ndjson \\
-                --secret-file hook.secret --mode-file receiver.mode --lifetime 240 \(down ? "--listen-file receiver.up" : "") \\
+                --secret-file hook.secret --mode-file receiver.mode --lifetime 1800 \(down ? "--listen-file receiver.up" : "") \\
                 </dev/null >/dev/null 2>&1 &
             echo $!
             """)
