@@ -163,34 +163,7 @@ public final class PostgresStore: Sendable {
     /// prepared before another process changed the schema. Inside another
     /// transaction of this store on the same thread, `body` joins it.
     func write<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        if let connection = pool.connectionInTransaction { return try body(connection) }
-        return try pool.withTransaction { connection in
-            var attempt = 0
-            while true {
-                attempt += 1
-                try begin("BEGIN", on: connection)
-                do {
-                    let value = try body(connection)
-                    do {
-                        try connection.execute("COMMIT")
-                    } catch var failure as PostgresFailure {
-                        failure.isDuringCommit = true
-                        throw failure
-                    }
-                    return value
-                } catch let failure as PostgresFailure {
-                    _ = try? connection.execute("ROLLBACK")
-                    if failure.isRetryable && attempt < 5 { continue }
-                    if failure.isStalePlan && attempt < 5, (try? connection.forgetPreparedStatements()) != nil {
-                        continue
-                    }
-                    throw failure.asGuestModeError
-                } catch {
-                    _ = try? connection.execute("ROLLBACK")
-                    throw error
-                }
-            }
-        }
+        try transaction("BEGIN", writes: true, body)
     }
 
     /// Reads in one transaction, so every value comes from the same snapshot;
@@ -198,20 +171,36 @@ public final class PostgresStore: Sendable {
     /// process changed the schema.
     /// Inside another transaction of this store on the same thread, `body` joins it.
     func read<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", writes: false, body)
+    }
+
+    /// `body` in a transaction opened by `start`, up to five attempts. A write
+    /// is rerun after a serialization failure or deadlock, and its COMMIT's
+    /// failure marked as one whose outcome may be unknown; either is rerun
+    /// after a stale prepared statement, once the connection forgot them.
+    private func transaction<T>(
+        _ start: String, writes: Bool, _ body: (PostgresConnection) throws -> T
+    ) throws -> T {
         if let connection = pool.connectionInTransaction { return try body(connection) }
         return try pool.withTransaction { connection in
             var attempt = 0
             while true {
                 attempt += 1
-                try begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", on: connection)
+                try begin(start, on: connection)
                 do {
                     let value = try body(connection)
-                    try connection.execute("COMMIT")
+                    do {
+                        try connection.execute("COMMIT")
+                    } catch var failure as PostgresFailure {
+                        failure.isDuringCommit = writes
+                        throw failure
+                    }
                     return value
                 } catch let failure as PostgresFailure {
                     _ = try? connection.execute("ROLLBACK")
-                    if failure.isStalePlan && attempt < 5, (try? connection.forgetPreparedStatements()) != nil {
-                        continue
+                    if attempt < 5 {
+                        if writes && failure.isRetryable { continue }
+                        if failure.isStalePlan, (try? connection.forgetPreparedStatements()) != nil { continue }
                     }
                     throw failure.asGuestModeError
                 } catch {
