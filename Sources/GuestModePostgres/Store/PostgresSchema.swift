@@ -37,7 +37,9 @@ enum PostgresSchema {
     /// order, those reads are index scans instead of sorts (an `export --all`
     /// of 1 M guests sorted users and counters for about 2 s of its 3.3 s on
     /// the server, bench/scale.md). Every column, not only the keys, so no
-    /// comparison between two columns meets two collations. Only the
+    /// comparison between two columns meets two collations. Only guestmode's
+    /// own tables, named: `--schema` may name a schema an application's
+    /// tables share, and those are not guestmode's to change. Only the
     /// collation changes: no row is rewritten, the indexes on these columns
     /// are rebuilt, one statement a table.
     static let byteOrderText = """
@@ -55,6 +57,13 @@ enum PostgresSchema {
                     AND c.relkind = 'r' AND a.atttypid = 'text'::regtype
                     AND a.attcollation <> (SELECT oid FROM pg_collation
                         WHERE collname = 'C' AND collnamespace = 'pg_catalog'::regnamespace)
+                    AND c.relname = ANY (ARRAY[
+                        'conflict_archive', 'counters', 'credentials', 'events', 'experiment_assignments',
+                        'identities', 'kept_responses', 'meta', 'meter_grant_draws', 'meter_grants', 'meter_totals',
+                        'meter_usage', 'meter_warnings', 'migration_journals', 'migration_steps', 'outbox', 'plans',
+                        'prompt_outcomes', 'records', 'refresh_tokens', 'schema_migrations', 'server_keys',
+                        'session_families', 'sign_in_buckets', 'signing_keys', 'store_events', 'store_purchases',
+                        'upgrade_locks', 'user_flags', 'users', 'webhook_outbox'])
                 GROUP BY c.relname
                 ORDER BY c.relname
             LOOP
