@@ -28,9 +28,9 @@ import Testing
         case 0: return ["true", "false", "null"].randomElement(using: &random)!
         case 1: return randomNumber(&random)
         case 2, 3:
-            var out = ""
+            var out: [UInt8] = []
             JSONValue.writeString(randomString(&random), to: &out)
-            return out
+            return String(decoding: out, as: UTF8.self)
         case 4:
             let items = (0..<Int(random.next() % 3)).map { _ in randomText(&random, depth: depth + 1) }
             return "[" + items.joined(separator: random.next() % 5 == 0 ? ", " : ",") + "]"
@@ -38,9 +38,9 @@ import Testing
             var keys = (0..<Int(random.next() % 4)).map { _ in randomString(&random) }
             if random.next() % 3 != 0 { keys.sort() }
             let members = keys.map { key -> String in
-                var name = ""
+                var name: [UInt8] = []
                 JSONValue.writeString(key, to: &name)
-                return name + ":" + randomText(&random, depth: depth + 1)
+                return String(decoding: name, as: UTF8.self) + ":" + randomText(&random, depth: depth + 1)
             }
             return "{" + members.joined(separator: ",") + "}"
         }

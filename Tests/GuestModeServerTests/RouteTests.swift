@@ -68,6 +68,13 @@ struct RouteTests {
             try await server.request(.get, "/v1/users/\(user)/records/subscriptions/s5", token: token).status == 404)
         let nul = try await server.request(.get, "/v1/users/\(user)/records/subscriptions/s1%00", token: token)
         #expect(nul.status == 422 && nul.errorCode == "nul_in_text")
+        // A byte that is not UTF-8 is refused, not read as U+FFFD (Foundation's decoding made `%A9` the key
+        // `%EF%BF%BD` names), on writes as on reads.
+        for method in [HTTPRequest.Method.put, .get] {
+            let lossy = try await server.request(
+                method, "/v1/users/\(user)/records/subscriptions/s%A9", token: token, body: method == .put ? "{}" : nil)
+            #expect(lossy.status == 400 && lossy.errorCode == "usage", "\(method): \(lossy.body)")
+        }
         let unknown = try await server.request(.put, "/v1/users/\(user)/records/nope/k", token: token, body: "{}")
         #expect(unknown.status == 400 && unknown.errorCode == "unknown_collection")
         let (other, _) = try await server.signIn()

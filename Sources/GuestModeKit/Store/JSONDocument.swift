@@ -159,6 +159,9 @@ final class JSONNode {
     func child(forKey key: String) -> JSONNode {
         let node = JSONNode()
         if case .object(var members) = content {
+            // Emptied first, so the members are appended in place rather than copied: a copy per key
+            // made an object of n keys cost n² (bench/results.md, "Serving, round 5").
+            content = .unset
             members.append((key, node))
             content = .object(members)
         } else {
@@ -170,6 +173,7 @@ final class JSONNode {
     func appended() -> JSONNode {
         let node = JSONNode()
         if case .array(var items) = content {
+            content = .unset
             items.append(node)
             content = .array(items)
         } else {

@@ -341,75 +341,81 @@ extension JSONValue {
     /// a level, with `"name" : value` (the layout of the documents the
     /// command line prints).
     package func text(pretty: Bool) -> String {
-        var output = ""
+        // Built as UTF-8 bytes and made a String once: appending to a String piece by piece (a
+        // uniqueness check, a capacity check and a UTF-8 scan each time) was most of encoding a
+        // served answer (bench/results.md, "Serving, round 5").
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
         write(to: &output, pretty: pretty, indent: 0)
-        return output
+        return String(decoding: output, as: UTF8.self)
     }
 
-    private func write(to output: inout String, pretty: Bool, indent: Int) {
+    private func write(to output: inout [UInt8], pretty: Bool, indent: Int) {
         func newline(_ level: Int) {
-            if pretty { output += "\n" + String(repeating: "  ", count: level) }
+            guard pretty else { return }
+            output.append(UInt8(ascii: "\n"))
+            output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
         }
         switch self {
-        case .null: output += "null"
-        case .bool(let value): output += value ? "true" : "false"
-        case .number(let text): output += text
+        case .null: output.append(contentsOf: "null".utf8)
+        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .number(let text): output.append(contentsOf: text.utf8)
         case .string(let text): JSONValue.writeString(text, to: &output)
         case .array(let elements):
-            guard !elements.isEmpty else { return output += "[]" }
-            output += "["
+            guard !elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
+            output.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
-                if index > 0 { output += "," }
+                if index > 0 { output.append(UInt8(ascii: ",")) }
                 newline(indent + 1)
                 element.write(to: &output, pretty: pretty, indent: indent + 1)
             }
             newline(indent)
-            output += "]"
+            output.append(UInt8(ascii: "]"))
         case .object(let members):
-            guard !members.isEmpty else { return output += "{}" }
-            output += "{"
+            guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
+            output.append(UInt8(ascii: "{"))
             for (index, name) in members.keys.sorted().enumerated() {
-                if index > 0 { output += "," }
+                if index > 0 { output.append(UInt8(ascii: ",")) }
                 newline(indent + 1)
                 JSONValue.writeString(name, to: &output)
-                output += pretty ? " : " : ":"
+                output.append(contentsOf: (pretty ? " : " : ":").utf8)
                 members[name]?.write(to: &output, pretty: pretty, indent: indent + 1)
             }
             newline(indent)
-            output += "}"
+            output.append(UInt8(ascii: "}"))
         }
     }
 
-    /// Runs between the characters that need an escape are appended whole:
-    /// appending scalar by scalar was most of re-encoding a record.
-    static func writeString(_ text: String, to output: inout String) {
-        output += "\""
-        let utf8 = text.utf8
-        var runStart = utf8.startIndex
-        var index = runStart
-        while index != utf8.endIndex {
-            let byte = utf8[index]
-            guard byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 else {
-                utf8.formIndex(after: &index)
-                continue
+    /// Runs between the bytes that need an escape are appended whole.
+    static func writeString(_ text: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { bytes in
+            var runStart = 0
+            for (index, byte) in bytes.enumerated()
+            where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 {
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                output.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""): output.append(UInt8(ascii: "\""))
+                case UInt8(ascii: "\\"): output.append(UInt8(ascii: "\\"))
+                case UInt8(ascii: "\n"): output.append(UInt8(ascii: "n"))
+                case UInt8(ascii: "\r"): output.append(UInt8(ascii: "r"))
+                case UInt8(ascii: "\t"): output.append(UInt8(ascii: "t"))
+                case 0x08: output.append(UInt8(ascii: "b"))
+                case 0x0C: output.append(UInt8(ascii: "f"))
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    output.append(contentsOf: [
+                        UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)],
+                        hex[Int(byte & 0xF)],
+                    ])
+                }
+                runStart = index + 1
             }
-            // An ASCII byte is a character of its own, so both ends of the run fall on characters.
-            if runStart != index { output += text[runStart..<index] }
-            switch byte {
-            case UInt8(ascii: "\""): output += "\\\""
-            case UInt8(ascii: "\\"): output += "\\\\"
-            case UInt8(ascii: "\n"): output += "\\n"
-            case UInt8(ascii: "\r"): output += "\\r"
-            case UInt8(ascii: "\t"): output += "\\t"
-            case 0x08: output += "\\b"
-            case 0x0C: output += "\\f"
-            default: output += String(format: "\\u%04x", UInt32(byte))
-            }
-            utf8.formIndex(after: &index)
-            runStart = index
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
-        if runStart != utf8.endIndex { output += text[runStart..<utf8.endIndex] }
-        output += "\""
+        output.append(UInt8(ascii: "\""))
     }
 }
 

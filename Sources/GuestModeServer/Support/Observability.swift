@@ -129,9 +129,30 @@ struct ObservabilityMiddleware: RouterMiddleware {
     /// document names it; `none` when no route matched.
     static func route(of context: ServerContext) -> String {
         guard let path = context.endpointPath, path != "NotFound" else { return "none" }
-        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
-            segment.hasPrefix(":") ? "{\(segment.dropFirst())}" : String(segment)
-        }.joined(separator: "/")
+        return template(of: path)
+    }
+
+    /// `/v1/users/:user` → `/v1/users/{user}`.
+    static func template(of path: String) -> String {
+        // Byte by byte: splitting, mapping and joining the segments was 28 k instructions of every
+        // request's access log line (bench/results.md, "Serving, round 5").
+        var template: [UInt8] = []
+        template.reserveCapacity(path.utf8.count + 8)
+        var inParameter = false
+        for byte in path.utf8 {
+            let startsSegment = template.last == UInt8(ascii: "/") || template.isEmpty
+            if byte == UInt8(ascii: ":") && startsSegment {
+                template.append(UInt8(ascii: "{"))
+                inParameter = true
+            } else if byte == UInt8(ascii: "/") && inParameter {
+                template.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "/")])
+                inParameter = false
+            } else {
+                template.append(byte)
+            }
+        }
+        if inParameter { template.append(UInt8(ascii: "}")) }
+        return String(decoding: template, as: UTF8.self)
     }
 }
 
