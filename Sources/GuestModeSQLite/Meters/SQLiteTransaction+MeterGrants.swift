@@ -29,14 +29,13 @@ extension SQLiteTransaction {
     }
 
     func meterGrants(of userID: String, meter: String?) throws -> [MeterGrantRow] {
-        try Row.fetchAll(
+        try readAll(
             db.cachedStatement(
                 sql: """
                     SELECT \(Self.grantColumns) FROM meter_grants
                     WHERE user_id = ? AND (? IS NULL OR meter = ?) ORDER BY granted_at, id
                     """),
-            arguments: [userID, meter, meter]
-        ).map(grantRow)
+            arguments: [userID, meter, meter], grantRow)
     }
 
     func meterGrant(id: Int64) throws -> MeterGrantRow? {
@@ -74,7 +73,7 @@ extension SQLiteTransaction {
         return db.changesCount > 0
     }
 
-    private func grantRow(_ row: Row) throws -> MeterGrantRow {
+    private func grantRow(_ row: any StoredRow) throws -> MeterGrantRow {
         let millionths: Int64 = try row.decode(forColumn: "millionths")
         return MeterGrantRow(
             id: try row.decode(forColumn: "id"), userID: try row.decode(forColumn: "user_id"),

@@ -74,11 +74,12 @@ extension SQLiteTransaction {
 
     func userFlags(of userID: String, prefix: String) throws -> [String: Date] {
         var flags: [String: Date] = [:]
-        for row in try Row.fetchAll(
+        for (flag, setAt) in try readAll(
             db.cachedStatement(sql: "SELECT flag, set_at FROM user_flags WHERE user_id = ? AND substr(flag, 1, ?) = ?"),
-            arguments: [userID, prefix.unicodeScalars.count, prefix])
+            arguments: [userID, prefix.unicodeScalars.count, prefix],
+            { row in (try row.decode(String.self, forColumn: "flag"), try row.time("set_at")) })
         {
-            flags[try row.decode(forColumn: "flag")] = try row.time("set_at")
+            flags[flag] = setAt
         }
         return flags
     }

@@ -39,10 +39,9 @@ extension SQLiteTransaction {
     }
 
     func record(owner: String, collection: String, key: String) throws -> StoredRecord? {
-        try Row.fetchOne(
+        try readOne(
             db.cachedStatement(sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? AND key = ?"),
-            arguments: [owner, collection, key]
-        ).map(storedRecord)
+            arguments: [owner, collection, key], storedRecord)
     }
 
     func records(owner: String, collection: String) throws -> [StoredRecord] {
@@ -60,7 +59,7 @@ extension SQLiteTransaction {
     }
 
     /// Shared with the profile upgrade's pages of records.
-    func storedRecord(_ row: Row) throws -> StoredRecord {
+    func storedRecord(_ row: any StoredRow) throws -> StoredRecord {
         StoredRecord(
             owner: try row.decode(forColumn: "owner_id"), collection: try row.decode(forColumn: "collection"),
             key: try row.decode(forColumn: "key"), data: try row.decode(forColumn: "data"),

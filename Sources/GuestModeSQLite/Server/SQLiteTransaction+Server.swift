@@ -13,14 +13,13 @@ extension SQLiteTransaction {
     }
 
     func serverKey(named name: String) throws -> ServerKey? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM server_keys WHERE name = ?"), arguments: [name]).map(
-            serverKey)
+        try readOne(db.cachedStatement(sql: "SELECT * FROM server_keys WHERE name = ?"), arguments: [name], serverKey)
     }
 
     func serverKey(secretHash: String) throws -> ServerKey? {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT * FROM server_keys WHERE secret_hash = ?"), arguments: [secretHash]
-        ).map(serverKey)
+        try readOne(
+            db.cachedStatement(sql: "SELECT * FROM server_keys WHERE secret_hash = ?"), arguments: [secretHash],
+            serverKey)
     }
 
     func serverKeys() throws -> [ServerKey] {
@@ -184,7 +183,7 @@ extension SQLiteTransaction {
             .execute(arguments: [Timestamp.format(time)])
     }
 
-    private func serverKey(_ row: Row) throws -> ServerKey {
+    private func serverKey(_ row: any StoredRow) throws -> ServerKey {
         ServerKey(
             name: try row.decode(forColumn: "name"), scope: try row.decode("scope", as: ServerScope.self),
             createdAt: try row.time("created_at"), revokedAt: try row.optionalTime("revoked_at"))

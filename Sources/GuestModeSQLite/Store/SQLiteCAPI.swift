@@ -177,6 +177,25 @@ struct SteppedRow {
     }
 }
 
+extension SteppedRow {
+    /// The row's first `count` columns as GRDB copies a row (`Row.fetchOne`,
+    /// `fetchAll`): each column's value as SQLite holds it.
+    func databaseValues(count: Int) -> [DatabaseValue] {
+        (0..<Int32(count)).map { DatabaseValue(sqliteStatement: handle, index: $0) }
+    }
+}
+
+/// Steps `statement` (its arguments already set) once: `body` gets its first
+/// row, or nothing runs when it gives none. Leaves it reset, as `forEachStep`.
+func firstStep<Value>(of statement: Statement, _ body: (SteppedRow) throws -> Value) throws -> Value? {
+    let handle = statement.sqliteStatement
+    defer { sqlite3_reset(handle) }
+    let code = sqlite3_step(handle)
+    if code == SQLITE_DONE { return nil }
+    guard code == SQLITE_ROW else { throw lastError(of: handle, sql: statement.sql) }
+    return try body(SteppedRow(handle: handle))
+}
+
 /// Steps `statement` (its arguments already set) through every row it
 /// gives, calling `body` with each; leaves it reset, thrown out of or not.
 /// A failed step throws GRDB's `DatabaseError`.

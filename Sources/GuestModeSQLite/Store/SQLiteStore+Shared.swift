@@ -18,17 +18,15 @@ extension SQLiteStore {
     }
 
     func findUser(_ id: String, _ db: Database) throws -> User? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [id])
-        else {
-            return nil
+        try readOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [id]) { row in
+            User(
+                id: try row.decode(forColumn: "id"), device: try row.decode(forColumn: "device"),
+                state: try row.decode("state", as: UserState.self),
+                promptState: try row.decode(forColumn: "prompt_state"),
+                createdAt: try row.time("created_at"),
+                lastSeenAt: try row.time("last_seen_at"),
+                linkedAt: try row.optionalTime("linked_at"))
         }
-        return User(
-            id: try row.decode(forColumn: "id"), device: try row.decode(forColumn: "device"),
-            state: try row.decode("state", as: UserState.self),
-            promptState: try row.decode(forColumn: "prompt_state"),
-            createdAt: try row.time("created_at"),
-            lastSeenAt: try row.time("last_seen_at"),
-            linkedAt: try row.optionalTime("linked_at"))
     }
 
     func identities(of userID: String, _ db: Database) throws -> [Identity] {
@@ -74,10 +72,10 @@ extension SQLiteStore {
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {
-        try Row.fetchAll(
+        try readAll(
             db.cachedStatement(sql: "SELECT * FROM plans WHERE user_id = ? ORDER BY granted_at, id"),
             arguments: [userID]
-        ).map { row in
+        ) { row in
             PlanGrant(
                 plan: try row.decode(forColumn: "plan"),
                 grantedAt: try row.time("granted_at"),

@@ -30,19 +30,3 @@ struct StoredCase<Value: RawRepresentable & Sendable>: DatabaseValueConvertible 
         return StoredCase(value: value)
     }
 }
-
-/// The one way the SQLite backend reads typed columns: GRDB's throwing
-/// `decode`, so a value of the wrong type, an unknown case or a NULL where
-/// guestmode never writes one is an error, never a default. Stored numbers
-/// are read from copied rows (`fetchAll`, `fetchOne`), not a cursor's live
-/// row, whose integers and doubles convert text silently.
-extension Row {
-    func time(_ column: String) throws -> Date { try decode(StoredTime.self, forColumn: column).date }
-
-    func optionalTime(_ column: String) throws -> Date? { try decode(StoredTime?.self, forColumn: column)?.date }
-
-    func decode<Value>(_ column: String, as type: Value.Type) throws -> Value
-    where Value: RawRepresentable & Sendable, Value.RawValue == String {
-        try decode(StoredCase<Value>.self, forColumn: column).value
-    }
-}

@@ -57,6 +57,14 @@ private let retriedUse: @Sendable (any GuestStore, Profile) throws -> Void = { s
 private let plans: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).plans(user: "u", now: day(2))
 }
+/// The key the fixture holds, read as a served request reads it: by its secret's hash.
+private let serverKey: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).serverKey(authenticating: plantedKeySecret)
+}
+private let meterGrants: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).meterGrants(user: "u", meter: nil, now: day(2))
+}
+let plantedKeySecret = GuestMode.serverKeyPrefix + "planted"
 private let journal: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).journal(1)
 }
@@ -155,6 +163,11 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("user_flags", "set_at", "'yesterday'") { store, profile in
         _ = try GuestMode(profile: profile, store: store).explainPrompt(user: "u", trigger: nil, now: day(3))
     },
+    PlantedValue("server_keys", "created_at", "'yesterday'", read: serverKey),
+    PlantedValue("server_keys", "revoked_at", "'soon'", read: serverKey),
+    PlantedValue("meter_grants", "granted_at", "'yesterday'", read: meterGrants),
+    PlantedValue("meter_grants", "expires_at", "'later'", read: meterGrants),
+    PlantedValue("meter_grants", "granted_at", "'yesterday'", read: meter),
     PlantedValue("migration_journals", "started_at", "'yesterday'", read: journal),
     PlantedValue("migration_journals", "finished_at", "'yesterday'", read: journal),
     PlantedValue("migration_steps", "finished_at", "'yesterday'", read: journal),
@@ -236,6 +249,10 @@ struct StrictDecodingTests {
                 VALUES ('u', 'auth_prompts', 'control', '\(t1)');
             INSERT INTO outbox (user_id, queued_at, attempts) VALUES ('u', '\(t2)', 0);
             INSERT INTO user_flags (user_id, flag, set_at) VALUES ('u', '\(PromptTrigger.flagPrefix)daily_limit_reached', '\(t2)');
+            INSERT INTO server_keys (name, scope, secret_hash, created_at)
+                VALUES ('planted', 'user-data', '\(ServerSecret.hash(plantedKeySecret))', '\(t1)');
+            INSERT INTO meter_grants (user_id, meter, amount, granted_at, expires_at)
+                VALUES ('u', 'video_generations', 5, '\(t1)', '\(t3)');
             INSERT INTO migration_journals (kind, source_id, target_id, status, started_at, finished_at)
                 VALUES ('merge', 'g', 'u', 'done', '\(t2)', '\(t2)');
             INSERT INTO migration_steps (journal_id, position, name, status, rows, finished_at)

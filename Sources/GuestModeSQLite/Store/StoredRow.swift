@@ -1,0 +1,96 @@
+import Foundation
+internal import GRDB
+import GuestModeKit
+
+/// What the backend's readers ask of a stored row: GRDB's strict, throwing
+/// `decode` of a column by name. GRDB's `Row` answers it, and so does
+/// `ReadRow`, which the per-request reads (`readOne`, `readAll`) hand over.
+protocol StoredRow {
+    func decode<Value: DatabaseValueConvertible>(_ type: Value.Type, forColumn column: String) throws -> Value
+}
+
+extension Row: StoredRow {}
+
+/// The one way the SQLite backend reads typed columns: GRDB's throwing
+/// `decode`, so a value of the wrong type, an unknown case or a NULL where
+/// guestmode never writes one is an error, never a default. Stored numbers
+/// are read from copied rows (`fetchAll`, `fetchOne`, `ReadRow`), not a
+/// cursor's live row, whose integers and doubles convert text silently.
+extension StoredRow {
+    /// The column's value as the type the caller asks for.
+    ///
+    ///     let name: String = try row.decode(forColumn: "name")
+    func decode<Value: DatabaseValueConvertible>(forColumn column: String) throws -> Value {
+        try decode(Value.self, forColumn: column)
+    }
+
+    func time(_ column: String) throws -> Date { try decode(StoredTime.self, forColumn: column).date }
+
+    func optionalTime(_ column: String) throws -> Date? { try decode(StoredTime?.self, forColumn: column)?.date }
+
+    func decode<Value>(_ column: String, as type: Value.Type) throws -> Value
+    where Value: RawRepresentable & Sendable, Value.RawValue == String {
+        try decode(StoredCase<Value>.self, forColumn: column).value
+    }
+}
+
+/// A row as GRDB copies one (each column's `DatabaseValue`), read from a
+/// cached statement through SQLite's C API. GRDB's `Row` first builds a
+/// table of its columns' lowercased names and then copies the values: 9 k
+/// instructions a row, and the reads a served request makes were a sixth of
+/// it (bench/results.md, "Serving, round 5"). A column is found by its exact
+/// name; a value that does not decode, or a name not found, hands the read
+/// back to GRDB's own rows (`Undecodable`), which decode it the same way and
+/// word what is wrong as they always did.
+struct ReadRow: StoredRow {
+    /// A value `ReadRow` does not decode: GRDB's row reads it again.
+    struct Undecodable: Error {}
+
+    let names: [String]
+    let values: [DatabaseValue]
+
+    func decode<Value: DatabaseValueConvertible>(_ type: Value.Type, forColumn column: String) throws -> Value {
+        guard let index = names.firstIndex(of: column), let value = Value.fromDatabaseValue(values[index]) else {
+            throw Undecodable()
+        }
+        return value
+    }
+}
+
+/// The first row `statement` gives for `arguments`, read by `read`; nil when
+/// it gives none. As `Row.fetchOne(statement, arguments:).map(read)`.
+///
+///     let user = try readOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [id]) { row in
+///         try row.decode(String.self, forColumn: "id")
+///     }
+func readOne<Value>(
+    _ statement: Statement, arguments: StatementArguments, _ read: (any StoredRow) throws -> Value
+) throws -> Value? {
+    do {
+        try statement.setArguments(arguments)
+        let names = statement.columnNames
+        return try firstStep(of: statement) { row in
+            try read(ReadRow(names: names, values: row.databaseValues(count: names.count)))
+        }
+    } catch is ReadRow.Undecodable {
+        return try Row.fetchOne(statement, arguments: arguments).map(read)
+    }
+}
+
+/// Every row `statement` gives for `arguments`, read by `read`. As
+/// `Row.fetchAll(statement, arguments:).map(read)`.
+func readAll<Value>(
+    _ statement: Statement, arguments: StatementArguments, _ read: (any StoredRow) throws -> Value
+) throws -> [Value] {
+    do {
+        try statement.setArguments(arguments)
+        let names = statement.columnNames
+        var values: [Value] = []
+        try forEachStep(of: statement) { row in
+            values.append(try read(ReadRow(names: names, values: row.databaseValues(count: names.count))))
+        }
+        return values
+    } catch is ReadRow.Undecodable {
+        return try Row.fetchAll(statement, arguments: arguments).map(read)
+    }
+}
