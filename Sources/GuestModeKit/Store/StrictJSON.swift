@@ -374,12 +374,13 @@ extension JSONValue {
         case .object(let members):
             guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
             output.append(UInt8(ascii: "{"))
-            for (index, name) in members.keys.sorted().enumerated() {
+            // The members sorted as pairs: sorting the names and looking each up again hashed every name twice.
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
                 newline(indent + 1)
-                JSONValue.writeString(name, to: &output)
+                JSONValue.writeString(member.key, to: &output)
                 output.append(contentsOf: (pretty ? " : " : ":").utf8)
-                members[name]?.write(to: &output, pretty: pretty, indent: indent + 1)
+                member.value.write(to: &output, pretty: pretty, indent: indent + 1)
             }
             newline(indent)
             output.append(UInt8(ascii: "}"))
