@@ -108,5 +108,9 @@ import Testing
                   "c" : []
                 }
                 """)
+        // Every escape, a control character past 9 (a letter among its hex digits) and text left as it is.
+        #expect(
+            JSONValue.string("\u{1F}\"\\\t\r\u{8}\u{C}\u{10}é/").canonicalText
+                == #""\u001f\"\\\t\r\b\f\u0010é/""#)
     }
 }

@@ -406,10 +406,13 @@ extension JSONValue {
                 case 0x08: output.append(UInt8(ascii: "b"))
                 case 0x0C: output.append(UInt8(ascii: "f"))
                 default:
-                    let hex = Array("0123456789abcdef".utf8)
+                    // A control character: \u00XX with lowercase hex digits.
+                    func hexDigit(_ value: UInt8) -> UInt8 {
+                        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+                    }
                     output.append(contentsOf: [
-                        UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)],
-                        hex[Int(byte & 0xF)],
+                        UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hexDigit(byte >> 4),
+                        hexDigit(byte & 0xF),
                     ])
                 }
                 runStart = index + 1
