@@ -3,12 +3,37 @@ import Foundation
 import GuestModeArchive
 import GuestModeKit
 
-extension ArchiveFormat: ExpressibleByArgument {}
-extension ConflictPolicy: ExpressibleByArgument {}
-extension MergePolicy: ExpressibleByArgument {}
-extension UserImportFormat: ExpressibleByArgument {}
-extension PromptOutcome: ExpressibleByArgument {}
-extension MeterOverage: ExpressibleByArgument {}
+/// An option's value that is one case of a string enumeration (`--format table`).
+///
+/// ArgumentParser's own lists of such a type's values (`allValueStrings`,
+/// `allValueDescriptions`, for help, completion scripts and errors) build a
+/// key path, `\.rawValue.defaultValueDescription`, each time a command that
+/// takes one is parsed: 2.7 M instructions of every `--format` command's
+/// start-up (bench/results.md, "Start-up"). These are the same lists, made
+/// from the cases directly; `ArgumentChoiceTests` holds them equal.
+///
+///     extension ArchiveFormat: ArgumentChoice {}
+package protocol ArgumentChoice: ExpressibleByArgument, CaseIterable, RawRepresentable where RawValue == String {}
+
+extension ArgumentChoice {
+    public static var allValueStrings: [String] { allCases.map { $0.rawValue } }
+
+    /// A case whose description is its own value has none, as in ArgumentParser's.
+    public static var allValueDescriptions: [String: String] {
+        var descriptions: [String: String] = [:]
+        for value in allCases where value.defaultValueDescription != value.rawValue {
+            descriptions[value.rawValue] = value.defaultValueDescription
+        }
+        return descriptions
+    }
+}
+
+extension ArchiveFormat: ArgumentChoice {}
+extension ConflictPolicy: ArgumentChoice {}
+extension MergePolicy: ArgumentChoice {}
+extension UserImportFormat: ArgumentChoice {}
+extension PromptOutcome: ArgumentChoice {}
+extension MeterOverage: ArgumentChoice {}
 
 package struct RecordLocation: ParsableArguments {
     @Argument(help: "The user id.") package var user: String

@@ -3,7 +3,7 @@ import Foundation
 import GuestModeKit
 
 /// How a listing command prints its rows: `--format table|tsv|csv|json|ndjson`.
-package enum ListingFormat: String, ExpressibleByArgument, CaseIterable {
+package enum ListingFormat: String, ArgumentChoice {
     case table, tsv, csv, json, ndjson
 }
 

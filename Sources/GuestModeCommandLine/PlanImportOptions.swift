@@ -1,7 +1,7 @@
 import ArgumentParser
 
 /// The formats `plan import` reads.
-package enum PlanImportFormat: String, ExpressibleByArgument, CaseIterable {
+package enum PlanImportFormat: String, ArgumentChoice {
     case appStore = "app-store"
     case revenuecat
 }

@@ -95,4 +95,4 @@ extension ServeCommand {
     }
 }
 
-extension ServerScope: ExpressibleByArgument {}
+extension ServerScope: ArgumentChoice {}

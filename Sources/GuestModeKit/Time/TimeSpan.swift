@@ -76,14 +76,17 @@ public struct TimeSpan: Codable, Sendable, Hashable, CustomStringConvertible {
     /// Components in any order; equal units are added. Nil when two
     /// amounts of one unit overflow.
     public init?(components parts: [Component]) {
-        var byUnit: [Unit: Int] = [:]
+        // One sum per unit by its rank, not a dictionary keyed by unit: the dictionary's first use asked
+        // at run time whether a unit is hashable, a scan of the binary's conformance records on every
+        // command's start-up (bench/results.md, "Start-up").
+        var sums = [Int](repeating: 0, count: Unit.allCases.count)
         for part in parts {
-            let (sum, overflow) = byUnit[part.unit, default: 0].addingReportingOverflow(part.amount)
+            let (sum, overflow) = sums[part.unit.rank].addingReportingOverflow(part.amount)
             if overflow { return nil }
-            byUnit[part.unit] = sum
+            sums[part.unit.rank] = sum
         }
-        let sorted = byUnit.filter { $0.value != 0 }.sorted { $0.key > $1.key }
-        components = sorted.map { Component(amount: $0.value, unit: $0.key) }
+        let byRank = Unit.allCases.sorted { $0.rank < $1.rank }
+        components = byRank.filter { sums[$0.rank] != 0 }.map { Component(amount: sums[$0.rank], unit: $0) }
         if components.isEmpty { components = [Component(amount: 0, unit: parts.first?.unit ?? .seconds)] }
     }
 

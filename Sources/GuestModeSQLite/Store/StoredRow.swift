@@ -7,6 +7,10 @@ import GuestModeKit
 /// `ReadRow`, which the per-request reads (`readOne`, `readAll`) hand over.
 protocol StoredRow {
     func decode<Value: DatabaseValueConvertible>(_ type: Value.Type, forColumn column: String) throws -> Value
+
+    /// A column holding one case of a string enumeration.
+    func decode<Value>(_ column: String, as type: Value.Type) throws -> Value
+    where Value: RawRepresentable & Sendable, Value.RawValue == String
 }
 
 extension Row: StoredRow {}
@@ -51,6 +55,19 @@ struct ReadRow: StoredRow {
 
     func decode<Value: DatabaseValueConvertible>(_ type: Value.Type, forColumn column: String) throws -> Value {
         guard let index = names.firstIndex(of: column), let value = Value.fromDatabaseValue(values[index]) else {
+            throw Undecodable()
+        }
+        return value
+    }
+
+    /// As `StoredCase` decodes it, without making that generic type for each enumeration: its first use
+    /// asked at run time whether the enumeration is `RawRepresentable`, a scan of the binary's
+    /// conformance records on every command that reads a user (bench/results.md, "Start-up").
+    func decode<Value>(_ column: String, as type: Value.Type) throws -> Value
+    where Value: RawRepresentable & Sendable, Value.RawValue == String {
+        guard let index = names.firstIndex(of: column), case .string(let text) = values[index].storage,
+            let value = Value(rawValue: text)
+        else {
             throw Undecodable()
         }
         return value

@@ -218,4 +218,4 @@ struct RecordDocument: ParsableArguments {
     }
 }
 
-extension RecordConflictPolicy: ExpressibleByArgument {}
+extension RecordConflictPolicy: ArgumentChoice {}

@@ -239,7 +239,7 @@ struct WebhookCommand: ParsableCommand {
     }
 }
 
-extension WebhookDeliveryStatus: ExpressibleByArgument {}
+extension WebhookDeliveryStatus: ArgumentChoice {}
 
 /// `webhook retry --json`.
 struct WebhookRetryReport: Encodable {
