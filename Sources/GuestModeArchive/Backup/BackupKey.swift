@@ -116,18 +116,10 @@ public struct BackupKey: Sendable, Equatable {
 
     private static func parseOne(_ text: String, source: String) throws -> BackupKey {
         let digits = Array(text.utf8)
-        func value(_ digit: UInt8) -> UInt8? {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
         var bytes: [UInt8] = []
         if digits.count == byteCount * 2 {
             for index in stride(from: 0, to: digits.count, by: 2) {
-                guard let high = value(digits[index]), let low = value(digits[index + 1]) else { break }
+                guard let high = digits[index].hexDigitValue, let low = digits[index + 1].hexDigitValue else { break }
                 bytes.append(high << 4 | low)
             }
         }

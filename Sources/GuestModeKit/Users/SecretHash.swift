@@ -122,19 +122,13 @@ package enum SecretHash {
     static func bytes(fromHex text: Substring) -> [UInt8]? {
         let characters = Array(text.utf8)
         guard characters.count % 2 == 0 else { return nil }
-        func value(_ character: UInt8) -> UInt8? {
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(characters.count / 2)
         var index = 0
         while index < characters.count {
-            guard let high = value(characters[index]), let low = value(characters[index + 1]) else { return nil }
+            guard let high = characters[index].hexDigitValue, let low = characters[index + 1].hexDigitValue else {
+                return nil
+            }
             bytes.append(high << 4 | low)
             index += 2
         }

@@ -88,14 +88,6 @@ enum RequestInput {
         guard utf8.contains(UInt8(ascii: "%")) || (plusIsSpace && utf8.contains(UInt8(ascii: "+"))) else {
             return String(text)
         }
-        func hexValue(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(utf8.count)
         var index = utf8.startIndex
@@ -104,9 +96,9 @@ enum RequestInput {
             utf8.formIndex(after: &index)
             switch byte {
             case UInt8(ascii: "%"):
-                guard index != utf8.endIndex, let high = hexValue(utf8[index]) else { return nil }
+                guard index != utf8.endIndex, let high = utf8[index].hexDigitValue else { return nil }
                 utf8.formIndex(after: &index)
-                guard index != utf8.endIndex, let low = hexValue(utf8[index]) else { return nil }
+                guard index != utf8.endIndex, let low = utf8[index].hexDigitValue else { return nil }
                 utf8.formIndex(after: &index)
                 bytes.append(high << 4 | low)
             case UInt8(ascii: "+") where plusIsSpace:
