@@ -75,6 +75,12 @@ struct RouteTests {
                 method, "/v1/users/\(user)/records/subscriptions/s%A9", token: token, body: method == .put ? "{}" : nil)
             #expect(lossy.status == 400 && lossy.errorCode == "usage", "\(method): \(lossy.body)")
         }
+        let replacement = try await server.request(
+            .get, "/v1/users/\(user)/records/subscriptions/s%EF%BF%BD", token: token)
+        #expect(replacement.status == 404, "the refused write stored nothing, under U+FFFD or otherwise")
+        #expect(
+            try await server.request(.get, "/v1/users/\(user)/records/subscriptions", token: token).array.count == 4,
+            "s1 to s4, as before the refused write")
         let unknown = try await server.request(.put, "/v1/users/\(user)/records/nope/k", token: token, body: "{}")
         #expect(unknown.status == 400 && unknown.errorCode == "unknown_collection")
         let (other, _) = try await server.signIn()
