@@ -12,12 +12,13 @@
    would otherwise load it and the twenty shared objects it brings, most of its start-up (bench/results.md,
    "Start-up"). The functions guestmode calls, each named once here with libpq-fe.h's own type; Swift calls
    them through the table (Sources/GuestModePostgres/Connection/PostgresConnection.swift, the one file that
-   does). A libpq function called directly does not link, as the library is not. */
+   does). A libpq function called directly does not link, as the library is not. Pipeline mode (a
+   transaction's BEGIN sent with its first statement) needs libpq 14 or later. */
 #define GUESTMODE_LIBPQ_FUNCTIONS(X) \
     X(PQclear) X(PQcmdTuples) X(PQconnectPoll) X(PQconnectStartParams) X(PQconnectdb) X(PQconninfoFree) \
-    X(PQconninfoParse) X(PQconsumeInput) X(PQerrorMessage) X(PQexec) X(PQfinish) X(PQflush) X(PQfname) \
+    X(PQconninfoParse) X(PQconsumeInput) X(PQenterPipelineMode) X(PQerrorMessage) X(PQexec) X(PQexitPipelineMode) X(PQfinish) X(PQflush) X(PQfname) \
     X(PQfreemem) X(PQgetCopyData) X(PQgetResult) X(PQgetisnull) X(PQgetvalue) X(PQisBusy) X(PQnfields) X(PQntuples) \
-    X(PQputCopyData) X(PQputCopyEnd) X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus) \
+    X(PQpipelineSync) X(PQputCopyData) X(PQputCopyEnd) X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus) \
     X(PQsendPrepare) X(PQsendQuery) X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus) \
     X(PQtransactionStatus)
 

@@ -20,6 +20,9 @@ final class PostgresConnection: Sendable {
     private struct State {
         var handle: OpaquePointer
         var abandoned = false
+        /// A read-only transaction's COMMIT was sent and its answer not read
+        /// (`commitUnawaited`): the connection's next call reads it first.
+        var commitUnread = false
     }
 
     private let state: Mutex<State>
@@ -31,6 +34,11 @@ final class PostgresConnection: Sendable {
     /// A COPY sent whole whose outcome is not read yet (`copy(_:rows:waiting:)`
     /// without waiting): its statement. Any later call reads that outcome first.
     private let unsettledCopy = Mutex<String?>(nil)
+    /// The `BEGIN …` of the transaction just opened (`begin(_:)`), not sent
+    /// yet: it goes out with the transaction's first statement, in one round trip.
+    private let unsentBegin = Mutex<String?>(nil)
+    /// How many times this connection has sent what it queued to wait for the answer: its round trips.
+    let roundTrips = Atomic<Int>(0)
     /// How the store is named in messages: the URI without its password.
     let location: String
     /// How long one statement may go unanswered once sent; nil waits as long as it takes.
@@ -105,8 +113,10 @@ final class PostgresConnection: Sendable {
     /// that could not roll back.
     var isReusable: Bool {
         state.withLock {
-            !$0.abandoned && pq.PQstatus($0.handle) == CONNECTION_OK
-                && pq.PQtransactionStatus($0.handle) == PQTRANS_IDLE
+            guard !$0.abandoned && pq.PQstatus($0.handle) == CONNECTION_OK else { return false }
+            let transaction = pq.PQtransactionStatus($0.handle)
+            // An unread COMMIT keeps libpq's status at "active" until its answer is read.
+            return transaction == PQTRANS_IDLE || ($0.commitUnread && transaction == PQTRANS_ACTIVE)
         }
     }
 
@@ -116,6 +126,10 @@ final class PostgresConnection: Sendable {
         try state.withLock { state in
             guard !state.abandoned else { throw abandonedFailure }
             do {
+                if state.commitUnread {
+                    state.commitUnread = false
+                    try readUnawaitedCommit(on: state.handle)
+                }
                 return try body(state.handle)
             } catch let failure as PostgresFailure where failure.missedDeadline == .unanswered {
                 state.abandoned = true
@@ -153,12 +167,66 @@ final class PostgresConnection: Sendable {
         try execute(sql, [], until: StoreDeadline.bound(statementTimeout))
     }
 
+    /// Opens a transaction with `statement` (`BEGIN …`), sent now or, with
+    /// `withFirstStatement`, with the transaction's first statement that has
+    /// parameters: a read of one row then costs one round trip, not two. Either
+    /// waits as `executeFirst` does (the pair as a whole), and a failure before
+    /// the transaction began is marked `isBeforeTransaction`.
+    func begin(_ statement: String, withFirstStatement: Bool) throws {
+        unsentBegin.withLock { $0 = statement }
+        if !withFirstStatement { try withHandle { try sendUnsentBegin(on: $0) } }
+    }
+
+    /// Ends a read-only transaction without waiting for the server's answer:
+    /// COMMIT is sent, and read by the connection's next call, by when it has
+    /// long arrived. Nothing a read-only transaction did depends on it, and
+    /// the server ends the transaction (and lets its snapshot go) as soon as
+    /// it reads the COMMIT, so a connection that then sits idle holds nothing.
+    func commitUnawaited() throws {
+        try withHandle { handle in
+            try settleCopy(on: handle)
+            try send("COMMIT", [], on: handle, until: nextDeadline, awaited: false)
+        }
+        state.withLock { $0.commitUnread = true }
+    }
+
+    /// Reads the answer to a COMMIT sent unawaited. Its failure means the
+    /// connection broke after the last transaction: nothing of the next is
+    /// done yet, so it is marked `isBeforeTransaction`.
+    private func readUnawaitedCommit(on handle: OpaquePointer) throws {
+        do {
+            var answer: Result<PostgresRows, PostgresFailure>?
+            while let result = try nextResult(of: handle, sql: "COMMIT", until: nextDeadline) {
+                defer { pq.PQclear(result) }
+                if answer == nil { answer = Result { () throws(PostgresFailure) in try rows(of: result, sql: "COMMIT") } }
+            }
+            guard let answer else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: "COMMIT")
+            }
+            _ = try answer.get()
+        } catch var failure as PostgresFailure {
+            failure.isBeforeTransaction = true
+            throw failure
+        }
+    }
+
+    /// Whether the transaction opened by `begin(_:)` never sent its BEGIN
+    /// (it ran no statement), forgetting it: then there is nothing to commit or roll back.
+    func forgetUnsentBegin() -> Bool {
+        unsentBegin.withLock { $0.take() } != nil
+    }
+
     @discardableResult
     private func execute(
         _ sql: String, _ parameters: [PostgresValue?] = [], until deadline: ContinuousClock.Instant?
     ) throws -> PostgresRows {
         try withHandle { handle in
             try settleCopy(on: handle)
+            // Without parameters the statement may be several (simple protocol), which a pipeline cannot carry.
+            if !parameters.isEmpty, let begin = unsentBegin.withLock({ $0.take() }) {
+                return try execute(sql, parameters, after: begin, on: handle)
+            }
+            try sendUnsentBegin(on: handle)
             try send(sql, parameters, on: handle, until: deadline)
             // As PQexec: the first failure, else the last result (several statements answer several).
             var kept: OpaquePointer?
@@ -176,21 +244,121 @@ final class PostgresConnection: Sendable {
             guard let result = kept else {
                 throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
             }
-            switch pq.PQresultStatus(result) {
-            case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-                return PostgresRows(result, location: location, pq: pq)
-            default:
-                let state = pq.PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-                let message = PostgresConnection.message(pq.PQresultErrorMessage(result))
-                var failed = failure(sqlState: state, message: message, sql: sql)
-                // The server's own function name, whatever language its messages are in.
-                failed.isStalePlan =
-                    state == "0A000"
-                    && pq.PQresultErrorField(result, Int32(UInt8(ascii: "R"))).map { String(cString: $0) }
-                        == "RevalidateCachedQuery"
-                throw failed
-            }
+            return try rows(of: result, sql: sql)
         }
+    }
+
+    /// The rows of a statement's result, or its failure; `result` stays the caller's to free.
+    private func rows(of result: OpaquePointer, sql: String) throws(PostgresFailure) -> PostgresRows {
+        switch pq.PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return PostgresRows(result, location: location, pq: pq)
+        default:
+            let state = pq.PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = PostgresConnection.message(pq.PQresultErrorMessage(result))
+            var failed = failure(sqlState: state, message: message, sql: sql)
+            // The server's own function name, whatever language its messages are in.
+            failed.isStalePlan =
+                state == "0A000"
+                && pq.PQresultErrorField(result, Int32(UInt8(ascii: "R"))).map { String(cString: $0) }
+                    == "RevalidateCachedQuery"
+            throw failed
+        }
+    }
+
+    /// Sends the transaction's BEGIN on its own, if it is still unsent, before
+    /// a statement that cannot go in a pipeline with it.
+    private func sendUnsentBegin(on handle: OpaquePointer) throws {
+        guard let begin = unsentBegin.withLock({ $0.take() }) else { return }
+        let deadline = StoreDeadline.bound(statementTimeout)
+        do {
+            try send(begin, [], on: handle, until: deadline)
+            var answer: Result<PostgresRows, PostgresFailure>?
+            while let result = try nextResult(of: handle, sql: begin, until: deadline) {
+                defer { pq.PQclear(result) }
+                if answer == nil { answer = Result { () throws(PostgresFailure) in try rows(of: result, sql: begin) } }
+            }
+            guard let answer else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: begin)
+            }
+            _ = try answer.get()
+        } catch var failure as PostgresFailure {
+            failure.isBeforeTransaction = true
+            throw failure
+        }
+    }
+
+    /// BEGIN and the transaction's first statement, sent together in pipeline
+    /// mode and answered in one round trip. Bounded as `executeFirst` is: the
+    /// caller's `StoreDeadline` bounds the wait for the transaction to begin.
+    private func execute(
+        _ sql: String, _ parameters: [PostgresValue?], after begin: String, on handle: OpaquePointer
+    ) throws -> PostgresRows {
+        let deadline = StoreDeadline.bound(statementTimeout)
+        var begun = false
+        do {
+            if let deadline, deadline <= ContinuousClock.now {
+                var missed = failure(sqlState: nil, message: "no store connection answered in time", sql: begin)
+                missed.missedDeadline = .beforeSending
+                throw missed
+            }
+            let texts = parameters.map { $0?.text }
+            // Prepared first when new: outside the transaction, which changes nothing about what is prepared.
+            let name = try preparedName(of: sql, parameters: texts.count, on: handle, until: deadline)
+            guard pq.PQenterPipelineMode(handle) == 1 else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+            }
+            let queued =
+                pq.PQsendQueryParams(handle, begin, 0, nil, nil, nil, nil, 0) == 1
+                && withCStrings(texts) { pointers in
+                    if let name {
+                        return pq.PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+                    }
+                    return pq.PQsendQueryParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+                } == 1
+                && pq.PQpipelineSync(handle) == 1
+            guard queued else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+            }
+            try flush(handle, sql: sql, until: deadline)
+            let beginAnswer = try pipelineAnswer(of: handle, sql: begin, until: deadline)
+            if case .success = beginAnswer { begun = true }
+            // Nil when BEGIN failed: the server then skipped the statement.
+            let statementAnswer = try pipelineAnswer(of: handle, sql: sql, until: deadline)
+            guard let sync = try nextResult(of: handle, sql: sql, until: deadline) else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+            }
+            let synced = pq.PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+            pq.PQclear(sync)
+            guard synced, pq.PQexitPipelineMode(handle) == 1 else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+            }
+            _ = try beginAnswer?.get()
+            guard let statementAnswer else {
+                throw failure(sqlState: nil, message: "the server skipped the statement", sql: sql)
+            }
+            return try statementAnswer.get()
+        } catch var failure as PostgresFailure {
+            failure.isBeforeTransaction = !begun
+            throw failure
+        }
+    }
+
+    /// One statement's answer in a pipeline, read up to the null that ends
+    /// it: its rows or its failure; nil when the server skipped it, as it
+    /// does every statement after a failure up to the pipeline's sync.
+    private func pipelineAnswer(
+        of handle: OpaquePointer, sql: String, until deadline: ContinuousClock.Instant?
+    ) throws -> Result<PostgresRows, PostgresFailure>? {
+        guard let first = try nextResult(of: handle, sql: sql, until: deadline) else {
+            throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+        }
+        let answer: Result<PostgresRows, PostgresFailure>? =
+            pq.PQresultStatus(first) == PGRES_PIPELINE_ABORTED
+            ? nil : Result { () throws(PostgresFailure) in try rows(of: first, sql: sql) }
+        pq.PQclear(first)
+        while let rest = try nextResult(of: handle, sql: sql, until: deadline) { pq.PQclear(rest) }
+        return answer
     }
 
     /// Forgets every statement this connection prepared, on the server too:
@@ -207,7 +375,7 @@ final class PostgresConnection: Sendable {
     /// `deadline` has passed (the connection is untouched and still good).
     private func send(
         _ sql: String, _ parameters: [PostgresValue?], on handle: OpaquePointer,
-        until deadline: ContinuousClock.Instant?
+        until deadline: ContinuousClock.Instant?, awaited: Bool = true
     ) throws {
         if let deadline, deadline <= ContinuousClock.now {
             var missed = failure(sqlState: nil, message: "no store connection answered in time", sql: sql)
@@ -229,7 +397,7 @@ final class PostgresConnection: Sendable {
         guard queued == 1 else {
             throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
         }
-        try flush(handle, sql: sql, until: deadline)
+        try flush(handle, sql: sql, until: deadline, awaited: awaited)
     }
 
     /// The name `sql` is prepared under on this connection, preparing it
@@ -269,7 +437,10 @@ final class PostgresConnection: Sendable {
     }
 
     /// Sends what libpq holds back, reading meanwhile as libpq asks (the server may be answering already).
-    private func flush(_ handle: OpaquePointer, sql: String, until deadline: ContinuousClock.Instant?) throws {
+    private func flush(
+        _ handle: OpaquePointer, sql: String, until deadline: ContinuousClock.Instant?, awaited: Bool = true
+    ) throws {
+        if awaited { roundTrips.add(1, ordering: .relaxed) }
         while true {
             switch pq.PQflush(handle) {
             case 0: return
@@ -348,6 +519,7 @@ final class PostgresConnection: Sendable {
     func copy(_ sql: String, rows: [[PostgresValue?]], waiting: Bool = true) throws {
         try withHandle { handle in
             try settleCopy(on: handle)
+            try sendUnsentBegin(on: handle)
             try sendCopy(sql, rows: rows, on: handle)
             if waiting {
                 try readCopyOutcome(of: handle, sql: sql)
@@ -453,6 +625,7 @@ final class PostgresConnection: Sendable {
     func copyOut(_ sql: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
         try withHandle { handle in
             try settleCopy(on: handle)
+            try sendUnsentBegin(on: handle)
             try send(sql, [], on: handle, until: nextDeadline)
             try requireCopyStarted(
                 try nextResult(of: handle, sql: sql, until: nextDeadline), as: PGRES_COPY_OUT, on: handle, sql: sql)
@@ -678,6 +851,9 @@ struct PostgresFailure: Error, CustomStringConvertible {
     var isDuringCommit = false
     /// Set when a deadline ended the statement: whether it had been sent.
     var missedDeadline: MissedDeadline?
+    /// Set when the failure came before the transaction's BEGIN was
+    /// answered (`PostgresConnection.begin(_:)`): nothing was done in it.
+    var isBeforeTransaction = false
 
     /// How a deadline ended a statement.
     enum MissedDeadline: Equatable {

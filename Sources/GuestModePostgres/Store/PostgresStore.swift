@@ -178,6 +178,8 @@ public final class PostgresStore: Sendable {
     /// is rerun after a serialization failure or deadlock, and its COMMIT's
     /// failure marked as one whose outcome may be unknown; either is rerun
     /// after a stale prepared statement, once the connection forgot them.
+    /// A read costs a round trip a statement: its BEGIN goes with the first,
+    /// and its COMMIT is read by the connection's next transaction.
     private func transaction<T>(
         _ start: String, writes: Bool, _ body: (PostgresConnection) throws -> T
     ) throws -> T {
@@ -186,25 +188,39 @@ public final class PostgresStore: Sendable {
             var attempt = 0
             while true {
                 attempt += 1
-                try begin(start, on: connection)
                 do {
+                    // A write's first statement may wait for another's row lock, longer than a caller's
+                    // StoreDeadline bounds the wait for BEGIN: its BEGIN goes first, on its own.
+                    try connection.begin(start, withFirstStatement: !writes)
                     let value = try body(connection)
+                    // A body that ran no statement never began the transaction.
+                    if connection.forgetUnsentBegin() { return value }
                     do {
-                        try connection.execute("COMMIT")
+                        if writes { try connection.execute("COMMIT") } else { try connection.commitUnawaited() }
                     } catch var failure as PostgresFailure {
                         failure.isDuringCommit = writes
                         throw failure
                     }
                     return value
                 } catch let failure as PostgresFailure {
-                    _ = try? connection.execute("ROLLBACK")
+                    if !connection.forgetUnsentBegin() && !failure.isBeforeTransaction {
+                        _ = try? connection.execute("ROLLBACK")
+                    }
+                    // A connection the server closed while it sat idle fails here, before anything was
+                    // done on it: the pool then runs the transaction again on another. A deadline that
+                    // passed before BEGIN was sent is not a lost connection: the connection goes back as it was.
+                    if failure.isBeforeTransaction && failure.isConnectionLost
+                        && failure.missedDeadline != .beforeSending
+                    {
+                        throw PostgresConnectionPool.LostBeforeStart(failure: failure)
+                    }
                     if attempt < 5 {
                         if writes && failure.isRetryable { continue }
                         if failure.isStalePlan, (try? connection.forgetPreparedStatements()) != nil { continue }
                     }
                     throw failure.asGuestModeError
                 } catch {
-                    _ = try? connection.execute("ROLLBACK")
+                    if !connection.forgetUnsentBegin() { _ = try? connection.execute("ROLLBACK") }
                     throw error
                 }
             }
@@ -219,21 +235,6 @@ public final class PostgresStore: Sendable {
         try write { connection in
             try connection.execute("SET LOCAL synchronous_commit TO on")
             return try body(connection)
-        }
-    }
-
-    /// A connection the server closed while it sat idle fails here, before
-    /// anything was done on it: the pool then runs the transaction again on another.
-    /// A deadline that passed before the statement was sent is not a lost
-    /// connection: the connection goes back to the pool as it was.
-    private func begin(_ statement: String, on connection: PostgresConnection) throws {
-        do {
-            try connection.executeFirst(statement)
-        } catch let failure as PostgresFailure {
-            if failure.isConnectionLost && failure.missedDeadline != .beforeSending {
-                throw PostgresConnectionPool.LostBeforeStart(failure: failure)
-            }
-            throw failure.asGuestModeError
         }
     }
 

@@ -123,6 +123,74 @@ struct PostgresPoolTests {
         #expect(try store.read { try $0.execute("SELECT 1 FROM meta WHERE key = 'lost'").count } == 0)
     }
 
+    @Test("a read of one row is one round trip: BEGIN goes with the SELECT, COMMIT is not waited for")
+    func aReadOfOneRowIsOneRoundTrip() throws {
+        let store = try makeStore(poolSize: 1)
+        let administrator = try makeStore(poolSize: 1)
+        let statement = "SELECT current_setting($1) AS level, current_setting('transaction_read_only') AS reading"
+        let isolation = [PostgresValue("transaction_isolation")]
+        _ = try store.read { try $0.execute(statement, isolation) }
+        var before = 0
+        let (connection, row) = try store.read { connection in
+            before = connection.roundTrips.load(ordering: .relaxed)
+            return (connection, try connection.execute(statement, isolation).first!)
+        }
+        #expect(connection.roundTrips.load(ordering: .relaxed) - before == 1)
+        #expect(try row.string("level") == "repeatable read")
+        #expect(try row.string("reading") == "on")
+        // The COMMIT went out: the server ends the transaction without waiting for the connection's next use.
+        let backend = try backend(of: store)
+        var state = ""
+        for _ in 0..<500 {
+            state = try administrator.read { connection in
+                try connection.execute("SELECT state FROM pg_stat_activity WHERE pid = $1", [PostgresValue(backend)])
+                    .first?.string("state") ?? ""
+            }
+            if state == "idle" { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(state == "idle", "the connection sits outside any transaction")
+        before = connection.roundTrips.load(ordering: .relaxed)
+        let written = try store.write { try $0.execute(statement, isolation).first! }
+        #expect(connection.roundTrips.load(ordering: .relaxed) - before == 3, "a write waits for BEGIN, then for COMMIT")
+        #expect(try written.string("level") == "read committed")
+        #expect(try written.string("reading") == "off")
+        let idle = connection.roundTrips.load(ordering: .relaxed)
+        try store.read { (_: PostgresConnection) in }
+        #expect(connection.roundTrips.load(ordering: .relaxed) == idle, "a transaction that runs nothing sends nothing")
+    }
+
+    @Test("a first statement the server refuses fails its transaction alone; the connection serves the next")
+    func aRefusedFirstStatementLeavesTheConnectionUsable() throws {
+        let store = try makeStore(poolSize: 1)
+        let insert = "INSERT INTO meta (key, value) VALUES ($1, $2)"
+        _ = try store.write { try $0.execute(insert, [PostgresValue("twice"), PostgresValue("1")]) }
+        let first = try backend(of: store)
+        #expect(throws: GuestModeError.self) {
+            try store.write { try $0.execute(insert, [PostgresValue("twice"), PostgresValue("2")]) }
+        }
+        #expect(throws: GuestModeError.self) {
+            try store.read { try $0.execute("SELECT 1 / $1::int AS quotient", [PostgresValue("0")]) }
+        }
+        let value = try store.read { connection in
+            try connection.execute("SELECT value FROM meta WHERE key = $1", [PostgresValue("twice")]).first!
+                .string("value")
+        }
+        #expect(value == "1")
+        #expect(try backend(of: store) == first, "the same connection, not a new one")
+    }
+
+    @Test("a connection closed while idle is replaced when the first statement goes with BEGIN")
+    func aTerminatedIdleConnectionIsReplacedUnderAPipelinedBegin() throws {
+        let store = try makeStore(poolSize: 1, connectionWait: .seconds(5))
+        let administrator = try makeStore(poolSize: 1)
+        let pid = "SELECT pg_backend_pid() AS pid, $1::text AS tag"
+        let first = try store.read { try $0.execute(pid, [PostgresValue("a")]).first!.int64("pid") }
+        try terminate(first, using: administrator)
+        let second = try store.read { try $0.execute(pid, [PostgresValue("b")]).first!.int64("pid") }
+        #expect(second != first)
+    }
+
     @Test("a transaction inside another on the same thread joins it, even with a pool of one")
     func aNestedTransactionJoinsTheOuterOne() throws {
         let store = try makeStore(poolSize: 1, connectionWait: .milliseconds(500))
