@@ -198,10 +198,13 @@ final class PostgresConnection: Sendable {
             var answer: Result<PostgresRows, PostgresFailure>?
             while let result = try nextResult(of: handle, sql: "COMMIT", until: nextDeadline) {
                 defer { pq.PQclear(result) }
-                if answer == nil { answer = Result { () throws(PostgresFailure) in try rows(of: result, sql: "COMMIT") } }
+                if answer == nil {
+                    answer = Result { () throws(PostgresFailure) in try rows(of: result, sql: "COMMIT") }
+                }
             }
             guard let answer else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: "COMMIT")
+                throw failure(
+                    sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: "COMMIT")
             }
             _ = try answer.get()
         } catch var failure as PostgresFailure {

@@ -152,7 +152,8 @@ struct PostgresPoolTests {
         #expect(state == "idle", "the connection sits outside any transaction")
         before = connection.roundTrips.load(ordering: .relaxed)
         let written = try store.write { try $0.execute(statement, isolation).first! }
-        #expect(connection.roundTrips.load(ordering: .relaxed) - before == 3, "a write waits for BEGIN, then for COMMIT")
+        #expect(
+            connection.roundTrips.load(ordering: .relaxed) - before == 3, "a write waits for BEGIN, then for COMMIT")
         #expect(try written.string("level") == "read committed")
         #expect(try written.string("reading") == "off")
         let idle = connection.roundTrips.load(ordering: .relaxed)
