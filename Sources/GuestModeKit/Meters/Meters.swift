@@ -249,8 +249,10 @@ extension GuestMode {
         try TextRule.check(userID, what: "the user id")
         return try store.read { transaction in
             let user = try transaction.requireUser(userID)
+            guard !profile.meters.isEmpty else { return [] }
+            let level = try transaction.tier(of: user, profile: profile, now: now)
             return try profile.meters.map {
-                try transaction.meterStatus(of: user, meter: $0, profile: profile, now: now)
+                try transaction.meterStatus(of: user, meter: $0, tier: level, profile: profile, now: now)
             }
         }
     }
@@ -372,7 +374,17 @@ extension StoreTransaction {
     /// The status of `meter` for `user` now: its usage in the current period
     /// against the allowance of the tier in force.
     func meterStatus(of user: User, meter: Meter, profile: Profile, now: Date) throws -> MeterStatus {
-        let level = try tier(of: user, profile: profile, now: now)
+        try meterStatus(
+            of: user, meter: meter, tier: try tier(of: user, profile: profile, now: now), profile: profile, now: now)
+    }
+
+    /// Where `user` stands against `meter` now under `level`, the tier in
+    /// force: read once by a caller that asks about several meters.
+    func meterStatus(
+        of user: User, meter: Meter, tier level: TierLevel, profile: Profile, now: Date
+    ) throws
+        -> MeterStatus
+    {
         let periodStart = meter.reset.periodStart(containing: now)
         let used = try meterUsage(of: user.id, meter: meter, since: periodStart)
         let grants = try meterGrants(of: user.id, meter: meter.name)

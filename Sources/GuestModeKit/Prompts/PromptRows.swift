@@ -69,12 +69,19 @@ extension StoreTransaction {
     ) throws -> PromptFacts? {
         guard var facts = try promptFacts(of: userID), let user = try user(userID, locking: false) else { return nil }
         let read = onlyWhatRulesRead ? profile.prompts.conditionInputs : nil
-        for collection in profile.collections where read?.collections.contains(collection.name) ?? true {
-            facts.limits[collection.name] = try collectionLimit(
-                of: user, collection: collection.name, profile: profile, now: now)
-        }
-        for meter in profile.meters where read?.meters.contains(meter.name) ?? true {
-            facts.meters[meter.name] = try meterStatus(of: user, meter: meter, profile: profile, now: now)
+        let collections = profile.collections.filter { read?.collections.contains($0.name) ?? true }
+        let meters = profile.meters.filter { read?.meters.contains($0.name) ?? true }
+        if !collections.isEmpty || !meters.isEmpty {
+            // One tier for every limit and meter: the plans are read once, not once for each.
+            let level = try tier(of: user, profile: profile, now: now)
+            for collection in collections {
+                facts.limits[collection.name] = try collectionLimit(
+                    of: user, collection: collection.name, tier: level, profile: profile)
+            }
+            for meter in meters {
+                facts.meters[meter.name] = try meterStatus(
+                    of: user, meter: meter, tier: level, profile: profile, now: now)
+            }
         }
         for (flag, raisedAt) in try userFlags(of: userID, prefix: PromptTrigger.flagPrefix) {
             facts.raisedTriggers[String(flag.dropFirst(PromptTrigger.flagPrefix.count))] = raisedAt

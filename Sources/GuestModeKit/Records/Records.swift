@@ -205,8 +205,10 @@ extension GuestMode {
             ?? profile.collections.map(\.name).filter { name in profile.tiers.contains { $0.cap(for: name) != nil } }
         return try store.read { transaction in
             let user = try transaction.requireUser(userID)
+            guard !names.isEmpty else { return [] }
+            let level = try transaction.tier(of: user, profile: profile, now: now)
             return try names.map {
-                try transaction.collectionLimit(of: user, collection: $0, profile: profile, now: now)
+                try transaction.collectionLimit(of: user, collection: $0, tier: level, profile: profile)
             }
         }
     }

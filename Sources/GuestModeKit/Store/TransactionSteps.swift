@@ -10,9 +10,18 @@ extension StoreTransaction {
 
     /// Where `user` stands against one collection's cap now.
     func collectionLimit(of user: User, collection: String, profile: Profile, now: Date) throws -> CollectionLimit {
-        let level = try tier(of: user, profile: profile, now: now)
-        let used = try countRecords(owner: user.id, collection: collection)
-        return profile.collectionLimit(collection, tier: level, used: used)
+        try collectionLimit(
+            of: user, collection: collection, tier: try tier(of: user, profile: profile, now: now), profile: profile)
+    }
+
+    /// Where `user` stands against one collection's cap under `level`, the
+    /// tier in force: read once by a caller that asks about several.
+    func collectionLimit(
+        of user: User, collection: String, tier level: TierLevel, profile: Profile
+    ) throws
+        -> CollectionLimit
+    {
+        profile.collectionLimit(collection, tier: level, used: try countRecords(owner: user.id, collection: collection))
     }
 
     /// Moves last-seen and, when the profile keeps continuous backups, queues

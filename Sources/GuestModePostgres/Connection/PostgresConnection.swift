@@ -195,6 +195,11 @@ final class PostgresConnection: Sendable {
     /// done yet, so it is marked `isBeforeTransaction`.
     private func readUnawaitedCommit(on handle: OpaquePointer) throws {
         do {
+            // It has long arrived: read without asking the socket first (`nextResult` would poll it).
+            guard pq.PQconsumeInput(handle) == 1 else {
+                throw failure(
+                    sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: "COMMIT")
+            }
             var answer: Result<PostgresRows, PostgresFailure>?
             while let result = try nextResult(of: handle, sql: "COMMIT", until: nextDeadline) {
                 defer { pq.PQclear(result) }

@@ -161,6 +161,23 @@ struct PostgresPoolTests {
         #expect(connection.roundTrips.load(ordering: .relaxed) == idle, "a transaction that runs nothing sends nothing")
     }
 
+    @Test("a prompt decision reads the plans once for every limit and meter: a round trip a statement")
+    func aPromptDecisionReadsThePlansOnce() throws {
+        // voice: two collections and a meter, each judged under the tier the plans give.
+        let (store, profile) = try StoreBackend.postgres.makeStore(profile: "voice")
+        let engine = GuestMode(profile: profile, store: store)
+        let guest = try engine.createGuest(device: nil, now: day(1))
+        _ = try engine.nextPrompt(user: guest.id, trigger: nil, now: day(2))
+        // One thread: the pool lends the connection it was given back last.
+        let postgres = try #require(store as? PostgresStore)
+        let connection = try postgres.read { (connection: PostgresConnection) in connection }
+        let before = connection.roundTrips.load(ordering: .relaxed)
+        _ = try engine.nextPrompt(user: guest.id, trigger: nil, now: day(2))
+        // BEGIN with the user's prompt row; counters; outcomes; the user; the plans; each collection's
+        // records; the meter's kept total and its grants; raised triggers; the last reset. COMMIT unawaited.
+        #expect(connection.roundTrips.load(ordering: .relaxed) - before == 11)
+    }
+
     @Test("a first statement the server refuses fails its transaction alone; the connection serves the next")
     func aRefusedFirstStatementLeavesTheConnectionUsable() throws {
         let store = try makeStore(poolSize: 1)
