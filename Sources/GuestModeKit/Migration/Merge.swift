@@ -119,8 +119,9 @@ extension GuestMode {
                     "records_moved": .number(String(records.moved)),
                     "conflicts": .number(String(records.conflicts.count)),
                 ], at: now, profile: profile)
+            let level = try transaction.tier(of: pair.account, profile: profile, now: now)
             let overCap = try profile.collections.map {
-                try transaction.collectionLimit(of: pair.account, collection: $0.name, profile: profile, now: now)
+                try transaction.collectionLimit(of: pair.account, collection: $0.name, tier: level, profile: profile)
             }
             .filter(\.isOverCap)
             return MergeReport(
@@ -139,9 +140,10 @@ extension GuestMode {
         let transfer = Transfer(transaction: transaction, profile: profile, guest: guest, account: account, now: now)
         let conflicts = try transfer.conflicts(in: nil, policy: policy)
         var overCap: [CollectionLimit] = []
+        let level = try transaction.tier(of: pair.account, profile: profile, now: now)
         for collection in profile.collections {
             var limit = try transaction.collectionLimit(
-                of: pair.account, collection: collection.name, profile: profile, now: now)
+                of: pair.account, collection: collection.name, tier: level, profile: profile)
             let incoming = try transfer.recordCount([collection.name])
             let merged = conflicts.filter { $0.collection == collection.name && $0.resolution != .keptBoth }.count
             limit.used = (limit.used ?? 0) + incoming - merged

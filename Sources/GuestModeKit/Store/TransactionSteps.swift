@@ -8,12 +8,6 @@ extension StoreTransaction {
         profile.tier(for: user.state, grants: try planGrants(of: user.id), now: now)
     }
 
-    /// Where `user` stands against one collection's cap now.
-    func collectionLimit(of user: User, collection: String, profile: Profile, now: Date) throws -> CollectionLimit {
-        try collectionLimit(
-            of: user, collection: collection, tier: try tier(of: user, profile: profile, now: now), profile: profile)
-    }
-
     /// Where `user` stands against one collection's cap under `level`, the
     /// tier in force: read once by a caller that asks about several.
     func collectionLimit(
