@@ -224,6 +224,29 @@ final class PostgresConnection: Sendable {
         unsentBegin.withLock { $0.take() } != nil
     }
 
+    /// Runs statements that do not read each other's results in one round
+    /// trip (libpq's pipeline mode), each with parameters, and returns their
+    /// rows in order. The first failure is thrown: the server skips the
+    /// statements after it, and the transaction they are in is aborted.
+    ///
+    /// ```swift
+    /// let answers = try connection.execute([
+    ///     ("SELECT state FROM users WHERE id = $1", [PostgresValue(id)]),
+    ///     ("SELECT action, total FROM counters WHERE user_id = $1", [PostgresValue(id)]),
+    /// ])
+    /// let (user, counters) = (answers[0].first, answers[1])
+    /// ```
+    func execute(_ statements: [(sql: String, parameters: [PostgresValue?])]) throws -> [PostgresRows] {
+        try withHandle { handle in
+            try settleCopy(on: handle)
+            if statements.contains(where: \.parameters.isEmpty) {
+                try sendUnsentBegin(on: handle)
+                return try statements.map { try execute($0.sql, $0.parameters, until: nextDeadline, on: handle) }
+            }
+            return try pipeline(statements, after: unsentBegin.withLock { $0.take() }, on: handle)
+        }
+    }
+
     @discardableResult
     private func execute(
         _ sql: String, _ parameters: [PostgresValue?] = [], until deadline: ContinuousClock.Instant?
@@ -232,28 +255,35 @@ final class PostgresConnection: Sendable {
             try settleCopy(on: handle)
             // Without parameters the statement may be several (simple protocol), which a pipeline cannot carry.
             if !parameters.isEmpty, let begin = unsentBegin.withLock({ $0.take() }) {
-                return try execute(sql, parameters, after: begin, on: handle)
+                return try pipeline([(sql, parameters)], after: begin, on: handle)[0]
             }
             try sendUnsentBegin(on: handle)
-            try send(sql, parameters, on: handle, until: deadline)
-            // As PQexec: the first failure, else the last result (several statements answer several).
-            var kept: OpaquePointer?
-            defer { if let kept { pq.PQclear(kept) } }
-            while let result = try nextResult(of: handle, sql: sql, until: deadline) {
-                let status = pq.PQresultStatus(result)
-                if let previous = kept, pq.PQresultStatus(previous) == PGRES_FATAL_ERROR {
-                    pq.PQclear(result)
-                    continue
-                }
-                if let previous = kept { pq.PQclear(previous) }
-                kept = result
-                if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH { break }
-            }
-            guard let result = kept else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
-            }
-            return try rows(of: result, sql: sql)
+            return try execute(sql, parameters, until: deadline, on: handle)
         }
+    }
+
+    private func execute(
+        _ sql: String, _ parameters: [PostgresValue?], until deadline: ContinuousClock.Instant?,
+        on handle: OpaquePointer
+    ) throws -> PostgresRows {
+        try send(sql, parameters, on: handle, until: deadline)
+        // As PQexec: the first failure, else the last result (several statements answer several).
+        var kept: OpaquePointer?
+        defer { if let kept { pq.PQclear(kept) } }
+        while let result = try nextResult(of: handle, sql: sql, until: deadline) {
+            let status = pq.PQresultStatus(result)
+            if let previous = kept, pq.PQresultStatus(previous) == PGRES_FATAL_ERROR {
+                pq.PQclear(result)
+                continue
+            }
+            if let previous = kept { pq.PQclear(previous) }
+            kept = result
+            if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH { break }
+        }
+        guard let result = kept else {
+            throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+        }
+        return try rows(of: result, sql: sql)
     }
 
     /// The rows of a statement's result, or its failure; `result` stays the caller's to free.
@@ -296,56 +326,67 @@ final class PostgresConnection: Sendable {
         }
     }
 
-    /// BEGIN and the transaction's first statement, sent together in pipeline
-    /// mode and answered in one round trip. Bounded as `executeFirst` is: the
-    /// caller's `StoreDeadline` bounds the wait for the transaction to begin.
-    private func execute(
-        _ sql: String, _ parameters: [PostgresValue?], after begin: String, on handle: OpaquePointer
-    ) throws -> PostgresRows {
-        let deadline = StoreDeadline.bound(statementTimeout)
-        var begun = false
+    /// `statements` (each with parameters) sent together in pipeline mode,
+    /// after `begin` when the transaction's BEGIN is still unsent, and
+    /// answered in one round trip. With `begin`, bounded as `executeFirst` is:
+    /// the caller's `StoreDeadline` bounds the wait for the transaction to begin.
+    private func pipeline(
+        _ statements: [(sql: String, parameters: [PostgresValue?])], after begin: String?, on handle: OpaquePointer
+    ) throws -> [PostgresRows] {
+        let deadline = begin == nil ? nextDeadline : StoreDeadline.bound(statementTimeout)
+        let first = begin ?? statements.first?.sql ?? ""
+        var begun = begin == nil
         do {
-            if let deadline, deadline <= ContinuousClock.now {
-                var missed = failure(sqlState: nil, message: "no store connection answered in time", sql: begin)
+            if begin != nil, let deadline, deadline <= ContinuousClock.now {
+                var missed = failure(sqlState: nil, message: "no store connection answered in time", sql: first)
                 missed.missedDeadline = .beforeSending
                 throw missed
             }
-            let texts = parameters.map { $0?.text }
+            let texts = statements.map { $0.parameters.map { $0?.text } }
             // Prepared first when new: outside the transaction, which changes nothing about what is prepared.
-            let name = try preparedName(of: sql, parameters: texts.count, on: handle, until: deadline)
+            let names = try zip(statements, texts).map { statement, texts in
+                try preparedName(of: statement.sql, parameters: texts.count, on: handle, until: deadline)
+            }
             guard pq.PQenterPipelineMode(handle) == 1 else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: first)
             }
-            let queued =
-                pq.PQsendQueryParams(handle, begin, 0, nil, nil, nil, nil, 0) == 1
-                && withCStrings(texts) { pointers in
-                    if let name {
-                        return pq.PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
-                    }
-                    return pq.PQsendQueryParams(handle, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
-                } == 1
-                && pq.PQpipelineSync(handle) == 1
-            guard queued else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+            var queued = begin.map { pq.PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 0) == 1 } ?? true
+            for (index, statement) in statements.enumerated() where queued {
+                queued =
+                    withCStrings(texts[index]) { pointers in
+                        if let name = names[index] {
+                            return pq.PQsendQueryPrepared(handle, name, Int32(pointers.count), pointers, nil, nil, 0)
+                        }
+                        return pq.PQsendQueryParams(
+                            handle, statement.sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+                    } == 1
             }
-            try flush(handle, sql: sql, until: deadline)
-            let beginAnswer = try pipelineAnswer(of: handle, sql: begin, until: deadline)
-            if case .success = beginAnswer { begun = true }
-            // Nil when BEGIN failed: the server then skipped the statement.
-            let statementAnswer = try pipelineAnswer(of: handle, sql: sql, until: deadline)
-            guard let sync = try nextResult(of: handle, sql: sql, until: deadline) else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+            guard queued, pq.PQpipelineSync(handle) == 1 else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: first)
+            }
+            try flush(handle, sql: first, until: deadline)
+            var beginAnswer: Result<PostgresRows, PostgresFailure>?
+            if let begin {
+                beginAnswer = try pipelineAnswer(of: handle, sql: begin, until: deadline)
+                if case .success? = beginAnswer { begun = true }
+            }
+            // Nil for each statement the server skipped after a failure.
+            let answers = try statements.map { try pipelineAnswer(of: handle, sql: $0.sql, until: deadline) }
+            guard let sync = try nextResult(of: handle, sql: first, until: deadline) else {
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: first)
             }
             let synced = pq.PQresultStatus(sync) == PGRES_PIPELINE_SYNC
             pq.PQclear(sync)
             guard synced, pq.PQexitPipelineMode(handle) == 1 else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: sql)
+                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: first)
             }
-            _ = try beginAnswer?.get()
-            guard let statementAnswer else {
-                throw failure(sqlState: nil, message: "the server skipped the statement", sql: sql)
+            if let beginAnswer { _ = try beginAnswer.get() }
+            return try zip(answers, statements).map { answer, statement in
+                guard let answer else {
+                    throw failure(sqlState: nil, message: "the server skipped the statement", sql: statement.sql)
+                }
+                return try answer.get()
             }
-            return try statementAnswer.get()
         } catch var failure as PostgresFailure {
             failure.isBeforeTransaction = !begun
             throw failure

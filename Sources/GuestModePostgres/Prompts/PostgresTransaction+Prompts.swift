@@ -3,21 +3,23 @@ import GuestModeKit
 
 extension PostgresTransaction {
     func promptFacts(of userID: String) throws -> PromptFacts? {
-        guard
-            let user = try connection.execute(
-                "SELECT state, prompt_state, created_at FROM users WHERE id = $1", [PostgresValue(userID)]
-            ).first
-        else { return nil }
+        // Three reads that need nothing of each other: one round trip.
+        let user = [PostgresValue(userID)]
+        let answers = try connection.execute([
+            ("SELECT state, prompt_state, created_at FROM users WHERE id = $1", user),
+            ("SELECT action, total FROM counters WHERE user_id = $1", user),
+            (Self.promptOutcomesSQL, user),
+        ])
+        guard let row = answers[0].first else { return nil }
         var counters: [String: Int] = [:]
-        for row in try connection.execute(
-            "SELECT action, total FROM counters WHERE user_id = $1", [PostgresValue(userID)])
-        {
-            counters[try row.string("action")] = try row.int("total")
+        for counter in answers[1] {
+            counters[try counter.string("action")] = try counter.int("total")
         }
         return PromptFacts(
-            userID: userID, userState: try user.decode("state", as: UserState.self),
-            promptState: try user.decode("prompt_state", as: PromptState.self),
-            firstSeen: try user.date("created_at"), counters: counters, history: try promptOutcomes(of: userID))
+            userID: userID, userState: try row.decode("state", as: UserState.self),
+            promptState: try row.decode("prompt_state", as: PromptState.self),
+            firstSeen: try row.date("created_at"), counters: counters,
+            history: try Self.promptOutcomes(from: answers[2]))
     }
 
     func promptState(of userID: String, locking: Bool) throws -> PromptState? {
@@ -68,10 +70,14 @@ extension PostgresTransaction {
     }
 
     func promptOutcomes(of userID: String) throws -> [PromptHistoryEntry] {
-        try connection.execute(
-            "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = $1 ORDER BY at COLLATE \"C\", id",
-            [PostgresValue(userID)]
-        ).map { row in
+        try Self.promptOutcomes(from: connection.execute(Self.promptOutcomesSQL, [PostgresValue(userID)]))
+    }
+
+    private static let promptOutcomesSQL =
+        "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = $1 ORDER BY at COLLATE \"C\", id"
+
+    private static func promptOutcomes(from rows: PostgresRows) throws -> [PromptHistoryEntry] {
+        try rows.map { row in
             PromptHistoryEntry(
                 context: try row.string("context"), outcome: try row.decode("outcome", as: PromptOutcome.self),
                 at: try row.date("at"))
