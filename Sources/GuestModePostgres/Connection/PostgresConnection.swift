@@ -237,7 +237,8 @@ final class PostgresConnection: Sendable {
     /// let (user, counters) = (answers[0].first, answers[1])
     /// ```
     func execute(_ statements: [(sql: String, parameters: [PostgresValue?])]) throws -> [PostgresRows] {
-        try withHandle { handle in
+        guard !statements.isEmpty else { return [] }
+        return try withHandle { handle in
             try settleCopy(on: handle)
             if statements.contains(where: \.parameters.isEmpty) {
                 try sendUnsentBegin(on: handle)
