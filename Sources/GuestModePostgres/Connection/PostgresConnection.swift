@@ -200,18 +200,7 @@ final class PostgresConnection: Sendable {
                 throw failure(
                     sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: "COMMIT")
             }
-            var answer: Result<PostgresRows, PostgresFailure>?
-            while let result = try nextResult(of: handle, sql: "COMMIT", until: nextDeadline) {
-                defer { pq.PQclear(result) }
-                if answer == nil {
-                    answer = Result { () throws(PostgresFailure) in try rows(of: result, sql: "COMMIT") }
-                }
-            }
-            guard let answer else {
-                throw failure(
-                    sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: "COMMIT")
-            }
-            _ = try answer.get()
+            _ = try answer(of: "COMMIT", on: handle, until: nextDeadline)
         } catch var failure as PostgresFailure {
             failure.isBeforeTransaction = true
             throw failure
@@ -268,7 +257,14 @@ final class PostgresConnection: Sendable {
         on handle: OpaquePointer
     ) throws -> PostgresRows {
         try send(sql, parameters, on: handle, until: deadline)
-        // As PQexec: the first failure, else the last result (several statements answer several).
+        return try answer(of: sql, on: handle, until: deadline)
+    }
+
+    /// The answer to `sql`, sent: as PQexec's, the first failure, else the
+    /// last result (several statements answer several).
+    private func answer(
+        of sql: String, on handle: OpaquePointer, until deadline: ContinuousClock.Instant?
+    ) throws -> PostgresRows {
         var kept: OpaquePointer?
         defer { if let kept { pq.PQclear(kept) } }
         while let result = try nextResult(of: handle, sql: sql, until: deadline) {
@@ -309,18 +305,8 @@ final class PostgresConnection: Sendable {
     /// a statement that cannot go in a pipeline with it.
     private func sendUnsentBegin(on handle: OpaquePointer) throws {
         guard let begin = unsentBegin.withLock({ $0.take() }) else { return }
-        let deadline = StoreDeadline.bound(statementTimeout)
         do {
-            try send(begin, [], on: handle, until: deadline)
-            var answer: Result<PostgresRows, PostgresFailure>?
-            while let result = try nextResult(of: handle, sql: begin, until: deadline) {
-                defer { pq.PQclear(result) }
-                if answer == nil { answer = Result { () throws(PostgresFailure) in try rows(of: result, sql: begin) } }
-            }
-            guard let answer else {
-                throw failure(sqlState: nil, message: PostgresConnection.message(pq.PQerrorMessage(handle)), sql: begin)
-            }
-            _ = try answer.get()
+            _ = try execute(begin, [], until: StoreDeadline.bound(statementTimeout), on: handle)
         } catch var failure as PostgresFailure {
             failure.isBeforeTransaction = true
             throw failure
