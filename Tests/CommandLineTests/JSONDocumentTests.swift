@@ -113,4 +113,34 @@ import Testing
             JSONValue.string("\u{1F}\"\\\t\r\u{8}\u{C}\u{10}é/").canonicalText
                 == #""\u001f\"\\\t\r\b\f\u0010é/""#)
     }
+
+    /// A type's document is written from the encoder's nodes, not from `JSONValue`s: the same layout, the
+    /// later of two values under one name, an object with no member as `{}` and nested arrays and objects.
+    @Test func aTypesDocumentHasTheLayoutOfAValuesDocument() throws {
+        struct Twice: Encodable {
+            enum Name: String, CodingKey { case zeta, alpha, nothing, items }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Name.self)
+                try container.encode("first", forKey: .zeta)
+                try container.encode(1, forKey: .alpha)
+                try container.encode("second", forKey: .zeta)
+                _ = container.nestedContainer(keyedBy: Name.self, forKey: .nothing)
+                var items = container.nestedUnkeyedContainer(forKey: .items)
+                try items.encode([String: Int]())
+                try items.encode([Int]())
+                try items.encodeNil()
+            }
+        }
+        struct Silent: Encodable {
+            func encode(to encoder: any Encoder) throws {}
+        }
+        let value = JSONValue.object([
+            ("zeta", .string("second")), ("alpha", .number("1")), ("nothing", .object([])),
+            ("items", .array([.object([]), .array([]), .null])),
+        ])
+        #expect(try JSONDocument.encode(Twice(), pretty: false) == value.canonicalText)
+        #expect(try JSONDocument.encode(Twice(), pretty: true) == value.text(pretty: true))
+        #expect(try JSONDocument.encode(Silent(), pretty: false) == "{}")
+        #expect(try JSONDocument.encode([Silent()], pretty: true) == "[\n  {}\n]")
+    }
 }

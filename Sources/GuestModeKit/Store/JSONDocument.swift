@@ -17,7 +17,12 @@ package enum JSONDocument {
     package static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
         let node = JSONNode()
         try JSONNodeEncoder.encode(value, into: node, path: [])
-        return node.resolved.text(pretty: pretty)
+        // Written from the nodes: resolving them into `JSONValue`s first made every object a dictionary,
+        // hashing each name, only to sort it again (bench/results.md, "Serving, round 7").
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
+        node.write(to: &output, pretty: pretty, indent: 0)
+        return String(decoding: output, as: UTF8.self)
     }
 }
 
@@ -147,12 +152,33 @@ final class JSONNode {
     }
     var content = Content.unset
 
-    var resolved: JSONValue {
+    /// The value as `JSONValue.text(pretty:)` would write it resolved: an unset node as `{}`, an object's
+    /// members sorted by name, and of two members with one name the later, as with JSONEncoder.
+    func write(to output: inout [UInt8], pretty: Bool, indent: Int) {
         switch content {
-        case .unset: return .object([])
-        case .value(let value): return value
-        case .array(let nodes): return .array(nodes.map(\.resolved))
-        case .object(let members): return .object(members.map { ($0, $1.resolved) })
+        case .unset: output.append(contentsOf: "{}".utf8)
+        case .value(let value): value.write(to: &output, pretty: pretty, indent: indent)
+        case .array(let nodes):
+            guard !nodes.isEmpty else { return output.append(contentsOf: "[]".utf8) }
+            output.append(UInt8(ascii: "["))
+            for (index, node) in nodes.enumerated() {
+                JSONValue.open(index, name: nil, in: &output, pretty: pretty, indent: indent + 1)
+                node.write(to: &output, pretty: pretty, indent: indent + 1)
+            }
+            JSONValue.close(UInt8(ascii: "]"), in: &output, pretty: pretty, indent: indent)
+        case .object(let members):
+            guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
+            output.append(UInt8(ascii: "{"))
+            // Sorted stably, so of two members with one name the later is the last of its run.
+            let ordered = members.sorted { $0.0 < $1.0 }
+            var written = 0
+            for (index, member) in ordered.enumerated()
+            where index + 1 == ordered.count || ordered[index + 1].0 != member.0 {
+                JSONValue.open(written, name: member.0, in: &output, pretty: pretty, indent: indent + 1)
+                member.1.write(to: &output, pretty: pretty, indent: indent + 1)
+                written += 1
+            }
+            JSONValue.close(UInt8(ascii: "}"), in: &output, pretty: pretty, indent: indent)
         }
     }
 

@@ -350,12 +350,7 @@ extension JSONValue {
         return String(decoding: output, as: UTF8.self)
     }
 
-    private func write(to output: inout [UInt8], pretty: Bool, indent: Int) {
-        func newline(_ level: Int) {
-            guard pretty else { return }
-            output.append(UInt8(ascii: "\n"))
-            output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
-        }
+    package func write(to output: inout [UInt8], pretty: Bool, indent: Int) {
         switch self {
         case .null: output.append(contentsOf: "null".utf8)
         case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
@@ -365,26 +360,44 @@ extension JSONValue {
             guard !elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
             output.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                newline(indent + 1)
+                JSONValue.open(index, name: nil, in: &output, pretty: pretty, indent: indent + 1)
                 element.write(to: &output, pretty: pretty, indent: indent + 1)
             }
-            newline(indent)
-            output.append(UInt8(ascii: "]"))
+            JSONValue.close(UInt8(ascii: "]"), in: &output, pretty: pretty, indent: indent)
         case .object(let members):
             guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
             output.append(UInt8(ascii: "{"))
             // The members sorted as pairs: sorting the names and looking each up again hashed every name twice.
             for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                newline(indent + 1)
-                JSONValue.writeString(member.key, to: &output)
-                output.append(contentsOf: (pretty ? " : " : ":").utf8)
+                JSONValue.open(index, name: member.key, in: &output, pretty: pretty, indent: indent + 1)
                 member.value.write(to: &output, pretty: pretty, indent: indent + 1)
             }
-            newline(indent)
-            output.append(UInt8(ascii: "}"))
+            JSONValue.close(UInt8(ascii: "}"), in: &output, pretty: pretty, indent: indent)
         }
+    }
+
+    /// Starts element or member `index` of an array or object (after its `[` or `{`), at `indent` in the
+    /// layout `text(pretty:)` documents: a comma before all but the first, `pretty`'s line break and
+    /// indentation, and a member's `name` with its colon. Writers of other trees (a document's nodes, a log
+    /// line's members) lay out their containers with it and `close`.
+    package static func open(_ index: Int, name: String?, in output: inout [UInt8], pretty: Bool, indent: Int) {
+        if index > 0 { output.append(UInt8(ascii: ",")) }
+        newline(indent, in: &output, pretty: pretty)
+        guard let name else { return }
+        writeString(name, to: &output)
+        output.append(contentsOf: (pretty ? " : " : ":").utf8)
+    }
+
+    /// Ends a container of at least one element or member, whose own level is `indent`, with `bracket`.
+    package static func close(_ bracket: UInt8, in output: inout [UInt8], pretty: Bool, indent: Int) {
+        newline(indent, in: &output, pretty: pretty)
+        output.append(bracket)
+    }
+
+    private static func newline(_ level: Int, in output: inout [UInt8], pretty: Bool) {
+        guard pretty else { return }
+        output.append(UInt8(ascii: "\n"))
+        output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
     }
 
     /// Runs between the bytes that need an escape are appended whole.

@@ -183,19 +183,35 @@ package struct JSONLineLogHandler: LogHandler {
         // writes a line per request, and Foundation's serialisation and date formatting were 30 % of
         // the instructions of a whole `meter check` (callgrind, bench/results.md).
         // The handler's own metadata is usually empty: merging into it copied and rehashed every member.
+        // The members are sorted as pairs and written, not gathered in a dictionary first, which hashed
+        // every name once more (bench/results.md, "Serving, round 7").
         let merged = metadata.isEmpty ? event.metadata ?? [:] : metadata.merging(event.metadata ?? [:]) { $1 }
-        var members: [String: JSONValue] = [:]
+        var members: [(String, JSONValue)] = []
         members.reserveCapacity(merged.count + 4)
-        for (key, value) in merged { members[key] = Self.json(value) }
-        members["time"] = .string(Self.timestamp())
-        members["level"] = .string(event.level.rawValue)
-        members["logger"] = .string(label)
-        members["message"] = .string(event.message.description)
-        var data = Data(JSONValue.object(members).text(pretty: false).utf8)
-        data.append(UInt8(ascii: "\n"))
+        for (key, value) in merged {
+            // The members every line has are not replaced by metadata of the same name.
+            switch key {
+            case "time", "level", "logger", "message": continue
+            default: members.append((key, Self.json(value)))
+            }
+        }
+        members.append(("time", .string(Self.timestamp())))
+        members.append(("level", .string(event.level.rawValue)))
+        members.append(("logger", .string(label)))
+        members.append(("message", .string(event.message.description)))
+        members.sort { $0.0 < $1.0 }
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line.append(UInt8(ascii: "{"))
+        for (index, member) in members.enumerated() {
+            JSONValue.open(index, name: member.0, in: &line, pretty: false, indent: 1)
+            member.1.write(to: &line, pretty: false, indent: 1)
+        }
+        JSONValue.close(UInt8(ascii: "}"), in: &line, pretty: false, indent: 0)
+        line.append(UInt8(ascii: "\n"))
         // One write per line: lines of concurrent requests never interleave.
         Self.lock.withLock {
-            data.withUnsafeBytes { bytes in
+            line.withUnsafeBytes { bytes in
                 var offset = 0
                 while offset < bytes.count {
                     let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
