@@ -144,12 +144,13 @@ extension GuestMode {
         let meters = try meter.map { [try requireMeter($0)] } ?? profile.meters
         return try store.read { transaction in
             let user = try transaction.requireUser(userID)
+            let plans = try transaction.planGrants(of: userID)
             var grants: [MeterGrant] = []
             for meter in meters {
                 let rows = try transaction.meterGrants(of: userID, meter: meter.name)
                 guard !rows.isEmpty else { continue }
                 let ledger = try transaction.grantLedger(
-                    of: user, meter: meter, grants: rows, profile: profile, now: now)
+                    of: user, meter: meter, grants: rows, plans: plans, profile: profile, now: now)
                 grants += rows.map { ledger.standing(of: $0, now: now) }
             }
             return grants.sorted { ($0.grantedAt, $0.id) < ($1.grantedAt, $1.id) }
@@ -185,11 +186,12 @@ extension GuestMode {
             throw GuestModeError(.grantNotFound, "no meter grant \(id) in this store")
         }
         // A new or revoked grant changes what every use drew: the kept draws are rebuilt with it.
+        let plans = try transaction.planGrants(of: user.id)
         if isChanged {
-            try transaction.rebuildGrantDraws(
-                of: user, meter: meter, grants: rows, plans: try transaction.planGrants(of: user.id), profile: profile)
+            try transaction.rebuildGrantDraws(of: user, meter: meter, grants: rows, plans: plans, profile: profile)
         }
-        let ledger = try transaction.grantLedger(of: user, meter: meter, grants: rows, profile: profile, now: now)
+        let ledger = try transaction.grantLedger(
+            of: user, meter: meter, grants: rows, plans: plans, profile: profile, now: now)
         return MeterGrantResult(
             isChanged: isChanged, grant: ledger.standing(of: row, now: now),
             status: try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now))

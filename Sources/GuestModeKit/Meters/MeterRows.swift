@@ -90,6 +90,9 @@ package enum MeterTotalSpan: String, Sendable {
     case day
     case month
 
+    /// The buckets `meter`'s usage is added up from: a daily meter's days, every other meter's months.
+    package init(of meter: Meter) { self = meter.reset == .daily ? .day : .month }
+
     /// The bucket `start` begins, as the store names it: `YYYY-MM-DD` or `YYYY-MM`.
     package func bucket(beginningAt start: Date) -> String {
         String(Timestamp.format(start).prefix(self == .day ? 10 : 7))
@@ -156,10 +159,14 @@ extension MeterRows {
     /// (exhausted), not fail.
     func meterUsage(of userID: String, meter: Meter, since start: Date?) throws -> MeterAmount {
         var used = MeterAmount.zero
-        let span: MeterTotalSpan = meter.reset == .daily ? .day : .month
-        try forEachMeterUsageTotal(of: userID, meter: meter.name, span: span, from: start) { amount in
-            used = used.adding(amount) ?? .largest
+        try forEachMeterUsageTotal(of: userID, meter: meter.name, span: MeterTotalSpan(of: meter), from: start) {
+            used = used.addingTotal($0)
         }
         return used
     }
+}
+
+extension MeterAmount {
+    /// `self` and one more of a period's kept totals (`MeterRows.meterUsage`).
+    package func addingTotal(_ total: MeterAmount) -> MeterAmount { adding(total) ?? .largest }
 }

@@ -372,10 +372,13 @@ extension GuestMode {
 
 extension StoreTransaction {
     /// The status of `meter` for `user` now: its usage in the current period
-    /// against the allowance of the tier in force.
+    /// against the allowance of the tier in force. The plans, the period's
+    /// totals and the meter's grants are read together (`meterFacts`).
     func meterStatus(of user: User, meter: Meter, profile: Profile, now: Date) throws -> MeterStatus {
-        try meterStatus(
-            of: user, meter: meter, tier: try tier(of: user, profile: profile, now: now), profile: profile, now: now)
+        let facts = try meterFacts(of: user.id, meter: meter, since: meter.reset.periodStart(containing: now))
+        return try meterStatus(
+            of: user, meter: meter, tier: profile.tier(for: user.state, grants: facts.plans, now: now),
+            used: facts.used, grants: facts.grants, plans: facts.plans, profile: profile, now: now)
     }
 
     /// Where `user` stands against `meter` now under `level`, the tier in
@@ -385,11 +388,22 @@ extension StoreTransaction {
     ) throws
         -> MeterStatus
     {
-        let periodStart = meter.reset.periodStart(containing: now)
-        let used = try meterUsage(of: user.id, meter: meter, since: periodStart)
-        let grants = try meterGrants(of: user.id, meter: meter.name)
+        try meterStatus(
+            of: user, meter: meter, tier: level,
+            used: try meterUsage(of: user.id, meter: meter, since: meter.reset.periodStart(containing: now)),
+            grants: try meterGrants(of: user.id, meter: meter.name), plans: nil, profile: profile, now: now)
+    }
+
+    /// The status from what was read: the plans when the caller has them, else they are read if a grant
+    /// needs them.
+    private func meterStatus(
+        of user: User, meter: Meter, tier level: TierLevel, used: MeterAmount, grants: [MeterGrantRow],
+        plans: [PlanGrant]?, profile: Profile, now: Date
+    ) throws -> MeterStatus {
         guard !grants.isEmpty else { return profile.meterStatus(meter, tier: level, used: used, now: now) }
-        let ledger = try grantLedger(of: user, meter: meter, grants: grants, profile: profile, now: now)
+        let ledger = try grantLedger(
+            of: user, meter: meter, grants: grants, plans: try plans ?? planGrants(of: user.id), profile: profile,
+            now: now)
         return profile.meterStatus(
             meter, tier: level, used: used,
             grants: grants.sorted(by: MeterGrantRow.drawsBefore).map { ledger.standing(of: $0, now: now) },
@@ -402,11 +416,10 @@ extension StoreTransaction {
     /// inputs and cover no use later than `now`, else the replay of the
     /// ledger.
     func grantLedger(
-        of user: User, meter: Meter, grants: [MeterGrantRow], profile: Profile, now: Date
+        of user: User, meter: Meter, grants: [MeterGrantRow], plans: [PlanGrant], profile: Profile, now: Date
     ) throws
         -> MeterGrantLedger
     {
-        let plans = try planGrants(of: user.id)
         if let kept = try meterGrantDraws(of: user.id, meter: meter.name),
             kept.inputs == grantDrawInputs(of: user, meter: meter, grants: grants, plans: plans, profile: profile),
             let ledger = kept.ledger(at: now, reset: meter.reset)

@@ -44,7 +44,39 @@ extension TransactionalStore {
 package protocol StoreTransaction:
     UserRows, IdentityRows, EventRows, RecordRows, MeterRows, PlanRows, PromptRows, ExperimentRows, OutboxRows,
     MigrationRows, ReportRows, ProfileRows, ServerRows, WebhookRows, StorePurchaseRows, TransactionNesting
-{}
+{
+    /// What judging one meter reads of one user: every plan grant the user
+    /// ever held (`planGrants`), the kept usage totals of `meter` from
+    /// `start` on (`forEachMeterUsageTotal`, in the buckets `meterUsage`
+    /// adds up) and the user's grants of `meter` (`meterGrants`). The
+    /// reads need nothing of each other, so a backend may make them
+    /// together (PostgreSQL: in one round trip); the default makes each.
+    func meterFacts(of userID: String, meter: Meter, since start: Date?) throws -> MeterFacts
+}
+
+extension StoreTransaction {
+    package func meterFacts(of userID: String, meter: Meter, since start: Date?) throws -> MeterFacts {
+        MeterFacts(
+            plans: try planGrants(of: userID), used: try meterUsage(of: userID, meter: meter, since: start),
+            grants: try meterGrants(of: userID, meter: meter.name))
+    }
+}
+
+/// What a meter's decision reads of one user (`StoreTransaction.meterFacts`).
+package struct MeterFacts: Sendable, Equatable {
+    /// Every plan grant the user ever held, oldest first.
+    package var plans: [PlanGrant]
+    /// The usage of the period, as `MeterRows.meterUsage` adds it up.
+    package var used: MeterAmount
+    /// The user's grants of the meter, oldest first.
+    package var grants: [MeterGrantRow]
+
+    package init(plans: [PlanGrant], used: MeterAmount, grants: [MeterGrantRow]) {
+        self.plans = plans
+        self.used = used
+        self.grants = grants
+    }
+}
 
 /// A transaction inside a transaction.
 public protocol TransactionNesting {

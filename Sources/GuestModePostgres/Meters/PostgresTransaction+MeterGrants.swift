@@ -29,18 +29,20 @@ extension PostgresTransaction {
     }
 
     func meterGrants(of userID: String, meter: String?) throws -> [MeterGrantRow] {
+        let statement = Self.grants(of: userID, meter: meter)
+        return try connection.execute(statement.sql, statement.parameters).map(Self.grantRow)
+    }
+
+    /// The statement reading the user's grants (of `meter` only, when given), oldest first.
+    static func grants(of userID: String, meter: String?) -> (sql: String, parameters: [PostgresValue?]) {
         let order = "ORDER BY granted_at COLLATE \"C\", id"
-        let rows =
-            if let meter {
-                try connection.execute(
-                    "SELECT \(Self.grantColumns) FROM meter_grants WHERE user_id = $1 AND meter = $2 \(order)",
-                    [PostgresValue(userID), PostgresValue(meter)])
-            } else {
-                try connection.execute(
-                    "SELECT \(Self.grantColumns) FROM meter_grants WHERE user_id = $1 \(order)",
-                    [PostgresValue(userID)])
-            }
-        return try rows.map(Self.grantRow)
+        guard let meter else {
+            return ("SELECT \(grantColumns) FROM meter_grants WHERE user_id = $1 \(order)", [PostgresValue(userID)])
+        }
+        return (
+            "SELECT \(grantColumns) FROM meter_grants WHERE user_id = $1 AND meter = $2 \(order)",
+            [PostgresValue(userID), PostgresValue(meter)]
+        )
     }
 
     func meterGrant(id: Int64) throws -> MeterGrantRow? {
@@ -88,7 +90,7 @@ extension PostgresTransaction {
         MeterAmount(millionths: min(max(0, millionths), MeterAmount.largestRequest.millionths))
     }
 
-    private static func grantRow(_ row: PostgresRow) throws -> MeterGrantRow {
+    static func grantRow(_ row: PostgresRow) throws -> MeterGrantRow {
         MeterGrantRow(
             id: try row.int64("id"), userID: try row.string("user_id"), meter: try row.string("meter"),
             amount: amount(try row.int64("millionths")), grantedAt: try row.date("granted_at"),

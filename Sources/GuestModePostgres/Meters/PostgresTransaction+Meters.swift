@@ -13,7 +13,31 @@ extension PostgresTransaction {
         of userID: String, meter: String, span: MeterTotalSpan, from start: Date?,
         _ body: (MeterAmount) throws -> Void
     ) throws {
-        let rows = try connection.execute(
+        let totals = Self.usageTotals(of: userID, meter: meter, span: span, from: start)
+        for row in try connection.execute(totals.sql, totals.parameters) { try body(try Self.usageTotal(row)) }
+    }
+
+    /// The plans, the period's totals and the meter's grants: three reads that need nothing of each other,
+    /// one round trip.
+    func meterFacts(of userID: String, meter: Meter, since start: Date?) throws -> MeterFacts {
+        let user = PostgresValue(userID)
+        let answers = try connection.execute([
+            (PostgresStore.planGrantsSQL, [user]),
+            Self.usageTotals(of: userID, meter: meter.name, span: MeterTotalSpan(of: meter), from: start),
+            Self.grants(of: userID, meter: meter.name),
+        ])
+        var used = MeterAmount.zero
+        for row in answers[1] { used = used.addingTotal(try Self.usageTotal(row)) }
+        return MeterFacts(
+            plans: try answers[0].map(PostgresStore.planGrant), used: used, grants: try answers[2].map(Self.grantRow))
+    }
+
+    /// The statement reading the user's kept totals of `meter` in `span`'s buckets from the one `start`
+    /// begins on (every one when nil).
+    private static func usageTotals(
+        of userID: String, meter: String, span: MeterTotalSpan, from start: Date?
+    ) -> (sql: String, parameters: [PostgresValue?]) {
+        (
             """
             SELECT millionths FROM meter_totals
             WHERE user_id = $1 AND meter = $2 AND span = $3 AND bucket >= $4
@@ -21,8 +45,12 @@ extension PostgresTransaction {
             [
                 PostgresValue(userID), PostgresValue(meter), PostgresValue(span.rawValue),
                 PostgresValue(start.map(span.bucket(beginningAt:)) ?? ""),
-            ])
-        for row in rows { try body(MeterAmount(millionths: max(0, try row.int64("millionths")))) }
+            ]
+        )
+    }
+
+    private static func usageTotal(_ row: PostgresRow) throws -> MeterAmount {
+        MeterAmount(millionths: max(0, try row.int64("millionths")))
     }
 
     func meterUseAmount(of userID: String, meter: String, key: String) throws -> MeterAmount? {

@@ -75,13 +75,10 @@ extension PostgresStore {
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ connection: PostgresConnection) throws -> [PlanGrant] {
-        try connection.execute(
-            "SELECT * FROM plans WHERE user_id = $1 ORDER BY granted_at, id", [PostgresValue(userID)]
-        ).map { row in
-            PlanGrant(
-                plan: try row.string("plan"), grantedAt: try row.date("granted_at"),
-                trialEndsAt: try row.optionalDate("trial_ends_at"), endsAt: try row.optionalDate("ends_at"),
-                revokedAt: try row.optionalDate("revoked_at"))
-        }
+        try connection.execute(Self.planGrantsSQL, [PostgresValue(userID)]).map(Self.planGrant)
     }
+
+    /// The user's (`$1`) plan grants, oldest first.
+    static let planGrantsSQL = "SELECT * FROM plans WHERE user_id = $1 ORDER BY granted_at, id"
+
 }

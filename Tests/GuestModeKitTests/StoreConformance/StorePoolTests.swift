@@ -178,6 +178,36 @@ struct PostgresPoolTests {
         #expect(connection.roundTrips.load(ordering: .relaxed) - before == 9)
     }
 
+    @Test("a meter check reads the plans, the period's totals and the grants in one round trip")
+    func aMeterCheckReadsItsFactsTogether() throws {
+        let (store, profile) = try StoreBackend.postgres.makeStore(profile: "voice")
+        let engine = GuestMode(profile: profile, store: store)
+        let guest = try engine.createGuest(device: nil, now: day(1))
+        _ = try engine.useMeter(user: guest.id, meter: "api_minutes", amount: 5, key: nil, now: day(2))
+        let postgres = try #require(store as? PostgresStore)
+        let connection = try postgres.read { (connection: PostgresConnection) in connection }
+        func roundTrips(_ check: () throws -> MeterDecision) throws -> (Int, MeterDecision) {
+            _ = try check()  // A statement new to the connection is prepared first, in a round trip of its own.
+            let before = connection.roundTrips.load(ordering: .relaxed)
+            let decision = try check()
+            return (connection.roundTrips.load(ordering: .relaxed) - before, decision)
+        }
+        // BEGIN with the user; the plans, the totals and the grants. COMMIT unawaited.
+        let (plain, allowed) = try roundTrips {
+            try engine.checkMeter(user: guest.id, meter: "api_minutes", amount: 1, now: day(2))
+        }
+        #expect(plain == 2)
+        #expect(allowed.isAllowed && allowed.status.used == 5)
+        _ = try engine.grantMeter(
+            user: guest.id, meter: "api_minutes", amount: 30, expiry: .never, reason: nil, key: nil, now: day(2))
+        // And the kept draws of the grant; the plans read with the facts serve its ledger too.
+        let (granted, decision) = try roundTrips {
+            try engine.checkMeter(user: guest.id, meter: "api_minutes", amount: 80, now: day(2))
+        }
+        #expect(granted == 3)
+        #expect(decision.status.allowance == allowed.status.allowance?.adding(30))
+    }
+
     @Test("statements that need nothing of each other go in one round trip, their rows in order")
     func independentStatementsGoInOneRoundTrip() throws {
         let store = try makeStore(poolSize: 1)
