@@ -5,9 +5,10 @@ import Foundation
 package protocol PromptRows {
     /// What the prompt policy reads about the user itself: its state and
     /// prompt state, first-seen time, counters and outcome history (oldest
-    /// first), with no limits, meters, raised triggers or reset time. Nil
+    /// first), with no limits, meters, raised triggers or reset time; and
+    /// the user, as `user(_:locking:)` reads it, from the same row. Nil
     /// when there is no such user.
-    func promptFacts(of userID: String) throws -> PromptFacts?
+    func promptFacts(of userID: String) throws -> (facts: PromptFacts, user: User)?
 
     /// The user's prompt state, or nil when there is no such user.
     func promptState(of userID: String, locking: Bool) throws -> PromptState?
@@ -67,7 +68,9 @@ extension StoreTransaction {
     func promptSnapshot(
         of userID: String, profile: Profile, now: Date, onlyWhatRulesRead: Bool = false, mayHaveReset: Bool = true
     ) throws -> PromptFacts? {
-        guard var facts = try promptFacts(of: userID), let user = try user(userID, locking: false) else { return nil }
+        guard let found = try promptFacts(of: userID) else { return nil }
+        var facts = found.facts
+        let user = found.user
         let read = onlyWhatRulesRead ? profile.prompts.conditionInputs : nil
         let collections = profile.collections.filter { read?.collections.contains($0.name) ?? true }
         let meters = profile.meters.filter { read?.meters.contains($0.name) ?? true }

@@ -492,7 +492,7 @@ extension GuestMode {
     /// Every prompt outcome recorded for the user.
     public func promptHistory(user userID: String) throws -> PromptHistory {
         try TextRule.check(userID, what: "the user id")
-        guard let facts = try store.read({ try $0.promptFacts(of: userID) }) else {
+        guard let facts = try store.read({ try $0.promptFacts(of: userID)?.facts }) else {
             throw GuestMode.missingUser(userID)
         }
         return PromptHistory(user: userID, promptState: facts.promptState, outcomes: facts.history)

@@ -2,11 +2,11 @@ import Foundation
 import GuestModeKit
 
 extension PostgresTransaction {
-    func promptFacts(of userID: String) throws -> PromptFacts? {
+    func promptFacts(of userID: String) throws -> (facts: PromptFacts, user: User)? {
         // Three reads that need nothing of each other: one round trip.
         let user = [PostgresValue(userID)]
         let answers = try connection.execute([
-            ("SELECT state, prompt_state, created_at FROM users WHERE id = $1", user),
+            ("SELECT * FROM users WHERE id = $1", user),
             ("SELECT action, total FROM counters WHERE user_id = $1", user),
             (Self.promptOutcomesSQL, user),
         ])
@@ -15,11 +15,11 @@ extension PostgresTransaction {
         for counter in answers[1] {
             counters[try counter.string("action")] = try counter.int("total")
         }
-        return PromptFacts(
-            userID: userID, userState: try row.decode("state", as: UserState.self),
-            promptState: try row.decode("prompt_state", as: PromptState.self),
-            firstSeen: try row.date("created_at"), counters: counters,
-            history: try Self.promptOutcomes(from: answers[2]))
+        let found = try store.user(from: row)
+        let facts = PromptFacts(
+            userID: userID, userState: found.state, promptState: try row.decode("prompt_state", as: PromptState.self),
+            firstSeen: found.createdAt, counters: counters, history: try Self.promptOutcomes(from: answers[2]))
+        return (facts, found)
     }
 
     func promptState(of userID: String, locking: Bool) throws -> PromptState? {

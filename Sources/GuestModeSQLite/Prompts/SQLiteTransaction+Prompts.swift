@@ -5,11 +5,11 @@ import GuestModeKit
 // Cached statements: a replay reads the facts and records an outcome once
 // per event, and a log of outcomes runs these once per outcome or user.
 extension SQLiteTransaction {
-    func promptFacts(of userID: String) throws -> PromptFacts? {
+    func promptFacts(of userID: String) throws -> (facts: PromptFacts, user: User)? {
         guard
-            let user = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT state, prompt_state, created_at FROM users WHERE id = ?"),
-                arguments: [userID])
+            let (user, promptState) = try readOne(
+                db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [userID],
+                { row in (try SQLiteStore.user(from: row), try row.decode("prompt_state", as: PromptState.self)) })
         else { return nil }
         var counters: [String: Int] = [:]
         // Copied rows, not a cursor: a cursor's live row reads text in an INTEGER column as 0.
@@ -18,11 +18,10 @@ extension SQLiteTransaction {
         {
             counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total")
         }
-        return PromptFacts(
-            userID: userID,
-            userState: try user.decode("state", as: UserState.self),
-            promptState: try user.decode("prompt_state", as: PromptState.self),
-            firstSeen: try user.time("created_at"), counters: counters, history: try promptOutcomes(of: userID))
+        let facts = PromptFacts(
+            userID: userID, userState: user.state, promptState: promptState, firstSeen: user.createdAt,
+            counters: counters, history: try promptOutcomes(of: userID))
+        return (facts, user)
     }
 
     func promptState(of userID: String, locking: Bool) throws -> PromptState? {

@@ -18,15 +18,18 @@ extension SQLiteStore {
     }
 
     func findUser(_ id: String, _ db: Database) throws -> User? {
-        try readOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [id]) { row in
-            User(
-                id: try row.decode(forColumn: "id"), device: try row.decode(forColumn: "device"),
-                state: try row.decode("state", as: UserState.self),
-                promptState: try row.decode(forColumn: "prompt_state"),
-                createdAt: try row.time("created_at"),
-                lastSeenAt: try row.time("last_seen_at"),
-                linkedAt: try row.optionalTime("linked_at"))
-        }
+        try readOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [id], Self.user)
+    }
+
+    /// A row of `SELECT * FROM users` as the engine's user.
+    static func user(from row: any StoredRow) throws -> User {
+        User(
+            id: try row.decode(forColumn: "id"), device: try row.decode(forColumn: "device"),
+            state: try row.decode("state", as: UserState.self),
+            promptState: try row.decode(forColumn: "prompt_state"),
+            createdAt: try row.time("created_at"),
+            lastSeenAt: try row.time("last_seen_at"),
+            linkedAt: try row.optionalTime("linked_at"))
     }
 
     func identities(of userID: String, _ db: Database) throws -> [Identity] {

@@ -115,7 +115,7 @@ struct BackendAgreementTests {
         let facts = try #require(try storedPromptFacts(store, of: "u"))
         #expect(facts.history.map(\.context) == entries.map(\.context))
         #expect(try storedPromptFacts(replayed, of: "u") == facts)
-        #expect(try store.read { try $0.promptFacts(of: "u") } == facts)
+        #expect(try store.read { try $0.promptFacts(of: "u")?.facts } == facts)
     }
 }
 

@@ -7,7 +7,7 @@ import Testing
 
 /// The prompt facts the engine reads about a user, in one read transaction.
 func storedPromptFacts(_ store: any GuestStore, of userID: String) throws -> PromptFacts? {
-    try store.read { try $0.promptFacts(of: userID) }
+    try store.read { try $0.promptFacts(of: userID)?.facts }
 }
 
 /// The prompt history a store keeps, recorded and read through the engine,

@@ -178,13 +178,13 @@ private let november = ReportPeriod(since: day(1, hour: 0), until: day(15))
                 "assignments are sticky")
             #expect(try transaction.assignment(of: "r1", experiment: "paywall")?.variant == "a")
 
-            let facts = try #require(try transaction.promptFacts(of: "r1"))
+            let facts = try #require(try transaction.promptFacts(of: "r1")?.facts)
             #expect(facts.counters["subscription_added"] == 2 && facts.history.isEmpty)
             #expect(try transaction.promptFacts(of: "nobody") == nil)
             let entry = PromptHistoryEntry(context: "guest_cap_reached", outcome: .shown, at: day(2))
             #expect(try transaction.recordPromptOutcome(entry, of: "r1") == .prompted)
             #expect(try transaction.recordPromptOutcome(entry, of: "nobody") == nil)
-            return try transaction.promptFacts(of: "r1")?.history.count
+            return try transaction.promptFacts(of: "r1")?.facts.history.count
         }
         #expect(recorded == 1)
         let engine = GuestMode(profile: profile, store: store)
