@@ -159,13 +159,9 @@ final class JSONNode {
         case .unset: output.append(contentsOf: "{}".utf8)
         case .value(let value): value.write(to: &output, pretty: pretty, indent: indent)
         case .array(let nodes):
-            guard !nodes.isEmpty else { return output.append(contentsOf: "[]".utf8) }
-            output.append(UInt8(ascii: "["))
-            for (index, node) in nodes.enumerated() {
-                JSONValue.open(index, name: nil, in: &output, pretty: pretty, indent: indent + 1)
+            JSONValue.writeArray(nodes, to: &output, pretty: pretty, indent: indent) { node, output in
                 node.write(to: &output, pretty: pretty, indent: indent + 1)
             }
-            JSONValue.close(UInt8(ascii: "]"), in: &output, pretty: pretty, indent: indent)
         case .object(let members):
             guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
             output.append(UInt8(ascii: "{"))

@@ -357,13 +357,9 @@ extension JSONValue {
         case .number(let text): output.append(contentsOf: text.utf8)
         case .string(let text): JSONValue.writeString(text, to: &output)
         case .array(let elements):
-            guard !elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
-            output.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                JSONValue.open(index, name: nil, in: &output, pretty: pretty, indent: indent + 1)
+            JSONValue.writeArray(elements, to: &output, pretty: pretty, indent: indent) { element, output in
                 element.write(to: &output, pretty: pretty, indent: indent + 1)
             }
-            JSONValue.close(UInt8(ascii: "]"), in: &output, pretty: pretty, indent: indent)
         case .object(let members):
             guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
             output.append(UInt8(ascii: "{"))
@@ -386,6 +382,22 @@ extension JSONValue {
         guard let name else { return }
         writeString(name, to: &output)
         output.append(contentsOf: (pretty ? " : " : ":").utf8)
+    }
+
+    /// `elements` as an array at `indent`, each written by `writeElement` at the level below. Generic within
+    /// this module only, where it is specialised: a generic writer called from another module ran
+    /// unspecialised (bench/results.md, "Serving, round 7").
+    static func writeArray<Element>(
+        _ elements: [Element], to output: inout [UInt8], pretty: Bool, indent: Int,
+        element writeElement: (Element, inout [UInt8]) -> Void
+    ) {
+        guard !elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
+        output.append(UInt8(ascii: "["))
+        for (index, element) in elements.enumerated() {
+            open(index, name: nil, in: &output, pretty: pretty, indent: indent + 1)
+            writeElement(element, &output)
+        }
+        close(UInt8(ascii: "]"), in: &output, pretty: pretty, indent: indent)
     }
 
     /// Ends a container of at least one element or member, whose own level is `indent`, with `bracket`.
