@@ -396,7 +396,7 @@ extension StoreTransaction {
 
     /// The status from what was read: the plans when the caller has them, else they are read if a grant
     /// needs them.
-    private func meterStatus(
+    func meterStatus(
         of user: User, meter: Meter, tier level: TierLevel, used: MeterAmount, grants: [MeterGrantRow],
         plans: [PlanGrant]?, profile: Profile, now: Date
     ) throws -> MeterStatus {

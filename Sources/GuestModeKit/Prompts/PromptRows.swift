@@ -74,22 +74,28 @@ extension StoreTransaction {
         let read = onlyWhatRulesRead ? profile.prompts.conditionInputs : nil
         let collections = profile.collections.filter { read?.collections.contains($0.name) ?? true }
         let meters = profile.meters.filter { read?.meters.contains($0.name) ?? true }
+        // Everything else the decision reads, asked for at once.
+        let inputs = try promptInputs(
+            of: userID, collections: collections.map(\.name),
+            meters: meters.map { ($0, $0.reset.periodStart(containing: now)) }, flagPrefix: PromptTrigger.flagPrefix,
+            lastEventOf: mayHaveReset ? PromptTrigger.resetEventAction : nil)
         if !collections.isEmpty || !meters.isEmpty {
             // One tier for every limit and meter: the plans are read once, not once for each.
-            let level = try tier(of: user, profile: profile, now: now)
+            let level = profile.tier(for: user.state, grants: inputs.plans, now: now)
             for collection in collections {
-                facts.limits[collection.name] = try collectionLimit(
-                    of: user, collection: collection.name, tier: level, profile: profile)
+                facts.limits[collection.name] = profile.collectionLimit(
+                    collection.name, tier: level, used: inputs.recordCounts[collection.name] ?? 0)
             }
             for meter in meters {
                 facts.meters[meter.name] = try meterStatus(
-                    of: user, meter: meter, tier: level, profile: profile, now: now)
+                    of: user, meter: meter, tier: level, used: inputs.meterUsage[meter.name] ?? .zero,
+                    grants: inputs.meterGrants[meter.name] ?? [], plans: inputs.plans, profile: profile, now: now)
             }
         }
-        for (flag, raisedAt) in try userFlags(of: userID, prefix: PromptTrigger.flagPrefix) {
+        for (flag, raisedAt) in inputs.flags {
             facts.raisedTriggers[String(flag.dropFirst(PromptTrigger.flagPrefix.count))] = raisedAt
         }
-        if mayHaveReset { facts.resetAt = try lastEventTime(of: userID, action: PromptTrigger.resetEventAction) }
+        facts.resetAt = inputs.lastEventTime
         return facts
     }
 }

@@ -52,6 +52,21 @@ package protocol StoreTransaction:
     /// reads need nothing of each other, so a backend may make them
     /// together (PostgreSQL: in one round trip); the default makes each.
     func meterFacts(of userID: String, meter: Meter, since start: Date?) throws -> MeterFacts
+
+    /// What a prompt decision reads of one user beside its facts
+    /// (`promptFacts`): when `collections` or `meters` is not empty, every
+    /// plan grant the user ever held (`planGrants`), the user's records in
+    /// each of `collections` (`countRecords`), and for each meter the kept
+    /// totals from its `since` on (added up as `meterUsage` adds them) and
+    /// its grants (`meterGrants`); the user's flags that start with
+    /// `flagPrefix` (`userFlags`); and when `action` is given, the time of
+    /// the user's latest event of it (`lastEventTime`). The reads need
+    /// nothing of each other, so a backend may make them together
+    /// (PostgreSQL: in one round trip); the default makes each.
+    func promptInputs(
+        of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
+        lastEventOf action: String?
+    ) throws -> PromptInputs
 }
 
 extension StoreTransaction {
@@ -59,6 +74,48 @@ extension StoreTransaction {
         MeterFacts(
             plans: try planGrants(of: userID), used: try meterUsage(of: userID, meter: meter, since: start),
             grants: try meterGrants(of: userID, meter: meter.name))
+    }
+}
+
+extension StoreTransaction {
+    package func promptInputs(
+        of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
+        lastEventOf action: String?
+    ) throws -> PromptInputs {
+        var inputs = PromptInputs(
+            plans: collections.isEmpty && meters.isEmpty ? [] : try planGrants(of: userID),
+            flags: try userFlags(of: userID, prefix: flagPrefix),
+            lastEventTime: try action.flatMap { try lastEventTime(of: userID, action: $0) })
+        for collection in collections {
+            inputs.recordCounts[collection] = try countRecords(owner: userID, collection: collection)
+        }
+        for (meter, since) in meters {
+            inputs.meterUsage[meter.name] = try meterUsage(of: userID, meter: meter, since: since)
+            inputs.meterGrants[meter.name] = try meterGrants(of: userID, meter: meter.name)
+        }
+        return inputs
+    }
+}
+
+/// What a prompt decision reads of one user beside its facts (`StoreTransaction.promptInputs`).
+package struct PromptInputs: Sendable, Equatable {
+    /// Every plan grant the user ever held, oldest first; empty when no collection or meter was asked for.
+    package var plans: [PlanGrant]
+    /// How many records the user holds, by collection asked for.
+    package var recordCounts: [String: Int] = [:]
+    /// The usage of each meter asked for in its period, by meter.
+    package var meterUsage: [String: MeterAmount] = [:]
+    /// The user's grants of each meter asked for, oldest first, by meter.
+    package var meterGrants: [String: [MeterGrantRow]] = [:]
+    /// The user's flags with the prefix asked for, with when each was set.
+    package var flags: [String: Date]
+    /// The time of the user's latest event of the action asked for; nil when none was asked for or it has none.
+    package var lastEventTime: Date?
+
+    package init(plans: [PlanGrant], flags: [String: Date], lastEventTime: Date?) {
+        self.plans = plans
+        self.flags = flags
+        self.lastEventTime = lastEventTime
     }
 }
 

@@ -34,7 +34,7 @@ extension PostgresTransaction {
 
     /// The statement reading the user's kept totals of `meter` in `span`'s buckets from the one `start`
     /// begins on (every one when nil).
-    private static func usageTotals(
+    static func usageTotals(
         of userID: String, meter: String, span: MeterTotalSpan, from start: Date?
     ) -> (sql: String, parameters: [PostgresValue?]) {
         (
@@ -49,7 +49,7 @@ extension PostgresTransaction {
         )
     }
 
-    private static func usageTotal(_ row: PostgresRow) throws -> MeterAmount {
+    static func usageTotal(_ row: PostgresRow) throws -> MeterAmount {
         MeterAmount(millionths: max(0, try row.int64("millionths")))
     }
 

@@ -107,13 +107,21 @@ extension PostgresTransaction {
     }
 
     func userFlags(of userID: String, prefix: String) throws -> [String: Date] {
-        var flags: [String: Date] = [:]
-        for row in try connection.execute(
+        let statement = Self.flags(of: userID, prefix: prefix)
+        return try Self.flags(in: connection.execute(statement.sql, statement.parameters))
+    }
+
+    /// The statement reading the user's flags that start with `prefix`; `flags(in:)` reads its answer.
+    private static func flags(of userID: String, prefix: String) -> (sql: String, parameters: [PostgresValue?]) {
+        (
             "SELECT flag, set_at FROM user_flags WHERE user_id = $1 AND left(flag, $2::int) = $3",
-            [PostgresValue(userID), PostgresValue(prefix.unicodeScalars.count), PostgresValue(prefix)])
-        {
-            flags[try row.string("flag")] = try row.date("set_at")
-        }
+            [PostgresValue(userID), PostgresValue(prefix.unicodeScalars.count), PostgresValue(prefix)]
+        )
+    }
+
+    private static func flags(in rows: PostgresRows) throws -> [String: Date] {
+        var flags: [String: Date] = [:]
+        for row in rows { flags[try row.string("flag")] = try row.date("set_at") }
         return flags
     }
 
@@ -128,10 +136,47 @@ extension PostgresTransaction {
     }
 
     func lastEventTime(of userID: String, action: String) throws -> Date? {
-        try connection.execute(
+        let statement = Self.lastEvent(of: userID, action: action)
+        return try connection.execute(statement.sql, statement.parameters).first?.optionalDate("at")
+    }
+
+    private static func lastEvent(of userID: String, action: String) -> (sql: String, parameters: [PostgresValue?]) {
+        (
             "SELECT max(at COLLATE \"C\") AS at FROM events WHERE user_id = $1 AND action = $2",
             [PostgresValue(userID), PostgresValue(action)]
-        ).first?.optionalDate("at")
+        )
+    }
+
+    /// Every read of `promptInputs` in one round trip; the answers come back in the order they were sent.
+    func promptInputs(
+        of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
+        lastEventOf action: String?
+    ) throws -> PromptInputs {
+        let needsTier = !collections.isEmpty || !meters.isEmpty
+        var statements: [(sql: String, parameters: [PostgresValue?])] = []
+        if needsTier { statements.append((PostgresStore.planGrantsSQL, [PostgresValue(userID)])) }
+        statements += collections.map { Self.recordCount(of: userID, in: $0) }
+        for (meter, since) in meters {
+            statements.append(
+                Self.usageTotals(of: userID, meter: meter.name, span: MeterTotalSpan(of: meter), from: since))
+            statements.append(Self.grants(of: userID, meter: meter.name))
+        }
+        statements.append(Self.flags(of: userID, prefix: flagPrefix))
+        if let action { statements.append(Self.lastEvent(of: userID, action: action)) }
+        var answers = try connection.execute(statements)[...]
+        var inputs = PromptInputs(
+            plans: try needsTier ? answers.removeFirst().map(PostgresStore.planGrant) : [], flags: [:],
+            lastEventTime: nil)
+        for collection in collections { inputs.recordCounts[collection] = try Self.count(in: answers.removeFirst()) }
+        for (meter, _) in meters {
+            var used = MeterAmount.zero
+            for row in answers.removeFirst() { used = used.addingTotal(try Self.usageTotal(row)) }
+            inputs.meterUsage[meter.name] = used
+            inputs.meterGrants[meter.name] = try answers.removeFirst().map(Self.grantRow)
+        }
+        inputs.flags = try Self.flags(in: answers.removeFirst())
+        if action != nil { inputs.lastEventTime = try answers.removeFirst().first?.optionalDate("at") }
+        return inputs
     }
 
     /// How many users one statement locks or updates.

@@ -10,11 +10,19 @@ extension PostgresTransaction {
     }
 
     func countRecords(owner: String, collection: String) throws -> Int {
-        try connection.execute(
+        let statement = Self.recordCount(of: owner, in: collection)
+        return try Self.count(in: connection.execute(statement.sql, statement.parameters))
+    }
+
+    /// The statement counting `owner`'s records in `collection`; `count(in:)` reads its answer.
+    static func recordCount(of owner: String, in collection: String) -> (sql: String, parameters: [PostgresValue?]) {
+        (
             "SELECT count(*) AS n FROM records WHERE owner_id = $1 AND collection = $2",
             [PostgresValue(owner), PostgresValue(collection)]
-        ).first?.int("n") ?? 0
+        )
     }
+
+    static func count(in rows: PostgresRows) throws -> Int { try rows.first?.int("n") ?? 0 }
 
     func recordCounts(owner: String) throws -> [String: Int] {
         var counts: [String: Int] = [:]

@@ -161,7 +161,7 @@ struct PostgresPoolTests {
         #expect(connection.roundTrips.load(ordering: .relaxed) == idle, "a transaction that runs nothing sends nothing")
     }
 
-    @Test("a prompt decision reads the user and the plans once for every limit and meter")
+    @Test("a prompt decision reads the user once and everything else it needs in one round trip")
     func aPromptDecisionReadsThePlansOnce() throws {
         // voice: two collections and a meter, each judged under the tier the plans give.
         let (store, profile) = try StoreBackend.postgres.makeStore(profile: "voice")
@@ -173,9 +173,9 @@ struct PostgresPoolTests {
         let connection = try postgres.read { (connection: PostgresConnection) in connection }
         let before = connection.roundTrips.load(ordering: .relaxed)
         _ = try engine.nextPrompt(user: guest.id, trigger: nil, now: day(2))
-        // BEGIN with the user's row, counters and outcomes; the plans; each collection's records; the meter's
-        // kept total and its grants; raised triggers; the last reset. COMMIT unawaited.
-        #expect(connection.roundTrips.load(ordering: .relaxed) - before == 8)
+        // BEGIN with the user's row, counters and outcomes; then the plans, each collection's records, the
+        // meter's kept total and its grants, raised triggers and the last reset together. COMMIT unawaited.
+        #expect(connection.roundTrips.load(ordering: .relaxed) - before == 2)
     }
 
     @Test("a meter check reads the plans, the period's totals and the grants in one round trip")
