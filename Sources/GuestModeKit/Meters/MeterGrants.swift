@@ -144,13 +144,16 @@ extension GuestMode {
         let meters = try meter.map { [try requireMeter($0)] } ?? profile.meters
         return try store.read { transaction in
             let user = try transaction.requireUser(userID)
-            let plans = try transaction.planGrants(of: userID)
+            // Read once, by the first meter with grants: a user without any needs no plans.
+            var plans: [PlanGrant]?
             var grants: [MeterGrant] = []
             for meter in meters {
                 let rows = try transaction.meterGrants(of: userID, meter: meter.name)
                 guard !rows.isEmpty else { continue }
+                let held = try plans ?? transaction.planGrants(of: userID)
+                plans = held
                 let ledger = try transaction.grantLedger(
-                    of: user, meter: meter, grants: rows, plans: plans, profile: profile, now: now)
+                    of: user, meter: meter, grants: rows, plans: held, profile: profile, now: now)
                 grants += rows.map { ledger.standing(of: $0, now: now) }
             }
             return grants.sorted { ($0.grantedAt, $0.id) < ($1.grantedAt, $1.id) }

@@ -80,5 +80,4 @@ extension PostgresStore {
 
     /// The user's (`$1`) plan grants, oldest first.
     static let planGrantsSQL = "SELECT * FROM plans WHERE user_id = $1 ORDER BY granted_at, id"
-
 }
