@@ -181,7 +181,8 @@ private func rows(
                         ]
                     },
                     upgradeRow: { table, row in
-                        if table == "records", let payload = row.removeValue(forKey: "payload") {
+                        if table == "records", let payload = row["payload"] {
+                            row["payload"] = nil
                             row["data"] = payload
                         }
                     })

@@ -312,7 +312,7 @@ struct ArchiveMigration: Sendable {
     /// The version this step reads; it produces `from + 1`.
     var from: Int
     var upgradeHeader: @Sendable (inout [String: Any]) throws -> Void
-    var upgradeRow: @Sendable (_ table: String, _ row: inout [String: CellValue]) throws -> Void
+    var upgradeRow: @Sendable (_ table: String, _ row: inout BackupRow) throws -> Void
 }
 
 struct ArchiveMigrationChain: Sendable {

@@ -196,7 +196,7 @@ private struct ImportSession {
     var renumbered = 0
     var columns: [String: Set<String>] = [:]
     /// The columns of the row last found to hold only the store's columns, in its order.
-    var checkedColumns: (table: String, keys: [String])?
+    var checkedColumns: (table: String, columns: [String])?
     /// False for an archive not signed by this deployment: tables that carry
     /// trust are left out, and replaced users keep their own.
     let trusted: Bool
@@ -333,7 +333,7 @@ private struct ImportSession {
         )
     }
 
-    mutating func insert(_ archived: [String: CellValue], into table: BackupTable, at location: RowLocation) throws {
+    mutating func insert(_ archived: BackupRow, into table: BackupTable, at location: RowLocation) throws {
         do {
             try insertRow(archived, into: table, at: location)
         } catch let refusal as BackupRowRefusal {
@@ -343,7 +343,7 @@ private struct ImportSession {
     }
 
     private mutating func insertRow(
-        _ archived: [String: CellValue], into table: BackupTable, at location: RowLocation
+        _ archived: BackupRow, into table: BackupTable, at location: RowLocation
     )
         throws
     {
@@ -392,22 +392,21 @@ private struct ImportSession {
                 }
             }
         }
-        // A table's rows carry the same columns, which a dictionary then lists
-        // in the same order: a row whose keys are the last checked row's, in
-        // the same order, is known good without hashing them; any other is checked.
-        let checkedBefore = checkedColumns.map { $0.table == table.name && row.keys.elementsEqual($0.keys) } ?? false
+        // A table's rows share their columns: a row whose columns are the
+        // last checked row's is known good without looking at them; any other is checked.
+        let checkedBefore = checkedColumns.map { $0.table == table.name && row.columns == $0.columns } ?? false
         if !checkedBefore {
             let known = try columnNames(of: table)
             // Sorted only for the message, which names the first unknown column by name.
-            if row.keys.contains(where: { !known.contains($0) }),
-                let unknown = row.keys.sorted().first(where: { !known.contains($0) })
+            if row.columns.contains(where: { !known.contains($0) }),
+                let unknown = row.columns.sorted().first(where: { !known.contains($0) })
             {
                 throw GuestModeError(
                     .badRow,
                     "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed"
                 )
             }
-            checkedColumns = (table.name, Array(row.keys))
+            checkedColumns = (table.name, row.columns)
         }
         recentRows[insertions % recentRows.count] = (table, location)
         insertions += 1
@@ -470,7 +469,7 @@ private struct ImportSession {
     }
 
     private func failure(
-        _ refusal: BackupRowRefusal, table: BackupTable, row: [String: CellValue], location: RowLocation
+        _ refusal: BackupRowRefusal, table: BackupTable, row: BackupRow, location: RowLocation
     ) -> GuestModeError {
         switch refusal.reason {
         case .identityTaken(let holder):

@@ -52,7 +52,7 @@ struct ArchiveWalk {
         path: String, depth: Depth, limits: ArchiveLimits, chain: ArchiveMigrationChain = .standard,
         keys: BackupKeys = .none, listed: (any ListedUserSink)? = nil,
         onHeader: (BackupHeader) throws -> Void = { _ in },
-        onRow: (BackupTable, [String: CellValue], RowLocation) throws -> Void = { _, _, _ in }
+        onRow: (BackupTable, BackupRow, RowLocation) throws -> Void = { _, _, _ in }
     ) throws -> ArchiveWalk {
         try ArchiveReader.read(path: path, limits: limits, keys: keys) { reader in
             guard let first = try reader.nextEntry() else {
@@ -106,10 +106,12 @@ struct ArchiveWalk {
                 case .full:
                     var hasher = StreamingSHA256()
                     var splitter = LineSplitter(entry: name)
+                    var previousColumns: [String] = []
                     let size = try reader.readData { chunk in
                         hasher.update(chunk)
                         try splitter.feed(chunk) { line, location in
-                            var row = try decodeRow(line, location: location, path: path)
+                            var row = try decodeRow(line, like: previousColumns, location: location, path: path)
+                            previousColumns = row.columns
                             for step in migrations { try step.upgradeRow(table.name, &row) }
                             try onRow(table, row, location)
                         }
@@ -433,9 +435,9 @@ struct ArchiveWalk {
     }
 
     private static func decodeRow(
-        _ line: UnsafeBufferPointer<UInt8>, location: RowLocation, path: String
-    ) throws -> [String: CellValue] {
-        if let row = RowDecoder.decode(line) { return row }
+        _ line: UnsafeBufferPointer<UInt8>, like previousColumns: [String], location: RowLocation, path: String
+    ) throws -> BackupRow {
+        if let row = RowDecoder.decode(line, like: previousColumns) { return row }
         _ = try TextRule.decode(line, what: "the row at \(location.description) of the archive '\(path)'")
         throw GuestModeError(
             .badRow,

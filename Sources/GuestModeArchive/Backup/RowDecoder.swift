@@ -13,13 +13,17 @@ import GuestModeKit
 /// bits is an integer; any other number is a real, as the generic decoder
 /// read them (an integral real such as `2.0` is an integer, as before).
 enum RowDecoder {
-    static func decode(_ line: UnsafeBufferPointer<UInt8>) -> [String: CellValue]? {
+    /// The row on `line`. `template` is the columns of the row before it in
+    /// the same table: when the line lists the same names in the same order,
+    /// as every exported row does, the row shares that array instead of
+    /// making its own.
+    static func decode(_ line: UnsafeBufferPointer<UInt8>, like template: [String] = []) -> BackupRow? {
         var parser = Parser(bytes: line)
-        return parser.object()
+        return parser.object(like: template)
     }
 
-    static func decode(_ line: [UInt8]) -> [String: CellValue]? {
-        line.withUnsafeBufferPointer { decode($0) }
+    static func decode(_ line: [UInt8], like template: [String] = []) -> BackupRow? {
+        line.withUnsafeBufferPointer { decode($0, like: template) }
     }
 
     private struct Parser {
@@ -44,31 +48,70 @@ enum RowDecoder {
             return true
         }
 
-        mutating func object() -> [String: CellValue]? {
+        mutating func object(like template: [String]) -> BackupRow? {
             skipSpace()
             guard take(UInt8(ascii: "{")) else { return nil }
-            var row: [String: CellValue] = [:]
-            row.reserveCapacity(12)
+            var keys = Keys(template: template)
+            var values: [CellValue] = []
+            values.reserveCapacity(max(template.count, 8))
             skipSpace()
-            if take(UInt8(ascii: "}")) { return end(row) }
+            if take(UInt8(ascii: "}")) { return end(keys, values) }
             while true {
                 skipSpace()
                 guard let key = string() else { return nil }
                 skipSpace()
                 guard take(UInt8(ascii: ":")) else { return nil }
                 skipSpace()
-                guard let value = value() else { return nil }
-                guard row.updateValue(value, forKey: key) == nil else { return nil }
+                guard let value = value(), keys.add(key) else { return nil }
+                values.append(value)
                 skipSpace()
                 if take(UInt8(ascii: ",")) { continue }
                 guard take(UInt8(ascii: "}")) else { return nil }
-                return end(row)
+                return end(keys, values)
             }
         }
 
-        mutating func end(_ row: [String: CellValue]) -> [String: CellValue]? {
+        mutating func end(_ keys: Keys, _ values: [CellValue]) -> BackupRow? {
             skipSpace()
-            return index == bytes.count ? row : nil
+            return index == bytes.count ? BackupRow(columns: keys.columns, values: values) : nil
+        }
+
+        /// A row's keys: the template's for as long as they match it, then a
+        /// list of the row's own, which refuses a name it already holds.
+        struct Keys {
+            let template: [String]
+            var matched = 0
+            var diverged = false
+            var own: [String] = []
+            /// Past a few dozen keys (a hostile row), the names are also kept hashed, so each is not compared with all.
+            var hashed: Set<String> = []
+
+            init(template: [String]) { self.template = template }
+
+            /// Adds `key`; false when the row has it already.
+            mutating func add(_ key: String) -> Bool {
+                if !diverged {
+                    // The template's names are unique, so a name at its own place is not a repeat.
+                    if matched < template.count, template[matched] == key {
+                        matched += 1
+                        return true
+                    }
+                    diverged = true
+                    own = Array(template[..<matched])
+                }
+                if own.count >= 32 {
+                    if hashed.isEmpty { hashed = Set(own) }
+                    guard hashed.insert(key).inserted else { return false }
+                } else if own.contains(key) {
+                    return false
+                }
+                own.append(key)
+                return true
+            }
+
+            var columns: [String] {
+                diverged ? own : matched == template.count ? template : Array(template[..<matched])
+            }
         }
 
         mutating func value() -> CellValue? {

@@ -74,7 +74,7 @@ package enum StoreCopy {
                         if let missing = columns.first(where: { !accepted.contains($0) }) {
                             throw mismatch("the destination store has no column \(table.name).\(missing)")
                         }
-                        let row = Dictionary(zip(columns, values), uniquingKeysWith: { first, _ in first })
+                        let row = BackupRow(columns: columns, values: values)
                         // The users table is copied first, and the source's own keys hold every other row's
                         // user to one of its users rows: the destination has each row's user already.
                         if try writes.insert(row, into: table, ownerHasUsersRow: table.name != "users") == .renumbered {

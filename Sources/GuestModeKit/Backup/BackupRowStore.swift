@@ -255,7 +255,7 @@ package protocol BackupRowImport {
     /// a store that gives rows a placeholder user until their users row
     /// arrives (PostgreSQL) need not ask the server about that user.
     func insert(
-        _ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool
+        _ row: BackupRow, into table: BackupTable, ownerHasUsersRow: Bool
     ) throws
         -> BackupRowInsertion
     /// Writes the rows `insert` held back; throws their refusal, if any.
@@ -276,7 +276,7 @@ package let backupPendingRowLimit = 10_000
 
 extension BackupRowImport {
     /// Inserts one row, with nothing known about its user's users row.
-    package func insert(_ row: [String: CellValue], into table: BackupTable) throws -> BackupRowInsertion {
+    package func insert(_ row: BackupRow, into table: BackupTable) throws -> BackupRowInsertion {
         try insert(row, into: table, ownerHasUsersRow: false)
     }
 

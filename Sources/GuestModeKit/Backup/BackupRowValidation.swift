@@ -49,6 +49,8 @@ package struct BackupRowValidator {
     ]
 
     private let facts = CrossRowFacts()
+    /// The last row's columns before and after its surrogate id was dropped.
+    private var shortened: (from: [String], to: [String])?
     /// Made once, not per row: a copy of the profile and its name lists for every row added up.
     private let context: Context
 
@@ -63,13 +65,14 @@ package struct BackupRowValidator {
     /// row to write: the same columns, less a surrogate id, with record data
     /// in its canonical text.
     package mutating func check(
-        _ row: [String: CellValue], table: BackupTable, entry: String, line: Int
-    ) throws -> [String: CellValue] {
+        _ row: BackupRow, table: BackupTable, entry: String, line: Int
+    ) throws -> BackupRow {
         let cells = Cells(row: row, table: table.name, context: context, entry: entry, line: line)
-        // Sorted only to name the first offending column the same way every time.
-        if row.contains(where: { !TextRule.isAcceptable($0.key) || !($0.value.text.map(TextRule.isAcceptable) ?? true) }
-        ) {
-            for (column, value) in row.sorted(by: { $0.key < $1.key }) {
+        if row.columns.contains(where: { !TextRule.isAcceptable($0) })
+            || row.values.contains(where: { !($0.text.map(TextRule.isAcceptable) ?? true) })
+        {
+            // Sorted only to name the first offending column the same way every time.
+            for (column, value) in zip(row.columns, row.values).sorted(by: { $0.0 < $1.0 }) {
                 try TextRule.check(column, what: "a column name at \(cells.location) of the archive '\(archive)'")
                 if case .text(let text) = value {
                     try TextRule.check(
@@ -81,10 +84,24 @@ package struct BackupRowValidator {
         if table.hasSurrogateID {
             let id = try cells.integer("id", in: 1...Bounds.maximumRowID)
             try facts.noteUnique(String(id), in: .rowIDs(table: table.name), at: cells.place)
-            result["id"] = nil
+            if let index = row.index(of: "id") { result = dropping(columnAt: index, of: row) }
         }
         try checkColumns(cells, table: table.name, result: &result)
         return result
+    }
+
+    /// `row` less one column. The rows of a table share their columns, so
+    /// the shorter list made for one row serves the rows after it.
+    private mutating func dropping(columnAt index: Int, of row: BackupRow) -> BackupRow {
+        var values = row.values
+        values.remove(at: index)
+        if let shortened, shortened.from == row.columns, shortened.to.count == values.count {
+            return BackupRow(columns: shortened.to, values: values)
+        }
+        var columns = row.columns
+        columns.remove(at: index)
+        shortened = (row.columns, columns)
+        return BackupRow(columns: columns, values: values)
     }
 
     /// Checks what no single row shows: values that must be unique, states
@@ -116,7 +133,7 @@ package struct BackupRowValidator {
 
     // MARK: - Tables
 
-    private mutating func checkColumns(_ cells: Cells, table: String, result: inout [String: CellValue]) throws {
+    private mutating func checkColumns(_ cells: Cells, table: String, result: inout BackupRow) throws {
         switch table {
         case "users":
             let id = try cells.name("id")
@@ -291,7 +308,7 @@ package struct BackupRowValidator {
 
     /// One row's cells, with the checks that name the column and the row.
     private struct Cells {
-        let row: [String: CellValue]
+        let row: BackupRow
         let table: String
         let context: Context
         let entry: String

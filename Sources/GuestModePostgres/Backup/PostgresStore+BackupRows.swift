@@ -609,7 +609,7 @@ private final class PostgresBackupImport: BackupRowImport {
     }
 
     func insert(
-        _ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool
+        _ row: BackupRow, into table: BackupTable, ownerHasUsersRow: Bool
     ) throws
         -> BackupRowInsertion
     {
@@ -621,11 +621,10 @@ private final class PostgresBackupImport: BackupRowImport {
         // Another table's rows go in first, with their placeholders: a users row must know whether it fills one.
         if let pending, pending.table != table.name { try flush() }
         if try mayHoldBack(row, table: table, shape: shape, owner: owner) {
-            let ordered = row.sorted { $0.key < $1.key }
-            let columns = ordered.map(\.key)
-            if let pending, pending.table != table.name || pending.columns != columns { try flush() }
-            if pending == nil { pending = PendingRows(table: table.name, columns: columns) }
-            pending?.rows.append(ordered.map { shape.parameter($0.value, column: $0.key) })
+            // A table's rows share their columns, so comparing them with the batch's is comparing two references.
+            if let pending, pending.table != table.name || pending.columns != row.columns { try flush() }
+            if pending == nil { pending = PendingRows(table: table.name, columns: row.columns) }
+            pending?.rows.append(zip(row.columns, row.values).map { shape.parameter($1, column: $0) })
             pending?.insertions.append(call)
             if table.name == "users", let owner { remember(owner) }
             if shape.refersToUsers, !ownerHasUsersRow, let owner { pending?.owners.insert(owner) }
@@ -678,11 +677,10 @@ private final class PostgresBackupImport: BackupRowImport {
             try fillPlaceholder(owner, with: values, shape: shape)
             return insertion
         }
-        let ordered = values.sorted { $0.key < $1.key }
         let inserted = try refusing {
             try connection.execute(
-                insertStatement(table.name, columns: ordered.map(\.key)),
-                ordered.map { shape.parameter($0.value, column: $0.key) })
+                insertStatement(table.name, columns: values.columns),
+                zip(values.columns, values.values).map { shape.parameter($1, column: $0) })
         }
         guard inserted.changes == 1 else {
             throw BackupRowRefusal(.duplicateKey, detail: Self.duplicateDetail(table.name))
@@ -694,7 +692,7 @@ private final class PostgresBackupImport: BackupRowImport {
     /// Whether `row` can wait for the batch: nothing about it must be asked
     /// of the store first.
     private func mayHoldBack(
-        _ row: [String: CellValue], table: BackupTable, shape: BackupTableShape, owner: String?
+        _ row: BackupRow, table: BackupTable, shape: BackupTableShape, owner: String?
     )
         throws -> Bool
     {
@@ -898,7 +896,7 @@ private final class PostgresBackupImport: BackupRowImport {
 
     /// The real users row arrives for a placeholder: its columns replace the
     /// placeholder's, columns it does not carry take their defaults.
-    private func fillPlaceholder(_ id: String, with values: [String: CellValue], shape: BackupTableShape) throws {
+    private func fillPlaceholder(_ id: String, with values: BackupRow, shape: BackupTableShape) throws {
         var assignments: [String] = []
         var parameters: [PostgresValue?] = []
         for column in shape.columns {

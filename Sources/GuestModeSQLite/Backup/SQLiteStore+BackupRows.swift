@@ -186,7 +186,7 @@ private final class SQLiteBackupImport: BackupRowImport {
 
     /// The store's own foreign keys wait for the end of the transaction, so the users row may come later.
     func insert(
-        _ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool
+        _ row: BackupRow, into table: BackupTable, ownerHasUsersRow: Bool
     ) throws
         -> BackupRowInsertion
     {
@@ -199,8 +199,8 @@ private final class SQLiteBackupImport: BackupRowImport {
         // Bound through SQLite's C API (`BoundStatement`): GRDB's generic
         // argument binding (`StatementArguments`) was a fifth of an import's
         // instructions. A table's rows list the same columns in the same
-        // order: bound in that order, matched by comparing names, not by
-        // hashing them.
+        // order: bound in that order once the row's columns are the last
+        // row's (the same array, as a rule).
         if let layout = lastLayout, layout.table == table.name, layout.bind(values) {
             return try run(layout.insert, table: table, row: values, insertion: insertion)
         }
@@ -210,7 +210,7 @@ private final class SQLiteBackupImport: BackupRowImport {
         {
             prepared = cached
         } else {
-            let columns = values.keys.sorted()
+            let columns = values.columns.sorted()
             prepared = (
                 columns,
                 BoundStatement(
@@ -222,7 +222,8 @@ private final class SQLiteBackupImport: BackupRowImport {
             inserts[table.name] = prepared
             _ = prepared.insert.bind(values, inOrder: columns)
         }
-        lastLayout = InsertLayout(table: table.name, row: values, columns: prepared.columns, insert: prepared.insert)
+        lastLayout = InsertLayout(
+            table: table.name, row: values, statementColumns: prepared.columns, insert: prepared.insert)
         return try run(prepared.insert, table: table, row: values, insertion: insertion)
     }
 
@@ -240,7 +241,7 @@ private final class SQLiteBackupImport: BackupRowImport {
     }
 
     private func run(
-        _ insert: BoundStatement, table: BackupTable, row: [String: CellValue], insertion: BackupRowInsertion
+        _ insert: BoundStatement, table: BackupTable, row: BackupRow, insertion: BackupRowInsertion
     ) throws -> BackupRowInsertion {
         do {
             _ = try insert.execute()
@@ -250,36 +251,27 @@ private final class SQLiteBackupImport: BackupRowImport {
         return insertion
     }
 
-    /// The last row's columns in its dictionary's order, each with its
-    /// parameter in the table's INSERT.
+    /// The last row's columns in its order, each with its parameter in the table's INSERT.
     private var lastLayout: InsertLayout?
 
     private struct InsertLayout {
         let table: String
-        let keys: [String]
+        let columns: [String]
         let positions: [Int32]
         let insert: BoundStatement
 
-        init(table: String, row: [String: CellValue], columns: [String], insert: BoundStatement) {
+        init(table: String, row: BackupRow, statementColumns: [String], insert: BoundStatement) {
             self.table = table
             self.insert = insert
-            keys = Array(row.keys)
-            positions = keys.map { key in Int32((columns.firstIndex(of: key) ?? 0) + 1) }
+            columns = row.columns
+            positions = columns.map { column in Int32((statementColumns.firstIndex(of: column) ?? 0) + 1) }
         }
 
-        /// Binds `row` when it lists exactly these keys in this order (then
-        /// every parameter is bound); false, the row given up, otherwise.
-        func bind(_ row: [String: CellValue]) -> Bool {
-            guard row.count == keys.count else { return false }
-            var index = 0
-            for (key, value) in row {
-                guard key == keys[index] else {
-                    insert.giveUpRow()
-                    return false
-                }
-                insert.bind(value, at: positions[index])
-                index += 1
-            }
+        /// Binds `row` when it lists exactly these columns in this order (then
+        /// every parameter is bound); false, nothing bound, otherwise.
+        func bind(_ row: BackupRow) -> Bool {
+            guard row.columns == columns else { return false }
+            for (value, position) in zip(row.values, positions) { insert.bind(value, at: position) }
             return true
         }
     }
@@ -290,7 +282,7 @@ private final class SQLiteBackupImport: BackupRowImport {
     }
 
     private func refusal(
-        _ error: DatabaseError, table: BackupTable, row: [String: CellValue]
+        _ error: DatabaseError, table: BackupTable, row: BackupRow
     ) throws -> BackupRowRefusal {
         let detail = error.message ?? "\(error)"
         if table.name == "identities", let provider = row["provider"]?.text, let subject = row["subject"]?.text,

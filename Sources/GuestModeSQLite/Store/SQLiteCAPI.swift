@@ -80,7 +80,7 @@ final class BoundStatement {
     /// that order; false, the row given up, when a column has no value in
     /// the row. Every parameter is bound on success, so none keeps an
     /// earlier row's value.
-    func bind(_ row: [String: CellValue], inOrder columns: [String]) -> Bool {
+    func bind(_ row: BackupRow, inOrder columns: [String]) -> Bool {
         for (index, column) in columns.enumerated() {
             guard let value = row[column] else {
                 giveUpRow()

@@ -42,6 +42,40 @@ private func table(_ name: String) throws -> BackupTable {
         #expect(try Fixture.export(target, guestOwner: profile.guestOwner) == exported)
     }
 
+    /// Rows of one table share a column list as a rule, and a store binds
+    /// the next row by that list; a row in another order, or with a column
+    /// left to its default, must still land each value in its own column.
+    @Test(arguments: StoreBackend.allCases)
+    func rowsOfOneTableMayListTheirColumnsInAnyOrder(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let counters = try table("counters")
+        let shared = ["user_id", "action", "total"]
+        func counter(_ action: String, _ total: Int64, columns: [String] = shared) -> BackupRow {
+            let values: [String: CellValue] = ["user_id": .text("u1"), "action": .text(action), "total": .integer(total)]
+            return BackupRow(columns: columns, values: columns.map { values[$0] ?? .null })
+        }
+        try store.importBackupRows(dryRun: false) { writes throws in
+            _ = try writes.insert(Fixture.user("u1"), into: table("users"))
+            _ = try writes.insert(counter("a", 1), into: counters)
+            _ = try writes.insert(counter("b", 2), into: counters)
+            _ = try writes.insert(counter("c", 3, columns: ["total", "user_id", "action"]), into: counters)
+            _ = try writes.insert(counter("d", 4), into: counters)
+            _ = try writes.insert(counter("e", 5, columns: ["action", "total", "user_id"]), into: counters)
+            let users = try table("users")
+            // The users table's defaults fill what a shorter row leaves out.
+            var short = BackupRow(Fixture.user("u2"))
+            short["state"] = nil
+            short["prompt_state"] = nil
+            _ = try writes.insert(short, into: users)
+        }
+        let exported = try Fixture.export(store, guestOwner: profile.guestOwner)
+        let totals = (exported["counters"] ?? []).map { "\($0["action"]?.text ?? "?")=\($0["total"] ?? .null)" }.sorted()
+        #expect(totals == ["a=integer(1)", "b=integer(2)", "c=integer(3)", "d=integer(4)", "e=integer(5)"])
+        let u2 = try #require((exported["users"] ?? []).first { $0["id"] == .text("u2") })
+        #expect(u2["state"] == .text("anonymous"))
+        #expect(u2["created_at"] == Fixture.user("u2")["created_at"])
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func theWholeStoreListsEveryUserAndTheGuestOwnerWithRowCounts(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")

@@ -173,3 +173,12 @@ enum BackupRowFixture {
         return tables
     }
 }
+
+extension BackupRowImport {
+    /// The fixtures' rows are dictionaries; a store takes each as a `BackupRow` of its columns in byte order.
+    func insert(
+        _ row: [String: CellValue], into table: BackupTable, ownerHasUsersRow: Bool = false
+    ) throws -> BackupRowInsertion {
+        try insert(BackupRow(row), into: table, ownerHasUsersRow: ownerHasUsersRow)
+    }
+}
