@@ -58,11 +58,15 @@ enum RowDecoder {
             if take(UInt8(ascii: "}")) { return end(keys, values) }
             while true {
                 skipSpace()
-                guard let key = string() else { return nil }
+                if let expected = keys.expected, takeKey(spelled: expected) {
+                    keys.matched += 1
+                } else {
+                    guard let key = string(), keys.add(key) else { return nil }
+                }
                 skipSpace()
                 guard take(UInt8(ascii: ":")) else { return nil }
                 skipSpace()
-                guard let value = value(), keys.add(key) else { return nil }
+                guard let value = value() else { return nil }
                 values.append(value)
                 skipSpace()
                 if take(UInt8(ascii: ",")) { continue }
@@ -88,6 +92,11 @@ enum RowDecoder {
 
             init(template: [String]) { self.template = template }
 
+            /// The template's next name, while the row's keys match the template.
+            var expected: String? {
+                !diverged && matched < template.count ? template[matched] : nil
+            }
+
             /// Adds `key`; false when the row has it already.
             mutating func add(_ key: String) -> Bool {
                 if !diverged {
@@ -111,6 +120,23 @@ enum RowDecoder {
 
             var columns: [String] {
                 diverged ? own : matched == template.count ? template : Array(template[..<matched])
+            }
+        }
+
+        /// Takes the key `"name"` when the line spells it with exactly
+        /// `name`'s bytes, without making a string; otherwise takes nothing.
+        /// A name holding a quote, a backslash or a control character is
+        /// spelled with escapes, so it is never matched this way.
+        mutating func takeKey(spelled name: String) -> Bool {
+            var name = name
+            return name.withUTF8 { expected in
+                let end = index + expected.count + 2
+                guard end <= bytes.count, bytes[index] == UInt8(ascii: "\""), bytes[end - 1] == UInt8(ascii: "\""),
+                    UnsafeBufferPointer(rebasing: bytes[(index + 1)..<(end - 1)]).elementsEqual(expected),
+                    !expected.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 })
+                else { return false }
+                index = end
+                return true
             }
         }
 
