@@ -65,17 +65,21 @@ struct RowDecoderTests {
         #expect(reordered["n"] == .integer(3))
         let shorter = try #require(RowDecoder.decode(Array(#"{"id":"u4","n":4}"#.utf8), like: first.columns))
         #expect(shorter.columns == ["id", "n"])
-        let longer = try #require(RowDecoder.decode(Array(#"{"id":"u5","n":5,"s":null,"t":1}"#.utf8), like: first.columns))
+        let longer = try #require(
+            RowDecoder.decode(Array(#"{"id":"u5","n":5,"s":null,"t":1}"#.utf8), like: first.columns))
         #expect(longer.columns == ["id", "n", "s", "t"])
 
         // Names are matched by their bytes only where JSON spells them as they are.
         let escaped = try #require(RowDecoder.decode(Array(#"{"a\b":1,"q\"":2}"#.utf8), like: ["a\\b", "q\""]))
         #expect(escaped.columns == ["a\u{08}", "q\""])
-        let unicode = try #require(RowDecoder.decode(Array(#"{"\u0069d":"u8","n":8,"s":null}"#.utf8), like: first.columns))
+        let unicode = try #require(
+            RowDecoder.decode(Array(#"{"\u0069d":"u8","n":8,"s":null}"#.utf8), like: first.columns))
         #expect(base(unicode.columns) == base(first.columns))
 
         // A repeat is refused whether it repeats a column matched against the template or one of its own.
-        for text in [#"{"id":"u6","n":6,"id":"u7"}"#, #"{"id":"u6","x":1,"n":6,"x":2}"#, #"{"id":"u6","n":6,"s":1,"n":7}"#] {
+        for text in [
+            #"{"id":"u6","n":6,"id":"u7"}"#, #"{"id":"u6","x":1,"n":6,"x":2}"#, #"{"id":"u6","n":6,"s":1,"n":7}"#,
+        ] {
             #expect(RowDecoder.decode(Array(text.utf8), like: first.columns) == nil, "\(text)")
         }
     }

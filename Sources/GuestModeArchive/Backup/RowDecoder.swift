@@ -131,10 +131,16 @@ enum RowDecoder {
             var name = name
             return name.withUTF8 { expected in
                 let end = index + expected.count + 2
-                guard end <= bytes.count, bytes[index] == UInt8(ascii: "\""), bytes[end - 1] == UInt8(ascii: "\""),
-                    UnsafeBufferPointer(rebasing: bytes[(index + 1)..<(end - 1)]).elementsEqual(expected),
-                    !expected.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 })
+                guard end <= bytes.count, bytes[index] == UInt8(ascii: "\""), bytes[end - 1] == UInt8(ascii: "\"")
                 else { return false }
+                var offset = 0
+                while offset < expected.count {
+                    let byte = expected[offset]
+                    guard byte == bytes[index + 1 + offset], byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\"),
+                        byte >= 0x20
+                    else { return false }
+                    offset += 1
+                }
                 index = end
                 return true
             }

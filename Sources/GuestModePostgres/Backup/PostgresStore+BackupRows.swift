@@ -527,6 +527,7 @@ private final class CopyTextRows {
 private final class PostgresBackupImport: BackupRowImport {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
+    private var lastShape: (table: String, shape: BackupTableShape)?
     /// Some users known to have a users row in this transaction (real or
     /// placeholder, written or held back), to save a look-up: emptied when it
     /// reaches `knownUsersLimit`, so it does not grow with the import.
@@ -553,7 +554,9 @@ private final class PostgresBackupImport: BackupRowImport {
     private struct PendingRows {
         var table: String
         var columns: [String]
-        var rows: [[PostgresValue?]] = []
+        var shape: BackupTableShape
+        /// Each row's values in `columns`' order, as the archive gave them.
+        var rows: [[CellValue]] = []
         /// The `insert` call of each row.
         var insertions: [Int] = []
         /// The users the rows refer to, when the table refers to `users`.
@@ -623,8 +626,8 @@ private final class PostgresBackupImport: BackupRowImport {
         if try mayHoldBack(row, table: table, shape: shape, owner: owner) {
             // A table's rows share their columns, so comparing them with the batch's is comparing two references.
             if let pending, pending.table != table.name || pending.columns != row.columns { try flush() }
-            if pending == nil { pending = PendingRows(table: table.name, columns: row.columns) }
-            pending?.rows.append(zip(row.columns, row.values).map { shape.parameter($1, column: $0) })
+            if pending == nil { pending = PendingRows(table: table.name, columns: row.columns, shape: shape) }
+            pending?.rows.append(row.values)
             pending?.insertions.append(call)
             if table.name == "users", let owner { remember(owner) }
             if shape.refersToUsers, !ownerHasUsersRow, let owner { pending?.owners.insert(owner) }
@@ -746,7 +749,20 @@ private final class PostgresBackupImport: BackupRowImport {
                 """
                 SAVEPOINT guestmode_import_batch; COPY \(table) (\(columns)) FROM STDIN;
                 RELEASE SAVEPOINT guestmode_import_batch
-                """, rows: batch.rows, waiting: waiting)
+                """, rows: batch.rows, waiting: waiting
+            ) { values, buffer in
+                for (index, value) in values.enumerated() {
+                    if index > 0 { buffer.append(UInt8(ascii: "\t")) }
+                    switch value {
+                    case .null: PostgresConnection.appendCopyText(nil, to: &buffer)
+                    case .integer(let number): PostgresConnection.appendCopyInteger(number, to: &buffer)
+                    case .text(let text): PostgresConnection.appendCopyText(text, to: &buffer)
+                    case .real:
+                        PostgresConnection.appendCopyText(
+                            batch.shape.parameter(value, column: batch.columns[index])?.text, to: &buffer)
+                    }
+                }
+            }
             if !waiting { unsettled = batch }
             return
         } catch let failure as PostgresFailure where Self.isRefusal(failure) {
@@ -772,9 +788,10 @@ private final class PostgresBackupImport: BackupRowImport {
         try connection.execute("ROLLBACK TO SAVEPOINT guestmode_import_batch")
         let statement = insertStatement(batch.table, columns: batch.columns)
         for (index, values) in batch.rows.enumerated() {
+            let parameters = zip(batch.columns, values).map { batch.shape.parameter($1, column: $0) }
             let inserted: PostgresRows
             do {
-                inserted = try refusing { try connection.execute(statement, values) }
+                inserted = try refusing { try connection.execute(statement, parameters) }
             } catch var refusal as BackupRowRefusal {
                 refusal.insertion = batch.insertions[index]
                 refusedRow = refusal
@@ -944,10 +961,16 @@ private final class PostgresBackupImport: BackupRowImport {
     }
 
     private func shape(_ table: BackupTable) throws -> BackupTableShape {
-        if let shape = shapes[table.name] { return shape }
+        // Rows come table by table: the last table's shape, without hashing its name.
+        if let lastShape, lastShape.table == table.name { return lastShape.shape }
+        if let shape = shapes[table.name] {
+            lastShape = (table.name, shape)
+            return shape
+        }
         try settle()
         let shape = try BackupTableShape(table, connection)
         shapes[table.name] = shape
+        lastShape = (table.name, shape)
         return shape
     }
 }

@@ -553,10 +553,24 @@ final class PostgresConnection: Sendable {
     /// which throws the COPY's failure, if any: the caller prepares its next
     /// rows while the server writes these.
     func copy(_ sql: String, rows: [[PostgresValue?]], waiting: Bool = true) throws {
+        try copy(sql, rows: rows, waiting: waiting) { row, buffer in
+            for (index, value) in row.enumerated() {
+                if index > 0 { buffer.append(UInt8(ascii: "\t")) }
+                PostgresConnection.appendCopyText(value?.text, to: &buffer)
+            }
+        }
+    }
+
+    /// As `copy(_:rows:waiting:)`, each row written into the COPY text by
+    /// `appendRow` (its cells, tab-separated, without the newline), so a
+    /// caller that holds its rows in its own form does not convert them first.
+    func copy<Row>(
+        _ sql: String, rows: [Row], waiting: Bool = true, appendRow: (Row, inout [UInt8]) -> Void
+    ) throws {
         try withHandle { handle in
             try settleCopy(on: handle)
             try sendUnsentBegin(on: handle)
-            try sendCopy(sql, rows: rows, on: handle)
+            try sendCopy(sql, rows: rows, on: handle, appendRow: appendRow)
             if waiting {
                 try readCopyOutcome(of: handle, sql: sql)
             } else {
@@ -597,7 +611,9 @@ final class PostgresConnection: Sendable {
         }
     }
 
-    private func sendCopy(_ sql: String, rows: [[PostgresValue?]], on handle: OpaquePointer) throws {
+    private func sendCopy<Row>(
+        _ sql: String, rows: [Row], on handle: OpaquePointer, appendRow: (Row, inout [UInt8]) -> Void
+    ) throws {
         try send(sql, [], on: handle, until: nextDeadline)
         var first = try nextResult(of: handle, sql: sql, until: nextDeadline)
         // The statements before the COPY answer first.
@@ -626,10 +642,7 @@ final class PostgresConnection: Sendable {
             buffer.removeAll(keepingCapacity: true)
         }
         for row in rows {
-            for (index, value) in row.enumerated() {
-                if index > 0 { buffer.append(UInt8(ascii: "\t")) }
-                PostgresConnection.appendCopyText(value?.text, to: &buffer)
-            }
+            appendRow(row, &buffer)
             buffer.append(UInt8(ascii: "\n"))
             if buffer.count >= 1 << 16 { try flush() }
         }
@@ -714,7 +727,7 @@ final class PostgresConnection: Sendable {
     }
 
     /// COPY text format: backslash, tab, newline and carriage return escaped; NULL as \N.
-    private static func appendCopyText(_ text: String?, to buffer: inout [UInt8]) {
+    static func appendCopyText(_ text: String?, to buffer: inout [UInt8]) {
         guard let text else {
             buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
             return
@@ -738,6 +751,20 @@ final class PostgresConnection: Sendable {
                 start = index + 1
             }
             buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+        }
+    }
+
+    /// An integer in COPY text: its decimal digits, written without a string.
+    static func appendCopyInteger(_ value: Int64, to buffer: inout [UInt8]) {
+        if value < 0 { buffer.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var divisor: UInt64 = 1
+        // Ten times the divisor is at most the magnitude here, so it cannot overflow.
+        while magnitude / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            buffer.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude / divisor))
+            magnitude %= divisor
+            divisor /= 10
         }
     }
 

@@ -51,7 +51,9 @@ private func table(_ name: String) throws -> BackupTable {
         let counters = try table("counters")
         let shared = ["user_id", "action", "total"]
         func counter(_ action: String, _ total: Int64, columns: [String] = shared) -> BackupRow {
-            let values: [String: CellValue] = ["user_id": .text("u1"), "action": .text(action), "total": .integer(total)]
+            let values: [String: CellValue] = [
+                "user_id": .text("u1"), "action": .text(action), "total": .integer(total),
+            ]
             return BackupRow(columns: columns, values: columns.map { values[$0] ?? .null })
         }
         try store.importBackupRows(dryRun: false) { writes throws in
@@ -69,7 +71,8 @@ private func table(_ name: String) throws -> BackupTable {
             _ = try writes.insert(short, into: users)
         }
         let exported = try Fixture.export(store, guestOwner: profile.guestOwner)
-        let totals = (exported["counters"] ?? []).map { "\($0["action"]?.text ?? "?")=\($0["total"] ?? .null)" }.sorted()
+        let totals = (exported["counters"] ?? []).map { "\($0["action"]?.text ?? "?")=\($0["total"] ?? .null)" }
+            .sorted()
         #expect(totals == ["a=integer(1)", "b=integer(2)", "c=integer(3)", "d=integer(4)", "e=integer(5)"])
         let u2 = try #require((exported["users"] ?? []).first { $0["id"] == .text("u2") })
         #expect(u2["state"] == .text("anonymous"))

@@ -27,4 +27,19 @@ struct PostgresTextArrayTests {
         }
         #expect(none == ["0"])
     }
+
+    /// An import writes integer cells into its COPY text digit by digit, not through a string.
+    @Test func copyIntegersAreWrittenAsTheirDigits() {
+        var values: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 1_000_000, 123_456_789, .max, .min, .max - 1, .min + 1]
+        var power: Int64 = 1
+        while power <= Int64.max / 10 {
+            power *= 10
+            values += [power, power - 1, -power, -(power - 1)]
+        }
+        for value in values {
+            var buffer: [UInt8] = []
+            PostgresConnection.appendCopyInteger(value, to: &buffer)
+            #expect(String(decoding: buffer, as: UTF8.self) == String(value))
+        }
+    }
 }
