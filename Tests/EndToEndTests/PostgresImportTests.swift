@@ -84,6 +84,32 @@ struct PostgresImportTests {
         #expect(try await Self.indexes(of: schema, uri: uri, in: sandbox) == indexes, "the refusal brings them back")
     }
 
+    /// The indexes and keys dropped for the load are sent to be built once
+    /// the last row is in, while the rows are checked against each other: a
+    /// disagreement found then still rolls back the rows and the drops.
+    @Test("a counter that disagrees with its events, found while the indexes are being built, changes nothing")
+    func crossRowRefusalWhileIndexesAreBuilt() async throws {
+        let (sandbox, victim, _) = try await HostileArchiveTests.setUp()
+        let name = try await HostileArchiveTests.make("counters-disagree", victim: victim, in: sandbox)
+        let uri = try #require(ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"])
+        let schema = "e2e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let store = ["--store", uri, "--schema", schema]
+        #expect(try await sandbox.run(arguments: ["init", "--profile", "voice"] + store).status == 0)
+        let indexes = try await Self.indexes(of: schema, uri: uri, in: sandbox)
+        let imported = try await sandbox.run(arguments: store + ["backup", "import", name, "--json"])
+        #expect(imported.status == 65, "\(imported.stderr)")
+        #expect(imported.errorJSON["code"] as? String == "inconsistent_rows", "\(imported.stderr)")
+        let left = try await sandbox.shell(
+            "psql -X -At -d '\(uri)' -c 'SELECT (SELECT count(*) FROM \(schema).users) + (SELECT count(*) FROM \(schema).events)'"
+        )
+        #expect(left.stdout == "0\n", "\(left.stdout)\(left.stderr)")
+        #expect(try await Self.indexes(of: schema, uri: uri, in: sandbox) == indexes, "the refusal brings them back")
+        // The connection is left usable: the same store takes a good archive afterwards.
+        let good = try await sandbox.run(arguments: store + ["backup", "import", "attacker.tar.gz", "--json"])
+        #expect(good.status == 0, "\(good.stderr)")
+        #expect(try await Self.indexes(of: schema, uri: uri, in: sandbox) == indexes)
+    }
+
     /// Every index and foreign key of `schema`, with its definition.
     static func indexes(of schema: String, uri: String, in sandbox: Sandbox) async throws -> String {
         let listed = try await sandbox.shell(

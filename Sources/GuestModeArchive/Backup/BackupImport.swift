@@ -422,7 +422,7 @@ private struct ImportSession {
 
     func finish() throws {
         do {
-            try rows.flush()
+            try rows.finishRows()
         } catch let refusal as BackupRowRefusal {
             throw heldBackFailure(refusal)
         }

@@ -260,6 +260,11 @@ package protocol BackupRowImport {
         -> BackupRowInsertion
     /// Writes the rows `insert` held back; throws their refusal, if any.
     func flush() throws
+    /// Says every row is given: writes the rows held back, as `flush`, and
+    /// may start what waits for the last row (PostgreSQL builds the indexes
+    /// and keys it dropped for the load) while the engine checks the rows
+    /// against each other. Calls after it still see every row.
+    func finishRows() throws
     /// The first table with a row that refers to a user the store does not
     /// hold, or nil when every reference resolves.
     func tableWithDanglingReferences() throws -> String?
@@ -287,6 +292,9 @@ extension BackupRowImport {
 
     /// A store that writes each row at once has nothing to flush.
     package func flush() throws {}
+
+    /// A store with nothing to start after the last row only flushes.
+    package func finishRows() throws { try flush() }
 }
 
 package enum BackupRowInsertion: Sendable, Equatable {

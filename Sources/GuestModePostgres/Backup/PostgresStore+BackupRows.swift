@@ -17,18 +17,17 @@ extension PostgresStore: BackupRowStore {
         do {
             return try writeMovingData { connection in
                 let writes = PostgresBackupImport(connection)
-                let deferred = dryRun ? [] : try Self.dropIndexesBuiltAfterRows(connection, shapesKnownBy: writes)
+                writes.builtAfterRows =
+                    dryRun ? [] : try Self.dropIndexesBuiltAfterRows(connection, shapesKnownBy: writes)
                 let value: T
                 do {
                     value = try body(writes)
                 } catch {
                     // The batch last sent is read, so the rollback finds the connection idle.
-                    try? connection.settleCopy()
+                    try? connection.settle()
                     throw error
                 }
                 try writes.finish(committing: !dryRun)
-                // Inside the transaction: a refusal or a failure rolls the drops back with the rows.
-                for index in deferred { try connection.execute(index) }
                 if dryRun { throw RolledBackImport(value: value) }
                 return value
             }
@@ -528,6 +527,8 @@ private final class PostgresBackupImport: BackupRowImport {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
     private var lastShape: (table: String, shape: BackupTableShape)?
+    /// The indexes and keys to make once every row is in (`dropIndexesBuiltAfterRows`).
+    var builtAfterRows: [String] = []
     /// Some users known to have a users row in this transaction (real or
     /// placeholder, written or held back), to save a look-up: emptied when it
     /// reaches `knownUsersLimit`, so it does not grow with the import.
@@ -776,7 +777,7 @@ private final class PostgresBackupImport: BackupRowImport {
         guard let batch = unsettled else { return }
         unsettled = nil
         do {
-            try connection.settleCopy()
+            try connection.settle()
         } catch let failure as PostgresFailure where Self.isRefusal(failure) {
             try writeRowByRow(batch)
         }
@@ -844,8 +845,22 @@ private final class PostgresBackupImport: BackupRowImport {
     /// Before the import commits (or rolls back as a dry run): nothing
     /// refused may be swallowed, no reference may dangle, and every table's
     /// id sequence moves past the ids the import brought.
+    /// Starts building the indexes and keys dropped for the load: the
+    /// server builds them while the engine checks the rows against each other.
+    func finishRows() throws {
+        try flush()
+        guard !builtAfterRows.isEmpty else { return }
+        // Inside the transaction: a refusal or a failure rolls the drops back with the rows.
+        try connection.sendWithoutWaiting(builtAfterRows.joined(separator: ";\n"))
+        builtAfterRows = []
+    }
+
     func finish(committing: Bool) throws {
         try flush()
+        if !builtAfterRows.isEmpty {
+            try connection.execute(builtAfterRows.joined(separator: ";\n"))
+            builtAfterRows = []
+        }
         guard committing else { return }
         if !placeholders.isEmpty {
             let table = try tableWithDanglingReferences() ?? "a table"

@@ -33,7 +33,8 @@ final class PostgresConnection: Sendable {
     private static let preparedLimit = 256
     /// A COPY sent whole whose outcome is not read yet (`copy(_:rows:waiting:)`
     /// without waiting): its statement. Any later call reads that outcome first.
-    private let unsettledCopy = Mutex<String?>(nil)
+    /// Statements sent without waiting (a COPY, or `sendWithoutWaiting`), whose answer is unread.
+    private let unsettled = Mutex<String?>(nil)
     /// The `BEGIN …` of the transaction just opened (`begin(_:)`), not sent
     /// yet: it goes out with the transaction's first statement, in one round trip.
     private let unsentBegin = Mutex<String?>(nil)
@@ -184,7 +185,7 @@ final class PostgresConnection: Sendable {
     /// it reads the COMMIT, so a connection that then sits idle holds nothing.
     func commitUnawaited() throws {
         try withHandle { handle in
-            try settleCopy(on: handle)
+            try settle(on: handle)
             try send("COMMIT", [], on: handle, until: nextDeadline, awaited: false)
         }
         state.withLock { $0.commitUnread = true }
@@ -228,7 +229,7 @@ final class PostgresConnection: Sendable {
     func execute(_ statements: [(sql: String, parameters: [PostgresValue?])]) throws -> [PostgresRows] {
         guard !statements.isEmpty else { return [] }
         return try withHandle { handle in
-            try settleCopy(on: handle)
+            try settle(on: handle)
             if statements.contains(where: \.parameters.isEmpty) {
                 try sendUnsentBegin(on: handle)
                 return try statements.map { try execute($0.sql, $0.parameters, until: nextDeadline, on: handle) }
@@ -242,7 +243,7 @@ final class PostgresConnection: Sendable {
         _ sql: String, _ parameters: [PostgresValue?] = [], until deadline: ContinuousClock.Instant?
     ) throws -> PostgresRows {
         try withHandle { handle in
-            try settleCopy(on: handle)
+            try settle(on: handle)
             // Without parameters the statement may be several (simple protocol), which a pipeline cannot carry.
             if !parameters.isEmpty, let begin = unsentBegin.withLock({ $0.take() }) {
                 return try pipeline([(sql, parameters)], after: begin, on: handle)[0]
@@ -568,25 +569,38 @@ final class PostgresConnection: Sendable {
         _ sql: String, rows: [Row], waiting: Bool = true, appendRow: (Row, inout [UInt8]) -> Void
     ) throws {
         try withHandle { handle in
-            try settleCopy(on: handle)
+            try settle(on: handle)
             try sendUnsentBegin(on: handle)
             try sendCopy(sql, rows: rows, on: handle, appendRow: appendRow)
             if waiting {
                 try readCopyOutcome(of: handle, sql: sql)
             } else {
-                unsettledCopy.withLock { $0 = sql }
+                unsettled.withLock { $0 = sql }
             }
         }
     }
 
-    /// Reads the outcome of a COPY sent without waiting, if one is unread:
-    /// throws its failure.
-    func settleCopy() throws {
-        try withHandle { handle in try settleCopy(on: handle) }
+    /// Sends `sql` (statements without parameters, run in turn, a failure
+    /// skipping the rest) and returns at once: the server runs them while the
+    /// caller works, and their outcome is read as a COPY's sent without
+    /// waiting is, by `settle` or the next call on the connection.
+    func sendWithoutWaiting(_ sql: String) throws {
+        try withHandle { handle in
+            try settle(on: handle)
+            try sendUnsentBegin(on: handle)
+            try send(sql, [], on: handle, until: nextDeadline)
+            unsettled.withLock { $0 = sql }
+        }
     }
 
-    private func settleCopy(on handle: OpaquePointer) throws {
-        guard let sql = unsettledCopy.withLock({ $0.take() }) else { return }
+    /// Reads the outcome of statements sent without waiting, if one is
+    /// unread: throws their failure.
+    func settle() throws {
+        try withHandle { handle in try settle(on: handle) }
+    }
+
+    private func settle(on handle: OpaquePointer) throws {
+        guard let sql = unsettled.withLock({ $0.take() }) else { return }
         try readCopyOutcome(of: handle, sql: sql)
     }
 
@@ -673,7 +687,7 @@ final class PostgresConnection: Sendable {
     /// ```
     func copyOut(_ sql: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
         try withHandle { handle in
-            try settleCopy(on: handle)
+            try settle(on: handle)
             try sendUnsentBegin(on: handle)
             try send(sql, [], on: handle, until: nextDeadline)
             try requireCopyStarted(
