@@ -65,6 +65,33 @@ struct PostgresImportTests {
             ("duplicate-row-far", 1250),
         ])
     func heldBackRowRefusedAtItsLine(kind: String, line: Int) async throws {
+        let refused = try await Self.importRefused(kind, code: "duplicate_row", checking: "records")
+        let message = refused.imported.errorJSON["message"] as? String ?? ""
+        #expect(message.contains("line \(line) of data/records/000001.ndjson"), "\(message)")
+    }
+
+    /// The indexes and keys dropped for the load are sent to be built once
+    /// the last row is in, while the rows are checked against each other: a
+    /// disagreement found then still rolls back the rows and the drops.
+    @Test("a counter that disagrees with its events, found while the indexes are being built, changes nothing")
+    func crossRowRefusalWhileIndexesAreBuilt() async throws {
+        let refused = try await Self.importRefused("counters-disagree", code: "inconsistent_rows", checking: "events")
+        // The same store takes a good archive afterwards, and builds its indexes and keys again.
+        let good = try await refused.sandbox.run(
+            arguments: refused.store + ["backup", "import", "attacker.tar.gz", "--json"])
+        #expect(good.status == 0, "\(good.stderr)")
+        #expect(
+            try await Self.indexes(of: refused.schema, uri: refused.uri, in: refused.sandbox) == refused.indexes)
+    }
+
+    /// Imports the hostile archive `kind` into a fresh schema and expects it
+    /// refused with `code`, no users and no rows of `table` left, and the
+    /// schema's indexes and keys as they were.
+    static func importRefused(
+        _ kind: String, code: String, checking table: String
+    ) async throws -> (
+        sandbox: Sandbox, uri: String, schema: String, store: [String], indexes: String, imported: Sandbox.Result
+    ) {
         let (sandbox, victim, _) = try await HostileArchiveTests.setUp()
         let name = try await HostileArchiveTests.make(kind, victim: victim, in: sandbox)
         let uri = try #require(ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"])
@@ -74,40 +101,13 @@ struct PostgresImportTests {
         let indexes = try await Self.indexes(of: schema, uri: uri, in: sandbox)
         let imported = try await sandbox.run(arguments: store + ["backup", "import", name, "--json"])
         #expect(imported.status == 65, "\(imported.stderr)")
-        #expect(imported.errorJSON["code"] as? String == "duplicate_row", "\(imported.stderr)")
-        let message = imported.errorJSON["message"] as? String ?? ""
-        #expect(message.contains("line \(line) of data/records/000001.ndjson"), "\(message)")
+        #expect(imported.errorJSON["code"] as? String == code, "\(imported.stderr)")
         let left = try await sandbox.shell(
-            "psql -X -At -d '\(uri)' -c 'SELECT (SELECT count(*) FROM \(schema).users) + (SELECT count(*) FROM \(schema).records)'"
+            "psql -X -At -d '\(uri)' -c 'SELECT (SELECT count(*) FROM \(schema).users) + (SELECT count(*) FROM \(schema).\(table))'"
         )
         #expect(left.stdout == "0\n", "\(left.stdout)\(left.stderr)")
         #expect(try await Self.indexes(of: schema, uri: uri, in: sandbox) == indexes, "the refusal brings them back")
-    }
-
-    /// The indexes and keys dropped for the load are sent to be built once
-    /// the last row is in, while the rows are checked against each other: a
-    /// disagreement found then still rolls back the rows and the drops.
-    @Test("a counter that disagrees with its events, found while the indexes are being built, changes nothing")
-    func crossRowRefusalWhileIndexesAreBuilt() async throws {
-        let (sandbox, victim, _) = try await HostileArchiveTests.setUp()
-        let name = try await HostileArchiveTests.make("counters-disagree", victim: victim, in: sandbox)
-        let uri = try #require(ProcessInfo.processInfo.environment["GUESTMODE_TEST_POSTGRES"])
-        let schema = "e2e_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let store = ["--store", uri, "--schema", schema]
-        #expect(try await sandbox.run(arguments: ["init", "--profile", "voice"] + store).status == 0)
-        let indexes = try await Self.indexes(of: schema, uri: uri, in: sandbox)
-        let imported = try await sandbox.run(arguments: store + ["backup", "import", name, "--json"])
-        #expect(imported.status == 65, "\(imported.stderr)")
-        #expect(imported.errorJSON["code"] as? String == "inconsistent_rows", "\(imported.stderr)")
-        let left = try await sandbox.shell(
-            "psql -X -At -d '\(uri)' -c 'SELECT (SELECT count(*) FROM \(schema).users) + (SELECT count(*) FROM \(schema).events)'"
-        )
-        #expect(left.stdout == "0\n", "\(left.stdout)\(left.stderr)")
-        #expect(try await Self.indexes(of: schema, uri: uri, in: sandbox) == indexes, "the refusal brings them back")
-        // The connection is left usable: the same store takes a good archive afterwards.
-        let good = try await sandbox.run(arguments: store + ["backup", "import", "attacker.tar.gz", "--json"])
-        #expect(good.status == 0, "\(good.stderr)")
-        #expect(try await Self.indexes(of: schema, uri: uri, in: sandbox) == indexes)
+        return (sandbox, uri, schema, store, indexes, imported)
     }
 
     /// Every index and foreign key of `schema`, with its definition.
