@@ -35,7 +35,9 @@ private func reading(_ path: String, keys: BackupKeys) -> Reading? {
     guard
         let walk = try? ArchiveWalk.read(
             path: path, depth: .full, limits: .standard, keys: keys,
-            onRow: { table, row, _ in rows.append("\(table.name) \(row.dictionary.sorted { $0.key < $1.key })") })
+            onRow: { table, row, _ in
+                rows.append("\(table.name) \(zip(row.columns, row.values).sorted { $0.0 < $1.0 })")
+            })
     else { return nil }
     return Reading(header: walk.header, manifest: walk.manifest, signature: walk.signature, rows: rows)
 }

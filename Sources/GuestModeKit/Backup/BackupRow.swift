@@ -2,8 +2,8 @@
 /// columns in the order they came, each with its value.
 ///
 /// Not a dictionary: an import reads millions of rows of a dozen columns,
-/// and hashing every column name on every insert and look-up was a fifth of
-/// the client's work (`bench/results.md`). A column is found by comparing
+/// and hashing every column name on every insert and look-up was 15 % of the
+/// client's work (`bench/results.md`). A column is found by comparing
 /// names, which for names of up to 15 bytes is a comparison of two words.
 /// Rows of one table list the same columns in the same order, and whoever
 /// makes them passes the previous row's `columns` on (`RowDecoder`), so rows
@@ -74,11 +74,6 @@ package struct BackupRow: Sendable, Equatable, ExpressibleByDictionaryLiteral, C
             case (nil, nil): break
             }
         }
-    }
-
-    /// The row as a dictionary, for callers that look columns up by the hundred.
-    package var dictionary: [String: CellValue] {
-        Dictionary(zip(columns, values), uniquingKeysWith: { first, _ in first })
     }
 
     package static func == (lhs: BackupRow, rhs: BackupRow) -> Bool {

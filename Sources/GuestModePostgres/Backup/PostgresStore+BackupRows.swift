@@ -842,9 +842,6 @@ private final class PostgresBackupImport: BackupRowImport {
         return nil
     }
 
-    /// Before the import commits (or rolls back as a dry run): nothing
-    /// refused may be swallowed, no reference may dangle, and every table's
-    /// id sequence moves past the ids the import brought.
     /// Starts building the indexes and keys dropped for the load: the
     /// server builds them while the engine checks the rows against each other.
     func finishRows() throws {
@@ -855,6 +852,11 @@ private final class PostgresBackupImport: BackupRowImport {
         builtAfterRows = []
     }
 
+    /// Before the import commits (or rolls back as a dry run): nothing
+    /// refused may be swallowed, no reference may dangle, the indexes and
+    /// keys dropped for the load are back (built here when no caller said
+    /// `finishRows`), and every table's id sequence moves past the ids the
+    /// import brought.
     func finish(committing: Bool) throws {
         try flush()
         if !builtAfterRows.isEmpty {

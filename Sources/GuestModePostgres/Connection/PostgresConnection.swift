@@ -31,9 +31,9 @@ final class PostgresConnection: Sendable {
     private let prepared = Mutex<[String: String]>([:])
     /// At most this many are kept, whatever text a caller sends: the rest run unprepared.
     private static let preparedLimit = 256
-    /// A COPY sent whole whose outcome is not read yet (`copy(_:rows:waiting:)`
-    /// without waiting): its statement. Any later call reads that outcome first.
-    /// Statements sent without waiting (a COPY, or `sendWithoutWaiting`), whose answer is unread.
+    /// Statements whose outcome is not read yet: a COPY sent whole without
+    /// waiting (`copy(_:rows:waiting:appendRow:)`), or `sendWithoutWaiting`'s.
+    /// Any later call reads that outcome first.
     private let unsettled = Mutex<String?>(nil)
     /// The `BEGIN …` of the transaction just opened (`begin(_:)`), not sent
     /// yet: it goes out with the transaction's first statement, in one round trip.
