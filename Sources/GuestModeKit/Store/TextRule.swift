@@ -35,8 +35,6 @@ package enum TextRule {
     /// ```
     package static func validatedUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard let start = bytes.baseAddress, !bytes.isEmpty else { return "" }
-        // ASCII is valid as it is, so there is nothing the decoding could have repaired to compare.
-        if isASCII(bytes) { return String(decoding: bytes, as: UTF8.self) }
         var text = String(decoding: bytes, as: UTF8.self)
         let isExact = text.withUTF8 { decoded in
             decoded.count == bytes.count && memcmp(decoded.baseAddress!, start, bytes.count) == 0
