@@ -247,7 +247,7 @@ package protocol BackupRowImport {
     ///
     /// A store may hold up to `backupPendingRowLimit` inserted rows back and
     /// write them together (PostgreSQL through COPY); a refusal of such a row
-    /// comes from a later call (any call of this protocol, or `flush`) and
+    /// comes from a later call (any call of this protocol, or `finishRows`) and
     /// names the row by `BackupRowRefusal.insertion`.
     ///
     /// `ownerHasUsersRow` says the engine knows the row's user has a users
@@ -258,12 +258,11 @@ package protocol BackupRowImport {
         _ row: BackupRow, into table: BackupTable, ownerHasUsersRow: Bool
     ) throws
         -> BackupRowInsertion
-    /// Writes the rows `insert` held back; throws their refusal, if any.
-    func flush() throws
-    /// Says every row is given: writes the rows held back, as `flush`, and
-    /// may start what waits for the last row (PostgreSQL builds the indexes
-    /// and keys it dropped for the load) while the engine checks the rows
-    /// against each other. Calls after it still see every row.
+    /// Says every row is given: writes the rows `insert` held back (throwing
+    /// their refusal, if any), and may start what waits for the last row
+    /// (PostgreSQL builds the indexes and keys it dropped for the load) while
+    /// the engine checks the rows against each other. Calls after it still
+    /// see every row.
     func finishRows() throws
     /// The first table with a row that refers to a user the store does not
     /// hold, or nil when every reference resolves.
@@ -290,11 +289,8 @@ extension BackupRowImport {
         try deleteRows(ownedBy: owners, in: BackupTable.all)
     }
 
-    /// A store that writes each row at once has nothing to flush.
-    package func flush() throws {}
-
-    /// A store with nothing to start after the last row only flushes.
-    package func finishRows() throws { try flush() }
+    /// A store that writes each row at once has nothing held back, and nothing to start after the last row.
+    package func finishRows() throws {}
 }
 
 package enum BackupRowInsertion: Sendable, Equatable {

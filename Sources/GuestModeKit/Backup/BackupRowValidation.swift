@@ -95,7 +95,7 @@ package struct BackupRowValidator {
     private mutating func dropping(columnAt index: Int, of row: BackupRow) -> BackupRow {
         var values = row.values
         values.remove(at: index)
-        if let shortened, shortened.from == row.columns, shortened.to.count == values.count {
+        if let shortened, shortened.from == row.columns {
             return BackupRow(columns: shortened.to, values: values)
         }
         var columns = row.columns

@@ -721,7 +721,7 @@ private final class PostgresBackupImport: BackupRowImport {
     }
 
     /// Writes the rows held back, and reads the server's answer.
-    func flush() throws {
+    private func flush() throws {
         try write(waiting: true)
     }
 

@@ -273,9 +273,9 @@ private func table(_ name: String) throws -> BackupTable {
                 for (table, row) in setup { _ = try writes.insert(row, into: table) }
                 do {
                     // A store may hold the row back (PostgreSQL writes batches through COPY): the
-                    // refusal then comes from the flush.
+                    // refusal then comes from `finishRows`.
                     _ = try writes.insert(row, into: table)
-                    try writes.flush()
+                    try writes.finishRows()
                 } catch let refused as BackupRowRefusal {
                     reason = refused.reason
                 }
@@ -296,7 +296,7 @@ private func table(_ name: String) throws -> BackupTable {
     }
 
     /// PostgreSQL sends a batch and reads the server's answer only while the
-    /// next one fills (or at the flush): a row refused there is still named
+    /// next one fills (or at `finishRows`): a row refused there is still named
     /// by its own `insert` call, more than a batch back, and nothing is kept.
     @Test(arguments: StoreBackend.allCases)
     func aRowRefusedBatchesLaterIsNamedByItsInsertion(backend: StoreBackend) throws {
@@ -321,7 +321,7 @@ private func table(_ name: String) throws -> BackupTable {
                         call = index
                         _ = try writes.insert(index == position ? row : record("u2", "k\(index)"), into: records)
                     }
-                    try writes.flush()
+                    try writes.finishRows()
                 } catch let refusal as BackupRowRefusal {
                     found = (refusal, refusal.insertion ?? call)
                 }
