@@ -9,8 +9,9 @@ import Foundation
 /// user listed twice, asks the caller the fate of each user and writes the
 /// answers in blocks of 64 users (about a KiB), in memory up to 256 KiB and
 /// past that in an unlinked temporary file; only each block's first id stays
-/// in memory (about 3 MB for 10 M users). `entry(of:)` finds a user by a
-/// binary search over those ids and one read of a block, from a cache of
+/// in memory (about 3 MB for 10 M users). `entry(of:)` finds a user in the
+/// block of the last look-up or the one after it (rows come in id order), or
+/// else by a binary search over those ids, and one read of a block, from a cache of
 /// recently read blocks (at most 1 MiB) or else the file, then by halves
 /// within the block, which stays decoded for the next look-up; the same user
 /// twice in a row costs nothing (an archive's rows of one user often come
@@ -64,9 +65,8 @@ package final class ListedUsers {
 
     /// Users per block: a look-up reads one block (about a KiB) and scans it.
     private static let blockUsers = 64
-    /// The first id of each block, one after another, and where each ends.
-    private var firstIDs: [UInt8] = []
-    private var firstIDEnds: [Int] = []
+    /// The first id of each block.
+    private var firstIDs = IDList()
     /// Where each block starts in the index; one more for the end of the last.
     private var blockStarts: [Int] = [0]
     /// The index: in memory up to 256 KiB, then in an unlinked temporary file.
@@ -88,13 +88,13 @@ package final class ListedUsers {
 
     /// The block looked into last, decoded: a look-up in it is a binary
     /// search, and an archive's rows come in store order, so most rows'
-    /// owners are in the block of the row before.
+    /// owners are in the block of the row before (-1: none yet).
     private var decodedBlock = -1
+    /// The users of the decoded block.
+    private var decodedUsers = IDList()
+    private var decodedEntries: [Entry] = []
     /// Where in the decoded block the last user found is: the same user twice in a row is found without a search.
     private var lastFound: Int?
-    private var decodedUserBytes: [UInt8] = []
-    private var decodedUsers: [Range<Int>] = []
-    private var decodedEntries: [Entry] = []
 
     /// `sampleLimit` users of each fate (the first by id) are kept for the
     /// report; up to `cacheBytes` of the blocks read from disk, in
@@ -159,10 +159,7 @@ package final class ListedUsers {
                 let bytes = Array(user.utf8)
                 counts[Int(fate.rawValue)] += 1
                 if samples[Int(fate.rawValue)].count < sampleLimit { samples[Int(fate.rawValue)].append(user) }
-                if blockCount == 0 {
-                    firstIDs.append(contentsOf: bytes)
-                    firstIDEnds.append(firstIDs.count)
-                }
+                if blockCount == 0 { firstIDs.append(bytes) }
                 block.append(fate.rawValue)
                 Self.put(bytes, to: &block)
                 if let created {
@@ -213,35 +210,20 @@ package final class ListedUsers {
     package func entry(of user: String) throws -> Entry? {
         var user = user
         return try user.withUTF8 { bytes -> Entry? in
-            if let lastFound, decodedUser(lastFound, equals: bytes) { return decodedEntries[lastFound] }
-            // The last block whose first id is not after `user`.
-            var low = 0
-            var high = firstIDEnds.count
-            while low < high {
-                let middle = (low + high) / 2
-                if compareFirstID(middle, bytes) <= 0 { low = middle + 1 } else { high = middle }
-            }
-            guard low > 0 else { return nil }
-            try decode(block: low - 1)
-            // The first user of the decoded block not before `user`.
-            var first = 0
-            var last = decodedUsers.count
-            while first < last {
-                let middle = (first + last) / 2
-                let order = decodedUserBytes.withUnsafeBufferPointer {
-                    Self.compare(UnsafeBufferPointer(rebasing: $0[decodedUsers[middle]]), bytes)
+            if let lastFound {
+                if decodedUsers.compare(lastFound, bytes) == 0 { return decodedEntries[lastFound] }
+                // An export writes each table's rows in id order: the user after the last one found comes next.
+                let next = lastFound + 1
+                if next < decodedUsers.count, decodedUsers.compare(next, bytes) == 0 {
+                    self.lastFound = next
+                    return decodedEntries[next]
                 }
-                if order < 0 { first = middle + 1 } else { last = middle }
             }
-            guard first < decodedUsers.count, decodedUser(first, equals: bytes) else { return nil }
-            lastFound = first
-            return decodedEntries[first]
-        }
-    }
-
-    private func decodedUser(_ index: Int, equals bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        decodedUserBytes.withUnsafeBufferPointer {
-            Self.compare(UnsafeBufferPointer(rebasing: $0[decodedUsers[index]]), bytes) == 0
+            guard let block = firstIDs.lastNotAfter(bytes, tryingFirst: decodedBlock) else { return nil }
+            try decode(block: block)
+            guard let found = decodedUsers.index(of: bytes) else { return nil }
+            lastFound = found
+            return decodedEntries[found]
         }
     }
 
@@ -250,14 +232,20 @@ package final class ListedUsers {
         guard index != decodedBlock else { return }
         decodedBlock = -1
         lastFound = nil
-        decodedUserBytes.removeAll(keepingCapacity: true)
-        decodedUsers.removeAll(keepingCapacity: true)
-        decodedEntries.removeAll(keepingCapacity: true)
+        // Filled as locals (their storage taken, not copied): the properties would be checked for exclusive access at every user.
+        var users = IDList()
+        var entries: [Entry] = []
+        swap(&users, &decodedUsers)
+        swap(&entries, &decodedEntries)
+        defer {
+            swap(&users, &decodedUsers)
+            swap(&entries, &decodedEntries)
+        }
+        users.removeAll()
+        entries.removeAll(keepingCapacity: true)
         try forEachEntry(inBlock: index) { user, entry in
-            let start = decodedUserBytes.count
-            decodedUserBytes.append(contentsOf: user)
-            decodedUsers.append(start..<decodedUserBytes.count)
-            decodedEntries.append(entry())
+            users.append(user)
+            entries.append(entry())
             return true
         }
         decodedBlock = index
@@ -285,7 +273,7 @@ package final class ListedUsers {
 
     /// The first user by id whose fate is one of `fates` and whose users row was never seen.
     package func firstUnseen(among fates: Set<Fate>) throws -> String? {
-        for index in firstIDEnds.indices {
+        for index in 0..<firstIDs.count {
             var missing: String?
             try forEachEntry(inBlock: index) { user, entry in
                 let found = entry()
@@ -298,22 +286,6 @@ package final class ListedUsers {
             if let missing { return missing }
         }
         return nil
-    }
-
-    private func compareFirstID(_ block: Int, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        let start = block == 0 ? 0 : firstIDEnds[block - 1]
-        return firstIDs.withUnsafeBufferPointer {
-            Self.compare(UnsafeBufferPointer(rebasing: $0[start..<firstIDEnds[block]]), bytes)
-        }
-    }
-
-    private static func compare(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Int {
-        let common = min(left.count, right.count)
-        if common > 0, let l = left.baseAddress, let r = right.baseAddress {
-            let order = memcmp(l, r, common)
-            if order != 0 { return Int(order) }
-        }
-        return left.count - right.count
     }
 
     private static func put32(_ value: UInt32, to buffer: inout [UInt8]) {
@@ -458,5 +430,70 @@ package final class ListedUsers {
             guard more else { return }
             position += 1
         }
+    }
+}
+
+/// Ids in byte order, one after another in one array: a look-up compares
+/// bytes in place, without a string or an array an id.
+private struct IDList {
+    private var bytes: [UInt8] = []
+    /// Where each id ends in `bytes`.
+    private var ends: [Int] = []
+
+    var count: Int { ends.count }
+
+    mutating func append(_ id: some Collection<UInt8>) {
+        bytes.append(contentsOf: id)
+        ends.append(bytes.count)
+    }
+
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        ends.removeAll(keepingCapacity: true)
+    }
+
+    /// The order of id `index` against `other`: negative before it, 0 the same, positive after.
+    func compare(_ index: Int, _ other: UnsafeBufferPointer<UInt8>) -> Int {
+        let start = index == 0 ? 0 : ends[index - 1]
+        let length = ends[index] - start
+        let common = min(length, other.count)
+        if common > 0, let right = other.baseAddress {
+            let order = bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + start, right, common) }
+            if order != 0 { return Int(order) }
+        }
+        return length - other.count
+    }
+
+    /// The index of `id`, or nil when the list does not hold it.
+    func index(of id: UnsafeBufferPointer<UInt8>) -> Int? {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if compare(middle, id) < 0 { low = middle + 1 } else { high = middle }
+        }
+        return low < count && compare(low, id) == 0 ? low : nil
+    }
+
+    /// The last id not after `id` (the block a user is in, for the list of
+    /// the blocks' first ids), or nil when `id` comes before them all.
+    /// `guess` and the one after it are tried first, each with two
+    /// comparisons where the search takes about twenty at 1 M users: rows
+    /// in id order move on a block at a time.
+    func lastNotAfter(_ id: UnsafeBufferPointer<UInt8>, tryingFirst guess: Int) -> Int? {
+        func holds(_ index: Int) -> Bool {
+            compare(index, id) <= 0 && (index + 1 == count || compare(index + 1, id) > 0)
+        }
+        if guess >= 0 {
+            if guess < count, holds(guess) { return guess }
+            if guess + 1 < count, holds(guess + 1) { return guess + 1 }
+        }
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if compare(middle, id) <= 0 { low = middle + 1 } else { high = middle }
+        }
+        return low > 0 ? low - 1 : nil
     }
 }
