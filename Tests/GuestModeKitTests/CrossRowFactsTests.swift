@@ -115,6 +115,24 @@ import Testing
         )
     }
 
+    /// Surrogate ids are noted at a fixed width: ids of different lengths
+    /// never meet, a repeated one is named as the archive wrote it, and the
+    /// earliest repetition is the one reported.
+    @Test(arguments: [1 << 20, 512])
+    func rowIDsAreComparedAsNumbers(memoryLimit: Int) throws {
+        let distinct = CrossRowFacts(memoryLimit: memoryLimit)
+        for id in 1...3_000 { try distinct.noteRowID(Int64(id), of: "events", at: at(id)) }
+        try distinct.noteRowID(Int64.max, of: "events", at: at(3_001))
+        try distinct.noteRowID(7, of: "counters", at: at(1, of: "y"))
+        #expect(failure(distinct) == nil)
+
+        let repeated = CrossRowFacts(memoryLimit: memoryLimit)
+        for id in 1...3_000 { try repeated.noteRowID(Int64(id), of: "events", at: at(id)) }
+        try repeated.noteRowID(1_234, of: "events", at: at(3_001))
+        try repeated.noteRowID(10, of: "events", at: at(3_002))
+        #expect(failure(repeated) == "duplicate at line 3001 of x: events.id 1234 appears twice in the archive")
+    }
+
     /// Of several violations, the one reported is the one the row-by-row
     /// checker met first: a repetition before anything found only at the
     /// end, the earliest repetition of all, then states by user.

@@ -83,7 +83,7 @@ package struct BackupRowValidator {
         var result = row
         if table.hasSurrogateID {
             let id = try cells.integer("id", in: 1...Bounds.maximumRowID)
-            try facts.noteUnique(String(id), in: .rowIDs(table: table.name), at: cells.place)
+            try facts.noteRowID(id, of: table.name, at: cells.place)
             if let index = row.index(of: "id") { result = dropping(columnAt: index, of: row) }
         }
         try checkColumns(cells, table: table.name, result: &result)

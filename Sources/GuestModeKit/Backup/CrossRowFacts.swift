@@ -2,14 +2,22 @@ import Foundation
 
 /// What `BackupRowValidator` must compare across rows (a user's state
 /// against its identities, a counter against its events, values that must
-/// be unique), kept in a sorted `RecordSpool` instead of dictionaries: an
+/// be unique), kept in sorted `RecordSpool`s instead of dictionaries: an
 /// archive of millions of users, events and counters is checked in constant
 /// memory. Each fact goes under a key that gathers what must be compared
 /// (one user, one user's action, one unique value); `check` reads the facts
 /// back key by key and finds each violation the row-by-row checker found
 /// when it held everything in memory, reporting the same one first.
+///
+/// Facts of users, of actions and of unique values go to a spool each: an
+/// export writes each table in id order, so each spool mostly receives its
+/// keys in order and sorts and merges little (one spool took them
+/// interleaved, and sorted and merged every one).
 final class CrossRowFacts {
-    private let spool: RecordSpool
+    /// The facts keyed `u` (users), `e` (actions) and `=` (unique values).
+    private let users: RecordSpool
+    private let actions: RecordSpool
+    private let uniques: RecordSpool
     /// Numbers the facts in the order the rows noted them, so of several
     /// repeated values the first repetition in the archive is reported.
     private var sequence: UInt64 = 0
@@ -64,7 +72,10 @@ final class CrossRowFacts {
         /// What a second `value` in this space is.
         func repeated(_ value: String) -> String {
             switch self {
-            case .rowIDs(let table): return "\(table).id \(value) appears twice in the archive"
+            case .rowIDs(let table):
+                // Without the zeros `noteRowID` put before it.
+                let digits = value.drop { $0 == "0" }
+                return "\(table).id \(digits.isEmpty ? "0" : digits) appears twice in the archive"
             case .identities:
                 let parts = value.split(separator: "\0", maxSplits: 1, omittingEmptySubsequences: false)
                 return "the identity \(parts[0])/\(parts.count > 1 ? parts[1] : "") appears twice in the archive"
@@ -74,12 +85,18 @@ final class CrossRowFacts {
         }
     }
 
-    /// The facts spill to a temporary file past `memoryLimit` bytes, in
-    /// sorted runs of as many.
+    /// The facts spill to temporary files past `memoryLimit` bytes in all,
+    /// in sorted runs: half of it for the actions' facts, the most numerous.
     init(memoryLimit: Int = 2 << 20) {
-        spool = RecordSpool(
-            holding: "the archive's rows being compared", fileTag: "import-check", memoryLimit: memoryLimit,
-            sorted: true, runLimit: memoryLimit)
+        func spool(_ share: Int) -> RecordSpool {
+            let limit = max(1, memoryLimit / share)
+            return RecordSpool(
+                holding: "the archive's rows being compared", fileTag: "import-check", memoryLimit: limit,
+                sorted: true, runLimit: limit)
+        }
+        users = spool(4)
+        actions = spool(2)
+        uniques = spool(4)
     }
 
     /// A users row: the user's state, at `place`. A later row for the same user replaces it.
@@ -96,6 +113,28 @@ final class CrossRowFacts {
     func noteUnique(_ value: String, in space: UniqueSpace, at place: Place) throws {
         try note("=", space.name, value, kind: .unique, at: place)
     }
+
+    /// The surrogate id of a row of `table`, which must appear once in the
+    /// table. Noted with leading zeros to a fixed width, so ids in numeric
+    /// order are in the spool's byte order too.
+    func noteRowID(_ id: Int64, of table: String, at place: Place) throws {
+        // Ids are positive (the validator bounds them); a negative one is noted as it is written.
+        let value =
+            id < 0
+            ? String(id)
+            : String(unsafeUninitializedCapacity: Self.rowIDWidth) { digits in
+                var rest = id
+                for index in stride(from: Self.rowIDWidth - 1, through: 0, by: -1) {
+                    digits[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                return Self.rowIDWidth
+            }
+        try noteUnique(value, in: .rowIDs(table: table), at: place)
+    }
+
+    /// The digits of `Int64.max`.
+    private static let rowIDWidth = 19
 
     /// An events row: `count` more of `action` for `user`.
     func noteEvent(user: String, action: String, count: Int64, at place: Place) throws {
@@ -114,6 +153,12 @@ final class CrossRowFacts {
     ) throws {
         sequence += 1
         let entry = entryNumber(place.entry)
+        let spool =
+            switch tag.utf8Start.pointee {
+            case UInt8(ascii: "u"): users
+            case UInt8(ascii: "e"): actions
+            default: uniques
+            }
         try spool.append { writer in
             writer.put(tag, first, second)
             writer.byte(kind.rawValue)
@@ -208,20 +253,28 @@ final class CrossRowFacts {
         func close() {
             for violation in group.violations(context) { consider(violation) }
         }
-        try spool.forEach { reader in
-            let key = try reader.field()
-            let rawKind = try reader.byte()
-            let sequence = try reader.uint64()
-            let value = Int64(bitPattern: try reader.uint64())
-            let place = NotedPlace(entry: try reader.uint32(), line: try reader.uint64())
-            guard let kind = Kind(rawValue: rawKind) else {
-                throw RecordSpool.damaged("the archive's rows being compared")
+        // The spools' keys start with different tags: no key's facts are in two of them.
+        for spool in [uniques, users, actions] {
+            try spool.forEach { reader in
+                let key = try reader.field()
+                let rawKind = try reader.byte()
+                let sequence = try reader.uint64()
+                let value = Int64(bitPattern: try reader.uint64())
+                let place = NotedPlace(entry: try reader.uint32(), line: try reader.uint64())
+                guard let kind = Kind(rawValue: rawKind) else {
+                    throw RecordSpool.damaged("the archive's rows being compared")
+                }
+                if !group.hasKey(key) {
+                    close()
+                    // The last key's bytes are reused: a group a key, millions of them.
+                    var bytes: [UInt8] = []
+                    swap(&bytes, &group.key)
+                    bytes.removeAll(keepingCapacity: true)
+                    bytes.append(contentsOf: key)
+                    group = Group(key: bytes)
+                }
+                group.add(kind: kind, sequence: sequence, value: value, place: place, context: context)
             }
-            if !key.elementsEqual(group.key) {
-                close()
-                group = Group(key: Array(key))
-            }
-            group.add(kind: kind, sequence: sequence, value: value, place: place, context: context)
         }
         close()
         if let first { throw first.error() }
@@ -234,7 +287,7 @@ final class CrossRowFacts {
             var describe: (NotedPlace) -> String
         }
 
-        let key: [UInt8]
+        var key: [UInt8]
         var count = 0
         var state: (linked: Bool, place: NotedPlace)?
         var hasIdentity = false
@@ -245,6 +298,12 @@ final class CrossRowFacts {
         var counter: (total: Int64, place: NotedPlace)?
 
         init(key: [UInt8]) { self.key = key }
+
+        func hasKey(_ other: UnsafeRawBufferPointer) -> Bool {
+            guard key.count == other.count else { return false }
+            guard let otherStart = other.baseAddress else { return true }
+            return key.withUnsafeBytes { memcmp($0.baseAddress!, otherStart, other.count) == 0 }
+        }
 
         /// The fields of the key: its tag, then the user and the action of an
         /// `e` key, the user of a `u` key, the space and the value of a `=` key.

@@ -11,7 +11,8 @@ import Foundation
 /// compare ids), records with the same first field in the order they were
 /// appended: an external merge sort, whose runs of `runLimit` bytes are
 /// sorted in memory and merged from the file, so the order costs constant
-/// memory too.
+/// memory too. Records appended already in order (mostly) make one run
+/// however many times they spill, and the merge has little to do.
 final class RecordSpool {
     private var buffer: [UInt8] = []
     private var file: FileHandle?
@@ -20,7 +21,11 @@ final class RecordSpool {
     /// Bytes a sorted spool gathers in memory before it sorts them into a run of the file.
     private let runLimit: Int
     /// The sorted runs in the file, as byte ranges.
-    private var runs: [Range<UInt64>] = []
+    private(set) var runs: [Range<UInt64>] = []
+    /// The first field of the last record of the last run: records spilled
+    /// in order (an export's rows come in id order) continue that run, so
+    /// there is nothing to merge them with. Nil once runs were merged into others.
+    private var lastRunKey: [UInt8]?
     private var fileLength: UInt64 = 0
     /// What the records are, for messages ("the events being ingested").
     private let contents: String
@@ -136,14 +141,22 @@ final class RecordSpool {
     private static func compareKeys(
         _ leftBytes: UnsafeRawBufferPointer, _ left: Int, _ rightBytes: UnsafeRawBufferPointer, _ right: Int
     ) -> Int {
-        func key(_ bytes: UnsafeRawBufferPointer, _ start: Int) -> UnsafeRawBufferPointer {
-            let record = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
-            guard record >= 4 else { return UnsafeRawBufferPointer(rebasing: bytes[start..<start]) }
-            let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self)))
-            guard length <= record - 4 else { return UnsafeRawBufferPointer(rebasing: bytes[start..<start]) }
-            return UnsafeRawBufferPointer(rebasing: bytes[(start + 8)..<(start + 8 + length)])
-        }
-        let leftKey = key(leftBytes, left)
+        compare(key: key(leftBytes, left), withKeyOf: rightBytes, at: right)
+    }
+
+    /// The first field of the record at `start`.
+    private static func key(_ bytes: UnsafeRawBufferPointer, _ start: Int) -> UnsafeRawBufferPointer {
+        let record = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+        guard record >= 4 else { return UnsafeRawBufferPointer(rebasing: bytes[start..<start]) }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self)))
+        guard length <= record - 4 else { return UnsafeRawBufferPointer(rebasing: bytes[start..<start]) }
+        return UnsafeRawBufferPointer(rebasing: bytes[(start + 8)..<(start + 8 + length)])
+    }
+
+    /// Compares `leftKey` with the first field of the record at `right`, as `compareKeys` does.
+    private static func compare(
+        key leftKey: UnsafeRawBufferPointer, withKeyOf rightBytes: UnsafeRawBufferPointer, at right: Int
+    ) -> Int {
         let rightKey = key(rightBytes, right)
         let common = min(leftKey.count, rightKey.count)
         if common > 0 {
@@ -191,6 +204,7 @@ final class RecordSpool {
                 longer.append(start..<fileLength)
             }
             runs = longer
+            lastRunKey = nil
         }
         try merge(runs, of: file) { bytes, start in try deliver(bytes, at: start, body) }
     }
@@ -318,11 +332,19 @@ final class RecordSpool {
             try file.seek(toOffset: fileLength)
             if isSorted {
                 // One sorted run, written through a small buffer.
-                let written = try buffer.withUnsafeBytes { bytes in
+                let (written, continuesRun) = try buffer.withUnsafeBytes { bytes in
+                    let order = Self.sortedRecords(bytes)
+                    var continuesRun = false
+                    if let lastRunKey, runs.last?.upperBound == fileLength, let first = order.first {
+                        continuesRun = lastRunKey.withUnsafeBytes {
+                            Self.compare(key: $0, withKeyOf: bytes, at: first) <= 0
+                        }
+                    }
+                    if let last = order.last { lastRunKey = Array(Self.key(bytes, last)) }
                     var staged: [UInt8] = []
                     staged.reserveCapacity(256 << 10)
                     var written = 0
-                    for start in Self.sortedRecords(bytes) {
+                    for start in order {
                         let length = Int(
                             UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
                         staged.append(contentsOf: bytes[start..<(start + 4 + length)])
@@ -333,10 +355,14 @@ final class RecordSpool {
                         }
                     }
                     try file.write(contentsOf: staged)
-                    return written
+                    return (written, continuesRun)
                 }
                 guard written == buffer.count else { throw Self.damaged(contents) }
-                runs.append(fileLength..<(fileLength + UInt64(written)))
+                if continuesRun, let last = runs.popLast() {
+                    runs.append(last.lowerBound..<(fileLength + UInt64(written)))
+                } else {
+                    runs.append(fileLength..<(fileLength + UInt64(written)))
+                }
             } else {
                 try file.write(contentsOf: buffer)
             }
