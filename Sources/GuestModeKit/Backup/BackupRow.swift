@@ -55,7 +55,9 @@ package struct BackupRow: Sendable, Equatable, ExpressibleByDictionaryLiteral, C
 
     /// The position of `column`, or nil when the row does not have it.
     package func index(of column: String) -> Int? {
-        columns.firstIndex(of: column)
+        // Names of other lengths are passed over without a call into the string comparison: most are.
+        let length = column.utf8.count
+        return columns.firstIndex { $0.utf8.count == length && $0 == column }
     }
 
     /// The value of `column`, nil when the row does not have the column.
