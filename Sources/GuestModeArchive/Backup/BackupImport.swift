@@ -256,8 +256,11 @@ private struct ImportSession {
             toDelete.removeAll(keepingCapacity: true)
         }
         let policy = policy
+        // A restore into a store without users: every listed user is added, and there is nothing to ask (a
+        // statement for every thousand users, a round trip each on PostgreSQL).
+        let storeHoldsUsers = try rows.holdsUsers()
         let repeated = try users.listed.classify { batch in
-            let times = try rows.creationTimes(ofUsers: batch)
+            let times = storeHoldsUsers ? try rows.creationTimes(ofUsers: batch) : [:]
             return try batch.map { user -> (ListedUsers.Fate, created: String?) in
                 guard let created = times[user] else { return (.added, nil) }
                 switch policy {

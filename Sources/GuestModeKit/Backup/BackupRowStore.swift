@@ -227,6 +227,9 @@ extension BackupRowStore {
 
 /// The writes of one import (see `BackupRowStore.importBackupRows`).
 package protocol BackupRowImport {
+    /// Whether the store holds any user: into a store without one (a
+    /// restore), every listed user is added and `creationTimes` is never asked.
+    func holdsUsers() throws -> Bool
     /// The `created_at` of each of `ids` the store holds as a user, as its
     /// backup rows carry it; an id the store lacks is not a key. One
     /// statement for the whole list (`ListedUsers.classifyBatch` ids at most).

@@ -566,6 +566,11 @@ private final class PostgresBackupImport: BackupRowImport {
 
     init(_ connection: PostgresConnection) { self.connection = connection }
 
+    func holdsUsers() throws -> Bool {
+        try flush()
+        return try connection.execute("SELECT 1 AS held FROM users LIMIT 1").first != nil
+    }
+
     func creationTimes(ofUsers ids: [String]) throws -> [String: String] {
         try flush()
         // One round trip for the batch: one a user was most of a whole-store import of 1 M users.

@@ -151,6 +151,10 @@ private final class SQLiteBackupImport: BackupRowImport {
 
     init(_ db: Database) { self.db = db }
 
+    func holdsUsers() throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users)") ?? false
+    }
+
     func creationTimes(ofUsers ids: [String]) throws -> [String: String] {
         // One look-up a user through a statement prepared once: in-process, a batch statement saves nothing.
         let statement = try db.cachedStatement(sql: "SELECT created_at FROM users WHERE id = ?")

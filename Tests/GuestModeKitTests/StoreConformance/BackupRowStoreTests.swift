@@ -42,6 +42,23 @@ private func table(_ name: String) throws -> BackupTable {
         #expect(try Fixture.export(target, guestOwner: profile.guestOwner) == exported)
     }
 
+    /// A store says whether it holds a user: none when new, one once a users
+    /// row is in (the import's own, as it is written), none again after a
+    /// dry run rolled it back.
+    @Test(arguments: StoreBackend.allCases)
+    func aStoreSaysWhetherItHoldsUsers(backend: StoreBackend) throws {
+        let (store, _) = try backend.makeStore(profile: "subscriptions")
+        for dryRun in [true, false] {
+            try store.importBackupRows(dryRun: dryRun) { writes throws in
+                #expect(try !writes.holdsUsers())
+                _ = try writes.insert(Fixture.user("u1"), into: table("users"))
+                #expect(try writes.holdsUsers())
+                #expect(try writes.creationTimes(ofUsers: ["u1", "u2"]).keys.sorted() == ["u1"])
+            }
+        }
+        try store.importBackupRows(dryRun: true) { writes throws in #expect(try writes.holdsUsers()) }
+    }
+
     /// Rows of one table share a column list as a rule, and a store binds
     /// the next row by that list; a row in another order, or with a column
     /// left to its default, must still land each value in its own column.
