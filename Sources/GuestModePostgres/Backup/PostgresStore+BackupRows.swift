@@ -52,7 +52,7 @@ extension PostgresStore {
     fileprivate static func dropIndexesBuiltAfterRows(
         _ connection: PostgresConnection, shapesKnownBy writes: PostgresBackupImport
     ) throws -> [String] {
-        guard try connection.execute("SELECT 1 AS held FROM users LIMIT 1").first == nil else { return [] }
+        guard try !writes.holdsUsers() else { return [] }
         // Which tables refer to users is read from these keys: read before they go.
         try writes.learnShapes()
         let indexes = try connection.execute(

@@ -550,7 +550,7 @@ final class PostgresConnection: Sendable {
     /// hold statements before and after the COPY (simple protocol: a failure
     /// skips the statements after it), which then cost no round trip of their own.
     /// Without `waiting`, it returns once every row is sent, and the server's
-    /// answer is read by `settleCopy` or by the next call on the connection,
+    /// answer is read by `settle` or by the next call on the connection,
     /// which throws the COPY's failure, if any: the caller prepares its next
     /// rows while the server writes these.
     func copy(_ sql: String, rows: [[PostgresValue?]], waiting: Bool = true) throws {
