@@ -93,6 +93,22 @@ def duplicate_event(entries, victim):
     table_rows.append(dict(table_rows[0]))
     put(entry, table_rows)
 
+def duplicate_counter(entries, victim, disagreeing=False):
+    entry, table_rows = rows(entries, 'counters')
+    if disagreeing:
+        # Found only at the end, by the rows' comparison: the repeated key comes first in the archive.
+        table_rows[0]['total'] = 999
+    table_rows.append(dict(table_rows[0]))
+    put(entry, table_rows)
+
+def duplicate_event_key(entries, victim):
+    # Another event with the first one's idempotency key (the events table's own unique index): the counter
+    # is left at one event, so the rows' comparison would find it too, but only at the end.
+    entry, table_rows = rows(entries, 'events')
+    table_rows[0]['idempotency_key'] = 'retried'
+    table_rows.append(dict(table_rows[0], id=table_rows[0]['id'] + 1000))
+    put(entry, table_rows)
+
 def counts(entries, count, total):
     edit(entries, 'events', 'count', count)
     edit(entries, 'counters', 'total', total)
@@ -147,6 +163,9 @@ CASES = {
     'duplicate-row': duplicate,
     'duplicate-row-far': duplicate_far,
     'duplicate-event': duplicate_event,
+    'duplicate-counter': duplicate_counter,
+    'duplicate-counter-disagreeing': lambda e, v: duplicate_counter(e, v, disagreeing=True),
+    'duplicate-event-key': duplicate_event_key,
     # rows the command line could not have written
     'count-max': lambda e, v: counts(e, 9223372036854775807, 9223372036854775807),
     'count-over-cli': lambda e, v: counts(e, 1000000001, 1000000001),

@@ -366,6 +366,64 @@ private func table(_ name: String) throws -> BackupTable {
         #expect(after["records"]?.contains(record("u2", "k2500")) == true)
     }
 
+    /// Into a store without users PostgreSQL builds the history tables'
+    /// unique keys after the rows, and runs an import whose build fails again
+    /// holding them: a repeated key is refused once, by that second run, at
+    /// its own insertion, and nothing is kept. A run that does not fail runs
+    /// once, and explicit ids out of order are still told from taken ones.
+    @Test(arguments: StoreBackend.allCases)
+    func aRepeatedKeyIntoAStoreWithoutUsersIsRefusedAtItsRow(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let counters = try table("counters")
+        func counter(_ action: String) -> Fixture.Row {
+            ["user_id": .text("u1"), "action": .text(action), "total": .integer(0)]
+        }
+        var runs = 0
+        var refusals: [(BackupRowRefusal.Reason, Int)] = []
+        #expect(throws: Abort.self) {
+            try store.importBackupRows(dryRun: false) { writes throws in
+                runs += 1
+                var call = 0
+                do {
+                    _ = try writes.insert(Fixture.user("u1"), into: table("users"))
+                    // Call 1,800 repeats call 100's key, in a later batch.
+                    for index in 1...2500 {
+                        call = index
+                        _ = try writes.insert(counter(index == 1800 ? "a100" : "a\(index)"), into: counters)
+                    }
+                    try writes.finishRows()
+                } catch let refusal as BackupRowRefusal {
+                    refusals.append((refusal.reason, refusal.insertion ?? call))
+                    throw Abort()
+                }
+            }
+        }
+        #expect(runs == (backend == .postgres ? 2 : 1), "the keys are built after the rows only on PostgreSQL")
+        #expect(refusals.map(\.0) == [.duplicateKey])
+        #expect(refusals.map(\.1) == [1800])
+        #expect(try Fixture.export(store, guestOwner: profile.guestOwner).values.allSatisfy(\.isEmpty))
+
+        runs = 0
+        let events = try table("events")
+        func event(_ id: Int64) -> Fixture.Row {
+            [
+                "id": .integer(id), "user_id": .text("u1"), "action": .text("app_opened"), "at": Fixture.time(1),
+                "count": .integer(1), "idempotency_key": .null, "properties": .null,
+            ]
+        }
+        let renumbered = try store.importBackupRows(dryRun: false) { writes throws in
+            runs += 1
+            _ = try writes.insert(Fixture.user("u1"), into: table("users"))
+            for index in 1...2500 { _ = try writes.insert(counter("a\(index)"), into: counters) }
+            return try [10, 5, 10].filter { try writes.insert(event($0), into: events) == .renumbered }.count
+        }
+        #expect(runs == 1)
+        #expect(renumbered == 1)
+        let exported = try Fixture.export(store, guestOwner: profile.guestOwner)
+        #expect(exported["counters"]?.count == 2500)
+        #expect(Set((exported["events"] ?? []).compactMap { $0["id"] }) == [.integer(5), .integer(10), .integer(11)])
+    }
+
     /// The engine leaves archive ids out: the store assigns them. PostgreSQL
     /// writes such rows in batches too, each after moving the id sequence
     /// past the ids in the table, explicit ones included.
