@@ -70,20 +70,20 @@ struct PostgresImportTests {
         #expect(message.contains("line \(line) of data/records/000001.ndjson"), "\(message)")
     }
 
-    /// Into a store without users the unique keys of the history tables are
-    /// built after the rows: a repeated key fails that build, and the import
-    /// runs again holding them, so the repeat is still reported at its own
-    /// row, before what the rows' comparison finds only at the end.
+    /// Into a store without users the plain indexes are built after the
+    /// rows and the keys are held row by row: a repeated key of a history
+    /// table is reported at its own row, before what the rows' comparison
+    /// finds only at the end (a counter's total, its events' count).
     @Test(
-        "a repeated key of a history table, built after the rows, is still reported at its row and changes nothing",
+        "a repeated key of a history table is reported at its row, before the comparison at the end, and changes nothing",
         arguments: [
             ("duplicate-counter", "counters"),
-            // The comparison at the end would report the counter's total first.
+            // The total of the repeated counter is wrong too, which only the comparison at the end finds.
             ("duplicate-counter-disagreeing", "counters"),
             // A unique index, not a key: the events' idempotency keys. The counter disagrees too.
             ("duplicate-event-key", "events"),
         ])
-    func keyBuiltAfterRowsRefusedAtItsRow(kind: String, table: String) async throws {
+    func repeatedKeyRefusedAtItsRow(kind: String, table: String) async throws {
         let refused = try await Self.importRefused(kind, code: "duplicate_row", checking: table)
         let message = refused.imported.errorJSON["message"] as? String ?? ""
         #expect(message.contains("line 2 of data/\(table)/000001.ndjson"), "\(message)")

@@ -97,10 +97,6 @@ package protocol BackupRowStore: Sendable {
     /// `dryRun` is true, so an import is all or nothing. References between
     /// rows are checked only by `BackupRowImport.tableWithDanglingReferences`
     /// and at commit, since an archive may carry a row before its user.
-    /// A store may run `body` a second time, from the start in a new
-    /// transaction, after a first run failed (PostgreSQL, when it built
-    /// unique keys after the rows): `body` keeps no state across runs but
-    /// what it returns, and what the second run throws is the import's error.
     func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T
 }
 

@@ -13,33 +13,12 @@ extension PostgresStore: BackupRowStore {
     /// dangling reference, reported by `tableWithDanglingReferences` and
     /// refused at commit, as SQLite's deferred foreign keys are. A dry run,
     /// or `body` throwing, rolls everything back.
-    ///
-    /// Into a store without users the unique keys of the history tables are
-    /// built after the rows (`dropIndexesBuiltAfterRows`). If that import
-    /// fails in any way, it is rolled back and run again with every key held
-    /// row by row: a repeated key is then refused at its own row, before
-    /// anything a later row or the end of the import would report, so the
-    /// error is the one a single careful pass gives.
     package func importBackupRows<T>(dryRun: Bool, _ body: (any BackupRowImport) throws -> T) throws -> T {
-        do {
-            return try importBackupRows(dryRun: dryRun, buildingKeysAfterRows: true, body)
-        } catch is KeysBuiltAfterRowsFailed {
-            return try importBackupRows(dryRun: dryRun, buildingKeysAfterRows: false, body)
-        }
-    }
-
-    private func importBackupRows<T>(
-        dryRun: Bool, buildingKeysAfterRows: Bool, _ body: (any BackupRowImport) throws -> T
-    ) throws -> T {
-        var keysDropped = false
         do {
             return try writeMovingData { connection in
                 let writes = PostgresBackupImport(connection)
-                if !dryRun {
-                    (writes.keysBuiltAfterRows, writes.builtAfterRows) = try Self.dropIndexesBuiltAfterRows(
-                        connection, shapesKnownBy: writes, keys: buildingKeysAfterRows)
-                    keysDropped = !writes.keysBuiltAfterRows.isEmpty
-                }
+                writes.builtAfterRows =
+                    dryRun ? [] : try Self.dropIndexesBuiltAfterRows(connection, shapesKnownBy: writes)
                 let value: T
                 do {
                     value = try body(writes)
@@ -57,79 +36,25 @@ extension PostgresStore: BackupRowStore {
                 throw GuestModeError(.internalFailure, "a dry-run import lost its result")
             }
             return value
-        } catch  where keysDropped {
-            throw KeysBuiltAfterRowsFailed()
         }
     }
 }
 
-/// An import that built unique keys after its rows failed and was rolled back: run it again holding them.
-private struct KeysBuiltAfterRowsFailed: Error {}
-
 extension PostgresStore {
-    /// The history tables: their rows only ever go in through COPY, and
-    /// nothing the import asks while writing reads them by a unique key, so
-    /// into a store without users those keys can be built after the rows
-    /// (`keys` true). A repeated key then fails the build at the end, and the
-    /// import runs again holding them (`importBackupRows`). Of a restore of
-    /// 1 M guests these keys were about 2 s of the server's time, held row by
-    /// row (bench/results.md).
-    private static let tablesWithKeysBuiltAfterRows = ["counters", "events", "meter_usage", "prompt_outcomes"]
-
     /// Into a store that holds no user yet (a restore), the secondary
     /// indexes that enforce nothing are dropped before the rows go in, and
     /// their definitions returned, to build each once over all its rows, as
-    /// `pg_dump` orders a load; the foreign keys to `users(id)` likewise, and
-    /// with `keys` the unique keys of `tablesWithKeysBuiltAfterRows`, by
-    /// table (a question about one of those tables builds its keys first).
-    /// Other unique indexes and keys stay, so a repeated key is still
-    /// refused at its row; nothing the import asks while writing reads the
-    /// dropped ones (look-ups go by key). Nothing for a store with users,
-    /// whose readers keep their indexes.
+    /// `pg_dump` orders a load; the foreign keys to `users(id)` likewise.
+    /// Unique indexes and keys stay, so a repeated key is still refused at
+    /// its row; nothing the import asks while writing reads the dropped ones
+    /// (look-ups go by key). Nothing for a store with users, whose readers
+    /// keep their indexes.
     fileprivate static func dropIndexesBuiltAfterRows(
-        _ connection: PostgresConnection, shapesKnownBy writes: PostgresBackupImport, keys: Bool
-    ) throws -> (keys: [String: [String]], others: [String]) {
-        guard try !writes.holdsUsers() else { return ([:], []) }
+        _ connection: PostgresConnection, shapesKnownBy writes: PostgresBackupImport
+    ) throws -> [String] {
+        guard try !writes.holdsUsers() else { return [] }
         // Which tables refer to users is read from these keys: read before they go.
         try writes.learnShapes()
-        var keyStatements: [String: [String]] = [:]
-        if keys {
-            // Primary and unique constraints first (an index that backs one goes with it), then unique indexes
-            // of their own. One that a foreign key refers to stays: the key would have to go with it.
-            let constraints = try connection.execute(
-                """
-                SELECT t.relname AS tbl, quote_ident(t.relname) AS quoted, quote_ident(c.conname) AS name,
-                       pg_get_constraintdef(c.oid) AS definition
-                FROM pg_constraint c
-                JOIN pg_class t ON t.oid = c.conrelid
-                JOIN pg_namespace n ON n.oid = t.relnamespace
-                WHERE n.nspname = current_schema() AND c.contype IN ('p', 'u') AND t.relname = ANY($1::text[])
-                  AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = c.conindid)
-                ORDER BY t.relname, c.conname
-                """, [PostgresValue.textArray(tablesWithKeysBuiltAfterRows)])
-            for constraint in constraints {
-                let table = try constraint.string("quoted")
-                let name = try constraint.string("name")
-                try connection.execute("ALTER TABLE \(table) DROP CONSTRAINT \(name)")
-                keyStatements[try constraint.string("tbl"), default: []].append(
-                    "ALTER TABLE \(table) ADD CONSTRAINT \(name) \(try constraint.string("definition"))")
-            }
-            let uniqueIndexes = try connection.execute(
-                """
-                SELECT t.relname AS tbl, quote_ident(x.relname) AS name, pg_get_indexdef(i.indexrelid) AS definition
-                FROM pg_index i
-                JOIN pg_class x ON x.oid = i.indexrelid
-                JOIN pg_class t ON t.oid = i.indrelid
-                JOIN pg_namespace n ON n.oid = t.relnamespace
-                WHERE n.nspname = current_schema() AND i.indisunique AND t.relname = ANY($1::text[])
-                  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
-                ORDER BY t.relname, x.relname
-                """, [PostgresValue.textArray(tablesWithKeysBuiltAfterRows)])
-            for index in uniqueIndexes {
-                try connection.execute("DROP INDEX \(try index.string("name"))")
-                keyStatements[try index.string("tbl"), default: []].append(try index.string("definition"))
-            }
-        }
         let indexes = try connection.execute(
             """
             SELECT quote_ident(x.relname) AS name, pg_get_indexdef(i.indexrelid) AS definition
@@ -166,7 +91,7 @@ extension PostgresStore {
             try connection.execute("ALTER TABLE \(table) DROP CONSTRAINT \(name)")
             statements.append("ALTER TABLE \(table) ADD CONSTRAINT \(name) \(try key.string("definition"))")
         }
-        return (keyStatements, statements)
+        return statements
     }
 }
 
@@ -604,9 +529,6 @@ private final class PostgresBackupImport: BackupRowImport {
     private var lastShape: (table: String, shape: BackupTableShape)?
     /// The indexes and keys to make once every row is in (`dropIndexesBuiltAfterRows`).
     var builtAfterRows: [String] = []
-    /// The unique keys to make once every row is in, by table: made first,
-    /// or as soon as the import asks a question of their table.
-    var keysBuiltAfterRows: [String: [String]] = [:]
     /// Some users known to have a users row in this transaction (real or
     /// placeholder, written or held back), to save a look-up: emptied when it
     /// reaches `knownUsersLimit`, so it does not grow with the import.
@@ -616,9 +538,6 @@ private final class PostgresBackupImport: BackupRowImport {
     private var placeholders: Set<String> = []
     /// Tables given explicit surrogate ids since their sequence was last moved past them.
     private var explicitIDs: Set<String> = []
-    /// Tables whose sequence was moved past their ids in this import: only
-    /// the import's own explicit ids (`explicitIDs`) can pass it again.
-    private var sequencesMoved: Set<String> = []
     /// Set once the server refused a statement: the transaction can only roll back now.
     private var refusedRow: BackupRowRefusal?
     /// Calls of `insert` so far.
@@ -731,7 +650,6 @@ private final class PostgresBackupImport: BackupRowImport {
         var insertion = BackupRowInsertion.inserted
         if table.hasSurrogateID {
             if case .integer(let id) = values["id"] {
-                try buildKeys(of: table.name)
                 let taken =
                     try connection.execute(
                         "SELECT 1 AS taken FROM \(PostgresStore.quote(table.name)) WHERE id = $1", [PostgresValue(id)]
@@ -933,27 +851,10 @@ private final class PostgresBackupImport: BackupRowImport {
     /// server builds them while the engine checks the rows against each other.
     func finishRows() throws {
         try flush()
-        let statements = takeStatementsBuiltAfterRows()
-        guard !statements.isEmpty else { return }
+        guard !builtAfterRows.isEmpty else { return }
         // Inside the transaction: a refusal or a failure rolls the drops back with the rows.
-        try connection.sendWithoutWaiting(statements.joined(separator: ";\n"))
-    }
-
-    /// The statements that make what was dropped for the load, the unique
-    /// keys first (a repeated key fails the rest), taken: they run once.
-    private func takeStatementsBuiltAfterRows() -> [String] {
-        let statements = keysBuiltAfterRows.keys.sorted().flatMap { keysBuiltAfterRows[$0] ?? [] } + builtAfterRows
-        keysBuiltAfterRows = [:]
+        try connection.sendWithoutWaiting(builtAfterRows.joined(separator: ";\n"))
         builtAfterRows = []
-        return statements
-    }
-
-    /// Makes the unique keys of `table` now, if they were dropped for the
-    /// load: before a question that reads the table by its key.
-    private func buildKeys(of table: String) throws {
-        guard let statements = keysBuiltAfterRows.removeValue(forKey: table) else { return }
-        try flush()
-        try connection.execute(statements.joined(separator: ";\n"))
     }
 
     /// Before the import commits (or rolls back as a dry run): nothing
@@ -963,8 +864,10 @@ private final class PostgresBackupImport: BackupRowImport {
     /// import brought.
     func finish(committing: Bool) throws {
         try flush()
-        let statements = takeStatementsBuiltAfterRows()
-        if !statements.isEmpty { try connection.execute(statements.joined(separator: ";\n")) }
+        if !builtAfterRows.isEmpty {
+            try connection.execute(builtAfterRows.joined(separator: ";\n"))
+            builtAfterRows = []
+        }
         guard committing else { return }
         if !placeholders.isEmpty {
             let table = try tableWithDanglingReferences() ?? "a table"
@@ -983,10 +886,6 @@ private final class PostgresBackupImport: BackupRowImport {
     /// assigns one (and at the end of the import) the sequence is moved past
     /// the largest id in the table: never backwards, and only when behind.
     private func moveSequencePastUsedIDs(_ table: BackupTable) throws {
-        // Once a table, then only after explicit ids: other writers take their ids from the sequence.
-        // Asked before every batch it was a round trip each, and a scan of the table while its key is
-        // built after the rows.
-        guard explicitIDs.contains(table.name) || !sequencesMoved.contains(table.name) else { return }
         try connection.execute(
             """
             SELECT setval(s.seq, m.top) FROM
@@ -996,7 +895,6 @@ private final class PostgresBackupImport: BackupRowImport {
             """,
             [PostgresValue(PostgresStore.quote(table.name))])
         explicitIDs.remove(table.name)
-        sequencesMoved.insert(table.name)
     }
 
     /// Gives `owner` a placeholder users row when the store has none yet, so
