@@ -19,7 +19,7 @@ package enum CommandLineMain<Root: ParsableCommand> {
         do {
             try RawArguments.requireUTF8()
         } catch {
-            exit(report(error, isJSON: wantsJSON))
+            finish(report(error, isJSON: wantsJSON))
         }
         typealias Usage = CommandLineUsage<Root>
         do {
@@ -30,14 +30,20 @@ package enum CommandLineMain<Root: ParsableCommand> {
                 try command.run()
             } catch  where Usage.isUsageFailure(error) {
                 // A ValidationError raised while running is a usage error like any other; help requests print help.
-                exit(Usage.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
+                finish(Usage.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
             } catch {
-                exit(report(error, isJSON: wantsJSON))
+                finish(report(error, isJSON: wantsJSON))
             }
         } catch {
-            exit(Usage.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
+            finish(Usage.reportFailure(error, arguments: arguments, isJSON: wantsJSON))
         }
-        exit(0)
+        finish(0)
+    }
+
+    /// Closes the stores the command opened, then exits with `status`.
+    private static func finish(_ status: Int32) -> Never {
+        ExitingStores.closeAll()
+        exit(status)
     }
 }
 

@@ -29,6 +29,6 @@ package func report(_ error: Error, isJSON: Bool) -> Int32 {
     } else {
         text = "guestmode: \(message)"
     }
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    ConsoleStream.error.write(text + "\n")
     return status
 }

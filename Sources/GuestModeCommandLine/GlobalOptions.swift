@@ -159,11 +159,12 @@ package struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// The engine over the store; `connections` and `wait` as `StoreLocation.open` takes them.
+    /// The engine over the store; `connections` and `wait` as `StoreLocation.open` takes them. The
+    /// store is closed when the process exits (`ExitingStores`), not when the engine is dropped.
     package func openEngine(connections: Int? = nil, wait: Duration? = nil) throws -> GuestMode {
         let location = try storeLocation
-        var engine = try GuestMode(
-            store: try location.open(connections: connections, wait: wait), location: location.description)
+        let store = ExitingStores.keep(try location.open(connections: connections, wait: wait))
+        var engine = try GuestMode(store: store, location: location.description)
         InjectedFaults.install(on: &engine)
         output.detail("store \(location.description), profile \(engine.profile.name) v\(engine.profile.version)")
         // The store was opened migrating: a migration ends with the build of the kept grant draws it left owed.

@@ -21,19 +21,19 @@ package struct Output {
     package var showsProgress: Bool { !isJSON && !isQuiet && isatty(STDERR_FILENO) == 1 }
 
     package func line(_ text: String = "") {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        ConsoleStream.output.write(text + "\n")
     }
 
     /// A diagnostic for people; silenced by --quiet.
     package func note(_ text: String) {
         guard !isQuiet else { return }
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        ConsoleStream.error.write(text + "\n")
     }
 
     /// A step explained only with --verbose.
     package func detail(_ text: String) {
         guard isVerbose else { return }
-        FileHandle.standardError.write(Data(("guestmode: \(text)\n").utf8))
+        ConsoleStream.error.write("guestmode: \(text)\n")
     }
 
     /// What a command prints when it is done, decided here once for every command: its JSON document
@@ -60,7 +60,7 @@ package struct Output {
 
     /// A diagnostic that the JSON document already carries: on stderr without --json, even with --quiet.
     package func problem(_ text: String) {
-        if !isJSON { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+        if !isJSON { ConsoleStream.error.write(text + "\n") }
     }
 
     /// A result that is data (a record, a secret, a listing): printed with --quiet too.

@@ -44,7 +44,7 @@ package final class Progress {
             emit("status")
         } else {
             let of = total.map { "/\($0)" } ?? ""
-            FileHandle.standardError.write(Data("\r\(action): \(done)\(of) \(unit)".utf8))
+            ConsoleStream.error.write("\r\(action): \(done)\(of) \(unit)")
             drewLine = true
         }
     }
@@ -56,7 +56,7 @@ package final class Progress {
         if isJSON {
             emit("summary")
         } else if drewLine {
-            FileHandle.standardError.write(Data("\n".utf8))
+            ConsoleStream.error.write("\n")
         }
     }
 
@@ -65,6 +65,6 @@ package final class Progress {
             ("message_type", .string(type)), ("action", .string(action)), ("unit", .string(unit)),
             ("done", .number(String(done))), ("total", total.map { .number(String($0)) } ?? .null),
         ])
-        FileHandle.standardError.write(Data((line.text(pretty: false) + "\n").utf8))
+        ConsoleStream.error.write(line.text(pretty: false) + "\n")
     }
 }

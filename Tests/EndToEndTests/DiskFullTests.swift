@@ -139,4 +139,27 @@ struct DiskFullTests {
             #expect(disk.files == [], "\(format) left behind: \(disk.files)")
         }
     }
+
+    @Test("standard output on a full device exits 74 saying so, not a crash, with and without --json")
+    func standardOutputOnAFullDevice() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
+        let guest = try await sandbox.newGuest()
+        #expect(try await sandbox.run("track", guest, "app_opened").status == 0)
+        let binary = Sandbox.binary.path
+        // A table, a JSON document, and a listing written in chunks (`user list`).
+        for command in ["counters \(guest)", "counters \(guest) --json", "user list", "user list --json"] {
+            let result = try await sandbox.shell("'\(binary)' \(command) >/dev/full")
+            #expect(!result.signalled, "\(command): signal: \(result.stderr)")
+            #expect(result.status == 74, "\(command): exit \(result.status): \(result.stderr)")
+            #expect(!result.stderr.contains("Fatal error"), "\(command): \(result.stderr)")
+            if command.hasSuffix("--json") {
+                let document = try JSONSerialization.jsonObject(with: Data(result.stderr.utf8)) as? [String: Any]
+                let error = document?["error"] as? [String: Any]
+                #expect(error?["code"] as? String == "io_error", "\(command): \(result.stderr)")
+                #expect(error?["message"] as? String == "cannot write standard output: No space left on device")
+            } else {
+                #expect(result.stderr == "guestmode: cannot write standard output: No space left on device\n")
+            }
+        }
+    }
 }

@@ -21,6 +21,28 @@ extension Sandbox {
 
 @Suite("Lifecycle: caps, meters, plans, identity, events")
 struct LifecycleTests {
+    @Test("every command closes the store as it exits: no WAL or shared-memory file is left, a refusal's neither")
+    func storeClosedAtExit() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
+        let guest = try await sandbox.newGuest()
+        let commands: [(arguments: [String], status: Int32)] = [
+            (["track", guest, "app_opened"], 0),
+            (["counters", guest], 0),
+            (["counters", guest, "--json"], 0),
+            (["user", "show", guest], 0),
+            (["user", "show", "no-such-user"], 66),
+            (["track", "no-such-user", "app_opened"], 66),
+        ]
+        for command in commands {
+            let result = try await sandbox.run(arguments: command.arguments)
+            #expect(result.status == command.status, "\(command.arguments): \(result.stderr)")
+            let left = try FileManager.default.contentsOfDirectory(atPath: sandbox.path("."))
+                .filter { $0.hasPrefix("guestmode.sqlite") }.sorted()
+            #expect(left == ["guestmode.sqlite", "guestmode.sqlite.key"], "\(command.arguments) left \(left)")
+        }
+        #expect(try await sqlite(sandbox, "SELECT total FROM counters WHERE user_id = '\(guest)'") == "1")
+    }
+
     @Test("subscriptions: 5 for a guest, the 6th needs an account, then premium lifts the cap")
     func subscriptionsCap() async throws {
         let sandbox = try await Sandbox.withStore("subscriptions")

@@ -113,6 +113,23 @@ public final class SQLiteStore: Sendable {
         }
     }
 
+    /// Closes the store's connections as freeing it would, without `close()`'s checkpoint, which
+    /// waits for other processes' readers: the last connection to the file folds the WAL back and
+    /// removes it if no one else has it open. For a process about to exit with the store still held.
+    ///
+    /// ```swift
+    /// try store.closeConnections()
+    /// exit(0)
+    /// ```
+    public func closeConnections() throws {
+        (database.writer as? DatabasePool)?.invalidateReadOnlyConnections()
+        do {
+            try database.writer.close()
+        } catch let error as DatabaseError {
+            throw StoreFile.translate(error, path: path ?? "the in-memory store")
+        }
+    }
+
     /// Waits for the other writes of this process to end, until the caller's
     /// `StoreDeadline` if it has one.
     private func takeWriter() throws {

@@ -52,7 +52,7 @@ struct TourCommand: ParsableCommand {
             do {
                 try TourWalks.walk(source.profile, on: tour)
             } catch let failure as TourRunner.Failure {
-                FileHandle.standardError.write(Data((failure.description + "\n").utf8))
+                ConsoleStream.error.write(failure.description + "\n")
                 throw ExitCode(1)
             }
         }

@@ -96,11 +96,10 @@ struct TrackCommand: ParsableCommand {
         progress.finish(total: report.applied + report.duplicates)
         for problem in report.problems.prefix(100) {
             let hint = problem.isMissingUser ? " (use --create-users to create guests)" : ""
-            FileHandle.standardError.write(Data("\(label):\(problem.line): \(problem.message)\(hint)\n".utf8))
+            ConsoleStream.error.write("\(label):\(problem.line): \(problem.message)\(hint)\n")
         }
         if report.problems.count > 100 {
-            FileHandle.standardError.write(
-                Data("\(label): … and \(report.problems.count - 100) more invalid lines\n".utf8))
+            ConsoleStream.error.write("\(label): … and \(report.problems.count - 100) more invalid lines\n")
         }
         try output.result(report) {
             output.line(

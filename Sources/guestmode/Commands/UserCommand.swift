@@ -242,11 +242,11 @@ struct UserCommand: ParsableCommand {
                 pending +=
                     "\(verb) \(candidate.id) (last seen \(Timestamp.format(candidate.lastSeenAt)), \(counted(candidate.records, "record")))\n"
                 if pending.utf8.count >= 1 << 16 {
-                    FileHandle.standardOutput.write(Data(pending.utf8))
+                    ConsoleStream.output.write(pending)
                     pending = ""
                 }
             }
-            if !pending.isEmpty { FileHandle.standardOutput.write(Data(pending.utf8)) }
+            if !pending.isEmpty { ConsoleStream.output.write(pending) }
             progress.finish(done: tally.purged + tally.kept, total: tally.purged + tally.kept)
             global.output.note(
                 "\(verb) \(counted(tally.purged, "guest")) inactive since \(Timestamp.format(cutoff)); kept \(tally.kept) with data or a plan"
@@ -261,7 +261,7 @@ struct UserCommand: ParsableCommand {
             var isFirstInSection = true
             func flush(force: Bool = false) {
                 guard force || pending.utf8.count >= 1 << 16 else { return }
-                FileHandle.standardOutput.write(Data(pending.utf8))
+                ConsoleStream.output.write(pending)
                 pending = ""
             }
             func append(_ candidate: PurgeCandidate) throws {

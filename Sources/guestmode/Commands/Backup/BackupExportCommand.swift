@@ -90,7 +90,7 @@ extension BackupCommand {
                 try StandardStream.send(destination)
                 summary.archive = "-"
                 if global.json {
-                    FileHandle.standardError.write(Data((try Output.encode(summary) + "\n").utf8))
+                    ConsoleStream.error.write(try Output.encode(summary) + "\n")
                     return
                 }
                 let rows = summary.tables.values.reduce(0, +)

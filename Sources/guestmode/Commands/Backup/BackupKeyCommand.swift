@@ -40,7 +40,7 @@ extension BackupCommand {
                     )
                 }
                 if out == "-" {
-                    FileHandle.standardOutput.write(Data(key.fileText.utf8))
+                    ConsoleStream.output.write(key.fileText)
                     return
                 }
                 try key.write(to: out, exclusive: false)
