@@ -185,9 +185,10 @@ lint-man:
 # types made without their mangled names", 36.1 M → 27.8 M instructions for `counters U`). A flag of the
 # compiler's front end, for the command line: in Package.swift (unsafeFlags) the package could not be a dependency.
 # The C++ run-time the Swift run-time needs is linked statically too: loading libstdc++.so and binding its
-# symbols was 2.0 M of `counters U`'s 26.4 M instructions ("Start-up: the C++ run-time linked in"). The
-# linker takes libstdc++.a from STATIC_CXX_DIR, which holds only a link to it, ahead of the directory with the
-# shared one. Linker flags only: changing them relinks, it recompiles nothing.
+# symbols was 2.0 M of `counters U`'s 26.4 M instructions (bench/results.md, "Start-up: output by write(2), stores
+# closed at exit, the C++ run-time linked in"). The linker takes libstdc++.a from STATIC_CXX_DIR, which holds
+# only a link to it, ahead of the directory with the shared one. Linker flags only: changing them relinks, it
+# recompiles nothing.
 STATIC_CXX_DIR = .build/static-libstdc++
 RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors \
