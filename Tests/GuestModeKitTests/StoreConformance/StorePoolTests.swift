@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GRDB
 import Synchronization
 import Testing
 
@@ -390,6 +391,46 @@ struct SQLitePoolTests {
         #expect(try engine.users(matching: UserFilter(), now: day(1)).count == 2)
         try store.close()
         #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "closed, the store is one file again")
+    }
+
+    @Test(
+        "closeConnections does not wait for another process's reader as close's checkpoint does; the last to close removes the WAL",
+        arguments: [SQLiteStore.Connections.single, .pool(maximumReaders: 2)])
+    func closeConnectionsLeavesTheCheckpointToTheLastConnection(connections: SQLiteStore.Connections) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).sqlite").path
+        try SQLiteStore.create(path: path, replacing: false) { _ in }
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        // Another process's reader, in the middle of a read transaction over a WAL with frames in it.
+        let other = try DatabaseQueue(path: path)
+        try other.writeWithoutTransaction { db in try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('w', 'x')")
+        }
+        let reading = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            try? other.read { db in
+                _ = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM meta")
+                reading.signal()
+                release.wait()
+            }
+        }.start()
+        reading.wait()
+        defer { release.signal() }
+
+        let waiting = try SQLiteStore.open(path: path, connections: connections, busyTimeout: .milliseconds(50))
+        #expect(throws: GuestModeError.self, "close() checkpoints, which waits for the reader") { try waiting.close() }
+        try waiting.closeConnections()
+        let store = try SQLiteStore.open(path: path, connections: connections, busyTimeout: .milliseconds(50))
+        #expect(try store.schemaStatus().pending == [])
+        try store.closeConnections()
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the reader's connection still holds the WAL")
+
+        release.signal()
+        try other.close()
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "the last connection folded the WAL back")
+        let reopened = try SQLiteStore.open(path: path)
+        #expect(
+            try reopened.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'w'") } == "x")
+        try reopened.close()
     }
 
     @Test("a pool of no readers is refused as a usage error")
