@@ -4,10 +4,10 @@ import GuestModeKit
 /// Standard output and standard error, written whole with write(2).
 ///
 /// Foundation's `FileHandle.write(_:)` traps when a write fails, so `guestmode counters U >/dev/full`
-/// crashed. Here a failed write to standard output ends the command the way guestmode(1) documents an
-/// I/O failure: one line on standard error (a JSON document with --json) and exit status 74, as `cat`
-/// and `sqlite3` end on a full disk. A failed write to standard error is dropped: there is nowhere
-/// left to say it.
+/// crashed. Here a failed write to standard output ends the command the way guestmode(1) documents a
+/// full disk or an I/O failure (`StandardStream.writeFailure`): one line on standard error (a JSON
+/// document with --json) and exit status 74, as `cat` and `sqlite3` end on a full disk. A failed write
+/// to standard error is dropped: there is nowhere left to say it.
 ///
 /// ```swift
 /// ConsoleStream.output.write("ACTION  TOTAL\n")
@@ -41,7 +41,7 @@ package enum ConsoleStream {
         guard let failure, self == .output else { return }
         // With SIGPIPE at its default a closed pipe never gets here; a parent that ignores it
         // sends EPIPE, which is an I/O failure like any other.
-        let error = GuestModeError(.ioError, "cannot write standard output: \(String(cString: strerror(failure)))")
+        let error = StandardStream.writeFailure(failure)
         exit(report(error, isJSON: CommandLine.arguments.dropFirst().contains("--json")))
     }
 }

@@ -3,7 +3,7 @@ import GuestModeKit
 
 /// The bytes of a file named on the command line, or of standard input for `-`.
 package func readInput(_ path: String) throws -> Data {
-    if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+    if path == "-" { return try StandardStream.readStandardInput() }
     guard FileManager.default.fileExists(atPath: path) else {
         throw GuestModeError(.fileNotFound, "no file '\(path)'")
     }

@@ -54,6 +54,41 @@ package enum StandardStream {
         try copy(from: descriptor, to: STDOUT_FILENO, what: "standard output")
     }
 
+    /// The error for a write to `what` (standard output) that failed with `code`: a full disk is
+    /// `disk_full`, anything else `io_error`.
+    package static func writeFailure(_ code: Int32, what: String = "standard output") -> GuestModeError {
+        if DiskSpace.isFull(code) {
+            return GuestModeError(
+                .diskFull, "no space left on the disk \(what) is written to; free space there and run the command again"
+            )
+        }
+        return GuestModeError(.ioError, "cannot write \(what): \(String(cString: strerror(code)))")
+    }
+
+    /// All of standard input. Foundation's `FileHandle.readDataToEndOfFile()` traps on a read that
+    /// fails (standard input a directory, an I/O error); this throws `io_error`.
+    package static func readStandardInput() throws -> Data {
+        var data = Data()
+        while let chunk = try readStandardInput(upTo: 1 << 16) { data.append(chunk) }
+        return data
+    }
+
+    /// The next bytes of standard input, at most `count`; nil at its end.
+    package static func readStandardInput(upTo count: Int) throws -> Data? {
+        var chunk = Data(count: count)
+        while true {
+            let got = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, count) }
+            if got > 0 {
+                chunk.count = got
+                return chunk
+            }
+            if got == 0 { return nil }
+            if errno != EINTR {
+                throw GuestModeError(.ioError, "cannot read standard input: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
     /// `spool` names the temporary file being written, if that is the destination.
     private static func copy(from source: Int32, to destination: Int32, what: String, spool: String? = nil) throws {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -70,15 +105,10 @@ package enum StandardStream {
                 let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + offset, count - offset) }
                 if written < 0 {
                     if errno == EINTR { continue }
-                    if DiskSpace.isFull(errno) {
-                        if let spool { throw DiskSpace.full(writing: spool, what: "the copy of \(what)") }
-                        throw GuestModeError(
-                            .diskFull,
-                            "no space left on the disk standard output is written to; free space there and run the command again"
-                        )
+                    if let spool, DiskSpace.isFull(errno) {
+                        throw DiskSpace.full(writing: spool, what: "the copy of \(what)")
                     }
-                    throw GuestModeError(
-                        .ioError, "cannot write \(what): \(String(cString: strerror(errno)))")
+                    throw writeFailure(errno, what: what)
                 }
                 offset += written
             }

@@ -172,6 +172,32 @@ struct BadInputTests {
         #expect(try storeBytes(sandbox) == before, "the store changed")
     }
 
+    @Test("standard input that cannot be read is io_error, exit 74, not a crash, and changes nothing")
+    func unreadableStandardInput() async throws {
+        let sandbox = try await Sandbox.withStore("habits")
+        let guest = try await sandbox.newGuest()
+        let before = try storeBytes(sandbox)
+        let binary = Sandbox.binary.path
+        // Standard input a directory: read(2) fails with EISDIR.
+        for command in [
+            "track --from -", "record put \(guest) habits k --file -", "backup key import -", "prompt record --from -",
+        ] {
+            for json in ["", " --json"] {
+                let result = try await sandbox.shell("'\(binary)' \(command)\(json) </")
+                #expect(!result.signalled, "\(command): signal: \(result.stderr)")
+                #expect(result.status == 74, "\(command)\(json): exit \(result.status): \(result.stderr)")
+                let message = "cannot read standard input: Is a directory"
+                if json.isEmpty {
+                    #expect(result.stderr == "guestmode: \(message)\n", "\(command): \(result.stderr)")
+                } else {
+                    #expect(result.errorJSON["code"] as? String == "io_error", "\(command): \(result.stderr)")
+                    #expect(result.errorJSON["message"] as? String == message, "\(command): \(result.stderr)")
+                }
+            }
+        }
+        #expect(try storeBytes(sandbox) == before, "the store changed")
+    }
+
     /// The store file and its WAL, if one is left.
     private func storeBytes(_ sandbox: Sandbox) throws -> [Data] {
         try ["guestmode.sqlite", "guestmode.sqlite-wal"].map { name in

@@ -140,12 +140,14 @@ struct DiskFullTests {
         }
     }
 
-    @Test("standard output on a full device exits 74 saying so, not a crash, with and without --json")
+    @Test("standard output on a full device is disk_full, exit 74, not a crash, with and without --json")
     func standardOutputOnAFullDevice() async throws {
         let sandbox = try await Sandbox.withStore("habits")
         let guest = try await sandbox.newGuest()
         #expect(try await sandbox.run("track", guest, "app_opened").status == 0)
         let binary = Sandbox.binary.path
+        let message =
+            "no space left on the disk standard output is written to; free space there and run the command again"
         // A table, a JSON document, and a listing written in chunks (`user list`).
         for command in ["counters \(guest)", "counters \(guest) --json", "user list", "user list --json"] {
             let result = try await sandbox.shell("'\(binary)' \(command) >/dev/full")
@@ -153,12 +155,10 @@ struct DiskFullTests {
             #expect(result.status == 74, "\(command): exit \(result.status): \(result.stderr)")
             #expect(!result.stderr.contains("Fatal error"), "\(command): \(result.stderr)")
             if command.hasSuffix("--json") {
-                let document = try JSONSerialization.jsonObject(with: Data(result.stderr.utf8)) as? [String: Any]
-                let error = document?["error"] as? [String: Any]
-                #expect(error?["code"] as? String == "io_error", "\(command): \(result.stderr)")
-                #expect(error?["message"] as? String == "cannot write standard output: No space left on device")
+                #expect(result.errorJSON["code"] as? String == "disk_full", "\(command): \(result.stderr)")
+                #expect(result.errorJSON["message"] as? String == message, "\(command): \(result.stderr)")
             } else {
-                #expect(result.stderr == "guestmode: cannot write standard output: No space left on device\n")
+                #expect(result.stderr == "guestmode: \(message)\n", "\(command)")
             }
         }
     }

@@ -136,9 +136,7 @@ struct TrackCommand: ParsableCommand {
         var line = 1
         var lineLength = 0
         do {
-            while true {
-                let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
-                if chunk.isEmpty { break }
+            while let chunk = try StandardStream.readStandardInput(upTo: 1 << 20) {
                 for byte in chunk {
                     if byte == 0x0A {
                         line += 1

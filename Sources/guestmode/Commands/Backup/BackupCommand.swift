@@ -65,7 +65,7 @@ func readPassphrase(_ path: String) throws -> [UInt8] {
 /// A key or passphrase: standard input for `-`, else a regular file (never a
 /// FIFO, a device or a directory; see `RegularFile`).
 func readSecretFile(_ path: String, what: String) throws -> Data {
-    if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+    if path == "-" { return try StandardStream.readStandardInput() }
     guard let data = try RegularFile.read(path, what: what) else {
         throw GuestModeError(.fileNotFound, "no file '\(path)' (\(what))")
     }
