@@ -42,6 +42,8 @@ package enum ConsoleStream {
         // With SIGPIPE at its default a closed pipe never gets here; a parent that ignores it
         // sends EPIPE, which is an I/O failure like any other.
         let error = StandardStream.writeFailure(failure)
+        // Not through `CommandLineMain`, which closes the stores first: a write can come from inside a
+        // transaction, whose connection cannot be closed from here. The store rolls it back when next opened.
         exit(report(error, isJSON: CommandLine.arguments.dropFirst().contains("--json")))
     }
 }
