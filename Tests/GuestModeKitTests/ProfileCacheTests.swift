@@ -248,6 +248,62 @@ import Testing
         #expect(ProfileCache.profile(from: ProfileCacheEntry(seal: "0", json: entry.json), text: text) == nil)
     }
 
+    /// The cache reads a price without asking `Decimal.description` when its text is plain; that is
+    /// only right if `description` writes every plain text back unchanged, which this checks against
+    /// Foundation: every text of up to five characters of digits, point and minus, and long ones.
+    @Test func plainDecimalTextIsWhatDescriptionWrites() throws {
+        let alphabet = Array("0123456789.-")
+        var texts = [""]
+        var plain = 0
+        for _ in 1...5 {
+            texts = texts.flatMap { prefix in alphabet.map { prefix + String($0) } }
+            for text in texts where ProfileCacheCodec.isPlainDecimal(text) {
+                plain += 1
+                #expect(Decimal(string: text, locale: nil)?.description == text, "\(text)")
+            }
+        }
+        #expect(plain > 50_000)
+        var generator = SystemRandomNumberGenerator()
+        for digits in 1...38 {
+            for _ in 0..<40 {
+                var text = String((0..<digits).map { _ in "0123456789".randomElement(using: &generator)! })
+                let point = Int.random(in: 0...digits, using: &generator)
+                if point > 0 && point < digits { text.insert(".", at: text.index(text.startIndex, offsetBy: point)) }
+                if Bool.random(using: &generator) { text = "-" + text }
+                if ProfileCacheCodec.isPlainDecimal(text) {
+                    #expect(Decimal(string: text, locale: nil)?.description == text, "\(text)")
+                }
+            }
+        }
+        let largest = String(repeating: "9", count: 38)
+        for text in [
+            largest, "-" + largest, "0." + String(repeating: "9", count: 37), "1" + String(repeating: "0", count: 37),
+        ] {
+            #expect(ProfileCacheCodec.isPlainDecimal(text), "\(text)")
+            #expect(Decimal(string: text, locale: nil)?.description == text, "\(text)")
+        }
+        for text in [
+            "", "-", ".", "-0", "-0.0", "0.0", "00", "01", "1.50", "1.", ".5", "+1", "1e2", "1.2.3", " 1", "1 ", "٣",
+            largest + "9", "0." + String(repeating: "1", count: 38),
+        ] {
+            #expect(!ProfileCacheCodec.isPlainDecimal(text), "\(text)")
+        }
+    }
+
+    @Test func aPriceNotWrittenAsItsDescriptionIsAMiss() throws {
+        let text = try template("subscriptions")
+        let profile = try ProfileLoader.parse(text, file: "subscriptions.yaml")
+        let entry = try ProfileCache.entry(for: profile, text: text)
+        let price = try #require(profile.plans.first { $0.price.description.contains(".") }?.price.description)
+        // The same value, written otherwise: a trailing zero, a leading zero, an exponent.
+        for written in [price + "0", "0" + price, price + "e0"] {
+            let json = entry.json.replacingOccurrences(of: "\"price\":\"\(price)\"", with: "\"price\":\"\(written)\"")
+            try #require(json != entry.json, "the price \(price) is not in the cached JSON")
+            let altered = ProfileCacheEntry(seal: ProfileCache.seal(text: text, json: json), json: json)
+            #expect(ProfileCache.profile(from: altered, text: text) == nil, "\(written)")
+        }
+    }
+
     @Test func theSealIsTheSHA256OfFormatTextAndJSON() {
         // printf 'guestmode-profile-cache-2\0a\0b' | sha256sum
         #expect(

@@ -17,6 +17,32 @@ package enum ProfileCacheCodec {
     /// The JSON does not hold a profile in this form.
     package struct Mismatch: Error, Sendable {}
 
+    /// Whether `text` is a decimal as `Decimal.description` writes one, in the form that needs no
+    /// rounding to read: an optional minus, an integer part without leading zeros, and an optional
+    /// fraction that does not end in zero; 38 digits at most, which a `Decimal`'s mantissa holds
+    /// exactly; not `-0`.
+    ///
+    /// ```swift
+    /// ProfileCacheCodec.isPlainDecimal("9.99")  // true
+    /// ProfileCacheCodec.isPlainDecimal("9.90")  // false: description writes "9.9"
+    /// ```
+    package static func isPlainDecimal(_ text: String) -> Bool {
+        var bytes = Substring(text).utf8[...]
+        let isNegative = bytes.first == UInt8(ascii: "-")
+        if isNegative { bytes = bytes.dropFirst() }
+        let integer = bytes.prefix { $0 != UInt8(ascii: ".") }
+        let fraction = bytes.dropFirst(integer.count + 1)
+        let hasPoint = integer.count < bytes.count
+        let isDigit = { (byte: UInt8) in byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+        guard !integer.isEmpty, integer.allSatisfy(isDigit), integer.count == 1 || integer.first != UInt8(ascii: "0")
+        else { return false }
+        guard !hasPoint || (!fraction.isEmpty && fraction.allSatisfy(isDigit) && fraction.last != UInt8(ascii: "0"))
+        else { return false }
+        guard integer.count + fraction.count <= 38 else { return false }
+        let isZero = integer.elementsEqual("0".utf8) && fraction.isEmpty
+        return !(isNegative && isZero)
+    }
+
     /// The profile as JSON text (compact, members sorted).
     package static func encode(_ profile: Profile) throws(Mismatch) -> String {
         try value(profile).canonicalText
@@ -327,10 +353,15 @@ extension JSONValue {
         return value
     }
 
-    /// A decimal written as its `description`.
+    /// A decimal written as its `description`. Plain text (`ProfileCacheCodec.isPlainDecimal`) is what
+    /// `description` writes for the value it parses to, so only other text is asked of `description`,
+    /// whose first call costs a conformance scan in Foundation: 0.4 M instructions of every command's
+    /// start-up (bench/results.md, "Start-up").
     fileprivate func decimal() throws(ProfileCacheCodec.Mismatch) -> Decimal {
         let text = try string()
-        guard let value = Decimal(string: text, locale: nil), value.description == text else {
+        guard let value = Decimal(string: text, locale: nil),
+            ProfileCacheCodec.isPlainDecimal(text) || value.description == text
+        else {
             throw ProfileCacheCodec.Mismatch()
         }
         return value
