@@ -26,18 +26,7 @@ package enum ConsoleStream {
     /// Writes all of `text`, retrying after a signal or a partial write.
     package func write(_ text: String) {
         var text = text
-        let failure: Int32? = text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written >= 0 {
-                    offset += written
-                } else if errno != EINTR {
-                    return errno
-                }
-            }
-            return nil
-        }
+        let failure = text.withUTF8 { StandardStream.writeAll(UnsafeRawBufferPointer($0), to: descriptor) }
         guard let failure, self == .output else { return }
         // With SIGPIPE at its default a closed pipe never gets here; a parent that ignores it
         // sends EPIPE, which is an I/O failure like any other.

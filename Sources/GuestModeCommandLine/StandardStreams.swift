@@ -76,42 +76,58 @@ package enum StandardStream {
     /// The next bytes of standard input, at most `count`; nil at its end.
     package static func readStandardInput(upTo count: Int) throws -> Data? {
         var chunk = Data(count: count)
+        let got = try chunk.withUnsafeMutableBytes {
+            try readSome(from: STDIN_FILENO, into: $0, what: "standard input")
+        }
+        guard got > 0 else { return nil }
+        chunk.count = got
+        return chunk
+    }
+
+    /// One read(2) into `buffer`, again after a signal; 0 at the end. `what` names the source in the error.
+    private static func readSome(
+        from source: Int32, into buffer: UnsafeMutableRawBufferPointer, what: String
+    ) throws
+        -> Int
+    {
         while true {
-            let got = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, count) }
-            if got > 0 {
-                chunk.count = got
-                return chunk
-            }
-            if got == 0 { return nil }
+            let count = read(source, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
             if errno != EINTR {
-                throw GuestModeError(.ioError, "cannot read standard input: \(String(cString: strerror(errno)))")
+                throw GuestModeError(.ioError, "cannot read \(what): \(String(cString: strerror(errno)))")
             }
         }
+    }
+
+    /// Writes all of `bytes` to `descriptor`, again after a signal or a partial write: the errno of the
+    /// write that failed, nil once everything is written.
+    package static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written >= 0 {
+                offset += written
+            } else if errno != EINTR {
+                return errno
+            }
+        }
+        return nil
     }
 
     /// `spool` names the temporary file being written, if that is the destination.
     private static func copy(from source: Int32, to destination: Int32, what: String, spool: String? = nil) throws {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+            let count = try buffer.withUnsafeMutableBytes { try readSome(from: source, into: $0, what: what) }
             if count == 0 { return }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw GuestModeError(
-                    .ioError, "cannot read \(what): \(String(cString: strerror(errno)))")
+            let failure = buffer.withUnsafeBytes {
+                writeAll(UnsafeRawBufferPointer(rebasing: $0[..<count]), to: destination)
             }
-            var offset = 0
-            while offset < count {
-                let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + offset, count - offset) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    if let spool, DiskSpace.isFull(errno) {
-                        throw DiskSpace.full(writing: spool, what: "the copy of \(what)")
-                    }
-                    throw writeFailure(errno, what: what)
-                }
-                offset += written
+            guard let failure else { continue }
+            if let spool, DiskSpace.isFull(failure) {
+                throw DiskSpace.full(writing: spool, what: "the copy of \(what)")
             }
+            throw writeFailure(failure, what: what)
         }
     }
 }

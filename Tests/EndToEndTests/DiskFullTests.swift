@@ -145,6 +145,7 @@ struct DiskFullTests {
         let sandbox = try await Sandbox.withStore("habits")
         let guest = try await sandbox.newGuest()
         #expect(try await sandbox.run("track", guest, "app_opened").status == 0)
+        let before = try sandbox.snapshot()
         let binary = Sandbox.binary.path
         let message =
             "no space left on the disk standard output is written to; free space there and run the command again"
@@ -161,5 +162,13 @@ struct DiskFullTests {
                 #expect(result.stderr == "guestmode: \(message)\n", "\(command)")
             }
         }
+        // Standard output closed: any other failed write is io_error.
+        let closed = try await sandbox.shell("'\(binary)' counters \(guest) >&-")
+        #expect(!closed.signalled && closed.status == 74, "exit \(closed.status): \(closed.stderr)")
+        #expect(closed.stderr == "guestmode: cannot write standard output: Bad file descriptor\n")
+        let closedJSON = try await sandbox.shell("'\(binary)' counters \(guest) --json >&-")
+        #expect(
+            closedJSON.status == 74 && closedJSON.errorJSON["code"] as? String == "io_error", "\(closedJSON.stderr)")
+        #expect(try sandbox.snapshot() == before, "the store changed")
     }
 }
