@@ -65,6 +65,54 @@ import Testing
         #expect(text == #"{"on":true,"per_action":{"URLOpened":3,"habitCreated":1,"isOn":2}}"#, "\(text)")
     }
 
+    /// What a type is (a dictionary, a type with names of its own) is found once and kept: an optional of it
+    /// met first as nil, then with a value, or the other way round, is written as each value alone would be.
+    @Test func whatATypeIsDoesNotDependOnTheFirstValueMet() throws {
+        let event = LoggedEvent(
+            id: 2, userID: "u", action: "a", at: Self.time, count: 1, idempotencyKey: nil, properties: [:])
+        let counts: [[String: Int]?] = [nil, ["b": 2, "a": 1]]
+        #expect(try JSONDocument.encode(counts, pretty: false) == #"[null,{"a":1,"b":2}]"#)
+        let amounts: [[String: Double]?] = [["x": 1.5], nil]
+        #expect(try JSONDocument.encode(amounts, pretty: false) == #"[{"x":1.5},null]"#)
+        let events: [LoggedEvent?] = [nil, event, nil]
+        let text = try JSONDocument.encode(events, pretty: false)
+        #expect(text.hasPrefix(#"[null,{"action":"a","#) && text.hasSuffix(#""user_id":"u"},null]"#), "\(text)")
+        #expect(text.contains(#""event_id":2"#))
+    }
+
+    /// A value's encoder and containers say where it is, as the keys of the values holding it (an array's
+    /// elements, a dictionary's values at the path of the array or dictionary).
+    @Test func aValueIsToldWhereItIs() throws {
+        final class Seen: @unchecked Sendable { var paths: [String] = [] }
+        struct Probe: Encodable {
+            let seen: Seen
+            func encode(to encoder: any Encoder) throws {
+                seen.paths.append(encoder.codingPath.map(\.stringValue).joined(separator: "."))
+                var container = encoder.singleValueContainer()
+                seen.paths.append(container.codingPath.map(\.stringValue).joined(separator: "."))
+                try container.encode("p")
+            }
+        }
+        struct Inner: Encodable {
+            var probe: Probe
+            var list: [Probe]
+        }
+        struct Outer: Encodable {
+            var inner: Inner
+            var maybe: Probe?
+            var byName: [String: Probe]
+        }
+        let seen = Seen()
+        let probe = Probe(seen: seen)
+        let text = try JSONDocument.encode(
+            Outer(inner: Inner(probe: probe, list: [probe]), maybe: probe, byName: ["k": probe]), pretty: false)
+        #expect(text == #"{"by_name":{"k":"p"},"inner":{"list":["p"],"probe":"p"},"maybe":"p"}"#)
+        #expect(
+            seen.paths == [
+                "inner.probe", "inner.probe", "inner.list", "inner.list", "maybe", "maybe", "byName", "byName",
+            ])
+    }
+
     @Test func numbersReadAsFoundationsSixPlacesWithoutTheTrailingZeros() {
         func foundations(_ value: Double) -> String {
             let rounded = (value * 1_000_000).rounded() / 1_000_000

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The JSON every command prints and every `guestmode serve` answer holds, built by one encoder so that
 /// all follow the same conventions (man page guestmode(1), JSON OUTPUT):
@@ -16,7 +17,7 @@ import Foundation
 package enum JSONDocument {
     package static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
         let node = JSONNode()
-        try JSONNodeEncoder.encode(value, into: node, path: [])
+        try JSONNodeEncoder.encode(value, into: node, at: nil)
         // Written from the nodes: resolving them into `JSONValue`s first made every object a dictionary,
         // hashing each name, only to sort it again (bench/results.md, "Serving, round 7").
         var output: [UInt8] = []
@@ -45,7 +46,7 @@ enum JSONKeys {
 
     /// The JSON name of `key` of a value whose type names some of its keys itself (`names`).
     static func name(for key: any CodingKey, names: [String: String]) -> String {
-        if let named = names[key.stringValue] { return named }
+        if !names.isEmpty, let named = names[key.stringValue] { return named }
         let cacheKey = NameCache.Key(type: ObjectIdentifier(type(of: key)), name: key.stringValue)
         if let cached = NameCache.shared.lookup(cacheKey) { return cached }
         let name = conventionalName(for: key)
@@ -208,36 +209,99 @@ final class JSONNode {
     func makeArray() { if case .array = content {} else { content = .array([]) } }
 }
 
-struct JSONNodeEncoder: Encoder {
-    let node: JSONNode
-    var codingPath: [any CodingKey]
-    /// The JSON names the value being encoded declares (`JSONNamed`).
-    var names: [String: String] = [:]
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
+/// Where a value sits in the document: made only for a value that is given an encoder of its own (a string
+/// or a number is written without one), and made a `[CodingKey]` only when something asks for `codingPath`.
+/// Each nested value copied its parent's path and appended its key before, two arrays a value.
+final class CodingPathNode {
+    let key: any CodingKey
+    let parent: CodingPathNode?
 
-    static func encode<T: Encodable>(_ value: T, into node: JSONNode, path: [any CodingKey]) throws {
-        if let special = specialValue(value) {
-            node.content = .value(special)
-            return
-        }
-        switch value {
-        case let dictionary as [String: any Encodable]:
-            node.makeObject()
-            for key in dictionary.keys.sorted() {
-                guard let item = dictionary[key] else { continue }
-                try encode(item, into: node.child(forKey: key), path: path)
-            }
-        default:
-            let names = (value as? any JSONNamed).map { type(of: $0).jsonNames } ?? [:]
-            try value.encode(to: JSONNodeEncoder(node: node, codingPath: path, names: names))
-        }
+    init(_ key: any CodingKey, parent: CodingPathNode?) {
+        self.key = key
+        self.parent = parent
     }
 
-    /// The JSON of a value whose type these conventions write themselves, or nil. The type is compared
-    /// first and the value cast only when it matches: casting every value to each of these types in turn
-    /// was 76 dynamic casts a served answer (bench/results.md, "Serving, round 5").
-    private static func specialValue<T>(_ value: T) -> JSONValue? {
+    static func path(to node: CodingPathNode?) -> [any CodingKey] {
+        var keys: [any CodingKey] = []
+        var current = node
+        while let step = current {
+            keys.append(step.key)
+            current = step.parent
+        }
+        return keys.reversed()
+    }
+}
+
+/// What the encoder needs to know of a type besides its own `encode(to:)`: whether it is a dictionary keyed
+/// by strings, written with its keys sorted, and the JSON names it declares (`JSONNamed`). Found by dynamic
+/// casts the first time a type is met and kept: two casts for every value were 32 k instructions of a served
+/// `prompt next` (bench/results.md, "Serving, round 8").
+enum EncodableShape: Sendable {
+    case stringKeyedDictionary
+    case named([String: String])
+
+    private static let known = Mutex<[ObjectIdentifier: EncodableShape]>([:])
+
+    static func of<T: Encodable>(_ value: T) -> EncodableShape {
+        // The value's own type: a class's instance may be of a subclass that declares other names.
+        let type = ObjectIdentifier(Swift.type(of: value))
+        if let shape = known.withLock({ $0[type] }) { return shape }
+        let shape: EncodableShape =
+            if value is [String: any Encodable] {
+                .stringKeyedDictionary
+            } else {
+                .named((value as? any JSONNamed).map { Swift.type(of: $0).jsonNames } ?? [:])
+            }
+        known.withLock { $0[type] = shape }
+        return shape
+    }
+}
+
+struct JSONNodeEncoder: Encoder {
+    let node: JSONNode
+    let location: CodingPathNode?
+    /// The JSON names the value being encoded declares (`JSONNamed`).
+    var names: [String: String] = [:]
+    var codingPath: [any CodingKey] { CodingPathNode.path(to: location) }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    /// Writes `value` into `node`; `location` is asked for only when the value is given an encoder.
+    static func encode<T: Encodable>(
+        _ value: T, into node: JSONNode, at location: @autoclosure () -> CodingPathNode?
+    ) throws {
+        if let scalar = scalarValue(value) {
+            node.content = .value(scalar)
+            return
+        }
+        switch EncodableShape.of(value) {
+        case .stringKeyedDictionary:
+            guard let dictionary = value as? [String: any Encodable] else { break }
+            node.makeObject()
+            let location = location()
+            for key in dictionary.keys.sorted() {
+                guard let item = dictionary[key] else { continue }
+                try encode(item, into: node.child(forKey: key), at: location)
+            }
+            return
+        case .named(let names):
+            return try value.encode(to: JSONNodeEncoder(node: node, location: location(), names: names))
+        }
+        try value.encode(to: JSONNodeEncoder(node: node, location: location()))
+    }
+
+    /// The JSON of a value written without an encoder of its own, or nil: the plain values, as their own
+    /// `encode(to:)` would write them through a single-value container, and the types these conventions
+    /// write themselves. The type is compared first and the value cast only when it matches: casting every
+    /// value to each of these types in turn was 76 dynamic casts a served answer (bench/results.md,
+    /// "Serving, round 5").
+    private static func scalarValue<T>(_ value: T) -> JSONValue? {
         switch ObjectIdentifier(T.self) {
+        case ObjectIdentifier(String.self): (value as? String).map { .string($0) }
+        case ObjectIdentifier(Bool.self): (value as? Bool).map { .bool($0) }
+        case ObjectIdentifier(Int.self): (value as? Int).map { .number(String($0)) }
+        case ObjectIdentifier(Int64.self): (value as? Int64).map { .number(String($0)) }
+        case ObjectIdentifier(Int32.self): (value as? Int32).map { .number(String($0)) }
+        case ObjectIdentifier(UInt64.self): (value as? UInt64).map { .number(String($0)) }
         case ObjectIdentifier(Date.self): (value as? Date).map { .string(Timestamp.format($0)) }
         case ObjectIdentifier(Decimal.self): (value as? Decimal).map { .number($0.description) }
         // Its own Encodable goes through Decimal, which would rewrite 1.50 as 1.5.
@@ -253,23 +317,24 @@ struct JSONNodeEncoder: Encoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         node.makeObject()
-        return KeyedEncodingContainer(KeyedJSONContainer<Key>(node: node, codingPath: codingPath, names: names))
+        return KeyedEncodingContainer(KeyedJSONContainer<Key>(node: node, location: location, names: names))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
         node.makeArray()
-        return UnkeyedJSONContainer(node: node, codingPath: codingPath, names: names)
+        return UnkeyedJSONContainer(node: node, location: location, names: names)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
-        SingleJSONContainer(node: node, codingPath: codingPath)
+        SingleJSONContainer(node: node, location: location)
     }
 }
 
 struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let node: JSONNode
-    var codingPath: [any CodingKey]
+    let location: CodingPathNode?
     let names: [String: String]
+    var codingPath: [any CodingKey] { CodingPathNode.path(to: location) }
 
     private func name(_ key: Key) -> String { JSONKeys.name(for: key, names: names) }
 
@@ -294,7 +359,7 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt64, forKey key: Key) throws { set(.number(String(value)), key) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try JSONNodeEncoder.encode(
-            value, into: node.child(forKey: name(key)), path: codingPath + [key])
+            value, into: node.child(forKey: name(key)), at: CodingPathNode(key, parent: location))
     }
 
     // nil optionals are written as null, not left out.
@@ -328,29 +393,30 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         let child = node.child(forKey: name(key))
         child.makeObject()
         return KeyedEncodingContainer(
-            KeyedJSONContainer<NestedKey>(node: child, codingPath: codingPath + [key], names: names))
+            KeyedJSONContainer<NestedKey>(node: child, location: CodingPathNode(key, parent: location), names: names))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let child = node.child(forKey: name(key))
         child.makeArray()
-        return UnkeyedJSONContainer(node: child, codingPath: codingPath + [key], names: names)
+        return UnkeyedJSONContainer(node: child, location: CodingPathNode(key, parent: location), names: names)
     }
 
     mutating func superEncoder() -> any Encoder {
-        JSONNodeEncoder(node: node.child(forKey: "super"), codingPath: codingPath)
+        JSONNodeEncoder(node: node.child(forKey: "super"), location: location)
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
-        JSONNodeEncoder(node: node.child(forKey: name(key)), codingPath: codingPath + [key])
+        JSONNodeEncoder(node: node.child(forKey: name(key)), location: CodingPathNode(key, parent: location))
     }
 }
 
 struct UnkeyedJSONContainer: UnkeyedEncodingContainer {
     let node: JSONNode
-    var codingPath: [any CodingKey]
+    let location: CodingPathNode?
     /// The names of the value whose container this is, for keyed containers nested in it.
     let names: [String: String]
+    var codingPath: [any CodingKey] { CodingPathNode.path(to: location) }
     var count: Int {
         if case .array(let items) = node.content { return items.count }
         return 0
@@ -358,7 +424,7 @@ struct UnkeyedJSONContainer: UnkeyedEncodingContainer {
 
     mutating func encodeNil() throws { node.appended().content = .value(.null) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        try JSONNodeEncoder.encode(value, into: node.appended(), path: codingPath)
+        try JSONNodeEncoder.encode(value, into: node.appended(), at: location)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
@@ -368,21 +434,22 @@ struct UnkeyedJSONContainer: UnkeyedEncodingContainer {
     {
         let child = node.appended()
         child.makeObject()
-        return KeyedEncodingContainer(KeyedJSONContainer<NestedKey>(node: child, codingPath: codingPath, names: names))
+        return KeyedEncodingContainer(KeyedJSONContainer<NestedKey>(node: child, location: location, names: names))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let child = node.appended()
         child.makeArray()
-        return UnkeyedJSONContainer(node: child, codingPath: codingPath, names: names)
+        return UnkeyedJSONContainer(node: child, location: location, names: names)
     }
 
-    mutating func superEncoder() -> any Encoder { JSONNodeEncoder(node: node.appended(), codingPath: codingPath) }
+    mutating func superEncoder() -> any Encoder { JSONNodeEncoder(node: node.appended(), location: location) }
 }
 
 struct SingleJSONContainer: SingleValueEncodingContainer {
     let node: JSONNode
-    var codingPath: [any CodingKey]
+    let location: CodingPathNode?
+    var codingPath: [any CodingKey] { CodingPathNode.path(to: location) }
 
     mutating func encodeNil() throws { node.content = .value(.null) }
     mutating func encode(_ value: Bool) throws { node.content = .value(.bool(value)) }
@@ -400,7 +467,7 @@ struct SingleJSONContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt32) throws { node.content = .value(.number(String(value))) }
     mutating func encode(_ value: UInt64) throws { node.content = .value(.number(String(value))) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        try JSONNodeEncoder.encode(value, into: node, path: codingPath)
+        try JSONNodeEncoder.encode(value, into: node, at: location)
     }
 }
 

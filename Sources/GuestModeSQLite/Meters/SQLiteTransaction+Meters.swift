@@ -14,15 +14,17 @@ extension SQLiteTransaction {
         _ body: (MeterAmount) throws -> Void
     ) throws {
         // A total that overflowed turned into a REAL: it reads as the largest amount.
-        let totals = try Int64.fetchCursor(
+        let totals = try readAll(
             db.cachedStatement(
                 sql: """
                     SELECT CASE WHEN typeof(millionths) = 'integer' THEN millionths ELSE 9223372036854775807 END
+                        AS millionths
                     FROM meter_totals
                     WHERE user_id = ? AND meter = ? AND span = ? AND bucket >= ?
                     """),
-            arguments: [userID, meter, span.rawValue, start.map(span.bucket(beginningAt:)) ?? ""])
-        while let millionths = try totals.next() { try body(MeterAmount(millionths: max(0, millionths))) }
+            arguments: [userID, meter, span.rawValue, start.map(span.bucket(beginningAt:)) ?? ""],
+            { row in try row.decode(Int64.self, forColumn: "millionths") })
+        for millionths in totals { try body(MeterAmount(millionths: max(0, millionths))) }
     }
 
     func meterUseAmount(of userID: String, meter: String, key: String) throws -> MeterAmount? {

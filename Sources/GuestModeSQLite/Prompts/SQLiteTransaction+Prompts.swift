@@ -13,10 +13,11 @@ extension SQLiteTransaction {
         else { return nil }
         var counters: [String: Int] = [:]
         // Copied rows, not a cursor: a cursor's live row reads text in an INTEGER column as 0.
-        for row in try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
+        for (action, total) in try readAll(
+            db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID],
+            { row in (try row.decode(String.self, forColumn: "action"), try row.decode(Int.self, forColumn: "total")) })
         {
-            counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total")
+            counters[action] = total
         }
         let facts = PromptFacts(
             userID: userID, userState: user.state, promptState: promptState, firstSeen: user.createdAt,
@@ -48,11 +49,11 @@ extension SQLiteTransaction {
     }
 
     func promptOutcomes(of userID: String) throws -> [PromptHistoryEntry] {
-        try Row.fetchAll(
+        try readAll(
             db.cachedStatement(
                 sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
             arguments: [userID]
-        ).map { row in
+        ) { row in
             PromptHistoryEntry(
                 context: try row.decode(forColumn: "context"),
                 outcome: try row.decode("outcome", as: PromptOutcome.self), at: try row.time("at"))
@@ -93,9 +94,9 @@ extension SQLiteTransaction {
     }
 
     func lastEventTime(of userID: String, action: String) throws -> Date? {
-        try StoredTime.fetchOne(
-            db.cachedStatement(sql: "SELECT max(at) FROM events WHERE user_id = ? AND action = ?"),
-            arguments: [userID, action]
-        )?.date
+        try readOne(
+            db.cachedStatement(sql: "SELECT max(at) AS at FROM events WHERE user_id = ? AND action = ?"),
+            arguments: [userID, action], { row in try row.optionalTime("at") }
+        ) ?? nil
     }
 }

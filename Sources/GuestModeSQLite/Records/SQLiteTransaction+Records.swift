@@ -11,9 +11,9 @@ extension SQLiteTransaction {
     }
 
     func countRecords(owner: String, collection: String) throws -> Int {
-        try Int.fetchOne(
-            db.cachedStatement(sql: "SELECT COUNT(*) FROM records WHERE owner_id = ? AND collection = ?"),
-            arguments: [owner, collection]) ?? 0
+        try readOne(
+            db.cachedStatement(sql: "SELECT COUNT(*) AS n FROM records WHERE owner_id = ? AND collection = ?"),
+            arguments: [owner, collection], { row in try row.decode(Int.self, forColumn: "n") }) ?? 0
     }
 
     func recordCounts(owner: String) throws -> [String: Int] {

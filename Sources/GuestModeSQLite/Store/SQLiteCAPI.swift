@@ -185,6 +185,57 @@ extension SteppedRow {
     }
 }
 
+/// A parameter of a per-request read (`readOne`, `readAll`), bound through SQLite's C API: GRDB's
+/// `setArguments` made a C string of every text and checked the arguments anew, about 4.7 k instructions a
+/// statement, and a served `prompt next` runs eleven (bench/results.md, "Serving, round 8").
+protocol ReadParameter: DatabaseValueConvertible {
+    /// Binds the value to parameter `position` (from 1) of `handle`.
+    func bind(to handle: SQLiteStatement, at position: Int32)
+}
+
+extension String: ReadParameter {
+    func bind(to handle: SQLiteStatement, at position: Int32) {
+        var text = self
+        text.withUTF8 { bytes in
+            // SQLite keeps its own copy. A null pointer would bind NULL, not an empty text.
+            guard let start = bytes.baseAddress, !bytes.isEmpty else {
+                _ = sqlite3_bind_text(handle, position, "", 0, transientBinding)
+                return
+            }
+            _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) { characters in
+                sqlite3_bind_text(handle, position, characters, Int32(bytes.count), transientBinding)
+            }
+        }
+    }
+}
+
+extension Int: ReadParameter {
+    func bind(to handle: SQLiteStatement, at position: Int32) {
+        sqlite3_bind_int64(handle, position, Int64(self))
+    }
+}
+
+extension Optional: ReadParameter where Wrapped: ReadParameter {
+    func bind(to handle: SQLiteStatement, at position: Int32) {
+        guard let value = self else {
+            sqlite3_bind_null(handle, position)
+            return
+        }
+        value.bind(to: handle, at: position)
+    }
+}
+
+/// Readies `statement` for a read and binds `parameters` to its parameters 1, 2, … in that order; false,
+/// nothing bound, when their number is not the statement's (GRDB's `setArguments` then says so).
+func bind(_ parameters: [any ReadParameter], to statement: Statement) -> Bool {
+    let handle = statement.sqliteStatement
+    guard sqlite3_bind_parameter_count(handle) == Int32(parameters.count) else { return false }
+    // A statement GRDB left stepped part way refuses bindings until it is reset.
+    sqlite3_reset(handle)
+    for (index, parameter) in parameters.enumerated() { parameter.bind(to: handle, at: Int32(index + 1)) }
+    return true
+}
+
 /// Steps `statement` (its arguments already set) once: `body` gets its first
 /// row, or nothing runs when it gives none. Leaves it reset, as `forEachStep`.
 func firstStep<Value>(of statement: Statement, _ body: (SteppedRow) throws -> Value) throws -> Value? {

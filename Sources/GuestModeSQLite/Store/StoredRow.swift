@@ -81,26 +81,26 @@ struct ReadRow: StoredRow {
 ///         try row.decode(String.self, forColumn: "id")
 ///     }
 func readOne<Value>(
-    _ statement: Statement, arguments: StatementArguments, _ read: (any StoredRow) throws -> Value
+    _ statement: Statement, arguments: [any ReadParameter], _ read: (any StoredRow) throws -> Value
 ) throws -> Value? {
     do {
-        try statement.setArguments(arguments)
+        guard bind(arguments, to: statement) else { throw ReadRow.Undecodable() }
         let names = statement.columnNames
         return try firstStep(of: statement) { row in
             try read(ReadRow(names: names, values: row.databaseValues(count: names.count)))
         }
     } catch is ReadRow.Undecodable {
-        return try Row.fetchOne(statement, arguments: arguments).map(read)
+        return try Row.fetchOne(statement, arguments: StatementArguments(arguments.map(\.databaseValue))).map(read)
     }
 }
 
 /// Every row `statement` gives for `arguments`, read by `read`. As
 /// `Row.fetchAll(statement, arguments:).map(read)`.
 func readAll<Value>(
-    _ statement: Statement, arguments: StatementArguments, _ read: (any StoredRow) throws -> Value
+    _ statement: Statement, arguments: [any ReadParameter], _ read: (any StoredRow) throws -> Value
 ) throws -> [Value] {
     do {
-        try statement.setArguments(arguments)
+        guard bind(arguments, to: statement) else { throw ReadRow.Undecodable() }
         let names = statement.columnNames
         var values: [Value] = []
         try forEachStep(of: statement) { row in
@@ -108,6 +108,6 @@ func readAll<Value>(
         }
         return values
     } catch is ReadRow.Undecodable {
-        return try Row.fetchAll(statement, arguments: arguments).map(read)
+        return try Row.fetchAll(statement, arguments: StatementArguments(arguments.map(\.databaseValue))).map(read)
     }
 }

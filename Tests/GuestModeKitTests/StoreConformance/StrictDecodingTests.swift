@@ -163,6 +163,10 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("user_flags", "set_at", "'yesterday'") { store, profile in
         _ = try GuestMode(profile: profile, store: store).explainPrompt(user: "u", trigger: nil, now: day(3))
     },
+    // The time of a prompt rule's last event, read by SQLite's C API (bench/results.md, "Serving, round 8").
+    PlantedValue("events", "at", "'yesterday'") { store, _ in
+        _ = try store.read { try $0.lastEventTime(of: "u", action: "app_opened") }
+    },
     PlantedValue("server_keys", "created_at", "'yesterday'", read: serverKey),
     PlantedValue("server_keys", "revoked_at", "'soon'", read: serverKey),
     PlantedValue("meter_grants", "granted_at", "'yesterday'", read: meterGrants),
