@@ -44,24 +44,20 @@ enum JSONKeys {
         "was_already_adopted": "already_adopted",
     ]
 
-    /// The JSON name of `key` of a value whose type names some of its keys itself (`names`).
-    static func name(for key: any CodingKey, names: [String: String]) -> String {
-        if !names.isEmpty, let named = names[key.stringValue] { return named }
-        let cacheKey = NameCache.Key(type: ObjectIdentifier(type(of: key)), name: key.stringValue)
-        if let cached = NameCache.shared.lookup(cacheKey) { return cached }
-        let name = conventionalName(for: key)
-        NameCache.shared.store(name, for: cacheKey)
+    /// The JSON name of `key` of a value whose type names some of its keys itself (`names`); `known` holds
+    /// the names found so far for the key's type.
+    static func name(for key: some CodingKey, names: [String: String], known: KeyNames) -> String {
+        let swiftName = key.stringValue
+        if !names.isEmpty, let named = names[swiftName] { return named }
+        if known.areData { return swiftName }
+        if let cached = known.name(for: swiftName) { return cached }
+        let name = conventionalName(for: swiftName)
+        known.store(name, for: swiftName)
         return name
     }
 
-    private static func conventionalName(for key: any CodingKey) -> String {
-        // Keys of a dictionary (action names, table names) are data: keep them. The type's name from `_typeName`,
-        // not `String(reflecting:)`, whose printing machinery first asks the metatype for a handful of protocol
-        // conformances, each a scan of the binary's records: 3.2 M instructions of every `--json` command
-        // (bench/results.md, "Start-up").
-        let typeName = _typeName(type(of: key), qualified: true)
-        if typeName.contains("DictionaryCodingKey") || typeName.contains("DictionaryKey") { return key.stringValue }
-        var name = snakeCase(key.stringValue)
+    private static func conventionalName(for swiftName: String) -> String {
+        var name = snakeCase(swiftName)
         if name.hasPrefix("is_"), name.count > 3 { name.removeFirst(3) }
         return everywhere[name] ?? name
     }
@@ -86,28 +82,43 @@ enum JSONKeys {
     }
 }
 
-/// Conventional JSON names by key type and Swift name: reflecting on a key type's name for every key of
-/// every row of a long listing would cost more than encoding it.
-final class NameCache: @unchecked Sendable {
-    struct Key: Hashable {
-        var type: ObjectIdentifier
-        var name: String
+/// The conventional JSON names of one key type's keys, each found the first time it is written and kept:
+/// reflecting on a key type's name for every key of every row of a long listing would cost more than
+/// encoding it. A type's few names are found by a scan, in which a key's name compared with the literal it
+/// was made from is a comparison of their bits; one dictionary keyed by type and name hashed every key of
+/// every document, 22 k instructions of a served `prompt next` (bench/results.md, "Serving, round 8").
+final class KeyNames: Sendable {
+    private static let byType = Mutex<[ObjectIdentifier: KeyNames]>([:])
+
+    /// Whether the type's keys are data (a dictionary's: action names, table names), written as they are
+    /// and not kept.
+    let areData: Bool
+    private let names = Mutex<[(swiftName: String, jsonName: String)]>([])
+
+    private init(areData: Bool) { self.areData = areData }
+
+    static func of<Key: CodingKey>(_ type: Key.Type) -> KeyNames {
+        byType.withLock { known in
+            if let names = known[ObjectIdentifier(type)] { return names }
+            // The type's name from `_typeName`, not `String(reflecting:)`, whose printing machinery first asks
+            // the metatype for a handful of protocol conformances, each a scan of the binary's records: 3.2 M
+            // instructions of every `--json` command (bench/results.md, "Start-up").
+            let typeName = _typeName(type, qualified: true)
+            let names = KeyNames(
+                areData: typeName.contains("DictionaryCodingKey") || typeName.contains("DictionaryKey"))
+            known[ObjectIdentifier(type)] = names
+            return names
+        }
     }
 
-    static let shared = NameCache()
-    private let lock = NSLock()
-    private var names: [Key: String] = [:]
-
-    func lookup(_ key: Key) -> String? {
-        lock.lock()
-        defer { lock.unlock() }
-        return names[key]
+    func name(for swiftName: String) -> String? {
+        names.withLock { names in names.first { $0.swiftName == swiftName }?.jsonName }
     }
 
-    func store(_ name: String, for key: Key) {
-        lock.lock()
-        defer { lock.unlock() }
-        names[key] = name
+    func store(_ jsonName: String, for swiftName: String) {
+        names.withLock { names in
+            if !names.contains(where: { $0.swiftName == swiftName }) { names.append((swiftName, jsonName)) }
+        }
     }
 }
 
@@ -145,11 +156,25 @@ extension JSONValue {
 
 /// A value being built: set once, or filled as an array or object by containers.
 final class JSONNode {
+    /// A member or element: a plain value is held as it is, without a node of its own (a node each was an
+    /// allocation and a release for every string and number of a document).
+    enum Child {
+        case value(JSONValue)
+        case node(JSONNode)
+
+        func write(to output: inout [UInt8], pretty: Bool, indent: Int) {
+            switch self {
+            case .value(let value): value.write(to: &output, pretty: pretty, indent: indent)
+            case .node(let node): node.write(to: &output, pretty: pretty, indent: indent)
+            }
+        }
+    }
+
     enum Content {
         case unset
         case value(JSONValue)
-        case array([JSONNode])
-        case object([(String, JSONNode)])
+        case array([Child])
+        case object([(String, Child)])
     }
     var content = Content.unset
 
@@ -159,9 +184,9 @@ final class JSONNode {
         switch content {
         case .unset: output.append(contentsOf: "{}".utf8)
         case .value(let value): value.write(to: &output, pretty: pretty, indent: indent)
-        case .array(let nodes):
-            JSONValue.writeArray(nodes, to: &output, pretty: pretty, indent: indent) { node, output in
-                node.write(to: &output, pretty: pretty, indent: indent + 1)
+        case .array(let children):
+            JSONValue.writeArray(children, to: &output, pretty: pretty, indent: indent) { child, output in
+                child.write(to: &output, pretty: pretty, indent: indent + 1)
             }
         case .object(let members):
             guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
@@ -179,30 +204,40 @@ final class JSONNode {
         }
     }
 
+    /// A new node, member `key` of this object.
     func child(forKey key: String) -> JSONNode {
         let node = JSONNode()
+        append(.node(node), forKey: key)
+        return node
+    }
+
+    func append(_ child: Child, forKey key: String) {
         if case .object(var members) = content {
             // Emptied first, so the members are appended in place rather than copied: a copy per key
             // made an object of n keys cost n² (bench/results.md, "Serving, round 5").
             content = .unset
-            members.append((key, node))
+            members.append((key, child))
             content = .object(members)
         } else {
-            content = .object([(key, node)])
+            content = .object([(key, child)])
         }
+    }
+
+    /// A new node, the next element of this array.
+    func appended() -> JSONNode {
+        let node = JSONNode()
+        append(.node(node))
         return node
     }
 
-    func appended() -> JSONNode {
-        let node = JSONNode()
+    func append(_ child: Child) {
         if case .array(var items) = content {
             content = .unset
-            items.append(node)
+            items.append(child)
             content = .array(items)
         } else {
-            content = .array([node])
+            content = .array([child])
         }
-        return node
     }
 
     func makeObject() { if case .object = content {} else { content = .object([]) } }
@@ -273,6 +308,28 @@ struct JSONNodeEncoder: Encoder {
             node.content = .value(scalar)
             return
         }
+        try encodeComposite(value, into: node, at: location())
+    }
+
+    /// `value` as member `key` of `object`, or as the next element of `array`: a plain value is held as it
+    /// is, anything else gets a node of its own.
+    static func encode<T: Encodable>(
+        _ value: T, intoMember key: String, of object: JSONNode, at location: @autoclosure () -> CodingPathNode?
+    ) throws {
+        if let scalar = scalarValue(value) { return object.append(.value(scalar), forKey: key) }
+        try encodeComposite(value, into: object.child(forKey: key), at: location())
+    }
+
+    static func encode<T: Encodable>(
+        _ value: T, appendedTo array: JSONNode, at location: CodingPathNode?
+    ) throws {
+        if let scalar = scalarValue(value) { return array.append(.value(scalar)) }
+        try encodeComposite(value, into: array.appended(), at: location)
+    }
+
+    private static func encodeComposite<T: Encodable>(
+        _ value: T, into node: JSONNode, at location: @autoclosure () -> CodingPathNode?
+    ) throws {
         switch EncodableShape.of(value) {
         case .stringKeyedDictionary:
             guard let dictionary = value as? [String: any Encodable] else { break }
@@ -280,7 +337,7 @@ struct JSONNodeEncoder: Encoder {
             let location = location()
             for key in dictionary.keys.sorted() {
                 guard let item = dictionary[key] else { continue }
-                try encode(item, into: node.child(forKey: key), at: location)
+                try encode(item, intoMember: key, of: node, at: location)
             }
             return
         case .named(let names):
@@ -334,12 +391,19 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let node: JSONNode
     let location: CodingPathNode?
     let names: [String: String]
+    private let known = KeyNames.of(Key.self)
     var codingPath: [any CodingKey] { CodingPathNode.path(to: location) }
 
-    private func name(_ key: Key) -> String { JSONKeys.name(for: key, names: names) }
+    init(node: JSONNode, location: CodingPathNode?, names: [String: String]) {
+        self.node = node
+        self.location = location
+        self.names = names
+    }
+
+    private func name(_ key: Key) -> String { JSONKeys.name(for: key, names: names, known: known) }
 
     private func set(_ value: JSONValue, _ key: Key) {
-        node.child(forKey: name(key)).content = .value(value)
+        node.append(.value(value), forKey: name(key))
     }
 
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
@@ -359,7 +423,7 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt64, forKey key: Key) throws { set(.number(String(value)), key) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try JSONNodeEncoder.encode(
-            value, into: node.child(forKey: name(key)), at: CodingPathNode(key, parent: location))
+            value, intoMember: name(key), of: node, at: CodingPathNode(key, parent: location))
     }
 
     // nil optionals are written as null, not left out.
@@ -422,9 +486,9 @@ struct UnkeyedJSONContainer: UnkeyedEncodingContainer {
         return 0
     }
 
-    mutating func encodeNil() throws { node.appended().content = .value(.null) }
+    mutating func encodeNil() throws { node.append(.value(.null)) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        try JSONNodeEncoder.encode(value, into: node.appended(), at: location)
+        try JSONNodeEncoder.encode(value, appendedTo: node, at: location)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
