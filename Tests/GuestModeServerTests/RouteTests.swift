@@ -547,6 +547,46 @@ struct RouteTests {
         }
         #expect(refused?.code == .poolExhausted)
         #expect(server.services.armedDeadlines == 2, "the two held calls' deadlines, not the refused one's")
+        // One callback serves every deadline: a second call queued after the first was refused is refused too.
+        let refusedAgain = await #expect(throws: GuestModeError.self) {
+            try await server.services.perform(waitingAtMost: .milliseconds(1)) { _, _ in }
+        }
+        #expect(refusedAgain?.code == .poolExhausted)
+        for _ in held { release.signal() }
+        for call in held { try await call.value }
+        #expect(server.services.armedDeadlines == 0)
+    }
+
+    @Test("a queued call is refused at its deadline after every deadline before it passed and was let go")
+    func deadlinesAfterOthersPassed() async throws {
+        let server = try await RouteTester(profile: "voice")
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        // Both pool threads held by calls whose deadlines pass while they run.
+        let held = (0..<2).map { _ in
+            Task {
+                try await server.services.perform(waitingAtMost: .milliseconds(20)) { _, _ in
+                    started.signal()
+                    release.wait()
+                }
+            }
+        }
+        for _ in held {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread.detachNewThread {
+                    started.wait()
+                    done.resume()
+                }
+            }
+        }
+        // A deadline that passed is let go though its call still runs, as an answered one is.
+        while server.services.armedDeadlines > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<2 {
+            let refused = await #expect(throws: GuestModeError.self) {
+                try await server.services.perform(waitingAtMost: .milliseconds(1)) { _, _ in }
+            }
+            #expect(refused?.code == .poolExhausted)
+        }
         for _ in held { release.signal() }
         for call in held { try await call.value }
         #expect(server.services.armedDeadlines == 0)

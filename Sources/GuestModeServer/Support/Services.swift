@@ -30,6 +30,8 @@ final class Services: Sendable {
     let threads: Int
     /// The calls waiting for a pool thread and running on one, as `isSaturated` reads them.
     private let load = PoolLoad()
+    /// The deadlines of the calls not yet answered.
+    private let deadlines = QueueDeadlines()
     /// The metrics in Prometheus's text format, for `/metrics`; nil when the process exposes none.
     let metricsExposition: (@Sendable () -> String)?
     /// RevenueCat's webhook settings; nil when the server takes none.
@@ -69,12 +71,15 @@ final class Services: Sendable {
     /// later), so the store gives up waiting for a connection or a lock then
     /// too. The store-pool gauges count the calls waiting and running.
     ///
-    /// The deadline is a callback on an event loop, cancelled, and freed, as
-    /// soon as the call is answered. Not a `Task` sleeping until it: a
-    /// cancelled `Task.sleep` keeps its task and its dispatch timer until the
-    /// deadline passes, so every request would leave about 0.5 KB behind for
-    /// `--store-wait` (10 s): 50,000 timers at 5,000 requests a second, and a
-    /// heap fragmented by them (bench/results.md, "Serving, round 3").
+    /// The deadline is kept in `QueueDeadlines`, whose one callback on an
+    /// event loop serves every call, and let go as soon as the call is
+    /// answered. Not a `Task` sleeping until it: a cancelled `Task.sleep`
+    /// keeps its task and its dispatch timer until the deadline passes, so
+    /// every request would leave about 0.5 KB behind for `--store-wait`
+    /// (10 s): 50,000 timers at 5,000 requests a second, and a heap fragmented
+    /// by them (bench/results.md, "Serving, round 3"). Nor a callback of its
+    /// own: arming and cancelling one from another thread woke the event loop
+    /// twice a request (bench/results.md, "Serving, round 8").
     func perform<T: Sendable>(
         waitingAtMost wait: Duration? = nil, _ body: @escaping @Sendable (GuestMode, Date) throws -> T
     ) async throws -> T {
@@ -87,30 +92,26 @@ final class Services: Sendable {
         let call = QueuedCall<T>()
         metrics.storeWaiting.increment()
         load.waiting.add(1, ordering: .relaxed)
-        load.deadlines.add(1, ordering: .relaxed)
         // Whichever of the pool thread and this deadline claims the call first decides it.
-        let expiry = QueueDeadline(load: load) {
-            guard call.abandon() else { return }
-            metrics.storeWaiting.decrement()
-            load.waiting.subtract(1, ordering: .relaxed)
-            call.finish(
-                .failure(
-                    GuestModeError(
-                        .poolExhausted,
-                        "no store connection was free within \(wait); nothing was done, try again shortly")))
-        }
-        let timer: NIOScheduledCallback
+        let deadlineKey: QueueDeadlines.Key
         do {
-            timer = try MultiThreadedEventLoopGroup.singleton.any().scheduleCallback(
-                at: .now() + TimeAmount(wait), handler: expiry)
+            deadlineKey = try deadlines.add(at: .now() + TimeAmount(wait)) {
+                guard call.abandon() else { return }
+                metrics.storeWaiting.decrement()
+                load.waiting.subtract(1, ordering: .relaxed)
+                call.finish(
+                    .failure(
+                        GuestModeError(
+                            .poolExhausted,
+                            "no store connection was free within \(wait); nothing was done, try again shortly")))
+            }
         } catch {
             // Only an event loop shutting down refuses it: the call was never queued.
-            load.deadlines.subtract(1, ordering: .relaxed)
             load.waiting.subtract(1, ordering: .relaxed)
             metrics.storeWaiting.decrement()
             throw error
         }
-        defer { timer.cancel() }
+        defer { deadlines.remove(deadlineKey) }
         pool.submit { state in
             guard state == .active else {
                 // Shutting down: the call never ran, so it no longer waits.
@@ -145,7 +146,7 @@ final class Services: Sendable {
 
     /// The deadlines of calls still armed on an event loop: as many as the
     /// calls waiting or running, none once every call is answered.
-    var armedDeadlines: Int { load.deadlines.load(ordering: .relaxed) }
+    var armedDeadlines: Int { deadlines.count }
 
     /// How long a call that started just before its deadline may still wait
     /// for the store: enough for a healthy store's connection and lock, short
@@ -187,28 +188,103 @@ final class Services: Sendable {
 private final class PoolLoad: Sendable {
     let waiting = Atomic<Int>(0)
     let running = Atomic<Int>(0)
-    /// `Services.armedDeadlines`.
-    let deadlines = Atomic<Int>(0)
 }
 
-/// A queued call's deadline: `expire` runs on the event loop when it passes,
-/// unless the call was answered first and cancelled it.
-private struct QueueDeadline: NIOScheduledCallbackHandler, Sendable {
-    let load: PoolLoad
-    let expire: @Sendable () -> Void
-
-    init(load: PoolLoad, expire: @escaping @Sendable () -> Void) {
-        self.load = load
-        self.expire = expire
+/// The deadlines of the calls not yet answered, served by one callback on an event loop, armed for the
+/// earliest of them. A call's deadline is let go when the call is answered; the callback is not cancelled
+/// then, and finds nothing to do when it comes. It is armed again only for a deadline earlier than the one
+/// it waits for: with one `--store-wait` for every call, about once a `--store-wait` under any load.
+private final class QueueDeadlines: Sendable {
+    struct Key: Hashable, Sendable {
+        fileprivate let value: Int
     }
 
-    func handleScheduledCallback(eventLoop: some EventLoop) {
-        load.deadlines.subtract(1, ordering: .relaxed)
-        expire()
+    private struct Entry {
+        let deadline: NIODeadline
+        let expire: @Sendable () -> Void
     }
 
-    func didCancelScheduledCallback(eventLoop: some EventLoop) {
-        load.deadlines.subtract(1, ordering: .relaxed)
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        var nextKey = 0
+        /// When the callback armed last comes, nil when none is armed.
+        var armedFor: NIODeadline?
+        /// Which callback is the one armed last: one armed before it does nothing when it comes.
+        var generation = 0
+    }
+
+    private let state = Mutex(State())
+    private let loop = MultiThreadedEventLoopGroup.singleton.any()
+
+    /// The deadlines not yet let go (`Services.armedDeadlines`).
+    var count: Int { state.withLock { $0.entries.count } }
+
+    /// Keeps `expire` to run on the event loop at `deadline` unless let go before. Throws only when the
+    /// event loop is shutting down, and then keeps nothing.
+    func add(at deadline: NIODeadline, expire: @escaping @Sendable () -> Void) throws -> Key {
+        let (key, arming) = state.withLock { state -> (Key, (NIODeadline, Int)?) in
+            let key = Key(value: state.nextKey)
+            state.nextKey &+= 1
+            state.entries[key] = Entry(deadline: deadline, expire: expire)
+            if let armed = state.armedFor, armed <= deadline { return (key, nil) }
+            state.armedFor = deadline
+            state.generation &+= 1
+            return (key, (deadline, state.generation))
+        }
+        if let (time, generation) = arming {
+            do {
+                try arm(at: time, generation: generation)
+            } catch {
+                state.withLock { state in
+                    state.entries[key] = nil
+                    // Nothing was armed: the next deadline arms it.
+                    if state.generation == generation { state.armedFor = nil }
+                }
+                throw error
+            }
+        }
+        return key
+    }
+
+    /// Lets a deadline go: its call was answered.
+    func remove(_ key: Key) {
+        _ = state.withLock { $0.entries.removeValue(forKey: key) }
+    }
+
+    private func arm(at time: NIODeadline, generation: Int) throws {
+        _ = try loop.scheduleCallback(at: time, handler: Sweep(deadlines: self, generation: generation))
+    }
+
+    /// Runs on the event loop: every deadline passed expires, and the callback is armed again for the
+    /// earliest one left.
+    fileprivate func sweep(generation: Int) {
+        let now = NIODeadline.now()
+        let (expired, next) = state.withLock { state -> ([Entry], (NIODeadline, Int)?) in
+            guard state.generation == generation else { return ([], nil) }
+            let passed = state.entries.filter { $0.value.deadline <= now }
+            for key in passed.keys { state.entries[key] = nil }
+            guard let earliest = state.entries.values.map(\.deadline).min() else {
+                state.armedFor = nil
+                return (Array(passed.values), nil)
+            }
+            state.armedFor = earliest
+            state.generation &+= 1
+            return (Array(passed.values), (earliest, state.generation))
+        }
+        for entry in expired { entry.expire() }
+        if let (time, generation) = next {
+            // Only an event loop shutting down refuses it, and its pool takes no more calls either.
+            try? arm(at: time, generation: generation)
+        }
+    }
+
+    private struct Sweep: NIOScheduledCallbackHandler, Sendable {
+        let deadlines: QueueDeadlines
+        let generation: Int
+
+        func handleScheduledCallback(eventLoop: some EventLoop) {
+            deadlines.sweep(generation: generation)
+        }
     }
 }
 
