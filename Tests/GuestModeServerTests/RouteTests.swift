@@ -523,11 +523,60 @@ struct RouteTests {
         // Both pool threads held: a call queued behind them is refused at its deadline, which is let go too.
         // The held calls' deadlines are far off, so a loaded machine cannot see them pass before the count
         // (a CI run under load did with the default --store-wait of 10 s).
+        let (held, release) = await Self.holdPoolThreads(of: server, waitingAtMost: .seconds(3600))
+        await Self.expectRefusedAtItsDeadline(by: server, held: release)
+        #expect(server.services.armedDeadlines == 2, "the two held calls' deadlines, not the refused one's")
+        // One callback serves every deadline: a second call queued after the first was refused is refused too.
+        await Self.expectRefusedAtItsDeadline(by: server, held: release)
+        for _ in held { release.signal() }
+        for call in held { try await call.value }
+        #expect(server.services.armedDeadlines == 0)
+    }
+
+    @Test("a queued call is refused at its deadline after every deadline before it passed and was let go")
+    func deadlinesAfterOthersPassed() async throws {
+        let server = try await RouteTester(profile: "voice")
+        // Both pool threads held by calls whose deadlines pass while they run.
+        let (held, release) = await Self.holdPoolThreads(of: server, waitingAtMost: .milliseconds(20))
+        // A deadline that passed is let go though its call still runs, as an answered one is.
+        while server.services.armedDeadlines > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        await Self.expectRefusedAtItsDeadline(by: server, held: release)
+        await Self.expectRefusedAtItsDeadline(by: server, held: release)
+        for _ in held { release.signal() }
+        for call in held { try await call.value }
+        #expect(server.services.armedDeadlines == 0)
+    }
+
+    /// A call queued behind held pool threads is answered `pool_exhausted` at its deadline. A call left
+    /// waiting fails the test within 30 s instead of hanging it: the held calls are let go, so it runs.
+    private static func expectRefusedAtItsDeadline(
+        by server: RouteTester, held release: DispatchSemaphore
+    ) async {
+        let answered = DispatchSemaphore(value: 0)
+        let call = Task {
+            defer { answered.signal() }
+            try await server.services.perform(waitingAtMost: .milliseconds(1)) { _, _ in }
+        }
+        // Waited for on a thread of its own, as the held calls are.
+        let inTime = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            Thread.detachNewThread { done.resume(returning: answered.wait(timeout: .now() + 30) == .success) }
+        }
+        #expect(inTime, "a call queued behind held threads was not answered at its deadline")
+        if !inTime { for _ in 0..<2 { release.signal() } }
+        let refused = await #expect(throws: GuestModeError.self) { try await call.value }
+        #expect(refused?.code == .poolExhausted)
+    }
+
+    /// Two calls holding the server's two pool threads until `release` is signalled once for each; returns
+    /// once both run.
+    private static func holdPoolThreads(
+        of server: RouteTester, waitingAtMost wait: Duration
+    ) async -> (held: [Task<Void, any Error>], release: DispatchSemaphore) {
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let held = (0..<2).map { _ in
             Task {
-                try await server.services.perform(waitingAtMost: .seconds(3600)) { _, _ in
+                try await server.services.perform(waitingAtMost: wait) { _, _ in
                     started.signal()
                     release.wait()
                 }
@@ -542,54 +591,7 @@ struct RouteTests {
                 }
             }
         }
-        let refused = await #expect(throws: GuestModeError.self) {
-            try await server.services.perform(waitingAtMost: .milliseconds(1)) { _, _ in }
-        }
-        #expect(refused?.code == .poolExhausted)
-        #expect(server.services.armedDeadlines == 2, "the two held calls' deadlines, not the refused one's")
-        // One callback serves every deadline: a second call queued after the first was refused is refused too.
-        let refusedAgain = await #expect(throws: GuestModeError.self) {
-            try await server.services.perform(waitingAtMost: .milliseconds(1)) { _, _ in }
-        }
-        #expect(refusedAgain?.code == .poolExhausted)
-        for _ in held { release.signal() }
-        for call in held { try await call.value }
-        #expect(server.services.armedDeadlines == 0)
-    }
-
-    @Test("a queued call is refused at its deadline after every deadline before it passed and was let go")
-    func deadlinesAfterOthersPassed() async throws {
-        let server = try await RouteTester(profile: "voice")
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        // Both pool threads held by calls whose deadlines pass while they run.
-        let held = (0..<2).map { _ in
-            Task {
-                try await server.services.perform(waitingAtMost: .milliseconds(20)) { _, _ in
-                    started.signal()
-                    release.wait()
-                }
-            }
-        }
-        for _ in held {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                Thread.detachNewThread {
-                    started.wait()
-                    done.resume()
-                }
-            }
-        }
-        // A deadline that passed is let go though its call still runs, as an answered one is.
-        while server.services.armedDeadlines > 0 { try await Task.sleep(for: .milliseconds(5)) }
-        for _ in 0..<2 {
-            let refused = await #expect(throws: GuestModeError.self) {
-                try await server.services.perform(waitingAtMost: .milliseconds(1)) { _, _ in }
-            }
-            #expect(refused?.code == .poolExhausted)
-        }
-        for _ in held { release.signal() }
-        for call in held { try await call.value }
-        #expect(server.services.armedDeadlines == 0)
+        return (held, release)
     }
 }
 
