@@ -193,7 +193,8 @@ private final class PoolLoad: Sendable {
 /// The deadlines of the calls not yet answered, served by one callback on an event loop, armed for the
 /// earliest of them. A call's deadline is let go when the call is answered; the callback is not cancelled
 /// then, and finds nothing to do when it comes. It is armed again only for a deadline earlier than the one
-/// it waits for: with one `--store-wait` for every call, about once a `--store-wait` under any load.
+/// it waits for (the one it replaces is cancelled): with one `--store-wait` for every call, about once a
+/// `--store-wait` under any load, and once for each readiness probe, whose wait is shorter.
 private final class QueueDeadlines: Sendable {
     struct Key: Hashable, Sendable {
         fileprivate let value: Int
@@ -211,6 +212,8 @@ private final class QueueDeadlines: Sendable {
         var armedFor: NIODeadline?
         /// Which callback is the one armed last: one armed before it does nothing when it comes.
         var generation = 0
+        /// The callback armed last, once it is; cancelled when an earlier deadline replaces it.
+        var callback: NIOScheduledCallback?
     }
 
     private let state = Mutex(State())
@@ -251,8 +254,17 @@ private final class QueueDeadlines: Sendable {
         _ = state.withLock { $0.entries.removeValue(forKey: key) }
     }
 
+    /// Schedules the callback of `generation`, and cancels the one it replaces: the replaced one would come
+    /// to nothing, but until then it would be kept on the event loop, one for each readiness probe.
     private func arm(at time: NIODeadline, generation: Int) throws {
-        _ = try loop.scheduleCallback(at: time, handler: Sweep(deadlines: self, generation: generation))
+        let callback = try loop.scheduleCallback(at: time, handler: Sweep(deadlines: self, generation: generation))
+        let replaced = state.withLock { state -> NIOScheduledCallback? in
+            // Replaced already, before it was kept: it is the one to cancel.
+            guard state.generation == generation else { return callback }
+            defer { state.callback = callback }
+            return state.callback
+        }
+        replaced?.cancel()
     }
 
     /// Runs on the event loop: every deadline passed expires, and the callback is armed again for the
@@ -261,6 +273,8 @@ private final class QueueDeadlines: Sendable {
         let now = NIODeadline.now()
         let (expired, next) = state.withLock { state -> ([Entry], (NIODeadline, Int)?) in
             guard state.generation == generation else { return ([], nil) }
+            // This callback has come: nothing is left to cancel.
+            state.callback = nil
             let passed = state.entries.filter { $0.value.deadline <= now }
             for key in passed.keys { state.entries[key] = nil }
             guard let earliest = state.entries.values.map(\.deadline).min() else {
