@@ -78,8 +78,8 @@ final class Services: Sendable {
     /// every request would leave about 0.5 KB behind for `--store-wait`
     /// (10 s): 50,000 timers at 5,000 requests a second, and a heap fragmented
     /// by them (bench/results.md, "Serving, round 3"). Nor a callback of its
-    /// own: arming and cancelling one from another thread woke the event loop
-    /// twice a request (bench/results.md, "Serving, round 8").
+    /// own: arming and cancelling one from another thread cost the event loop
+    /// a wake-up a request (bench/results.md, "Serving, round 8").
     func perform<T: Sendable>(
         waitingAtMost wait: Duration? = nil, _ body: @escaping @Sendable (GuestMode, Date) throws -> T
     ) async throws -> T {
