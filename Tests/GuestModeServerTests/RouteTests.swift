@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GuestModeArchive
 import GuestModeKit
 import HTTPTypes
 import Hummingbird
@@ -545,6 +546,43 @@ struct RouteTests {
         for _ in held { release.signal() }
         for call in held { try await call.value }
         #expect(server.services.armedDeadlines == 0)
+    }
+
+    @Test(
+        "a pushed backup is written, flushed and checked on the store's pool, not on the threads every request is answered on"
+    )
+    func pushedBackupWaitsForThePool() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "guestmode-shelf-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try await RouteTester(profile: "habits") {
+            $0.backupsDirectory = folder.path
+            $0.backupKey = BackupKey.generate()
+        }
+        let (user, token) = try await server.signIn()
+        let archive = try await server.request(.get, "/v1/users/\(user)/backup", token: token)
+        try #require(archive.status == 200, "\(archive.body)")
+        let (held, release) = await Self.holdPoolThreads(of: server, waitingAtMost: .seconds(3600))
+        let answered = Atomic<Bool>(false)
+        let push = Task {
+            defer { answered.store(true, ordering: .sequentiallyConsistent) }
+            return try await server.request(.put, "/v1/users/\(user)/backups/up", token: token, bytes: archive.bytes)
+        }
+        // Ample time for an upload of a few kilobytes that does not wait for the pool.
+        try await Task.sleep(for: .milliseconds(500))
+        let answeredWhileHeld = answered.load(ordering: .sequentiallyConsistent)
+        for _ in held { release.signal() }
+        for call in held { try await call.value }
+        #expect(!answeredWhileHeld, "the upload was written and checked while every pool thread was busy")
+        #expect(try await push.value.status == 201)
+        // A refused upload (not an archive) leaves nothing behind either.
+        let refused = try await server.request(
+            .put, "/v1/users/\(user)/backups/junk", token: token, bytes: Array(repeating: 0x2a, count: 4096))
+        #expect(refused.status >= 400 && refused.status < 500, "\(refused.status) \(refused.body)")
+        let incoming = try FileManager.default.contentsOfDirectory(
+            atPath: folder.appendingPathComponent(GuestMode.fileName(for: user)).appendingPathComponent("incoming").path
+        )
+        #expect(incoming == ["up"])
     }
 
     /// A call queued behind held pool threads is answered `pool_exhausted` at its deadline. A call left

@@ -81,7 +81,8 @@ struct BackupController {
             throw RequestInput.tooLarge
         }
         try await shelf.receive(
-            request.body, name: name, userID: userID, keys: BackupKeys(deployment: services.backupKey))
+            request.body, name: name, userID: userID, keys: BackupKeys(deployment: services.backupKey),
+            on: services.pool)
         return Response(status: .created)
     }
 

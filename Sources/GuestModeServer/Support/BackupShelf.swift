@@ -3,6 +3,7 @@ import Foundation
 import GuestModeArchive
 import GuestModeKit
 import Hummingbird
+import NIOPosix
 
 /// The archives pushed to a server (guestmode-serve(1), PUSHED BACKUPS), one
 /// folder per user under `directory`:
@@ -69,41 +70,64 @@ struct BackupShelf: Sendable {
 
     /// Writes `body` into the user's incoming folder as `name`, replacing an
     /// upload of that name, once it is on disk and signed by `keys`'s
-    /// deployment for `userID` alone.
-    func receive(_ body: RequestBody, name: String, userID: String, keys: BackupKeys) async throws {
+    /// deployment for `userID` alone. Every file call runs on `pool`, as the
+    /// engine's calls do: a flush waits for the disk and the signature check
+    /// reads the whole archive, and on the request's own task they would hold
+    /// a thread that every other request is answered on.
+    func receive(
+        _ body: RequestBody, name: String, userID: String, keys: BackupKeys, on pool: NIOThreadPool
+    ) async throws {
         let incoming = folder(of: userID).appendingPathComponent("incoming")
-        try Self.makeFolder(incoming)
         let upload = incoming.appendingPathComponent(".upload-\(UUID().uuidString)")
-        let descriptor = open(upload.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw Self.failure("cannot create an upload in '\(incoming.path)'") }
-        var isOpen = true
-        defer {
-            if isOpen { close(descriptor) }
-            unlink(upload.path)
+        let descriptor = try await pool.runIfActive {
+            try Self.makeFolder(incoming)
+            let descriptor = open(upload.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw Self.failure("cannot create an upload in '\(incoming.path)'") }
+            return descriptor
         }
-        var size = 0
-        // Local disk writes, one chunk as it arrives: the body never sits whole in memory.
-        for try await buffer in body {
-            size += buffer.readableBytes
-            guard size <= sizeLimit else { throw RequestInput.tooLarge }
-            try buffer.withUnsafeReadableBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0 && errno == EINTR { continue }
-                    guard written > 0 else { throw Self.failure("cannot write an upload in '\(incoming.path)'") }
-                    offset += written
+        var isOpen = true
+        do {
+            var size = 0
+            // One chunk as it arrives: the body never sits whole in memory.
+            for try await buffer in body {
+                size += buffer.readableBytes
+                guard size <= sizeLimit else { throw RequestInput.tooLarge }
+                try await pool.runIfActive {
+                    try buffer.withUnsafeReadableBytes { bytes in
+                        var offset = 0
+                        while offset < bytes.count {
+                            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                            if written < 0 && errno == EINTR { continue }
+                            guard written > 0 else {
+                                throw Self.failure("cannot write an upload in '\(incoming.path)'")
+                            }
+                            offset += written
+                        }
+                    }
                 }
             }
+            try await pool.runIfActive {
+                guard fsync(descriptor) == 0 else { throw Self.failure("cannot flush an upload to disk") }
+            }
+            isOpen = false
+            close(descriptor)
+            try await pool.runIfActive {
+                try Self.requireSigned(upload.path, for: userID, keys: keys)
+                guard rename(upload.path, incoming.appendingPathComponent(name).path) == 0 else {
+                    throw Self.failure("cannot move an upload into place in '\(incoming.path)'")
+                }
+                try Self.flush(incoming)
+            }
+        } catch {
+            // Removing a large file frees its blocks: on the pool too, even when the pool is shutting down.
+            let stillOpen = isOpen
+            let remove: @Sendable () -> Void = {
+                if stillOpen { close(descriptor) }
+                unlink(upload.path)
+            }
+            do { try await pool.runIfActive(remove) } catch { remove() }
+            throw error
         }
-        guard fsync(descriptor) == 0 else { throw Self.failure("cannot flush an upload to disk") }
-        isOpen = false
-        close(descriptor)
-        try Self.requireSigned(upload.path, for: userID, keys: keys)
-        guard rename(upload.path, incoming.appendingPathComponent(name).path) == 0 else {
-            throw Self.failure("cannot move an upload into place in '\(incoming.path)'")
-        }
-        try Self.flush(incoming)
     }
 
     /// Keeps the upload `name` as the user's latest archive, called `final`,

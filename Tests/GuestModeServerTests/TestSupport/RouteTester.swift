@@ -22,7 +22,9 @@ final class RouteTester: Sendable {
     struct Reply: Sendable {
         var status: Int
         var headers: HTTPFields
-        var body: String
+        /// The body as sent, for an archive.
+        var bytes: [UInt8]
+        var body: String { String(decoding: bytes, as: UTF8.self) }
 
         var object: [String: Any] {
             (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
@@ -73,12 +75,20 @@ final class RouteTester: Sendable {
         _ method: HTTPRequest.Method, _ path: String, token: String? = nil, body: String? = nil,
         headers: HTTPFields = [:]
     ) async throws -> Reply {
+        try await request(method, path, token: token, bytes: body.map { Array($0.utf8) }, headers: headers)
+    }
+
+    /// One request with a body of any bytes, an archive's.
+    func request(
+        _ method: HTTPRequest.Method, _ path: String, token: String? = nil, bytes: [UInt8]?,
+        headers: HTTPFields = [:]
+    ) async throws -> Reply {
         var fields = headers
         if let token { fields[.authorization] = "Bearer \(token)" }
-        if let body { fields[.contentLength] = String(body.utf8.count) }
+        if let bytes { fields[.contentLength] = String(bytes.count) }
         let request = Request(
             head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: path, headerFields: fields),
-            body: RequestBody(buffer: ByteBuffer(string: body ?? "")))
+            body: RequestBody(buffer: ByteBuffer(bytes: bytes ?? [])))
         // Hummingbird reads the request id from the logger's metadata, which a no-op handler drops.
         var logger = Logger(label: "test", factory: { _ in SilentLogHandler() })
         logger[metadataKey: "hb.request.id"] = .string(UUID().uuidString)
@@ -87,7 +97,7 @@ final class RouteTester: Sendable {
         let response = try await responder.respond(to: request, context: context)
         let collected = Collected()
         try await response.body.write(BodyCollector(collected: collected))
-        return Reply(status: Int(response.status.code), headers: response.headers, body: collected.text)
+        return Reply(status: Int(response.status.code), headers: response.headers, bytes: collected.bytes)
     }
 
     /// A guest signed in: its id and access token.
@@ -108,9 +118,9 @@ final class RouteTester: Sendable {
 }
 
 private final class Collected: Sendable {
-    private let bytes = NIOLockedValueBox<[UInt8]>([])
-    func append(_ buffer: ByteBuffer) { bytes.withLockedValue { $0 += buffer.readableBytesView } }
-    var text: String { bytes.withLockedValue { String(decoding: $0, as: UTF8.self) } }
+    private let storage = NIOLockedValueBox<[UInt8]>([])
+    func append(_ buffer: ByteBuffer) { storage.withLockedValue { $0 += buffer.readableBytesView } }
+    var bytes: [UInt8] { storage.withLockedValue { $0 } }
 }
 
 private struct BodyCollector: ResponseBodyWriter {
