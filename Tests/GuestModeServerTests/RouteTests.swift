@@ -585,6 +585,49 @@ struct RouteTests {
         #expect(incoming == ["up"])
     }
 
+    @Test("the pushed-backup routes wait for a pool thread no longer than an engine call may (--store-wait): 503")
+    func pushedBackupRoutesWaitAtMostTheStoreWait() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "guestmode-shelf-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try await RouteTester(profile: "habits") {
+            $0.backupsDirectory = folder.path
+            $0.backupKey = BackupKey.generate()
+            $0.storeWait = .milliseconds(200)
+        }
+        let (user, token) = try await server.signIn()
+        let archive = try await server.request(.get, "/v1/users/\(user)/backup", token: token)
+        try #require(archive.status == 200, "\(archive.body)")
+        let (held, release) = await Self.holdPoolThreads(of: server, waitingAtMost: .seconds(3600))
+        let calls: [(HTTPRequest.Method, String, [UInt8]?)] = [
+            (.get, "/v1/users/\(user)/backups", nil),
+            (.put, "/v1/users/\(user)/backups/up", archive.bytes),
+            (.get, "/v1/users/\(user)/backups/latest", nil),
+            (.delete, "/v1/users/\(user)", nil),
+        ]
+        for (method, path, bytes) in calls {
+            let answered = DispatchSemaphore(value: 0)
+            let call = Task {
+                defer { answered.signal() }
+                return try await server.request(method, path, token: token, bytes: bytes)
+            }
+            // Waited for on a thread of its own, as the held calls are; a call left waiting fails within 30 s.
+            let inTime = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+                Thread.detachNewThread { done.resume(returning: answered.wait(timeout: .now() + 30) == .success) }
+            }
+            #expect(inTime, "\(method) \(path) waited for a pool thread past --store-wait")
+            if !inTime { for _ in held { release.signal() } }
+            let reply = try await call.value
+            #expect(reply.status == 503 && reply.errorCode == "pool_exhausted", "\(method) \(path): \(reply.body)")
+        }
+        for _ in held { release.signal() }
+        for call in held { try await call.value }
+        // Nothing was written, and the user refused deletion is still there with its session.
+        let userFolder = folder.appendingPathComponent(GuestMode.fileName(for: user))
+        #expect(!FileManager.default.fileExists(atPath: userFolder.appendingPathComponent("incoming").path))
+        #expect(try await server.request(.get, "/v1/me", token: token).status == 200)
+    }
+
     /// A call queued behind held pool threads is answered `pool_exhausted` at its deadline. A call left
     /// waiting fails the test within 30 s instead of hanging it: the held calls are let go, so it runs.
     private static func expectRefusedAtItsDeadline(

@@ -82,7 +82,7 @@ struct BackupController {
         }
         try await shelf.receive(
             request.body, name: name, userID: userID, keys: BackupKeys(deployment: services.backupKey),
-            on: services.pool)
+            on: services)
         return Response(status: .created)
     }
 
@@ -92,7 +92,7 @@ struct BackupController {
         let (_, userID) = try await services.user(of: request, context: context)
         let name = try BackupShelf.checked(name: try RequestInput.segment("name", of: context))
         let final = try BackupShelf.checked(name: try Self.destinationName(of: request))
-        try await services.pool.runIfActive { try shelf.settle(name, as: final, userID: userID) }
+        try await services.perform { _, _ in try shelf.settle(name, as: final, userID: userID) }
         return Response(status: .created)
     }
 
@@ -123,7 +123,7 @@ struct BackupController {
     @Sendable func listPushed(_ request: Request, context: ServerContext) async throws -> Response {
         let shelf = try shelf()
         let (_, userID) = try await services.user(of: request, context: context)
-        let archives = try await services.pool.runIfActive { shelf.list(of: userID) }
+        let archives = try await services.perform { _, _ in shelf.list(of: userID) }
         return try Reply.document(archives).response
     }
 
@@ -132,7 +132,7 @@ struct BackupController {
         let shelf = try shelf()
         let (_, userID) = try await services.user(of: request, context: context)
         let name = try BackupShelf.checked(name: try RequestInput.segment("name", of: context))
-        let archive = try await services.pool.runIfActive { () -> [UInt8] in
+        let archive = try await services.perform { _, _ -> [UInt8] in
             let url = try shelf.latest(of: userID, named: name == "latest" ? nil : name)
             guard let data = FileManager.default.contents(atPath: url.path) else {
                 throw GuestModeError(.archiveUnreadable, "cannot read the kept archive '\(url.path)'")

@@ -29,9 +29,11 @@ struct UserController {
     /// deletion) or a key: every row of the user, its sessions with them, its pushed backups too.
     @Sendable func delete(_ request: Request, context: ServerContext) async throws -> Response {
         let (_, userID) = try await services.user(of: request, context: context)
-        try await services.perform { engine, now in try engine.deleteUser(userID, now: now) }
-        if let shelf = services.backupShelf {
-            try await services.pool.runIfActive { try shelf.removeAll(of: userID) }
+        let shelf = services.backupShelf
+        // One call: a deletion that committed is never answered "try again" before its backups went too.
+        try await services.perform { engine, now in
+            try engine.deleteUser(userID, now: now)
+            try shelf?.removeAll(of: userID)
         }
         return try Reply.document(UserDeletion(userID: userID, deleted: true)).response
     }

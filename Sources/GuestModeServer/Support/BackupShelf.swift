@@ -3,7 +3,6 @@ import Foundation
 import GuestModeArchive
 import GuestModeKit
 import Hummingbird
-import NIOPosix
 
 /// The archives pushed to a server (guestmode-serve(1), PUSHED BACKUPS), one
 /// folder per user under `directory`:
@@ -70,16 +69,17 @@ struct BackupShelf: Sendable {
 
     /// Writes `body` into the user's incoming folder as `name`, replacing an
     /// upload of that name, once it is on disk and signed by `keys`'s
-    /// deployment for `userID` alone. Every file call runs on `pool`, as the
-    /// engine's calls do: a flush waits for the disk and the signature check
-    /// reads the whole archive, and on the request's own task they would hold
-    /// a thread that every other request is answered on.
+    /// deployment for `userID` alone. Every file call runs on the services'
+    /// pool, bounded as the engine's calls are (`Services.perform`): a flush
+    /// waits for the disk and the signature check reads the whole archive, and
+    /// on the request's own task they would hold a thread that every other
+    /// request is answered on.
     func receive(
-        _ body: RequestBody, name: String, userID: String, keys: BackupKeys, on pool: NIOThreadPool
+        _ body: RequestBody, name: String, userID: String, keys: BackupKeys, on services: Services
     ) async throws {
         let incoming = folder(of: userID).appendingPathComponent("incoming")
         let upload = incoming.appendingPathComponent(".upload-\(UUID().uuidString)")
-        let descriptor = try await pool.runIfActive {
+        let descriptor = try await services.perform { _, _ in
             try Self.makeFolder(incoming)
             let descriptor = open(upload.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else { throw Self.failure("cannot create an upload in '\(incoming.path)'") }
@@ -92,7 +92,7 @@ struct BackupShelf: Sendable {
             for try await buffer in body {
                 size += buffer.readableBytes
                 guard size <= sizeLimit else { throw RequestInput.tooLarge }
-                try await pool.runIfActive {
+                try await services.perform { _, _ in
                     try buffer.withUnsafeReadableBytes { bytes in
                         var offset = 0
                         while offset < bytes.count {
@@ -106,12 +106,12 @@ struct BackupShelf: Sendable {
                     }
                 }
             }
-            try await pool.runIfActive {
+            try await services.perform { _, _ in
                 guard fsync(descriptor) == 0 else { throw Self.failure("cannot flush an upload to disk") }
             }
             isOpen = false
             close(descriptor)
-            try await pool.runIfActive {
+            try await services.perform { _, _ in
                 try Self.requireSigned(upload.path, for: userID, keys: keys)
                 guard rename(upload.path, incoming.appendingPathComponent(name).path) == 0 else {
                     throw Self.failure("cannot move an upload into place in '\(incoming.path)'")
@@ -119,13 +119,14 @@ struct BackupShelf: Sendable {
                 try Self.flush(incoming)
             }
         } catch {
-            // Removing a large file frees its blocks: on the pool too, even when the pool is shutting down.
+            // Removing a large file frees its blocks: on the pool too, or here when the pool is shutting
+            // down or busy past its wait, so a refused upload never stays.
             let stillOpen = isOpen
             let remove: @Sendable () -> Void = {
                 if stillOpen { close(descriptor) }
                 unlink(upload.path)
             }
-            do { try await pool.runIfActive(remove) } catch { remove() }
+            do { try await services.perform { _, _ in remove() } } catch { remove() }
             throw error
         }
     }
