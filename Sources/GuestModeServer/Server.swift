@@ -74,6 +74,8 @@ package struct ServerConfiguration: Sendable {
     package var keptBackups = 5
     /// The largest pushed archive, in bytes: the largest entry an archive may hold.
     package var backupSizeLimit = Int(ArchiveLimits.standard.maximumEntrySize)
+    /// How much of an archive an answer holds in memory at once: it is read and sent this many bytes at a time.
+    package var fileChunkSize = 256 * 1024
     /// The providers whose OpenID Connect ID tokens may link identities.
     package var identityProviders: [IdentityProviderSetting] = []
     /// How RevenueCat's webhooks are taken; nil answers them `revenuecat_not_configured`.

@@ -628,6 +628,43 @@ struct RouteTests {
         #expect(try await server.request(.get, "/v1/me", token: token).status == 200)
     }
 
+    @Test("an archive is answered a chunk at a time: an export and a pull hold one chunk in memory, never the archive")
+    func archivesAreAnsweredInChunks() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "guestmode-shelf-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let key = BackupKey.generate()
+        let server = try await RouteTester(profile: "habits") {
+            $0.backupsDirectory = folder.appendingPathComponent("shelf").path
+            $0.backupKey = key
+            $0.fileChunkSize = 256
+        }
+        let (user, token) = try await server.signIn()
+        #expect(
+            try await server.request(
+                .put, "/v1/users/\(user)/records/habits/h1", token: token, body: #"{"name":"Read"}"#
+            ).status == 201)
+        let exported = try await server.request(.get, "/v1/users/\(user)/backup", token: token)
+        try #require(exported.status == 200, "\(exported.body)")
+        #expect(exported.headers[.contentLength] == String(exported.bytes.count))
+        #expect(exported.chunkSizes.count > 1 && exported.chunkSizes.allSatisfy { $0 <= 256 }, "\(exported.chunkSizes)")
+        let file = folder.appendingPathComponent("exported.tar.zst")
+        try Data(exported.bytes).write(to: file)
+        #expect(try BackupArchive.requireIntact(path: file.path, keys: BackupKeys(deployment: key)) == .thisDeployment)
+        // Pushed, kept, and pulled back byte for byte, in pieces too.
+        let pushed = try await server.request(.put, "/v1/users/\(user)/backups/up", token: token, bytes: exported.bytes)
+        #expect(pushed.status == 201, "\(pushed.body)")
+        let kept = try await server.request(
+            .move, "/v1/users/\(user)/backups/up", token: token,
+            headers: [.destination: "/v1/users/\(user)/backups/phone"])
+        #expect(kept.status == 201, "\(kept.body)")
+        let pulled = try await server.request(.get, "/v1/users/\(user)/backups/latest", token: token)
+        #expect(pulled.status == 200 && pulled.bytes == exported.bytes)
+        #expect(pulled.headers[.contentLength] == String(exported.bytes.count))
+        #expect(pulled.chunkSizes.count > 1 && pulled.chunkSizes.allSatisfy { $0 <= 256 }, "\(pulled.chunkSizes)")
+    }
+
     /// A call queued behind held pool threads is answered `pool_exhausted` at its deadline. A call left
     /// waiting fails the test within 30 s instead of hanging it: the held calls are let go, so it runs.
     private static func expectRefusedAtItsDeadline(

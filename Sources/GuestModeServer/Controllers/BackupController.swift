@@ -31,22 +31,21 @@ struct BackupController {
         let (_, userID) = try await services.user(of: request, context: context)
         let key = services.backupKey
         let version = services.toolVersion
-        let archive = try await services.perform { engine, now -> [UInt8] in
+        let archive = try await services.perform { engine, now -> OpenedFile in
             let path = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "guestmode-serve-\(UUID().uuidString).tar.zst"
             ).path
-            defer { try? FileManager.default.removeItem(atPath: path) }
+            // Opened, then removed: the answer reads the open file, and nothing stays behind however it ends.
+            defer { unlink(path) }
             _ = try engine.exportBackup(
                 .users([userID]), to: path, format: .tarZstd, now: now, toolVersion: version, signingKey: key)
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw GuestModeError(.ioError, "cannot read back the archive just written")
-            }
-            return Array(data)
+            return try OpenedFile(path: path)
         }
         var headers = HTTPFields()
         headers[.contentType] = "application/zstd"
         headers[.contentDisposition] = "attachment; filename=\"\(userID).tar.zst\""
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: archive)))
+        return Response(
+            status: .ok, headers: headers, body: archive.body(services: services, chunkSize: services.fileChunkSize))
     }
 
     /// An archive in the body (within the body cap); `?on_conflict=fail|skip|replace` (default fail).
@@ -132,16 +131,13 @@ struct BackupController {
         let shelf = try shelf()
         let (_, userID) = try await services.user(of: request, context: context)
         let name = try BackupShelf.checked(name: try RequestInput.segment("name", of: context))
-        let archive = try await services.perform { _, _ -> [UInt8] in
-            let url = try shelf.latest(of: userID, named: name == "latest" ? nil : name)
-            guard let data = FileManager.default.contents(atPath: url.path) else {
-                throw GuestModeError(.archiveUnreadable, "cannot read the kept archive '\(url.path)'")
-            }
-            return Array(data)
+        let archive = try await services.perform { _, _ in
+            try OpenedFile(path: try shelf.latest(of: userID, named: name == "latest" ? nil : name).path)
         }
         var headers = HTTPFields()
         headers[.contentType] = "application/octet-stream"
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: archive)))
+        return Response(
+            status: .ok, headers: headers, body: archive.body(services: services, chunkSize: services.fileChunkSize))
     }
 
     /// The shelf the pushed routes were added for.

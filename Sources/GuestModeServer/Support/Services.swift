@@ -28,6 +28,8 @@ final class Services: Sendable {
     let metrics: ServerMetrics
     /// The pool's size: how many engine calls run at once.
     let threads: Int
+    /// How many bytes of a file an answer reads and sends at a time (`OpenedFile`).
+    let fileChunkSize: Int
     /// The calls waiting for a pool thread and running on one, as `isSaturated` reads them.
     private let load = PoolLoad()
     /// The deadlines of the calls not yet answered.
@@ -56,6 +58,7 @@ final class Services: Sendable {
         }
         metrics = ServerMetrics(threads: configuration.threads)
         threads = max(1, configuration.threads)
+        fileChunkSize = max(1, configuration.fileChunkSize)
         metricsExposition = configuration.metricsExposition
         revenueCat = configuration.revenueCat
         appStore = configuration.appStore

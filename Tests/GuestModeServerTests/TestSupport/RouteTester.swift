@@ -24,6 +24,8 @@ final class RouteTester: Sendable {
         var headers: HTTPFields
         /// The body as sent, for an archive.
         var bytes: [UInt8]
+        /// The length of each piece the body was written in.
+        var chunkSizes: [Int]
         var body: String { String(decoding: bytes, as: UTF8.self) }
 
         var object: [String: Any] {
@@ -97,7 +99,9 @@ final class RouteTester: Sendable {
         let response = try await responder.respond(to: request, context: context)
         let collected = Collected()
         try await response.body.write(BodyCollector(collected: collected))
-        return Reply(status: Int(response.status.code), headers: response.headers, bytes: collected.bytes)
+        return Reply(
+            status: Int(response.status.code), headers: response.headers, bytes: collected.bytes,
+            chunkSizes: collected.chunkSizes)
     }
 
     /// A guest signed in: its id and access token.
@@ -118,9 +122,15 @@ final class RouteTester: Sendable {
 }
 
 private final class Collected: Sendable {
-    private let storage = NIOLockedValueBox<[UInt8]>([])
-    func append(_ buffer: ByteBuffer) { storage.withLockedValue { $0 += buffer.readableBytesView } }
-    var bytes: [UInt8] { storage.withLockedValue { $0 } }
+    private let storage = NIOLockedValueBox<(bytes: [UInt8], chunkSizes: [Int])>(([], []))
+    func append(_ buffer: ByteBuffer) {
+        storage.withLockedValue {
+            $0.bytes += buffer.readableBytesView
+            $0.chunkSizes.append(buffer.readableBytes)
+        }
+    }
+    var bytes: [UInt8] { storage.withLockedValue { $0.bytes } }
+    var chunkSizes: [Int] { storage.withLockedValue { $0.chunkSizes } }
 }
 
 private struct BodyCollector: ResponseBodyWriter {
