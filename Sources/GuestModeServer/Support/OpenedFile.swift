@@ -4,8 +4,8 @@ import Hummingbird
 import NIOCore
 
 /// A file answered as a response body a chunk at a time, each chunk read on
-/// the services' pool: an archive of any size (up to `--backup-size-limit`'s
-/// 256 MiB) is sent in the memory of one chunk, never read whole first
+/// the services' pool: an archive of any size (a pushed one may be 256 MiB)
+/// is sent in the memory of one chunk, never read whole first
 /// (bench/results.md, "Serving, round 9"). The file is opened before the
 /// answer starts, so an archive removed meanwhile (a kept backup past
 /// `--keep-backups`, the temporary file of an export) is still sent whole;
