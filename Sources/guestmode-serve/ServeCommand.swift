@@ -287,9 +287,10 @@ struct ServeCommand: ParsableCommand {
 
     /// `--threads` when not given. A SQLite store's calls keep a processor busy from start to end, so
     /// more of them than cores only take turns: at 64 connections on two cores, 4 threads answered
-    /// 11,200–11,900 `meter check`s a second where 2 answered 15,600–17,000 (bench/results.md, "Serving,
-    /// round 10"). Two at least, so one call waiting for a lock leaves the others a thread. A
-    /// PostgreSQL store's calls mostly wait for the server, so more of them than cores overlap.
+    /// 11,700–11,800 `meter check`s a second where 2 answered 15,600–17,000, with a quarter of the
+    /// context switches a request (bench/results.md, "Serving, round 10"). Two at least, so one call
+    /// waiting for a lock leaves the others a thread. A PostgreSQL store's calls mostly wait for the
+    /// server, so more of them than cores overlap.
     static func defaultThreads(for location: StoreLocation) -> Int {
         switch location {
         case .sqlite: return max(2, ProcessInfo.processInfo.activeProcessorCount)
