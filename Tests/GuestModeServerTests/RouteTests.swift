@@ -552,21 +552,13 @@ struct RouteTests {
         "a pushed backup is written, flushed and checked on the store's pool, not on the threads every request is answered on"
     )
     func pushedBackupWaitsForThePool() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "guestmode-shelf-\(UUID().uuidString)")
+        let (server, folder, user, token, archive) = try await Self.shelfServer()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try await RouteTester(profile: "habits") {
-            $0.backupsDirectory = folder.path
-            $0.backupKey = BackupKey.generate()
-        }
-        let (user, token) = try await server.signIn()
-        let archive = try await server.request(.get, "/v1/users/\(user)/backup", token: token)
-        try #require(archive.status == 200, "\(archive.body)")
         let (held, release) = await Self.holdPoolThreads(of: server, waitingAtMost: .seconds(3600))
         let answered = Atomic<Bool>(false)
         let push = Task {
             defer { answered.store(true, ordering: .sequentiallyConsistent) }
-            return try await server.request(.put, "/v1/users/\(user)/backups/up", token: token, bytes: archive.bytes)
+            return try await server.request(.put, "/v1/users/\(user)/backups/up", token: token, bytes: archive)
         }
         // Ample time for an upload of a few kilobytes that does not wait for the pool.
         try await Task.sleep(for: .milliseconds(500))
@@ -579,29 +571,18 @@ struct RouteTests {
         let refused = try await server.request(
             .put, "/v1/users/\(user)/backups/junk", token: token, bytes: Array(repeating: 0x2a, count: 4096))
         #expect(refused.status >= 400 && refused.status < 500, "\(refused.status) \(refused.body)")
-        let incoming = try FileManager.default.contentsOfDirectory(
-            atPath: folder.appendingPathComponent(GuestMode.fileName(for: user)).appendingPathComponent("incoming").path
-        )
+        let incoming = try FileManager.default.contentsOfDirectory(atPath: Self.incoming(of: user, in: folder).path)
         #expect(incoming == ["up"])
     }
 
     @Test("the pushed-backup routes wait for a pool thread no longer than an engine call may (--store-wait): 503")
     func pushedBackupRoutesWaitAtMostTheStoreWait() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "guestmode-shelf-\(UUID().uuidString)")
+        let (server, folder, user, token, archive) = try await Self.shelfServer { $0.storeWait = .milliseconds(200) }
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try await RouteTester(profile: "habits") {
-            $0.backupsDirectory = folder.path
-            $0.backupKey = BackupKey.generate()
-            $0.storeWait = .milliseconds(200)
-        }
-        let (user, token) = try await server.signIn()
-        let archive = try await server.request(.get, "/v1/users/\(user)/backup", token: token)
-        try #require(archive.status == 200, "\(archive.body)")
         let (held, release) = await Self.holdPoolThreads(of: server, waitingAtMost: .seconds(3600))
         let calls: [(HTTPRequest.Method, String, [UInt8]?)] = [
             (.get, "/v1/users/\(user)/backups", nil),
-            (.put, "/v1/users/\(user)/backups/up", archive.bytes),
+            (.put, "/v1/users/\(user)/backups/up", archive),
             (.get, "/v1/users/\(user)/backups/latest", nil),
             (.delete, "/v1/users/\(user)", nil),
         ]
@@ -623,24 +604,18 @@ struct RouteTests {
         for _ in held { release.signal() }
         for call in held { try await call.value }
         // Nothing was written, and the user refused deletion is still there with its session.
-        let userFolder = folder.appendingPathComponent(GuestMode.fileName(for: user))
-        #expect(!FileManager.default.fileExists(atPath: userFolder.appendingPathComponent("incoming").path))
+        #expect(!FileManager.default.fileExists(atPath: Self.incoming(of: user, in: folder).path))
         #expect(try await server.request(.get, "/v1/me", token: token).status == 200)
     }
 
     @Test("an archive is answered a chunk at a time: an export and a pull hold one chunk in memory, never the archive")
     func archivesAreAnsweredInChunks() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "guestmode-shelf-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
         let key = BackupKey.generate()
-        let server = try await RouteTester(profile: "habits") {
-            $0.backupsDirectory = folder.appendingPathComponent("shelf").path
+        let (server, folder, user, token, _) = try await Self.shelfServer {
             $0.backupKey = key
             $0.fileChunkSize = 256
         }
-        let (user, token) = try await server.signIn()
+        defer { try? FileManager.default.removeItem(at: folder) }
         #expect(
             try await server.request(
                 .put, "/v1/users/\(user)/records/habits/h1", token: token, body: #"{"name":"Read"}"#
@@ -663,6 +638,31 @@ struct RouteTests {
         #expect(pulled.status == 200 && pulled.bytes == exported.bytes)
         #expect(pulled.headers[.contentLength] == String(exported.bytes.count))
         #expect(pulled.chunkSizes.count > 1 && pulled.chunkSizes.allSatisfy { $0 <= 256 }, "\(pulled.chunkSizes)")
+    }
+
+    /// A server keeping pushed backups under a new temporary folder, which the caller removes; a guest
+    /// signed in; and the guest's archive as `GET /v1/users/{user}/backup` answers it.
+    private static func shelfServer(
+        _ configure: @escaping (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> (server: RouteTester, folder: URL, user: String, token: String, archive: [UInt8]) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "guestmode-shelf-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let server = try await RouteTester(profile: "habits") {
+            $0.backupsDirectory = folder.appendingPathComponent("shelf").path
+            $0.backupKey = BackupKey.generate()
+            configure(&$0)
+        }
+        let (user, token) = try await server.signIn()
+        let archive = try await server.request(.get, "/v1/users/\(user)/backup", token: token)
+        try #require(archive.status == 200, "\(archive.body)")
+        return (server, folder, user, token, archive.bytes)
+    }
+
+    /// Where `shelfServer`'s server keeps the user's uploads.
+    private static func incoming(of user: String, in folder: URL) -> URL {
+        folder.appendingPathComponent("shelf").appendingPathComponent(GuestMode.fileName(for: user))
+            .appendingPathComponent("incoming")
     }
 
     /// A call queued behind held pool threads is answered `pool_exhausted` at its deadline. A call left
