@@ -44,8 +44,7 @@ struct BackupController {
         var headers = HTTPFields()
         headers[.contentType] = "application/zstd"
         headers[.contentDisposition] = "attachment; filename=\"\(userID).tar.zst\""
-        return Response(
-            status: .ok, headers: headers, body: archive.body(services: services, chunkSize: services.fileChunkSize))
+        return Response(status: .ok, headers: headers, body: archive.body(on: services))
     }
 
     /// An archive in the body (within the body cap); `?on_conflict=fail|skip|replace` (default fail).
@@ -136,8 +135,7 @@ struct BackupController {
         }
         var headers = HTTPFields()
         headers[.contentType] = "application/octet-stream"
-        return Response(
-            status: .ok, headers: headers, body: archive.body(services: services, chunkSize: services.fileChunkSize))
+        return Response(status: .ok, headers: headers, body: archive.body(on: services))
     }
 
     /// The shelf the pushed routes were added for.

@@ -32,12 +32,13 @@ final class OpenedFile: Sendable {
 
     deinit { close(descriptor) }
 
-    /// The file's bytes as a body of `size` bytes, read `chunkSize` at a
-    /// time on `services`' pool. A file that ends early (cut short while
+    /// The file's bytes as a body of `size` bytes, read `fileChunkSize` at
+    /// a time on `services`' pool. A file that ends early (cut short while
     /// answered) fails the body, so the client sees a short answer, never
     /// bytes that were not the file's.
-    func body(services: Services, chunkSize: Int) -> ResponseBody {
-        ResponseBody(contentLength: size) { writer in
+    func body(on services: Services) -> ResponseBody {
+        let chunkSize = services.fileChunkSize
+        return ResponseBody(contentLength: size) { writer in
             var offset = 0
             while offset < self.size {
                 let length = min(chunkSize, self.size - offset)
