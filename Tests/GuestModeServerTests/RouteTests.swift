@@ -686,29 +686,38 @@ struct RouteTests {
     }
 
     /// Two calls holding the server's two pool threads until `release` is signalled once for each; returns
-    /// once both run.
+    /// once both run. A call refused at its deadline before a thread took it (a short `wait` on a loaded
+    /// machine) is replaced by another, instead of being waited for forever.
     private static func holdPoolThreads(
         of server: RouteTester, waitingAtMost wait: Duration
     ) async -> (held: [Task<Void, any Error>], release: DispatchSemaphore) {
-        let started = DispatchSemaphore(value: 0)
+        let settled = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        let held = (0..<2).map { _ in
-            Task {
-                try await server.services.perform(waitingAtMost: wait) { _, _ in
-                    started.signal()
-                    release.wait()
+        let ran = DispatchSemaphore(value: 0)
+        var held: [Task<Void, any Error>] = []
+        for _ in 0..<1000 where held.count < 2 {
+            let call = Task {
+                do {
+                    try await server.services.perform(waitingAtMost: wait) { _, _ in
+                        ran.signal()
+                        settled.signal()
+                        release.wait()
+                    }
+                } catch {
+                    settled.signal()
+                    throw error
                 }
             }
-        }
-        // Waited for on threads of their own: a blocked cooperative thread could starve the tasks that submit.
-        for _ in held {
+            // Waited for on a thread of its own: a blocked cooperative thread could starve the task that submits.
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 Thread.detachNewThread {
-                    started.wait()
+                    settled.wait()
                     done.resume()
                 }
             }
+            if ran.wait(timeout: .now()) == .success { held.append(call) }
         }
+        #expect(held.count == 2, "the pool's two threads could not be held")
         return (held, release)
     }
 }
