@@ -7,11 +7,16 @@ final class Server: @unchecked Sendable {
     let process: ChildProcess
     let address: String
     private let errors: FileHandle
+    /// The folder holding the server's store and log, kept as long as the server: a test that drops its
+    /// sandbox would otherwise remove the store under the running server, whose next new connection then
+    /// fails (`cannot_open_store`).
+    private let sandbox: Sandbox
 
-    private init(process: ChildProcess, address: String, errors: FileHandle) {
+    private init(process: ChildProcess, address: String, errors: FileHandle, sandbox: Sandbox) {
         self.process = process
         self.address = address
         self.errors = errors
+        self.sandbox = sandbox
     }
 
     deinit {
@@ -45,7 +50,7 @@ final class Server: @unchecked Sendable {
             ? (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])?["listening"] ?? ""
             : String(line.replacingOccurrences(of: "listening on http://", with: ""))
         #expect(address.hasPrefix("127.0.0.1:"), "the startup line was '\(line)'")
-        return Server(process: process, address: address, errors: errors)
+        return Server(process: process, address: address, errors: errors, sandbox: sandbox)
     }
 
     /// SIGTERM, then the exit status. Every answer the server gave was checked against its OpenAPI
