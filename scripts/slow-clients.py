@@ -11,10 +11,12 @@ ever spoken to.
 Each connection is {"source": "127.0.0.1", "delay": SECONDS, "steps": [...], "timeout": SECONDS}: it opens
 after `delay` (default 0), then the steps, in order, are
 {"send": TEXT} (written at once), {"trickle": TEXT, "every": SECONDS} (one byte at a time, stopping as
-soon as the server answers or closes) and {"wait": SECONDS}; then the answer is read until the server
-closes or `timeout` passes. Its result is {"status", "body", "closed", "seconds"}: the first answer's
-status (0 for none) and body, whether the server closed the connection, and the seconds from the
-first byte sent to the close (or to the timeout).
+soon as the server answers or closes), {"wait": SECONDS} (reading what comes) and {"stall": SECONDS}
+(reading nothing, so the server's writes back up); then the answer is read until the server closes
+or `timeout` passes. "receive_buffer": BYTES makes the socket's receive buffer that small. Its result
+is {"status", "body", "closed", "seconds", "received"}: the first answer's status (0 for none) and
+body (its first 4096 bytes), whether the server closed the connection, the seconds from the first
+byte sent to the close (or to the timeout), and how many bytes came in all, head included.
 
 The flood is {"slow": {"source", "count", "head", "every"}, "probe": {"source", "requests": [TEXT...]},
 "seconds": S, "head_start": H, "control": C}: `count` connections from `slow.source` each send `head`,
@@ -34,12 +36,15 @@ import time
 ALLOWED = {"127.0.0.1", "127.0.0.2"}
 
 
-def connect(address, source, timeout=5):
+def connect(address, source, timeout=5, receive_buffer=None):
     host, port = address
     if host not in ALLOWED or source not in ALLOWED:
         raise SystemExit("slow-clients.py speaks only to 127.0.0.1 and 127.0.0.2")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if receive_buffer:
+        # Before connecting: the window offered to the server is fixed at the handshake.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
     sock.bind((source, 0))
     sock.settimeout(timeout)
     sock.connect((host, port))
@@ -64,17 +69,18 @@ def parse(raw):
 
 
 def run_connection(address, plan):
-    result = {"status": 0, "body": "", "closed": False, "seconds": 0.0}
+    result = {"status": 0, "body": "", "closed": False, "seconds": 0.0, "received": 0}
     # A later connection opens after "delay" seconds: the server counts connections as they open.
     time.sleep(min(plan.get("delay", 0), 60))
     deadline = time.monotonic() + min(plan.get("timeout", 10), 60)
     try:
-        sock = connect(address, plan.get("source", "127.0.0.1"))
+        sock = connect(address, plan.get("source", "127.0.0.1"), receive_buffer=plan.get("receive_buffer"))
     except OSError:
         result["closed"] = True
         return result
     started = time.monotonic()
-    received = b""
+    # A bytearray: an answer of many megabytes is appended to in place, not copied each time.
+    received = bytearray()
     closed = False
 
     def poll(wait):
@@ -108,6 +114,8 @@ def run_connection(address, plan):
                 end = min(deadline, time.monotonic() + step["wait"])
                 while not closed and time.monotonic() < end:
                     poll(end - time.monotonic())
+            elif "stall" in step:
+                time.sleep(max(0, min(deadline, time.monotonic() + step["stall"]) - time.monotonic()))
         while not closed and time.monotonic() < deadline:
             poll(deadline - time.monotonic())
     except OSError:
@@ -116,7 +124,9 @@ def run_connection(address, plan):
         sock.close()
     result["closed"] = closed
     result["seconds"] = round(time.monotonic() - started, 3)
-    result["status"], result["body"] = parse(received)
+    result["received"] = len(received)
+    result["status"], result["body"] = parse(bytes(received[:65536]))
+    result["body"] = result["body"][:4096]
     return result
 
 

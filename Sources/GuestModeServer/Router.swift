@@ -39,7 +39,7 @@ extension GuestModeServer {
         router.addRoutes(ExperimentController(services: services).endpoints, atPath: "/v1/users/:user/experiments")
         router.addRoutes(ReportController(services: services).endpoints, atPath: "/v1/reports")
         router.addRoutes(BulkController(services: services).endpoints, atPath: "/v1")
-        router.addRoutes(BackupController(services: services).endpoints, atPath: "/v1")
+        router.addRoutes(BackupController(services: services, accessLogger: accessLogger).endpoints, atPath: "/v1")
         router.addRoutes(RevenueCatController(services: services).endpoints, atPath: "/v1/integrations")
         return router
     }

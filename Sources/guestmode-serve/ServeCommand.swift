@@ -56,7 +56,8 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Seconds a connection may stay silent before the server closes it (default: 30).", valueName: "seconds"))
+            "Seconds a connection may stay silent, or leave an archive sent to it untaken, before the server closes it (default: 30).",
+            valueName: "seconds"))
     var idleTimeout = 30
 
     @Option(

@@ -161,6 +161,49 @@ struct ServerSlowClientTests {
             "\(access)")
     }
 
+    /// An archive is answered a chunk at a time, each write waiting for the client to take the one
+    /// before, and Hummingbird's idle timeout is off while an answer is in progress: a client that
+    /// stopped reading held a request's slot, a descriptor and a chunk for as long as it stayed
+    /// connected. Now a write the client has not taken within --idle-timeout closes the connection.
+    @Test("a client that stops reading an archive is cut off after --idle-timeout, short of the archive")
+    func stalledArchiveReader() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let server = try await Server.start(in: sandbox, options: ["--backups-dir", "pushed", "--idle-timeout", "1"])
+        let (guest, token) = try await server.signIn()
+        // A kept archive is answered as it is kept, so its bytes do not matter here, only that it is
+        // far larger than the two sockets' buffers: the server's writes back up.
+        let size = 64 << 20
+        let folder = sandbox.path("pushed/\(guest)")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: "\(folder)/0000000001-large.gmbackup", contents: nil))
+        let file = try #require(FileHandle(forWritingAtPath: "\(folder)/0000000001-large.gmbackup"))
+        try file.truncate(atOffset: UInt64(size))
+        try file.close()
+        let pull =
+            "GET /v1/users/\(guest)/backups/latest HTTP/1.1\r\nHost: guestmode\r\nAuthorization: Bearer \(token)\r\n\r\n"
+        let result = try await Self.clients(
+            in: sandbox,
+            [
+                "address": server.address,
+                "connections": [
+                    ["timeout": 30, "receive_buffer": 65536, "steps": [["send": pull], ["stall": 5]]]
+                ],
+            ])
+        let connection = try #require((result["connections"] as? [[String: Any]])?.first)
+        #expect(connection["status"] as? Int == 200, "\(connection)")
+        #expect(connection["closed"] as? Bool == true, "\(connection)")
+        // Read in full once the client read again, the archive was waited for while it did not.
+        let received = try #require(connection["received"] as? Int)
+        #expect(received < size, "the whole archive came after a 5-second stall: \(connection)")
+        #expect(try await server.stop() == 0)
+        let access = try Self.accessLines(sandbox)
+        let pulled = try #require(access.first { $0["route"] as? String == "/v1/users/{user}/backups/{name}" })
+        #expect(pulled["status"] as? Int == 200 && pulled["bytes"] as? Int == size, "\(pulled)")
+        let cut = try #require(access.first { $0["message"] as? String == "answer cut short" }, "\(access)")
+        #expect(cut["request_id"] as? String == pulled["request_id"] as? String, "\(cut)")
+        #expect((cut["bytes_written"] as? Int ?? size) < size, "\(cut)")
+    }
+
     /// Transfer codings the server cannot read, chunks it cannot parse, HTTP/1.0 bodies without a
     /// length: each is answered with its own status and the error document, before anything is done.
     @Test("HTTP edges: transfer codings, malformed chunks, HTTP/1.0 bodies and connections")

@@ -3,12 +3,15 @@ import GuestModeArchive
 import GuestModeKit
 import HTTPTypes
 import Hummingbird
+import Logging
 
 /// `backup export USER` (`/v1/users/{user}/backup`), `backup import`
 /// (`/v1/backup`), and, with `--backups-dir`, the pushed backups
 /// (`/v1/users/{user}/backups/{name}`).
 struct BackupController {
     let services: Services
+    /// Where an archive's answer cut short is logged, beside the request's access line.
+    let accessLogger: Logger
 
     var endpoints: RouteCollection<ServerContext> {
         let routes = RouteCollection(context: ServerContext.self)
@@ -44,7 +47,9 @@ struct BackupController {
         var headers = HTTPFields()
         headers[.contentType] = "application/zstd"
         headers[.contentDisposition] = "attachment; filename=\"\(userID).tar.zst\""
-        return Response(status: .ok, headers: headers, body: archive.body(on: services))
+        return Response(
+            status: .ok, headers: headers,
+            body: archive.body(on: services, context: context, accessLogger: accessLogger))
     }
 
     /// An archive in the body (within the body cap); `?on_conflict=fail|skip|replace` (default fail).
@@ -135,7 +140,9 @@ struct BackupController {
         }
         var headers = HTTPFields()
         headers[.contentType] = "application/octet-stream"
-        return Response(status: .ok, headers: headers, body: archive.body(on: services))
+        return Response(
+            status: .ok, headers: headers,
+            body: archive.body(on: services, context: context, accessLogger: accessLogger))
     }
 
     /// The shelf the pushed routes were added for.

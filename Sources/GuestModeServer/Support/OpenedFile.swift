@@ -1,7 +1,9 @@
 import Foundation
 import GuestModeKit
 import Hummingbird
+import Logging
 import NIOCore
+import Synchronization
 
 /// A file answered as a response body a chunk at a time, each chunk read on
 /// the services' pool: an archive of any size (a pushed one may be 256 MiB)
@@ -36,18 +38,50 @@ final class OpenedFile: Sendable {
     /// a time on `services`' pool. A file that ends early (cut short while
     /// answered) fails the body, so the client sees a short answer, never
     /// bytes that were not the file's.
-    func body(on services: Services) -> ResponseBody {
+    ///
+    /// Each write waits for the client to take the bytes before it, and a
+    /// client may stop reading: Hummingbird's idle timeout is off while an
+    /// answer is in progress. So each write has the services' idle timeout
+    /// (`--idle-timeout`), past which `connection` is closed, and with it
+    /// the request's slot and the file. That cut gets an access line of its
+    /// own, under the request's id: the request's was written with its 200.
+    func body(on services: Services, context: ServerContext, accessLogger: Logger) -> ResponseBody {
+        let connection = context.channel
+        let requestID = context.id
+        let route = ObservabilityMiddleware.route(of: context)
         let chunkSize = services.fileChunkSize
+        let timeout = TimeAmount(services.idleTimeout)
         return ResponseBody(contentLength: size) { writer in
+            let stalled = StallFlag()
             var offset = 0
+            func bounded(_ write: () async throws -> Void) async throws {
+                let deadline = connection.eventLoop.scheduleTask(in: timeout) {
+                    stalled.value.store(true, ordering: .relaxed)
+                    connection.close(promise: nil)
+                }
+                defer { deadline.cancel() }
+                do {
+                    try await write()
+                } catch  where stalled.value.load(ordering: .relaxed) {
+                    let reason = "the client took nothing of the answer for \(services.idleTimeout): connection closed"
+                    accessLogger.info(
+                        "answer cut short",
+                        metadata: [
+                            "request_id": .string(requestID), "route": .string(route),
+                            "bytes_written": .stringConvertible(offset), "bytes": .stringConvertible(self.size),
+                            "error": .string(reason),
+                        ])
+                    throw GuestModeError(.requestTimeout, reason)
+                }
+            }
             while offset < self.size {
                 let length = min(chunkSize, self.size - offset)
                 let start = offset
                 let chunk = try await services.perform { _, _ in try self.read(length, at: start) }
                 offset += chunk.readableBytes
-                try await writer.write(chunk)
+                try await bounded { try await writer.write(chunk) }
             }
-            try await writer.finish(nil)
+            try await bounded { try await writer.finish(nil) }
         }
     }
 
@@ -67,4 +101,10 @@ final class OpenedFile: Sendable {
         }
         return buffer
     }
+}
+
+/// Set on the event loop when a write's deadline closed the connection, read by the task whose write
+/// then failed: a failure of its own making, not the client's going away.
+private final class StallFlag: Sendable {
+    let value = Atomic<Bool>(false)
 }

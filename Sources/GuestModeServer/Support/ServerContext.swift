@@ -7,12 +7,15 @@ import NIOCore
 struct ServerContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: SocketAddress?
+    /// The connection the request came on: an answer that waits too long on its client closes it.
+    let channel: any Channel
     /// `--body-limit`'s bytes, set by `BodyLimitMiddleware` before any route runs.
     var maxUploadSize = 1 << 20
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        channel = source.channel
     }
 
     var requestDecoder: StrictRequestDecoder { StrictRequestDecoder() }

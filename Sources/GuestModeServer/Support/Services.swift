@@ -30,6 +30,8 @@ final class Services: Sendable {
     let threads: Int
     /// How many bytes of a file an answer reads and sends at a time (`OpenedFile`).
     let fileChunkSize: Int
+    /// How long one write of an answer may wait for the client to take it (`--idle-timeout`).
+    let idleTimeout: Duration
     /// The calls waiting for a pool thread and running on one, as `isSaturated` reads them.
     private let load = PoolLoad()
     /// The deadlines of the calls not yet answered.
@@ -59,6 +61,7 @@ final class Services: Sendable {
         metrics = ServerMetrics(threads: configuration.threads)
         threads = max(1, configuration.threads)
         fileChunkSize = max(1, configuration.fileChunkSize)
+        idleTimeout = configuration.idleTimeout
         metricsExposition = configuration.metricsExposition
         revenueCat = configuration.revenueCat
         appStore = configuration.appStore
