@@ -15,7 +15,7 @@ extension GuestModeServer {
     {
         let router = Router(context: ServerContext.self)
         router.add(middleware: ObservabilityMiddleware(services: services, logger: accessLogger))
-        router.add(middleware: BodyLimitMiddleware(limit: configuration.bodyLimit))
+        router.add(middleware: BodyLimitMiddleware(limit: configuration.bodyLimit, budget: services.bodyBudget))
         if configuration.requestsPerAddress > 0 {
             router.add(
                 middleware: AddressInFlightLimitMiddleware(limit: configuration.requestsPerAddress, services: services))

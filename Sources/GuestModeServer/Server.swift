@@ -21,6 +21,9 @@ package struct ServerConfiguration: Sendable {
     package var maximumRequests = 512
     /// The largest request body, in bytes (1 MiB: the command line's longest input line).
     package var bodyLimit = 1 << 20
+    /// The bytes of request bodies held at once, every request's together; a request whose body
+    /// would pass it is 503 `server_busy` before it is read. At least `bodyLimit`.
+    package var bodyMemory = 32 << 20
     /// How long an access token lives.
     package var accessTokenLifetime: TimeInterval = 3600
     /// Opens the store's signing keys (the deployment key derives it); the server makes the store's

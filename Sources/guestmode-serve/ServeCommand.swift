@@ -56,6 +56,12 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Bytes of request bodies held at once, every request's together, from 1048576 (one largest body) up; a request whose body would pass it is 503 server_busy before its body is read (default: 33554432, 32 MiB).",
+            valueName: "bytes"))
+    var bodyMemory = 32 << 20
+
+    @Option(
+        help: ArgumentHelp(
             "Seconds a connection may stay silent, or leave an archive sent to it untaken, before the server closes it (default: 30).",
             valueName: "seconds"))
     var idleTimeout = 30
@@ -164,6 +170,7 @@ struct ServeCommand: ParsableCommand {
         guard (0...3600).contains(storeWait) else {
             throw ValidationError("--store-wait must be from 0 to 3600 seconds, not \(storeWait)")
         }
+        try requireInRange(bodyMemory, 1 << 20...1 << 40, "--body-memory")
         try requireInRange(idleTimeout, 1...3600, "--idle-timeout")
         try requireInRange(headTimeout, 1...3600, "--head-timeout")
         try requireInRange(bodyTimeout, 1...86400, "--body-timeout")
@@ -241,6 +248,7 @@ struct ServeCommand: ParsableCommand {
         configuration.storeWait = wait
         configuration.idleTimeout = .seconds(idleTimeout)
         configuration.maximumRequests = maxRequests
+        configuration.bodyMemory = bodyMemory
         configuration.headTimeout = .seconds(headTimeout)
         configuration.bodyTimeout = .seconds(bodyTimeout)
         configuration.minimumBodyRate = minBodyRate

@@ -161,6 +161,46 @@ struct ServerSlowClientTests {
             "\(access)")
     }
 
+    /// Bodies are held whole until their route answers, and may come slowly: slow clients of a few
+    /// addresses could hold --max-requests bodies of 1 MiB at once (512 MiB), anonymously through the
+    /// refresh route, which reads its body before any credential. --body-memory bounds them together.
+    @Test("past --body-memory a body is 503 server_busy before it is read; a bad --body-memory is exit 64")
+    func bodyMemory() async throws {
+        let sandbox = try await Sandbox.withStore("voice")
+        let small = try await sandbox.run("serve", "--body-memory", "1048575")
+        #expect(small.status == 64, "\(small.stderr)")
+        #expect(small.stderr.contains("--body-memory must be between 1048576"), "\(small.stderr)")
+        let server = try await Server.start(
+            in: sandbox, options: ["--body-memory", "1048576", "--min-body-rate", "0", "--body-timeout", "8"])
+        let refresh = "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nContent-Type: application/json\r\n"
+        let result = try await Self.clients(
+            in: sandbox,
+            [
+                "address": server.address,
+                "connections": [
+                    // Declared at a megabyte, one byte sent: the bytes are held from the head on.
+                    ["timeout": 5, "steps": [["send": refresh + "Content-Length: 1000000\r\n\r\n{"], ["wait": 5]]],
+                    [
+                        "source": "127.0.0.2", "delay": 1.5, "timeout": 3,
+                        "steps": [["send": refresh + "Content-Length: 100000\r\n\r\n"]],
+                    ],
+                    ["delay": 1.5, "timeout": 3, "steps": [["send": refresh + "Content-Length: 2\r\n\r\n{}"]]],
+                ],
+            ])
+        let connections = try #require(result["connections"] as? [[String: Any]])
+        #expect(connections.count == 3)
+        #expect(connections[1]["status"] as? Int == 503, "another address past the bound: \(connections[1])")
+        #expect(Self.errorCode(connections[1]) == "server_busy", "\(connections[1])")
+        #expect(connections[1]["closed"] as? Bool == true, "its body was not waited for: \(connections[1])")
+        // What fits is read and answered as ever: a refresh without its token.
+        #expect(connections[2]["status"] as? Int == 400, "\(connections[2])")
+        #expect(try await server.stop() == 0)
+        let access = try Self.accessLines(sandbox)
+        #expect(!access.contains { $0["status"] as? Int == 500 }, "\(access)")
+        let busy = try #require(access.first { $0["status"] as? Int == 503 }, "\(access)")
+        #expect((busy["error"] as? String)?.contains("--body-memory") == true, "\(busy)")
+    }
+
     /// An archive is answered a chunk at a time, each write waiting for the client to take the one
     /// before, and Hummingbird's idle timeout is off while an answer is in progress: a client that
     /// stopped reading held a request's slot, a descriptor and a chunk for as long as it stayed

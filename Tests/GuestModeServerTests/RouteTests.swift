@@ -640,6 +640,61 @@ struct RouteTests {
         #expect(pulled.chunkSizes.count > 1 && pulled.chunkSizes.allSatisfy { $0 <= 256 }, "\(pulled.chunkSizes)")
     }
 
+    /// A body is read whole before its route decodes it, and one may come slowly: without a bound on
+    /// every request's bodies together, `--max-requests` of them at the body cap (512 MiB) could be held
+    /// at once by slow clients of a few addresses.
+    @Test("bodies together past --body-memory: 503 server_busy before the body is read; given back once answered")
+    func bodyMemory() async throws {
+        let server = try await RouteTester(profile: "habits") { $0.bodyMemory = 1 << 20 }
+        let budget = server.services.bodyBudget
+        let (user, token) = try await server.signIn()
+        let path = "/v1/users/\(user)/events"
+        let event = #"{"action":"app_opened"}"#
+        let padded = event + String(repeating: " ", count: 600_000 - event.utf8.count)
+        // A body declared at 600,000 bytes that has not come yet holds them all from the start.
+        let (slowBody, slowSource) = RequestBody.makeStream()
+        let slow = Task {
+            try await server.request(
+                .post, path, token: token, streamedBody: slowBody, headers: [.contentLength: "600000"])
+        }
+        try await Self.waitFor("the slow body's bytes taken") { budget.bytesHeld == 600_000 }
+        let refused = try await server.request(.post, path, token: token, body: padded)
+        #expect(refused.status == 503 && refused.errorCode == "server_busy", "\(refused.body)")
+        #expect(refused.headers[.retryAfter] == "1")
+        // A chunked body is counted as it comes: refused at the piece that would pass the bound.
+        let (chunked, chunkedSource) = RequestBody.makeStream()
+        let feeding = Task {
+            for _ in 0..<10 { await chunkedSource.yield(ByteBuffer(repeating: UInt8(ascii: " "), count: 100_000)) }
+            chunkedSource.finish()
+        }
+        let cut = try await server.request(.post, path, token: token, streamedBody: chunked)
+        feeding.cancel()
+        #expect(cut.status == 503 && cut.errorCode == "server_busy", "\(cut.body)")
+        // What fits is answered as ever, and gives its bytes back.
+        let small = try await server.request(.post, path, token: token, body: event)
+        #expect(small.status == 200, "\(small.body)")
+        #expect(budget.bytesHeld == 600_000)
+        await slowSource.yield(ByteBuffer(string: padded))
+        slowSource.finish()
+        let answered = try await slow.value
+        #expect(answered.status == 200, "\(answered.body)")
+        #expect(budget.bytesHeld == 0)
+        let again = try await server.request(.post, path, token: token, body: padded)
+        #expect(again.status == 200, "\(again.body)")
+        #expect(budget.bytesHeld == 0)
+        let counted = try await server.request(.get, "/v1/users/\(user)/counters", token: token)
+        #expect((counted.object["counters"] as? [String: Any])?["app_opened"] as? Int == 3, "\(counted.body)")
+    }
+
+    /// Polls `condition` every 10 ms for at most 30 s; fails the test if it never holds.
+    private static func waitFor(_ what: String, _ condition: () -> Bool) async throws {
+        for _ in 0..<3000 {
+            if condition() { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        Issue.record("\(what): not within 30 s")
+    }
+
     /// A server keeping pushed backups under a new temporary folder, which the caller removes; a guest
     /// signed in; and the guest's archive as `GET /v1/users/{user}/backup` answers it.
     private static func shelfServer(

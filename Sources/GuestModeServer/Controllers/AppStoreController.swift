@@ -33,7 +33,7 @@ struct AppStoreController {
     @Sendable func receive(_ request: Request, context: ServerContext) async throws -> Response {
         guard let verifier = services.appStore else { throw Self.notConfigured }
         let bytes = try await RequestInput.body(
-            of: request, limit: min(context.maxUploadSize, 3 * PurchaseController.bodyLimit))
+            of: request, context: context, limit: min(context.maxUploadSize, 3 * PurchaseController.bodyLimit))
         let body = try StrictRequestDecoder.decode(NotificationBody.self, from: bytes)
         let notification = try await verifier.notification(body.signedPayload)
         let outcome: String

@@ -56,7 +56,7 @@ struct BackupController {
     /// Only an archive this deployment signed brings plans, usage and identities.
     @Sendable func importArchive(_ request: Request, context: ServerContext) async throws -> Response {
         try await services.caller(of: request).requireKey(.admin)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let policyText = try RequestInput.query("on_conflict", of: request) ?? ConflictPolicy.fail.rawValue
         guard let policy = ConflictPolicy(rawValue: policyText) else {
             let known = ConflictPolicy.allCases.map(\.rawValue).joined(separator: ", ")
@@ -105,7 +105,7 @@ struct BackupController {
     @Sendable func keepSnapshot(_ request: Request, context: ServerContext) async throws -> Response {
         let shelf = try shelf()
         let (_, userID) = try await services.user(of: request, context: context)
-        guard try await RequestInput.body(of: request, limit: context.maxUploadSize).isEmpty else {
+        guard try await RequestInput.body(of: request, context: context).isEmpty else {
             throw GuestModeError(.usage, "POST /v1/users/{user}/backups takes no body")
         }
         let idempotencyKey = try RequestInput.idempotencyKey(of: request)

@@ -19,7 +19,7 @@ struct BulkController {
     /// applies the valid lines of a log with invalid ones.
     @Sendable func events(_ request: Request, context: ServerContext) async throws -> Response {
         try await services.caller(of: request).requireKey(.admin)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let createUsers = try RequestInput.query("create_users", of: request) == "true"
         let skipInvalid = try RequestInput.query("skip_invalid", of: request) == "true"
         return try await services.perform { engine, now in
@@ -41,7 +41,7 @@ struct BulkController {
     /// `record put --from`: `?on_conflict=replace|skip|fail` (default replace).
     @Sendable func records(_ request: Request, context: ServerContext) async throws -> Response {
         try await services.caller(of: request).requireKey(.admin)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let policyText = try RequestInput.query("on_conflict", of: request) ?? RecordConflictPolicy.replace.rawValue
         guard let policy = RecordConflictPolicy(rawValue: policyText) else {
             let known = RecordConflictPolicy.allCases.map(\.rawValue).joined(separator: ", ")

@@ -23,7 +23,7 @@ struct EventController {
     /// Without "id" the Idempotency-Key names the event, so a retried report counts once.
     @Sendable func track(_ request: Request, context: ServerContext) async throws -> Response {
         let (caller, userID) = try await services.user(of: request, context: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = try StrictRequestDecoder.decode(TrackBody.self, from: bytes)
         if let count = body.count, !(1...1_000_000_000).contains(count) {
             throw GuestModeError(.invalidEvent, "'count' must be a whole number from 1 to 1000000000, not \(count)")

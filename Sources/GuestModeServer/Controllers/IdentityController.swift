@@ -56,7 +56,7 @@ struct IdentityController {
     @Sendable func link(_ request: Request, context: ServerContext) async throws -> Response {
         let caller = try await services.caller(of: request)
         let userID = try RequestInput.segment("user", of: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = try StrictRequestDecoder.decode(IdentityBody.self, from: bytes)
         let (subject, email) = try await body.identity(
             services: services, forToken: { try caller.requireAccess(to: userID) },

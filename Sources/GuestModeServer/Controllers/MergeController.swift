@@ -53,7 +53,7 @@ struct MergeController {
 
     @Sendable func merge(_ request: Request, context: ServerContext) async throws -> Response {
         let (caller, account) = try await services.user(of: request, context: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = try StrictRequestDecoder.decode(MergeBody.self, from: bytes)
         guard let policy = MergePolicy(rawValue: body.policy) else {
             let known = MergePolicy.allCases.map(\.rawValue).joined(separator: ", ")
@@ -78,7 +78,7 @@ struct MergeController {
     /// which `resume` continues from its first unfinished step).
     @Sendable func migrate(_ request: Request, context: ServerContext) async throws -> Response {
         let (caller, account) = try await services.user(of: request, context: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = try StrictRequestDecoder.decode(MigrationBody.self, from: bytes)
         let dryRun = body.dryRun ?? false
         let resume = body.resume ?? false
@@ -125,7 +125,7 @@ struct MergeController {
         guard let id = Int64(idText), id > 0, String(id) == idText else {
             throw GuestModeError(.usage, "the conflict id is a positive whole number, as the conflict list gives it")
         }
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = bytes.isEmpty ? RestoreBody() : try StrictRequestDecoder.decode(RestoreBody.self, from: bytes)
         return try await services.idempotent(request, principal: caller.principal, body: bytes) { engine, now in
             try Reply.document(engine.restoreConflict(id: id, of: userID, key: body.key, now: now))

@@ -83,7 +83,7 @@ struct MeterController {
     @Sendable func raisingCheck(_ request: Request, context: ServerContext) async throws -> Response {
         let (caller, userID) = try await services.user(of: request, context: context)
         let meter = try RequestInput.segment("meter", of: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = try StrictRequestDecoder.decode(CheckBody.self, from: bytes)
         let query = try RequestInput.query("amount", of: request)
         if query != nil && body.amount != nil {
@@ -105,7 +105,7 @@ struct MeterController {
         }
         let credential = try await services.credential(of: request)
         let input = await Result(awaiting: {
-            let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+            let bytes = try await RequestInput.body(of: request, context: context)
             let body = try StrictRequestDecoder.decode(UseBody.self, from: bytes)
             return UseInput(
                 meter: try RequestInput.segment("meter", of: context), amount: try MeterAmount.parse(body.amount.text),
@@ -145,7 +145,7 @@ struct MeterController {
     private func useOnce(_ request: Request, context: ServerContext) async throws -> Response {
         let (caller, userID) = try await services.user(of: request, context: context)
         let meter = try RequestInput.segment("meter", of: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = try StrictRequestDecoder.decode(UseBody.self, from: bytes)
         let amount = try MeterAmount.parse(body.amount.text)
         let headerKey = try RequestInput.idempotencyKey(of: request)
@@ -175,7 +175,7 @@ struct MeterController {
         try caller.requireKey(.admin)
         let userID = try RequestInput.segment("user", of: context)
         let meter = try RequestInput.segment("meter", of: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = try StrictRequestDecoder.decode(GrantBody.self, from: bytes)
         let amount = try MeterAmount.parse(body.amount.text)
         let (expires, until) = try RequestInput.term(

@@ -36,7 +36,7 @@ struct PlanController {
         let caller = try await services.caller(of: request)
         try caller.requireKey(.admin)
         let userID = try RequestInput.segment("user", of: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = try StrictRequestDecoder.decode(GrantBody.self, from: bytes)
         let (trial, until) = try RequestInput.term(
             span: body.trial, named: "trial", example: "P7D, 24h", until: body.until)

@@ -43,7 +43,7 @@ struct PromptController {
 
     @Sendable func record(_ request: Request, context: ServerContext) async throws -> Response {
         let (caller, userID) = try await services.user(of: request, context: context)
-        let bytes = try await RequestInput.body(of: request, limit: context.maxUploadSize)
+        let bytes = try await RequestInput.body(of: request, context: context)
         let body = try StrictRequestDecoder.decode(RecordBody.self, from: bytes)
         guard let outcome = PromptOutcome(rawValue: body.outcome) else {
             let known = PromptOutcome.allCases.map(\.rawValue).joined(separator: ", ")

@@ -28,7 +28,8 @@ struct PurchaseController {
     @Sendable func record(_ request: Request, context: ServerContext) async throws -> Response {
         guard let verifier = services.appStore else { throw AppStoreController.notConfigured }
         let (_, userID) = try await services.user(of: request, context: context)
-        let bytes = try await RequestInput.body(of: request, limit: min(context.maxUploadSize, Self.bodyLimit))
+        let bytes = try await RequestInput.body(
+            of: request, context: context, limit: min(context.maxUploadSize, Self.bodyLimit))
         if let unknown = try RequestInput.object(bytes).keys.sorted().first(where: { $0 != "signed_transaction" }) {
             throw GuestModeError(
                 .usage,

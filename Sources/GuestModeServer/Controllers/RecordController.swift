@@ -22,7 +22,7 @@ struct RecordController {
             (
                 collection: try RequestInput.segment("collection", of: context),
                 key: try RequestInput.segment("key", of: context),
-                bytes: try await RequestInput.body(of: request, limit: context.maxUploadSize)
+                bytes: try await RequestInput.body(of: request, context: context)
             )
         })
         let result = try await services.perform(as: credential, context: context, writing: true, input: input) {

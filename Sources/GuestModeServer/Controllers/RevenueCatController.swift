@@ -27,7 +27,7 @@ struct RevenueCatController {
                 .unauthorized, "the Authorization header is not the value set for RevenueCat's webhooks")
         }
         let bytes = try await RequestInput.body(
-            of: request, limit: min(context.maxUploadSize, RevenueCatEvent.maximumSize))
+            of: request, context: context, limit: min(context.maxUploadSize, RevenueCatEvent.maximumSize))
         let event = try RevenueCatEvent(json: bytes)
         let receipt = try await services.perform { engine, now in
             try RevenueCatApplication(engine: engine, acceptsSandbox: settings.acceptsSandbox).apply(event, now: now)

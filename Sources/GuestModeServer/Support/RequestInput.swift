@@ -10,16 +10,35 @@ enum RequestInput {
         GuestModeError(.bodyTooLarge, "the request body is larger than the server accepts")
     }
 
+    /// The body's bytes of a request in `context`, refused past `limit`
+    /// bytes: by its declared length before anything is read, else while
+    /// reading.
+    static func body(of request: Request, context: ServerContext, limit: Int? = nil) async throws -> [UInt8] {
+        try await body(of: request, limit: limit ?? context.maxUploadSize, lease: context.bodyLease)
+    }
+
     /// The body's bytes, refused past `limit` bytes: by its declared length
-    /// before anything is read, else while reading.
-    static func body(of request: Request, limit: Int) async throws -> [UInt8] {
-        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit { throw tooLarge }
-        do {
-            let buffer = try await request.body.collect(upTo: limit)
-            return Array(buffer.readableBytesView)
-        } catch is NIOTooManyBytesError {
-            throw tooLarge
+    /// before anything is read, else while reading. The bytes are taken
+    /// from `lease` before they are held: a declared length all at once,
+    /// before anything is read, a body of unknown length a piece at a time
+    /// as it comes; past `--body-memory` the request is 503 `server_busy`.
+    /// A declared length is read straight into an array of that size, so
+    /// the body takes the memory it counts, not a growing buffer and a copy.
+    static func body(of request: Request, limit: Int, lease: BodyLease?) async throws -> [UInt8] {
+        let declared = request.headers[.contentLength].flatMap { Int($0) }
+        var bytes: [UInt8] = []
+        if let declared {
+            guard declared <= limit else { throw tooLarge }
+            try lease?.take(declared)
+            bytes.reserveCapacity(declared)
         }
+        let bound = declared ?? limit
+        for try await piece in request.body {
+            guard piece.readableBytes <= bound - bytes.count else { throw tooLarge }
+            if declared == nil { try lease?.take(piece.readableBytes) }
+            bytes += piece.readableBytesView
+        }
+        return bytes
     }
 
     /// A JSON object body, parsed by the engine's strict parser; an empty

@@ -32,6 +32,8 @@ final class Services: Sendable {
     let fileChunkSize: Int
     /// How long one write of an answer may wait for the client to take it (`--idle-timeout`).
     let idleTimeout: Duration
+    /// The bytes of request bodies held at once (`--body-memory`).
+    let bodyBudget: BodyBudget
     /// The calls waiting for a pool thread and running on one, as `isSaturated` reads them.
     private let load = PoolLoad()
     /// The deadlines of the calls not yet answered.
@@ -62,6 +64,7 @@ final class Services: Sendable {
         threads = max(1, configuration.threads)
         fileChunkSize = max(1, configuration.fileChunkSize)
         idleTimeout = configuration.idleTimeout
+        bodyBudget = BodyBudget(capacity: max(configuration.bodyMemory, configuration.bodyLimit))
         metricsExposition = configuration.metricsExposition
         revenueCat = configuration.revenueCat
         appStore = configuration.appStore

@@ -13,8 +13,12 @@ import Hummingbird
 /// let body = try await request.decode(as: GuestBody.self, context: context)
 /// ```
 struct StrictRequestDecoder: RequestDecoder {
+    /// What the body takes of `--body-memory`.
+    let lease: BodyLease?
+
     func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
-        try Self.decode(type, from: try await RequestInput.body(of: request, limit: context.maxUploadSize))
+        try Self.decode(
+            type, from: try await RequestInput.body(of: request, limit: context.maxUploadSize, lease: lease))
     }
 
     /// Decodes bytes already read, for the routes that also keep them (an idempotency fingerprint).

@@ -86,11 +86,23 @@ final class RouteTester: Sendable {
         headers: HTTPFields = [:]
     ) async throws -> Reply {
         var fields = headers
-        if let token { fields[.authorization] = "Bearer \(token)" }
         if let bytes { fields[.contentLength] = String(bytes.count) }
+        return try await request(
+            method, path, token: token, streamedBody: RequestBody(buffer: ByteBuffer(bytes: bytes ?? [])),
+            headers: fields)
+    }
+
+    /// One request whose body comes as the test sends it (`RequestBody.makeStream()`), with the
+    /// headers given (a `Content-Length`, or none for a chunked body).
+    func request(
+        _ method: HTTPRequest.Method, _ path: String, token: String? = nil, streamedBody: RequestBody,
+        headers: HTTPFields = [:]
+    ) async throws -> Reply {
+        var fields = headers
+        if let token { fields[.authorization] = "Bearer \(token)" }
         let request = Request(
             head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: path, headerFields: fields),
-            body: RequestBody(buffer: ByteBuffer(bytes: bytes ?? [])))
+            body: streamedBody)
         // Hummingbird reads the request id from the logger's metadata, which a no-op handler drops.
         var logger = Logger(label: "test", factory: { _ in SilentLogHandler() })
         logger[metadataKey: "hb.request.id"] = .string(UUID().uuidString)
