@@ -4,6 +4,8 @@ import GuestModeArchive
 import GuestModeKit
 import HTTPTypes
 import Hummingbird
+import NIOCore
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -638,6 +640,72 @@ struct RouteTests {
         #expect(pulled.status == 200 && pulled.bytes == exported.bytes)
         #expect(pulled.headers[.contentLength] == String(exported.bytes.count))
         #expect(pulled.chunkSizes.count > 1 && pulled.chunkSizes.allSatisfy { $0 <= 256 }, "\(pulled.chunkSizes)")
+    }
+
+    /// An archive's answer waits for its client at each write, and Hummingbird's idle timeout is off while
+    /// an answer is in progress: a client that stopped reading held the request for as long as it stayed
+    /// connected. Each write now has `--idle-timeout`, past which the connection is closed; a client that
+    /// takes every write in time is answered in full however long the whole answer takes.
+    @Test("an archive's writes: each may wait --idle-timeout, the whole answer any time")
+    func archiveWritesWaitAtMostTheIdleTimeout() async throws {
+        let (server, folder, user, token, archive) = try await Self.shelfServer {
+            $0.fileChunkSize = 64
+            $0.idleTimeout = .seconds(1)
+        }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(archive.count > 12 * 64, "an archive of \(archive.count) bytes")
+        // A real connection of its own: the watch's callback runs on its event loop, and closes it.
+        func connection() async throws -> any Channel {
+            try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0)
+                .get()
+        }
+        // Steady: every write taken within a tenth of the timeout, the whole answer well past it.
+        let steady = try await connection()
+        let started = ContinuousClock.now
+        let taken = try await server.respond(.get, "/v1/users/\(user)/backup", token: token, on: steady)
+        let steadyReader = PacedReader(pause: .milliseconds(100), stallAfter: nil, connection: steady)
+        try await taken.body.write(steadyReader)
+        #expect(ContinuousClock.now - started > .seconds(1), "the answer took less than the timeout: no test")
+        #expect(steadyReader.bytes.count == archive.count && steady.isActive)
+        try await steady.close()
+        // Stalled after its first write: the connection is closed, and the answer ends, near the timeout.
+        let stalled = try await connection()
+        let cut = try await server.respond(.get, "/v1/users/\(user)/backup", token: token, on: stalled)
+        let stalledReader = PacedReader(pause: .zero, stallAfter: 1, connection: stalled)
+        let failure = await #expect(throws: GuestModeError.self) { try await cut.body.write(stalledReader) }
+        #expect(failure?.code == .requestTimeout)
+        #expect(!stalled.isActive && stalledReader.bytes.count == 64)
+    }
+
+    /// Takes each write after `pause`; after `stallAfter` writes, takes nothing more and waits, as a real
+    /// connection's write does, until the connection is closed, then fails as such a write fails.
+    private final class PacedReader: ResponseBodyWriter, Sendable {
+        let pause: Duration
+        let stallAfter: Int?
+        let connection: any Channel
+        private let received = Mutex<[UInt8]>([])
+        private let writes = Atomic<Int>(0)
+
+        init(pause: Duration, stallAfter: Int?, connection: any Channel) {
+            self.pause = pause
+            self.stallAfter = stallAfter
+            self.connection = connection
+        }
+
+        var bytes: [UInt8] { received.withLock { $0 } }
+
+        func write(_ buffer: ByteBuffer) async throws {
+            if let stallAfter, writes.add(1, ordering: .relaxed).newValue > stallAfter {
+                // Looked at every 10 ms for at most 30 s, so a watch that never fires fails the test
+                // instead of hanging it (a future's `get()` does not end when its task is cancelled).
+                for _ in 0..<3000 where connection.isActive { try await Task.sleep(for: .milliseconds(10)) }
+                throw ChannelError.ioOnClosedChannel
+            }
+            try await Task.sleep(for: pause)
+            received.withLock { $0 += buffer.readableBytesView }
+        }
+
+        func finish(_ trailingHeaders: HTTPFields?) async throws {}
     }
 
     /// A body is read whole before its route decodes it, and one may come slowly: without a bound on

@@ -34,6 +34,14 @@ final class OpenedFile: Sendable {
 
     deinit { close(descriptor) }
 
+    /// How much of a chunk one write hands the connection. A write waits
+    /// until NIO's buffer for the connection is back under its low mark
+    /// (32 KiB, its high being 64 KiB), so within `--idle-timeout` the
+    /// client must take about this much and 32 KiB more: 96 KiB, a slow
+    /// phone's few seconds, where a whole chunk's 288 KiB would cut off a
+    /// client taking under 10 KB a second at the default 30 seconds.
+    static let writeSize = 64 * 1024
+
     /// The file's bytes as a body of `size` bytes, read `fileChunkSize` at
     /// a time on `services`' pool. A file that ends early (cut short while
     /// answered) fails the body, so the client sees a short answer, never
@@ -41,28 +49,26 @@ final class OpenedFile: Sendable {
     ///
     /// Each write waits for the client to take the bytes before it, and a
     /// client may stop reading: Hummingbird's idle timeout is off while an
-    /// answer is in progress. So each write has the services' idle timeout
-    /// (`--idle-timeout`), past which `connection` is closed, and with it
-    /// the request's slot and the file. That cut gets an access line of its
-    /// own, under the request's id: the request's was written with its 200.
+    /// answer is in progress. So a write may wait at most the services'
+    /// idle timeout (`--idle-timeout`), past which the request's connection
+    /// is closed, and with it the request's slot and the file. That cut gets
+    /// an access line of its own, under the request's id: the request's was
+    /// written with its 200.
     func body(on services: Services, context: ServerContext, accessLogger: Logger) -> ResponseBody {
+        let chunkSize = services.fileChunkSize
         let connection = context.channel
+        let timeout = TimeAmount(services.idleTimeout)
         let requestID = context.id
         let route = ObservabilityMiddleware.route(of: context)
-        let chunkSize = services.fileChunkSize
-        let timeout = TimeAmount(services.idleTimeout)
         return ResponseBody(contentLength: size) { writer in
-            let stalled = StallFlag()
+            let watch = WriteWatch(connection: connection, timeout: timeout)
+            watch.start()
+            defer { watch.stop() }
             var offset = 0
             func bounded(_ write: () async throws -> Void) async throws {
-                let deadline = connection.eventLoop.scheduleTask(in: timeout) {
-                    stalled.value.store(true, ordering: .relaxed)
-                    connection.close(promise: nil)
-                }
-                defer { deadline.cancel() }
                 do {
-                    try await write()
-                } catch  where stalled.value.load(ordering: .relaxed) {
+                    try await watch.during(write)
+                } catch  where watch.stalled {
                     let reason = "the client took nothing of the answer for \(services.idleTimeout): connection closed"
                     accessLogger.info(
                         "answer cut short",
@@ -77,9 +83,13 @@ final class OpenedFile: Sendable {
             while offset < self.size {
                 let length = min(chunkSize, self.size - offset)
                 let start = offset
-                let chunk = try await services.perform { _, _ in try self.read(length, at: start) }
-                offset += chunk.readableBytes
-                try await bounded { try await writer.write(chunk) }
+                var chunk = try await services.perform { _, _ in try self.read(length, at: start) }
+                while let piece = chunk.readSlice(length: min(Self.writeSize, chunk.readableBytes)),
+                    piece.readableBytes > 0
+                {
+                    try await bounded { try await writer.write(piece) }
+                    offset += piece.readableBytes
+                }
             }
             try await bounded { try await writer.finish(nil) }
         }
@@ -103,8 +113,59 @@ final class OpenedFile: Sendable {
     }
 }
 
-/// Set on the event loop when a write's deadline closed the connection, read by the task whose write
-/// then failed: a failure of its own making, not the client's going away.
-private final class StallFlag: Sendable {
-    let value = Atomic<Bool>(false)
+/// Closes a connection whose write has waited its timeout for the client. One callback on the
+/// connection's event loop watches the whole answer, armed again for the deadline of the write in
+/// progress when it finds one still in time; arming and cancelling one for each write would wake the
+/// event loop twice a write.
+private final class WriteWatch: Sendable {
+    private let connection: any Channel
+    private let timeout: TimeAmount
+    /// When the write in progress started, in NIO's uptime nanoseconds; 0 while none is (a chunk being
+    /// read from the file is not the client's to wait for).
+    private let writeStarted = Atomic<UInt64>(0)
+    private let cut = Atomic<Bool>(false)
+    private let callback = Mutex<(scheduled: Scheduled<Void>?, stopped: Bool)>((nil, false))
+
+    init(connection: any Channel, timeout: TimeAmount) {
+        self.connection = connection
+        self.timeout = timeout
+    }
+
+    /// Whether the watch closed the connection: a write that failed then failed for it.
+    var stalled: Bool { cut.load(ordering: .relaxed) }
+
+    func start() { arm(at: .now() + timeout) }
+
+    /// Stops watching; the connection stays as it is.
+    func stop() {
+        callback.withLock { state in
+            state.stopped = true
+            state.scheduled?.cancel()
+            state.scheduled = nil
+        }
+    }
+
+    /// Runs one write under the watch.
+    func during(_ write: () async throws -> Void) async throws {
+        writeStarted.store(NIODeadline.now().uptimeNanoseconds, ordering: .relaxed)
+        defer { writeStarted.store(0, ordering: .relaxed) }
+        try await write()
+    }
+
+    private func arm(at deadline: NIODeadline) {
+        callback.withLock { state in
+            guard !state.stopped else { return }
+            state.scheduled = connection.eventLoop.scheduleTask(deadline: deadline) { self.check() }
+        }
+    }
+
+    private func check() {
+        let started = writeStarted.load(ordering: .relaxed)
+        let now = NIODeadline.now()
+        guard started != 0 else { return arm(at: now + timeout) }
+        let due = NIODeadline.uptimeNanoseconds(started) + timeout
+        guard due <= now else { return arm(at: due) }
+        cut.store(true, ordering: .relaxed)
+        connection.close(promise: nil)
+    }
 }

@@ -98,6 +98,22 @@ final class RouteTester: Sendable {
         _ method: HTTPRequest.Method, _ path: String, token: String? = nil, streamedBody: RequestBody,
         headers: HTTPFields = [:]
     ) async throws -> Reply {
+        let response = try await respond(
+            method, path, token: token, streamedBody: streamedBody, headers: headers, on: NIOAsyncTestingChannel())
+        let collected = Collected()
+        try await response.body.write(BodyCollector(collected: collected))
+        return Reply(
+            status: Int(response.status.code), headers: response.headers, bytes: collected.bytes,
+            chunkSizes: collected.chunkSizes)
+    }
+
+    /// The router's response to one request that came on `channel`, its body not yet written: for a
+    /// test that writes it itself, as a client reading at its own pace would take it.
+    func respond(
+        _ method: HTTPRequest.Method, _ path: String, token: String? = nil,
+        streamedBody: RequestBody = RequestBody(buffer: ByteBuffer()), headers: HTTPFields = [:],
+        on channel: any Channel
+    ) async throws -> Response {
         var fields = headers
         if let token { fields[.authorization] = "Bearer \(token)" }
         let request = Request(
@@ -106,14 +122,8 @@ final class RouteTester: Sendable {
         // Hummingbird reads the request id from the logger's metadata, which a no-op handler drops.
         var logger = Logger(label: "test", factory: { _ in SilentLogHandler() })
         logger[metadataKey: "hb.request.id"] = .string(UUID().uuidString)
-        let context = ServerContext(
-            source: ApplicationRequestContextSource(channel: NIOAsyncTestingChannel(), logger: logger))
-        let response = try await responder.respond(to: request, context: context)
-        let collected = Collected()
-        try await response.body.write(BodyCollector(collected: collected))
-        return Reply(
-            status: Int(response.status.code), headers: response.headers, bytes: collected.bytes,
-            chunkSizes: collected.chunkSizes)
+        let context = ServerContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+        return try await responder.respond(to: request, context: context)
     }
 
     /// A guest signed in: its id and access token.
