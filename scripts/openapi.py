@@ -824,8 +824,8 @@ def answer(status, spec):
         "409": "A conflict.", "413": "body_too_large.", "422": "Bad data.",
         "429": "rate_limited (Retry-After): too many guests created, or requests being answered, from this address.", "500": "An internal failure; the message says nothing of the inside.",
         "503": "Try again later (Retry-After: 1): the store is busy, no connection was free, the server is answering "
-               "--max-requests requests already or holds --body-memory bytes of request bodies, a key set could not be "
-               "fetched, or the store's schema is not current.",
+               "--max-requests requests already or holds --body-memory bytes of request bodies (--upload-space of pushed "
+               "archives), a key set could not be fetched, or the store's schema is not current.",
     }
     response = {"description": descriptions.get(status, "")}
     headers = {

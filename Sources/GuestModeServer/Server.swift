@@ -77,6 +77,9 @@ package struct ServerConfiguration: Sendable {
     package var keptBackups = 5
     /// The largest pushed archive, in bytes: the largest entry an archive may hold.
     package var backupSizeLimit = Int(ArchiveLimits.standard.maximumEntrySize)
+    /// The bytes of pushed archives being received at once, every upload's together, on disk until each
+    /// is checked; one that would pass it is 503 `server_busy`. At least `backupSizeLimit`.
+    package var uploadSpace = 1 << 30
     /// How much of an archive an answer holds in memory at once: it is read and sent this many bytes at a time.
     package var fileChunkSize = 256 * 1024
     /// The providers whose OpenID Connect ID tokens may link identities.

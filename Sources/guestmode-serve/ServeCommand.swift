@@ -112,8 +112,17 @@ struct ServeCommand: ParsableCommand {
             valueName: "dir"))
     var backupsDir: String?
 
-    @Option(help: ArgumentHelp("Pushed archives kept per user, the oldest removed first (default: 5).", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Pushed archives kept per user, the oldest removed first, and uploads waiting for their MOVE (default: 5).",
+            valueName: "n"))
     var keepBackups = 5
+
+    @Option(
+        help: ArgumentHelp(
+            "Bytes of pushed archives being received at once, every upload's together, on disk until each is checked, from 268435456 (one largest archive) up; an upload that would pass it is 503 server_busy (default: 1073741824, 1 GiB).",
+            valueName: "bytes"))
+    var uploadSpace = 1 << 30
 
     @Option(
         help: ArgumentHelp(
@@ -171,6 +180,7 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--store-wait must be from 0 to 3600 seconds, not \(storeWait)")
         }
         try requireInRange(bodyMemory, 1 << 20...1 << 40, "--body-memory")
+        try requireInRange(uploadSpace, 256 << 20...1 << 50, "--upload-space")
         try requireInRange(idleTimeout, 1...3600, "--idle-timeout")
         try requireInRange(headTimeout, 1...3600, "--head-timeout")
         try requireInRange(bodyTimeout, 1...86400, "--body-timeout")
@@ -260,6 +270,7 @@ struct ServeCommand: ParsableCommand {
         configuration.toolVersion = GuestModeVersion.current
         configuration.backupsDirectory = backupsDir
         configuration.keptBackups = keepBackups
+        configuration.uploadSpace = uploadSpace
         configuration.identityProviders = providers
         configuration.revenueCat = revenueCatSettings
         configuration.appStore = appStore

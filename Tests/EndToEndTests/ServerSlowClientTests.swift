@@ -170,6 +170,9 @@ struct ServerSlowClientTests {
         let small = try await sandbox.run("serve", "--body-memory", "1048575")
         #expect(small.status == 64, "\(small.stderr)")
         #expect(small.stderr.contains("--body-memory must be between 1048576"), "\(small.stderr)")
+        let uploads = try await sandbox.run("serve", "--upload-space", "1048576")
+        #expect(uploads.status == 64, "\(uploads.stderr)")
+        #expect(uploads.stderr.contains("--upload-space must be between 268435456"), "\(uploads.stderr)")
         let server = try await Server.start(
             in: sandbox, options: ["--body-memory", "1048576", "--min-body-rate", "0", "--body-timeout", "8"])
         let refresh = "POST /v1/sessions/refresh HTTP/1.1\r\nHost: guestmode\r\nContent-Type: application/json\r\n"

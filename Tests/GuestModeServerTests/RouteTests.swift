@@ -642,6 +642,59 @@ struct RouteTests {
         #expect(pulled.chunkSizes.count > 1 && pulled.chunkSizes.allSatisfy { $0 <= 256 }, "\(pulled.chunkSizes)")
     }
 
+    /// An upload waits in `incoming/` for the MOVE that keeps it, and a client may push under any name:
+    /// names never moved piled up without end, a guest's own export pushed again and again.
+    @Test("uploads waiting for their MOVE: the newest --keep-backups stay, the older go")
+    func waitingUploadsAreBounded() async throws {
+        let (server, folder, user, token, archive) = try await Self.shelfServer { $0.keptBackups = 2 }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for name in ["a", "b", "c", "d"] {
+            let pushed = try await server.request(
+                .put, "/v1/users/\(user)/backups/\(name)", token: token, bytes: archive)
+            #expect(pushed.status == 201, "\(name): \(pushed.body)")
+        }
+        let waiting = try FileManager.default.contentsOfDirectory(atPath: Self.incoming(of: user, in: folder).path)
+        #expect(waiting.sorted() == ["c", "d"], "\(waiting)")
+        let gone = try await server.request(
+            .move, "/v1/users/\(user)/backups/a", token: token, headers: [.destination: "/v1/users/\(user)/backups/k"])
+        #expect(gone.status == 404 && gone.errorCode == "archive_not_found", "\(gone.body)")
+        let kept = try await server.request(
+            .move, "/v1/users/\(user)/backups/c", token: token, headers: [.destination: "/v1/users/\(user)/backups/k"])
+        #expect(kept.status == 201, "\(kept.body)")
+    }
+
+    /// An upload is written to disk as it comes and checked once whole: `--max-requests` uploads of the
+    /// archive cap, unsigned ones too, could take the disk together before any was refused.
+    @Test("uploads together past --upload-space: 503 server_busy, nothing written; the space comes back")
+    func uploadSpace() async throws {
+        let (server, folder, user, token, archive) = try await Self.shelfServer {
+            $0.backupSizeLimit = 100_000
+            $0.uploadSpace = 100_000
+        }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let space = try #require(server.services.backupShelf).space
+        let path = "/v1/users/\(user)/backups/up"
+        // Declared at 60,000 bytes, not sent yet: they are taken before a byte is written.
+        let (slowBody, slowSource) = RequestBody.makeStream()
+        let slow = Task {
+            try await server.request(
+                .put, path, token: token, streamedBody: slowBody, headers: [.contentLength: "60000"])
+        }
+        try await Self.waitFor("the slow upload's bytes taken") { space.bytesHeld == 60_000 }
+        let refused = try await server.request(.put, path, token: token, bytes: Array(repeating: 0, count: 60_000))
+        #expect(refused.status == 503 && refused.errorCode == "server_busy", "\(refused.body)")
+        let incoming = Self.incoming(of: user, in: folder).path
+        // What fits is received as ever.
+        let pushed = try await server.request(.put, path, token: token, bytes: archive)
+        #expect(pushed.status == 201, "\(pushed.body)")
+        await slowSource.yield(ByteBuffer(repeating: 0, count: 60_000))
+        slowSource.finish()
+        let unsigned = try await slow.value
+        #expect(unsigned.status == 422, "\(unsigned.body)")
+        #expect(space.bytesHeld == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: incoming) == ["up"])
+    }
+
     /// An archive's answer waits for its client at each write, and Hummingbird's idle timeout is off while
     /// an answer is in progress: a client that stopped reading held the request for as long as it stayed
     /// connected. Each write now has `--idle-timeout`, past which the connection is closed; a client that

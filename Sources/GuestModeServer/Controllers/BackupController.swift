@@ -80,12 +80,11 @@ struct BackupController {
         let shelf = try shelf()
         let (_, userID) = try await services.user(of: request, context: context)
         let name = try BackupShelf.checked(name: try RequestInput.segment("name", of: context))
-        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > shelf.sizeLimit {
-            throw RequestInput.tooLarge
-        }
+        let declared = request.headers[.contentLength].flatMap { Int($0) }
+        if let declared, declared > shelf.sizeLimit { throw RequestInput.tooLarge }
         try await shelf.receive(
-            request.body, name: name, userID: userID, keys: BackupKeys(deployment: services.backupKey),
-            on: services)
+            request.body, declared: declared, name: name, userID: userID,
+            keys: BackupKeys(deployment: services.backupKey), on: services)
         return Response(status: .created)
     }
 

@@ -7,7 +7,8 @@ import Hummingbird
 /// The archives pushed to a server (guestmode-serve(1), PUSHED BACKUPS), one
 /// folder per user under `directory`:
 ///
-///     <user>/incoming/<name>     an upload whose signature held, waiting for its MOVE
+///     <user>/incoming/<name>     an upload whose signature held, waiting for its MOVE (the newest
+///                                `keep` of them: an upload never moved does not stay for ever)
 ///     <user>/<sequence>-<name>   a kept archive; the highest sequence is the latest
 ///
 /// An upload becomes visible only by a rename, after it was flushed to disk
@@ -21,6 +22,8 @@ struct BackupShelf: Sendable {
     let keep: Int
     /// The largest archive taken, in bytes.
     let sizeLimit: Int
+    /// What the uploads being received take together on disk before each is checked (`--upload-space`).
+    let space: BodyBudget
 
     /// A name as the path gives it: one path segment that names a file in
     /// the user's folder, short enough for one once a sequence is put before it.
@@ -69,14 +72,20 @@ struct BackupShelf: Sendable {
 
     /// Writes `body` into the user's incoming folder as `name`, replacing an
     /// upload of that name, once it is on disk and signed by `keys`'s
-    /// deployment for `userID` alone. Every file call runs on the services'
+    /// deployment for `userID` alone, and removes the user's oldest uploads
+    /// past `keep` that no MOVE kept. Every file call runs on the services'
     /// pool, bounded as the engine's calls are (`Services.perform`): a flush
     /// waits for the disk and the signature check reads the whole archive, and
     /// on the request's own task they would hold a thread that every other
-    /// request is answered on.
+    /// request is answered on. The bytes are taken from `space` as they come
+    /// (`declared` all at once, before any is written) and given back once the
+    /// upload is checked or removed.
     func receive(
-        _ body: RequestBody, name: String, userID: String, keys: BackupKeys, on services: Services
+        _ body: RequestBody, declared: Int?, name: String, userID: String, keys: BackupKeys, on services: Services
     ) async throws {
+        let lease = BodyLease(budget: space)
+        defer { lease.giveBack() }
+        if let declared { try lease.take(declared) }
         let incoming = folder(of: userID).appendingPathComponent("incoming")
         let upload = incoming.appendingPathComponent(".upload-\(UUID().uuidString)")
         let descriptor = try await services.perform { _, _ in
@@ -91,7 +100,8 @@ struct BackupShelf: Sendable {
             // One chunk as it arrives: the body never sits whole in memory.
             for try await buffer in body {
                 size += buffer.readableBytes
-                guard size <= sizeLimit else { throw RequestInput.tooLarge }
+                guard size <= min(sizeLimit, declared ?? sizeLimit) else { throw RequestInput.tooLarge }
+                if declared == nil { try lease.take(buffer.readableBytes) }
                 try await services.perform { _, _ in
                     try buffer.withUnsafeReadableBytes { bytes in
                         var offset = 0
@@ -117,6 +127,7 @@ struct BackupShelf: Sendable {
                     throw Self.failure("cannot move an upload into place in '\(incoming.path)'")
                 }
                 try Self.flush(incoming)
+                removeWaitingUploads(in: incoming, pastThe: keep, sparing: name)
             }
         } catch {
             // Removing a large file frees its blocks: on the pool too, or here when the pool is shutting
@@ -129,6 +140,21 @@ struct BackupShelf: Sendable {
             do { try await services.perform { _, _ in remove() } } catch { remove() }
             throw error
         }
+    }
+
+    /// Removes the oldest uploads waiting in `incoming` for a MOVE beyond the newest `count`, `name`
+    /// (the one just received) always spared: a client may push under any name, and names never moved
+    /// would otherwise pile up. Uploads still being written (`.upload-…`, `.snapshot-…`) are not
+    /// waiting, and are left alone.
+    private func removeWaitingUploads(in incoming: URL, pastThe count: Int, sparing name: String) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: incoming.path)) ?? []
+        let waiting = names.filter { !$0.hasPrefix(".") && $0 != name }.compactMap { other -> (String, Date)? in
+            let path = incoming.appendingPathComponent(other).path
+            guard let changed = try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date
+            else { return nil }
+            return (path, changed)
+        }.sorted { $0.1 > $1.1 }
+        for (path, _) in waiting.dropFirst(max(0, count - 1)) { unlink(path) }
     }
 
     /// Keeps the upload `name` as the user's latest archive, called `final`,

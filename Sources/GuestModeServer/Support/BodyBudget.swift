@@ -1,20 +1,25 @@
 import GuestModeKit
 import Synchronization
 
-/// The bytes of request bodies the server holds at once (`--body-memory`),
-/// shared by every connection. A body is read whole before a route decodes
-/// it, and one may come slowly, so without it `--max-requests` bodies of the
-/// body cap each (512 MiB by default) could be held together by clients of a
-/// few addresses; with it the server's memory for bodies is bounded whatever
-/// the clients send, and a request that would pass it is 503 `server_busy`
-/// before its body is read.
+/// The bytes of request bodies the server holds at once, shared by every
+/// connection: in memory (`--body-memory`) and, for pushed archives, on disk
+/// until they are checked (`--upload-space`). A body is read whole before a
+/// route decodes it, and one may come slowly, so without it `--max-requests`
+/// bodies of the body cap each (512 MiB by default) could be held together by
+/// clients of a few addresses, and as many pushed archives of 256 MiB each
+/// could fill the disk before any is found unsigned; with it what bodies
+/// take is bounded whatever the clients send, and a request that would pass
+/// it is 503 `server_busy`.
 final class BodyBudget: Sendable {
     /// The bytes all bodies together may take.
     let capacity: Int
+    /// The option that sets it, for the operator's message.
+    let option: String
     private let used = Atomic<Int>(0)
 
-    init(capacity: Int) {
+    init(capacity: Int, option: String) {
         self.capacity = max(0, capacity)
+        self.option = option
     }
 
     /// The bytes taken now, by every request being read or answered.
@@ -54,7 +59,7 @@ final class BodyLease: Sendable {
         guard budget.take(bytes) else {
             throw GuestModeError(
                 .serverBusy,
-                "the server holds as many request bodies as --body-memory allows (\(budget.capacity) bytes); nothing was done: try again in a moment"
+                "the server holds as many request bodies as \(budget.option) allows (\(budget.capacity) bytes); nothing was done: try again in a moment"
             )
         }
         held.add(bytes, ordering: .relaxed)

@@ -58,13 +58,17 @@ final class Services: Sendable {
         backupKey = configuration.backupKey
         toolVersion = configuration.toolVersion
         backupShelf = configuration.backupsDirectory.map {
-            BackupShelf(directory: $0, keep: configuration.keptBackups, sizeLimit: configuration.backupSizeLimit)
+            BackupShelf(
+                directory: $0, keep: configuration.keptBackups, sizeLimit: configuration.backupSizeLimit,
+                space: BodyBudget(
+                    capacity: max(configuration.uploadSpace, configuration.backupSizeLimit), option: "--upload-space"))
         }
         metrics = ServerMetrics(threads: configuration.threads)
         threads = max(1, configuration.threads)
         fileChunkSize = max(1, configuration.fileChunkSize)
         idleTimeout = configuration.idleTimeout
-        bodyBudget = BodyBudget(capacity: max(configuration.bodyMemory, configuration.bodyLimit))
+        bodyBudget = BodyBudget(
+            capacity: max(configuration.bodyMemory, configuration.bodyLimit), option: "--body-memory")
         metricsExposition = configuration.metricsExposition
         revenueCat = configuration.revenueCat
         appStore = configuration.appStore
