@@ -5,7 +5,7 @@ import GuestModeKit
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import NIOPosix
+import NIOEmbedded
 import Synchronization
 import Testing
 
@@ -698,7 +698,8 @@ struct RouteTests {
     /// An archive's answer waits for its client at each write, and Hummingbird's idle timeout is off while
     /// an answer is in progress: a client that stopped reading held the request for as long as it stayed
     /// connected. Each write now has `--idle-timeout`, past which the connection is closed; a client that
-    /// takes every write in time is answered in full however long the whole answer takes.
+    /// takes every write in time is answered in full however long the whole answer takes. The clock is
+    /// the test connection's event loop's, moved by the reader itself: no real time passes.
     @Test("an archive's writes: each may wait --idle-timeout, the whole answer any time")
     func archiveWritesWaitAtMostTheIdleTimeout() async throws {
         let (server, folder, user, token, archive) = try await Self.shelfServer {
@@ -707,54 +708,56 @@ struct RouteTests {
         }
         defer { try? FileManager.default.removeItem(at: folder) }
         #expect(archive.count > 12 * 64, "an archive of \(archive.count) bytes")
-        // A real connection of its own: the watch's callback runs on its event loop, and closes it.
-        func connection() async throws -> any Channel {
-            try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0)
-                .get()
-        }
-        // Steady: every write taken within a tenth of the timeout, the whole answer well past it.
-        let steady = try await connection()
-        let started = ContinuousClock.now
+        // Steady: each write taken 0.9 s after it is made, the whole answer many seconds.
+        let steady = try await PacedReader.connection()
         let taken = try await server.respond(.get, "/v1/users/\(user)/backup", token: token, on: steady)
-        let steadyReader = PacedReader(pause: .milliseconds(100), stallAfter: nil, connection: steady)
+        let steadyReader = PacedReader(taking: .milliseconds(900), stallAfter: nil, connection: steady)
         try await taken.body.write(steadyReader)
-        #expect(ContinuousClock.now - started > .seconds(1), "the answer took less than the timeout: no test")
-        #expect(steadyReader.bytes.count == archive.count && steady.isActive)
-        try await steady.close()
-        // Stalled after its first write: the connection is closed, and the answer ends, near the timeout.
-        let stalled = try await connection()
+        #expect(steadyReader.bytes == archive)
+        #expect(steadyReader.closed == false, "a reader taking every write in time was cut off")
+        // Stalled after its first write: 1.1 s later its connection is closed, and the answer fails.
+        let stalled = try await PacedReader.connection()
         let cut = try await server.respond(.get, "/v1/users/\(user)/backup", token: token, on: stalled)
-        let stalledReader = PacedReader(pause: .zero, stallAfter: 1, connection: stalled)
+        let stalledReader = PacedReader(taking: .milliseconds(1100), stallAfter: 1, connection: stalled)
         let failure = await #expect(throws: GuestModeError.self) { try await cut.body.write(stalledReader) }
         #expect(failure?.code == .requestTimeout)
-        #expect(!stalled.isActive && stalledReader.bytes.count == 64)
+        #expect(stalledReader.closed == true && stalledReader.bytes.count == 64)
     }
 
-    /// Takes each write after `pause`; after `stallAfter` writes, takes nothing more and waits, as a real
-    /// connection's write does, until the connection is closed, then fails as such a write fails.
+    /// Takes each write once `taking` has passed on its connection's event loop (a test loop, whose time
+    /// it moves); after `stallAfter` writes it takes nothing more, and its write fails, as a real
+    /// connection's does, once that connection is closed.
     private final class PacedReader: ResponseBodyWriter, Sendable {
-        let pause: Duration
+        let taking: TimeAmount
         let stallAfter: Int?
-        let connection: any Channel
+        let connection: NIOAsyncTestingChannel
         private let received = Mutex<[UInt8]>([])
         private let writes = Atomic<Int>(0)
+        private let isClosed = Atomic<Bool>(false)
 
-        init(pause: Duration, stallAfter: Int?, connection: any Channel) {
-            self.pause = pause
+        /// A connection on a test event loop, connected so that it can be closed.
+        static func connection() async throws -> NIOAsyncTestingChannel {
+            let channel = NIOAsyncTestingChannel()
+            try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
+            return channel
+        }
+
+        init(taking: TimeAmount, stallAfter: Int?, connection: NIOAsyncTestingChannel) {
+            self.taking = taking
             self.stallAfter = stallAfter
             self.connection = connection
+            connection.closeFuture.whenComplete { [weak self] _ in self?.isClosed.store(true, ordering: .relaxed) }
         }
 
         var bytes: [UInt8] { received.withLock { $0 } }
+        var closed: Bool { isClosed.load(ordering: .relaxed) }
 
         func write(_ buffer: ByteBuffer) async throws {
-            if let stallAfter, writes.add(1, ordering: .relaxed).newValue > stallAfter {
-                // Looked at every 10 ms for at most 30 s, so a watch that never fires fails the test
-                // instead of hanging it (a future's `get()` does not end when its task is cancelled).
-                for _ in 0..<3000 where connection.isActive { try await Task.sleep(for: .milliseconds(10)) }
-                throw ChannelError.ioOnClosedChannel
-            }
-            try await Task.sleep(for: pause)
+            let stalls = stallAfter.map { writes.add(1, ordering: .relaxed).newValue > $0 } ?? false
+            await connection.testingEventLoop.advanceTime(by: taking)
+            // The watch's callback runs on the loop as its time passes; the close it makes lands there too.
+            await connection.testingEventLoop.run()
+            if stalls || closed { throw ChannelError.ioOnClosedChannel }
             received.withLock { $0 += buffer.readableBytesView }
         }
 

@@ -120,8 +120,9 @@ final class OpenedFile: Sendable {
 private final class WriteWatch: Sendable {
     private let connection: any Channel
     private let timeout: TimeAmount
-    /// When the write in progress started, in NIO's uptime nanoseconds; 0 while none is (a chunk being
-    /// read from the file is not the client's to wait for).
+    /// When the write in progress started, in the event loop's uptime nanoseconds (its clock, which a
+    /// test's event loop moves itself); 0 while none is (a chunk being read from the file is not the
+    /// client's to wait for).
     private let writeStarted = Atomic<UInt64>(0)
     private let cut = Atomic<Bool>(false)
     private let callback = Mutex<(scheduled: Scheduled<Void>?, stopped: Bool)>((nil, false))
@@ -134,7 +135,7 @@ private final class WriteWatch: Sendable {
     /// Whether the watch closed the connection: a write that failed then failed for it.
     var stalled: Bool { cut.load(ordering: .relaxed) }
 
-    func start() { arm(at: .now() + timeout) }
+    func start() { arm(at: connection.eventLoop.now + timeout) }
 
     /// Stops watching; the connection stays as it is.
     func stop() {
@@ -147,7 +148,7 @@ private final class WriteWatch: Sendable {
 
     /// Runs one write under the watch.
     func during(_ write: () async throws -> Void) async throws {
-        writeStarted.store(NIODeadline.now().uptimeNanoseconds, ordering: .relaxed)
+        writeStarted.store(connection.eventLoop.now.uptimeNanoseconds, ordering: .relaxed)
         defer { writeStarted.store(0, ordering: .relaxed) }
         try await write()
     }
@@ -161,7 +162,7 @@ private final class WriteWatch: Sendable {
 
     private func check() {
         let started = writeStarted.load(ordering: .relaxed)
-        let now = NIODeadline.now()
+        let now = connection.eventLoop.now
         guard started != 0 else { return arm(at: now + timeout) }
         let due = NIODeadline.uptimeNanoseconds(started) + timeout
         guard due <= now else { return arm(at: due) }
