@@ -149,14 +149,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         started = true
         peer = context.channel.remoteAddress?.ipAddress ?? "unknown"
         if limits.connectionsPerAddress > 0, !limits.trustedProxies.contains(peer) {
-            guard connections.enter(peer, limit: limits.connectionsPerAddress) else {
+            let key = Services.limitKey(of: peer)
+            guard connections.enter(key, limit: limits.connectionsPerAddress) else {
                 // Closed without a word: an answer would cost the server more than the connection did.
                 reading = .closing
                 closingLocally = true
                 context.close(promise: nil)
                 return
             }
-            counted = peer
+            counted = key
         }
         startHeadClock(context)
     }

@@ -64,7 +64,7 @@ struct AddressInFlightLimitMiddleware: RouterMiddleware {
         _ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response
     ) async throws -> Response {
         if isOperations(request) { return try await next(request, context) }
-        let address = services.clientAddress(of: request, context: context)
+        let address = Services.limitKey(of: services.clientAddress(of: request, context: context))
         guard inFlight.enter(address, limit: limit) else {
             var reply = Reply.failure(
                 GuestModeError(
