@@ -181,13 +181,15 @@ struct ServerSlowClientTests {
             [
                 "address": server.address,
                 "connections": [
-                    // Declared at a megabyte, one byte sent: the bytes are held from the head on.
-                    ["timeout": 5, "steps": [["send": refresh + "Content-Length: 1000000\r\n\r\n{"], ["wait": 5]]],
+                    // Declared at a megabyte, one byte sent: the bytes are held from the head on, until
+                    // --body-timeout cuts it. The others come 3 s later, time for a loaded machine to read
+                    // its head.
+                    ["timeout": 10, "steps": [["send": refresh + "Content-Length: 1000000\r\n\r\n{"], ["wait": 10]]],
                     [
-                        "source": "127.0.0.2", "delay": 1.5, "timeout": 3,
+                        "source": "127.0.0.2", "delay": 3, "timeout": 4,
                         "steps": [["send": refresh + "Content-Length: 100000\r\n\r\n"]],
                     ],
-                    ["delay": 1.5, "timeout": 3, "steps": [["send": refresh + "Content-Length: 2\r\n\r\n{}"]]],
+                    ["delay": 3, "timeout": 4, "steps": [["send": refresh + "Content-Length: 2\r\n\r\n{}"]]],
                 ],
             ])
         let connections = try #require(result["connections"] as? [[String: Any]])
@@ -229,7 +231,9 @@ struct ServerSlowClientTests {
             [
                 "address": server.address,
                 "connections": [
-                    ["timeout": 30, "receive_buffer": 65536, "steps": [["send": pull], ["stall": 5]]]
+                    // Stalled 8 s: the cut is due 1 s after the first write that waits, with time to spare
+                    // on a loaded machine; a client that read again before it would be sent the rest.
+                    ["timeout": 40, "receive_buffer": 65536, "steps": [["send": pull], ["stall": 8]]]
                 ],
             ])
         let connection = try #require((result["connections"] as? [[String: Any]])?.first)
@@ -237,7 +241,7 @@ struct ServerSlowClientTests {
         #expect(connection["closed"] as? Bool == true, "\(connection)")
         // Read in full once the client read again, the archive was waited for while it did not.
         let received = try #require(connection["received"] as? Int)
-        #expect(received < size, "the whole archive came after a 5-second stall: \(connection)")
+        #expect(received < size, "the whole archive came after an 8-second stall: \(connection)")
         #expect(try await server.stop() == 0)
         let access = try Self.accessLines(sandbox)
         let pulled = try #require(access.first { $0["route"] as? String == "/v1/users/{user}/backups/{name}" })
