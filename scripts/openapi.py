@@ -396,7 +396,10 @@ ROUTES = [
     ("get", "/v1/users/{user}/counters", "counters.", "session", {}, None, {"200": "counters"}),
     ("post", "/v1/users/{user}/events", "track.", "session", {}, "event", {"200": "track", "422": "error"}),
     ("get", "/v1/users/{user}/events", "user events.", "session",
-     {"action": STRING, "since": {"type": "string", "format": "date-time"}, "limit": {"type": "integer"}}, None,
+     {"action": STRING, "since": {"type": "string", "format": "date-time"},
+      "limit": {"type": "integer", "minimum": 1, "maximum": 1000,
+                "description": "The latest this many, listed oldest first; 1000 when not given, and at most 1000 "
+                               "(the whole history is in GET /v1/users/{user}/backup)."}}, None,
      {"200": "user-events"}),
     ("post", "/v1/users/{user}/identities",
      "link: an app backend that verified the provider's sign-in, or the guest with the provider's ID token.",

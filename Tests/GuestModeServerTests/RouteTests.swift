@@ -642,6 +642,33 @@ struct RouteTests {
         #expect(pulled.chunkSizes.count > 1 && pulled.chunkSizes.allSatisfy { $0 <= 256 }, "\(pulled.chunkSizes)")
     }
 
+    /// A guest's history has no end, and an answer is built whole in memory: `GET …/events` with no limit
+    /// answered every event, so a guest that tracked millions could make the server build hundreds of
+    /// megabytes for one request, and again for each at once.
+    @Test("events over HTTP: the latest 1000 at most, and by default; a larger limit is 400")
+    func eventPages() async throws {
+        let server = try await RouteTester(profile: "habits")
+        let (user, token) = try await server.signIn()
+        try await server.services.perform { engine, now in
+            for second in 0..<1005 {
+                _ = try engine.track(
+                    TrackedEvent(user: user, action: "app_opened", at: now.addingTimeInterval(Double(second))),
+                    now: now.addingTimeInterval(Double(second)))
+            }
+        }
+        let path = "/v1/users/\(user)/events"
+        let all = try await server.request(.get, path, token: token)
+        #expect(all.status == 200 && all.array.count == 1000, "\(all.array.count) events")
+        // The latest, listed oldest first: the first five tracked are the ones left out.
+        let times = all.array.compactMap { $0["at"] as? String }
+        #expect(times.count == 1000 && times == times.sorted(), "\(times.prefix(3))")
+        let latest = try await server.request(.get, "\(path)?limit=1", token: token)
+        #expect(latest.array.count == 1 && latest.array.first?["at"] as? String == times.last, "\(latest.body)")
+        let tooMany = try await server.request(.get, "\(path)?limit=1001", token: token)
+        #expect(tooMany.status == 400 && tooMany.errorCode == "invalid_limit", "\(tooMany.body)")
+        #expect((tooMany.error["message"] as? String)?.hasSuffix("is in the user's backup export") == true)
+    }
+
     /// An upload waits in `incoming/` for the MOVE that keeps it, and a client may push under any name:
     /// names never moved piled up without end, a guest's own export pushed again and again.
     @Test("uploads waiting for their MOVE: the newest --keep-backups stay, the older go")

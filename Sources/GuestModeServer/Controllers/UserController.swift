@@ -85,17 +85,30 @@ struct UserController {
         return try Reply.document(details).response
     }
 
-    /// `?action=`, `?since=` (ISO 8601), `?limit=` (the latest ones).
+    /// The most events one answer holds, and how many it holds when the query gives no limit: a user's
+    /// history has no end (a guest can track events for as long as it likes), and an answer is built
+    /// whole in memory. The whole history is in the user's backup (`GET /v1/users/{user}/backup`).
+    static let largestEventPage = 1000
+
+    /// `?action=`, `?since=` (ISO 8601), `?limit=` (the latest ones, at most `largestEventPage`, which is
+    /// also the default).
     @Sendable func events(_ request: Request, context: ServerContext) async throws -> Response {
         let (_, userID) = try await services.user(of: request, context: context)
         let action = try RequestInput.query("action", of: request)
         let since = try RequestInput.query("since", of: request).map { try Timestamp.parseOrThrow($0, what: "since") }
-        let limit = try RequestInput.query("limit", of: request).map { text in
-            guard let limit = Int(text) else {
-                throw GuestModeError(.invalidLimit, "limit is a whole number, not '\(text)'")
-            }
-            return limit
-        }
+        let limit =
+            try RequestInput.query("limit", of: request).map { text in
+                guard let limit = Int(text) else {
+                    throw GuestModeError(.invalidLimit, "limit is a whole number, not '\(text)'")
+                }
+                guard limit <= Self.largestEventPage else {
+                    throw GuestModeError(
+                        .invalidLimit,
+                        "limit is at most \(Self.largestEventPage) over HTTP, not \(limit); the whole history is in the user's backup export"
+                    )
+                }
+                return limit
+            } ?? Self.largestEventPage
         let events = try await services.perform { engine, _ in
             try engine.events(user: userID, matching: EventQuery(action: action, since: since, limit: limit))
         }
