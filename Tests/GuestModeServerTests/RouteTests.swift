@@ -669,6 +669,40 @@ struct RouteTests {
         #expect((tooMany.error["message"] as? String)?.hasSuffix("is in the user's backup export") == true)
     }
 
+    /// A collection without a cap has no end, and a record may be up to the body cap: a list answered
+    /// every record, built whole in memory. It is answered a page at a time now.
+    @Test("record lists: pages of at most 1000 by key, ?after= the last key of the page before")
+    func recordPages() async throws {
+        let server = try await RouteTester(profile: "habits")
+        let (user, token) = try await server.signIn()
+        let path = "/v1/users/\(user)/records/habits"
+        for key in ["c", "a", "b"] {
+            let put = try await server.request(.put, "\(path)/\(key)", token: token, body: #"{"name":"x"}"#)
+            #expect(put.status == 201, "\(put.body)")
+        }
+        func keys(_ query: String) async throws -> [String] {
+            let reply = try await server.request(.get, path + query, token: token)
+            #expect(reply.status == 200, "\(query): \(reply.body)")
+            return reply.array.compactMap { $0["key"] as? String }
+        }
+        #expect(try await keys("") == ["a", "b", "c"])
+        #expect(try await keys("?limit=2") == ["a", "b"])
+        #expect(try await keys("?after=b&limit=2") == ["c"])
+        #expect(try await keys("?after=c") == [])
+        for bad in ["?limit=1001", "?limit=0", "?limit=x"] {
+            let refused = try await server.request(.get, path + bad, token: token)
+            #expect(refused.status == 400 && refused.errorCode == "invalid_limit", "\(bad): \(refused.body)")
+        }
+        // Without ?limit=, a page of 1000.
+        try await server.services.perform { engine, now in
+            for index in 0..<1001 {
+                _ = try engine.putRecord(user: user, collection: "progress", key: "k\(index)", json: "{}", now: now)
+            }
+        }
+        let page = try await server.request(.get, "/v1/users/\(user)/records/progress", token: token)
+        #expect(page.array.count == 1000)
+    }
+
     /// An upload waits in `incoming/` for the MOVE that keeps it, and a client may push under any name:
     /// names never moved piled up without end, a guest's own export pushed again and again.
     @Test("uploads waiting for their MOVE: the newest --keep-backups stay, the older go")

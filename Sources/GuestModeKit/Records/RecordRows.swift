@@ -19,8 +19,9 @@ package protocol RecordRows {
     /// The record under `key`, or nil.
     func record(owner: String, collection: String, key: String) throws -> StoredRecord?
 
-    /// The owner's records in `collection`, ordered by key.
-    func records(owner: String, collection: String) throws -> [StoredRecord]
+    /// The owner's records in `collection`, ordered by key (byte order): those whose key comes after
+    /// `after` only, at most `limit`; nil for either is no bound.
+    func records(owner: String, collection: String, after: String?, limit: Int?) throws -> [StoredRecord]
 
     /// Deletes the record under `key`; false when there was none.
     func deleteRecord(owner: String, collection: String, key: String) throws -> Bool

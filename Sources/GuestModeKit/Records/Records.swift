@@ -156,17 +156,29 @@ extension GuestMode {
         return record
     }
 
-    /// The user's records in a collection, by key.
+    /// The user's records in a collection, by key (in byte order): with `after`, only those whose key
+    /// comes after it, and with `limit`, at most that many, so a long collection is read a page at a time,
+    /// each page starting after the last key of the one before.
     ///
     /// ```swift
     /// let kept = try engine.records(user: guest.id, collection: "subscriptions")
+    /// let next = try engine.records(user: guest.id, collection: "subscriptions", after: kept.last?.key, limit: 100)
     /// ```
-    public func records(user userID: String, collection: String) throws -> [StoredRecord] {
+    ///
+    /// - Throws: ``GuestModeError`` `invalid_limit` for a limit outside 1 to ``EventQuery/largestLimit``.
+    public func records(
+        user userID: String, collection: String, after: String? = nil, limit: Int? = nil
+    ) throws -> [StoredRecord] {
         try TextRule.check(["the user id": userID, "the collection": collection])
+        if let after { try TextRule.check(after, what: "the key to list after") }
+        if let limit, !(1...EventQuery.largestLimit).contains(limit) {
+            throw GuestModeError(
+                .invalidLimit, "the limit must be between 1 and \(EventQuery.largestLimit), not \(limit)")
+        }
         try requireCollection(collection)
         return try store.read { transaction in
             _ = try transaction.requireUser(userID)
-            return try transaction.records(owner: userID, collection: collection)
+            return try transaction.records(owner: userID, collection: collection, after: after, limit: limit)
         }
     }
 

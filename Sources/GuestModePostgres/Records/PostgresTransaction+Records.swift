@@ -54,10 +54,15 @@ extension PostgresTransaction {
         ).first.map(storedRecord)
     }
 
-    func records(owner: String, collection: String) throws -> [StoredRecord] {
+    func records(owner: String, collection: String, after: String?, limit: Int?) throws -> [StoredRecord] {
+        // A key is never empty, so after '' is every key; a limit of Int.max is none. Keys sort in byte
+        // order (`COLLATE "C"`), as SQLite's do.
         try connection.execute(
-            "SELECT * FROM records WHERE owner_id = $1 AND collection = $2 ORDER BY key",
-            [PostgresValue(owner), PostgresValue(collection)]
+            "SELECT * FROM records WHERE owner_id = $1 AND collection = $2 AND key > $3 ORDER BY key LIMIT $4",
+            [
+                PostgresValue(owner), PostgresValue(collection), PostgresValue(after ?? ""),
+                PostgresValue(limit ?? Int.max),
+            ]
         ).map(storedRecord)
     }
 

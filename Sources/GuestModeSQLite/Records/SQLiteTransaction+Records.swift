@@ -44,10 +44,12 @@ extension SQLiteTransaction {
             arguments: [owner, collection, key], storedRecord)
     }
 
-    func records(owner: String, collection: String) throws -> [StoredRecord] {
+    func records(owner: String, collection: String, after: String?, limit: Int?) throws -> [StoredRecord] {
+        // A key is never empty, so after '' is every key; a limit of Int.max is none.
         try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? ORDER BY key"),
-            arguments: [owner, collection]
+            db.cachedStatement(
+                sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? AND key > ? ORDER BY key LIMIT ?"),
+            arguments: [owner, collection, after ?? "", limit ?? Int.max]
         ).map(storedRecord)
     }
 

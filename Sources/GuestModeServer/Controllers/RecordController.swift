@@ -49,11 +49,26 @@ struct RecordController {
         return try Reply.document(record).response
     }
 
+    /// The most records one answer holds, and how many it holds without `?limit=`: a collection with no
+    /// cap has no end, and a record may be up to the body cap, while an answer is built whole in memory.
+    static let largestPage = 1000
+
+    /// `record list`, a page at a time: `?after=KEY` (the last key of the page before) and `?limit=`
+    /// (at most and by default `largestPage`); an answer of fewer than the limit is the last page.
     @Sendable func list(_ request: Request, context: ServerContext) async throws -> Response {
         let (_, userID) = try await services.user(of: request, context: context)
         let collection = try RequestInput.segment("collection", of: context)
+        let after = try RequestInput.query("after", of: request)
+        let limit =
+            try RequestInput.query("limit", of: request).map { text in
+                guard let limit = Int(text), (1...Self.largestPage).contains(limit) else {
+                    throw GuestModeError(
+                        .invalidLimit, "limit is a whole number from 1 to \(Self.largestPage), not '\(text)'")
+                }
+                return limit
+            } ?? Self.largestPage
         let records = try await services.perform { engine, _ in
-            try engine.records(user: userID, collection: collection)
+            try engine.records(user: userID, collection: collection, after: after, limit: limit)
         }
         return try Reply.document(records).response
     }

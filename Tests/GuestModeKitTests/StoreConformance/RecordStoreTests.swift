@@ -37,6 +37,24 @@ struct RecordStoreTests {
         }
     }
 
+    /// A long collection read a page at a time: each page after the last key of the one before.
+    @Test(arguments: StoreBackend.allCases)
+    func pagesOfRecords(backend: StoreBackend) throws {
+        let (engine, _) = try filledGuest(backend: backend)
+        func keys(after: String?, limit: Int?) throws -> [String] {
+            try engine.records(user: "u1", collection: "subscriptions", after: after, limit: limit).map(\.key)
+        }
+        #expect(try keys(after: nil, limit: nil) == ["1", "2", "3", "4", "5"])
+        #expect(try keys(after: nil, limit: 2) == ["1", "2"])
+        #expect(try keys(after: "2", limit: 2) == ["3", "4"])
+        #expect(try keys(after: "4", limit: 2) == ["5"])
+        #expect(try keys(after: "5", limit: 2) == [])
+        // After a key that is not there: the keys that sort after it.
+        #expect(try keys(after: "25", limit: nil) == ["3", "4", "5"])
+        let refused = #expect(throws: GuestModeError.self) { try keys(after: nil, limit: 0) }
+        #expect(refused?.code == .invalidLimit)
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func aRefusedPutWritesNothing(backend: StoreBackend) throws {
         let (engine, _) = try filledGuest(backend: backend)
