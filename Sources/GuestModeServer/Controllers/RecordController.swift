@@ -59,14 +59,7 @@ struct RecordController {
         let (_, userID) = try await services.user(of: request, context: context)
         let collection = try RequestInput.segment("collection", of: context)
         let after = try RequestInput.query("after", of: request)
-        let limit =
-            try RequestInput.query("limit", of: request).map { text in
-                guard let limit = Int(text), (1...Self.largestPage).contains(limit) else {
-                    throw GuestModeError(
-                        .invalidLimit, "limit is a whole number from 1 to \(Self.largestPage), not '\(text)'")
-                }
-                return limit
-            } ?? Self.largestPage
+        let limit = try RequestInput.pageLimit(of: request, largest: Self.largestPage)
         let records = try await services.perform { engine, _ in
             try engine.records(user: userID, collection: collection, after: after, limit: limit)
         }

@@ -96,19 +96,8 @@ struct UserController {
         let (_, userID) = try await services.user(of: request, context: context)
         let action = try RequestInput.query("action", of: request)
         let since = try RequestInput.query("since", of: request).map { try Timestamp.parseOrThrow($0, what: "since") }
-        let limit =
-            try RequestInput.query("limit", of: request).map { text in
-                guard let limit = Int(text) else {
-                    throw GuestModeError(.invalidLimit, "limit is a whole number, not '\(text)'")
-                }
-                guard limit <= Self.largestEventPage else {
-                    throw GuestModeError(
-                        .invalidLimit,
-                        "limit is at most \(Self.largestEventPage) over HTTP, not \(limit); the whole history is in the user's backup export"
-                    )
-                }
-                return limit
-            } ?? Self.largestEventPage
+        let limit = try RequestInput.pageLimit(
+            of: request, largest: Self.largestEventPage, beyond: "; the whole history is in the user's backup export")
         let events = try await services.perform { engine, _ in
             try engine.events(user: userID, matching: EventQuery(action: action, since: since, limit: limit))
         }

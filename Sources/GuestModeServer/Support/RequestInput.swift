@@ -68,6 +68,16 @@ enum RequestInput {
         return decoded
     }
 
+    /// `?limit=` of a route answered a page at a time: a whole number from 1 to `largest`, and `largest`
+    /// when the query gives none; `beyond` tells a caller who asked for more where the rest is.
+    static func pageLimit(of request: Request, largest: Int, beyond: String = "") throws -> Int {
+        guard let text = try query("limit", of: request) else { return largest }
+        guard let limit = Int(text), (1...largest).contains(limit) else {
+            throw GuestModeError(.invalidLimit, "limit is a whole number from 1 to \(largest), not '\(text)'\(beyond)")
+        }
+        return limit
+    }
+
     /// A query item's value, percent-decoded strictly (Hummingbird's
     /// `queryParameters` keeps an undecodable value as it was sent) and under
     /// the text rule; nil when the query does not name it.
