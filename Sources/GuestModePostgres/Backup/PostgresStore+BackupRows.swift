@@ -511,7 +511,7 @@ private final class CopyTextRows {
 
 /// The writes of one import inside its transaction. A row that needs no
 /// question answered before it is written (no placeholder user to fill, no
-/// identity to check, no surrogate id that may be taken) is held back, up to
+/// surrogate id that may be taken) is held back, up to
 /// `backupPendingRowLimit` rows of one table and one set of columns, and
 /// those rows go in together: the users they refer to that have no users row
 /// get placeholders in one statement, then one COPY straight into the table,
@@ -522,7 +522,8 @@ private final class CopyTextRows {
 /// written is kept, so an import (and `db copy`) of any number of users stays
 /// small in memory. When the COPY fails (a key already taken, a value the
 /// server refuses), the batch is undone (the savepoint) and written row by
-/// row to find the refused row, which the refusal names by its `insert` call.
+/// row to find the refused row, which the refusal names by its `insert` call
+/// (an identity taken by a user in the store names that user too).
 private final class PostgresBackupImport: BackupRowImport {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
@@ -668,19 +669,6 @@ private final class PostgresBackupImport: BackupRowImport {
                 explicitIDs.insert(table.name)
             }
         }
-        if table.name == "identities", let provider = values["provider"]?.text, let subject = values["subject"]?.text,
-            let holder = try connection.execute(
-                "SELECT user_id FROM identities WHERE provider = $1 AND subject = $2",
-                [PostgresValue(provider), PostgresValue(subject)]
-            ).first?.string("user_id")
-        {
-            // Asked before inserting: a refused statement would end the transaction.
-            throw BackupRowRefusal(
-                .identityTaken(holder: holder),
-                detail:
-                    "duplicate key value violates unique constraint \"identities_pkey\": (\(provider), \(subject)) already exists"
-            )
-        }
         if shape.refersToUsers, !ownerHasUsersRow, let owner { try ensureUserRow(owner) }
         if table.name == "users", let owner, placeholders.contains(owner) {
             try fillPlaceholder(owner, with: values, shape: shape)
@@ -705,7 +693,6 @@ private final class PostgresBackupImport: BackupRowImport {
     )
         throws -> Bool
     {
-        if table.name == "identities" { return false }
         if table.name == "users", let owner, placeholders.contains(owner) || knownUsers.contains(owner) {
             return false
         }
@@ -804,13 +791,28 @@ private final class PostgresBackupImport: BackupRowImport {
                 throw refusal
             }
             guard inserted.changes == 1 else {
-                let refusal = BackupRowRefusal(
-                    .duplicateKey, detail: Self.duplicateDetail(batch.table), insertion: batch.insertions[index])
+                var refusal = BackupRowRefusal(.duplicateKey, detail: Self.duplicateDetail(batch.table))
+                if batch.table == "identities", let holder = try identityHolder(values, columns: batch.columns) {
+                    refusal = BackupRowRefusal(.identityTaken(holder: holder), detail: refusal.detail)
+                }
+                refusal.insertion = batch.insertions[index]
                 refusedRow = refusal
                 throw refusal
             }
         }
         try connection.execute("RELEASE SAVEPOINT guestmode_import_batch")
+    }
+
+    /// The user holding the identity an identities row brings, when one does: asked once its insert was
+    /// refused (`ON CONFLICT DO NOTHING` leaves the transaction usable), so that the refusal names who holds it.
+    private func identityHolder(_ values: [CellValue], columns: [String]) throws -> String? {
+        guard let provider = columns.firstIndex(of: "provider").flatMap({ values[$0].text }),
+            let subject = columns.firstIndex(of: "subject").flatMap({ values[$0].text })
+        else { return nil }
+        return try connection.execute(
+            "SELECT user_id FROM identities WHERE provider = $1 AND subject = $2",
+            [PostgresValue(provider), PostgresValue(subject)]
+        ).first?.string("user_id")
     }
 
     private func insertStatement(_ table: String, columns: [String]) -> String {

@@ -162,6 +162,33 @@ struct PostgresPoolTests {
         #expect(connection.roundTrips.load(ordering: .relaxed) == idle, "a transaction that runs nothing sends nothing")
     }
 
+    @Test("an import's identities go in batches by COPY, not a question and an insert each")
+    func importedIdentitiesGoInBatches() throws {
+        let store = try makeStore(poolSize: 1)
+        let identities = try #require(BackupTable.named("identities"))
+        let users = (0..<2_000).map { "u\($0)" }
+        let rows =
+            users.map { (BackupTable.all[0], BackupRowFixture.user($0)) }
+            + users.map { user -> (BackupTable, BackupRowFixture.Row) in
+                (
+                    identities,
+                    [
+                        "provider": .text("apple"), "subject": .text("sub-\(user)"), "user_id": .text(user),
+                        "email": .null, "linked_at": BackupRowFixture.time(2),
+                    ]
+                )
+            }
+        // One thread: the pool lends its one connection.
+        let connection = try store.read { (connection: PostgresConnection) in connection }
+        let before = connection.roundTrips.load(ordering: .relaxed)
+        try BackupRowFixture.load(rows, into: store)
+        let trips = connection.roundTrips.load(ordering: .relaxed) - before
+        // About 100: the import's own statements and a batch's. Each identity asked about and inserted on its
+        // own was two round trips, 4,000 more.
+        #expect(trips < 1_000, "\(trips) round trips for 4,000 rows")
+        #expect(try store.read { try $0.execute("SELECT count(*) AS n FROM identities").first!.int64("n") } == 2_000)
+    }
+
     @Test("a prompt decision reads the user once and everything else it needs in one round trip")
     func aPromptDecisionReadsThePlansOnce() throws {
         // voice: two collections and a meter, each judged under the tier the plans give.
