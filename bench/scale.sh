@@ -337,6 +337,7 @@ run_backend() {
         cat > copy.sh <<SH
 set -e
 for spec in "users:id, device, state, prompt_state, created_at, last_seen_at, linked_at" \
+    "identities:provider, subject, user_id, email, linked_at" \
     "events:id, user_id, action, at, count, idempotency_key, properties" "counters:user_id, action, total" \
     "records:owner_id, collection, key, data, created_at, updated_at" \
     "meter_usage:id, user_id, meter, amount, at, idempotency_key" "prompt_outcomes:id, user_id, context, outcome, at"; do

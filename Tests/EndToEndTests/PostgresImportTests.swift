@@ -57,6 +57,54 @@ struct PostgresImportTests {
     }
 
     @Test(
+        "a restore loads the usage ledger with its totals' triggers off, then builds the totals exact and turns them on"
+    )
+    func ledgerTotalsAfterARestore() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("voice")
+        let local = ["--store", "local.sqlite"]
+        #expect(try await sandbox.run(arguments: ["init", "--profile", "voice"] + local).status == 0)
+        let users = (0..<3).map { #"{"user":"u\#($0)","action":"app_opened","at":"2026-10-01T10:00:00.000Z"}"# }
+        try sandbox.write("users.ndjson", users.joined(separator: "\n") + "\n")
+        #expect(
+            try await sandbox.run(arguments: ["track", "--from", "users.ndjson", "--create-users", "--quiet"] + local)
+                .status == 0)
+        // Uses on two days and in two months, so each kind of total has more than one bucket.
+        for (user, day, amount) in [
+            ("u0", "2026-10-01", "12.5"), ("u0", "2026-10-02", "0.25"), ("u1", "2026-11-01", "3"),
+        ] {
+            sandbox.environment["GUESTMODE_NOW"] = "\(day)T12:00:00Z"
+            let used = try await sandbox.run(arguments: ["meter", "use", user, "api_minutes", amount] + local)
+            #expect(used.status == 0, "\(used.stderr)")
+        }
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-02T09:00:00Z"
+        let exported = try await sandbox.run(arguments: ["backup", "export", "--all", "--out", "all.gmbackup"] + local)
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let indexes = try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox)
+        // Signed by the SQLite store's deployment key: the ledger is taken only when trusted.
+        let imported = try await sandbox.run("backup", "import", "all.gmbackup", "--trust-unsigned")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        // The triggers are on again, with the indexes and keys.
+        #expect(try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox) == indexes)
+        let totals = try await sandbox.shell(
+            """
+            psql -X -At -d '\(sandbox.postgresURI)' -c "SELECT user_id || ' ' || span || ' ' || bucket || ' ' || millionths
+              FROM \(sandbox.postgresSchema).meter_totals ORDER BY 1"
+            """)
+        #expect(
+            totals.stdout.split(separator: "\n") == [
+                "u0 day 2026-10-01 12500000", "u0 day 2026-10-02 250000", "u0 month 2026-10 12750000",
+                "u1 day 2026-11-01 3000000", "u1 month 2026-11 3000000",
+            ], "\(totals.stdout)\(totals.stderr)")
+        #expect(try await sandbox.run("db", "check").status == 0)
+        // A use after the restore moves the total it belongs to.
+        #expect(try await sandbox.run("meter", "use", "u1", "api_minutes", "1.5").status == 0)
+        let status = try await sandbox.run("meter", "status", "u1", "api_minutes", "--json")
+        #expect(
+            ((status.json as? [[String: Any]])?.first?["used"] as? NSNumber)?.doubleValue == 4.5, "\(status.stdout)")
+        #expect(try await sandbox.run("db", "check").status == 0)
+    }
+
+    @Test(
         "a repeated record, refused by the table's key after both rows were held back, is reported at its line",
         arguments: [
             // Both rows in the first batch.
@@ -144,10 +192,16 @@ struct PostgresImportTests {
               FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
               WHERE n.nspname = '\(schema)'
               UNION ALL SELECT table_name || '.' || column_name || ' NOT NULL' FROM information_schema.columns
-              WHERE table_schema = '\(schema)' AND is_nullable = 'NO' ORDER BY 1"
+              WHERE table_schema = '\(schema)' AND is_nullable = 'NO'
+              UNION ALL SELECT t.tgrelid::regclass || ' trigger ' || t.tgname || ' ' || t.tgenabled::text FROM pg_trigger t
+              JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE n.nspname = '\(schema)' AND NOT t.tgisinternal ORDER BY 1"
             """)
         #expect(listed.status == 0, "\(listed.stderr)")
-        for expected in ["events_user_at", "FOREIGN KEY", "counters_pkey PRIMARY KEY", "events_idempotency"] {
+        for expected in [
+            "events_user_at", "FOREIGN KEY", "counters_pkey PRIMARY KEY", "events_idempotency",
+            "trigger meter_totals_add O",
+        ] {
             #expect(listed.stdout.contains(expected), "\(listed.stdout)")
         }
         return listed.stdout

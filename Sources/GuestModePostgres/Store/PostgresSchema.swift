@@ -145,6 +145,17 @@ enum PostgresSchema {
         );
         """
 
+    /// The kept totals of the whole ledger, into an empty meter_totals: by the migration that made the
+    /// table, and by a restore, which loads meter_usage with its triggers off (`importBackupRows`).
+    static let buildMeterTotals = """
+        INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
+            SELECT user_id, meter, 'day', substr(at, 1, 10), least(sum(CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END), 9223372036854775807)::bigint
+            FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 10);
+        INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
+            SELECT user_id, meter, 'month', substr(at, 1, 7), least(sum(CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END), 9223372036854775807)::bigint
+            FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 7);
+        """
+
     /// Kept totals of the usage ledger by user, meter and UTC day and month
     /// (the same table as SQLite's v10), kept by triggers with every change
     /// to meter_usage in the same transaction, and built here from the
@@ -166,12 +177,7 @@ enum PostgresSchema {
             millionths BIGINT NOT NULL,
             PRIMARY KEY (user_id, meter, span, bucket)
         );
-        INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
-            SELECT user_id, meter, 'day', substr(at, 1, 10), least(sum(CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END), 9223372036854775807)::bigint
-            FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 10);
-        INSERT INTO meter_totals (user_id, meter, span, bucket, millionths)
-            SELECT user_id, meter, 'month', substr(at, 1, 7), least(sum(CASE WHEN amount IS NULL OR amount <= 0 THEN 0 WHEN amount < 9000000000000 THEN round(amount * 1000000)::bigint ELSE 9223372036854775807 END), 9223372036854775807)::bigint
-            FROM meter_usage GROUP BY user_id, meter, substr(at, 1, 7);
+        \(buildMeterTotals)
         CREATE FUNCTION meter_totals_add() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             INSERT INTO meter_totals AS kept (user_id, meter, span, bucket, millionths)
