@@ -164,7 +164,11 @@ struct RecordCommand: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "List a user's records in a collection.")
+            commandName: "list", abstract: "List a user's records in a collection.",
+            discussion: """
+                Records come by key, in byte order. A long collection is read a page at a time: --limit N \
+                lists at most N, and --after KEY the ones after the last key of the page before.
+                """)
 
         @OptionGroup var global: GlobalOptions
 
@@ -173,8 +177,21 @@ struct RecordCommand: ParsableCommand {
         @Argument(help: "The user id.") var user: String
         @Argument(help: "The collection.") var collection: String
 
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp("Only records whose key comes after this one, in byte order.", valueName: "key"))
+        var after: String?
+
+        @Option(parsing: .unconditional, help: ArgumentHelp("At most N records (1 to 1000000).", valueName: "n"))
+        var limit: Int?
+
+        func validate() throws {
+            if let limit { try requireInRange(limit, 1...EventQuery.largestLimit, "--limit") }
+        }
+
         func run() throws {
-            let records = try global.openEngine().records(user: user, collection: collection)
+            let records = try global.openEngine().records(
+                user: user, collection: collection, after: after, limit: limit)
             try listing.render(
                 records, header: ["KEY", "UPDATED", "DATA"],
                 rows: records.map { [$0.key, Timestamp.format($0.updatedAt), $0.data] }, global: global)
