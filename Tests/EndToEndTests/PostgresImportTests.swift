@@ -31,10 +31,7 @@ struct PostgresImportTests {
         #expect(exported.status == 0, "\(exported.stderr)")
 
         // Into a store without users the plain indexes and the keys to users are dropped while the rows go in.
-        let indexes = try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox)
-        let imported = try await sandbox.run("backup", "import", "b.gmbackup", "--json")
-        #expect(imported.status == 0, "\(imported.stderr)")
-        #expect(try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox) == indexes)
+        let imported = try await Self.restore("b.gmbackup", in: sandbox, "--json")
         let rows = imported.object["rows"] as? [String: Any] ?? [:]
         #expect(rows["records"] as? Int == 2500, "\(imported.stdout)")
         #expect(rows["events"] as? Int == 2500, "\(imported.stdout)")
@@ -79,12 +76,8 @@ struct PostgresImportTests {
         sandbox.environment["GUESTMODE_NOW"] = "2026-11-02T09:00:00Z"
         let exported = try await sandbox.run(arguments: ["backup", "export", "--all", "--out", "all.gmbackup"] + local)
         #expect(exported.status == 0, "\(exported.stderr)")
-        let indexes = try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox)
         // Signed by the SQLite store's deployment key: the ledger is taken only when trusted.
-        let imported = try await sandbox.run("backup", "import", "all.gmbackup", "--trust-unsigned")
-        #expect(imported.status == 0, "\(imported.stderr)")
-        // The triggers are on again, with the indexes and keys.
-        #expect(try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox) == indexes)
+        _ = try await Self.restore("all.gmbackup", in: sandbox, "--trust-unsigned")
         let totals = try await sandbox.shell(
             """
             psql -X -At -d '\(sandbox.postgresURI)' -c "SELECT user_id || ' ' || span || ' ' || bucket || ' ' || millionths
@@ -184,6 +177,16 @@ struct PostgresImportTests {
 
     /// Every index, key and constraint of `schema` with its definition, and
     /// every column that may not be NULL.
+    /// Imports `archive` into the sandbox's PostgreSQL store, which holds no user yet, and checks that the
+    /// indexes, keys and triggers the restore dropped or turned off while the rows went in are back.
+    static func restore(_ archive: String, in sandbox: Sandbox, _ options: String...) async throws -> Sandbox.Result {
+        let indexes = try await indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox)
+        let imported = try await sandbox.run(arguments: ["backup", "import", archive] + options)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try await Self.indexes(of: sandbox.postgresSchema, uri: sandbox.postgresURI, in: sandbox) == indexes)
+        return imported
+    }
+
     static func indexes(of schema: String, uri: String, in sandbox: Sandbox) async throws -> String {
         let listed = try await sandbox.shell(
             """
