@@ -871,6 +871,29 @@ struct RouteTests {
         #expect((counted.object["counters"] as? [String: Any])?["app_opened"] as? Int == 3, "\(counted.body)")
     }
 
+    @Test("a chunked body takes from --body-memory what its array reserves as it grows, not only what came")
+    func chunkedBodyTakesWhatItReserves() async throws {
+        let server = try await RouteTester(profile: "habits") { $0.bodyMemory = 1 << 20 }
+        let budget = server.services.bodyBudget
+        let (user, token) = try await server.signIn()
+        let (chunked, source) = RequestBody.makeStream()
+        let posting = Task {
+            try await server.request(.post, "/v1/users/\(user)/events", token: token, streamedBody: chunked)
+        }
+        // Leading spaces, then the event: three pieces of 100,000 bytes grow the array to 400,000 (100,000,
+        // then twice that, then twice again), and that is what the body holds.
+        for held in [100_000, 200_000, 400_000] {
+            await source.yield(ByteBuffer(repeating: UInt8(ascii: " "), count: 100_000))
+            try await Self.waitFor("\(held) bytes taken") { budget.bytesHeld == held }
+        }
+        await source.yield(ByteBuffer(string: #"{"action":"app_opened"}"#))
+        #expect(budget.bytesHeld == 400_000, "the last piece fits in what the array reserved")
+        source.finish()
+        let answered = try await posting.value
+        #expect(answered.status == 200, "\(answered.body)")
+        #expect(budget.bytesHeld == 0)
+    }
+
     /// Polls `condition` every 10 ms for at most 30 s; fails the test if it never holds.
     private static func waitFor(_ what: String, _ condition: () -> Bool) async throws {
         for _ in 0..<3000 {

@@ -24,6 +24,9 @@ enum RequestInput {
     /// as it comes; past `--body-memory` the request is 503 `server_busy`.
     /// A declared length is read straight into an array of that size, so
     /// the body takes the memory it counts, not a growing buffer and a copy.
+    /// A body of unknown length grows its array by doubling, as appending
+    /// would, and takes what the array reserves: counting only the bytes
+    /// that came, the arrays could hold twice `--body-memory`.
     static func body(of request: Request, limit: Int, lease: BodyLease?) async throws -> [UInt8] {
         let declared = request.headers[.contentLength].flatMap { Int($0) }
         var bytes: [UInt8] = []
@@ -33,9 +36,16 @@ enum RequestInput {
             bytes.reserveCapacity(declared)
         }
         let bound = declared ?? limit
+        var reserved = declared ?? 0
         for try await piece in request.body {
             guard piece.readableBytes <= bound - bytes.count else { throw tooLarge }
-            if declared == nil { try lease?.take(piece.readableBytes) }
+            let needed = bytes.count + piece.readableBytes
+            if needed > reserved {
+                let grown = min(bound, max(needed, reserved * 2))
+                try lease?.take(grown - reserved)
+                bytes.reserveCapacity(grown)
+                reserved = grown
+            }
             bytes += piece.readableBytesView
         }
         return bytes
