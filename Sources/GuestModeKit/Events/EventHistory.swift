@@ -66,8 +66,14 @@ public struct EventQuery: Sendable, Equatable {
         self.limit = limit
     }
 
-    /// The largest `limit` accepted.
+    /// The largest `limit` accepted, of events and of records alike.
     public static let largestLimit = 1_000_000
+
+    /// Refuses a listing's limit outside 1 to `largestLimit` (`invalid_limit`); nil is no limit.
+    static func check(limit: Int?) throws {
+        guard let limit, !(1...largestLimit).contains(limit) else { return }
+        throw GuestModeError(.invalidLimit, "the limit must be between 1 and \(largestLimit), not \(limit)")
+    }
 }
 
 extension GuestMode {
@@ -78,10 +84,7 @@ extension GuestMode {
     /// ```
     public func events(user userID: String, matching query: EventQuery) throws -> [LoggedEvent] {
         try TextRule.check(userID, what: "the user id")
-        if let limit = query.limit, !(1...EventQuery.largestLimit).contains(limit) {
-            throw GuestModeError(
-                .invalidLimit, "the limit must be between 1 and \(EventQuery.largestLimit), not \(limit)")
-        }
+        try EventQuery.check(limit: query.limit)
         return try store.read { transaction in
             _ = try transaction.requireUser(userID)
             return try transaction.events(of: userID, action: query.action, since: query.since, limit: query.limit)

@@ -171,10 +171,7 @@ extension GuestMode {
     ) throws -> [StoredRecord] {
         try TextRule.check(["the user id": userID, "the collection": collection])
         if let after { try TextRule.check(after, what: "the key to list after") }
-        if let limit, !(1...EventQuery.largestLimit).contains(limit) {
-            throw GuestModeError(
-                .invalidLimit, "the limit must be between 1 and \(EventQuery.largestLimit), not \(limit)")
-        }
+        try EventQuery.check(limit: limit)
         try requireCollection(collection)
         return try store.read { transaction in
             _ = try transaction.requireUser(userID)
