@@ -41,6 +41,13 @@ package struct RecordLocation: ParsableArguments {
     @Argument(help: "The record key.") package var key: String
 
     package init() {}
+
+    /// The first three operands of a quickly parsed line (`QuickCommand`).
+    package init(_ line: QuickLine) {
+        user = line.operands[0]
+        collection = line.operands[1]
+        key = line.operands[2]
+    }
 }
 
 /// Numeric options are checked against a documented range before any

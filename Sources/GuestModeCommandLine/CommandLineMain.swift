@@ -3,14 +3,14 @@ import Foundation
 import GuestModeKit
 
 /// What guestmode and guestmode-serve do with their arguments: refuse bytes that are not UTF-8,
-/// parse with `Root`, refuse a repeated option, run, and turn every failure into guestmode(1)'s
+/// parse with `Root` (a plain line of one of `quick`'s commands without it), refuse a repeated option, run, and turn every failure into guestmode(1)'s
 /// one line (or JSON document) and exit status.
 ///
 /// ```swift
 /// CommandLineMain<GuestmodeCommand>.run(Array(CommandLine.arguments.dropFirst()))
 /// ```
 package enum CommandLineMain<Root: ParsableCommand> {
-    package static func run(_ arguments: [String]) -> Never {
+    package static func run(_ arguments: [String], quick: [QuickCommand] = []) -> Never {
         // A reader that stops early (`guestmode user list | head`) ends the process
         // the Unix way, by SIGPIPE, quietly: the default action, set explicitly
         // because Foundation would otherwise turn the failed write into a crash.
@@ -23,9 +23,15 @@ package enum CommandLineMain<Root: ParsableCommand> {
         }
         typealias Usage = CommandLineUsage<Root>
         do {
-            try Usage.refuseUnknownHelpTopic(arguments)
-            var command = try CompletionScriptCheck.parse(arguments, as: Root.self)
-            try Usage.refuseRepeatedOptions(arguments, command: command)
+            // A quickly parsed line names no help topic and repeats no option, so the checks are the full parse's.
+            var command: any ParsableCommand
+            if let parsed = QuickCommand.parse(arguments, among: quick) {
+                command = parsed
+            } else {
+                try Usage.refuseUnknownHelpTopic(arguments)
+                command = try CompletionScriptCheck.parse(arguments, as: Root.self)
+                try Usage.refuseRepeatedOptions(arguments, command: command)
+            }
             do {
                 try command.run()
             } catch  where Usage.isUsageFailure(error) {

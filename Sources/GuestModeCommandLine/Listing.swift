@@ -25,6 +25,11 @@ package struct ListingOptions: ParsableArguments {
 
     package init() {}
 
+    /// `--format` as a quickly parsed line gives it (`QuickCommand`).
+    package init(_ line: QuickLine) throws {
+        format = try line.value("--format", as: ListingFormat.self)
+    }
+
     package func resolved(_ global: GlobalOptions) -> ListingFormat { format ?? (global.json ? .json : .table) }
 
     /// Prints `items` as a listing; `document` is what `--format json` prints (by default the items

@@ -162,7 +162,11 @@ package enum CommandLineUsage<Root: ParsableCommand> {
     /// Whether `error` is the command line's (a `ValidationError` or a help request, which
     /// ArgumentParser answers with 64 or 0) rather than a failure of the work.
     package static func isUsageFailure(_ error: Error) -> Bool {
-        guard !(error is ExitCode) else { return false }
+        // The engine's refusals (exit 10–14, a script's everyday answers) are known without asking
+        // ArgumentParser, whose `exitCode(for:)` builds the command's help by reflection: 9.8 M instructions
+        // of a refused `prompt next` (bench/results.md, "Start-up: the plain command lines parsed without
+        // reflection").
+        guard !(error is ExitCode), !(error is GuestModeError) else { return false }
         let status = Root.exitCode(for: error)
         return status == .validationFailure || status == .success
     }

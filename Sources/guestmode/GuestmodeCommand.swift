@@ -31,6 +31,13 @@ struct GuestmodeCommand: ParsableCommand {
 
     @OptionGroup(title: "Global options (accepted by every command, before or after its name)")
     var global: GlobalOptions
+
+    /// The commands whose plain lines are parsed without ArgumentParser's reflection: those a script runs
+    /// once per user, where start-up is most of the cost (`QuickCommand`).
+    static let quickCommands = [
+        CountersCommand.quick, LimitCommand.quick, TrackCommand.quick, MeterCommand.Use.quick,
+        MeterCommand.Check.quick, PromptCommand.Next.quick, RecordCommand.Get.quick, RecordCommand.Put.quick,
+    ]
 }
 
 /// The command line's refusals worded for this binary's commands.

@@ -7,4 +7,4 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first != "---completion", let serving = ServeLauncher.serveArguments(arguments) {
     ServeLauncher.exec(serving, isJSON: arguments.contains("--json"))
 }
-CommandLineMain<GuestmodeCommand>.run(arguments)
+CommandLineMain<GuestmodeCommand>.run(arguments, quick: GuestmodeCommand.quickCommands)

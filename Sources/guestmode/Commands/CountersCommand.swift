@@ -7,6 +7,15 @@ struct CountersCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "counters", abstract: "Show a user's counters, one per action.")
 
+    /// `counters USER [--format F]` without ArgumentParser's reflection (`QuickCommand`).
+    static let quick = QuickCommand(path: ["counters"], operands: 1...1, options: ["--format": .value]) { line in
+        var command = CountersCommand()
+        command.global = line.global
+        command.listing = try ListingOptions(line)
+        command.user = line.operands[0]
+        return command
+    }
+
     @OptionGroup var global: GlobalOptions
 
     @OptionGroup var listing: ListingOptions

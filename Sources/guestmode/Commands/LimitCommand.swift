@@ -15,6 +15,16 @@ struct LimitCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    /// `limit USER [COLLECTION] [--format F]` without ArgumentParser's reflection (`QuickCommand`).
+    static let quick = QuickCommand(path: ["limit"], operands: 1...2, options: ["--format": .value]) { line in
+        var command = LimitCommand()
+        command.global = line.global
+        command.listing = try ListingOptions(line)
+        command.user = line.operands[0]
+        command.collection = line.operands.dropFirst().first
+        return command
+    }
+
     @OptionGroup var listing: ListingOptions
 
     @Argument(help: "The user id.") var user: String

@@ -31,6 +31,21 @@ struct MeterCommand: ParsableCommand {
                 [--verbose] <user> <meter> <amount> [--id <key>] [--overage <allow|refuse>]
                 """)
 
+        /// `meter use USER METER AMOUNT [--id K] [--overage O]` without ArgumentParser's reflection
+        /// (`QuickCommand`); an amount beginning with `-` is left to ArgumentParser.
+        static let quick = QuickCommand(
+            path: ["meter", "use"], operands: 2...3, options: ["--id": .value, "--overage": .value]
+        ) { line in
+            var command = Use()
+            command.global = line.global
+            command.user = line.operands[0]
+            command.meter = line.operands[1]
+            command.amount = Array(line.operands.dropFirst(2))
+            command.id = try line.value("--id")
+            command.overage = try line.value("--overage")
+            return command
+        }
+
         @OptionGroup var global: GlobalOptions
 
         @Argument(help: "The user id.") var user: String
@@ -91,6 +106,20 @@ struct MeterCommand: ParsableCommand {
                 guestmode meter check [--store <path|uri>] [--schema <name>] [--now <time>] [--json] [--quiet] \
                 [--verbose] <user> <meter> [<amount>] [--raise-prompt]
                 """)
+
+        /// `meter check USER METER [AMOUNT] [--raise-prompt]` without ArgumentParser's reflection
+        /// (`QuickCommand`).
+        static let quick = QuickCommand(
+            path: ["meter", "check"], operands: 2...3, options: ["--raise-prompt": .flag]
+        ) { line in
+            var command = Check()
+            command.global = line.global
+            command.user = line.operands[0]
+            command.meter = line.operands[1]
+            command.amount = Array(line.operands.dropFirst(2))
+            command.raisePrompt = line.flag("--raise-prompt")
+            return command
+        }
 
         @OptionGroup var global: GlobalOptions
 

@@ -19,6 +19,24 @@ struct RecordCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "put", abstract: "Store a record, enforcing the tier cap.")
 
+        /// `record put USER COLLECTION KEY --data JSON` (or `--file F`) without ArgumentParser's reflection
+        /// (`QuickCommand`); the deprecated `--from` is left to ArgumentParser.
+        static let quick = QuickCommand(
+            path: ["record", "put"], operands: 3...3, options: ["--data": .value, "--file": .value]
+        ) { line in
+            var command = Put()
+            command.global = line.global
+            command.user = line.operands[0]
+            command.collection = line.operands[1]
+            command.key = line.operands[2]
+            command.document = RecordDocument()
+            command.document.data = try line.value("--data")
+            command.document.file = try line.value("--file")
+            command.from = nil
+            command.onConflict = nil
+            return command
+        }
+
         @OptionGroup var global: GlobalOptions
 
         // USER COLLECTION KEY as in get and delete; none with the deprecated --from.
@@ -148,6 +166,14 @@ struct RecordCommand: ParsableCommand {
 
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a record's JSON.")
+
+        /// `record get USER COLLECTION KEY` without ArgumentParser's reflection (`QuickCommand`).
+        static let quick = QuickCommand(path: ["record", "get"], operands: 3...3) { line in
+            var command = Get()
+            command.global = line.global
+            command.record = RecordLocation(line)
+            return command
+        }
 
         @OptionGroup var global: GlobalOptions
 

@@ -19,6 +19,25 @@ struct TrackCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    /// `track USER ACTION [--count N] [--id K] [--prop NAME=VALUE]` without ArgumentParser's reflection
+    /// (`QuickCommand`); `--from` and a second `--prop` are left to ArgumentParser.
+    static let quick = QuickCommand(
+        path: ["track"], operands: 2...2,
+        options: ["--count": .unconditionalValue, "--id": .value, "--prop": .value]
+    ) { line in
+        var command = TrackCommand()
+        command.global = line.global
+        command.user = line.operands[0]
+        command.action = line.operands[1]
+        command.count = try line.value("--count") ?? 1
+        command.id = try line.value("--id")
+        command.properties = try line.value("--prop").map { [$0] } ?? []
+        command.from = nil
+        command.skipInvalid = false
+        command.createUsers = false
+        return command
+    }
+
     @Argument(help: "The user id.")
     var user: String?
 
