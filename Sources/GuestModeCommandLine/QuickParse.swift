@@ -166,4 +166,15 @@ package struct QuickLine {
 
     /// Whether the flag is given.
     package func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    /// A required option's value as ArgumentParser converts it; throws ``QuickCommand/Decline`` when it is
+    /// missing or refused (ArgumentParser then words the refusal).
+    package func required<Value: ExpressibleByArgument>(
+        _ name: String, as type: Value.Type = Value.self
+    ) throws
+        -> Value
+    {
+        guard let value = try value(name, as: type) else { throw QuickCommand.Decline() }
+        return value
+    }
 }

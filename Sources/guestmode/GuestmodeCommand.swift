@@ -35,8 +35,9 @@ struct GuestmodeCommand: ParsableCommand {
     /// The commands whose plain lines are parsed without ArgumentParser's reflection: those a script runs
     /// once per user, where start-up is most of the cost (`QuickCommand`).
     static let quickCommands = [
-        CountersCommand.quick, LimitCommand.quick, TrackCommand.quick, MeterCommand.Use.quick,
-        MeterCommand.Check.quick, PromptCommand.Next.quick, RecordCommand.Get.quick, RecordCommand.Put.quick,
+        GuestCommand.New.quick, LinkCommand.quick, UserCommand.Show.quick, CountersCommand.quick, LimitCommand.quick,
+        TrackCommand.quick, MeterCommand.Use.quick, MeterCommand.Check.quick, MeterCommand.Status.quick,
+        PromptCommand.Next.quick, RecordCommand.Get.quick, RecordCommand.Put.quick,
     ]
 }
 

@@ -24,6 +24,20 @@ struct GuestCommand: ParsableCommand {
                 """
         )
 
+        /// `guest new [--device D] [--username N --secret-stdin]` without ArgumentParser's reflection
+        /// (`QuickCommand`).
+        static let quick = QuickCommand(
+            path: ["guest", "new"], operands: 0...0,
+            options: ["--device": .value, "--username": .value, "--secret-stdin": .flag]
+        ) { line in
+            var command = New()
+            command.global = line.global
+            command.device = try line.value("--device")
+            command.username = try line.value("--username")
+            command.secretStdin = line.flag("--secret-stdin")
+            return command
+        }
+
         @OptionGroup var global: GlobalOptions
 
         @Option(

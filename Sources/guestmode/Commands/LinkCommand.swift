@@ -17,6 +17,19 @@ struct LinkCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    /// `link USER --provider P --subject S [--email E]` without ArgumentParser's reflection (`QuickCommand`).
+    static let quick = QuickCommand(
+        path: ["link"], operands: 1...1, options: ["--provider": .value, "--subject": .value, "--email": .value]
+    ) { line in
+        var command = LinkCommand()
+        command.global = line.global
+        command.user = line.operands[0]
+        command.provider = try line.required("--provider")
+        command.subject = try line.required("--subject")
+        command.email = try line.value("--email")
+        return command
+    }
+
     @Argument(help: "The user id.")
     var user: String
 

@@ -159,6 +159,17 @@ struct MeterCommand: ParsableCommand {
             commandName: "status",
             abstract: "Show used, remaining, percent and level of a user's meters.")
 
+        /// `meter status USER [METER] [--format F]` without ArgumentParser's reflection (`QuickCommand`).
+        static let quick = QuickCommand(path: ["meter", "status"], operands: 1...2, options: ["--format": .value]) {
+            line in
+            var command = Status()
+            command.global = line.global
+            command.listing = try ListingOptions(line)
+            command.user = line.operands[0]
+            command.meter = line.operands.dropFirst().first
+            return command
+        }
+
         @OptionGroup var global: GlobalOptions
 
         @OptionGroup var listing: ListingOptions

@@ -73,6 +73,14 @@ struct UserCommand: ParsableCommand {
             commandName: "show",
             abstract: "Show a user: state, tier, identities, counters, records, meters and plans.")
 
+        /// `user show USER` without ArgumentParser's reflection (`QuickCommand`).
+        static let quick = QuickCommand(path: ["user", "show"], operands: 1...1) { line in
+            var command = Show()
+            command.global = line.global
+            command.user = line.operands[0]
+            return command
+        }
+
         @OptionGroup var global: GlobalOptions
 
         @Argument(help: "The user id.")
