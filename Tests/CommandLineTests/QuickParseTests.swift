@@ -92,7 +92,7 @@ import Testing
     /// parse takes, ArgumentParser makes the same command of, and it takes enough of them to mean it.
     @Test func generatedLinesAgreeWithArgumentParser() {
         var generator = SplitMix(seed: 0x5eed_9a11)
-        let operands = ["u1", "m", "12.5", "0", "-1", "help", "counters", "x=y", "=y", "-", "--", "notes"]
+        let operands = ["u1", "m", "12.5", "0", "-1", "help", "counters", "x=y", "=y", "-", "--", "notes", "", "é"]
         let globals = [
             ["--store", "s.sqlite"], ["--store=a.sqlite"], ["--schema", "app"], ["--now", "+1d"], ["--now", "-1h"],
             ["--now=2026-01-01T00:00:00Z"], ["--json"], ["--quiet"], ["-q"], ["-v"], ["--verbose"], ["-qv"],
@@ -100,6 +100,7 @@ import Testing
         ]
         let values = [
             "table", "tsv", "json", "bogus", "allow", "refuse", "5", "-5", "0", "abc", "a=b", "=b", "--json", "{}", "-",
+            "",
         ]
         var taken = 0
         var lines = 0
