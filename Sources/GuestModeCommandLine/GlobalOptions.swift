@@ -5,7 +5,8 @@ import GuestModeKit
 import GuestModePostgres
 
 /// Options every command takes (guestmode(1)). They may also be written before
-/// the command name: `guestmode --store s.sqlite profile show`.
+/// the command name: `guestmode --store s.sqlite profile show`. `QuickCommand` reads them too: an
+/// option added here is added there, or QuickParseTests fails.
 package struct GlobalOptions: ParsableArguments {
     @Option(
         name: .long,

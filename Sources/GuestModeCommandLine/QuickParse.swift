@@ -6,7 +6,7 @@ import ArgumentParser
 /// command's start-up (bench/results.md, "Start-up: the plain command lines parsed without reflection").
 ///
 /// A `QuickCommand` declares one command's words, operands and options beside its ArgumentParser
-/// declaration, and builds the command value ArgumentParser would. ``parse(_:)`` takes only a line it
+/// declaration, and builds the command value ArgumentParser would. ``parse(_:among:)`` takes only a line it
 /// understands entirely, and declines (returns nil) everything else: help, `--version`, an option it does
 /// not know, a repeated option, a value beginning with `-` where ArgumentParser might read it otherwise, a
 /// value its type refuses, a command that does not validate. A declined line goes to ArgumentParser, which
@@ -17,8 +17,7 @@ import ArgumentParser
 /// static let quick = QuickCommand(path: ["counters"], operands: 1...1, options: ["--format": .value]) { line in
 ///     var command = CountersCommand()
 ///     command.global = line.global
-///     command.listing = ListingOptions()
-///     command.listing.format = try line.value("--format", as: ListingFormat.self)
+///     command.listing = try ListingOptions(line)
 ///     command.user = line.operands[0]
 ///     return command
 /// }
