@@ -10,7 +10,10 @@
 #   - import: `backup import` of one user's BENCH_RECORDS records (default
 #     1000000, exported by guestmode from SQLite) against psql loading the
 #     same rows (zstd-compressed NDJSON) through `\copy` into a staging table
-#     + `INSERT … SELECT`.
+#     + `INSERT … SELECT`;
+#   - accounts: `user import` of BENCH_ACCOUNTS Firebase accounts (default
+#     200000, one in ten with a Google identity) against psql `\copy` of the
+#     same users and identities, already as the tables' CSV.
 # Each line gives wall seconds and the client's peak memory (GNU time %M; the
 # server's memory is shared and not counted), and the ratio guestmode / plain
 # (time, lower is better). The results of both sides are compared; a mismatch
@@ -20,9 +23,9 @@
 # GUESTMODE_TEST_POSTGRES and the PG* variables psql reads.
 # Usage: bench/postgres.sh [path/to/guestmode]
 # BENCH_EVENTS (default 1000000) and BENCH_GUESTS (default 2000000, half of
-# them stale) and BENCH_RECORDS make it smaller; BENCH_ONLY=ingest,funnel,
-# purge,import runs some parts (funnel and purge need the guests, made
-# whenever either runs).
+# them stale), BENCH_RECORDS and BENCH_ACCOUNTS make it smaller;
+# BENCH_ONLY=ingest,funnel,purge,import,accounts runs some parts (funnel and
+# purge need the guests, made whenever either runs).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,7 +33,8 @@ binary=$(realpath "${1:-$root/.build/release/guestmode}")
 events=${BENCH_EVENTS:-1000000}
 guests=${BENCH_GUESTS:-2000000}
 records=${BENCH_RECORDS:-1000000}
-only=${BENCH_ONLY:-ingest,funnel,purge,import}
+accounts=${BENCH_ACCOUNTS:-200000}
+only=${BENCH_ONLY:-ingest,funnel,purge,import,accounts}
 wants() { [[ ",$only," == *",$1,"* ]]; }
 : "${GUESTMODE_TEST_POSTGRES:?postgres bench: no server; run it as scripts/with-postgres.sh bench/postgres.sh}"
 uri=$GUESTMODE_TEST_POSTGRES
@@ -77,10 +81,17 @@ fail() {
     exit 1
 }
 
-for schema in "$ours" "$plain"; do
-    psql -X -q -v ON_ERROR_STOP=1 -c "DROP SCHEMA IF EXISTS $schema CASCADE" 2>/dev/null
-    "$binary" init --profile recipes --store "$uri" --schema "$schema" --quiet >/dev/null
-done
+# Makes each schema afresh with `guestmode init --profile PROFILE`: fresh_schemas PROFILE SCHEMA...
+fresh_schemas() {
+    local profile=$1 schema
+    shift
+    for schema in "$@"; do
+        psql -X -q -v ON_ERROR_STOP=1 -c "DROP SCHEMA IF EXISTS $schema CASCADE" 2>/dev/null
+        "$binary" init --profile "$profile" --store "$uri" --schema "$schema" --quiet >/dev/null
+    done
+}
+
+fresh_schemas recipes "$ours" "$plain"
 
 # --- ingest ------------------------------------------------------------------
 if wants ingest; then
@@ -208,10 +219,7 @@ INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
            line ->> 'created_at', line ->> 'updated_at' FROM raw;
 COMMIT;
 SQL
-    for schema in bench_import_ours bench_import_plain; do
-        psql -X -q -v ON_ERROR_STOP=1 -c "DROP SCHEMA IF EXISTS $schema CASCADE" 2>/dev/null
-        "$binary" init --profile habits --store "$uri" --schema "$schema" --quiet >/dev/null
-    done
+    fresh_schemas habits bench_import_ours bench_import_plain
     read -r ours_s ours_kb < <(measure "$binary" --store "$uri" --schema bench_import_ours backup import bench.gmbackup)
     read -r plain_s plain_kb < <(measure env PGOPTIONS="-c search_path=bench_import_plain" psql -X -q -v ON_ERROR_STOP=1 -At -f import.sql)
     # guestmode stores record data in its canonical form (members sorted), so the data is not compared.
@@ -221,6 +229,47 @@ SQL
     line "backup import of $records records" \
         "guestmode backup import" "$ours_s" "$ours_kb" "psql \\copy + INSERT SELECT" "$plain_s" "$plain_kb" "$records" rows
     for schema in bench_import_ours bench_import_plain; do
+        psql -X -q -c "DROP SCHEMA $schema CASCADE" 2>/dev/null
+    done
+fi
+
+# --- accounts ----------------------------------------------------------------
+# A Firebase auth export, one account a line; the plain side loads the rows guestmode makes of it (the
+# conversion a migration script would do first is not timed).
+if wants accounts; then
+    awk -v n="$accounts" 'BEGIN {
+        print "{\"users\": [" > "accounts.json"
+        t = "1970-01-01T00:00:01.000Z"
+        for (i = 0; i < n; i++) {
+            linked = i % 10 == 0
+            printf "{\"localId\":\"a%d\",\"createdAt\":\"1000\"%s}%s\n", i,
+                linked ? ",\"providerUserInfo\":[{\"providerId\":\"google.com\",\"rawId\":\"g" i "\"}]" : "",
+                i < n - 1 ? "," : "" > "accounts.json"
+            printf "a%d,,%s,%s,%s,%s,%s\n", i, linked ? "linked" : "anonymous",
+                linked ? "authenticated" : "anonymous", t, t, linked ? t : "" > "users.csv"
+            if (linked) printf "google,g%d,a%d,,%s\n", i, i, t > "identities.csv"
+        }
+        print "]}" > "accounts.json"
+    }'
+    cat > accounts.sql <<'SQL'
+BEGIN;
+\copy users (id, device, state, prompt_state, created_at, last_seen_at, linked_at) FROM 'users.csv' WITH (FORMAT csv)
+\copy identities (provider, subject, user_id, email, linked_at) FROM 'identities.csv' WITH (FORMAT csv)
+COMMIT;
+SQL
+    fresh_schemas subscriptions bench_accounts_ours bench_accounts_plain
+    read -r ours_s ours_kb < <(measure "$binary" --store "$uri" --schema bench_accounts_ours --now "$now" \
+        user import --from accounts.json --format firebase --quiet)
+    read -r plain_s plain_kb < <(measure env PGOPTIONS="-c search_path=bench_accounts_plain" psql -X -q -v ON_ERROR_STOP=1 -At -f accounts.sql)
+    for query in \
+        "SELECT count(*), md5(string_agg(concat_ws(' ', id, device, state, prompt_state, created_at, last_seen_at, linked_at), ',' ORDER BY id)) FROM users" \
+        "SELECT count(*), md5(string_agg(concat_ws(' ', provider, subject, user_id, email, linked_at), ',' ORDER BY subject)) FROM identities"; do
+        [ "$(sql bench_accounts_ours -c "$query")" = "$(sql bench_accounts_plain -c "$query")" ] ||
+            fail "accounts: the two schemas disagree on: $query"
+    done
+    line "user import of $accounts Firebase accounts" \
+        "guestmode user import" "$ours_s" "$ours_kb" "psql \\copy of the same rows" "$plain_s" "$plain_kb" "$accounts" accounts
+    for schema in bench_accounts_ours bench_accounts_plain; do
         psql -X -q -c "DROP SCHEMA $schema CASCADE" 2>/dev/null
     done
 fi

@@ -17,6 +17,17 @@ package protocol IdentityRows {
     /// callers race for it.
     func insertIdentity(_ identity: Identity, of userID: String) throws -> Bool
 
+    /// The owners of those of `keys` (provider, subject) that are bound, by key. One question for many
+    /// identities: `user import` asks it once a chunk of accounts.
+    func identityOwners(_ keys: [IdentityKey]) throws -> [IdentityKey: String]
+
+    /// The identities of each of `userIDs` that has any, each user's oldest link first (then by provider).
+    func identities(ofUsers userIDs: [String]) throws -> [String: [Identity]]
+
+    /// Binds each identity to its user as `insertIdentity(_:of:)` does, and returns the keys of those it
+    /// did not bind because they were already bound.
+    func insertIdentities(_ identities: [(identity: Identity, userID: String)]) throws -> [IdentityKey]
+
     /// Removes the user's identity of `provider`; false when it had none.
     func deleteIdentity(of userID: String, provider: String) throws -> Bool
 
@@ -35,4 +46,43 @@ package protocol IdentityRows {
 
     /// Releases the user's upgrade lock, if it holds one.
     func releaseUpgradeLock(of userID: String) throws
+}
+
+/// An identity's key: its provider and its subject at the provider.
+package struct IdentityKey: Hashable, Sendable {
+    package var provider: String
+    package var subject: String
+
+    package init(provider: String, subject: String) {
+        self.provider = provider
+        self.subject = subject
+    }
+}
+
+// A store whose questions cost no round trip (SQLite, in the process) answers the many-row questions one row
+// at a time; PostgreSQL answers each in one statement.
+extension IdentityRows {
+    package func identityOwners(_ keys: [IdentityKey]) throws -> [IdentityKey: String] {
+        var owners: [IdentityKey: String] = [:]
+        for key in keys where owners[key] == nil {
+            if let owner = try identityOwner(provider: key.provider, subject: key.subject) { owners[key] = owner }
+        }
+        return owners
+    }
+
+    package func identities(ofUsers userIDs: [String]) throws -> [String: [Identity]] {
+        var identities: [String: [Identity]] = [:]
+        for userID in userIDs where identities[userID] == nil {
+            let held = try self.identities(of: userID)
+            if !held.isEmpty { identities[userID] = held }
+        }
+        return identities
+    }
+
+    package func insertIdentities(_ identities: [(identity: Identity, userID: String)]) throws -> [IdentityKey] {
+        try identities.compactMap { identity, userID in
+            try insertIdentity(identity, of: userID)
+                ? nil : IdentityKey(provider: identity.provider, subject: identity.subject)
+        }
+    }
 }

@@ -48,6 +48,11 @@ extension GuestMode {
     /// The most problems an import names before it stops looking.
     static let importProblemsNamed = 20
 
+    /// How many accounts an import reads and writes together: on PostgreSQL a chunk costs a round trip for
+    /// each of its questions and inserts, where an account at a time cost three (bench/results.md, "`user
+    /// import` a chunk at a time").
+    static let importChunkSize = 500
+
     /// Imports the users of another auth system, keeping their ids, so
     /// experiment buckets, counters and meters carry on. Each account
     /// becomes an anonymous guest (no identity) or a linked user with its
@@ -111,15 +116,21 @@ extension GuestMode {
                     problems.append(located)
                     if problems.count > 1 { problem(located.message) }
                 }
+                var chunk: [ReadAccount] = []
                 try forEachAccount { line, read in
                     report.accounts += 1
                     if report.accounts % 10_000 == 0 { progress(report.accounts) }
                     do {
-                        try importAccount(try read(), into: transaction, now: now, report: &report)
+                        chunk.append(ReadAccount(line: line, account: .success(try read())))
                     } catch let error as GuestModeError {
-                        note(line, error)
+                        chunk.append(ReadAccount(line: line, account: .failure(error)))
+                    }
+                    if chunk.count == Self.importChunkSize {
+                        try importAccounts(chunk, into: transaction, now: now, report: &report, note: note)
+                        chunk.removeAll(keepingCapacity: true)
                     }
                 }
+                try importAccounts(chunk, into: transaction, now: now, report: &report, note: note)
                 progress(report.accounts)
                 if !problems.isEmpty || dryRun { throw Rollback() }
             }
@@ -131,12 +142,113 @@ extension GuestMode {
         return report
     }
 
-    /// One account, in the import's transaction: created, found unchanged,
-    /// or refused without writing anything.
-    private func importAccount(
-        _ account: ImportedAccount, into transaction: any StoreTransaction, now: Date,
-        report: inout UserImportReport
+    /// An account as read from the export, or why it could not be read or checked.
+    struct ReadAccount {
+        var line: Int
+        var account: Result<ImportedAccount, GuestModeError>
+    }
+
+    /// A chunk of accounts, in the import's transaction, each created, found unchanged, or refused (passed to
+    /// `note` with its line) without writing anything, in the file's order. An account is judged against the
+    /// store and every account before it in the file, as if each had been stored on its own: the chunk's
+    /// users, their identities and the owners of the identities the accounts bring are asked for once, and
+    /// what the chunk creates is kept beside them as it goes.
+    private func importAccounts(
+        _ chunk: [ReadAccount], into transaction: any StoreTransaction, now: Date,
+        report: inout UserImportReport, note: (Int, GuestModeError) -> Void
     ) throws {
+        guard !chunk.isEmpty else { return }
+        var checked: [ReadAccount] = []
+        checked.reserveCapacity(chunk.count)
+        for read in chunk {
+            if case .success(let account) = read.account {
+                do {
+                    try checkImported(account, now: now)
+                } catch let error as GuestModeError {
+                    checked.append(ReadAccount(line: read.line, account: .failure(error)))
+                    continue
+                }
+            }
+            checked.append(read)
+        }
+        let chunk = checked
+        let accounts = chunk.compactMap { try? $0.account.get() }
+        let stored = try transaction.users(accounts.map(\.id), locking: true)
+        let storedIdentities = stored.isEmpty ? [:] : try transaction.identities(ofUsers: Array(stored.keys))
+        let keys = accounts.flatMap { account in account.identities.map(\.key) }
+        var owners = keys.isEmpty ? [:] : try transaction.identityOwners(keys)
+        var held: [String: (state: UserState, identities: [Identity])] = stored.mapValues { user in
+            (user.state, storedIdentities[user.id] ?? [])
+        }
+        var users: [User] = []
+        var identities: [(identity: Identity, userID: String)] = []
+        var lines: [IdentityKey: Int] = [:]
+        for read in chunk {
+            let account: ImportedAccount
+            switch read.account {
+            case .failure(let error):
+                note(read.line, error)
+                continue
+            case .success(let read): account = read
+            }
+            let state: UserState = account.identities.isEmpty ? .anonymous : .linked
+            if let existing = held[account.id] {
+                func described(_ state: UserState, _ identities: [Identity]) -> String {
+                    let names = identities.map { "\($0.provider) \($0.subject)" }.sorted()
+                    return "\(state.rawValue), \(names.isEmpty ? "no identity" : names.joined(separator: ", "))"
+                }
+                if described(existing.state, existing.identities) == described(state, account.identities) {
+                    report.unchanged += 1
+                } else {
+                    note(
+                        read.line,
+                        GuestModeError(
+                            .importConflict,
+                            "user '\(account.id)' is already in the store with other data (\(described(existing.state, existing.identities))); the export has (\(described(state, account.identities)))"
+                        ))
+                }
+                continue
+            }
+            if let taken = account.identities.first(where: { owners[$0.key] != nil }) {
+                note(
+                    read.line,
+                    GuestModeError(
+                        .importConflict,
+                        "the \(taken.provider) identity of account '\(account.id)' already belongs to user '\(owners[taken.key] ?? "")'"
+                    ))
+                continue
+            }
+            users.append(
+                User(
+                    id: account.id, device: nil, state: state,
+                    promptState: state == .linked
+                        ? PromptState.authenticated.rawValue : PromptState.anonymous.rawValue,
+                    createdAt: account.createdAt, lastSeenAt: account.lastSeenAt,
+                    linkedAt: state == .linked ? account.createdAt : nil))
+            held[account.id] = (state, account.identities)
+            for identity in account.identities {
+                identities.append((identity, account.id))
+                owners[identity.key] = account.id
+                lines[identity.key] = read.line
+            }
+            report.usersCreated += 1
+            report.identities += account.identities.count
+            if state == .linked { report.linked += 1 } else { report.anonymous += 1 }
+            if account.hasPasswordHash { report.passwordHashesSkipped += 1 }
+        }
+        try transaction.insertUsers(users)
+        for key in try transaction.insertIdentities(identities) {
+            note(
+                lines[key] ?? 0,
+                GuestModeError(
+                    .importConflict,
+                    "the \(key.provider) identity of account '\(owners[key] ?? "")' was linked to another user meanwhile"
+                ))
+        }
+    }
+
+    /// What an account must be to be imported at all, whatever the store holds.
+    private func checkImported(_ account: ImportedAccount, now: Date) throws {
         try TextRule.check(account.id, what: "the user id")
         guard account.id.count <= 128,
             !account.id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
@@ -170,45 +282,10 @@ extension GuestMode {
             throw GuestModeError(
                 .invalidImportFile, "account '\(account.id)' has two identities of one provider")
         }
-        let state: UserState = account.identities.isEmpty ? .anonymous : .linked
-        if let existing = try transaction.user(account.id, locking: true) {
-            let stored = try transaction.identities(of: account.id)
-            func described(_ state: UserState, _ identities: [Identity]) -> String {
-                let names = identities.map { "\($0.provider) \($0.subject)" }.sorted()
-                return "\(state.rawValue), \(names.isEmpty ? "no identity" : names.joined(separator: ", "))"
-            }
-            guard described(existing.state, stored) == described(state, account.identities) else {
-                throw GuestModeError(
-                    .importConflict,
-                    "user '\(account.id)' is already in the store with other data (\(described(existing.state, stored))); the export has (\(described(state, account.identities)))"
-                )
-            }
-            report.unchanged += 1
-            return
-        }
-        for identity in account.identities {
-            if let owner = try transaction.identityOwner(provider: identity.provider, subject: identity.subject) {
-                throw GuestModeError(
-                    .importConflict,
-                    "the \(identity.provider) identity of account '\(account.id)' already belongs to user '\(owner)'")
-            }
-        }
-        try transaction.insertUser(
-            User(
-                id: account.id, device: nil, state: state,
-                promptState: state == .linked ? PromptState.authenticated.rawValue : PromptState.anonymous.rawValue,
-                createdAt: account.createdAt, lastSeenAt: account.lastSeenAt,
-                linkedAt: state == .linked ? account.createdAt : nil))
-        for identity in account.identities {
-            guard try transaction.insertIdentity(identity, of: account.id) else {
-                throw GuestModeError(
-                    .importConflict,
-                    "the \(identity.provider) identity of account '\(account.id)' was linked to another user meanwhile")
-            }
-        }
-        report.usersCreated += 1
-        report.identities += account.identities.count
-        if state == .linked { report.linked += 1 } else { report.anonymous += 1 }
-        if account.hasPasswordHash { report.passwordHashesSkipped += 1 }
     }
+}
+
+extension Identity {
+    /// The identity's provider and subject.
+    package var key: IdentityKey { IdentityKey(provider: provider, subject: subject) }
 }

@@ -14,6 +14,13 @@ package protocol UserRows {
     /// Inserts a new user row, as given.
     func insertUser(_ user: User) throws
 
+    /// Those of `ids` that are users, by id; with `locking`, each row stays locked as `user(_:locking:)`
+    /// locks it. One question for many users: `user import` asks it once a chunk of accounts.
+    func users(_ ids: [String], locking: Bool) throws -> [String: User]
+
+    /// Inserts new user rows, as given.
+    func insertUsers(_ users: [User]) throws
+
     /// The oldest user (by creation time, then id byte by byte) whose device
     /// is `device`, or nil when there is none. With `locking`, transactions
     /// asking for the same device wait for each other until the end of the
@@ -115,5 +122,21 @@ package struct StoredCredentials: Sendable, Equatable {
         self.username = username
         self.secretHash = secretHash
         self.createdAt = createdAt
+    }
+}
+
+// A store whose questions cost no round trip (SQLite, in the process) answers the many-row questions one row
+// at a time; PostgreSQL answers each in one statement.
+extension UserRows {
+    package func users(_ ids: [String], locking: Bool) throws -> [String: User] {
+        var users: [String: User] = [:]
+        for id in ids where users[id] == nil {
+            if let user = try user(id, locking: locking) { users[id] = user }
+        }
+        return users
+    }
+
+    package func insertUsers(_ users: [User]) throws {
+        for user in users { try insertUser(user) }
     }
 }

@@ -13,6 +13,60 @@ extension PostgresTransaction {
         try store.identities(of: userID, connection)
     }
 
+    func identityOwners(_ keys: [IdentityKey]) throws -> [IdentityKey: String] {
+        guard !keys.isEmpty else { return [:] }
+        var owners: [IdentityKey: String] = [:]
+        for row in try connection.execute(
+            """
+            SELECT i.provider, i.subject, i.user_id
+            FROM identities i JOIN unnest($1::text[], $2::text[]) AS k (provider, subject)
+              ON i.provider = k.provider AND i.subject = k.subject
+            """,
+            [PostgresValue.textArray(keys.map(\.provider)), PostgresValue.textArray(keys.map(\.subject))])
+        {
+            owners[IdentityKey(provider: try row.string("provider"), subject: try row.string("subject"))] =
+                try row.string("user_id")
+        }
+        return owners
+    }
+
+    func identities(ofUsers userIDs: [String]) throws -> [String: [Identity]] {
+        guard !userIDs.isEmpty else { return [:] }
+        var identities: [String: [Identity]] = [:]
+        for row in try connection.execute(
+            "SELECT * FROM identities WHERE user_id = ANY($1::text[]) ORDER BY user_id, linked_at, provider",
+            [PostgresValue.textArray(userIDs)])
+        {
+            identities[try row.string("user_id"), default: []].append(
+                Identity(
+                    provider: try row.string("provider"), subject: try row.string("subject"),
+                    email: try row.optionalString("email"), linkedAt: try row.date("linked_at")))
+        }
+        return identities
+    }
+
+    /// The primary key settles a race as `insertIdentity(_:of:)`'s does, for each row.
+    func insertIdentities(_ identities: [(identity: Identity, userID: String)]) throws -> [IdentityKey] {
+        guard !identities.isEmpty else { return [] }
+        let inserted = try connection.execute(
+            """
+            INSERT INTO identities (provider, subject, user_id, email, linked_at)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+            ON CONFLICT (provider, subject) DO NOTHING
+            RETURNING provider, subject
+            """,
+            [
+                PostgresValue.textArray(identities.map(\.identity.provider)),
+                PostgresValue.textArray(identities.map(\.identity.subject)),
+                PostgresValue.textArray(identities.map(\.userID)),
+                PostgresValue.textArray(identities.map(\.identity.email)),
+                PostgresValue.textArray(identities.map { Timestamp.format($0.identity.linkedAt) }),
+            ])
+        let bound = Set(
+            try inserted.map { IdentityKey(provider: try $0.string("provider"), subject: try $0.string("subject")) })
+        return identities.map(\.identity.key).filter { !bound.contains($0) }
+    }
+
     /// The primary key settles a race: this insert waits for a transaction
     /// that inserted the same identity and, if that one commits, inserts
     /// nothing.

@@ -552,12 +552,21 @@ extension PostgresValue {
     /// `values` as one `text[]` parameter (`= ANY($n::text[])`), so a list
     /// of any length is still a single parameter and never SQL text.
     static func textArray(_ values: [String]) -> PostgresValue {
+        textArray(values.map { $0 as String? })
+    }
+
+    /// `values` as one `text[]` parameter, a nil element as SQL NULL (`unnest($n::text[])` gives NULL).
+    static func textArray(_ values: [String?]) -> PostgresValue {
         // Built byte by byte: a restore sends a thousand users a batch, and Foundation's
         // replacingOccurrences (through NSString) cost as much as the rest of the import's client side.
         var bytes: [UInt8] = [UInt8(ascii: "{")]
-        bytes.reserveCapacity(values.reduce(2) { $0 + $1.utf8.count + 3 })
+        bytes.reserveCapacity(values.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
         for (index, value) in values.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            guard let value else {
+                bytes.append(contentsOf: "NULL".utf8)
+                continue
+            }
             bytes.append(UInt8(ascii: "\""))
             for byte in value.utf8 {
                 if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") { bytes.append(UInt8(ascii: "\\")) }

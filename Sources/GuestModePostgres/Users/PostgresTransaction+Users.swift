@@ -6,6 +6,38 @@ extension PostgresTransaction {
         try store.insert(user, connection)
     }
 
+    func users(_ ids: [String], locking: Bool) throws -> [String: User] {
+        guard !ids.isEmpty else { return [:] }
+        // Locked in one order, so two transactions locking overlapping users cannot each wait for the other.
+        let rows = try connection.execute(
+            """
+            SELECT * FROM users WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C"\(locking ? " FOR UPDATE" : "")
+            """,
+            [PostgresValue.textArray(ids)])
+        var users: [String: User] = [:]
+        for row in rows {
+            let user = try store.user(from: row)
+            users[user.id] = user
+        }
+        return users
+    }
+
+    func insertUsers(_ users: [User]) throws {
+        guard !users.isEmpty else { return }
+        try connection.execute(
+            """
+            INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+            """,
+            [
+                PostgresValue.textArray(users.map(\.id)), PostgresValue.textArray(users.map(\.device)),
+                PostgresValue.textArray(users.map(\.state.rawValue)), PostgresValue.textArray(users.map(\.promptState)),
+                PostgresValue.textArray(users.map { Timestamp.format($0.createdAt) }),
+                PostgresValue.textArray(users.map { Timestamp.format($0.lastSeenAt) }),
+                PostgresValue.textArray(users.map { $0.linkedAt.map(Timestamp.format) }),
+            ])
+    }
+
     func oldestUser(device: String, locking: Bool) throws -> User? {
         if locking {
             // Transactions asking for one device queue on this lock; the later ones find the first's user.

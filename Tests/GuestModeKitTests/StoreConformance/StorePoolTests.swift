@@ -189,6 +189,32 @@ struct PostgresPoolTests {
         #expect(try store.read { try $0.execute("SELECT count(*) AS n FROM identities").first!.int64("n") } == 2_000)
     }
 
+    @Test("a user import reads and writes its accounts a chunk at a time, not three round trips an account")
+    func aUserImportGoesInChunks() throws {
+        let (store, profile) = try StoreBackend.postgres.makeStore(profile: "subscriptions")
+        let engine = GuestMode(profile: profile, store: store)
+        let accounts = (0..<2_000).map { index in
+            let identity =
+                index % 2 == 0 ? #","providerUserInfo":[{"providerId":"google.com","rawId":"g\#(index)"}]"# : ""
+            return #"{"localId":"u\#(index)","createdAt":"1000"\#(identity)}"#
+        }
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("import-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Data(("{\"users\": [\n" + accounts.joined(separator: ",\n") + "\n]}\n").utf8).write(to: url)
+        // One thread: the pool lends the connection it was given back last.
+        let postgres = try #require(store as? PostgresStore)
+        let connection = try postgres.read { (connection: PostgresConnection) in connection }
+        let before = connection.roundTrips.load(ordering: .relaxed)
+        let report = try engine.importUsers(from: url, format: .firebase, now: day(2))
+        let trips = connection.roundTrips.load(ordering: .relaxed) - before
+        #expect(report.usersCreated == 2_000 && report.identities == 1_000)
+        // Five a chunk of 500 (the users, their identities, the identities' owners, the inserts of each), and
+        // the transaction's own; the account's user asked for and inserted, and each identity asked for and
+        // inserted, were 6,000.
+        #expect(trips < 40, "\(trips) round trips for 2,000 accounts")
+        #expect(try postgres.read { try $0.execute("SELECT count(*) AS n FROM identities").first!.int64("n") } == 1_000)
+    }
+
     @Test("a prompt decision reads the user once and everything else it needs in one round trip")
     func aPromptDecisionReadsThePlansOnce() throws {
         // voice: two collections and a meter, each judged under the tier the plans give.

@@ -181,6 +181,92 @@ struct UserImportTests {
         #expect(try engine.users(matching: UserFilter(state: nil, inactive: nil), now: now).count == 2)
     }
 
+    /// A Firebase export of `accounts` (id, Google subject or nil), one account a line after the first.
+    private func export(_ accounts: [(id: String, google: String?)]) throws -> URL {
+        let lines = accounts.map { id, google in
+            let identity = google.map { #","providerUserInfo":[{"providerId":"google.com","rawId":"\#($0)"}]"# } ?? ""
+            return #"{"localId":"\#(id)","createdAt":"1000"\#(identity)}"#
+        }
+        return try exportFile("{\"users\": [\n" + lines.joined(separator: ",\n") + "\n]}\n")
+    }
+
+    /// Accounts are read and written a chunk at a time; an account sees every account before it in the file as
+    /// if each were stored on its own: in its chunk, in the chunk before, or in the store.
+    @Test(arguments: StoreBackend.allCases)
+    func anAccountSeesTheAccountsBeforeItInTheFile(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        var accounts: [(id: String, google: String?)] = (0..<1_200).map { ("u\($0)", $0 % 3 == 0 ? "g\($0)" : nil) }
+        accounts.insert(("u1", nil), at: 2)  // the same account again at once: unchanged
+        accounts.insert(("u3", "g3"), at: 1_150)  // and a chunk later
+        accounts.insert(("late", "g6"), at: 1_160)  // u6's identity, a chunk later
+        accounts.insert(("twin", "g1197"), at: accounts.count)  // u1197's, in the same chunk
+        accounts.insert(("u4", "g-other"), at: 10)  // u4 again, with other data
+        var named: [String] = []
+        do {
+            _ = try engine.importUsers(
+                from: try export(accounts), label: "users.json", format: .firebase, now: now,
+                problem: { named.append($0) })
+            Issue.record("imported over three conflicts")
+        } catch let error as GuestModeError {
+            #expect(error.code == .importConflict)
+            #expect(
+                error.message.hasPrefix(
+                    "users.json:12: user 'u4' is already in the store with other data (anonymous, no identity)"),
+                "\(error.message)")
+            #expect(error.message.hasSuffix("(and 2 more); nothing was imported"), "\(error.message)")
+        }
+        #expect(
+            named == [
+                "users.json:1163: the google identity of account 'late' already belongs to user 'u6'",
+                "users.json:1206: the google identity of account 'twin' already belongs to user 'u1197'",
+            ])
+        #expect(try engine.users(matching: UserFilter(state: nil, inactive: nil), now: now).isEmpty)
+
+        let kept = accounts.filter { !["late", "twin"].contains($0.id) && !($0.id == "u4" && $0.google != nil) }
+        let report = try engine.importUsers(from: try export(kept), format: .firebase, now: now)
+        #expect(report.accounts == 1_202 && report.usersCreated == 1_200 && report.unchanged == 2)
+        #expect(report.linked == 400 && report.identities == 400 && report.anonymous == 800)
+        #expect(try engine.users(matching: UserFilter(state: nil, inactive: nil), now: now).count == 1_200)
+        #expect(try engine.details(user: "u999", now: now).identities.map(\.subject) == ["g999"])
+        let again = try engine.importUsers(from: try export(kept), format: .firebase, now: now)
+        #expect(again.usersCreated == 0 && again.unchanged == 1_202)
+    }
+
+    /// The many-row questions and inserts an import asks of a chunk answer as their one-row forms do, with
+    /// texts that need quoting in an array and a missing device, email and link time as nothing.
+    @Test(arguments: StoreBackend.allCases)
+    func theManyRowFormsAnswerAsTheOneRowForms(backend: StoreBackend) throws {
+        let engine = try engine(backend)
+        let odd = #"a "quoted", {braced} \ NULL"#
+        let users = [
+            User(
+                id: odd, device: nil, state: .anonymous, promptState: "anonymous", createdAt: now, lastSeenAt: now,
+                linkedAt: nil),
+            User(
+                id: "NULL", device: "d,1", state: .linked, promptState: "authenticated", createdAt: now,
+                lastSeenAt: now, linkedAt: now),
+        ]
+        let google = Identity(provider: "google", subject: odd, email: nil, linkedAt: now)
+        let apple = Identity(provider: "apple", subject: "NULL", email: "a@example.com", linkedAt: now)
+        let taken = try engine.store.write { transaction in
+            try transaction.insertUsers(users)
+            _ = try transaction.insertIdentity(apple, of: "NULL")
+            return try transaction.insertIdentities([(google, "NULL"), (apple, odd)])
+        }
+        #expect(taken == [apple.key], "an identity already bound is not bound again")
+        try engine.store.write { transaction in
+            let found = try transaction.users([odd, "NULL", "nobody", odd], locking: true)
+            #expect(found == [odd: users[0], "NULL": users[1]])
+            #expect(try transaction.users([], locking: false).isEmpty)
+            #expect(
+                try transaction.identityOwners([google.key, apple.key, IdentityKey(provider: "apple", subject: odd)])
+                    == [google.key: "NULL", apple.key: "NULL"])
+            let held = try transaction.identities(ofUsers: [odd, "NULL", "nobody"])
+            #expect(held.keys.sorted() == ["NULL"])
+            #expect(held["NULL"] == (try transaction.identities(of: "NULL")))
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func accountsTheProfileCannotHoldAreRefused(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
