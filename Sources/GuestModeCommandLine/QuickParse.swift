@@ -166,6 +166,13 @@ package struct QuickLine {
     /// Whether the flag is given.
     package func flag(_ name: String) -> Bool { flags.contains(name) }
 
+    /// The operand at `index` as ArgumentParser converts it; throws ``QuickCommand/Decline`` when the type
+    /// refuses the text.
+    package func operand<Value: ExpressibleByArgument>(_ index: Int, as type: Value.Type = Value.self) throws -> Value {
+        guard let value = Value(argument: operands[index]) else { throw QuickCommand.Decline() }
+        return value
+    }
+
     /// A required option's value as ArgumentParser converts it; throws ``QuickCommand/Decline`` when it is
     /// missing or refused (ArgumentParser then words the refusal).
     package func required<Value: ExpressibleByArgument>(

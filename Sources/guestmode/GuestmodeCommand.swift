@@ -35,9 +35,10 @@ struct GuestmodeCommand: ParsableCommand {
     /// The commands whose plain lines are parsed without ArgumentParser's reflection: those a script runs
     /// once per user, where start-up is most of the cost (`QuickCommand`).
     static let quickCommands = [
-        GuestCommand.New.quick, LinkCommand.quick, UserCommand.Show.quick, CountersCommand.quick, LimitCommand.quick,
-        TrackCommand.quick, MeterCommand.Use.quick, MeterCommand.Check.quick, MeterCommand.Status.quick,
-        PromptCommand.Next.quick, RecordCommand.Get.quick, RecordCommand.Put.quick,
+        GuestCommand.New.quick, LinkCommand.quick, UnlinkCommand.quick, UserCommand.Show.quick,
+        CountersCommand.quick, LimitCommand.quick, TrackCommand.quick, MeterCommand.Use.quick,
+        MeterCommand.Check.quick, MeterCommand.Status.quick, PromptCommand.Next.quick, PromptCommand.Record.quick,
+        RecordCommand.Get.quick, RecordCommand.Put.quick, RecordCommand.Delete.quick,
     ]
 }
 

@@ -49,6 +49,9 @@ import Testing
         ["guest", "new", "--username", "legacy", "--secret-stdin"],
         ["link", "u1", "--provider", "apple", "--subject", "001.abc", "--email", "a@example.com"],
         ["user", "show", "u1", "--json"],
+        ["unlink", "u1", "--provider", "apple"],
+        ["prompt", "record", "u1", "first_export", "dismissed", "--now", "+1h"],
+        ["record", "delete", "u1", "notes", "n1", "-q"],
         ["meter", "status", "u1", "api_minutes", "--format", "csv"],
         ["counters", "u1"],
         ["--store", "s.sqlite", "counters", "u1", "--json"],
@@ -82,7 +85,9 @@ import Testing
         ["record", "put", "u1", "notes", "n1"], ["record", "put", "u1", "notes", "n1", "--data", "{}", "--file", "f"],
         ["record", "put", "--from", "records.ndjson"], ["guest", "new", "--username", "legacy"],
         ["guest", "new", "u1"], ["link", "u1", "--provider", "apple"], ["link", "u1", "--subject", "s"],
-        ["user", "show"], ["meter", "status", "u1", "m", "x"], ["record", "put", "u1", "notes", "n1", "--file", "-"],
+        ["user", "show"], ["meter", "status", "u1", "m", "x"], ["unlink", "u1"],
+        ["prompt", "record", "u1", "first_export", "sometimes"], ["prompt", "record", "--from", "outcomes.ndjson"],
+        ["record", "delete", "u1", "notes"], ["record", "put", "u1", "notes", "n1", "--file", "-"],
     ])
     func anythingElseIsArgumentParsers(_ arguments: [String]) {
         #expect(Self.quick(arguments) == nil, "\(arguments)")
@@ -92,7 +97,10 @@ import Testing
     /// parse takes, ArgumentParser makes the same command of, and it takes enough of them to mean it.
     @Test func generatedLinesAgreeWithArgumentParser() {
         var generator = SplitMix(seed: 0x5eed_9a11)
-        let operands = ["u1", "m", "12.5", "0", "-1", "help", "counters", "x=y", "=y", "-", "--", "notes", "", "é"]
+        let operands = [
+            "u1", "m", "12.5", "0", "-1", "help", "counters", "x=y", "=y", "-", "--", "notes", "", "é", "shown",
+            "never",
+        ]
         let globals = [
             ["--store", "s.sqlite"], ["--store=a.sqlite"], ["--schema", "app"], ["--now", "+1d"], ["--now", "-1h"],
             ["--now=2026-01-01T00:00:00Z"], ["--json"], ["--quiet"], ["-q"], ["-v"], ["--verbose"], ["-qv"],
@@ -106,8 +114,10 @@ import Testing
         var lines = 0
         for command in GuestmodeCommand.quickCommands {
             let options =
-                command.options.keys.sorted() + ["--format", "--id", "--from", "--count", "--data", "--on-conflict"]
-            for _ in 0..<400 {
+                command.options.keys.sorted() + [
+                    "--format", "--id", "--from", "--count", "--data", "--on-conflict", "--subject", "--provider",
+                ]
+            for _ in 0..<320 {
                 let path: [String] = generator.next(100) < 95 ? command.path : command.path.reversed()
                 var pieces: [[String]] = []
                 for _ in 0..<max(0, command.operands.lowerBound + generator.next(3) - 1) {

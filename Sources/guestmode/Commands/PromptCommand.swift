@@ -129,6 +129,18 @@ struct PromptCommand: ParsableCommand {
                 """
         )
 
+        /// `prompt record USER CONTEXT OUTCOME` without ArgumentParser's reflection (`QuickCommand`); `--from`
+        /// is left to ArgumentParser.
+        static let quick = QuickCommand(path: ["prompt", "record"], operands: 3...3) { line in
+            var command = Record()
+            command.global = line.global
+            command.user = line.operands[0]
+            command.context = line.operands[1]
+            command.outcome = try line.operand(2, as: PromptOutcome.self)
+            command.from = nil
+            return command
+        }
+
         @OptionGroup var global: GlobalOptions
 
         @Argument(help: ArgumentHelp("The user id.", valueName: "user"))

@@ -227,6 +227,14 @@ struct RecordCommand: ParsableCommand {
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a record.")
 
+        /// `record delete USER COLLECTION KEY` without ArgumentParser's reflection (`QuickCommand`).
+        static let quick = QuickCommand(path: ["record", "delete"], operands: 3...3) { line in
+            var command = Delete()
+            command.global = line.global
+            command.record = RecordLocation(line)
+            return command
+        }
+
         @OptionGroup var global: GlobalOptions
 
         @OptionGroup var record: RecordLocation

@@ -8,6 +8,15 @@ struct UnlinkCommand: ParsableCommand {
         commandName: "unlink",
         abstract: "Remove a user's identity; a user left without one is anonymous again.")
 
+    /// `unlink USER --provider P` without ArgumentParser's reflection (`QuickCommand`).
+    static let quick = QuickCommand(path: ["unlink"], operands: 1...1, options: ["--provider": .value]) { line in
+        var command = UnlinkCommand()
+        command.global = line.global
+        command.user = line.operands[0]
+        command.provider = try line.required("--provider")
+        return command
+    }
+
     @OptionGroup var global: GlobalOptions
 
     @Argument(help: "The user id.")
