@@ -3,8 +3,8 @@ import Foundation
 import GuestModeKit
 
 /// What guestmode and guestmode-serve do with their arguments: refuse bytes that are not UTF-8,
-/// parse with `Root` (a plain line of one of `quick`'s commands without it), refuse a repeated option, run, and turn every failure into guestmode(1)'s
-/// one line (or JSON document) and exit status.
+/// parse with `Root` (a plain line of one of `quick`'s commands without it), refuse a repeated option,
+/// run, and turn every failure into guestmode(1)'s one line (or JSON document) and exit status.
 ///
 /// ```swift
 /// CommandLineMain<GuestmodeCommand>.run(Array(CommandLine.arguments.dropFirst()))

@@ -6,7 +6,8 @@ import ArgumentParser
 /// command's start-up (bench/results.md, "Start-up: the plain command lines parsed without reflection").
 ///
 /// A `QuickCommand` declares one command's words, operands and options beside its ArgumentParser
-/// declaration, and builds the command value ArgumentParser would. ``parse(_:among:)`` takes only a line it
+/// declaration, and builds the command value ArgumentParser would, every property set, defaults included:
+/// a property wrapper ArgumentParser has not filled traps when it is read. ``parse(_:among:)`` takes only a line it
 /// understands entirely, and declines (returns nil) everything else: help, `--version`, an option it does
 /// not know, a repeated option, a value beginning with `-` where ArgumentParser might read it otherwise, a
 /// value its type refuses, a command that does not validate. A declined line goes to ArgumentParser, which

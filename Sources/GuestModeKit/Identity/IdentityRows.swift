@@ -59,6 +59,11 @@ package struct IdentityKey: Hashable, Sendable {
     }
 }
 
+extension Identity {
+    /// The identity's provider and subject.
+    package var key: IdentityKey { IdentityKey(provider: provider, subject: subject) }
+}
+
 // A store whose questions cost no round trip (SQLite, in the process) answers the many-row questions one row
 // at a time; PostgreSQL answers each in one statement.
 extension IdentityRows {
@@ -80,9 +85,6 @@ extension IdentityRows {
     }
 
     package func insertIdentities(_ identities: [(identity: Identity, userID: String)]) throws -> [IdentityKey] {
-        try identities.compactMap { identity, userID in
-            try insertIdentity(identity, of: userID)
-                ? nil : IdentityKey(provider: identity.provider, subject: identity.subject)
-        }
+        try identities.compactMap { identity, userID in try insertIdentity(identity, of: userID) ? nil : identity.key }
     }
 }

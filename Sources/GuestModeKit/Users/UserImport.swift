@@ -121,16 +121,18 @@ extension GuestMode {
                     report.accounts += 1
                     if report.accounts % 10_000 == 0 { progress(report.accounts) }
                     do {
-                        chunk.append(ReadAccount(line: line, account: .success(try read())))
+                        let account = try read()
+                        try checkImported(account, now: now)
+                        chunk.append(ReadAccount(line: line, account: .success(account)))
                     } catch let error as GuestModeError {
                         chunk.append(ReadAccount(line: line, account: .failure(error)))
                     }
                     if chunk.count == Self.importChunkSize {
-                        try importAccounts(chunk, into: transaction, now: now, report: &report, note: note)
+                        try importAccounts(chunk, into: transaction, report: &report, note: note)
                         chunk.removeAll(keepingCapacity: true)
                     }
                 }
-                try importAccounts(chunk, into: transaction, now: now, report: &report, note: note)
+                try importAccounts(chunk, into: transaction, report: &report, note: note)
                 progress(report.accounts)
                 if !problems.isEmpty || dryRun { throw Rollback() }
             }
@@ -142,36 +144,22 @@ extension GuestMode {
         return report
     }
 
-    /// An account as read from the export, or why it could not be read or checked.
+    /// An account as read from the export and checked (`checkImported`), or why it could not be either.
     struct ReadAccount {
         var line: Int
         var account: Result<ImportedAccount, GuestModeError>
     }
 
-    /// A chunk of accounts, in the import's transaction, each created, found unchanged, or refused (passed to
-    /// `note` with its line) without writing anything, in the file's order. An account is judged against the
-    /// store and every account before it in the file, as if each had been stored on its own: the chunk's
-    /// users, their identities and the owners of the identities the accounts bring are asked for once, and
-    /// what the chunk creates is kept beside them as it goes.
+    /// A chunk of accounts read and checked, in the import's transaction, each created, found unchanged, or
+    /// refused (passed to `note` with its line) without writing anything, in the file's order. An account is
+    /// judged against the store and every account before it in the file, as if each had been stored on its
+    /// own: the chunk's users, their identities and the owners of the identities the accounts bring are asked
+    /// for once, and what the chunk creates is kept beside them as it goes.
     private func importAccounts(
-        _ chunk: [ReadAccount], into transaction: any StoreTransaction, now: Date,
-        report: inout UserImportReport, note: (Int, GuestModeError) -> Void
+        _ chunk: [ReadAccount], into transaction: any StoreTransaction, report: inout UserImportReport,
+        note: (Int, GuestModeError) -> Void
     ) throws {
         guard !chunk.isEmpty else { return }
-        var checked: [ReadAccount] = []
-        checked.reserveCapacity(chunk.count)
-        for read in chunk {
-            if case .success(let account) = read.account {
-                do {
-                    try checkImported(account, now: now)
-                } catch let error as GuestModeError {
-                    checked.append(ReadAccount(line: read.line, account: .failure(error)))
-                    continue
-                }
-            }
-            checked.append(read)
-        }
-        let chunk = checked
         let accounts = chunk.compactMap { try? $0.account.get() }
         let stored = try transaction.users(accounts.map(\.id), locking: true)
         let storedIdentities = stored.isEmpty ? [:] : try transaction.identities(ofUsers: Array(stored.keys))
@@ -183,20 +171,20 @@ extension GuestMode {
         var users: [User] = []
         var identities: [(identity: Identity, userID: String)] = []
         var lines: [IdentityKey: Int] = [:]
+        func described(_ state: UserState, _ identities: [Identity]) -> String {
+            let names = identities.map { "\($0.provider) \($0.subject)" }.sorted()
+            return "\(state.rawValue), \(names.isEmpty ? "no identity" : names.joined(separator: ", "))"
+        }
         for read in chunk {
             let account: ImportedAccount
             switch read.account {
             case .failure(let error):
                 note(read.line, error)
                 continue
-            case .success(let read): account = read
+            case .success(let checked): account = checked
             }
             let state: UserState = account.identities.isEmpty ? .anonymous : .linked
             if let existing = held[account.id] {
-                func described(_ state: UserState, _ identities: [Identity]) -> String {
-                    let names = identities.map { "\($0.provider) \($0.subject)" }.sorted()
-                    return "\(state.rawValue), \(names.isEmpty ? "no identity" : names.joined(separator: ", "))"
-                }
                 if described(existing.state, existing.identities) == described(state, account.identities) {
                     report.unchanged += 1
                 } else {
@@ -283,9 +271,4 @@ extension GuestMode {
                 .invalidImportFile, "account '\(account.id)' has two identities of one provider")
         }
     }
-}
-
-extension Identity {
-    /// The identity's provider and subject.
-    package var key: IdentityKey { IdentityKey(provider: provider, subject: subject) }
 }

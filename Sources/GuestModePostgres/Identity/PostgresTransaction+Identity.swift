@@ -37,10 +37,7 @@ extension PostgresTransaction {
             "SELECT * FROM identities WHERE user_id = ANY($1::text[]) ORDER BY user_id, linked_at, provider",
             [PostgresValue.textArray(userIDs)])
         {
-            identities[try row.string("user_id"), default: []].append(
-                Identity(
-                    provider: try row.string("provider"), subject: try row.string("subject"),
-                    email: try row.optionalString("email"), linkedAt: try row.date("linked_at")))
+            identities[try row.string("user_id"), default: []].append(try store.identity(from: row))
         }
         return identities
     }

@@ -37,11 +37,13 @@ extension PostgresStore {
     func identities(of userID: String, _ connection: PostgresConnection) throws -> [Identity] {
         try connection.execute(
             "SELECT * FROM identities WHERE user_id = $1 ORDER BY linked_at, provider", [PostgresValue(userID)]
-        ).map { row in
-            Identity(
-                provider: try row.string("provider"), subject: try row.string("subject"),
-                email: try row.optionalString("email"), linkedAt: try row.date("linked_at"))
-        }
+        ).map(identity(from:))
+    }
+
+    func identity(from row: PostgresRow) throws -> Identity {
+        Identity(
+            provider: try row.string("provider"), subject: try row.string("subject"),
+            email: try row.optionalString("email"), linkedAt: try row.date("linked_at"))
     }
 
     func counters(of userID: String, _ connection: PostgresConnection) throws -> [String: Int] {

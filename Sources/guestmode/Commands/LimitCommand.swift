@@ -13,8 +13,6 @@ struct LimitCommand: ParsableCommand {
             """
     )
 
-    @OptionGroup var global: GlobalOptions
-
     /// `limit USER [COLLECTION] [--format F]` without ArgumentParser's reflection (`QuickCommand`).
     static let quick = QuickCommand(path: ["limit"], operands: 1...2, options: ["--format": .value]) { line in
         var command = LimitCommand()
@@ -24,6 +22,8 @@ struct LimitCommand: ParsableCommand {
         command.collection = line.operands.dropFirst().first
         return command
     }
+
+    @OptionGroup var global: GlobalOptions
 
     @OptionGroup var listing: ListingOptions
 

@@ -15,8 +15,6 @@ struct LinkCommand: ParsableCommand {
             """
     )
 
-    @OptionGroup var global: GlobalOptions
-
     /// `link USER --provider P --subject S [--email E]` without ArgumentParser's reflection (`QuickCommand`).
     static let quick = QuickCommand(
         path: ["link"], operands: 1...1, options: ["--provider": .value, "--subject": .value, "--email": .value]
@@ -29,6 +27,8 @@ struct LinkCommand: ParsableCommand {
         command.email = try line.value("--email")
         return command
     }
+
+    @OptionGroup var global: GlobalOptions
 
     @Argument(help: "The user id.")
     var user: String

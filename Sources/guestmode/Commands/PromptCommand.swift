@@ -11,18 +11,6 @@ struct PromptCommand: ParsableCommand {
     )
 
     struct Next: ParsableCommand {
-        /// `prompt next USER [--trigger T] [--explain]` without ArgumentParser's reflection (`QuickCommand`).
-        static let quick = QuickCommand(
-            path: ["prompt", "next"], operands: 1...1, options: ["--trigger": .value, "--explain": .flag]
-        ) { line in
-            var command = Next()
-            command.global = line.global
-            command.user = line.operands[0]
-            command.trigger = try line.value("--trigger")
-            command.explain = line.flag("--explain")
-            return command
-        }
-
         static let configuration = CommandConfiguration(
             commandName: "next",
             abstract: "Print the one prompt to show a user now, or exit 13 when none is due.",
@@ -35,6 +23,18 @@ struct PromptCommand: ParsableCommand {
                 user saw with 'prompt record'. With --json, exit 13 still prints the decision document on stdout.
                 """
         )
+
+        /// `prompt next USER [--trigger T] [--explain]` without ArgumentParser's reflection (`QuickCommand`).
+        static let quick = QuickCommand(
+            path: ["prompt", "next"], operands: 1...1, options: ["--trigger": .value, "--explain": .flag]
+        ) { line in
+            var command = Next()
+            command.global = line.global
+            command.user = line.operands[0]
+            command.trigger = try line.value("--trigger")
+            command.explain = line.flag("--explain")
+            return command
+        }
 
         @OptionGroup var global: GlobalOptions
 

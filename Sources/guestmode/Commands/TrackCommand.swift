@@ -17,8 +17,6 @@ struct TrackCommand: ParsableCommand {
             """
     )
 
-    @OptionGroup var global: GlobalOptions
-
     /// `track USER ACTION [--count N] [--id K] [--prop NAME=VALUE]` without ArgumentParser's reflection
     /// (`QuickCommand`); `--from` and a second `--prop` are left to ArgumentParser.
     static let quick = QuickCommand(
@@ -37,6 +35,8 @@ struct TrackCommand: ParsableCommand {
         command.createUsers = false
         return command
     }
+
+    @OptionGroup var global: GlobalOptions
 
     @Argument(help: "The user id.")
     var user: String?
