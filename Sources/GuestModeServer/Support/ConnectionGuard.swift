@@ -119,6 +119,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Set when this side closes, so the decoder's end-of-input error is the cut's, not the peer's.
     private var closingLocally = false
     private var timer: Scheduled<Void>?
+    /// When `timer`, armed by `arm`, fires; nil for the closing timer and when none is armed.
+    private var timerFires: NIODeadline?
 
     init(limits: ClientLimits, connections: AddressCounts, report: @escaping @Sendable (ConnectionRefusal) -> Void) {
         self.limits = limits
@@ -165,6 +167,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private func stop() {
         timer?.cancel()
         timer = nil
+        timerFires = nil
         if let counted {
             connections.leave(counted)
             self.counted = nil
@@ -180,18 +183,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         case (.head, .head(let head)):
             if let refusal = Self.refusal(of: head) {
-                refuse(context, refusal, head: head, since: .now())
+                refuse(context, refusal, head: head, since: context.eventLoop.now)
                 return
             }
             owed.append(Owed(keepAlive: head.isKeepAlive, http10: Self.isHTTP10(head)))
-            reading = .body(since: .now(), received: 0)
+            reading = .body(since: context.eventLoop.now, received: 0)
             arm(context)
         case (.body(let since, let received), .body(let bytes)):
             reading = .body(since: since, received: received + bytes.readableBytes)
         case (.body, .end):
+            // The body's clock stops; its timer is left to fire and find nothing to do (`check`).
             reading = .head(since: nil)
-            timer?.cancel()
-            timer = nil
             if owed.isEmpty { startHeadClock(context) }
         default:
             // NIO's decoder never sends parts out of order; if it did, nothing more on it could be trusted.
@@ -252,7 +254,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 reading = .closing
                 return
             }
-            refuse(context, Self.malformed(parse), head: nil, since: .now())
+            refuse(context, Self.malformed(parse), head: nil, since: context.eventLoop.now)
         }
     }
 
@@ -323,13 +325,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         closingLocally = true
         timer?.cancel()
         timer = nil
+        timerFires = nil
         report(
             ConnectionRefusal(
                 status: reply.status, code: error.code, method: head?.method.rawValue,
                 client: Services.clientAddress(
                     peer: peer, forwardedFor: head.map { $0.headers["x-forwarded-for"].joined(separator: ",") },
                     trustedProxies: limits.trustedProxies),
-                nanoseconds: (NIODeadline.now() - since).nanoseconds))
+                nanoseconds: (context.eventLoop.now - since).nanoseconds))
         guard owed.isEmpty else {
             // An earlier answer is still being written: this connection ends with it.
             return
@@ -356,6 +359,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         closingLocally = true
         timer?.cancel()
         timer = nil
+        timerFires = nil
         guard !owed.isEmpty else {
             context.close(promise: nil)
             return
@@ -381,6 +385,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(mode: .output, promise: nil)
         }
         timer?.cancel()
+        timerFires = nil
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(2)) {
             context.close(promise: nil)
         }
@@ -390,15 +395,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func startHeadClock(_ context: ChannelHandlerContext) {
         guard case .head = reading else { return }
-        reading = .head(since: .now())
+        reading = .head(since: context.eventLoop.now)
         headBegun = false
         arm(context)
     }
 
     /// Schedules the next look at the clock: the head's deadline, or the body's next rate check or deadline.
+    /// A timer already armed to fire no later is kept: `check` finds it early and arms again. Each request
+    /// moves the clocks twice, and a timer scheduled and cancelled each time cost the event loop two
+    /// insertions into its heap of timers and two removals a request; kept, a connection's timer fires
+    /// once every few seconds however many requests it carries.
     private func arm(_ context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
         let next: NIODeadline
         switch reading {
         case .head(let since?):
@@ -409,20 +416,24 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 next = deadline
                 break
             }
-            let now = NIODeadline.now()
+            let now = context.eventLoop.now
             let graceEnds = since + limits.bodyRateGrace
             next = min(deadline, graceEnds > now ? graceEnds : now + .seconds(1))
         case .head(nil), .closing:
             return
         }
+        if timer != nil, let timerFires, timerFires <= next { return }
+        timer?.cancel()
+        timerFires = next
         timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { [self] in
             timer = nil
+            timerFires = nil
             check(context)
         }
     }
 
     private func check(_ context: ChannelHandlerContext) {
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         switch reading {
         case .head(let since?):
             guard now >= since + limits.headTimeout else { return arm(context) }
