@@ -57,23 +57,27 @@ extension StoreTransaction {
         return state
     }
 
-    /// The facts, with where the user stands now against every collection's
-    /// cap and every meter, the triggers raised for it (when each was last
-    /// raised) and its last `prompt reset`. Nil when there is no such user.
-    /// With `onlyWhatRulesRead` (a decision whose content is not shown: a
-    /// replay), only the collections and meters some rule's conditions read
-    /// are looked up, which decides the same. `mayHaveReset` false (a replay
-    /// whose log carried no `prompt reset` event for the user) skips looking
-    /// for the last reset, which is then known to be none.
+    /// The facts, with where the user stands now against the collections'
+    /// caps and the meters the prompts read, the triggers raised for it
+    /// (when each was last raised) and its last `prompt reset`. Nil when
+    /// there is no such user. The collections and meters looked up are those
+    /// some rule's conditions read and those the prompts' content names in a
+    /// placeholder (`PromptPolicy.inputs`): counting the records of a
+    /// collection nothing reads cost a `prompt next` a look at every record
+    /// the user holds. With `onlyWhatRulesRead` (a decision whose content is
+    /// not shown: a replay), only the conditions' are, which decides the
+    /// same. `mayHaveReset` false (a replay whose log carried no `prompt
+    /// reset` event for the user) skips looking for the last reset, which is
+    /// then known to be none.
     func promptSnapshot(
         of userID: String, profile: Profile, now: Date, onlyWhatRulesRead: Bool = false, mayHaveReset: Bool = true
     ) throws -> PromptFacts? {
         guard let found = try promptFacts(of: userID) else { return nil }
         var facts = found.facts
         let user = found.user
-        let read = onlyWhatRulesRead ? profile.prompts.conditionInputs : nil
-        let collections = profile.collections.filter { read?.collections.contains($0.name) ?? true }
-        let meters = profile.meters.filter { read?.meters.contains($0.name) ?? true }
+        let read = onlyWhatRulesRead ? profile.prompts.conditionInputs : profile.promptInputs
+        let collections = profile.collections.filter { read.collections.contains($0.name) }
+        let meters = profile.meters.filter { read.meters.contains($0.name) }
         // Everything else the decision reads, asked for at once.
         let inputs = try promptInputs(
             of: userID, collections: collections.map(\.name),
@@ -114,6 +118,41 @@ extension PromptPolicy {
                 meters.insert(meter)
             case .counter, .daysSinceFirstSeen, .state: break
             }
+        }
+        return (collections, meters)
+    }
+}
+
+extension Profile {
+    /// The collections and meters a prompt decision reads to decide and to
+    /// fill its content: the rules' conditions' (`conditionInputs`), and
+    /// those a placeholder of any rule's content or of any experiment's
+    /// content override names. A placeholder `{limit.NAME.FIELD}` always
+    /// holds `{limit.NAME.` (the profile refuses any other spelling), so a
+    /// collection is read when some text holds that; an escaped `{{limit.…`
+    /// only adds a look-up that is not needed.
+    var promptInputs: (collections: Set<String>, meters: Set<String>) {
+        var (collections, meters) = prompts.conditionInputs
+        let unreadCollections = self.collections.map(\.name).filter { !collections.contains($0) }
+        let unreadMeters = self.meters.map(\.name).filter { !meters.contains($0) }
+        guard !unreadCollections.isEmpty || !unreadMeters.isEmpty else { return (collections, meters) }
+        var texts: [String] = []
+        for content in prompts.rules.map(\.content) {
+            texts +=
+                [content.title, content.message, content.primaryAction, content.secondaryAction] + content.benefits
+        }
+        for override in experiments.flatMap(\.variants).flatMap(\.contentOverrides.values) {
+            texts +=
+                [override.title, override.message, override.primaryAction, override.secondaryAction]
+                .compactMap { $0 } + (override.benefits ?? [])
+        }
+        // Most texts have no placeholder at all: only those are searched for each name.
+        let placeholders = texts.filter { $0.utf8.contains(UInt8(ascii: "{")) }
+        for name in unreadCollections where placeholders.contains(where: { $0.contains("{limit.\(name).") }) {
+            collections.insert(name)
+        }
+        for name in unreadMeters where placeholders.contains(where: { $0.contains("{meter.\(name).") }) {
+            meters.insert(name)
         }
         return (collections, meters)
     }
