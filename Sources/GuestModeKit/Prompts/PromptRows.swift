@@ -127,32 +127,53 @@ extension Profile {
     /// The collections and meters a prompt decision reads to decide and to
     /// fill its content: the rules' conditions' (`conditionInputs`), and
     /// those a placeholder of any rule's content or of any experiment's
-    /// content override names. A placeholder `{limit.NAME.FIELD}` always
-    /// holds `{limit.NAME.` (the profile refuses any other spelling), so a
-    /// collection is read when some text holds that; an escaped `{{limit.…`
-    /// only adds a look-up that is not needed.
+    /// content override names. Read on every `prompt next`, so the texts are
+    /// scanned as bytes for `{limit.NAME.` and `{meter.NAME.` (a placeholder
+    /// has no other spelling: the profile refuses it) without a string made
+    /// for any text that names nothing; an escaped `{{limit.…` only adds a
+    /// look-up that is not needed.
     var promptInputs: (collections: Set<String>, meters: Set<String>) {
         var (collections, meters) = prompts.conditionInputs
-        let unreadCollections = self.collections.map(\.name).filter { !collections.contains($0) }
-        let unreadMeters = self.meters.map(\.name).filter { !meters.contains($0) }
-        guard !unreadCollections.isEmpty || !unreadMeters.isEmpty else { return (collections, meters) }
-        var texts: [String] = []
-        for content in prompts.rules.map(\.content) {
-            texts +=
-                [content.title, content.message, content.primaryAction, content.secondaryAction] + content.benefits
+        guard collections.count < self.collections.count || meters.count < self.meters.count else {
+            return (collections, meters)
         }
-        for override in experiments.flatMap(\.variants).flatMap(\.contentOverrides.values) {
-            texts +=
-                [override.title, override.message, override.primaryAction, override.secondaryAction]
-                .compactMap { $0 } + (override.benefits ?? [])
+        func scan(_ text: String) {
+            var text = text
+            text.withUTF8 { bytes in
+                var index = 0
+                while let brace = bytes[index...].firstIndex(of: UInt8(ascii: "{")) {
+                    index = brace + 1
+                    let rest = bytes[index...]
+                    let isLimit = rest.starts(with: "limit.".utf8)
+                    guard isLimit || rest.starts(with: "meter.".utf8) else { continue }
+                    let nameStart = index + 6
+                    guard let dot = bytes[nameStart...].firstIndex(of: UInt8(ascii: ".")) else { continue }
+                    let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<dot]), as: UTF8.self)
+                    if isLimit {
+                        collections.insert(name)
+                    } else {
+                        meters.insert(name)
+                    }
+                    index = dot
+                }
+            }
         }
-        // Most texts have no placeholder at all: only those are searched for each name.
-        let placeholders = texts.filter { $0.utf8.contains(UInt8(ascii: "{")) }
-        for name in unreadCollections where placeholders.contains(where: { $0.contains("{limit.\(name).") }) {
-            collections.insert(name)
+        func scan(_ content: PromptContent) {
+            scan(content.title)
+            scan(content.message)
+            scan(content.primaryAction)
+            scan(content.secondaryAction)
+            content.benefits.forEach(scan)
         }
-        for name in unreadMeters where placeholders.contains(where: { $0.contains("{meter.\(name).") }) {
-            meters.insert(name)
+        for rule in prompts.rules { scan(rule.content) }
+        for experiment in experiments {
+            for variant in experiment.variants {
+                for override in variant.contentOverrides.values {
+                    [override.title, override.message, override.primaryAction, override.secondaryAction]
+                        .forEach { $0.map(scan) }
+                    override.benefits?.forEach(scan)
+                }
+            }
         }
         return (collections, meters)
     }
