@@ -4,11 +4,16 @@ import Foundation
 /// states, the outcome history and the flags that remember raised triggers.
 package protocol PromptRows {
     /// What the prompt policy reads about the user itself: its state and
-    /// prompt state, first-seen time, counters and outcome history (oldest
-    /// first), with no limits, meters, raised triggers or reset time; and
-    /// the user, as `user(_:locking:)` reads it, from the same row. Nil
-    /// when there is no such user.
-    func promptFacts(of userID: String) throws -> (facts: PromptFacts, user: User)?
+    /// prompt state, first-seen time, counters and the outcomes `history`
+    /// asks for (oldest first, then in recording order), with no limits,
+    /// meters, raised triggers or reset time; and the user, as
+    /// `user(_:locking:)` reads it, from the same row. Nil when there is no
+    /// such user.
+    func promptFacts(
+        of userID: String, reading history: PromptHistoryRead
+    ) throws -> (
+        facts: PromptFacts, user: User
+    )?
 
     /// The user's prompt state, or nil when there is no such user.
     func promptState(of userID: String, locking: Bool) throws -> PromptState?
@@ -44,6 +49,28 @@ package protocol PromptRows {
     func lastEventTime(of userID: String, action: String) throws -> Date?
 }
 
+/// Which of a user's prompt outcomes `PromptRows.promptFacts` reads.
+package enum PromptHistoryRead: Sendable, Equatable {
+    /// Every outcome (`prompt history`).
+    case all
+    /// Only the outcomes a decision reads (`PromptPolicy.evaluate`): the
+    /// latest of each context (its `once`, its `reshow_after`, and the
+    /// latest of them all for the cooldown), the latest `never` (against the
+    /// last reset), and every `shown` after `shownAfter`, the start of the
+    /// window `max_per_window` counts in (nil: the policy counts none). They
+    /// decide as the whole history does, and their number does not grow with
+    /// it: read whole, 365 outcomes took a `prompt next` from 745 k to
+    /// 3,442 k instructions (bench/results.md, "Serving, round 13").
+    case decision(shownAfter: Date?)
+}
+
+extension PromptRows {
+    /// The facts with every outcome (`promptFacts(of:reading:)`, `.all`).
+    func promptFacts(of userID: String) throws -> (facts: PromptFacts, user: User)? {
+        try promptFacts(of: userID, reading: .all)
+    }
+}
+
 extension StoreTransaction {
     /// Appends an outcome and moves the user's prompt state
     /// (`PromptState.after`); nil, changing nothing, when there is no such
@@ -72,7 +99,9 @@ extension StoreTransaction {
     func promptSnapshot(
         of userID: String, profile: Profile, now: Date, onlyWhatRulesRead: Bool = false, mayHaveReset: Bool = true
     ) throws -> PromptFacts? {
-        guard let found = try promptFacts(of: userID) else { return nil }
+        let window = profile.prompts.maximumShownPerWindow == nil ? nil : profile.prompts.window
+        let history = PromptHistoryRead.decision(shownAfter: window.map { $0.subtracted(from: now) })
+        guard let found = try promptFacts(of: userID, reading: history) else { return nil }
         var facts = found.facts
         let user = found.user
         let read = onlyWhatRulesRead ? profile.prompts.conditionInputs : profile.promptInputs

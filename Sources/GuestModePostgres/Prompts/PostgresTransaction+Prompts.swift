@@ -2,13 +2,23 @@ import Foundation
 import GuestModeKit
 
 extension PostgresTransaction {
-    func promptFacts(of userID: String) throws -> (facts: PromptFacts, user: User)? {
+    func promptFacts(
+        of userID: String, reading history: PromptHistoryRead
+    ) throws -> (
+        facts: PromptFacts, user: User
+    )? {
         // Three reads that need nothing of each other: one round trip.
         let user = [PostgresValue(userID)]
+        let outcomes: (String, [PostgresValue])
+        switch history {
+        case .all: outcomes = (Self.promptOutcomesSQL, user)
+        case .decision(let shownAfter?): outcomes = (Self.decisionOutcomesSQL, user + [PostgresValue(shownAfter)])
+        case .decision(nil): outcomes = (Self.decisionOutcomesWithoutWindowSQL, user)
+        }
         let answers = try connection.execute([
             ("SELECT * FROM users WHERE id = $1", user),
             ("SELECT action, total FROM counters WHERE user_id = $1", user),
-            (Self.promptOutcomesSQL, user),
+            outcomes,
         ])
         guard let row = answers[0].first else { return nil }
         var counters: [String: Int] = [:]
@@ -75,6 +85,26 @@ extension PostgresTransaction {
 
     private static let promptOutcomesSQL =
         "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = $1 ORDER BY at COLLATE \"C\", id"
+
+    /// The outcomes a decision reads (`PromptHistoryRead.decision`): each context's latest, the latest
+    /// `never`, and the `shown` ones after $2; a row asked for twice is read once.
+    private static let decisionOutcomesSQL = decisionOutcomesSQL(
+        window: "UNION ALL (SELECT id FROM prompt_outcomes WHERE user_id = $1 AND outcome = 'shown' AND at > $2)")
+    private static let decisionOutcomesWithoutWindowSQL = decisionOutcomesSQL(window: "")
+
+    private static func decisionOutcomesSQL(window: String) -> String {
+        """
+        SELECT context, outcome, at FROM prompt_outcomes WHERE id IN (
+            (SELECT DISTINCT ON (context) id FROM prompt_outcomes WHERE user_id = $1
+             ORDER BY context, at COLLATE "C" DESC, id DESC)
+            UNION ALL
+            (SELECT id FROM prompt_outcomes WHERE user_id = $1 AND outcome = 'never'
+             ORDER BY at COLLATE "C" DESC, id DESC LIMIT 1)
+            \(window)
+        )
+        ORDER BY at COLLATE "C", id
+        """
+    }
 
     private static func promptOutcomes(from rows: PostgresRows) throws -> [PromptHistoryEntry] {
         try rows.map { row in

@@ -5,7 +5,11 @@ import GuestModeKit
 // Cached statements: a replay reads the facts and records an outcome once
 // per event, and a log of outcomes runs these once per outcome or user.
 extension SQLiteTransaction {
-    func promptFacts(of userID: String) throws -> (facts: PromptFacts, user: User)? {
+    func promptFacts(
+        of userID: String, reading history: PromptHistoryRead
+    ) throws -> (
+        facts: PromptFacts, user: User
+    )? {
         guard
             let (user, promptState) = try readOne(
                 db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [userID],
@@ -21,8 +25,34 @@ extension SQLiteTransaction {
         }
         let facts = PromptFacts(
             userID: userID, userState: user.state, promptState: promptState, firstSeen: user.createdAt,
-            counters: counters, history: try promptOutcomes(of: userID))
+            counters: counters, history: try promptOutcomes(of: userID, reading: history))
         return (facts, user)
+    }
+
+    private func promptOutcomes(
+        of userID: String, reading history: PromptHistoryRead
+    ) throws
+        -> [PromptHistoryEntry]
+    {
+        guard case .decision(let shownAfter) = history else { return try promptOutcomes(of: userID) }
+        // Each context's latest and the latest `never` by SQLite's bare columns of `max()` (a row with the
+        // greatest time; which of two at the same time does not change a decision, which reads only its
+        // time), the window's `shown` by a range of (user_id, at); a row asked for twice is read once. The
+        // scan for the latest is SQLite's, a few dozen instructions an outcome, where decoding each cost 7 k.
+        // With no window `at > NULL` holds for no row.
+        return try readAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT context, outcome, at FROM prompt_outcomes WHERE id IN (
+                        SELECT id FROM (SELECT id, max(at) FROM prompt_outcomes WHERE user_id = ?1 GROUP BY context)
+                        UNION ALL
+                        SELECT id FROM (SELECT id, max(at) FROM prompt_outcomes WHERE user_id = ?1 AND outcome = 'never')
+                        UNION ALL
+                        SELECT id FROM prompt_outcomes WHERE user_id = ?1 AND outcome = 'shown' AND at > ?2
+                    )
+                    ORDER BY at, id
+                    """),
+            arguments: [userID, shownAfter.map(Timestamp.format)], Self.promptOutcome)
     }
 
     func promptState(of userID: String, locking: Bool) throws -> PromptState? {
@@ -52,12 +82,13 @@ extension SQLiteTransaction {
         try readAll(
             db.cachedStatement(
                 sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
-            arguments: [userID]
-        ) { row in
-            PromptHistoryEntry(
-                context: try row.decode(forColumn: "context"),
-                outcome: try row.decode("outcome", as: PromptOutcome.self), at: try row.time("at"))
-        }
+            arguments: [userID], Self.promptOutcome)
+    }
+
+    private static func promptOutcome(_ row: any StoredRow) throws -> PromptHistoryEntry {
+        PromptHistoryEntry(
+            context: try row.decode(forColumn: "context"), outcome: try row.decode("outcome", as: PromptOutcome.self),
+            at: try row.time("at"))
     }
 
     func appendPromptOutcome(_ entry: PromptHistoryEntry, of userID: String) throws {
