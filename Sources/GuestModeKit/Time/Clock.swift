@@ -80,7 +80,7 @@ public enum Timestamp {
 
     // Every event of a log and every row of an archive has its times parsed:
     // no allocation, no libc time functions.
-    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+    package static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         guard bytes.count >= 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return nil }
         func number(_ range: Range<Int>) -> Int? {
             guard range.upperBound <= bytes.count, !range.isEmpty else { return nil }

@@ -35,24 +35,44 @@ extension SQLiteTransaction {
         -> [PromptHistoryEntry]
     {
         guard case .decision(let shownAfter) = history else { return try promptOutcomes(of: userID) }
-        // Each context's latest and the latest `never` by SQLite's bare columns of `max()` (a row with the
-        // greatest time; which of two at the same time does not change a decision, which reads only its
-        // time), the window's `shown` by a range of (user_id, at); a row asked for twice is read once. The
-        // scan for the latest is SQLite's, a few dozen instructions an outcome, where decoding each cost 7 k.
-        // With no window `at > NULL` holds for no row.
-        return try readAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT context, outcome, at FROM prompt_outcomes WHERE id IN (
-                        SELECT id FROM (SELECT id, max(at) FROM prompt_outcomes WHERE user_id = ?1 GROUP BY context)
-                        UNION ALL
-                        SELECT id FROM (SELECT id, max(at) FROM prompt_outcomes WHERE user_id = ?1 AND outcome = 'never')
-                        UNION ALL
-                        SELECT id FROM prompt_outcomes WHERE user_id = ?1 AND outcome = 'shown' AND at > ?2
-                    )
-                    ORDER BY at, id
-                    """),
-            arguments: [userID, shownAfter.map(Timestamp.format)], Self.promptOutcome)
+        // Newest first, so each context's first row is its latest and the first `never` the latest. A row
+        // passed over is looked at as SQLite holds it (its context and outcome compared as bytes): decoding
+        // every row cost 7 k instructions one, which a statement that finds the rows itself does not save
+        // either (a GROUP BY sorts, and each of its passes looks every row up in the table).
+        let statement = try db.cachedStatement(
+            sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at DESC, id DESC")
+        guard bind([userID], to: statement) else { return try promptOutcomes(of: userID) }
+        var newestFirst: [PromptHistoryEntry] = []
+        var contextsSeen: [[UInt8]] = []
+        var neverSeen = false
+        var undecodable = false
+        try forEachStep(of: statement) { row in
+            guard !undecodable else { return }
+            guard case .text(let context) = row.column(0), case .text(let outcomeText) = row.column(1) else {
+                undecodable = true
+                return
+            }
+            let latestOfContext = !contextsSeen.contains { $0.elementsEqual(context) }
+            let latestNever = !neverSeen && outcomeText.elementsEqual("never".utf8)
+            let shown = shownAfter != nil && outcomeText.elementsEqual("shown".utf8)
+            guard latestOfContext || latestNever || shown else { return }
+            guard case .text(let atText) = row.column(2), let at = Timestamp.parse(bytes: atText),
+                let outcome = PromptOutcome(rawValue: String(decoding: outcomeText, as: UTF8.self))
+            else {
+                undecodable = true
+                return
+            }
+            let shownInWindow = shown && shownAfter.map { at > $0 } == true
+            guard latestOfContext || latestNever || shownInWindow else { return }
+            if latestOfContext { contextsSeen.append(Array(context)) }
+            if latestNever { neverSeen = true }
+            newestFirst.append(
+                PromptHistoryEntry(context: String(decoding: context, as: UTF8.self), outcome: outcome, at: at))
+        }
+        // A value this read cannot take: the whole history, which decides the same, and whose strict
+        // decoding words what is wrong.
+        if undecodable { return try promptOutcomes(of: userID) }
+        return newestFirst.reversed()
     }
 
     func promptState(of userID: String, locking: Bool) throws -> PromptState? {

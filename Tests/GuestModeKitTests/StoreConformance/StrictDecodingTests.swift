@@ -128,6 +128,13 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'") { store, _ in
         _ = try store.read { try $0.promptFacts(of: "u") }
     },
+    // A decision reads only some outcomes, the latest of each context among them, as SQLite holds them.
+    PlantedValue("prompt_outcomes", "outcome", "'shrugged'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).explainPrompt(user: "u", trigger: nil, now: day(3))
+    },
+    PlantedValue("prompt_outcomes", "at", "'yesterday'") { store, profile in
+        _ = try GuestMode(profile: profile, store: store).explainPrompt(user: "u", trigger: nil, now: day(3))
+    },
     PlantedValue("users", "prompt_state", "'confused'") { store, _ in
         _ = try store.read { try $0.promptFacts(of: "u") }
     },
