@@ -313,6 +313,24 @@ struct MigrationTests {
         #expect((users.json as? [[String: Any]])?.count == 2)
     }
 
+    @Test("a schema history with an earlier step missing is a damaged store (65), not a crash")
+    func schemaHistoryWithAGap() async throws {
+        let sandbox = try Sandbox()
+        #expect(try await sandbox.run("init", "--profile", "voice", "--quiet").status == 0)
+        _ = try await sqlite(sandbox, "DELETE FROM grdb_migrations WHERE identifier = 'v14-meter-grant-draws'")
+        let before = try sandbox.snapshot()
+        for arguments in [["user", "list", "--json"], ["db", "migrate", "--json"]] {
+            let run = try await sandbox.run(arguments: arguments)
+            #expect(run.status == 65, "\(arguments): \(run.stderr)")
+            #expect(run.errorJSON["code"] as? String == "corrupt_store", "\(arguments)")
+            #expect(
+                (run.errorJSON["message"] as? String)?.contains(
+                    "has v15-meter-grant-draws-owed applied but not the earlier v14-meter-grant-draws") == true,
+                "\(arguments): \(run.stderr)")
+        }
+        #expect(try sandbox.snapshot() == before)
+    }
+
     @Test("a schema migration that fails leaves the store at the previous version, with a clear message")
     func failedSchemaMigration() async throws {
         let sandbox = try Sandbox()

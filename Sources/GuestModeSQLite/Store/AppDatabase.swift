@@ -117,8 +117,19 @@ struct AppDatabase: Sendable {
         // Each schema step must survive a power cut once committed, like an import.
         try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         defer { try? writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") } }
+        let pending = try pendingMigrations()
+        let known = AppDatabase.knownMigrations
+        if let firstPending = pending.first.flatMap(known.firstIndex(of:)),
+            let later = try appliedMigrations().last(where: { (known.firstIndex(of: $0) ?? -1) > firstPending })
+        {
+            // GRDB traps when asked for a step the history says was passed; no build leaves such a gap.
+            throw GuestModeError(
+                .corruptStore,
+                "the store's schema history has \(later) applied but not the earlier \(known[firstPending]): it was edited or damaged, and which steps the tables have cannot be told; nothing was changed. Restore the store from a backup (guestmode backup import)"
+            )
+        }
         var applied: [String] = []
-        for identifier in try pendingMigrations() {
+        for identifier in pending {
             do {
                 try AppDatabase.migrator.migrate(writer, upTo: identifier)
             } catch let error as DatabaseError {
