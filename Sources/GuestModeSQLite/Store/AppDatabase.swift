@@ -125,7 +125,7 @@ struct AppDatabase: Sendable {
             // GRDB traps when asked for a step the history says was passed; no build leaves such a gap.
             throw GuestModeError(
                 .corruptStore,
-                "the store's schema history has \(later) applied but not the earlier \(known[firstPending]): it was edited or damaged, and which steps the tables have cannot be told; nothing was changed. Restore the store from a backup (guestmode backup import)"
+                "the store's schema history has \(later) applied but not the earlier \(known[firstPending]): it was edited or damaged, and which steps the tables have cannot be told; nothing was changed. Restore the store from a backup"
             )
         }
         var applied: [String] = []
