@@ -89,7 +89,7 @@ extension StoreTransaction {
     /// (when each was last raised) and its last `prompt reset`. Nil when
     /// there is no such user. The collections and meters looked up are those
     /// some rule's conditions read and those the prompts' content names in a
-    /// placeholder (`PromptPolicy.inputs`): counting the records of a
+    /// placeholder (`Profile.promptInputs`): counting the records of a
     /// collection nothing reads cost a `prompt next` a look at every record
     /// the user holds. With `onlyWhatRulesRead` (a decision whose content is
     /// not shown: a replay), only the conditions' are, which decides the
