@@ -76,7 +76,11 @@ extension SQLiteStore {
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {
         try readAll(
-            db.cachedStatement(sql: "SELECT * FROM plans WHERE user_id = ? ORDER BY granted_at, id"),
+            db.cachedStatement(
+                sql: """
+                    SELECT plan, granted_at, trial_ends_at, ends_at, revoked_at FROM plans WHERE user_id = ?
+                    ORDER BY granted_at, id
+                    """),
             arguments: [userID]
         ) { row in
             PlanGrant(
