@@ -14,11 +14,8 @@ import Testing
     /// Outcomes of `user` over 60 days from a fixed seed: contexts and outcomes mixed, some at the same
     /// moment, and for `withNever` a `never` early on that is not its context's latest outcome.
     static func history(seed: UInt64, withNever: Bool) -> [PromptHistoryEntry] {
-        var state = seed
-        func next(_ bound: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(bound))
-        }
+        var random = SplitMix64(state: seed)
+        func next(_ bound: Int) -> Int { Int.random(in: 0..<bound, using: &random) }
         let outcomes: [PromptOutcome] = [.shown, .shown, .shown, .dismissed, .later, .completed]
         var entries: [PromptHistoryEntry] = []
         var time = day(1)
@@ -45,7 +42,7 @@ import Testing
         ]
         for (user, entries) in histories {
             try store.createUser(newUser(user), credentials: nil)
-            var order = SeededOrder(seed: 3)
+            var order = SplitMix64(state: 3)
             try store.write { transaction in
                 // Recorded out of time order too: the reads order by time, then by recording order.
                 for entry in entries.shuffled(using: &order) {
@@ -77,14 +74,5 @@ import Testing
         #expect(moments == 3 * (70 * 24 / 7 + 1))
         // `prompt history` still reads every outcome.
         #expect(try GuestMode(profile: profile, store: store).promptHistory(user: "steady").outcomes.count == 150)
-    }
-}
-
-/// A fixed shuffle order.
-private struct SeededOrder: RandomNumberGenerator {
-    var seed: UInt64
-    mutating func next() -> UInt64 {
-        seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return seed
     }
 }
