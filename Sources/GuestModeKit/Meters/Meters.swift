@@ -373,12 +373,16 @@ extension GuestMode {
 extension StoreTransaction {
     /// The status of `meter` for `user` now: its usage in the current period
     /// against the allowance of the tier in force. The plans, the period's
-    /// totals and the meter's grants are read together (`meterFacts`).
+    /// totals and the meter's grants are read together (`meterFacts`): the
+    /// plans that may be in force now, and the whole history of plans only
+    /// when the meter's grants need it.
     func meterStatus(of user: User, meter: Meter, profile: Profile, now: Date) throws -> MeterStatus {
-        let facts = try meterFacts(of: user.id, meter: meter, since: meter.reset.periodStart(containing: now))
+        let facts = try meterFacts(
+            of: user.id, meter: meter, since: meter.reset.periodStart(containing: now), at: now)
         return try meterStatus(
             of: user, meter: meter, tier: profile.tier(for: user.state, grants: facts.plans, now: now),
-            used: facts.used, grants: facts.grants, plans: facts.plans, profile: profile, now: now)
+            used: facts.used, grants: facts.grants, plans: facts.grants.isEmpty ? nil : facts.plans, profile: profile,
+            now: now)
     }
 
     /// Where `user` stands against `meter` now under `level`, the tier in
@@ -394,8 +398,8 @@ extension StoreTransaction {
             grants: try meterGrants(of: user.id, meter: meter.name), plans: nil, profile: profile, now: now)
     }
 
-    /// The status from what was read: the plans when the caller has them, else they are read if a grant
-    /// needs them.
+    /// The status from what was read: `plans`, every plan grant the user ever held, when the caller has
+    /// them, else they are read if a grant needs them (its draws depend on the tier at each use).
     func meterStatus(
         of user: User, meter: Meter, tier level: TierLevel, used: MeterAmount, grants: [MeterGrantRow],
         plans: [PlanGrant]?, profile: Profile, now: Date

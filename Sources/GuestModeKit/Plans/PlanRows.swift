@@ -6,6 +6,15 @@ package protocol PlanRows {
     /// then by insertion).
     func planGrants(of userID: String) throws -> [PlanGrant]
 
+    /// The user's plan grants that may be in force at `now`, oldest first:
+    /// every grant `PlanGrant.status` finds in force then, and any other the
+    /// store cannot rule out without decoding it. A grant revoked, or whose
+    /// trial or term ended, at or before `now`, each time written as
+    /// `Timestamp.format` writes it, is left out, so the read does not grow
+    /// with a subscriber's past renewals; a time in any other form keeps its
+    /// grant, whose strict decoding then names it.
+    func planGrants(of userID: String, mayBeInForceAt now: Date) throws -> [PlanGrant]
+
     /// Stores one more grant of the user, as given.
     func addPlanGrant(_ grant: PlanGrant, to userID: String) throws
 

@@ -111,7 +111,7 @@ extension StoreTransaction {
         let inputs = try promptInputs(
             of: userID, collections: collections.map(\.name),
             meters: meters.map { ($0, $0.reset.periodStart(containing: now)) }, flagPrefix: PromptTrigger.flagPrefix,
-            lastEventOf: mayHaveReset ? PromptTrigger.resetEventAction : nil)
+            lastEventOf: mayHaveReset ? PromptTrigger.resetEventAction : nil, at: now)
         if !collections.isEmpty || !meters.isEmpty {
             // One tier for every limit and meter: the plans are read once, not once for each.
             let level = profile.tier(for: user.state, grants: inputs.plans, now: now)
@@ -122,7 +122,7 @@ extension StoreTransaction {
             for meter in meters {
                 facts.meters[meter.name] = try meterStatus(
                     of: user, meter: meter, tier: level, used: inputs.meterUsage[meter.name] ?? .zero,
-                    grants: inputs.meterGrants[meter.name] ?? [], plans: inputs.plans, profile: profile, now: now)
+                    grants: inputs.meterGrants[meter.name] ?? [], plans: nil, profile: profile, now: now)
             }
         }
         for (flag, raisedAt) in inputs.flags {

@@ -45,17 +45,21 @@ package protocol StoreTransaction:
     UserRows, IdentityRows, EventRows, RecordRows, MeterRows, PlanRows, PromptRows, ExperimentRows, OutboxRows,
     MigrationRows, ReportRows, ProfileRows, ServerRows, WebhookRows, StorePurchaseRows, TransactionNesting
 {
-    /// What judging one meter reads of one user: every plan grant the user
-    /// ever held (`planGrants`), the kept usage totals of `meter` from
-    /// `start` on (`forEachMeterUsageTotal`, in the buckets `meterUsage`
-    /// adds up) and the user's grants of `meter` (`meterGrants`). The
-    /// reads need nothing of each other, so a backend may make them
-    /// together (PostgreSQL: in one round trip); the default makes each.
-    func meterFacts(of userID: String, meter: Meter, since start: Date?) throws -> MeterFacts
+    /// What judging one meter at `now` reads of one user: the user's grants
+    /// of `meter` (`meterGrants`); the plan grants that may be in force then
+    /// (`planGrants(of:mayBeInForceAt:)`), or every plan grant the user ever
+    /// held (`planGrants(of:)`) when those grants are not empty, since their
+    /// draws depend on the tier at each use; and the kept usage totals of
+    /// `meter` from `start` on (`forEachMeterUsageTotal`, in the buckets
+    /// `meterUsage` adds up). A backend may make the reads together
+    /// (PostgreSQL: in one round trip, the grants first, so that the plans
+    /// read after them see every grant they saw); the default makes each.
+    func meterFacts(of userID: String, meter: Meter, since start: Date?, at now: Date) throws -> MeterFacts
 
     /// What a prompt decision reads of one user beside its facts
-    /// (`promptFacts`): when `collections` or `meters` is not empty, every
-    /// plan grant the user ever held (`planGrants`), the user's records in
+    /// (`promptFacts`): when `collections` or `meters` is not empty, the
+    /// plan grants that may be in force at `now`
+    /// (`planGrants(of:mayBeInForceAt:)`), the user's records in
     /// each of `collections` (`countRecords`), and for each meter the kept
     /// totals from its `since` on (added up as `meterUsage` adds them) and
     /// its grants (`meterGrants`); the user's flags that start with
@@ -65,25 +69,26 @@ package protocol StoreTransaction:
     /// (PostgreSQL: in one round trip); the default makes each.
     func promptInputs(
         of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
-        lastEventOf action: String?
+        lastEventOf action: String?, at now: Date
     ) throws -> PromptInputs
 }
 
 extension StoreTransaction {
-    package func meterFacts(of userID: String, meter: Meter, since start: Date?) throws -> MeterFacts {
-        MeterFacts(
-            plans: try planGrants(of: userID), used: try meterUsage(of: userID, meter: meter, since: start),
-            grants: try meterGrants(of: userID, meter: meter.name))
+    package func meterFacts(of userID: String, meter: Meter, since start: Date?, at now: Date) throws -> MeterFacts {
+        let grants = try meterGrants(of: userID, meter: meter.name)
+        return MeterFacts(
+            plans: try grants.isEmpty ? planGrants(of: userID, mayBeInForceAt: now) : planGrants(of: userID),
+            used: try meterUsage(of: userID, meter: meter, since: start), grants: grants)
     }
 }
 
 extension StoreTransaction {
     package func promptInputs(
         of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
-        lastEventOf action: String?
+        lastEventOf action: String?, at now: Date
     ) throws -> PromptInputs {
         var inputs = PromptInputs(
-            plans: collections.isEmpty && meters.isEmpty ? [] : try planGrants(of: userID),
+            plans: collections.isEmpty && meters.isEmpty ? [] : try planGrants(of: userID, mayBeInForceAt: now),
             flags: try userFlags(of: userID, prefix: flagPrefix),
             lastEventTime: try action.flatMap { try lastEventTime(of: userID, action: $0) })
         for collection in collections {
@@ -99,7 +104,7 @@ extension StoreTransaction {
 
 /// What a prompt decision reads of one user beside its facts (`StoreTransaction.promptInputs`).
 package struct PromptInputs: Sendable, Equatable {
-    /// Every plan grant the user ever held, oldest first; empty when no collection or meter was asked for.
+    /// The plan grants that may be in force then, oldest first; empty when no collection or meter was asked for.
     package var plans: [PlanGrant]
     /// How many records the user holds, by collection asked for.
     package var recordCounts: [String: Int] = [:]
@@ -121,7 +126,8 @@ package struct PromptInputs: Sendable, Equatable {
 
 /// What a meter's decision reads of one user (`StoreTransaction.meterFacts`).
 package struct MeterFacts: Sendable, Equatable {
-    /// Every plan grant the user ever held, oldest first.
+    /// The plan grants that may be in force then, oldest first, or every plan grant the user ever held when
+    /// `grants` is not empty.
     package var plans: [PlanGrant]
     /// The usage of the period, as `MeterRows.meterUsage` adds it up.
     package var used: MeterAmount

@@ -5,7 +5,7 @@ extension StoreTransaction {
     /// The tier whose caps and allowances apply to `user` now: its state and
     /// the plans it holds.
     func tier(of user: User, profile: Profile, now: Date) throws -> TierLevel {
-        profile.tier(for: user.state, grants: try planGrants(of: user.id), now: now)
+        profile.tier(for: user.state, grants: try planGrants(of: user.id, mayBeInForceAt: now), now: now)
     }
 
     /// Where `user` stands against one collection's cap under `level`, the

@@ -17,19 +17,19 @@ extension PostgresTransaction {
         for row in try connection.execute(totals.sql, totals.parameters) { try body(try Self.usageTotal(row)) }
     }
 
-    /// The plans, the period's totals and the meter's grants: three reads that need nothing of each other,
-    /// one round trip.
-    func meterFacts(of userID: String, meter: Meter, since start: Date?) throws -> MeterFacts {
-        let user = PostgresValue(userID)
+    /// The meter's grants, the plans and the period's totals in one round trip. The plans are every grant the
+    /// user ever held when the meter has grants of the user, else those that may be in force; read after the
+    /// grants, they see every grant those saw, even between the statements of a write.
+    func meterFacts(of userID: String, meter: Meter, since start: Date?, at now: Date) throws -> MeterFacts {
         let answers = try connection.execute([
-            (PostgresStore.planGrantsSQL, [user]),
-            Self.usageTotals(of: userID, meter: meter.name, span: MeterTotalSpan(of: meter), from: start),
             Self.grants(of: userID, meter: meter.name),
+            PostgresStore.planGrantsMayBeInForce(of: userID, at: now, orEveryOneWithGrantsOf: meter.name),
+            Self.usageTotals(of: userID, meter: meter.name, span: MeterTotalSpan(of: meter), from: start),
         ])
         var used = MeterAmount.zero
-        for row in answers[1] { used = used.addingTotal(try Self.usageTotal(row)) }
+        for row in answers[2] { used = used.addingTotal(try Self.usageTotal(row)) }
         return MeterFacts(
-            plans: try answers[0].map(PostgresStore.planGrant), used: used, grants: try answers[2].map(Self.grantRow))
+            plans: try answers[1].map(PostgresStore.planGrant), used: used, grants: try answers[0].map(Self.grantRow))
     }
 
     /// The statement reading the user's kept totals of `meter` in `span`'s buckets from the one `start`

@@ -180,11 +180,11 @@ extension PostgresTransaction {
     /// Every read of `promptInputs` in one round trip; the answers come back in the order they were sent.
     func promptInputs(
         of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
-        lastEventOf action: String?
+        lastEventOf action: String?, at now: Date
     ) throws -> PromptInputs {
         let needsTier = !collections.isEmpty || !meters.isEmpty
         var statements: [(sql: String, parameters: [PostgresValue?])] = []
-        if needsTier { statements.append((PostgresStore.planGrantsSQL, [PostgresValue(userID)])) }
+        if needsTier { statements.append(PostgresStore.planGrantsMayBeInForce(of: userID, at: now)) }
         statements += collections.map { Self.recordCount(of: userID, in: $0) }
         for (meter, since) in meters {
             statements.append(

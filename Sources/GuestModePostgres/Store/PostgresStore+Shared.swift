@@ -82,4 +82,41 @@ extension PostgresStore {
 
     /// The user's (`$1`) plan grants, oldest first.
     static let planGrantsSQL = "SELECT * FROM plans WHERE user_id = $1 ORDER BY granted_at, id"
+
+    /// The statement reading the grants that may be in force at `now` (`PlanRows.planGrants(of:mayBeInForceAt:)`),
+    /// or every grant the user ever held when the user has grants of `meter`. A grant is left out only by a
+    /// time in `Timestamp`'s fixed form, whose text order (byte order, `"C"`) is its time order; a trial's end
+    /// decides before the term's, as in `PlanGrant.status`. `IS NOT TRUE`, since a missing time makes its
+    /// comparison NULL, which must keep the grant.
+    static func planGrantsMayBeInForce(
+        of userID: String, at now: Date, orEveryOneWithGrantsOf meter: String? = nil
+    ) -> (sql: String, parameters: [PostgresValue?]) {
+        guard let meter else { return (planGrantsMayBeInForceSQL, [PostgresValue(userID), PostgresValue(now)]) }
+        return (
+            planGrantsMayBeInForceOrWithGrantsSQL, [PostgresValue(userID), PostgresValue(now), PostgresValue(meter)]
+        )
+    }
+
+    private static let planGrantsSelect = "SELECT plan, granted_at, trial_ends_at, ends_at, revoked_at FROM plans"
+    private static let planGrantsOrder = "ORDER BY granted_at, id"
+
+    private static let planGrantsMayBeInForceSQL =
+        "\(planGrantsSelect) WHERE user_id = $1 AND \(mayBeInForce) \(planGrantsOrder)"
+
+    private static let planGrantsMayBeInForceOrWithGrantsSQL = """
+        \(planGrantsSelect)
+        WHERE user_id = $1
+          AND (EXISTS (SELECT 1 FROM meter_grants WHERE user_id = $1 AND meter = $3) OR \(mayBeInForce))
+        \(planGrantsOrder)
+        """
+
+    /// Whether a grant may be in force at `$2`.
+    private static let mayBeInForce = """
+        ((revoked_at COLLATE "C" <= $2 AND revoked_at ~ '\(timestampPattern)') IS NOT TRUE
+          AND (coalesce(trial_ends_at, ends_at) COLLATE "C" <= $2
+               AND coalesce(trial_ends_at, ends_at) ~ '\(timestampPattern)') IS NOT TRUE)
+        """
+
+    /// A time as `Timestamp.format` writes it, as a regular expression.
+    private static let timestampPattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$"
 }

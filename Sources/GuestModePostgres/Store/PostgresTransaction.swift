@@ -56,6 +56,11 @@ extension PostgresTransaction {
         try store.planGrants(of: userID, connection)
     }
 
+    func planGrants(of userID: String, mayBeInForceAt now: Date) throws -> [PlanGrant] {
+        let statement = PostgresStore.planGrantsMayBeInForce(of: userID, at: now)
+        return try connection.execute(statement.sql, statement.parameters).map(PostgresStore.planGrant)
+    }
+
     func backupQueuedAt(of userID: String, locking: Bool) throws -> Date? {
         try connection.execute(
             "SELECT queued_at FROM outbox WHERE user_id = $1\(locking ? " FOR UPDATE" : "")", [PostgresValue(userID)]

@@ -75,14 +75,39 @@ extension SQLiteStore {
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {
-        try readAll(
+        try readPlanGrants(
             db.cachedStatement(
                 sql: """
                     SELECT plan, granted_at, trial_ends_at, ends_at, revoked_at FROM plans WHERE user_id = ?
                     ORDER BY granted_at, id
                     """),
-            arguments: [userID]
-        ) { row in
+            arguments: [userID])
+    }
+
+    /// The grants that may be in force at `now` (`PlanRows.planGrants(of:mayBeInForceAt:)`). A grant is
+    /// left out only by a time in `Timestamp`'s fixed form, whose text order is its time order; a trial's
+    /// end decides before the term's, as in `PlanGrant.status`. `IS NOT TRUE`, since a missing time makes
+    /// its comparison NULL, which must keep the grant.
+    func planGrants(of userID: String, mayBeInForceAt now: Date, _ db: Database) throws -> [PlanGrant] {
+        try readPlanGrants(
+            db.cachedStatement(sql: Self.planGrantsMayBeInForceSQL), arguments: [userID, Timestamp.format(now)])
+    }
+
+    private static let planGrantsMayBeInForceSQL = """
+        SELECT plan, granted_at, trial_ends_at, ends_at, revoked_at FROM plans
+        WHERE user_id = ?1
+          AND (revoked_at <= ?2 AND revoked_at GLOB '\(timestampPattern)') IS NOT TRUE
+          AND (coalesce(trial_ends_at, ends_at) <= ?2 AND coalesce(trial_ends_at, ends_at) GLOB '\(timestampPattern)')
+            IS NOT TRUE
+        ORDER BY granted_at, id
+        """
+
+    /// A time as `Timestamp.format` writes it, as a GLOB pattern.
+    private static let timestampPattern =
+        "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z"
+
+    private func readPlanGrants(_ statement: Statement, arguments: [any ReadParameter]) throws -> [PlanGrant] {
+        try readAll(statement, arguments: arguments) { row in
             PlanGrant(
                 plan: try row.decode(forColumn: "plan"),
                 grantedAt: try row.time("granted_at"),

@@ -38,6 +38,10 @@ extension SQLiteTransaction {
         try store.planGrants(of: userID, db)
     }
 
+    func planGrants(of userID: String, mayBeInForceAt now: Date) throws -> [PlanGrant] {
+        try store.planGrants(of: userID, mayBeInForceAt: now, db)
+    }
+
     func backupQueuedAt(of userID: String, locking: Bool) throws -> Date? {
         try StoredTime.fetchOne(
             db.cachedStatement(sql: "SELECT queued_at FROM outbox WHERE user_id = ?"), arguments: [userID]

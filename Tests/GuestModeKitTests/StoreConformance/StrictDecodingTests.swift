@@ -57,6 +57,11 @@ private let retriedUse: @Sendable (any GuestStore, Profile) throws -> Void = { s
 private let plans: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).plans(user: "u", now: day(2))
 }
+/// The tier reads only the grants that may be in force: one whose end or revocation is not in the store's
+/// form is read, whatever it compares to.
+private let tier: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
+    _ = try GuestMode(profile: profile, store: store).tier(user: "u", now: day(2, hour: 18))
+}
 /// The key the fixture holds, read as a served request reads it: by its secret's hash.
 private let serverKey: @Sendable (any GuestStore, Profile) throws -> Void = { store, profile in
     _ = try GuestMode(profile: profile, store: store).serverKey(authenticating: plantedKeySecret)
@@ -149,6 +154,9 @@ let plantedValues: [PlantedValue] = [
     PlantedValue("plans", "granted_at", "'yesterday'", read: plans),
     PlantedValue("plans", "ends_at", "'later'", read: plans),
     PlantedValue("plans", "ends_at", "'later'", read: meter),
+    PlantedValue("plans", "ends_at", "'1999'", read: tier),
+    PlantedValue("plans", "trial_ends_at", "'1999'", read: tier),
+    PlantedValue("plans", "revoked_at", "'1999'", read: tier),
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'", read: facts),
     PlantedValue("prompt_outcomes", "at", "'yesterday'", read: facts),
     PlantedValue("prompt_outcomes", "outcome", "'shrugged'") { store, profile in
