@@ -8,11 +8,11 @@ package protocol PlanRows {
 
     /// The user's plan grants that may be in force at `now`, oldest first:
     /// every grant `PlanGrant.status` finds in force then, and any other the
-    /// store cannot rule out without decoding it. A grant revoked, or whose
-    /// trial or term ended, at or before `now`, each time written as
-    /// `Timestamp.format` writes it, is left out, so the read does not grow
-    /// with a subscriber's past renewals; a time in any other form keeps its
-    /// grant, whose strict decoding then names it.
+    /// store cannot rule out without decoding it. A grant is left out, not
+    /// decoded, only when the time that ends it (its revocation, its trial's
+    /// end, else its term's end) is one the store reads as a time at or
+    /// before `now`, so a subscriber's past renewals cost little; a time it
+    /// cannot read keeps its grant, whose strict decoding then names it.
     func planGrants(of userID: String, mayBeInForceAt now: Date) throws -> [PlanGrant]
 
     /// Stores one more grant of the user, as given.
