@@ -191,4 +191,73 @@ import Testing
         #expect(try JSONDocument.encode(Silent(), pretty: false) == "{}")
         #expect(try JSONDocument.encode([Silent()], pretty: true) == "[\n  {}\n]")
     }
+
+    /// Strings are escaped as one byte at a time would: quotes, backslashes and control characters
+    /// wherever they fall among the eight bytes looked at together, beside text beyond ASCII.
+    @Test func everyStringIsEscapedAsByteByByte() {
+        func reference(_ text: String) -> String {
+            var escaped = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": escaped += "\\\""
+                case "\\": escaped += "\\\\"
+                case "\n": escaped += "\\n"
+                case "\r": escaped += "\\r"
+                case "\t": escaped += "\\t"
+                case "\u{8}": escaped += "\\b"
+                case "\u{C}": escaped += "\\f"
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    escaped += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default: escaped.unicodeScalars.append(scalar)
+                }
+            }
+            return escaped + "\""
+        }
+        let alphabet: [Unicode.Scalar] = [
+            "a", "Z", " ", "~", "\"", "\\", "\u{0}", "\u{1}", "\u{1F}", "\n", "\t", "\u{7F}", "é", "€", "😀",
+            "\u{20}", "!", "#", "[", "]",
+        ]
+        var generator = SplitMix(seed: 0x0e5c_a9e5)
+        for _ in 0..<3000 {
+            var text = String.UnicodeScalarView()
+            // Mostly plain runs, so that the bytes needing an escape fall at every place of a word.
+            let plainOnly = Int.random(in: 0..<3, using: &generator) == 0
+            for _ in 0..<Int.random(in: 0..<40, using: &generator) {
+                text.append(plainOnly ? "q" : alphabet[Int.random(in: 0..<alphabet.count, using: &generator)])
+            }
+            let string = String(text)
+            #expect(JSONValue.string(string).canonicalText == reference(string), "\(Array(string.utf8))")
+        }
+    }
+
+    /// The engine's amounts and plain enums are written without an encoder of their own: as their own
+    /// `encode(to:)` writes them, alone and as members.
+    @Test func anAmountOrAnEnumIsWrittenAsItsOwnEncodableWritesIt() throws {
+        struct Opaque<Value: Encodable>: Encodable {
+            let value: Value
+            func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+        }
+        struct Member<Value: Encodable>: Encodable { let value: Value }
+        func check<Value: Encodable>(_ values: [Value]) throws {
+            for value in values {
+                #expect(try JSONDocument.encode(value) == JSONDocument.encode(Opaque(value: value)))
+                #expect(
+                    try JSONDocument.encode(Member(value: value), pretty: false)
+                        == JSONDocument.encode(Member(value: Opaque(value: value)), pretty: false))
+            }
+        }
+        try check([0, 1, 15, 1_000_000, 999_999_999_999_999, .max].map(MeterAmount.init(millionths:)))
+        try check(TierLevel.allCases)
+        try check(MeterLevel.allCases)
+        try check(MeterGrantState.allCases)
+        try check([PlanState.active, .trial, .expired, .revoked])
+        try check(CapOutcome.allCases)
+        try check(UserState.allCases)
+        try check(PromptPriority.allCases)
+        try check(PromptKind.allCases)
+        try check(PromptVerdict.allCases)
+        try check(PromptOutcome.allCases)
+        try check(PromptState.allCases)
+    }
 }

@@ -45,12 +45,12 @@ enum JSONKeys {
     ]
 
     /// The JSON name of `key` of a value whose type names some of its keys itself (`names`); `known` holds
-    /// the names found so far for the key's type.
-    static func name(for key: some CodingKey, names: [String: String], known: KeyNames) -> String {
+    /// the names found so far for the key's type, and `next` where among them the next key is likely to be.
+    static func name(for key: some CodingKey, names: [String: String], known: KeyNames, next: inout Int) -> String {
         let swiftName = key.stringValue
         if !names.isEmpty, let named = names[swiftName] { return named }
         if known.areData { return swiftName }
-        if let cached = known.name(for: swiftName) { return cached }
+        if let cached = known.name(for: swiftName, next: &next) { return cached }
         let name = conventionalName(for: swiftName)
         known.store(name, for: swiftName)
         return name
@@ -111,8 +111,19 @@ final class KeyNames: Sendable {
         }
     }
 
-    func name(for swiftName: String) -> String? {
-        names.withLock { names in names.first { $0.swiftName == swiftName }?.jsonName }
+    /// The name kept for `swiftName`, looked for first at `next`, and `next` moved past it: a type's keys
+    /// are written in the same order each time, so the first comparison usually finds it (a scan from the
+    /// start compared a key with half its type's keys, 12 k instructions of a served `prompt next`).
+    func name(for swiftName: String, next: inout Int) -> String? {
+        names.withLock { names in
+            if next < names.count, names[next].swiftName == swiftName {
+                next += 1
+                return names[next - 1].jsonName
+            }
+            guard let index = names.firstIndex(where: { $0.swiftName == swiftName }) else { return nil }
+            next = index + 1
+            return names[index].jsonName
+        }
     }
 
     func store(_ jsonName: String, for swiftName: String) {
@@ -154,7 +165,10 @@ extension JSONValue {
     }
 }
 
-/// A value being built: set once, or filled as an array or object by containers.
+/// A value being built: set once, or filled as an array or object by containers. Its members and elements
+/// are stored properties appended to in place: held in an enum's payload, each append took the array out and
+/// put it back, and members as tuples were copied by the run-time's generic tuple functions (bench/results.md,
+/// "Serving, round 14").
 final class JSONNode {
     /// A member or element: a plain value is held as it is, without a node of its own (a node each was an
     /// allocation and a release for every string and number of a document).
@@ -170,34 +184,47 @@ final class JSONNode {
         }
     }
 
-    enum Content {
-        case unset
-        case value(JSONValue)
-        case array([Child])
-        case object([(String, Child)])
+    struct Member {
+        let name: String
+        let child: Child
     }
-    var content = Content.unset
+
+    enum Kind { case unset, value, array, object }
+
+    private(set) var kind = Kind.unset
+    private var value = JSONValue.null
+    private var members: [Member] = []
+    private var elements: [Child] = []
+
+    /// How many elements an array holds; 0 for anything else.
+    var elementCount: Int { kind == .array ? elements.count : 0 }
+
+    /// Makes the node the plain `value`, whatever it held.
+    func set(_ value: JSONValue) {
+        clear(to: .value)
+        self.value = value
+    }
 
     /// The value as `JSONValue.text(pretty:)` would write it resolved: an unset node as `{}`, an object's
     /// members sorted by name, and of two members with one name the later, as with JSONEncoder.
     func write(to output: inout [UInt8], pretty: Bool, indent: Int) {
-        switch content {
+        switch kind {
         case .unset: output.append(contentsOf: "{}".utf8)
-        case .value(let value): value.write(to: &output, pretty: pretty, indent: indent)
-        case .array(let children):
-            JSONValue.writeArray(children, to: &output, pretty: pretty, indent: indent) { child, output in
+        case .value: value.write(to: &output, pretty: pretty, indent: indent)
+        case .array:
+            JSONValue.writeArray(elements, to: &output, pretty: pretty, indent: indent) { child, output in
                 child.write(to: &output, pretty: pretty, indent: indent + 1)
             }
-        case .object(let members):
+        case .object:
             guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
             output.append(UInt8(ascii: "{"))
             // Sorted stably, so of two members with one name the later is the last of its run.
-            let ordered = members.sorted { $0.0 < $1.0 }
+            let ordered = members.sorted { $0.name < $1.name }
             var written = 0
             for (index, member) in ordered.enumerated()
-            where index + 1 == ordered.count || ordered[index + 1].0 != member.0 {
-                JSONValue.open(written, name: member.0, in: &output, pretty: pretty, indent: indent + 1)
-                member.1.write(to: &output, pretty: pretty, indent: indent + 1)
+            where index + 1 == ordered.count || ordered[index + 1].name != member.name {
+                JSONValue.open(written, name: member.name, in: &output, pretty: pretty, indent: indent + 1)
+                member.child.write(to: &output, pretty: pretty, indent: indent + 1)
                 written += 1
             }
             JSONValue.close(UInt8(ascii: "}"), in: &output, pretty: pretty, indent: indent)
@@ -212,15 +239,8 @@ final class JSONNode {
     }
 
     func append(_ child: Child, forKey key: String) {
-        if case .object(var members) = content {
-            // Emptied first, so the members are appended in place rather than copied: a copy per key
-            // made an object of n keys cost n² (bench/results.md, "Serving, round 5").
-            content = .unset
-            members.append((key, child))
-            content = .object(members)
-        } else {
-            content = .object([(key, child)])
-        }
+        makeObject()
+        members.append(Member(name: key, child: child))
     }
 
     /// A new node, the next element of this array.
@@ -231,17 +251,31 @@ final class JSONNode {
     }
 
     func append(_ child: Child) {
-        if case .array(var items) = content {
-            content = .unset
-            items.append(child)
-            content = .array(items)
-        } else {
-            content = .array([child])
-        }
+        makeArray()
+        elements.append(child)
     }
 
-    func makeObject() { if case .object = content {} else { content = .object([]) } }
-    func makeArray() { if case .array = content {} else { content = .array([]) } }
+    func makeObject() {
+        guard kind != .object else { return }
+        clear(to: .object)
+        members.reserveCapacity(8)
+    }
+
+    func makeArray() {
+        guard kind != .array else { return }
+        clear(to: .array)
+    }
+
+    /// Drops what the node held, as a new value of another kind replaces it.
+    private func clear(to kind: Kind) {
+        switch self.kind {
+        case .unset: break
+        case .value: value = .null
+        case .array: elements = []
+        case .object: members = []
+        }
+        self.kind = kind
+    }
 }
 
 /// Where a value sits in the document: made only for a value that is given an encoder of its own (a string
@@ -305,7 +339,7 @@ struct JSONNodeEncoder: Encoder {
         _ value: T, into node: JSONNode, at location: @autoclosure () -> CodingPathNode?
     ) throws {
         if let scalar = scalarValue(value) {
-            node.content = .value(scalar)
+            node.set(scalar)
             return
         }
         try encodeComposite(value, into: node, at: location())
@@ -368,8 +402,28 @@ struct JSONNodeEncoder: Encoder {
         case ObjectIdentifier(Float.self): (value as? Float).map { .number(Double($0)) }
         case ObjectIdentifier(URL.self): (value as? URL).map { .string($0.isFileURL ? $0.path : $0.absoluteString) }
         case ObjectIdentifier(Data.self): (value as? Data).map { .string($0.base64EncodedString()) }
+        // The engine's amounts and plain enums, as their own `encode(to:)` writes them through a single-value
+        // container; each cost an encoder, a container and a node of its own, about 600 instructions
+        // (bench/results.md, "Serving, round 14"). Named here, not found by a cast to a protocol, which looks
+        // the conformance up for every value that is not one (`JSONDocumentTests` holds each to its own).
+        case ObjectIdentifier(MeterAmount.self): (value as? MeterAmount).map { .number($0.decimalValue.description) }
+        case ObjectIdentifier(TierLevel.self): rawValue(value, as: TierLevel.self)
+        case ObjectIdentifier(MeterLevel.self): rawValue(value, as: MeterLevel.self)
+        case ObjectIdentifier(MeterGrantState.self): rawValue(value, as: MeterGrantState.self)
+        case ObjectIdentifier(PlanState.self): rawValue(value, as: PlanState.self)
+        case ObjectIdentifier(CapOutcome.self): rawValue(value, as: CapOutcome.self)
+        case ObjectIdentifier(UserState.self): rawValue(value, as: UserState.self)
+        case ObjectIdentifier(PromptPriority.self): rawValue(value, as: PromptPriority.self)
+        case ObjectIdentifier(PromptKind.self): rawValue(value, as: PromptKind.self)
+        case ObjectIdentifier(PromptVerdict.self): rawValue(value, as: PromptVerdict.self)
+        case ObjectIdentifier(PromptOutcome.self): rawValue(value, as: PromptOutcome.self)
+        case ObjectIdentifier(PromptState.self): rawValue(value, as: PromptState.self)
         default: nil
         }
+    }
+
+    private static func rawValue<T, Plain: RawRepresentable<String>>(_ value: T, as type: Plain.Type) -> JSONValue? {
+        (value as? Plain).map { .string($0.rawValue) }
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
@@ -392,6 +446,7 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let location: CodingPathNode?
     let names: [String: String]
     private let known = KeyNames.of(Key.self)
+    private var nextName = 0
     var codingPath: [any CodingKey] { CodingPathNode.path(to: location) }
 
     init(node: JSONNode, location: CodingPathNode?, names: [String: String]) {
@@ -400,9 +455,11 @@ struct KeyedJSONContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         self.names = names
     }
 
-    private func name(_ key: Key) -> String { JSONKeys.name(for: key, names: names, known: known) }
+    private mutating func name(_ key: Key) -> String {
+        JSONKeys.name(for: key, names: names, known: known, next: &nextName)
+    }
 
-    private func set(_ value: JSONValue, _ key: Key) {
+    private mutating func set(_ value: JSONValue, _ key: Key) {
         node.append(.value(value), forKey: name(key))
     }
 
@@ -482,8 +539,7 @@ struct UnkeyedJSONContainer: UnkeyedEncodingContainer {
     let names: [String: String]
     var codingPath: [any CodingKey] { CodingPathNode.path(to: location) }
     var count: Int {
-        if case .array(let items) = node.content { return items.count }
-        return 0
+        node.elementCount
     }
 
     mutating func encodeNil() throws { node.append(.value(.null)) }
@@ -515,21 +571,21 @@ struct SingleJSONContainer: SingleValueEncodingContainer {
     let location: CodingPathNode?
     var codingPath: [any CodingKey] { CodingPathNode.path(to: location) }
 
-    mutating func encodeNil() throws { node.content = .value(.null) }
-    mutating func encode(_ value: Bool) throws { node.content = .value(.bool(value)) }
-    mutating func encode(_ value: String) throws { node.content = .value(.string(value)) }
-    mutating func encode(_ value: Double) throws { node.content = .value(.number(value)) }
-    mutating func encode(_ value: Float) throws { node.content = .value(.number(Double(value))) }
-    mutating func encode(_ value: Int) throws { node.content = .value(.number(String(value))) }
-    mutating func encode(_ value: Int8) throws { node.content = .value(.number(String(value))) }
-    mutating func encode(_ value: Int16) throws { node.content = .value(.number(String(value))) }
-    mutating func encode(_ value: Int32) throws { node.content = .value(.number(String(value))) }
-    mutating func encode(_ value: Int64) throws { node.content = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt) throws { node.content = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt8) throws { node.content = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt16) throws { node.content = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt32) throws { node.content = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt64) throws { node.content = .value(.number(String(value))) }
+    mutating func encodeNil() throws { node.set(.null) }
+    mutating func encode(_ value: Bool) throws { node.set(.bool(value)) }
+    mutating func encode(_ value: String) throws { node.set(.string(value)) }
+    mutating func encode(_ value: Double) throws { node.set(.number(value)) }
+    mutating func encode(_ value: Float) throws { node.set(.number(Double(value))) }
+    mutating func encode(_ value: Int) throws { node.set(.number(String(value))) }
+    mutating func encode(_ value: Int8) throws { node.set(.number(String(value))) }
+    mutating func encode(_ value: Int16) throws { node.set(.number(String(value))) }
+    mutating func encode(_ value: Int32) throws { node.set(.number(String(value))) }
+    mutating func encode(_ value: Int64) throws { node.set(.number(String(value))) }
+    mutating func encode(_ value: UInt) throws { node.set(.number(String(value))) }
+    mutating func encode(_ value: UInt8) throws { node.set(.number(String(value))) }
+    mutating func encode(_ value: UInt16) throws { node.set(.number(String(value))) }
+    mutating func encode(_ value: UInt32) throws { node.set(.number(String(value))) }
+    mutating func encode(_ value: UInt64) throws { node.set(.number(String(value))) }
     mutating func encode<T: Encodable>(_ value: T) throws {
         try JSONNodeEncoder.encode(value, into: node, at: location)
     }
