@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 internal import GRDB
 import GuestModeKit
+import Synchronization
 
 /// The SQLite backend: one file (WAL journal), written by one transaction
 /// at a time, read by many.
@@ -22,13 +23,16 @@ public final class SQLiteStore: Sendable {
     /// One write at a time, as GRDB's writer runs them, but waited for with a
     /// deadline: GRDB's own queue makes a write wait as long as the one before it runs.
     private let writing = DispatchSemaphore(value: 1)
+    /// The read-only connections a pooled store's reads go through; nil for a single connection.
+    let readers: ReadConnections?
 
     /// How long a write waits for another process's lock unless told otherwise.
     public static let defaultBusyTimeout = Duration.seconds(30)
 
-    init(database: AppDatabase, path: String?) {
+    init(database: AppDatabase, path: String?, readers: ReadConnections? = nil) {
         self.database = database
         self.path = path
+        self.readers = readers
     }
 
     /// How the callers in one process reach an on-disk store.
@@ -52,11 +56,12 @@ public final class SQLiteStore: Sendable {
         path: String, migrating: Bool = true, connections: Connections = .pool(maximumReaders: 4),
         busyTimeout: Duration = defaultBusyTimeout
     ) throws -> SQLiteStore {
-        SQLiteStore(
-            database: try StoreFile.open(
-                path: path, creating: false, migrating: migrating, connections: connections,
-                busyTimeout: busyTimeout),
-            path: path)
+        let database = try StoreFile.open(
+            path: path, creating: false, migrating: migrating, connections: connections, busyTimeout: busyTimeout)
+        guard case .pool(let maximumReaders) = connections else { return SQLiteStore(database: database, path: path) }
+        return SQLiteStore(
+            database: database, path: path,
+            readers: ReadConnections(path: path, maximum: maximumReaders, busyTimeout: busyTimeout))
     }
 
     /// Creates a store with mode 0600. With `replacing`, an existing store is
@@ -106,6 +111,7 @@ public final class SQLiteStore: Sendable {
             try database.writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
             // The last connection to close removes the WAL, but only a writer can: a
             // pool's readers go first (GRDB's own close ends with them).
+            readers?.close()
             (database.writer as? DatabasePool)?.invalidateReadOnlyConnections()
             try database.writer.close()
         } catch let error as DatabaseError {
@@ -122,6 +128,7 @@ public final class SQLiteStore: Sendable {
     /// exit(0)
     /// ```
     public func closeConnections() throws {
+        readers?.close()
         (database.writer as? DatabasePool)?.invalidateReadOnlyConnections()
         do {
             try database.writer.close()
@@ -248,10 +255,14 @@ public final class SQLiteStore: Sendable {
 
     func read<T>(_ value: (Database) throws -> T) throws -> T {
         do {
-            // A pool's readers are read-only connections already; a single connection (the command
-            // line's) is kept from writing by GRDB's own read.
-            guard let pool = database.writer as? DatabasePool else { return try database.writer.read(value) }
-            return try pool.unsafeRead { db in try Self.transaction(db, begin: "BEGIN DEFERRED TRANSACTION", value) }
+            // Read-only connections already; a single connection (the command line's) is kept from
+            // writing by GRDB's own read.
+            let begin = "BEGIN DEFERRED TRANSACTION"
+            guard let readers, let pool = database.writer as? DatabasePool else {
+                return try database.writer.read(value)
+            }
+            if let value = try readers.read({ db in try Self.transaction(db, begin: begin, value) }) { return value }
+            return try pool.unsafeRead { db in try Self.transaction(db, begin: begin, value) }
         } catch let error as DatabaseError {
             throw StoreFile.translate(error, path: path ?? ":memory:")
         } catch let error as RowDecodingError {
@@ -533,5 +544,83 @@ extension SQLiteStore {
     /// in a connection that may have had the bulk cache.
     func useScanCache(_ db: Database) throws {
         try db.execute(sql: "PRAGMA cache_size = -2000")
+    }
+}
+
+/// The read-only connections a pooled store's reads go through, at most `maximum`, each serving one read at a
+/// time. GRDB's pool of readers handed a connection out through a concurrent dispatch queue, a semaphore, a
+/// group and a lock, about 30 k instructions a served read (bench/results.md, "Serving, round 14"); here a read
+/// takes an idle connection from a list under a lock. When all are busy a read goes through GRDB's pool, which
+/// waits for one of its own. Each connection is opened on first need, read-only, as GRDB opens its readers.
+final class ReadConnections: Sendable {
+    private struct State {
+        var idle: [DatabaseQueue] = []
+        var opened = 0
+        var isClosed = false
+    }
+
+    private let path: String
+    private let maximum: Int
+    private let busyTimeout: Duration
+    private let state = Mutex(State())
+
+    init(path: String, maximum: Int, busyTimeout: Duration) {
+        self.path = path
+        self.maximum = maximum
+        self.busyTimeout = busyTimeout
+    }
+
+    private enum Taken {
+        case idle(DatabaseQueue)
+        case new
+        case none
+    }
+
+    /// `body` on an idle connection, or on a new one while fewer than `maximum` are open; nil when every
+    /// connection is busy, or the store is closed, and `body` has not run.
+    func read<T>(_ body: (Database) throws -> T) throws -> T? {
+        let taken: Taken = state.withLock { state in
+            if state.isClosed { return .none }
+            if let connection = state.idle.popLast() { return .idle(connection) }
+            guard state.opened < maximum else { return .none }
+            state.opened += 1
+            return .new
+        }
+        let connection: DatabaseQueue
+        switch taken {
+        case .none: return nil
+        case .idle(let idle): connection = idle
+        case .new:
+            do {
+                connection = try DatabaseQueue(
+                    path: path, configuration: AppDatabase.configuration(readOnly: true, busyTimeout: busyTimeout))
+            } catch {
+                state.withLock { $0.opened -= 1 }
+                throw error
+            }
+        }
+        defer { giveBack(connection) }
+        return try connection.inDatabase(body)
+    }
+
+    /// How many connections are open, idle or reading.
+    var openCount: Int { state.withLock { $0.opened } }
+
+    /// Closes the idle connections; one in use closes when its read ends.
+    func close() {
+        let idle = state.withLock { state in
+            state.isClosed = true
+            defer { state.idle = [] }
+            return state.idle
+        }
+        for connection in idle { try? connection.close() }
+    }
+
+    private func giveBack(_ connection: DatabaseQueue) {
+        let isClosed = state.withLock { state in
+            if !state.isClosed { state.idle.append(connection) }
+            return state.isClosed
+        }
+        if isClosed { try? connection.close() }
     }
 }

@@ -426,6 +426,48 @@ struct SQLitePoolTests {
             try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM meta WHERE key = 'pending'") } == 1)
     }
 
+    @Test(
+        "reads go through the store's own read-only connections, at most its readers; more at once through GRDB's pool"
+    )
+    func readsTakeTheStoresOwnConnections() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).sqlite").path
+        try SQLiteStore.create(path: path, replacing: false) { _ in }
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let store = try SQLiteStore.open(path: path, connections: .pool(maximumReaders: 2))
+        let readers = try #require(store.readers)
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT 1") } == 1)
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT 2") } == 2)
+        #expect(readers.openCount == 1, "one read at a time takes the one idle connection again")
+        #expect(throws: (any Error).self, "a read cannot write") {
+            try store.read { db in try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('r', 'x')") }
+        }
+
+        // Six reads at once: two on the store's connections, two on GRDB's readers, two waiting for one.
+        let inside = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let reads = Outcomes<Int>()
+        for number in 0..<6 {
+            Thread {
+                reads.add(
+                    Result {
+                        try store.read { db in
+                            inside.signal()
+                            release.wait()
+                            return try Int.fetchOne(db, sql: "SELECT ?", arguments: [number]) ?? -1
+                        }
+                    })
+            }.start()
+        }
+        for _ in 0..<4 { #expect(inside.wait(timeout: .now() + 30) == .success) }
+        #expect(readers.openCount == 2, "never more than the store's readers")
+        for _ in 0..<6 { release.signal() }
+        for _ in 0..<2 { #expect(inside.wait(timeout: .now() + 30) == .success) }
+        #expect(try reads.wait(for: 6).map { try $0.get() }.sorted() == Array(0..<6))
+        #expect(readers.openCount == 2)
+        try store.close()
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "closed, the store is one file again")
+    }
+
     @Test("a store of the first released schema opens on a pool, migrated, with its data")
     func aFirstReleaseStoreOpensOnAPool() throws {
         let fixture = URL(fileURLWithPath: #filePath)
