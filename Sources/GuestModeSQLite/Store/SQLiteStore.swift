@@ -42,8 +42,9 @@ public final class SQLiteStore: Sendable {
         /// nothing leaves it byte for byte as it was.
         case single
         /// One writer connection and up to `maximumReaders` read-only ones
-        /// (a GRDB `DatabasePool`): reads run in parallel with each other and
-        /// with the write in progress. Opening a store whose WAL is empty
+        /// the store keeps, beside a GRDB `DatabasePool` of as many that
+        /// serves reads when those are busy: reads run in parallel with each
+        /// other and with the write in progress. Opening a store whose WAL is empty
         /// writes one small transaction to it (GRDB keeps a WAL for its readers).
         case pool(maximumReaders: Int)
     }
