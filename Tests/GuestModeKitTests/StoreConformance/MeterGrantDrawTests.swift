@@ -55,9 +55,13 @@ struct MeterGrantDrawTests {
         } else if let kept, kept.inputs == replayed.inputs {
             #expect(kept == replayed, sourceLocation: sourceLocation)
         }
-        #expect(
-            try engine.meterStatus(user: userID, meter: "api_minutes", now: now)
-                == replayedStatus(engine, userID, now: now), sourceLocation: sourceLocation)
+        let status = try engine.meterStatus(user: userID, meter: "api_minutes", now: now)
+        #expect(try status == replayedStatus(engine, userID, now: now), sourceLocation: sourceLocation)
+        // A prompt decision reads the meter with the plans that may be in force, and the whole history only
+        // for the grants' draws: it sees the meter as the status does.
+        let profile = engine.profile
+        let facts = try engine.store.read { try $0.promptSnapshot(of: userID, profile: profile, now: now) }
+        #expect(facts?.meters["api_minutes"] == status, sourceLocation: sourceLocation)
         #expect(try engine.grantDrawProblems() == [], sourceLocation: sourceLocation)
     }
 
