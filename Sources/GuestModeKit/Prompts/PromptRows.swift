@@ -119,10 +119,14 @@ extension StoreTransaction {
                 facts.limits[collection.name] = profile.collectionLimit(
                     collection.name, tier: level, used: inputs.recordCounts[collection.name] ?? 0)
             }
+            // The whole plan history only for meters with grants, whose draws need it, and read once for them all.
+            var everyPlan: [PlanGrant]?
             for meter in meters {
+                let grants = inputs.meterGrants[meter.name] ?? []
+                if !grants.isEmpty, everyPlan == nil { everyPlan = try planGrants(of: userID) }
                 facts.meters[meter.name] = try meterStatus(
                     of: user, meter: meter, tier: level, used: inputs.meterUsage[meter.name] ?? .zero,
-                    grants: inputs.meterGrants[meter.name] ?? [], plans: nil, profile: profile, now: now)
+                    grants: grants, plans: everyPlan, profile: profile, now: now)
             }
         }
         for (flag, raisedAt) in inputs.flags {
