@@ -133,6 +133,63 @@ import Testing
         #expect(failure(repeated) == "duplicate at line 3001 of x: events.id 1234 appears twice in the archive")
     }
 
+    /// Ids that rise are kept as runs rather than noted one by one. Whatever
+    /// the order (rising with gaps, falling, more gaps than the runs may
+    /// hold, two tables interleaved), the repetition reported is the first
+    /// in the archive, as a set of every id seen would find it. Seeded, so
+    /// a failure is found again.
+    @Test(arguments: [(1 << 20, 4_096), (512, 3)])
+    func risingIDsStillFindTheFirstRepetition(memoryLimit: Int, runLimit: Int) throws {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int64) -> Int64 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int64((seed >> 33) % UInt64(bound))
+        }
+        for round in 0..<200 {
+            let facts = CrossRowFacts(memoryLimit: memoryLimit, risingRunLimit: runLimit)
+            var seen: [String: Set<Int64>] = [:]
+            var expected: String?
+            var last: [String: Int64] = ["events": 0, "counters": 0]
+            for line in 1...(20 + Int(next(200))) {
+                let table = next(4) == 0 ? "counters" : "events"
+                // Mostly the next id, sometimes a gap, now and then a fall that may repeat one.
+                let id: Int64 =
+                    switch next(10) {
+                    case 0: 1 + next(max(1, last[table]!))
+                    case 1, 2: last[table]! + 2 + next(5)
+                    default: last[table]! + 1
+                    }
+                last[table] = max(last[table]!, id)
+                if expected == nil, !seen[table, default: []].insert(id).inserted {
+                    expected = "duplicate at line \(line) of x: \(table).id \(id) appears twice in the archive"
+                }
+                try facts.noteRowID(id, of: table, at: at(line))
+                #expect(facts.keptRisingRuns <= 2 * runLimit)
+            }
+            #expect(failure(facts) == expected, "round \(round)")
+        }
+    }
+
+    /// A repetition of a surrogate id and one of another kind: the earlier
+    /// in the archive is reported, though the ids were kept as runs until
+    /// the repeated one came.
+    @Test(arguments: [1 << 20, 512])
+    func aRepeatedIDAndAnotherRepetitionAreOrderedAsTheArchiveIs(memoryLimit: Int) throws {
+        for idFirst in [true, false] {
+            let facts = CrossRowFacts(memoryLimit: memoryLimit)
+            try facts.noteUnique("ann", in: .usernames, at: at(1, of: "c"))
+            for id in 1...100 { try facts.noteRowID(Int64(id), of: "events", at: at(id)) }
+            try facts.noteUnique(idFirst ? "bob" : "ann", in: .usernames, at: at(2, of: "c"))
+            try facts.noteRowID(50, of: "events", at: at(101))
+            try facts.noteUnique("ann", in: .usernames, at: at(3, of: "c"))
+            #expect(
+                failure(facts)
+                    == (idFirst
+                        ? "duplicate at line 101 of x: events.id 50 appears twice in the archive"
+                        : "duplicate at line 2 of c: the username 'ann' appears twice in the archive"))
+        }
+    }
+
     /// Of several violations, the one reported is the one the row-by-row
     /// checker met first: a repetition before anything found only at the
     /// end, the earliest repetition of all, then states by user.

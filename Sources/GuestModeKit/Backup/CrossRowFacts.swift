@@ -24,6 +24,13 @@ final class CrossRowFacts {
     /// The archive entries facts were noted in, in archive order; a fact
     /// keeps its entry's number in this list, not its name.
     private var entries: [String] = []
+    /// Each table's surrogate ids while they rise, as runs of consecutive
+    /// ids: an export writes a table in id order, so a rising id is new
+    /// without a fact in the spool (a fact an id was a third of the
+    /// client's cross-row work). The first id that does not rise, or a run
+    /// past `risingRunLimit`, sends the table's ids to the spool.
+    private var risingIDs: [RisingIDs] = []
+    private let risingRunLimit: Int
 
     private enum Kind: UInt8 {
         case anonymousUser = 1, linkedUser, identityOfUser
@@ -87,7 +94,8 @@ final class CrossRowFacts {
 
     /// The facts spill to temporary files past `memoryLimit` bytes in all,
     /// in sorted runs: half of it for the actions' facts, the most numerous.
-    init(memoryLimit: Int = 2 << 20) {
+    init(memoryLimit: Int = 2 << 20, risingRunLimit: Int = 4_096) {
+        self.risingRunLimit = risingRunLimit
         func spool(_ share: Int) -> RecordSpool {
             let limit = max(1, memoryLimit / share)
             return RecordSpool(
@@ -115,12 +123,27 @@ final class CrossRowFacts {
     }
 
     /// The surrogate id of a row of `table`, which must appear once in the
-    /// table. Noted with leading zeros to a fixed width, so ids in numeric
-    /// order are in the spool's byte order too.
+    /// table. Kept as runs while the table's ids rise (`RisingIDs`); in the
+    /// spool, with leading zeros to a fixed width, so ids in numeric order
+    /// are in the spool's byte order too.
     func noteRowID(_ id: Int64, of table: String, at place: Place) throws {
-        // Ids are positive (the validator bounds them); a negative one is noted as it is written.
-        let value =
-            id < 0
+        let index = risingIDsIndex(of: table)
+        if risingIDs[index].add(id, runLimit: risingRunLimit) { return }
+        // Every id the table had so far goes to the spool before this one, so a repetition is found at its
+        // row. They go under this row's place: a repetition is reported at its second row, never its first.
+        let earlier = risingIDs[index].stopRising()
+        for run in earlier {
+            for earlierID in run { try noteUnique(Self.rowIDText(earlierID), in: .rowIDs(table: table), at: place) }
+        }
+        try noteUnique(Self.rowIDText(id), in: .rowIDs(table: table), at: place)
+    }
+
+    /// The runs of ids held in memory, in all tables: at most `risingRunLimit` a table.
+    var keptRisingRuns: Int { risingIDs.reduce(0) { $0 + ($1.runs?.count ?? 0) } }
+
+    /// Ids are positive (the validator bounds them); a negative one is noted as it is written.
+    private static func rowIDText(_ id: Int64) -> String {
+        id < 0
             ? String(id)
             : String(unsafeUninitializedCapacity: Self.rowIDWidth) { digits in
                 var rest = id
@@ -130,7 +153,49 @@ final class CrossRowFacts {
                 }
                 return Self.rowIDWidth
             }
-        try noteUnique(value, in: .rowIDs(table: table), at: place)
+    }
+
+    /// The place of `table` in `risingIDs`: rows come table by table, so
+    /// the last one is nearly always it.
+    private func risingIDsIndex(of table: String) -> Int {
+        if let last = risingIDs.indices.last, risingIDs[last].table == table { return last }
+        if let found = risingIDs.firstIndex(where: { $0.table == table }) { return found }
+        risingIDs.append(RisingIDs(table: table))
+        return risingIDs.count - 1
+    }
+
+    /// One table's ids while each is above the one before it.
+    private struct RisingIDs {
+        let table: String
+        /// Disjoint and in order; nil once the table's ids go to the spool.
+        var runs: [ClosedRange<Int64>]? = []
+
+        /// Whether `id` rose above every id before it and was kept here.
+        mutating func add(_ id: Int64, runLimit: Int) -> Bool {
+            guard var kept = runs else { return false }
+            guard let last = kept.last else {
+                runs = [id...id]
+                return true
+            }
+            guard id > last.upperBound else { return false }
+            runs = nil  // the array is changed in place, not copied
+            if id == last.upperBound + 1 {
+                kept[kept.count - 1] = last.lowerBound...id
+            } else if kept.count < runLimit {
+                kept.append(id...id)
+            } else {
+                runs = kept
+                return false
+            }
+            runs = kept
+            return true
+        }
+
+        /// The ids kept so far, which from now on go to the spool.
+        mutating func stopRising() -> [ClosedRange<Int64>] {
+            defer { runs = nil }
+            return runs ?? []
+        }
     }
 
     /// The digits of `Int64.max`.
