@@ -312,6 +312,13 @@ run_backend() {
     done
     # shellcheck disable=SC2046
     "$binary" init --profile recipes $(gm_store "$backend" imported) --quiet >/dev/null
+    # A restore: the store imported into holds the deployment's key, so the archive is trusted and its
+    # identities and meter uses go in too, as the plain load's do (another deployment's archive leaves them out).
+    # shellcheck disable=SC2046
+    "$binary" $(gm_store "$backend" gm) backup key export --out deployment.key --quiet
+    # shellcheck disable=SC2046
+    "$binary" $(gm_store "$backend" imported) backup key import deployment.key --force --quiet
+    rm -f deployment.key
     # shellcheck disable=SC2046
     read -r os ok < <(measure "$binary" $(gm_store "$backend" imported) --now "$now" backup import all.tar.zst --quiet)
     case $backend in
@@ -320,7 +327,7 @@ run_backend() {
         psql -X -q -v ON_ERROR_STOP=1 >/dev/null") ;;
     esac
     row "$backend" "backup import of that archive (plain: the dump loaded)" "$os" "$ok" "$ps" "$pk"
-    for table in users events counters; do
+    for table in users events counters identities meter_usage prompt_outcomes; do
         a=$(query "$backend" gm "SELECT count(*) FROM $table")
         b=$(query "$backend" imported "SELECT count(*) FROM $table")
         [ "$a" = "$b" ] || fail "$backend import: $b $table imported, the store exported $a"

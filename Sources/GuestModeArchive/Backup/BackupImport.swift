@@ -192,7 +192,15 @@ private struct ImportSession {
     var guestOwner: String?
     /// What becomes of the guest owner's records, when the archive carries them.
     var guestOwnerFate: ListedUsers.Fate?
-    var inserted: [String: Int] = [:]
+    /// Rows written per table.
+    var inserted: [String: Int] {
+        guard let lastInserted else { return insertedBefore }
+        return insertedBefore.merging([lastInserted.table: lastInserted.count], uniquingKeysWith: +)
+    }
+    /// Rows written per table, less the last table's run of rows, counted apart: a table's rows come together,
+    /// and a dictionary's hashing a row was 1 % of an import.
+    private var insertedBefore: [String: Int] = [:]
+    private var lastInserted: (table: String, count: Int)?
     var renumbered = 0
     var columns: [String: Set<String>] = [:]
     /// The columns of the row last found to hold only the store's columns, in its order.
@@ -420,7 +428,12 @@ private struct ImportSession {
         } catch let refusal as BackupRowRefusal where refusal.insertion == nil {
             throw failure(refusal, table: table, row: row, location: location)
         }
-        inserted[table.name, default: 0] += 1
+        if lastInserted?.table == table.name {
+            lastInserted!.count += 1
+        } else {
+            if let lastInserted { insertedBefore[lastInserted.table, default: 0] += lastInserted.count }
+            lastInserted = (table.name, 1)
+        }
     }
 
     func finish() throws {

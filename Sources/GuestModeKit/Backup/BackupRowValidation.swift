@@ -49,6 +49,8 @@ package struct BackupRowValidator {
     ]
 
     private let facts = CrossRowFacts()
+    /// The last columns whose names `TextRule` accepted.
+    private var acceptedColumns: [String]?
     /// The last row's columns before and after its surrogate id was dropped.
     private var shortened: (from: [String], to: [String])?
     /// Made once, not per row: a copy of the profile and its name lists for every row added up.
@@ -68,9 +70,10 @@ package struct BackupRowValidator {
         _ row: BackupRow, table: BackupTable, entry: String, line: Int
     ) throws -> BackupRow {
         let cells = Cells(row: row, table: table.name, context: context, entry: entry, line: line)
-        if row.columns.contains(where: { !TextRule.isAcceptable($0) })
-            || row.values.contains(where: { !($0.text.map(TextRule.isAcceptable) ?? true) })
-        {
+        // The rows of a table share their columns' array: names found good for one row are good for the next.
+        let columnsAccepted = acceptedColumns == row.columns || !row.columns.contains { !TextRule.isAcceptable($0) }
+        if columnsAccepted { acceptedColumns = row.columns }
+        if !columnsAccepted || row.values.contains(where: { !($0.text.map(TextRule.isAcceptable) ?? true) }) {
             // Sorted only to name the first offending column the same way every time.
             for (column, value) in zip(row.columns, row.values).sorted(by: { $0.0 < $1.0 }) {
                 try TextRule.check(column, what: "a column name at \(cells.location) of the archive '\(archive)'")
@@ -178,8 +181,7 @@ package struct BackupRowValidator {
             let user = try cells.name("user_id")
             let action = try action(cells)
             try cells.past("at")
-            let count =
-                cells.row["count"] == nil ? 1 : try cells.integer("count", in: 1...Bounds.maximumEventCount)
+            let count = try cells.integer("count", in: 1...Bounds.maximumEventCount, ifMissing: 1)
             try cells.optionalName("idempotency_key")
             try cells.optionalJSONObject("properties")
             try facts.noteEvent(user: user, action: action, count: Int64(count), at: cells.place)
@@ -336,32 +338,42 @@ package struct BackupRowValidator {
             }
         }
 
-        @discardableResult
-        func text(_ column: String) throws -> String {
-            guard case .text(let value)? = row[column] else {
-                throw invalid("\(table).\(column) must be text, not \(describe(row[column]))")
-            }
+        /// The column's value, nil when it is missing or null: one look-up, as an import makes millions.
+        private func present(_ column: String) -> CellValue? {
+            guard let value = row[column], value != .null else { return nil }
             return value
+        }
+
+        @discardableResult
+        func text(_ column: String) throws -> String { try text(row[column], column) }
+
+        private func text(_ value: CellValue?, _ column: String) throws -> String {
+            guard case .text(let text)? = value else {
+                throw invalid("\(table).\(column) must be text, not \(describe(value))")
+            }
+            return text
         }
 
         /// Non-empty text: ids, keys and names.
         @discardableResult
-        func name(_ column: String) throws -> String {
-            let value = try text(column)
-            guard !value.isEmpty else { throw invalid("\(table).\(column) must not be empty") }
-            return value
+        func name(_ column: String) throws -> String { try name(row[column], column) }
+
+        private func name(_ value: CellValue?, _ column: String) throws -> String {
+            let text = try text(value, column)
+            guard !text.isEmpty else { throw invalid("\(table).\(column) must not be empty") }
+            return text
         }
 
         @discardableResult
         func optionalText(_ column: String) throws -> String? {
-            if row[column] == nil || row[column] == .null { return nil }
-            return try text(column)
+            guard let value = present(column) else { return nil }
+            return try text(value, column)
         }
 
         @discardableResult
         func optionalName(_ column: String) throws -> String? {
-            if row[column] == nil || row[column] == .null { return nil }
-            return try name(column)
+            guard let value = present(column) else { return nil }
+            return try name(value, column)
         }
 
         @discardableResult
@@ -377,9 +389,11 @@ package struct BackupRowValidator {
 
         /// A whole number in `range`: the bounds are what the command line could have written.
         @discardableResult
-        func integer(_ column: String, in range: ClosedRange<Int64>) throws -> Int64 {
-            guard case .integer(let value)? = row[column] else {
-                throw invalid("\(table).\(column) must be a whole number, not \(describe(row[column]))")
+        func integer(_ column: String, in range: ClosedRange<Int64>, ifMissing: Int64? = nil) throws -> Int64 {
+            let cell = row[column]
+            if cell == nil, let ifMissing { return ifMissing }
+            guard case .integer(let value)? = cell else {
+                throw invalid("\(table).\(column) must be a whole number, not \(describe(cell))")
             }
             guard range.contains(value) else {
                 throw invalid(
@@ -403,30 +417,34 @@ package struct BackupRowValidator {
 
         /// A time in the store's form: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
         @discardableResult
-        func time(_ column: String) throws -> Date {
-            var value = try text(column)
+        func time(_ column: String) throws -> Date { try time(row[column], column) }
+
+        private func time(_ value: CellValue?, _ column: String) throws -> Date {
+            var text = try text(value, column)
             // Exactly the store's shape (parse alone also takes offsets, dates without a time and other fractions).
-            let shaped = value.withUTF8 { bytes in
+            let shaped = text.withUTF8 { bytes in
                 bytes.count == 24 && bytes[19] == UInt8(ascii: ".") && bytes[23] == UInt8(ascii: "Z")
                     && bytes[20..<23].allSatisfy({ (48...57).contains($0) })
             }
-            guard shaped, let date = Timestamp.parse(value) else {
+            guard shaped, let date = Timestamp.parse(text) else {
                 throw invalid(
-                    "\(table).\(column) must be a UTC time like 2026-01-31T09:30:00.000Z, not \(describe(row[column]))")
+                    "\(table).\(column) must be a UTC time like 2026-01-31T09:30:00.000Z, not \(describe(value))")
             }
             return date
         }
 
         @discardableResult
         func optionalTime(_ column: String) throws -> Date? {
-            if row[column] == nil || row[column] == .null { return nil }
-            return try time(column)
+            guard let value = present(column) else { return nil }
+            return try time(value, column)
         }
 
         /// A time something happened: not after the import's clock (a day of skew allowed).
         @discardableResult
-        func past(_ column: String) throws -> Date {
-            let date = try time(column)
+        func past(_ column: String) throws -> Date { try past(row[column], column) }
+
+        private func past(_ value: CellValue?, _ column: String) throws -> Date {
+            let date = try time(value, column)
             guard date.timeIntervalSince(context.now) <= BackupRowValidator.skew else {
                 throw invalid(
                     "\(table).\(column) is \(Timestamp.format(date)), after the current time \(Timestamp.format(context.now))"
@@ -437,30 +455,34 @@ package struct BackupRowValidator {
 
         @discardableResult
         func optionalPast(_ column: String) throws -> Date? {
-            if row[column] == nil || row[column] == .null { return nil }
-            return try past(column)
+            guard let value = present(column) else { return nil }
+            return try past(value, column)
         }
 
         /// A JSON object by the strict parser the command line uses: no
         /// duplicate member names, no nesting past `StrictJSON.maximumDepth`.
         @discardableResult
         func jsonObject(_ column: String) throws -> (text: String, value: JSONValue) {
-            let value = try text(column)
+            try jsonObject(row[column], column)
+        }
+
+        private func jsonObject(_ value: CellValue?, _ column: String) throws -> (text: String, value: JSONValue) {
+            let text = try text(value, column)
             let parsed: JSONValue
             do {
-                parsed = try StrictJSON.parse(value)
+                parsed = try StrictJSON.parse(text)
             } catch {
                 throw invalid("\(table).\(column) is not valid JSON (\(error))")
             }
             guard case .object = parsed else {
                 throw invalid("\(table).\(column) must be a JSON object, not \(parsed.kindDescription)")
             }
-            return (value, parsed)
+            return (text, parsed)
         }
 
         func optionalJSONObject(_ column: String) throws {
-            if row[column] == nil || row[column] == .null { return }
-            try jsonObject(column)
+            guard let value = present(column) else { return }
+            _ = try jsonObject(value, column)
         }
 
         /// Record data as `record put` stores it: a strict JSON object, in
