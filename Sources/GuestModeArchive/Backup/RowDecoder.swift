@@ -1,3 +1,4 @@
+import Foundation
 import GuestModeKit
 
 /// Parses one archive row: the flat JSON object `RowEncoder` writes, whose
@@ -131,16 +132,16 @@ enum RowDecoder {
             var name = name
             return name.withUTF8 { expected in
                 let end = index + expected.count + 2
-                guard end <= bytes.count, bytes[index] == UInt8(ascii: "\""), bytes[end - 1] == UInt8(ascii: "\"")
+                guard end <= bytes.count, bytes[index] == UInt8(ascii: "\""), bytes[end - 1] == UInt8(ascii: "\""),
+                    expected.isEmpty
+                        || memcmp(bytes.baseAddress! + index + 1, expected.baseAddress!, expected.count) == 0
                 else { return false }
-                var offset = 0
-                while offset < expected.count {
-                    let byte = expected[offset]
-                    guard byte == bytes[index + 1 + offset], byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\"),
-                        byte >= 0x20
-                    else { return false }
-                    offset += 1
-                }
+                // Compared as a run first: nearly every key matches, and this is checked only then.
+                guard
+                    !expected.contains(where: {
+                        $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20
+                    })
+                else { return false }
                 index = end
                 return true
             }

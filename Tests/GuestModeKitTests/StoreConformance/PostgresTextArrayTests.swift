@@ -42,4 +42,56 @@ struct PostgresTextArrayTests {
             #expect(String(decoding: buffer, as: UTF8.self) == String(value))
         }
     }
+
+    /// An import's text cells go into its COPY text as byte-by-byte escaping
+    /// would write them, though most are found to need none eight bytes at a
+    /// time: every byte COPY escapes, at every place in texts of up to 40
+    /// bytes, and 3,000 seeded texts of every kind of byte.
+    @Test func copyTextIsEscapedAsByteByByte() {
+        func reference(_ bytes: [UInt8]) -> [UInt8] {
+            bytes.flatMap { byte -> [UInt8] in
+                switch byte {
+                case UInt8(ascii: "\\"): [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+                case UInt8(ascii: "\t"): [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+                case UInt8(ascii: "\n"): [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+                case UInt8(ascii: "\r"): [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+                default: [byte]
+                }
+            }
+        }
+        func written(_ bytes: [UInt8]) -> [UInt8] {
+            var buffer: [UInt8] = [UInt8(ascii: "x")]
+            PostgresConnection.appendCopyText(String(decoding: bytes, as: UTF8.self), to: &buffer)
+            return Array(buffer.dropFirst())
+        }
+        var texts: [[UInt8]] = []
+        for length in 0...40 {
+            let plain = Array(repeating: UInt8(ascii: "a"), count: length)
+            texts.append(plain)
+            for place in 0..<length {
+                for special: UInt8 in [0x5C, 0x09, 0x0A, 0x0D, 0x01, 0x1F, 0x20, 0x5B, 0x5D, 0x7F] {
+                    var text = plain
+                    text[place] = special
+                    texts.append(text)
+                }
+            }
+        }
+        var seed: UInt64 = 0x2545_F491_4F6C_DD1D
+        let alphabet = Array("ab\\\t\n\r \u{1}é日🙂\\N".utf8)
+        for _ in 0..<3_000 {
+            var text: [UInt8] = []
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1
+            for _ in 0..<Int(seed >> 58) {
+                seed = seed &* 6_364_136_223_846_793_005 &+ 1
+                text.append(alphabet[Int(seed >> 33) % alphabet.count])
+            }
+            texts.append(Array(String(decoding: text, as: UTF8.self).utf8))
+        }
+        for text in texts {
+            #expect(written(text) == reference(text), "\(text)")
+        }
+        var null: [UInt8] = []
+        PostgresConnection.appendCopyText(nil, to: &null)
+        #expect(null == Array("\\N".utf8))
+    }
 }
