@@ -155,6 +155,22 @@ struct RowDecoderTests {
         #expect(BackupRow(["z": .null, "m": .integer(2), "a": .integer(1)]).columns == ["a", "m", "z"])
     }
 
+    @Test("a column is found from any place the search starts, and a missing one from none")
+    func indexFromAnyStart() {
+        let row = BackupRow(
+            columns: ["id", "user_id", "at", "action", "a", "b"],
+            values: [.integer(1), .text("u"), .null, .text("x"), .integer(2), .integer(3)])
+        for start in -1...8 {
+            for (index, column) in row.columns.enumerated() {
+                #expect(row.index(of: column, from: start) == index, "\(column) from \(start)")
+            }
+            for missing in ["", "i", "ids", "user", "user_id ", "c", "AT"] {
+                #expect(row.index(of: missing, from: start) == nil, "\(missing) from \(start)")
+            }
+        }
+        #expect(BackupRow().index(of: "id", from: 0) == nil)
+    }
+
     @Test("what RowEncoder writes, read back")
     func roundTrip() throws {
         for text in ["plain", "quote \" backslash \\ newline \n control \u{01} tab \t", "é中😀", ""] {

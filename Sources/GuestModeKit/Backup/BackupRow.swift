@@ -60,6 +60,20 @@ package struct BackupRow: Sendable, Equatable, ExpressibleByDictionaryLiteral, C
         return columns.firstIndex { $0.utf8.count == length && $0 == column }
     }
 
+    /// The position of `column`, looked for from `start` to the end, then
+    /// from the start: nil when the row does not have it.
+    package func index(of column: String, from start: Int) -> Int? {
+        let count = columns.count
+        let length = column.utf8.count
+        var index = (0..<count).contains(start) ? start : 0
+        for _ in 0..<count {
+            let name = columns[index]
+            if name.utf8.count == length, name == column { return index }
+            index = index + 1 == count ? 0 : index + 1
+        }
+        return nil
+    }
+
     /// The value of `column`, nil when the row does not have the column.
     /// Setting nil drops the column; setting a column the row lacks adds it at the end.
     package subscript(column: String) -> CellValue? {

@@ -70,6 +70,7 @@ package struct BackupRowValidator {
         _ row: BackupRow, table: BackupTable, entry: String, line: Int
     ) throws -> BackupRow {
         let cells = Cells(row: row, table: table.name, context: context, entry: entry, line: line)
+        context.nextColumn = 0
         // The rows of a table share their columns' array: names found good for one row are good for the next.
         let columnsAccepted = acceptedColumns == row.columns || !row.columns.contains { !TextRule.isAcceptable($0) }
         if columnsAccepted { acceptedColumns = row.columns }
@@ -142,12 +143,15 @@ package struct BackupRowValidator {
             let id = try cells.name("id")
             try cells.optionalText("device")
             // Columns the store defaults may be left out, as an older format did.
-            let state = cells.row["state"] == nil ? .anonymous : UserState(rawValue: try cells.text("state"))
+            let stateCell = cells.cell("state")
+            let state = stateCell == nil ? .anonymous : UserState(rawValue: try cells.text(stateCell, "state"))
             guard let state else {
                 throw cells.invalid(
                     "users.state must be one of \(UserState.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            let promptState = cells.row["prompt_state"] == nil ? "anonymous" : try cells.text("prompt_state")
+            let promptStateCell = cells.cell("prompt_state")
+            let promptState =
+                promptStateCell == nil ? "anonymous" : try cells.text(promptStateCell, "prompt_state")
             guard PromptState(rawValue: promptState) != nil else {
                 throw cells.invalid(
                     "users.prompt_state must be one of \(PromptState.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -249,7 +253,7 @@ package struct BackupRowValidator {
         case "outbox":
             try cells.name("user_id")
             try cells.past("queued_at")
-            if cells.row["attempts"] != nil { try cells.integer("attempts", in: 0...Bounds.maximumOutboxAttempts) }
+            if cells.cell("attempts") != nil { try cells.integer("attempts", in: 0...Bounds.maximumOutboxAttempts) }
             try cells.optionalText("last_error")
             try cells.optionalTime("next_attempt_at")
         case "user_flags":
@@ -257,7 +261,7 @@ package struct BackupRowValidator {
             try cells.name("flag")
             try cells.past("set_at")
         case "conflict_archive":
-            if cells.row["journal_id"] != nil, cells.row["journal_id"] != .null {
+            if let journal = cells.cell("journal_id"), journal != .null {
                 try cells.integer("journal_id", in: 1...Bounds.maximumRowID)
             }
             try cells.name("owner_id")
@@ -295,6 +299,8 @@ package struct BackupRowValidator {
         let plans: [String]
         let promptContexts: [String]
         let experiments: [String]
+        /// Where the row being checked is looked into next (`Cells.cell`).
+        var nextColumn = 0
 
         init(profile: Profile, now: Date, archive: String) {
             self.profile = profile
@@ -338,16 +344,27 @@ package struct BackupRowValidator {
             }
         }
 
+        /// The column's value, nil when the row does not have the column.
+        /// Looked for from the column after the one found last: the checks
+        /// ask for a table's columns in the order an export writes them, so
+        /// the first name compared is nearly always the one.
+        func cell(_ column: String) -> CellValue? {
+            guard let index = row.index(of: column, from: context.nextColumn) else { return nil }
+            context.nextColumn = index + 1
+            return row.values[index]
+        }
+
         /// The column's value, nil when it is missing or null: one look-up, as an import makes millions.
         private func present(_ column: String) -> CellValue? {
-            guard let value = row[column], value != .null else { return nil }
+            guard let value = cell(column), value != .null else { return nil }
             return value
         }
 
         @discardableResult
-        func text(_ column: String) throws -> String { try text(row[column], column) }
+        func text(_ column: String) throws -> String { try text(cell(column), column) }
 
-        private func text(_ value: CellValue?, _ column: String) throws -> String {
+        /// `value`, read from `column`, as text.
+        func text(_ value: CellValue?, _ column: String) throws -> String {
             guard case .text(let text)? = value else {
                 throw invalid("\(table).\(column) must be text, not \(describe(value))")
             }
@@ -356,7 +373,7 @@ package struct BackupRowValidator {
 
         /// Non-empty text: ids, keys and names.
         @discardableResult
-        func name(_ column: String) throws -> String { try name(row[column], column) }
+        func name(_ column: String) throws -> String { try name(cell(column), column) }
 
         private func name(_ value: CellValue?, _ column: String) throws -> String {
             let text = try text(value, column)
@@ -390,7 +407,7 @@ package struct BackupRowValidator {
         /// A whole number in `range`: the bounds are what the command line could have written.
         @discardableResult
         func integer(_ column: String, in range: ClosedRange<Int64>, ifMissing: Int64? = nil) throws -> Int64 {
-            let cell = row[column]
+            let cell = cell(column)
             if cell == nil, let ifMissing { return ifMissing }
             guard case .integer(let value)? = cell else {
                 throw invalid("\(table).\(column) must be a whole number, not \(describe(cell))")
@@ -404,10 +421,10 @@ package struct BackupRowValidator {
 
         func number(_ column: String, in range: ClosedRange<Double>) throws {
             let value: Double
-            switch row[column] {
+            switch cell(column) {
             case .integer(let number)?: value = Double(number)
             case .real(let number)?: value = number
-            default: throw invalid("\(table).\(column) must be a number, not \(describe(row[column]))")
+            default: throw invalid("\(table).\(column) must be a number, not \(describe(cell(column)))")
             }
             guard value.isFinite, range.contains(value) else {
                 throw invalid(
@@ -417,7 +434,7 @@ package struct BackupRowValidator {
 
         /// A time in the store's form: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
         @discardableResult
-        func time(_ column: String) throws -> Date { try time(row[column], column) }
+        func time(_ column: String) throws -> Date { try time(cell(column), column) }
 
         private func time(_ value: CellValue?, _ column: String) throws -> Date {
             var text = try text(value, column)
@@ -441,7 +458,7 @@ package struct BackupRowValidator {
 
         /// A time something happened: not after the import's clock (a day of skew allowed).
         @discardableResult
-        func past(_ column: String) throws -> Date { try past(row[column], column) }
+        func past(_ column: String) throws -> Date { try past(cell(column), column) }
 
         private func past(_ value: CellValue?, _ column: String) throws -> Date {
             let date = try time(value, column)
@@ -463,7 +480,7 @@ package struct BackupRowValidator {
         /// duplicate member names, no nesting past `StrictJSON.maximumDepth`.
         @discardableResult
         func jsonObject(_ column: String) throws -> (text: String, value: JSONValue) {
-            try jsonObject(row[column], column)
+            try jsonObject(cell(column), column)
         }
 
         private func jsonObject(_ value: CellValue?, _ column: String) throws -> (text: String, value: JSONValue) {
@@ -490,7 +507,7 @@ package struct BackupRowValidator {
         /// row already holds that text, as nearly every exported row does,
         /// so the row is written as it came, not copied to be changed.
         func recanonicalizedRecordData(_ column: String) throws -> String? {
-            if case .text(let text)? = row[column], CanonicalScan.isCanonicalObject(text) { return nil }
+            if case .text(let text)? = cell(column), CanonicalScan.isCanonicalObject(text) { return nil }
             return try jsonObject(column).value.canonicalText
         }
     }
