@@ -60,6 +60,29 @@ import Testing
         }
     }
 
+    /// A query splits at each `&` byte and an item at its first `=`, as
+    /// URLComponents splits a query's items, and a `&` followed by a
+    /// combining mark still separates (a split by grapheme did not).
+    @Test func aQuerySplitsByteByByte() {
+        func items(_ query: String) -> [String] {
+            RequestInput.items(of: query).map { name, value in value.map { "\(name)=\($0)" } ?? "\(name)" }
+        }
+        for query in [
+            "", "a=1", "a=1&b=2", "&&a=1&&", "a", "a=", "=1", "a=1=2", "a=%26&b", "x=+", "amount=1&amount=2",
+            "a&=&b=", "%61mount=1",
+        ] {
+            let reference = URLComponents(string: "?" + query)?.percentEncodedQueryItems?
+                .filter { !$0.name.isEmpty || $0.value != nil }
+                .map { item in item.value.map { "\(item.name)=\($0)" } ?? item.name }
+            #expect(items(query) == (reference ?? items(query)), "\(query)")
+        }
+        // Text sent unescaped, which URLComponents would escape first.
+        #expect(items("a=1&\u{301}b=2") == ["a=1", "\u{301}b=2"])
+        #expect(items("é=日&x") == ["é=日", "x"])
+        #expect(items("&&a=1&&b") == ["a=1", "b"])
+        #expect(items("a=1=2&=x&y") == ["a=1=2", "=x", "y"])
+    }
+
     @Test func theBearerCredentialIsWhatFollowsTheSchemeWithoutSpaces() {
         let headers: [String] = [
             "Bearer gmk_abc", "bearer gmk_abc", "BEARER gmk_abc", "BeArEr  gmk_abc \t",

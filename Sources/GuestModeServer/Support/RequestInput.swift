@@ -93,10 +93,9 @@ enum RequestInput {
     /// the text rule; nil when the query does not name it.
     static func query(_ name: String, of request: Request) throws -> String? {
         guard let query = request.uri.query else { return nil }
-        for item in query.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard percentDecoded(parts[0]) == name else { continue }
-            guard let value = parts.count > 1 ? percentDecoded(parts[1], plusIsSpace: true) : "" else {
+        for (rawName, rawValue) in items(of: query) {
+            guard percentDecoded(rawName) == name else { continue }
+            guard let value = rawValue.map({ percentDecoded($0, plusIsSpace: true) }) ?? "" else {
                 throw GuestModeError(
                     .usage, "the query's \(name) is not valid percent-encoded UTF-8")
             }
@@ -109,9 +108,17 @@ enum RequestInput {
     /// The names of the query's parameters, in order, a repeated one as often as it is given.
     static func queryNames(of request: Request) -> [String] {
         guard let query = request.uri.query else { return [] }
-        return query.split(separator: "&", omittingEmptySubsequences: true).map { item in
-            let name = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
-            return percentDecoded(name) ?? String(name)
+        return items(of: query).map { name, _ in percentDecoded(name) ?? String(name) }
+    }
+
+    /// The query's items, split at each `&` and their first `=` byte by byte,
+    /// as a URL's query is written: splitting the `String` went grapheme by
+    /// grapheme (about 10 k instructions of a request), and a `&` followed by
+    /// a combining mark was no separator. An item without `=` has no value.
+    static func items(of query: String) -> [(name: Substring, value: Substring?)] {
+        query.utf8.split(separator: UInt8(ascii: "&")).map { item in
+            guard let equals = item.firstIndex(of: UInt8(ascii: "=")) else { return (Substring(item), nil) }
+            return (Substring(item[..<equals]), Substring(item[item.index(after: equals)...]))
         }
     }
 
