@@ -100,9 +100,9 @@ extension PostgresStore {
         try connection.execute(
             "ALTER TABLE meter_usage DISABLE TRIGGER meter_totals_add, DISABLE TRIGGER meter_grant_draws_add")
         // The totals' own key to users(id) goes while they are built and comes back after, checking them all at
-        // once: held, it looked up the user of each of the 200,000 totals of a restore of 1 M guests (1.4 s of
-        // the server's 1.65 s building them, with the client waiting). Every total's user has uses, whose key
-        // to users(id) is checked above.
+        // once: held, it looked up the user of each of the 200,000 totals of a restore of 1 M guests, and the
+        // build took 1.65 s with the client waiting; without it, 0.64 s and 0.38 s for the key, on a slower run
+        // (bench/results.md). Every total's user has uses, whose key to users(id) is checked above.
         let totalsKeys = try connection.execute(
             """
             SELECT quote_ident(c.conname) AS name, pg_get_constraintdef(c.oid) AS definition
