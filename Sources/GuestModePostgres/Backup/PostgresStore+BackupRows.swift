@@ -75,6 +75,28 @@ extension PostgresStore {
         // server's time in a restore). The import itself keeps them meanwhile: a row whose user has no users
         // row gets a placeholder, and one left unfilled refuses the import (`finish`). Added again at the end,
         // each checks every row at once. Keys to other tables stay, so their refusals still name the row.
+        statements += try dropKeysToUsers(of: BackupTable.all.map(\.name).filter { $0 != "users" }, connection)
+        // The ledger's kept totals and its grants' draws follow meter_usage by triggers, once a statement: a
+        // COPY of 5,000 uses cost the server 150 ms in them, on top of the 30 ms of its rows. A store without
+        // users holds neither totals nor draws (both belong to users), so the triggers are off while the rows
+        // go in, and the totals are built once from the whole ledger at the end, as the migration that made
+        // them built them; the draws' trigger only forgets draws, and there are none.
+        try connection.execute(
+            "ALTER TABLE meter_usage DISABLE TRIGGER meter_totals_add, DISABLE TRIGGER meter_grant_draws_add")
+        // The totals' own key to users(id) likewise, added again after they are built: held, it looked up the
+        // user of each of the 200,000 totals of a restore of 1 M guests, and the build took 1.65 s with the
+        // client waiting; without it, 0.64 s and 0.38 s for the key, on a slower run (bench/results.md). Every
+        // total's user has uses, whose key to users(id) is checked above.
+        let totalsKeyStatements = try dropKeysToUsers(of: ["meter_totals"], connection)
+        statements.append(PostgresSchema.buildMeterTotals)
+        statements += totalsKeyStatements
+        statements.append(
+            "ALTER TABLE meter_usage ENABLE TRIGGER meter_totals_add, ENABLE TRIGGER meter_grant_draws_add")
+        return statements
+    }
+
+    /// Drops the foreign keys to `users(id)` of `tables` and returns the statements that add them again.
+    private static func dropKeysToUsers(of tables: [String], _ connection: PostgresConnection) throws -> [String] {
         let keys = try connection.execute(
             """
             SELECT quote_ident(t.relname) AS tbl, quote_ident(c.conname) AS name,
@@ -83,44 +105,16 @@ extension PostgresStore {
             JOIN pg_class t ON t.oid = c.conrelid
             JOIN pg_namespace n ON n.oid = t.relnamespace
             WHERE n.nspname = current_schema() AND c.contype = 'f' AND c.confrelid = 'users'::regclass
-              AND t.relname = ANY($1::text[]) AND t.relname <> 'users'
+              AND t.relname = ANY($1::text[])
             ORDER BY t.relname, c.conname
-            """, [PostgresValue.textArray(BackupTable.all.map(\.name))])
+            """, [PostgresValue.textArray(tables)])
+        var statements: [String] = []
         for key in keys {
             let table = try key.string("tbl")
             let name = try key.string("name")
             try connection.execute("ALTER TABLE \(table) DROP CONSTRAINT \(name)")
             statements.append("ALTER TABLE \(table) ADD CONSTRAINT \(name) \(try key.string("definition"))")
         }
-        // The ledger's kept totals and its grants' draws follow meter_usage by triggers, once a statement: a
-        // COPY of 5,000 uses cost the server 150 ms in them, on top of the 30 ms of its rows. A store without
-        // users holds neither totals nor draws (both belong to users), so the triggers are off while the rows
-        // go in, and the totals are built once from the whole ledger at the end, as the migration that made
-        // them built them; the draws' trigger only forgets draws, and there are none.
-        try connection.execute(
-            "ALTER TABLE meter_usage DISABLE TRIGGER meter_totals_add, DISABLE TRIGGER meter_grant_draws_add")
-        // The totals' own key to users(id) goes while they are built and comes back after, checking them all at
-        // once: held, it looked up the user of each of the 200,000 totals of a restore of 1 M guests, and the
-        // build took 1.65 s with the client waiting; without it, 0.64 s and 0.38 s for the key, on a slower run
-        // (bench/results.md). Every total's user has uses, whose key to users(id) is checked above.
-        let totalsKeys = try connection.execute(
-            """
-            SELECT quote_ident(c.conname) AS name, pg_get_constraintdef(c.oid) AS definition
-            FROM pg_constraint c
-            WHERE c.conrelid = 'meter_totals'::regclass AND c.contype = 'f' AND c.confrelid = 'users'::regclass
-            ORDER BY c.conname
-            """)
-        var totalsKeyStatements: [String] = []
-        for key in totalsKeys {
-            let name = try key.string("name")
-            try connection.execute("ALTER TABLE meter_totals DROP CONSTRAINT \(name)")
-            totalsKeyStatements.append(
-                "ALTER TABLE meter_totals ADD CONSTRAINT \(name) \(try key.string("definition"))")
-        }
-        statements.append(PostgresSchema.buildMeterTotals)
-        statements += totalsKeyStatements
-        statements.append(
-            "ALTER TABLE meter_usage ENABLE TRIGGER meter_totals_add, ENABLE TRIGGER meter_grant_draws_add")
         return statements
     }
 }
