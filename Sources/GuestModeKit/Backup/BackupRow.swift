@@ -54,16 +54,13 @@ package struct BackupRow: Sendable, Equatable, ExpressibleByDictionaryLiteral, C
     package var isEmpty: Bool { columns.isEmpty }
 
     /// The position of `column`, or nil when the row does not have it.
-    package func index(of column: String) -> Int? {
-        // Names of other lengths are passed over without a call into the string comparison: most are.
-        let length = column.utf8.count
-        return columns.firstIndex { $0.utf8.count == length && $0 == column }
-    }
+    package func index(of column: String) -> Int? { index(of: column, from: 0) }
 
     /// The position of `column`, looked for from `start` to the end, then
     /// from the start: nil when the row does not have it.
     package func index(of column: String, from start: Int) -> Int? {
         let count = columns.count
+        // Names of other lengths are passed over without a call into the string comparison: most are.
         let length = column.utf8.count
         var index = (0..<count).contains(start) ? start : 0
         for _ in 0..<count {

@@ -430,9 +430,7 @@ extension JSONValue {
             var runStart = 0
             var index = 0
             while index < bytes.count {
-                if index + 8 <= bytes.count,
-                    !mayNeedEscape(UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self))
-                {
+                if index + 8 <= bytes.count, !mayNeedEscape(ByteWord.load(bytes, at: index)) {
                     index += 8
                     continue
                 }
@@ -466,17 +464,11 @@ extension JSONValue {
         output.append(UInt8(ascii: "\""))
     }
 
-    /// Whether any of the eight bytes of `word` is a quote, a backslash or a control character: each test
-    /// sets a byte's high bit where the byte matched (and may set it falsely only above a true match), and
-    /// the bytes with their own high bit set (UTF-8 beyond ASCII) never need an escape.
+    /// Whether any of the eight bytes of `word` may be a quote, a backslash or a control character
+    /// (`ByteWord`); the bytes beyond ASCII never need an escape.
     static func mayNeedEscape(_ word: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        func hasZeroByte(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
-        let control = (word &- 0x2020_2020_2020_2020) & ~word & highs
-        let quote = hasZeroByte(word ^ 0x2222_2222_2222_2222)
-        let backslash = hasZeroByte(word ^ 0x5C5C_5C5C_5C5C_5C5C)
-        return (control | quote | backslash) != 0
+        ByteWord.bytes(below: 0x20, in: word) | ByteWord.bytes(equalTo: UInt8(ascii: "\""), in: word)
+            | ByteWord.bytes(equalTo: UInt8(ascii: "\\"), in: word) != 0
     }
 }
 

@@ -750,8 +750,9 @@ final class PostgresConnection: Sendable {
         var contiguous = text
         // The bytes between two that need escaping go in as one run, not byte by byte.
         contiguous.withUTF8 { bytes in
-            // Nearly every text has nothing to escape, and is found so eight bytes at a time.
-            guard mayNeedCopyEscape(bytes) else {
+            // Nearly every text has nothing to escape (a backslash, or a control character as tab, newline
+            // and carriage return are), and is found so eight bytes at a time.
+            guard ByteWord.mayContain(controlOr: UInt8(ascii: "\\"), in: bytes) else {
                 buffer.append(contentsOf: bytes)
                 return
             }
@@ -772,30 +773,6 @@ final class PostgresConnection: Sendable {
             }
             buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
-    }
-
-    /// Whether `bytes` may hold a byte COPY text escapes: false only when
-    /// none is a control character (tab, newline and carriage return are)
-    /// or a backslash. Words of eight bytes are tested at once
-    /// ("Bit Twiddling Hacks": a byte less than 0x20, a byte equal to 0x5C).
-    static func mayNeedCopyEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = bytes.baseAddress else { return false }
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        var offset = 0
-        while bytes.count - offset >= 8 {
-            let word = UInt64(littleEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
-            let control = (word &- ones &* 0x20) & ~word & highs
-            let backslashes = word ^ (ones &* 0x5C)
-            let backslash = (backslashes &- ones) & ~backslashes & highs
-            if control | backslash != 0 { return true }
-            offset += 8
-        }
-        while offset < bytes.count {
-            if bytes[offset] < 0x20 || bytes[offset] == UInt8(ascii: "\\") { return true }
-            offset += 1
-        }
-        return false
     }
 
     /// An integer in COPY text: its decimal digits, written without a string.
