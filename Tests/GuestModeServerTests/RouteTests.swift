@@ -1044,6 +1044,26 @@ struct PublicMessageTests {
         let plain = GuestModeError(.recordNotFound, "no record 'a/b' in subscriptions")
         #expect(plain.publicMessage == plain.message)
     }
+
+    /// Each rule at the edges of a word: the quotes and punctuation around it kept, its case, its port, text
+    /// that is not ASCII beside it, and the words that look alike but name nothing.
+    @Test(arguments: [
+        ("cannot open \"~/store.sqlite\";", "cannot open \"(a file on the server)\";"),
+        ("at (/srv/a/b), then", "at ((a file on the server)), then"),
+        ("café /a/b né", "café (a file on the server) né"),
+        ("LocalHost:8080 refused.", "(an address) refused."),
+        ("from [fe80::1]:443", "from (an address)"),
+        ("dir=/var/x/y", "(a file on the server)"),
+        ("url=https://example.com/a;", "(a location on the server);"),
+        ("1.2.3.4:5432, 10.0.0.1.", "(an address), (an address)."),
+        ("the cap is 1.5 minutes: wait", "the cap is 1.5 minutes: wait"),
+        ("version 1.2.3.4.5 and /root and a:b", "version 1.2.3.4.5 and /root and a:b"),
+        ("localhostx and ١٢٧.٠.٠.١", "localhostx and ١٢٧.٠.٠.١"),
+        ("two  spaces /a/b ", "two  spaces (a file on the server) "),
+    ])
+    func eachRuleAtTheEdgesOfAWord(message: String, scrubbed: String) {
+        #expect(GuestModeError(.usage, message).publicMessage == scrubbed)
+    }
 }
 
 /// A clock a test moves.

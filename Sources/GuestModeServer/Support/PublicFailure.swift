@@ -48,63 +48,109 @@ extension GuestModeError {
 /// it: file paths, URLs and network addresses. A safety net under the
 /// public messages: the engine's sentences about a request (a cap, a key
 /// not found) pass unchanged.
+///
+/// Read as UTF-8 bytes: every refusal a caller receives passes through here,
+/// and the same rules over `Character`s (a set of them built for every word)
+/// cost about 60 k instructions an answer (bench/results.md, "Serving, round 16").
+/// What it looks for is ASCII; words are split at the space byte.
 enum PublicText {
     static func scrubbed(_ message: String) -> String {
-        var words: [Substring] = []
+        let bytes = Array(message.utf8)
+        // Nothing it replaces can be written without one of these.
+        guard bytes.contains(where: { $0 == slash || $0 == colon || $0 == dot }) || mentionsLocalhost(bytes) else {
+            return message
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
         var changed = false
-        for word in message.split(separator: " ", omittingEmptySubsequences: false) {
+        var start = 0
+        while start <= bytes.count {
+            let end = bytes[start...].firstIndex(of: space) ?? bytes.count
+            let word = bytes[start..<end]
             if let replacement = replacement(for: word) {
-                words.append(replacement)
+                output.append(contentsOf: replacement)
                 changed = true
             } else {
-                words.append(word)
+                output.append(contentsOf: word)
             }
+            if end < bytes.count { output.append(space) }
+            start = end + 1
         }
-        return changed ? words.joined(separator: " ") : message
+        return changed ? String(decoding: output, as: UTF8.self) : message
+    }
+
+    private static let space = UInt8(ascii: " ")
+    private static let slash = UInt8(ascii: "/")
+    private static let colon = UInt8(ascii: ":")
+    private static let dot = UInt8(ascii: ".")
+
+    private static func isWrapping(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "'"), UInt8(ascii: "\""), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: ","),
+            UInt8(ascii: ";"):
+            true
+        default: false
+        }
     }
 
     /// What stands for `word` when it names the server's inside, keeping the
     /// quotes and punctuation around it; nil when it names nothing.
-    private static func replacement(for word: Substring) -> Substring? {
-        let wrapping: Set<Character> = ["'", "\"", "(", ")", ",", ";"]
-        guard let first = word.firstIndex(where: { !wrapping.contains($0) }) else { return nil }
+    private static func replacement(for word: ArraySlice<UInt8>) -> [UInt8]? {
+        guard let first = word.firstIndex(where: { !isWrapping($0) }) else { return nil }
         var end = word.endIndex
-        while end > first {
-            let previous = word.index(before: end)
-            guard wrapping.contains(word[previous]) || word[previous] == "." else { break }
-            end = previous
-        }
+        while end > first, isWrapping(word[end - 1]) || word[end - 1] == dot { end -= 1 }
         var core = word[first..<end]
         // `host=127.0.0.1`, `path=/var/…`: the value is what names something.
-        if let equals = core.firstIndex(of: "=") { core = core[core.index(after: equals)...] }
+        if let equals = core.firstIndex(of: UInt8(ascii: "=")) { core = core[(equals + 1)...] }
         let kind: String
-        if core.contains("://") {
+        if contains(core, "://") {
             kind = "(a location on the server)"
-        } else if core.hasPrefix("/") || core.hasPrefix("~/"), core.dropFirst().contains("/") {
+        } else if core.starts(with: "/".utf8) || core.starts(with: "~/".utf8), core.dropFirst().contains(slash) {
             kind = "(a file on the server)"
         } else if isAddress(core) {
             kind = "(an address)"
         } else {
             return nil
         }
-        return word[word.startIndex..<first] + kind[...] + word[end...]
+        return Array(word[word.startIndex..<first]) + Array(kind.utf8) + Array(word[end...])
     }
 
     /// An IPv4 address or `localhost`, with or without a port, or a bracketed IPv6 address.
-    private static func isAddress(_ text: Substring) -> Bool {
+    private static func isAddress(_ text: ArraySlice<UInt8>) -> Bool {
         var host = text
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-            return host[host.index(after: host.startIndex)..<close].allSatisfy {
-                $0.isHexDigit || $0 == ":" || $0 == "."
-            }
-                && host[host.index(after: host.startIndex)..<close].contains(":")
+        if host.first == UInt8(ascii: "["), let close = host.firstIndex(of: UInt8(ascii: "]")) {
+            let inside = host[(host.startIndex + 1)..<close]
+            return inside.allSatisfy { isHexDigit($0) || $0 == colon || $0 == dot } && inside.contains(colon)
         }
-        if let colon = host.lastIndex(of: ":"), host[host.index(after: colon)...].allSatisfy(\.isNumber) {
-            host = host[..<colon]
+        if let colonIndex = host.lastIndex(of: colon), host[(colonIndex + 1)...].allSatisfy(isDigit) {
+            host = host[..<colonIndex]
         }
-        if host.lowercased() == "localhost" { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isNumber) }
+        if isLocalhost(host) { return true }
+        let parts = host.split(separator: dot, omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(isDigit) }
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        isDigit(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+    }
+
+    /// `localhost` in any case: ASCII letters differ from their capitals by one bit.
+    private static func isLocalhost(_ bytes: some Collection<UInt8>) -> Bool {
+        bytes.count == 9 && zip(bytes, "localhost".utf8).allSatisfy { $0 | 0x20 == $1 }
+    }
+
+    private static func mentionsLocalhost(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 9 && (0...(bytes.count - 9)).contains { isLocalhost(bytes[$0..<($0 + 9)]) }
+    }
+
+    private static func contains(_ bytes: ArraySlice<UInt8>, _ needle: StaticString) -> Bool {
+        let pattern = Array(UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount))
+        guard bytes.count >= pattern.count else { return false }
+        return (bytes.startIndex...(bytes.endIndex - pattern.count)).contains {
+            bytes[$0..<($0 + pattern.count)].elementsEqual(pattern)
+        }
     }
 }
 
