@@ -175,8 +175,6 @@ struct PostgresImportTests {
         return (sandbox, uri, schema, store, indexes, imported)
     }
 
-    /// Every index, key and constraint of `schema` with its definition, and
-    /// every column that may not be NULL.
     /// Imports `archive` into the sandbox's PostgreSQL store, which holds no user yet, and checks that the
     /// indexes, keys and triggers the restore dropped or turned off while the rows went in are back.
     static func restore(_ archive: String, in sandbox: Sandbox, _ options: String...) async throws -> Sandbox.Result {
@@ -187,6 +185,8 @@ struct PostgresImportTests {
         return imported
     }
 
+    /// Every index, key and constraint of `schema` with its definition, every column that may not be NULL,
+    /// and every trigger with whether it is on.
     static func indexes(of schema: String, uri: String, in sandbox: Sandbox) async throws -> String {
         let listed = try await sandbox.shell(
             """
@@ -202,7 +202,8 @@ struct PostgresImportTests {
             """)
         #expect(listed.status == 0, "\(listed.stderr)")
         for expected in [
-            "events_user_at", "FOREIGN KEY", "counters_pkey PRIMARY KEY", "events_idempotency",
+            "events_user_at", "FOREIGN KEY", "counters_pkey PRIMARY KEY", "events_pkey PRIMARY KEY (id)",
+            "events_idempotency",
             "trigger meter_totals_add O",
         ] {
             #expect(listed.stdout.contains(expected), "\(listed.stdout)")

@@ -17,8 +17,7 @@ extension PostgresStore: BackupRowStore {
         do {
             return try writeMovingData { connection in
                 let writes = PostgresBackupImport(connection)
-                writes.builtAfterRows =
-                    dryRun ? [] : try Self.dropIndexesBuiltAfterRows(connection, shapesKnownBy: writes)
+                if !dryRun { try Self.dropIndexesBuiltAfterRows(connection, for: writes) }
                 let value: T
                 do {
                     value = try body(writes)
@@ -48,14 +47,16 @@ extension PostgresStore {
     /// the ledger's kept totals, whose triggers are off meanwhile.
     /// Unique indexes and keys stay, so a repeated key is still refused at
     /// its row; nothing the import asks while writing reads the dropped ones
-    /// (look-ups go by key). Nothing for a store with users, whose readers
-    /// keep their indexes.
+    /// (look-ups go by key). So are the primary keys of the tables whose ids
+    /// the store assigns (`surrogateKeysBuiltAfterRows`). Nothing for a
+    /// store with users, whose readers keep their indexes.
     fileprivate static func dropIndexesBuiltAfterRows(
-        _ connection: PostgresConnection, shapesKnownBy writes: PostgresBackupImport
-    ) throws -> [String] {
-        guard try !writes.holdsUsers() else { return [] }
+        _ connection: PostgresConnection, for writes: PostgresBackupImport
+    ) throws {
+        guard try !writes.holdsUsers() else { return }
         // Which tables refer to users is read from these keys: read before they go.
         try writes.learnShapes()
+        writes.surrogateKeysBuiltAfterRows = try dropSurrogateKeys(connection)
         let indexes = try connection.execute(
             """
             SELECT quote_ident(x.relname) AS name, pg_get_indexdef(i.indexrelid) AS definition
@@ -92,6 +93,39 @@ extension PostgresStore {
         statements += totalsKeyStatements
         statements.append(
             "ALTER TABLE meter_usage ENABLE TRIGGER meter_totals_add, ENABLE TRIGGER meter_grant_draws_add")
+        writes.builtAfterRows = statements
+    }
+
+    /// Drops the primary keys of the tables with a surrogate id and returns,
+    /// by table, the statement that adds each again. The archive's ids are
+    /// left out (the engine checks them against each other), so the store
+    /// gives every row of those tables its id from the table's sequence,
+    /// moved past the ids already there: the key cannot be broken by them,
+    /// and holding it row by row was a quarter of the server's time in the
+    /// rows of a restore (2 M events: 3.2 s with it, 2.4 s without and 0.35 s
+    /// to build it after; bench/results.md). A row that brings an id of its
+    /// own has its table's key built first (`buildSurrogateKey`). A key that
+    /// a foreign key refers to stays.
+    private static func dropSurrogateKeys(_ connection: PostgresConnection) throws -> [String: String] {
+        let keys = try connection.execute(
+            """
+            SELECT t.relname AS tbl, quote_ident(t.relname) AS quoted, quote_ident(c.conname) AS name,
+                   pg_get_constraintdef(c.oid) AS definition
+            FROM pg_constraint c
+            JOIN pg_class t ON t.oid = c.conrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            WHERE n.nspname = current_schema() AND c.contype = 'p' AND t.relname = ANY($1::text[])
+              AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = c.conindid)
+            ORDER BY t.relname
+            """, [PostgresValue.textArray(BackupTable.all.filter(\.hasSurrogateID).map(\.name))])
+        var statements: [String: String] = [:]
+        for key in keys {
+            let table = try key.string("quoted")
+            let name = try key.string("name")
+            try connection.execute("ALTER TABLE \(table) DROP CONSTRAINT \(name)")
+            statements[try key.string("tbl")] =
+                "ALTER TABLE \(table) ADD CONSTRAINT \(name) \(try key.string("definition"))"
+        }
         return statements
     }
 
@@ -554,6 +588,12 @@ private final class PostgresBackupImport: BackupRowImport {
     private var lastShape: (table: String, shape: BackupTableShape)?
     /// The indexes and keys to make once every row is in (`dropIndexesBuiltAfterRows`).
     var builtAfterRows: [String] = []
+    /// The primary keys of tables with a surrogate id dropped for the load,
+    /// by table (`dropSurrogateKeys`): built at the end with the rest, or
+    /// before a row that brings an id of its own is looked at.
+    var surrogateKeysBuiltAfterRows: [String: String] = [:]
+    /// Tables whose sequence was moved past their ids while their key was dropped.
+    private var sequencesMovedWithoutKey: Set<String> = []
     /// Some users known to have a users row in this transaction (real or
     /// placeholder, written or held back), to save a look-up: emptied when it
     /// reaches `knownUsersLimit`, so it does not grow with the import.
@@ -675,6 +715,7 @@ private final class PostgresBackupImport: BackupRowImport {
         var insertion = BackupRowInsertion.inserted
         if table.hasSurrogateID {
             if case .integer(let id) = values["id"] {
+                try buildSurrogateKey(of: table.name)
                 let taken =
                     try connection.execute(
                         "SELECT 1 AS taken FROM \(PostgresStore.quote(table.name)) WHERE id = $1", [PostgresValue(id)]
@@ -724,6 +765,7 @@ private final class PostgresBackupImport: BackupRowImport {
             // No id (the engine leaves archive ids out): the COPY has the store assign them, after the
             // sequence is moved past the ids in the table (`write`).
             guard case .integer(let id) = row["id"] else { return row["id"] == nil }
+            try buildSurrogateKey(of: table.name)
             if highestIDs[table.name] == nil {
                 try flush()
                 highestIDs[table.name] =
@@ -877,10 +919,27 @@ private final class PostgresBackupImport: BackupRowImport {
     /// server builds them while the engine checks the rows against each other.
     func finishRows() throws {
         try flush()
-        guard !builtAfterRows.isEmpty else { return }
+        let statements = takeStatementsBuiltAfterRows()
+        guard !statements.isEmpty else { return }
         // Inside the transaction: a refusal or a failure rolls the drops back with the rows.
-        try connection.sendWithoutWaiting(builtAfterRows.joined(separator: ";\n"))
+        try connection.sendWithoutWaiting(statements.joined(separator: ";\n"))
+    }
+
+    /// The statements that make what was dropped for the load, taken: they run once.
+    private func takeStatementsBuiltAfterRows() -> [String] {
+        let statements =
+            surrogateKeysBuiltAfterRows.keys.sorted().compactMap { surrogateKeysBuiltAfterRows[$0] } + builtAfterRows
+        surrogateKeysBuiltAfterRows = [:]
         builtAfterRows = []
+        return statements
+    }
+
+    /// Builds the primary key of `table` now, if it was dropped for the load:
+    /// before a row's own id is compared with the table's.
+    private func buildSurrogateKey(of table: String) throws {
+        guard let statement = surrogateKeysBuiltAfterRows.removeValue(forKey: table) else { return }
+        try flush()
+        try connection.execute(statement)
     }
 
     /// Before the import commits (or rolls back as a dry run): nothing
@@ -890,10 +949,8 @@ private final class PostgresBackupImport: BackupRowImport {
     /// import brought.
     func finish(committing: Bool) throws {
         try flush()
-        if !builtAfterRows.isEmpty {
-            try connection.execute(builtAfterRows.joined(separator: ";\n"))
-            builtAfterRows = []
-        }
+        let statements = takeStatementsBuiltAfterRows()
+        if !statements.isEmpty { try connection.execute(statements.joined(separator: ";\n")) }
         guard committing else { return }
         if !placeholders.isEmpty {
             let table = try tableWithDanglingReferences() ?? "a table"
@@ -912,6 +969,11 @@ private final class PostgresBackupImport: BackupRowImport {
     /// assigns one (and at the end of the import) the sequence is moved past
     /// the largest id in the table: never backwards, and only when behind.
     private func moveSequencePastUsedIDs(_ table: BackupTable) throws {
+        // While the table's key is dropped for the load only the sequence gives ids (a row's own id builds
+        // the key first), so once is enough: asked before every batch, `max(id)` would read the whole table.
+        if surrogateKeysBuiltAfterRows[table.name] != nil {
+            guard sequencesMovedWithoutKey.insert(table.name).inserted else { return }
+        }
         try connection.execute(
             """
             SELECT setval(s.seq, m.top) FROM

@@ -229,6 +229,38 @@ private func table(_ name: String) throws -> BackupTable {
         }
     }
 
+    /// Into a store without users (a restore) PostgreSQL drops the primary
+    /// keys of the tables whose ids it assigns while the rows go in: rows that
+    /// bring ids of their own, above, equal to and below those before them,
+    /// are still kept or renumbered as into any store, and the ids the store
+    /// gives after the import are new.
+    @Test(arguments: StoreBackend.allCases)
+    func rowsWithIDsOfTheirOwnIntoAStoreWithoutUsers(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let events = try table("events")
+        func event(_ id: Int64?, _ index: Int) -> Fixture.Row {
+            var row: Fixture.Row = [
+                "user_id": .text("u1"), "action": .text("action-\(index)"), "at": Fixture.time(1 + index),
+                "count": .integer(1), "idempotency_key": .null, "properties": .null,
+            ]
+            if let id { row["id"] = .integer(id) }
+            return row
+        }
+        let incoming = [event(nil, 0), event(5, 1), event(6, 2), event(5, 3), event(nil, 4), event(2, 5)]
+        let renumbered = try store.importBackupRows(dryRun: false) { writes throws in
+            _ = try writes.insert(Fixture.user("u1"), into: try table("users"))
+            return try incoming.filter { try writes.insert($0, into: events) == .renumbered }.count
+        }
+        #expect(renumbered == 1, "the second row with id 5")
+        try store.importBackupRows(dryRun: false) { writes throws in _ = try writes.insert(event(nil, 6), into: events)
+        }
+        let ids = try Fixture.export(store, .users(["u1"]), guestOwner: profile.guestOwner)["events"]?.compactMap {
+            if case .integer(let id) = $0["id"] { id } else { nil }
+        }
+        #expect(ids?.count == 7 && Set(ids ?? []).count == 7, "\(ids ?? [])")
+        #expect(Set(ids ?? []).isSuperset(of: [2, 5, 6]), "\(ids ?? [])")
+    }
+
     /// A store may bind a table's rows by the order the previous row listed
     /// its columns in: rows whose dictionaries list them in that order (copies
     /// of one row), rows listing them in another (built in another order, with
