@@ -42,14 +42,14 @@ extension PostgresStore: BackupRowStore {
 extension PostgresStore {
     /// Into a store that holds no user yet (a restore), the secondary
     /// indexes that enforce nothing are dropped before the rows go in, and
-    /// their definitions returned, to build each once over all its rows, as
-    /// `pg_dump` orders a load; the foreign keys to `users(id)` likewise, and
-    /// the ledger's kept totals, whose triggers are off meanwhile.
-    /// Unique indexes and keys stay, so a repeated key is still refused at
-    /// its row; nothing the import asks while writing reads the dropped ones
-    /// (look-ups go by key). So are the primary keys of the tables whose ids
-    /// the store assigns (`surrogateKeysBuiltAfterRows`). Nothing for a
-    /// store with users, whose readers keep their indexes.
+    /// `writes` told how to make them again, to build each once over all its
+    /// rows, as `pg_dump` orders a load; the foreign keys to `users(id)`
+    /// likewise, the primary keys of the tables whose ids the store assigns
+    /// (`dropSurrogateKeys`), and the ledger's kept totals, whose triggers
+    /// are off meanwhile. Other unique indexes and keys stay, so a repeated
+    /// key is still refused at its row; nothing the import asks while writing
+    /// reads the dropped ones (look-ups go by key). Nothing for a store with
+    /// users, whose readers keep their indexes.
     fileprivate static func dropIndexesBuiltAfterRows(
         _ connection: PostgresConnection, for writes: PostgresBackupImport
     ) throws {
@@ -67,16 +67,15 @@ extension PostgresStore {
             WHERE n.nspname = current_schema() AND NOT i.indisunique AND t.relname = ANY($1::text[])
             ORDER BY x.relname
             """, [PostgresValue.textArray(BackupTable.all.map(\.name))])
-        var statements: [String] = []
         for index in indexes {
-            statements.append(try index.string("definition"))
+            writes.indexesBuiltAfterRows.append(try index.string("definition"))
             try connection.execute("DROP INDEX \(try index.string("name"))")
         }
         // The foreign keys to users(id) too: held row by row, each is a look-up of the user a row (most of the
         // server's time in a restore). The import itself keeps them meanwhile: a row whose user has no users
         // row gets a placeholder, and one left unfilled refuses the import (`finish`). Added again at the end,
         // each checks every row at once. Keys to other tables stay, so their refusals still name the row.
-        statements += try dropKeysToUsers(of: BackupTable.all.map(\.name).filter { $0 != "users" }, connection)
+        var statements = try dropKeysToUsers(of: BackupTable.all.map(\.name).filter { $0 != "users" }, connection)
         // The ledger's kept totals and its grants' draws follow meter_usage by triggers, once a statement: a
         // COPY of 5,000 uses cost the server 150 ms in them, on top of the 30 ms of its rows. A store without
         // users holds neither totals nor draws (both belong to users), so the triggers are off while the rows
@@ -586,8 +585,11 @@ private final class PostgresBackupImport: BackupRowImport {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
     private var lastShape: (table: String, shape: BackupTableShape)?
-    /// The indexes and keys to make once every row is in (`dropIndexesBuiltAfterRows`).
+    /// The keys to users and the usage totals to make once every row is in
+    /// (`dropIndexesBuiltAfterRows`), and after them the indexes
+    /// (`takeStatementsBuiltAfterRows` says why in that order).
     var builtAfterRows: [String] = []
+    var indexesBuiltAfterRows: [String] = []
     /// The primary keys of tables with a surrogate id dropped for the load,
     /// by table (`dropSurrogateKeys`): built at the end with the rest, or
     /// before a row that brings an id of its own is looked at.
@@ -925,12 +927,21 @@ private final class PostgresBackupImport: BackupRowImport {
         try connection.sendWithoutWaiting(statements.joined(separator: ";\n"))
     }
 
-    /// The statements that make what was dropped for the load, taken: they run once.
+    /// The statements that make what was dropped for the load, taken: they
+    /// run once. The keys to users and the totals first: the server checks
+    /// and builds each on one core, while the engine compares the rows on the
+    /// other (`finishRows`); then the primary keys and indexes, which it
+    /// sorts with parallel workers on both. In the other order the engine's
+    /// comparison shared the cores with the sorts and the keys' checks ran
+    /// alone on one core after them: a restore of 1 M guests took 0.6–1.1 s
+    /// longer (bench/results.md).
     private func takeStatementsBuiltAfterRows() -> [String] {
         let statements =
-            surrogateKeysBuiltAfterRows.keys.sorted().compactMap { surrogateKeysBuiltAfterRows[$0] } + builtAfterRows
-        surrogateKeysBuiltAfterRows = [:]
+            builtAfterRows + surrogateKeysBuiltAfterRows.keys.sorted().compactMap { surrogateKeysBuiltAfterRows[$0] }
+            + indexesBuiltAfterRows
         builtAfterRows = []
+        surrogateKeysBuiltAfterRows = [:]
+        indexesBuiltAfterRows = []
         return statements
     }
 
