@@ -40,6 +40,31 @@ struct RowDecoderTests {
         #expect(RowDecoder.decode(Array(text.utf8)) == nil, "\(text)")
     }
 
+    /// The string scan reads eight bytes at a time and the integers are summed in place: a quote, backslash or
+    /// control character at every place of texts around a word's length, and integers at the edges of 64 bits,
+    /// read as the generic decoder reads them.
+    @Test("every place of a text and the edges of an integer, as the generic decoder reads them")
+    func wordEdgesAndIntegerEdges() {
+        let specials = [#"\""#, #"\\"#, #"\n"#, #"\u0001"#, "é", "中", "😀", "\u{01}", "\u{1F}", "\u{7F}", "\t"]
+        for length in 0..<20 {
+            for place in 0...length {
+                for special in specials {
+                    let plain = String(repeating: "x", count: length)
+                    let text = String(plain.prefix(place)) + special + String(plain.dropFirst(place))
+                    let line = #"{"a":"\#(text)","b":1}"#
+                    #expect(RowDecoder.decode(Array(line.utf8)) == generic(line).map(BackupRow.init), "\(line)")
+                }
+            }
+        }
+        for number in [
+            "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+            "922337203685477580", "-922337203685477581", "99999999999999999999", "1", "-1", "10", "1000000007",
+        ] {
+            let line = #"{"n":\#(number)}"#
+            #expect(RowDecoder.decode(Array(line.utf8)) == generic(line).map(BackupRow.init), "\(line)")
+        }
+    }
+
     @Test("invalid UTF-8 and a key given twice are refused")
     func invalidBytes() {
         #expect(RowDecoder.decode([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) == nil)

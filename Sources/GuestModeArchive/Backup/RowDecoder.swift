@@ -186,13 +186,28 @@ enum RowDecoder {
                 if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
                 guard digits() > 0 else { return nil }
             }
+            if integral, let value = integer(start..<index) { return .integer(value) }
             let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-            if integral, let value = Int64(text) { return .integer(value) }
             guard let value = Double(text), value.isFinite else { return nil }
             if !integral, value.rounded(.towardZero) == value, value >= -0x1p63, value < 0x1p63 {
                 return .integer(Int64(value))
             }
             return .real(value)
+        }
+
+        /// The integer the JSON number `range` spells (digits, after an optional minus), read in place; nil when
+        /// it does not fit in 64 bits. Summed as a negative number, so `Int64.min` fits too.
+        func integer(_ range: Range<Int>) -> Int64? {
+            let negative = bytes[range.lowerBound] == UInt8(ascii: "-")
+            var value: Int64 = 0
+            for index in (negative ? range.lowerBound + 1 : range.lowerBound)..<range.upperBound {
+                let (times10, overflowed) = value.multipliedReportingOverflow(by: 10)
+                let (next, overflowedAgain) = times10.subtractingReportingOverflow(Int64(bytes[index] &- 48))
+                guard !overflowed, !overflowedAgain else { return nil }
+                value = next
+            }
+            if negative { return value }
+            return value == .min ? nil : -value
         }
 
         mutating func digits() -> Int {
@@ -207,16 +222,12 @@ enum RowDecoder {
         mutating func string() -> String? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             let start = index
-            // Fast path: no escapes.
-            while index < bytes.count {
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "\"") {
-                    let run = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                    index += 1
-                    return TextRule.validatedUTF8(run)
-                }
-                if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            // Fast path: no escapes, found eight bytes at a time.
+            index = ByteWord.firstControl(orEither: UInt8(ascii: "\""), UInt8(ascii: "\\"), in: bytes, from: start)
+            if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+                let run = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
+                return TextRule.validatedUTF8(run)
             }
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\\") else { return nil }
             scratch.removeAll(keepingCapacity: true)

@@ -24,6 +24,33 @@ package enum ByteWord {
         bytes(below: 1, in: word ^ (0x0101_0101_0101_0101 &* UInt64(byte)))
     }
 
+    /// The offset of the first byte of `bytes` from `start` that is a control
+    /// character (below 0x20), `first` or `second`; `bytes.count` when none is.
+    /// A word's lowest flagged byte is always a true match, so the scan needs
+    /// no second look at the word it stops in.
+    package static func firstControl(
+        orEither first: UInt8, _ second: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int
+    ) -> Int {
+        guard let base = bytes.baseAddress else { return bytes.count }
+        let firstRepeated = 0x0101_0101_0101_0101 &* UInt64(first)
+        let secondRepeated = 0x0101_0101_0101_0101 &* UInt64(second)
+        var offset = start
+        while bytes.count - offset >= 8 {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
+            let found =
+                self.bytes(below: 0x20, in: word) | self.bytes(below: 1, in: word ^ firstRepeated)
+                | self.bytes(below: 1, in: word ^ secondRepeated)
+            if found != 0 { return offset + found.trailingZeroBitCount / 8 }
+            offset += 8
+        }
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            if byte < 0x20 || byte == first || byte == second { return offset }
+            offset += 1
+        }
+        return bytes.count
+    }
+
     /// Whether `bytes` may hold a control character (below 0x20) or `byte`: false only when it holds neither.
     /// The scan of a whole text is here, not in the caller's module, which would call each test a word.
     package static func mayContain(controlOr byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
