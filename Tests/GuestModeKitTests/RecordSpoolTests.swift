@@ -59,4 +59,34 @@ import Testing
         // About 80 spills; the second pass starts over once, and the spill that holds both passes' ends once more.
         if shape == 2 { #expect(runs <= 3) }
     }
+    /// The records are written into one block that grows: records larger than the block as reserved, between
+    /// small ones, in a spool that keeps them in memory and in one that spills them, come back byte for byte.
+    @Test("records larger than the block grow it and come back whole", arguments: [false, true])
+    func recordsLargerThanTheBlock(sorted: Bool) throws {
+        let spool = RecordSpool(
+            holding: "test records", fileTag: "test", memoryLimit: 4 << 10, sorted: sorted, runLimit: 4 << 10)
+        var generator = SplitMix64(state: 11)
+        let texts = (0..<40).map { index in
+            let length = index % 7 == 3 ? 150_000 + index : Int.random(in: 0..<300, using: &generator)
+            return String(format: "t%03d", index) + String(repeating: "é", count: length / 2)
+        }
+        for (index, text) in texts.enumerated() {
+            try spool.append { writer in
+                writer.put(text)
+                writer.byte(UInt8(index))
+                writer.put32(UInt32(index) &* 2_654_435_761)
+                writer.put64(UInt64(index) << 40 | 0xA5)
+            }
+        }
+        var read: [(String, UInt8, UInt32, UInt64)] = []
+        try spool.forEach { reader in
+            read.append((try reader.string(), try reader.byte(), try reader.uint32(), try reader.uint64()))
+        }
+        #expect(read.count == texts.count)
+        for (text, byte, number, wide) in read {
+            let index = Int(byte)
+            #expect(
+                text == texts[index] && number == UInt32(index) &* 2_654_435_761 && wide == UInt64(index) << 40 | 0xA5)
+        }
+    }
 }

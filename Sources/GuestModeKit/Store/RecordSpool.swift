@@ -14,7 +14,7 @@ import Foundation
 /// memory too. Records appended already in order (mostly) make one run
 /// however many times they spill, and the merge has little to do.
 final class RecordSpool {
-    private var buffer: [UInt8] = []
+    private let buffer = SpoolBytes()
     private var file: FileHandle?
     private let memoryLimit: Int
     private let isSorted: Bool
@@ -45,20 +45,16 @@ final class RecordSpool {
 
     /// Appends one record: `write` puts its fields.
     func append(_ write: (inout Writer) -> Void) throws {
-        // The buffer is moved into the writer and back, never shared: a second
-        // reference would make each append copy the whole buffer.
-        var writer = Writer(buffer: [])
-        swap(&writer.buffer, &buffer)
-        if writer.buffer.capacity < runLimit {
+        if buffer.capacity < runLimit {
             // Reserved once, with room for the last record, so it never doubles past the limit.
-            writer.buffer.reserveCapacity(runLimit + (64 << 10))
+            buffer.reserve(runLimit + (64 << 10))
         }
-        let start = writer.buffer.count
+        var writer = Writer(buffer: buffer)
+        let start = buffer.count
         writer.put32(0)
         write(&writer)
         writer.setLength(at: start)
         count += 1
-        swap(&writer.buffer, &buffer)
         if buffer.count >= runLimit { try spill() }
     }
 
@@ -68,22 +64,20 @@ final class RecordSpool {
         // A sorted spool keeps at most `memoryLimit` bytes for the reading pass.
         if isSorted && file == nil {
             guard buffer.count > memoryLimit else {
-                let order = buffer.withUnsafeBytes { Self.sortedRecords($0) }
-                try buffer.withUnsafeBytes { bytes in
-                    for start in order { try deliver(bytes, at: start, body) }
-                }
+                let bytes = buffer.bytes
+                for start in Self.sortedRecords(bytes) { try deliver(bytes, at: start, body) }
                 return
             }
             try spill()
         }
         guard let file else {
-            let consumed = try buffer.withUnsafeBytes { try decode($0, body) }
+            let consumed = try decode(buffer.bytes, body)
             guard consumed == buffer.count else { throw Self.damaged(contents) }
             return
         }
         try spill()
         // Read back in chunks: the memory the buffer held is not needed again.
-        buffer = []
+        buffer.release()
         if isSorted { return try merge(file, body) }
         do {
             try file.seek(toOffset: 0)
@@ -327,36 +321,34 @@ final class RecordSpool {
             try? FileManager.default.removeItem(at: url)
             file = handle
         }
-        guard let file, !buffer.isEmpty else { return }
+        guard let file, buffer.count > 0 else { return }
         do {
             try file.seek(toOffset: fileLength)
             if isSorted {
                 // One sorted run, written through a small buffer.
-                let (written, continuesRun) = try buffer.withUnsafeBytes { bytes in
-                    let order = Self.sortedRecords(bytes)
-                    var continuesRun = false
-                    if let lastRunKey, runs.last?.upperBound == fileLength, let first = order.first {
-                        continuesRun = lastRunKey.withUnsafeBytes {
-                            Self.compare(key: $0, withKeyOf: bytes, at: first) <= 0
-                        }
+                let bytes = buffer.bytes
+                let order = Self.sortedRecords(bytes)
+                var continuesRun = false
+                if let lastRunKey, runs.last?.upperBound == fileLength, let first = order.first {
+                    continuesRun = lastRunKey.withUnsafeBytes {
+                        Self.compare(key: $0, withKeyOf: bytes, at: first) <= 0
                     }
-                    if let last = order.last { lastRunKey = Array(Self.key(bytes, last)) }
-                    var staged: [UInt8] = []
-                    staged.reserveCapacity(256 << 10)
-                    var written = 0
-                    for start in order {
-                        let length = Int(
-                            UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
-                        staged.append(contentsOf: bytes[start..<(start + 4 + length)])
-                        written += 4 + length
-                        if staged.count >= 256 << 10 {
-                            try file.write(contentsOf: staged)
-                            staged.removeAll(keepingCapacity: true)
-                        }
-                    }
-                    try file.write(contentsOf: staged)
-                    return (written, continuesRun)
                 }
+                if let last = order.last { lastRunKey = Array(Self.key(bytes, last)) }
+                var staged: [UInt8] = []
+                staged.reserveCapacity(256 << 10)
+                var written = 0
+                for start in order {
+                    let length = Int(
+                        UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+                    staged.append(contentsOf: bytes[start..<(start + 4 + length)])
+                    written += 4 + length
+                    if staged.count >= 256 << 10 {
+                        try file.write(contentsOf: staged)
+                        staged.removeAll(keepingCapacity: true)
+                    }
+                }
+                try file.write(contentsOf: staged)
                 guard written == buffer.count else { throw Self.damaged(contents) }
                 if continuesRun, let last = runs.popLast() {
                     runs.append(last.lowerBound..<(fileLength + UInt64(written)))
@@ -364,7 +356,7 @@ final class RecordSpool {
                     runs.append(fileLength..<(fileLength + UInt64(written)))
                 }
             } else {
-                try file.write(contentsOf: buffer)
+                try file.write(contentsOf: buffer.bytes)
             }
             fileLength += UInt64(buffer.count)
         } catch let error as GuestModeError {
@@ -372,7 +364,7 @@ final class RecordSpool {
         } catch {
             throw ioError(error)
         }
-        buffer.removeAll(keepingCapacity: true)
+        buffer.removeAll()
     }
 
     /// Decodes the complete records at the start of `bytes`; returns how many
@@ -406,32 +398,25 @@ final class RecordSpool {
 
     /// Puts the fields of one record.
     struct Writer {
-        fileprivate var buffer: [UInt8]
+        fileprivate let buffer: SpoolBytes
 
         mutating func byte(_ value: UInt8) { buffer.append(value) }
 
         /// Writes the length of the record that starts at `start` over its 4-byte placeholder.
         fileprivate mutating func setLength(at start: Int) {
-            let length = UInt32(truncatingIfNeeded: buffer.count - start - 4)
-            withUnsafeBytes(of: length.littleEndian) { bytes in
-                for index in 0..<4 { buffer[start + index] = bytes[index] }
-            }
+            buffer.store(UInt32(truncatingIfNeeded: buffer.count - start - 4).littleEndian, at: start)
         }
 
-        mutating func put32(_ value: UInt32) {
-            withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
-        }
+        mutating func put32(_ value: UInt32) { buffer.append(value.littleEndian) }
 
-        mutating func put64(_ value: UInt64) {
-            withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
-        }
+        mutating func put64(_ value: UInt64) { buffer.append(value.littleEndian) }
 
         /// A 4-byte length, then the UTF-8.
         mutating func put(_ text: String) {
             var text = text
             text.withUTF8 { utf8 in
                 put32(UInt32(truncatingIfNeeded: utf8.count))
-                buffer.append(contentsOf: utf8)
+                buffer.append(UnsafeRawBufferPointer(utf8))
             }
         }
 
@@ -443,13 +428,13 @@ final class RecordSpool {
             first.withUTF8 { first in
                 let secondLength = second.map { $0.utf8.count + 1 } ?? 0
                 put32(UInt32(truncatingIfNeeded: tag.utf8CodeUnitCount + 1 + first.count + secondLength))
-                tag.withUTF8Buffer { buffer.append(contentsOf: $0) }
-                buffer.append(0)
-                buffer.append(contentsOf: first)
+                buffer.append(UnsafeRawBufferPointer(start: tag.utf8Start, count: tag.utf8CodeUnitCount))
+                buffer.append(UInt8(0))
+                buffer.append(UnsafeRawBufferPointer(first))
             }
             second?.withUTF8 { second in
-                buffer.append(0)
-                buffer.append(contentsOf: second)
+                buffer.append(UInt8(0))
+                buffer.append(UnsafeRawBufferPointer(second))
             }
         }
     }
@@ -493,5 +478,63 @@ final class RecordSpool {
             defer { offset += length }
             return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
         }
+    }
+}
+
+/// A spool's records in memory: one block, grown by doubling and written
+/// through its pointer. Appended to an `[UInt8]`, each field of a record was
+/// a generic `append(contentsOf:)` of about 100 instructions, a dozen a fact
+/// of an import (bench/results.md).
+private final class SpoolBytes {
+    private var base: UnsafeMutableRawPointer?
+    private(set) var count = 0
+    private(set) var capacity = 0
+
+    deinit { base?.deallocate() }
+
+    /// The bytes appended so far; valid until the next append.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    /// Makes room for `total` bytes in all.
+    func reserve(_ total: Int) {
+        guard total > capacity else { return }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 8)
+        if let base {
+            grown.copyMemory(from: base, byteCount: count)
+            base.deallocate()
+        }
+        base = grown
+        capacity = total
+    }
+
+    func append(_ source: UnsafeRawBufferPointer) {
+        guard let start = source.baseAddress, !source.isEmpty else { return }
+        if count + source.count > capacity { reserve(max(capacity * 2, count + source.count)) }
+        base!.advanced(by: count).copyMemory(from: start, byteCount: source.count)
+        count += source.count
+    }
+
+    /// The bytes of `value` as it lies in memory.
+    func append<Value: FixedWidthInteger>(_ value: Value) {
+        if count + MemoryLayout<Value>.size > capacity { reserve(max(capacity * 2, count + 64)) }
+        base!.storeBytes(of: value, toByteOffset: count, as: Value.self)
+        count += MemoryLayout<Value>.size
+    }
+
+    /// The bytes of `value` over those at `offset`, which must be appended already.
+    func store<Value: FixedWidthInteger>(_ value: Value, at offset: Int) {
+        precondition(offset + MemoryLayout<Value>.size <= count)
+        base!.storeBytes(of: value, toByteOffset: offset, as: Value.self)
+    }
+
+    /// Forgets the bytes, keeping the block for the next ones.
+    func removeAll() { count = 0 }
+
+    /// Forgets the bytes and gives the block back.
+    func release() {
+        base?.deallocate()
+        base = nil
+        count = 0
+        capacity = 0
     }
 }
