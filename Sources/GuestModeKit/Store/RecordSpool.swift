@@ -32,6 +32,8 @@ final class RecordSpool {
     /// The temporary file's name starts with `guestmode-<fileTag>-`.
     private let fileTag: String
     private(set) var count = 0
+    /// Set while `forEach` reads the records.
+    private var isReading = false
 
     init(holding contents: String, fileTag: String, memoryLimit: Int, sorted: Bool = false, runLimit: Int = 8 << 20) {
         self.contents = contents
@@ -45,6 +47,8 @@ final class RecordSpool {
 
     /// Appends one record: `write` puts its fields.
     func append(_ write: (inout Writer) -> Void) throws {
+        // The reading pass holds the block's pointer: a record appended meanwhile could move the block under it.
+        precondition(!isReading, "a record appended to \(contents) while they are read")
         if buffer.capacity < runLimit {
             // Reserved once, with room for the last record, so it never doubles past the limit.
             buffer.reserve(runLimit + (64 << 10))
@@ -61,6 +65,8 @@ final class RecordSpool {
     /// Calls `body` with a reader of each record, in the order they were
     /// appended (a sorted spool: in the order of their first field).
     func forEach(_ body: (inout Reader) throws -> Void) throws {
+        isReading = true
+        defer { isReading = false }
         // A sorted spool keeps at most `memoryLimit` bytes for the reading pass.
         if isSorted && file == nil {
             guard buffer.count > memoryLimit else {
