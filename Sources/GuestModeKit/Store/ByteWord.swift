@@ -27,7 +27,8 @@ package enum ByteWord {
     /// The offset of the first byte of `bytes` from `start` that is a control
     /// character (below 0x20), `first` or `second`; `bytes.count` when none is.
     /// A word's lowest flagged byte is always a true match, so the scan needs
-    /// no second look at the word it stops in.
+    /// no second look at the word it stops in. The scan of a whole text is
+    /// here, not in the caller's module, which would call each test a word.
     package static func firstControl(
         orEither first: UInt8, _ second: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int
     ) -> Int {
@@ -51,21 +52,8 @@ package enum ByteWord {
         return bytes.count
     }
 
-    /// Whether `bytes` may hold a control character (below 0x20) or `byte`: false only when it holds neither.
-    /// The scan of a whole text is here, not in the caller's module, which would call each test a word.
+    /// Whether `bytes` holds a control character (below 0x20) or `byte`.
     package static func mayContain(controlOr byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = bytes.baseAddress else { return false }
-        let repeated = 0x0101_0101_0101_0101 &* UInt64(byte)
-        var offset = 0
-        while bytes.count - offset >= 8 {
-            let word = UInt64(littleEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
-            if self.bytes(below: 0x20, in: word) | self.bytes(below: 1, in: word ^ repeated) != 0 { return true }
-            offset += 8
-        }
-        while offset < bytes.count {
-            if bytes[offset] < 0x20 || bytes[offset] == byte { return true }
-            offset += 1
-        }
-        return false
+        firstControl(orEither: byte, byte, in: bytes, from: 0) < bytes.count
     }
 }

@@ -103,7 +103,7 @@ enum PublicText {
         // `host=127.0.0.1`, `path=/var/…`: the value is what names something.
         if let equals = core.firstIndex(of: UInt8(ascii: "=")) { core = core[(equals + 1)...] }
         let kind: String
-        if contains(core, "://") {
+        if core.firstRange(of: "://".utf8) != nil {
             kind = "(a location on the server)"
         } else if core.starts(with: "/".utf8) || core.starts(with: "~/".utf8), core.dropFirst().contains(slash) {
             kind = "(a file on the server)"
@@ -143,14 +143,6 @@ enum PublicText {
 
     private static func mentionsLocalhost(_ bytes: [UInt8]) -> Bool {
         bytes.count >= 9 && (0...(bytes.count - 9)).contains { isLocalhost(bytes[$0..<($0 + 9)]) }
-    }
-
-    private static func contains(_ bytes: ArraySlice<UInt8>, _ needle: StaticString) -> Bool {
-        let pattern = Array(UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount))
-        guard bytes.count >= pattern.count else { return false }
-        return (bytes.startIndex...(bytes.endIndex - pattern.count)).contains {
-            bytes[$0..<($0 + pattern.count)].elementsEqual(pattern)
-        }
     }
 }
 
