@@ -59,13 +59,18 @@ package struct BackupRow: Sendable, Equatable, ExpressibleByDictionaryLiteral, C
     /// The position of `column`, looked for from `start` to the end, then
     /// from the start: nil when the row does not have it.
     package func index(of column: String, from start: Int) -> Int? {
+        columns.withUnsafeBufferPointer { Self.index(of: column, in: $0, from: start) }
+    }
+
+    /// The position of `column` in `columns`, looked for from `start` to the
+    /// end, then from the start: nil when `columns` does not have it.
+    package static func index(of column: String, in columns: UnsafeBufferPointer<String>, from start: Int) -> Int? {
         let count = columns.count
         // Names of other lengths are passed over without a call into the string comparison: most are.
         let length = column.utf8.count
         var index = (0..<count).contains(start) ? start : 0
         for _ in 0..<count {
-            let name = columns[index]
-            if name.utf8.count == length, name == column { return index }
+            if columns[index].utf8.count == length, columns[index] == column { return index }
             index = index + 1 == count ? 0 : index + 1
         }
         return nil

@@ -50,17 +50,17 @@ package struct BackupRowValidator {
 
     private let facts = CrossRowFacts()
     /// The last columns whose names `TextRule` accepted.
-    private var acceptedColumns: [String]?
+    private var acceptedColumns: [String] = []
     /// The last row's columns before and after its surrogate id was dropped.
     private var shortened: (from: [String], to: [String])?
-    /// Made once, not per row: a copy of the profile and its name lists for every row added up.
-    private let context: Context
+    /// Made once, not per row: the profile's name lists, and the row being checked.
+    private let cells: Cells
 
     package init(profile: Profile, now: Date, archive: String) {
         self.profile = profile
         self.now = now
         self.archive = archive
-        self.context = Context(profile: profile, now: now, archive: archive)
+        self.cells = Cells(profile: profile, now: now, archive: archive)
     }
 
     /// Checks one row of `table` read at `line` of `entry`, and returns the
@@ -69,29 +69,46 @@ package struct BackupRowValidator {
     package mutating func check(
         _ row: BackupRow, table: BackupTable, entry: String, line: Int
     ) throws -> BackupRow {
-        let cells = Cells(row: row, table: table.name, context: context, entry: entry, line: line)
-        context.nextColumn = 0
         // The rows of a table share their columns' array: names found good for one row are good for the next.
         let columnsAccepted = acceptedColumns == row.columns || !row.columns.contains { !TextRule.isAcceptable($0) }
-        if columnsAccepted { acceptedColumns = row.columns }
-        if !columnsAccepted || row.values.contains(where: { !($0.text.map(TextRule.isAcceptable) ?? true) }) {
+        if columnsAccepted, acceptedColumns != row.columns { acceptedColumns = row.columns }
+        if !columnsAccepted || !Self.textsAreAcceptable(row.values) {
+            let location = CrossRowFacts.Place(entry: entry, line: line).description
             // Sorted only to name the first offending column the same way every time.
             for (column, value) in zip(row.columns, row.values).sorted(by: { $0.0 < $1.0 }) {
-                try TextRule.check(column, what: "a column name at \(cells.location) of the archive '\(archive)'")
+                try TextRule.check(column, what: "a column name at \(location) of the archive '\(archive)'")
                 if case .text(let text) = value {
-                    try TextRule.check(
-                        text, what: "\(table.name).\(column) at \(cells.location) of the archive '\(archive)'")
+                    try TextRule.check(text, what: "\(table.name).\(column) at \(location) of the archive '\(archive)'")
                 }
             }
         }
+        // The cells are lent to the checks, not copied: a copy of a text or of the row's arrays is a retain and
+        // a release, each an atomic instruction, and an import checks millions of rows (bench/results.md).
+        let cells = cells
         var result = row
-        if table.hasSurrogateID {
-            let id = try cells.integer("id", in: 1...Bounds.maximumRowID)
-            try facts.noteRowID(id, of: table.name, at: cells.place)
-            if let index = row.index(of: "id") { result = dropping(columnAt: index, of: row) }
+        try row.columns.withUnsafeBufferPointer { columns in
+            try row.values.withUnsafeBufferPointer { values in
+                cells.begin(columns: columns, values: values, table: table.name, entry: entry, line: line)
+                defer { cells.end() }
+                if table.hasSurrogateID {
+                    let id = try cells.integer("id", in: 1...Bounds.maximumRowID)
+                    try facts.noteRowID(id, of: table.name, at: cells.place)
+                    if let index = row.index(of: "id") { result = dropping(columnAt: index, of: row) }
+                }
+                try checkColumns(cells, table: table.name, result: &result)
+            }
         }
-        try checkColumns(cells, table: table.name, result: &result)
         return result
+    }
+
+    /// Whether every text of `values` obeys `TextRule`, each looked at where it lies.
+    private static func textsAreAcceptable(_ values: [CellValue]) -> Bool {
+        values.withUnsafeBufferPointer { values in
+            for index in values.indices {
+                if case .text(let text) = values[index], !TextRule.isAcceptable(text) { return false }
+            }
+            return true
+        }
     }
 
     /// `row` less one column. The rows of a table share their columns, so
@@ -196,20 +213,20 @@ package struct BackupRowValidator {
             try facts.noteCounter(user: user, action: action, total: Int64(total), at: cells.place)
         case "records":
             try cells.text("owner_id")
-            try cells.declared("collection", in: context.collections, what: "collection")
+            try cells.declared("collection", in: cells.collections, what: "collection")
             try cells.name("key")
             if let data = try cells.recanonicalizedRecordData("data") { result["data"] = .text(data) }
             try cells.past("created_at")
             try cells.past("updated_at")
         case "meter_usage":
             try cells.name("user_id")
-            try cells.declared("meter", in: context.meters, what: "meter")
+            try cells.declared("meter", in: cells.meters, what: "meter")
             try cells.number("amount", in: 0...Bounds.maximumMeterAmount)
             try cells.past("at")
             try cells.optionalName("idempotency_key")
         case "meter_warnings":
             try cells.name("user_id")
-            try cells.declared("meter", in: context.meters, what: "meter")
+            try cells.declared("meter", in: cells.meters, what: "meter")
             // Meters that never reset keep their warnings under an empty period.
             if try cells.text("period_start") != "" { try cells.past("period_start") }
             try cells.number("percent", in: 0...100)
@@ -221,7 +238,7 @@ package struct BackupRowValidator {
             try cells.past("fired_at")
         case "meter_grants":
             try cells.name("user_id")
-            try cells.declared("meter", in: context.meters, what: "meter")
+            try cells.declared("meter", in: cells.meters, what: "meter")
             try cells.number("amount", in: 0...Bounds.maximumMeterAmount)
             try cells.past("granted_at")
             try cells.optionalTime("expires_at")
@@ -230,14 +247,14 @@ package struct BackupRowValidator {
             try cells.optionalName("idempotency_key")
         case "plans":
             try cells.name("user_id")
-            try cells.declared("plan", in: context.plans, what: "plan")
+            try cells.declared("plan", in: cells.plans, what: "plan")
             try cells.past("granted_at")
             try cells.optionalTime("trial_ends_at")
             try cells.optionalTime("ends_at")
             try cells.optionalPast("revoked_at")
         case "prompt_outcomes":
             try cells.name("user_id")
-            try cells.declared("context", in: context.promptContexts, what: "prompt context")
+            try cells.declared("context", in: cells.promptContexts, what: "prompt context")
             guard PromptOutcome(rawValue: try cells.text("outcome")) != nil else {
                 throw cells.invalid(
                     "prompt_outcomes.outcome must be one of \(PromptOutcome.allCases.map(\.rawValue).joined(separator: ", "))"
@@ -246,7 +263,7 @@ package struct BackupRowValidator {
             try cells.past("at")
         case "experiment_assignments":
             try cells.name("user_id")
-            let name = try cells.declared("experiment", in: context.experiments, what: "experiment")
+            let name = try cells.declared("experiment", in: cells.experiments, what: "experiment")
             let variants = profile.experiment(named: name)?.variants.map(\.name) ?? []
             try cells.declared("variant", in: variants, what: "variant of \(name)")
             try cells.past("assigned_at")
@@ -266,7 +283,7 @@ package struct BackupRowValidator {
             }
             try cells.name("owner_id")
             // Restored by `migrate conflicts restore` into a record of this collection.
-            try cells.declared("collection", in: context.collections, what: "collection")
+            try cells.declared("collection", in: cells.collections, what: "collection")
             try cells.name("key")
             if let data = try cells.recanonicalizedRecordData("data") { result["data"] = .text(data) }
             try cells.past("updated_at")
@@ -288,8 +305,10 @@ package struct BackupRowValidator {
         return action
     }
 
-    /// What the per-cell checks need, kept apart from the validator's growing state so rows never copy it.
-    private final class Context {
+    /// The row being checked, with the checks that name the column and the
+    /// row, and what they need of the profile. Made once for an import: the
+    /// row is lent to it for its check (`begin`), so no row copies it.
+    private final class Cells {
         let profile: Profile
         let now: Date
         let archive: String
@@ -299,8 +318,15 @@ package struct BackupRowValidator {
         let plans: [String]
         let promptContexts: [String]
         let experiments: [String]
-        /// Where the row being checked is looked into next (`Cells.cell`).
-        var nextColumn = 0
+
+        /// The row's columns and values, valid between `begin` and `end` only.
+        private var columns = UnsafeBufferPointer<String>(start: nil, count: 0)
+        private var values = UnsafeBufferPointer<CellValue>(start: nil, count: 0)
+        private(set) var table = ""
+        private var entry = ""
+        private var line = 0
+        /// Where the row is looked into next (`index`).
+        private var nextColumn = 0
 
         init(profile: Profile, now: Date, archive: String) {
             self.profile = profile
@@ -312,85 +338,113 @@ package struct BackupRowValidator {
             promptContexts = profile.prompts.rules.map(\.context)
             experiments = profile.experiments.map(\.name)
         }
-    }
 
-    /// One row's cells, with the checks that name the column and the row.
-    private struct Cells {
-        let row: BackupRow
-        let table: String
-        let context: Context
-        let entry: String
-        let line: Int
+        /// Lends the row at `line` of `entry` to the checks until `end`.
+        func begin(
+            columns: UnsafeBufferPointer<String>, values: UnsafeBufferPointer<CellValue>, table: String,
+            entry: String, line: Int
+        ) {
+            self.columns = columns
+            self.values = values
+            self.line = line
+            nextColumn = 0
+            // Rows come table by table, entry by entry: the same strings, kept without a retain each row.
+            if self.table != table { self.table = table }
+            if self.entry != entry { self.entry = entry }
+        }
+
+        func end() {
+            columns = UnsafeBufferPointer(start: nil, count: 0)
+            values = UnsafeBufferPointer(start: nil, count: 0)
+        }
 
         /// Made only when a message needs it.
         var location: String { place.description }
         var place: CrossRowFacts.Place { CrossRowFacts.Place(entry: entry, line: line) }
 
         func invalid(_ message: String) -> GuestModeError {
-            BackupRowValidator.invalidRow(in: context.archive, at: location, message)
+            BackupRowValidator.invalidRow(in: archive, at: location, message)
         }
 
         func duplicate(_ message: String) -> GuestModeError {
-            BackupRowValidator.duplicatedRow(in: context.archive, at: location, message)
+            BackupRowValidator.duplicatedRow(in: archive, at: location, message)
         }
 
-        private func describe(_ value: CellValue?) -> String {
-            switch value {
-            case nil: "missing"
-            case .null?: "null"
-            case .integer(let number)?: "the number \(number)"
-            case .real(let number)?: "the number \(number)"
-            case .text(let text)?: "the text \"\(text.prefix(40))\(text.count > 40 ? "…" : "")\""
-            }
+        private func describe(_ index: Int?) -> String { index.map { describe(values[$0]) } ?? "missing" }
+
+        /// Where the row holds `column`, nil when it does not. Looked for
+        /// from the column after the one found last: the checks ask for a
+        /// table's columns in the order an export writes them, so the first
+        /// name compared is nearly always the one.
+        private func index(_ column: String) -> Int? {
+            guard let index = BackupRow.index(of: column, in: columns, from: nextColumn) else { return nil }
+            nextColumn = index + 1
+            return index
         }
 
         /// The column's value, nil when the row does not have the column.
-        /// Looked for from the column after the one found last: the checks
-        /// ask for a table's columns in the order an export writes them, so
-        /// the first name compared is nearly always the one.
-        func cell(_ column: String) -> CellValue? {
-            guard let index = row.index(of: column, from: context.nextColumn) else { return nil }
-            context.nextColumn = index + 1
-            return row.values[index]
-        }
+        func cell(_ column: String) -> CellValue? { index(column).map { values[$0] } }
 
-        /// The column's value, nil when it is missing or null: one look-up, as an import makes millions.
-        private func present(_ column: String) -> CellValue? {
-            guard let value = cell(column), value != .null else { return nil }
-            return value
+        /// Where the row holds `column` with a value other than null: one look-up, as an import makes millions.
+        private func present(_ column: String) -> Int? {
+            guard let index = index(column), values[index] != .null else { return nil }
+            return index
         }
 
         @discardableResult
-        func text(_ column: String) throws -> String { try text(cell(column), column) }
+        func text(_ column: String) throws -> String { try text(at: index(column), column) }
 
         /// `value`, read from `column`, as text.
         func text(_ value: CellValue?, _ column: String) throws -> String {
             guard case .text(let text)? = value else {
-                throw invalid("\(table).\(column) must be text, not \(describe(value))")
+                throw invalid("\(table).\(column) must be text, not \(value.map(describe) ?? "missing")")
             }
             return text
         }
 
+        private func text(at index: Int?, _ column: String) throws -> String {
+            guard let index, case .text(let text) = values[index] else {
+                throw invalid("\(table).\(column) must be text, not \(describe(index))")
+            }
+            return text
+        }
+
+        private func describe(_ value: CellValue) -> String {
+            switch value {
+            case .null: "null"
+            case .integer(let number): "the number \(number)"
+            case .real(let number): "the number \(number)"
+            case .text(let text): "the text \"\(text.prefix(40))\(text.count > 40 ? "…" : "")\""
+            }
+        }
+
         /// Non-empty text: ids, keys and names.
         @discardableResult
-        func name(_ column: String) throws -> String { try name(cell(column), column) }
+        func name(_ column: String) throws -> String { try name(at: index(column), column) }
 
-        private func name(_ value: CellValue?, _ column: String) throws -> String {
-            let text = try text(value, column)
+        private func name(at index: Int?, _ column: String) throws -> String {
+            try requireName(at: index, column)
+            return try text(at: index, column)
+        }
+
+        /// Checks a name where it lies: a name read only to be checked is not copied.
+        private func requireName(at index: Int?, _ column: String) throws {
+            guard let index, case .text(let text) = values[index] else {
+                throw invalid("\(table).\(column) must be text, not \(describe(index))")
+            }
             guard !text.isEmpty else { throw invalid("\(table).\(column) must not be empty") }
-            return text
         }
 
         @discardableResult
         func optionalText(_ column: String) throws -> String? {
-            guard let value = present(column) else { return nil }
-            return try text(value, column)
+            guard let index = present(column) else { return nil }
+            return try text(at: index, column)
         }
 
         @discardableResult
         func optionalName(_ column: String) throws -> String? {
-            guard let value = present(column) else { return nil }
-            return try name(value, column)
+            guard let index = present(column) else { return nil }
+            return try name(at: index, column)
         }
 
         @discardableResult
@@ -399,7 +453,7 @@ package struct BackupRowValidator {
             guard names.contains(value) else {
                 let known = names.isEmpty ? "it declares none" : "it declares \(names.joined(separator: ", "))"
                 throw invalid(
-                    "\(table).\(column) '\(value)' is not a \(what) of profile '\(context.profile.name)' (\(known))")
+                    "\(table).\(column) '\(value)' is not a \(what) of profile '\(profile.name)' (\(known))")
             }
             return value
         }
@@ -407,10 +461,10 @@ package struct BackupRowValidator {
         /// A whole number in `range`: the bounds are what the command line could have written.
         @discardableResult
         func integer(_ column: String, in range: ClosedRange<Int64>, ifMissing: Int64? = nil) throws -> Int64 {
-            let cell = cell(column)
-            if cell == nil, let ifMissing { return ifMissing }
-            guard case .integer(let value)? = cell else {
-                throw invalid("\(table).\(column) must be a whole number, not \(describe(cell))")
+            let index = index(column)
+            if index == nil, let ifMissing { return ifMissing }
+            guard let index, case .integer(let value) = values[index] else {
+                throw invalid("\(table).\(column) must be a whole number, not \(describe(index))")
             }
             guard range.contains(value) else {
                 throw invalid(
@@ -420,11 +474,12 @@ package struct BackupRowValidator {
         }
 
         func number(_ column: String, in range: ClosedRange<Double>) throws {
+            let index = index(column)
             let value: Double
-            switch cell(column) {
+            switch index.map({ values[$0] }) {
             case .integer(let number)?: value = Double(number)
             case .real(let number)?: value = number
-            default: throw invalid("\(table).\(column) must be a number, not \(describe(cell(column)))")
+            default: throw invalid("\(table).\(column) must be a number, not \(describe(index))")
             }
             guard value.isFinite, range.contains(value) else {
                 throw invalid(
@@ -434,37 +489,44 @@ package struct BackupRowValidator {
 
         /// A time in the store's form: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
         @discardableResult
-        func time(_ column: String) throws -> Date { try time(cell(column), column) }
+        func time(_ column: String) throws -> Date { try time(at: index(column), column) }
 
-        private func time(_ value: CellValue?, _ column: String) throws -> Date {
-            var text = try text(value, column)
-            // Exactly the store's shape (parse alone also takes offsets, dates without a time and other fractions).
-            let shaped = text.withUTF8 { bytes in
-                bytes.count == 24 && bytes[19] == UInt8(ascii: ".") && bytes[23] == UInt8(ascii: "Z")
-                    && bytes[20..<23].allSatisfy({ (48...57).contains($0) })
+        private func time(at index: Int?, _ column: String) throws -> Date {
+            let date: Date?
+            if let index, case .text(let text) = values[index] {
+                date = text.withUTF8Bytes { bytes in
+                    // Exactly the store's shape (parse alone also takes offsets, dates without a time and other
+                    // fractions).
+                    guard bytes.count == 24, bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z"),
+                        bytes[20..<23].allSatisfy({ (48...57).contains($0) })
+                    else { return nil }
+                    return Timestamp.parse(bytes: bytes)
+                }
+            } else {
+                date = nil
             }
-            guard shaped, let date = Timestamp.parse(text) else {
+            guard let date else {
                 throw invalid(
-                    "\(table).\(column) must be a UTC time like 2026-01-31T09:30:00.000Z, not \(describe(value))")
+                    "\(table).\(column) must be a UTC time like 2026-01-31T09:30:00.000Z, not \(describe(index))")
             }
             return date
         }
 
         @discardableResult
         func optionalTime(_ column: String) throws -> Date? {
-            guard let value = present(column) else { return nil }
-            return try time(value, column)
+            guard let index = present(column) else { return nil }
+            return try time(at: index, column)
         }
 
         /// A time something happened: not after the import's clock (a day of skew allowed).
         @discardableResult
-        func past(_ column: String) throws -> Date { try past(cell(column), column) }
+        func past(_ column: String) throws -> Date { try past(at: index(column), column) }
 
-        private func past(_ value: CellValue?, _ column: String) throws -> Date {
-            let date = try time(value, column)
-            guard date.timeIntervalSince(context.now) <= BackupRowValidator.skew else {
+        private func past(at index: Int?, _ column: String) throws -> Date {
+            let date = try time(at: index, column)
+            guard date.timeIntervalSince(now) <= BackupRowValidator.skew else {
                 throw invalid(
-                    "\(table).\(column) is \(Timestamp.format(date)), after the current time \(Timestamp.format(context.now))"
+                    "\(table).\(column) is \(Timestamp.format(date)), after the current time \(Timestamp.format(now))"
                 )
             }
             return date
@@ -472,19 +534,19 @@ package struct BackupRowValidator {
 
         @discardableResult
         func optionalPast(_ column: String) throws -> Date? {
-            guard let value = present(column) else { return nil }
-            return try past(value, column)
+            guard let index = present(column) else { return nil }
+            return try past(at: index, column)
         }
 
         /// A JSON object by the strict parser the command line uses: no
         /// duplicate member names, no nesting past `StrictJSON.maximumDepth`.
         @discardableResult
         func jsonObject(_ column: String) throws -> (text: String, value: JSONValue) {
-            try jsonObject(cell(column), column)
+            try jsonObject(at: index(column), column)
         }
 
-        private func jsonObject(_ value: CellValue?, _ column: String) throws -> (text: String, value: JSONValue) {
-            let text = try text(value, column)
+        private func jsonObject(at index: Int?, _ column: String) throws -> (text: String, value: JSONValue) {
+            let text = try text(at: index, column)
             let parsed: JSONValue
             do {
                 parsed = try StrictJSON.parse(text)
@@ -498,8 +560,8 @@ package struct BackupRowValidator {
         }
 
         func optionalJSONObject(_ column: String) throws {
-            guard let value = present(column) else { return }
-            _ = try jsonObject(value, column)
+            guard let index = present(column) else { return }
+            _ = try jsonObject(at: index, column)
         }
 
         /// Record data as `record put` stores it: a strict JSON object, in

@@ -53,7 +53,7 @@ final class RecordSpool {
             // Reserved once, with room for the last record, so it never doubles past the limit.
             buffer.reserve(runLimit + (64 << 10))
         }
-        var writer = Writer(buffer: buffer)
+        var writer = Writer(block: Unmanaged.passUnretained(buffer))
         let start = buffer.count
         writer.put32(0)
         write(&writer)
@@ -222,47 +222,56 @@ final class RecordSpool {
             let cursor = RunCursor(run: index, range: run)
             if try cursor.load(from: file, chunk: chunk, spool: self) { cursors.append(cursor) }
         }
-        // A binary heap of the runs, smallest next record on top.
-        func isBefore(_ left: RunCursor, _ right: RunCursor) -> Bool {
-            let order = left.bytes.withUnsafeBytes { leftBytes in
-                right.bytes.withUnsafeBytes { rightBytes in
-                    Self.compareKeys(leftBytes, left.start, rightBytes, right.start)
+        // A binary heap of the runs, smallest next record on top. Unmanaged: `cursors` holds them, and a counted
+        // reference was a retain and a release, each an atomic instruction, at every comparison.
+        var heap = cursors.map { Unmanaged.passUnretained($0) }
+        func isBefore(_ left: Unmanaged<RunCursor>, _ right: Unmanaged<RunCursor>) -> Bool {
+            left._withUnsafeGuaranteedRef { left in
+                right._withUnsafeGuaranteedRef { right in
+                    let order = Self.compareKeys(left.bytes, left.start, right.bytes, right.start)
+                    return order != 0 ? order < 0 : left.run < right.run
                 }
             }
-            return order != 0 ? order < 0 : left.run < right.run
         }
         func siftDown(_ index: Int) {
             var parent = index
             while true {
                 let first = 2 * parent + 1
-                guard first < cursors.count else { return }
+                guard first < heap.count else { return }
                 var child = first
-                if first + 1 < cursors.count && isBefore(cursors[first + 1], cursors[first]) { child = first + 1 }
-                guard isBefore(cursors[child], cursors[parent]) else { return }
-                cursors.swapAt(child, parent)
+                if first + 1 < heap.count && isBefore(heap[first + 1], heap[first]) { child = first + 1 }
+                guard isBefore(heap[child], heap[parent]) else { return }
+                heap.swapAt(child, parent)
                 parent = child
             }
         }
-        for index in stride(from: cursors.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
-        while let top = cursors.first {
-            try top.bytes.withUnsafeBytes { bytes in try emit(bytes, top.start) }
-            top.advance()
-            if try !top.load(from: file, chunk: chunk, spool: self) {
-                cursors.swapAt(0, cursors.count - 1)
-                cursors.removeLast()
+        for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+        while let top = heap.first {
+            let more = try top._withUnsafeGuaranteedRef { top in
+                try emit(top.bytes, top.start)
+                top.advance()
+                return try top.load(from: file, chunk: chunk, spool: self)
+            }
+            if !more {
+                heap.swapAt(0, heap.count - 1)
+                heap.removeLast()
             }
             siftDown(0)
         }
+        withExtendedLifetime(cursors) {}
     }
 
     /// The reading position in one sorted run: its current record starts at
-    /// `start` of `bytes`, which holds the run's next bytes.
+    /// `start` of `bytes`, which holds the run's next bytes, in memory of the
+    /// cursor's own so that reading them counts no reference.
     private final class RunCursor {
         let run: Int
         private var position: UInt64
         private let end: UInt64
-        var bytes: [UInt8] = []
-        var start = 0
+        private var base: UnsafeMutableRawPointer?
+        private var capacity = 0
+        private var count = 0
+        private(set) var start = 0
 
         init(run: Int, range: Range<UInt64>) {
             self.run = run
@@ -270,31 +279,29 @@ final class RecordSpool {
             end = range.upperBound
         }
 
+        deinit { base?.deallocate() }
+
+        /// The run's bytes read and not yet passed over; valid until the next `load`.
+        var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
         /// Moves past the current record.
         func advance() {
-            let length = bytes.withUnsafeBytes {
-                Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
-            }
-            start += 4 + length
+            start += 4 + Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
         }
 
         /// Makes the current record whole in `bytes`, reading on when needed;
         /// false when the run has no more records.
         func load(from file: FileHandle, chunk: Int, spool: RecordSpool) throws -> Bool {
             while true {
-                let available = bytes.count - start
+                let available = count - start
                 if available >= 4 {
-                    let length = bytes.withUnsafeBytes {
-                        Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
-                    }
+                    let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
                     if available - 4 >= length { return true }
                 }
                 guard position < end else {
                     guard available == 0 else { throw RecordSpool.damaged(spool.contents) }
                     return false
                 }
-                bytes.removeFirst(start)
-                start = 0
                 let wanted = Int(min(UInt64(chunk), end - position))
                 let data: Data
                 do {
@@ -304,9 +311,29 @@ final class RecordSpool {
                     throw spool.ioError(error)
                 }
                 guard !data.isEmpty else { throw RecordSpool.damaged(spool.contents) }
-                bytes.append(contentsOf: data)
+                keep(available, adding: data)
                 position += UInt64(data.count)
             }
+        }
+
+        /// Moves the `available` bytes not passed over to the start, then appends `data`.
+        private func keep(_ available: Int, adding data: Data) {
+            if available + data.count > capacity {
+                let grown = UnsafeMutableRawPointer.allocate(
+                    byteCount: max(available + data.count, capacity * 2), alignment: 8)
+                if let base {
+                    grown.copyMemory(from: base + start, byteCount: available)
+                    base.deallocate()
+                }
+                base = grown
+                capacity = max(available + data.count, capacity * 2)
+            } else if available > 0, start > 0 {
+                base!.copyMemory(from: base! + start, byteCount: available)
+            }
+            start = 0
+            count = available
+            data.withUnsafeBytes { base!.advanced(by: count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            count += data.count
         }
     }
 
@@ -404,43 +431,52 @@ final class RecordSpool {
 
     /// Puts the fields of one record.
     struct Writer {
-        fileprivate let buffer: SpoolBytes
+        /// Not counted: `append` holds the spool, and the spool the block, while the writer exists. A counted
+        /// reference cost a retain and a release, each an atomic instruction, for every field a record puts.
+        fileprivate let block: Unmanaged<SpoolBytes>
 
-        mutating func byte(_ value: UInt8) { buffer.append(value) }
+        private func append(_ source: UnsafeRawBufferPointer) { block._withUnsafeGuaranteedRef { $0.append(source) } }
+
+        private func append<Value: FixedWidthInteger>(_ value: Value) {
+            block._withUnsafeGuaranteedRef { $0.append(value) }
+        }
+
+        mutating func byte(_ value: UInt8) { append(value) }
 
         /// Writes the length of the record that starts at `start` over its 4-byte placeholder.
         fileprivate mutating func setLength(at start: Int) {
-            buffer.store(UInt32(truncatingIfNeeded: buffer.count - start - 4).littleEndian, at: start)
+            block._withUnsafeGuaranteedRef {
+                $0.store(UInt32(truncatingIfNeeded: $0.count - start - 4).littleEndian, at: start)
+            }
         }
 
-        mutating func put32(_ value: UInt32) { buffer.append(value.littleEndian) }
+        mutating func put32(_ value: UInt32) { append(value.littleEndian) }
 
-        mutating func put64(_ value: UInt64) { buffer.append(value.littleEndian) }
+        mutating func put64(_ value: UInt64) { append(value.littleEndian) }
 
         /// A 4-byte length, then the UTF-8.
         mutating func put(_ text: String) {
-            var text = text
-            text.withUTF8 { utf8 in
+            text.withUTF8Bytes { utf8 in
                 put32(UInt32(truncatingIfNeeded: utf8.count))
-                buffer.append(UnsafeRawBufferPointer(utf8))
+                append(UnsafeRawBufferPointer(utf8))
             }
         }
 
         /// One field that reads back as `"\(tag)\0\(first)"`, or with `"\0\(second)"`
         /// after it, written without making that string.
         mutating func put(_ tag: StaticString, _ first: String, _ second: String? = nil) {
-            var first = first
-            var second = second
-            first.withUTF8 { first in
+            first.withUTF8Bytes { first in
                 let secondLength = second.map { $0.utf8.count + 1 } ?? 0
                 put32(UInt32(truncatingIfNeeded: tag.utf8CodeUnitCount + 1 + first.count + secondLength))
-                buffer.append(UnsafeRawBufferPointer(start: tag.utf8Start, count: tag.utf8CodeUnitCount))
-                buffer.append(UInt8(0))
-                buffer.append(UnsafeRawBufferPointer(first))
+                append(UnsafeRawBufferPointer(start: tag.utf8Start, count: tag.utf8CodeUnitCount))
+                append(UInt8(0))
+                append(UnsafeRawBufferPointer(first))
             }
-            second?.withUTF8 { second in
-                buffer.append(UInt8(0))
-                buffer.append(UnsafeRawBufferPointer(second))
+            if let second {
+                second.withUTF8Bytes { second in
+                    append(UInt8(0))
+                    append(UnsafeRawBufferPointer(second))
+                }
             }
         }
     }

@@ -74,8 +74,7 @@ public enum Timestamp {
     /// callers can say what they expected: no lenient rollover of
     /// `2026-02-30` into March, no `+99:00` offset, no surrounding spaces.
     public static func parse(_ text: String) -> Date? {
-        var text = text
-        return text.withUTF8(parse(bytes:))
+        text.withUTF8Bytes(parse(bytes:))
     }
 
     // Every event of a log and every row of an archive has its times parsed:

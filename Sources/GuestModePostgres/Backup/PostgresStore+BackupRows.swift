@@ -160,16 +160,18 @@ private final class RolledBackImport: Error, @unchecked Sendable {
 
 /// What the backup code needs to know of one table, read from the catalog
 /// once per transaction: its columns in order with how their values
-/// travel, its primary key, and whether it refers to `users`.
-private struct BackupTableShape {
+/// travel, its primary key, and whether it refers to `users`. A class: an
+/// import asks for its table's shape at every row, and a struct's copy was a
+/// retain and a release of each of its references.
+private final class BackupTableShape {
     let catalog: PostgresColumns
-    var primaryKey: [String]
-    var refersToUsers: Bool
+    let primaryKey: [String]
+    let refersToUsers: Bool
     /// Whether the owner column is a NOT NULL foreign key to `users(id)`:
     /// then every row belongs to a user (PostgreSQL holds the key on every
     /// write), and a whole-store export reads the table without looking each
     /// row's owner up in `users`.
-    var ownedByUsers: Bool
+    let ownedByUsers: Bool
 
     var columns: [String] { catalog.names }
 
@@ -695,10 +697,11 @@ private final class PostgresBackupImport: BackupRowImport {
         let shape = try self.shape(table)
         let owner = row[table.ownerColumn].flatMap(\.text)
         // Another table's rows go in first, with their placeholders: a users row must know whether it fills one.
-        if let pending, pending.table != table.name { try flush() }
+        // Compared through `pending?`: `if let pending` copied the batch, a retain and a release of each array.
+        if pending != nil, pending?.table != table.name { try flush() }
         if try mayHoldBack(row, table: table, shape: shape, owner: owner) {
             // A table's rows share their columns, so comparing them with the batch's is comparing two references.
-            if let pending, pending.table != table.name || pending.columns != row.columns { try flush() }
+            if pending != nil, pending?.table != table.name || pending?.columns != row.columns { try flush() }
             if pending == nil { pending = PendingRows(table: table.name, columns: row.columns, shape: shape) }
             pending?.rows.append(row.values)
             pending?.insertions.append(call)
@@ -812,15 +815,18 @@ private final class PostgresBackupImport: BackupRowImport {
                 RELEASE SAVEPOINT guestmode_import_batch
                 """, rows: batch.rows, waiting: waiting
             ) { values, buffer in
-                for (index, value) in values.enumerated() {
-                    if index > 0 { buffer.append(UInt8(ascii: "\t")) }
-                    switch value {
-                    case .null: PostgresConnection.appendCopyText(nil, to: &buffer)
-                    case .integer(let number): PostgresConnection.appendCopyInteger(number, to: &buffer)
-                    case .text(let text): PostgresConnection.appendCopyText(text, to: &buffer)
-                    case .real:
-                        PostgresConnection.appendCopyText(
-                            batch.shape.parameter(value, column: batch.columns[index])?.text, to: &buffer)
+                // The values lent where they lie: `enumerated()` copied each, a retain and a release a text.
+                values.withUnsafeBufferPointer { values in
+                    for index in values.indices {
+                        if index > 0 { buffer.append(UInt8(ascii: "\t")) }
+                        switch values[index] {
+                        case .null: PostgresConnection.appendCopyText(nil, to: &buffer)
+                        case .integer(let number): PostgresConnection.appendCopyInteger(number, to: &buffer)
+                        case .text(let text): PostgresConnection.appendCopyText(text, to: &buffer)
+                        case .real:
+                            PostgresConnection.appendCopyText(
+                                batch.shape.parameter(values[index], column: batch.columns[index])?.text, to: &buffer)
+                        }
                     }
                 }
             }

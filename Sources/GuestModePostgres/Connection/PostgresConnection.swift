@@ -655,10 +655,13 @@ final class PostgresConnection: Sendable {
             }
             buffer.removeAll(keepingCapacity: true)
         }
-        for row in rows {
-            appendRow(row, &buffer)
-            buffer.append(UInt8(ascii: "\n"))
-            if buffer.count >= 1 << 16 { try flush() }
+        // Each row lent where it lies: `for row in rows` copied it, a retain and a release a row.
+        try rows.withUnsafeBufferPointer { rows in
+            for index in rows.indices {
+                appendRow(rows[index], &buffer)
+                buffer.append(UInt8(ascii: "\n"))
+                if buffer.count >= 1 << 16 { try flush() }
+            }
         }
         try flush()
         while true {
@@ -747,9 +750,8 @@ final class PostgresConnection: Sendable {
             buffer.append(UInt8(ascii: "N"))
             return
         }
-        var contiguous = text
         // The bytes between two that need escaping go in as one run, not byte by byte.
-        contiguous.withUTF8 { bytes in
+        text.withUTF8Bytes { bytes in
             // Nearly every text has nothing to escape (a backslash, or a control character as tab, newline
             // and carriage return are), and is found so eight bytes at a time.
             guard ByteWord.mayContain(controlOr: UInt8(ascii: "\\"), in: bytes) else {
