@@ -203,8 +203,10 @@ private struct ImportSession {
     private var lastInserted: (table: String, count: Int)?
     var renumbered = 0
     var columns: [String: Set<String>] = [:]
-    /// The columns of the row last found to hold only the store's columns, in its order.
-    var checkedColumns: (table: String, columns: [String])?
+    /// The table and columns of the row last found to hold only the store's columns, in its order: apart, not
+    /// an optional tuple, so that comparing a row with them copies neither (a retain and a release a row).
+    var checkedTable = ""
+    var checkedColumns: [String] = []
     /// False for an archive not signed by this deployment: tables that carry
     /// trust are left out, and replaced users keep their own.
     let trusted: Bool
@@ -215,12 +217,22 @@ private struct ImportSession {
 
     /// Every row checked as if written through the command line (BackupRowValidation.swift).
     var validator: BackupRowValidator
-    /// Calls of `rows.insert` so far, and the table and place of the latest
-    /// ones (by call number modulo the size), for a refusal of a row the
-    /// store held back (`BackupRowRefusal.insertion`).
+    /// Calls of `rows.insert` so far, and where the latest ones were read,
+    /// for a refusal of a row the store held back
+    /// (`BackupRowRefusal.insertion`): each call's line (by call number
+    /// modulo the size), and the runs of calls from one entry of one table.
+    /// A table and an entry's name copied for every call were a retain and
+    /// a release each.
     var insertions = 0
-    var recentRows: [(table: BackupTable, location: RowLocation)?] = Array(
-        repeating: nil, count: backupPendingRowLimit + 1)
+    var recentLines = Array(repeating: 0, count: backupPendingRowLimit + 1)
+    var recentRuns: [RecentRun] = []
+
+    /// Calls from one entry of one table, from the call `start` on.
+    struct RecentRun {
+        let start: Int
+        let table: BackupTable
+        let entry: String
+    }
 
     /// Users named in the refusal of an import into a store that has them.
     static let namedPresentUsers = 20
@@ -359,14 +371,15 @@ private struct ImportSession {
         throws
     {
         guard let owner = archived[table.ownerColumn]?.text else { throw foreign(table, at: location) }
-        let listed = try users.listed.entry(of: owner)
+        let listedUsers = users.listed
+        let listed = try listedUsers.entry(of: owner)
         guard listed != nil || (table.mayBelongToGuestOwner && owner == guestOwner) else {
             throw foreign(table, at: location)
         }
         let fate = listed?.fate ?? guestOwnerFate
         var row = try validator.check(archived, table: table, entry: location.entry, line: location.line)
         if table.name == "users" {
-            guard let listed, users.listed.markSeen(listed) else {
+            guard let listed, listedUsers.markSeen(listed) else {
                 throw GuestModeError(
                     .badRow,
                     "the archive '\(path)' has user '\(owner)' twice (\(location.description)); nothing was changed")
@@ -405,7 +418,7 @@ private struct ImportSession {
         }
         // A table's rows share their columns: a row whose columns are the
         // last checked row's is known good without looking at them; any other is checked.
-        let checkedBefore = checkedColumns.map { $0.table == table.name && row.columns == $0.columns } ?? false
+        let checkedBefore = checkedTable == table.name && checkedColumns == row.columns
         if !checkedBefore {
             let known = try columnNames(of: table)
             // Sorted only for the message, which names the first unknown column by name.
@@ -417,13 +430,14 @@ private struct ImportSession {
                     "the archive '\(path)' has a column '\(unknown)' in \(table.name) at \(location.description) that this store does not have; nothing was changed"
                 )
             }
-            checkedColumns = (table.name, row.columns)
+            checkedTable = table.name
+            checkedColumns = row.columns
         }
-        recentRows[insertions % recentRows.count] = (table, location)
+        noteRecent(table, location)
         insertions += 1
         do {
             // A user whose users row came earlier has it in the store: written above, or the store's own kept.
-            let ownerHasUsersRow = table.name != "users" && listed.map(users.listed.hasSeen) == true
+            let ownerHasUsersRow = table.name != "users" && listed.map(listedUsers.hasSeen) == true
             if try rows.insert(row, into: table, ownerHasUsersRow: ownerHasUsersRow) == .renumbered { renumbered += 1 }
         } catch let refusal as BackupRowRefusal where refusal.insertion == nil {
             throw failure(refusal, table: table, row: row, location: location)
@@ -473,15 +487,30 @@ private struct ImportSession {
 
     /// The error for a refusal of a row the store held back, at that row's place.
     private func heldBackFailure(_ refusal: BackupRowRefusal) -> GuestModeError {
-        guard let insertion = refusal.insertion, insertion < insertions, insertions - insertion <= recentRows.count,
-            let held = recentRows[insertion % recentRows.count]
+        guard let insertion = refusal.insertion, insertion < insertions, insertions - insertion <= recentLines.count,
+            let run = recentRuns.last(where: { $0.start <= insertion })
         else {
             return GuestModeError(
                 .internalFailure,
                 "the store refused a row it was given earlier and can no longer be placed (\(refusal.detail)); nothing was changed"
             )
         }
-        return failure(refusal, table: held.table, row: [:], location: held.location)
+        return failure(
+            refusal, table: run.table, row: [:],
+            location: RowLocation(entry: run.entry, line: recentLines[insertion % recentLines.count]))
+    }
+
+    /// Notes where the call `insertions` was read: its line, and a new run when its table or entry is not the
+    /// last call's. Runs that began before the last `recentLines.count` calls and have another after them go.
+    private mutating func noteRecent(_ table: BackupTable, _ location: RowLocation) {
+        recentLines[insertions % recentLines.count] = location.line
+        let sameRun = recentRuns.withUnsafeBufferPointer { runs in
+            guard let last = runs.indices.last else { return false }
+            return runs[last].table == table && runs[last].entry == location.entry
+        }
+        guard !sameRun else { return }
+        recentRuns.append(RecentRun(start: insertions, table: table, entry: location.entry))
+        while recentRuns.count > 1, recentRuns[1].start <= insertions - recentLines.count { recentRuns.removeFirst() }
     }
 
     private func failure(

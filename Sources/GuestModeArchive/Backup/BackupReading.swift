@@ -111,8 +111,11 @@ struct ArchiveWalk {
                         hasher.update(chunk)
                         try splitter.feed(chunk) { line, location in
                             var row = try decodeRow(line, like: previousColumns, location: location, path: path)
-                            previousColumns = row.columns
-                            for step in migrations { try step.upgradeRow(table.name, &row) }
+                            // The same array row after row: kept without a retain and a release each time.
+                            if previousColumns != row.columns { previousColumns = row.columns }
+                            if !migrations.isEmpty {
+                                for step in migrations { try step.upgradeRow(table.name, &row) }
+                            }
                             try onRow(table, row, location)
                         }
                     }

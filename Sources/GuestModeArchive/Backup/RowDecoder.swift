@@ -52,17 +52,18 @@ enum RowDecoder {
         mutating func object(like template: [String]) -> BackupRow? {
             skipSpace()
             guard take(UInt8(ascii: "{")) else { return nil }
-            var keys = Keys(template: template)
+            // The template is passed to the keys, not kept in them: a copy was a retain and a release a row.
+            var keys = Keys()
             var values: [CellValue] = []
             values.reserveCapacity(max(template.count, 8))
             skipSpace()
-            if take(UInt8(ascii: "}")) { return end(keys, values) }
+            if take(UInt8(ascii: "}")) { return end(keys, values, template) }
             while true {
                 skipSpace()
-                if let expected = keys.expected, takeKey(spelled: expected) {
+                if keys.expectsTemplate(template), takeKey(spelled: template[keys.matched]) {
                     keys.matched += 1
                 } else {
-                    guard let key = string(), keys.add(key) else { return nil }
+                    guard let key = string(), keys.add(key, template: template) else { return nil }
                 }
                 skipSpace()
                 guard take(UInt8(ascii: ":")) else { return nil }
@@ -72,34 +73,29 @@ enum RowDecoder {
                 skipSpace()
                 if take(UInt8(ascii: ",")) { continue }
                 guard take(UInt8(ascii: "}")) else { return nil }
-                return end(keys, values)
+                return end(keys, values, template)
             }
         }
 
-        mutating func end(_ keys: Keys, _ values: [CellValue]) -> BackupRow? {
+        mutating func end(_ keys: Keys, _ values: [CellValue], _ template: [String]) -> BackupRow? {
             skipSpace()
-            return index == bytes.count ? BackupRow(columns: keys.columns, values: values) : nil
+            return index == bytes.count ? BackupRow(columns: keys.columns(template: template), values: values) : nil
         }
 
         /// A row's keys: the template's for as long as they match it, then a
         /// list of the row's own, which refuses a name it already holds.
         struct Keys {
-            let template: [String]
             var matched = 0
             var diverged = false
             var own: [String] = []
             /// Past a few dozen keys (a hostile row), the names are also kept hashed, so each is not compared with all.
             var hashed: Set<String> = []
 
-            init(template: [String]) { self.template = template }
-
-            /// The template's next name, while the row's keys match the template.
-            var expected: String? {
-                !diverged && matched < template.count ? template[matched] : nil
-            }
+            /// Whether the row's keys still match `template` and it has a next name, `template[matched]`.
+            func expectsTemplate(_ template: [String]) -> Bool { !diverged && matched < template.count }
 
             /// Adds `key`; false when the row has it already.
-            mutating func add(_ key: String) -> Bool {
+            mutating func add(_ key: String, template: [String]) -> Bool {
                 if !diverged {
                     // The template's names are unique, so a name at its own place is not a repeat.
                     if matched < template.count, template[matched] == key {
@@ -119,7 +115,7 @@ enum RowDecoder {
                 return true
             }
 
-            var columns: [String] {
+            func columns(template: [String]) -> [String] {
                 diverged ? own : matched == template.count ? template : Array(template[..<matched])
             }
         }
@@ -129,8 +125,7 @@ enum RowDecoder {
         /// A name holding a quote, a backslash or a control character is
         /// spelled with escapes, so it is never matched this way.
         mutating func takeKey(spelled name: String) -> Bool {
-            var name = name
-            return name.withUTF8 { expected in
+            name.withUTF8Bytes { expected in
                 let end = index + expected.count + 2
                 guard end <= bytes.count, bytes[index] == UInt8(ascii: "\""), bytes[end - 1] == UInt8(ascii: "\""),
                     expected.isEmpty

@@ -240,7 +240,9 @@ final class CrossRowFacts {
     /// quadratic; a name met again later gets a number of its own, still in
     /// archive order.
     private func entryNumber(_ entry: String) -> UInt32 {
-        if entries.last != entry { entries.append(entry) }
+        // Compared where the last name lies: `entries.last` copied it, a retain and a release a fact.
+        let isLast = entries.withUnsafeBufferPointer { !$0.isEmpty && $0[$0.count - 1] == entry }
+        if !isLast { entries.append(entry) }
         return UInt32(entries.count - 1)
     }
 
