@@ -94,6 +94,14 @@ import Testing
                 try $0.noteEvent(user: "u", action: "a", count: 600, at: at(2))
                 try $0.noteCounter(user: "u", action: "a", total: 1_000, at: at(3))
             } == "invalid at line 2 of x: the counts of 'a' events of user 'u' add up past the largest total, 1000")
+        // A repeated counter, even one whose total disagrees with the events too: PostgreSQL builds the key that
+        // would refuse it only after the rows of a restore.
+        #expect(
+            try facts {
+                try $0.noteEvent(user: "u", action: "a", count: 2, at: at(1))
+                try $0.noteCounter(user: "u", action: "a", total: 2, at: at(3))
+                try $0.noteCounter(user: "u", action: "a", total: 5, at: at(4))
+            } == "duplicate at line 4 of x: user 'u' has two counters rows of 'a' in the archive")
         #expect(
             try facts { try $0.noteUser("u", state: .linked, at: at(4)) }
                 == "inconsistent at line 4 of x: user 'u' is linked but the archive has no identity for them")

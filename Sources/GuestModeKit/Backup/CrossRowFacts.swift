@@ -206,7 +206,7 @@ final class CrossRowFacts {
         try note("e", user, action, kind: .event, value: count, at: place)
     }
 
-    /// A counters row: the total of `action` for `user`. A later row for the same counter replaces it.
+    /// A counters row: the total of `action` for `user`. A second row for the same counter is a repeated row.
     func noteCounter(user: String, action: String, total: Int64, at place: Place) throws {
         try note("e", user, action, kind: .counter, value: total, at: place)
     }
@@ -413,7 +413,21 @@ final class CrossRowFacts {
                         })
                 }
                 eventTotal = overflowed ? .max : sum
-            case .counter: counter = (value, place)
+            case .counter:
+                // The engine finds a repeated counter itself: a restore into PostgreSQL builds the table's key
+                // only after the rows.
+                if counter != nil, repeated == nil {
+                    let key = self.key
+                    repeated = Violation(
+                        rank: .atRow, sequence: sequence, userKey: "", place: place,
+                        error: {
+                            let parts = Self.parts(key)
+                            return context.wording.duplicate(
+                                context.describe(place),
+                                "user '\(parts[1])' has two counters rows of '\(parts[2])' in the archive")
+                        })
+                }
+                counter = (value, place)
             }
         }
 

@@ -399,16 +399,17 @@ private func table(_ name: String) throws -> BackupTable {
     }
 
     /// Into a store without users (a restore) PostgreSQL drops the plain
-    /// indexes for the load and keeps the keys: a repeated key of a history
-    /// table is refused at its own insertion, batches after the first, and
-    /// nothing is kept; explicit ids out of order are told from taken ones.
-    /// The import runs `body` once.
+    /// indexes for the load and keeps the keys the engine does not check
+    /// itself (the surrogate ids' and the counters' it does: `CrossRowFacts`):
+    /// a repeated key of a history table is refused at its own insertion,
+    /// batches after the first, and nothing is kept; explicit ids out of
+    /// order are told from taken ones. The import runs `body` once.
     @Test(arguments: StoreBackend.allCases)
     func aRepeatedKeyIntoAStoreWithoutUsersIsRefusedAtItsRow(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
-        let counters = try table("counters")
-        func counter(_ action: String) -> Fixture.Row {
-            ["user_id": .text("u1"), "action": .text(action), "total": .integer(0)]
+        let flags = try table("user_flags")
+        func flag(_ name: String) -> Fixture.Row {
+            ["user_id": .text("u1"), "flag": .text(name), "set_at": Fixture.time(1)]
         }
         var runs = 0
         var refusals: [(BackupRowRefusal.Reason, Int)] = []
@@ -421,7 +422,7 @@ private func table(_ name: String) throws -> BackupTable {
                     // Call 1,800 repeats call 100's key, in a later batch.
                     for index in 1...2500 {
                         call = index
-                        _ = try writes.insert(counter(index == 1800 ? "a100" : "a\(index)"), into: counters)
+                        _ = try writes.insert(flag(index == 1800 ? "f100" : "f\(index)"), into: flags)
                     }
                     try writes.finishRows()
                 } catch let refusal as BackupRowRefusal {
@@ -446,13 +447,13 @@ private func table(_ name: String) throws -> BackupTable {
         let renumbered = try store.importBackupRows(dryRun: false) { writes throws in
             runs += 1
             _ = try writes.insert(Fixture.user("u1"), into: table("users"))
-            for index in 1...2500 { _ = try writes.insert(counter("a\(index)"), into: counters) }
+            for index in 1...2500 { _ = try writes.insert(flag("f\(index)"), into: flags) }
             return try [10, 5, 10].filter { try writes.insert(event($0), into: events) == .renumbered }.count
         }
         #expect(runs == 1)
         #expect(renumbered == 1)
         let exported = try Fixture.export(store, guestOwner: profile.guestOwner)
-        #expect(exported["counters"]?.count == 2500)
+        #expect(exported["user_flags"]?.count == 2500)
         #expect(Set((exported["events"] ?? []).compactMap { $0["id"] }) == [.integer(5), .integer(10), .integer(11)])
     }
 
