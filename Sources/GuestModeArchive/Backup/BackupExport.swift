@@ -107,7 +107,7 @@ extension GuestMode {
                         try snapshot.forEachRawRow(in: table) { columns, cells in
                             if keys.count != columns.count { keys = RowEncoder.Keys(columns) }
                             try RowEncoder.appendRow(
-                                cells, keys: keys, columns: columns, table: table.name, to: chunk)
+                                cells, keys: &keys, columns: columns, table: table.name, to: &chunk)
                             chunkRows += 1
                             tableRows += 1
                             written += 1
@@ -234,9 +234,12 @@ extension RowEncoder {
     }
 
     /// Appends one row as a JSON object and a newline, its text straight
-    /// from the store's bytes (a string made per cell was most of an export's allocations).
+    /// from the store's bytes (a string made per cell was most of an export's allocations). The keys and the
+    /// buffer come `inout`, though neither changes: the caller's are captured variables, and passed by value
+    /// each was copied, a retain and a release for every row.
     static func appendRow(
-        _ cells: UnsafeBufferPointer<RawCell>, keys: Keys, columns: [String], table: String, to buffer: RowBuffer
+        _ cells: UnsafeBufferPointer<RawCell>, keys: inout Keys, columns: [String], table: String,
+        to buffer: inout RowBuffer
     ) throws {
         try keys.bytes.withUnsafeBufferPointer { keyBytes in
             try keys.ends.withUnsafeBufferPointer { ends in

@@ -305,8 +305,12 @@ private final class PostgresBackupSource: BackupRowSource {
             \(condition.sql) ORDER BY \(condition.guestOwnerLast)\(shape.ordering)) TO STDOUT
             """
         ) { line in
-            try rows.decode(line) { cells in try body(columns, cells) }
+            // Lent, not retained, for each row: `rows` outlives the COPY.
+            try Unmanaged.passUnretained(rows)._withUnsafeGuaranteedRef { rows in
+                try rows.decode(line) { cells in try body(columns, cells) }
+            }
         }
+        withExtendedLifetime(rows) {}
     }
 
     /// How a COPY's query reads the owners `set_config` gave it.
