@@ -387,48 +387,47 @@ final class CrossRowFacts {
             case .identityOfUser: hasIdentity = true
             case .unique:
                 if count == 2 {
-                    let key = self.key
-                    repeated = Violation(
-                        rank: .atRow, sequence: sequence, userKey: "", place: place,
-                        error: {
-                            let parts = Self.parts(key, maxSplits: 2)
-                            let space = UniqueSpace(name: Substring(parts.count > 1 ? parts[1] : ""))
-                            return context.wording.duplicate(
-                                context.describe(place), space.repeated(parts.count > 2 ? parts[2] : ""))
-                        })
+                    repeated = atRow(sequence, place, maxSplits: 2) { parts in
+                        let space = UniqueSpace(name: Substring(parts.count > 1 ? parts[1] : ""))
+                        return context.wording.duplicate(
+                            context.describe(place), space.repeated(parts.count > 2 ? parts[2] : ""))
+                    }
                 }
             case .event:
                 if firstEventPlace == nil { firstEventPlace = place }
                 let (sum, overflowed) = eventTotal.addingReportingOverflow(value)
                 if overflow == nil, overflowed || sum > context.wording.maximumTotal {
-                    let key = self.key
-                    overflow = Violation(
-                        rank: .atRow, sequence: sequence, userKey: "", place: place,
-                        error: {
-                            let parts = Self.parts(key)
-                            return context.wording.invalid(
-                                context.describe(place),
-                                "the counts of '\(parts[2])' events of user '\(parts[1])' add up past the largest total, \(context.wording.maximumTotal)"
-                            )
-                        })
+                    overflow = atRow(sequence, place) { parts in
+                        context.wording.invalid(
+                            context.describe(place),
+                            "the counts of '\(parts[2])' events of user '\(parts[1])' add up past the largest total, \(context.wording.maximumTotal)"
+                        )
+                    }
                 }
                 eventTotal = overflowed ? .max : sum
             case .counter:
                 // The engine finds a repeated counter itself: a restore into PostgreSQL builds the table's key
                 // only after the rows.
                 if counter != nil, repeated == nil {
-                    let key = self.key
-                    repeated = Violation(
-                        rank: .atRow, sequence: sequence, userKey: "", place: place,
-                        error: {
-                            let parts = Self.parts(key)
-                            return context.wording.duplicate(
-                                context.describe(place),
-                                "user '\(parts[1])' has two counters rows of '\(parts[2])' in the archive")
-                        })
+                    repeated = atRow(sequence, place) { parts in
+                        context.wording.duplicate(
+                            context.describe(place),
+                            "user '\(parts[1])' has two counters rows of '\(parts[2])' in the archive")
+                    }
                 }
                 counter = (value, place)
             }
+        }
+
+        /// A violation of the row at `place`, worded from the group's key split at its zeros only once reported.
+        private func atRow(
+            _ sequence: UInt64, _ place: NotedPlace, maxSplits: Int = .max,
+            _ word: @escaping (_ parts: [String]) -> GuestModeError
+        ) -> Violation {
+            let key = self.key
+            return Violation(
+                rank: .atRow, sequence: sequence, userKey: "", place: place,
+                error: { word(Self.parts(key, maxSplits: maxSplits)) })
         }
 
         func violations(_ context: Context) -> [Violation] {
