@@ -101,8 +101,8 @@ extension GuestMode {
             let walk = try ArchiveWalk.read(
                 path: path, depth: .full, limits: limits, chain: chain, keys: keys, listed: session.users,
                 onHeader: { try session.begin($0) },
-                onRow: {
-                    try session.insert($1, into: $0, at: $2)
+                onRow: { table, row, location in
+                    try session.insert(consume row, into: table, at: location)
                     rowsRead += 1
                     progress(rowsRead)
                 })
@@ -356,7 +356,7 @@ private struct ImportSession {
         )
     }
 
-    mutating func insert(_ archived: BackupRow, into table: BackupTable, at location: RowLocation) throws {
+    mutating func insert(_ archived: consuming BackupRow, into table: BackupTable, at location: RowLocation) throws {
         do {
             try insertRow(archived, into: table, at: location)
         } catch let refusal as BackupRowRefusal {
@@ -366,7 +366,7 @@ private struct ImportSession {
     }
 
     private mutating func insertRow(
-        _ archived: BackupRow, into table: BackupTable, at location: RowLocation
+        _ archived: consuming BackupRow, into table: BackupTable, at location: RowLocation
     )
         throws
     {
@@ -377,7 +377,7 @@ private struct ImportSession {
             throw foreign(table, at: location)
         }
         let fate = listed?.fate ?? guestOwnerFate
-        var row = try validator.check(archived, table: table, entry: location.entry, line: location.line)
+        var row = try validator.check(consume archived, table: table, entry: location.entry, line: location.line)
         if table.name == "users" {
             guard let listed, listedUsers.markSeen(listed) else {
                 throw GuestModeError(

@@ -52,7 +52,7 @@ struct ArchiveWalk {
         path: String, depth: Depth, limits: ArchiveLimits, chain: ArchiveMigrationChain = .standard,
         keys: BackupKeys = .none, listed: (any ListedUserSink)? = nil,
         onHeader: (BackupHeader) throws -> Void = { _ in },
-        onRow: (BackupTable, BackupRow, RowLocation) throws -> Void = { _, _, _ in }
+        onRow: (BackupTable, consuming BackupRow, RowLocation) throws -> Void = { _, _, _ in }
     ) throws -> ArchiveWalk {
         try ArchiveReader.read(path: path, limits: limits, keys: keys) { reader in
             guard let first = try reader.nextEntry() else {
@@ -116,7 +116,8 @@ struct ArchiveWalk {
                             if !migrations.isEmpty {
                                 for step in migrations { try step.upgradeRow(table.name, &row) }
                             }
-                            try onRow(table, row, location)
+                            // Handed on, not copied: the import drops a surrogate id from the row in place.
+                            try onRow(table, consume row, location)
                         }
                     }
                     try splitter.finish()

@@ -94,6 +94,25 @@ package struct BackupRow: Sendable, Equatable, ExpressibleByDictionaryLiteral, C
         }
     }
 
+    /// Drops the column at `index`, naming the rest `columns`: the row's
+    /// columns less that one, as made for another row of the table, so
+    /// that the rows keep sharing one array. The values are changed in
+    /// place when the row holds the only reference to them.
+    ///
+    /// ```swift
+    /// var row = BackupRow(columns: ["id", "user_id"], values: [.integer(7), .text("u1")])
+    /// row.removeColumn(at: 0, leaving: ["user_id"])   // [user_id: u1]
+    /// ```
+    package mutating func removeColumn(at index: Int, leaving columns: [String]) {
+        precondition(columns.count == self.columns.count - 1, "one column fewer must be left")
+        // Compared name by name in debug builds only: an import drops a column from millions of rows.
+        assert(
+            columns[..<index] == self.columns[..<index] && columns[index...] == self.columns[(index + 1)...],
+            "the columns left must be the row's less the one removed")
+        values.remove(at: index)
+        self.columns = columns
+    }
+
     package static func == (lhs: BackupRow, rhs: BackupRow) -> Bool {
         guard lhs.count == rhs.count else { return false }
         if lhs.columns == rhs.columns { return lhs.values == rhs.values }

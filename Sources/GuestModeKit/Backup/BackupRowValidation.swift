@@ -67,7 +67,7 @@ package struct BackupRowValidator {
     /// row to write: the same columns, less a surrogate id, with record data
     /// in its canonical text.
     package mutating func check(
-        _ row: BackupRow, table: BackupTable, entry: String, line: Int
+        _ row: consuming BackupRow, table: BackupTable, entry: String, line: Int
     ) throws -> BackupRow {
         // The rows of a table share their columns' array: names found good for one row are good for the next.
         let columnsAccepted = acceptedColumns == row.columns || !row.columns.contains { !TextRule.isAcceptable($0) }
@@ -85,7 +85,8 @@ package struct BackupRowValidator {
         // The cells are lent to the checks, not copied: a copy of a text or of the row's arrays is a retain and
         // a release, each an atomic instruction, and an import checks millions of rows (bench/results.md).
         let cells = cells
-        var result = row
+        var idColumn: Int?
+        var canonicalData: String?
         try row.columns.withUnsafeBufferPointer { columns in
             try row.values.withUnsafeBufferPointer { values in
                 cells.begin(columns: columns, values: values, table: table.name, entry: entry, line: line)
@@ -93,11 +94,15 @@ package struct BackupRowValidator {
                 if table.hasSurrogateID {
                     let id = try cells.integer("id", in: 1...Bounds.maximumRowID)
                     try facts.noteRowID(id, of: table.name, at: cells.place)
-                    if let index = row.index(of: "id") { result = dropping(columnAt: index, of: row) }
+                    idColumn = BackupRow.index(of: "id", in: columns, from: 0)
                 }
-                try checkColumns(cells, table: table.name, result: &result)
+                canonicalData = try checkColumns(cells, table: table.name)
             }
         }
+        // The row came to this check to be changed in place: a copy of its values was a retain of every text.
+        var result = consume row
+        if let canonicalData { result["data"] = .text(canonicalData) }
+        if let idColumn { dropColumn(at: idColumn, of: &result) }
         return result
     }
 
@@ -111,18 +116,17 @@ package struct BackupRowValidator {
         }
     }
 
-    /// `row` less one column. The rows of a table share their columns, so
-    /// the shorter list made for one row serves the rows after it.
-    private mutating func dropping(columnAt index: Int, of row: BackupRow) -> BackupRow {
-        var values = row.values
-        values.remove(at: index)
+    /// Drops one column of `row`. The rows of a table share their columns,
+    /// so the shorter list made for one row serves the rows after it.
+    private mutating func dropColumn(at index: Int, of row: inout BackupRow) {
         if let shortened, shortened.from == row.columns {
-            return BackupRow(columns: shortened.to, values: values)
+            row.removeColumn(at: index, leaving: shortened.to)
+            return
         }
         var columns = row.columns
         columns.remove(at: index)
         shortened = (row.columns, columns)
-        return BackupRow(columns: columns, values: values)
+        row.removeColumn(at: index, leaving: columns)
     }
 
     /// Checks what no single row shows: values that must be unique, states
@@ -154,7 +158,9 @@ package struct BackupRowValidator {
 
     // MARK: - Tables
 
-    private mutating func checkColumns(_ cells: Cells, table: String, result: inout BackupRow) throws {
+    /// Checks the row's columns for `table`; returns the canonical text of
+    /// its record data when the row holds that data in another text.
+    private mutating func checkColumns(_ cells: Cells, table: String) throws -> String? {
         switch table {
         case "users":
             let id = try cells.name("id")
@@ -215,9 +221,10 @@ package struct BackupRowValidator {
             try cells.text("owner_id")
             try cells.declared("collection", in: cells.collections, what: "collection")
             try cells.name("key")
-            if let data = try cells.recanonicalizedRecordData("data") { result["data"] = .text(data) }
+            let data = try cells.recanonicalizedRecordData("data")
             try cells.past("created_at")
             try cells.past("updated_at")
+            return data
         case "meter_usage":
             try cells.name("user_id")
             try cells.declared("meter", in: cells.meters, what: "meter")
@@ -285,13 +292,15 @@ package struct BackupRowValidator {
             // Restored by `migrate conflicts restore` into a record of this collection.
             try cells.declared("collection", in: cells.collections, what: "collection")
             try cells.name("key")
-            if let data = try cells.recanonicalizedRecordData("data") { result["data"] = .text(data) }
+            let data = try cells.recanonicalizedRecordData("data")
             try cells.past("updated_at")
             try cells.text("reason")
             try cells.past("archived_at")
+            return data
         default:
             throw cells.invalid("guestmode backups have no table \(table)")
         }
+        return nil
     }
 
     private func action(_ cells: Cells) throws -> String {
