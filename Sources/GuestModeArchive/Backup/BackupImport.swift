@@ -437,7 +437,12 @@ private struct ImportSession {
         insertions += 1
         do {
             // A user whose users row came earlier has it in the store: written above, or the store's own kept.
-            let ownerHasUsersRow = table.name != "users" && listed.map(listedUsers.hasSeen) == true
+            let ownerHasUsersRow: Bool
+            if table.name != "users", let listed {
+                ownerHasUsersRow = listedUsers.hasSeen(listed)
+            } else {
+                ownerHasUsersRow = false
+            }
             if try rows.insert(row, into: table, ownerHasUsersRow: ownerHasUsersRow) == .renumbered { renumbered += 1 }
         } catch let refusal as BackupRowRefusal where refusal.insertion == nil {
             throw failure(refusal, table: table, row: row, location: location)

@@ -633,6 +633,8 @@ private final class PostgresBackupImport: BackupRowImport {
         var table: String
         var columns: [String]
         var shape: BackupTableShape
+        /// The shape's `refersToUsers`, asked of every row: held apart, it is read without a retain of the shape.
+        var refersToUsers: Bool
         /// Each row's values in `columns`' order, as the archive gave them.
         var rows: [[CellValue]] = []
         /// The `insert` call of each row.
@@ -702,19 +704,22 @@ private final class PostgresBackupImport: BackupRowImport {
         try usable()
         let call = insertions
         insertions += 1
-        let shape = try self.shape(table)
         let owner = row[table.ownerColumn].flatMap(\.text)
         // Another table's rows go in first, with their placeholders: a users row must know whether it fills one.
         // Compared through `pending?`: `if let pending` copied the batch, a retain and a release of each array.
         if pending != nil, pending?.table != table.name { try flush() }
-        if try mayHoldBack(row, table: table, shape: shape, owner: owner) {
+        if try mayHoldBack(row, table: table, owner: owner) {
             // A table's rows share their columns, so comparing them with the batch's is comparing two references.
             if pending != nil, pending?.table != table.name || pending?.columns != row.columns { try flush() }
-            if pending == nil { pending = PendingRows(table: table.name, columns: row.columns, shape: shape) }
+            if pending == nil {
+                let shape = try self.shape(table)
+                pending = PendingRows(
+                    table: table.name, columns: row.columns, shape: shape, refersToUsers: shape.refersToUsers)
+            }
             pending?.rows.append(row.values)
             pending?.insertions.append(call)
             if table.name == "users", let owner { remember(owner) }
-            if shape.refersToUsers, !ownerHasUsersRow, let owner { pending?.owners.insert(owner) }
+            if pending?.refersToUsers == true, !ownerHasUsersRow, let owner { pending?.owners.insert(owner) }
             if table.hasSurrogateID, case .integer(let id) = row["id"] {
                 highestIDs[table.name] = id
                 explicitIDs.insert(table.name)
@@ -723,6 +728,7 @@ private final class PostgresBackupImport: BackupRowImport {
             return .inserted
         }
         try flush()
+        let shape = try self.shape(table)
         if table.hasSurrogateID { highestIDs[table.name] = nil }
         var values = row
         var insertion = BackupRowInsertion.inserted
@@ -767,7 +773,7 @@ private final class PostgresBackupImport: BackupRowImport {
     /// Whether `row` can wait for the batch: nothing about it must be asked
     /// of the store first.
     private func mayHoldBack(
-        _ row: BackupRow, table: BackupTable, shape: BackupTableShape, owner: String?
+        _ row: BackupRow, table: BackupTable, owner: String?
     )
         throws -> Bool
     {
