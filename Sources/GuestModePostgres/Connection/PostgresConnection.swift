@@ -630,8 +630,8 @@ final class PostgresConnection: Sendable {
     ) throws {
         try send(sql, [], on: handle, until: nextDeadline)
         var first = try nextResult(of: handle, sql: sql, until: nextDeadline)
-        // The statements before the COPY answer first.
-        while let done = first, pq.PQresultStatus(done) == PGRES_COMMAND_OK {
+        // The statements before the COPY answer first (a query's rows are not read).
+        while let done = first, [PGRES_COMMAND_OK, PGRES_TUPLES_OK].contains(pq.PQresultStatus(done)) {
             pq.PQclear(done)
             first = try nextResult(of: handle, sql: sql, until: nextDeadline)
         }
