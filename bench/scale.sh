@@ -16,6 +16,9 @@
 #   export   `backup export --all` (plain: sqlite3 .dump / pg_dump, zstd -3);
 #   read     `backup verify`, `verify --full`, `inspect` and `import` of that
 #            archive into an empty store (plain: zstd -t, the dump loaded);
+#   records  `backup import` of an archive of 2,000 records of 64 KB each
+#            (whatever SCALE_GUESTS is) into an empty store: rows held back
+#            for a batch are bounded by their bytes, not only by their number;
 #   copy     `db copy` SQLite → PostgreSQL (plain: sqlite3 -csv | psql \copy of
 #            the tables holding rows), on the SQLite run only;
 #   sizes    the stores on disk.
@@ -45,7 +48,7 @@ for tool in sqlite3 psql "$pg_bin/pg_dump" zstd valgrind /usr/bin/time awk strip
 done
 
 work=$(mktemp -d "${SCALE_DIR:-${TMPDIR:-/tmp}}/guestmode-scale.XXXXXX")
-schemas="scale_gm scale_plain scale_empty scale_copy scale_plaincopy scale_imported scale_plainimport"
+schemas="scale_gm scale_plain scale_empty scale_copy scale_plaincopy scale_imported scale_plainimport scale_records"
 cleanup() {
     for schema in $schemas; do psql -X -q -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true; done
     rm -rf "$work"
@@ -103,6 +106,18 @@ awk -v n="$guests" 'BEGIN {
 }' > events.ndjson
 grep '"user":"g1"' events.ndjson > one.ndjson
 echo "scale: $guests guests, $((2 * guests)) events ($(du -h events.ndjson | cut -f1) of NDJSON), $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# An archive of 2,000 users with one record of 64 KB each (2 KB of random hex, repeated: 128 MB of rows in a
+# few MB of archive, well within the archive limits' expansion ratio).
+"$binary" --store records-source.sqlite init --profile recipes --quiet >/dev/null
+sqlite3 -bail records-source.sqlite "
+INSERT INTO users (id, created_at, last_seen_at)
+    SELECT 'r' || value, '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z' FROM generate_series(1, 2000);
+INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
+    SELECT 'r' || value, 'recipes', 'large', json_object('note', replace(printf('%.32c', '*'), '*', hex(randomblob(1024)))),
+           '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z' FROM generate_series(1, 2000);"
+"$binary" --store records-source.sqlite --now "$now" backup export --all --out records.tar.zst --quiet
+rm -f records-source.sqlite*
 
 # callgrind on a copy without debug information (valgrind gives up on some DWARF of Swift builds).
 strip --strip-debug -o guestmode-stripped "$binary"
@@ -333,6 +348,19 @@ run_backend() {
         [ "$a" = "$b" ] || fail "$backend import: $b $table imported, the store exported $a"
     done
     rm -f all.tar.zst plain.sql.zst imported.sqlite* plainimport.sqlite*
+
+    # --- backup import of large records -------------------------------------------------------------
+    rm -f records.sqlite*
+    [ "$backend" = postgres ] && psql -X -q -c "DROP SCHEMA IF EXISTS scale_records CASCADE" >/dev/null 2>&1
+    # shellcheck disable=SC2046
+    "$binary" init --profile recipes $(gm_store "$backend" records) --quiet >/dev/null
+    # shellcheck disable=SC2046
+    read -r os ok < <(measure "$binary" $(gm_store "$backend" records) --now "$now" backup import records.tar.zst --quiet)
+    row "$backend" "backup import of 2,000 records of 64 KB" "$os" "$ok" - -
+    a=$(query "$backend" records "SELECT count(*) || ' ' || sum(length(data)) FROM records")
+    [ "$a" = "2000 131094000" ] || fail "$backend import of large records: '$a', not 2000 records of 131094000 bytes"
+    rm -f records.sqlite*
+    [ "$backend" = postgres ] && psql -X -q -c "DROP SCHEMA IF EXISTS scale_records CASCADE" >/dev/null 2>&1
     [ "$backend" = postgres ] && for schema in scale_imported scale_plainimport; do
         psql -X -q -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
     done

@@ -80,11 +80,13 @@ def duplicate(entries, victim):
     put(entry, table_rows)
 
 def duplicate_far(entries, victim):
-    # 2,500 records, line 1,250 repeating the key of line 1,150: PostgreSQL
-    # finds it in a batch whose answer it reads while the next one fills.
+    # 2,500 records of 4 KB, line 1,250 repeating the key of line 1,150:
+    # PostgreSQL holds about 4 MiB of rows a batch, so it finds it in the
+    # second batch, whose answer it reads while the third one fills.
     entry, table_rows = rows(entries, 'records')
     first = table_rows[0]
-    table_rows = [dict(first, key='k%04d' % i) for i in range(1, 2501)]
+    data = json.dumps({'note': 'x' * 4000}, separators=(',', ':'))
+    table_rows = [dict(first, key='k%04d' % i, data=data) for i in range(1, 2501)]
     table_rows[1249]['key'] = table_rows[1149]['key']
     put(entry, table_rows)
 

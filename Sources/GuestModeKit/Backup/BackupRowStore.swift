@@ -277,9 +277,12 @@ package protocol BackupRowImport {
 /// holds two batches of half as many: one the server is writing, one filling.
 /// Each batch is one COPY, and every COPY makes its 1,000 buffered row slots
 /// anew; PostgreSQL's bookkeeping of those slots (each pins the same row shape
-/// in a hashed list) costs it the square of their number, so batches of 5,000
-/// rows pay it a fifth as often as batches of 1,000 did (`bench/results.md`).
-package let backupPendingRowLimit = 10_000
+/// in a hashed list) costs it the square of their number, so batches of up
+/// to 20,000 rows pay it a fourth as often as batches of 5,000 did, and a
+/// twentieth as often as batches of 1,000 (`bench/results.md`). PostgreSQL
+/// also bounds a batch by the bytes its rows hold (4 MiB), so the limit in
+/// rows binds only for small rows.
+package let backupPendingRowLimit = 40_000
 
 extension BackupRowImport {
     /// Inserts one row, with nothing known about its user's users row.

@@ -625,6 +625,21 @@ private final class PostgresBackupImport: BackupRowImport {
     private var unsettled: PendingRows?
     /// Rows of one batch: two batches are held at most (`pending` and `unsettled`).
     private static let batchLimit = backupPendingRowLimit / 2
+    /// Bytes of one batch (`heldBytes`), whatever its rows: counted in rows
+    /// alone, the batches of an archive of 2,000 records of 64 KB each held
+    /// all of them, and the import peaked at 187 MB (bench/scale.sh).
+    private static let batchByteLimit = 4 << 20
+
+    /// About the memory `values` take while held back: their array and their texts.
+    private static func heldBytes(_ values: [CellValue]) -> Int {
+        values.withUnsafeBufferPointer { values in
+            var bytes = 64 + MemoryLayout<CellValue>.stride * values.count
+            for index in values.indices {
+                if case .text(let text) = values[index] { bytes += 32 + text.utf8.count }
+            }
+            return bytes
+        }
+    }
     /// Per table with a surrogate id, an id above every id in the table and
     /// held back: an archive id above it cannot be taken.
     private var highestIDs: [String: Int64] = [:]
@@ -644,6 +659,8 @@ private final class PostgresBackupImport: BackupRowImport {
         var insertions: [Int] = []
         /// The users the rows refer to, when the table refers to `users`.
         var owners: Set<String> = []
+        /// About what the rows take in memory (`heldBytes`).
+        var bytes = 0
     }
 
     init(_ connection: PostgresConnection) { self.connection = connection }
@@ -719,6 +736,7 @@ private final class PostgresBackupImport: BackupRowImport {
                 pending = PendingRows(
                     table: table.name, columns: row.columns, shape: shape, refersToUsers: shape.refersToUsers)
             }
+            pending?.bytes += Self.heldBytes(row.values)
             pending?.rows.append(row.values)
             pending?.insertions.append(call)
             if table.name == "users", let owner { remember(owner) }
@@ -727,7 +745,9 @@ private final class PostgresBackupImport: BackupRowImport {
                 highestIDs[table.name] = id
                 explicitIDs.insert(table.name)
             }
-            if let count = pending?.rows.count, count >= Self.batchLimit { try write(waiting: false) }
+            if pending?.rows.count ?? 0 >= Self.batchLimit || pending?.bytes ?? 0 >= Self.batchByteLimit {
+                try write(waiting: false)
+            }
             return .inserted
         }
         try flush()
