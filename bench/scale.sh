@@ -17,8 +17,9 @@
 #   read     `backup verify`, `verify --full`, `inspect` and `import` of that
 #            archive into an empty store (plain: zstd -t, the dump loaded);
 #   records  `backup import` of an archive of 2,000 records of 64 KB each
-#            (whatever SCALE_GUESTS is) into an empty store: rows held back
-#            for a batch are bounded by their bytes, not only by their number;
+#            (whatever SCALE_GUESTS is) into an empty store, then `db copy` of
+#            that store to the other backend: rows held back for a batch, or
+#            read for one, are bounded by their bytes, not only by their number;
 #   copy     `db copy` SQLite → PostgreSQL (plain: sqlite3 -csv | psql \copy of
 #            the tables holding rows), on the SQLite run only;
 #   sizes    the stores on disk.
@@ -48,7 +49,8 @@ for tool in sqlite3 psql "$pg_bin/pg_dump" zstd valgrind /usr/bin/time awk strip
 done
 
 work=$(mktemp -d "${SCALE_DIR:-${TMPDIR:-/tmp}}/guestmode-scale.XXXXXX")
-schemas="scale_gm scale_plain scale_empty scale_copy scale_plaincopy scale_imported scale_plainimport scale_records"
+schemas="scale_gm scale_plain scale_empty scale_copy scale_plaincopy scale_imported scale_plainimport scale_records
+    scale_recordscopy"
 cleanup() {
     for schema in $schemas; do psql -X -q -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true; done
     rm -rf "$work"
@@ -209,7 +211,8 @@ compare() { # backend, what, SQL: both stores must answer the same
 }
 
 run_backend() {
-    local backend=$1 os ok ps pk
+    local backend=$1 os ok ps pk other
+    local -a copy_to
     for which in gm plain empty; do
         rm -f "$which.sqlite"*
         [ "$backend" = postgres ] && psql -X -q -c "DROP SCHEMA IF EXISTS scale_$which CASCADE" >/dev/null 2>&1
@@ -359,8 +362,22 @@ run_backend() {
     row "$backend" "backup import of 2,000 records of 64 KB" "$os" "$ok" - -
     a=$(query "$backend" records "SELECT count(*) || ' ' || sum(length(data)) FROM records")
     [ "$a" = "2000 131094000" ] || fail "$backend import of large records: '$a', not 2000 records of 131094000 bytes"
-    rm -f records.sqlite*
-    [ "$backend" = postgres ] && psql -X -q -c "DROP SCHEMA IF EXISTS scale_records CASCADE" >/dev/null 2>&1
+    # The copy reads every table on both sides for its checksums, and writes the other backend's store.
+    rm -f recordscopy.sqlite*
+    psql -X -q -c "DROP SCHEMA IF EXISTS scale_recordscopy CASCADE" >/dev/null 2>&1
+    case $backend in
+    sqlite) copy_to=(--to "$uri" --to-schema scale_recordscopy) other=postgres ;;
+    postgres) copy_to=(--to recordscopy.sqlite) other=sqlite ;;
+    esac
+    # shellcheck disable=SC2046
+    read -r os ok < <(measure "$binary" $(gm_store "$backend" records) db copy "${copy_to[@]}" --quiet)
+    row "$backend" "db copy of those records to $other" "$os" "$ok" - -
+    a=$(query "$other" recordscopy "SELECT count(*) || ' ' || sum(length(data)) FROM records")
+    [ "$a" = "2000 131094000" ] || fail "$backend db copy of large records: '$a', not 2000 records of 131094000 bytes"
+    rm -f records.sqlite* recordscopy.sqlite*
+    for schema in scale_records scale_recordscopy; do
+        psql -X -q -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
+    done
     [ "$backend" = postgres ] && for schema in scale_imported scale_plainimport; do
         psql -X -q -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
     done

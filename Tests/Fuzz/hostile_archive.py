@@ -81,7 +81,7 @@ def duplicate(entries, victim):
 
 def duplicate_far(entries, victim):
     # 2,500 records of 4 KB, line 1,250 repeating the key of line 1,150:
-    # PostgreSQL holds about 4 MiB of rows a batch, so it finds it in the
+    # PostgreSQL holds about 3 MiB of rows a batch, so it finds it in the
     # second batch, whose answer it reads while the third one fills.
     entry, table_rows = rows(entries, 'records')
     first = table_rows[0]

@@ -142,6 +142,22 @@ package enum RawCell {
     case text(UnsafeBufferPointer<UInt8>)
 }
 
+extension CellValue {
+    /// `cell` as a value of its own, its text copied (a raw cell's bytes live only during its call).
+    ///
+    /// ```swift
+    /// let values = cells.map(CellValue.init)
+    /// ```
+    package init(_ cell: RawCell) {
+        switch cell {
+        case .null: self = .null
+        case .integer(let number): self = .integer(number)
+        case .real(let number): self = .real(number)
+        case .text(let bytes): self = .text(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+}
+
 /// Whose rows an export reads, as the engine resolved its `BackupSelection`.
 package enum BackupOwners: Sendable, Equatable {
     /// Every user, and the records of `guestOwner` when it is given.
@@ -277,11 +293,10 @@ package protocol BackupRowImport {
 /// holds two batches of half as many: one the server is writing, one filling.
 /// Each batch is one COPY, and every COPY makes its 1,000 buffered row slots
 /// anew; PostgreSQL's bookkeeping of those slots (each pins the same row shape
-/// in a hashed list) costs it the square of their number, so batches of up
-/// to 20,000 rows pay it a fourth as often as batches of 5,000 did, and a
-/// twentieth as often as batches of 1,000 (`bench/results.md`). PostgreSQL
-/// also bounds a batch by the bytes its rows hold (4 MiB), so the limit in
-/// rows binds only for small rows.
+/// in a hashed list) costs it the square of their number, once a batch: the
+/// fewer batches the better (`bench/results.md`). PostgreSQL also bounds a
+/// batch by the bytes its rows hold (3 MiB), which binds first for all but
+/// the smallest rows (an event's batch is about 8,000 rows).
 package let backupPendingRowLimit = 40_000
 
 extension BackupRowImport {

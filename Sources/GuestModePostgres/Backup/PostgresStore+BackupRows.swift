@@ -249,11 +249,10 @@ private final class BackupTableShape {
 /// (`forEachRawRow`) stream through `COPY … TO STDOUT`, as `pg_dump` reads a
 /// table: no round trip per batch of rows, and the server writes the next
 /// rows while these are encoded. `forEachRow` (`db copy`, the checks) reads
-/// through a server-side cursor, a thousand rows at a time.
+/// the same stream, each row's cells made values.
 private final class PostgresBackupSource: BackupRowSource {
     let connection: PostgresConnection
     private var shapes: [String: BackupTableShape] = [:]
-    private var cursors = 0
 
     init(_ connection: PostgresConnection) { self.connection = connection }
 
@@ -316,44 +315,17 @@ private final class PostgresBackupSource: BackupRowSource {
     /// How a COPY's query reads the owners `set_config` gave it.
     private static let ownersSetting = "current_setting('guestmode.export_owners')"
 
+    /// Streamed by COPY as the raw rows are, a row at a time: fetched by
+    /// the thousand through a cursor, 1,000 records of 64 KB were held at
+    /// once (bench/scale.sh).
     func forEachRow(
         in table: BackupTable, of owners: BackupOwners, _ body: ([String], [CellValue]) throws -> Void
     ) throws {
-        let shape = try self.shape(table)
-        let condition = Self.condition(table, owners, ownedByUsers: shape.ownedByUsers, value: "$1")
         var values: [CellValue] = []
-        values.reserveCapacity(shape.columns.count)
-        try forEachFetched(
-            """
-            SELECT \(shape.columns.map(PostgresStore.quote).joined(separator: ", ")) FROM \(PostgresStore.quote(table.name))
-            \(condition.sql) ORDER BY \(condition.guestOwnerLast)\(shape.ordering)
-            """,
-            condition.parameters
-        ) { row in
+        try forEachRawRow(in: table, of: owners) { columns, cells in
             values.removeAll(keepingCapacity: true)
-            for (index, column) in shape.columns.enumerated() {
-                values.append(
-                    try shape.cell(
-                        index < row.values.count ? row.values[index] : nil, column: column, table: table.name,
-                        location: connection.location))
-            }
-            try body(shape.columns, values)
-        }
-    }
-
-    /// Runs `query` through a server-side cursor and calls `body` with each
-    /// row, a thousand rows fetched at a time.
-    private func forEachFetched(
-        _ query: String, _ parameters: [PostgresValue?], _ body: (PostgresRow) throws -> Void
-    ) throws {
-        cursors += 1
-        let cursor = "guestmode_export_\(cursors)"
-        try connection.execute("DECLARE \(cursor) NO SCROLL CURSOR FOR \(query)", parameters)
-        defer { _ = try? connection.execute("CLOSE \(cursor)") }
-        while true {
-            let batch = try connection.execute("FETCH 1000 FROM \(cursor)")
-            if batch.count == 0 { break }
-            for row in batch { try body(row) }
+            for index in cells.indices { values.append(CellValue(cells[index])) }
+            try body(columns, values)
         }
     }
 
@@ -402,7 +374,7 @@ private final class PostgresBackupSource: BackupRowSource {
 /// let rows = CopyTextRows(kinds: [.text], columns: ["id"], table: "users", location: location)
 /// try rows.decode(line) { cells in print(cells.count) }
 /// ```
-private final class CopyTextRows {
+final class CopyTextRows {
     /// Each column's kind, by position.
     private let kinds: UnsafeMutableBufferPointer<PostgresColumns.Kind>
     private let columns: [String]
@@ -627,8 +599,8 @@ private final class PostgresBackupImport: BackupRowImport {
     private static let batchLimit = backupPendingRowLimit / 2
     /// Bytes of one batch (`heldBytes`), whatever its rows: counted in rows
     /// alone, the batches of an archive of 2,000 records of 64 KB each held
-    /// all of them, and the import peaked at 187 MB (bench/scale.sh).
-    private static let batchByteLimit = 4 << 20
+    /// all of them, and the import peaked at 232 MB (bench/scale.sh).
+    private static let batchByteLimit = 3 << 20
 
     /// About the memory `values` take while held back: their array and their texts.
     private static func heldBytes(_ values: [CellValue]) -> Int {
