@@ -17,8 +17,9 @@
 #   read     `backup verify`, `verify --full`, `inspect` and `import` of that
 #            archive into an empty store (plain: zstd -t, the dump loaded);
 #   records  `backup import` of an archive of 2,000 records of 64 KB each
-#            (whatever SCALE_GUESTS is) into an empty store, then `db copy` of
-#            that store to the other backend: rows held back for a batch, or
+#            (whatever SCALE_GUESTS is) into an empty store, `track --from` of
+#            1,000 events with 64 KB of properties each into it, then `db copy`
+#            of that store to the other backend: rows held back for a batch, or
 #            read for one, are bounded by their bytes, not only by their number;
 #   copy     `db copy` SQLite → PostgreSQL (plain: sqlite3 -csv | psql \copy of
 #            the tables holding rows), on the SQLite run only;
@@ -120,6 +121,13 @@ INSERT INTO records (owner_id, collection, key, data, created_at, updated_at)
            '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z' FROM generate_series(1, 2000);"
 "$binary" --store records-source.sqlite --now "$now" backup export --all --out records.tar.zst --quiet
 rm -f records-source.sqlite*
+# 1,000 events of those users with a property of 64 KB each.
+awk 'BEGIN {
+    note = "x"; while (length(note) < 65000) note = note note
+    note = substr(note, 1, 65000)
+    for (i = 1; i <= 1000; i++)
+        printf "{\"user\":\"r%d\",\"action\":\"app_opened\",\"at\":\"2026-11-02T10:00:00.000Z\",\"id\":\"big%d\",\"props\":{\"note\":\"%s\"}}\n", i, i, note
+}' > large-events.ndjson
 
 # callgrind on a copy without debug information (valgrind gives up on some DWARF of Swift builds).
 strip --strip-debug -o guestmode-stripped "$binary"
@@ -362,6 +370,11 @@ run_backend() {
     row "$backend" "backup import of 2,000 records of 64 KB" "$os" "$ok" - -
     a=$(query "$backend" records "SELECT count(*) || ' ' || sum(length(data)) FROM records")
     [ "$a" = "2000 131094000" ] || fail "$backend import of large records: '$a', not 2000 records of 131094000 bytes"
+    # shellcheck disable=SC2046
+    read -r os ok < <(measure "$binary" $(gm_store "$backend" records) --now "$now" track --from large-events.ndjson --quiet)
+    row "$backend" "track --from: 1,000 events of 64 KB" "$os" "$ok" - -
+    a=$(query "$backend" records "SELECT count(*) FROM events WHERE idempotency_key LIKE 'big%'")
+    [ "$a" = 1000 ] || fail "$backend track --from of large events: $a events, not 1000"
     # The copy reads every table on both sides for its checksums, and writes the other backend's store.
     rm -f recordscopy.sqlite*
     psql -X -q -c "DROP SCHEMA IF EXISTS scale_recordscopy CASCADE" >/dev/null 2>&1
@@ -374,6 +387,8 @@ run_backend() {
     row "$backend" "db copy of those records to $other" "$os" "$ok" - -
     a=$(query "$other" recordscopy "SELECT count(*) || ' ' || sum(length(data)) FROM records")
     [ "$a" = "2000 131094000" ] || fail "$backend db copy of large records: '$a', not 2000 records of 131094000 bytes"
+    a=$(query "$other" recordscopy "SELECT count(*) FROM events WHERE idempotency_key LIKE 'big%'")
+    [ "$a" = 1000 ] || fail "$backend db copy of large events: $a events, not 1000"
     rm -f records.sqlite* recordscopy.sqlite*
     for schema in scale_records scale_recordscopy; do
         psql -X -q -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1

@@ -214,6 +214,7 @@ extension GuestMode {
             var ingestion = EventIngestion(creatingUsers: creatingUsers, profile: profile, now: now)
             var batch: [TrackedEvent] = []
             batch.reserveCapacity(min(batchSize, spool.count))
+            var batchBytes = 0
             func flush() throws {
                 guard !batch.isEmpty else { return }
                 let result = try ingestion.apply(batch, in: transaction)
@@ -222,10 +223,13 @@ extension GuestMode {
                 created += result.usersCreated
                 progress(applied + duplicates)
                 batch.removeAll(keepingCapacity: true)
+                batchBytes = 0
             }
             try spool.forEach { event in
+                batchBytes += event.heldBytes
                 batch.append(event)
-                if batch.count >= batchSize { try flush() }
+                // By bytes too: 5,000 events whose properties fill their 1 MiB lines would be gigabytes.
+                if batch.count >= batchSize || batchBytes >= ingestBatchByteLimit { try flush() }
             }
             try flush()
             try ingestion.finish(in: transaction)
@@ -233,6 +237,22 @@ extension GuestMode {
         return IngestReport(
             lines: lineCount, applied: applied, duplicates: duplicates, usersCreated: created, problems: problems,
             isApplied: true)
+    }
+}
+
+/// The most bytes of events `ingest` applies in one batch (`TrackedEvent.heldBytes`).
+private let ingestBatchByteLimit = 4 << 20
+
+extension TrackedEvent {
+    /// About the memory this event takes: its texts, and a little for each part.
+    var heldBytes: Int {
+        var bytes = 128 + user.utf8.count + action.utf8.count + (idempotencyKey?.utf8.count ?? 0)
+        for (name, value) in properties {
+            switch value {
+            case .string(let text), .number(let text): bytes += 64 + name.utf8.count + text.utf8.count
+            }
+        }
+        return bytes
     }
 }
 
