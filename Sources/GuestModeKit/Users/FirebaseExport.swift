@@ -12,6 +12,14 @@ struct ImportedAccount: Sendable, Equatable {
     var identities: [Identity]
     /// The export held a password hash, which is never imported.
     var hasPasswordHash: Bool
+
+    /// About the memory this account takes: its texts, and a little for each part.
+    var heldBytes: Int {
+        identities.reduce(128 + id.utf8.count) { bytes, identity in
+            bytes + 96 + identity.provider.utf8.count + identity.subject.utf8.count
+                + (identity.email?.utf8.count ?? 0)
+        }
+    }
 }
 
 /// Reads the `users` array of a firebase-tools `auth:export` JSON file

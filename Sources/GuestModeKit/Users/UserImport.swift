@@ -52,6 +52,8 @@ extension GuestMode {
     /// each of its questions and inserts, where an account at a time cost three (bench/results.md, "`user
     /// import` a chunk at a time").
     static let importChunkSize = 500
+    /// The most bytes of accounts a chunk holds (`ImportedAccount.heldBytes`).
+    static let importChunkBytes = 4 << 20
 
     /// Imports the users of another auth system, keeping their ids, so
     /// experiment buckets, counters and meters carry on. Each account
@@ -117,19 +119,23 @@ extension GuestMode {
                     if problems.count > 1 { problem(located.message) }
                 }
                 var chunk: [ReadAccount] = []
+                var chunkBytes = 0
                 try forEachAccount { line, read in
                     report.accounts += 1
                     if report.accounts % 10_000 == 0 { progress(report.accounts) }
                     do {
                         let account = try read()
+                        chunkBytes += account.heldBytes
                         try checkImported(account, now: now)
                         chunk.append(ReadAccount(line: line, account: .success(account)))
                     } catch let error as GuestModeError {
                         chunk.append(ReadAccount(line: line, account: .failure(error)))
                     }
-                    if chunk.count == Self.importChunkSize {
+                    // By bytes too: an account may hold a megabyte of identities.
+                    if chunk.count == Self.importChunkSize || chunkBytes >= Self.importChunkBytes {
                         try importAccounts(chunk, into: transaction, report: &report, note: note)
                         chunk.removeAll(keepingCapacity: true)
+                        chunkBytes = 0
                     }
                 }
                 try importAccounts(chunk, into: transaction, report: &report, note: note)
@@ -261,9 +267,19 @@ extension GuestMode {
         }
         let allowed = profile.identity.maximumProvidersPerUser
         if account.identities.count > allowed {
+            // Each provider named once, with how many it has: an account may list thousands.
+            var byProvider: [(provider: String, count: Int)] = []
+            for identity in account.identities {
+                if let index = byProvider.firstIndex(where: { $0.provider == identity.provider }) {
+                    byProvider[index].count += 1
+                } else {
+                    byProvider.append((identity.provider, 1))
+                }
+            }
+            let named = byProvider.map { $0.count > 1 ? "\($0.count) \($0.provider)" : $0.provider }
             throw GuestModeError(
                 .invalidImportFile,
-                "account '\(account.id)' has \(account.identities.count) identities (\(account.identities.map(\.provider).joined(separator: ", "))); this profile allows \(allowed) per user (identity.max_providers_per_user)"
+                "account '\(account.id)' has \(account.identities.count) identities (\(named.joined(separator: ", "))); this profile allows \(allowed) per user (identity.max_providers_per_user)"
             )
         }
         if Set(account.identities.map(\.provider)).count < account.identities.count {

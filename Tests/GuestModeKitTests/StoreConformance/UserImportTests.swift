@@ -190,6 +190,27 @@ struct UserImportTests {
         return try exportFile("{\"users\": [\n" + lines.joined(separator: ",\n") + "\n]}\n")
     }
 
+    /// An account may list thousands of identities: the refusal names each provider once, with its count.
+    @Test func tooManyIdentitiesAreCountedByProviderNotListed() throws {
+        let engine = try engine(.sqlite)
+        let identities =
+            (0..<2_000).map { #"{"providerId":"google.com","rawId":"g\#($0)"}"# }
+            + [#"{"providerId":"apple.com","rawId":"a1"}"#]
+        let file = try exportFile(
+            "{\"users\": [\n" + #"{"localId":"many","createdAt":"1000","providerUserInfo":["#
+                + identities.joined(separator: ",") + "]}\n]}\n")
+        do {
+            _ = try engine.importUsers(from: file, label: "users.json", format: .firebase, now: now)
+            Issue.record("imported an account with 2,001 identities")
+        } catch let error as GuestModeError {
+            #expect(error.code == .invalidImportFile)
+            #expect(
+                error.message
+                    == "users.json:2: account 'many' has 2001 identities (2000 google, apple); this profile allows 1 per user (identity.max_providers_per_user); nothing was imported",
+                "\(error.message)")
+        }
+    }
+
     /// Accounts are read and written a chunk at a time; an account sees every account before it in the file as
     /// if each were stored on its own: in its chunk, in the chunk before, or in the store.
     @Test(arguments: StoreBackend.allCases)
