@@ -18,9 +18,11 @@
 #            archive into an empty store (plain: zstd -t, the dump loaded);
 #   records  `backup import` of an archive of 2,000 records of 64 KB each
 #            (whatever SCALE_GUESTS is) into an empty store, `track --from` of
-#            1,000 events with 64 KB of properties each into it, then `db copy`
-#            of that store to the other backend: rows held back for a batch, or
-#            read for one, are bounded by their bytes, not only by their number;
+#            1,000 events with 64 KB of properties each into it, `profile
+#            apply` of an upgrade that renames a field of those records, then
+#            `db copy` of that store to the other backend: rows held back for a
+#            batch, or read for one, are bounded by their bytes, not only by
+#            their number;
 #   copy     `db copy` SQLite → PostgreSQL (plain: sqlite3 -csv | psql \copy of
 #            the tables holding rows), on the SQLite run only;
 #   sizes    the stores on disk.
@@ -128,6 +130,17 @@ awk 'BEGIN {
     for (i = 1; i <= 1000; i++)
         printf "{\"user\":\"r%d\",\"action\":\"app_opened\",\"at\":\"2026-11-02T10:00:00.000Z\",\"id\":\"big%d\",\"props\":{\"note\":\"%s\"}}\n", i, i, note
 }' > large-events.ndjson
+# recipes v2: the records' field `note` renamed `text` (a name of the same length, so the bytes stay the same).
+sed 's/^version: 1$/version: 2/' "$root/Templates/recipes.yaml" > recipes-v2.yaml
+cat >> recipes-v2.yaml <<'YAML'
+upgrade:
+  from: 1
+  steps:
+    - rename_field:
+        collection: recipes
+        from: note
+        to: text
+YAML
 
 # callgrind on a copy without debug information (valgrind gives up on some DWARF of Swift builds).
 strip --strip-debug -o guestmode-stripped "$binary"
@@ -375,6 +388,11 @@ run_backend() {
     row "$backend" "track --from: 1,000 events of 64 KB" "$os" "$ok" - -
     a=$(query "$backend" records "SELECT count(*) FROM events WHERE idempotency_key LIKE 'big%'")
     [ "$a" = 1000 ] || fail "$backend track --from of large events: $a events, not 1000"
+    # shellcheck disable=SC2046
+    read -r os ok < <(measure "$binary" $(gm_store "$backend" records) --now "$now" profile apply recipes-v2.yaml --quiet)
+    row "$backend" "profile apply: a field of those records renamed" "$os" "$ok" - -
+    a=$(query "$backend" records "SELECT count(*) FROM records WHERE data LIKE '{\"text\":%'")
+    [ "$a" = 2000 ] || fail "$backend profile apply over large records: $a records renamed, not 2000"
     # The copy reads every table on both sides for its checksums, and writes the other backend's store.
     rm -f recordscopy.sqlite*
     psql -X -q -c "DROP SCHEMA IF EXISTS scale_recordscopy CASCADE" >/dev/null 2>&1

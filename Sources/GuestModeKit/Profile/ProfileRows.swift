@@ -16,11 +16,15 @@ package protocol ProfileRows {
     func renameCollection(_ collection: String, to newName: String) throws
 
     /// Up to `limit` records of every owner in `collection`, ordered by
-    /// owner then key, starting after `position` (from the first when nil).
-    /// A page at a time, so the engine can rewrite a collection of any size
+    /// owner then key, starting after `position` (from the first when nil),
+    /// and no more of them than keep their data within `maximumBytes`
+    /// (always the first, whatever its size). A page at a time, so the
+    /// engine can rewrite a collection of any size, of records of any size,
     /// in bounded memory; the order is the backend's own, but the same for
-    /// every page of one transaction.
-    func recordPage(in collection: String, after position: RecordPosition?, limit: Int) throws -> [StoredRecord]
+    /// every page of one transaction. An empty page is the end.
+    func recordPage(
+        in collection: String, after position: RecordPosition?, limit: Int, maximumBytes: Int
+    ) throws -> [StoredRecord]
 
     /// Replaces the data of each record (found by owner, collection and
     /// key) with its `data`, keeping its creation and update times: a

@@ -20,22 +20,27 @@ extension PostgresTransaction {
             [PostgresValue(newName), PostgresValue(collection)])
     }
 
-    func recordPage(in collection: String, after position: RecordPosition?, limit: Int) throws -> [StoredRecord] {
-        guard let position else {
-            return try connection.execute(
-                "SELECT * FROM records WHERE collection = $1 ORDER BY owner_id, key LIMIT $2",
-                [PostgresValue(collection), PostgresValue(limit)]
-            ).map(storedRecord)
-        }
+    /// The page's bytes counted by the server, which sends only the records
+    /// within them: a result arrives whole, so a limit kept here would come
+    /// after the memory it bounds.
+    func recordPage(
+        in collection: String, after position: RecordPosition?, limit: Int, maximumBytes: Int
+    ) throws -> [StoredRecord] {
+        let after = position == nil ? "" : "AND (owner_id, key) > ($4, $5)"
+        var parameters = [PostgresValue(collection), PostgresValue(limit), PostgresValue(maximumBytes)]
+        if let position { parameters += [PostgresValue(position.owner), PostgresValue(position.key)] }
         return try connection.execute(
             """
-            SELECT * FROM records WHERE collection = $1 AND (owner_id, key) > ($2, $3)
-            ORDER BY owner_id, key LIMIT $4
-            """,
-            [
-                PostgresValue(collection), PostgresValue(position.owner), PostgresValue(position.key),
-                PostgresValue(limit),
-            ]
+            SELECT owner_id, collection, key, data, created_at, updated_at FROM (
+                SELECT *, row_number() OVER running AS place, sum(octet_length(data)) OVER running AS through
+                FROM (
+                    SELECT * FROM records WHERE collection = $1 \(after) ORDER BY owner_id, key LIMIT $2
+                ) page
+                WINDOW running AS (ORDER BY owner_id, key ROWS UNBOUNDED PRECEDING)
+            ) sized
+            WHERE place = 1 OR through <= $3
+            ORDER BY owner_id, key
+            """, parameters
         ).map(storedRecord)
     }
 

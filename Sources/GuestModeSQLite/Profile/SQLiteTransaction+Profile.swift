@@ -14,21 +14,33 @@ extension SQLiteTransaction {
         try db.execute(sql: "UPDATE records SET collection = ? WHERE collection = ?", arguments: [newName, collection])
     }
 
-    func recordPage(in collection: String, after position: RecordPosition?, limit: Int) throws -> [StoredRecord] {
-        guard let position else {
-            return try Row.fetchAll(
+    /// Read a row at a time, and stopped at the first that would pass `maximumBytes`.
+    func recordPage(
+        in collection: String, after position: RecordPosition?, limit: Int, maximumBytes: Int
+    ) throws -> [StoredRecord] {
+        let rows: RowCursor
+        if let position {
+            rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT * FROM records WHERE collection = ? AND (owner_id, key) > (?, ?)
+                    ORDER BY owner_id, key LIMIT ?
+                    """,
+                arguments: [collection, position.owner, position.key, limit])
+        } else {
+            rows = try Row.fetchCursor(
                 db, sql: "SELECT * FROM records WHERE collection = ? ORDER BY owner_id, key LIMIT ?",
-                arguments: [collection, limit]
-            ).map(storedRecord)
+                arguments: [collection, limit])
         }
-        return try Row.fetchAll(
-            db,
-            sql: """
-                SELECT * FROM records WHERE collection = ? AND (owner_id, key) > (?, ?)
-                ORDER BY owner_id, key LIMIT ?
-                """,
-            arguments: [collection, position.owner, position.key, limit]
-        ).map(storedRecord)
+        var page: [StoredRecord] = []
+        var bytes = 0
+        while let row = try rows.next() {
+            let record = try storedRecord(row)
+            bytes += record.data.utf8.count
+            if !page.isEmpty, bytes > maximumBytes { break }
+            page.append(record)
+        }
+        return page
     }
 
     func replaceRecordData(_ records: [StoredRecord]) throws {

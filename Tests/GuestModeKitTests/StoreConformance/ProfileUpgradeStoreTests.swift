@@ -144,6 +144,45 @@ struct ProfileUpgradeStoreTests {
         #expect(try store.read { try rename.census($0, pageSize: 2) } == (0, 0))
     }
 
+    /// A page holds no more records than fit in its bytes (always one), so a
+    /// collection of large records is rewritten in bounded memory.
+    @Test(arguments: StoreBackend.allCases)
+    func aPageOfRecordsIsBoundedByItsBytes(backend: StoreBackend) throws {
+        let (store, profile) = try backend.makeStore(profile: "subscriptions")
+        let engine = try backend.engine(store, profile)
+        let guest = try engine.createGuest(device: nil, now: day(1)).id
+        let note = String(repeating: "n", count: 990)
+        for index in 0..<5 {
+            _ = try engine.putRecord(
+                user: guest, collection: "subscriptions", key: "k\(index)",
+                json: #"{"cost":\#(index),"note":"\#(note)"}"#,
+                now: day(1))
+        }
+        func page(after position: RecordPosition?, limit: Int, bytes: Int) throws -> [StoredRecord] {
+            try store.read {
+                try $0.recordPage(in: "subscriptions", after: position, limit: limit, maximumBytes: bytes)
+            }
+        }
+        func keys(after position: RecordPosition?, limit: Int, bytes: Int) throws -> [String] {
+            try page(after: position, limit: limit, bytes: bytes).map(\.key)
+        }
+        let all = try page(after: nil, limit: 10, bytes: 1 << 20)
+        #expect(all.map(\.key) == ["k0", "k1", "k2", "k3", "k4"] && all.allSatisfy { $0.data.utf8.count == 1_010 })
+        #expect(try keys(after: nil, limit: 10, bytes: 2_500) == ["k0", "k1"])
+        #expect(try keys(after: nil, limit: 10, bytes: 2_020) == ["k0", "k1"])
+        #expect(try keys(after: nil, limit: 10, bytes: 2_019) == ["k0"])
+        #expect(try keys(after: nil, limit: 10, bytes: 10) == ["k0"], "the first whatever its size")
+        #expect(try keys(after: nil, limit: 3, bytes: 1 << 20) == ["k0", "k1", "k2"])
+        #expect(try keys(after: RecordPosition(after: all[3]), limit: 10, bytes: 1 << 20) == ["k4"])
+        #expect(try keys(after: RecordPosition(after: all[4]), limit: 10, bytes: 1 << 20).isEmpty)
+
+        // Pages cut by their bytes, not their number, still reach every record.
+        let rename = FieldRename(collection: "subscriptions", field: "cost", to: "price")
+        #expect(try store.read { try rename.census($0, pageSize: 10, pageBytes: 1_500) } == (5, 0))
+        #expect(try store.write { try rename.apply($0, pageSize: 10, pageBytes: 1_500) } == 5)
+        #expect(try store.read { try rename.census($0) } == (0, 0))
+    }
+
     /// A field is a top-level member of exactly that name: no backend's
     /// path syntax reads `a.b` as a nested member or `$` as the root.
     @Test(arguments: StoreBackend.allCases)
