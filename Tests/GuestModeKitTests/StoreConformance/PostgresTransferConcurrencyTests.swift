@@ -120,6 +120,16 @@ struct PostgresTransferConcurrencyTests {
                 try db.execute("UPDATE race_clock SET n = n + 1 RETURNING n").first?.int64("n") ?? -1
             }
             do {
+                // The pushers start once something is queued: on a loaded machine they once ran all their reads
+                // before the first enqueue committed, and the race had nothing to push.
+                if index % 2 == 1 {
+                    let start = ContinuousClock.now
+                    while try !connection.outboxEntries().contains(where: { $0.userID == "u" }),
+                        ContinuousClock.now - start < .seconds(30)
+                    {
+                        usleep(1_000)
+                    }
+                }
                 for step in 0..<operations {
                     if index % 2 == 0 {
                         // A data change as every use case makes it: the user's row locked, then queued.
