@@ -21,7 +21,7 @@ package struct FieldRename: Sendable, Equatable {
     package static let pageSize = 500
     /// The most bytes of data a page holds past its first record: counted
     /// in records alone, 500 records of 64 KB took `profile apply` to 92 MB.
-    package static let pageBytes = 4 << 20
+    package static let pageBytes = 1 << 20
 
     /// The step renaming `field` of `collection`'s records to `newName`.
     package init(collection: String, field: String, to newName: String) {
