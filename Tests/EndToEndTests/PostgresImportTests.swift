@@ -53,6 +53,41 @@ struct PostgresImportTests {
         #expect(try await sandbox.run("db", "check").status == 0)
     }
 
+    /// A restore numbers the rows of a table whose key is down itself: ids past the sequence's end are a
+    /// database error (exit 1), as `nextval` would have been, and nothing is imported.
+    @Test("a restore whose events would take ids past the end of their sequence is refused and changes nothing")
+    func idsPastTheSequenceAreRefused() async throws {
+        let sandbox = try await Sandbox.withPostgresStore("habits")
+        sandbox.environment["GUESTMODE_NOW"] = "2026-11-01T10:00:00Z"
+        let local = ["--store", "local.sqlite"]
+        #expect(try await sandbox.run(arguments: ["init", "--profile", "habits"] + local).status == 0)
+        try sandbox.write(
+            "events.ndjson",
+            (0..<3).map { #"{"user":"u","action":"habit_completed","at":"2026-10-01T10:00:00.000Z","id":"e\#($0)"}"# }
+                .joined(separator: "\n") + "\n")
+        #expect(
+            try await sandbox.run(arguments: ["track", "--from", "events.ndjson", "--create-users", "--quiet"] + local)
+                .status == 0)
+        #expect(try await sandbox.run(arguments: ["backup", "export", "u", "--out", "u.gmbackup"] + local).status == 0)
+        let schema = sandbox.postgresSchema
+        let psql = "psql -X -At -d '\(sandbox.postgresURI)'"
+        let moved = try await sandbox.shell(
+            "\(psql) -c \"SELECT setval(pg_get_serial_sequence('\(schema).events', 'id'), 9223372036854775806)\"")
+        #expect(moved.status == 0, "\(moved.stderr)")
+        let indexes = try await Self.indexes(of: schema, uri: sandbox.postgresURI, in: sandbox)
+
+        let refused = try await sandbox.run("backup", "import", "u.gmbackup", "--json")
+        #expect(refused.status == 1, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.errorJSON["code"] as? String == "database_error")
+        let message = refused.errorJSON["message"] as? String ?? ""
+        #expect(
+            message.contains("the id sequence of events") && message.hasSuffix("nothing was imported"), "\(message)")
+        let counts = try await sandbox.shell(
+            "\(psql) -c 'SELECT (SELECT count(*) FROM \(schema).users) + (SELECT count(*) FROM \(schema).events)'")
+        #expect(counts.stdout == "0\n", "\(counts.stdout)\(counts.stderr)")
+        #expect(try await Self.indexes(of: schema, uri: sandbox.postgresURI, in: sandbox) == indexes)
+    }
+
     @Test(
         "a restore loads the usage ledger with its totals' triggers off, then builds the totals exact and turns them on"
     )

@@ -870,15 +870,12 @@ private final class PostgresBackupImport: BackupRowImport {
         var assigned = assignedIDs[table.name]
         if assigned == nil {
             try moveSequencePastUsedIDs(table)
-            guard
-                let row = try connection.execute(
-                    """
-                    SELECT s.seq::oid::bigint AS seq, nextval(s.seq) AS next
-                    FROM (SELECT pg_get_serial_sequence($1, 'id')::regclass AS seq) s
-                    """, [PostgresValue(PostgresStore.quote(table.name))]
-                ).first
-            else { return nil }
-            assigned = (try row.int64("seq"), try row.int64("next"))
+            let rows = try connection.execute(
+                """
+                SELECT s.seq::oid::bigint AS seq, nextval(s.seq) AS next
+                FROM (SELECT pg_get_serial_sequence($1, 'id')::regclass AS seq) s
+                """, [PostgresValue(PostgresStore.quote(table.name))])
+            assigned = try rows.first.map { (try $0.int64("seq"), try $0.int64("next")) }
         }
         guard let (sequence, first) = assigned else { return nil }
         let (last, overflow) = first.addingReportingOverflow(Int64(count - 1))
