@@ -51,8 +51,9 @@ extension GuestMode {
             }
             var total = 0
             if progress != nil { for table in BackupTable.all { total += try snapshot.rowCount(in: table) } }
-            // The user list is streamed from the snapshot twice: once for the
-            // header's size (an entry's size comes before it), once to write it.
+            // The user list is streamed twice: once for the header's size (an
+            // entry's size comes before it), once to write it. The snapshot
+            // scans the store for the first and gives the second from its spool.
             let header = try StreamedHeader(
                 BackupHeader(
                     format: BackupFormat.formatName, formatVersion: BackupFormat.currentVersion,

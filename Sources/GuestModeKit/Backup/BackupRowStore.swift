@@ -170,6 +170,11 @@ package enum BackupOwners: Sendable, Equatable {
 /// here, in the snapshot it reads, for every backend.
 package struct BackupRowSnapshot {
     private let source: any BackupRowSource
+    /// Every user as the first complete `forEachUser` read them, given back
+    /// to the calls after it: an export's header reads the list twice (its
+    /// size, then its bytes), and the second scan of the users' key cost
+    /// PostgreSQL 0.16–0.22 s at 1 M users, more than reading the spool.
+    private let usersRead = UsersRead()
     /// The owners the selection resolved to.
     package let owners: BackupOwners
 
@@ -191,13 +196,26 @@ package struct BackupRowSnapshot {
     }
 
     /// Calls `body` with each selected user: for `.all` every user ordered
-    /// by id (byte by byte), streamed from the snapshot and never held
-    /// together, so a whole-store export stays small in memory at any number
-    /// of users; for `.users` the requested ones present in the store, first
-    /// mention first. Every call gives the same users in the same order.
+    /// by id (byte by byte), streamed from the snapshot the first time and
+    /// from a spool after it, never held together in memory, so a
+    /// whole-store export stays small at any number of users; for `.users`
+    /// the requested ones present in the store, first mention first. Every
+    /// call gives the same users in the same order.
     package func forEachUser(_ body: (String) throws -> Void) throws {
         switch owners {
-        case .everyUser: try source.forEachUserID(body)
+        case .everyUser:
+            if let spool = usersRead.spool {
+                try spool.forEach { reader in try body(try reader.string()) }
+                return
+            }
+            let spool = RecordSpool(
+                holding: "the users being exported", fileTag: "export-users", memoryLimit: UsersRead.memoryLimit)
+            try source.forEachUserID { user in
+                try spool.append { $0.put(user) }
+                try body(user)
+            }
+            // Only a list read to its end is given back.
+            usersRead.spool = spool
         case .users(let users): for user in users { try body(user) }
         }
     }
@@ -343,4 +361,11 @@ package struct BackupRowRefusal: Error, Sendable, Equatable {
         self.detail = detail
         self.insertion = insertion
     }
+}
+
+/// The user list a snapshot read once, kept for its next reads (in memory
+/// up to `memoryLimit` bytes, then in an unlinked temporary file).
+private final class UsersRead {
+    static let memoryLimit = 1 << 20
+    var spool: RecordSpool?
 }

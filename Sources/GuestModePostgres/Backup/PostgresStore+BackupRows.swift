@@ -273,8 +273,7 @@ private final class PostgresBackupSource: BackupRowSource {
     }
 
     /// Every user id in byte order, streamed through COPY as a table's rows
-    /// are: the header reads the list twice (its size, then its bytes), each
-    /// time an index scan of the users' key, whose column compares byte by
+    /// are: an index scan of the users' key, whose column compares byte by
     /// byte (pg15), so nothing is sorted and nothing is held on the server.
     func forEachUserID(_ body: (String) throws -> Void) throws {
         let ids = CopyTextRows(kinds: [.text], columns: ["id"], table: "users", location: connection.location)

@@ -86,6 +86,41 @@ private func temporaryDirectory() throws -> URL {
         }
     }
 
+    /// An export reads the list twice (header.json's size, then its bytes):
+    /// the store is scanned once, the second pass read back from the spool,
+    /// here past its memory into its file.
+    @Test func theUserListIsReadFromTheStoreOnceAndGivenBackFromTheSpool() throws {
+        let users = byteOrder(manyUsers(40_000))
+        let source = CountingUserSource(users: users)
+        let snapshot = try BackupRowSnapshot(source, selection: .all, guestOwner: "guest")
+        var first: [String] = []
+        try snapshot.forEachUser { first.append($0) }
+        var second: [String] = []
+        try snapshot.forEachUser { second.append($0) }
+        #expect(first == users)
+        #expect(second == users)
+        #expect(source.scans == 1)
+        #expect(users.reduce(0) { $0 + $1.utf8.count } > 1 << 20)
+    }
+
+    /// A pass its caller stopped kept no partial list: the next pass reads the store again, whole.
+    @Test func aStoppedPassIsNotGivenBack() throws {
+        let users = byteOrder(manyUsers(100))
+        let source = CountingUserSource(users: users)
+        let snapshot = try BackupRowSnapshot(source, selection: .all, guestOwner: "guest")
+        var heard = 0
+        #expect(throws: Abort.self) {
+            try snapshot.forEachUser { _ in
+                heard += 1
+                if heard == 10 { throw Abort() }
+            }
+        }
+        var again: [String] = []
+        try snapshot.forEachUser { again.append($0) }
+        #expect(again == users)
+        #expect(source.scans == 2)
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func aWholeStoreArchiveListsEveryUserExactlyAsTheEncoderWouldAndRoundTrips(backend: StoreBackend) throws {
         let (store, profile) = try backend.makeStore(profile: "subscriptions")
@@ -234,4 +269,28 @@ private final class HeardUsers: ListedUserSink {
     var users: [String] = []
     func add(_ user: String) throws { users.append(user) }
     func restart() throws { users = [] }
+}
+
+/// A store of users only, counting how often its user list is scanned.
+private final class CountingUserSource: BackupRowSource {
+    let users: [String]
+    private(set) var scans = 0
+
+    init(users: [String]) { self.users = users }
+
+    func userExists(_ id: String) throws -> Bool { users.contains(id) }
+    func hasRecords(ownedBy owner: String) throws -> Bool { false }
+    func forEachUserID(_ body: (String) throws -> Void) throws {
+        scans += 1
+        for user in users { try body(user) }
+    }
+    func rowCount(in table: BackupTable, of owners: BackupOwners) throws -> Int { 0 }
+    func forEachRow(
+        in table: BackupTable, of owners: BackupOwners,
+        _ body: (_ columns: [String], _ values: [CellValue]) throws -> Void
+    ) throws {}
+    func forEachRawRow(
+        in table: BackupTable, of owners: BackupOwners,
+        _ body: (_ columns: [String], _ cells: UnsafeBufferPointer<RawCell>) throws -> Void
+    ) throws {}
 }
