@@ -67,6 +67,21 @@ struct PromptInputsTests {
         #expect(subscriptions.promptInputs.collections == ["subscriptions"])
     }
 
+    @Test("an engine keeps what its decisions read, each kind apart, whichever is asked first")
+    func theEngineKeepsEachKindApart() throws {
+        let profile = try ProfileLoader.parse(try #require(Self.text), file: "voice.yaml")
+        let shown = profile.promptInputs
+        let decided = profile.prompts.conditionInputs
+        #expect(shown != decided)
+        for decidedFirst in [true, false] {
+            let reads = PromptReads()
+            for onlyWhatRulesRead in [decidedFirst, !decidedFirst, decidedFirst, !decidedFirst] {
+                let inputs = reads.inputs(of: profile, onlyWhatRulesRead: onlyWhatRulesRead)
+                #expect(inputs == (onlyWhatRulesRead ? decided : shown))
+            }
+        }
+    }
+
     @Test("a collection and a meter named only in a prompt's content are filled in it; others are not looked up")
     func contentPlaceholdersAreFilled() throws {
         let text = try #require(Self.text)
@@ -82,7 +97,8 @@ struct PromptInputsTests {
         _ = try engine.useMeter(user: "u", meter: "tokens", amount: 30, key: nil, now: day(1))
         _ = try engine.useMeter(user: "u", meter: "api_minutes", amount: 60, key: nil, now: day(1))
 
-        let facts = try #require(try store.read { try $0.promptSnapshot(of: "u", profile: profile, now: day(2)) })
+        let facts = try #require(
+            try store.read { try $0.promptSnapshot(of: "u", profile: profile, reads: engine.promptReads, now: day(2)) })
         #expect(facts.limits["notes"] != nil && facts.limits["drafts"] != nil && facts.limits["commands"] == nil)
         #expect(facts.limits["notes"]?.used == 3)
         #expect(Set(facts.meters.keys) == ["api_minutes", "tokens"])

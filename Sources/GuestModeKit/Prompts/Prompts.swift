@@ -371,7 +371,11 @@ extension GuestMode {
                 "no prompt rule of profile '\(profile.name)' has the trigger '\(trigger)'; triggers: \(known.isEmpty ? "none" : known.sorted().joined(separator: ", "))"
             )
         }
-        guard let facts = try store.read({ try $0.promptSnapshot(of: userID, profile: profile, now: now) }) else {
+        guard
+            let facts = try store.read({
+                try $0.promptSnapshot(of: userID, profile: profile, reads: promptReads, now: now)
+            })
+        else {
             throw GuestMode.missingUser(userID)
         }
         let strategy = try promptStrategy(user: userID, now: now)

@@ -55,7 +55,8 @@ extension GuestMode {
         after event: RefusalEvent, user userID: String, now: Date, raised: Bool, in transaction: any StoreTransaction
     ) throws -> PromptOffer? {
         let triggers: [String?] = raised ? awaitedTriggers(of: event) : [nil]
-        guard !triggers.isEmpty, let facts = try transaction.promptSnapshot(of: userID, profile: profile, now: now)
+        guard !triggers.isEmpty,
+            let facts = try transaction.promptSnapshot(of: userID, profile: profile, reads: promptReads, now: now)
         else { return nil }
         let assignments = try profile.experiments.map { experiment in
             if raised { return try transaction.assignment(of: userID, to: experiment, now: now) }

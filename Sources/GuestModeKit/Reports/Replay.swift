@@ -182,7 +182,7 @@ private struct ReplayRun {
     ) throws -> PromptRecord? {
         guard
             let facts = try transaction.promptSnapshot(
-                of: userID, profile: profile, now: time, onlyWhatRulesRead: true,
+                of: userID, profile: profile, reads: engine.promptReads, now: time, onlyWhatRulesRead: true,
                 mayHaveReset: resetUsers.contains(userID))
         else { return nil }
         let strategy = profile.promptStrategy(assignments: assignments)

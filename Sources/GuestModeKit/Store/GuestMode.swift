@@ -26,6 +26,8 @@ public struct GuestMode: Sendable {
     /// was made over it (read with its profile, at no extra cost): an opening
     /// that migrates then finishes the migration with `buildOwedGrantDraws`.
     package let owedGrantDraws: Bool
+    /// What the profile's prompt decisions read, worked out once for it.
+    package let promptReads = PromptReads()
 
     package init(profile: Profile, store: any GuestStore, owedGrantDraws: Bool = false) {
         self.profile = profile

@@ -382,31 +382,33 @@ struct JSONNodeEncoder: Encoder {
 
     /// The JSON of a value written without an encoder of its own, or nil: the plain values, as their own
     /// `encode(to:)` would write them through a single-value container, and the types these conventions
-    /// write themselves. The type is compared first and the value cast only when it matches: casting every
-    /// value to each of these types in turn was 76 dynamic casts a served answer (bench/results.md,
-    /// "Serving, round 5").
+    /// write themselves. The type is compared first, and the value is then that type: casting every value
+    /// to each of these types in turn was 76 dynamic casts a served answer (bench/results.md, "Serving,
+    /// round 5"), and a cast of the one that matched still looked up its `Optional`'s metadata, about 500
+    /// instructions a value ("Serving, round 17").
     private static func scalarValue<T>(_ value: T) -> JSONValue? {
         switch ObjectIdentifier(T.self) {
-        case ObjectIdentifier(String.self): (value as? String).map { .string($0) }
-        case ObjectIdentifier(Bool.self): (value as? Bool).map { .bool($0) }
-        case ObjectIdentifier(Int.self): (value as? Int).map { .number(String($0)) }
-        case ObjectIdentifier(Int64.self): (value as? Int64).map { .number(String($0)) }
-        case ObjectIdentifier(Int32.self): (value as? Int32).map { .number(String($0)) }
-        case ObjectIdentifier(UInt64.self): (value as? UInt64).map { .number(String($0)) }
-        case ObjectIdentifier(Date.self): (value as? Date).map { .string(Timestamp.format($0)) }
-        case ObjectIdentifier(Decimal.self): (value as? Decimal).map { .number($0.description) }
+        case ObjectIdentifier(String.self): .string(known(value, String.self))
+        case ObjectIdentifier(Bool.self): .bool(known(value, Bool.self))
+        case ObjectIdentifier(Int.self): .number(String(known(value, Int.self)))
+        case ObjectIdentifier(Int64.self): .number(String(known(value, Int64.self)))
+        case ObjectIdentifier(Int32.self): .number(String(known(value, Int32.self)))
+        case ObjectIdentifier(UInt64.self): .number(String(known(value, UInt64.self)))
+        case ObjectIdentifier(Date.self): .string(Timestamp.format(known(value, Date.self)))
+        case ObjectIdentifier(Decimal.self): .number(known(value, Decimal.self).description)
         // Its own Encodable goes through Decimal, which would rewrite 1.50 as 1.5.
-        case ObjectIdentifier(EventProperty.self): (value as? EventProperty).map(\.jsonValue)
-        case ObjectIdentifier(JSONValue.self): value as? JSONValue
-        case ObjectIdentifier(Double.self): (value as? Double).map { .number($0) }
-        case ObjectIdentifier(Float.self): (value as? Float).map { .number(Double($0)) }
-        case ObjectIdentifier(URL.self): (value as? URL).map { .string($0.isFileURL ? $0.path : $0.absoluteString) }
-        case ObjectIdentifier(Data.self): (value as? Data).map { .string($0.base64EncodedString()) }
+        case ObjectIdentifier(EventProperty.self): known(value, EventProperty.self).jsonValue
+        case ObjectIdentifier(JSONValue.self): known(value, JSONValue.self)
+        case ObjectIdentifier(Double.self): .number(known(value, Double.self))
+        case ObjectIdentifier(Float.self): .number(Double(known(value, Float.self)))
+        case ObjectIdentifier(URL.self):
+            Optional(known(value, URL.self)).map { .string($0.isFileURL ? $0.path : $0.absoluteString) }
+        case ObjectIdentifier(Data.self): .string(known(value, Data.self).base64EncodedString())
         // The engine's amounts and plain enums, as their own `encode(to:)` writes them through a single-value
         // container; each cost an encoder, a container and a node of its own, about 600 instructions
         // (bench/results.md, "Serving, round 14"). Named here, not found by a cast to a protocol, which looks
         // the conformance up for every value that is not one (`JSONDocumentTests` holds each to its own).
-        case ObjectIdentifier(MeterAmount.self): (value as? MeterAmount).map { .number($0.decimalValue.description) }
+        case ObjectIdentifier(MeterAmount.self): .number(known(value, MeterAmount.self).decimalValue.description)
         case ObjectIdentifier(TierLevel.self): rawValue(value, as: TierLevel.self)
         case ObjectIdentifier(MeterLevel.self): rawValue(value, as: MeterLevel.self)
         case ObjectIdentifier(MeterGrantState.self): rawValue(value, as: MeterGrantState.self)
@@ -422,8 +424,13 @@ struct JSONNodeEncoder: Encoder {
         }
     }
 
+    /// `value` as `Known`, the type `scalarValue` found `T` to be: the same type, so the bits are the value.
+    @inline(__always) private static func known<T, Known>(_ value: T, _: Known.Type) -> Known {
+        unsafeBitCast(value, to: Known.self)
+    }
+
     private static func rawValue<T, Plain: RawRepresentable<String>>(_ value: T, as type: Plain.Type) -> JSONValue? {
-        (value as? Plain).map { .string($0.rawValue) }
+        .string(known(value, Plain.self).rawValue)
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {

@@ -60,7 +60,9 @@ struct MeterGrantDrawTests {
         // A prompt decision reads the meter with the plans that may be in force, and the whole history only
         // for the grants' draws: it sees the meter as the status does.
         let profile = engine.profile
-        let facts = try engine.store.read { try $0.promptSnapshot(of: userID, profile: profile, now: now) }
+        let facts = try engine.store.read {
+            try $0.promptSnapshot(of: userID, profile: profile, reads: engine.promptReads, now: now)
+        }
         #expect(facts?.meters["api_minutes"] == status, sourceLocation: sourceLocation)
         #expect(try engine.grantDrawProblems() == [], sourceLocation: sourceLocation)
     }

@@ -57,7 +57,9 @@ import Testing
             #expect(whole.count == histories[user]?.count)
             for hours in stride(from: 0, through: 70 * 24, by: 7) {
                 let now = day(1).addingTimeInterval(Double(hours) * 3600)
-                let facts = try #require(try store.read { try $0.promptSnapshot(of: user, profile: profile, now: now) })
+                let facts = try #require(
+                    try store.read { try $0.promptSnapshot(of: user, profile: profile, reads: PromptReads(), now: now) }
+                )
                 // The outcomes of each context's latest, the latest `never`, and those shown in the window.
                 let windowStart = try #require(profile.prompts.window).subtracted(from: now)
                 let shownInWindow = whole.filter { $0.outcome == .shown && $0.at > windowStart }.count

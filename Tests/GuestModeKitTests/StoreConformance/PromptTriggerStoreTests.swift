@@ -7,7 +7,7 @@ import Testing
 
 /// The prompt snapshot the engine reads in one transaction.
 func promptSnapshot(_ store: any GuestStore, _ profile: Profile, of userID: String, now: Date) throws -> PromptFacts? {
-    try store.read { try $0.promptSnapshot(of: userID, profile: profile, now: now) }
+    try store.read { try $0.promptSnapshot(of: userID, profile: profile, reads: PromptReads(), now: now) }
 }
 
 /// The prompt snapshot (limits, meters, raised triggers, reset), triggers
