@@ -82,6 +82,25 @@ struct PromptInputsTests {
         }
     }
 
+    /// A server makes an engine over each request's transaction: what the
+    /// engine kept is the server's, not worked out again for every request.
+    @Test("the engine a server key's transaction runs shares what its engine kept")
+    func aRequestsEngineSharesTheReads() throws {
+        let text = try #require(Self.text)
+        let profile = try ProfileLoader.parse(text, file: "voice.yaml")
+        let store = try SQLiteStore.inMemory()
+        try store.bindProfile(text: text, origin: "voice.yaml", now: day(1))
+        let engine = GuestMode(profile: profile, store: store)
+        let issued = try engine.createServerKey(named: "app", scope: .userData, now: day(1))
+        for writing in [false, true] {
+            let shared = try engine.asServerKey(issued.secret, writing: writing) { _, inner in
+                inner.promptReads === engine.promptReads
+            }
+            #expect(shared == true)
+        }
+        #expect(GuestMode(profile: profile, store: store).promptReads !== engine.promptReads)
+    }
+
     @Test("a collection and a meter named only in a prompt's content are filled in it; others are not looked up")
     func contentPlaceholdersAreFilled() throws {
         let text = try #require(Self.text)

@@ -94,7 +94,7 @@ extension GuestMode {
                     let scope = TransactionScope(base: store, transaction: transaction, isDurable: durable)
                     var given: KeptAnswer
                     do {
-                        given = try answer(GuestMode(profile: profile, store: scope))
+                        given = try answer(over(scope))
                     } catch let error as GuestModeError {
                         guard let kept = failure(error) else { throw error }
                         given = kept

@@ -127,12 +127,10 @@ extension GuestMode {
                 // A backend may run the transaction again from the start: so is what it saw.
                 misses.clear()
                 guard let key = try transaction.serverKey(secretHash: hash), key.revokedAt == nil else { return nil }
-                var engine = GuestMode(
-                    profile: profile,
-                    store: TransactionScope(
+                let engine = over(
+                    TransactionScope(
                         base: store, transaction: transaction, isDurable: scope.durable, writes: scope.writes,
                         misses: misses))
-                engine.faults = faults
                 let value = try body(key, engine)
                 // The answer caught what its transaction could not give: everything again, as it needs.
                 if let retry = misses.retry { throw retry }

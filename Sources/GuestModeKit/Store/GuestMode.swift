@@ -26,13 +26,30 @@ public struct GuestMode: Sendable {
     /// was made over it (read with its profile, at no extra cost): an opening
     /// that migrates then finishes the migration with `buildOwedGrantDraws`.
     package let owedGrantDraws: Bool
-    /// What the profile's prompt decisions read, worked out once for it.
-    package let promptReads = PromptReads()
+    /// What the profile's prompt decisions read, worked out once for it and
+    /// shared by the engines made over its transactions (`over(_:)`).
+    package let promptReads: PromptReads
 
     package init(profile: Profile, store: any GuestStore, owedGrantDraws: Bool = false) {
         self.profile = profile
         self.store = store
         self.owedGrantDraws = owedGrantDraws
+        promptReads = PromptReads()
+    }
+
+    /// This engine over `store`, a scope of one of its transactions: the
+    /// same profile, faults and kept reads. A server makes one for every
+    /// request, so what it keeps is kept across requests.
+    package func over(_ store: any GuestStore) -> GuestMode {
+        GuestMode(copying: self, store: store)
+    }
+
+    private init(copying engine: GuestMode, store: any GuestStore) {
+        profile = engine.profile
+        self.store = store
+        faults = engine.faults
+        owedGrantDraws = engine.owedGrantDraws
+        promptReads = engine.promptReads
     }
 
     /// The engine over an existing store, bound to the profile the store keeps.
