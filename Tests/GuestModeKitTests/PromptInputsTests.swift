@@ -82,15 +82,20 @@ struct PromptInputsTests {
         }
     }
 
-    /// A server makes an engine over each request's transaction: what the
-    /// engine kept is the server's, not worked out again for every request.
-    @Test("the engine a server key's transaction runs shares what its engine kept")
-    func aRequestsEngineSharesTheReads() throws {
+    /// An engine over an in-memory store bound to `text`.
+    static func engine() throws -> (GuestMode, Profile, SQLiteStore) {
         let text = try #require(Self.text)
         let profile = try ProfileLoader.parse(text, file: "voice.yaml")
         let store = try SQLiteStore.inMemory()
         try store.bindProfile(text: text, origin: "voice.yaml", now: day(1))
-        let engine = GuestMode(profile: profile, store: store)
+        return (GuestMode(profile: profile, store: store), profile, store)
+    }
+
+    /// A server makes an engine over each request's transaction: what the
+    /// engine kept is the server's, not worked out again for every request.
+    @Test("the engine a server key's transaction runs shares what its engine kept")
+    func aRequestsEngineSharesTheReads() throws {
+        let (engine, profile, store) = try Self.engine()
         let issued = try engine.createServerKey(named: "app", scope: .userData, now: day(1))
         for writing in [false, true] {
             let shared = try engine.asServerKey(issued.secret, writing: writing) { _, inner in
@@ -103,11 +108,7 @@ struct PromptInputsTests {
 
     @Test("a collection and a meter named only in a prompt's content are filled in it; others are not looked up")
     func contentPlaceholdersAreFilled() throws {
-        let text = try #require(Self.text)
-        let profile = try ProfileLoader.parse(text, file: "voice.yaml")
-        let store = try SQLiteStore.inMemory()
-        try store.bindProfile(text: text, origin: "voice.yaml", now: day(1))
-        let engine = GuestMode(profile: profile, store: store)
+        let (engine, profile, store) = try Self.engine()
         try store.createUser(newUser("u"), credentials: nil)
         for index in 1...3 {
             _ = try engine.putRecord(user: "u", collection: "notes", key: "n\(index)", json: "{}", now: day(1))
