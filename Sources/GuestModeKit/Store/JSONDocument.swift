@@ -16,6 +16,16 @@ import Synchronization
 /// declares them (`JSONNamed`).
 package enum JSONDocument {
     package static func encode<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
+        try encode(value, pretty: pretty, lineEnd: false)
+    }
+
+    /// `encode(value)` and a line break, as a command prints a document and a server answers it, made one
+    /// string at once: a document and "\n" added together copied the document into a new string.
+    package static func encodeLine<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
+        try encode(value, pretty: pretty, lineEnd: true)
+    }
+
+    private static func encode<T: Encodable>(_ value: T, pretty: Bool, lineEnd: Bool) throws -> String {
         let node = JSONNode()
         try JSONNodeEncoder.encode(value, into: node, at: nil)
         // Written from the nodes: resolving them into `JSONValue`s first made every object a dictionary,
@@ -23,6 +33,7 @@ package enum JSONDocument {
         var output: [UInt8] = []
         output.reserveCapacity(256)
         node.write(to: &output, pretty: pretty, indent: 0)
+        if lineEnd { output.append(UInt8(ascii: "\n")) }
         return String(decoding: output, as: UTF8.self)
     }
 }
@@ -218,8 +229,11 @@ final class JSONNode {
         case .object:
             guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
             output.append(UInt8(ascii: "{"))
-            // Sorted stably, so of two members with one name the later is the last of its run.
-            let ordered = members.sorted { $0.name < $1.name }
+            // Sorted stably, so of two members with one name the later is the last of its run; in place, as
+            // nothing reads the members in the order they came: a sorted copy was an allocation and a retain
+            // and release of every member.
+            members.sort { $0.name < $1.name }
+            let ordered = members
             var written = 0
             for (index, member) in ordered.enumerated()
             where index + 1 == ordered.count || ordered[index + 1].name != member.name {

@@ -10,7 +10,7 @@ struct Reply: Sendable {
     var headers: HTTPFields = [:]
 
     static func document<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Reply {
-        Reply(status: status, body: try JSONDocument.encode(value) + "\n")
+        Reply(status: status, body: try JSONDocument.encodeLine(value))
     }
 
     /// A refusal the app acts on (a cap, an exhausted meter), as the engine worded it: the error, the
@@ -24,8 +24,8 @@ struct Reply: Sendable {
         note?.record(refusal.failure)
         return Reply(
             status: refusal.failure.httpStatus,
-            body: try JSONDocument.encode(
-                RefusalDocument(error: refusal.failure, prompt: refusal.prompt, result: result)) + "\n")
+            body: try JSONDocument.encodeLine(
+                RefusalDocument(error: refusal.failure, prompt: refusal.prompt, result: result)))
     }
 
     /// A refusal of a bulk load, which raises no prompt.
@@ -43,7 +43,7 @@ struct Reply: Sendable {
         note?.record(failure)
         var reply = Reply(
             status: failure.httpStatus,
-            body: (try? JSONDocument.encode(ErrorDocument(error: failure))).map { $0 + "\n" } ?? "{}\n")
+            body: (try? JSONDocument.encodeLine(ErrorDocument(error: failure))) ?? "{}\n")
         switch reply.status {
         case .unauthorized: reply.headers[.wwwAuthenticate] = "Bearer"
         // Busy is the HTTP twin of exit 75: nothing was lost, try again shortly.
