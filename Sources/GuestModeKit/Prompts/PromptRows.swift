@@ -104,17 +104,20 @@ extension StoreTransaction {
     ) throws -> PromptFacts? {
         let window = profile.prompts.maximumShownPerWindow == nil ? nil : profile.prompts.window
         let history = PromptHistoryRead.decision(shownAfter: window.map { $0.subtracted(from: now) })
-        guard let found = try promptFacts(of: userID, reading: history) else { return nil }
-        var facts = found.facts
-        let user = found.user
         let read = reads.inputs(of: profile, onlyWhatRulesRead: onlyWhatRulesRead)
         let collections = profile.collections.filter { read.collections.contains($0.name) }
         let meters = profile.meters.filter { read.meters.contains($0.name) }
-        // Everything else the decision reads, asked for at once.
-        let inputs = try promptInputs(
-            of: userID, collections: collections.map(\.name),
-            meters: meters.map { ($0, $0.reset.periodStart(containing: now)) }, flagPrefix: PromptTrigger.flagPrefix,
-            lastEventOf: mayHaveReset ? PromptTrigger.resetEventAction : nil, at: now)
+        // Everything the decision reads, asked for at once.
+        guard
+            let found = try promptFactsAndInputs(
+                of: userID, reading: history, collections: collections.map(\.name),
+                meters: meters.map { ($0, $0.reset.periodStart(containing: now)) },
+                flagPrefix: PromptTrigger.flagPrefix,
+                lastEventOf: mayHaveReset ? PromptTrigger.resetEventAction : nil, at: now)
+        else { return nil }
+        var facts = found.facts
+        let user = found.user
+        let inputs = found.inputs
         if !collections.isEmpty || !meters.isEmpty {
             // One tier for every limit and meter: the plans are read once, not once for each.
             let level = profile.tier(for: user.state, grants: inputs.plans, now: now)

@@ -71,6 +71,16 @@ package protocol StoreTransaction:
         of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
         lastEventOf action: String?, at now: Date
     ) throws -> PromptInputs
+
+    /// `promptFacts(of:reading:)` and, for a user it finds, `promptInputs`
+    /// with the rest of the arguments: nil when there is no such user. The
+    /// inputs need nothing of the facts, so a backend may read both together
+    /// (PostgreSQL: in one round trip, the inputs' answers dropped when the
+    /// user is not found); the default reads the facts, then the inputs.
+    func promptFactsAndInputs(
+        of userID: String, reading history: PromptHistoryRead, collections: [String],
+        meters: [(meter: Meter, since: Date?)], flagPrefix: String, lastEventOf action: String?, at now: Date
+    ) throws -> (facts: PromptFacts, user: User, inputs: PromptInputs)?
 }
 
 extension StoreTransaction {
@@ -83,6 +93,16 @@ extension StoreTransaction {
 }
 
 extension StoreTransaction {
+    package func promptFactsAndInputs(
+        of userID: String, reading history: PromptHistoryRead, collections: [String],
+        meters: [(meter: Meter, since: Date?)], flagPrefix: String, lastEventOf action: String?, at now: Date
+    ) throws -> (facts: PromptFacts, user: User, inputs: PromptInputs)? {
+        guard let found = try promptFacts(of: userID, reading: history) else { return nil }
+        let inputs = try promptInputs(
+            of: userID, collections: collections, meters: meters, flagPrefix: flagPrefix, lastEventOf: action, at: now)
+        return (found.facts, found.user, inputs)
+    }
+
     package func promptInputs(
         of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
         lastEventOf action: String?, at now: Date

@@ -8,18 +8,48 @@ extension PostgresTransaction {
         facts: PromptFacts, user: User
     )? {
         // Three reads that need nothing of each other: one round trip.
+        try facts(of: userID, from: connection.execute(Self.factStatements(of: userID, reading: history))[...])
+    }
+
+    /// `promptFacts` and `promptInputs` in one round trip: the inputs'
+    /// reads need nothing of the facts', and are dropped for a user not found.
+    func promptFactsAndInputs(
+        of userID: String, reading history: PromptHistoryRead, collections: [String],
+        meters: [(meter: Meter, since: Date?)], flagPrefix: String, lastEventOf action: String?, at now: Date
+    ) throws -> (facts: PromptFacts, user: User, inputs: PromptInputs)? {
+        let factStatements = Self.factStatements(of: userID, reading: history)
+        let inputStatements = Self.inputStatements(
+            of: userID, collections: collections, meters: meters, flagPrefix: flagPrefix, lastEventOf: action, at: now)
+        let answers = try connection.execute(factStatements + inputStatements)[...]
+        guard let found = try facts(of: userID, from: answers.prefix(factStatements.count)) else { return nil }
+        let inputs = try Self.inputs(
+            from: answers.dropFirst(factStatements.count), collections: collections, meters: meters,
+            lastEventOf: action)
+        return (found.facts, found.user, inputs)
+    }
+
+    /// The user, its counters and its prompt outcomes, in that order.
+    private static func factStatements(
+        of userID: String, reading history: PromptHistoryRead
+    ) -> [(sql: String, parameters: [PostgresValue?])] {
         let user = [PostgresValue(userID)]
-        let outcomes: (String, [PostgresValue])
+        let outcomes: (String, [PostgresValue?])
         switch history {
         case .all: outcomes = (Self.promptOutcomesSQL, user)
         case .decision(let shownAfter?): outcomes = (Self.decisionOutcomesSQL, user + [PostgresValue(shownAfter)])
         case .decision(nil): outcomes = (Self.decisionOutcomesWithoutWindowSQL, user)
         }
-        let answers = try connection.execute([
+        return [
             ("SELECT * FROM users WHERE id = $1", user),
             ("SELECT action, total FROM counters WHERE user_id = $1", user),
             outcomes,
-        ])
+        ]
+    }
+
+    private func facts(
+        of userID: String, from answers: ArraySlice<PostgresRows>
+    ) throws -> (facts: PromptFacts, user: User)? {
+        let answers = Array(answers)
         guard let row = answers[0].first else { return nil }
         var counters: [String: Int] = [:]
         for counter in answers[1] {
@@ -182,9 +212,20 @@ extension PostgresTransaction {
         of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
         lastEventOf action: String?, at now: Date
     ) throws -> PromptInputs {
-        let needsTier = !collections.isEmpty || !meters.isEmpty
+        let statements = Self.inputStatements(
+            of: userID, collections: collections, meters: meters, flagPrefix: flagPrefix, lastEventOf: action, at: now)
+        return try Self.inputs(
+            from: connection.execute(statements)[...], collections: collections, meters: meters, lastEventOf: action)
+    }
+
+    private static func inputStatements(
+        of userID: String, collections: [String], meters: [(meter: Meter, since: Date?)], flagPrefix: String,
+        lastEventOf action: String?, at now: Date
+    ) -> [(sql: String, parameters: [PostgresValue?])] {
         var statements: [(sql: String, parameters: [PostgresValue?])] = []
-        if needsTier { statements.append(PostgresStore.planGrantsMayBeInForce(of: userID, at: now)) }
+        if !collections.isEmpty || !meters.isEmpty {
+            statements.append(PostgresStore.planGrantsMayBeInForce(of: userID, at: now))
+        }
         statements += collections.map { Self.recordCount(of: userID, in: $0) }
         for (meter, since) in meters {
             statements.append(
@@ -193,7 +234,16 @@ extension PostgresTransaction {
         }
         statements.append(Self.flags(of: userID, prefix: flagPrefix))
         if let action { statements.append(Self.lastEvent(of: userID, action: action)) }
-        var answers = try connection.execute(statements)[...]
+        return statements
+    }
+
+    /// The answers to `inputStatements`, in the order they were sent.
+    private static func inputs(
+        from answers: ArraySlice<PostgresRows>, collections: [String], meters: [(meter: Meter, since: Date?)],
+        lastEventOf action: String?
+    ) throws -> PromptInputs {
+        var answers = answers
+        let needsTier = !collections.isEmpty || !meters.isEmpty
         var inputs = PromptInputs(
             plans: try needsTier ? answers.removeFirst().map(PostgresStore.planGrant) : [], flags: [:],
             lastEventTime: nil)

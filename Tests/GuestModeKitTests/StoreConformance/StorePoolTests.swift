@@ -215,8 +215,8 @@ struct PostgresPoolTests {
         #expect(try postgres.read { try $0.execute("SELECT count(*) AS n FROM identities").first!.int64("n") } == 1_000)
     }
 
-    @Test("a prompt decision reads the user once and everything else it needs in one round trip")
-    func aPromptDecisionReadsThePlansOnce() throws {
+    @Test("a prompt decision reads the user and everything else it needs in one round trip")
+    func aPromptDecisionReadsItsFactsAndInputsTogether() throws {
         // voice: two collections and a meter, each judged under the tier the plans give.
         let (store, profile) = try StoreBackend.postgres.makeStore(profile: "voice")
         let engine = GuestMode(profile: profile, store: store)
@@ -227,9 +227,11 @@ struct PostgresPoolTests {
         let connection = try postgres.read { (connection: PostgresConnection) in connection }
         let before = connection.roundTrips.load(ordering: .relaxed)
         _ = try engine.nextPrompt(user: guest.id, trigger: nil, now: day(2))
-        // BEGIN with the user's row, counters and outcomes; then the plans, each collection's records, the
-        // meter's kept total and its grants, raised triggers and the last reset together. COMMIT unawaited.
-        #expect(connection.roundTrips.load(ordering: .relaxed) - before == 2)
+        // BEGIN with the user's row, counters and outcomes, the plans, each collection's records, the meter's
+        // kept total and its grants, raised triggers and the last reset, all together. COMMIT unawaited.
+        #expect(connection.roundTrips.load(ordering: .relaxed) - before == 1)
+        // A user not found is refused as before, though its inputs were read with it.
+        #expect(throws: GuestModeError.self) { try engine.nextPrompt(user: "nobody", trigger: nil, now: day(2)) }
     }
 
     @Test("a meter check reads the plans, the period's totals and the grants in one round trip")
