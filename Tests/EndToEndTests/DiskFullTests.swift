@@ -124,6 +124,36 @@ struct DiskFullTests {
         #expect(disk.files == [], "left behind: \(disk.files)")
     }
 
+    /// A whole-store export keeps its user list past 1 MiB in a temporary file (read twice: header.json's size,
+    /// then its bytes); a full TMPDIR there is a full disk like any other, not an I/O error.
+    @Test("a full TMPDIR under a whole-store export's user list exits 74 naming TMPDIR, and no archive is left")
+    func fullTemporaryFolderUnderTheUserList() async throws {
+        let sandbox = try await Sandbox.withStore("recipes")
+        // 9,000 users of 118-byte ids: more than the list's 1 MiB held in memory.
+        let lines = (0..<9_000).map { index in
+            #"{"user":"u\#(String(repeating: "x", count: 110))-\#(index)","action":"app_opened","at":"2026-11-01T08:00:00Z"}"#
+        }
+        try sandbox.write("users.ndjson", lines.joined(separator: "\n") + "\n")
+        let tracked = try await sandbox.run("track", "--from", "users.ndjson", "--create-users", "--quiet")
+        #expect(tracked.status == 0, "\(tracked.stderr)")
+        let before = try sandbox.snapshot()
+        let disk = try SmallDisk(in: sandbox, name: "tmp")
+        try disk.leave(0)
+        sandbox.environment["TMPDIR"] = disk.path
+        let exported = try await sandbox.run("backup", "export", "--all", "--out", "all.tar.zst")
+        expectDiskFull(exported, naming: "'\(disk.path)' (TMPDIR)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path("all.tar.zst")))
+        #expect(disk.files == [], "left behind: \(disk.files)")
+        #expect(try sandbox.snapshot() == before)
+        let json = try await sandbox.run("backup", "export", "--all", "--out", "all.tar.zst", "--json")
+        #expect(json.status == 74)
+        #expect(json.errorJSON["code"] as? String == "disk_full", "\(json.stderr)")
+        // With room, the same export is whole.
+        sandbox.environment["TMPDIR"] = nil
+        let whole = try await sandbox.run("backup", "export", "--all", "--out", "all.tar.zst", "--json")
+        #expect(whole.status == 0, "\(whole.stderr)")
+    }
+
     @Test("an archive written onto a full disk exits 74 naming it, and no partial file is left")
     func archiveOnAFullDisk() async throws {
         let sandbox = try await Sandbox.withStore("recipes")

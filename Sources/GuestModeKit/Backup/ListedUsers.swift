@@ -73,6 +73,8 @@ package final class ListedUsers {
     private var inMemory: [UInt8] = []
     private var file: FileHandle?
     private var fileLength = 0
+    /// Where the index file was made, named by a full disk's message.
+    private var filePath: String?
     private var seen: [UInt64] = []
     /// Blocks read from the file, by block number modulo `cacheSlots`, at
     /// most `cacheBytes` of them in all: an archive's rows come in store
@@ -315,6 +317,7 @@ package final class ListedUsers {
             // Unlinked at once: the open handle keeps it until the process ends.
             try? FileManager.default.removeItem(at: url)
             file = handle
+            filePath = url.path
             try write(inMemory, to: handle)
             fileLength = inMemory.count
             inMemory = []
@@ -338,10 +341,7 @@ package final class ListedUsers {
     }
 
     private func ioError(_ error: any Error) -> GuestModeError {
-        GuestModeError(
-            .ioError,
-            "cannot use the temporary file holding the users the archive lists: \(error.localizedDescription); check the space in the temporary directory (TMPDIR)"
-        )
+        RecordSpool.temporaryFileError(error, path: filePath, holding: "the users the archive lists")
     }
 
     /// Calls `body` with each user of block `index` in order, and a way to

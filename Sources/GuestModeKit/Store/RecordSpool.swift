@@ -27,6 +27,8 @@ final class RecordSpool {
     /// there is nothing to merge them with. Nil once runs were merged into others.
     private var lastRunKey: [UInt8]?
     private var fileLength: UInt64 = 0
+    /// Where the temporary file was made, named by a full disk's message.
+    private var filePath: String?
     /// What the records are, for messages ("the events being ingested").
     private let contents: String
     /// The temporary file's name starts with `guestmode-<fileTag>-`.
@@ -353,6 +355,7 @@ final class RecordSpool {
             // Unlinked at once: the open handle keeps it until the process ends.
             try? FileManager.default.removeItem(at: url)
             file = handle
+            filePath = url.path
         }
         guard let file, buffer.count > 0 else { return }
         do {
@@ -423,10 +426,29 @@ final class RecordSpool {
     }
 
     private func ioError(_ error: any Error) -> GuestModeError {
-        GuestModeError(
+        Self.temporaryFileError(error, path: filePath, holding: contents)
+    }
+
+    /// What a temporary file holding `contents` (at `path`, unlinked since)
+    /// that could not be used is answered with: a full disk as every full
+    /// disk is (`disk_full`, exit 74, naming the folder and TMPDIR), anything
+    /// else as an I/O error.
+    static func temporaryFileError(_ error: any Error, path: String?, holding contents: String) -> GuestModeError {
+        if let path, isOutOfSpace(error) {
+            return DiskSpace.full(writing: path, what: "the temporary file holding \(contents)")
+        }
+        return GuestModeError(
             .ioError,
             "cannot use the temporary file holding \(contents): \(error.localizedDescription); check the space in the temporary directory (TMPDIR)"
         )
+    }
+
+    /// Whether Foundation's file calls failed for want of space (they throw
+    /// `fileWriteOutOfSpace` for ENOSPC, with the errno beneath it).
+    private static func isOutOfSpace(_ error: any Error) -> Bool {
+        if let cocoa = error as? CocoaError, cocoa.code == .fileWriteOutOfSpace { return true }
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError ?? (error as NSError)
+        return underlying.domain == NSPOSIXErrorDomain && DiskSpace.isFull(Int32(truncatingIfNeeded: underlying.code))
     }
 
     /// Puts the fields of one record.
