@@ -46,19 +46,21 @@ extension PostgresTransaction {
         ]
     }
 
+    /// The answers to `factStatements`, in the order they were sent.
     private func facts(
         of userID: String, from answers: ArraySlice<PostgresRows>
     ) throws -> (facts: PromptFacts, user: User)? {
-        let answers = Array(answers)
-        guard let row = answers[0].first else { return nil }
+        var answers = answers
+        guard let row = answers.removeFirst().first else { return nil }
         var counters: [String: Int] = [:]
-        for counter in answers[1] {
+        for counter in answers.removeFirst() {
             counters[try counter.string("action")] = try counter.int("total")
         }
         let found = try store.user(from: row)
         let facts = PromptFacts(
             userID: userID, userState: found.state, promptState: try row.decode("prompt_state", as: PromptState.self),
-            firstSeen: found.createdAt, counters: counters, history: try Self.promptOutcomes(from: answers[2]))
+            firstSeen: found.createdAt, counters: counters,
+            history: try Self.promptOutcomes(from: answers.removeFirst()))
         return (facts, found)
     }
 
