@@ -187,8 +187,11 @@ extension GuestMode {
         _ amount: MeterAmount?, of meter: Meter, user userID: String, raising: Bool, now: Date,
         in transaction: any StoreTransaction
     ) throws -> MeterDecision {
-        let user = try transaction.requireUser(userID, locking: raising)
-        let status = try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
+        guard
+            let (user, facts) = try transaction.userAndMeterFacts(
+                of: userID, locking: raising, meter: meter, since: meter.reset.periodStart(containing: now), at: now)
+        else { throw GuestMode.missingUser(userID) }
+        let status = try transaction.meterStatus(of: user, meter: meter, facts: facts, profile: profile, now: now)
         var decision = MeterDecision(isAllowed: status.admits(amount), requested: amount ?? .zero, status: status)
         guard !decision.isAllowed else { return decision }
         let event = RefusalEvent.meterRefused(meter: meter.name)
@@ -292,7 +295,11 @@ extension GuestMode {
         _ amount: MeterAmount, of meter: Meter, user userID: String, key: String?, overage: MeterOverage, now: Date,
         in transaction: any StoreTransaction
     ) throws -> MeterUseResult {
-        let user = try transaction.requireUser(userID, locking: true)
+        // The user's row is locked before its facts are read (PostgreSQL: in the same round trip).
+        guard
+            let (user, facts) = try transaction.userAndMeterFacts(
+                of: userID, locking: true, meter: meter, since: meter.reset.periodStart(containing: now), at: now)
+        else { throw GuestMode.missingUser(userID) }
         if let key, let recorded = try transaction.meterUseAmount(of: userID, meter: meter.name, key: key) {
             // Stripe's rule: a retry repeats the request; another amount under
             // the same key is a client bug, refused before anything is written.
@@ -302,17 +309,17 @@ extension GuestMode {
                     "idempotency key '\(key)' of user '\(userID)' was already used for \(recorded) of meter '\(meter.name)', not \(amount); keys identify one use"
                 )
             }
-            let status = try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
+            let status = try transaction.meterStatus(of: user, meter: meter, facts: facts, profile: profile, now: now)
             return MeterUseResult(isRecorded: false, isDuplicate: true, isAllowed: true, status: status, warnings: [])
         }
-        let before = try transaction.meterStatus(of: user, meter: meter, profile: profile, now: now)
+        let before = try transaction.meterStatus(of: user, meter: meter, facts: facts, profile: profile, now: now)
         let fits = before.admits(amount)
         guard let total = before.used.adding(amount), fits || overage == .allow else {
             return MeterUseResult(isRecorded: false, isDuplicate: false, isAllowed: false, status: before, warnings: [])
         }
         // The kept grant draws are read before the use: recording it deletes them (the store's trigger), and
         // they are written back one use further on.
-        let grants = try transaction.meterGrants(of: userID, meter: meter.name)
+        let grants = facts.grants
         let kept = grants.isEmpty ? nil : try transaction.meterGrantDraws(of: userID, meter: meter.name)
         try transaction.appendMeterUse(of: userID, meter: meter.name, amount: amount, at: now, key: key)
         try transaction.keepGrantDraws(
@@ -377,9 +384,19 @@ extension StoreTransaction {
     /// plans that may be in force now, and the whole history of plans only
     /// when the meter's grants need it.
     func meterStatus(of user: User, meter: Meter, profile: Profile, now: Date) throws -> MeterStatus {
-        let facts = try meterFacts(
-            of: user.id, meter: meter, since: meter.reset.periodStart(containing: now), at: now)
-        return try meterStatus(
+        try meterStatus(
+            of: user, meter: meter,
+            facts: meterFacts(of: user.id, meter: meter, since: meter.reset.periodStart(containing: now), at: now),
+            profile: profile, now: now)
+    }
+
+    /// The status of `meter` for `user` now from `facts`, read from the start of the period containing `now`.
+    func meterStatus(
+        of user: User, meter: Meter, facts: MeterFacts, profile: Profile, now: Date
+    ) throws
+        -> MeterStatus
+    {
+        try meterStatus(
             of: user, meter: meter, tier: profile.tier(for: user.state, grants: facts.plans, now: now),
             used: facts.used, grants: facts.grants, plans: facts.grants.isEmpty ? nil : facts.plans, profile: profile,
             now: now)

@@ -19,6 +19,14 @@ package protocol RecordRows {
     /// The record under `key`, or nil.
     func record(owner: String, collection: String, key: String) throws -> StoredRecord?
 
+    /// Whether there is a user `userID` and, when there is, its record under `key`, or nil. A record's
+    /// owner need not be a user (the profile's guest owner holds records too), so a record found says
+    /// nothing of the user; a backend may read both in one statement (SQLite) or one round trip
+    /// (PostgreSQL).
+    func record(
+        ofUser userID: String, collection: String, key: String
+    ) throws -> (userExists: Bool, record: StoredRecord?)
+
     /// The owner's records in `collection`, ordered by key (byte order): those whose key comes after
     /// `after` only, at most `limit`; nil for either is no bound.
     func records(owner: String, collection: String, after: String?, limit: Int?) throws -> [StoredRecord]

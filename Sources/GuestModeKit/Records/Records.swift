@@ -146,11 +146,9 @@ extension GuestMode {
     public func record(user userID: String, collection: String, key: String) throws -> StoredRecord {
         try TextRule.check(["the user id": userID, "the collection": collection])
         try requireCollection(collection)
-        let found = try store.read { transaction in
-            _ = try transaction.requireUser(userID)
-            return try transaction.record(owner: userID, collection: collection, key: key)
-        }
-        guard let record = found else {
+        let found = try store.read { try $0.record(ofUser: userID, collection: collection, key: key) }
+        guard found.userExists else { throw GuestMode.missingUser(userID) }
+        guard let record = found.record else {
             throw recordNotFound(user: userID, collection: collection, key: key)
         }
         return record

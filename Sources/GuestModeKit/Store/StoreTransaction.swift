@@ -56,6 +56,15 @@ package protocol StoreTransaction:
     /// read after them see every grant they saw); the default makes each.
     func meterFacts(of userID: String, meter: Meter, since start: Date?, at now: Date) throws -> MeterFacts
 
+    /// The user (`user(_:locking:)`) and, for a user it finds, its
+    /// `meterFacts`: nil when there is no such user. The facts need nothing
+    /// of the user's row, so a backend may read both together (PostgreSQL:
+    /// in one round trip, the user's row, locked with `locking`, first); the
+    /// default reads the user, then the facts.
+    func userAndMeterFacts(
+        of userID: String, locking: Bool, meter: Meter, since start: Date?, at now: Date
+    ) throws -> (user: User, facts: MeterFacts)?
+
     /// What a prompt decision reads of one user beside its facts
     /// (`promptFacts`): when `collections` or `meters` is not empty, the
     /// plan grants that may be in force at `now`
@@ -89,6 +98,13 @@ extension StoreTransaction {
         return MeterFacts(
             plans: try grants.isEmpty ? planGrants(of: userID, mayBeInForceAt: now) : planGrants(of: userID),
             used: try meterUsage(of: userID, meter: meter, since: start), grants: grants)
+    }
+
+    package func userAndMeterFacts(
+        of userID: String, locking: Bool, meter: Meter, since start: Date?, at now: Date
+    ) throws -> (user: User, facts: MeterFacts)? {
+        guard let user = try user(userID, locking: locking) else { return nil }
+        return (user, try meterFacts(of: userID, meter: meter, since: start, at: now))
     }
 }
 

@@ -21,15 +21,41 @@ extension PostgresTransaction {
     /// user ever held when the meter has grants of the user, else those that may be in force; read after the
     /// grants, they see every grant those saw, even between the statements of a write.
     func meterFacts(of userID: String, meter: Meter, since start: Date?, at now: Date) throws -> MeterFacts {
-        let answers = try connection.execute([
-            Self.grants(of: userID, meter: meter.name),
+        try Self.meterFacts(
+            from: connection.execute(Self.factStatements(of: userID, meter: meter, since: start, at: now))[...])
+    }
+
+    /// The user (locked with `locking`) and its meter facts in one round trip: a meter's decision waits for
+    /// the server once. The lock is taken by the first statement, before the facts are read.
+    func userAndMeterFacts(
+        of userID: String, locking: Bool, meter: Meter, since start: Date?, at now: Date
+    ) throws -> (user: User, facts: MeterFacts)? {
+        var answers = try connection.execute(
+            [("SELECT * FROM users WHERE id = $1\(locking ? " FOR UPDATE" : "")", [PostgresValue(userID)])]
+                + Self.factStatements(of: userID, meter: meter, since: start, at: now))[...]
+        guard let row = answers.removeFirst().first else { return nil }
+        return (try store.user(from: row), try Self.meterFacts(from: answers))
+    }
+
+    /// The statements `meterFacts` sends: the meter's grants, the plans, the period's totals.
+    private static func factStatements(
+        of userID: String, meter: Meter, since start: Date?, at now: Date
+    ) -> [(sql: String, parameters: [PostgresValue?])] {
+        [
+            grants(of: userID, meter: meter.name),
             PostgresStore.planGrantsMayBeInForce(of: userID, at: now, orEveryOneWithGrantsOf: meter.name),
-            Self.usageTotals(of: userID, meter: meter.name, span: MeterTotalSpan(of: meter), from: start),
-        ])
+            usageTotals(of: userID, meter: meter.name, span: MeterTotalSpan(of: meter), from: start),
+        ]
+    }
+
+    /// The answers to `factStatements`, in the order they were sent.
+    private static func meterFacts(from answers: ArraySlice<PostgresRows>) throws -> MeterFacts {
+        var answers = answers
+        let grants = try answers.removeFirst().map(grantRow)
+        let plans = try answers.removeFirst().map(PostgresStore.planGrant)
         var used = MeterAmount.zero
-        for row in answers[2] { used = used.addingTotal(try Self.usageTotal(row)) }
-        return MeterFacts(
-            plans: try answers[1].map(PostgresStore.planGrant), used: used, grants: try answers[0].map(Self.grantRow))
+        for row in answers.removeFirst() { used = used.addingTotal(try usageTotal(row)) }
+        return MeterFacts(plans: plans, used: used, grants: grants)
     }
 
     /// The statement reading the user's kept totals of `meter` in `span`'s buckets from the one `start`

@@ -54,6 +54,23 @@ extension PostgresTransaction {
         ).first.map(storedRecord)
     }
 
+    /// No row when there is no such user; a row of nulls when the user has no such record.
+    func record(
+        ofUser userID: String, collection: String, key: String
+    ) throws -> (userExists: Bool, record: StoredRecord?) {
+        guard
+            let row = try connection.execute(
+                """
+                SELECT records.* FROM users
+                LEFT JOIN records ON records.owner_id = users.id AND records.collection = $1 AND records.key = $2
+                WHERE users.id = $3
+                """,
+                [PostgresValue(collection), PostgresValue(key), PostgresValue(userID)]
+            ).first
+        else { return (false, nil) }
+        return (true, try row.optionalString("owner_id") == nil ? nil : storedRecord(row))
+    }
+
     func records(owner: String, collection: String, after: String?, limit: Int?) throws -> [StoredRecord] {
         // A key is never empty, so after '' is every key; a limit of Int.max is none. Keys sort in byte
         // order (`COLLATE "C"`), as SQLite's do.

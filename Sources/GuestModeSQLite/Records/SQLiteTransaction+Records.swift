@@ -44,6 +44,23 @@ extension SQLiteTransaction {
             arguments: [owner, collection, key], storedRecord)
     }
 
+    /// No row when there is no such user; a row of nulls when the user has no such record.
+    func record(
+        ofUser userID: String, collection: String, key: String
+    ) throws -> (userExists: Bool, record: StoredRecord?) {
+        let found = try readOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT records.* FROM users
+                    LEFT JOIN records ON records.owner_id = users.id AND records.collection = ? AND records.key = ?
+                    WHERE users.id = ?
+                    """),
+            arguments: [collection, key, userID]
+        ) { row in try (row.decode(forColumn: "owner_id") as String?) == nil ? nil : storedRecord(row) }
+        guard let found else { return (false, nil) }
+        return (true, found)
+    }
+
     func records(owner: String, collection: String, after: String?, limit: Int?) throws -> [StoredRecord] {
         // A key is never empty, so after '' is every key; a limit of Int.max is none.
         try Row.fetchAll(

@@ -37,6 +37,41 @@ struct RecordStoreTests {
         }
     }
 
+    /// `record get` reads the user and its record together; the engine still tells a missing user from a
+    /// missing record, and a record whose owner is no user (the profile's guest owner) is no user's.
+    @Test(arguments: StoreBackend.allCases)
+    func aRecordIsReadWithItsUser(backend: StoreBackend) throws {
+        let (engine, store) = try filledGuest(backend: backend)
+        try store.write { transaction in
+            try transaction.upsertRecord(
+                owner: "guest-owner", collection: "subscriptions", key: "1", data: "{}", at: day(1))
+        }
+        let read = { (user: String, key: String) in
+            try store.read { try $0.record(ofUser: user, collection: "subscriptions", key: key) }
+        }
+        let found = try read("u1", "3")
+        #expect(found.userExists && found.record?.data == #"{"n":3}"# && found.record?.owner == "u1")
+        #expect(found.record?.createdAt == day(1) && found.record?.updatedAt == day(1))
+        let missingRecord = try read("u1", "9")
+        #expect(missingRecord.userExists && missingRecord.record == nil)
+        let missingUser = try read("nobody", "1")
+        #expect(!missingUser.userExists && missingUser.record == nil)
+        let ownerOnly = try read("guest-owner", "1")
+        #expect(!ownerOnly.userExists && ownerOnly.record == nil, "the guest owner's record is no user's")
+
+        #expect(try engine.record(user: "u1", collection: "subscriptions", key: "3").key == "3")
+        let noRecord = #expect(throws: GuestModeError.self) {
+            try engine.record(user: "u1", collection: "subscriptions", key: "9")
+        }
+        #expect(noRecord?.code == .recordNotFound)
+        for user in ["nobody", "guest-owner"] {
+            let noUser = #expect(throws: GuestModeError.self) {
+                try engine.record(user: user, collection: "subscriptions", key: "1")
+            }
+            #expect(noUser?.code == .userNotFound)
+        }
+    }
+
     /// A long collection read a page at a time: each page after the last key of the one before.
     @Test(arguments: StoreBackend.allCases)
     func pagesOfRecords(backend: StoreBackend) throws {

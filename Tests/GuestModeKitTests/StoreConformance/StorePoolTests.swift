@@ -234,7 +234,7 @@ struct PostgresPoolTests {
         #expect(throws: GuestModeError.self) { try engine.nextPrompt(user: "nobody", trigger: nil, now: day(2)) }
     }
 
-    @Test("a meter check reads the plans, the period's totals and the grants in one round trip")
+    @Test("a meter check reads the user, the plans, the period's totals and the grants in one round trip")
     func aMeterCheckReadsItsFactsTogether() throws {
         let (store, profile) = try StoreBackend.postgres.makeStore(profile: "voice")
         let engine = GuestMode(profile: profile, store: store)
@@ -248,11 +248,11 @@ struct PostgresPoolTests {
             let decision = try check()
             return (connection.roundTrips.load(ordering: .relaxed) - before, decision)
         }
-        // BEGIN with the user; the plans, the totals and the grants. COMMIT unawaited.
+        // BEGIN with the user, the plans, the totals and the grants. COMMIT unawaited.
         let (plain, allowed) = try roundTrips {
             try engine.checkMeter(user: guest.id, meter: "api_minutes", amount: 1, now: day(2))
         }
-        #expect(plain == 2)
+        #expect(plain == 1)
         #expect(allowed.isAllowed && allowed.status.used == 5)
         _ = try engine.grantMeter(
             user: guest.id, meter: "api_minutes", amount: 30, expiry: .never, reason: nil, key: nil, now: day(2))
@@ -260,8 +260,59 @@ struct PostgresPoolTests {
         let (granted, decision) = try roundTrips {
             try engine.checkMeter(user: guest.id, meter: "api_minutes", amount: 80, now: day(2))
         }
-        #expect(granted == 3)
+        #expect(granted == 2)
         #expect(decision.status.allowance == allowed.status.allowance?.adding(30))
+        // A user not found is refused as before, though its facts were read with it.
+        #expect(throws: GuestModeError.self) {
+            try engine.checkMeter(user: "nobody", meter: "api_minutes", amount: 1, now: day(2))
+        }
+    }
+
+    @Test("a record get reads the user and its record in one statement")
+    func aRecordGetReadsTheUserWithItsRecord() throws {
+        let (store, profile) = try StoreBackend.postgres.makeStore(profile: "voice")
+        let engine = GuestMode(profile: profile, store: store)
+        let guest = try engine.createGuest(device: nil, now: day(1))
+        _ = try engine.putRecord(
+            user: guest.id, collection: "commands", key: "seed", json: #"{"phrase":"lights on"}"#, now: day(1))
+        let postgres = try #require(store as? PostgresStore)
+        let connection = try postgres.read { (connection: PostgresConnection) in connection }
+        _ = try engine.record(user: guest.id, collection: "commands", key: "seed")
+        let before = connection.roundTrips.load(ordering: .relaxed)
+        let record = try engine.record(user: guest.id, collection: "commands", key: "seed")
+        // BEGIN with the user joined to its record. COMMIT unawaited.
+        #expect(connection.roundTrips.load(ordering: .relaxed) - before == 1)
+        #expect(record.data == #"{"phrase":"lights on"}"#)
+    }
+
+    @Test("a meter use locks the user and reads its facts in one round trip, and reads its grants once")
+    func aMeterUseReadsItsFactsWithTheLock() throws {
+        let (store, profile) = try StoreBackend.postgres.makeStore(profile: "voice")
+        let engine = GuestMode(profile: profile, store: store)
+        let guest = try engine.createGuest(device: nil, now: day(1))
+        let postgres = try #require(store as? PostgresStore)
+        let connection = try postgres.read { (connection: PostgresConnection) in connection }
+        var uses = 0
+        func roundTrips() throws -> (Int, MeterUseResult) {
+            uses += 1  // A statement new to the connection is prepared first, in a round trip of its own.
+            _ = try engine.useMeter(user: guest.id, meter: "api_minutes", amount: 1, key: "w\(uses)", now: day(2))
+            let before = connection.roundTrips.load(ordering: .relaxed)
+            uses += 1
+            let used = try engine.useMeter(
+                user: guest.id, meter: "api_minutes", amount: 1, key: "use-\(uses)", now: day(2))
+            return (connection.roundTrips.load(ordering: .relaxed) - before, used)
+        }
+        // BEGIN (a write's, alone: its first statement may wait for the lock); the locked user with its facts;
+        // the key; the use; the user's activity; COMMIT.
+        let (plain, recorded) = try roundTrips()
+        #expect(plain == 6)
+        #expect(recorded.isRecorded && recorded.status.used == 2)
+        _ = try engine.useMeter(user: guest.id, meter: "api_minutes", amount: 1, key: "use-2", now: day(2))
+        #expect(
+            try engine.meterStatus(user: guest.id, meter: "api_minutes", now: day(2)).used == 2, "a key counts once")
+        #expect(throws: GuestModeError.self) {
+            try engine.useMeter(user: "nobody", meter: "api_minutes", amount: 1, key: nil, now: day(2))
+        }
     }
 
     @Test("statements that need nothing of each other go in one round trip, their rows in order")
