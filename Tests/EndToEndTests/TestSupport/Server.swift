@@ -121,11 +121,15 @@ final class Server: @unchecked Sendable {
         }
     }
 
+    /// One request through curl. `maxTime` bounds curl's whole wait: a reply of status 0 when it passes.
     func request(
-        _ method: String, _ path: String, token: String? = nil, body: String? = nil, headers: [String: String] = [:]
+        _ method: String, _ path: String, token: String? = nil, body: String? = nil, headers: [String: String] = [:],
+        maxTime: Int = 30
     ) async throws -> Reply {
         // No `Expect: 100-continue`: the answer is the one response that follows the request.
-        var arguments = ["-s", "-i", "-H", "Expect:", "-X", method, "--max-time", "30", "http://\(address)\(path)"]
+        var arguments = [
+            "-s", "-i", "-H", "Expect:", "-X", method, "--max-time", String(maxTime), "http://\(address)\(path)",
+        ]
         if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
         for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
         if body != nil { arguments += ["-H", "Content-Type: application/json", "--data-binary", "@-"] }
