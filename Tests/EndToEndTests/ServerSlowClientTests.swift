@@ -38,23 +38,27 @@ struct ServerSlowClientTests {
         let flood = try #require(result["flood"] as? [String: Any])
         let probes = try #require(flood["probes"] as? [[String: Any]])
         let slow = try #require(flood["slow"] as? [String: Any])
-        #expect(probes.count > 100, "the probe sent \(probes.count) requests in 12 seconds")
+        let control = try #require(flood["control"] as? [[String: Any]]).compactMap { $0["ms"] as? Double }.sorted()
         let failed = probes.filter { $0["status"] as? Int != 200 }
         #expect(failed.isEmpty, "answers other than 200 to 127.0.0.2: \(failed.prefix(10))")
         #expect(probes.contains { $0["request"] as? Int == 4 && $0["status"] as? Int == 200 }, "/healthz answered")
-        let latencies = probes.compactMap { $0["ms"] as? Double }.sorted()
-        let p99 = Self.p99(latencies)
         // Held by the slow clients, a probe waits for a connection or a request slot to free: seconds
-        // (--body-timeout is 8). Not held, its p99 stays near what the same probe gets from the same
-        // server before the slow clients come; the margin (250 ms and twice that control) keeps a
-        // machine loaded by other tests and builds (2 cores, `make test` in parallel; a CI run saw 204 ms
-        // against a control of 81) from failing the test for its own load.
-        let control = try #require(flood["control"] as? [[String: Any]]).compactMap { $0["ms"] as? Double }.sorted()
-        let controlP99 = Self.p99(control)
-        #expect(
-            p99 < 250 + 2 * controlP99,
-            "p99 \(p99) ms over \(latencies.count) answers to 127.0.0.2, \(controlP99) ms over \(control.count) without the slow clients (\(latencies.filter { $0 >= 100 }.count) of 100 ms or more, the slowest \(latencies.suffix(5))); slow side: \(slow)"
-        )
+        // each (bodies are cut 5 s in as too slow, --body-timeout is 8), so the 12 seconds hold a handful
+        // of answers, most of them slower than a second. Not held, the probe keeps near the pace and the
+        // latency it had on the same server before the slow clients came (the control). The bounds are
+        // relative to that control and loose, because the machine is shared: a full `make test` on 2
+        // cores (another CI run) slowed 127.0.0.2 to 79 answers, a third of them 100 ms or more and one
+        // of 2.9 s, against a control of 55 answers in 3 s with a p99 of 93 ms; the slow side holds
+        // Python's lock in the same process as the probe, too.
+        let latencies = probes.compactMap { $0["ms"] as? Double }.sorted()
+        let controlP99 = Self.percentile(99, of: control)
+        let summary =
+            "\(latencies.count) answers to 127.0.0.2 in 12 s (p50 \(Self.percentile(50, of: latencies)), p90 \(Self.percentile(90, of: latencies)) ms; the slowest \(latencies.suffix(5))), \(control.count) in 3 s without the slow clients (p99 \(controlP99) ms); slow side: \(slow)"
+        // A quarter of the control's pace: its 3 seconds against these 12.
+        #expect(latencies.count >= control.count, "under a quarter of the control's pace: \(summary)")
+        #expect(Self.percentile(90, of: latencies) < 250 + 2 * controlP99, "\(summary)")
+        let heldSeconds = latencies.filter { $0 >= 2000 }.count
+        #expect(heldSeconds <= 2, "\(heldSeconds) waited 2 s or more: \(summary)")
         // The slow bodies were cut as too slow (408), or turned away (429) past --requests-per-address.
         let statuses = slow["statuses"] as? [String: Int] ?? [:]
         #expect(statuses["408", default: 0] > 0, "slow side: \(slow)")
@@ -410,8 +414,9 @@ struct ServerSlowClientTests {
     }
 
     /// The 99th percentile of sorted samples; infinity for none.
-    static func p99(_ sorted: [Double]) -> Double {
-        sorted.isEmpty ? .infinity : sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
+    /// The `p`th percentile of latencies sorted ascending, infinite for none (no answer is no pace).
+    static func percentile(_ p: Int, of sorted: [Double]) -> Double {
+        sorted.isEmpty ? .infinity : sorted[min(sorted.count - 1, sorted.count * p / 100)]
     }
 
     static func accessLines(_ sandbox: Sandbox) throws -> [[String: Any]] {
