@@ -80,11 +80,14 @@ check-layout:
 	bash scripts/check-layout.sh
 
 # Examples/EmbeddingApp depends on this package by path and embeds the engine as an app would; it
-# exits non-zero when an answer is not the expected one. It is a package of its own, so it builds in
-# its own Examples/EmbeddingApp/.build (sharing this package's would mix two packages' build states).
+# exits non-zero when an answer is not the expected one. A package of its own, it compiles against the
+# products' public surface only. It builds in this package's .build: its dependencies (GRDB,
+# swift-crypto, Yams, the engine) are the same compile commands with the same flags, so it reuses
+# them and neither build redoes the other's work. In a .build of its own they were compiled again:
+# 168 s of `make test` on two cores, against 9 s shared.
 example:
-	$(SWIFT) build --package-path Examples/EmbeddingApp
-	Examples/EmbeddingApp/.build/debug/EmbeddingApp
+	$(SWIFT) build --package-path Examples/EmbeddingApp --scratch-path $(CURDIR)/.build
+	.build/debug/EmbeddingApp
 
 # Clients/GuestModeClient, the Swift package an app embeds, is a package of its own (its own .build), so
 # that this package's build never compiles the OpenAPI generator its build plugin runs. Its copy of the
