@@ -247,7 +247,13 @@ import Testing
                         == JSONDocument.encode(Member(value: Opaque(value: value)), pretty: false))
             }
         }
-        try check([0, 1, 15, 1_000_000, 999_999_999_999_999, .max].map(MeterAmount.init(millionths:)))
+        let amounts: [Int64] = [
+            0, 1, 10, 15, 100_000, 999_999, 1_000_000, 1_000_001, 1_500_000, 12_200_000, 60_000_000, 999_999_999_999_999,
+            .max, -1, -1_500_000, -60_000_000, .min + 1, .min,
+        ]
+        // Spread over ±10,000 units with every number of fraction digits, the same every run.
+        let sampled = (1...200).map { Int64($0) * 382_272_577 % 20_000_000_001 - 10_000_000_000 }
+        try check((amounts + sampled).map(MeterAmount.init(millionths:)))
         try check(TierLevel.allCases)
         try check(MeterLevel.allCases)
         try check(MeterGrantState.allCases)

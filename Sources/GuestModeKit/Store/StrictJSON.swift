@@ -352,8 +352,8 @@ extension JSONValue {
 
     package func write(to output: inout [UInt8], pretty: Bool, indent: Int) {
         switch self {
-        case .null: output.append(contentsOf: "null".utf8)
-        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .null: JSONValue.append("null", to: &output)
+        case .bool(let value): JSONValue.append(value ? "true" : "false", to: &output)
         case .number(let text): output.append(contentsOf: text.utf8)
         case .string(let text): JSONValue.writeString(text, to: &output)
         case .array(let elements):
@@ -361,7 +361,7 @@ extension JSONValue {
                 element.write(to: &output, pretty: pretty, indent: indent + 1)
             }
         case .object(let members):
-            guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
+            guard !members.isEmpty else { return JSONValue.append("{}", to: &output) }
             output.append(UInt8(ascii: "{"))
             // The members sorted as pairs: sorting the names and looking each up again hashed every name twice.
             for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
@@ -381,7 +381,11 @@ extension JSONValue {
         newline(indent, in: &output, pretty: pretty)
         guard let name else { return }
         writeString(name, to: &output)
-        output.append(contentsOf: (pretty ? " : " : ":").utf8)
+        if pretty {
+            append(" : ", to: &output)
+        } else {
+            output.append(UInt8(ascii: ":"))
+        }
     }
 
     /// `elements` as an array at `indent`, each written by `writeElement` at the level below. Generic within
@@ -391,7 +395,7 @@ extension JSONValue {
         _ elements: [Element], to output: inout [UInt8], pretty: Bool, indent: Int,
         element writeElement: (Element, inout [UInt8]) -> Void
     ) {
-        guard !elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
+        guard !elements.isEmpty else { return append("[]", to: &output) }
         output.append(UInt8(ascii: "["))
         for (index, element) in elements.enumerated() {
             open(index, name: nil, in: &output, pretty: pretty, indent: indent + 1)
@@ -419,6 +423,14 @@ extension JSONValue {
 
     /// A line break and the indentation of the first 32 levels.
     private static let lineBreaks: [UInt8] = [UInt8(ascii: "\n")] + Array(repeating: UInt8(ascii: " "), count: 64)
+
+    /// Appends the few bytes of a literal (`null`, `true`, ` : `) one at a time: appending a string's `utf8`
+    /// was about 200 instructions however short it was, for every member name and null of a served answer
+    /// (bench/results.md, "Serving, round 19").
+    package static func append(_ literal: StaticString, to output: inout [UInt8]) {
+        let bytes = UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
+        for byte in bytes { output.append(byte) }
+    }
 
     /// Runs between the bytes that need an escape are appended whole. The bytes are looked at eight at a time:
     /// one at a time was 22 k of the 210 k instructions of a served `prompt next`'s answer (bench/results.md,
