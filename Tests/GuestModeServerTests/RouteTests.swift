@@ -186,7 +186,16 @@ struct RouteTests {
         #expect(none.status == 401 && none.headers[.wwwAuthenticate] == "Bearer")
         let forged = try await server.request(.get, "/v1/users/\(user)", token: token + "x")
         #expect(forged.status == 401)
+        // Two Authorization fields name no one credential, even when both are good.
+        let twice = HTTPFields(Array(repeating: HTTPField(name: .authorization, value: "Bearer \(token)"), count: 2))
+        let doubled = try await server.request(.get, "/v1/users/\(user)", headers: twice)
+        #expect(doubled.status == 401 && doubled.errorCode == "unauthorized", "\(doubled.body)")
         let userData = try await server.key(.userData)
+        let keyAndToken = HTTPFields([
+            HTTPField(name: .authorization, value: "Bearer \(userData)"),
+            HTTPField(name: .authorization, value: "Bearer \(token)"),
+        ])
+        #expect(try await server.request(.get, "/v1/users/\(user)", headers: keyAndToken).status == 401)
         #expect(try await server.request(.get, "/v1/users", token: userData).status == 403)
         #expect(try await server.request(.get, "/v1/users/\(user)", token: userData).status == 200)
         let admin = try await server.key(.admin, named: "ops")
