@@ -83,6 +83,27 @@ import Testing
         #expect(items("a=1=2&=x&y") == ["a=1=2", "=x", "y"])
     }
 
+    /// A query item is found by name as the first of `items(of:)` whose decoded name has the name's bytes:
+    /// a `%`-escaped name too, an empty item never, a later item of the same name never.
+    @Test func anItemIsFoundAsTheFirstOfItsNameInTheList() {
+        let queries = [
+            "", "a=1", "a=1&b=2", "&&a=1&&", "a", "a=", "=1", "a=1=2", "a=%26&b", "x=+", "amount=1&amount=2",
+            "a&=&b=", "%61mount=1", "amount&amount=2", "b=1&%61=2&a=3", "%zz=1&a=2", "é=日&x", "e\u{301}=1&é=2",
+            "%C3%A9=1", "amount=1&&", "Amount=1&amount=2", "amount%3D1=2",
+        ]
+        for query in queries {
+            for name in ["a", "b", "x", "amount", "", "é", "e\u{301}", "amount=1"] {
+                let expected = RequestInput.items(of: query).first { item in
+                    RequestInput.percentDecoded(item.name).map { Array($0.utf8) == Array(name.utf8) } ?? false
+                }
+                let found = RequestInput.firstItem(named: name, in: query)
+                #expect(
+                    found.map { "\($0.name)|\($0.value ?? "nil")" } == expected.map { "\($0.name)|\($0.value ?? "nil")" },
+                    "\(name) in \(query)")
+            }
+        }
+    }
+
     @Test func theBearerCredentialIsWhatFollowsTheSchemeWithoutSpaces() {
         let headers: [String] = [
             "Bearer gmk_abc", "bearer gmk_abc", "BEARER gmk_abc", "BeArEr  gmk_abc \t",

@@ -69,12 +69,14 @@ package enum TextRule {
         return high & 0x8080_8080_8080_8080 == 0
     }
 
-    /// Refuses text that holds U+0000.
-    package static func check(_ text: String, what: String) throws {
+    /// Refuses text that holds U+0000. `what` names the text and is worded only for a refusal: made for
+    /// every check, "the path's \(name)" was about 400 instructions of every path segment a served request
+    /// reads (bench/results.md, "Serving, round 19").
+    package static func check(_ text: String, what: @autoclosure () -> String) throws {
         if !isAcceptable(text) {
             throw GuestModeError(
                 .nulInText,
-                "\(what) contains U+0000 (a NUL character), which guestmode never stores; remove it and try again")
+                "\(what()) contains U+0000 (a NUL character), which guestmode never stores; remove it and try again")
         }
     }
 
@@ -93,16 +95,16 @@ extension TextRule {
     /// Applies ``check(_:what:)`` to every member name and string inside a
     /// JSON value. A `\u0000` escape is valid JSON but decodes to U+0000, so
     /// record data and properties are refused for it as raw text would be.
-    package static func check(_ value: JSONValue, what: String) throws {
+    package static func check(_ value: JSONValue, what: @autoclosure () -> String) throws {
         switch value {
         case .string(let text):
-            try check(text, what: what)
+            try check(text, what: what())
         case .array(let elements):
-            for element in elements { try check(element, what: what) }
+            for element in elements { try check(element, what: what()) }
         case .object(let members):
             for (name, member) in members {
-                try check(name, what: "\(what) (member name \(name.debugDescription))")
-                try check(member, what: "\(what) (member \(name.debugDescription))")
+                try check(name, what: "\(what()) (member name \(name.debugDescription))")
+                try check(member, what: "\(what()) (member \(name.debugDescription))")
             }
         case .null, .bool, .number:
             break
