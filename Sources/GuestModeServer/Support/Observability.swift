@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import Metrics
 import NIOConcurrencyHelpers
+import Synchronization
 
 /// What the server measures, through swift-metrics: whatever backend the
 /// process bootstrapped (`guestmode serve` exposes them on `/metrics` in
@@ -149,8 +150,16 @@ struct ObservabilityMiddleware: RouterMiddleware {
     /// document names it; `none` when no route matched.
     static func route(of context: ServerContext) -> String {
         guard let path = context.endpointPath, path != "NotFound" else { return "none" }
-        return template(of: path)
+        if let known = templates.withLock({ $0[path] }) { return known }
+        let made = template(of: path)
+        templates.withLock { $0[path] = made }
+        return made
     }
+
+    /// Each route's template, made once: a path here is one the router registered, so there are as many as
+    /// routes, and making it again was 3 k instructions of every request (bench/results.md, "Serving,
+    /// round 19").
+    private static let templates = Mutex<[String: String]>([:])
 
     /// `/v1/users/:user` → `/v1/users/{user}`.
     static func template(of path: String) -> String {
