@@ -98,7 +98,8 @@ import Testing
                 }
                 let found = RequestInput.firstItem(named: name, in: query)
                 #expect(
-                    found.map { "\($0.name)|\($0.value ?? "nil")" } == expected.map { "\($0.name)|\($0.value ?? "nil")" },
+                    found.map { "\($0.name)|\($0.value ?? "nil")" }
+                        == expected.map { "\($0.name)|\($0.value ?? "nil")" },
                     "\(name) in \(query)")
             }
         }
