@@ -106,25 +106,16 @@ enum RequestInput {
     /// (bench/results.md, "Serving, round 19"). Names are compared as bytes, as a URL's are: a name with
     /// no `%` is its own bytes.
     static func firstItem(named name: String, in query: String) -> (name: Substring, value: Substring?)? {
-        let utf8 = query.utf8
-        var start = utf8.startIndex
-        while start != utf8.endIndex {
-            let end = utf8[start...].firstIndex(of: UInt8(ascii: "&")) ?? utf8.endIndex
-            // An empty item (`a=1&&b=2`) is none, as `split` omits it.
-            if start != end {
-                let item = utf8[start..<end]
-                let equals = item.firstIndex(of: UInt8(ascii: "="))
-                let rawName = item[..<(equals ?? end)]
-                let named =
-                    rawName.contains(UInt8(ascii: "%"))
-                    ? percentDecoded(Substring(rawName))?.utf8.elementsEqual(name.utf8) == true
-                    : rawName.elementsEqual(name.utf8)
-                if named { return (Substring(rawName), equals.map { Substring(item[utf8.index(after: $0)...]) }) }
-            }
-            guard end != utf8.endIndex else { break }
-            start = utf8.index(after: end)
+        var found: (name: Substring, value: Substring?)?
+        forEachItem(in: query) { itemName, value in
+            let named =
+                itemName.utf8.contains(UInt8(ascii: "%"))
+                ? percentDecoded(itemName)?.utf8.elementsEqual(name.utf8) == true
+                : itemName.utf8.elementsEqual(name.utf8)
+            if named { found = (itemName, value) }
+            return !named
         }
-        return nil
+        return found
     }
 
     /// The names of the query's parameters, in order, a repeated one as often as it is given.
@@ -138,9 +129,31 @@ enum RequestInput {
     /// grapheme (about 10 k instructions of a request), and a `&` followed by
     /// a combining mark was no separator. An item without `=` has no value.
     static func items(of query: String) -> [(name: Substring, value: Substring?)] {
-        query.utf8.split(separator: UInt8(ascii: "&")).map { item in
-            guard let equals = item.firstIndex(of: UInt8(ascii: "=")) else { return (Substring(item), nil) }
-            return (Substring(item[..<equals]), Substring(item[item.index(after: equals)...]))
+        var items: [(name: Substring, value: Substring?)] = []
+        forEachItem(in: query) { name, value in
+            items.append((name, value))
+            return true
+        }
+        return items
+    }
+
+    /// Gives `body` the query's items in order, as `items(of:)` lists them (an empty one, `a=1&&b=2`, is
+    /// none), until it answers false. Inlined into its two callers: called, its closure cost a served
+    /// `meter check` 1.9 k instructions more than the loop written out.
+    @inline(__always)
+    private static func forEachItem(in query: String, _ body: (_ name: Substring, _ value: Substring?) -> Bool) {
+        let utf8 = query.utf8
+        var start = utf8.startIndex
+        while start != utf8.endIndex {
+            let end = utf8[start...].firstIndex(of: UInt8(ascii: "&")) ?? utf8.endIndex
+            if start != end {
+                let item = utf8[start..<end]
+                let equals = item.firstIndex(of: UInt8(ascii: "="))
+                let value = equals.map { Substring(item[utf8.index(after: $0)...]) }
+                guard body(Substring(item[..<(equals ?? end)]), value) else { return }
+            }
+            guard end != utf8.endIndex else { return }
+            start = utf8.index(after: end)
         }
     }
 
