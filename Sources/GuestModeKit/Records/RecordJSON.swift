@@ -29,18 +29,21 @@ public struct RecordJSON: Codable, Sendable, Equatable {
     /// Writes the document as the JSON value it holds; a stored text that is not JSON (which
     /// `guestmode db check` would name) fails the encoding rather than going out as a string.
     public func encode(to encoder: any Encoder) throws {
-        let value: JSONValue
+        var container = encoder.singleValueContainer()
+        try container.encode(try value(at: encoder.codingPath))
+    }
+
+    /// The document as a value, for a writer at `codingPath`.
+    func value(at codingPath: [any CodingKey]) throws -> JSONValue {
         do {
-            value = try StrictJSON.parse(wrappedValue)
+            return try StrictJSON.parse(wrappedValue)
         } catch {
             throw EncodingError.invalidValue(
                 wrappedValue,
                 EncodingError.Context(
-                    codingPath: encoder.codingPath,
+                    codingPath: codingPath,
                     debugDescription: "a stored record's data is not valid JSON (\(error)); run guestmode db check"))
         }
-        var container = encoder.singleValueContainer()
-        try container.encode(value)
     }
 
     /// Reads the document, which must be a JSON object as every record is.
@@ -53,5 +56,25 @@ public struct RecordJSON: Codable, Sendable, Equatable {
                     debugDescription: "a record's data must be a JSON object, not \(value.kindDescription)"))
         }
         wrappedValue = value.canonicalText
+    }
+}
+
+extension StoredRecord: JSONWritable {
+    /// Writes the record as `record get --json` prints it, without `Codable` (`JSONWritable`).
+    package func write(to writer: inout JSONWriter) throws {
+        var object = writer.openObject()
+        writer.member("collection", in: &object)
+        writer.write(collection)
+        writer.member("created_at", in: &object)
+        writer.write(createdAt)
+        writer.member("data", in: &object)
+        writer.write(try RecordJSON(wrappedValue: data).value(at: []))
+        writer.member("key", in: &object)
+        writer.write(key)
+        writer.member("updated_at", in: &object)
+        writer.write(updatedAt)
+        writer.member("user_id", in: &object)
+        writer.write(owner)
+        writer.close(object)
     }
 }

@@ -13,6 +13,12 @@ struct Reply: Sendable {
         Reply(status: status, body: try JSONDocument.encodeLine(value))
     }
 
+    /// The same document, written by the value itself (`JSONWritable`) without the encoder's tree of nodes:
+    /// the reads a server answers most.
+    static func document<T: Encodable & JSONWritable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Reply {
+        Reply(status: status, body: try JSONWriter.document(value, lineEnd: true))
+    }
+
     /// A refusal the app acts on (a cap, an exhausted meter), as the engine worded it: the error, the
     /// prompt the refusal raised (null when none), and the command line's document of the refused
     /// call as `result`.
