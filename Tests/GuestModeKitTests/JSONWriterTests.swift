@@ -38,7 +38,8 @@ import Testing
                 }
             }
             for collection in profile.collections.map(\.name) {
-                let data = #"{"title":"Ünïcode \"quoted\"\n","n":[1.50,null,true,{"deep":{}}],"e":[],"z":12345678901234567890}"#
+                let data =
+                    #"{"title":"Ünïcode \"quoted\"\n","n":[1.50,null,true,{"deep":{}}],"e":[],"z":12345678901234567890}"#
                 _ = try engine.putRecord(user: guest.id, collection: collection, key: "k1", json: data, now: day(2))
                 try Self.expectSameDocument(try engine.record(user: guest.id, collection: collection, key: "k1"))
                 documents += 1
@@ -49,7 +50,8 @@ import Testing
                     try Self.expectSameDocument(explanation)
                     if let offer = explanation.offer {
                         try Self.expectSameDocument(offer)
-                        _ = try engine.recordPrompt(.dismissed, context: offer.context, user: guest.id, now: day(dayNumber))
+                        _ = try engine.recordPrompt(
+                            .dismissed, context: offer.context, user: guest.id, now: day(dayNumber))
                         // A cooldown or a full window now: a reason with its time.
                         let quiet = try engine.explainPrompt(user: guest.id, trigger: trigger, now: day(dayNumber))
                         try Self.expectSameDocument(quiet)
@@ -77,20 +79,38 @@ import Testing
         }
     }
 
+    @Test func aDocumentLargerThanTheWritersFirstBufferIsWrittenWhole() throws {
+        let long = String(repeating: "a \"quoted\" line\n", count: 8_000)
+        let grant = MeterGrant(
+            id: 1, userID: long, meter: "m", amount: 1, used: 0, remaining: 1, grantedAt: day(1), expiresAt: nil,
+            revokedAt: nil, reason: long, state: .active)
+        let status = MeterStatus(
+            meter: "m", unit: "u", tier: .guest, used: 0, allowance: nil, remaining: nil, percentUsed: nil,
+            level: .none, periodStart: nil, grants: Array(repeating: grant, count: 3))
+        try Self.expectSameDocument(MeterDecision(isAllowed: true, requested: 1, status: status))
+        let data = JSONValue.object((0..<2_000).map { ("key\($0)", .string(long.prefix($0).description)) })
+        try Self.expectSameDocument(
+            StoredRecord(
+                owner: "u", collection: "c", key: "k", data: data.canonicalText, createdAt: day(1),
+                updatedAt: day(1)))
+    }
+
     @Test func anAmountIsWrittenWithItsOwnDigits() {
         let edges: [Int64] = [0, 1, -1, 10, 100_000, 999_999, 1_000_000, 1_000_001, -1_500_000, .max, .min, .min + 1]
         var random = SplitMix64(state: 7)
-        let drawn = (0..<2_000).map { _ in Int64(bitPattern: random.next()) >> Int64.random(in: 0...62, using: &random) }
+        let drawn = (0..<2_000).map { _ in Int64(bitPattern: random.next()) >> Int64.random(in: 0...62, using: &random)
+        }
         for millionths in edges + drawn {
             var writer = JSONWriter(pretty: false)
             let amount = MeterAmount(millionths: millionths)
             writer.write(amount)
-            #expect(String(decoding: writer.bytes, as: UTF8.self) == amount.description)
+            #expect(writer.text == amount.description)
         }
     }
 
     @Test func aRecordWhoseDataIsNotJSONIsRefusedAsTheEncoderRefusesIt() {
-        let record = StoredRecord(owner: "u", collection: "c", key: "k", data: "{", createdAt: day(1), updatedAt: day(1))
+        let record = StoredRecord(
+            owner: "u", collection: "c", key: "k", data: "{", createdAt: day(1), updatedAt: day(1))
         #expect(throws: EncodingError.self) { try JSONWriter.document(record, lineEnd: true) }
         #expect(throws: EncodingError.self) { try JSONDocument.encodeLine(record) }
     }
@@ -126,7 +146,8 @@ extension Optional {
 extension Double {
     static func drawn(_ random: inout SplitMix64) -> Double {
         [0, 1, -0.0, 91.666_666_666_666_66, 5.551_115_123_125_783e-17, 1e20, -3.5e15, .nan, .infinity, 0.999_999_5]
-            .randomElement(using: &random)! + (Bool.random(using: &random) ? 0 : Double.random(in: 0..<1, using: &random))
+            .randomElement(using: &random)!
+            + (Bool.random(using: &random) ? 0 : Double.random(in: 0..<1, using: &random))
     }
 }
 
@@ -158,7 +179,8 @@ extension MeterDecision {
         let status = MeterStatus(
             meter: .drawn(&random), unit: .drawn(&random), tier: .drawn(&random), used: .drawn(&random),
             allowance: .drawn(&random, MeterAmount.drawn), remaining: .drawn(&random, MeterAmount.drawn),
-            percentUsed: .drawn(&random, Double.drawn), level: .drawn(&random), periodStart: .drawn(&random, Date.drawn),
+            percentUsed: .drawn(&random, Double.drawn), level: .drawn(&random),
+            periodStart: .drawn(&random, Date.drawn),
             granted: .drawn(&random), grants: grants)
         return MeterDecision(isAllowed: .random(using: &random), requested: .drawn(&random), status: status)
     }

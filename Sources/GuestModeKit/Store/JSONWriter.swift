@@ -31,33 +31,46 @@ package struct JSONContainer {
 
 /// Writes a JSON document in the layout of `JSONValue.text(pretty:)`: a member or element a line, two spaces a
 /// level, `"name" : value`.
-package struct JSONWriter {
-    package private(set) var bytes: [UInt8] = []
+///
+/// Into a buffer of its own, not a `[UInt8]`: an array checks that it is unique and has room on every append,
+/// about 15 instructions a byte, and copies a run in about 120 whatever its length, which made the member
+/// names alone half of a `prompt next` document's cost (bench/results.md, "Serving, round 20"). Noncopyable,
+/// so the buffer has one owner, which frees it.
+package struct JSONWriter: ~Copyable {
+    private var start: UnsafeMutablePointer<UInt8>
+    private var count = 0
+    private var capacity: Int
     package let pretty: Bool
     /// The level of the innermost open container's members.
     private var level = 0
 
     package init(pretty: Bool) {
         self.pretty = pretty
-        bytes.reserveCapacity(512)
+        capacity = 1024
+        start = .allocate(capacity: capacity)
     }
+
+    deinit { start.deallocate() }
+
+    /// The bytes written so far.
+    package var text: String { String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self) }
 
     /// The document `value` writes, with a line break after it when `lineEnd`.
     package static func document(_ value: some JSONWritable, pretty: Bool = true, lineEnd: Bool) throws -> String {
         var writer = JSONWriter(pretty: pretty)
         try value.write(to: &writer)
-        if lineEnd { writer.bytes.append(UInt8(ascii: "\n")) }
-        return String(decoding: writer.bytes, as: UTF8.self)
+        if lineEnd { writer.put(UInt8(ascii: "\n")) }
+        return writer.text
     }
 
     package mutating func openObject() -> JSONContainer {
-        bytes.append(UInt8(ascii: "{"))
+        put(UInt8(ascii: "{"))
         level += 1
         return JSONContainer(closing: UInt8(ascii: "}"))
     }
 
     package mutating func openArray() -> JSONContainer {
-        bytes.append(UInt8(ascii: "["))
+        put(UInt8(ascii: "["))
         level += 1
         return JSONContainer(closing: UInt8(ascii: "]"))
     }
@@ -65,48 +78,93 @@ package struct JSONWriter {
     /// Starts the member `name` of `object`; the value written next is its value. `name` is written as it is:
     /// a literal of letters, digits and underscores, which need no escape.
     package mutating func member(_ name: StaticString, in object: inout JSONContainer) {
-        JSONValue.open(object.count, name: nil, in: &bytes, pretty: pretty, indent: level)
-        object.count += 1
-        bytes.append(UInt8(ascii: "\""))
-        JSONValue.append(name, to: &bytes)
+        let length = name.utf8CodeUnitCount
+        reserve(length + 2 * level + 6)
+        open(&object)
+        unsafePut(UInt8(ascii: "\""))
+        (start + count).initialize(from: name.utf8Start, count: length)
+        count += length
+        unsafePut(UInt8(ascii: "\""))
         if pretty {
-            JSONValue.append("\" : ", to: &bytes)
+            unsafePut(UInt8(ascii: " "))
+            unsafePut(UInt8(ascii: ":"))
+            unsafePut(UInt8(ascii: " "))
         } else {
-            JSONValue.append("\":", to: &bytes)
+            unsafePut(UInt8(ascii: ":"))
         }
     }
 
     /// Starts the next element of `array`.
     package mutating func element(in array: inout JSONContainer) {
-        JSONValue.open(array.count, name: nil, in: &bytes, pretty: pretty, indent: level)
-        array.count += 1
+        reserve(2 * level + 2)
+        open(&array)
     }
 
     /// Ends `container`; an empty one is `{}` or `[]`, as the encoder writes it.
     package mutating func close(_ container: JSONContainer) {
         level -= 1
-        guard container.count > 0 else { return bytes.append(container.closing) }
-        JSONValue.close(container.closing, in: &bytes, pretty: pretty, indent: level)
+        reserve(2 * level + 2)
+        if container.count > 0 { unsafeNewline() }
+        unsafePut(container.closing)
     }
 
-    package mutating func writeNull() { JSONValue.append("null", to: &bytes) }
+    package mutating func writeNull() { put("null") }
 
-    package mutating func write(_ text: String) { JSONValue.writeString(text, to: &bytes) }
+    /// A text with the escapes `JSONValue` writes: runs between the bytes that need one copied whole.
+    package mutating func write(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            reserve(bytes.count + 2)
+            unsafePut(UInt8(ascii: "\""))
+            var runStart = 0
+            while true {
+                let index = ByteWord.firstControl(
+                    orEither: UInt8(ascii: "\""), UInt8(ascii: "\\"), in: bytes, from: runStart)
+                put(UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                guard index < bytes.count else { break }
+                let byte = bytes[index]
+                reserve(6)
+                unsafePut(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""): unsafePut(UInt8(ascii: "\""))
+                case UInt8(ascii: "\\"): unsafePut(UInt8(ascii: "\\"))
+                case UInt8(ascii: "\n"): unsafePut(UInt8(ascii: "n"))
+                case UInt8(ascii: "\r"): unsafePut(UInt8(ascii: "r"))
+                case UInt8(ascii: "\t"): unsafePut(UInt8(ascii: "t"))
+                case 0x08: unsafePut(UInt8(ascii: "b"))
+                case 0x0C: unsafePut(UInt8(ascii: "f"))
+                default:
+                    // A control character: \u00XX with lowercase hex digits.
+                    func hexDigit(_ value: UInt8) -> UInt8 {
+                        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+                    }
+                    unsafePut(UInt8(ascii: "u"))
+                    unsafePut(UInt8(ascii: "0"))
+                    unsafePut(UInt8(ascii: "0"))
+                    unsafePut(hexDigit(byte >> 4))
+                    unsafePut(hexDigit(byte & 0xF))
+                }
+                runStart = index + 1
+            }
+        }
+        put(UInt8(ascii: "\""))
+    }
 
-    package mutating func write(_ flag: Bool) { JSONValue.append(flag ? "true" : "false", to: &bytes) }
+    package mutating func write(_ flag: Bool) { put(flag ? "true" : "false") }
 
     /// A time as its text (`Timestamp.format`), which needs no escape.
     package mutating func write(_ date: Date) {
-        bytes.append(UInt8(ascii: "\""))
-        Timestamp.withText(of: date) { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
+        reserve(Timestamp.textLength + 2)
+        unsafePut(UInt8(ascii: "\""))
+        Timestamp.withText(of: date) { put($0) }
+        put(UInt8(ascii: "\""))
     }
 
     /// An amount as its own digits (`MeterAmount.description`), written without a string.
     package mutating func write(_ amount: MeterAmount) {
         let magnitude = amount.millionths.magnitude
         let scale = UInt64(MeterAmount.scale)
-        if amount.millionths < 0 { bytes.append(UInt8(ascii: "-")) }
+        if amount.millionths < 0 { put(UInt8(ascii: "-")) }
         writeDigits(of: magnitude / scale)
         var fraction = magnitude % scale
         guard fraction > 0 else { return }
@@ -115,27 +173,31 @@ package struct JSONWriter {
             fraction /= 10
             digits -= 1
         }
-        bytes.append(UInt8(ascii: "."))
+        put(UInt8(ascii: "."))
         var divisor: UInt64 = 1
         for _ in 1..<digits { divisor *= 10 }
         // The fraction's leading zeros, then its digits.
         while divisor > fraction {
-            bytes.append(UInt8(ascii: "0"))
+            put(UInt8(ascii: "0"))
             divisor /= 10
         }
         writeDigits(of: fraction)
     }
 
     package mutating func write(_ number: Int64) {
-        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        if number < 0 { put(UInt8(ascii: "-")) }
         writeDigits(of: number.magnitude)
     }
 
     /// Six decimals at most, as `JSONValue.number` writes a `Double`.
-    package mutating func write(_ number: Double) { JSONValue.number(number).write(to: &bytes, pretty: pretty, indent: 0) }
+    package mutating func write(_ number: Double) { write(JSONValue.number(number)) }
 
     /// A JSON value at this position, laid out a level deeper than the container it is in.
-    package mutating func write(_ value: JSONValue) { value.write(to: &bytes, pretty: pretty, indent: level) }
+    package mutating func write(_ value: JSONValue) {
+        var bytes: [UInt8] = []
+        value.write(to: &bytes, pretty: pretty, indent: level)
+        bytes.withUnsafeBufferPointer { put($0) }
+    }
 
     /// An enumeration as its name, the way its `Codable` writes it.
     package mutating func write<Name: RawRepresentable>(_ name: Name) where Name.RawValue == String {
@@ -163,22 +225,74 @@ package struct JSONWriter {
     }
 
     /// `value`, or `null` when it is nil, as the encoder writes an absent value.
-    package mutating func write<Value>(_ value: Value?, _ writeValue: (inout JSONWriter, Value) throws -> Void) rethrows {
+    package mutating func write<Value>(_ value: Value?, _ writeValue: (inout JSONWriter, Value) throws -> Void) rethrows
+    {
         guard let value else { return writeNull() }
         try writeValue(&self, value)
     }
 
+    /// A comma before all but the first member or element, and `pretty`'s line break and indentation; room
+    /// reserved.
+    private mutating func open(_ container: inout JSONContainer) {
+        if container.count > 0 { unsafePut(UInt8(ascii: ",")) }
+        container.count += 1
+        unsafeNewline()
+    }
+
+    private mutating func unsafeNewline() {
+        guard pretty else { return }
+        unsafePut(UInt8(ascii: "\n"))
+        (start + count).initialize(repeating: UInt8(ascii: " "), count: 2 * level)
+        count += 2 * level
+    }
+
     private mutating func writeDigits(of number: UInt64) {
-        guard number >= 10 else { return bytes.append(UInt8(ascii: "0") + UInt8(number)) }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var remaining = number
-            var start = 20
-            while remaining > 0 {
-                start -= 1
-                digits[start] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                remaining /= 10
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        reserve(20)
+        guard number >= 10 else { return unsafePut(UInt8(ascii: "0") + UInt8(number)) }
+        var digits = 1
+        var power: UInt64 = 10
+        while digits < 20, number >= power {
+            digits += 1
+            power = power.multipliedReportingOverflow(by: 10).partialValue
         }
+        var remaining = number
+        for offset in stride(from: digits - 1, through: 0, by: -1) {
+            start[count + offset] = UInt8(ascii: "0") + UInt8(remaining % 10)
+            remaining /= 10
+        }
+        count += digits
+    }
+
+    private mutating func put(_ literal: StaticString) {
+        put(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    private mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        reserve(bytes.count)
+        (start + count).initialize(from: base, count: bytes.count)
+        count += bytes.count
+    }
+
+    private mutating func put(_ byte: UInt8) {
+        reserve(1)
+        unsafePut(byte)
+    }
+
+    /// A byte where room was reserved.
+    private mutating func unsafePut(_ byte: UInt8) {
+        start[count] = byte
+        count += 1
+    }
+
+    /// Room for `needed` more bytes.
+    private mutating func reserve(_ needed: Int) {
+        guard count + needed > capacity else { return }
+        let grown = max(capacity * 2, count + needed)
+        let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+        moved.initialize(from: start, count: count)
+        start.deallocate()
+        start = moved
+        capacity = grown
     }
 }
