@@ -11,9 +11,9 @@ extension GuestModeServer {
     static func buildRouter(
         services: Services, configuration: ServerConfiguration, accessLogger: Logger
     )
-        -> Router<ServerContext>
+        -> PathRouter<ServerContext>
     {
-        let router = Router(context: ServerContext.self)
+        let router = PathRouter(context: ServerContext.self)
         router.add(middleware: ObservabilityMiddleware(services: services, logger: accessLogger))
         router.add(middleware: BodyLimitMiddleware(limit: configuration.bodyLimit, budget: services.bodyBudget))
         if configuration.requestsPerAddress > 0 {

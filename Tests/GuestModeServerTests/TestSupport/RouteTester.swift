@@ -16,7 +16,7 @@ import NIOPosix
 /// curl suite's (Tests/EndToEndTests).
 final class RouteTester: Sendable {
     let services: Services
-    let responder: Router<ServerContext>.Responder
+    let responder: PathRouter<ServerContext>.Responder
     private let pool: NIOThreadPool
 
     struct Reply: Sendable {
@@ -143,7 +143,7 @@ final class RouteTester: Sendable {
     }
 }
 
-private final class Collected: Sendable {
+final class Collected: Sendable {
     private let storage = NIOLockedValueBox<(bytes: [UInt8], chunkSizes: [Int])>(([], []))
     func append(_ buffer: ByteBuffer) {
         storage.withLockedValue {
@@ -155,14 +155,14 @@ private final class Collected: Sendable {
     var chunkSizes: [Int] { storage.withLockedValue { $0.chunkSizes } }
 }
 
-private struct BodyCollector: ResponseBodyWriter {
+struct BodyCollector: ResponseBodyWriter {
     let collected: Collected
     mutating func write(_ buffer: ByteBuffer) async throws { collected.append(buffer) }
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }
 
 /// Keeps metadata, writes nothing.
-private struct SilentLogHandler: LogHandler {
+struct SilentLogHandler: LogHandler {
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .critical
 
