@@ -205,12 +205,14 @@ struct PathResponder<Context: RequestContext>: HTTPResponder {
                         memcmp($0.baseAddress!, bytes.baseAddress! + component.lowerBound, component.count) == 0
                     })
                 else { continue }
-                if let found = descend(child, bytes: bytes, components: components, at: index + 1, captures: &captures) {
+                if let found = descend(child, bytes: bytes, components: components, at: index + 1, captures: &captures)
+                {
                     return found
                 }
             case .capture(let name):
                 captures.append((name, component))
-                if let found = descend(child, bytes: bytes, components: components, at: index + 1, captures: &captures) {
+                if let found = descend(child, bytes: bytes, components: components, at: index + 1, captures: &captures)
+                {
                     return found
                 }
                 captures.removeLast()
