@@ -22,6 +22,7 @@ import Hummingbird
 final class PathRouter<Context: RequestContext>: RouterMethods, HTTPResponderBuilder {
     private let root = Node(segment: .constant([]))
     private var middlewares: [any MiddlewareProtocol<Request, Response, Context>] = []
+    private var endpoints: [PathResponder<Context>.Endpoint] = []
     /// Every route added, in order, as `Router.routes` lists them.
     private(set) var routes: [(path: RouterPath, method: HTTPRequest.Method)] = []
 
@@ -32,7 +33,7 @@ final class PathRouter<Context: RequestContext>: RouterMethods, HTTPResponderBui
     ) -> Self where Responder.Context == Context {
         var node = root
         for element in path.components {
-            let segment = Segment(element)
+            let segment = PathSegment(element)
             if let child = node.children.first(where: { $0.segment == segment }) {
                 node = child
             } else {
@@ -41,13 +42,15 @@ final class PathRouter<Context: RequestContext>: RouterMethods, HTTPResponderBui
                 node = child
             }
         }
+        let endpoint = node.endpoint ?? endpoints.count
+        if endpoint == endpoints.count { endpoints.append(.init(responders: [], path: path.description)) }
+        node.endpoint = endpoint
         let wrapped = wrap(responder)
-        if let index = node.responders.firstIndex(where: { $0.method == method }) {
-            node.responders[index].responder = wrapped
+        if let index = endpoints[endpoint].responders.firstIndex(where: { $0.method == method }) {
+            endpoints[endpoint].responders[index].responder = wrapped
         } else {
-            node.responders.append((method, wrapped))
+            endpoints[endpoint].responders.append((method, wrapped))
         }
-        node.path = path.description
         routes.append((path, method))
         return self
     }
@@ -67,98 +70,67 @@ final class PathRouter<Context: RequestContext>: RouterMethods, HTTPResponderBui
     }
 
     func buildResponder() -> PathResponder<Context> {
-        PathResponder(
-            root: root.frozen(),
-            notFound: wrap(NotFoundResponder<Context>()))
-    }
-
-    /// A path segment a route names.
-    enum Segment: Equatable, Sendable {
-        /// A component that is exactly these bytes.
-        case constant([UInt8])
-        /// Any component, the parameter `name`.
-        case capture(Substring)
-
-        init(_ element: RouterPath.Element) {
-            let text = element.description
-            if element == text {
-                self = .constant(Array(text.utf8))
-            } else if text.hasPrefix("{"), text.hasSuffix("}"), text.count > 2 {
-                self = .capture(text.dropFirst().dropLast())
-            } else {
-                // A wildcard or a capture inside a component: no route of guestmode serve has one, and adding one is
-                // a change to the route table its tests run on start-up of every test server.
-                preconditionFailure("PathRouter has constant and {capture} segments only, not \(text)")
-            }
-        }
+        PathResponder(root: root.frozen(), endpoints: endpoints, notFound: wrap(NotFoundResponder<Context>()))
     }
 
     /// A node of the routes' tree while routes are added.
     private final class Node {
-        let segment: Segment
+        let segment: PathSegment
         var children: [Node] = []
-        var responders: [(method: HTTPRequest.Method, responder: any HTTPResponder<Context>)] = []
-        var path = ""
+        var endpoint: Int?
 
-        init(segment: Segment) { self.segment = segment }
+        init(segment: PathSegment) { self.segment = segment }
 
         /// The node for requests, its constants ahead of its captures and each in the order added, as Hummingbird
         /// ranks a node's children: a constant is the more specific.
-        func frozen() -> PathResponder<Context>.Branch {
+        func frozen() -> PathBranch {
             let constantsFirst =
                 children.filter { if case .constant = $0.segment { true } else { false } }
                 + children.filter { if case .capture = $0.segment { true } else { false } }
-            return PathResponder.Branch(
-                segment: segment, children: constantsFirst.map { $0.frozen() }, responders: responders, path: path)
+            return PathBranch(segment: segment, children: constantsFirst.map { $0.frozen() }, endpoint: endpoint)
         }
     }
 }
 
-/// `PathRouter`'s responder: the routes' tree, read by every request at once.
-struct PathResponder<Context: RequestContext>: HTTPResponder {
-    final class Branch: Sendable {
-        let segment: PathRouter<Context>.Segment
-        let children: [Branch]
-        let responders: [(method: HTTPRequest.Method, responder: any HTTPResponder<Context>)]
-        /// The route's path as `RouterPath.description` writes it (`/v1/users/{user}`), the request's endpoint.
-        let path: String
+/// A path segment a route names.
+enum PathSegment: Equatable, Sendable {
+    /// A component that is exactly these bytes.
+    case constant([UInt8])
+    /// Any component, the parameter `name`.
+    case capture(Substring)
 
-        init(
-            segment: PathRouter<Context>.Segment, children: [Branch],
-            responders: [(method: HTTPRequest.Method, responder: any HTTPResponder<Context>)], path: String
-        ) {
-            self.segment = segment
-            self.children = children
-            self.responders = responders
-            self.path = path
+    init(_ element: RouterPath.Element) {
+        let text = element.description
+        if element == text {
+            self = .constant(Array(text.utf8))
+        } else if text.hasPrefix("{"), text.hasSuffix("}"), text.count > 2 {
+            self = .capture(text.dropFirst().dropLast())
+        } else {
+            // A wildcard or a capture inside a component: no route of guestmode serve has one, and adding one is
+            // a change to the route table, which every test server is built from.
+            preconditionFailure("PathRouter has constant and {capture} segments only, not \(text)")
         }
     }
+}
 
-    let root: Branch
-    let notFound: any HTTPResponder<Context>
+/// A node of the routes' tree as requests read it: not generic, so walking it makes no type metadata at run
+/// time (a generic node's tuples and optionals were 1 k instructions a request).
+final class PathBranch: Sendable {
+    let segment: PathSegment
+    let children: [PathBranch]
+    /// Where in `PathResponder.endpoints` this node's route is; nil when no route ends here.
+    let endpoint: Int?
 
-    func respond(to request: Request, context: Context) async throws -> Response {
-        do {
-            let path = request.uri.path
-            var parameters = Parameters()
-            guard let branch = Self.branch(for: path, in: root, parameters: &parameters),
-                let responder = branch.responders.first(where: { $0.method == request.method })?.responder
-            else {
-                return try await notFound.respond(to: request, context: context)
-            }
-            var context = context
-            context.coreContext.parameters = parameters
-            context.coreContext.endpointPath.value = branch.path
-            return try await responder.respond(to: request, context: context)
-        } catch let error as any HTTPResponseError {
-            return try error.response(from: request, context: context)
-        }
+    init(segment: PathSegment, children: [PathBranch], endpoint: Int?) {
+        self.segment = segment
+        self.children = children
+        self.endpoint = endpoint
     }
 
-    /// The branch the whole of `path` leads to, with the captures on the way in `parameters`; nil when none does.
-    static func branch(for path: String, in root: Branch, parameters: inout Parameters) -> Branch? {
-        var text = path
-        let found: (branch: Branch, captures: [(name: Substring, range: Range<Int>)])? = text.withUTF8 { bytes in
+    /// The branch the whole of `path` leads to, with its captures' names and where their values are in `path`'s
+    /// UTF-8; nil when none does.
+    func branch(for path: inout String) -> (branch: PathBranch, captures: [(name: Substring, range: Range<Int>)])? {
+        path.withUTF8 { bytes in
             var components: [Range<Int>] = []
             components.reserveCapacity(8)
             var start = 0
@@ -173,31 +145,23 @@ struct PathResponder<Context: RequestContext>: HTTPResponder {
                 start = end
             }
             var captures: [(name: Substring, range: Range<Int>)] = []
-            guard let branch = descend(root, bytes: bytes, components: components, at: 0, captures: &captures) else {
+            guard let branch = descend(bytes: bytes, components: components, at: 0, captures: &captures) else {
                 return nil
             }
             return (branch, captures)
         }
-        guard let found else { return nil }
-        let utf8 = path.utf8
-        for capture in found.captures {
-            let lower = utf8.index(utf8.startIndex, offsetBy: capture.range.lowerBound)
-            let upper = utf8.index(lower, offsetBy: capture.range.count)
-            parameters[capture.name] = path[lower..<upper]
-        }
-        return found.branch
     }
 
-    /// The branch below `branch` that components `index…` lead to, trying its children in their rank (constants
+    /// The branch below this one that components `index…` lead to, trying the children in their rank (constants
     /// first) and backtracking, as Hummingbird's trie does: the first branch the whole path reaches, whether or not
     /// it has a route.
-    private static func descend(
-        _ branch: Branch, bytes: UnsafeBufferPointer<UInt8>, components: [Range<Int>], at index: Int,
+    private func descend(
+        bytes: UnsafeBufferPointer<UInt8>, components: [Range<Int>], at index: Int,
         captures: inout [(name: Substring, range: Range<Int>)]
-    ) -> Branch? {
-        guard index < components.count else { return branch }
+    ) -> PathBranch? {
+        guard index < components.count else { return self }
         let component = components[index]
-        for child in branch.children {
+        for child in children {
             switch child.segment {
             case .constant(let constant):
                 guard constant.count == component.count,
@@ -205,20 +169,55 @@ struct PathResponder<Context: RequestContext>: HTTPResponder {
                         memcmp($0.baseAddress!, bytes.baseAddress! + component.lowerBound, component.count) == 0
                     })
                 else { continue }
-                if let found = descend(child, bytes: bytes, components: components, at: index + 1, captures: &captures)
-                {
+                if let found = child.descend(bytes: bytes, components: components, at: index + 1, captures: &captures) {
                     return found
                 }
             case .capture(let name):
                 captures.append((name, component))
-                if let found = descend(child, bytes: bytes, components: components, at: index + 1, captures: &captures)
-                {
+                if let found = child.descend(bytes: bytes, components: components, at: index + 1, captures: &captures) {
                     return found
                 }
                 captures.removeLast()
             }
         }
         return nil
+    }
+}
+
+/// `PathRouter`'s responder: the routes' tree, read by every request at once, and what each route runs.
+struct PathResponder<Context: RequestContext>: HTTPResponder {
+    struct Endpoint: Sendable {
+        var responders: [(method: HTTPRequest.Method, responder: any HTTPResponder<Context>)]
+        /// The route's path as `RouterPath.description` writes it (`/v1/users/{user}`), the request's endpoint.
+        let path: String
+    }
+
+    let root: PathBranch
+    let endpoints: [Endpoint]
+    let notFound: any HTTPResponder<Context>
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        do {
+            var path = request.uri.path
+            guard let found = root.branch(for: &path), let index = found.branch.endpoint,
+                let responder = endpoints[index].responders.first(where: { $0.method == request.method })?.responder
+            else {
+                return try await notFound.respond(to: request, context: context)
+            }
+            var context = context
+            // Made at once, not a member at a time: each `FlatDictionary` insertion hashed its key and grew two
+            // arrays.
+            let utf8 = path.utf8
+            context.coreContext.parameters = Parameters(
+                found.captures.map { capture in
+                    let lower = utf8.index(utf8.startIndex, offsetBy: capture.range.lowerBound)
+                    return (capture.name, path[lower..<utf8.index(lower, offsetBy: capture.range.count)])
+                })
+            context.coreContext.endpointPath.value = endpoints[index].path
+            return try await responder.respond(to: request, context: context)
+        } catch let error as any HTTPResponseError {
+            return try error.response(from: request, context: context)
+        }
     }
 }
 
