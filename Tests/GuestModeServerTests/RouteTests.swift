@@ -472,15 +472,7 @@ struct RouteTests {
 
     @Test("the routes the router registers, the OpenAPI document's and guestmode-serve(1)'s ROUTES are one list")
     func oneRouteTable() async throws {
-        let server = try await RouteTester(profile: "subscriptions") { $0.backupsDirectory = "/nonexistent" }
-        let router = GuestModeServer.buildRouter(
-            services: server.services,
-            configuration: {
-                var configuration = ServerConfiguration(
-                    host: "", port: 0, threads: 1, signingKeySeal: RouteTester.seal)
-                configuration.backupsDirectory = "/nonexistent"
-                return configuration
-            }(), accessLogger: .init(label: "test"))
+        let router = try await RouteTester.everyRoute()
         let registered = Set(
             router.routes.map { route in
                 "\(route.method.rawValue) "

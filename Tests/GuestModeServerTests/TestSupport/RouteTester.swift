@@ -72,6 +72,16 @@ final class RouteTester: Sendable {
 
     deinit { pool.shutdownGracefully { _ in } }
 
+    /// The router `guestmode serve` builds with every optional route on (`--backups-dir`), for tests of its
+    /// route table.
+    static func everyRoute() async throws -> PathRouter<ServerContext> {
+        let server = try await RouteTester(profile: "subscriptions") { $0.backupsDirectory = "/nonexistent" }
+        var configuration = ServerConfiguration(host: "", port: 0, threads: 1, signingKeySeal: seal)
+        configuration.backupsDirectory = "/nonexistent"
+        return GuestModeServer.buildRouter(
+            services: server.services, configuration: configuration, accessLogger: .init(label: "test"))
+    }
+
     /// One request through the router: its status, headers and body.
     func request(
         _ method: HTTPRequest.Method, _ path: String, token: String? = nil, body: String? = nil,
