@@ -110,41 +110,16 @@ package struct JSONWriter: ~Copyable {
 
     package mutating func writeNull() { put("null") }
 
-    /// A text with the escapes `JSONValue` writes: runs between the bytes that need one copied whole.
+    /// A text with the escapes `JSONValue` writes (`JSONValue.escape`).
     package mutating func write(_ text: String) {
         var text = text
         text.withUTF8 { bytes in
             reserve(bytes.count + 2)
             unsafePut(UInt8(ascii: "\""))
-            var runStart = 0
-            while true {
-                let index = ByteWord.firstControl(
-                    orEither: UInt8(ascii: "\""), UInt8(ascii: "\\"), in: bytes, from: runStart)
-                put(UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-                guard index < bytes.count else { break }
-                let byte = bytes[index]
-                reserve(6)
-                unsafePut(UInt8(ascii: "\\"))
-                switch byte {
-                case UInt8(ascii: "\""): unsafePut(UInt8(ascii: "\""))
-                case UInt8(ascii: "\\"): unsafePut(UInt8(ascii: "\\"))
-                case UInt8(ascii: "\n"): unsafePut(UInt8(ascii: "n"))
-                case UInt8(ascii: "\r"): unsafePut(UInt8(ascii: "r"))
-                case UInt8(ascii: "\t"): unsafePut(UInt8(ascii: "t"))
-                case 0x08: unsafePut(UInt8(ascii: "b"))
-                case 0x0C: unsafePut(UInt8(ascii: "f"))
-                default:
-                    // A control character: \u00XX with lowercase hex digits.
-                    func hexDigit(_ value: UInt8) -> UInt8 {
-                        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
-                    }
-                    unsafePut(UInt8(ascii: "u"))
-                    unsafePut(UInt8(ascii: "0"))
-                    unsafePut(UInt8(ascii: "0"))
-                    unsafePut(hexDigit(byte >> 4))
-                    unsafePut(hexDigit(byte & 0xF))
-                }
-                runStart = index + 1
+            JSONValue.escape(bytes) { run in
+                put(run)
+            } escaped: { byte in
+                put(byte)
             }
         }
         put(UInt8(ascii: "\""))
@@ -160,29 +135,8 @@ package struct JSONWriter: ~Copyable {
         put(UInt8(ascii: "\""))
     }
 
-    /// An amount as its own digits (`MeterAmount.description`), written without a string.
-    package mutating func write(_ amount: MeterAmount) {
-        let magnitude = amount.millionths.magnitude
-        let scale = UInt64(MeterAmount.scale)
-        if amount.millionths < 0 { put(UInt8(ascii: "-")) }
-        writeDigits(of: magnitude / scale)
-        var fraction = magnitude % scale
-        guard fraction > 0 else { return }
-        var digits = MeterAmount.fractionDigits
-        while fraction % 10 == 0 {
-            fraction /= 10
-            digits -= 1
-        }
-        put(UInt8(ascii: "."))
-        var divisor: UInt64 = 1
-        for _ in 1..<digits { divisor *= 10 }
-        // The fraction's leading zeros, then its digits.
-        while divisor > fraction {
-            put(UInt8(ascii: "0"))
-            divisor /= 10
-        }
-        writeDigits(of: fraction)
-    }
+    /// An amount as its own digits (`MeterAmount.withText`), written without a string.
+    package mutating func write(_ amount: MeterAmount) { amount.withText { put($0) } }
 
     package mutating func write(_ number: Int64) {
         if number < 0 { put(UInt8(ascii: "-")) }

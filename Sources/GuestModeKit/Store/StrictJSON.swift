@@ -441,36 +441,50 @@ extension JSONValue {
         output.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { bytes in
-            var runStart = 0
-            while true {
-                let index = ByteWord.firstControl(
-                    orEither: UInt8(ascii: "\""), UInt8(ascii: "\\"), in: bytes, from: runStart)
-                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-                guard index < bytes.count else { return }
-                let byte = bytes[index]
-                output.append(UInt8(ascii: "\\"))
-                switch byte {
-                case UInt8(ascii: "\""): output.append(UInt8(ascii: "\""))
-                case UInt8(ascii: "\\"): output.append(UInt8(ascii: "\\"))
-                case UInt8(ascii: "\n"): output.append(UInt8(ascii: "n"))
-                case UInt8(ascii: "\r"): output.append(UInt8(ascii: "r"))
-                case UInt8(ascii: "\t"): output.append(UInt8(ascii: "t"))
-                case 0x08: output.append(UInt8(ascii: "b"))
-                case 0x0C: output.append(UInt8(ascii: "f"))
-                default:
-                    // A control character: \u00XX with lowercase hex digits.
-                    func hexDigit(_ value: UInt8) -> UInt8 {
-                        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
-                    }
-                    output.append(contentsOf: [
-                        UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hexDigit(byte >> 4),
-                        hexDigit(byte & 0xF),
-                    ])
-                }
-                runStart = index + 1
+            escape(bytes) { run in
+                output.append(contentsOf: run)
+            } escaped: { byte in
+                output.append(byte)
             }
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    /// A text's UTF-8 as JSON writes it between its quotes, given to `run` as the runs that need no escape and to
+    /// `escaped` a byte at a time for the escapes between them (`\"`, `\\`, `\n`, `\u00XX` with lowercase hex
+    /// digits): the one place the escapes are decided, for `JSONValue` and `JSONWriter` alike.
+    @inline(__always)
+    package static func escape(
+        _ bytes: UnsafeBufferPointer<UInt8>, run: (UnsafeBufferPointer<UInt8>) -> Void, escaped: (UInt8) -> Void
+    ) {
+        var runStart = 0
+        while true {
+            let index = ByteWord.firstControl(
+                orEither: UInt8(ascii: "\""), UInt8(ascii: "\\"), in: bytes, from: runStart)
+            if index > runStart { run(UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+            guard index < bytes.count else { return }
+            let byte = bytes[index]
+            escaped(UInt8(ascii: "\\"))
+            switch byte {
+            case UInt8(ascii: "\""): escaped(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): escaped(UInt8(ascii: "\\"))
+            case UInt8(ascii: "\n"): escaped(UInt8(ascii: "n"))
+            case UInt8(ascii: "\r"): escaped(UInt8(ascii: "r"))
+            case UInt8(ascii: "\t"): escaped(UInt8(ascii: "t"))
+            case 0x08: escaped(UInt8(ascii: "b"))
+            case 0x0C: escaped(UInt8(ascii: "f"))
+            default:
+                func hexDigit(_ value: UInt8) -> UInt8 {
+                    value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+                }
+                escaped(UInt8(ascii: "u"))
+                escaped(UInt8(ascii: "0"))
+                escaped(UInt8(ascii: "0"))
+                escaped(hexDigit(byte >> 4))
+                escaped(hexDigit(byte & 0xF))
+            }
+            runStart = index + 1
+        }
     }
 }
 
