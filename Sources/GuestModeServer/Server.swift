@@ -154,22 +154,18 @@ package struct GuestModeServer: Sendable {
             trustedProxies: configuration.trustedProxies)
         let connections = AddressCounts()
         let metrics = services.metrics
-        let connectionLogger = accessLogger
+        let connectionLog = AccessLog(accessLogger)
         // What the connection layer answers itself gets its access line and its count as a routed request does.
         let report: @Sendable (ConnectionRefusal) -> Void = { refusal in
             let status = Int(refusal.status.code)
             metrics.record(
                 route: "none", method: refusal.method ?? "other", status: status, nanoseconds: refusal.nanoseconds)
             // "-" for a head that never arrived whole: every access line has a method, as log readers expect.
-            let metadata: Logger.Metadata = [
-                "method": .string(refusal.method ?? "-"),
-                "route": "none",
-                "status": .stringConvertible(status),
-                "duration_ms": .stringConvertible((Double(refusal.nanoseconds) / 1000).rounded() / 1000),
-                "client": .string(refusal.client),
-                "error": .string(refusal.code.rawValue),
-            ]
-            connectionLogger.info("request", metadata: metadata)
+            var line = AccessLine(
+                method: refusal.method ?? "-", route: "none", status: status, nanoseconds: refusal.nanoseconds,
+                client: refusal.client)
+            line.error = refusal.code.rawValue
+            connectionLog.write(line)
         }
         let idleTimeout = configuration.idleTimeout
         let application = Application(

@@ -178,6 +178,32 @@ package struct JSONWriter: ~Copyable {
         close(array)
     }
 
+    /// `thousandths / 1000` as `Double.description` writes that number below 2^53: `0.0`, `12.5`, `0.052`,
+    /// `-3.0`. Digits, not a `Double` made and described: the access log writes a duration this way on
+    /// every request (bench/results.md, "Serving, round 21").
+    package mutating func write(thousandths: Int64) {
+        if thousandths < 0 { put(UInt8(ascii: "-")) }
+        let magnitude = thousandths.magnitude
+        writeDigits(of: magnitude / 1000)
+        put(UInt8(ascii: "."))
+        var fraction = magnitude % 1000
+        guard fraction > 0 else { return put(UInt8(ascii: "0")) }
+        var divisor: UInt64 = 100
+        while fraction > 0 {
+            put(UInt8(ascii: "0") + UInt8(fraction / divisor))
+            fraction %= divisor
+            divisor /= 10
+        }
+    }
+
+    /// A line break, after a document written compactly as a line of its own.
+    package mutating func endLine() { put(UInt8(ascii: "\n")) }
+
+    /// The bytes written so far.
+    package func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try body(UnsafeBufferPointer(start: start, count: count))
+    }
+
     /// `value`, or `null` when it is nil, as the encoder writes an absent value.
     package mutating func write<Value>(_ value: Value?, _ writeValue: (inout JSONWriter, Value) throws -> Void) rethrows
     {

@@ -97,7 +97,12 @@ struct ObservabilityMiddleware: RouterMiddleware {
     typealias Context = ServerContext
 
     let services: Services
-    let logger: Logger
+    let accessLog: AccessLog
+
+    init(services: Services, logger: Logger) {
+        self.services = services
+        accessLog = AccessLog(logger)
+    }
 
     func handle(
         _ request: Request, context: ServerContext, next: (Request, ServerContext) async throws -> Response
@@ -106,10 +111,15 @@ struct ObservabilityMiddleware: RouterMiddleware {
         let metrics = services.metrics
         metrics.inFlight.increment()
         defer { metrics.inFlight.decrement() }
+        // Read once: the per-address limits and the access line both need it, and reading the peer's
+        // address as text is 2.5 k instructions (bench/results.md, "Serving, round 21").
+        var context = context
+        let client = services.clientAddress(of: request, context: context)
+        context.clientAddress = client
         let note = FailureNote()
         var response: Response
         do {
-            response = try await FailureNote.$current.withValue(note) { try await next(request, context) }
+            response = try await FailureNote.$current.withValue(note) { [context] in try await next(request, context) }
         } catch {
             response = Reply.failure(error, note: note).response
         }
@@ -122,27 +132,20 @@ struct ObservabilityMiddleware: RouterMiddleware {
         metrics.record(route: route, method: method, status: status, nanoseconds: nanoseconds)
         let requestID = context.id
         response.headers[.requestID] = requestID
-        // Room for every member a line may have: a literal's dictionary grew, and rehashed, at the seventh.
-        var metadata = Logger.Metadata(minimumCapacity: 12)
-        metadata["method"] = .string(method)
-        metadata["route"] = .string(route)
-        metadata["status"] = .stringConvertible(status)
-        metadata["duration_ms"] = .stringConvertible((Double(nanoseconds) / 1000).rounded() / 1000)
-        metadata["request_id"] = .string(requestID)
-        metadata["client"] = .string(services.clientAddress(of: request, context: context))
-        if let bytes = response.body.contentLength { metadata["bytes"] = .stringConvertible(bytes) }
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }) {
-            metadata["bytes_in"] = .stringConvertible(length)
-        }
+        var line = AccessLine(
+            method: method, route: route, status: status, nanoseconds: nanoseconds, client: client)
+        line.requestID = requestID
+        line.bytes = response.body.contentLength
+        line.bytesIn = request.headers[.contentLength].flatMap { Int($0) }
         // Every failure's code; for a failure of the server or its store, the operator's own message,
         // which the caller was not shown (guestmode-serve(1), "Errors"). A refusal of the request's own
         // input keeps its message out: it would copy ids and query values into the log.
         if let failure = note.recorded {
-            metadata["error_code"] = .string(failure.code.rawValue)
-            if failure.httpStatus.code >= 500 { metadata["error"] = .string(failure.message) }
+            line.errorCode = failure.code.rawValue
+            if failure.httpStatus.code >= 500 { line.error = failure.message }
         }
-        for (name, value) in note.details { metadata[name] = .string(value) }
-        logger.info("request", metadata: metadata)
+        line.details = note.details
+        accessLog.write(line)
         return response
     }
 
@@ -195,7 +198,7 @@ extension HTTPField.Name {
 package struct JSONLineLogHandler: LogHandler {
     package var metadata: Logger.Metadata = [:]
     package var logLevel: Logger.Level = .info
-    private let label: String
+    let label: String
 
     /// A handler for the logger `label`.
     package init(label: String) {
@@ -208,26 +211,37 @@ package struct JSONLineLogHandler: LogHandler {
     }
 
     package func log(event: LogEvent) {
-        // Written by hand through JSONValue, not JSONSerialization over [String: Any]: the access log
-        // writes a line per request, and Foundation's serialisation and date formatting were 30 % of
-        // the instructions of a whole `meter check` (callgrind, bench/results.md).
         // The handler's own metadata is usually empty: merging into it copied and rehashed every member.
-        // The members are sorted as pairs and written, not gathered in a dictionary first, which hashed
-        // every name once more (bench/results.md, "Serving, round 7").
         let merged = metadata.isEmpty ? event.metadata ?? [:] : metadata.merging(event.metadata ?? [:]) { $1 }
+        Self.emit(
+            Self.line(
+                metadata: merged, level: event.level, message: event.message.description, label: label,
+                time: Self.now()))
+    }
+
+    /// The line of one log event: its metadata's members and `time`, `level`, `logger` and `message`, in
+    /// the order of their names.
+    ///
+    /// Written by hand through JSONValue, not JSONSerialization over [String: Any]: Foundation's
+    /// serialisation and date formatting were 30 % of the instructions of a whole `meter check`
+    /// (callgrind, bench/results.md). The members are sorted as pairs and written, not gathered in a
+    /// dictionary first, which hashed every name once more (bench/results.md, "Serving, round 7").
+    static func line(
+        metadata: Logger.Metadata, level: Logger.Level, message: String, label: String, time: Date
+    ) -> [UInt8] {
         var members: [(String, JSONValue)] = []
-        members.reserveCapacity(merged.count + 4)
-        for (key, value) in merged {
+        members.reserveCapacity(metadata.count + 4)
+        for (key, value) in metadata {
             // The members every line has are not replaced by metadata of the same name.
             switch key {
             case "time", "level", "logger", "message": continue
             default: members.append((key, Self.json(value)))
             }
         }
-        members.append(("time", .string(Self.timestamp())))
-        members.append(("level", .string(event.level.rawValue)))
+        members.append(("time", .string(Timestamp.format(time))))
+        members.append(("level", .string(level.rawValue)))
         members.append(("logger", .string(label)))
-        members.append(("message", .string(event.message.description)))
+        members.append(("message", .string(message)))
         members.sort { $0.0 < $1.0 }
         var line: [UInt8] = []
         line.reserveCapacity(256)
@@ -238,21 +252,83 @@ package struct JSONLineLogHandler: LogHandler {
         }
         JSONValue.close(UInt8(ascii: "}"), in: &line, pretty: false, indent: 0)
         line.append(UInt8(ascii: "\n"))
-        // One write per line: lines of concurrent requests never interleave.
-        Self.lock.withLock {
-            line.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0 && errno == EINTR { continue }
-                    guard written > 0 else { return }
-                    offset += written
-                }
+        return line
+    }
+
+    /// An access line without details, byte for byte as `log` writes it from `line.metadata`: the members
+    /// in the order of their names, written straight from their values. Through swift-log, the line's
+    /// `Logger.Metadata` dictionary, its hashed names, the casts of its numbers and their sorting were 24 k
+    /// instructions of every request (bench/results.md, "Serving, round 21").
+    static func write(_ line: AccessLine, label: String, time: Date, to writer: inout JSONWriter) {
+        var object = writer.openObject()
+        if let bytes = line.bytes {
+            writer.member("bytes", in: &object)
+            writer.write(Int64(bytes))
+        }
+        if let bytesIn = line.bytesIn {
+            writer.member("bytes_in", in: &object)
+            writer.write(Int64(bytesIn))
+        }
+        writer.member("client", in: &object)
+        writer.write(line.client)
+        writer.member("duration_ms", in: &object)
+        writer.write(thousandths: line.microseconds)
+        if let error = line.error {
+            writer.member("error", in: &object)
+            writer.write(error)
+        }
+        if let errorCode = line.errorCode {
+            writer.member("error_code", in: &object)
+            writer.write(errorCode)
+        }
+        writer.member("level", in: &object)
+        writer.write(Logger.Level.info.rawValue)
+        writer.member("logger", in: &object)
+        writer.write(label)
+        writer.member("message", in: &object)
+        writer.write(AccessLine.message)
+        writer.member("method", in: &object)
+        writer.write(line.method)
+        if let requestID = line.requestID {
+            writer.member("request_id", in: &object)
+            writer.write(requestID)
+        }
+        writer.member("route", in: &object)
+        writer.write(line.route)
+        writer.member("status", in: &object)
+        writer.write(Int64(line.status))
+        writer.member("time", in: &object)
+        writer.write(time)
+        writer.close(object)
+        writer.endLine()
+    }
+
+    /// Writes `line` to standard error, as `log` would write it at `info`.
+    func write(_ line: AccessLine) {
+        var writer = JSONWriter(pretty: false)
+        Self.write(line, label: label, time: Self.now(), to: &writer)
+        writer.withBytes(Self.emit)
+    }
+
+    private static let lock = NIOLock()
+
+    /// One write per line: lines of concurrent requests never interleave.
+    private static func emit(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        lock.withLock {
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(2, base + offset, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return }
+                offset += written
             }
         }
     }
 
-    private static let lock = NIOLock()
+    private static func emit(_ line: [UInt8]) {
+        line.withUnsafeBufferPointer { emit($0) }
+    }
 
     /// Numbers stay numbers (a status, a duration), everything else is text.
     private static func json(_ value: Logger.Metadata.Value) -> JSONValue {
@@ -269,8 +345,85 @@ package struct JSONLineLogHandler: LogHandler {
         }
     }
 
-    private static func timestamp() -> String {
-        // The log's time is when the line was written: the wall clock, never the requests' injected one.
-        Timestamp.format(Date())
+    /// The log's time is when the line was written: the wall clock, never the requests' injected one.
+    private static func now() -> Date { Date() }
+}
+
+/// One request's access line: what `ObservabilityMiddleware` logs for every routed request and the
+/// connection layer for every request it answers itself.
+struct AccessLine {
+    /// Every access line's message.
+    static let message = "request"
+
+    var method: String
+    /// The route's template, `none` when no route matched.
+    var route: String
+    var status: Int
+    /// The time to answer, in microseconds (the line gives it in milliseconds).
+    var microseconds: Int64
+    var client: String
+    var requestID: String?
+    /// The answer's length, when it is known before it is sent.
+    var bytes: Int?
+    /// The request's `Content-Length`.
+    var bytesIn: Int?
+    var errorCode: String?
+    /// The failure's message for the operator, or the code of a refusal by the connection layer.
+    var error: String?
+    /// What a route noted for the operator (`FailureNote.add`), under names of its own.
+    var details: [String: String] = [:]
+
+    init(method: String, route: String, status: Int, nanoseconds: Int64, client: String) {
+        self.method = method
+        self.route = route
+        self.status = status
+        // Rounded half away from zero, as `(Double(nanoseconds) / 1000).rounded()` was.
+        microseconds = nanoseconds >= 0 ? (nanoseconds + 500) / 1000 : (nanoseconds - 500) / 1000
+        self.client = client
+    }
+
+    /// The line as swift-log metadata, for a handler other than `JSONLineLogHandler`; numbers stay numbers.
+    var metadata: Logger.Metadata {
+        var metadata = Logger.Metadata(minimumCapacity: 12)
+        metadata["method"] = .string(method)
+        metadata["route"] = .string(route)
+        metadata["status"] = .stringConvertible(status)
+        metadata["duration_ms"] = .stringConvertible(Double(microseconds) / 1000)
+        metadata["client"] = .string(client)
+        if let requestID { metadata["request_id"] = .string(requestID) }
+        if let bytes { metadata["bytes"] = .stringConvertible(bytes) }
+        if let bytesIn { metadata["bytes_in"] = .stringConvertible(bytesIn) }
+        if let errorCode { metadata["error_code"] = .string(errorCode) }
+        if let error { metadata["error"] = .string(error) }
+        for (name, value) in details { metadata[name] = .string(value) }
+        return metadata
+    }
+}
+
+/// Where access lines go. Straight to standard error when the logger's handler is the JSON-lines one with
+/// no metadata of its own, which is what `guestmode-serve` logs through; through swift-log otherwise, and
+/// for a line with details, whose names may be any.
+struct AccessLog: Sendable {
+    private let logger: Logger
+    private let jsonLines: JSONLineLogHandler?
+
+    init(_ logger: Logger) {
+        self.logger = logger
+        if let handler = logger.handler as? JSONLineLogHandler, handler.metadata.isEmpty {
+            jsonLines = handler
+        } else {
+            jsonLines = nil
+        }
+    }
+
+    /// Whether a line without details skips swift-log.
+    var writesDirectly: Bool { jsonLines != nil }
+
+    func write(_ line: AccessLine) {
+        guard let jsonLines, line.details.isEmpty else {
+            return logger.info(Logger.Message(stringLiteral: AccessLine.message), metadata: line.metadata)
+        }
+        guard jsonLines.logLevel <= .info else { return }
+        jsonLines.write(line)
     }
 }

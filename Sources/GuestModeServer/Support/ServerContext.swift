@@ -15,6 +15,9 @@ struct ServerContext: RequestContext, RemoteAddressRequestContext {
     /// What the request's body takes of `--body-memory`, set by `BodyLimitMiddleware`; nil (nothing
     /// counted) only for a context that has not passed it.
     var bodyLease: BodyLease?
+    /// The client's address as `Services.clientAddress(of:context:)` reads it, set by
+    /// `ObservabilityMiddleware` before any route runs.
+    var clientAddress: String?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -8,7 +8,8 @@ extension Services {
     /// one of the trusted proxies, the last address of its
     /// `X-Forwarded-For` (the one that proxy saw).
     func clientAddress(of request: Request, context: ServerContext) -> String {
-        Self.clientAddress(
+        if let known = context.clientAddress { return known }
+        return Self.clientAddress(
             peer: context.remoteAddress?.ipAddress ?? "unknown", forwardedFor: request.headers[.xForwardedFor],
             trustedProxies: trustedProxies)
     }
