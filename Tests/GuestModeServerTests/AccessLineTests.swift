@@ -56,7 +56,8 @@ struct AccessLineTests {
         nanoseconds += [10_000_500, 123_456_789, 3_600_000_000_000, 86_400_000_000_499, -1, -500, -1_500]
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2_000 {
-            nanoseconds.append(Int64.random(in: 0...(1 << Int64.random(in: 1...50, using: &generator)), using: &generator))
+            nanoseconds.append(
+                Int64.random(in: 0...(1 << Int64.random(in: 1...50, using: &generator)), using: &generator))
         }
         for value in nanoseconds {
             let line = AccessLine(method: "GET", route: "none", status: 404, nanoseconds: value, client: "c")
@@ -67,7 +68,9 @@ struct AccessLineTests {
 
     @Test("texts with every escape, in every member that is text")
     func escapes() {
-        let texts = ["", "plain", "quote \" backslash \\ slash /", "\u{0}\u{1}\u{1F}\u{7F}", "tab\tline\nreturn\r", "é ü 中 🙂"]
+        let texts = [
+            "", "plain", "quote \" backslash \\ slash /", "\u{0}\u{1}\u{1F}\u{7F}", "tab\tline\nreturn\r", "é ü 中 🙂",
+        ]
         for text in texts {
             var line = AccessLine(method: text, route: text, status: 500, nanoseconds: 42, client: text)
             line.requestID = text
@@ -79,7 +82,8 @@ struct AccessLineTests {
 
     @Test("a line with details goes through swift-log, where they are members like the others")
     func detailsGoThroughTheLogger() {
-        var line = AccessLine(method: "POST", route: "/v1/app-store/notifications", status: 200, nanoseconds: 9, client: "c")
+        var line = AccessLine(
+            method: "POST", route: "/v1/app-store/notifications", status: 200, nanoseconds: 9, client: "c")
         line.details = ["notification_type": "DID_RENEW", "status": "overridden"]
         let logged = Self.logged(line)
         #expect(logged.contains(#""notification_type":"DID_RENEW""#))

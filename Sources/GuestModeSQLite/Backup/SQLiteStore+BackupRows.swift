@@ -157,7 +157,7 @@ private final class SQLiteBackupImport: BackupRowImport {
 
     func creationTimes(ofUsers ids: [String]) throws -> [String: String] {
         // One look-up a user through a statement prepared once: in-process, a batch statement saves nothing.
-        let statement = try db.cachedStatement(sql: "SELECT created_at FROM users WHERE id = ?")
+        let statement = try db.statement("SELECT created_at FROM users WHERE id = ?")
         var times: [String: String] = [:]
         for id in ids {
             if let created = try String.fetchOne(statement, arguments: [id]) { times[id] = created }

@@ -10,12 +10,12 @@ extension SQLiteTransaction {
         if rows.count > 1 { try store.useIngestCache(db) }
         // One row to a statement (see `addToCounters` for why not more).
         let insert = BoundStatement(
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT DO NOTHING
-                    """))
+            try db.statement(
+                """
+                INSERT INTO events (user_id, action, at, count, idempotency_key, properties)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING
+                """))
         var skipped: [Int: EventPayload] = [:]
         for (index, row) in rows.enumerated() {
             insert.bind(row.user, at: 1)
@@ -27,8 +27,8 @@ extension SQLiteTransaction {
             guard try insert.execute() == 0 else { continue }
             guard let key = row.idempotencyKey,
                 let stored = try Row.fetchOne(
-                    db.cachedStatement(
-                        sql: "SELECT action, count, properties FROM events WHERE user_id = ? AND idempotency_key = ?"),
+                    db.statement(
+                        "SELECT action, count, properties FROM events WHERE user_id = ? AND idempotency_key = ?"),
                     arguments: [row.user, key])
             else { throw row.notAppended }
             skipped[index] = EventPayload(
@@ -110,7 +110,7 @@ extension SQLiteTransaction {
 
     func counterTotal(of userID: String, action: String) throws -> Int {
         try Int.fetchOne(
-            db.cachedStatement(sql: "SELECT total FROM counters WHERE user_id = ? AND action = ?"),
+            db.statement("SELECT total FROM counters WHERE user_id = ? AND action = ?"),
             arguments: [userID, action]) ?? 0
     }
 
@@ -148,12 +148,12 @@ extension SQLiteTransaction {
         _ guests: [(user: String, firstSeen: Date, lastSeen: Date)], state: UserState, promptState: String
     ) throws -> Set<String> {
         let insert = BoundStatement(
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
-                    VALUES (?, NULL, ?, ?, ?, ?, NULL)
-                    ON CONFLICT(id) DO NOTHING
-                    """))
+            try db.statement(
+                """
+                INSERT INTO users (id, device, state, prompt_state, created_at, last_seen_at, linked_at)
+                VALUES (?, NULL, ?, ?, ?, ?, NULL)
+                ON CONFLICT(id) DO NOTHING
+                """))
         var created = Set<String>()
         for guest in guests {
             insert.bind(guest.user, at: 1)
@@ -167,7 +167,7 @@ extension SQLiteTransaction {
     }
 
     func lockUsers(_ userIDs: [String]) throws -> Set<String> {
-        let exists = BoundStatement(try db.cachedStatement(sql: "SELECT 1 FROM users WHERE id = ?"))
+        let exists = BoundStatement(try db.statement("SELECT 1 FROM users WHERE id = ?"))
         return Set(
             try userIDs.filter { userID in
                 exists.bind(userID, at: 1)
@@ -211,7 +211,7 @@ extension SQLiteStore {
         guard db.changesCount == 0 else { return }
         let total =
             try String.fetchOne(
-                db.cachedStatement(sql: "SELECT CAST(total AS TEXT) FROM counters WHERE user_id = ? AND action = ?"),
+                db.statement("SELECT CAST(total AS TEXT) FROM counters WHERE user_id = ? AND action = ?"),
                 arguments: [user, action]) ?? "?"
         throw Bounds.counterOverflow(action: action, user: user, total: total, adding: Int64(count))
     }

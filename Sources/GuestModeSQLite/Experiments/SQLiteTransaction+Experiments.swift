@@ -6,8 +6,8 @@ extension SQLiteTransaction {
     func assignment(of userID: String, experiment: String) throws -> StoredAssignment? {
         guard
             let row = try Row.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT variant, assigned_at FROM experiment_assignments WHERE user_id = ? AND experiment = ?"),
+                db.statement(
+                    "SELECT variant, assigned_at FROM experiment_assignments WHERE user_id = ? AND experiment = ?"),
                 arguments: [userID, experiment])
         else { return nil }
         return StoredAssignment(
@@ -15,11 +15,11 @@ extension SQLiteTransaction {
     }
 
     func addAssignment(of userID: String, experiment: String, variant: String, at time: Date) throws -> Bool {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO experiment_assignments (user_id, experiment, variant, assigned_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (user_id, experiment) DO NOTHING
-                """
+        try db.statement(
+            """
+            INSERT INTO experiment_assignments (user_id, experiment, variant, assigned_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT (user_id, experiment) DO NOTHING
+            """
         ).execute(arguments: [userID, experiment, variant, Timestamp.format(time)])
         return db.changesCount > 0
     }

@@ -5,7 +5,7 @@ import GuestModeKit
 extension SQLiteTransaction {
     func identityOwner(provider: String, subject: String) throws -> String? {
         try String.fetchOne(
-            db.cachedStatement(sql: "SELECT user_id FROM identities WHERE provider = ? AND subject = ?"),
+            db.statement("SELECT user_id FROM identities WHERE provider = ? AND subject = ?"),
             arguments: [provider, subject])
     }
 
@@ -44,7 +44,7 @@ extension SQLiteTransaction {
 
     func upgradeLockTime(of userID: String) throws -> Date? {
         try StoredTime.fetchOne(
-            db.cachedStatement(sql: "SELECT started_at FROM upgrade_locks WHERE user_id = ?"), arguments: [userID]
+            db.statement("SELECT started_at FROM upgrade_locks WHERE user_id = ?"), arguments: [userID]
         )?.date
     }
 

@@ -9,16 +9,24 @@ extension SQLiteTransaction {
         id, user_id, meter, granted_at, expires_at, revoked_at, reason, idempotency_key,
         CASE WHEN typeof(amount) IN ('integer', 'real') THEN CAST(round(amount * 1000000) AS INTEGER) END AS millionths
         """
+    private static let grantsOfUser = SQLText(
+        """
+        SELECT \(grantColumns) FROM meter_grants
+        WHERE user_id = ? AND (? IS NULL OR meter = ?) ORDER BY granted_at, id
+        """)
+    private static let grantByID = SQLText("SELECT \(grantColumns) FROM meter_grants WHERE id = ?")
+    private static let grantByKey = SQLText(
+        "SELECT \(grantColumns) FROM meter_grants WHERE user_id = ? AND idempotency_key = ?")
 
     func meterUses(of userID: String, meter: String, since start: Date, until end: Date) throws -> [MeterUse] {
         try Row.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT at, CASE WHEN typeof(amount) IN ('integer', 'real')
-                                    THEN CAST(round(amount * 1000000) AS INTEGER) END AS millionths
-                    FROM meter_usage WHERE user_id = ? AND meter = ? AND at >= ? AND at <= ?
-                    ORDER BY at, id
-                    """),
+            db.statement(
+                """
+                SELECT at, CASE WHEN typeof(amount) IN ('integer', 'real')
+                                THEN CAST(round(amount * 1000000) AS INTEGER) END AS millionths
+                FROM meter_usage WHERE user_id = ? AND meter = ? AND at >= ? AND at <= ?
+                ORDER BY at, id
+                """),
             arguments: [userID, meter, Timestamp.format(start), Timestamp.format(end)]
         ).map { row in
             let millionths: Int64 = try row.decode(forColumn: "millionths")
@@ -30,35 +38,30 @@ extension SQLiteTransaction {
 
     func meterGrants(of userID: String, meter: String?) throws -> [MeterGrantRow] {
         try readAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT \(Self.grantColumns) FROM meter_grants
-                    WHERE user_id = ? AND (? IS NULL OR meter = ?) ORDER BY granted_at, id
-                    """),
+            db.statement(Self.grantsOfUser),
             arguments: [userID, meter, meter], grantRow)
     }
 
     func meterGrant(id: Int64) throws -> MeterGrantRow? {
         try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT \(Self.grantColumns) FROM meter_grants WHERE id = ?"), arguments: [id]
+            db.statement(Self.grantByID), arguments: [id]
         ).map(grantRow)
     }
 
     func meterGrant(of userID: String, key: String) throws -> MeterGrantRow? {
         try Row.fetchOne(
-            db.cachedStatement(
-                sql: "SELECT \(Self.grantColumns) FROM meter_grants WHERE user_id = ? AND idempotency_key = ?"),
+            db.statement(Self.grantByKey),
             arguments: [userID, key]
         ).map(grantRow)
     }
 
     func addMeterGrant(_ grant: MeterGrantRow) throws -> Int64 {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO meter_grants
-                    (user_id, meter, amount, granted_at, expires_at, revoked_at, reason, idempotency_key)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """
+        try db.statement(
+            """
+            INSERT INTO meter_grants
+                (user_id, meter, amount, granted_at, expires_at, revoked_at, reason, idempotency_key)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """
         ).execute(arguments: [
             grant.userID, grant.meter, grant.amount.doubleValue, Timestamp.format(grant.grantedAt),
             grant.expiresAt.map(Timestamp.format), grant.revokedAt.map(Timestamp.format), grant.reason,
@@ -68,7 +71,7 @@ extension SQLiteTransaction {
     }
 
     func revokeMeterGrant(id: Int64, at time: Date) throws -> Bool {
-        try db.cachedStatement(sql: "UPDATE meter_grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+        try db.statement("UPDATE meter_grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
             .execute(arguments: [Timestamp.format(time), id])
         return db.changesCount > 0
     }

@@ -15,13 +15,13 @@ extension SQLiteTransaction {
     ) throws {
         // A total that overflowed turned into a REAL: it reads as the largest amount.
         let totals = try readAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT CASE WHEN typeof(millionths) = 'integer' THEN millionths ELSE 9223372036854775807 END
-                        AS millionths
-                    FROM meter_totals
-                    WHERE user_id = ? AND meter = ? AND span = ? AND bucket >= ?
-                    """),
+            db.statement(
+                """
+                SELECT CASE WHEN typeof(millionths) = 'integer' THEN millionths ELSE 9223372036854775807 END
+                    AS millionths
+                FROM meter_totals
+                WHERE user_id = ? AND meter = ? AND span = ? AND bucket >= ?
+                """),
             arguments: [userID, meter, span.rawValue, start.map(span.bucket(beginningAt:)) ?? ""],
             { row in try row.decode(Int64.self, forColumn: "millionths") })
         for millionths in totals { try body(MeterAmount(millionths: max(0, millionths))) }
@@ -30,12 +30,12 @@ extension SQLiteTransaction {
     func meterUseAmount(of userID: String, meter: String, key: String) throws -> MeterAmount? {
         guard
             let row = try Row.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT CASE WHEN typeof(amount) IN ('integer', 'real')
-                                    THEN CAST(round(amount * 1000000) AS INTEGER) END AS millionths
-                        FROM meter_usage WHERE user_id = ? AND meter = ? AND idempotency_key = ?
-                        """),
+                db.statement(
+                    """
+                    SELECT CASE WHEN typeof(amount) IN ('integer', 'real')
+                                THEN CAST(round(amount * 1000000) AS INTEGER) END AS millionths
+                    FROM meter_usage WHERE user_id = ? AND meter = ? AND idempotency_key = ?
+                    """),
                 arguments: [userID, meter, key])
         else { return nil }
         let millionths: Int64 = try row.decode(forColumn: "millionths")
@@ -43,8 +43,8 @@ extension SQLiteTransaction {
     }
 
     func appendMeterUse(of userID: String, meter: String, amount: MeterAmount, at time: Date, key: String?) throws {
-        try db.cachedStatement(
-            sql: "INSERT INTO meter_usage (user_id, meter, amount, at, idempotency_key) VALUES (?, ?, ?, ?, ?)"
+        try db.statement(
+            "INSERT INTO meter_usage (user_id, meter, amount, at, idempotency_key) VALUES (?, ?, ?, ?, ?)"
         ).execute(arguments: [userID, meter, amount.doubleValue, Timestamp.format(time), key])
     }
 
@@ -53,11 +53,11 @@ extension SQLiteTransaction {
     func addFiredWarning(
         of userID: String, meter: String, periodStart: Date?, percent: Double, level: MeterLevel, at time: Date
     ) throws -> Bool {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO meter_warnings (user_id, meter, period_start, percent, level, fired_at)
-                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                """
+        try db.statement(
+            """
+            INSERT INTO meter_warnings (user_id, meter, period_start, percent, level, fired_at)
+            VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+            """
         ).execute(arguments: [
             userID, meter, periodStart.map(Timestamp.format) ?? "", percent, level.rawValue, Timestamp.format(time),
         ])
@@ -76,18 +76,20 @@ extension SQLiteTransaction {
     }
 
     private static let grantDrawColumns = "user_id, meter, inputs, latest_use_at, drawn_in_period, drawn"
+    private static let grantDrawsOfMeter = SQLText(
+        "SELECT \(grantDrawColumns) FROM meter_grant_draws WHERE user_id = ? AND meter = ?")
 
     func meterGrantDraws(of userID: String, meter: String) throws -> MeterGrantDrawsRow? {
         try Row.fetchOne(
-            db.cachedStatement(
-                sql: "SELECT \(Self.grantDrawColumns) FROM meter_grant_draws WHERE user_id = ? AND meter = ?"),
+            db.statement(Self.grantDrawsOfMeter),
             arguments: [userID, meter]
         ).map(Self.grantDraws)
     }
 
     func keepMeterGrantDraws(_ row: MeterGrantDrawsRow) throws {
         try db.cachedStatement(
-            sql: """
+            sql:
+                """
                 INSERT INTO meter_grant_draws (\(Self.grantDrawColumns)) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (user_id, meter) DO UPDATE SET inputs = excluded.inputs,
                     latest_use_at = excluded.latest_use_at, drawn_in_period = excluded.drawn_in_period,
@@ -121,7 +123,7 @@ extension SQLiteTransaction {
 
     func owedGrantDraws() throws -> String? {
         try String.fetchOne(
-            db.cachedStatement(sql: "SELECT value FROM meta WHERE key = ?"), arguments: [OwedGrantDraws.metaKey])
+            db.statement("SELECT value FROM meta WHERE key = ?"), arguments: [OwedGrantDraws.metaKey])
     }
 
     func setOwedGrantDraws(_ position: String?) throws {

@@ -44,8 +44,8 @@ extension SQLiteTransaction {
     }
 
     func replaceRecordData(_ records: [StoredRecord]) throws {
-        let statement = try db.cachedStatement(
-            sql: "UPDATE records SET data = ? WHERE owner_id = ? AND collection = ? AND key = ?")
+        let statement = try db.statement(
+            "UPDATE records SET data = ? WHERE owner_id = ? AND collection = ? AND key = ?")
         for record in records {
             try statement.execute(arguments: [record.data, record.owner, record.collection, record.key])
         }

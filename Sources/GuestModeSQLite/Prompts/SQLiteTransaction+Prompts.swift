@@ -12,13 +12,13 @@ extension SQLiteTransaction {
     )? {
         guard
             let (user, promptState) = try readOne(
-                db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [userID],
+                db.statement("SELECT * FROM users WHERE id = ?"), arguments: [userID],
                 { row in (try SQLiteStore.user(from: row), try row.decode("prompt_state", as: PromptState.self)) })
         else { return nil }
         var counters: [String: Int] = [:]
         // Copied rows, not a cursor: a cursor's live row reads text in an INTEGER column as 0.
         for (action, total) in try readAll(
-            db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID],
+            db.statement("SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID],
             { row in (try row.decode(String.self, forColumn: "action"), try row.decode(Int.self, forColumn: "total")) })
         {
             counters[action] = total
@@ -39,8 +39,8 @@ extension SQLiteTransaction {
         // passed over is looked at as SQLite holds it (its context and outcome compared as bytes): decoding
         // every row cost 7 k instructions one, which a statement that finds the rows itself does not save
         // either (a GROUP BY sorts, and each of its passes looks every row up in the table).
-        let statement = try db.cachedStatement(
-            sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at DESC, id DESC")
+        let statement = try db.statement(
+            "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at DESC, id DESC")
         guard bind([userID], to: statement) else { return try promptOutcomes(of: userID) }
         var newestFirst: [PromptHistoryEntry] = []
         var contextsSeen: [[UInt8]] = []
@@ -77,7 +77,7 @@ extension SQLiteTransaction {
 
     func promptState(of userID: String, locking: Bool) throws -> PromptState? {
         try StoredCase<PromptState>.fetchOne(
-            db.cachedStatement(sql: "SELECT prompt_state FROM users WHERE id = ?"), arguments: [userID]
+            db.statement("SELECT prompt_state FROM users WHERE id = ?"), arguments: [userID]
         )?.value
     }
 
@@ -90,7 +90,7 @@ extension SQLiteTransaction {
     }
 
     func setPromptState(of userID: String, to state: PromptState) throws {
-        try db.cachedStatement(sql: "UPDATE users SET prompt_state = ? WHERE id = ?")
+        try db.statement("UPDATE users SET prompt_state = ? WHERE id = ?")
             .execute(arguments: [state.rawValue, userID])
     }
 
@@ -100,8 +100,8 @@ extension SQLiteTransaction {
 
     func promptOutcomes(of userID: String) throws -> [PromptHistoryEntry] {
         try readAll(
-            db.cachedStatement(
-                sql: "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
+            db.statement(
+                "SELECT context, outcome, at FROM prompt_outcomes WHERE user_id = ? ORDER BY at, id"),
             arguments: [userID], Self.promptOutcome)
     }
 
@@ -112,7 +112,7 @@ extension SQLiteTransaction {
     }
 
     func appendPromptOutcome(_ entry: PromptHistoryEntry, of userID: String) throws {
-        try db.cachedStatement(sql: "INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES (?, ?, ?, ?)")
+        try db.statement("INSERT INTO prompt_outcomes (user_id, context, outcome, at) VALUES (?, ?, ?, ?)")
             .execute(arguments: [userID, entry.context, entry.outcome.rawValue, Timestamp.format(entry.at)])
     }
 
@@ -126,7 +126,7 @@ extension SQLiteTransaction {
     func userFlags(of userID: String, prefix: String) throws -> [String: Date] {
         var flags: [String: Date] = [:]
         for (flag, setAt) in try readAll(
-            db.cachedStatement(sql: "SELECT flag, set_at FROM user_flags WHERE user_id = ? AND substr(flag, 1, ?) = ?"),
+            db.statement("SELECT flag, set_at FROM user_flags WHERE user_id = ? AND substr(flag, 1, ?) = ?"),
             arguments: [userID, prefix.unicodeScalars.count, prefix],
             { row in (try row.decode(String.self, forColumn: "flag"), try row.time("set_at")) })
         {
@@ -146,7 +146,7 @@ extension SQLiteTransaction {
 
     func lastEventTime(of userID: String, action: String) throws -> Date? {
         try readOne(
-            db.cachedStatement(sql: "SELECT max(at) AS at FROM events WHERE user_id = ? AND action = ?"),
+            db.statement("SELECT max(at) AS at FROM events WHERE user_id = ? AND action = ?"),
             arguments: [userID, action], { row in try row.optionalTime("at") }
         ) ?? nil
     }

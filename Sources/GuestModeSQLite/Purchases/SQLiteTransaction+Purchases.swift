@@ -17,16 +17,15 @@ extension SQLiteTransaction {
 
     func storePurchase(source: StorePlanChange.Source, originalTransactionID: String) throws -> StorePurchase? {
         try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT * FROM store_purchases WHERE source = ? AND original_transaction_id = ?"),
+            db.statement("SELECT * FROM store_purchases WHERE source = ? AND original_transaction_id = ?"),
             arguments: [source.rawValue, originalTransactionID]
         ).map(storePurchase)
     }
 
     func storePurchases(of userID: String) throws -> [StorePurchase] {
         try Row.fetchAll(
-            db.cachedStatement(
-                sql:
-                    "SELECT * FROM store_purchases WHERE user_id = ? ORDER BY signed_at, source, original_transaction_id"
+            db.statement(
+                "SELECT * FROM store_purchases WHERE user_id = ? ORDER BY signed_at, source, original_transaction_id"
             ),
             arguments: [userID]
         ).map(storePurchase)

@@ -6,21 +6,21 @@ import GuestModeKit
 extension SQLiteTransaction {
     func recordExists(owner: String, collection: String, key: String) throws -> Bool {
         try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT 1 FROM records WHERE owner_id = ? AND collection = ? AND key = ?"),
+            db.statement("SELECT 1 FROM records WHERE owner_id = ? AND collection = ? AND key = ?"),
             arguments: [owner, collection, key]) ?? false
     }
 
     func countRecords(owner: String, collection: String) throws -> Int {
         try readOne(
-            db.cachedStatement(sql: "SELECT COUNT(*) AS n FROM records WHERE owner_id = ? AND collection = ?"),
+            db.statement("SELECT COUNT(*) AS n FROM records WHERE owner_id = ? AND collection = ?"),
             arguments: [owner, collection], { row in try row.decode(Int.self, forColumn: "n") }) ?? 0
     }
 
     func recordCounts(owner: String) throws -> [String: Int] {
         var counts: [String: Int] = [:]
         for row in try Row.fetchAll(
-            db.cachedStatement(
-                sql: "SELECT collection, COUNT(*) AS n FROM records WHERE owner_id = ? GROUP BY collection"),
+            db.statement(
+                "SELECT collection, COUNT(*) AS n FROM records WHERE owner_id = ? GROUP BY collection"),
             arguments: [owner])
         {
             counts[try row.decode(forColumn: "collection")] = try row.decode(forColumn: "n")
@@ -30,17 +30,17 @@ extension SQLiteTransaction {
 
     func upsertRecord(owner: String, collection: String, key: String, data: String, at time: Date) throws {
         let timeText = Timestamp.format(time)
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO records (owner_id, collection, key, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT(owner_id, collection, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
-                """
+        try db.statement(
+            """
+            INSERT INTO records (owner_id, collection, key, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT(owner_id, collection, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
+            """
         ).execute(arguments: [owner, collection, key, data, timeText, timeText])
     }
 
     func record(owner: String, collection: String, key: String) throws -> StoredRecord? {
         try readOne(
-            db.cachedStatement(sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? AND key = ?"),
+            db.statement("SELECT * FROM records WHERE owner_id = ? AND collection = ? AND key = ?"),
             arguments: [owner, collection, key], storedRecord)
     }
 
@@ -49,12 +49,12 @@ extension SQLiteTransaction {
         ofUser userID: String, collection: String, key: String
     ) throws -> (userExists: Bool, record: StoredRecord?) {
         let found = try readOne(
-            db.cachedStatement(
-                sql: """
-                    SELECT records.* FROM users
-                    LEFT JOIN records ON records.owner_id = users.id AND records.collection = ? AND records.key = ?
-                    WHERE users.id = ?
-                    """),
+            db.statement(
+                """
+                SELECT records.* FROM users
+                LEFT JOIN records ON records.owner_id = users.id AND records.collection = ? AND records.key = ?
+                WHERE users.id = ?
+                """),
             arguments: [collection, key, userID]
         ) { row in try (row.decode(forColumn: "owner_id") as String?) == nil ? nil : storedRecord(row) }
         guard let found else { return (false, nil) }
@@ -64,8 +64,8 @@ extension SQLiteTransaction {
     func records(owner: String, collection: String, after: String?, limit: Int?) throws -> [StoredRecord] {
         // A key is never empty, so after '' is every key; a limit of Int.max is none.
         try Row.fetchAll(
-            db.cachedStatement(
-                sql: "SELECT * FROM records WHERE owner_id = ? AND collection = ? AND key > ? ORDER BY key LIMIT ?"),
+            db.statement(
+                "SELECT * FROM records WHERE owner_id = ? AND collection = ? AND key > ? ORDER BY key LIMIT ?"),
             arguments: [owner, collection, after ?? "", limit ?? Int.max]
         ).map(storedRecord)
     }

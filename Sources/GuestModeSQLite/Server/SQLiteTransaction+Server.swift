@@ -13,17 +13,17 @@ extension SQLiteTransaction {
     }
 
     func serverKey(named name: String) throws -> ServerKey? {
-        try readOne(db.cachedStatement(sql: "SELECT * FROM server_keys WHERE name = ?"), arguments: [name], serverKey)
+        try readOne(db.statement("SELECT * FROM server_keys WHERE name = ?"), arguments: [name], serverKey)
     }
 
     func serverKey(secretHash: String) throws -> ServerKey? {
         try readOne(
-            db.cachedStatement(sql: "SELECT * FROM server_keys WHERE secret_hash = ?"), arguments: [secretHash],
+            db.statement("SELECT * FROM server_keys WHERE secret_hash = ?"), arguments: [secretHash],
             serverKey)
     }
 
     func serverKeys() throws -> [ServerKey] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM server_keys ORDER BY name")).map(serverKey)
+        try Row.fetchAll(db.statement("SELECT * FROM server_keys ORDER BY name")).map(serverKey)
     }
 
     func markServerKeyRevoked(named name: String, at time: Date) throws {
@@ -47,7 +47,7 @@ extension SQLiteTransaction {
     }
 
     func signingKeys() throws -> [StoredSigningKey] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM signing_keys ORDER BY id")).map { row in
+        try Row.fetchAll(db.statement("SELECT * FROM signing_keys ORDER BY id")).map { row in
             StoredSigningKey(
                 kid: try row.decode(forColumn: "kid"), algorithm: try row.decode(forColumn: "algorithm"),
                 publicKey: try row.decode(forColumn: "public_key"),
@@ -130,7 +130,7 @@ extension SQLiteTransaction {
 
     func keptResponse(principal: String, key: String) throws -> KeptResponse? {
         try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT * FROM kept_responses WHERE principal = ? AND key = ?"),
+            db.statement("SELECT * FROM kept_responses WHERE principal = ? AND key = ?"),
             arguments: [principal, key]
         ).map { row in
             KeptResponse(
@@ -141,11 +141,11 @@ extension SQLiteTransaction {
     }
 
     func insertKeptResponse(_ response: KeptResponse) throws -> Bool {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO kept_responses (principal, key, request_hash, status, body, created_at)
-                VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (principal, key) DO NOTHING
-                """
+        try db.statement(
+            """
+            INSERT INTO kept_responses (principal, key, request_hash, status, body, created_at)
+            VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (principal, key) DO NOTHING
+            """
         ).execute(arguments: [
             response.principal, response.key, response.requestHash, response.status, response.body,
             Timestamp.format(response.createdAt),
@@ -154,24 +154,24 @@ extension SQLiteTransaction {
     }
 
     func settleKeptResponse(principal: String, key: String, status: Int, body: String) throws {
-        try db.cachedStatement(sql: "UPDATE kept_responses SET status = ?, body = ? WHERE principal = ? AND key = ?")
+        try db.statement("UPDATE kept_responses SET status = ?, body = ? WHERE principal = ? AND key = ?")
             .execute(arguments: [status, body, principal, key])
     }
 
     func updateSignInBucket(address: String, _ update: (SignInBucket?) throws -> SignInBucket) throws {
         // The one writer connection serializes every write: nothing else changes the row meanwhile.
         let next = try update(try signInBucket(address: address))
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO sign_in_buckets (address, tokens, updated_at) VALUES (?, ?, ?)
-                ON CONFLICT (address) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at
-                """
+        try db.statement(
+            """
+            INSERT INTO sign_in_buckets (address, tokens, updated_at) VALUES (?, ?, ?)
+            ON CONFLICT (address) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at
+            """
         ).execute(arguments: [address, next.tokens, Timestamp.format(next.updatedAt)])
     }
 
     func signInBucket(address: String) throws -> SignInBucket? {
         try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT tokens, updated_at FROM sign_in_buckets WHERE address = ?"),
+            db.statement("SELECT tokens, updated_at FROM sign_in_buckets WHERE address = ?"),
             arguments: [address]
         ).map { row in
             SignInBucket(tokens: try row.decode(forColumn: "tokens"), updatedAt: try row.time("updated_at"))
@@ -179,7 +179,7 @@ extension SQLiteTransaction {
     }
 
     func deleteSignInBuckets(updatedBefore time: Date) throws {
-        try db.cachedStatement(sql: "DELETE FROM sign_in_buckets WHERE updated_at < ?")
+        try db.statement("DELETE FROM sign_in_buckets WHERE updated_at < ?")
             .execute(arguments: [Timestamp.format(time)])
     }
 

@@ -20,7 +20,7 @@ import GuestModeKit
 /// parameter is bound again for each row, so SQLite never reads a stale
 /// text; a text that does not fit is copied by SQLite.
 ///
-///     let insert = BoundStatement(try db.cachedStatement(sql: "INSERT INTO t (a, b) VALUES (?, ?)"))
+///     let insert = BoundStatement(try db.statement("INSERT INTO t (a, b) VALUES (?, ?)"))
 ///     insert.bind("x", at: 1)
 ///     insert.bind(.integer(2), at: 2)
 ///     _ = try insert.execute()

@@ -18,7 +18,7 @@ extension SQLiteStore {
     }
 
     func findUser(_ id: String, _ db: Database) throws -> User? {
-        try readOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [id], Self.user)
+        try readOne(db.statement("SELECT * FROM users WHERE id = ?"), arguments: [id], Self.user)
     }
 
     /// A row of `SELECT * FROM users` as the engine's user.
@@ -34,7 +34,7 @@ extension SQLiteStore {
 
     func identities(of userID: String, _ db: Database) throws -> [Identity] {
         try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT * FROM identities WHERE user_id = ? ORDER BY linked_at, provider"),
+            db.statement("SELECT * FROM identities WHERE user_id = ? ORDER BY linked_at, provider"),
             arguments: [userID]
         ).map { row in
             Identity(
@@ -47,7 +47,7 @@ extension SQLiteStore {
     func counters(of userID: String, _ db: Database) throws -> [String: Int] {
         var counters: [String: Int] = [:]
         for row in try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
+            db.statement("SELECT action, total FROM counters WHERE user_id = ?"), arguments: [userID])
         {
             counters[try row.decode(forColumn: "action")] = try row.decode(forColumn: "total")
         }
@@ -59,7 +59,7 @@ extension SQLiteStore {
     func touch(_ userID: String, at time: Date, _ db: Database) throws {
         // Only a later time writes: an earlier one leaves the row and its index entry alone.
         let at = Timestamp.format(time)
-        try db.cachedStatement(sql: "UPDATE users SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?")
+        try db.statement("UPDATE users SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?")
             .execute(arguments: [at, userID, at])
     }
 
@@ -75,7 +75,7 @@ extension SQLiteStore {
 
     /// Every grant the user ever held, oldest first.
     func planGrants(of userID: String, _ db: Database) throws -> [PlanGrant] {
-        try readAll(db.cachedStatement(sql: Self.planGrantsSQL), arguments: [userID], Self.planGrant)
+        try readAll(db.statement(Self.planGrantsSQL), arguments: [userID], Self.planGrant)
     }
 
     /// The grants that may be in force at `now` (`PlanRows.planGrants(of:mayBeInForceAt:)`). A grant is passed
@@ -92,7 +92,7 @@ extension SQLiteStore {
     /// read that reads a limit or a meter (bench/results.md, "Serving, round 15").
     func planGrants(of userID: String, mayBeInForceAt now: Date, _ db: Database) throws -> [PlanGrant] {
         let grants = try readAll(
-            db.cachedStatement(sql: Self.planGrantsMayBeInForceSQL), arguments: [userID, Timestamp.format(now)]
+            db.statement(Self.planGrantsMayBeInForceSQL), arguments: [userID, Timestamp.format(now)]
         ) { row in
             // The grant first: a value it cannot read is named as it names it.
             let grant = try Self.planGrant(row)
@@ -108,12 +108,13 @@ extension SQLiteStore {
         }.map(\.grant)
     }
 
-    private static let planGrantsMayBeInForceSQL = """
+    private static let planGrantsMayBeInForceSQL = SQLText(
+        """
         SELECT id, plan, granted_at, trial_ends_at, ends_at, revoked_at FROM plans
         WHERE user_id = ?1
           AND (revoked_at <= ?2 AND \(isTime("revoked_at"))) IS NOT TRUE
           AND (coalesce(trial_ends_at, ends_at) <= ?2 AND \(isTime("coalesce(trial_ends_at, ends_at)"))) IS NOT TRUE
-        """
+        """)
 
     /// Whether `value` is a date and time SQLite reads: its `T` where `Timestamp.format` writes it, since
     /// `julianday` also reads a bare number as a day.
@@ -121,7 +122,7 @@ extension SQLiteStore {
         "substr(\(value), 11, 1) = 'T' AND julianday(\(value)) IS NOT NULL"
     }
 
-    private static let planGrantsSQL = """
+    private static let planGrantsSQL: StaticString = """
         SELECT plan, granted_at, trial_ends_at, ends_at, revoked_at FROM plans WHERE user_id = ?
         ORDER BY granted_at, id
         """

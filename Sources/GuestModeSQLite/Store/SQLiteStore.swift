@@ -242,11 +242,12 @@ public final class SQLiteStore: Sendable {
     /// keeps prepared: GRDB's `read` and `write` prepare theirs from the text
     /// every time, which was a sixth of a served read's instructions. A throw,
     /// or a failed commit, rolls everything back.
-    private static func transaction<T>(_ db: Database, begin: String, _ body: (Database) throws -> T) throws -> T {
-        try db.cachedStatement(sql: begin).execute()
+    private static func transaction<T>(_ db: Database, begin: StaticString, _ body: (Database) throws -> T) throws -> T
+    {
+        try db.statement(begin).execute()
         do {
             let value = try body(db)
-            try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+            try db.statement("COMMIT TRANSACTION").execute()
             return value
         } catch {
             if db.isInsideTransaction { try? db.rollback() }
@@ -258,7 +259,7 @@ public final class SQLiteStore: Sendable {
         do {
             // Read-only connections already; a single connection (the command line's) is kept from
             // writing by GRDB's own read.
-            let begin = "BEGIN DEFERRED TRANSACTION"
+            let begin: StaticString = "BEGIN DEFERRED TRANSACTION"
             guard let readers, let pool = database.writer as? DatabasePool else {
                 return try database.writer.read(value)
             }
@@ -554,8 +555,24 @@ extension SQLiteStore {
 /// takes an idle connection from a list under a lock. When all are busy a read goes through GRDB's pool, which
 /// waits for one of its own. Each connection is opened on first need, read-only, as GRDB opens its readers.
 final class ReadConnections: Sendable {
+    /// A read-only connection and the statements it keeps prepared, made on its first read.
+    private final class Connection: @unchecked Sendable {
+        let queue: DatabaseQueue
+        /// Set and read only by the thread that holds the connection.
+        var prepared: PreparedStatements?
+
+        init(queue: DatabaseQueue) {
+            self.queue = queue
+        }
+
+        func close() {
+            prepared?.removeAll()
+            try? queue.close()
+        }
+    }
+
     private struct State {
-        var idle: [DatabaseQueue] = []
+        var idle: [Connection] = []
         var opened = 0
         var isClosed = false
     }
@@ -572,13 +589,14 @@ final class ReadConnections: Sendable {
     }
 
     private enum Taken {
-        case idle(DatabaseQueue)
+        case idle(Connection)
         case new
         case none
     }
 
     /// `body` on an idle connection, or on a new one while fewer than `maximum` are open; nil when every
-    /// connection is busy, or the store is closed, and `body` has not run.
+    /// connection is busy, or the store is closed, and `body` has not run. `body`'s statements
+    /// (`Database.statement`) are the connection's own prepared ones.
     func read<T>(_ body: (Database) throws -> T) throws -> T? {
         let taken: Taken = state.withLock { state in
             if state.isClosed { return .none }
@@ -587,21 +605,26 @@ final class ReadConnections: Sendable {
             state.opened += 1
             return .new
         }
-        let connection: DatabaseQueue
+        let connection: Connection
         switch taken {
         case .none: return nil
         case .idle(let idle): connection = idle
         case .new:
             do {
-                connection = try DatabaseQueue(
-                    path: path, configuration: AppDatabase.configuration(readOnly: true, busyTimeout: busyTimeout))
+                connection = Connection(
+                    queue: try DatabaseQueue(
+                        path: path, configuration: AppDatabase.configuration(readOnly: true, busyTimeout: busyTimeout)))
             } catch {
                 state.withLock { $0.opened -= 1 }
                 throw error
             }
         }
         defer { giveBack(connection) }
-        return try connection.inDatabase(body)
+        return try connection.queue.inDatabase { db in
+            let prepared = connection.prepared ?? PreparedStatements(of: db)
+            connection.prepared = prepared
+            return try PreparedStatements.$current.withValue(prepared) { try body(db) }
+        }
     }
 
     /// How many connections are open, idle or reading.
@@ -614,14 +637,14 @@ final class ReadConnections: Sendable {
             defer { state.idle = [] }
             return state.idle
         }
-        for connection in idle { try? connection.close() }
+        for connection in idle { connection.close() }
     }
 
-    private func giveBack(_ connection: DatabaseQueue) {
+    private func giveBack(_ connection: Connection) {
         let isClosed = state.withLock { state in
             if !state.isClosed { state.idle.append(connection) }
             return state.isClosed
         }
-        if isClosed { try? connection.close() }
+        if isClosed { connection.close() }
     }
 }

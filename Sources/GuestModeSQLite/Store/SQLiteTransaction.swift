@@ -44,24 +44,24 @@ extension SQLiteTransaction {
 
     func backupQueuedAt(of userID: String, locking: Bool) throws -> Date? {
         try StoredTime.fetchOne(
-            db.cachedStatement(sql: "SELECT queued_at FROM outbox WHERE user_id = ?"), arguments: [userID]
+            db.statement("SELECT queued_at FROM outbox WHERE user_id = ?"), arguments: [userID]
         )?.date
     }
 
     func queueBackup(of userID: String, at time: Date) throws {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
-                ON CONFLICT(user_id) DO UPDATE SET queued_at = excluded.queued_at
-                """
+        try db.statement(
+            """
+            INSERT INTO outbox (user_id, queued_at, attempts) VALUES (?, ?, 0)
+            ON CONFLICT(user_id) DO UPDATE SET queued_at = excluded.queued_at
+            """
         ).execute(arguments: [userID, Timestamp.format(time)])
     }
 }
 
 extension SQLiteTransaction {
     func appendEvent(user userID: String, action: String, at time: Date, count: Int, properties: String) throws {
-        try db.cachedStatement(
-            sql: "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, ?, ?)"
+        try db.statement(
+            "INSERT INTO events (user_id, action, at, count, properties) VALUES (?, ?, ?, ?, ?)"
         )
         .execute(arguments: [userID, action, Timestamp.format(time), count, properties])
     }

@@ -108,7 +108,7 @@ struct ReadRow: StoredRow {
 /// The first row `statement` gives for `arguments`, read by `read`; nil when
 /// it gives none. As `Row.fetchOne(statement, arguments:).map(read)`.
 ///
-///     let user = try readOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ?"), arguments: [id]) { row in
+///     let user = try readOne(db.statement("SELECT * FROM users WHERE id = ?"), arguments: [id]) { row in
 ///         try row.decode(String.self, forColumn: "id")
 ///     }
 func readOne<Value>(

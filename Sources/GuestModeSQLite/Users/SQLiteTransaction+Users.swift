@@ -16,7 +16,7 @@ extension SQLiteTransaction {
         // The write transaction is IMMEDIATE: a second process waits for the first, then finds its user.
         guard
             let id = try String.fetchOne(
-                db.cachedStatement(sql: "SELECT id FROM users WHERE device = ? ORDER BY created_at, id LIMIT 1"),
+                db.statement("SELECT id FROM users WHERE device = ? ORDER BY created_at, id LIMIT 1"),
                 arguments: [device])
         else { return nil }
         return try store.findUser(id, db)
@@ -95,16 +95,16 @@ extension SQLiteTransaction {
 
     func credentials(username: String) throws -> StoredCredentials? {
         try Row.fetchOne(
-            db.cachedStatement(
-                sql: "SELECT user_id, username, secret_hash, created_at FROM credentials WHERE username = ?"),
+            db.statement(
+                "SELECT user_id, username, secret_hash, created_at FROM credentials WHERE username = ?"),
             arguments: [username]
         ).map(storedCredentials)
     }
 
     func credentials(of userID: String) throws -> StoredCredentials? {
         try Row.fetchOne(
-            db.cachedStatement(
-                sql: "SELECT user_id, username, secret_hash, created_at FROM credentials WHERE user_id = ?"),
+            db.statement(
+                "SELECT user_id, username, secret_hash, created_at FROM credentials WHERE user_id = ?"),
             arguments: [userID]
         ).map(storedCredentials)
     }

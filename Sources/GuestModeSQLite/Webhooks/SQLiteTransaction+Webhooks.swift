@@ -46,7 +46,8 @@ extension SQLiteTransaction {
         // a query whose WHERE names the same constant, never a bound argument.
         try Row.fetchAll(
             db.cachedStatement(
-                sql: """
+                sql:
+                    """
                     SELECT \(Self.webhookColumns) FROM webhook_outbox AS w
                     WHERE w.status = 'pending' AND (w.created_at, w.id) > (?, ?)
                     AND NOT EXISTS (
@@ -103,9 +104,8 @@ extension SQLiteTransaction {
 
     func webhookCounts() throws -> [WebhookCount] {
         try Row.fetchAll(
-            db.cachedStatement(
-                sql:
-                    "SELECT endpoint, status, COUNT(*) AS n FROM webhook_outbox GROUP BY endpoint, status ORDER BY endpoint"
+            db.statement(
+                "SELECT endpoint, status, COUNT(*) AS n FROM webhook_outbox GROUP BY endpoint, status ORDER BY endpoint"
             )
         ).map { row in
             WebhookCount(

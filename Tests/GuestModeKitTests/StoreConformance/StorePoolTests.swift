@@ -521,6 +521,47 @@ struct SQLitePoolTests {
         #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "closed, the store is one file again")
     }
 
+    static let sharedSQL = SQLText("SELECT \(2) AS two")
+
+    @Test(
+        "a read on the store's own connections keeps each statement prepared by its SQL's address; none outlives the store"
+    )
+    func readsKeepTheirStatementsPrepared() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).sqlite").path
+        try SQLiteStore.create(path: path, replacing: false) { _ in }
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let store = try SQLiteStore.open(path: path, connections: .pool(maximumReaders: 1))
+        func statements() throws -> [ObjectIdentifier] {
+            try store.read { db in
+                #expect(try Int.fetchOne(db.statement("SELECT 1 AS one")) == 1)
+                #expect(try Int.fetchOne(db.statement(Self.sharedSQL)) == 2)
+                return [
+                    ObjectIdentifier(try db.statement("SELECT 1 AS one")),
+                    ObjectIdentifier(try db.statement("SELECT 3 AS three")),
+                    ObjectIdentifier(try db.statement(Self.sharedSQL)),
+                    ObjectIdentifier(try db.cachedStatement(sql: "SELECT 1 AS one")),
+                ]
+            }
+        }
+        let first = try statements()
+        #expect(Set(first).count == 4, "each SQL its own statement, not GRDB's cached one")
+        #expect(try statements() == first, "the next read on the connection finds them prepared")
+
+        // GRDB's cache where the read is not on one of the store's connections: the writer's.
+        let onTheWriter = try store.write { db in
+            (
+                ObjectIdentifier(try db.statement("SELECT 1 AS one")),
+                ObjectIdentifier(try db.cachedStatement(sql: "SELECT 1 AS one"))
+            )
+        }
+        #expect(onTheWriter.0 == onTheWriter.1)
+
+        try store.close()
+        #expect(
+            !FileManager.default.fileExists(atPath: path + "-wal"),
+            "no statement keeps a connection open: closed, the store is one file again")
+    }
+
     @Test("a store of the first released schema opens on a pool, migrated, with its data")
     func aFirstReleaseStoreOpensOnAPool() throws {
         let fixture = URL(fileURLWithPath: #filePath)
