@@ -37,9 +37,10 @@ extension SQLiteTransaction {
     }
 
     func meterGrants(of userID: String, meter: String?) throws -> [MeterGrantRow] {
-        try readAll(
-            db.statement(Self.grantsOfUser),
-            arguments: [userID, meter, meter], grantRow)
+        // No meter (every grant) and a meter are told apart by the first argument: a meter's name is never empty.
+        try remembered("meterGrants", userID, meter ?? "", cost: { 256 * $0.count }) {
+            try readAll(db.statement(Self.grantsOfUser), arguments: [userID, meter, meter], grantRow)
+        }
     }
 
     func meterGrant(id: Int64) throws -> MeterGrantRow? {

@@ -14,16 +14,19 @@ extension SQLiteTransaction {
         _ body: (MeterAmount) throws -> Void
     ) throws {
         // A total that overflowed turned into a REAL: it reads as the largest amount.
-        let totals = try readAll(
-            db.statement(
-                """
-                SELECT CASE WHEN typeof(millionths) = 'integer' THEN millionths ELSE 9223372036854775807 END
-                    AS millionths
-                FROM meter_totals
-                WHERE user_id = ? AND meter = ? AND span = ? AND bucket >= ?
-                """),
-            arguments: [userID, meter, span.rawValue, start.map(span.bucket(beginningAt:)) ?? ""],
-            { row in try row.decode(Int64.self, forColumn: "millionths") })
+        let bucket = start.map(span.bucket(beginningAt:)) ?? ""
+        let totals = try remembered("meterTotals", userID, meter, span.rawValue, bucket, cost: { 16 * $0.count }) {
+            try readAll(
+                db.statement(
+                    """
+                    SELECT CASE WHEN typeof(millionths) = 'integer' THEN millionths ELSE 9223372036854775807 END
+                        AS millionths
+                    FROM meter_totals
+                    WHERE user_id = ? AND meter = ? AND span = ? AND bucket >= ?
+                    """),
+                arguments: [userID, meter, span.rawValue, bucket],
+                { row in try row.decode(Int64.self, forColumn: "millionths") })
+        }
         for millionths in totals { try body(MeterAmount(millionths: max(0, millionths))) }
     }
 

@@ -10,6 +10,22 @@ extension SQLiteTransaction {
     ) throws -> (
         facts: PromptFacts, user: User
     )? {
+        let read: String
+        switch history {
+        case .all: read = "all"
+        case .decision(let shownAfter): read = shownAfter.map { "decision after " + Timestamp.format($0) } ?? "decision"
+        }
+        return try remembered(
+            "promptFacts", userID, read,
+            cost: { $0.map { 256 + 64 * $0.facts.counters.count + 128 * $0.facts.history.count } ?? 0 }
+        ) { try readPromptFacts(of: userID, reading: history) }
+    }
+
+    private func readPromptFacts(
+        of userID: String, reading history: PromptHistoryRead
+    ) throws -> (
+        facts: PromptFacts, user: User
+    )? {
         guard
             let (user, promptState) = try readOne(
                 db.statement("SELECT * FROM users WHERE id = ?"), arguments: [userID],
@@ -124,6 +140,12 @@ extension SQLiteTransaction {
     }
 
     func userFlags(of userID: String, prefix: String) throws -> [String: Date] {
+        try remembered("userFlags", userID, prefix, cost: { 64 * $0.count }) {
+            try readUserFlags(of: userID, prefix: prefix)
+        }
+    }
+
+    private func readUserFlags(of userID: String, prefix: String) throws -> [String: Date] {
         var flags: [String: Date] = [:]
         for (flag, setAt) in try readAll(
             db.statement("SELECT flag, set_at FROM user_flags WHERE user_id = ? AND substr(flag, 1, ?) = ?"),
@@ -145,9 +167,11 @@ extension SQLiteTransaction {
     }
 
     func lastEventTime(of userID: String, action: String) throws -> Date? {
-        try readOne(
-            db.statement("SELECT max(at) AS at FROM events WHERE user_id = ? AND action = ?"),
-            arguments: [userID, action], { row in try row.optionalTime("at") }
-        ) ?? nil
+        try remembered("lastEventTime", userID, action) {
+            try readOne(
+                db.statement("SELECT max(at) AS at FROM events WHERE user_id = ? AND action = ?"),
+                arguments: [userID, action], { row in try row.optionalTime("at") }
+            ) ?? nil
+        }
     }
 }

@@ -11,9 +11,11 @@ extension SQLiteTransaction {
     }
 
     func countRecords(owner: String, collection: String) throws -> Int {
-        try readOne(
-            db.statement("SELECT COUNT(*) AS n FROM records WHERE owner_id = ? AND collection = ?"),
-            arguments: [owner, collection], { row in try row.decode(Int.self, forColumn: "n") }) ?? 0
+        try remembered("countRecords", owner, collection) {
+            try readOne(
+                db.statement("SELECT COUNT(*) AS n FROM records WHERE owner_id = ? AND collection = ?"),
+                arguments: [owner, collection], { row in try row.decode(Int.self, forColumn: "n") }) ?? 0
+        }
     }
 
     func recordCounts(owner: String) throws -> [String: Int] {
@@ -46,6 +48,14 @@ extension SQLiteTransaction {
 
     /// No row when there is no such user; a row of nulls when the user has no such record.
     func record(
+        ofUser userID: String, collection: String, key: String
+    ) throws -> (userExists: Bool, record: StoredRecord?) {
+        try remembered("recordOfUser", userID, collection, key, cost: { 128 + ($0.record?.data.utf8.count ?? 0) }) {
+            try readRecord(ofUser: userID, collection: collection, key: key)
+        }
+    }
+
+    private func readRecord(
         ofUser userID: String, collection: String, key: String
     ) throws -> (userExists: Bool, record: StoredRecord?) {
         let found = try readOne(

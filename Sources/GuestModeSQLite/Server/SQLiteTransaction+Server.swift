@@ -17,9 +17,11 @@ extension SQLiteTransaction {
     }
 
     func serverKey(secretHash: String) throws -> ServerKey? {
-        try readOne(
-            db.statement("SELECT * FROM server_keys WHERE secret_hash = ?"), arguments: [secretHash],
-            serverKey)
+        try remembered("serverKey", secretHash, cost: { $0.map { 128 + $0.name.utf8.count } ?? 0 }) {
+            try readOne(
+                db.statement("SELECT * FROM server_keys WHERE secret_hash = ?"), arguments: [secretHash],
+                serverKey)
+        }
     }
 
     func serverKeys() throws -> [ServerKey] {

@@ -91,26 +91,38 @@ extension SQLiteStore {
     /// for the few grants in force was 4–9 k instructions of every served
     /// read that reads a limit or a meter (bench/results.md, "Serving, round 15").
     func planGrants(of userID: String, mayBeInForceAt now: Date, _ db: Database) throws -> [PlanGrant] {
-        let grants = try readAll(
-            db.statement(Self.planGrantsMayBeInForceSQL), arguments: [userID, Timestamp.format(now)]
-        ) { row in
+        try grantsInForce(of: userID, at: Timestamp.format(now), db).grants
+    }
+
+    /// `planGrants(of:mayBeInForceAt:)` at the time whose text is `time`, with the times it answers for too.
+    func grantsInForce(of userID: String, at time: String, _ db: Database) throws -> GrantsInForce {
+        let grants = try readAll(db.statement(Self.planGrantsMayBeInForceSQL), arguments: [userID, time]) { row in
             // The grant first: a value it cannot read is named as it names it.
             let grant = try Self.planGrant(row)
             let grantedAt: String = try row.decode(forColumn: "granted_at")
             let id: Int64 = try row.decode(forColumn: "id")
-            return (grant: grant, grantedAt: grantedAt, id: id)
+            let bounds: [String?] = [
+                try row.decode(forColumn: "revoked_bound"), try row.decode(forColumn: "end_bound"),
+            ]
+            return (grant: grant, grantedAt: grantedAt, id: id, bounds: bounds.compactMap { $0 })
         }
-        guard grants.count > 1 else { return grants.map(\.grant) }
+        // A grant passed over stays passed over later; one kept is passed over from the first of its times.
+        let until = grants.flatMap(\.bounds).min { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        guard grants.count > 1 else { return GrantsInForce(grants: grants.map(\.grant), from: time, until: until) }
         // As SQLite compares text: byte by byte.
-        return grants.sorted { left, right in
+        let ordered = grants.sorted { left, right in
             left.grantedAt == right.grantedAt
                 ? left.id < right.id : left.grantedAt.utf8.lexicographicallyPrecedes(right.grantedAt.utf8)
-        }.map(\.grant)
+        }
+        return GrantsInForce(grants: ordered.map(\.grant), from: time, until: until)
     }
 
     private static let planGrantsMayBeInForceSQL = SQLText(
         """
-        SELECT id, plan, granted_at, trial_ends_at, ends_at, revoked_at FROM plans
+        SELECT id, plan, granted_at, trial_ends_at, ends_at, revoked_at,
+            CASE WHEN \(isTime("revoked_at")) THEN revoked_at END AS revoked_bound,
+            CASE WHEN \(isTime("coalesce(trial_ends_at, ends_at)")) THEN coalesce(trial_ends_at, ends_at) END AS end_bound
+        FROM plans
         WHERE user_id = ?1
           AND (revoked_at <= ?2 AND \(isTime("revoked_at"))) IS NOT TRUE
           AND (coalesce(trial_ends_at, ends_at) <= ?2 AND \(isTime("coalesce(trial_ends_at, ends_at)"))) IS NOT TRUE
@@ -134,5 +146,22 @@ extension SQLiteStore {
             trialEndsAt: try row.optionalTime("trial_ends_at"),
             endsAt: try row.optionalTime("ends_at"),
             revokedAt: try row.optionalTime("revoked_at"))
+    }
+}
+
+/// The plan grants that may be in force at the time whose text is `from` (`SQLiteStore.grantsInForce`), and the
+/// span of times they are the answer for: from `from` (a grant passed over then is passed over at any later time)
+/// up to `until`, the first time that passes over one of them (text order, as the query compares times); nil when
+/// none of them ends.
+struct GrantsInForce: Sendable {
+    var grants: [PlanGrant]
+    var from: String
+    var until: String?
+
+    /// Whether the grants that may be in force at the time whose text is `time` are these.
+    func answers(at time: String) -> Bool {
+        guard !time.utf8.lexicographicallyPrecedes(from.utf8) else { return false }
+        guard let until else { return true }
+        return time.utf8.lexicographicallyPrecedes(until.utf8)
     }
 }

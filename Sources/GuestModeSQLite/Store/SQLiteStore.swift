@@ -623,12 +623,16 @@ final class ReadConnections: Sendable {
         return try connection.queue.inDatabase { db in
             let prepared = connection.prepared ?? PreparedStatements(of: db)
             connection.prepared = prepared
+            defer { prepared.endRead() }
             return try PreparedStatements.$current.withValue(prepared) { try body(db) }
         }
     }
 
     /// How many connections are open, idle or reading.
     var openCount: Int { state.withLock { $0.opened } }
+
+    /// How many reads the idle connections remember (`PreparedStatements.remembered`).
+    var rememberedCount: Int { state.withLock { $0.idle.reduce(0) { $0 + ($1.prepared?.rememberedCount ?? 0) } } }
 
     /// Closes the idle connections; one in use closes when its read ends.
     func close() {

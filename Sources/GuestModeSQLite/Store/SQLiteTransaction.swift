@@ -26,8 +26,22 @@ extension SQLiteStore: TransactionalStore {
 }
 
 extension SQLiteTransaction {
+    /// `read()`'s value, or what it read last on this connection for the same `query` and `arguments` if the store
+    /// has not changed since (`PreparedStatements.remembered`): for the reads every served request makes (its key,
+    /// its user, a meter's grants and totals, a prompt's facts, a record), which read the same rows again and again
+    /// between writes (bench/results.md, "Serving, round 22"). `query` names the read, one literal a read.
+    func remembered<Value: Sendable>(
+        _ query: StaticString, _ arguments: String..., holds: (Value) -> Bool = { _ in true },
+        cost: (Value) -> Int = { _ in 64 }, _ read: () throws -> Value
+    ) throws -> Value {
+        guard let memory = PreparedStatements.current else { return try read() }
+        return try memory.remembered(query, arguments, in: db, holds: holds, cost: cost, read)
+    }
+
     func user(_ id: String, locking: Bool) throws -> User? {
-        try store.findUser(id, db)
+        try remembered("user", id, cost: { $0.map { 128 + $0.id.utf8.count + ($0.device?.utf8.count ?? 0) } ?? 0 }) {
+            try store.findUser(id, db)
+        }
     }
 
     func advanceLastSeen(of userID: String, to time: Date) throws {
@@ -35,11 +49,15 @@ extension SQLiteTransaction {
     }
 
     func planGrants(of userID: String) throws -> [PlanGrant] {
-        try store.planGrants(of: userID, db)
+        try remembered("planGrants", userID, cost: { 128 * $0.count }) { try store.planGrants(of: userID, db) }
     }
 
+    /// Remembered with the span of times they answer for (`GrantsInForce`): every request asks at a time of its own.
     func planGrants(of userID: String, mayBeInForceAt now: Date) throws -> [PlanGrant] {
-        try store.planGrants(of: userID, mayBeInForceAt: now, db)
+        let time = Timestamp.format(now)
+        return try remembered(
+            "planGrantsInForce", userID, holds: { $0.answers(at: time) }, cost: { 128 * $0.grants.count }
+        ) { try store.grantsInForce(of: userID, at: time, db) }.grants
     }
 
     func backupQueuedAt(of userID: String, locking: Bool) throws -> Date? {

@@ -562,6 +562,81 @@ struct SQLitePoolTests {
             "no statement keeps a connection open: closed, the store is one file again")
     }
 
+    @Test(
+        "what the store's reads remember is read again once anyone commits: a key revoked by another process is refused at once"
+    )
+    func rememberedReadsFollowEveryCommit() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).sqlite").path
+        try SQLiteStore.create(path: path, replacing: false) { _ in }
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let store = try SQLiteStore.open(path: path, connections: .pool(maximumReaders: 1))
+        try store.bindProfile(text: try template("voice"), origin: "voice.yaml", now: day(1))
+        let readers = try #require(store.readers)
+        let engine = try GuestMode(store: store, location: path)
+        let first = try engine.createServerKey(named: "first", scope: .userData, now: day(1))
+        #expect(try engine.serverKey(authenticating: first.secret)?.name == "first")
+        #expect(readers.rememberedCount == 1, "the key's read is remembered")
+        #expect(try engine.serverKey(authenticating: first.secret)?.name == "first")
+
+        // Another process: a store of its own on the file, with connections of its own.
+        let other = try SQLiteStore.open(path: path, connections: .single)
+        _ = try GuestMode(store: other, location: path).revokeServerKey(named: "first", now: day(2))
+        try other.closeConnections()
+        #expect(
+            try engine.serverKey(authenticating: first.secret) == nil, "revoked elsewhere: refused at the next read")
+
+        // This process's own writer.
+        let second = try engine.createServerKey(named: "second", scope: .userData, now: day(3))
+        #expect(try engine.serverKey(authenticating: second.secret)?.name == "second")
+        #expect(try engine.serverKey(authenticating: second.secret)?.name == "second")
+        _ = try engine.revokeServerKey(named: "second", now: day(4))
+        #expect(try engine.serverKey(authenticating: second.secret) == nil, "revoked here: refused at the next read")
+        try store.close()
+    }
+
+    @Test(
+        "the plan grants in force, remembered from one time, answer a later time only until one of them ends"
+    )
+    func rememberedGrantsInForceAnswerTheirSpanOnly() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(UUID().uuidString).sqlite").path
+        try SQLiteStore.create(path: path, replacing: false) { _ in }
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let store = try SQLiteStore.open(path: path, connections: .pool(maximumReaders: 1))
+        let text = Timestamp.format
+        try store.write { db in
+            try db.execute(
+                sql:
+                    "INSERT INTO users (id, state, prompt_state, created_at, last_seen_at) VALUES ('u', 'anonymous', 'anonymous', ?, ?)",
+                arguments: [text(day(1)), text(day(1))])
+            for (plan, trialEnds, ends, revoked) in [
+                ("ends", nil, day(10), nil), ("trial", day(5), day(20), nil), ("revoked", nil, nil, day(7)),
+                ("forever", nil, nil, nil), ("trial-then-revoked", day(15), day(25), day(12)),
+            ] as [(String, Date?, Date?, Date?)] {
+                try db.execute(
+                    sql:
+                        "INSERT INTO plans (user_id, plan, granted_at, trial_ends_at, ends_at, revoked_at) VALUES ('u', ?, ?, ?, ?, ?)",
+                    arguments: [plan, text(day(1)), trialEnds.map(text), ends.map(text), revoked.map(text)])
+            }
+        }
+        // Every half day in an order that goes back and forth, on the one reader, with nothing written between:
+        // each answer as the writer's connection, which remembers nothing, reads it.
+        var times = (0..<52).map { day(1).addingTimeInterval(Double($0) * 43_200) }
+        times += [day(6), day(2), day(12, hour: 11), day(12, hour: 13), day(12), day(9), day(30)]
+        var generator = SystemRandomNumberGenerator()
+        times.shuffle(using: &generator)
+        for time in times {
+            let read = try store.read { (transaction: any StoreTransaction) in
+                try transaction.planGrants(of: "u", mayBeInForceAt: time).map(\.plan)
+            }
+            let written = try store.write { (transaction: any StoreTransaction) in
+                try transaction.planGrants(of: "u", mayBeInForceAt: time).map(\.plan)
+            }
+            #expect(read == written, "at \(text(time))")
+        }
+        #expect(try #require(store.readers).rememberedCount == 1)
+        try store.close()
+    }
+
     @Test("a store of the first released schema opens on a pool, migrated, with its data")
     func aFirstReleaseStoreOpensOnAPool() throws {
         let fixture = URL(fileURLWithPath: #filePath)
